@@ -1,0 +1,94 @@
+"""The error hierarchy. Each class owns an exit code; messages say what is wrong and how to fix it.
+
+The library raises these and never prints or exits; the CLI maps them to output and exit codes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class KernelwheelError(Exception):
+    """Base class. ``hint`` says how to fix the problem; ``exit_code`` is what the CLI returns."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  fix: {self.hint}"
+
+
+class UsageError(KernelwheelError):
+    """Bad command-line arguments or options."""
+
+    exit_code = 2
+
+
+class ProjectError(KernelwheelError):
+    """A kernel project (build.toml, its sources) is invalid. Names the file and key."""
+
+    exit_code = 3
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: Path | str | None = None,
+        key: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = ""
+        if file is not None:
+            where = f"{file}"
+            if key is not None:
+                where += f": [{key}]" if "." not in key else f": {key}"
+            where += ": "
+        super().__init__(where + message, hint=hint)
+        self.file = Path(file) if file is not None else None
+        self.key = key
+
+
+class VariantError(KernelwheelError):
+    """A variant name or local version cannot be parsed or formatted."""
+
+    exit_code = 4
+
+
+class ToolchainError(KernelwheelError):
+    """The build environment or compiler toolchain is missing or mismatched."""
+
+    exit_code = 5
+
+
+class BuildError(KernelwheelError):
+    """Compilation failed. ``log`` names the full log to read."""
+
+    exit_code = 6
+
+    def __init__(self, message: str, *, log: Path | None = None, hint: str | None = None) -> None:
+        if log is not None:
+            message = f"{message} (full log: {log})"
+        super().__init__(message, hint=hint)
+        self.log = log
+
+
+class WheelError(KernelwheelError):
+    """A wheel cannot be written or read."""
+
+    exit_code = 7
+
+
+class AbiError(KernelwheelError):
+    """A shared object violates the target ABI policy."""
+
+    exit_code = 8
+
+
+class HubError(KernelwheelError):
+    """A Hub kernel repository cannot be resolved, downloaded or converted."""
+
+    exit_code = 9
