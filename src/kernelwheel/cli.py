@@ -1,0 +1,73 @@
+"""Command-line entry point. Owns all output and exit codes; library code only raises.
+
+Each subcommand lives in ``kernelwheel.commands.<name>`` and exposes
+``register(subparsers) -> None``, which adds its parser and sets ``func(args, ui) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from . import __version__
+from .errors import KernelwheelError
+from .ui import ConsoleUI
+
+# Order is the order shown in --help.
+COMMANDS = ("build", "matrix", "check", "to_wheel", "index", "lock", "download")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kernelwheel",
+        description=(
+            "Build PyTorch custom kernels into installable abi3 wheels, one per "
+            "torch x backend x C++ ABI x arch variant, and convert Hub kernel repos to wheels."
+        ),
+        epilog="Run 'kernelwheel COMMAND --help' for a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"kernelwheel {__version__}")
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        default=bool(os.environ.get("KERNELWHEEL_TRACEBACK")),
+        help="show the Python traceback on errors (or set KERNELWHEEL_TRACEBACK=1)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f".commands.{name}", __package__)
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{__package__}.commands.{name}":
+                continue  # command not shipped in this build
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    ui = ConsoleUI()
+    try:
+        code: int = args.func(args, ui)
+        return code
+    except KernelwheelError as exc:
+        if args.traceback:
+            traceback.print_exc()
+        ui.error(str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        ui.error("interrupted")
+        return 130
+
+
+def entry() -> None:
+    sys.exit(main())
