@@ -60,4 +60,6 @@ def step(reporter: Reporter, scope: str, name: str) -> Iterator[list[str]]:
             StepResult(scope, name, False, time.monotonic() - start, " ".join(detail))
         )
         raise
-    reporter.step_finished(StepResult(scope, name, True, time.monotonic() - start, " ".join(detail)))
+    reporter.step_finished(
+        StepResult(scope, name, True, time.monotonic() - start, " ".join(detail))
+    )

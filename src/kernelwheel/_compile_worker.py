@@ -1,0 +1,95 @@
+"""Compile one extension with torch.utils.cpp_extension. Runs INSIDE the build environment.
+
+Invoked by file path with that environment's interpreter, so it may import only the standard
+library, setuptools and torch - never kernelwheel itself. Reads a JSON spec, writes a JSON result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+
+def _effective_limited_api(build_temp: Path, requested: str) -> str:
+    """The Py_LIMITED_API value the compiler really saw: the last definition on the command line.
+
+    torch >= 2.13 appends its own -DPy_LIMITED_API after ours, so the wheel's abi3 tag must follow
+    what is in the generated build file, not what we asked for.
+    """
+    values: list[str] = []
+    for ninja in build_temp.rglob("build.ninja"):
+        for line in ninja.read_text().splitlines():
+            if line.lstrip().startswith(("cflags", "cuda_cflags")):
+                found = re.findall(r"-DPy_LIMITED_API=(0x[0-9A-Fa-f]+)", line)
+                if found:
+                    values.append(found[-1])
+    if values:
+        return max(values, key=lambda v: int(v, 16))
+    import torch.utils.cpp_extension as ce
+
+    forced = getattr(ce, "min_supported_cpython", None)
+    if isinstance(forced, str) and int(forced, 16) > int(requested, 16):
+        return forced
+    return requested
+
+
+def main() -> int:
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    result_path = Path(sys.argv[2])
+    os.environ["MAX_JOBS"] = str(spec["jobs"])
+    if spec.get("cuda_home"):
+        os.environ["CUDA_HOME"] = spec["cuda_home"]
+
+    import setuptools
+    import torch
+    from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+
+    build_temp = Path(spec["build_temp"])
+    build_lib = Path(spec["build_lib"])
+    extra = {"cxx": spec["cxx_flags"]}
+    factory = CppExtension
+    if spec["cuda"]:
+        extra["nvcc"] = spec["nvcc_flags"]
+        factory = CUDAExtension
+    ext = factory(
+        name=spec["name"],
+        sources=spec["sources"],
+        include_dirs=spec["include_dirs"],
+        define_macros=[tuple(m) for m in spec["define_macros"]],
+        extra_compile_args=extra,
+        extra_link_args=spec.get("link_flags", []),
+        py_limited_api=True,
+    )
+    setuptools.setup(
+        name=spec["name"],
+        ext_modules=[ext],
+        cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+        script_args=[
+            "--quiet",
+            "build_ext",
+            "--build-temp",
+            str(build_temp),
+            "--build-lib",
+            str(build_lib),
+        ],
+    )
+    built = sorted(build_lib.glob(f"{spec['name']}*.so"))
+    if len(built) != 1:
+        print(f"expected one shared object in {build_lib}, found {built}", file=sys.stderr)
+        return 1
+    result = {
+        "shared_object": str(built[0]),
+        "py_limited_api": _effective_limited_api(build_temp, spec["requested_limited_api"]),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
+    }
+    result_path.write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,308 @@
+"""Isolated build environments: one venv per recipe, holding the variant's torch and toolchain.
+
+An environment is keyed by a digest of what goes into it, created once (guarded by a lock and a
+ready-marker written last) and reused by later builds. ``existing`` wraps an interpreter the user
+already has (e.g. a machine without network) after checking that its torch is the right one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ToolchainError
+
+READY_MARKER = ".kernelwheel-ready"
+# Build tools every environment gets besides torch; pinned so environments are reproducible.
+BUILD_TOOLS = ("setuptools>=69,<81", "ninja>=1.11,<1.14", "wheel>=0.43,<0.47", "numpy>=1.26,<3")
+
+_PROBE = r"""
+import json, platform, sys, sysconfig
+out = {"python": "%d.%d" % sys.version_info[:2], "machine": platform.machine(),
+       "purelib": sysconfig.get_paths()["purelib"], "executable": sys.executable}
+try:
+    import torch
+    out["torch"] = torch.__version__
+    out["cuda"] = torch.version.cuda
+    out["hip"] = getattr(torch.version, "hip", None)
+    out["cxx11_abi"] = bool(torch._C._GLIBCXX_USE_CXX11_ABI)
+    out["torch_dir"] = torch.__path__[0]
+except Exception as exc:  # report, the caller decides
+    out["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
+print(json.dumps(out))
+"""
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What a build environment must contain."""
+
+    torch_requirement: str
+    packages: tuple[str, ...] = ()  # toolchain pins, e.g. nvidia-cuda-nvcc==13.0.88
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+
+    def digest(self, python: str) -> str:
+        blob = json.dumps(
+            {
+                "python": python,
+                "torch": self.torch_requirement,
+                "packages": sorted(self.packages),
+                "tools": BUILD_TOOLS,
+                "index": self.index_url,
+                "extra": list(self.extra_index_urls),
+                "links": list(self.find_links),
+            },
+            sort_keys=True,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class EnvInfo:
+    """A probed interpreter and its torch."""
+
+    python: Path
+    python_version: str
+    machine: str
+    purelib: Path
+    torch: str
+    cuda: str | None
+    hip: str | None
+    cxx11_abi: bool
+    reused: bool = False
+
+    @property
+    def torch_minor(self) -> tuple[int, int]:
+        major, minor = self.torch.split("+")[0].split(".")[:2]
+        return int(major), int(minor)
+
+
+def probe(python: Path) -> EnvInfo:
+    try:
+        proc = subprocess.run(
+            [str(python), "-c", _PROBE], capture_output=True, text=True, check=False, timeout=300
+        )
+    except OSError as exc:
+        raise ToolchainError(
+            f"cannot run the interpreter {python}: {exc}", hint="pass an existing python"
+        ) from None
+    if proc.returncode != 0:
+        raise ToolchainError(f"{python} failed to start:\n{proc.stderr.strip()}")
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    if "torch_error" in data:
+        raise ToolchainError(
+            f"{python} has no usable torch ({data['torch_error']})",
+            hint="install the variant's torch into that interpreter, or omit --python so "
+            "kernelwheel creates a build environment",
+        )
+    return EnvInfo(
+        python=Path(data["executable"]),
+        python_version=data["python"],
+        machine=data["machine"],
+        purelib=Path(data["purelib"]),
+        torch=data["torch"],
+        cuda=data["cuda"],
+        hip=data["hip"],
+        cxx11_abi=data["cxx11_abi"],
+    )
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _venv_python(root: Path) -> Path:
+    return root / "bin" / "python"
+
+
+def pip_install_args(spec: EnvSpec) -> list[str]:
+    args: list[str] = []
+    if spec.index_url:
+        args += ["--index-url", spec.index_url]
+    for url in spec.extra_index_urls:
+        args += ["--extra-index-url", url]
+    for link in spec.find_links:
+        args += ["--find-links", link]
+    return args
+
+
+def provision(
+    spec: EnvSpec,
+    cache_dir: Path,
+    *,
+    base_python: Path | None = None,
+    log: Path | None = None,
+) -> EnvInfo:
+    """Create (or reuse) the environment for spec and return its probe."""
+    base = base_python or Path(sys.executable)
+    py_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if base_python is not None:
+        py_version = probe_python_version(base_python)
+    root = cache_dir / "envs" / f"py{py_version}-{spec.digest(py_version)}"
+    with _locked(root.with_suffix(".lock")):
+        if (root / READY_MARKER).exists():
+            info = probe(_venv_python(root))
+            return _replace_reused(info)
+        if root.exists():
+            shutil.rmtree(root)  # a half-made environment from an interrupted run
+        _run([str(base), "-m", "venv", str(root)], log, "create the build venv")
+        py = _venv_python(root)
+        _run(
+            [
+                str(py),
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--no-input",
+                *pip_install_args(spec),
+                spec.torch_requirement,
+                *BUILD_TOOLS,
+                *spec.packages,
+            ],
+            log,
+            f"install {spec.torch_requirement} and the toolchain",
+            hint="check the index/find-links options (offline builds: --find-links DIR) and that "
+            "the recipe's pins exist",
+        )
+        info = probe(py)
+        (root / READY_MARKER).write_text(json.dumps({"torch": info.torch}) + "\n")
+        return info
+
+
+def probe_python_version(python: Path) -> str:
+    out = subprocess.run(
+        [str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise ToolchainError(f"cannot run {python}: {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
+def _replace_reused(info: EnvInfo) -> EnvInfo:
+    from dataclasses import replace
+
+    return replace(info, reused=True)
+
+
+def _run(cmd: Sequence[str], log: Path | None, what: str, hint: str | None = None) -> None:
+    env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a") as fh:
+            fh.write(f"$ {' '.join(cmd)}\n")
+            fh.flush()
+            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, check=False)
+    else:
+        proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
+    if proc.returncode != 0:
+        where = f" (log: {log})" if log else ""
+        raise ToolchainError(f"failed to {what}: exit {proc.returncode}{where}", hint=hint)
+
+
+# --- CUDA toolkits ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CudaToolkit:
+    home: Path
+    version: str  # "13.0"
+    extra_includes: tuple[Path, ...] = ()  # e.g. cuBLAS headers from torch's nvidia packages
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+
+def nvcc_version(home: Path) -> str:
+    nvcc = home / "bin" / "nvcc"
+    if not nvcc.exists():
+        raise ToolchainError(f"no nvcc at {nvcc}", hint="point --cuda-home at a CUDA toolkit")
+    proc = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False)
+    import re
+
+    m = re.search(r"release (\d+)\.(\d+)", proc.stdout)
+    if proc.returncode != 0 or m is None:
+        raise ToolchainError(f"{nvcc} --version failed: {proc.stderr.strip() or proc.stdout}")
+    return f"{m.group(1)}.{m.group(2)}"
+
+
+def _pip_toolkit(env: EnvInfo, major: int) -> Path | None:
+    """CUDA_HOME assembled from PyPI's nvidia-cuda-* packages inside the environment."""
+    home = env.purelib / "nvidia" / f"cu{major}"
+    if not (home / "bin" / "nvcc").exists():
+        return None
+    lib = home / "lib"
+    # torch links -lcudart, which needs the unversioned name beside libcudart.so.<major>.
+    versioned = sorted(lib.glob("libcudart.so.*"))
+    if versioned and not (lib / "libcudart.so").exists():
+        (lib / "libcudart.so").symlink_to(versioned[0].name)
+    return home
+
+
+def _torch_nvidia_includes(env: EnvInfo, major: int) -> tuple[Path, ...]:
+    inc = env.purelib / "nvidia" / f"cu{major}" / "include"
+    return (inc,) if inc.is_dir() else ()
+
+
+def find_cuda_toolkit(env: EnvInfo, explicit: Path | None = None) -> CudaToolkit:
+    """Find a toolkit whose major version matches the environment's torch."""
+    if env.cuda is None:
+        raise ToolchainError(
+            f"torch {env.torch} in {env.python} is a CPU-only build: it cannot compile "
+            "CUDA sources",
+            hint="build a CPU variant, or use a CUDA build of torch",
+        )
+    want_major = int(env.cuda.split(".")[0])
+    candidates: list[tuple[str, Path]] = []
+    if explicit is not None:
+        candidates.append(("--cuda-home", explicit))
+    else:
+        pip_home = _pip_toolkit(env, want_major)
+        if pip_home is not None:
+            candidates.append(("toolchain packages", pip_home))
+        if os.environ.get("CUDA_HOME"):
+            candidates.append(("CUDA_HOME", Path(os.environ["CUDA_HOME"])))
+        candidates.append(("system", Path(f"/usr/local/cuda-{env.cuda}")))
+        candidates.append(("system", Path("/usr/local/cuda")))
+        nvcc = shutil.which("nvcc")
+        if nvcc:
+            candidates.append(("PATH", Path(nvcc).resolve().parent.parent))
+    seen: list[str] = []
+    for source, home in candidates:
+        if not (home / "bin" / "nvcc").exists():
+            continue
+        version = nvcc_version(home)
+        if int(version.split(".")[0]) != want_major:
+            seen.append(f"{home} ({source}) is CUDA {version}")
+            if source == "--cuda-home":
+                break
+            continue
+        return CudaToolkit(home, version, _torch_nvidia_includes(env, want_major))
+    found = "; ".join(seen) if seen else "no nvcc found"
+    raise ToolchainError(
+        f"torch {env.torch} needs a CUDA {want_major}.x toolkit: {found}",
+        hint=f"install CUDA {env.cuda} (or pass --cuda-home DIR); torch refuses to build "
+        "with a toolkit of another major version",
+    )

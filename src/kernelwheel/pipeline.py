@@ -1,0 +1,289 @@
+"""Build one variant of a kernel project: environment, codegen, compile, wheel.
+
+Each stage is a step reported with its duration; the compile output goes to a per-variant log
+under the output folder, named in any error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.tags import Tag
+
+from . import codegen
+from .envs import CudaToolkit, EnvInfo, EnvSpec, find_cuda_toolkit, probe, provision
+from .errors import BuildError, ProjectError, ToolchainError
+from .log import Reporter, step
+from .project import KernelProject
+from .variant import BackendKind, CxxAbi, Variant
+from .wheel import WheelSpec, write_wheel
+
+REQUESTED_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest stable ABI we target
+SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")
+_WORKER = Path(__file__).with_name("_compile_worker.py")
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    project: KernelProject
+    variant: Variant
+    version: str  # base version, without the local part
+    out_dir: Path
+    work_dir: Path
+    cache_dir: Path
+    env_spec: EnvSpec | None  # how to create the environment; None when python is given
+    python: Path | None = None  # use this interpreter's torch instead of creating an environment
+    cuda_home: Path | None = None
+    default_capabilities: tuple[str, ...] = ()
+    jobs: int = 2
+
+
+@dataclass(frozen=True)
+class BuiltWheel:
+    variant: Variant
+    path: Path
+    build_id: str
+    namespace: str
+    log: Path
+    env: EnvInfo
+
+
+def full_version(base: str, variant: Variant) -> str:
+    return f"{base}+{variant.local_version}"
+
+
+def gencode_flags(capabilities: tuple[str, ...]) -> list[str]:
+    """nvcc -gencode flags; a trailing '+PTX' also embeds PTX for forward compatibility."""
+    flags: list[str] = []
+    for cap in capabilities:
+        ptx = cap.endswith("+PTX")
+        base = cap.removesuffix("+PTX")
+        arch = base.replace(".", "")
+        flags.append(f"-gencode=arch=compute_{arch},code=sm_{arch}")
+        if ptx:
+            flags.append(f"-gencode=arch=compute_{arch},code=compute_{arch}")
+    return flags
+
+
+def _check_env_matches(env: EnvInfo, variant: Variant) -> None:
+    assert variant.torch is not None
+    running = env.torch_minor
+    want = (variant.torch.major, variant.torch.minor)
+    if running != want:
+        raise ToolchainError(
+            f"variant {variant.name} needs torch {variant.torch}, but {env.python} has torch "
+            f"{env.torch}",
+            hint="omit --python to let kernelwheel create the environment, or pick the variant "
+            f"for torch {running[0]}.{running[1]}",
+        )
+    if variant.cxxabi is not None and env.cxx11_abi != (variant.cxxabi is CxxAbi.CXX11):
+        have = "cxx11" if env.cxx11_abi else "cxx98"
+        raise ToolchainError(
+            f"variant {variant.name} needs the {variant.cxxabi.value} C++ ABI, but torch "
+            f"{env.torch} in {env.python} uses {have}",
+            hint=f"pick the {have} variant for this torch",
+        )
+    backend = variant.backend
+    if backend is not None and backend.kind is BackendKind.CUDA:
+        if env.cuda is None:
+            raise ToolchainError(
+                f"variant {variant.name} is a CUDA variant, but torch {env.torch} is CPU-only",
+                hint="use a CUDA build of torch, or build the cpu variant",
+            )
+        if env.cuda != backend.cuda_version:
+            raise ToolchainError(
+                f"variant {variant.name} needs torch built for CUDA {backend.cuda_version}, but "
+                f"torch {env.torch} uses CUDA {env.cuda}",
+                hint=f"pick the cu{env.cuda.replace('.', '')} variant for this torch",
+            )
+
+
+def _sources(paths: tuple[Path, ...], root: Path) -> list[str]:
+    return [str(root / p) for p in paths if p.suffix in SOURCE_SUFFIXES]
+
+
+def _package_files(project: KernelProject) -> dict[str, bytes]:
+    """The Python package files (pyext suffixes) from torch-ext/<package>/, recursively."""
+    files: dict[str, bytes] = {}
+    suffixes = {"." + s.lstrip(".") for s in (project.torch.pyext if project.torch else ("py",))}
+    for path in sorted(project.package_dir.rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts:
+            continue
+        if path.suffix not in suffixes:
+            continue
+        if path.is_symlink() and not path.resolve().is_relative_to(project.root.resolve()):
+            raise ProjectError(
+                f"{path} is a symlink pointing outside the project",
+                file=path,
+                hint="copy the file into the project instead",
+            )
+        rel = path.relative_to(project.package_dir).as_posix()
+        files[f"{project.package}/{rel}"] = path.read_bytes()
+    return files
+
+
+def _compile(
+    req: BuildRequest, env: EnvInfo, namespace: str, log: Path, toolkit: CudaToolkit | None
+) -> dict[str, object]:
+    project, variant = req.project, req.variant
+    assert project.torch is not None
+    is_cuda = toolkit is not None
+    backends = ["cpu", "cuda"] if is_cuda else ["cpu"]
+    kernels = project.kernels_for(backends)
+    stage = req.work_dir / variant.name
+    if stage.exists():
+        shutil.rmtree(stage)
+    include = stage / "include"
+    codegen.write_registration_header(include)
+
+    sources = _sources(project.torch.src, project.root)
+    include_dirs = [str(include)] + [str(project.root / p) for p in project.torch.include]
+    cxx_flags = ["-O3", "-fvisibility=hidden"]
+    nvcc_flags = ["-O3", f"--threads={max(1, req.jobs)}"]
+    defines: list[tuple[str, str]] = [
+        ("TORCH_EXTENSION_NAME", namespace),
+        ("Py_LIMITED_API", REQUESTED_LIMITED_API),
+        ("KERNELWHEEL_WITH_CPU", "1"),
+    ]
+    if variant.cxxabi is not None:
+        defines.append(("_GLIBCXX_USE_CXX11_ABI", "1" if variant.cxxabi is CxxAbi.CXX11 else "0"))
+    capabilities: list[str] = []
+    for k in kernels:
+        sources += _sources(k.src, project.root)
+        include_dirs += [str(project.root / p) for p in k.include]
+        cxx_flags += list(k.cxx_flags)
+        if k.backend == "cuda":
+            nvcc_flags += list(k.cuda_flags)
+            capabilities += [c for c in k.cuda_capabilities if c not in capabilities]
+    if is_cuda:
+        assert toolkit is not None
+        defines += [("KERNELWHEEL_WITH_CUDA", "1"), ("CUDA_KERNEL", "1")]
+        caps = tuple(capabilities) or req.default_capabilities
+        if not caps:
+            raise ToolchainError(
+                f"no CUDA capabilities for {variant.name}",
+                hint="set cuda-capabilities in build.toml or a default list in the recipe",
+            )
+        nvcc_flags += gencode_flags(caps)
+        include_dirs += [str(p) for p in toolkit.extra_includes]
+    else:
+        defines.append(("CPU_KERNEL", "1"))
+    # setuptools wants unique source basenames per object dir; they are in practice.
+    spec = {
+        "name": namespace,
+        "sources": sources,
+        "include_dirs": include_dirs,
+        "define_macros": defines,
+        "cxx_flags": cxx_flags,
+        "nvcc_flags": nvcc_flags,
+        "cuda": is_cuda,
+        "cuda_home": str(toolkit.home) if toolkit else None,
+        "build_temp": str(stage / "obj"),
+        "build_lib": str(stage / "lib"),
+        "jobs": max(1, req.jobs),
+        "requested_limited_api": REQUESTED_LIMITED_API,
+    }
+    spec_path = stage / "compile.json"
+    result_path = stage / "result.json"
+    spec_path.write_text(json.dumps(spec, indent=2))
+    env_vars = dict(os.environ)
+    if toolkit is not None:
+        env_vars["CUDA_HOME"] = str(toolkit.home)
+        env_vars["PATH"] = f"{toolkit.home / 'bin'}{os.pathsep}{env_vars.get('PATH', '')}"
+    with open(log, "a") as fh:
+        fh.write(f"$ {env.python} {_WORKER} {spec_path}\n")
+        fh.flush()
+        proc = subprocess.run(
+            [str(env.python), str(_WORKER), str(spec_path), str(result_path)],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=env_vars,
+            cwd=stage,
+            check=False,
+        )
+    if proc.returncode != 0 or not result_path.exists():
+        raise BuildError(
+            f"compiling {variant.name} failed (exit {proc.returncode})",
+            log=log,
+            hint="read the compiler errors at the end of the log",
+        )
+    result: dict[str, object] = json.loads(result_path.read_text())
+    return result
+
+
+def _python_tag(limited_api: str) -> tuple[str, str]:
+    """(interpreter tag, Requires-Python) for the Py_LIMITED_API value the build really used."""
+    value = int(limited_api, 16)
+    major, minor = value >> 24, (value >> 16) & 0xFF
+    return f"cp{major}{minor}", f">={major}.{minor}"
+
+
+def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
+    project, variant = req.project, req.variant
+    scope = variant.name
+    if project.noarch:
+        raise ProjectError(
+            "pure-Python (noarch) projects are not built by 'kernelwheel build' yet",
+            file=project.build_toml,
+            hint="add a [kernel.<id>] section, or package the Python files with a normal build",
+        )
+    log_dir = req.out_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = log_dir / f"{variant.name}.log"
+    log.write_text(f"kernelwheel build of {project.name} for {variant.name}\n")
+
+    with step(reporter, scope, "environment") as detail:
+        if req.python is not None:
+            env = probe(req.python)
+        else:
+            if req.env_spec is None:
+                raise ToolchainError(f"no environment recipe for {variant.name}")
+            env = provision(req.env_spec, req.cache_dir, log=log)
+        _check_env_matches(env, variant)
+        toolkit = None
+        if variant.backend is not None and variant.backend.kind is BackendKind.CUDA:
+            toolkit = find_cuda_toolkit(env, req.cuda_home)
+        detail.append(f"torch {env.torch}" + (" (cached)" if env.reused else ""))
+        if toolkit:
+            detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
+
+    with step(reporter, scope, "codegen") as detail:
+        bid = codegen.build_id(project, variant)
+        namespace = codegen.ops_namespace(project.package, bid)
+        detail.append(namespace)
+
+    with step(reporter, scope, "compile"):
+        result = _compile(req, env, namespace, log, toolkit)
+
+    with step(reporter, scope, "wheel") as detail:
+        version = full_version(req.version, variant)
+        interpreter, requires_python = _python_tag(str(result["py_limited_api"]))
+        tag = Tag(interpreter, "abi3", variant.platform_tag(manylinux=None))
+        stamp = codegen.BuildStamp(
+            dist_name=project.name,
+            version=version,
+            variant=variant,
+            cuda_major=toolkit.major if toolkit else None,
+        )
+        files = _package_files(project)
+        files[f"{project.package}/_ops.py"] = codegen.ops_py(namespace, stamp).encode()
+        so_path = Path(str(result["shared_object"]))
+        files[f"{project.package}/{namespace}.abi3.so"] = so_path.read_bytes()
+        spec = WheelSpec(
+            name=project.name,
+            version=version,
+            tag=tag,
+            files=files,
+            requires_dist=(variant.torch_requirement(), *project.python_depends),
+            requires_python=requires_python,
+            summary=f"{project.name} PyTorch kernel ({variant.name}), built by kernelwheel",
+            executables=frozenset({f"{project.package}/{namespace}.abi3.so"}),
+        )
+        path = write_wheel(spec, req.out_dir)
+        detail.append(path.name)
+    return BuiltWheel(variant, path, bid, namespace, log, env)

@@ -1,0 +1,225 @@
+"""Reproducible wheel writing (PEP 427 / PEP 491 layout, core metadata 2.1).
+
+Entries are sorted, timestamps come from SOURCE_DATE_EPOCH (or a fixed 1980 default) and
+permissions are normalised, so the same inputs give byte-identical wheels. The file appears in
+the output folder only once complete (written beside it, then renamed).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import tempfile
+import time
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from email.message import Message
+from email.policy import compat32
+from pathlib import Path, PurePosixPath
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.tags import Tag
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from . import __version__
+from .errors import WheelError
+
+_DEFAULT_EPOCH = 315532800  # 1980-01-01T00:00:00Z, the earliest time a zip can hold
+_NAME_RE = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class WheelSpec:
+    """Everything a wheel contains. ``files`` maps archive paths to their bytes."""
+
+    name: str
+    version: str
+    tag: Tag
+    files: Mapping[str, bytes]
+    requires_dist: Sequence[str] = ()
+    requires_python: str | None = None
+    summary: str | None = None
+    license: str | None = None
+    executables: frozenset[str] = field(default_factory=frozenset)  # archive paths, mode 0755
+
+
+def escape_name(name: str) -> str:
+    """The distribution name as it appears in file names (PEP 427, normalised)."""
+    return canonicalize_name(name).replace("-", "_")
+
+
+def wheel_filename(name: str, version: str, tag: Tag) -> str:
+    return f"{escape_name(name)}-{Version(version)}-{tag.interpreter}-{tag.abi}-{tag.platform}.whl"
+
+
+def dist_info_dir(name: str, version: str) -> str:
+    return f"{escape_name(name)}-{Version(version)}.dist-info"
+
+
+def record_hash(data: bytes) -> str:
+    digest = hashlib.sha256(data).digest()
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _validate(spec: WheelSpec) -> None:
+    if not _NAME_RE.match(spec.name):
+        raise WheelError(
+            f"invalid distribution name {spec.name!r}",
+            hint="use letters, digits, '-', '_' and '.', starting and ending with a letter "
+            "or digit",
+        )
+    try:
+        Version(spec.version)
+    except InvalidVersion:
+        raise WheelError(
+            f"invalid version {spec.version!r} for {spec.name}",
+            hint="use a PEP 440 version such as 1.2.0 or 1.2.0+torch2.14.cu130.cxx11",
+        ) from None
+    for req in spec.requires_dist:
+        try:
+            Requirement(req)
+        except InvalidRequirement as exc:
+            raise WheelError(f"invalid requirement {req!r}: {exc}") from None
+    if spec.requires_python is not None:
+        try:
+            SpecifierSet(spec.requires_python)
+        except InvalidSpecifier:
+            raise WheelError(f"invalid Requires-Python {spec.requires_python!r}") from None
+    for arcname in spec.files:
+        p = PurePosixPath(arcname)
+        if p.is_absolute() or ".." in p.parts or "\\" in arcname or not arcname:
+            raise WheelError(f"refusing archive path {arcname!r}: it escapes the wheel root")
+        if p.parts[0].endswith(".dist-info"):
+            raise WheelError(f"archive path {arcname!r} would overwrite generated metadata")
+
+
+def metadata_text(spec: WheelSpec) -> str:
+    msg = Message(policy=compat32)
+    msg["Metadata-Version"] = "2.1"
+    msg["Name"] = spec.name
+    msg["Version"] = str(Version(spec.version))
+    if spec.summary:
+        msg["Summary"] = " ".join(spec.summary.split())
+    if spec.license:
+        msg["License"] = " ".join(spec.license.split())
+    if spec.requires_python:
+        msg["Requires-Python"] = spec.requires_python
+    for req in spec.requires_dist:
+        msg["Requires-Dist"] = str(Requirement(req))
+    return msg.as_string()
+
+
+def wheel_text(tag: Tag) -> str:
+    return (
+        "Wheel-Version: 1.0\n"
+        f"Generator: kernelwheel {__version__}\n"
+        "Root-Is-Purelib: false\n"
+        f"Tag: {tag}\n"
+    )
+
+
+def source_date_epoch() -> int:
+    raw = os.environ.get("SOURCE_DATE_EPOCH")
+    if raw is None:
+        return _DEFAULT_EPOCH
+    try:
+        value = int(raw)
+    except ValueError:
+        raise WheelError(
+            f"SOURCE_DATE_EPOCH={raw!r} is not an integer", hint="unset it or give seconds"
+        ) from None
+    return max(value, _DEFAULT_EPOCH)
+
+
+def _zipinfo(
+    arcname: str, date_time: tuple[int, int, int, int, int, int], mode: int
+) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(arcname, date_time=date_time)
+    info.external_attr = (0o100000 | mode) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.create_system = 3  # unix, so the mode bits are honoured on install
+    return info
+
+
+def write_wheel(spec: WheelSpec, out_dir: Path) -> Path:
+    """Write the wheel into out_dir atomically and return its path."""
+    _validate(spec)
+    dist_info = dist_info_dir(spec.name, spec.version)
+    entries: list[tuple[str, bytes]] = sorted(spec.files.items())
+    entries.append((f"{dist_info}/METADATA", metadata_text(spec).encode()))
+    entries.append((f"{dist_info}/WHEEL", wheel_text(spec.tag).encode()))
+    record_lines = [f"{name},{record_hash(data)},{len(data)}" for name, data in entries]
+    record_name = f"{dist_info}/RECORD"
+    record_lines.append(f"{record_name},,")
+    entries.append((record_name, ("\n".join(record_lines) + "\n").encode()))
+
+    date_time = time.gmtime(source_date_epoch())[:6]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    final = out_dir / wheel_filename(spec.name, spec.version, spec.tag)
+    fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".whl", dir=out_dir)
+    try:
+        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w") as zf:
+            for name, data in entries:
+                mode = 0o755 if name in spec.executables else 0o644
+                zf.writestr(_zipinfo(name, date_time, mode), data)  # type: ignore[arg-type]
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, final)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return final
+
+
+@dataclass(frozen=True)
+class WheelContents:
+    """A wheel read back: its name parts, metadata headers and files (RECORD verified)."""
+
+    path: Path
+    name: str
+    version: Version
+    tags: frozenset[Tag]
+    metadata: Message
+    files: Mapping[str, bytes]
+
+
+def read_wheel(path: Path) -> WheelContents:
+    """Read a wheel and verify every RECORD hash; raises WheelError naming the bad entry."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        name, version, _build, tags = parse_wheel_filename(path.name)
+    except InvalidWheelFilename as exc:
+        raise WheelError(f"{path}: {exc}") from None
+    try:
+        with zipfile.ZipFile(path) as zf:
+            files = {info.filename: zf.read(info) for info in zf.infolist() if not info.is_dir()}
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise WheelError(f"{path}: cannot read wheel: {exc}") from None
+    dist_info = dist_info_dir(name, str(version))
+    record = files.get(f"{dist_info}/RECORD")
+    if record is None:
+        raise WheelError(f"{path}: missing {dist_info}/RECORD")
+    listed: set[str] = set()
+    for line in record.decode().splitlines():
+        if not line:
+            continue
+        arcname, digest, _size = line.rsplit(",", 2)
+        listed.add(arcname)
+        if arcname.endswith("/RECORD"):
+            continue
+        if arcname not in files:
+            raise WheelError(f"{path}: RECORD lists {arcname} but the wheel lacks it")
+        if record_hash(files[arcname]) != digest:
+            raise WheelError(f"{path}: {arcname} does not match its RECORD hash")
+    unlisted = sorted(set(files) - listed)
+    if unlisted:
+        raise WheelError(f"{path}: files missing from RECORD: {', '.join(unlisted)}")
+    from email.parser import Parser
+
+    metadata = Parser(policy=compat32).parsestr(files[f"{dist_info}/METADATA"].decode())
+    return WheelContents(path, str(name), version, frozenset(tags), metadata, files)
