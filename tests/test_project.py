@@ -492,6 +492,17 @@ def test_missing_source_suggests_close_name(tmp_path: Path) -> None:
     assert_error(load_error(root), "kernel.img2gray.src", "did you mean 'csrc/img2gray.cu'?")
 
 
+def test_missing_source_suggests_other_extension_only_for_same_stem(tmp_path: Path) -> None:
+    root = make_project(
+        tmp_path / "k", GENERAL + TORCH + CUDA_KERNEL, files=DEFAULT_FILES[1:]
+    )  # csrc/img2gray.cu not written yet; csrc/img2gray_cpu.cpp is no suggestion
+    err = load_error(root)
+    assert_error(err, "kernel.img2gray.src", "'csrc/img2gray.cu' does not exist")
+    assert "did you mean" not in str(err)
+    (root / "csrc" / "img2gray.cpp").write_text("", encoding="utf-8")
+    assert_error(load_error(root), "kernel.img2gray.src", "did you mean 'csrc/img2gray.cpp'?")
+
+
 def test_missing_torch_source(tmp_path: Path) -> None:
     root = make_project(tmp_path / "k", GENERAL + TORCH + CUDA_KERNEL, files=("csrc/img2gray.cu",))
     assert_error(load_error(root), "torch.src", "'torch-ext/torch_binding.cpp' does not exist")

@@ -745,7 +745,13 @@ class _Parser:
         if any(c in entry for c in "*?["):
             return "wildcards are not expanded: list each file"
         if full.parent.is_dir():
-            names = [p.name for p in full.parent.iterdir()]
+            # Same suffix (a typo in the stem) or same stem (wrong extension) only, so a
+            # not-yet-written foo.cu is not "corrected" to an unrelated foo_cpu.cpp.
+            names = [
+                p.name
+                for p in full.parent.iterdir()
+                if p.suffix == full.suffix or p.stem == full.stem
+            ]
             close = difflib.get_close_matches(full.name, names, n=1, cutoff=0.6)
             if close:
                 return f"did you mean {posixpath.join(posixpath.dirname(entry), close[0])!r}?"
