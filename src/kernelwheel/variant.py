@@ -1,0 +1,635 @@
+"""Build variants: what one compiled kernel targets, and the names it goes by.
+
+A variant composes small value types (torch version, backend, C++ ABI, arch, OS). It has two
+spellings, each with exactly one parser and one formatter here, so no other module slices them:
+
+- the Hub name (``build/<name>/``), e.g. ``torch210-cxx11-cu130-x86_64-linux``;
+- the PEP 440 local version label stamped on wheels, e.g. ``torch2.10.cu130.cxx11``.
+
+The local label is dotted so that PEP 440 compares the torch minor as a number (2.10 > 2.9) and a
+two-digit minor can never be misread (the compact Hub form ``torch210`` once was, as 21.0). Local
+labels carry no arch or OS: the wheel's platform tag does, so the caller supplies them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from enum import Enum
+from functools import total_ordering
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from kernelwheel.errors import VariantError
+
+__all__ = [
+    "OS",
+    "Arch",
+    "Backend",
+    "BackendKind",
+    "CxxAbi",
+    "TorchVersion",
+    "Variant",
+]
+
+EXAMPLE_NAME = "torch27-cxx11-cu128-x86_64-linux"
+EXAMPLE_LOCAL = "torch2.7.cu128.cxx11"
+
+
+class BackendKind(str, Enum):
+    CUDA = "cuda"
+    ROCM = "rocm"
+    XPU = "xpu"
+    CPU = "cpu"
+    METAL = "metal"
+
+
+class CxxAbi(str, Enum):
+    CXX11 = "cxx11"
+    CXX98 = "cxx98"
+
+
+class Arch(str, Enum):
+    X86_64 = "x86_64"
+    AARCH64 = "aarch64"
+
+
+class OS(str, Enum):
+    LINUX = "linux"
+    DARWIN = "darwin"
+    WINDOWS = "windows"
+
+
+def _choices(enum: type[Enum]) -> str:
+    return ", ".join(str(member.value) for member in enum)
+
+
+def _check_int(
+    value: object, what: str, *, low: int, high: int | None = None, hint: str | None = None
+) -> None:
+    # bool is an int subclass; True as a version number is always a bug.
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise VariantError(f"{what} must be an int, got {value!r}", hint=hint)
+    if value < low or (high is not None and value > high):
+        bound = f"{low}..{high}" if high is not None else f">= {low}"
+        raise VariantError(f"{what} must be {bound}, got {value}", hint=hint)
+
+
+def _check_enum(value: object, enum: type[Enum], what: str, *, optional: bool) -> None:
+    # A plain "cuda" compares equal to BackendKind.CUDA but formats differently; refuse it early.
+    if value is None and optional:
+        return
+    if not isinstance(value, enum):
+        raise VariantError(
+            f"{what} must be a {enum.__name__}{' or None' if optional else ''}, got {value!r}",
+            hint=f"use a member such as {enum.__name__}.{next(iter(enum)).name}",
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Torch version
+
+
+_COMPACT_TORCH = re.compile(r"([0-9])(0|[1-9][0-9]*)")
+
+
+@dataclass(frozen=True, order=True)
+class TorchVersion:
+    """A torch release series, ``major.minor``. The major is one digit so compact forms are
+    unambiguous: ``210`` is 2.10, never 21.0."""
+
+    major: int
+    minor: int
+
+    def __post_init__(self) -> None:
+        hint = "e.g. TorchVersion(2, 10)"
+        _check_int(self.major, "torch major version (one digit)", low=0, high=9, hint=hint)
+        _check_int(self.minor, "torch minor version", low=0, hint=hint)
+
+    @classmethod
+    def parse(cls, text: str) -> TorchVersion:
+        """Parse a dotted version: ``"2.10"``, ``"2.10.1"``, or ``torch.__version__`` such as
+        ``"2.10.0+cu130"``. Only major and minor are kept."""
+        if not isinstance(text, str):
+            raise VariantError(f"torch version must be a str, got {text!r}", hint="e.g. '2.10'")
+        try:
+            release = Version(text).release
+        except InvalidVersion:
+            release = ()
+        if len(release) < 2 or "." not in text:
+            hint = "e.g. '2.10' or '2.10.1'"
+            if text.isdigit():
+                hint += f"; for the compact Hub form use TorchVersion.from_compact({text!r})"
+            raise VariantError(f"invalid torch version {text!r}: expected MAJOR.MINOR", hint=hint)
+        try:
+            return cls(release[0], release[1])
+        except VariantError as exc:
+            raise VariantError(
+                f"invalid torch version {text!r}: {exc.message}", hint="e.g. '2.10'"
+            ) from None
+
+    @classmethod
+    def from_compact(cls, text: str) -> TorchVersion:
+        """Parse the compact Hub form: one major digit, then the minor (``"27"``, ``"210"``)."""
+        match = _COMPACT_TORCH.fullmatch(text) if isinstance(text, str) else None
+        if match is None:
+            raise VariantError(
+                f"invalid compact torch version {text!r}: expected one major digit followed by "
+                "the minor without leading zeros",
+                hint="e.g. '27' (2.7) or '210' (2.10)",
+            )
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    @property
+    def compact(self) -> str:
+        """The compact Hub form, ``"210"`` for 2.10."""
+        return f"{self.major}{self.minor}"
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Backend
+
+_VERSIONED = (BackendKind.CUDA, BackendKind.ROCM, BackendKind.XPU)
+
+# Hub spellings. CUDA and ROCm: the last digit is the minor, the rest the major (cu128 = 12.8,
+# cu130 = 13.0). XPU: a four-digit year, the rest the release (xpu20251 = 2025.1). The dotted
+# forms are accepted on input (rocm6.3) but never written.
+_TOKEN_PATTERNS: dict[BackendKind, tuple[re.Pattern[str], ...]] = {
+    BackendKind.CUDA: (re.compile(r"cu([1-9][0-9]*)([0-9])"), re.compile(r"cu([0-9]+)\.([0-9]+)")),
+    BackendKind.ROCM: (
+        re.compile(r"rocm([1-9][0-9]*)([0-9])"),
+        re.compile(r"rocm([0-9]+)\.([0-9]+)"),
+    ),
+    BackendKind.XPU: (
+        re.compile(r"xpu([1-9][0-9]{3})(0|[1-9][0-9]*)"),
+        re.compile(r"xpu([0-9]+)\.([0-9]+)"),
+    ),
+}
+_TOKEN_PREFIX = {BackendKind.CUDA: "cu", BackendKind.ROCM: "rocm", BackendKind.XPU: "xpu"}
+_TOKEN_EXAMPLE = {
+    BackendKind.CUDA: "cu128",
+    BackendKind.ROCM: "rocm63",
+    BackendKind.XPU: "xpu20251",
+    BackendKind.CPU: "cpu",
+    BackendKind.METAL: "metal",
+}
+_KIND_EXAMPLE_NAME = {
+    BackendKind.CUDA: "torch27-cxx11-cu128-x86_64-linux",
+    BackendKind.ROCM: "torch27-cxx11-rocm63-x86_64-linux",
+    BackendKind.XPU: "torch28-cxx11-xpu20251-x86_64-linux",
+    BackendKind.CPU: "torch213-cxx11-cpu-x86_64-linux",
+    BackendKind.METAL: "torch28-metal-aarch64-darwin",
+}
+_TOKEN_HINT = "e.g. 'cu128', 'rocm63', 'xpu20251', 'cpu' or 'metal'"
+
+
+@total_ordering
+@dataclass(frozen=True)
+class Backend:
+    """A compute backend and, for CUDA/ROCm/XPU binaries, its toolkit version.
+
+    ``version`` is None for cpu and metal, and for the versionless backends of noarch variants
+    (``torch-cuda``). Ordering is by kind, then version, with a versionless backend first.
+    """
+
+    kind: BackendKind
+    version: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        _check_enum(self.kind, BackendKind, "backend kind", optional=False)
+        if self.version is None:
+            return
+        if self.kind not in _VERSIONED:
+            raise VariantError(
+                f"the {self.kind.value} backend has no version, got {self.version!r}",
+                hint=f"use Backend(BackendKind.{self.kind.name})",
+            )
+        if not isinstance(self.version, tuple) or len(self.version) != 2:
+            raise VariantError(
+                f"{self.kind.value} version must be a (major, minor) tuple, got {self.version!r}",
+                hint=f"e.g. Backend.parse_token({_TOKEN_EXAMPLE[self.kind]!r})",
+            )
+        major, minor = self.version
+        what = f"{self.kind.value} version {self.version!r}"
+        hint = f"e.g. Backend.parse_token({_TOKEN_EXAMPLE[self.kind]!r})"
+        if self.kind is BackendKind.XPU:
+            _check_int(major, f"{what}: year", low=1000, high=9999, hint=hint)
+            _check_int(minor, f"{what}: release", low=0, hint=hint)
+        else:
+            # The Hub token gives the minor one digit; 12.10 would read back as 121.0.
+            _check_int(major, f"{what}: major", low=1, hint=hint)
+            _check_int(
+                minor, f"{what}: minor (one digit in the Hub token)", low=0, high=9, hint=hint
+            )
+
+    @classmethod
+    def parse_token(cls, token: str) -> Backend:
+        """Parse a Hub backend token: ``cu128``, ``rocm63`` (or ``rocm6.3``), ``xpu20251``,
+        ``cpu``, ``metal``; a bare kind (``cuda``) gives the versionless noarch backend."""
+        if not isinstance(token, str):
+            raise VariantError(f"backend token must be a str, got {token!r}", hint=_TOKEN_HINT)
+        for kind in BackendKind:
+            if token == kind.value:
+                return cls(kind)
+        for kind, patterns in _TOKEN_PATTERNS.items():
+            for pattern in patterns:
+                match = pattern.fullmatch(token)
+                if match is not None:
+                    try:
+                        return cls(kind, (int(match.group(1)), int(match.group(2))))
+                    except VariantError as exc:
+                        raise VariantError(
+                            f"invalid backend {token!r}: {exc.message}", hint=_TOKEN_HINT
+                        ) from exc
+        raise VariantError(f"unknown backend {token!r}", hint=_TOKEN_HINT)
+
+    @property
+    def token(self) -> str:
+        """The Hub spelling: ``cu128``, ``rocm63``, ``xpu20251``, ``cpu``, ``metal``; a
+        versionless backend is its kind (``cuda``)."""
+        if self.version is None:
+            return self.kind.value
+        major, minor = self.version
+        return f"{_TOKEN_PREFIX[self.kind]}{major}{minor}"
+
+    @property
+    def cuda_version(self) -> str:
+        """The CUDA version as ``"12.8"``."""
+        if self.kind is not BackendKind.CUDA or self.version is None:
+            raise VariantError(
+                f"backend {self.token!r} has no CUDA version",
+                hint="only versioned CUDA backends such as 'cu128' have one",
+            )
+        return ".".join(str(part) for part in self.version)
+
+    def _sort_key(self) -> tuple[str, tuple[int, ...]]:
+        return (self.kind.value, self.version or ())
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Backend):
+            return NotImplemented
+        return self._sort_key() < other._sort_key()
+
+    def __str__(self) -> str:
+        return self.token
+
+
+# ---------------------------------------------------------------------------------------------
+# Variant
+
+_STABLE_PREFIX = "stable-abi"
+
+# Modern local label: torch{MAJ}.{MIN}[.stable].{backend}[.{cxxabi}]. The backend here is the
+# undotted Hub token; a dotted rocm6.3 would blur with the label's own separators.
+_LOCAL = re.compile(
+    r"torch(?P<major>[0-9])\.(?P<minor>0|[1-9][0-9]*)(?P<stable>\.stable)?"
+    r"\.(?P<backend>[a-z]+[0-9]*)(?:\.(?P<abi>cxx[0-9]+))?"
+)
+# Legacy compact label of the seed's wheels: torch27cu128cxx11 (one-digit major).
+_LEGACY_LOCAL = re.compile(
+    r"torch(?P<torch>[0-9]+)\.?(?P<backend>(?:cu|rocm|xpu)[0-9]+|cpu|metal)"
+    r"(?:\.?(?P<abi>cxx[0-9]+))?"
+)
+_UNIVERSAL = "universal"
+
+_PLATFORM_TAGS = {
+    (OS.DARWIN, Arch.AARCH64): "macosx_11_0_arm64",
+    (OS.DARWIN, Arch.X86_64): "macosx_10_15_x86_64",
+    (OS.WINDOWS, Arch.X86_64): "win_amd64",
+    (OS.WINDOWS, Arch.AARCH64): "win_arm64",
+}
+_LINUX_POLICY = re.compile(r"(?:many|musl)linux(?:_[0-9]+_[0-9]+|1|2010|2014)")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One build target. ``torch is None`` marks a noarch (pure Python) variant."""
+
+    torch: TorchVersion | None
+    backend: Backend | None
+    cxxabi: CxxAbi | None
+    arch: Arch | None
+    os: OS | None
+    stable_abi: bool = False
+
+    def __post_init__(self) -> None:
+        if self.torch is not None and not isinstance(self.torch, TorchVersion):
+            raise VariantError(
+                f"torch must be a TorchVersion or None, got {self.torch!r}",
+                hint="e.g. TorchVersion(2, 10) or TorchVersion.parse('2.10')",
+            )
+        if self.backend is not None and not isinstance(self.backend, Backend):
+            raise VariantError(
+                f"backend must be a Backend or None, got {self.backend!r}",
+                hint="e.g. Backend.parse_token('cu128')",
+            )
+        _check_enum(self.cxxabi, CxxAbi, "cxxabi", optional=True)
+        _check_enum(self.arch, Arch, "arch", optional=True)
+        _check_enum(self.os, OS, "os", optional=True)
+        if not isinstance(self.stable_abi, bool):
+            raise VariantError(f"stable_abi must be a bool, got {self.stable_abi!r}")
+        if self.torch is None:
+            self._check_noarch()
+        else:
+            self._check_binary()
+
+    def _check_noarch(self) -> None:
+        hint = "noarch variants are 'torch-universal' or 'torch-{cpu,cuda,rocm,metal,xpu}'"
+        extras = {
+            "cxxabi": self.cxxabi,
+            "arch": self.arch,
+            "os": self.os,
+            "stable_abi": self.stable_abi or None,
+        }
+        for field, value in extras.items():
+            if value is not None:
+                shown = value.value if isinstance(value, Enum) else value
+                raise VariantError(
+                    f"a noarch variant (torch=None) has no {field}, got {shown!r}", hint=hint
+                )
+        if self.backend is not None and self.backend.version is not None:
+            raise VariantError(
+                f"a noarch variant's backend has no version, got {self.backend.token!r}",
+                hint=f"use 'torch-{self.backend.kind.value}'",
+            )
+
+    def _check_binary(self) -> None:
+        if self.backend is None:
+            raise VariantError(
+                "a binary variant needs a backend; only the noarch 'torch-universal' has none",
+                hint=f"e.g. {EXAMPLE_NAME!r}",
+            )
+        if self.arch is None or self.os is None:
+            missing = "arch" if self.arch is None else "os"
+            raise VariantError(
+                f"a binary variant needs an {missing}", hint=f"e.g. {EXAMPLE_NAME!r}"
+            )
+        backend, os_ = self.backend, self.os
+        if backend.kind in _VERSIONED and backend.version is None:
+            raise VariantError(
+                f"a binary variant needs a versioned {backend.kind.value} backend, "
+                f"got {backend.token!r}",
+                hint=f"e.g. {_KIND_EXAMPLE_NAME[backend.kind]!r}",
+            )
+        if backend.kind is BackendKind.METAL and os_ is not OS.DARWIN:
+            raise VariantError(
+                f"the metal backend exists only on darwin, got {os_.value!r}",
+                hint=f"e.g. {_KIND_EXAMPLE_NAME[BackendKind.METAL]!r}",
+            )
+        if os_ is OS.DARWIN and backend.kind not in (BackendKind.METAL, BackendKind.CPU):
+            raise VariantError(
+                f"darwin variants use the metal or cpu backend, got {backend.token!r}",
+                hint=f"e.g. {_KIND_EXAMPLE_NAME[BackendKind.METAL]!r}",
+            )
+        if backend.kind is BackendKind.ROCM and os_ is not OS.LINUX:
+            raise VariantError(
+                f"the rocm backend is built only for linux, got {os_.value!r}",
+                hint=f"e.g. {_KIND_EXAMPLE_NAME[BackendKind.ROCM]!r}",
+            )
+        # The cxx11/cxx98 split is libstdc++'s; MSVC and libc++ builds name no ABI.
+        if self.cxxabi is not None and os_ is not OS.LINUX:
+            raise VariantError(
+                f"a C++ ABI part ({self.cxxabi.value!r}) applies only to linux, got {os_.value!r}",
+                hint="drop it, e.g. 'torch211-cu128-x86_64-windows'",
+            )
+
+    # -- derived facts ------------------------------------------------------------------------
+
+    @property
+    def noarch(self) -> bool:
+        """True for ``torch-universal`` and ``torch-{cpu,cuda,rocm,metal,xpu}``."""
+        return self.torch is None
+
+    def torch_requirement(self) -> str:
+        """The Requires-Dist for torch: a series pin, a floor for stable-ABI builds, or none."""
+        if self.torch is None:
+            return "torch"
+        if self.stable_abi:
+            return f"torch>={self.torch}"
+        return f"torch=={self.torch}.*"
+
+    def platform_tag(self, manylinux: str | None = "manylinux_2_28") -> str:
+        """The wheel platform tag; ``manylinux=None`` gives the plain ``linux_{arch}`` tag."""
+        if self.arch is None or self.os is None:
+            return "any"
+        if self.os is OS.LINUX:
+            if manylinux is None:
+                return f"linux_{self.arch.value}"
+            if not isinstance(manylinux, str) or not _LINUX_POLICY.fullmatch(manylinux):
+                raise VariantError(
+                    f"invalid linux platform policy {manylinux!r}",
+                    hint="e.g. 'manylinux_2_28', 'manylinux2014' or None for 'linux_{arch}'",
+                )
+            return f"{manylinux}_{self.arch.value}"
+        return _PLATFORM_TAGS[(self.os, self.arch)]
+
+    def with_(self, **changes: Any) -> Variant:
+        """A copy with some fields replaced, validated like any new variant."""
+        return dataclasses.replace(self, **changes)
+
+    def __str__(self) -> str:
+        return self.name
+
+    # -- Hub names ------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The Hub name, e.g. ``torch210-cxx11-cu130-x86_64-linux``; inverse of :meth:`parse`."""
+        if self.torch is None:
+            return "torch-universal" if self.backend is None else f"torch-{self.backend.kind.value}"
+        assert self.backend is not None and self.arch is not None and self.os is not None
+        head = f"torch-{_STABLE_PREFIX}" if self.stable_abi else "torch"
+        parts = [head + self.torch.compact]
+        if self.cxxabi is not None:
+            parts.append(self.cxxabi.value)
+        parts += [self.backend.token, self.arch.value, self.os.value]
+        return "-".join(parts)
+
+    @classmethod
+    def parse(cls, name: str) -> Variant:
+        """Parse a Hub variant name (see formats.md §2)."""
+        if not isinstance(name, str):
+            raise VariantError(
+                f"variant name must be a str, got {name!r}", hint=f"e.g. {EXAMPLE_NAME!r}"
+            )
+
+        def bad(detail: str, example: str = EXAMPLE_NAME) -> VariantError:
+            return VariantError(
+                f"invalid variant name {name!r}: {detail}", hint=f"e.g. {example!r}"
+            )
+
+        if not name:
+            raise bad("the name is empty")
+        parts = name.split("-")
+        stable = False
+        if parts[0] == "torch":
+            if len(parts) == 2 and parts[1] == _UNIVERSAL:
+                return cls(None, None, None, None, None)
+            if len(parts) == 2 and parts[1] in {kind.value for kind in BackendKind}:
+                return cls(None, Backend(BackendKind(parts[1])), None, None, None)
+            if len(parts) < 3 or parts[1] != "stable" or not parts[2].startswith("abi"):
+                raise bad(
+                    f"unknown noarch part {'-'.join(parts[1:])!r} (expected universal, "
+                    f"{_choices(BackendKind)}, or stable-abi{{MAJ}}{{MIN}})",
+                    "torch-cuda",
+                )
+            stable = True
+            torch_part, compact, tail = f"torch-stable-{parts[2]}", parts[2][3:], parts[3:]
+        elif parts[0].startswith("torch"):
+            torch_part, compact, tail = parts[0], parts[0][5:], parts[1:]
+        else:
+            raise bad(f"it must start with 'torch', got {parts[0]!r}")
+
+        try:
+            torch = TorchVersion.from_compact(compact)
+        except VariantError:
+            raise bad(
+                f"bad torch part {torch_part!r}: expected one major digit then the minor, "
+                "as in torch27 (2.7) or torch210 (2.10)"
+            ) from None
+
+        cxxabi: CxxAbi | None = None
+        if tail and tail[0].startswith("cxx"):
+            try:
+                cxxabi = CxxAbi(tail[0])
+            except ValueError:
+                raise bad(f"unknown C++ ABI {tail[0]!r} (expected {_choices(CxxAbi)})") from None
+            tail = tail[1:]
+
+        if len(tail) != 3:
+            raise bad(cls._describe_tail(tail))
+        backend_token, arch_token, os_token = tail
+        try:
+            backend = Backend.parse_token(backend_token)
+        except VariantError as exc:
+            raise bad(exc.message) from None
+        try:
+            arch = Arch(arch_token)
+        except ValueError:
+            raise bad(f"unknown arch {arch_token!r} (expected {_choices(Arch)})") from None
+        try:
+            os_ = OS(os_token)
+        except ValueError:
+            raise bad(f"unknown OS {os_token!r} (expected {_choices(OS)})") from None
+        try:
+            return cls(torch, backend, cxxabi, arch, os_, stable)
+        except VariantError as exc:
+            raise VariantError(
+                f"invalid variant name {name!r}: {exc.message}", hint=exc.hint
+            ) from None
+
+    @staticmethod
+    def _describe_tail(tail: list[str]) -> str:
+        """Say which of backend, arch, OS is missing or extra after the torch/ABI parts."""
+        expected = "{backend}-{arch}-{os}"
+        if len(tail) > 3:
+            return f"unexpected extra part(s) {'-'.join(tail[3:])!r} after {expected}"
+        if not tail:
+            return f"missing the {expected} parts"
+        if tail[-1] in {member.value for member in OS}:
+            return f"missing the arch part (expected {_choices(Arch)} before the OS)"
+        if len(tail) == 2:
+            return f"missing the OS part after {tail[-1]!r} (expected {_choices(OS)})"
+        return f"missing the arch and OS parts after {tail[0]!r}"
+
+    # -- local version labels ------------------------------------------------------------------
+
+    @property
+    def local_version(self) -> str:
+        """The PEP 440 local label, e.g. ``torch2.10.cu130.cxx11``; inverse of
+        :meth:`from_local_version`."""
+        if self.torch is None:
+            return _UNIVERSAL if self.backend is None else self.backend.kind.value
+        assert self.backend is not None
+        parts = [f"torch{self.torch.major}", str(self.torch.minor)]
+        if self.stable_abi:
+            parts.append("stable")
+        parts.append(self.backend.token)
+        if self.cxxabi is not None:
+            parts.append(self.cxxabi.value)
+        return ".".join(parts)
+
+    @classmethod
+    def from_local_version(cls, local: str, *, arch: Arch | None, os: OS | None) -> Variant:
+        """Parse a local label (``torch2.10.cu130.cxx11``, ``cuda``, ``universal``, or the legacy
+        ``torch210cu130cxx11``). Labels carry no platform, so ``arch``/``os`` come from the caller
+        (None for noarch labels). PEP 440 spellings (``-``/``_`` separators, any case) are
+        accepted."""
+        if not isinstance(local, str):
+            raise VariantError(
+                f"local version must be a str, got {local!r}", hint=f"e.g. {EXAMPLE_LOCAL!r}"
+            )
+        # PEP 440 local normalisation: any case, -/_ as dots, numeric segments without zeros.
+        text = ".".join(
+            str(int(seg)) if seg.isdigit() else seg for seg in re.split(r"[-_.]", local.lower())
+        )
+
+        def bad(detail: str, example: str = EXAMPLE_LOCAL) -> VariantError:
+            return VariantError(
+                f"invalid local version {local!r}: {detail}", hint=f"e.g. {example!r}"
+            )
+
+        torch: TorchVersion | None = None
+        backend: Backend | None = None
+        cxxabi: CxxAbi | None = None
+        stable = False
+        if text == _UNIVERSAL:
+            pass
+        elif text in {kind.value for kind in BackendKind}:
+            backend = Backend(BackendKind(text))
+        else:
+            match = _LOCAL.fullmatch(text) or _LEGACY_LOCAL.fullmatch(text)
+            if match is None:
+                raise bad(
+                    "expected torch{MAJ}.{MIN}[.stable].{backend}[.{cxxabi}], a noarch label "
+                    f"(universal, {_choices(BackendKind)}) or the legacy "
+                    "torch{MAJ}{MIN}{backend}[{cxxabi}]"
+                )
+            groups = match.groupdict()
+            try:
+                if groups.get("torch") is not None:  # legacy compact form
+                    torch = TorchVersion.from_compact(groups["torch"])
+                else:
+                    torch = TorchVersion(int(groups["major"]), int(groups["minor"]))
+                    stable = groups["stable"] is not None
+                backend = Backend.parse_token(groups["backend"])
+            except VariantError as exc:
+                raise bad(exc.message) from None
+            if groups["abi"] is not None:
+                try:
+                    cxxabi = CxxAbi(groups["abi"])
+                except ValueError:
+                    raise bad(
+                        f"unknown C++ ABI {groups['abi']!r} (expected {_choices(CxxAbi)})"
+                    ) from None
+        # Labels carry no platform, so a mismatch here is the caller's, not the label's.
+        if torch is None and (arch is not None or os is not None):
+            raise bad(
+                f"a noarch label takes arch=None and os=None, got arch={_show(arch)}, "
+                f"os={_show(os)}",
+                "cuda",
+            )
+        if torch is not None and (arch is None or os is None):
+            raise VariantError(
+                f"invalid local version {local!r}: a binary label needs arch= and os= from the "
+                f"caller, got arch={_show(arch)}, os={_show(os)}",
+                hint=f"e.g. Variant.from_local_version({EXAMPLE_LOCAL!r}, arch=Arch.X86_64, "
+                "os=OS.LINUX)",
+            )
+        try:
+            return cls(torch, backend, cxxabi, arch, os, stable)
+        except VariantError as exc:
+            raise VariantError(
+                f"invalid local version {local!r} for arch={_show(arch)}, os={_show(os)}: "
+                f"{exc.message}",
+                hint=exc.hint,
+            ) from None
+
+
+def _show(value: Enum | None) -> str:
+    return "None" if value is None else repr(value.value)
