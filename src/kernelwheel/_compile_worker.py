@@ -22,7 +22,7 @@ def _effective_limited_api(build_temp: Path, requested: str) -> str:
     values: list[str] = []
     for ninja in build_temp.rglob("build.ninja"):
         for line in ninja.read_text().splitlines():
-            if line.lstrip().startswith(("cflags", "cuda_cflags")):
+            if line.lstrip().startswith(("cflags", "post_cflags", "cuda_cflags", "cuda_post_cflags")):
                 found = re.findall(r"-DPy_LIMITED_API=(0x[0-9A-Fa-f]+)", line)
                 if found:
                     values.append(found[-1])

@@ -107,6 +107,21 @@ def _sources(paths: tuple[Path, ...], root: Path) -> list[str]:
     return [str(root / p) for p in paths if p.suffix in SOURCE_SUFFIXES]
 
 
+def _check_object_names(sources: list[str], project: KernelProject) -> None:
+    """setuptools names objects after the source path minus its suffix: a.cpp and a.cu clash."""
+    seen: dict[str, str] = {}
+    for src in sources:
+        stem = str(Path(src).with_suffix(""))
+        if stem in seen:
+            raise ProjectError(
+                f"sources {Path(seen[stem]).relative_to(project.root)} and "
+                f"{Path(src).relative_to(project.root)} would compile to the same object file",
+                file=project.build_toml,
+                hint="rename one of them (e.g. add a _cpu or _cuda suffix)",
+            )
+        seen[stem] = src
+
+
 def _package_files(project: KernelProject) -> dict[str, bytes]:
     """The Python package files (pyext suffixes) from torch-ext/<package>/, recursively."""
     files: dict[str, bytes] = {}
@@ -173,7 +188,7 @@ def _compile(
         include_dirs += [str(p) for p in toolkit.extra_includes]
     else:
         defines.append(("CPU_KERNEL", "1"))
-    # setuptools wants unique source basenames per object dir; they are in practice.
+    _check_object_names(sources, project)
     spec = {
         "name": namespace,
         "sources": sources,
