@@ -158,8 +158,14 @@ def _compile(
 
     sources = _sources(project.torch.src, project.root)
     include_dirs = [str(include)] + [str(project.root / p) for p in project.torch.include]
-    cxx_flags = ["-O3", "-fvisibility=hidden"]
+    # Map build paths out of debug info so the same sources give the same bytes anywhere.
+    prefix_maps = [
+        f"-ffile-prefix-map={stage}=/kernelwheel/build",
+        f"-ffile-prefix-map={project.root}=/kernelwheel/src",
+    ]
+    cxx_flags = ["-O3", "-fvisibility=hidden", *prefix_maps]
     nvcc_flags = ["-O3", f"--threads={max(1, req.jobs)}"]
+    nvcc_flags += [f"-Xcompiler={flag}" for flag in prefix_maps]
     defines: list[tuple[str, str]] = [
         ("TORCH_EXTENSION_NAME", namespace),
         ("Py_LIMITED_API", REQUESTED_LIMITED_API),
