@@ -38,7 +38,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("path", type=Path, help="the kernel project folder (holding build.toml)")
     p.add_argument(
-        "--output-dir", "-o", type=Path, default=Path("wheelhouse"),
+        "--output-dir",
+        "-o",
+        type=Path,
+        default=Path("wheelhouse"),
         help="where wheels and logs/ go (default: ./wheelhouse)",
     )
     p.add_argument(
@@ -47,35 +50,47 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "then a VERSION file beside build.toml",
     )
     p.add_argument(
-        "--variant", action="append", default=[], metavar="NAME",
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME",
         help="build this variant (Hub name, e.g. torch214-cxx11-cu130-x86_64-linux); repeatable",
     )
     p.add_argument(
-        "--print-build-identifiers", action="store_true",
+        "--print-build-identifiers",
+        action="store_true",
         help="print the names of the variants that would be built, and exit",
     )
     p.add_argument(
-        "--python", type=Path,
+        "--python",
+        type=Path,
         help="build with this interpreter's torch instead of a kernelwheel-made environment "
         "(it must have the variant's torch, setuptools and ninja)",
     )
     p.add_argument("--cuda-home", type=Path, help="the CUDA toolkit to use (default: found)")
     p.add_argument(
-        "--cache-dir", type=Path,
+        "--cache-dir",
+        type=Path,
         default=Path(os.environ.get("KERNELWHEEL_CACHE_DIR", "~/.cache/kernelwheel")).expanduser(),
         help="build environments live here (default: $KERNELWHEEL_CACHE_DIR or "
         "~/.cache/kernelwheel)",
     )
     p.add_argument("--recipes", type=Path, help="a recipes folder (default: the bundled one)")
     p.add_argument(
-        "--find-links", action="append", default=[], metavar="DIR_OR_URL",
+        "--find-links",
+        action="append",
+        default=[],
+        metavar="DIR_OR_URL",
         help="extra place pip looks for torch/toolchain wheels (offline builds); repeatable",
     )
     p.add_argument(
         "--index-url", help="pip index for build environments (default: PyPI + recipe index)"
     )
     p.add_argument(
-        "--jobs", "-j", type=int, default=os.cpu_count() or 1,
+        "--jobs",
+        "-j",
+        type=int,
+        default=os.cpu_count() or 1,
         help="parallel compile jobs (ninja and nvcc --threads); default: CPU count",
     )
     p.set_defaults(func=run)
@@ -174,7 +189,9 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     for wheel in built:
         ui.print(f"{wheel.path}")
     if failed:
-        ui.error(f"{len(failed)} of {len(variants)} variant(s) failed: "
-                 + ", ".join(name for name, _ in failed))
+        ui.error(
+            f"{len(failed)} of {len(variants)} variant(s) failed: "
+            + ", ".join(name for name, _ in failed)
+        )
         return max(exc.exit_code for _, exc in failed)
     return 0

@@ -1,0 +1,247 @@
+"""Plan the variants a kernel builds from the recipes, with a reason for each one left out.
+
+:func:`plan_matrix` walks every variant the recipes can build and keeps those the project wants:
+
+- the variant's backend is one of the project's backends (``general.backends``, or the backends
+  of its ``[kernel.*]`` sections) and at least one kernel of that backend accepts it;
+- its torch release is within ``[torch] minver``/``maxver``;
+- a CUDA variant's toolkit is within the general CUDA bounds and at least one CUDA kernel's
+  ``cuda-minver``;
+- its arch is among ``arches`` when given.
+
+Bounds are inclusive and compared at their own precision: ``maxver = "2.9"`` admits 2.9.1.
+
+A variant compiles the kernels of its backend that accept it, plus the project's CPU kernels
+(a CUDA build of torch runs CPU ops too); :meth:`MatrixPlan.kernels_for` lists them. A noarch
+project (no ``[kernel.*]``) gets one noarch variant per backend (``torch-cuda``, ``torch-cpu``),
+or ``torch-universal`` when it names no backend.
+
+Facts that do not remove a variant (a toolchain that must come from the build image, a backend
+with no recipes) are returned as ``notes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from packaging.version import Version
+
+from .project import KernelProject, KernelSection
+from .recipes import Recipes, VariantRecipe
+from .selector import Selector
+from .variant import Arch, Backend, BackendKind, Variant
+
+__all__ = ["MatrixPlan", "Rejection", "plan_matrix"]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A variant that was considered and left out, and why."""
+
+    variant_name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class MatrixPlan:
+    """The planned variants (``selected``, in recipe order) and the left-out ones with reasons.
+
+    ``kernels`` pairs each selected variant's name with the ids of the ``[kernel.*]`` sections it
+    compiles (empty for noarch variants); ``notes`` carries information that is not a rejection.
+    """
+
+    selected: tuple[VariantRecipe, ...]
+    rejected: tuple[Rejection, ...]
+    kernels: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.selected)
+
+    def get(self, name: str) -> VariantRecipe | None:
+        for recipe in self.selected:
+            if recipe.name == name:
+                return recipe
+        return None
+
+    def kernels_for(self, name: str) -> tuple[str, ...]:
+        """The ids of the ``[kernel.*]`` sections the variant ``name`` compiles."""
+        for variant_name, ids in self.kernels:
+            if variant_name == name:
+                return ids
+        raise KeyError(name)
+
+    def reason_for(self, name: str) -> str | None:
+        """Why ``name`` was left out (None if it was not)."""
+        for rejection in self.rejected:
+            if rejection.variant_name == name:
+                return rejection.reason
+        return None
+
+    def select(self, selector: Selector) -> MatrixPlan:
+        """Apply ``build``/``skip``/``only``: the deselected variants move to ``rejected``.
+
+        Raises :class:`~kernelwheel.errors.UsageError` when a selector matches nothing (see
+        :meth:`Selector.select`).
+        """
+        left_out = {r.variant_name: r.reason for r in self.rejected}
+        keep = set(selector.select(self.names, left_out=left_out))
+        dropped = [
+            Rejection(r.name, selector.why_not(r.name) or "not selected")
+            for r in self.selected
+            if r.name not in keep
+        ]
+        return replace(
+            self,
+            selected=tuple(r for r in self.selected if r.name in keep),
+            rejected=self.rejected + tuple(dropped),
+            kernels=tuple(pair for pair in self.kernels if pair[0] in keep),
+        )
+
+
+def plan_matrix(
+    project: KernelProject,
+    recipes: Recipes,
+    *,
+    arches: Iterable[Arch] | None = None,
+) -> MatrixPlan:
+    """The variants ``project`` builds from ``recipes`` (optionally only for ``arches``)."""
+    if project.noarch:
+        return _plan_noarch(project, recipes)
+
+    arch_filter = None if arches is None else tuple(arches)
+    wanted = tuple(project.backends)
+    selected: list[VariantRecipe] = []
+    rejected: list[Rejection] = []
+    kernels: list[tuple[str, tuple[str, ...]]] = []
+    system_cuda: dict[str, list[str]] = {}
+
+    for variant in recipes.variants():
+        assert variant.backend is not None and variant.arch is not None
+        kind = variant.backend.kind.value
+        if kind not in wanted:
+            rejected.append(
+                Rejection(
+                    variant.name,
+                    f"backend {kind} not in the project's backends ({', '.join(wanted)})",
+                )
+            )
+            continue
+        recipe = recipes.recipe_for(variant)
+        reasons = _torch_reasons(project, recipe)
+        if arch_filter is not None and variant.arch not in arch_filter:
+            shown = ", ".join(a.value for a in arch_filter) or "none"
+            reasons.append(f"arch {variant.arch.value} not among the selected arches ({shown})")
+        own = [k for k in project.kernels if k.backend == kind]
+        if not own:
+            reasons.append(f'no [kernel.*] section has backend = "{kind}"')
+        elif variant.backend.kind is BackendKind.CUDA:
+            cuda = Version(variant.backend.cuda_version)
+            reasons += _general_cuda_reasons(project, cuda)
+            accepted = [k for k in own if _kernel_accepts(k, cuda)]
+            if not accepted:
+                reasons += [_kernel_reason(k, cuda) for k in own]
+            own = accepted
+        if reasons:
+            rejected.append(Rejection(variant.name, "; ".join(reasons)))
+            continue
+        selected.append(recipe)
+        compiled = list(own)
+        if kind != BackendKind.CPU.value:
+            compiled += [k for k in project.kernels if k.backend == BackendKind.CPU.value]
+        kernels.append((variant.name, tuple(k.id for k in compiled)))
+        if recipe.cuda is not None and recipe.cuda.source == "system":
+            system_cuda.setdefault(recipe.cuda.version, []).append(variant.name)
+
+    notes: list[str] = []
+    covered = {v.backend.kind.value for v in recipes.variants() if v.backend is not None}
+    for backend in wanted:
+        if backend not in covered:
+            notes.append(
+                f"backend {backend}: the recipes have no {backend} builds, so none is planned "
+                f"(add a {backend} flavour to {recipes.origin}/torch.toml)"
+            )
+    for version, names in system_cuda.items():
+        notes.append(
+            f"CUDA {version} toolchain is 'system': not installable from PyPI; "
+            f"{len(names)} variant(s) need a CUDA {version} toolkit in the build image"
+        )
+    return MatrixPlan(tuple(selected), tuple(rejected), tuple(kernels), tuple(notes))
+
+
+def _plan_noarch(project: KernelProject, recipes: Recipes) -> MatrixPlan:
+    backends = [Backend(BackendKind(b)) for b in project.backends]
+    variants = [Variant(None, b, None, None, None) for b in backends]
+    if not variants:
+        variants = [Variant(None, None, None, None, None)]
+    selected = tuple(recipes.recipe_for(v) for v in variants)
+    note = "noarch project (no [kernel.*] sections): one pure-Python py3-none-any wheel per backend"
+    return MatrixPlan(
+        selected=selected,
+        rejected=(),
+        kernels=tuple((r.name, ()) for r in selected),
+        notes=(note,),
+    )
+
+
+def _release(version: Version, precision: int) -> tuple[int, ...]:
+    release = version.release + (0,) * max(0, precision - len(version.release))
+    return release[:precision]
+
+
+def _show(release: tuple[int, ...]) -> str:
+    return ".".join(str(part) for part in release)
+
+
+def _bound_reasons(
+    what: str, version: Version, low: Version | None, high: Version | None, key: str, where: str
+) -> list[str]:
+    """Inclusive bounds compared at the bound's precision; reasons for a miss."""
+    reasons = []
+    if low is not None:
+        mine = _release(version, len(low.release))
+        if mine < low.release:
+            reasons.append(f"{what} {_show(mine)} < {key}minver {low} ({where})")
+    if high is not None:
+        mine = _release(version, len(high.release))
+        if mine > high.release:
+            reasons.append(f"{what} {_show(mine)} > {key}maxver {high} ({where})")
+    return reasons
+
+
+def _torch_reasons(project: KernelProject, recipe: VariantRecipe) -> list[str]:
+    if project.torch is None or recipe.torch_version is None:
+        return []
+    return _bound_reasons(
+        "torch",
+        Version(recipe.torch_version),
+        project.torch.minver,
+        project.torch.maxver,
+        "torch.",
+        project.build_toml.name,
+    )
+
+
+def _general_cuda_reasons(project: KernelProject, cuda: Version) -> list[str]:
+    return _bound_reasons(
+        "CUDA",
+        cuda,
+        project.cuda_minver,
+        project.cuda_maxver,
+        "general cuda ",
+        project.build_toml.name,
+    )
+
+
+def _kernel_accepts(kernel: KernelSection, cuda: Version) -> bool:
+    if kernel.cuda_minver is None:
+        return True
+    return _release(cuda, len(kernel.cuda_minver.release)) >= kernel.cuda_minver.release
+
+
+def _kernel_reason(kernel: KernelSection, cuda: Version) -> str:
+    assert kernel.cuda_minver is not None
+    mine = _release(cuda, len(kernel.cuda_minver.release))
+    return f"CUDA {_show(mine)} < kernel.{kernel.id}.cuda-minver {kernel.cuda_minver} (build.toml)"

@@ -1,0 +1,835 @@
+"""The build matrix as data: which torch releases, flavours and CUDA toolchains kernelwheel targets.
+
+Two TOML files hold it (schema: ``recipes/README.md``): the repository's ``recipes/`` folder,
+shipped as the resources of the ``kernelwheel.recipe_data`` package:
+
+- ``torch.toml``: per torch minor, the exact release, its flavours (``cu130``, ``cpu``, ...) with
+  arches and where each wheel comes from (PyPI or PyTorch's per-flavour index), the C++ ABIs and
+  the Python ABI its extensions target (``cp39``/``cp310``);
+- ``cuda.toml``: per CUDA version, the compiler toolchain (pinned PyPI wheels with sha256 per
+  arch, or ``source = "system"`` when it must come from the build image) and kernel-builder's
+  default CUDA capabilities.
+
+Everything is validated on load; each problem raises :class:`RecipeError` naming the file, the
+key and the fix. :meth:`Recipes.recipe_for` turns a :class:`~kernelwheel.variant.Variant` into a
+:class:`VariantRecipe`: everything needed to create its build environment, with a stable
+:meth:`~VariantRecipe.digest` to cache that environment by.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from .errors import UsageError, VariantError
+from .variant import OS, Arch, Backend, BackendKind, CxxAbi, TorchVersion, Variant
+
+if sys.version_info >= (3, 11):
+    from importlib.resources.abc import Traversable
+
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    from importlib.abc import Traversable
+
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+__all__ = [
+    "CUDA_TOML",
+    "RECIPES_PACKAGE",
+    "SCHEMA",
+    "TORCH_TOML",
+    "CudaRecipe",
+    "CudaToolchain",
+    "PackagePin",
+    "PinnedPackage",
+    "RecipeError",
+    "Recipes",
+    "TorchFlavour",
+    "TorchRecipe",
+    "VariantRecipe",
+    "load_recipes",
+    "parse_recipes",
+]
+
+SCHEMA = 1
+TORCH_TOML = "torch.toml"
+CUDA_TOML = "cuda.toml"
+RECIPES_PACKAGE = "kernelwheel.recipe_data"
+DEFAULT_PYTORCH_INDEX = "https://download.pytorch.org/whl/{flavour}"
+
+ToolchainSource = Literal["pypi", "system"]
+_SOURCES: tuple[ToolchainSource, ...] = ("pypi", "system")
+
+_TORCH_TOP_KEYS = ("schema", "pytorch-index", "torch")
+_TORCH_KEYS = ("version", "python-abi", "cxx-abis", "flavours")
+_FLAVOUR_KEYS = ("arches", "on-pypi", "index-url")
+_CUDA_TOP_KEYS = ("schema", "cuda")
+_CUDA_KEYS = ("source", "arches", "capabilities", "packages", "system-paths")
+_PACKAGE_KEYS = ("name", "version", "sha256")
+
+_SERIES_RE = re.compile(r"[0-9]+\.[0-9]+")
+_PYTHON_ABI_RE = re.compile(r"cp3[0-9]+")
+_CAPABILITY_RE = re.compile(r"[1-9][0-9]?\.[0-9][af]?(?:\+PTX)?")
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+_PACKAGE_NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
+class RecipeError(UsageError):
+    """The recipe data (torch.toml / cuda.toml) is invalid, or has no recipe for a variant.
+
+    Like :class:`~kernelwheel.errors.ProjectError`, the message names the file and key.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: Path | str | None = None,
+        key: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = ""
+        if file is not None:
+            where = f"{file}"
+            if key is not None:
+                where += f": {key}"
+            where += ": "
+        super().__init__(where + message, hint=hint)
+        self.file = str(file) if file is not None else None
+        self.key = key
+
+
+# ---------------------------------------------------------------------------------------------
+# Model
+
+
+@dataclass(frozen=True)
+class PinnedPackage:
+    """One toolchain wheel pinned for one arch."""
+
+    name: str
+    version: str
+    sha256: str | None
+
+    @property
+    def requirement(self) -> str:
+        """The pip requirement, ``nvidia-cuda-nvcc==13.0.88``."""
+        return f"{self.name}=={self.version}"
+
+    @property
+    def requirement_line(self) -> str:
+        """A requirements-file line; with its hash when known (for ``--require-hashes``)."""
+        if self.sha256 is None:
+            return self.requirement
+        return f"{self.requirement} --hash=sha256:{self.sha256}"
+
+
+@dataclass(frozen=True)
+class PackagePin:
+    """One ``[[cuda."X.Y".packages]]`` entry: a pinned wheel with a sha256 per arch."""
+
+    name: str
+    version: str
+    sha256: tuple[tuple[Arch, str], ...]
+
+    def for_arch(self, arch: Arch) -> PinnedPackage:
+        return PinnedPackage(self.name, self.version, dict(self.sha256).get(arch))
+
+
+@dataclass(frozen=True)
+class CudaToolchain:
+    """The CUDA compiler for one variant (one CUDA version on one arch).
+
+    ``source`` is ``"pypi"`` (install ``packages``, pinned, into the build environment and use
+    them as CUDA_HOME) or ``"system"`` (``packages`` is empty: use a toolkit of this version from
+    the build image, e.g. one of ``system_paths``).
+    """
+
+    version: str
+    source: ToolchainSource
+    arch: Arch
+    packages: tuple[PinnedPackage, ...]
+    capabilities: tuple[str, ...]
+    system_paths: tuple[str, ...] = ()
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    @property
+    def hashed(self) -> bool:
+        """True when every package has a sha256, so pip can install with ``--require-hashes``."""
+        return bool(self.packages) and all(p.sha256 for p in self.packages)
+
+    def requirements(self) -> tuple[str, ...]:
+        """Requirements-file lines for the toolchain packages (with hashes when known)."""
+        return tuple(p.requirement_line for p in self.packages)
+
+    def capabilities_for(self, requested: Sequence[str] = ()) -> tuple[str, ...]:
+        """The capabilities to compile: a kernel's ``cuda-capabilities`` replace the defaults."""
+        return tuple(requested) if requested else self.capabilities
+
+    def arch_list(self, requested: Sequence[str] = ()) -> str:
+        """``TORCH_CUDA_ARCH_LIST`` for :meth:`capabilities_for`, e.g. ``"8.0;9.0;12.0+PTX"``."""
+        return ";".join(self.capabilities_for(requested))
+
+    def describe(self) -> str:
+        """Short form for tables: ``cuda 13.0 (pypi)``."""
+        return f"cuda {self.version} ({self.source})"
+
+
+@dataclass(frozen=True)
+class CudaRecipe:
+    """One ``[cuda."X.Y"]`` table of cuda.toml."""
+
+    version: str
+    source: ToolchainSource
+    arches: tuple[Arch, ...]
+    packages: tuple[PackagePin, ...]
+    capabilities: tuple[str, ...]
+    system_paths: tuple[str, ...]
+
+    def toolchain(self, arch: Arch) -> CudaToolchain:
+        return CudaToolchain(
+            version=self.version,
+            source=self.source,
+            arch=arch,
+            packages=tuple(p.for_arch(arch) for p in self.packages),
+            capabilities=self.capabilities,
+            system_paths=self.system_paths,
+        )
+
+
+@dataclass(frozen=True)
+class TorchFlavour:
+    """One build of a torch release (``cu130``, ``cpu``, ...) and where its wheels come from."""
+
+    backend: Backend
+    arches: tuple[Arch, ...]
+    on_pypi: tuple[Arch, ...]
+    index_url: str
+
+    def requirement(self, version: str, arch: Arch) -> tuple[str, str | None]:
+        """The exact pip requirement for torch and the index serving it (None: PyPI)."""
+        if arch in self.on_pypi:
+            return f"torch=={version}", None
+        return f"torch=={version}+{self.backend.token}", self.index_url
+
+
+@dataclass(frozen=True)
+class TorchRecipe:
+    """One ``[torch."X.Y"]`` table of torch.toml."""
+
+    series: TorchVersion
+    version: str
+    python_abi: str
+    cxx_abis: tuple[CxxAbi, ...]
+    flavours: tuple[TorchFlavour, ...]
+
+    def flavour(self, backend: Backend) -> TorchFlavour | None:
+        for flavour in self.flavours:
+            if flavour.backend == backend:
+                return flavour
+        return None
+
+
+@dataclass(frozen=True)
+class VariantRecipe:
+    """Everything needed to set up the build environment of one variant.
+
+    For a noarch variant (``torch-cuda``, ``torch-universal``) nothing is compiled: the torch
+    fields and ``cuda`` are None and ``python_abi`` is ``"py3"`` (a ``py3-none-any`` wheel).
+    Otherwise ``python_abi`` is the CPython the abi3 extension really targets (``cp39``,
+    ``cp310``), i.e. the wheel's ``{python_abi}-abi3`` tag.
+    """
+
+    variant: Variant
+    torch_version: str | None
+    torch_requirement: str | None
+    index_url: str | None
+    cuda: CudaToolchain | None
+    python_abi: str
+
+    @property
+    def name(self) -> str:
+        return self.variant.name
+
+    @property
+    def local_version(self) -> str:
+        return self.variant.local_version
+
+    def environment_spec(self) -> dict[str, Any]:
+        """What determines the build environment, as plain data (the input of :meth:`digest`)."""
+        cuda: dict[str, Any] | None = None
+        if self.cuda is not None:
+            cuda = {
+                "version": self.cuda.version,
+                "source": self.cuda.source,
+                "arch": self.cuda.arch.value,
+                "packages": [
+                    {"name": p.name, "version": p.version, "sha256": p.sha256}
+                    for p in self.cuda.packages
+                ],
+            }
+        return {
+            "schema": SCHEMA,
+            "variant": self.variant.name,
+            "torch": self.torch_requirement,
+            "index_url": self.index_url,
+            "python_abi": self.python_abi,
+            "cuda": cuda,
+        }
+
+    def digest(self) -> str:
+        """A stable sha256 (hex) of :meth:`environment_spec`: the build environment's cache key.
+
+        Default CUDA capabilities are left out: they change the compile flags, not the
+        environment.
+        """
+        canonical = json.dumps(self.environment_spec(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON output."""
+        v = self.variant
+        return {
+            "name": v.name,
+            "local_version": v.local_version,
+            "torch": self.torch_version,
+            "torch_requirement": self.torch_requirement,
+            "index_url": self.index_url,
+            "backend": v.backend.token if v.backend is not None else None,
+            "cuda": self.cuda.version if self.cuda is not None else None,
+            "toolchain": self.cuda.source if self.cuda is not None else None,
+            "cxxabi": v.cxxabi.value if v.cxxabi is not None else None,
+            "arch": v.arch.value if v.arch is not None else None,
+            "os": v.os.value if v.os is not None else None,
+            "python_abi": self.python_abi,
+        }
+
+
+@dataclass(frozen=True)
+class Recipes:
+    """The validated recipe data. ``origin`` says where it was read from."""
+
+    torch: tuple[TorchRecipe, ...]
+    cuda: tuple[CudaRecipe, ...]
+    origin: str = "<memory>"
+
+    def torch_recipe(self, series: TorchVersion) -> TorchRecipe | None:
+        for recipe in self.torch:
+            if recipe.series == series:
+                return recipe
+        return None
+
+    def cuda_recipe(self, version: str) -> CudaRecipe | None:
+        for recipe in self.cuda:
+            if recipe.version == version:
+                return recipe
+        return None
+
+    def variants(self) -> tuple[Variant, ...]:
+        """Every binary (linux) variant the recipes can build, in recipe order."""
+        out: list[Variant] = []
+        for recipe in self.torch:
+            for flavour in recipe.flavours:
+                for cxxabi in recipe.cxx_abis:
+                    for arch in flavour.arches:
+                        out.append(Variant(recipe.series, flavour.backend, cxxabi, arch, OS.LINUX))
+        return tuple(out)
+
+    def recipe_for(self, variant: Variant) -> VariantRecipe:
+        """The recipe of ``variant``; :class:`RecipeError` if the recipes do not cover it."""
+        if variant.torch is None:
+            return VariantRecipe(variant, None, None, None, None, "py3")
+        torch_file = f"{self.origin}/{TORCH_TOML}"
+        recipe = self.torch_recipe(variant.torch)
+        if recipe is None:
+            known = ", ".join(str(r.series) for r in self.torch)
+            raise RecipeError(
+                f"no recipe for torch {variant.torch} (variant {variant.name}); "
+                f"the recipes cover torch {known}",
+                file=torch_file,
+                key=f'torch."{variant.torch}"',
+                hint=f'add a [torch."{variant.torch}"] table, or pick a covered torch version',
+            )
+        assert variant.backend is not None and variant.arch is not None
+        flavour = recipe.flavour(variant.backend)
+        if flavour is None:
+            known = ", ".join(f.backend.token for f in recipe.flavours)
+            raise RecipeError(
+                f"torch {recipe.version} has no {variant.backend.token} flavour "
+                f"(variant {variant.name}); it has {known}",
+                file=torch_file,
+                key=f'torch."{variant.torch}".flavours',
+                hint=f"add flavours.{variant.backend.token} if PyTorch publishes that build",
+            )
+        problems = []
+        if variant.os is not OS.LINUX:
+            problems.append(f"OS {variant.os.value if variant.os else None} (recipes are linux)")
+        if variant.arch not in flavour.arches:
+            problems.append(f"arch {variant.arch.value}")
+        if variant.cxxabi is not None and variant.cxxabi not in recipe.cxx_abis:
+            problems.append(f"C++ ABI {variant.cxxabi.value}")
+        if problems:
+            raise RecipeError(
+                f"torch {recipe.version} {variant.backend.token} has no build for "
+                f"{', '.join(problems)} (variant {variant.name})",
+                file=torch_file,
+                key=f'torch."{variant.torch}"',
+                hint="pick a variant `kernelwheel matrix` lists, or extend the recipe",
+            )
+        requirement, index_url = flavour.requirement(recipe.version, variant.arch)
+        cuda: CudaToolchain | None = None
+        if variant.backend.kind is BackendKind.CUDA:
+            # Load-time validation guarantees a cuda.toml entry covering this arch.
+            cuda_recipe = self.cuda_recipe(variant.backend.cuda_version)
+            assert cuda_recipe is not None
+            cuda = cuda_recipe.toolchain(variant.arch)
+        return VariantRecipe(
+            variant=variant,
+            torch_version=recipe.version,
+            torch_requirement=requirement,
+            index_url=index_url,
+            cuda=cuda,
+            python_abi=recipe.python_abi,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_recipes(path: Path | str | None = None) -> Recipes:
+    """Load and validate the recipes in folder ``path`` (default: the packaged
+    ``kernelwheel.recipe_data``, i.e. the repository's ``recipes/`` folder)."""
+    folder: Traversable
+    if path is None:
+        folder = resources.files(RECIPES_PACKAGE)
+    else:
+        folder = Path(path).expanduser()
+        if not folder.is_dir():
+            raise RecipeError(
+                "is not a folder",
+                file=folder,
+                hint=f"pass the folder that holds {TORCH_TOML} and {CUDA_TOML}",
+            )
+    torch_data = _read_toml(folder, TORCH_TOML)
+    cuda_data = _read_toml(folder, CUDA_TOML)
+    return parse_recipes(torch_data, cuda_data, origin=str(folder))
+
+
+def _read_toml(folder: Traversable, name: str) -> dict[str, Any]:
+    entry = folder / name
+    file = f"{folder}/{name}"
+    if not entry.is_file():
+        raise RecipeError(
+            "not found",
+            file=file,
+            hint=f"a recipes folder holds {TORCH_TOML} and {CUDA_TOML} (see recipes/README.md)",
+        )
+    try:
+        data: dict[str, Any] = tomllib.loads(entry.read_text(encoding="utf-8"))
+        return data
+    except tomllib.TOMLDecodeError as exc:
+        raise RecipeError(
+            f"invalid TOML: {exc}", file=file, hint="fix the syntax at that line and column"
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecipeError(f"cannot read: {exc}", file=file, hint="check the file") from exc
+
+
+def parse_recipes(
+    torch_data: Mapping[str, Any],
+    cuda_data: Mapping[str, Any],
+    *,
+    origin: str = "<memory>",
+) -> Recipes:
+    """Validate parsed torch.toml / cuda.toml mappings into :class:`Recipes`."""
+    cuda = _CudaParser(f"{origin}/{CUDA_TOML}").parse(cuda_data)
+    torch = _TorchParser(f"{origin}/{TORCH_TOML}").parse(torch_data)
+    recipes = Recipes(torch=torch, cuda=cuda, origin=origin)
+    _cross_check(recipes, f"{origin}/{TORCH_TOML}", f"{origin}/{CUDA_TOML}")
+    return recipes
+
+
+def _cross_check(recipes: Recipes, torch_file: str, cuda_file: str) -> None:
+    """Every CUDA flavour needs a cuda.toml entry covering its arches."""
+    for recipe in recipes.torch:
+        for flavour in recipe.flavours:
+            if flavour.backend.kind is not BackendKind.CUDA:
+                continue
+            version = flavour.backend.cuda_version
+            key = f'torch."{recipe.series}".flavours.{flavour.backend.token}'
+            cuda = recipes.cuda_recipe(version)
+            if cuda is None:
+                raise RecipeError(
+                    f"CUDA {version} has no toolchain in {CUDA_TOML}",
+                    file=torch_file,
+                    key=key,
+                    hint=f'add a [cuda."{version}"] table to {cuda_file}',
+                )
+            missing = [a.value for a in flavour.arches if a not in cuda.arches]
+            if missing:
+                raise RecipeError(
+                    f"CUDA {version}'s toolchain has no pins for {', '.join(missing)}",
+                    file=torch_file,
+                    key=key,
+                    hint=f'add {", ".join(missing)} to [cuda."{version}"] arches (with sha256 '
+                    f"for each package) in {cuda_file}, or drop the arch here",
+                )
+
+
+class _Parser:
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def error(self, message: str, key: str | None, hint: str) -> RecipeError:
+        return RecipeError(message, file=self.file, key=key, hint=hint)
+
+    def check_keys(self, table: Mapping[str, Any], known: tuple[str, ...], prefix: str) -> None:
+        for key in table:
+            if key in known:
+                continue
+            close = difflib.get_close_matches(key.replace("_", "-"), known, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else ""
+            hint += f"{' ' if hint else ''}allowed keys: {', '.join(known)}"
+            raise self.error(f"unknown key {key!r}", f"{prefix}.{key}" if prefix else key, hint)
+
+    def schema(self, data: Mapping[str, Any]) -> None:
+        value = data.get("schema")
+        if value != SCHEMA:
+            raise self.error(
+                f"schema must be {SCHEMA}, got {value!r}",
+                "schema",
+                f"put schema = {SCHEMA} at the top (this kernelwheel reads schema {SCHEMA})",
+            )
+
+    def table(self, parent: Mapping[str, Any], key: str, dotted: str) -> Mapping[str, Any]:
+        value = parent.get(key)
+        if not isinstance(value, dict):
+            raise self.error(
+                f"expected a table, got {type(value).__name__ if key in parent else 'nothing'}",
+                dotted,
+                f"write it as a [{dotted}] table",
+            )
+        return value
+
+    def string(self, table: Mapping[str, Any], key: str, dotted: str, example: str) -> str:
+        value = table.get(key)
+        if not isinstance(value, str) or not value.strip():
+            got = "missing" if key not in table else f"got {value!r}"
+            raise self.error(f"expected a non-empty string, {got}", dotted, f"e.g. {example}")
+        return value
+
+    def strings(
+        self, table: Mapping[str, Any], key: str, dotted: str, example: str, *, required: bool
+    ) -> tuple[str, ...]:
+        if key not in table:
+            if required:
+                raise self.error("missing required key", dotted, f"e.g. {example}")
+            return ()
+        value = table[key]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(
+                f"expected an array of strings, got {value!r}", dotted, f"e.g. {example}"
+            )
+        if required and not value:
+            raise self.error("must not be empty", dotted, f"e.g. {example}")
+        if len(set(value)) != len(value):
+            raise self.error("lists an item twice", dotted, "remove the duplicate")
+        return tuple(value)
+
+    def arches(
+        self, table: Mapping[str, Any], key: str, dotted: str, *, required: bool
+    ) -> tuple[Arch, ...]:
+        names = self.strings(table, key, dotted, '["x86_64", "aarch64"]', required=required)
+        out: list[Arch] = []
+        for name in names:
+            try:
+                out.append(Arch(name))
+            except ValueError:
+                raise self.error(
+                    f"unknown arch {name!r}",
+                    dotted,
+                    f"use one of: {', '.join(a.value for a in Arch)}",
+                ) from None
+        return tuple(out)
+
+    def series(self, key: object, dotted: str) -> TorchVersion:
+        if not isinstance(key, str) or not _SERIES_RE.fullmatch(key):
+            raise self.error(
+                f"table name {key!r} is not MAJOR.MINOR",
+                dotted,
+                'quote the version in the header, e.g. [torch."2.14"] (a bare 2.14 is two keys)',
+            )
+        try:
+            return TorchVersion.parse(key)
+        except VariantError as exc:
+            raise self.error(exc.message, dotted, 'e.g. [torch."2.14"]') from None
+
+
+class _TorchParser(_Parser):
+    def parse(self, data: Mapping[str, Any]) -> tuple[TorchRecipe, ...]:
+        self.check_keys(data, _TORCH_TOP_KEYS, "")
+        self.schema(data)
+        index = DEFAULT_PYTORCH_INDEX
+        if "pytorch-index" in data:
+            index = self.string(
+                data, "pytorch-index", "pytorch-index", f'pytorch-index = "{index}"'
+            )
+        table = self.table(data, "torch", "torch")
+        if not table:
+            raise self.error("lists no torch release", "torch", 'add a [torch."2.14"] table')
+        recipes = [self.release(key, value, index) for key, value in table.items()]
+        return tuple(sorted(recipes, key=lambda r: r.series))
+
+    def release(self, key: str, value: Any, index: str) -> TorchRecipe:
+        prefix = f'torch."{key}"'
+        series = self.series(key, prefix)
+        if not isinstance(value, dict):
+            raise self.error("expected a table", prefix, f"write it as a [{prefix}] table")
+        self.check_keys(value, _TORCH_KEYS, prefix)
+        version = self.string(value, "version", f"{prefix}.version", f'version = "{key}.0"')
+        try:
+            parsed = Version(version)
+        except InvalidVersion:
+            parsed = None
+        wanted = (series.major, series.minor)
+        if parsed is None or parsed.local is not None or parsed.release[:2] != wanted:
+            raise self.error(
+                f"{version!r} is not a release of torch {series}",
+                f"{prefix}.version",
+                f'give the exact PyPI release without a local part, e.g. version = "{key}.1"',
+            )
+        python_abi = self.string(value, "python-abi", f"{prefix}.python-abi", '"cp39"')
+        if not _PYTHON_ABI_RE.fullmatch(python_abi):
+            raise self.error(
+                f"invalid python-abi {python_abi!r}",
+                f"{prefix}.python-abi",
+                'use the CPython the abi3 build targets: "cp39", or "cp310" for torch >= 2.13',
+            )
+        abis: list[CxxAbi] = []
+        for name in self.strings(
+            value, "cxx-abis", f"{prefix}.cxx-abis", '["cxx11"]', required=True
+        ):
+            try:
+                abis.append(CxxAbi(name))
+            except ValueError:
+                raise self.error(
+                    f"unknown C++ ABI {name!r}",
+                    f"{prefix}.cxx-abis",
+                    f"use {' or '.join(a.value for a in CxxAbi)}",
+                ) from None
+        flavours_table = self.table(value, "flavours", f"{prefix}.flavours")
+        if not flavours_table:
+            raise self.error(
+                "lists no flavour",
+                f"{prefix}.flavours",
+                'e.g. flavours.cpu = { arches = ["x86_64"] }',
+            )
+        flavours = tuple(
+            self.flavour(f"{prefix}.flavours.{token}", token, spec, index)
+            for token, spec in flavours_table.items()
+        )
+        return TorchRecipe(
+            series=series,
+            version=str(parsed),
+            python_abi=python_abi,
+            cxx_abis=tuple(abis),
+            flavours=flavours,
+        )
+
+    def flavour(self, dotted: str, token: str, spec: Any, index: str) -> TorchFlavour:
+        try:
+            backend = Backend.parse_token(token)
+        except VariantError as exc:
+            raise self.error(exc.message, dotted, exc.hint or "e.g. flavours.cu130") from None
+        if backend.token != token:
+            raise self.error(
+                f"write the flavour as {backend.token!r}", dotted, f"rename it to {backend.token}"
+            )
+        if backend.kind is BackendKind.METAL or (
+            backend.kind is not BackendKind.CPU and backend.version is None
+        ):
+            raise self.error(
+                f"{token!r} is not a linux torch build",
+                dotted,
+                "use a versioned token such as cu130, rocm63, xpu20251, or cpu",
+            )
+        if not isinstance(spec, dict):
+            raise self.error(
+                "expected a table", dotted, f'e.g. {_leaf(dotted)} = {{ arches = ["x86_64"] }}'
+            )
+        self.check_keys(spec, _FLAVOUR_KEYS, dotted)
+        arches = self.arches(spec, "arches", f"{dotted}.arches", required=True)
+        on_pypi = self.arches(spec, "on-pypi", f"{dotted}.on-pypi", required=False)
+        stray = [a.value for a in on_pypi if a not in arches]
+        if stray:
+            raise self.error(
+                f"{', '.join(stray)} is not in arches",
+                f"{dotted}.on-pypi",
+                "list only arches the flavour is built for",
+            )
+        url = index
+        if "index-url" in spec:
+            url = self.string(spec, "index-url", f"{dotted}.index-url", f'"{index}"')
+        if "{" in url.replace("{flavour}", ""):
+            raise self.error(
+                f"unknown placeholder in {url!r}",
+                f"{dotted}.index-url" if "index-url" in spec else "pytorch-index",
+                "the only placeholder is {flavour}",
+            )
+        return TorchFlavour(
+            backend=backend,
+            arches=arches,
+            on_pypi=on_pypi,
+            index_url=url.replace("{flavour}", backend.token),
+        )
+
+
+class _CudaParser(_Parser):
+    def parse(self, data: Mapping[str, Any]) -> tuple[CudaRecipe, ...]:
+        self.check_keys(data, _CUDA_TOP_KEYS, "")
+        self.schema(data)
+        table = self.table(data, "cuda", "cuda")
+        recipes = [self.toolkit(key, value) for key, value in table.items()]
+        return tuple(sorted(recipes, key=lambda r: Version(r.version)))
+
+    def toolkit(self, key: str, value: Any) -> CudaRecipe:
+        prefix = f'cuda."{key}"'
+        if not isinstance(key, str) or not _SERIES_RE.fullmatch(key):
+            raise self.error(
+                f"table name {key!r} is not MAJOR.MINOR",
+                prefix,
+                'quote the version in the header, e.g. [cuda."13.0"]',
+            )
+        try:
+            Backend.parse_token(f"cu{key}")
+        except VariantError as exc:
+            raise self.error(exc.message, prefix, 'e.g. [cuda."13.0"]') from None
+        if not isinstance(value, dict):
+            raise self.error("expected a table", prefix, f"write it as a [{prefix}] table")
+        self.check_keys(value, _CUDA_KEYS, prefix)
+        source = self.string(value, "source", f"{prefix}.source", 'source = "pypi"')
+        if source not in _SOURCES:
+            raise self.error(
+                f"unknown source {source!r}",
+                f"{prefix}.source",
+                'use "pypi" (pinned wheels) or "system" (the build image\'s toolkit)',
+            )
+        capabilities = self.strings(
+            value,
+            "capabilities",
+            f"{prefix}.capabilities",
+            '["8.0", "9.0", "12.0+PTX"]',
+            required=True,
+        )
+        for cap in capabilities:
+            if not _CAPABILITY_RE.fullmatch(cap):
+                raise self.error(
+                    f"invalid capability {cap!r}",
+                    f"{prefix}.capabilities",
+                    'write "X.Y", optionally "X.Ya"/"X.Yf", and "+PTX" to embed PTX: "12.0+PTX"',
+                )
+        system_paths = self.strings(
+            value,
+            "system-paths",
+            f"{prefix}.system-paths",
+            '["/usr/local/cuda-12.8"]',
+            required=False,
+        )
+        if source == "system":
+            for extra in ("packages", "arches"):
+                if extra in value:
+                    raise self.error(
+                        f"a system toolchain takes no {extra}",
+                        f"{prefix}.{extra}",
+                        f'remove {extra}, or set source = "pypi"',
+                    )
+            return CudaRecipe(key, "system", tuple(Arch), (), capabilities, system_paths)
+
+        arches = self.arches(value, "arches", f"{prefix}.arches", required=True)
+        raw = value.get("packages")
+        if not isinstance(raw, list) or not raw:
+            raise self.error(
+                "a pypi toolchain needs packages",
+                f"{prefix}.packages",
+                f"add [[{prefix}.packages]] entries with name, version and sha256 per arch",
+            )
+        packages = tuple(
+            self.package(f"{prefix}.packages[{i}]", entry, arches) for i, entry in enumerate(raw)
+        )
+        names = [canonicalize_name(p.name) for p in packages]
+        if len(set(names)) != len(names):
+            raise self.error(
+                "lists a package twice", f"{prefix}.packages", "keep one entry per package"
+            )
+        return CudaRecipe(key, "pypi", arches, packages, capabilities, system_paths)
+
+    def package(self, dotted: str, entry: Any, arches: tuple[Arch, ...]) -> PackagePin:
+        if not isinstance(entry, dict):
+            raise self.error("expected a table", dotted, "write it as a [[...packages]] table")
+        self.check_keys(entry, _PACKAGE_KEYS, dotted)
+        name = self.string(entry, "name", f"{dotted}.name", 'name = "nvidia-cuda-nvcc"')
+        if not _PACKAGE_NAME_RE.fullmatch(name):
+            raise self.error(f"invalid package name {name!r}", f"{dotted}.name", "a PyPI name")
+        version = self.string(entry, "version", f"{dotted}.version", 'version = "13.0.88"')
+        try:
+            Version(version)
+        except InvalidVersion:
+            raise self.error(
+                f"invalid version {version!r}",
+                f"{dotted}.version",
+                'pin an exact release, e.g. "13.0.88"',
+            ) from None
+        hashes: list[tuple[Arch, str]] = []
+        if "sha256" in entry:
+            table = entry["sha256"]
+            if not isinstance(table, dict):
+                raise self.error(
+                    "expected a table of arch = hash",
+                    f"{dotted}.sha256",
+                    'write sha256.x86_64 = "<64 hex digits>" (one per arch)',
+                )
+            for arch_name, digest in table.items():
+                key = f"{dotted}.sha256.{arch_name}"
+                try:
+                    arch = Arch(arch_name)
+                except ValueError:
+                    raise self.error(
+                        f"unknown arch {arch_name!r}",
+                        key,
+                        f"use one of: {', '.join(a.value for a in Arch)}",
+                    ) from None
+                if not isinstance(digest, str) or not _SHA256_RE.fullmatch(digest):
+                    raise self.error(
+                        "not a sha256 (64 lowercase hex digits)",
+                        key,
+                        "compute it with sha256sum on the downloaded wheel",
+                    )
+                hashes.append((arch, digest))
+            missing = [a.value for a in arches if a not in dict(hashes)]
+            if missing:
+                raise self.error(
+                    f"no sha256 for {', '.join(missing)}",
+                    f"{dotted}.sha256",
+                    "hash the wheel for every arch in arches (pip download --platform ...; "
+                    "sha256sum), or remove sha256 to install unhashed",
+                )
+        return PackagePin(name, version, tuple(hashes))
+
+
+def _leaf(dotted: str) -> str:
+    return dotted.rsplit(".", 1)[-1]

@@ -1,0 +1,187 @@
+"""Choose variants by Hub name, the way cibuildwheel chooses build identifiers.
+
+- ``build``: glob patterns (``*``, ``?``, ``[...]``) with brace expansion; a variant is built when
+  any pattern matches its name. Default ``*``.
+- ``skip``: the same; a variant any skip pattern matches is left out, even if ``build`` matches.
+- ``only``: one exact variant name; when set, ``build`` and ``skip`` are ignored.
+
+Brace expansion happens before matching: ``torch2{13,14}-*`` is ``torch213-*`` and
+``torch214-*``; braces nest (``torch2{1{3,4},9}-*``) and an empty alternative is allowed
+(``*-cu1{28,30}-*``).
+
+A selector that matches nothing is an error (:class:`~kernelwheel.errors.UsageError`) naming the
+selector and listing the names that exist, so a typo never silently builds nothing: the whole
+selection being empty, one ``build`` pattern matching no variant, or ``only`` naming an unknown
+variant. Names left out by the plan (with their reasons) are told apart from unknown names.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .errors import UsageError
+
+__all__ = ["Selector", "expand_braces", "split_patterns"]
+
+_SHOWN = 8  # left-out names listed in a message before "and N more"
+
+
+def split_patterns(text: str) -> tuple[str, ...]:
+    """Split a selector string on whitespace (as env vars and TOML strings write them)."""
+    return tuple(text.split())
+
+
+def expand_braces(pattern: str) -> tuple[str, ...]:
+    """Expand ``{a,b}`` alternatives (nested allowed), left to right, without duplicates."""
+    out: list[str] = []
+    for item in _expand(pattern, pattern):
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+def _expand(pattern: str, original: str) -> list[str]:
+    start = pattern.find("{")
+    close = pattern.find("}")
+    if start < 0:
+        if close >= 0:
+            raise _unbalanced(original)
+        return [pattern]
+    if 0 <= close < start:
+        raise _unbalanced(original)
+    depth = 0
+    parts: list[str] = []
+    last = start + 1
+    for i in range(start, len(pattern)):
+        char = pattern[i]
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                parts.append(pattern[last:i])
+                head, tail = pattern[:start], pattern[i + 1 :]
+                results: list[str] = []
+                for part in parts:
+                    for inner in _expand(part, original):
+                        results += _expand(head + inner + tail, original)
+                return results
+        elif char == "," and depth == 1:
+            parts.append(pattern[last:i])
+            last = i + 1
+    raise _unbalanced(original)
+
+
+def _unbalanced(pattern: str) -> UsageError:
+    return UsageError(
+        f"selector {pattern!r} has unbalanced braces",
+        hint="write alternatives as {a,b}, e.g. 'torch2{13,14}-*'",
+    )
+
+
+@dataclass(frozen=True)
+class Selector:
+    """``build``/``skip`` globs and ``only``; the ``*_label`` fields name where each came from
+    (e.g. ``--build``, ``KERNELWHEEL_BUILD``) in error messages."""
+
+    build: tuple[str, ...] = ("*",)
+    skip: tuple[str, ...] = ()
+    only: str | None = None
+    build_label: str = "build"
+    skip_label: str = "skip"
+    only_label: str = "--only"
+
+    def __post_init__(self) -> None:
+        for label, patterns in ((self.build_label, self.build), (self.skip_label, self.skip)):
+            if isinstance(patterns, str):
+                raise UsageError(
+                    f"{label} must be a sequence of patterns, got the string {patterns!r}",
+                    hint="split it with selector.split_patterns()",
+                )
+            for pattern in patterns:
+                if not pattern or pattern != pattern.strip():
+                    raise UsageError(
+                        f"{label} has an empty or blank-padded pattern {pattern!r}",
+                        hint="separate patterns with spaces, e.g. 'torch214-* torch213-*'",
+                    )
+                expand_braces(pattern)  # validates braces now, not at first use
+        if not self.build:
+            raise UsageError(f"{self.build_label} lists no pattern", hint="use '*' for all")
+        if self.only is not None and not self.only.strip():
+            raise UsageError(f"{self.only_label} is empty", hint="give one exact variant name")
+
+    # -- matching -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _match(pattern: str, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, p) for p in expand_braces(pattern))
+
+    def matches(self, name: str) -> bool:
+        """True when ``name`` is selected."""
+        return self.why_not(name) is None
+
+    def why_not(self, name: str) -> str | None:
+        """Why ``name`` is not selected, or None when it is."""
+        if self.only is not None:
+            return None if name == self.only else f"not {self.only_label} {self.only}"
+        if not any(self._match(p, name) for p in self.build):
+            return f"not matched by {self.build_label} {' '.join(self.build)!r}"
+        for pattern in self.skip:
+            if self._match(pattern, name):
+                return f"skipped by {self.skip_label} {pattern!r}"
+        return None
+
+    def select(
+        self, names: Sequence[str], *, left_out: Mapping[str, str] | None = None
+    ) -> tuple[str, ...]:
+        """The selected ``names``, in order. ``left_out`` maps names the plan left out to their
+        reasons, for better errors. Raises :class:`UsageError` when a selector matches nothing."""
+        left_out = left_out or {}
+        if not names:
+            raise UsageError(
+                "no variant to select from: the kernel's plan is empty"
+                + (f" ({len(left_out)} left out)" if left_out else ""),
+                hint=_reasons_hint(left_out, list(left_out)),
+            )
+        if self.only is not None:
+            if self.only in names:
+                return (self.only,)
+            if self.only in left_out:
+                raise UsageError(
+                    f"{self.only_label} {self.only!r} was left out: {left_out[self.only]}",
+                    hint=f"choose one of: {', '.join(names)}",
+                )
+            raise UsageError(
+                f"{self.only_label} {self.only!r} is not a variant of this kernel",
+                hint=f"choose one of: {', '.join(names)}",
+            )
+        for pattern in self.build:
+            if any(self._match(pattern, n) for n in names):
+                continue
+            hit = [n for n in left_out if self._match(pattern, n)]
+            if hit:
+                raise UsageError(
+                    f"{self.build_label} pattern {pattern!r} matches only variants that were "
+                    f"left out",
+                    hint=_reasons_hint(left_out, hit) + f"; available: {', '.join(names)}",
+                )
+            raise UsageError(
+                f"{self.build_label} pattern {pattern!r} matches no variant",
+                hint=f"available: {', '.join(names)}",
+            )
+        chosen = tuple(n for n in names if self.matches(n))
+        if not chosen:
+            raise UsageError(
+                f"{self.build_label} {' '.join(self.build)!r} with {self.skip_label} "
+                f"{' '.join(self.skip)!r} selects no variant",
+                hint=f"narrow {self.skip_label}; available: {', '.join(names)}",
+            )
+        return chosen
+
+
+def _reasons_hint(left_out: Mapping[str, str], names: Sequence[str]) -> str:
+    shown = [f"{n} ({left_out[n]})" for n in names[:_SHOWN]]
+    more = f", and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
+    return "left out: " + "; ".join(shown) + more if shown else "nothing to select"

@@ -1,0 +1,141 @@
+"""Build img2gray for real (CUDA 13.0 and CPU variants), install the wheels with pip into fresh
+venvs, and run the op against an independent NumPy reference."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kernelwheel.cli import main
+from kernelwheel.variant import Variant
+from kernelwheel.wheel import read_wheel
+
+from .conftest import CPU_VARIANT, CUDA_VARIANT, IMG2GRAY, Built
+from .venvs import TestVenv
+
+pytestmark = pytest.mark.integration
+
+MakeVenv = Callable[..., TestVenv]
+
+CHECK_OP = r"""
+import sys, numpy as np, torch, img2gray
+rng = np.random.default_rng()
+for shape in [(1, 1, 3), (7, 13, 3), (480, 641, 3), (4, 33, 17, 3), (0, 5, 3)]:
+    img = rng.integers(0, 256, size=shape, dtype=np.uint8)
+    got = img2gray.img2gray(torch.from_numpy(img)).numpy()
+    rgb = img.astype(np.int64)
+    ref = (21 * rgb[..., 0] + 72 * rgb[..., 1] + 7 * rgb[..., 2]) // 100
+    assert got.shape == shape[:-1], (got.shape, shape)
+    assert np.array_equal(got, ref.astype(np.uint8)), shape
+print("ops:", img2gray._ops.add_op_namespace_prefix("img2gray"))
+print("OK", torch.__version__)
+"""
+
+
+def test_build_succeeds_with_expected_names(built: Built) -> None:
+    assert built.exit_code == 0
+    cuda = Variant.parse(CUDA_VARIANT)
+    cpu = Variant.parse(CPU_VARIANT)
+    # torch >= 2.13 forces Py_LIMITED_API=3.10, so the honest tag is cp310-abi3.
+    assert built.wheels[CUDA_VARIANT].name == (
+        f"img2gray-0.1.0+{cuda.local_version}-cp310-abi3-linux_x86_64.whl"
+    )
+    assert built.wheels[CPU_VARIANT].name == (
+        f"img2gray-0.1.0+{cpu.local_version}-cp310-abi3-linux_x86_64.whl"
+    )
+    for name, wheel in built.wheels.items():
+        contents = read_wheel(wheel)  # verifies RECORD hashes
+        md = contents.metadata
+        assert md["Version"] == f"0.1.0+{Variant.parse(name).local_version}"
+        assert md.get_all("Requires-Dist")[0] == Variant.parse(name).torch_requirement()
+        assert md["Requires-Python"] == ">=3.10"
+        sos = [f for f in contents.files if f.endswith(".abi3.so")]
+        assert len(sos) == 1 and sos[0].startswith("img2gray/_img2gray_")
+        assert "img2gray/_ops.py" in contents.files
+        assert (built.wheelhouse / "logs" / f"{name}.log").is_file()
+
+
+@pytest.mark.parametrize("variant", [CUDA_VARIANT, CPU_VARIANT])
+def test_installed_wheel_runs_cpu_op(built: Built, venv_for: MakeVenv, variant: str) -> None:
+    venv = venv_for(variant)
+    venv.pip(str(built.wheels[variant]))
+    out = venv.run("-c", CHECK_OP).stdout
+    assert "OK" in out
+
+
+@pytest.mark.parametrize("variant", [CUDA_VARIANT, CPU_VARIANT])
+def test_kernel_own_tests_pass_in_installed_env(
+    built: Built, venv_for: MakeVenv, variant: str, tmp_path: Path
+) -> None:
+    venv = venv_for(variant)
+    venv.pip(str(built.wheels[variant]), "pytest>=8,<10")
+    tests = tmp_path / "kernel-tests"
+    shutil.copytree(IMG2GRAY / "tests", tests)  # run outside the source tree: import the wheel
+    proc = venv.run("-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests), cwd=tmp_path)
+    assert " passed" in proc.stdout and " failed" not in proc.stdout
+
+
+def test_pip_resolves_local_version_from_find_links(built: Built, venv_for: MakeVenv) -> None:
+    venv = venv_for(CUDA_VARIANT)
+    version = f"0.1.0+{Variant.parse(CUDA_VARIANT).local_version}"
+    proc = venv.pip("--no-index", "--find-links", str(built.wheelhouse), f"img2gray=={version}")
+    assert f"img2gray-{version}" in proc.stdout
+    assert (
+        version
+        in venv.run("-c", "import importlib.metadata as m; print(m.version('img2gray'))").stdout
+    )
+
+
+def test_wrong_torch_gets_the_guard_message(built: Built, venv_for: MakeVenv) -> None:
+    # The torch 2.14 CUDA wheel forced into the torch 2.13 CPU environment.
+    venv = venv_for(CPU_VARIANT)
+    venv.pip("--no-deps", str(built.wheels[CUDA_VARIANT]))
+    proc = venv.run("-c", "import img2gray", check=False)
+    assert proc.returncode != 0
+    err = proc.stderr
+    assert "ImportError" in err and "undefined symbol" not in err
+    assert "was built for torch 2.14, CUDA 13" in err
+    assert "this Python runs torch 2.13.0+cpu" in err
+    assert f"img2gray==0.1.0+{Variant.parse(CPU_VARIANT).local_version}" in err
+
+
+def test_rebuild_is_byte_identical(built: Built, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    assert main(["build", str(IMG2GRAY), "-o", str(again), "--variant", CPU_VARIANT]) == 0
+    first = built.wheels[CPU_VARIANT]
+    second = again / first.name
+    assert second.read_bytes() == first.read_bytes()
+
+
+def test_two_builds_load_side_by_side(built: Built, venv_for: MakeVenv, tmp_path: Path) -> None:
+    # A second build from changed sources gets another namespace and .so name.
+    changed = tmp_path / "img2gray-changed"
+    shutil.copytree(IMG2GRAY, changed, ignore=shutil.ignore_patterns("tests", "__pycache__"))
+    cpp = changed / "csrc" / "img2gray_cpu.cpp"
+    cpp.write_text(cpp.read_text() + "\n// a different build\n")
+    out = tmp_path / "wh"
+    assert main(["build", str(changed), "-o", str(out), "--variant", CPU_VARIANT]) == 0
+    (other,) = out.glob("*.whl")
+    with zipfile.ZipFile(other) as zf:
+        (so_name,) = [n for n in zf.namelist() if n.endswith(".so")]
+        zf.extract(so_name, tmp_path / "x")
+    venv = venv_for(CPU_VARIANT)
+    venv.pip(str(built.wheels[CPU_VARIANT]))
+    script = f"""
+import torch, numpy as np, img2gray
+torch.ops.load_library({str(tmp_path / "x" / so_name)!r})
+ns_a = img2gray._ops.add_op_namespace_prefix("img2gray").split("::")[0]
+ns_b = {Path(so_name).name.split(".")[0]!r}
+assert ns_b not in ns_a, (ns_a, ns_b)
+img = torch.randint(0, 256, (31, 17, 3), dtype=torch.uint8)
+out_a = img2gray.img2gray(img)
+out_b = torch.empty(31, 17, dtype=torch.uint8)
+getattr(torch.ops, ns_b).img2gray(img, out_b)
+assert torch.equal(out_a, out_b)
+print("both loaded", ns_a, ns_b)
+"""
+    assert "both loaded" in venv.run("-c", script).stdout

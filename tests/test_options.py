@@ -1,0 +1,175 @@
+"""Tests for kernelwheel.options: defaults < [tool.kernelwheel] < KERNELWHEEL_* < CLI flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelwheel.errors import ProjectError, UsageError
+from kernelwheel.options import DEFAULT_OPTIONS, Options, resolve_options
+from kernelwheel.variant import Arch
+
+PYPROJECT = """
+[project]
+name = "demo"
+
+[tool.kernelwheel]
+build = ["torch21*", "torch29-*"]
+skip = "*-aarch64-*"
+archs = ["x86_64"]
+output-dir = "dist/wheels"
+jobs = 2
+"""
+
+
+def kernel(tmp_path: Path, pyproject: str | None = PYPROJECT) -> Path:
+    if pyproject is not None:
+        (tmp_path / "pyproject.toml").write_text(pyproject)
+    return tmp_path
+
+
+def test_defaults() -> None:
+    options = resolve_options(None, env={}, cli={})
+    assert options == DEFAULT_OPTIONS
+    assert (options.build, options.skip, options.archs) == (("*",), (), ("all",))
+    assert options.only is None and options.jobs is None and options.recipes is None
+    assert options.output_dir == Path("wheelhouse")
+    assert options.source("build") == "default"
+    assert options.arch_filter() is None
+
+
+def test_pyproject_without_tool_table_or_without_pyproject(tmp_path: Path) -> None:
+    assert resolve_options(kernel(tmp_path, None), env={}) == DEFAULT_OPTIONS
+    assert resolve_options(kernel(tmp_path, "[project]\nname='x'\n"), env={}) == DEFAULT_OPTIONS
+
+
+def test_pyproject_overrides_defaults(tmp_path: Path) -> None:
+    options = resolve_options(kernel(tmp_path), env={})
+    assert options.build == ("torch21*", "torch29-*")
+    assert options.skip == ("*-aarch64-*",)
+    assert options.archs == ("x86_64",)
+    assert options.output_dir == tmp_path / "dist/wheels"  # relative to pyproject.toml
+    assert options.jobs == 2
+    assert options.source("skip") == "[tool.kernelwheel] skip"
+    assert options.arch_filter() == (Arch.X86_64,)
+
+
+def test_env_overrides_pyproject(tmp_path: Path) -> None:
+    env = {
+        "KERNELWHEEL_BUILD": "torch214-*  torch213-*",
+        "KERNELWHEEL_ARCHS": "aarch64,x86_64",
+        "KERNELWHEEL_JOBS": "auto",
+        "KERNELWHEEL_SKIP": "",  # empty counts as unset
+        "KERNELWHEEL_OUTPUT_DIR": "out",
+    }
+    options = resolve_options(kernel(tmp_path), env=env)
+    assert options.build == ("torch214-*", "torch213-*")
+    assert options.source("build") == "KERNELWHEEL_BUILD"
+    assert options.archs == ("aarch64", "x86_64")
+    assert options.jobs is None and options.source("jobs") == "KERNELWHEEL_JOBS"
+    assert options.skip == ("*-aarch64-*",) and options.source("skip").startswith("[tool")
+    assert options.output_dir == Path.cwd() / "out"
+
+
+def test_cli_overrides_env(tmp_path: Path) -> None:
+    env = {"KERNELWHEEL_BUILD": "torch214-*", "KERNELWHEEL_SKIP": "*-cpu-*"}
+    cli = {"build": ["torch213-*", "torch212-* torch211-*"], "skip": None, "jobs": 8}
+    options = resolve_options(kernel(tmp_path), env=env, cli=cli)
+    assert options.build == ("torch213-*", "torch212-*", "torch211-*")
+    assert options.source("build") == "--build"
+    assert options.skip == ("*-cpu-*",) and options.source("skip") == "KERNELWHEEL_SKIP"
+    assert options.jobs == 8 and options.source("jobs") == "--jobs"
+
+
+def test_each_layer_replaces_not_merges(tmp_path: Path) -> None:
+    options = resolve_options(kernel(tmp_path), env={}, cli={"skip": ["*-cu130-*"]})
+    assert options.skip == ("*-cu130-*",)
+    cleared = resolve_options(kernel(tmp_path, "[tool.kernelwheel]\nskip = []\n"), env={})
+    assert cleared.skip == ()
+
+
+def test_only_ignores_build_skip_and_archs_from_every_layer(tmp_path: Path) -> None:
+    env = {"KERNELWHEEL_BUILD": "torch214-*"}
+    name = "torch29-cxx11-cpu-aarch64-linux"
+    options = resolve_options(kernel(tmp_path), env=env, cli={"only": name, "archs": ["x86_64"]})
+    assert options.only == name and options.build == ("*",) and options.skip == ()
+    assert options.arch_filter() is None
+    assert options.selector().select([name, "torch214-cxx11-cpu-x86_64-linux"]) == (name,)
+
+
+def test_selector_names_the_layer_in_errors(tmp_path: Path) -> None:
+    options = resolve_options(kernel(tmp_path), env={"KERNELWHEEL_BUILD": "torch3*"})
+    with pytest.raises(UsageError, match="KERNELWHEEL_BUILD pattern 'torch3\\*'"):
+        options.selector().select(["torch214-cxx11-cpu-x86_64-linux"])
+    options = resolve_options(kernel(tmp_path), env={})
+    with pytest.raises(UsageError, match=r"\[tool.kernelwheel\] build pattern 'torch29-\*'"):
+        options.selector().select(["torch214-cxx11-cpu-x86_64-linux"])
+
+
+def test_arch_keywords() -> None:
+    auto = resolve_options(None, env={"KERNELWHEEL_ARCHS": "auto"})
+    assert auto.arch_filter(host=Arch.AARCH64) == (Arch.AARCH64,)
+    mixed = resolve_options(None, env={}, cli={"archs": ["native", "x86_64"]})
+    assert mixed.arch_filter(host=Arch.X86_64) == (Arch.X86_64,)
+    assert resolve_options(None, env={}, cli={"archs": ["all"]}).arch_filter() is None
+
+
+def test_paths_from_cli_are_relative_to_cwd(tmp_path: Path) -> None:
+    options = resolve_options(None, env={}, cli={"recipes": "my-recipes"})
+    assert options.recipes == Path.cwd() / "my-recipes"
+    absolute = resolve_options(None, env={}, cli={"recipes": tmp_path})
+    assert absolute.recipes == tmp_path
+
+
+def test_options_are_frozen() -> None:
+    with pytest.raises(AttributeError):
+        DEFAULT_OPTIONS.build = ("x",)  # type: ignore[misc]
+    assert isinstance(DEFAULT_OPTIONS, Options)
+
+
+@pytest.mark.parametrize(
+    ("env", "text"),
+    [
+        ({"KERNELWHEEL_ARCHS": "x86-64"}, "KERNELWHEEL_ARCHS: unknown arch 'x86-64'"),
+        ({"KERNELWHEEL_JOBS": "0"}, "KERNELWHEEL_JOBS: expected a positive integer"),
+        ({"KERNELWHEEL_BUILD": "torch2{13"}, "KERNELWHEEL_BUILD: selector 'torch2{13'"),
+    ],
+)
+def test_bad_environment_values(env: dict[str, str], text: str) -> None:
+    with pytest.raises(UsageError) as info:
+        resolve_options(None, env=env)
+    assert text in str(info.value)
+
+
+def test_bad_cli_values() -> None:
+    with pytest.raises(UsageError, match="--only: expected one variant name"):
+        resolve_options(None, env={}, cli={"only": "a b"})
+    with pytest.raises(UsageError, match="unknown option 'bogus'"):
+        resolve_options(None, env={}, cli={"bogus": 1})
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "text"),
+    [
+        ("biuld = '*'", "tool.kernelwheel.biuld", "did you mean 'build'"),
+        ("only = 'x'", "tool.kernelwheel.only", "command-line flag only"),
+        ("jobs = -1", "tool.kernelwheel.jobs", "positive integer"),
+        ("archs = 'sparc'", "tool.kernelwheel.archs", "unknown arch"),
+        ("build = 3", "tool.kernelwheel.build", "expected a string or a list"),
+    ],
+)
+def test_bad_pyproject_values_name_file_and_key(
+    tmp_path: Path, table: str, key: str, text: str
+) -> None:
+    kernel(tmp_path, f"[tool.kernelwheel]\n{table}\n")
+    with pytest.raises(ProjectError) as info:
+        resolve_options(tmp_path, env={})
+    message = str(info.value)
+    assert str(tmp_path / "pyproject.toml") in message and key in message and text in message
+
+
+def test_invalid_pyproject_toml(tmp_path: Path) -> None:
+    kernel(tmp_path, "[tool.kernelwheel\n")
+    with pytest.raises(ProjectError, match="invalid TOML"):
+        resolve_options(tmp_path, env={})
