@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import textwrap
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from kernelwheel.cli import main
+from kernelwheel.commands.matrix import plan_from_args
 from kernelwheel.errors import UsageError
 from kernelwheel.matrix import MatrixPlan, plan_matrix
 from kernelwheel.options import ENV_VARS
@@ -275,6 +277,7 @@ def test_matrix_command_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     )
     assert (cu["arch"], cu["os"], cu["python_abi"]) == ("aarch64", "linux", "cp310")
     assert cu["kernels"] == ["k_cuda", "k_cpu"]
+    assert len(cu["env_digest"]) == 64
     assert by_name["torch214-cxx11-cpu-x86_64-linux"]["runner"] == "ubuntu-24.04"
     assert by_name["torch214-cxx11-cpu-x86_64-linux"]["cuda"] is None
     rejected = {entry["name"]: entry["reason"] for entry in data["rejected"]}
@@ -306,3 +309,19 @@ def test_matrix_command_selector_errors(
     assert code == UsageError.exit_code and "KERNELWHEEL_BUILD pattern 'torch3*'" in err
     code, _, err = run_cli(capsys, "matrix", str(kernel.root), "--only", "torch214-nope")
     assert code == UsageError.exit_code and "--only 'torch214-nope'" in err
+
+
+def test_plan_from_args_resolves_every_layer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kernel = project(tmp_path, TORCH + CPU)
+    (kernel.root / "pyproject.toml").write_text(
+        '[tool.kernelwheel]\nskip = "*-aarch64-*"\njobs = 3\n'
+    )
+    monkeypatch.setenv("KERNELWHEEL_BUILD", "torch214-*")
+    args = argparse.Namespace(build=None, skip=None, output_dir="out", jobs=None)
+    planned = plan_from_args(kernel.root, args)
+    assert planned.plan.names == ("torch214-cxx11-cpu-x86_64-linux",)
+    assert planned.options.jobs == 3 and planned.options.output_dir == Path.cwd() / "out"
+    assert planned.options.source("build") == "KERNELWHEEL_BUILD"
+    assert len(planned.full.selected) > len(planned.plan.selected)

@@ -23,8 +23,11 @@ RUNNERS = {Arch.X86_64: "ubuntu-24.04", Arch.AARCH64: "ubuntu-24.04-arm"}
 DEFAULT_RUNNER = RUNNERS[Arch.X86_64]
 
 
-def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add --build/--skip/--only/--arch/--recipes (all default None: 'not given')."""
+def add_selection_arguments(parser: argparse.ArgumentParser, *, recipes: bool = True) -> None:
+    """Add --build/--skip/--only/--arch and (unless ``recipes=False``) --recipes.
+
+    All default to None, meaning "not given", so lower layers of the precedence show through.
+    """
     group = parser.add_argument_group(
         "selection",
         "Precedence, lowest first: defaults < [tool.kernelwheel] in the kernel's pyproject.toml "
@@ -55,9 +58,10 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ARCH",
         help="x86_64, aarch64, auto/native (this machine) or all (default); repeatable",
     )
-    group.add_argument(
-        "--recipes", metavar="DIR", help="a recipes folder (default: the bundled recipes)"
-    )
+    if recipes:
+        group.add_argument(
+            "--recipes", metavar="DIR", help="a recipes folder (default: the bundled recipes)"
+        )
 
 
 @dataclass(frozen=True)
@@ -69,15 +73,19 @@ class Planned:
     plan: MatrixPlan  # after them
 
 
+# Options a command may carry as attributes of its parsed arguments (None: flag not given).
+_CLI_OPTIONS = ("build", "skip", "only", "archs", "recipes", "output_dir", "cache_dir", "jobs")
+
+
 def plan_from_args(path: Path, args: argparse.Namespace) -> Planned:
-    """Load the project, resolve options from every layer, plan and apply the selectors."""
-    cli = {
-        "build": getattr(args, "build", None),
-        "skip": getattr(args, "skip", None),
-        "only": getattr(args, "only", None),
-        "archs": getattr(args, "archs", None),
-        "recipes": getattr(args, "recipes", None),
-    }
+    """Load the project, resolve options from every layer, plan and apply the selectors.
+
+    Reads the attributes of ``args`` named like :class:`~kernelwheel.options.Options` fields
+    (``build``, ``skip``, ``only``, ``archs``, ``recipes``, ``output_dir``, ``cache_dir``,
+    ``jobs``) where present; a None value means the flag was not given, so give those flags
+    ``default=None``.
+    """
+    cli = {name: getattr(args, name, None) for name in _CLI_OPTIONS}
     project = load_project(path)
     options = resolve_options(project.root, cli=cli)
     recipes = load_recipes(options.recipes)
@@ -133,6 +141,7 @@ def to_json(plan: MatrixPlan) -> dict[str, Any]:
         entry = recipe.to_dict()
         entry["runner"] = runner(recipe)
         entry["kernels"] = list(plan.kernels_for(recipe.name))
+        entry["env_digest"] = recipe.digest()  # e.g. an actions/cache key for the environment
         include.append(entry)
     return {
         "include": include,
