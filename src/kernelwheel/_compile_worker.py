@@ -12,6 +12,8 @@ import re
 import sys
 from pathlib import Path
 
+_FLAG_LINES = ("cflags", "post_cflags", "cuda_cflags", "cuda_post_cflags")
+
 
 def _effective_limited_api(build_temp: Path, requested: str) -> str:
     """The Py_LIMITED_API value the compiler really saw: the last definition on the command line.
@@ -22,7 +24,7 @@ def _effective_limited_api(build_temp: Path, requested: str) -> str:
     values: list[str] = []
     for ninja in build_temp.rglob("build.ninja"):
         for line in ninja.read_text().splitlines():
-            if line.lstrip().startswith(("cflags", "post_cflags", "cuda_cflags", "cuda_post_cflags")):
+            if line.lstrip().startswith(_FLAG_LINES):
                 found = re.findall(r"-DPy_LIMITED_API=(0x[0-9A-Fa-f]+)", line)
                 if found:
                     values.append(found[-1])

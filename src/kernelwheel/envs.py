@@ -266,7 +266,9 @@ def _torch_nvidia_includes(env: EnvInfo, major: int) -> tuple[Path, ...]:
     return (inc,) if inc.is_dir() else ()
 
 
-def find_cuda_toolkit(env: EnvInfo, explicit: Path | None = None) -> CudaToolkit:
+def find_cuda_toolkit(
+    env: EnvInfo, explicit: Path | None = None, system_paths: Sequence[Path] = ()
+) -> CudaToolkit:
     """Find a toolkit whose major version matches the environment's torch."""
     if env.cuda is None:
         raise ToolchainError(
@@ -284,6 +286,7 @@ def find_cuda_toolkit(env: EnvInfo, explicit: Path | None = None) -> CudaToolkit
             candidates.append(("toolchain packages", pip_home))
         if os.environ.get("CUDA_HOME"):
             candidates.append(("CUDA_HOME", Path(os.environ["CUDA_HOME"])))
+        candidates += [("recipe system-paths", p) for p in system_paths]
         candidates.append(("system", Path(f"/usr/local/cuda-{env.cuda}")))
         candidates.append(("system", Path("/usr/local/cuda")))
         nvcc = shutil.which("nvcc")

@@ -40,6 +40,7 @@ class BuildRequest:
     python: Path | None = None  # use this interpreter's torch instead of creating an environment
     cuda_home: Path | None = None
     default_capabilities: tuple[str, ...] = ()
+    cuda_system_paths: tuple[Path, ...] = ()  # where a "system" toolchain may live
     jobs: int = 2
 
 
@@ -268,7 +269,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         _check_env_matches(env, variant)
         toolkit = None
         if variant.backend is not None and variant.backend.kind is BackendKind.CUDA:
-            toolkit = find_cuda_toolkit(env, req.cuda_home)
+            toolkit = find_cuda_toolkit(env, req.cuda_home, req.cuda_system_paths)
         detail.append(f"torch {env.torch}" + (" (cached)" if env.reused else ""))
         if toolkit:
             detail.append(f"CUDA {toolkit.version} at {toolkit.home}")

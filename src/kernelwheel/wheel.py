@@ -166,7 +166,7 @@ def write_wheel(spec: WheelSpec, out_dir: Path) -> Path:
         with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w") as zf:
             for name, data in entries:
                 mode = 0o755 if name in spec.executables else 0o644
-                zf.writestr(_zipinfo(name, date_time, mode), data)  # type: ignore[arg-type]
+                zf.writestr(_zipinfo(name, date_time, mode), data)
         os.chmod(tmp_name, 0o644)
         os.replace(tmp_name, final)
     except BaseException:

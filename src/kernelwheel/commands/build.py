@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 from pathlib import Path
 
 from ..envs import EnvSpec
 from ..errors import KernelwheelError, ProjectError, UsageError
+from ..options import host_arch
 from ..pipeline import BuildRequest, BuiltWheel, build_variant
-from ..project import KernelProject, load_project
-from ..recipes import Recipes, VariantRecipe, load_recipes
+from ..project import KernelProject
+from ..recipes import Recipes, VariantRecipe
 from ..ui import ConsoleUI
-from ..variant import Arch, BackendKind, Variant
+from ..variant import BackendKind, Variant
+from .matrix import Planned, add_selection_arguments, plan_from_args
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,7 +42,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--output-dir",
         "-o",
         type=Path,
-        default=Path("wheelhouse"),
+        default=None,
         help="where wheels and logs/ go (default: ./wheelhouse)",
     )
     p.add_argument(
@@ -54,7 +55,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="append",
         default=[],
         metavar="NAME",
-        help="build this variant (Hub name, e.g. torch214-cxx11-cu130-x86_64-linux); repeatable",
+        help="build exactly this variant (Hub name, e.g. torch214-cxx11-cu130-x86_64-linux); "
+        "repeatable",
     )
     p.add_argument(
         "--print-build-identifiers",
@@ -71,11 +73,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--cache-dir",
         type=Path,
-        default=Path(os.environ.get("KERNELWHEEL_CACHE_DIR", "~/.cache/kernelwheel")).expanduser(),
+        default=None,
         help="build environments live here (default: $KERNELWHEEL_CACHE_DIR or "
         "~/.cache/kernelwheel)",
     )
-    p.add_argument("--recipes", type=Path, help="a recipes folder (default: the bundled one)")
     p.add_argument(
         "--find-links",
         action="append",
@@ -90,9 +91,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--jobs",
         "-j",
         type=int,
-        default=os.cpu_count() or 1,
+        default=None,
         help="parallel compile jobs (ninja and nvcc --threads); default: CPU count",
     )
+    add_selection_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -115,11 +117,6 @@ def resolve_version(project: KernelProject, explicit: str | None) -> tuple[str, 
     )
 
 
-def host_arch() -> Arch:
-    machine = platform.machine().lower()
-    return Arch.AARCH64 if machine in ("aarch64", "arm64") else Arch.X86_64
-
-
 def default_variant(recipes: Recipes, project: KernelProject) -> Variant:
     """The newest torch in the recipes, its CUDA flavour (or cpu), for this machine's arch."""
     arch = host_arch()
@@ -136,7 +133,7 @@ def env_spec(recipe: VariantRecipe, args: argparse.Namespace) -> EnvSpec:
     assert recipe.torch_requirement is not None
     packages: tuple[str, ...] = ()
     if recipe.cuda is not None and recipe.cuda.source == "pypi":
-        packages = tuple(p.requirement for p in recipe.cuda.packages)
+        packages = recipe.cuda.requirements()  # pinned, with sha256 hashes where known
     extra = (recipe.index_url,) if recipe.index_url and not args.index_url else ()
     return EnvSpec(
         torch_requirement=recipe.torch_requirement,
@@ -147,50 +144,77 @@ def env_spec(recipe: VariantRecipe, args: argparse.Namespace) -> EnvSpec:
     )
 
 
+def _selected(planned: Planned, args: argparse.Namespace) -> list[VariantRecipe]:
+    """--variant names, else the selectors, else (nothing selected anywhere) the default."""
+    if args.variant:
+        out = []
+        for name in args.variant:
+            variant = Variant.parse(name)
+            reason = planned.full.reason_for(variant.name)
+            if reason is not None:
+                raise UsageError(
+                    f"variant {variant.name} is left out of this kernel's matrix: {reason}",
+                    hint="see 'kernelwheel matrix PATH' for the variants it builds",
+                )
+            out.append(planned.recipes.recipe_for(variant))
+        return out
+    options = planned.options
+    if options.only is None and all(
+        options.source(name) == "default" for name in ("build", "skip", "archs")
+    ):
+        return [planned.recipes.recipe_for(default_variant(planned.recipes, planned.project))]
+    return list(planned.plan.selected)
+
+
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    project = load_project(args.path)
-    recipes = load_recipes(args.recipes)
-    names = args.variant or [default_variant(recipes, project).name]
-    variants = [Variant.parse(n) for n in names]
+    planned = plan_from_args(args.path, args)
+    project, options = planned.project, planned.options
+    recipes = _selected(planned, args)
     if args.print_build_identifiers:
-        for v in variants:
-            ui.print(v.name)
+        for recipe in recipes:
+            ui.print(recipe.name)
         return 0
     version, source = resolve_version(project, args.version)
-    ui.info("", f"{project.name} {version} (version from {source}); {len(variants)} variant(s)")
-    work_dir = args.cache_dir / "work" / project.package
+    ui.info("", f"{project.name} {version} (version from {source}); {len(recipes)} variant(s)")
+    cache_dir = (
+        options.cache_dir
+        or Path(os.environ.get("KERNELWHEEL_CACHE_DIR", "~/.cache/kernelwheel")).expanduser()
+    )
+    jobs = options.jobs or os.cpu_count() or 1
     built: list[BuiltWheel] = []
     failed: list[tuple[str, KernelwheelError]] = []
-    for variant in variants:
-        ui.group(f"{variant.name}")
+    for recipe in recipes:
+        ui.group(recipe.name)
         try:
-            recipe = recipes.recipe_for(variant)
             req = BuildRequest(
                 project=project,
-                variant=variant,
+                variant=recipe.variant,
                 version=version,
-                out_dir=args.output_dir,
-                work_dir=work_dir,
-                cache_dir=args.cache_dir,
+                out_dir=options.output_dir,
+                work_dir=cache_dir / "work" / project.package,
+                cache_dir=cache_dir,
                 env_spec=None if args.python else env_spec(recipe, args),
                 python=args.python,
                 cuda_home=args.cuda_home,
                 default_capabilities=recipe.cuda.capabilities if recipe.cuda else (),
-                jobs=args.jobs,
+                cuda_system_paths=tuple(Path(p) for p in recipe.cuda.system_paths)
+                if recipe.cuda
+                else (),
+                jobs=jobs,
             )
             built.append(build_variant(req, ui))
         except KernelwheelError as exc:
-            if len(variants) == 1:
+            if len(recipes) == 1:
                 raise
-            failed.append((variant.name, exc))
-            ui.error(f"{variant.name}: {exc}")
+            failed.append((recipe.name, exc))
+            ui.error(f"{recipe.name}: {exc}")
         finally:
             ui.endgroup()
     for wheel in built:
         ui.print(f"{wheel.path}")
     if failed:
         ui.error(
-            f"{len(failed)} of {len(variants)} variant(s) failed: "
+            f"{len(failed)} of {len(recipes)} variant(s) failed: "
             + ", ".join(name for name, _ in failed)
         )
         return max(exc.exit_code for _, exc in failed)
