@@ -1,0 +1,209 @@
+"""Thin ELF helpers on top of pyelftools: what the ABI rules need from one shared object.
+
+Reads the dynamic section (DT_NEEDED, DT_SONAME), the dynamic symbol table with each symbol's
+GNU version (``.gnu.version`` indexes into ``.gnu.version_r``), and the PT_GNU_STACK segment.
+Policy logic lives elsewhere.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.constants import P_FLAGS
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerNeedSection, GNUVerSymSection
+from elftools.elf.sections import SymbolTableSection
+
+ELF_MAGIC = b"\x7fELF"
+
+# (e_machine, ELF class, little endian or None for either) -> wheel platform arch name.
+_ARCHES: dict[tuple[str, int, bool | None], str] = {
+    ("EM_X86_64", 64, None): "x86_64",
+    ("EM_386", 32, None): "i686",
+    ("EM_AARCH64", 64, None): "aarch64",
+    ("EM_PPC64", 64, True): "ppc64le",
+    ("EM_PPC64", 64, False): "ppc64",
+    ("EM_S390", 64, None): "s390x",
+    ("EM_ARM", 32, None): "armv7l",
+    ("EM_RISCV", 64, None): "riscv64",
+    ("EM_LOONGARCH", 64, None): "loongarch64",
+}
+
+
+class NotElfError(ValueError):
+    """The file is not an ELF object pyelftools can read."""
+
+
+@dataclass(frozen=True)
+class ElfSymbol:
+    """One non-local entry of ``.dynsym``."""
+
+    name: str
+    defined: bool
+    weak: bool
+    version: str | None  # e.g. "GLIBC_2.32" for an undefined symbol bound to a version
+    library: str | None  # the DT_NEEDED file the version belongs to, e.g. "libc.so.6"
+
+
+@dataclass(frozen=True)
+class ElfInfo:
+    path: Path
+    machine: str  # raw e_machine, e.g. "EM_X86_64"
+    arch: str | None  # wheel platform arch name, None if unknown
+    shared: bool  # ET_DYN
+    soname: str | None
+    needed: tuple[str, ...]
+    symbols: tuple[ElfSymbol, ...]
+    # Every (library, version) pair in .gnu.version_r, the same set auditwheel judges.
+    version_needs: tuple[tuple[str, str], ...]
+    exec_stack: bool
+
+
+def is_elf(head: bytes) -> bool:
+    return head[:4] == ELF_MAGIC
+
+
+def read_elf(path: str | os.PathLike[str]) -> ElfInfo:
+    """Read what the ABI rules need. Raises NotElfError for a file that is not ELF."""
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            elf = ELFFile(f)
+            return _read(p, elf)
+    except ELFError as exc:
+        raise NotElfError(f"{p}: not a readable ELF file ({exc})") from exc
+
+
+def _read(path: Path, elf: ELFFile) -> ElfInfo:
+    machine = str(elf["e_machine"])
+    arch = _ARCHES.get((machine, elf.elfclass, None)) or _ARCHES.get(
+        (machine, elf.elfclass, elf.little_endian)
+    )
+
+    needed: list[str] = []
+    soname: str | None = None
+    dynsym: SymbolTableSection | None = None
+    versym: GNUVerSymSection | None = None
+    verneed: GNUVerNeedSection | None = None
+    for section in elf.iter_sections():
+        if isinstance(section, DynamicSection):
+            for tag in section.iter_tags():
+                if tag.entry.d_tag == "DT_NEEDED":
+                    needed.append(str(getattr(tag, "needed")))  # noqa: B009 - set dynamically
+                elif tag.entry.d_tag == "DT_SONAME":
+                    soname = str(getattr(tag, "soname"))  # noqa: B009
+        elif isinstance(section, SymbolTableSection) and section["sh_type"] == "SHT_DYNSYM":
+            dynsym = section
+        elif isinstance(section, GNUVerSymSection):
+            versym = section
+        elif isinstance(section, GNUVerNeedSection):
+            verneed = section
+
+    # Version index (vna_other) -> (library, version name).
+    versions: dict[int, tuple[str, str]] = {}
+    version_needs: list[tuple[str, str]] = []
+    if verneed is not None:
+        for need, auxes in verneed.iter_versions():
+            need_file = str(need.name)
+            for aux in auxes:
+                versions[int(aux["vna_other"])] = (need_file, str(aux.name))
+                version_needs.append((need_file, str(aux.name)))
+
+    symbols: list[ElfSymbol] = []
+    if dynsym is not None:
+        for index, sym in enumerate(dynsym.iter_symbols()):
+            if index == 0 or not sym.name:
+                continue
+            bind = sym["st_info"]["bind"]
+            if bind == "STB_LOCAL":
+                continue
+            defined = sym["st_shndx"] != "SHN_UNDEF"
+            version: str | None = None
+            library: str | None = None
+            if versym is not None and not defined:
+                ndx = versym.get_symbol(index)["ndx"]
+                if isinstance(ndx, int):
+                    found = versions.get(ndx & 0x7FFF)
+                    if found is not None:
+                        library, version = found
+            symbols.append(
+                ElfSymbol(
+                    name=str(sym.name),
+                    defined=defined,
+                    weak=bind == "STB_WEAK",
+                    version=version,
+                    library=library,
+                )
+            )
+
+    exec_stack = True  # without PT_GNU_STACK the loader assumes an executable stack
+    for segment in elf.iter_segments():
+        if segment["p_type"] == "PT_GNU_STACK":
+            exec_stack = bool(segment["p_flags"] & P_FLAGS.PF_X)
+            break
+
+    return ElfInfo(
+        path=path,
+        machine=machine,
+        arch=arch,
+        shared=elf["e_type"] == "ET_DYN",
+        soname=soname,
+        needed=tuple(needed),
+        symbols=tuple(symbols),
+        version_needs=tuple(version_needs),
+        exec_stack=exec_stack,
+    )
+
+
+@functools.cache
+def _demangler() -> Any:
+    try:
+        lib = ctypes.CDLL("libstdc++.so.6")
+        func = lib.__cxa_demangle
+    except (OSError, AttributeError):
+        return None
+    func.restype = ctypes.c_void_p
+    func.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_int),
+    ]
+    return func
+
+
+@functools.cache
+def _free() -> Any:
+    try:
+        func = ctypes.CDLL(None).free
+    except (OSError, AttributeError):
+        return None
+    func.restype = None
+    func.argtypes = [ctypes.c_void_p]
+    return func
+
+
+@functools.lru_cache(maxsize=4096)
+def demangle(name: str) -> str:
+    """Demangle an Itanium C++ name with libstdc++'s own demangler; the name itself otherwise."""
+    if not name.startswith("_Z"):
+        return name
+    func, free = _demangler(), _free()
+    if func is None or free is None:
+        return name
+    status = ctypes.c_int(0)
+    result = func(name.encode(), None, None, ctypes.byref(status))
+    if status.value != 0 or not result:
+        return name
+    try:
+        text: str = ctypes.string_at(result).decode(errors="replace")
+    finally:
+        free(result)
+    return text

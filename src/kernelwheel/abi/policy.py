@@ -1,0 +1,270 @@
+"""Policy data: manylinux caps from auditwheel's installed policy JSON, plus kernelwheel's own
+library lists (``data/abi_policy.toml``: torch/CUDA libraries that are provided, never grafted).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import importlib.resources
+import json
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+DEFAULT_POLICY = "manylinux_2_28"
+
+# Longest first, so "ppc64le" is not read as "ppc64" + "le".
+KNOWN_ARCHES = (
+    "loongarch64",
+    "x86_64",
+    "aarch64",
+    "ppc64le",
+    "riscv64",
+    "armv7l",
+    "s390x",
+    "ppc64",
+    "i686",
+)
+
+_VERSION_NUM = re.compile(r"^\d+(?:\.\d+)*$")
+
+
+def version_key(version: str) -> tuple[int, ...] | None:
+    """Numeric sort key of "2.17" / "3.4.21"; None for labels such as "TM_1" or "FLOAT128"."""
+    if not _VERSION_NUM.match(version):
+        return None
+    return tuple(int(part) for part in version.split("."))
+
+
+def split_version(name: str) -> tuple[str, str]:
+    """Split "GLIBC_2.32" -> ("GLIBC", "2.32"); "CXXABI_TM_1" -> ("CXXABI", "TM_1")."""
+    prefix, _, version = name.partition("_")
+    return prefix, version
+
+
+@dataclass(frozen=True)
+class ManylinuxPolicy:
+    """One auditwheel policy for one architecture, e.g. manylinux_2_28 on x86_64."""
+
+    name: str  # "manylinux_2_28"
+    arch: str  # "x86_64"
+    priority: int  # auditwheel's: higher is stricter (older glibc)
+    aliases: tuple[str, ...]
+    symbol_versions: Mapping[str, frozenset[str]]  # "GLIBC" -> {"2.2.5", ..., "2.28"}
+    whitelist: frozenset[str]  # system libraries every compliant distribution provides
+
+    @property
+    def tag(self) -> str:
+        return f"{self.name}_{self.arch}"
+
+    def allows(self, version_name: str) -> bool:
+        """Whether an undefined symbol bound to ``version_name`` (e.g. "GLIBC_2.32") complies.
+
+        Versions of libraries the policy does not cap (e.g. a torch library's own) always do,
+        as in auditwheel.
+        """
+        prefix, version = split_version(version_name)
+        allowed = self.symbol_versions.get(prefix)
+        return allowed is None or version in allowed
+
+    def cap(self, prefix: str) -> str | None:
+        """Highest numeric version the policy allows for ``prefix`` ("GLIBC" -> "2.28")."""
+        numeric = [
+            (key, v)
+            for v in self.symbol_versions.get(prefix, ())
+            if (key := version_key(v)) is not None
+        ]
+        return max(numeric)[1] if numeric else None
+
+    def caps(self) -> dict[str, str]:
+        return {p: c for p in sorted(self.symbol_versions) if (c := self.cap(p)) is not None}
+
+
+@functools.cache
+def _manylinux_json() -> tuple[dict[str, Any], ...]:
+    resource = importlib.resources.files("auditwheel") / "policy" / "manylinux-policy.json"
+    try:
+        data = json.loads(resource.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # pragma: no cover - broken installation
+        raise UsageError(
+            f"cannot read auditwheel's policy data ({resource}): {exc}",
+            hint="reinstall auditwheel (pip install --force-reinstall 'auditwheel>=6.4,<7')",
+        ) from exc
+    if not isinstance(data, list) or not all(
+        isinstance(p, dict) and {"name", "priority", "symbol_versions", "lib_whitelist"} <= set(p)
+        for p in data
+    ):  # pragma: no cover - auditwheel changed its format
+        raise UsageError(
+            f"auditwheel's policy data ({resource}) has an unexpected format",
+            hint="install an auditwheel version kernelwheel supports: 'auditwheel>=6.4,<7'",
+        )
+    return tuple(data)
+
+
+def policy_names() -> tuple[str, ...]:
+    """Known manylinux policy names (without arch), loosest first."""
+    return tuple(
+        p["name"] for p in sorted(_manylinux_json(), key=lambda p: p["priority"]) if p["priority"]
+    )
+
+
+def normalize_policy(name: str) -> tuple[str, str | None]:
+    """Policy name and arch of "manylinux_2_28", "manylinux_2_28_x86_64", "manylinux2014"...
+
+    Raises UsageError naming the known policies.
+    """
+    text = name.strip()
+    arch: str | None = None
+    for candidate in KNOWN_ARCHES:
+        if text.endswith("_" + candidate):
+            text, arch = text[: -len(candidate) - 1], candidate
+            break
+    for p in _manylinux_json():
+        if not p["priority"]:
+            continue  # the plain "linux" policy is not a target
+        if text == p["name"] or text in p.get("aliases", ()):
+            return str(p["name"]), arch
+    raise UsageError(
+        f"unknown manylinux policy {name!r}",
+        hint=f"use one of: {', '.join(policy_names())} (auditwheel's policy names)",
+    )
+
+
+@functools.cache
+def load_policy(name: str = DEFAULT_POLICY, arch: str = "x86_64") -> ManylinuxPolicy:
+    """The auditwheel policy ``name`` (any spelling normalize_policy accepts) for ``arch``."""
+    base, name_arch = normalize_policy(name)
+    if name_arch is not None and name_arch != arch:
+        raise UsageError(
+            f"policy {name!r} is for {name_arch}, but the object is {arch}",
+            hint=f"pass the policy without an arch suffix, e.g. {base!r}",
+        )
+    for p in _manylinux_json():
+        if p["name"] != base:
+            continue
+        versions = p["symbol_versions"].get(arch)
+        if versions is None:
+            raise UsageError(
+                f"auditwheel's policy {base} has no symbol-version caps for {arch}",
+                hint=f"{base} covers {', '.join(sorted(p['symbol_versions']))}",
+            )
+        return ManylinuxPolicy(
+            name=base,
+            arch=arch,
+            priority=int(p["priority"]),
+            aliases=tuple(str(a) for a in p.get("aliases", ())),
+            symbol_versions={str(k): frozenset(str(x) for x in v) for k, v in versions.items()},
+            whitelist=frozenset(str(x) for x in p["lib_whitelist"]),
+        )
+    raise AssertionError(base)  # pragma: no cover - normalize_policy found it
+
+
+def parse_platform_tag(tag: str) -> tuple[str | None, str | None]:
+    """A wheel platform tag -> (manylinux policy name or None, arch or None).
+
+    "manylinux_2_28_x86_64" -> ("manylinux_2_28", "x86_64"); "manylinux2014_aarch64" ->
+    ("manylinux_2_17", "aarch64"); "linux_x86_64" -> (None, "x86_64"); "any" -> (None, None).
+    """
+    arch = next((a for a in KNOWN_ARCHES if tag.endswith("_" + a)), None)
+    if arch is None:
+        return None, None
+    if tag.startswith("manylinux"):
+        try:
+            base, _ = normalize_policy(tag)
+        except UsageError:
+            return None, arch
+        return base, arch
+    return None, arch
+
+
+# --- kernelwheel's data: libraries that are provided by torch / CUDA, or forbidden ------------
+
+
+@dataclass(frozen=True)
+class KernelLibraries:
+    """The contents of ``data/abi_policy.toml``."""
+
+    provided: Mapping[str, tuple[str, ...]]  # group ("torch", "cuda", ...) -> soname patterns
+    forbidden: tuple[tuple[str, str], ...]  # (soname pattern, reason)
+    toolchain: Mapping[str, Mapping[str, str]]  # "GLIBCXX" -> {"3.4.29": "gcc 11.1"}
+    source: Path
+
+    def exclude_patterns(self) -> tuple[str, ...]:
+        """Every provided pattern: never grafted by repair (``auditwheel --exclude``)."""
+        return tuple(p for group in self.provided.values() for p in group)
+
+    def provided_by(self, soname: str) -> str | None:
+        """The group ("torch", "cuda", ...) whose pattern matches ``soname``."""
+        for group, patterns in self.provided.items():
+            if any(fnmatch.fnmatchcase(soname, p) for p in patterns):
+                return group
+        return None
+
+    def forbidden_reason(self, soname: str) -> str | None:
+        for pattern, reason in self.forbidden:
+            if fnmatch.fnmatchcase(soname, pattern):
+                return reason
+        return None
+
+    def first_release(self, version_name: str) -> str | None:
+        """The first release shipping a version ("GLIBCXX_3.4.29" -> "gcc 11.1"), if known."""
+        prefix, version = split_version(version_name)
+        return self.toolchain.get(prefix, {}).get(version)
+
+
+def _string_list(value: object, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"{where} must be a list of non-empty strings")
+    return tuple(value)
+
+
+def _string_table(value: object, where: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError(f"{where} must be a table of strings")
+    return dict(value)
+
+
+def _data_file(name: str) -> Path:
+    return Path(__file__).resolve().parent.parent / "data" / name
+
+
+@functools.cache
+def load_kernel_libraries(path: Path | None = None) -> KernelLibraries:
+    """Load and validate ``data/abi_policy.toml`` (or ``path``)."""
+    source = path or _data_file("abi_policy.toml")
+    with source.open("rb") as f:
+        raw = tomllib.load(f)
+    unknown = set(raw) - {"provided", "forbidden", "toolchain"}
+    if unknown:
+        raise ValueError(f"{source}: unknown tables {sorted(unknown)}")
+    provided_raw = raw.get("provided", {})
+    if not isinstance(provided_raw, dict):
+        raise ValueError(f"{source}: [provided] must be a table")
+    provided = {
+        group: _string_list(patterns, f"{source}: [provided].{group}")
+        for group, patterns in provided_raw.items()
+    }
+    forbidden = tuple(_string_table(raw.get("forbidden", {}), f"{source}: [forbidden]").items())
+    toolchain_raw = raw.get("toolchain", {})
+    if not isinstance(toolchain_raw, dict):
+        raise ValueError(f"{source}: [toolchain] must be a table")
+    toolchain = {
+        prefix: _string_table(table, f"{source}: [toolchain.{prefix}]")
+        for prefix, table in toolchain_raw.items()
+    }
+    return KernelLibraries(
+        provided=provided, forbidden=forbidden, toolchain=toolchain, source=source
+    )

@@ -1,0 +1,147 @@
+"""Frozen ABI reports: one per shared object, one per wheel. The CLI renders them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+
+class Rule(str, Enum):
+    """The rules ``kernelwheel check`` applies to every shared object."""
+
+    SYMBOL_VERSIONS = "symbol-versions"  # versioned imports vs the manylinux policy's caps
+    PYTHON_ABI = "python-abi"  # Python C-API imports vs the stable ABI of the cp3X-abi3 tag
+    NEEDED_LIBS = "needed-libs"  # DT_NEEDED vs policy whitelist + torch/CUDA + the wheel's own
+    CXX_ABI = "cxx-abi"  # __cxx11 mangling vs the variant's C++ ABI (cxx11/cxx98)
+    ELF = "elf"  # architecture matches the wheel; no executable stack
+
+    @property
+    def description(self) -> str:
+        return _DESCRIPTIONS[self]
+
+
+_DESCRIPTIONS = {
+    Rule.SYMBOL_VERSIONS: "versioned glibc/libstdc++/libgcc imports within the policy's caps",
+    Rule.PYTHON_ABI: "Python C-API imports within the stable ABI of the wheel's abi3 tag",
+    Rule.NEEDED_LIBS: "needed libraries are system, torch/CUDA, or shipped in the wheel",
+    Rule.CXX_ABI: "std::string mangling matches the variant's C++ ABI",
+    Rule.ELF: "architecture matches the wheel's tag; no executable stack",
+}
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: Rule
+    file: str  # the .so, as a path inside the wheel (or the path given)
+    subject: str  # the symbol or library
+    version: str | None  # e.g. "GLIBC_2.32", "3.10" (stable-ABI addition), or None
+    cause: str
+    fix: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule.value,
+            "file": self.file,
+            "subject": self.subject,
+            "version": self.version,
+            "cause": self.cause,
+            "fix": self.fix,
+        }
+
+    def one_line(self) -> str:
+        version = f" ({self.version})" if self.version else ""
+        return f"[{self.rule.value}] {self.file}: {self.subject}{version}: {self.cause}"
+
+
+@dataclass(frozen=True)
+class SoReport:
+    """The verdict on one shared object."""
+
+    file: str
+    arch: str | None
+    policy: str  # the target platform tag, e.g. "manylinux_2_28_x86_64"
+    python_abi: str | None  # "3.9" for cp39-abi3; None when not checked
+    cxxabi: str | None  # "cxx11" / "cxx98"; None when not checked
+    checked: tuple[Rule, ...]
+    violations: tuple[Violation, ...]
+    needed: tuple[str, ...]
+    requires: tuple[tuple[str, str], ...]  # highest version needed per prefix: ("GLIBC", "2.17")
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def status(self, rule: Rule) -> bool | None:
+        """True: passed; False: violated; None: not checked."""
+        if rule not in self.checked:
+            return None
+        return not any(v.rule is rule for v in self.violations)
+
+    def rules_violated(self) -> frozenset[Rule]:
+        return frozenset(v.rule for v in self.violations)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "arch": self.arch,
+            "policy": self.policy,
+            "python_abi": self.python_abi,
+            "cxxabi": self.cxxabi,
+            "ok": self.ok,
+            "rules": {r.value: self.status(r) for r in Rule},
+            "needed": list(self.needed),
+            "requires": {prefix: version for prefix, version in self.requires},
+            "violations": [v.to_dict() for v in self.violations],
+        }
+
+
+@dataclass(frozen=True)
+class WheelReport:
+    """The verdict on every ELF file of one wheel."""
+
+    wheel: str  # file name
+    policy: str  # the target platform tag, e.g. "manylinux_2_28_x86_64"
+    arch: str | None
+    python_abi: str | None
+    cxxabi: str | None
+    objects: tuple[SoReport, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.objects)
+
+    @property
+    def violations(self) -> tuple[Violation, ...]:
+        return tuple(v for o in self.objects for v in o.violations)
+
+    def status(self, rule: Rule) -> bool | None:
+        states = [o.status(rule) for o in self.objects]
+        if all(s is None for s in states):
+            return None
+        return all(s is not False for s in states)
+
+    def summary(self, *, limit: int = 8) -> str:
+        """A few lines naming the violations, for error messages."""
+        if self.ok:
+            return f"{self.wheel}: complies with {self.policy}"
+        vs = self.violations
+        lines = [f"{self.wheel}: {len(vs)} ABI violation(s) against {self.policy}:"]
+        lines += [f"  {v.one_line()}" for v in vs[:limit]]
+        if len(vs) > limit:
+            lines.append(f"  ... and {len(vs) - limit} more (run 'kernelwheel check' to see all)")
+        fixes = list(dict.fromkeys(v.fix for v in vs))[:3]
+        lines += [f"  fix: {f}" for f in fixes]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "wheel": self.wheel,
+            "policy": self.policy,
+            "arch": self.arch,
+            "python_abi": self.python_abi,
+            "cxxabi": self.cxxabi,
+            "ok": self.ok,
+            "rules": {r.value: self.status(r) for r in Rule},
+            "objects": [o.to_dict() for o in self.objects],
+        }

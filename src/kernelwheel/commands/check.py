@@ -1,0 +1,175 @@
+"""``kernelwheel check WHEEL...``: prove each wheel's ABI compliance, or name what breaks it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..abi import (
+    DEFAULT_POLICY,
+    FROM_TAG,
+    Rule,
+    SoReport,
+    Violation,
+    WheelReport,
+    check_shared_object,
+    check_wheel,
+)
+from ..errors import AbiError
+from ..ui import ConsoleUI
+
+# Violations listed per group (same rule, file and fix) before the table says "... and N more".
+_SHOWN_PER_GROUP = 10
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rules = "\n".join(f"  {r.value:<16} {r.description}" for r in Rule)
+    p = sub.add_parser(
+        "check",
+        help="check wheels (or .so files) against manylinux, abi3 and the C++ ABI",
+        description=(
+            "Check every shared object in each wheel: versioned glibc/libstdc++ symbols against "
+            "the manylinux policy's caps (auditwheel's data), Python C-API symbols against the "
+            "stable ABI of the wheel's cp3X-abi3 tag, needed libraries against the allowed ones, "
+            "and __cxx11 mangling against the C++ ABI in the wheel's local version. Exits 0 when "
+            f"everything complies and {AbiError.exit_code} on any violation."
+        ),
+        epilog=(
+            f"rules:\n{rules}\n\n"
+            "examples:\n"
+            "  kernelwheel check wheelhouse/*.whl\n"
+            "  kernelwheel check --json dist/img2gray-*.whl\n"
+            "  kernelwheel check --policy tag wheelhouse/*manylinux*.whl   # verify the tag\n"
+            "  kernelwheel check build/_img2gray.abi3.so --python-abi 3.10 --cxx-abi cxx11"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("paths", nargs="+", type=Path, metavar="WHEEL", help="wheels or .so files")
+    p.add_argument("--json", action="store_true", help="print a machine-readable report")
+    p.add_argument(
+        "--policy",
+        default=DEFAULT_POLICY,
+        help=f"target manylinux policy (default: {DEFAULT_POLICY}); 'tag' checks the policy "
+        "each wheel's platform tag claims",
+    )
+    p.add_argument(
+        "--python-abi",
+        metavar="X.Y|none",
+        help="abi3 floor to check Python symbols against (default: the wheel's cp3X-abi3 tag; "
+        "3.9 for a .so); 'none' skips the rule",
+    )
+    p.add_argument(
+        "--cxx-abi",
+        choices=["cxx11", "cxx98", "none"],
+        help="C++ ABI to check (default: from the wheel's local version, e.g. +torch2.9.cu128."
+        "cxx11; unchecked when absent); 'none' skips the rule",
+    )
+    p.set_defaults(func=run)
+
+
+def _override(value: str | None, default: str | None) -> str | None:
+    if value is None:
+        return default
+    return None if value.lower() == "none" else value
+
+
+def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    policy: str | None = None if args.policy == "tag" else args.policy
+    reports: list[WheelReport | SoReport] = []
+    for path in args.paths:
+        if path.suffix == ".whl":
+            reports.append(
+                check_wheel(
+                    path,
+                    policy=policy,
+                    python_abi=_override(args.python_abi, FROM_TAG),
+                    cxxabi=_override(args.cxx_abi, FROM_TAG),
+                )
+            )
+        else:
+            reports.append(
+                check_shared_object(
+                    path,
+                    policy=policy or DEFAULT_POLICY,
+                    python_abi=_override(args.python_abi, "3.9"),
+                    cxxabi=_override(args.cxx_abi, None),
+                )
+            )
+    ok = all(r.ok for r in reports)
+    if args.json:
+        ui.print(
+            json.dumps(
+                {"ok": ok, "reports": [_as_dict(r) for r in reports]}, indent=2, sort_keys=False
+            )
+        )
+    else:
+        for report in reports:
+            render(report, ui)
+    if ok:
+        return 0
+    bad = sum(1 for r in reports if not r.ok)
+    count = sum(len(r.violations) for r in reports)
+    ui.error(
+        f"{count} ABI violation(s) in {bad} of {len(reports)} file(s); each entry above says "
+        "why and how to fix it"
+    )
+    return AbiError.exit_code
+
+
+def _as_dict(report: WheelReport | SoReport) -> dict[str, object]:
+    kind = "wheel" if isinstance(report, WheelReport) else "shared_object"
+    return {"kind": kind, **report.to_dict()}
+
+
+def _mark(ui: ConsoleUI, state: bool | None) -> str:
+    if state is None:
+        return "-"
+    return ui.ok_mark if state else ui.fail_mark
+
+
+def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
+    """A table per wheel: one row per shared object, one mark per rule, then each violation."""
+    objects = report.objects if isinstance(report, WheelReport) else (report,)
+    title = report.wheel if isinstance(report, WheelReport) else report.file
+    ui.group(title)
+    python = f"abi3 >= {report.python_abi}" if report.python_abi else "not checked"
+    ui.print(
+        f"  target {report.policy} | Python {python} | C++ ABI {report.cxxabi or 'not checked'}"
+    )
+    if not objects:
+        ui.print("  no shared objects (nothing to check)")
+    else:
+        width = max(len("file"), *(len(o.file) for o in objects))
+        header = "  " + "file".ljust(width) + "  " + "  ".join(r.value for r in Rule)
+        ui.print(header)
+        for o in objects:
+            marks = "  ".join(_mark(ui, o.status(r)).ljust(len(r.value)) for r in Rule)
+            ui.print("  " + o.file.ljust(width) + "  " + marks)
+            if o.requires:
+                needs = ", ".join(f"{p} {v}" for p, v in o.requires)
+                ui.print("  " + " " * width + f"  needs {needs}")
+    for o in objects:
+        for rule in Rule:
+            # Violations with the same fix are listed together, then explained once.
+            groups: dict[str, list[Violation]] = {}
+            for v in o.violations:
+                if v.rule is rule:
+                    groups.setdefault(v.fix, []).append(v)
+            for fix, group in groups.items():
+                for v in group[:_SHOWN_PER_GROUP]:
+                    version = f" ({v.version})" if v.version else ""
+                    ui.print(f"  {ui.fail_mark} {rule.value}  {o.file}: {v.subject}{version}")
+                if len(group) > _SHOWN_PER_GROUP:
+                    ui.print(
+                        f"    ... and {len(group) - _SHOWN_PER_GROUP} more like these "
+                        "(--json lists all)"
+                    )
+                if len(group) > 1 and len({v.cause for v in group}) > 1:
+                    ui.print(f"      cause (of the first): {group[0].cause}")
+                else:
+                    ui.print(f"      cause: {group[0].cause}")
+                ui.print(f"      fix:   {fix}")
+    verdict = "complies" if report.ok else f"{len(report.violations)} violation(s)"
+    ui.print(f"  {ui.ok_mark if report.ok else ui.fail_mark} {verdict}")
+    ui.endgroup()

