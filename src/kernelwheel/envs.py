@@ -157,7 +157,7 @@ def provision(
     if base_python is not None:
         py_version = probe_python_version(base_python)
     root = cache_dir / "envs" / f"py{py_version}-{spec.digest(py_version)}"
-    with _locked(root.with_suffix(".lock")):
+    with _locked(root.parent / f"{root.name}.lock"):
         if (root / READY_MARKER).exists():
             info = probe(_venv_python(root))
             return _replace_reused(info)
@@ -165,24 +165,26 @@ def provision(
             shutil.rmtree(root)  # a half-made environment from an interrupted run
         _run([str(base), "-m", "venv", str(root)], log, "create the build venv")
         py = _venv_python(root)
+        pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
         _run(
-            [
-                str(py),
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--no-input",
-                *pip_install_args(spec),
-                spec.torch_requirement,
-                *BUILD_TOOLS,
-                *spec.packages,
-            ],
+            [*pip, *pip_install_args(spec), spec.torch_requirement, *BUILD_TOOLS],
             log,
-            f"install {spec.torch_requirement} and the toolchain",
-            hint="check the index/find-links options (offline builds: --find-links DIR) and that "
-            "the recipe's pins exist",
+            f"install {spec.torch_requirement}",
+            hint="check the index/find-links options (offline builds: --find-links DIR)",
         )
+        if spec.packages:
+            # The toolchain set is closed under its dependencies and pinned with hashes, so it
+            # installs on its own, in hash-checking mode when the recipe has hashes.
+            reqs = root / "toolchain-requirements.txt"
+            reqs.write_text("\n".join(spec.packages) + "\n")
+            hashed = ["--require-hashes"] if any("--hash=" in p for p in spec.packages) else []
+            _run(
+                [*pip, *pip_install_args(spec), "--no-deps", *hashed, "-r", str(reqs)],
+                log,
+                "install the pinned CUDA toolchain",
+                hint="the recipe's pins or hashes do not match what the index serves: check "
+                "recipes/cuda.toml",
+            )
         info = probe(py)
         (root / READY_MARKER).write_text(json.dumps({"torch": info.torch}) + "\n")
         return info
