@@ -67,6 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         ui.error("interrupted")
         return 130
+    except BrokenPipeError:
+        # The reader went away (e.g. `kernelwheel matrix ... | head`): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 def entry() -> None:

@@ -1,0 +1,74 @@
+"""The CLI owns output and exit codes: clear messages, distinct codes, no traceback unless asked."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernelwheel.cli import main
+from kernelwheel.errors import ProjectError, UsageError
+
+IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
+
+
+def test_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("build", "matrix", "check"):
+        assert command in out
+
+
+def test_missing_project_is_a_project_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["build", str(tmp_path / "nope")])
+    err = capsys.readouterr().err
+    assert code == ProjectError.exit_code
+    assert "build.toml" in err and "Traceback" not in err
+
+
+def test_bad_build_toml_names_file_key_and_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "img2gray"
+    shutil.copytree(IMG2GRAY, project, ignore=shutil.ignore_patterns("tests", "__pycache__"))
+    toml = project / "build.toml"
+    toml.write_text(toml.read_text().replace("depends", "depend", 1))
+    code = main(["build", str(project), "--print-build-identifiers"])
+    err = capsys.readouterr().err
+    assert code == ProjectError.exit_code
+    assert str(toml) in err and "depend" in err and "did you mean 'depends'" in err
+
+
+def test_traceback_only_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["--traceback", "build", str(tmp_path / "nope")])
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_print_build_identifiers_default_and_selected(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", str(IMG2GRAY), "--print-build-identifiers"]) == 0
+    assert capsys.readouterr().out.split() == ["torch214-cxx11-cu130-x86_64-linux"]
+    args = ["build", str(IMG2GRAY), "--print-build-identifiers", "--build", "torch21{3,4}-*cpu*"]
+    assert main([*args, "--arch", "x86_64"]) == 0
+    assert capsys.readouterr().out.split() == [
+        "torch213-cxx11-cpu-x86_64-linux",
+        "torch214-cxx11-cpu-x86_64-linux",
+    ]
+
+
+def test_variant_outside_the_matrix_is_refused_with_reason(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["build", str(IMG2GRAY), "--variant", "torch27-cxx98-cu128-x86_64-linux"])
+    assert code == UsageError.exit_code
+    assert "cxx98" in capsys.readouterr().err
+
+
+def test_selector_matching_nothing_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["build", str(IMG2GRAY), "--print-build-identifiers", "--build", "torch99-*"])
+    assert code == UsageError.exit_code
+    assert "torch99-*" in capsys.readouterr().err

@@ -1,0 +1,76 @@
+"""Pure pieces of the build pipeline: flags, tags, version resolution, environment checks."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernelwheel.commands.build import resolve_version
+from kernelwheel.envs import EnvInfo
+from kernelwheel.errors import ProjectError, ToolchainError
+from kernelwheel.pipeline import _check_env_matches, _python_tag, full_version, gencode_flags
+from kernelwheel.project import load_project
+from kernelwheel.variant import Variant
+
+IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
+
+
+def test_gencode_flags_with_ptx() -> None:
+    assert gencode_flags(("8.0", "9.0a", "12.0+PTX")) == [
+        "-gencode=arch=compute_80,code=sm_80",
+        "-gencode=arch=compute_90a,code=sm_90a",
+        "-gencode=arch=compute_120,code=sm_120",
+        "-gencode=arch=compute_120,code=compute_120",
+    ]
+
+
+def test_python_tag_follows_the_limited_api_really_used() -> None:
+    assert _python_tag("0x03090000") == ("cp39", ">=3.9")
+    assert _python_tag("0x030A0000") == ("cp310", ">=3.10")
+
+
+def test_full_version_stamps_local_part() -> None:
+    v = Variant.parse("torch210-cxx11-cu130-x86_64-linux")
+    assert full_version("1.2.0", v) == "1.2.0+torch2.10.cu130.cxx11"
+
+
+def test_version_sources(tmp_path: Path) -> None:
+    project_dir = tmp_path / "img2gray"
+    shutil.copytree(IMG2GRAY, project_dir, ignore=shutil.ignore_patterns("tests", "__pycache__"))
+    project = load_project(project_dir)
+    assert resolve_version(project, "9.9.9") == ("9.9.9", "--version")
+    assert resolve_version(project, None) == ("0.1.0", "build.toml general.version")
+    toml = project_dir / "build.toml"
+    toml.write_text(toml.read_text().replace('version = "0.1.0"\n', ""))
+    (project_dir / "VERSION").write_text("2.0.1\n")
+    assert resolve_version(load_project(project_dir), None)[0] == "2.0.1"
+    (project_dir / "VERSION").unlink()
+    with pytest.raises(ProjectError, match="--version"):
+        resolve_version(load_project(project_dir), None)
+
+
+def _env(torch: str, cuda: str | None, cxx11: bool = True) -> EnvInfo:
+    p = Path("/env/bin/python")
+    return EnvInfo(p, "3.11", "x86_64", Path("/env/site"), torch, cuda, None, cxx11)
+
+
+@pytest.mark.parametrize(
+    ("variant", "env", "match"),
+    [
+        ("torch214-cxx11-cu130-x86_64-linux", _env("2.13.0", "13.0"), "needs torch 2.14"),
+        ("torch214-cxx11-cu130-x86_64-linux", _env("2.14.1+cpu", None), "CPU-only"),
+        ("torch214-cxx11-cu130-x86_64-linux", _env("2.14.1", "12.8"), "CUDA 13.0"),
+        ("torch214-cxx11-cu130-x86_64-linux", _env("2.14.1", "13.0", False), "needs the cxx11"),
+    ],
+)
+def test_environment_mismatch_is_refused(variant: str, env: EnvInfo, match: str) -> None:
+    with pytest.raises(ToolchainError, match=match):
+        _check_env_matches(env, Variant.parse(variant))
+
+
+def test_matching_environment_passes() -> None:
+    _check_env_matches(_env("2.14.1", "13.0"), Variant.parse("torch214-cxx11-cu130-x86_64-linux"))
+    # A CPU variant builds with any torch of its minor: only CPU kernels are compiled.
+    _check_env_matches(_env("2.13.0", "13.0"), Variant.parse("torch213-cxx11-cpu-x86_64-linux"))
