@@ -529,6 +529,8 @@ def test_policy_from_tag(clean_so: Path, tmp_path: Path) -> None:
     report = check_wheel(wheel, policy=None)
     assert report.policy == "manylinux_2_5_x86_64"
     assert not report.ok  # GLIBCXX 3.4.21 is far too new for manylinux_2_5
+    with pytest.raises(UsageError, match="is for aarch64"):
+        check_wheel(wheel, policy="manylinux_2_28_aarch64")
 
 
 # --- the command --------------------------------------------------------------------------------

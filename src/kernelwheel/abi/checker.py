@@ -467,6 +467,11 @@ def check_wheel(
     tags = read_wheel_tags(path.name)
     target = policy if policy is not None else (tags.claimed_policy or DEFAULT_POLICY)
     base, policy_arch = normalize_policy(target)
+    if policy_arch is not None and tags.arch is not None and policy_arch != tags.arch:
+        raise UsageError(
+            f"policy {target!r} is for {policy_arch}, but {path.name} is {tags.arch}",
+            hint=f"pass the policy without an arch suffix, e.g. {base!r}",
+        )
     arch = tags.arch or policy_arch
     py = tags.python_abi if python_abi == FROM_TAG else python_abi
     abi = tags.cxxabi if cxxabi == FROM_TAG else cxxabi
