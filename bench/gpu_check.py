@@ -105,6 +105,26 @@ def kernelwheel_build_cmd(project: Path, out: Path, jobs: int, cuda_home: str,
     return cmd
 
 
+def kernelwheel_src(work: Path) -> str:
+    """kernelwheel as committed (git HEAD) when the checkout has its .git, else the working tree:
+    the tree may hold other people's half-finished edits."""
+    dest = work / "kernelwheel_head"
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    try:
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], text=True,
+                              capture_output=True, check=True).stdout.strip()
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", "HEAD", "src"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+        log(f"kernelwheel from git HEAD {head}")
+        return str(dest / "src")
+    except (OSError, subprocess.CalledProcessError) as exc:
+        log(f"kernelwheel from the working tree (no git HEAD here: {exc})")
+        return str(REPO / "src")
+
+
 def make_copy_b(work: Path) -> Path:
     """A second, differently built copy: the same kernel narrowed to cuda-capabilities 9.0."""
     dst = work / "img2gray_b"
@@ -148,7 +168,8 @@ def host(args: argparse.Namespace) -> int:
     summary: dict[str, object] = {"argv": sys.argv, "python": sys.version, "machine": platform.node()}
     jobs = max(2, (os.cpu_count() or 2) // 2)
     cuda_home = find_cuda_home()
-    env = dict(os.environ, CUDA_HOME=cuda_home, PYTHONPATH=str(REPO / "src"))
+    env = dict(os.environ, CUDA_HOME=cuda_home, PYTHONPATH=kernelwheel_src(work))
+    summary["kernelwheel_src"] = env["PYTHONPATH"]
     log(f"== host: python {sys.executable}, CUDA_HOME {cuda_home}, {os.cpu_count()} cpus")
     if shutil.which("nvidia-smi"):
         run(["nvidia-smi"], check=False)
