@@ -1,0 +1,269 @@
+"""A kernel repo cloned with git: refs, trees and blobs read from the object store at the
+resolved commit (never from the working tree, which may be dirty or checked out elsewhere).
+
+LFS files (Hub repos store binaries with Git LFS) are read from ``<git dir>/lfs/objects`` and
+checked against the pointer's SHA-256 and size; a pointer whose object was never fetched is an
+error that says to run ``git lfs pull``. Symlinks are followed inside the repo at that commit and
+refused when they point outside it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import subprocess
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import HubError
+from .revision import Ref, RefKind
+from .safety import Announced, LfsPointer, check_repo_path, verify
+from .source import BUILD_DIR, FileReader, RepoFile
+
+__all__ = ["GitSource"]
+
+_MODE_LINK = "120000"
+_MODE_SUBMODULE = "160000"
+_MAX_LINK_HOPS = 16
+
+
+def _git(repo: Path, *args: str, input_: bytes | None = None) -> bytes:
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(repo), *args], input=input_, capture_output=True, check=False
+        )
+    except FileNotFoundError:
+        raise HubError(
+            "git is not installed", hint="install git to convert a local clone"
+        ) from None
+    if proc.returncode != 0:
+        raise HubError(
+            f"git clone {repo}: 'git {' '.join(args)}' failed: "
+            f"{proc.stderr.decode(errors='replace').strip()}",
+            hint="check that the folder is a git clone of a kernel repo",
+        )
+    return proc.stdout
+
+
+class _Entry:
+    __slots__ = ("mode", "oid", "path", "type")
+
+    def __init__(self, mode: str, type_: str, oid: str, path: str) -> None:
+        self.mode, self.type, self.oid, self.path = mode, type_, oid, path
+
+
+def _parse_ls_tree(out: bytes) -> list[_Entry]:
+    entries = []
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition(b"\t")
+        mode, type_, oid = meta.decode().split()
+        entries.append(_Entry(mode, type_, oid, path.decode("utf-8", "surrogateescape")))
+    return entries
+
+
+class GitSource:
+    """A local git clone (or bare repository) holding a Hub kernel repo."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path.resolve()
+        if not self.path.is_dir():
+            raise HubError(f"{path} is not a folder", hint="pass a git clone or a Hub repo id")
+        try:
+            git_dir = _git(self.path, "rev-parse", "--git-common-dir").decode().strip()
+        except HubError:
+            raise HubError(
+                f"{path} is a folder but not a git clone",
+                hint="clone the kernel repo with git, or pass its Hub id (org/name)",
+            ) from None
+        common = Path(git_dir)
+        self.git_dir = common if common.is_absolute() else (self.path / common).resolve()
+
+    @property
+    def name(self) -> str:
+        name = self.path.name
+        return name[:-4] if name.endswith(".git") else name
+
+    @property
+    def where(self) -> str:
+        return f"git clone {self.path}"
+
+    # -- refs ---------------------------------------------------------------------------------
+
+    def refs(self) -> Sequence[Ref]:
+        out = _git(
+            self.path,
+            "for-each-ref",
+            "--format=%(refname)%00%(objectname)%00%(*objectname)",
+            "refs/tags",
+            "refs/heads",
+            "refs/remotes",
+        )
+        tags: list[Ref] = []
+        branches: dict[str, Ref] = {}
+        remote_branches: dict[str, Ref] = {}
+        for line in out.decode().splitlines():
+            refname, oid, peeled = line.split("\0")
+            commit = peeled or oid
+            if refname.startswith("refs/tags/"):
+                tags.append(Ref(refname[len("refs/tags/") :], RefKind.TAG, commit))
+            elif refname.startswith("refs/heads/"):
+                name = refname[len("refs/heads/") :]
+                branches[name] = Ref(name, RefKind.BRANCH, commit)
+            elif refname.startswith("refs/remotes/"):
+                remote, _, name = refname[len("refs/remotes/") :].partition("/")
+                if name == "HEAD" or not name:
+                    continue
+                # A fresh clone has only the default branch locally; prefer origin's others.
+                if name not in remote_branches or remote == "origin":
+                    remote_branches[name] = Ref(name, RefKind.BRANCH, commit)
+        for name, ref in remote_branches.items():
+            branches.setdefault(name, ref)
+        return [*tags, *branches.values()]
+
+    def rev_parse(self, revision: str) -> tuple[RefKind, str]:
+        refs = self.refs()
+        for kind in (RefKind.TAG, RefKind.BRANCH):
+            for ref in refs:
+                if ref.kind is kind and ref.name == revision:
+                    return kind, ref.commit
+        try:
+            commit = _git(self.path, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+        except HubError:
+            raise HubError(
+                f"{self.where} has no branch, tag or commit {revision!r}",
+                hint=f"list them with 'git -C {self.path} tag' and 'git -C {self.path} branch -a'",
+            ) from None
+        return RefKind.COMMIT, commit.decode().strip()
+
+    # -- tree ---------------------------------------------------------------------------------
+
+    def _ls(self, commit: str, path: str, *, recursive: bool) -> list[_Entry]:
+        args = ["ls-tree", "-z", "--full-tree"]
+        if recursive:
+            args.append("-r")
+        return _parse_ls_tree(_git(self.path, *args, commit, "--", path))
+
+    def list_build(self, commit: str) -> Sequence[RepoFile]:
+        entries = self._ls(commit, BUILD_DIR + "/", recursive=True)
+        if not entries:
+            raise HubError(
+                f"{self.where} has no build/ folder (or it is empty) at commit {commit}",
+                hint="convert a revision that has build/<variant>/ folders (see 'git log -- "
+                "build'), or pass another VERSION/--revision",
+            )
+        files: list[RepoFile] = []
+        for entry in entries:
+            files.extend(self._expand(commit, entry, entry.path, hops=0))
+        return files
+
+    def _expand(self, commit: str, entry: _Entry, shown_as: str, *, hops: int) -> list[RepoFile]:
+        """Files for one tree entry seen at ``shown_as``; symlinks are followed in the repo."""
+        check_repo_path(shown_as, where=self.where)
+        if entry.mode == _MODE_SUBMODULE:
+            raise HubError(
+                f"{self.where}: {shown_as} is a git submodule; kernel files must be in the repo",
+                hint="commit the files themselves under build/",
+            )
+        if entry.type == "tree":
+            children = self._ls(commit, entry.path + "/", recursive=True)
+            out: list[RepoFile] = []
+            for child in children:
+                rel = child.path[len(entry.path) + 1 :]
+                out.extend(self._expand(commit, child, f"{shown_as}/{rel}", hops=hops))
+            return out
+        if entry.mode != _MODE_LINK:
+            return [RepoFile(shown_as, Announced(blob_id=entry.oid))]
+        if hops >= _MAX_LINK_HOPS:
+            raise HubError(
+                f"{self.where}: {shown_as}: too many levels of symlinks",
+                hint="replace the symlink cycle with real files",
+            )
+        target = _git(self.path, "cat-file", "blob", entry.oid).decode("utf-8", "surrogateescape")
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(entry.path), target))
+        if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
+            raise HubError(
+                f"{self.where}: refusing symlink {shown_as} -> {target}: it points outside the "
+                "repository",
+                hint="replace the symlink with the file itself",
+            )
+        found = self._ls(commit, resolved, recursive=False)
+        match = [e for e in found if e.path == resolved]
+        if not match:
+            raise HubError(
+                f"{self.where}: symlink {shown_as} -> {target} points to nothing at commit "
+                f"{commit}",
+                hint="fix or remove the dangling symlink",
+            )
+        return self._expand(commit, match[0], shown_as, hops=hops + 1)
+
+    # -- blobs ----------------------------------------------------------------------------------
+
+    @contextmanager
+    def fetch(self, commit: str, files: Sequence[RepoFile]) -> Iterator[FileReader]:
+        reader = _BlobReader(self)
+        try:
+            yield reader
+        finally:
+            reader.close()
+
+    def lfs_object(self, oid: str) -> Path:
+        return self.git_dir / "lfs" / "objects" / oid[:2] / oid[2:4] / oid
+
+
+class _BlobReader:
+    """Reads blobs through one long-lived ``git cat-file --batch`` process."""
+
+    def __init__(self, source: GitSource) -> None:
+        self.source = source
+        self.lock = threading.Lock()
+        self.proc = subprocess.Popen(
+            ["git", "-C", str(source.path), "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def _blob(self, oid: str) -> bytes:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        with self.lock:
+            self.proc.stdin.write(oid.encode() + b"\n")
+            self.proc.stdin.flush()
+            header = self.proc.stdout.readline().decode().split()
+            if len(header) != 3 or header[1] != "blob":
+                raise HubError(
+                    f"{self.source.where}: cannot read blob {oid} ({' '.join(header)})",
+                    hint="run 'git fsck' on the clone",
+                )
+            size = int(header[2])
+            data = self.proc.stdout.read(size)
+            self.proc.stdout.read(1)  # the newline after each object
+        return data
+
+    def read(self, file: RepoFile) -> tuple[bytes, Announced]:
+        assert file.announced.blob_id is not None
+        raw = self._blob(file.announced.blob_id)
+        pointer = LfsPointer.parse(raw)
+        if pointer is None:
+            return raw, Announced(size=len(raw), blob_id=file.announced.blob_id)
+        # The pointer is what git stores: check it against its blob id, then read the object.
+        verify(file.path, raw, file.announced, where=self.source.where)
+        obj = self.source.lfs_object(pointer.oid)
+        try:
+            data = obj.read_bytes()
+        except FileNotFoundError:
+            raise HubError(
+                f"{self.source.where}: {file.path} is a Git LFS pointer whose object "
+                f"{pointer.oid} was never fetched",
+                hint=f"run 'git -C {self.source.path} lfs pull' (install git-lfs first)",
+            ) from None
+        return data, Announced(size=pointer.size, lfs_sha256=pointer.oid)
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.proc.wait()

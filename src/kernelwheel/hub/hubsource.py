@@ -1,0 +1,321 @@
+"""A kernel repo on the Hugging Face Hub, read with huggingface_hub.
+
+Only ``build/…`` files of the resolved commit are downloaded, into huggingface_hub's own cache, so
+the usual settings apply: ``HF_ENDPOINT``, ``HF_TOKEN``, ``HF_HOME``/``HF_HUB_CACHE`` and
+``HF_HUB_OFFLINE``. They are read when a source is made (not when huggingface_hub was imported),
+so a caller that changes the environment gets what it asked for.
+
+Online, the refs and the ``build/`` listing (with each file's git blob id and, for LFS files, its
+SHA-256) come from the Hub's API. Offline, refs come from the cache's ``refs/`` and the listing
+from the tree huggingface_hub cached at download time (blob ids only); either way every file is
+verified before use (see :mod:`.safety`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import HubError
+from .revision import Ref, RefKind, is_commit
+from .safety import Announced, check_repo_path
+from .source import BUILD_DIR, FileReader, RepoFile
+
+__all__ = ["HubSettings", "HubSource", "is_repo_id"]
+
+_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+_TRUE = {"1", "ON", "YES", "TRUE"}
+_DEFAULT_ENDPOINT = "https://huggingface.co"
+T = TypeVar("T")
+
+
+def is_repo_id(text: str) -> bool:
+    """``org/name`` as the Hub spells repo ids."""
+    return _REPO_ID.fullmatch(text) is not None and ".." not in text
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    """huggingface_hub's environment settings, read now. ``None`` leaves huggingface_hub's
+    default (its stored token; ``~/.cache/huggingface/hub``)."""
+
+    endpoint: str
+    token: str | None
+    cache_dir: Path | None
+    offline: bool
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> HubSettings:
+        env = os.environ if environ is None else environ
+        cache: str | None = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
+        if not cache and env.get("HF_HOME"):
+            cache = os.path.join(env["HF_HOME"], "hub")
+        return cls(
+            endpoint=(env.get("HF_ENDPOINT") or _DEFAULT_ENDPOINT).rstrip("/"),
+            token=env.get("HF_TOKEN") or None,
+            cache_dir=Path(os.path.expandvars(os.path.expanduser(cache))) if cache else None,
+            offline=(env.get("HF_HUB_OFFLINE") or "").upper() in _TRUE,
+        )
+
+
+class _Quiet:
+    """A do-nothing progress bar: the library never prints (huggingface_hub calls its
+    tqdm_class with keyword arguments only when it is not its own tqdm subclass)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.n = 0
+        self.total = kwargs.get("total")
+        self.disable = True
+        self.format_dict: dict[str, Any] = {}
+
+    def __enter__(self) -> _Quiet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        def ignore(*args: Any, **kwargs: Any) -> None:
+            return None
+
+        return ignore
+
+
+class HubSource:
+    """A Hub model repo such as ``drbh/img2gray``."""
+
+    repo_type = "model"
+
+    def __init__(self, repo_id: str, settings: HubSettings | None = None) -> None:
+        if not is_repo_id(repo_id):
+            raise HubError(
+                f"{repo_id!r} is neither a local folder nor a Hub repo id",
+                hint="pass org/name (e.g. drbh/img2gray) or the path of a git clone",
+            )
+        from huggingface_hub import HfApi
+
+        self.repo_id = repo_id
+        self.settings = settings or HubSettings.from_env()
+        self.api = HfApi(endpoint=self.settings.endpoint, token=self.settings.token)
+        self._cache = str(self.settings.cache_dir) if self.settings.cache_dir else None
+
+    @property
+    def name(self) -> str:
+        return self.repo_id.rsplit("/", 1)[1]
+
+    @property
+    def where(self) -> str:
+        offline = ", offline" if self.settings.offline else ""
+        return f"Hub repo {self.repo_id} ({self.settings.endpoint}{offline})"
+
+    # -- error mapping --------------------------------------------------------------------------
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        from huggingface_hub import errors as hf
+
+        try:
+            return fn()
+        except hf.GatedRepoError as exc:
+            raise HubError(
+                f"{self.where}: {what}: the repo is gated ({_first_line(exc)})",
+                hint="accept its terms on the Hub and set HF_TOKEN to a token of that account",
+            ) from exc
+        except hf.RepositoryNotFoundError as exc:
+            raise HubError(
+                f"{self.where}: {what}: repository not found (or private)",
+                hint="check the repo id; for a private repo set HF_TOKEN",
+            ) from exc
+        except hf.RevisionNotFoundError as exc:
+            raise HubError(
+                f"{self.where}: {what}: no such revision ({_first_line(exc)})",
+                hint="list the repo's branches and tags on the Hub, or pass another VERSION",
+            ) from exc
+        except (
+            hf.LocalEntryNotFoundError,
+            hf.CacheNotFound,
+            hf.CachedRepoTreeNotFoundError,
+        ) as exc:
+            raise HubError(
+                f"{self.where}: {what}: not in the local cache ({_first_line(exc)})",
+                hint="run once without HF_HUB_OFFLINE to download it, or check HF_HUB_CACHE/"
+                "HF_HOME",
+            ) from exc
+        except hf.HfHubHTTPError as exc:
+            raise HubError(
+                f"{self.where}: {what}: {_first_line(exc)}",
+                hint="check HF_ENDPOINT and HF_TOKEN, or retry later",
+            ) from exc
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "requests"):
+                raise HubError(
+                    f"{self.where}: {what}: cannot reach the Hub ({type(exc).__name__}: {exc})",
+                    hint="check the network and HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use "
+                    "what is cached",
+                ) from exc
+            raise
+
+    # -- refs -----------------------------------------------------------------------------------
+
+    def refs(self) -> Sequence[Ref]:
+        if self.settings.offline:
+            return self._cached_refs()
+        refs = self._call("listing refs", lambda: self.api.list_repo_refs(self.repo_id))
+        return [Ref(t.name, RefKind.TAG, t.target_commit) for t in refs.tags] + [
+            Ref(b.name, RefKind.BRANCH, b.target_commit) for b in refs.branches
+        ]
+
+    def _cached_refs(self) -> list[Ref]:
+        from huggingface_hub import scan_cache_dir
+
+        info = self._call("reading the cache", lambda: scan_cache_dir(self._cache))
+        out: list[Ref] = []
+        for repo in info.repos:
+            if repo.repo_id != self.repo_id or repo.repo_type != self.repo_type:
+                continue
+            for revision in repo.revisions:
+                out += [Ref(name, RefKind.CACHED, revision.commit_hash) for name in revision.refs]
+        return sorted(out, key=lambda r: r.name)
+
+    def pin(self, name: str, commit: str) -> str:
+        """Record ``name`` -> ``commit`` in the cache (for later offline runs) and return the
+        commit the Hub gives now."""
+        if self.settings.offline:
+            return commit
+        resolved = self._call(
+            f"resolving {name}",
+            lambda: self.api.resolve_revision(
+                self.repo_id, revision=name, cache_dir=self._cache, repo_type=self.repo_type
+            ),
+        )
+        return str(resolved.resolved)
+
+    def rev_parse(self, revision: str) -> tuple[RefKind, str]:
+        refs = self.refs()
+        for kind in (RefKind.TAG, RefKind.BRANCH, RefKind.CACHED):
+            for ref in refs:
+                if ref.kind is kind and ref.name == revision:
+                    return kind, self.pin(revision, ref.commit)
+        if is_commit(revision):
+            if not self.settings.offline:
+                self._call(
+                    f"looking up commit {revision}",
+                    lambda: self.api.repo_info(self.repo_id, revision=revision),
+                )
+            return RefKind.COMMIT, revision
+        if self.settings.offline:
+            raise HubError(
+                f"{self.where}: revision {revision!r} is not in the local cache",
+                hint="run once without HF_HUB_OFFLINE, or pass a cached commit hash",
+            )
+        return RefKind.COMMIT, self.pin(revision, revision)
+
+    # -- files ----------------------------------------------------------------------------------
+
+    def list_build(self, commit: str) -> Sequence[RepoFile]:
+        if self.settings.offline:
+            files = self._cached_listing(commit)
+        else:
+            files = self._listing(commit)
+        if not files:
+            raise HubError(
+                f"{self.where} has no build/ folder (or it is empty) at commit {commit}",
+                hint="convert a revision that has build/<variant>/ folders, or pass another "
+                "VERSION/--revision",
+            )
+        return files
+
+    def _listing(self, commit: str) -> list[RepoFile]:
+        from huggingface_hub import errors as hf
+        from huggingface_hub.hf_api import RepoFile as HfRepoFile
+
+        def listing() -> list[Any]:
+            try:
+                return list(
+                    self.api.list_repo_tree(
+                        self.repo_id, path_in_repo=BUILD_DIR, recursive=True, revision=commit
+                    )
+                )
+            except hf.RemoteEntryNotFoundError:
+                return []
+
+        out = []
+        for item in self._call("listing build/", listing):
+            if not isinstance(item, HfRepoFile):
+                continue
+            check_repo_path(item.path, where=self.where)
+            lfs = item.lfs
+            announced = Announced(
+                size=lfs.size if lfs is not None else item.size,
+                blob_id=item.blob_id,
+                lfs_sha256=lfs.sha256 if lfs is not None else None,
+            )
+            if item.path.startswith(BUILD_DIR + "/"):
+                out.append(RepoFile(item.path, announced))
+        return out
+
+    def _cached_listing(self, commit: str) -> list[RepoFile]:
+        from huggingface_hub import get_cached_repo_tree
+
+        tree = self._call(
+            "reading the cached listing",
+            lambda: get_cached_repo_tree(
+                self.repo_id, revision=commit, cache_dir=self._cache, repo_type=self.repo_type
+            ),
+        )
+        out = []
+        for item in tree:
+            if item.path.startswith(BUILD_DIR + "/"):
+                check_repo_path(item.path, where=self.where)
+                out.append(RepoFile(item.path, Announced(size=item.size, blob_id=item.blob_id)))
+        return out
+
+    @contextmanager
+    def fetch(self, commit: str, files: Sequence[RepoFile]) -> Iterator[FileReader]:
+        from huggingface_hub import snapshot_download
+
+        variants = sorted({f.variant for f in files})
+        patterns = [f"{BUILD_DIR}/{_fnmatch_escape(v)}/*" for v in variants]
+        snapshot = self._call(
+            "downloading build/",
+            lambda: snapshot_download(
+                self.repo_id,
+                revision=commit,
+                allow_patterns=patterns,
+                cache_dir=self._cache,
+                endpoint=self.settings.endpoint,
+                token=self.settings.token,
+                local_files_only=self.settings.offline,
+                tqdm_class=_Quiet,
+                max_workers=16,
+            ),
+        )
+        yield _SnapshotReader(Path(snapshot), self.where)
+
+
+class _SnapshotReader:
+    def __init__(self, root: Path, where: str) -> None:
+        self.root = root
+        self.where = where
+
+    def read(self, file: RepoFile) -> tuple[bytes, Announced]:
+        try:
+            return (self.root / file.path).read_bytes(), file.announced
+        except FileNotFoundError:
+            raise HubError(
+                f"{self.where}: {file.path} is listed but was not downloaded",
+                hint="delete the repo's folder in the Hub cache and retry",
+            ) from None
+
+
+def _fnmatch_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[]" else c for c in text)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
