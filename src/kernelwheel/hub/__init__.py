@@ -1,0 +1,52 @@
+"""Hub kernel repos -> wheels (``kernelwheel to-wheel``).
+
+A repo is a Hugging Face Hub repo id or a local git clone of one (:mod:`.source`); VERSION picks
+the revision (:mod:`.revision`); each ``build/<variant>/`` folder (:mod:`.layout`) becomes one
+verified (:mod:`.safety`), import-guarded (:mod:`.guard`), ABI-checked wheel (:mod:`.convert`,
+:mod:`.towheel`).
+"""
+
+from .gitsource import GitSource
+from .hubsource import HubSettings, HubSource, is_repo_id
+from .layout import KernelMetadata, Layout, VariantPlan
+from .revision import Ref, RefKind, RequestKind, Resolution, VersionRequest, choose_ref
+from .source import FileReader, RepoFile, RepoSource
+from .towheel import (
+    AbiCheck,
+    AbiVerdict,
+    Converted,
+    Rejected,
+    ToWheelRequest,
+    ToWheelResult,
+    open_source,
+    resolve,
+    to_wheels,
+)
+
+__all__ = [
+    "AbiCheck",
+    "AbiVerdict",
+    "Converted",
+    "FileReader",
+    "GitSource",
+    "HubSettings",
+    "HubSource",
+    "KernelMetadata",
+    "Layout",
+    "Ref",
+    "RefKind",
+    "Rejected",
+    "RepoFile",
+    "RepoSource",
+    "Resolution",
+    "RequestKind",
+    "ToWheelRequest",
+    "ToWheelResult",
+    "VariantPlan",
+    "VersionRequest",
+    "choose_ref",
+    "is_repo_id",
+    "open_source",
+    "resolve",
+    "to_wheels",
+]

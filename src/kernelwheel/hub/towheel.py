@@ -1,0 +1,344 @@
+"""``to-wheel``: resolve a revision, list and select variants, download, convert, check, commit.
+
+Wheels are written into a staging folder inside the output folder and moved into place (an
+atomic rename each) only after every selected file has been verified: a file whose hash does not
+match, or a name or symlink that would escape, stops the whole run with nothing written.
+Variants that cannot be mapped or converted, or whose shared objects fail the ABI check, are
+reported with their reasons (never dropped silently) while the others are written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import AbiError, HubError, KernelwheelError, VariantError, WheelError
+from ..log import Reporter, SilentReporter, StepResult, step
+from ..selector import Selector
+from ..variant import OS, Variant
+from ..wheel import write_wheel
+from .convert import PreparedWheel, Unconvertible, prepare_wheel
+from .gitsource import GitSource
+from .hubsource import HubSettings, HubSource
+from .layout import Layout
+from .revision import RequestKind, Resolution, VersionRequest, choose_ref, revision_resolution
+from .source import FileReader, RepoFile, RepoSource, group_by_variant
+
+__all__ = [
+    "AbiCheck",
+    "AbiVerdict",
+    "Converted",
+    "Rejected",
+    "ToWheelRequest",
+    "ToWheelResult",
+    "open_source",
+    "resolve",
+    "to_wheels",
+]
+
+DEFAULT_MANYLINUX = "manylinux_2_28"
+
+
+class AbiVerdict(Protocol):
+    @property
+    def ok(self) -> bool: ...
+
+    def summary(self) -> str: ...
+
+
+AbiCheck = Callable[[Path], AbiVerdict]
+
+
+def default_abi_check(wheel: Path) -> AbiVerdict:
+    """The check ``kernelwheel check`` and ``kernelwheel build`` apply (manylinux_2_28 caps, the
+    abi3 floor of the tag, allowed libraries, the C++ ABI of the local version)."""
+    from ..abi import check_wheel
+
+    return check_wheel(wheel)
+
+
+@dataclass(frozen=True)
+class ToWheelRequest:
+    repo: str  # a Hub repo id or the path of a local git clone
+    version: str
+    revision: str | None = None
+    output_dir: Path = Path("wheelhouse")
+    variants: tuple[str, ...] = ()  # globs; empty means all
+    allow_abi_violations: bool = False
+    jobs: int = 0  # 0: one per CPU, at most 8
+    manylinux: str = DEFAULT_MANYLINUX
+
+
+@dataclass(frozen=True)
+class Converted:
+    variant: str
+    wheel: Path
+    layout: Layout
+    package: str
+    abi: str  # "ok", "not checked (…)" or "violations allowed: …"
+    notes: tuple[str, ...] = ()
+    left_out: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Rejected:
+    variant: str
+    reason: str
+    exit_code: int
+
+
+@dataclass(frozen=True)
+class ToWheelResult:
+    where: str
+    resolution: Resolution
+    converted: tuple[Converted, ...]
+    rejected: tuple[Rejected, ...]
+    not_selected: tuple[str, ...] = field(default=())
+
+    @property
+    def exit_code(self) -> int:
+        return max((r.exit_code for r in self.rejected), default=0)
+
+
+def open_source(repo: str, settings: HubSettings | None = None) -> RepoSource:
+    """A local folder is a git clone; anything else must be a Hub repo id."""
+    path = Path(repo).expanduser()
+    if path.is_dir():
+        return GitSource(path)
+    if repo.startswith((".", "/", "~")) or os.sep in repo.strip("/").replace("/", "", 1):
+        raise HubError(f"{repo}: no such folder", hint="pass a git clone or a Hub id (org/name)")
+    return HubSource(repo, settings)
+
+
+def resolve(source: RepoSource, request: VersionRequest) -> Resolution:
+    if request.kind is RequestKind.REVISION:
+        assert request.ref is not None
+        kind, commit = source.rev_parse(request.ref)
+        return revision_resolution(request, kind, commit)
+    resolution = choose_ref(request, source.refs(), where=source.where)
+    pin = getattr(source, "pin", None)
+    if pin is not None:  # the Hub: pin the name in the cache for later offline runs
+        commit = pin(resolution.ref, resolution.commit)
+        if commit != resolution.commit:
+            resolution = Resolution(
+                request, resolution.ref, resolution.kind, commit, resolution.version
+            )
+    return resolution
+
+
+class _Serialized:
+    """Reports from worker threads, one at a time (lines never interleave)."""
+
+    def __init__(self, inner: Reporter) -> None:
+        self.inner = inner
+        self.lock = threading.Lock()
+
+    def step_started(self, scope: str, name: str) -> None:
+        with self.lock:
+            self.inner.step_started(scope, name)
+
+    def step_finished(self, result: StepResult) -> None:
+        with self.lock:
+            self.inner.step_finished(result)
+
+    def info(self, scope: str, message: str) -> None:
+        with self.lock:
+            self.inner.info(scope, message)
+
+
+def _jobs(requested: int) -> int:
+    return requested if requested > 0 else min(8, os.cpu_count() or 1)
+
+
+def to_wheels(
+    req: ToWheelRequest,
+    reporter: Reporter | None = None,
+    *,
+    source: RepoSource | None = None,
+    abi_check: AbiCheck | None = default_abi_check,
+) -> ToWheelResult:
+    """Convert the selected variants of a kernel repo. Raises HubError (nothing written) when
+    the repo, revision or a file's integrity is wrong; returns the per-variant outcome
+    otherwise."""
+    reporter = _Serialized(reporter or SilentReporter())
+    request = VersionRequest.parse(req.version, req.revision)
+    selector = Selector(build=req.variants or ("*",), build_label="--variant")
+    src = source or open_source(req.repo)
+    scope = src.name
+    with step(reporter, scope, f"resolve {request.describe()} in {src.where}") as detail:
+        resolution = resolve(src, request)
+        detail.append(resolution.describe())
+    with step(reporter, scope, "list build/") as detail:
+        by_variant = group_by_variant(src.list_build(resolution.commit))
+        detail.append(f"{len(by_variant)} variant folder(s)")
+    if not by_variant:
+        raise HubError(
+            f"{src.where}: build/ holds no variant folders at commit {resolution.commit}",
+            hint="kernel repos keep each build in build/<variant>/ (e.g. "
+            "build/torch27-cxx11-cu128-x86_64-linux/)",
+        )
+    chosen = selector.select(list(by_variant))
+    not_selected = tuple(n for n in by_variant if n not in chosen)
+    rejected: list[Rejected] = []
+    variants: dict[str, Variant] = {}
+    for name in chosen:
+        try:
+            variants[name] = Variant.parse(name)
+        except VariantError as exc:
+            rejected.append(Rejected(name, f"cannot map the variant name: {exc}", exc.exit_code))
+    wanted = [f for name in variants for f in by_variant[name]]
+    if not wanted:
+        return ToWheelResult(src.where, resolution, (), tuple(rejected), not_selected)
+
+    req.output_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".kernelwheel-staging-", dir=req.output_dir))
+    try:
+        with ExitStack() as stack:
+            fetching = "download" if isinstance(src, HubSource) else "read"
+            with step(reporter, scope, fetching) as detail:
+                reader = stack.enter_context(src.fetch(resolution.commit, wanted))
+                detail.append(f"{len(wanted)} file(s) of {len(variants)} variant(s)")
+            outcomes = _convert_all(
+                req, src, resolution, variants, by_variant, reader, staging, reporter, abi_check
+            )
+        converted: list[Converted] = []
+        for outcome in outcomes:
+            if isinstance(outcome, Rejected):
+                rejected.append(outcome)
+                continue
+            final = req.output_dir / outcome.wheel.name
+            os.replace(outcome.wheel, final)
+            converted.append(_with_wheel(outcome, final))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    order = list(by_variant)
+    rejected.sort(key=lambda r: order.index(r.variant))
+    return ToWheelResult(src.where, resolution, tuple(converted), tuple(rejected), not_selected)
+
+
+def _with_wheel(c: Converted, wheel: Path) -> Converted:
+    return Converted(c.variant, wheel, c.layout, c.package, c.abi, c.notes, c.left_out)
+
+
+def _convert_all(
+    req: ToWheelRequest,
+    src: RepoSource,
+    resolution: Resolution,
+    variants: dict[str, Variant],
+    by_variant: dict[str, list[RepoFile]],
+    reader: FileReader,
+    staging: Path,
+    reporter: Reporter,
+    abi_check: AbiCheck | None,
+) -> list[Converted | Rejected]:
+    def one(name: str) -> Converted | Rejected:
+        return _convert_one(
+            req,
+            src,
+            resolution,
+            variants[name],
+            by_variant[name],
+            reader,
+            staging,
+            reporter,
+            abi_check,
+        )
+
+    names = list(variants)
+    jobs = min(_jobs(req.jobs), len(names))
+    if jobs <= 1:
+        return [one(n) for n in names]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(one, n) for n in names]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+
+
+def _convert_one(
+    req: ToWheelRequest,
+    src: RepoSource,
+    resolution: Resolution,
+    variant: Variant,
+    files: Sequence[RepoFile],
+    reader: FileReader,
+    staging: Path,
+    reporter: Reporter,
+    abi_check: AbiCheck | None,
+) -> Converted | Rejected:
+    try:
+        with step(reporter, variant.name, "wheel") as detail:
+            prepared = prepare_wheel(
+                variant,
+                files,
+                reader,
+                repo_name=src.name,
+                resolution=resolution,
+                manylinux=req.manylinux,
+                where=src.where,
+            )
+            wheel = write_wheel(prepared.spec, staging)
+            detail.append(wheel.name)
+    except Unconvertible as exc:
+        return Rejected(variant.name, str(exc), HubError.exit_code)
+    except WheelError as exc:
+        return Rejected(variant.name, f"cannot write the wheel: {exc}", exc.exit_code)
+    abi = "not checked (noarch)" if variant.noarch else ""
+    if not variant.noarch and variant.os is not OS.LINUX:
+        abi = f"not checked (the ABI check reads ELF; {variant.os.value if variant.os else ''})"
+    elif not variant.noarch and abi_check is None:
+        abi = "not checked (disabled)"
+    elif not variant.noarch and abi_check is not None:
+        outcome = _abi(variant, wheel, prepared, req, reporter, abi_check)
+        if isinstance(outcome, Rejected):
+            wheel.unlink(missing_ok=True)
+            return outcome
+        abi = outcome
+    return Converted(
+        variant.name,
+        wheel,
+        prepared.plan.layout,
+        prepared.plan.package,
+        abi,
+        prepared.notes,
+        prepared.plan.left_out,
+    )
+
+
+def _abi(
+    variant: Variant,
+    wheel: Path,
+    prepared: PreparedWheel,
+    req: ToWheelRequest,
+    reporter: Reporter,
+    abi_check: AbiCheck,
+) -> str | Rejected:
+    with step(reporter, variant.name, "ABI check") as detail:
+        try:
+            verdict = abi_check(wheel)
+        except KernelwheelError as exc:
+            detail.append("could not check")
+            return Rejected(variant.name, f"ABI check failed to run: {exc}", exc.exit_code)
+        if verdict.ok:
+            detail.append("ok")
+            return "ok"
+        if req.allow_abi_violations:
+            detail.append("violations allowed")
+            return "violations allowed (--allow-abi-violations): " + verdict.summary()
+        detail.append("violations: not written")
+        return Rejected(
+            variant.name,
+            verdict.summary() + "\n  (pass --allow-abi-violations to write such wheels anyway)",
+            AbiError.exit_code,
+        )
