@@ -16,6 +16,7 @@ from pathlib import Path
 from packaging.tags import Tag
 
 from . import codegen
+from .compiler_cache import ccache_env, read_stats
 from .envs import CudaToolkit, EnvInfo, EnvSpec, find_cuda_toolkit, probe, provision
 from .errors import BuildError, ProjectError, ToolchainError
 from .log import Reporter, step
@@ -217,6 +218,12 @@ def _compile(
     if toolkit is not None:
         env_vars["CUDA_HOME"] = str(toolkit.home)
         env_vars["PATH"] = f"{toolkit.home / 'bin'}{os.pathsep}{env_vars.get('PATH', '')}"
+    stats_log = stage / "ccache-stats.log"
+    cached = ccache_env(
+        req.cache_dir, stats_log, toolkit.home / "bin" / "nvcc" if toolkit else None, env_vars
+    )
+    if cached is not None:
+        env_vars.update(cached)
     with open(log, "a") as fh:
         fh.write(f"$ {env.python} {_WORKER} {spec_path}\n")
         fh.flush()
@@ -235,6 +242,8 @@ def _compile(
             hint="read the compiler errors at the end of the log",
         )
     result: dict[str, object] = json.loads(result_path.read_text())
+    stats = read_stats(stats_log) if cached is not None else None
+    result["cache"] = stats.describe() if stats else "no compiler cache (install ccache)"
     return result
 
 
@@ -279,8 +288,9 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         namespace = codegen.ops_namespace(project.package, bid)
         detail.append(namespace)
 
-    with step(reporter, scope, "compile"):
+    with step(reporter, scope, "compile") as detail:
         result = _compile(req, env, namespace, log, toolkit)
+        detail.append(str(result["cache"]))
 
     with step(reporter, scope, "wheel") as detail:
         version = full_version(req.version, variant)

@@ -1,0 +1,82 @@
+"""Compiler caching with ccache: an unchanged variant recompiles from the cache.
+
+ccache keys each object on the compiler, its flags and the (preprocessed) source, so a hit is
+exact. kernelwheel puts masquerade links (``g++``, ``nvcc``, ... -> ccache) first on PATH, points
+torch at the nvcc link through PYTORCH_NVCC, and turns off torch's own wrapper detection
+(torch >= 2.14 prepends ccache by itself) so nothing is wrapped twice. A stats log per build
+tells how many objects came from the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+_HOST_COMPILERS = ("c++", "g++", "gcc", "cc")
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    hits: int
+    misses: int
+    uncacheable: int
+
+    def describe(self) -> str:
+        total = self.hits + self.misses + self.uncacheable
+        text = f"ccache {self.hits}/{total} hit"
+        if self.uncacheable:
+            text += f", {self.uncacheable} uncacheable"
+        return text
+
+
+def ccache_env(
+    cache_dir: Path, stats_log: Path, nvcc: Path | None, base_env: dict[str, str]
+) -> dict[str, str] | None:
+    """Environment variables that route compiles through ccache; None when ccache is absent
+    or KERNELWHEEL_NO_CCACHE is set."""
+    ccache = shutil.which("ccache", path=base_env.get("PATH"))
+    if ccache is None or base_env.get("KERNELWHEEL_NO_CCACHE"):
+        return None
+    links = cache_dir / "ccache-bin"
+    links.mkdir(parents=True, exist_ok=True)
+    names = _HOST_COMPILERS + (("nvcc",) if nvcc is not None else ())
+    for name in names:
+        link = links / name
+        if not link.is_symlink() or os.readlink(link) != ccache:
+            link.unlink(missing_ok=True)
+            link.symlink_to(ccache)
+    env = {
+        "PATH": f"{links}{os.pathsep}{base_env.get('PATH', '')}",
+        "CCACHE_DIR": str(cache_dir / "ccache"),
+        "CCACHE_STATSLOG": str(stats_log),
+        # Compare compilers by content: a reinstalled but identical toolchain still hits.
+        "CCACHE_COMPILERCHECK": "content",
+        "TORCH_NO_COMPILER_WRAPPER": "1",
+    }
+    if nvcc is not None:
+        # nvcc is found through PATH behind the link; torch calls PYTORCH_NVCC instead of
+        # CUDA_HOME/bin/nvcc when it is set.
+        env["PATH"] = f"{links}{os.pathsep}{nvcc.parent}{os.pathsep}{base_env.get('PATH', '')}"
+        env["PYTORCH_NVCC"] = str(links / "nvcc")
+    return env
+
+
+def read_stats(stats_log: Path) -> CacheStats | None:
+    """Count the results ccache logged for one build."""
+    if not stats_log.exists():
+        return None
+    counts: Counter[str] = Counter()
+    for line in stats_log.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            counts[line] += 1
+    counts.pop("no_input_file", None)  # link steps: nothing to cache, not a miss
+    hits = counts["direct_cache_hit"] + counts["preprocessed_cache_hit"]
+    misses = counts["cache_miss"]
+    uncacheable = sum(counts.values()) - hits - misses - counts["local_storage_hit"]
+    uncacheable -= counts["local_storage_miss"] + counts["local_storage_read_hit"]
+    uncacheable -= counts["local_storage_read_miss"] + counts["local_storage_write"]
+    return CacheStats(hits, misses, max(uncacheable, 0))
