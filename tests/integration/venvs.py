@@ -24,6 +24,9 @@ class TestVenv:
         self.purelib = purelib
         if torch_site is not None:
             (purelib / "_kernelwheel_test_torch.pth").write_text(f"{torch_site}\n")
+            # The venv's own (older) setuptools would shadow the build environment's, which
+            # torch's own requirements need; the layered one must be the one pip sees.
+            self.run("-m", "pip", "uninstall", "-q", "-y", "setuptools", check=False)
 
     @property
     def python(self) -> Path:
