@@ -179,6 +179,13 @@ class HubSource:
                 continue
             for revision in repo.revisions:
                 out += [Ref(name, RefKind.CACHED, revision.commit_hash) for name in revision.refs]
+        if not out:
+            raise HubError(
+                f"{self.where}: no refs of this repo are in the local cache "
+                f"({self.settings.cache_dir or 'the default HF_HUB_CACHE'})",
+                hint="run once without HF_HUB_OFFLINE to download it, or check HF_HUB_CACHE/"
+                "HF_HOME",
+            )
         return sorted(out, key=lambda r: r.name)
 
     def pin(self, name: str, commit: str) -> str:

@@ -160,6 +160,11 @@ def _listing(names: Sequence[str]) -> str:
 def choose_ref(request: VersionRequest, refs: Sequence[Ref], *, where: str) -> Resolution:
     """Resolve an EXACT, MAJOR or RANGE request against ``refs``. ``where`` names the repo in
     errors. REVISION requests are resolved by the source itself (they may be commits)."""
+    offline = (
+        "; offline, only refs cached by earlier downloads are known (run once online)"
+        if any(r.kind is RefKind.CACHED for r in refs)
+        else ""
+    )
     tags = [r for r in refs if r.kind in (RefKind.TAG, RefKind.CACHED)]
     branches = [r for r in refs if r.kind in (RefKind.BRANCH, RefKind.CACHED)]
     versions = {r.name: v for r in tags if (v := _tag_version(r.name)) is not None}
@@ -171,7 +176,9 @@ def choose_ref(request: VersionRequest, refs: Sequence[Ref], *, where: str) -> R
         hint = f"version tags there: {_listing(list(versions))}"
         if any(b.name == request.ref for b in branches):
             hint += f"; {request.ref} exists as a branch: pass --revision {request.ref}"
-        raise HubError(f"{where} has no tag {request.ref} (for VERSION {request.text})", hint=hint)
+        raise HubError(
+            f"{where} has no tag {request.ref} (for VERSION {request.text})", hint=hint + offline
+        )
     if request.kind is RequestKind.MAJOR:
         assert request.ref is not None
         for ref in branches:
@@ -181,7 +188,7 @@ def choose_ref(request: VersionRequest, refs: Sequence[Ref], *, where: str) -> R
         raise HubError(
             f"{where} has no branch {request.ref} (for VERSION {request.text})",
             hint=f"version branches there: {_listing(majors)}; version tags: "
-            f"{_listing(list(versions))} (pass X.Y.Z for a tag)",
+            f"{_listing(list(versions))} (pass X.Y.Z for a tag){offline}",
         )
     if request.kind is RequestKind.RANGE:
         assert request.specifier is not None
@@ -189,7 +196,7 @@ def choose_ref(request: VersionRequest, refs: Sequence[Ref], *, where: str) -> R
         if not matching:
             raise HubError(
                 f"no vX.Y.Z tag of {where} satisfies {request.text!r}",
-                hint=f"version tags there: {_listing(list(versions))}",
+                hint=f"version tags there: {_listing(list(versions))}{offline}",
             )
         best = max(matching)
         for ref in tags:
