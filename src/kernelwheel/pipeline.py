@@ -16,11 +16,14 @@ from pathlib import Path
 from packaging.tags import Tag
 
 from . import codegen
+from .abi import check_wheel
 from .compiler_cache import ccache_env, read_stats
 from .envs import CudaToolkit, EnvInfo, EnvSpec, find_cuda_toolkit, probe, provision
-from .errors import BuildError, ProjectError, ToolchainError
+from .errors import AbiError, BuildError, ProjectError, ToolchainError
 from .log import Reporter, step
 from .project import KernelProject
+from .remedies import remedy_flags
+from .repair import repair_wheel
 from .variant import BackendKind, CxxAbi, Variant
 from .wheel import WheelSpec, write_wheel
 
@@ -43,6 +46,8 @@ class BuildRequest:
     default_capabilities: tuple[str, ...] = ()
     cuda_system_paths: tuple[Path, ...] = ()  # where a "system" toolchain may live
     jobs: int = 2
+    manylinux: str | None = "manylinux_2_28"  # None: keep linux_<arch>, only check
+    best_effort: bool = False  # keep a wheel that cannot comply (linux_<arch>) instead of failing
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class BuiltWheel:
     namespace: str
     log: Path
     env: EnvInfo
+    compliant: bool = True  # passed the ABI check for its tag
 
 
 def full_version(base: str, variant: Variant) -> str:
@@ -158,15 +164,18 @@ def _compile(
     include = stage / "include"
     codegen.write_registration_header(include)
 
-    sources = _sources(project.torch.src, project.root)
+    # Known remedies keep the .so within manylinux_2_28 when built with a newer gcc/glibc.
+    remedies = remedy_flags()
+    sources = _sources(project.torch.src, project.root) + [str(p) for p in remedies.sources]
     include_dirs = [str(include)] + [str(project.root / p) for p in project.torch.include]
     # Map build paths out of debug info so the same sources give the same bytes anywhere.
     prefix_maps = [
         f"-ffile-prefix-map={stage}=/kernelwheel/build",
         f"-ffile-prefix-map={project.root}=/kernelwheel/src",
     ]
-    cxx_flags = ["-O3", "-fvisibility=hidden", *prefix_maps]
-    nvcc_flags = ["-O3", f"--threads={max(1, req.jobs)}"]
+    prefix_maps.append(f"-ffile-prefix-map={remedies.sources[0].parent}=/kernelwheel/data")
+    cxx_flags = ["-O3", "-fvisibility=hidden", *prefix_maps, *remedies.cxx_flags]
+    nvcc_flags = ["-O3", f"--threads={max(1, req.jobs)}", *remedies.nvcc_flags]
     nvcc_flags += [f"-Xcompiler={flag}" for flag in prefix_maps]
     defines: list[tuple[str, str]] = [
         ("TORCH_EXTENSION_NAME", namespace),
@@ -316,6 +325,43 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             summary=f"{project.name} PyTorch kernel ({variant.name}), built by kernelwheel",
             executables=frozenset({f"{project.package}/{namespace}.abi3.so"}),
         )
-        path = write_wheel(spec, req.out_dir)
-        detail.append(path.name)
-    return BuiltWheel(variant, path, bid, namespace, log, env)
+        raw = write_wheel(spec, req.work_dir / variant.name / "dist")
+        detail.append(raw.name)
+
+    if req.manylinux is None:
+        with step(reporter, scope, "check") as detail:
+            report = check_wheel(raw, policy=None)
+            path = _publish(raw, req.out_dir)
+            detail.append("ok" if report.ok else f"{len(report.violations)} violation(s)")
+        if not report.ok and not req.best_effort:
+            raise AbiError(report.summary(), hint=_ABI_HINT)
+        return BuiltWheel(variant, path, bid, namespace, log, env, report.ok)
+
+    with step(reporter, scope, "repair") as detail:
+        repaired = repair_wheel(raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort)
+        with open(log, "a") as fh:
+            fh.write(f"\n$ auditwheel repair ({req.manylinux})\n{repaired.log}\n")
+        detail.append(repaired.tag)
+    with step(reporter, scope, "check") as detail:
+        report = repaired.report
+        if report.ok:
+            detail.append(f"complies with {report.policy}")
+        else:
+            detail.append(f"{len(report.violations)} violation(s), kept as {repaired.tag}")
+            with open(log, "a") as fh:
+                fh.write("\n" + report.summary(limit=100) + "\n")
+    return BuiltWheel(variant, repaired.wheel, bid, namespace, log, env, report.ok)
+
+
+_ABI_HINT = (
+    "run 'kernelwheel check WHEEL' for each symbol's cause and fix; build in a manylinux_2_28 "
+    "image for a guaranteed result, or pass --best-effort to keep a linux_<arch> wheel"
+)
+
+
+def _publish(wheel: Path, out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    dest = out_dir / wheel.name
+    shutil.copyfile(wheel, out_dir / f".tmp-{wheel.name}")
+    os.replace(out_dir / f".tmp-{wheel.name}", dest)
+    return dest

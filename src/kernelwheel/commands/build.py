@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 from pathlib import Path
 
@@ -94,6 +95,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=None,
         help="parallel compile jobs (ninja and nvcc --threads); default: CPU count",
     )
+    p.add_argument(
+        "--plat",
+        default="manylinux_2_28",
+        metavar="POLICY",
+        help="repair wheels to this manylinux policy with auditwheel and prove it with the ABI "
+        "checker (default: manylinux_2_28)",
+    )
+    p.add_argument(
+        "--no-repair",
+        action="store_true",
+        help="keep linux_<arch> wheels (still ABI-checked against their tag)",
+    )
+    p.add_argument(
+        "--best-effort",
+        action="store_true",
+        help="a wheel that cannot comply is kept as linux_<arch> with the checker's report "
+        "instead of failing the variant",
+    )
     add_selection_arguments(p)
     p.set_defaults(func=run)
 
@@ -166,6 +185,36 @@ def _selected(planned: Planned, args: argparse.Namespace) -> list[VariantRecipe]
     return list(planned.plan.selected)
 
 
+def _describe(wheel: BuiltWheel) -> tuple[str, str, str]:
+    data = wheel.path.read_bytes()
+    return wheel.path.name, f"{len(data) / 1024:.0f} KiB", hashlib.sha256(data).hexdigest()
+
+
+def summary_table(built: list[BuiltWheel]) -> str:
+    if not built:
+        return "no wheels built"
+    rows = [_describe(w) for w in built]
+    width = max(len(r[0]) for r in rows)
+    lines = [f"{'wheel':<{width}}  {'size':>9}  sha256"]
+    lines += [f"{name:<{width}}  {size:>9}  {digest}" for name, size, digest in rows]
+    return "\n".join(lines)
+
+
+def write_github_summary(
+    built: list[BuiltWheel], failed: list[tuple[str, KernelwheelError]]
+) -> None:
+    """On GitHub Actions, append a Markdown table to the job's step summary."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return
+    lines = ["### kernelwheel build", "", "| wheel | size | sha256 |", "|---|---|---|"]
+    lines += [f"| `{n}` | {s} | `{d}` |" for n, s, d in (_describe(w) for w in built)]
+    for name, exc in failed:
+        lines.append(f"| ✕ {name} | failed | {str(exc).splitlines()[0]} |")
+    with open(target, "a") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     planned = plan_from_args(args.path, args)
     project, options = planned.project, planned.options
@@ -201,6 +250,8 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
                 if recipe.cuda
                 else (),
                 jobs=jobs,
+                manylinux=None if args.no_repair else args.plat,
+                best_effort=args.best_effort,
             )
             built.append(build_variant(req, ui))
         except KernelwheelError as exc:
@@ -210,8 +261,8 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             ui.error(f"{recipe.name}: {exc}")
         finally:
             ui.endgroup()
-    for wheel in built:
-        ui.print(f"{wheel.path}")
+    ui.print(summary_table(built))
+    write_github_summary(built, failed)
     if failed:
         ui.error(
             f"{len(failed)} of {len(recipes)} variant(s) failed: "
