@@ -1,0 +1,47 @@
+"""``kernelwheel index WHEELHOUSE --output DIR``: a static PEP 503 index per backend flavour."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..index import ALL, build_index
+from ..ui import ConsoleUI
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "index",
+        help="write a static PEP 503 index of a wheelhouse, one per backend flavour",
+        description=(
+            "Write a static PEP 503 ('simple') package index of the wheels in WHEELHOUSE: one "
+            "index per backend flavour (cu130/, cu128/, cpu/, rocm63/, …, like PyTorch's "
+            "per-CUDA index URLs) plus all/. Serve DIR with any static web server (or use it "
+            "as file://); pip then picks, among the flavour's wheels, the one whose torch "
+            "requirement the installed torch satisfies. Links carry #sha256= hashes and PEP 658 "
+            "metadata. An index written earlier to DIR is replaced atomically."
+        ),
+        epilog=(
+            "example:\n"
+            "  kernelwheel index wheelhouse --output site/simple\n"
+            "  python -m http.server -d site/simple 8000\n"
+            "  pip install --index-url http://127.0.0.1:8000/cu130/ img2gray"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("wheelhouse", type=Path, metavar="WHEELHOUSE", help="folder holding *.whl")
+    p.add_argument(
+        "--output", "-o", type=Path, required=True, metavar="DIR", help="where the index goes"
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    result = build_index(args.wheelhouse, args.output)
+    total = len(result.flavours.get(ALL, ()))
+    ui.print(f"indexed {total} wheel(s) into {result.output}")
+    for flavour, wheels in result.flavours.items():
+        ui.print(f"  {flavour}/: {len(wheels)} wheel(s)")
+    for wheel, why in result.unflavoured:
+        ui.warn(f"{wheel} is only in {ALL}/: {why}")
+    return 0

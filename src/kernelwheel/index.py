@@ -1,0 +1,286 @@
+"""A static PEP 503 "simple" index of a wheelhouse, one per backend flavour plus one of all.
+
+Kernel wheels carry a local version (``1.1.2+torch2.14.cu130.cxx11``), which PyPI refuses; like
+PyTorch's per-CUDA index URLs, each flavour gets its own index so that::
+
+    pip install --index-url https://host/simple/cu130/ img2gray
+
+sees only the cu130 builds of every torch version and lets the resolver pick the one whose
+``Requires-Dist: torch==X.Y.*`` the installed torch satisfies. Layout of the output folder::
+
+    index.html                  the flavours
+    files/<wheel>               each wheel once (and <wheel>.metadata, PEP 658)
+    <flavour>/index.html        projects (cu130, cpu, rocm63, xpu20251, metal, …, all)
+    <flavour>/<project>/        its files: href="../../files/<wheel>#sha256=…"
+
+Flavours come from the variant in each wheel's local version (parsed by
+:meth:`Variant.from_local_version`, the inverse of the formatter the wheels were named with).
+Noarch kernel wheels (``+cuda``) go into every flavour of their backend; wheels with no local
+version, or ``+universal``, go into every flavour, except where that flavour has binary builds of
+the same release (local labels would otherwise rank ``+universal`` above ``+torch2.14.cu130``).
+The output is written beside its final place and renamed into it, so a reader never sees a
+half-written index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import os
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from email.parser import Parser
+from email.policy import compat32
+from pathlib import Path
+from urllib.parse import quote
+
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import Version
+
+from .errors import UsageError, VariantError, WheelError
+from .variant import OS, Arch, Variant
+
+__all__ = ["ALL", "IndexResult", "IndexedWheel", "build_index", "flavours_of", "scan"]
+
+ALL = "all"
+FILES = "files"
+MARKER = ".kernelwheel-index"
+_ANY = "*"  # a wheel for every flavour
+
+
+@dataclass(frozen=True)
+class IndexedWheel:
+    path: Path
+    filename: str
+    project: str  # canonical name
+    version: Version
+    sha256: str
+    metadata: bytes
+    requires_python: str | None
+    flavour: str | None  # backend token, _ANY, or None (only in all/)
+    kind: str | None  # backend kind of a noarch wheel ("cuda"), else None
+
+
+@dataclass(frozen=True)
+class IndexResult:
+    output: Path
+    flavours: Mapping[str, tuple[str, ...]]  # flavour -> wheel file names (incl. "all")
+    unflavoured: tuple[tuple[str, str], ...]  # (wheel, why it is only in all/)
+
+
+def _platform(tag: str) -> tuple[Arch | None, OS | None] | None:
+    if tag == "any":
+        return None, None
+    arch = Arch.AARCH64 if tag.endswith(("aarch64", "arm64")) else None
+    if tag.endswith(("x86_64", "amd64")):
+        arch = Arch.X86_64
+    if arch is None:
+        return None
+    if tag.startswith(("manylinux", "musllinux", "linux")):
+        return arch, OS.LINUX
+    if tag.startswith("macosx"):
+        return arch, OS.DARWIN
+    if tag.startswith("win"):
+        return arch, OS.WINDOWS
+    return None
+
+
+def flavours_of(filename: str) -> tuple[str | None, str | None, str]:
+    """(flavour, noarch kind, reason). flavour is a backend token (``cu130``), ``"*"`` for
+    every flavour, or None for all/ only, with the reason."""
+    _, version, _, tags = parse_wheel_filename(filename)
+    local = version.local
+    if local is None:
+        return _ANY, None, "no local version: in every flavour"
+    platforms = {_platform(t.platform) for t in tags}
+    if len(platforms) != 1 or None in platforms:
+        return None, None, f"platform tags {sorted(t.platform for t in tags)} name no one variant"
+    platform = next(iter(platforms))
+    assert platform is not None
+    arch, os_ = platform
+    try:
+        variant = Variant.from_local_version(local, arch=arch, os=os_)
+    except VariantError as exc:
+        return None, None, f"local version +{local} is not a kernel variant ({exc.message})"
+    if variant.backend is None:
+        return _ANY, None, "universal: in every flavour"
+    if variant.noarch:
+        return None, variant.backend.kind.value, "noarch"
+    return variant.backend.token, None, "binary"
+
+
+def _read(path: Path) -> IndexedWheel:
+    try:
+        name, version, _, _ = parse_wheel_filename(path.name)
+    except InvalidWheelFilename as exc:
+        raise WheelError(f"{path}: not a wheel file name ({exc})") from None
+    try:
+        with zipfile.ZipFile(path) as zf:
+            dist_info = [
+                n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
+            ]
+            if len(dist_info) != 1:
+                raise WheelError(f"{path}: expected one *.dist-info/METADATA, found {dist_info}")
+            metadata = zf.read(dist_info[0])
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise WheelError(f"{path}: cannot read the wheel ({exc})") from None
+    headers = Parser(policy=compat32).parsestr(metadata.decode("utf-8", "replace"))
+    stated = headers.get("Version", "")
+    if Version(stated or "0") != version or canonicalize_name(headers.get("Name", "")) != name:
+        raise WheelError(
+            f"{path.name}: METADATA says {headers.get('Name')} {stated}, the file name "
+            f"{name} {version}",
+            hint="pip refuses such wheels ('inconsistent version'); rebuild or re-convert it",
+        )
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    flavour, kind, _ = flavours_of(path.name)
+    return IndexedWheel(
+        path=path,
+        filename=path.name,
+        project=str(name),
+        version=version,
+        sha256=digest.hexdigest(),
+        metadata=metadata,
+        requires_python=headers.get("Requires-Python"),
+        flavour=flavour,
+        kind=kind,
+    )
+
+
+def scan(wheelhouse: Path) -> list[IndexedWheel]:
+    if not wheelhouse.is_dir():
+        raise UsageError(f"{wheelhouse}: no such folder", hint="pass the folder holding the wheels")
+    wheels = [_read(p) for p in sorted(wheelhouse.glob("*.whl"))]
+    if not wheels:
+        raise UsageError(f"{wheelhouse}: holds no *.whl files", hint="run to-wheel or build first")
+    return wheels
+
+
+def _assign(
+    wheels: Iterable[IndexedWheel],
+) -> tuple[dict[str, list[IndexedWheel]], list[tuple[str, str]]]:
+    wheels = list(wheels)
+    binary = sorted({w.flavour for w in wheels if w.flavour is not None and w.flavour != _ANY})
+    flavours: dict[str, list[IndexedWheel]] = {f: [] for f in binary}
+    unflavoured: list[tuple[str, str]] = []
+    for w in wheels:
+        if w.flavour == _ANY:
+            targets = list(flavours)
+        elif w.flavour is not None:
+            targets = [w.flavour]
+        elif w.kind is not None:
+            targets = [f for f in flavours if _kind(f) == w.kind] or [w.kind]
+        else:
+            unflavoured.append((w.filename, flavours_of(w.filename)[2]))
+            targets = []
+        for f in targets:
+            flavours.setdefault(f, []).append(w)
+    for f, members in flavours.items():
+        # Local labels sort "cuda" < "torch2.14…" < "universal": a noarch wheel beside binary
+        # builds of the same release would win or lose by spelling, not by fit. Where a flavour
+        # has binary builds of a release, its noarch wheels of that release are left out.
+        built = {(w.project, w.version.public) for w in members if w.flavour == f}
+        flavours[f] = [
+            w for w in members if w.flavour == f or (w.project, w.version.public) not in built
+        ]
+    flavours[ALL] = list(wheels)
+    return flavours, unflavoured
+
+
+def _kind(token: str) -> str:
+    for prefix, kind in (("cu", "cuda"), ("rocm", "rocm"), ("xpu", "xpu")):
+        if token.startswith(prefix) and token[len(prefix) :].isdigit():
+            return kind
+    return token
+
+
+_HEAD = (
+    "<!DOCTYPE html>\n<html>\n<head>\n"
+    '<meta name="pypi:repository-version" content="1.0">\n<title>{title}</title>\n'
+    "</head>\n<body>\n"
+)
+_TAIL = "</body>\n</html>\n"
+
+
+def _page(title: str, links: Iterable[str]) -> bytes:
+    body = "".join(f"{link}<br>\n" for link in links)
+    return (_HEAD.format(title=html.escape(title)) + body + _TAIL).encode()
+
+
+def _file_link(w: IndexedWheel) -> str:
+    href = f"../../{FILES}/{quote(w.filename)}#sha256={w.sha256}"
+    attrs = [f'href="{html.escape(href)}"']
+    if w.requires_python:
+        attrs.append(f'data-requires-python="{html.escape(w.requires_python)}"')
+    meta = f"sha256={hashlib.sha256(w.metadata).hexdigest()}"
+    attrs += [f'data-dist-info-metadata="{meta}"', f'data-core-metadata="{meta}"']
+    return f"<a {' '.join(attrs)}>{html.escape(w.filename)}</a>"
+
+
+def _write_tree(
+    root: Path, wheels: list[IndexedWheel], flavours: dict[str, list[IndexedWheel]]
+) -> None:
+    files = root / FILES
+    files.mkdir(parents=True)
+    for w in wheels:
+        shutil.copyfile(w.path, files / w.filename)
+        (files / f"{w.filename}.metadata").write_bytes(w.metadata)
+    for flavour, members in sorted(flavours.items()):
+        projects: dict[str, list[IndexedWheel]] = {}
+        for w in members:
+            projects.setdefault(w.project, []).append(w)
+        base = root / flavour
+        base.mkdir()
+        (base / "index.html").write_bytes(
+            _page(
+                f"Simple index ({flavour})", (f'<a href="{p}/">{p}</a>' for p in sorted(projects))
+            )
+        )
+        for project, items in sorted(projects.items()):
+            (base / project).mkdir()
+            items.sort(key=lambda w: (w.version, w.filename))
+            (base / project / "index.html").write_bytes(
+                _page(f"Links for {project}", (_file_link(w) for w in items))
+            )
+    (root / "index.html").write_bytes(
+        _page("kernel wheel indexes", (f'<a href="{f}/">{f}</a>' for f in sorted(flavours)))
+    )
+    (root / MARKER).write_text("written by 'kernelwheel index'; replaced on every run\n")
+
+
+def build_index(wheelhouse: Path, output: Path) -> IndexResult:
+    """Write the index of every wheel in ``wheelhouse`` to ``output`` (replacing an index an
+    earlier run wrote there; any other non-empty folder is refused)."""
+    wheels = scan(wheelhouse)
+    flavours, unflavoured = _assign(wheels)
+    output = output.absolute()
+    if output.exists() and any(output.iterdir()) and not (output / MARKER).exists():
+        raise UsageError(
+            f"{output} exists and is not an index kernelwheel wrote",
+            hint="choose an empty or new --output folder",
+        )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}-", dir=output.parent))
+    staging.chmod(0o755)
+    old: Path | None = None
+    try:
+        _write_tree(staging, wheels, flavours)
+        if output.exists():
+            old = output.with_name(f".{output.name}-old-{os.getpid()}")
+            os.replace(output, old)
+        os.replace(staging, output)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    return IndexResult(
+        output,
+        {f: tuple(sorted(w.filename for w in ws)) for f, ws in sorted(flavours.items())},
+        tuple(unflavoured),
+    )

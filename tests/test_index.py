@@ -1,0 +1,232 @@
+"""``kernelwheel index``: per-flavour PEP 503 indexes, and real pip against ``python -m
+http.server`` on loopback picking the wheel built for the installed torch."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hubfixtures.gitrepo import make_repo
+from hubfixtures.shared import so_dir
+from hubfixtures.venvs import QuickVenv, fake_torch
+from packaging.tags import Tag
+
+from kernelwheel.cli import main
+from kernelwheel.errors import UsageError, WheelError
+from kernelwheel.hub import ToWheelRequest, to_wheels
+from kernelwheel.index import ALL, build_index, flavours_of
+from kernelwheel.wheel import WheelSpec, write_wheel
+
+VARIANTS = (
+    "torch213-cxx11-cu130-x86_64-linux",
+    "torch214-cxx11-cu130-x86_64-linux",
+    "torch215-cxx11-cu130-x86_64-linux",  # a torch that is not installed
+    "torch214-cxx11-cu130-aarch64-linux",
+    "torch214-cxx11-cu128-x86_64-linux",
+    "torch214-cxx11-cpu-x86_64-linux",
+    "torch28-metal-aarch64-darwin",
+    "torch-cuda",
+    "torch-universal",
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "flavour", "kind"),
+    [
+        ("img2gray-1.1.2+torch2.14.cu130.cxx11-cp39-abi3-manylinux_2_28_x86_64.whl", "cu130", None),
+        (
+            "img2gray-1.1.2+torch2.10.cu130.cxx11-cp39-abi3-manylinux_2_28_aarch64.whl",
+            "cu130",
+            None,
+        ),
+        (
+            "img2gray-1.1.2+torch2.7.rocm63.cxx11-cp39-abi3-manylinux_2_28_x86_64.whl",
+            "rocm63",
+            None,
+        ),
+        ("img2gray-1.1.2+torch2.14.cpu.cxx11-cp310-abi3-linux_x86_64.whl", "cpu", None),
+        ("img2gray-1.1.2+torch2.8.metal-cp39-abi3-macosx_11_0_arm64.whl", "metal", None),
+        ("img2gray-1.1.2+torch2.11.cu128-cp39-abi3-win_amd64.whl", "cu128", None),
+        ("img2gray-1.1.2+torch27cu128cxx11-cp39-abi3-manylinux_2_28_x86_64.whl", "cu128", None),
+        ("img2gray-1.1.2+cuda-py3-none-any.whl", None, "cuda"),
+        ("img2gray-1.1.2+universal-py3-none-any.whl", "*", None),
+        ("einops-0.8.0-py3-none-any.whl", "*", None),
+        ("flash_attn-2.8.0+cu12torch2.8cxx11abiTRUE-cp312-cp312-linux_x86_64.whl", None, None),
+    ],
+)
+def test_flavour_from_the_local_version(name: str, flavour: str | None, kind: str | None) -> None:
+    got, got_kind, why = flavours_of(name)
+    assert (got, got_kind) == (flavour, kind), why
+
+
+def _plain_wheel(out: Path, name: str, version: str) -> Path:
+    spec = WheelSpec(name, version, Tag("py3", "none", "any"), {"x/__init__.py": b""})
+    return write_wheel(spec, out)
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("index")
+    repo = make_repo(root / "img2gray", VARIANTS, so_cache=so_dir(tmp_path_factory))
+    out = root / "wheelhouse"
+    assert to_wheels(ToWheelRequest(str(repo.root), "1.1.2", output_dir=out)).rejected == ()
+    _plain_wheel(out, "einops", "0.8.0")
+    _plain_wheel(out, "My_Kernel.Helpers", "1.0")
+    _plain_wheel(out, "act", "1.0+cuda")  # a noarch-only kernel (torch-cuda)
+    _plain_wheel(out, "layers", "2.0+universal")  # a universal-only kernel
+    return out
+
+
+@pytest.fixture(scope="module")
+def index(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site") / "simple"
+    assert main(["index", str(wheelhouse), "--output", str(out)]) == 0
+    return out
+
+
+def _links(page: Path) -> dict[str, str]:
+    text = page.read_text()
+    return {m[1]: m[0] for m in re.findall(r'<a href="([^"]+)"[^>]*>([^<]+)</a>', text)}
+
+
+def test_one_index_per_flavour_plus_all(index: Path, wheelhouse: Path) -> None:
+    flavours = sorted(p.name for p in index.iterdir() if p.is_dir() and p.name != "files")
+    assert flavours == ["all", "cpu", "cu128", "cu130", "metal"]
+    assert set(_links(index / "index.html").values()) == {f"{f}/" for f in flavours}
+    projects = {"img2gray", "einops", "my-kernel-helpers", "act", "layers"}
+    assert set(_links(index / ALL / "index.html")) == projects
+    total = len(list(wheelhouse.glob("*.whl")))
+    assert len(_links(index / ALL / "img2gray" / "index.html")) + 4 == total
+
+
+def test_flavour_pages_hold_their_builds_and_the_shared_wheels(index: Path) -> None:
+    cu130 = set(_links(index / "cu130" / "img2gray" / "index.html"))
+    assert cu130 == {
+        "img2gray-1.1.2+torch2.13.cu130.cxx11-cp39-abi3-manylinux_2_28_x86_64.whl",
+        "img2gray-1.1.2+torch2.14.cu130.cxx11-cp39-abi3-manylinux_2_28_x86_64.whl",
+        "img2gray-1.1.2+torch2.15.cu130.cxx11-cp39-abi3-manylinux_2_28_x86_64.whl",
+        "img2gray-1.1.2+torch2.14.cu130.cxx11-cp39-abi3-manylinux_2_28_aarch64.whl",
+    }  # the noarch +cuda/+universal wheels of 1.1.2 give way to the binary builds of 1.1.2
+    cpu = set(_links(index / "cpu" / "img2gray" / "index.html"))
+    assert cpu == {"img2gray-1.1.2+torch2.14.cpu.cxx11-cp39-abi3-manylinux_2_28_x86_64.whl"}
+    for flavour in ("cu130", "cpu", "cu128", "metal"):  # dependencies resolve from any flavour
+        assert set(_links(index / flavour / "index.html")) >= {"einops", "my-kernel-helpers"}
+        assert "layers" in _links(index / flavour / "index.html")  # universal: everywhere
+    # A noarch CUDA kernel: in every CUDA flavour, nowhere else.
+    assert "act" in _links(index / "cu130" / "index.html")
+    assert "act" in _links(index / "cu128" / "index.html")
+    assert "act" not in _links(index / "cpu" / "index.html")
+
+
+def test_links_carry_sha256_and_metadata(index: Path) -> None:
+    page = index / "cu130" / "img2gray" / "index.html"
+    text = page.read_text()
+    assert 'data-requires-python="&gt;=3.9"' in text
+    for name, href in _links(page).items():
+        assert href.startswith("../../files/") and "%2B" in href
+        path, _, fragment = href.partition("#")
+        target = (page.parent / path.replace("%2B", "+")).resolve()
+        assert target.name == name
+        assert fragment == "sha256=" + hashlib.sha256(target.read_bytes()).hexdigest()
+        metadata = Path(f"{target}.metadata").read_bytes()
+        with zipfile.ZipFile(target) as zf:
+            (meta_name,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+            assert zf.read(meta_name) == metadata
+        meta_hash = hashlib.sha256(metadata).hexdigest()
+        assert f'data-core-metadata="sha256={meta_hash}"' in text
+
+
+def test_rerun_replaces_and_foreign_folders_are_refused(wheelhouse: Path, tmp_path: Path) -> None:
+    out = tmp_path / "simple"
+    first = build_index(wheelhouse, out)
+    (out / "stale.html").write_text("old")
+    second = build_index(wheelhouse, out)
+    assert first.flavours == second.flavours and not (out / "stale.html").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["simple"]  # no staging left beside it
+    foreign = tmp_path / "docs"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("mine")
+    with pytest.raises(UsageError, match="not an index kernelwheel wrote"):
+        build_index(wheelhouse, foreign)
+    assert (foreign / "keep.txt").read_text() == "mine"
+
+
+def test_wheels_pip_would_reject_are_refused(tmp_path: Path) -> None:
+    """kernels 0.11.3 wrote METADATA Version without the local part: pip says 'inconsistent
+    version'; the index names the wheel instead of serving it."""
+    bad = tmp_path / "img2gray-1.1.2+torch27cu128cxx11-cp39-abi3-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(bad, "w") as zf:
+        zf.writestr(
+            "img2gray-1.1.2+torch27cu128cxx11.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: img2gray\nVersion: 1.1.2\n",
+        )
+    with pytest.raises(WheelError, match="METADATA says img2gray 1.1.2, the file name"):
+        build_index(tmp_path, tmp_path / "out")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(UsageError, match="holds no"):
+        build_index(empty, tmp_path / "o2")
+
+
+@contextmanager
+def http_server(root: Path) -> Iterator[str]:
+    """``python -m http.server`` on 127.0.0.1 (an ephemeral port), serving ``root``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "-d", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        port = re.search(r"port (\d+)", line)
+        assert port, line
+        yield f"http://127.0.0.1:{port[1]}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("torch", "cuda", "flavour", "expected"),
+    [
+        ("2.14.1+cu130", "13.0", "cu130", "1.1.2+torch2.14.cu130.cxx11"),
+        ("2.13.0+cu130", "13.0", "cu130", "1.1.2+torch2.13.cu130.cxx11"),
+        ("2.14.1+cpu", None, "cpu", "1.1.2+torch2.14.cpu.cxx11"),
+    ],
+)
+def test_pip_picks_the_wheel_for_the_installed_torch(
+    index: Path,
+    tmp_path: Path,
+    torch: str,
+    cuda: str | None,
+    flavour: str,
+    expected: str,
+) -> None:
+    venv = QuickVenv(tmp_path / "venv", [fake_torch(tmp_path, torch, cuda)])
+    with http_server(index) as url:
+        venv.pip_install("img2gray", index_url=f"{url}/{flavour}/")
+    assert venv.installed_version("img2gray") == expected
+
+
+@pytest.mark.integration
+def test_pip_picks_the_wheel_for_a_real_torch(index: Path, tmp_path: Path) -> None:
+    """The same with the real torch 2.14.1+cu130 of kernelwheel's build environment; the
+    installed package then imports (guard passes) and loads its extension under real torch."""
+    from integration.conftest import build_env
+
+    env = build_env("torch214-cxx11-cu130-x86_64-linux")
+    venv = QuickVenv(tmp_path / "venv", [env.purelib])
+    with http_server(index) as url:
+        venv.pip_install("img2gray", index_url=f"{url}/cu130/")
+    assert venv.installed_version("img2gray") == "1.1.2+torch2.14.cu130.cxx11"
+    out = venv.run("-c", "import img2gray, torch; print(img2gray.ops, torch.__version__)")
+    assert "2.14.1" in out.stdout
