@@ -132,26 +132,30 @@ def variant_files(
     salt: str = "",
     too_new_glibc: bool = False,
     pad: int = 0,
+    binary: tuple[str, bytes] | None = None,
 ) -> VariantFiles:
-    """The files kernel-builder would upload for ``name`` in ``layout`` (nested or flat)."""
+    """The files kernel-builder would upload for ``name`` in ``layout`` (nested or flat).
+    ``binary`` (namespace, bytes) replaces the compiled test extension."""
     noarch = not name[5:6].isdigit() and not name.startswith("torch-stable")
     out: dict[str, bytes] = {}
     if noarch:
         pkg_files = {"__init__.py": NOARCH_INIT.encode()}
     else:
-        ns = namespace_for(package, name, salt)
-        if name.endswith("-darwin"):
-            binary, suffix = fake_macho(), ".abi3.so"
+        ns = namespace_for(package, name, salt) if binary is None else binary[0]
+        if binary is not None:
+            binary_, suffix = binary[1], ".abi3.so"
+        elif name.endswith("-darwin"):
+            binary_, suffix = fake_macho(), ".abi3.so"
         elif name.endswith("-windows"):
-            binary, suffix = fake_pe(), ".pyd"
+            binary_, suffix = fake_pe(), ".pyd"
         else:
             arch = "aarch64" if "-aarch64-" in name else "x86_64"
-            binary = build_extension(so_cache, ns, arch=arch, too_new_glibc=too_new_glibc, pad=pad)
+            binary_ = build_extension(so_cache, ns, arch=arch, too_new_glibc=too_new_glibc, pad=pad)
             suffix = ".abi3.so"
         pkg_files = {
             "__init__.py": INIT_PY.encode(),
             "_ops.py": ops_py(ns).encode(),
-            f"{ns}{suffix}": binary,
+            f"{ns}{suffix}": binary_,
         }
     if layout == "nested":
         out.update({f"{package}/{k}": v for k, v in pkg_files.items()})
