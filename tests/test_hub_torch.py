@@ -5,6 +5,7 @@ registers the op and it computes; the cxx98 variant is refused by the import gua
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sysconfig
@@ -66,17 +67,25 @@ def torch_site() -> Path:
 
 
 @pytest.fixture(scope="module")
-def extension(torch_site: Path, tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    """The op compiled against the environment's torch headers (a real TORCH_LIBRARY .so)."""
-    work = tmp_path_factory.mktemp("op")
-    (work / "op.cpp").write_text(OP_SOURCE)
+def extension(torch_site: Path) -> bytes:
+    """The op compiled against the environment's torch headers (a real TORCH_LIBRARY .so);
+    cached beside the build environments, keyed by the source and the torch it was built for."""
+    from integration.conftest import cache_dir
+
     torch_dir = torch_site / "torch"
+    version = (torch_dir / "version.py").read_text()
+    key = hashlib.sha256((OP_SOURCE + version).encode()).hexdigest()[:16]
+    work = cache_dir() / "hub-test-ops" / key
     out = work / f"{NS}.abi3.so"
+    if out.exists():
+        return out.read_bytes()
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "op.cpp").write_text(OP_SOURCE)
     cmd = [
         os.environ.get("CXX", "g++"),
         "-shared",
         "-fPIC",
-        "-O1",
+        "-O0",
         "-std=c++20",
         f"-DNS={NS}",
         "-D_GLIBCXX_USE_CXX11_ABI=1",
@@ -86,7 +95,7 @@ def extension(torch_site: Path, tmp_path_factory: pytest.TempPathFactory) -> byt
         f"-I{sysconfig.get_paths()['include']}",
         f"-L{torch_dir / 'lib'}",
         "-o",
-        str(out),
+        str(work / "tmp.so"),
         str(work / "op.cpp"),
         "-ltorch",
         "-ltorch_cpu",
@@ -94,6 +103,7 @@ def extension(torch_site: Path, tmp_path_factory: pytest.TempPathFactory) -> byt
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    (work / "tmp.so").replace(out)
     return out.read_bytes()
 
 
