@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,18 +64,24 @@ def ccache_env(
 
 
 def read_stats(stats_log: Path) -> CacheStats | None:
-    """Count the results ccache logged for one build."""
+    """Count, per compiler call ccache logged for one build, whether it was a hit."""
     if not stats_log.exists():
         return None
-    counts: Counter[str] = Counter()
+    blocks: list[set[str]] = []
     for line in stats_log.read_text().splitlines():
         line = line.strip()
-        if line and not line.startswith("#"):
-            counts[line] += 1
-    counts.pop("no_input_file", None)  # link steps: nothing to cache, not a miss
-    hits = counts["direct_cache_hit"] + counts["preprocessed_cache_hit"]
-    misses = counts["cache_miss"]
-    uncacheable = sum(counts.values()) - hits - misses - counts["local_storage_hit"]
-    uncacheable -= counts["local_storage_miss"] + counts["local_storage_read_hit"]
-    uncacheable -= counts["local_storage_read_miss"] + counts["local_storage_write"]
-    return CacheStats(hits, misses, max(uncacheable, 0))
+        if line.startswith("#"):
+            blocks.append(set())
+        elif line and blocks:
+            blocks[-1].add(line)
+    hits = misses = uncacheable = 0
+    for results in blocks:
+        if results & {"no_input_file", "called_for_link", "called_for_preprocessing"}:
+            continue  # link or preprocessing steps: nothing to cache
+        if results & {"direct_cache_hit", "preprocessed_cache_hit"}:
+            hits += 1
+        elif "cache_miss" in results:
+            misses += 1
+        else:
+            uncacheable += 1
+    return CacheStats(hits, misses, uncacheable)

@@ -59,6 +59,7 @@ class BuiltWheel:
     log: Path
     env: EnvInfo
     compliant: bool = True  # passed the ABI check for its tag
+    capabilities: tuple[str, ...] = ()  # CUDA capabilities compiled for
 
 
 def full_version(base: str, variant: Variant) -> str:
@@ -192,6 +193,7 @@ def _compile(
         if k.backend == "cuda":
             nvcc_flags += list(k.cuda_flags)
             capabilities += [c for c in k.cuda_capabilities if c not in capabilities]
+    caps: tuple[str, ...] = ()
     if is_cuda:
         assert toolkit is not None
         defines += [("KERNELWHEEL_WITH_CUDA", "1"), ("CUDA_KERNEL", "1")]
@@ -219,6 +221,7 @@ def _compile(
         "build_lib": str(stage / "lib"),
         "jobs": max(1, req.jobs),
         "requested_limited_api": REQUESTED_LIMITED_API,
+        "capabilities": list(caps),
     }
     spec_path = stage / "compile.json"
     result_path = stage / "result.json"
@@ -251,6 +254,7 @@ def _compile(
             hint="read the compiler errors at the end of the log",
         )
     result: dict[str, object] = json.loads(result_path.read_text())
+    result["capabilities"] = spec["capabilities"]
     stats = read_stats(stats_log) if cached is not None else None
     result["cache"] = stats.describe() if stats else "no compiler cache (install ccache)"
     return result
@@ -335,7 +339,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             detail.append("ok" if report.ok else f"{len(report.violations)} violation(s)")
         if not report.ok and not req.best_effort:
             raise AbiError(report.summary(), hint=_ABI_HINT)
-        return BuiltWheel(variant, path, bid, namespace, log, env, report.ok)
+        return BuiltWheel(variant, path, bid, namespace, log, env, report.ok, _caps(result))
 
     with step(reporter, scope, "repair") as detail:
         repaired = repair_wheel(raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort)
@@ -350,7 +354,12 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             detail.append(f"{len(report.violations)} violation(s), kept as {repaired.tag}")
             with open(log, "a") as fh:
                 fh.write("\n" + report.summary(limit=100) + "\n")
-    return BuiltWheel(variant, repaired.wheel, bid, namespace, log, env, report.ok)
+    return BuiltWheel(variant, repaired.wheel, bid, namespace, log, env, report.ok, _caps(result))
+
+
+def _caps(result: dict[str, object]) -> tuple[str, ...]:
+    caps = result.get("capabilities")
+    return tuple(str(c) for c in caps) if isinstance(caps, list) else ()
 
 
 _ABI_HINT = (

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from ..envs import EnvSpec
 from ..errors import KernelwheelError, ProjectError, UsageError
+from ..hub_layout import export_variant
+from ..log import step
 from ..options import host_arch
 from ..pipeline import BuildRequest, BuiltWheel, build_variant
 from ..project import KernelProject
@@ -94,6 +96,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=int,
         default=None,
         help="parallel compile jobs (ninja and nvcc --threads); default: CPU count",
+    )
+    p.add_argument(
+        "--hub-layout",
+        type=Path,
+        metavar="DIR",
+        help="also write each built variant as a Hub kernel repo tree DIR/build/<variant>/ "
+        "(loadable by kernels.get_local_kernel, convertible back with 'kernelwheel to-wheel')",
     )
     p.add_argument(
         "--plat",
@@ -253,7 +262,19 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
                 manylinux=None if args.no_repair else args.plat,
                 best_effort=args.best_effort,
             )
-            built.append(build_variant(req, ui))
+            wheel = build_variant(req, ui)
+            if args.hub_layout is not None:
+                with step(ui, recipe.name, "hub layout") as detail:
+                    folder = export_variant(
+                        wheel.path,
+                        project,
+                        wheel.variant,
+                        wheel.namespace,
+                        args.hub_layout,
+                        capabilities=wheel.capabilities,
+                    )
+                    detail.append(str(folder))
+            built.append(wheel)
         except KernelwheelError as exc:
             if len(recipes) == 1:
                 raise

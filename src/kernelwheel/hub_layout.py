@@ -1,0 +1,84 @@
+"""Export built variants as a Hub kernel repository tree (``build/<variant>/...``).
+
+The flat layout of current kernel-builder output: the package's files directly in
+``build/<variant>/`` beside a ``metadata.json`` that the ``kernels`` library reads (id = the
+build's op namespace, name, major version, license, python-depends, backend). The tree is what
+``kernelwheel to-wheel`` converts back into wheels, and what ``kernels.get_local_kernel`` loads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from packaging.version import Version
+
+from .project import KernelProject
+from .variant import Variant
+from .wheel import read_wheel
+
+# SPDX's word for "no license information was given" (metadata.json requires a string).
+NO_LICENSE = "NOASSERTION"
+
+
+def metadata_json(
+    project: KernelProject, variant: Variant, namespace: str, capabilities: tuple[str, ...]
+) -> dict[str, object]:
+    backend: dict[str, object] = {
+        "type": variant.backend.kind.value if variant.backend is not None else "universal"
+    }
+    if capabilities:
+        backend["archs"] = [c.removesuffix("+PTX") for c in capabilities]
+    version = Version(project.version) if project.version else None
+    return {
+        "id": namespace,
+        "name": project.name,
+        "version": version.major if version else 1,
+        "license": NO_LICENSE,
+        "python-depends": list(project.python_depends),
+        "backend": backend,
+    }
+
+
+def export_variant(
+    wheel: Path,
+    project: KernelProject,
+    variant: Variant,
+    namespace: str,
+    root: Path,
+    *,
+    capabilities: tuple[str, ...] = (),
+) -> Path:
+    """Write ``root/build/<variant>/`` from the package files of ``wheel``; replaces an older
+    export of the same variant atomically. Returns the variant folder."""
+    contents = read_wheel(wheel)
+    prefix = f"{project.package}/"
+    build = root / "build"
+    build.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".tmp-{variant.name}-", dir=build))
+    try:
+        for name, data in contents.files.items():
+            if not name.startswith(prefix):
+                continue  # dist-info
+            dest = staging / name[len(prefix) :]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+            if dest.suffix == ".so":
+                dest.chmod(0o755)
+        meta = metadata_json(project, variant, namespace, capabilities)
+        (staging / "metadata.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        final = build / variant.name
+        if final.exists():
+            old = build / f".old-{variant.name}"
+            os.replace(final, old)
+            os.replace(staging, final)
+            shutil.rmtree(old)
+        else:
+            os.replace(staging, final)
+        return final
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
