@@ -1,116 +1,56 @@
-"""Planning how a build/<variant>/ folder becomes a package, and reading metadata.json."""
+"""Hub-layout export: metadata.json as the kernels library reads it, atomic replacement."""
 
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
-import pytest
+from packaging.tags import Tag
 
-from kernelwheel.errors import HubError
-from kernelwheel.hub.layout import KernelMetadata, Layout, package_name, plan
+from kernelwheel.hub_layout import NO_LICENSE, export_variant, metadata_json
+from kernelwheel.project import load_project
+from kernelwheel.variant import Variant
+from kernelwheel.wheel import WheelSpec, write_wheel
 
-V = "torch27-cxx11-cu128-x86_64-linux"
-NESTED = ["img2gray/__init__.py", "img2gray/_ops.py", "img2gray/_img2gray_0a1b.abi3.so"]
-FLAT = [
-    "__init__.py",
-    "_ops.py",
-    "_img2gray_0a1b.abi3.so",
-    "metadata.json",
-    "img2gray/__init__.py",
-    "layers/__init__.py",
-]
-
-
-def test_nested_maps_the_package_folder() -> None:
-    p = plan(
-        V,
-        [*NESTED, "README.md", "img2gray/__pycache__/x.cpython-311.pyc"],
-        metadata=None,
-        repo_name="img2gray",
-        where="w",
-    )
-    assert (p.layout, p.package) == (Layout.NESTED, "img2gray")
-    assert dict(p.files) == {n: n for n in NESTED}
-    assert dict(p.left_out) == {
-        "README.md": "outside the package folder img2gray/",
-        "img2gray/__pycache__/x.cpython-311.pyc": "compiled bytecode",
-    }
-
-
-def test_flat_lays_the_variant_folder_out_as_the_package_and_drops_the_shim() -> None:
-    meta = KernelMetadata(name="img2gray")
-    p = plan(V, FLAT, metadata=meta, repo_name="whatever", where="w")
-    assert (p.layout, p.package, p.metadata_path) == (Layout.FLAT, "img2gray", "metadata.json")
-    assert dict(p.files) == {
-        "__init__.py": "img2gray/__init__.py",
-        "_ops.py": "img2gray/_ops.py",
-        "_img2gray_0a1b.abi3.so": "img2gray/_img2gray_0a1b.abi3.so",
-        "layers/__init__.py": "img2gray/layers/__init__.py",
-    }
-    left = dict(p.left_out)
-    assert left["img2gray/__init__.py"].startswith("compatibility shim")
-    assert left["metadata.json"] == "read into the wheel's METADATA"
-
-
-def test_flat_package_name_from_repo_when_metadata_has_none() -> None:
-    p = plan(V, ["__init__.py", "_ops.py"], metadata=None, repo_name="flash-attn3", where="w")
-    assert p.package == "flash_attn3"
-    assert package_name("my.kernel-x") == "my_kernel_x"
-
-
-def test_nested_prefers_the_package_named_after_the_repo() -> None:
-    paths = ["img2gray/__init__.py", "helpers/__init__.py"]
-    p = plan(V, paths, metadata=None, repo_name="img2gray", where="w")
-    assert p.package == "img2gray" and dict(p.left_out)["helpers/__init__.py"].startswith("outside")
-    with pytest.raises(HubError, match="several packages"):
-        plan(V, paths, metadata=None, repo_name="other", where="w")
-
-
-@pytest.mark.parametrize(
-    ("paths", "match"),
-    [
-        (["img2gray/_ops.py", "README.md"], "no Python package"),
-        ([], "no Python package"),
-        (["1bad/__init__.py"], "not a Python identifier"),
-    ],
-)
-def test_unusable_folders_say_why(paths: list[str], match: str) -> None:
-    with pytest.raises(HubError, match=match) as info:
-        plan(V, paths, metadata=None, repo_name="img2gray", where="repo: build/" + V)
-    assert f"repo: build/{V}" in str(info.value)
+IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
+CU130 = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
 
 
 def test_metadata_fields() -> None:
-    raw = {
+    project = load_project(IMG2GRAY)
+    meta = metadata_json(project, CU130, "_img2gray_abc", ("8.0", "12.0+PTX"))
+    assert meta == {
+        "id": "_img2gray_abc",
         "name": "img2gray",
-        "version": 1,
-        "license": "apache-2.0",
-        "python-depends": ["einops>=0.8", "numpy"],
-        "id": "_img2gray_0a1b",
-        "backend": {"type": "cuda", "archs": ["8.0"]},
+        "version": 0,
+        "license": NO_LICENSE,
+        "python-depends": [],
+        "backend": {"type": "cuda", "archs": ["8.0", "12.0"]},
     }
-    meta = KernelMetadata.parse(json.dumps(raw).encode(), where="m")
-    assert meta == KernelMetadata(
-        name="img2gray",
-        version="1",
-        license="apache-2.0",
-        python_depends=("einops>=0.8", "numpy"),
-    )
-    assert KernelMetadata.parse(b'{"python-depends": []}', where="m") == KernelMetadata()
 
 
-@pytest.mark.parametrize(
-    ("data", "match"),
-    [
-        (b"{not json", "not valid JSON"),
-        (b"[]", "expected a JSON object"),
-        (b'{"python-depends": "einops"}', "must be a list of strings"),
-        (b'{"python-depends": ["einops>=="]}', "not a pip requirement"),
-        (b'{"name": ["x"]}', "field 'name' must be a string"),
-        (b'{"license": 3.5}', "field 'license' must be a string"),
-    ],
-)
-def test_metadata_errors_name_file_field_value(data: bytes, match: str) -> None:
-    with pytest.raises(HubError, match=match) as info:
-        KernelMetadata.parse(data, where="build/v/metadata.json")
-    assert str(info.value).startswith("build/v/metadata.json: ")
+def test_export_writes_flat_variant_and_replaces_old(tmp_path: Path) -> None:
+    project = load_project(IMG2GRAY)
+    files = {
+        "img2gray/__init__.py": b"from ._ops import ops\n",
+        "img2gray/_ops.py": b"ops = None\n",
+        "img2gray/_img2gray_abc.abi3.so": b"\x7fELF",
+    }
+    spec = WheelSpec("img2gray", "0.1.0+" + CU130.local_version, Tag("cp310", "abi3", "any"), files)
+    wheel = write_wheel(spec, tmp_path / "wh")
+    root = tmp_path / "repo"
+    stale = root / "build" / CU130.name / "stale.py"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("old")
+    folder = export_variant(wheel, project, CU130, "_img2gray_abc", root)
+    assert folder == root / "build" / CU130.name
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "__init__.py",
+        "_img2gray_abc.abi3.so",
+        "_ops.py",
+        "metadata.json",
+    ]
+    assert json.loads((folder / "metadata.json").read_text())["id"] == "_img2gray_abc"
+    assert [p.name for p in (root / "build").iterdir()] == [CU130.name]  # no temp left
+    shutil.rmtree(root)

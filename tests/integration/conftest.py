@@ -20,7 +20,7 @@ from kernelwheel.envs import EnvInfo, provision
 from kernelwheel.recipes import load_recipes
 from kernelwheel.variant import Variant
 
-from .venvs import TestVenv
+from .venvs import LayeredVenv
 
 REPO = Path(__file__).resolve().parents[2]
 IMG2GRAY = REPO / "kernels" / "img2gray"
@@ -73,11 +73,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
 
 @pytest.fixture
 def venv_for(tmp_path: Path) -> Iterator[object]:
-    made: list[TestVenv] = []
+    made: list[LayeredVenv] = []
 
-    def make(variant_name: str | None, name: str = "venv") -> TestVenv:
+    def make(variant_name: str | None, name: str = "venv") -> LayeredVenv:
         site = build_env(variant_name).purelib if variant_name else None
-        v = TestVenv(tmp_path / f"{name}{len(made)}", site)
+        v = LayeredVenv(tmp_path / f"{name}{len(made)}", site)
         made.append(v)
         return v
 

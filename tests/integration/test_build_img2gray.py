@@ -15,11 +15,11 @@ from kernelwheel.variant import Variant
 from kernelwheel.wheel import read_wheel
 
 from .conftest import CPU_VARIANT, CUDA_VARIANT, IMG2GRAY, Built
-from .venvs import TestVenv
+from .venvs import LayeredVenv
 
 pytestmark = pytest.mark.integration
 
-MakeVenv = Callable[..., TestVenv]
+MakeVenv = Callable[..., LayeredVenv]
 
 CHECK_OP = r"""
 import sys, numpy as np, torch, img2gray
@@ -42,10 +42,10 @@ def test_build_succeeds_with_expected_names(built: Built) -> None:
     cpu = Variant.parse(CPU_VARIANT)
     # torch >= 2.13 forces Py_LIMITED_API=3.10, so the honest tag is cp310-abi3.
     assert built.wheels[CUDA_VARIANT].name == (
-        f"img2gray-0.1.0+{cuda.local_version}-cp310-abi3-linux_x86_64.whl"
+        f"img2gray-0.1.0+{cuda.local_version}-cp310-abi3-manylinux_2_28_x86_64.whl"
     )
     assert built.wheels[CPU_VARIANT].name == (
-        f"img2gray-0.1.0+{cpu.local_version}-cp310-abi3-linux_x86_64.whl"
+        f"img2gray-0.1.0+{cpu.local_version}-cp310-abi3-manylinux_2_28_x86_64.whl"
     )
     for name, wheel in built.wheels.items():
         contents = read_wheel(wheel)  # verifies RECORD hashes
@@ -57,6 +57,12 @@ def test_build_succeeds_with_expected_names(built: Built) -> None:
         assert len(sos) == 1 and sos[0].startswith("img2gray/_img2gray_")
         assert "img2gray/_ops.py" in contents.files
         assert (built.wheelhouse / "logs" / f"{name}.log").is_file()
+
+
+def test_wheels_pass_the_abi_check(built: Built, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", *map(str, built.wheels.values())]) == 0
+    out = capsys.readouterr().out
+    assert "manylinux_2_28_x86_64" in out
 
 
 @pytest.mark.parametrize("variant", [CUDA_VARIANT, CPU_VARIANT])
@@ -103,7 +109,11 @@ def test_wrong_torch_gets_the_guard_message(built: Built, venv_for: MakeVenv) ->
     assert f"img2gray==0.1.0+{Variant.parse(CPU_VARIANT).local_version}" in err
 
 
-def test_rebuild_is_byte_identical(built: Built, tmp_path: Path) -> None:
+def test_rebuild_is_byte_identical(
+    built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Recompile for real (no compiler cache), into another folder.
+    monkeypatch.setenv("KERNELWHEEL_NO_CCACHE", "1")
     again = tmp_path / "again"
     assert main(["build", str(IMG2GRAY), "-o", str(again), "--variant", CPU_VARIANT]) == 0
     first = built.wheels[CPU_VARIANT]

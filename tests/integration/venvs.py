@@ -14,7 +14,7 @@ import venv
 from pathlib import Path
 
 
-class TestVenv:
+class LayeredVenv:
     def __init__(self, root: Path, torch_site: Path | None) -> None:
         self.root = root
         venv.EnvBuilder(with_pip=True, clear=True).create(root)
