@@ -108,6 +108,11 @@ def kernelwheel_build_cmd(project: Path, out: Path, jobs: int, cuda_home: str,
 def kernelwheel_src(work: Path) -> str:
     """kernelwheel as committed (git HEAD) when the checkout has its .git, else the working tree:
     the tree may hold other people's half-finished edits."""
+    snapshot = REPO / ".kw_head"  # `git archive HEAD src` made beside a checkout without .git
+    if (snapshot / "src" / "kernelwheel").is_dir():
+        commit = (snapshot / "COMMIT").read_text().strip() if (snapshot / "COMMIT").exists() else "?"
+        log(f"kernelwheel from the snapshot {snapshot} of git HEAD {commit}")
+        return str(snapshot / "src")
     dest = work / "kernelwheel_head"
     if dest.exists():
         shutil.rmtree(dest)
@@ -126,7 +131,9 @@ def kernelwheel_src(work: Path) -> str:
 
 
 def make_copy_b(work: Path) -> Path:
-    """A second, differently built copy: the same kernel narrowed to cuda-capabilities 9.0."""
+    """A second, differently built copy: the same kernel narrowed to cuda-capabilities 9.0 and
+    compiled with -fvisibility=default (kernelwheel compiles C++ with -fvisibility=hidden; run 1
+    saw the CPU op crash when it raised, so B is also the control for that)."""
     dst = work / "img2gray_b"
     if dst.exists():
         shutil.rmtree(dst)
@@ -135,7 +142,10 @@ def make_copy_b(work: Path) -> Path:
     text = toml.read_text()
     marker = 'src = ["csrc/img2gray.cu"]'
     assert marker in text, "build.toml changed shape; update make_copy_b"
-    toml.write_text(text.replace(marker, marker + '\ncuda-capabilities = ["9.0"]', 1))
+    text = text.replace(marker, marker + '\ncuda-capabilities = ["9.0"]', 1)
+    cpu_marker = 'src = ["csrc/img2gray_cpu.cpp"]'
+    assert cpu_marker in text, "build.toml changed shape; update make_copy_b"
+    toml.write_text(text.replace(cpu_marker, cpu_marker + '\ncxx-flags = ["-fvisibility=default"]', 1))
     return dst
 
 
@@ -158,6 +168,72 @@ def make_venv(path: Path) -> Path:
         Path(venv_site(py), "_gpu_check_parent_env.pth").write_text("\n".join(parents) + "\n")
         log(f"venv: added parent site-packages {parents}")
     return py
+
+
+PROBE = r"""
+import importlib, importlib.util, sys
+import torch
+name, where, device = sys.argv[1:4]
+if where == "-":
+    mod = importlib.import_module(name)
+else:
+    spec = importlib.util.spec_from_file_location(name, where + "/__init__.py",
+                                                  submodule_search_locations=[where])
+    mod = importlib.util.module_from_spec(spec); sys.modules[name] = mod; spec.loader.exec_module(mod)
+img = torch.zeros(4, 5, 3, dtype=torch.uint8, device=device)
+try:
+    mod.ops.img2gray(img, torch.empty(5, 4, dtype=torch.uint8, device=device))
+    print("PROBE: no error raised")
+except RuntimeError as exc:
+    print("PROBE: RuntimeError:", str(exc).splitlines()[0])
+"""
+
+
+def probe_error_paths(vpy: Path, work: Path, env: dict[str, str], copy_b: Path,
+                      direct_cpu: Path | None, fh) -> dict[str, str]:  # noqa: ANN001
+    """Does a TORCH_CHECK failure inside the op surface as a RuntimeError, per build and device?"""
+    cases = [("A", "img2gray", "-", "cpu"), ("A", "img2gray", "-", "cuda")]
+    if (copy_b / "img2gray").exists():
+        cases += [("B", "img2gray_b", str(copy_b / "img2gray"), "cpu"),
+                  ("B", "img2gray_b", str(copy_b / "img2gray"), "cuda")]
+    if direct_cpu is not None:
+        cases.append(("direct-cpu", "img2gray_d", str(direct_cpu / "img2gray"), "cpu"))
+    found: dict[str, str] = {}
+    for label, name, where, device in cases:
+        p = subprocess.run([str(vpy), "-c", PROBE, name, where, device], env=env, text=True,
+                           capture_output=True, timeout=120)
+        lines = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.strip()]
+        res = next((ln for ln in lines if ln.startswith("PROBE:")), lines[-1] if lines else "")
+        found[f"{label} {device}"] = f"exit {p.returncode}: {res}"
+        fh.write(f"== probe {label} {device}: exit {p.returncode}\n{p.stdout}{p.stderr[-3000:]}\n")
+        log(f"  error-path probe {label:10s} {device:4s}: exit {p.returncode}: {res}")
+    return found
+
+
+def elf_report(so: Path, fh) -> None:  # noqa: ANN001
+    for cmd in (["readelf", "-d", str(so)], ["readelf", "-S", "-W", str(so)],
+                ["sh", "-c", f"nm -D --defined-only '{so}' | grep -E 'personality|cxa_|Unwind|PyInit' ; "
+                             f"nm -D --undefined-only '{so}' | grep -E 'personality|cxa_throw|torchCheckFail|Unwind_Resume'"]):
+        p = subprocess.run(cmd, text=True, capture_output=True)
+        fh.write(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}\n")
+
+
+def gdb_backtrace(vpy: Path, env: dict[str, str], fh) -> None:  # noqa: ANN001
+    gdb = shutil.which("cuda-gdb") or ("/usr/local/cuda/bin/cuda-gdb"
+                                       if Path("/usr/local/cuda/bin/cuda-gdb").exists() else None)
+    if not gdb:
+        fh.write("no cuda-gdb\n")
+        return
+    cmd = [gdb, "-q", "-batch", "-ex", "set pagination off", "-ex", "run", "-ex", "bt 25",
+           "--args", str(vpy), "-c", PROBE, "img2gray", "-", "cpu"]
+    try:
+        p = subprocess.run(cmd, env=env, text=True, capture_output=True, timeout=150)
+        text = p.stdout + p.stderr
+    except subprocess.TimeoutExpired as exc:
+        text = f"timed out: {exc}"
+    keep = [ln for ln in text.splitlines() if not ln.startswith(("[New Thread", "[Thread", "[Detaching"))]
+    fh.write("$ " + " ".join(cmd[:8]) + " ... (backtrace of the CPU error path, wheel A)\n")
+    fh.write("\n".join(keep[-80:]) + "\n")
 
 
 def host(args: argparse.Namespace) -> int:
@@ -245,6 +321,27 @@ def host(args: argparse.Namespace) -> int:
             with zipfile.ZipFile(wheel_b) as zf:
                 zf.extractall(copy_b_dir)
 
+    if not direct:
+        with open(out / "gpu_diag.log", "w") as fh:
+            log("-- error-path probes (run 1 saw a segfault when the CPU op raised)")
+            try:
+                so = next(Path(venv_site(vpy), "img2gray").glob("*.so"))
+                elf_report(so, fh)
+                import direct_build
+
+                direct_cpu = None
+                try:
+                    direct_cpu = direct_build.build_package(work / "direct_cpu", cuda=False)
+                except Exception as exc:  # noqa: BLE001
+                    fh.write(f"direct CPU build failed: {exc}\n")
+                probes = probe_error_paths(vpy, work, check_env, copy_b_dir, direct_cpu, fh)
+                summary["error_path_probes"] = probes
+                if any(not v.startswith("exit 0") for v in probes.values()):
+                    gdb_backtrace(vpy, check_env, fh)
+            except Exception as exc:  # noqa: BLE001
+                fh.write(f"diagnostics failed: {exc}\n{traceback.format_exc()}")
+                log(f"  diagnostics failed: {exc}")
+
     rc_check = run([vpy, __file__, "--phase", "check", "--out", str(out), "--work", str(work),
                     "--copy-b", str(copy_b_dir)] + (["--quick"] if args.quick else []),
                    env=check_env, cwd=str(REPO)).returncode
@@ -252,9 +349,11 @@ def host(args: argparse.Namespace) -> int:
 
     if not args.no_pytest:
         with open(out / "gpu_pytest.log", "w") as fh:
+            # xdist (in the GPU image) reports a crashing test and goes on with the others
+            has_xdist = subprocess.run([vpy, "-c", "import xdist"], capture_output=True).returncode == 0
             p = run([vpy, "-m", "pytest", "kernels/img2gray/tests", "-v", "-rs", "-p",
-                     "no:cacheprovider"], env=check_env, cwd=str(REPO), stdout=fh,
-                    stderr=subprocess.STDOUT)
+                     "no:cacheprovider"] + (["-n", "2"] if has_xdist else []), env=check_env,
+                    cwd=str(REPO), stdout=fh, stderr=subprocess.STDOUT)
         tail = (out / "gpu_pytest.log").read_text().strip().splitlines()[-1:]
         summary["pytest_exit"] = p.returncode
         summary["pytest_summary"] = tail[0] if tail else ""
@@ -710,8 +809,8 @@ def check(args: argparse.Namespace) -> int:
         import direct_build
 
         ns = direct_build.build_variants(work / "variants")
-        ops = ["naive", "naive_float", "flat1", "vec1", "vec2", "vec4", "vec2_div", "vec2_stream",
-               "vec2_persistent", "smem1", "smem2"]
+        ops = ["naive", "naive_float", "flat1", "vec1", "vec1_stream", "vec1_t128", "vec2", "vec4",
+               "vec2_div", "vec2_stream", "vec2_persistent", "smem1", "smem2"]
         r.data["bench_ops"] = [o for o in ops if hasattr(getattr(torch.ops, ns), o)]
     except Exception as exc:  # noqa: BLE001
         r.check("compile bench/variants.cu", False, f"{type(exc).__name__}: {exc}")

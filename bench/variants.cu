@@ -94,15 +94,15 @@ __device__ __forceinline__ void tail_pixels(const uint8_t* __restrict__ in,
 
 // Direct: each thread loads its own 48 contiguous bytes (three 16-byte loads at a 48-byte stride
 // across the warp; the L1 merges the sectors), kUnroll chunks in flight per thread.
-template <int kUnroll, bool kMulShift, bool kStreaming>
-__global__ void __launch_bounds__(kThreads)
+template <int kUnroll, bool kMulShift, bool kStreaming, int kBlock = kThreads>
+__global__ void __launch_bounds__(kBlock)
     vec_kernel(const uint4* __restrict__ in, uint4* __restrict__ out, int64_t chunks,
                const uint8_t* __restrict__ tail_in, uint8_t* __restrict__ tail_out, int tail) {
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * (kThreads * kUnroll) + threadIdx.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * (kBlock * kUnroll) + threadIdx.x;
   uint4 v[kUnroll][3];
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
-    const int64_t c = first + u * kThreads;
+    const int64_t c = first + u * kBlock;
     if (c < chunks) {
 #pragma unroll
       for (int k = 0; k < 3; ++k) {
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
-    const int64_t c = first + u * kThreads;
+    const int64_t c = first + u * kBlock;
     if (c < chunks) {
       const uint4 o = convert_chunk<kMulShift>(v[u][0], v[u][1], v[u][2]);
       if (kStreaming) {
@@ -198,7 +198,7 @@ void check(at::Tensor const& input, at::Tensor const& output) {
 
 template <typename Kernel>
 void launch_chunked(Kernel kernel, int unroll, at::Tensor const& input, at::Tensor& output,
-                    bool persistent = false) {
+                    bool persistent = false, int threads = kThreads) {
   check(input, output);
   const int64_t pixels = output.numel();
   if (pixels == 0) return;
@@ -209,14 +209,14 @@ void launch_chunked(Kernel kernel, int unroll, at::Tensor const& input, at::Tens
   const c10::cuda::CUDAGuard guard(input.device());
   const int64_t chunks = pixels / 16;
   const int tail = static_cast<int>(pixels % 16);
-  const int64_t per_block = int64_t{kThreads} * unroll;
+  const int64_t per_block = int64_t{threads} * unroll;
   int64_t blocks = chunks == 0 ? 1 : (chunks + per_block - 1) / per_block;
   if (persistent) {
     int sms = 0;
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, input.get_device()));
     blocks = std::min<int64_t>(blocks, int64_t{sms} * 8);
   }
-  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
+  kernel<<<static_cast<unsigned>(blocks), threads, 0, c10::cuda::getCurrentCUDAStream()>>>(
       reinterpret_cast<const uint4*>(in), reinterpret_cast<uint4*>(out), chunks, in + 48 * chunks,
       out + 16 * chunks, tail);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -262,6 +262,12 @@ void vec2_stream(at::Tensor const& i, at::Tensor& o) {
 void vec2_persistent(at::Tensor const& i, at::Tensor& o) {
   launch_chunked(vec_persistent_kernel, 2, i, o, /*persistent=*/true);
 }
+void vec1_stream(at::Tensor const& i, at::Tensor& o) {
+  launch_chunked(vec_kernel<1, true, true>, 1, i, o);
+}
+void vec1_t128(at::Tensor const& i, at::Tensor& o) {
+  launch_chunked(vec_kernel<1, true, false, 128>, 1, i, o, false, 128);
+}
 void smem1(at::Tensor const& i, at::Tensor& o) { launch_chunked(smem_kernel<1>, 1, i, o); }
 void smem2(at::Tensor const& i, at::Tensor& o) { launch_chunked(smem_kernel<2>, 2, i, o); }
 
@@ -281,6 +287,8 @@ TORCH_LIBRARY(img2gray_bench, m) {
   IMG2GRAY_BENCH_OP(vec2_div);
   IMG2GRAY_BENCH_OP(vec2_stream);
   IMG2GRAY_BENCH_OP(vec2_persistent);
+  IMG2GRAY_BENCH_OP(vec1_stream);
+  IMG2GRAY_BENCH_OP(vec1_t128);
   IMG2GRAY_BENCH_OP(smem1);
   IMG2GRAY_BENCH_OP(smem2);
 }
