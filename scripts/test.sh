@@ -11,4 +11,7 @@ PY=${PYTHON:-python3}
 
 .venv/bin/ruff check src tests
 .venv/bin/mypy
+# GitHub Actions workflows (and action.yml's inputs, through ci.yml's `uses: ./`); actionlint also
+# runs shellcheck on their scripts where shellcheck is installed. Any finding fails.
+.venv/bin/actionlint
 .venv/bin/python -m pytest "$@"
