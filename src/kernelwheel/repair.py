@@ -44,6 +44,7 @@ from .abi import (
 )
 from .abi._elf import is_elf
 from .errors import AbiError, UsageError, WheelError
+from .wheel import source_date_epoch
 
 __all__ = ["RepairResult", "auditwheel_plat_args", "repair_wheel", "retag_wheel"]
 
@@ -85,6 +86,9 @@ def _auditwheel_env() -> dict[str, str]:
     # need not be on PATH (a venv used without activating it).
     scripts = [sysconfig.get_path("scripts"), str(Path(sys.executable).parent)]
     env["PATH"] = os.pathsep.join([*dict.fromkeys(scripts), env.get("PATH", "")])
+    # auditwheel re-zips the wheel; the same epoch as our writer keeps repaired wheels
+    # byte-reproducible (it stamps the current time otherwise).
+    env["SOURCE_DATE_EPOCH"] = str(source_date_epoch())
     return env
 
 
