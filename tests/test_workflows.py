@@ -415,7 +415,8 @@ def test_action_plan_step_selects_what_kernelwheel_build_would(
 
     only = plan(only="torch213-cxx11-cpu-x86_64-linux")
     assert json.loads(only["variants"]) == ["torch213-cxx11-cpu-x86_64-linux"]
-    assert only["envs-dir"].endswith(os.path.join("kernelwheel", "envs"))
+    cache = os.environ.get("KERNELWHEEL_CACHE_DIR") or os.path.expanduser("~/.cache/kernelwheel")
+    assert only["envs-dir"] == os.path.join(cache, "envs")
     selected = plan(build="torch2{13,14}-*", skip="*-cu130-*", arch="x86_64")
     assert json.loads(selected["variants"]) == [
         "torch213-cxx11-cpu-x86_64-linux",
