@@ -119,7 +119,8 @@ def probe(python: Path) -> EnvInfo:
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created if missing) for the duration."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -157,7 +158,7 @@ def provision(
     if base_python is not None:
         py_version = probe_python_version(base_python)
     root = cache_dir / "envs" / f"py{py_version}-{spec.digest(py_version)}"
-    with _locked(root.parent / f"{root.name}.lock"):
+    with locked(root.parent / f"{root.name}.lock"):
         if (root / READY_MARKER).exists():
             info = probe(_venv_python(root))
             return _replace_reused(info)

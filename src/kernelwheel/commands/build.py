@@ -7,7 +7,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..envs import EnvSpec
+from ..envs import EnvSpec, locked
 from ..errors import KernelwheelError, ProjectError, UsageError
 from ..hub_layout import export_variant
 from ..log import step
@@ -262,7 +262,9 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
                 manylinux=None if args.no_repair else args.plat,
                 best_effort=args.best_effort,
             )
-            wheel = build_variant(req, ui)
+            # Builds of one variant share its work folder: serialize them across processes.
+            with locked(req.work_dir / f"{recipe.name}.lock"):
+                wheel = build_variant(req, ui)
             if args.hub_layout is not None:
                 with step(ui, recipe.name, "hub layout") as detail:
                     folder = export_variant(
