@@ -93,8 +93,17 @@ def find_cuda_home() -> str:
     return str(Path(nvcc).resolve().parent.parent) if nvcc else "/usr/local/cuda"
 
 
+def optional_build_flags(env: dict[str, str]) -> list[str]:
+    """--no-repair/--best-effort where this kernelwheel has them: the GPU image has no auditwheel,
+    and the wheel is installed on the machine that built it, so manylinux repair is beside the
+    point here (ABI violations are still reported in the build log)."""
+    p = subprocess.run([sys.executable, "-c", KW_LAUNCHER, "build", "--help"], env=env,
+                       text=True, capture_output=True)
+    return [flag for flag in ("--no-repair", "--best-effort") if flag in p.stdout]
+
+
 def kernelwheel_build_cmd(project: Path, out: Path, jobs: int, cuda_home: str,
-                          variant: str) -> list[str]:
+                          variant: str, extra: list[str]) -> list[str]:
     # Own --cache-dir per build: kernelwheel stages its work under the cache dir, per project
     # name and variant, and wheels A and B (both "img2gray") are built at the same time.
     cmd = [sys.executable, "-c", KW_LAUNCHER, "build", str(project), "--variant", variant,
@@ -102,7 +111,7 @@ def kernelwheel_build_cmd(project: Path, out: Path, jobs: int, cuda_home: str,
            "--python", sys.executable, "--cuda-home", cuda_home, "-o", str(out), "-j", str(jobs)]
     if (REPO / "recipes" / "torch.toml").exists():
         cmd += ["--recipes", str(REPO / "recipes")]
-    return cmd
+    return cmd + extra
 
 
 def kernelwheel_src(work: Path) -> str:
@@ -112,7 +121,8 @@ def kernelwheel_src(work: Path) -> str:
     if (snapshot / "src" / "kernelwheel").is_dir():
         commit = (snapshot / "COMMIT").read_text().strip() if (snapshot / "COMMIT").exists() else "?"
         log(f"kernelwheel from the snapshot {snapshot} of git HEAD {commit}")
-        return str(snapshot / "src")
+        # deps/: pure-Python dependencies the GPU image lacks (pyelftools), copied beside it
+        return os.pathsep.join(str(p) for p in (snapshot / "src", snapshot / "deps") if p.exists())
     dest = work / "kernelwheel_head"
     if dest.exists():
         shutil.rmtree(dest)
@@ -244,6 +254,7 @@ def host(args: argparse.Namespace) -> int:
     summary: dict[str, object] = {"argv": sys.argv, "python": sys.version, "machine": platform.node()}
     jobs = max(2, (os.cpu_count() or 2) // 2)
     cuda_home = find_cuda_home()
+    os.environ["CUDA_HOME"] = cuda_home
     env = dict(os.environ, CUDA_HOME=cuda_home, PYTHONPATH=kernelwheel_src(work))
     summary["kernelwheel_src"] = env["PYTHONPATH"]
     log(f"== host: python {sys.executable}, CUDA_HOME {cuda_home}, {os.cpu_count()} cpus")
@@ -255,13 +266,15 @@ def host(args: argparse.Namespace) -> int:
     build_log = out / "gpu_build.log"
     if not direct:
         copy_b = make_copy_b(work)
+        extra = optional_build_flags(env)
+        summary["kernelwheel_flags"] = extra
         procs = []
         with open(build_log, "w") as fh:
             for name, project, dest in (("A", KERNEL, work / "wheelhouse_a"),
                                         ("B", copy_b, work / "wheelhouse_b")):
                 if dest.exists():
                     shutil.rmtree(dest)
-                cmd = kernelwheel_build_cmd(project, dest, jobs, cuda_home, args.variant)
+                cmd = kernelwheel_build_cmd(project, dest, jobs, cuda_home, args.variant, extra)
                 fh.write(f"== wheel {name}: PYTHONPATH=src " + " ".join(cmd[:2]) + " <launcher> "
                          + " ".join(cmd[3:]) + "\n")
                 fh.flush()
