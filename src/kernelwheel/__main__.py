@@ -1,0 +1,5 @@
+"""python -m kernelwheel"""
+
+from .cli import entry
+
+entry()
