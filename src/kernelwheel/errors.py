@@ -22,6 +22,19 @@ class KernelwheelError(Exception):
         return self.message if not self.hint else f"{self.message}\n  fix: {self.hint}"
 
 
+def located(
+    message: str, file: Path | str | None, key: str | None, *, bracket_tables: bool = False
+) -> str:
+    """``<file>: <key>: message`` — where a problem in a data file is, then what it is.
+    With ``bracket_tables`` an undotted key is shown as a TOML table header (``[general]``)."""
+    if file is None:
+        return message
+    where = f"{file}"
+    if key is not None:
+        where += f": [{key}]" if bracket_tables and "." not in key else f": {key}"
+    return f"{where}: {message}"
+
+
 class UsageError(KernelwheelError):
     """Bad command-line arguments or options."""
 
@@ -41,13 +54,7 @@ class ProjectError(KernelwheelError):
         key: str | None = None,
         hint: str | None = None,
     ) -> None:
-        where = ""
-        if file is not None:
-            where = f"{file}"
-            if key is not None:
-                where += f": [{key}]" if "." not in key else f": {key}"
-            where += ": "
-        super().__init__(where + message, hint=hint)
+        super().__init__(located(message, file, key, bracket_tables=True), hint=hint)
         self.file = Path(file) if file is not None else None
         self.key = key
 

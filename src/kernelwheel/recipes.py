@@ -32,7 +32,7 @@ from typing import Any, Literal
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from .errors import UsageError, VariantError
+from .errors import UsageError, VariantError, located
 from .variant import OS, Arch, Backend, BackendKind, CxxAbi, TorchVersion, Variant
 
 if sys.version_info >= (3, 11):
@@ -99,13 +99,7 @@ class RecipeError(UsageError):
         key: str | None = None,
         hint: str | None = None,
     ) -> None:
-        where = ""
-        if file is not None:
-            where = f"{file}"
-            if key is not None:
-                where += f": {key}"
-            where += ": "
-        super().__init__(where + message, hint=hint)
+        super().__init__(located(message, file, key), hint=hint)
         self.file = str(file) if file is not None else None
         self.key = key
 
