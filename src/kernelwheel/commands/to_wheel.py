@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..hub import ToWheelRequest, ToWheelResult, to_wheels
 from ..ui import ConsoleUI
+
+if TYPE_CHECKING:
+    from ..hub import ToWheelResult
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -71,6 +74,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    from ..hub import ToWheelRequest, to_wheels  # imported when used: other commands start faster
+
     request = ToWheelRequest(
         repo=args.repo,
         version=args.version,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,8 @@ __all__ = ["HubSettings", "HubSource", "is_repo_id"]
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 _TRUE = {"1", "ON", "YES", "TRUE"}
 _DEFAULT_ENDPOINT = "https://huggingface.co"
+_VARIANT_DOWNLOADS = 8  # variant folders downloading at once
+_FILE_DOWNLOADS = 4  # files of one variant downloading at once
 T = TypeVar("T")
 
 
@@ -283,35 +286,60 @@ class HubSource:
 
     @contextmanager
     def fetch(self, commit: str, files: Sequence[RepoFile]) -> Iterator[FileReader]:
+        """Download each variant folder in the background; reading a file waits for its
+        variant only, so converting one variant overlaps downloading the next. The first
+        download lists the repo and caches the listing; the others reuse that cache."""
+        variants = sorted({f.variant for f in files})
+        pool = ThreadPoolExecutor(
+            max_workers=max(1, min(_VARIANT_DOWNLOADS, len(variants))),
+            thread_name_prefix="kernelwheel-download",
+        )
+        futures: dict[str, Future[Path]] = {}
+        if variants:
+            first = pool.submit(self._download, commit, variants[0])
+            futures[variants[0]] = first
+            for variant in variants[1:]:
+                futures[variant] = pool.submit(self._download_after, first, commit, variant)
+        try:
+            yield _StreamingReader(futures, self.where)
+        finally:
+            for future in futures.values():
+                future.cancel()
+            pool.shutdown(wait=True)
+
+    def _download(self, commit: str, variant: str) -> Path:
         from huggingface_hub import snapshot_download
 
-        variants = sorted({f.variant for f in files})
-        patterns = [f"{BUILD_DIR}/{_fnmatch_escape(v)}/*" for v in variants]
         snapshot = self._call(
-            "downloading build/",
+            f"downloading build/{variant}/",
             lambda: snapshot_download(
                 self.repo_id,
                 revision=commit,
-                allow_patterns=patterns,
+                allow_patterns=[f"{BUILD_DIR}/{_fnmatch_escape(variant)}/*"],
                 cache_dir=self._cache,
                 endpoint=self.settings.endpoint,
                 token=self.settings.token,
                 local_files_only=self.settings.offline,
                 tqdm_class=_Quiet,
-                max_workers=16,
+                max_workers=_FILE_DOWNLOADS,
             ),
         )
-        yield _SnapshotReader(Path(snapshot), self.where)
+        return Path(snapshot)
+
+    def _download_after(self, first: Future[Path], commit: str, variant: str) -> Path:
+        first.result()
+        return self._download(commit, variant)
 
 
-class _SnapshotReader:
-    def __init__(self, root: Path, where: str) -> None:
-        self.root = root
+class _StreamingReader:
+    def __init__(self, snapshots: dict[str, Future[Path]], where: str) -> None:
+        self.snapshots = snapshots
         self.where = where
 
     def read(self, file: RepoFile) -> tuple[bytes, Announced]:
+        root = self.snapshots[file.variant].result()
         try:
-            return (self.root / file.path).read_bytes(), file.announced
+            return (root / file.path).read_bytes(), file.announced
         except FileNotFoundError:
             raise HubError(
                 f"{self.where}: {file.path} is listed but was not downloaded",

@@ -73,7 +73,7 @@ class ToWheelRequest:
     output_dir: Path = Path("wheelhouse")
     variants: tuple[str, ...] = ()  # globs; empty means all
     allow_abi_violations: bool = False
-    jobs: int = 0  # 0: one per CPU, at most 8
+    jobs: int = 0  # 0: one per CPU, at most 32
     manylinux: str = DEFAULT_MANYLINUX
 
 
@@ -155,7 +155,15 @@ class _Serialized:
 
 
 def _jobs(requested: int) -> int:
-    return requested if requested > 0 else min(8, os.cpu_count() or 1)
+    """Compressing and hashing release the GIL, so threads scale with the CPUs this process
+    may use (its affinity, not the machine's count)."""
+    if requested > 0:
+        return requested
+    try:
+        available = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        available = os.cpu_count() or 1
+    return max(1, min(32, available))
 
 
 def to_wheels(
@@ -202,10 +210,11 @@ def to_wheels(
     staging = Path(tempfile.mkdtemp(prefix=".kernelwheel-staging-", dir=req.output_dir))
     try:
         with ExitStack() as stack:
-            fetching = "download" if isinstance(src, HubSource) else "read"
-            with step(reporter, scope, fetching) as detail:
+            with step(reporter, scope, "fetch") as detail:
                 reader = stack.enter_context(src.fetch(resolution.commit, wanted))
                 detail.append(f"{len(wanted)} file(s) of {len(variants)} variant(s)")
+                if isinstance(src, HubSource):
+                    detail.append("(downloading beside the conversion)")
             outcomes = _convert_all(
                 req, src, resolution, variants, by_variant, reader, staging, reporter, abi_check
             )
