@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -62,6 +63,7 @@ class Run:
     tool: str
     repo: str
     seconds: list[float] = field(default_factory=list)
+    cpu_seconds: list[float] = field(default_factory=list)  # user + sys of the process tree
     exit_code: int = 0
     wheels: list[WheelFacts] = field(default_factory=list)
     error: str = ""
@@ -69,6 +71,10 @@ class Run:
     @property
     def median(self) -> float:
         return statistics.median(self.seconds) if self.seconds else float("nan")
+
+    @property
+    def cpu(self) -> float:
+        return statistics.median(self.cpu_seconds) if self.cpu_seconds else float("nan")
 
 
 def facts(path: Path) -> WheelFacts:
@@ -93,30 +99,37 @@ def facts(path: Path) -> WheelFacts:
     )
 
 
-def run_tool(tool: str, exe: str, repo_id: str, env: dict[str, str], runs: int) -> Run:
-    result = Run(tool, repo_id)
-    for i in range(runs):
-        work = Path(tempfile.mkdtemp(prefix=f"bench-{tool}-"))
-        out = work / "out"
-        out.mkdir()
-        run_env = {**env, "HF_HUB_CACHE": str(work / "hf"), "HF_HOME": str(work / "hfhome")}
-        if tool == "kernels":
-            cmd = [exe, "to-wheel", repo_id, VERSION]
-        else:
-            cmd = [exe, "to-wheel", repo_id, VERSION, "--output-dir", str(out)]
-        start = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=out, env=run_env, capture_output=True, text=True)
-        elapsed = time.perf_counter() - start
-        result.seconds.append(elapsed)
-        if i == runs - 1:
-            result.exit_code = proc.returncode
-            result.wheels = [facts(p) for p in sorted(out.glob("*.whl"))]
-            if proc.returncode != 0:
-                lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
-                errors = [ln for ln in lines if "Error" in ln or "error" in ln] or lines
-                result.error = errors[-1].strip()[:200] if errors else ""
-        shutil.rmtree(work, ignore_errors=True)
-    return result
+def run_once(result: Run, exe: str, env: dict[str, str], cpus: set[int] | None, keep: bool) -> None:
+    """One run of one tool with an empty cache and output folder; records wall and CPU time."""
+    work = Path(tempfile.mkdtemp(prefix=f"bench-{result.tool}-"))
+    out = work / "out"
+    out.mkdir()
+    run_env = {**env, "HF_HUB_CACHE": str(work / "hf"), "HF_HOME": str(work / "hfhome")}
+    cmd = [exe, "to-wheel", result.repo, VERSION]
+    if result.tool == "kernelwheel":
+        cmd += ["--output-dir", str(out)]  # kernels writes into its working directory
+
+    def pin() -> None:
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(
+        cmd, cwd=out, env=run_env, capture_output=True, text=True, preexec_fn=pin, check=False
+    )
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result.seconds.append(elapsed)
+    result.cpu_seconds.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    if keep:
+        result.exit_code = proc.returncode
+        result.wheels = [facts(p) for p in sorted(out.glob("*.whl"))]
+        if proc.returncode != 0:
+            lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+            errors = [ln for ln in lines if "Error" in ln or "error" in ln] or lines
+            result.error = errors[-1].strip()[:200] if errors else ""
+    shutil.rmtree(work, ignore_errors=True)
 
 
 # One repo per defect case of formats.md §4 (org names only tell them apart).
@@ -145,19 +158,21 @@ def markdown(runs: list[Run], meta: dict[str, str]) -> str:
     by = {(r.tool, r.repo): r for r in runs}
     repos = list(dict.fromkeys(r.repo for r in runs))
     lines = [
-        f"Measured {meta['date']} on {meta['machine']}; {meta['runs']} runs each, cold Hugging "
-        f"Face cache per run, loopback Hub; .so padded to {meta['pad_mib']} MiB in the 13-variant "
-        "repo.",
+        f"Measured {meta['date']} on {meta['machine']} ({meta['cpus']}); medians of "
+        f"{meta['runs']} interleaved runs for the 13-variant repo (3 per defect case); cold "
+        f"Hugging Face cache per run; loopback Hub; each .so of the 13-variant repo padded with "
+        f"{meta['pad_mib']} MiB of incompressible bytes.",
         "",
-        "| repo | kernels 0.11.3 | kernelwheel | speed-up |",
+        "| repo | kernels 0.11.3: wall (CPU) | kernelwheel: wall (CPU) | wall speed-up |",
         "|---|---|---|---|",
     ]
     for repo in repos:
         k, w = by[("kernels", repo)], by[("kernelwheel", repo)]
         speed = k.median / w.median if w.median else float("nan")
         lines.append(
-            f"| `{repo}` | {k.median:.2f} s, exit {k.exit_code}, {len(k.wheels)} wheel(s) | "
-            f"{w.median:.2f} s, exit {w.exit_code}, {len(w.wheels)} wheel(s) | {speed:.2f}x |"
+            f"| `{repo}` | {k.median:.2f} s ({k.cpu:.2f} s), exit {k.exit_code}, "
+            f"{len(k.wheels)} wheel(s) | {w.median:.2f} s ({w.cpu:.2f} s), exit {w.exit_code}, "
+            f"{len(w.wheels)} wheel(s) | {speed:.2f}x |"
         )
     lines += ["", "| repo | tool | wheel | METADATA Version | Requires-Dist | pip-consistent |"]
     lines.append("|---|---|---|---|---|---|")
@@ -180,6 +195,9 @@ def main() -> int:
     parser.add_argument("--kernelwheel", default=str(Path(sys.executable).with_name("kernelwheel")))
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--pad-mib", type=float, default=4.0)
+    parser.add_argument(
+        "--cpus", type=int, default=0, help="pin both tools to CPUs 0..N-1 (default: all)"
+    )
     parser.add_argument("--markdown", type=Path, help="write the tables here")
     parser.add_argument("--json", type=Path, help="write the raw results here")
     args = parser.parse_args()
@@ -189,18 +207,25 @@ def main() -> int:
         repos = build_repos(root, int(args.pad_mib * 1024 * 1024))
         state = HubState(repos={rid: GitBackedRepo(path) for rid, path in repos.items()})
         runs: list[Run] = []
+        cpus = set(range(args.cpus)) if args.cpus else None
+        tools = {"kernels": args.kernels, "kernelwheel": args.kernelwheel}
         with serve(state) as url:
             env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KERNELS_"))}
             env["HF_ENDPOINT"] = url
             env["HF_HUB_DISABLE_TELEMETRY"] = "1"
             for repo_id in repos:
-                for tool, exe in (("kernels", args.kernels), ("kernelwheel", args.kernelwheel)):
-                    n = args.runs if repo_id.startswith("seed13/") else 1
-                    runs.append(run_tool(tool, exe, repo_id, env, n))
-                    r = runs[-1]
+                results = {tool: Run(tool, repo_id) for tool in tools}
+                n = args.runs if repo_id.startswith("seed13/") else min(3, args.runs)
+                for i in range(n):
+                    order = list(tools) if i % 2 == 0 else list(reversed(tools))
+                    for tool in order:  # interleaved, alternating who goes first
+                        run_once(results[tool], tools[tool], env, cpus, keep=i == n - 1)
+                for r in results.values():
+                    runs.append(r)
                     print(
-                        f"{tool:12} {repo_id:28} median {r.median:6.2f}s over {len(r.seconds)} "
-                        f"run(s), exit {r.exit_code}, {len(r.wheels)} wheel(s) {r.error}",
+                        f"{r.tool:12} {repo_id:28} median {r.median:6.2f}s (CPU {r.cpu:5.2f}s) "
+                        f"over {len(r.seconds)} run(s), exit {r.exit_code}, {len(r.wheels)} "
+                        f"wheel(s) {r.error}",
                         file=sys.stderr,
                     )
     finally:
@@ -210,6 +235,7 @@ def main() -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
         f"{platform.python_version()}",
         "runs": str(args.runs),
+        "cpus": f"tools pinned to {args.cpus} CPU(s)" if args.cpus else "tools on all CPUs",
         "pad_mib": f"{args.pad_mib:g}",
     }
     text = markdown(runs, meta)

@@ -71,7 +71,8 @@ def build_extension(
         blob = cache / f"pad-{pad}.bin"
         if not blob.exists():
             blob.write_bytes(_noise(pad))
-        objcopy = shutil.which("objcopy")
+        cross = arch == "aarch64" and cc["aarch64"] is not None
+        objcopy = shutil.which("aarch64-linux-gnu-objcopy" if cross else "objcopy")
         if objcopy is None:
             raise RuntimeError("objcopy not found (binutils)")
         subprocess.run(
