@@ -1,0 +1,99 @@
+"""``kernelwheel download PROJECT_DIR --wheelhouse DIR``: the locked kernels as verified wheels."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from ..locking import LOCK_NAME, DownloadRequest, DownloadResult, download
+from ..ui import ConsoleUI
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "download",
+        help=f"make the wheels {LOCK_NAME} pins, verified by hash, in a wheelhouse",
+        description=(
+            f"Read PROJECT_DIR/{LOCK_NAME} and make each locked variant's wheel (all of them, or "
+            "those --variant selects) with the to-wheel machinery at the locked commit. Every "
+            "file is checked against the lock's sha256 before it is used, and every wheel "
+            "against the lock's wheel sha256; a mismatch stops the run naming the file and "
+            "both hashes, and nothing is written to DIR. Verified wheels are moved into DIR "
+            "together with a hashed requirements.txt and, when DIR holds one build per kernel, "
+            "a PEP 751 pylock.toml. Hub downloads honour HF_ENDPOINT, HF_TOKEN, HF_HOME/"
+            "HF_HUB_CACHE and HF_HUB_OFFLINE."
+        ),
+        epilog=(
+            "examples:\n"
+            "  kernelwheel download . --wheelhouse wheels\n"
+            "  kernelwheel download . --wheelhouse wheels --variant 'torch214-cxx11-cu130-*'\n"
+            "  pip install --require-hashes --no-index --find-links wheels "
+            "-r wheels/requirements.txt\n"
+            "\n"
+            "exit codes: 0 written; 2 bad --variant; 3 missing, stale or invalid lock; 9 repo "
+            "or integrity problem (hash mismatch: nothing written)"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "project_dir",
+        metavar="PROJECT_DIR",
+        type=Path,
+        nargs="?",
+        default=Path("."),
+        help=f"the folder holding {LOCK_NAME} (and pyproject.toml) (default: .)",
+    )
+    p.add_argument(
+        "--wheelhouse",
+        "-o",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="where the wheels, requirements.txt and pylock.toml go",
+    )
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only variants matching this glob (brace expansion allowed, e.g. "
+        "'torch2{13,14}-cxx11-cu130-*'); repeatable; every kernel must keep a variant",
+    )
+    p.add_argument(
+        "--jobs", "-j", type=int, default=0, help="variants converted in parallel (default: CPUs)"
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    result = download(
+        DownloadRequest(
+            project_dir=args.project_dir,
+            wheelhouse=args.wheelhouse,
+            variants=tuple(args.variant),
+            jobs=args.jobs,
+        ),
+        ui,
+    )
+    report(result, ui)
+    return 0
+
+
+def report(result: DownloadResult, ui: ConsoleUI) -> None:
+    ui.print()
+    for wheel in result.wheels:
+        ui.print(f"  {wheel.path}")
+        ui.print(f"    {wheel.repo} {wheel.variant} @ {wheel.commit[:12]}, sha256 {wheel.sha256}")
+    ui.print(f"{len(result.wheels)} wheel(s) verified against {LOCK_NAME} and written")
+    if result.not_selected:
+        ui.print(f"{len(result.not_selected)} locked variant(s) not selected by --variant")
+    ui.print(f"hashed requirements: {result.requirements}")
+    if result.pylock is not None:
+        ui.print(f"pylock.toml: {result.pylock}")
+    else:
+        ui.print(f"pylock.toml not written: {result.pylock_note}")
+    house = shlex.quote(str(result.wheelhouse))
+    req = shlex.quote(str(result.requirements))
+    ui.print("install offline with:")
+    ui.print(f"  pip install --require-hashes --no-index --find-links {house} -r {req}")

@@ -1,0 +1,114 @@
+"""``kernelwheel lock [PROJECT_DIR]``: pin the project's kernels in ``kernelwheel.lock``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..locking import LOCK_NAME, LockRequest, LockResult, lock_project
+from ..ui import ConsoleUI
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "lock",
+        help="pin the kernels pyproject.toml declares (commit, file and wheel hashes) in "
+        f"{LOCK_NAME}",
+        description=(
+            "Resolve each kernel the project declares in pyproject.toml ([tool.kernels."
+            "dependencies] or [tool.kernelwheel.dependencies]) to a tag or branch and its "
+            "commit, convert every variant there as 'kernelwheel to-wheel' does, and record the "
+            "sha256 of each file a variant packages and of the wheel made from it in "
+            f"PROJECT_DIR/{LOCK_NAME} (TOML, stable order; see docs/lockfile.md). A kernel "
+            "whose commit has not changed is carried over without downloading. Re-running with "
+            "nothing new leaves the file byte-for-byte unchanged."
+        ),
+        epilog=(
+            "declarations (pyproject.toml):\n"
+            "  [tool.kernels.dependencies]\n"
+            '  "drbh/img2gray" = ">=1.1.2,<2"    # highest vX.Y.Z tag in the range\n'
+            '  "acme/relu" = 1                   # branch v1\n'
+            "  [tool.kernelwheel.dependencies]\n"
+            '  "acme/gelu" = { version = "1.0.0", path = "../gelu" }   # a local git clone\n'
+            "\n"
+            "examples:\n"
+            "  kernelwheel lock .\n"
+            "  kernelwheel lock . --check        # in CI: fail when the lock is out of date\n"
+            "\n"
+            "exit codes: 0 written or already current; 1 --check found it out of date; "
+            "3 bad declaration or lock file; 9 repo, revision or integrity problem"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "project_dir",
+        metavar="PROJECT_DIR",
+        type=Path,
+        nargs="?",
+        default=Path("."),
+        help="the folder holding pyproject.toml (default: .)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help=f"write nothing; exit 1 when {LOCK_NAME} is missing or out of date",
+    )
+    p.add_argument(
+        "--refresh",
+        action="store_true",
+        help="convert every kernel again instead of carrying unchanged ones over",
+    )
+    p.add_argument(
+        "--allow-abi-violations",
+        action="store_true",
+        help="lock variants whose shared objects fail the ABI check (recorded in the lock, "
+        "so download accepts them too)",
+    )
+    p.add_argument(
+        "--jobs", "-j", type=int, default=0, help="variants converted in parallel (default: CPUs)"
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    result = lock_project(
+        LockRequest(
+            project_dir=args.project_dir,
+            refresh=args.refresh,
+            check=args.check,
+            allow_abi_violations=args.allow_abi_violations,
+            jobs=args.jobs,
+        ),
+        ui,
+    )
+    report(result, ui)
+    if args.check and result.changed:
+        ui.error(
+            f"{result.path} is out of date (or missing): run 'kernelwheel lock "
+            f"{args.project_dir}' and commit it"
+        )
+        return 1
+    return 0
+
+
+def report(result: LockResult, ui: ConsoleUI) -> None:
+    ui.print()
+    for outcome in result.kernels:
+        k = outcome.locked
+        how = "carried over" if outcome.reused else "locked"
+        ui.print(
+            f"  {k.repo} {k.requested!r} -> {k.ref} (commit {k.commit[:12]}): "
+            f"{len(k.variants)} variant(s) {how}"
+        )
+        for r in outcome.rejected:
+            ui.warn(f"{k.repo} {r.variant}: not locked: {r.reason}")
+        if outcome.reused and k.skipped:
+            ui.warn(f"{k.repo}: {len(k.skipped)} variant(s) not locked: {', '.join(k.skipped)}")
+    for note in result.notes:
+        ui.warn(note)
+    if result.written:
+        ui.print(f"wrote {result.path}")
+    elif result.changed:
+        ui.print(f"{result.path} would change (--check: not written)")
+    else:
+        ui.print(f"{result.path} is up to date")

@@ -1,0 +1,327 @@
+"""``kernelwheel download``: the locked kernels as wheels in a wheelhouse, verified by hash.
+
+Each selected variant is converted by :func:`kernelwheel.hub.to_wheels` at the locked commit
+(wherever its tag or branch points now). Every file is checked against the sha256 the lock
+recorded as it is read, before it is used; the finished wheel is checked against the recorded
+wheel sha256 and file name. Everything is made in a staging folder inside the wheelhouse; only
+when every wheel of every kernel has been verified are they moved in (an atomic rename each),
+followed by the hashed ``requirements.txt`` and, when it can be written, ``pylock.toml``. On any
+mismatch the run stops naming the file and both hashes, and the wheelhouse gets nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from ..errors import HubError, ProjectError, UsageError
+from ..hub import RepoFile, RepoSource, ToWheelRequest, VersionRequest, to_wheels
+from ..hub.towheel import AbiCheck, default_abi_check
+from ..log import Reporter, SilentReporter
+from ..selector import Selector
+from ..wheel import source_date_epoch
+from .declared import PYPROJECT, Dependency, read_dependencies
+from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
+from .pinned import PinnedSource, ref_kind
+from .pylock import CREATED_BY, PYLOCK, REQUIREMENTS, HouseWheel, pylock_toml, requirements_txt
+from .resolve import SourceOpener, open_dependency
+
+__all__ = ["DownloadRequest", "DownloadResult", "download"]
+
+_RELOCK = "run 'kernelwheel lock' and review the diff of kernelwheel.lock"
+
+
+@dataclass(frozen=True)
+class DownloadRequest:
+    project_dir: Path
+    wheelhouse: Path
+    variants: tuple[str, ...] = ()  # globs over variant names; empty: every locked variant
+    jobs: int = 0
+
+
+@dataclass(frozen=True)
+class DownloadResult:
+    wheelhouse: Path
+    wheels: tuple[HouseWheel, ...]
+    requirements: Path
+    pylock: Path | None
+    pylock_note: str  # why pylock.toml was (not) written
+    not_selected: tuple[tuple[str, str], ...] = field(default=())  # (repo, variant)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _check_lock(lock: LockFile, path: Path) -> None:
+    if lock.kernelwheel != __version__:
+        raise ProjectError(
+            f"written by kernelwheel {lock.kernelwheel}, but this is kernelwheel {__version__}: "
+            "the wheels would differ from the recorded hashes (each wheel names its generator)",
+            file=path,
+            key="kernelwheel",
+            hint=f"install kernelwheel=={lock.kernelwheel}, or {_RELOCK}",
+        )
+    epoch = source_date_epoch()
+    if lock.source_date_epoch != epoch:
+        raise ProjectError(
+            f"records wheels made with SOURCE_DATE_EPOCH={lock.source_date_epoch}, but it is "
+            f"{epoch} now: their timestamps, hence their hashes, would differ",
+            file=path,
+            key="source-date-epoch",
+            hint=f"run with SOURCE_DATE_EPOCH={lock.source_date_epoch} (or unset it if that is "
+            f"the default), or {_RELOCK}",
+        )
+
+
+def _check_fresh(lock: LockFile, lock_path: Path, project_dir: Path) -> None:
+    """The lock must pin what pyproject.toml declares now (when the project has one)."""
+    if not (project_dir / PYPROJECT).exists():
+        return
+    declared = {d.repo: d for d in read_dependencies(project_dir).dependencies}
+    locked = {k.repo: k for k in lock.kernels}
+    problems = [f"{r} is declared but not locked" for r in sorted(set(declared) - set(locked))]
+    problems += [
+        f"{r} is locked but no longer declared" for r in sorted(set(locked) - set(declared))
+    ]
+    for repo in sorted(set(declared) & set(locked)):
+        d, k = declared[repo], locked[repo]
+        if d.requested != k.requested:
+            problems.append(f"{repo} is declared {d.requested!r} but locked as {k.requested!r}")
+        if d.path != k.path:
+            problems.append(f"{repo} is declared with path {d.path!r} but locked with {k.path!r}")
+    if problems:
+        raise ProjectError(
+            f"out of date with {PYPROJECT}: " + "; ".join(problems),
+            file=lock_path,
+            hint=_RELOCK,
+        )
+
+
+def _select(
+    lock: LockFile, patterns: Sequence[str]
+) -> tuple[dict[str, list[LockedVariant]], list[tuple[str, str]]]:
+    selector = Selector(build=tuple(patterns) or ("*",), build_label="--variant")
+    every = [v.name for k in lock.kernels for v in k.variants]
+    for pattern in selector.build:
+        if not any(Selector(build=(pattern,)).matches(n) for n in every):
+            raise UsageError(
+                f"--variant {pattern!r} matches no locked variant",
+                hint=f"locked variants: {', '.join(sorted(set(every)))}",
+            )
+    chosen: dict[str, list[LockedVariant]] = {}
+    left: list[tuple[str, str]] = []
+    for kernel in lock.kernels:
+        picked = [v for v in kernel.variants if selector.matches(v.name)]
+        if not picked:
+            raise UsageError(
+                f"--variant {' '.join(selector.build)!r} selects no variant of {kernel.repo}, so "
+                "the wheelhouse would lack it",
+                hint=f"add a pattern for one of its locked variants: "
+                f"{', '.join(v.name for v in kernel.variants)}",
+            )
+        chosen[kernel.repo] = picked
+        left += [(kernel.repo, v.name) for v in kernel.variants if v not in picked]
+    return chosen, left
+
+
+class _Verifier:
+    """The FileHook of ``download``: every file read must have the sha256 the lock recorded."""
+
+    def __init__(self, kernel: LockedKernel, variants: Sequence[LockedVariant], lock: Path):
+        self.kernel = kernel
+        self.expected = {v.name: dict(v.files) for v in variants}
+        self.lock_path = lock
+        self.seen: dict[str, set[str]] = {v.name: set() for v in variants}
+        self.lock = threading.Lock()
+
+    def __call__(self, file: RepoFile, sha256: str) -> None:
+        expected = self.expected.get(file.variant, {}).get(file.inner)
+        if expected is None:
+            raise HubError(
+                f"{self.kernel.repo} at commit {self.kernel.commit}: {file.path} would be "
+                f"packaged, but {self.lock_path} records no hash for it (actual sha256 {sha256})",
+                hint=f"nothing was written; {_RELOCK}",
+            )
+        if sha256 != expected:
+            raise HubError(
+                f"{self.kernel.repo} at commit {self.kernel.commit}: {file.path}: sha256 "
+                f"mismatch: expected {expected} ({self.lock_path}), actual {sha256}",
+                hint="the download, the cache or the clone was altered, or the repo's history "
+                "was rewritten; nothing was written to the wheelhouse. Clear the cached copy "
+                f"(HF_HUB_CACHE) or re-fetch the clone and retry; if the change is expected, "
+                f"{_RELOCK}",
+            )
+        with self.lock:
+            self.seen[file.variant].add(file.inner)
+
+    def check_complete(self, variant: str) -> None:
+        missing = sorted(set(self.expected[variant]) - self.seen[variant])
+        if missing:
+            raise HubError(
+                f"{self.kernel.repo} {variant}: {self.lock_path} records "
+                f"{', '.join(missing)}, but the conversion did not package it",
+                hint=f"nothing was written; {_RELOCK}",
+            )
+
+
+def _materialise(
+    kernel: LockedKernel,
+    variants: Sequence[LockedVariant],
+    source: RepoSource,
+    out: Path,
+    lock_path: Path,
+    *,
+    jobs: int,
+    reporter: Reporter,
+    abi_check: AbiCheck | None,
+) -> list[HouseWheel]:
+    verifier = _Verifier(kernel, variants, lock_path)
+    request = VersionRequest.parse(kernel.requested)
+    pinned = PinnedSource(
+        source, kernel.repo.split("/", 1)[1], kernel.ref, ref_kind(request), kernel.commit, verifier
+    )
+    try:
+        result = to_wheels(
+            ToWheelRequest(
+                repo=kernel.repo,
+                version=kernel.requested,
+                output_dir=out,
+                variants=tuple(v.name for v in variants),
+                allow_abi_violations=kernel.allow_abi_violations,
+                jobs=jobs,
+            ),
+            reporter,
+            source=pinned,
+            abi_check=abi_check,
+        )
+    except UsageError as exc:  # a locked variant the repo does not have at that commit
+        raise HubError(
+            f"{lock_path}: {kernel.repo} at commit {kernel.commit}: {exc.message}",
+            hint=f"{exc.hint}; {_RELOCK}" if exc.hint else _RELOCK,
+        ) from exc
+    if result.rejected:
+        reasons = "; ".join(f"{r.variant}: {r.reason}" for r in result.rejected)
+        raise HubError(
+            f"{kernel.repo} at commit {kernel.commit}: locked variant(s) did not convert: "
+            f"{reasons}",
+            hint=f"nothing was written; {_RELOCK}",
+        )
+    made = {c.variant: c.wheel for c in result.converted}
+    wheels = []
+    for variant in variants:
+        wheel = made.get(variant.name)
+        if wheel is None:
+            raise HubError(
+                f"{kernel.repo} {variant.name}: no wheel was made for this locked variant",
+                hint=f"nothing was written; {_RELOCK}",
+            )
+        verifier.check_complete(variant.name)
+        if wheel.name != variant.wheel:
+            raise HubError(
+                f"{kernel.repo} {variant.name}: the wheel is {wheel.name}, but {lock_path} "
+                f"records {variant.wheel}",
+                hint=f"nothing was written; {_RELOCK}",
+            )
+        actual = _sha256(wheel)
+        if actual != variant.wheel_sha256:
+            raise HubError(
+                f"{kernel.repo} {variant.name}: {wheel.name}: sha256 mismatch: expected "
+                f"{variant.wheel_sha256} ({lock_path}), actual {actual}",
+                hint="every file matched the lock, so the wheel writer differs (another "
+                f"kernelwheel build, or a changed environment); nothing was written. {_RELOCK}",
+            )
+        wheels.append(HouseWheel(wheel, actual, kernel.repo, kernel.commit, variant.name))
+    return wheels
+
+
+def download(
+    req: DownloadRequest,
+    reporter: Reporter | None = None,
+    *,
+    open_source: SourceOpener = open_dependency,
+    abi_check: AbiCheck | None = default_abi_check,
+) -> DownloadResult:
+    """Materialise the selected locked variants as verified wheels in ``req.wheelhouse``."""
+    reporter = reporter or SilentReporter()
+    lock_path = req.project_dir / LOCK_NAME
+    lock = LockFile.load(lock_path)
+    _check_lock(lock, lock_path)
+    _check_fresh(lock, lock_path, req.project_dir)
+    if not lock.kernels:
+        raise ProjectError("locks no kernel", file=lock_path, hint=_RELOCK)
+    chosen, left = _select(lock, req.variants)
+
+    req.wheelhouse.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".kernelwheel-download-", dir=req.wheelhouse))
+    try:
+        wheels: list[HouseWheel] = []
+        for i, kernel in enumerate(lock.kernels):
+            dep = Dependency(
+                kernel.repo,
+                kernel.requested,
+                VersionRequest.parse(kernel.requested),
+                kernel.path,
+                f"kernel {kernel.repo}",
+                origin=LOCK_NAME,
+            )
+            source = open_source(dep, req.project_dir)
+            wheels += _materialise(
+                kernel,
+                chosen[kernel.repo],
+                source,
+                staging / str(i),
+                lock_path,
+                jobs=req.jobs,
+                reporter=reporter,
+                abi_check=abi_check,
+            )
+        requirements = requirements_txt(wheels)
+        pylock, note = pylock_toml(wheels)
+        (staging / REQUIREMENTS).write_text(requirements, encoding="utf-8")
+        if pylock is not None:
+            (staging / PYLOCK).write_text(pylock, encoding="utf-8")
+        # Everything is verified: move it in.
+        placed = []
+        for wheel in wheels:
+            final = req.wheelhouse / wheel.filename
+            os.replace(wheel.path, final)
+            placed.append(HouseWheel(final, wheel.sha256, wheel.repo, wheel.commit, wheel.variant))
+        os.replace(staging / REQUIREMENTS, req.wheelhouse / REQUIREMENTS)
+        pylock_path: Path | None = req.wheelhouse / PYLOCK
+        if pylock is not None:
+            os.replace(staging / PYLOCK, req.wheelhouse / PYLOCK)
+        else:
+            _drop_stale_pylock(req.wheelhouse / PYLOCK)
+            pylock_path = None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return DownloadResult(
+        req.wheelhouse,
+        tuple(placed),
+        req.wheelhouse / REQUIREMENTS,
+        pylock_path,
+        note,
+        tuple(left),
+    )
+
+
+def _drop_stale_pylock(path: Path) -> None:
+    """A pylock.toml an earlier download wrote would name other wheels: remove it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return
+    if f'created-by = "{CREATED_BY}"' in text:
+        path.unlink()

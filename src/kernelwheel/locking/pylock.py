@@ -1,0 +1,134 @@
+"""What lets an installer trust a wheelhouse by hash alone: a hashed ``requirements.txt`` (pip's
+``--require-hashes``) and a PEP 751 ``pylock.toml``.
+
+requirements.txt pins each kernel distribution to its version with ``==`` and lists the sha256
+of every wheel of it in the folder. ``==1.1.2`` matches ``1.1.2+torch2.14.cu130.cxx11`` (a
+public version ignores local labels), so pip still picks, among the hashed wheels, the variant
+whose ``torch==X.Y.*`` the installed torch satisfies.
+
+pylock.toml holds one version per package (markers cannot tell torch builds apart), so it is
+written when the wheelhouse has one build per distribution (architectures may differ: wheels of
+one version are chosen by platform tag); otherwise :func:`pylock_toml` says why not.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from email.parser import Parser
+from email.policy import compat32
+from pathlib import Path
+
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
+
+from ..errors import UsageError
+from ..wheel import dist_info_dir
+from . import toml
+
+__all__ = ["HouseWheel", "pylock_toml", "requirements_txt"]
+
+REQUIREMENTS = "requirements.txt"
+PYLOCK = "pylock.toml"
+CREATED_BY = "kernelwheel"
+
+
+@dataclass(frozen=True)
+class HouseWheel:
+    """A verified wheel of the wheelhouse and where it came from."""
+
+    path: Path
+    sha256: str
+    repo: str
+    commit: str
+    variant: str
+
+    @property
+    def filename(self) -> str:
+        return self.path.name
+
+    @property
+    def project(self) -> str:
+        return canonicalize_name(parse_wheel_filename(self.filename)[0])
+
+    @property
+    def version(self) -> Version:
+        return parse_wheel_filename(self.filename)[1]
+
+    def requires_python(self) -> str | None:
+        name, version, _, _ = parse_wheel_filename(self.filename)
+        with zipfile.ZipFile(self.path) as zf:
+            text = zf.read(f"{dist_info_dir(name, str(version))}/METADATA").decode()
+        value = Parser(policy=compat32).parsestr(text).get("Requires-Python")
+        return str(value) if value else None
+
+
+def _by_project(wheels: Sequence[HouseWheel]) -> dict[str, list[HouseWheel]]:
+    out: dict[str, list[HouseWheel]] = {}
+    for wheel in sorted(wheels, key=lambda w: w.filename):
+        out.setdefault(wheel.project, []).append(wheel)
+    return dict(sorted(out.items()))
+
+
+def requirements_txt(wheels: Sequence[HouseWheel]) -> str:
+    """One ``name==version`` line per distribution with every wheel's hash. Raises UsageError
+    when the selected wheels of one distribution do not share a public version."""
+    lines = [
+        "# Written by 'kernelwheel download' from kernelwheel.lock: the kernel wheels of this",
+        "# folder (DIR), by sha256. Install them offline, trusting nothing but these hashes:",
+        "#   pip install --require-hashes --no-index --find-links DIR -r DIR/requirements.txt",
+    ]
+    for project, group in _by_project(wheels).items():
+        publics = sorted({w.version.public for w in group}, key=Version)
+        if len(publics) > 1:
+            builds = ", ".join(f"{w.variant} -> {w.version}" for w in group)
+            raise UsageError(
+                f"the selected wheels of {project} have different versions ({builds}); one "
+                "requirement cannot pin them all",
+                hint="select the builds of one version with --variant",
+            )
+        hashes = sorted({w.sha256 for w in group})
+        lines.append(f"{project}=={publics[0]} \\")
+        lines += [f"    --hash=sha256:{h} \\" for h in hashes[:-1]]
+        lines.append(f"    --hash=sha256:{hashes[-1]}")
+    return "\n".join(lines) + "\n"
+
+
+def pylock_toml(wheels: Sequence[HouseWheel]) -> tuple[str | None, str]:
+    """The PEP 751 lock of the wheelhouse, or None and the reason it cannot be written."""
+    groups = _by_project(wheels)
+    ambiguous = {p: g for p, g in groups.items() if len({w.version for w in g}) > 1}
+    if ambiguous:
+        project, group = next(iter(ambiguous.items()))
+        versions = sorted({str(w.version) for w in group})
+        return None, (
+            f"{project} has {len(versions)} builds here ({', '.join(versions)}); a pylock.toml "
+            "holds one version per package and its markers cannot tell torch builds apart. "
+            "Select one build per kernel with --variant (e.g. 'torch214-cxx11-cu130-*') for a "
+            "pylock.toml; requirements.txt covers them all"
+        )
+    lines = [f"lock-version = {toml.value('1.0')}", f"created-by = {toml.value(CREATED_BY)}"]
+    for project, group in groups.items():
+        lines += ["", "[[packages]]", f"name = {toml.value(project)}"]
+        lines.append(f"version = {toml.value(str(group[0].version))}")
+        requires = group[0].requires_python()
+        if requires:
+            lines.append(f"requires-python = {toml.value(requires)}")
+        for wheel in group:
+            lines += [
+                "",
+                "[[packages.wheels]]",
+                f"name = {toml.value(wheel.filename)}",
+                f"path = {toml.value(wheel.filename)}",
+                f"size = {wheel.path.stat().st_size}",
+                f"hashes = {toml.value({'sha256': wheel.sha256})}",
+            ]
+        lines += [
+            "",
+            "[packages.tool.kernelwheel]",
+            f"repo = {toml.value(group[0].repo)}",
+            f"commit = {toml.value(group[0].commit)}",
+            f"variants = {toml.array([w.variant for w in group])}",
+        ]
+    return "\n".join(lines) + "\n", "one build per package"

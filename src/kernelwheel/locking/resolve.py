@@ -1,0 +1,302 @@
+"""``kernelwheel lock``: resolve each declared kernel to a commit and record what it becomes.
+
+For every dependency: open its source (the Hub, or the declared git clone), resolve the request
+to a tag or branch and its commit (the same rules as ``to-wheel``: ranges pick the highest
+``vX.Y.Z`` tag, integers the branch ``vN``), then convert every variant at that commit with
+:func:`kernelwheel.hub.to_wheels`, recording the sha256 of each file a variant packages (as it is
+read) and of the wheel made from it. Wheels are reproducible, so ``download`` can demand the
+same bytes later.
+
+A kernel whose request, source, ref and commit are those of the existing lock is carried over
+without downloading anything (``refresh`` converts it again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+from .. import __version__
+from ..errors import HubError, KernelwheelError, ProjectError
+from ..hub import (
+    GitSource,
+    HubSource,
+    Rejected,
+    RepoFile,
+    RepoSource,
+    Resolution,
+    ToWheelRequest,
+    resolve,
+    to_wheels,
+)
+from ..hub.towheel import AbiCheck, default_abi_check
+from ..log import Reporter, SilentReporter
+from ..wheel import source_date_epoch
+from .declared import Dependency, read_dependencies
+from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
+from .pinned import PinnedSource, ref_kind
+
+__all__ = [
+    "KernelOutcome",
+    "LockRequest",
+    "LockResult",
+    "SourceOpener",
+    "lock_project",
+    "open_dependency",
+]
+
+# Opens the source of one dependency (tests substitute their own).
+SourceOpener = Callable[[Dependency, Path], RepoSource]
+
+
+@dataclass(frozen=True)
+class LockRequest:
+    project_dir: Path
+    refresh: bool = False  # convert every kernel again, even where the lock is current
+    check: bool = False  # compute the lock and compare, write nothing
+    allow_abi_violations: bool = False
+    jobs: int = 0  # variants converted in parallel (0: per CPU)
+
+
+@dataclass(frozen=True)
+class KernelOutcome:
+    dependency: Dependency
+    locked: LockedKernel
+    reused: bool  # carried over from the existing lock
+    rejected: tuple[Rejected, ...] = ()  # variants left out, with reasons
+
+
+@dataclass(frozen=True)
+class LockResult:
+    path: Path
+    lock: LockFile
+    changed: bool  # the file on disk differs (or is missing)
+    written: bool
+    kernels: tuple[KernelOutcome, ...]
+    notes: tuple[str, ...] = field(default=())
+
+
+def open_dependency(dep: Dependency, project_dir: Path) -> RepoSource:
+    """The Hub repo, or the git clone the declaration names."""
+    if dep.path is None:
+        return _in_context(dep, lambda: HubSource(dep.repo))
+    folder = (project_dir / dep.path).resolve()
+    if not folder.is_dir():
+        raise ProjectError(
+            f"{dep.declared_in}: path {dep.path!r}: no such folder ({folder})",
+            file=project_dir / dep.origin,
+            hint=f"clone {dep.repo} there (git clone, then git lfs pull), or fix the path",
+        )
+    return _in_context(dep, lambda: GitSource(folder))
+
+
+def _in_context(dep: Dependency, fn: Callable[[], RepoSource]) -> RepoSource:
+    try:
+        return fn()
+    except HubError as exc:
+        raise _contextual(dep, exc) from exc
+
+
+def _contextual(dep: Dependency, exc: KernelwheelError) -> HubError:
+    """The error, prefixed with the declaration it came from."""
+    return HubError(
+        f"{dep.origin}: {dep.declared_in} = {dep.requested!r}: {exc.message}", hint=exc.hint
+    )
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class _Recorder:
+    """The FileHook of ``lock``: remembers the sha256 of every file read, per variant."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, dict[str, str]] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, file: RepoFile, sha256: str) -> None:
+        with self.lock:
+            self.files.setdefault(file.variant, {})[file.inner] = sha256
+
+
+def _previous(path: Path, notes: list[str]) -> LockFile | None:
+    if not path.exists():
+        return None
+    try:
+        return LockFile.load(path)
+    except ProjectError as exc:
+        notes.append(f"the existing {LOCK_NAME} cannot be read, so nothing is carried over: {exc}")
+        return None
+
+
+def _reusable(
+    old: LockFile | None, dep: Dependency, resolution: Resolution, allow_abi: bool
+) -> LockedKernel | None:
+    if old is None or old.kernelwheel != __version__:
+        return None
+    if old.source_date_epoch != source_date_epoch():
+        return None
+    kernel = old.kernel(dep.repo)
+    if kernel is None or not kernel.variants:
+        return None
+    same = (kernel.requested, kernel.path, kernel.allow_abi_violations, kernel.ref, kernel.commit)
+    now = (dep.requested, dep.path, allow_abi, resolution.ref, resolution.commit)
+    return kernel if same == now else None
+
+
+def lock_kernel(
+    dep: Dependency,
+    source: RepoSource,
+    resolution: Resolution,
+    *,
+    allow_abi_violations: bool = False,
+    jobs: int = 0,
+    reporter: Reporter | None = None,
+    abi_check: AbiCheck | None = default_abi_check,
+) -> tuple[LockedKernel, tuple[Rejected, ...]]:
+    """Convert every variant of ``dep`` at the resolved commit and record the hashes."""
+    recorder = _Recorder()
+    pinned = PinnedSource(
+        source,
+        dep.repo.split("/", 1)[1],
+        resolution.ref,
+        ref_kind(dep.request),
+        resolution.commit,
+        recorder,
+    )
+    with tempfile.TemporaryDirectory(prefix="kernelwheel-lock-") as tmp:
+        request = ToWheelRequest(
+            repo=dep.repo,
+            version=dep.requested,
+            output_dir=Path(tmp),
+            allow_abi_violations=allow_abi_violations,
+            jobs=jobs,
+        )
+        result = to_wheels(request, reporter, source=pinned, abi_check=abi_check)
+        variants = tuple(
+            LockedVariant(
+                name=c.variant,
+                wheel=c.wheel.name,
+                wheel_sha256=_sha256(c.wheel),
+                files=tuple(sorted(recorder.files.get(c.variant, {}).items())),
+            )
+            for c in result.converted
+        )
+    if not variants:
+        reasons = "; ".join(f"{r.variant}: {r.reason.splitlines()[0]}" for r in result.rejected)
+        raise HubError(
+            f"{dep.origin}: {dep.declared_in}: no variant of {dep.repo} at commit "
+            f"{resolution.commit} converts to a wheel ({reasons or 'none found'})",
+            hint="lock another version"
+            + ("" if allow_abi_violations else ", or pass --allow-abi-violations"),
+        )
+    locked = LockedKernel(
+        repo=dep.repo,
+        requested=dep.requested,
+        ref=resolution.ref,
+        commit=resolution.commit,
+        version=resolution.version,
+        variants=variants,
+        path=dep.path,
+        allow_abi_violations=allow_abi_violations,
+        skipped=tuple(sorted(r.variant for r in result.rejected)),
+    )
+    return locked, result.rejected
+
+
+def lock_project(
+    req: LockRequest,
+    reporter: Reporter | None = None,
+    *,
+    open_source: SourceOpener = open_dependency,
+    abi_check: AbiCheck | None = default_abi_check,
+) -> LockResult:
+    """Resolve, convert and record every declared kernel; write ``kernelwheel.lock`` when it
+    changed (unless ``check``)."""
+    reporter = reporter or SilentReporter()
+    declarations = read_dependencies(req.project_dir)
+    path = req.project_dir / LOCK_NAME
+    notes: list[str] = []
+    old = None if req.refresh else _previous(path, notes)
+    outcomes: list[KernelOutcome] = []
+    for dep in declarations.dependencies:
+        source = open_source(dep, req.project_dir)
+        try:
+            resolution = resolve(source, dep.request)
+        except HubError as exc:
+            raise _contextual(dep, exc) from exc
+        kept = _reusable(old, dep, resolution, req.allow_abi_violations)
+        if kept is not None:
+            reporter.info(
+                source.name,
+                f"{resolution.describe()}: unchanged since the lock, "
+                f"{len(kept.variants)} variant(s) carried over",
+            )
+            outcomes.append(KernelOutcome(dep, kept, reused=True))
+            continue
+        locked, rejected = lock_kernel(
+            dep,
+            source,
+            resolution,
+            allow_abi_violations=req.allow_abi_violations,
+            jobs=req.jobs,
+            reporter=reporter,
+            abi_check=abi_check,
+        )
+        outcomes.append(KernelOutcome(dep, locked, reused=False, rejected=rejected))
+    _check_distributions(outcomes, declarations.pyproject)
+    lock = LockFile(
+        kernelwheel=__version__,
+        source_date_epoch=source_date_epoch(),
+        kernels=tuple(o.locked for o in outcomes),
+    )
+    text = lock.dumps()
+    try:
+        changed = path.read_text(encoding="utf-8") != text
+    except FileNotFoundError:
+        changed = True
+    written = False
+    if changed and not req.check:
+        _write_atomically(path, text)
+        written = True
+    return LockResult(path, lock, changed, written, tuple(outcomes), tuple(notes))
+
+
+def _check_distributions(outcomes: list[KernelOutcome], pyproject: Path) -> None:
+    """Two kernels whose wheels share a distribution name would overwrite each other."""
+    owner: dict[str, str] = {}
+    for outcome in outcomes:
+        kernel = outcome.locked
+        for variant in kernel.variants:
+            name = canonicalize_name(parse_wheel_filename(variant.wheel)[0])
+            first = owner.setdefault(name, kernel.repo)
+            if first != kernel.repo:
+                raise ProjectError(
+                    f"{first} and {kernel.repo} both make wheels of the distribution {name}",
+                    file=pyproject,
+                    hint="pip can install only one of them; declare only one",
+                )
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
