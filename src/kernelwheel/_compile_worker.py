@@ -60,6 +60,8 @@ def main() -> int:
         name=spec["name"],
         sources=spec["sources"],
         include_dirs=spec["include_dirs"],
+        # Optional (cross builds): searched before torch's own library dir.
+        library_dirs=spec.get("library_dirs", []),
         define_macros=[tuple(m) for m in spec["define_macros"]],
         extra_compile_args=extra,
         extra_link_args=spec.get("link_flags", []),

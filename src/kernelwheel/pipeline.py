@@ -10,12 +10,12 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.tags import Tag
 
-from . import codegen
+from . import codegen, cross
 from .abi import check_wheel
 from .compiler_cache import ccache_env, read_stats
 from .envs import CudaToolkit, EnvInfo, EnvSpec, find_cuda_toolkit, probe, provision
@@ -48,6 +48,7 @@ class BuildRequest:
     jobs: int = 2
     manylinux: str | None = "manylinux_2_28"  # None: keep linux_<arch>, only check
     best_effort: bool = False  # keep a wheel that cannot comply (linux_<arch>) instead of failing
+    recipes_dir: Path | None = None  # cross builds read the host-arch recipe here (None: default)
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,12 @@ def _package_files(project: KernelProject) -> dict[str, bytes]:
 
 
 def _compile(
-    req: BuildRequest, env: EnvInfo, namespace: str, log: Path, toolkit: CudaToolkit | None
+    req: BuildRequest,
+    env: EnvInfo,
+    namespace: str,
+    log: Path,
+    toolkit: CudaToolkit | None,
+    cross_build: cross.CrossBuild | None = None,
 ) -> dict[str, object]:
     project, variant = req.project, req.variant
     assert project.torch is not None
@@ -223,6 +229,8 @@ def _compile(
         "requested_limited_api": REQUESTED_LIMITED_API,
         "capabilities": list(caps),
     }
+    if cross_build is not None:  # kernelwheel.cross: target include/lib dirs, nvcc -ccbin
+        cross_build.extend_spec(spec)
     spec_path = stage / "compile.json"
     result_path = stage / "result.json"
     spec_path.write_text(json.dumps(spec, indent=2))
@@ -236,6 +244,8 @@ def _compile(
     )
     if cached is not None:
         env_vars.update(cached)
+    if cross_build is not None:  # kernelwheel.cross: CC/CXX/LDSHARED = the cross compiler
+        cross_build.extend_env(env_vars, req.cache_dir)
     with open(log, "a") as fh:
         fh.write(f"$ {env.python} {_WORKER} {spec_path}\n")
         fh.flush()
@@ -282,6 +292,17 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
     log.write_text(f"kernelwheel build of {project.name} for {variant.name}\n")
 
     with step(reporter, scope, "environment") as detail:
+        # kernelwheel.cross: a variant for another arch builds in a host-arch environment
+        # against the target arch's torch (and CUDA) wheels, with the cross compiler.
+        cross_plan = cross.plan_for(
+            variant,
+            req.env_spec,
+            recipes_dir=req.recipes_dir,
+            project_root=project.root,
+            need_host_env=req.python is None,
+        )
+        if cross_plan is not None and cross_plan.host_env is not None:
+            req = replace(req, env_spec=cross_plan.host_env)
         if req.python is not None:
             env = probe(req.python)
         else:
@@ -289,12 +310,15 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
                 raise ToolchainError(f"no environment recipe for {variant.name}")
             env = provision(req.env_spec, req.cache_dir, log=log)
         _check_env_matches(env, variant)
+        cross_build = cross_plan.prepare(env, req.cache_dir, log) if cross_plan else None
         toolkit = None
         if variant.backend is not None and variant.backend.kind is BackendKind.CUDA:
             toolkit = find_cuda_toolkit(env, req.cuda_home, req.cuda_system_paths)
         detail.append(f"torch {env.torch}" + (" (cached)" if env.reused else ""))
         if toolkit:
             detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
+        if cross_build is not None:
+            detail.append(cross_build.describe())
 
     with step(reporter, scope, "codegen") as detail:
         bid = codegen.build_id(project, variant)
@@ -302,7 +326,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         detail.append(namespace)
 
     with step(reporter, scope, "compile") as detail:
-        result = _compile(req, env, namespace, log, toolkit)
+        result = _compile(req, env, namespace, log, toolkit, cross_build)
         detail.append(str(result["cache"]))
 
     with step(reporter, scope, "wheel") as detail:

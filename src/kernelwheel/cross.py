@@ -1,0 +1,600 @@
+"""Cross builds: compile a variant for another CPU arch than this machine's (aarch64 on x86_64).
+
+A cross build has three parts:
+
+- the **host environment**: an ordinary build environment for *this* machine's arch holding the
+  variant's torch release (made by :func:`kernelwheel.envs.provision` from the recipe of the
+  same variant for the host arch, or the ``--python`` interpreter). torch's ``cpp_extension``
+  runs there and decides the flags, exactly as in a native build; a CUDA variant's nvcc comes
+  from there too (nvcc runs on the host and only needs a host compiler for the target);
+- the **target sysroot**: the target arch's torch wheel (and, for CUDA, the recipe's CUDA
+  toolchain/runtime wheels for that arch, verified against the recipe's sha256) fetched with
+  ``pip download --platform manylinux_2_28_<arch> ...`` and unpacked, headers and libraries only,
+  into ``<cache>/targets/<arch>-py<X.Y>-<digest>``. Generated torch headers differ per arch
+  (``ATen/Config.h``, ...), so its ``include/`` dirs go before the host torch's and its ``lib/``
+  dirs before the host's;
+- the **cross compiler**: ``<triple>-gcc``/``<triple>-g++`` (Debian: ``g++-aarch64-linux-gnu``)
+  as CC/CXX/LDSHARED for setuptools and torch, and as nvcc's ``-ccbin``.
+
+:mod:`kernelwheel.pipeline` calls :func:`plan_for` before the environment step, builds in
+:attr:`CrossPlan.host_env`, then :meth:`CrossPlan.prepare` gives the :class:`CrossBuild` that
+extends the compile spec and environment. Everything after the compile (wheel, remedies,
+auditwheel repair with ``--plat auto``, the ABI check) is the same as for a native build.
+
+The Python headers are the host interpreter's: kernels use only the limited API, whose
+declarations do not depend on the arch between 64-bit little-endian Linux targets, and the ABI
+checker proves the result imports only stable-ABI symbols.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+from .envs import EnvInfo, EnvSpec
+from .errors import ToolchainError
+from .options import host_arch
+from .variant import Arch, BackendKind, Variant
+
+__all__ = [
+    "CROSS_TRIPLES",
+    "CrossBuild",
+    "CrossCompiler",
+    "CrossPlan",
+    "TargetSpec",
+    "TargetSysroot",
+    "find_cross_compiler",
+    "is_cross",
+    "plan_for",
+    "provision_target",
+]
+
+# GNU triples of the cross compilers, and the Debian/Ubuntu package that provides each.
+CROSS_TRIPLES: dict[Arch, str] = {
+    Arch.AARCH64: "aarch64-linux-gnu",
+    Arch.X86_64: "x86_64-linux-gnu",
+}
+_APT_PACKAGES: dict[Arch, str] = {
+    Arch.AARCH64: "g++-aarch64-linux-gnu",
+    Arch.X86_64: "g++-x86-64-linux-gnu",
+}
+# The ELF e_machine a target's libraries must have (pyelftools' names).
+_ELF_MACHINES: dict[Arch, str] = {Arch.AARCH64: "EM_AARCH64", Arch.X86_64: "EM_X86_64"}
+# Wheels for the target may be at most manylinux_2_28: the kernel wheel claims that policy, so
+# the torch it compiles against must not assume a newer glibc either.
+_MANYLINUX_TAGS = ("manylinux_2_28", "manylinux_2_17", "manylinux2014")
+
+TARGET_READY = ".kernelwheel-target-ready"
+_TARGET_LAYOUT = 1  # bump when the unpacked layout changes; part of the digest
+# Members of a target wheel that the compile needs: headers and link-time libraries.
+_KEEP = re.compile(
+    r"^(?:torch/include/.+"
+    r"|torch/lib/[^/]+\.so(?:\.[0-9]+)*"
+    r"|nvidia/[^/]+/include/.+"
+    r"|nvidia/[^/]+/lib/[^/]+\.so(?:\.[0-9]+)*"
+    r"|[^/]+\.dist-info/(?:METADATA|WHEEL))$"
+)
+# Never needed to link a kernel (abi3 kernels must not link libtorch_python) and large.
+_SKIP_LIBS = frozenset({"libtorch_python.so"})
+
+
+def is_cross(variant: Variant, host: Arch | None = None) -> bool:
+    """True when ``variant`` is for another arch than ``host`` (default: this machine's)."""
+    if variant.arch is None or variant.torch is None:
+        return False
+    return variant.arch is not (host or host_arch())
+
+
+# --- the cross compiler ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CrossCompiler:
+    arch: Arch
+    triple: str
+    cc: Path
+    cxx: Path
+    version: str
+
+
+def find_cross_compiler(arch: Arch, path: str | None = None) -> CrossCompiler:
+    """The ``<triple>-gcc``/``<triple>-g++`` pair for ``arch`` on PATH, or a ToolchainError
+    that says how to install it."""
+    triple = CROSS_TRIPLES[arch]
+    search = os.environ.get("PATH") if path is None else path
+    cc = shutil.which(f"{triple}-gcc", path=search)
+    cxx = shutil.which(f"{triple}-g++", path=search)
+    if cc is None or cxx is None:
+        missing = ", ".join(n for n, p in ((f"{triple}-gcc", cc), (f"{triple}-g++", cxx)) if not p)
+        raise ToolchainError(
+            f"building for {arch.value} on this {host_arch().value} machine needs the "
+            f"{triple} cross compiler, but {missing} is not on PATH",
+            hint=f"install it: apt-get install {_APT_PACKAGES[arch]} (or run "
+            "scripts/install-cross.sh), or build this variant on an "
+            f"{arch.value} machine",
+        )
+    proc = subprocess.run(
+        [cxx, "-dumpfullversion", "-dumpversion"], capture_output=True, text=True, check=False
+    )
+    version = proc.stdout.strip().splitlines()[0] if proc.returncode == 0 and proc.stdout else "?"
+    return CrossCompiler(arch, triple, Path(cc), Path(cxx), version)
+
+
+# --- the target sysroot ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """What the target sysroot is made of: the variant's torch and toolchain for ``arch``."""
+
+    arch: Arch
+    python: str  # "3.11": the CPython whose torch wheel is fetched (headers are the same for all)
+    torch_requirement: str
+    packages: tuple[str, ...] = ()  # requirement lines, "name==ver --hash=sha256:..." if known
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+
+    @property
+    def platforms(self) -> tuple[str, ...]:
+        return tuple(f"{tag}_{self.arch.value}" for tag in _MANYLINUX_TAGS)
+
+    def digest(self) -> str:
+        blob = json.dumps(
+            {
+                "layout": _TARGET_LAYOUT,
+                "arch": self.arch.value,
+                "python": self.python,
+                "torch": self.torch_requirement,
+                "packages": sorted(self.packages),
+                "index": self.index_url,
+                "extra": list(self.extra_index_urls),
+                "links": list(self.find_links),
+                "platforms": list(self.platforms),
+            },
+            sort_keys=True,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def expected_hashes(self) -> dict[str, str]:
+        """Canonical package name -> sha256, for the packages the recipe pins with a hash."""
+        out: dict[str, str] = {}
+        for line in self.packages:
+            m = re.match(r"\s*([A-Za-z0-9._-]+)\s*==.*--hash=sha256:([0-9a-f]{64})", line)
+            if m:
+                out[canonicalize_name(m.group(1))] = m.group(2)
+        return out
+
+
+@dataclass(frozen=True)
+class TargetSysroot:
+    """The unpacked target wheels: ``root/torch/{include,lib}``, ``root/nvidia/cuXY/...``."""
+
+    root: Path
+    arch: Arch
+    torch: str  # the target torch's version, e.g. "2.14.1" or "2.14.1+cpu"
+    wheels: tuple[tuple[str, str], ...]  # (file name, sha256) of every wheel unpacked
+    reused: bool = False
+
+    @property
+    def torch_dir(self) -> Path:
+        return self.root / "torch"
+
+    def cuda_dir(self, major: int) -> Path:
+        return self.root / "nvidia" / f"cu{major}"
+
+    def include_dirs(self, cuda_major: int | None = None) -> list[Path]:
+        dirs = [self.torch_dir / "include", self.torch_dir / "include" / "torch/csrc/api/include"]
+        if cuda_major is not None:
+            dirs.append(self.cuda_dir(cuda_major) / "include")
+        return dirs
+
+    def library_dirs(self, cuda_major: int | None = None) -> list[Path]:
+        dirs = [self.torch_dir / "lib"]
+        if cuda_major is not None:
+            dirs.append(self.cuda_dir(cuda_major) / "lib")
+        return dirs
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _pip_download_args(spec: TargetSpec, dest: Path) -> list[str]:
+    major, minor = spec.python.split(".")[:2]
+    args = [
+        "download",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--implementation",
+        "cp",
+        "--python-version",
+        f"{major}.{minor}",
+        "--abi",
+        f"cp{major}{minor}",
+        "--dest",
+        str(dest),
+    ]
+    for platform in spec.platforms:
+        args += ["--platform", platform]
+    if spec.index_url:
+        args += ["--index-url", spec.index_url]
+    for url in spec.extra_index_urls:
+        args += ["--extra-index-url", url]
+    for link in spec.find_links:
+        args += ["--find-links", link]
+    return args
+
+
+def _run_logged(cmd: Sequence[str], log: Path | None, what: str, hint: str) -> None:
+    env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    tail = ""
+    if log is not None:
+        with open(log, "a") as fh:
+            fh.write(f"$ {' '.join(cmd)}\n")
+            fh.flush()
+            code = subprocess.run(
+                cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, check=False
+            ).returncode
+    else:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        code = proc.returncode
+        tail = "\n" + "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+    if code != 0:
+        where = f" (log: {log})" if log else ""
+        raise ToolchainError(f"failed to {what}: exit {code}{where}{tail}", hint=hint)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _unpack(wheel: Path, root: Path) -> int:
+    """Extract the headers and shared libraries of ``wheel`` into ``root``; returns a count."""
+    count = 0
+    with zipfile.ZipFile(wheel) as zf:
+        for info in zf.infolist():
+            name = info.filename
+            if info.is_dir() or not _KEEP.match(name):
+                continue
+            parts = PurePosixPath(name).parts
+            if name.startswith("/") or ".." in parts:
+                raise ToolchainError(f"{wheel.name}: unsafe member path {name!r}")
+            if parts[-1] in _SKIP_LIBS:
+                continue
+            target = root.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            count += 1
+    return count
+
+
+def _link_unversioned(lib_dir: Path) -> None:
+    """torch links -lcudart: give libcudart.so.13 (etc.) its unversioned name."""
+    for versioned in sorted(lib_dir.glob("lib*.so.*")):
+        plain = lib_dir / (versioned.name.split(".so.")[0] + ".so")
+        if not plain.exists():
+            plain.symlink_to(versioned.name)
+
+
+def _check_machine(sysroot: Path, arch: Arch) -> None:
+    """The unpacked libc10 must really be for the target arch (a wrong wheel fails here)."""
+    from .abi._elf import NotElfError, read_elf
+
+    lib = sysroot / "torch" / "lib" / "libc10.so"
+    if not lib.is_file():
+        raise ToolchainError(
+            f"the target torch has no torch/lib/libc10.so (looked in {sysroot})",
+            hint="the downloaded torch wheel is not a regular Linux build of torch",
+        )
+    try:
+        machine = read_elf(lib).machine
+    except NotElfError as exc:
+        raise ToolchainError(str(exc)) from None
+    if machine != _ELF_MACHINES[arch]:
+        raise ToolchainError(
+            f"the target torch's libc10.so is {machine}, not {_ELF_MACHINES[arch]} ({arch.value})",
+            hint="check --find-links/--index-url: they served a wheel for another arch",
+        )
+
+
+def provision_target(
+    spec: TargetSpec, cache_dir: Path, *, log: Path | None = None
+) -> TargetSysroot:
+    """Download, verify and unpack the target wheels (once; cached by :meth:`TargetSpec.digest`)."""
+    root = cache_dir / "targets" / f"{spec.arch.value}-py{spec.python}-{spec.digest()}"
+    manifest = root / TARGET_READY
+    with _locked(root.parent / f"{root.name}.lock"):
+        if manifest.is_file():
+            cached = json.loads(manifest.read_text())
+            return TargetSysroot(
+                root,
+                spec.arch,
+                cached["torch"],
+                tuple((w["file"], w["sha256"]) for w in cached["wheels"]),
+                reused=True,
+            )
+        if root.exists():
+            shutil.rmtree(root)  # half-made by an interrupted run
+        downloads = root / ".downloads"
+        downloads.mkdir(parents=True)
+        pip = [sys.executable, "-m", "pip", *_pip_download_args(spec, downloads)]
+        platforms = ", ".join(spec.platforms)
+        _run_logged(
+            [*pip, spec.torch_requirement],
+            log,
+            f"download {spec.torch_requirement} for {spec.arch.value}",
+            hint=f"the index must serve {spec.torch_requirement} as a CPython {spec.python} wheel "
+            f"for one of {platforms}; offline: put it in a --find-links folder",
+        )
+        if spec.packages:
+            reqs = root / "target-requirements.txt"
+            reqs.write_text("\n".join(spec.packages) + "\n")
+            hashed = ["--require-hashes"] if any("--hash=" in p for p in spec.packages) else []
+            _run_logged(
+                [*pip, *hashed, "-r", str(reqs)],
+                log,
+                f"download the pinned {spec.arch.value} CUDA packages",
+                hint="the recipe's pins or sha256 do not match what the index serves: check "
+                "recipes/cuda.toml",
+            )
+        expected = spec.expected_hashes()
+        wheels: list[tuple[str, str]] = []
+        torch_version: str | None = None
+        for wheel in sorted(downloads.glob("*.whl")):
+            name, version, _, tags = parse_wheel_filename(wheel.name)
+            digest = _sha256(wheel)
+            want = expected.get(canonicalize_name(name))
+            if want is not None and want != digest:
+                raise ToolchainError(
+                    f"{wheel.name}: sha256 {digest} does not match the recipe's {want}",
+                    hint="the index served another file than the recipe pins: check "
+                    "recipes/cuda.toml and the index",
+                )
+            if not all(
+                t.platform == "any" or t.platform.endswith(f"_{spec.arch.value}") for t in tags
+            ):
+                raise ToolchainError(
+                    f"{wheel.name} is not a {spec.arch.value} wheel",
+                    hint="check --find-links/--index-url: they served a wheel for another arch",
+                )
+            if canonicalize_name(name) == "torch":
+                torch_version = str(version)
+            _unpack(wheel, root)
+            wheels.append((wheel.name, digest))
+        if torch_version is None:
+            raise ToolchainError(f"pip downloaded no torch wheel for {spec.torch_requirement}")
+        _check_machine(root, spec.arch)
+        for lib_dir in root.glob("nvidia/*/lib"):
+            _link_unversioned(lib_dir)
+        shutil.rmtree(downloads)
+        data: dict[str, Any] = {
+            "torch": torch_version,
+            "arch": spec.arch.value,
+            "wheels": [{"file": f, "sha256": d} for f, d in wheels],
+        }
+        manifest.write_text(json.dumps(data, indent=2) + "\n")
+        return TargetSysroot(root, spec.arch, torch_version, tuple(wheels))
+
+
+# --- planning and applying a cross build ----------------------------------------------------
+
+
+def _release(version: str) -> str:
+    """'2.14.1+cu130' -> '2.14.1'."""
+    return version.split("+", 1)[0]
+
+
+def _env_spec_for(recipe: Any, template: EnvSpec | None) -> EnvSpec:
+    """An EnvSpec for ``recipe`` with the index options of ``template`` (what the build's
+    --index-url/--find-links gave the target variant); mirrors commands.build.env_spec."""
+    assert recipe.torch_requirement is not None
+    packages: tuple[str, ...] = ()
+    if recipe.cuda is not None and recipe.cuda.source == "pypi":
+        packages = recipe.cuda.requirements()
+    index_url = template.index_url if template else None
+    extra = (recipe.index_url,) if recipe.index_url and not index_url else ()
+    return EnvSpec(
+        torch_requirement=recipe.torch_requirement,
+        packages=packages,
+        index_url=index_url,
+        extra_index_urls=extra,
+        find_links=template.find_links if template else (),
+    )
+
+
+@dataclass(frozen=True)
+class CrossPlan:
+    """A cross build before its environments exist: what to provision on either side."""
+
+    variant: Variant
+    compiler: CrossCompiler
+    host_env: EnvSpec | None  # the host-arch build environment; None when --python is given
+    target_env: EnvSpec  # the target-arch torch and toolchain pins (never installed)
+
+    @property
+    def cuda_major(self) -> int | None:
+        backend = self.variant.backend
+        if backend is None or backend.kind is not BackendKind.CUDA:
+            return None
+        return int(backend.cuda_version.split(".")[0])
+
+    def target_spec(self, python: str) -> TargetSpec:
+        assert self.variant.arch is not None
+        return TargetSpec(
+            arch=self.variant.arch,
+            python=python,
+            torch_requirement=self.target_env.torch_requirement,
+            packages=self.target_env.packages,
+            index_url=self.target_env.index_url,
+            extra_index_urls=self.target_env.extra_index_urls,
+            find_links=self.target_env.find_links,
+        )
+
+    def prepare(self, env: EnvInfo, cache_dir: Path, log: Path | None = None) -> CrossBuild:
+        """Provision the target sysroot for the host environment ``env`` and check that both
+        sides hold the same torch release."""
+        sysroot = provision_target(self.target_spec(env.python_version), cache_dir, log=log)
+        if _release(sysroot.torch) != _release(env.torch):
+            raise ToolchainError(
+                f"the {sysroot.arch.value} target has torch {sysroot.torch} but the build "
+                f"environment {env.python} has torch {env.torch}: a cross build needs the same "
+                "release on both sides",
+                hint="align the recipes (or the --python interpreter) with the variant's torch",
+            )
+        if log is not None:
+            with open(log, "a") as fh:
+                fh.write(
+                    f"cross build for {sysroot.arch.value}: {self.compiler.cxx} "
+                    f"{self.compiler.version}; target sysroot {sysroot.root}\n"
+                )
+                for name, digest in sysroot.wheels:
+                    fh.write(f"  target wheel {name} sha256={digest}\n")
+        return CrossBuild(self.compiler, sysroot, env, self.cuda_major)
+
+
+def plan_for(
+    variant: Variant,
+    env_spec: EnvSpec | None,
+    *,
+    recipes_dir: Path | None = None,
+    project_root: Path | None = None,
+    need_host_env: bool = True,
+    host: Arch | None = None,
+) -> CrossPlan | None:
+    """The cross plan for ``variant``, or None when it is for this machine's arch.
+
+    ``env_spec`` is the target variant's own environment spec (from its recipe and the build's
+    index options), None when the build uses ``--python``. The host environment comes from the
+    recipe of the same variant for the host arch; the recipes are read from ``recipes_dir``, else
+    as the options of ``project_root`` say (KERNELWHEEL_RECIPES, pyproject), else the bundled.
+    """
+    host = host or host_arch()
+    if not is_cross(variant, host):
+        return None
+    assert variant.arch is not None
+    compiler = find_cross_compiler(variant.arch)
+
+    from .options import resolve_options
+    from .recipes import RecipeError, load_recipes
+
+    if recipes_dir is None and project_root is not None:
+        recipes_dir = resolve_options(project_root).recipes
+    recipes = load_recipes(recipes_dir)
+    target_env = env_spec
+    if target_env is None:
+        target_env = _env_spec_for(recipes.recipe_for(variant), None)
+    if not need_host_env:  # --python: that interpreter is the host environment
+        return CrossPlan(variant, compiler, None, target_env)
+    try:
+        host_recipe = recipes.recipe_for(variant.with_(arch=host))
+    except RecipeError as exc:
+        raise ToolchainError(
+            f"cross-building {variant.name} needs a {host.value} build of the same torch "
+            f"release to run torch's build logic, but the recipes have none: {exc.message}",
+            hint="add the flavour for this arch to the recipes, or pass --python with an "
+            "interpreter holding that torch release",
+        ) from None
+    host_env = _env_spec_for(host_recipe, env_spec)
+    return CrossPlan(variant, compiler, host_env, target_env)
+
+
+@dataclass(frozen=True)
+class CrossBuild:
+    """A prepared cross build: extends the compile spec and the compiler's environment."""
+
+    compiler: CrossCompiler
+    sysroot: TargetSysroot
+    env: EnvInfo  # the host build environment
+    cuda_major: int | None = None
+
+    def describe(self) -> str:
+        return (
+            f"cross {self.sysroot.arch.value}: {self.compiler.cxx.name} {self.compiler.version}, "
+            f"target torch {self.sysroot.torch}" + (" (cached)" if self.sysroot.reused else "")
+        )
+
+    def _is_host_path(self, path: str) -> bool:
+        prefix = self.env.purelib
+        try:
+            return Path(path).resolve().is_relative_to(prefix.resolve())
+        except OSError:
+            return False
+
+    def extend_spec(self, spec: dict[str, Any]) -> None:
+        """Put the target's include/library dirs before the host's, link with the target's
+        libraries, and make nvcc use the cross compiler as its host compiler."""
+        target_inc = [str(p) for p in self.sysroot.include_dirs(self.cuda_major)]
+        includes: list[str] = list(spec["include_dirs"])
+        # The kernel's own includes stay first; the host environment's (CUDA headers from its
+        # nvidia packages) move behind the target's. torch's cpp_extension appends the host
+        # torch's include dirs after all of these.
+        at = next((i for i, p in enumerate(includes) if self._is_host_path(p)), len(includes))
+        spec["include_dirs"] = includes[:at] + target_inc + includes[at:]
+        lib_dirs = [str(p) for p in self.sysroot.library_dirs(self.cuda_major)]
+        spec["library_dirs"] = lib_dirs + list(spec.get("library_dirs", []))
+        # Resolve the target libraries' own dependencies at link time without warnings.
+        spec["link_flags"] = [*spec.get("link_flags", []), f"-Wl,-rpath-link,{':'.join(lib_dirs)}"]
+        if self.cuda_major is not None:
+            cccl = self.sysroot.cuda_dir(self.cuda_major) / "include" / "cccl"
+            nvcc = ["-ccbin", str(self.compiler.cxx)]
+            if cccl.is_dir():
+                # nvcc.profile adds <toolkit>/<target dir>/include/cccl, which a PyPI toolkit
+                # has only for its own arch.
+                nvcc += ["-isystem", str(cccl)]
+            spec["nvcc_flags"] = [*spec["nvcc_flags"], *nvcc]
+        spec["cross"] = {
+            "arch": self.sysroot.arch.value,
+            "sysroot": str(self.sysroot.root),
+            "target_torch": self.sysroot.torch,
+        }
+
+    def extend_env(self, env_vars: dict[str, str], cache_dir: Path) -> None:
+        """CC/CXX/LDSHARED for setuptools and torch; with ccache active, route the cross
+        compiler through it like the native one."""
+        cc, cxx = self.compiler.cc, self.compiler.cxx
+        links = cache_dir / "ccache-bin"
+        ccache = shutil.which("ccache", path=env_vars.get("PATH"))
+        if "CCACHE_DIR" in env_vars and ccache and links.is_dir():
+            for name in (cc.name, cxx.name):
+                link = links / name
+                if not link.is_symlink() or os.readlink(link) != ccache:
+                    link.unlink(missing_ok=True)
+                    link.symlink_to(ccache)
+            # Through PATH, so the masquerade link (first on PATH) wraps the real compiler.
+            cc_cmd, cxx_cmd = cc.name, cxx.name
+        else:
+            cc_cmd, cxx_cmd = str(cc), str(cxx)
+        env_vars["CC"] = cc_cmd
+        env_vars["CXX"] = cxx_cmd
+        # setuptools links with LDSHARED (the interpreter's default names the host gcc and
+        # its own library dir); torch compiles with CXX and checks it is a gcc, which it is.
+        env_vars["LDSHARED"] = f"{cxx_cmd} -shared"
