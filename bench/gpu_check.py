@@ -200,14 +200,14 @@ except RuntimeError as exc:
 
 
 def probe_error_paths(vpy: Path, work: Path, env: dict[str, str], copy_b: Path,
-                      direct_cpu: Path | None, fh) -> dict[str, str]:  # noqa: ANN001
+                      directs: dict[str, Path], fh) -> dict[str, str]:  # noqa: ANN001
     """Does a TORCH_CHECK failure inside the op surface as a RuntimeError, per build and device?"""
     cases = [("A", "img2gray", "-", "cpu"), ("A", "img2gray", "-", "cuda")]
     if (copy_b / "img2gray").exists():
         cases += [("B", "img2gray_b", str(copy_b / "img2gray"), "cpu"),
                   ("B", "img2gray_b", str(copy_b / "img2gray"), "cuda")]
-    if direct_cpu is not None:
-        cases.append(("direct-cpu", "img2gray_d", str(direct_cpu / "img2gray"), "cpu"))
+    for tag, d in directs.items():
+        cases.append((tag, f"img2gray_{tag}", str(d / "img2gray"), "cpu"))
     found: dict[str, str] = {}
     for label, name, where, device in cases:
         p = subprocess.run([str(vpy), "-c", PROBE, name, where, device], env=env, text=True,
@@ -228,22 +228,113 @@ def elf_report(so: Path, fh) -> None:  # noqa: ANN001
         fh.write(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}\n")
 
 
-def gdb_backtrace(vpy: Path, env: dict[str, str], fh) -> None:  # noqa: ANN001
+def gdb_backtrace(vpy: Path, env: dict[str, str], fh, name: str = "img2gray",  # noqa: ANN001
+                  where: str = "-") -> None:
     gdb = shutil.which("cuda-gdb") or ("/usr/local/cuda/bin/cuda-gdb"
                                        if Path("/usr/local/cuda/bin/cuda-gdb").exists() else None)
     if not gdb:
         fh.write("no cuda-gdb\n")
         return
     cmd = [gdb, "-q", "-batch", "-ex", "set pagination off", "-ex", "run", "-ex", "bt 25",
-           "--args", str(vpy), "-c", PROBE, "img2gray", "-", "cpu"]
+           "--args", str(vpy), "-c", PROBE, name, where, "cpu"]
     try:
         p = subprocess.run(cmd, env=env, text=True, capture_output=True, timeout=150)
         text = p.stdout + p.stderr
     except subprocess.TimeoutExpired as exc:
         text = f"timed out: {exc}"
     keep = [ln for ln in text.splitlines() if not ln.startswith(("[New Thread", "[Thread", "[Detaching"))]
-    fh.write("$ " + " ".join(cmd[:8]) + " ... (backtrace of the CPU error path, wheel A)\n")
+    fh.write("$ " + " ".join(cmd[:8]) + f" ... (backtrace of the CPU error path, {name})\n")
     fh.write("\n".join(keep[-80:]) + "\n")
+
+
+PROBE_CPP = r"""
+#include <stdexcept>
+#include <string>
+std::string kw_probe(int n) {
+  if (n < 0) throw std::runtime_error("negative");
+  return std::to_string(n);
+}
+"""
+
+
+def links_libstdcxx_dynamically(cxx: str, ldflags: str, work: Path, fh) -> bool:  # noqa: ANN001
+    """Does `cxx -shared` give a .so that NEEDS libstdc++.so.6 (rather than a static copy)?"""
+    d = work / "toolchain_probe"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "t.cpp").write_text(PROBE_CPP)
+    so = d / "t.so"
+    so.unlink(missing_ok=True)
+    cmd = [cxx, "-shared", "-fPIC", "-O2", str(d / "t.cpp"), "-o", str(so), *ldflags.split()]
+    p = subprocess.run(cmd, text=True, capture_output=True)
+    needed = subprocess.run(["readelf", "-d", str(so)], text=True, capture_output=True).stdout
+    personality = subprocess.run(["sh", "-c", f"nm '{so}' | grep -c ' T __gxx_personality_v0'"],
+                                 text=True, capture_output=True).stdout.strip()
+    dynamic = p.returncode == 0 and "libstdc++.so" in needed
+    fh.write(f"$ {' '.join(cmd)}\nexit {p.returncode} {p.stderr[-800:]}\n"
+             f"NEEDED: {[ln.split('[')[-1].rstrip(']') for ln in needed.splitlines() if 'NEEDED' in ln]}\n"
+             f"defines __gxx_personality_v0 itself: {personality}\n-> libstdc++ "
+             f"{'dynamic' if dynamic else 'STATIC (or link failed)'}\n\n")
+    return dynamic
+
+
+def nvcc_accepts(cc: str, work: Path, fh) -> bool:  # noqa: ANN001
+    d = work / "toolchain_probe"
+    (d / "k.cu").write_text("__global__ void k(int* p) { *p = 1; }\n")
+    nvcc = str(Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc"))
+    p = subprocess.run([nvcc, "-ccbin", cc, "-c", str(d / "k.cu"), "-o", str(d / "k.o")],
+                       text=True, capture_output=True)
+    fh.write(f"$ nvcc -ccbin {cc} -c k.cu: exit {p.returncode} {p.stderr[-500:]}\n")
+    return p.returncode == 0
+
+
+def runtime_libstdcxx() -> str | None:
+    """The libstdc++.so.6 that a torch process actually loads."""
+    p = subprocess.run([sys.executable, "-c", "import torch, sys\n"
+                        "for ln in open('/proc/self/maps'):\n"
+                        "    if 'libstdc++.so' in ln: print(ln.split()[-1]); break"],
+                       text=True, capture_output=True)
+    path = p.stdout.strip()
+    return path or None
+
+
+def pick_toolchain(work: Path, fh, summary: dict[str, object]) -> None:  # noqa: ANN001
+    """Run 1 and 2 saw the CPU op crash whenever it raised; the GPU image's compiler
+    (/opt/gcc) appears to link libstdc++ statically into every extension, giving the process two
+    C++ runtimes. Probe it; if so, switch to a toolchain that links the runtime's libstdc++.so.6
+    (system g++, else the same g++ pointed at a libstdc++.so symlink), and say so."""
+    cxx = os.environ.get("CXX") or shutil.which("g++") or "g++"
+    cc = os.environ.get("CC") or shutil.which("gcc") or "gcc"
+    fh.write(f"== toolchain probe: CC={cc} CXX={cxx} (env CC={os.environ.get('CC')}, "
+             f"CXX={os.environ.get('CXX')}, LDFLAGS={os.environ.get('LDFLAGS')})\n")
+    for d in ("/opt/gcc/lib64", "/opt/gcc/lib"):
+        if Path(d).is_dir():
+            fh.write(f"{d}: {sorted(x.name for x in Path(d).glob('libstdc++*'))}\n")
+    info: dict[str, object] = {"cc": cc, "cxx": cxx}
+    if links_libstdcxx_dynamically(cxx, os.environ.get("LDFLAGS", ""), work, fh):
+        info["verdict"] = "dynamic libstdc++: unchanged"
+    else:
+        sys_cxx, sys_cc = "/usr/bin/g++", "/usr/bin/gcc"
+        runtime = runtime_libstdcxx()
+        info["runtime_libstdcxx"] = runtime
+        info["verdict"] = f"{cxx} links libstdc++ statically; no fix found"
+        shim_flags = ""
+        if runtime:  # first choice: same compiler, linked against the runtime's libstdc++.so.6
+            shim = work / "libstdcxx_shim"
+            shim.mkdir(parents=True, exist_ok=True)
+            link = shim / "libstdc++.so"
+            link.unlink(missing_ok=True)
+            link.symlink_to(runtime)
+            shim_flags = f"-L{shim}"
+        if shim_flags and links_libstdcxx_dynamically(cxx, shim_flags, work, fh):
+            os.environ["LDFLAGS"] = (os.environ.get("LDFLAGS", "") + " " + shim_flags).strip()
+            info["verdict"] = f"{cxx} links libstdc++ statically: LDFLAGS={shim_flags} -> {runtime}"
+        elif Path(sys_cxx).exists() and Path(sys_cc).exists() \
+                and links_libstdcxx_dynamically(sys_cxx, "", work, fh) and nvcc_accepts(sys_cc, work, fh):
+            os.environ["CC"], os.environ["CXX"] = sys_cc, sys_cxx
+            info["verdict"] = f"{cxx} links libstdc++ statically: switched to {sys_cxx}"
+    fh.write(f"-> {info['verdict']}\n\n")
+    log(f"toolchain: {info['verdict']}")
+    summary["toolchain"] = info
 
 
 def host(args: argparse.Namespace) -> int:
@@ -255,6 +346,10 @@ def host(args: argparse.Namespace) -> int:
     jobs = max(2, (os.cpu_count() or 2) // 2)
     cuda_home = find_cuda_home()
     os.environ["CUDA_HOME"] = cuda_home
+    diag = open(out / "gpu_diag.log", "w")  # noqa: SIM115  (closed at the end of host)
+    original_toolchain = {k: os.environ.get(k) for k in ("CC", "CXX", "LDFLAGS")}
+    if not args.keep_toolchain:
+        pick_toolchain(work, diag, summary)
     env = dict(os.environ, CUDA_HOME=cuda_home, PYTHONPATH=kernelwheel_src(work))
     summary["kernelwheel_src"] = env["PYTHONPATH"]
     log(f"== host: python {sys.executable}, CUDA_HOME {cuda_home}, {os.cpu_count()} cpus")
@@ -288,6 +383,21 @@ def host(args: argparse.Namespace) -> int:
                  str(REPO / "bench"), str(work / "variants")],
                 env=dict(os.environ, CUDA_HOME=cuda_home, MAX_JOBS=str(jobs)),
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            # direct CPU-only builds for the error-path probes: chosen toolchain and, as the
+            # control, the machine's original one
+            dprocs = []
+            for tag, tenv in (("direct_cpu", dict(os.environ)),
+                              ("direct_cpu_orig", {**{k: v for k, v in os.environ.items()
+                                                      if k not in original_toolchain},
+                                                   **{k: v for k, v in original_toolchain.items() if v}})):
+                if tag == "direct_cpu_orig" and tenv.get("CXX") == os.environ.get("CXX") \
+                        and tenv.get("LDFLAGS") == os.environ.get("LDFLAGS"):
+                    continue
+                dprocs.append((tag, subprocess.Popen(
+                    [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                     "import direct_build as d; d.build_package(sys.argv[2], cuda=False, tag=sys.argv[3])",
+                     str(REPO / "bench"), str(work / tag), tag],
+                    env=tenv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
             t0 = time.time()
             for name, dest, p in procs:
                 text, _ = p.communicate()
@@ -303,6 +413,9 @@ def host(args: argparse.Namespace) -> int:
                     fh.write(f"---- {lf}\n{lf.read_text()}\n")
             vtext, _ = vproc.communicate()
             fh.write(f"== bench variants exit {vproc.returncode}\n{vtext}\n")
+            for tag, dp in dprocs:
+                dtext, _ = dp.communicate()
+                fh.write(f"== {tag} (CPU-only cpp_extension build) exit {dp.returncode}\n{dtext[-4000:]}\n")
             log(f"bench variants compiled: exit {vproc.returncode}")
         summary["build_seconds"] = round(time.time() - t0, 1)
         if wheel_a is None:
@@ -334,26 +447,32 @@ def host(args: argparse.Namespace) -> int:
             with zipfile.ZipFile(wheel_b) as zf:
                 zf.extractall(copy_b_dir)
 
-    if not direct:
-        with open(out / "gpu_diag.log", "w") as fh:
-            log("-- error-path probes (run 1 saw a segfault when the CPU op raised)")
-            try:
-                so = next(Path(venv_site(vpy), "img2gray").glob("*.so"))
-                elf_report(so, fh)
-                import direct_build
-
-                direct_cpu = None
-                try:
-                    direct_cpu = direct_build.build_package(work / "direct_cpu", cuda=False)
-                except Exception as exc:  # noqa: BLE001
-                    fh.write(f"direct CPU build failed: {exc}\n")
-                probes = probe_error_paths(vpy, work, check_env, copy_b_dir, direct_cpu, fh)
-                summary["error_path_probes"] = probes
-                if any(not v.startswith("exit 0") for v in probes.values()):
-                    gdb_backtrace(vpy, check_env, fh)
-            except Exception as exc:  # noqa: BLE001
-                fh.write(f"diagnostics failed: {exc}\n{traceback.format_exc()}")
-                log(f"  diagnostics failed: {exc}")
+    log("-- error-path probes (runs 1 and 2 saw a segfault when the CPU op raised)")
+    try:
+        if not direct:
+            so = next(Path(venv_site(vpy), "img2gray").glob("*.so"))
+            elf_report(so, diag)
+        directs = {tag: work / tag for tag in ("direct_cpu", "direct_cpu_orig")
+                   if (work / tag / "img2gray").exists()}
+        for d in directs.values():
+            elf_report(next((d / "img2gray").glob("*.so")), diag)
+        probes = probe_error_paths(vpy, work, check_env, copy_b_dir, directs, diag)
+        summary["error_path_probes"] = probes
+        # good = the full message; a static libstdc++ copy crashed (GPU image) or cut the message
+        # short at the first streamed integer (seen here with gcc 12 and -static-libstdc++)
+        crashed = [k for k, v in probes.items()
+                   if "cuda" not in k.split()[-1] and not (v.startswith("exit 0") and "got [5, 4]" in v)]
+        summary["error_path_bad"] = crashed
+        if crashed:
+            first = crashed[0].split()[0]
+            target = ("img2gray", "-") if first == "A" else (
+                f"img2gray_{first}", str(directs[first] / "img2gray")) if first in directs else None
+            if target:
+                gdb_backtrace(vpy, check_env, diag, *target)
+    except Exception as exc:  # noqa: BLE001
+        diag.write(f"diagnostics failed: {exc}\n{traceback.format_exc()}")
+        log(f"  diagnostics failed: {exc}")
+    diag.flush()
 
     rc_check = run([vpy, __file__, "--phase", "check", "--out", str(out), "--work", str(work),
                     "--copy-b", str(copy_b_dir)] + (["--quick"] if args.quick else []),
@@ -371,6 +490,7 @@ def host(args: argparse.Namespace) -> int:
         summary["pytest_exit"] = p.returncode
         summary["pytest_summary"] = tail[0] if tail else ""
         log(f"pytest kernels/img2gray/tests in the venv: exit {p.returncode}: {summary['pytest_summary']}")
+    diag.close()
     summary["total_seconds"] = round(time.time() - t_start, 1)
     (out / "gpu_host.json").write_text(json.dumps(summary, indent=2))
 
@@ -852,6 +972,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-timing", action="store_true")
     p.add_argument("--no-pytest", action="store_true")
     p.add_argument("--copy-b", default="")
+    p.add_argument("--keep-toolchain", action="store_true",
+                   help="build with CC/CXX as found, even if they link libstdc++ statically")
     p.add_argument("--variant", default=GPU_VARIANT, help="kernelwheel variant to build (default: %(default)s)")
     args = p.parse_args(argv)
     return host(args) if args.phase == "host" else check(args)
