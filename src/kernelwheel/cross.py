@@ -518,8 +518,9 @@ def plan_for(
         host_recipe = recipes.recipe_for(variant.with_(arch=host))
     except RecipeError as exc:
         raise ToolchainError(
-            f"cross-building {variant.name} needs a {host.value} build of the same torch "
-            f"release to run torch's build logic, but the recipes have none: {exc.message}",
+            f"cross-building {variant.name} needs the same torch release built for this "
+            f"machine ({host.value}) to run torch's build logic, but the recipes have none: "
+            f"{exc.message}",
             hint="add the flavour for this arch to the recipes, or pass --python with an "
             "interpreter holding that torch release",
         ) from None

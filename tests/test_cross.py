@@ -1,0 +1,396 @@
+"""kernelwheel.cross without network: planning, the target sysroot (real pip download from a
+local folder of small fake wheels holding real ELF libraries), and how a cross build extends the
+compile spec and the compiler's environment."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kernelwheel import cross
+from kernelwheel.envs import EnvInfo, EnvSpec
+from kernelwheel.errors import ToolchainError
+from kernelwheel.log import SilentReporter
+from kernelwheel.pipeline import BuildRequest, build_variant
+from kernelwheel.project import load_project
+from kernelwheel.variant import Arch, Variant
+
+IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
+CUDA_AARCH64 = Variant.parse("torch214-cxx11-cu130-aarch64-linux")
+CPU29_AARCH64 = Variant.parse("torch29-cxx11-cpu-aarch64-linux")
+HAVE_CROSS = shutil.which("aarch64-linux-gnu-gcc") is not None
+HAVE_GCC = shutil.which("gcc") is not None
+
+
+def _fake_compiler_dir(tmp_path: Path, triple: str = "aarch64-linux-gnu") -> Path:
+    """A PATH folder with <triple>-gcc/-g++ scripts that only answer -dumpfullversion."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in ("gcc", "g++"):
+        script = bin_dir / f"{triple}-{tool}"
+        script.write_text("#!/bin/sh\necho 12.2.0\n")
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return bin_dir
+
+
+# --- planning --------------------------------------------------------------------------------
+
+
+def test_is_cross_compares_with_the_host_arch() -> None:
+    assert cross.is_cross(CUDA_AARCH64, Arch.X86_64)
+    assert not cross.is_cross(CUDA_AARCH64, Arch.AARCH64)
+    assert not cross.is_cross(Variant.parse("torch214-cxx11-cu130-x86_64-linux"), Arch.X86_64)
+    assert not cross.is_cross(Variant.parse("torch-universal"), Arch.X86_64)
+
+
+def test_missing_cross_compiler_says_how_to_install_it(tmp_path: Path) -> None:
+    with pytest.raises(ToolchainError) as err:
+        cross.find_cross_compiler(Arch.AARCH64, path=str(tmp_path))
+    assert "aarch64-linux-gnu-gcc" in err.value.message
+    assert err.value.hint is not None
+    assert "apt-get install g++-aarch64-linux-gnu" in err.value.hint
+    assert "scripts/install-cross.sh" in err.value.hint
+
+
+def test_cross_compiler_found_on_path(tmp_path: Path) -> None:
+    found = cross.find_cross_compiler(Arch.AARCH64, path=str(_fake_compiler_dir(tmp_path)))
+    assert found.cxx.name == "aarch64-linux-gnu-g++"
+    assert found.cc.name == "aarch64-linux-gnu-gcc"
+    assert found.version == "12.2.0"
+
+
+def test_plan_for_native_variant_is_none() -> None:
+    native = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
+    assert cross.plan_for(native, None, host=Arch.X86_64) is None
+
+
+def test_plan_cuda_variant_uses_host_arch_pins_for_the_env_and_target_pins_for_sysroot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(_fake_compiler_dir(tmp_path)))
+    monkeypatch.delenv("KERNELWHEEL_RECIPES", raising=False)
+    plan = cross.plan_for(CUDA_AARCH64, None, host=Arch.X86_64)
+    assert plan is not None and plan.host_env is not None
+    assert plan.cuda_major == 13
+    assert plan.host_env.torch_requirement == "torch==2.14.1"
+    assert plan.target_env.torch_requirement == "torch==2.14.1"
+    # The same pins, hashed per arch: x86_64 for the environment nvcc runs in, aarch64 for the
+    # headers and libcudart the kernel links against.
+    host_nvcc = next(p for p in plan.host_env.packages if p.startswith("nvidia-cuda-nvcc=="))
+    target_nvcc = next(p for p in plan.target_env.packages if p.startswith("nvidia-cuda-nvcc=="))
+    assert host_nvcc.endswith("56fe502eb77625a12f25172caa3cdddb4e4c8ba2c8c17dba44b164761b380f03")
+    assert target_nvcc.endswith("c7ff28f86a24effdc6c034fa15230c549a273e4771b10a7fec14996f8cf3307f")
+    spec = plan.target_spec("3.11")
+    assert spec.platforms == (
+        "manylinux_2_28_aarch64",
+        "manylinux_2_17_aarch64",
+        "manylinux2014_aarch64",
+    )
+    hashes = spec.expected_hashes()
+    assert hashes["nvidia-cuda-runtime"].startswith("ef9bcbe9")
+    assert len(hashes) == 5
+
+
+def test_plan_cpu_variant_keeps_index_options_and_host_flavour(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(_fake_compiler_dir(tmp_path)))
+    target = EnvSpec("torch==2.9.1", find_links=("/wheels",))
+    plan = cross.plan_for(CPU29_AARCH64, target, host=Arch.X86_64)
+    assert plan is not None and plan.host_env is not None
+    # PyPI's aarch64 torch 2.9.1 is the CPU build; on x86_64 the CPU build is +cpu from the
+    # PyTorch index.
+    assert plan.target_env is target
+    assert plan.host_env.torch_requirement == "torch==2.9.1+cpu"
+    assert plan.host_env.extra_index_urls == ("https://download.pytorch.org/whl/cpu",)
+    assert plan.host_env.find_links == ("/wheels",)
+    assert plan.host_env.packages == ()
+    # With --python there is no environment to make.
+    bare = cross.plan_for(CPU29_AARCH64, None, need_host_env=False, host=Arch.X86_64)
+    assert bare is not None and bare.host_env is None
+    assert bare.target_env.torch_requirement == "torch==2.9.1"
+
+
+def test_plan_without_a_host_arch_recipe_is_explained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "torch.toml").write_text(
+        'schema = 1\n[torch."2.9"]\nversion = "2.9.1"\npython-abi = "cp39"\n'
+        'cxx-abis = ["cxx11"]\nflavours.cpu = { arches = ["aarch64"], on-pypi = ["aarch64"] }\n'
+    )
+    (recipes / "cuda.toml").write_text("schema = 1\n[cuda]\n")
+    monkeypatch.setenv("PATH", str(_fake_compiler_dir(tmp_path)))
+    with pytest.raises(ToolchainError, match=r"built for this machine \(x86_64\)") as err:
+        cross.plan_for(CPU29_AARCH64, None, recipes_dir=recipes, host=Arch.X86_64)
+    assert err.value.hint is not None and "--python" in err.value.hint
+
+
+def test_target_digest_changes_with_what_goes_in() -> None:
+    a = cross.TargetSpec(Arch.AARCH64, "3.11", "torch==2.14.1")
+    assert a.digest() == cross.TargetSpec(Arch.AARCH64, "3.11", "torch==2.14.1").digest()
+    assert a.digest() != cross.TargetSpec(Arch.AARCH64, "3.12", "torch==2.14.1").digest()
+    assert a.digest() != cross.TargetSpec(Arch.AARCH64, "3.11", "torch==2.14.0").digest()
+    pinned = cross.TargetSpec(Arch.AARCH64, "3.11", "torch==2.14.1", packages=("x==1",))
+    assert a.digest() != pinned.digest()
+
+
+# --- the target sysroot ----------------------------------------------------------------------
+
+
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def _write_wheel(folder: Path, filename: str, files: dict[str, bytes]) -> Path:
+    name, version = filename.split("-")[:2]
+    dist_info = f"{name}-{version}.dist-info"
+    files = dict(files)
+    files[f"{dist_info}/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    ).encode()
+    files[f"{dist_info}/WHEEL"] = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
+    record = "".join(f"{p},{_record_hash(d)},{len(d)}\n" for p, d in files.items())
+    files[f"{dist_info}/RECORD"] = (record + f"{dist_info}/RECORD,,\n").encode()
+    path = folder / filename
+    with zipfile.ZipFile(path, "w") as zf:
+        for member, data in files.items():
+            zf.writestr(member, data)
+    return path
+
+
+def _shared_object(tmp_path: Path, compiler: str, name: str) -> bytes:
+    src = tmp_path / f"{name}.c"
+    src.write_text("int kernelwheel_cross_test(void) { return 1; }\n")
+    out = tmp_path / f"{name}.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(out), str(src)], check=True)
+    return out.read_bytes()
+
+
+@pytest.fixture
+def offline_pip(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """pip sees only an empty index and the wheels folder the test fills."""
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    for var in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONSTRAINT"):
+        monkeypatch.delenv(var, raising=False)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    return wheels
+
+
+def _torch_wheel(wheels: Path, lib: bytes, version: str = "2.14.1") -> Path:
+    return _write_wheel(
+        wheels,
+        f"torch-{version}-cp311-cp311-manylinux_2_28_aarch64.whl",
+        {
+            "torch/include/ATen/Config.h": b"#define AT_PARALLEL_OPENMP 1\n",
+            "torch/include/torch/csrc/api/include/torch/all.h": b"\n",
+            "torch/lib/libc10.so": lib,
+            "torch/lib/libtorch_python.so": lib,
+            "torch/__init__.py": b"",
+        },
+    )
+
+
+def _spec(wheels: Path, packages: tuple[str, ...] = ()) -> cross.TargetSpec:
+    empty_index = wheels.parent / "empty-index"
+    empty_index.mkdir(exist_ok=True)
+    return cross.TargetSpec(
+        Arch.AARCH64,
+        "3.11",
+        "torch==2.14.1",
+        packages=packages,
+        index_url=empty_index.as_uri(),
+        find_links=(str(wheels),),
+    )
+
+
+@pytest.mark.skipif(not HAVE_CROSS, reason="needs aarch64-linux-gnu-gcc (scripts/install-cross.sh)")
+def test_target_sysroot_is_downloaded_verified_unpacked_and_cached(
+    tmp_path: Path, offline_pip: Path
+) -> None:
+    lib = _shared_object(tmp_path, "aarch64-linux-gnu-gcc", "c10")
+    _torch_wheel(offline_pip, lib)
+    runtime = _write_wheel(
+        offline_pip,
+        "nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_aarch64.manylinux_2_17_aarch64.whl",
+        {
+            "nvidia/cu13/include/cuda_runtime.h": b"\n",
+            "nvidia/cu13/include/cccl/cuda/std/version": b"\n",
+            "nvidia/cu13/lib/libcudart.so.13": lib,
+            "nvidia/cu13/bin/tool": b"not unpacked",
+        },
+    )
+    digest = hashlib.sha256(runtime.read_bytes()).hexdigest()
+    spec = _spec(offline_pip, (f"nvidia-cuda-runtime==13.0.96 --hash=sha256:{digest}",))
+    log = tmp_path / "build.log"
+    log.write_text("")
+    sysroot = cross.provision_target(spec, tmp_path / "cache", log=log)
+    assert sysroot.torch == "2.14.1" and not sysroot.reused
+    root = sysroot.root
+    assert (root / "torch/include/ATen/Config.h").is_file()
+    assert (root / "torch/lib/libc10.so").is_file()
+    assert not (root / "torch/lib/libtorch_python.so").exists()  # never linked by a kernel
+    assert not (root / "torch/__init__.py").exists()
+    assert not (root / "nvidia/cu13/bin").exists()
+    assert os.readlink(root / "nvidia/cu13/lib/libcudart.so") == "libcudart.so.13"
+    assert not (root / ".downloads").exists()
+    assert dict(sysroot.wheels)[runtime.name] == digest
+    assert sysroot.include_dirs(13) == [
+        root / "torch/include",
+        root / "torch/include/torch/csrc/api/include",
+        root / "nvidia/cu13/include",
+    ]
+    assert sysroot.library_dirs(None) == [root / "torch/lib"]
+    assert "--platform manylinux_2_28_aarch64" in log.read_text()
+    # Cached: nothing is downloaded again (the wheels may even be gone).
+    shutil.rmtree(offline_pip)
+    again = cross.provision_target(spec, tmp_path / "cache")
+    assert again.reused and again.root == root and again.wheels == sysroot.wheels
+
+
+def test_target_with_wrong_recipe_hash_is_refused(tmp_path: Path, offline_pip: Path) -> None:
+    _torch_wheel(offline_pip, b"\x7fELF not really")
+    _write_wheel(
+        offline_pip,
+        "nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_aarch64.manylinux_2_17_aarch64.whl",
+        {"nvidia/cu13/include/cuda_runtime.h": b"\n"},
+    )
+    spec = _spec(offline_pip, ("nvidia-cuda-runtime==13.0.96 --hash=sha256:" + "0" * 64,))
+    with pytest.raises(ToolchainError, match="download the pinned aarch64 CUDA packages") as err:
+        cross.provision_target(spec, tmp_path / "cache")
+    assert err.value.hint is not None and "recipes/cuda.toml" in err.value.hint
+
+
+@pytest.mark.skipif(not HAVE_GCC, reason="needs gcc")
+def test_target_torch_of_the_wrong_arch_is_refused(tmp_path: Path, offline_pip: Path) -> None:
+    # A wheel named aarch64 whose libraries are x86_64: the ELF machine check catches it.
+    _torch_wheel(offline_pip, _shared_object(tmp_path, "gcc", "c10"))
+    with pytest.raises(ToolchainError, match="is EM_X86_64, not EM_AARCH64"):
+        cross.provision_target(_spec(offline_pip), tmp_path / "cache")
+
+
+def test_target_torch_missing_is_explained(tmp_path: Path, offline_pip: Path) -> None:
+    with pytest.raises(ToolchainError, match="download torch==2.14.1 for aarch64") as err:
+        cross.provision_target(_spec(offline_pip), tmp_path / "cache")
+    assert err.value.hint is not None and "manylinux_2_28_aarch64" in err.value.hint
+
+
+# --- applying a cross build ------------------------------------------------------------------
+
+
+def _cross_build(tmp_path: Path, cuda_major: int | None) -> cross.CrossBuild:
+    bin_dir = _fake_compiler_dir(tmp_path)
+    compiler = cross.find_cross_compiler(Arch.AARCH64, path=str(bin_dir))
+    root = tmp_path / "target"
+    (root / "nvidia/cu13/include/cccl").mkdir(parents=True)
+    sysroot = cross.TargetSysroot(root, Arch.AARCH64, "2.14.1", ())
+    purelib = tmp_path / "hostenv/lib/python3.11/site-packages"
+    purelib.mkdir(parents=True)
+    env = EnvInfo(
+        python=tmp_path / "hostenv/bin/python",
+        python_version="3.11",
+        machine="x86_64",
+        purelib=purelib,
+        torch="2.14.1",
+        cuda="13.0" if cuda_major else None,
+        hip=None,
+        cxx11_abi=True,
+    )
+    return cross.CrossBuild(compiler, sysroot, env, cuda_major)
+
+
+def test_extend_spec_puts_target_dirs_before_the_host_environment(tmp_path: Path) -> None:
+    build = _cross_build(tmp_path, 13)
+    host_cuda = str(build.env.purelib / "nvidia/cu13/include")
+    spec: dict[str, object] = {
+        "include_dirs": ["/stage/include", "/kernel/include", host_cuda],
+        "nvcc_flags": ["-O3"],
+    }
+    build.extend_spec(spec)
+    root = build.sysroot.root
+    assert spec["include_dirs"] == [
+        "/stage/include",
+        "/kernel/include",
+        str(root / "torch/include"),
+        str(root / "torch/include/torch/csrc/api/include"),
+        str(root / "nvidia/cu13/include"),
+        host_cuda,
+    ]
+    assert spec["library_dirs"] == [str(root / "torch/lib"), str(root / "nvidia/cu13/lib")]
+    assert spec["link_flags"] == [
+        f"-Wl,-rpath-link,{root / 'torch/lib'}:{root / 'nvidia/cu13/lib'}"
+    ]
+    assert spec["nvcc_flags"] == [
+        "-O3",
+        "-ccbin",
+        str(build.compiler.cxx),
+        "-isystem",
+        str(root / "nvidia/cu13/include/cccl"),
+    ]
+    assert spec["cross"] == {"arch": "aarch64", "sysroot": str(root), "target_torch": "2.14.1"}
+
+
+def test_extend_spec_cpu_variant_leaves_nvcc_alone(tmp_path: Path) -> None:
+    build = _cross_build(tmp_path, None)
+    spec: dict[str, object] = {"include_dirs": ["/stage/include"], "nvcc_flags": []}
+    build.extend_spec(spec)
+    assert spec["nvcc_flags"] == []
+    assert spec["include_dirs"] == ["/stage/include"] + [
+        str(p) for p in build.sysroot.include_dirs(None)
+    ]
+
+
+def test_extend_env_sets_the_cross_compiler(tmp_path: Path) -> None:
+    build = _cross_build(tmp_path, None)
+    env = {"PATH": "/usr/bin"}
+    build.extend_env(env, tmp_path / "cache")
+    assert env["CC"] == str(build.compiler.cc)
+    assert env["CXX"] == str(build.compiler.cxx)
+    assert env["LDSHARED"] == f"{build.compiler.cxx} -shared"
+
+
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="needs ccache")
+def test_extend_env_routes_the_cross_compiler_through_ccache(tmp_path: Path) -> None:
+    build = _cross_build(tmp_path, None)
+    links = tmp_path / "cache" / "ccache-bin"
+    links.mkdir(parents=True)
+    env = {"PATH": f"{links}{os.pathsep}{os.environ['PATH']}", "CCACHE_DIR": "/x"}
+    build.extend_env(env, tmp_path / "cache")
+    assert env["CXX"] == "aarch64-linux-gnu-g++"
+    assert env["LDSHARED"] == "aarch64-linux-gnu-g++ -shared"
+    assert os.readlink(links / "aarch64-linux-gnu-g++") == shutil.which("ccache")
+    assert os.readlink(links / "aarch64-linux-gnu-gcc") == shutil.which("ccache")
+
+
+# --- the pipeline hook -----------------------------------------------------------------------
+
+
+def test_build_without_cross_compiler_fails_in_the_environment_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(cross, "host_arch", lambda: Arch.X86_64)
+    req = BuildRequest(
+        project=load_project(IMG2GRAY),
+        variant=CPU29_AARCH64,
+        version="0.1.0",
+        out_dir=tmp_path / "out",
+        work_dir=tmp_path / "work",
+        cache_dir=tmp_path / "cache",
+        env_spec=EnvSpec("torch==2.9.1"),
+    )
+    reporter = SilentReporter()
+    with pytest.raises(ToolchainError, match="aarch64-linux-gnu cross compiler") as err:
+        build_variant(req, reporter)
+    assert err.value.hint is not None and "apt-get install g++-aarch64-linux-gnu" in err.value.hint
+    assert not (tmp_path / "cache" / "envs").exists()  # failed before making any environment
