@@ -72,7 +72,7 @@ class BuildStamp:
     cuda_major: int | None  # CUDA major of the build, for CUDA variants
 
 
-def _guard_source(stamp: BuildStamp) -> str:
+def guard_source(stamp: BuildStamp) -> str:
     v = stamp.variant
     assert v.torch is not None
     base_version = stamp.version.split("+", 1)[0]
@@ -172,7 +172,7 @@ def add_op_namespace_prefix(op_name: str) -> str:
     \"\"\"Prefix op_name with this build's namespace: '{namespace}::op_name'.\"\"\"
     return f"{namespace}::{{op_name}}"
 """
-    return header + _guard_source(stamp) + loader
+    return header + guard_source(stamp) + loader
 
 
 def is_cuda_variant(variant: Variant) -> bool:

@@ -14,6 +14,7 @@ import re
 import tempfile
 import time
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from email.message import Message
@@ -136,12 +137,19 @@ def source_date_epoch() -> int:
     return max(value, _DEFAULT_EPOCH)
 
 
+def _compressible(data: bytes) -> bool:
+    """Whether deflate pays: compressed CUDA fatbins barely shrink and cost seconds to deflate.
+    Decided on a sample, deterministically, so the same bytes are always stored the same way."""
+    sample = data[: 1 << 20]
+    return len(sample) < 4096 or len(zlib.compress(sample, 1)) < 0.9 * len(sample)
+
+
 def _zipinfo(
-    arcname: str, date_time: tuple[int, int, int, int, int, int], mode: int
+    arcname: str, date_time: tuple[int, int, int, int, int, int], mode: int, compress: bool
 ) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(arcname, date_time=date_time)
     info.external_attr = (0o100000 | mode) << 16
-    info.compress_type = zipfile.ZIP_DEFLATED
+    info.compress_type = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
     info.create_system = 3  # unix, so the mode bits are honoured on install
     return info
 
@@ -166,7 +174,7 @@ def write_wheel(spec: WheelSpec, out_dir: Path) -> Path:
         with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w") as zf:
             for name, data in entries:
                 mode = 0o755 if name in spec.executables else 0o644
-                zf.writestr(_zipinfo(name, date_time, mode), data)
+                zf.writestr(_zipinfo(name, date_time, mode, _compressible(data)), data)
         os.chmod(tmp_name, 0o644)
         os.replace(tmp_name, final)
     except BaseException:

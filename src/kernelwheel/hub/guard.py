@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from ..codegen import BuildStamp, _guard_source
+from ..codegen import BuildStamp, guard_source
 from ..variant import BackendKind, Variant
 
 __all__ = ["GUARD_MODULE", "guard_files"]
@@ -34,7 +34,7 @@ def guard_module(dist_name: str, version: str, variant: Variant) -> str:
         "# the wheel was not built for.\n"
         "import torch\n"
     )
-    return header + _guard_source(stamp)
+    return header + guard_source(stamp)
 
 
 def _insert_at(source: str) -> int:
