@@ -1,0 +1,205 @@
+"""lock and download against the loopback Hub (the real huggingface_hub client, repos served from
+git): [tool.kernels.dependencies] resolved on the Hub, the same hashes as from a clone, byte-stable
+relocks, downloads at the locked commit after the branch moved, a tampered download refused
+with both hashes named, unknown repos named by their declaration, and offline downloads from
+the cache."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hubfixtures.gitrepo import HubRepo, git, variant_files
+from hubfixtures.hubserver import GitBackedRepo, HubState, serve
+from hubfixtures.shared import leftovers, so_dir, wheels_in
+
+from kernelwheel.errors import HubError
+from kernelwheel.locking import (
+    LOCK_NAME,
+    DownloadRequest,
+    LockFile,
+    LockRequest,
+    download,
+    lock_project,
+)
+
+NESTED = ("torch27-cxx11-cu128-x86_64-linux", "torch214-cxx11-cu130-x86_64-linux", "torch-cuda")
+RIGHT = "torch214-cxx11-cu130-x86_64-linux"
+HUB_DEPS = """[tool.kernels.dependencies]
+"drbh/img2gray" = ">=1.1,<2"
+"acme/relu" = 1
+"""
+CLONE_DEPS = """[tool.kernelwheel.dependencies]
+"drbh/img2gray" = { version = ">=1.1,<2", path = "../img2gray" }
+"acme/relu" = { version = 1, path = "../relu" }
+"""
+
+
+@pytest.fixture(scope="module")
+def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return so_dir(tmp_path_factory)
+
+
+def move_relu(repo: HubRepo, so_cache: Path, version: str) -> str:
+    meta = {"name": "relu", "version": version, "python-depends": []}
+    repo.set_variants(
+        [
+            variant_files(
+                RIGHT, layout="flat", package="relu", so_cache=so_cache, metadata=meta, salt=version
+            )
+        ]
+    )
+    commit = repo.commit(f"build {version}")
+    repo.branch("v1", commit)
+    return commit
+
+
+class World:
+    def __init__(self, root: Path, so_cache: Path) -> None:
+        self.root = root
+        self.so_cache = so_cache
+        self.legacy = HubRepo(root / "img2gray")
+        for tag in ("v1.1.2", "v1.2.0", "v1.10.0", "v2.0.0"):  # v1.10.0 > v1.2.0, as versions
+            self.legacy.set_variants(variant_files(v, so_cache=so_cache, salt=tag) for v in NESTED)
+            self.legacy.commit(tag)
+            self.legacy.tag(tag, annotated=tag == "v1.10.0")
+        self.relu = HubRepo(root / "relu")
+        self.relu_commit = move_relu(self.relu, so_cache, "1.4.0")
+        self.house = root / "wheelhouse"
+
+    def project(self, name: str, deps: str) -> Path:
+        project = self.root / name
+        project.mkdir()
+        (project / "pyproject.toml").write_text('[project]\nname = "app"\n\n' + deps)
+        return project
+
+
+@pytest.fixture
+def world(tmp_path: Path, so_cache: Path) -> World:
+    return World(tmp_path, so_cache)
+
+
+@pytest.fixture
+def hub(world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubState]:
+    state = HubState(
+        repos={
+            "drbh/img2gray": GitBackedRepo(world.legacy.root),
+            "acme/relu": GitBackedRepo(world.relu.root),
+        }
+    )
+    with serve(state) as url:
+        for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_HOME", "HUGGINGFACE_HUB_CACHE"):
+            monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv("HF_ENDPOINT", url)
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+        yield state
+
+
+def test_hub_lock_matches_the_clone_lock_and_relocks_identically(
+    hub: HubState, world: World
+) -> None:
+    project = world.project("app", HUB_DEPS)
+    result = lock_project(LockRequest(project))
+    assert result.written
+    lock = LockFile.load(project / LOCK_NAME)
+    img, relu = lock.kernel("drbh/img2gray"), lock.kernel("acme/relu")
+    assert img is not None and relu is not None
+    assert (img.ref, img.version) == ("v1.10.0", "1.10.0")  # highest tag in range, annotated
+    assert img.commit == git(world.legacy.root, "rev-parse", "v1.10.0^{commit}")
+    assert (relu.ref, relu.commit, relu.path) == ("v1", world.relu_commit, None)
+    # A lock made from git clones of the same repos records the same variants and hashes.
+    cloned = world.project("cloned", CLONE_DEPS)
+    lock_project(LockRequest(cloned))
+    other = LockFile.load(cloned / LOCK_NAME)
+    for kernel in lock.kernels:
+        twin = other.kernel(kernel.repo)
+        assert twin is not None and twin.path is not None
+        assert (twin.commit, twin.variants) == (kernel.commit, kernel.variants)
+    # Relocking asks the Hub for refs only and leaves the bytes alone; so does --refresh.
+    text = (project / LOCK_NAME).read_bytes()
+    hub.log.clear()
+    again = lock_project(LockRequest(project))
+    assert not again.changed and all(k.reused for k in again.kernels)
+    assert not any("/resolve/" in p for p in hub.requests())
+    assert lock_project(LockRequest(project, refresh=True)).changed is False
+    assert (project / LOCK_NAME).read_bytes() == text
+
+
+def fresh_cache(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another machine (a Docker build): nothing of the lock run is cached."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(world.root / "other-cache"))
+
+
+def test_hub_download_fetches_the_locked_commit_after_the_branch_moved(
+    hub: HubState, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = world.project("app", HUB_DEPS)
+    lock_project(LockRequest(project))
+    lock = LockFile.load(project / LOCK_NAME)
+    moved = move_relu(world.relu, world.so_cache, "1.5.0")
+    hub.log.clear()
+    fresh_cache(world, monkeypatch)
+    result = download(DownloadRequest(project, world.house))
+    expected = {v.wheel: v.wheel_sha256 for k in lock.kernels for v in k.variants}
+    assert {w.filename: w.sha256 for w in result.wheels} == expected
+    assert {w.filename: hashlib.sha256(w.path.read_bytes()).hexdigest() for w in result.wheels} == (
+        expected
+    )
+    files = [p.split("/resolve/", 1)[1] for p in hub.requests("GET") if "/resolve/" in p]
+    commits = {k.commit for k in lock.kernels}
+    assert files and all(f.split("/", 1)[0] in commits for f in files)
+    assert moved not in "".join(hub.requests())
+    assert leftovers(world.house) == ["requirements.txt"]
+
+
+def test_tampered_hub_download_is_refused(
+    hub: HubState, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = world.project("app", HUB_DEPS)
+    lock_project(LockRequest(project))
+    img = LockFile.load(project / LOCK_NAME).kernel("drbh/img2gray")
+    assert img is not None
+    variant = img.variant(RIGHT)
+    assert variant is not None
+    expected = dict(variant.files)["img2gray/_ops.py"]
+    path = f"build/{RIGHT}/img2gray/_ops.py"
+    show = ["git", "-C", str(world.legacy.root), "show", f"v1.10.0:{path}"]
+    data = bytearray(subprocess.run(show, capture_output=True, check=True).stdout)
+    assert hashlib.sha256(bytes(data)).hexdigest() == expected
+    data[0] ^= 0x01  # same size, other bytes
+    hub.tamper[("drbh/img2gray", path)] = bytes(data)
+    fresh_cache(world, monkeypatch)
+    with pytest.raises(HubError) as info:
+        download(DownloadRequest(project, world.house))
+    message = str(info.value)
+    assert f"{path}: sha256 mismatch: expected {expected}" in message
+    assert f"actual {hashlib.sha256(bytes(data)).hexdigest()}" in message
+    assert wheels_in(world.house) == [] and leftovers(world.house) == []
+
+
+def test_unknown_hub_repo_names_its_declaration(hub: HubState, world: World) -> None:
+    project = world.project("app", '[tool.kernels.dependencies]\n"nobody/nothing" = 1\n')
+    with pytest.raises(HubError) as info:
+        lock_project(LockRequest(project))
+    message = str(info.value)
+    assert message.startswith("pyproject.toml: tool.kernels.dependencies.\"nobody/nothing\" = '1'")
+    assert "repository not found" in message and "HF_TOKEN" in message
+
+
+def test_offline_download_from_the_cache(
+    hub: HubState, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = world.project("app", HUB_DEPS)
+    lock_project(LockRequest(project))
+    online = download(DownloadRequest(project, world.house, variants=(RIGHT,)))
+    asked = len(hub.log)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    offline = download(DownloadRequest(project, world.root / "offline", variants=(RIGHT,)))
+    assert [w.sha256 for w in offline.wheels] == [w.sha256 for w in online.wheels]
+    assert offline.pylock is not None and online.pylock is not None
+    assert offline.pylock.read_text() == online.pylock.read_text()
+    assert len(hub.log) == asked  # not one request

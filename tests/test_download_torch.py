@@ -1,0 +1,66 @@
+"""lock + download end to end with real torch (integration): a Hub repo (loopback server) whose
+torch 2.14 variant registers a real ``TORCH_LIBRARY`` op, next to a torch 2.7 build; the CLI
+locks and downloads it, and ``pip install --require-hashes --no-index`` from the wheelhouse into
+a fresh venv layered on the torch 2.14.1+cu130 build environment picks the torch 2.14 wheel,
+whose op registers and computes. The op and the environment are those of test_hub_torch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hubfixtures.gitrepo import HubRepo, variant_files
+from hubfixtures.hubserver import GitBackedRepo, HubState, serve
+from hubfixtures.shared import so_dir
+from hubfixtures.venvs import QuickVenv
+from test_hub_torch import CHECK, NS, VARIANT, extension, torch_site
+
+from kernelwheel.cli import main
+
+pytestmark = pytest.mark.integration
+
+__all__ = ["extension", "torch_site"]  # fixtures shared with test_hub_torch
+
+OTHER = "torch27-cxx11-cu128-x86_64-linux"
+
+
+@pytest.fixture
+def hub(
+    extension: bytes, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[HubState]:
+    root = tmp_path_factory.mktemp("lockrepo")
+    repo = HubRepo(root / "img2gray")
+    repo.set_variants(
+        [
+            variant_files(VARIANT, so_cache=so_dir(tmp_path_factory), binary=(NS, extension)),
+            variant_files(OTHER, so_cache=so_dir(tmp_path_factory)),
+        ]
+    )
+    repo.commit("release")
+    repo.tag("v1.2.0")
+    state = HubState(repos={"drbh/img2gray": GitBackedRepo(repo.root)})
+    with serve(state) as url:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.setenv("HF_ENDPOINT", url)
+        monkeypatch.setenv("HF_HUB_CACHE", str(root / "hf"))
+        yield state
+
+
+def test_locked_wheelhouse_installs_offline_and_runs_under_real_torch(
+    hub: HubState, torch_site: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "app"\n\n[tool.kernels.dependencies]\n"drbh/img2gray" = ">=1,<2"\n'
+    )
+    # Built on this host (glibc 2.36): the ABI check reports manylinux_2_28 violations for the
+    # real op, which is what --allow-abi-violations (recorded in the lock) is for.
+    assert main(["lock", str(project), "--allow-abi-violations"]) == 0
+    house = tmp_path / "wheelhouse"
+    assert main(["download", str(project), "--wheelhouse", str(house)]) == 0
+    venv = QuickVenv(tmp_path / "venv", [torch_site])
+    venv.pip_install("--require-hashes", "-r", str(house / "requirements.txt"), find_links=house)
+    assert venv.installed_version("img2gray") == "1.2.0+torch2.14.cu130.cxx11"
+    assert f"OK {NS}::img2gray" in venv.run("-c", CHECK).stdout
