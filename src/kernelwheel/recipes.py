@@ -410,7 +410,12 @@ def load_recipes(path: Path | str | None = None) -> Recipes:
     ``kernelwheel.recipe_data``, i.e. the repository's ``recipes/`` folder)."""
     folder: Traversable
     if path is None:
-        folder = resources.files(RECIPES_PACKAGE)
+        try:
+            folder = resources.files(RECIPES_PACKAGE)
+        except ModuleNotFoundError:
+            # Run from a source tree without installing (PYTHONPATH=src): the one copy of the
+            # data is the repository's recipes/ folder.
+            folder = Path(__file__).resolve().parents[2] / "recipes"
     else:
         folder = Path(path).expanduser()
         if not folder.is_dir():
