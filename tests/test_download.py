@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from hubfixtures.gitrepo import HubRepo, git, namespace_for, variant_files
 from hubfixtures.shared import leftovers, so_dir, wheels_in
 from hubfixtures.venvs import QuickVenv, fake_torch
+from packaging.version import Version
 
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, ProjectError, UsageError
@@ -271,3 +274,43 @@ def test_pip_require_hashes_installs_and_refuses_altered_wheels(
     assert proc.returncode != 0
     assert "THESE PACKAGES DO NOT MATCH THE HASHES" in proc.stdout + proc.stderr
     assert refused.run("-c", "import img2gray", check=False).returncode != 0
+
+
+def _pylock_pip() -> str | None:
+    """A Python whose pip reads pylock.toml (pip >= 26.1): KERNELWHEEL_PYLOCK_PIP, else this
+    interpreter's pip when it is recent enough."""
+    for python in (os.environ.get("KERNELWHEEL_PYLOCK_PIP"), sys.executable):
+        if not python:
+            continue
+        proc = subprocess.run(
+            [python, "-m", "pip", "--version"], capture_output=True, text=True, check=False
+        )
+        parts = proc.stdout.split()
+        if proc.returncode == 0 and len(parts) > 1 and Version(parts[1]) >= Version("26.1"):
+            return python
+    return None
+
+
+def test_pip_installs_from_pylock_toml(setup: Setup, torch_site: Path, tmp_path: Path) -> None:
+    python = _pylock_pip()
+    if python is None:
+        pytest.skip(
+            "no pip >= 26.1 (the first to install from pylock.toml); set "
+            "KERNELWHEEL_PYLOCK_PIP to a Python that has one"
+        )
+    result = download(DownloadRequest(setup.project, setup.house, variants=(RIGHT,)))
+    assert result.pylock is not None
+    venv = QuickVenv(tmp_path / "venv", [torch_site])
+    cmd = [python, "-m", "pip", "--python", str(venv.python), "install", "--isolated", "--no-index"]
+    proc = subprocess.run([*cmd, "-r", str(result.pylock)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert venv.installed_version("img2gray") == "1.2.0+torch2.14.cu130.cxx11"
+    assert venv.installed_version("relu") == "1.4.0+torch2.14.cu130.cxx11"
+    wheel = next(w for w in result.wheels if w.repo == "drbh/img2gray")
+    with wheel.path.open("ab") as fh:
+        fh.write(b"\0")
+    other = QuickVenv(tmp_path / "other", [torch_site])
+    cmd[4] = str(other.python)
+    proc = subprocess.run([*cmd, "-r", str(result.pylock)], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "DO NOT MATCH THE HASHES" in proc.stdout + proc.stderr
