@@ -74,3 +74,13 @@ def test_matching_environment_passes() -> None:
     _check_env_matches(_env("2.14.1", "13.0"), Variant.parse("torch214-cxx11-cu130-x86_64-linux"))
     # A CPU variant builds with any torch of its minor: only CPU kernels are compiled.
     _check_env_matches(_env("2.13.0", "13.0"), Variant.parse("torch213-cxx11-cpu-x86_64-linux"))
+
+
+def test_static_only_libstdcxx_toolchain_is_detected(tmp_path: Path) -> None:
+    from kernelwheel.pipeline import _links_shared_libstdcxx
+
+    fake = tmp_path / "g++"
+    fake.write_text('#!/bin/sh\necho "${1#-print-file-name=}"\n')  # "not found": bare name
+    fake.chmod(0o755)
+    assert _links_shared_libstdcxx(str(fake)) is False
+    assert _links_shared_libstdcxx("c++") is True  # Debian's g++ ships libstdc++.so

@@ -117,6 +117,22 @@ def _sources(paths: tuple[Path, ...], root: Path) -> list[str]:
     return [str(root / p) for p in paths if p.suffix in SOURCE_SUFFIXES]
 
 
+def _links_shared_libstdcxx(cxx: str) -> bool:
+    """Whether ``cxx`` has a shared libstdc++ to link (``-print-file-name`` echoes the bare name
+    when it has none, as on toolchains that only ship the static archive)."""
+    try:
+        out = subprocess.run(
+            [*cxx.split(), "-print-file-name=libstdc++.so"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        ).stdout.strip()
+    except OSError:
+        return True  # no such compiler: the compile step reports it
+    return os.path.isabs(out)
+
+
 def _check_object_names(sources: list[str], project: KernelProject) -> None:
     """setuptools names objects after the source path minus its suffix: a.cpp and a.cu clash."""
     seen: dict[str, str] = {}
@@ -173,7 +189,11 @@ def _compile(
 
     # Known remedies keep the .so within manylinux_2_28 when built with a newer gcc/glibc.
     remedies = remedy_flags()
-    sources = _sources(project.torch.src, project.root) + [str(p) for p in remedies.sources]
+    sources = _sources(project.torch.src, project.root)
+    if _links_shared_libstdcxx(os.environ.get("CXX", "c++")):
+        sources += [str(p) for p in remedies.sources]
+    # else: a compiler without a shared libstdc++ links a static copy, which already defines
+    # the helpers the compat source provides (the two would clash at link time).
     include_dirs = [str(include)] + [str(project.root / p) for p in project.torch.include]
     # Map build paths out of debug info so the same sources give the same bytes anywhere.
     prefix_maps = [
