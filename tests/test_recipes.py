@@ -104,7 +104,7 @@ def test_recipe_for_cuda13_variant_pins_a_hashed_pypi_toolchain() -> None:
     recipes = load_recipes()
     for arch in ("x86_64", "aarch64"):
         recipe = recipes.recipe_for(Variant.parse(f"torch214-cxx11-cu130-{arch}-linux"))
-        assert recipe.torch_requirement == "torch==2.14.1"
+        assert recipe.torch_requirement == "torch===2.14.1"
         assert recipe.index_url is None
         assert recipe.python_abi == "cp310"
         assert recipe.cuda is not None and recipe.cuda.source == "pypi"
@@ -135,9 +135,9 @@ def test_recipe_for_cpu_and_cuda12_variants() -> None:
     assert cpu.index_url == "https://download.pytorch.org/whl/cpu"
     assert cpu.cuda is None and cpu.python_abi == "cp310"
     arm_cpu = recipes.recipe_for(Variant.parse("torch29-cxx11-cpu-aarch64-linux"))
-    assert (arm_cpu.torch_requirement, arm_cpu.index_url) == ("torch==2.9.1", None)
+    assert (arm_cpu.torch_requirement, arm_cpu.index_url) == ("torch===2.9.1", None)
     cu128 = recipes.recipe_for(Variant.parse("torch28-cxx11-cu128-x86_64-linux"))
-    assert cu128.torch_requirement == "torch==2.8.0"
+    assert cu128.torch_requirement == "torch===2.8.0"
     assert cu128.cuda is not None and cu128.cuda.source == "system"
     assert cu128.cuda.packages == () and not cu128.cuda.hashed
     assert "10.1" in cu128.cuda.capabilities

@@ -217,7 +217,9 @@ class TorchFlavour:
     def requirement(self, version: str, arch: Arch) -> tuple[str, str | None]:
         """The exact pip requirement for torch and the index serving it (None: PyPI)."""
         if arch in self.on_pypi:
-            return f"torch=={version}", None
+            # === (exact string match): plain == also matches local builds such as
+            # 2.13.0+cpu, which a find-links folder may offer and pip would prefer.
+            return f"torch==={version}", None
         return f"torch=={version}+{self.backend.token}", self.index_url
 
 
