@@ -37,6 +37,11 @@ DEFAULT = [
     "torch214-cxx11-cpu-x86_64-linux",
 ]
 
+# PyTorch's own index (torch==2.14.1+cpu) is not reachable from this project's machines: this CPU
+# variant compiles in the torch 2.14.1 CUDA environment instead (CPU kernels only; the wheel
+# requires torch==2.14.*, which both builds satisfy).
+BUILD_IN = {"torch214-cxx11-cpu-x86_64-linux": "torch214-cxx11-cu130-x86_64-linux"}
+
 CHECK = r"""
 import numpy as np, torch, img2gray
 rng = np.random.default_rng()
@@ -61,9 +66,11 @@ def main() -> int:
         out = work / name
         start = time.monotonic()
         log = io.StringIO()
+        env_of = BUILD_IN.get(name, name)
+        extra = ["--python", str(build_env(env_of).python)] if env_of != name else []
         with redirect_stdout(log):
             code = kernelwheel(["build", str(REPO / "kernels" / "img2gray"), "-o", str(out),
-                                "--variant", name])
+                                "--variant", name, *extra])
         seconds = time.monotonic() - start
         print(log.getvalue(), flush=True)
         wheels = sorted(out.glob("*.whl"))
@@ -71,7 +78,7 @@ def main() -> int:
             rows.append((name, f"build failed ({code})", "", "", f"{seconds:.0f}", "-"))
             continue
         wheel = wheels[0]
-        venv = LayeredVenv(work / f"venv-{name}", build_env(name).purelib)
+        venv = LayeredVenv(work / f"venv-{name}", build_env(env_of).purelib)
         venv.pip(str(wheel))
         proc = venv.run("-c", CHECK, check=False)
         ran = proc.stdout.strip() if proc.returncode == 0 else "FAILED: " + proc.stderr[-300:]
@@ -85,7 +92,9 @@ def main() -> int:
         "Produced by `.venv/bin/python scripts/matrix_run.py` on this project's CPU machine "
         "(x86_64, 2 cores). Each wheel was pip-installed into a fresh venv on its variant's "
         "torch and its CPU op compared with a NumPy reference on random images (1×1, odd "
-        "sizes, a batch). Build seconds include creating the build environment on first use.",
+        "sizes, a batch). Build seconds include creating the build environment on first use. "
+        "torch214-cpu was compiled in the torch 2.14.1 CUDA environment (PyTorch's CPU index "
+        "is unreachable here).",
         "",
         "| variant | wheel | size | sha256 (16) | build s | installed, op checked on |",
         "|---|---|---|---|---|---|",
