@@ -6,7 +6,10 @@
 set -euo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 wheel=$(ls .gpuwheel/img2gray-*.whl)
-python3 -m venv --system-site-packages /tmp/kw-gpu-venv
+# python3 there is itself a venv holding torch: layer a fresh venv on its site-packages.
+site=$(python3 -c "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))")
+python3 -m venv /tmp/kw-gpu-venv
+echo "$site" > "$(/tmp/kw-gpu-venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_torch.pth"
 /tmp/kw-gpu-venv/bin/python -m pip install -q --no-deps --no-index "$wheel"
 {
   echo "wheel: $(basename "$wheel") sha256 $(sha256sum "$wheel" | cut -d' ' -f1)"
