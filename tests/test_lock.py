@@ -387,6 +387,7 @@ def test_round_trip_with_quoting() -> None:
         (('repo = "drbh/img2gray"\n', ""), "kernel[0].repo: missing"),
         (("source-date-epoch = 315532800", 'source-date-epoch = "x"'), "expected int, got 'x'"),
         (("[[kernel]]", "[[kernel]"), "invalid TOML"),
+        (('requested = ">=1.1,<2"', 'requested = "latest"'), "kernel[0].requested: VERSION"),
     ],
 )
 def test_reader_errors_name_the_field(edit: tuple[str, str], expected: str) -> None:

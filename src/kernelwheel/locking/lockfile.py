@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ProjectError
+from ..errors import ProjectError, UsageError
+from ..hub import VersionRequest
 from . import toml
 
 __all__ = ["LOCK_NAME", "LOCK_VERSION", "LockFile", "LockedKernel", "LockedVariant"]
@@ -193,9 +194,14 @@ class _Reader:
         skipped = self.get(raw, "skipped", list, f"{where}.skipped", default=[])
         if not all(isinstance(s, str) for s in skipped):
             raise self.fail(f"{where}.skipped", f"expected variant names, got {skipped!r}")
+        requested: str = self.get(raw, "requested", str, f"{where}.requested")
+        try:
+            VersionRequest.parse(requested)
+        except UsageError as exc:
+            raise self.fail(f"{where}.requested", exc.message) from None
         return LockedKernel(
             repo=self.get(raw, "repo", str, f"{where}.repo"),
-            requested=self.get(raw, "requested", str, f"{where}.requested"),
+            requested=requested,
             ref=self.get(raw, "ref", str, f"{where}.ref"),
             commit=self.match(raw, "commit", _COMMIT, f"{where}.commit"),
             version=self.get(raw, "version", str, f"{where}.version"),
