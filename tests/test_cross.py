@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -80,8 +81,9 @@ def test_plan_cuda_variant_uses_host_arch_pins_for_the_env_and_target_pins_for_s
     plan = cross.plan_for(CUDA_AARCH64, None, host=Arch.X86_64)
     assert plan is not None and plan.host_env is not None
     assert plan.cuda_major == 13
-    assert plan.host_env.torch_requirement == "torch==2.14.1"
-    assert plan.target_env.torch_requirement == "torch==2.14.1"
+    # PyPI's plain torch 2.14.1 on both arches (pinned exactly: == or ===).
+    assert re.fullmatch(r"torch===?2\.14\.1", plan.host_env.torch_requirement)
+    assert plan.target_env.torch_requirement == plan.host_env.torch_requirement
     # The same pins, hashed per arch: x86_64 for the environment nvcc runs in, aarch64 for the
     # headers and libcudart the kernel links against.
     host_nvcc = next(p for p in plan.host_env.packages if p.startswith("nvidia-cuda-nvcc=="))
@@ -116,7 +118,7 @@ def test_plan_cpu_variant_keeps_index_options_and_host_flavour(
     # With --python there is no environment to make.
     bare = cross.plan_for(CPU29_AARCH64, None, need_host_env=False, host=Arch.X86_64)
     assert bare is not None and bare.host_env is None
-    assert bare.target_env.torch_requirement == "torch==2.9.1"
+    assert re.fullmatch(r"torch===?2\.9\.1", bare.target_env.torch_requirement)
 
 
 def test_plan_without_a_host_arch_recipe_is_explained(
