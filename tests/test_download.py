@@ -184,6 +184,10 @@ def test_a_wheel_hash_the_lock_does_not_hold_is_refused(setup: Setup) -> None:
     assert f"{variant.wheel}: sha256 mismatch: expected {'0' * 64}" in message
     assert f"actual {variant.wheel_sha256}" in message
     assert wheels_in(setup.house) == [] and leftovers(setup.house) == []
+    # A plain relock carries the (unchanged) commit's entry over; --refresh recomputes it.
+    assert "kernelwheel lock --refresh" in message
+    assert lock_project(LockRequest(setup.project, refresh=True)).written
+    assert len(download(DownloadRequest(setup.project, setup.house)).wheels) == 4
 
 
 def test_stale_or_foreign_lock_is_refused(setup: Setup, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -36,6 +36,8 @@ from .resolve import SourceOpener, open_dependency
 __all__ = ["DownloadRequest", "DownloadResult", "download"]
 
 _RELOCK = "run 'kernelwheel lock' and review the diff of kernelwheel.lock"
+# After an integrity failure the lock itself may be wrong: convert everything again.
+_REFRESH = "run 'kernelwheel lock --refresh' and review the diff of kernelwheel.lock"
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ class _Verifier:
             raise HubError(
                 f"{self.kernel.repo} at commit {self.kernel.commit}: {file.path} would be "
                 f"packaged, but {self.lock_path} records no hash for it (actual sha256 {sha256})",
-                hint=f"nothing was written; {_RELOCK}",
+                hint=f"nothing was written; {_REFRESH}",
             )
         if sha256 != expected:
             raise HubError(
@@ -161,7 +163,7 @@ class _Verifier:
                 hint="the download, the cache or the clone was altered, or the repo's history "
                 "was rewritten; nothing was written to the wheelhouse. Clear the cached copy "
                 f"(HF_HUB_CACHE) or re-fetch the clone and retry; if the change is expected, "
-                f"{_RELOCK}",
+                f"{_REFRESH}",
             )
         with self.lock:
             self.seen[file.variant].add(file.inner)
@@ -172,7 +174,7 @@ class _Verifier:
             raise HubError(
                 f"{self.kernel.repo} {variant}: {self.lock_path} records "
                 f"{', '.join(missing)}, but the conversion did not package it",
-                hint=f"nothing was written; {_RELOCK}",
+                hint=f"nothing was written; {_REFRESH}",
             )
 
 
@@ -209,14 +211,14 @@ def _materialise(
     except UsageError as exc:  # a locked variant the repo does not have at that commit
         raise HubError(
             f"{lock_path}: {kernel.repo} at commit {kernel.commit}: {exc.message}",
-            hint=f"{exc.hint}; {_RELOCK}" if exc.hint else _RELOCK,
+            hint=f"{exc.hint}; {_REFRESH}" if exc.hint else _REFRESH,
         ) from exc
     if result.rejected:
         reasons = "; ".join(f"{r.variant}: {r.reason}" for r in result.rejected)
         raise HubError(
             f"{kernel.repo} at commit {kernel.commit}: locked variant(s) did not convert: "
             f"{reasons}",
-            hint=f"nothing was written; {_RELOCK}",
+            hint=f"nothing was written; {_REFRESH}",
         )
     made = {c.variant: c.wheel for c in result.converted}
     wheels = []
@@ -225,14 +227,14 @@ def _materialise(
         if wheel is None:
             raise HubError(
                 f"{kernel.repo} {variant.name}: no wheel was made for this locked variant",
-                hint=f"nothing was written; {_RELOCK}",
+                hint=f"nothing was written; {_REFRESH}",
             )
         verifier.check_complete(variant.name)
         if wheel.name != variant.wheel:
             raise HubError(
                 f"{kernel.repo} {variant.name}: the wheel is {wheel.name}, but {lock_path} "
                 f"records {variant.wheel}",
-                hint=f"nothing was written; {_RELOCK}",
+                hint=f"nothing was written; {_REFRESH}",
             )
         actual = _sha256(wheel)
         if actual != variant.wheel_sha256:
@@ -240,7 +242,7 @@ def _materialise(
                 f"{kernel.repo} {variant.name}: {wheel.name}: sha256 mismatch: expected "
                 f"{variant.wheel_sha256} ({lock_path}), actual {actual}",
                 hint="every file matched the lock, so the wheel writer differs (another "
-                f"kernelwheel build, or a changed environment); nothing was written. {_RELOCK}",
+                f"kernelwheel build, or a changed environment); nothing was written. {_REFRESH}",
             )
         wheels.append(HouseWheel(wheel, actual, kernel.repo, kernel.commit, variant.name))
     return wheels
