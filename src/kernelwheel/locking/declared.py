@@ -135,7 +135,7 @@ def _dependency(pyproject: Path, table: str, repo: str, raw: Any) -> Dependency:
             f" under [{KERNELWHEEL_TABLE}]."
         )
         raise ProjectError(
-            f"{repo!r} is not a Hub repo id",
+            f"{repo!r} is not a Hub repo id (org/name)",
             file=pyproject,
             key=where,
             hint="keys are Hub repo ids such as drbh/img2gray." + local,
