@@ -173,3 +173,12 @@ def test_invalid_pyproject_toml(tmp_path: Path) -> None:
     kernel(tmp_path, "[tool.kernelwheel\n")
     with pytest.raises(ProjectError, match="invalid TOML"):
         resolve_options(tmp_path, env={})
+
+
+def test_dependencies_table_belongs_to_lock_not_build(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.kernelwheel]\nskip = "*-aarch64-*"\n'
+        '[tool.kernelwheel.dependencies]\n"drbh/img2gray" = ">=0.1,<0.2"\n'
+    )
+    options = resolve_options(tmp_path, env={}, cli={})
+    assert options.skip == ("*-aarch64-*",)

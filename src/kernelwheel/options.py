@@ -191,6 +191,10 @@ def resolve_options(
     return options
 
 
+# Sub-tables of [tool.kernelwheel] that belong to other commands, not to build options.
+_OTHER_COMMANDS_KEYS = frozenset({"dependencies"})
+
+
 def _from_pyproject(pyproject: Path) -> dict[str, tuple[Any, str]]:
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
@@ -209,6 +213,8 @@ def _from_pyproject(pyproject: Path) -> dict[str, tuple[Any, str]]:
         )
     out: dict[str, tuple[Any, str]] = {}
     for key, raw in table.items():
+        if key in _OTHER_COMMANDS_KEYS:
+            continue  # read by another command (kernelwheel lock / download)
         dotted = f"{TOOL_TABLE}.{key}"
         name = _TOML_KEYS.get(key)
         if name is None:
