@@ -332,10 +332,13 @@ def test_extend_spec_puts_target_dirs_before_the_host_environment(tmp_path: Path
     assert spec["link_flags"] == [
         f"-Wl,-rpath-link,{root / 'torch/lib'}:{root / 'nvidia/cu13/lib'}"
     ]
+    prefix_map = f"-ffile-prefix-map={root}=/kernelwheel/target"
+    assert spec["cxx_flags"] == [prefix_map]
     assert spec["nvcc_flags"] == [
         "-O3",
         "-ccbin",
         str(build.compiler.cxx),
+        f"-Xcompiler={prefix_map}",
         "-isystem",
         str(root / "nvidia/cu13/include/cccl"),
     ]
@@ -344,9 +347,17 @@ def test_extend_spec_puts_target_dirs_before_the_host_environment(tmp_path: Path
 
 def test_extend_spec_cpu_variant_leaves_nvcc_alone(tmp_path: Path) -> None:
     build = _cross_build(tmp_path, None)
-    spec: dict[str, object] = {"include_dirs": ["/stage/include"], "nvcc_flags": []}
+    spec: dict[str, object] = {
+        "include_dirs": ["/stage/include"],
+        "cxx_flags": ["-O3"],
+        "nvcc_flags": [],
+    }
     build.extend_spec(spec)
     assert spec["nvcc_flags"] == []
+    assert spec["cxx_flags"] == [
+        "-O3",
+        f"-ffile-prefix-map={build.sysroot.root}=/kernelwheel/target",
+    ]
     assert spec["include_dirs"] == ["/stage/include"] + [
         str(p) for p in build.sysroot.include_dirs(None)
     ]

@@ -564,9 +564,12 @@ class CrossBuild:
         spec["library_dirs"] = lib_dirs + list(spec.get("library_dirs", []))
         # Resolve the target libraries' own dependencies at link time without warnings.
         spec["link_flags"] = [*spec.get("link_flags", []), f"-Wl,-rpath-link,{':'.join(lib_dirs)}"]
+        # Like the build paths, the cached sysroot's path is mapped out of the debug info.
+        prefix_map = f"-ffile-prefix-map={self.sysroot.root}=/kernelwheel/target"
+        spec["cxx_flags"] = [*spec.get("cxx_flags", []), prefix_map]
         if self.cuda_major is not None:
             cccl = self.sysroot.cuda_dir(self.cuda_major) / "include" / "cccl"
-            nvcc = ["-ccbin", str(self.compiler.cxx)]
+            nvcc = ["-ccbin", str(self.compiler.cxx), f"-Xcompiler={prefix_map}"]
             if cccl.is_dir():
                 # nvcc.profile adds <toolkit>/<target dir>/include/cccl, which a PyPI toolkit
                 # has only for its own arch.
