@@ -46,7 +46,7 @@ from typing import Any
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from .envs import EnvInfo, EnvSpec
-from .errors import ToolchainError
+from .errors import ToolchainError, UsageError
 from .options import host_arch
 from .variant import Arch, BackendKind, Variant
 
@@ -96,7 +96,12 @@ def is_cross(variant: Variant, host: Arch | None = None) -> bool:
     """True when ``variant`` is for another arch than ``host`` (default: this machine's)."""
     if variant.arch is None or variant.torch is None:
         return False
-    return variant.arch is not (host or host_arch())
+    if host is None:
+        try:
+            host = host_arch()
+        except UsageError:  # a machine kernelwheel has no variants for: nothing to cross from
+            return False
+    return variant.arch is not host
 
 
 # --- the cross compiler ---------------------------------------------------------------------
@@ -119,10 +124,11 @@ def find_cross_compiler(arch: Arch, path: str | None = None) -> CrossCompiler:
     cc = shutil.which(f"{triple}-gcc", path=search)
     cxx = shutil.which(f"{triple}-g++", path=search)
     if cc is None or cxx is None:
-        missing = ", ".join(n for n, p in ((f"{triple}-gcc", cc), (f"{triple}-g++", cxx)) if not p)
+        missing = [n for n, p in ((f"{triple}-gcc", cc), (f"{triple}-g++", cxx)) if not p]
+        verb = "is" if len(missing) == 1 else "are"
         raise ToolchainError(
             f"building for {arch.value} on this {host_arch().value} machine needs the "
-            f"{triple} cross compiler, but {missing} is not on PATH",
+            f"{triple} cross compiler, but {' and '.join(missing)} {verb} not on PATH",
             hint=f"install it: apt-get install {_APT_PACKAGES[arch]} (or run "
             "scripts/install-cross.sh), or build this variant on an "
             f"{arch.value} machine",
@@ -497,9 +503,9 @@ def plan_for(
     recipe of the same variant for the host arch; the recipes are read from ``recipes_dir``, else
     as the options of ``project_root`` say (KERNELWHEEL_RECIPES, pyproject), else the bundled.
     """
-    host = host or host_arch()
     if not is_cross(variant, host):
         return None
+    host = host or host_arch()
     assert variant.arch is not None
     compiler = find_cross_compiler(variant.arch)
 
