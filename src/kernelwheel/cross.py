@@ -28,7 +28,6 @@ checker proves the result imports only stable-ABI symbols.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -37,15 +36,14 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from .envs import EnvInfo, EnvSpec
+from .envs import EnvInfo, EnvSpec, locked
 from .errors import ToolchainError, UsageError
 from .options import host_arch
 from .variant import Arch, BackendKind, Variant
@@ -216,17 +214,6 @@ class TargetSysroot:
         return dirs
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def _pip_download_args(spec: TargetSpec, dest: Path) -> list[str]:
     major, minor = spec.python.split(".")[:2]
     args = [
@@ -338,7 +325,7 @@ def provision_target(
     """Download, verify and unpack the target wheels (once; cached by :meth:`TargetSpec.digest`)."""
     root = cache_dir / "targets" / f"{spec.arch.value}-py{spec.python}-{spec.digest()}"
     manifest = root / TARGET_READY
-    with _locked(root.parent / f"{root.name}.lock"):
+    with locked(root.parent / f"{root.name}.lock"):
         if manifest.is_file():
             cached = json.loads(manifest.read_text())
             return TargetSysroot(

@@ -261,6 +261,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
                 jobs=jobs,
                 manylinux=None if args.no_repair else args.plat,
                 best_effort=args.best_effort,
+                recipes_dir=options.recipes,
             )
             # Builds of one variant share its work folder: serialize them across processes.
             with locked(req.work_dir / f"{recipe.name}.lock"):
