@@ -43,7 +43,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from .envs import EnvInfo, EnvSpec, locked
+from .envs import EnvInfo, EnvSpec, locked, pip_install_args
 from .errors import ToolchainError, UsageError
 from .options import host_arch
 from .variant import Arch, BackendKind, Variant
@@ -233,13 +233,7 @@ def _pip_download_args(spec: TargetSpec, dest: Path) -> list[str]:
     ]
     for platform in spec.platforms:
         args += ["--platform", platform]
-    if spec.index_url:
-        args += ["--index-url", spec.index_url]
-    for url in spec.extra_index_urls:
-        args += ["--extra-index-url", url]
-    for link in spec.find_links:
-        args += ["--find-links", link]
-    return args
+    return args + pip_install_args(spec)
 
 
 def _run_logged(cmd: Sequence[str], log: Path | None, what: str, hint: str) -> None:

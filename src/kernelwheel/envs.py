@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from .errors import ToolchainError
 
@@ -134,7 +135,19 @@ def _venv_python(root: Path) -> Path:
     return root / "bin" / "python"
 
 
-def pip_install_args(spec: EnvSpec) -> list[str]:
+class PipSources(Protocol):
+    """Where pip looks for wheels: an EnvSpec, or a cross build's target spec."""
+
+    @property
+    def index_url(self) -> str | None: ...
+    @property
+    def extra_index_urls(self) -> tuple[str, ...]: ...
+    @property
+    def find_links(self) -> tuple[str, ...]: ...
+
+
+def pip_install_args(spec: PipSources) -> list[str]:
+    """pip's index options for ``spec`` (usable with install and download)."""
     args: list[str] = []
     if spec.index_url:
         args += ["--index-url", spec.index_url]
