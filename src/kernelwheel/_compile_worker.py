@@ -72,7 +72,6 @@ def main() -> int:
         ext_modules=[ext],
         cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
         script_args=[
-            "--quiet",
             "build_ext",
             "--build-temp",
             str(build_temp),
