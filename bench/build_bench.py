@@ -14,8 +14,8 @@ Overhead = (cold - bare) / bare. Prints a Markdown table; --out FILE also writes
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -50,13 +50,19 @@ def bare_compile(stage: Path, log: Path, jobs: int) -> float:
     env["PATH"] = os.pathsep.join(
         p for p in env["PATH"].split(os.pathsep) if "ccache" not in p
     )
+    spec = json.loads((stage / "compile.json").read_text())
+    real = {"nvcc": str(Path(spec["cuda_home"]) / "bin" / "nvcc")} if spec.get("cuda_home") else {}
     for o in obj.rglob("*.o"):
         o.unlink()
     start = time.monotonic()
     # The same parallelism ninja had: run the object commands jobs at a time.
     procs: list[subprocess.Popen[bytes]] = []
     for cmd in commands:
-        cmd = re.sub(r"^\S*ccache\S* ", "", cmd)  # drop a wrapper, keep the compiler
+        # The build ran the compilers through ccache masquerade links: call the real ones.
+        first, _, rest = cmd.partition(" ")
+        if Path(first).parent.name == "ccache-bin":
+            first = real.get(Path(first).name, Path(first).name)
+        cmd = f"{first} {rest}"
         procs.append(subprocess.Popen(cmd, shell=True, cwd=obj, env=env))
         while len([p for p in procs if p.poll() is None]) >= jobs:
             time.sleep(0.05)
