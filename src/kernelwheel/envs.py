@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -173,8 +173,14 @@ def provision(
     root = cache_dir / "envs" / f"py{py_version}-{spec.digest(py_version)}"
     with locked(root.parent / f"{root.name}.lock"):
         if (root / READY_MARKER).exists():
-            info = probe(_venv_python(root))
-            return _replace_reused(info)
+            # The environment is immutable once marked ready, so its probe is too; a marker
+            # from an older kernelwheel, without the probe, is upgraded once.
+            cached = _read_marker(root / READY_MARKER)
+            if cached is None:
+                _write_marker(root / READY_MARKER, probe(_venv_python(root)))
+                cached = _read_marker(root / READY_MARKER)
+            assert cached is not None
+            return cached
         if root.exists():
             shutil.rmtree(root)  # a half-made environment from an interrupted run
         _run([str(base), "-m", "venv", str(root)], log, "create the build venv")
@@ -200,7 +206,7 @@ def provision(
                 "recipes/cuda.toml",
             )
         info = probe(py)
-        (root / READY_MARKER).write_text(json.dumps({"torch": info.torch}) + "\n")
+        _write_marker(root / READY_MARKER, info)
         return info
 
 
@@ -216,10 +222,30 @@ def probe_python_version(python: Path) -> str:
     return out.stdout.strip()
 
 
-def _replace_reused(info: EnvInfo) -> EnvInfo:
-    from dataclasses import replace
+def _write_marker(path: Path, info: EnvInfo) -> None:
+    data = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(info).items()}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)  # written last, atomically: the environment is complete
 
-    return replace(info, reused=True)
+
+def _read_marker(path: Path) -> EnvInfo | None:
+    try:
+        data = json.loads(path.read_text())
+        info = EnvInfo(
+            python=Path(data["python"]),
+            python_version=data["python_version"],
+            machine=data["machine"],
+            purelib=Path(data["purelib"]),
+            torch=data["torch"],
+            cuda=data["cuda"],
+            hip=data["hip"],
+            cxx11_abi=data["cxx11_abi"],
+            reused=True,
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return info if info.python.exists() else None
 
 
 def _run(cmd: Sequence[str], log: Path | None, what: str, hint: str | None = None) -> None:
