@@ -264,6 +264,10 @@ def _compile(
     )
     if cached is not None:
         env_vars.update(cached)
+    else:
+        # No cache means none: torch >= 2.13 would otherwise wrap its compilers in a ccache it
+        # finds on PATH by itself.
+        env_vars["TORCH_NO_COMPILER_WRAPPER"] = "1"
     if cross_build is not None:  # kernelwheel.cross: CC/CXX/LDSHARED = the cross compiler
         cross_build.extend_env(env_vars, req.cache_dir)
     with open(log, "a") as fh:
