@@ -18,7 +18,7 @@ wheel=$(ls -t wheelhouse/img2gray-*.whl | head -n 1)
 rm -rf .demo-venv
 "$PY" -m venv .demo-venv
 # pip resolves the wheel's Requires-Dist (torch==X.Y.*) like any user install would.
-.demo-venv/bin/python -m pip install --disable-pip-version-check -q "$wheel" "pillow>=10,<13"
+.demo-venv/bin/python -m pip install --disable-pip-version-check -q "$wheel" "pillow>=10,<13" "numpy>=1.26,<3"
 .demo-venv/bin/python kernels/img2gray/examples/convert.py \
   kernels/img2gray/examples/sample.png wheelhouse/sample-gray.png
 echo "wheel: $wheel"
