@@ -15,7 +15,6 @@ variable is set (docs/evidence/ in the repository), else the test's temporary fo
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -24,8 +23,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from collections.abc import Sequence
+from contextlib import redirect_stderr, redirect_stdout
 from io import StringIO
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from elftools.elf.elffile import ELFFile
 from kernelwheel.abi import check_wheel
 from kernelwheel.abi._elf import read_elf
 from kernelwheel.cli import main
-from kernelwheel.envs import EnvSpec, provision
+from kernelwheel.envs import EnvSpec, locked, provision
 from kernelwheel.wheel import read_wheel
 
 from .conftest import IMG2GRAY, cache_dir
@@ -267,17 +266,6 @@ def _arm64_packages_available() -> bool:
     return "arm64" in proc.stdout.split()
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def _aarch64_python(log: EvidenceLog) -> Path:
     """A Debian arm64 CPython 3.11 sysroot with aarch64 torch 2.9.1 and NumPy installed by its
     own pip under qemu (cached under the kernelwheel cache: installing torch emulated takes
@@ -285,7 +273,7 @@ def _aarch64_python(log: EvidenceLog) -> Path:
     key = hashlib.sha256(json.dumps([DEBIAN_PACKAGES, TARGET_WHEELS]).encode()).hexdigest()[:12]
     root = cache_dir() / "emulation" / f"debian12-arm64-py3.11-{key}"
     sysroot, ready = root / "sysroot", root / ".ready"
-    with _locked(root.parent / f"{root.name}.lock"):
+    with locked(root.parent / f"{root.name}.lock"):
         if ready.is_file():
             log.section(f"aarch64 Python sysroot (cached): {sysroot}")
             log.write(ready.read_text())
