@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from hubfixtures.gitrepo import HubRepo, git, namespace_for, variant_files
-from hubfixtures.shared import leftovers, so_dir, wheels_in
+from hubfixtures.shared import leftovers, move_relu, so_dir, wheels_in
 from hubfixtures.venvs import QuickVenv, fake_torch
 from packaging.version import Version
 
@@ -42,20 +42,6 @@ DEPS = """[tool.kernelwheel.dependencies]
 @pytest.fixture(scope="module")
 def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return so_dir(tmp_path_factory)
-
-
-def move_relu(repo: HubRepo, so_cache: Path, version: str) -> str:
-    meta = {"name": "relu", "version": version, "python-depends": []}
-    repo.set_variants(
-        [
-            variant_files(
-                RIGHT, layout="flat", package="relu", so_cache=so_cache, metadata=meta, salt=version
-            )
-        ]
-    )
-    commit = repo.commit(f"build {version}")
-    repo.branch("v1", commit)
-    return commit
 
 
 class Setup:

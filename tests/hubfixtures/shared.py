@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from .gitrepo import HubRepo, variant_files
+
 
 def so_dir(factory: pytest.TempPathFactory) -> Path:
     """One compile cache for the whole session, shared by every module."""
@@ -23,3 +25,20 @@ def wheels_in(folder: Path) -> list[str]:
 def leftovers(folder: Path) -> list[str]:
     """Anything in an output folder that is not a finished wheel."""
     return sorted(p.name for p in folder.iterdir() if p.suffix != ".whl") if folder.exists() else []
+
+
+def move_relu(repo: HubRepo, so_cache: Path, version: str) -> str:
+    """Build relu ``version`` (flat layout, torch 2.14 cu130) and move branch v1 onto it."""
+    meta = {"name": "relu", "version": version, "python-depends": []}
+    files = variant_files(
+        "torch214-cxx11-cu130-x86_64-linux",
+        layout="flat",
+        package="relu",
+        so_cache=so_cache,
+        metadata=meta,
+        salt=version,
+    )
+    repo.set_variants([files])
+    commit = repo.commit(f"build {version}")
+    repo.branch("v1", commit)
+    return commit
