@@ -71,9 +71,9 @@ except ModuleNotFoundError as exc:
     if (exc.name or "").startswith("kernelwheel"):
         raise
     print(f"kernelwheel CLI: {exc}; using the build command alone", file=sys.stderr)
-from kernelwheel.commands import build
+from kernelwheel.cli import build
 from kernelwheel.errors import KernelwheelError
-from kernelwheel.ui import ConsoleUI
+from kernelwheel.cli.ui import ConsoleUI
 parser = argparse.ArgumentParser(prog="kernelwheel")
 build.register(parser.add_subparsers(dest="command"))
 args = parser.parse_args(argv)

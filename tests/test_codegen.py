@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel import codegen
-from kernelwheel.project import load_project
-from kernelwheel.variant import Variant
+from kernelwheel.builder import codegen
+from kernelwheel.model.project import load_project
+from kernelwheel.model.variant import Variant
 
 IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
 CU130 = Variant.parse("torch214-cxx11-cu130-x86_64-linux")

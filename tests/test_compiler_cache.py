@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelwheel.compiler_cache import ccache_env, read_stats
+from kernelwheel.builder.compiler_cache import ccache_env, read_stats
 
 LOG = """\
 #

@@ -1,4 +1,4 @@
-"""kernelwheel.cross without network: planning, the target sysroot (real pip download from a
+"""kernelwheel.builder.cross without network: planning, the target sysroot (real pip download from a
 local folder of small fake wheels holding real ELF libraries), and how a cross build extends the
 compile spec and the compiler's environment."""
 
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel import cross
-from kernelwheel.envs import EnvInfo, EnvSpec
+from kernelwheel.builder import cross
+from kernelwheel.builder.envs import EnvInfo, EnvSpec
+from kernelwheel.builder.pipeline import BuildRequest, build_variant
 from kernelwheel.errors import ToolchainError
 from kernelwheel.log import SilentReporter
-from kernelwheel.pipeline import BuildRequest, build_variant
-from kernelwheel.project import load_project
-from kernelwheel.variant import Arch, Variant
+from kernelwheel.model.project import load_project
+from kernelwheel.model.variant import Arch, Variant
 
 IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
 CUDA_AARCH64 = Variant.parse("torch214-cxx11-cu130-aarch64-linux")

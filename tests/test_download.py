@@ -19,6 +19,7 @@ from hubfixtures.shared import leftovers, move_relu, so_dir, wheels_in
 from hubfixtures.venvs import QuickVenv, fake_torch
 from packaging.version import Version
 
+from kernelwheel._toml import loads
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, ProjectError, UsageError
 from kernelwheel.locking import (
@@ -29,7 +30,6 @@ from kernelwheel.locking import (
     download,
     lock_project,
 )
-from kernelwheel.locking.toml import loads
 
 NESTED = ("torch27-cxx11-cu128-x86_64-linux", "torch214-cxx11-cu130-x86_64-linux", "torch-cuda")
 RIGHT = "torch214-cxx11-cu130-x86_64-linux"  # the variant for the fake torch

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel import envs
-from kernelwheel.envs import EnvInfo, EnvSpec, provision
+from kernelwheel.builder import envs
+from kernelwheel.builder.envs import EnvInfo, EnvSpec, provision
 
 SPEC = EnvSpec(torch_requirement="torch===2.14.1", packages=("nvidia-cuda-nvcc==13.0.88",))
 

@@ -1,4 +1,4 @@
-"""Tests for kernelwheel.matrix (planning over small projects) and `kernelwheel matrix`."""
+"""Tests for kernelwheel.plan.matrix (planning over small projects) and `kernelwheel matrix`."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from kernelwheel.cli import main
-from kernelwheel.commands.matrix import plan_from_args
+from kernelwheel.cli.matrix import plan_from_args
 from kernelwheel.errors import UsageError
-from kernelwheel.matrix import MatrixPlan, plan_matrix
-from kernelwheel.options import ENV_VARS
-from kernelwheel.project import KernelProject, load_project
-from kernelwheel.recipes import Recipes, load_recipes, parse_recipes
-from kernelwheel.selector import Selector
-from kernelwheel.variant import Arch
+from kernelwheel.model.project import KernelProject, load_project
+from kernelwheel.model.recipes import Recipes, load_recipes, parse_recipes
+from kernelwheel.model.variant import Arch
+from kernelwheel.plan.matrix import MatrixPlan, plan_matrix
+from kernelwheel.plan.options import ENV_VARS
+from kernelwheel.plan.selector import Selector
 
 TORCH = '[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
 CUDA = '[kernel.k_cuda]\nbackend = "cuda"\nsrc = ["csrc/k.cu"]\n'

@@ -1,4 +1,4 @@
-"""Tests for kernelwheel.options: defaults < [tool.kernelwheel] < KERNELWHEEL_* < CLI flags."""
+"""Tests for kernelwheel.plan.options: defaults < [tool.kernelwheel] < KERNELWHEEL_* < CLI flags."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.errors import ProjectError, UsageError
-from kernelwheel.options import DEFAULT_OPTIONS, Options, resolve_options
-from kernelwheel.variant import Arch
+from kernelwheel.model.variant import Arch
+from kernelwheel.plan.options import DEFAULT_OPTIONS, Options, resolve_options
 
 PYPROJECT = """
 [project]

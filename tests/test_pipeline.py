@@ -7,12 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.commands.build import resolve_version
-from kernelwheel.envs import EnvInfo
+from kernelwheel.builder.envs import EnvInfo
+from kernelwheel.builder.pipeline import (
+    _check_env_matches,
+    _python_tag,
+    full_version,
+    gencode_flags,
+)
+from kernelwheel.cli.build import resolve_version
 from kernelwheel.errors import ProjectError, ToolchainError
-from kernelwheel.pipeline import _check_env_matches, _python_tag, full_version, gencode_flags
-from kernelwheel.project import load_project
-from kernelwheel.variant import Variant
+from kernelwheel.model.project import load_project
+from kernelwheel.model.variant import Variant
 
 IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
 
@@ -77,7 +82,7 @@ def test_matching_environment_passes() -> None:
 
 
 def test_static_only_libstdcxx_toolchain_is_detected(tmp_path: Path) -> None:
-    from kernelwheel.pipeline import _links_shared_libstdcxx
+    from kernelwheel.builder.pipeline import _links_shared_libstdcxx
 
     fake = tmp_path / "g++"
     fake.write_text('#!/bin/sh\necho "${1#-print-file-name=}"\n')  # "not found": bare name

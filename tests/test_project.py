@@ -1,4 +1,4 @@
-"""Tests for kernelwheel.project: build.toml -> frozen KernelProject, and its error messages."""
+"""Tests for kernelwheel.model.project: build.toml -> frozen KernelProject, its errors."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from packaging.version import Version
 
 from kernelwheel.errors import ProjectError, UsageError
-from kernelwheel.project import (
+from kernelwheel.model.project import (
     DEFAULT_PYEXT,
     HubConfig,
     KernelProject,

@@ -1,4 +1,4 @@
-"""Tests for kernelwheel.recipes: the bundled data, recipe_for, digests, and validation errors."""
+"""Tests for kernelwheel.model.recipes: bundled data, recipe_for, digests, validation."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kernelwheel.recipes import RecipeError, load_recipes, parse_recipes
-from kernelwheel.variant import Arch, Backend, BackendKind, TorchVersion, Variant
+from kernelwheel.model.recipes import RecipeError, load_recipes, parse_recipes
+from kernelwheel.model.variant import Arch, Backend, BackendKind, TorchVersion, Variant
 
 if sys.version_info >= (3, 11):
     import tomllib

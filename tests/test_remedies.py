@@ -18,7 +18,7 @@ import abi_testlib as lib  # noqa: E402
 from kernelwheel.abi import Rule, check_shared_object  # noqa: E402
 from kernelwheel.abi._elf import read_elf  # noqa: E402
 from kernelwheel.abi.policy import version_key  # noqa: E402
-from kernelwheel.remedies import (  # noqa: E402
+from kernelwheel.abi.remedies import (  # noqa: E402
     REMEDIES,
     SINGLE_THREADED_VARIABLE,
     remedy_flags,

@@ -1,11 +1,11 @@
-"""Tests for kernelwheel.selector: globs with brace expansion, skip, only, no-match errors."""
+"""Tests for kernelwheel.plan.selector: globs with brace expansion, skip, only, no-match errors."""
 
 from __future__ import annotations
 
 import pytest
 
 from kernelwheel.errors import UsageError
-from kernelwheel.selector import Selector, expand_braces, split_patterns
+from kernelwheel.plan.selector import Selector, expand_braces, split_patterns
 
 NAMES = (
     "torch212-cxx11-cu130-x86_64-linux",

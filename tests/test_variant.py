@@ -9,7 +9,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from kernelwheel.errors import VariantError
-from kernelwheel.variant import (
+from kernelwheel.model.variant import (
     OS,
     Arch,
     Backend,

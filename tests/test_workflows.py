@@ -25,10 +25,10 @@ import pytest
 import yaml
 
 from kernelwheel.cli import main
-from kernelwheel.commands.matrix import RUNNERS
-from kernelwheel.project import load_project
-from kernelwheel.recipes import load_recipes
-from kernelwheel.wheel import read_wheel
+from kernelwheel.cli.matrix import RUNNERS
+from kernelwheel.model.project import load_project
+from kernelwheel.model.recipes import load_recipes
+from kernelwheel.wheels.wheel import read_wheel
 
 REPO = Path(__file__).resolve().parents[1]
 RELEASE = REPO / ".github" / "workflows" / "release.yml"

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel.builder.envs import EnvInfo, provision
 from kernelwheel.cli import main
-from kernelwheel.commands.build import env_spec
-from kernelwheel.envs import EnvInfo, provision
-from kernelwheel.recipes import load_recipes
-from kernelwheel.variant import Variant
+from kernelwheel.cli.build import env_spec
+from kernelwheel.model.recipes import load_recipes
+from kernelwheel.model.variant import Variant
 
 from .venvs import LayeredVenv
 

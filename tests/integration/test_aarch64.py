@@ -33,9 +33,9 @@ from elftools.elf.elffile import ELFFile
 
 from kernelwheel.abi import check_wheel
 from kernelwheel.abi._elf import read_elf
+from kernelwheel.builder.envs import EnvSpec, locked, provision
 from kernelwheel.cli import main
-from kernelwheel.envs import EnvSpec, locked, provision
-from kernelwheel.wheel import read_wheel
+from kernelwheel.wheels.wheel import read_wheel
 
 from .conftest import IMG2GRAY, cache_dir
 

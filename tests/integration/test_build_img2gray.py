@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.cli import main
-from kernelwheel.variant import Variant
-from kernelwheel.wheel import read_wheel
+from kernelwheel.model.variant import Variant
+from kernelwheel.wheels.wheel import read_wheel
 
 from .conftest import CPU_VARIANT, CUDA_VARIANT, IMG2GRAY, Built
 from .venvs import LayeredVenv

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.cli import main
-from kernelwheel.variant import Variant
+from kernelwheel.model.variant import Variant
 
 from .conftest import CPU_VARIANT, IMG2GRAY
 from .venvs import LayeredVenv

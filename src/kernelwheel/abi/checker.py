@@ -16,7 +16,6 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from ..errors import UsageError, WheelError
-from ..remedies import remedy_for_symbol
 from ._elf import ElfInfo, NotElfError, demangle, is_elf, read_elf
 from .policy import (
     DEFAULT_POLICY,
@@ -29,6 +28,7 @@ from .policy import (
     split_version,
     version_key,
 )
+from .remedies import remedy_for_symbol
 from .report import Rule, SoReport, Violation, WheelReport
 from .stable_abi import is_python_symbol, load_stable_abi, parse_python_version
 
@@ -287,7 +287,7 @@ def _explain_version(
     if remedy is not None:
         cause = f"{version_name} symbol {shown} comes from {remedy.origin}; {limit}"
         fix = (
-            f"build with kernelwheel's remedies (kernelwheel.remedies.remedy_flags(), remedy "
+            f"build with kernelwheel's remedies (kernelwheel.abi.remedies.remedy_flags(), remedy "
             f"{remedy.name!r}) or with an older toolchain, e.g. in {image}"
         )
         return cause, fix
@@ -304,7 +304,7 @@ def _explain_version(
         fix = (
             f"build with an older toolchain, e.g. in {image} (its gcc links newer helpers "
             f"statically), or avoid the API; kernelwheel's remedies cover only the helpers "
-            f"listed in kernelwheel.remedies"
+            f"listed in kernelwheel.abi.remedies"
         )
     return cause, fix
 

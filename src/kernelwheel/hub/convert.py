@@ -15,8 +15,8 @@ from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
 from ..errors import HubError
-from ..variant import Variant
-from ..wheel import WheelSpec
+from ..model.variant import Variant
+from ..wheels.wheel import WheelSpec
 from .guard import guard_files
 from .layout import KernelMetadata, VariantPlan, package_name, plan
 from .revision import RequestKind, Resolution

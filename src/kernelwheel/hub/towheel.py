@@ -22,9 +22,9 @@ from typing import Protocol
 
 from ..errors import AbiError, HubError, KernelwheelError, VariantError, WheelError
 from ..log import Reporter, SilentReporter, StepResult, step
-from ..selector import Selector
-from ..variant import OS, Variant
-from ..wheel import write_wheel
+from ..model.variant import OS, Variant
+from ..plan.selector import Selector
+from ..wheels.wheel import write_wheel
 from .convert import PreparedWheel, Unconvertible, prepare_wheel
 from .gitsource import GitSource
 from .hubsource import HubSettings, HubSource

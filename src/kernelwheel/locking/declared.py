@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import _toml as toml
 from ..errors import ProjectError, UsageError
 from ..hub import RequestKind, VersionRequest, is_repo_id
-from . import toml
 
 __all__ = ["PYPROJECT", "Declarations", "Dependency", "read_dependencies"]
 

@@ -25,8 +25,8 @@ from ..errors import HubError, ProjectError, UsageError
 from ..hub import RepoFile, RepoSource, ToWheelRequest, VersionRequest, to_wheels
 from ..hub.towheel import AbiCheck, default_abi_check
 from ..log import Reporter, SilentReporter
-from ..selector import Selector
-from ..wheel import source_date_epoch
+from ..plan.selector import Selector
+from ..wheels.wheel import source_date_epoch
 from .declared import PYPROJECT, Dependency, read_dependencies
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
 from .pinned import PinnedSource, ref_kind

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import _toml as toml
 from ..errors import ProjectError, UsageError
 from ..hub import VersionRequest
-from . import toml
 
 __all__ = ["LOCK_NAME", "LOCK_VERSION", "LockFile", "LockedKernel", "LockedVariant"]
 

@@ -23,9 +23,9 @@ from pathlib import Path
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from .. import _toml as toml
 from ..errors import UsageError
-from ..wheel import dist_info_dir
-from . import toml
+from ..wheels.wheel import dist_info_dir
 
 __all__ = ["HouseWheel", "pylock_toml", "requirements_txt"]
 

@@ -38,7 +38,7 @@ from ..hub import (
 )
 from ..hub.towheel import AbiCheck, default_abi_check
 from ..log import Reporter, SilentReporter
-from ..wheel import source_date_epoch
+from ..wheels.wheel import source_date_epoch
 from .declared import Dependency, read_dependencies
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
 from .pinned import PinnedSource, ref_kind

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from .project import KernelProject
-from .variant import Variant
-from .wheel import read_wheel
+from ..model.project import KernelProject
+from ..model.variant import Variant
+from ..wheels.wheel import read_wheel
 
 # SPDX's word for "no license information was given" (metadata.json requires a string).
 NO_LICENSE = "NOASSERTION"

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 from ..locking import LOCK_NAME, DownloadRequest, DownloadResult, download
-from ..ui import ConsoleUI
+from .ui import ConsoleUI
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

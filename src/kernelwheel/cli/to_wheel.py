@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..ui import ConsoleUI
+from .ui import ConsoleUI
 
 if TYPE_CHECKING:
     from ..hub import ToWheelResult

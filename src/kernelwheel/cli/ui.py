@@ -10,7 +10,7 @@ import os
 import sys
 from typing import TextIO
 
-from .log import StepResult
+from ..log import StepResult
 
 
 class ConsoleUI:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..locking import LOCK_NAME, LockRequest, LockResult, lock_project
-from ..ui import ConsoleUI
+from .ui import ConsoleUI
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

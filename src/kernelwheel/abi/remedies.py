@@ -148,7 +148,7 @@ class RemedySet:
 
 
 def _data_path(name: str) -> Path:
-    path = Path(__file__).resolve().parent / "data" / name
+    path = Path(__file__).resolve().parent.parent / "data" / name
     if not path.is_file():  # pragma: no cover - broken installation
         raise FileNotFoundError(
             f"kernelwheel's package data {name} is missing at {path}: reinstall kernelwheel"

@@ -15,17 +15,17 @@ from pathlib import Path
 
 from packaging.tags import Tag
 
+from ..abi import check_wheel
+from ..abi.remedies import remedy_flags
+from ..errors import AbiError, BuildError, ProjectError, ToolchainError
+from ..log import Reporter, step
+from ..model.project import KernelProject
+from ..model.variant import BackendKind, CxxAbi, Variant
+from ..wheels.repair import repair_wheel
+from ..wheels.wheel import WheelSpec, write_wheel
 from . import codegen, cross
-from .abi import check_wheel
 from .compiler_cache import ccache_env, read_stats
 from .envs import CudaToolkit, EnvInfo, EnvSpec, find_cuda_toolkit, probe, provision
-from .errors import AbiError, BuildError, ProjectError, ToolchainError
-from .log import Reporter, step
-from .project import KernelProject
-from .remedies import remedy_flags
-from .repair import repair_wheel
-from .variant import BackendKind, CxxAbi, Variant
-from .wheel import WheelSpec, write_wheel
 
 REQUESTED_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest stable ABI we target
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")
@@ -249,7 +249,7 @@ def _compile(
         "requested_limited_api": REQUESTED_LIMITED_API,
         "capabilities": list(caps),
     }
-    if cross_build is not None:  # kernelwheel.cross: target include/lib dirs, nvcc -ccbin
+    if cross_build is not None:  # kernelwheel.builder.cross: target include/lib dirs, nvcc -ccbin
         cross_build.extend_spec(spec)
     spec_path = stage / "compile.json"
     result_path = stage / "result.json"
@@ -268,7 +268,7 @@ def _compile(
         # No cache means none: torch >= 2.13 would otherwise wrap its compilers in a ccache it
         # finds on PATH by itself.
         env_vars["TORCH_NO_COMPILER_WRAPPER"] = "1"
-    if cross_build is not None:  # kernelwheel.cross: CC/CXX/LDSHARED = the cross compiler
+    if cross_build is not None:  # kernelwheel.builder.cross: CC/CXX/LDSHARED = the cross compiler
         cross_build.extend_env(env_vars, req.cache_dir)
     with open(log, "a") as fh:
         fh.write(f"$ {env.python} {_WORKER} {spec_path}\n")
@@ -316,7 +316,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
     log.write_text(f"kernelwheel build of {project.name} for {variant.name}\n")
 
     with step(reporter, scope, "environment") as detail:
-        # kernelwheel.cross: a variant for another arch builds in a host-arch environment
+        # kernelwheel.builder.cross: a variant for another arch builds in a host-arch environment
         # against the target arch's torch (and CUDA) wheels, with the cross compiler.
         cross_plan = cross.plan_for(
             variant,

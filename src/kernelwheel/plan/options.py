@@ -21,7 +21,7 @@ Options (TOML key / environment variable / flag, default):
 - ``jobs`` / ``KERNELWHEEL_JOBS`` / ``--jobs N``, default ``auto``.
 
 Values: ``build``/``skip`` are glob patterns over Hub variant names with brace expansion (see
-:mod:`kernelwheel.selector`), written as a TOML string or array, or space-separated in the
+:mod:`kernelwheel.plan.selector`), written as a TOML string or array, or space-separated in the
 environment; several flags add up within the command line. ``archs`` is ``all``, ``auto``/
 ``native`` (the machine's own arch) or arch names (``x86_64``, ``aarch64``), space- or
 comma-separated. ``jobs`` is a positive integer or ``auto``. Paths in pyproject.toml are relative
@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ProjectError, UsageError
+from ..errors import ProjectError, UsageError
+from ..model.variant import Arch
 from .selector import Selector, expand_braces, split_patterns
-from .variant import Arch
 
 if sys.version_info >= (3, 11):
     import tomllib

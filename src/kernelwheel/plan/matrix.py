@@ -27,10 +27,10 @@ from dataclasses import dataclass, field, replace
 
 from packaging.version import Version
 
-from .project import KernelProject, KernelSection
-from .recipes import Recipes, VariantRecipe
+from ..model.project import KernelProject, KernelSection
+from ..model.recipes import Recipes, VariantRecipe
+from ..model.variant import Arch, Backend, BackendKind, Variant
 from .selector import Selector
-from .variant import Arch, Backend, BackendKind, Variant
 
 __all__ = ["MatrixPlan", "Rejection", "plan_matrix"]
 

@@ -7,17 +7,17 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..envs import EnvSpec, locked
+from ..builder.envs import EnvSpec, locked
+from ..builder.pipeline import BuildRequest, BuiltWheel, build_variant
 from ..errors import KernelwheelError, ProjectError, UsageError
-from ..hub_layout import export_variant
+from ..hub.export import export_variant
 from ..log import step
-from ..options import host_arch
-from ..pipeline import BuildRequest, BuiltWheel, build_variant
-from ..project import KernelProject
-from ..recipes import Recipes, VariantRecipe
-from ..ui import ConsoleUI
-from ..variant import BackendKind, Variant
+from ..model.project import KernelProject
+from ..model.recipes import Recipes, VariantRecipe
+from ..model.variant import BackendKind, Variant
+from ..plan.options import host_arch
 from .matrix import Planned, add_selection_arguments, plan_from_args
+from .ui import ConsoleUI
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -40,8 +40,8 @@ from urllib.parse import quote
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from .errors import UsageError, VariantError, WheelError
-from .variant import OS, Arch, Variant
+from ..errors import UsageError, VariantError, WheelError
+from ..model.variant import OS, Arch, Variant
 
 __all__ = ["ALL", "IndexResult", "IndexedWheel", "build_index", "flavours_of", "scan"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..index import ALL, build_index
-from ..ui import ConsoleUI
+from ..wheels.index import ALL, build_index
+from .ui import ConsoleUI
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -1,6 +1,6 @@
 """Command-line entry point. Owns all output and exit codes; library code only raises.
 
-Each subcommand lives in ``kernelwheel.commands.<name>`` and exposes
+Each subcommand lives in ``kernelwheel.cli.<name>`` and exposes
 ``register(subparsers) -> None``, which adds its parser and sets ``func(args, ui) -> int``.
 """
 
@@ -13,8 +13,8 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from . import __version__
-from .errors import KernelwheelError
+from .. import __version__
+from ..errors import KernelwheelError
 from .ui import ConsoleUI
 
 # Order is the order shown in --help.
@@ -40,9 +40,9 @@ def make_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
-            module = importlib.import_module(f".commands.{name}", __package__)
+            module = importlib.import_module(f".{name}", __package__)
         except ModuleNotFoundError as exc:
-            if exc.name == f"{__package__}.commands.{name}":
+            if exc.name == f"{__package__}.{name}":
                 continue  # command not shipped in this build
             raise
         module.register(sub)

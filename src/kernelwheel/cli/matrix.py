@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..matrix import MatrixPlan, plan_matrix
-from ..options import Options, resolve_options
-from ..project import KernelProject, load_project
-from ..recipes import Recipes, VariantRecipe, load_recipes
-from ..ui import ConsoleUI
-from ..variant import Arch
+from ..model.project import KernelProject, load_project
+from ..model.recipes import Recipes, VariantRecipe, load_recipes
+from ..model.variant import Arch
+from ..plan.matrix import MatrixPlan, plan_matrix
+from ..plan.options import Options, resolve_options
+from .ui import ConsoleUI
 
 RUNNERS = {Arch.X86_64: "ubuntu-24.04", Arch.AARCH64: "ubuntu-24.04-arm"}
 DEFAULT_RUNNER = RUNNERS[Arch.X86_64]
@@ -80,7 +80,7 @@ _CLI_OPTIONS = ("build", "skip", "only", "archs", "recipes", "output_dir", "cach
 def plan_from_args(path: Path, args: argparse.Namespace) -> Planned:
     """Load the project, resolve options from every layer, plan and apply the selectors.
 
-    Reads the attributes of ``args`` named like :class:`~kernelwheel.options.Options` fields
+    Reads the attributes of ``args`` named like :class:`~kernelwheel.plan.options.Options` fields
     (``build``, ``skip``, ``only``, ``archs``, ``recipes``, ``output_dir``, ``cache_dir``,
     ``jobs``) where present; a None value means the flag was not given, so give those flags
     ``default=None``.

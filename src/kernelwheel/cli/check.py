@@ -17,7 +17,7 @@ from ..abi import (
     check_wheel,
 )
 from ..errors import AbiError
-from ..ui import ConsoleUI
+from .ui import ConsoleUI
 
 # Violations listed per group (same rule, file and fix) before the table says "... and N more".
 _SHOWN_PER_GROUP = 10

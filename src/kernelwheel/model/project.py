@@ -23,7 +23,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from .errors import ProjectError, UsageError
+from ..errors import ProjectError, UsageError
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -21,7 +21,7 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .errors import UsageError
+from ..errors import UsageError
 
 __all__ = ["Selector", "expand_braces", "split_patterns"]
 

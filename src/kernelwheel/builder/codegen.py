@@ -11,8 +11,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .project import KernelProject
-from .variant import BackendKind, CxxAbi, Variant
+from ..model.project import KernelProject
+from ..model.variant import BackendKind, CxxAbi, Variant
 
 # Bump when generated code changes in a way that must change the build id.
 CODEGEN_SCHEMA = "1"
@@ -96,7 +96,7 @@ _BUILT = {{
 
 
 def _running_local_version(torch_version, cuda, cxx11):
-    # Mirrors kernelwheel.variant.Variant.local_version (a test keeps them in step).
+    # Mirrors kernelwheel.model.variant.Variant.local_version (a test keeps them in step).
     major, minor = torch_version
     backend = "cpu" if not cuda else "cu" + cuda.replace(".", "")[:3]
     label = f"torch{{major}}.{{minor}}.{{backend}}"

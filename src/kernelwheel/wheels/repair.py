@@ -32,7 +32,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .abi import (
+from ..abi import (
     DEFAULT_POLICY,
     Rule,
     WheelReport,
@@ -42,8 +42,8 @@ from .abi import (
     normalize_policy,
     read_wheel_tags,
 )
-from .abi._elf import is_elf
-from .errors import AbiError, UsageError, WheelError
+from ..abi._elf import is_elf
+from ..errors import AbiError, UsageError, WheelError
 from .wheel import source_date_epoch
 
 __all__ = ["RepairResult", "auditwheel_plat_args", "repair_wheel", "retag_wheel"]

@@ -11,9 +11,10 @@ shipped as the resources of the ``kernelwheel.recipe_data`` package:
   default CUDA capabilities.
 
 Everything is validated on load; each problem raises :class:`RecipeError` naming the file, the
-key and the fix. :meth:`Recipes.recipe_for` turns a :class:`~kernelwheel.variant.Variant` into a
-:class:`VariantRecipe`: everything needed to create its build environment, with a stable
-:meth:`~VariantRecipe.digest` to cache that environment by.
+key and the fix. :meth:`Recipes.recipe_for` turns a
+:class:`~kernelwheel.model.variant.Variant` into a :class:`VariantRecipe`: everything needed
+to create its build environment, with a stable :meth:`~VariantRecipe.digest` to cache that
+environment by.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any, Literal
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from .errors import UsageError, VariantError, located
+from ..errors import UsageError, VariantError, located
 from .variant import OS, Arch, Backend, BackendKind, CxxAbi, TorchVersion, Variant
 
 if sys.version_info >= (3, 11):
@@ -417,7 +418,7 @@ def load_recipes(path: Path | str | None = None) -> Recipes:
         except ModuleNotFoundError:
             # Run from a source tree without installing (PYTHONPATH=src): the one copy of the
             # data is the repository's recipes/ folder.
-            folder = Path(__file__).resolve().parents[2] / "recipes"
+            folder = Path(__file__).resolve().parents[3] / "recipes"
     else:
         folder = Path(path).expanduser()
         if not folder.is_dir():

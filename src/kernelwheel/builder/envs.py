@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
-from .errors import ToolchainError
+from ..errors import ToolchainError
 
 READY_MARKER = ".kernelwheel-ready"
 # Build tools every environment gets besides torch; pinned so environments are reproducible.

@@ -3,7 +3,7 @@
 A cross build has three parts:
 
 - the **host environment**: an ordinary build environment for *this* machine's arch holding the
-  variant's torch release (made by :func:`kernelwheel.envs.provision` from the recipe of the
+  variant's torch release (made by :func:`kernelwheel.builder.envs.provision` from the recipe of the
   same variant for the host arch, or the ``--python`` interpreter). torch's ``cpp_extension``
   runs there and decides the flags, exactly as in a native build; a CUDA variant's nvcc comes
   from there too (nvcc runs on the host and only needs a host compiler for the target);
@@ -16,7 +16,7 @@ A cross build has three parts:
 - the **cross compiler**: ``<triple>-gcc``/``<triple>-g++`` (Debian: ``g++-aarch64-linux-gnu``)
   as CC/CXX/LDSHARED for setuptools and torch, and as nvcc's ``-ccbin``.
 
-:mod:`kernelwheel.pipeline` calls :func:`plan_for` before the environment step, builds in
+:mod:`kernelwheel.builder.pipeline` calls :func:`plan_for` before the environment step, builds in
 :attr:`CrossPlan.host_env`, then :meth:`CrossPlan.prepare` gives the :class:`CrossBuild` that
 extends the compile spec and environment. Everything after the compile (wheel, remedies,
 auditwheel repair with ``--plat auto``, the ABI check) is the same as for a native build.
@@ -43,10 +43,10 @@ from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from ..errors import ToolchainError, UsageError
+from ..model.variant import Arch, BackendKind, Variant
+from ..plan.options import host_arch
 from .envs import EnvInfo, EnvSpec, locked, pip_install_args
-from .errors import ToolchainError, UsageError
-from .options import host_arch
-from .variant import Arch, BackendKind, Variant
 
 __all__ = [
     "CROSS_TRIPLES",
@@ -294,7 +294,7 @@ def _link_unversioned(lib_dir: Path) -> None:
 
 def _check_machine(sysroot: Path, arch: Arch) -> None:
     """The unpacked libc10 must really be for the target arch (a wrong wheel fails here)."""
-    from .abi._elf import NotElfError, read_elf
+    from ..abi._elf import NotElfError, read_elf
 
     lib = sysroot / "torch" / "lib" / "libc10.so"
     if not lib.is_file():
@@ -490,8 +490,8 @@ def plan_for(
     assert variant.arch is not None
     compiler = find_cross_compiler(variant.arch)
 
-    from .options import resolve_options
-    from .recipes import RecipeError, load_recipes
+    from ..model.recipes import RecipeError, load_recipes
+    from ..plan.options import resolve_options
 
     if recipes_dir is None and project_root is not None:
         recipes_dir = resolve_options(project_root).recipes
