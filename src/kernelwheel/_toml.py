@@ -1,22 +1,84 @@
-"""The little TOML the lock files need, written by hand so the layout is ours: keys in the order
-given, one value a line, strings always quoted the same way. Same data, same bytes."""
+"""TOML in one place: reading (tomllib, or tomli before 3.11) with errors that name the file
+and the fix, and the little TOML the lock files need, written by hand so the layout is ours:
+keys in the order given, one value a line, strings always quoted the same way. Same data, same
+bytes."""
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+from .errors import KernelwheelError, ProjectError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
-__all__ = ["TOMLDecodeError", "key", "loads", "value"]
+__all__ = ["TOMLDecodeError", "key", "loads", "parse_toml", "read_toml", "value"]
 
 TOMLDecodeError = tomllib.TOMLDecodeError
 loads = tomllib.loads
+
+SYNTAX_HINT = "fix the syntax at that line and column"
+
+# How a module reports a problem in one of its files: ProjectError, or a subclass's twin such as
+# RecipeError, called as error(message, file=..., hint=...).
+ErrorFactory = Callable[..., KernelwheelError]
+
+
+def parse_toml(
+    text: str, *, file: Path | str, hint: str = SYNTAX_HINT, error: ErrorFactory = ProjectError
+) -> dict[str, Any]:
+    """Parse ``text`` read from ``file``; invalid TOML raises ``error`` naming the file, with
+    the line and column (tomllib's message carries them) and ``hint``."""
+    if text.startswith("\ufeff"):
+        raise error(
+            "starts with a UTF-8 byte order mark, which TOML does not allow",
+            file=file,
+            hint="save the file as UTF-8 without BOM",
+        )
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+        return data
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"invalid TOML: {exc}", file=file, hint=hint) from exc
+
+
+def read_toml(
+    path: Path,
+    *,
+    hint: str = SYNTAX_HINT,
+    missing_hint: str | None = None,
+    error: ErrorFactory = ProjectError,
+) -> dict[str, Any]:
+    """Read and parse the TOML file ``path``. Every failure is ``error`` naming the file: not
+    found (with ``missing_hint``), a folder, not UTF-8, unreadable, or invalid TOML."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error("not found", file=path, hint=missing_hint or "check the path") from None
+    except IsADirectoryError:
+        raise error(
+            "is a folder, not a file",
+            file=path,
+            hint="pass the file inside it, or remove the folder",
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            file=path,
+            hint=f"save {path.name} as UTF-8",
+        ) from exc
+    except OSError as exc:
+        raise error(
+            f"cannot read: {exc.strerror or exc}", file=path, hint="check the file's permissions"
+        ) from exc
+    return parse_toml(text, file=path, hint=hint, error=error)
+
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _ESCAPES = {

@@ -9,18 +9,13 @@ import functools
 import importlib.resources
 import json
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._toml import read_toml
 from ..errors import UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 DEFAULT_POLICY = "manylinux_2_28"
 
@@ -245,8 +240,7 @@ def _data_file(name: str) -> Path:
 def load_kernel_libraries(path: Path | None = None) -> KernelLibraries:
     """Load and validate ``data/abi_policy.toml`` (or ``path``)."""
     source = path or _data_file("abi_policy.toml")
-    with source.open("rb") as f:
-        raw = tomllib.load(f)
+    raw = read_toml(source, error=UsageError)
     unknown = set(raw) - {"provided", "forbidden", "toolchain"}
     if unknown:
         raise ValueError(f"{source}: unknown tables {sorted(unknown)}")

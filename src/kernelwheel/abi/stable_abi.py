@@ -12,18 +12,14 @@ or, without a CPython checkout, from the ``abi3info`` package (a generated mirro
 
 from __future__ import annotations
 
-import argparse
 import functools
 import importlib
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+from .._toml import parse_toml
+from ..errors import UsageError
 
 # Feature macros that are defined on Linux release builds of CPython. Items behind other macros
 # (MS_WINDOWS, USE_STACKCHECK, Py_REF_DEBUG: Windows-only or debug-build-only) are not exported
@@ -122,7 +118,7 @@ def format_tsv(items: Iterable[StableAbiItem], *, source: str) -> str:
 
 def items_from_stable_abi_toml(text: str) -> list[StableAbiItem]:
     """Functions and data of CPython's ``Misc/stable_abi.toml``."""
-    raw = tomllib.loads(text)
+    raw = parse_toml(text, file="stable_abi.toml", error=UsageError)
     items: list[StableAbiItem] = []
     for kind in ("function", "data"):
         for name, info in raw.get(kind, {}).items():
@@ -156,22 +152,3 @@ def items_from_abi3info() -> tuple[list[StableAbiItem], str]:  # pragma: no cove
             )
     source = f"abi3info {version('abi3info')} (a mirror of CPython's Misc/stable_abi.toml)"
     return items, source
-
-
-def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - maintainer tool
-    parser = argparse.ArgumentParser(description="Regenerate kernelwheel's stable_abi.tsv.")
-    group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("toml", nargs="?", type=Path, help="CPython's Misc/stable_abi.toml")
-    group.add_argument("--abi3info", action="store_true", help="read the abi3info package")
-    args = parser.parse_args(argv)
-    if args.abi3info:
-        items, source = items_from_abi3info()
-    else:
-        items = items_from_stable_abi_toml(args.toml.read_text(encoding="utf-8"))
-        source = f"CPython's Misc/stable_abi.toml ({args.toml.name})"
-    sys.stdout.write(format_tsv(items, source=source))
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

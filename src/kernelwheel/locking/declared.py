@@ -76,21 +76,11 @@ def read_dependencies(project_dir: Path) -> Declarations:
             file=project_dir,
             hint="pass the folder holding pyproject.toml",
         )
-    try:
-        data = toml.loads(pyproject.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ProjectError(
-            "not found",
-            file=pyproject,
-            hint=f"declare kernels in {project_dir}/pyproject.toml under [{KERNELS_TABLE}], "
-            'e.g. "drbh/img2gray" = ">=1.1.2,<2"',
-        ) from None
-    except toml.TOMLDecodeError as exc:
-        raise ProjectError(
-            f"invalid TOML: {exc}", file=pyproject, hint="fix the syntax at that line and column"
-        ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProjectError(f"cannot read: {exc}", file=pyproject, hint="check the file") from exc
+    data = toml.read_toml(
+        pyproject,
+        missing_hint=f"declare kernels in {project_dir}/pyproject.toml under [{KERNELS_TABLE}], "
+        'e.g. "drbh/img2gray" = ">=1.1.2,<2"',
+    )
 
     tool = data.get("tool", {})
     found: dict[str, Dependency] = {}

@@ -120,10 +120,7 @@ class LockFile:
 
     @classmethod
     def loads(cls, text: str, path: Path) -> LockFile:
-        try:
-            data = toml.loads(text)
-        except toml.TOMLDecodeError as exc:
-            raise ProjectError(f"invalid TOML: {exc}", file=path, hint=_RELOCK) from exc
+        data = toml.parse_toml(text, file=path, hint=_RELOCK)
         reader = _Reader(path)
         version = reader.get(data, "lock-version", int, "lock-version")
         if version != LOCK_VERSION:

@@ -13,7 +13,6 @@ import keyword
 import os
 import posixpath
 import re
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time
@@ -23,12 +22,8 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
+from .._toml import read_toml
 from ..errors import ProjectError, UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 __all__ = [
     "BACKENDS",
@@ -199,30 +194,11 @@ class KernelProject:
 def load_project(path: Path | str) -> KernelProject:
     """Load and validate the project at ``path`` (its directory, or its build.toml)."""
     build_toml = _locate(Path(path))
-    try:
-        text = build_toml.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProjectError(
-            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-            file=build_toml,
-            hint="save build.toml as UTF-8",
-        ) from exc
-    except OSError as exc:
-        raise ProjectError(
-            f"cannot read: {exc.strerror or exc}",
-            file=build_toml,
-            hint="check the file's permissions",
-        ) from exc
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        # The message carries "(at line L, column C)".
-        raise ProjectError(
-            f"invalid TOML: {exc}",
-            file=build_toml,
-            hint="fix the syntax at that line and column (strings need quotes, "
-            'arrays look like ["a", "b"], tables like [kernel.<id>])',
-        ) from exc
+    data = read_toml(
+        build_toml,
+        hint="fix the syntax at that line and column (strings need quotes, "
+        'arrays look like ["a", "b"], tables like [kernel.<id>])',
+    )
     return _Parser(build_toml).project(data)
 
 

@@ -33,17 +33,14 @@ from typing import Any, Literal
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from .._toml import read_toml
 from ..errors import UsageError, VariantError, located
 from .variant import OS, Arch, Backend, BackendKind, CxxAbi, TorchVersion, Variant
 
 if sys.version_info >= (3, 11):
     from importlib.resources.abc import Traversable
-
-    import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     from importlib.abc import Traversable
-
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 __all__ = [
     "CUDA_TOML",
@@ -441,15 +438,9 @@ def _read_toml(folder: Traversable, name: str) -> dict[str, Any]:
             file=file,
             hint=f"a recipes folder holds {TORCH_TOML} and {CUDA_TOML} (see recipes/README.md)",
         )
-    try:
-        data: dict[str, Any] = tomllib.loads(entry.read_text(encoding="utf-8"))
-        return data
-    except tomllib.TOMLDecodeError as exc:
-        raise RecipeError(
-            f"invalid TOML: {exc}", file=file, hint="fix the syntax at that line and column"
-        ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecipeError(f"cannot read: {exc}", file=file, hint="check the file") from exc
+    # The bundled recipes are files on disk (the package is not zip-safe), so a path.
+    path = entry if isinstance(entry, Path) else Path(str(entry))
+    return read_toml(path, error=RecipeError)
 
 
 def parse_recipes(

@@ -38,20 +38,15 @@ from __future__ import annotations
 import difflib
 import os
 import platform
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._toml import read_toml
 from ..errors import ProjectError, UsageError
 from ..model.variant import Arch
 from .selector import Selector, expand_braces, split_patterns
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 __all__ = [
     "DEFAULT_OPTIONS",
@@ -196,14 +191,7 @@ _OTHER_COMMANDS_KEYS = frozenset({"dependencies"})
 
 
 def _from_pyproject(pyproject: Path) -> dict[str, tuple[Any, str]]:
-    try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ProjectError(
-            f"invalid TOML: {exc}", file=pyproject, hint="fix the syntax at that line and column"
-        ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProjectError(f"cannot read: {exc}", file=pyproject, hint="check the file") from exc
+    data = read_toml(pyproject)
     table = data.get("tool", {}).get("kernelwheel")
     if table is None:
         return {}
