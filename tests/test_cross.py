@@ -392,7 +392,7 @@ def test_build_without_cross_compiler_fails_in_the_environment_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setattr(cross, "host_arch", lambda: Arch.X86_64)
+    monkeypatch.setattr(Arch, "host", classmethod(lambda cls: Arch.X86_64))
     req = BuildRequest(
         project=load_project(IMG2GRAY),
         variant=CPU29_AARCH64,

@@ -24,7 +24,7 @@ from kernelwheel.cli import main
 from kernelwheel.errors import HubError, UsageError
 from kernelwheel.hub import Layout, ToWheelRequest, ToWheelResult, to_wheels
 from kernelwheel.hub.guard import GUARD_MODULE
-from kernelwheel.wheels.wheel import read_wheel
+from kernelwheel.wheels import read_wheel
 
 ALL_FORMS = SEED_13 + DEFECT_CASES + OTHER_FORMS
 

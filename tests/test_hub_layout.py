@@ -11,7 +11,7 @@ from packaging.tags import Tag
 from kernelwheel.hub.export import NO_LICENSE, export_variant, metadata_json
 from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
-from kernelwheel.wheels.wheel import WheelSpec, write_wheel
+from kernelwheel.wheels import WheelSpec, write_wheel
 
 IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
 CU130 = Variant.parse("torch214-cxx11-cu130-x86_64-linux")

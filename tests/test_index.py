@@ -21,8 +21,8 @@ from packaging.tags import Tag
 from kernelwheel.cli import main
 from kernelwheel.errors import UsageError, WheelError
 from kernelwheel.hub import ToWheelRequest, to_wheels
+from kernelwheel.wheels import WheelSpec, write_wheel
 from kernelwheel.wheels.index import ALL, build_index, flavours_of
-from kernelwheel.wheels.wheel import WheelSpec, write_wheel
 
 VARIANTS = (
     "torch213-cxx11-cu130-x86_64-linux",

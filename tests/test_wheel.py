@@ -9,7 +9,7 @@ import pytest
 from packaging.tags import Tag
 
 from kernelwheel.errors import WheelError
-from kernelwheel.wheels.wheel import WheelSpec, read_wheel, record_hash, wheel_filename, write_wheel
+from kernelwheel.wheels import WheelSpec, read_wheel, record_hash, wheel_filename, write_wheel
 
 TAG = Tag("cp310", "abi3", "linux_x86_64")
 

@@ -28,7 +28,7 @@ from kernelwheel.cli import main
 from kernelwheel.cli.matrix import RUNNERS
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
-from kernelwheel.wheels.wheel import read_wheel
+from kernelwheel.wheels import read_wheel
 
 REPO = Path(__file__).resolve().parents[1]
 RELEASE = REPO / ".github" / "workflows" / "release.yml"

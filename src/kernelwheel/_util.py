@@ -23,9 +23,12 @@ __all__ = [
     "atomic_write",
     "replace_dir",
     "run_checked",
+    "publish",
+    "remove_stale_staging",
     "run_logged",
     "sha256_file",
     "staged_file",
+    "staging_dir",
 ]
 
 _CHUNK = 1 << 20
@@ -57,6 +60,13 @@ def staged_file(final: Path, *, mode: int = 0o644) -> Iterator[Path]:
         raise
 
 
+def publish(done: Path, final: Path) -> Path:
+    """Move a finished file or folder from a staging folder onto ``final`` (same file system:
+    one rename, so readers see the old or the new, never a part)."""
+    os.replace(done, final)
+    return final
+
+
 def atomic_write(final: Path, data: bytes | str) -> Path:
     """Write ``data`` to ``final`` atomically."""
     with staged_file(final) as tmp:
@@ -76,6 +86,47 @@ def atomic_copy(src: Path, final: Path) -> Path:
     return final
 
 
+_STAGING = ".kernelwheel-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_stale_staging(parent: Path) -> list[Path]:
+    """Remove the staging folders that runs which have died (SIGKILL, power loss) left in
+    ``parent``; a live run's folder is kept. Returns what was removed."""
+    removed: list[Path] = []
+    if not parent.is_dir():
+        return removed
+    for path in parent.glob(f"{_STAGING}*"):
+        pid = path.name[len(_STAGING) :].split("-")[-2:-1]
+        if path.is_dir() and pid and pid[0].isdigit() and not _alive(int(pid[0])):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+@contextmanager
+def staging_dir(parent: Path, purpose: str) -> Iterator[Path]:
+    """A private folder in ``parent`` (same file system, so results move out by rename),
+    named ``.kernelwheel-<purpose>-<pid>-<random>``, removed on exit whatever happens. Folders
+    that dead runs left behind are removed first."""
+    parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_staging(parent)
+    path = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{purpose}-{os.getpid()}-", dir=parent))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def replace_dir(staging: Path, final: Path) -> Path:
     """Move the finished folder ``staging`` to ``final``, replacing an older one: the old folder
     is renamed aside first, so ``final`` is always either the old or the new tree."""
@@ -92,7 +143,7 @@ def replace_dir(staging: Path, final: Path) -> Path:
 
 
 def run_logged(
-    cmd: Sequence[str],
+    cmd: Sequence[str | Path],
     log: Path,
     *,
     env: Mapping[str, str] | None = None,
@@ -113,7 +164,9 @@ def run_logged(
         ).returncode
 
 
-def run_checked(cmd: Sequence[str], log: Path | None, what: str, hint: str | None = None) -> None:
+def run_checked(
+    cmd: Sequence[str | Path], log: Path | None, what: str, hint: str | None = None
+) -> None:
     """Run a toolchain command (pip, venv); a non-zero exit is a ToolchainError that names the
     log, or quotes the output's last lines when there is no log."""
     env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")

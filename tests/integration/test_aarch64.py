@@ -35,7 +35,7 @@ from kernelwheel.abi import check_wheel
 from kernelwheel.abi._elf import read_elf
 from kernelwheel.builder.envs import EnvSpec, locked, provision
 from kernelwheel.cli import main
-from kernelwheel.wheels.wheel import read_wheel
+from kernelwheel.wheels import read_wheel
 
 from .conftest import IMG2GRAY, cache_dir
 

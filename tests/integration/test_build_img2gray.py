@@ -12,7 +12,7 @@ import pytest
 
 from kernelwheel.cli import main
 from kernelwheel.model.variant import Variant
-from kernelwheel.wheels.wheel import read_wheel
+from kernelwheel.wheels import read_wheel
 
 from .conftest import CPU_VARIANT, CUDA_VARIANT, IMG2GRAY, Built
 from .venvs import LayeredVenv

@@ -36,16 +36,15 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from ..errors import ToolchainError, UsageError
+from .._util import run_checked, sha256_file
+from ..errors import ToolchainError, VariantError
 from ..model.variant import Arch, BackendKind, Variant
-from ..plan.options import host_arch
 from .envs import EnvInfo, EnvSpec, locked, pip_install_args
 
 __all__ = [
@@ -96,8 +95,8 @@ def is_cross(variant: Variant, host: Arch | None = None) -> bool:
         return False
     if host is None:
         try:
-            host = host_arch()
-        except UsageError:  # a machine kernelwheel has no variants for: nothing to cross from
+            host = Arch.host()
+        except VariantError:  # a machine kernelwheel has no variants for: nothing to cross from
             return False
     return variant.arch is not host
 
@@ -125,7 +124,7 @@ def find_cross_compiler(arch: Arch, path: str | None = None) -> CrossCompiler:
         missing = [n for n, p in ((f"{triple}-gcc", cc), (f"{triple}-g++", cxx)) if not p]
         verb = "is" if len(missing) == 1 else "are"
         raise ToolchainError(
-            f"building for {arch.value} on this {host_arch().value} machine needs the "
+            f"building for {arch.value} on this {Arch.host().value} machine needs the "
             f"{triple} cross compiler, but {' and '.join(missing)} {verb} not on PATH",
             hint=f"install it: apt-get install {_APT_PACKAGES[arch]} (or run "
             "scripts/install-cross.sh), or build this variant on an "
@@ -236,33 +235,6 @@ def _pip_download_args(spec: TargetSpec, dest: Path) -> list[str]:
     return args + pip_install_args(spec)
 
 
-def _run_logged(cmd: Sequence[str], log: Path | None, what: str, hint: str) -> None:
-    env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
-    tail = ""
-    if log is not None:
-        with open(log, "a") as fh:
-            fh.write(f"$ {' '.join(cmd)}\n")
-            fh.flush()
-            code = subprocess.run(
-                cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, check=False
-            ).returncode
-    else:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-        code = proc.returncode
-        tail = "\n" + "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
-    if code != 0:
-        where = f" (log: {log})" if log else ""
-        raise ToolchainError(f"failed to {what}: exit {code}{where}{tail}", hint=hint)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _unpack(wheel: Path, root: Path) -> int:
     """Extract the headers and shared libraries of ``wheel`` into ``root``; returns a count."""
     count = 0
@@ -335,7 +307,7 @@ def provision_target(
         downloads.mkdir(parents=True)
         pip = [sys.executable, "-m", "pip", *_pip_download_args(spec, downloads)]
         platforms = ", ".join(spec.platforms)
-        _run_logged(
+        run_checked(
             [*pip, spec.torch_requirement],
             log,
             f"download {spec.torch_requirement} for {spec.arch.value}",
@@ -346,7 +318,7 @@ def provision_target(
             reqs = root / "target-requirements.txt"
             reqs.write_text("\n".join(spec.packages) + "\n")
             hashed = ["--require-hashes"] if any("--hash=" in p for p in spec.packages) else []
-            _run_logged(
+            run_checked(
                 [*pip, *hashed, "-r", str(reqs)],
                 log,
                 f"download the pinned {spec.arch.value} CUDA packages",
@@ -358,7 +330,7 @@ def provision_target(
         torch_version: str | None = None
         for wheel in sorted(downloads.glob("*.whl")):
             name, version, _, tags = parse_wheel_filename(wheel.name)
-            digest = _sha256(wheel)
+            digest = sha256_file(wheel)
             want = expected.get(canonicalize_name(name))
             if want is not None and want != digest:
                 raise ToolchainError(
@@ -486,7 +458,7 @@ def plan_for(
     """
     if not is_cross(variant, host):
         return None
-    host = host or host_arch()
+    host = host or Arch.host()
     assert variant.arch is not None
     compiler = find_cross_compiler(variant.arch)
 

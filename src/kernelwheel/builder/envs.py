@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .._util import atomic_write, run_checked
 from ..errors import ToolchainError
 
 READY_MARKER = ".kernelwheel-ready"
@@ -183,10 +184,10 @@ def provision(
             return cached
         if root.exists():
             shutil.rmtree(root)  # a half-made environment from an interrupted run
-        _run([str(base), "-m", "venv", str(root)], log, "create the build venv")
+        run_checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
         py = _venv_python(root)
         pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
-        _run(
+        run_checked(
             [*pip, *pip_install_args(spec), spec.torch_requirement, *BUILD_TOOLS],
             log,
             f"install {spec.torch_requirement}",
@@ -198,7 +199,7 @@ def provision(
             reqs = root / "toolchain-requirements.txt"
             reqs.write_text("\n".join(spec.packages) + "\n")
             hashed = ["--require-hashes"] if any("--hash=" in p for p in spec.packages) else []
-            _run(
+            run_checked(
                 [*pip, *pip_install_args(spec), "--no-deps", *hashed, "-r", str(reqs)],
                 log,
                 "install the pinned CUDA toolchain",
@@ -224,9 +225,8 @@ def probe_python_version(python: Path) -> str:
 
 def _write_marker(path: Path, info: EnvInfo) -> None:
     data = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(info).items()}
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)  # written last, atomically: the environment is complete
+    # Written last, atomically: the environment is complete.
+    atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def _read_marker(path: Path) -> EnvInfo | None:
@@ -246,21 +246,6 @@ def _read_marker(path: Path) -> EnvInfo | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return info if info.python.exists() else None
-
-
-def _run(cmd: Sequence[str], log: Path | None, what: str, hint: str | None = None) -> None:
-    env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
-    if log is not None:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "a") as fh:
-            fh.write(f"$ {' '.join(cmd)}\n")
-            fh.flush()
-            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, check=False)
-    else:
-        proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
-    if proc.returncode != 0:
-        where = f" (log: {log})" if log else ""
-        raise ToolchainError(f"failed to {what}: exit {proc.returncode}{where}", hint=hint)
 
 
 # --- CUDA toolkits ---------------------------------------------------------------------------

@@ -15,14 +15,15 @@ from pathlib import Path
 
 from packaging.tags import Tag
 
+from .._util import atomic_copy, run_logged
 from ..abi import check_wheel
 from ..abi.remedies import remedy_flags
 from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.variant import BackendKind, CxxAbi, Variant
+from ..wheels import WheelSpec, write_wheel
 from ..wheels.repair import repair_wheel
-from ..wheels.wheel import WheelSpec, write_wheel
 from . import codegen, cross
 from .compiler_cache import ccache_env, read_stats
 from .envs import CudaToolkit, EnvInfo, EnvSpec, find_cuda_toolkit, probe, provision
@@ -270,20 +271,12 @@ def _compile(
         env_vars["TORCH_NO_COMPILER_WRAPPER"] = "1"
     if cross_build is not None:  # kernelwheel.builder.cross: CC/CXX/LDSHARED = the cross compiler
         cross_build.extend_env(env_vars, req.cache_dir)
-    with open(log, "a") as fh:
-        fh.write(f"$ {env.python} {_WORKER} {spec_path}\n")
-        fh.flush()
-        proc = subprocess.run(
-            [str(env.python), str(_WORKER), str(spec_path), str(result_path)],
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            env=env_vars,
-            cwd=stage,
-            check=False,
-        )
-    if proc.returncode != 0 or not result_path.exists():
+    code = run_logged(
+        [env.python, _WORKER, spec_path, result_path], log, env=env_vars, cwd=stage
+    )
+    if code != 0 or not result_path.exists():
         raise BuildError(
-            f"compiling {variant.name} failed (exit {proc.returncode})",
+            f"compiling {variant.name} failed (exit {code})",
             log=log,
             hint="read the compiler errors at the end of the log",
         )
@@ -383,7 +376,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
     if req.manylinux is None:
         with step(reporter, scope, "check") as detail:
             report = check_wheel(raw, policy=None)
-            path = _publish(raw, req.out_dir)
+            path = atomic_copy(raw, req.out_dir / raw.name)
             detail.append("ok" if report.ok else f"{len(report.violations)} violation(s)")
         if not report.ok and not req.best_effort:
             raise AbiError(report.summary(), hint=_ABI_HINT)
@@ -416,9 +409,3 @@ _ABI_HINT = (
 )
 
 
-def _publish(wheel: Path, out_dir: Path) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    dest = out_dir / wheel.name
-    shutil.copyfile(wheel, out_dir / f".tmp-{wheel.name}")
-    os.replace(out_dir / f".tmp-{wheel.name}", dest)
-    return dest

@@ -14,8 +14,7 @@ from ..hub.export import export_variant
 from ..log import step
 from ..model.project import KernelProject
 from ..model.recipes import Recipes, VariantRecipe
-from ..model.variant import BackendKind, Variant
-from ..plan.options import host_arch
+from ..model.variant import Arch, BackendKind, Variant
 from .matrix import Planned, add_selection_arguments, plan_from_args
 from .ui import ConsoleUI
 
@@ -147,7 +146,7 @@ def resolve_version(project: KernelProject, explicit: str | None) -> tuple[str, 
 
 def default_variant(recipes: Recipes, project: KernelProject) -> Variant:
     """The newest torch in the recipes, its CUDA flavour (or cpu), for this machine's arch."""
-    arch = host_arch()
+    arch = Arch.host()
     wants_cuda = "cuda" in project.backends
     for variant in reversed(recipes.variants()):
         if variant.arch is not arch or variant.backend is None:

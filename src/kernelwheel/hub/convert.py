@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import HubError
 from ..model.variant import Variant
-from ..wheels.wheel import WheelSpec
+from ..wheels import WheelSpec
 from .guard import guard_files
 from .layout import KernelMetadata, VariantPlan, package_name, plan
 from .revision import RequestKind, Resolution

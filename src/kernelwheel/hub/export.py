@@ -9,16 +9,14 @@ build's op namespace, name, major version, license, python-depends, backend). Th
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from packaging.version import Version
 
+from .._util import replace_dir, staging_dir
 from ..model.project import KernelProject
 from ..model.variant import Variant
-from ..wheels.wheel import read_wheel
+from ..wheels import read_wheel
 
 # SPDX's word for "no license information was given" (metadata.json requires a string).
 NO_LICENSE = "NOASSERTION"
@@ -58,8 +56,7 @@ def export_variant(
     prefix = f"{project.package}/"
     build = root / "build"
     build.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".tmp-{variant.name}-", dir=build))
-    try:
+    with staging_dir(build, "export") as staging:
         for name, data in contents.files.items():
             if not name.startswith(prefix):
                 continue  # dist-info
@@ -70,15 +67,4 @@ def export_variant(
                 dest.chmod(0o755)
         meta = metadata_json(project, variant, namespace, capabilities)
         (staging / "metadata.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        final = build / variant.name
-        if final.exists():
-            old = build / f".old-{variant.name}"
-            os.replace(final, old)
-            os.replace(staging, final)
-            shutil.rmtree(old)
-        else:
-            os.replace(staging, final)
-        return final
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        return replace_dir(staging, build / variant.name)

@@ -10,8 +10,6 @@ reported with their reasons (never dropped silently) while the others are writte
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from .._util import publish, staging_dir
 from ..errors import AbiError, HubError, KernelwheelError, VariantError, WheelError
 from ..log import Reporter, SilentReporter, StepResult, step
 from ..model.variant import OS, Variant
 from ..plan.selector import Selector
-from ..wheels.wheel import write_wheel
+from ..wheels import write_wheel
 from .convert import PreparedWheel, Unconvertible, prepare_wheel
 from .gitsource import GitSource
 from .hubsource import HubSettings, HubSource
@@ -207,8 +206,7 @@ def to_wheels(
         return ToWheelResult(src.where, resolution, (), tuple(rejected), not_selected)
 
     req.output_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".kernelwheel-staging-", dir=req.output_dir))
-    try:
+    with staging_dir(req.output_dir, "to-wheel") as staging:
         with ExitStack() as stack:
             with step(reporter, scope, "fetch") as detail:
                 reader = stack.enter_context(src.fetch(resolution.commit, wanted))
@@ -224,10 +222,8 @@ def to_wheels(
                 rejected.append(outcome)
                 continue
             final = req.output_dir / outcome.wheel.name
-            os.replace(outcome.wheel, final)
+            publish(outcome.wheel, final)
             converted.append(_with_wheel(outcome, final))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     order = list(by_variant)
     rejected.sort(key=lambda r: order.index(r.variant))
     return ToWheelResult(src.where, resolution, tuple(converted), tuple(rejected), not_selected)

@@ -11,22 +11,19 @@ mismatch the run stops naming the file and both hashes, and the wheelhouse gets 
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
+from .._util import publish, sha256_file, staging_dir
 from ..errors import HubError, ProjectError, UsageError
 from ..hub import RepoFile, RepoSource, ToWheelRequest, VersionRequest, to_wheels
 from ..hub.towheel import AbiCheck, default_abi_check
 from ..log import Reporter, SilentReporter
 from ..plan.selector import Selector
-from ..wheels.wheel import source_date_epoch
+from ..wheels import source_date_epoch
 from .declared import PYPROJECT, Dependency, read_dependencies
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
 from .pinned import PinnedSource, ref_kind
@@ -56,14 +53,6 @@ class DownloadResult:
     pylock: Path | None
     pylock_note: str  # why pylock.toml was (not) written
     not_selected: tuple[tuple[str, str], ...] = field(default=())  # (repo, variant)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _check_lock(lock: LockFile, path: Path) -> None:
@@ -236,7 +225,7 @@ def _materialise(
                 f"records {variant.wheel}",
                 hint=f"nothing was written; {_REFRESH}",
             )
-        actual = _sha256(wheel)
+        actual = sha256_file(wheel)
         if actual != variant.wheel_sha256:
             raise HubError(
                 f"{kernel.repo} {variant.name}: {wheel.name}: sha256 mismatch: expected "
@@ -266,8 +255,7 @@ def download(
     chosen, left = _select(lock, req.variants)
 
     req.wheelhouse.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".kernelwheel-download-", dir=req.wheelhouse))
-    try:
+    with staging_dir(req.wheelhouse, "download") as staging:
         wheels: list[HouseWheel] = []
         for i, kernel in enumerate(lock.kernels):
             dep = Dependency(
@@ -298,17 +286,15 @@ def download(
         placed = []
         for wheel in wheels:
             final = req.wheelhouse / wheel.filename
-            os.replace(wheel.path, final)
+            publish(wheel.path, final)
             placed.append(HouseWheel(final, wheel.sha256, wheel.repo, wheel.commit, wheel.variant))
-        os.replace(staging / REQUIREMENTS, req.wheelhouse / REQUIREMENTS)
+        publish(staging / REQUIREMENTS, req.wheelhouse / REQUIREMENTS)
         pylock_path: Path | None = req.wheelhouse / PYLOCK
         if pylock is not None:
-            os.replace(staging / PYLOCK, req.wheelhouse / PYLOCK)
+            publish(staging / PYLOCK, req.wheelhouse / PYLOCK)
         else:
             _drop_stale_pylock(req.wheelhouse / PYLOCK)
             pylock_path = None
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return DownloadResult(
         req.wheelhouse,
         tuple(placed),

@@ -13,11 +13,8 @@ one version are chosen by platform tag); otherwise :func:`pylock_toml` says why 
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from email.parser import Parser
-from email.policy import compat32
 from pathlib import Path
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
@@ -25,7 +22,7 @@ from packaging.version import Version
 
 from .. import _toml as toml
 from ..errors import UsageError
-from ..wheels.wheel import dist_info_dir
+from ..wheels.reader import parse_metadata, read_metadata
 
 __all__ = ["HouseWheel", "pylock_toml", "requirements_txt"]
 
@@ -57,10 +54,7 @@ class HouseWheel:
         return parse_wheel_filename(self.filename)[1]
 
     def requires_python(self) -> str | None:
-        name, version, _, _ = parse_wheel_filename(self.filename)
-        with zipfile.ZipFile(self.path) as zf:
-            text = zf.read(f"{dist_info_dir(name, str(version))}/METADATA").decode()
-        value = Parser(policy=compat32).parsestr(text).get("Requires-Python")
+        value = parse_metadata(read_metadata(self.path)).get("Requires-Python")
         return str(value) if value else None
 
 

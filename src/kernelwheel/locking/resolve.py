@@ -13,8 +13,6 @@ without downloading anything (``refresh`` converts it again).
 
 from __future__ import annotations
 
-import hashlib
-import os
 import tempfile
 import threading
 from collections.abc import Callable
@@ -24,6 +22,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from .. import __version__
+from .._util import atomic_write, sha256_file
 from ..errors import HubError, KernelwheelError, ProjectError
 from ..hub import (
     GitSource,
@@ -38,7 +37,7 @@ from ..hub import (
 )
 from ..hub.towheel import AbiCheck, default_abi_check
 from ..log import Reporter, SilentReporter
-from ..wheels.wheel import source_date_epoch
+from ..wheels import source_date_epoch
 from .declared import Dependency, read_dependencies
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
 from .pinned import PinnedSource, ref_kind
@@ -111,14 +110,6 @@ def _contextual(dep: Dependency, exc: KernelwheelError) -> HubError:
     )
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class _Recorder:
     """The FileHook of ``lock``: remembers the sha256 of every file read, per variant."""
 
@@ -189,7 +180,7 @@ def lock_kernel(
             LockedVariant(
                 name=c.variant,
                 wheel=c.wheel.name,
-                wheel_sha256=_sha256(c.wheel),
+                wheel_sha256=sha256_file(c.wheel),
                 files=tuple(sorted(recorder.files.get(c.variant, {}).items())),
             )
             for c in result.converted
@@ -269,7 +260,7 @@ def lock_project(
         changed = True
     written = False
     if changed and not req.check:
-        _write_atomically(path, text)
+        atomic_write(path, text)
         written = True
     return LockResult(path, lock, changed, written, tuple(outcomes), tuple(notes))
 
@@ -290,13 +281,3 @@ def _check_distributions(outcomes: list[KernelOutcome], pyproject: Path) -> None
                 )
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

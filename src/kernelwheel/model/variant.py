@@ -14,6 +14,7 @@ labels carry no arch or OS: the wheel's platform tag does, so the caller supplie
 from __future__ import annotations
 
 import dataclasses
+import platform
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -54,6 +55,25 @@ class CxxAbi(str, Enum):
 class Arch(str, Enum):
     X86_64 = "x86_64"
     AARCH64 = "aarch64"
+
+    @classmethod
+    def host(cls) -> Arch:
+        """This machine's arch; a VariantError on one kernelwheel has no variants for."""
+        machine = machine_arch()
+        try:
+            return cls(machine)
+        except ValueError:
+            raise VariantError(
+                f"this machine's arch {machine!r} has no kernel variants",
+                hint="pass --arch with one of: " + ", ".join(a.value for a in cls),
+            ) from None
+
+
+def machine_arch() -> str:
+    """This machine's arch in the spelling of wheel platform tags (``x86_64``, ``aarch64``,
+    ``ppc64le``...), whether or not kernelwheel builds for it."""
+    machine = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
 
 
 class OS(str, Enum):

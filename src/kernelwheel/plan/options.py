@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +52,6 @@ __all__ = [
     "ENV_VARS",
     "PYPROJECT",
     "Options",
-    "host_arch",
     "resolve_options",
 ]
 
@@ -117,7 +115,7 @@ class Options:
             return None
         out: list[Arch] = []
         for item in self.archs:
-            arch = (host or host_arch()) if item in ("auto", "native") else Arch(item)
+            arch = (host or Arch.host()) if item in ("auto", "native") else Arch(item)
             if arch not in out:
                 out.append(arch)
         return tuple(out)
@@ -125,20 +123,6 @@ class Options:
 
 DEFAULT_OPTIONS = Options()
 
-
-def host_arch() -> Arch:
-    """This machine's arch as a variant arch."""
-    machine = platform.machine().lower()
-    aliases = {"amd64": Arch.X86_64, "x86_64": Arch.X86_64, "arm64": Arch.AARCH64}
-    if machine in aliases:
-        return aliases[machine]
-    try:
-        return Arch(machine)
-    except ValueError:
-        raise UsageError(
-            f"this machine's arch {machine!r} has no kernel variants",
-            hint="pass --arch with one of: " + ", ".join(a.value for a in Arch),
-        ) from None
 
 
 def resolve_options(

@@ -26,22 +26,19 @@ from __future__ import annotations
 
 import hashlib
 import html
-import os
 import shutil
-import tempfile
-import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from email.parser import Parser
-from email.policy import compat32
 from pathlib import Path
 from urllib.parse import quote
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from .._util import replace_dir, sha256_file, staging_dir
 from ..errors import UsageError, VariantError, WheelError
 from ..model.variant import OS, Arch, Variant
+from .reader import parse_metadata, read_metadata
 
 __all__ = ["ALL", "IndexResult", "IndexedWheel", "build_index", "flavours_of", "scan"]
 
@@ -117,17 +114,8 @@ def _read(path: Path) -> IndexedWheel:
         name, version, _, _ = parse_wheel_filename(path.name)
     except InvalidWheelFilename as exc:
         raise WheelError(f"{path}: not a wheel file name ({exc})") from None
-    try:
-        with zipfile.ZipFile(path) as zf:
-            dist_info = [
-                n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
-            ]
-            if len(dist_info) != 1:
-                raise WheelError(f"{path}: expected one *.dist-info/METADATA, found {dist_info}")
-            metadata = zf.read(dist_info[0])
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise WheelError(f"{path}: cannot read the wheel ({exc})") from None
-    headers = Parser(policy=compat32).parsestr(metadata.decode("utf-8", "replace"))
+    metadata = read_metadata(path)
+    headers = parse_metadata(metadata)
     stated = headers.get("Version", "")
     if Version(stated or "0") != version or canonicalize_name(headers.get("Name", "")) != name:
         raise WheelError(
@@ -135,17 +123,13 @@ def _read(path: Path) -> IndexedWheel:
             f"{name} {version}",
             hint="pip refuses such wheels ('inconsistent version'); rebuild or re-convert it",
         )
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
     flavour, kind, _ = flavours_of(path.name)
     return IndexedWheel(
         path=path,
         filename=path.name,
         project=str(name),
         version=version,
-        sha256=digest.hexdigest(),
+        sha256=sha256_file(path),
         metadata=metadata,
         requires_python=headers.get("Requires-Python"),
         flavour=flavour,
@@ -266,19 +250,10 @@ def build_index(wheelhouse: Path, output: Path) -> IndexResult:
             hint="choose an empty or new --output folder",
         )
     output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}-", dir=output.parent))
-    staging.chmod(0o755)
-    old: Path | None = None
-    try:
+    with staging_dir(output.parent, "index") as staging:
+        staging.chmod(0o755)
         _write_tree(staging, wheels, flavours)
-        if output.exists():
-            old = output.with_name(f".{output.name}-old-{os.getpid()}")
-            os.replace(output, old)
-        os.replace(staging, output)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        replace_dir(staging, output)
     return IndexResult(
         output,
         {f: tuple(sorted(w.filename for w in ws)) for f, ws in sorted(flavours.items())},

@@ -16,22 +16,16 @@ so every variant of a kernel carries the same tag.
 
 from __future__ import annotations
 
-import base64
-import csv
-import hashlib
-import io
 import os
-import platform
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._util import atomic_copy, publish, staged_file, staging_dir
 from ..abi import (
     DEFAULT_POLICY,
     Rule,
@@ -44,7 +38,9 @@ from ..abi import (
 )
 from ..abi._elf import is_elf
 from ..errors import AbiError, UsageError, WheelError
-from .wheel import source_date_epoch
+from ..model.variant import machine_arch
+from .record import format_record, parse_record, record_hash
+from .writer import source_date_epoch
 
 __all__ = ["RepairResult", "auditwheel_plat_args", "repair_wheel", "retag_wheel"]
 
@@ -63,11 +59,6 @@ class RepairResult:
     @property
     def repaired(self) -> bool:
         return self.report.ok and self.tag.startswith("manylinux")
-
-
-def host_arch() -> str:
-    machine = platform.machine().lower()
-    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
 
 
 def auditwheel_plat_args(wheel_arch: str, target_tag: str, host: str) -> list[str]:
@@ -126,11 +117,6 @@ def _elf_members(path: Path) -> set[str]:
         return out
 
 
-def _record_hash(data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-    return "sha256=" + digest.decode()
-
-
 def retag_wheel(wheel: Path, platform_tag: str, dest_dir: Path) -> Path:
     """Write a copy of ``wheel`` into ``dest_dir`` whose platform tag (file name and the
     ``Tag:`` lines of ``*.dist-info/WHEEL``) is exactly ``platform_tag``; RECORD is updated."""
@@ -156,28 +142,20 @@ def retag_wheel(wheel: Path, platform_tag: str, dest_dir: Path) -> Path:
                 seen.add(line)
             lines.append(line)
         new_wheel = ("\n".join(lines) + "\n").encode("utf-8")
-        rows = list(csv.reader(io.StringIO(zin.read(record_file).decode("utf-8"))))
-        for row in rows:
-            if row and row[0] == wheel_file:
-                row[1:3] = [_record_hash(new_wheel), str(len(new_wheel))]
-        out = io.StringIO()
-        csv.writer(out, lineterminator="\n").writerows(rows)
-        new_record = out.getvalue().encode("utf-8")
-        fd, tmp_name = tempfile.mkstemp(prefix=".retag-", suffix=".whl", dir=dest_dir)
-        os.close(fd)
-        try:
-            with zipfile.ZipFile(tmp_name, "w", zipfile.ZIP_DEFLATED) as zout:
-                for info in zin.infolist():
-                    data = zin.read(info)
-                    if info.filename == wheel_file:
-                        data = new_wheel
-                    elif info.filename == record_file:
-                        data = new_record
-                    zout.writestr(info, data)
-            os.replace(tmp_name, target)
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
+        rows = parse_record(zin.read(record_file), where=wheel.name)
+        new_record = format_record(
+            (name, record_hash(new_wheel), str(len(new_wheel))) if name == wheel_file else row
+            for row in rows
+            for name in (row[0],)
+        )
+        with staged_file(target) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zout:
+            for info in zin.infolist():
+                data = zin.read(info)
+                if info.filename == wheel_file:
+                    data = new_wheel
+                elif info.filename == record_file:
+                    data = new_record
+                zout.writestr(info, data)
     return target
 
 
@@ -190,16 +168,7 @@ def _keep_as_is(
             hint="fix the violations (run 'kernelwheel check' on the wheel for details), or ask "
             f"for best effort to keep the {wheel.name.rsplit('-', 1)[-1][:-4]} wheel",
         )
-    dest = out_dir / wheel.name
-    if not (dest.exists() and dest.samefile(wheel)):
-        fd, tmp_name = tempfile.mkstemp(prefix=".keep-", suffix=".whl", dir=out_dir)
-        os.close(fd)
-        try:
-            shutil.copyfile(wheel, tmp_name)
-            os.replace(tmp_name, dest)
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
+    dest = atomic_copy(wheel, out_dir / wheel.name)
     platforms = read_wheel_tags(wheel.name).platforms
     return RepairResult(wheel=dest, tag=".".join(platforms), report=report, log=log)
 
@@ -256,9 +225,8 @@ def repair_wheel(
             wheel, out_dir, before, f"{rules} violations no repair can fix", best_effort, ""
         )
 
-    work = Path(tempfile.mkdtemp(prefix=".kernelwheel-repair-", dir=out_dir))
-    try:
-        plat_args = auditwheel_plat_args(tags.arch, target.tag, host_arch())
+    with staging_dir(out_dir, "repair") as work:
+        plat_args = auditwheel_plat_args(tags.arch, target.tag, machine_arch())
         code, log = _run_auditwheel(wheel, work, plat_args, libs.exclude_patterns())
         produced = sorted(work.glob("*.whl"))
         if code != 0 or len(produced) != 1:
@@ -301,7 +269,5 @@ def repair_wheel(
             )
 
         final = out_dir / repaired.name
-        os.replace(repaired, final)
+        publish(repaired, final)
         return RepairResult(wheel=final, tag=target.tag, report=after, grafted=grafted, log=log)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)

@@ -7,11 +7,8 @@ the output folder only once complete (written beside it, then renamed).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import re
-import tempfile
 import time
 import zipfile
 import zlib
@@ -24,11 +21,13 @@ from pathlib import Path, PurePosixPath
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .. import __version__
+from .._util import staged_file
 from ..errors import WheelError
+from .reader import dist_info_dir, escape_name
+from .record import format_record, record_hash
 
 _DEFAULT_EPOCH = 315532800  # 1980-01-01T00:00:00Z, the earliest time a zip can hold
 _NAME_RE = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
@@ -49,22 +48,8 @@ class WheelSpec:
     executables: frozenset[str] = field(default_factory=frozenset)  # archive paths, mode 0755
 
 
-def escape_name(name: str) -> str:
-    """The distribution name as it appears in file names (PEP 427, normalised)."""
-    return canonicalize_name(name).replace("-", "_")
-
-
 def wheel_filename(name: str, version: str, tag: Tag) -> str:
     return f"{escape_name(name)}-{Version(version)}-{tag.interpreter}-{tag.abi}-{tag.platform}.whl"
-
-
-def dist_info_dir(name: str, version: str) -> str:
-    return f"{escape_name(name)}-{Version(version)}.dist-info"
-
-
-def record_hash(data: bytes) -> str:
-    digest = hashlib.sha256(data).digest()
-    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 def _validate(spec: WheelSpec) -> None:
@@ -161,73 +146,14 @@ def write_wheel(spec: WheelSpec, out_dir: Path) -> Path:
     entries: list[tuple[str, bytes]] = sorted(spec.files.items())
     entries.append((f"{dist_info}/METADATA", metadata_text(spec).encode()))
     entries.append((f"{dist_info}/WHEEL", wheel_text(spec.tag).encode()))
-    record_lines = [f"{name},{record_hash(data)},{len(data)}" for name, data in entries]
     record_name = f"{dist_info}/RECORD"
-    record_lines.append(f"{record_name},,")
-    entries.append((record_name, ("\n".join(record_lines) + "\n").encode()))
+    rows = [(name, record_hash(data), str(len(data))) for name, data in entries]
+    entries.append((record_name, format_record([*rows, (record_name, "", "")])))
 
     date_time = time.gmtime(source_date_epoch())[:6]
-    out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / wheel_filename(spec.name, spec.version, spec.tag)
-    fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".whl", dir=out_dir)
-    try:
-        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w") as zf:
-            for name, data in entries:
-                mode = 0o755 if name in spec.executables else 0o644
-                zf.writestr(_zipinfo(name, date_time, mode, _compressible(data)), data)
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, final)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with staged_file(final) as tmp, zipfile.ZipFile(tmp, "w") as zf:
+        for name, data in entries:
+            mode = 0o755 if name in spec.executables else 0o644
+            zf.writestr(_zipinfo(name, date_time, mode, _compressible(data)), data)
     return final
-
-
-@dataclass(frozen=True)
-class WheelContents:
-    """A wheel read back: its name parts, metadata headers and files (RECORD verified)."""
-
-    path: Path
-    name: str
-    version: Version
-    tags: frozenset[Tag]
-    metadata: Message
-    files: Mapping[str, bytes]
-
-
-def read_wheel(path: Path) -> WheelContents:
-    """Read a wheel and verify every RECORD hash; raises WheelError naming the bad entry."""
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
-    try:
-        name, version, _build, tags = parse_wheel_filename(path.name)
-    except InvalidWheelFilename as exc:
-        raise WheelError(f"{path}: {exc}") from None
-    try:
-        with zipfile.ZipFile(path) as zf:
-            files = {info.filename: zf.read(info) for info in zf.infolist() if not info.is_dir()}
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise WheelError(f"{path}: cannot read wheel: {exc}") from None
-    dist_info = dist_info_dir(name, str(version))
-    record = files.get(f"{dist_info}/RECORD")
-    if record is None:
-        raise WheelError(f"{path}: missing {dist_info}/RECORD")
-    listed: set[str] = set()
-    for line in record.decode().splitlines():
-        if not line:
-            continue
-        arcname, digest, _size = line.rsplit(",", 2)
-        listed.add(arcname)
-        if arcname.endswith("/RECORD"):
-            continue
-        if arcname not in files:
-            raise WheelError(f"{path}: RECORD lists {arcname} but the wheel lacks it")
-        if record_hash(files[arcname]) != digest:
-            raise WheelError(f"{path}: {arcname} does not match its RECORD hash")
-    unlisted = sorted(set(files) - listed)
-    if unlisted:
-        raise WheelError(f"{path}: files missing from RECORD: {', '.join(unlisted)}")
-    from email.parser import Parser
-
-    metadata = Parser(policy=compat32).parsestr(files[f"{dist_info}/METADATA"].decode())
-    return WheelContents(path, str(name), version, frozenset(tags), metadata, files)
