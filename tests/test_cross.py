@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -17,11 +18,13 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.builder import cross
+from kernelwheel.builder.compile_spec import CompileSpec, CrossInfo
 from kernelwheel.builder.envs import EnvInfo, EnvSpec
 from kernelwheel.builder.pipeline import BuildRequest, build_variant
 from kernelwheel.errors import ToolchainError
 from kernelwheel.log import SilentReporter
 from kernelwheel.model.project import load_project
+from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Arch, Variant
 
 IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
@@ -70,7 +73,7 @@ def test_cross_compiler_found_on_path(tmp_path: Path) -> None:
 
 def test_plan_for_native_variant_is_none() -> None:
     native = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
-    assert cross.plan_for(native, None, host=Arch.X86_64) is None
+    assert cross.plan_for(native, None, load_recipes(), host=Arch.X86_64) is None
 
 
 def test_plan_cuda_variant_uses_host_arch_pins_for_the_env_and_target_pins_for_sysroot(
@@ -78,7 +81,7 @@ def test_plan_cuda_variant_uses_host_arch_pins_for_the_env_and_target_pins_for_s
 ) -> None:
     monkeypatch.setenv("PATH", str(_fake_compiler_dir(tmp_path)))
     monkeypatch.delenv("KERNELWHEEL_RECIPES", raising=False)
-    plan = cross.plan_for(CUDA_AARCH64, None, host=Arch.X86_64)
+    plan = cross.plan_for(CUDA_AARCH64, None, load_recipes(), host=Arch.X86_64)
     assert plan is not None and plan.host_env is not None
     assert plan.cuda_major == 13
     # PyPI's plain torch 2.14.1 on both arches (pinned exactly: == or ===).
@@ -106,7 +109,7 @@ def test_plan_cpu_variant_keeps_index_options_and_host_flavour(
 ) -> None:
     monkeypatch.setenv("PATH", str(_fake_compiler_dir(tmp_path)))
     target = EnvSpec("torch==2.9.1", find_links=("/wheels",))
-    plan = cross.plan_for(CPU29_AARCH64, target, host=Arch.X86_64)
+    plan = cross.plan_for(CPU29_AARCH64, target, load_recipes(), host=Arch.X86_64)
     assert plan is not None and plan.host_env is not None
     # PyPI's aarch64 torch 2.9.1 is the CPU build; on x86_64 the CPU build is +cpu from the
     # PyTorch index.
@@ -116,7 +119,9 @@ def test_plan_cpu_variant_keeps_index_options_and_host_flavour(
     assert plan.host_env.find_links == ("/wheels",)
     assert plan.host_env.packages == ()
     # With --python there is no environment to make.
-    bare = cross.plan_for(CPU29_AARCH64, None, need_host_env=False, host=Arch.X86_64)
+    bare = cross.plan_for(
+        CPU29_AARCH64, None, load_recipes(), need_host_env=False, host=Arch.X86_64
+    )
     assert bare is not None and bare.host_env is None
     assert re.fullmatch(r"torch===?2\.9\.1", bare.target_env.torch_requirement)
 
@@ -133,7 +138,7 @@ def test_plan_without_a_host_arch_recipe_is_explained(
     (recipes / "cuda.toml").write_text("schema = 1\n[cuda]\n")
     monkeypatch.setenv("PATH", str(_fake_compiler_dir(tmp_path)))
     with pytest.raises(ToolchainError, match=r"built for this machine \(x86_64\)") as err:
-        cross.plan_for(CPU29_AARCH64, None, recipes_dir=recipes, host=Arch.X86_64)
+        cross.plan_for(CPU29_AARCH64, None, load_recipes(recipes), host=Arch.X86_64)
     assert err.value.hint is not None and "--python" in err.value.hint
 
 
@@ -311,56 +316,69 @@ def _cross_build(tmp_path: Path, cuda_major: int | None) -> cross.CrossBuild:
     return cross.CrossBuild(compiler, sysroot, env, cuda_major)
 
 
+def _compile_spec(
+    include_dirs: tuple[str, ...], nvcc: tuple[str, ...] = (), cxx: tuple[str, ...] = ()
+) -> CompileSpec:
+    return CompileSpec(
+        name="_k_0",
+        sources=("k.cpp",),
+        include_dirs=include_dirs,
+        define_macros=(),
+        cxx_flags=cxx,
+        nvcc_flags=nvcc,
+        cuda=bool(nvcc),
+        cuda_home=None,
+        build_temp="/stage/obj",
+        build_lib="/stage/lib",
+        jobs=1,
+        requested_limited_api="0x03090000",
+    )
+
+
 def test_extend_spec_puts_target_dirs_before_the_host_environment(tmp_path: Path) -> None:
     build = _cross_build(tmp_path, 13)
     host_cuda = str(build.env.purelib / "nvidia/cu13/include")
-    spec: dict[str, object] = {
-        "include_dirs": ["/stage/include", "/kernel/include", host_cuda],
-        "nvcc_flags": ["-O3"],
-    }
-    build.extend_spec(spec)
+    includes = ("/stage/include", "/kernel/include", host_cuda)
+    before = _compile_spec(include_dirs=includes, nvcc=("-O3",))
+    spec = build.extend_spec(before)
+    assert before.cross is None  # a new spec; the original is unchanged
     root = build.sysroot.root
-    assert spec["include_dirs"] == [
+    assert spec.include_dirs == (
         "/stage/include",
         "/kernel/include",
         str(root / "torch/include"),
         str(root / "torch/include/torch/csrc/api/include"),
         str(root / "nvidia/cu13/include"),
         host_cuda,
-    ]
-    assert spec["library_dirs"] == [str(root / "torch/lib"), str(root / "nvidia/cu13/lib")]
-    assert spec["link_flags"] == [
-        f"-Wl,-rpath-link,{root / 'torch/lib'}:{root / 'nvidia/cu13/lib'}"
-    ]
+    )
+    assert spec.library_dirs == (str(root / "torch/lib"), str(root / "nvidia/cu13/lib"))
+    assert spec.link_flags == (f"-Wl,-rpath-link,{root / 'torch/lib'}:{root / 'nvidia/cu13/lib'}",)
     prefix_map = f"-ffile-prefix-map={root}=/kernelwheel/target"
-    assert spec["cxx_flags"] == [prefix_map]
-    assert spec["nvcc_flags"] == [
+    assert spec.cxx_flags == (prefix_map,)
+    assert spec.nvcc_flags == (
         "-O3",
         "-ccbin",
         str(build.compiler.cxx),
         f"-Xcompiler={prefix_map}",
         "-isystem",
         str(root / "nvidia/cu13/include/cccl"),
-    ]
-    assert spec["cross"] == {"arch": "aarch64", "sysroot": str(root), "target_torch": "2.14.1"}
+    )
+    assert spec.cross == CrossInfo("aarch64", str(root), "2.14.1")
+    assert json.loads(spec.to_json())["cross"]["target_torch"] == "2.14.1"
 
 
 def test_extend_spec_cpu_variant_leaves_nvcc_alone(tmp_path: Path) -> None:
     build = _cross_build(tmp_path, None)
-    spec: dict[str, object] = {
-        "include_dirs": ["/stage/include"],
-        "cxx_flags": ["-O3"],
-        "nvcc_flags": [],
-    }
-    build.extend_spec(spec)
-    assert spec["nvcc_flags"] == []
-    assert spec["cxx_flags"] == [
+    spec = build.extend_spec(_compile_spec(include_dirs=("/stage/include",), cxx=("-O3",)))
+    assert spec.nvcc_flags == ()
+    assert spec.cxx_flags == (
         "-O3",
         f"-ffile-prefix-map={build.sysroot.root}=/kernelwheel/target",
-    ]
-    assert spec["include_dirs"] == ["/stage/include"] + [
-        str(p) for p in build.sysroot.include_dirs(None)
-    ]
+    )
+    assert spec.include_dirs == (
+        "/stage/include",
+        *(str(p) for p in build.sysroot.include_dirs(None)),
+    )
 
 
 def test_extend_env_sets_the_cross_compiler(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import textwrap
 from pathlib import Path
@@ -11,13 +10,13 @@ from typing import Any
 import pytest
 
 from kernelwheel.cli import main
-from kernelwheel.cli.matrix import plan_from_args
 from kernelwheel.errors import UsageError
 from kernelwheel.model.project import KernelProject, load_project
 from kernelwheel.model.recipes import Recipes, load_recipes, parse_recipes
 from kernelwheel.model.variant import Arch
 from kernelwheel.plan.matrix import MatrixPlan, plan_matrix
 from kernelwheel.plan.options import ENV_VARS
+from kernelwheel.plan.planning import plan_project
 from kernelwheel.plan.selector import Selector
 
 TORCH = '[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
@@ -311,7 +310,7 @@ def test_matrix_command_selector_errors(
     assert code == UsageError.exit_code and "--only 'torch214-nope'" in err
 
 
-def test_plan_from_args_resolves_every_layer(
+def test_plan_project_resolves_every_layer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kernel = project(tmp_path, TORCH + CPU)
@@ -319,8 +318,8 @@ def test_plan_from_args_resolves_every_layer(
         '[tool.kernelwheel]\nskip = "*-aarch64-*"\njobs = 3\n'
     )
     monkeypatch.setenv("KERNELWHEEL_BUILD", "torch214-*")
-    args = argparse.Namespace(build=None, skip=None, output_dir="out", jobs=None)
-    planned = plan_from_args(kernel.root, args)
+    cli = {"build": None, "skip": None, "output_dir": "out", "jobs": None}
+    planned = plan_project(kernel.root, cli)
     assert planned.plan.names == ("torch214-cxx11-cpu-x86_64-linux",)
     assert planned.options.jobs == 3 and planned.options.output_dir == Path.cwd() / "out"
     assert planned.options.source("build") == "KERNELWHEEL_BUILD"

@@ -14,10 +14,10 @@ from kernelwheel.builder.pipeline import (
     full_version,
     gencode_flags,
 )
-from kernelwheel.cli.build import resolve_version
 from kernelwheel.errors import ProjectError, ToolchainError
 from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
+from kernelwheel.plan.planning import resolve_version
 
 IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
 

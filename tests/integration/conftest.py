@@ -6,7 +6,6 @@ a second run reuses them; wheels go to a per-session temporary wheelhouse.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.builder.envs import EnvInfo, provision
+from kernelwheel.builder.envs import EnvInfo, IndexOptions, env_spec_for, provision
 from kernelwheel.cli import main
-from kernelwheel.cli.build import env_spec
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Variant
 
@@ -35,8 +33,7 @@ def cache_dir() -> Path:
 def build_env(variant_name: str) -> EnvInfo:
     """The (cached) build environment of a variant: created by the build, reused here."""
     recipe = load_recipes().recipe_for(Variant.parse(variant_name))
-    args = argparse.Namespace(index_url=None, find_links=[])
-    return provision(env_spec(recipe, args), cache_dir())
+    return provision(env_spec_for(recipe, IndexOptions()), cache_dir())
 
 
 @dataclass(frozen=True)

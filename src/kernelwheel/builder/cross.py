@@ -36,7 +36,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -44,8 +44,10 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from .._util import run_checked, sha256_file
 from ..errors import ToolchainError, VariantError
+from ..model.recipes import RecipeError, Recipes
 from ..model.variant import Arch, BackendKind, Variant
-from .envs import EnvInfo, EnvSpec, locked, pip_install_args
+from .compile_spec import CompileSpec, CrossInfo
+from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for, locked, pip_install_args
 
 __all__ = [
     "CROSS_TRIPLES",
@@ -151,6 +153,7 @@ class TargetSpec:
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
+    no_index: bool = False
 
     @property
     def platforms(self) -> tuple[str, ...]:
@@ -372,24 +375,6 @@ def _release(version: str) -> str:
     return version.split("+", 1)[0]
 
 
-def _env_spec_for(recipe: Any, template: EnvSpec | None) -> EnvSpec:
-    """An EnvSpec for ``recipe`` with the index options of ``template`` (what the build's
-    --index-url/--find-links gave the target variant); mirrors commands.build.env_spec."""
-    assert recipe.torch_requirement is not None
-    packages: tuple[str, ...] = ()
-    if recipe.cuda is not None and recipe.cuda.source == "pypi":
-        packages = recipe.cuda.requirements()
-    index_url = template.index_url if template else None
-    extra = (recipe.index_url,) if recipe.index_url and not index_url else ()
-    return EnvSpec(
-        torch_requirement=recipe.torch_requirement,
-        packages=packages,
-        index_url=index_url,
-        extra_index_urls=extra,
-        find_links=template.find_links if template else (),
-    )
-
-
 @dataclass(frozen=True)
 class CrossPlan:
     """A cross build before its environments exist: what to provision on either side."""
@@ -416,6 +401,7 @@ class CrossPlan:
             index_url=self.target_env.index_url,
             extra_index_urls=self.target_env.extra_index_urls,
             find_links=self.target_env.find_links,
+            no_index=self.target_env.no_index,
         )
 
     def prepare(self, env: EnvInfo, cache_dir: Path, log: Path | None = None) -> CrossBuild:
@@ -443,9 +429,8 @@ class CrossPlan:
 def plan_for(
     variant: Variant,
     env_spec: EnvSpec | None,
+    recipes: Recipes,
     *,
-    recipes_dir: Path | None = None,
-    project_root: Path | None = None,
     need_host_env: bool = True,
     host: Arch | None = None,
 ) -> CrossPlan | None:
@@ -453,8 +438,8 @@ def plan_for(
 
     ``env_spec`` is the target variant's own environment spec (from its recipe and the build's
     index options), None when the build uses ``--python``. The host environment comes from the
-    recipe of the same variant for the host arch; the recipes are read from ``recipes_dir``, else
-    as the options of ``project_root`` say (KERNELWHEEL_RECIPES, pyproject), else the bundled.
+    recipe of the same variant for the host arch in ``recipes`` (the build's, loaded once), with
+    the same index options.
     """
     if not is_cross(variant, host):
         return None
@@ -462,15 +447,9 @@ def plan_for(
     assert variant.arch is not None
     compiler = find_cross_compiler(variant.arch)
 
-    from ..model.recipes import RecipeError, load_recipes
-    from ..plan.options import resolve_options
-
-    if recipes_dir is None and project_root is not None:
-        recipes_dir = resolve_options(project_root).recipes
-    recipes = load_recipes(recipes_dir)
     target_env = env_spec
     if target_env is None:
-        target_env = _env_spec_for(recipes.recipe_for(variant), None)
+        target_env = env_spec_for(recipes.recipe_for(variant), IndexOptions())
     if not need_host_env:  # --python: that interpreter is the host environment
         return CrossPlan(variant, compiler, None, target_env)
     try:
@@ -483,7 +462,8 @@ def plan_for(
             hint="add the flavour for this arch to the recipes, or pass --python with an "
             "interpreter holding that torch release",
         ) from None
-    host_env = _env_spec_for(host_recipe, env_spec)
+    sources = env_spec.index_options if env_spec is not None else IndexOptions()
+    host_env = env_spec_for(host_recipe, sources)
     return CrossPlan(variant, compiler, host_env, target_env)
 
 
@@ -509,23 +489,19 @@ class CrossBuild:
         except OSError:
             return False
 
-    def extend_spec(self, spec: dict[str, Any]) -> None:
-        """Put the target's include/library dirs before the host's, link with the target's
-        libraries, and make nvcc use the cross compiler as its host compiler."""
+    def extend_spec(self, spec: CompileSpec) -> CompileSpec:
+        """The spec with the target's include/library dirs before the host's, linking with the
+        target's libraries, and nvcc using the cross compiler as its host compiler."""
         target_inc = [str(p) for p in self.sysroot.include_dirs(self.cuda_major)]
-        includes: list[str] = list(spec["include_dirs"])
+        includes = list(spec.include_dirs)
         # The kernel's own includes stay first; the host environment's (CUDA headers from its
         # nvidia packages) move behind the target's. torch's cpp_extension appends the host
         # torch's include dirs after all of these.
         at = next((i for i, p in enumerate(includes) if self._is_host_path(p)), len(includes))
-        spec["include_dirs"] = includes[:at] + target_inc + includes[at:]
         lib_dirs = [str(p) for p in self.sysroot.library_dirs(self.cuda_major)]
-        spec["library_dirs"] = lib_dirs + list(spec.get("library_dirs", []))
-        # Resolve the target libraries' own dependencies at link time without warnings.
-        spec["link_flags"] = [*spec.get("link_flags", []), f"-Wl,-rpath-link,{':'.join(lib_dirs)}"]
         # Like the build paths, the cached sysroot's path is mapped out of the debug info.
         prefix_map = f"-ffile-prefix-map={self.sysroot.root}=/kernelwheel/target"
-        spec["cxx_flags"] = [*spec.get("cxx_flags", []), prefix_map]
+        nvcc: list[str] = []
         if self.cuda_major is not None:
             cccl = self.sysroot.cuda_dir(self.cuda_major) / "include" / "cccl"
             nvcc = ["-ccbin", str(self.compiler.cxx), f"-Xcompiler={prefix_map}"]
@@ -533,12 +509,16 @@ class CrossBuild:
                 # nvcc.profile adds <toolkit>/<target dir>/include/cccl, which a PyPI toolkit
                 # has only for its own arch.
                 nvcc += ["-isystem", str(cccl)]
-            spec["nvcc_flags"] = [*spec["nvcc_flags"], *nvcc]
-        spec["cross"] = {
-            "arch": self.sysroot.arch.value,
-            "sysroot": str(self.sysroot.root),
-            "target_torch": self.sysroot.torch,
-        }
+        return replace(
+            spec,
+            include_dirs=(*includes[:at], *target_inc, *includes[at:]),
+            library_dirs=(*lib_dirs, *spec.library_dirs),
+            # Resolve the target libraries' own dependencies at link time without warnings.
+            link_flags=(*spec.link_flags, f"-Wl,-rpath-link,{':'.join(lib_dirs)}"),
+            cxx_flags=(*spec.cxx_flags, prefix_map),
+            nvcc_flags=(*spec.nvcc_flags, *nvcc),
+            cross=CrossInfo(self.sysroot.arch.value, str(self.sysroot.root), self.sysroot.torch),
+        )
 
     def extend_env(self, env_vars: dict[str, str], cache_dir: Path) -> None:
         """CC/CXX/LDSHARED for setuptools and torch; with ccache active, route the cross

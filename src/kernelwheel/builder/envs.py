@@ -22,6 +22,7 @@ from typing import Protocol
 
 from .._util import atomic_write, run_checked
 from ..errors import ToolchainError
+from ..model.recipes import VariantRecipe
 
 READY_MARKER = ".kernelwheel-ready"
 # Build tools every environment gets besides torch; pinned so environments are reproducible.
@@ -45,6 +46,15 @@ print(json.dumps(out))
 
 
 @dataclass(frozen=True)
+class IndexOptions:
+    """Where pip looks, as the build's options say (--index-url, --find-links, --no-index)."""
+
+    index_url: str | None = None
+    find_links: tuple[str, ...] = ()
+    no_index: bool = False
+
+
+@dataclass(frozen=True)
 class EnvSpec:
     """What a build environment must contain."""
 
@@ -53,21 +63,45 @@ class EnvSpec:
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
+    no_index: bool = False
+
+    @property
+    def index_options(self) -> IndexOptions:
+        return IndexOptions(self.index_url, self.find_links, self.no_index)
 
     def digest(self, python: str) -> str:
-        blob = json.dumps(
-            {
-                "python": python,
-                "torch": self.torch_requirement,
-                "packages": sorted(self.packages),
-                "tools": BUILD_TOOLS,
-                "index": self.index_url,
-                "extra": list(self.extra_index_urls),
-                "links": list(self.find_links),
-            },
-            sort_keys=True,
-        )
+        fields: dict[str, object] = {
+            "python": python,
+            "torch": self.torch_requirement,
+            "packages": sorted(self.packages),
+            "tools": BUILD_TOOLS,
+            "index": self.index_url,
+            "extra": list(self.extra_index_urls),
+            "links": list(self.find_links),
+        }
+        if self.no_index:  # only when set, so existing environments keep their digest
+            fields["no_index"] = True
+        blob = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def env_spec_for(recipe: VariantRecipe, sources: IndexOptions) -> EnvSpec:
+    """The environment of ``recipe`` (its exact torch pin, its CUDA toolchain pins with hashes
+    where the toolchain comes from PyPI), fetched from ``sources``. The recipe's own index (e.g.
+    PyTorch's CPU wheels) is added unless the options name an index or forbid one."""
+    assert recipe.torch_requirement is not None
+    packages: tuple[str, ...] = ()
+    if recipe.cuda is not None and recipe.cuda.source == "pypi":
+        packages = recipe.cuda.requirements()
+    own_index = recipe.index_url and not sources.index_url and not sources.no_index
+    return EnvSpec(
+        torch_requirement=recipe.torch_requirement,
+        packages=packages,
+        index_url=sources.index_url,
+        extra_index_urls=(recipe.index_url,) if own_index and recipe.index_url else (),
+        find_links=sources.find_links,
+        no_index=sources.no_index,
+    )
 
 
 @dataclass(frozen=True)
@@ -145,14 +179,16 @@ class PipSources(Protocol):
     def extra_index_urls(self) -> tuple[str, ...]: ...
     @property
     def find_links(self) -> tuple[str, ...]: ...
+    @property
+    def no_index(self) -> bool: ...
 
 
 def pip_install_args(spec: PipSources) -> list[str]:
     """pip's index options for ``spec`` (usable with install and download)."""
-    args: list[str] = []
-    if spec.index_url:
+    args: list[str] = ["--no-index"] if spec.no_index else []
+    if spec.index_url and not spec.no_index:
         args += ["--index-url", spec.index_url]
-    for url in spec.extra_index_urls:
+    for url in () if spec.no_index else spec.extra_index_urls:
         args += ["--extra-index-url", url]
     for link in spec.find_links:
         args += ["--find-links", link]

@@ -10,7 +10,7 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from packaging.tags import Tag
@@ -21,51 +21,25 @@ from ..abi.remedies import remedy_flags
 from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
-from ..model.variant import BackendKind, CxxAbi, Variant
+from ..model.recipes import load_recipes
+from ..model.variant import BackendKind, CxxAbi, LocalVersionStyle, Variant
 from ..wheels import WheelSpec, write_wheel
 from ..wheels.repair import repair_wheel
 from . import codegen, cross
+from .compile_spec import CompileSpec
 from .compiler_cache import ccache_env, read_stats
-from .envs import CudaToolkit, EnvInfo, EnvSpec, find_cuda_toolkit, probe, provision
+from .envs import CudaToolkit, EnvInfo, find_cuda_toolkit, locked, probe, provision
+from .request import BuildRequest, BuiltWheel
 
 REQUESTED_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest stable ABI we target
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")
 _WORKER = Path(__file__).with_name("_compile_worker.py")
 
 
-@dataclass(frozen=True)
-class BuildRequest:
-    project: KernelProject
-    variant: Variant
-    version: str  # base version, without the local part
-    out_dir: Path
-    work_dir: Path
-    cache_dir: Path
-    env_spec: EnvSpec | None  # how to create the environment; None when python is given
-    python: Path | None = None  # use this interpreter's torch instead of creating an environment
-    cuda_home: Path | None = None
-    default_capabilities: tuple[str, ...] = ()
-    cuda_system_paths: tuple[Path, ...] = ()  # where a "system" toolchain may live
-    jobs: int = 2
-    manylinux: str | None = "manylinux_2_28"  # None: keep linux_<arch>, only check
-    best_effort: bool = False  # keep a wheel that cannot comply (linux_<arch>) instead of failing
-    recipes_dir: Path | None = None  # cross builds read the host-arch recipe here (None: default)
-
-
-@dataclass(frozen=True)
-class BuiltWheel:
-    variant: Variant
-    path: Path
-    build_id: str
-    namespace: str
-    log: Path
-    env: EnvInfo
-    compliant: bool = True  # passed the ABI check for its tag
-    capabilities: tuple[str, ...] = ()  # CUDA capabilities compiled for
-
-
-def full_version(base: str, variant: Variant) -> str:
-    return f"{base}+{variant.local_version}"
+def full_version(
+    base: str, variant: Variant, style: LocalVersionStyle = LocalVersionStyle.DOTTED
+) -> str:
+    return f"{base}+{variant.local_version_in(style)}"
 
 
 def gencode_flags(capabilities: tuple[str, ...]) -> list[str]:
@@ -235,26 +209,25 @@ def _compile(
     else:
         defines.append(("CPU_KERNEL", "1"))
     _check_object_names(sources, project)
-    spec = {
-        "name": namespace,
-        "sources": sources,
-        "include_dirs": include_dirs,
-        "define_macros": defines,
-        "cxx_flags": cxx_flags,
-        "nvcc_flags": nvcc_flags,
-        "cuda": is_cuda,
-        "cuda_home": str(toolkit.home) if toolkit else None,
-        "build_temp": str(stage / "obj"),
-        "build_lib": str(stage / "lib"),
-        "jobs": max(1, req.jobs),
-        "requested_limited_api": REQUESTED_LIMITED_API,
-        "capabilities": list(caps),
-    }
+    spec = CompileSpec(
+        name=namespace,
+        sources=tuple(sources),
+        include_dirs=tuple(include_dirs),
+        define_macros=tuple(defines),
+        cxx_flags=tuple(cxx_flags),
+        nvcc_flags=tuple(nvcc_flags),
+        cuda=is_cuda,
+        cuda_home=str(toolkit.home) if toolkit else None,
+        build_temp=str(stage / "obj"),
+        build_lib=str(stage / "lib"),
+        jobs=max(1, req.jobs),
+        requested_limited_api=REQUESTED_LIMITED_API,
+        capabilities=caps,
+    )
     if cross_build is not None:  # kernelwheel.builder.cross: target include/lib dirs, nvcc -ccbin
-        cross_build.extend_spec(spec)
-    spec_path = stage / "compile.json"
+        spec = cross_build.extend_spec(spec)
+    spec_path = spec.write(stage / "compile.json")
     result_path = stage / "result.json"
-    spec_path.write_text(json.dumps(spec, indent=2))
     env_vars = dict(os.environ)
     if toolkit is not None:
         env_vars["CUDA_HOME"] = str(toolkit.home)
@@ -281,7 +254,7 @@ def _compile(
             hint="read the compiler errors at the end of the log",
         )
     result: dict[str, object] = json.loads(result_path.read_text())
-    result["capabilities"] = spec["capabilities"]
+    result["capabilities"] = list(spec.capabilities)
     stats = read_stats(stats_log) if cached is not None else None
     result["cache"] = stats.describe() if stats else "no compiler cache (install ccache)"
     return result
@@ -314,8 +287,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         cross_plan = cross.plan_for(
             variant,
             req.env_spec,
-            recipes_dir=req.recipes_dir,
-            project_root=project.root,
+            req.recipes if req.recipes is not None else load_recipes(),
             need_host_env=req.python is None,
         )
         if cross_plan is not None and cross_plan.host_env is not None:
@@ -347,7 +319,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         detail.append(str(result["cache"]))
 
     with step(reporter, scope, "wheel") as detail:
-        version = full_version(req.version, variant)
+        version = full_version(req.version, variant, req.local_version_style)
         interpreter, requires_python = _python_tag(str(result["py_limited_api"]))
         tag = Tag(interpreter, "abi3", variant.platform_tag(manylinux=None))
         stamp = codegen.BuildStamp(
@@ -409,3 +381,27 @@ _ABI_HINT = (
 )
 
 
+
+
+def build_and_export(
+    req: BuildRequest, reporter: Reporter, *, hub_layout: Path | None = None
+) -> BuiltWheel:
+    """Build one variant (serialised with other processes building it: they share its work
+    folder) and, with ``hub_layout``, also write it as a Hub kernel tree there."""
+    with locked(req.work_dir / f"{req.variant.name}.lock"):
+        wheel = build_variant(req, reporter)
+    if hub_layout is not None:
+        # Imported here: the hub package pulls in huggingface_hub, which builds do not need.
+        from ..hub.export import export_variant
+
+        with step(reporter, req.variant.name, "hub layout") as detail:
+            folder = export_variant(
+                wheel.path,
+                req.project,
+                wheel.variant,
+                wheel.namespace,
+                hub_layout,
+                capabilities=wheel.capabilities,
+            )
+            detail.append(str(folder))
+    return wheel

@@ -7,6 +7,8 @@ import shlex
 from pathlib import Path
 
 from ..locking import LOCK_NAME, DownloadRequest, DownloadResult, download
+from ..plan.options import resolve_command_option, resolve_jobs
+from ._args import add_jobs_argument
 from .ui import ConsoleUI
 
 
@@ -60,9 +62,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="only variants matching this glob (brace expansion allowed, e.g. "
         "'torch2{13,14}-cxx11-cu130-*'); repeatable; every kernel must keep a variant",
     )
-    p.add_argument(
-        "--jobs", "-j", type=int, default=0, help="variants converted in parallel (default: CPUs)"
-    )
+    add_jobs_argument(p)
     p.set_defaults(func=run)
 
 
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             project_dir=args.project_dir,
             wheelhouse=args.wheelhouse,
             variants=tuple(args.variant),
-            jobs=args.jobs,
+            jobs=resolve_jobs(resolve_command_option("jobs", args.jobs)),
         ),
         ui,
     )

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 
 from ..locking import LOCK_NAME, LockRequest, LockResult, lock_project
+from ..plan.options import resolve_command_option, resolve_jobs
+from ._args import add_jobs_argument
 from .ui import ConsoleUI
 
 
@@ -64,9 +66,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="lock variants whose shared objects fail the ABI check (recorded in the lock, "
         "so download accepts them too)",
     )
-    p.add_argument(
-        "--jobs", "-j", type=int, default=0, help="variants converted in parallel (default: CPUs)"
-    )
+    add_jobs_argument(p)
     p.set_defaults(func=run)
 
 
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             refresh=args.refresh,
             check=args.check,
             allow_abi_violations=args.allow_abi_violations,
-            jobs=args.jobs,
+            jobs=resolve_jobs(resolve_command_option("jobs", args.jobs)),
         ),
         ui,
     )

@@ -1,96 +1,24 @@
 """``kernelwheel matrix PATH``: the variants a kernel would build, and why the others are left out.
 
-The selection flags (``--build``, ``--skip``, ``--only``, ``--arch``, ``--recipes``) and
-:func:`plan_from_args` are shared with ``kernelwheel build`` so both see the same plan.
+It renders :func:`kernelwheel.plan.planning.plan_project`, the plan ``kernelwheel build`` uses.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model.project import KernelProject, load_project
-from ..model.recipes import Recipes, VariantRecipe, load_recipes
+from ..model.recipes import VariantRecipe
 from ..model.variant import Arch
-from ..plan.matrix import MatrixPlan, plan_matrix
-from ..plan.options import Options, resolve_options
+from ..plan.matrix import MatrixPlan
+from ..plan.planning import Planned, plan_project
+from ._args import add_selection_arguments, option_values
 from .ui import ConsoleUI
 
 RUNNERS = {Arch.X86_64: "ubuntu-24.04", Arch.AARCH64: "ubuntu-24.04-arm"}
 DEFAULT_RUNNER = RUNNERS[Arch.X86_64]
-
-
-def add_selection_arguments(parser: argparse.ArgumentParser, *, recipes: bool = True) -> None:
-    """Add --build/--skip/--only/--arch and (unless ``recipes=False``) --recipes.
-
-    All default to None, meaning "not given", so lower layers of the precedence show through.
-    """
-    group = parser.add_argument_group(
-        "selection",
-        "Precedence, lowest first: defaults < [tool.kernelwheel] in the kernel's pyproject.toml "
-        "< KERNELWHEEL_BUILD/_SKIP/_ARCHS/_RECIPES < these flags.",
-    )
-    group.add_argument(
-        "--build",
-        action="append",
-        metavar="GLOB",
-        help="build only variants whose name matches; braces expand "
-        "(e.g. 'torch2{13,14}-*'); repeatable (default: '*')",
-    )
-    group.add_argument(
-        "--skip",
-        action="append",
-        metavar="GLOB",
-        help="leave out variants whose name matches (e.g. '*-aarch64-*'); repeatable",
-    )
-    group.add_argument(
-        "--only",
-        metavar="NAME",
-        help="exactly this variant (ignores build, skip and arch)",
-    )
-    group.add_argument(
-        "--arch",
-        action="append",
-        dest="archs",
-        metavar="ARCH",
-        help="x86_64, aarch64, auto/native (this machine) or all (default); repeatable",
-    )
-    if recipes:
-        group.add_argument(
-            "--recipes", metavar="DIR", help="a recipes folder (default: the bundled recipes)"
-        )
-
-
-@dataclass(frozen=True)
-class Planned:
-    project: KernelProject
-    options: Options
-    recipes: Recipes
-    full: MatrixPlan  # before build/skip/only
-    plan: MatrixPlan  # after them
-
-
-# Options a command may carry as attributes of its parsed arguments (None: flag not given).
-_CLI_OPTIONS = ("build", "skip", "only", "archs", "recipes", "output_dir", "cache_dir", "jobs")
-
-
-def plan_from_args(path: Path, args: argparse.Namespace) -> Planned:
-    """Load the project, resolve options from every layer, plan and apply the selectors.
-
-    Reads the attributes of ``args`` named like :class:`~kernelwheel.plan.options.Options` fields
-    (``build``, ``skip``, ``only``, ``archs``, ``recipes``, ``output_dir``, ``cache_dir``,
-    ``jobs``) where present; a None value means the flag was not given, so give those flags
-    ``default=None``.
-    """
-    cli = {name: getattr(args, name, None) for name in _CLI_OPTIONS}
-    project = load_project(path)
-    options = resolve_options(project.root, cli=cli)
-    recipes = load_recipes(options.recipes)
-    full = plan_matrix(project, recipes, arches=options.arch_filter())
-    return Planned(project, options, recipes, full, full.select(options.selector()))
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -126,7 +54,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    planned = plan_from_args(args.path, args)
+    planned = plan_project(args.path, option_values(args))
     if args.json:
         ui.print(json.dumps(to_json(planned.plan), indent=2))
     else:

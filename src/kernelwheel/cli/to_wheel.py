@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..plan.options import resolve_command_option, resolve_jobs
+from ._args import add_jobs_argument, add_local_version_style_argument
 from .ui import ConsoleUI
 
 if TYPE_CHECKING:
@@ -67,9 +69,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="write wheels whose shared objects fail the ABI check (reported, not refused)",
     )
-    p.add_argument(
-        "--jobs", "-j", type=int, default=0, help="variants converted in parallel (default: CPUs)"
-    )
+    add_jobs_argument(p)
+    add_local_version_style_argument(p)
     p.set_defaults(func=run)
 
 
@@ -83,7 +84,10 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         output_dir=args.output_dir,
         variants=tuple(args.variant),
         allow_abi_violations=args.allow_abi_violations,
-        jobs=args.jobs,
+        local_version_style=resolve_command_option(
+            "local_version_style", args.local_version_style
+        ),
+        jobs=resolve_jobs(resolve_command_option("jobs", args.jobs)),
     )
     result = to_wheels(request, ui)
     report(result, ui)

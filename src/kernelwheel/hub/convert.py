@@ -15,7 +15,7 @@ from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
 from ..errors import HubError
-from ..model.variant import Variant
+from ..model.variant import LocalVersionStyle, Variant
 from ..wheels import WheelSpec
 from .guard import guard_files
 from .layout import KernelMetadata, VariantPlan, package_name, plan
@@ -78,6 +78,7 @@ def prepare_wheel(
     resolution: Resolution,
     manylinux: str,
     where: str,
+    style: LocalVersionStyle = LocalVersionStyle.DOTTED,
 ) -> PreparedWheel:
     """Read, verify and lay out one variant. Integrity errors propagate as HubError from
     :func:`verify`; layout problems raise :class:`Unconvertible`."""
@@ -102,7 +103,7 @@ def prepare_wheel(
     dist = (metadata.name if metadata and metadata.name else None) or (
         repo_name if package_name(repo_name) == layout.package else layout.package
     )
-    version = f"{_base_version(resolution, metadata, notes)}+{variant.local_version}"
+    version = f"{_base_version(resolution, metadata, notes)}+{variant.local_version_in(style)}"
     if guard_files(contents, layout.package, dist, version, variant):
         notes.append("import guard added")
     depends = metadata.python_depends if metadata else ()

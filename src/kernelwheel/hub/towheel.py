@@ -21,7 +21,7 @@ from typing import Protocol
 from .._util import publish, staging_dir
 from ..errors import AbiError, HubError, KernelwheelError, VariantError, WheelError
 from ..log import Reporter, SilentReporter, StepResult, step
-from ..model.variant import OS, Variant
+from ..model.variant import OS, LocalVersionStyle, Variant
 from ..plan.selector import Selector
 from ..wheels import write_wheel
 from .convert import PreparedWheel, Unconvertible, prepare_wheel
@@ -74,6 +74,7 @@ class ToWheelRequest:
     allow_abi_violations: bool = False
     jobs: int = 0  # 0: one per CPU, at most 32
     manylinux: str = DEFAULT_MANYLINUX
+    local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
 
 
 @dataclass(frozen=True)
@@ -292,6 +293,7 @@ def _convert_one(
                 resolution=resolution,
                 manylinux=req.manylinux,
                 where=src.where,
+                style=req.local_version_style,
             )
             wheel = write_wheel(prepared.spec, staging)
             detail.append(wheel.name)

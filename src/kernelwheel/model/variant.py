@@ -47,6 +47,19 @@ class BackendKind(str, Enum):
     METAL = "metal"
 
 
+class LocalVersionStyle(str, Enum):
+    """How a binary variant's local version label is spelled.
+
+    ``dotted`` (the default), ``torch2.10.cu130.cxx11``: the torch minor is its own numeric
+    segment, so PEP 440 orders torch 2.10 above 2.9. ``compact``, ``torch210cu130cxx11``: the
+    kernel-builder design's form, a drop-in for install scripts written against it; PEP 440
+    compares it as one string, so ``torch29…`` sorts above ``torch214…`` above ``torch210…``.
+    Both are read everywhere."""
+
+    DOTTED = "dotted"
+    COMPACT = "compact"
+
+
 class CxxAbi(str, Enum):
     CXX11 = "cxx11"
     CXX98 = "cxx98"
@@ -310,10 +323,11 @@ _LOCAL = re.compile(
     r"torch(?P<major>[0-9])\.(?P<minor>0|[1-9][0-9]*)(?P<stable>\.stable)?"
     r"\.(?P<backend>[a-z]+[0-9]*)(?:\.(?P<abi>cxx[0-9]+))?"
 )
-# Legacy compact label of the seed's wheels: torch27cu128cxx11 (one-digit major).
-_LEGACY_LOCAL = re.compile(
-    r"torch(?P<torch>[0-9]+)\.?(?P<backend>(?:cu|rocm|xpu)[0-9]+|cpu|metal)"
-    r"(?:\.?(?P<abi>cxx[0-9]+))?"
+# The compact label (the design's form and the seed's wheels): torch27cu128cxx11, one-digit
+# major; dots between the parts are tolerated.
+_COMPACT_LOCAL = re.compile(
+    r"torch(?P<torch>[0-9]+)\.?(?P<cstable>stable\.?)?"
+    r"(?P<backend>(?:cu|rocm|xpu)[0-9]+|cpu|metal)(?:\.?(?P<abi>cxx[0-9]+))?"
 )
 _UNIVERSAL = "universal"
 
@@ -574,6 +588,16 @@ class Variant:
             parts.append(self.cxxabi.value)
         return ".".join(parts)
 
+    def local_version_in(self, style: LocalVersionStyle) -> str:
+        """The local label in ``style``: :attr:`local_version` (dotted) or the compact
+        ``torch210cu130cxx11``; noarch labels are the same in both."""
+        if style is LocalVersionStyle.DOTTED or self.torch is None:
+            return self.local_version
+        assert self.backend is not None
+        stable = "stable" if self.stable_abi else ""
+        abi = self.cxxabi.value if self.cxxabi is not None else ""
+        return f"torch{self.torch.compact}{stable}{self.backend.token}{abi}"
+
     @classmethod
     def from_local_version(cls, local: str, *, arch: Arch | None, os: OS | None) -> Variant:
         """Parse a local label (``torch2.10.cu130.cxx11``, ``cuda``, ``universal``, or the legacy
@@ -603,7 +627,7 @@ class Variant:
         elif text in {kind.value for kind in BackendKind}:
             backend = Backend(BackendKind(text))
         else:
-            match = _LOCAL.fullmatch(text) or _LEGACY_LOCAL.fullmatch(text)
+            match = _LOCAL.fullmatch(text) or _COMPACT_LOCAL.fullmatch(text)
             if match is None:
                 raise bad(
                     "expected torch{MAJ}.{MIN}[.stable].{backend}[.{cxxabi}], a noarch label "
@@ -612,8 +636,9 @@ class Variant:
                 )
             groups = match.groupdict()
             try:
-                if groups.get("torch") is not None:  # legacy compact form
+                if groups.get("torch") is not None:  # compact form
                     torch = TorchVersion.from_compact(groups["torch"])
+                    stable = groups["cstable"] is not None
                 else:
                     torch = TorchVersion(int(groups["major"]), int(groups["minor"]))
                     stable = groups["stable"] is not None

@@ -1,36 +1,19 @@
 """Build options and where they come from: one precedence, lowest first.
 
-1. defaults (below);
+1. defaults (the ``default`` column of :data:`OPTIONS`);
 2. ``[tool.kernelwheel]`` in the kernel's ``pyproject.toml``, when the project has one;
-3. ``KERNELWHEEL_*`` environment variables;
+3. ``KERNELWHEEL_*`` environment variables (an empty variable counts as unset);
 4. command-line flags.
 
 A layer replaces the value of the layers below it; it never merges with them (``--skip X``
 replaces a ``skip`` set in pyproject.toml). ``--only`` is command-line only; when given it
 ignores ``build``, ``skip`` and ``archs`` from every layer (the name says the arch).
 
-Options (TOML key / environment variable / flag, default):
-
-- ``build`` / ``KERNELWHEEL_BUILD`` / ``--build GLOB``, default ``*``;
-- ``skip`` / ``KERNELWHEEL_SKIP`` / ``--skip GLOB``, default none;
-- ``archs`` / ``KERNELWHEEL_ARCHS`` / ``--arch ARCH``, default ``all``;
-- ``--only NAME`` (command line only), default none;
-- ``recipes`` / ``KERNELWHEEL_RECIPES`` / ``--recipes DIR``, default the bundled recipes;
-- ``output-dir`` / ``KERNELWHEEL_OUTPUT_DIR`` / ``--output-dir DIR``, default ``wheelhouse``;
-- ``cache-dir`` / ``KERNELWHEEL_CACHE_DIR`` / ``--cache-dir DIR``, default: the builder's;
-- ``jobs`` / ``KERNELWHEEL_JOBS`` / ``--jobs N``, default ``auto``.
-
-Values: ``build``/``skip`` are glob patterns over Hub variant names with brace expansion (see
-:mod:`kernelwheel.plan.selector`), written as a TOML string or array, or space-separated in the
-environment; several flags add up within the command line. ``archs`` is ``all``, ``auto``/
-``native`` (the machine's own arch) or arch names (``x86_64``, ``aarch64``), space- or
-comma-separated. ``jobs`` is a positive integer or ``auto``. Paths in pyproject.toml are relative
-to its folder; paths from the environment or the command line are relative to the working
-directory. An empty environment variable counts as unset.
-
-:func:`resolve_options` returns a frozen :class:`Options` that records, per option, the layer
-that set it (``Options.source``), so messages can name ``KERNELWHEEL_SKIP`` or ``--skip``.
-The same text, for users: docs/options.md.
+Every build setting is here, resolved once per command by :func:`resolve_options` into a frozen
+:class:`Options` that is passed down; nothing deeper reads the environment or pyproject.toml
+again. ``Options.source(name)`` names the layer that set a value (``--skip``,
+``KERNELWHEEL_SKIP``, ``[tool.kernelwheel] skip``), so messages can say where to change it.
+The table for users is docs/options.md; a test keeps the two in step.
 """
 
 from __future__ import annotations
@@ -44,49 +27,54 @@ from typing import Any
 
 from .._toml import read_toml
 from ..errors import ProjectError, UsageError
-from ..model.variant import Arch
+from ..model.variant import Arch, LocalVersionStyle
 from .selector import Selector, expand_braces, split_patterns
 
 __all__ = [
+    "DEFAULT_CACHE_DIR",
     "DEFAULT_OPTIONS",
     "ENV_VARS",
+    "OPTIONS",
     "PYPROJECT",
+    "OptionDef",
     "Options",
+    "resolve_command_option",
+    "resolve_jobs",
     "resolve_options",
 ]
 
 PYPROJECT = "pyproject.toml"
 TOOL_TABLE = "tool.kernelwheel"
 ARCH_KEYWORDS = ("all", "auto", "native")
+DEFAULT_CACHE_DIR = Path("~/.cache/kernelwheel").expanduser()
 
-# option name (the Options field) -> (TOML key, environment variable or None, CLI flag)
-_NAMES: dict[str, tuple[str, str | None, str]] = {
-    "build": ("build", "KERNELWHEEL_BUILD", "--build"),
-    "skip": ("skip", "KERNELWHEEL_SKIP", "--skip"),
-    "archs": ("archs", "KERNELWHEEL_ARCHS", "--arch"),
-    "only": ("only", None, "--only"),
-    "recipes": ("recipes", "KERNELWHEEL_RECIPES", "--recipes"),
-    "output_dir": ("output-dir", "KERNELWHEEL_OUTPUT_DIR", "--output-dir"),
-    "cache_dir": ("cache-dir", "KERNELWHEEL_CACHE_DIR", "--cache-dir"),
-    "jobs": ("jobs", "KERNELWHEEL_JOBS", "--jobs"),
-}
-ENV_VARS: tuple[str, ...] = tuple(env for _, env, _ in _NAMES.values() if env)
-_TOML_KEYS = {toml: name for name, (toml, _, _) in _NAMES.items() if name != "only"}
+_Fail = Callable[[str, str], Exception]
+_Converter = Callable[[Any, _Fail, Path], Any]
 
 
 @dataclass(frozen=True)
 class Options:
     """Resolved options. ``sources`` maps each option set above its default to the label of the
-    layer that set it (``--skip``, ``KERNELWHEEL_SKIP``, ``[tool.kernelwheel] skip``)."""
+    layer that set it."""
 
     build: tuple[str, ...] = ("*",)
     skip: tuple[str, ...] = ()
     archs: tuple[str, ...] = ("all",)
     only: str | None = None
-    recipes: Path | None = None
+    recipes: Path | None = None  # None: the bundled recipes
     output_dir: Path = Path("wheelhouse")
-    cache_dir: Path | None = None
-    jobs: int | None = None  # None: fit the machine
+    cache_dir: Path = DEFAULT_CACHE_DIR
+    jobs: int | None = None  # None: auto, fit the machine (see resolve_jobs)
+    python: Path | None = None  # build with this interpreter's torch, not a made environment
+    cuda_home: Path | None = None  # None: found (toolchain packages, CUDA_HOME, /usr/local/cuda)
+    index_url: str | None = None  # None: PyPI plus the recipe's index
+    find_links: tuple[str, ...] = ()
+    no_index: bool = False  # pip sees only find_links: fully offline builds
+    plat: str = "manylinux_2_28"
+    repair: bool = True  # False: keep linux_<arch> wheels (still ABI-checked)
+    best_effort: bool = False  # keep a wheel that cannot comply instead of failing the variant
+    hub_layout: Path | None = None  # also export each built variant as a Hub tree here
+    local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     sources: tuple[tuple[str, str], ...] = field(default=())
 
     def source(self, name: str) -> str:
@@ -108,6 +96,12 @@ class Options:
         source = self.source(name)
         return name if source == "default" else source
 
+    def selects_anything(self) -> bool:
+        """Whether any layer narrowed the selection (else a build picks the default variant)."""
+        return self.only is not None or any(
+            self.source(name) != "default" for name in ("build", "skip", "archs")
+        )
+
     def arch_filter(self, host: Arch | None = None) -> tuple[Arch, ...] | None:
         """The arches to plan for, None for all. ``--only`` disables the filter; ``auto`` and
         ``native`` mean ``host`` (default: this machine's arch)."""
@@ -120,106 +114,36 @@ class Options:
                 out.append(arch)
         return tuple(out)
 
+    def manylinux(self) -> str | None:
+        """The policy to repair to, None when repair is off."""
+        return self.plat if self.repair else None
+
 
 DEFAULT_OPTIONS = Options()
 
 
-
-def resolve_options(
-    project_dir: Path | str | None = None,
-    *,
-    env: Mapping[str, str] | None = None,
-    cli: Mapping[str, Any] | None = None,
-) -> Options:
-    """Resolve the options of the kernel in ``project_dir`` (its ``pyproject.toml``, if any),
-    the environment ``env`` (default ``os.environ``) and the parsed flags ``cli`` (option name
-    -> value; None or absent means the flag was not given)."""
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-
-    if project_dir is not None:
-        pyproject = Path(project_dir) / PYPROJECT
-        if pyproject.is_file():
-            for name, (value, label) in _from_pyproject(pyproject).items():
-                values[name], sources[name] = value, label
-
-    environ = os.environ if env is None else env
-    for name, (_, var, _) in _NAMES.items():
-        if var is None:
-            continue
-        raw = environ.get(var, "")
-        if raw.strip():
-            values[name] = _convert(name, raw, var, None, Path.cwd())
-            sources[name] = var
-
-    for name, raw in (cli or {}).items():
-        if name not in _NAMES:
-            raise UsageError(f"unknown option {name!r}", hint=f"known options: {', '.join(_NAMES)}")
-        if raw is None or (isinstance(raw, (list, tuple)) and not raw):
-            continue
-        flag = _NAMES[name][2]
-        values[name] = _convert(name, raw, flag, None, Path.cwd())
-        sources[name] = flag
-
-    if values.get("only") is not None:
-        for ignored in ("build", "skip", "archs"):
-            values.pop(ignored, None)
-            sources.pop(ignored, None)
-    options = Options(**values, sources=tuple(sorted(sources.items())))
-    options.selector()  # validate patterns now, naming their source
-    return options
+def resolve_jobs(jobs: int | None) -> int:
+    """``--jobs`` in every command: how many CPUs kernelwheel keeps busy (compiler processes in
+    build, variants converted at once in to-wheel/lock/download). None (auto): all of them."""
+    return jobs if jobs is not None else (os.cpu_count() or 1)
 
 
-# Sub-tables of [tool.kernelwheel] that belong to other commands, not to build options.
-_OTHER_COMMANDS_KEYS = frozenset({"dependencies"})
+def resolve_command_option(
+    name: str, flag_value: Any, *, env: Mapping[str, str] | None = None
+) -> Any:
+    """One option for a command without a kernel project (to-wheel, lock, download): the flag,
+    else its ``KERNELWHEEL_*`` variable, else the default, checked like in a build."""
+    option = _BY_NAME[name]
+    if flag_value is not None:
+        return _convert(option, flag_value, option.flag, None, Path.cwd())
+    raw = (os.environ if env is None else env).get(option.env or "", "")
+    if raw.strip():
+        assert option.env is not None
+        return _convert(option, raw, option.env, None, Path.cwd())
+    return getattr(DEFAULT_OPTIONS, name)
 
 
-def _from_pyproject(pyproject: Path) -> dict[str, tuple[Any, str]]:
-    data = read_toml(pyproject)
-    table = data.get("tool", {}).get("kernelwheel")
-    if table is None:
-        return {}
-    if not isinstance(table, dict):
-        raise ProjectError(
-            "expected a table", file=pyproject, key=TOOL_TABLE, hint="write [tool.kernelwheel]"
-        )
-    out: dict[str, tuple[Any, str]] = {}
-    for key, raw in table.items():
-        if key in _OTHER_COMMANDS_KEYS:
-            continue  # read by another command (kernelwheel lock / download)
-        dotted = f"{TOOL_TABLE}.{key}"
-        name = _TOML_KEYS.get(key)
-        if name is None:
-            close = difflib.get_close_matches(key.replace("_", "-"), list(_TOML_KEYS), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            if key == "only":
-                hint = "--only is a command-line flag only; "
-            raise ProjectError(
-                f"unknown key {key!r}",
-                file=pyproject,
-                key=dotted,
-                hint=hint + f"keys: {', '.join(_TOML_KEYS)}",
-            )
-        value = _convert(name, raw, f"[tool.kernelwheel] {key}", pyproject, pyproject.parent)
-        out[name] = (value, f"[tool.kernelwheel] {key}")
-    return out
-
-
-def _convert(name: str, raw: Any, label: str, file: Path | None, base: Path) -> Any:
-    """Check and convert one raw value (TOML value, env string, or CLI value)."""
-
-    def fail(message: str, hint: str) -> Exception:
-        if file is not None:
-            return ProjectError(
-                message, file=file, key=f"{TOOL_TABLE}.{_NAMES[name][0]}", hint=hint
-            )
-        return UsageError(f"{label}: {message}", hint=hint)
-
-    converter = _CONVERTERS[name]
-    return converter(raw, fail, base)
-
-
-_Fail = Callable[[str, str], Exception]
+# --- value converters: (raw TOML/env/CLI value, fail, base folder) -> value -----------------
 
 
 def _strings(raw: Any, fail: _Fail, example: str) -> list[str]:
@@ -290,13 +214,170 @@ def _jobs(raw: Any, fail: _Fail, base: Path) -> int | None:
     return value
 
 
-_CONVERTERS: dict[str, Callable[[Any, _Fail, Path], Any]] = {
-    "build": _patterns,
-    "skip": _skip,
-    "archs": _archs,
-    "only": _only,
-    "recipes": _path,
-    "output_dir": _path,
-    "cache_dir": _path,
-    "jobs": _jobs,
-}
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _bool(raw: Any, fail: _Fail, base: Path) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.strip().lower() in _TRUE + _FALSE:
+        return raw.strip().lower() in _TRUE
+    raise fail(f"expected true or false, got {raw!r}", "use true/false (or 1/0 in the environment)")
+
+
+def _url(raw: Any, fail: _Fail, base: Path) -> str:
+    if not isinstance(raw, str) or not raw.strip() or len(raw.split()) != 1:
+        raise fail(f"expected one URL, got {raw!r}", "e.g. https://pypi.org/simple")
+    return raw.strip()
+
+
+def _links(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
+    """Folders or URLs; a relative folder is relative to the layer's base folder."""
+    items = [t for text in _strings(raw, fail, "'./wheels'") for t in text.split()]
+    return tuple(i if "://" in i else str(_path(i, fail, base)) for i in items)
+
+
+def _plat(raw: Any, fail: _Fail, base: Path) -> str:
+    if not isinstance(raw, str) or not raw.strip().startswith(("manylinux", "musllinux")):
+        raise fail(f"expected a manylinux policy, got {raw!r}", "e.g. manylinux_2_28")
+    return raw.strip()
+
+
+def _style(raw: Any, fail: _Fail, base: Path) -> LocalVersionStyle:
+    try:
+        return LocalVersionStyle(raw.strip().lower() if isinstance(raw, str) else raw)
+    except ValueError:
+        choices = ", ".join(s.value for s in LocalVersionStyle)
+        raise fail(f"unknown local version style {raw!r}", f"use one of: {choices}") from None
+
+
+@dataclass(frozen=True)
+class OptionDef:
+    """One option: its ``Options`` field, TOML key, environment variable, flag and converter."""
+
+    name: str
+    toml: str | None
+    env: str | None
+    flag: str
+    convert: _Converter
+
+
+OPTIONS: tuple[OptionDef, ...] = (
+    OptionDef("build", "build", "KERNELWHEEL_BUILD", "--build", _patterns),
+    OptionDef("skip", "skip", "KERNELWHEEL_SKIP", "--skip", _skip),
+    OptionDef("archs", "archs", "KERNELWHEEL_ARCHS", "--arch", _archs),
+    OptionDef("only", None, None, "--only", _only),
+    OptionDef("recipes", "recipes", "KERNELWHEEL_RECIPES", "--recipes", _path),
+    OptionDef("output_dir", "output-dir", "KERNELWHEEL_OUTPUT_DIR", "--output-dir", _path),
+    OptionDef("cache_dir", "cache-dir", "KERNELWHEEL_CACHE_DIR", "--cache-dir", _path),
+    OptionDef("jobs", "jobs", "KERNELWHEEL_JOBS", "--jobs", _jobs),
+    OptionDef("python", "python", "KERNELWHEEL_PYTHON", "--python", _path),
+    OptionDef("cuda_home", "cuda-home", "KERNELWHEEL_CUDA_HOME", "--cuda-home", _path),
+    OptionDef("index_url", "index-url", "KERNELWHEEL_INDEX_URL", "--index-url", _url),
+    OptionDef("find_links", "find-links", "KERNELWHEEL_FIND_LINKS", "--find-links", _links),
+    OptionDef("no_index", "no-index", "KERNELWHEEL_NO_INDEX", "--no-index", _bool),
+    OptionDef("plat", "plat", "KERNELWHEEL_PLAT", "--plat", _plat),
+    OptionDef("repair", "repair", "KERNELWHEEL_REPAIR", "--no-repair", _bool),
+    OptionDef("best_effort", "best-effort", "KERNELWHEEL_BEST_EFFORT", "--best-effort", _bool),
+    OptionDef("hub_layout", "hub-layout", "KERNELWHEEL_HUB_LAYOUT", "--hub-layout", _path),
+    OptionDef(
+        "local_version_style",
+        "local-version-style",
+        "KERNELWHEEL_LOCAL_VERSION_STYLE",
+        "--local-version-style",
+        _style,
+    ),
+)
+_BY_NAME = {o.name: o for o in OPTIONS}
+_BY_TOML = {o.toml: o for o in OPTIONS if o.toml is not None}
+ENV_VARS: tuple[str, ...] = tuple(o.env for o in OPTIONS if o.env)
+
+
+def resolve_options(
+    project_dir: Path | str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cli: Mapping[str, Any] | None = None,
+) -> Options:
+    """Resolve the options of the kernel in ``project_dir`` (its ``pyproject.toml``, if any),
+    the environment ``env`` (default ``os.environ``) and the parsed flags ``cli`` (option name
+    -> value; None or an empty list means the flag was not given)."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+
+    if project_dir is not None:
+        pyproject = Path(project_dir) / PYPROJECT
+        if pyproject.is_file():
+            for name, (value, label) in _from_pyproject(pyproject).items():
+                values[name], sources[name] = value, label
+
+    environ = os.environ if env is None else env
+    for option in OPTIONS:
+        raw = environ.get(option.env, "") if option.env else ""
+        if raw.strip():
+            assert option.env is not None
+            values[option.name] = _convert(option, raw, option.env, None, Path.cwd())
+            sources[option.name] = option.env
+
+    for name, raw in (cli or {}).items():
+        flag = _BY_NAME.get(name)
+        if flag is None:
+            raise UsageError(f"unknown option {name!r}", hint=f"known: {', '.join(_BY_NAME)}")
+        if raw is None or (isinstance(raw, (list, tuple)) and not raw):
+            continue
+        values[name] = _convert(flag, raw, flag.flag, None, Path.cwd())
+        sources[name] = flag.flag
+
+    if values.get("only") is not None:
+        for ignored in ("build", "skip", "archs"):
+            values.pop(ignored, None)
+            sources.pop(ignored, None)
+    options = Options(**values, sources=tuple(sorted(sources.items())))
+    options.selector()  # validate patterns now, naming their source
+    return options
+
+
+# Sub-tables of [tool.kernelwheel] that belong to other commands, not to build options.
+_OTHER_COMMANDS_KEYS = frozenset({"dependencies"})
+
+
+def _from_pyproject(pyproject: Path) -> dict[str, tuple[Any, str]]:
+    data = read_toml(pyproject)
+    table = data.get("tool", {}).get("kernelwheel")
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise ProjectError(
+            "expected a table", file=pyproject, key=TOOL_TABLE, hint="write [tool.kernelwheel]"
+        )
+    out: dict[str, tuple[Any, str]] = {}
+    for key, raw in table.items():
+        if key in _OTHER_COMMANDS_KEYS:
+            continue  # read by another command (kernelwheel lock / download)
+        option = _BY_TOML.get(key)
+        if option is None:
+            close = difflib.get_close_matches(key.replace("_", "-"), list(_BY_TOML), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            if key == "only":
+                hint = "--only is a command-line flag only; "
+            raise ProjectError(
+                f"unknown key {key!r}",
+                file=pyproject,
+                key=f"{TOOL_TABLE}.{key}",
+                hint=hint + f"keys: {', '.join(_BY_TOML)}",
+            )
+        label = f"[tool.kernelwheel] {key}"
+        out[option.name] = (_convert(option, raw, label, pyproject, pyproject.parent), label)
+    return out
+
+
+def _convert(option: OptionDef, raw: Any, label: str, file: Path | None, base: Path) -> Any:
+    """Check and convert one raw value (TOML value, env string, or CLI value)."""
+
+    def fail(message: str, hint: str) -> Exception:
+        if file is not None:
+            return ProjectError(message, file=file, key=f"{TOOL_TABLE}.{option.toml}", hint=hint)
+        return UsageError(f"{label}: {message}", hint=hint)
+
+    return option.convert(raw, fail, base)

@@ -1,0 +1,54 @@
+"""The compile spec: everything the worker needs to compile one extension, as a frozen value.
+
+The pipeline makes it, a cross build derives a new one from it (:meth:`CrossBuild.extend_spec`),
+and it reaches the worker (which may import only the standard library, setuptools and torch) as
+JSON, the one place it stops being typed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CompileSpec", "CrossInfo"]
+
+
+@dataclass(frozen=True)
+class CrossInfo:
+    """Recorded in the spec of a cross build, for the log and the reader of compile.json."""
+
+    arch: str
+    sysroot: str
+    target_torch: str
+
+
+@dataclass(frozen=True)
+class CompileSpec:
+    name: str  # the extension (and ops namespace) name
+    sources: tuple[str, ...]
+    include_dirs: tuple[str, ...]
+    define_macros: tuple[tuple[str, str], ...]
+    cxx_flags: tuple[str, ...]
+    nvcc_flags: tuple[str, ...]
+    cuda: bool
+    cuda_home: str | None
+    build_temp: str
+    build_lib: str
+    jobs: int
+    requested_limited_api: str
+    capabilities: tuple[str, ...] = ()
+    library_dirs: tuple[str, ...] = ()  # searched before torch's own (cross builds)
+    link_flags: tuple[str, ...] = ()
+    cross: CrossInfo | None = field(default=None)
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = asdict(self)
+        if self.cross is None:
+            del data["cross"]
+        return json.dumps(data, indent=2)
+
+    def write(self, path: Path) -> Path:
+        path.write_text(self.to_json())
+        return path

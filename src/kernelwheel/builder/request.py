@@ -1,0 +1,79 @@
+"""What a build of one variant is asked to do (:class:`BuildRequest`) and what it gives
+(:class:`BuiltWheel`); :func:`request_for` makes the request from the plan and the resolved
+options, the one place options become build settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..model.project import KernelProject
+from ..model.recipes import Recipes, VariantRecipe
+from ..model.variant import LocalVersionStyle, Variant
+from ..plan.options import Options, resolve_jobs
+from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for
+
+__all__ = ["BuildRequest", "BuiltWheel", "request_for"]
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    project: KernelProject
+    variant: Variant
+    version: str  # base version, without the local part
+    out_dir: Path
+    work_dir: Path
+    cache_dir: Path
+    env_spec: EnvSpec | None  # how to create the environment; None when python is given
+    python: Path | None = None  # use this interpreter's torch instead of creating an environment
+    cuda_home: Path | None = None
+    default_capabilities: tuple[str, ...] = ()
+    cuda_system_paths: tuple[Path, ...] = ()  # where a "system" toolchain may live
+    jobs: int = 2
+    manylinux: str | None = "manylinux_2_28"  # None: keep linux_<arch>, only check
+    best_effort: bool = False  # keep a wheel that cannot comply (linux_<arch>) instead of failing
+    recipes: Recipes | None = None  # the build's recipes (cross builds read the host's); None:
+    # the bundled ones
+    local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
+
+
+@dataclass(frozen=True)
+class BuiltWheel:
+    variant: Variant
+    path: Path
+    build_id: str
+    namespace: str
+    log: Path
+    env: EnvInfo
+    compliant: bool = True  # passed the ABI check for its tag
+    capabilities: tuple[str, ...] = ()  # CUDA capabilities compiled for
+
+
+def request_for(
+    project: KernelProject,
+    recipe: VariantRecipe,
+    version: str,
+    options: Options,
+    recipes: Recipes,
+) -> BuildRequest:
+    """The request to build ``recipe``'s variant of ``project`` as ``options`` say."""
+    sources = IndexOptions(options.index_url, options.find_links, options.no_index)
+    cuda = recipe.cuda
+    return BuildRequest(
+        project=project,
+        variant=recipe.variant,
+        version=version,
+        out_dir=options.output_dir,
+        work_dir=options.cache_dir / "work" / project.package,
+        cache_dir=options.cache_dir,
+        env_spec=None if options.python else env_spec_for(recipe, sources),
+        python=options.python,
+        cuda_home=options.cuda_home,
+        default_capabilities=cuda.capabilities if cuda else (),
+        cuda_system_paths=tuple(Path(p) for p in cuda.system_paths) if cuda else (),
+        jobs=resolve_jobs(options.jobs),
+        manylinux=options.manylinux(),
+        best_effort=options.best_effort,
+        recipes=recipes,
+        local_version_style=options.local_version_style,
+    )

@@ -1,0 +1,94 @@
+"""The planning service: a kernel project plus resolved options -> the variants to build.
+
+``kernelwheel matrix`` and ``kernelwheel build`` both call :func:`plan_project`, so both see the
+same plan; neither the options nor the recipes are read again after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ProjectError, UsageError
+from ..model.project import KernelProject, load_project
+from ..model.recipes import Recipes, VariantRecipe, load_recipes
+from ..model.variant import Arch, BackendKind, Variant
+from .matrix import MatrixPlan, plan_matrix
+from .options import Options, resolve_options
+
+__all__ = ["Planned", "default_variant", "plan_project", "resolve_version", "selected_recipes"]
+
+
+@dataclass(frozen=True)
+class Planned:
+    project: KernelProject
+    options: Options
+    recipes: Recipes
+    full: MatrixPlan  # before build/skip/only
+    plan: MatrixPlan  # after them
+
+
+def plan_project(
+    path: Path, cli: Mapping[str, Any], *, env: Mapping[str, str] | None = None
+) -> Planned:
+    """Load the project, resolve its options once (defaults < pyproject < ``env`` < ``cli``,
+    option name -> flag value, None for a flag not given), plan and apply the selectors."""
+    project = load_project(path)
+    options = resolve_options(project.root, env=env, cli=cli)
+    recipes = load_recipes(options.recipes)
+    full = plan_matrix(project, recipes, arches=options.arch_filter())
+    return Planned(project, options, recipes, full, full.select(options.selector()))
+
+
+def default_variant(recipes: Recipes, project: KernelProject) -> Variant:
+    """The newest torch in the recipes, its CUDA flavour (or cpu), for this machine's arch."""
+    arch = Arch.host()
+    wants_cuda = "cuda" in project.backends
+    for variant in reversed(recipes.variants()):
+        if variant.arch is not arch or variant.backend is None:
+            continue
+        if (variant.backend.kind is BackendKind.CUDA) == wants_cuda:
+            return variant
+    raise UsageError("the recipes have no variant for this machine", hint="pass --variant NAME")
+
+
+def selected_recipes(planned: Planned, variants: Sequence[str] = ()) -> list[VariantRecipe]:
+    """Exact ``variants`` names, else the selectors, else (nothing selected in any layer) the
+    default variant for this machine."""
+    if variants:
+        out = []
+        for name in variants:
+            variant = Variant.parse(name)
+            reason = planned.full.reason_for(variant.name)
+            if reason is not None:
+                raise UsageError(
+                    f"variant {variant.name} is left out of this kernel's matrix: {reason}",
+                    hint="see 'kernelwheel matrix PATH' for the variants it builds",
+                )
+            out.append(planned.recipes.recipe_for(variant))
+        return out
+    if not planned.options.selects_anything():
+        return [planned.recipes.recipe_for(default_variant(planned.recipes, planned.project))]
+    return list(planned.plan.selected)
+
+
+def resolve_version(project: KernelProject, explicit: str | None) -> tuple[str, str]:
+    """The wheel version before its local part, and where it came from: ``--version``, then
+    build.toml's ``general.version``, then a ``VERSION`` file beside build.toml."""
+    if explicit:
+        return explicit, "--version"
+    if project.version:
+        return project.version, f"{project.build_toml.name} general.version"
+    version_file = project.root / "VERSION"
+    if version_file.is_file():
+        text = version_file.read_text().strip()
+        if text:
+            return text, str(version_file)
+    raise ProjectError(
+        "no version for the wheel",
+        file=project.build_toml,
+        key="general.version",
+        hint="pass --version X.Y.Z, set general.version in build.toml, or write a VERSION file",
+    )
