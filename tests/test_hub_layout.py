@@ -8,7 +8,8 @@ from pathlib import Path
 
 from packaging.tags import Tag
 
-from kernelwheel.hub.export import NO_LICENSE, export_variant, metadata_json
+from kernelwheel.hub.export import NO_LICENSE, export_variant, kernel_metadata
+from kernelwheel.hub.metadata import KernelMetadata
 from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
 from kernelwheel.wheels import WheelSpec, write_wheel
@@ -19,8 +20,8 @@ CU130 = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
 
 def test_metadata_fields() -> None:
     project = load_project(IMG2GRAY)
-    meta = metadata_json(project, CU130, "_img2gray_abc", ("8.0", "12.0+PTX"))
-    assert meta == {
+    meta = kernel_metadata(project, CU130, "_img2gray_abc", ("8.0", "12.0+PTX"))
+    assert json.loads(meta.to_json()) == {
         "id": "_img2gray_abc",
         "name": "img2gray",
         "version": 0,
@@ -28,6 +29,9 @@ def test_metadata_fields() -> None:
         "python-depends": [],
         "backend": {"type": "cuda", "archs": ["8.0", "12.0"]},
     }
+    # The reader to-wheel uses reads back what the export wrote: one schema.
+    back = KernelMetadata.parse(meta.to_json().encode(), where="metadata.json")
+    assert back == meta
 
 
 def test_export_writes_flat_variant_and_replaces_old(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ build's op namespace, name, major version, license, python-depends, backend). Th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from packaging.version import Version
@@ -17,28 +16,25 @@ from .._util import replace_dir, staging_dir
 from ..model.project import KernelProject
 from ..model.variant import Variant
 from ..wheels import read_wheel
+from .metadata import METADATA_JSON, KernelMetadata
 
 # SPDX's word for "no license information was given" (metadata.json requires a string).
 NO_LICENSE = "NOASSERTION"
 
 
-def metadata_json(
+def kernel_metadata(
     project: KernelProject, variant: Variant, namespace: str, capabilities: tuple[str, ...]
-) -> dict[str, object]:
-    backend: dict[str, object] = {
-        "type": variant.backend.kind.value if variant.backend is not None else "universal"
-    }
-    if capabilities:
-        backend["archs"] = [c.removesuffix("+PTX") for c in capabilities]
+) -> KernelMetadata:
     version = Version(project.version) if project.version else None
-    return {
-        "id": namespace,
-        "name": project.name,
-        "version": version.major if version else 1,
-        "license": NO_LICENSE,
-        "python-depends": list(project.python_depends),
-        "backend": backend,
-    }
+    return KernelMetadata(
+        id=namespace,
+        name=project.name,
+        version=str(version.major if version else 1),
+        license=NO_LICENSE,
+        python_depends=tuple(project.python_depends),
+        backend=variant.backend.kind.value if variant.backend is not None else "universal",
+        archs=tuple(c.removesuffix("+PTX") for c in capabilities),
+    )
 
 
 def export_variant(
@@ -65,6 +61,6 @@ def export_variant(
             dest.write_bytes(data)
             if dest.suffix == ".so":
                 dest.chmod(0o755)
-        meta = metadata_json(project, variant, namespace, capabilities)
-        (staging / "metadata.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        meta = kernel_metadata(project, variant, namespace, capabilities)
+        (staging / METADATA_JSON).write_text(meta.to_json())
         return replace_dir(staging, build / variant.name)

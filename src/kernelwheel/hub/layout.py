@@ -12,109 +12,22 @@ left out. Planning works on paths only; every left-out path is recorded with its
 
 from __future__ import annotations
 
-import json
-import keyword
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
-
-from packaging.requirements import InvalidRequirement, Requirement
 
 from ..errors import HubError
+from ..model.project import is_package_name, package_name
+from .metadata import METADATA_JSON, KernelMetadata
 
 __all__ = ["METADATA_JSON", "KernelMetadata", "Layout", "VariantPlan", "package_name", "plan"]
 
-METADATA_JSON = "metadata.json"
 INIT = "__init__.py"
 
 
 class Layout(str, Enum):
     NESTED = "nested"
     FLAT = "flat"
-
-
-def package_name(name: str) -> str:
-    """The import name kernel-builder derives from a kernel name: '-' and '.' become '_'."""
-    return re.sub(r"[-.]", "_", name)
-
-
-def _is_package(name: str) -> bool:
-    return name.isidentifier() and not keyword.iskeyword(name)
-
-
-@dataclass(frozen=True)
-class KernelMetadata:
-    """The fields of ``metadata.json`` that reach the wheel. All optional: older files carry
-    only ``python-depends``."""
-
-    name: str | None = None
-    version: str | None = None
-    license: str | None = None
-    summary: str | None = None
-    python_depends: tuple[str, ...] = ()
-
-    @classmethod
-    def parse(cls, data: bytes, *, where: str) -> KernelMetadata:
-        try:
-            raw = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise HubError(
-                f"{where}: not valid JSON ({exc})", hint="fix metadata.json in the repo"
-            ) from None
-        if not isinstance(raw, dict):
-            raise HubError(
-                f"{where}: expected a JSON object, got {type(raw).__name__}",
-                hint='e.g. {"python-depends": []}',
-            )
-
-        def text(key: str) -> str | None:
-            value = raw.get(key)
-            if value is None:
-                return None
-            if isinstance(value, bool) or not isinstance(value, (str, int)):
-                raise HubError(
-                    f"{where}: field {key!r} must be a string, got {value!r}",
-                    hint=f"fix {key!r} in metadata.json",
-                )
-            return str(value).strip() or None
-
-        depends = raw.get("python-depends", [])
-        if not isinstance(depends, list) or not all(isinstance(d, str) for d in depends):
-            raise HubError(
-                f"{where}: field 'python-depends' must be a list of strings, got {depends!r}",
-                hint='e.g. "python-depends": ["einops"]',
-            )
-        for dep in depends:
-            try:
-                Requirement(dep)
-            except InvalidRequirement as exc:
-                raise HubError(
-                    f"{where}: field 'python-depends' has {dep!r}, which is not a pip "
-                    f"requirement ({exc})",
-                    hint="use PEP 508 requirements such as 'einops' or 'einops>=0.8'",
-                ) from None
-        return cls(
-            name=text("name"),
-            version=text("version"),
-            license=_license(raw.get("license"), where),
-            summary=text("summary") or text("description"),
-            python_depends=tuple(depends),
-        )
-
-
-def _license(value: Any, where: str) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value.strip() or None
-    if isinstance(value, dict) and isinstance(value.get("id") or value.get("name"), str):
-        return str(value.get("id") or value.get("name"))
-    raise HubError(
-        f"{where}: field 'license' must be a string, got {value!r}",
-        hint='e.g. "license": "apache-2.0"',
-    )
 
 
 @dataclass(frozen=True)
@@ -159,7 +72,7 @@ def _plan_flat(
 ) -> VariantPlan:
     source = "metadata.json 'name'" if metadata and metadata.name else "the repo name"
     pkg = package_name(metadata.name if metadata and metadata.name else repo_name)
-    if not _is_package(pkg):
+    if not is_package_name(pkg):
         raise HubError(
             f"{where}: flat layout, but the package name {pkg!r} (from {source}) is not a "
             "Python identifier",
@@ -210,7 +123,7 @@ def _plan_nested(
             )
         candidates = preferred[:1]
     pkg = candidates[0]
-    if not _is_package(pkg):
+    if not is_package_name(pkg):
         raise HubError(
             f"{where}: package folder {pkg!r} is not a Python identifier",
             hint="rename the package folder",

@@ -83,6 +83,17 @@ del _home, _keys, _key
 
 # The package name must survive '-' -> '_' as an importable ASCII identifier.
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def package_name(name: str) -> str:
+    """The import name of a kernel named ``name``, as kernel-builder derives it: '-' and '.'
+    become '_' (build.toml allows only '-'; Hub metadata names may hold '.')."""
+    return re.sub(r"[-.]", "_", name)
+
+
+def is_package_name(name: str) -> bool:
+    """Whether ``name`` can be imported: an identifier that is not a keyword."""
+    return name.isidentifier() and not keyword.iskeyword(name)
 _KERNEL_ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 # Compute capability "X.Y" with an optional arch-specific ("a") or family ("f") suffix.
 _CAPABILITY_RE = re.compile(r"[1-9][0-9]?\.[0-9][af]?")
@@ -281,7 +292,7 @@ class _Parser:
         name = self.required_string(
             general, "name", "general.name", 'add name = "<kernel name>" under [general]'
         )
-        package = self.package_name(name)
+        package = self.checked_package_name(name)
         version = self.project_version(general)
         universal = self.boolean(general, "universal", "general.universal")
         backends = self.backends(general)
@@ -326,15 +337,15 @@ class _Parser:
             kernels=kernels,
         )
 
-    def package_name(self, name: str) -> str:
+    def checked_package_name(self, name: str) -> str:
         if not name.strip():
             raise self.error(
                 "must not be empty",
                 "general.name",
                 'set name to the kernel\'s name, e.g. name = "img2gray"',
             )
-        package = name.replace("-", "_")
-        if not _NAME_RE.fullmatch(name) or keyword.iskeyword(package):
+        package = package_name(name)
+        if not _NAME_RE.fullmatch(name) or not is_package_name(package):
             via = f" ({package!r})" if package != name else ""
             raise self.error(
                 f"{name!r} does not give a valid Python package name{via}",
