@@ -18,7 +18,6 @@ from kernelwheel.abi import (  # noqa: E402
     Rule,
     check_shared_object,
     check_wheel,
-    cxxabi_from_local_version,
     load_kernel_libraries,
     load_policy,
     load_stable_abi,
@@ -27,6 +26,7 @@ from kernelwheel.abi import (  # noqa: E402
 )
 from kernelwheel.abi.stable_abi import format_tsv, items_from_stable_abi_toml, parse_tsv  # noqa: E402
 from kernelwheel.errors import AbiError, UsageError, WheelError  # noqa: E402
+from kernelwheel.model.variant import CxxAbi
 
 pytestmark = pytest.mark.skipif(
     not (lib.have_compiler("g++") and lib.have_compiler("gcc")), reason="needs gcc and g++"
@@ -249,12 +249,15 @@ def test_stable_abi_generator_reads_cpython_toml() -> None:
         ("torch26cu118cxx98", "cxx98"),
         ("cu12torch2.8cxx11abitrue", "cxx11"),
         ("cu12torch2.8cxx11abifalse", "cxx98"),
+        ("torch210cu130cxx11", "cxx11"),
         ("torch2.14.cpu", None),
+        ("cuda", None),
         (None, None),
     ],
 )
-def test_cxxabi_from_local_version(local: str | None, abi: str | None) -> None:
-    assert cxxabi_from_local_version(local) == abi
+def test_cxxabi_in_local_version(local: str | None, abi: str | None) -> None:
+    found = CxxAbi.in_local_version(local)
+    assert (found.value if found is not None else None) == abi
 
 
 def test_read_wheel_tags() -> None:

@@ -18,7 +18,6 @@ from .checker import (
     WheelTags,
     check_shared_object,
     check_wheel,
-    cxxabi_from_local_version,
     read_wheel_tags,
 )
 from .policy import (
@@ -47,7 +46,6 @@ __all__ = [
     "WheelTags",
     "check_shared_object",
     "check_wheel",
-    "cxxabi_from_local_version",
     "load_kernel_libraries",
     "load_policy",
     "load_stable_abi",

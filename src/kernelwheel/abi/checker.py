@@ -16,6 +16,7 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from ..errors import UsageError, WheelError
+from ..model.variant import CxxAbi
 from ._elf import ElfInfo, NotElfError, demangle, is_elf, read_elf
 from .policy import (
     DEFAULT_POLICY,
@@ -35,7 +36,7 @@ from .stable_abi import is_python_symbol, load_stable_abi, parse_python_version
 # Passed as python_abi/cxxabi to check_wheel: take the value from the wheel's file name.
 FROM_TAG = "tag"
 
-CXX_ABIS = ("cxx11", "cxx98")
+CXX_ABIS = tuple(abi.value for abi in CxxAbi)
 
 # Demangled spellings of old-ABI (cxx98) library types. In the C++11 ABI these types live in
 # std::__cxx11 and demangle as "std::__cxx11::basic_string<...>", never as these.
@@ -56,23 +57,6 @@ class WheelTags:
     platforms: tuple[str, ...]
 
 
-def cxxabi_from_local_version(local: str | None) -> str | None:
-    """The C++ ABI a PEP 440 local version names, or None.
-
-    "torch2.14.cu130.cxx11" -> "cxx11" (a dot-separated segment); "torch27cu128cxx98" -> "cxx98"
-    (legacy compact label ending in it); "cu12torch2.8cxx11abitrue" -> "cxx11" (flash-attention).
-    """
-    if not local:
-        return None
-    for segment in reversed(local.lower().replace("-", ".").replace("_", ".").split(".")):
-        if segment.endswith("cxx11abitrue"):
-            return "cxx11"
-        if segment.endswith("cxx11abifalse"):
-            return "cxx98"
-        for abi in CXX_ABIS:
-            if segment.endswith(abi):
-                return abi
-    return None
 
 
 def read_wheel_tags(filename: str) -> WheelTags:
@@ -107,11 +91,15 @@ def read_wheel_tags(filename: str) -> WheelTags:
     strictest = max(claimed, key=lambda p: p.priority).name if claimed else None
     return WheelTags(
         python_abi=python_abi,
-        cxxabi=cxxabi_from_local_version(version.local),
+        cxxabi=_abi_name(CxxAbi.in_local_version(version.local)),
         arch=next(iter(arches), None),
         claimed_policy=strictest,
         platforms=platforms,
     )
+
+
+def _abi_name(abi: CxxAbi | None) -> str | None:
+    return abi.value if abi is not None else None
 
 
 def _check_cxxabi_value(cxxabi: str | None) -> None:

@@ -64,6 +64,27 @@ class CxxAbi(str, Enum):
     CXX11 = "cxx11"
     CXX98 = "cxx98"
 
+    @classmethod
+    def in_local_version(cls, local: str | None) -> CxxAbi | None:
+        """The C++ ABI a wheel's local version names, or None: a kernel variant label in either
+        style (parsed by :meth:`Variant.from_local_version`), else a foreign build's spelling:
+        flash-attention's ``…cxx11abiTRUE``/``FALSE`` or a last segment ending in the ABI."""
+        if not local:
+            return None
+        try:
+            return Variant.from_local_version(local, arch=Arch.X86_64, os=OS.LINUX).cxxabi
+        except VariantError:
+            pass
+        for segment in reversed(re.split(r"[-_.]", local.lower())):
+            if segment.endswith("cxx11abitrue"):
+                return cls.CXX11
+            if segment.endswith("cxx11abifalse"):
+                return cls.CXX98
+            for abi in cls:
+                if segment.endswith(abi.value):
+                    return abi
+        return None
+
 
 class Arch(str, Enum):
     X86_64 = "x86_64"
