@@ -2,7 +2,7 @@
 # Install what kernelwheel needs for aarch64 cross builds on a Debian/Ubuntu x86_64 machine:
 #
 #   g++-aarch64-linux-gnu   the cross compiler (C/C++ and nvcc's host compiler, -ccbin)
-#   qemu-user-static        runs aarch64 programs here (the emulated test, tests/integration/
+#   qemu-user-static        runs aarch64 programs here (the emulated test, tests/builder/
 #                           test_aarch64.py)
 #
 # With --emulation it also enables the arm64 package architecture (dpkg --add-architecture arm64;

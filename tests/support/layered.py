@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hubfixtures.venvs import QuickVenv
+from support.venvs import QuickVenv
 
 
 class LayeredVenv(QuickVenv):

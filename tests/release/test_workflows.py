@@ -30,7 +30,7 @@ from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.wheels import read_wheel
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RELEASE = REPO / ".github" / "workflows" / "release.yml"
 CI = REPO / ".github" / "workflows" / "ci.yml"
 ACTION = REPO / "action.yml"

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hubfixtures.gitrepo import (
+from support.gitrepo import (
     DEFECT_CASES,
     OTHER_FORMS,
     SEED_13,
@@ -18,7 +18,7 @@ from hubfixtures.gitrepo import (
     make_repo,
     variant_files,
 )
-from hubfixtures.shared import leftovers, so_dir, wheels_in
+from support.shared import leftovers, so_dir, wheels_in
 
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, UsageError

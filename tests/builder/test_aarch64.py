@@ -30,14 +30,13 @@ from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
+from support.builds import IMG2GRAY, cache_dir
 
 from kernelwheel.abi import check_wheel
 from kernelwheel.abi._elf import read_elf
 from kernelwheel.builder.envs import EnvSpec, locked, provision
 from kernelwheel.cli import main
 from kernelwheel.wheels import read_wheel
-
-from .conftest import IMG2GRAY, cache_dir
 
 pytestmark = pytest.mark.integration
 

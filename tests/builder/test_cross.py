@@ -27,7 +27,7 @@ from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Arch, Variant
 
-IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
+IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 CUDA_AARCH64 = Variant.parse("torch214-cxx11-cu130-aarch64-linux")
 CPU29_AARCH64 = Variant.parse("torch29-cxx11-cpu-aarch64-linux")
 HAVE_CROSS = shutil.which("aarch64-linux-gnu-gcc") is not None

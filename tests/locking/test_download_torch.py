@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hubfixtures.gitrepo import HubRepo, variant_files
-from hubfixtures.hubserver import GitBackedRepo, HubState, serve
-from hubfixtures.shared import so_dir
-from hubfixtures.venvs import QuickVenv
+from support.gitrepo import HubRepo, variant_files
+from support.hubserver import GitBackedRepo, HubState, serve
+from support.shared import so_dir
+from support.venvs import QuickVenv
 from test_hub_torch import CHECK, NS, VARIANT, extension, torch_site
 
 from kernelwheel.cli import main

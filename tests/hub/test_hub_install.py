@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hubfixtures.gitrepo import HubRepo, make_repo, namespace_for, variant_files
-from hubfixtures.shared import so_dir
-from hubfixtures.venvs import QuickVenv, fake_torch
+from support.gitrepo import HubRepo, make_repo, namespace_for, variant_files
+from support.shared import so_dir
+from support.venvs import QuickVenv, fake_torch
 
 from kernelwheel.hub import ToWheelRequest, to_wheels
 

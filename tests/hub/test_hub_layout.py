@@ -14,7 +14,7 @@ from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
 from kernelwheel.wheels import WheelSpec, write_wheel
 
-IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
+IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 CU130 = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
 
 

@@ -10,7 +10,7 @@ import pytest
 from kernelwheel.cli import main
 from kernelwheel.errors import ProjectError, UsageError
 
-IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
+IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 
 
 def test_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> None:

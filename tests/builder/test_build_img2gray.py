@@ -9,13 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.builds import CPU_VARIANT, CUDA_VARIANT, IMG2GRAY, Built
+from support.layered import LayeredVenv
 
 from kernelwheel.cli import main
 from kernelwheel.model.variant import Variant
 from kernelwheel.wheels import read_wheel
-
-from .conftest import CPU_VARIANT, CUDA_VARIANT, IMG2GRAY, Built
-from .venvs import LayeredVenv
 
 pytestmark = pytest.mark.integration
 

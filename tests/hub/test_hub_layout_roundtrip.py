@@ -9,12 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.builds import CPU_VARIANT, IMG2GRAY
+from support.layered import LayeredVenv
 
 from kernelwheel.cli import main
 from kernelwheel.model.variant import Variant
-
-from .conftest import CPU_VARIANT, IMG2GRAY
-from .venvs import LayeredVenv
 
 pytestmark = pytest.mark.integration
 

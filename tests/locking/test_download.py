@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from hubfixtures.gitrepo import HubRepo, git, namespace_for, variant_files
-from hubfixtures.shared import leftovers, move_relu, so_dir, wheels_in
-from hubfixtures.venvs import QuickVenv, fake_torch
 from packaging.version import Version
+from support.gitrepo import HubRepo, git, namespace_for, variant_files
+from support.shared import leftovers, move_relu, so_dir, wheels_in
+from support.venvs import QuickVenv, fake_torch
 
 from kernelwheel._toml import loads
 from kernelwheel.cli import main

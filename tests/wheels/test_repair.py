@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "abi"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "abi"))
 import abi_testlib as lib  # noqa: E402
 
 from kernelwheel.abi import Rule, check_wheel, load_kernel_libraries, read_wheel_tags  # noqa: E402

@@ -13,10 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hubfixtures.gitrepo import make_repo
-from hubfixtures.shared import so_dir
-from hubfixtures.venvs import QuickVenv, fake_torch
 from packaging.tags import Tag
+from support.gitrepo import make_repo
+from support.shared import so_dir
+from support.venvs import QuickVenv, fake_torch
 
 from kernelwheel.cli import main
 from kernelwheel.errors import UsageError, WheelError
@@ -221,7 +221,7 @@ def test_pip_picks_the_wheel_for_the_installed_torch(
 def test_pip_picks_the_wheel_for_a_real_torch(index: Path, tmp_path: Path) -> None:
     """The same with the real torch 2.14.1+cu130 of kernelwheel's build environment; the
     installed package then imports (guard passes) and loads its extension under real torch."""
-    from integration.conftest import build_env
+    from support.builds import build_env
 
     env = build_env("torch214-cxx11-cu130-x86_64-linux")
     venv = QuickVenv(tmp_path / "venv", [env.purelib])

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hubfixtures.gitrepo import HubRepo, variant_files
-from hubfixtures.hubserver import GitBackedRepo, HubState, serve
-from hubfixtures.venvs import QuickVenv
+from support.gitrepo import HubRepo, variant_files
+from support.hubserver import GitBackedRepo, HubState, serve
+from support.venvs import QuickVenv
 
 from kernelwheel.cli import main
 
@@ -61,7 +61,7 @@ print("OK", img2gray.add_op_namespace_prefix("img2gray"))
 
 @pytest.fixture(scope="module")
 def torch_site() -> Path:
-    from integration.conftest import build_env
+    from support.builds import build_env
 
     return build_env(VARIANT).purelib
 
@@ -70,7 +70,7 @@ def torch_site() -> Path:
 def extension(torch_site: Path) -> bytes:
     """The op compiled against the environment's torch headers (a real TORCH_LIBRARY .so);
     cached beside the build environments, keyed by the source and the torch it was built for."""
-    from integration.conftest import cache_dir
+    from support.builds import cache_dir
 
     torch_dir = torch_site / "torch"
     version = (torch_dir / "version.py").read_text()

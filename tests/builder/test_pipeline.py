@@ -19,7 +19,7 @@ from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
 from kernelwheel.plan.planning import resolve_version
 
-IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
+IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 
 
 def test_gencode_flags_with_ptx() -> None:

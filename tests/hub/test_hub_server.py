@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hubfixtures.gitrepo import DEFECT_CASES, SEED_13, HubRepo, git, make_repo, variant_files
-from hubfixtures.hubserver import GitBackedRepo, HubState, serve
-from hubfixtures.shared import leftovers, so_dir, wheels_in
+from support.gitrepo import DEFECT_CASES, SEED_13, HubRepo, git, make_repo, variant_files
+from support.hubserver import GitBackedRepo, HubState, serve
+from support.shared import leftovers, so_dir, wheels_in
 
 from kernelwheel.errors import HubError
 from kernelwheel.hub import HubSettings, ToWheelRequest, to_wheels

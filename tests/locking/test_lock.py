@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hubfixtures.gitrepo import HubRepo, git, variant_files
-from hubfixtures.shared import so_dir
+from support.gitrepo import HubRepo, git, variant_files
+from support.shared import so_dir
 
 from kernelwheel import __version__
 from kernelwheel.cli import main

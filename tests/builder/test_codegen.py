@@ -13,7 +13,7 @@ from kernelwheel.builder import codegen
 from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
 
-IMG2GRAY = Path(__file__).resolve().parents[1] / "kernels" / "img2gray"
+IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 CU130 = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
 CPU = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
 

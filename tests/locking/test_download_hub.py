@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hubfixtures.gitrepo import HubRepo, git, variant_files
-from hubfixtures.hubserver import GitBackedRepo, HubState, serve
-from hubfixtures.shared import leftovers, move_relu, so_dir, wheels_in
+from support.gitrepo import HubRepo, git, variant_files
+from support.hubserver import GitBackedRepo, HubState, serve
+from support.shared import leftovers, move_relu, so_dir, wheels_in
 
 from kernelwheel.errors import HubError
 from kernelwheel.locking import (

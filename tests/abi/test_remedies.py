@@ -12,7 +12,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "abi"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "abi"))
 import abi_testlib as lib  # noqa: E402
 
 from kernelwheel.abi import Rule, check_shared_object  # noqa: E402

@@ -1,0 +1,34 @@
+"""What the integration tests share: the example kernel, the variants they build, and the cached
+build environments those builds create (reused, never made twice)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelwheel.builder.envs import EnvInfo, IndexOptions, env_spec_for, provision
+from kernelwheel.model.recipes import load_recipes
+from kernelwheel.model.variant import Variant
+
+REPO = Path(__file__).resolve().parents[2]
+IMG2GRAY = REPO / "kernels" / "img2gray"
+CUDA_VARIANT = "torch214-cxx11-cu130-x86_64-linux"
+CPU_VARIANT = "torch213-cxx11-cpu-x86_64-linux"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("KERNELWHEEL_CACHE_DIR", "~/.cache/kernelwheel")).expanduser()
+
+
+def build_env(variant_name: str) -> EnvInfo:
+    """The (cached) build environment of a variant: created by the build, reused here."""
+    recipe = load_recipes().recipe_for(Variant.parse(variant_name))
+    return provision(env_spec_for(recipe, IndexOptions()), cache_dir())
+
+
+@dataclass(frozen=True)
+class Built:
+    wheelhouse: Path
+    wheels: dict[str, Path]  # variant name -> wheel
+    exit_code: int
