@@ -41,10 +41,10 @@ class UsageError(KernelwheelError):
     exit_code = 2
 
 
-class ProjectError(KernelwheelError):
-    """A kernel project (build.toml, its sources) is invalid. Names the file and key."""
+class LocatedError(KernelwheelError):
+    """A problem in a data file: the message starts with the file and the key."""
 
-    exit_code = 3
+    bracket_tables = False  # show an undotted key as a TOML table header
 
     def __init__(
         self,
@@ -54,9 +54,16 @@ class ProjectError(KernelwheelError):
         key: str | None = None,
         hint: str | None = None,
     ) -> None:
-        super().__init__(located(message, file, key, bracket_tables=True), hint=hint)
+        super().__init__(located(message, file, key, bracket_tables=self.bracket_tables), hint=hint)
         self.file = Path(file) if file is not None else None
         self.key = key
+
+
+class ProjectError(LocatedError):
+    """A kernel project (build.toml, its sources) is invalid. Names the file and key."""
+
+    exit_code = 3
+    bracket_tables = True
 
 
 class VariantError(KernelwheelError):

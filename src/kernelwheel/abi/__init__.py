@@ -22,8 +22,6 @@ from .checker import (
 )
 from .policy import (
     DEFAULT_POLICY,
-    KernelLibraries,
-    ManylinuxPolicy,
     load_kernel_libraries,
     load_policy,
     normalize_policy,
@@ -36,8 +34,6 @@ from .stable_abi import StableAbiItem, load_stable_abi
 __all__ = [
     "DEFAULT_POLICY",
     "FROM_TAG",
-    "KernelLibraries",
-    "ManylinuxPolicy",
     "Rule",
     "SoReport",
     "StableAbiItem",

@@ -57,8 +57,6 @@ class WheelTags:
     platforms: tuple[str, ...]
 
 
-
-
 def read_wheel_tags(filename: str) -> WheelTags:
     """Parse a wheel file name (PEP 427). Raises WheelError for one that is not valid."""
     try:
@@ -170,41 +168,29 @@ def _check_elf(
     violations: list[Violation] = []
     checked: list[Rule] = [Rule.ELF]
 
+    def elf(subject: str, message: str, fix: str) -> None:
+        violations.append(Violation(Rule.ELF, name, subject, None, message, fix))
+
     target_arch = arch or info.arch
     if info.arch is None:
-        violations.append(
-            Violation(
-                Rule.ELF,
-                name,
-                info.machine,
-                None,
-                f"unsupported machine type {info.machine}: no manylinux policy covers it",
-                "build the extension for x86_64 or aarch64",
-            )
+        elf(
+            info.machine,
+            f"unsupported machine type {info.machine}: no manylinux policy covers it",
+            "build the extension for x86_64 or aarch64",
         )
     elif arch is not None and info.arch != arch:
-        violations.append(
-            Violation(
-                Rule.ELF,
-                name,
-                info.machine,
-                None,
-                f"the object is {info.arch} but the wheel is tagged {arch}",
-                f"build it for {arch} (cross compiler as nvcc -ccbin) or tag the wheel {info.arch}",
-            )
+        elf(
+            info.machine,
+            f"the object is {info.arch} but the wheel is tagged {arch}",
+            f"build it for {arch} (cross compiler as nvcc -ccbin) or tag the wheel {info.arch}",
         )
     if info.exec_stack:
-        violations.append(
-            Violation(
-                Rule.ELF,
-                name,
-                "PT_GNU_STACK",
-                None,
-                "the object asks for an executable stack (PT_GNU_STACK is executable or missing): "
-                "glibc >= 2.41 refuses to dlopen it",
-                "link with -Wl,-z,noexecstack (nvcc: -Xlinker -z,noexecstack); an assembly or "
-                "object file without a .note.GNU-stack section causes it",
-            )
+        elf(
+            "PT_GNU_STACK",
+            "the object asks for an executable stack (PT_GNU_STACK is executable or missing): "
+            "glibc >= 2.41 refuses to dlopen it",
+            "link with -Wl,-z,noexecstack (nvcc: -Xlinker -z,noexecstack); an assembly or "
+            "object file without a .note.GNU-stack section causes it",
         )
 
     target: ManylinuxPolicy | None = None
@@ -309,29 +295,15 @@ def _needed_libs(
     for lib in info.needed:
         if lib.startswith("ld-linux") or lib in ("ld64.so.1", "ld64.so.2"):
             continue  # the dynamic loader itself
-        reason = libs.forbidden_reason(lib)
-        if reason is not None:
-            out.append(
-                Violation(
-                    Rule.NEEDED_LIBS,
-                    name,
-                    lib,
-                    None,
-                    f"{lib} must not be needed by a kernel wheel",
-                    reason,
-                )
-            )
+        forbidden = libs.forbidden_reason(lib)
+        if forbidden is None and policy is not None and lib in policy.whitelist:
             continue
-        if policy is not None and lib in policy.whitelist:
+        if forbidden is None and (libs.provided_by(lib) is not None or lib in provided):
             continue
-        if libs.provided_by(lib) is not None or lib in provided:
-            continue
-        out.append(
-            Violation(
-                Rule.NEEDED_LIBS,
-                name,
-                lib,
-                None,
+        message, fix = (
+            (f"{lib} must not be needed by a kernel wheel", forbidden)
+            if forbidden is not None
+            else (
                 f"{lib} is not a {base} system library, not a torch/CUDA library, "
                 f"and the wheel does not ship it",
                 "repair the wheel (auditwheel grafts it into <pkg>.libs/), link it statically, "
@@ -339,6 +311,7 @@ def _needed_libs(
                 "to [provided] in kernelwheel's data/abi_policy.toml",
             )
         )
+        out.append(Violation(Rule.NEEDED_LIBS, name, lib, None, message, fix))
     return out
 
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["CompileSpec", "CrossInfo"]
 
 
-@dataclass(frozen=True)
-class CrossInfo:
+class CrossInfo(NamedTuple):
     """Recorded in the spec of a cross build, for the log and the reader of compile.json."""
 
     arch: str
@@ -47,6 +46,8 @@ class CompileSpec:
         data: dict[str, Any] = asdict(self)
         if self.cross is None:
             del data["cross"]
+        else:
+            data["cross"] = self.cross._asdict()
         return json.dumps(data, indent=2)
 
     def write(self, path: Path) -> Path:

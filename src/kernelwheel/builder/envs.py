@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .._util import atomic_write, run_checked
 from ..errors import ToolchainError
@@ -30,8 +30,8 @@ BUILD_TOOLS = ("setuptools>=69,<81", "ninja>=1.11,<1.14", "wheel>=0.43,<0.47", "
 
 _PROBE = r"""
 import json, platform, sys, sysconfig
-out = {"python": "%d.%d" % sys.version_info[:2], "machine": platform.machine(),
-       "purelib": sysconfig.get_paths()["purelib"], "executable": sys.executable}
+out = {"python_version": "%d.%d" % sys.version_info[:2], "machine": platform.machine(),
+       "purelib": sysconfig.get_paths()["purelib"], "python": sys.executable}
 try:
     import torch
     out["torch"] = torch.__version__
@@ -118,6 +118,21 @@ class EnvInfo:
     cxx11_abi: bool
     reused: bool = False
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, reused: bool = False) -> EnvInfo:
+        """From the probe's JSON or the ready-marker's (the same keys: the fields')."""
+        return cls(
+            python=Path(data["python"]),
+            python_version=data["python_version"],
+            machine=data["machine"],
+            purelib=Path(data["purelib"]),
+            torch=data["torch"],
+            cuda=data["cuda"],
+            hip=data["hip"],
+            cxx11_abi=data["cxx11_abi"],
+            reused=reused,
+        )
+
     @property
     def torch_minor(self) -> tuple[int, int]:
         major, minor = self.torch.split("+")[0].split(".")[:2]
@@ -142,16 +157,7 @@ def probe(python: Path) -> EnvInfo:
             hint="install the variant's torch into that interpreter, or omit --python so "
             "kernelwheel creates a build environment",
         )
-    return EnvInfo(
-        python=Path(data["executable"]),
-        python_version=data["python"],
-        machine=data["machine"],
-        purelib=Path(data["purelib"]),
-        torch=data["torch"],
-        cuda=data["cuda"],
-        hip=data["hip"],
-        cxx11_abi=data["cxx11_abi"],
-    )
+    return EnvInfo.from_dict(data)
 
 
 @contextmanager
@@ -268,17 +274,7 @@ def _write_marker(path: Path, info: EnvInfo) -> None:
 def _read_marker(path: Path) -> EnvInfo | None:
     try:
         data = json.loads(path.read_text())
-        info = EnvInfo(
-            python=Path(data["python"]),
-            python_version=data["python_version"],
-            machine=data["machine"],
-            purelib=Path(data["purelib"]),
-            torch=data["torch"],
-            cuda=data["cuda"],
-            hip=data["hip"],
-            cxx11_abi=data["cxx11_abi"],
-            reused=True,
-        )
+        info = EnvInfo.from_dict(data, reused=True)
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return info if info.python.exists() else None

@@ -34,7 +34,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .._toml import read_toml
-from ..errors import UsageError, VariantError, located
+from ..errors import LocatedError, UsageError, VariantError
 from .variant import OS, Arch, Backend, BackendKind, CxxAbi, TorchVersion, Variant
 
 if sys.version_info >= (3, 11):
@@ -83,23 +83,9 @@ _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 _PACKAGE_NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
-class RecipeError(UsageError):
+class RecipeError(LocatedError, UsageError):
     """The recipe data (torch.toml / cuda.toml) is invalid, or has no recipe for a variant.
-
-    Like :class:`~kernelwheel.errors.ProjectError`, the message names the file and key.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        file: Path | str | None = None,
-        key: str | None = None,
-        hint: str | None = None,
-    ) -> None:
-        super().__init__(located(message, file, key), hint=hint)
-        self.file = str(file) if file is not None else None
-        self.key = key
+    The message names the file and key; the exit code is a usage error's."""
 
 
 # ---------------------------------------------------------------------------------------------

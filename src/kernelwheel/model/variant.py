@@ -425,27 +425,33 @@ class Variant:
                 f"a binary variant needs an {missing}", hint=f"e.g. {EXAMPLE_NAME!r}"
             )
         backend, os_ = self.backend, self.os
-        if backend.kind in _VERSIONED and backend.version is None:
-            raise VariantError(
+        # (broken, message, the backend kind whose example name fixes it)
+        rules = (
+            (
+                backend.kind in _VERSIONED and backend.version is None,
                 f"a binary variant needs a versioned {backend.kind.value} backend, "
                 f"got {backend.token!r}",
-                hint=f"e.g. {_KIND_EXAMPLE_NAME[backend.kind]!r}",
-            )
-        if backend.kind is BackendKind.METAL and os_ is not OS.DARWIN:
-            raise VariantError(
+                backend.kind,
+            ),
+            (
+                backend.kind is BackendKind.METAL and os_ is not OS.DARWIN,
                 f"the metal backend exists only on darwin, got {os_.value!r}",
-                hint=f"e.g. {_KIND_EXAMPLE_NAME[BackendKind.METAL]!r}",
-            )
-        if os_ is OS.DARWIN and backend.kind not in (BackendKind.METAL, BackendKind.CPU):
-            raise VariantError(
+                BackendKind.METAL,
+            ),
+            (
+                os_ is OS.DARWIN and backend.kind not in (BackendKind.METAL, BackendKind.CPU),
                 f"darwin variants use the metal or cpu backend, got {backend.token!r}",
-                hint=f"e.g. {_KIND_EXAMPLE_NAME[BackendKind.METAL]!r}",
-            )
-        if backend.kind is BackendKind.ROCM and os_ is not OS.LINUX:
-            raise VariantError(
+                BackendKind.METAL,
+            ),
+            (
+                backend.kind is BackendKind.ROCM and os_ is not OS.LINUX,
                 f"the rocm backend is built only for linux, got {os_.value!r}",
-                hint=f"e.g. {_KIND_EXAMPLE_NAME[BackendKind.ROCM]!r}",
-            )
+                BackendKind.ROCM,
+            ),
+        )
+        for broken, message, example in rules:
+            if broken:
+                raise VariantError(message, hint=f"e.g. {_KIND_EXAMPLE_NAME[example]!r}")
         # The cxx11/cxx98 split is libstdc++'s; MSVC and libc++ builds name no ABI.
         if self.cxxabi is not None and os_ is not OS.LINUX:
             raise VariantError(

@@ -254,40 +254,45 @@ def _style(raw: Any, fail: _Fail, base: Path) -> LocalVersionStyle:
 
 @dataclass(frozen=True)
 class OptionDef:
-    """One option: its ``Options`` field, TOML key, environment variable, flag and converter."""
+    """One option: its ``Options`` field and converter. The TOML key, environment variable and
+    flag follow from the name (``output_dir``: ``output-dir``, ``KERNELWHEEL_OUTPUT_DIR``,
+    ``--output-dir``) unless given; ``None`` for ``toml``/``env`` means that layer has none."""
 
     name: str
-    toml: str | None
-    env: str | None
-    flag: str
     convert: _Converter
+    toml: str | None = ""
+    env: str | None = ""
+    flag: str = ""
+
+    def __post_init__(self) -> None:
+        dashed = self.name.replace("_", "-")
+        if self.toml == "":
+            object.__setattr__(self, "toml", dashed)
+        if self.env == "":
+            object.__setattr__(self, "env", f"KERNELWHEEL_{self.name.upper()}")
+        if not self.flag:
+            object.__setattr__(self, "flag", f"--{dashed}")
 
 
 OPTIONS: tuple[OptionDef, ...] = (
-    OptionDef("build", "build", "KERNELWHEEL_BUILD", "--build", _patterns),
-    OptionDef("skip", "skip", "KERNELWHEEL_SKIP", "--skip", _skip),
-    OptionDef("archs", "archs", "KERNELWHEEL_ARCHS", "--arch", _archs),
-    OptionDef("only", None, None, "--only", _only),
-    OptionDef("recipes", "recipes", "KERNELWHEEL_RECIPES", "--recipes", _path),
-    OptionDef("output_dir", "output-dir", "KERNELWHEEL_OUTPUT_DIR", "--output-dir", _path),
-    OptionDef("cache_dir", "cache-dir", "KERNELWHEEL_CACHE_DIR", "--cache-dir", _path),
-    OptionDef("jobs", "jobs", "KERNELWHEEL_JOBS", "--jobs", _jobs),
-    OptionDef("python", "python", "KERNELWHEEL_PYTHON", "--python", _path),
-    OptionDef("cuda_home", "cuda-home", "KERNELWHEEL_CUDA_HOME", "--cuda-home", _path),
-    OptionDef("index_url", "index-url", "KERNELWHEEL_INDEX_URL", "--index-url", _url),
-    OptionDef("find_links", "find-links", "KERNELWHEEL_FIND_LINKS", "--find-links", _links),
-    OptionDef("no_index", "no-index", "KERNELWHEEL_NO_INDEX", "--no-index", _bool),
-    OptionDef("plat", "plat", "KERNELWHEEL_PLAT", "--plat", _plat),
-    OptionDef("repair", "repair", "KERNELWHEEL_REPAIR", "--no-repair", _bool),
-    OptionDef("best_effort", "best-effort", "KERNELWHEEL_BEST_EFFORT", "--best-effort", _bool),
-    OptionDef("hub_layout", "hub-layout", "KERNELWHEEL_HUB_LAYOUT", "--hub-layout", _path),
-    OptionDef(
-        "local_version_style",
-        "local-version-style",
-        "KERNELWHEEL_LOCAL_VERSION_STYLE",
-        "--local-version-style",
-        _style,
-    ),
+    OptionDef("build", _patterns),
+    OptionDef("skip", _skip),
+    OptionDef("archs", _archs, flag="--arch"),
+    OptionDef("only", _only, toml=None, env=None),
+    OptionDef("recipes", _path),
+    OptionDef("output_dir", _path),
+    OptionDef("cache_dir", _path),
+    OptionDef("jobs", _jobs),
+    OptionDef("python", _path),
+    OptionDef("cuda_home", _path),
+    OptionDef("index_url", _url),
+    OptionDef("find_links", _links),
+    OptionDef("no_index", _bool),
+    OptionDef("plat", _plat),
+    OptionDef("repair", _bool, flag="--no-repair"),
+    OptionDef("best_effort", _bool),
+    OptionDef("hub_layout", _path),
+    OptionDef("local_version_style", _style),
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
 _BY_TOML = {o.toml: o for o in OPTIONS if o.toml is not None}
