@@ -8,7 +8,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ..install.select import Selection, why_not_chosen
+from ..install.probe import Target
+from ..install.select import Selection, Verdict, why_not_chosen
 from ..install.service import InstallRequest, InstallResult, NoMatch, default_python, install
 from ..install.sources import Sources
 from .ui import ConsoleUI
@@ -105,13 +106,12 @@ def _render(result: InstallResult, ui: ConsoleUI) -> None:
         ui.print(f"installed with: {command}")
 
 
-def _reason(verdict: Any, sel: Selection) -> str:
+def _reason(verdict: Verdict, sel: Selection) -> str:
     assert sel.chosen is not None
     return verdict.reason or why_not_chosen(verdict, sel.chosen)
 
 
-def _environment(result_target: Any) -> dict[str, Any]:
-    t = result_target
+def _environment(t: Target) -> dict[str, Any]:
     return {
         "python": str(t.python),
         "python_tag": t.python_tag,

@@ -53,8 +53,8 @@ def pip_command(
         cmd += ["--index-url", sources.index_url]
     for url in () if no_index else sources.extra_index_urls:
         cmd += ["--extra-index-url", url]
-    for link in sources.find_links:
-        cmd += ["--find-links", link]
+    for link in sources.find_links:  # absolute, so the printed command runs from anywhere
+        cmd += ["--find-links", link if "://" in link else str(Path(link).resolve())]
     return [*cmd, *pins, f"torch=={target.torch_dist}"]
 
 
