@@ -106,3 +106,10 @@ class HubError(KernelwheelError):
     """A Hub kernel repository cannot be resolved, downloaded or converted."""
 
     exit_code = 9
+
+
+class InstallError(KernelwheelError):
+    """``kernelwheel install`` found no fitting build, or could not inspect or install into the
+    target environment. Nothing was installed."""
+
+    exit_code = 10

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.builds import CPU_VARIANT, CUDA_VARIANT, IMG2GRAY, Built
+from support.builds import CHECK_OP, CPU_VARIANT, CUDA_VARIANT, IMG2GRAY, Built
 from support.layered import LayeredVenv
 
 from kernelwheel.cli import main
@@ -19,21 +19,6 @@ from kernelwheel.wheels import read_wheel
 pytestmark = pytest.mark.integration
 
 MakeVenv = Callable[..., LayeredVenv]
-
-CHECK_OP = r"""
-import sys, numpy as np, torch, img2gray
-rng = np.random.default_rng()
-for shape in [(1, 1, 3), (7, 13, 3), (480, 641, 3), (4, 33, 17, 3), (0, 5, 3)]:
-    img = rng.integers(0, 256, size=shape, dtype=np.uint8)
-    got = img2gray.img2gray(torch.from_numpy(img)).numpy()
-    rgb = img.astype(np.int64)
-    ref = (21 * rgb[..., 0] + 72 * rgb[..., 1] + 7 * rgb[..., 2]) // 100
-    assert got.shape == shape[:-1], (got.shape, shape)
-    assert np.array_equal(got, ref.astype(np.uint8)), shape
-print("ops:", img2gray._ops.add_op_namespace_prefix("img2gray"))
-print("OK", torch.__version__)
-"""
-
 
 def test_build_succeeds_with_expected_names(built: Built) -> None:
     assert built.exit_code == 0

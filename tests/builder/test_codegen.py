@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import shutil
 import sys
 import types
@@ -77,38 +78,64 @@ def test_guard_accepts_matching_torch() -> None:
     _load_guard(_ops(CPU, None), _fake_torch("2.13.0", "13.0"))  # CPU kernels run on any build
 
 
+CU128 = Variant.parse("torch214-cxx11-cu128-x86_64-linux")
+
+
 @pytest.mark.parametrize(
-    ("running", "what", "suggest"),
+    ("build", "running", "what", "suggest"),
     [
-        (("2.13.0+cpu", None, True), "torch version, CUDA", CPU),
+        (CU130, ("2.13.0+cpu", None, True), "torch version (built for torch 2.14), backend", CPU),
+        # Flavour mismatches: a CUDA build under a CPU torch, a CUDA 12 build under CUDA 13.
         (
+            CU130,
             ("2.14.1+cpu", None, True),
-            "CUDA (this torch is a CPU-only build)",
+            "backend (a cu130 build; this torch has no CUDA)",
             Variant.parse("torch214-cxx11-cpu-x86_64-linux"),
         ),
+        (CU128, ("2.14.1+cu130", "13.0", True), "CUDA major version (built with CUDA 12.8)", CU130),
         (
+            CU130,
             ("2.14.1", "12.8", True),
-            "CUDA major version",
-            Variant.parse("torch214-cxx11-cu128-x86_64-linux"),
+            "CUDA major version (built with CUDA 13.0)",
+            CU128,
         ),
         (
+            CU130,
             ("2.14.1+cu130", "13.0", False),
-            "C++ ABI",
+            "C++ ABI (built cxx11)",
             Variant.parse("torch214-cxx98-cu130-x86_64-linux"),
         ),
     ],
 )
-def test_guard_names_built_running_and_the_wheel_to_install(
-    running: tuple[str, str | None, bool], what: str, suggest: Variant
+def test_guard_names_built_running_the_right_build_and_the_install_command(
+    build: Variant, running: tuple[str, str | None, bool], what: str, suggest: Variant
 ) -> None:
     with pytest.raises(ImportError) as info:
-        _load_guard(_ops(CU130, 13), _fake_torch(*running))
+        _load_guard(_ops(build, None), _fake_torch(*running))
     msg = str(info.value)
-    assert "was built for torch 2.14, CUDA 13, cxx11 ABI" in msg
+    assert f"was built for torch 2.14, CUDA {build.backend.cuda_version}, cxx11 ABI" in msg  # type: ignore[union-attr]
     assert f"this Python runs torch {running[0]}" in msg
-    assert what in msg
+    assert f"mismatch in: {what}" in msg
     # The generated suggestion must equal the one formatter's output for that variant.
     assert f"img2gray==0.1.0+{suggest.local_version}" in msg
+    assert "kernelwheel install 'img2gray==0.1.0' --find-links" in msg
+
+
+def test_guard_suggests_in_the_spelling_of_its_own_label() -> None:
+    """A wheel stamped in the compact style (+torch214cu130cxx11) names the compact build."""
+    stamp = codegen.BuildStamp("img2gray", "0.1.0+torch214cu130cxx11", CU130, 13)
+    source = codegen.ops_py("_img2gray_0123abcd45", stamp)
+    with pytest.raises(ImportError, match=r"img2gray==0\.1\.0\+torch214cpucxx11"):
+        _load_guard(source, _fake_torch("2.14.1+cpu", None))
+
+
+def test_guard_runs_the_rules_module_verbatim() -> None:
+    """One implementation: the guard embeds kernelwheel.install.compat's own source."""
+    from kernelwheel.install import compat
+
+    source = _ops(CU130, 13)
+    assert inspect.getsource(compat) in source
+    assert "def problems(" not in source.replace(inspect.getsource(compat), "")
 
 
 def test_stable_abi_guard_accepts_newer_torch() -> None:

@@ -32,3 +32,20 @@ class Built:
     wheelhouse: Path
     wheels: dict[str, Path]  # variant name -> wheel
     exit_code: int
+
+
+# Run inside a venv holding a built img2gray: the op against NumPy's formula on fresh random
+# inputs, several shapes (empty and 4-D included).
+CHECK_OP = r"""
+import sys, numpy as np, torch, img2gray
+rng = np.random.default_rng()
+for shape in [(1, 1, 3), (7, 13, 3), (480, 641, 3), (4, 33, 17, 3), (0, 5, 3)]:
+    img = rng.integers(0, 256, size=shape, dtype=np.uint8)
+    got = img2gray.img2gray(torch.from_numpy(img)).numpy()
+    rgb = img.astype(np.int64)
+    ref = (21 * rgb[..., 0] + 72 * rgb[..., 1] + 7 * rgb[..., 2]) // 100
+    assert got.shape == shape[:-1], (got.shape, shape)
+    assert np.array_equal(got, ref.astype(np.uint8)), shape
+print("ops:", img2gray._ops.add_op_namespace_prefix("img2gray"))
+print("OK", torch.__version__)
+"""

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
-import sys
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from packaging.tags import Tag
 from support.gitrepo import make_repo
+from support.http import http_server
 from support.shared import so_dir
 from support.venvs import QuickVenv, fake_torch
 
@@ -97,9 +94,23 @@ def _links(page: Path) -> dict[str, str]:
 
 
 def test_one_index_per_flavour_plus_all(index: Path, wheelhouse: Path) -> None:
-    flavours = sorted(p.name for p in index.iterdir() if p.is_dir() and p.name != "files")
+    flavours = sorted(
+        p.name
+        for p in index.iterdir()
+        if p.is_dir() and p.name != "files" and not p.name.startswith("torch")
+    )
     assert flavours == ["all", "cpu", "cu128", "cu130", "metal"]
-    assert set(_links(index / "index.html").values()) == {f"{f}/" for f in flavours}
+    per_torch = sorted(f"{p.parent.name}/{p.name}" for p in index.glob("torch*/*"))
+    assert per_torch == [
+        "torch2.13/cu130",
+        "torch2.14/cpu",
+        "torch2.14/cu128",
+        "torch2.14/cu130",
+        "torch2.15/cu130",
+        "torch2.8/metal",
+    ]
+    listed = set(_links(index / "index.html").values())
+    assert listed == {f"{f}/" for f in flavours + per_torch}
     projects = {"img2gray", "einops", "my-kernel-helpers", "act", "layers"}
     assert set(_links(index / ALL / "index.html")) == projects
     total = len(list(wheelhouse.glob("*.whl")))
@@ -175,26 +186,6 @@ def test_wheels_pip_would_reject_are_refused(tmp_path: Path) -> None:
         build_index(empty, tmp_path / "o2")
 
 
-@contextmanager
-def http_server(root: Path) -> Iterator[str]:
-    """``python -m http.server`` on 127.0.0.1 (an ephemeral port), serving ``root``."""
-    proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "-d", str(root)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        port = re.search(r"port (\d+)", line)
-        assert port, line
-        yield f"http://127.0.0.1:{port[1]}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
 @pytest.mark.parametrize(
     ("torch", "cuda", "flavour", "expected"),
     [
@@ -230,3 +221,50 @@ def test_pip_picks_the_wheel_for_a_real_torch(index: Path, tmp_path: Path) -> No
     assert venv.installed_version("img2gray") == "1.1.2+torch2.14.cu130.cxx11"
     out = venv.run("-c", "import img2gray, torch; print(img2gray.ops, torch.__version__)")
     assert "2.14.1" in out.stdout
+
+
+def test_per_torch_index_holds_only_that_torch_and_flavour(index: Path) -> None:
+    page = index / "torch2.14" / "cu130" / "img2gray" / "index.html"
+    assert set(_links(page)) == {
+        "img2gray-1.1.2+torch2.14.cu130.cxx11-cp39-abi3-manylinux_2_28_x86_64.whl",
+        "img2gray-1.1.2+torch2.14.cu130.cxx11-cp39-abi3-manylinux_2_28_aarch64.whl",
+    }  # no other torch, no other flavour, and the noarch 1.1.2 builds give way
+    for href in _links(page).values():  # three levels below the root
+        target = (page.parent / href.split("#")[0].replace("%2B", "+")).resolve()
+        assert target.is_file() and target.parent == (index / "files").resolve()
+    cpu = index / "torch2.14" / "cpu"
+    assert set(_links(cpu / "img2gray" / "index.html")) == {
+        "img2gray-1.1.2+torch2.14.cpu.cxx11-cp39-abi3-manylinux_2_28_x86_64.whl"
+    }
+    projects = set(_links(index / "torch2.14" / "cu130" / "index.html"))
+    assert projects == {"img2gray", "einops", "my-kernel-helpers", "act", "layers"}
+    assert "act" not in _links(cpu / "index.html")  # a noarch CUDA kernel: CUDA indexes only
+
+
+@pytest.mark.parametrize(
+    ("torch", "cuda", "index_path", "expected"),
+    [
+        ("2.14.1+cu130", "13.0", "torch2.14/cu130", "1.1.2+torch2.14.cu130.cxx11"),
+        ("2.13.0+cu130", "13.0", "torch2.13/cu130", "1.1.2+torch2.13.cu130.cxx11"),
+        ("2.14.1+cpu", None, "torch2.14/cpu", "1.1.2+torch2.14.cpu.cxx11"),
+    ],
+)
+def test_plain_pip_from_the_per_torch_index_gets_the_right_build(
+    index: Path, tmp_path: Path, torch: str, cuda: str | None, index_path: str, expected: str
+) -> None:
+    """Over loopback HTTP, as --extra-index-url beside a stand-in for PyPI (which holds no kernel
+    builds, local versions cannot be uploaded, but a newer torch), plain pip installs that
+    torch's build of that flavour and leaves torch alone."""
+    pypi_wheels = tmp_path / "pypi-wheels"
+    _plain_wheel(pypi_wheels, "torch", "2.15.0")
+    build_index(pypi_wheels, index.parent / "pypi")
+    venv = QuickVenv(tmp_path / "venv", [fake_torch(tmp_path, torch, cuda)])
+    with http_server(index.parent) as url:
+        venv.pip_install(
+            "img2gray",
+            "--extra-index-url",
+            f"{url}/{index.name}/{index_path}/",
+            index_url=f"{url}/pypi/{ALL}/",
+        )
+    assert venv.installed_version("img2gray") == expected
+    assert venv.installed_version("torch") == torch

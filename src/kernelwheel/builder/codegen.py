@@ -7,12 +7,16 @@ different namespaces and can be loaded in one process.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..install import compat
+from ..install.builds import build_of
 from ..model.project import KernelProject
-from ..model.variant import BackendKind, CxxAbi, Variant
+from ..model.variant import BackendKind, Variant
 
 # Bump when generated code changes in a way that must change the build id.
 CODEGEN_SCHEMA = "1"
@@ -69,89 +73,41 @@ class BuildStamp:
     dist_name: str
     version: str  # full version including the local part
     variant: Variant
-    cuda_major: int | None  # CUDA major of the build, for CUDA variants
+    cuda_major: int | None  # CUDA major of the toolkit used (the guard reads the variant's)
+
+
+def rules_source() -> str:
+    """The source of :mod:`kernelwheel.install.compat`, the rules ``kernelwheel install`` selects
+    by, for embedding: the guard runs the very same code."""
+    source = inspect.getsource(compat)
+    # Embedded as a raw triple-quoted string, which these would end or garble.
+    assert "'''" not in source and not source.rstrip("\n").endswith("\\")
+    return source
 
 
 def guard_source(stamp: BuildStamp) -> str:
-    v = stamp.variant
-    assert v.torch is not None
-    base_version = stamp.version.split("+", 1)[0]
-    backend_token = v.backend.token if v.backend is not None else "cpu"
-    abi = v.cxxabi.value if v.cxxabi is not None else ""
-    want_cxx11 = None if v.cxxabi is None else v.cxxabi is CxxAbi.CXX11
-    torch_rule = f"torch >= {v.torch}" if v.stable_abi else f"torch {v.torch}.x"
+    """The guard: the rules module executed in its own namespace (so its names stay out of
+    ``_ops``), then the build's facts checked against the running torch."""
+    fields = dataclasses.asdict(build_of(stamp.variant))
     return f"""
-_BUILT = {{
-    "dist": {stamp.dist_name!r},
-    "version": {stamp.version!r},
-    "base_version": {base_version!r},
-    "variant": {v.name!r},
-    "torch": ({v.torch.major}, {v.torch.minor}),
-    "stable_abi": {v.stable_abi!r},
-    "backend": {backend_token!r},
-    "cuda_major": {stamp.cuda_major!r},
-    "cxx11": {want_cxx11!r},
-    "cxxabi": {abi!r},
-}}
+_KW_RULES = r'''{rules_source()}'''
 
 
-def _running_local_version(torch_version, cuda, cxx11):
-    # Mirrors kernelwheel.model.variant.Variant.local_version (a test keeps them in step).
-    major, minor = torch_version
-    backend = "cpu" if not cuda else "cu" + cuda.replace(".", "")[:3]
-    label = f"torch{{major}}.{{minor}}.{{backend}}"
-    return label + (".cxx11" if cxx11 else ".cxx98")
-
-
-def _check_torch():
+def _kw_check_torch():
     import torch
 
-    try:
-        running = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
-    except ValueError:
-        running = (0, 0)
-    cuda = torch.version.cuda
-    cxx11 = bool(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
-    problems = []
-    if _BUILT["stable_abi"]:
-        if running < _BUILT["torch"]:
-            problems.append("torch version")
-    elif running != _BUILT["torch"]:
-        problems.append("torch version")
-    if _BUILT["cuda_major"] is not None:
-        if cuda is None:
-            problems.append("CUDA (this torch is a CPU-only build)")
-        elif int(cuda.split(".")[0]) != _BUILT["cuda_major"]:
-            problems.append("CUDA major version")
-    if _BUILT["cxx11"] is not None and cxx11 != _BUILT["cxx11"]:
-        problems.append("C++ ABI")
-    if not problems:
-        return
-    built = "torch {{}}.{{}}".format(*_BUILT["torch"])
-    if _BUILT["stable_abi"]:
-        built = "torch >= " + built[len("torch "):]
-    built += ", " + (
-        "CUDA {{}}".format(_BUILT["cuda_major"]) if _BUILT["cuda_major"] else _BUILT["backend"]
-    )
-    if _BUILT["cxxabi"]:
-        built += ", " + _BUILT["cxxabi"] + " ABI"
-    now = "torch {{}} ({{}}, {{}} ABI)".format(
-        torch.__version__, "CUDA " + cuda if cuda else "CPU-only", "cxx11" if cxx11 else "cxx98"
-    )
-    wanted = _running_local_version(running, cuda, cxx11)
-    raise ImportError(
-        "{{dist}} {{version}} (variant {{variant}}) was built for {{built}}, but this "
-        "Python runs {{now}}; mismatch in: {{what}}. Install the wheel built for your torch, "
-        "e.g. pip install '{{dist}}=={{base}}+{{wanted}}' from the same wheelhouse or index, "
-        "or install {torch_rule!r} to match this wheel.".format(
-            dist=_BUILT["dist"], version=_BUILT["version"], variant=_BUILT["variant"],
-            built=built, now=now, what=", ".join(problems), base=_BUILT["base_version"],
-            wanted=wanted,
+    rules = {{"__name__": __name__}}
+    exec(compile(_KW_RULES, "<kernelwheel.install.compat>", "exec"), rules)
+    build = rules["Build"](**{fields!r})
+    running = rules["torch_facts"](torch)
+    found = rules["problems"](build, running)
+    if found:
+        raise ImportError(
+            rules["refusal"]({stamp.dist_name!r}, {stamp.version!r}, build, running, found)
         )
-    )
 
 
-_check_torch()
+_kw_check_torch()
 """
 
 

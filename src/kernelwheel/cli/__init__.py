@@ -18,7 +18,7 @@ from ..errors import KernelwheelError
 from .ui import ConsoleUI
 
 # Order is the order shown in --help.
-COMMANDS = ("build", "matrix", "check", "to_wheel", "index", "lock", "download")
+COMMANDS = ("build", "matrix", "check", "to_wheel", "index", "install", "lock", "download")
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -12,20 +12,22 @@ from .ui import ConsoleUI
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "index",
-        help="write a static PEP 503 index of a wheelhouse, one per backend flavour",
+        help="write static PEP 503 indexes of a wheelhouse: per flavour and per torch+flavour",
         description=(
             "Write a static PEP 503 ('simple') package index of the wheels in WHEELHOUSE: one "
             "index per backend flavour (cu130/, cu128/, cpu/, rocm63/, …, like PyTorch's "
-            "per-CUDA index URLs) plus all/. Serve DIR with any static web server (or use it "
-            "as file://); pip then picks, among the flavour's wheels, the one whose torch "
-            "requirement the installed torch satisfies. Links carry #sha256= hashes and PEP 658 "
-            "metadata. An index written earlier to DIR is replaced atomically."
+            "per-CUDA index URLs) plus all/, and one per torch series and flavour "
+            "(torch2.14/cu130/, …) holding only the builds for that torch and flavour, so plain "
+            "'pip install --extra-index-url DIR/torch2.14/cu130/ PKG' gets the right build. "
+            "Serve DIR with any static web server (or use it as file://). Links carry #sha256= "
+            "hashes and PEP 658 metadata. An index written earlier to DIR is replaced atomically."
         ),
         epilog=(
             "example:\n"
             "  kernelwheel index wheelhouse --output site/simple\n"
             "  python -m http.server -d site/simple 8000\n"
-            "  pip install --index-url http://127.0.0.1:8000/cu130/ img2gray"
+            "  pip install --extra-index-url http://127.0.0.1:8000/torch2.14/cu130/ img2gray\n"
+            "  kernelwheel install img2gray --index-url http://127.0.0.1:8000/all/"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -12,12 +12,20 @@ sees only the cu130 builds of every torch version and lets the resolver pick the
     files/<wheel>               each wheel once (and <wheel>.metadata, PEP 658)
     <flavour>/index.html        projects (cu130, cpu, rocm63, xpu20251, metal, …, all)
     <flavour>/<project>/        its files: href="../../files/<wheel>#sha256=…"
+    torch<X.Y>/<flavour>/       only the builds for torch X.Y and that flavour (per-torch index)
 
 Flavours come from the variant in each wheel's local version (parsed by
 :meth:`Variant.from_local_version`, the inverse of the formatter the wheels were named with).
 Noarch kernel wheels (``+cuda``) go into every flavour of their backend; wheels with no local
 version, or ``+universal``, go into every flavour, except where that flavour has binary builds of
 the same release (local labels would otherwise rank ``+universal`` above ``+torch2.14.cu130``).
+
+A per-torch index ``torch2.14/cu130/`` holds the cu130 builds for torch 2.14 (and stable-ABI
+builds for an older floor), the noarch ``+cuda`` builds and the unlabelled/universal wheels; of
+each release only the closest kind is kept (exact build, else stable-ABI, else noarch, else
+universal), so plain ``pip install --extra-index-url …/torch2.14/cu130/ img2gray`` can only get a
+build for that torch and flavour (docs/install.md).
+
 The output is written beside its final place and renamed into it, so a reader never sees a
 half-written index.
 """
@@ -37,7 +45,7 @@ from packaging.version import Version
 
 from .._util import replace_dir, sha256_file, staging_dir
 from ..errors import UsageError, VariantError, WheelError
-from ..model.variant import OS, Arch, Variant
+from ..model.variant import OS, Arch, TorchVersion, Variant
 from .reader import parse_metadata, read_metadata
 
 __all__ = ["ALL", "IndexResult", "IndexedWheel", "build_index", "flavours_of", "scan"]
@@ -59,6 +67,7 @@ class IndexedWheel:
     requires_python: str | None
     flavour: str | None  # backend token, _ANY, or None (only in all/)
     kind: str | None  # backend kind of a noarch wheel ("cuda"), else None
+    variant: Variant | None = None  # the binary variant its local version names
 
 
 @dataclass(frozen=True)
@@ -124,6 +133,7 @@ def _read(path: Path) -> IndexedWheel:
             hint="pip refuses such wheels ('inconsistent version'); rebuild or re-convert it",
         )
     flavour, kind, _ = flavours_of(path.name)
+    variant = _binary_variant(path.name) if flavour not in (None, _ANY) else None
     return IndexedWheel(
         path=path,
         filename=path.name,
@@ -134,7 +144,17 @@ def _read(path: Path) -> IndexedWheel:
         requires_python=headers.get("Requires-Python"),
         flavour=flavour,
         kind=kind,
+        variant=variant,
     )
+
+
+def _binary_variant(filename: str) -> Variant | None:
+    _, version, _, tags = parse_wheel_filename(filename)
+    platform = _platform(next(iter(tags)).platform)
+    if version.local is None or platform is None:
+        return None
+    variant = Variant.from_local_version(version.local, arch=platform[0], os=platform[1])
+    return None if variant.noarch else variant
 
 
 def scan(wheelhouse: Path) -> list[IndexedWheel]:
@@ -173,8 +193,49 @@ def _assign(
         flavours[f] = [
             w for w in members if w.flavour == f or (w.project, w.version.public) not in built
         ]
+    flavours.update(_per_torch(wheels))
     flavours[ALL] = list(wheels)
     return flavours, unflavoured
+
+
+def _per_torch(wheels: list[IndexedWheel]) -> dict[str, list[IndexedWheel]]:
+    """``torch<X.Y>/<flavour>`` for every torch series and flavour a binary wheel names."""
+    keys = sorted(
+        {
+            (w.variant.torch, w.flavour)
+            for w in wheels
+            if w.variant is not None and w.variant.torch is not None and w.flavour is not None
+        }
+    )
+    indexes: dict[str, list[IndexedWheel]] = {}
+    for torch, flavour in keys:
+        fits = [(fit, w) for w in wheels if (fit := _torch_fit(w, torch, flavour)) is not None]
+        # Of each release keep only the closest kind: local labels would otherwise rank a
+        # stable-ABI, noarch or universal wheel above (or below) the exact build by spelling.
+        best: dict[tuple[str, str], int] = {}
+        for fit, w in fits:
+            key = (w.project, w.version.public)
+            best[key] = min(fit, best.get(key, fit))
+        indexes[f"torch{torch}/{flavour}"] = [
+            w for fit, w in fits if fit == best[(w.project, w.version.public)]
+        ]
+    return indexes
+
+
+def _torch_fit(w: IndexedWheel, torch: TorchVersion, flavour: str) -> int | None:
+    """How closely ``w`` fits torch ``torch`` with ``flavour``: 0 exact build, 1 stable-ABI
+    build with a floor at or below, 2 noarch build of the backend, 3 for every torch; None: not
+    in that index."""
+    v = w.variant
+    if v is not None and v.torch is not None and w.flavour == flavour:
+        if not v.stable_abi and v.torch == torch:
+            return 0
+        if v.stable_abi and v.torch <= torch:
+            return 1
+        return None
+    if w.kind is not None and w.kind == _kind(flavour):
+        return 2
+    return 3 if w.flavour == _ANY else None
 
 
 def _kind(token: str) -> str:
@@ -197,8 +258,8 @@ def _page(title: str, links: Iterable[str]) -> bytes:
     return (_HEAD.format(title=html.escape(title)) + body + _TAIL).encode()
 
 
-def _file_link(w: IndexedWheel) -> str:
-    href = f"../../{FILES}/{quote(w.filename)}#sha256={w.sha256}"
+def _file_link(w: IndexedWheel, up: str) -> str:
+    href = f"{up}{FILES}/{quote(w.filename)}#sha256={w.sha256}"
     attrs = [f'href="{html.escape(href)}"']
     if w.requires_python:
         attrs.append(f'data-requires-python="{html.escape(w.requires_python)}"')
@@ -220,7 +281,8 @@ def _write_tree(
         for w in members:
             projects.setdefault(w.project, []).append(w)
         base = root / flavour
-        base.mkdir()
+        base.mkdir(parents=True)
+        up = "../" * (flavour.count("/") + 2)  # from <flavour>/<project>/ back to the root
         (base / "index.html").write_bytes(
             _page(
                 f"Simple index ({flavour})", (f'<a href="{p}/">{p}</a>' for p in sorted(projects))
@@ -230,7 +292,7 @@ def _write_tree(
             (base / project).mkdir()
             items.sort(key=lambda w: (w.version, w.filename))
             (base / project / "index.html").write_bytes(
-                _page(f"Links for {project}", (_file_link(w) for w in items))
+                _page(f"Links for {project}", (_file_link(w, up) for w in items))
             )
     (root / "index.html").write_bytes(
         _page("kernel wheel indexes", (f'<a href="{f}/">{f}</a>' for f in sorted(flavours)))

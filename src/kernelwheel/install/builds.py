@@ -1,0 +1,53 @@
+"""From kernelwheel's variant vocabulary to the facts the compatibility rules compare.
+
+:mod:`.compat` is standard-library only (it is embedded into generated guards), so the bridge
+from :class:`~kernelwheel.model.variant.Variant` lives here, next to the reading of a wheel file
+name's local version in either spelling (dotted ``+torch2.14.cu130.cxx11`` or compact
+``+torch214cu130cxx11``).
+"""
+
+from __future__ import annotations
+
+from packaging.utils import parse_wheel_filename
+from packaging.version import Version
+
+from ..model.variant import OS, Arch, BackendKind, CxxAbi, Variant
+from .compat import Build
+
+__all__ = ["build_of", "variant_of_wheel"]
+
+
+def build_of(variant: Variant | None) -> Build:
+    """The rules' view of ``variant``; None (a wheel with no local version) is universal."""
+    if variant is None or variant.backend is None:
+        return Build(torch=None, kind="")
+    torch = None if variant.torch is None else (variant.torch.major, variant.torch.minor)
+    backend = variant.backend
+    version = None
+    if backend.version is not None and backend.kind is not BackendKind.CPU:
+        version = (backend.version[0], backend.version[1])
+    cxx11 = None if variant.cxxabi is None else variant.cxxabi is CxxAbi.CXX11
+    return Build(torch, backend.kind.value, version, cxx11, variant.stable_abi)
+
+
+def _platform(tag: str) -> tuple[Arch | None, OS | None]:
+    if tag == "any":
+        return None, None
+    arch = Arch.AARCH64 if tag.endswith(("aarch64", "arm64")) else Arch.X86_64
+    if tag.startswith("macosx"):
+        return arch, OS.DARWIN
+    if tag.startswith("win"):
+        return arch, OS.WINDOWS
+    return arch, OS.LINUX
+
+
+def variant_of_wheel(filename: str) -> Variant | None:
+    """The variant a wheel's local version names (None: no local version). Raises VariantError
+    for a local version that is no kernel variant (``+cu12torch2.8cxx11abiTRUE``)."""
+    _, version, _, tags = parse_wheel_filename(filename)
+    local = Version(str(version)).local
+    if local is None:
+        return None
+    # A multi-platform wheel's tags share one arch; the rules never look at it anyway.
+    arch, os_ = _platform(sorted(t.platform for t in tags)[0])
+    return Variant.from_local_version(local, arch=arch, os=os_)

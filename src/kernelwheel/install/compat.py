@@ -1,0 +1,205 @@
+"""Which kernel build may load into which torch: the compatibility rules, written down once.
+
+Two consumers share this one implementation (rules in prose: docs/install.md):
+
+- ``kernelwheel install`` runs :func:`torch_facts` inside the target interpreter (its probe
+  embeds this file) and keeps the candidate builds :func:`problems` has nothing against, ranked by
+  :func:`preference`;
+- the import guard generated into every wheel's ``_ops.py`` (builder/codegen.py) embeds this
+  file's source and refuses, with :func:`refusal`, a build :func:`problems` objects to.
+
+Hence: standard library only, and syntax Python 3.9 accepts (wheels are ``cp39-abi3`` and up).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+# The backend kinds of variant names (model/variant.py's BackendKind values).
+CUDA, ROCM, XPU, CPU, METAL = "cuda", "rocm", "xpu", "cpu", "metal"
+_TOKEN_PREFIX = {CUDA: "cu", ROCM: "rocm", XPU: "xpu"}
+
+
+@dataclass(frozen=True)
+class Build:
+    """What a wheel was built for. ``torch is None``: a noarch build (``kind`` is then the
+    backend of ``+cuda``-style labels, or "" for ``+universal`` and unlabelled wheels)."""
+
+    torch: tuple[int, int] | None
+    kind: str
+    version: tuple[int, int] | None = None  # CUDA/ROCm (major, minor), XPU (year, release)
+    cxx11: bool | None = None  # None: the build names no C++ ABI
+    stable_abi: bool = False  # torch.torch is a floor, not a series
+
+    @property
+    def token(self) -> str:
+        """The backend as variant names spell it: cu130, rocm63, xpu20251, cpu, metal."""
+        if self.version is None:
+            return self.kind
+        return f"{_TOKEN_PREFIX[self.kind]}{self.version[0]}{self.version[1]}"
+
+
+@dataclass(frozen=True)
+class Torch:
+    """The running torch, as :func:`torch_facts` reads it."""
+
+    version: str  # torch.__version__, local part included: "2.13.0+cpu"
+    kind: str  # cuda, rocm, xpu, metal or cpu
+    backend: tuple[int, int] | None  # (major, minor) of CUDA/ROCm, (year, release) of XPU
+    cxx11: bool
+
+    @property
+    def release(self) -> tuple[int, int]:
+        parts = self.version.split("+")[0].split(".")
+        try:
+            return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)
+        except (IndexError, ValueError):
+            return (0, 0)
+
+    @property
+    def token(self) -> str:
+        if self.backend is None:
+            return self.kind
+        return f"{_TOKEN_PREFIX[self.kind]}{self.backend[0]}{self.backend[1]}"
+
+    def describe(self) -> str:
+        """``torch 2.13.0+cpu (CPU, cxx11 ABI)``."""
+        flavour = {CPU: "CPU", METAL: "Metal/MPS"}.get(self.kind, self.token)
+        if self.kind == CUDA and self.backend is not None:
+            flavour = "CUDA " + _dotted(self.backend)
+        elif self.kind == ROCM and self.backend is not None:
+            flavour = "ROCm " + _dotted(self.backend)
+        return f"torch {self.version} ({flavour}, {_abi(self.cxx11)} ABI)"
+
+
+def _dotted(pair: tuple[int, int]) -> str:
+    return f"{pair[0]}.{pair[1]}"
+
+
+def _abi(cxx11: bool) -> str:
+    return "cxx11" if cxx11 else "cxx98"
+
+
+def _two_numbers(text: str | None) -> tuple[int, int] | None:
+    """``"13.0"`` -> (13, 0); ``"6.3.42131-fa1d09cbd"`` -> (6, 3)."""
+    if not text:
+        return None
+    parts = text.replace("-", ".").split(".")
+    try:
+        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        return None
+
+
+def torch_facts(torch: Any) -> Torch:
+    """Read the facts the rules need from an imported torch module."""
+    version = getattr(torch, "version", None)
+    cuda = getattr(version, "cuda", None)
+    hip = getattr(version, "hip", None)
+    xpu = getattr(version, "xpu", None)
+    cxx11 = bool(getattr(getattr(torch, "_C", None), "_GLIBCXX_USE_CXX11_ABI", True))
+    if cuda:
+        kind, backend = CUDA, _two_numbers(cuda)
+    elif hip:
+        kind, backend = ROCM, _two_numbers(hip)
+    elif xpu:
+        # torch.version.xpu is the oneAPI bundle date, "20250101": year 2025, release 1.
+        digits = "".join(c for c in str(xpu) if c.isdigit())
+        kind = XPU
+        backend = (int(digits[:4]), int(digits[4:6])) if len(digits) >= 6 else None
+    elif sys.platform == "darwin":
+        kind, backend = METAL, None
+    else:
+        kind, backend = CPU, None
+    return Torch(str(torch.__version__), kind, backend, cxx11)
+
+
+def problems(build: Build, torch: Torch) -> list[str]:
+    """Why ``build`` cannot run under ``torch``; empty when it can. Platform and Python are the
+    wheel tags' business (pip checks them), not these rules'."""
+    found = []
+    if build.torch is not None:
+        built, running = build.torch, torch.release
+        if build.stable_abi and running < built:
+            found.append(f"torch version (built for torch >= {_dotted(built)})")
+        elif not build.stable_abi and running != built:
+            found.append(f"torch version (built for torch {_dotted(built)})")
+    if build.cxx11 is not None and build.cxx11 != torch.cxx11:
+        found.append(f"C++ ABI (built {_abi(build.cxx11)})")
+    backend = _backend_problem(build, torch)
+    if backend:
+        found.append(backend)
+    return found
+
+
+def _backend_problem(build: Build, torch: Torch) -> str | None:
+    # A CPU build (and a noarch cpu or universal one) runs under every torch: its ops take CPU
+    # tensors, which every torch has. Every other backend needs a torch of that backend.
+    if build.kind in ("", CPU):
+        return None
+    if build.kind != torch.kind:
+        return f"backend (a {build.token} build; this torch has no {build.kind.upper()})"
+    if build.version is None or torch.backend is None:
+        return None
+    if build.kind == CUDA and build.version[0] != torch.backend[0]:
+        # torch.utils.cpp_extension refuses exactly this: another CUDA major.
+        return f"CUDA major version (built with CUDA {_dotted(build.version)})"
+    if build.kind == ROCM and build.version != torch.backend:
+        return f"ROCm version (built with ROCm {_dotted(build.version)})"
+    return None
+
+
+def preference(build: Build, torch: Torch) -> int:
+    """Among compatible builds, lower is a better fit: 0 the torch's exact backend, 1 its backend
+    in another version, 2 a noarch build of its backend, 3 universal (or no label), 4 a CPU build
+    under a GPU torch (it loads, but its ops have no GPU kernels)."""
+    if build.kind == "":
+        return 3
+    if build.kind == CPU and torch.kind != CPU:
+        return 4
+    if build.torch is None:
+        return 2
+    return 0 if build.token == torch.token else 1
+
+
+def label(torch: Torch, *, compact: bool) -> str:
+    """The local version label of the build made for ``torch``, dotted (``torch2.13.cpu.cxx11``)
+    or compact (``torch213cpucxx11``); mirrors Variant.local_version (a test keeps them in step).
+    """
+    major, minor = torch.release
+    abi = "" if torch.kind == METAL else _abi(torch.cxx11)  # darwin builds name no C++ ABI
+    if compact:
+        return f"torch{major}{minor}{torch.token}{abi}"
+    return ".".join(part for part in (f"torch{major}", str(minor), torch.token, abi) if part)
+
+
+def refusal(dist: str, version: str, build: Build, torch: Torch, found: list[str]) -> str:
+    """The import guard's message: what was built, what runs, and how to get the right build."""
+    base, _, local = version.partition("+")
+    compact = local.startswith("torch") and local[5:6].isdigit() and "." not in local[5:7]
+    wanted = f"{dist}=={base}+{label(torch, compact=compact)}"
+    return (
+        f"{dist} {version} was built for {describe_build(build)}, but this Python runs "
+        f"{torch.describe()}; mismatch in: {', '.join(found)}. Install the build for this torch: "
+        f"kernelwheel install '{dist}=={base}' --find-links <your wheelhouse or index> picks it "
+        f"({wanted}), or pip install '{wanted}' from the same wheelhouse or index."
+    )
+
+
+def describe_build(build: Build) -> str:
+    """``torch 2.14, CUDA 13.0, cxx11 ABI``."""
+    if build.torch is None:
+        parts = ["any torch"]
+    else:
+        parts = [("torch >= " if build.stable_abi else "torch ") + _dotted(build.torch)]
+    if build.kind == CUDA and build.version is not None:
+        parts.append("CUDA " + _dotted(build.version))
+    elif build.kind == ROCM and build.version is not None:
+        parts.append("ROCm " + _dotted(build.version))
+    elif build.kind:
+        parts.append(build.token if build.kind != CPU else "CPU")
+    if build.cxx11 is not None:
+        parts.append(f"{_abi(build.cxx11)} ABI")
+    return ", ".join(parts)

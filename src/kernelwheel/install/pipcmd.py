@@ -1,0 +1,81 @@
+"""The pip command that installs the chosen builds, pinned, without touching torch.
+
+Each build is a direct reference to the chosen file (``img2gray @ file:///…whl#sha256=…`` or
+the index URL with its hash), so pip can neither choose another build nor accept other bytes.
+``torch==<installed version>`` is a requirement of the same command: already satisfied, so pip
+leaves torch alone, and any dependency that would need another torch fails the resolution
+instead of replacing it. The sources go along for the builds' other dependencies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import InstallError
+from .probe import Target
+from .sources import Candidate, Sources
+
+__all__ = ["pinned_requirement", "pip_command", "run_pip", "sha256_of"]
+
+
+def sha256_of(candidate: Candidate) -> str | None:
+    """The candidate's sha256: from its link, or hashed from the local file."""
+    if candidate.sha256 or not candidate.is_local:
+        return candidate.sha256
+    digest = hashlib.sha256()
+    with open(candidate.location, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def pinned_requirement(project: str, candidate: Candidate, sha256: str | None) -> str:
+    url = Path(candidate.location).as_uri() if candidate.is_local else candidate.location
+    return f"{project} @ {url}" + (f"#sha256={sha256}" if sha256 else "")
+
+
+def pip_command(
+    target: Target, pins: Sequence[str], sources: Sources, *, no_index: bool
+) -> list[str]:
+    # The target's own pip if it has one; else this pip, pointed at the target (pip >= 22.3).
+    if target.has_pip:
+        cmd = [str(target.python), "-m", "pip", "install"]
+    else:
+        cmd = [sys.executable, "-m", "pip", "--python", str(target.python), "install"]
+    cmd.append("--disable-pip-version-check")
+    if no_index:
+        cmd.append("--no-index")
+    elif sources.index_url:
+        cmd += ["--index-url", sources.index_url]
+    for url in () if no_index else sources.extra_index_urls:
+        cmd += ["--extra-index-url", url]
+    for link in sources.find_links:  # absolute, so the printed command runs from anywhere
+        cmd += ["--find-links", link if "://" in link else str(Path(link).resolve())]
+    return [*cmd, *pins, f"torch=={target.torch_dist}"]
+
+
+def run_pip(cmd: Sequence[str]) -> str:
+    proc = subprocess.run(list(cmd), capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise InstallError(
+            f"pip failed (exit {proc.returncode}); torch and the environment are as pip left "
+            f"them:\n{tail}",
+            hint="read pip's message above; --dry-run prints the command to run it yourself",
+        )
+    return proc.stdout
+
+
+def installed_version(python: Path, project: str) -> str | None:
+    code = (
+        "import importlib.metadata as m, sys\n"
+        "try:\n    print(m.version(sys.argv[1]))\nexcept m.PackageNotFoundError:\n    print('')\n"
+    )
+    proc = subprocess.run(
+        [str(python), "-c", code, project], capture_output=True, text=True, check=False
+    )
+    return proc.stdout.strip() or None

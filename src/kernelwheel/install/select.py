@@ -1,0 +1,129 @@
+"""Choose, per requested package, the one candidate build that fits the target.
+
+Each candidate gets a verdict: refused (wrong name is skipped; wrong version, wheel tags the
+target's Python does not support, a local version that names no kernel variant, or what
+:func:`kernelwheel.install.compat.problems` says), or compatible. Among compatible builds the
+highest release wins, then the best :func:`~kernelwheel.install.compat.preference` (exact backend
+first), then the target's preferred wheel tag. A CPU build under a GPU torch is taken only when
+nothing else fits. Local labels are never ordered against each other: their sort order is what
+makes plain pip pick the wrong build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import Version
+
+from ..errors import UsageError, VariantError
+from . import compat
+from .builds import build_of, variant_of_wheel
+from .probe import Target
+from .sources import Candidate
+
+__all__ = ["Selection", "Verdict", "parse_requirement", "select"]
+
+_FALLBACK = 4  # compat.preference of a CPU build under a GPU torch
+
+
+@dataclass(frozen=True)
+class Verdict:
+    candidate: Candidate
+    version: Version
+    label: str  # the local version ("" when none): the build, as the file name spells it
+    reason: str | None  # why it is refused; None: compatible
+    preference: int = 0
+    tag_rank: int = 0  # index of its best tag among the target's (lower: preferred)
+
+
+@dataclass(frozen=True)
+class Selection:
+    requirement: Requirement
+    project: str  # canonical name
+    chosen: Verdict | None
+    verdicts: tuple[Verdict, ...]  # every candidate of the project, the chosen one included
+
+    @property
+    def passed_over(self) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v is not self.chosen)
+
+
+def parse_requirement(text: str) -> Requirement:
+    """``PKG`` or ``PKG<specifier>`` (``img2gray==0.1.0``, ``img2gray==0.1.0+torch2.14.cpu.cxx11``);
+    no URLs, extras or markers: the point is to choose the file."""
+    hint = "e.g. img2gray, img2gray==0.1.0 or 'img2gray>=0.1,<0.2'"
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as exc:
+        raise UsageError(f"invalid requirement {text!r}: {exc}", hint=hint) from None
+    if req.url or req.marker or req.extras:
+        raise UsageError(
+            f"requirement {text!r}: URLs, extras and markers are not supported here", hint=hint
+        )
+    return req
+
+
+def _verdict(candidate: Candidate, req: Requirement, target: Target) -> Verdict | None:
+    try:
+        name, version, _, tags = parse_wheel_filename(candidate.filename)
+    except InvalidWheelFilename:
+        return None
+    if name != canonicalize_name(req.name):
+        return None
+    label = version.local or ""
+
+    def refuse(reason: str) -> Verdict:
+        return Verdict(candidate, version, label, reason)
+
+    if candidate.yanked is not None:
+        return refuse(f"yanked{': ' + candidate.yanked if candidate.yanked else ''}")
+    if not req.specifier.contains(version, prereleases=True):
+        return refuse(f"version {version} is not {req.specifier}")
+    ranks = [target.tags.index(str(t)) for t in tags if str(t) in target.tags]
+    if not ranks:
+        shown = "/".join(sorted({f"{t.interpreter}-{t.abi}-{t.platform}" for t in tags}))
+        return refuse(f"wheel tag {shown} does not fit this Python ({target.tags[0]})")
+    try:
+        variant = variant_of_wheel(candidate.filename)
+    except VariantError:
+        return refuse(f"local version +{label} names no kernel variant")
+    build = build_of(variant)
+    problems = compat.problems(build, target.torch)
+    if problems:
+        return refuse(
+            f"built for {compat.describe_build(build)}: mismatch in {', '.join(problems)}"
+        )
+    return Verdict(
+        candidate, version, label, None, compat.preference(build, target.torch), min(ranks)
+    )
+
+
+def _best(compatible: list[Verdict]) -> Verdict:
+    pool = [v for v in compatible if v.preference != _FALLBACK] or compatible
+    top = max(Version(v.version.public) for v in pool)
+    pool = [v for v in pool if Version(v.version.public) == top]
+    return min(pool, key=lambda v: (v.preference, v.tag_rank, v.candidate.filename))
+
+
+def select(
+    requirements: Sequence[Requirement], candidates: Sequence[Candidate], target: Target
+) -> list[Selection]:
+    selections = []
+    for req in requirements:
+        verdicts = [v for v in (_verdict(c, req, target) for c in candidates) if v is not None]
+        compatible = [v for v in verdicts if v.reason is None]
+        chosen = _best(compatible) if compatible else None
+        selections.append(Selection(req, str(canonicalize_name(req.name)), chosen, tuple(verdicts)))
+    return selections
+
+
+def why_not_chosen(verdict: Verdict, chosen: Verdict) -> str:
+    """The reason shown for a compatible build that lost to ``chosen``."""
+    if verdict.version.public != chosen.version.public:
+        return f"compatible, but {chosen.version.public} is newer"
+    if verdict.preference == _FALLBACK:
+        return "compatible (a CPU build), but a build for this torch's backend fits better"
+    return "compatible, but a closer fit was chosen"

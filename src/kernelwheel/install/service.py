@@ -1,0 +1,141 @@
+"""``kernelwheel install`` as a service: probe, list, select, then one pinned pip run.
+
+Nothing is installed unless every requested package has a fitting build; then pip runs once
+with all of them. The library returns an :class:`InstallResult` (or raises :class:`NoMatch`,
+which carries the same facts) and never prints: the CLI renders both.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from ..errors import InstallError, UsageError
+from . import compat
+from .pipcmd import installed_version, pinned_requirement, pip_command, run_pip, sha256_of
+from .probe import Target, probe
+from .select import Selection, parse_requirement, select
+from .sources import Sources, list_candidates
+
+__all__ = ["InstallRequest", "InstallResult", "NoMatch", "Pick", "default_python", "install"]
+
+
+@dataclass(frozen=True)
+class InstallRequest:
+    requirements: tuple[str, ...]
+    sources: Sources
+    python: Path
+    no_index: bool = False
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class Pick:
+    selection: Selection
+    location: str  # the chosen file's path or URL
+    sha256: str | None
+    pin: str  # the requirement handed to pip
+
+    @property
+    def filename(self) -> str:
+        assert self.selection.chosen is not None
+        return self.selection.chosen.candidate.filename
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    status: str  # "installed" or "dry-run"
+    target: Target
+    picks: tuple[Pick, ...]
+    command: tuple[str, ...]
+    pip_output: str = ""
+
+
+class NoMatch(InstallError):
+    """Some requested package has no build that fits the target; nothing was installed."""
+
+    def __init__(self, target: Target, selections: list[Selection]) -> None:
+        self.target = target
+        self.selections = tuple(selections)
+        super().__init__(_no_match_message(target, self.selections), hint=_hint(target))
+
+
+def _no_match_message(target: Target, selections: tuple[Selection, ...]) -> str:
+    lines = []
+    for sel in selections:
+        if sel.chosen is not None:
+            lines.append(f"{sel.requirement}: {sel.chosen.candidate.filename} fits")
+            continue
+        if not sel.verdicts:
+            lines.append(f"{sel.requirement}: no wheel of {sel.project} in the sources")
+            continue
+        lines.append(f"{sel.requirement}: no build fits; {len(sel.verdicts)} candidate(s):")
+        lines += [f"  {v.candidate.filename}: {v.reason}" for v in sel.verdicts]
+    return (
+        f"no fitting build for this environment: {target.describe()}\n"
+        + "\n".join(lines)
+        + "\nnothing was installed"
+    )
+
+
+def _hint(target: Target) -> str:
+    t = target.torch
+    major, minor = t.release
+    abi = "" if t.kind == compat.METAL else f"-cxx{11 if t.cxx11 else 98}"
+    name = f"torch{major}{minor}{abi}-{t.token}-{target.machine}-linux"
+    return (
+        f"build or download the variant for this torch ({name}, local version "
+        f"+{compat.label(t, compact=False)}), or point --find-links/--index-url at a source "
+        "that has it"
+    )
+
+
+def default_python() -> Path:
+    """The active virtual environment's python, else ``python3`` on PATH."""
+    venv = os.environ.get("VIRTUAL_ENV")
+    if venv:
+        return Path(venv) / "bin" / "python"
+    found = shutil.which("python3") or shutil.which("python")
+    if found is None:
+        raise UsageError("no python3 on PATH", hint="pass --python PATH")
+    return Path(found)
+
+
+def install(request: InstallRequest) -> InstallResult:
+    if not request.requirements:
+        raise UsageError("no package given", hint="e.g. kernelwheel install img2gray -f wheelhouse")
+    if not request.sources.find_links and not request.sources.indexes:
+        raise UsageError(
+            "no source of wheels given",
+            hint="pass --find-links DIR|URL and/or --index-url URL (kernel wheels carry local "
+            "versions, so they are never on PyPI)",
+        )
+    reqs = [parse_requirement(text) for text in request.requirements]
+    target = probe(request.python)
+    projects = sorted({str(canonicalize_name(req.name)) for req in reqs})
+    selections = select(reqs, list_candidates(request.sources, projects), target)
+    if any(sel.chosen is None for sel in selections):
+        raise NoMatch(target, selections)
+    picks = tuple(_pick(sel) for sel in selections)
+    cmd = pip_command(target, [p.pin for p in picks], request.sources, no_index=request.no_index)
+    if request.dry_run:
+        return InstallResult("dry-run", target, picks, tuple(cmd))
+    output = run_pip(cmd)
+    after = installed_version(target.python, "torch")
+    if after != target.torch_dist:  # the pin makes this impossible; say so loudly if not
+        raise InstallError(
+            f"torch changed from {target.torch_dist} to {after} during the install",
+            hint="report this: the torch pin should have prevented it",
+        )
+    return InstallResult("installed", target, picks, tuple(cmd), output)
+
+
+def _pick(sel: Selection) -> Pick:
+    assert sel.chosen is not None
+    candidate = sel.chosen.candidate
+    sha256 = sha256_of(candidate)
+    return Pick(sel, candidate.location, sha256, pinned_requirement(sel.project, candidate, sha256))

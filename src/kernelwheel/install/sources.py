@@ -1,0 +1,173 @@
+"""Candidate wheels from the places ``kernelwheel install`` is told to look.
+
+- ``--find-links``: a local folder (its ``*.whl``), or an HTML page (``http(s)://``, ``file://``)
+  whose links name wheels, like pip's find-links;
+- ``--index-url`` / ``--extra-index-url``: PEP 503 simple indexes, read at
+  ``<index>/<normalised project>/`` (a per-torch index of ``kernelwheel index`` is one too).
+
+Links keep their ``#sha256=`` fragment, which the pinned pip command hands back to pip so the
+file it downloads is checked against it. Pages are parsed with the standard library.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urljoin, urlparse
+
+from packaging.utils import canonicalize_name
+
+from ..errors import UsageError
+
+__all__ = ["Candidate", "Sources", "list_candidates"]
+
+_TIMEOUT = 60
+
+
+@dataclass(frozen=True)
+class Sources:
+    find_links: tuple[str, ...] = ()
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+
+    @property
+    def indexes(self) -> tuple[str, ...]:
+        return ((self.index_url,) if self.index_url else ()) + self.extra_index_urls
+
+
+@dataclass(frozen=True)
+class Candidate:
+    filename: str
+    location: str  # a local path, or a URL without its fragment
+    sha256: str | None  # from the link's #sha256= fragment (local files: hashed when chosen)
+    source: str  # the folder, page or index it was listed by
+    yanked: str | None = None  # PEP 592: the reason, "" when none is given
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.location
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[dict[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.links.append(dict(attrs))
+
+
+def _is_url(text: str) -> bool:
+    return "://" in text
+
+
+def _check_url(url: str, option: str) -> None:
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https", "file") or not (parsed.netloc or parsed.path):
+        raise UsageError(
+            f"{option} {url!r} is not an http(s):// or file:// URL",
+            hint=f"e.g. {option} https://example.org/simple/torch2.14/cu130/",
+        )
+
+
+def _read_page(url: str, option: str, *, missing_ok: bool) -> str | None:
+    """The page at ``url``; None when it does not exist and ``missing_ok``."""
+    if url.startswith("file:"):
+        path = Path(unquote(urlparse(url).path))
+        if path.is_dir():
+            path = path / "index.html"
+        if not path.is_file():
+            if missing_ok:
+                return None
+            raise UsageError(f"{option} {url}: no such page ({path})", hint="check the path")
+        return path.read_text("utf-8", "replace")
+    request = urllib.request.Request(url, headers={"Accept": "text/html"})
+    try:
+        with urllib.request.urlopen(request, timeout=_TIMEOUT) as response:
+            data: bytes = response.read()
+            return data.decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        if missing_ok and exc.code == 404:
+            return None
+        raise UsageError(
+            f"{option} {url}: HTTP {exc.code} {exc.reason}", hint="check the URL"
+        ) from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise UsageError(
+            f"{option} {url}: cannot be read ({reason})",
+            hint="check the URL and that the server is reachable",
+        ) from None
+
+
+def _from_page(url: str, text: str) -> Iterable[Candidate]:
+    parser = _Links()
+    parser.feed(text)
+    for attrs in parser.links:
+        href = attrs.get("href")
+        if not href:
+            continue
+        target, fragment = urldefrag(urljoin(url, href))
+        filename = unquote(urlparse(target).path.rsplit("/", 1)[-1])
+        if not filename.endswith(".whl"):
+            continue
+        sha256 = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
+        yield Candidate(filename, target, sha256, url, attrs.get("data-yanked"))
+
+
+def _from_folder(text: str) -> list[Candidate]:
+    folder = Path(text)
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise UsageError(
+            f"--find-links {text}: {what}",
+            hint="pass a folder holding wheels, or an http(s):// or file:// URL",
+        )
+    try:
+        wheels = sorted(p for p in folder.iterdir() if p.suffix == ".whl")
+    except OSError as exc:
+        raise UsageError(
+            f"--find-links {text}: cannot be read ({exc.strerror or exc})",
+            hint="check the folder's permissions",
+        ) from None
+    return [Candidate(p.name, str(p.resolve()), None, str(folder)) for p in wheels]
+
+
+def list_candidates(sources: Sources, projects: Sequence[str]) -> list[Candidate]:
+    """Every wheel the sources offer for ``projects`` (canonical names), first listing first."""
+    found: list[Candidate] = []
+    for link in sources.find_links:
+        if _is_url(link):
+            _check_url(link, "--find-links")
+            if link.startswith("file:") and Path(unquote(urlparse(link).path)).is_dir():
+                found += _from_folder(unquote(urlparse(link).path))
+            else:
+                page = _read_page(link, "--find-links", missing_ok=False)
+                found += _from_page(link, page or "")
+        else:
+            found += _from_folder(link)
+    for index in sources.indexes:
+        option = "--index-url" if index == sources.index_url else "--extra-index-url"
+        _check_url(index, option)
+        for project in projects:
+            url = f"{index.rstrip('/')}/{project}/"
+            page = _read_page(url, option, missing_ok=True)
+            if page is not None:
+                found += _from_page(url, page)
+    seen: set[str] = set()
+    unique = []
+    for candidate in found:  # one wheel file name is one build: the first listing wins
+        if candidate.filename not in seen:
+            seen.add(candidate.filename)
+            unique.append(candidate)
+    wanted = set(projects)
+    return [c for c in unique if _project(c.filename) in wanted]
+
+
+def _project(filename: str) -> str:
+    return str(canonicalize_name(filename.split("-", 1)[0]))
