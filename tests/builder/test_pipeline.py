@@ -6,17 +6,21 @@ import shutil
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
-from kernelwheel.builder.envs import EnvInfo
+from kernelwheel.builder.envs import EnvInfo, pip_install_args
 from kernelwheel.builder.pipeline import (
     _check_env_matches,
     _python_tag,
     full_version,
     gencode_flags,
 )
+from kernelwheel.builder.request import request_for
 from kernelwheel.errors import ProjectError, ToolchainError
 from kernelwheel.model.project import load_project
-from kernelwheel.model.variant import Variant
+from kernelwheel.model.recipes import load_recipes
+from kernelwheel.model.variant import LocalVersionStyle, Variant
+from kernelwheel.plan.options import resolve_options
 from kernelwheel.plan.planning import resolve_version
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
@@ -39,6 +43,37 @@ def test_python_tag_follows_the_limited_api_really_used() -> None:
 def test_full_version_stamps_local_part() -> None:
     v = Variant.parse("torch210-cxx11-cu130-x86_64-linux")
     assert full_version("1.2.0", v) == "1.2.0+torch2.10.cu130.cxx11"
+    compact = full_version("1.2.0", v, LocalVersionStyle.COMPACT)
+    assert compact == "1.2.0+torch210cu130cxx11" and str(Version(compact)) == compact
+    assert v.torch_requirement() == "torch==2.10.*"  # Requires-Dist, whatever the style
+
+
+def test_request_for_carries_every_resolved_setting(tmp_path: Path) -> None:
+    """request_for is where options become build settings: nothing below re-reads them."""
+    project = load_project(IMG2GRAY)
+    recipes = load_recipes()
+    recipe = recipes.recipe_for(Variant.parse("torch214-cxx11-cu130-x86_64-linux"))
+    options = resolve_options(
+        None,
+        env={},
+        cli={
+            "cache_dir": str(tmp_path / "cache"),
+            "find_links": ["/wheels"],
+            "no_index": True,
+            "repair": False,
+            "jobs": "3",
+            "local_version_style": "compact",
+        },
+    )
+    req = request_for(project, recipe, "0.1.0", options, recipes)
+    assert req.cache_dir == tmp_path / "cache" and req.work_dir.parent == tmp_path / "cache/work"
+    assert req.env_spec is not None and req.env_spec.no_index and req.env_spec.find_links == (
+        "/wheels",
+    )
+    assert req.env_spec.extra_index_urls == ()  # --no-index: not even the recipe's index
+    assert req.manylinux is None and req.jobs == 3 and req.recipes is recipes
+    assert req.local_version_style is LocalVersionStyle.COMPACT
+    assert pip_install_args(req.env_spec)[:1] == ["--no-index"]
 
 
 def test_version_sources(tmp_path: Path) -> None:

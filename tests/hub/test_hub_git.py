@@ -456,3 +456,21 @@ def test_not_a_clone_and_not_a_repo_id(tmp_path: Path) -> None:
         to_wheels(ToWheelRequest("not a repo", "1.1.2", output_dir=tmp_path / "o"))
     with pytest.raises(HubError, match="no such folder"):
         to_wheels(ToWheelRequest("./missing/clone/x", "1.1.2", output_dir=tmp_path / "o"))
+
+
+def test_compact_local_version_style_via_flag_and_environment(
+    nested: HubRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--local-version-style compact (or KERNELWHEEL_LOCAL_VERSION_STYLE) stamps the design's form
+    in the file name and METADATA, with Requires-Dist right for a two-digit minor."""
+    picks = ["torch27-cxx11-cu128-x86_64-linux", "torch210-cxx11-cu130-x86_64-linux"]
+    args = ["to-wheel", str(nested.root), "1.1.2", "--variant", picks[0], "--variant", picks[1]]
+    assert main([*args, "-o", str(tmp_path / "flag"), "--local-version-style", "compact"]) == 0
+    monkeypatch.setenv("KERNELWHEEL_LOCAL_VERSION_STYLE", "compact")
+    assert main([*args, "-o", str(tmp_path / "env")]) == 0
+    for out in (tmp_path / "flag", tmp_path / "env"):
+        found = {n.split("-")[1]: read_wheel(out / n).metadata for n in wheels_in(out)}
+        assert sorted(found) == ["1.1.2+torch210cu130cxx11", "1.1.2+torch27cu128cxx11"]
+        assert found["1.1.2+torch210cu130cxx11"]["Version"] == "1.1.2+torch210cu130cxx11"
+        assert found["1.1.2+torch210cu130cxx11"].get_all("Requires-Dist") == ["torch==2.10.*"]
+        assert found["1.1.2+torch27cu128cxx11"].get_all("Requires-Dist") == ["torch==2.7.*"]

@@ -15,6 +15,7 @@ from kernelwheel.model.variant import (
     Backend,
     BackendKind,
     CxxAbi,
+    LocalVersionStyle,
     TorchVersion,
     Variant,
 )
@@ -558,3 +559,51 @@ def test_with_validates_and_keeps_other_fields() -> None:
 def test_variants_are_hashable_values() -> None:
     names = list(HUB_NAMES)
     assert len({Variant.parse(n) for n in names + names}) == len(names)
+
+
+COMPACT = {
+    "torch27-cxx11-cu128-x86_64-linux": "torch27cu128cxx11",
+    "torch210-cxx11-cu130-x86_64-linux": "torch210cu130cxx11",
+    "torch29-cxx11-cpu-x86_64-linux": "torch29cpucxx11",
+    "torch27-cxx11-rocm63-x86_64-linux": "torch27rocm63cxx11",
+    "torch29-cxx11-xpu20251-x86_64-linux": "torch29xpu20251cxx11",
+    "torch28-metal-aarch64-darwin": "torch28metal",
+}
+
+
+@pytest.mark.parametrize(("name", "label"), COMPACT.items(), ids=list(COMPACT))
+def test_compact_style_is_the_designs_form_and_reads_back(name: str, label: str) -> None:
+    variant = Variant.parse(name)
+    assert variant.local_version_in(LocalVersionStyle.COMPACT) == label
+    assert variant.local_version_in(LocalVersionStyle.DOTTED) == variant.local_version
+    for style in LocalVersionStyle:
+        text = variant.local_version_in(style)
+        assert Variant.from_local_version(text, arch=variant.arch, os=variant.os) == variant
+
+
+def test_noarch_labels_are_the_same_in_both_styles() -> None:
+    for name in ("torch-cuda", "torch-universal"):
+        variant = Variant.parse(name)
+        labels = {variant.local_version_in(style) for style in LocalVersionStyle}
+        assert labels == {variant.local_version}
+
+
+def test_why_dotted_is_the_default_pep440_order() -> None:
+    """Dotted orders torch minors numerically; compact compares one string segment."""
+    names = ["torch29-cxx11-cu130-x86_64-linux", "torch210-cxx11-cu130-x86_64-linux"]
+    names.append("torch214-cxx11-cu130-x86_64-linux")
+
+    def order(style: LocalVersionStyle) -> list[str]:
+        versions = [f"1.0+{Variant.parse(n).local_version_in(style)}" for n in names]
+        return [str(v) for v in sorted(Version(v) for v in versions)]
+
+    assert order(LocalVersionStyle.DOTTED) == [
+        "1.0+torch2.9.cu130.cxx11",
+        "1.0+torch2.10.cu130.cxx11",
+        "1.0+torch2.14.cu130.cxx11",
+    ]
+    assert order(LocalVersionStyle.COMPACT) == [
+        "1.0+torch210cu130cxx11",
+        "1.0+torch214cu130cxx11",
+        "1.0+torch29cu130cxx11",
+    ]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.errors import ProjectError, UsageError
-from kernelwheel.model.variant import Arch
+from kernelwheel.model.variant import Arch, LocalVersionStyle
 from kernelwheel.plan.options import DEFAULT_OPTIONS, Options, resolve_options
 
 PYPROJECT = """
@@ -182,3 +182,39 @@ def test_dependencies_table_belongs_to_lock_not_build(tmp_path: Path) -> None:
     )
     options = resolve_options(tmp_path, env={}, cli={})
     assert options.skip == ("*-aarch64-*",)
+
+
+def test_every_build_setting_has_all_three_layers(tmp_path: Path) -> None:
+    """Each build setting (but --only) is a TOML key, a KERNELWHEEL_* variable and a flag."""
+    from kernelwheel.plan.options import OPTIONS
+
+    for option in OPTIONS:
+        if option.name == "only":
+            continue
+        assert option.toml and option.env and option.env.startswith("KERNELWHEEL_"), option
+    style = resolve_options(
+        kernel(tmp_path, '[tool.kernelwheel]\nlocal-version-style = "compact"\nrepair = false\n'),
+        env={"KERNELWHEEL_NO_INDEX": "1", "KERNELWHEEL_FIND_LINKS": "wheels https://h/x"},
+        cli={"plat": "manylinux_2_34", "best_effort": True},
+    )
+    assert style.local_version_style is LocalVersionStyle.COMPACT
+    assert style.source("local_version_style") == "[tool.kernelwheel] local-version-style"
+    assert style.repair is False and style.manylinux() is None
+    assert style.no_index is True and style.source("no_index") == "KERNELWHEEL_NO_INDEX"
+    assert style.find_links == (str(Path.cwd() / "wheels"), "https://h/x")
+    assert style.plat == "manylinux_2_34" and style.source("plat") == "--plat"
+    assert style.best_effort is True
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"KERNELWHEEL_LOCAL_VERSION_STYLE": "short"}, "unknown local version style 'short'"),
+        ({"KERNELWHEEL_REPAIR": "maybe"}, "expected true or false, got 'maybe'"),
+        ({"KERNELWHEEL_PLAT": "linux_x86_64"}, "expected a manylinux policy"),
+    ],
+)
+def test_bad_values_name_their_layer(env: dict[str, str], message: str) -> None:
+    with pytest.raises(UsageError, match=message) as err:
+        resolve_options(None, env=env)
+    assert next(iter(env)) in str(err.value)
