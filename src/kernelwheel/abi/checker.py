@@ -324,45 +324,33 @@ def _python_abi(info: ElfInfo, name: str, floor: tuple[int, int]) -> list[Violat
             continue
         item = stable.get(sym.name)
         if item is None:
-            out.append(
-                Violation(
-                    Rule.PYTHON_ABI,
-                    name,
-                    sym.name,
-                    None,
-                    f"{sym.name} is not part of CPython's stable ABI, so the cp{floor[0]}"
-                    f"{floor[1]}-abi3 wheel would fail to import on other Python versions",
-                    f"compile with -DPy_LIMITED_API=0x{floor[0]:02X}{floor[1]:02X}0000 and use "
-                    f"only limited-API calls (torch ops need none: register them with "
-                    f"TORCH_LIBRARY), or ship per-Python (cp3X-cp3X) wheels",
-                )
+            since, message, fix = (
+                None,
+                f"{sym.name} is not part of CPython's stable ABI, so the cp{floor[0]}"
+                f"{floor[1]}-abi3 wheel would fail to import on other Python versions",
+                f"compile with -DPy_LIMITED_API=0x{floor[0]:02X}{floor[1]:02X}0000 and use "
+                f"only limited-API calls (torch ops need none: register them with "
+                f"TORCH_LIBRARY), or ship per-Python (cp3X-cp3X) wheels",
             )
         elif not item.on_linux():
-            out.append(
-                Violation(
-                    Rule.PYTHON_ABI,
-                    name,
-                    sym.name,
-                    item.added_str,
-                    f"{sym.name} is in the stable ABI only where {item.ifdef} is defined, "
-                    f"which a Linux release build of CPython is not",
-                    f"stop using {sym.name}",
-                )
+            since, message, fix = (
+                item.added_str,
+                f"{sym.name} is in the stable ABI only where {item.ifdef} is defined, "
+                f"which a Linux release build of CPython is not",
+                f"stop using {sym.name}",
             )
         elif item.added > floor:
-            out.append(
-                Violation(
-                    Rule.PYTHON_ABI,
-                    name,
-                    sym.name,
-                    item.added_str,
-                    f"{sym.name} joined the stable ABI in Python {item.added_str}, but the "
-                    f"wheel's abi3 tag promises Python {floor_str}",
-                    f"tag the wheel cp{item.added[0]}{item.added[1]}-abi3 (build with "
-                    f"Py_LIMITED_API=0x{item.added[0]:02X}{item.added[1]:02X}0000), or avoid "
-                    f"{sym.name}",
-                )
+            since, message, fix = (
+                item.added_str,
+                f"{sym.name} joined the stable ABI in Python {item.added_str}, but the "
+                f"wheel's abi3 tag promises Python {floor_str}",
+                f"tag the wheel cp{item.added[0]}{item.added[1]}-abi3 (build with "
+                f"Py_LIMITED_API=0x{item.added[0]:02X}{item.added[1]:02X}0000), or avoid "
+                f"{sym.name}",
             )
+        else:
+            continue
+        out.append(Violation(Rule.PYTHON_ABI, name, sym.name, since, message, fix))
     return out
 
 

@@ -232,6 +232,13 @@ def _string_table(value: object, where: str) -> dict[str, str]:
     return dict(value)
 
 
+def _table(raw: dict[str, Any], name: str, source: Path) -> dict[str, Any]:
+    value = raw.get(name, {})
+    if not isinstance(value, dict):
+        raise ValueError(f"{source}: [{name}] must be a table")
+    return value
+
+
 def _data_file(name: str) -> Path:
     return Path(__file__).resolve().parent.parent / "data" / name
 
@@ -244,20 +251,14 @@ def load_kernel_libraries(path: Path | None = None) -> KernelLibraries:
     unknown = set(raw) - {"provided", "forbidden", "toolchain"}
     if unknown:
         raise ValueError(f"{source}: unknown tables {sorted(unknown)}")
-    provided_raw = raw.get("provided", {})
-    if not isinstance(provided_raw, dict):
-        raise ValueError(f"{source}: [provided] must be a table")
     provided = {
         group: _string_list(patterns, f"{source}: [provided].{group}")
-        for group, patterns in provided_raw.items()
+        for group, patterns in _table(raw, "provided", source).items()
     }
     forbidden = tuple(_string_table(raw.get("forbidden", {}), f"{source}: [forbidden]").items())
-    toolchain_raw = raw.get("toolchain", {})
-    if not isinstance(toolchain_raw, dict):
-        raise ValueError(f"{source}: [toolchain] must be a table")
     toolchain = {
         prefix: _string_table(table, f"{source}: [toolchain.{prefix}]")
-        for prefix, table in toolchain_raw.items()
+        for prefix, table in _table(raw, "toolchain", source).items()
     }
     return KernelLibraries(
         provided=provided, forbidden=forbidden, toolchain=toolchain, source=source
