@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.cli import main
-from kernelwheel.cli.ui import QUIET, VERBOSE, ConsoleUI
+from kernelwheel.cli.ui import QUIET, VERBOSE, ConsoleUI, activity_of
 from kernelwheel.errors import ToolchainError
 from kernelwheel.log import step
 
@@ -179,3 +179,27 @@ def test_quiet_build_prints_no_steps(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "environment" not in captured.out
     assert captured.out.startswith("variant ") and "failed" in captured.out
     assert captured.err.startswith("error: ")
+
+
+@pytest.mark.parametrize(
+    ("line", "activity"),
+    [
+        ("Collecting torch==2.14.1", "Collecting torch==2.14.1"),
+        ("  Downloading torch-2.14.1-cp311-linux.whl (190 MB)",
+         "Downloading torch-2.14.1-cp311-linux.whl (190 MB)"),
+        ("[2/5] /usr/bin/c++ -MMD -c /src/csrc/img2gray_cpu.cpp -o x.o", "[2/5] img2gray_cpu.cpp"),
+        ("[3/5] nvcc --threads=4 -c /src/csrc/img2gray.cu -o img2gray.cuda.o", "[3/5] img2gray.cu"),
+        ("<command-line>: note: this is the location of the previous definition", None),
+    ],
+)  # fmt: skip
+def test_activity_lines(line: str, activity: str | None) -> None:
+    assert activity_of(line) == activity
+
+
+def test_a_warning_does_not_hide_the_compile_progress(tmp_path: Path) -> None:
+    out = io.StringIO()
+    ui = ConsoleUI(out=out, err=out, heartbeat=0.3)
+    lines = ["[1/2] c++ -c /p/csrc/img2gray_cpu.cpp -o a.o", "x.cpp:1: warning: unused", "note: x"]
+    _slow_step(ui, tmp_path / "v.log", lines, 0.8)
+    beats = [line for line in out.getvalue().splitlines() if line.startswith("  … v:")]
+    assert beats and all(line.endswith("[1/2] img2gray_cpu.cpp") for line in beats)

@@ -17,6 +17,7 @@ annotations.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import threading
@@ -29,6 +30,27 @@ from ..log import StepResult
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 _TICK = 0.2  # seconds between looks at the running steps' logs
+# Log lines that say what a step is doing (pip's, ninja's, a command kernelwheel runs); other
+# lines (compiler warnings, notes) only count while none of these has been seen.
+_PROGRESS = re.compile(
+    r"^(\[\d+/\d+\]|\$ |Collecting |Downloading |Using cached |Installing |Building |"
+    r"Successfully |Processing |Preparing |Looking in )"
+)
+_SOURCE = re.compile(r"(?:^|[\s/])([\w.+-]+\.(?:cu|cpp|cc|cxx|c))(?=\s|$)")
+
+
+def activity_of(line: str) -> str | None:
+    """What a log line says the step is doing, shortened (``[2/5] c++ ... x.cpp ...`` ->
+    ``[2/5] x.cpp``), or None when it is not a progress line."""
+    line = line.strip()
+    if not _PROGRESS.match(line):
+        return None
+    if line.startswith("["):
+        count, _, rest = line.partition(" ")
+        sources = _SOURCE.findall(rest)
+        if sources:
+            return f"{count} {sources[-1]}"
+    return line[:160]
 
 
 @dataclass
@@ -41,6 +63,7 @@ class _Running:
     activity: str = ""
     beat: float = 0.0  # when the last heartbeat line was printed
     partial: bytes = field(default=b"")
+    progressed: bool = False  # a progress line was seen: plain lines no longer replace it
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -232,7 +255,11 @@ class ConsoleUI:
             line = line.rsplit("\r", 1)[-1]  # a progress bar's last state
             if not line.strip():
                 continue
-            running.activity = line.strip()[:160]
+            found = activity_of(line)
+            if found is not None:
+                running.activity, running.progressed = found, True
+            elif not running.progressed:
+                running.activity = line.strip()[:160]
             if self.verbosity >= VERBOSE:
                 self._emit(f"    | {line}", self.progress)
 
