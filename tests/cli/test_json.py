@@ -18,7 +18,7 @@ import kernelwheel.cli.build as build_cli
 from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.request import BuildRequest, BuiltWheel
 from kernelwheel.cli import main
-from kernelwheel.errors import HubError
+from kernelwheel.errors import HubError, ProjectError
 from kernelwheel.log import Reporter, step
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
@@ -195,3 +195,22 @@ def test_lock_and_download_json_and_logs(
         assert entry["sha256"] == sha256(path) == locked[variant]["sha256"]
         assert entry["log"] == str(download_log)
     assert not (house / "logs").exists()  # the wheelhouse holds wheels and their lists only
+
+
+def test_lock_and_download_failures_name_their_logs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "pyproject.toml").write_text('[project]\nname = "app"\n')
+    cache = tmp_path / "cache"
+    house = tmp_path / "house"
+    code = main(["download", str(app), "--wheelhouse", str(house), "--cache-dir", str(cache)])
+    assert code == ProjectError.exit_code
+    (log,) = (cache / "logs").glob("download-app-*.log")
+    err = capsys.readouterr().err
+    assert "kernelwheel.lock: not found" in err and f"log: {log}" in err
+    assert "Traceback" in log.read_text() and not house.exists()
+    assert main(["lock", str(app), "--cache-dir", str(cache)]) == ProjectError.exit_code
+    (log,) = (cache / "logs").glob("lock-app-*.log")
+    assert f"log: {log}" in capsys.readouterr().err
