@@ -276,12 +276,11 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             file=project.build_toml,
             hint="add a [kernel.<id>] section, or package the Python files with a normal build",
         )
-    log_dir = req.out_dir / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log = log_dir / f"{variant.name}.log"
+    log = req.log
+    log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(f"kernelwheel build of {project.name} for {variant.name}\n")
 
-    with step(reporter, scope, "environment") as detail:
+    with step(reporter, scope, "environment", log=log) as detail:
         # kernelwheel.builder.cross: a variant for another arch builds in a host-arch environment
         # against the target arch's torch (and CUDA) wheels, with the cross compiler.
         cross_plan = cross.plan_for(
@@ -314,7 +313,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         namespace = codegen.ops_namespace(project.package, bid)
         detail.append(namespace)
 
-    with step(reporter, scope, "compile") as detail:
+    with step(reporter, scope, "compile", log=log) as detail:
         result = _compile(req, env, namespace, log, toolkit, cross_build)
         detail.append(str(result["cache"]))
 

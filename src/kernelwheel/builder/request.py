@@ -36,6 +36,11 @@ class BuildRequest:
     # the bundled ones
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
 
+    @property
+    def log(self) -> Path:
+        """The variant's full log (environment, compiler, repair), named in its errors."""
+        return self.out_dir / "logs" / f"{self.variant.name}.log"
+
 
 @dataclass(frozen=True)
 class BuiltWheel:

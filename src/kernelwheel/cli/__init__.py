@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import KernelwheelError
-from .ui import ConsoleUI
+from ._args import add_common_arguments
+from .ui import NORMAL, QUIET, VERBOSE, ConsoleUI
 
 # Order is the order shown in --help.
 COMMANDS = ("build", "matrix", "check", "to_wheel", "index", "install", "lock", "download")
@@ -30,13 +31,10 @@ def make_parser() -> argparse.ArgumentParser:
         ),
         epilog="Run 'kernelwheel COMMAND --help' for a command's options.",
     )
-    parser.add_argument("--version", action="version", version=f"kernelwheel {__version__}")
     parser.add_argument(
-        "--traceback",
-        action="store_true",
-        default=bool(os.environ.get("KERNELWHEEL_TRACEBACK")),
-        help="show the Python traceback on errors (or set KERNELWHEEL_TRACEBACK=1)",
+        "-V", "--version", action="version", version=f"kernelwheel {__version__}"
     )
+    add_common_arguments(parser, traceback=bool(os.environ.get("KERNELWHEEL_TRACEBACK")))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
@@ -46,6 +44,8 @@ def make_parser() -> argparse.ArgumentParser:
                 continue  # command not shipped in this build
             raise
         module.register(sub)
+    for command in dict.fromkeys(sub.choices.values()):
+        add_common_arguments(command)  # also accepted after the command: build X --traceback
     return parser
 
 
@@ -55,14 +55,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    ui = ConsoleUI()
+    verbosity = QUIET if args.quiet else VERBOSE if args.verbose else NORMAL
+    # With --json, stdout carries the JSON alone: progress goes to stderr.
+    ui = ConsoleUI(verbosity=verbosity, progress_to_stderr=bool(getattr(args, "json", False)))
     try:
         code: int = args.func(args, ui)
         return code
     except KernelwheelError as exc:
         if args.traceback:
             traceback.print_exc()
-        ui.error(str(exc))
+        ui.log_only(traceback.format_exc().rstrip())  # a command's log keeps it in any case
+        message = str(exc)
+        if ui.log_path is not None and str(ui.log_path) not in message:
+            message += f"\n  log: {ui.log_path}"
+        ui.error(message)
         return exc.exit_code
     except KeyboardInterrupt:
         ui.error("interrupted")
@@ -72,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    finally:
+        ui.close()
 
 
 def entry() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..errors import UsageError
 from ..model.variant import LocalVersionStyle
 from ..plan.options import OPTIONS
 
@@ -19,9 +20,80 @@ PRECEDENCE = (
 )
 
 
+def add_common_arguments(parser: argparse.ArgumentParser, *, traceback: bool | None = None) -> None:
+    """--traceback, --verbose and --quiet: on the main parser (``traceback`` is its default)
+    and on every command, so they work before or after the command name."""
+    main = traceback is not None
+    # On a command, an absent flag must not overwrite what the main parser set.
+    unset: Any = argparse.SUPPRESS
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        default=traceback if main else unset,
+        help="show the Python traceback on errors (or set KERNELWHEEL_TRACEBACK=1)",
+    )
+    loud = parser.add_mutually_exclusive_group()
+    loud.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        default=False if main else unset,
+        help="also stream the tools' output (compiler, pip) as it is written",
+    )
+    loud.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        default=False if main else unset,
+        help="show only errors, warnings and the final summary",
+    )
+
+
+def add_json_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print {what} as JSON on stdout (and progress on stderr)",
+    )
+
+
 def option_values(args: argparse.Namespace) -> dict[str, Any]:
     """The option flags of ``args`` by option name (None: not given)."""
     return {o.name: getattr(args, o.name) for o in OPTIONS if hasattr(args, o.name)}
+
+
+# Selection flags by argparse dest; a command has those it defines.
+_SELECTORS = (
+    ("variant", "--variant"),
+    ("only", "--only"),
+    ("build", "--build"),
+    ("skip", "--skip"),
+    ("archs", "--arch"),
+)
+
+
+def refuse_conflicting_selectors(args: argparse.Namespace) -> None:
+    """``--variant`` and ``--only`` each say exactly what to select: given with another
+    selection flag, the two would disagree, so the command refuses instead of picking one.
+    (Lower layers, pyproject.toml and KERNELWHEEL_*, are overridden as documented.)"""
+    given = [flag for dest, flag in _SELECTORS if getattr(args, dest, None)]
+    for exclusive in ("--variant", "--only"):
+        if exclusive in given and len(given) > 1:
+            others = [flag for flag in given if flag != exclusive]
+            raise UsageError(
+                f"{exclusive} cannot be combined with {' or '.join(others)}: both choose the "
+                "variants",
+                hint=f"use {exclusive} alone, or drop it and select with --build/--skip/--arch",
+            )
+
+
+def add_cache_dir_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="kernelwheel's cache; this command's log goes to DIR/logs/ "
+        "(default: ~/.cache/kernelwheel; or KERNELWHEEL_CACHE_DIR)",
+    )
 
 
 def add_jobs_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -30,19 +102,26 @@ def add_jobs_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup)
         "-j",
         metavar="N",
         help="how many CPUs to keep busy: compiler processes in build, variants converted at "
-        "once in to-wheel/lock/download; a number or auto (default: auto, all CPUs)",
+        "once in to-wheel/lock/download; a number or auto (default: auto, all CPUs); "
+        "or KERNELWHEEL_JOBS",
     )
 
 
-def add_selection_arguments(parser: argparse.ArgumentParser, *, recipes: bool = True) -> None:
-    """--build/--skip/--only/--arch and (unless ``recipes=False``) --recipes."""
+def add_selection_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    recipes: bool = True,
+    default: str = "'*', every variant",
+) -> None:
+    """--build/--skip/--only/--arch and (unless ``recipes=False``) --recipes; ``default`` says
+    what is selected when no layer selects anything."""
     group = parser.add_argument_group("selection", PRECEDENCE)
     group.add_argument(
         "--build",
         action="append",
         metavar="GLOB",
-        help="build only variants whose name matches; braces expand "
-        "(e.g. 'torch2{13,14}-*'); repeatable (default: '*')",
+        help="select only variants whose name matches; braces expand "
+        f"(e.g. 'torch2{{13,14}}-*'); repeatable (default: {default})",
     )
     group.add_argument(
         "--skip",
@@ -51,7 +130,10 @@ def add_selection_arguments(parser: argparse.ArgumentParser, *, recipes: bool = 
         help="leave out variants whose name matches (e.g. '*-aarch64-*'); repeatable",
     )
     group.add_argument(
-        "--only", metavar="NAME", help="exactly this variant (ignores build, skip and arch)"
+        "--only",
+        metavar="NAME",
+        help="exactly this variant (ignores build, skip and arch from pyproject.toml and the "
+        "environment; refused together with those flags)",
     )
     group.add_argument(
         "--arch",

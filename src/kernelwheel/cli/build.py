@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .._util import sha256_file
 from ..builder.pipeline import build_and_export
-from ..builder.request import BuiltWheel, request_for
+from ..builder.request import request_for
 from ..errors import KernelwheelError
 from ..plan.planning import plan_project, resolve_version, selected_recipes
-from ._args import add_build_arguments, add_selection_arguments, option_values
+from ._args import (
+    add_build_arguments,
+    add_json_argument,
+    add_selection_arguments,
+    option_values,
+    refuse_conflicting_selectors,
+)
 from .ui import ConsoleUI
 
 
@@ -22,13 +31,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Compile a kernel project (build.toml, csrc/, torch-ext/) into abi3 wheels. Each "
             "variant is built in its own environment holding that variant's torch and CUDA "
-            "toolchain (created once and cached). Without a selector, the default variant for "
-            "this machine is built: the newest torch in the recipes with its CUDA flavour."
+            "toolchain (created once and cached). Without a selector (here, in [tool.kernelwheel] "
+            "or KERNELWHEEL_*), ONE variant is built: the default for this machine, the newest "
+            "torch in the recipes with its CUDA flavour (CPU for a CPU-only kernel). "
+            "--build '*' builds the whole matrix ('kernelwheel matrix' lists it). Each step "
+            "is shown as it starts and ends; the full log of each variant is in "
+            "OUTPUT_DIR/logs/<variant>.log."
         ),
         epilog=(
             "examples:\n"
-            "  kernelwheel build kernels/img2gray\n"
+            "  kernelwheel build kernels/img2gray             # one variant: this machine's "
+            "default\n"
+            "  kernelwheel build kernels/img2gray --build '*' # every variant of the matrix\n"
             "  kernelwheel build kernels/img2gray --variant torch213-cxx11-cpu-x86_64-linux\n"
+            "  kernelwheel build kernels/img2gray --variant 'torch21{3,4}-*-cpu-x86_64-*' -j 4\n"
+            "  kernelwheel build kernels/img2gray --json > build.json   # paths, sha256s, logs\n"
             "  kernelwheel build kernels/img2gray --print-build-identifiers\n"
             "  kernelwheel build kernels/img2gray --python /usr/bin/python3 "
             "--variant torch211-cxx11-cu130-x86_64-linux   # use an existing torch"
@@ -45,51 +62,119 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--variant",
         action="append",
         default=[],
-        metavar="NAME",
-        help="build exactly this variant (Hub name, e.g. torch214-cxx11-cu130-x86_64-linux); "
-        "repeatable",
+        metavar="GLOB",
+        help="build the variants matching this Hub name or glob, braces and ranges expanded "
+        "(e.g. torch214-cxx11-cu130-x86_64-linux, 'torch21{3,4}-*-cpu-*'); repeatable; any "
+        "arch; a glob matching nothing is an error; not combinable with the selection flags",
     )
     p.add_argument(
         "--print-build-identifiers",
         action="store_true",
         help="print the names of the variants that would be built, and exit",
     )
+    add_json_argument(p, "each variant's wheel path, sha256, status, time and log")
     add_build_arguments(p)
-    add_selection_arguments(p)
+    add_selection_arguments(
+        p, default="none: the one default variant for this machine; '*' builds every variant"
+    )
     p.set_defaults(func=run)
 
 
-def _describe(wheel: BuiltWheel) -> tuple[str, str, str]:
-    size = wheel.path.stat().st_size
-    return wheel.path.name, f"{size / 1024:.0f} KiB", sha256_file(wheel.path)
+@dataclass(frozen=True)
+class Outcome:
+    """One variant of the run: built (with its wheel) or failed (with its error)."""
+
+    variant: str
+    seconds: float
+    log: Path | None
+    wheel: Path | None = None
+    sha256: str | None = None
+    compliant: bool = True
+    error: KernelwheelError | None = None
+
+    @property
+    def status(self) -> str:
+        return "built" if self.wheel is not None else "failed"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "variant": self.variant,
+            "status": self.status,
+            "path": str(self.wheel) if self.wheel else None,
+            "sha256": self.sha256,
+            "size": self.wheel.stat().st_size if self.wheel else None,
+            "compliant": self.compliant if self.wheel else None,
+            "seconds": round(self.seconds, 1),
+            "log": str(self.log) if self.log else None,
+            "error": str(self.error) if self.error else None,
+            "exit_code": self.error.exit_code if self.error else 0,
+        }
 
 
-def summary_table(built: list[BuiltWheel]) -> str:
-    if not built:
+def summary_table(outcomes: list[Outcome]) -> str:
+    """One row per variant: status, time, wheel (or the log to read), size, sha256."""
+    if not outcomes:
         return "no wheels built"
-    rows = [_describe(w) for w in built]
-    width = max(len(r[0]) for r in rows)
-    lines = [f"{'wheel':<{width}}  {'size':>9}  sha256"]
-    lines += [f"{name:<{width}}  {size:>9}  {digest}" for name, size, digest in rows]
-    return "\n".join(lines)
+    header = ("variant", "status", "time", "size", "wheel / log", "sha256")
+    rows = [
+        (
+            o.variant,
+            o.status,
+            f"{o.seconds:.1f}s",
+            f"{o.wheel.stat().st_size / 1024:.0f} KiB" if o.wheel else "-",
+            o.wheel.name if o.wheel else f"log: {o.log}" if o.log else "-",
+            o.sha256 or "-",
+        )
+        for o in outcomes
+    ]
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    right = {2, 3}  # time and size align right
+
+    def line(row: tuple[str, ...]) -> str:
+        cells = [
+            cell.rjust(w) if i in right else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        return "  ".join(cells).rstrip()
+
+    total = sum(o.seconds for o in outcomes)
+    built = sum(1 for o in outcomes if o.wheel)
+    return "\n".join(
+        [
+            line(header),
+            *(line(r) for r in rows),
+            f"{built} of {len(outcomes)} variant(s) built in {total:.1f}s",
+        ]
+    )
 
 
-def write_github_summary(
-    built: list[BuiltWheel], failed: list[tuple[str, KernelwheelError]]
-) -> None:
+def write_github_summary(outcomes: list[Outcome]) -> None:
     """On GitHub Actions, append a Markdown table to the job's step summary."""
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return
-    lines = ["### kernelwheel build", "", "| wheel | size | sha256 |", "|---|---|---|"]
-    lines += [f"| `{n}` | {s} | `{d}` |" for n, s, d in (_describe(w) for w in built)]
-    for name, exc in failed:
-        lines.append(f"| ✕ {name} | failed | {str(exc).splitlines()[0]} |")
+    lines = ["### kernelwheel build", "", "| wheel | size | time | sha256 |", "|---|---|---|---|"]
+    for o in outcomes:
+        if o.wheel is not None:
+            size = f"{o.wheel.stat().st_size / 1024:.0f} KiB"
+            lines.append(f"| `{o.wheel.name}` | {size} | {o.seconds:.1f}s | `{o.sha256}` |")
+        else:
+            first = str(o.error).splitlines()[0] if o.error else "failed"
+            lines.append(f"| ✕ {o.variant} | failed | {o.seconds:.1f}s | {first} |")
     with open(target, "a") as fh:
         fh.write("\n".join(lines) + "\n")
 
 
+def _with_log(exc: KernelwheelError, log: Path | None) -> str:
+    """The error, naming the log to read unless it already does."""
+    text = str(exc)
+    if log is not None and str(log) not in text:
+        text += f"\n  log: {log}"
+    return text
+
+
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    refuse_conflicting_selectors(args)
     planned = plan_project(args.path, option_values(args))
     project, options = planned.project, planned.options
     recipes = selected_recipes(planned, args.variant)
@@ -99,26 +184,58 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         return 0
     version, source = resolve_version(project, args.version)
     ui.info("", f"{project.name} {version} (version from {source}); {len(recipes)} variant(s)")
-    built: list[BuiltWheel] = []
-    failed: list[tuple[str, KernelwheelError]] = []
+    outcomes: list[Outcome] = []
     for recipe in recipes:
         ui.group(recipe.name)
+        started, wall = time.monotonic(), time.time()
+        log: Path | None = None
         try:
             req = request_for(project, recipe, version, options, planned.recipes)
-            built.append(build_and_export(req, ui, hub_layout=options.hub_layout))
+            log = req.log
+            built = build_and_export(req, ui, hub_layout=options.hub_layout)
+            seconds = time.monotonic() - started
+            outcomes.append(
+                Outcome(
+                    recipe.name,
+                    seconds,
+                    built.log,
+                    built.path,
+                    sha256_file(built.path),
+                    built.compliant,
+                )
+            )
+            ui.done(recipe.name, True, seconds, built.path.name)
         except KernelwheelError as exc:
-            if len(recipes) == 1:
-                raise
-            failed.append((recipe.name, exc))
-            ui.error(f"{recipe.name}: {exc}")
+            seconds = time.monotonic() - started
+            if log is not None and not (log.exists() and log.stat().st_mtime >= wall - 1):
+                log = None  # failed before the build wrote its log
+            outcomes.append(Outcome(recipe.name, seconds, log, error=exc))
+            ui.done(recipe.name, False, seconds)
+            ui.error(f"{recipe.name}: {_with_log(exc, log)}")
         finally:
             ui.endgroup()
-    ui.print(summary_table(built))
-    write_github_summary(built, failed)
-    if failed:
-        ui.error(
-            f"{len(failed)} of {len(recipes)} variant(s) failed: "
-            + ", ".join(name for name, _ in failed)
+    failed = [o for o in outcomes if o.error is not None]
+    if args.json:
+        ui.print(
+            json.dumps(
+                {
+                    "command": "build",
+                    "ok": not failed,
+                    "project": project.name,
+                    "version": version,
+                    "wheels": [o.to_json() for o in outcomes],
+                },
+                indent=2,
+            )
         )
-        return max(exc.exit_code for _, exc in failed)
+    else:
+        ui.print(summary_table(outcomes))
+    write_github_summary(outcomes)
+    if failed:
+        if len(outcomes) > 1:
+            ui.error(
+                f"{len(failed)} of {len(outcomes)} variant(s) failed: "
+                + ", ".join(f"{o.variant} (log: {o.log})" if o.log else o.variant for o in failed)
+            )
+        return max(o.error.exit_code for o in failed if o.error is not None)
     return 0

@@ -16,7 +16,7 @@ from ..abi import (
     check_shared_object,
     check_wheel,
 )
-from ..errors import AbiError
+from ..errors import AbiError, UsageError
 from .ui import ConsoleUI
 
 # Violations listed per group (same rule, file and fix) before the table says "... and N more".
@@ -75,6 +75,7 @@ def _override(value: str | None, default: str | None) -> str | None:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    _refuse_unmatched(args.paths)
     policy: str | None = None if args.policy == "tag" else args.policy
     reports: list[WheelReport | SoReport] = []
     for path in args.paths:
@@ -115,6 +116,21 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         "why and how to fix it"
     )
     return AbiError.exit_code
+
+
+def _refuse_unmatched(paths: list[Path]) -> None:
+    """A shell glob that matched nothing reaches us as the pattern itself ('wheelhouse/*.whl'):
+    say so, instead of failing to read a file named '*.whl'."""
+    for path in paths:
+        if path.exists():
+            continue
+        if any(c in str(path) for c in "*?["):
+            raise UsageError(
+                f"no file matched {str(path)!r}",
+                hint=f"{path.parent} holds no such file (the shell passes a pattern that matches "
+                "nothing through as it is); build or download the wheels first",
+            )
+        raise UsageError(f"{path}: no such file", hint="pass existing wheels or .so files")
 
 
 def _as_dict(report: WheelReport | SoReport) -> dict[str, object]:

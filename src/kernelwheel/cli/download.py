@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..locking import LOCK_NAME, DownloadRequest, DownloadResult, download
 from ..plan.options import resolve_command_option, resolve_jobs
-from ._args import add_jobs_argument
+from ._args import add_cache_dir_argument, add_jobs_argument, add_json_argument
+from ._runlog import cache_log_path, emit_json, header
 from .ui import ConsoleUI
 
 
@@ -32,6 +33,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "  kernelwheel download . --wheelhouse wheels --variant 'torch214-cxx11-cu130-*'\n"
             "  pip install --require-hashes --no-index --find-links wheels "
             "-r wheels/requirements.txt\n"
+            "  kernelwheel download . --wheelhouse wheels --json   # paths, variants, sha256s\n"
+            "\n"
+            "log: <cache-dir>/logs/download-<project>-<hash>.log (not in DIR, which a failed run "
+            "leaves untouched)\n"
             "\n"
             "exit codes: 0 written; 2 bad --variant; 3 missing, stale or invalid lock; 9 repo "
             "or integrity problem (hash mismatch: nothing written)"
@@ -59,14 +64,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="append",
         default=[],
         metavar="GLOB",
-        help="only variants matching this glob (brace expansion allowed, e.g. "
-        "'torch2{13,14}-cxx11-cu130-*'); repeatable; every kernel must keep a variant",
+        help="only variants matching this glob, braces and ranges expanded (e.g. "
+        "'torch2{13,14}-cxx11-cu130-*', 'torch21{0..4}-*'); repeatable; every kernel must keep "
+        "a variant",
     )
+    add_json_argument(p, "each wheel's path, variant, sha256 and status, and the log")
+    add_cache_dir_argument(p)
     add_jobs_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    log = ui.log_to(
+        cache_log_path("download", args.project_dir, args.cache_dir), header("download")
+    )
     result = download(
         DownloadRequest(
             project_dir=args.project_dir,
@@ -76,8 +87,39 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         ),
         ui,
     )
-    report(result, ui)
+    if args.json:
+        ui.print(emit_json(to_json(result, log)))
+    else:
+        report(result, ui)
     return 0
+
+
+def to_json(result: DownloadResult, log: Path) -> dict[str, object]:
+    return {
+        "command": "download",
+        "ok": True,
+        "wheelhouse": str(result.wheelhouse),
+        "requirements": str(result.requirements),
+        "pylock": str(result.pylock) if result.pylock else None,
+        "pylock_note": result.pylock_note,
+        "log": str(log),
+        "wheels": [
+            {
+                "repo": w.repo,
+                "commit": w.commit,
+                "variant": w.variant,
+                "status": "verified",
+                "path": str(w.path),
+                "sha256": w.sha256,
+                "log": str(log),
+            }
+            for w in result.wheels
+        ]
+        + [
+            {"repo": repo, "variant": v, "status": "not-selected", "path": None, "sha256": None}
+            for repo, v in result.not_selected
+        ],
+    }
 
 
 def report(result: DownloadResult, ui: ConsoleUI) -> None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..wheels.index import ALL, build_index
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from .._util import sha256_file
+from ..errors import KernelwheelError
+from ..model.variant import OS, Arch, Variant
+from ..wheels.index import ALL, IndexResult, build_index
+from ._args import add_json_argument
+from ._runlog import emit_json
 from .ui import ConsoleUI
 
 
@@ -35,11 +42,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--output", "-o", type=Path, required=True, metavar="DIR", help="where the index goes"
     )
+    add_json_argument(p, "the index folder and each wheel's path, variant, sha256 and flavours")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     result = build_index(args.wheelhouse, args.output)
+    if args.json:
+        ui.print(emit_json(to_json(result, args.wheelhouse)))
+        return 0
     total = len(result.flavours.get(ALL, ()))
     ui.print(f"indexed {total} wheel(s) into {result.output}")
     for flavour, wheels in result.flavours.items():
@@ -47,3 +58,44 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     for wheel, why in result.unflavoured:
         ui.warn(f"{wheel} is only in {ALL}/: {why}")
     return 0
+
+
+def to_json(result: IndexResult, wheelhouse: Path) -> dict[str, object]:
+    names = result.flavours.get(ALL, ())
+    only_all = dict(result.unflavoured)
+    wheels = [
+        {
+            "variant": variant_of(name),
+            "status": "indexed",
+            "path": str(wheelhouse / name),
+            "sha256": sha256_file(wheelhouse / name),
+            "log": None,  # indexing runs no tool: nothing to log
+            "flavours": sorted(f for f, ws in result.flavours.items() if name in ws),
+            "note": only_all.get(name),
+        }
+        for name in names
+    ]
+    return {
+        "command": "index",
+        "ok": True,
+        "output": str(result.output),
+        "flavours": {f: len(ws) for f, ws in result.flavours.items()},
+        "wheels": wheels,
+    }
+
+
+def variant_of(filename: str) -> str | None:
+    """The Hub variant name of a kernel wheel, from its local version and platform tag."""
+    try:
+        _, version, _, tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename:
+        return None
+    if not version.local:
+        return None
+    platform = next(iter(tags)).platform
+    arch = next((a for a in Arch if platform.endswith(a.value)), None)
+    system = OS.LINUX if "linux" in platform else None
+    try:
+        return Variant.from_local_version(version.local, arch=arch, os=system).name
+    except KernelwheelError:
+        return None

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..locking import LOCK_NAME, LockRequest, LockResult, lock_project
 from ..plan.options import resolve_command_option, resolve_jobs
-from ._args import add_jobs_argument
+from ._args import add_cache_dir_argument, add_jobs_argument, add_json_argument
+from ._runlog import cache_log_path, emit_json, header
 from .ui import ConsoleUI
 
 
@@ -36,6 +37,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "examples:\n"
             "  kernelwheel lock .\n"
             "  kernelwheel lock . --check        # in CI: fail when the lock is out of date\n"
+            "  kernelwheel lock . --json         # every locked wheel's name, variant, sha256\n"
+            "\n"
+            "log: <cache-dir>/logs/lock-<project>-<hash>.log (cache-dir: --cache-dir, "
+            "KERNELWHEEL_CACHE_DIR, default ~/.cache/kernelwheel)\n"
             "\n"
             "exit codes: 0 written or already current; 1 --check found it out of date; "
             "3 bad declaration or lock file; 9 repo, revision or integrity problem"
@@ -66,11 +71,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="lock variants whose shared objects fail the ABI check (recorded in the lock, "
         "so download accepts them too)",
     )
+    add_json_argument(p, "the lock's outcome and each locked wheel (name, variant, sha256)")
+    add_cache_dir_argument(p)
     add_jobs_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    log = ui.log_to(cache_log_path("lock", args.project_dir, args.cache_dir), header("lock"))
     result = lock_project(
         LockRequest(
             project_dir=args.project_dir,
@@ -81,7 +89,10 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         ),
         ui,
     )
-    report(result, ui)
+    if args.json:
+        ui.print(emit_json(to_json(result, log, check=args.check)))
+    else:
+        report(result, ui)
     if args.check and result.changed:
         ui.error(
             f"{result.path} is out of date (or missing): run 'kernelwheel lock "
@@ -89,6 +100,61 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         )
         return 1
     return 0
+
+
+def to_json(result: LockResult, log: Path, *, check: bool) -> dict[str, object]:
+    wheels: list[dict[str, object]] = []
+    kernels: list[dict[str, object]] = []
+    for outcome in result.kernels:
+        k = outcome.locked
+        status = "carried-over" if outcome.reused else "locked"
+        kernels.append(
+            {
+                "repo": k.repo,
+                "requested": k.requested,
+                "ref": k.ref,
+                "commit": k.commit,
+                "status": status,
+                "variants": len(k.variants),
+                "skipped": list(k.skipped),
+            }
+        )
+        wheels += [
+            {
+                "repo": k.repo,
+                "variant": v.name,
+                "status": status,
+                "path": None,  # lock keeps no wheel: 'kernelwheel download' makes them
+                "wheel": v.wheel,
+                "sha256": v.wheel_sha256,
+                "log": str(log),
+            }
+            for v in k.variants
+        ]
+        wheels += [
+            {
+                "repo": k.repo,
+                "variant": r.variant,
+                "status": "rejected",
+                "path": None,
+                "wheel": None,
+                "sha256": None,
+                "log": str(log),
+                "reason": r.reason,
+            }
+            for r in outcome.rejected
+        ]
+    return {
+        "command": "lock",
+        "ok": not (check and result.changed),
+        "lock": str(result.path),
+        "changed": result.changed,
+        "written": result.written,
+        "log": str(log),
+        "kernels": kernels,
+        "wheels": wheels,
+        "notes": list(result.notes),
+    }
 
 
 def report(result: LockResult, ui: ConsoleUI) -> None:

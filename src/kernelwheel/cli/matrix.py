@@ -14,7 +14,7 @@ from ..model.recipes import VariantRecipe
 from ..model.variant import Arch
 from ..plan.matrix import MatrixPlan
 from ..plan.planning import Planned, plan_project
-from ._args import add_selection_arguments, option_values
+from ._args import add_selection_arguments, option_values, refuse_conflicting_selectors
 from .ui import ConsoleUI
 
 RUNNERS = {Arch.X86_64: "ubuntu-24.04", Arch.AARCH64: "ubuntu-24.04-arm"}
@@ -35,6 +35,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "  kernelwheel matrix kernels/img2gray\n"
             "  kernelwheel matrix kernels/img2gray --build 'torch2{13,14}-*' --skip '*-aarch64-*'\n"
             "  kernelwheel matrix kernels/img2gray --json\n\n"
+            "The torch column is the requirement the build environment installs: torch===X.Y.Z "
+            "is\nPyPI's own build of the release (arbitrary equality: no +cu/+cpu local label), "
+            "torch==X.Y.Z+cu128\na build from PyTorch's index for that flavour.\n\n"
             "In a GitHub Actions workflow, use the 'include' list as the matrix:\n"
             "  strategy:\n"
             "    matrix:\n"
@@ -49,11 +52,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help='print {"include": [...], "rejected": [...]} for a GitHub Actions matrix',
     )
-    add_selection_arguments(p)
+    add_selection_arguments(p, default="'*', the whole matrix")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    refuse_conflicting_selectors(args)
     planned = plan_project(args.path, option_values(args))
     if args.json:
         ui.print(json.dumps(to_json(planned.plan), indent=2))
@@ -119,4 +123,16 @@ def format_table(planned: Planned) -> str:
     if plan.notes:
         out += ["", "notes:"]
         out += [f"  - {note}" for note in plan.notes]
+    if rows:
+        out += ["", *TORCH_COLUMN_NOTE]
     return "\n".join(out)
+
+
+# What the torch column means (the requirement the build environment installs torch with).
+TORCH_COLUMN_NOTE = (
+    "torch: the torch the build environment installs. torch===X.Y.Z (PEP 440 arbitrary "
+    "equality)",
+    "  is PyPI's own build of that release, whose version has no local label (===, unlike ==,",
+    "  refuses +cu128 or +cpu builds); torch==X.Y.Z+cu128 / +cpu comes from PyTorch's index for",
+    "  that flavour. Either way the wheel built requires only torch==X.Y.* at install time.",
+)

@@ -6,8 +6,10 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._util import sha256_file
 from ..plan.options import resolve_command_option, resolve_jobs
-from ._args import add_jobs_argument, add_local_version_style_argument
+from ._args import add_jobs_argument, add_json_argument, add_local_version_style_argument
+from ._runlog import emit_json, header, slug
 from .ui import ConsoleUI
 
 if TYPE_CHECKING:
@@ -38,7 +40,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "  kernelwheel to-wheel drbh/img2gray 1.1.2\n"
             "  kernelwheel to-wheel kernels-community/activation 1 --variant 'torch2{8,9}-*'\n"
             "  kernelwheel to-wheel ./img2gray-clone '>=1.1,<2' -o wheelhouse\n"
+            "  kernelwheel to-wheel drbh/img2gray 1.1.2 --variant 'torch2{7..9}-*' --json\n"
             "  kernelwheel to-wheel drbh/img2gray 1.1.3 --revision 0123abcd...\n"
+            "\n"
+            "log: OUTPUT_DIR/logs/to-wheel-<repo>.log (every step, every reason, any error)\n"
             "\n"
             "exit codes: 0 all selected variants written; 4 a variant name could not be mapped; "
             "8 a variant failed the ABI check; 9 repo/revision/integrity problem (nothing "
@@ -54,21 +59,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "-o",
         type=Path,
         default=Path("wheelhouse"),
-        help="where the wheels go (default: ./wheelhouse)",
+        help="where the wheels (and logs/) go (default: ./wheelhouse)",
     )
     p.add_argument(
         "--variant",
         action="append",
         default=[],
         metavar="GLOB",
-        help="convert only variants matching this glob (brace expansion allowed, e.g. "
-        "'torch2{7,8}-*-x86_64-linux'); repeatable; a glob matching nothing is an error",
+        help="convert only variants matching this glob, braces and ranges expanded (e.g. "
+        "'torch2{7,8}-*-x86_64-linux', 'torch2{7..9}-*'); repeatable; a glob matching nothing "
+        "is an error",
     )
     p.add_argument(
         "--allow-abi-violations",
         action="store_true",
         help="write wheels whose shared objects fail the ABI check (reported, not refused)",
     )
+    add_json_argument(p, "each variant's wheel path, sha256, status and the log")
     add_jobs_argument(p)
     add_local_version_style_argument(p)
     p.set_defaults(func=run)
@@ -77,6 +84,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     from ..hub import ToWheelRequest, to_wheels  # imported when used: other commands start faster
 
+    name = args.repo.rstrip("/").rsplit("/", 1)[-1] if Path(args.repo).is_dir() else args.repo
+    log = ui.log_to(args.output_dir / "logs" / f"to-wheel-{slug(name)}.log", header("to-wheel"))
     request = ToWheelRequest(
         repo=args.repo,
         version=args.version,
@@ -90,11 +99,65 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         jobs=resolve_jobs(resolve_command_option("jobs", args.jobs)),
     )
     result = to_wheels(request, ui)
-    report(result, ui)
+    if args.json:
+        ui.log_only(report_text(result))
+        ui.print(emit_json(to_json(result, log)))
+    else:
+        report(result, ui, log)
     return result.exit_code
 
 
-def report(result: ToWheelResult, ui: ConsoleUI) -> None:
+def to_json(result: ToWheelResult, log: Path) -> dict[str, object]:
+    wheels: list[dict[str, object]] = [
+        {
+            "variant": c.variant,
+            "status": "written",
+            "path": str(c.wheel),
+            "sha256": sha256_file(c.wheel),
+            "log": str(log),
+            "layout": c.layout.value,
+            "package": c.package,
+            "abi": c.abi,
+            "notes": list(c.notes),
+        }
+        for c in result.converted
+    ]
+    wheels += [
+        {
+            "variant": r.variant,
+            "status": "rejected",
+            "path": None,
+            "sha256": None,
+            "log": str(log),
+            "reason": r.reason,
+            "exit_code": r.exit_code,
+        }
+        for r in result.rejected
+    ]
+    wheels += [
+        {"variant": n, "status": "not-selected", "path": None, "sha256": None, "log": None}
+        for n in result.not_selected
+    ]
+    return {
+        "command": "to-wheel",
+        "ok": result.exit_code == 0,
+        "repo": result.where,
+        "revision": result.resolution.describe(),
+        "commit": result.resolution.commit,
+        "log": str(log),
+        "wheels": wheels,
+    }
+
+
+def report_text(result: ToWheelResult) -> str:
+    """The report as the log keeps it in --json mode."""
+    lines = [f"revision: {result.resolution.describe()}"]
+    lines += [f"  {c.wheel}: {c.abi}" for c in result.converted]
+    lines += [f"  {r.variant}: not converted: {r.reason}" for r in result.rejected]
+    return "\n".join(lines)
+
+
+def report(result: ToWheelResult, ui: ConsoleUI, log: Path | None = None) -> None:
     ui.print()
     ui.print(f"revision: {result.resolution.describe()}")
     for c in result.converted:
@@ -108,6 +171,7 @@ def report(result: ToWheelResult, ui: ConsoleUI) -> None:
     total = len(result.converted) + len(result.rejected)
     summary = f"{len(result.converted)} of {total} selected variant(s) written"
     if result.rejected:
-        ui.error(f"{summary}; {len(result.rejected)} not converted (see above)")
+        where = f"; log: {log}" if log is not None else ""
+        ui.error(f"{summary}; {len(result.rejected)} not converted (see above{where})")
     else:
         ui.print(summary)

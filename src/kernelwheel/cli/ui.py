@@ -1,4 +1,14 @@
-"""Console output for the CLI: a Reporter that prints steps with marks and durations.
+"""Console output for the CLI: a Reporter that shows each step as it starts and ends.
+
+- A start line when a step begins and a mark with its duration when it ends.
+- While a step runs: on a terminal, one status line redrawn in place (elapsed time and the last
+  line its tools wrote: what pip is downloading, which file the compiler is on); elsewhere (a
+  CI log, a pipe) a plain heartbeat line every ``heartbeat`` seconds. The activity comes from
+  the log the step names (``step(..., log=...)``), followed from where it stood at the start.
+- ``verbosity``: -1 (``--quiet``) shows only results, warnings and errors; 1 (``--verbose``)
+  also streams every line the step's tools write (compiler, pip).
+- ``progress_to_stderr``: progress goes to stderr so stdout carries only the result (``--json``).
+- :meth:`ConsoleUI.log_to` copies every line, shown or not, into a log file.
 
 On GitHub Actions (GITHUB_ACTIONS=true) each variant is folded into a group and errors become
 annotations.
@@ -7,58 +17,284 @@ annotations.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
 
 from ..log import StepResult
 
+QUIET, NORMAL, VERBOSE = -1, 0, 1
+_TICK = 0.2  # seconds between looks at the running steps' logs
+# Log lines that say what a step is doing (pip's, ninja's, a command kernelwheel runs); other
+# lines (compiler warnings, notes) only count while none of these has been seen.
+_PROGRESS = re.compile(
+    r"^(\[\d+/\d+\]|\$ |Collecting |Downloading |Using cached |Installing |Building |"
+    r"Successfully |Processing |Preparing |Looking in )"
+)
+_SOURCE = re.compile(r"(?:^|[\s/])([\w.+-]+\.(?:cu|cpp|cc|cxx|c))(?=\s|$)")
+
+
+def activity_of(line: str) -> str | None:
+    """What a log line says the step is doing, shortened (``[2/5] c++ ... x.cpp ...`` ->
+    ``[2/5] x.cpp``), or None when it is not a progress line."""
+    line = line.strip()
+    if not _PROGRESS.match(line):
+        return None
+    if line.startswith("["):
+        count, _, rest = line.partition(" ")
+        sources = _SOURCE.findall(rest)
+        if sources:
+            return f"{count} {sources[-1]}"
+    return line[:160]
+
+
+@dataclass
+class _Running:
+    scope: str
+    name: str
+    started: float
+    log: Path | None
+    offset: int = 0
+    activity: str = ""
+    beat: float = 0.0  # when the last heartbeat line was printed
+    partial: bytes = field(default=b"")
+    progressed: bool = False  # a progress line was seen: plain lines no longer replace it
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _elapsed(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s"
+
 
 class ConsoleUI:
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        *,
+        verbosity: int = NORMAL,
+        progress_to_stderr: bool = False,
+        tty: bool | None = None,
+        heartbeat: float | None = None,
+    ) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
+        self.progress = self.err if progress_to_stderr else self.out
+        self.verbosity = verbosity
+        self.tty = _isatty(self.progress) if tty is None else tty
+        # Seconds between heartbeat lines when not on a terminal (a terminal redraws instead).
+        self.heartbeat = heartbeat if heartbeat is not None else 30.0
         self.github = os.environ.get("GITHUB_ACTIONS") == "true"
-        enc = (getattr(self.out, "encoding", None) or "").lower()
+        enc = (getattr(self.progress, "encoding", None) or "").lower()
         unicode_ok = "utf" in enc
         self.ok_mark = "✓" if unicode_ok else "ok"
         self.fail_mark = "✕" if unicode_ok else "FAIL"
+        self.start_mark = "▸" if unicode_ok else ">"
+        self.results: list[StepResult] = []
+        self._running: dict[tuple[str, str], _Running] = {}
+        self._lock = threading.RLock()
+        self._ticker: threading.Thread | None = None
+        self._status = False  # a status line is on the terminal
+        self._log: TextIO | None = None
+        self.log_path: Path | None = None  # the file log_to copies to
 
-    # Reporter protocol
-    def step_started(self, scope: str, name: str) -> None:
-        pass
+    # -- output primitives ----------------------------------------------------------------------
+
+    def _clear_status(self) -> None:
+        if self._status:
+            self.progress.write("\r\x1b[K")
+            self._status = False
+
+    def _emit(self, text: str, stream: TextIO, *, show: bool = True) -> None:
+        with self._lock:
+            if self._log is not None:
+                self._log.write(text + "\n")
+                self._log.flush()
+            if not show:
+                return
+            self._clear_status()
+            print(text, file=stream, flush=True)
+
+    def log_to(self, path: Path, header: str = "") -> Path:
+        """From now on copy every line (progress shown or not, results, warnings, errors, the
+        traceback of a failure) to ``path``, until :meth:`close`."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        if header:
+            fh.write(header + "\n")
+        with self._lock:
+            self.close()
+            self._log, self.log_path = fh, path
+        return path
+
+    def close(self) -> None:
+        with self._lock:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+
+    def log_only(self, text: str) -> None:
+        """A line for the log file only (e.g. a traceback)."""
+        self._emit(text, self.err, show=False)
+
+    # -- Reporter protocol ----------------------------------------------------------------------
+
+    def step_started(self, scope: str, name: str, log: Path | None = None) -> None:
+        now = time.monotonic()
+        running = _Running(scope, name, now, log, beat=now)
+        if log is not None:
+            try:
+                running.offset = log.stat().st_size
+            except OSError:
+                running.offset = 0
+        with self._lock:
+            self._running[(scope, name)] = running
+            self._emit(
+                f"  {self.start_mark} {scope}: {name} …", self.progress, show=self._shows_steps
+            )
+            self._start_ticker()
 
     def step_finished(self, result: StepResult) -> None:
-        mark = self.ok_mark if result.ok else self.fail_mark
-        detail = f"  {result.detail}" if result.detail else ""
-        print(
-            f"  {mark} {result.scope}: {result.name} ({result.seconds:.1f}s){detail}",
-            file=self.out,
-            flush=True,
-        )
+        with self._lock:
+            running = self._running.pop((result.scope, result.name), None)
+            if running is not None:
+                self._follow(running)  # the last lines of its log, for --verbose
+            self.results.append(result)
+            mark = self.ok_mark if result.ok else self.fail_mark
+            detail = f"  {result.detail}" if result.detail else ""
+            self._emit(
+                f"  {mark} {result.scope}: {result.name} ({result.seconds:.1f}s){detail}",
+                self.progress,
+                show=self._shows_steps,
+            )
 
     def info(self, scope: str, message: str) -> None:
         prefix = f"{scope}: " if scope else ""
-        print(f"{prefix}{message}", file=self.out, flush=True)
+        self._emit(f"{prefix}{message}", self.progress, show=self._shows_steps)
 
-    # CLI helpers
+    @property
+    def _shows_steps(self) -> bool:
+        return self.verbosity > QUIET
+
+    # -- while steps run ------------------------------------------------------------------------
+
+    def _start_ticker(self) -> None:
+        if self._ticker is not None and self._ticker.is_alive():
+            return
+        self._ticker = threading.Thread(target=self._tick, name="kernelwheel-progress", daemon=True)
+        self._ticker.start()
+
+    def _tick(self) -> None:
+        while True:
+            time.sleep(_TICK)
+            with self._lock:
+                if not self._running:
+                    self._clear_status()
+                    self._ticker = None
+                    return
+                now = time.monotonic()
+                for running in list(self._running.values()):
+                    self._follow(running)
+                if not self._shows_steps:
+                    continue
+                if self.tty:
+                    self._draw_status(now)
+                else:
+                    for running in self._running.values():
+                        if now - running.beat >= self.heartbeat:
+                            running.beat = now
+                            self._emit(self._describe(running, now), self.progress)
+
+    def _describe(self, running: _Running, now: float) -> str:
+        text = f"  … {running.scope}: {running.name}: {_elapsed(now - running.started)}"
+        return text + (f"  {running.activity}" if running.activity else "")
+
+    def _draw_status(self, now: float) -> None:
+        longest = min(self._running.values(), key=lambda r: r.started)
+        text = self._describe(longest, now)
+        if len(self._running) > 1:
+            text += f"  (+{len(self._running) - 1} more running)"
+        width = shutil.get_terminal_size((100, 24)).columns - 1
+        self._clear_status()
+        self.progress.write(text[:width])
+        self.progress.flush()
+        self._status = True
+
+    def _follow(self, running: _Running) -> None:
+        """Read what the step's log gained since last time: the last line becomes its activity;
+        with --verbose every line is shown."""
+        if running.log is None:
+            return
+        try:
+            with open(running.log, "rb") as fh:
+                fh.seek(running.offset)
+                data = fh.read()
+        except OSError:
+            return
+        if not data:
+            return
+        running.offset += len(data)
+        data = running.partial + data
+        *lines, running.partial = data.split(b"\n")
+        for raw in lines:
+            line = raw.decode("utf-8", "replace").rstrip()
+            line = line.rsplit("\r", 1)[-1]  # a progress bar's last state
+            if not line.strip():
+                continue
+            found = activity_of(line)
+            if found is not None:
+                running.activity, running.progressed = found, True
+            elif not running.progressed:
+                running.activity = line.strip()[:160]
+            if self.verbosity >= VERBOSE:
+                self._emit(f"    | {line}", self.progress)
+
+    # -- CLI helpers ----------------------------------------------------------------------------
+
     def print(self, text: str = "") -> None:
-        print(text, file=self.out, flush=True)
+        """A result line (stdout; shown even with --quiet)."""
+        self._emit(text, self.out)
 
     def group(self, title: str) -> None:
         if self.github:
-            print(f"::group::{title}", file=self.out, flush=True)
+            self._emit(f"::group::{title}", self.progress)
         else:
-            print(title, file=self.out, flush=True)
+            self._emit(title, self.progress, show=self._shows_steps)
 
     def endgroup(self) -> None:
         if self.github:
-            print("::endgroup::", file=self.out, flush=True)
+            self._emit("::endgroup::", self.progress)
+
+    def done(self, scope: str, ok: bool, seconds: float, detail: str = "") -> None:
+        """A unit of work (a variant) finished: its total time."""
+        mark = self.ok_mark if ok else self.fail_mark
+        what = "done" if ok else "failed"
+        extra = f": {detail}" if detail else ""
+        self._emit(
+            f"{mark} {scope}: {what} in {seconds:.1f}s{extra}",
+            self.progress,
+            show=self._shows_steps,
+        )
 
     def error(self, message: str) -> None:
         if self.github:
             first = message.splitlines()[0] if message else ""
-            print(f"::error::{first}", file=self.out, flush=True)
-        print(f"error: {message}", file=self.err, flush=True)
+            self._emit(f"::error::{first}", self.progress)
+        self._emit(f"error: {message}", self.err)
 
     def warn(self, message: str) -> None:
-        print(f"warning: {message}", file=self.err, flush=True)
+        self._emit(f"warning: {message}", self.err)

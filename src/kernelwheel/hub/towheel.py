@@ -141,9 +141,9 @@ class _Serialized:
         self.inner = inner
         self.lock = threading.Lock()
 
-    def step_started(self, scope: str, name: str) -> None:
+    def step_started(self, scope: str, name: str, log: Path | None = None) -> None:
         with self.lock:
-            self.inner.step_started(scope, name)
+            self.inner.step_started(scope, name, log)
 
     def step_finished(self, result: StepResult) -> None:
         with self.lock:

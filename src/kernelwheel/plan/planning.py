@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ProjectError, UsageError
+from ..errors import ProjectError, UsageError, VariantError
 from ..model.project import KernelProject, load_project
 from ..model.recipes import Recipes, VariantRecipe, load_recipes
 from ..model.variant import Arch, BackendKind, Variant
 from .matrix import MatrixPlan, plan_matrix
 from .options import Options, resolve_options
+from .selector import Selector
 
 __all__ = ["Planned", "default_variant", "plan_project", "resolve_version", "selected_recipes"]
 
@@ -55,23 +56,28 @@ def default_variant(recipes: Recipes, project: KernelProject) -> Variant:
 
 
 def selected_recipes(planned: Planned, variants: Sequence[str] = ()) -> list[VariantRecipe]:
-    """Exact ``variants`` names, else the selectors, else (nothing selected in any layer) the
-    default variant for this machine."""
+    """The variants ``variants`` selects (``--variant``: globs with brace expansion over the
+    kernel's whole matrix, as in to-wheel and download), else the selectors, else (nothing
+    selected in any layer) the default variant for this machine."""
     if variants:
-        out = []
-        for name in variants:
-            variant = Variant.parse(name)
-            reason = planned.full.reason_for(variant.name)
-            if reason is not None:
-                raise UsageError(
-                    f"variant {variant.name} is left out of this kernel's matrix: {reason}",
-                    hint="see 'kernelwheel matrix PATH' for the variants it builds",
-                )
-            out.append(planned.recipes.recipe_for(variant))
-        return out
+        selector = Selector(build=tuple(_canonical(v) for v in variants), build_label="--variant")
+        left_out = {r.variant_name: r.reason for r in planned.full.rejected}
+        chosen = selector.select(planned.full.names, left_out=left_out)
+        return [recipe for recipe in planned.full.selected if recipe.name in chosen]
     if not planned.options.selects_anything():
         return [planned.recipes.recipe_for(default_variant(planned.recipes, planned.project))]
     return list(planned.plan.selected)
+
+
+def _canonical(pattern: str) -> str:
+    """A plain variant name in its canonical spelling (other spellings of Hub names parse);
+    a glob as it is."""
+    if any(c in pattern for c in "*?[{"):
+        return pattern
+    try:
+        return Variant.parse(pattern).name
+    except VariantError:
+        return pattern
 
 
 def resolve_version(project: KernelProject, explicit: str | None) -> tuple[str, str]:

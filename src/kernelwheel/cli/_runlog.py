@@ -1,0 +1,47 @@
+"""Where the commands without a per-variant build log keep theirs, and their JSON output.
+
+``to-wheel`` writes ``<output-dir>/logs/to-wheel-<repo>.log`` beside its wheels; ``lock`` and
+``download`` promise to leave the project and the wheelhouse untouched on failure, so theirs go
+to ``<cache-dir>/logs/<command>-<project>-<hash>.log`` (``--cache-dir`` / KERNELWHEEL_CACHE_DIR).
+Each log holds every line the command printed or would have printed (progress included, even
+with --quiet), each step's time and, on failure, the error with its traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..plan.options import resolve_command_option
+
+__all__ = ["cache_log_path", "emit_json", "header", "slug"]
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a repo id or folder name (``drbh/img2gray`` -> drbh--img2gray)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text.replace("/", "--")).strip("-.") or "run"
+
+
+def cache_log_path(command: str, project_dir: Path, cache_dir: str | None = None) -> Path:
+    """``<cache-dir>/logs/<command>-<folder>-<hash of its absolute path>.log``; the cache
+    folder from ``cache_dir`` (the flag), else KERNELWHEEL_CACHE_DIR, else the default."""
+    folder = project_dir.resolve()
+    digest = hashlib.sha256(str(folder).encode()).hexdigest()[:8]
+    cache: Path = resolve_command_option("cache_dir", cache_dir)
+    return cache / "logs" / f"{command}-{slug(folder.name)}-{digest}.log"
+
+
+def header(command: str) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S %z")
+    argv = " ".join(sys.argv[1:]) or command
+    return f"kernelwheel {__version__} {command} at {when}\n$ kernelwheel {argv}"
+
+
+def emit_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2)

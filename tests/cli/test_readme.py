@@ -1,0 +1,112 @@
+"""The README walk-through: every `kernelwheel` command in the README's bash blocks parses with
+the real argument parser (no stale flag survives a change), and the cheap ones run as written
+from the repository root: the matrix, the build identifiers, the --help pages, and `check` on a
+folder without wheels."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from kernelwheel.cli import main, make_parser
+from kernelwheel.errors import UsageError
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+
+
+def bash_blocks(text: str) -> list[str]:
+    return re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def commands() -> list[list[str]]:
+    """Each `kernelwheel ...` line (continuations joined), as argv without the program name;
+    comments and output redirections dropped."""
+    out = []
+    for block in bash_blocks(README.read_text(encoding="utf-8")):
+        for line in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(line, comments=True)
+            if not words or words[0] != "kernelwheel":
+                continue
+            if ">" in words:
+                words = words[: words.index(">")]
+            out.append(words[1:])
+    return out
+
+
+COMMANDS = commands()
+CHEAP = [
+    argv
+    for argv in COMMANDS
+    if argv[0] == "matrix" or "--print-build-identifiers" in argv or "--help" in argv
+]
+
+
+def test_the_readme_has_commands_to_walk_through() -> None:
+    assert len(COMMANDS) >= 15
+    assert len(CHEAP) >= 5
+    for name in ("build", "matrix", "check", "to-wheel", "index", "lock", "download"):
+        assert any(argv[0] == name for argv in COMMANDS), name
+
+
+def run(argv: list[str]) -> int:
+    if "--help" not in argv:
+        return main(argv)
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    return int(info.value.code or 0)
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
+def test_every_readme_command_parses(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    if "--help" in argv:
+        with pytest.raises(SystemExit) as info:
+            make_parser().parse_args(argv)
+        assert info.value.code == 0
+        return
+    args = make_parser().parse_args(argv)  # exits (status 2) on an unknown flag or value
+    assert args.func is not None
+
+
+@pytest.mark.parametrize("argv", CHEAP, ids=" ".join)
+def test_cheap_readme_commands_run_as_written(
+    argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    for name in ("KERNELWHEEL_BUILD", "KERNELWHEEL_SKIP", "KERNELWHEEL_ARCHS"):
+        monkeypatch.delenv(name, raising=False)
+    assert run(argv) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    if "--help" in argv:
+        assert out.startswith(f"usage: kernelwheel {argv[0]}") and "--json" in out
+    if argv[0] == "matrix" and "--json" not in argv:
+        assert out.startswith("img2gray: ") and "torch===" in out
+    if "--print-build-identifiers" in argv:
+        names = out.split()
+        assert names and all(n.startswith("torch") for n in names)
+        if argv == ["build", "kernels/img2gray", "--print-build-identifiers"]:
+            assert len(names) == 1  # the README's "ONE variant"
+        if argv[2:4] == ["--build", "*"]:
+            assert len(names) > 10  # the whole matrix
+
+
+def test_readme_check_on_a_folder_without_wheels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (argv,) = [a for a in COMMANDS if a[0] == "check"]
+    (tmp_path / "wheelhouse").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == UsageError.exit_code  # the shell passed wheelhouse/*.whl unexpanded
+    assert "no file matched 'wheelhouse/*.whl'" in capsys.readouterr().err
+
+
+def test_readme_names_the_wheel_a_build_really_makes() -> None:
+    """The intro's wheel is the repaired one (tests/builder/test_build_img2gray.py checks a real
+    build makes exactly this name)."""
+    text = README.read_text(encoding="utf-8")
+    intro = text[: text.index("## ")]
+    assert "img2gray-0.1.0+torch2.14.cu130.cxx11-cp310-abi3-manylinux_2_28_x86_64.whl" in intro
+    assert "still to come" not in text
