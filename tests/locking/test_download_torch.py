@@ -10,17 +10,27 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import torchop
 from support.gitrepo import HubRepo, variant_files
 from support.hubserver import GitBackedRepo, HubState, serve
 from support.shared import so_dir
+from support.torchop import CHECK, NS, VARIANT
 from support.venvs import QuickVenv
-from test_hub_torch import CHECK, NS, VARIANT, extension, torch_site
 
 from kernelwheel.cli import main
 
 pytestmark = pytest.mark.integration
 
-__all__ = ["extension", "torch_site"]  # fixtures shared with test_hub_torch
+
+
+@pytest.fixture(scope="module")
+def torch_site() -> Path:
+    return torchop.torch_site()
+
+
+@pytest.fixture(scope="module")
+def extension() -> bytes:
+    return torchop.extension()
 
 OTHER = "torch27-cxx11-cu128-x86_64-linux"
 

@@ -356,20 +356,19 @@ def _python_abi(info: ElfInfo, name: str, floor: tuple[int, int]) -> list[Violat
 
 def _cxx_abi(info: ElfInfo, name: str, cxxabi: str) -> list[Violation]:
     out: list[Violation] = []
+
+    def found(symbol: str, message: str, fix: str) -> None:
+        out.append(Violation(Rule.CXX_ABI, name, symbol, None, message, fix))
+
     if cxxabi == "cxx98":
         for sym in info.symbols:
             if "__cxx11" in sym.name:
-                out.append(
-                    Violation(
-                        Rule.CXX_ABI,
-                        name,
-                        sym.name,
-                        None,
-                        f"{demangle(sym.name)} uses the C++11 std::string ABI (__cxx11), but "
-                        f"the variant is cxx98 (torch built with _GLIBCXX_USE_CXX11_ABI=0)",
-                        "compile with -D_GLIBCXX_USE_CXX11_ABI=0 like the cxx98 torch, or "
-                        "label the variant cxx11",
-                    )
+                found(
+                    sym.name,
+                    f"{demangle(sym.name)} uses the C++11 std::string ABI (__cxx11), but "
+                    f"the variant is cxx98 (torch built with _GLIBCXX_USE_CXX11_ABI=0)",
+                    "compile with -D_GLIBCXX_USE_CXX11_ABI=0 like the cxx98 torch, or "
+                    "label the variant cxx11",
                 )
         return out
     # cxx11: the old-ABI spellings in imports that libstdc++ does not provide (unversioned, so
@@ -382,18 +381,13 @@ def _cxx_abi(info: ElfInfo, name: str, cxxabi: str) -> list[Violation]:
             continue
         shown = demangle(sym.name)
         if shown != sym.name and _OLD_ABI_TYPES.search(shown):
-            out.append(
-                Violation(
-                    Rule.CXX_ABI,
-                    name,
-                    sym.name,
-                    None,
-                    f"{shown} uses the pre-C++11 std::string ABI, but the variant is cxx11 "
-                    f"(torch built with _GLIBCXX_USE_CXX11_ABI=1): it will be an undefined "
-                    f"symbol at import",
-                    "compile with -D_GLIBCXX_USE_CXX11_ABI=1 like the cxx11 torch, or label "
-                    "the variant cxx98",
-                )
+            found(
+                sym.name,
+                f"{shown} uses the pre-C++11 std::string ABI, but the variant is cxx11 "
+                f"(torch built with _GLIBCXX_USE_CXX11_ABI=1): it will be an undefined "
+                f"symbol at import",
+                "compile with -D_GLIBCXX_USE_CXX11_ABI=1 like the cxx11 torch, or label "
+                "the variant cxx98",
             )
     return out
 

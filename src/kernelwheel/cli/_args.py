@@ -33,20 +33,33 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, traceback: bool | N
         help="show the Python traceback on errors (or set KERNELWHEEL_TRACEBACK=1)",
     )
     loud = parser.add_mutually_exclusive_group()
-    loud.add_argument(
-        "--verbose",
-        "-v",
-        action="store_true",
-        default=False if main else unset,
-        help="also stream the tools' output (compiler, pip) as it is written",
+    for flags, help_text in (
+        (("--verbose", "-v"), "also stream the tools' output (compiler, pip) as it is written"),
+        (("--quiet", "-q"), "show only errors, warnings and the final summary"),
+    ):
+        loud.add_argument(
+            *flags, action="store_true", default=False if main else unset, help=help_text
+        )
+
+
+def add_variant_argument(parser: argparse.ArgumentParser, what: str, example: str) -> None:
+    """``--variant GLOB``: the same glob language (braces and ranges expanded) in every command
+    that selects variants; ``what`` says what a match does here."""
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help=f"{what}; a Hub variant name or a glob, braces and ranges expanded (e.g. {example}, "
+        "'torch21{0..4}-*'); repeatable; a glob matching nothing is an error",
     )
-    loud.add_argument(
-        "--quiet",
-        "-q",
-        action="store_true",
-        default=False if main else unset,
-        help="show only errors, warnings and the final summary",
-    )
+
+
+def add_locking_arguments(parser: argparse.ArgumentParser, json_what: str) -> None:
+    """What ``lock`` and ``download`` share: --json, --cache-dir (where their log goes), --jobs."""
+    add_json_argument(parser, json_what)
+    add_cache_dir_argument(parser)
+    add_jobs_argument(parser)
 
 
 def add_json_argument(parser: argparse.ArgumentParser, what: str) -> None:
@@ -151,9 +164,7 @@ def add_selection_arguments(
 def add_build_arguments(parser: argparse.ArgumentParser) -> None:
     """The build settings: output, environments, pip sources, repair, export, version style."""
     out = parser.add_argument_group("output")
-    out.add_argument(
-        "--output-dir", "-o", help="where wheels and logs/ go (default: ./wheelhouse)"
-    )
+    out.add_argument("--output-dir", "-o", help="where wheels and logs/ go (default: ./wheelhouse)")
     out.add_argument(
         "--hub-layout",
         metavar="DIR",
@@ -219,5 +230,3 @@ def add_local_version_style_argument(
         help="dotted (default: +torch2.14.cu130.cxx11, orders right under PEP 440) or compact "
         "(+torch214cu130cxx11, the kernel-builder design's form)",
     )
-
-

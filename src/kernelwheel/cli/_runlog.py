@@ -9,6 +9,7 @@ with --quiet), each step's time and, on failure, the error with its traceback.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import re
@@ -19,6 +20,7 @@ from typing import Any
 
 from .. import __version__
 from ..plan.options import resolve_command_option
+from .ui import ConsoleUI
 
 __all__ = ["cache_log_path", "emit_json", "header", "slug"]
 
@@ -35,6 +37,11 @@ def cache_log_path(command: str, project_dir: Path, cache_dir: str | None = None
     digest = hashlib.sha256(str(folder).encode()).hexdigest()[:8]
     cache: Path = resolve_command_option("cache_dir", cache_dir)
     return cache / "logs" / f"{command}-{slug(folder.name)}-{digest}.log"
+
+
+def open_cache_log(ui: ConsoleUI, command: str, args: argparse.Namespace) -> Path:
+    """Start the log of ``lock``/``download`` (``args.project_dir``, ``args.cache_dir``)."""
+    return ui.log_to(cache_log_path(command, args.project_dir, args.cache_dir), header(command))
 
 
 def header(command: str) -> str:

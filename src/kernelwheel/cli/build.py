@@ -18,6 +18,7 @@ from ._args import (
     add_build_arguments,
     add_json_argument,
     add_selection_arguments,
+    add_variant_argument,
     option_values,
     refuse_conflicting_selectors,
 )
@@ -58,14 +59,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the wheel version before the local part; default: build.toml general.version, "
         "then a VERSION file beside build.toml",
     )
-    p.add_argument(
-        "--variant",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="build the variants matching this Hub name or glob, braces and ranges expanded "
-        "(e.g. torch214-cxx11-cu130-x86_64-linux, 'torch21{3,4}-*-cpu-*'); repeatable; any "
-        "arch; a glob matching nothing is an error; not combinable with the selection flags",
+    add_variant_argument(
+        p,
+        "build the variants it matches, of any arch (not combinable with the selection flags)",
+        "torch214-cxx11-cu130-x86_64-linux, 'torch21{3,4}-*-cpu-*'",
     )
     p.add_argument(
         "--print-build-identifiers",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ..locking import LOCK_NAME, DownloadRequest, DownloadResult, download
 from ..plan.options import resolve_command_option, resolve_jobs
-from ._args import add_cache_dir_argument, add_jobs_argument, add_json_argument
-from ._runlog import cache_log_path, emit_json, header
+from ._args import add_locking_arguments, add_variant_argument
+from ._runlog import emit_json, open_cache_log
 from .ui import ConsoleUI
 
 
@@ -59,25 +59,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="DIR",
         help="where the wheels, requirements.txt and pylock.toml go",
     )
-    p.add_argument(
-        "--variant",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="only variants matching this glob, braces and ranges expanded (e.g. "
-        "'torch2{13,14}-cxx11-cu130-*', 'torch21{0..4}-*'); repeatable; every kernel must keep "
-        "a variant",
+    add_variant_argument(
+        p,
+        "download only the variants it matches (every kernel must keep one)",
+        "'torch2{13,14}-cxx11-cu130-*'",
     )
-    add_json_argument(p, "each wheel's path, variant, sha256 and status, and the log")
-    add_cache_dir_argument(p)
-    add_jobs_argument(p)
+    add_locking_arguments(p, "each wheel's path, variant, sha256 and status, and the log")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    log = ui.log_to(
-        cache_log_path("download", args.project_dir, args.cache_dir), header("download")
-    )
+    log = open_cache_log(ui, "download", args)
     result = download(
         DownloadRequest(
             project_dir=args.project_dir,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ..locking import LOCK_NAME, LockRequest, LockResult, lock_project
 from ..plan.options import resolve_command_option, resolve_jobs
-from ._args import add_cache_dir_argument, add_jobs_argument, add_json_argument
-from ._runlog import cache_log_path, emit_json, header
+from ._args import add_locking_arguments
+from ._runlog import emit_json, open_cache_log
 from .ui import ConsoleUI
 
 
@@ -71,14 +71,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="lock variants whose shared objects fail the ABI check (recorded in the lock, "
         "so download accepts them too)",
     )
-    add_json_argument(p, "the lock's outcome and each locked wheel (name, variant, sha256)")
-    add_cache_dir_argument(p)
-    add_jobs_argument(p)
+    add_locking_arguments(p, "the lock's outcome and each locked wheel (name, variant, sha256)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    log = ui.log_to(cache_log_path("lock", args.project_dir, args.cache_dir), header("lock"))
+    log = open_cache_log(ui, "lock", args)
     result = lock_project(
         LockRequest(
             project_dir=args.project_dir,

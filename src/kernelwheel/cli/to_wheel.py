@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING
 
 from .._util import sha256_file
 from ..plan.options import resolve_command_option, resolve_jobs
-from ._args import add_jobs_argument, add_json_argument, add_local_version_style_argument
+from ._args import (
+    add_jobs_argument,
+    add_json_argument,
+    add_local_version_style_argument,
+    add_variant_argument,
+)
 from ._runlog import emit_json, header, slug
 from .ui import ConsoleUI
 
@@ -61,15 +66,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=Path("wheelhouse"),
         help="where the wheels (and logs/) go (default: ./wheelhouse)",
     )
-    p.add_argument(
-        "--variant",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="convert only variants matching this glob, braces and ranges expanded (e.g. "
-        "'torch2{7,8}-*-x86_64-linux', 'torch2{7..9}-*'); repeatable; a glob matching nothing "
-        "is an error",
-    )
+    add_variant_argument(p, "convert only the variants it matches", "'torch2{7,8}-*-x86_64-linux'")
     p.add_argument(
         "--allow-abi-violations",
         action="store_true",
@@ -93,9 +90,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         output_dir=args.output_dir,
         variants=tuple(args.variant),
         allow_abi_violations=args.allow_abi_violations,
-        local_version_style=resolve_command_option(
-            "local_version_style", args.local_version_style
-        ),
+        local_version_style=resolve_command_option("local_version_style", args.local_version_style),
         jobs=resolve_jobs(resolve_command_option("jobs", args.jobs)),
     )
     result = to_wheels(request, ui)
