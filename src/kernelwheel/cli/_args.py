@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..model.variant import LocalVersionStyle
-from ..plan.options import OPTIONS
+from ..plan.options import OPTIONS, resolve_command_option, resolve_jobs
 
 PRECEDENCE = (
     "Precedence, lowest first: defaults < [tool.kernelwheel] in the kernel's pyproject.toml "
@@ -60,6 +60,11 @@ def add_locking_arguments(parser: argparse.ArgumentParser, json_what: str) -> No
     add_json_argument(parser, json_what)
     add_cache_dir_argument(parser)
     add_jobs_argument(parser)
+
+
+def jobs_value(args: argparse.Namespace) -> int:
+    """``--jobs`` (else KERNELWHEEL_JOBS, else auto) as a count, for commands without a project."""
+    return resolve_jobs(resolve_command_option("jobs", args.jobs))
 
 
 def add_json_argument(parser: argparse.ArgumentParser, what: str) -> None:

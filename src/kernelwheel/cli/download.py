@@ -7,8 +7,7 @@ import shlex
 from pathlib import Path
 
 from ..locking import LOCK_NAME, DownloadRequest, DownloadResult, download
-from ..plan.options import resolve_command_option, resolve_jobs
-from ._args import add_locking_arguments, add_variant_argument
+from ._args import add_locking_arguments, add_variant_argument, jobs_value
 from ._runlog import emit_json, open_cache_log
 from .ui import ConsoleUI
 
@@ -75,7 +74,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             project_dir=args.project_dir,
             wheelhouse=args.wheelhouse,
             variants=tuple(args.variant),
-            jobs=resolve_jobs(resolve_command_option("jobs", args.jobs)),
+            jobs=jobs_value(args),
         ),
         ui,
     )

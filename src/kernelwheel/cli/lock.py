@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..locking import LOCK_NAME, LockRequest, LockResult, lock_project
-from ..plan.options import resolve_command_option, resolve_jobs
-from ._args import add_locking_arguments
+from ._args import add_locking_arguments, jobs_value
 from ._runlog import emit_json, open_cache_log
 from .ui import ConsoleUI
 
@@ -83,7 +82,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             refresh=args.refresh,
             check=args.check,
             allow_abi_violations=args.allow_abi_violations,
-            jobs=resolve_jobs(resolve_command_option("jobs", args.jobs)),
+            jobs=jobs_value(args),
         ),
         ui,
     )

@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._util import sha256_file
-from ..plan.options import resolve_command_option, resolve_jobs
+from ..plan.options import resolve_command_option
 from ._args import (
     add_jobs_argument,
     add_json_argument,
     add_local_version_style_argument,
     add_variant_argument,
+    jobs_value,
 )
 from ._runlog import emit_json, header, slug
 from .ui import ConsoleUI
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         variants=tuple(args.variant),
         allow_abi_violations=args.allow_abi_violations,
         local_version_style=resolve_command_option("local_version_style", args.local_version_style),
-        jobs=resolve_jobs(resolve_command_option("jobs", args.jobs)),
+        jobs=jobs_value(args),
     )
     result = to_wheels(request, ui)
     if args.json:
