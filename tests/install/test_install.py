@@ -313,3 +313,21 @@ def test_bad_input_is_named_with_the_fix(
     err = capsys.readouterr().err
     assert code in (2, 10) and message in err and "fix: " in err and "Traceback" not in err
     assert_untouched(venv, "2.13.0+cpu")
+
+
+def test_variant_globs_narrow_the_candidates(
+    tmp_path: Path, torches: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--variant speaks the selector language of build/to-wheel/download: under a CUDA torch the
+    CPU build is taken when asked for, and a glob that leaves nothing installs nothing."""
+    house = wheelhouse(tmp_path / "wh", CU130_214, CPU_214)
+    venv = make_venv(tmp_path / "kw", torches["2.14.1+cu130"])
+    assert kw(venv, "img2gray", "-f", str(house), "--no-index", "--variant", "*-cpu-*") == 0
+    assert installed(venv) == {"torch": "2.14.1+cu130", "img2gray": f"0.1.0+{CPU_214}"}
+
+    fresh = make_venv(tmp_path / "none", torches["2.14.1+cu130"])
+    code = kw(fresh, "img2gray", "-f", str(house), "--no-index", "--variant", "torch213-*")
+    assert code == 10
+    assert_untouched(fresh, "2.14.1+cu130")
+    out = capsys.readouterr()
+    assert "torch214-cxx11-cpu-x86_64-linux is not selected by --variant" in out.out + out.err

@@ -12,6 +12,7 @@ from ..install.probe import Target
 from ..install.select import Selection, Verdict, why_not_chosen
 from ..install.service import InstallRequest, InstallResult, NoMatch, default_python, install
 from ..install.sources import Sources
+from ._args import add_variant_argument
 from .ui import ConsoleUI
 
 
@@ -63,6 +64,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="PY",
         help="the interpreter to install into (default: $VIRTUAL_ENV's, else python3 on PATH)",
     )
+    add_variant_argument(p, "consider only builds of the variants it matches", "'*-cu130-*'")
     p.add_argument("--dry-run", action="store_true", help="print the pip command, run nothing")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(func=run)
@@ -75,6 +77,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         python=args.python or default_python(),
         no_index=args.no_index,
         dry_run=args.dry_run,
+        variants=tuple(args.variant),
     )
     try:
         result = install(request)

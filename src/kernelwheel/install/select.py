@@ -19,6 +19,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import Version
 
 from ..errors import UsageError, VariantError
+from ..plan.selector import Selector
 from . import compat
 from .builds import build_of, variant_of_wheel
 from .probe import Target
@@ -66,7 +67,9 @@ def parse_requirement(text: str) -> Requirement:
     return req
 
 
-def _verdict(candidate: Candidate, req: Requirement, target: Target) -> Verdict | None:
+def _verdict(
+    candidate: Candidate, req: Requirement, target: Target, only: Selector | None = None
+) -> Verdict | None:
     try:
         name, version, _, tags = parse_wheel_filename(candidate.filename)
     except InvalidWheelFilename:
@@ -90,6 +93,9 @@ def _verdict(candidate: Candidate, req: Requirement, target: Target) -> Verdict 
         variant = variant_of_wheel(candidate.filename)
     except VariantError:
         return refuse(f"local version +{label} names no kernel variant")
+    if only is not None and (variant is None or not only.matches(variant.name)):
+        shown = variant.name if variant is not None else f"+{label or 'no local version'}"
+        return refuse(f"{shown} is not selected by --variant")
     build = build_of(variant)
     problems = compat.problems(build, target.torch)
     if problems:
@@ -109,11 +115,18 @@ def _best(compatible: list[Verdict]) -> Verdict:
 
 
 def select(
-    requirements: Sequence[Requirement], candidates: Sequence[Candidate], target: Target
+    requirements: Sequence[Requirement],
+    candidates: Sequence[Candidate],
+    target: Target,
+    only: Selector | None = None,
 ) -> list[Selection]:
+    """Per requirement, the best compatible build; ``only`` (``--variant`` globs, the same
+    language as in build/to-wheel/download) narrows the candidates first."""
     selections = []
     for req in requirements:
-        verdicts = [v for v in (_verdict(c, req, target) for c in candidates) if v is not None]
+        verdicts = [
+            v for v in (_verdict(c, req, target, only) for c in candidates) if v is not None
+        ]
         compatible = [v for v in verdicts if v.reason is None]
         chosen = _best(compatible) if compatible else None
         selections.append(Selection(req, str(canonicalize_name(req.name)), chosen, tuple(verdicts)))

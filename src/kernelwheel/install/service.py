@@ -15,6 +15,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from ..errors import InstallError, UsageError
+from ..plan.selector import Selector
 from . import compat
 from .pipcmd import installed_version, pinned_requirement, pip_command, run_pip, sha256_of
 from .probe import Target, probe
@@ -31,6 +32,7 @@ class InstallRequest:
     python: Path
     no_index: bool = False
     dry_run: bool = False
+    variants: tuple[str, ...] = ()  # --variant globs: only builds of these variants
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,8 @@ def install(request: InstallRequest) -> InstallResult:
     reqs = [parse_requirement(text) for text in request.requirements]
     target = probe(request.python)
     projects = sorted({str(canonicalize_name(req.name)) for req in reqs})
-    selections = select(reqs, list_candidates(request.sources, projects), target)
+    only = Selector(build=request.variants, build_label="--variant") if request.variants else None
+    selections = select(reqs, list_candidates(request.sources, projects), target, only)
     if any(sel.chosen is None for sel in selections):
         raise NoMatch(target, selections)
     picks = tuple(_pick(sel) for sel in selections)
