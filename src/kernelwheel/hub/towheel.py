@@ -218,6 +218,7 @@ def to_wheels(
                 req, src, resolution, variants, by_variant, reader, staging, reporter, abi_check
             )
         converted: list[Converted] = []
+        outcomes = _refuse_collisions(outcomes)
         for outcome in outcomes:
             if isinstance(outcome, Rejected):
                 rejected.append(outcome)
@@ -228,6 +229,31 @@ def to_wheels(
     order = list(by_variant)
     rejected.sort(key=lambda r: order.index(r.variant))
     return ToWheelResult(src.where, resolution, tuple(converted), tuple(rejected), not_selected)
+
+
+def _refuse_collisions(outcomes: list[Converted | Rejected]) -> list[Converted | Rejected]:
+    """Variant folders that spell one variant two ways (``cu128`` and ``cu12.8``) make one
+    wheel name: neither is written (which one was meant cannot be known), both are reported."""
+    by_wheel: dict[str, list[str]] = {}
+    for o in outcomes:
+        if isinstance(o, Converted):
+            by_wheel.setdefault(o.wheel.name, []).append(o.variant)
+    out: list[Converted | Rejected] = []
+    for o in outcomes:
+        if not isinstance(o, Converted) or len(by_wheel[o.wheel.name]) == 1:
+            out.append(o)
+            continue
+        others = ", ".join(v for v in by_wheel[o.wheel.name] if v != o.variant)
+        out.append(
+            Rejected(
+                o.variant,
+                f"makes the same wheel as {others} ({o.wheel.name}); neither is written\n"
+                "  (remove or rename all but one of these build/ folders in the repo, or select "
+                "one with --variant)",
+                VariantError.exit_code,
+            )
+        )
+    return out
 
 
 def _with_wheel(c: Converted, wheel: Path) -> Converted:
@@ -246,14 +272,17 @@ def _convert_all(
     abi_check: AbiCheck | None,
 ) -> list[Converted | Rejected]:
     def one(name: str) -> Converted | Rejected:
+        own = staging / str(names.index(name))  # one folder each: equal wheel names never clash
+        own.mkdir()
         return _convert_one(
+            name,
             req,
             src,
             resolution,
             variants[name],
             by_variant[name],
             reader,
-            staging,
+            own,
             reporter,
             abi_check,
         )
@@ -273,6 +302,7 @@ def _convert_all(
 
 
 def _convert_one(
+    folder: str,
     req: ToWheelRequest,
     src: RepoSource,
     resolution: Resolution,
@@ -284,7 +314,7 @@ def _convert_one(
     abi_check: AbiCheck | None,
 ) -> Converted | Rejected:
     try:
-        with step(reporter, variant.name, "wheel") as detail:
+        with step(reporter, folder, "wheel") as detail:
             prepared = prepare_wheel(
                 variant,
                 files,
@@ -298,22 +328,22 @@ def _convert_one(
             wheel = write_wheel(prepared.spec, staging)
             detail.append(wheel.name)
     except Unconvertible as exc:
-        return Rejected(variant.name, str(exc), HubError.exit_code)
+        return Rejected(folder, str(exc), HubError.exit_code)
     except WheelError as exc:
-        return Rejected(variant.name, f"cannot write the wheel: {exc}", exc.exit_code)
+        return Rejected(folder, f"cannot write the wheel: {exc}", exc.exit_code)
     abi = "not checked (noarch)" if variant.noarch else ""
     if not variant.noarch and variant.os is not OS.LINUX:
         abi = f"not checked (the ABI check reads ELF; {variant.os.value if variant.os else ''})"
     elif not variant.noarch and abi_check is None:
         abi = "not checked (disabled)"
     elif not variant.noarch and abi_check is not None:
-        outcome = _abi(variant, wheel, prepared, req, reporter, abi_check)
+        outcome = _abi(folder, variant, wheel, prepared, req, reporter, abi_check)
         if isinstance(outcome, Rejected):
             wheel.unlink(missing_ok=True)
             return outcome
         abi = outcome
     return Converted(
-        variant.name,
+        folder,
         wheel,
         prepared.plan.layout,
         prepared.plan.package,
@@ -324,6 +354,7 @@ def _convert_one(
 
 
 def _abi(
+    folder: str,
     variant: Variant,
     wheel: Path,
     prepared: PreparedWheel,
@@ -331,12 +362,12 @@ def _abi(
     reporter: Reporter,
     abi_check: AbiCheck,
 ) -> str | Rejected:
-    with step(reporter, variant.name, "ABI check") as detail:
+    with step(reporter, folder, "ABI check") as detail:
         try:
             verdict = abi_check(wheel)
         except KernelwheelError as exc:
             detail.append("could not check")
-            return Rejected(variant.name, f"ABI check failed to run: {exc}", exc.exit_code)
+            return Rejected(folder, f"ABI check failed to run: {exc}", exc.exit_code)
         if verdict.ok:
             detail.append("ok")
             return "ok"
@@ -345,7 +376,7 @@ def _abi(
             return "violations allowed (--allow-abi-violations): " + verdict.summary()
         detail.append("violations: not written")
         return Rejected(
-            variant.name,
+            folder,
             verdict.summary() + "\n  (pass --allow-abi-violations to write such wheels anyway)",
             AbiError.exit_code,
         )
