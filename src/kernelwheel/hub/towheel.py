@@ -75,6 +75,7 @@ class ToWheelRequest:
     jobs: int = 0  # 0: one per CPU, at most 32
     manylinux: str = DEFAULT_MANYLINUX
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
+    name: str | None = None  # the package/distribution name, above what the repo says
 
 
 @dataclass(frozen=True)
@@ -324,6 +325,7 @@ def _convert_one(
                 manylinux=req.manylinux,
                 where=src.where,
                 style=req.local_version_style,
+                name=req.name,
             )
             wheel = write_wheel(prepared.spec, staging)
             detail.append(wheel.name)
@@ -353,6 +355,14 @@ def _convert_one(
     )
 
 
+class _StepFailed(Exception):
+    """Carries a rejection out of a reported step, so the step is marked failed, not done."""
+
+    def __init__(self, rejected: Rejected) -> None:
+        super().__init__(rejected.reason)
+        self.rejected = rejected
+
+
 def _abi(
     folder: str,
     variant: Variant,
@@ -362,21 +372,24 @@ def _abi(
     reporter: Reporter,
     abi_check: AbiCheck,
 ) -> str | Rejected:
-    with step(reporter, folder, "ABI check") as detail:
-        try:
-            verdict = abi_check(wheel)
-        except KernelwheelError as exc:
-            detail.append("could not check")
-            return Rejected(folder, f"ABI check failed to run: {exc}", exc.exit_code)
-        if verdict.ok:
-            detail.append("ok")
-            return "ok"
-        if req.allow_abi_violations:
-            detail.append("violations allowed")
-            return "violations allowed (--allow-abi-violations): " + verdict.summary()
-        detail.append("violations: not written")
-        return Rejected(
-            folder,
-            verdict.summary() + "\n  (pass --allow-abi-violations to write such wheels anyway)",
-            AbiError.exit_code,
-        )
+    try:
+        with step(reporter, folder, "ABI check") as detail:
+            try:
+                verdict = abi_check(wheel)
+            except KernelwheelError as exc:
+                detail.append("could not check")
+                reason = f"ABI check failed to run: {exc}"
+                raise _StepFailed(Rejected(folder, reason, exc.exit_code)) from None
+            if verdict.ok:
+                detail.append("ok")
+                return "ok"
+            if req.allow_abi_violations:
+                detail.append("violations allowed")
+                return "violations allowed (--allow-abi-violations): " + verdict.summary()
+            detail.append("violations: not written")
+            reason = (
+                verdict.summary() + "\n  (pass --allow-abi-violations to write such wheels anyway)"
+            )
+            raise _StepFailed(Rejected(folder, reason, AbiError.exit_code))
+    except _StepFailed as failed:
+        return failed.rejected
