@@ -48,7 +48,8 @@ def staged_file(final: Path, *, mode: int = 0o644) -> Iterator[Path]:
     """Yield a temporary path beside ``final``; on success it is renamed onto ``final``, on any
     error (or interrupt) it is removed. Readers never see a half-written file."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=final.suffix, dir=final.parent)
+    prefix = f"{_STAGING}tmp-{os.getpid()}-"  # a dead run's leftover is removed by the next
+    fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=final.suffix, dir=final.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -100,15 +101,21 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_staging(parent: Path) -> list[Path]:
-    """Remove the staging folders that runs which have died (SIGKILL, power loss) left in
-    ``parent``; a live run's folder is kept. Returns what was removed."""
+    """Remove the staging folders (and :func:`staged_file`'s temporary files) that runs which
+    have died (SIGKILL, power loss) left in ``parent``; a live run's are kept. Returns what was
+    removed. SIGINT and SIGTERM need none of this: the CLI unwinds and removes its own."""
     removed: list[Path] = []
     if not parent.is_dir():
         return removed
     for path in parent.glob(f"{_STAGING}*"):
         pid = path.name[len(_STAGING) :].split("-")[-2:-1]
-        if path.is_dir() and pid and pid[0].isdigit() and not _alive(int(pid[0])):
+        if not pid or not pid[0].isdigit() or _alive(int(pid[0])):
+            continue
+        if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        elif path.is_file() and path.name.startswith(f"{_STAGING}tmp-"):  # staged_file's
+            path.unlink(missing_ok=True)
             removed.append(path)
     return removed
 

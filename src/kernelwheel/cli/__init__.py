@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 
 from .. import __version__
-from ..errors import KernelwheelError
+from ..errors import KernelwheelError, Terminated
 from .ui import ConsoleUI
 
 # Order is the order shown in --help.
@@ -49,6 +51,12 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # Once: a second SIGTERM while cleaning up must not cut the clean-up short.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
@@ -56,6 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     ui = ConsoleUI()
+    # SIGTERM (kill, CI cancellation, a container stopping) takes Ctrl-C's path: staging
+    # folders and half-written files are removed on the way out. Only the main thread may set it.
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main else None
     try:
         code: int = args.func(args, ui)
         return code
@@ -64,6 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         ui.error(str(exc))
         return exc.exit_code
+    except Terminated:
+        ui.error("terminated (SIGTERM); nothing partial was left behind")
+        return Terminated.exit_code
     except KeyboardInterrupt:
         ui.error("interrupted")
         return 130
@@ -72,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def entry() -> None:
