@@ -21,6 +21,7 @@ from .errors import ToolchainError
 __all__ = [
     "atomic_copy",
     "atomic_write",
+    "output_dir",
     "replace_dir",
     "run_checked",
     "publish",
@@ -132,6 +133,36 @@ def staging_dir(parent: Path, purpose: str) -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def output_dir(path: Path, flag: str) -> Path:
+    """Make the output folder ``path`` (given with ``flag``, e.g. ``--output-dir``) and check
+    that files can be written into it: a path that is a file, lies under a file, or is not
+    writable is a UsageError naming it, before any work is done."""
+    from .errors import UsageError
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UsageError(
+            f"{flag} {path}: is a file, not a folder", hint=f"pass a folder to {flag}"
+        ) from None
+    except NotADirectoryError:
+        raise UsageError(
+            f"{flag} {path}: a part of the path is a file, not a folder",
+            hint=f"pass a folder to {flag}",
+        ) from None
+    except OSError as exc:
+        raise UsageError(
+            f"{flag} {path}: cannot create the folder: {exc.strerror or exc}",
+            hint=f"pass a folder you may write to {flag}",
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"{flag} {path}: the folder is not writable",
+            hint=f"pass a folder you may write to {flag}, or fix its permissions",
+        )
+    return path
 
 
 def replace_dir(staging: Path, final: Path) -> Path:

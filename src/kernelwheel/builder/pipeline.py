@@ -15,7 +15,7 @@ from pathlib import Path
 
 from packaging.tags import Tag
 
-from .._util import atomic_copy, run_logged
+from .._util import atomic_copy, output_dir, run_logged
 from ..abi import check_wheel
 from ..abi.remedies import remedy_flags
 from ..errors import AbiError, BuildError, ProjectError, ToolchainError
@@ -276,7 +276,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             file=project.build_toml,
             hint="add a [kernel.<id>] section, or package the Python files with a normal build",
         )
-    log_dir = req.out_dir / "logs"
+    log_dir = output_dir(req.out_dir, "--output-dir") / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"{variant.name}.log"
     log.write_text(f"kernelwheel build of {project.name} for {variant.name}\n")

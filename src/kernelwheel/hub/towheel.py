@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from .._util import publish, staging_dir
+from .._util import output_dir, publish, staging_dir
 from ..errors import AbiError, HubError, KernelwheelError, VariantError, WheelError
 from ..log import Reporter, SilentReporter, StepResult, step
 from ..model.variant import OS, LocalVersionStyle, Variant
@@ -207,7 +207,7 @@ def to_wheels(
     if not wanted:
         return ToWheelResult(src.where, resolution, (), tuple(rejected), not_selected)
 
-    req.output_dir.mkdir(parents=True, exist_ok=True)
+    output_dir(req.output_dir, "--output-dir")
     with staging_dir(req.output_dir, "to-wheel") as staging:
         with ExitStack() as stack:
             with step(reporter, scope, "fetch") as detail:
