@@ -28,7 +28,15 @@ from ..wheels.repair import repair_wheel
 from . import codegen, cross
 from .compile_spec import CompileSpec
 from .compiler_cache import ccache_env, read_stats
-from .envs import CudaToolkit, EnvInfo, find_cuda_toolkit, locked, probe, provision
+from .envs import (
+    CudaToolkit,
+    EnvInfo,
+    check_capabilities,
+    find_cuda_toolkit,
+    locked,
+    probe,
+    provision,
+)
 from .request import BuildRequest, BuiltWheel
 
 REQUESTED_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest stable ABI we target
@@ -204,6 +212,13 @@ def _compile(
                 f"no CUDA capabilities for {variant.name}",
                 hint="set cuda-capabilities in build.toml or a default list in the recipe",
             )
+        from_project = bool(capabilities)
+        check_capabilities(
+            caps,
+            toolkit,
+            where=str(project.build_toml) if from_project else f"recipe of {variant.name}",
+            hint_key="cuda-capabilities" if from_project else "the recipe's capabilities",
+        )
         nvcc_flags += gencode_flags(caps)
         include_dirs += [str(p) for p in toolkit.extra_includes]
     else:
