@@ -284,8 +284,9 @@ def _explain_version(
     if remedy is not None:
         cause = f"{version_name} symbol {shown} comes from {remedy.origin}; {limit}"
         fix = (
-            f"build with kernelwheel's remedies (kernelwheel.abi.remedies.remedy_flags(), remedy "
-            f"{remedy.name!r}) or with an older toolchain, e.g. in {image}"
+            f"rebuild with 'kernelwheel build', which applies its remedy {remedy.name!r}, using "
+            f"a compiler that links libstdc++ as a shared library (the system g++: CXX=g++ "
+            f"CC=gcc); or build with an older toolchain, e.g. in {image}"
         )
         return cause, fix
     if prefix == "GLIBC":

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.recipes import load_recipes
-from ..model.variant import BackendKind, CxxAbi, LocalVersionStyle, Variant
+from ..model.variant import Arch, BackendKind, CxxAbi, LocalVersionStyle, Variant
 from ..wheels import WheelSpec, write_wheel
 from ..wheels.repair import repair_wheel
 from . import codegen, cross
@@ -114,6 +115,39 @@ def _links_shared_libstdcxx(cxx: str) -> bool:
     except OSError:
         return True  # no such compiler: the compile step reports it
     return os.path.isabs(out)
+
+
+def check_cxx_toolchain(environ: Mapping[str, str]) -> None:
+    """Refuse, before anything is compiled, a C++ compiler that links libstdc++ statically (it
+    ships only libstdc++.a, as self-built toolchains in /opt often do): that libstdc++ was built
+    against the toolchain's newer glibc, so the extension would import GLIBC_2.34+ symbols no
+    manylinux_2_28 wheel may need, and the build would only fail at repair. The error names the
+    compiler and, where one is on PATH, a system compiler that links libstdc++ as a library."""
+    cxx = environ.get("CXX") or "c++"
+    if _links_shared_libstdcxx(cxx):
+        return
+    first = cxx.split()[0] if cxx.split() else cxx
+    where = shutil.which(first, path=environ.get("PATH")) or first
+    alternatives = [
+        (found, cc)
+        for name, cc_name in (("g++", "gcc"), ("c++", "cc"))
+        if (found := shutil.which(name, path=environ.get("PATH"))) is not None
+        and os.path.realpath(found) != os.path.realpath(where)
+        and _links_shared_libstdcxx(found)
+        and (cc := shutil.which(cc_name, path=environ.get("PATH"))) is not None
+    ]
+    use = (
+        f"run 'CXX={alternatives[0][0]} CC={alternatives[0][1]} kernelwheel build …', or "
+        if alternatives
+        else "install the system g++ (e.g. apt-get install g++) and "
+    )
+    raise ToolchainError(
+        f"the C++ compiler {where} (CXX={cxx}) links libstdc++ statically: it has no "
+        "libstdc++.so, and its static libstdc++ needs a newer glibc than manylinux_2_28 allows "
+        "(the wheel would fail the ABI check with GLIBC_2.34+ symbols)",
+        hint=f"{use}run 'env -u CXX -u CC kernelwheel build …' to use the system compiler; "
+        "pass --best-effort to build anyway and keep a linux_<arch> wheel",
+    )
 
 
 def _check_object_names(sources: list[str], project: KernelProject) -> None:
@@ -291,6 +325,8 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             file=project.build_toml,
             hint="add a [kernel.<id>] section, or package the Python files with a normal build",
         )
+    if not req.best_effort and (variant.arch is None or variant.arch is Arch.host()):
+        check_cxx_toolchain(os.environ)  # a cross build brings its own compiler
     log_dir = output_dir(req.out_dir, "--output-dir") / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"{variant.name}.log"
