@@ -80,3 +80,11 @@ def test_deeply_nested_arrays(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "nested too deeply" in str(err) and str(root / "build.toml") in str(err)
     assert main(["matrix", str(root)]) == ProjectError.exit_code
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_utf8_bom_is_named(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", None)
+    (root / "build.toml").write_bytes(b"\xef\xbb\xbf" + VALID.encode())
+    err = load_error(root)
+    assert "byte order mark" in str(err) and "Invalid statement" not in str(err)
+    assert "without BOM" in str(err)
