@@ -150,6 +150,21 @@ def check_cxx_toolchain(environ: Mapping[str, str]) -> None:
     )
 
 
+def _nvcc_keep_flags(sources: list[str], stage: Path) -> list[str]:
+    """Reproducible CUDA objects: nvcc names its temporary files ``tmpxft_<pid>_…``, and that
+    name reaches the object's local symbols (``_GLOBAL__sub_I_tmpxft_…_k.cudafe1.cpp``) and its
+    module id, so two builds differ. With ``--keep`` nvcc names them after the source
+    (``k.cudafe1.cpp``) in ``--keep-dir`` instead (``-frandom-seed`` does not reach these
+    names). Sources that share a base name would share those files while compiled in
+    parallel: then nothing is kept (the build works, but is not byte-reproducible)."""
+    stems = [Path(s).name.rsplit(".", 1)[0] for s in sources if s.endswith(".cu")]
+    if len(set(stems)) != len(stems):
+        return []
+    keep = stage / "nvcc-keep"
+    keep.mkdir(parents=True, exist_ok=True)
+    return ["--keep", f"--keep-dir={keep}"]
+
+
 def _check_object_names(sources: list[str], project: KernelProject) -> None:
     """setuptools names objects after the source path minus its suffix: a.cpp and a.cu clash."""
     seen: dict[str, str] = {}
@@ -254,6 +269,7 @@ def _compile(
             hint_key="cuda-capabilities" if from_project else "the recipe's capabilities",
         )
         nvcc_flags += gencode_flags(caps)
+        nvcc_flags += _nvcc_keep_flags(sources, stage)
         include_dirs += [str(p) for p in toolkit.extra_includes]
     else:
         defines.append(("CPU_KERNEL", "1"))
