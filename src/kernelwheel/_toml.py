@@ -46,6 +46,12 @@ def parse_toml(
         return data
     except tomllib.TOMLDecodeError as exc:
         raise error(f"invalid TOML: {exc}", file=file, hint=hint) from exc
+    except RecursionError:
+        raise error(
+            "invalid TOML: arrays or tables nested too deeply to read",
+            file=file,
+            hint="flatten the nesting; kernelwheel's files need at most a few levels",
+        ) from None
 
 
 def read_toml(

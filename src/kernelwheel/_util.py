@@ -21,6 +21,7 @@ from .errors import ToolchainError
 __all__ = [
     "atomic_copy",
     "atomic_write",
+    "output_dir",
     "replace_dir",
     "run_checked",
     "publish",
@@ -48,7 +49,8 @@ def staged_file(final: Path, *, mode: int = 0o644) -> Iterator[Path]:
     """Yield a temporary path beside ``final``; on success it is renamed onto ``final``, on any
     error (or interrupt) it is removed. Readers never see a half-written file."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=final.suffix, dir=final.parent)
+    prefix = f"{_STAGING}tmp-{os.getpid()}-"  # a dead run's leftover is removed by the next
+    fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=final.suffix, dir=final.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -100,15 +102,21 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_staging(parent: Path) -> list[Path]:
-    """Remove the staging folders that runs which have died (SIGKILL, power loss) left in
-    ``parent``; a live run's folder is kept. Returns what was removed."""
+    """Remove the staging folders (and :func:`staged_file`'s temporary files) that runs which
+    have died (SIGKILL, power loss) left in ``parent``; a live run's are kept. Returns what was
+    removed. SIGINT and SIGTERM need none of this: the CLI unwinds and removes its own."""
     removed: list[Path] = []
     if not parent.is_dir():
         return removed
     for path in parent.glob(f"{_STAGING}*"):
         pid = path.name[len(_STAGING) :].split("-")[-2:-1]
-        if path.is_dir() and pid and pid[0].isdigit() and not _alive(int(pid[0])):
+        if not pid or not pid[0].isdigit() or _alive(int(pid[0])):
+            continue
+        if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        elif path.is_file() and path.name.startswith(f"{_STAGING}tmp-"):  # staged_file's
+            path.unlink(missing_ok=True)
             removed.append(path)
     return removed
 
@@ -125,6 +133,36 @@ def staging_dir(parent: Path, purpose: str) -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def output_dir(path: Path, flag: str) -> Path:
+    """Make the output folder ``path`` (given with ``flag``, e.g. ``--output-dir``) and check
+    that files can be written into it: a path that is a file, lies under a file, or is not
+    writable is a UsageError naming it, before any work is done."""
+    from .errors import UsageError
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UsageError(
+            f"{flag} {path}: is a file, not a folder", hint=f"pass a folder to {flag}"
+        ) from None
+    except NotADirectoryError:
+        raise UsageError(
+            f"{flag} {path}: a part of the path is a file, not a folder",
+            hint=f"pass a folder to {flag}",
+        ) from None
+    except OSError as exc:
+        raise UsageError(
+            f"{flag} {path}: cannot create the folder: {exc.strerror or exc}",
+            hint=f"pass a folder you may write to {flag}",
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"{flag} {path}: the folder is not writable",
+            hint=f"pass a folder you may write to {flag}, or fix its permissions",
+        )
+    return path
 
 
 def replace_dir(staging: Path, final: Path) -> Path:

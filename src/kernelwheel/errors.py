@@ -113,3 +113,11 @@ class InstallError(KernelwheelError):
     target environment. Nothing was installed."""
 
     exit_code = 10
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread by the CLI's handler. A KeyboardInterrupt, so it
+    unwinds through the same ``finally`` blocks and context managers as Ctrl-C (staging folders
+    removed, half-written files deleted); the CLI exits 143 (128 + SIGTERM)."""
+
+    exit_code = 143

@@ -139,3 +139,19 @@ def test_empty_plan_is_an_error_with_reasons() -> None:
 def test_malformed_selectors(kwargs: dict[str, object]) -> None:
     with pytest.raises(UsageError):
         Selector(**kwargs)  # type: ignore[arg-type]
+
+
+def test_ranges_expand() -> None:
+    """bracex (what cibuildwheel uses) also gives numeric ranges."""
+    assert expand_braces("torch21{2..4}-*") == ("torch212-*", "torch213-*", "torch214-*")
+
+
+@pytest.mark.parametrize("pattern", ["{a,b}" * 14, "torch2{1,2,3,4,5,6,7,8,9,0}" * 4 + "-*"])
+def test_brace_expansion_is_bounded(pattern: str) -> None:
+    """Exponential expansion is refused at once with a usage error, not computed for minutes."""
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(UsageError, match="expands to more than 1000 patterns"):
+        Selector(build=(pattern,))
+    assert time.monotonic() - start < 1.0

@@ -23,8 +23,14 @@ def wheels_in(folder: Path) -> list[str]:
 
 
 def leftovers(folder: Path) -> list[str]:
-    """Anything in an output folder that is not a finished wheel."""
-    return sorted(p.name for p in folder.iterdir() if p.suffix != ".whl") if folder.exists() else []
+    """Anything in an output folder that is not a finished wheel (or the command's logs/)."""
+    if not folder.exists():
+        return []
+
+    def is_log_folder(p: Path) -> bool:
+        return p.name == "logs" and p.is_dir() and all(f.suffix == ".log" for f in p.iterdir())
+
+    return sorted(p.name for p in folder.iterdir() if p.suffix != ".whl" and not is_log_folder(p))
 
 
 def move_relu(repo: HubRepo, so_cache: Path, version: str) -> str:

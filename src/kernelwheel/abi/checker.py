@@ -9,6 +9,7 @@ import os
 import re
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from ..errors import UsageError, WheelError
 from ..model.variant import CxxAbi
+from ..wheels.reader import IntegrityProblem, integrity_problems, is_symlink_entry
 from ._elf import ElfInfo, NotElfError, demangle, is_elf, read_elf
 from .policy import (
     DEFAULT_POLICY,
@@ -139,6 +141,13 @@ def check_shared_object(
         info = read_elf(path)
     except FileNotFoundError as exc:
         raise UsageError(f"{path}: no such file", hint="pass the path of a .so or a wheel") from exc
+    except IsADirectoryError:
+        raise UsageError(
+            f"{path}: is a folder, not a wheel or shared object",
+            hint="pass the files in it, e.g. 'kernelwheel check wheelhouse/*.whl'",
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except NotElfError as exc:
         raise UsageError(str(exc), hint="pass a shared object (.so) or a wheel") from exc
     return _check_elf(
@@ -261,8 +270,9 @@ def _explain_version(
     if remedy is not None:
         cause = f"{version_name} symbol {shown} comes from {remedy.origin}; {limit}"
         fix = (
-            f"build with kernelwheel's remedies (kernelwheel.abi.remedies.remedy_flags(), remedy "
-            f"{remedy.name!r}) or with an older toolchain, e.g. in {image}"
+            f"rebuild with 'kernelwheel build', which applies its remedy {remedy.name!r}, using "
+            f"a compiler that links libstdc++ as a shared library (the system g++: CXX=g++ "
+            f"CC=gcc); or build with an older toolchain, e.g. in {image}"
         )
         return cause, fix
     if prefix == "GLIBC":
@@ -392,19 +402,40 @@ def _cxx_abi(info: ElfInfo, name: str, cxxabi: str) -> list[Violation]:
     return out
 
 
+_SHARED_OBJECT = re.compile(r"\.so(\.[0-9]+)*$")
+_UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError)
+
+
+def _not_elf(member: str, cause: str) -> SoReport:
+    """The report on a wheel entry named like a shared object that is no ELF file."""
+    violation = Violation(
+        Rule.ELF,
+        member,
+        member,
+        None,
+        cause,
+        "ship the compiled extension itself (an ELF shared object built for the wheel's "
+        "platform), or drop the file",
+    )
+    return SoReport(member, None, "", None, None, (Rule.ELF,), (violation,), (), ())
+
+
 def check_wheel(
     wheel_path: str | os.PathLike[str],
     *,
     policy: str | None = DEFAULT_POLICY,
     python_abi: str | None = FROM_TAG,
     cxxabi: str | None = FROM_TAG,
+    integrity: bool = True,
 ) -> WheelReport:
-    """Check every ELF file in a wheel.
+    """Check every ELF file in a wheel, and (``integrity``) the wheel's RECORD and entries.
 
     ``policy``: the target manylinux policy; None means the strictest one the wheel's platform
     tags claim (manylinux_2_28 for a linux_* wheel). ``python_abi``/``cxxabi``: taken from the
     file name by default (cp3X-abi3 tag; cxx11/cxx98 in the local version), where absent the
-    rule is skipped; pass a value to override or None to skip.
+    rule is skipped; pass a value to override or None to skip. On a Linux-tagged wheel an entry
+    named ``*.so`` that is not ELF, or is a symlink entry, violates the ELF rule.
+    ``integrity=False`` skips the RECORD rule (for wheels kernelwheel has just written).
     """
     path = Path(wheel_path)
     tags = read_wheel_tags(path.name)
@@ -422,15 +453,48 @@ def check_wheel(
     floor = _parse_python_abi(py)
     libs = load_kernel_libraries()
 
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder, not a wheel", hint="pass the .whl files in it")
+    linux = any(p.startswith(("manylinux", "musllinux", "linux")) for p in tags.platforms)
+    problems: list[IntegrityProblem] = []
+    bad_objects: list[SoReport] = []
     try:
         with zipfile.ZipFile(path) as zf, tempfile.TemporaryDirectory(prefix="kw-check-") as tmp:
+            if integrity:
+                problems = integrity_problems(zf)
+            unreadable = {p.subject for p in problems if "decompressed" in p.cause}
             members: list[tuple[str, ElfInfo]] = []
             for index, member in enumerate(zf.infolist()):
-                if member.is_dir() or member.file_size < 4:
+                named_so = linux and _SHARED_OBJECT.search(member.filename) is not None
+                if member.is_dir() or member.filename in unreadable:
                     continue
-                with zf.open(member) as f:
-                    if not is_elf(f.read(4)):
-                        continue
+                if named_so and is_symlink_entry(member):
+                    bad_objects.append(
+                        _not_elf(
+                            member.filename,
+                            "a symlink entry, not a shared object: pip unpacks it as a small "
+                            "text file holding the link's target, which cannot be loaded",
+                        )
+                    )
+                    continue
+                try:
+                    with zf.open(member) as f:
+                        head = f.read(4)
+                except _UNREADABLE as exc:
+                    raise WheelError(
+                        f"{path.name}: {member.filename} cannot be decompressed ({exc})",
+                        hint="the wheel is corrupt: rebuild or download it again",
+                    ) from None
+                if not is_elf(head):
+                    if named_so:
+                        bad_objects.append(
+                            _not_elf(
+                                member.filename,
+                                f"named like a shared object but not an ELF file (it starts "
+                                f"with {head!r}), so the wheel cannot work on Linux",
+                            )
+                        )
+                    continue
                 # Extract under a safe local name: the archive name is only for display.
                 local = Path(tmp) / f"{index}-{Path(member.filename).name}"
                 with zf.open(member) as src, local.open("wb") as dst:
@@ -475,6 +539,7 @@ def check_wheel(
             )
             report = dataclasses.replace(report, violations=(extra, *report.violations))
         reports.append(report)
+    reports += bad_objects
     return WheelReport(
         wheel=path.name,
         policy=f"{base}_{arch}" if arch else base,
@@ -482,4 +547,8 @@ def check_wheel(
         python_abi=f"{floor[0]}.{floor[1]}" if floor else None,
         cxxabi=abi,
         objects=tuple(reports),
+        integrity=tuple(
+            Violation(Rule.RECORD, p.subject, p.subject, None, p.cause, p.fix) for p in problems
+        ),
+        integrity_checked=integrity,
     )

@@ -14,7 +14,14 @@ class Rule(str, Enum):
     PYTHON_ABI = "python-abi"  # Python C-API imports vs the stable ABI of the cp3X-abi3 tag
     NEEDED_LIBS = "needed-libs"  # DT_NEEDED vs policy whitelist + torch/CUDA + the wheel's own
     CXX_ABI = "cxx-abi"  # __cxx11 mangling vs the variant's C++ ABI (cxx11/cxx98)
-    ELF = "elf"  # architecture matches the wheel; no executable stack
+    ELF = "elf"  # ELF at all; architecture matches the wheel; no executable stack
+    RECORD = "record"  # the wheel as a whole: RECORD lists every entry, hashes match, no ../
+
+    @property
+    def per_object(self) -> bool:
+        """Whether the rule judges each shared object (a column of ``check``'s table); RECORD
+        judges the wheel."""
+        return self is not Rule.RECORD
 
     @property
     def description(self) -> str:
@@ -26,7 +33,9 @@ _DESCRIPTIONS = {
     Rule.PYTHON_ABI: "Python C-API imports within the stable ABI of the wheel's abi3 tag",
     Rule.NEEDED_LIBS: "needed libraries are system, torch/CUDA, or shipped in the wheel",
     Rule.CXX_ABI: "std::string mangling matches the variant's C++ ABI",
-    Rule.ELF: "architecture matches the wheel's tag; no executable stack",
+    Rule.ELF: "files named .so are ELF objects of the wheel's architecture; no executable stack",
+    Rule.RECORD: "RECORD lists every file once with a matching hash; no duplicate, '../' or "
+    "symlink entries (what pip relies on)",
 }
 
 
@@ -89,7 +98,7 @@ class SoReport:
             "python_abi": self.python_abi,
             "cxxabi": self.cxxabi,
             "ok": self.ok,
-            "rules": {r.value: self.status(r) for r in Rule},
+            "rules": {r.value: self.status(r) for r in Rule if r.per_object},
             "needed": list(self.needed),
             "requires": {prefix: version for prefix, version in self.requires},
             "violations": [v.to_dict() for v in self.violations],
@@ -106,16 +115,20 @@ class WheelReport:
     python_abi: str | None
     cxxabi: str | None
     objects: tuple[SoReport, ...]
+    integrity: tuple[Violation, ...] = ()  # Rule.RECORD violations of the wheel as a whole
+    integrity_checked: bool = False
 
     @property
     def ok(self) -> bool:
-        return all(o.ok for o in self.objects)
+        return all(o.ok for o in self.objects) and not self.integrity
 
     @property
     def violations(self) -> tuple[Violation, ...]:
-        return tuple(v for o in self.objects for v in o.violations)
+        return (*self.integrity, *(v for o in self.objects for v in o.violations))
 
     def status(self, rule: Rule) -> bool | None:
+        if rule is Rule.RECORD:
+            return not self.integrity if self.integrity_checked else None
         states = [o.status(rule) for o in self.objects]
         if all(s is None for s in states):
             return None
@@ -143,5 +156,6 @@ class WheelReport:
             "cxxabi": self.cxxabi,
             "ok": self.ok,
             "rules": {r.value: self.status(r) for r in Rule},
+            "integrity": [v.to_dict() for v in self.integrity],
             "objects": [o.to_dict() for o in self.objects],
         }

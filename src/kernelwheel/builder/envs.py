@@ -307,6 +307,46 @@ def nvcc_version(home: Path) -> str:
     return f"{m.group(1)}.{m.group(2)}"
 
 
+def supported_capabilities(home: Path) -> tuple[str, ...] | None:
+    """The compute capabilities the toolkit's nvcc compiles for, as ``"8.0"``, from
+    ``nvcc --list-gpu-arch``; None when this nvcc cannot say (then nothing is checked)."""
+    import re
+
+    try:
+        proc = subprocess.run(
+            [str(home / "bin" / "nvcc"), "--list-gpu-arch"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    found = re.findall(r"\bcompute_([1-9][0-9]?)([0-9])\b", proc.stdout)
+    if proc.returncode != 0 or not found:
+        return None
+    return tuple(f"{major}.{minor}" for major, minor in found)
+
+
+def check_capabilities(
+    capabilities: Sequence[str], toolkit: CudaToolkit, *, where: str, hint_key: str
+) -> None:
+    """Refuse capabilities the toolkit's nvcc does not know (``9.9``, ``1.0``, ``99.9f``), before
+    compiling, with the list it does know. ``where`` names the source of the list (build.toml
+    or the recipe), ``hint_key`` the key to edit."""
+    supported = supported_capabilities(toolkit.home)
+    if supported is None:
+        return
+    unknown = [c for c in capabilities if c.removesuffix("+PTX").rstrip("af") not in supported]
+    if unknown:
+        raise ToolchainError(
+            f"{where}: CUDA {toolkit.version}'s nvcc ({toolkit.home / 'bin' / 'nvcc'}) cannot "
+            f"compile for {', '.join(repr(c) for c in unknown)}; it supports "
+            f"{', '.join(supported)}",
+            hint=f"list only supported capabilities in {hint_key} (an 'a' or 'f' suffix is "
+            "allowed where nvcc has one), or build this variant with a CUDA that has them",
+        )
+
+
 def _pip_toolkit(env: EnvInfo, major: int) -> Path | None:
     """CUDA_HOME assembled from PyPI's nvidia-cuda-* packages inside the environment."""
     home = env.purelib / "nvidia" / f"cu{major}"

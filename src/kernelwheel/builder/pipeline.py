@@ -10,25 +10,34 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from packaging.tags import Tag
 
-from .._util import atomic_copy, run_logged
+from .._util import atomic_copy, output_dir, run_logged
 from ..abi import check_wheel
 from ..abi.remedies import remedy_flags
 from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.recipes import load_recipes
-from ..model.variant import BackendKind, CxxAbi, LocalVersionStyle, Variant
+from ..model.variant import Arch, BackendKind, CxxAbi, LocalVersionStyle, Variant
 from ..wheels import WheelSpec, write_wheel
 from ..wheels.repair import repair_wheel
 from . import codegen, cross
 from .compile_spec import CompileSpec
 from .compiler_cache import ccache_env, read_stats
-from .envs import CudaToolkit, EnvInfo, find_cuda_toolkit, locked, probe, provision
+from .envs import (
+    CudaToolkit,
+    EnvInfo,
+    check_capabilities,
+    find_cuda_toolkit,
+    locked,
+    probe,
+    provision,
+)
 from .request import BuildRequest, BuiltWheel
 
 REQUESTED_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest stable ABI we target
@@ -106,6 +115,54 @@ def _links_shared_libstdcxx(cxx: str) -> bool:
     except OSError:
         return True  # no such compiler: the compile step reports it
     return os.path.isabs(out)
+
+
+def check_cxx_toolchain(environ: Mapping[str, str]) -> None:
+    """Refuse, before anything is compiled, a C++ compiler that links libstdc++ statically (it
+    ships only libstdc++.a, as self-built toolchains in /opt often do): that libstdc++ was built
+    against the toolchain's newer glibc, so the extension would import GLIBC_2.34+ symbols no
+    manylinux_2_28 wheel may need, and the build would only fail at repair. The error names the
+    compiler and, where one is on PATH, a system compiler that links libstdc++ as a library."""
+    cxx = environ.get("CXX") or "c++"
+    if _links_shared_libstdcxx(cxx):
+        return
+    first = cxx.split()[0] if cxx.split() else cxx
+    where = shutil.which(first, path=environ.get("PATH")) or first
+    alternatives = [
+        (found, cc)
+        for name, cc_name in (("g++", "gcc"), ("c++", "cc"))
+        if (found := shutil.which(name, path=environ.get("PATH"))) is not None
+        and os.path.realpath(found) != os.path.realpath(where)
+        and _links_shared_libstdcxx(found)
+        and (cc := shutil.which(cc_name, path=environ.get("PATH"))) is not None
+    ]
+    use = (
+        f"run 'CXX={alternatives[0][0]} CC={alternatives[0][1]} kernelwheel build …', or "
+        if alternatives
+        else "install the system g++ (e.g. apt-get install g++) and "
+    )
+    raise ToolchainError(
+        f"the C++ compiler {where} (CXX={cxx}) links libstdc++ statically: it has no "
+        "libstdc++.so, and its static libstdc++ needs a newer glibc than manylinux_2_28 allows "
+        "(the wheel would fail the ABI check with GLIBC_2.34+ symbols)",
+        hint=f"{use}run 'env -u CXX -u CC kernelwheel build …' to use the system compiler; "
+        "pass --best-effort to build anyway and keep a linux_<arch> wheel",
+    )
+
+
+def _nvcc_keep_flags(sources: list[str], stage: Path) -> list[str]:
+    """Reproducible CUDA objects: nvcc names its temporary files ``tmpxft_<pid>_…``, and that
+    name reaches the object's local symbols (``_GLOBAL__sub_I_tmpxft_…_k.cudafe1.cpp``) and its
+    module id, so two builds differ. With ``--keep`` nvcc names them after the source
+    (``k.cudafe1.cpp``) in ``--keep-dir`` instead (``-frandom-seed`` does not reach these
+    names). Sources that share a base name would share those files while compiled in
+    parallel: then nothing is kept (the build works, but is not byte-reproducible)."""
+    stems = [Path(s).name.rsplit(".", 1)[0] for s in sources if s.endswith(".cu")]
+    if len(set(stems)) != len(stems):
+        return []
+    keep = stage / "nvcc-keep"
+    keep.mkdir(parents=True, exist_ok=True)
+    return ["--keep", f"--keep-dir={keep}"]
 
 
 def _check_object_names(sources: list[str], project: KernelProject) -> None:
@@ -204,7 +261,15 @@ def _compile(
                 f"no CUDA capabilities for {variant.name}",
                 hint="set cuda-capabilities in build.toml or a default list in the recipe",
             )
+        from_project = bool(capabilities)
+        check_capabilities(
+            caps,
+            toolkit,
+            where=str(project.build_toml) if from_project else f"recipe of {variant.name}",
+            hint_key="cuda-capabilities" if from_project else "the recipe's capabilities",
+        )
         nvcc_flags += gencode_flags(caps)
+        nvcc_flags += _nvcc_keep_flags(sources, stage)
         include_dirs += [str(p) for p in toolkit.extra_includes]
     else:
         defines.append(("CPU_KERNEL", "1"))
@@ -276,6 +341,9 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             file=project.build_toml,
             hint="add a [kernel.<id>] section, or package the Python files with a normal build",
         )
+    if not req.best_effort and (variant.arch is None or variant.arch is Arch.host()):
+        check_cxx_toolchain(os.environ)  # a cross build brings its own compiler
+    output_dir(req.out_dir, "--output-dir")  # a clear error for a file or unwritable folder
     log = req.log
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(f"kernelwheel build of {project.name} for {variant.name}\n")

@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 
 from .. import __version__
-from ..errors import KernelwheelError
+from ..errors import KernelwheelError, Terminated
 from ._args import add_common_arguments
 from .ui import NORMAL, QUIET, VERBOSE, ConsoleUI
 
@@ -49,6 +51,12 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # Once: a second SIGTERM while cleaning up must not cut the clean-up short.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
@@ -58,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbosity = QUIET if args.quiet else VERBOSE if args.verbose else NORMAL
     # With --json, stdout carries the JSON alone: progress goes to stderr.
     ui = ConsoleUI(verbosity=verbosity, progress_to_stderr=bool(getattr(args, "json", False)))
+    # SIGTERM (kill, CI cancellation, a container stopping) takes Ctrl-C's path: staging
+    # folders and half-written files are removed on the way out. Only the main thread may set it.
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main else None
     try:
         code: int = args.func(args, ui)
         return code
@@ -70,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             message += f"\n  log: {ui.log_path}"
         ui.error(message)
         return exc.exit_code
+    except Terminated:
+        ui.error("terminated (SIGTERM); nothing partial was left behind")
+        return Terminated.exit_code
     except KeyboardInterrupt:
         ui.error("interrupted")
         return 130
@@ -80,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     finally:
         ui.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def entry() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from .._util import sha256_file
 from ..builder.pipeline import build_and_export
 from ..builder.request import request_for
-from ..errors import KernelwheelError
+from ..errors import KernelwheelError, ProjectError
 from ..plan.planning import plan_project, resolve_version, selected_recipes
 from ._args import (
     add_build_arguments,
@@ -179,6 +179,12 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         for recipe in recipes:
             ui.print(recipe.name)
         return 0
+    if project.noarch:  # before planning environments: a noarch plan has no torch to pin
+        raise ProjectError(
+            "pure-Python (noarch) projects are not built by 'kernelwheel build' yet",
+            file=project.build_toml,
+            hint="add a [kernel.<id>] section, or package the Python files with a normal build",
+        )
     version, source = resolve_version(project, args.version)
     ui.info("", f"{project.name} {version} (version from {source}); {len(recipes)} variant(s)")
     outcomes: list[Outcome] = []

@@ -16,7 +16,7 @@ from ..abi import (
     check_shared_object,
     check_wheel,
 )
-from ..errors import AbiError, UsageError
+from ..errors import AbiError, UsageError, WheelError
 from .ui import ConsoleUI
 
 # Violations listed per group (same rule, file and fix) before the table says "... and N more".
@@ -32,8 +32,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "Check every shared object in each wheel: versioned glibc/libstdc++ symbols against "
             "the manylinux policy's caps (auditwheel's data), Python C-API symbols against the "
             "stable ABI of the wheel's cp3X-abi3 tag, needed libraries against the allowed ones, "
-            "and __cxx11 mangling against the C++ ABI in the wheel's local version. Exits 0 when "
-            f"everything complies and {AbiError.exit_code} on any violation."
+            "and __cxx11 mangling against the C++ ABI in the wheel's local version; files named "
+            ".so must be ELF. Each wheel's integrity is checked too (the record rule: RECORD "
+            "lists every file once with a matching hash, no duplicate, '../' or symlink entries). "
+            f"Exits 0 when everything complies, {AbiError.exit_code} on any violation, "
+            f"{UsageError.exit_code} for a path that is no wheel or .so, "
+            f"{WheelError.exit_code} for a wheel that cannot be read."
         ),
         epilog=(
             f"rules:\n{rules}\n\n"
@@ -153,20 +157,28 @@ def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
     ui.print(
         f"  target {report.policy} | Python {python} | C++ ABI {report.cxxabi or 'not checked'}"
     )
+    columns = [r for r in Rule if r.per_object]
+    if isinstance(report, WheelReport) and report.integrity_checked:
+        ui.print(f"  {_mark(ui, report.status(Rule.RECORD))} {Rule.RECORD.value}")
     if not objects:
         ui.print("  no shared objects (nothing to check)")
     else:
         width = max(len("file"), *(len(o.file) for o in objects))
-        header = "  " + "file".ljust(width) + "  " + "  ".join(r.value for r in Rule)
+        header = "  " + "file".ljust(width) + "  " + "  ".join(r.value for r in columns)
         ui.print(header)
         for o in objects:
-            marks = "  ".join(_mark(ui, o.status(r)).ljust(len(r.value)) for r in Rule)
+            marks = "  ".join(_mark(ui, o.status(r)).ljust(len(r.value)) for r in columns)
             ui.print("  " + o.file.ljust(width) + "  " + marks)
             if o.requires:
                 needs = ", ".join(f"{p} {v}" for p, v in o.requires)
                 ui.print("  " + " " * width + f"  needs {needs}")
+    if isinstance(report, WheelReport):
+        for v in report.integrity:
+            ui.print(f"  {ui.fail_mark} {v.rule.value}  {v.subject}: {v.cause}")
+        if report.integrity:
+            ui.print(f"      fix:   {report.integrity[0].fix}")
     for o in objects:
-        for rule in Rule:
+        for rule in columns:
             # Violations with the same fix are listed together, then explained once.
             groups: dict[str, list[Violation]] = {}
             for v in o.violations:

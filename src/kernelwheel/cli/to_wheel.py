@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._util import sha256_file
+from .._util import output_dir, sha256_file
 from ..plan.options import resolve_command_option
 from ._args import (
     add_jobs_argument,
@@ -51,9 +51,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "\n"
             "log: OUTPUT_DIR/logs/to-wheel-<repo>.log (every step, every reason, any error)\n"
             "\n"
-            "exit codes: 0 all selected variants written; 4 a variant name could not be mapped; "
-            "8 a variant failed the ABI check; 9 repo/revision/integrity problem (nothing "
-            "written) or a variant folder could not be converted"
+            "exit codes: 0 all selected variants written; 2 bad arguments (a --variant glob "
+            "matching nothing, an unusable -o); 4 a variant name could not be mapped, or two "
+            "variant folders make the same wheel; 7 a wheel could not be written (e.g. a name "
+            "the file system refuses) or read back for the ABI check; 8 a variant failed the "
+            "ABI check; 9 repo/revision/integrity problem (nothing written) or a variant folder "
+            "could not be converted; 130/143 interrupted (SIGINT/SIGTERM, nothing left behind). "
+            "With several failed variants, the highest code."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -73,6 +77,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="write wheels whose shared objects fail the ABI check (reported, not refused)",
     )
+    p.add_argument(
+        "--name",
+        metavar="NAME",
+        help="the package and distribution name (default: metadata.json's name; for the flat "
+        "layout else the name the shim folder and the _<name>_<id> extension agree on, else "
+        "the repo's name)",
+    )
     add_json_argument(p, "each variant's wheel path, sha256, status and the log")
     add_jobs_argument(p)
     add_local_version_style_argument(p)
@@ -80,11 +91,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    from ..errors import UsageError
     from ..hub import ToWheelRequest, to_wheels  # imported when used: other commands start faster
+    from ..model.project import is_package_name, package_name
 
+    if args.name is not None and not is_package_name(package_name(args.name)):
+        raise UsageError(
+            f"--name {args.name!r} does not make a Python package name",
+            hint="use letters, digits, '_' and '-', starting with a letter (e.g. 'activation')",
+        )
     name = args.repo.rstrip("/").rsplit("/", 1)[-1] if Path(args.repo).is_dir() else args.repo
+    output_dir(args.output_dir, "--output-dir")  # a file or an unwritable folder: a clear error
     log = ui.log_to(args.output_dir / "logs" / f"to-wheel-{slug(name)}.log", header("to-wheel"))
     request = ToWheelRequest(
+        name=args.name,
         repo=args.repo,
         version=args.version,
         revision=args.revision,

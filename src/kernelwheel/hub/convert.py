@@ -8,6 +8,7 @@ formatter ``kernelwheel build`` uses), ``Requires-Dist`` on the variant's torch 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -79,6 +80,7 @@ def prepare_wheel(
     manylinux: str,
     where: str,
     style: LocalVersionStyle = LocalVersionStyle.DOTTED,
+    name: str | None = None,
 ) -> PreparedWheel:
     """Read, verify and lay out one variant. Integrity errors propagate as HubError from
     :func:`verify`; layout problems raise :class:`Unconvertible`."""
@@ -92,6 +94,8 @@ def prepare_wheel(
             metadata = KernelMetadata.parse(data, where=f"{folder}/metadata.json")
         except HubError as exc:
             raise Unconvertible(str(exc)) from None
+    if name is not None:  # --name: above metadata.json, the content and the repo name
+        metadata = dataclasses.replace(metadata or KernelMetadata(), name=name)
     try:
         layout = plan(
             variant.name, sorted(by_inner), metadata=metadata, repo_name=repo_name, where=folder

@@ -10,6 +10,7 @@ refused when they point outside it.
 from __future__ import annotations
 
 import posixpath
+import re
 import subprocess
 import threading
 from collections.abc import Iterator, Sequence
@@ -38,12 +39,34 @@ def _git(repo: Path, *args: str, input_: bytes | None = None) -> bytes:
             "git is not installed", hint="install git to convert a local clone"
         ) from None
     if proc.returncode != 0:
+        stderr = proc.stderr.decode(errors="replace").strip()
+        if "dubious ownership" in stderr or "safe.directory" in stderr:
+            raise _NotTrusted(
+                f"git refuses to read {repo}: the clone is owned by another user (git's "
+                "safe.directory check)",
+                hint=f"if you trust it, run 'git config --global --add safe.directory {repo}', "
+                "or clone it again as yourself",
+            )
+        missing = [a for a in args if _OBJECT_ID.fullmatch(a)]
+        if missing and any(m in stderr for m in _MISSING_OBJECT):
+            raise HubError(
+                f"git clone {repo}: commit {missing[0]} is not in this clone ({stderr})",
+                hint=f"fetch it: 'git -C {repo} fetch --all --tags' (a shallow clone needs "
+                "'--unshallow'); if the commit is gone upstream, pin another revision",
+            )
         raise HubError(
-            f"git clone {repo}: 'git {' '.join(args)}' failed: "
-            f"{proc.stderr.decode(errors='replace').strip()}",
+            f"git clone {repo}: 'git {' '.join(args)}' failed: {stderr}",
             hint="check that the folder is a git clone of a kernel repo",
         )
     return proc.stdout
+
+
+class _NotTrusted(HubError):
+    """git's safe.directory refusal: the folder is a clone, just not one git will read."""
+
+
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_MISSING_OBJECT = ("not a tree object", "bad object", "Not a valid object name", "unknown revision")
 
 
 class _Entry:
@@ -73,6 +96,8 @@ class GitSource:
             raise HubError(f"{path} is not a folder", hint="pass a git clone or a Hub repo id")
         try:
             git_dir = _git(self.path, "rev-parse", "--git-common-dir").decode().strip()
+        except _NotTrusted:
+            raise
         except HubError:
             raise HubError(
                 f"{path} is a folder but not a git clone",

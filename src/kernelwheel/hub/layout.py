@@ -12,6 +12,7 @@ left out. Planning works on paths only; every left-out path is recorded with its
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -62,6 +63,24 @@ def plan(
     return _plan_nested(variant, paths, metadata, repo_name, where, meta_path)
 
 
+# A compiled extension ``_<name>_<build id>.abi3.so`` (kernel-builder's ops namespace).
+_EXTENSION = re.compile(r"^_([A-Za-z][A-Za-z0-9_]*?)_[0-9a-f]{7,}\.(?:abi3\.so|so|pyd|dylib)$")
+
+
+def content_name(paths: Sequence[str]) -> str | None:
+    """The package name a flat variant folder's own files give, when they agree on one: the
+    compatibility shim folder (``<name>/__init__.py``) and the ops namespace of the compiled
+    extension (``_<name>_<id>.abi3.so``). None when they give none or disagree."""
+    found: set[str] = set()
+    shims = {p.split("/")[0] for p in paths if p.count("/") == 1 and p.endswith("/" + INIT)}
+    found |= {s for s in shims if is_package_name(s)}
+    for path in paths:
+        match = _EXTENSION.match(path) if "/" not in path else None
+        if match:
+            found.add(match.group(1))
+    return found.pop() if len(found) == 1 else None
+
+
 def _plan_flat(
     variant: str,
     paths: Sequence[str],
@@ -70,8 +89,14 @@ def _plan_flat(
     where: str,
     meta_path: str | None,
 ) -> VariantPlan:
-    source = "metadata.json 'name'" if metadata and metadata.name else "the repo name"
-    pkg = package_name(metadata.name if metadata and metadata.name else repo_name)
+    from_content = content_name(paths)
+    if metadata and metadata.name:
+        source, name = "metadata.json 'name'", metadata.name
+    elif from_content:
+        source, name = "the shim folder and extension name", from_content
+    else:
+        source, name = "the repo name", repo_name
+    pkg = package_name(name)
     if not is_package_name(pkg):
         raise HubError(
             f"{where}: flat layout, but the package name {pkg!r} (from {source}) is not a "

@@ -56,6 +56,12 @@ class KernelMetadata:
             raise HubError(
                 f"{where}: not valid JSON ({exc})", hint="fix metadata.json in the repo"
             ) from None
+        except RecursionError:
+            raise HubError(
+                f"{where}: nested too deeply to read (arrays or objects inside each other "
+                "thousands of levels deep)",
+                hint="fix metadata.json in the repo: it holds a flat object of strings and lists",
+            ) from None
         if not isinstance(raw, dict):
             raise HubError(
                 f"{where}: expected a JSON object, got {type(raw).__name__}",

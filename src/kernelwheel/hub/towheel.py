@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from .._util import publish, staging_dir
+from .._util import output_dir, publish, staging_dir
 from ..errors import AbiError, HubError, KernelwheelError, VariantError, WheelError
 from ..log import Reporter, SilentReporter, StepResult, step
 from ..model.variant import OS, LocalVersionStyle, Variant
@@ -61,7 +61,7 @@ def default_abi_check(wheel: Path) -> AbiVerdict:
     abi3 floor of the tag, allowed libraries, the C++ ABI of the local version)."""
     from ..abi import check_wheel
 
-    return check_wheel(wheel)
+    return check_wheel(wheel, integrity=False)  # written just now by kernelwheel's writer
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,7 @@ class ToWheelRequest:
     jobs: int = 0  # 0: one per CPU, at most 32
     manylinux: str = DEFAULT_MANYLINUX
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
+    name: str | None = None  # the package/distribution name, above what the repo says
 
 
 @dataclass(frozen=True)
@@ -206,7 +207,7 @@ def to_wheels(
     if not wanted:
         return ToWheelResult(src.where, resolution, (), tuple(rejected), not_selected)
 
-    req.output_dir.mkdir(parents=True, exist_ok=True)
+    output_dir(req.output_dir, "--output-dir")
     with staging_dir(req.output_dir, "to-wheel") as staging:
         with ExitStack() as stack:
             with step(reporter, scope, "fetch") as detail:
@@ -218,6 +219,7 @@ def to_wheels(
                 req, src, resolution, variants, by_variant, reader, staging, reporter, abi_check
             )
         converted: list[Converted] = []
+        outcomes = _refuse_collisions(outcomes)
         for outcome in outcomes:
             if isinstance(outcome, Rejected):
                 rejected.append(outcome)
@@ -228,6 +230,31 @@ def to_wheels(
     order = list(by_variant)
     rejected.sort(key=lambda r: order.index(r.variant))
     return ToWheelResult(src.where, resolution, tuple(converted), tuple(rejected), not_selected)
+
+
+def _refuse_collisions(outcomes: list[Converted | Rejected]) -> list[Converted | Rejected]:
+    """Variant folders that spell one variant two ways (``cu128`` and ``cu12.8``) make one
+    wheel name: neither is written (which one was meant cannot be known), both are reported."""
+    by_wheel: dict[str, list[str]] = {}
+    for o in outcomes:
+        if isinstance(o, Converted):
+            by_wheel.setdefault(o.wheel.name, []).append(o.variant)
+    out: list[Converted | Rejected] = []
+    for o in outcomes:
+        if not isinstance(o, Converted) or len(by_wheel[o.wheel.name]) == 1:
+            out.append(o)
+            continue
+        others = ", ".join(v for v in by_wheel[o.wheel.name] if v != o.variant)
+        out.append(
+            Rejected(
+                o.variant,
+                f"makes the same wheel as {others} ({o.wheel.name}); neither is written\n"
+                "  (remove or rename all but one of these build/ folders in the repo, or select "
+                "one with --variant)",
+                VariantError.exit_code,
+            )
+        )
+    return out
 
 
 def _with_wheel(c: Converted, wheel: Path) -> Converted:
@@ -246,14 +273,17 @@ def _convert_all(
     abi_check: AbiCheck | None,
 ) -> list[Converted | Rejected]:
     def one(name: str) -> Converted | Rejected:
+        own = staging / str(names.index(name))  # one folder each: equal wheel names never clash
+        own.mkdir()
         return _convert_one(
+            name,
             req,
             src,
             resolution,
             variants[name],
             by_variant[name],
             reader,
-            staging,
+            own,
             reporter,
             abi_check,
         )
@@ -273,6 +303,7 @@ def _convert_all(
 
 
 def _convert_one(
+    folder: str,
     req: ToWheelRequest,
     src: RepoSource,
     resolution: Resolution,
@@ -284,7 +315,7 @@ def _convert_one(
     abi_check: AbiCheck | None,
 ) -> Converted | Rejected:
     try:
-        with step(reporter, variant.name, "wheel") as detail:
+        with step(reporter, folder, "wheel") as detail:
             prepared = prepare_wheel(
                 variant,
                 files,
@@ -294,26 +325,27 @@ def _convert_one(
                 manylinux=req.manylinux,
                 where=src.where,
                 style=req.local_version_style,
+                name=req.name,
             )
             wheel = write_wheel(prepared.spec, staging)
             detail.append(wheel.name)
     except Unconvertible as exc:
-        return Rejected(variant.name, str(exc), HubError.exit_code)
+        return Rejected(folder, str(exc), HubError.exit_code)
     except WheelError as exc:
-        return Rejected(variant.name, f"cannot write the wheel: {exc}", exc.exit_code)
+        return Rejected(folder, f"cannot write the wheel: {exc}", exc.exit_code)
     abi = "not checked (noarch)" if variant.noarch else ""
     if not variant.noarch and variant.os is not OS.LINUX:
         abi = f"not checked (the ABI check reads ELF; {variant.os.value if variant.os else ''})"
     elif not variant.noarch and abi_check is None:
         abi = "not checked (disabled)"
     elif not variant.noarch and abi_check is not None:
-        outcome = _abi(variant, wheel, prepared, req, reporter, abi_check)
+        outcome = _abi(folder, variant, wheel, prepared, req, reporter, abi_check)
         if isinstance(outcome, Rejected):
             wheel.unlink(missing_ok=True)
             return outcome
         abi = outcome
     return Converted(
-        variant.name,
+        folder,
         wheel,
         prepared.plan.layout,
         prepared.plan.package,
@@ -323,7 +355,16 @@ def _convert_one(
     )
 
 
+class _StepFailed(Exception):
+    """Carries a rejection out of a reported step, so the step is marked failed, not done."""
+
+    def __init__(self, rejected: Rejected) -> None:
+        super().__init__(rejected.reason)
+        self.rejected = rejected
+
+
 def _abi(
+    folder: str,
     variant: Variant,
     wheel: Path,
     prepared: PreparedWheel,
@@ -331,21 +372,24 @@ def _abi(
     reporter: Reporter,
     abi_check: AbiCheck,
 ) -> str | Rejected:
-    with step(reporter, variant.name, "ABI check") as detail:
-        try:
-            verdict = abi_check(wheel)
-        except KernelwheelError as exc:
-            detail.append("could not check")
-            return Rejected(variant.name, f"ABI check failed to run: {exc}", exc.exit_code)
-        if verdict.ok:
-            detail.append("ok")
-            return "ok"
-        if req.allow_abi_violations:
-            detail.append("violations allowed")
-            return "violations allowed (--allow-abi-violations): " + verdict.summary()
-        detail.append("violations: not written")
-        return Rejected(
-            variant.name,
-            verdict.summary() + "\n  (pass --allow-abi-violations to write such wheels anyway)",
-            AbiError.exit_code,
-        )
+    try:
+        with step(reporter, folder, "ABI check") as detail:
+            try:
+                verdict = abi_check(wheel)
+            except KernelwheelError as exc:
+                detail.append("could not check")
+                reason = f"ABI check failed to run: {exc}"
+                raise _StepFailed(Rejected(folder, reason, exc.exit_code)) from None
+            if verdict.ok:
+                detail.append("ok")
+                return "ok"
+            if req.allow_abi_violations:
+                detail.append("violations allowed")
+                return "violations allowed (--allow-abi-violations): " + verdict.summary()
+            detail.append("violations: not written")
+            reason = (
+                verdict.summary() + "\n  (pass --allow-abi-violations to write such wheels anyway)"
+            )
+            raise _StepFailed(Rejected(folder, reason, AbiError.exit_code))
+    except _StepFailed as failed:
+        return failed.rejected

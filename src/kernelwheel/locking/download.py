@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
-from .._util import publish, sha256_file, staging_dir
+from .._util import output_dir, publish, sha256_file, staging_dir
 from ..errors import HubError, ProjectError, UsageError
 from ..hub import RepoFile, RepoSource, ToWheelRequest, VersionRequest, to_wheels
 from ..hub.towheel import AbiCheck, default_abi_check
@@ -101,9 +101,20 @@ def _check_fresh(lock: LockFile, lock_path: Path, project_dir: Path) -> None:
 
 
 def _select(
-    lock: LockFile, patterns: Sequence[str]
+    lock: LockFile, patterns: Sequence[str], lock_path: Path
 ) -> tuple[dict[str, list[LockedVariant]], list[tuple[str, str]]]:
     selector = Selector(build=tuple(patterns) or ("*",), build_label="--variant")
+    for kernel in lock.kernels:  # checked first: an empty kernel empties every hint below
+        if not kernel.variants:
+            skipped = ", ".join(kernel.skipped)
+            skipped = f" (skipped when locked: {skipped})" if skipped else ""
+            raise ProjectError(
+                f"locks no variant of {kernel.repo}{skipped}, so the wheelhouse would lack it",
+                file=lock_path,
+                key="kernel",
+                hint=f"{_RELOCK}; if {kernel.repo} has no variant that converts, fix or drop its "
+                f"declaration in {PYPROJECT}",
+            )
     every = [v.name for k in lock.kernels for v in k.variants]
     for pattern in selector.build:
         if not any(Selector(build=(pattern,)).matches(n) for n in every):
@@ -252,9 +263,9 @@ def download(
     _check_fresh(lock, lock_path, req.project_dir)
     if not lock.kernels:
         raise ProjectError("locks no kernel", file=lock_path, hint=_RELOCK)
-    chosen, left = _select(lock, req.variants)
+    chosen, left = _select(lock, req.variants, lock_path)
 
-    req.wheelhouse.mkdir(parents=True, exist_ok=True)
+    output_dir(req.wheelhouse, "--wheelhouse")
     with staging_dir(req.wheelhouse, "download") as staging:
         wheels: list[HouseWheel] = []
         for i, kernel in enumerate(lock.kernels):

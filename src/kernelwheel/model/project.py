@@ -94,6 +94,7 @@ def package_name(name: str) -> str:
 def is_package_name(name: str) -> bool:
     """Whether ``name`` can be imported: an identifier that is not a keyword."""
     return name.isidentifier() and not keyword.iskeyword(name)
+MAX_NAME = 64  # general.name: the wheel file name holds it with version and tags (255 bytes)
 _KERNEL_ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 # Compute capability "X.Y" with an optional arch-specific ("a") or family ("f") suffix.
 _CAPABILITY_RE = re.compile(r"[1-9][0-9]?\.[0-9][af]?")
@@ -217,6 +218,12 @@ def _locate(path: Path) -> Path:
     path = path.expanduser()
     if path.is_dir():
         candidate = path / BUILD_TOML
+        if candidate.is_dir():
+            raise ProjectError(
+                "is a folder, not a file",
+                file=candidate,
+                hint="build.toml must be the project's TOML file: remove or rename the folder",
+            )
         if not candidate.is_file():
             raise ProjectError(
                 f"not found (looked in directory {path.resolve()})",
@@ -343,6 +350,13 @@ class _Parser:
                 "must not be empty",
                 "general.name",
                 'set name to the kernel\'s name, e.g. name = "img2gray"',
+            )
+        if len(name) > MAX_NAME:
+            raise self.error(
+                f"{name[:40]!r}… is {len(name)} characters long; at most {MAX_NAME} are allowed",
+                "general.name",
+                "use a short name: it is the package folder, the ops namespace and part of "
+                "every wheel's file name (file systems refuse names over 255 bytes)",
             )
         package = package_name(name)
         if not _NAME_RE.fullmatch(name) or not is_package_name(package):
@@ -695,8 +709,8 @@ class _Parser:
         """Relative, normalized paths that must exist inside the project root."""
         paths: list[Path] = []
         for entry in self.string_list(table, key, dotted) or ():
-            # build.toml paths are '/'-separated; check lexically so that a symlink into a
-            # shared tree is still allowed while '../other' and '/abs' are refused.
+            # build.toml paths are '/'-separated; '../other' and '/abs' are refused lexically,
+            # symlinks (even in a parent folder) by where they resolve: inside the root only.
             if entry.startswith("/") or Path(entry).is_absolute():
                 raise self.error(
                     f"{entry!r} is an absolute path",
@@ -711,6 +725,22 @@ class _Parser:
                     "move or copy the file into the project and list it relative to the root",
                 )
             full = self.root / normalized
+            if full.is_symlink() and not full.exists():
+                raise self.error(
+                    f"{entry!r} is a symlink to {os.readlink(full)!r}, which does not exist",
+                    dotted,
+                    "fix the link, or replace it with the file itself",
+                )
+            resolved = full.resolve()
+            if full.exists() and not resolved.is_relative_to(self.root.resolve()):
+                # Decision (issue 13): refused, not followed. The build, its cache key and the
+                # Hub export read the project folder; a file outside it would make the wheel
+                # depend on something the project does not hold.
+                raise self.error(
+                    f"{entry!r} leads outside the project root through a symlink (to {resolved})",
+                    dotted,
+                    "copy the file into the project, or make the link point inside it",
+                )
             if not full.exists():
                 raise self.error(
                     f"{entry!r} does not exist (looked for {full})",

@@ -7,7 +7,8 @@
 
 Brace expansion happens before matching: ``torch2{13,14}-*`` is ``torch213-*`` and
 ``torch214-*``; braces nest (``torch2{1{3,4},9}-*``) and an empty alternative is allowed
-(``*-cu1{28,30}-*``).
+(``*-cu1{28,30}-*``); ``{12..14}`` is a numeric range. Expansion uses bracex (as cibuildwheel does),
+bounded to :data:`MAX_EXPANSION` patterns.
 
 A selector that matches nothing is an error (:class:`~kernelwheel.errors.UsageError`) naming the
 selector and listing the names that exist, so a typo never silently builds nothing: the whole
@@ -18,8 +19,11 @@ variant. Names left out by the plan (with their reasons) are told apart from unk
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import bracex
 
 from ..errors import UsageError
 
@@ -33,45 +37,30 @@ def split_patterns(text: str) -> tuple[str, ...]:
     return tuple(text.split())
 
 
+MAX_EXPANSION = 1000  # patterns one selector may expand to
+
+
+@functools.lru_cache(maxsize=256)
 def expand_braces(pattern: str) -> tuple[str, ...]:
-    """Expand ``{a,b}`` alternatives (nested allowed), left to right, without duplicates."""
-    out: list[str] = []
-    for item in _expand(pattern, pattern):
-        if item not in out:
-            out.append(item)
-    return tuple(out)
-
-
-def _expand(pattern: str, original: str) -> list[str]:
-    start = pattern.find("{")
-    close = pattern.find("}")
-    if start < 0:
-        if close >= 0:
-            raise _unbalanced(original)
-        return [pattern]
-    if 0 <= close < start:
-        raise _unbalanced(original)
+    """Expand ``{a,b}`` alternatives (nested allowed) and ``{0..4}`` ranges with bracex, left to
+    right, without duplicates. Unbalanced braces, or more than :data:`MAX_EXPANSION` patterns
+    (expansion is exponential in the number of brace groups), are a UsageError."""
     depth = 0
-    parts: list[str] = []
-    last = start + 1
-    for i in range(start, len(pattern)):
-        char = pattern[i]
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                parts.append(pattern[last:i])
-                head, tail = pattern[:start], pattern[i + 1 :]
-                results: list[str] = []
-                for part in parts:
-                    for inner in _expand(part, original):
-                        results += _expand(head + inner + tail, original)
-                return results
-        elif char == "," and depth == 1:
-            parts.append(pattern[last:i])
-            last = i + 1
-    raise _unbalanced(original)
+    for char in pattern:
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if depth < 0:
+            break
+    if depth != 0:
+        raise _unbalanced(pattern)
+    try:
+        expanded = bracex.expand(pattern, limit=MAX_EXPANSION)
+    except bracex.ExpansionLimitException:
+        raise UsageError(
+            f"selector {pattern[:80]!r}{'…' if len(pattern) > 80 else ''} expands to more than "
+            f"{MAX_EXPANSION} patterns",
+            hint="use fewer brace groups; a '*' or '?' matches many names at once",
+        ) from None
+    return tuple(dict.fromkeys(expanded))
 
 
 def _unbalanced(pattern: str) -> UsageError:

@@ -41,9 +41,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
-from .._util import replace_dir, sha256_file, staging_dir
+from .._util import output_dir, replace_dir, sha256_file, staging_dir
 from ..errors import UsageError, VariantError, WheelError
 from ..model.variant import OS, Arch, TorchVersion, Variant
 from .reader import parse_metadata, read_metadata
@@ -126,7 +126,14 @@ def _read(path: Path) -> IndexedWheel:
     metadata = read_metadata(path)
     headers = parse_metadata(metadata)
     stated = headers.get("Version", "")
-    if Version(stated or "0") != version or canonicalize_name(headers.get("Name", "")) != name:
+    try:
+        Version(stated)
+    except InvalidVersion:
+        raise WheelError(
+            f"{path.name}: METADATA's Version {stated!r} is not a PEP 440 version",
+            hint="pip refuses such wheels; rebuild or re-convert it",
+        ) from None
+    if Version(stated) != version or canonicalize_name(headers.get("Name", "")) != name:
         raise WheelError(
             f"{path.name}: METADATA says {headers.get('Name')} {stated}, the file name "
             f"{name} {version}",
@@ -306,12 +313,14 @@ def build_index(wheelhouse: Path, output: Path) -> IndexResult:
     wheels = scan(wheelhouse)
     flavours, unflavoured = _assign(wheels)
     output = output.absolute()
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"--output {output}: is a file, not a folder", hint="pass a folder")
     if output.exists() and any(output.iterdir()) and not (output / MARKER).exists():
         raise UsageError(
             f"{output} exists and is not an index kernelwheel wrote",
             hint="choose an empty or new --output folder",
         )
-    output.parent.mkdir(parents=True, exist_ok=True)
+    output_dir(output.parent, "--output")
     with staging_dir(output.parent, "index") as staging:
         staging.chmod(0o755)
         _write_tree(staging, wheels, flavours)

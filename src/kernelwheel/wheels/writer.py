@@ -152,8 +152,14 @@ def write_wheel(spec: WheelSpec, out_dir: Path) -> Path:
 
     date_time = time.gmtime(source_date_epoch())[:6]
     final = out_dir / wheel_filename(spec.name, spec.version, spec.tag)
-    with staged_file(final) as tmp, zipfile.ZipFile(tmp, "w") as zf:
-        for name, data in entries:
-            mode = 0o755 if name in spec.executables else 0o644
-            zf.writestr(_zipinfo(name, date_time, mode, _compressible(data)), data)
+    try:
+        with staged_file(final) as tmp, zipfile.ZipFile(tmp, "w") as zf:
+            for name, data in entries:
+                mode = 0o755 if name in spec.executables else 0o644
+                zf.writestr(_zipinfo(name, date_time, mode, _compressible(data)), data)
+    except OSError as exc:  # e.g. a name the file system refuses (ENAMETOOLONG), a full disk
+        raise WheelError(
+            f"cannot write {final.name} into {out_dir}: {exc.strerror or exc}",
+            hint="shorten the name or version" if len(final.name) > 255 else "check the folder",
+        ) from None
     return final

@@ -1,0 +1,176 @@
+"""SIGINT and SIGTERM at several points of to-wheel and download, in real subprocesses of the
+CLI (issue 13 item 5): the run exits 130/143 without a traceback and leaves nothing but complete
+files in the output folder (no hidden staging folder, no half-written file); staging folders
+that a killed run (SIGKILL) left behind are removed by the next run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from support.gitrepo import HubRepo, variant_files
+from support.shared import so_dir
+
+from kernelwheel._util import remove_stale_staging, staged_file, staging_dir
+from kernelwheel.locking import LockRequest, lock_project
+
+VARIANTS = (
+    "torch27-cxx11-cu128-x86_64-linux",
+    "torch214-cxx11-cu130-x86_64-linux",
+    "torch214-cxx11-cpu-x86_64-linux",
+)
+
+# Runs the real CLI with one function paused (before or after its original runs), after
+# touching a mark file, so a signal arrives at a known point.
+DRIVER = r"""
+import importlib, os, sys, time
+module, attr, when = sys.argv[1:4]
+mod = importlib.import_module(module)
+original = getattr(mod, attr)
+def paused(*args, **kwargs):
+    result = original(*args, **kwargs) if when == "after" else None
+    open(os.environ["KW_MARK"], "a").close()
+    time.sleep(float(os.environ["KW_PAUSE"]))
+    return original(*args, **kwargs) if when == "before" else result
+setattr(mod, attr, paused)
+from kernelwheel.cli import main
+sys.exit(main(sys.argv[4:]))
+"""
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> HubRepo:
+    root = tmp_path_factory.mktemp("signals")
+    cache = so_dir(tmp_path_factory)
+    repo = HubRepo(root / "img2gray")
+    repo.set_variants(variant_files(v, so_cache=cache, pad=2 << 20) for v in VARIANTS)
+    repo.commit("build")
+    repo.tag("v1.1.2")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def project(repo: HubRepo, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    app = tmp_path_factory.mktemp("app")
+    (app / "pyproject.toml").write_text(
+        '[project]\nname = "app"\n\n[tool.kernelwheel.dependencies]\n'
+        f'"drbh/img2gray" = {{ version = "1.1.2", path = "{repo.root}" }}\n'
+    )
+    lock_project(LockRequest(app))
+    return app
+
+
+def _interrupt(
+    tmp_path: Path, point: tuple[str, str, str], sig: int, args: list[str], pause: float = 30
+) -> tuple[int, str]:
+    mark = tmp_path / "mark"
+    env = {**os.environ, "KW_MARK": str(mark), "KW_PAUSE": str(pause)}
+    env.pop("KERNELWHEEL_TRACEBACK", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, *point, *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not mark.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            out, err = proc.communicate(timeout=30)
+            pytest.fail(f"never reached {point}: rc={proc.returncode}\n{out}\n{err}")
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err
+
+
+def _hidden_or_partial(folder: Path) -> list[str]:
+    """Hidden entries and folders (staging) in ``folder``; the command's logs/ is expected, and
+    must hold nothing hidden either (a half-written log would be named ``.tmp-*``)."""
+    if not folder.exists():
+        return []
+    logs = folder / "logs"
+    found = [p for p in folder.iterdir() if p.name.startswith(".") or not p.is_file()]
+    found += [p for p in logs.iterdir() if p.name.startswith(".")] if logs.is_dir() else []
+    return sorted(p.name for p in found if p != logs)
+
+
+TO_WHEEL_POINTS = [
+    ("kernelwheel.hub.towheel", "prepare_wheel", "before"),  # staging made, nothing written
+    ("kernelwheel.abi", "check_wheel", "before"),  # a wheel in staging
+    ("kernelwheel.hub.towheel", "publish", "after"),  # one wheel moved in, the others not
+]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("point", TO_WHEEL_POINTS, ids=lambda p: p[1])
+def test_to_wheel_cleans_up(
+    repo: HubRepo, tmp_path: Path, point: tuple[str, str, str], sig: int
+) -> None:
+    out = tmp_path / "out"
+    args = ["to-wheel", str(repo.root), "1.1.2", "-o", str(out), "--jobs", "1"]
+    code, err = _interrupt(tmp_path, point, sig, args)
+    assert code == (143 if sig == signal.SIGTERM else 130), err
+    assert "Traceback" not in err
+    assert ("terminated" if sig == signal.SIGTERM else "interrupted") in err
+    assert _hidden_or_partial(out) == []
+    if point[1] == "publish":
+        assert len(list(out.glob("*.whl"))) == 1  # complete wheels only
+
+
+def test_to_wheel_sigterm_while_worker_threads_convert(repo: HubRepo, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    point = ("kernelwheel.hub.towheel", "write_wheel", "after")
+    args = ["to-wheel", str(repo.root), "1.1.2", "-o", str(out), "--jobs", "3"]
+    code, err = _interrupt(tmp_path, point, signal.SIGTERM, args, pause=1)
+    assert code == 143 and "Traceback" not in err, err
+    assert _hidden_or_partial(out) == [] and list(out.glob("*.whl")) == []
+
+
+DOWNLOAD_POINTS = [
+    ("kernelwheel.hub.towheel", "write_wheel", "after"),
+    ("kernelwheel.locking.download", "publish", "after"),
+]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("point", DOWNLOAD_POINTS, ids=lambda p: f"{p[0].split('.')[-1]}.{p[1]}")
+def test_download_cleans_up(
+    project: Path, tmp_path: Path, point: tuple[str, str, str], sig: int
+) -> None:
+    house = tmp_path / "house"
+    args = ["download", str(project), "--wheelhouse", str(house), "--jobs", "1"]
+    code, err = _interrupt(tmp_path, point, sig, args)
+    assert code == (143 if sig == signal.SIGTERM else 130), err
+    assert "Traceback" not in err
+    assert _hidden_or_partial(house) == []
+
+
+def test_staging_left_by_a_killed_run_is_removed_by_the_next(repo: HubRepo, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    point = ("kernelwheel.abi", "check_wheel", "before")
+    args = ["to-wheel", str(repo.root), "1.1.2", "-o", str(out), "--jobs", "1"]
+    code, _ = _interrupt(tmp_path, point, signal.SIGKILL, args)
+    assert code == -signal.SIGKILL
+    stale = [p.name for p in out.iterdir() if p.name.startswith(".kernelwheel-")]
+    assert stale  # SIGKILL cannot be caught: the folder stays ...
+    from kernelwheel.cli import main
+
+    assert main(["to-wheel", str(repo.root), "1.1.2", "-o", str(out)]) == 0
+    assert _hidden_or_partial(out) == []  # ... until the next run in that folder
+    assert len(list(out.glob("*.whl"))) == len(VARIANTS)
+
+
+def test_a_dead_runs_staging_and_temporary_files_go_a_live_runs_stay(tmp_path: Path) -> None:
+    with staging_dir(tmp_path, "x") as mine, staged_file(tmp_path / "w.whl") as live:
+        dead = tmp_path / ".kernelwheel-x-999999999-abc"
+        dead.mkdir()
+        dead_file = tmp_path / ".kernelwheel-tmp-999999999-abc.whl"  # staged_file's, SIGKILLed
+        dead_file.write_bytes(b"half a wheel")
+        assert sorted(remove_stale_staging(tmp_path)) == sorted([dead, dead_file])
+        assert mine.exists() and live.exists()
