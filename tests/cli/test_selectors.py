@@ -11,16 +11,10 @@ import pytest
 from kernelwheel.cli import main
 from kernelwheel.errors import UsageError
 from kernelwheel.plan.options import resolve_command_option, resolve_jobs
-from kernelwheel.plan.selector import expand_braces
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 IDS = ["build", str(IMG2GRAY), "--print-build-identifiers"]
 
-# Numeric ranges ({0..4}) come with the selector's bracex-based expansion (issue 13).
-RANGES = len(expand_braces("x{0..1}")) == 2
-needs_ranges = pytest.mark.xfail(
-    not RANGES, reason="brace ranges arrive with bracex in plan/selector.py", strict=True
-)
 
 
 def identifiers(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
@@ -39,14 +33,12 @@ def test_build_variant_takes_globs_with_braces(capsys: pytest.CaptureFixture[str
     ) == ["torch27-cxx11-cpu-x86_64-linux", "torch214-cxx11-cu130-aarch64-linux"]
 
 
-@needs_ranges
 def test_brace_ranges_expand_in_build(capsys: pytest.CaptureFixture[str]) -> None:
     assert identifiers(capsys, "--variant", "torch21{0..4}-*-cpu-x86_64-linux") == [
         f"torch21{i}-cxx11-cpu-x86_64-linux" for i in range(5)
     ]
 
 
-@needs_ranges
 def test_brace_ranges_expand_in_build_selectors(capsys: pytest.CaptureFixture[str]) -> None:
     names = identifiers(capsys, "--build", "torch2{7..9}-*-cpu-*", "--arch", "x86_64")
     assert names == [f"torch2{i}-cxx11-cpu-x86_64-linux" for i in (7, 8, 9)]
