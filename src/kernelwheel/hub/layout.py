@@ -13,7 +13,7 @@ left out. Planning works on paths only; every left-out path is recorded with its
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -57,10 +57,42 @@ def plan(
 ) -> VariantPlan:
     """Plan one variant. ``paths`` are relative to ``build/<variant>/``; ``where`` names the
     variant folder in errors."""
-    meta_path = METADATA_JSON if METADATA_JSON in paths else None
-    if INIT in paths:
-        return _plan_flat(variant, paths, metadata, repo_name, where, meta_path)
-    return _plan_nested(variant, paths, metadata, repo_name, where, meta_path)
+    folder = _Folder(variant, paths, metadata, repo_name, where)
+    return _plan_flat(folder) if INIT in paths else _plan_nested(folder)
+
+
+@dataclass(frozen=True)
+class _Folder:
+    """One variant folder as the planners see it."""
+
+    variant: str
+    paths: Sequence[str]
+    metadata: KernelMetadata | None
+    repo_name: str
+    where: str
+
+    @property
+    def meta_path(self) -> str | None:
+        return METADATA_JSON if METADATA_JSON in self.paths else None
+
+    def placed(
+        self, layout: Layout, pkg: str, place: Callable[[str], tuple[str | None, str]]
+    ) -> VariantPlan:
+        """Every path into the wheel at ``place(path)``'s archive path, or left out with its
+        reason; metadata.json and bytecode are always left out."""
+        files, left_out = [], []
+        for path in sorted(self.paths):
+            if path == self.meta_path:
+                left_out.append((path, "read into the wheel's METADATA"))
+            elif _bytecode(path):
+                left_out.append((path, "compiled bytecode"))
+            else:
+                archive, why = place(path)
+                if archive is None:
+                    left_out.append((path, why))
+                else:
+                    files.append((path, archive))
+        return VariantPlan(self.variant, layout, pkg, tuple(files), tuple(left_out), self.meta_path)
 
 
 # A compiled extension ``_<name>_<build id>.abi3.so`` (kernel-builder's ops namespace).
@@ -81,21 +113,15 @@ def content_name(paths: Sequence[str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _plan_flat(
-    variant: str,
-    paths: Sequence[str],
-    metadata: KernelMetadata | None,
-    repo_name: str,
-    where: str,
-    meta_path: str | None,
-) -> VariantPlan:
+def _plan_flat(folder: _Folder) -> VariantPlan:
+    paths, metadata, where = folder.paths, folder.metadata, folder.where
     from_content = content_name(paths)
     if metadata and metadata.name:
         source, name = "metadata.json 'name'", metadata.name
     elif from_content:
         source, name = "the shim folder and extension name", from_content
     else:
-        source, name = "the repo name", repo_name
+        source, name = "the repo name", folder.repo_name
     pkg = package_name(name)
     if not is_package_name(pkg):
         raise HubError(
@@ -105,27 +131,22 @@ def _plan_flat(
         )
     shim = [p for p in paths if p.startswith(pkg + "/")]
     is_shim = shim == [f"{pkg}/{INIT}"]
-    files, left_out = [], []
-    for path in sorted(paths):
-        if path == meta_path:
-            left_out.append((path, "read into the wheel's METADATA"))
-        elif _bytecode(path):
-            left_out.append((path, "compiled bytecode"))
-        elif is_shim and path in shim:
-            left_out.append((path, "compatibility shim for older kernels releases"))
-        else:
-            files.append((path, f"{pkg}/{path}"))
-    return VariantPlan(variant, Layout.FLAT, pkg, tuple(files), tuple(left_out), meta_path)
+
+    def place(path: str) -> tuple[str | None, str]:
+        if is_shim and path in shim:
+            return None, "compatibility shim for older kernels releases"
+        return f"{pkg}/{path}", ""
+
+    return folder.placed(Layout.FLAT, pkg, place)
 
 
-def _plan_nested(
-    variant: str,
-    paths: Sequence[str],
-    metadata: KernelMetadata | None,
-    repo_name: str,
-    where: str,
-    meta_path: str | None,
-) -> VariantPlan:
+def _plan_nested(folder: _Folder) -> VariantPlan:
+    paths, metadata, repo_name, where = (
+        folder.paths,
+        folder.metadata,
+        folder.repo_name,
+        folder.where,
+    )
     candidates = sorted({p.split("/")[0] for p in paths if p.count("/") == 1 and p.endswith(INIT)})
     candidates = [c for c in candidates if f"{c}/{INIT}" in paths]
     if not candidates:
@@ -153,14 +174,10 @@ def _plan_nested(
             f"{where}: package folder {pkg!r} is not a Python identifier",
             hint="rename the package folder",
         )
-    files, left_out = [], []
-    for path in sorted(paths):
-        if path == meta_path:
-            left_out.append((path, "read into the wheel's METADATA"))
-        elif _bytecode(path):
-            left_out.append((path, "compiled bytecode"))
-        elif path.startswith(pkg + "/"):
-            files.append((path, path))
-        else:
-            left_out.append((path, f"outside the package folder {pkg}/"))
-    return VariantPlan(variant, Layout.NESTED, pkg, tuple(files), tuple(left_out), meta_path)
+
+    def place(path: str) -> tuple[str | None, str]:
+        if path.startswith(pkg + "/"):
+            return path, ""
+        return None, f"outside the package folder {pkg}/"
+
+    return folder.placed(Layout.NESTED, pkg, place)
