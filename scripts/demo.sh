@@ -2,7 +2,7 @@
 # The main job on the bundled example, from a fresh machine:
 #   1. install kernelwheel into .venv
 #   2. kernelwheel build kernels/img2gray  (creates the torch 2.14 + CUDA 13.0 build environment)
-#   3. pip install the wheel into a fresh venv and convert a sample image to grayscale.
+#   3. kernelwheel install the wheel into a fresh venv holding torch, convert a sample image.
 # Extra arguments go to `kernelwheel build` (e.g. --variant torch213-cxx11-cpu-x86_64-linux).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,8 +17,17 @@ wheel=$(ls -t wheelhouse/img2gray-*.whl | head -n 1)
 
 rm -rf .demo-venv
 "$PY" -m venv .demo-venv
-# pip resolves the wheel's Requires-Dist (torch==X.Y.*) like any user install would.
-.demo-venv/bin/python -m pip install --disable-pip-version-check -q "$wheel" "pillow>=10,<13" "numpy>=1.26,<3"
+# A user's environment: torch first, then `kernelwheel install` picks the build that fits that
+# torch out of the wheelhouse and installs it pinned, leaving torch as it is.
+# The torch the wheel was built for (its Requires-Dist, e.g. torch==2.14.*).
+torch_req=$(.venv/bin/python -c '
+import sys
+from pathlib import Path
+from kernelwheel.wheels.reader import parse_metadata, read_metadata
+reqs = parse_metadata(read_metadata(Path(sys.argv[1]))).get_all("Requires-Dist") or []
+print(next(r for r in reqs if r.startswith("torch")))' "$wheel")
+.demo-venv/bin/python -m pip install --disable-pip-version-check -q "$torch_req" "pillow>=10,<13" "numpy>=1.26,<3"
+.venv/bin/kernelwheel install img2gray --find-links wheelhouse --python .demo-venv/bin/python
 .demo-venv/bin/python kernels/img2gray/examples/convert.py \
   kernels/img2gray/examples/sample.png wheelhouse/sample-gray.png
 echo "wheel: $wheel"
