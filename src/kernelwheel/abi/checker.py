@@ -9,7 +9,7 @@ import os
 import re
 import tempfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -443,13 +443,16 @@ def check_wheel(
     policy: str | None = DEFAULT_POLICY,
     python_abi: str | None = FROM_TAG,
     cxxabi: str | None = FROM_TAG,
+    members: Mapping[str, bytes] | None = None,
 ) -> WheelReport:
     """Check every ELF file in a wheel.
 
     ``policy``: the target manylinux policy; None means the strictest one the wheel's platform
     tags claim (manylinux_2_28 for a linux_* wheel). ``python_abi``/``cxxabi``: taken from the
     file name by default (cp3X-abi3 tag; cxx11/cxx98 in the local version), where absent the
-    rule is skipped; pass a value to override or None to skip.
+    rule is skipped; pass a value to override or None to skip. ``members`` (archive name ->
+    bytes): the wheel's files, when the caller still holds what it just wrote; the archive is
+    then not read back (``wheel_path`` still gives the name and its tags).
     """
     path = Path(wheel_path)
     tags = read_wheel_tags(path.name)
@@ -467,37 +470,15 @@ def check_wheel(
     floor = _parse_python_abi(py)
     libs = load_kernel_libraries()
 
-    try:
-        with zipfile.ZipFile(path) as zf, tempfile.TemporaryDirectory(prefix="kw-check-") as tmp:
-            members: list[tuple[str, ElfInfo]] = []
-            for index, member in enumerate(zf.infolist()):
-                if member.is_dir() or member.file_size < 4:
-                    continue
-                with zf.open(member) as f:
-                    if not is_elf(f.read(4)):
-                        continue
-                # Extract under a safe local name: the archive name is only for display.
-                local = Path(tmp) / f"{index}-{Path(member.filename).name}"
-                with zf.open(member) as src, local.open("wb") as dst:
-                    while chunk := src.read(1 << 20):
-                        dst.write(chunk)
-                try:
-                    members.append((member.filename, read_elf(local)))
-                except NotElfError as exc:
-                    raise WheelError(
-                        f"{path.name}: {member.filename} looks like ELF but cannot be read: {exc}",
-                        hint="rebuild the wheel",
-                    ) from exc
-    except FileNotFoundError as exc:
-        raise WheelError(f"{path}: no such wheel", hint="check the path") from exc
-    except zipfile.BadZipFile as exc:
-        raise WheelError(f"{path}: not a zip archive ({exc})", hint="rebuild the wheel") from exc
-
+    if members is not None:
+        elves = _elf_members(path, members)
+    else:
+        elves = _elf_members_of(path)
     shipped = frozenset(
-        n for member_name, info in members for n in (info.soname, Path(member_name).name) if n
+        n for member_name, info in elves for n in (info.soname, Path(member_name).name) if n
     )
     reports: list[SoReport] = []
-    for member_name, info in members:
+    for member_name, info in elves:
         report = _check_elf(
             info,
             name=member_name,
@@ -528,3 +509,50 @@ def check_wheel(
         cxxabi=abi,
         objects=tuple(reports),
     )
+
+
+def _elf_members(path: Path, members: Mapping[str, bytes]) -> list[tuple[str, ElfInfo]]:
+    """The ELF files among a wheel's members held in memory, in archive order."""
+    out: list[tuple[str, ElfInfo]] = []
+    for name in sorted(members):
+        data = members[name]
+        if len(data) < 4 or not is_elf(data[:4]):
+            continue
+        try:
+            out.append((name, read_elf(Path(name).name, data)))
+        except NotElfError as exc:
+            raise WheelError(
+                f"{path.name}: {name} looks like ELF but cannot be read: {exc}",
+                hint="rebuild the wheel",
+            ) from exc
+    return out
+
+
+def _elf_members_of(path: Path) -> list[tuple[str, ElfInfo]]:
+    """The ELF files of a wheel on disk, in archive order."""
+    try:
+        with zipfile.ZipFile(path) as zf, tempfile.TemporaryDirectory(prefix="kw-check-") as tmp:
+            members: list[tuple[str, ElfInfo]] = []
+            for index, member in enumerate(zf.infolist()):
+                if member.is_dir() or member.file_size < 4:
+                    continue
+                with zf.open(member) as f:
+                    if not is_elf(f.read(4)):
+                        continue
+                # Extract under a safe local name: the archive name is only for display.
+                local = Path(tmp) / f"{index}-{Path(member.filename).name}"
+                with zf.open(member) as src, local.open("wb") as dst:
+                    while chunk := src.read(1 << 20):
+                        dst.write(chunk)
+                try:
+                    members.append((member.filename, read_elf(local)))
+                except NotElfError as exc:
+                    raise WheelError(
+                        f"{path.name}: {member.filename} looks like ELF but cannot be read: {exc}",
+                        hint="rebuild the wheel",
+                    ) from exc
+    except FileNotFoundError as exc:
+        raise WheelError(f"{path}: no such wheel", hint="check the path") from exc
+    except zipfile.BadZipFile as exc:
+        raise WheelError(f"{path}: not a zip archive ({exc})", hint="rebuild the wheel") from exc
+    return members

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -53,15 +53,17 @@ class AbiVerdict(Protocol):
     def summary(self) -> str: ...
 
 
-AbiCheck = Callable[[Path], AbiVerdict]
+# (the wheel written, its files as written: archive path -> bytes) -> verdict
+AbiCheck = Callable[[Path, Mapping[str, bytes]], AbiVerdict]
 
 
-def default_abi_check(wheel: Path) -> AbiVerdict:
+def default_abi_check(wheel: Path, files: Mapping[str, bytes]) -> AbiVerdict:
     """The check ``kernelwheel check`` and ``kernelwheel build`` apply (manylinux_2_28 caps, the
-    abi3 floor of the tag, allowed libraries, the C++ ABI of the local version)."""
+    abi3 floor of the tag, allowed libraries, the C++ ABI of the local version), on the bytes
+    just written rather than read back from the wheel."""
     from ..abi import check_wheel
 
-    return check_wheel(wheel)
+    return check_wheel(wheel, members=files)
 
 
 @dataclass(frozen=True)
@@ -333,7 +335,7 @@ def _abi(
 ) -> str | Rejected:
     with step(reporter, variant.name, "ABI check") as detail:
         try:
-            verdict = abi_check(wheel)
+            verdict = abi_check(wheel, prepared.spec.files)
         except KernelwheelError as exc:
             detail.append("could not check")
             return Rejected(variant.name, f"ABI check failed to run: {exc}", exc.exit_code)
