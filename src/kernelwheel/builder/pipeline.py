@@ -55,6 +55,20 @@ def gencode_flags(capabilities: tuple[str, ...]) -> list[str]:
     return flags
 
 
+def fatbin_compression_flags(mode: str, cuda_version: str) -> tuple[list[str], str | None]:
+    """nvcc flags for a fatbin compression mode, and a note when the toolkit cannot honour it.
+    ``--compress-mode`` exists from CUDA 12.8; older nvcc only knows ``-no-compress``."""
+    if mode == "default":
+        return [], None
+    major, minor = (int(x) for x in cuda_version.split(".")[:2])
+    if (major, minor) >= (12, 8):
+        return [f"--compress-mode={mode}"], None
+    if mode == "none":
+        return ["-no-compress"], None
+    note = f"fatbin compression {mode!r} needs nvcc >= 12.8; CUDA {cuda_version} keeps its default"
+    return [], note
+
+
 def _check_env_matches(env: EnvInfo, variant: Variant) -> None:
     assert variant.torch is not None
     running = env.torch_minor
@@ -198,13 +212,18 @@ def _compile(
     if is_cuda:
         assert toolkit is not None
         defines += [("KERNELWHEEL_WITH_CUDA", "1"), ("CUDA_KERNEL", "1")]
-        caps = tuple(capabilities) or req.default_capabilities
+        caps = req.cuda_capabilities or tuple(capabilities) or req.default_capabilities
         if not caps:
             raise ToolchainError(
                 f"no CUDA capabilities for {variant.name}",
                 hint="set cuda-capabilities in build.toml or a default list in the recipe",
             )
         nvcc_flags += gencode_flags(caps)
+        compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
+        nvcc_flags += compression
+        if note:
+            with open(log, "a") as fh:
+                fh.write(f"note: {note}\n")
         include_dirs += [str(p) for p in toolkit.extra_includes]
     else:
         defines.append(("CPU_KERNEL", "1"))

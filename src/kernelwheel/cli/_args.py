@@ -105,6 +105,19 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         help="pip uses no index, only --find-links: a fully offline build",
     )
     add_jobs_argument(env)
+    cuda = parser.add_argument_group("CUDA device code", PRECEDENCE)
+    cuda.add_argument(
+        "--fatbin-compression",
+        metavar="MODE",
+        help="nvcc's fatbin compression (--compress-mode, CUDA >= 12.8): default, size, speed, "
+        "balance or none (default: default, nvcc's choice)",
+    )
+    cuda.add_argument(
+        "--cuda-capabilities",
+        metavar="LIST",
+        help="compile for these capabilities instead of build.toml's and the recipe's, e.g. "
+        "'9.0 10.0+PTX' (+PTX also embeds PTX)",
+    )
     repair = parser.add_argument_group("repair", PRECEDENCE)
     repair.add_argument(
         "--plat",
