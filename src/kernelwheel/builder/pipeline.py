@@ -24,12 +24,13 @@ from ..model.project import KernelProject
 from ..model.recipes import load_recipes
 from ..model.variant import BackendKind, CxxAbi, LocalVersionStyle, Variant
 from ..wheels import WheelSpec, write_wheel
-from ..wheels.repair import repair_wheel
+from ..wheels.repair import RepairResult, repair_wheel
 from . import codegen, cross
 from .compile_spec import CompileSpec
 from .compiler_cache import ccache_env, read_stats
 from .envs import CudaToolkit, EnvInfo, find_cuda_toolkit, locked, probe, provision
 from .request import BuildRequest, BuiltWheel
+from .reuse import Reuse, build_key, repair_key
 
 REQUESTED_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest stable ABI we target
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")
@@ -263,6 +264,21 @@ def _compile(
         env_vars["TORCH_NO_COMPILER_WRAPPER"] = "1"
     if cross_build is not None:  # kernelwheel.builder.cross: CC/CXX/LDSHARED = the cross compiler
         cross_build.extend_env(env_vars, req.cache_dir)
+    # An unchanged variant (same key, same input files) reuses its last shared object; with the
+    # compiler cache off (KERNELWHEEL_NO_CCACHE) every build really compiles.
+    reuse = None if env_vars.get("KERNELWHEEL_NO_CCACHE") else Reuse(
+        req.work_dir / "reuse" / variant.name, (project.root, stage)
+    )
+    key = build_key(spec, env, env_vars, _WORKER) if reuse else ""
+    stored = reuse.lookup(key) if reuse else None
+    if stored is not None:
+        with open(log, "a") as fh:
+            fh.write(
+                "compile skipped: sources, headers, flags, toolchain and torch are those of the "
+                f"last build of {variant.name}; its shared object is reused\n"
+            )
+        stored["cache"] = "unchanged: compile skipped"
+        return stored
     code = run_logged(
         [env.python, _WORKER, spec_path, result_path], log, env=env_vars, cwd=stage
     )
@@ -274,6 +290,9 @@ def _compile(
         )
     result: dict[str, object] = json.loads(result_path.read_text())
     result["capabilities"] = list(spec.capabilities)
+    if reuse is not None:
+        reuse.store(key, result, spec.sources)
+    result.pop("inputs", None)
     stats = read_stats(stats_log) if cached is not None else None
     result["cache"] = stats.describe() if stats else "no compiler cache (install ccache)"
     return result
@@ -374,7 +393,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         return BuiltWheel(variant, path, bid, namespace, log, env, report.ok, _caps(result))
 
     with step(reporter, scope, "repair") as detail:
-        repaired = repair_wheel(raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort)
+        repaired = _repair(req, raw)
         with open(log, "a") as fh:
             fh.write(f"\n$ auditwheel repair ({req.manylinux})\n{repaired.log}\n")
         detail.append(repaired.tag)
@@ -387,6 +406,30 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             with open(log, "a") as fh:
                 fh.write("\n" + report.summary(limit=100) + "\n")
     return BuiltWheel(variant, repaired.wheel, bid, namespace, log, env, report.ok, _caps(result))
+
+
+def _repair(req: BuildRequest, raw: Path) -> RepairResult:
+    """auditwheel repair, or the wheel an earlier repair made from the same bytes (a variant
+    rebuilt unchanged gives a byte-identical raw wheel): copied, then checked again."""
+    assert req.manylinux is not None
+    reuse = Reuse(req.work_dir / "reuse" / req.variant.name, ())
+    key = repair_key(req.manylinux, req.best_effort)
+    hit = None if os.environ.get("KERNELWHEEL_NO_CCACHE") else reuse.repaired(raw, key)
+    if hit is not None:
+        wheel, record = hit
+        final = atomic_copy(wheel, req.out_dir / wheel.name)
+        report = check_wheel(final, policy=req.manylinux)
+        grafted = record.get("grafted")
+        return RepairResult(
+            wheel=final,
+            tag=str(record["tag"]),
+            report=report,
+            grafted=tuple(str(g) for g in grafted) if isinstance(grafted, list) else (),
+            log=f"(reused: the repair of the same raw wheel)\n{record.get('log', '')}",
+        )
+    repaired = repair_wheel(raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort)
+    reuse.keep_repaired(raw, key, repaired.wheel, repaired.tag, repaired.grafted, repaired.log)
+    return repaired
 
 
 def _caps(result: dict[str, object]) -> tuple[str, ...]:
