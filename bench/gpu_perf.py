@@ -70,7 +70,7 @@ def build_all(work: Path, out: Path, env: dict[str, str]) -> dict[str, dict[str,
         cmd = [sys.executable, "-m", "kernelwheel", "build", str(KERNEL), "--only", VARIANT,
                "--python", sys.executable, "--cuda-home", cuda_home(), "--no-repair",
                "--best-effort", "--cache-dir", str(work / f"cache_{slug(name)}"), "-o", str(dest),
-               "-j", str(jobs), *flags]
+               "-j", str(jobs), "--recipes", str(REPO / "recipes"), *flags]
         procs[name] = (cmd, dest, time.monotonic(), subprocess.Popen(
             cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     built: dict[str, dict[str, object]] = {}
