@@ -18,6 +18,9 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.def("img2gray(Tensor input) -> Tensor");
   ops.def("img2gray.out(Tensor input, Tensor! output) -> ()");
   ops.impl("img2gray", c10::DispatchKey::Meta, &img2gray_meta);
+  // uint8 in, uint8 out: nothing to differentiate, so the call goes straight to the kernel
+  // instead of through the boxed autograd "not implemented" fallback (host time per call).
+  ops.impl("img2gray", c10::DispatchKey::Autograd, torch::CppFunction::makeFallthrough());
 #if defined(KERNELWHEEL_WITH_CPU)
   ops.impl("img2gray", torch::kCPU, &img2gray_cpu);
   ops.impl("img2gray.out", torch::kCPU, &img2gray_out_cpu);
