@@ -92,6 +92,12 @@ def main() -> int:
     parser.add_argument("--startup-runs", type=int, default=41)
     parser.add_argument("--pad-mib", type=float, default=4.0)
     parser.add_argument("--cpus", type=int, default=2, help="pin to CPUs 0..N-1 (0: all)")
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="also time another kernelwheel: this src/ folder (e.g. `git archive` of an older "
+        "commit), run as python -m kernelwheel with it first on PYTHONPATH",
+    )
     args = parser.parse_args()
     cpus = set(range(args.cpus)) if args.cpus else None
 
@@ -115,9 +121,15 @@ def main() -> int:
             "kernels": [args.kernels_python, str(driver), str(snapshot)],
             "kernelwheel": [args.kernelwheel, "to-wheel", str(clone), VERSION, "-o", str(out)],
         }
+        if args.baseline_src:
+            tools["kernelwheel (baseline)"] = [
+                "env", f"PYTHONPATH={args.baseline_src.resolve()}", sys.executable, "-m",
+                "kernelwheel", "to-wheel", str(clone), VERSION, "-o", str(out),
+            ]
         walls: dict[str, list[float]] = {t: [] for t in tools}
         cpu: dict[str, list[float]] = {t: [] for t in tools}
         ratios: list[float] = []
+        base_ratios: list[float] = []
         for i in range(args.runs + 1):  # run 0 warms the page cache and is not counted
             order = list(tools) if i % 2 == 0 else list(reversed(tools))
             got: dict[str, float] = {}
@@ -129,6 +141,8 @@ def main() -> int:
                     cpu[tool].append(c)
             if i:
                 ratios.append(got["kernels"] / got["kernelwheel"])
+                if "kernelwheel (baseline)" in got:
+                    base_ratios.append(got["kernelwheel (baseline)"] / got["kernelwheel"])
         wheels = sorted(p.name for p in out.glob("*.whl"))
         assert len(wheels) == len(SEED_13), wheels
 
@@ -136,6 +150,11 @@ def main() -> int:
             "python -c pass": [sys.executable, "-c", "pass"],
             "kernelwheel --version": [args.kernelwheel, "--version"],
         }
+        if args.baseline_src:
+            start["kernelwheel --version (baseline)"] = [
+                "env", f"PYTHONPATH={args.baseline_src.resolve()}", sys.executable, "-m",
+                "kernelwheel", "--version",
+            ]
         swalls: dict[str, list[float]] = {k: [] for k in start}
         for i in range(args.startup_runs + 1):
             for k, cmd in start.items():
@@ -163,6 +182,10 @@ def main() -> int:
         f"ratios {med(ratios):.2f}x (min {min(ratios):.2f}x, max {max(ratios):.2f}x); "
         f"CPU ratio {med(cpu['kernels']) / med(cpu['kernelwheel']):.2f}x"
     )
+    if base_ratios:
+        print(
+            f"kernelwheel (baseline)/kernelwheel: median of per-run ratios {med(base_ratios):.2f}x"
+        )
     print()
     print(f"| start-up, {args.startup_runs} runs | wall median (min) |")
     print("|---|---|")
