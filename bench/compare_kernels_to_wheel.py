@@ -1,7 +1,7 @@
 """Side by side: ``kernelwheel to-wheel`` against ``kernels==0.11.3``'s ``kernels to-wheel``.
 
-Both CLIs run as fresh processes against the same loopback Hub (tests/hubfixtures/hubserver.py:
-the endpoints huggingface_hub calls, answered from git repos built by tests/hubfixtures/gitrepo.py
+Both CLIs run as fresh processes against the same loopback Hub (tests/support/hubserver.py:
+the endpoints huggingface_hub calls, answered from git repos built by tests/support/gitrepo.py
 with real ELF objects), each run with an empty Hugging Face cache, so the timings include the
 download. Recorded per repo: which wheels each tool writes, how they differ (name, METADATA
 Version, Requires-Dist, tag), whether each tool's wheels pass the checks pip applies, and the wall
@@ -40,8 +40,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 
-from hubfixtures.gitrepo import DEFECT_CASES, SEED_13, make_repo  # noqa: E402
-from hubfixtures.hubserver import GitBackedRepo, HubState, serve  # noqa: E402
+from support.gitrepo import DEFECT_CASES, SEED_13, make_repo  # noqa: E402
+from support.hubserver import GitBackedRepo, HubState, serve  # noqa: E402
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename  # noqa: E402
 
 PACKAGE = "img2gray"

@@ -12,6 +12,7 @@ from kernelwheel.builder.envs import EnvInfo, pip_install_args
 from kernelwheel.builder.pipeline import (
     _check_env_matches,
     _python_tag,
+    fatbin_compression_flags,
     full_version,
     gencode_flags,
 )
@@ -33,6 +34,15 @@ def test_gencode_flags_with_ptx() -> None:
         "-gencode=arch=compute_120,code=sm_120",
         "-gencode=arch=compute_120,code=compute_120",
     ]
+
+
+def test_fatbin_compression_flags() -> None:
+    assert fatbin_compression_flags("default", "13.0") == ([], None)
+    assert fatbin_compression_flags("size", "13.0") == (["--compress-mode=size"], None)
+    assert fatbin_compression_flags("none", "12.8") == (["--compress-mode=none"], None)
+    assert fatbin_compression_flags("none", "12.6") == (["-no-compress"], None)
+    flags, note = fatbin_compression_flags("balance", "11.8")
+    assert flags == [] and note is not None and "needs nvcc >= 12.8" in note
 
 
 def test_python_tag_follows_the_limited_api_really_used() -> None:

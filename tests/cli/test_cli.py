@@ -72,3 +72,29 @@ def test_selector_matching_nothing_is_an_error(capsys: pytest.CaptureFixture[str
     code = main(["build", str(IMG2GRAY), "--print-build-identifiers", "--build", "torch99-*"])
     assert code == UsageError.exit_code
     assert "torch99-*" in capsys.readouterr().err
+
+
+def test_only_the_command_run_is_imported() -> None:
+    """main() imports the module of the command it runs; --version none; help and unknown
+    commands all of them (so they are listed)."""
+    import subprocess
+    import sys
+
+    from kernelwheel.cli import COMMANDS, _commands_needed
+
+    assert _commands_needed(["--version"]) == ()
+    assert _commands_needed(["--traceback", "--version"]) == ()
+    assert _commands_needed(["to-wheel", "org/repo", "1"]) == ("to_wheel",)
+    assert _commands_needed(["--traceback", "build", "--version", "1.0", "."]) == ("build",)
+    for argv in ([], ["--help"], ["-h", "build"], ["bogus"], ["--traceback"], ["--", "build"]):
+        assert _commands_needed(argv) == COMMANDS, argv
+    probe = (
+        "import sys\nfrom kernelwheel.cli import main\ntry:\n    main(['--version'])\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kernelwheel.')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert "kernelwheel.cli.build" not in loaded and "kernelwheel.builder" not in loaded
+    assert "kernelwheel.hub" not in loaded and "kernelwheel.abi" not in loaded

@@ -45,7 +45,7 @@ def test_an_abi_check_that_cannot_run_is_marked_failed(
 ) -> None:
     repo = make_repo(tmp_path / "img2gray", [CU128], so_cache=so_cache, tag=None)
 
-    def broken(wheel: Path) -> object:
+    def broken(wheel: Path, files: object) -> object:
         raise WheelError(f"{wheel.name}: cannot read")
 
     from kernelwheel.cli.ui import ConsoleUI

@@ -218,3 +218,26 @@ def test_bad_values_name_their_layer(env: dict[str, str], message: str) -> None:
     with pytest.raises(UsageError, match=message) as err:
         resolve_options(None, env=env)
     assert next(iter(env)) in str(err.value)
+
+
+def test_cuda_device_code_options(tmp_path: Path) -> None:
+    """fatbin-compression and cuda-capabilities go through the four layers like the others."""
+    root = kernel(
+        tmp_path, "[tool.kernelwheel]\nfatbin-compression = 'size'\ncuda-capabilities = ['9.0']\n"
+    )
+    options = resolve_options(root, env={})
+    assert (options.fatbin_compression, options.cuda_capabilities) == ("size", ("9.0",))
+    options = resolve_options(
+        root,
+        env={"KERNELWHEEL_FATBIN_COMPRESSION": "none"},
+        cli={"cuda_capabilities": "8.0, 9.0a 10.0+PTX"},
+    )
+    assert options.fatbin_compression == "none"
+    assert options.source("fatbin_compression") == "KERNELWHEEL_FATBIN_COMPRESSION"
+    assert options.cuda_capabilities == ("8.0", "9.0a", "10.0+PTX")
+    assert DEFAULT_OPTIONS.fatbin_compression == "default"
+    assert DEFAULT_OPTIONS.cuda_capabilities is None
+    with pytest.raises(UsageError, match="unknown fatbin compression 'small'"):
+        resolve_options(None, env={}, cli={"fatbin_compression": "small"})
+    with pytest.raises(UsageError, match="invalid CUDA capability 'sm_90'"):
+        resolve_options(None, env={"KERNELWHEEL_CUDA_CAPABILITIES": "sm_90"})

@@ -101,3 +101,37 @@ def test_read_wheel_detects_tampering(tmp_path: Path) -> None:
             dst.writestr(info, data)
     with pytest.raises(WheelError, match="does not match its RECORD hash"):
         read_wheel(tampered)
+
+
+def test_known_digests_give_the_same_wheel(tmp_path: Path) -> None:
+    """RECORD takes a digest the caller already computed instead of hashing again: same bytes."""
+    import hashlib
+
+    files = {"img2gray/__init__.py": b"x = 1\n", "img2gray/_img2gray_ab.abi3.so": b"\x7fELF..."}
+    known = {n: hashlib.sha256(d).hexdigest() for n, d in files.items()}
+    plain = write_wheel(_spec(), tmp_path / "a").read_bytes()
+    reused = write_wheel(_spec(sha256=known), tmp_path / "b").read_bytes()
+    assert plain == reused
+
+
+def test_incompressible_members_are_stored(tmp_path: Path) -> None:
+    """Deflate pays for text and code, not for compressed fatbins: those are stored, wherever
+    in an object the incompressible bytes sit; the choice depends on the bytes alone."""
+    import hashlib
+
+    noise = b"".join(hashlib.sha256(i.to_bytes(4, "little")).digest() for i in range(1 << 15))
+    code = b"\x7fELF" + bytes(range(256)) * 64
+    files = {
+        "img2gray/__init__.py": b"x = 1\n" * 100,
+        "img2gray/fatbin.so": code + noise,  # ~1 MiB noise after 16 KiB of code
+        "img2gray/mostly_code.so": code * 40 + noise[:8192],
+        "img2gray/small_noise.bin": noise[:5000],
+    }
+    path = write_wheel(_spec(files=files, executables=frozenset()), tmp_path)
+    with zipfile.ZipFile(path) as zf:
+        kinds = {i.filename: i.compress_type for i in zf.infolist()}
+    assert kinds["img2gray/__init__.py"] == zipfile.ZIP_DEFLATED
+    assert kinds["img2gray/fatbin.so"] == zipfile.ZIP_STORED
+    assert kinds["img2gray/mostly_code.so"] == zipfile.ZIP_DEFLATED
+    assert kinds["img2gray/small_noise.bin"] == zipfile.ZIP_STORED
+    assert read_wheel(path).files["img2gray/fatbin.so"] == code + noise

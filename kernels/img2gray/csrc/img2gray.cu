@@ -23,6 +23,7 @@
 
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -104,21 +105,7 @@ void check_args(at::Tensor const& input, at::Tensor const& output) {
   at::assert_no_overlap(output, input);
 }
 
-}  // namespace
-
-void img2gray_cuda(at::Tensor const& input, at::Tensor& output) {
-  check_args(input, output);
-  TORCH_CHECK(input.is_cuda(), "img2gray_cuda: tensors must be on a CUDA device, got ",
-              input.device());
-  const int64_t pixels = output.numel();
-  if (pixels == 0) {
-    return;
-  }
-  const c10::cuda::CUDAGuard guard(input.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  const uint8_t* in = input.const_data_ptr<uint8_t>();
-  uint8_t* out = output.mutable_data_ptr<uint8_t>();
-
+void launch(const uint8_t* in, uint8_t* out, int64_t pixels, cudaStream_t stream) {
   const bool aligned =
       reinterpret_cast<uintptr_t>(in) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
   if (aligned) {
@@ -136,4 +123,39 @@ void img2gray_cuda(at::Tensor const& input, at::Tensor& output) {
                                                                                   pixels);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+// The public call: checks, allocation (the caching allocator, directly: no second dispatch) and
+// the launch on the current stream, so it is captured whole by a CUDA graph.
+at::Tensor img2gray_cuda(at::Tensor const& input) {
+  TORCH_CHECK_TYPE(input.scalar_type() == at::kByte, "img2gray: expected a uint8 image, got ",
+                   input.scalar_type());
+  TORCH_CHECK_VALUE((input.dim() == 3 || input.dim() == 4) && input.size(-1) == 3,
+                    "img2gray: expected shape (H, W, 3) or (N, H, W, 3) (channel-last RGB), got ",
+                    input.sizes());
+  const c10::cuda::CUDAGuard guard(input.device());
+  const at::Tensor in = input.contiguous();  // no copy when it already is
+  at::Tensor out(at::detail::empty_cuda(in.sizes().slice(0, in.dim() - 1), at::kByte,
+                                        in.device(), std::nullopt));
+  const int64_t pixels = out.numel();
+  if (pixels > 0) {
+    launch(in.const_data_ptr<uint8_t>(), out.mutable_data_ptr<uint8_t>(), pixels,
+           c10::cuda::getCurrentCUDAStream());
+  }
+  return out;
+}
+
+void img2gray_out_cuda(at::Tensor const& input, at::Tensor& output) {
+  check_args(input, output);
+  TORCH_CHECK(input.is_cuda(), "img2gray_cuda: tensors must be on a CUDA device, got ",
+              input.device());
+  const int64_t pixels = output.numel();
+  if (pixels == 0) {
+    return;
+  }
+  const c10::cuda::CUDAGuard guard(input.device());
+  launch(input.const_data_ptr<uint8_t>(), output.mutable_data_ptr<uint8_t>(), pixels,
+         c10::cuda::getCurrentCUDAStream());
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -36,9 +37,32 @@ void check_args(at::Tensor const& input, at::Tensor const& output) {
   at::assert_no_overlap(output, input);
 }
 
+void convert(const uint8_t* in, uint8_t* out, int64_t pixels) {
+  // 64 Ki pixels (256 KiB of traffic) per task keeps the threading overhead well below the work.
+  at::parallel_for(0, pixels, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      out[i] = gray_of(in[3 * i], in[3 * i + 1], in[3 * i + 2]);
+    }
+  });
+}
+
 }  // namespace
 
-void img2gray_cpu(at::Tensor const& input, at::Tensor& output) {
+at::Tensor img2gray_cpu(at::Tensor const& input) {
+  TORCH_CHECK_TYPE(input.scalar_type() == at::kByte, "img2gray: expected a uint8 image, got ",
+                   input.scalar_type());
+  TORCH_CHECK_VALUE((input.dim() == 3 || input.dim() == 4) && input.size(-1) == 3,
+                    "img2gray: expected shape (H, W, 3) or (N, H, W, 3) (channel-last RGB), got ",
+                    input.sizes());
+  const at::Tensor in = input.contiguous();  // no copy when it already is
+  at::Tensor out = at::detail::empty_cpu(in.sizes().slice(0, in.dim() - 1), at::kByte);
+  if (out.numel() > 0) {
+    convert(in.const_data_ptr<uint8_t>(), out.mutable_data_ptr<uint8_t>(), out.numel());
+  }
+  return out;
+}
+
+void img2gray_out_cpu(at::Tensor const& input, at::Tensor& output) {
   check_args(input, output);
   TORCH_CHECK(input.device().is_cpu(), "img2gray_cpu: tensors must be on the CPU, got ",
               input.device());
@@ -46,12 +70,5 @@ void img2gray_cpu(at::Tensor const& input, at::Tensor& output) {
   if (pixels == 0) {
     return;
   }
-  const uint8_t* in = input.const_data_ptr<uint8_t>();
-  uint8_t* out = output.mutable_data_ptr<uint8_t>();
-  // 64 Ki pixels (256 KiB of traffic) per task keeps the threading overhead well below the work.
-  at::parallel_for(0, pixels, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      out[i] = gray_of(in[3 * i], in[3 * i + 1], in[3 * i + 2]);
-    }
-  });
+  convert(input.const_data_ptr<uint8_t>(), output.mutable_data_ptr<uint8_t>(), pixels);
 }

@@ -171,10 +171,27 @@ def test_rejects_non_tensor() -> None:
         img2gray.img2gray(np.zeros((4, 4, 3), dtype=np.uint8))  # type: ignore[arg-type]
 
 
-def test_rejects_unsupported_device() -> None:
-    supported = ", ".join(img2gray.supported_devices())
-    with pytest.raises(RuntimeError, match=f"no kernel for device 'meta'.*supported devices: {supported}"):
-        img2gray.img2gray(torch.empty(4, 4, 3, dtype=torch.uint8, device="meta"))
+def test_meta_input_gives_shape_only_output() -> None:
+    """The functional op's Meta kernel (what torch.compile traces with) checks and shapes."""
+    out = img2gray.img2gray(torch.empty(2, 4, 5, 3, dtype=torch.uint8, device="meta"))
+    assert out.device.type == "meta" and out.shape == (2, 4, 5) and out.dtype == torch.uint8
+    with pytest.raises(TypeError, match="expected a uint8 image"):
+        img2gray.img2gray(torch.empty(4, 4, 3, dtype=torch.float32, device="meta"))
+    with pytest.raises(ValueError, match=r"expected shape \(H, W, 3\)"):
+        img2gray.img2gray(torch.empty(4, 4, 4, dtype=torch.uint8, device="meta"))
+
+
+def test_functional_op_reuses_no_stale_memory(rng: np.random.Generator) -> None:
+    """The op called directly (torch.ops namespace) allocates its output: every pixel written,
+    even where the allocator hands back a block freshly filled with a poison value."""
+    for shape in [(3, 37, 53, 3), (64, 64, 3), (1, 1, 3)]:
+        img = random_image(rng, shape)
+        for poison in (0x00, 0xFF, 0xA5):
+            del_me = torch.full(shape[:-1], poison, dtype=torch.uint8)
+            del del_me
+            assert_equal(
+                img2gray.ops.img2gray(torch.from_numpy(img)), reference(img), f"op {shape}"
+            )
 
 
 @pytest.mark.skipif(not HAS_CUDA or BUILD_HAS_CUDA, reason="needs a GPU and a CPU-only build")
@@ -194,6 +211,13 @@ def test_op_checks_its_arguments() -> None:
         img2gray.ops.img2gray(img.float(), torch.empty(4, 5, dtype=torch.uint8))
     with pytest.raises(RuntimeError, match="must be contiguous"):
         img2gray.ops.img2gray(img[:, ::2], torch.empty(4, 3, dtype=torch.uint8))
+    # The functional op: Python's exception types, from C++.
+    with pytest.raises(TypeError, match="expected a uint8 image"):
+        img2gray.ops.img2gray(img.float())
+    with pytest.raises(ValueError, match=r"expected shape \(H, W, 3\)"):
+        img2gray.ops.img2gray(img[..., :2])
+    with pytest.raises(ValueError, match=r"expected shape \(H, W, 3\)"):
+        img2gray.ops.img2gray(img[None, None])
 
 
 def test_cpu_traces_under_torch_compile(rng: np.random.Generator) -> None:
@@ -292,3 +316,38 @@ def test_cuda_graph_capture(rng: np.random.Generator) -> None:
         static_out.fill_(0xA5)
         graph.replay()
         assert_equal(static_out, reference(img), "cuda graph replay")
+
+
+@gpu
+@needs_gpu
+def test_cuda_graph_capture_functional(rng: np.random.Generator) -> None:
+    """The public call (allocation included) captured in a CUDA graph: the output lives in the
+    graph's pool and every replay rewrites it from the current input."""
+    static_in = torch.empty((2, 71, 93, 3), dtype=torch.uint8, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up outside the capture
+        img2gray.img2gray(static_in)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = img2gray.img2gray(static_in)
+    for _ in range(3):
+        img = random_image(rng, (2, 71, 93, 3))
+        static_in.copy_(torch.from_numpy(img))
+        static_out.fill_(0xA5)
+        graph.replay()
+        assert_equal(static_out, reference(img), "cuda graph replay of img2gray()")
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("shape", [(1080, 1920, 3), (2, 135, 241, 3), (5, 7, 3)], ids=str)
+def test_cuda_functional_op_poisoned_pool(rng: np.random.Generator, shape: tuple[int, ...]) -> None:
+    """The output comes from the caching allocator: a block just freed after a poison fill is
+    handed back, so any pixel the kernel misses shows."""
+    img = random_image(rng, shape)
+    x = torch.from_numpy(img).cuda()
+    for poison in (0x00, 0xFF):
+        torch.full(shape[:-1], poison, dtype=torch.uint8, device="cuda")  # freed at once
+        assert_equal(img2gray.ops.img2gray(x), reference(img), f"cuda op {shape}, pool {poison:#x}")

@@ -1,25 +1,31 @@
-"""Thin ELF helpers on top of pyelftools: what the ABI rules need from one shared object.
+"""Thin ELF helpers: what the ABI rules need from one shared object.
 
 Reads the dynamic section (DT_NEEDED, DT_SONAME), the dynamic symbol table with each symbol's
 GNU version (``.gnu.version`` indexes into ``.gnu.version_r``), and the PT_GNU_STACK segment.
 Policy logic lives elsewhere.
+
+The common case (a well-formed ELF32/ELF64 object of a known machine) is read directly with
+:mod:`struct`; anything else (extended section numbering, unknown machines, Solaris objects,
+truncated or odd tables) goes to pyelftools, which is then imported, and whose reading is the
+reference the fast path is tested against. The fast path is ~20x quicker and spares the ~40 ms
+import of pyelftools, per process.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import io
+import mmap
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.constants import P_FLAGS
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-from elftools.elf.gnuversions import GNUVerNeedSection, GNUVerSymSection
-from elftools.elf.sections import SymbolTableSection
+if TYPE_CHECKING:
+    from elftools.elf.elffile import ELFFile
+
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -70,18 +76,206 @@ def is_elf(head: bytes) -> bool:
     return head[:4] == ELF_MAGIC
 
 
-def read_elf(path: str | os.PathLike[str]) -> ElfInfo:
-    """Read what the ABI rules need. Raises NotElfError for a file that is not ELF."""
+def read_elf(path: str | os.PathLike[str], data: bytes | None = None) -> ElfInfo:
+    """Read what the ABI rules need, from ``data`` when given (``path`` then only names it).
+    Raises NotElfError for a file that is not ELF."""
     p = Path(path)
+    if data is not None:
+        try:
+            return _read_fast(p, data)
+        except _Unusual:
+            return _read_reference(p, io.BytesIO(data))
+    with p.open("rb") as f:
+        try:
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                return _read_fast(p, mapped)
+        except (_Unusual, ValueError, OSError):  # ValueError: an empty file cannot be mapped
+            f.seek(0)
+            return _read_reference(p, f)
+
+
+def _read_reference(p: Path, stream: BinaryIO) -> ElfInfo:
+    """pyelftools' reading: the fallback for what the fast path does not handle."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
     try:
-        with p.open("rb") as f:
-            elf = ELFFile(f)
-            return _read(p, elf)
+        return _read(p, ELFFile(stream))
     except ELFError as exc:
         raise NotElfError(f"{p}: not a readable ELF file ({exc})") from exc
 
 
+class _Unusual(Exception):
+    """Something the fast reader leaves to pyelftools (which reads it or says why not)."""
+
+
+_MACHINES = {
+    62: "EM_X86_64",
+    3: "EM_386",
+    183: "EM_AARCH64",
+    21: "EM_PPC64",
+    22: "EM_S390",
+    40: "EM_ARM",
+    243: "EM_RISCV",
+    258: "EM_LOONGARCH",
+}
+_ELFOSABI_SOLARIS = 6
+_SHT_STRTAB, _SHT_DYNAMIC, _SHT_DYNSYM = 3, 6, 11
+_SHT_GNU_VERNEED, _SHT_GNU_VERSYM = 0x6FFFFFFE, 0x6FFFFFFF
+_PT_GNU_STACK = 0x6474E551
+_PF_X = 1
+_ET_DYN = 3
+_DT_NULL, _DT_NEEDED, _DT_SONAME = 0, 1, 14
+_STB_LOCAL, _STB_WEAK = 0, 2
+_VERSYM_RESERVED = (0, 1, 0xFF00, 0xFF01)  # VER_NDX_LOCAL/GLOBAL/LORESERVE/ELIMINATE: no version
+
+
+def _read_fast(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
+    """The same reading as :func:`_read` on pyelftools, for well-formed objects; raises
+    _Unusual for anything else."""
+    try:
+        return _parse(path, data)
+    except (struct.error, IndexError, ValueError, ZeroDivisionError):
+        raise _Unusual from None
+
+
+def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
+    if len(data) < 52 or data[:4] != ELF_MAGIC or data[4] not in (1, 2) or data[5] not in (1, 2):
+        raise _Unusual
+    if data[7] == _ELFOSABI_SOLARIS:
+        raise _Unusual
+    is64, e = data[4] == 2, "<" if data[5] == 1 else ">"
+    header = e + ("HHIQQQIHHHHHH" if is64 else "HHIIIIIHHHHHH")
+    (e_type, e_machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = (
+        struct.unpack_from(header, data, 16)
+    )
+    machine = _MACHINES.get(e_machine)
+    if machine is None or shoff == 0 or shnum == 0 or phnum >= 0xFFFF:
+        raise _Unusual
+    # (sh_type, sh_offset, sh_size, sh_link, sh_info, sh_entsize) of each section
+    if is64:
+        sh = struct.Struct(e + "IIQQQQIIQQ")
+        sections = [
+            (t, off, size, link, info, ent)
+            for _, t, _, _, off, size, link, info, _, ent in (
+                sh.unpack_from(data, shoff + i * shentsize) for i in range(shnum)
+            )
+        ]
+    else:
+        sh = struct.Struct(e + "IIIIIIIIII")
+        sections = [
+            (t, off, size, link, info, ent)
+            for _, t, _, _, off, size, link, info, _, ent in (
+                sh.unpack_from(data, shoff + i * shentsize) for i in range(shnum)
+            )
+        ]
+
+    def string(table: int, offset: int) -> str:
+        t, base, size, *_ = sections[table]
+        if t != _SHT_STRTAB or offset >= size or base + size > len(data):
+            raise _Unusual
+        start = base + offset
+        end = data.find(b"\0", start)
+        raw = data[start : end if end >= 0 else len(data)]
+        return raw.decode("utf-8", errors="replace") if raw else ""
+
+    needed: list[str] = []
+    soname: str | None = None
+    dynsym = versym = verneed = None
+    for section in sections:
+        t = section[0]
+        if t == _SHT_DYNAMIC:
+            dyn = struct.Struct(e + ("qQ" if is64 else "iI"))
+            pos = section[1]
+            while True:
+                tag, value = dyn.unpack_from(data, pos)
+                pos += dyn.size
+                if tag == _DT_NEEDED:
+                    needed.append(string(section[3], value))
+                elif tag == _DT_SONAME:
+                    soname = string(section[3], value)
+                elif tag == _DT_NULL:
+                    break
+        elif t == _SHT_DYNSYM:
+            dynsym = section
+        elif t == _SHT_GNU_VERSYM:
+            versym = section
+        elif t == _SHT_GNU_VERNEED:
+            verneed = section
+
+    versions: dict[int, tuple[str, str]] = {}
+    version_needs: list[tuple[str, str]] = []
+    if verneed is not None:
+        _, offset, _, link, count, _ = verneed
+        for _ in range(count):
+            _, cnt, file_, aux, next_ = struct.unpack_from(e + "HHIII", data, offset)
+            if cnt <= 0:
+                raise _Unusual
+            need_file = string(link, file_)
+            aux_offset = offset + aux
+            for _ in range(cnt):
+                _, _, other, name, aux_next = struct.unpack_from(e + "IHHII", data, aux_offset)
+                versions[other] = (need_file, string(link, name))
+                version_needs.append((need_file, string(link, name)))
+                aux_offset += aux_next
+            offset += next_
+
+    symbols: list[ElfSymbol] = []
+    if dynsym is not None:
+        _, offset, size, link, _, entsize = dynsym
+        sym = struct.Struct(e + ("IBBHQQ" if is64 else "IIIBBH"))
+        for index in range(1, size // entsize):
+            fields = sym.unpack_from(data, offset + index * entsize)
+            if is64:
+                name_off, st_info, _, shndx, _, _ = fields
+            else:
+                name_off, _, _, st_info, _, shndx = fields
+            name = string(link, name_off)
+            bind = st_info >> 4
+            if not name or bind == _STB_LOCAL:
+                continue
+            defined = shndx != 0
+            version: str | None = None
+            library: str | None = None
+            if versym is not None and not defined:
+                (ndx,) = struct.unpack_from(e + "H", data, versym[1] + index * versym[5])
+                if ndx not in _VERSYM_RESERVED:
+                    found = versions.get(ndx & 0x7FFF)
+                    if found is not None:
+                        library, version = found
+            symbols.append(ElfSymbol(name, defined, bind == _STB_WEAK, version, library))
+
+    exec_stack = True  # without PT_GNU_STACK the loader assumes an executable stack
+    for i in range(phnum):
+        at = phoff + i * phentsize
+        if is64:
+            p_type, p_flags = struct.unpack_from(e + "II", data, at)
+        else:
+            p_type, p_flags = struct.unpack_from(e + "I20xI", data, at)
+        if p_type == _PT_GNU_STACK:
+            exec_stack = bool(p_flags & _PF_X)
+            break
+
+    return ElfInfo(
+        path=path,
+        machine=machine,
+        arch=_ARCHES.get((machine, 64 if is64 else 32, None))
+        or _ARCHES.get((machine, 64 if is64 else 32, data[5] == 1)),
+        shared=e_type == _ET_DYN,
+        soname=soname,
+        needed=tuple(needed),
+        symbols=tuple(symbols),
+        version_needs=tuple(version_needs),
+        exec_stack=exec_stack,
+    )
+
+
 def _read(path: Path, elf: ELFFile) -> ElfInfo:
+    from elftools.elf.constants import P_FLAGS
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.gnuversions import GNUVerNeedSection, GNUVerSymSection
+    from elftools.elf.sections import SymbolTableSection
+
     machine = str(elf["e_machine"])
     arch = _ARCHES.get((machine, elf.elfclass, None)) or _ARCHES.get(
         (machine, elf.elfclass, elf.little_endian)

@@ -10,7 +10,7 @@ import re
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -427,6 +427,7 @@ def check_wheel(
     python_abi: str | None = FROM_TAG,
     cxxabi: str | None = FROM_TAG,
     integrity: bool = True,
+    members: Mapping[str, bytes] | None = None,
 ) -> WheelReport:
     """Check every ELF file in a wheel, and (``integrity``) the wheel's RECORD and entries.
 
@@ -435,7 +436,9 @@ def check_wheel(
     file name by default (cp3X-abi3 tag; cxx11/cxx98 in the local version), where absent the
     rule is skipped; pass a value to override or None to skip. On a Linux-tagged wheel an entry
     named ``*.so`` that is not ELF, or is a symlink entry, violates the ELF rule.
-    ``integrity=False`` skips the RECORD rule (for wheels kernelwheel has just written).
+    ``integrity=False`` skips the RECORD rule. ``members`` (archive name -> bytes): the wheel's
+    files, when the caller still holds what it just wrote (to-wheel); the archive is then not
+    read back and the RECORD rule is not run (``wheel_path`` still gives the name and tags).
     """
     path = Path(wheel_path)
     tags = read_wheel_tags(path.name)
@@ -453,70 +456,20 @@ def check_wheel(
     floor = _parse_python_abi(py)
     libs = load_kernel_libraries()
 
-    if path.is_dir():
-        raise UsageError(f"{path}: is a folder, not a wheel", hint="pass the .whl files in it")
     linux = any(p.startswith(("manylinux", "musllinux", "linux")) for p in tags.platforms)
     problems: list[IntegrityProblem] = []
-    bad_objects: list[SoReport] = []
-    try:
-        with zipfile.ZipFile(path) as zf, tempfile.TemporaryDirectory(prefix="kw-check-") as tmp:
-            if integrity:
-                problems = integrity_problems(zf)
-            unreadable = {p.subject for p in problems if "decompressed" in p.cause}
-            members: list[tuple[str, ElfInfo]] = []
-            for index, member in enumerate(zf.infolist()):
-                named_so = linux and _SHARED_OBJECT.search(member.filename) is not None
-                if member.is_dir() or member.filename in unreadable:
-                    continue
-                if named_so and is_symlink_entry(member):
-                    bad_objects.append(
-                        _not_elf(
-                            member.filename,
-                            "a symlink entry, not a shared object: pip unpacks it as a small "
-                            "text file holding the link's target, which cannot be loaded",
-                        )
-                    )
-                    continue
-                try:
-                    with zf.open(member) as f:
-                        head = f.read(4)
-                except _UNREADABLE as exc:
-                    raise WheelError(
-                        f"{path.name}: {member.filename} cannot be decompressed ({exc})",
-                        hint="the wheel is corrupt: rebuild or download it again",
-                    ) from None
-                if not is_elf(head):
-                    if named_so:
-                        bad_objects.append(
-                            _not_elf(
-                                member.filename,
-                                f"named like a shared object but not an ELF file (it starts "
-                                f"with {head!r}), so the wheel cannot work on Linux",
-                            )
-                        )
-                    continue
-                # Extract under a safe local name: the archive name is only for display.
-                local = Path(tmp) / f"{index}-{Path(member.filename).name}"
-                with zf.open(member) as src, local.open("wb") as dst:
-                    while chunk := src.read(1 << 20):
-                        dst.write(chunk)
-                try:
-                    members.append((member.filename, read_elf(local)))
-                except NotElfError as exc:
-                    raise WheelError(
-                        f"{path.name}: {member.filename} looks like ELF but cannot be read: {exc}",
-                        hint="rebuild the wheel",
-                    ) from exc
-    except FileNotFoundError as exc:
-        raise WheelError(f"{path}: no such wheel", hint="check the path") from exc
-    except zipfile.BadZipFile as exc:
-        raise WheelError(f"{path}: not a zip archive ({exc})", hint="rebuild the wheel") from exc
-
+    if members is not None:
+        integrity = False  # no archive to verify: these are the bytes just written
+        elves, bad_objects = _elf_members(path, members, linux)
+    else:
+        if path.is_dir():
+            raise UsageError(f"{path}: is a folder, not a wheel", hint="pass the .whl files in it")
+        elves, bad_objects, problems = _elf_members_of(path, linux, integrity)
     shipped = frozenset(
-        n for member_name, info in members for n in (info.soname, Path(member_name).name) if n
+        n for member_name, info in elves for n in (info.soname, Path(member_name).name) if n
     )
     reports: list[SoReport] = []
-    for member_name, info in members:
+    for member_name, info in elves:
         report = _check_elf(
             info,
             name=member_name,
@@ -552,3 +505,90 @@ def check_wheel(
         ),
         integrity_checked=integrity,
     )
+
+
+def _elf_members(
+    path: Path, members: Mapping[str, bytes], linux: bool
+) -> tuple[list[tuple[str, ElfInfo]], list[SoReport]]:
+    """The ELF files among a wheel's members held in memory, in archive order, and the
+    entries named like shared objects that are not ELF (on a Linux wheel)."""
+    out: list[tuple[str, ElfInfo]] = []
+    bad: list[SoReport] = []
+    for name in sorted(members):
+        data = members[name]
+        if len(data) < 4 or not is_elf(data[:4]):
+            if linux and _SHARED_OBJECT.search(name) is not None:
+                bad.append(_not_elf(name, _not_elf_cause(data[:4])))
+            continue
+        try:
+            out.append((name, read_elf(Path(name).name, data)))
+        except NotElfError as exc:
+            raise WheelError(
+                f"{path.name}: {name} looks like ELF but cannot be read: {exc}",
+                hint="rebuild the wheel",
+            ) from exc
+    return out, bad
+
+
+def _not_elf_cause(head: bytes) -> str:
+    return (
+        f"named like a shared object but not an ELF file (it starts with {head!r}), so the "
+        "wheel cannot work on Linux"
+    )
+
+
+def _elf_members_of(
+    path: Path, linux: bool, integrity: bool
+) -> tuple[list[tuple[str, ElfInfo]], list[SoReport], list[IntegrityProblem]]:
+    """The ELF files of a wheel on disk (in archive order), the entries named like shared
+    objects that are not ELF or are symlinks, and (``integrity``) the RECORD problems."""
+    problems: list[IntegrityProblem] = []
+    bad_objects: list[SoReport] = []
+    try:
+        with zipfile.ZipFile(path) as zf, tempfile.TemporaryDirectory(prefix="kw-check-") as tmp:
+            if integrity:
+                problems = integrity_problems(zf)
+            unreadable = {p.subject for p in problems if "decompressed" in p.cause}
+            members: list[tuple[str, ElfInfo]] = []
+            for index, member in enumerate(zf.infolist()):
+                named_so = linux and _SHARED_OBJECT.search(member.filename) is not None
+                if member.is_dir() or member.filename in unreadable:
+                    continue
+                if named_so and is_symlink_entry(member):
+                    bad_objects.append(
+                        _not_elf(
+                            member.filename,
+                            "a symlink entry, not a shared object: pip unpacks it as a small "
+                            "text file holding the link's target, which cannot be loaded",
+                        )
+                    )
+                    continue
+                try:
+                    with zf.open(member) as f:
+                        head = f.read(4)
+                except _UNREADABLE as exc:
+                    raise WheelError(
+                        f"{path.name}: {member.filename} cannot be decompressed ({exc})",
+                        hint="the wheel is corrupt: rebuild or download it again",
+                    ) from None
+                if not is_elf(head):
+                    if named_so:
+                        bad_objects.append(_not_elf(member.filename, _not_elf_cause(head)))
+                    continue
+                # Extract under a safe local name: the archive name is only for display.
+                local = Path(tmp) / f"{index}-{Path(member.filename).name}"
+                with zf.open(member) as src, local.open("wb") as dst:
+                    while chunk := src.read(1 << 20):
+                        dst.write(chunk)
+                try:
+                    members.append((member.filename, read_elf(local)))
+                except NotElfError as exc:
+                    raise WheelError(
+                        f"{path.name}: {member.filename} looks like ELF but cannot be read: {exc}",
+                        hint="rebuild the wheel",
+                    ) from exc
+    except FileNotFoundError as exc:
+        raise WheelError(f"{path}: no such wheel", hint="check the path") from exc
+    except zipfile.BadZipFile as exc:
+        raise WheelError(f"{path}: not a zip archive ({exc})", hint="rebuild the wheel") from exc
+    return members, bad_objects, problems

@@ -38,6 +38,41 @@ def _effective_limited_api(build_temp: Path, requested: str) -> str:
     return requested
 
 
+def _inputs(build_temp: Path) -> list[str] | None:
+    """Every file the objects were compiled from (sources and the headers they include), from
+    ninja's deps log; None unless it covers each object with an up-to-date record."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            ["ninja", "-C", str(build_temp), "-t", "deps"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    targets: set[str] = set()
+    inputs: set[str] = set()
+    for line in proc.stdout.splitlines():
+        if not line.strip():
+            continue
+        if not line[0].isspace():
+            target, _, state = line.partition(": #deps ")
+            if not state.rstrip().endswith("(VALID)"):
+                return None
+            targets.add(os.path.normpath(build_temp / target))
+        else:
+            inputs.add(os.path.normpath(build_temp / line.strip()))
+    objects = {os.path.normpath(p) for p in build_temp.rglob("*.o")}
+    if not objects or not objects <= targets:
+        return None
+    return sorted(inputs)
+
+
 def main() -> int:
     spec = json.loads(Path(sys.argv[1]).read_text())
     result_path = Path(sys.argv[2])
@@ -89,6 +124,7 @@ def main() -> int:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
+        "inputs": _inputs(build_temp),
     }
     result_path.write_text(json.dumps(result))
     return 0

@@ -1,8 +1,9 @@
 """Compiler caching with ccache: an unchanged variant recompiles from the cache.
 
-ccache keys each object on the compiler, its flags and the (preprocessed) source, so a hit is
-exact. kernelwheel puts masquerade links (``g++``, ``nvcc``, ... -> ccache) first on PATH, points
-torch at the nvcc link through PYTORCH_NVCC, and turns off torch's own wrapper detection
+ccache keys each object on the compiler, its flags and the source with every header it includes
+(depend mode: from the compiler's own -MD output), so a hit is exact. kernelwheel puts
+masquerade links (``g++``, ``nvcc``, ... -> ccache) first on PATH, points torch at the nvcc link
+through PYTORCH_NVCC, and turns off torch's own wrapper detection
 (torch >= 2.14 prepends ccache by itself) so nothing is wrapped twice. A stats log per build
 tells how many objects came from the cache.
 """
@@ -53,6 +54,10 @@ def ccache_env(
         "CCACHE_STATSLOG": str(stats_log),
         # Compare compilers by content: a reinstalled but identical toolchain still hits.
         "CCACHE_COMPILERCHECK": "content",
+        # Depend mode: torch's build passes -MD/-MMD, so ccache keys a result on the files the
+        # compiler's dependency output lists instead of running the preprocessor first; a miss
+        # (a cold build) then costs no extra preprocessing pass over torch's headers.
+        "CCACHE_DEPEND": "true",
         "TORCH_NO_COMPILER_WRAPPER": "1",
     }
     if nvcc is not None:

@@ -25,7 +25,7 @@ from ..model.project import KernelProject
 from ..model.recipes import load_recipes
 from ..model.variant import Arch, BackendKind, CxxAbi, LocalVersionStyle, Variant
 from ..wheels import WheelSpec, write_wheel
-from ..wheels.repair import repair_wheel
+from ..wheels.repair import RepairResult, repair_wheel
 from . import codegen, cross
 from .compile_spec import CompileSpec
 from .compiler_cache import ccache_env, read_stats
@@ -39,6 +39,7 @@ from .envs import (
     provision,
 )
 from .request import BuildRequest, BuiltWheel
+from .reuse import Reuse, build_key, repair_key
 
 REQUESTED_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest stable ABI we target
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")
@@ -62,6 +63,20 @@ def gencode_flags(capabilities: tuple[str, ...]) -> list[str]:
         if ptx:
             flags.append(f"-gencode=arch=compute_{arch},code=compute_{arch}")
     return flags
+
+
+def fatbin_compression_flags(mode: str, cuda_version: str) -> tuple[list[str], str | None]:
+    """nvcc flags for a fatbin compression mode, and a note when the toolkit cannot honour it.
+    ``--compress-mode`` exists from CUDA 12.8; older nvcc only knows ``-no-compress``."""
+    if mode == "default":
+        return [], None
+    major, minor = (int(x) for x in cuda_version.split(".")[:2])
+    if (major, minor) >= (12, 8):
+        return [f"--compress-mode={mode}"], None
+    if mode == "none":
+        return ["-no-compress"], None
+    note = f"fatbin compression {mode!r} needs nvcc >= 12.8; CUDA {cuda_version} keeps its default"
+    return [], note
 
 
 def _check_env_matches(env: EnvInfo, variant: Variant) -> None:
@@ -255,21 +270,26 @@ def _compile(
     if is_cuda:
         assert toolkit is not None
         defines += [("KERNELWHEEL_WITH_CUDA", "1"), ("CUDA_KERNEL", "1")]
-        caps = tuple(capabilities) or req.default_capabilities
+        caps = req.cuda_capabilities or tuple(capabilities) or req.default_capabilities
         if not caps:
             raise ToolchainError(
                 f"no CUDA capabilities for {variant.name}",
                 hint="set cuda-capabilities in build.toml or a default list in the recipe",
             )
-        from_project = bool(capabilities)
-        check_capabilities(
-            caps,
-            toolkit,
-            where=str(project.build_toml) if from_project else f"recipe of {variant.name}",
-            hint_key="cuda-capabilities" if from_project else "the recipe's capabilities",
-        )
+        if req.cuda_capabilities:
+            where, key = "the cuda-capabilities option", "--cuda-capabilities (or its layers)"
+        elif capabilities:
+            where, key = str(project.build_toml), "cuda-capabilities"
+        else:
+            where, key = f"recipe of {variant.name}", "the recipe's capabilities"
+        check_capabilities(caps, toolkit, where=where, hint_key=key)
         nvcc_flags += gencode_flags(caps)
         nvcc_flags += _nvcc_keep_flags(sources, stage)
+        compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
+        nvcc_flags += compression
+        if note:
+            with open(log, "a") as fh:
+                fh.write(f"note: {note}\n")
         include_dirs += [str(p) for p in toolkit.extra_includes]
     else:
         defines.append(("CPU_KERNEL", "1"))
@@ -309,6 +329,21 @@ def _compile(
         env_vars["TORCH_NO_COMPILER_WRAPPER"] = "1"
     if cross_build is not None:  # kernelwheel.builder.cross: CC/CXX/LDSHARED = the cross compiler
         cross_build.extend_env(env_vars, req.cache_dir)
+    # An unchanged variant (same key, same input files) reuses its last shared object; with the
+    # compiler cache off (KERNELWHEEL_NO_CCACHE) every build really compiles.
+    reuse = None if env_vars.get("KERNELWHEEL_NO_CCACHE") else Reuse(
+        req.work_dir / "reuse" / variant.name, (project.root, stage)
+    )
+    key = build_key(spec, env, env_vars, _WORKER) if reuse else ""
+    stored = reuse.lookup(key) if reuse else None
+    if stored is not None:
+        with open(log, "a") as fh:
+            fh.write(
+                "compile skipped: sources, headers, flags, toolchain and torch are those of the "
+                f"last build of {variant.name}; its shared object is reused\n"
+            )
+        stored["cache"] = "unchanged: compile skipped"
+        return stored
     code = run_logged(
         [env.python, _WORKER, spec_path, result_path], log, env=env_vars, cwd=stage
     )
@@ -320,6 +355,9 @@ def _compile(
         )
     result: dict[str, object] = json.loads(result_path.read_text())
     result["capabilities"] = list(spec.capabilities)
+    if reuse is not None:
+        reuse.store(key, result, spec.sources)
+    result.pop("inputs", None)
     stats = read_stats(stats_log) if cached is not None else None
     result["cache"] = stats.describe() if stats else "no compiler cache (install ccache)"
     return result
@@ -422,7 +460,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         return BuiltWheel(variant, path, bid, namespace, log, env, report.ok, _caps(result))
 
     with step(reporter, scope, "repair") as detail:
-        repaired = repair_wheel(raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort)
+        repaired = _repair(req, raw)
         with open(log, "a") as fh:
             fh.write(f"\n$ auditwheel repair ({req.manylinux})\n{repaired.log}\n")
         detail.append(repaired.tag)
@@ -435,6 +473,30 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             with open(log, "a") as fh:
                 fh.write("\n" + report.summary(limit=100) + "\n")
     return BuiltWheel(variant, repaired.wheel, bid, namespace, log, env, report.ok, _caps(result))
+
+
+def _repair(req: BuildRequest, raw: Path) -> RepairResult:
+    """auditwheel repair, or the wheel an earlier repair made from the same bytes (a variant
+    rebuilt unchanged gives a byte-identical raw wheel): copied, then checked again."""
+    assert req.manylinux is not None
+    reuse = Reuse(req.work_dir / "reuse" / req.variant.name, ())
+    key = repair_key(req.manylinux, req.best_effort)
+    hit = None if os.environ.get("KERNELWHEEL_NO_CCACHE") else reuse.repaired(raw, key)
+    if hit is not None:
+        wheel, record = hit
+        final = atomic_copy(wheel, req.out_dir / wheel.name)
+        report = check_wheel(final, policy=req.manylinux)
+        grafted = record.get("grafted")
+        return RepairResult(
+            wheel=final,
+            tag=str(record["tag"]),
+            report=report,
+            grafted=tuple(str(g) for g in grafted) if isinstance(grafted, list) else (),
+            log=f"(reused: the repair of the same raw wheel)\n{record.get('log', '')}",
+        )
+    repaired = repair_wheel(raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort)
+    reuse.keep_repaired(raw, key, repaired.wheel, repaired.tag, repaired.grafted, repaired.log)
+    return repaired
 
 
 def _caps(result: dict[str, object]) -> tuple[str, ...]:

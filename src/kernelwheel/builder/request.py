@@ -35,6 +35,8 @@ class BuildRequest:
     recipes: Recipes | None = None  # the build's recipes (cross builds read the host's); None:
     # the bundled ones
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
+    fatbin_compression: str = "default"  # nvcc --compress-mode (CUDA >= 12.8)
+    cuda_capabilities: tuple[str, ...] | None = None  # replaces build.toml's and the recipe's
 
     @property
     def log(self) -> Path:
@@ -81,4 +83,6 @@ def request_for(
         best_effort=options.best_effort,
         recipes=recipes,
         local_version_style=options.local_version_style,
+        fatbin_compression=options.fatbin_compression,
+        cuda_capabilities=options.cuda_capabilities,
     )

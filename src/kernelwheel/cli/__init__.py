@@ -2,6 +2,9 @@
 
 Each subcommand lives in ``kernelwheel.cli.<name>`` and exposes
 ``register(subparsers) -> None``, which adds its parser and sets ``func(args, ui) -> int``.
+:func:`main` imports only the module of the command it runs (all of them for the top-level help
+or an unknown command), so ``kernelwheel --version`` and each command start without importing the
+others' dependencies.
 """
 
 from __future__ import annotations
@@ -17,14 +20,13 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import KernelwheelError, Terminated
-from ._args import add_common_arguments
-from .ui import NORMAL, QUIET, VERBOSE, ConsoleUI
+from ._common import add_common_arguments
 
 # Order is the order shown in --help.
 COMMANDS = ("build", "matrix", "check", "to_wheel", "index", "install", "lock", "download")
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kernelwheel",
         description=(
@@ -38,7 +40,7 @@ def make_parser() -> argparse.ArgumentParser:
     )
     add_common_arguments(parser, traceback=bool(os.environ.get("KERNELWHEEL_TRACEBACK")))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in commands:
         try:
             module = importlib.import_module(f".{name}", __package__)
         except ModuleNotFoundError as exc:
@@ -57,12 +59,30 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
 
+def _commands_needed(argv: Sequence[str]) -> Sequence[str]:
+    """The command modules a parse of ``argv`` needs: the one named by the first positional
+    argument; none for a bare ``--version``; every one otherwise (top-level help, an unknown or
+    missing command), so help and errors list them all. Global options take no values."""
+    for arg in argv:
+        if arg in ("-h", "--help") or arg == "--":
+            break
+        if arg in ("--version", "-V"):
+            return ()
+        if not arg.startswith("-"):
+            name = arg.replace("-", "_")
+            return (name,) if name in COMMANDS else COMMANDS
+    return COMMANDS
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = make_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = make_parser(_commands_needed(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from .ui import NORMAL, QUIET, VERBOSE, ConsoleUI
+
     verbosity = QUIET if args.quiet else VERBOSE if args.verbose else NORMAL
     # With --json, stdout carries the JSON alone: progress goes to stderr.
     ui = ConsoleUI(verbosity=verbosity, progress_to_stderr=bool(getattr(args, "json", False)))

@@ -20,28 +20,6 @@ PRECEDENCE = (
 )
 
 
-def add_common_arguments(parser: argparse.ArgumentParser, *, traceback: bool | None = None) -> None:
-    """--traceback, --verbose and --quiet: on the main parser (``traceback`` is its default)
-    and on every command, so they work before or after the command name."""
-    main = traceback is not None
-    # On a command, an absent flag must not overwrite what the main parser set.
-    unset: Any = argparse.SUPPRESS
-    parser.add_argument(
-        "--traceback",
-        action="store_true",
-        default=traceback if main else unset,
-        help="show the Python traceback on errors (or set KERNELWHEEL_TRACEBACK=1)",
-    )
-    loud = parser.add_mutually_exclusive_group()
-    for flags, help_text in (
-        (("--verbose", "-v"), "also stream the tools' output (compiler, pip) as it is written"),
-        (("--quiet", "-q"), "show only errors, warnings and the final summary"),
-    ):
-        loud.add_argument(
-            *flags, action="store_true", default=False if main else unset, help=help_text
-        )
-
-
 def add_variant_argument(parser: argparse.ArgumentParser, what: str, example: str) -> None:
     """``--variant GLOB``: the same glob language (braces and ranges expanded) in every command
     that selects variants; ``what`` says what a match does here."""
@@ -203,6 +181,19 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         help="pip uses no index, only --find-links: a fully offline build",
     )
     add_jobs_argument(env)
+    cuda = parser.add_argument_group("CUDA device code", PRECEDENCE)
+    cuda.add_argument(
+        "--fatbin-compression",
+        metavar="MODE",
+        help="nvcc's fatbin compression (--compress-mode, CUDA >= 12.8): default, size, speed, "
+        "balance or none (default: default, nvcc's choice)",
+    )
+    cuda.add_argument(
+        "--cuda-capabilities",
+        metavar="LIST",
+        help="compile for these capabilities instead of build.toml's and the recipe's, e.g. "
+        "'9.0 10.0+PTX' (+PTX also embeds PTX)",
+    )
     repair = parser.add_argument_group("repair", PRECEDENCE)
     repair.add_argument(
         "--plat",

@@ -44,10 +44,10 @@ def wheel_tag(variant: Variant, manylinux: str) -> Tag:
     return Tag(ABI3_INTERPRETER, "abi3", variant.platform_tag(manylinux=manylinux))
 
 
-def _read(reader: FileReader, file: RepoFile, where: str) -> bytes:
+def _read(reader: FileReader, file: RepoFile, where: str) -> tuple[bytes, str]:
+    """The file's verified bytes and their hex SHA-256."""
     data, announced = reader.read(file)
-    verify(file.path, data, announced, where=where)
-    return data
+    return data, verify(file.path, data, announced, where=where)
 
 
 def _base_version(resolution: Resolution, metadata: KernelMetadata | None, notes: list[str]) -> str:
@@ -89,7 +89,7 @@ def prepare_wheel(
     notes: list[str] = []
     metadata: KernelMetadata | None = None
     if "metadata.json" in by_inner:
-        data = _read(reader, by_inner["metadata.json"], where)
+        data, _ = _read(reader, by_inner["metadata.json"], where)
         try:
             metadata = KernelMetadata.parse(data, where=f"{folder}/metadata.json")
         except HubError as exc:
@@ -102,7 +102,8 @@ def prepare_wheel(
         )
     except HubError as exc:
         raise Unconvertible(str(exc)) from None
-    contents = {arc: _read(reader, by_inner[inner], where) for inner, arc in layout.files}
+    read = {arc: _read(reader, by_inner[inner], where) for inner, arc in layout.files}
+    contents = {arc: data for arc, (data, _) in read.items()}
 
     dist = (metadata.name if metadata and metadata.name else None) or (
         repo_name if package_name(repo_name) == layout.package else layout.package
@@ -124,6 +125,9 @@ def prepare_wheel(
         f"{resolution.commit[:12]}, converted by kernelwheel",
         license=metadata.license if metadata else None,
         executables=frozenset(a for a in contents if a.endswith(_NATIVE_SUFFIXES)),
+        # Each file was hashed to verify it: RECORD reuses the digests of the bytes left as read
+        # (not those the guard rewrote).
+        sha256={arc: digest for arc, (data, digest) in read.items() if contents[arc] is data},
     )
     return PreparedWheel(spec, layout, tuple(notes))
 

@@ -95,8 +95,9 @@ def check_repo_path(path: str, *, where: str) -> PurePosixPath:
     return pure
 
 
-def verify(path: str, data: bytes, announced: Announced, *, where: str) -> None:
-    """Refuse ``data`` unless it matches what the source announced for ``path``."""
+def verify(path: str, data: bytes, announced: Announced, *, where: str) -> str:
+    """Refuse ``data`` unless it matches what the source announced for ``path``. Returns the
+    hex SHA-256 of ``data`` (computed anyway; the wheel's RECORD reuses it)."""
     if not announced.known:
         raise HubError(
             f"{where}: {path}: the source announced no hash for this file, so it cannot be "
@@ -115,11 +116,11 @@ def verify(path: str, data: bytes, announced: Announced, *, where: str) -> None:
                 f"{announced.lfs_sha256}"
                 + (f" ({announced.size} bytes)" if announced.size is not None else ""),
             )
-        return
+        return sha256
     assert announced.blob_id is not None
     blob = announced.blob_id.lower()
     if git_blob_id(data) == blob or git_blob_id(LfsPointer(sha256, len(data)).encode()) == blob:
-        return
+        return sha256
     raise _mismatch(
         path,
         where,

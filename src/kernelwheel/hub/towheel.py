@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -53,15 +53,17 @@ class AbiVerdict(Protocol):
     def summary(self) -> str: ...
 
 
-AbiCheck = Callable[[Path], AbiVerdict]
+# (the wheel written, its files as written: archive path -> bytes) -> verdict
+AbiCheck = Callable[[Path, Mapping[str, bytes]], AbiVerdict]
 
 
-def default_abi_check(wheel: Path) -> AbiVerdict:
+def default_abi_check(wheel: Path, files: Mapping[str, bytes]) -> AbiVerdict:
     """The check ``kernelwheel check`` and ``kernelwheel build`` apply (manylinux_2_28 caps, the
-    abi3 floor of the tag, allowed libraries, the C++ ABI of the local version)."""
+    abi3 floor of the tag, allowed libraries, the C++ ABI of the local version), on the bytes
+    just written rather than read back from the wheel."""
     from ..abi import check_wheel
 
-    return check_wheel(wheel, integrity=False)  # written just now by kernelwheel's writer
+    return check_wheel(wheel, members=files)  # the bytes written just now
 
 
 @dataclass(frozen=True)
@@ -375,7 +377,7 @@ def _abi(
     try:
         with step(reporter, folder, "ABI check") as detail:
             try:
-                verdict = abi_check(wheel)
+                verdict = abi_check(wheel, prepared.spec.files)
             except KernelwheelError as exc:
                 detail.append("could not check")
                 reason = f"ABI check failed to run: {exc}"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,10 @@ class Options:
     best_effort: bool = False  # keep a wheel that cannot comply instead of failing the variant
     hub_layout: Path | None = None  # also export each built variant as a Hub tree here
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
+    # CUDA device code: nvcc's fatbin compression (CUDA >= 12.8; "default": nvcc's own choice)
+    # and the capability list (None: build.toml's cuda-capabilities, else the recipe's default)
+    fatbin_compression: str = "default"
+    cuda_capabilities: tuple[str, ...] | None = None
     sources: tuple[tuple[str, str], ...] = field(default=())
 
     def source(self, name: str) -> str:
@@ -252,6 +257,34 @@ def _style(raw: Any, fail: _Fail, base: Path) -> LocalVersionStyle:
         raise fail(f"unknown local version style {raw!r}", f"use one of: {choices}") from None
 
 
+FATBIN_COMPRESSION_MODES = ("default", "size", "speed", "balance", "none")  # nvcc --compress-mode
+_CAPABILITY = re.compile(r"^\d+\.\d+[af]?(\+PTX)?$")
+
+
+def _fatbin_compression(raw: Any, fail: _Fail, base: Path) -> str:
+    value = raw.strip().lower() if isinstance(raw, str) else raw
+    if value not in FATBIN_COMPRESSION_MODES:
+        raise fail(
+            f"unknown fatbin compression {raw!r}",
+            f"use one of: {', '.join(FATBIN_COMPRESSION_MODES)} (nvcc --compress-mode)",
+        )
+    return str(value)
+
+
+def _capabilities(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
+    texts = _strings(raw, fail, "'9.0 10.0+PTX'")
+    items = [t for text in texts for t in text.replace(",", " ").replace(";", " ").split()]
+    if not items:
+        raise fail("lists no capability", "e.g. 9.0 or '8.0 9.0 10.0+PTX'")
+    for item in items:
+        if not _CAPABILITY.match(item):
+            raise fail(
+                f"invalid CUDA capability {item!r}",
+                "write major.minor, optionally with a/f and +PTX: 8.0, 9.0a, 10.0+PTX",
+            )
+    return tuple(dict.fromkeys(items))
+
+
 @dataclass(frozen=True)
 class OptionDef:
     """One option: its ``Options`` field and converter. The TOML key, environment variable and
@@ -293,6 +326,8 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("best_effort", _bool),
     OptionDef("hub_layout", _path),
     OptionDef("local_version_style", _style),
+    OptionDef("fatbin_compression", _fatbin_compression),
+    OptionDef("cuda_capabilities", _capabilities),
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
 _BY_TOML = {o.toml: o for o in OPTIONS if o.toml is not None}

@@ -7,6 +7,7 @@ the output folder only once complete (written beside it, then renamed).
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import time
@@ -46,6 +47,9 @@ class WheelSpec:
     summary: str | None = None
     license: str | None = None
     executables: frozenset[str] = field(default_factory=frozenset)  # archive paths, mode 0755
+    # Hex SHA-256 digests the caller already computed of some files' bytes (archive path ->
+    # digest), so RECORD does not hash them again; it hashes every other file.
+    sha256: Mapping[str, str] = field(default_factory=dict)
 
 
 def wheel_filename(name: str, version: str, tag: Tag) -> str:
@@ -122,11 +126,23 @@ def source_date_epoch() -> int:
     return max(value, _DEFAULT_EPOCH)
 
 
+_WINDOW = 4096  # bytes per sampled window
+_WINDOWS = 16  # windows spread evenly over a member: 64 KiB sampled at most
+
+
 def _compressible(data: bytes) -> bool:
     """Whether deflate pays: compressed CUDA fatbins barely shrink and cost seconds to deflate.
-    Decided on a sample, deterministically, so the same bytes are always stored the same way."""
-    sample = data[: 1 << 20]
-    return len(sample) < 4096 or len(zlib.compress(sample, 1)) < 0.9 * len(sample)
+    Decided on a sample of evenly spread windows (so a fatbin section in the middle of an object
+    counts in proportion to its size), deterministically, so the same bytes are always stored the
+    same way. The sample costs about a millisecond whatever the member's size."""
+    if len(data) < _WINDOW:
+        return True
+    if len(data) <= _WINDOW * _WINDOWS:
+        sample = data
+    else:
+        step = (len(data) - _WINDOW) // (_WINDOWS - 1)
+        sample = b"".join(data[i * step : i * step + _WINDOW] for i in range(_WINDOWS))
+    return len(zlib.compress(sample, 1)) < 0.9 * len(sample)
 
 
 def _zipinfo(
@@ -139,6 +155,12 @@ def _zipinfo(
     return info
 
 
+def _record_digest(hexdigest: str | None) -> str | None:
+    if hexdigest is None:
+        return None
+    return "sha256=" + base64.urlsafe_b64encode(bytes.fromhex(hexdigest)).rstrip(b"=").decode()
+
+
 def write_wheel(spec: WheelSpec, out_dir: Path) -> Path:
     """Write the wheel into out_dir atomically and return its path."""
     _validate(spec)
@@ -147,7 +169,10 @@ def write_wheel(spec: WheelSpec, out_dir: Path) -> Path:
     entries.append((f"{dist_info}/METADATA", metadata_text(spec).encode()))
     entries.append((f"{dist_info}/WHEEL", wheel_text(spec.tag).encode()))
     record_name = f"{dist_info}/RECORD"
-    rows = [(name, record_hash(data), str(len(data))) for name, data in entries]
+    rows = [
+        (name, _record_digest(spec.sha256.get(name)) or record_hash(data), str(len(data)))
+        for name, data in entries
+    ]
     entries.append((record_name, format_record([*rows, (record_name, "", "")])))
 
     date_time = time.gmtime(source_date_epoch())[:6]

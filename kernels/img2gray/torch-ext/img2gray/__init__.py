@@ -48,7 +48,8 @@ def img2gray(image: torch.Tensor) -> torch.Tensor:
         image: a ``uint8`` tensor of shape ``(H, W, 3)`` or ``(N, H, W, 3)`` (channel-last RGB) on
             a device this build supports (see :func:`supported_devices`). Non-contiguous input
             (a crop, a strided view, a permuted CHW tensor) is accepted: it is copied to a
-            contiguous tensor first, which costs one extra pass over the image.
+            contiguous tensor first, which costs one extra pass over the image. A meta tensor
+            gives a meta result of the right shape (what torch.compile traces with).
 
     Returns:
         A new ``uint8`` tensor of shape ``(H, W)`` or ``(N, H, W)`` on the same device, where
@@ -60,39 +61,50 @@ def img2gray(image: torch.Tensor) -> torch.Tensor:
         ValueError: the shape is not ``(H, W, 3)`` / ``(N, H, W, 3)``.
         RuntimeError: this build has no kernel for the image's device.
     """
+    # The functional op checks, allocates and converts in C++: one dispatcher call, no Python
+    # work on the way (host time of a copy_). Errors are explained in Python, off the fast path.
+    try:
+        return _img2gray(image)
+    except (RuntimeError, TypeError, ValueError):  # NotImplementedError is a RuntimeError
+        _explain(image)
+        raise
+
+
+_img2gray = getattr(ops, "img2gray").default  # img2gray(Tensor input) -> Tensor
+
+
+def _explain(image: object) -> None:
+    """Raise the precise error for an argument the op refused (returns if it finds none)."""
     if not isinstance(image, torch.Tensor):
-        raise TypeError(f"img2gray: expected a torch.Tensor, got {type(image).__name__}")
+        raise TypeError(f"img2gray: expected a torch.Tensor, got {type(image).__name__}") from None
     if image.dtype != torch.uint8:
         raise TypeError(
             f"img2gray: expected a uint8 image, got dtype {image.dtype}; "
             "convert with image.to(torch.uint8) (values 0..255)"
-        )
+        ) from None
     if image.dim() not in (3, 4) or image.shape[-1] != 3:
         raise ValueError(
             "img2gray: expected shape (H, W, 3) or (N, H, W, 3) (channel-last RGB), "
             f"got {tuple(image.shape)}; for a (3, H, W) tensor pass image.permute(1, 2, 0)"
-        )
-    if image.device.type not in _SUPPORTED_DEVICES:
+        ) from None
+    if image.device.type not in (*_SUPPORTED_DEVICES, "meta"):
         raise RuntimeError(
             f"img2gray: no kernel for device '{image.device.type}' in this build; "
             f"supported devices: {', '.join(_SUPPORTED_DEVICES) or 'none'}"
-        )
-    image = image.contiguous()
-    output = torch.empty(image.shape[:-1], dtype=torch.uint8, device=image.device)
-    ops.img2gray(image, output)
-    return output
+        ) from None
 
 
 def _register_fake() -> None:
-    """Shape-only implementation so torch.compile (fullgraph too) can trace the op."""
+    """Shape-only implementation of the out variant so torch.compile (fullgraph too) can trace
+    it; the functional op has its Meta kernel in C++."""
     register = getattr(torch.library, "register_fake", None) or getattr(
         torch.library, "impl_abstract", None
     )
     if register is None:  # torch < 2.2: no torch.compile support for custom ops anyway
         return
 
-    @register(_OP_NAME)
-    def _img2gray_fake(input: torch.Tensor, output: torch.Tensor) -> None:
+    @register(add_op_namespace_prefix("img2gray.out"))
+    def _img2gray_out_fake(input: torch.Tensor, output: torch.Tensor) -> None:
         return None
 
 

@@ -1,0 +1,226 @@
+"""Skip a variant's compile when nothing it is built from changed since its last build.
+
+After a compile, the worker reports every file the objects came from (ninja's deps log: the
+sources and each header they include). kernelwheel then keeps, per variant, the shared object and
+a manifest holding
+
+- the build key: the compile spec (sources, flags, defines, include folders, capabilities, CUDA
+  home), the environment (interpreter, torch, CUDA, C++ ABI), the compilers and linker found on
+  PATH (real path, size, mtime), the environment variables compilers read (CC, CXX, CFLAGS,
+  LDFLAGS, NVCC_APPEND_FLAGS, ...), and the versions of kernelwheel and of the compile worker;
+- each input's fingerprint: the SHA-256 of its content for files of the project and those the
+  build generates, size and mtime for the rest (torch, CUDA and system headers), as make and ninja
+  judge them.
+
+A build whose key and fingerprints all match reuses that shared object instead of starting the
+worker (its torch import alone takes seconds); anything else compiles as before and replaces the
+entry. No entry is written when the deps log does not cover every object, so such builds always
+compile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .. import __version__
+from .._util import replace_dir, sha256_file, staging_dir
+from .compile_spec import CompileSpec
+from .envs import EnvInfo
+
+__all__ = ["Reuse", "build_key"]
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+
+# Environment variables compilers, nvcc or torch's extension builder read.
+COMPILER_VARS = (
+    "CC",
+    "CXX",
+    "LDSHARED",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CPPFLAGS",
+    "LDFLAGS",
+    "NVCC_PREPEND_FLAGS",
+    "NVCC_APPEND_FLAGS",
+    "NVCC_CCBIN",
+    "CUDAHOSTCXX",
+    "PYTORCH_NVCC",
+    "TORCH_CUDA_ARCH_LIST",
+    "CUDA_HOME",
+    "ROCM_HOME",
+    "SOURCE_DATE_EPOCH",
+    "_GLIBCXX_USE_CXX11_ABI",
+)
+_TOOLS = ("c++", "g++", "gcc", "cc", "ld", "nvcc")
+
+
+def _tools(env_vars: Mapping[str, str]) -> list[tuple[str, str, int, int]]:
+    """Every compiler and linker PATH offers (a ccache masquerade link stands for the compiler
+    after it, which is listed too): (name, real path, size, mtime)."""
+    names = list(_TOOLS)
+    for var in ("CC", "CXX"):
+        first = env_vars.get(var, "").split()[:1]
+        if first:
+            names.append(first[0])
+    out: list[tuple[str, str, int, int]] = []
+    for folder in env_vars.get("PATH", "").split(os.pathsep):
+        for name in dict.fromkeys(names):
+            path = Path(folder or ".", name) if not os.path.isabs(name) else Path(name)
+            try:
+                real = path.resolve(strict=True)
+                st = real.stat()
+            except (OSError, RuntimeError):
+                continue
+            if real.name != "ccache" and os.access(real, os.X_OK):
+                out.append((name, str(real), st.st_size, st.st_mtime_ns))
+    return sorted(set(out))
+
+
+def build_key(
+    spec: CompileSpec, env: EnvInfo, env_vars: Mapping[str, str], worker: Path
+) -> str:
+    """The SHA-256 over everything besides the input files that decides what the compile gives."""
+    data = {
+        "format": FORMAT,
+        "kernelwheel": __version__,
+        "worker": sha256_file(worker),
+        "spec": spec.to_json(),
+        "env": [
+            str(env.python),
+            env.python_version,
+            env.machine,
+            env.torch,
+            env.cuda,
+            env.hip,
+            env.cxx11_abi,
+        ],
+        "vars": {k: env_vars.get(k) for k in COMPILER_VARS},
+        "tools": _tools(env_vars),
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+class Reuse:
+    """The reuse entry of one variant: ``folder/manifest.json`` and the shared object beside it.
+    ``content_roots``: files under these folders are fingerprinted by content."""
+
+    def __init__(self, folder: Path, content_roots: Sequence[Path]) -> None:
+        self.folder = folder
+        self.content_roots = tuple(os.path.normpath(p) + os.sep for p in content_roots)
+
+    def _fingerprint(self, path: str) -> list[object] | None:
+        try:
+            if path.startswith(self.content_roots):
+                return ["sha256", sha256_file(Path(path))]
+            st = os.stat(path)
+            return ["stat", st.st_size, st.st_mtime_ns]
+        except OSError:
+            return None
+
+    def lookup(self, key: str) -> dict[str, object] | None:
+        """The stored compile result when ``key`` and every input's fingerprint match."""
+        try:
+            manifest = json.loads((self.folder / MANIFEST).read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(manifest, dict) or manifest.get("key") != key:
+            return None
+        inputs = manifest.get("inputs")
+        result = manifest.get("result")
+        if not isinstance(inputs, dict) or not isinstance(result, dict):
+            return None
+        for path, fingerprint in inputs.items():
+            if self._fingerprint(path) != fingerprint:
+                return None
+        so = self.folder / str(manifest.get("shared_object"))
+        if not so.is_file() or sha256_file(so) != manifest.get("shared_object_sha256"):
+            return None
+        return {**result, "shared_object": str(so)}
+
+    def store(self, key: str, result: Mapping[str, object], sources: Sequence[str]) -> bool:
+        """Keep ``result`` (the worker's, naming the shared object and its inputs) for later
+        builds; False (and any old entry removed) when its inputs are unknown."""
+        inputs = result.get("inputs")
+        if not isinstance(inputs, list) or not inputs:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            return False
+        fingerprints: dict[str, object] = {}
+        for path in sorted({*map(str, inputs), *(os.path.normpath(s) for s in sources)}):
+            fingerprint = self._fingerprint(path)
+            if fingerprint is None:
+                shutil.rmtree(self.folder, ignore_errors=True)
+                return False
+            fingerprints[path] = fingerprint
+        so = Path(str(result["shared_object"]))
+        kept = {k: v for k, v in result.items() if k not in ("shared_object", "inputs")}
+        self.folder.parent.mkdir(parents=True, exist_ok=True)
+        with staging_dir(self.folder.parent, "reuse") as tmp:
+            shutil.copy2(so, tmp / so.name)
+            manifest = {
+                "key": key,
+                "inputs": fingerprints,
+                "result": kept,
+                "shared_object": so.name,
+                "shared_object_sha256": sha256_file(tmp / so.name),
+            }
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
+            replace_dir(tmp, self.folder)
+        return True
+
+    # --- repair: the same raw wheel, policy and auditwheel give the same repaired wheel --------
+
+    def repaired(self, raw: Path, key: str) -> tuple[Path, dict[str, object]] | None:
+        """The wheel an earlier repair made from these exact bytes under ``key`` (policy,
+        best effort, auditwheel's version), and what it recorded."""
+        folder = self.folder / "repair"
+        try:
+            record = json.loads((folder / "repair.json").read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(record, dict) or record.get("key") != key:
+            return None
+        if record.get("raw_sha256") != sha256_file(raw):
+            return None
+        wheel = folder / str(record.get("wheel"))
+        if not wheel.is_file() or sha256_file(wheel) != record.get("wheel_sha256"):
+            return None
+        return wheel, record
+
+    def keep_repaired(
+        self, raw: Path, key: str, wheel: Path, tag: str, grafted: Sequence[str], log: str
+    ) -> None:
+        """Remember ``wheel``, repaired from ``raw`` under ``key`` (only beside a stored
+        compile: an entry describes one build of the variant)."""
+        if not (self.folder / MANIFEST).is_file():
+            return
+        with staging_dir(self.folder, "repair") as tmp:
+            shutil.copyfile(wheel, tmp / wheel.name)
+            record = {
+                "key": key,
+                "raw_sha256": sha256_file(raw),
+                "wheel": wheel.name,
+                "wheel_sha256": sha256_file(tmp / wheel.name),
+                "tag": tag,
+                "grafted": list(grafted),
+                "log": log,
+            }
+            (tmp / "repair.json").write_text(json.dumps(record, indent=1))
+            replace_dir(tmp, self.folder / "repair")
+
+
+def repair_key(policy: str, best_effort: bool) -> str:
+    """What besides the raw wheel decides a repair: the policy, best effort, auditwheel's and
+    kernelwheel's versions (policy data and the never-graft list)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        auditwheel = version("auditwheel")
+    except PackageNotFoundError:
+        auditwheel = None
+    return json.dumps([FORMAT, __version__, auditwheel, policy, best_effort])

@@ -1,0 +1,149 @@
+"""Reuse of an unchanged variant's compile: the key, the input fingerprints, the repair record."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kernelwheel.builder.compile_spec import CompileSpec
+from kernelwheel.builder.envs import EnvInfo
+from kernelwheel.builder.reuse import Reuse, build_key, repair_key
+
+ENV = EnvInfo(
+    python=Path("/envs/x/bin/python"),
+    python_version="3.11.7",
+    machine="x86_64",
+    purelib=Path("/envs/x/lib/python3.11/site-packages"),
+    torch="2.13.0+cpu",
+    cuda=None,
+    hip=None,
+    cxx11_abi=True,
+)
+
+
+def _spec(**kw: object) -> CompileSpec:
+    base: dict[str, object] = dict(
+        name="_img2gray_ab",
+        sources=("/p/csrc/a.cpp",),
+        include_dirs=("/stage/include",),
+        define_macros=(("TORCH_EXTENSION_NAME", "_img2gray_ab"),),
+        cxx_flags=("-O3",),
+        nvcc_flags=(),
+        cuda=False,
+        cuda_home=None,
+        build_temp="/stage/obj",
+        build_lib="/stage/lib",
+        jobs=2,
+        requested_limited_api="0x03090000",
+    )
+    base.update(kw)
+    return CompileSpec(**base)  # type: ignore[arg-type]
+
+
+def test_key_covers_spec_environment_compilers_and_their_variables(tmp_path: Path) -> None:
+    worker = tmp_path / "worker.py"
+    worker.write_text("# v1\n")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    cxx = tools / "c++"
+    cxx.write_text("#!/bin/sh\n")
+    cxx.chmod(0o755)
+    env_vars = {"PATH": str(tools)}
+    key = build_key(_spec(), ENV, env_vars, worker)
+    assert key == build_key(_spec(), ENV, dict(env_vars), worker)  # deterministic
+    changed = [
+        build_key(_spec(cxx_flags=("-O2",)), ENV, env_vars, worker),
+        build_key(_spec(sources=("/p/csrc/b.cpp",)), ENV, env_vars, worker),
+        build_key(_spec(), EnvInfo(**{**ENV.__dict__, "torch": "2.13.1+cpu"}), env_vars, worker),
+        build_key(_spec(), ENV, {**env_vars, "CXXFLAGS": "-march=native"}, worker),
+        build_key(_spec(), ENV, {**env_vars, "CXX": "clang++"}, worker),
+    ]
+    assert len({key, *changed}) == len(changed) + 1
+    cxx.write_text("#!/bin/sh\n# another compiler\n")  # a new compiler binary at the same path
+    assert build_key(_spec(), ENV, env_vars, worker) != key
+    key = build_key(_spec(), ENV, env_vars, worker)
+    worker.write_text("# v2\n")
+    assert build_key(_spec(), ENV, env_vars, worker) != key
+
+
+def _compiled(tmp_path: Path) -> tuple[Reuse, dict[str, object], Path, Path, Path]:
+    project, system, lib = tmp_path / "project", tmp_path / "torch", tmp_path / "lib"
+    for d in (project, system, lib):
+        d.mkdir(parents=True)
+    source, header, torch_header = project / "a.cpp", project / "a.h", system / "ATen.h"
+    source.write_text('#include "a.h"\n')
+    header.write_text("int f();\n")
+    torch_header.write_text("// torch\n")
+    so = lib / "_img2gray_ab.abi3.so"
+    so.write_bytes(b"\x7fELF one build")
+    result: dict[str, object] = {
+        "shared_object": str(so),
+        "py_limited_api": "0x03090000",
+        "inputs": [str(source), str(header), str(torch_header)],
+        "capabilities": [],
+    }
+    reuse = Reuse(tmp_path / "reuse" / "torch213-cxx11-cpu-x86_64-linux", (project,))
+    assert reuse.store("K", result, [str(source)])
+    return reuse, result, header, torch_header, so
+
+
+def test_unchanged_inputs_give_the_stored_object(tmp_path: Path) -> None:
+    reuse, result, _, _, so = _compiled(tmp_path)
+    so.write_bytes(b"overwritten by a later build elsewhere")  # the entry keeps its own copy
+    hit = reuse.lookup("K")
+    assert hit is not None and hit["py_limited_api"] == "0x03090000" and "inputs" not in hit
+    assert Path(str(hit["shared_object"])).read_bytes() == b"\x7fELF one build"
+    assert reuse.lookup("another key") is None
+
+
+def test_a_changed_project_file_is_seen_by_content(tmp_path: Path) -> None:
+    reuse, _, header, _, _ = _compiled(tmp_path)
+    st = header.stat()
+    header.write_text("int g();\n")  # same size, and the old mtime put back: content decides
+    os.utime(header, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert reuse.lookup("K") is None
+
+
+def test_a_touched_project_file_with_the_same_content_still_hits(tmp_path: Path) -> None:
+    reuse, _, header, _, _ = _compiled(tmp_path)
+    header.write_text(header.read_text())
+    os.utime(header, ns=(1, 1))
+    assert reuse.lookup("K") is not None
+
+
+def test_a_changed_toolchain_header_is_seen_by_size_and_mtime(tmp_path: Path) -> None:
+    reuse, _, _, torch_header, _ = _compiled(tmp_path)
+    os.utime(torch_header, ns=(1, 1))
+    assert reuse.lookup("K") is None
+
+
+def test_a_removed_input_or_a_damaged_entry_misses(tmp_path: Path) -> None:
+    reuse, _, header, _, _ = _compiled(tmp_path)
+    stored = next(reuse.folder.glob("*.so"))
+    stored.write_bytes(b"damaged")
+    assert reuse.lookup("K") is None
+    reuse, _, header, _, _ = _compiled(tmp_path / "again")
+    header.unlink()
+    assert reuse.lookup("K") is None
+
+
+def test_no_entry_without_a_deps_log(tmp_path: Path) -> None:
+    reuse, result, _, _, _ = _compiled(tmp_path)
+    assert not reuse.store("K", {**result, "inputs": None}, [])
+    assert reuse.lookup("K") is None and not reuse.folder.exists()
+
+
+def test_repair_record_matches_only_the_same_raw_wheel_and_key(tmp_path: Path) -> None:
+    reuse, _, _, _, _ = _compiled(tmp_path)
+    raw = tmp_path / "img2gray-0.1.0-cp39-abi3-linux_x86_64.whl"
+    raw.write_bytes(b"raw wheel")
+    repaired = tmp_path / "img2gray-0.1.0-cp39-abi3-manylinux_2_28_x86_64.whl"
+    repaired.write_bytes(b"repaired wheel")
+    key = repair_key("manylinux_2_28", False)
+    reuse.keep_repaired(raw, key, repaired, "manylinux_2_28_x86_64", (), "log")
+    hit = reuse.repaired(raw, key)
+    assert hit is not None and hit[0].read_bytes() == b"repaired wheel"
+    assert hit[1]["tag"] == "manylinux_2_28_x86_64"
+    assert reuse.repaired(raw, repair_key("manylinux_2_28", True)) is None
+    raw.write_bytes(b"another raw wheel")
+    assert reuse.repaired(raw, key) is None
