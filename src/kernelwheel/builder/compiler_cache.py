@@ -2,8 +2,8 @@
 
 ccache keys each object on the compiler, its flags and the source with every header it includes
 (depend mode: from the compiler's own -MD output), so a hit is exact. kernelwheel puts
-masquerade links (``g++``, ``nvcc``, ... -> ccache) first on PATH, points torch at the nvcc link
-through PYTORCH_NVCC, and turns off torch's own wrapper detection
+masquerade links (``g++``, ``nvcc``, ... -> ccache) first on PATH, points torch at the nvcc
+link through PYTORCH_NVCC, and turns off torch's own wrapper detection
 (torch >= 2.14 prepends ccache by itself) so nothing is wrapped twice. A stats log per build
 tells how many objects came from the cache.
 """
