@@ -54,3 +54,19 @@ def venv_for(tmp_path: Path) -> Iterator[object]:
         return v
 
     yield make
+
+
+@pytest.fixture(scope="module")
+def torch_site() -> Path:
+    """site-packages of the torch 2.14.1+cu130 build environment (made once, then cached)."""
+    from support import torchop
+
+    return torchop.torch_site()
+
+
+@pytest.fixture(scope="module")
+def extension() -> bytes:
+    """A real TORCH_LIBRARY op compiled against that torch (tests/support/torchop.py)."""
+    from support import torchop
+
+    return torchop.extension()

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import torchop
 from support.gitrepo import HubRepo, variant_files
 from support.hubserver import GitBackedRepo, HubState, serve
 from support.torchop import CHECK, NS, VARIANT
@@ -18,15 +17,6 @@ from support.venvs import QuickVenv
 from kernelwheel.cli import main
 
 pytestmark = pytest.mark.integration
-
-@pytest.fixture(scope="module")
-def torch_site() -> Path:
-    return torchop.torch_site()
-
-
-@pytest.fixture(scope="module")
-def extension() -> bytes:
-    return torchop.extension()
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import torchop
 from support.gitrepo import HubRepo, variant_files
 from support.hubserver import GitBackedRepo, HubState, serve
 from support.shared import so_dir
@@ -20,17 +19,6 @@ from support.venvs import QuickVenv
 from kernelwheel.cli import main
 
 pytestmark = pytest.mark.integration
-
-
-
-@pytest.fixture(scope="module")
-def torch_site() -> Path:
-    return torchop.torch_site()
-
-
-@pytest.fixture(scope="module")
-def extension() -> bytes:
-    return torchop.extension()
 
 OTHER = "torch27-cxx11-cu128-x86_64-linux"
 
