@@ -324,3 +324,18 @@ def test_plan_project_resolves_every_layer(
     assert planned.options.jobs == 3 and planned.options.output_dir == Path.cwd() / "out"
     assert planned.options.source("build") == "KERNELWHEEL_BUILD"
     assert len(planned.full.selected) > len(planned.plan.selected)
+
+
+def test_matrix_shows_local_versions_in_the_configured_style(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kernel = project(tmp_path, TORCH + CPU)
+    (kernel.root / "pyproject.toml").write_text(
+        '[tool.kernelwheel]\nlocal-version-style = "compact"\n'
+    )
+    args = ("matrix", str(kernel.root), "--build", "torch214-*", "--arch", "x86_64")
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 0 and "torch214cpucxx11" in out and "torch2.14.cpu.cxx11" not in out
+    code, out, _ = run_cli(capsys, *args, "--json")
+    labels = [entry["local_version"] for entry in json.loads(out)["include"]]
+    assert code == 0 and labels == ["torch214cpucxx11"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.recipes import VariantRecipe
-from ..model.variant import Arch
+from ..model.variant import Arch, LocalVersionStyle
 from ..plan.matrix import MatrixPlan
 from ..plan.planning import Planned, plan_project
 from ._args import add_selection_arguments, option_values, refuse_conflicting_selectors
@@ -60,17 +60,21 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     refuse_conflicting_selectors(args)
     planned = plan_project(args.path, option_values(args))
     if args.json:
-        ui.print(json.dumps(to_json(planned.plan), indent=2))
+        ui.print(json.dumps(to_json(planned.plan, planned.options.local_version_style), indent=2))
     else:
         ui.print(format_table(planned))
     return 0
 
 
-def to_json(plan: MatrixPlan) -> dict[str, Any]:
-    """The plan as ``{"include": [...], "rejected": [...], "notes": [...]}``."""
+def to_json(
+    plan: MatrixPlan, style: LocalVersionStyle = LocalVersionStyle.DOTTED
+) -> dict[str, Any]:
+    """The plan as ``{"include": [...], "rejected": [...], "notes": [...]}``; local versions in
+    the style the build will stamp."""
     include = []
     for recipe in plan.selected:
         entry = recipe.to_dict()
+        entry["local_version"] = recipe.variant.local_version_in(style)
         entry["runner"] = runner(recipe)
         entry["kernels"] = list(plan.kernels_for(recipe.name))
         entry["env_digest"] = recipe.digest()  # e.g. an actions/cache key for the environment
@@ -97,7 +101,7 @@ def format_table(planned: Planned) -> str:
     rows = [
         (
             r.name,
-            r.local_version,
+            r.variant.local_version_in(planned.options.local_version_style),
             r.torch_requirement or "-",
             toolchain(r),
             r.python_abi,
