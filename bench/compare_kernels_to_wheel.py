@@ -25,10 +25,8 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,9 +38,10 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename  # noqa: E402
 from support.gitrepo import DEFECT_CASES, SEED_13, make_repo  # noqa: E402
 from support.hubserver import GitBackedRepo, HubState, serve  # noqa: E402
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename  # noqa: E402
+from to_wheel_core import run_timed  # noqa: E402  (this folder: the same timing for both)
 
 PACKAGE = "img2gray"
 VERSION = "1.1.2"
@@ -109,19 +108,9 @@ def run_once(result: Run, exe: str, env: dict[str, str], cpus: set[int] | None, 
     if result.tool == "kernelwheel":
         cmd += ["--output-dir", str(out)]  # kernels writes into its working directory
 
-    def pin() -> None:
-        if cpus:
-            os.sched_setaffinity(0, cpus)
-
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(
-        cmd, cwd=out, env=run_env, capture_output=True, text=True, preexec_fn=pin, check=False
-    )
-    elapsed = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc, elapsed, cpu = run_timed(cmd, out, cpus, env=run_env)
     result.seconds.append(elapsed)
-    result.cpu_seconds.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    result.cpu_seconds.append(cpu)
     if keep:
         result.exit_code = proc.returncode
         result.wheels = [facts(p) for p in sorted(out.glob("*.whl"))]

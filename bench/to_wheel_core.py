@@ -58,8 +58,10 @@ cli.main()
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def timed(cmd: list[str], cwd: Path, cpus: set[int] | None) -> tuple[float, float]:
-    """Wall and CPU (user + sys of the child) seconds of one run; fails loudly."""
+def run_timed(
+    cmd: list[str], cwd: Path, cpus: set[int] | None, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """One run pinned to ``cpus``: the process, its wall and CPU (user + sys) seconds."""
 
     def pin() -> None:
         if cpus:
@@ -68,13 +70,25 @@ def timed(cmd: list[str], cwd: Path, cpus: set[int] | None) -> tuple[float, floa
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
-        cmd, cwd=cwd, env=ENV, capture_output=True, text=True, preexec_fn=pin, check=False
+        cmd,
+        cwd=cwd,
+        env=ENV if env is None else env,
+        capture_output=True,
+        text=True,
+        preexec_fn=pin,
+        check=False,
     )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return proc, wall, cpu
+
+
+def timed(cmd: list[str], cwd: Path, cpus: set[int] | None) -> tuple[float, float]:
+    """Wall and CPU seconds of one run; fails loudly."""
+    proc, wall, cpu = run_timed(cmd, cwd, cpus)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return wall, cpu
 
 
@@ -123,8 +137,16 @@ def main() -> int:
         }
         if args.baseline_src:
             tools["kernelwheel (baseline)"] = [
-                "env", f"PYTHONPATH={args.baseline_src.resolve()}", sys.executable, "-m",
-                "kernelwheel", "to-wheel", str(clone), VERSION, "-o", str(out),
+                "env",
+                f"PYTHONPATH={args.baseline_src.resolve()}",
+                sys.executable,
+                "-m",
+                "kernelwheel",
+                "to-wheel",
+                str(clone),
+                VERSION,
+                "-o",
+                str(out),
             ]
         walls: dict[str, list[float]] = {t: [] for t in tools}
         cpu: dict[str, list[float]] = {t: [] for t in tools}
@@ -152,8 +174,12 @@ def main() -> int:
         }
         if args.baseline_src:
             start["kernelwheel --version (baseline)"] = [
-                "env", f"PYTHONPATH={args.baseline_src.resolve()}", sys.executable, "-m",
-                "kernelwheel", "--version",
+                "env",
+                f"PYTHONPATH={args.baseline_src.resolve()}",
+                sys.executable,
+                "-m",
+                "kernelwheel",
+                "--version",
             ]
         swalls: dict[str, list[float]] = {k: [] for k in start}
         for i in range(args.startup_runs + 1):
