@@ -144,102 +144,77 @@ def add_selection_arguments(
         )
 
 
-# The build-setting flags by help group: (flag, metavar or a store_true/false marker, help).
-# Every one defaults to None ("not given") so the lower layers show through.
-_ON, _OFF = "<on>", "<off>"
-_BUILD_FLAGS: tuple[tuple[str, tuple[tuple[str, str | None, str], ...]], ...] = (
-    (
-        "output",
-        (
-            ("--output-dir", "DIR", "where wheels and logs/ go (default: ./wheelhouse)"),
-            (
-                "--hub-layout",
-                "DIR",
-                "also write each built variant as a Hub kernel repo tree DIR/build/<variant>/ "
-                "(loadable by kernels.get_local_kernel, convertible back with 'kernelwheel "
-                "to-wheel')",
-            ),
-        ),
-    ),
-    (
-        "build environment",
-        (
-            (
-                "--python",
-                "PY",
-                "build with this interpreter's torch instead of a kernelwheel-made environment "
-                "(it must have the variant's torch, setuptools and ninja)",
-            ),
-            ("--cuda-home", "DIR", "the CUDA toolkit to use (default: found)"),
-            ("--cache-dir", "DIR", "build environments live here (default: ~/.cache/kernelwheel)"),
-            (
-                "--find-links",
-                "DIR_OR_URL",
-                "extra place pip looks for torch/toolchain wheels; repeatable",
-            ),
-            ("--index-url", "URL", "pip index for build environments (default: PyPI + recipe's)"),
-            ("--no-index", _ON, "pip uses no index, only --find-links: a fully offline build"),
-        ),
-    ),
-    (
-        "CUDA device code",
-        (
-            (
-                "--fatbin-compression",
-                "MODE",
-                "nvcc's fatbin compression (--compress-mode, CUDA >= 12.8): default, size, speed, "
-                "balance or none (default: default, nvcc's choice)",
-            ),
-            (
-                "--cuda-capabilities",
-                "LIST",
-                "compile for these capabilities instead of build.toml's and the recipe's, e.g. "
-                "'9.0 10.0+PTX' (+PTX also embeds PTX)",
-            ),
-        ),
-    ),
-    (
-        "repair",
-        (
-            (
-                "--plat",
-                "POLICY",
-                "repair wheels to this manylinux policy with auditwheel and prove it with the "
-                "ABI checker (default: manylinux_2_28)",
-            ),
-            ("--no-repair", _OFF, "keep linux_<arch> wheels (still ABI-checked against their tag)"),
-            (
-                "--best-effort",
-                _ON,
-                "a wheel that cannot comply is kept as linux_<arch> with the checker's report "
-                "instead of failing the variant",
-            ),
-        ),
-    ),
-)
-
-
 def add_build_arguments(parser: argparse.ArgumentParser) -> None:
-    """The build settings: output, environments, pip sources, device code, repair."""
-    for title, flags in _BUILD_FLAGS:
-        group = parser.add_argument_group(title, None if title == "output" else PRECEDENCE)
-        for flag, metavar, help_text in flags:
-            names = (flag, "-o") if flag == "--output-dir" else (flag,)
-            if metavar in (_ON, _OFF):
-                kwargs: dict[str, Any] = {"default": None, "help": help_text}
-                if metavar == _OFF:  # --no-repair sets repair=False
-                    kwargs.update(action="store_false", dest=flag.removeprefix("--no-"))
-                else:
-                    kwargs.update(action="store_true")
-                group.add_argument(*names, **kwargs)
-            elif flag == "--find-links":
-                group.add_argument(*names, action="append", metavar=metavar, help=help_text)
-            else:
-                group.add_argument(*names, metavar=metavar, help=help_text)
-        if title == "output":
-            add_local_version_style_argument(group)
-        if title == "build environment":
-            add_jobs_argument(group)
+    """The build settings: output, environments, pip sources, repair, export, version style."""
+    out = parser.add_argument_group("output")
+    out.add_argument("--output-dir", "-o", help="where wheels and logs/ go (default: ./wheelhouse)")
+    out.add_argument(
+        "--hub-layout",
+        metavar="DIR",
+        help="also write each built variant as a Hub kernel repo tree DIR/build/<variant>/ "
+        "(loadable by kernels.get_local_kernel, convertible back with 'kernelwheel to-wheel')",
+    )
+    add_local_version_style_argument(out)
+    env = parser.add_argument_group("build environment", PRECEDENCE)
+    env.add_argument(
+        "--python",
+        help="build with this interpreter's torch instead of a kernelwheel-made environment "
+        "(it must have the variant's torch, setuptools and ninja)",
+    )
+    env.add_argument("--cuda-home", help="the CUDA toolkit to use (default: found)")
+    env.add_argument(
+        "--cache-dir", help="build environments live here (default: ~/.cache/kernelwheel)"
+    )
+    env.add_argument(
+        "--find-links",
+        action="append",
+        metavar="DIR_OR_URL",
+        help="extra place pip looks for torch/toolchain wheels; repeatable",
+    )
+    env.add_argument(
+        "--index-url", help="pip index for build environments (default: PyPI + recipe index)"
+    )
+    env.add_argument(
+        "--no-index",
+        action="store_true",
+        default=None,
+        help="pip uses no index, only --find-links: a fully offline build",
+    )
+    add_jobs_argument(env)
+    cuda = parser.add_argument_group("CUDA device code", PRECEDENCE)
+    cuda.add_argument(
+        "--fatbin-compression",
+        metavar="MODE",
+        help="nvcc's fatbin compression (--compress-mode, CUDA >= 12.8): default, size, speed, "
+        "balance or none (default: default, nvcc's choice)",
+    )
+    cuda.add_argument(
+        "--cuda-capabilities",
+        metavar="LIST",
+        help="compile for these capabilities instead of build.toml's and the recipe's, e.g. "
+        "'9.0 10.0+PTX' (+PTX also embeds PTX)",
+    )
+    repair = parser.add_argument_group("repair", PRECEDENCE)
+    repair.add_argument(
+        "--plat",
+        metavar="POLICY",
+        help="repair wheels to this manylinux policy with auditwheel and prove it with the ABI "
+        "checker (default: manylinux_2_28)",
+    )
+    repair.add_argument(
+        "--no-repair",
+        dest="repair",
+        action="store_false",
+        default=None,
+        help="keep linux_<arch> wheels (still ABI-checked against their tag)",
+    )
+    repair.add_argument(
+        "--best-effort",
+        action="store_true",
+        default=None,
+        help="a wheel that cannot comply is kept as linux_<arch> with the checker's report "
+        "instead of failing the variant",
+    )
 
 
 def add_local_version_style_argument(
