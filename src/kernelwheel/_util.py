@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import ToolchainError
+from .errors import ToolchainError, UsageError
 
 __all__ = [
     "atomic_copy",
@@ -139,8 +139,6 @@ def output_dir(path: Path, flag: str) -> Path:
     """Make the output folder ``path`` (given with ``flag``, e.g. ``--output-dir``) and check
     that files can be written into it: a path that is a file, lies under a file, or is not
     writable is a UsageError naming it, before any work is done."""
-    from .errors import UsageError
-
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
