@@ -22,6 +22,7 @@ from .._util import output_dir, publish, staging_dir
 from ..errors import AbiError, HubError, KernelwheelError, VariantError, WheelError
 from ..log import Reporter, SilentReporter, StepResult, step
 from ..model.variant import OS, LocalVersionStyle, Variant
+from ..plan.options import resolve_jobs
 from ..plan.selector import Selector
 from ..wheels import write_wheel
 from .convert import PreparedWheel, Unconvertible, prepare_wheel
@@ -162,11 +163,7 @@ def _jobs(requested: int) -> int:
     may use (its affinity, not the machine's count)."""
     if requested > 0:
         return requested
-    try:
-        available = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        available = os.cpu_count() or 1
-    return max(1, min(32, available))
+    return min(32, resolve_jobs(None))
 
 
 def to_wheels(

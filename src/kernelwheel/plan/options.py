@@ -130,7 +130,12 @@ DEFAULT_OPTIONS = Options()
 def resolve_jobs(jobs: int | None) -> int:
     """``--jobs`` in every command: how many CPUs kernelwheel keeps busy (compiler processes in
     build, variants converted at once in to-wheel/lock/download). None (auto): all of them."""
-    return jobs if jobs is not None else (os.cpu_count() or 1)
+    if jobs is not None:
+        return jobs
+    try:  # the CPUs this process may use (its affinity), not the machine's count
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def resolve_command_option(
