@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..model.variant import LocalVersionStyle
-from ..plan.options import OPTIONS, resolve_command_option, resolve_jobs
+from ..plan.options import FATBIN_COMPRESSION_MODES, OPTIONS, resolve_command_option, resolve_jobs
 
 PRECEDENCE = (
     "Precedence, lowest first: defaults < [tool.kernelwheel] in the kernel's pyproject.toml "
@@ -185,8 +185,8 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
     cuda.add_argument(
         "--fatbin-compression",
         metavar="MODE",
-        help="nvcc's fatbin compression (--compress-mode, CUDA >= 12.8): default, size, speed, "
-        "balance or none (default: default, nvcc's choice)",
+        help="nvcc's fatbin compression (--compress-mode, CUDA >= 12.8): "
+        f"{', '.join(FATBIN_COMPRESSION_MODES)} (default: default, nvcc's choice)",
     )
     cuda.add_argument(
         "--cuda-capabilities",
