@@ -130,5 +130,14 @@ def main() -> int:
     return 0
 
 
+def _exit_now(code: int) -> None:
+    """Exit without the interpreter's teardown: with torch loaded it takes 0.3-0.5 s (module and
+    atexit cleanup), on the critical path of every build. The result file is already closed;
+    flush the streams, then leave."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit_now(main())
