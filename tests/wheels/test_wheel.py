@@ -135,3 +135,19 @@ def test_incompressible_members_are_stored(tmp_path: Path) -> None:
     assert kinds["img2gray/mostly_code.so"] == zipfile.ZIP_DEFLATED
     assert kinds["img2gray/small_noise.bin"] == zipfile.ZIP_STORED
     assert read_wheel(path).files["img2gray/fatbin.so"] == code + noise
+
+
+def test_uncompressed_wheel_for_repair_holds_the_same_files(tmp_path: Path) -> None:
+    """compress=False (the raw wheel auditwheel re-zips): every member stored, same contents and
+    RECORD as the deflated wheel, so only the container differs."""
+    files = {"img2gray/__init__.py": b"x = 1\n" * 100, "img2gray/code.so": bytes(range(256)) * 64}
+    spec = _spec(files=files, executables=frozenset())
+    deflated = write_wheel(spec, tmp_path / "a")
+    stored = write_wheel(spec, tmp_path / "b", compress=False)
+    with zipfile.ZipFile(deflated) as za, zipfile.ZipFile(stored) as zb:
+        assert {i.compress_type for i in zb.infolist()} == {zipfile.ZIP_STORED}
+        assert zipfile.ZIP_DEFLATED in {i.compress_type for i in za.infolist()}
+        assert za.namelist() == zb.namelist()
+        for name in za.namelist():
+            assert za.read(name) == zb.read(name), name
+    assert stored.stat().st_size > deflated.stat().st_size

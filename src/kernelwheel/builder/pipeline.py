@@ -447,7 +447,13 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             summary=f"{project.name} PyTorch kernel ({variant.name}), built by kernelwheel",
             executables=frozenset({f"{project.package}/{namespace}.abi3.so"}),
         )
-        raw = write_wheel(spec, req.work_dir / variant.name / "dist")
+        # A raw wheel that auditwheel re-zips is stored, not deflated; it is the output only
+        # without repair, or with best effort (kept as is when the repair fails).
+        raw = write_wheel(
+            spec,
+            req.work_dir / variant.name / "dist",
+            compress=req.manylinux is None or req.best_effort,
+        )
         detail.append(raw.name)
 
     if req.manylinux is None:

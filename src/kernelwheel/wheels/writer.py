@@ -161,8 +161,12 @@ def _record_digest(hexdigest: str | None) -> str | None:
     return "sha256=" + base64.urlsafe_b64encode(bytes.fromhex(hexdigest)).rstrip(b"=").decode()
 
 
-def write_wheel(spec: WheelSpec, out_dir: Path) -> Path:
-    """Write the wheel into out_dir atomically and return its path."""
+def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Path:
+    """Write the wheel into out_dir atomically and return its path.
+
+    ``compress=False`` stores every member: for an intermediate wheel that auditwheel unpacks and
+    zips again anyway (deflating a multi-megabyte object twice costs a tenth of a second or more
+    per build)."""
     _validate(spec)
     dist_info = dist_info_dir(spec.name, spec.version)
     entries: list[tuple[str, bytes]] = sorted(spec.files.items())
@@ -181,7 +185,7 @@ def write_wheel(spec: WheelSpec, out_dir: Path) -> Path:
         with staged_file(final) as tmp, zipfile.ZipFile(tmp, "w") as zf:
             for name, data in entries:
                 mode = 0o755 if name in spec.executables else 0o644
-                zf.writestr(_zipinfo(name, date_time, mode, _compressible(data)), data)
+                zf.writestr(_zipinfo(name, date_time, mode, compress and _compressible(data)), data)
     except OSError as exc:  # e.g. a name the file system refuses (ENAMETOOLONG), a full disk
         raise WheelError(
             f"cannot write {final.name} into {out_dir}: {exc.strerror or exc}",
