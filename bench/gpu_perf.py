@@ -9,11 +9,14 @@ Driver: bench/run_gpu_perf.sh (one device call). Steps, all from this checkout:
    and a CUDA context exist, and the first call (1080p, synchronised) minus the second, i.e. the
    one-time cost of loading the module's device code; plus wheel and .so sizes;
 3. the kernel's own tests (GPU ones included) against the default build;
-4. host time per call (small image, no synchronisation: what Python pays per call), one
-   synchronous call at 1080p and 4K (inputs rotated over more than 3x L2), and CUDA-graph
-   replays (device time), for: ``img2gray()``, the functional op called directly, the out variant
-   on a preallocated output, the seed's wrapper (Python checks + torch.empty + out variant), and
-   ``dst.copy_(src)`` moving the same bytes (2 B/pixel read + 2 written, as img2gray's 3 + 1).
+4. host time per call (small image, no synchronisation: what Python pays per call); one
+   synchronous call at 1080p and 4K, in blocks of calls of one implementation (interleaved),
+   warm (the same image every call, as the issue measured) and cold (the next of several images
+   each call, so inputs come from DRAM); device time per call back to back (a CUDA graph of many
+   calls), for: ``img2gray()``, the functional op, the op's C++ callable (no OpOverload frame),
+   the out variant on a preallocated output, the seed's wrapper (Python checks + torch.empty +
+   out variant) and three copies: the same bytes (2 B/pixel read + 2 written), the image itself
+   (3 + 3), and one channel of it (3 read + 1 written, strided: img2gray's DRAM traffic).
 
 Writes gpu_perf.json, gpu_perf_table.md, gpu_perf_build.log and gpu_perf_pytest.log under --out
 and prints the tables last.
@@ -133,7 +136,7 @@ def first_calls(built: dict[str, dict[str, object]], procs: int, env: dict[str, 
 
 
 TIMING = r"""
-import json, math, statistics, sys, time
+import json, math, os, statistics, sys, time
 import torch
 import img2gray
 
@@ -142,6 +145,8 @@ SYNC_REPS = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 ops = img2gray.ops
 functional = ops.img2gray.default
 out_variant = ops.img2gray.out
+raw_op = functional._op  # the C++ callable behind the OpOverload (no Python frame)
+is_compiling = torch.compiler.is_compiling
 
 
 def seed_wrapper(image):
@@ -160,46 +165,63 @@ def seed_wrapper(image):
     return output
 
 
-def impls(xs, ys, src, dst):
+def raw_public(image):
+    # a candidate public call: the C++ callable in eager, the OpOverload under torch.compile
+    if is_compiling():
+        return functional(image)
+    return raw_op(image)
+
+
+COPY = "copy_ (same bytes: 2 B/px read + 2 written)"
+CHANNEL = "copy_ of one channel (3 B/px read + 1 written: img2gray's traffic)"
+
+
+def impls(t):
     # img2gray() and copy_ twice each: the spread between the two is the noise
+    xs, ys, src, dst, full, ch = t["xs"], t["ys"], t["src"], t["dst"], t["full"], t["ch"]
     return {
         "img2gray()": lambda i: img2gray.img2gray(xs[i]),
-        "copy_ (same bytes)": lambda i: dst[i].copy_(src[i]),
+        COPY: lambda i: dst[i].copy_(src[i]),
+        CHANNEL: lambda i: ch[i].copy_(xs[i][..., 1]),
+        "copy_ of the image (3 B/px read + 3 written)": lambda i: full[i].copy_(xs[i]),
         "op img2gray(x) (functional)": lambda i: functional(xs[i]),
-        "op img2gray.out(x, y)": lambda i: out_variant(xs[i], ys[i]),
+        "op via its C++ callable (OpOverload._op)": lambda i: raw_public(xs[i]),
+        "op img2gray.out(x, y) (preallocated)": lambda i: out_variant(xs[i], ys[i]),
         "seed wrapper (Python checks + torch.empty + out op)": lambda i: seed_wrapper(xs[i]),
         "img2gray() (again)": lambda i: img2gray.img2gray(xs[i]),
-        "copy_ (same bytes) (again)": lambda i: dst[i].copy_(src[i]),
+        COPY + " (again)": lambda i: dst[i].copy_(src[i]),
     }
 
 
 def inputs(shape, nsets):
     pixels = math.prod(shape[:-1])
-    xs = [torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda") for _ in range(nsets)]
-    ys = [torch.empty(shape[:-1], dtype=torch.uint8, device="cuda") for _ in range(nsets)]
-    src = [torch.randint(0, 256, (2 * pixels,), dtype=torch.uint8, device="cuda")
-           for _ in range(nsets)]
-    dst = [torch.empty(2 * pixels, dtype=torch.uint8, device="cuda") for _ in range(nsets)]
-    return xs, ys, src, dst
+    def u8(*size):
+        return [torch.randint(0, 256, size, dtype=torch.uint8, device="cuda") for _ in range(nsets)]
+    return {"xs": u8(*shape), "ys": u8(*shape[:-1]), "src": u8(2 * pixels),
+            "dst": u8(2 * pixels), "full": u8(*shape), "ch": u8(*shape[:-1])}
 
 
-# correctness of every timed path against each other (the tests check against NumPy)
-xs, ys, src, dst = inputs((67, 129, 3), 2)
-want = img2gray.img2gray(xs[0])
-for name, fn in impls(xs, ys, src, dst).items():
+# correctness of every timed img2gray path against each other (the tests check against NumPy)
+t = inputs((67, 129, 3), 2)
+want = img2gray.img2gray(t["xs"][0])
+for name, fn in impls(t).items():
     if "copy_" in name:
         continue
-    ys[0].fill_(0xA5)
+    t["ys"][0].fill_(0xA5)
     got = fn(0)
-    assert torch.equal(got if got is not None else ys[0], want), name
+    assert torch.equal(got if got is not None else t["ys"][0], want), name
 
 l2 = torch.cuda.get_device_properties(0).L2_cache_size or 50 * 2**20
+try:  # one core: no migration between cores in the middle of a timed call
+    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[-1]})
+except (AttributeError, OSError):
+    pass
 
 # 1) host time per call: a small image, no synchronisation, N calls; interleaved rounds
-N, ROUNDS = 2000, 15
-xs, ys, src, dst = inputs((64, 64, 3), 4)
-host = {name: [] for name in impls(xs, ys, src, dst)}
-fns = impls(xs, ys, src, dst)
+N, ROUNDS = 2000, 25
+t = inputs((64, 64, 3), 4)
+fns = impls(t)
+host = {name: [] for name in fns}
 for name, fn in fns.items():
     for i in range(200):
         fn(i % 4)
@@ -214,43 +236,54 @@ for _ in range(ROUNDS):
         host[name].append((t1 - t0) / N * 1e6)
 torch.cuda.synchronize()
 out["host_us"] = {k: statistics.median(v) for k, v in host.items()}
-out["host_us_min"] = {k: min(v) for k, v in host.items()}
+out["host_rounds"] = ROUNDS
 
-# 2) one synchronous call, and 3) CUDA-graph replays, at 1080p and 4K
+# 2) one synchronous call (host work + launch + kernel + synchronize). Each implementation runs
+#    a block of BLOCK calls in a row (the first SKIP not counted), blocks interleaved over rounds,
+#    so every counted call follows a call of the same implementation:
+#    warm: the same image every call (it stays in L2), as the issue measured;
+#    cold: the next of nsets images each call (last touched more than 3x L2 of traffic ago), so
+#          the inputs come from DRAM and each call also pays the write-back of the outputs its
+#          predecessor left in L2: img2gray reads 3 B/px and writes 1, the same-bytes copy 2 + 2.
+# 3) device time per call, back to back: a CUDA graph of many calls (no host work).
+BLOCK, SKIP = 30, 5
 out["sync_us"], out["graph_us"] = {}, {}
 for size, shape in (("1080p", (1080, 1920, 3)), ("4K", (2160, 3840, 3))):
     pixels = shape[0] * shape[1]
     nsets = max(3, math.ceil(3 * l2 / (4 * pixels)))
-    xs, ys, src, dst = inputs(shape, nsets)
-    fns = impls(xs, ys, src, dst)
-    sync = {name: [] for name in fns}
+    t = inputs(shape, nsets)
+    fns = impls(t)
     for name, fn in fns.items():
         for i in range(nsets):
             fn(i)
     torch.cuda.synchronize()
-    # Every call gets the next input set: the one it reads was last touched nsets calls ago
-    # (more than 3x L2 of traffic since), so each implementation starts from DRAM, as copy_ does.
-    call = 0
-    for rep in range(SYNC_REPS):
-        for name, fn in fns.items():
-            call += 1
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            fn(call % nsets)
-            torch.cuda.synchronize()
-            sync[name].append((time.perf_counter() - t0) * 1e6)
-    out["sync_us"][size] = {k: statistics.median(v) for k, v in sync.items()}
+    rounds = max(1, SYNC_REPS // (BLOCK - SKIP))
+    for state in ("warm", "cold"):
+        sync = {name: [] for name in fns}
+        call = 0
+        for rep in range(rounds):
+            for name, fn in fns.items():
+                for j in range(BLOCK):
+                    call += 1
+                    i = 0 if state == "warm" else call % nsets
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    fn(i)
+                    torch.cuda.synchronize()
+                    if j >= SKIP:
+                        sync[name].append((time.perf_counter() - t0) * 1e6)
+        out["sync_us"][f"{size} {state}"] = {k: statistics.median(v) for k, v in sync.items()}
     graph = {}
     for name, fn in fns.items():
         if name.startswith("seed") or name.endswith("(again)"):
             continue
-        k = nsets * max(1, math.ceil(200 / nsets))
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
             for i in range(nsets):
                 fn(i)
         torch.cuda.current_stream().wait_stream(s)
+        k = nsets * max(1, math.ceil(200 / nsets))
         g = torch.cuda.CUDAGraph()
         keep = []
         with torch.cuda.graph(g):
@@ -265,8 +298,9 @@ for size, shape in (("1080p", (1080, 1920, 3)), ("4K", (2160, 3840, 3))):
         graph[name] = statistics.median(times)
         del g, keep
     out["graph_us"][size] = graph
-    del xs, ys, src, dst
+    del t, fns
     torch.cuda.empty_cache()
+out["sync_samples"] = rounds * (BLOCK - SKIP)
 out["sync_reps"] = SYNC_REPS
 out["device"] = torch.cuda.get_device_name()
 out["torch"] = torch.__version__
@@ -277,23 +311,38 @@ print("RESULT " + json.dumps(out))
 def table(built: dict[str, dict[str, object]], timing: dict[str, object] | None) -> str:
     lines = []
     if timing:
+        copy, channel = "copy_ (same bytes", "copy_ of one channel"
         host = timing["host_us"]  # type: ignore[index]
-        copy = host["copy_ (same bytes)"]  # type: ignore[index]
+        ref = next(v for k, v in host.items() if k.startswith(copy))  # type: ignore[union-attr]
         lines += [f"{timing['device']}, torch {timing['torch']}", "",
-                  "| host time per call (64x64, no sync, median of 15 x 2000) | µs | / copy_ |",
+                  f"| host time per call (64x64, no sync, median of {timing.get('host_rounds', '?')} "
+                  "rounds x 2000 calls) | µs | / copy_ |",
                   "|---|---|---|"]
         for name, us in host.items():  # type: ignore[union-attr]
-            lines.append(f"| {name} | {us:.2f} | {us / copy:.2f}x |")
-        for what, key in (("one synchronous call (median of 300)", "sync_us"),
-                          ("CUDA-graph replay, device time per call", "graph_us")):
-            if key == "sync_us":
-                what = f"one synchronous call (median of {timing.get('sync_reps', '?')})"
-            lines += ["", f"| {what} | 1080p µs | 4K µs | copy_/this at 4K |", "|---|---|---|---|"]
+            lines.append(f"| {name} | {us:.2f} | {us / ref:.2f}x |")
+        sync = timing["sync_us"]  # type: ignore[index]
+        states = list(sync)  # type: ignore[arg-type]
+        lines += ["", f"One synchronous call, median of {timing.get('sync_samples', '?')} "
+                  "(throughput relative to this call: copy_ time / this time)", "",
+                  "| call | " + " | ".join(f"{s} µs" for s in states) + " | "
+                  + " | ".join(f"{s}: copy_/this, channel copy/this" for s in states if "4K" in s)
+                  + " |", "|---" * (1 + len(states) + sum("4K" in s for s in states)) + "|"]
+        for name in sync[states[0]]:  # type: ignore[index]
+            cells = [f"{sync[s][name]:.1f}" for s in states]  # type: ignore[index]
+            for s in states:
+                if "4K" in s:
+                    row = sync[s]  # type: ignore[index]
+                    c = next(v for k, v in row.items() if k.startswith(copy))
+                    h = next(v for k, v in row.items() if k.startswith(channel))
+                    cells.append(f"{c / row[name]:.1%}, {h / row[name]:.1%}")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        for what, key in (("device time per call, back to back (graph of many calls)",
+                           "graph_us"),):
             per = timing[key]  # type: ignore[index]
-            names = list(per["4K"])  # type: ignore[index]
-            for name in names:
+            lines += ["", f"| {what} | 1080p µs | 4K µs | copy_/this at 4K |", "|---|---|---|---|"]
+            for name in per["4K"]:  # type: ignore[index]
                 a, b = per["1080p"][name], per["4K"][name]  # type: ignore[index]
-                c = per["4K"]["copy_ (same bytes)"]  # type: ignore[index]
+                c = next(v for k, v in per["4K"].items() if k.startswith(copy))  # type: ignore
                 lines.append(f"| {name} | {a:.1f} | {b:.1f} | {c / b:.1%} |")
     lines += ["", "| fatbin setting | wheel bytes | .so bytes | import img2gray ms | first call "
               "1080p ms | load (first − second) ms | build s |", "|---|---|---|---|---|---|---|"]
@@ -338,7 +387,7 @@ def main() -> int:
         log(f"kernel tests: exit {p.returncode}: {results['pytest']}")
         p = subprocess.run([sys.executable, "-c", TIMING, str(args.sync_reps)],
                            env=dict(run_env, PYTHONPATH=site),
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=540)
         found = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
         if found:
             timing = json.loads(found[-1][len("RESULT "):])
