@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from .. import _interpreter
 from .._util import atomic_write, run_checked
 from ..errors import ToolchainError
 from ..model.recipes import VariantRecipe
@@ -27,26 +28,6 @@ from ..model.recipes import VariantRecipe
 READY_MARKER = ".kernelwheel-ready"
 # Build tools every environment gets besides torch; pinned so environments are reproducible.
 BUILD_TOOLS = ("setuptools>=69,<81", "ninja>=1.11,<1.14", "wheel>=0.43,<0.47", "numpy>=1.26,<3")
-
-_PROBE = r"""
-import json, platform, sys, sysconfig
-out = {"python_version": "%d.%d" % sys.version_info[:2], "machine": platform.machine(),
-       "purelib": sysconfig.get_paths()["purelib"], "python": sys.executable}
-try:
-    import torch
-    out["torch"] = torch.__version__
-    out["cuda"] = torch.version.cuda
-    out["hip"] = getattr(torch.version, "hip", None)
-    out["cxx11_abi"] = bool(torch._C._GLIBCXX_USE_CXX11_ABI)
-    out["torch_dir"] = torch.__path__[0]
-except Exception as exc:  # report, the caller decides
-    out["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
-print(json.dumps(out))
-# skip the interpreter's teardown: 0.3-0.5 s with torch loaded, and nothing is left to write
-sys.stdout.flush()
-import os
-os._exit(0)
-"""
 
 
 @dataclass(frozen=True)
@@ -144,24 +125,31 @@ class EnvInfo:
 
 
 def probe(python: Path) -> EnvInfo:
+    """Run ``python`` once (kernelwheel._interpreter) and keep what a build needs of it."""
     try:
-        proc = subprocess.run(
-            [str(python), "-c", _PROBE], capture_output=True, text=True, check=False, timeout=300
-        )
-    except OSError as exc:
+        found = _interpreter.run(python)
+    except _interpreter.ProbeFailed as exc:
+        if not exc.started:
+            raise ToolchainError(
+                f"cannot run the interpreter {python}: {exc}", hint="pass an existing python"
+            ) from None
+        raise ToolchainError(f"{python} failed to start:\n{exc}") from None
+    if found.torch is None:
         raise ToolchainError(
-            f"cannot run the interpreter {python}: {exc}", hint="pass an existing python"
-        ) from None
-    if proc.returncode != 0:
-        raise ToolchainError(f"{python} failed to start:\n{proc.stderr.strip()}")
-    data = json.loads(proc.stdout.strip().splitlines()[-1])
-    if "torch_error" in data:
-        raise ToolchainError(
-            f"{python} has no usable torch ({data['torch_error']})",
+            f"{python} has no usable torch ({found.torch_error})",
             hint="install the variant's torch into that interpreter, or omit --python so "
             "kernelwheel creates a build environment",
         )
-    return EnvInfo.from_dict(data)
+    return EnvInfo(
+        python=found.executable,
+        python_version=found.python_version,
+        machine=found.machine,
+        purelib=found.purelib,
+        torch=found.torch.version,
+        cuda=found.torch_cuda,
+        hip=found.torch_hip,
+        cxx11_abi=found.torch.cxx11,
+    )
 
 
 @contextmanager

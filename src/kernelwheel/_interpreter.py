@@ -1,0 +1,130 @@
+"""Facts about a Python interpreter, read by running it once.
+
+One script serves both callers: the build (``builder.envs.probe``: a build environment or
+``--python``) and ``kernelwheel install`` (``install.probe``: the interpreter to install into).
+The torch facts come from :func:`kernelwheel.install.compat.torch_facts`, the very function every
+wheel's import guard runs, so the build, the installer and the guard read torch the same way. The
+wheel tags come from ``packaging.tags.sys_tags()`` run by the interpreter itself (its own
+``packaging`` if it has one, else kernelwheel's), which is how pip computes them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import packaging
+
+from .install import compat
+
+__all__ = ["Interpreter", "ProbeFailed", "run"]
+
+_MARK = "KERNELWHEEL-PROBE "
+_MAIN = r"""
+import importlib.util, json, platform, sys, sysconfig
+out = {"python": list(sys.version_info[:2]), "implementation": sys.implementation.name,
+       "executable": sys.executable, "machine": platform.machine(),
+       "purelib": sysconfig.get_paths()["purelib"],
+       "pip": importlib.util.find_spec("pip") is not None}
+try:
+    import torch
+    out["torch_cuda"] = torch.version.cuda
+    out["torch_hip"] = getattr(torch.version, "hip", None)
+    facts = torch_facts(torch)
+    out["torch"] = [facts.version, facts.kind, facts.backend, facts.cxx11]
+except Exception as exc:  # the caller explains what is missing
+    out["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
+try:
+    import importlib.metadata as metadata
+    out["torch_dist"] = metadata.version("torch")
+except Exception:
+    out["torch_dist"] = None
+try:
+    from packaging import tags
+except ImportError:
+    sys.path.append(sys.argv[1])  # after the interpreter's own paths: only packaging comes from it
+    from packaging import tags
+out["tags"] = [str(tag) for tag in tags.sys_tags()]
+print(__MARK__ + json.dumps(out))
+# skip the interpreter's teardown: 0.3-0.5 s with torch loaded, and nothing is left to write
+sys.stdout.flush()
+import os
+os._exit(0)
+"""
+
+
+class ProbeFailed(Exception):
+    """The interpreter could not be started (``started`` False), or printed no facts; ``str()``
+    says why."""
+
+    def __init__(self, reason: str, *, started: bool) -> None:
+        super().__init__(reason)
+        self.started = started
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """What one run of an interpreter reported."""
+
+    executable: Path  # sys.executable: the venv's python, not what a symlink points to
+    python: tuple[int, int]
+    implementation: str  # sys.implementation.name: cpython, pypy
+    machine: str  # platform.machine()
+    purelib: Path
+    has_pip: bool
+    tags: tuple[str, ...]  # supported wheel tags, most preferred first
+    torch: compat.Torch | None  # None: torch does not import (torch_error says why)
+    torch_cuda: str | None  # torch.version.cuda, as torch spells it ("13.0")
+    torch_hip: str | None
+    torch_dist: str | None  # the torch version pip sees installed (distribution metadata)
+    torch_error: str | None = None
+
+    @property
+    def python_version(self) -> str:
+        return f"{self.python[0]}.{self.python[1]}"
+
+
+def _script() -> str:
+    # compat's own source first: torch_facts is defined by it, exactly as in the guard.
+    return inspect.getsource(compat) + _MAIN.replace("__MARK__", repr(_MARK))
+
+
+def run(python: Path) -> Interpreter:
+    """Run ``python`` once and return what it reports; ProbeFailed when it cannot."""
+    packaging_home = str(Path(packaging.__file__).resolve().parents[1])
+    try:
+        proc = subprocess.run(
+            [str(python), "-c", _script(), packaging_home],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ProbeFailed(reason, started=isinstance(exc, subprocess.TimeoutExpired)) from None
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(_MARK)]
+    if proc.returncode != 0 or not lines:
+        raise ProbeFailed(proc.stderr.strip() or "no output", started=True)
+    data = json.loads(lines[-1][len(_MARK) :])
+    torch = None
+    if "torch" in data:
+        version, kind, backend, cxx11 = data["torch"]
+        torch = compat.Torch(version, kind, tuple(backend) if backend else None, cxx11)
+    return Interpreter(
+        executable=Path(data["executable"]),
+        python=(data["python"][0], data["python"][1]),
+        implementation=data["implementation"],
+        machine=data["machine"],
+        purelib=Path(data["purelib"]),
+        has_pip=bool(data["pip"]),
+        tags=tuple(data["tags"]),
+        torch=torch,
+        torch_cuda=data.get("torch_cuda"),
+        torch_hip=data.get("torch_hip"),
+        torch_dist=data["torch_dist"],
+        torch_error=data.get("torch_error"),
+    )
