@@ -351,3 +351,29 @@ def test_cuda_functional_op_poisoned_pool(rng: np.random.Generator, shape: tuple
     for poison in (0x00, 0xFF):
         torch.full(shape[:-1], poison, dtype=torch.uint8, device="cuda")  # freed at once
         assert_equal(img2gray.ops.img2gray(x), reference(img), f"cuda op {shape}, pool {poison:#x}")
+
+
+@gpu
+@needs_gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_cuda_image_on_another_device(rng: np.random.Generator) -> None:
+    """The public call skips its device guard only when the image is on the current device: an
+    image on another device still gets its output there, computed there, on that device's
+    current stream, and the caller's current device is left as it was."""
+    img = random_image(rng, (2, 135, 241, 3))
+    want = reference(img)
+    for current, other in ((0, 1), (1, 0)):
+        with torch.cuda.device(current):
+            x = torch.from_numpy(img).to(f"cuda:{other}")
+            torch.full(img.shape[:-1], 0xA5, dtype=torch.uint8, device=f"cuda:{other}")  # freed
+            out = img2gray.img2gray(x)
+            assert torch.cuda.current_device() == current
+            assert out.device == x.device
+            assert_equal(out, want, f"image on cuda:{other}, current device cuda:{current}")
+            y = torch.full(img.shape[:-1], 0xA5, dtype=torch.uint8, device=f"cuda:{other}")
+            img2gray.ops.img2gray(x, y)
+            assert torch.cuda.current_device() == current
+            assert_equal(y, want, f"out variant on cuda:{other}, current cuda:{current}")
+        # then on its own device, where the guard is skipped
+        with torch.cuda.device(other):
+            assert_equal(img2gray.img2gray(x), want, f"image on the current device cuda:{other}")
