@@ -28,7 +28,11 @@ VARIANTS = (
 # Runs the real CLI with one function paused (before or after its original runs), after
 # touching a mark file, so a signal arrives at a known point.
 DRIVER = r"""
-import importlib, os, sys, time
+import importlib, os, signal, sys, time
+# A terminal's Ctrl-C reaches Python's own handler; a test runner started in the background
+# (sh's "cmd &") hands SIGINT down ignored, and Python then leaves it ignored: install Python's
+# handler, so the CLI is tested as a user's terminal runs it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 module, attr, when = sys.argv[1:4]
 mod = importlib.import_module(module)
 original = getattr(mod, attr)
