@@ -92,7 +92,7 @@ def _script() -> str:
     return inspect.getsource(compat) + _MAIN.replace("__MARK__", repr(_MARK))
 
 
-def run(python: Path) -> Interpreter:
+def run(python: Path, *, timeout: float = 300) -> Interpreter:
     """Run ``python`` once and return what it reports; ProbeFailed when it cannot."""
     packaging_home = str(Path(packaging.__file__).resolve().parents[1])
     try:
@@ -101,11 +101,13 @@ def run(python: Path) -> Interpreter:
             capture_output=True,
             text=True,
             check=False,
-            timeout=300,
+            timeout=timeout,
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise ProbeFailed(reason, started=isinstance(exc, subprocess.TimeoutExpired)) from None
+    except subprocess.TimeoutExpired:
+        # (TimeoutExpired's own text would quote the whole script.)
+        raise ProbeFailed(f"no answer within {timeout:g} s", started=True) from None
+    except OSError as exc:
+        raise ProbeFailed(exc.strerror or str(exc), started=False) from None
     lines = [line for line in proc.stdout.splitlines() if line.startswith(_MARK)]
     if proc.returncode != 0 or not lines:
         raise ProbeFailed(proc.stderr.strip() or "no output", started=True)

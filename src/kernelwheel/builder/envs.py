@@ -133,7 +133,11 @@ def probe(python: Path) -> EnvInfo:
             raise ToolchainError(
                 f"cannot run the interpreter {python}: {exc}", hint="pass an existing python"
             ) from None
-        raise ToolchainError(f"{python} failed to start:\n{exc}") from None
+        raise ToolchainError(
+            f"{python} failed to start:\n{exc}",
+            hint="pass a working Python 3 interpreter with --python, or omit --python so "
+            "kernelwheel creates a build environment",
+        ) from None
     if found.torch is None:
         raise ToolchainError(
             f"{python} has no usable torch ({found.torch_error})",

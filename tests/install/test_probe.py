@@ -1,0 +1,95 @@
+"""The interpreter probe (kernelwheel._interpreter) and the errors its two callers give: the
+build's environment probe (builder.envs.probe) and kernelwheel install's (install.probe)."""
+
+from __future__ import annotations
+
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelwheel import _interpreter
+from kernelwheel.builder import envs
+from kernelwheel.errors import InstallError, ToolchainError
+from kernelwheel.install import probe as install_probe
+
+# kernelwheel's own interpreter has no torch (torch lives in the build environments).
+NO_TORCH = Path(sys.executable)
+
+
+def _fake_python(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "python"
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_reads_python_platform_tags_and_a_missing_torch() -> None:
+    if _has_torch():
+        pytest.skip("this interpreter has torch")
+    found = _interpreter.run(NO_TORCH)
+    assert found.python == sys.version_info[:2]
+    assert found.python_version == f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert found.implementation == sys.implementation.name
+    assert found.tags and found.tags[0].startswith(f"cp{sys.version_info[0]}{sys.version_info[1]}")
+    assert found.torch is None and found.torch_dist is None
+    assert found.torch_error is not None and "torch" in found.torch_error
+
+
+def test_a_missing_interpreter_did_not_start(tmp_path: Path) -> None:
+    with pytest.raises(_interpreter.ProbeFailed) as info:
+        _interpreter.run(tmp_path / "no-python")
+    assert not info.value.started
+    assert "No such file" in str(info.value)
+
+
+def test_an_interpreter_that_fails_reports_its_stderr(tmp_path: Path) -> None:
+    broken = _fake_python(tmp_path, "echo 'SyntaxError: not a Python 3' >&2; exit 1")
+    with pytest.raises(_interpreter.ProbeFailed) as info:
+        _interpreter.run(broken)
+    assert info.value.started
+    assert str(info.value) == "SyntaxError: not a Python 3"
+
+
+def test_a_hanging_interpreter_times_out_without_quoting_the_script(tmp_path: Path) -> None:
+    hanging = _fake_python(tmp_path, "exec sleep 30")
+    with pytest.raises(_interpreter.ProbeFailed) as info:
+        _interpreter.run(hanging, timeout=0.5)
+    assert info.value.started
+    assert str(info.value) == "no answer within 0.5 s"
+
+
+def test_build_probe_errors_name_the_interpreter_and_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(ToolchainError, match="cannot run the interpreter .*no-python") as info:
+        envs.probe(tmp_path / "no-python")
+    assert info.value.hint
+    broken = _fake_python(tmp_path, "echo 'boom' >&2; exit 3")
+    with pytest.raises(ToolchainError, match=r"failed to start:\nboom") as info:
+        envs.probe(broken)
+    assert info.value.hint and "omit --python" in info.value.hint
+    if not _has_torch():
+        with pytest.raises(ToolchainError, match="has no usable torch") as info:
+            envs.probe(NO_TORCH)
+        assert info.value.hint and "omit --python" in info.value.hint
+
+
+def test_install_probe_errors_name_the_interpreter_and_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(InstallError, match="cannot run --python .*no-python") as info:
+        install_probe.probe(tmp_path / "no-python")
+    assert info.value.hint and "--python" in info.value.hint
+    broken = _fake_python(tmp_path, "echo 'first line' >&2; echo 'the reason' >&2; exit 3")
+    with pytest.raises(InstallError) as info:
+        install_probe.probe(broken)
+    assert info.value.message.startswith(f"cannot inspect the interpreter {broken}")
+    assert info.value.message.endswith(": the reason")  # the last line, where the error is
+    if not _has_torch():
+        with pytest.raises(InstallError, match="has no usable torch") as info:
+            install_probe.probe(NO_TORCH)
+        assert info.value.hint and "never installs or changes torch" in info.value.hint
+
+
+def _has_torch() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
