@@ -1,21 +1,23 @@
 """Host cost of the ways a custom CUDA op can check, allocate and launch (GPU only; one run).
 
-Builds one throwaway extension with torch.utils.cpp_extension.load_inline holding img2gray's
-vectorised kernel behind several functional ops that differ only in the host path, then times
-each against ``copy_`` moving the same bytes: host time per call (64x64, no synchronisation,
-interleaved rounds) and one synchronous warm 4K call (blocks of calls of one op). Every op's
-output is compared with the others' on random images first.
+Builds one throwaway extension with torch.utils.cpp_extension.load_inline that includes
+kernels/img2gray/csrc/img2gray.cu and puts its vectorised kernel behind several functional ops
+that differ only in the host path, then times each against ``copy_`` moving the same bytes: host
+time per call (64x64, no synchronisation, interleaved rounds) and one synchronous warm 4K call
+(blocks of calls of one op). Every op's output is first compared with a float64 reference of
+the formula on a random image.
 
     env -u CXX -u CC python bench/launch_paths.py [--out DIR]
 
 Variants (all: dtype/shape checks as img2gray's, output from the caching allocator):
-- chevron: img2gray's code (CUDAGuard, contiguous(), at::detail::empty_cuda, <<<>>>, launch check)
+- chevron: img2gray's host path before issue 15's second round (CUDAGuard, contiguous(),
+  at::detail::empty_cuda, <<<>>>, launch check)
 - no_guard: chevron without the CUDAGuard when the image is on the current device already
 - runtime_ng: no_guard with cudaLaunchKernel called directly (no push/pop of the launch config)
 - kernel_ng: no_guard with cuLaunchKernel (found through cudaGetDriverEntryPointByVersion: no
   link to libcuda) on the context-independent handle from cudaGetKernel
 - kernel_ng_generic: kernel_ng with the output from at::detail::empty_generic and the device's
-  allocator (no second device guard inside empty_cuda)
+  allocator (no second device guard inside empty_cuda): img2gray's host path now
 - out: the out variant into a preallocated tensor (no allocation at all)
 """
 
@@ -29,111 +31,44 @@ import sys
 import time
 from pathlib import Path
 
+KERNEL_CU = Path(__file__).resolve().parents[1] / "kernels" / "img2gray" / "csrc" / "img2gray.cu"
+
+# img2gray.cu itself is included: its kernel, and (CUDA >= 12.5) its driver_launch() and
+# vec_kernel_handle(); the ops below differ only in the host path around them.
 SRC = r"""
-#include <cstdint>
-#include <cuda.h>
-#include <ATen/core/Tensor.h>
-#include <ATen/ops/empty.h>
-#include <ATen/EmptyTensor.h>
-#include <ATen/cuda/CUDAContextLight.h>
-#include <ATen/cuda/EmptyTensor.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAFunctions.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
+#include "__KERNEL_CU__"
+
 #include <torch/library.h>
 
 namespace {
-constexpr int kThreads = 256;
-constexpr int kChunkPixels = 16;
-
-__device__ __forceinline__ uint32_t gray_of(uint32_t r, uint32_t g, uint32_t b) {
-  return (r * (21u * 5243u) + g * (72u * 5243u) + b * (7u * 5243u)) >> 19;
-}
-__device__ __forceinline__ uint32_t byte_at(const uint32_t (&w)[12], int j) {
-  return (w[j >> 2] >> (8 * (j & 3))) & 0xffu;
-}
-__device__ __forceinline__ uint4 convert_chunk(uint4 a, uint4 b, uint4 c) {
-  const uint32_t w[12] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w};
-  uint32_t o[4];
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    uint32_t packed = 0;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int p = 4 * q + k;
-      packed |= gray_of(byte_at(w, 3 * p), byte_at(w, 3 * p + 1), byte_at(w, 3 * p + 2)) << (8 * k);
-    }
-    o[q] = packed;
-  }
-  return make_uint4(o[0], o[1], o[2], o[3]);
-}
-__global__ void __launch_bounds__(kThreads)
-    vec_kernel(const uint4* __restrict__ in, uint4* __restrict__ out, int64_t chunks,
-               const uint8_t* __restrict__ tail_in, uint8_t* __restrict__ tail_out, int tail) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (c < chunks) {
-    const uint4 a = in[3 * c];
-    const uint4 b = in[3 * c + 1];
-    const uint4 d = in[3 * c + 2];
-    out[c] = convert_chunk(a, b, d);
-  }
-  if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < tail) {
-    const int i = threadIdx.x;
-    tail_out[i] = static_cast<uint8_t>(gray_of(tail_in[3 * i], tail_in[3 * i + 1], tail_in[3 * i + 2]));
-  }
-}
-
 enum class How { Chevron, Runtime, Kernel };
-
-// cuLaunchKernel through the runtime's entry-point query: no link to libcuda (the extension still
-// loads on machines without a driver), and a context-independent kernel handle (cudaGetKernel),
-// valid on every device.
-using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                              unsigned, unsigned, CUstream, void**, void**);
-LaunchFn driver_launch() {
-  static const LaunchFn fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    C10_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuLaunchKernel", &p, 12000, cudaEnableDefault, &q));
-    TORCH_CHECK(q == cudaDriverEntryPointSuccess && p != nullptr, "cuLaunchKernel not found");
-    return reinterpret_cast<LaunchFn>(p);
-  }();
-  return fn;
-}
-CUfunction kernel_handle() {
-  static const CUfunction k = [] {
-    cudaKernel_t h = nullptr;
-    C10_CUDA_CHECK(cudaGetKernel(&h, reinterpret_cast<const void*>(&vec_kernel)));
-    return reinterpret_cast<CUfunction>(h);
-  }();
-  return k;
-}
 
 void launch(const at::Tensor& in, at::Tensor& out, How how) {
   const int64_t pixels = out.numel();
   if (pixels == 0) return;
   const uint8_t* ip = in.const_data_ptr<uint8_t>();
   uint8_t* op = out.mutable_data_ptr<uint8_t>();
-  TORCH_CHECK(reinterpret_cast<uintptr_t>(ip) % 16 == 0 && reinterpret_cast<uintptr_t>(op) % 16 == 0);
+  TORCH_CHECK(reinterpret_cast<uintptr_t>(ip) % 16 == 0 &&
+              reinterpret_cast<uintptr_t>(op) % 16 == 0);
   int64_t chunks = pixels / kChunkPixels;
   int tail = static_cast<int>(pixels % kChunkPixels);
-  const unsigned blocks = static_cast<unsigned>(chunks == 0 ? 1 : (chunks + kThreads - 1) / kThreads);
+  const unsigned blocks =
+      static_cast<unsigned>(chunks == 0 ? 1 : (chunks + kThreads - 1) / kThreads);
   const uint4* a0 = reinterpret_cast<const uint4*>(ip);
   uint4* a1 = reinterpret_cast<uint4*>(op);
   const uint8_t* a3 = ip + 3 * chunks * kChunkPixels;
   uint8_t* a4 = op + chunks * kChunkPixels;
   cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   if (how == How::Chevron) {
-    vec_kernel<<<blocks, kThreads, 0, stream>>>(a0, a1, chunks, a3, a4, tail);
+    img2gray_vec_kernel<<<blocks, kThreads, 0, stream>>>(a0, a1, chunks, a3, a4, tail);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else if (how == How::Runtime) {
     void* args[] = {&a0, &a1, &chunks, &a3, &a4, &tail};
-    C10_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(&vec_kernel), dim3(blocks),
-                                    dim3(kThreads), args, 0, stream));
+    C10_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(&img2gray_vec_kernel),
+                                    dim3(blocks), dim3(kThreads), args, 0, stream));
   } else {
     void* args[] = {&a0, &a1, &chunks, &a3, &a4, &tail};
-    const CUresult r = driver_launch()(kernel_handle(), blocks, 1, 1, kThreads, 1, 1, 0,
+    const CUresult r = driver_launch()(vec_kernel_handle(), blocks, 1, 1, kThreads, 1, 1, 0,
                                        reinterpret_cast<CUstream>(stream), args, nullptr);
     TORCH_CHECK(r == CUDA_SUCCESS, "cuLaunchKernel failed: ", static_cast<int>(r));
   }
@@ -178,7 +113,8 @@ TORCH_LIBRARY(launch_paths, m) {
   m.def("kernel_ng(Tensor x) -> Tensor");
   m.def("kernel_ng_generic(Tensor x) -> Tensor");
   m.def("out(Tensor x, Tensor! y) -> ()");
-  for (const char* name : {"chevron", "no_guard", "runtime_ng", "kernel_ng", "kernel_ng_generic"}) {
+  for (const char* name :
+       {"chevron", "no_guard", "runtime_ng", "kernel_ng", "kernel_ng_generic"}) {
     m.impl(name, c10::DispatchKey::Autograd, torch::CppFunction::makeFallthrough());
   }
   m.impl("chevron", c10::DispatchKey::CUDA, &chevron);
@@ -203,7 +139,8 @@ def main() -> int:
     build = Path(os.environ.get("TMPDIR", "/tmp")) / "launch_paths"
     build.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    load_inline(name="launch_paths_ext", cpp_sources="", cuda_sources=SRC,
+    source = SRC.replace("__KERNEL_CU__", str(KERNEL_CU))
+    load_inline(name="launch_paths_ext", cpp_sources="", cuda_sources=source,
                 extra_cuda_cflags=["-O3", "-gencode=arch=compute_90,code=sm_90"],
                 is_python_module=False, verbose=False,
                 build_directory=str(build))
