@@ -42,6 +42,7 @@
 #include <cuda.h>
 
 #include <optional>
+#include <string>
 
 namespace {
 
@@ -132,10 +133,26 @@ LaunchFn driver_launch() {
     C10_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuLaunchKernel", &found, 12000,
                                                     cudaEnableDefault, &status));
     TORCH_CHECK(status == cudaDriverEntryPointSuccess && found != nullptr,
-                "img2gray: the CUDA driver does not provide cuLaunchKernel");
+                "img2gray: the NVIDIA driver does not provide cuLaunchKernel for CUDA 12.0 "
+                "(entry-point query status ", static_cast<int>(status),
+                "); update the driver to one that supports this build's CUDA version");
     return reinterpret_cast<LaunchFn>(found);
   }();
   return fn;
+}
+
+// The driver's own name and text for a launch error (cuGetErrorString, found the same way).
+std::string driver_error(CUresult result) {
+  using ErrorStringFn = CUresult (*)(CUresult, const char**);
+  void* found = nullptr;
+  cudaDriverEntryPointQueryResult status{};
+  const char* text = nullptr;
+  if (cudaGetDriverEntryPointByVersion("cuGetErrorString", &found, 12000, cudaEnableDefault,
+                                       &status) == cudaSuccess &&
+      status == cudaDriverEntryPointSuccess && found != nullptr) {
+    reinterpret_cast<ErrorStringFn>(found)(result, &text);
+  }
+  return text != nullptr ? text : "unknown error";
 }
 
 // A context-independent handle: valid on every device, loaded (lazily) by the launch.
@@ -166,8 +183,8 @@ void launch(const uint8_t* in, uint8_t* out, int64_t pixels, cudaStream_t stream
     const CUresult result =
         driver_launch()(vec_kernel_handle(), static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1,
                         0, reinterpret_cast<CUstream>(stream), args, nullptr);
-    TORCH_CHECK(result == CUDA_SUCCESS, "img2gray: kernel launch failed (CUresult ",
-                static_cast<int>(result), ")");
+    TORCH_CHECK(result == CUDA_SUCCESS, "img2gray: kernel launch failed: ", driver_error(result),
+                " (CUresult ", static_cast<int>(result), ")");
 #else
     img2gray_vec_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
         vin, vout, chunks, tail_in, tail_out, tail);
