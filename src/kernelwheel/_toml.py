@@ -5,11 +5,15 @@ bytes."""
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
+
+from packaging.version import InvalidVersion, Version
 
 from .errors import KernelwheelError, ProjectError
 
@@ -18,7 +22,18 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
-__all__ = ["TOMLDecodeError", "key", "loads", "parse_toml", "read_toml", "value"]
+__all__ = [
+    "Located",
+    "TOMLDecodeError",
+    "describe",
+    "key",
+    "loads",
+    "parse_toml",
+    "read_toml",
+    "toml_type",
+    "unknown_key_hint",
+    "value",
+]
 
 TOMLDecodeError = tomllib.TOMLDecodeError
 loads = tomllib.loads
@@ -136,3 +151,220 @@ def array(items: Sequence[Any]) -> str:
     if not items:
         return "[]"
     return "[\n" + "".join(f"    {value(v)},\n" for v in items) + "]"
+
+
+# -- the located reader ---------------------------------------------------------------------------
+
+
+def toml_type(value: object) -> str:
+    """What a TOML value is, in the words of a message ("an integer", "a table")."""
+    if isinstance(value, bool):  # before int: bool is an int subclass
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, (datetime, date, time)):
+        return "a date/time"
+    return type(value).__name__
+
+
+def describe(value: object) -> str:
+    """A value as a message shows it: its type, and the value itself for scalars."""
+    if isinstance(value, (dict, list)):
+        return toml_type(value)
+    if isinstance(value, bool):
+        return f"{toml_type(value)} ({str(value).lower()})"
+    return f"{toml_type(value)} ({value!r})"
+
+
+def unknown_key_hint(
+    key: str, known: Sequence[str], where: str, homes: Mapping[str, Sequence[str]] | None = None
+) -> str:
+    """How to fix an unknown ``key`` in a table allowing ``known``: the kebab spelling, a close
+    match, the table it belongs in (``homes``: key -> tables), or the keys allowed ``where``."""
+    kebab = key.replace("_", "-").lower()
+    if kebab in known:
+        return f"did you mean {kebab!r}? keys are kebab-case"
+    close = difflib.get_close_matches(kebab, known, n=1, cutoff=0.8)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    if homes and kebab in homes:
+        return f"{kebab!r} belongs in {' or '.join(homes[kebab])}; move it there"
+    close = difflib.get_close_matches(kebab, known, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    return f"remove it; keys allowed in {where}: {', '.join(known)}"
+
+
+class Located:
+    """A TOML table read from ``file`` at the dotted ``prefix`` ("" for the document), with typed
+    getters: every wrong type, missing key or unknown key raises ``error`` naming the file and
+    the dotted key, with the fix. build.toml, the recipes and ``[tool.*]`` tables share it."""
+
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        *,
+        file: Path | str,
+        prefix: str = "",
+        error: ErrorFactory = ProjectError,
+    ) -> None:
+        self.data = data
+        self.file = file
+        self.prefix = prefix
+        self.error_factory = error
+
+    def dotted(self, key: str) -> str:
+        return f"{self.prefix}.{key}" if self.prefix else key
+
+    @property
+    def header(self) -> str:
+        return f"[{self.prefix}]" if self.prefix else "the top level"
+
+    def error(self, message: str, key: str | None, hint: str) -> KernelwheelError:
+        """An error at ``key`` of this table (None: the table itself)."""
+        where = self.dotted(key) if key is not None else (self.prefix or None)
+        return self.error_factory(message, file=self.file, key=where, hint=hint)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.data
+
+    def keys(self) -> list[str]:
+        return list(self.data)
+
+    def check_keys(
+        self,
+        known: Sequence[str],
+        *,
+        homes: Mapping[str, Sequence[str]] | None = None,
+        explain: Callable[[str], str | None] | None = None,
+    ) -> None:
+        """Refuse keys outside ``known``; ``explain(key)`` may give a better hint first (such as
+        "needs edition 5")."""
+        for key in self.data:
+            if key in known:
+                continue
+            hint = (explain(key) if explain else None) or unknown_key_hint(
+                key, known, self.header, homes
+            )
+            raise self.error(f"unknown key {key!r}", key, hint)
+
+    def table(self, key: str) -> Located | None:
+        """The sub-table ``key``, or None when absent."""
+        if key not in self.data:
+            return None
+        value = self.data[key]
+        if not isinstance(value, dict):
+            dotted = self.dotted(key)
+            raise self.error(
+                f"expected a table, got {describe(value)}", key, f"write it as a [{dotted}] table"
+            )
+        return Located(value, file=self.file, prefix=self.dotted(key), error=self.error_factory)
+
+    def string(self, key: str) -> str | None:
+        if key not in self.data:
+            return None
+        value = self.data[key]
+        if not isinstance(value, str):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                hint = f'quote it: {key} = "{value}"'
+            else:
+                hint = f'write it as a string: {key} = "..."'
+            raise self.error(f"expected a string, got {describe(value)}", key, hint)
+        return value
+
+    def required_string(self, key: str, hint: str) -> str:
+        value = self.string(key)
+        if value is None:
+            raise self.error("missing required key", key, hint)
+        return value
+
+    def integer(self, key: str, *, low: int | None = None, hint: str) -> int | None:
+        if key not in self.data:
+            return None
+        value = self.data[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(f"expected an integer, got {describe(value)}", key, hint)
+        if low is not None and value < low:
+            raise self.error(f"must be at least {low}, got {value}", key, hint)
+        return int(value)
+
+    def boolean(self, key: str) -> bool | None:
+        if key not in self.data:
+            return None
+        value = self.data[key]
+        if not isinstance(value, bool):
+            raise self.error(
+                f"expected a boolean, got {describe(value)}",
+                key,
+                f"write {key} = true or {key} = false (no quotes)",
+            )
+        return value
+
+    def array(self, key: str) -> list[Any] | None:
+        if key not in self.data:
+            return None
+        value = self.data[key]
+        if not isinstance(value, list):
+            raise self.error(
+                f"expected an array, got {describe(value)}", key, f"write it as {key} = [...]"
+            )
+        return value
+
+    def string_list(self, key: str) -> tuple[str, ...] | None:
+        if key not in self.data:
+            return None
+        value = self.data[key]
+        if isinstance(value, str):
+            raise self.error(
+                f"expected an array of strings, got {describe(value)}",
+                key,
+                f'wrap it in brackets: {key} = ["{value}"]',
+            )
+        if not isinstance(value, list):
+            raise self.error(
+                f"expected an array of strings, got {describe(value)}",
+                key,
+                f'write it as {key} = ["...", "..."]',
+            )
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                raise self.error(
+                    f"expected an array of strings, but item {index} is {describe(item)}",
+                    key,
+                    "quote every item",
+                )
+            if not item.strip():
+                raise self.error(f"item {index} is an empty string", key, "remove the empty item")
+        return tuple(value)
+
+    def version(self, key: str) -> Version | None:
+        raw = self.string(key)
+        if raw is None:
+            return None
+        try:
+            return Version(raw)
+        except InvalidVersion:
+            raise self.error(
+                f"{raw!r} is not a valid version",
+                key,
+                f'use a version such as {key} = "2.5" or {key} = "12.4"',
+            ) from None
+
+    def version_range(self, low_key: str, high_key: str) -> tuple[Version | None, Version | None]:
+        """Inclusive bounds; a minimum above the maximum is refused."""
+        low, high = self.version(low_key), self.version(high_key)
+        if low is not None and high is not None and low > high:
+            raise self.error(
+                f"minimum {low} is greater than maximum {high} ({self.dotted(high_key)})",
+                low_key,
+                "swap or correct the bounds (both are inclusive)",
+            )
+        return low, high

@@ -588,7 +588,7 @@ def test_missing_package_init_for_hyphenated_name(tmp_path: Path) -> None:
         (
             GENERAL + 'backends = ["cuda", "gpu"]\n',
             "general.backends",
-            ("unknown backend 'gpu'", "cpu, cuda, metal, rocm, xpu"),
+            ("unknown backend 'gpu'", "cann, cpu, cuda, metal, neuron, rocm, tpu, xpu"),
         ),
         (GENERAL + "backends = []\n", "general.backends", ("lists no backends",)),
         (
@@ -616,7 +616,8 @@ def test_invalid_backends(tmp_path: Path, toml: str, key: str, fragments: tuple[
         ("120", 'write it as "12.0"'),
         ("9", '"X.Y"'),
         ("0.5", '"X.Y"'),
-        ("9.0+PTX", '"X.Y"'),
+        ("9.0+ptx", '"X.Y+PTX"'),
+        ("9.0a+PTX+PTX", '"X.Y"'),
         ("8.0b", '"X.Y"'),
         ("8.", '"X.Y"'),
     ],
@@ -712,4 +713,14 @@ def test_public_types() -> None:
         "hub",
         "torch",
         "kernels",
+        "edition",
+        "api_version",
+        "license",
+        "upstream",
+        "source",
+        "kernel_depends",
+        "backend_depends",
+        "framework",
+        "torch_noarch",
+        "tvm_ffi",
     ]

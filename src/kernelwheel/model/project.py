@@ -1,9 +1,18 @@
-"""Read a kernel-builder project (``build.toml`` and its sources) into a frozen, validated model.
+"""Read a kernel project (``build.toml`` and its sources) into a frozen, validated model.
 
-Everything is checked up front, so later stages (matrix, compile, wheel) can trust the model.
-Each problem raises :class:`~kernelwheel.errors.ProjectError` naming the file, the dotted key and
-the fix. The accepted keys are the union of kernel-builder's schema versions (see formats.md §1)
-plus ``general.version``, which kernelwheel adds for the wheel version.
+kernel-builder has written build.toml in several editions, and kernelwheel reads them all:
+
+- edition 5 (``general.edition = 5``): integer ``version``, ``license``, exactly one framework
+  section (``[torch]``, ``[torch-noarch]`` or ``[tvm-ffi]``), ``torch.stable-abi`` as a version
+  or a per-backend table, ``kernel-depends``, ``[general.tpu]``;
+- edition 4 (no ``edition``; ``version`` + ``license`` + an explicit framework section);
+- edition 3 (no ``edition``; ``backends`` required, no framework section means noarch);
+- the older forms (edition 2 here): string ``version``, ``universal``, ``cuda-minver`` under
+  ``[general]``, ``backends`` derived from the kernels.
+
+Everything is checked up front, so later stages can trust the model. Each problem raises
+:class:`~kernelwheel.errors.ProjectError` naming the file, the dotted key and the fix; a key
+that a later edition has says which edition to declare. docs/build-toml.md is the reference.
 """
 
 from __future__ import annotations
@@ -13,76 +22,160 @@ import keyword
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date, datetime, time
 from pathlib import Path
-from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
 from packaging.version import InvalidVersion, Version
 
-from .._toml import read_toml
+from .._toml import Located, describe, read_toml
 from ..errors import ProjectError, UsageError
+from .python_depends import load_python_depends
+from .sections import (
+    BACKENDS,
+    DEFAULT_PYEXT,
+    KERNEL_BACKENDS,
+    BackendDepends,
+    Framework,
+    HubConfig,
+    KernelDependency,
+    KernelSection,
+    NoarchSection,
+    TorchSection,
+    TvmFfiSection,
+)
 
 __all__ = [
     "BACKENDS",
     "BUILD_TOML",
     "DEFAULT_PYEXT",
+    "EDITIONS",
+    "KERNEL_BACKENDS",
+    "BackendDepends",
+    "Framework",
     "HubConfig",
+    "KernelDependency",
     "KernelProject",
     "KernelSection",
+    "NoarchSection",
     "TorchSection",
+    "TvmFfiSection",
     "load_project",
+    "spdx_expression",
 ]
 
 BUILD_TOML = "build.toml"
-BACKENDS: tuple[str, ...] = ("cpu", "cuda", "metal", "rocm", "xpu")
-DEFAULT_PYEXT: tuple[str, ...] = ("py", "pyi")
+LEGACY = 2  # the edition number kernelwheel gives the pre-edition-3 forms
+EDITIONS = (LEGACY, 3, 4, 5)
+FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
 
-# Known keys per table, in the order they are listed in hints.
-_TOP_KEYS = ("general", "torch", "kernel")
-_GENERAL_KEYS = (
-    "name",
-    "version",
-    "universal",
-    "backends",
-    "cuda-minver",
-    "cuda-maxver",
-    "cuda",
-    "python-depends",
-    "hub",
-)
-_GENERAL_CUDA_KEYS = ("minver", "maxver")
+# Keys per table and edition. A key some other edition allows gets "declare edition N".
+_GENERAL_COMMON = ("name", "version", "backends", "cuda", "hub", "python-depends")
+_GENERAL_KEYS: dict[int, tuple[str, ...]] = {
+    LEGACY: (
+        *_GENERAL_COMMON,
+        "universal",
+        "cuda-minver",
+        "cuda-maxver",
+        "license",
+        "upstream",
+        "source",
+    ),
+    3: (*_GENERAL_COMMON, "license", "upstream", "neuron", "xpu"),
+    4: (*_GENERAL_COMMON, "license", "upstream", "source", "neuron", "xpu"),
+    5: (
+        *_GENERAL_COMMON,
+        "edition",
+        "license",
+        "upstream",
+        "source",
+        "neuron",
+        "xpu",
+        "tpu",
+        "kernel-depends",
+    ),
+}
+_BACKEND_GENERAL_KEYS: dict[int, dict[str, tuple[str, ...]]] = {
+    LEGACY: {"cuda": ("minver", "maxver", "python-depends")},
+    3: {
+        "cuda": ("minver", "maxver", "python-depends"),
+        "xpu": ("python-depends",),
+        "neuron": ("python-depends",),
+    },
+    4: {
+        "cuda": ("minver", "maxver", "python-depends"),
+        "xpu": ("python-depends",),
+        "neuron": ("python-depends",),
+    },
+    5: {
+        "cuda": ("minver", "maxver", "python-depends", "kernel-depends"),
+        "xpu": ("python-depends", "kernel-depends"),
+        "neuron": ("python-depends", "kernel-depends"),
+        "tpu": ("python-depends",),
+    },
+}
 _HUB_KEYS = ("repo-id", "branch")
-_TORCH_KEYS = ("src", "include", "pyext", "minver", "maxver")
-_KERNEL_KEYS = (
-    "backend",
-    "src",
-    "depends",
-    "include",
-    "cxx-flags",
-    "cuda-capabilities",
-    "cuda-flags",
-    "cuda-minver",
-)
+_TOP_KEYS: dict[int, tuple[str, ...]] = {
+    LEGACY: ("general", "torch", "kernel"),
+    3: ("general", "torch", "tvm-ffi", "kernel"),
+    4: ("general", *FRAMEWORKS, "kernel"),
+    5: ("general", *FRAMEWORKS, "kernel"),
+}
+_TORCH_COMMON = ("src", "include", "pyext", "minver", "maxver")
+_TORCH_KEYS: dict[int, tuple[str, ...]] = {
+    LEGACY: (*_TORCH_COMMON, "universal"),
+    3: _TORCH_COMMON,
+    4: (*_TORCH_COMMON, "cxx-flags", "stable-abi"),
+    5: (*_TORCH_COMMON, "cxx-flags", "stable-abi"),
+}
+# kernel-builder parses the underscore spellings here; its docs write the kebab ones.
+_NOARCH_KEYS = ("pyext", "cuda-capabilities", "cuda_capabilities", "rocm-archs", "rocm_archs")
+_TVM_FFI_KEYS: dict[int, tuple[str, ...]] = {
+    3: ("src", "include", "pyext"),
+    4: ("src", "include", "pyext", "cxx-flags"),
+    5: ("src", "include", "pyext", "cxx-flags"),
+}
+_KERNEL_COMMON = ("backend", "src", "depends", "include", "cxx-flags")
+_KERNEL_KEYS: dict[str, tuple[str, ...]] = {
+    "cpu": _KERNEL_COMMON,
+    "metal": _KERNEL_COMMON,
+    "cuda": (*_KERNEL_COMMON, "cuda-capabilities", "cuda-flags", "cuda-minver"),
+    "rocm": (*_KERNEL_COMMON, "rocm-archs", "hip-flags"),
+    "xpu": (*_KERNEL_COMMON, "sycl-flags"),
+}
+_ALL_KERNEL_KEYS = tuple(dict.fromkeys(k for keys in _KERNEL_KEYS.values() for k in keys))
 
 # Where each key is valid, so a key put in the wrong table gets "belongs in [...]".
 _KEY_HOMES: dict[str, list[str]] = {}
 for _home, _keys in (
-    ("the top level", _TOP_KEYS),
-    ("[general]", _GENERAL_KEYS),
-    ("[general.cuda]", _GENERAL_CUDA_KEYS),
+    ("the top level", _TOP_KEYS[5]),
+    ("[general]", _GENERAL_KEYS[5] + _GENERAL_KEYS[LEGACY]),
+    ("[general.cuda]", _BACKEND_GENERAL_KEYS[5]["cuda"]),
     ("[general.hub]", _HUB_KEYS),
-    ("[torch]", _TORCH_KEYS),
-    ("[kernel.<id>]", _KERNEL_KEYS),
+    ("[torch]", _TORCH_KEYS[5]),
+    ("[kernel.<id>]", _ALL_KERNEL_KEYS),
 ):
-    for _key in _keys:
+    for _key in dict.fromkeys(_keys):
         _KEY_HOMES.setdefault(_key, []).append(_home)
 del _home, _keys, _key
 
-# The package name must survive '-' -> '_' as an importable ASCII identifier.
-_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+# kernel-builder's name rule (editions 3-5): the package is the name with '-' -> '_'.
+_NAME_RE = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
+# The older forms allowed more; the name must still survive '-' -> '_' as an identifier.
+_LEGACY_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+MAX_NAME = 64  # general.name: the wheel file name holds it with version and tags (255 bytes)
+_KERNEL_ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+# Compute capability "X.Y", optionally arch-specific ("a") or family ("f"), optionally "+PTX".
+_CAPABILITY_RE = re.compile(r"[1-9][0-9]?\.[0-9][af]?(?:\+PTX)?")
+# Spellings nvcc/CMake users often write instead: 80, sm_80, compute_90a.
+_CAPABILITY_DIGITS_RE = re.compile(r"(?:sm_|compute_)?([1-9][0-9]?)([0-9])([af]?)")
+_ROCM_ARCH_RE = re.compile(r"gfx[0-9a-f]{3,4}(?::[a-z-]+[+-])*")
+_PYEXT_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_HUB_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+_GIT_URL_RE = re.compile(
+    r"(?:(?:https?|git|ssh|git\+ssh|git\+https?)://[^\s/]+(?:/\S*)?|[^\s/:@]+@[^\s/:]+:[^\s/]\S*)"
+)
 
 
 def package_name(name: str) -> str:
@@ -94,48 +187,17 @@ def package_name(name: str) -> str:
 def is_package_name(name: str) -> bool:
     """Whether ``name`` can be imported: an identifier that is not a keyword."""
     return name.isidentifier() and not keyword.iskeyword(name)
-MAX_NAME = 64  # general.name: the wheel file name holds it with version and tags (255 bytes)
-_KERNEL_ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
-# Compute capability "X.Y" with an optional arch-specific ("a") or family ("f") suffix.
-_CAPABILITY_RE = re.compile(r"[1-9][0-9]?\.[0-9][af]?")
-# Spellings nvcc/CMake users often write instead: 80, sm_80, compute_90a.
-_CAPABILITY_DIGITS_RE = re.compile(r"(?:sm_|compute_)?([1-9][0-9]?)([0-9])([af]?)")
-_PYEXT_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-_HUB_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
-@dataclass(frozen=True)
-class HubConfig:
-    """``[general.hub]``: where the kernel is published on the Hugging Face Hub."""
-
-    repo_id: str | None
-    branch: str | None
-
-
-@dataclass(frozen=True)
-class TorchSection:
-    """``[torch]``: the op-registration binding and the Python package's file suffixes."""
-
-    src: tuple[Path, ...]
-    include: tuple[Path, ...]
-    pyext: tuple[str, ...]
-    minver: Version | None
-    maxver: Version | None
-
-
-@dataclass(frozen=True)
-class KernelSection:
-    """One ``[kernel.<id>]`` table: sources compiled for one backend."""
-
-    id: str
-    backend: str
-    src: tuple[Path, ...]
-    depends: tuple[str, ...]
-    include: tuple[Path, ...]
-    cxx_flags: tuple[str, ...]
-    cuda_flags: tuple[str, ...]
-    cuda_capabilities: tuple[str, ...]
-    cuda_minver: Version | None
+def spdx_expression(license: str | None) -> str | None:
+    """``license`` as a canonical SPDX expression, or None when it is not one (kernel-builder
+    accepts any string; the Hub's ``other`` is common)."""
+    if not license:
+        return None
+    try:
+        return str(canonicalize_license_expression(license))
+    except InvalidLicenseExpression:
+        return None
 
 
 @dataclass(frozen=True)
@@ -146,24 +208,61 @@ class KernelProject:
     build_toml: Path
     name: str
     package: str
-    version: str | None
+    version: str | None  # the older forms' full version string ("0.1.0")
     universal: bool
     backends: tuple[str, ...]
     cuda_minver: Version | None
     cuda_maxver: Version | None
-    python_depends: tuple[str, ...]
+    python_depends: tuple[str, ...]  # PEP 508, kernel-builder's names already mapped
     hub: HubConfig | None
     torch: TorchSection | None
     kernels: tuple[KernelSection, ...]
+    edition: int = LEGACY
+    api_version: int | None = None  # general.version of editions 3-5: the API major
+    license: str | None = None
+    upstream: str | None = None
+    source: str | None = None
+    kernel_depends: tuple[KernelDependency, ...] = ()
+    backend_depends: tuple[tuple[str, BackendDepends], ...] = ()
+    framework: Framework = Framework.TORCH
+    torch_noarch: NoarchSection | None = None
+    tvm_ffi: TvmFfiSection | None = None
 
     @property
     def noarch(self) -> bool:
-        """True for a pure-Python project (no ``[kernel.*]`` section)."""
-        return not self.kernels
+        """True for a pure-Python project (``[torch-noarch]``, or no kernels in older forms)."""
+        return self.framework is Framework.TORCH_NOARCH
+
+    @property
+    def ext_dir(self) -> Path:
+        """The folder holding the binding and the Python package."""
+        return self.root / ("tvm-ffi-ext" if self.framework is Framework.TVM_FFI else "torch-ext")
 
     @property
     def package_dir(self) -> Path:
-        return self.root / "torch-ext" / self.package
+        return self.ext_dir / self.package
+
+    @property
+    def pyext(self) -> tuple[str, ...]:
+        """The suffixes of the files the Python package ships."""
+        section = self.torch or self.torch_noarch or self.tvm_ffi
+        return section.pyext if section is not None else DEFAULT_PYEXT
+
+    def stable_abi_for(self, backend: str) -> Version | None:
+        """The oldest torch of the stable ABI ``backend`` builds against; None: per-torch."""
+        return self.torch.stable_abi_for(backend) if self.torch is not None else None
+
+    def backend_depends_for(self, backend: str) -> BackendDepends:
+        return dict(self.backend_depends).get(backend, BackendDepends())
+
+    def python_depends_for(self, backend: str) -> tuple[str, ...]:
+        """The requirements of a build for ``backend``: the general ones, then the backend's."""
+        extra = self.backend_depends_for(backend).python_depends
+        return tuple(dict.fromkeys((*self.python_depends, *extra)))
+
+    def kernel_depends_for(self, backend: str) -> tuple[KernelDependency, ...]:
+        extra = self.backend_depends_for(backend).kernel_depends
+        return tuple(dict.fromkeys((*self.kernel_depends, *extra)))
 
     def kernels_for(self, backends: Iterable[str]) -> tuple[KernelSection, ...]:
         """The kernel sections built for any of ``backends``, in file order."""
@@ -186,9 +285,8 @@ class KernelProject:
         bytecode caches, which change on import.
         """
         files: set[Path] = {self.build_toml}
-        sections: list[TorchSection | KernelSection] = list(self.kernels)
-        if self.torch is not None:
-            sections.append(self.torch)
+        sections: list[TorchSection | TvmFfiSection | KernelSection] = list(self.kernels)
+        sections += [s for s in (self.torch, self.tvm_ffi) if s is not None]
         for section in sections:
             for rel in (*section.src, *section.include):
                 path = self.root / rel
@@ -211,7 +309,7 @@ def load_project(path: Path | str) -> KernelProject:
         hint="fix the syntax at that line and column (strings need quotes, "
         'arrays look like ["a", "b"], tables like [kernel.<id>])',
     )
-    return _Parser(build_toml).project(data)
+    return _Reader(build_toml).project(Located(data, file=build_toml))
 
 
 def _locate(path: Path) -> Path:
@@ -243,113 +341,126 @@ def _locate(path: Path) -> Path:
     return candidate.resolve()
 
 
-def _toml_type(value: object) -> str:
-    if isinstance(value, bool):  # before int: bool is an int subclass
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, (datetime, date, time)):
-        return "a date/time"
-    return type(value).__name__
+def _edition_needed(key: str, table: dict[int, tuple[str, ...]], edition: int) -> str | None:
+    """For a key this edition lacks, the hint naming an edition that has it."""
+    newer = [e for e in (5, 4) if e > edition and key in table.get(e, ())]
+    if not newer:
+        return None
+    if edition == LEGACY:
+        return (
+            f"{key!r} is a key of kernel-builder's newer build.toml: declare edition = 5 under "
+            "[general], with an integer version, license and backends (docs/build-toml.md)"
+        )
+    return f"{key!r} needs edition {newer[0]} or later: add edition = 5 under [general]"
 
 
-def _describe(value: object) -> str:
-    if isinstance(value, (dict, list)):
-        return _toml_type(value)
-    if isinstance(value, bool):
-        return f"{_toml_type(value)} ({str(value).lower()})"
-    return f"{_toml_type(value)} ({value!r})"
-
-
-def _leaf(dotted: str) -> str:
-    return dotted.rsplit(".", 1)[-1]
-
-
-class _Parser:
-    """Turns the parsed TOML mapping into the model; every error names ``self.file``."""
+class _Reader:
+    """Turns the parsed TOML document into the model; every error names ``self.file``."""
 
     def __init__(self, build_toml: Path) -> None:
         self.file = build_toml
         self.root = build_toml.parent
+        self.edition = LEGACY
 
     def error(self, message: str, key: str | None, hint: str) -> ProjectError:
         return ProjectError(message, file=self.file, key=key, hint=hint)
 
-    # -- sections ---------------------------------------------------------------------------
+    def check_keys(self, table: Located, known: dict[int, tuple[str, ...]]) -> None:
+        table.check_keys(
+            known[self.edition],
+            homes=_KEY_HOMES,
+            explain=lambda key: _edition_needed(key, known, self.edition),
+        )
 
-    def project(self, data: Mapping[str, Any]) -> KernelProject:
-        self.check_keys(data, _TOP_KEYS, "")
-        if "general" not in data:
+    # -- the document -----------------------------------------------------------------------
+
+    def project(self, doc: Located) -> KernelProject:
+        general = doc.table("general")
+        if general is None:
             raise self.error(
                 "missing required key",
                 "general.name",
                 'add a [general] table with name = "<kernel name>"',
             )
-        general = self.table(data, "general", "general")
-        self.check_keys(general, _GENERAL_KEYS, "general")
-
-        name = self.required_string(
-            general, "name", "general.name", 'add name = "<kernel name>" under [general]'
-        )
+        self.edition = self.detect_edition(doc, general)
+        self.check_keys(doc, _TOP_KEYS)
+        self.check_keys(general, _GENERAL_KEYS)
+        name = general.required_string("name", 'add name = "<kernel name>" under [general]')
         package = self.checked_package_name(name)
-        version = self.project_version(general)
-        universal = self.boolean(general, "universal", "general.universal")
-        backends = self.backends(general)
-        cuda_minver, cuda_maxver = self.general_cuda(general)
-        python_depends = self.python_depends(general)
-        hub = self.hub(general)
-        torch = self.torch(data)
-        kernels = self.kernels(data, package)
-
-        if kernels and (torch is None or not torch.src):
+        api_version, version = self.project_version(general)
+        license = general.string("license")
+        if self.edition >= 4 and license is None:
             raise self.error(
-                "a project with [kernel.*] sections needs a [torch] section with src",
-                "torch.src",
-                'add [torch] with src = ["torch-ext/torch_binding.cpp", '
-                '"torch-ext/torch_binding.h"] (the sources that register the ops)',
+                "missing required key",
+                "general.license",
+                'add license = "<SPDX id>" under [general], e.g. license = "Apache-2.0"',
             )
-        if universal and kernels:
-            raise self.error(
-                "universal = true, but the project has [kernel.*] sections (compiled code)",
-                "general.universal",
-                "remove universal = true, or remove the [kernel.*] sections "
-                "for a pure-Python kernel",
-            )
-        self.check_package_dir(package)
-
-        if backends is None:
-            backends = tuple(sorted({k.backend for k in kernels}))
-        return KernelProject(
+        listed = self.listed_backends(general)
+        kernels = self.kernels(doc, package)
+        framework = self.framework(doc, general, kernels)
+        backends = listed if listed is not None else tuple(sorted({k.backend for k in kernels}))
+        cuda_minver, cuda_maxver, backend_depends = self.backend_generals(general)
+        torch = self.torch(doc, backends) if "torch" in doc else None
+        project = KernelProject(
             root=self.root,
             build_toml=self.file,
             name=name,
             package=package,
             version=version,
-            # Older schemas said universal = true; newer ones imply it by having no kernels.
-            universal=universal if universal is not None else not kernels,
+            universal=framework is Framework.TORCH_NOARCH,
             backends=backends,
             cuda_minver=cuda_minver,
             cuda_maxver=cuda_maxver,
-            python_depends=python_depends,
-            hub=hub,
+            python_depends=self.python_depends(general, None),
+            hub=self.hub(general),
             torch=torch,
             kernels=kernels,
+            edition=self.edition,
+            api_version=api_version,
+            license=license,
+            upstream=self.git_url(general, "upstream"),
+            source=self.git_url(general, "source"),
+            kernel_depends=self.kernel_depends(general),
+            backend_depends=backend_depends,
+            framework=framework,
+            torch_noarch=self.noarch(doc) if framework is Framework.TORCH_NOARCH else None,
+            tvm_ffi=self.tvm_ffi(doc) if framework is Framework.TVM_FFI else None,
         )
+        self.check_compiled(project)
+        self.check_package_dir(project)
+        return project
+
+    def detect_edition(self, doc: Located, general: Located) -> int:
+        """kernel-builder's rule: ``edition = 5`` is edition 5; without it, a file with an
+        integer version, a licence and a framework section is edition 4, one with ``backends``
+        edition 3. No ``backends``, a string version or ``universal`` mark the older forms."""
+        if "edition" in general:
+            edition = general.integer("edition", hint="set edition = 5")
+            if edition != 5:
+                raise self.error(
+                    f"edition {edition} is not a build.toml edition",
+                    "general.edition",
+                    "set edition = 5, or remove the key for the edition-4 and edition-3 forms "
+                    "(kernel-builder writes edition = 5 since July 2026)",
+                )
+            return 5
+        torch = doc.data.get("torch")
+        legacy = (
+            "backends" not in general
+            or isinstance(general.data.get("version"), str)
+            or any(k in general for k in ("universal", "cuda-minver", "cuda-maxver"))
+            or (isinstance(torch, dict) and "universal" in torch)
+        )
+        if legacy:
+            return LEGACY
+        framework = any(section in doc for section in FRAMEWORKS)
+        versioned = isinstance(general.data.get("version"), int) and "license" in general
+        return 4 if framework and versioned else 3
 
     def checked_package_name(self, name: str) -> str:
         if not name.strip():
             raise self.error(
-                "must not be empty",
-                "general.name",
-                'set name to the kernel\'s name, e.g. name = "img2gray"',
+                "must not be empty", "general.name", 'set the kernel\'s name, e.g. name = "relu"'
             )
         if len(name) > MAX_NAME:
             raise self.error(
@@ -359,131 +470,351 @@ class _Parser:
                 "every wheel's file name (file systems refuse names over 255 bytes)",
             )
         package = package_name(name)
-        if not _NAME_RE.fullmatch(name) or not is_package_name(package):
-            via = f" ({package!r})" if package != name else ""
+        if self.edition == LEGACY:
+            if not _LEGACY_NAME_RE.fullmatch(name) or not is_package_name(package):
+                via = f" ({package!r})" if package != name else ""
+                raise self.error(
+                    f"{name!r} does not give a valid Python package name{via}",
+                    "general.name",
+                    "use lowercase ASCII letters, digits and '-', starting with a letter "
+                    "(it becomes the package torch-ext/<name with '-' -> '_'>/), "
+                    "and not a Python keyword",
+                )
+        elif not _NAME_RE.fullmatch(name) or not is_package_name(package):
             raise self.error(
-                f"{name!r} does not give a valid Python package name{via}",
+                f"{name!r} is not a kernel name: {_name_problem(name)}",
                 "general.name",
-                "use ASCII letters, digits, '_' and '-', starting with a letter or '_' "
-                "(it becomes the package torch-ext/<name with '-' -> '_'>/), "
-                "and not a Python keyword",
+                _name_fix(name),
             )
         return package
 
-    def project_version(self, general: Mapping[str, Any]) -> str | None:
-        raw = self.string(general, "version", "general.version")
+    def project_version(self, general: Located) -> tuple[int | None, str | None]:
+        """(API major, full version): editions 3-5 give an integer, the older forms a string."""
+        raw = general.data.get("version")
         if raw is None:
-            return None
+            if self.edition >= 4:
+                raise self.error(
+                    "missing required key",
+                    "general.version",
+                    "add version = 1 under [general]: the kernel's API major version "
+                    "(0 while the API is unstable)",
+                )
+            return None, None
+        if isinstance(raw, str) and self.edition == LEGACY:
+            return None, self.full_version(raw)
+        hint = (
+            "write the kernel's API major version as an integer, e.g. version = 1; the wheel's "
+            "full version (1.2.3) comes from --version, a VERSION file or a git tag v1.2.3"
+        )
+        return general.integer("version", low=0, hint=hint), None
+
+    def full_version(self, raw: str) -> str:
         try:
             version = Version(raw)
         except InvalidVersion:
             raise self.error(
                 f"{raw!r} is not a valid PEP 440 version",
                 "general.version",
-                'use a version such as "0.1.0" or "1.2.0rc1"',
+                'use a version such as "0.1.0" or "1.2.0rc1", or the integer API major '
+                "version of kernel-builder's current format (version = 1)",
             ) from None
         if version.local is not None:
             raise self.error(
                 f"{raw!r} has a local version part ('+{version.local}')",
                 "general.version",
                 f'drop it (version = "{version.public}"): kernelwheel appends '
-                "+torch<X><Y><backend>... per variant",
+                "+torch<X>.<Y>.<backend>... per variant",
             )
-        # Normalized, as it will appear in wheel names and METADATA.
-        return str(version)
+        return str(version)  # normalized, as it will appear in wheel names and METADATA
 
-    def backends(self, general: Mapping[str, Any]) -> tuple[str, ...] | None:
-        raw = self.string_list(general, "backends", "general.backends")
+    def framework(
+        self, doc: Located, general: Located, kernels: tuple[KernelSection, ...]
+    ) -> Framework:
+        present = [section for section in FRAMEWORKS if section in doc]
+        general.boolean("universal")  # the older forms' flag: a boolean if given
+        if len(present) > 1:
+            raise self.error(
+                f"has {' and '.join(f'[{p}]' for p in present)}: a project has one framework",
+                present[1],
+                "keep [torch] for compiled torch ops, [torch-noarch] for a Python-only kernel, "
+                "or [tvm-ffi] for a kernel built against apache-tvm-ffi",
+            )
+        if not present:
+            if self.edition >= 4:
+                raise self.error(
+                    "no framework section",
+                    None,
+                    "add [torch] (compiled torch ops), [torch-noarch] (Python/Triton only) or "
+                    "[tvm-ffi]; edition 3's 'no section means noarch' needs [torch-noarch] now",
+                )
+            if kernels:
+                raise self.error(
+                    "a project with [kernel.*] sections needs a [torch] section with src",
+                    "torch.src",
+                    'add [torch] with src = ["torch-ext/torch_binding.cpp", '
+                    '"torch-ext/torch_binding.h"] (the sources that register the ops)',
+                )
+            return Framework.TORCH_NOARCH
+        if present[0] == "torch-noarch":
+            if kernels:
+                raise self.error(
+                    "[torch-noarch] is a Python-only kernel, but the project has "
+                    f"[kernel.{kernels[0].id}]",
+                    f"kernel.{kernels[0].id}",
+                    "use [torch] for compiled kernels, or remove the [kernel.*] sections",
+                )
+            return Framework.TORCH_NOARCH
+        if present[0] == "tvm-ffi":
+            return Framework.TVM_FFI
+        return self.legacy_torch_framework(doc, general, kernels)
+
+    def legacy_torch_framework(
+        self, doc: Located, general: Located, kernels: tuple[KernelSection, ...]
+    ) -> Framework:
+        """``[torch]``: compiled, except the older forms' ``universal = true`` or no kernels."""
+        torch = doc.table("torch")
+        universal = general.boolean("universal")
+        if self.edition == 3 and not kernels and torch is not None and "src" not in torch:
+            return Framework.TORCH_NOARCH  # edition 3 wrote pure-Python kernels this way too
+        if self.edition != LEGACY:
+            return Framework.TORCH
+        if universal is None and torch is not None:
+            universal = torch.boolean("universal")
+        if universal and kernels:
+            raise self.error(
+                "universal = true, but the project has [kernel.*] sections (compiled code)",
+                "general.universal",
+                "remove universal = true, or remove the [kernel.*] sections "
+                "for a pure-Python kernel",
+            )
+        if universal or not kernels:
+            return Framework.TORCH_NOARCH
+        return Framework.TORCH
+
+    def listed_backends(self, general: Located) -> tuple[str, ...] | None:
+        """general.backends; None (older forms only) means: the kernels' backends."""
+        raw = general.string_list("backends")
         if raw is None:
             return None
         if not raw:
             raise self.error(
                 "lists no backends",
                 "general.backends",
-                f"list at least one of {', '.join(BACKENDS)}, or remove the key to derive "
-                "the backends from the [kernel.*] sections",
+                f"list at least one of {', '.join(BACKENDS)}",
             )
         for backend in raw:
-            self.check_backend(backend, "general.backends")
+            self.check_backend(backend, "general.backends", BACKENDS)
         return tuple(sorted(set(raw)))
 
-    def check_backend(self, backend: str, dotted: str) -> None:
-        if backend in BACKENDS:
+    def check_backend(self, backend: str, dotted: str, valid: tuple[str, ...]) -> None:
+        if backend in valid:
             return
-        close = difflib.get_close_matches(backend.lower(), BACKENDS, n=1, cutoff=0.5)
+        close = difflib.get_close_matches(backend.lower(), valid, n=1, cutoff=0.5)
         suggestion = f"did you mean {close[0]!r}? " if close else ""
         raise self.error(
             f"unknown backend {backend!r}",
             dotted,
-            f"{suggestion}valid backends: {', '.join(BACKENDS)}",
+            f"{suggestion}valid backends: {', '.join(valid)}",
         )
 
-    def general_cuda(self, general: Mapping[str, Any]) -> tuple[Version | None, Version | None]:
-        old_keys = [k for k in ("cuda-minver", "cuda-maxver") if k in general]
-        if "cuda" in general:
-            if old_keys:
-                raise self.error(
-                    f"both general.{old_keys[0]} and a [general.cuda] table are given",
-                    "general.cuda",
-                    "keep one form: cuda-minver/cuda-maxver under [general] (older schema), "
-                    "or minver/maxver under [general.cuda] (newer schema)",
-                )
-            cuda = self.table(general, "cuda", "general.cuda")
-            self.check_keys(cuda, _GENERAL_CUDA_KEYS, "general.cuda")
-            return self.version_range(cuda, "general.cuda.minver", "general.cuda.maxver")
-        return self.version_range(general, "general.cuda-minver", "general.cuda-maxver")
+    def backend_generals(
+        self, general: Located
+    ) -> tuple[Version | None, Version | None, tuple[tuple[str, BackendDepends], ...]]:
+        """CUDA bounds and the per-backend dependency tables [general.<backend>]."""
+        old = [k for k in ("cuda-minver", "cuda-maxver") if k in general]
+        if old and "cuda" in general:
+            raise self.error(
+                f"both general.{old[0]} and a [general.cuda] table are given",
+                "general.cuda",
+                "keep one form: minver/maxver under [general.cuda] (current), or "
+                "cuda-minver/cuda-maxver under [general] (older)",
+            )
+        minver, maxver = general.version_range("cuda-minver", "cuda-maxver")
+        depends: list[tuple[str, BackendDepends]] = []
+        for backend, keys in _BACKEND_GENERAL_KEYS[self.edition].items():
+            table = general.table(backend)
+            if table is None:
+                continue
+            table.check_keys(keys, homes=_KEY_HOMES)
+            if backend == "cuda":
+                minver, maxver = table.version_range("minver", "maxver")
+            found = BackendDepends(
+                python_depends=self.python_depends(table, backend),
+                kernel_depends=self.kernel_depends(table),
+            )
+            if found != BackendDepends():
+                depends.append((backend, found))
+        return minver, maxver, tuple(depends)
 
-    def python_depends(self, general: Mapping[str, Any]) -> tuple[str, ...]:
-        raw = self.string_list(general, "python-depends", "general.python-depends") or ()
-        depends: list[str] = []
-        for entry in raw:
-            try:
-                requirement = Requirement(entry)
-            except InvalidRequirement as exc:
-                # packaging's message spans lines (a caret diagram); keep the first.
-                reason = str(exc).splitlines()[0] if str(exc) else "unparsable"
+    def python_depends(self, table: Located, backend: str | None) -> tuple[str, ...]:
+        names = load_python_depends()
+        requirements: list[str] = []
+        for entry in table.string_list("python-depends") or ():
+            found = names.requirements(entry, backend)
+            if found is None:
+                known = names.names_for(backend)
+                close = difflib.get_close_matches(entry, known, n=1, cutoff=0.6)
                 raise self.error(
-                    f"{entry!r} is not a valid requirement ({reason})",
-                    "general.python-depends",
-                    'write PEP 508 requirements, e.g. "einops>=0.7" or '
-                    "\"numpy; python_version >= '3.10'\"",
-                ) from None
-            # Canonical spelling, as it will appear in Requires-Dist.
-            depends.append(str(requirement))
+                    f"{entry!r} is neither one of kernel-builder's python-depends names "
+                    f"{'for ' + backend + ' ' if backend else ''}nor a PEP 508 requirement",
+                    table.dotted("python-depends"),
+                    (f"did you mean {close[0]!r}? " if close else "")
+                    + f"names here: {', '.join(known) or 'none'}; or write a requirement such "
+                    'as "numpy>=1.26"',
+                )
+            requirements += [r for r in found if r not in requirements]
+        return tuple(requirements)
+
+    def kernel_depends(self, table: Located) -> tuple[KernelDependency, ...]:
+        entries = table.array("kernel-depends")
+        if entries is None:
+            return ()
+        dotted = table.dotted("kernel-depends")
+        depends: list[KernelDependency] = []
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                raise self.error(
+                    f"item {index} is {describe(entry)}, not a table",
+                    dotted,
+                    'write { repo-id = "kernels-community/relu", version = 1 }',
+                )
+            item = Located(entry, file=self.file, prefix=f"{dotted}[{index}]")
+            item.check_keys(("repo-id", "version", "revision"))
+            repo_id = item.required_string(
+                "repo-id", 'add repo-id = "<owner>/<kernel>" (the Hub repository)'
+            )
+            self.check_repo_id(repo_id, item.dotted("repo-id"))
+            version = item.integer("version", low=0, hint="the kernel's API major, e.g. 1")
+            revision = item.string("revision")
+            if (version is None) == (revision is None):
+                raise self.error(
+                    "needs exactly one of version and revision",
+                    item.prefix,
+                    'give version = <API major> (a branch v<N>) or revision = "<git ref>"',
+                )
+            depends.append(KernelDependency(repo_id, version, revision))
         return tuple(depends)
 
-    def hub(self, general: Mapping[str, Any]) -> HubConfig | None:
-        if "hub" not in general:
-            return None
-        hub = self.table(general, "hub", "general.hub")
-        self.check_keys(hub, _HUB_KEYS, "general.hub")
-        repo_id = self.string(hub, "repo-id", "general.hub.repo-id")
-        if repo_id is not None and not _HUB_REPO_RE.fullmatch(repo_id):
+    def check_repo_id(self, repo_id: str, dotted: str) -> None:
+        if not _HUB_REPO_RE.fullmatch(repo_id):
             raise self.error(
                 f"{repo_id!r} is not a Hub repository id",
-                "general.hub.repo-id",
-                'use "<owner>/<name>", e.g. "kernels-community/img2gray"',
+                dotted,
+                'use "<owner>/<name>", e.g. "kernels-community/relu"',
             )
-        branch = self.string(hub, "branch", "general.hub.branch")
+
+    def git_url(self, general: Located, key: str) -> str | None:
+        url = general.string(key)
+        if url is not None and not _GIT_URL_RE.fullmatch(url):
+            raise self.error(
+                f"{url!r} is not a git URL",
+                f"general.{key}",
+                "use https://host/owner/repo(.git), git+https://..., ssh://... or "
+                "git@host:owner/repo",
+            )
+        return url
+
+    def hub(self, general: Located) -> HubConfig | None:
+        hub = general.table("hub")
+        if hub is None:
+            return None
+        hub.check_keys(_HUB_KEYS)
+        repo_id = hub.string("repo-id")
+        if repo_id is not None:
+            self.check_repo_id(repo_id, "general.hub.repo-id")
+        branch = hub.string("branch")
         if branch is not None and not branch.strip():
             raise self.error(
                 "must not be empty", "general.hub.branch", "name a branch, or remove the key"
             )
         return HubConfig(repo_id=repo_id, branch=branch)
 
-    def torch(self, data: Mapping[str, Any]) -> TorchSection | None:
-        if "torch" not in data:
-            return None
-        torch = self.table(data, "torch", "torch")
-        self.check_keys(torch, _TORCH_KEYS, "torch")
-        src = self.paths(torch, "src", "torch.src", files_only=True)
-        include = self.paths(torch, "include", "torch.include", files_only=False)
-        pyext = self.pyext(torch)
-        minver, maxver = self.version_range(torch, "torch.minver", "torch.maxver")
-        return TorchSection(src=src, include=include, pyext=pyext, minver=minver, maxver=maxver)
+    # -- framework sections -----------------------------------------------------------------
 
-    def pyext(self, torch: Mapping[str, Any]) -> tuple[str, ...]:
-        raw = self.string_list(torch, "pyext", "torch.pyext")
+    def torch(self, doc: Located, backends: tuple[str, ...]) -> TorchSection:
+        torch = doc.table("torch")
+        assert torch is not None  # framework() saw it
+        self.check_keys(torch, _TORCH_KEYS)
+        minver, maxver = torch.version_range("minver", "maxver")
+        return TorchSection(
+            src=self.paths(torch, "src", files_only=True),
+            include=self.paths(torch, "include", files_only=False),
+            pyext=self.pyext(torch),
+            minver=minver,
+            maxver=maxver,
+            cxx_flags=torch.string_list("cxx-flags") or (),
+            stable_abi=self.stable_abi(torch, backends),
+        )
+
+    def stable_abi(
+        self, torch: Located, backends: tuple[str, ...]
+    ) -> tuple[tuple[str, Version], ...]:
+        """``stable-abi = "2.10"`` (every backend) or, from edition 5, a table per backend."""
+        if "stable-abi" not in torch:
+            return ()
+        raw = torch.data["stable-abi"]
+        if isinstance(raw, str):
+            version = self.stable_abi_version(torch, "stable-abi")
+            return tuple((backend, version) for backend in backends)
+        table = torch.table("stable-abi") if self.edition >= 5 else None
+        if table is None:
+            raise self.error(
+                f"expected a torch version string, got {describe(raw)}",
+                "torch.stable-abi",
+                'write stable-abi = "2.10"; a table per backend ({ cuda = "2.10" }) needs '
+                "edition = 5 under [general]",
+            )
+        found: list[tuple[str, Version]] = []
+        for backend in table.keys():
+            # A backend the project does not build is allowed (kernel-builder allows it too).
+            self.check_backend(backend, table.dotted(backend), BACKENDS)
+            if backend not in backends:
+                continue
+            found.append((backend, self.stable_abi_version(table, backend)))
+        return tuple(found)
+
+    def stable_abi_version(self, table: Located, key: str) -> Version:
+        version = table.version(key)
+        assert version is not None
+        if len(version.release) != 2 or version.major != 2 or version.minor < 9:
+            raise self.error(
+                f"{version} is not a stable-ABI torch version",
+                table.dotted(key),
+                'give the oldest torch minor the build supports, "2.9" or later, e.g. "2.10"',
+            )
+        return version
+
+    def noarch(self, doc: Located) -> NoarchSection:
+        section = doc.table("torch-noarch")
+        if section is None:  # edition 3: no framework section
+            return NoarchSection(pyext=DEFAULT_PYEXT)
+        section.check_keys(_NOARCH_KEYS)
+        for kebab in ("cuda-capabilities", "rocm-archs"):
+            if kebab in section and kebab.replace("-", "_") in section:
+                raise self.error(
+                    f"both {kebab} and {kebab.replace('-', '_')} are given",
+                    section.dotted(kebab),
+                    "keep one spelling",
+                )
+        caps = self.capabilities(section, "cuda-capabilities") or self.capabilities(
+            section, "cuda_capabilities"
+        )
+        archs = self.rocm_archs(section, "rocm-archs") or self.rocm_archs(section, "rocm_archs")
+        return NoarchSection(pyext=self.pyext(section), cuda_capabilities=caps, rocm_archs=archs)
+
+    def tvm_ffi(self, doc: Located) -> TvmFfiSection:
+        section = doc.table("tvm-ffi")
+        assert section is not None
+        self.check_keys(section, _TVM_FFI_KEYS)
+        return TvmFfiSection(
+            src=self.paths(section, "src", files_only=True),
+            include=self.paths(section, "include", files_only=False),
+            pyext=self.pyext(section),
+            cxx_flags=section.string_list("cxx-flags") or (),
+        )
+
+    def pyext(self, section: Located) -> tuple[str, ...]:
+        raw = section.string_list("pyext")
         if raw is None:
             return DEFAULT_PYEXT
         suffixes: list[str] = []
@@ -492,22 +823,46 @@ class _Parser:
             if not _PYEXT_RE.fullmatch(suffix):
                 raise self.error(
                     f"{entry!r} is not a file suffix",
-                    "torch.pyext",
+                    section.dotted("pyext"),
                     'list suffixes without paths or wildcards, e.g. pyext = ["py", "json"]',
                 )
             if suffix not in suffixes:
                 suffixes.append(suffix)
         return tuple(suffixes)
 
-    def kernels(self, data: Mapping[str, Any], package: str) -> tuple[KernelSection, ...]:
-        if "kernel" not in data:
+    def check_compiled(self, project: KernelProject) -> None:
+        """A compiled project needs binding sources to register its ops with."""
+        if project.framework is Framework.TORCH and project.torch and not project.torch.src:
+            if project.kernels:
+                raise self.error(
+                    "a project with [kernel.*] sections needs a [torch] section with src",
+                    "torch.src",
+                    'add src = ["torch-ext/torch_binding.cpp", "torch-ext/torch_binding.h"] '
+                    "under [torch] (the sources that register the ops)",
+                )
+            raise self.error(
+                "lists no sources: a [torch] project compiles its binding",
+                "torch.src",
+                'add src = ["torch-ext/torch_binding.cpp", "torch-ext/torch_binding.h"], or use '
+                "[torch-noarch] for a Python-only kernel",
+            )
+        if project.framework is Framework.TVM_FFI and project.tvm_ffi and not project.tvm_ffi.src:
+            raise self.error(
+                "lists no sources", "tvm-ffi.src", "list the binding sources under tvm-ffi-ext/"
+            )
+
+    # -- kernels ----------------------------------------------------------------------------
+
+    def kernels(self, doc: Located, package: str) -> tuple[KernelSection, ...]:
+        table = doc.table("kernel")
+        if table is None:
             return ()
-        table = self.table(data, "kernel", "kernel")
         kernels: list[KernelSection] = []
-        for kernel_id, section in table.items():
+        for kernel_id in table.keys():
             dotted = f"kernel.{kernel_id}"
+            section = table.data[kernel_id]
             if not isinstance(section, dict):
-                if kernel_id in _KERNEL_KEYS:
+                if kernel_id in _ALL_KERNEL_KEYS:
                     # `[kernel]` + `backend = ...`: the id was left out of the header.
                     raise self.error(
                         f"{kernel_id!r} is set directly under [kernel]; "
@@ -516,7 +871,7 @@ class _Parser:
                         f"rename the [kernel] header to [kernel.<id>], e.g. [kernel.{package}]",
                     )
                 raise self.error(
-                    f"expected a table, got {_describe(section)}",
+                    f"expected a table, got {describe(section)}",
                     dotted,
                     f"write it as a [{dotted}] table with backend and src",
                 )
@@ -526,48 +881,59 @@ class _Parser:
                     dotted,
                     "use ASCII letters, digits, '_' and '-' in the id of [kernel.<id>]",
                 )
-            kernels.append(self.kernel(kernel_id, section))
+            kernels.append(self.kernel(kernel_id, Located(section, file=self.file, prefix=dotted)))
         return tuple(kernels)
 
-    def kernel(self, kernel_id: str, section: Mapping[str, Any]) -> KernelSection:
-        prefix = f"kernel.{kernel_id}"
-        self.check_keys(section, _KERNEL_KEYS, prefix)
-        backend = self.required_string(
-            section,
-            "backend",
-            f"{prefix}.backend",
-            f'add backend = "<one of {", ".join(BACKENDS)}>" to [{prefix}]',
+    def kernel(self, kernel_id: str, section: Located) -> KernelSection:
+        prefix = section.prefix
+        backend = section.required_string(
+            "backend", f'add backend = "<one of {", ".join(KERNEL_BACKENDS)}>" to [{prefix}]'
         )
-        self.check_backend(backend, f"{prefix}.backend")
+        self.check_backend(backend, f"{prefix}.backend", KERNEL_BACKENDS)
+        section.check_keys(
+            _KERNEL_KEYS[backend],
+            homes=_KEY_HOMES,
+            explain=lambda key: _other_backend_key(key, backend),
+        )
         if "src" not in section:
             raise self.error(
                 "missing required key",
                 f"{prefix}.src",
                 f'add src = ["csrc/<file>.cu", ...] to [{prefix}], listing its sources',
             )
-        src = self.paths(section, "src", f"{prefix}.src", files_only=True)
+        src = self.paths(section, "src", files_only=True)
         if not src:
             raise self.error(
                 "lists no sources",
                 f"{prefix}.src",
                 f"list the kernel's source files, or remove the [{prefix}] section",
             )
+        if self.edition >= 4 and "depends" not in section:
+            raise self.error(
+                "missing required key",
+                f"{prefix}.depends",
+                f'add depends = ["torch"] to [{prefix}] (and e.g. "cutlass_3_8" for CUTLASS)',
+            )
         return KernelSection(
             id=kernel_id,
             backend=backend,
             src=src,
-            depends=self.string_list(section, "depends", f"{prefix}.depends") or (),
-            include=self.paths(section, "include", f"{prefix}.include", files_only=False),
-            cxx_flags=self.string_list(section, "cxx-flags", f"{prefix}.cxx-flags") or (),
-            cuda_flags=self.string_list(section, "cuda-flags", f"{prefix}.cuda-flags") or (),
-            cuda_capabilities=self.capabilities(section, f"{prefix}.cuda-capabilities"),
-            cuda_minver=self.version(section, "cuda-minver", f"{prefix}.cuda-minver"),
+            depends=section.string_list("depends") or (),
+            include=self.paths(section, "include", files_only=False),
+            cxx_flags=section.string_list("cxx-flags") or (),
+            cuda_flags=section.string_list("cuda-flags") or (),
+            cuda_capabilities=self.capabilities(section, "cuda-capabilities"),
+            cuda_minver=section.version("cuda-minver"),
+            rocm_archs=self.rocm_archs(section, "rocm-archs"),
+            hip_flags=section.string_list("hip-flags") or (),
+            sycl_flags=section.string_list("sycl-flags") or (),
         )
 
-    def capabilities(self, section: Mapping[str, Any], dotted: str) -> tuple[str, ...]:
-        raw = self.string_list(section, "cuda-capabilities", dotted)
+    def capabilities(self, section: Located, key: str) -> tuple[str, ...]:
+        raw = section.string_list(key)
         if raw is None:
             return ()
+        dotted = section.dotted(key)
         if not raw:
             raise self.error(
                 "lists no capabilities",
@@ -582,22 +948,34 @@ class _Parser:
                 if digits:
                     hint = f'write it as "{digits[1]}.{digits[2]}{digits[3]}"'
                 else:
-                    hint = 'write capabilities as "X.Y" (optionally "X.Ya" or "X.Yf"), ' + (
-                        'e.g. ["8.0", "9.0a", "12.0"]'
+                    hint = (
+                        'write capabilities as "X.Y", optionally "X.Ya" (arch-specific), "X.Yf" '
+                        '(family) or "X.Y+PTX", e.g. ["8.0", "9.0a", "12.0+PTX"]'
                     )
                 raise self.error(f"invalid CUDA capability {entry!r}", dotted, hint)
             if entry not in capabilities:
                 capabilities.append(entry)
         return tuple(capabilities)
 
-    def check_package_dir(self, package: str) -> None:
-        init = self.root / "torch-ext" / package / "__init__.py"
+    def rocm_archs(self, section: Located, key: str) -> tuple[str, ...]:
+        raw = section.string_list(key) or ()
+        for entry in raw:
+            if not _ROCM_ARCH_RE.fullmatch(entry):
+                raise self.error(
+                    f"invalid ROCm arch {entry!r}",
+                    section.dotted(key),
+                    'write ROCm targets as gfx names, e.g. ["gfx90a", "gfx942"]',
+                )
+        return tuple(dict.fromkeys(raw))
+
+    def check_package_dir(self, project: KernelProject) -> None:
+        init = project.package_dir / "__init__.py"
         if init.is_file():
             return
-        rel = f"torch-ext/{package}/__init__.py"
+        rel = init.relative_to(self.root).as_posix()
         hint = f"create {rel}: the Python package that exposes the ops"
         # A package under another name usually means general.name has a typo.
-        found = sorted(p.parent.name for p in (self.root / "torch-ext").glob("*/__init__.py"))
+        found = sorted(p.parent.name for p in project.ext_dir.glob("*/__init__.py"))
         if found:
             hint += (
                 f", or set general.name to match an existing package "
@@ -605,110 +983,13 @@ class _Parser:
             )
         raise self.error(f"{rel} does not exist", "general.name", hint)
 
-    # -- typed values -----------------------------------------------------------------------
+    # -- paths ------------------------------------------------------------------------------
 
-    def check_keys(self, table: Mapping[str, Any], known: tuple[str, ...], prefix: str) -> None:
-        for key in table:
-            if key not in known:
-                dotted = f"{prefix}.{key}" if prefix else key
-                raise self.error(
-                    f"unknown key {key!r}", dotted, self.unknown_key_hint(key, known, prefix)
-                )
-
-    @staticmethod
-    def unknown_key_hint(key: str, known: tuple[str, ...], prefix: str) -> str:
-        kebab = key.replace("_", "-").lower()
-        if kebab in known:
-            return f"did you mean {kebab!r}? build.toml keys are kebab-case"
-        close = difflib.get_close_matches(kebab, known, n=1, cutoff=0.8)
-        if close:
-            return f"did you mean {close[0]!r}?"
-        homes = _KEY_HOMES.get(kebab)
-        if homes:
-            return f"{kebab!r} belongs in {' or '.join(homes)}; move it there"
-        close = difflib.get_close_matches(kebab, known, n=1, cutoff=0.6)
-        if close:
-            return f"did you mean {close[0]!r}?"
-        where = f"[{prefix}]" if prefix else "the top level"
-        return f"remove it; keys allowed in {where}: {', '.join(known)}"
-
-    def table(self, parent: Mapping[str, Any], key: str, dotted: str) -> Mapping[str, Any]:
-        value = parent[key]
-        if not isinstance(value, dict):
-            raise self.error(
-                f"expected a table, got {_describe(value)}",
-                dotted,
-                f"write it as a [{dotted}] table",
-            )
-        return value
-
-    def string(self, table: Mapping[str, Any], key: str, dotted: str) -> str | None:
-        if key not in table:
-            return None
-        value = table[key]
-        if not isinstance(value, str):
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                hint = f'quote it: {key} = "{value}"'
-            else:
-                hint = f'write it as a string: {key} = "..."'
-            raise self.error(f"expected a string, got {_describe(value)}", dotted, hint)
-        return value
-
-    def required_string(self, table: Mapping[str, Any], key: str, dotted: str, hint: str) -> str:
-        value = self.string(table, key, dotted)
-        if value is None:
-            raise self.error("missing required key", dotted, hint)
-        return value
-
-    def boolean(self, table: Mapping[str, Any], key: str, dotted: str) -> bool | None:
-        if key not in table:
-            return None
-        value = table[key]
-        if not isinstance(value, bool):
-            raise self.error(
-                f"expected a boolean, got {_describe(value)}",
-                dotted,
-                f"write {key} = true or {key} = false (no quotes)",
-            )
-        return value
-
-    def string_list(
-        self, table: Mapping[str, Any], key: str, dotted: str
-    ) -> tuple[str, ...] | None:
-        if key not in table:
-            return None
-        value = table[key]
-        if isinstance(value, str):
-            raise self.error(
-                f"expected an array of strings, got {_describe(value)}",
-                dotted,
-                f'wrap it in brackets: {key} = ["{value}"]',
-            )
-        if not isinstance(value, list):
-            raise self.error(
-                f"expected an array of strings, got {_describe(value)}",
-                dotted,
-                f'write it as {key} = ["...", "..."]',
-            )
-        for index, item in enumerate(value):
-            if not isinstance(item, str):
-                raise self.error(
-                    f"expected an array of strings, but item {index} is {_describe(item)}",
-                    dotted,
-                    "quote every item",
-                )
-            if not item.strip():
-                raise self.error(
-                    f"item {index} is an empty string", dotted, "remove the empty item"
-                )
-        return tuple(value)
-
-    def paths(
-        self, table: Mapping[str, Any], key: str, dotted: str, *, files_only: bool
-    ) -> tuple[Path, ...]:
+    def paths(self, table: Located, key: str, *, files_only: bool) -> tuple[Path, ...]:
         """Relative, normalized paths that must exist inside the project root."""
+        dotted = table.dotted(key)
         paths: list[Path] = []
-        for entry in self.string_list(table, key, dotted) or ():
+        for entry in table.string_list(key) or ():
             # build.toml paths are '/'-separated; '../other' and '/abs' are refused lexically,
             # symlinks (even in a parent folder) by where they resolve: inside the root only.
             if entry.startswith("/") or Path(entry).is_absolute():
@@ -774,28 +1055,41 @@ class _Parser:
                 return f"did you mean {posixpath.join(posixpath.dirname(entry), close[0])!r}?"
         return "fix the path (relative to the project root) or create the file"
 
-    def version(self, table: Mapping[str, Any], key: str, dotted: str) -> Version | None:
-        raw = self.string(table, key, dotted)
-        if raw is None:
-            return None
-        try:
-            return Version(raw)
-        except InvalidVersion:
-            raise self.error(
-                f"{raw!r} is not a valid version",
-                dotted,
-                f'use a version such as {key} = "2.5" or {key} = "12.4"',
-            ) from None
 
-    def version_range(
-        self, table: Mapping[str, Any], min_dotted: str, max_dotted: str
-    ) -> tuple[Version | None, Version | None]:
-        low = self.version(table, _leaf(min_dotted), min_dotted)
-        high = self.version(table, _leaf(max_dotted), max_dotted)
-        if low is not None and high is not None and low > high:
-            raise self.error(
-                f"minimum {low} is greater than maximum {high} ({max_dotted})",
-                min_dotted,
-                "swap or correct the bounds (both are inclusive)",
-            )
-        return low, high
+def _other_backend_key(key: str, backend: str) -> str | None:
+    """For a key of another backend's kernels: which backend has it."""
+    owners = [b for b, keys in _KERNEL_KEYS.items() if key in keys]
+    if not owners:
+        return None
+    return (
+        f"{key!r} is for backend = {owners[0]!r} kernels; this kernel's backend is {backend!r}: "
+        "remove the key, or put the sources in a kernel of that backend"
+    )
+
+
+def _name_problem(name: str) -> str:
+    if any(c.isupper() for c in name):
+        return "it has uppercase letters"
+    if "_" in name:
+        return "it has '_' (kernel names use '-'; the package gets '_')"
+    if not name[0].isalpha():
+        return "it must start with a letter"
+    if not name[-1].isalnum():
+        return "it must end with a letter or digit"
+    if len(name) < 2:
+        return "it needs at least two characters"
+    if not is_package_name(package_name(name)):
+        return "its package name is a Python keyword"
+    return "only lowercase letters, digits and '-' are allowed"
+
+
+def _name_fix(name: str) -> str:
+    suggestion = re.sub(r"[^a-z0-9-]", "", name.lower().replace("_", "-")).lstrip("-0123456789")
+    suggestion = suggestion.rstrip("-")
+    rule = "names match ^[a-z][-a-z0-9]*[a-z0-9]$ (kernel-builder's rule)"
+    if _NAME_RE.fullmatch(suggestion) and is_package_name(package_name(suggestion)):
+        return (
+            f'use name = "{suggestion}" and rename the package folder to '
+            f"{package_name(suggestion)}; {rule}"
+        )
+    return rule

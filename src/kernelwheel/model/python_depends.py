@@ -1,0 +1,90 @@
+"""kernel-builder's ``python-depends`` names → PyPI requirements (recipes/python-depends.toml).
+
+build.toml names Python dependencies the way kernel-builder does (``tvm-ffi``, ``onednn``); a
+wheel needs the PyPI requirement each stands for (``apache-tvm-ffi``, ``onednn-devel``). Names
+are per backend: ``nki`` exists only for neuron. An entry that is no known name is read as a PEP
+508 requirement, kernelwheel's extension for dependencies kernel-builder has no name for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from .._toml import Located, parse_toml
+from .recipes import RECIPES_PACKAGE, RecipeError
+
+__all__ = ["PYTHON_DEPENDS_TOML", "PythonDepends", "load_python_depends"]
+
+PYTHON_DEPENDS_TOML = "python-depends.toml"
+
+
+@dataclass(frozen=True)
+class PythonDepends:
+    """The name table: ``general`` names apply to every backend, ``backends[b]`` to ``b``."""
+
+    general: Mapping[str, tuple[str, ...]]
+    backends: Mapping[str, Mapping[str, tuple[str, ...]]]
+
+    def names_for(self, backend: str | None) -> tuple[str, ...]:
+        """The names valid in the general list (``None``) or for ``backend``."""
+        table = self.general if backend is None else self.backends.get(backend, {})
+        return tuple(table)
+
+    def requirements(self, entry: str, backend: str | None) -> tuple[str, ...] | None:
+        """The PEP 508 requirements ``entry`` stands for: a name's packages, the entry itself
+        when it is a requirement, or None when it is neither."""
+        table = self.general if backend is None else self.backends.get(backend, {})
+        if entry in table:
+            return table[entry]
+        try:
+            return (str(Requirement(entry)),)
+        except InvalidRequirement:
+            return None
+
+
+@cache
+def load_python_depends() -> PythonDepends:
+    """The table shipped with kernelwheel, checked on load."""
+    resource = resources.files(RECIPES_PACKAGE) / PYTHON_DEPENDS_TOML
+    file = f"recipes/{PYTHON_DEPENDS_TOML}"
+    doc = Located(
+        parse_toml(resource.read_text("utf-8"), file=file, error=RecipeError),
+        file=file,
+        error=RecipeError,
+    )
+    doc.check_keys(("schema", "general", "backends"))
+    general = doc.table("general")
+    backends = doc.table("backends")
+    return PythonDepends(
+        general=_names(general) if general else {},
+        backends={
+            b: _names(t)
+            for b in (backends.keys() if backends else [])
+            if backends and (t := backends.table(b)) is not None
+        },
+    )
+
+
+def _names(table: Located) -> dict[str, tuple[str, ...]]:
+    names: dict[str, tuple[str, ...]] = {}
+    for name in table.keys():
+        entry = table.table(name)
+        assert entry is not None
+        entry.check_keys(("requires", "import"))
+        requires = entry.string_list("requires")
+        if not requires:
+            raise entry.error("missing required key", "requires", 'add requires = ["<pypi name>"]')
+        for requirement in requires:
+            try:
+                Requirement(requirement)
+            except InvalidRequirement:
+                raise entry.error(
+                    f"{requirement!r} is not a PEP 508 requirement", "requires", "fix the entry"
+                ) from None
+        names[name] = requires
+    return names
