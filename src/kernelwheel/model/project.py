@@ -649,15 +649,31 @@ class _Reader:
     def python_depends(self, table: Located, backend: str | None) -> tuple[str, ...]:
         names = load_python_depends()
         requirements: list[str] = []
+        dotted = table.dotted("python-depends")
         for entry in table.string_list("python-depends") or ():
+            known = names.names_for(backend)
+            owner = names.owner(entry)
+            if entry not in known and owner is not None:
+                raise self.error(
+                    f"{entry!r} is a {owner} name: only {owner} builds may depend on it",
+                    dotted,
+                    f"move it to python-depends under [general.{owner}]",
+                )
+            close = difflib.get_close_matches(entry, known, n=1, cutoff=0.8)
+            if entry not in known and close:
+                raise self.error(
+                    f"{entry!r} is no python-depends name",
+                    dotted,
+                    f"did you mean {close[0]!r}? (a PyPI package of that name is written with "
+                    f'a version, e.g. "{entry}>=1")',
+                )
             found = names.requirements(entry, backend)
             if found is None:
-                known = names.names_for(backend)
                 close = difflib.get_close_matches(entry, known, n=1, cutoff=0.6)
                 raise self.error(
                     f"{entry!r} is neither one of kernel-builder's python-depends names "
                     f"{'for ' + backend + ' ' if backend else ''}nor a PEP 508 requirement",
-                    table.dotted("python-depends"),
+                    dotted,
                     (f"did you mean {close[0]!r}? " if close else "")
                     + f"names here: {', '.join(known) or 'none'}; or write a requirement such "
                     'as "numpy>=1.26"',

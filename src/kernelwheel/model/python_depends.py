@@ -35,6 +35,10 @@ class PythonDepends:
         table = self.general if backend is None else self.backends.get(backend, {})
         return tuple(table)
 
+    def owner(self, entry: str) -> str | None:
+        """Where ``entry`` is a name: None for the general table, else the backend's name."""
+        return next((b for b, table in self.backends.items() if entry in table), None)
+
     def requirements(self, entry: str, backend: str | None) -> tuple[str, ...] | None:
         """The PEP 508 requirements ``entry`` stands for: a name's packages, the entry itself
         when it is a requirement, or None when it is neither."""
