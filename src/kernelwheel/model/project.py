@@ -659,8 +659,9 @@ class _Reader:
                     dotted,
                     f"move it to python-depends under [general.{owner}]",
                 )
+            # A bare name close to a known one is a typo, not a PyPI package.
             close = difflib.get_close_matches(entry, known, n=1, cutoff=0.8)
-            if entry not in known and close:
+            if entry not in known and close and re.fullmatch(r"[A-Za-z0-9._-]+", entry):
                 raise self.error(
                     f"{entry!r} is no python-depends name",
                     dotted,
