@@ -7,7 +7,7 @@ download. Recorded per repo: which wheels each tool writes, how they differ (nam
 Version, Requires-Dist, tag), whether each tool's wheels pass the checks pip applies, and the wall
 time of each run (median of --runs).
 
-Repos: the seed's 13 variants (formats.md §4), with each .so padded to --pad-mib of
+Repos: the seed's 13 variants (docs/to-wheel.md), with each .so padded to --pad-mib of
 incompressible data so the sizes are realistic, and one repo per known defect case (torch210,
 cpu, rocm, torch-cuda, darwin), since kernels aborts the whole run at the first variant it cannot
 map.
@@ -121,7 +121,7 @@ def run_once(result: Run, exe: str, env: dict[str, str], cpus: set[int] | None, 
     shutil.rmtree(work, ignore_errors=True)
 
 
-# One repo per defect case of formats.md §4 (org names only tell them apart).
+# One repo per defect case of docs/to-wheel.md's comparison (org names only tell them apart).
 DEFECT_ORGS = {
     "torch210-cxx11-cu130-x86_64-linux": "case-torch210",
     "torch27-cxx11-cpu-x86_64-linux": "case-cpu",

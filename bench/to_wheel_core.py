@@ -1,7 +1,7 @@
 """to-wheel without the download: ``kernelwheel to-wheel CLONE`` against kernels 0.11.3's core.
 
 Both tools run as fresh processes, interleaved (alternating who goes first), pinned to --cpus
-CPUs, on the seed's 13-variant repo (formats.md §4) with every ``.so`` padded to --pad-mib of
+CPUs, on the seed's 13-variant repo (docs/to-wheel.md) with every ``.so`` padded to --pad-mib of
 incompressible bytes (as the compressed fatbins of real CUDA objects are):
 
 - kernelwheel: ``kernelwheel to-wheel <local git clone> 1.1.2 -o OUT`` (files read from the clone's

@@ -90,7 +90,7 @@ def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def nested(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> HubRepo:
-    """Every variant form of formats.md §2, nested layout, tag v1.1.2."""
+    """Every Hub variant form (docs/to-wheel.md), nested layout, tag v1.1.2."""
     return make_repo(tmp_path_factory.mktemp("nested") / "img2gray", ALL_FORMS, so_cache=so_cache)
 
 

@@ -19,7 +19,8 @@ from .sofiles import build_extension, fake_macho, fake_pe
 
 LFS_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
 
-# The seed's 13 variants (formats.md §4): torch 2.6/2.7 x CUDA 11.8-12.8 x cxx11/cxx98 x arch.
+# The seed's 13 variants (docs/to-wheel.md, side by side with kernels 0.11.3): torch 2.6/2.7 x
+# CUDA 11.8-12.8 x cxx11/cxx98 x arch.
 SEED_13 = (
     "torch26-cxx11-cu118-x86_64-linux",
     "torch26-cxx98-cu118-x86_64-linux",
@@ -36,7 +37,8 @@ SEED_13 = (
     "torch27-cxx11-cu128-aarch64-linux",
 )
 
-# The variants kernels 0.11.3's to-wheel got wrong (formats.md §4), and the other forms of §2.
+# The variants kernels 0.11.3's to-wheel got wrong (docs/to-wheel.md), and the other Hub variant
+# forms.
 DEFECT_CASES = (
     "torch210-cxx11-cu130-x86_64-linux",
     "torch27-cxx11-cpu-x86_64-linux",

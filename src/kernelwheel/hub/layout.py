@@ -1,4 +1,5 @@
-"""How a ``build/<variant>/`` folder maps onto a wheel's package (formats.md §3).
+"""How a ``build/<variant>/`` folder maps onto a wheel's package (docs/to-wheel.md, "What a
+variant becomes").
 
 - Nested (legacy): ``build/<variant>/<pkg>/__init__.py`` …: the ``<pkg>/`` folder is the package.
 - Flat (current): ``build/<variant>/__init__.py`` … plus ``metadata.json``: the variant folder

@@ -513,7 +513,7 @@ class Variant:
 
     @classmethod
     def parse(cls, name: str) -> Variant:
-        """Parse a Hub variant name (see formats.md §2)."""
+        """Parse a Hub variant name (the forms: docs/to-wheel.md, "What a variant becomes")."""
         if not isinstance(name, str):
             raise VariantError(
                 f"variant name must be a str, got {name!r}", hint=f"e.g. {EXAMPLE_NAME!r}"
