@@ -180,6 +180,14 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="pip uses no index, only --find-links: a fully offline build",
     )
+    env.add_argument(
+        "--cutlass-path",
+        action="append",
+        metavar="[NAME=]DIR",
+        help="a local CUTLASS checkout of the release a kernel's depends names, used instead of "
+        "PyPI's nvidia-cutlass headers (required for releases PyPI lacks); NAME=DIR serves only "
+        "dependency NAME (e.g. cutlass_3_9=/src/cutlass-3.9.2); repeatable",
+    )
     add_jobs_argument(env)
     cuda = parser.add_argument_group("CUDA device code", PRECEDENCE)
     cuda.add_argument(

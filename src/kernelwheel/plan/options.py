@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._toml import read_toml
 from ..errors import ProjectError, UsageError
@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_CACHE_DIR",
     "DEFAULT_OPTIONS",
     "ENV_VARS",
+    "LocalHeaders",
     "OPTIONS",
     "PYPROJECT",
     "OptionDef",
@@ -51,6 +52,17 @@ DEFAULT_CACHE_DIR = Path("~/.cache/kernelwheel").expanduser()
 
 _Fail = Callable[[str, str], Exception]
 _Converter = Callable[[Any, _Fail, Path], Any]
+
+
+class LocalHeaders(NamedTuple):
+    """One ``cutlass-path`` entry: a local CUTLASS checkout (or install prefix), for the
+    dependency it names (``cutlass_3_9=DIR``) or, unnamed, for every CUTLASS dependency."""
+
+    dependency: str | None
+    path: Path
+
+    def describe(self) -> str:
+        return f"{self.dependency}={self.path}" if self.dependency else str(self.path)
 
 
 @dataclass(frozen=True)
@@ -80,6 +92,8 @@ class Options:
     # and the capability list (None: build.toml's cuda-capabilities, else the recipe's default)
     fatbin_compression: str = "default"
     cuda_capabilities: tuple[str, ...] | None = None
+    # local CUTLASS checkouts, preferred to PyPI's headers (needed for releases PyPI lacks)
+    cutlass_path: tuple[LocalHeaders, ...] = ()
     sources: tuple[tuple[str, str], ...] = field(default=())
 
     def source(self, name: str) -> str:
@@ -290,6 +304,45 @@ def _capabilities(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
+_DEP_NAME = re.compile(r"[a-z][a-z0-9_-]*")
+
+
+def _cutlass_paths(raw: Any, fail: _Fail, base: Path) -> tuple[LocalHeaders, ...]:
+    """``[NAME=]DIR`` items: a CUTLASS checkout for dependency NAME, or (no NAME) for all."""
+    texts = _strings(raw, fail, "'/src/cutlass' or 'cutlass_3_9=/src/cutlass-3.9.2'")
+    out: list[LocalHeaders] = []
+    for item in (t for text in texts for t in text.split()):
+        name, sep, rest = item.partition("=")
+        named = bool(sep) and _DEP_NAME.fullmatch(name) is not None
+        entry = LocalHeaders(name if named else None, _path(rest if named else item, fail, base))
+        _check_cutlass_tree(entry, fail)
+        if any(e.dependency == entry.dependency for e in out):
+            which = f"{entry.dependency}=" if entry.dependency else "a checkout without NAME="
+            raise fail(
+                f"gives {which} twice",
+                "give one checkout per dependency (NAME=DIR), and at most one for all of them",
+            )
+        out.append(entry)
+    if not out:
+        raise fail("names no folder", "e.g. /src/cutlass or cutlass_3_9=/src/cutlass-3.9.2")
+    return tuple(out)
+
+
+def _check_cutlass_tree(entry: LocalHeaders, fail: _Fail) -> None:
+    path = entry.path
+    if (path / "include" / "cutlass" / "cutlass.h").is_file():
+        return
+    problem = "not a CUTLASS checkout (no include/cutlass/cutlass.h)"
+    if (path / "cutlass" / "cutlass.h").is_file():
+        hint = f"pass the folder above it, {path.parent} (the checkout, not its include/)"
+    elif not path.exists():
+        problem = "no such folder"
+        hint = "clone the release: git clone --branch vX.Y.Z https://github.com/NVIDIA/cutlass DIR"
+    else:
+        hint = "pass a CUTLASS source checkout or install prefix (it holds include/cutlass/)"
+    raise fail(f"{entry.describe()}: {problem}", hint)
+
+
 @dataclass(frozen=True)
 class OptionDef:
     """One option: its ``Options`` field and converter. The TOML key, environment variable and
@@ -333,6 +386,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("local_version_style", _style),
     OptionDef("fatbin_compression", _fatbin_compression),
     OptionDef("cuda_capabilities", _capabilities),
+    OptionDef("cutlass_path", _cutlass_paths),
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
 _BY_TOML = {o.toml: o for o in OPTIONS if o.toml is not None}
