@@ -29,6 +29,7 @@ from ..wheels.repair import RepairResult, repair_wheel
 from . import codegen, cross
 from .compile_spec import CompileSpec
 from .compiler_cache import ccache_env, read_stats
+from .deps import provide_headers
 from .envs import (
     CudaToolkit,
     EnvInfo,
@@ -293,6 +294,7 @@ def _compile(
         include_dirs += [str(p) for p in toolkit.extra_includes]
     else:
         defines.append(("CPU_KERNEL", "1"))
+    include_dirs += map(str, provide_headers(req.headers, req.cache_dir, env.python, log))
     _check_object_names(sources, project)
     spec = CompileSpec(
         name=namespace,

@@ -7,10 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..model.deps import DependencyTable, load_deps
 from ..model.project import KernelProject
 from ..model.recipes import Recipes, VariantRecipe
 from ..model.variant import LocalVersionStyle, Variant
 from ..plan.options import Options, resolve_jobs
+from .deps import HeaderPlan, plan_headers
 from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for
 
 __all__ = ["BuildRequest", "BuiltWheel", "request_for"]
@@ -37,6 +39,7 @@ class BuildRequest:
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     fatbin_compression: str = "default"  # nvcc --compress-mode (CUDA >= 12.8)
     cuda_capabilities: tuple[str, ...] | None = None  # replaces build.toml's and the recipe's
+    headers: HeaderPlan = HeaderPlan()  # where the compiled kernels' depends come from
 
     @property
     def log(self) -> Path:
@@ -62,8 +65,12 @@ def request_for(
     version: str,
     options: Options,
     recipes: Recipes,
+    deps: DependencyTable | None = None,
 ) -> BuildRequest:
-    """The request to build ``recipe``'s variant of ``project`` as ``options`` say."""
+    """The request to build ``recipe``'s variant of ``project`` as ``options`` say. ``deps``
+    (default: read from the recipes folder) says what build.toml's ``depends`` names provide;
+    a dependency that cannot be provided is refused here, before anything is compiled."""
+    table = deps if deps is not None else load_deps(options.recipes)
     sources = IndexOptions(options.index_url, options.find_links, options.no_index)
     cuda = recipe.cuda
     return BuildRequest(
@@ -85,4 +92,5 @@ def request_for(
         local_version_style=options.local_version_style,
         fatbin_compression=options.fatbin_compression,
         cuda_capabilities=options.cuda_capabilities,
+        headers=plan_headers(project, recipe.variant, table, options),
     )

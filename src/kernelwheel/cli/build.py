@@ -187,13 +187,18 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         )
     version, source = resolve_version(project, args.version)
     ui.info("", f"{project.name} {version} (version from {source}); {len(recipes)} variant(s)")
+    # Every request first: a dependency that cannot be provided stops the run before anything
+    # is compiled.
+    requests = [
+        request_for(project, recipe, version, options, planned.recipes, planned.deps)
+        for recipe in recipes
+    ]
     outcomes: list[Outcome] = []
-    for recipe in recipes:
+    for recipe, req in zip(recipes, requests, strict=True):
         ui.group(recipe.name)
         started, wall = time.monotonic(), time.time()
         log: Path | None = None
         try:
-            req = request_for(project, recipe, version, options, planned.recipes)
             log = req.log
             built = build_and_export(req, ui, hub_layout=options.hub_layout)
             seconds = time.monotonic() - started

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProjectError, UsageError, VariantError
+from ..model.deps import DependencyTable, load_deps
 from ..model.project import KernelProject, load_project
 from ..model.recipes import Recipes, VariantRecipe, load_recipes
 from ..model.variant import Arch, BackendKind, Variant
@@ -29,6 +30,7 @@ class Planned:
     recipes: Recipes
     full: MatrixPlan  # before build/skip/only
     plan: MatrixPlan  # after them
+    deps: DependencyTable  # what build.toml's depends names provide (recipes/deps.toml)
 
 
 def plan_project(
@@ -40,7 +42,8 @@ def plan_project(
     options = resolve_options(project.root, env=env, cli=cli)
     recipes = load_recipes(options.recipes)
     full = plan_matrix(project, recipes, arches=options.arch_filter())
-    return Planned(project, options, recipes, full, full.select(options.selector()))
+    deps = load_deps(options.recipes)
+    return Planned(project, options, recipes, full, full.select(options.selector()), deps)
 
 
 def default_variant(recipes: Recipes, project: KernelProject) -> Variant:

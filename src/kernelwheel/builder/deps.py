@@ -1,0 +1,287 @@
+"""Header dependencies: the C++ headers a kernel's ``depends = [...]`` asks for, on the include
+path of the variants that compile it.
+
+Two halves, like the rest of a build. :func:`plan_headers` decides, when the request is made and
+before anything is compiled, where each dependency of the kernels a variant compiles comes from
+(``recipes/deps.toml`` through :mod:`kernelwheel.model.deps`, and the ``cutlass-path`` option),
+and refuses what cannot be provided: an unknown name, a release no PyPI wheel carries without a
+local checkout, a checkout of another release, a dependency kernelwheel has no toolchain for.
+:func:`provide_headers` then, in the compile step, makes those headers available: a local
+checkout as it is, a PyPI wheel downloaded once per release with its sha256 checked and only its
+header folders unpacked into ``<cache>/deps/`` (published by one rename, never half there).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from .._util import publish, run_checked, sha256_file, staging_dir
+from ..errors import ProjectError, ToolchainError, UsageError
+from ..model.deps import VERSION_HEADER, Dependency, DependencyTable, HeaderWheel, Provider
+from ..model.project import KernelProject
+from ..model.variant import BackendKind, Variant
+from ..plan.options import LocalHeaders, Options
+from .envs import IndexOptions, locked
+
+__all__ = [
+    "HeaderPlan",
+    "HeaderSource",
+    "checkout_version",
+    "compiled_backends",
+    "plan_headers",
+    "provide_headers",
+    "unpack_headers",
+]
+
+OPTION = "cutlass-path"
+_DEFINE_RE = re.compile(r"^\s*#\s*define\s+CUTLASS_(MAJOR|MINOR|PATCH)\s+(\d+)\b", re.M)
+
+
+@dataclass(frozen=True)
+class HeaderSource:
+    """Where one dependency's headers come from in a build: a pinned PyPI wheel, or a local
+    checkout (``local``). ``kernels`` are the kernels that need it."""
+
+    dependency: Dependency
+    kernels: tuple[str, ...]
+    wheel: HeaderWheel | None = None
+    local: Path | None = None
+
+    def describe(self) -> str:
+        where = f"local checkout {self.local}" if self.local else None
+        if where is None and self.wheel is not None:
+            where = f"{self.wheel.describe()} (sha256 {self.wheel.sha256[:12]}…)"
+        return f"{self.dependency.describe()} from {where}"
+
+
+@dataclass(frozen=True)
+class HeaderPlan:
+    """The header dependencies of one variant's compile, and where pip looks for wheels."""
+
+    sources: tuple[HeaderSource, ...] = ()
+    index: IndexOptions = field(default_factory=IndexOptions)
+
+
+def compiled_backends(variant: Variant) -> tuple[str, ...]:
+    """The kernel backends a variant compiles: a CUDA variant the cuda and cpu kernels, any
+    other the cpu ones (as the pipeline's compile step does)."""
+    backend = variant.backend
+    if backend is not None and backend.kind is BackendKind.CUDA:
+        return ("cpu", "cuda")
+    return ("cpu",)
+
+
+def plan_headers(
+    project: KernelProject, variant: Variant, table: DependencyTable, options: Options
+) -> HeaderPlan:
+    """Where the headers of the dependencies of the kernels ``variant`` compiles come from.
+    Every kernel's names are checked (kernel-builder knows them whatever the backend); only
+    the compiled kernels' dependencies must be available."""
+    for kernel in project.kernels:
+        for name in kernel.depends:
+            if table.get(name) is None:
+                raise ProjectError(
+                    f"unknown dependency {name!r}",
+                    file=project.build_toml,
+                    key=f"kernel.{kernel.id}.depends",
+                    hint=table.suggest(name),
+                )
+    _check_named_checkouts(table, options)
+    needed: dict[str, list[str]] = {}
+    for kernel in project.kernels_for(compiled_backends(variant)):
+        for name in kernel.depends:
+            needed.setdefault(name, []).append(kernel.id)
+    sources: list[HeaderSource] = []
+    for name, kernels in needed.items():
+        dep = table.get(name)
+        assert dep is not None
+        if dep.provider is Provider.ENVIRONMENT:
+            continue
+        if dep.provider is Provider.UNSUPPORTED:
+            raise ToolchainError(
+                f"kernel.{kernels[0]} of {project.build_toml} depends on {name}, which "
+                f"kernelwheel cannot provide for {variant.name}: {dep.reason}",
+                hint=f"build that kernel with kernel-builder, or remove {name} from its depends "
+                "if it does not include those headers",
+            )
+        sources.append(_source(dep, tuple(kernels), project, options))
+    index = IndexOptions(options.index_url, options.find_links, options.no_index)
+    return HeaderPlan(tuple(sources), index)
+
+
+def _check_named_checkouts(table: DependencyTable, options: Options) -> None:
+    """Each ``NAME=DIR`` of cutlass-path names a CUTLASS dependency."""
+    for entry in options.cutlass_path:
+        if entry.dependency is None:
+            continue
+        dep = table.get(entry.dependency)
+        if dep is None or dep.library != "cutlass":
+            cutlass = [d.name for d in table.deps if d.library == "cutlass"]
+            raise UsageError(
+                f"{options.source('cutlass_path')} {entry.describe()}: "
+                f"{entry.dependency!r} is not a CUTLASS dependency",
+                hint=f"name one of: {', '.join(cutlass)}",
+            )
+
+
+def _source(
+    dep: Dependency, kernels: tuple[str, ...], project: KernelProject, options: Options
+) -> HeaderSource:
+    assert dep.version is not None and dep.library is not None
+    checkout = _checkout_for(dep, options.cutlass_path)
+    label = options.source("cutlass_path")
+    if checkout is not None:
+        found = checkout_version(checkout.path, dep.library)
+        if found is not None and found != dep.version:
+            header = VERSION_HEADER[dep.library]
+            raise UsageError(
+                f"{label} {checkout.describe()} holds CUTLASS {found} ({header}), but "
+                f"kernel.{kernels[0]} of {project.build_toml} depends on {dep.describe()}",
+                hint=f"check out v{dep.version} there (git -C {checkout.path} checkout "
+                f"v{dep.version}), or give each release its own checkout: "
+                f"{dep.name}=DIR",
+            )
+        return HeaderSource(dep, kernels, local=checkout.path)
+    if dep.wheel is None:
+        raise ToolchainError(
+            f"kernel.{kernels[0]} of {project.build_toml} depends on {dep.describe()}, and no "
+            f"PyPI wheel carries CUTLASS {dep.version}",
+            hint=f"clone that release (git clone --depth 1 --branch v{dep.version} "
+            f"https://github.com/NVIDIA/cutlass DIR) and pass --cutlass-path DIR (or "
+            f'KERNELWHEEL_CUTLASS_PATH=DIR, or {OPTION} = "DIR" in [tool.kernelwheel]); '
+            f"for one release among several: {dep.name}=DIR",
+        )
+    return HeaderSource(dep, kernels, wheel=dep.wheel)
+
+
+def _checkout_for(dep: Dependency, entries: tuple[LocalHeaders, ...]) -> LocalHeaders | None:
+    """The entry naming ``dep``, else the unnamed one (every CUTLASS dependency), else None."""
+    for wanted in (dep.name, None):
+        for entry in entries:
+            if entry.dependency == wanted:
+                return entry
+    return None
+
+
+def checkout_version(path: Path, library: str) -> str | None:
+    """The release a checkout holds, from its version header; None when it has none (CUTLASS
+    before 2.11) or the header does not say."""
+    try:
+        text = (path / VERSION_HEADER[library]).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    parts = dict(_DEFINE_RE.findall(text))
+    if not all(k in parts for k in ("MAJOR", "MINOR", "PATCH")):
+        return None
+    return f"{int(parts['MAJOR'])}.{int(parts['MINOR'])}.{int(parts['PATCH'])}"
+
+
+# --- the compile step's half ------------------------------------------------------------------
+
+
+def provide_headers(
+    plan: HeaderPlan, cache_dir: Path, python: Path | None, log: Path
+) -> tuple[Path, ...]:
+    """The include folders of ``plan``, fetching and unpacking PyPI headers into ``cache_dir``
+    on first use (with ``python``'s pip; kernelwheel's own interpreter when None). Each source
+    is noted in ``log``."""
+    out: list[Path] = []
+    for source in plan.sources:
+        if source.local is not None:
+            folders = [source.local / "include"]
+            util = source.local / "tools" / "util" / "include"  # a source checkout's utilities
+            folders += [util] if util.is_dir() else []
+        else:
+            assert source.wheel is not None
+            root = unpack_headers(source.wheel, cache_dir, python, plan.index, log)
+            folders = [root / folder for folder in source.wheel.include]
+        with open(log, "a") as fh:
+            fh.write(f"headers: {source.describe()}: {', '.join(map(str, folders))}\n")
+        out += [f for f in folders if f not in out]
+    return tuple(out)
+
+
+def unpack_headers(
+    wheel: HeaderWheel, cache_dir: Path, python: Path | None, index: IndexOptions, log: Path
+) -> Path:
+    """The folder holding ``wheel``'s include folders, at their paths in the wheel:
+    ``<cache>/deps/<name>-<version>-<sha256 prefix>``. Made once: downloaded with hash
+    checking, only the include folders unpacked, then published by one rename."""
+    parent = cache_dir / "deps"
+    final = parent / f"{wheel.name}-{wheel.version}-{wheel.sha256[:16]}"
+    if final.is_dir():
+        return final
+    with locked(parent / f"{final.name}.lock"):
+        if final.is_dir():  # another build made it while this one waited
+            return final
+        with staging_dir(parent, "headers") as tmp:
+            downloaded = _download(wheel, tmp / "download", python, index, log)
+            tree = tmp / "tree"
+            _extract(downloaded, wheel, tree)
+            publish(tree, final)
+    return final
+
+
+def _download(
+    wheel: HeaderWheel, dest: Path, python: Path | None, index: IndexOptions, log: Path
+) -> Path:
+    dest.mkdir(parents=True)
+    requirements = dest.parent / "requirements.txt"
+    requirements.write_text(wheel.requirement_line + "\n")
+    args = ["--no-index"] if index.no_index else []
+    if index.index_url and not index.no_index:
+        args += ["--index-url", index.index_url]
+    for link in index.find_links:
+        args += ["--find-links", link]
+    cmd = [str(python or sys.executable), "-m", "pip", "download", "--disable-pip-version-check"]
+    cmd += ["--no-input", "--no-deps", "--only-binary=:all:", "--require-hashes", *args]
+    run_checked(
+        [*cmd, "--dest", str(dest), "-r", str(requirements)],
+        log,
+        f"download {wheel.name}=={wheel.version} (for its C++ headers)",
+        hint=f"the pinned sha256 is in recipes/deps.toml; offline, put the wheel in a "
+        f"--find-links folder, or pass --{OPTION} DIR with a checkout of that release",
+    )
+    found = sorted(dest.glob("*.whl"))
+    if len(found) != 1 or sha256_file(found[0]) != wheel.sha256:
+        raise ToolchainError(
+            f"pip download of {wheel.name}=={wheel.version} gave "
+            f"{', '.join(p.name for p in found) or 'no wheel'}, not the wheel with sha256 "
+            f"{wheel.sha256}",
+            hint="check the pin in recipes/deps.toml against what the index serves",
+        )
+    return found[0]
+
+
+def _extract(path: Path, wheel: HeaderWheel, tree: Path) -> None:
+    """Unpack the files under ``wheel.include`` from the wheel at ``path`` into ``tree``."""
+    prefixes = tuple(folder.rstrip("/") + "/" for folder in wheel.include)
+    counts = dict.fromkeys(prefixes, 0)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                name = info.filename
+                prefix = next((p for p in prefixes if name.startswith(p)), None)
+                if prefix is None or info.is_dir():
+                    continue
+                rel = PurePosixPath(name)
+                if rel.is_absolute() or ".." in rel.parts:
+                    raise ToolchainError(f"{path.name}: unsafe path {name!r} in the wheel")
+                target = tree.joinpath(*rel.parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(info) as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                counts[prefix] += 1
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ToolchainError(f"cannot unpack {path}: {exc}") from None
+    empty = [p.rstrip("/") for p, n in counts.items() if n == 0]
+    if empty:
+        raise ToolchainError(
+            f"{path.name} has no files under {', '.join(empty)}",
+            hint=f"fix the include folders of {wheel.name} {wheel.version} in recipes/deps.toml",
+        )
