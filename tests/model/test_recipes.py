@@ -121,7 +121,8 @@ def test_recipe_for_cuda13_variant_pins_a_hashed_pypi_toolchain() -> None:
         assert all(
             "==13.0." in line and "--hash=sha256:" in line for line in recipe.cuda.requirements()
         )
-        assert recipe.cuda.capabilities[-1] == "12.0+PTX" and "7.0" not in recipe.cuda.capabilities
+        assert recipe.cuda.capabilities[-2:] == ("12.0", "12.1+PTX")
+        assert "7.0" not in recipe.cuda.capabilities
     x86 = recipes.recipe_for(Variant.parse("torch214-cxx11-cu130-x86_64-linux"))
     arm = recipes.recipe_for(Variant.parse("torch214-cxx11-cu130-aarch64-linux"))
     assert x86.cuda is not None and arm.cuda is not None

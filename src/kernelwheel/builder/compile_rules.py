@@ -1,0 +1,137 @@
+"""How kernel-builder compiles one variant, as pure rules (docs/compile.md says why each holds).
+
+- One backend per variant: a CUDA variant compiles the ``backend = "cuda"`` kernels, a CPU
+  variant the ``cpu`` ones. With the explicit ``with-cpu-kernels`` setting (kernelwheel's former
+  default) a GPU variant also compiles the ``cpu`` kernels.
+- The backend's macros, defined for every compiler: ``CUDA_KERNEL`` and ``USE_CUDA=1``,
+  ``CPU_KERNEL``, ``ROCM_KERNEL`` and ``USE_ROCM=1``, ``XPU_KERNEL`` and ``USE_XPU``,
+  ``METAL_KERNEL``.
+- nvcc without torch's ``__CUDA_NO_HALF*`` macros, with ``ENABLE_FP8``.
+- ``-fno-gnu-unique`` where the compiler has it; a kernel's ``cuda-minver`` leaves it out of
+  older toolkits; nvcc threads and compile jobs share the CPUs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from ..model.project import KernelProject, KernelSection
+
+__all__ = [
+    "Macro",
+    "Parallelism",
+    "backend_macros",
+    "kernel_backends",
+    "kernel_cuda_flags",
+    "kernels_to_compile",
+    "nvcc_parallelism",
+    "nvcc_torch_flags",
+]
+
+Macro = tuple[str, str | None]  # (name, value); None: -DNAME without a value
+
+_BACKEND_MACROS: dict[str, tuple[Macro, ...]] = {
+    "cuda": (("CUDA_KERNEL", None), ("USE_CUDA", "1")),
+    "rocm": (("ROCM_KERNEL", None), ("USE_ROCM", "1")),
+    "xpu": (("XPU_KERNEL", None), ("USE_XPU", None)),
+    "metal": (("METAL_KERNEL", None),),
+    "cpu": (("CPU_KERNEL", None),),
+}
+
+# torch's cpp_extension passes these to nvcc; kernel-builder leaves them out (CUDA >= 11.8), so
+# kernels may use the half/bfloat16 operators and conversions.
+TORCH_NVCC_MACROS_UNDONE = (
+    "__CUDA_NO_HALF_OPERATORS__",
+    "__CUDA_NO_HALF_CONVERSIONS__",
+    "__CUDA_NO_BFLOAT16_CONVERSIONS__",
+    "__CUDA_NO_HALF2_OPERATORS__",
+)
+NO_GNU_UNIQUE = "-fno-gnu-unique"
+_TEMPLATE_STUB = "-static-global-template-stub="  # an nvcc flag from CUDA 12.8 on
+
+
+def kernel_backends(backend: str, with_cpu_kernels: bool = False) -> tuple[str, ...]:
+    """The kernel backends a variant of ``backend`` compiles."""
+    if with_cpu_kernels and backend != "cpu":
+        return (backend, "cpu")
+    return (backend,)
+
+
+def backend_macros(backend: str, with_cpu_kernels: bool = False) -> tuple[Macro, ...]:
+    """The macros every source of a ``backend`` variant sees. ``with_cpu_kernels`` adds
+    kernelwheel's own ``KERNELWHEEL_WITH_CPU`` and ``KERNELWHEEL_WITH_<BACKEND>``."""
+    macros = _BACKEND_MACROS[backend]
+    if not with_cpu_kernels:
+        return macros
+    own = [("KERNELWHEEL_WITH_CPU", "1")]
+    if backend != "cpu":
+        own.append((f"KERNELWHEEL_WITH_{backend.upper()}", "1"))
+    return (*macros, *own)
+
+
+def _too_new(kernel: KernelSection, cuda_version: str | None) -> bool:
+    minver = kernel.cuda_minver
+    return (
+        kernel.backend == "cuda"
+        and minver is not None
+        and cuda_version is not None
+        and Version(cuda_version) < minver
+    )
+
+
+def kernels_to_compile(
+    project: KernelProject, backends: Sequence[str], cuda_version: str | None
+) -> tuple[tuple[KernelSection, ...], tuple[str, ...]]:
+    """The kernels of ``backends`` this toolkit compiles, and a note for each one whose
+    ``cuda-minver`` is above ``cuda_version`` (left out, as kernel-builder does)."""
+    chosen: list[KernelSection] = []
+    notes: list[str] = []
+    for kernel in project.kernels_for(backends):
+        if _too_new(kernel, cuda_version):
+            notes.append(
+                f"kernel.{kernel.id} left out: its cuda-minver {kernel.cuda_minver} is above "
+                f"CUDA {cuda_version}"
+            )
+        else:
+            chosen.append(kernel)
+    return tuple(chosen), tuple(notes)
+
+
+def nvcc_torch_flags(cuda_version: str) -> tuple[str, ...]:
+    """nvcc flags that turn torch's nvcc macros into kernel-builder's: ours come after torch's,
+    so ``-U`` undoes its ``-D``."""
+    flags = tuple(f"-U{name}" for name in TORCH_NVCC_MACROS_UNDONE)
+    if Version(cuda_version) >= Version("11.8"):
+        flags += ("-DENABLE_FP8",)
+    return flags
+
+
+def kernel_cuda_flags(flags: Sequence[str], cuda_version: str) -> tuple[str, ...]:
+    """A kernel's ``cuda-flags`` for this toolkit: nvcc < 12.8 has no
+    ``-static-global-template-stub``, which kernel-builder then removes."""
+    if Version(cuda_version) >= Version("12.8"):
+        return tuple(flags)
+    return tuple(f for f in flags if not f.startswith(_TEMPLATE_STUB))
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """Compile jobs at once, and threads per nvcc: ``jobs * nvcc_threads`` stays within the
+    CPUs the build may use."""
+
+    jobs: int
+    nvcc_threads: int
+
+
+def nvcc_parallelism(
+    jobs: int, cpus: int, requested: int | None, capability_count: int
+) -> Parallelism:
+    """kernel-builder's rule: nvcc gets ``requested`` threads (default: one per capability of
+    the kernel that compiles for the most), at most the CPU budget, and the compile jobs are the
+    budget divided by the threads. The budget is ``jobs`` (``--jobs``), at most ``cpus``."""
+    budget = max(1, min(jobs, cpus))
+    threads = max(1, min(requested or capability_count, budget))
+    return Parallelism(jobs=max(1, budget // threads), nvcc_threads=threads)

@@ -1,0 +1,143 @@
+"""kernel-builder's compile rules: one backend per variant and its macros, nvcc's macros, a
+kernel's cuda-minver and cuda-flags per toolkit, nvcc threads times jobs within the CPUs."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernelwheel.builder.compile_rules import (
+    Parallelism,
+    backend_macros,
+    kernel_backends,
+    kernel_cuda_flags,
+    kernels_to_compile,
+    nvcc_parallelism,
+    nvcc_torch_flags,
+)
+from kernelwheel.model.project import load_project
+
+
+@pytest.mark.parametrize(
+    ("backend", "expected"),
+    [
+        ("cuda", {"CUDA_KERNEL": None, "USE_CUDA": "1"}),
+        ("rocm", {"ROCM_KERNEL": None, "USE_ROCM": "1"}),
+        ("xpu", {"XPU_KERNEL": None, "USE_XPU": None}),
+        ("metal", {"METAL_KERNEL": None}),
+        ("cpu", {"CPU_KERNEL": None}),
+    ],
+)
+def test_each_backend_has_kernel_builders_macros(backend: str, expected: dict[str, str]) -> None:
+    assert dict(backend_macros(backend)) == expected
+    assert kernel_backends(backend) == (backend,)
+
+
+def test_with_cpu_kernels_adds_the_cpu_kernels_and_kernelwheels_macros() -> None:
+    assert kernel_backends("cuda", with_cpu_kernels=True) == ("cuda", "cpu")
+    assert dict(backend_macros("cuda", with_cpu_kernels=True)) == {
+        "CUDA_KERNEL": None,
+        "USE_CUDA": "1",
+        "KERNELWHEEL_WITH_CPU": "1",
+        "KERNELWHEEL_WITH_CUDA": "1",
+    }
+    # CPU_KERNEL stays off in a CUDA variant: bindings written `#if CPU_KERNEL ... #elif
+    # CUDA_KERNEL` would otherwise register only the CPU kernel.
+    assert kernel_backends("cpu", with_cpu_kernels=True) == ("cpu",)
+    assert dict(backend_macros("cpu", with_cpu_kernels=True)) == {
+        "CPU_KERNEL": None,
+        "KERNELWHEEL_WITH_CPU": "1",
+    }
+
+
+BUILD_TOML = """\
+[general]
+name = "mixed"
+backends = ["cpu", "cuda", "rocm"]
+
+[torch]
+src = ["torch-ext/binding.cpp"]
+
+[kernel.old]
+backend = "cuda"
+src = ["old.cu"]
+
+[kernel.new]
+backend = "cuda"
+cuda-minver = "12.8"
+src = ["new.cu"]
+
+[kernel.host]
+backend = "cpu"
+src = ["host.cpp"]
+
+[kernel.amd]
+backend = "rocm"
+src = ["amd.cu"]
+"""
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> Path:
+    for rel in ("old.cu", "new.cu", "host.cpp", "amd.cu", "torch-ext/binding.cpp"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("// x\n")
+    (tmp_path / "torch-ext" / "mixed").mkdir()
+    (tmp_path / "torch-ext" / "mixed" / "__init__.py").write_text("")
+    (tmp_path / "build.toml").write_text(textwrap.dedent(BUILD_TOML))
+    return tmp_path
+
+
+def _ids(kernels: tuple[object, ...]) -> list[str]:
+    return [k.id for k in kernels]  # type: ignore[attr-defined]
+
+
+def test_a_variant_compiles_its_backends_kernels_only(mixed: Path) -> None:
+    project = load_project(mixed)
+    kernels, notes = kernels_to_compile(project, kernel_backends("cuda"), "13.0")
+    assert _ids(kernels) == ["old", "new"] and notes == ()
+    kernels, _ = kernels_to_compile(project, kernel_backends("cpu"), None)
+    assert _ids(kernels) == ["host"]
+    kernels, _ = kernels_to_compile(project, kernel_backends("cuda", True), "13.0")
+    assert _ids(kernels) == ["old", "new", "host"]
+
+
+def test_a_kernel_above_the_toolkit_is_left_out_with_a_note(mixed: Path) -> None:
+    kernels, notes = kernels_to_compile(load_project(mixed), ("cuda",), "12.6")
+    assert _ids(kernels) == ["old"]
+    assert notes == ("kernel.new left out: its cuda-minver 12.8 is above CUDA 12.6",)
+
+
+def test_nvcc_gets_kernel_builders_macros_instead_of_torchs() -> None:
+    flags = nvcc_torch_flags("13.0")
+    assert "-U__CUDA_NO_HALF_OPERATORS__" in flags and "-U__CUDA_NO_HALF2_OPERATORS__" in flags
+    assert "-U__CUDA_NO_BFLOAT16_CONVERSIONS__" in flags and flags[-1] == "-DENABLE_FP8"
+    assert "-DENABLE_FP8" not in nvcc_torch_flags("11.7")
+
+
+def test_template_stub_flag_only_where_nvcc_has_it() -> None:
+    flags = ("-static-global-template-stub=false", "--use_fast_math")
+    assert kernel_cuda_flags(flags, "12.8") == flags
+    assert kernel_cuda_flags(flags, "12.6") == ("--use_fast_math",)
+
+
+@pytest.mark.parametrize(
+    ("jobs", "cpus", "requested", "capabilities", "expected"),
+    [
+        (16, 16, None, 10, Parallelism(jobs=1, nvcc_threads=10)),  # threads: one per capability
+        (16, 16, None, 4, Parallelism(jobs=4, nvcc_threads=4)),
+        (16, 16, 2, 10, Parallelism(jobs=8, nvcc_threads=2)),  # NVCC_THREADS, jobs divided
+        (2, 16, None, 10, Parallelism(jobs=1, nvcc_threads=2)),  # --jobs is the budget
+        (64, 8, 4, 10, Parallelism(jobs=2, nvcc_threads=4)),  # at most the CPUs
+        (8, 8, None, 0, Parallelism(jobs=8, nvcc_threads=1)),  # a CPU variant
+        (1, 1, 32, 12, Parallelism(jobs=1, nvcc_threads=1)),
+    ],
+)
+def test_nvcc_threads_times_jobs_stay_within_the_cpus(
+    jobs: int, cpus: int, requested: int | None, capabilities: int, expected: Parallelism
+) -> None:
+    split = nvcc_parallelism(jobs, cpus, requested, capabilities)
+    assert split == expected
+    assert split.jobs * split.nvcc_threads <= min(jobs, cpus)
