@@ -32,6 +32,8 @@ def test_build_id_is_deterministic_and_content_sensitive(project_copy: Path) -> 
     assert first == codegen.build_id(load_project(project_copy), CU130)
     assert len(first) == codegen.BUILD_ID_LENGTH and int(first, 16) >= 0
     assert codegen.build_id(project, CPU) != first  # the variant is part of the id
+    with_cpu = codegen.build_id(project, CU130, settings=("with-cpu-kernels",))
+    assert with_cpu != first  # so are the settings that change what is compiled
     cu = project_copy / "csrc" / "img2gray.cu"
     cu.write_text(cu.read_text() + "\n// changed\n")
     assert codegen.build_id(load_project(project_copy), CU130) != first
@@ -40,9 +42,20 @@ def test_build_id_is_deterministic_and_content_sensitive(project_copy: Path) -> 
 def test_namespace_and_header() -> None:
     assert codegen.ops_namespace("img2gray", "0123abcd45") == "_img2gray_0123abcd45"
     header = codegen.REGISTRATION_HEADER
-    for macro in ("TORCH_LIBRARY_EXPAND", "TORCH_LIBRARY_IMPL_EXPAND", "REGISTER_EXTENSION"):
+    macros = (
+        "TORCH_LIBRARY_EXPAND",
+        "TORCH_LIBRARY_IMPL_EXPAND",
+        "STABLE_TORCH_LIBRARY_EXPAND",
+        "STABLE_TORCH_LIBRARY_IMPL_EXPAND",
+        "REGISTER_EXTENSION",
+    )
+    for macro in macros:
         assert f"#define {macro}(" in header
     assert "PyModule_Create" in header  # limited-API module creation
+    # Nothing from torch: a stable-ABI source must not get torch/library.h, nor a per-torch
+    # one torch/csrc/stable; each includes what its macros need.
+    includes = [line for line in header.splitlines() if line.startswith("#include")]
+    assert includes == ["#include <Python.h>"]
 
 
 def _load_guard(source: str, fake_torch: types.ModuleType) -> None:

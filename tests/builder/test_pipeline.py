@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from kernelwheel.builder.compile_plan import fatbin_compression_flags
 from kernelwheel.builder.envs import EnvInfo, pip_install_args
 from kernelwheel.builder.pipeline import (
     _check_env_matches,
     _python_tag,
-    fatbin_compression_flags,
     full_version,
-    gencode_flags,
 )
 from kernelwheel.builder.request import request_for
 from kernelwheel.errors import ProjectError, ToolchainError
@@ -25,15 +24,6 @@ from kernelwheel.plan.options import resolve_options
 from kernelwheel.plan.planning import resolve_version
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
-
-
-def test_gencode_flags_with_ptx() -> None:
-    assert gencode_flags(("8.0", "9.0a", "12.0+PTX")) == [
-        "-gencode=arch=compute_80,code=sm_80",
-        "-gencode=arch=compute_90a,code=sm_90a",
-        "-gencode=arch=compute_120,code=sm_120",
-        "-gencode=arch=compute_120,code=compute_120",
-    ]
 
 
 def test_fatbin_compression_flags() -> None:
@@ -73,9 +63,12 @@ def test_request_for_carries_every_resolved_setting(tmp_path: Path) -> None:
             "repair": False,
             "jobs": "3",
             "local_version_style": "compact",
+            "with_cpu_kernels": True,
+            "nvcc_threads": "2",
         },
     )
     req = request_for(project, recipe, "0.1.0", options, recipes)
+    assert req.with_cpu_kernels and req.nvcc_threads == 2
     assert req.cache_dir == tmp_path / "cache" and req.work_dir.parent == tmp_path / "cache/work"
     assert req.env_spec is not None and req.env_spec.no_index and req.env_spec.find_links == (
         "/wheels",

@@ -241,3 +241,20 @@ def test_cuda_device_code_options(tmp_path: Path) -> None:
         resolve_options(None, env={}, cli={"fatbin_compression": "small"})
     with pytest.raises(UsageError, match="invalid CUDA capability 'sm_90'"):
         resolve_options(None, env={"KERNELWHEEL_CUDA_CAPABILITIES": "sm_90"})
+
+
+def test_compile_options(tmp_path: Path) -> None:
+    """with-cpu-kernels (kernelwheel's former default, now explicit) and nvcc-threads go
+    through the four layers like the others."""
+    assert DEFAULT_OPTIONS.with_cpu_kernels is False and DEFAULT_OPTIONS.nvcc_threads is None
+    root = kernel(tmp_path, "[tool.kernelwheel]\nwith-cpu-kernels = true\nnvcc-threads = 4\n")
+    options = resolve_options(root, env={})
+    assert options.with_cpu_kernels and options.nvcc_threads == 4
+    assert options.source("with_cpu_kernels") == "[tool.kernelwheel] with-cpu-kernels"
+    options = resolve_options(
+        root, env={"KERNELWHEEL_WITH_CPU_KERNELS": "0"}, cli={"nvcc_threads": "auto"}
+    )
+    assert not options.with_cpu_kernels and options.nvcc_threads is None
+    assert options.source("nvcc_threads") == "--nvcc-threads"
+    with pytest.raises(UsageError, match="KERNELWHEEL_NVCC_THREADS.*positive integer"):
+        resolve_options(None, env={"KERNELWHEEL_NVCC_THREADS": "0"})

@@ -6,13 +6,116 @@ library, setuptools and torch - never kernelwheel itself. Reads a JSON spec, wri
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
+import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 _FLAG_LINES = ("cflags", "post_cflags", "cuda_cflags", "cuda_post_cflags")
+# What torch's BuildExtension adds that kernel-builder does not: with it, <torch/torch.h> pulls
+# in pybind11 (torch/extension.h), which does not compile under Py_LIMITED_API.
+DROPPED_FLAGS = ("-DTORCH_API_INCLUDE_EXTENSION_H",)
+
+
+def without_dropped(args: Any) -> Any:
+    """``extra_compile_args`` (a list, or a dict of lists per compiler) without
+    :data:`DROPPED_FLAGS`."""
+    if isinstance(args, dict):
+        return {key: without_dropped(value) for key, value in args.items()}
+    return [arg for arg in args if arg not in DROPPED_FLAGS]
+
+
+def build_ext_class(build_extension: Any) -> Any:
+    """torch's BuildExtension (with ninja), compiling each extension without
+    :data:`DROPPED_FLAGS`: torch adds them in ``build_extensions`` before it compiles each
+    extension through ``build_extension``, the setuptools hook that sees them last."""
+
+    class KernelBuilderExtension(build_extension.with_options(use_ninja=True)):  # type: ignore[misc]
+        def build_extension(self, ext: Any) -> None:
+            ext.extra_compile_args = without_dropped(ext.extra_compile_args)
+            super().build_extension(ext)
+
+    return KernelBuilderExtension
+
+
+def _ninja_quote(flag: str) -> str:
+    return shlex.quote(flag).replace("$", "$$")
+
+
+def _build_line_source(line: str) -> tuple[str, str] | None:
+    """``build OBJ: RULE SRC`` -> (rule, source path), for the compile rules only."""
+    if not line.startswith("build ") or ": " not in line:
+        return None
+    rule, _, source = line.split(": ", 1)[1].partition(" ")
+    if rule not in ("compile", "cuda_compile"):
+        return None
+    return rule, os.path.abspath(source.replace("$ ", " "))
+
+
+def source_bindings(
+    text: str, entries: list[dict[str, Any]], cuda_post_cflags: list[str], gencode: list[str]
+) -> str:
+    """build.ninja with a binding under each entry's build line: its flags after the
+    extension's, and for a .cu source its own -gencode flags instead of the extension's
+    (``gencode``). ``cuda_post_cflags`` is the extension's nvcc line as torch wrote it."""
+    wanted = {os.path.abspath(e["source"]): e for e in entries}
+    shared = [f for f in cuda_post_cflags if f.strip() not in {shlex.quote(g) for g in gencode}]
+    out: list[str] = []
+    for line in text.splitlines():
+        out.append(line)
+        found = _build_line_source(line)
+        entry = wanted.pop(found[1], None) if found else None
+        if found is None or entry is None:
+            continue
+        own = " ".join(_ninja_quote(f) for f in [*entry["gencode"], *entry["flags"]])
+        if found[0] == "compile":
+            out.append(f"  post_cflags = $post_cflags {own}")
+        elif entry["gencode"]:
+            out.append(f"  cuda_post_cflags = {' '.join(f.strip() for f in shared)} {own}")
+        else:
+            out.append(f"  cuda_post_cflags = $cuda_post_cflags {own}")
+    if wanted:
+        raise RuntimeError(f"kernelwheel: no build statement in build.ninja for {sorted(wanted)}")
+    return "\n".join(out) + "\n"
+
+
+def install_source_flags(
+    cpp_extension: Any, entries: list[dict[str, Any]], gencode: list[str]
+) -> None:
+    """Give sources their own flags by adding bindings to the build.ninja torch writes (through
+    its private ``_write_ninja_file``, present from torch 1.x to 2.14)."""
+    original: Callable[..., Any] | None = getattr(cpp_extension, "_write_ninja_file", None)
+    if original is None:
+        raise RuntimeError(
+            "kernelwheel: this torch's cpp_extension has no _write_ninja_file, so kernels "
+            "cannot have their own flags or capabilities here; give every kernel the same ones"
+        )
+    signature = inspect.signature(original)
+
+    def write(*args: Any, **kwargs: Any) -> Any:
+        written = original(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs).arguments
+        path = Path(bound["path"])
+        nvcc = list(bound.get("cuda_post_cflags") or [])
+        text = source_bindings(path.read_text(), entries, nvcc, gencode)
+        path.write_text(text)
+        return written
+
+    cpp_extension._write_ninja_file = write
+
+
+def _leftover_dropped_flags(build_temp: Path) -> list[str]:
+    """:data:`DROPPED_FLAGS` still in a build.ninja (a torch that adds them elsewhere)."""
+    found: set[str] = set()
+    for ninja in build_temp.rglob("build.ninja"):
+        text = ninja.read_text()
+        found.update(flag for flag in DROPPED_FLAGS if flag in text)
+    return sorted(found)
 
 
 def _effective_limited_api(build_temp: Path, requested: str) -> str:
@@ -82,6 +185,7 @@ def main() -> int:
 
     import setuptools
     import torch
+    import torch.utils.cpp_extension as cpp_extension
     from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
 
     build_temp = Path(spec["build_temp"])
@@ -102,10 +206,13 @@ def main() -> int:
         extra_link_args=spec.get("link_flags", []),
         py_limited_api=True,
     )
+    if spec.get("source_flags"):
+        gencode = [f for f in spec["nvcc_flags"] if f.startswith("-gencode=")]
+        install_source_flags(cpp_extension, spec["source_flags"], gencode)
     setuptools.setup(
         name=spec["name"],
         ext_modules=[ext],
-        cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+        cmdclass={"build_ext": build_ext_class(BuildExtension)},
         script_args=[
             "build_ext",
             "--build-temp",
@@ -114,6 +221,8 @@ def main() -> int:
             str(build_lib),
         ],
     )
+    for flag in _leftover_dropped_flags(build_temp):
+        print(f"warning: torch's build still passes {flag}", file=sys.stderr)
     built = sorted(build_lib.glob(f"{spec['name']}*.so"))
     if len(built) != 1:
         print(f"expected one shared object in {build_lib}, found {built}", file=sys.stderr)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["CompileSpec", "CrossInfo"]
+__all__ = ["CompileSpec", "CrossInfo", "SourceFlags"]
 
 
 class CrossInfo(NamedTuple):
@@ -23,12 +23,23 @@ class CrossInfo(NamedTuple):
     target_torch: str
 
 
+class SourceFlags(NamedTuple):
+    """Flags for one source alone, as kernel-builder gives each kernel its own: ``flags`` go
+    after the extension's flags for that source's compiler (a kernel's cxx-flags for C++, its
+    cuda-flags for nvcc); for a ``.cu`` source, ``gencode`` replaces the extension's -gencode
+    flags."""
+
+    source: str
+    flags: tuple[str, ...] = ()
+    gencode: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class CompileSpec:
     name: str  # the extension (and ops namespace) name
     sources: tuple[str, ...]
     include_dirs: tuple[str, ...]
-    define_macros: tuple[tuple[str, str], ...]
+    define_macros: tuple[tuple[str, str | None], ...]  # None: -DNAME without a value
     cxx_flags: tuple[str, ...]
     nvcc_flags: tuple[str, ...]
     cuda: bool
@@ -41,6 +52,7 @@ class CompileSpec:
     library_dirs: tuple[str, ...] = ()  # searched before torch's own (cross builds)
     link_flags: tuple[str, ...] = ()
     cross: CrossInfo | None = field(default=None)
+    source_flags: tuple[SourceFlags, ...] = ()  # empty: every source compiles alike
 
     def to_json(self) -> str:
         data: dict[str, Any] = asdict(self)
@@ -48,6 +60,7 @@ class CompileSpec:
             del data["cross"]
         else:
             data["cross"] = self.cross._asdict()
+        data["source_flags"] = [entry._asdict() for entry in self.source_flags]
         return json.dumps(data, indent=2)
 
     def write(self, path: Path) -> Path:

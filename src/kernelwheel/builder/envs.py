@@ -24,6 +24,7 @@ from .. import _interpreter
 from .._util import atomic_write, run_checked
 from ..errors import ToolchainError
 from ..model.recipes import VariantRecipe
+from .capabilities import unsupported
 
 READY_MARKER = ".kernelwheel-ready"
 # Build tools every environment gets besides torch; pinned so environments are reproducible.
@@ -330,9 +331,20 @@ def check_capabilities(
     compiling, with the list it does know. ``where`` names the source of the list (build.toml
     or the recipe), ``hint_key`` the key to edit."""
     supported = supported_capabilities(toolkit.home)
-    if supported is None:
-        return
-    unknown = [c for c in capabilities if c.removesuffix("+PTX").rstrip("af") not in supported]
+    if supported is not None:
+        refuse_unsupported(capabilities, supported, toolkit, where=where, hint_key=hint_key)
+
+
+def refuse_unsupported(
+    capabilities: Sequence[str],
+    supported: Sequence[str],
+    toolkit: CudaToolkit,
+    *,
+    where: str,
+    hint_key: str,
+) -> None:
+    """:func:`check_capabilities` against a known ``supported`` list (runs nothing)."""
+    unknown = unsupported(capabilities, supported)
     if unknown:
         raise ToolchainError(
             f"{where}: CUDA {toolkit.version}'s nvcc ({toolkit.home / 'bin' / 'nvcc'}) cannot "

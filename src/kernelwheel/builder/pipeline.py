@@ -24,26 +24,26 @@ from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.recipes import load_recipes
 from ..model.variant import Arch, BackendKind, CxxAbi, LocalVersionStyle, Variant
+from ..plan.options import resolve_jobs
 from ..wheels import WheelSpec, write_wheel
 from ..wheels.repair import RepairResult, repair_wheel
 from . import codegen, cross
-from .compile_spec import CompileSpec
+from .compile_plan import Toolchain, plan_compile
+from .compile_rules import NO_GNU_UNIQUE
 from .compiler_cache import ccache_env, read_stats
 from .deps import provide_headers
 from .envs import (
     CudaToolkit,
     EnvInfo,
-    check_capabilities,
     find_cuda_toolkit,
     locked,
     probe,
     provision,
+    supported_capabilities,
 )
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
 
-REQUESTED_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest stable ABI we target
-SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")
 _WORKER = Path(__file__).with_name("_compile_worker.py")
 
 
@@ -51,33 +51,6 @@ def full_version(
     base: str, variant: Variant, style: LocalVersionStyle = LocalVersionStyle.DOTTED
 ) -> str:
     return f"{base}+{variant.local_version_in(style)}"
-
-
-def gencode_flags(capabilities: tuple[str, ...]) -> list[str]:
-    """nvcc -gencode flags; a trailing '+PTX' also embeds PTX for forward compatibility."""
-    flags: list[str] = []
-    for cap in capabilities:
-        ptx = cap.endswith("+PTX")
-        base = cap.removesuffix("+PTX")
-        arch = base.replace(".", "")
-        flags.append(f"-gencode=arch=compute_{arch},code=sm_{arch}")
-        if ptx:
-            flags.append(f"-gencode=arch=compute_{arch},code=compute_{arch}")
-    return flags
-
-
-def fatbin_compression_flags(mode: str, cuda_version: str) -> tuple[list[str], str | None]:
-    """nvcc flags for a fatbin compression mode, and a note when the toolkit cannot honour it.
-    ``--compress-mode`` exists from CUDA 12.8; older nvcc only knows ``-no-compress``."""
-    if mode == "default":
-        return [], None
-    major, minor = (int(x) for x in cuda_version.split(".")[:2])
-    if (major, minor) >= (12, 8):
-        return [f"--compress-mode={mode}"], None
-    if mode == "none":
-        return ["-no-compress"], None
-    note = f"fatbin compression {mode!r} needs nvcc >= 12.8; CUDA {cuda_version} keeps its default"
-    return [], note
 
 
 def _check_env_matches(env: EnvInfo, variant: Variant) -> None:
@@ -111,10 +84,6 @@ def _check_env_matches(env: EnvInfo, variant: Variant) -> None:
                 f"torch {env.torch} uses CUDA {env.cuda}",
                 hint=f"pick the cu{env.cuda.replace('.', '')} variant for this torch",
             )
-
-
-def _sources(paths: tuple[Path, ...], root: Path) -> list[str]:
-    return [str(root / p) for p in paths if p.suffix in SOURCE_SUFFIXES]
 
 
 def _links_shared_libstdcxx(cxx: str) -> bool:
@@ -166,36 +135,6 @@ def check_cxx_toolchain(environ: Mapping[str, str]) -> None:
     )
 
 
-def _nvcc_keep_flags(sources: list[str], stage: Path) -> list[str]:
-    """Reproducible CUDA objects: nvcc names its temporary files ``tmpxft_<pid>_…``, and that
-    name reaches the object's local symbols (``_GLOBAL__sub_I_tmpxft_…_k.cudafe1.cpp``) and its
-    module id, so two builds differ. With ``--keep`` nvcc names them after the source
-    (``k.cudafe1.cpp``) in ``--keep-dir`` instead (``-frandom-seed`` does not reach these
-    names). Sources that share a base name would share those files while compiled in
-    parallel: then nothing is kept (the build works, but is not byte-reproducible)."""
-    stems = [Path(s).name.rsplit(".", 1)[0] for s in sources if s.endswith(".cu")]
-    if len(set(stems)) != len(stems):
-        return []
-    keep = stage / "nvcc-keep"
-    keep.mkdir(parents=True, exist_ok=True)
-    return ["--keep", f"--keep-dir={keep}"]
-
-
-def _check_object_names(sources: list[str], project: KernelProject) -> None:
-    """setuptools names objects after the source path minus its suffix: a.cpp and a.cu clash."""
-    seen: dict[str, str] = {}
-    for src in sources:
-        stem = str(Path(src).with_suffix(""))
-        if stem in seen:
-            raise ProjectError(
-                f"sources {Path(seen[stem]).relative_to(project.root)} and "
-                f"{Path(src).relative_to(project.root)} would compile to the same object file",
-                file=project.build_toml,
-                hint="rename one of them (e.g. add a _cpu or _cuda suffix)",
-            )
-        seen[stem] = src
-
-
 def _package_files(project: KernelProject) -> dict[str, bytes]:
     """The Python package files (pyext suffixes) from torch-ext/<package>/, recursively."""
     files: dict[str, bytes] = {}
@@ -216,110 +155,49 @@ def _package_files(project: KernelProject) -> dict[str, bytes]:
     return files
 
 
-def _compile(
-    req: BuildRequest,
-    env: EnvInfo,
-    namespace: str,
-    log: Path,
-    toolkit: CudaToolkit | None,
-    cross_build: cross.CrossBuild | None = None,
-) -> dict[str, object]:
-    project, variant = req.project, req.variant
-    assert project.torch is not None
-    is_cuda = toolkit is not None
-    backends = ["cpu", "cuda"] if is_cuda else ["cpu"]
-    kernels = project.kernels_for(backends)
-    stage = req.work_dir / variant.name
-    if stage.exists():
-        shutil.rmtree(stage)
-    include = stage / "include"
-    codegen.write_registration_header(include)
+def _accepts_flag(cxx: str, flag: str) -> bool:
+    """Whether the C++ compiler ``cxx`` takes ``flag`` (as CMake's check_cxx_compiler_flag)."""
+    try:
+        proc = subprocess.run(
+            [*cxx.split(), flag, "-x", "c++", "-fsyntax-only", os.devnull],
+            capture_output=True,
+            check=False,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0
 
-    # Known remedies keep the .so within manylinux_2_28 when built with a newer gcc/glibc.
-    remedies = remedy_flags()
-    sources = _sources(project.torch.src, project.root)
-    if _links_shared_libstdcxx(os.environ.get("CXX", "c++")):
-        sources += [str(p) for p in remedies.sources]
-    # else: a compiler without a shared libstdc++ links a static copy, which already defines
-    # the helpers the compat source provides (the two would clash at link time).
-    include_dirs = [str(include)] + [str(project.root / p) for p in project.torch.include]
-    # Map build paths out of debug info so the same sources give the same bytes anywhere.
-    prefix_maps = [
-        f"-ffile-prefix-map={stage}=/kernelwheel/build",
-        f"-ffile-prefix-map={project.root}=/kernelwheel/src",
-    ]
-    prefix_maps.append(f"-ffile-prefix-map={remedies.sources[0].parent}=/kernelwheel/data")
-    cxx_flags = ["-O3", "-fvisibility=hidden", *prefix_maps, *remedies.cxx_flags]
-    nvcc_flags = ["-O3", f"--threads={max(1, req.jobs)}", *remedies.nvcc_flags]
-    nvcc_flags += [f"-Xcompiler={flag}" for flag in prefix_maps]
-    defines: list[tuple[str, str]] = [
-        ("TORCH_EXTENSION_NAME", namespace),
-        ("Py_LIMITED_API", REQUESTED_LIMITED_API),
-        ("KERNELWHEEL_WITH_CPU", "1"),
-    ]
-    if variant.cxxabi is not None:
-        defines.append(("_GLIBCXX_USE_CXX11_ABI", "1" if variant.cxxabi is CxxAbi.CXX11 else "0"))
-    capabilities: list[str] = []
-    for k in kernels:
-        sources += _sources(k.src, project.root)
-        include_dirs += [str(project.root / p) for p in k.include]
-        cxx_flags += list(k.cxx_flags)
-        if k.backend == "cuda":
-            nvcc_flags += list(k.cuda_flags)
-            capabilities += [c for c in k.cuda_capabilities if c not in capabilities]
-    caps: tuple[str, ...] = ()
-    if is_cuda:
-        assert toolkit is not None
-        defines += [("KERNELWHEEL_WITH_CUDA", "1"), ("CUDA_KERNEL", "1")]
-        caps = req.cuda_capabilities or tuple(capabilities) or req.default_capabilities
-        if not caps:
-            raise ToolchainError(
-                f"no CUDA capabilities for {variant.name}",
-                hint="set cuda-capabilities in build.toml or a default list in the recipe",
-            )
-        if req.cuda_capabilities:
-            where, key = "the cuda-capabilities option", "--cuda-capabilities (or its layers)"
-        elif capabilities:
-            where, key = str(project.build_toml), "cuda-capabilities"
-        else:
-            where, key = f"recipe of {variant.name}", "the recipe's capabilities"
-        check_capabilities(caps, toolkit, where=where, hint_key=key)
-        nvcc_flags += gencode_flags(caps)
-        nvcc_flags += _nvcc_keep_flags(sources, stage)
-        compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
-        nvcc_flags += compression
-        if note:
-            with open(log, "a") as fh:
-                fh.write(f"note: {note}\n")
-        include_dirs += [str(p) for p in toolkit.extra_includes]
-    else:
-        defines.append(("CPU_KERNEL", "1"))
-    include_dirs += map(str, provide_headers(req.headers, req.cache_dir, env.python, log))
-    _check_object_names(sources, project)
-    spec = CompileSpec(
-        name=namespace,
-        sources=tuple(sources),
-        include_dirs=tuple(include_dirs),
-        define_macros=tuple(defines),
-        cxx_flags=tuple(cxx_flags),
-        nvcc_flags=tuple(nvcc_flags),
-        cuda=is_cuda,
-        cuda_home=str(toolkit.home) if toolkit else None,
-        build_temp=str(stage / "obj"),
-        build_lib=str(stage / "lib"),
-        jobs=max(1, req.jobs),
-        requested_limited_api=REQUESTED_LIMITED_API,
-        capabilities=caps,
+
+def _toolchain(toolkit: CudaToolkit | None) -> Toolchain:
+    """What the compile plan needs to know about the compilers, found by running them."""
+    cxx = os.environ.get("CXX", "c++")
+    return Toolchain(
+        cuda=toolkit,
+        nvcc_supports=supported_capabilities(toolkit.home) if toolkit else None,
+        shared_libstdcxx=_links_shared_libstdcxx(cxx),
+        no_gnu_unique=_accepts_flag(cxx, NO_GNU_UNIQUE),
+        cpus=resolve_jobs(None),
     )
-    if cross_build is not None:  # kernelwheel.builder.cross: target include/lib dirs, nvcc -ccbin
-        spec = cross_build.extend_spec(spec)
-    spec_path = spec.write(stage / "compile.json")
-    result_path = stage / "result.json"
+
+
+def _note(log: Path, notes: tuple[str, ...]) -> None:
+    if notes:
+        with open(log, "a") as fh:
+            fh.writelines(f"note: {note}\n" for note in notes)
+
+
+def _worker_env(
+    req: BuildRequest,
+    toolkit: CudaToolkit | None,
+    stats_log: Path,
+    cross_build: cross.CrossBuild | None,
+) -> tuple[dict[str, str], bool]:
+    """The worker's environment, and whether the compiler cache is on."""
     env_vars = dict(os.environ)
     if toolkit is not None:
         env_vars["CUDA_HOME"] = str(toolkit.home)
         env_vars["PATH"] = f"{toolkit.home / 'bin'}{os.pathsep}{env_vars.get('PATH', '')}"
-    stats_log = stage / "ccache-stats.log"
     cached = ccache_env(
         req.cache_dir, stats_log, toolkit.home / "bin" / "nvcc" if toolkit else None, env_vars
     )
@@ -331,10 +209,39 @@ def _compile(
         env_vars["TORCH_NO_COMPILER_WRAPPER"] = "1"
     if cross_build is not None:  # kernelwheel.builder.cross: CC/CXX/LDSHARED = the cross compiler
         cross_build.extend_env(env_vars, req.cache_dir)
+    return env_vars, cached is not None
+
+
+def _compile(
+    req: BuildRequest,
+    env: EnvInfo,
+    namespace: str,
+    log: Path,
+    toolkit: CudaToolkit | None,
+    cross_build: cross.CrossBuild | None = None,
+) -> dict[str, object]:
+    variant = req.variant
+    stage = req.work_dir / variant.name
+    if stage.exists():
+        shutil.rmtree(stage)
+    codegen.write_registration_header(stage / "include")
+    # Known remedies keep the .so within manylinux_2_28 when built with a newer gcc/glibc.
+    headers = tuple(provide_headers(req.headers, req.cache_dir, env.python, log))
+    plan = plan_compile(req, namespace, stage, _toolchain(toolkit), remedy_flags(), headers)
+    if plan.keep_dir is not None:
+        plan.keep_dir.mkdir(parents=True, exist_ok=True)
+    _note(log, plan.notes)
+    spec = plan.spec
+    if cross_build is not None:  # kernelwheel.builder.cross: target include/lib dirs, nvcc -ccbin
+        spec = cross_build.extend_spec(spec)
+    spec_path = spec.write(stage / "compile.json")
+    result_path = stage / "result.json"
+    stats_log = stage / "ccache-stats.log"
+    env_vars, cached = _worker_env(req, toolkit, stats_log, cross_build)
     # An unchanged variant (same key, same input files) reuses its last shared object; with the
     # compiler cache off (KERNELWHEEL_NO_CCACHE) every build really compiles.
     reuse = None if env_vars.get("KERNELWHEEL_NO_CCACHE") else Reuse(
-        req.work_dir / "reuse" / variant.name, (project.root, stage)
+        req.work_dir / "reuse" / variant.name, (req.project.root, stage)
     )
     key = build_key(spec, env, env_vars, _WORKER) if reuse else ""
     stored = reuse.lookup(key) if reuse else None
@@ -345,6 +252,7 @@ def _compile(
                 f"last build of {variant.name}; its shared object is reused\n"
             )
         stored["cache"] = "unchanged: compile skipped"
+        stored["notes"] = list(plan.notes)
         return stored
     code = run_logged(
         [env.python, _WORKER, spec_path, result_path], log, env=env_vars, cwd=stage
@@ -360,8 +268,9 @@ def _compile(
     if reuse is not None:
         reuse.store(key, result, spec.sources)
     result.pop("inputs", None)
-    stats = read_stats(stats_log) if cached is not None else None
+    stats = read_stats(stats_log) if cached else None
     result["cache"] = stats.describe() if stats else "no compiler cache (install ccache)"
+    result["notes"] = list(plan.notes)
     return result
 
 
@@ -417,13 +326,15 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             detail.append(cross_build.describe())
 
     with step(reporter, scope, "codegen") as detail:
-        bid = codegen.build_id(project, variant)
+        bid = codegen.build_id(project, variant, settings=_settings(req))
         namespace = codegen.ops_namespace(project.package, bid)
         detail.append(namespace)
 
     with step(reporter, scope, "compile", log=log) as detail:
         result = _compile(req, env, namespace, log, toolkit, cross_build)
         detail.append(str(result["cache"]))
+    for note in _notes(result):
+        reporter.info(scope, note)
 
     with step(reporter, scope, "wheel") as detail:
         version = full_version(req.version, variant, req.local_version_style)
@@ -505,6 +416,16 @@ def _repair(req: BuildRequest, raw: Path) -> RepairResult:
     repaired = repair_wheel(raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort)
     reuse.keep_repaired(raw, key, repaired.wheel, repaired.tag, repaired.grafted, repaired.log)
     return repaired
+
+
+def _settings(req: BuildRequest) -> tuple[str, ...]:
+    """Build settings that change what is compiled, beyond the files and the variant."""
+    return ("with-cpu-kernels",) if req.with_cpu_kernels else ()
+
+
+def _notes(result: dict[str, object]) -> tuple[str, ...]:
+    notes = result.get("notes")
+    return tuple(str(n) for n in notes) if isinstance(notes, list) else ()
 
 
 def _caps(result: dict[str, object]) -> tuple[str, ...]:

@@ -40,6 +40,8 @@ class BuildRequest:
     fatbin_compression: str = "default"  # nvcc --compress-mode (CUDA >= 12.8)
     cuda_capabilities: tuple[str, ...] | None = None  # replaces build.toml's and the recipe's
     headers: HeaderPlan = HeaderPlan()  # where the compiled kernels' depends come from
+    with_cpu_kernels: bool = False  # GPU variants also compile the cpu kernels (docs/compile.md)
+    nvcc_threads: int | None = None  # None: one per capability of the widest kernel
 
     @property
     def log(self) -> Path:
@@ -93,4 +95,6 @@ def request_for(
         fatbin_compression=options.fatbin_compression,
         cuda_capabilities=options.cuda_capabilities,
         headers=plan_headers(project, recipe.variant, table, options),
+        with_cpu_kernels=options.with_cpu_kernels,
+        nvcc_threads=options.nvcc_threads,
     )

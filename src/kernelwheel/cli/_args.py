@@ -202,6 +202,19 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         help="compile for these capabilities instead of build.toml's and the recipe's, e.g. "
         "'9.0 10.0+PTX' (+PTX also embeds PTX)",
     )
+    cuda.add_argument(
+        "--nvcc-threads",
+        metavar="N",
+        help="threads per nvcc (--threads); compile jobs are --jobs divided by it (default: "
+        "auto, one per capability of the kernel compiling for the most)",
+    )
+    cuda.add_argument(
+        "--with-cpu-kernels",
+        action="store_true",
+        default=None,
+        help="GPU variants also compile the cpu kernels, with KERNELWHEEL_WITH_CPU and "
+        "KERNELWHEEL_WITH_CUDA defined (default: one backend per variant, as kernel-builder)",
+    )
     repair = parser.add_argument_group("repair", PRECEDENCE)
     repair.add_argument(
         "--plat",

@@ -94,6 +94,10 @@ class Options:
     cuda_capabilities: tuple[str, ...] | None = None
     # local CUTLASS checkouts, preferred to PyPI's headers (needed for releases PyPI lacks)
     cutlass_path: tuple[LocalHeaders, ...] = ()
+    # kernelwheel's former default: GPU variants also compile the cpu kernels, with the
+    # KERNELWHEEL_WITH_CPU / KERNELWHEEL_WITH_<GPU> macros (docs/compile.md)
+    with_cpu_kernels: bool = False
+    nvcc_threads: int | None = None  # None: auto, one per capability of the widest kernel
     sources: tuple[tuple[str, str], ...] = field(default=())
 
     def source(self, name: str) -> str:
@@ -387,6 +391,8 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("fatbin_compression", _fatbin_compression),
     OptionDef("cuda_capabilities", _capabilities),
     OptionDef("cutlass_path", _cutlass_paths),
+    OptionDef("with_cpu_kernels", _bool),
+    OptionDef("nvcc_threads", _jobs),
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
 _BY_TOML = {o.toml: o for o in OPTIONS if o.toml is not None}

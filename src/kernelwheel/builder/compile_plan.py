@@ -1,0 +1,343 @@
+"""From a build request and the toolchain's facts to the :class:`CompileSpec` the worker runs.
+
+Pure: it runs no tool and writes no file (the pipeline probes the compilers first and hands the
+answers in as a :class:`Toolchain`), so each rule of docs/compile.md is testable without one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..abi.remedies import RemedySet
+from ..errors import ProjectError, ToolchainError
+from ..model.project import KernelProject, KernelSection
+from ..model.variant import CxxAbi, Variant
+from . import capabilities as caps
+from .compile_rules import (
+    NO_GNU_UNIQUE,
+    Macro,
+    backend_macros,
+    kernel_backends,
+    kernel_cuda_flags,
+    kernels_to_compile,
+    nvcc_parallelism,
+    nvcc_torch_flags,
+)
+from .compile_spec import CompileSpec, SourceFlags
+from .envs import CudaToolkit, refuse_unsupported
+from .request import BuildRequest
+
+__all__ = [
+    "REQUESTED_LIMITED_API",
+    "CompilePlan",
+    "Toolchain",
+    "fatbin_compression_flags",
+    "plan_compile",
+]
+
+REQUESTED_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest stable ABI we target
+SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """What the environment step found out about the compilers, as plain facts."""
+
+    cuda: CudaToolkit | None = None
+    nvcc_supports: tuple[str, ...] | None = None  # nvcc --list-gpu-arch; None: unknown
+    shared_libstdcxx: bool = True  # the C++ compiler links libstdc++ as a shared library
+    no_gnu_unique: bool = True  # the C++ compiler accepts -fno-gnu-unique
+    cpus: int = 1  # the CPUs this build may use
+
+
+@dataclass(frozen=True)
+class CompilePlan:
+    spec: CompileSpec
+    notes: tuple[str, ...] = ()  # for the log and the user: kernels or capabilities left out
+    keep_dir: Path | None = None  # nvcc's --keep-dir, to create before compiling
+
+
+@dataclass(frozen=True)
+class _Cuda:
+    """The CUDA part of a plan."""
+
+    nvcc_flags: tuple[str, ...]
+    capabilities: tuple[str, ...]
+    per_kernel: tuple[caps.KernelCapabilities, ...]
+    notes: tuple[str, ...]
+    threads: int
+    jobs: int
+
+
+def backend_of(variant: Variant) -> str:
+    """The kernel backend a variant compiles (``cuda``, ``cpu``, ...)."""
+    return variant.backend.kind.value if variant.backend is not None else "cpu"
+
+
+def fatbin_compression_flags(mode: str, cuda_version: str) -> tuple[list[str], str | None]:
+    """nvcc flags for a fatbin compression mode, and a note when the toolkit cannot honour it.
+    ``--compress-mode`` exists from CUDA 12.8; older nvcc only knows ``-no-compress``."""
+    if mode == "default":
+        return [], None
+    major, minor = (int(x) for x in cuda_version.split(".")[:2])
+    if (major, minor) >= (12, 8):
+        return [f"--compress-mode={mode}"], None
+    if mode == "none":
+        return ["-no-compress"], None
+    note = f"fatbin compression {mode!r} needs nvcc >= 12.8; CUDA {cuda_version} keeps its default"
+    return [], note
+
+
+def nvcc_keep_flags(sources: Sequence[str], stage: Path) -> list[str]:
+    """Reproducible CUDA objects: nvcc names its temporary files ``tmpxft_<pid>_…``, and that
+    name reaches the object's local symbols (``_GLOBAL__sub_I_tmpxft_…_k.cudafe1.cpp``) and its
+    module id, so two builds differ. With ``--keep`` nvcc names them after the source
+    (``k.cudafe1.cpp``) in ``--keep-dir`` instead (``-frandom-seed`` does not reach these
+    names). Sources that share a base name would share those files while compiled in
+    parallel: then nothing is kept (the build works, but is not byte-reproducible)."""
+    stems = [Path(s).name.rsplit(".", 1)[0] for s in sources if s.endswith(".cu")]
+    if len(set(stems)) != len(stems):
+        return []
+    return ["--keep", f"--keep-dir={stage / 'nvcc-keep'}"]
+
+
+def _sources(paths: Sequence[Path], root: Path) -> list[str]:
+    return [str(root / p) for p in paths if p.suffix in SOURCE_SUFFIXES]
+
+
+def _check_object_names(sources: Sequence[str], project: KernelProject) -> None:
+    """setuptools names objects after the source path minus its suffix: a.cpp and a.cu clash."""
+    seen: dict[str, str] = {}
+    for src in sources:
+        stem = str(Path(src).with_suffix(""))
+        if stem in seen:
+            raise ProjectError(
+                f"sources {Path(seen[stem]).relative_to(project.root)} and "
+                f"{Path(src).relative_to(project.root)} would compile to the same object file",
+                file=project.build_toml,
+                hint="rename one of them (e.g. add a _cpu or _cuda suffix)",
+            )
+        seen[stem] = src
+
+
+def _defines(req: BuildRequest, namespace: str, backend: str) -> tuple[Macro, ...]:
+    defines: list[Macro] = [
+        ("TORCH_EXTENSION_NAME", namespace),
+        ("Py_LIMITED_API", REQUESTED_LIMITED_API),
+    ]
+    if req.variant.cxxabi is not None:
+        cxx11 = req.variant.cxxabi is CxxAbi.CXX11
+        defines.append(("_GLIBCXX_USE_CXX11_ABI", "1" if cxx11 else "0"))
+    return (*defines, *backend_macros(backend, req.with_cpu_kernels))
+
+
+def _prefix_maps(stage: Path, root: Path, remedies: RemedySet) -> list[str]:
+    """Build paths mapped out of debug info, so the same sources give the same bytes anywhere."""
+    return [
+        f"-ffile-prefix-map={stage}=/kernelwheel/build",
+        f"-ffile-prefix-map={root}=/kernelwheel/src",
+        f"-ffile-prefix-map={remedies.sources[0].parent}=/kernelwheel/data",
+    ]
+
+
+def _cxx_flags(
+    prefix_maps: Sequence[str], remedies: RemedySet, tools: Toolchain
+) -> tuple[str, ...]:
+    unique = [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
+    return ("-O3", "-fvisibility=hidden", *unique, *prefix_maps, *remedies.cxx_flags)
+
+
+def _capability_source(req: BuildRequest, kernels: Sequence[KernelSection]) -> tuple[str, str]:
+    """(where the list came from, the key to edit) for messages about it."""
+    if req.cuda_capabilities:
+        return "the cuda-capabilities option", "--cuda-capabilities (or its layers)"
+    if any(k.cuda_capabilities for k in kernels):
+        return str(req.project.build_toml), "cuda-capabilities"
+    return f"recipe of {req.variant.name}", "the recipe's capabilities"
+
+
+def _per_kernel(
+    req: BuildRequest, kernels: Sequence[KernelSection], toolkit: CudaToolkit
+) -> tuple[caps.KernelCapabilities, ...]:
+    """Each CUDA kernel's capabilities; a kernel none of whose list this toolkit builds is an
+    error, as in kernel-builder."""
+    out: list[caps.KernelCapabilities] = []
+    for kernel in kernels:
+        wanted = kernel.cuda_capabilities
+        if req.cuda_capabilities:
+            out.append(caps.KernelCapabilities(kernel.id, req.cuda_capabilities))
+            continue
+        chosen = caps.for_kernel(kernel.id, wanted, req.default_capabilities)
+        if not chosen.capabilities:
+            targets = caps.targets_of(req.default_capabilities)
+            raise ProjectError(
+                f"none of {', '.join(wanted)} is built by CUDA {toolkit.version}, whose targets "
+                f"are {', '.join(targets)}",
+                file=req.project.build_toml,
+                key=f"kernel.{kernel.id}.cuda-capabilities",
+                hint="list a capability of this toolkit, or leave this CUDA version out "
+                "(general.cuda maxver, or --skip)",
+            )
+        out.append(chosen)
+    return tuple(out)
+
+
+def _dropped_notes(per_kernel: Sequence[caps.KernelCapabilities], req: BuildRequest) -> list[str]:
+    targets = ", ".join(caps.targets_of(req.default_capabilities))
+    return [
+        f"kernel.{k.kernel}: cuda-capabilities {', '.join(k.dropped)} not built: this CUDA "
+        f"compiles for {targets}"
+        for k in per_kernel
+        if k.dropped
+    ]
+
+
+def _all_capabilities(
+    req: BuildRequest, per_kernel: Sequence[caps.KernelCapabilities]
+) -> tuple[str, ...]:
+    """Every capability compiled (the extension-wide -gencode list)."""
+    chosen = caps.sort_capabilities(c for k in per_kernel for c in k.capabilities)
+    found = chosen or req.cuda_capabilities or req.default_capabilities
+    if not found:
+        raise ToolchainError(
+            f"no CUDA capabilities for {req.variant.name}",
+            hint="set cuda-capabilities in build.toml or a default list in the recipe",
+        )
+    return tuple(found)
+
+
+def _plan_cuda(
+    req: BuildRequest,
+    kernels: Sequence[KernelSection],
+    tools: Toolchain,
+    base: Sequence[str],
+) -> _Cuda:
+    """nvcc's flags, the capabilities and the thread/job split of a CUDA variant."""
+    toolkit = tools.cuda
+    assert toolkit is not None
+    per_kernel = _per_kernel(req, [k for k in kernels if k.backend == "cuda"], toolkit)
+    every = _all_capabilities(req, per_kernel)
+    if tools.nvcc_supports is not None:
+        where, key = _capability_source(req, kernels)
+        refuse_unsupported(every, tools.nvcc_supports, toolkit, where=where, hint_key=key)
+    most = max((len(k.capabilities) for k in per_kernel), default=len(every))
+    split = nvcc_parallelism(req.jobs, tools.cpus, req.nvcc_threads, most)
+    compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
+    flags = (
+        "-O3",
+        f"--threads={split.nvcc_threads}",
+        *nvcc_torch_flags(toolkit.version),
+        *base,
+        *caps.gencode_flags(every),
+        *compression,
+    )
+    notes = [*_dropped_notes(per_kernel, req), *([note] if note else [])]
+    return _Cuda(flags, every, per_kernel, tuple(notes), split.nvcc_threads, split.jobs)
+
+
+def _nvcc_host_flags(
+    prefix_maps: Sequence[str], remedies: RemedySet, tools: Toolchain
+) -> list[str]:
+    unique = [f"-Xcompiler={NO_GNU_UNIQUE}"] if tools.no_gnu_unique else []
+    return [*unique, *remedies.nvcc_flags, *(f"-Xcompiler={flag}" for flag in prefix_maps)]
+
+
+def _source_flags(
+    project: KernelProject,
+    kernels: Sequence[KernelSection],
+    per_kernel: Sequence[caps.KernelCapabilities],
+    every: tuple[str, ...],
+    cuda_version: str | None,
+) -> tuple[SourceFlags, ...]:
+    """Per-source flags wherever a section's differ from the extension's: ``[torch]``'s and a
+    kernel's cxx-flags for their C++ sources, a kernel's cuda-flags and (when not the
+    extension's) capabilities for its .cu ones."""
+    assert project.torch is not None
+    by_kernel = {k.kernel: k.capabilities for k in per_kernel}
+    out = [
+        SourceFlags(source, tuple(project.torch.cxx_flags))
+        for source in _sources(project.torch.src, project.root)
+        if project.torch.cxx_flags and not source.endswith(".cu")
+    ]
+    for kernel in kernels:
+        own = by_kernel.get(kernel.id, every)
+        gencode = tuple(caps.gencode_flags(own)) if own != every else ()
+        cuda_flags = kernel_cuda_flags(kernel.cuda_flags, cuda_version) if cuda_version else ()
+        for source in _sources(kernel.src, project.root):
+            if source.endswith(".cu"):
+                entry = SourceFlags(source, cuda_flags, gencode)
+            else:
+                entry = SourceFlags(source, tuple(kernel.cxx_flags))
+            if entry.flags or entry.gencode:
+                out.append(entry)
+    return tuple(out)
+
+
+def _all_sources(
+    project: KernelProject, kernels: Sequence[KernelSection], tools: Toolchain, remedies: RemedySet
+) -> list[str]:
+    assert project.torch is not None
+    sources = _sources(project.torch.src, project.root)
+    if tools.shared_libstdcxx:
+        # else: a compiler without a shared libstdc++ links a static copy, which already defines
+        # the helpers the compat source provides (the two would clash at link time).
+        sources += [str(p) for p in remedies.sources]
+    for kernel in kernels:
+        sources += _sources(kernel.src, project.root)
+    _check_object_names(sources, project)
+    return sources
+
+
+def plan_compile(
+    req: BuildRequest,
+    namespace: str,
+    stage: Path,
+    tools: Toolchain,
+    remedies: RemedySet,
+    dependency_includes: Sequence[Path] = (),
+) -> CompilePlan:
+    """The compile of ``req``'s variant as kernel-builder would do it (docs/compile.md);
+    ``dependency_includes``: the header folders of the kernels' ``depends`` (builder/deps)."""
+    project = req.project
+    assert project.torch is not None
+    backend = backend_of(req.variant)
+    cuda_version = tools.cuda.version if tools.cuda else None
+    wanted = kernel_backends(backend, req.with_cpu_kernels)
+    kernels, notes = kernels_to_compile(project, wanted, cuda_version)
+    sources = _all_sources(project, kernels, tools, remedies)
+    include_dirs = [str(stage / "include")]
+    include_dirs += [str(project.root / p) for p in project.torch.include]
+    include_dirs += [str(project.root / p) for k in kernels for p in k.include]
+    prefix_maps = _prefix_maps(stage, project.root, remedies)
+    cuda = None
+    if tools.cuda is not None:
+        cuda = _plan_cuda(req, kernels, tools, _nvcc_host_flags(prefix_maps, remedies, tools))
+        include_dirs += [str(p) for p in tools.cuda.extra_includes]
+    include_dirs += [str(p) for p in dependency_includes]
+    keep = nvcc_keep_flags(sources, stage) if cuda else []
+    spec = CompileSpec(
+        name=namespace,
+        sources=tuple(sources),
+        include_dirs=tuple(dict.fromkeys(include_dirs)),
+        define_macros=_defines(req, namespace, backend),
+        cxx_flags=_cxx_flags(prefix_maps, remedies, tools),
+        nvcc_flags=(*cuda.nvcc_flags, *keep) if cuda else (),
+        cuda=cuda is not None,
+        cuda_home=str(tools.cuda.home) if tools.cuda else None,
+        build_temp=str(stage / "obj"),
+        build_lib=str(stage / "lib"),
+        jobs=cuda.jobs if cuda else nvcc_parallelism(req.jobs, tools.cpus, None, 0).jobs,
+        requested_limited_api=REQUESTED_LIMITED_API,
+        capabilities=cuda.capabilities if cuda else (),
+        source_flags=_source_flags(
+            project,
+            kernels,
+            cuda.per_kernel if cuda else (),
+            cuda.capabilities if cuda else (),
+            cuda_version,
+        ),
+    )
+    all_notes = (*notes, *(cuda.notes if cuda else ()))
+    return CompilePlan(spec, all_notes, stage / "nvcc-keep" if keep else None)

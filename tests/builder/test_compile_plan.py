@@ -1,0 +1,221 @@
+"""The compile plan: request + toolchain facts -> the CompileSpec, without running a compiler.
+Each test reads the spec the worker would get: sources, macros, flags per compiler and per
+source, capabilities, jobs and threads, and the notes for the user."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kernelwheel.abi.remedies import remedy_flags
+from kernelwheel.builder.compile_plan import CompilePlan, Toolchain, plan_compile
+from kernelwheel.builder.compile_spec import SourceFlags
+from kernelwheel.builder.envs import CudaToolkit
+from kernelwheel.builder.request import BuildRequest
+from kernelwheel.errors import ProjectError, ToolchainError
+from kernelwheel.model.project import load_project
+from kernelwheel.model.recipes import load_recipes
+from kernelwheel.model.variant import Variant
+
+CU130 = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
+CPU = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+DEFAULTS = ("7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0", "12.1+PTX")
+NVCC13 = ("7.5", "8.0", "8.6", "8.7", "8.8", "8.9", "9.0", "10.0", "11.0", "10.3", "12.0", "12.1")
+CUDA = Toolchain(CudaToolkit(Path("/cuda"), "13.0"), NVCC13, cpus=16)
+
+BUILD_TOML = """\
+[general]
+name = "probe"
+backends = ["cpu", "cuda"]
+
+[torch]
+src = ["torch-ext/binding.cpp"]
+
+[kernel.gemm]
+backend = "cuda"
+src = ["gemm/gemm.cu", "gemm/launch.cpp"]
+{gemm}
+
+[kernel.norm]
+backend = "cuda"
+src = ["norm/norm.cu"]
+{norm}
+
+[kernel.host]
+backend = "cpu"
+src = ["host/host.cpp"]
+{host}
+"""
+
+
+def project_with(root: Path, gemm: str = "", norm: str = "", host: str = "") -> Path:
+    for rel in ("gemm/gemm.cu", "gemm/launch.cpp", "norm/norm.cu", "host/host.cpp"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("// x\n")
+    (root / "torch-ext" / "probe").mkdir(parents=True)
+    (root / "torch-ext" / "binding.cpp").write_text("// x\n")
+    (root / "torch-ext" / "probe" / "__init__.py").write_text("")
+    text = BUILD_TOML.format(gemm=gemm, norm=norm, host=host)
+    (root / "build.toml").write_text(textwrap.dedent(text))
+    return root
+
+
+def request(root: Path, variant: Variant = CU130, **settings: object) -> BuildRequest:
+    recipe = load_recipes().recipe_for(variant)
+    req = BuildRequest(
+        project=load_project(root),
+        variant=variant,
+        version="0.1.0",
+        out_dir=root / "out",
+        work_dir=root / "work",
+        cache_dir=root / "cache",
+        env_spec=None,
+        default_capabilities=recipe.cuda.capabilities if recipe.cuda else (),
+        jobs=16,
+    )
+    return replace(req, **settings)  # type: ignore[arg-type]
+
+
+def plan(req: BuildRequest, tools: Toolchain = CUDA) -> CompilePlan:
+    return plan_compile(req, "_probe_0123456789", req.work_dir / "stage", tools, remedy_flags())
+
+
+def names(sources: tuple[str, ...], root: Path) -> list[str]:
+    return [Path(s).relative_to(root).as_posix() for s in sources if Path(s).is_relative_to(root)]
+
+
+def test_a_cuda_variant_compiles_the_cuda_kernels_with_kernel_builders_macros(
+    tmp_path: Path,
+) -> None:
+    spec = plan(request(project_with(tmp_path))).spec
+    assert names(spec.sources, tmp_path) == [
+        "torch-ext/binding.cpp",
+        "gemm/gemm.cu",
+        "gemm/launch.cpp",
+        "norm/norm.cu",
+    ]
+    macros = dict(spec.define_macros)
+    assert macros["CUDA_KERNEL"] is None and macros["USE_CUDA"] == "1"
+    assert macros["TORCH_EXTENSION_NAME"] == "_probe_0123456789"
+    assert macros["_GLIBCXX_USE_CXX11_ABI"] == "1" and macros["Py_LIMITED_API"] == "0x03090000"
+    assert not {"CPU_KERNEL", "KERNELWHEEL_WITH_CPU", "KERNELWHEEL_WITH_CUDA"} & set(macros)
+    assert "-fno-gnu-unique" in spec.cxx_flags
+    assert {"-Xcompiler=-fno-gnu-unique", "-DENABLE_FP8", "-U__CUDA_NO_HALF_OPERATORS__"} <= set(
+        spec.nvcc_flags
+    )
+    assert spec.cuda and spec.capabilities == DEFAULTS and spec.source_flags == ()
+    assert "-gencode=arch=compute_121,code=compute_121" in spec.nvcc_flags
+
+
+def test_a_cpu_variant_compiles_the_cpu_kernels(tmp_path: Path) -> None:
+    spec = plan(request(project_with(tmp_path), CPU), Toolchain(cpus=4)).spec
+    assert names(spec.sources, tmp_path) == ["torch-ext/binding.cpp", "host/host.cpp"]
+    assert dict(spec.define_macros)["CPU_KERNEL"] is None and "CUDA_KERNEL" not in dict(
+        spec.define_macros
+    )
+    assert not spec.cuda and spec.nvcc_flags == () and spec.capabilities == ()
+    assert spec.jobs == 4  # --jobs 16, but four CPUs
+
+
+def test_with_cpu_kernels_is_kernelwheels_former_behaviour(tmp_path: Path) -> None:
+    spec = plan(request(project_with(tmp_path), with_cpu_kernels=True)).spec
+    assert "host/host.cpp" in names(spec.sources, tmp_path)
+    macros = dict(spec.define_macros)
+    assert macros["KERNELWHEEL_WITH_CPU"] == macros["KERNELWHEEL_WITH_CUDA"] == "1"
+    assert "CUDA_KERNEL" in macros and "CPU_KERNEL" not in macros
+
+
+def test_no_gnu_unique_only_where_the_compiler_has_it(tmp_path: Path) -> None:
+    spec = plan(request(project_with(tmp_path)), replace(CUDA, no_gnu_unique=False)).spec
+    assert not any("gnu-unique" in f for f in (*spec.cxx_flags, *spec.nvcc_flags))
+
+
+def test_kernels_keep_their_own_flags_and_capabilities(tmp_path: Path) -> None:
+    root = project_with(
+        tmp_path,
+        gemm='cuda-capabilities = ["9.0a", "10.0f"]\ncxx-flags = ["-DGEMM_HOST"]\n'
+        'cuda-flags = ["--use_fast_math"]',
+        norm='cuda-capabilities = ["8.0", "9.0"]',
+    )
+    spec = plan(request(root)).spec
+    assert spec.capabilities == ("8.0", "9.0", "9.0a", "10.0f")
+    by_source = {Path(e.source).relative_to(root).as_posix(): e for e in spec.source_flags}
+    assert by_source["gemm/gemm.cu"] == SourceFlags(
+        str(root / "gemm/gemm.cu"),
+        ("--use_fast_math",),
+        (
+            "-gencode=arch=compute_90a,code=sm_90a",
+            "-gencode=arch=compute_100f,code=sm_100f",
+        ),
+    )
+    assert by_source["gemm/launch.cpp"].flags == ("-DGEMM_HOST",)
+    assert by_source["norm/norm.cu"].flags == ()
+    assert by_source["norm/norm.cu"].gencode == (
+        "-gencode=arch=compute_80,code=sm_80",
+        "-gencode=arch=compute_90,code=sm_90",
+    )
+    assert "torch-ext/binding.cpp" not in by_source  # a kernel's flags stay with its sources
+    assert "-DGEMM_HOST" not in spec.cxx_flags and "--use_fast_math" not in spec.nvcc_flags
+    # the widest kernel compiles for two capabilities: two threads per nvcc, 16 / 2 jobs
+    assert "--threads=2" in spec.nvcc_flags and spec.jobs == 8
+
+
+def test_capabilities_this_cuda_does_not_build_are_reported(tmp_path: Path) -> None:
+    root = project_with(tmp_path, norm='cuda-capabilities = ["8.0", "10.1"]')
+    result = plan(request(root))
+    assert result.notes == (
+        "kernel.norm: cuda-capabilities 10.1 not built: this CUDA compiles for 7.5, 8.0, 8.6, "
+        "8.7, 8.9, 9.0, 10.0, 11.0, 12.0, 12.1",
+    )
+    assert "10.1" not in result.spec.capabilities
+
+
+def test_a_kernel_left_with_no_capability_is_refused(tmp_path: Path) -> None:
+    root = project_with(tmp_path, norm='cuda-capabilities = ["10.1"]')
+    with pytest.raises(ProjectError) as info:
+        plan(request(root))
+    assert "kernel.norm.cuda-capabilities" in str(info.value)
+    assert "none of 10.1 is built by CUDA 13.0" in str(info.value)
+
+
+def test_a_capability_nvcc_cannot_build_is_an_error(tmp_path: Path) -> None:
+    root = project_with(tmp_path, norm='cuda-capabilities = ["7.0", "8.0"]')  # 7.0 serves 7.5
+    with pytest.raises(ToolchainError, match="cannot compile for '7.0'"):
+        plan(request(root))
+
+
+def test_the_option_replaces_every_list_without_intersecting(tmp_path: Path) -> None:
+    root = project_with(tmp_path, gemm='cuda-capabilities = ["9.0a"]')
+    spec = plan(request(root, cuda_capabilities=("12.0",))).spec
+    assert spec.capabilities == ("12.0",) and spec.source_flags == ()
+    with pytest.raises(ToolchainError, match="the cuda-capabilities option"):
+        plan(request(root, cuda_capabilities=("7.0",)))
+
+
+def test_nvcc_threads_setting_divides_the_jobs(tmp_path: Path) -> None:
+    spec = plan(request(project_with(tmp_path), nvcc_threads=2)).spec
+    assert "--threads=2" in spec.nvcc_flags and spec.jobs == 8
+
+
+def test_a_kernel_above_the_toolkit_is_left_out(tmp_path: Path) -> None:
+    root = project_with(tmp_path, norm='cuda-minver = "13.1"')
+    result = plan(request(root))
+    assert "norm/norm.cu" not in names(result.spec.sources, root)
+    assert result.notes == ("kernel.norm left out: its cuda-minver 13.1 is above CUDA 13.0",)
+
+
+def test_torch_cxx_flags_reach_the_binding_only(tmp_path: Path) -> None:
+    root = project_with(tmp_path)
+    toml = root / "build.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            'src = ["torch-ext/binding.cpp"]',
+            'src = ["torch-ext/binding.cpp"]\ncxx-flags = ["-DB"]',
+        )
+    )
+    spec = plan(request(root)).spec
+    assert spec.source_flags == (SourceFlags(str(root / "torch-ext/binding.cpp"), ("-DB",)),)
+    assert "-DB" not in spec.cxx_flags

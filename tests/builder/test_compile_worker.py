@@ -1,0 +1,95 @@
+"""The worker's two changes to torch's BuildExtension, without compiling: the flags
+kernel-builder does not pass are dropped, and per-source flags reach build.ninja."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelwheel.builder import _compile_worker as worker
+
+
+def test_torch_api_include_extension_h_is_dropped_for_every_compiler() -> None:
+    flag = "-DTORCH_API_INCLUDE_EXTENSION_H"
+    assert worker.without_dropped(["-O3", flag, "-DX"]) == ["-O3", "-DX"]
+    args = {"cxx": ["-O3", flag], "nvcc": [flag, "--threads=2"], "sycl": []}
+    assert worker.without_dropped(args) == {"cxx": ["-O3"], "nvcc": ["--threads=2"], "sycl": []}
+
+
+class _FakeBuildExt:
+    """Stands for torch's BuildExtension: records what each extension is compiled with."""
+
+    compiled: list[Any] = []
+
+    @classmethod
+    def with_options(cls, **options: Any) -> type:
+        assert options == {"use_ninja": True}
+        return cls
+
+    def build_extension(self, ext: Any) -> None:
+        self.compiled.append(ext.extra_compile_args)
+
+
+def test_the_build_class_drops_the_flag_torch_added_before_each_compile() -> None:
+    ext = types.SimpleNamespace(
+        extra_compile_args={"cxx": ["-DTORCH_API_INCLUDE_EXTENSION_H", "-O3"], "nvcc": []}
+    )
+    worker.build_ext_class(_FakeBuildExt)().build_extension(ext)
+    assert _FakeBuildExt.compiled == [{"cxx": ["-O3"], "nvcc": []}]
+
+
+GENCODE = ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90a,code=sm_90a"]
+NVCC_LINE = ["-DX", "--expt-relaxed-constexpr", *GENCODE, "'-Xcompiler=-O3 -g'", "-std=c++20"]
+NINJA = """\
+ninja_required_version = 1.3
+post_cflags = -O3 -std=c++20
+cuda_post_cflags = {nvcc}
+
+build /b/obj/gemm.o: cuda_compile /p/gemm.cu
+build /b/obj/a$ b.o: compile /p/a$ b.cpp
+build /b/obj/norm.o: cuda_compile /p/norm.cu
+build /b/x.so: link /b/obj/gemm.o
+""".format(nvcc=" ".join(NVCC_LINE))
+
+
+def test_source_bindings_follow_their_build_lines() -> None:
+    entries = [
+        {"source": "/p/gemm.cu", "flags": ["--use_fast_math"], "gencode": [GENCODE[1]]},
+        {"source": "/p/a b.cpp", "flags": ["-mavx512f", "-DPRICE=$5"], "gencode": []},
+        {"source": "/p/norm.cu", "flags": ["-DN"], "gencode": []},
+    ]
+    lines = worker.source_bindings(NINJA, entries, NVCC_LINE, GENCODE).splitlines()
+    gemm = lines[lines.index("build /b/obj/gemm.o: cuda_compile /p/gemm.cu") + 1]
+    assert gemm == (
+        "  cuda_post_cflags = -DX --expt-relaxed-constexpr '-Xcompiler=-O3 -g' -std=c++20 "
+        "-gencode=arch=compute_90a,code=sm_90a --use_fast_math"
+    )
+    cpp = lines[lines.index("build /b/obj/a$ b.o: compile /p/a$ b.cpp") + 1]
+    assert cpp == "  post_cflags = $post_cflags -mavx512f '-DPRICE=$$5'"
+    norm = lines[lines.index("build /b/obj/norm.o: cuda_compile /p/norm.cu") + 1]
+    assert norm == "  cuda_post_cflags = $cuda_post_cflags -DN"
+    assert lines[-1] == "build /b/x.so: link /b/obj/gemm.o"
+
+
+def test_a_source_missing_from_build_ninja_is_an_error() -> None:
+    with pytest.raises(RuntimeError, match="no build statement"):
+        worker.source_bindings(
+            NINJA, [{"source": "/p/other.cu", "flags": ["-DN"], "gencode": []}], [], []
+        )
+
+
+def test_install_source_flags_wraps_torchs_ninja_writer(tmp_path: Path) -> None:
+    def _write_ninja_file(path: str, cflags: list[str], cuda_post_cflags: list[str]) -> None:
+        Path(path).write_text(NINJA)
+
+    fake = types.SimpleNamespace(_write_ninja_file=_write_ninja_file)
+    entry = {"source": "/p/norm.cu", "flags": ["-DN"], "gencode": []}
+    worker.install_source_flags(fake, [entry], GENCODE)
+    out = tmp_path / "build.ninja"
+    fake._write_ninja_file(path=str(out), cflags=[], cuda_post_cflags=NVCC_LINE)
+    assert "  cuda_post_cflags = $cuda_post_cflags -DN" in out.read_text().splitlines()
+    with pytest.raises(RuntimeError, match="no _write_ninja_file"):
+        worker.install_source_flags(types.SimpleNamespace(), [entry], GENCODE)
