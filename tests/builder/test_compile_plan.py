@@ -36,16 +36,19 @@ src = ["torch-ext/binding.cpp"]
 
 [kernel.gemm]
 backend = "cuda"
+depends = ["torch"]
 src = ["gemm/gemm.cu", "gemm/launch.cpp"]
 {gemm}
 
 [kernel.norm]
 backend = "cuda"
+depends = ["torch"]
 src = ["norm/norm.cu"]
 {norm}
 
 [kernel.host]
 backend = "cpu"
+depends = ["torch"]
 src = ["host/host.cpp"]
 {host}
 """
@@ -210,12 +213,11 @@ def test_a_kernel_above_the_toolkit_is_left_out(tmp_path: Path) -> None:
 def test_torch_cxx_flags_reach_the_binding_only(tmp_path: Path) -> None:
     root = project_with(tmp_path)
     toml = root / "build.toml"
-    toml.write_text(
-        toml.read_text().replace(
-            'src = ["torch-ext/binding.cpp"]',
-            'src = ["torch-ext/binding.cpp"]\ncxx-flags = ["-DB"]',
-        )
+    text = toml.read_text().replace('name = "probe"', 'name = "probe"\nversion = 1\nedition = 5')
+    text = text.replace(
+        'src = ["torch-ext/binding.cpp"]', 'src = ["torch-ext/binding.cpp"]\ncxx-flags = ["-DB"]'
     )
+    toml.write_text(text.replace("[general]", '[general]\nlicense = "MIT"'))
     spec = plan(request(root)).spec
     assert spec.source_flags == (SourceFlags(str(root / "torch-ext/binding.cpp"), ("-DB",)),)
     assert "-DB" not in spec.cxx_flags
