@@ -363,6 +363,18 @@ class Backend:
         return f"{_TOKEN_PREFIX[self.kind]}{major}{minor}"
 
     @property
+    def pytorch_label(self) -> str:
+        """PyTorch's own name for its torch build of this backend: the local version of those
+        wheels and the folder of its index (``cu130``, ``cpu``, ``rocm7.1``, ``xpu``). Only ROCm
+        (dotted) and XPU (one index per torch release, whatever its oneAPI) differ from
+        :attr:`token`."""
+        if self.kind is BackendKind.ROCM and self.version is not None:
+            return f"rocm{self.version[0]}.{self.version[1]}"
+        if self.kind is BackendKind.XPU:
+            return "xpu"
+        return self.token
+
+    @property
     def cuda_version(self) -> str:
         """The CUDA version as ``"12.8"``."""
         if self.kind is not BackendKind.CUDA or self.version is None:
