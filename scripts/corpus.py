@@ -3,7 +3,7 @@
     .venv/bin/python scripts/corpus.py /tmp/kc                        # read + plan only (fast)
     .venv/bin/python scripts/corpus.py /tmp/kc --build 'torch214-cxx11-cpu-*'
     .venv/bin/python scripts/corpus.py /tmp/kc/relu /tmp/kc/rotary --build 'torch214-*-x86_64-*' \\
-        --cuda-capabilities 9.0 --markdown docs/corpus.md
+        --cuda-capabilities 9.0 --version 1.0.0 --markdown docs/corpus.md
 
 Each DIR is a project (it holds build.toml) or a folder of projects (every subfolder holding
 one, e.g. a kernels-community checkout). Columns:
@@ -42,7 +42,7 @@ from kernelwheel.errors import KernelwheelError
 from kernelwheel.model.project import load_project
 from kernelwheel.plan.planning import plan_project
 from kernelwheel.plan.selector import Selector, split_patterns
-from kernelwheel.plan.toolchains import missing_toolchain
+from kernelwheel.plan.toolchains import backend_problem, missing_toolchain
 
 HEADER = ("project", "read", "planned", "built", "checked", "reason")
 
@@ -108,10 +108,9 @@ def survey(root: Path, patterns: tuple[str, ...] | None) -> tuple[Row, list[str]
         reasons = [r.reason for r in planned.full.rejected] + list(planned.full.notes)
         return Row(row.project, planned="0", reason=first_line(reasons[0] if reasons else "")), []
     if not here:
-        recipe = planned.full.selected[0]
-        row = dataclasses.replace(
-            row, reason=f"none built here: {missing_toolchain(recipe.variant)}"
-        )
+        kinds = {r.variant.backend.kind for r in planned.full.selected if r.variant.backend}
+        problems = [backend_problem(kind, f"its {kind.value} variants") for kind in sorted(kinds)]
+        row = dataclasses.replace(row, reason="none built here: " + "; ".join(map(str, problems)))
     if patterns is None:
         return row, []
     selector = Selector(build=patterns, build_label="--build")
@@ -131,15 +130,14 @@ def build(
     root: Path,
     names: list[str],
     out_dir: Path,
-    capabilities: str | None,
+    extra: Sequence[str],
     run: Runner,
 ) -> Row:
     """Build ``names`` of ``root`` with the CLI, then check the wheels."""
     argv = ["build", str(root), "--json", "--output-dir", str(out_dir)]
     for name in names:
         argv += ["--variant", name]
-    if capabilities:
-        argv += ["--cuda-capabilities", capabilities]
+    argv += extra
     code, out, err = run(argv)
     try:
         wheels = json.loads(out)["wheels"]
@@ -245,6 +243,11 @@ def parser() -> argparse.ArgumentParser:
         help="passed to kernelwheel build, to keep CUDA builds short, e.g. 9.0",
     )
     p.add_argument(
+        "--version",
+        help="passed to kernelwheel build: the wheels' version, for projects whose build.toml "
+        "gives none (an integer general.version is the API version, not a wheel version)",
+    )
+    p.add_argument(
         "--output-dir", type=Path, default=Path("corpus-wheelhouse"), help="wheels and logs"
     )
     p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the table here")
@@ -254,12 +257,17 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, run: Runner = run_cli) -> int:
     args = parser().parse_args(argv)
     patterns = tuple(split_patterns(args.build)) if args.build else None
+    extra: list[str] = []
+    if args.cuda_capabilities:
+        extra += ["--cuda-capabilities", args.cuda_capabilities]
+    if args.version:
+        extra += ["--version", args.version]
     rows: list[Row] = []
     for root in find_projects(args.dirs):
         row, names = survey(root, patterns)
         if names:
             print(f"corpus: {root.name}: building {len(names)} variant(s)", file=sys.stderr)
-            row = build(row, root, names, args.output_dir / root.name, args.cuda_capabilities, run)
+            row = build(row, root, names, args.output_dir / root.name, extra, run)
         rows.append(row)
     print(table(rows))
     if args.markdown:

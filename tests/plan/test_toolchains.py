@@ -3,6 +3,7 @@ they must be built, and that a build of one stops before anything is made for it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
@@ -241,3 +242,26 @@ def test_a_project_with_no_backend_built_here_says_so_and_exits_non_zero(
         assert "multi: none of its backends (metal) can be built here" in err
         assert "Traceback" not in err
     assert not (tmp_path / "cache").exists()
+
+
+def test_neuron_tpu_cann_are_noarch_only(tmp_path: Path) -> None:
+    """Their torch comes from the vendors: a noarch project gets torch-neuron, torch-tpu and
+    torch-npu (CANN's name); a compiled project listing one gets a note, no variant."""
+    noarch = tmp_path / "na"
+    (noarch / "torch-ext" / "na").mkdir(parents=True)
+    (noarch / "torch-ext" / "na" / "__init__.py").write_text("")
+    (noarch / "build.toml").write_text(
+        '[general]\nname = "na"\nversion = 1\nlicense = "MIT"\n'
+        'backends = ["neuron", "tpu", "cann"]\n[torch-noarch]\n'
+    )
+    plan = plan_matrix(load_project(noarch), load_recipes())
+    assert sorted(plan.names) == ["torch-neuron", "torch-npu", "torch-tpu"]
+    assert all(missing_toolchain(r.variant) is None for r in plan.selected)  # nothing compiles
+    mixed = project(tmp_path, "cuda")
+    mixed = dataclasses.replace(mixed, backends=("cuda", "neuron"))
+    plan = plan_matrix(mixed, load_recipes())
+    assert all(
+        r.variant.backend and r.variant.backend.kind is BackendKind.CUDA for r in plan.selected
+    )
+    (note,) = [n for n in plan.notes if n.startswith("backend neuron")]
+    assert "noarch variant torch-neuron, so no compiled neuron variant is planned" in note

@@ -117,6 +117,8 @@ def test_build_mode_builds_the_selected_variants_kernelwheel_compiles(
             "torch213-cxx11-*",
             "--cuda-capabilities",
             "9.0",
+            "--version",
+            "1.2.3",
             "--output-dir",
             str(out_dir),
         ],
@@ -129,7 +131,7 @@ def test_build_mode_builds_the_selected_variants_kernelwheel_compiles(
         "build", str(root / "good"), "--json", "--output-dir", str(out_dir / "good"),
         "--variant", "torch213-cxx11-cpu-x86_64-linux",
         "--variant", "torch213-cxx11-cpu-aarch64-linux",
-        "--cuda-capabilities", "9.0",
+        "--cuda-capabilities", "9.0", "--version", "1.2.3",
     ]  # fmt: skip
     assert check_call == [
         "check",
