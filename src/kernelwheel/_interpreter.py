@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import packaging
 
+from .errors import UsageError
 from .install import compat
 
-__all__ = ["Interpreter", "ProbeFailed", "run"]
+__all__ = ["Interpreter", "ProbeFailed", "locate", "run"]
 
 _MARK = "KERNELWHEEL-PROBE "
 _MAIN = r"""
@@ -85,6 +88,24 @@ class Interpreter:
     @property
     def python_version(self) -> str:
         return f"{self.python[0]}.{self.python[1]}"
+
+
+def locate(raw: str, base: Path) -> Path:
+    """The interpreter a ``--python`` value names, as pip and uv read it: a bare name
+    (``python3``, ``python3.12``) is looked up on PATH; anything with a path separator (or a
+    leading ``~``) is a path, relative to ``base``. :class:`UsageError` when a name is not on
+    PATH."""
+    separators = [sep for sep in (os.sep, os.altsep) if sep]
+    if raw.startswith("~") or any(sep in raw for sep in separators):
+        path = Path(raw).expanduser()
+        return path if path.is_absolute() else base / path
+    found = shutil.which(raw)
+    if found is None:
+        raise UsageError(
+            f"no {raw!r} on PATH",
+            hint=f"put it on PATH, or give its path (./{raw} for one in this folder)",
+        )
+    return Path(found)
 
 
 def _script() -> str:

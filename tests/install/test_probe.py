@@ -93,3 +93,23 @@ def _has_torch() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("torch") is not None
+
+
+def test_install_python_is_a_path_or_a_name_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kernelwheel install --python reads its value as the build's --python does (and pip)."""
+    from kernelwheel.cli import main
+    from kernelwheel.install.service import target_python
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    named = _fake_python(bin_dir, "exit 3")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.chdir(tmp_path)
+    assert target_python("python") == named  # on PATH, not ./python
+    assert target_python("bin/python") == tmp_path / "bin" / "python"
+    code = main(["install", "img2gray", "--find-links", str(tmp_path), "--python", "python3.99"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--python: no 'python3.99' on PATH" in err and "Traceback" not in err

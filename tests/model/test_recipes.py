@@ -210,6 +210,47 @@ def test_variants_enumerates_the_data_in_order() -> None:
     ]
 
 
+def test_rocm_xpu_and_metal_flavours_use_pytorchs_labels_and_macos() -> None:
+    torch, cuda = mini()
+    torch["torch"]["2.14"]["flavours"].update(
+        rocm71={"arches": ["x86_64"]},
+        xpu20260={"arches": ["x86_64"]},
+        metal={"arches": ["aarch64"], "on-pypi": ["aarch64"]},
+    )
+    recipes = parse_recipes(torch, cuda)
+    names = [v.name for v in recipes.variants()][-3:]
+    assert names == [
+        "torch214-cxx11-rocm71-x86_64-linux",
+        "torch214-cxx11-xpu20260-x86_64-linux",
+        "torch214-metal-aarch64-darwin",  # macOS: one variant, no C++ ABI
+    ]
+    rocm, xpu, metal = (recipes.recipe_for(Variant.parse(n)) for n in names)
+    # PyTorch names these builds rocm7.1 and xpu (its local version and its index folder).
+    assert (rocm.torch_requirement, rocm.index_url) == (
+        "torch==2.14.1+rocm7.1",
+        "https://download.pytorch.org/whl/rocm7.1",
+    )
+    assert (xpu.torch_requirement, xpu.index_url) == (
+        "torch==2.14.1+xpu",
+        "https://download.pytorch.org/whl/xpu",
+    )
+    assert (metal.torch_requirement, metal.index_url, metal.cuda) == ("torch===2.14.1", None, None)
+    with pytest.raises(RecipeError, match=r"OS darwin \(cpu builds are linux\)"):
+        recipes.recipe_for(Variant.parse("torch214-cpu-x86_64-darwin"))
+
+
+def test_bundled_rocm_xpu_metal_flavours_are_kernel_builders() -> None:
+    recipes = load_recipes()
+    by_series = {
+        str(r.series): sorted(f.backend.token for f in r.flavours if f.backend.kind not in (
+            BackendKind.CUDA, BackendKind.CPU))
+        for r in recipes.torch
+    }  # fmt: skip
+    assert by_series["2.12"] == ["metal", "rocm71", "rocm72", "xpu20253"]
+    assert by_series["2.13"] == ["metal", "rocm71", "rocm72", "xpu20260"]
+    assert by_series["2.14"] == []
+
+
 def test_index_url_override_and_template() -> None:
     torch, cuda = mini()
     torch["pytorch-index"] = "https://mirror.example/{flavour}/simple"
@@ -266,7 +307,17 @@ def test_unknown_key_suggests_the_right_one() -> None:
         (
             lambda t, c: t["torch"]["2.14"]["flavours"].update(cuda={"arches": ["x86_64"]}),
             'torch."2.14".flavours.cuda',
-            "not a linux torch build",
+            "not a torch build PyTorch publishes",
+        ),
+        (
+            lambda t, c: t["torch"]["2.14"]["flavours"].update(neuron={"arches": ["x86_64"]}),
+            'torch."2.14".flavours.neuron',
+            "vendors' packages",
+        ),
+        (
+            lambda t, c: t["torch"]["2.14"]["flavours"].update(cann83={"arches": ["aarch64"]}),
+            'torch."2.14".flavours.cann83',
+            "not a torch build PyTorch publishes",
         ),
         (
             lambda t, c: t["torch"]["2.14"]["flavours"]["cpu"].update({"on-pypi": ["aarch64"]}),

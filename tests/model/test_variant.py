@@ -27,6 +27,7 @@ CUDA, ROCM, XPU, CPU, METAL = (
     BackendKind.CPU,
     BackendKind.METAL,
 )
+NEURON, TPU, CANN = BackendKind.NEURON, BackendKind.TPU, BackendKind.CANN
 X86, ARM = Arch.X86_64, Arch.AARCH64
 LINUX, DARWIN, WINDOWS = OS.LINUX, OS.DARWIN, OS.WINDOWS
 CXX11, CXX98 = CxxAbi.CXX11, CxxAbi.CXX98
@@ -59,8 +60,15 @@ backend_by_kind = {
     XPU: st.tuples(st.integers(2024, 2030), st.integers(0, 15)).map(lambda v: Backend(XPU, v)),
     CPU: st.just(Backend(CPU)),
     METAL: st.just(Backend(METAL)),
+    NEURON: st.just(Backend(NEURON)),
+    TPU: st.just(Backend(TPU)),
+    CANN: st.tuples(st.integers(1, 20), st.integers(0, 9)).map(lambda v: Backend(CANN, v)),
 }
-kinds_by_os = {LINUX: [CUDA, ROCM, XPU, CPU], WINDOWS: [CUDA, XPU, CPU], DARWIN: [METAL, CPU]}
+kinds_by_os = {
+    LINUX: [CUDA, ROCM, XPU, CPU, NEURON, TPU, CANN],
+    WINDOWS: [CUDA, XPU, CPU],
+    DARWIN: [METAL, CPU],
+}
 
 
 @st.composite
@@ -189,6 +197,30 @@ def test_backend_rejects_bad_versions(kind: BackendKind, version: object) -> Non
         Backend(kind, version)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [("cann83", B(CANN, 8, 3)), ("cann8.3", B(CANN, 8, 3)), ("npu", B(CANN)), ("cann", B(CANN)),
+     ("neuron", B(NEURON)), ("tpu", B(TPU)), ("rocm71", B(ROCM, 7, 1)),
+     ("xpu20260", B(XPU, 2026, 0))],
+)  # fmt: skip
+def test_backend_tokens_of_every_kernel_builder_backend(token: str, expected: Backend) -> None:
+    assert Backend.parse_token(token) == expected
+    # One spelling is written: CANN's versionless backend is npu (torch-npu), never cann.
+    assert Backend.parse_token(expected.token) == expected
+    assert expected.token != "cann"
+
+
+def test_backend_kinds_are_kernel_builders_backends_with_display_names() -> None:
+    assert sorted(k.value for k in BackendKind) == [
+        "cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu"
+    ]  # fmt: skip
+    assert [BackendKind.ROCM.display_name, METAL.display_name, CANN.display_name] == [
+        "ROCm",
+        "Metal",
+        "CANN",
+    ]
+
+
 def test_backend_rejects_plain_string_kind() -> None:
     with pytest.raises(VariantError, match="BackendKind"):
         Backend("cuda")  # type: ignore[arg-type]
@@ -232,6 +264,17 @@ HUB_NAMES = {
     "torch-rocm": noarch(ROCM),
     "torch-metal": noarch(METAL),
     "torch-xpu": noarch(XPU),
+    "torch-neuron": noarch(NEURON),
+    "torch-tpu": noarch(TPU),
+    "torch-npu": noarch(CANN),  # CANN's noarch variant is named for its device, as in kernels
+    "torch213-cxx11-rocm71-x86_64-linux": Variant(T(2, 13), B(ROCM, 7, 1), CXX11, X86, LINUX),
+    "torch212-cxx11-xpu20253-x86_64-linux": Variant(
+        T(2, 12), B(XPU, 2025, 3), CXX11, X86, LINUX
+    ),
+    "torch213-metal-aarch64-darwin": Variant(T(2, 13), B(METAL), None, ARM, DARWIN),
+    "torch211-cxx11-tpu-x86_64-linux": Variant(T(2, 11), B(TPU), CXX11, X86, LINUX),
+    "torch29-cxx11-neuron-x86_64-linux": Variant(T(2, 9), B(NEURON), CXX11, X86, LINUX),
+    "torch29-cxx11-cann83-aarch64-linux": Variant(T(2, 9), B(CANN, 8, 3), CXX11, ARM, LINUX),
     "torch-stable-abi210-cu130-x86_64-linux": Variant(
         T(2, 10), B(CUDA, 13, 0), None, X86, LINUX, stable_abi=True
     ),
@@ -277,6 +320,11 @@ BAD_NAMES = [
     ("torch28-cu128-aarch64-darwin", "'cu128'"),
     ("torch28-rocm63-x86_64-windows", "rocm"),
     ("torch27-cxx11-rocm6.10-x86_64-linux", "'rocm6.10'"),
+    ("torch29-neuron-aarch64-darwin", "'neuron'"),
+    ("torch29-cann83-x86_64-windows", "cann"),
+    ("torch29-cxx11-cann-x86_64-linux", "'cann'"),
+    ("torch29-cxx11-npu-x86_64-linux", "versioned cann backend such as 'cann83'"),
+    ("torch-cann83", "'cann83'"),
 ]
 
 
@@ -325,6 +373,12 @@ LOCALS = {
     "torch-rocm": "rocm",
     "torch-metal": "metal",
     "torch-xpu": "xpu",
+    "torch-neuron": "neuron",
+    "torch-tpu": "tpu",
+    "torch-npu": "npu",
+    "torch213-cxx11-rocm71-x86_64-linux": "torch2.13.rocm71.cxx11",
+    "torch29-cxx11-cann83-aarch64-linux": "torch2.9.cann83.cxx11",
+    "torch211-cxx11-tpu-x86_64-linux": "torch2.11.tpu.cxx11",
 }
 
 

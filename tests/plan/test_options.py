@@ -122,6 +122,46 @@ def test_paths_from_cli_are_relative_to_cwd(tmp_path: Path) -> None:
     assert absolute.recipes == tmp_path
 
 
+def subdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def fake_python(folder: Path, name: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_python_is_a_path_or_a_name_on_path_as_pip_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_path = fake_python(tmp_path / "bin", "mypython3")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.chdir(tmp_path)
+    # A bare name is looked up on PATH (it used to become ./mypython3), in every layer.
+    assert resolve_options(None, env={}, cli={"python": "mypython3"}).python == on_path
+    assert resolve_options(None, env={"KERNELWHEEL_PYTHON": "mypython3"}).python == on_path
+    project = kernel(subdir(tmp_path / "k"), '[tool.kernelwheel]\npython = "mypython3"\n')
+    assert resolve_options(project, env={}).python == on_path
+    # A value with a separator is a path: relative to the cwd (flag) or to pyproject.toml.
+    local = resolve_options(None, env={}, cli={"python": "./venv/bin/python"}).python
+    assert local == tmp_path / "venv/bin/python"
+    project = kernel(subdir(tmp_path / "k2"), '[tool.kernelwheel]\npython = "venv/bin/python"\n')
+    assert resolve_options(project, env={}).python == tmp_path / "k2/venv/bin/python"
+    # A name that is not on PATH: a clear error naming the layer, never ./name.
+    with pytest.raises(UsageError) as info:
+        resolve_options(None, env={}, cli={"python": "python3.99"})
+    assert str(info.value).startswith("--python: no 'python3.99' on PATH")
+    assert "./python3.99" in str(info.value)  # the fix: give its path
+    with pytest.raises(ProjectError, match=r"tool\.kernelwheel\.python: no 'nope' on PATH"):
+        resolve_options(
+            kernel(subdir(tmp_path / "k3"), '[tool.kernelwheel]\npython = "nope"\n'), env={}
+        )
+
+
 def test_options_are_frozen() -> None:
     with pytest.raises(AttributeError):
         DEFAULT_OPTIONS.build = ("x",)  # type: ignore[misc]

@@ -293,6 +293,59 @@ def test_the_workflow_builds_exactly_the_variants_the_cli_prints(
             assert image == env[f"MANYLINUX_{entry['arch'].upper()}_IMAGE"], entry["name"]
 
 
+def other_backends_kernel(root: Path, *backends: str) -> Path:
+    """A kernel with one [kernel.*] section per backend (cpu, rocm, metal...)."""
+    (root / "torch-ext" / "multi").mkdir(parents=True)
+    (root / "torch-ext" / "torch_binding.cpp").write_text("")
+    (root / "torch-ext" / "multi" / "__init__.py").write_text("")
+    sections = ""
+    for backend in backends:
+        (root / f"k_{backend}.cc").write_text("")
+        sections += f'[kernel.k_{backend}]\nbackend = "{backend}"\nsrc = ["k_{backend}.cc"]\n'
+    listed = ", ".join(f'"{b}"' for b in backends)
+    (root / "build.toml").write_text(
+        f'[general]\nname = "multi"\nversion = "0.1.0"\nbackends = [{listed}]\n'
+        f'[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n{sections}'
+    )
+    return root
+
+
+def test_variants_without_a_toolchain_here_are_listed_not_built(
+    release: dict[str, Any], tmp_path: Path
+) -> None:
+    """ROCm/Metal variants reach the plan's 'elsewhere' list with a placeholder runner label and
+    the summary; the build matrix ('include') and the images hold only what the runners build."""
+    kernel = other_backends_kernel(tmp_path / "multi", "cpu", "rocm", "metal")
+    runner = rme.Runner(
+        release,
+        workdir=REPO,
+        temp_dir=tmp_path,
+        base_env=clean_env(),
+        inputs={"build": "torch213-*"},
+        echo=lambda _: None,
+    )
+    outputs = runner.run_job("plan", ["matrix", "images"], overrides={"KERNEL_PATH": str(kernel)})
+    plan = json.loads(outputs["matrix"]["matrix"])
+    assert {e["runner"] for e in plan["include"]} == {"ubuntu-24.04", "ubuntu-24.04-arm"}
+    assert all(e["backend"] == "cpu" for e in plan["include"])
+    assert {e["name"]: e["runner"] for e in plan["elsewhere"]} == {
+        "torch213-cxx11-rocm71-x86_64-linux": "self-hosted-rocm",
+        "torch213-cxx11-rocm72-x86_64-linux": "self-hosted-rocm",
+        "torch213-metal-aarch64-darwin": "self-hosted-metal",
+    }
+    assert sorted(json.loads(outputs["images"]["images"])) == sorted(
+        e["name"] for e in plan["include"]
+    )
+    summary = runner.summary.read_text()
+    assert "3 variant(s) planned for other runners, not built here" in summary
+    assert "| `torch213-metal-aarch64-darwin` | `self-hosted-metal` | no Metal toolchain" in summary
+    # A kernel with only such backends fails the plan job, naming the runners they need.
+    rocm_only = other_backends_kernel(tmp_path / "rocm", "rocm")
+    with pytest.raises(rme.StepFailed) as info:
+        runner.run_job("plan", ["matrix"], overrides={"KERNEL_PATH": str(rocm_only)})
+    assert info.value.step == "matrix"
+
+
 def test_an_empty_plan_fails_the_plan_job(release: dict[str, Any], tmp_path: Path) -> None:
     runner = rme.Runner(
         release,

@@ -12,6 +12,7 @@ from ..model.project import KernelProject
 from ..model.recipes import Recipes, VariantRecipe
 from ..model.variant import LocalVersionStyle, Variant
 from ..plan.options import Options, resolve_jobs
+from ..plan.toolchains import require_toolchain
 from .deps import HeaderPlan, plan_headers
 from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for
 
@@ -69,9 +70,12 @@ def request_for(
     recipes: Recipes,
     deps: DependencyTable | None = None,
 ) -> BuildRequest:
-    """The request to build ``recipe``'s variant of ``project`` as ``options`` say. ``deps``
+    """The request to build ``recipe``'s variant of ``project`` as ``options`` say. A variant
+    kernelwheel does not compile (ROCm, XPU, Metal...) is a
+    :class:`~kernelwheel.errors.ToolchainError` before anything is made for it. ``deps``
     (default: read from the recipes folder) says what build.toml's ``depends`` names provide;
     a dependency that cannot be provided is refused here, before anything is compiled."""
+    require_toolchain(recipe.variant)
     table = deps if deps is not None else load_deps(options.recipes)
     sources = IndexOptions(options.index_url, options.find_links, options.no_index)
     cuda = recipe.cuda

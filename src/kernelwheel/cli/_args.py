@@ -158,8 +158,10 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
     env = parser.add_argument_group("build environment", PRECEDENCE)
     env.add_argument(
         "--python",
+        metavar="PY",
         help="build with this interpreter's torch instead of a kernelwheel-made environment "
-        "(it must have the variant's torch, setuptools and ninja)",
+        "(it must have the variant's torch, setuptools and ninja); a path, or a name looked up "
+        "on PATH (python3)",
     )
     env.add_argument("--cuda-home", help="the CUDA toolkit to use (default: found)")
     env.add_argument(

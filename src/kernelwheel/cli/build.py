@@ -14,6 +14,7 @@ from ..builder.pipeline import build_and_export
 from ..builder.request import request_for
 from ..errors import KernelwheelError, ProjectError
 from ..plan.planning import plan_project, resolve_version, selected_recipes
+from ..plan.toolchains import require_toolchains
 from ._args import (
     add_build_arguments,
     add_json_argument,
@@ -185,6 +186,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             file=project.build_toml,
             hint="add a [kernel.<id>] section, or package the Python files with a normal build",
         )
+    require_toolchains(recipe.variant for recipe in recipes)  # before any environment is made
     version, source = resolve_version(project, args.version)
     ui.info("", f"{project.name} {version} (version from {source}); {len(recipes)} variant(s)")
     # Every request first: a dependency that cannot be provided stops the run before anything

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-from pathlib import Path
 from typing import Any
 
 from ..install.probe import Target
 from ..install.select import Selection, Verdict, why_not_chosen
-from ..install.service import InstallRequest, InstallResult, NoMatch, default_python, install
+from ..install.service import InstallRequest, InstallResult, NoMatch, install, target_python
 from ..install.sources import Sources
 from ._args import add_variant_argument
 from .ui import ConsoleUI
@@ -60,9 +59,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--python",
-        type=Path,
         metavar="PY",
-        help="the interpreter to install into (default: $VIRTUAL_ENV's, else python3 on PATH)",
+        help="the interpreter to install into: a path, or a name looked up on PATH (python3.12)"
+        " (default: $VIRTUAL_ENV's, else python3 on PATH)",
     )
     add_variant_argument(p, "consider only builds of the variants it matches", "'*-cu130-*'")
     p.add_argument("--dry-run", action="store_true", help="print the pip command, run nothing")
@@ -74,7 +73,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     request = InstallRequest(
         requirements=tuple(args.packages),
         sources=Sources(tuple(args.find_links), args.index_url, tuple(args.extra_index_url)),
-        python=args.python or default_python(),
+        python=target_python(args.python),
         no_index=args.no_index,
         dry_run=args.dry_run,
         variants=tuple(args.variant),

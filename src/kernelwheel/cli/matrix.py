@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from ..model.recipes import VariantRecipe
-from ..model.variant import Arch, LocalVersionStyle
+from ..model.variant import LocalVersionStyle
 from ..plan.matrix import MatrixPlan
 from ..plan.planning import Planned, plan_project
+from ..plan.toolchains import HOSTED_RUNNERS, missing_toolchain, runner_for
 from ._args import add_selection_arguments, option_values, refuse_conflicting_selectors
 from .ui import ConsoleUI
 
-RUNNERS = {Arch.X86_64: "ubuntu-24.04", Arch.AARCH64: "ubuntu-24.04-arm"}
-DEFAULT_RUNNER = RUNNERS[Arch.X86_64]
+RUNNERS = HOSTED_RUNNERS
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,6 +38,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "The torch column is the requirement the build environment installs: torch===X.Y.Z "
             "is\nPyPI's own build of the release (arbitrary equality: no +cu/+cpu local label), "
             "torch==X.Y.Z+cu128\na build from PyTorch's index for that flavour.\n\n"
+            "--json's 'include' lists the variants kernelwheel builds (CPU, CUDA) with their "
+            "hosted\nrunner; 'elsewhere' the planned ones it does not compile (ROCm, XPU, "
+            "Metal...), each\nwith the self-hosted runner label its toolchain needs and the "
+            "reason.\n\n"
             "In a GitHub Actions workflow, use the 'include' list as the matrix:\n"
             "  strategy:\n"
             "    matrix:\n"
@@ -50,7 +54,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help='print {"include": [...], "rejected": [...]} for a GitHub Actions matrix',
+        help='print {"include": [...], "elsewhere": [...], "rejected": [...], "notes": [...]} '
+        "for a GitHub Actions matrix",
     )
     add_selection_arguments(p, default="'*', the whole matrix")
     p.set_defaults(func=run)
@@ -69,29 +74,33 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 def to_json(
     plan: MatrixPlan, style: LocalVersionStyle = LocalVersionStyle.DOTTED
 ) -> dict[str, Any]:
-    """The plan as ``{"include": [...], "rejected": [...], "notes": [...]}``; local versions in
-    the style the build will stamp."""
-    include = []
+    """The plan as ``{"include": [...], "elsewhere": [...], "rejected": [...], "notes":
+    [...]}``; local versions in the style the build will stamp. ``include`` holds the variants
+    kernelwheel builds, on a hosted runner; ``elsewhere`` the planned variants it does not
+    compile, each with the placeholder runner label its toolchain needs and the reason."""
+    include, elsewhere = [], []
     for recipe in plan.selected:
         entry = recipe.to_dict()
         entry["local_version"] = recipe.variant.local_version_in(style)
-        entry["runner"] = runner(recipe)
+        entry["runner"] = runner_for(recipe.variant)
         entry["kernels"] = list(plan.kernels_for(recipe.name))
         entry["env_digest"] = recipe.digest()  # e.g. an actions/cache key for the environment
-        include.append(entry)
+        reason = missing_toolchain(recipe.variant)
+        if reason is None:
+            include.append(entry)
+        else:
+            elsewhere.append({**entry, "reason": reason})
     return {
         "include": include,
+        "elsewhere": elsewhere,
         "rejected": [{"name": r.variant_name, "reason": r.reason} for r in plan.rejected],
         "notes": list(plan.notes),
     }
 
 
-def runner(recipe: VariantRecipe) -> str:
-    arch = recipe.variant.arch
-    return RUNNERS.get(arch, DEFAULT_RUNNER) if arch is not None else DEFAULT_RUNNER
-
-
 def toolchain(recipe: VariantRecipe) -> str:
+    if missing_toolchain(recipe.variant) is not None:
+        return f"none here: {runner_for(recipe.variant)}"
     return recipe.cuda.describe() if recipe.cuda is not None else "-"
 
 

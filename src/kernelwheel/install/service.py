@@ -14,6 +14,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from .. import _interpreter
 from ..errors import InstallError, UsageError
 from ..plan.selector import Selector
 from . import compat
@@ -22,7 +23,7 @@ from .probe import Target, probe
 from .select import Selection, parse_requirement, select
 from .sources import Sources, list_candidates
 
-__all__ = ["InstallRequest", "InstallResult", "NoMatch", "Pick", "default_python", "install"]
+__all__ = ["InstallRequest", "InstallResult", "NoMatch", "Pick", "target_python", "install"]
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,15 @@ def _hint(target: Target) -> str:
     )
 
 
-def default_python() -> Path:
-    """The active virtual environment's python, else ``python3`` on PATH."""
+def target_python(given: str | None = None) -> Path:
+    """The interpreter to install into: ``--python`` as given (a path, or a name looked up on
+    PATH, as pip and uv read it), else the active virtual environment's python, else
+    ``python3`` on PATH."""
+    if given:
+        try:
+            return _interpreter.locate(given, Path.cwd())
+        except UsageError as exc:
+            raise UsageError(f"--python: {exc.message}", hint=exc.hint) from None
     venv = os.environ.get("VIRTUAL_ENV")
     if venv:
         return Path(venv) / "bin" / "python"

@@ -76,6 +76,18 @@ _CUDA_TOP_KEYS = ("schema", "cuda")
 _CUDA_KEYS = ("source", "arches", "capabilities", "packages", "system-paths")
 _PACKAGE_KEYS = ("name", "version", "sha256")
 
+# The backends PyTorch publishes torch builds of (cu130, rocm71, xpu20253, cpu; metal is PyPI's
+# macOS arm64 torch). Neuron, TPU and CANN torch come from their vendors' own packages.
+_FLAVOUR_KINDS = (
+    BackendKind.CUDA,
+    BackendKind.ROCM,
+    BackendKind.XPU,
+    BackendKind.CPU,
+    BackendKind.METAL,
+)
+# The OS a flavour's variants are built for: Metal exists only on macOS, the rest are linux.
+_FLAVOUR_OS = {BackendKind.METAL: OS.DARWIN}
+
 _SERIES_RE = re.compile(r"[0-9]+\.[0-9]+")
 _PYTHON_ABI_RE = re.compile(r"cp3[0-9]+")
 _CAPABILITY_RE = re.compile(r"[1-9][0-9]?\.[0-9][af]?(?:\+PTX)?")
@@ -198,13 +210,18 @@ class TorchFlavour:
     on_pypi: tuple[Arch, ...]
     index_url: str
 
+    @property
+    def os(self) -> OS:
+        """The OS this flavour's variants are built for (darwin for metal, else linux)."""
+        return _FLAVOUR_OS.get(self.backend.kind, OS.LINUX)
+
     def requirement(self, version: str, arch: Arch) -> tuple[str, str | None]:
         """The exact pip requirement for torch and the index serving it (None: PyPI)."""
         if arch in self.on_pypi:
             # === (exact string match): plain == also matches local builds such as
             # 2.13.0+cpu, which a find-links folder may offer and pip would prefer.
             return f"torch==={version}", None
-        return f"torch=={version}+{self.backend.token}", self.index_url
+        return f"torch=={version}+{self.backend.pytorch_label}", self.index_url
 
 
 @dataclass(frozen=True)
@@ -320,13 +337,16 @@ class Recipes:
         return None
 
     def variants(self) -> tuple[Variant, ...]:
-        """Every binary (linux) variant the recipes can build, in recipe order."""
+        """Every binary variant the recipes describe, in recipe order: linux ones once per C++
+        ABI, darwin (metal) ones, which name no ABI, once."""
         out: list[Variant] = []
         for recipe in self.torch:
             for flavour in recipe.flavours:
-                for cxxabi in recipe.cxx_abis:
+                os_ = flavour.os
+                abis: tuple[CxxAbi | None, ...] = recipe.cxx_abis if os_ is OS.LINUX else (None,)
+                for cxxabi in abis:
                     for arch in flavour.arches:
-                        out.append(Variant(recipe.series, flavour.backend, cxxabi, arch, OS.LINUX))
+                        out.append(Variant(recipe.series, flavour.backend, cxxabi, arch, os_))
         return tuple(out)
 
     def recipe_for(self, variant: Variant) -> VariantRecipe:
@@ -356,8 +376,9 @@ class Recipes:
                 hint=f"add flavours.{variant.backend.token} if PyTorch publishes that build",
             )
         problems = []
-        if variant.os is not OS.LINUX:
-            problems.append(f"OS {variant.os.value if variant.os else None} (recipes are linux)")
+        if variant.os is not flavour.os:
+            shown = variant.os.value if variant.os else None
+            problems.append(f"OS {shown} ({variant.backend.token} builds are {flavour.os.value})")
         if variant.arch not in flavour.arches:
             problems.append(f"arch {variant.arch.value}")
         if variant.cxxabi is not None and variant.cxxabi not in recipe.cxx_abis:
@@ -639,13 +660,14 @@ class _TorchParser(_Parser):
             raise self.error(
                 f"write the flavour as {backend.token!r}", dotted, f"rename it to {backend.token}"
             )
-        if backend.kind is BackendKind.METAL or (
-            backend.kind is not BackendKind.CPU and backend.version is None
+        if backend.kind not in _FLAVOUR_KINDS or (
+            backend.kind not in (BackendKind.CPU, BackendKind.METAL) and backend.version is None
         ):
             raise self.error(
-                f"{token!r} is not a linux torch build",
+                f"{token!r} is not a torch build PyTorch publishes",
                 dotted,
-                "use a versioned token such as cu130, rocm63, xpu20251, or cpu",
+                "use a versioned token such as cu130, rocm71 or xpu20253, or cpu or metal "
+                "(neuron, tpu and cann torch come from their vendors' packages)",
             )
         if not isinstance(spec, dict):
             raise self.error(
@@ -674,7 +696,7 @@ class _TorchParser(_Parser):
             backend=backend,
             arches=arches,
             on_pypi=on_pypi,
-            index_url=url.replace("{flavour}", backend.token),
+            index_url=url.replace("{flavour}", backend.pytorch_label),
         )
 
 

@@ -40,11 +40,33 @@ EXAMPLE_LOCAL = "torch2.7.cu128.cxx11"
 
 
 class BackendKind(str, Enum):
+    """A compute backend, named as build.toml's ``general.backends`` names it."""
+
     CUDA = "cuda"
     ROCM = "rocm"
     XPU = "xpu"
     CPU = "cpu"
     METAL = "metal"
+    NEURON = "neuron"
+    TPU = "tpu"
+    CANN = "cann"
+
+    @property
+    def display_name(self) -> str:
+        """The backend as prose names it: ``ROCm``, ``Metal``, ``CANN``."""
+        return _DISPLAY_NAMES[self]
+
+
+_DISPLAY_NAMES = {
+    BackendKind.CUDA: "CUDA",
+    BackendKind.ROCM: "ROCm",
+    BackendKind.XPU: "XPU",
+    BackendKind.CPU: "CPU",
+    BackendKind.METAL: "Metal",
+    BackendKind.NEURON: "Neuron",
+    BackendKind.TPU: "TPU",
+    BackendKind.CANN: "CANN",
+}
 
 
 class LocalVersionStyle(str, Enum):
@@ -208,11 +230,13 @@ class TorchVersion:
 # ---------------------------------------------------------------------------------------------
 # Backend
 
-_VERSIONED = (BackendKind.CUDA, BackendKind.ROCM, BackendKind.XPU)
+_VERSIONED = (BackendKind.CUDA, BackendKind.ROCM, BackendKind.XPU, BackendKind.CANN)
+# Backends whose binary variants exist only for linux (metal's own rule is darwin-only).
+_LINUX_ONLY = (BackendKind.ROCM, BackendKind.NEURON, BackendKind.TPU, BackendKind.CANN)
 
-# Hub spellings. CUDA and ROCm: the last digit is the minor, the rest the major (cu128 = 12.8,
-# cu130 = 13.0). XPU: a four-digit year, the rest the release (xpu20251 = 2025.1). The dotted
-# forms are accepted on input (rocm6.3) but never written.
+# Hub spellings. CUDA, ROCm and CANN: the last digit is the minor, the rest the major (cu128 =
+# 12.8, cu130 = 13.0, cann83 = 8.3). XPU: a four-digit year, the rest the release (xpu20251 =
+# 2025.1). The dotted forms are accepted on input (rocm6.3) but never written.
 _TOKEN_PATTERNS: dict[BackendKind, tuple[re.Pattern[str], ...]] = {
     BackendKind.CUDA: (re.compile(r"cu([1-9][0-9]*)([0-9])"), re.compile(r"cu([0-9]+)\.([0-9]+)")),
     BackendKind.ROCM: (
@@ -223,14 +247,33 @@ _TOKEN_PATTERNS: dict[BackendKind, tuple[re.Pattern[str], ...]] = {
         re.compile(r"xpu([1-9][0-9]{3})(0|[1-9][0-9]*)"),
         re.compile(r"xpu([0-9]+)\.([0-9]+)"),
     ),
+    BackendKind.CANN: (
+        re.compile(r"cann([1-9][0-9]*)([0-9])"),
+        re.compile(r"cann([0-9]+)\.([0-9]+)"),
+    ),
 }
-_TOKEN_PREFIX = {BackendKind.CUDA: "cu", BackendKind.ROCM: "rocm", BackendKind.XPU: "xpu"}
+_TOKEN_PREFIX = {
+    BackendKind.CUDA: "cu",
+    BackendKind.ROCM: "rocm",
+    BackendKind.XPU: "xpu",
+    BackendKind.CANN: "cann",
+}
+# A versionless backend (a noarch variant's) is spelled as its kind, except CANN: the Hub and
+# the kernels loader call its noarch variant torch-npu (the device torch_npu registers).
+_NOARCH_TOKEN = {BackendKind.CANN: "npu"}
+_NOARCH_KINDS = {
+    **{kind.value: kind for kind in BackendKind},
+    **{token: kind for kind, token in _NOARCH_TOKEN.items()},
+}
 _TOKEN_EXAMPLE = {
     BackendKind.CUDA: "cu128",
     BackendKind.ROCM: "rocm63",
     BackendKind.XPU: "xpu20251",
     BackendKind.CPU: "cpu",
     BackendKind.METAL: "metal",
+    BackendKind.NEURON: "neuron",
+    BackendKind.TPU: "tpu",
+    BackendKind.CANN: "cann83",
 }
 _KIND_EXAMPLE_NAME = {
     BackendKind.CUDA: "torch27-cxx11-cu128-x86_64-linux",
@@ -238,8 +281,15 @@ _KIND_EXAMPLE_NAME = {
     BackendKind.XPU: "torch28-cxx11-xpu20251-x86_64-linux",
     BackendKind.CPU: "torch213-cxx11-cpu-x86_64-linux",
     BackendKind.METAL: "torch28-metal-aarch64-darwin",
+    BackendKind.NEURON: "torch29-cxx11-neuron-x86_64-linux",
+    BackendKind.TPU: "torch211-cxx11-tpu-x86_64-linux",
+    BackendKind.CANN: "torch29-cxx11-cann83-aarch64-linux",
 }
-_TOKEN_HINT = "e.g. 'cu128', 'rocm63', 'xpu20251', 'cpu' or 'metal'"
+_TOKEN_HINT = "e.g. 'cu128', 'rocm63', 'xpu20251', 'cann83', 'cpu', 'metal', 'neuron' or 'tpu'"
+
+
+def _noarch_choices() -> str:
+    return ", ".join(_NOARCH_TOKEN.get(kind, kind.value) for kind in BackendKind)
 
 
 @total_ordering
@@ -284,12 +334,12 @@ class Backend:
     @classmethod
     def parse_token(cls, token: str) -> Backend:
         """Parse a Hub backend token: ``cu128``, ``rocm63`` (or ``rocm6.3``), ``xpu20251``,
-        ``cpu``, ``metal``; a bare kind (``cuda``) gives the versionless noarch backend."""
+        ``cann83``, ``cpu``, ``metal``, ``neuron``, ``tpu``; a bare kind (``cuda``, or ``npu``
+        for CANN) gives the versionless noarch backend."""
         if not isinstance(token, str):
             raise VariantError(f"backend token must be a str, got {token!r}", hint=_TOKEN_HINT)
-        for kind in BackendKind:
-            if token == kind.value:
-                return cls(kind)
+        if token in _NOARCH_KINDS:
+            return cls(_NOARCH_KINDS[token])
         for kind, patterns in _TOKEN_PATTERNS.items():
             for pattern in patterns:
                 match = pattern.fullmatch(token)
@@ -304,12 +354,25 @@ class Backend:
 
     @property
     def token(self) -> str:
-        """The Hub spelling: ``cu128``, ``rocm63``, ``xpu20251``, ``cpu``, ``metal``; a
-        versionless backend is its kind (``cuda``)."""
+        """The Hub spelling: ``cu128``, ``rocm63``, ``xpu20251``, ``cann83``, ``cpu``,
+        ``metal``, ``neuron``, ``tpu``; a versionless backend is its kind (``cuda``), CANN's
+        ``npu``."""
         if self.version is None:
-            return self.kind.value
+            return _NOARCH_TOKEN.get(self.kind, self.kind.value)
         major, minor = self.version
         return f"{_TOKEN_PREFIX[self.kind]}{major}{minor}"
+
+    @property
+    def pytorch_label(self) -> str:
+        """PyTorch's own name for its torch build of this backend: the local version of those
+        wheels and the folder of its index (``cu130``, ``cpu``, ``rocm7.1``, ``xpu``). Only ROCm
+        (dotted) and XPU (one index per torch release, whatever its oneAPI) differ from
+        :attr:`token`."""
+        if self.kind is BackendKind.ROCM and self.version is not None:
+            return f"rocm{self.version[0]}.{self.version[1]}"
+        if self.kind is BackendKind.XPU:
+            return "xpu"
+        return self.token
 
     @property
     def cuda_version(self) -> str:
@@ -348,7 +411,7 @@ _LOCAL = re.compile(
 # major; dots between the parts are tolerated.
 _COMPACT_LOCAL = re.compile(
     r"torch(?P<torch>[0-9]+)\.?(?P<cstable>stable\.?)?"
-    r"(?P<backend>(?:cu|rocm|xpu)[0-9]+|cpu|metal)(?:\.?(?P<abi>cxx[0-9]+))?"
+    r"(?P<backend>(?:cu|rocm|xpu|cann)[0-9]+|cpu|metal|neuron|tpu)(?:\.?(?P<abi>cxx[0-9]+))?"
 )
 _UNIVERSAL = "universal"
 
@@ -394,7 +457,7 @@ class Variant:
             self._check_binary()
 
     def _check_noarch(self) -> None:
-        hint = "noarch variants are 'torch-universal' or 'torch-{cpu,cuda,rocm,metal,xpu}'"
+        hint = f"noarch variants are 'torch-universal' or 'torch-{{{_noarch_choices()}}}'"
         extras = {
             "cxxabi": self.cxxabi,
             "arch": self.arch,
@@ -410,7 +473,7 @@ class Variant:
         if self.backend is not None and self.backend.version is not None:
             raise VariantError(
                 f"a noarch variant's backend has no version, got {self.backend.token!r}",
-                hint=f"use 'torch-{self.backend.kind.value}'",
+                hint=f"use 'torch-{Backend(self.backend.kind).token}'",
             )
 
     def _check_binary(self) -> None:
@@ -429,8 +492,8 @@ class Variant:
         rules = (
             (
                 backend.kind in _VERSIONED and backend.version is None,
-                f"a binary variant needs a versioned {backend.kind.value} backend, "
-                f"got {backend.token!r}",
+                f"a binary variant needs a versioned {backend.kind.value} backend such as "
+                f"{_TOKEN_EXAMPLE[backend.kind]!r}, got the versionless {backend.kind.value!r}",
                 backend.kind,
             ),
             (
@@ -444,9 +507,9 @@ class Variant:
                 BackendKind.METAL,
             ),
             (
-                backend.kind is BackendKind.ROCM and os_ is not OS.LINUX,
-                f"the rocm backend is built only for linux, got {os_.value!r}",
-                BackendKind.ROCM,
+                backend.kind in _LINUX_ONLY and os_ is not OS.LINUX,
+                f"the {backend.kind.value} backend is built only for linux, got {os_.value!r}",
+                backend.kind,
             ),
         )
         for broken, message, example in rules:
@@ -463,7 +526,7 @@ class Variant:
 
     @property
     def noarch(self) -> bool:
-        """True for ``torch-universal`` and ``torch-{cpu,cuda,rocm,metal,xpu}``."""
+        """True for ``torch-universal`` and ``torch-{cpu,cuda,rocm,metal,xpu,neuron,tpu,npu}``."""
         return self.torch is None
 
     def torch_requirement(self) -> str:
@@ -502,7 +565,7 @@ class Variant:
     def name(self) -> str:
         """The Hub name, e.g. ``torch210-cxx11-cu130-x86_64-linux``; inverse of :meth:`parse`."""
         if self.torch is None:
-            return "torch-universal" if self.backend is None else f"torch-{self.backend.kind.value}"
+            return "torch-universal" if self.backend is None else f"torch-{self.backend.token}"
         assert self.backend is not None and self.arch is not None and self.os is not None
         head = f"torch-{_STABLE_PREFIX}" if self.stable_abi else "torch"
         parts = [head + self.torch.compact]
@@ -531,12 +594,12 @@ class Variant:
         if parts[0] == "torch":
             if len(parts) == 2 and parts[1] == _UNIVERSAL:
                 return cls(None, None, None, None, None)
-            if len(parts) == 2 and parts[1] in {kind.value for kind in BackendKind}:
-                return cls(None, Backend(BackendKind(parts[1])), None, None, None)
+            if len(parts) == 2 and parts[1] in _NOARCH_KINDS:
+                return cls(None, Backend(_NOARCH_KINDS[parts[1]]), None, None, None)
             if len(parts) < 3 or parts[1] != "stable" or not parts[2].startswith("abi"):
                 raise bad(
                     f"unknown noarch part {'-'.join(parts[1:])!r} (expected universal, "
-                    f"{_choices(BackendKind)}, or stable-abi{{MAJ}}{{MIN}})",
+                    f"{_noarch_choices()}, or stable-abi{{MAJ}}{{MIN}})",
                     "torch-cuda",
                 )
             stable = True
@@ -605,7 +668,7 @@ class Variant:
         """The PEP 440 local label, e.g. ``torch2.10.cu130.cxx11``; inverse of
         :meth:`from_local_version`."""
         if self.torch is None:
-            return _UNIVERSAL if self.backend is None else self.backend.kind.value
+            return _UNIVERSAL if self.backend is None else self.backend.token
         assert self.backend is not None
         parts = [f"torch{self.torch.major}", str(self.torch.minor)]
         if self.stable_abi:
@@ -651,14 +714,14 @@ class Variant:
         stable = False
         if text == _UNIVERSAL:
             pass
-        elif text in {kind.value for kind in BackendKind}:
-            backend = Backend(BackendKind(text))
+        elif text in _NOARCH_KINDS:
+            backend = Backend(_NOARCH_KINDS[text])
         else:
             match = _LOCAL.fullmatch(text) or _COMPACT_LOCAL.fullmatch(text)
             if match is None:
                 raise bad(
                     "expected torch{MAJ}.{MIN}[.stable].{backend}[.{cxxabi}], a noarch label "
-                    f"(universal, {_choices(BackendKind)}) or the legacy "
+                    f"(universal, {_noarch_choices()}) or the legacy "
                     "torch{MAJ}{MIN}{backend}[{cxxabi}]"
                 )
             groups = match.groupdict()

@@ -17,7 +17,8 @@ project (no ``[kernel.*]``) gets one noarch variant per backend (``torch-cuda``,
 or ``torch-universal`` when it names no backend.
 
 Facts that do not remove a variant (a toolchain that must come from the build image, a backend
-with no recipes) are returned as ``notes``.
+with no recipes, variants kernelwheel plans but does not compile: see :mod:`.toolchains`) are
+returned as ``notes``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..model.project import KernelProject, KernelSection
 from ..model.recipes import Recipes, VariantRecipe
 from ..model.variant import Arch, Backend, BackendKind, Variant
 from .selector import Selector
+from .toolchains import missing_toolchain, runner_for
 
 __all__ = ["MatrixPlan", "Rejection", "plan_matrix"]
 
@@ -155,20 +157,54 @@ def plan_matrix(
         if recipe.cuda is not None and recipe.cuda.source == "system":
             system_cuda.setdefault(recipe.cuda.version, []).append(variant.name)
 
-    notes: list[str] = []
-    covered = {v.backend.kind.value for v in recipes.variants() if v.backend is not None}
-    for backend in wanted:
-        if backend not in covered:
-            notes.append(
-                f"backend {backend}: the recipes have no {backend} builds, so none is planned "
-                f"(add a {backend} flavour to {recipes.origin}/torch.toml)"
-            )
+    notes = _backend_notes(wanted, recipes, selected)
     for version, names in system_cuda.items():
         notes.append(
             f"CUDA {version} toolchain is 'system': not installable from PyPI; "
             f"{len(names)} variant(s) need a CUDA {version} toolkit in the build image"
         )
     return MatrixPlan(tuple(selected), tuple(rejected), tuple(kernels), tuple(notes))
+
+
+# Backends PyTorch publishes no torch build of: kernel-builder builds them only as noarch variants.
+_VENDOR_TORCH = (BackendKind.NEURON, BackendKind.TPU, BackendKind.CANN)
+
+
+def _backend_notes(
+    wanted: tuple[str, ...], recipes: Recipes, selected: list[VariantRecipe]
+) -> list[str]:
+    """A note per backend of the project with no variant in the recipes, and per backend whose
+    planned variants kernelwheel does not compile (the runner they need)."""
+    notes: list[str] = []
+    covered = {v.backend.kind.value for v in recipes.variants() if v.backend is not None}
+    for backend in wanted:
+        if backend in covered:
+            continue
+        kind = BackendKind(backend)
+        if kind in _VENDOR_TORCH:
+            notes.append(
+                f"backend {backend}: its torch comes from the vendor's package, not PyTorch; "
+                f"kernel-builder builds it only as the noarch variant "
+                f"{Variant(None, Backend(kind), None, None, None).name}, so no compiled "
+                f"{backend} variant is planned"
+            )
+        else:
+            notes.append(
+                f"backend {backend}: the recipes have no {backend} builds, so none is planned "
+                f"(add a {backend} flavour to {recipes.origin}/torch.toml)"
+            )
+    elsewhere: dict[BackendKind, list[Variant]] = {}
+    for recipe in selected:
+        variant = recipe.variant
+        if missing_toolchain(variant) is not None and variant.backend is not None:
+            elsewhere.setdefault(variant.backend.kind, []).append(variant)
+    for kind, variants in elsewhere.items():
+        notes.append(
+            f"{len(variants)} {kind.value} variant(s) planned but not built by kernelwheel "
+            f"(no {kind.display_name} toolchain): build them on a runner labelled "
+            f"{runner_for(variants[0])}; matrix --json lists them under 'elsewhere'"
+        )
+    return notes
 
 
 def _plan_noarch(project: KernelProject, recipes: Recipes) -> MatrixPlan:

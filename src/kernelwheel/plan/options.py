@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .. import _interpreter
 from .._toml import read_toml
 from ..errors import ProjectError, UsageError
 from ..model.variant import Arch, LocalVersionStyle
@@ -229,6 +230,18 @@ def _path(raw: Any, fail: _Fail, base: Path) -> Path:
     return path if path.is_absolute() else base / path
 
 
+def _interpreter_path(raw: Any, fail: _Fail, base: Path) -> Path:
+    """``python``: a path, or a bare name looked up on PATH (``python3``), as pip and uv do."""
+    if isinstance(raw, Path):
+        return raw
+    if not isinstance(raw, str) or not raw.strip():
+        raise fail(f"expected an interpreter, got {raw!r}", "e.g. python3 or .venv/bin/python")
+    try:
+        return _interpreter.locate(raw.strip(), base)
+    except UsageError as exc:
+        raise fail(exc.message, exc.hint or "") from None
+
+
 def _jobs(raw: Any, fail: _Fail, base: Path) -> int | None:
     if isinstance(raw, str) and raw.strip().lower() == "auto":
         return None
@@ -378,7 +391,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("output_dir", _path),
     OptionDef("cache_dir", _path),
     OptionDef("jobs", _jobs),
-    OptionDef("python", _path),
+    OptionDef("python", _interpreter_path),
     OptionDef("cuda_home", _path),
     OptionDef("index_url", _url),
     OptionDef("find_links", _links),

@@ -19,6 +19,7 @@ from ..model.variant import Arch, BackendKind, Variant
 from .matrix import MatrixPlan, plan_matrix
 from .options import Options, resolve_options
 from .selector import Selector
+from .toolchains import require_a_backend_built_here
 
 __all__ = ["Planned", "default_variant", "plan_project", "resolve_version", "selected_recipes"]
 
@@ -47,13 +48,16 @@ def plan_project(
 
 
 def default_variant(recipes: Recipes, project: KernelProject) -> Variant:
-    """The newest torch in the recipes, its CUDA flavour (or cpu), for this machine's arch."""
+    """The newest torch in the recipes, its CUDA flavour (or cpu), for this machine's arch.
+
+    A project none of whose backends kernelwheel compiles (a Metal- or ROCm-only kernel) has no
+    default: :class:`~kernelwheel.errors.ToolchainError`, naming the runners they need."""
+    kinds = [BackendKind(b) for b in project.backends]
+    require_a_backend_built_here(project.name, kinds)
     arch = Arch.host()
-    wants_cuda = "cuda" in project.backends
+    wanted = BackendKind.CUDA if BackendKind.CUDA in kinds else BackendKind.CPU
     for variant in reversed(recipes.variants()):
-        if variant.arch is not arch or variant.backend is None:
-            continue
-        if (variant.backend.kind is BackendKind.CUDA) == wants_cuda:
+        if variant.arch is arch and variant.backend is not None and variant.backend.kind is wanted:
             return variant
     raise UsageError("the recipes have no variant for this machine", hint="pass --variant NAME")
 
@@ -68,6 +72,8 @@ def selected_recipes(planned: Planned, variants: Sequence[str] = ()) -> list[Var
         chosen = selector.select(planned.full.names, left_out=left_out)
         return [recipe for recipe in planned.full.selected if recipe.name in chosen]
     if not planned.options.selects_anything():
+        if planned.project.noarch:  # its noarch variants: nothing to pick for this machine
+            return list(planned.plan.selected)
         return [planned.recipes.recipe_for(default_variant(planned.recipes, planned.project))]
     return list(planned.plan.selected)
 

@@ -1,0 +1,142 @@
+"""Which variants kernelwheel compiles, and where the others must be built.
+
+kernelwheel compiles CPU and CUDA variants: their toolchains are the host compiler and nvcc
+(pinned PyPI wheels, or a CUDA image). The other backends kernel-builder knows (ROCm, XPU,
+Metal, Neuron, TPU, CANN) are planned and listed like any variant, each with the runner its
+toolchain needs, but a build of one stops before any environment is made, with a
+:class:`~kernelwheel.errors.ToolchainError` naming the backend and that runner; kernelwheel never
+writes a wheel it cannot really compile.
+
+A noarch variant (``torch-cuda``, ``torch-neuron``) compiles nothing, so it needs no toolchain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..errors import ToolchainError
+from ..model.variant import Arch, BackendKind, Variant
+
+__all__ = [
+    "BUILT_HERE",
+    "HOSTED_RUNNERS",
+    "backend_problem",
+    "missing_toolchain",
+    "require_a_backend_built_here",
+    "require_toolchain",
+    "require_toolchains",
+    "runner_for",
+    "skip_pattern",
+]
+
+# The backends kernelwheel compiles, on the GitHub-hosted runner of the variant's arch.
+BUILT_HERE = frozenset({BackendKind.CPU, BackendKind.CUDA})
+HOSTED_RUNNERS = {Arch.X86_64: "ubuntu-24.04", Arch.AARCH64: "ubuntu-24.04-arm"}
+# The runner the others need: a self-hosted runner label, to be registered (a placeholder).
+_RUNNER_LABEL = "self-hosted-{backend}"
+# The runner, in prose, where "a <backend> runner" would not do.
+_RUNNER_WORDS = {BackendKind.METAL: "a macOS (Metal) runner", BackendKind.XPU: "an XPU runner"}
+# A --skip glob that matches every binary variant of the backend, whatever its version.
+_SKIP = {
+    BackendKind.ROCM: "*-rocm*",
+    BackendKind.XPU: "*-xpu*",
+    BackendKind.CANN: "*-cann*",
+}
+
+
+def runner_for(variant: Variant) -> str:
+    """The GitHub Actions runner label the variant is built on: a hosted Ubuntu runner of its
+    arch for CPU/CUDA and noarch variants, else the placeholder ``self-hosted-<backend>``."""
+    kind = _compiled_kind(variant)
+    if kind is not None and kind not in BUILT_HERE:
+        return _runner_label(kind)
+    return HOSTED_RUNNERS.get(variant.arch or Arch.X86_64, HOSTED_RUNNERS[Arch.X86_64])
+
+
+def backend_problem(kind: BackendKind, what: str = "this variant") -> str | None:
+    """Why kernelwheel cannot compile ``kind`` here (``no ROCm toolchain: build <what> on a
+    ROCm runner (runner label self-hosted-rocm)``), or None when it can."""
+    if kind in BUILT_HERE:
+        return None
+    words = _RUNNER_WORDS.get(kind, f"a {kind.display_name} runner")
+    return (
+        f"no {kind.display_name} toolchain: build {what} on {words} "
+        f"(runner label {_runner_label(kind)})"
+    )
+
+
+def missing_toolchain(variant: Variant) -> str | None:
+    """Why kernelwheel cannot build ``variant`` here (one line), or None when it can."""
+    kind = _compiled_kind(variant)
+    return None if kind is None else backend_problem(kind)
+
+
+def skip_pattern(kind: BackendKind) -> str:
+    """A ``--skip`` glob that leaves out every binary variant of ``kind``."""
+    return _SKIP.get(kind, f"*-{kind.value}-*")
+
+
+def require_toolchain(variant: Variant) -> None:
+    """Raise :class:`ToolchainError` unless kernelwheel can compile ``variant``."""
+    require_toolchains([variant])
+
+
+def require_toolchains(variants: Iterable[Variant]) -> None:
+    """Raise one :class:`ToolchainError` naming every variant of ``variants`` that kernelwheel
+    cannot compile, grouped by backend, with the runner each needs and the ``--skip`` that
+    leaves them out."""
+    by_kind: dict[BackendKind, list[Variant]] = {}
+    for variant in variants:
+        kind = _compiled_kind(variant)
+        if missing_toolchain(variant) is not None and kind is not None:
+            by_kind.setdefault(kind, []).append(variant)
+    if not by_kind:
+        return
+    skips = " ".join(f"--skip '{skip_pattern(kind)}'" for kind in by_kind)
+    hint = (
+        f"kernelwheel compiles {_built_here()} variants only; leave these out with {skips} "
+        "(`kernelwheel matrix` lists every variant with the runner it needs)"
+    )
+    if len(by_kind) == 1 and sum(map(len, by_kind.values())) == 1:
+        ((_, (variant,)),) = by_kind.items()
+        raise ToolchainError(f"{variant.name}: {missing_toolchain(variant)}", hint=hint)
+    lines = [
+        f"  {backend_problem(kind, ', '.join(v.name for v in group))}"
+        for kind, group in by_kind.items()
+    ]
+    count = sum(len(group) for group in by_kind.values())
+    raise ToolchainError(
+        f"{count} selected variant(s) need a toolchain kernelwheel does not have:\n"
+        + "\n".join(lines),
+        hint=hint,
+    )
+
+
+def require_a_backend_built_here(project: str, backends: Iterable[BackendKind]) -> None:
+    """Raise :class:`ToolchainError` when none of a project's ``backends`` is one kernelwheel
+    compiles (a Metal- or ROCm-only kernel): there is nothing it can build, so no default."""
+    kinds = list(backends)
+    if any(kind in BUILT_HERE for kind in kinds):
+        return
+    reasons = [f"{kind.value}: {backend_problem(kind, 'its variants')}" for kind in kinds]
+    raise ToolchainError(
+        f"{project}: none of its backends ({', '.join(k.value for k in kinds)}) can be built "
+        "here:\n  " + "\n  ".join(reasons),
+        hint=f"kernelwheel compiles {_built_here()} variants only; `kernelwheel matrix` lists "
+        "this kernel's variants with the runner each needs",
+    )
+
+
+def _built_here() -> str:
+    return " and ".join(sorted(kind.display_name for kind in BUILT_HERE))
+
+
+def _runner_label(kind: BackendKind) -> str:
+    return _RUNNER_LABEL.format(backend=kind.value)
+
+
+def _compiled_kind(variant: Variant) -> BackendKind | None:
+    """The backend a binary variant compiles for; None for noarch variants."""
+    if variant.torch is None or variant.backend is None:
+        return None
+    return variant.backend.kind
