@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
@@ -32,12 +33,6 @@ from .._util import staged_file
 from ..errors import WheelError
 from .reader import dist_info_dir, escape_name
 from .record import format_record, record_hash
-
-try:  # packaging >= 24.2
-    from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
-except ImportError:  # pragma: no cover - older packaging: the licence stays free text
-    canonicalize_license_expression = None  # type: ignore[assignment]
-    InvalidLicenseExpression = ValueError  # type: ignore[assignment,misc]
 
 _DEFAULT_EPOCH = 315532800  # 1980-01-01T00:00:00Z, the earliest time a zip can hold
 _NAME_RE = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
@@ -134,7 +129,7 @@ def license_fields(license: str | None) -> tuple[str, str]:
     SPDX spelling (``apache-2.0`` -> ``Apache-2.0``) when it is one, else ``License`` with the
     text as given (whitespace collapsed)."""
     text = " ".join((license or "").split())
-    if canonicalize_license_expression is not None and text:
+    if text:
         try:
             return "License-Expression", str(canonicalize_license_expression(text))
         except InvalidLicenseExpression:
