@@ -12,6 +12,7 @@ from ..model.project import KernelProject
 from ..model.recipes import Recipes, VariantRecipe
 from ..model.variant import LocalVersionStyle, Variant
 from ..plan.options import Options, resolve_jobs
+from ..plan.versioning import GitState
 from .deps import HeaderPlan, plan_headers
 from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for
 
@@ -40,6 +41,7 @@ class BuildRequest:
     fatbin_compression: str = "default"  # nvcc --compress-mode (CUDA >= 12.8)
     cuda_capabilities: tuple[str, ...] | None = None  # replaces build.toml's and the recipe's
     headers: HeaderPlan = HeaderPlan()  # where the compiled kernels' depends come from
+    git: GitState | None = None  # the project's git state (the Hub export's provenance)
 
     @property
     def log(self) -> Path:
@@ -66,6 +68,8 @@ def request_for(
     options: Options,
     recipes: Recipes,
     deps: DependencyTable | None = None,
+    *,
+    git: GitState | None = None,
 ) -> BuildRequest:
     """The request to build ``recipe``'s variant of ``project`` as ``options`` say. ``deps``
     (default: read from the recipes folder) says what build.toml's ``depends`` names provide;
@@ -93,4 +97,5 @@ def request_for(
         fatbin_compression=options.fatbin_compression,
         cuda_capabilities=options.cuda_capabilities,
         headers=plan_headers(project, recipe.variant, table, options),
+        git=git,
     )
