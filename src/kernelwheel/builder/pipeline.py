@@ -41,6 +41,7 @@ from .envs import (
 )
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
+from .wheelmeta import project_metadata
 
 REQUESTED_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest stable ABI we target
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")
@@ -449,6 +450,8 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             summary=f"{project.name} PyTorch kernel ({variant.name}), built by kernelwheel",
             executables=frozenset({f"{project.package}/{namespace}.abi3.so"}),
         )
+        # Licence, its files, project URLs, the kernel card: builder.wheelmeta.
+        spec = project_metadata(project).apply(spec)
         # A raw wheel that auditwheel re-zips is stored, not deflated; it is the output only
         # without repair, or with best effort (kept as is when the repair fails).
         raw = write_wheel(
@@ -539,6 +542,7 @@ def build_and_export(
                 wheel.namespace,
                 hub_layout,
                 capabilities=wheel.capabilities,
+                git=req.git,
             )
             detail.append(str(folder))
     return wheel
