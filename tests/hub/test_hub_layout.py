@@ -97,6 +97,7 @@ def test_export_writes_flat_variant_and_replaces_old(tmp_path: Path) -> None:
     stale.write_text("old")
     folder = export_variant(wheel, project, CU130, "_img2gray_abc", root)
     assert folder == root / "build" / CU130.name
+    assert folder.stat().st_mode & 0o777 == 0o755
     assert sorted(p.name for p in folder.iterdir()) == [
         "__init__.py",
         "_img2gray_abc.abi3.so",

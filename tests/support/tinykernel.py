@@ -43,7 +43,7 @@ at::Tensor add_one_cpu(at::Tensor const& x);
 TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.def("add_one(Tensor x) -> Tensor");
 #if defined(CPU_KERNEL)
-  ops.impl("add_one", torch::kCPU, &add_one_cpu);
+  ops.impl("add_one", c10::DispatchKey::CPU, &add_one_cpu);
 #endif
 }
 

@@ -122,4 +122,5 @@ def export_variant(
             git=git,
         )
         (staging / METADATA_JSON).write_text(meta.to_json())
+        staging.chmod(0o755)  # a staging folder is private; the variant folder is not
         return replace_dir(staging, build / variant.name)
