@@ -27,6 +27,7 @@ __all__ = [
     "publish",
     "remove_stale_staging",
     "run_logged",
+    "run_output",
     "sha256_file",
     "staged_file",
     "staging_dir",
@@ -218,3 +219,23 @@ def run_checked(
     if code != 0:
         where = f" (log: {log})" if log else ""
         raise ToolchainError(f"failed to {what}: exit {code}{where}{tail}", hint=hint)
+
+
+def run_output(
+    cmd: Sequence[str | Path], *, cwd: Path | None = None, timeout: float = 60
+) -> str | None:
+    """The standard output of a command that only reports (``git rev-parse``), stripped; None
+    when it cannot start, fails or times out: the caller treats the fact as unknown."""
+    try:
+        proc = subprocess.run(
+            [str(c) for c in cmd],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            check=False,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired, UnicodeDecodeError):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None

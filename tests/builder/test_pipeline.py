@@ -1,8 +1,8 @@
-"""Pure pieces of the build pipeline: flags, tags, version resolution, environment checks."""
+"""Pure pieces of the build pipeline: flags, tags, environment checks (version resolution:
+tests/plan/test_versioning.py)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,12 +16,11 @@ from kernelwheel.builder.pipeline import (
     full_version,
 )
 from kernelwheel.builder.request import request_for
-from kernelwheel.errors import ProjectError, ToolchainError
+from kernelwheel.errors import ToolchainError
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import LocalVersionStyle, Variant
 from kernelwheel.plan.options import resolve_options
-from kernelwheel.plan.planning import resolve_version
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 
@@ -77,21 +76,6 @@ def test_request_for_carries_every_resolved_setting(tmp_path: Path) -> None:
     assert req.manylinux is None and req.jobs == 3 and req.recipes is recipes
     assert req.local_version_style is LocalVersionStyle.COMPACT
     assert pip_install_args(req.env_spec)[:1] == ["--no-index"]
-
-
-def test_version_sources(tmp_path: Path) -> None:
-    project_dir = tmp_path / "img2gray"
-    shutil.copytree(IMG2GRAY, project_dir, ignore=shutil.ignore_patterns("tests", "__pycache__"))
-    project = load_project(project_dir)
-    assert resolve_version(project, "9.9.9") == ("9.9.9", "--version")
-    assert resolve_version(project, None) == ("0.1.0", "build.toml general.version")
-    toml = project_dir / "build.toml"
-    toml.write_text(toml.read_text().replace('version = "0.1.0"\n', ""))
-    (project_dir / "VERSION").write_text("2.0.1\n")
-    assert resolve_version(load_project(project_dir), None)[0] == "2.0.1"
-    (project_dir / "VERSION").unlink()
-    with pytest.raises(ProjectError, match="--version"):
-        resolve_version(load_project(project_dir), None)
 
 
 def _env(torch: str, cuda: str | None, cxx11: bool = True) -> EnvInfo:

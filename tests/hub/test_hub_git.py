@@ -220,7 +220,7 @@ def test_flat_layout_with_metadata_on_a_major_branch(so_cache: Path, tmp_path: P
     contents = read_wheel(binary.wheel)
     md = contents.metadata
     assert md.get_all("Requires-Dist") == ["torch==2.14.*", "einops>=0.8"]
-    assert md["License"] == "apache-2.0"
+    assert md["License-Expression"] == "Apache-2.0"  # canonical SPDX spelling
     assert "img2gray/img2gray/__init__.py" not in contents.files  # the shim is left out
     assert "img2gray/metadata.json" not in contents.files
     assert {"img2gray/__init__.py", "img2gray/_ops.py"} <= set(contents.files)

@@ -225,11 +225,16 @@ def test_dependencies_table_belongs_to_lock_not_build(tmp_path: Path) -> None:
 
 
 def test_every_build_setting_has_all_three_layers(tmp_path: Path) -> None:
-    """Each build setting (but --only) is a TOML key, a KERNELWHEEL_* variable and a flag."""
+    """Each build setting (but --only) is a TOML key, a KERNELWHEEL_* variable and a flag.
+    ``version`` has no variable: KERNELWHEEL_VERSION is the name a CI would pin kernelwheel's
+    own version with, and it must not become every kernel's wheel version."""
     from kernelwheel.plan.options import OPTIONS
 
     for option in OPTIONS:
         if option.name == "only":
+            continue
+        if option.name == "version":
+            assert option.toml == "version" and option.env is None, option
             continue
         assert option.toml and option.env and option.env.startswith("KERNELWHEEL_"), option
     style = resolve_options(

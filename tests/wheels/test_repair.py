@@ -211,3 +211,37 @@ def test_aarch64_wheel_on_x86_64_host(tmp_path: Path) -> None:
     assert result.report.ok and result.report.arch == "aarch64"
     assert check_wheel(result.wheel, policy=None).ok
     lib.verify_record(result.wheel)
+
+
+def test_repair_keeps_licences_urls_description_and_kept_metadata(
+    built: dict[str, Path], find_libs: Path, tmp_path: Path
+) -> None:
+    """auditwheel unpacks and re-zips the wheel (here grafting a library too): the licence
+    files, the METADATA (2.4: License-Expression, License-File, Project-URL, description) and
+    other .dist-info files come out unchanged, listed in a RECORD that verifies."""
+    from packaging.tags import Tag
+
+    from kernelwheel.wheels import WheelSpec, read_wheel, write_wheel
+
+    spec = WheelSpec(
+        "pkg",
+        "0.1.0+torch2.14.cu130.cxx11",
+        Tag("cp310", "abi3", "linux_x86_64"),
+        {"pkg/__init__.py": b"", "pkg/_x.abi3.so": built["own-dep"].read_bytes()},
+        license="MIT",
+        license_files={"LICENSE": b"MIT licence\n", "COPYING": b"copying\n"},
+        project_urls=(("Upstream", "https://example.org/u.git"),),
+        description="# pkg\n\nFrom a card.\n",
+        dist_info_files={"hub/metadata.json": b"{}\n"},
+        executables=frozenset({"pkg/_x.abi3.so"}),
+    )
+    raw = write_wheel(spec, tmp_path / "raw", compress=False)
+    result = repair_wheel(raw, tmp_path / "out")
+    assert result.repaired and result.grafted
+    lib.verify_record(result.wheel)
+    before, after = read_wheel(raw), read_wheel(result.wheel)  # read_wheel verifies RECORD too
+    dist_info = "pkg-0.1.0+torch2.14.cu130.cxx11.dist-info"
+    for name in ("licenses/LICENSE", "licenses/COPYING", "hub/metadata.json", "METADATA"):
+        assert after.files[f"{dist_info}/{name}"] == before.files[f"{dist_info}/{name}"], name
+    assert after.metadata["License-Expression"] == "MIT"
+    assert after.metadata.get_all("License-File") == ["COPYING", "LICENSE"]

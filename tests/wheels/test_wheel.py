@@ -79,6 +79,14 @@ def test_byte_identical_and_source_date_epoch(
         ({"requires_dist": ("torch==",)}, "invalid requirement"),
         ({"files": {"../evil.py": b""}}, "escapes the wheel root"),
         ({"files": {"img2gray-0.1.0.dist-info/METADATA": b""}}, "generated metadata"),
+        ({"license_files": {"../LICENSE": b""}}, "licence file '../LICENSE'"),
+        ({"license_files": {"/LICENSE": b""}}, "escapes the wheel root"),
+        ({"dist_info_files": {"RECORD": b""}}, "generated metadata"),
+        ({"dist_info_files": {"licenses/LICENSE": b""}}, "generated metadata"),
+        ({"dist_info_files": {"hub/../../x.py": b""}}, "escapes the wheel root"),
+        ({"project_urls": (("Up, stream", "https://x"),)}, "invalid Project-URL"),
+        ({"project_urls": (("Upstream", "https://x\nName: evil"),)}, "invalid Project-URL"),
+        ({"project_urls": (("Upstream", ""),)}, "invalid Project-URL"),
     ],
 )
 def test_bad_input_is_refused_and_nothing_written(
@@ -151,3 +159,57 @@ def test_uncompressed_wheel_for_repair_holds_the_same_files(tmp_path: Path) -> N
         for name in za.namelist():
             assert za.read(name) == zb.read(name), name
     assert stored.stat().st_size > deflated.stat().st_size
+
+
+DESCRIPTION = "# img2gray\n\nFrom RGB to grey — fast.\n\nFrom here on, a line starting with From.\n"
+
+
+def test_licence_urls_and_description_reach_metadata_2_4(tmp_path: Path) -> None:
+    """License-Expression in its canonical SPDX spelling, a License-File per licence file (kept
+    under .dist-info/licenses/ and listed in RECORD), Project-URLs, and the Markdown
+    description as the body: packaging's strict core-metadata parser accepts all of it."""
+    from packaging.metadata import Metadata
+
+    spec = _spec(
+        license="apache-2.0 OR mit",
+        license_files={"LICENSE": b"Apache\n", "COPYING.LESSER": b"LGPL\n"},
+        project_urls=(("Upstream", "https://github.com/x/y.git"), ("Source", "https://h/z")),
+        description=DESCRIPTION,
+        dist_info_files={"hub/metadata.json": b"{}\n"},
+    )
+    path = write_wheel(spec, tmp_path)
+    contents = read_wheel(path)  # every file, licences included, matches RECORD
+    dist_info = "img2gray-0.1.0+torch2.14.cu130.cxx11.dist-info"
+    assert contents.files[f"{dist_info}/licenses/LICENSE"] == b"Apache\n"
+    assert contents.files[f"{dist_info}/licenses/COPYING.LESSER"] == b"LGPL\n"
+    assert contents.files[f"{dist_info}/hub/metadata.json"] == b"{}\n"
+    raw = contents.files[f"{dist_info}/METADATA"]
+    meta = Metadata.from_email(raw, validate=True)
+    assert meta.metadata_version == "2.4"
+    assert str(meta.license_expression) == "Apache-2.0 OR MIT"
+    assert meta.license is None
+    assert [str(f) for f in meta.license_files or []] == ["COPYING.LESSER", "LICENSE"]
+    assert meta.project_urls == {
+        "Upstream": "https://github.com/x/y.git",
+        "Source": "https://h/z",
+    }
+    assert meta.description_content_type == "text/markdown"
+    assert meta.description == DESCRIPTION  # "From " lines are not mangled
+    assert meta.requires_dist is not None and len(meta.requires_dist) == 2
+
+
+@pytest.mark.parametrize("text", ["other", "Apache 2.0 license"])
+def test_a_licence_that_is_no_spdx_expression_stays_free_text(
+    tmp_path: Path, text: str
+) -> None:
+    md = read_wheel(write_wheel(_spec(license=text), tmp_path)).metadata
+    assert md["License"] == text
+    assert md["License-Expression"] is None
+
+
+def test_no_licence_no_description_no_such_fields(tmp_path: Path) -> None:
+    md = read_wheel(write_wheel(_spec(), tmp_path)).metadata
+    for field in ("License", "License-Expression", "License-File", "Project-URL"):
+        assert md[field] is None, field
+    assert md["Description-Content-Type"] is None
+    assert md.get_payload() == ""

@@ -43,6 +43,7 @@ from .envs import (
 )
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
+from .wheelmeta import project_metadata
 
 _WORKER = Path(__file__).with_name("_compile_worker.py")
 
@@ -360,6 +361,8 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             summary=f"{project.name} PyTorch kernel ({variant.name}), built by kernelwheel",
             executables=frozenset({f"{project.package}/{namespace}.abi3.so"}),
         )
+        # Licence, its files, project URLs, the kernel card: builder.wheelmeta.
+        spec = project_metadata(project).apply(spec)
         # A raw wheel that auditwheel re-zips is stored, not deflated; it is the output only
         # without repair, or with best effort (kept as is when the repair fails).
         raw = write_wheel(
@@ -460,6 +463,7 @@ def build_and_export(
                 wheel.namespace,
                 hub_layout,
                 capabilities=wheel.capabilities,
+                git=req.git,
             )
             detail.append(str(folder))
     return wheel

@@ -13,6 +13,7 @@ from ..model.recipes import Recipes, VariantRecipe
 from ..model.variant import LocalVersionStyle, Variant
 from ..plan.options import Options, resolve_jobs
 from ..plan.toolchains import require_toolchain
+from ..plan.versioning import GitState
 from .deps import HeaderPlan, plan_headers
 from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for
 
@@ -43,6 +44,7 @@ class BuildRequest:
     headers: HeaderPlan = HeaderPlan()  # where the compiled kernels' depends come from
     with_cpu_kernels: bool = False  # GPU variants also compile the cpu kernels (docs/compile.md)
     nvcc_threads: int | None = None  # None: one per capability of the widest kernel
+    git: GitState | None = None  # the project's git state (the Hub export's provenance)
 
     @property
     def log(self) -> Path:
@@ -69,6 +71,8 @@ def request_for(
     options: Options,
     recipes: Recipes,
     deps: DependencyTable | None = None,
+    *,
+    git: GitState | None = None,
 ) -> BuildRequest:
     """The request to build ``recipe``'s variant of ``project`` as ``options`` say. A variant
     kernelwheel does not compile (ROCm, XPU, Metal...) is a
@@ -101,4 +105,5 @@ def request_for(
         headers=plan_headers(project, recipe.variant, table, options),
         with_cpu_kernels=options.with_cpu_kernels,
         nvcc_threads=options.nvcc_threads,
+        git=git,
     )

@@ -13,8 +13,9 @@ from .._util import sha256_file
 from ..builder.pipeline import build_and_export
 from ..builder.request import request_for
 from ..errors import KernelwheelError, ProjectError
-from ..plan.planning import plan_project, resolve_version, selected_recipes
+from ..plan.planning import plan_project, selected_recipes, wheel_version
 from ..plan.toolchains import require_toolchains
+from ..plan.versioning import read_git_state
 from ._args import (
     add_build_arguments,
     add_json_argument,
@@ -57,8 +58,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("path", type=Path, help="the kernel project folder (holding build.toml)")
     p.add_argument(
         "--version",
-        help="the wheel version before the local part; default: build.toml general.version, "
-        "then a VERSION file beside build.toml",
+        help="the wheel version before the local part, X.Y.Z with X = build.toml's integer "
+        "general.version (the API major); default: [tool.kernelwheel] version, a VERSION file "
+        "beside build.toml, a git tag vX.Y.Z on HEAD, else X.0.0 (docs/versions.md)",
     )
     add_variant_argument(
         p,
@@ -187,12 +189,16 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             hint="add a [kernel.<id>] section, or package the Python files with a normal build",
         )
     require_toolchains(recipe.variant for recipe in recipes)  # before any environment is made
-    version, source = resolve_version(project, args.version)
-    ui.info("", f"{project.name} {version} (version from {source}); {len(recipes)} variant(s)")
+    git = read_git_state(project.root)
+    resolved = wheel_version(planned, git)
+    version = resolved.version
+    ui.info(
+        "", f"{project.name} {version} (version from {resolved.source}); {len(recipes)} variant(s)"
+    )
     # Every request first: a dependency that cannot be provided stops the run before anything
     # is compiled.
     requests = [
-        request_for(project, recipe, version, options, planned.recipes, planned.deps)
+        request_for(project, recipe, version, options, planned.recipes, planned.deps, git=git)
         for recipe in recipes
     ]
     outcomes: list[Outcome] = []

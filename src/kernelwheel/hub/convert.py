@@ -3,7 +3,10 @@
 The wheel is ``{name}-{version}+{local}-cp39-abi3-{platform}.whl`` for binary variants and
 ``…-py3-none-any.whl`` for noarch ones, with ``Variant.local_version`` as the local part (the
 formatter ``kernelwheel build`` uses), ``Requires-Dist`` on the variant's torch plus the
-``python-depends`` of metadata.json, and Summary/License from metadata.json where it has them.
+``python-depends`` of metadata.json, and from metadata.json where it has them: Summary,
+License-Expression (License when it is no SPDX expression) and Project-URLs (Upstream, Source).
+A metadata.json with a digest must list every packaged file with its hash; metadata.json and
+its signature are kept unchanged in the wheel's ``.dist-info/hub/``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ..model.variant import LocalVersionStyle, Variant
 from ..wheels import WheelSpec
 from .guard import guard_files
 from .layout import KernelMetadata, VariantPlan, package_name, plan
+from .metadata import METADATA_JSON, METADATA_SIGSTORE
 from .revision import RequestKind, Resolution
 from .safety import verify
 from .source import BUILD_DIR, FileReader, RepoFile
@@ -29,6 +33,7 @@ __all__ = ["PreparedWheel", "prepare_wheel", "wheel_tag"]
 ABI3_INTERPRETER = "cp39"  # the stable ABI floor Hub builds target (Py_LIMITED_API=0x03090000)
 REQUIRES_PYTHON = ">=3.9"
 _NATIVE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
+HUB_DIST_INFO = "hub"  # .dist-info/hub/: metadata.json and its signature, as the repo has them
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,13 @@ def _base_version(resolution: Resolution, metadata: KernelMetadata | None, notes
     return version
 
 
+def _project_urls(metadata: KernelMetadata | None) -> tuple[tuple[str, str], ...]:
+    if metadata is None:
+        return ()
+    pairs = (("Upstream", metadata.upstream), ("Source", metadata.source))
+    return tuple((label, url) for label, url in pairs if url)
+
+
 def prepare_wheel(
     variant: Variant,
     files: Sequence[RepoFile],
@@ -88,12 +100,14 @@ def prepare_wheel(
     by_inner = {f.inner: f for f in files}
     notes: list[str] = []
     metadata: KernelMetadata | None = None
-    if "metadata.json" in by_inner:
-        data, _ = _read(reader, by_inner["metadata.json"], where)
+    kept: dict[str, bytes] = {}  # metadata.json and its signature, for .dist-info/hub/
+    if METADATA_JSON in by_inner:
+        data, _ = _read(reader, by_inner[METADATA_JSON], where)
         try:
-            metadata = KernelMetadata.parse(data, where=f"{folder}/metadata.json")
+            metadata = KernelMetadata.parse(data, where=f"{folder}/{METADATA_JSON}")
         except HubError as exc:
             raise Unconvertible(str(exc)) from None
+        kept[f"{HUB_DIST_INFO}/{METADATA_JSON}"] = data
     if name is not None:  # --name: above metadata.json, the content and the repo name
         metadata = dataclasses.replace(metadata or KernelMetadata(), name=name)
     try:
@@ -104,6 +118,20 @@ def prepare_wheel(
         raise Unconvertible(str(exc)) from None
     read = {arc: _read(reader, by_inner[inner], where) for inner, arc in layout.files}
     contents = {arc: data for arc, (data, _) in read.items()}
+    if metadata is not None and metadata.digest is not None:
+        for inner, arc in layout.files:
+            problem = metadata.digest.problem(inner, contents[arc])
+            if problem is not None:
+                raise Unconvertible(
+                    f"{folder}: {problem}: the folder does not hold the files the kernel was "
+                    "built with"
+                )
+    if layout.signature_path is not None and kept:
+        signature, _ = _read(reader, by_inner[layout.signature_path], where)
+        kept[f"{HUB_DIST_INFO}/{METADATA_SIGSTORE}"] = signature
+    if metadata is not None and metadata.kernel_depends:
+        kernels = ", ".join(d.describe() for d in metadata.kernel_depends)
+        notes.append(f"needs the Hub kernels {kernels}: no wheel requirement can say so")
 
     dist = (metadata.name if metadata and metadata.name else None) or (
         repo_name if package_name(repo_name) == layout.package else layout.package
@@ -124,6 +152,8 @@ def prepare_wheel(
         or f"{dist} PyTorch kernel ({variant.name}) from {repo_name} at commit "
         f"{resolution.commit[:12]}, converted by kernelwheel",
         license=metadata.license if metadata else None,
+        project_urls=_project_urls(metadata),
+        dist_info_files=kept,
         executables=frozenset(a for a in contents if a.endswith(_NATIVE_SUFFIXES)),
         # Each file was hashed to verify it: RECORD reuses the digests of the bytes left as read
         # (not those the guard rewrote).

@@ -1,39 +1,86 @@
 """Export built variants as a Hub kernel repository tree (``build/<variant>/...``).
 
 The flat layout of current kernel-builder output: the package's files directly in
-``build/<variant>/`` beside a ``metadata.json`` that the ``kernels`` library reads (id = the
-build's op namespace, name, major version, license, python-depends, backend). The tree is what
-``kernelwheel to-wheel`` converts back into wheels, and what ``kernels.get_local_kernel`` loads.
+``build/<variant>/`` beside a ``metadata.json`` in the form the ``kernels`` library reads
+(hub/metadata.py): id = the build's op namespace, name, the API major as an integer version,
+license, upstream/source, python-depends in kernel-builder's names, kernel-depends, backend, the
+digest of every file and the provenance (kernelwheel's version, the project's git commit and
+whether it was dirty). The tree is what ``kernelwheel to-wheel`` converts back into wheels, and
+what ``kernels`` loads (``get_local_kernel``, or ``LOCAL_KERNELS=org/name=<tree>``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
-from packaging.version import Version
-
+from .. import __version__
 from .._util import replace_dir, staging_dir
+from ..errors import HubError
 from ..model.project import KernelProject
+from ..model.python_depends import load_python_depends
 from ..model.variant import Variant
+from ..plan.versioning import GitState
 from ..wheels import read_wheel
-from .metadata import METADATA_JSON, KernelMetadata
+from .metadata import METADATA_JSON, Digest, GitStatus, KernelDepend, KernelMetadata, Provenance
+
+__all__ = ["NO_LICENSE", "export_variant", "kernel_metadata", "kernel_builder_names"]
 
 # SPDX's word for "no license information was given" (metadata.json requires a string).
 NO_LICENSE = "NOASSERTION"
 
 
+def kernel_builder_names(requirements: tuple[str, ...], backend: str) -> tuple[str, ...]:
+    """kernel-builder's ``python-depends`` names for the requirements of a build (the reverse of
+    model.python_depends). ``kernels`` checks only names it knows: a requirement no name stands
+    for (kernelwheel's PEP 508 extension) stays in the wheel's Requires-Dist, not here."""
+    table = load_python_depends()
+    names: list[str] = []
+    for scope in (None, backend):
+        for name in table.names_for(scope):
+            needs = table.requirements(name, scope) or ()
+            if needs and all(r in requirements for r in needs) and name not in names:
+                names.append(name)
+    return tuple(names)
+
+
 def kernel_metadata(
-    project: KernelProject, variant: Variant, namespace: str, capabilities: tuple[str, ...]
+    project: KernelProject,
+    variant: Variant,
+    namespace: str,
+    capabilities: tuple[str, ...],
+    *,
+    major: int,
+    files: Mapping[str, bytes] | None = None,
+    git: GitState | None = None,
 ) -> KernelMetadata:
-    version = Version(project.version) if project.version else None
+    """metadata.json for one exported variant; ``files`` (path in the variant folder -> bytes)
+    give the digest, ``git`` the kernel's provenance."""
+    if variant.backend is None:
+        raise HubError(
+            f"{variant.name}: a noarch variant has no backend for metadata.json",
+            hint="export binary variants",
+        )
+    backend = variant.backend.kind.value
     return KernelMetadata(
         id=namespace,
         name=project.name,
-        version=str(version.major if version else 1),
-        license=NO_LICENSE,
-        python_depends=tuple(project.python_depends),
-        backend=variant.backend.kind.value if variant.backend is not None else "universal",
+        version=str(major),
+        license=project.license or NO_LICENSE,
+        upstream=project.upstream,
+        source=project.source,
+        python_depends=kernel_builder_names(project.python_depends_for(backend), backend),
+        kernel_depends=tuple(
+            KernelDepend(d.repo_id, d.version, d.revision)
+            for d in project.kernel_depends_for(backend)
+        ),
+        backend=backend,
         archs=tuple(c.removesuffix("+PTX") for c in capabilities),
+        digest=Digest.of(files) if files is not None else None,
+        provenance=Provenance(
+            builder_version=f"kernelwheel {__version__}",
+            kernel=GitStatus(git.commit, git.dirty) if git is not None else None,
+        ),
     )
 
 
@@ -45,22 +92,35 @@ def export_variant(
     root: Path,
     *,
     capabilities: tuple[str, ...] = (),
+    git: GitState | None = None,
 ) -> Path:
     """Write ``root/build/<variant>/`` from the package files of ``wheel``; replaces an older
     export of the same variant atomically. Returns the variant folder."""
     contents = read_wheel(wheel)
     prefix = f"{project.package}/"
+    files = {
+        name[len(prefix) :]: data
+        for name, data in contents.files.items()
+        if name.startswith(prefix)  # not the dist-info
+    }
     build = root / "build"
     build.mkdir(parents=True, exist_ok=True)
     with staging_dir(build, "export") as staging:
-        for name, data in contents.files.items():
-            if not name.startswith(prefix):
-                continue  # dist-info
-            dest = staging / name[len(prefix) :]
+        for name, data in files.items():
+            dest = staging / name
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
             if dest.suffix == ".so":
                 dest.chmod(0o755)
-        meta = kernel_metadata(project, variant, namespace, capabilities)
+        meta = kernel_metadata(
+            project,
+            variant,
+            namespace,
+            capabilities,
+            major=contents.version.major,
+            files=files,
+            git=git,
+        )
         (staging / METADATA_JSON).write_text(meta.to_json())
+        staging.chmod(0o755)  # a staging folder is private; the variant folder is not
         return replace_dir(staging, build / variant.name)

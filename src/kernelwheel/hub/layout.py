@@ -7,8 +7,9 @@ variant becomes").
   (which loads the variant folder for older ``kernels`` releases) has no meaning inside a wheel
   and is left out.
 
-``metadata.json`` (either layout) is read into the wheel's METADATA, not packaged. Bytecode is
-left out. Planning works on paths only; every left-out path is recorded with its reason.
+``metadata.json`` (either layout) is read into the wheel's METADATA, not packaged; it and its
+signature ``metadata.json.sigstore`` are kept as they are in the wheel's ``.dist-info/hub/``.
+Bytecode is left out. Planning works on paths only; every left-out path is recorded with its reason.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from enum import Enum
 
 from ..errors import HubError
 from ..model.project import is_package_name, package_name
-from .metadata import METADATA_JSON, KernelMetadata
+from .metadata import METADATA_JSON, METADATA_SIGSTORE, KernelMetadata
 
 __all__ = ["METADATA_JSON", "KernelMetadata", "Layout", "VariantPlan", "package_name", "plan"]
 
@@ -42,6 +43,12 @@ class VariantPlan:
     files: tuple[tuple[str, str], ...]  # (path inside the variant folder, archive path)
     left_out: tuple[tuple[str, str], ...]  # (path inside the variant folder, why)
     metadata_path: str | None  # inside the variant folder, when there is one
+
+    @property
+    def signature_path(self) -> str | None:
+        """metadata.json's detached signature, when the folder has one."""
+        kept = {path for path, _ in self.left_out}
+        return METADATA_SIGSTORE if METADATA_SIGSTORE in kept else None
 
 
 def _bytecode(path: str) -> bool:
@@ -85,6 +92,8 @@ class _Folder:
         for path in sorted(self.paths):
             if path == self.meta_path:
                 left_out.append((path, "read into the wheel's METADATA"))
+            elif path == METADATA_SIGSTORE:
+                left_out.append((path, f"signature of {METADATA_JSON}, kept beside it"))
             elif _bytecode(path):
                 left_out.append((path, "compiled bytecode"))
             else:

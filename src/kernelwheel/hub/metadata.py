@@ -1,44 +1,168 @@
 """``metadata.json`` of a Hub kernel variant folder: one type, read by to-wheel (into the wheel's
-METADATA) and written by the Hub-layout export (for the ``kernels`` library)."""
+METADATA) and written by the Hub-layout export (for the ``kernels`` library).
+
+The current form (kernels-data's ``Metadata``): ``name``, ``id``, ``version`` (the API major, an
+integer), ``license``, ``upstream``, ``source``, ``python-depends`` (kernel-builder's names),
+``kernel-depends`` (``{repo-id, version | revision}``), ``backend {type, archs}``, ``digest
+{algorithm, files}`` (base64 hashes of every file of the folder but metadata.json, its
+signature and bytecode) and ``provenance {kernel-builder {version, commit, dirty}, kernel
+{commit, dirty}}``. Older files carry less (``python-depends`` alone, a string version); every
+field is optional when reading. Unknown keys are ignored, as ``kernels`` ignores them.
+"""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from ..errors import HubError
 
-__all__ = ["METADATA_JSON", "KernelMetadata"]
+__all__ = [
+    "METADATA_JSON",
+    "METADATA_SIGSTORE",
+    "Digest",
+    "GitStatus",
+    "KernelDepend",
+    "KernelMetadata",
+    "Provenance",
+]
 
 METADATA_JSON = "metadata.json"
+METADATA_SIGSTORE = "metadata.json.sigstore"  # a detached signature of metadata.json
+DIGEST_ALGORITHMS = ("sha256", "sha512")
+_OID = re.compile(r"^(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$")
+
+
+@dataclass(frozen=True)
+class KernelDepend:
+    """One ``kernel-depends`` entry: a Hub kernel at an API major or at a git revision."""
+
+    repo_id: str
+    version: int | None = None
+    revision: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"repo-id": self.repo_id}
+        if self.version is not None:
+            out["version"] = self.version
+        else:
+            out["revision"] = self.revision
+        return out
+
+    def describe(self) -> str:
+        at = f"version {self.version}" if self.version is not None else f"revision {self.revision}"
+        return f"{self.repo_id} ({at})"
+
+
+@dataclass(frozen=True)
+class GitStatus:
+    commit: str  # 40 or 64 lowercase hex digits
+    dirty: bool
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Who built the variant (``kernel-builder``, or kernelwheel in its place) from which
+    commit of the kernel."""
+
+    builder_version: str
+    builder_git: GitStatus | None = None
+    kernel: GitStatus | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        builder: dict[str, object] = {"version": self.builder_version}
+        if self.builder_git is not None:
+            builder.update(commit=self.builder_git.commit, dirty=self.builder_git.dirty)
+        out: dict[str, object] = {"kernel-builder": builder}
+        if self.kernel is not None:
+            out["kernel"] = {"commit": self.kernel.commit, "dirty": self.kernel.dirty}
+        return out
+
+
+def _excluded(path: str) -> bool:
+    """Files a digest leaves out: metadata.json and its signature (top level only), bytecode."""
+    parts = path.split("/")
+    return (
+        (len(parts) == 1 and path in (METADATA_JSON, METADATA_SIGSTORE))
+        or "__pycache__" in parts
+        or path.endswith(".pyc")
+    )
+
+
+@dataclass(frozen=True)
+class Digest:
+    """Hashes of a variant folder's files (path inside the folder -> standard base64)."""
+
+    algorithm: str
+    files: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, files: Mapping[str, bytes], algorithm: str = "sha256") -> Digest:
+        """The digest ``kernels`` computes of a folder holding ``files``."""
+        hashes = [(p, _hash(algorithm, data)) for p, data in files.items() if not _excluded(p)]
+        return cls(algorithm, tuple(sorted(hashes)))
+
+    def problem(self, path: str, data: bytes) -> str | None:
+        """Why ``data`` (the file at ``path`` in the folder) does not match, or None."""
+        expected = dict(self.files).get(path)
+        if expected is None:
+            return f"{path} is not in metadata.json's digest"
+        if _hash(self.algorithm, data) != expected:
+            return f"{path} does not match its {self.algorithm} in metadata.json's digest"
+        return None
+
+    def to_dict(self) -> dict[str, object]:
+        return {"algorithm": self.algorithm, "files": dict(self.files)}
+
+
+def _hash(algorithm: str, data: bytes) -> str:
+    return base64.b64encode(hashlib.new(algorithm, data).digest()).decode()
 
 
 @dataclass(frozen=True)
 class KernelMetadata:
-    """The fields of ``metadata.json`` that reach the wheel. All optional: older files carry
-    only ``python-depends``."""
+    """The fields of ``metadata.json``. All optional: older files carry only
+    ``python-depends``."""
 
     name: str | None = None
-    version: str | None = None
+    version: str | None = None  # the API major ("1"); older files: a full version
     license: str | None = None
     summary: str | None = None
     python_depends: tuple[str, ...] = ()
     id: str | None = None  # the ops namespace of the build
-    backend: str | None = None  # "cuda", "cpu", ... or "universal"
+    backend: str | None = None  # "cuda", "cpu", ...
     archs: tuple[str, ...] = ()  # CUDA capabilities, e.g. ("8.0", "9.0")
+    upstream: str | None = None  # git URL of the project the kernel comes from
+    source: str | None = None  # git URL of the kernel-builder project
+    kernel_depends: tuple[KernelDepend, ...] = ()
+    digest: Digest | None = None
+    provenance: Provenance | None = field(default=None)
 
     def to_json(self) -> str:
-        """The file as the ``kernels`` library reads it (keys sorted, the version an integer
-        where it is one, as in kernel-builder's output)."""
-        data: dict[str, object] = {"python-depends": list(self.python_depends)}
-        for key, value in (("id", self.id), ("name", self.name), ("license", self.license)):
+        """The file as the ``kernels`` library reads it, keys in kernel-builder's order, the
+        version an integer where it is one."""
+        data: dict[str, object] = {}
+        for key, value in (("name", self.name), ("id", self.id)):
             if value is not None:
                 data[key] = value
         if self.version is not None:
             data["version"] = int(self.version) if self.version.isdigit() else self.version
+        for key, value in (
+            ("license", self.license),
+            ("upstream", self.upstream),
+            ("source", self.source),
+        ):
+            if value is not None:
+                data[key] = value
+        data["python-depends"] = list(self.python_depends)
+        data["kernel-depends"] = [d.to_dict() for d in self.kernel_depends]
         if self.summary is not None:
             data["summary"] = self.summary
         if self.backend is not None:
@@ -46,67 +170,178 @@ class KernelMetadata:
             if self.archs:
                 backend["archs"] = list(self.archs)
             data["backend"] = backend
-        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+        if self.digest is not None:
+            data["digest"] = self.digest.to_dict()
+        if self.provenance is not None:
+            data["provenance"] = self.provenance.to_dict()
+        return json.dumps(data, indent=2) + "\n"
 
     @classmethod
     def parse(cls, data: bytes, *, where: str) -> KernelMetadata:
-        try:
-            raw = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise HubError(
-                f"{where}: not valid JSON ({exc})", hint="fix metadata.json in the repo"
-            ) from None
-        except RecursionError:
-            raise HubError(
-                f"{where}: nested too deeply to read (arrays or objects inside each other "
-                "thousands of levels deep)",
-                hint="fix metadata.json in the repo: it holds a flat object of strings and lists",
-            ) from None
-        if not isinstance(raw, dict):
-            raise HubError(
-                f"{where}: expected a JSON object, got {type(raw).__name__}",
-                hint='e.g. {"python-depends": []}',
+        raw = _load(data, where)
+        read = _Fields(raw, where)
+        backend = raw.get("backend")
+        kind = backend.get("type") if isinstance(backend, dict) else None
+        archs = backend.get("archs") if isinstance(backend, dict) else None
+        return cls(
+            name=read.text("name"),
+            version=read.text("version"),
+            license=_license(raw.get("license"), where),
+            summary=read.text("summary") or read.text("description"),
+            python_depends=read.python_depends(),
+            id=read.text("id"),
+            backend=kind if isinstance(kind, str) else None,
+            archs=tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else (),
+            upstream=read.text("upstream"),
+            source=read.text("source"),
+            kernel_depends=read.kernel_depends(),
+            digest=read.digest(),
+            provenance=read.provenance(),
+        )
+
+
+def _load(data: bytes, where: str) -> dict[str, Any]:
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise HubError(
+            f"{where}: not valid JSON ({exc})", hint="fix metadata.json in the repo"
+        ) from None
+    except RecursionError:
+        raise HubError(
+            f"{where}: nested too deeply to read (arrays or objects inside each other "
+            "thousands of levels deep)",
+            hint="fix metadata.json in the repo: it holds a flat object of strings and lists",
+        ) from None
+    if not isinstance(raw, dict):
+        raise HubError(
+            f"{where}: expected a JSON object, got {type(raw).__name__}",
+            hint='e.g. {"python-depends": []}',
+        )
+    return raw
+
+
+class _Fields:
+    """Typed reads of one metadata.json object; each error names the field and the fix."""
+
+    def __init__(self, raw: dict[str, Any], where: str) -> None:
+        self.raw = raw
+        self.where = where
+
+    def error(self, key: str, message: str, hint: str) -> HubError:
+        return HubError(f"{self.where}: field {key!r} {message}", hint=hint)
+
+    def text(self, key: str) -> str | None:
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise self.error(
+                key, f"must be a string, got {value!r}", f"fix {key!r} in metadata.json"
             )
+        return str(value).strip() or None
 
-        def text(key: str) -> str | None:
-            value = raw.get(key)
-            if value is None:
-                return None
-            if isinstance(value, bool) or not isinstance(value, (str, int)):
-                raise HubError(
-                    f"{where}: field {key!r} must be a string, got {value!r}",
-                    hint=f"fix {key!r} in metadata.json",
-                )
-            return str(value).strip() or None
-
-        depends = raw.get("python-depends", [])
+    def python_depends(self) -> tuple[str, ...]:
+        depends = self.raw.get("python-depends", [])
         if not isinstance(depends, list) or not all(isinstance(d, str) for d in depends):
-            raise HubError(
-                f"{where}: field 'python-depends' must be a list of strings, got {depends!r}",
-                hint='e.g. "python-depends": ["einops"]',
+            raise self.error(
+                "python-depends",
+                f"must be a list of strings, got {depends!r}",
+                'e.g. "python-depends": ["einops"]',
             )
         for dep in depends:
             try:
                 Requirement(dep)
             except InvalidRequirement as exc:
-                raise HubError(
-                    f"{where}: field 'python-depends' has {dep!r}, which is not a pip "
-                    f"requirement ({exc})",
-                    hint="use PEP 508 requirements such as 'einops' or 'einops>=0.8'",
+                raise self.error(
+                    "python-depends",
+                    f"has {dep!r}, which is not a pip requirement ({exc})",
+                    "use PEP 508 requirements such as 'einops' or 'einops>=0.8'",
                 ) from None
-        backend = raw.get("backend")
-        kind = backend.get("type") if isinstance(backend, dict) else None
-        archs = backend.get("archs") if isinstance(backend, dict) else None
-        return cls(
-            name=text("name"),
-            version=text("version"),
-            license=_license(raw.get("license"), where),
-            summary=text("summary") or text("description"),
-            python_depends=tuple(depends),
-            id=text("id"),
-            backend=kind if isinstance(kind, str) else None,
-            archs=tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else (),
+        return tuple(depends)
+
+    def kernel_depends(self) -> tuple[KernelDepend, ...]:
+        entries = self.raw.get("kernel-depends", [])
+        hint = 'e.g. "kernel-depends": [{"repo-id": "kernels-community/relu", "version": 1}]'
+        if not isinstance(entries, list):
+            raise self.error("kernel-depends", f"must be a list, got {entries!r}", hint)
+        out: list[KernelDepend] = []
+        for entry in entries:
+            repo_id = entry.get("repo-id") if isinstance(entry, dict) else None
+            version = entry.get("version") if isinstance(entry, dict) else None
+            revision = entry.get("revision") if isinstance(entry, dict) else None
+            ok_version = isinstance(version, int) and not isinstance(version, bool) and version >= 0
+            if (
+                not isinstance(repo_id, str)
+                or (version is None) == (revision is None)
+                or (version is not None and not ok_version)
+                or (revision is not None and not isinstance(revision, str))
+            ):
+                raise self.error(
+                    "kernel-depends",
+                    f"has {entry!r}: each entry is a repo-id with either an integer version "
+                    "or a revision string",
+                    hint,
+                )
+            out.append(KernelDepend(repo_id, version, revision))
+        return tuple(out)
+
+    def digest(self) -> Digest | None:
+        value = self.raw.get("digest")
+        if value is None:
+            return None
+        hint = 'e.g. "digest": {"algorithm": "sha256", "files": {"_ops.py": "<base64>"}}'
+        algorithm = value.get("algorithm") if isinstance(value, dict) else None
+        files = value.get("files") if isinstance(value, dict) else None
+        if algorithm not in DIGEST_ALGORITHMS:
+            raise self.error(
+                "digest",
+                f"has algorithm {algorithm!r}; kernels knows {', '.join(DIGEST_ALGORITHMS)}",
+                hint,
+            )
+        if not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+        ):
+            raise self.error("digest", "needs 'files': an object of path -> base64 hash", hint)
+        return Digest(str(algorithm), tuple(sorted(files.items())))
+
+    def provenance(self) -> Provenance | None:
+        value = self.raw.get("provenance")
+        if value is None:
+            return None
+        hint = (
+            'e.g. "provenance": {"kernel-builder": {"version": "0.17.0"}, '
+            '"kernel": {"commit": "<40 hex digits>", "dirty": false}}'
         )
+        builder = value.get("kernel-builder") if isinstance(value, dict) else None
+        version = builder.get("version") if isinstance(builder, dict) else None
+        if not isinstance(version, str):
+            raise self.error("provenance", "needs 'kernel-builder': {'version': ...}", hint)
+        kernel = value.get("kernel")
+        return Provenance(
+            builder_version=version,
+            builder_git=self.git(builder, "kernel-builder", optional=True, hint=hint),
+            kernel=None if kernel is None else self.git(kernel, "kernel", hint=hint),
+        )
+
+    def git(
+        self, value: Any, what: str, *, hint: str, optional: bool = False
+    ) -> GitStatus | None:
+        """A ``{commit, dirty}`` pair (``sha`` is the older spelling of ``commit``)."""
+        if not isinstance(value, dict):
+            raise self.error("provenance", f"has {what} {value!r}, not an object", hint)
+        commit = value.get("commit", value.get("sha"))
+        dirty = value.get("dirty")
+        if commit is None and dirty is None and optional:
+            return None
+        if not isinstance(commit, str) or not _OID.match(commit) or not isinstance(dirty, bool):
+            raise self.error(
+                "provenance",
+                f"has {what} {{commit: {commit!r}, dirty: {dirty!r}}}: a full commit id "
+                "(40 or 64 hex digits) and a boolean go together",
+                hint,
+            )
+        return GitStatus(commit.lower(), dirty)
 
 
 def _license(value: Any, where: str) -> str | None:

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from packaging.version import InvalidVersion, Version
+
 from .. import _interpreter
 from .._toml import read_toml
 from ..errors import ProjectError, UsageError
@@ -99,6 +101,8 @@ class Options:
     # KERNELWHEEL_WITH_CPU / KERNELWHEEL_WITH_<GPU> macros (docs/compile.md)
     with_cpu_kernels: bool = False
     nvcc_threads: int | None = None  # None: auto, one per capability of the widest kernel
+    # The wheel's full version (None: plan.versioning finds it: VERSION, a git tag, major.0.0)
+    version: str | None = None
     sources: tuple[tuple[str, str], ...] = field(default=())
 
     def source(self, name: str) -> str:
@@ -360,6 +364,25 @@ def _check_cutlass_tree(entry: LocalHeaders, fail: _Fail) -> None:
     raise fail(f"{entry.describe()}: {problem}", hint)
 
 
+def _version(raw: Any, fail: _Fail, base: Path) -> str:
+    """A PEP 440 version without a local part (its major is checked against build.toml's
+    general.version by plan.versioning, which knows the project)."""
+    text = raw.strip() if isinstance(raw, str) else raw
+    if not isinstance(text, str) or not text:
+        raise fail(f"expected a version string, got {raw!r}", 'e.g. "1.2.0"')
+    try:
+        version = Version(text)
+    except InvalidVersion:
+        raise fail(f"{text!r} is not a PEP 440 version", "e.g. 1.2.0 or 1.2.0rc1") from None
+    if version.local is not None:
+        raise fail(
+            f"{text!r} has a local version part ('+{version.local}')",
+            f"drop it ({version.public}): kernelwheel appends +torch<X>.<Y>.<backend>... per "
+            "variant",
+        )
+    return text
+
+
 @dataclass(frozen=True)
 class OptionDef:
     """One option: its ``Options`` field and converter. The TOML key, environment variable and
@@ -406,6 +429,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("cutlass_path", _cutlass_paths),
     OptionDef("with_cpu_kernels", _bool),
     OptionDef("nvcc_threads", _jobs),
+    OptionDef("version", _version, env=None),
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
 _BY_TOML = {o.toml: o for o in OPTIONS if o.toml is not None}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ProjectError, UsageError, VariantError
+from ..errors import UsageError, VariantError
 from ..model.deps import DependencyTable, load_deps
 from ..model.project import KernelProject, load_project
 from ..model.recipes import Recipes, VariantRecipe, load_recipes
@@ -20,8 +20,9 @@ from .matrix import MatrixPlan, plan_matrix
 from .options import Options, resolve_options
 from .selector import Selector
 from .toolchains import require_a_backend_built_here
+from .versioning import GitState, WheelVersion, resolve_version, version_inputs
 
-__all__ = ["Planned", "default_variant", "plan_project", "resolve_version", "selected_recipes"]
+__all__ = ["Planned", "default_variant", "plan_project", "selected_recipes", "wheel_version"]
 
 
 @dataclass(frozen=True)
@@ -89,21 +90,7 @@ def _canonical(pattern: str) -> str:
         return pattern
 
 
-def resolve_version(project: KernelProject, explicit: str | None) -> tuple[str, str]:
-    """The wheel version before its local part, and where it came from: ``--version``, then
-    build.toml's ``general.version``, then a ``VERSION`` file beside build.toml."""
-    if explicit:
-        return explicit, "--version"
-    if project.version:
-        return project.version, f"{project.build_toml.name} general.version"
-    version_file = project.root / "VERSION"
-    if version_file.is_file():
-        text = version_file.read_text().strip()
-        if text:
-            return text, str(version_file)
-    raise ProjectError(
-        "no version for the wheel",
-        file=project.build_toml,
-        key="general.version",
-        hint="pass --version X.Y.Z, set general.version in build.toml, or write a VERSION file",
-    )
+def wheel_version(planned: Planned, git: GitState | None) -> WheelVersion:
+    """The wheel version before its local part, and where it came from (plan.versioning:
+    the option, VERSION, a git tag v<major>.x.y on HEAD, <major>.0.0)."""
+    return resolve_version(version_inputs(planned.project, planned.options, git))

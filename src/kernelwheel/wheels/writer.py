@@ -1,8 +1,13 @@
-"""Reproducible wheel writing (PEP 427 / PEP 491 layout, core metadata 2.1).
+"""Reproducible wheel writing (PEP 427 / PEP 491 layout, core metadata 2.4).
 
 Entries are sorted, timestamps come from SOURCE_DATE_EPOCH (or a fixed 1980 default) and
 permissions are normalised, so the same inputs give byte-identical wheels. The file appears in
 the output folder only once complete (written beside it, then renamed).
+
+A licence that is a valid SPDX expression becomes ``License-Expression`` (canonical spelling,
+PEP 639); any other text (kernel repos say ``other``) stays the free-text ``License`` field.
+Licence files go to ``.dist-info/licenses/`` with one ``License-File`` each; the long
+description is the METADATA body.
 """
 
 from __future__ import annotations
@@ -15,10 +20,9 @@ import zipfile
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from email.message import Message
-from email.policy import compat32
 from pathlib import Path, PurePosixPath
 
+from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
@@ -47,6 +51,14 @@ class WheelSpec:
     summary: str | None = None
     license: str | None = None
     executables: frozenset[str] = field(default_factory=frozenset)  # archive paths, mode 0755
+    # Licence files by name under .dist-info/licenses/ (e.g. "LICENSE") -> bytes.
+    license_files: Mapping[str, bytes] = field(default_factory=dict)
+    # ("Upstream", "https://github.com/...") -> Project-URL: Upstream, https://github.com/...
+    project_urls: Sequence[tuple[str, str]] = ()
+    description: str | None = None  # the long description (METADATA body)
+    description_content_type: str = "text/markdown"
+    # Other files kept in the .dist-info folder, by path inside it (e.g. "hub/metadata.json").
+    dist_info_files: Mapping[str, bytes] = field(default_factory=dict)
     # Hex SHA-256 digests the caller already computed of some files' bytes (archive path ->
     # digest), so RECORD does not hash them again; it hashes every other file.
     sha256: Mapping[str, str] = field(default_factory=dict)
@@ -81,27 +93,72 @@ def _validate(spec: WheelSpec) -> None:
         except InvalidSpecifier:
             raise WheelError(f"invalid Requires-Python {spec.requires_python!r}") from None
     for arcname in spec.files:
-        p = PurePosixPath(arcname)
-        if p.is_absolute() or ".." in p.parts or "\\" in arcname or not arcname:
-            raise WheelError(f"refusing archive path {arcname!r}: it escapes the wheel root")
-        if p.parts[0].endswith(".dist-info"):
+        _check_path(arcname, "archive path")
+        if PurePosixPath(arcname).parts[0].endswith(".dist-info"):
             raise WheelError(f"archive path {arcname!r} would overwrite generated metadata")
+    for name in spec.license_files:
+        _check_path(name, "licence file")
+    for name in spec.dist_info_files:
+        _check_path(name, "dist-info file")
+        if name in _GENERATED or PurePosixPath(name).parts[0] == LICENSES_DIR:
+            raise WheelError(f"dist-info file {name!r} would overwrite generated metadata")
+    for label, url in spec.project_urls:
+        if not label or "," in label or not _one_line(label) or not _one_line(url) or not url:
+            raise WheelError(
+                f"invalid Project-URL {label!r}, {url!r}",
+                hint="a label without commas and a URL, each on one line",
+            )
+
+
+_GENERATED = frozenset({"METADATA", "WHEEL", "RECORD"})
+LICENSES_DIR = "licenses"  # PEP 639: .dist-info/licenses/
+
+
+def _one_line(text: str) -> bool:
+    return "\n" not in text and "\r" not in text
+
+
+def _check_path(name: str, what: str) -> None:
+    p = PurePosixPath(name)
+    if not name or p.is_absolute() or ".." in p.parts or "\\" in name or name.endswith("/"):
+        raise WheelError(f"refusing {what} {name!r}: it escapes the wheel root")
+
+
+def license_fields(license: str | None) -> tuple[str, str]:
+    """The METADATA field for a licence and its value: ``License-Expression`` with the canonical
+    SPDX spelling (``apache-2.0`` -> ``Apache-2.0``) when it is one, else ``License`` with the
+    text as given (whitespace collapsed)."""
+    text = " ".join((license or "").split())
+    if text:
+        try:
+            return "License-Expression", str(canonicalize_license_expression(text))
+        except InvalidLicenseExpression:
+            pass
+    return "License", text
 
 
 def metadata_text(spec: WheelSpec) -> str:
-    msg = Message(policy=compat32)
-    msg["Metadata-Version"] = "2.1"
-    msg["Name"] = spec.name
-    msg["Version"] = str(Version(spec.version))
+    """METADATA (core metadata 2.4): one ``Field: value`` line each, then the description."""
+    fields: list[tuple[str, str]] = [
+        ("Metadata-Version", "2.4"),
+        ("Name", spec.name),
+        ("Version", str(Version(spec.version))),
+    ]
     if spec.summary:
-        msg["Summary"] = " ".join(spec.summary.split())
-    if spec.license:
-        msg["License"] = " ".join(spec.license.split())
+        fields.append(("Summary", " ".join(spec.summary.split())))
+    if spec.license and spec.license.strip():
+        fields.append(license_fields(spec.license))
+    fields += [("License-File", name) for name in sorted(spec.license_files)]
+    fields += [("Project-URL", f"{label}, {url}") for label, url in spec.project_urls]
     if spec.requires_python:
-        msg["Requires-Python"] = spec.requires_python
-    for req in spec.requires_dist:
-        msg["Requires-Dist"] = str(Requirement(req))
-    return msg.as_string()
+        fields.append(("Requires-Python", spec.requires_python))
+    fields += [("Requires-Dist", str(Requirement(req))) for req in spec.requires_dist]
+    if spec.description is not None:
+        fields.append(("Description-Content-Type", spec.description_content_type))
+    head = "".join(f"{key}: {value}\n" for key, value in fields)
+    if spec.description is None:
+        return head + "\n"
+    return head + "\n" + spec.description.rstrip("\n") + "\n"
 
 
 def wheel_text(tag: Tag) -> str:
@@ -170,6 +227,10 @@ def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Pat
     _validate(spec)
     dist_info = dist_info_dir(spec.name, spec.version)
     entries: list[tuple[str, bytes]] = sorted(spec.files.items())
+    entries += sorted((f"{dist_info}/{name}", data) for name, data in spec.dist_info_files.items())
+    entries += sorted(
+        (f"{dist_info}/{LICENSES_DIR}/{name}", data) for name, data in spec.license_files.items()
+    )
     entries.append((f"{dist_info}/METADATA", metadata_text(spec).encode()))
     entries.append((f"{dist_info}/WHEEL", wheel_text(spec.tag).encode()))
     record_name = f"{dist_info}/RECORD"

@@ -1,0 +1,250 @@
+"""The wheel's version: kernel-builder's API major plus a minor and patch, and where it came from.
+
+build.toml's integer ``general.version`` (editions 3-5) is the kernel's API major, what the Hub
+publishes as branch ``v<major>``. A wheel needs a full version; the first of these gives it:
+
+1. ``--version`` or ``[tool.kernelwheel] version`` (one option: the flag replaces the key);
+2. a ``VERSION`` file in the project root;
+3. a tag ``v<major>.<minor>.<patch>`` on HEAD of the project's own git repository (the one
+   whose top folder is the project root: in a repository of many kernels, a tag names no one
+   kernel's version);
+4. ``<major>.0.0``.
+
+A full version whose major is not the API major is refused, naming its source and the fix. The
+older forms' string ``general.version`` ("0.1.0") is a full version itself: the option, then it,
+then ``VERSION``; a project with no version at all needs one of those.
+
+:func:`resolve_version` is pure (its inputs are read by :func:`version_inputs` and
+:func:`read_git_state`), so every source and every refusal has a unit test. The git facts read
+once also give the Hub export its provenance (commit, dirty).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from packaging.version import InvalidVersion, Version
+
+from .._util import run_output
+from ..errors import KernelwheelError, ProjectError, UsageError
+from ..model.project import KernelProject
+from .options import PYPROJECT, TOOL_TABLE, Options
+
+__all__ = [
+    "VERSION_FILE",
+    "GitState",
+    "VersionInputs",
+    "WheelVersion",
+    "read_git_state",
+    "resolve_version",
+    "version_inputs",
+]
+
+VERSION_FILE = "VERSION"
+_OID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+@dataclass(frozen=True)
+class GitState:
+    """The project's git state at build time: HEAD's commit, whether tracked files had changes
+    (untracked files do not count, as in kernel-builder's provenance), and the ``v*`` tags on
+    HEAD when the repository is the project's own (its top folder is the project root)."""
+
+    commit: str
+    dirty: bool
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class VersionInputs:
+    """Everything :func:`resolve_version` decides from."""
+
+    build_toml: Path
+    api_version: int | None  # the integer general.version
+    legacy: str | None  # the older forms' string general.version
+    option: str | None = None  # --version or [tool.kernelwheel] version
+    option_source: str = "--version"  # the flag, or '[tool.kernelwheel] version'
+    version_file: Path | None = None  # the VERSION file, when there is one
+    version_text: str = ""  # its contents
+    tags: tuple[str, ...] = ()  # v* tags on HEAD of the project's own repository
+
+
+@dataclass(frozen=True)
+class WheelVersion:
+    version: str  # normalised, without a local part
+    source: str  # where it came from, for messages: '--version', 'git tag v1.2.0', ...
+
+
+def resolve_version(inputs: VersionInputs) -> WheelVersion:
+    """The wheel version from ``inputs`` (module docstring); raises the error of the source
+    that is wrong (a flag: UsageError; a file: ProjectError naming it)."""
+    major = inputs.api_version
+    if inputs.option is not None:
+        return _checked(inputs.option, _OptionSource(inputs), major, inputs)
+    if major is None and inputs.legacy:
+        return WheelVersion(inputs.legacy, f"{inputs.build_toml.name} general.version")
+    if inputs.version_file is not None and inputs.version_text.strip():
+        source = _FileSource(inputs.version_file)
+        return _checked(inputs.version_text.strip(), source, major, inputs)
+    if major is None:
+        raise ProjectError(
+            "no version for the wheel",
+            file=inputs.build_toml,
+            key="general.version",
+            hint="set general.version (the integer API major, e.g. version = 1), pass "
+            "--version X.Y.Z, or write a VERSION file beside build.toml",
+        )
+    tagged = _from_tags(inputs.tags, major, inputs)
+    if tagged is not None:
+        return tagged
+    return WheelVersion(
+        f"{major}.0.0", f"{inputs.build_toml.name} general.version = {major}, no minor given"
+    )
+
+
+class _Source(Protocol):
+    """Where a full version came from: its label and the error that points there."""
+
+    label: str
+
+    def error(self, message: str, hint: str) -> KernelwheelError: ...
+
+
+class _OptionSource:
+    def __init__(self, inputs: VersionInputs) -> None:
+        self.label = inputs.option_source
+        self.pyproject = inputs.build_toml.parent / PYPROJECT
+        self.from_key = inputs.option_source != "--version"
+
+    def error(self, message: str, hint: str) -> KernelwheelError:
+        if self.from_key:
+            return ProjectError(
+                message, file=self.pyproject, key=f"{TOOL_TABLE}.version", hint=hint
+            )
+        return UsageError(f"--version: {message}", hint=hint)
+
+
+class _FileSource:
+    def __init__(self, path: Path) -> None:
+        self.label = str(path)
+        self.path = path
+
+    def error(self, message: str, hint: str) -> KernelwheelError:
+        return ProjectError(message, file=self.path, hint=hint)
+
+
+class _TagSource:
+    def __init__(self, tag: str, build_toml: Path) -> None:
+        self.label = f"git tag {tag}"
+        self.tag = tag
+        self.build_toml = build_toml
+
+    def error(self, message: str, hint: str) -> KernelwheelError:
+        where = f"HEAD of the git repository at {self.build_toml.parent} is tagged {self.tag}: "
+        return ProjectError(where + message, file=self.build_toml, key="general.version", hint=hint)
+
+
+def _parse(text: str, source: _Source) -> Version:
+    try:
+        version = Version(text)
+    except InvalidVersion:
+        raise source.error(
+            f"{text!r} is not a PEP 440 version", "write a version such as 1.2.0 or 1.2.0rc1"
+        ) from None
+    if version.local is not None:
+        raise source.error(
+            f"{text!r} has a local version part ('+{version.local}')",
+            f"drop it ({version.public}): kernelwheel appends +torch<X>.<Y>.<backend>... per "
+            "variant",
+        )
+    return version
+
+
+def _checked(
+    text: str, source: _Source, major: int | None, inputs: VersionInputs
+) -> WheelVersion:
+    version = _parse(text, source)
+    if major is not None and version.major != major:
+        raise source.error(
+            f"version {version} has major {version.major}, but the kernel's API major is "
+            f"{major} ({inputs.build_toml.name} general.version = {major})",
+            f"use a {major}.x.y version (e.g. {major}.{version.minor}.{version.micro}), or set "
+            f"general.version = {version.major} in {inputs.build_toml.name} if the API changed "
+            f"(the Hub publishes each major as branch v<major>)",
+        )
+    return WheelVersion(str(version), source.label)
+
+
+def _tag_version(tag: str) -> Version | None:
+    """The full version a ``v<version>`` tag names (two parts or more), else None."""
+    if not tag.startswith("v"):
+        return None
+    try:
+        version = Version(tag[1:])
+    except InvalidVersion:
+        return None
+    return version if len(version.release) >= 2 and version.local is None else None
+
+
+def _from_tags(tags: tuple[str, ...], major: int, inputs: VersionInputs) -> WheelVersion | None:
+    """The newest ``v<major>.*`` tag; a full-version tag of another major with none of this one
+    is refused (HEAD says one API, build.toml another)."""
+    versions = [(v, tag) for tag in tags if (v := _tag_version(tag)) is not None]
+    mine = [(v, tag) for v, tag in versions if v.major == major]
+    if mine:
+        version, tag = max(mine)
+        return WheelVersion(str(version), f"git tag {tag}")
+    if versions:
+        version, tag = max(versions)
+        source = _TagSource(tag, inputs.build_toml)
+        raise source.error(
+            f"a version of API major {version.major}, but {inputs.build_toml.name} says "
+            f"general.version = {major}",
+            f"tag HEAD v{major}.x.y, set general.version = {version.major} if the API changed, "
+            "or pass --version X.Y.Z",
+        )
+    return None
+
+
+def version_inputs(
+    project: KernelProject, options: Options, git: GitState | None
+) -> VersionInputs:
+    """Read what :func:`resolve_version` needs: the VERSION file, the option, the tags."""
+    version_file = project.root / VERSION_FILE
+    text = ""
+    if version_file.is_file():
+        try:
+            text = version_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ProjectError(
+                f"cannot read it ({exc})", file=version_file, hint="write the version as text"
+            ) from None
+    return VersionInputs(
+        build_toml=project.build_toml,
+        api_version=project.api_version,
+        legacy=project.version,
+        option=options.version,
+        option_source=options.source("version"),
+        version_file=version_file if version_file.is_file() else None,
+        version_text=text,
+        tags=git.tags if git is not None else (),
+    )
+
+
+def read_git_state(root: Path) -> GitState | None:
+    """The git state of the repository holding ``root``; None outside one (or without git)."""
+    commit = run_output(["git", "rev-parse", "--verify", "HEAD"], cwd=root)
+    if commit is None or not _OID.match(commit.lower()):
+        return None
+    status = run_output(
+        ["git", "status", "--porcelain", "--untracked-files=no", "--ignore-submodules"], cwd=root
+    )
+    top = run_output(["git", "rev-parse", "--show-toplevel"], cwd=root)
+    tags: tuple[str, ...] = ()
+    if top is not None and Path(top).resolve() == root.resolve():
+        listed = run_output(["git", "tag", "--points-at", "HEAD", "--list", "v*"], cwd=root)
+        tags = tuple(sorted((listed or "").split()))
+    return GitState(commit=commit.lower(), dirty=status is None or bool(status), tags=tags)

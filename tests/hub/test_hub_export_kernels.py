@@ -1,0 +1,83 @@
+"""`kernelwheel build --hub-layout` of a kernel in kernel-builder's current format loads with
+the `kernels` library from PyPI: its own metadata parser reads metadata.json, its own digest of the
+folder matches the one written, and `get_kernel` through LOCAL_KERNELS calls the op."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from support.builds import CPU_VARIANT
+from support.layered import LayeredVenv
+from support.tinykernel import NAME, write_tiny_kernel
+
+from kernelwheel.cli import main
+from kernelwheel.wheels import read_wheel
+
+pytestmark = pytest.mark.integration
+
+KERNELS = "kernels==0.17.2"
+REPO_ID = "kwtest/tiny-add"
+
+LOAD = r"""
+import json, sys
+from pathlib import Path
+import torch
+from kernels import get_kernel
+from kernels._rust import Digest, DigestAlgorithm, Metadata
+
+variant = Path(sys.argv[1])
+meta = Metadata.read_from_file(variant / "metadata.json")  # kernels' own (strict) parser
+meta.digest.validate(Digest.hash_variant(DigestAlgorithm.SHA256, variant))  # raises on mismatch
+k = get_kernel(sys.argv[2], version=1, backend="cpu")
+x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+assert torch.equal(k.add_one(x), x + 1)
+print(json.dumps({
+    "name": str(meta.name), "id": meta.id, "version": meta.version, "license": meta.license,
+    "upstream": meta.upstream, "source": meta.source, "backend": str(meta.backend.backend_type),
+    "kernel": meta.provenance.kernel.commit, "dirty": meta.provenance.dirty,
+    "module": k.__name__,
+}))
+"""
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=repo, check=True, capture_output=True, text=True,
+    ).stdout.strip()
+
+
+def test_exported_cpu_build_loads_with_kernels_and_calls_the_op(
+    tmp_path: Path, venv_for: Callable[..., LayeredVenv]
+) -> None:
+    root = write_tiny_kernel(tmp_path / NAME, version=1)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "tiny-add")
+    _git(root, "tag", "v1.4.0")
+    tree, wheels = tmp_path / "tree", tmp_path / "wh"
+    args = ["build", str(root), "-o", str(wheels), "--variant", CPU_VARIANT]
+    assert main([*args, "--hub-layout", str(tree)]) == 0
+    (wheel,) = wheels.glob("*.whl")
+    assert wheel.name.startswith("tiny_add-1.4.0+")  # the tag's version
+    assert read_wheel(wheel).metadata["License-Expression"] == "Apache-2.0"
+    variant = tree / "build" / CPU_VARIANT
+
+    venv = venv_for(CPU_VARIANT)
+    venv.pip(KERNELS)
+    env = dict(os.environ, LOCAL_KERNELS=f"{REPO_ID}={tree}", HF_HUB_OFFLINE="1")
+    proc = subprocess.run(
+        [str(venv.python), "-c", LOAD, str(variant), REPO_ID],
+        capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["name"] == NAME and seen["version"] == 1 and seen["license"] == "apache-2.0"
+    assert seen["id"].startswith("_tiny_add_") and seen["backend"].lower() == "cpu"
+    assert seen["upstream"] and seen["source"]
+    assert seen["kernel"] == _git(root, "rev-parse", "HEAD") and seen["dirty"] is False
