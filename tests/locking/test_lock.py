@@ -394,8 +394,15 @@ def test_round_trip_with_quoting() -> None:
         ),
         (("lock-version = 1", "lock-version = 7"), "lock-version 7 is not 1"),
         (('repo = "drbh/img2gray"\n', ""), "kernel[0].repo: missing"),
-        (("source-date-epoch = 315532800", 'source-date-epoch = "x"'), "expected int, got 'x'"),
+        (
+            ("source-date-epoch = 315532800", 'source-date-epoch = "x"'),
+            "expected an integer, got a string ('x')",
+        ),
         (("[[kernel]]", "[[kernel]"), "invalid TOML"),
+        (
+            ('"img2gray/__init__.py" = "' + "d" * 64, '"img2gray/__init__.py" = "xyz'),
+            "kernel[0].variant[0].files.\"img2gray/__init__.py\": 'xyz' is not a sha256",
+        ),
         (('requested = ">=1.1,<2"', 'requested = "latest"'), "kernel[0].requested: VERSION"),
     ],
 )
