@@ -495,7 +495,8 @@ def _document(data: Mapping[str, Any], file: str) -> Located:
     return Located(data, file=file, error=RecipeError)
 
 
-def _check_schema(doc: Located) -> None:
+def check_schema(doc: Located) -> None:
+    """The ``schema = 1`` every recipes file starts with."""
     value = doc.data.get("schema")
     if isinstance(value, bool) or value != SCHEMA:
         raise doc.error(
@@ -553,7 +554,7 @@ def _check_placeholders(table: Located, key: str, url: str) -> None:
 
 def _torch_recipes(doc: Located) -> tuple[TorchRecipe, ...]:
     doc.check_keys(_TORCH_TOP_KEYS)
-    _check_schema(doc)
+    check_schema(doc)
     hint = f'e.g. pytorch-index = "{DEFAULT_PYTORCH_INDEX}"'
     index = doc.string("pytorch-index", nonempty=True, hint=hint) or DEFAULT_PYTORCH_INDEX
     _check_placeholders(doc, "pytorch-index", index)
@@ -666,7 +667,7 @@ def _flavour(flavours: Located, token: str, index: str) -> TorchFlavour:
 
 def _cuda_recipes(doc: Located) -> tuple[CudaRecipe, ...]:
     doc.check_keys(_CUDA_TOP_KEYS)
-    _check_schema(doc)
+    check_schema(doc)
     toolkits = doc.required_table("cuda", 'add a [cuda."13.0"] table')
     recipes = [_cuda_toolkit(toolkits, name) for name in toolkits.keys()]
     return tuple(sorted(recipes, key=lambda r: Version(r.version)))
