@@ -221,8 +221,11 @@ class Located:
         self.prefix = prefix
         self.error_factory = error
 
-    def dotted(self, key: str) -> str:
-        return f"{self.prefix}.{key}" if self.prefix else key
+    def dotted(self, name: str) -> str:
+        """The dotted key of ``name`` in this table, quoted where TOML needs it:
+        ``tool.kernels.dependencies."drbh/img2gray"``."""
+        quoted = key(name)
+        return f"{self.prefix}.{quoted}" if self.prefix else quoted
 
     @property
     def header(self) -> str:
@@ -256,35 +259,77 @@ class Located:
             )
             raise self.error(f"unknown key {key!r}", key, hint)
 
-    def table(self, key: str) -> Located | None:
-        """The sub-table ``key``, or None when absent."""
+    def table(self, key: str, *, hint: str | None = None) -> Located | None:
+        """The sub-table ``key``, or None when absent; ``hint`` replaces the default fix for a
+        value that is no table."""
         if key not in self.data:
             return None
         value = self.data[key]
+        dotted = self.dotted(key)
         if not isinstance(value, dict):
-            dotted = self.dotted(key)
             raise self.error(
-                f"expected a table, got {describe(value)}", key, f"write it as a [{dotted}] table"
+                f"expected a table, got {describe(value)}",
+                key,
+                hint or f"write it as a [{dotted}] table",
             )
-        return Located(value, file=self.file, prefix=self.dotted(key), error=self.error_factory)
+        return Located(value, file=self.file, prefix=dotted, error=self.error_factory)
 
-    def string(self, key: str) -> str | None:
+    def required_table(self, key: str, hint: str) -> Located:
+        """The sub-table ``key``; absent, an error with ``hint``."""
+        table = self.table(key)
+        if table is None:
+            raise self.error("missing required key", key, hint)
+        return table
+
+    def table_array(self, key: str) -> tuple[Located, ...] | None:
+        """The array of tables ``key`` (``[[key]]`` headers or inline tables), each item located
+        as ``key[index]``; None when absent."""
+        if key not in self.data:
+            return None
+        value = self.data[key]
+        dotted = self.dotted(key)
+        hint = f"write each item as a [[{dotted}]] table"
+        if not isinstance(value, list):
+            raise self.error(f"expected an array of tables, got {describe(value)}", key, hint)
+        items: list[Located] = []
+        for index, item in enumerate(value):
+            if not isinstance(item, dict):
+                raise self.error(f"item {index} is {describe(item)}, not a table", key, hint)
+            prefix = f"{dotted}[{index}]"
+            items.append(Located(item, file=self.file, prefix=prefix, error=self.error_factory))
+        return tuple(items)
+
+    def string(self, key: str, *, nonempty: bool = False, hint: str | None = None) -> str | None:
+        """The string ``key``, or None when absent. ``nonempty`` refuses a blank string;
+        ``hint`` replaces the default fix of every refusal."""
         if key not in self.data:
             return None
         value = self.data[key]
         if not isinstance(value, str):
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if hint is None and isinstance(value, (int, float)) and not isinstance(value, bool):
                 hint = f'quote it: {key} = "{value}"'
-            else:
-                hint = f'write it as a string: {key} = "..."'
-            raise self.error(f"expected a string, got {describe(value)}", key, hint)
+            raise self.error(
+                f"expected a string, got {describe(value)}",
+                key,
+                hint or f'write it as a string: {key} = "..."',
+            )
+        if nonempty:
+            self._refuse_blank(key, value, hint or f"give {key} a value, or remove it")
         return value
 
-    def required_string(self, key: str, hint: str) -> str:
+    def required_string(self, key: str, hint: str, *, nonempty: bool = False) -> str:
+        """The string ``key``; ``hint`` is the fix when it is absent (or blank, with
+        ``nonempty``)."""
         value = self.string(key)
         if value is None:
             raise self.error("missing required key", key, hint)
+        if nonempty:
+            self._refuse_blank(key, value, hint)
         return value
+
+    def _refuse_blank(self, key: str, value: str, hint: str) -> None:
+        if not value.strip():
+            raise self.error("must not be empty", key, hint)
 
     def integer(self, key: str, *, low: int | None = None, hint: str) -> int | None:
         if key not in self.data:
@@ -318,7 +363,9 @@ class Located:
             )
         return value
 
-    def string_list(self, key: str) -> tuple[str, ...] | None:
+    def string_list(self, key: str, *, unique: bool = False) -> tuple[str, ...] | None:
+        """The array of non-blank strings ``key``, or None when absent; ``unique`` refuses an
+        item listed twice."""
         if key not in self.data:
             return None
         value = self.data[key]
@@ -343,7 +390,22 @@ class Located:
                 )
             if not item.strip():
                 raise self.error(f"item {index} is an empty string", key, "remove the empty item")
+            if unique and item in value[:index]:
+                raise self.error(f"lists {item!r} twice", key, "remove the duplicate")
         return tuple(value)
+
+    def string_table(self, key: str) -> dict[str, str] | None:
+        """The table ``key`` whose every value is a string (name -> text), or None when
+        absent."""
+        table = self.table(key)
+        if table is None:
+            return None
+        strings: dict[str, str] = {}
+        for name in table.keys():
+            value = table.string(name)
+            assert value is not None  # present: a string or an error
+            strings[name] = value
+        return strings
 
     def version(self, key: str) -> Version | None:
         raw = self.string(key)

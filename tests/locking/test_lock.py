@@ -149,6 +149,15 @@ def test_both_tables_integers_strings_and_paths(tmp_path: Path) -> None:
         ),
         ("[tool.kernels]\nother = 1\n", ["declares no kernels", "[tool.kernels.dependencies]"]),
         ('[tool.kernels.dependencies]\n"a/b" = "1.1.2+cu12"\n', ["local part"]),
+        (
+            '[tool.kernels]\ndependencies = "drbh/img2gray"\n',
+            ["tool.kernels.dependencies: expected a table", "with lines such as"],
+        ),
+        (
+            '[tool.kernelwheel.dependencies]\n"a/b" = { version = "1", path = "" }\n',
+            ['dependencies."a/b".path: must not be empty', "folder of a git clone"],
+        ),
+        ("[tool]\nkernels = 1\n", ["tool.kernels: expected a table, got an integer (1)"]),
     ],
 )
 def test_declaration_errors_name_file_field_value_and_fix(
@@ -385,8 +394,15 @@ def test_round_trip_with_quoting() -> None:
         ),
         (("lock-version = 1", "lock-version = 7"), "lock-version 7 is not 1"),
         (('repo = "drbh/img2gray"\n', ""), "kernel[0].repo: missing"),
-        (("source-date-epoch = 315532800", 'source-date-epoch = "x"'), "expected int, got 'x'"),
+        (
+            ("source-date-epoch = 315532800", 'source-date-epoch = "x"'),
+            "expected an integer, got a string ('x')",
+        ),
         (("[[kernel]]", "[[kernel]"), "invalid TOML"),
+        (
+            ('"img2gray/__init__.py" = "' + "d" * 64, '"img2gray/__init__.py" = "xyz'),
+            "kernel[0].variant[0].files.\"img2gray/__init__.py\": 'xyz' is not a sha256",
+        ),
         (('requested = ">=1.1,<2"', 'requested = "latest"'), "kernel[0].requested: VERSION"),
     ],
 )

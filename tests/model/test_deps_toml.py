@@ -124,7 +124,12 @@ PYPI = ("deps", "cutlass_3_8", "pypi")
     ("path", "value", "key", "message"),
     [
         (("schema",), 2, "schema", "schema must be 1"),
-        (("deps", "Bad Name"), {"provider": "environment"}, "deps.Bad Name", "invalid dependency"),
+        (
+            ("deps", "Bad Name"),
+            {"provider": "environment"},
+            'deps."Bad Name"',
+            "invalid dependency",
+        ),
         (("deps", "torch", "provider"), "pip", "deps.torch.provider", "unknown provider"),
         (("deps", "torch", "version"), "1.0.0", "deps.torch.version", "takes no version"),
         (("deps", "sycl_tla", "reason"), None, "deps.sycl_tla.reason", "missing required key"),

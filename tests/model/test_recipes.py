@@ -376,6 +376,37 @@ def test_unknown_key_suggests_the_right_one() -> None:
             'cuda."13.0".packages',
             "lists a package twice",
         ),
+        (lambda t, c: t.update(schema=True), "schema", "schema must be 1"),
+        (
+            lambda t, c: t.update({"pytorch-index": "https://mirror.example/{flavor}"}),
+            "pytorch-index",
+            "unknown placeholder",
+        ),
+        (
+            lambda t, c: t["torch"]["2.14"].update(version=""),
+            'torch."2.14".version',
+            "must not be empty",
+        ),
+        (
+            lambda t, c: t["torch"]["2.14"].pop("python-abi"),
+            'torch."2.14".python-abi',
+            "missing required key",
+        ),
+        (
+            lambda t, c: t["torch"]["2.14"]["flavours"]["cpu"].update(arches=["x86_64"] * 2),
+            'torch."2.14".flavours.cpu.arches',
+            "lists 'x86_64' twice",
+        ),
+        (
+            lambda t, c: c["cuda"]["13.0"].update(packages="nvidia-cuda-nvcc"),
+            'cuda."13.0".packages',
+            "expected an array of tables",
+        ),
+        (
+            lambda t, c: c["cuda"]["13.0"]["packages"][0].update(version=13),
+            'cuda."13.0".packages[0].version',
+            "expected a string, got an integer (13)",
+        ),
     ],
 )
 def test_validation_errors_name_key_and_fix(edit: Any, key: str, text: str) -> None:

@@ -197,6 +197,8 @@ def test_bad_cli_values() -> None:
         ("jobs = -1", "tool.kernelwheel.jobs", "positive integer"),
         ("archs = 'sparc'", "tool.kernelwheel.archs", "unknown arch"),
         ("build = 3", "tool.kernelwheel.build", "expected a string or a list"),
+        ("output_dir = 'x'", "tool.kernelwheel.output_dir", "did you mean 'output-dir'?"),
+        ("dependencise = {}", "tool.kernelwheel.dependencise", "did you mean 'dependencies'?"),
     ],
 )
 def test_bad_pyproject_values_name_file_and_key(
@@ -207,6 +209,16 @@ def test_bad_pyproject_values_name_file_and_key(
         resolve_options(tmp_path, env={})
     message = str(info.value)
     assert str(tmp_path / "pyproject.toml") in message and key in message and text in message
+
+
+def test_tool_kernelwheel_that_is_no_table(tmp_path: Path) -> None:
+    kernel(tmp_path, "[tool]\nkernelwheel = 'x86_64'\n")
+    with pytest.raises(ProjectError) as info:
+        resolve_options(tmp_path, env={})
+    assert "pyproject.toml: tool.kernelwheel: expected a table, got a string" in str(info.value)
+    kernel(tmp_path, "tool = 1\n")
+    with pytest.raises(ProjectError, match=r"pyproject.toml: \[tool\]: expected a table"):
+        resolve_options(tmp_path, env={})
 
 
 def test_invalid_pyproject_toml(tmp_path: Path) -> None:

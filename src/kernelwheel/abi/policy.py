@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._toml import read_toml
-from ..errors import UsageError
+from .._toml import Located, read_toml
+from ..errors import LocatedError, UsageError
 
 DEFAULT_POLICY = "manylinux_2_28"
 
@@ -31,6 +31,12 @@ KNOWN_ARCHES = (
     "ppc64",
     "i686",
 )
+
+
+class AbiDataError(LocatedError, UsageError):
+    """The ABI data kernelwheel reads (``data/abi_policy.toml``, CPython's
+    ``Misc/stable_abi.toml``) is invalid. The message names the file and the key."""
+
 
 _VERSION_NUM = re.compile(r"^\d+(?:\.\d+)*$")
 
@@ -218,27 +224,6 @@ class KernelLibraries:
         return self.toolchain.get(prefix, {}).get(version)
 
 
-def _string_list(value: object, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ValueError(f"{where} must be a list of non-empty strings")
-    return tuple(value)
-
-
-def _string_table(value: object, where: str) -> dict[str, str]:
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise ValueError(f"{where} must be a table of strings")
-    return dict(value)
-
-
-def _table(raw: dict[str, Any], name: str, source: Path) -> dict[str, Any]:
-    value = raw.get(name, {})
-    if not isinstance(value, dict):
-        raise ValueError(f"{source}: [{name}] must be a table")
-    return value
-
-
 def _data_file(name: str) -> Path:
     return Path(__file__).resolve().parent.parent / "data" / name
 
@@ -247,19 +232,17 @@ def _data_file(name: str) -> Path:
 def load_kernel_libraries(path: Path | None = None) -> KernelLibraries:
     """Load and validate ``data/abi_policy.toml`` (or ``path``)."""
     source = path or _data_file("abi_policy.toml")
-    raw = read_toml(source, error=UsageError)
-    unknown = set(raw) - {"provided", "forbidden", "toolchain"}
-    if unknown:
-        raise ValueError(f"{source}: unknown tables {sorted(unknown)}")
-    provided = {
-        group: _string_list(patterns, f"{source}: [provided].{group}")
-        for group, patterns in _table(raw, "provided", source).items()
-    }
-    forbidden = tuple(_string_table(raw.get("forbidden", {}), f"{source}: [forbidden]").items())
-    toolchain = {
-        prefix: _string_table(table, f"{source}: [toolchain.{prefix}]")
-        for prefix, table in _table(raw, "toolchain", source).items()
-    }
+    doc = Located(read_toml(source, error=AbiDataError), file=source, error=AbiDataError)
+    doc.check_keys(("provided", "forbidden", "toolchain"))
+    provided: dict[str, tuple[str, ...]] = {}
+    if (table := doc.table("provided")) is not None:
+        provided = {group: table.string_list(group) or () for group in table.keys()}
+    toolchain: dict[str, dict[str, str]] = {}
+    if (table := doc.table("toolchain")) is not None:
+        toolchain = {prefix: table.string_table(prefix) or {} for prefix in table.keys()}
     return KernelLibraries(
-        provided=provided, forbidden=forbidden, toolchain=toolchain, source=source
+        provided=provided,
+        forbidden=tuple((doc.string_table("forbidden") or {}).items()),
+        toolchain=toolchain,
+        source=source,
     )

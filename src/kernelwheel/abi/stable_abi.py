@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._toml import parse_toml
-from ..errors import UsageError
+from .._toml import Located, parse_toml
+from .policy import AbiDataError
 
 # Feature macros that are defined on Linux release builds of CPython. Items behind other macros
 # (MS_WINDOWS, USE_STACKCHECK, Py_REF_DEBUG: Windows-only or debug-build-only) are not exported
@@ -118,17 +118,28 @@ def format_tsv(items: Iterable[StableAbiItem], *, source: str) -> str:
 
 def items_from_stable_abi_toml(text: str) -> list[StableAbiItem]:
     """Functions and data of CPython's ``Misc/stable_abi.toml``."""
-    raw = parse_toml(text, file="stable_abi.toml", error=UsageError)
+    file = "stable_abi.toml"
+    doc = Located(parse_toml(text, file=file, error=AbiDataError), file=file, error=AbiDataError)
     items: list[StableAbiItem] = []
     for kind in ("function", "data"):
-        for name, info in raw.get(kind, {}).items():
+        table = doc.table(kind)
+        if table is None:
+            continue
+        for name in table.keys():
+            info = table.table(name)
+            assert info is not None
+            added = info.required_string("added", "give the version it was added in: '3.2'")
+            try:
+                version = parse_python_version(added)
+            except ValueError as exc:
+                raise info.error(str(exc), "added", "use a version such as '3.2'") from None
             items.append(
                 StableAbiItem(
                     name=name,
                     kind=kind,
-                    added=parse_python_version(str(info["added"])),
-                    abi_only=bool(info.get("abi_only", False)),
-                    ifdef=info.get("ifdef"),
+                    added=version,
+                    abi_only=info.boolean("abi_only") or False,
+                    ifdef=info.string("ifdef"),
                 )
             )
     return items

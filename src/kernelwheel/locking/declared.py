@@ -14,11 +14,9 @@ A repo declared in both tables must say the same thing in both.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import _toml as toml
 from ..errors import ProjectError, UsageError
@@ -62,10 +60,6 @@ class Declarations:
         return self.pyproject.parent
 
 
-def _field(table: str, repo: str) -> str:
-    return f"{table}.{toml.key(repo)}"
-
-
 def read_dependencies(project_dir: Path) -> Declarations:
     """Read and check the declared kernels. Raises :class:`ProjectError` naming the file, the
     field, the value and the fix."""
@@ -82,22 +76,10 @@ def read_dependencies(project_dir: Path) -> Declarations:
         'e.g. "drbh/img2gray" = ">=1.1.2,<2"',
     )
 
-    tool = data.get("tool", {})
     found: dict[str, Dependency] = {}
-    for tool_name, table_name in (("kernels", KERNELS_TABLE), ("kernelwheel", KERNELWHEEL_TABLE)):
-        section = tool.get(tool_name, {}) if isinstance(tool, dict) else {}
-        table = section.get("dependencies") if isinstance(section, dict) else None
-        if table is None:
-            continue
-        if not isinstance(table, dict):
-            raise ProjectError(
-                f"expected a table, got {table!r}",
-                file=pyproject,
-                key=table_name,
-                hint=f'write [{table_name}] with lines such as "drbh/img2gray" = ">=1.1.2,<2"',
-            )
-        for repo, raw in table.items():
-            dep = _dependency(pyproject, table_name, repo, raw)
+    for table in _tables(toml.Located(data, file=pyproject)):
+        for repo in table.keys():
+            dep = _dependency(table, repo)
             other = found.get(repo)
             if other is not None and (other.requested, other.path) != (dep.requested, dep.path):
                 raise ProjectError(
@@ -118,87 +100,84 @@ def read_dependencies(project_dir: Path) -> Declarations:
     return Declarations(pyproject, tuple(found[r] for r in sorted(found)))
 
 
-def _dependency(pyproject: Path, table: str, repo: str, raw: Any) -> Dependency:
-    where = _field(table, repo)
+def _dependency(table: toml.Located, repo: str) -> Dependency:
+    """The line ``repo = ...`` of ``table`` (one of the two dependencies tables)."""
+    where = table.dotted(repo)
     if not is_repo_id(repo):
         local = " For a local git clone, keep the repo id as the key and add path = '...'" + (
             f" under [{KERNELWHEEL_TABLE}]."
         )
-        raise ProjectError(
+        raise table.error(
             f"{repo!r} is not a Hub repo id (org/name)",
-            file=pyproject,
-            key=where,
-            hint="keys are Hub repo ids such as drbh/img2gray." + local,
+            repo,
+            "keys are Hub repo ids such as drbh/img2gray." + local,
         )
-    path: str | None = None
-    version: Any = raw
-    if isinstance(raw, Mapping):
-        if table == KERNELS_TABLE:
-            raise ProjectError(
-                f"a table value ({raw!r}) is kernelwheel's form",
-                file=pyproject,
-                key=where,
-                hint=f"move this line to [{KERNELWHEEL_TABLE}] (the kernels tool reads only "
-                f"version strings and integers in [{KERNELS_TABLE}])",
-            )
-        for name in raw:
-            if name not in _TABLE_KEYS:
-                close = difflib.get_close_matches(str(name), _TABLE_KEYS, n=1)
-                raise ProjectError(
-                    f"unknown key {name!r}",
-                    file=pyproject,
-                    key=f"{where}.{toml.key(str(name))}",
-                    hint=(f"did you mean {close[0]!r}? " if close else "")
-                    + f"keys: {', '.join(_TABLE_KEYS)}",
-                )
-        if "version" not in raw:
-            raise ProjectError(
-                "the table has no 'version'",
-                file=pyproject,
-                key=where,
-                hint=f'e.g. {{ version = ">=1.1,<2", path = "../{repo.split("/")[1]}" }}',
-            )
-        version = raw["version"]
-        path = raw.get("path")
-        if path is not None and (not isinstance(path, str) or not path.strip()):
-            raise ProjectError(
-                f"path must be a non-empty string, got {path!r}",
-                file=pyproject,
-                key=f"{where}.path",
-                hint="the folder of a git clone of the repo, relative to the project folder",
-            )
-        where_version = f"{where}.version"
-    else:
-        where_version = where
-    text = _version_text(pyproject, where_version, version)
-    try:
-        request = VersionRequest.parse(text)
-    except UsageError as exc:
-        raise ProjectError(
-            f"{text!r} is not a version request ({exc.message})",
-            file=pyproject,
-            key=where_version,
-            hint=_VALUE_HINT,
-        ) from None
-    assert request.kind in (RequestKind.EXACT, RequestKind.MAJOR, RequestKind.RANGE)
+    if not isinstance(table.data[repo], Mapping):
+        text, request = _request(table, repo)
+        return Dependency(repo, text, request, None, where)
+    if table.prefix == KERNELS_TABLE:
+        raise table.error(
+            f"a table value ({table.data[repo]!r}) is kernelwheel's form",
+            repo,
+            f"move this line to [{KERNELWHEEL_TABLE}] (the kernels tool reads only "
+            f"version strings and integers in [{KERNELS_TABLE}])",
+        )
+    entry = table.table(repo)
+    assert entry is not None
+    entry.check_keys(_TABLE_KEYS)
+    if "version" not in entry:
+        raise entry.error(
+            "the table has no 'version'",
+            None,
+            f'e.g. {{ version = ">=1.1,<2", path = "../{repo.split("/")[1]}" }}',
+        )
+    path = entry.string(
+        "path",
+        nonempty=True,
+        hint="the folder of a git clone of the repo, relative to the project folder",
+    )
+    text, request = _request(entry, "version")
     return Dependency(repo, text, request, path, where)
 
 
-def _version_text(pyproject: Path, where: str, version: Any) -> str:
+def _tables(doc: toml.Located) -> list[toml.Located]:
+    """[tool.kernels.dependencies] and [tool.kernelwheel.dependencies], those present."""
+    tool = doc.table("tool")
+    tables: list[toml.Located] = []
+    for name in ("kernels", "kernelwheel"):
+        section = tool.table(name) if tool is not None else None
+        if section is None:
+            continue
+        dotted = section.dotted("dependencies")
+        hint = f'write [{dotted}] with lines such as "drbh/img2gray" = ">=1.1.2,<2"'
+        table = section.table("dependencies", hint=hint)
+        if table is not None:
+            tables.append(table)
+    return tables
+
+
+def _request(table: toml.Located, key: str) -> tuple[str, VersionRequest]:
+    """The version request at ``key``: a version string or an integer major version."""
+    version = table.data[key]
     if isinstance(version, bool) or not isinstance(version, (str, int)):
-        raise ProjectError(
+        raise table.error(
             f"expected a version string or an integer, got {version!r}",
-            file=pyproject,
-            key=where,
-            hint=_VALUE_HINT + " (a float such as 1.5 is neither: quote it)",
+            key,
+            _VALUE_HINT + " (a float such as 1.5 is neither: quote it)",
         )
     if isinstance(version, int):
         if version < 0:
-            raise ProjectError(
-                f"major version {version} is negative", file=pyproject, key=where, hint=_VALUE_HINT
-            )
-        return str(version)
-    text = str(version).strip()
-    if not text:
-        raise ProjectError("the version is empty", file=pyproject, key=where, hint=_VALUE_HINT)
-    return text
+            raise table.error(f"major version {version} is negative", key, _VALUE_HINT)
+        text = str(version)
+    else:
+        text = version.strip()
+        if not text:
+            raise table.error("the version is empty", key, _VALUE_HINT)
+    try:
+        request = VersionRequest.parse(text)
+    except UsageError as exc:
+        raise table.error(
+            f"{text!r} is not a version request ({exc.message})", key, _VALUE_HINT
+        ) from None
+    assert request.kind in (RequestKind.EXACT, RequestKind.MAJOR, RequestKind.RANGE)
+    return text, request

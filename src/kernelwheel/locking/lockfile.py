@@ -8,10 +8,8 @@ re-run with nothing new leaves the file untouched and a real change shows as a s
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .. import _toml as toml
 from ..errors import ProjectError, UsageError
@@ -120,9 +118,8 @@ class LockFile:
 
     @classmethod
     def loads(cls, text: str, path: Path) -> LockFile:
-        data = toml.parse_toml(text, file=path, hint=_RELOCK)
-        reader = _Reader(path)
-        version = reader.get(data, "lock-version", int, "lock-version")
+        doc = toml.Located(toml.parse_toml(text, file=path, hint=_RELOCK), file=path, error=_relock)
+        version = _integer(doc, "lock-version")
         if version != LOCK_VERSION:
             raise ProjectError(
                 f"lock-version {version} is not {LOCK_VERSION}, the one this kernelwheel reads",
@@ -130,98 +127,80 @@ class LockFile:
                 key="lock-version",
                 hint="use the kernelwheel that wrote it, or " + _RELOCK,
             )
-        kernels = []
-        for i, raw in enumerate(reader.get(data, "kernel", list, "kernel", default=[])):
-            kernels.append(reader.kernel(raw, f"kernel[{i}]"))
+        kernels = [_kernel(table) for table in doc.table_array("kernel") or ()]
         repos = [k.repo for k in kernels]
         dupes = sorted({r for r in repos if repos.count(r) > 1})
         if dupes:
-            raise ProjectError(
-                f"lists {', '.join(dupes)} more than once", file=path, key="kernel", hint=_RELOCK
-            )
+            raise doc.error(f"lists {', '.join(dupes)} more than once", "kernel", _RELOCK)
         return cls(
-            kernelwheel=reader.get(data, "kernelwheel", str, "kernelwheel"),
-            source_date_epoch=reader.get(data, "source-date-epoch", int, "source-date-epoch"),
+            kernelwheel=doc.required_string("kernelwheel", _RELOCK),
+            source_date_epoch=_integer(doc, "source-date-epoch"),
             kernels=tuple(kernels),
         )
 
 
-_MISSING = object()
+def _relock(
+    message: str,
+    *,
+    file: Path | str | None = None,
+    key: str | None = None,
+    hint: str | None = None,
+) -> ProjectError:
+    """The lock's error factory: kernelwheel writes the file, so whatever is wrong in it, the fix
+    is to lock again (``hint`` is not used)."""
+    return ProjectError(message, file=file, key=key, hint=_RELOCK)
 
 
-class _Reader:
-    """Typed field access with errors naming the lock file, the field and the value."""
+def _integer(table: toml.Located, key: str) -> int:
+    value = table.integer(key, hint=_RELOCK)
+    if value is None:
+        raise table.error("missing required key", key, _RELOCK)
+    return value
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
 
-    def fail(self, where: str, message: str) -> ProjectError:
-        return ProjectError(message, file=self.path, key=where, hint=_RELOCK)
+def _match(table: toml.Located, key: str, pattern: re.Pattern[str]) -> str:
+    text = table.required_string(key, _RELOCK)
+    if not pattern.fullmatch(text):
+        what = "a sha256 (64 lowercase hex digits)" if pattern is _SHA256 else "a commit id"
+        raise table.error(f"{text!r} is not {what}", key, _RELOCK)
+    return text
 
-    def get(
-        self, table: Any, name: str, kind: type[Any], where: str, default: Any = _MISSING
-    ) -> Any:
-        if not isinstance(table, Mapping):
-            raise self.fail(where.rsplit(".", 1)[0], f"expected a table, got {table!r}")
-        if name not in table:
-            if default is not _MISSING:
-                return default
-            raise self.fail(where, "missing")
-        found = table[name]
-        if isinstance(found, bool) is not (kind is bool) or not isinstance(found, kind):
-            raise self.fail(where, f"expected {kind.__name__}, got {found!r}")
-        return found
 
-    def match(self, table: Any, name: str, pattern: re.Pattern[str], where: str) -> str:
-        text: str = self.get(table, name, str, where)
-        if not pattern.fullmatch(text):
-            what = "a sha256 (64 lowercase hex digits)" if pattern is _SHA256 else "a commit id"
-            raise self.fail(where, f"{text!r} is not {what}")
-        return text
+def _kernel(table: toml.Located) -> LockedKernel:
+    variants = []
+    names: set[str] = set()
+    for item in table.table_array("variant") or ():
+        variant = _variant(item)
+        if variant.name in names:
+            raise item.error(f"{variant.name!r} appears twice", "name", _RELOCK)
+        names.add(variant.name)
+        variants.append(variant)
+    requested = table.required_string("requested", _RELOCK)
+    try:
+        VersionRequest.parse(requested)
+    except UsageError as exc:
+        raise table.error(exc.message, "requested", _RELOCK) from None
+    return LockedKernel(
+        repo=table.required_string("repo", _RELOCK),
+        requested=requested,
+        ref=table.required_string("ref", _RELOCK),
+        commit=_match(table, "commit", _COMMIT),
+        version=table.required_string("version", _RELOCK),
+        variants=tuple(variants),
+        path=table.string("path"),
+        allow_abi_violations=table.boolean("allow-abi-violations") or False,
+        skipped=table.string_list("skipped") or (),
+    )
 
-    def kernel(self, raw: Any, where: str) -> LockedKernel:
-        variants = []
-        names: set[str] = set()
-        for i, item in enumerate(self.get(raw, "variant", list, f"{where}.variant", default=[])):
-            variant = self.variant(item, f"{where}.variant[{i}]")
-            if variant.name in names:
-                raise self.fail(f"{where}.variant[{i}].name", f"{variant.name!r} appears twice")
-            names.add(variant.name)
-            variants.append(variant)
-        skipped = self.get(raw, "skipped", list, f"{where}.skipped", default=[])
-        if not all(isinstance(s, str) for s in skipped):
-            raise self.fail(f"{where}.skipped", f"expected variant names, got {skipped!r}")
-        requested: str = self.get(raw, "requested", str, f"{where}.requested")
-        try:
-            VersionRequest.parse(requested)
-        except UsageError as exc:
-            raise self.fail(f"{where}.requested", exc.message) from None
-        return LockedKernel(
-            repo=self.get(raw, "repo", str, f"{where}.repo"),
-            requested=requested,
-            ref=self.get(raw, "ref", str, f"{where}.ref"),
-            commit=self.match(raw, "commit", _COMMIT, f"{where}.commit"),
-            version=self.get(raw, "version", str, f"{where}.version"),
-            variants=tuple(variants),
-            path=self.get(raw, "path", str, f"{where}.path", default=None),
-            allow_abi_violations=self.get(
-                raw, "allow-abi-violations", bool, f"{where}.allow-abi-violations", default=False
-            ),
-            skipped=tuple(skipped),
-        )
 
-    def variant(self, raw: Any, where: str) -> LockedVariant:
-        files = self.get(raw, "files", dict, f"{where}.files")
-        pairs = []
-        for name in files:
-            pairs.append(
-                (name, self.match(files, name, _SHA256, f"{where}.files.{toml.key(name)}"))
-            )
-        if not pairs:
-            raise self.fail(f"{where}.files", "lists no file")
-        return LockedVariant(
-            name=self.get(raw, "name", str, f"{where}.name"),
-            wheel=self.get(raw, "wheel", str, f"{where}.wheel"),
-            wheel_sha256=self.match(raw, "wheel-sha256", _SHA256, f"{where}.wheel-sha256"),
-            files=tuple(sorted(pairs)),
-        )
+def _variant(table: toml.Located) -> LockedVariant:
+    files = table.required_table("files", _RELOCK)
+    pairs = [(name, _match(files, name, _SHA256)) for name in files.keys()]
+    if not pairs:
+        raise table.error("lists no file", "files", _RELOCK)
+    return LockedVariant(
+        name=table.required_string("name", _RELOCK),
+        wheel=table.required_string("wheel", _RELOCK),
+        wheel_sha256=_match(table, "wheel-sha256", _SHA256),
+        files=tuple(sorted(pairs)),
+    )

@@ -24,7 +24,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, read_toml
-from .recipes import RECIPES_PACKAGE, SCHEMA, RecipeError
+from .recipes import RECIPES_PACKAGE, RecipeError, check_schema
 
 if sys.version_info >= (3, 11):
     from importlib.resources.abc import Traversable
@@ -159,15 +159,8 @@ def parse_deps(data: Mapping[str, Any], *, origin: str = "<memory>") -> Dependen
     """Validate a parsed deps.toml mapping into a :class:`DependencyTable`."""
     doc = Located(data, file=origin, error=RecipeError)
     doc.check_keys(_TOP_KEYS)
-    if doc.data.get("schema") != SCHEMA:
-        raise doc.error(
-            f"schema must be {SCHEMA}, got {doc.data.get('schema')!r}",
-            "schema",
-            f"put schema = {SCHEMA} at the top (this kernelwheel reads schema {SCHEMA})",
-        )
-    table = doc.table("deps")
-    if table is None:
-        raise doc.error("missing required key", "deps", "add [deps.<name>] tables")
+    check_schema(doc)
+    table = doc.required_table("deps", "add [deps.<name>] tables")
     return DependencyTable(tuple(_dependency(table, name) for name in table.keys()), origin)
 
 
@@ -262,7 +255,4 @@ def _wheel(pypi: Located, release: str) -> HeaderWheel:
 
 def _text(table: Located, key: str, example: str) -> str:
     """A required, non-blank string."""
-    value = table.required_string(key, f"e.g. {example}")
-    if not value.strip():
-        raise table.error("must not be empty", key, f"e.g. {example}")
-    return value
+    return table.required_string(key, f"e.g. {example}", nonempty=True)

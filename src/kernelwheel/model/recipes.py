@@ -19,7 +19,6 @@ environment by.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import re
@@ -33,7 +32,8 @@ from typing import Any, Literal
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from .._toml import read_toml
+from .. import _toml as toml
+from .._toml import Located, read_toml
 from ..errors import LocatedError, UsageError, VariantError
 from .variant import OS, Arch, Backend, BackendKind, CxxAbi, TorchVersion, Variant
 
@@ -457,8 +457,8 @@ def parse_recipes(
     origin: str = "<memory>",
 ) -> Recipes:
     """Validate parsed torch.toml / cuda.toml mappings into :class:`Recipes`."""
-    cuda = _CudaParser(f"{origin}/{CUDA_TOML}").parse(cuda_data)
-    torch = _TorchParser(f"{origin}/{TORCH_TOML}").parse(torch_data)
+    cuda = _cuda_recipes(_document(cuda_data, f"{origin}/{CUDA_TOML}"))
+    torch = _torch_recipes(_document(torch_data, f"{origin}/{TORCH_TOML}"))
     recipes = Recipes(torch=torch, cuda=cuda, origin=origin)
     _cross_check(recipes, f"{origin}/{TORCH_TOML}", f"{origin}/{CUDA_TOML}")
     return recipes
@@ -491,346 +491,276 @@ def _cross_check(recipes: Recipes, torch_file: str, cuda_file: str) -> None:
                 )
 
 
-class _Parser:
-    def __init__(self, file: str) -> None:
-        self.file = file
+def _document(data: Mapping[str, Any], file: str) -> Located:
+    return Located(data, file=file, error=RecipeError)
 
-    def error(self, message: str, key: str | None, hint: str) -> RecipeError:
-        return RecipeError(message, file=self.file, key=key, hint=hint)
 
-    def check_keys(self, table: Mapping[str, Any], known: tuple[str, ...], prefix: str) -> None:
-        for key in table:
-            if key in known:
-                continue
-            close = difflib.get_close_matches(key.replace("_", "-"), known, n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}?" if close else ""
-            hint += f"{' ' if hint else ''}allowed keys: {', '.join(known)}"
-            raise self.error(f"unknown key {key!r}", f"{prefix}.{key}" if prefix else key, hint)
+def check_schema(doc: Located) -> None:
+    """The ``schema = 1`` every recipes file starts with."""
+    value = doc.data.get("schema")
+    if isinstance(value, bool) or value != SCHEMA:
+        raise doc.error(
+            f"schema must be {SCHEMA}, got {value!r}",
+            "schema",
+            f"put schema = {SCHEMA} at the top (this kernelwheel reads schema {SCHEMA})",
+        )
 
-    def schema(self, data: Mapping[str, Any]) -> None:
-        value = data.get("schema")
-        if value != SCHEMA:
-            raise self.error(
-                f"schema must be {SCHEMA}, got {value!r}",
-                "schema",
-                f"put schema = {SCHEMA} at the top (this kernelwheel reads schema {SCHEMA})",
+
+def _check_version_name(parent: Located, name: str, hint: str) -> None:
+    """A ``[torch."X.Y"]`` / ``[cuda."X.Y"]`` header names a MAJOR.MINOR version."""
+    if not _SERIES_RE.fullmatch(name):
+        # Quoted even where TOML would take it bare: the fix is to quote the header.
+        where = f"{parent.prefix}.{toml.string(name)}"
+        raise RecipeError(
+            f"table name {name!r} is not MAJOR.MINOR", file=parent.file, key=where, hint=hint
+        )
+
+
+def _strings(table: Located, key: str, example: str, *, required: bool) -> tuple[str, ...]:
+    """An array of distinct strings; ``required``: present and not empty."""
+    items = table.string_list(key, unique=True)
+    if items is None:
+        if required:
+            raise table.error("missing required key", key, f"e.g. {key} = {example}")
+        return ()
+    if required and not items:
+        raise table.error("must not be empty", key, f"e.g. {key} = {example}")
+    return items
+
+
+def _arches(table: Located, key: str, *, required: bool) -> tuple[Arch, ...]:
+    out: list[Arch] = []
+    for name in _strings(table, key, '["x86_64", "aarch64"]', required=required):
+        try:
+            out.append(Arch(name))
+        except ValueError:
+            raise table.error(
+                f"unknown arch {name!r}",
+                key,
+                f"use one of: {', '.join(a.value for a in Arch)}",
+            ) from None
+    return tuple(out)
+
+
+def _check_placeholders(table: Located, key: str, url: str) -> None:
+    if "{" in url.replace("{flavour}", ""):
+        raise table.error(
+            f"unknown placeholder in {url!r}", key, "the only placeholder is {flavour}"
+        )
+
+
+# -- torch.toml -------------------------------------------------------------------------------
+
+
+def _torch_recipes(doc: Located) -> tuple[TorchRecipe, ...]:
+    doc.check_keys(_TORCH_TOP_KEYS)
+    check_schema(doc)
+    hint = f'e.g. pytorch-index = "{DEFAULT_PYTORCH_INDEX}"'
+    index = doc.string("pytorch-index", nonempty=True, hint=hint) or DEFAULT_PYTORCH_INDEX
+    _check_placeholders(doc, "pytorch-index", index)
+    releases = doc.required_table("torch", 'add a [torch."2.14"] table')
+    if not releases.keys():
+        raise doc.error("lists no torch release", "torch", 'add a [torch."2.14"] table')
+    recipes = [_torch_release(releases, name, index) for name in releases.keys()]
+    return tuple(sorted(recipes, key=lambda r: r.series))
+
+
+def _torch_release(releases: Located, key: str, index: str) -> TorchRecipe:
+    _check_version_name(
+        releases,
+        key,
+        'quote the version in the header, e.g. [torch."2.14"] (a bare 2.14 is two keys)',
+    )
+    try:
+        series = TorchVersion.parse(key)
+    except VariantError as exc:
+        raise releases.error(exc.message, key, 'e.g. [torch."2.14"]') from None
+    value = releases.table(key)
+    assert value is not None
+    value.check_keys(_TORCH_KEYS)
+    version = value.required_string("version", f'e.g. version = "{key}.0"', nonempty=True)
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        parsed = None
+    wanted = (series.major, series.minor)
+    if parsed is None or parsed.local is not None or parsed.release[:2] != wanted:
+        raise value.error(
+            f"{version!r} is not a release of torch {series}",
+            "version",
+            f'give the exact PyPI release without a local part, e.g. version = "{key}.1"',
+        )
+    python_abi = value.required_string("python-abi", 'e.g. python-abi = "cp39"', nonempty=True)
+    if not _PYTHON_ABI_RE.fullmatch(python_abi):
+        raise value.error(
+            f"invalid python-abi {python_abi!r}",
+            "python-abi",
+            'use the CPython the abi3 build targets: "cp39", or "cp310" for torch >= 2.13',
+        )
+    abis: list[CxxAbi] = []
+    for name in _strings(value, "cxx-abis", '["cxx11"]', required=True):
+        try:
+            abis.append(CxxAbi(name))
+        except ValueError:
+            raise value.error(
+                f"unknown C++ ABI {name!r}",
+                "cxx-abis",
+                f"use {' or '.join(a.value for a in CxxAbi)}",
+            ) from None
+    example = 'e.g. flavours.cpu = { arches = ["x86_64"] }'
+    flavours_table = value.required_table("flavours", example)
+    if not flavours_table.keys():
+        raise value.error("lists no flavour", "flavours", example)
+    flavours = tuple(_flavour(flavours_table, token, index) for token in flavours_table.keys())
+    return TorchRecipe(
+        series=series,
+        version=str(parsed),
+        python_abi=python_abi,
+        cxx_abis=tuple(abis),
+        flavours=flavours,
+    )
+
+
+def _flavour(flavours: Located, token: str, index: str) -> TorchFlavour:
+    try:
+        backend = Backend.parse_token(token)
+    except VariantError as exc:
+        raise flavours.error(exc.message, token, exc.hint or "e.g. flavours.cu130") from None
+    if backend.token != token:
+        raise flavours.error(
+            f"write the flavour as {backend.token!r}", token, f"rename it to {backend.token}"
+        )
+    if backend.kind not in _FLAVOUR_KINDS or (
+        backend.kind not in (BackendKind.CPU, BackendKind.METAL) and backend.version is None
+    ):
+        raise flavours.error(
+            f"{token!r} is not a torch build PyTorch publishes",
+            token,
+            "use a versioned token such as cu130, rocm71 or xpu20253, or cpu or metal "
+            "(neuron, tpu and cann torch come from their vendors' packages)",
+        )
+    spec = flavours.table(token, hint=f'e.g. {token} = {{ arches = ["x86_64"] }}')
+    assert spec is not None
+    spec.check_keys(_FLAVOUR_KEYS)
+    arches = _arches(spec, "arches", required=True)
+    on_pypi = _arches(spec, "on-pypi", required=False)
+    stray = [a.value for a in on_pypi if a not in arches]
+    if stray:
+        raise spec.error(
+            f"{', '.join(stray)} is not in arches",
+            "on-pypi",
+            "list only arches the flavour is built for",
+        )
+    url = spec.string("index-url", nonempty=True, hint=f'e.g. index-url = "{index}"')
+    if url is not None:
+        _check_placeholders(spec, "index-url", url)
+    return TorchFlavour(
+        backend=backend,
+        arches=arches,
+        on_pypi=on_pypi,
+        index_url=(url or index).replace("{flavour}", backend.pytorch_label),
+    )
+
+
+# -- cuda.toml --------------------------------------------------------------------------------
+
+
+def _cuda_recipes(doc: Located) -> tuple[CudaRecipe, ...]:
+    doc.check_keys(_CUDA_TOP_KEYS)
+    check_schema(doc)
+    toolkits = doc.required_table("cuda", 'add a [cuda."13.0"] table')
+    recipes = [_cuda_toolkit(toolkits, name) for name in toolkits.keys()]
+    return tuple(sorted(recipes, key=lambda r: Version(r.version)))
+
+
+def _cuda_toolkit(toolkits: Located, key: str) -> CudaRecipe:
+    _check_version_name(toolkits, key, 'quote the version in the header, e.g. [cuda."13.0"]')
+    try:
+        Backend.parse_token(f"cu{key}")
+    except VariantError as exc:
+        raise toolkits.error(exc.message, key, 'e.g. [cuda."13.0"]') from None
+    value = toolkits.table(key)
+    assert value is not None
+    value.check_keys(_CUDA_KEYS)
+    source = value.required_string("source", 'e.g. source = "pypi"', nonempty=True)
+    if source not in _SOURCES:
+        raise value.error(
+            f"unknown source {source!r}",
+            "source",
+            'use "pypi" (pinned wheels) or "system" (the build image\'s toolkit)',
+        )
+    capabilities = _strings(value, "capabilities", '["8.0", "9.0", "12.0+PTX"]', required=True)
+    for cap in capabilities:
+        if not _CAPABILITY_RE.fullmatch(cap):
+            raise value.error(
+                f"invalid capability {cap!r}",
+                "capabilities",
+                'write "X.Y", optionally "X.Ya"/"X.Yf", and "+PTX" to embed PTX: "12.0+PTX"',
             )
+    system_paths = _strings(value, "system-paths", '["/usr/local/cuda-12.8"]', required=False)
+    if source == "system":
+        for extra in ("packages", "arches"):
+            if extra in value:
+                raise value.error(
+                    f"a system toolchain takes no {extra}",
+                    extra,
+                    f'remove {extra}, or set source = "pypi"',
+                )
+        return CudaRecipe(key, "system", tuple(Arch), (), capabilities, system_paths)
 
-    def table(self, parent: Mapping[str, Any], key: str, dotted: str) -> Mapping[str, Any]:
-        value = parent.get(key)
-        if not isinstance(value, dict):
-            raise self.error(
-                f"expected a table, got {type(value).__name__ if key in parent else 'nothing'}",
-                dotted,
-                f"write it as a [{dotted}] table",
-            )
-        return value
+    arches = _arches(value, "arches", required=True)
+    entries = value.table_array("packages")
+    if not entries:
+        raise value.error(
+            "a pypi toolchain needs packages",
+            "packages",
+            f"add [[{value.dotted('packages')}]] entries with name, version and sha256 per arch",
+        )
+    packages = tuple(_package(entry, arches) for entry in entries)
+    names = [canonicalize_name(p.name) for p in packages]
+    if len(set(names)) != len(names):
+        raise value.error("lists a package twice", "packages", "keep one entry per package")
+    return CudaRecipe(key, "pypi", arches, packages, capabilities, system_paths)
 
-    def string(self, table: Mapping[str, Any], key: str, dotted: str, example: str) -> str:
-        value = table.get(key)
-        if not isinstance(value, str) or not value.strip():
-            got = "missing" if key not in table else f"got {value!r}"
-            raise self.error(f"expected a non-empty string, {got}", dotted, f"e.g. {example}")
-        return value
 
-    def strings(
-        self, table: Mapping[str, Any], key: str, dotted: str, example: str, *, required: bool
-    ) -> tuple[str, ...]:
-        if key not in table:
-            if required:
-                raise self.error("missing required key", dotted, f"e.g. {example}")
-            return ()
-        value = table[key]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.error(
-                f"expected an array of strings, got {value!r}", dotted, f"e.g. {example}"
-            )
-        if required and not value:
-            raise self.error("must not be empty", dotted, f"e.g. {example}")
-        if len(set(value)) != len(value):
-            raise self.error("lists an item twice", dotted, "remove the duplicate")
-        return tuple(value)
-
-    def arches(
-        self, table: Mapping[str, Any], key: str, dotted: str, *, required: bool
-    ) -> tuple[Arch, ...]:
-        names = self.strings(table, key, dotted, '["x86_64", "aarch64"]', required=required)
-        out: list[Arch] = []
-        for name in names:
+def _package(entry: Located, arches: tuple[Arch, ...]) -> PackagePin:
+    entry.check_keys(_PACKAGE_KEYS)
+    name = entry.required_string("name", 'e.g. name = "nvidia-cuda-nvcc"', nonempty=True)
+    if not _PACKAGE_NAME_RE.fullmatch(name):
+        raise entry.error(f"invalid package name {name!r}", "name", "a PyPI name")
+    version = entry.required_string("version", 'e.g. version = "13.0.88"', nonempty=True)
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise entry.error(
+            f"invalid version {version!r}", "version", 'pin an exact release, e.g. "13.0.88"'
+        ) from None
+    hashes: list[tuple[Arch, str]] = []
+    table = entry.table("sha256", hint='write sha256.x86_64 = "<64 hex digits>" (one per arch)')
+    if table is not None:
+        for arch_name in table.keys():
             try:
-                out.append(Arch(name))
+                arch = Arch(arch_name)
             except ValueError:
-                raise self.error(
-                    f"unknown arch {name!r}",
-                    dotted,
+                raise table.error(
+                    f"unknown arch {arch_name!r}",
+                    arch_name,
                     f"use one of: {', '.join(a.value for a in Arch)}",
                 ) from None
-        return tuple(out)
-
-    def series(self, key: object, dotted: str) -> TorchVersion:
-        if not isinstance(key, str) or not _SERIES_RE.fullmatch(key):
-            raise self.error(
-                f"table name {key!r} is not MAJOR.MINOR",
-                dotted,
-                'quote the version in the header, e.g. [torch."2.14"] (a bare 2.14 is two keys)',
-            )
-        try:
-            return TorchVersion.parse(key)
-        except VariantError as exc:
-            raise self.error(exc.message, dotted, 'e.g. [torch."2.14"]') from None
-
-
-class _TorchParser(_Parser):
-    def parse(self, data: Mapping[str, Any]) -> tuple[TorchRecipe, ...]:
-        self.check_keys(data, _TORCH_TOP_KEYS, "")
-        self.schema(data)
-        index = DEFAULT_PYTORCH_INDEX
-        if "pytorch-index" in data:
-            index = self.string(
-                data, "pytorch-index", "pytorch-index", f'pytorch-index = "{index}"'
-            )
-        table = self.table(data, "torch", "torch")
-        if not table:
-            raise self.error("lists no torch release", "torch", 'add a [torch."2.14"] table')
-        recipes = [self.release(key, value, index) for key, value in table.items()]
-        return tuple(sorted(recipes, key=lambda r: r.series))
-
-    def release(self, key: str, value: Any, index: str) -> TorchRecipe:
-        prefix = f'torch."{key}"'
-        series = self.series(key, prefix)
-        if not isinstance(value, dict):
-            raise self.error("expected a table", prefix, f"write it as a [{prefix}] table")
-        self.check_keys(value, _TORCH_KEYS, prefix)
-        version = self.string(value, "version", f"{prefix}.version", f'version = "{key}.0"')
-        try:
-            parsed = Version(version)
-        except InvalidVersion:
-            parsed = None
-        wanted = (series.major, series.minor)
-        if parsed is None or parsed.local is not None or parsed.release[:2] != wanted:
-            raise self.error(
-                f"{version!r} is not a release of torch {series}",
-                f"{prefix}.version",
-                f'give the exact PyPI release without a local part, e.g. version = "{key}.1"',
-            )
-        python_abi = self.string(value, "python-abi", f"{prefix}.python-abi", '"cp39"')
-        if not _PYTHON_ABI_RE.fullmatch(python_abi):
-            raise self.error(
-                f"invalid python-abi {python_abi!r}",
-                f"{prefix}.python-abi",
-                'use the CPython the abi3 build targets: "cp39", or "cp310" for torch >= 2.13',
-            )
-        abis: list[CxxAbi] = []
-        for name in self.strings(
-            value, "cxx-abis", f"{prefix}.cxx-abis", '["cxx11"]', required=True
-        ):
-            try:
-                abis.append(CxxAbi(name))
-            except ValueError:
-                raise self.error(
-                    f"unknown C++ ABI {name!r}",
-                    f"{prefix}.cxx-abis",
-                    f"use {' or '.join(a.value for a in CxxAbi)}",
-                ) from None
-        flavours_table = self.table(value, "flavours", f"{prefix}.flavours")
-        if not flavours_table:
-            raise self.error(
-                "lists no flavour",
-                f"{prefix}.flavours",
-                'e.g. flavours.cpu = { arches = ["x86_64"] }',
-            )
-        flavours = tuple(
-            self.flavour(f"{prefix}.flavours.{token}", token, spec, index)
-            for token, spec in flavours_table.items()
-        )
-        return TorchRecipe(
-            series=series,
-            version=str(parsed),
-            python_abi=python_abi,
-            cxx_abis=tuple(abis),
-            flavours=flavours,
-        )
-
-    def flavour(self, dotted: str, token: str, spec: Any, index: str) -> TorchFlavour:
-        try:
-            backend = Backend.parse_token(token)
-        except VariantError as exc:
-            raise self.error(exc.message, dotted, exc.hint or "e.g. flavours.cu130") from None
-        if backend.token != token:
-            raise self.error(
-                f"write the flavour as {backend.token!r}", dotted, f"rename it to {backend.token}"
-            )
-        if backend.kind not in _FLAVOUR_KINDS or (
-            backend.kind not in (BackendKind.CPU, BackendKind.METAL) and backend.version is None
-        ):
-            raise self.error(
-                f"{token!r} is not a torch build PyTorch publishes",
-                dotted,
-                "use a versioned token such as cu130, rocm71 or xpu20253, or cpu or metal "
-                "(neuron, tpu and cann torch come from their vendors' packages)",
-            )
-        if not isinstance(spec, dict):
-            raise self.error(
-                "expected a table", dotted, f'e.g. {_leaf(dotted)} = {{ arches = ["x86_64"] }}'
-            )
-        self.check_keys(spec, _FLAVOUR_KEYS, dotted)
-        arches = self.arches(spec, "arches", f"{dotted}.arches", required=True)
-        on_pypi = self.arches(spec, "on-pypi", f"{dotted}.on-pypi", required=False)
-        stray = [a.value for a in on_pypi if a not in arches]
-        if stray:
-            raise self.error(
-                f"{', '.join(stray)} is not in arches",
-                f"{dotted}.on-pypi",
-                "list only arches the flavour is built for",
-            )
-        url = index
-        if "index-url" in spec:
-            url = self.string(spec, "index-url", f"{dotted}.index-url", f'"{index}"')
-        if "{" in url.replace("{flavour}", ""):
-            raise self.error(
-                f"unknown placeholder in {url!r}",
-                f"{dotted}.index-url" if "index-url" in spec else "pytorch-index",
-                "the only placeholder is {flavour}",
-            )
-        return TorchFlavour(
-            backend=backend,
-            arches=arches,
-            on_pypi=on_pypi,
-            index_url=url.replace("{flavour}", backend.pytorch_label),
-        )
-
-
-class _CudaParser(_Parser):
-    def parse(self, data: Mapping[str, Any]) -> tuple[CudaRecipe, ...]:
-        self.check_keys(data, _CUDA_TOP_KEYS, "")
-        self.schema(data)
-        table = self.table(data, "cuda", "cuda")
-        recipes = [self.toolkit(key, value) for key, value in table.items()]
-        return tuple(sorted(recipes, key=lambda r: Version(r.version)))
-
-    def toolkit(self, key: str, value: Any) -> CudaRecipe:
-        prefix = f'cuda."{key}"'
-        if not isinstance(key, str) or not _SERIES_RE.fullmatch(key):
-            raise self.error(
-                f"table name {key!r} is not MAJOR.MINOR",
-                prefix,
-                'quote the version in the header, e.g. [cuda."13.0"]',
-            )
-        try:
-            Backend.parse_token(f"cu{key}")
-        except VariantError as exc:
-            raise self.error(exc.message, prefix, 'e.g. [cuda."13.0"]') from None
-        if not isinstance(value, dict):
-            raise self.error("expected a table", prefix, f"write it as a [{prefix}] table")
-        self.check_keys(value, _CUDA_KEYS, prefix)
-        source = self.string(value, "source", f"{prefix}.source", 'source = "pypi"')
-        if source not in _SOURCES:
-            raise self.error(
-                f"unknown source {source!r}",
-                f"{prefix}.source",
-                'use "pypi" (pinned wheels) or "system" (the build image\'s toolkit)',
-            )
-        capabilities = self.strings(
-            value,
-            "capabilities",
-            f"{prefix}.capabilities",
-            '["8.0", "9.0", "12.0+PTX"]',
-            required=True,
-        )
-        for cap in capabilities:
-            if not _CAPABILITY_RE.fullmatch(cap):
-                raise self.error(
-                    f"invalid capability {cap!r}",
-                    f"{prefix}.capabilities",
-                    'write "X.Y", optionally "X.Ya"/"X.Yf", and "+PTX" to embed PTX: "12.0+PTX"',
+            digest = table.data[arch_name]
+            if not isinstance(digest, str) or not _SHA256_RE.fullmatch(digest):
+                raise table.error(
+                    "not a sha256 (64 lowercase hex digits)",
+                    arch_name,
+                    "compute it with sha256sum on the downloaded wheel",
                 )
-        system_paths = self.strings(
-            value,
-            "system-paths",
-            f"{prefix}.system-paths",
-            '["/usr/local/cuda-12.8"]',
-            required=False,
-        )
-        if source == "system":
-            for extra in ("packages", "arches"):
-                if extra in value:
-                    raise self.error(
-                        f"a system toolchain takes no {extra}",
-                        f"{prefix}.{extra}",
-                        f'remove {extra}, or set source = "pypi"',
-                    )
-            return CudaRecipe(key, "system", tuple(Arch), (), capabilities, system_paths)
-
-        arches = self.arches(value, "arches", f"{prefix}.arches", required=True)
-        raw = value.get("packages")
-        if not isinstance(raw, list) or not raw:
-            raise self.error(
-                "a pypi toolchain needs packages",
-                f"{prefix}.packages",
-                f"add [[{prefix}.packages]] entries with name, version and sha256 per arch",
+            hashes.append((arch, digest))
+        missing = [a.value for a in arches if a not in dict(hashes)]
+        if missing:
+            raise entry.error(
+                f"no sha256 for {', '.join(missing)}",
+                "sha256",
+                "hash the wheel for every arch in arches (pip download --platform ...; "
+                "sha256sum), or remove sha256 to install unhashed",
             )
-        packages = tuple(
-            self.package(f"{prefix}.packages[{i}]", entry, arches) for i, entry in enumerate(raw)
-        )
-        names = [canonicalize_name(p.name) for p in packages]
-        if len(set(names)) != len(names):
-            raise self.error(
-                "lists a package twice", f"{prefix}.packages", "keep one entry per package"
-            )
-        return CudaRecipe(key, "pypi", arches, packages, capabilities, system_paths)
-
-    def package(self, dotted: str, entry: Any, arches: tuple[Arch, ...]) -> PackagePin:
-        if not isinstance(entry, dict):
-            raise self.error("expected a table", dotted, "write it as a [[...packages]] table")
-        self.check_keys(entry, _PACKAGE_KEYS, dotted)
-        name = self.string(entry, "name", f"{dotted}.name", 'name = "nvidia-cuda-nvcc"')
-        if not _PACKAGE_NAME_RE.fullmatch(name):
-            raise self.error(f"invalid package name {name!r}", f"{dotted}.name", "a PyPI name")
-        version = self.string(entry, "version", f"{dotted}.version", 'version = "13.0.88"')
-        try:
-            Version(version)
-        except InvalidVersion:
-            raise self.error(
-                f"invalid version {version!r}",
-                f"{dotted}.version",
-                'pin an exact release, e.g. "13.0.88"',
-            ) from None
-        hashes: list[tuple[Arch, str]] = []
-        if "sha256" in entry:
-            table = entry["sha256"]
-            if not isinstance(table, dict):
-                raise self.error(
-                    "expected a table of arch = hash",
-                    f"{dotted}.sha256",
-                    'write sha256.x86_64 = "<64 hex digits>" (one per arch)',
-                )
-            for arch_name, digest in table.items():
-                key = f"{dotted}.sha256.{arch_name}"
-                try:
-                    arch = Arch(arch_name)
-                except ValueError:
-                    raise self.error(
-                        f"unknown arch {arch_name!r}",
-                        key,
-                        f"use one of: {', '.join(a.value for a in Arch)}",
-                    ) from None
-                if not isinstance(digest, str) or not _SHA256_RE.fullmatch(digest):
-                    raise self.error(
-                        "not a sha256 (64 lowercase hex digits)",
-                        key,
-                        "compute it with sha256sum on the downloaded wheel",
-                    )
-                hashes.append((arch, digest))
-            missing = [a.value for a in arches if a not in dict(hashes)]
-            if missing:
-                raise self.error(
-                    f"no sha256 for {', '.join(missing)}",
-                    f"{dotted}.sha256",
-                    "hash the wheel for every arch in arches (pip download --platform ...; "
-                    "sha256sum), or remove sha256 to install unhashed",
-                )
-        return PackagePin(name, version, tuple(hashes))
-
-
-def _leaf(dotted: str) -> str:
-    return dotted.rsplit(".", 1)[-1]
+    return PackagePin(name, version, tuple(hashes))

@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 from packaging.version import InvalidVersion, Version
 
 from .. import _interpreter
-from .._toml import read_toml
-from ..errors import ProjectError, UsageError
+from .._toml import Located, read_toml
+from ..errors import UsageError
 from ..model.variant import Arch, LocalVersionStyle
 from .selector import Selector, expand_braces, split_patterns
 
@@ -168,11 +168,11 @@ def resolve_command_option(
     else its ``KERNELWHEEL_*`` variable, else the default, checked like in a build."""
     option = _BY_NAME[name]
     if flag_value is not None:
-        return _convert(option, flag_value, option.flag, None, Path.cwd())
+        return _convert(option, flag_value, option.flag, Path.cwd())
     raw = (os.environ if env is None else env).get(option.env or "", "")
     if raw.strip():
         assert option.env is not None
-        return _convert(option, raw, option.env, None, Path.cwd())
+        return _convert(option, raw, option.env, Path.cwd())
     return getattr(DEFAULT_OPTIONS, name)
 
 
@@ -459,7 +459,7 @@ def resolve_options(
         raw = environ.get(option.env, "") if option.env else ""
         if raw.strip():
             assert option.env is not None
-            values[option.name] = _convert(option, raw, option.env, None, Path.cwd())
+            values[option.name] = _convert(option, raw, option.env, Path.cwd())
             sources[option.name] = option.env
 
     for name, raw in (cli or {}).items():
@@ -468,7 +468,7 @@ def resolve_options(
             raise UsageError(f"unknown option {name!r}", hint=f"known: {', '.join(_BY_NAME)}")
         if raw is None or (isinstance(raw, (list, tuple)) and not raw):
             continue
-        values[name] = _convert(flag, raw, flag.flag, None, Path.cwd())
+        values[name] = _convert(flag, raw, flag.flag, Path.cwd())
         sources[name] = flag.flag
 
     if values.get("only") is not None:
@@ -481,45 +481,43 @@ def resolve_options(
 
 
 # Sub-tables of [tool.kernelwheel] that belong to other commands, not to build options.
-_OTHER_COMMANDS_KEYS = frozenset({"dependencies"})
+_OTHER_COMMANDS_KEYS = ("dependencies",)
 
 
 def _from_pyproject(pyproject: Path) -> dict[str, tuple[Any, str]]:
-    data = read_toml(pyproject)
-    table = data.get("tool", {}).get("kernelwheel")
+    tool = Located(read_toml(pyproject), file=pyproject).table("tool")
+    table = tool.table("kernelwheel") if tool is not None else None
     if table is None:
         return {}
-    if not isinstance(table, dict):
-        raise ProjectError(
-            "expected a table", file=pyproject, key=TOOL_TABLE, hint="write [tool.kernelwheel]"
-        )
+    table.check_keys((*_BY_TOML, *_OTHER_COMMANDS_KEYS), explain=_explain_unknown)
     out: dict[str, tuple[Any, str]] = {}
-    for key, raw in table.items():
-        if key in _OTHER_COMMANDS_KEYS:
-            continue  # read by another command (kernelwheel lock / download)
+    for key in table.keys():
         option = _BY_TOML.get(key)
-        if option is None:
-            close = difflib.get_close_matches(key.replace("_", "-"), list(_BY_TOML), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            if key == "only":
-                hint = "--only is a command-line flag only; "
-            raise ProjectError(
-                f"unknown key {key!r}",
-                file=pyproject,
-                key=f"{TOOL_TABLE}.{key}",
-                hint=hint + f"keys: {', '.join(_BY_TOML)}",
-            )
-        label = f"[tool.kernelwheel] {key}"
-        out[option.name] = (_convert(option, raw, label, pyproject, pyproject.parent), label)
+        if option is not None:  # else read by another command (kernelwheel lock / download)
+            value = _convert_located(option, table, key, pyproject.parent)
+            out[option.name] = (value, f"[{TOOL_TABLE}] {key}")
     return out
 
 
-def _convert(option: OptionDef, raw: Any, label: str, file: Path | None, base: Path) -> Any:
-    """Check and convert one raw value (TOML value, env string, or CLI value)."""
+def _explain_unknown(key: str) -> str | None:
+    if key == "only":
+        return "--only is a command-line flag only; remove it and pass --only to the command"
+    return None
+
+
+def _convert_located(option: OptionDef, table: Located, key: str, base: Path) -> Any:
+    """Check and convert the value of ``key`` in ``table``; errors name the file and key."""
 
     def fail(message: str, hint: str) -> Exception:
-        if file is not None:
-            return ProjectError(message, file=file, key=f"{TOOL_TABLE}.{option.toml}", hint=hint)
+        return table.error(message, key, hint)
+
+    return option.convert(table.data[key], fail, base)
+
+
+def _convert(option: OptionDef, raw: Any, label: str, base: Path) -> Any:
+    """Check and convert one value from the environment or the command line."""
+
+    def fail(message: str, hint: str) -> Exception:
         return UsageError(f"{label}: {message}", hint=hint)
 
     return option.convert(raw, fail, base)
