@@ -73,3 +73,31 @@ def test_a_licence_file_linked_from_outside_is_refused(tmp_path: Path) -> None:
     os.symlink(outside, root / "LICENSE")
     with pytest.raises(ProjectError, match="symlink pointing outside the project"):
         project_metadata(load_project(root))
+
+
+def test_requirements_are_the_backends_pypi_names_and_kernel_wheels(tmp_path: Path) -> None:
+    from kernelwheel.builder.wheelmeta import requirements
+    from kernelwheel.model.variant import Variant
+
+    root = write_tiny_kernel(tmp_path / "k")
+    text = (root / "build.toml").read_text()
+    (root / "build.toml").write_text(
+        text.replace(
+            "[general]\n",
+            '[general]\npython-depends = ["tvm-ffi"]\n'
+            'kernel-depends = [{ repo-id = "org/relu", version = 1 }]\n',
+            1,
+        )
+        + '\n[general.cuda]\npython-depends = ["nvidia-cutlass-dsl"]\n'
+        'kernel-depends = [{ repo-id = "org/helper", revision = "abc" }]\n'
+    )
+    project = load_project(root)
+    cpu = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+    cuda = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
+    assert requirements(project, cpu) == ("apache-tvm-ffi", "relu>=1,<2")
+    assert requirements(project, cuda) == (
+        "apache-tvm-ffi",
+        "nvidia-cutlass-dsl",
+        "relu>=1,<2",
+        "helper",
+    )

@@ -170,3 +170,15 @@ def test_a_file_that_does_not_match_the_digest_is_refused(so_cache: Path, tmp_pa
     assert result.converted == ()
     (rejected,) = result.rejected
     assert "_ops.py does not match its sha256 in metadata.json's digest" in rejected.reason
+
+
+def test_to_wheel_requires_the_pypi_names_of_kernel_builders_names() -> None:
+    from kernelwheel.hub.convert import _pypi_requirements
+    from kernelwheel.model.variant import Variant
+
+    xpu = Variant.parse("torch213-cxx11-xpu20260-x86_64-linux")
+    cpu = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+    names = ("tvm-ffi", "onednn", "einops>=0.8")
+    assert _pypi_requirements(names, xpu) == ("apache-tvm-ffi", "onednn-devel", "einops>=0.8")
+    # onednn is an xpu name: elsewhere it is read as the requirement it spells.
+    assert _pypi_requirements(names, cpu) == ("apache-tvm-ffi", "onednn", "einops>=0.8")

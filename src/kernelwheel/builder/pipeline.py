@@ -43,7 +43,7 @@ from .envs import (
 )
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
-from .wheelmeta import project_metadata
+from .wheelmeta import project_metadata, requirements
 
 _WORKER = Path(__file__).with_name("_compile_worker.py")
 
@@ -356,7 +356,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             version=version,
             tag=tag,
             files=files,
-            requires_dist=(variant.torch_requirement(), *project.python_depends),
+            requires_dist=(variant.torch_requirement(), *requirements(project, variant)),
             requires_python=requires_python,
             summary=f"{project.name} PyTorch kernel ({variant.name}), built by kernelwheel",
             executables=frozenset({f"{project.package}/{namespace}.abi3.so"}),

@@ -17,9 +17,16 @@ from pathlib import Path
 
 from ..errors import ProjectError
 from ..model.project import KernelProject
+from ..model.variant import Variant
 from ..wheels import WheelSpec
 
-__all__ = ["DESCRIPTION_FILES", "LICENSE_PREFIXES", "ProjectMetadata", "project_metadata"]
+__all__ = [
+    "DESCRIPTION_FILES",
+    "LICENSE_PREFIXES",
+    "ProjectMetadata",
+    "project_metadata",
+    "requirements",
+]
 
 LICENSE_PREFIXES = ("LICENSE", "LICENCE", "COPYING")
 DESCRIPTION_FILES = ("CARD.md", "README.md")
@@ -42,6 +49,16 @@ class ProjectMetadata:
             project_urls=self.project_urls,
             description=self.description,
         )
+
+
+def requirements(project: KernelProject, variant: Variant) -> tuple[str, ...]:
+    """What a build for ``variant`` requires besides torch: the general python-depends and its
+    backend's (PyPI names), then its Hub kernel dependencies as requirements on their wheels."""
+    backend = variant.backend.kind.value if variant.backend is not None else None
+    if backend is None:
+        return project.python_depends + tuple(d.requirement for d in project.kernel_depends)
+    kernels = tuple(d.requirement for d in project.kernel_depends_for(backend))
+    return tuple(dict.fromkeys((*project.python_depends_for(backend), *kernels)))
 
 
 def project_metadata(project: KernelProject) -> ProjectMetadata:

@@ -19,6 +19,7 @@ from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
 from ..errors import HubError
+from ..model.python_depends import load_python_depends
 from ..model.variant import LocalVersionStyle, Variant
 from ..wheels import WheelSpec
 from .guard import guard_files
@@ -139,7 +140,7 @@ def prepare_wheel(
     version = f"{_base_version(resolution, metadata, notes)}+{variant.local_version_in(style)}"
     if guard_files(contents, layout.package, dist, version, variant):
         notes.append("import guard added")
-    depends = metadata.python_depends if metadata else ()
+    depends = _pypi_requirements(metadata.python_depends, variant) if metadata else ()
     summary = metadata.summary if metadata and metadata.summary else None
     spec = WheelSpec(
         name=dist,
@@ -164,3 +165,17 @@ def prepare_wheel(
 
 class Unconvertible(Exception):
     """A variant folder that cannot become a wheel (the message says why); other variants go on."""
+
+
+def _pypi_requirements(names: tuple[str, ...], variant: Variant) -> tuple[str, ...]:
+    """metadata.json's python-depends in kernel-builder's names (``tvm-ffi``, ``onednn``) as the
+    PyPI requirements they stand for; anything else is already a requirement."""
+    table = load_python_depends()
+    backend = variant.backend.kind.value if variant.backend is not None else None
+    found: list[str] = []
+    for name in names:
+        general = table.requirements(name, None)
+        own = table.requirements(name, backend) if backend else None
+        mapped = own if own is not None and name in table.names_for(backend) else general
+        found += [r for r in (mapped or (name,)) if r not in found]
+    return tuple(found)

@@ -58,6 +58,14 @@ class KernelDependency:
         """The kernel's name: the repo id's last part."""
         return self.repo_id.rsplit("/", 1)[-1]
 
+    @property
+    def requirement(self) -> str:
+        """The requirement on that kernel's wheel: its API major ``N`` is the wheel versions
+        ``N.x.y``; a git revision has no wheel version to pin, so any version is accepted."""
+        if self.version is None:
+            return self.name
+        return f"{self.name}>={self.version},<{self.version + 1}"
+
 
 @dataclass(frozen=True)
 class BackendDepends:
