@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel.errors import VariantError
 from kernelwheel.model.project import KernelProject, load_project
 from kernelwheel.model.recipes import RecipeError, Recipes, parse_recipes
 from kernelwheel.model.variant import Arch, TorchVersion, Variant
@@ -175,6 +176,9 @@ def test_recipe_for_a_stable_variant_builds_with_a_torch_no_older_than_its_abi()
     with pytest.raises(RecipeError, match="older torch 2.9 cannot provide") as info:
         r.recipe_for(abi210, build=TorchVersion(2, 9))
     assert info.value.hint == "build it with torch 2.10 or newer"
+    per_torch = Variant.parse("torch210-cxx11-cpu-x86_64-linux")
+    with pytest.raises(VariantError, match="only stable-ABI variants choose"):
+        r.recipe_for(per_torch, build=TorchVersion(2, 14))
     with pytest.raises(RecipeError, match=r"no torch >= 2\.15 in the recipes has a cpu build"):
         r.recipe_for(Variant.parse("torch-stable-abi215-cpu-x86_64-linux"))
 
