@@ -70,7 +70,7 @@ def _fake_torch(version: str, cuda: str | None) -> types.ModuleType:
 
 def _guard(variant: Variant, version: str, cuda: str | None) -> None:
     """Run the generated _ops.py's guard (up to the extension import) under a fake torch."""
-    stamp = codegen.BuildStamp("stable-axpy", f"0.1.0+{variant.local_version}", variant, None)
+    stamp = codegen.BuildStamp("stable-axpy", f"1.0.0+{variant.local_version}", variant, None)
     source = codegen.ops_py("_stable_axpy_0123456789", stamp).split("\nfrom . import ", 1)[0]
     saved = sys.modules.get("torch")
     sys.modules["torch"] = _fake_torch(version, cuda)
@@ -133,7 +133,7 @@ def test_the_guard_refuses_older_torch_and_wrong_flavour(
         _guard(variant, torch, cuda)
     message = str(info.value)
     flavour = "CPU" if variant is STABLE_CPU else "CUDA 13.0"
-    built = f"stable-axpy 0.1.0+{variant.local_version} was built for torch >= 2.10, {flavour}"
+    built = f"stable-axpy 1.0.0+{variant.local_version} was built for torch >= 2.10, {flavour}"
     assert built in message
     assert f"this Python runs torch {torch}" in message
     assert f"mismatch in: {mismatch}. {advice}" in message
@@ -176,8 +176,6 @@ def test_built_against_torch_214_it_runs_under_torch_213_cpu(
             STABLE_CPU.name,
             "--python",
             str(builder.python),
-            "--version",
-            "0.1.0",
             "--output-dir",
             str(wheelhouse),
             "--cache-dir",
@@ -186,7 +184,7 @@ def test_built_against_torch_214_it_runs_under_torch_213_cpu(
     )
     assert code == 0
     (wheel,) = wheelhouse.glob("*.whl")
-    local = "0.1.0+torch2.10.stable.cpu"
+    local = "1.0.0+torch2.10.stable.cpu"  # general.version = 1
     assert wheel.name == f"stable_axpy-{local}-cp310-abi3-manylinux_2_28_x86_64.whl"
     # Compiled for the ABI of torch 2.10, whatever torch built it.
     stage = cache / "work" / "stable_axpy" / STABLE_CPU.name
@@ -227,7 +225,7 @@ def test_a_build_that_uses_the_unstable_api_is_refused(
     sources = '"csrc/axpy_cpu.cpp", "csrc/unstable.cpp"]'
     toml.write_text(toml.read_text().replace('"csrc/axpy_cpu.cpp"]', sources))
     wheelhouse = tmp_path / "wheelhouse"
-    args = ["build", str(project), "--variant", STABLE_CPU.name, "--version", "0.1.0"]
+    args = ["build", str(project), "--variant", STABLE_CPU.name]
     args += ["--python", str(build_env(CUDA_VARIANT).python), "--output-dir", str(wheelhouse)]
     assert main([*args, "--cache-dir", str(tmp_path / "cache")]) != 0
     err = capsys.readouterr().err
