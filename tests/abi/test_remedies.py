@@ -184,7 +184,10 @@ def test_remedy_definitions_stay_hidden(so_dir: Path) -> None:
     remedy_symbols = {name for r in REMEDIES for name, _ in r.symbols}
     assert SINGLE_THREADED_VARIABLE not in exported | imported
     assert not (remedy_symbols & exported), remedy_symbols & exported
-    assert not (remedy_symbols & imported), remedy_symbols & imported
+    # dlsym stays imported, at the version every glibc has; the others are not imported at all.
+    assert not (remedy_symbols - {"dlsym"}) & imported, remedy_symbols & imported
+    assert {s.version for s in info.symbols if s.name == "dlsym"} <= {"GLIBC_2.2.5", "GLIBC_2.17"}
+    assert "kernelwheel_dlsym" not in exported | imported
 
 
 @pytest.mark.parametrize(
@@ -213,10 +216,11 @@ def test_remedy_symbol_list_matches_the_source(
             for s in symtab.iter_symbols()
             if s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["bind"] != "STB_LOCAL"
         }
-    listed = {name for r in REMEDIES for name, _ in r.symbols} - {"__libc_single_threaded"}
+    listed = {name for r in REMEDIES for name, _ in r.symbols} - {"__libc_single_threaded", "dlsym"}
     ours = {name for name in listed if name in defined}
     assert "_ZSt28__throw_bad_array_new_lengthv" in ours
     assert defined[SINGLE_THREADED_VARIABLE] == "STV_HIDDEN"
+    assert defined["kernelwheel_dlsym"] == "STV_HIDDEN"
     assert all(defined[name] == "STV_HIDDEN" for name in ours)
     if abi == "cxx11":  # every C++11-ABI member listed is instantiated in C++20 mode
         assert {n for n in listed if "__cxx11" in n} <= ours
@@ -259,3 +263,38 @@ def test_remedied_object_behaves_the_same(so_dir: Path, variant: str) -> None:
     assert fixed[:4] == (b"kernel-7", 8, 1, 0)
     assert fixed[4] == [200_000 * len("kernel")] * 4
     assert fixed[5] == 1
+
+
+# What torch's stable-ABI headers do (torch/csrc/stable/macros.h): a runtime shim lookup.
+DLSYM_CPP = (
+    lib.PYINIT
+    + r"""
+#include <dlfcn.h>
+extern "C" void *kw_lookup(const char *name) { return dlsym(RTLD_DEFAULT, name); }
+"""
+)
+
+
+def test_dlsym_remedy_binds_the_old_version_and_finds_the_same_symbols(so_dir: Path) -> None:
+    flags = ["-std=c++17", "-O2"]
+    plain = lib.build_so(so_dir, "dlsym-plain", DLSYM_CPP, flags=flags)
+    report = check_shared_object(plain, python_abi="3.9", cxxabi="cxx11")
+    (violation,) = report.violations
+    assert (violation.subject, violation.version) == ("dlsym", "GLIBC_2.34")
+    assert "remedy 'dlsym-glibc-2-34'" in violation.fix
+    rs = remedy_flags()
+    fixed = lib.build_so(
+        so_dir, "dlsym-fixed", DLSYM_CPP, flags=[*flags, *rs.cxx_flags], extra_sources=rs.sources
+    )
+    assert check_shared_object(fixed, python_abi="3.9", cxxabi="cxx11").ok
+    (version,) = {s.version for s in read_elf(fixed).symbols if s.name == "dlsym"}
+    assert version in ("GLIBC_2.2.5", "GLIBC_2.17")  # x86_64, aarch64
+    libc = ctypes.CDLL(None)
+    found = []
+    for path in (plain, fixed):
+        so = ctypes.CDLL(str(path))
+        so.kw_lookup.argtypes = [ctypes.c_char_p]
+        so.kw_lookup.restype = ctypes.c_void_p
+        found.append((so.kw_lookup(b"strlen"), so.kw_lookup(b"no_such_symbol_kw")))
+    strlen = ctypes.cast(libc.strlen, ctypes.c_void_p).value
+    assert found == [(strlen, None), (strlen, None)]

@@ -1,10 +1,12 @@
 """The ABI rules: one shared object, or every ELF file of a wheel, against a manylinux policy,
-the CPython stable ABI of the wheel's abi3 tag, the allowed libraries, and the variant's C++ ABI.
+the CPython stable ABI of the wheel's abi3 tag, the allowed libraries, the variant's C++ ABI and,
+for a build against libtorch's stable ABI, the libtorch symbols it may import.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import tempfile
@@ -16,8 +18,8 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from ..errors import UsageError, WheelError
-from ..model.variant import CxxAbi
+from ..errors import UsageError, VariantError, WheelError
+from ..model.variant import OS, Arch, CxxAbi, Variant
 from ..wheels.reader import IntegrityProblem, integrity_problems, is_symlink_entry
 from ._elf import ElfInfo, NotElfError, demangle, is_elf, read_elf
 from .policy import (
@@ -57,6 +59,7 @@ class WheelTags:
     arch: str | None  # from the platform tag; None for "any"
     claimed_policy: str | None  # strictest manylinux policy the platform tags name, if any
     platforms: tuple[str, ...]
+    torch_stable_abi: bool = False  # the local version names a stable-ABI build (.stable)
 
 
 def read_wheel_tags(filename: str) -> WheelTags:
@@ -95,7 +98,19 @@ def read_wheel_tags(filename: str) -> WheelTags:
         arch=next(iter(arches), None),
         claimed_policy=strictest,
         platforms=platforms,
+        torch_stable_abi=_names_stable_abi(version.local),
     )
+
+
+def _names_stable_abi(local: str | None) -> bool:
+    """Whether a local version is a stable-ABI variant's label (``torch2.10.stable.cu130``)."""
+    if not local:
+        return False
+    try:
+        variant = Variant.from_local_version(local, arch=Arch.X86_64, os=OS.LINUX)
+    except VariantError:
+        return False
+    return variant.stable_abi
 
 
 def _abi_name(abi: CxxAbi | None) -> str | None:
@@ -127,6 +142,7 @@ def check_shared_object(
     arch: str | None = None,
     provided: Iterable[str] = (),
     name: str | None = None,
+    torch_stable_abi: bool = False,
 ) -> SoReport:
     """Check one shared object.
 
@@ -134,6 +150,7 @@ def check_shared_object(
     ``cxxabi``: "cxx11"/"cxx98", None to skip the C++ ABI rule. ``arch``: the wheel's
     architecture (the ELF's own when None). ``provided``: sonames shipped next to it in the
     same wheel. ``name``: how the report names the file (default: the path).
+    ``torch_stable_abi``: it is a build against libtorch's stable ABI (the torch-abi rule).
     """
     _check_cxxabi_value(cxxabi)
     floor = _parse_python_abi(python_abi)
@@ -159,6 +176,7 @@ def check_shared_object(
         arch=arch,
         provided=frozenset(provided),
         libs=load_kernel_libraries(),
+        torch_stable_abi=torch_stable_abi,
     )
 
 
@@ -172,6 +190,7 @@ def _check_elf(
     arch: str | None,
     provided: frozenset[str],
     libs: KernelLibraries,
+    torch_stable_abi: bool = False,
 ) -> SoReport:
     base, _ = normalize_policy(policy)
     violations: list[Violation] = []
@@ -215,6 +234,9 @@ def _check_elf(
     if cxxabi is not None:
         checked.append(Rule.CXX_ABI)
         violations += _cxx_abi(info, name, cxxabi)
+    if torch_stable_abi:
+        checked.append(Rule.TORCH_ABI)
+        violations += _torch_abi(info, name, libs)
 
     requires: dict[str, tuple[tuple[int, ...], str]] = {}
     for _, version_name in info.version_needs:
@@ -402,6 +424,76 @@ def _cxx_abi(info: ElfInfo, name: str, cxxabi: str) -> list[Violation]:
     return out
 
 
+def _torch_abi(info: ElfInfo, name: str, libs: KernelLibraries) -> list[Violation]:
+    """A stable-ABI build's imports of libtorch's C++ API (data/abi_policy.toml explains why
+    these are the unstable ones). libtorch versions no symbol, so a versioned import is some
+    other library's (libstdc++'s std:: names, glibc's)."""
+    out: list[Violation] = []
+    for sym in info.symbols:
+        if sym.defined or sym.version is not None or not sym.name.startswith("_Z"):
+            continue
+        namespace = _torch_namespace(sym.name, libs)
+        if namespace is None:
+            continue
+        out.append(
+            Violation(
+                Rule.TORCH_ABI,
+                name,
+                sym.name,
+                None,
+                f"{demangle(sym.name)} is libtorch's C++ API ({namespace}::), which changes "
+                "with every torch release; a stable-ABI build may import from libtorch only "
+                "its stable C shim (aoti_torch_*, torch_*), or it fails to load in other torch "
+                "versions",
+                "use only the stable API (torch/csrc/stable: torch::stable::Tensor, "
+                "STABLE_TORCH_LIBRARY; torch/headeronly) where this symbol is used, or remove "
+                "the backend from build.toml's torch.stable-abi to build one wheel per torch",
+            )
+        )
+    return out
+
+
+def _torch_namespace(symbol: str, libs: KernelLibraries) -> str | None:
+    """The first unstable torch namespace a mangled ``symbol`` names (as its scope or in its
+    signature), or None."""
+    stable = tuple(f"{s}::" for s in libs.torch_stable_namespaces)
+    text = demangle(symbol)
+    if text == symbol:  # no demangler here: judge the outermost scope of the mangled name
+        match = _mangled_scope(libs.torch_namespaces).match(symbol)
+        if match is None or match.group("scope").startswith(_mangled(stable)):
+            return None
+        scope = match.group("scope")
+        return next(n for n in libs.torch_namespaces if scope.startswith(_mangled((n,))))
+    for match in _namespace_use(libs.torch_namespaces).finditer(text):
+        if not text.startswith(stable, match.start()):
+            return match.group(1)
+    return None
+
+
+def _mangled(names: tuple[str, ...]) -> tuple[str, ...]:
+    """``("torch::stable::",)`` -> ``("5torch6stable",)``: scopes as mangled names spell them."""
+    return tuple(
+        "".join(f"{len(part)}{part}" for part in name.split("::") if part) for name in names
+    )
+
+
+@functools.cache
+def _namespace_use(namespaces: tuple[str, ...]) -> re.Pattern[str]:
+    names = "|".join(re.escape(n) for n in namespaces) or "(?!)"
+    return re.compile(rf"(?<![\w:])({names})::")
+
+
+@functools.cache
+def _mangled_scope(namespaces: tuple[str, ...]) -> re.Pattern[str]:
+    scopes = "|".join(re.escape(m) for m in _mangled(namespaces)) or "(?!)"
+    # _Z, special-name prefixes (vtable, typeinfo, thunks, guard variables), a local name (Z),
+    # then a nested name (N, its qualifiers) whose first source name is the outermost scope.
+    return re.compile(
+        r"_Z(?:T[VTIS]|Th-?\d+_|Tv-?\d+_-?\d+_|G[VR]|T[WH])*Z?N[rVK]*[RO]?"
+        rf"(?P<scope>(?:{scopes})\w*)"
+    )
+
+
 _SHARED_OBJECT = re.compile(r"\.so(\.[0-9]+)*$")
 _UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError)
 
@@ -428,6 +520,7 @@ def check_wheel(
     cxxabi: str | None = FROM_TAG,
     integrity: bool = True,
     members: Mapping[str, bytes] | None = None,
+    torch_stable_abi: bool | str = FROM_TAG,
 ) -> WheelReport:
     """Check every ELF file in a wheel, and (``integrity``) the wheel's RECORD and entries.
 
@@ -439,6 +532,8 @@ def check_wheel(
     ``integrity=False`` skips the RECORD rule. ``members`` (archive name -> bytes): the wheel's
     files, when the caller still holds what it just wrote (to-wheel); the archive is then not
     read back and the RECORD rule is not run (``wheel_path`` still gives the name and tags).
+    ``torch_stable_abi``: whether the torch-abi rule applies (a build against libtorch's stable
+    ABI); by default when the local version names one (``+torch2.10.stable.cu130``).
     """
     path = Path(wheel_path)
     tags = read_wheel_tags(path.name)
@@ -452,6 +547,7 @@ def check_wheel(
     arch = tags.arch or policy_arch
     py = tags.python_abi if python_abi == FROM_TAG else python_abi
     abi = tags.cxxabi if cxxabi == FROM_TAG else cxxabi
+    stable = tags.torch_stable_abi if torch_stable_abi == FROM_TAG else bool(torch_stable_abi)
     _check_cxxabi_value(abi)
     floor = _parse_python_abi(py)
     libs = load_kernel_libraries()
@@ -479,6 +575,7 @@ def check_wheel(
             arch=arch,
             provided=shipped,
             libs=libs,
+            torch_stable_abi=stable,
         )
         if tags.arch is None and tags.platforms:
             extra = Violation(

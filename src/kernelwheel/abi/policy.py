@@ -200,6 +200,9 @@ class KernelLibraries:
     forbidden: tuple[tuple[str, str], ...]  # (soname pattern, reason)
     toolchain: Mapping[str, Mapping[str, str]]  # "GLIBCXX" -> {"3.4.29": "gcc 11.1"}
     source: Path
+    # [torch-stable-abi]: torch's C++ namespaces, and those of them that are the stable API
+    torch_namespaces: tuple[str, ...] = ()
+    torch_stable_namespaces: tuple[str, ...] = ()
 
     def exclude_patterns(self) -> tuple[str, ...]:
         """Every provided pattern: never grafted by repair (``auditwheel --exclude``)."""
@@ -233,16 +236,24 @@ def load_kernel_libraries(path: Path | None = None) -> KernelLibraries:
     """Load and validate ``data/abi_policy.toml`` (or ``path``)."""
     source = path or _data_file("abi_policy.toml")
     doc = Located(read_toml(source, error=AbiDataError), file=source, error=AbiDataError)
-    doc.check_keys(("provided", "forbidden", "toolchain"))
+    doc.check_keys(("provided", "forbidden", "toolchain", "torch-stable-abi"))
     provided: dict[str, tuple[str, ...]] = {}
     if (table := doc.table("provided")) is not None:
         provided = {group: table.string_list(group) or () for group in table.keys()}
     toolchain: dict[str, dict[str, str]] = {}
     if (table := doc.table("toolchain")) is not None:
         toolchain = {prefix: table.string_table(prefix) or {} for prefix in table.keys()}
+    namespaces: tuple[str, ...] = ()
+    stable: tuple[str, ...] = ()
+    if (table := doc.table("torch-stable-abi")) is not None:
+        table.check_keys(("namespaces", "stable"))
+        namespaces = table.string_list("namespaces") or ()
+        stable = table.string_list("stable") or ()
     return KernelLibraries(
         provided=provided,
         forbidden=tuple((doc.string_table("forbidden") or {}).items()),
         toolchain=toolchain,
         source=source,
+        torch_namespaces=namespaces,
+        torch_stable_namespaces=stable,
     )

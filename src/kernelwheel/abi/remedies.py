@@ -35,6 +35,9 @@ SINGLE_THREADED_VARIABLE = "kernelwheel_libc_single_threaded"
 
 COMPAT_SOURCE = "kernelwheel_compat.cpp"
 
+# dlsym renamed to the hidden wrapper in data/kernelwheel_compat.cpp (remedy dlsym-glibc-2-34).
+DLSYM_DEFINE = "dlsym=kernelwheel_dlsym"
+
 
 @dataclass(frozen=True)
 class Remedy:
@@ -130,6 +133,24 @@ REMEDIES: tuple[Remedy, ...] = (
             "hidden, so no symbol is exported or interposed"
         ),
     ),
+    Remedy(
+        name="dlsym-glibc-2-34",
+        symbols=(("dlsym", "GLIBC_2.34"),),
+        origin=(
+            "torch's stable-ABI headers (torch/csrc/stable/macros.h), which look up optional "
+            "shim functions with dlsym; glibc >= 2.34 exports dlsym from libc.so.6 under a new "
+            "version"
+        ),
+        how=(
+            f"-D{DLSYM_DEFINE} for g++ and nvcc; that hidden function, in {COMPAT_SOURCE}, "
+            "calls dlsym bound to its old version (GLIBC_2.2.5 on x86_64, GLIBC_2.17 on aarch64)"
+        ),
+        why_safe=(
+            "both versions are the same glibc function (glibc 2.34 kept the old one as an "
+            "alias); older glibc exports it from libdl.so.2, which libtorch loads. The wrapper "
+            "is hidden, so it never interposes on glibc's or another library's dlsym"
+        ),
+    ),
 )
 
 
@@ -158,11 +179,11 @@ def _data_path(name: str) -> Path:
 
 def remedy_flags() -> RemedySet:
     """The flags and sources that apply every remedy in :data:`REMEDIES`."""
-    define = f"-D__libc_single_threaded={SINGLE_THREADED_VARIABLE}"
+    defines = (f"-D__libc_single_threaded={SINGLE_THREADED_VARIABLE}", f"-D{DLSYM_DEFINE}")
     return RemedySet(
-        cxx_flags=(define,),
+        cxx_flags=defines,
         # nvcc passes -D to both the device pass and the host compiler.
-        nvcc_flags=(define,),
+        nvcc_flags=defines,
         sources=(_data_path(COMPAT_SOURCE),),
     )
 

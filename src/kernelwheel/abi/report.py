@@ -14,6 +14,7 @@ class Rule(str, Enum):
     PYTHON_ABI = "python-abi"  # Python C-API imports vs the stable ABI of the cp3X-abi3 tag
     NEEDED_LIBS = "needed-libs"  # DT_NEEDED vs policy whitelist + torch/CUDA + the wheel's own
     CXX_ABI = "cxx-abi"  # __cxx11 mangling vs the variant's C++ ABI (cxx11/cxx98)
+    TORCH_ABI = "torch-abi"  # a stable-ABI build imports no libtorch C++ API (only its C shim)
     ELF = "elf"  # ELF at all; architecture matches the wheel; no executable stack
     RECORD = "record"  # the wheel as a whole: RECORD lists every entry, hashes match, no ../
 
@@ -33,6 +34,8 @@ _DESCRIPTIONS = {
     Rule.PYTHON_ABI: "Python C-API imports within the stable ABI of the wheel's abi3 tag",
     Rule.NEEDED_LIBS: "needed libraries are system, torch/CUDA, or shipped in the wheel",
     Rule.CXX_ABI: "std::string mangling matches the variant's C++ ABI",
+    Rule.TORCH_ABI: "a stable-ABI build (+torchX.Y.stable...) imports no libtorch C++ API, "
+    "only its stable C shim",
     Rule.ELF: "files named .so are ELF objects of the wheel's architecture; no executable stack",
     Rule.RECORD: "RECORD lists every file once with a matching hash; no duplicate, '../' or "
     "symlink entries (what pip relies on)",

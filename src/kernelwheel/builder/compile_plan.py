@@ -130,6 +130,11 @@ def _defines(req: BuildRequest, namespace: str, backend: str) -> tuple[Macro, ..
     if req.variant.cxxabi is not None:
         cxx11 = req.variant.cxxabi is CxxAbi.CXX11
         defines.append(("_GLIBCXX_USE_CXX11_ABI", "1" if cxx11 else "0"))
+    if req.variant.stable_abi:
+        # torch's headers then offer only the stable API of that release (torch/csrc/stable,
+        # torch/headeronly) and refuse to compile any other torch header.
+        assert req.variant.torch is not None
+        defines.append(("TORCH_TARGET_VERSION", req.variant.torch.target_version))
     return (*defines, *backend_macros(backend, req.with_cpu_kernels))
 
 

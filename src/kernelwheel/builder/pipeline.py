@@ -58,7 +58,15 @@ def _check_env_matches(env: EnvInfo, variant: Variant) -> None:
     assert variant.torch is not None
     running = env.torch_minor
     want = (variant.torch.major, variant.torch.minor)
-    if running != want:
+    if variant.stable_abi and running < want:
+        raise ToolchainError(
+            f"variant {variant.name} targets the stable ABI of torch {variant.torch}, but "
+            f"{env.python} has the older torch {env.torch}: a stable-ABI build needs a torch at "
+            "least as new as its ABI version",
+            hint=f"build with torch {variant.torch} or newer (omit --python to let kernelwheel "
+            "create the environment)",
+        )
+    if not variant.stable_abi and running != want:
         raise ToolchainError(
             f"variant {variant.name} needs torch {variant.torch}, but {env.python} has torch "
             f"{env.torch}",

@@ -32,9 +32,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "Check every shared object in each wheel: versioned glibc/libstdc++ symbols against "
             "the manylinux policy's caps (auditwheel's data), Python C-API symbols against the "
             "stable ABI of the wheel's cp3X-abi3 tag, needed libraries against the allowed ones, "
-            "and __cxx11 mangling against the C++ ABI in the wheel's local version; files named "
-            ".so must be ELF. Each wheel's integrity is checked too (the record rule: RECORD "
-            "lists every file once with a matching hash, no duplicate, '../' or symlink entries). "
+            "and __cxx11 mangling against the C++ ABI in the wheel's local version; a build "
+            "against libtorch's stable ABI (+torchX.Y.stable...) must import none of libtorch's "
+            "C++ API; files named .so must be ELF. Each wheel's integrity is checked too (the "
+            "record rule: RECORD lists every file once with a matching hash, no duplicate, "
+            "'../' or symlink entries). "
             f"Exits 0 when everything complies, {AbiError.exit_code} on any violation, "
             f"{UsageError.exit_code} for a path that is no wheel or .so, "
             f"{WheelError.exit_code} for a wheel that cannot be read."
@@ -69,6 +71,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="C++ ABI to check (default: from the wheel's local version, e.g. +torch2.9.cu128."
         "cxx11; unchecked when absent); 'none' skips the rule",
     )
+    p.add_argument(
+        "--torch-abi",
+        choices=["stable", "full"],
+        help="'stable' checks the object as a build against libtorch's stable ABI (the torch-abi "
+        "rule), 'full' skips that rule (default: stable when the wheel's local version says so, "
+        "e.g. +torch2.10.stable.cu130; full for a .so)",
+    )
     p.set_defaults(func=run)
 
 
@@ -90,6 +99,9 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
                     policy=policy,
                     python_abi=_override(args.python_abi, FROM_TAG),
                     cxxabi=_override(args.cxx_abi, FROM_TAG),
+                    torch_stable_abi=FROM_TAG
+                    if args.torch_abi is None
+                    else args.torch_abi == "stable",
                 )
             )
         else:
@@ -99,6 +111,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
                     policy=policy or DEFAULT_POLICY,
                     python_abi=_override(args.python_abi, "3.9"),
                     cxxabi=_override(args.cxx_abi, None),
+                    torch_stable_abi=args.torch_abi == "stable",
                 )
             )
     ok = all(r.ok for r in reports)
@@ -154,8 +167,10 @@ def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
     title = report.wheel if isinstance(report, WheelReport) else report.file
     ui.group(title)
     python = f"abi3 >= {report.python_abi}" if report.python_abi else "not checked"
+    stable = " | torch stable ABI" if report.status(Rule.TORCH_ABI) is not None else ""
     ui.print(
         f"  target {report.policy} | Python {python} | C++ ABI {report.cxxabi or 'not checked'}"
+        f"{stable}"
     )
     columns = [r for r in Rule if r.per_object]
     if isinstance(report, WheelReport) and report.integrity_checked:

@@ -147,5 +147,6 @@ TORCH_COLUMN_NOTE = (
     "equality)",
     "  is PyPI's own build of that release, whose version has no local label (===, unlike ==,",
     "  refuses +cu128 or +cpu builds); torch==X.Y.Z+cu128 / +cpu comes from PyTorch's index for",
-    "  that flavour. Either way the wheel built requires only torch==X.Y.* at install time.",
+    "  that flavour. Either way the wheel built requires only torch==X.Y.* at install time;",
+    "  a stable-ABI wheel (torch-stable-abiXY-...) requires torch>=X.Y, its ABI version.",
 )

@@ -21,6 +21,9 @@
 // the compiler sees; the header's later `extern char ...` redeclaration inherits it.
 extern "C" {
 __attribute__((visibility("hidden"))) char kernelwheel_libc_single_threaded = 0;
+// Remedy 4 (below) declared here, hidden, before <dlfcn.h> declares it under -Ddlsym=....
+__attribute__((visibility("hidden"))) void *kernelwheel_dlsym(void *handle,
+                                                              const char *name) noexcept;
 }
 
 #include <new>
@@ -87,3 +90,35 @@ template KERNELWHEEL_HIDDEN std::stringstream::basic_stringstream(std::string &&
 
 #undef KERNELWHEEL_HIDDEN
 #endif  // __GLIBCXX__
+
+// --- 4. dlsym (GLIBC_2.34) -------------------------------------------------------------------
+// torch's stable-ABI headers (torch/csrc/stable/macros.h) look up optional shim functions with
+// dlsym(RTLD_DEFAULT, ...). glibc 2.34 moved dlsym from libdl.so.2 into libc.so.6 under a new
+// version, GLIBC_2.34, and kept the old version (GLIBC_2.2.5 on x86_64, GLIBC_2.17 on aarch64)
+// as the same function. kernelwheel compiles every translation unit with
+//     -Ddlsym=kernelwheel_dlsym
+// so their calls land here, and this hidden function calls dlsym bound to the old version, which
+// every glibc exports: libc.so.6 from 2.34 on, libdl.so.2 (loaded by libtorch) before.
+#include <dlfcn.h>
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34)) && \
+    (defined(__x86_64__) || defined(__aarch64__))
+#if defined(__x86_64__)
+#define KERNELWHEEL_DLSYM_VERSION "GLIBC_2.2.5"
+#else
+#define KERNELWHEEL_DLSYM_VERSION "GLIBC_2.17"
+#endif
+extern "C" void *kernelwheel_dlsym_before_2_34(void *handle, const char *name) noexcept;
+__asm__(".symver kernelwheel_dlsym_before_2_34, dlsym@" KERNELWHEEL_DLSYM_VERSION);
+extern "C" void *kernelwheel_dlsym(void *handle, const char *name) noexcept {
+  return kernelwheel_dlsym_before_2_34(handle, name);
+}
+#undef KERNELWHEEL_DLSYM_VERSION
+#else
+// An older glibc (or another libc): its dlsym has the old version already.
+#undef dlsym
+extern "C" void *dlsym(void *handle, const char *name) noexcept;
+extern "C" void *kernelwheel_dlsym(void *handle, const char *name) noexcept {
+  return dlsym(handle, name);
+}
+#endif

@@ -180,9 +180,13 @@ def refusal(dist: str, version: str, build: Build, torch: Torch, found: list[str
     base, _, local = version.partition("+")
     compact = local.startswith("torch") and local[5:6].isdigit() and "." not in local[5:7]
     wanted = f"{dist}=={base}+{label(torch, compact=compact)}"
+    upgrade = ""
+    if build.stable_abi and build.torch is not None and torch.release < build.torch:
+        upgrade = f"Upgrade torch to {_dotted(build.torch)} or newer, or install"
     return (
         f"{dist} {version} was built for {describe_build(build)}, but this Python runs "
-        f"{torch.describe()}; mismatch in: {', '.join(found)}. Install the build for this torch: "
+        f"{torch.describe()}; mismatch in: {', '.join(found)}. "
+        f"{upgrade or 'Install'} the build for this torch: "
         f"kernelwheel install '{dist}=={base}' --find-links <your wheelhouse or index> picks it "
         f"({wanted}), or pip install '{wanted}' from the same wheelhouse or index."
     )

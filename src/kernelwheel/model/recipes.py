@@ -349,20 +349,63 @@ class Recipes:
                         out.append(Variant(recipe.series, flavour.backend, cxxabi, arch, os_))
         return tuple(out)
 
-    def recipe_for(self, variant: Variant) -> VariantRecipe:
-        """The recipe of ``variant``; :class:`RecipeError` if the recipes do not cover it."""
+    def stable_build(self, variant: Variant) -> TorchVersion:
+        """The torch series a stable-ABI ``variant`` is built with by default: the newest one at
+        least as new as its ABI whose recipe has the variant's flavour for its arch."""
+        assert variant.torch is not None and variant.backend is not None
+        fitting = [
+            recipe.series
+            for recipe in self.torch
+            if recipe.series >= variant.torch
+            and (flavour := recipe.flavour(variant.backend)) is not None
+            and variant.arch in flavour.arches
+        ]
+        if not fitting:
+            arch = variant.arch.value if variant.arch else None
+            raise RecipeError(
+                f"no torch >= {variant.torch} in the recipes has a {variant.backend.token} "
+                f"build for {arch}, so the stable-ABI variant {variant.name} cannot be built",
+                file=f"{self.origin}/{TORCH_TOML}",
+                key="torch",
+                hint=f"add flavours.{variant.backend.token} to a torch >= {variant.torch} "
+                "release, or pick a variant `kernelwheel matrix` lists",
+            )
+        return max(fitting)
+
+    def recipe_for(self, variant: Variant, *, build: TorchVersion | None = None) -> VariantRecipe:
+        """The recipe of ``variant``; :class:`RecipeError` if the recipes do not cover it.
+
+        A stable-ABI variant (``torch-stable-abi210-…``) is built with a torch at least as new
+        as its ABI: ``build`` (a torch series of the recipes), by default the newest one with
+        the variant's flavour and arch (:meth:`stable_build`)."""
         if variant.torch is None:
             return VariantRecipe(variant, None, None, None, None, "py3")
         torch_file = f"{self.origin}/{TORCH_TOML}"
-        recipe = self.torch_recipe(variant.torch)
+        series = variant.torch
+        if variant.stable_abi:
+            series = build if build is not None else self.stable_build(variant)
+            if series < variant.torch:
+                raise RecipeError(
+                    f"variant {variant.name} targets the stable ABI of torch {variant.torch}, "
+                    f"which a build with the older torch {series} cannot provide",
+                    file=torch_file,
+                    key=f'torch."{series}"',
+                    hint=f"build it with torch {variant.torch} or newer",
+                )
+        elif build is not None and build != series:
+            raise VariantError(
+                f"variant {variant.name} is built with torch {series}, not {build}",
+                hint="only stable-ABI variants choose the torch they are built with",
+            )
+        recipe = self.torch_recipe(series)
         if recipe is None:
             known = ", ".join(str(r.series) for r in self.torch)
             raise RecipeError(
-                f"no recipe for torch {variant.torch} (variant {variant.name}); "
+                f"no recipe for torch {series} (variant {variant.name}); "
                 f"the recipes cover torch {known}",
                 file=torch_file,
-                key=f'torch."{variant.torch}"',
-                hint=f'add a [torch."{variant.torch}"] table, or pick a covered torch version',
+                key=f'torch."{series}"',
+                hint=f'add a [torch."{series}"] table, or pick a covered torch version',
             )
         assert variant.backend is not None and variant.arch is not None
         flavour = recipe.flavour(variant.backend)
@@ -372,7 +415,7 @@ class Recipes:
                 f"torch {recipe.version} has no {variant.backend.token} flavour "
                 f"(variant {variant.name}); it has {known}",
                 file=torch_file,
-                key=f'torch."{variant.torch}".flavours',
+                key=f'torch."{series}".flavours',
                 hint=f"add flavours.{variant.backend.token} if PyTorch publishes that build",
             )
         problems = []
@@ -388,7 +431,7 @@ class Recipes:
                 f"torch {recipe.version} {variant.backend.token} has no build for "
                 f"{', '.join(problems)} (variant {variant.name})",
                 file=torch_file,
-                key=f'torch."{variant.torch}"',
+                key=f'torch."{series}"',
                 hint="pick a variant `kernelwheel matrix` lists, or extend the recipe",
             )
         requirement, index_url = flavour.requirement(recipe.version, variant.arch)

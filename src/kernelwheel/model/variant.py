@@ -223,6 +223,12 @@ class TorchVersion:
         """The compact Hub form, ``"210"`` for 2.10."""
         return f"{self.major}{self.minor}"
 
+    @property
+    def target_version(self) -> str:
+        """torch's ``TORCH_TARGET_VERSION`` for a stable-ABI build against this release,
+        ``(major << 56) | (minor << 48)`` in hex: ``"0x020a000000000000"`` for 2.10."""
+        return f"0x{(self.major << 56) | (self.minor << 48):016x}"
+
     def __str__(self) -> str:
         return f"{self.major}.{self.minor}"
 

@@ -11,6 +11,11 @@
 
 Bounds are inclusive and compared at their own precision: ``maxver = "2.9"`` admits 2.9.1.
 
+A backend named in ``torch.stable-abi`` builds no per-torch variants: each of its flavours and
+arches gets one stable-ABI variant (``torch-stable-abi210-cu130-x86_64-linux``), built with the
+newest torch of that flavour that is at least the ABI version and passes the rules above; its
+per-torch variants are listed as left out, each saying which stable-ABI build replaces it.
+
 A variant compiles the kernels of its backend that accept it, plus the project's CPU kernels
 (a CUDA build of torch runs CPU ops too); :meth:`MatrixPlan.kernels_for` lists them. A noarch
 project (no ``[kernel.*]``) gets one noarch variant per backend (``torch-cuda``, ``torch-cpu``),
@@ -30,7 +35,7 @@ from packaging.version import Version
 
 from ..model.project import KernelProject, KernelSection
 from ..model.recipes import Recipes, VariantRecipe
-from ..model.variant import Arch, Backend, BackendKind, Variant
+from ..model.variant import OS, Arch, Backend, BackendKind, TorchVersion, Variant
 from .selector import Selector
 from .toolchains import missing_toolchain, runner_for
 
@@ -47,7 +52,8 @@ class Rejection:
 
 @dataclass(frozen=True)
 class MatrixPlan:
-    """The planned variants (``selected``, in recipe order) and the left-out ones with reasons.
+    """The planned variants (``selected``, in recipe order, stable-ABI variants last) and the
+    left-out ones with reasons.
 
     ``kernels`` pairs each selected variant's name with the ids of the ``[kernel.*]`` sections it
     compiles (empty for noarch variants); ``notes`` carries information that is not a rejection.
@@ -119,6 +125,7 @@ def plan_matrix(
     rejected: list[Rejection] = []
     kernels: list[tuple[str, tuple[str, ...]]] = []
     system_cuda: dict[str, list[str]] = {}
+    stable = _StableGroups(project, recipes)
 
     for variant in recipes.variants():
         assert variant.backend is not None and variant.arch is not None
@@ -146,16 +153,26 @@ def plan_matrix(
             if not accepted:
                 reasons += [_kernel_reason(k, cuda) for k in own]
             own = accepted
+        compiled = list(own)
+        if kind != BackendKind.CPU.value:
+            compiled += [k for k in project.kernels if k.backend == BackendKind.CPU.value]
+        if stable.covers(kind):
+            stable.add(variant, reasons, tuple(k.id for k in compiled))
+            continue
         if reasons:
             rejected.append(Rejection(variant.name, "; ".join(reasons)))
             continue
         selected.append(recipe)
-        compiled = list(own)
-        if kind != BackendKind.CPU.value:
-            compiled += [k for k in project.kernels if k.backend == BackendKind.CPU.value]
         kernels.append((variant.name, tuple(k.id for k in compiled)))
         if recipe.cuda is not None and recipe.cuda.source == "system":
             system_cuda.setdefault(recipe.cuda.version, []).append(variant.name)
+
+    for recipe, ids in stable.chosen():
+        selected.append(recipe)
+        kernels.append((recipe.name, ids))
+        if recipe.cuda is not None and recipe.cuda.source == "system":
+            system_cuda.setdefault(recipe.cuda.version, []).append(recipe.name)
+    rejected += stable.rejected()
 
     notes = _backend_notes(wanted, recipes, selected)
     for version, names in system_cuda.items():
@@ -205,6 +222,87 @@ def _backend_notes(
             f"{runner_for(variants[0])}; matrix --json lists them under 'elsewhere'"
         )
     return notes
+
+
+@dataclass
+class _StableGroups:
+    """The per-torch variants of the backends in ``torch.stable-abi``, grouped by flavour and
+    arch: each group becomes one stable-ABI variant, built with the newest torch that may."""
+
+    project: KernelProject
+    recipes: Recipes
+    # (backend, arch) -> [(per-torch variant, reasons against it, kernel ids)], in recipe order
+    groups: dict[tuple[Backend, Arch], list[tuple[Variant, list[str], tuple[str, ...]]]] = field(
+        default_factory=dict
+    )
+
+    def covers(self, kind: str) -> bool:
+        return self.project.stable_abi_for(kind) is not None
+
+    def add(self, variant: Variant, reasons: list[str], ids: tuple[str, ...]) -> None:
+        assert variant.backend is not None and variant.arch is not None
+        self.groups.setdefault((variant.backend, variant.arch), []).append(
+            (variant, reasons, ids)
+        )
+
+    def _abi(self, backend: Backend) -> TorchVersion:
+        version = self.project.stable_abi_for(backend.kind.value)
+        assert version is not None
+        return TorchVersion(version.major, version.minor)
+
+    def _variant(self, backend: Backend, arch: Arch) -> Variant:
+        return Variant(self._abi(backend), backend, None, arch, OS.LINUX, stable_abi=True)
+
+    def _pick(
+        self, members: list[tuple[Variant, list[str], tuple[str, ...]]], abi: TorchVersion
+    ) -> tuple[Variant, tuple[str, ...]] | None:
+        fit = [(v, ids) for v, reasons, ids in members if not reasons and _at_least(v, abi)]
+        return fit[-1] if fit else None
+
+    def chosen(self) -> list[tuple[VariantRecipe, tuple[str, ...]]]:
+        out = []
+        for (backend, arch), members in self.groups.items():
+            picked = self._pick(members, self._abi(backend))
+            if picked is not None:
+                build, ids = picked
+                recipe = self.recipes.recipe_for(self._variant(backend, arch), build=build.torch)
+                out.append((recipe, ids))
+        return out
+
+    def rejected(self) -> list[Rejection]:
+        out: list[Rejection] = []
+        for (backend, arch), members in self.groups.items():
+            abi = self._abi(backend)
+            stable = self._variant(backend, arch)
+            picked = self._pick(members, abi)
+            head = (
+                f"backend {backend.kind.value} builds the stable ABI of torch {abi} "
+                f"({self.project.build_toml.name} torch.stable-abi) once, as {stable.name}"
+            )
+            for variant, _, _ in members:
+                if picked is not None and variant == picked[0]:
+                    why = "that build uses this torch"
+                elif not _at_least(variant, abi):
+                    why = f"torch {variant.torch} is older than that ABI"
+                elif picked is not None:
+                    why = f"that build uses torch {picked[0].torch}"
+                else:
+                    why = "no torch of the recipes can build it"
+                out.append(Rejection(variant.name, f"{head}; {why}"))
+            if picked is None:
+                newer = [(v, r) for v, r, _ in members if _at_least(v, abi)]
+                why = (
+                    "; ".join(newer[-1][1])
+                    if newer
+                    else f"the recipes have no torch >= {abi} with {backend.token} for "
+                    f"{arch.value}"
+                )
+                out.append(Rejection(stable.name, f"no torch >= {abi} can build it: {why}"))
+        return out
+
+
+def _at_least(variant: Variant, abi: TorchVersion) -> bool:
+    return variant.torch is not None and variant.torch >= abi
 
 
 def _plan_noarch(project: KernelProject, recipes: Recipes) -> MatrixPlan:

@@ -15,7 +15,7 @@ from ..errors import UsageError, VariantError
 from ..model.deps import DependencyTable, load_deps
 from ..model.project import KernelProject, load_project
 from ..model.recipes import Recipes, VariantRecipe, load_recipes
-from ..model.variant import Arch, BackendKind, Variant
+from ..model.variant import Arch, BackendKind, TorchVersion, Variant
 from .matrix import MatrixPlan, plan_matrix
 from .options import Options, resolve_options
 from .selector import Selector
@@ -49,7 +49,8 @@ def plan_project(
 
 
 def default_variant(recipes: Recipes, project: KernelProject) -> Variant:
-    """The newest torch in the recipes, its CUDA flavour (or cpu), for this machine's arch.
+    """The newest torch in the recipes, its CUDA flavour (or cpu), for this machine's arch; for
+    a backend in ``torch.stable-abi``, that flavour's stable-ABI variant.
 
     A project none of whose backends kernelwheel compiles (a Metal- or ROCm-only kernel) has no
     default: :class:`~kernelwheel.errors.ToolchainError`, naming the runners they need."""
@@ -59,7 +60,11 @@ def default_variant(recipes: Recipes, project: KernelProject) -> Variant:
     wanted = BackendKind.CUDA if BackendKind.CUDA in kinds else BackendKind.CPU
     for variant in reversed(recipes.variants()):
         if variant.arch is arch and variant.backend is not None and variant.backend.kind is wanted:
-            return variant
+            abi = project.stable_abi_for(wanted.value)
+            if abi is None:
+                return variant
+            target = TorchVersion(abi.major, abi.minor)
+            return variant.with_(torch=target, cxxabi=None, stable_abi=True)
     raise UsageError("the recipes have no variant for this machine", hint="pass --variant NAME")
 
 

@@ -1,0 +1,235 @@
+"""Stable-ABI builds: the ABI target the compiler gets, the torch the build may use, the import
+guard of the wheel; and, for real, the fixture kernel tests/fixtures/stable_axpy built against
+torch 2.14.1, installed with pip next to torch 2.13.0+cpu and called."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from support.builds import CPU_VARIANT, CUDA_VARIANT, build_env
+from support.layered import LayeredVenv
+
+from kernelwheel.abi import Rule, check_wheel
+from kernelwheel.builder import codegen
+from kernelwheel.builder.envs import EnvInfo
+from kernelwheel.builder.pipeline import _check_env_matches
+from kernelwheel.cli import main
+from kernelwheel.errors import ToolchainError
+from kernelwheel.model.variant import TorchVersion, Variant
+from kernelwheel.wheels.reader import read_wheel
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stable_axpy"
+STABLE_CPU = Variant.parse("torch-stable-abi210-cpu-x86_64-linux")
+STABLE_CU130 = Variant.parse("torch-stable-abi210-cu130-x86_64-linux")
+
+
+def test_target_version_is_torchs_encoding_of_the_abi_release() -> None:
+    # torch/csrc/stable/version.h: (((0ULL + major) << 56) | ((0ULL + minor) << 48))
+    assert TorchVersion(2, 9).target_version == "0x0209000000000000"
+    assert TorchVersion(2, 10).target_version == "0x020a000000000000"
+    assert int(TorchVersion(2, 14).target_version, 16) == (2 << 56) | (14 << 48)
+
+
+def test_registration_header_has_the_stable_macros() -> None:
+    header = codegen.REGISTRATION_HEADER
+    expand = "#define STABLE_TORCH_LIBRARY_EXPAND(NAME, MODULE) STABLE_TORCH_LIBRARY(NAME, MODULE)"
+    assert expand in header
+    assert "#define STABLE_TORCH_LIBRARY_IMPL_EXPAND(NAME, DEVICE, MODULE)" in header
+    assert "STABLE_TORCH_LIBRARY_IMPL(NAME, DEVICE, MODULE)" in header
+
+
+def _env(torch: str, cuda: str | None) -> EnvInfo:
+    p = Path("/env/bin/python")
+    return EnvInfo(p, "3.11", "x86_64", Path("/env/site"), torch, cuda, None, True)
+
+
+def test_a_stable_build_needs_a_torch_at_least_as_new_as_its_abi() -> None:
+    for torch in ("2.10.0", "2.14.1+cu130"):  # any newer torch, even of another flavour
+        _check_env_matches(_env(torch, "13.0"), STABLE_CPU)
+    _check_env_matches(_env("2.14.1", "13.0"), STABLE_CU130)
+    with pytest.raises(ToolchainError, match="has the older torch 2.9.1") as info:
+        _check_env_matches(_env("2.9.1", None), STABLE_CPU)
+    assert "build with torch 2.10 or newer" in (info.value.hint or "")
+    with pytest.raises(ToolchainError, match="needs torch built for CUDA 13.0"):
+        _check_env_matches(_env("2.14.1", "12.8"), STABLE_CU130)
+
+
+def _fake_torch(version: str, cuda: str | None) -> types.ModuleType:
+    torch = types.ModuleType("torch")
+    torch.__version__ = version  # type: ignore[attr-defined]
+    torch.version = types.SimpleNamespace(cuda=cuda)  # type: ignore[attr-defined]
+    torch._C = types.SimpleNamespace(_GLIBCXX_USE_CXX11_ABI=True)  # type: ignore[attr-defined]
+    return torch
+
+
+def _guard(variant: Variant, version: str, cuda: str | None) -> None:
+    """Run the generated _ops.py's guard (up to the extension import) under a fake torch."""
+    stamp = codegen.BuildStamp("stable-axpy", f"1.0.0+{variant.local_version}", variant, None)
+    source = codegen.ops_py("_stable_axpy_0123456789", stamp).split("\nfrom . import ", 1)[0]
+    saved = sys.modules.get("torch")
+    sys.modules["torch"] = _fake_torch(version, cuda)
+    try:
+        exec(compile(source, "_ops.py", "exec"), {})
+    finally:
+        if saved is None:
+            del sys.modules["torch"]
+        else:
+            sys.modules["torch"] = saved
+
+
+@pytest.mark.parametrize(
+    ("variant", "torch", "cuda"),
+    [
+        (STABLE_CPU, "2.10.0+cpu", None),
+        (STABLE_CPU, "2.13.0+cpu", None),
+        (STABLE_CPU, "2.14.1+cu130", "13.0"),  # CPU ops run under every flavour
+        (STABLE_CPU, "3.1.0", None),
+        (STABLE_CU130, "2.11.0+cu130", "13.0"),
+        (STABLE_CU130, "2.14.1", "13.2"),  # same CUDA major
+    ],
+)
+def test_the_guard_accepts_any_newer_torch_of_the_right_flavour(
+    variant: Variant, torch: str, cuda: str | None
+) -> None:
+    _guard(variant, torch, cuda)
+
+
+@pytest.mark.parametrize(
+    ("variant", "torch", "cuda", "mismatch", "advice"),
+    [
+        (
+            STABLE_CPU,
+            "2.9.1+cpu",
+            None,
+            "torch version (built for torch >= 2.10)",
+            "Upgrade torch to 2.10 or newer, or install the build for this torch",
+        ),
+        (
+            STABLE_CU130,
+            "2.13.0+cpu",
+            None,
+            "backend (a cu130 build; this torch has no CUDA)",
+            "Install the build for this torch",
+        ),
+        (
+            STABLE_CU130,
+            "2.12.1+cu128",
+            "12.8",
+            "CUDA major version (built with CUDA 13.0)",
+            "Install the build for this torch",
+        ),
+    ],
+)
+def test_the_guard_refuses_older_torch_and_wrong_flavour(
+    variant: Variant, torch: str, cuda: str | None, mismatch: str, advice: str
+) -> None:
+    with pytest.raises(ImportError) as info:
+        _guard(variant, torch, cuda)
+    message = str(info.value)
+    flavour = "CPU" if variant is STABLE_CPU else "CUDA 13.0"
+    built = f"stable-axpy 1.0.0+{variant.local_version} was built for torch >= 2.10, {flavour}"
+    assert built in message
+    assert f"this Python runs torch {torch}" in message
+    assert f"mismatch in: {mismatch}. {advice}" in message
+
+
+# --- for real -----------------------------------------------------------------------------------
+
+CHECK = r"""
+import torch, stable_axpy
+assert torch.__version__.startswith("2.13.0"), torch.__version__
+gen = torch.Generator().manual_seed(20)
+for shape in [(1,), (7, 13), (3, 5, 17), (0, 4), (100_003,)]:
+    x = torch.randn(shape, generator=gen)
+    y = torch.randn(shape, generator=gen)
+    alpha = float(torch.randn((), generator=gen))
+    got = stable_axpy.axpy(x, y, alpha)
+    torch.testing.assert_close(got, alpha * x + y, rtol=1e-6, atol=1e-6)
+    assert got.shape == x.shape and got.dtype == torch.float32
+try:
+    stable_axpy.axpy(torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64))
+except RuntimeError as exc:
+    assert "x and y must be float32" in str(exc), exc
+else:
+    raise AssertionError("float64 inputs were accepted")
+print("OK", stable_axpy.add_op_namespace_prefix("axpy"), torch.__version__)
+"""
+
+
+@pytest.mark.integration
+def test_built_against_torch_214_it_runs_under_torch_213_cpu(
+    tmp_path: Path, venv_for: Callable[..., LayeredVenv]
+) -> None:
+    wheelhouse, cache = tmp_path / "wheelhouse", tmp_path / "cache"
+    builder = build_env(CUDA_VARIANT)  # torch 2.14.1 (a CUDA build; the CPU variant needs none)
+    code = main(
+        [
+            "build",
+            str(FIXTURE),
+            "--variant",
+            STABLE_CPU.name,
+            "--python",
+            str(builder.python),
+            "--output-dir",
+            str(wheelhouse),
+            "--cache-dir",
+            str(cache),
+        ]
+    )
+    assert code == 0
+    (wheel,) = wheelhouse.glob("*.whl")
+    local = "1.0.0+torch2.10.stable.cpu"  # general.version = 1
+    assert wheel.name == f"stable_axpy-{local}-cp310-abi3-manylinux_2_28_x86_64.whl"
+    # Compiled for the ABI of torch 2.10, whatever torch built it.
+    stage = cache / "work" / "stable_axpy" / STABLE_CPU.name
+    spec = json.loads((stage / "compile.json").read_text())
+    assert ["TORCH_TARGET_VERSION", "0x020a000000000000"] in spec["define_macros"]
+    report = check_wheel(wheel)
+    assert report.ok and report.status(Rule.TORCH_ABI) is True
+    meta = read_wheel(wheel).metadata
+    assert meta.get_all("Requires-Dist") == ["torch>=2.10"]
+
+    venv = venv_for(CPU_VARIANT)  # torch 2.13.0+cpu
+    venv.pip("--no-index", str(wheel))
+    out = venv.run("-c", CHECK).stdout
+    assert out.startswith("OK _stable_axpy_") and out.rstrip().endswith("2.13.0+cpu"), out
+
+
+# One call into libc10's C++ API, declared by hand (its header refuses TORCH_TARGET_VERSION).
+PLANTED = r"""
+#include <cstdint>
+namespace c10 { namespace detail {
+[[noreturn]] void torchCheckFail(const char* func, const char* file, uint32_t line,
+                                 const char* msg);
+} }
+void kw_planted_check(bool ok) {
+  if (!ok) c10::detail::torchCheckFail("kw", __FILE__, __LINE__, "planted");
+}
+"""
+
+
+@pytest.mark.integration
+def test_a_build_that_uses_the_unstable_api_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "planted"
+    shutil.copytree(FIXTURE, project)
+    (project / "csrc" / "unstable.cpp").write_text(PLANTED)
+    toml = project / "build.toml"
+    sources = '"csrc/axpy_cpu.cpp", "csrc/unstable.cpp"]'
+    toml.write_text(toml.read_text().replace('"csrc/axpy_cpu.cpp"]', sources))
+    wheelhouse = tmp_path / "wheelhouse"
+    args = ["build", str(project), "--variant", STABLE_CPU.name]
+    args += ["--python", str(build_env(CUDA_VARIANT).python), "--output-dir", str(wheelhouse)]
+    assert main([*args, "--cache-dir", str(tmp_path / "cache")]) != 0
+    err = capsys.readouterr().err
+    assert "torch-abi violations no repair can fix" in err
+    assert "_ZN3c106detail14torchCheckFailEPKcS2_jS2_" in err
+    assert "is libtorch's C++ API (c10::)" in err
+    assert not list(wheelhouse.glob("*.whl"))
