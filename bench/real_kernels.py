@@ -62,7 +62,8 @@ def summary_line(out: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", type=Path, required=True)
-    ap.add_argument("--kernel", action="append", required=True)
+    ap.add_argument("--kernel", action="append", required=True,
+                    help="a project folder name in --corpus; NAME=VARIANT builds that variant")
     ap.add_argument("--variant", required=True)
     ap.add_argument("--python", required=True, help="the build interpreter (its torch)")
     ap.add_argument("--tests-python", required=True, help="interpreter with kernels + pytest")
@@ -72,11 +73,12 @@ def main() -> int:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for name in args.kernel:
+    for entry in args.kernel:
+        name, _, variant = entry.partition("=")
         project = args.corpus / name
         wheels, hub = args.out / "wheels" / name, args.out / "hub" / name
         cmd = [sys.executable, "-m", "kernelwheel", "build", str(project), "--variant",
-               args.variant, "--python", args.python, "-o", str(wheels), "--hub-layout", str(hub)]
+               variant or args.variant, "--python", args.python, "-o", str(wheels), "--hub-layout", str(hub)]
         if args.cuda_capabilities:
             cmd += ["--cuda-capabilities", args.cuda_capabilities]
         code, out, took = run(cmd + args.extra)
