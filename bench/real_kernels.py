@@ -84,7 +84,13 @@ def main() -> int:
         code, out, took = run(cmd + args.extra)
         wheel = next((p.name for p in wheels.glob("*.whl")), "-")
         built = "built" if code == 0 else f"failed (exit {code})"
+        for build_log in wheels.glob("logs/*.log") if code else ():
+            log(f"--- tail of {build_log.name}\n" + build_log.read_text()[-8000:])
         tests = "not run"
+        if code == 0 and wheel != "-":
+            # Some projects' tests import the package itself rather than through kernels.
+            run([args.tests_python, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                 "--force-reinstall", str(wheels / wheel)])
         if code == 0 and (project / "tests").is_dir():
             env = dict(os.environ, LOCAL_KERNELS=f"{repo_id(project)}={hub}", HF_HUB_OFFLINE="1")
             tcode, tout, ttook = run(
