@@ -115,6 +115,7 @@ def test_nvcc_gets_kernel_builders_macros_instead_of_torchs() -> None:
     assert "-U__CUDA_NO_HALF_OPERATORS__" in flags and "-U__CUDA_NO_HALF2_OPERATORS__" in flags
     assert "-U__CUDA_NO_BFLOAT16_CONVERSIONS__" in flags and flags[-1] == "-DENABLE_FP8"
     assert "-DENABLE_FP8" not in nvcc_torch_flags("11.7")
+    assert "--expt-extended-lambda" in flags  # as torch's CMake config (kernel-builder) has it
 
 
 def test_template_stub_flag_only_where_nvcc_has_it() -> None:

@@ -6,7 +6,8 @@
 - The backend's macros, defined for every compiler: ``CUDA_KERNEL`` and ``USE_CUDA=1``,
   ``CPU_KERNEL``, ``ROCM_KERNEL`` and ``USE_ROCM=1``, ``XPU_KERNEL`` and ``USE_XPU``,
   ``METAL_KERNEL``.
-- nvcc without torch's ``__CUDA_NO_HALF*`` macros, with ``ENABLE_FP8``.
+- nvcc without torch's ``__CUDA_NO_HALF*`` macros, with ``ENABLE_FP8`` and
+  ``--expt-extended-lambda`` (torch's CMake config adds it; cpp_extension does not).
 - ``-fno-gnu-unique`` where the compiler has it; a kernel's ``cuda-minver`` leaves it out of
   older toolkits; nvcc threads and compile jobs share the CPUs.
 """
@@ -103,7 +104,9 @@ def kernels_to_compile(
 def nvcc_torch_flags(cuda_version: str) -> tuple[str, ...]:
     """nvcc flags that turn torch's nvcc macros into kernel-builder's: ours come after torch's,
     so ``-U`` undoes its ``-D``."""
-    flags = tuple(f"-U{name}" for name in TORCH_NVCC_MACROS_UNDONE)
+    # kernel-builder compiles through find_package(Torch), whose Caffe2 cuda.cmake adds
+    # --expt-extended-lambda; sources using ATen's gpu_kernel with GPU_LAMBDA need it (rotary).
+    flags = tuple(f"-U{name}" for name in TORCH_NVCC_MACROS_UNDONE) + ("--expt-extended-lambda",)
     if Version(cuda_version) >= Version("11.8"):
         flags += ("-DENABLE_FP8",)
     return flags
