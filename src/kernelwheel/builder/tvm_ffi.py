@@ -30,14 +30,15 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.tags import Tag
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from .._util import atomic_write, output_dir, run_checked, run_logged
 from ..abi.remedies import remedy_flags
 from ..errors import BuildError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
-from ..model.recipes import TVM_FFI_PACKAGE, VariantRecipe, load_recipes
-from ..model.variant import Arch, BackendKind
+from ..model.recipes import TVM_FFI_PACKAGE, VariantRecipe, load_recipes, tvm_ffi_requirement
+from ..model.variant import Arch, BackendKind, TvmFfiVersion
 from ..wheels import WheelSpec, write_wheel
 from . import codegen
 from .capabilities import gencode_flags
@@ -198,13 +199,14 @@ def provision_tvm_ffi(
 
 
 def wheel_requirements(
-    project: KernelProject, recipe: VariantRecipe, backend: str
+    project: KernelProject, recipe: VariantRecipe, backend: str, built_with: str
 ) -> tuple[str, ...]:
-    """Requires-Dist: apache-tvm-ffi of the series built against, then the project's
-    python-depends for ``backend`` (a bare ``apache-tvm-ffi`` there adds nothing). No torch."""
+    """Requires-Dist: apache-tvm-ffi ``built_with`` or later of its series, what the recipe
+    lists for the flavour, then the project's python-depends for ``backend`` (a bare
+    ``apache-tvm-ffi`` there adds nothing). No torch."""
     assert recipe.tvm_ffi is not None
     own = canonicalize_name(TVM_FFI_PACKAGE)
-    requires = [recipe.tvm_ffi.runtime_requirement]
+    requires = [tvm_ffi_requirement(built_with)]
     requires += (
         recipe.tvm_ffi.requires_for(recipe.variant.backend) if recipe.variant.backend else ()
     )
@@ -249,6 +251,7 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
                 hint=f"install CUDA {cuda} (or pass --cuda-home DIR)",
             )
         detail.append(f"{TVM_FFI_PACKAGE} {env.version}" + (" (cached)" if env.reused else ""))
+        _check_series(env, variant.tvm_ffi)
         if toolkit:
             detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
 
@@ -272,7 +275,9 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             version=version,
             tag=Tag("py3", "none", variant.platform_tag(manylinux=None)),
             files=files,
-            requires_dist=wheel_requirements(project, recipe, variant.backend.kind.value),
+            requires_dist=wheel_requirements(
+                project, recipe, variant.backend.kind.value, env.version
+            ),
             requires_python=REQUIRES_PYTHON,
             summary=f"{project.name} tvm-ffi kernel ({variant.name}), built by kernelwheel",
             executables=frozenset({so_name}),
@@ -372,6 +377,16 @@ def _compile(
     link = [cxx, "-shared", "-o", str(shared_object), *map(str, objects), *link_libs]
     _run(link, log, stage, f"linking {shared_object.name}")
     return shared_object, caps
+
+
+def _check_series(env: TvmFfiEnv, series: TvmFfiVersion) -> None:
+    release = Version(env.version).release
+    if tuple(release[:2]) != (series.major, series.minor):
+        raise ToolchainError(
+            f"{env.python} has {TVM_FFI_PACKAGE} {env.version}, but the variant is built "
+            f"against the {series} series",
+            hint=f"use an interpreter with {TVM_FFI_PACKAGE} {series}.x, or omit --python",
+        )
 
 
 def _runtime_rpaths(env: TvmFfiEnv, lib_dirs: list[Path]) -> list[str]:
