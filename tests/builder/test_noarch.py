@@ -15,9 +15,12 @@ from support.kinds import NOARCH_BUILD_TOML, write_noarch_project
 from support.layered import LayeredVenv
 
 from kernelwheel.builder import codegen
-from kernelwheel.builder.noarch import noarch_requirements, torch_requirement
+from kernelwheel.builder.noarch import build_noarch, noarch_requirements, torch_requirement
 from kernelwheel.cli import main
+from kernelwheel.errors import ProjectError
+from kernelwheel.log import SilentReporter
 from kernelwheel.model.project import load_project
+from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Variant
 from kernelwheel.plan.options import ENV_VARS
 from kernelwheel.wheels import read_wheel
@@ -121,7 +124,7 @@ def test_rebuild_is_byte_identical(tmp_path: Path) -> None:
         # edition 3: backends, no framework section
         '[general]\nname = "scale-noarch"\nbackends = ["cpu", "rocm"]\n',
         # edition 4: explicit [torch-noarch]
-        '[general]\nname = "scale-noarch"\nversion = 1\nlicense = "MIT"\nbackends = ["xpu"]\n\n'
+        '[general]\nname = "scale-noarch"\nversion = 0\nlicense = "MIT"\nbackends = ["xpu"]\n\n'
         "[torch-noarch]\n",
     ],
 )
@@ -136,11 +139,13 @@ def test_every_pure_python_form_builds(tmp_path: Path, toml: str) -> None:
     assert extras == list(project.backends)
 
 
-def test_a_local_version_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    root = write_noarch_project(tmp_path / "p")
-    assert main(["build", str(root), "--version", "1.0+cpu", "-o", str(tmp_path / "o")]) != 0
-    err = capsys.readouterr().err
-    assert "has a local part" in err and "--version 1.0" in err
+def test_a_local_version_is_refused(tmp_path: Path) -> None:
+    project = load_project(write_noarch_project(tmp_path / "p"))
+    recipes = [load_recipes().recipe_for(Variant.parse("torch-cpu"))]
+    with pytest.raises(ProjectError, match="has a local part") as info:
+        build_noarch(project, recipes, "1.0+cpu", tmp_path / "o", SilentReporter())
+    assert "--version 1.0" in (info.value.hint or "")
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.integration

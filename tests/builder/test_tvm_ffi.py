@@ -38,11 +38,9 @@ def test_the_wheel_requires_tvm_ffi_and_never_torch(tmp_path: Path) -> None:
     )
     project = load_project(write_tvm_ffi_project(tmp_path / "p", toml))
     recipes = load_recipes()
-    cpu = wheel_requirements(project, recipes.recipe_for(Variant.parse(CPU)), "cpu", "0.1.9")
+    cpu = wheel_requirements(project, recipes.recipe_for(Variant.parse(CPU)), "0.1.9")
     assert cpu == ("apache-tvm-ffi>=0.1.9,<0.2", "numpy>=1.26")  # the bare name adds nothing
-    cuda = wheel_requirements(
-        project, recipes.recipe_for(Variant.parse(CUDA)), "cuda", "0.1.15.post2"
-    )
+    cuda = wheel_requirements(project, recipes.recipe_for(Variant.parse(CUDA)), "0.1.15.post2")
     assert cuda[:2] == ("apache-tvm-ffi>=0.1.15,<0.2", "nvidia-cuda-runtime>=13.0,<14")
     assert not any(Requirement(r).name == "torch" for r in (*cpu, *cuda))
 

@@ -28,6 +28,7 @@ from ..model.variant import Variant
 from ..wheels import WheelSpec, write_wheel
 from . import codegen
 from .pipeline import package_files
+from .wheelmeta import project_metadata, requirements
 
 __all__ = ["NoarchWheel", "build_noarch", "noarch_requirements"]
 
@@ -80,19 +81,21 @@ def _with_extra(requirement: str, extra: str) -> str:
 def noarch_requirements(
     project: KernelProject, variants: Sequence[Variant]
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(Requires-Dist, Provides-Extra) of the wheel serving ``variants``: torch and the general
-    python-depends for everyone, each backend's own python-depends under its extra. Every
-    backend gets an extra, empty or not, so ``kernel[<backend>]`` always names one."""
-    requires = [torch_requirement(project), *project.python_depends]
+    """(Requires-Dist, Provides-Extra) of the wheel serving ``variants``: torch, the general
+    python-depends and kernel-depends for everyone, each backend's own under its extra
+    (:func:`~kernelwheel.builder.wheelmeta.requirements` says what a backend's build needs).
+    Every backend gets an extra, empty or not, so ``kernel[<backend>]`` always names one."""
+    shared = requirements(project, _ID_VARIANT)
+    requires = [torch_requirement(project), *shared]
     extras: list[str] = []
     for variant in variants:
         backend = _backend_of(variant)
         if backend is None or backend in extras:
             continue
         extras.append(backend)
-        for dep in project.backend_depends_for(backend).python_depends:
-            if dep not in project.python_depends:
-                requires.append(_with_extra(dep, backend))
+        requires += [
+            _with_extra(r, backend) for r in requirements(project, variant) if r not in shared
+        ]
     return tuple(dict.fromkeys(requires)), tuple(extras)
 
 
@@ -142,7 +145,8 @@ def build_noarch(
             summary=f"{project.name} PyTorch kernel (pure Python, for {', '.join(extras) or 'any'}"
             " backend), built by kernelwheel",
         )
-        path = write_wheel(spec, out_dir)
+        # Licence, its files, project URLs, the kernel card: builder.wheelmeta.
+        path = write_wheel(project_metadata(project).apply(spec), out_dir)
         detail.append(path.name)
     if hub_layout is not None:
         # Imported here: the hub package pulls in huggingface_hub, which builds do not need.

@@ -34,15 +34,16 @@ from packaging.version import Version
 
 from .._util import atomic_write, output_dir, run_checked, run_logged
 from ..abi.remedies import remedy_flags
-from ..errors import BuildError, ToolchainError
+from ..errors import BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
-from ..model.project import KernelProject
+from ..model.project import KernelProject, KernelSection
 from ..model.recipes import TVM_FFI_PACKAGE, VariantRecipe, load_recipes, tvm_ffi_requirement
 from ..model.variant import Arch, BackendKind, TvmFfiVersion
 from ..wheels import WheelSpec, write_wheel
+from . import capabilities as caps
 from . import codegen
-from .capabilities import gencode_flags
 from .compile_plan import SOURCE_SUFFIXES, fatbin_compression_flags
+from .compile_rules import NO_GNU_UNIQUE, backend_macros, kernel_cuda_flags, kernels_to_compile
 from .envs import (
     READY_MARKER,
     CudaToolkit,
@@ -53,13 +54,14 @@ from .envs import (
     pip_install_args,
 )
 from .pipeline import (
-    _links_shared_libstdcxx,
+    _toolchain,
     check_cxx_toolchain,
     finish_wheel,
     full_version,
     package_files,
 )
 from .request import BuildRequest, BuiltWheel
+from .wheelmeta import project_metadata, requirements
 
 __all__ = ["TvmFfiEnv", "build_tvm_ffi_variant", "provision_tvm_ffi", "wheel_requirements"]
 
@@ -199,18 +201,17 @@ def provision_tvm_ffi(
 
 
 def wheel_requirements(
-    project: KernelProject, recipe: VariantRecipe, backend: str, built_with: str
+    project: KernelProject, recipe: VariantRecipe, built_with: str
 ) -> tuple[str, ...]:
     """Requires-Dist: apache-tvm-ffi ``built_with`` or later of its series, what the recipe
-    lists for the flavour, then the project's python-depends for ``backend`` (a bare
-    ``apache-tvm-ffi`` there adds nothing). No torch."""
-    assert recipe.tvm_ffi is not None
+    lists for the flavour, then what the project's build for the backend requires
+    (python-depends, where a bare ``apache-tvm-ffi`` adds nothing, and kernel-depends). No
+    torch."""
+    assert recipe.tvm_ffi is not None and recipe.variant.backend is not None
     own = canonicalize_name(TVM_FFI_PACKAGE)
     requires = [tvm_ffi_requirement(built_with)]
-    requires += (
-        recipe.tvm_ffi.requires_for(recipe.variant.backend) if recipe.variant.backend else ()
-    )
-    for dep in project.python_depends_for(backend):
+    requires += recipe.tvm_ffi.requires_for(recipe.variant.backend)
+    for dep in requirements(project, recipe.variant):
         req = Requirement(dep)
         if canonicalize_name(req.name) == own and not req.specifier and req.marker is None:
             continue
@@ -275,15 +276,13 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             version=version,
             tag=Tag("py3", "none", variant.platform_tag(manylinux=None)),
             files=files,
-            requires_dist=wheel_requirements(
-                project, recipe, variant.backend.kind.value, env.version
-            ),
+            requires_dist=wheel_requirements(project, recipe, env.version),
             requires_python=REQUIRES_PYTHON,
             summary=f"{project.name} tvm-ffi kernel ({variant.name}), built by kernelwheel",
             executables=frozenset({so_name}),
         )
         raw = write_wheel(
-            spec,
+            project_metadata(project).apply(spec),
             req.work_dir / variant.name / "dist",
             compress=req.manylinux is None or req.best_effort,
         )
@@ -295,88 +294,120 @@ def _compile(
     req: BuildRequest, env: TvmFfiEnv, namespace: str, toolkit: CudaToolkit | None
 ) -> tuple[Path, tuple[str, ...]]:
     """Compile the binding and the variant's kernels, link ``<namespace>.so``; the shared object
-    and the CUDA capabilities compiled for."""
+    and the CUDA capabilities compiled for. The rules are the torch builds' (compile_rules: one
+    backend, its macros, cuda-minver, each kernel's capabilities against the recipe's)."""
     project, variant, log = req.project, req.variant, req.log
     assert project.tvm_ffi is not None and variant.backend is not None
     backend = variant.backend.kind.value
-    kernels = project.kernels_for(backend)
+    tools = _toolchain(toolkit)
+    kernels, notes = kernels_to_compile(project, (backend,), toolkit.version if toolkit else None)
     stage = req.work_dir / variant.name
     if stage.exists():
         shutil.rmtree(stage)
     (stage / "obj").mkdir(parents=True)
     root = project.root
-    sources = [root / p for p in project.tvm_ffi.src if p.suffix in SOURCE_SUFFIXES]
-    includes = [root / p for p in project.tvm_ffi.include]
-    cxx_flags = list(project.tvm_ffi.cxx_flags)
-    cuda_flags: list[str] = []
-    wanted_caps: list[str] = []
-    for kernel in kernels:
-        sources += [root / p for p in kernel.src if p.suffix in SOURCE_SUFFIXES]
-        includes += [root / p for p in kernel.include]
-        cxx_flags += kernel.cxx_flags
-        cuda_flags += kernel.cuda_flags
-        wanted_caps += [c for c in kernel.cuda_capabilities if c not in wanted_caps]
-    cxx = os.environ.get("CXX") or "c++"
     remedies = remedy_flags()
-    if _links_shared_libstdcxx(cxx):
-        sources += list(remedies.sources)
     prefix_maps = [
         f"-ffile-prefix-map={stage}=/kernelwheel/build",
         f"-ffile-prefix-map={root}=/kernelwheel/src",
         f"-ffile-prefix-map={remedies.sources[0].parent}=/kernelwheel/data",
     ]
-    defines = [f"-DTVM_FFI_EXTENSION_NAME={namespace}", f"-D{backend.upper()}_KERNEL"]
-    search = [f"-I{p}" for p in (*includes, *env.include_dirs)]
-    host = ["-O3", "-fPIC", "-fvisibility=hidden", "-fno-gnu-unique", *prefix_maps]
-    caps: tuple[str, ...] = ()
-    nvcc: list[str] = []
+    macros = [("TVM_FFI_EXTENSION_NAME", namespace), *backend_macros(backend)]
+    defines = [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in macros]
+    includes = [
+        root / p for p in (*project.tvm_ffi.include, *(i for k in kernels for i in k.include))
+    ]
+    search = [f"-I{p}" for p in dict.fromkeys((*includes, *env.include_dirs))]
+    host = ["-fPIC", "-fvisibility=hidden", *prefix_maps]
+    host += [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
+    cxx = os.environ.get("CXX") or "c++"
+    cxx_cmd = [cxx, "-std=c++17", "-O3", *host, *remedies.cxx_flags, *defines, *search]
+    # (source, extra flags) in a stable order: the binding, then each kernel's sources.
+    units = [(root / p, tuple(project.tvm_ffi.cxx_flags)) for p in project.tvm_ffi.src]
+    units += [(root / p, tuple(k.cxx_flags)) for k in kernels for p in k.src if p.suffix != ".cu"]
+    cuda_units: list[tuple[Path, tuple[str, ...]]] = []
+    every: tuple[str, ...] = ()
     link_libs = [f"-L{env.lib_dir}", "-ltvm_ffi"]
     if toolkit is not None:
-        caps = req.cuda_capabilities or tuple(wanted_caps) or req.default_capabilities
-        if not caps:
+        per_kernel = _capabilities(req, [k for k in kernels if k.backend == "cuda"])
+        every = caps.sort_capabilities(c for _, own in per_kernel for c in own)
+        if not every:
             raise ToolchainError(
                 f"no CUDA capabilities for {variant.name}",
                 hint="set cuda-capabilities in build.toml or a default list in the recipe",
             )
-        check_capabilities(caps, toolkit, where=variant.name, hint_key="cuda-capabilities")
-        compression, _ = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
+        check_capabilities(every, toolkit, where=variant.name, hint_key="cuda-capabilities")
+        compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
+        notes += (note,) if note else ()
         nvcc = [
             str(toolkit.home / "bin" / "nvcc"),
             "-std=c++17",
             "-O3",
             f"--threads={max(1, req.jobs)}",
-            *(f"-Xcompiler={flag}" for flag in host if flag != "-O3"),
+            *(f"-Xcompiler={flag}" for flag in host),
             *remedies.nvcc_flags,
-            *gencode_flags(caps),
             *compression,
-            *cuda_flags,
+            *defines,
+            *search,
+            *(f"-I{p}" for p in toolkit.extra_includes),
         ]
-        search += [f"-I{p}" for p in toolkit.extra_includes]
+        for kernel, own in per_kernel:
+            flags = (
+                *caps.gencode_flags(own),
+                *kernel_cuda_flags(kernel.cuda_flags, toolkit.version),
+            )
+            cuda_units += [(root / p, flags) for p in kernel.src if p.suffix == ".cu"]
         lib_dirs = [d for d in (toolkit.home / "lib", toolkit.home / "lib64") if d.is_dir()]
         link_libs += [f"-L{d}" for d in lib_dirs] + ["-lcudart"]
         link_libs += [f"-Wl,-rpath,$ORIGIN/{rel}" for rel in _runtime_rpaths(env, lib_dirs)]
+    if tools.shared_libstdcxx:  # else the static libstdc++ defines what the remedies add
+        units += [(path, ()) for path in remedies.sources]
+    if notes:
+        with open(log, "a") as fh:
+            fh.writelines(f"note: {n}\n" for n in notes)
     objects: list[Path] = []
-    for index, source in enumerate(sources):
+    for index, (source, flags) in enumerate([*units, *cuda_units]):
+        if source.suffix not in SOURCE_SUFFIXES:
+            continue  # headers listed as sources: inputs of the build id only
+        if source.suffix == ".cu" and toolkit is None:
+            raise BuildError(
+                f"{source.relative_to(root)} is CUDA code, but {variant.name} is not a CUDA build",
+                log=log,
+                hint='list .cu files only in kernels with backend = "cuda"',
+            )
         obj = stage / "obj" / f"{index:03d}-{source.stem}.o"
-        if source.suffix == ".cu":
-            if not nvcc:
-                raise BuildError(
-                    f"{source.relative_to(root)} is CUDA code, but {variant.name} is not a CUDA "
-                    "build",
-                    log=log,
-                    hint='list .cu files only in kernels with backend = "cuda"',
-                )
-            cmd = [*nvcc, *defines, *search, "-c", str(source), "-o", str(obj)]
-        else:
-            cmd = [cxx, "-std=c++17", *host, *remedies.cxx_flags, *cxx_flags]
-            cmd += [*defines, *search, "-c", str(source), "-o", str(obj)]
+        base = nvcc if source.suffix == ".cu" else cxx_cmd
+        cmd = [*base, *flags, "-c", str(source), "-o", str(obj)]
         _run(cmd, log, stage, f"compiling {source.name} for {variant.name}")
         objects.append(obj)
     shared_object = stage / "lib" / f"{namespace}.so"
     shared_object.parent.mkdir()
     link = [cxx, "-shared", "-o", str(shared_object), *map(str, objects), *link_libs]
     _run(link, log, stage, f"linking {shared_object.name}")
-    return shared_object, caps
+    return shared_object, every
+
+
+def _capabilities(
+    req: BuildRequest, kernels: list[KernelSection]
+) -> list[tuple[KernelSection, tuple[str, ...]]]:
+    """Each CUDA kernel's capabilities: the option's, else its cuda-capabilities loosely
+    intersected with the recipe's defaults (kernel-builder's rule), else the defaults."""
+    out: list[tuple[KernelSection, tuple[str, ...]]] = []
+    for kernel in kernels:
+        if req.cuda_capabilities:
+            out.append((kernel, req.cuda_capabilities))
+            continue
+        chosen = caps.for_kernel(kernel.id, kernel.cuda_capabilities, req.default_capabilities)
+        if not chosen.capabilities:
+            raise ProjectError(
+                f"none of {', '.join(kernel.cuda_capabilities)} is built by the recipe's CUDA, "
+                f"whose targets are {', '.join(caps.targets_of(req.default_capabilities))}",
+                file=req.project.build_toml,
+                key=f"kernel.{kernel.id}.cuda-capabilities",
+                hint="list a capability of this toolkit, or leave this CUDA version out",
+            )
+        out.append((kernel, chosen.capabilities))
+    return out
 
 
 def _check_series(env: TvmFfiEnv, series: TvmFfiVersion) -> None:
