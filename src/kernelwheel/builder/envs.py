@@ -355,9 +355,9 @@ def refuse_unsupported(
         )
 
 
-def _pip_toolkit(env: EnvInfo, major: int) -> Path | None:
+def _pip_toolkit(purelib: Path, major: int) -> Path | None:
     """CUDA_HOME assembled from PyPI's nvidia-cuda-* packages inside the environment."""
-    home = env.purelib / "nvidia" / f"cu{major}"
+    home = purelib / "nvidia" / f"cu{major}"
     if not (home / "bin" / "nvcc").exists():
         return None
     lib = home / "lib"
@@ -368,8 +368,8 @@ def _pip_toolkit(env: EnvInfo, major: int) -> Path | None:
     return home
 
 
-def _torch_nvidia_includes(env: EnvInfo, major: int) -> tuple[Path, ...]:
-    inc = env.purelib / "nvidia" / f"cu{major}" / "include"
+def _torch_nvidia_includes(purelib: Path, major: int) -> tuple[Path, ...]:
+    inc = purelib / "nvidia" / f"cu{major}" / "include"
     return (inc,) if inc.is_dir() else ()
 
 
@@ -383,18 +383,41 @@ def find_cuda_toolkit(
             "CUDA sources",
             hint="build a CPU variant, or use a CUDA build of torch",
         )
-    want_major = int(env.cuda.split(".")[0])
+    return locate_cuda_toolkit(
+        env.cuda,
+        env.purelib,
+        explicit,
+        system_paths,
+        needed_by=f"torch {env.torch}",
+        hint=f"install CUDA {env.cuda} (or pass --cuda-home DIR); torch refuses to build "
+        "with a toolkit of another major version",
+    )
+
+
+def locate_cuda_toolkit(
+    cuda: str,
+    purelib: Path,
+    explicit: Path | None = None,
+    system_paths: Sequence[Path] = (),
+    *,
+    needed_by: str,
+    hint: str,
+) -> CudaToolkit:
+    """A toolkit of CUDA ``cuda``'s major version: ``explicit`` (--cuda-home) only, else the
+    toolchain packages in ``purelib``, CUDA_HOME, the recipe's and the usual system paths, PATH.
+    ``needed_by`` and ``hint`` word the error when none is found."""
+    want_major = int(cuda.split(".")[0])
     candidates: list[tuple[str, Path]] = []
     if explicit is not None:
         candidates.append(("--cuda-home", explicit))
     else:
-        pip_home = _pip_toolkit(env, want_major)
+        pip_home = _pip_toolkit(purelib, want_major)
         if pip_home is not None:
             candidates.append(("toolchain packages", pip_home))
         if os.environ.get("CUDA_HOME"):
             candidates.append(("CUDA_HOME", Path(os.environ["CUDA_HOME"])))
         candidates += [("recipe system-paths", p) for p in system_paths]
-        candidates.append(("system", Path(f"/usr/local/cuda-{env.cuda}")))
+        candidates.append(("system", Path(f"/usr/local/cuda-{cuda}")))
         candidates.append(("system", Path("/usr/local/cuda")))
         nvcc = shutil.which("nvcc")
         if nvcc:
@@ -409,10 +432,6 @@ def find_cuda_toolkit(
             if source == "--cuda-home":
                 break
             continue
-        return CudaToolkit(home, version, _torch_nvidia_includes(env, want_major))
+        return CudaToolkit(home, version, _torch_nvidia_includes(purelib, want_major))
     found = "; ".join(seen) if seen else "no nvcc found"
-    raise ToolchainError(
-        f"torch {env.torch} needs a CUDA {want_major}.x toolkit: {found}",
-        hint=f"install CUDA {env.cuda} (or pass --cuda-home DIR); torch refuses to build "
-        "with a toolkit of another major version",
-    )
+    raise ToolchainError(f"{needed_by} needs a CUDA {want_major}.x toolkit: {found}", hint=hint)

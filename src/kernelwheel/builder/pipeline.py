@@ -21,7 +21,7 @@ from ..abi import check_wheel
 from ..abi.remedies import remedy_flags
 from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
-from ..model.project import KernelProject
+from ..model.project import Framework, KernelProject
 from ..model.recipes import load_recipes
 from ..model.variant import Arch, BackendKind, CxxAbi, LocalVersionStyle, Variant
 from ..plan.options import resolve_jobs
@@ -144,10 +144,11 @@ def check_cxx_toolchain(environ: Mapping[str, str]) -> None:
     )
 
 
-def _package_files(project: KernelProject) -> dict[str, bytes]:
-    """The Python package files (pyext suffixes) from torch-ext/<package>/, recursively."""
+def package_files(project: KernelProject) -> dict[str, bytes]:
+    """The Python package files from torch-ext/<package>/ (tvm-ffi-ext/ for tvm-ffi projects),
+    recursively: ``.py`` and the framework section's ``pyext`` suffixes."""
     files: dict[str, bytes] = {}
-    suffixes = {"." + s.lstrip(".") for s in (project.torch.pyext if project.torch else ("py",))}
+    suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
     for path in sorted(project.package_dir.rglob("*")):
         if not path.is_file() or "__pycache__" in path.parts:
             continue
@@ -263,9 +264,7 @@ def _compile(
         stored["cache"] = "unchanged: compile skipped"
         stored["notes"] = list(plan.notes)
         return stored
-    code = run_logged(
-        [env.python, _WORKER, spec_path, result_path], log, env=env_vars, cwd=stage
-    )
+    code = run_logged([env.python, _WORKER, spec_path, result_path], log, env=env_vars, cwd=stage)
     if code != 0 or not result_path.exists():
         raise BuildError(
             f"compiling {variant.name} failed (exit {code})",
@@ -295,10 +294,15 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
     scope = variant.name
     if project.noarch:
         raise ProjectError(
-            "pure-Python (noarch) projects are not built by 'kernelwheel build' yet",
+            "a pure-Python (noarch) project has no variant of its own to compile",
             file=project.build_toml,
-            hint="add a [kernel.<id>] section, or package the Python files with a normal build",
+            hint="build it with 'kernelwheel build' (kernelwheel.builder.noarch.build_noarch): "
+            "one py3-none-any wheel for all of its torch-<backend> variants",
         )
+    if project.framework is Framework.TVM_FFI:
+        from .tvm_ffi import build_tvm_ffi_variant  # imported here: it imports this module
+
+        return build_tvm_ffi_variant(req, reporter)
     if not req.best_effort and (variant.arch is None or variant.arch is Arch.host()):
         check_cxx_toolchain(os.environ)  # a cross build brings its own compiler
     output_dir(req.out_dir, "--output-dir")  # a clear error for a file or unwritable folder
@@ -355,7 +359,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             variant=variant,
             cuda_major=toolkit.major if toolkit else None,
         )
-        files = _package_files(project)
+        files = package_files(project)
         files[f"{project.package}/_ops.py"] = codegen.ops_py(namespace, stamp).encode()
         so_path = Path(str(result["shared_object"]))
         files[f"{project.package}/{namespace}.abi3.so"] = so_path.read_bytes()
@@ -379,7 +383,21 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             compress=req.manylinux is None or req.best_effort,
         )
         detail.append(raw.name)
+    return finish_wheel(req, raw, reporter, bid, namespace, env, _caps(result))
 
+
+def finish_wheel(
+    req: BuildRequest,
+    raw: Path,
+    reporter: Reporter,
+    bid: str,
+    namespace: str,
+    env: EnvInfo | None,
+    capabilities: tuple[str, ...],
+) -> BuiltWheel:
+    """Repair the raw wheel to the manylinux policy (or only check it, without one) and put it
+    into the output folder: the last steps of every compiled build."""
+    variant, scope, log = req.variant, req.variant.name, req.log
     if req.manylinux is None:
         with step(reporter, scope, "check") as detail:
             report = check_wheel(raw, policy=None)
@@ -387,7 +405,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             detail.append("ok" if report.ok else f"{len(report.violations)} violation(s)")
         if not report.ok and not req.best_effort:
             raise AbiError(report.summary(), hint=_ABI_HINT)
-        return BuiltWheel(variant, path, bid, namespace, log, env, report.ok, _caps(result))
+        return BuiltWheel(variant, path, bid, namespace, log, env, report.ok, capabilities)
 
     with step(reporter, scope, "repair") as detail:
         repaired = _repair(req, raw)
@@ -402,7 +420,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             detail.append(f"{len(report.violations)} violation(s), kept as {repaired.tag}")
             with open(log, "a") as fh:
                 fh.write("\n" + report.summary(limit=100) + "\n")
-    return BuiltWheel(variant, repaired.wheel, bid, namespace, log, env, report.ok, _caps(result))
+    return BuiltWheel(variant, repaired.wheel, bid, namespace, log, env, report.ok, capabilities)
 
 
 def _repair(req: BuildRequest, raw: Path) -> RepairResult:
@@ -448,8 +466,6 @@ _ABI_HINT = (
     "run 'kernelwheel check WHEEL' for each symbol's cause and fix; build in a manylinux_2_28 "
     "image for a guaranteed result, or pass --best-effort to keep a linux_<arch> wheel"
 )
-
-
 
 
 def build_and_export(

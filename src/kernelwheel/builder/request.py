@@ -45,6 +45,7 @@ class BuildRequest:
     with_cpu_kernels: bool = False  # GPU variants also compile the cpu kernels (docs/compile.md)
     nvcc_threads: int | None = None  # None: one per capability of the widest kernel
     git: GitState | None = None  # the project's git state (the Hub export's provenance)
+    sources: IndexOptions = IndexOptions()  # where pip looks (a tvm-ffi build's environment)
 
     @property
     def log(self) -> Path:
@@ -59,7 +60,7 @@ class BuiltWheel:
     build_id: str
     namespace: str
     log: Path
-    env: EnvInfo
+    env: EnvInfo | None  # None for a tvm-ffi build (its environment holds no torch)
     compliant: bool = True  # passed the ABI check for its tag
     capabilities: tuple[str, ...] = ()  # CUDA capabilities compiled for
 
@@ -90,7 +91,9 @@ def request_for(
         out_dir=options.output_dir,
         work_dir=options.cache_dir / "work" / project.package,
         cache_dir=options.cache_dir,
-        env_spec=None if options.python else env_spec_for(recipe, sources),
+        env_spec=None
+        if options.python or recipe.torch_requirement is None
+        else env_spec_for(recipe, sources),
         python=options.python,
         cuda_home=options.cuda_home,
         default_capabilities=cuda.capabilities if cuda else (),
@@ -106,4 +109,5 @@ def request_for(
         with_cpu_kernels=options.with_cpu_kernels,
         nvcc_threads=options.nvcc_threads,
         git=git,
+        sources=sources,
     )

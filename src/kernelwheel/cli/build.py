@@ -10,9 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._util import sha256_file
+from ..builder.noarch import build_noarch
 from ..builder.pipeline import build_and_export
 from ..builder.request import request_for
-from ..errors import KernelwheelError, ProjectError
+from ..errors import KernelwheelError
+from ..model.project import KernelProject
+from ..model.recipes import VariantRecipe
+from ..plan.options import Options
 from ..plan.planning import plan_project, selected_recipes, wheel_version
 from ..plan.toolchains import require_toolchains
 from ..plan.versioning import read_git_state
@@ -34,9 +38,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Compile a kernel project (build.toml, csrc/, torch-ext/) into abi3 wheels. Each "
             "variant is built in its own environment holding that variant's torch and CUDA "
-            "toolchain (created once and cached). Without a selector (here, in [tool.kernelwheel] "
-            "or KERNELWHEEL_*), ONE variant is built: the default for this machine, the newest "
-            "torch in the recipes with its CUDA flavour (CPU for a CPU-only kernel). "
+            "toolchain (created once and cached); a [tvm-ffi] project's variants are built "
+            "against apache-tvm-ffi, without torch, and a pure-Python project becomes one "
+            "py3-none-any wheel for all of its torch-<backend> variants. Without a selector "
+            "(here, in [tool.kernelwheel] or KERNELWHEEL_*), ONE variant is built: the default "
+            "for this machine, the newest torch in the recipes with its CUDA flavour (CPU for "
+            "a CPU-only kernel). "
             "--build '*' builds the whole matrix ('kernelwheel matrix' lists it). Each step "
             "is shown as it starts and ends; the full log of each variant is in "
             "OUTPUT_DIR/logs/<variant>.log."
@@ -173,6 +180,32 @@ def _with_log(exc: KernelwheelError, log: Path | None) -> str:
     return text
 
 
+def _build_noarch(
+    project: KernelProject,
+    recipes: list[VariantRecipe],
+    version: str,
+    options: Options,
+    ui: ConsoleUI,
+) -> Outcome:
+    name = ",".join(r.name for r in recipes)
+    ui.group(name)
+    started = time.monotonic()
+    try:
+        built = build_noarch(
+            project, recipes, version, options.output_dir, ui, hub_layout=options.hub_layout
+        )
+    except KernelwheelError as exc:
+        seconds = time.monotonic() - started
+        ui.done(name, False, seconds)
+        ui.error(f"{name}: {exc}")
+        return Outcome(name, seconds, None, error=exc)
+    finally:
+        ui.endgroup()
+    seconds = time.monotonic() - started
+    ui.done(name, True, seconds, built.path.name)
+    return Outcome(name, seconds, None, built.path, sha256_file(built.path))
+
+
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     refuse_conflicting_selectors(args)
     planned = plan_project(args.path, option_values(args))
@@ -182,12 +215,6 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         for recipe in recipes:
             ui.print(recipe.name)
         return 0
-    if project.noarch:  # before planning environments: a noarch plan has no torch to pin
-        raise ProjectError(
-            "pure-Python (noarch) projects are not built by 'kernelwheel build' yet",
-            file=project.build_toml,
-            hint="add a [kernel.<id>] section, or package the Python files with a normal build",
-        )
     require_toolchains(recipe.variant for recipe in recipes)  # before any environment is made
     git = read_git_state(project.root)
     resolved = wheel_version(planned, git)
@@ -195,13 +222,16 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     ui.info(
         "", f"{project.name} {version} (version from {resolved.source}); {len(recipes)} variant(s)"
     )
+    outcomes: list[Outcome] = []
+    if project.noarch:  # one pure-Python wheel for all of its variants, nothing to compile
+        outcomes.append(_build_noarch(project, recipes, version, options, ui))
+        recipes = []
     # Every request first: a dependency that cannot be provided stops the run before anything
     # is compiled.
     requests = [
         request_for(project, recipe, version, options, planned.recipes, planned.deps, git=git)
         for recipe in recipes
     ]
-    outcomes: list[Outcome] = []
     for recipe, req in zip(recipes, requests, strict=True):
         ui.group(recipe.name)
         started, wall = time.monotonic(), time.time()

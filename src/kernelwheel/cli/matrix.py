@@ -81,7 +81,7 @@ def to_json(
     include, elsewhere = [], []
     for recipe in plan.selected:
         entry = recipe.to_dict()
-        entry["local_version"] = recipe.variant.local_version_in(style)
+        entry["local_version"] = wheel_label(recipe, style)
         entry["runner"] = runner_for(recipe.variant)
         entry["kernels"] = list(plan.kernels_for(recipe.name))
         entry["env_digest"] = recipe.digest()  # e.g. an actions/cache key for the environment
@@ -98,6 +98,13 @@ def to_json(
     }
 
 
+def wheel_label(recipe: VariantRecipe, style: LocalVersionStyle) -> str | None:
+    """The local version the variant's wheel carries; None for a noarch variant, whose one
+    pure-Python wheel carries none."""
+    variant = recipe.variant
+    return None if variant.noarch else variant.local_version_in(style)
+
+
 def toolchain(recipe: VariantRecipe) -> str:
     if missing_toolchain(recipe.variant) is not None:
         return f"none here: {runner_for(recipe.variant)}"
@@ -110,7 +117,7 @@ def format_table(planned: Planned) -> str:
     rows = [
         (
             r.name,
-            r.variant.local_version_in(planned.options.local_version_style),
+            wheel_label(r, planned.options.local_version_style) or "-",
             r.torch_requirement or "-",
             toolchain(r),
             r.python_abi,
@@ -136,7 +143,7 @@ def format_table(planned: Planned) -> str:
     if plan.notes:
         out += ["", "notes:"]
         out += [f"  - {note}" for note in plan.notes]
-    if rows:
+    if any(r.torch_requirement for r in plan.selected):
         out += ["", *TORCH_COLUMN_NOTE]
     return "\n".join(out)
 

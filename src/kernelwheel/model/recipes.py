@@ -8,7 +8,9 @@ shipped as the resources of the ``kernelwheel.recipe_data`` package:
   the Python ABI its extensions target (``cp39``/``cp310``);
 - ``cuda.toml``: per CUDA version, the compiler toolchain (pinned PyPI wheels with sha256 per
   arch, or ``source = "system"`` when it must come from the build image) and kernel-builder's
-  default CUDA capabilities.
+  default CUDA capabilities;
+- ``tvm-ffi.toml`` (optional): the apache-tvm-ffi release ``[tvm-ffi]`` kernels build against,
+  with the sha256 of its wheels, and its flavours and arches.
 
 Everything is validated on load; each problem raises :class:`RecipeError` naming the file, the
 key and the fix. :meth:`Recipes.recipe_for` turns a
@@ -29,13 +31,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from packaging.utils import canonicalize_name
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from .. import _toml as toml
 from .._toml import Located, read_toml
 from ..errors import LocatedError, UsageError, VariantError
-from .variant import OS, Arch, Backend, BackendKind, CxxAbi, TorchVersion, Variant
+from .variant import OS, Arch, Backend, BackendKind, CxxAbi, TorchVersion, TvmFfiVersion, Variant
 
 if sys.version_info >= (3, 11):
     from importlib.resources.abc import Traversable
@@ -55,14 +58,18 @@ __all__ = [
     "Recipes",
     "TorchFlavour",
     "TorchRecipe",
+    "TvmFfiRecipe",
     "VariantRecipe",
     "load_recipes",
     "parse_recipes",
+    "tvm_ffi_requirement",
 ]
 
 SCHEMA = 1
 TORCH_TOML = "torch.toml"
 CUDA_TOML = "cuda.toml"
+TVM_FFI_TOML = "tvm-ffi.toml"
+TVM_FFI_PACKAGE = "apache-tvm-ffi"
 RECIPES_PACKAGE = "kernelwheel.recipe_data"
 DEFAULT_PYTORCH_INDEX = "https://download.pytorch.org/whl/{flavour}"
 
@@ -75,6 +82,9 @@ _FLAVOUR_KEYS = ("arches", "on-pypi", "index-url")
 _CUDA_TOP_KEYS = ("schema", "cuda")
 _CUDA_KEYS = ("source", "arches", "capabilities", "packages", "system-paths")
 _PACKAGE_KEYS = ("name", "version", "sha256")
+_TVM_FFI_TOP_KEYS = ("schema", "tvm-ffi")
+_TVM_FFI_KEYS = ("version", "flavours", "wheels")
+_TVM_FFI_FLAVOUR_KEYS = ("arches", "requires")
 
 # The backends PyTorch publishes torch builds of (cu130, rocm71, xpu20253, cpu; metal is PyPI's
 # macOS arm64 torch). Neuron, TPU and CANN torch come from their vendors' own packages.
@@ -241,12 +251,59 @@ class TorchRecipe:
         return None
 
 
+def tvm_ffi_requirement(built_with: str) -> str:
+    """What a wheel built against apache-tvm-ffi ``built_with`` requires: that release or a
+    later one of the same series (the ABI its variant name promises), ``>=0.1.9,<0.2``."""
+    release = Version(built_with).release
+    low = ".".join(str(part) for part in release)
+    return f"{TVM_FFI_PACKAGE}>={low},<{release[0]}.{release[1] + 1}"
+
+
+@dataclass(frozen=True)
+class TvmFfiRecipe:
+    """``[tvm-ffi]`` of tvm-ffi.toml: the apache-tvm-ffi release kernels build against."""
+
+    version: str  # exact release, "0.1.9"
+    flavours: tuple[tuple[Backend, tuple[Arch, ...]], ...]
+    wheels: tuple[tuple[str, str], ...]  # wheel file name -> sha256, every file of the release
+    # backend token -> what a wheel of that flavour requires at run time (the CUDA runtime)
+    requires: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def requires_for(self, backend: Backend) -> tuple[str, ...]:
+        return dict(self.requires).get(backend.token, ())
+
+    @property
+    def series(self) -> TvmFfiVersion:
+        release = Version(self.version).release
+        return TvmFfiVersion(release[0], release[1])
+
+    @property
+    def requirement_line(self) -> str:
+        """The pinned requirement with every wheel's hash (for ``--require-hashes``)."""
+        hashes = " ".join(f"--hash=sha256:{sha}" for _, sha in self.wheels)
+        return f"{TVM_FFI_PACKAGE}=={self.version} {hashes}".rstrip()
+
+    @property
+    def runtime_requirement(self) -> str:
+        """What a wheel built against this release requires (:func:`tvm_ffi_requirement`)."""
+        return tvm_ffi_requirement(self.version)
+
+    def variants(self) -> tuple[Variant, ...]:
+        return tuple(
+            Variant(None, backend, None, arch, OS.LINUX, tvm_ffi=self.series)
+            for backend, arches in self.flavours
+            for arch in arches
+        )
+
+
 @dataclass(frozen=True)
 class VariantRecipe:
     """Everything needed to set up the build environment of one variant.
 
     For a noarch variant (``torch-cuda``, ``torch-universal``) nothing is compiled: the torch
     fields and ``cuda`` are None and ``python_abi`` is ``"py3"`` (a ``py3-none-any`` wheel).
+    A tvm-ffi variant has no torch either, but ``tvm_ffi`` (and ``cuda`` for a CUDA flavour);
+    its wheel is ``py3-none-<platform>``: the shared object is no Python extension.
     Otherwise ``python_abi`` is the CPython the abi3 extension really targets (``cp39``,
     ``cp310``), i.e. the wheel's ``{python_abi}-abi3`` tag.
     """
@@ -257,6 +314,7 @@ class VariantRecipe:
     index_url: str | None
     cuda: CudaToolchain | None
     python_abi: str
+    tvm_ffi: TvmFfiRecipe | None = None
 
     @property
     def name(self) -> str:
@@ -279,7 +337,7 @@ class VariantRecipe:
                     for p in self.cuda.packages
                 ],
             }
-        return {
+        spec: dict[str, Any] = {
             "schema": SCHEMA,
             "variant": self.variant.name,
             "torch": self.torch_requirement,
@@ -287,6 +345,9 @@ class VariantRecipe:
             "python_abi": self.python_abi,
             "cuda": cuda,
         }
+        if self.tvm_ffi is not None:  # only then, so the torch variants keep their digests
+            spec["tvm_ffi"] = self.tvm_ffi.requirement_line
+        return spec
 
     def digest(self) -> str:
         """A stable sha256 (hex) of :meth:`environment_spec`: the build environment's cache key.
@@ -313,6 +374,7 @@ class VariantRecipe:
             "arch": v.arch.value if v.arch is not None else None,
             "os": v.os.value if v.os is not None else None,
             "python_abi": self.python_abi,
+            "tvm_ffi": self.tvm_ffi.version if self.tvm_ffi is not None else None,
         }
 
 
@@ -323,6 +385,7 @@ class Recipes:
     torch: tuple[TorchRecipe, ...]
     cuda: tuple[CudaRecipe, ...]
     origin: str = "<memory>"
+    tvm_ffi: TvmFfiRecipe | None = None
 
     def torch_recipe(self, series: TorchVersion) -> TorchRecipe | None:
         for recipe in self.torch:
@@ -372,12 +435,18 @@ class Recipes:
             )
         return max(fitting)
 
+    def tvm_ffi_variants(self) -> tuple[Variant, ...]:
+        """Every tvm-ffi variant the recipes can build (none without tvm-ffi.toml)."""
+        return self.tvm_ffi.variants() if self.tvm_ffi is not None else ()
+
     def recipe_for(self, variant: Variant, *, build: TorchVersion | None = None) -> VariantRecipe:
         """The recipe of ``variant``; :class:`RecipeError` if the recipes do not cover it.
 
         A stable-ABI variant (``torch-stable-abi210-…``) is built with a torch at least as new
         as its ABI: ``build`` (a torch series of the recipes), by default the newest one with
         the variant's flavour and arch (:meth:`stable_build`)."""
+        if variant.tvm_ffi is not None:
+            return self._tvm_ffi_recipe_for(variant)
         if variant.torch is None:
             return VariantRecipe(variant, None, None, None, None, "py3")
         torch_file = f"{self.origin}/{TORCH_TOML}"
@@ -450,6 +519,33 @@ class Recipes:
             python_abi=recipe.python_abi,
         )
 
+    def _tvm_ffi_recipe_for(self, variant: Variant) -> VariantRecipe:
+        file = f"{self.origin}/{TVM_FFI_TOML}"
+        recipe = self.tvm_ffi
+        if recipe is None:
+            raise RecipeError(
+                f"no tvm-ffi recipe (variant {variant.name})",
+                file=file,
+                hint="add tvm-ffi.toml with a [tvm-ffi] table to the recipes folder "
+                "(recipes/README.md)",
+            )
+        if variant not in recipe.variants():
+            known = ", ".join(v.name for v in recipe.variants())
+            raise RecipeError(
+                f"apache-tvm-ffi {recipe.version} has no build {variant.name}; it has {known}",
+                file=file,
+                key="tvm-ffi.flavours",
+                hint="pick a variant `kernelwheel matrix` lists, or extend the recipe",
+            )
+        assert variant.backend is not None and variant.arch is not None
+        cuda: CudaToolchain | None = None
+        if variant.backend.kind is BackendKind.CUDA:
+            # Load-time validation guarantees a cuda.toml entry covering this arch.
+            cuda_recipe = self.cuda_recipe(variant.backend.cuda_version)
+            assert cuda_recipe is not None
+            cuda = cuda_recipe.toolchain(variant.arch)
+        return VariantRecipe(variant, None, None, None, cuda, "py3", tvm_ffi=recipe)
+
 
 # ---------------------------------------------------------------------------------------------
 # Loading
@@ -476,7 +572,8 @@ def load_recipes(path: Path | str | None = None) -> Recipes:
             )
     torch_data = _read_toml(folder, TORCH_TOML)
     cuda_data = _read_toml(folder, CUDA_TOML)
-    return parse_recipes(torch_data, cuda_data, origin=str(folder))
+    tvm_ffi_data = _read_toml(folder, TVM_FFI_TOML) if (folder / TVM_FFI_TOML).is_file() else None
+    return parse_recipes(torch_data, cuda_data, origin=str(folder), tvm_ffi_data=tvm_ffi_data)
 
 
 def _read_toml(folder: Traversable, name: str) -> dict[str, Any]:
@@ -498,28 +595,45 @@ def parse_recipes(
     cuda_data: Mapping[str, Any],
     *,
     origin: str = "<memory>",
+    tvm_ffi_data: Mapping[str, Any] | None = None,
 ) -> Recipes:
-    """Validate parsed torch.toml / cuda.toml mappings into :class:`Recipes`."""
-    cuda = _cuda_recipes(_document(cuda_data, f"{origin}/{CUDA_TOML}"))
+    """Validate parsed torch.toml / cuda.toml (and tvm-ffi.toml) mappings into
+    :class:`Recipes`."""
+    cuda_file = f"{origin}/{CUDA_TOML}"
+    cuda = _cuda_recipes(_document(cuda_data, cuda_file))
     torch = _torch_recipes(_document(torch_data, f"{origin}/{TORCH_TOML}"))
-    recipes = Recipes(torch=torch, cuda=cuda, origin=origin)
-    _cross_check(recipes, f"{origin}/{TORCH_TOML}", f"{origin}/{CUDA_TOML}")
+    tvm_ffi_file = f"{origin}/{TVM_FFI_TOML}"
+    tvm_ffi = (
+        None if tvm_ffi_data is None else _tvm_ffi_recipe(_document(tvm_ffi_data, tvm_ffi_file))
+    )
+    recipes = Recipes(torch=torch, cuda=cuda, origin=origin, tvm_ffi=tvm_ffi)
+    flavours = [
+        (f'torch."{recipe.series}".flavours.{flavour.backend.token}', flavour)
+        for recipe in recipes.torch
+        for flavour in recipe.flavours
+    ]
+    _cross_check(recipes, f"{origin}/{TORCH_TOML}", cuda_file, flavours)
+    if tvm_ffi is not None:
+        tvm_flavours = [
+            (f"tvm-ffi.flavours.{backend.token}", TorchFlavour(backend, arches, (), ""))
+            for backend, arches in tvm_ffi.flavours
+        ]
+        _cross_check(recipes, tvm_ffi_file, cuda_file, tvm_flavours)
     return recipes
 
 
-def _cross_check(recipes: Recipes, torch_file: str, cuda_file: str) -> None:
+def _cross_check(
+    recipes: Recipes, file: str, cuda_file: str, flavours: list[tuple[str, TorchFlavour]]
+) -> None:
     """Every CUDA flavour needs a cuda.toml entry covering its arches."""
-    for recipe in recipes.torch:
-        for flavour in recipe.flavours:
-            if flavour.backend.kind is not BackendKind.CUDA:
-                continue
+    for key, flavour in flavours:
+        if flavour.backend.kind is BackendKind.CUDA:
             version = flavour.backend.cuda_version
-            key = f'torch."{recipe.series}".flavours.{flavour.backend.token}'
             cuda = recipes.cuda_recipe(version)
             if cuda is None:
                 raise RecipeError(
                     f"CUDA {version} has no toolchain in {CUDA_TOML}",
-                    file=torch_file,
+                    file=file,
                     key=key,
                     hint=f'add a [cuda."{version}"] table to {cuda_file}',
                 )
@@ -527,7 +641,7 @@ def _cross_check(recipes: Recipes, torch_file: str, cuda_file: str) -> None:
             if missing:
                 raise RecipeError(
                     f"CUDA {version}'s toolchain has no pins for {', '.join(missing)}",
-                    file=torch_file,
+                    file=file,
                     key=key,
                     hint=f'add {", ".join(missing)} to [cuda."{version}"] arches (with sha256 '
                     f"for each package) in {cuda_file}, or drop the arch here",
@@ -807,3 +921,101 @@ def _package(entry: Located, arches: tuple[Arch, ...]) -> PackagePin:
                 "sha256sum), or remove sha256 to install unhashed",
             )
     return PackagePin(name, version, tuple(hashes))
+
+
+# -- tvm-ffi.toml -----------------------------------------------------------------------------
+
+
+def _tvm_ffi_recipe(doc: Located) -> TvmFfiRecipe:
+    doc.check_keys(_TVM_FFI_TOP_KEYS)
+    check_schema(doc)
+    table = doc.required_table("tvm-ffi", 'add a [tvm-ffi] table with version = "0.1.9"')
+    table.check_keys(_TVM_FFI_KEYS)
+    version = table.required_string("version", 'e.g. version = "0.1.9"', nonempty=True)
+    try:
+        parsed: Version | None = Version(version)
+    except InvalidVersion:
+        parsed = None
+    if parsed is None or parsed.local is not None or len(parsed.release) < 2:
+        raise table.error(
+            f"{version!r} is not an apache-tvm-ffi release",
+            "version",
+            'give the exact PyPI release, e.g. version = "0.1.9"',
+        )
+    try:
+        TvmFfiVersion(parsed.release[0], parsed.release[1])
+    except VariantError as exc:
+        raise table.error(exc.message, "version", 'e.g. version = "0.1.9"') from None
+    example = 'e.g. flavours.cpu = { arches = ["x86_64"] }'
+    flavours_table = table.required_table("flavours", example)
+    if not flavours_table.keys():
+        raise table.error("lists no flavour", "flavours", example)
+    flavours: list[tuple[Backend, tuple[Arch, ...]]] = []
+    requires: list[tuple[str, tuple[str, ...]]] = []
+    for token in flavours_table.keys():
+        backend, arches, needs = _tvm_ffi_flavour(flavours_table, token)
+        flavours.append((backend, arches))
+        if needs:
+            requires.append((token, needs))
+    wheels = _tvm_ffi_wheels(
+        table.required_table("wheels", 'add [tvm-ffi.wheels] with "<wheel>" = "<sha256>"'),
+        str(parsed),
+    )
+    return TvmFfiRecipe(str(parsed), tuple(flavours), wheels, tuple(requires))
+
+
+def _tvm_ffi_flavour(
+    flavours: Located, token: str
+) -> tuple[Backend, tuple[Arch, ...], tuple[str, ...]]:
+    try:
+        backend = Backend.parse_token(token)
+    except VariantError as exc:
+        raise flavours.error(exc.message, token, exc.hint or "e.g. flavours.cu130") from None
+    if backend.token != token or backend.kind not in (BackendKind.CPU, BackendKind.CUDA):
+        raise flavours.error(
+            f"{token!r} is not a flavour kernelwheel builds tvm-ffi kernels for",
+            token,
+            "use cpu or a CUDA token such as cu130",
+        )
+    spec = flavours.table(token, hint=f'e.g. {token} = {{ arches = ["x86_64"] }}')
+    assert spec is not None
+    spec.check_keys(_TVM_FFI_FLAVOUR_KEYS)
+    example = '["nvidia-cuda-runtime>=13.0,<14"]'
+    needs = _strings(spec, "requires", example, required=False)
+    for entry in needs:
+        try:
+            Requirement(entry)
+        except InvalidRequirement as exc:
+            raise spec.error(
+                f"{entry!r} is not a requirement: {exc}", "requires", f"e.g. requires = {example}"
+            ) from None
+    return backend, _arches(spec, "arches", required=True), needs
+
+
+def _tvm_ffi_wheels(table: Located, version: str) -> tuple[tuple[str, str], ...]:
+    if not table.keys():
+        raise table.error(
+            "lists no wheel", None, 'add "<wheel file name>" = "<sha256>" for each wheel'
+        )
+    out: list[tuple[str, str]] = []
+    for filename in table.keys():
+        try:
+            name, wheel_version, _, _ = parse_wheel_filename(filename)
+        except (InvalidWheelFilename, InvalidVersion):
+            name, wheel_version = None, None
+        if name != canonicalize_name(TVM_FFI_PACKAGE) or str(wheel_version) != version:
+            raise table.error(
+                f"{filename!r} is not a wheel of {TVM_FFI_PACKAGE} {version}",
+                filename,
+                "use the wheel's file name as PyPI serves it, "
+                f"e.g. apache_tvm_ffi-{version}-cp312-abi3-manylinux_2_28_x86_64.whl",
+            )
+        digest = table.data[filename]
+        if not isinstance(digest, str) or not _SHA256_RE.fullmatch(digest):
+            raise table.error(
+                "not a sha256 (64 lowercase hex digits)",
+                filename,
+                "compute it with sha256sum on the downloaded wheel",
+            )
+        out.append((filename, digest))
+    return tuple(out)

@@ -3,8 +3,10 @@
 A variant composes small value types (torch version, backend, C++ ABI, arch, OS). It has two
 spellings, each with exactly one parser and one formatter here, so no other module slices them:
 
-- the Hub name (``build/<name>/``), e.g. ``torch210-cxx11-cu130-x86_64-linux``;
-- the PEP 440 local version label stamped on wheels, e.g. ``torch2.10.cu130.cxx11``.
+- the Hub name (``build/<name>/``), e.g. ``torch210-cxx11-cu130-x86_64-linux``, or
+  ``tvm-ffi01-cu130-x86_64-linux`` for a kernel built against apache-tvm-ffi instead of torch;
+- the PEP 440 local version label stamped on wheels, e.g. ``torch2.10.cu130.cxx11``
+  (``tvmffi0.1.cu130``).
 
 The local label is dotted so that PEP 440 compares the torch minor as a number (2.10 > 2.9) and a
 two-digit minor can never be misread (the compact Hub form ``torch210`` once was, as 21.0). Local
@@ -32,6 +34,7 @@ __all__ = [
     "BackendKind",
     "CxxAbi",
     "TorchVersion",
+    "TvmFfiVersion",
     "Variant",
 ]
 
@@ -233,6 +236,16 @@ class TorchVersion:
         return f"{self.major}.{self.minor}"
 
 
+@dataclass(frozen=True, order=True)
+class TvmFfiVersion(TorchVersion):
+    """An apache-tvm-ffi release series, ``major.minor``, compact ``01`` for 0.1 (the ABI a
+    tvm-ffi kernel is built for; kernel-builder names its variants by it)."""
+
+    @classmethod
+    def of(cls, series: TorchVersion) -> TvmFfiVersion:
+        return cls(series.major, series.minor)
+
+
 # ---------------------------------------------------------------------------------------------
 # Backend
 
@@ -420,6 +433,12 @@ _COMPACT_LOCAL = re.compile(
     r"(?P<backend>(?:cu|rocm|xpu|cann)[0-9]+|cpu|metal|neuron|tpu)(?:\.?(?P<abi>cxx[0-9]+))?"
 )
 _UNIVERSAL = "universal"
+_TVM_FFI_PREFIX = "tvm-ffi"
+# tvm-ffi local label: tvmffi{MAJ}.{MIN}.{backend}, compact tvmffi{MAJ}{MIN}{backend}.
+_TVM_LOCAL = re.compile(
+    r"tvmffi(?:(?P<major>[0-9])\.(?P<minor>0|[1-9][0-9]*)\.|(?P<compact>[0-9]+))"
+    r"(?P<backend>[a-z]+[0-9]*)"
+)
 
 _PLATFORM_TAGS = {
     (OS.DARWIN, Arch.AARCH64): "macosx_11_0_arm64",
@@ -432,7 +451,8 @@ _LINUX_POLICY = re.compile(r"(?:many|musl)linux(?:_[0-9]+_[0-9]+|1|2010|2014)")
 
 @dataclass(frozen=True)
 class Variant:
-    """One build target. ``torch is None`` marks a noarch (pure Python) variant."""
+    """One build target. ``torch is None`` marks a noarch (pure Python) variant, unless
+    ``tvm_ffi`` is set: a compiled kernel built against apache-tvm-ffi instead of torch."""
 
     torch: TorchVersion | None
     backend: Backend | None
@@ -440,6 +460,7 @@ class Variant:
     arch: Arch | None
     os: OS | None
     stable_abi: bool = False
+    tvm_ffi: TvmFfiVersion | None = None
 
     def __post_init__(self) -> None:
         if self.torch is not None and not isinstance(self.torch, TorchVersion):
@@ -457,10 +478,28 @@ class Variant:
         _check_enum(self.os, OS, "os", optional=True)
         if not isinstance(self.stable_abi, bool):
             raise VariantError(f"stable_abi must be a bool, got {self.stable_abi!r}")
-        if self.torch is None:
+        if self.tvm_ffi is not None:
+            self._check_tvm_ffi()
+        elif self.torch is None:
             self._check_noarch()
         else:
             self._check_binary()
+
+    def _check_tvm_ffi(self) -> None:
+        if not isinstance(self.tvm_ffi, TvmFfiVersion):
+            raise VariantError(
+                f"tvm_ffi must be a TvmFfiVersion or None, got {self.tvm_ffi!r}",
+                hint="e.g. TvmFfiVersion(0, 1)",
+            )
+        extras = {"torch": self.torch, "cxxabi": self.cxxabi, "stable_abi": self.stable_abi or None}
+        for field, value in extras.items():
+            if value is not None:
+                shown = value.value if isinstance(value, Enum) else str(value)
+                raise VariantError(
+                    f"a tvm-ffi variant has no {field}, got {shown!r}",
+                    hint="e.g. 'tvm-ffi01-cu130-x86_64-linux'",
+                )
+        self._check_binary()
 
     def _check_noarch(self) -> None:
         hint = f"noarch variants are 'torch-universal' or 'torch-{{{_noarch_choices()}}}'"
@@ -533,7 +572,7 @@ class Variant:
     @property
     def noarch(self) -> bool:
         """True for ``torch-universal`` and ``torch-{cpu,cuda,rocm,metal,xpu,neuron,tpu,npu}``."""
-        return self.torch is None
+        return self.torch is None and self.tvm_ffi is None
 
     def torch_requirement(self) -> str:
         """The Requires-Dist for torch: a series pin, a floor for stable-ABI builds, or none."""
@@ -570,6 +609,10 @@ class Variant:
     @property
     def name(self) -> str:
         """The Hub name, e.g. ``torch210-cxx11-cu130-x86_64-linux``; inverse of :meth:`parse`."""
+        if self.tvm_ffi is not None:
+            assert self.backend is not None and self.arch is not None and self.os is not None
+            parts = [_TVM_FFI_PREFIX + self.tvm_ffi.compact, self.backend.token]
+            return "-".join([*parts, self.arch.value, self.os.value])
         if self.torch is None:
             return "torch-universal" if self.backend is None else f"torch-{self.backend.token}"
         assert self.backend is not None and self.arch is not None and self.os is not None
@@ -595,6 +638,8 @@ class Variant:
 
         if not name:
             raise bad("the name is empty")
+        if name.startswith(_TVM_FFI_PREFIX):
+            return cls._parse_tvm_ffi(name)
         parts = name.split("-")
         stable = False
         if parts[0] == "torch":
@@ -653,6 +698,42 @@ class Variant:
                 f"invalid variant name {name!r}: {exc.message}", hint=exc.hint
             ) from None
 
+    @classmethod
+    def _parse_tvm_ffi(cls, name: str) -> Variant:
+        """``tvm-ffi{MAJ}{MIN}-{backend}-{arch}-{os}``."""
+        example = "tvm-ffi01-cu130-x86_64-linux"
+
+        def bad(detail: str) -> VariantError:
+            return VariantError(
+                f"invalid variant name {name!r}: {detail}", hint=f"e.g. {example!r}"
+            )
+
+        head, _, rest = name[len(_TVM_FFI_PREFIX) :].partition("-")
+        try:
+            version = TvmFfiVersion.of(TorchVersion.from_compact(head))
+        except VariantError:
+            raise bad(
+                f"bad tvm-ffi part {_TVM_FFI_PREFIX + head!r}: expected the major digit then the "
+                "minor, as in tvm-ffi01 (0.1)"
+            ) from None
+        tail = rest.split("-") if rest else []
+        if len(tail) != 3:
+            raise bad(cls._describe_tail(tail))
+        try:
+            backend = Backend.parse_token(tail[0])
+            arch, os_ = Arch(tail[1]), OS(tail[2])
+        except VariantError as exc:
+            raise bad(exc.message) from None
+        except ValueError:
+            raise bad(
+                f"unknown arch or OS in {'-'.join(tail[1:])!r} (expected {_choices(Arch)}, "
+                f"then {_choices(OS)})"
+            ) from None
+        try:
+            return cls(None, backend, None, arch, os_, tvm_ffi=version)
+        except VariantError as exc:
+            raise bad(exc.message) from None
+
     @staticmethod
     def _describe_tail(tail: list[str]) -> str:
         """Say which of backend, arch, OS is missing or extra after the torch/ABI parts."""
@@ -673,6 +754,9 @@ class Variant:
     def local_version(self) -> str:
         """The PEP 440 local label, e.g. ``torch2.10.cu130.cxx11``; inverse of
         :meth:`from_local_version`."""
+        if self.tvm_ffi is not None:
+            assert self.backend is not None
+            return f"tvmffi{self.tvm_ffi}.{self.backend.token}"
         if self.torch is None:
             return _UNIVERSAL if self.backend is None else self.backend.token
         assert self.backend is not None
@@ -687,6 +771,9 @@ class Variant:
     def local_version_in(self, style: LocalVersionStyle) -> str:
         """The local label in ``style``: :attr:`local_version` (dotted) or the compact
         ``torch210cu130cxx11``; noarch labels are the same in both."""
+        if self.tvm_ffi is not None and style is LocalVersionStyle.COMPACT:
+            assert self.backend is not None
+            return f"tvmffi{self.tvm_ffi.compact}{self.backend.token}"
         if style is LocalVersionStyle.DOTTED or self.torch is None:
             return self.local_version
         assert self.backend is not None
@@ -718,6 +805,9 @@ class Variant:
         backend: Backend | None = None
         cxxabi: CxxAbi | None = None
         stable = False
+        tvm = _TVM_LOCAL.fullmatch(text)
+        if tvm is not None:
+            return cls._from_tvm_local(local, tvm, arch, os)
         if text == _UNIVERSAL:
             pass
         elif text in _NOARCH_KINDS:
@@ -769,6 +859,23 @@ class Variant:
                 f"invalid local version {local!r} for arch={_show(arch)}, os={_show(os)}: "
                 f"{exc.message}",
                 hint=exc.hint,
+            ) from None
+
+    @classmethod
+    def _from_tvm_local(
+        cls, local: str, match: re.Match[str], arch: Arch | None, os: OS | None
+    ) -> Variant:
+        try:
+            if match["compact"] is not None:
+                version = TvmFfiVersion.of(TorchVersion.from_compact(match["compact"]))
+            else:
+                version = TvmFfiVersion(int(match["major"]), int(match["minor"]))
+            return cls(None, Backend.parse_token(match["backend"]), None, arch, os, tvm_ffi=version)
+        except VariantError as exc:
+            raise VariantError(
+                f"invalid local version {local!r} for arch={_show(arch)}, os={_show(os)}: "
+                f"{exc.message}",
+                hint="e.g. 'tvmffi0.1.cu130' with arch= and os= from the wheel's platform tag",
             ) from None
 
 

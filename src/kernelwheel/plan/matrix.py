@@ -19,7 +19,10 @@ per-torch variants are listed as left out, each saying which stable-ABI build re
 A variant compiles the kernels of its backend that accept it, plus the project's CPU kernels
 (a CUDA build of torch runs CPU ops too); :meth:`MatrixPlan.kernels_for` lists them. A noarch
 project (no ``[kernel.*]``) gets one noarch variant per backend (``torch-cuda``, ``torch-cpu``),
-or ``torch-universal`` when it names no backend.
+or ``torch-universal`` when it names no backend: kernel-builder's names, all built into one
+``py3-none-any`` wheel. A ``[tvm-ffi]`` project gets the tvm-ffi variants of the recipes
+(``tvm-ffi01-cu130-x86_64-linux``), each compiling the kernels of its one backend, as
+kernel-builder does.
 
 Facts that do not remove a variant (a toolchain that must come from the build image, a backend
 with no recipes, variants kernelwheel plans but does not compile: see :mod:`.toolchains`) are
@@ -33,7 +36,7 @@ from dataclasses import dataclass, field, replace
 
 from packaging.version import Version
 
-from ..model.project import KernelProject, KernelSection
+from ..model.project import Framework, KernelProject, KernelSection
 from ..model.recipes import Recipes, VariantRecipe
 from ..model.variant import OS, Arch, Backend, BackendKind, TorchVersion, Variant
 from .selector import Selector
@@ -118,6 +121,8 @@ def plan_matrix(
     """The variants ``project`` builds from ``recipes`` (optionally only for ``arches``)."""
     if project.noarch:
         return _plan_noarch(project, recipes)
+    if project.framework is Framework.TVM_FFI:
+        return _plan_tvm_ffi(project, recipes, None if arches is None else tuple(arches))
 
     arch_filter = None if arches is None else tuple(arches)
     wanted = tuple(project.backends)
@@ -311,13 +316,72 @@ def _plan_noarch(project: KernelProject, recipes: Recipes) -> MatrixPlan:
     if not variants:
         variants = [Variant(None, None, None, None, None)]
     selected = tuple(recipes.recipe_for(v) for v in variants)
-    note = "noarch project (no [kernel.*] sections): one pure-Python py3-none-any wheel per backend"
+    note = (
+        "noarch project (pure Python): its variants are built into one py3-none-any wheel, "
+        "with an extra per backend for that backend's python-depends"
+    )
     return MatrixPlan(
         selected=selected,
         rejected=(),
         kernels=tuple((r.name, ()) for r in selected),
         notes=(note,),
     )
+
+
+def _plan_tvm_ffi(
+    project: KernelProject, recipes: Recipes, arch_filter: tuple[Arch, ...] | None
+) -> MatrixPlan:
+    """The recipes' tvm-ffi variants the project builds: one per flavour and arch, compiling
+    the kernels of that flavour's backend only (kernel-builder's rule for tvm-ffi)."""
+    wanted = tuple(project.backends)
+    selected: list[VariantRecipe] = []
+    rejected: list[Rejection] = []
+    kernels: list[tuple[str, tuple[str, ...]]] = []
+    for variant in recipes.tvm_ffi_variants():
+        assert variant.backend is not None and variant.arch is not None
+        kind = variant.backend.kind.value
+        if kind not in wanted:
+            rejected.append(
+                Rejection(
+                    variant.name,
+                    f"backend {kind} not in the project's backends ({', '.join(wanted)})",
+                )
+            )
+            continue
+        reasons: list[str] = []
+        if arch_filter is not None and variant.arch not in arch_filter:
+            shown = ", ".join(a.value for a in arch_filter) or "none"
+            reasons.append(f"arch {variant.arch.value} not among the selected arches ({shown})")
+        own = [k for k in project.kernels if k.backend == kind]
+        if not own:
+            reasons.append(f'no [kernel.*] section has backend = "{kind}"')
+        elif variant.backend.kind is BackendKind.CUDA:
+            cuda = Version(variant.backend.cuda_version)
+            reasons += _general_cuda_reasons(project, cuda)
+            accepted = [k for k in own if _kernel_accepts(k, cuda)]
+            if not accepted:
+                reasons += [_kernel_reason(k, cuda) for k in own]
+            own = accepted
+        if reasons:
+            rejected.append(Rejection(variant.name, "; ".join(reasons)))
+            continue
+        selected.append(recipes.recipe_for(variant))
+        kernels.append((variant.name, tuple(k.id for k in own)))
+    notes: list[str] = []
+    if recipes.tvm_ffi is None:
+        notes.append(
+            f"tvm-ffi project: the recipes have no tvm-ffi.toml, so nothing is planned (add one "
+            f"to {recipes.origin})"
+        )
+    else:
+        covered = {v.backend.kind.value for v in recipes.tvm_ffi_variants() if v.backend}
+        for backend in wanted:
+            if backend not in covered:
+                notes.append(
+                    f"backend {backend}: the tvm-ffi recipe has no {backend} flavour, so none is "
+                    f"planned (add one to {recipes.origin}/tvm-ffi.toml)"
+                )
+    return MatrixPlan(tuple(selected), tuple(rejected), tuple(kernels), tuple(notes))
 
 
 def _release(version: Version, precision: int) -> tuple[int, ...]:

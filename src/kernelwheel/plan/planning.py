@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import UsageError, VariantError
 from ..model.deps import DependencyTable, load_deps
-from ..model.project import KernelProject, load_project
+from ..model.project import Framework, KernelProject, load_project
 from ..model.recipes import Recipes, VariantRecipe, load_recipes
 from ..model.variant import Arch, BackendKind, TorchVersion, Variant
 from .matrix import MatrixPlan, plan_matrix
@@ -50,7 +50,8 @@ def plan_project(
 
 def default_variant(recipes: Recipes, project: KernelProject) -> Variant:
     """The newest torch in the recipes, its CUDA flavour (or cpu), for this machine's arch; for
-    a backend in ``torch.stable-abi``, that flavour's stable-ABI variant.
+    a backend in ``torch.stable-abi``, that flavour's stable-ABI variant; for a tvm-ffi project
+    the tvm-ffi variant of that flavour.
 
     A project none of whose backends kernelwheel compiles (a Metal- or ROCm-only kernel) has no
     default: :class:`~kernelwheel.errors.ToolchainError`, naming the runners they need."""
@@ -58,7 +59,8 @@ def default_variant(recipes: Recipes, project: KernelProject) -> Variant:
     require_a_backend_built_here(project.name, kinds)
     arch = Arch.host()
     wanted = BackendKind.CUDA if BackendKind.CUDA in kinds else BackendKind.CPU
-    for variant in reversed(recipes.variants()):
+    tvm_ffi = project.framework is Framework.TVM_FFI
+    for variant in reversed(recipes.tvm_ffi_variants() if tvm_ffi else recipes.variants()):
         if variant.arch is arch and variant.backend is not None and variant.backend.kind is wanted:
             abi = project.stable_abi_for(wanted.value)
             if abi is None:
@@ -78,7 +80,7 @@ def selected_recipes(planned: Planned, variants: Sequence[str] = ()) -> list[Var
         chosen = selector.select(planned.full.names, left_out=left_out)
         return [recipe for recipe in planned.full.selected if recipe.name in chosen]
     if not planned.options.selects_anything():
-        if planned.project.noarch:  # its noarch variants: nothing to pick for this machine
+        if planned.project.noarch:  # its noarch variants, all built into one wheel
             return list(planned.plan.selected)
         return [planned.recipes.recipe_for(default_variant(planned.recipes, planned.project))]
     return list(planned.plan.selected)

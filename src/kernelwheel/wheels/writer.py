@@ -26,6 +26,7 @@ from packaging.licenses import InvalidLicenseExpression, canonicalize_license_ex
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .. import __version__
@@ -48,6 +49,7 @@ class WheelSpec:
     files: Mapping[str, bytes]
     requires_dist: Sequence[str] = ()
     requires_python: str | None = None
+    provides_extra: Sequence[str] = ()  # extras that requires_dist entries are marked with
     summary: str | None = None
     license: str | None = None
     executables: frozenset[str] = field(default_factory=frozenset)  # archive paths, mode 0755
@@ -87,6 +89,11 @@ def _validate(spec: WheelSpec) -> None:
             Requirement(req)
         except InvalidRequirement as exc:
             raise WheelError(f"invalid requirement {req!r}: {exc}") from None
+    for extra in spec.provides_extra:
+        if not _NAME_RE.match(extra) or extra != canonicalize_name(extra):
+            raise WheelError(
+                f"invalid extra name {extra!r}", hint="use a normalized name such as 'cuda'"
+            )
     if spec.requires_python is not None:
         try:
             SpecifierSet(spec.requires_python)
@@ -152,6 +159,7 @@ def metadata_text(spec: WheelSpec) -> str:
     fields += [("Project-URL", f"{label}, {url}") for label, url in spec.project_urls]
     if spec.requires_python:
         fields.append(("Requires-Python", spec.requires_python))
+    fields += [("Provides-Extra", extra) for extra in spec.provides_extra]
     fields += [("Requires-Dist", str(Requirement(req))) for req in spec.requires_dist]
     if spec.description is not None:
         fields.append(("Description-Content-Type", spec.description_content_type))
@@ -165,7 +173,7 @@ def wheel_text(tag: Tag) -> str:
     return (
         "Wheel-Version: 1.0\n"
         f"Generator: kernelwheel {__version__}\n"
-        "Root-Is-Purelib: false\n"
+        f"Root-Is-Purelib: {'true' if tag.platform == 'any' else 'false'}\n"
         f"Tag: {tag}\n"
     )
 

@@ -1,0 +1,160 @@
+"""Build a pure-Python kernel project (``[torch-noarch]``, the older ``universal = true``,
+edition 3's "no framework section") into ONE ``py3-none-any`` wheel.
+
+Nothing is compiled and the Python files are the same for every backend, so the wheel is the
+same for all of the plan's ``torch-<backend>`` variants. What does differ per backend is what
+build.toml lists under ``[general.<backend>] python-depends``: each backend becomes an extra
+(``pip install kernel[cuda]``), while a plain ``pip install kernel`` gets the general
+requirements and a working package. The wheel carries no local version, so it can go to PyPI;
+docs/noarch-and-tvm-ffi.md says why extras and not one wheel per backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.tags import Tag
+from packaging.version import Version
+
+from .._util import output_dir
+from ..errors import ProjectError
+from ..log import Reporter, step
+from ..model.project import KernelProject
+from ..model.recipes import VariantRecipe
+from ..model.variant import Variant
+from ..wheels import WheelSpec, write_wheel
+from . import codegen
+from .pipeline import package_files
+from .wheelmeta import project_metadata, requirements
+
+__all__ = ["NoarchWheel", "build_noarch", "noarch_requirements"]
+
+NOARCH_TAG = Tag("py3", "none", "any")
+REQUIRES_PYTHON = ">=3.9"  # what kernel-builder's noarch packages declare
+# The build id hashes the project's files with this name: the wheel serves every backend.
+_ID_VARIANT = Variant(None, None, None, None, None)
+
+
+@dataclass(frozen=True)
+class NoarchWheel:
+    path: Path
+    build_id: str
+    variants: tuple[Variant, ...]  # the torch-<backend> variants it serves
+    extras: tuple[str, ...]
+
+
+def _backend_of(variant: Variant) -> str | None:
+    """The build.toml backend (general.backends) a noarch variant stands for."""
+    return variant.backend.kind.value if variant.backend is not None else None
+
+
+def torch_requirement(project: KernelProject) -> str:
+    """``torch``, within the ``[torch]`` minver/maxver an edition-3 noarch project may give
+    (bounds are inclusive at their own precision: maxver 2.9 admits 2.9.1)."""
+    specs: list[str] = []
+    section = project.torch
+    if section is not None and section.minver is not None:
+        specs.append(f">={section.minver}")
+    if section is not None and section.maxver is not None:
+        release = section.maxver.release
+        if len(release) >= 3:
+            specs.append(f"<={section.maxver}")
+        else:
+            major, minor = (*release, 0)[:2]
+            specs.append(f"<{major}.{minor + 1}")
+    return "torch" + ",".join(specs)
+
+
+def _with_extra(requirement: str, extra: str) -> str:
+    """``requirement`` installed only with ``extra``: its own marker, if any, still applies."""
+    req = Requirement(requirement)
+    marker = f'extra == "{extra}"'
+    if req.marker is not None:
+        marker = f"({req.marker}) and {marker}"
+    req.marker = None
+    return f"{req}; {marker}"
+
+
+def noarch_requirements(
+    project: KernelProject, variants: Sequence[Variant]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(Requires-Dist, Provides-Extra) of the wheel serving ``variants``: torch, the general
+    python-depends and kernel-depends for everyone, each backend's own under its extra
+    (:func:`~kernelwheel.builder.wheelmeta.requirements` says what a backend's build needs).
+    Every backend gets an extra, empty or not, so ``kernel[<backend>]`` always names one."""
+    shared = requirements(project, _ID_VARIANT)
+    requires = [torch_requirement(project), *shared]
+    extras: list[str] = []
+    for variant in variants:
+        backend = _backend_of(variant)
+        if backend is None or backend in extras:
+            continue
+        extras.append(backend)
+        requires += [
+            _with_extra(r, backend) for r in requirements(project, variant) if r not in shared
+        ]
+    return tuple(dict.fromkeys(requires)), tuple(extras)
+
+
+def build_noarch(
+    project: KernelProject,
+    recipes: Sequence[VariantRecipe],
+    version: str,
+    out_dir: Path,
+    reporter: Reporter,
+    *,
+    hub_layout: Path | None = None,
+) -> NoarchWheel:
+    """Write the one wheel of ``project`` for the noarch ``recipes`` into ``out_dir`` (and, with
+    ``hub_layout``, a ``build/torch-<backend>/`` folder per variant there)."""
+    variants = tuple(r.variant for r in recipes)
+    if not project.noarch or not variants or any(not v.noarch for v in variants):
+        raise ProjectError(
+            f"{project.name} is not a pure-Python project (or no noarch variant is selected)",
+            file=project.build_toml,
+            hint="build compiled projects variant by variant; select torch-<backend> variants "
+            "of a [torch-noarch] project",
+        )
+    if Version(version).local is not None:
+        raise ProjectError(
+            f"version {version!r} has a local part: the pure-Python wheel serves every torch "
+            "and backend, and carries none (so it can be published to PyPI)",
+            file=project.build_toml,
+            hint=f"pass --version {Version(version).public}",
+        )
+    output_dir(out_dir, "--output-dir")
+    scope = ",".join(v.name for v in variants)
+    with step(reporter, scope, "codegen") as detail:
+        bid = codegen.build_id(project, _ID_VARIANT)
+        detail.append(f"_{project.package}_<backend>_{bid}")
+    with step(reporter, scope, "wheel") as detail:
+        files = package_files(project)
+        files[f"{project.package}/_ops.py"] = codegen.noarch_ops_py(project.package, bid).encode()
+        requires, extras = noarch_requirements(project, variants)
+        spec = WheelSpec(
+            name=project.name,
+            version=version,
+            tag=NOARCH_TAG,
+            files=files,
+            requires_dist=requires,
+            requires_python=REQUIRES_PYTHON,
+            provides_extra=extras,
+            summary=f"{project.name} PyTorch kernel (pure Python, for {', '.join(extras) or 'any'}"
+            " backend), built by kernelwheel",
+        )
+        # Licence, its files, project URLs, the kernel card: builder.wheelmeta.
+        path = write_wheel(project_metadata(project).apply(spec), out_dir)
+        detail.append(path.name)
+    if hub_layout is not None:
+        # Imported here: the hub package pulls in huggingface_hub, which builds do not need.
+        from ..hub.export import export_variant
+
+        for variant in variants:
+            with step(reporter, variant.name, "hub layout") as detail:
+                backend = variant.backend.token if variant.backend is not None else "universal"
+                namespace = f"_{project.package}_{backend}_{bid}"
+                detail.append(str(export_variant(path, project, variant, namespace, hub_layout)))
+    return NoarchWheel(path, bid, variants, extras)

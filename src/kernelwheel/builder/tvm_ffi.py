@@ -1,0 +1,442 @@
+"""Build one tvm-ffi variant (``tvm-ffi01-cpu-x86_64-linux``): a ``[tvm-ffi]`` kernel compiled
+against apache-tvm-ffi, with no torch anywhere.
+
+The environment is a venv holding the recipe's apache-tvm-ffi release (installed with
+``--require-hashes``) and, for a CUDA flavour, the pinned CUDA toolchain; it is cached like the
+torch environments. kernelwheel asks ``tvm_ffi.libinfo`` there for the headers and
+``libtvm_ffi.so``, and runs the compilers itself: the shared object is no Python extension
+(``tvm_ffi.load_module`` dlopens it), so the torch worker and setuptools have nothing to add.
+
+As kernel-builder does, a variant compiles the kernels of its one backend with ``CPU_KERNEL``
+or ``CUDA_KERNEL`` defined and ``TVM_FFI_EXTENSION_NAME`` set to the build's namespace. The wheel
+requires apache-tvm-ffi of the series built against (``>=0.1.9,<0.2``), what the recipe lists
+for the flavour (a CUDA build: the CUDA runtime package) and the project's python-depends for
+that backend; never torch. A CUDA build links the shared CUDA runtime, found through an rpath
+into the runtime package's folder (``$ORIGIN/../nvidia/cu13/lib``): static linking would pull
+glibc 2.34 symbols into the object on a new build machine, which manylinux_2_28 forbids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.tags import Tag
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from .._util import atomic_write, output_dir, run_checked, run_logged
+from ..abi.remedies import remedy_flags
+from ..errors import BuildError, ProjectError, ToolchainError
+from ..log import Reporter, step
+from ..model.project import KernelProject, KernelSection
+from ..model.recipes import TVM_FFI_PACKAGE, VariantRecipe, load_recipes, tvm_ffi_requirement
+from ..model.variant import Arch, BackendKind, TvmFfiVersion
+from ..wheels import WheelSpec, write_wheel
+from . import capabilities as caps
+from . import codegen
+from .compile_plan import SOURCE_SUFFIXES, fatbin_compression_flags
+from .compile_rules import NO_GNU_UNIQUE, backend_macros, kernel_cuda_flags, kernels_to_compile
+from .envs import (
+    READY_MARKER,
+    CudaToolkit,
+    IndexOptions,
+    check_capabilities,
+    locate_cuda_toolkit,
+    locked,
+    pip_install_args,
+)
+from .pipeline import (
+    _toolchain,
+    check_cxx_toolchain,
+    finish_wheel,
+    full_version,
+    package_files,
+)
+from .request import BuildRequest, BuiltWheel
+from .wheelmeta import project_metadata, requirements
+
+__all__ = ["TvmFfiEnv", "build_tvm_ffi_variant", "provision_tvm_ffi", "wheel_requirements"]
+
+# Besides the pinned apache-tvm-ffi (installed --no-deps): its one dependency.
+TOOLS = ("typing-extensions>=4.5,<5",)
+REQUIRES_PYTHON = ">=3.9"  # apache-tvm-ffi 0.1's oldest Python
+_PROBE = """
+import json, os, sys, sysconfig
+import tvm_ffi
+from tvm_ffi import libinfo
+print(json.dumps({
+    "python": sys.executable,
+    "purelib": sysconfig.get_paths()["purelib"],
+    "version": tvm_ffi.__version__,
+    "include_dirs": libinfo.include_paths(),
+    "lib_dir": os.path.dirname(libinfo.find_libtvm_ffi()),
+}))
+"""
+
+
+@dataclass(frozen=True)
+class TvmFfiEnv:
+    """A probed interpreter holding apache-tvm-ffi: what compiling against it needs."""
+
+    python: Path
+    purelib: Path
+    version: str
+    include_dirs: tuple[Path, ...]
+    lib_dir: Path
+    reused: bool = False
+
+    @classmethod
+    def from_json(cls, text: str, *, reused: bool = False) -> TvmFfiEnv:
+        data = json.loads(text)
+        return cls(
+            python=Path(data["python"]),
+            purelib=Path(data["purelib"]),
+            version=str(data["version"]),
+            include_dirs=tuple(Path(p) for p in data["include_dirs"]),
+            lib_dir=Path(data["lib_dir"]),
+            reused=reused,
+        )
+
+    def to_json(self) -> str:
+        data = {k: v for k, v in asdict(self).items() if k != "reused"}
+        return json.dumps(data, default=str, indent=2, sort_keys=True) + "\n"
+
+
+@dataclass(frozen=True)
+class _PipSources:
+    """pip's index options (:class:`~kernelwheel.builder.envs.PipSources`)."""
+
+    index_url: str | None
+    extra_index_urls: tuple[str, ...]
+    find_links: tuple[str, ...]
+    no_index: bool
+
+
+def probe_tvm_ffi(python: Path) -> TvmFfiEnv:
+    """Ask ``python`` where its apache-tvm-ffi keeps headers and ``libtvm_ffi.so``."""
+    try:
+        proc = subprocess.run(
+            [str(python), "-c", _PROBE], capture_output=True, text=True, check=False, timeout=120
+        )
+    except OSError as exc:
+        raise ToolchainError(
+            f"cannot run {python}: {exc}", hint="pass an existing python"
+        ) from None
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ToolchainError(
+            f"{python} cannot import tvm_ffi: {last}",
+            hint=f"install {TVM_FFI_PACKAGE} into that interpreter, or omit --python so "
+            "kernelwheel creates the build environment",
+        )
+    return TvmFfiEnv.from_json(proc.stdout.strip().splitlines()[-1])
+
+
+def provision_tvm_ffi(
+    recipe: VariantRecipe, sources: IndexOptions, cache_dir: Path, log: Path | None = None
+) -> TvmFfiEnv:
+    """Create (or reuse) the venv of ``recipe``: apache-tvm-ffi pinned by hash, and the CUDA
+    toolchain of a CUDA flavour."""
+    assert recipe.tvm_ffi is not None
+    python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    pip_sources = _PipSources(sources.index_url, (), sources.find_links, sources.no_index)
+    key = json.dumps(
+        {
+            "python": python,
+            "recipe": recipe.environment_spec(),
+            "tools": TOOLS,
+            "sources": asdict(pip_sources),
+        },
+        sort_keys=True,
+    )
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    root = cache_dir / "envs" / f"tvmffi-py{python}-{digest}"
+    with locked(root.parent / f"{root.name}.lock"):
+        marker = root / READY_MARKER
+        if marker.exists():
+            try:
+                env = TvmFfiEnv.from_json(marker.read_text(), reused=True)
+            except (OSError, ValueError, KeyError):
+                env = None
+            if env is not None and env.python.exists():
+                return env
+        if root.exists():
+            shutil.rmtree(root)  # a half-made environment from an interrupted run
+        run_checked([sys.executable, "-m", "venv", str(root)], log, "create the build venv")
+        py = root / "bin" / "python"
+        pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+        args = pip_install_args(pip_sources)
+        run_checked([*pip, *args, *TOOLS], log, "install the build tools")
+        pins = root / "tvm-ffi-requirements.txt"
+        pins.write_text(recipe.tvm_ffi.requirement_line + "\n")
+        run_checked(
+            [*pip, *args, "--no-deps", "--require-hashes", "-r", str(pins)],
+            log,
+            f"install {TVM_FFI_PACKAGE} {recipe.tvm_ffi.version}",
+            hint="the recipe's hashes do not match what the index serves: check "
+            "recipes/tvm-ffi.toml (offline builds: --find-links DIR holding the wheel)",
+        )
+        if recipe.cuda is not None and recipe.cuda.source == "pypi":
+            reqs = root / "toolchain-requirements.txt"
+            reqs.write_text("\n".join(recipe.cuda.requirements()) + "\n")
+            hashed = ["--require-hashes"] if recipe.cuda.hashed else []
+            run_checked(
+                [*pip, *args, "--no-deps", *hashed, "-r", str(reqs)],
+                log,
+                "install the pinned CUDA toolchain",
+                hint="the recipe's pins or hashes do not match what the index serves: check "
+                "recipes/cuda.toml",
+            )
+        env = probe_tvm_ffi(py)
+        atomic_write(marker, env.to_json())  # written last: the environment is complete
+        return env
+
+
+def wheel_requirements(
+    project: KernelProject, recipe: VariantRecipe, built_with: str
+) -> tuple[str, ...]:
+    """Requires-Dist: apache-tvm-ffi ``built_with`` or later of its series, what the recipe
+    lists for the flavour, then what the project's build for the backend requires
+    (python-depends, where a bare ``apache-tvm-ffi`` adds nothing, and kernel-depends). No
+    torch."""
+    assert recipe.tvm_ffi is not None and recipe.variant.backend is not None
+    own = canonicalize_name(TVM_FFI_PACKAGE)
+    requires = [tvm_ffi_requirement(built_with)]
+    requires += recipe.tvm_ffi.requires_for(recipe.variant.backend)
+    for dep in requirements(project, recipe.variant):
+        req = Requirement(dep)
+        if canonicalize_name(req.name) == own and not req.specifier and req.marker is None:
+            continue
+        requires.append(dep)
+    return tuple(dict.fromkeys(requires))
+
+
+def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
+    project, variant = req.project, req.variant
+    assert variant.tvm_ffi is not None and variant.backend is not None
+    scope, log = variant.name, req.log
+    recipe = (req.recipes or load_recipes()).recipe_for(variant)
+    if variant.arch is not Arch.host():
+        raise ToolchainError(
+            f"{variant.name} is for another arch; tvm-ffi variants build on their own arch only",
+            hint="build it on a machine of that arch",
+        )
+    if not req.best_effort:
+        check_cxx_toolchain(os.environ)
+    output_dir(req.out_dir, "--output-dir")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(f"kernelwheel build of {project.name} for {variant.name}\n")
+
+    with step(reporter, scope, "environment", log=log) as detail:
+        if req.python is not None:
+            env = probe_tvm_ffi(req.python)
+        else:
+            env = provision_tvm_ffi(recipe, req.sources, req.cache_dir, log)
+        toolkit = None
+        if variant.backend.kind is BackendKind.CUDA:
+            cuda = variant.backend.cuda_version
+            toolkit = locate_cuda_toolkit(
+                cuda,
+                env.purelib,
+                req.cuda_home,
+                req.cuda_system_paths,
+                needed_by=variant.name,
+                hint=f"install CUDA {cuda} (or pass --cuda-home DIR)",
+            )
+        detail.append(f"{TVM_FFI_PACKAGE} {env.version}" + (" (cached)" if env.reused else ""))
+        _check_series(env, variant.tvm_ffi)
+        if toolkit:
+            detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
+
+    with step(reporter, scope, "codegen") as detail:
+        bid = codegen.build_id(project, variant)
+        namespace = codegen.ops_namespace(project.package, bid)
+        detail.append(namespace)
+
+    with step(reporter, scope, "compile", log=log) as detail:
+        shared_object, capabilities = _compile(req, env, namespace, toolkit)
+        detail.append(shared_object.name)
+
+    with step(reporter, scope, "wheel") as detail:
+        version = full_version(req.version, variant, req.local_version_style)
+        files = package_files(project)
+        files[f"{project.package}/_ops.py"] = codegen.tvm_ffi_ops_py(namespace).encode()
+        so_name = f"{project.package}/{namespace}.so"
+        files[so_name] = shared_object.read_bytes()
+        spec = WheelSpec(
+            name=project.name,
+            version=version,
+            tag=Tag("py3", "none", variant.platform_tag(manylinux=None)),
+            files=files,
+            requires_dist=wheel_requirements(project, recipe, env.version),
+            requires_python=REQUIRES_PYTHON,
+            summary=f"{project.name} tvm-ffi kernel ({variant.name}), built by kernelwheel",
+            executables=frozenset({so_name}),
+        )
+        raw = write_wheel(
+            project_metadata(project).apply(spec),
+            req.work_dir / variant.name / "dist",
+            compress=req.manylinux is None or req.best_effort,
+        )
+        detail.append(raw.name)
+    return finish_wheel(req, raw, reporter, bid, namespace, None, capabilities)
+
+
+def _compile(
+    req: BuildRequest, env: TvmFfiEnv, namespace: str, toolkit: CudaToolkit | None
+) -> tuple[Path, tuple[str, ...]]:
+    """Compile the binding and the variant's kernels, link ``<namespace>.so``; the shared object
+    and the CUDA capabilities compiled for. The rules are the torch builds' (compile_rules: one
+    backend, its macros, cuda-minver, each kernel's capabilities against the recipe's)."""
+    project, variant, log = req.project, req.variant, req.log
+    assert project.tvm_ffi is not None and variant.backend is not None
+    backend = variant.backend.kind.value
+    tools = _toolchain(toolkit)
+    kernels, notes = kernels_to_compile(project, (backend,), toolkit.version if toolkit else None)
+    stage = req.work_dir / variant.name
+    if stage.exists():
+        shutil.rmtree(stage)
+    (stage / "obj").mkdir(parents=True)
+    root = project.root
+    remedies = remedy_flags()
+    prefix_maps = [
+        f"-ffile-prefix-map={stage}=/kernelwheel/build",
+        f"-ffile-prefix-map={root}=/kernelwheel/src",
+        f"-ffile-prefix-map={remedies.sources[0].parent}=/kernelwheel/data",
+    ]
+    macros = [("TVM_FFI_EXTENSION_NAME", namespace), *backend_macros(backend)]
+    defines = [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in macros]
+    includes = [
+        root / p for p in (*project.tvm_ffi.include, *(i for k in kernels for i in k.include))
+    ]
+    search = [f"-I{p}" for p in dict.fromkeys((*includes, *env.include_dirs))]
+    host = ["-fPIC", "-fvisibility=hidden", *prefix_maps]
+    host += [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
+    cxx = os.environ.get("CXX") or "c++"
+    cxx_cmd = [cxx, "-std=c++17", "-O3", *host, *remedies.cxx_flags, *defines, *search]
+    # (source, extra flags) in a stable order: the binding, then each kernel's sources.
+    units = [(root / p, tuple(project.tvm_ffi.cxx_flags)) for p in project.tvm_ffi.src]
+    units += [(root / p, tuple(k.cxx_flags)) for k in kernels for p in k.src if p.suffix != ".cu"]
+    cuda_units: list[tuple[Path, tuple[str, ...]]] = []
+    every: tuple[str, ...] = ()
+    link_libs = [f"-L{env.lib_dir}", "-ltvm_ffi"]
+    if toolkit is not None:
+        per_kernel = _capabilities(req, [k for k in kernels if k.backend == "cuda"])
+        every = caps.sort_capabilities(c for _, own in per_kernel for c in own)
+        if not every:
+            raise ToolchainError(
+                f"no CUDA capabilities for {variant.name}",
+                hint="set cuda-capabilities in build.toml or a default list in the recipe",
+            )
+        check_capabilities(every, toolkit, where=variant.name, hint_key="cuda-capabilities")
+        compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
+        notes += (note,) if note else ()
+        nvcc = [
+            str(toolkit.home / "bin" / "nvcc"),
+            "-std=c++17",
+            "-O3",
+            f"--threads={max(1, req.jobs)}",
+            *(f"-Xcompiler={flag}" for flag in host),
+            *remedies.nvcc_flags,
+            *compression,
+            *defines,
+            *search,
+            *(f"-I{p}" for p in toolkit.extra_includes),
+        ]
+        for kernel, own in per_kernel:
+            flags = (
+                *caps.gencode_flags(own),
+                *kernel_cuda_flags(kernel.cuda_flags, toolkit.version),
+            )
+            cuda_units += [(root / p, flags) for p in kernel.src if p.suffix == ".cu"]
+        lib_dirs = [d for d in (toolkit.home / "lib", toolkit.home / "lib64") if d.is_dir()]
+        link_libs += [f"-L{d}" for d in lib_dirs] + ["-lcudart"]
+        link_libs += [f"-Wl,-rpath,$ORIGIN/{rel}" for rel in _runtime_rpaths(env, lib_dirs)]
+    if tools.shared_libstdcxx:  # else the static libstdc++ defines what the remedies add
+        units += [(path, ()) for path in remedies.sources]
+    if notes:
+        with open(log, "a") as fh:
+            fh.writelines(f"note: {n}\n" for n in notes)
+    objects: list[Path] = []
+    for index, (source, flags) in enumerate([*units, *cuda_units]):
+        if source.suffix not in SOURCE_SUFFIXES:
+            continue  # headers listed as sources: inputs of the build id only
+        if source.suffix == ".cu" and toolkit is None:
+            raise BuildError(
+                f"{source.relative_to(root)} is CUDA code, but {variant.name} is not a CUDA build",
+                log=log,
+                hint='list .cu files only in kernels with backend = "cuda"',
+            )
+        obj = stage / "obj" / f"{index:03d}-{source.stem}.o"
+        base = nvcc if source.suffix == ".cu" else cxx_cmd
+        cmd = [*base, *flags, "-c", str(source), "-o", str(obj)]
+        _run(cmd, log, stage, f"compiling {source.name} for {variant.name}")
+        objects.append(obj)
+    shared_object = stage / "lib" / f"{namespace}.so"
+    shared_object.parent.mkdir()
+    link = [cxx, "-shared", "-o", str(shared_object), *map(str, objects), *link_libs]
+    _run(link, log, stage, f"linking {shared_object.name}")
+    return shared_object, every
+
+
+def _capabilities(
+    req: BuildRequest, kernels: list[KernelSection]
+) -> list[tuple[KernelSection, tuple[str, ...]]]:
+    """Each CUDA kernel's capabilities: the option's, else its cuda-capabilities loosely
+    intersected with the recipe's defaults (kernel-builder's rule), else the defaults."""
+    out: list[tuple[KernelSection, tuple[str, ...]]] = []
+    for kernel in kernels:
+        if req.cuda_capabilities:
+            out.append((kernel, req.cuda_capabilities))
+            continue
+        chosen = caps.for_kernel(kernel.id, kernel.cuda_capabilities, req.default_capabilities)
+        if not chosen.capabilities:
+            raise ProjectError(
+                f"none of {', '.join(kernel.cuda_capabilities)} is built by the recipe's CUDA, "
+                f"whose targets are {', '.join(caps.targets_of(req.default_capabilities))}",
+                file=req.project.build_toml,
+                key=f"kernel.{kernel.id}.cuda-capabilities",
+                hint="list a capability of this toolkit, or leave this CUDA version out",
+            )
+        out.append((kernel, chosen.capabilities))
+    return out
+
+
+def _check_series(env: TvmFfiEnv, series: TvmFfiVersion) -> None:
+    release = Version(env.version).release
+    if tuple(release[:2]) != (series.major, series.minor):
+        raise ToolchainError(
+            f"{env.python} has {TVM_FFI_PACKAGE} {env.version}, but the variant is built "
+            f"against the {series} series",
+            hint=f"use an interpreter with {TVM_FFI_PACKAGE} {series}.x, or omit --python",
+        )
+
+
+def _runtime_rpaths(env: TvmFfiEnv, lib_dirs: list[Path]) -> list[str]:
+    """Where the installed wheel finds the CUDA runtime: the toolchain's library folders that
+    lie in site-packages (the runtime package's ``nvidia/cu13/lib``), relative to the
+    package folder the shared object is installed in. A system toolkit gives none."""
+    purelib = env.purelib.resolve()
+    return [
+        os.path.relpath(d.resolve(), purelib / "pkg")
+        for d in lib_dirs
+        if d.resolve().is_relative_to(purelib)
+    ]
+
+
+def _run(cmd: list[str], log: Path, cwd: Path, what: str) -> None:
+    code = run_logged(cmd, log, cwd=cwd)
+    if code != 0:
+        raise BuildError(
+            f"{what} failed (exit {code})",
+            log=log,
+            hint="read the compiler errors at the end of the log",
+        )

@@ -1,0 +1,145 @@
+"""tvm-ffi kernels: built against apache-tvm-ffi with no torch anywhere, one wheel per flavour
+and arch (tvm-ffi01-cpu-x86_64-linux), installed into a venv without torch and called."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from support.kinds import TVM_FFI_BUILD_TOML, write_tvm_ffi_project
+from support.layered import LayeredVenv
+
+from kernelwheel.abi._elf import is_elf
+from kernelwheel.builder import codegen
+from kernelwheel.builder.tvm_ffi import TvmFfiEnv, _runtime_rpaths, wheel_requirements
+from kernelwheel.cli import main
+from kernelwheel.model.project import load_project
+from kernelwheel.model.recipes import load_recipes
+from kernelwheel.model.variant import Arch, Variant
+from kernelwheel.plan.options import ENV_VARS
+
+HOST = Arch.host().value
+CPU = f"tvm-ffi01-cpu-{HOST}-linux"
+CUDA = f"tvm-ffi01-cu130-{HOST}-linux"
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_the_wheel_requires_tvm_ffi_and_never_torch(tmp_path: Path) -> None:
+    toml = TVM_FFI_BUILD_TOML.replace(
+        'backends = ["cpu", "cuda"]',
+        'backends = ["cpu", "cuda"]\npython-depends = ["tvm-ffi", "numpy>=1.26"]',
+    )
+    project = load_project(write_tvm_ffi_project(tmp_path / "p", toml))
+    recipes = load_recipes()
+    cpu = wheel_requirements(project, recipes.recipe_for(Variant.parse(CPU)), "0.1.9")
+    assert cpu == ("apache-tvm-ffi>=0.1.9,<0.2", "numpy>=1.26")  # the bare name adds nothing
+    cuda = wheel_requirements(project, recipes.recipe_for(Variant.parse(CUDA)), "0.1.15.post2")
+    assert cuda[:2] == ("apache-tvm-ffi>=0.1.15,<0.2", "nvidia-cuda-runtime>=13.0,<14")
+    assert not any(Requirement(r).name == "torch" for r in (*cpu, *cuda))
+
+
+def test_the_runtime_rpath_points_from_the_package_into_site_packages(tmp_path: Path) -> None:
+    site = tmp_path / "site-packages"
+    lib = site / "nvidia" / "cu13" / "lib"
+    lib.mkdir(parents=True)
+    env = TvmFfiEnv(tmp_path / "python", site, "0.1.9", (), site / "tvm_ffi" / "lib")
+    assert _runtime_rpaths(env, [lib, Path("/usr/local/cuda/lib64")]) == ["../nvidia/cu13/lib"]
+
+
+def test_generated_ops_exposes_what_tvm_ffi_packages_import() -> None:
+    source = codegen.tvm_ffi_ops_py("_add_one_abc")
+    names = {
+        line.split("(")[0].removeprefix("def ").split(" ")[0]
+        for line in source.splitlines()
+        if line.startswith(("def ", "ops", "has_"))
+    }
+    assert names == {
+        "ops",
+        "has_torch",
+        "has_jax",
+        "torch_add_op_namespace_prefix",
+        "jax_add_ffi_target_name_prefix",
+        "jax_register_ffi_target",
+        "jax_ffi_call",
+    }
+    assert "import torch" not in source
+
+
+def built_wheel(tmp_path: Path, variant: str) -> Path:
+    root = write_tvm_ffi_project(tmp_path / "add-one")
+    out = tmp_path / "out"
+    code = main(
+        ["build", str(root), "--variant", variant, "--version", "1.0.0", "--output-dir", str(out)]
+    )
+    assert code == 0
+    local = Variant.parse(variant).local_version
+    (wheel,) = out.glob(f"add_one-1.0.0+{local}-py3-none-manylinux_2_28_{HOST}.whl")
+    return wheel
+
+
+def requires_of(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        text = zf.read(name).decode()
+    return [
+        line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("Requires-Dist")
+    ]
+
+
+CHECK = r"""
+import importlib.util, numpy as np, add_one
+from add_one import _ops
+assert importlib.util.find_spec("torch") is None and not _ops.has_torch
+assert _ops.torch_add_op_namespace_prefix("add") == _ops._NAMESPACE + "::add"
+assert _ops.jax_add_ffi_target_name_prefix("add") == _ops._NAMESPACE + ".add"
+assert _ops.jax_register_ffi_target("add") is None and not _ops.has_jax
+rng = np.random.default_rng()
+for n in (0, 1, 7, 1000, 65537):
+    x = rng.standard_normal(n).astype(np.float32)
+    out = np.full_like(x, 42.0)
+    add_one.add_one(x, out)
+    assert np.array_equal(out, x + np.float32(1)), n
+x = rng.standard_normal((33, 5)).astype(np.float32)
+out = np.empty_like(x)
+assert add_one.add_one(x, out) is out and np.array_equal(out, x + 1)
+strided = np.zeros((4, 4), np.float32)[:, ::2]
+for bad, kind in ((np.zeros(4, np.float64), TypeError), (strided, ValueError)):
+    try:
+        add_one.add_one(bad, np.zeros_like(bad))
+    except kind as exc:
+        print("refused:", kind.__name__, exc)
+    else:
+        raise AssertionError("accepted " + repr(bad.dtype))
+print("OK", _ops._NAMESPACE)
+"""
+
+
+@pytest.mark.integration
+def test_cpu_kernel_runs_in_a_venv_without_torch(tmp_path: Path) -> None:
+    wheel = built_wheel(tmp_path, CPU)
+    requires = requires_of(wheel)
+    assert requires == ["apache-tvm-ffi<0.2,>=0.1.9"]
+    venv = LayeredVenv(tmp_path / "venv", None)
+    venv.pip(str(wheel), "numpy")  # apache-tvm-ffi (the newest 0.1.x) and numpy from the index
+    result = venv.run("-c", CHECK)
+    assert "OK _add_one_" in result.stdout, result.stdout + result.stderr
+    assert "refused: TypeError" in result.stdout and "refused: ValueError" in result.stdout
+
+
+@pytest.mark.integration
+def test_cuda_variant_links_the_runtime_package_it_requires(tmp_path: Path) -> None:
+    wheel = built_wheel(tmp_path, CUDA)
+    assert requires_of(wheel) == ["apache-tvm-ffi<0.2,>=0.1.9", "nvidia-cuda-runtime<14,>=13.0"]
+    with zipfile.ZipFile(wheel) as zf:
+        (so,) = [n for n in zf.namelist() if n.endswith(".so")]
+        data = zf.read(so)
+    assert is_elf(data[:4])
+    assert b"libcudart.so.13" in data and b"$ORIGIN/../nvidia/cu13/lib" in data
+    assert b"libtorch" not in data
