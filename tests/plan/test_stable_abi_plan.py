@@ -194,3 +194,17 @@ def test_default_and_named_variants_of_a_stable_project(
     planned = plan_project(proj.root, {})
     (rec,) = selected_recipes(planned, ["torch-stable-abi210-cpu-x86_64-linux"])
     assert (rec.name, rec.torch_version) == ("torch-stable-abi210-cpu-x86_64-linux", "2.14.1")
+
+
+def test_a_metal_kernel_in_the_stable_abi_table_plans_a_darwin_variant(tmp_path: Path) -> None:
+    # Each stable-ABI variant keeps the OS of the builds it stands for (metal is macOS only).
+    from kernelwheel.model.recipes import load_recipes
+
+    p = project(tmp_path, 'stable-abi = "2.11"\n')
+    (p.root / "csrc" / "k.mm").write_text("// x\n")
+    text = (p.root / "build.toml").read_text().replace('"cpu", "cuda"]', '"cpu", "cuda", "metal"]')
+    text += '\n[kernel.k_metal]\nbackend = "metal"\ndepends = ["torch"]\nsrc = ["csrc/k.mm"]\n'
+    (p.root / "build.toml").write_text(text)
+    names = plan_matrix(load_project(p.root), load_recipes()).names
+    assert "torch-stable-abi211-metal-aarch64-darwin" in names
+    assert "torch-stable-abi211-cpu-x86_64-linux" in names

@@ -236,9 +236,9 @@ class _StableGroups:
 
     project: KernelProject
     recipes: Recipes
-    # (backend, arch) -> [(per-torch variant, reasons against it, kernel ids)], in recipe order
-    groups: dict[tuple[Backend, Arch], list[tuple[Variant, list[str], tuple[str, ...]]]] = field(
-        default_factory=dict
+    # (backend, arch, os) -> [(per-torch variant, reasons against it, kernel ids)], in recipe order
+    groups: dict[tuple[Backend, Arch, OS], list[tuple[Variant, list[str], tuple[str, ...]]]] = (
+        field(default_factory=dict)
     )
 
     def covers(self, kind: str) -> bool:
@@ -246,7 +246,8 @@ class _StableGroups:
 
     def add(self, variant: Variant, reasons: list[str], ids: tuple[str, ...]) -> None:
         assert variant.backend is not None and variant.arch is not None
-        self.groups.setdefault((variant.backend, variant.arch), []).append(
+        assert variant.os is not None
+        self.groups.setdefault((variant.backend, variant.arch, variant.os), []).append(
             (variant, reasons, ids)
         )
 
@@ -255,8 +256,8 @@ class _StableGroups:
         assert version is not None
         return TorchVersion(version.major, version.minor)
 
-    def _variant(self, backend: Backend, arch: Arch) -> Variant:
-        return Variant(self._abi(backend), backend, None, arch, OS.LINUX, stable_abi=True)
+    def _variant(self, backend: Backend, arch: Arch, os: OS) -> Variant:
+        return Variant(self._abi(backend), backend, None, arch, os, stable_abi=True)
 
     def _pick(
         self, members: list[tuple[Variant, list[str], tuple[str, ...]]], abi: TorchVersion
@@ -266,19 +267,20 @@ class _StableGroups:
 
     def chosen(self) -> list[tuple[VariantRecipe, tuple[str, ...]]]:
         out = []
-        for (backend, arch), members in self.groups.items():
+        for (backend, arch, os), members in self.groups.items():
             picked = self._pick(members, self._abi(backend))
             if picked is not None:
                 build, ids = picked
-                recipe = self.recipes.recipe_for(self._variant(backend, arch), build=build.torch)
+                stable = self._variant(backend, arch, os)
+                recipe = self.recipes.recipe_for(stable, build=build.torch)
                 out.append((recipe, ids))
         return out
 
     def rejected(self) -> list[Rejection]:
         out: list[Rejection] = []
-        for (backend, arch), members in self.groups.items():
+        for (backend, arch, os), members in self.groups.items():
             abi = self._abi(backend)
-            stable = self._variant(backend, arch)
+            stable = self._variant(backend, arch, os)
             picked = self._pick(members, abi)
             head = (
                 f"backend {backend.kind.value} builds the stable ABI of torch {abi} "
@@ -299,8 +301,7 @@ class _StableGroups:
                 why = (
                     "; ".join(newer[-1][1])
                     if newer
-                    else f"the recipes have no torch >= {abi} with {backend.token} for "
-                    f"{arch.value}"
+                    else f"the recipes have no torch >= {abi} with {backend.token} for {arch.value}"
                 )
                 out.append(Rejection(stable.name, f"no torch >= {abi} can build it: {why}"))
         return out
