@@ -683,19 +683,8 @@ class _Reader:
         return tuple(requirements)
 
     def kernel_depends(self, table: Located) -> tuple[KernelDependency, ...]:
-        entries = table.array("kernel-depends")
-        if entries is None:
-            return ()
-        dotted = table.dotted("kernel-depends")
         depends: list[KernelDependency] = []
-        for index, entry in enumerate(entries):
-            if not isinstance(entry, dict):
-                raise self.error(
-                    f"item {index} is {describe(entry)}, not a table",
-                    dotted,
-                    'write { repo-id = "kernels-community/relu", version = 1 }',
-                )
-            item = Located(entry, file=self.file, prefix=f"{dotted}[{index}]")
+        for item in table.table_array("kernel-depends") or ():
             item.check_keys(("repo-id", "version", "revision"))
             repo_id = item.required_string(
                 "repo-id", 'add repo-id = "<owner>/<kernel>" (the Hub repository)'
