@@ -99,7 +99,87 @@ def test_refusals_and_preferences() -> None:
     assert compat.problems(cpu_build, cu13) == []  # loads: CPU ops
     order = [build_of(Variant.parse("torch214-cxx11-cu130-x86_64-linux")), cu131, noarch_cuda]
     order += [build_of(None), cpu_build]
-    assert [compat.preference(b, cu13) for b in order] == [0, 1, 2, 3, 4]
+    assert [compat.preference(b, cu13) for b in order] == sorted(
+        compat.preference(b, cu13) for b in order
+    )
+    assert [compat.kind_of(b, cu13) for b in order] == [
+        compat.PER_TORCH,
+        compat.PER_TORCH,
+        compat.NOARCH,
+        compat.UNIVERSAL,
+        compat.CPU_FALLBACK,
+    ]
     assert variant_of_wheel("k-1-py3-none-any.whl") is None
     assert build_of(variant_of_wheel("k-1+universal-py3-none-any.whl")) == build_of(None)
     assert Variant.from_local_version("torch210cu130cxx11", arch=Arch.X86_64, os=OS.LINUX).torch
+
+
+def _build(name: str) -> compat.Build:
+    return build_of(Variant.parse(name))
+
+
+def test_kinds_are_preferred_per_torch_stable_tvm_ffi_noarch_universal() -> None:
+    """The order of huggingface/kernels' variant choice (per-torch first, as issue 20 fixes it),
+    each kind recognised from its variant name."""
+    cu13 = compat.Torch("2.14.1+cu130", compat.CUDA, (13, 0), True)
+    names = [
+        "torch214-cxx11-cu130-x86_64-linux",
+        "torch214-cxx11-cu131-x86_64-linux",
+        "torch-stable-abi212-cu130-x86_64-linux",
+        "torch-stable-abi210-cu130-x86_64-linux",
+        "torch-stable-abi210-cu131-x86_64-linux",
+        "tvm-ffi01-cu130-x86_64-linux",
+        "torch-cuda",
+        "torch-universal",
+        "torch-stable-abi210-cpu-x86_64-linux",
+    ]
+    builds = [_build(n) for n in names]
+    assert all(compat.problems(b, cu13) == [] for b in builds)
+    ranked = sorted(builds, key=lambda b: compat.preference(b, cu13))
+    assert ranked == builds
+    assert [compat.kind_of(b, cu13) for b in builds] == [
+        compat.PER_TORCH,
+        compat.PER_TORCH,
+        compat.STABLE_ABI,
+        compat.STABLE_ABI,
+        compat.STABLE_ABI,
+        compat.TVM_FFI,
+        compat.NOARCH,
+        compat.UNIVERSAL,
+        compat.CPU_FALLBACK,
+    ]
+
+
+def test_a_tvm_ffi_wheel_is_read_as_tvm_ffi_not_noarch() -> None:
+    build = build_of(variant_of_wheel("k-1+tvmffi0.1.cu130-py3-none-manylinux_2_28_x86_64.whl"))
+    assert build == compat.Build(None, compat.CUDA, (13, 0), None, False, (0, 1))
+    assert compat.describe_build(build) == "apache-tvm-ffi 0.1 (no torch), CUDA 13.0"
+    cpu = compat.Torch("2.13.0+cpu", compat.CPU, None, True)
+    assert compat.problems(build, cpu) == ["backend (a cu130 build; this torch has no CUDA)"]
+    cpu_build = build_of(Variant.parse("tvm-ffi01-cpu-x86_64-linux"))
+    assert compat.problems(cpu_build, cpu) == []
+    assert compat.kind_of(cpu_build, cpu) == compat.TVM_FFI
+
+
+@pytest.mark.parametrize(
+    ("name", "torch", "problem"),
+    [
+        (
+            "torch-stable-abi214-cpu-x86_64-linux",
+            compat.Torch("2.13.0+cpu", compat.CPU, None, True),
+            "torch version (built for torch >= 2.14)",
+        ),
+        (
+            "torch-stable-abi210-cu130-x86_64-linux",
+            compat.Torch("2.14.1+cu128", compat.CUDA, (12, 8), True),
+            "CUDA major version (built with CUDA 13.0)",
+        ),
+        (
+            "torch-stable-abi210-cu130-x86_64-linux",
+            compat.Torch("2.14.1+cpu", compat.CPU, None, True),
+            "backend (a cu130 build; this torch has no CUDA)",
+        ),
+    ],
+)
+def test_stable_abi_refusals(name: str, torch: compat.Torch, problem: str) -> None:
+    assert compat.problems(_build(name), torch) == [problem]

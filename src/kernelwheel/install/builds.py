@@ -18,7 +18,8 @@ __all__ = ["build_of", "variant_of_wheel"]
 
 
 def build_of(variant: Variant | None) -> Build:
-    """The rules' view of ``variant``; None (a wheel with no local version) is universal."""
+    """The rules' view of ``variant``; None (a wheel with no local version) is universal. A
+    tvm-ffi variant keeps its series: it is no noarch build, though it names no torch."""
     if variant is None or variant.backend is None:
         return Build(torch=None, kind="")
     torch = None if variant.torch is None else (variant.torch.major, variant.torch.minor)
@@ -27,7 +28,8 @@ def build_of(variant: Variant | None) -> Build:
     if backend.version is not None and backend.kind is not BackendKind.CPU:
         version = (backend.version[0], backend.version[1])
     cxx11 = None if variant.cxxabi is None else variant.cxxabi is CxxAbi.CXX11
-    return Build(torch, backend.kind.value, version, cxx11, variant.stable_abi)
+    tvm_ffi = None if variant.tvm_ffi is None else (variant.tvm_ffi.major, variant.tvm_ffi.minor)
+    return Build(torch, backend.kind.value, version, cxx11, variant.stable_abi, tvm_ffi)
 
 
 def _platform(tag: str) -> tuple[Arch | None, OS | None]:

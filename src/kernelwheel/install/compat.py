@@ -25,13 +25,15 @@ _TOKEN_PREFIX = {CUDA: "cu", ROCM: "rocm", XPU: "xpu"}
 @dataclass(frozen=True)
 class Build:
     """What a wheel was built for. ``torch is None``: a noarch build (``kind`` is then the
-    backend of ``+cuda``-style labels, or "" for ``+universal`` and unlabelled wheels)."""
+    backend of ``+cuda``-style labels, or "" for ``+universal`` and unlabelled wheels), or, with
+    ``tvm_ffi`` set, a build against apache-tvm-ffi that needs no torch at all."""
 
     torch: tuple[int, int] | None
     kind: str
     version: tuple[int, int] | None = None  # CUDA/ROCm (major, minor), XPU (year, release)
     cxx11: bool | None = None  # None: the build names no C++ ABI
     stable_abi: bool = False  # torch.torch is a floor, not a series
+    tvm_ffi: tuple[int, int] | None = None  # the apache-tvm-ffi series (0, 1) it was built for
 
     @property
     def token(self) -> str:
@@ -151,17 +153,41 @@ def _backend_problem(build: Build, torch: Torch) -> str | None:
     return None
 
 
-def preference(build: Build, torch: Torch) -> int:
-    """Among compatible builds, lower is a better fit: 0 the torch's exact backend, 1 its backend
-    in another version, 2 a noarch build of its backend, 3 universal (or no label), 4 a CPU build
-    under a GPU torch (it loads, but its ops have no GPU kernels)."""
-    if build.kind == "":
-        return 3
+# Kinds of build, best first (the first member of preference()).
+PER_TORCH, STABLE_ABI, TVM_FFI, NOARCH, UNIVERSAL, CPU_FALLBACK = range(6)
+KIND_NAMES = {
+    PER_TORCH: "a build for this torch series",
+    STABLE_ABI: "a stable-ABI build",
+    TVM_FFI: "a tvm-ffi build",
+    NOARCH: "a noarch build of this backend",
+    UNIVERSAL: "a universal build",
+    CPU_FALLBACK: "a CPU build under a GPU torch",
+}
+
+
+def kind_of(build: Build, torch: Torch) -> int:
+    """Which kind of build ``build`` is for ``torch`` (PER_TORCH ... CPU_FALLBACK)."""
     if build.kind == CPU and torch.kind != CPU:
-        return 4
-    if build.torch is None:
-        return 2
-    return 0 if build.token == torch.token else 1
+        return CPU_FALLBACK
+    if build.tvm_ffi is not None:
+        return TVM_FFI
+    if build.torch is not None:
+        return STABLE_ABI if build.stable_abi else PER_TORCH
+    return UNIVERSAL if build.kind == "" else NOARCH
+
+
+def preference(build: Build, torch: Torch) -> tuple[int, int, int]:
+    """Among compatible builds, lower is a better fit: first the kind (:func:`kind_of`: a build
+    for this torch series, then a stable-ABI build, then tvm-ffi, then a noarch build of the
+    torch's backend, then universal or unlabelled, last a CPU build under a GPU torch: it loads,
+    but its ops have no GPU kernels); among stable-ABI builds the newest ABI (the closest to the
+    running torch); then the torch's exact backend before its backend in another version."""
+    kind = kind_of(build, torch)
+    floor = 0
+    if kind == STABLE_ABI and build.torch is not None:
+        floor = -(build.torch[0] * 1000 + build.torch[1])
+    exact = 0 if build.version is None or build.token == torch.token else 1
+    return kind, floor, exact
 
 
 def label(torch: Torch, *, compact: bool) -> str:
@@ -194,7 +220,9 @@ def refusal(dist: str, version: str, build: Build, torch: Torch, found: list[str
 
 def describe_build(build: Build) -> str:
     """``torch 2.14, CUDA 13.0, cxx11 ABI``."""
-    if build.torch is None:
+    if build.tvm_ffi is not None:
+        parts = [f"apache-tvm-ffi {_dotted(build.tvm_ffi)} (no torch)"]
+    elif build.torch is None:
         parts = ["any torch"]
     else:
         parts = [("torch >= " if build.stable_abi else "torch ") + _dotted(build.torch)]

@@ -3,10 +3,11 @@
 Each candidate gets a verdict: refused (wrong name is skipped; wrong version, wheel tags the
 target's Python does not support, a local version that names no kernel variant, or what
 :func:`kernelwheel.install.compat.problems` says), or compatible. Among compatible builds the
-highest release wins, then the best :func:`~kernelwheel.install.compat.preference` (exact backend
-first), then the target's preferred wheel tag. A CPU build under a GPU torch is taken only when
-nothing else fits. Local labels are never ordered against each other: their sort order is what
-makes plain pip pick the wrong build.
+highest release wins, then the best :func:`~kernelwheel.install.compat.preference` (a build for
+the torch series, then stable-ABI with the newest ABI, then tvm-ffi, then noarch, then
+universal; the exact backend first within a kind), then the target's preferred wheel tag. A CPU
+build under a GPU torch is taken only when nothing else fits. Local labels are never ordered
+against each other: their sort order is what makes plain pip pick the wrong build.
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ from .sources import Candidate
 
 __all__ = ["Selection", "Verdict", "parse_requirement", "select"]
 
-_FALLBACK = 4  # compat.preference of a CPU build under a GPU torch
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -36,7 +35,7 @@ class Verdict:
     version: Version
     label: str  # the local version ("" when none): the build, as the file name spells it
     reason: str | None  # why it is refused; None: compatible
-    preference: int = 0
+    preference: tuple[int, int, int] = (0, 0, 0)  # compat.preference: lower fits better
     tag_rank: int = 0  # index of its best tag among the target's (lower: preferred)
 
 
@@ -108,7 +107,7 @@ def _verdict(
 
 
 def _best(compatible: list[Verdict]) -> Verdict:
-    pool = [v for v in compatible if v.preference != _FALLBACK] or compatible
+    pool = [v for v in compatible if v.preference[0] != compat.CPU_FALLBACK] or compatible
     top = max(Version(v.version.public) for v in pool)
     pool = [v for v in pool if Version(v.version.public) == top]
     return min(pool, key=lambda v: (v.preference, v.tag_rank, v.candidate.filename))
@@ -137,6 +136,13 @@ def why_not_chosen(verdict: Verdict, chosen: Verdict) -> str:
     """The reason shown for a compatible build that lost to ``chosen``."""
     if verdict.version.public != chosen.version.public:
         return f"compatible, but {chosen.version.public} is newer"
-    if verdict.preference == _FALLBACK:
+    if verdict.preference[0] == compat.CPU_FALLBACK:
         return "compatible (a CPU build), but a build for this torch's backend fits better"
+    mine, theirs = verdict.preference[0], chosen.preference[0]
+    if mine != theirs:
+        return (
+            f"compatible ({compat.KIND_NAMES[mine]}), but {compat.KIND_NAMES[theirs]} is preferred"
+        )
+    if mine == compat.STABLE_ABI and verdict.preference[1] != chosen.preference[1]:
+        return "compatible, but a stable-ABI build for a newer torch was chosen"
     return "compatible, but a closer fit was chosen"

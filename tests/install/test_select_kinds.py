@@ -1,0 +1,75 @@
+"""kernelwheel install's choice among stable-ABI, tvm-ffi, noarch and per-torch builds of one
+release, and the reason it gives for every build it passes over (no interpreter needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+from kernelwheel.install import compat
+from kernelwheel.install.probe import Target
+from kernelwheel.install.select import select, why_not_chosen
+from kernelwheel.install.sources import Candidate
+
+_LINUX = "manylinux_2_28_x86_64"
+PER_TORCH = f"k-1.0.0+torch2.14.cu130.cxx11-cp39-abi3-{_LINUX}.whl"
+STABLE_210 = f"k-1.0.0+torch2.10.stable.cu130-cp39-abi3-{_LINUX}.whl"
+STABLE_212 = f"k-1.0.0+torch2.12.stable.cu130-cp39-abi3-{_LINUX}.whl"
+STABLE_215 = f"k-1.0.0+torch2.15.stable.cu130-cp39-abi3-{_LINUX}.whl"
+STABLE_CU12 = f"k-1.0.0+torch2.10.stable.cu128-cp39-abi3-{_LINUX}.whl"
+TVM = f"k-1.0.0+tvmffi0.1.cu130-py3-none-{_LINUX}.whl"
+NOARCH = "k-1.0.0-py3-none-any.whl"
+
+
+def _target(torch: compat.Torch) -> Target:
+    tags = (f"cp311-abi3-{_LINUX}", f"cp39-abi3-{_LINUX}", f"py3-none-{_LINUX}", "py3-none-any")
+    return Target(Path("/py"), (3, 11), "cpython", "x86_64", torch, "2.14.1", tags, True)
+
+
+def _choose(files: list[str], torch: compat.Torch) -> tuple[str | None, dict[str, str]]:
+    candidates = [Candidate(f, f"/wh/{f}", None, "/wh") for f in files]
+    (sel,) = select([Requirement("k")], candidates, _target(torch))
+    chosen = sel.chosen.candidate.filename if sel.chosen else None
+    reasons = {
+        v.candidate.filename: v.reason or (why_not_chosen(v, sel.chosen) if sel.chosen else "")
+        for v in sel.passed_over
+    }
+    return chosen, reasons
+
+
+CU13 = compat.Torch("2.14.1+cu130", compat.CUDA, (13, 0), True)
+
+
+def test_per_torch_then_newest_stable_abi_then_tvm_ffi_then_noarch() -> None:
+    files = [NOARCH, TVM, STABLE_210, STABLE_212, STABLE_215, STABLE_CU12, PER_TORCH]
+    chosen, reasons = _choose(files, CU13)
+    assert chosen == PER_TORCH
+    assert reasons[STABLE_212] == (
+        "compatible (a stable-ABI build), but a build for this torch series is preferred"
+    )
+    assert reasons[STABLE_215].endswith("mismatch in torch version (built for torch >= 2.15)")
+    assert reasons[STABLE_CU12].endswith("mismatch in CUDA major version (built with CUDA 12.8)")
+    assert reasons[TVM] == (
+        "compatible (a tvm-ffi build), but a build for this torch series is preferred"
+    )
+    assert reasons[NOARCH] == (
+        "compatible (a universal build), but a build for this torch series is preferred"
+    )
+    files.remove(PER_TORCH)
+    chosen, reasons = _choose(files, CU13)
+    assert chosen == STABLE_212
+    assert reasons[STABLE_210] == "compatible, but a stable-ABI build for a newer torch was chosen"
+    assert _choose([NOARCH, TVM], CU13)[0] == TVM
+    assert _choose([NOARCH], CU13)[0] == NOARCH
+
+
+def test_an_older_or_cpu_torch_refuses_what_it_cannot_load() -> None:
+    old = compat.Torch("2.9.1+cu130", compat.CUDA, (13, 0), True)
+    chosen, reasons = _choose([STABLE_210, TVM], old)
+    assert chosen == TVM
+    assert "built for torch >= 2.10" in reasons[STABLE_210]
+    cpu = compat.Torch("2.14.1+cpu", compat.CPU, None, True)
+    chosen, reasons = _choose([STABLE_210, TVM, NOARCH], cpu)
+    assert chosen == NOARCH
+    assert reasons[TVM].endswith("backend (a cu130 build; this torch has no CUDA)")
