@@ -21,9 +21,9 @@ version, or ``+universal``, go into every flavour, except where that flavour has
 the same release (local labels would otherwise rank ``+universal`` above ``+torch2.14.cu130``).
 
 A per-torch index ``torch2.14/cu130/`` holds the cu130 builds for torch 2.14 (and stable-ABI
-builds for an older floor), the noarch ``+cuda`` builds and the unlabelled/universal wheels; of
-each release only the closest kind is kept (exact build, else stable-ABI, else noarch, else
-universal), so plain ``pip install --extra-index-url …/torch2.14/cu130/ img2gray`` can only get a
+builds for an older floor), the cu130 tvm-ffi builds, the noarch ``+cuda`` builds and the
+unlabelled/universal wheels; of each release only the closest kind is kept (exact build, else
+stable-ABI, else tvm-ffi, else noarch, else universal), so plain ``pip install --extra-index-url …/torch2.14/cu130/ img2gray`` can only get a
 build for that torch and flavour (docs/install.md).
 
 The output is written beside its final place and renamed into it, so a reader never sees a
@@ -45,7 +45,7 @@ from packaging.version import InvalidVersion, Version
 
 from .._util import output_dir, replace_dir, sha256_file, staging_dir
 from ..errors import UsageError, VariantError, WheelError
-from ..model.variant import OS, Arch, TorchVersion, Variant
+from ..model.variant import OS, Arch, Backend, TorchVersion, Variant
 from .reader import parse_metadata, read_metadata
 
 __all__ = ["ALL", "IndexResult", "IndexedWheel", "build_index", "flavours_of", "scan"]
@@ -219,7 +219,7 @@ def _per_torch(wheels: list[IndexedWheel]) -> dict[str, list[IndexedWheel]]:
         fits = [(fit, w) for w in wheels if (fit := _torch_fit(w, torch, flavour)) is not None]
         # Of each release keep only the closest kind: local labels would otherwise rank a
         # stable-ABI, noarch or universal wheel above (or below) the exact build by spelling.
-        best: dict[tuple[str, str], int] = {}
+        best: dict[tuple[str, str], tuple[int, int]] = {}
         for fit, w in fits:
             key = (w.project, w.version.public)
             best[key] = min(fit, best.get(key, fit))
@@ -229,27 +229,31 @@ def _per_torch(wheels: list[IndexedWheel]) -> dict[str, list[IndexedWheel]]:
     return indexes
 
 
-def _torch_fit(w: IndexedWheel, torch: TorchVersion, flavour: str) -> int | None:
-    """How closely ``w`` fits torch ``torch`` with ``flavour``: 0 exact build, 1 stable-ABI
-    build with a floor at or below, 2 noarch build of the backend, 3 for every torch; None: not
-    in that index."""
+def _torch_fit(w: IndexedWheel, torch: TorchVersion, flavour: str) -> tuple[int, int] | None:
+    """How closely ``w`` fits torch ``torch`` with ``flavour``, lower is closer: (0, 0) exact
+    build, (1, -floor) stable-ABI build with a floor at or below (the newest floor closest),
+    (2, 0) tvm-ffi build of the flavour (it needs no torch), (3, 0) noarch build of the backend,
+    (4, 0) for every torch; None: not in that index. The order ``kernelwheel install`` uses."""
     v = w.variant
-    if v is not None and v.torch is not None and w.flavour == flavour:
-        if not v.stable_abi and v.torch == torch:
-            return 0
-        if v.stable_abi and v.torch <= torch:
-            return 1
+    if v is not None and w.flavour == flavour:
+        if v.tvm_ffi is not None:
+            return 2, 0
+        if v.torch is not None and not v.stable_abi and v.torch == torch:
+            return 0, 0
+        if v.torch is not None and v.stable_abi and v.torch <= torch:
+            return 1, -(v.torch.major * 1000 + v.torch.minor)
         return None
     if w.kind is not None and w.kind == _kind(flavour):
-        return 2
-    return 3 if w.flavour == _ANY else None
+        return 3, 0
+    return (4, 0) if w.flavour == _ANY else None
 
 
-def _kind(token: str) -> str:
-    for prefix, kind in (("cu", "cuda"), ("rocm", "rocm"), ("xpu", "xpu")):
-        if token.startswith(prefix) and token[len(prefix) :].isdigit():
-            return kind
-    return token
+def _kind(flavour: str) -> str:
+    """The backend kind of a flavour (``cu130`` -> ``cuda``), by the variant model's parser."""
+    try:
+        return Backend.parse_token(flavour).kind.value
+    except VariantError:
+        return flavour
 
 
 _HEAD = (
