@@ -138,7 +138,7 @@ def variant_files(
 ) -> VariantFiles:
     """The files kernel-builder would upload for ``name`` in ``layout`` (nested or flat).
     ``binary`` (namespace, bytes) replaces the compiled test extension."""
-    noarch = not name[5:6].isdigit() and not name.startswith("torch-stable")
+    noarch = not name[5:6].isdigit() and not name.startswith(("torch-stable", "tvm-ffi"))
     out: dict[str, bytes] = {}
     if noarch:
         pkg_files = {"__init__.py": NOARCH_INIT.encode()}

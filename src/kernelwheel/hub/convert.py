@@ -1,8 +1,10 @@
 """One variant folder -> one wheel: read and verify its files, lay them out, describe the wheel.
 
-The wheel is ``{name}-{version}+{local}-cp39-abi3-{platform}.whl`` for binary variants and
+The wheel is ``{name}-{version}+{local}-cp39-abi3-{platform}.whl`` for torch binary variants
+(per-torch and stable-ABI), ``…-py3-none-{platform}.whl`` for tvm-ffi ones and
 ``…-py3-none-any.whl`` for noarch ones, with ``Variant.local_version`` as the local part (the
-formatter ``kernelwheel build`` uses), ``Requires-Dist`` on the variant's torch plus the
+formatter ``kernelwheel build`` uses), ``Requires-Dist`` on the variant's framework
+(:func:`framework_requirements`) plus the
 ``python-depends`` of metadata.json, and from metadata.json where it has them: Summary,
 License-Expression (License when it is no SPDX expression) and Project-URLs (Upstream, Source).
 A metadata.json with a digest must list every packaged file with its hash; metadata.json and
@@ -15,11 +17,14 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from packaging.requirements import Requirement
 from packaging.tags import Tag
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..errors import HubError
 from ..model.python_depends import load_python_depends
+from ..model.recipes import TVM_FFI_PACKAGE, load_recipes
 from ..model.variant import LocalVersionStyle, Variant
 from ..wheels import WheelSpec
 from .guard import guard_files
@@ -29,7 +34,7 @@ from .revision import RequestKind, Resolution
 from .safety import verify
 from .source import BUILD_DIR, FileReader, RepoFile
 
-__all__ = ["PreparedWheel", "prepare_wheel", "wheel_tag"]
+__all__ = ["PreparedWheel", "framework_requirements", "prepare_wheel", "wheel_tag"]
 
 ABI3_INTERPRETER = "cp39"  # the stable ABI floor Hub builds target (Py_LIMITED_API=0x03090000)
 REQUIRES_PYTHON = ">=3.9"
@@ -45,9 +50,31 @@ class PreparedWheel:
 
 
 def wheel_tag(variant: Variant, manylinux: str) -> Tag:
+    """``py3-none-any`` for noarch variants; ``py3-none-<platform>`` for tvm-ffi ones (their
+    library is loaded by tvm_ffi, not imported as a CPython extension: any Python of
+    apache-tvm-ffi's range, as ``kernelwheel build`` tags them); ``cp39-abi3-<platform>`` for
+    torch builds, per-torch and stable-ABI alike."""
     if variant.noarch:
         return Tag("py3", "none", "any")
+    if variant.tvm_ffi is not None:
+        return Tag("py3", "none", variant.platform_tag(manylinux=manylinux))
     return Tag(ABI3_INTERPRETER, "abi3", variant.platform_tag(manylinux=manylinux))
+
+
+def framework_requirements(variant: Variant) -> tuple[str, ...]:
+    """What the variant's framework needs: ``torch==X.Y.*`` (per-torch), ``torch>=X.Y``
+    (stable-ABI), ``torch`` (noarch); for tvm-ffi no torch at all but apache-tvm-ffi of the
+    series the name promises (``>=0.1,<0.2``: which 0.1 release the Hub build used is not
+    recorded) and what recipes/tvm-ffi.toml says a build of that flavour needs at run time
+    (the CUDA runtime)."""
+    if variant.tvm_ffi is None:
+        return (variant.torch_requirement(),)
+    series = variant.tvm_ffi
+    requires = [f"{TVM_FFI_PACKAGE}>={series},<{series.major}.{series.minor + 1}"]
+    recipe = load_recipes().tvm_ffi
+    if recipe is not None and variant.backend is not None:
+        requires += recipe.requires_for(variant.backend)
+    return tuple(requires)
 
 
 def _read(reader: FileReader, file: RepoFile, where: str) -> tuple[bytes, str]:
@@ -147,7 +174,7 @@ def prepare_wheel(
         version=version,
         tag=wheel_tag(variant, manylinux),
         files=contents,
-        requires_dist=(variant.torch_requirement(), *depends),
+        requires_dist=_merge(framework_requirements(variant), depends),
         requires_python=REQUIRES_PYTHON,
         summary=summary
         or f"{dist} PyTorch kernel ({variant.name}) from {repo_name} at commit "
@@ -161,6 +188,19 @@ def prepare_wheel(
         sha256={arc: digest for arc, (data, digest) in read.items() if contents[arc] is data},
     )
     return PreparedWheel(spec, layout, tuple(notes))
+
+
+def _merge(framework: tuple[str, ...], depends: tuple[str, ...]) -> tuple[str, ...]:
+    """The framework's requirements, then the depends that add something: a bare
+    ``apache-tvm-ffi`` (python-depends ``tvm-ffi``) adds nothing to the series requirement."""
+    named = {canonicalize_name(Requirement(r).name) for r in framework}
+    extra = []
+    for dep in depends:
+        req = Requirement(dep)
+        if canonicalize_name(req.name) in named and not req.specifier and req.marker is None:
+            continue
+        extra.append(dep)
+    return tuple(dict.fromkeys((*framework, *extra)))
 
 
 class Unconvertible(Exception):

@@ -62,11 +62,12 @@ def guard_files(
     files: dict[str, bytes], package: str, dist_name: str, version: str, variant: Variant
 ) -> bool:
     """Add the guard to a binary wheel's ``files`` in place. Returns False (and changes nothing)
-    for noarch variants, packages without ``__init__.py``, and packages kernelwheel built (their
-    ``_ops.py`` already guards)."""
+    for noarch variants, tvm-ffi variants (they load without torch: a torch guard would make
+    torch a dependency; apache-tvm-ffi's series is the wheel's requirement), packages without
+    ``__init__.py``, and packages kernelwheel built (their ``_ops.py`` already guards)."""
     init = f"{package}/__init__.py"
     ops = files.get(f"{package}/_ops.py", b"")
-    if variant.noarch or init not in files or _MARK.encode() in ops:
+    if variant.noarch or variant.tvm_ffi is not None or init not in files or _MARK.encode() in ops:
         return False
     files[f"{package}/{GUARD_MODULE}.py"] = guard_module(dist_name, version, variant).encode()
     text = files[init].decode("utf-8")

@@ -23,8 +23,9 @@ the same release (local labels would otherwise rank ``+universal`` above ``+torc
 A per-torch index ``torch2.14/cu130/`` holds the cu130 builds for torch 2.14 (and stable-ABI
 builds for an older floor), the cu130 tvm-ffi builds, the noarch ``+cuda`` builds and the
 unlabelled/universal wheels; of each release only the closest kind is kept (exact build, else
-stable-ABI, else tvm-ffi, else noarch, else universal), so plain ``pip install --extra-index-url …/torch2.14/cu130/ img2gray`` can only get a
-build for that torch and flavour (docs/install.md).
+stable-ABI, else tvm-ffi, else noarch, else universal), so plain
+``pip install --extra-index-url …/torch2.14/cu130/ img2gray`` can only get a build for that
+torch and flavour (docs/install.md).
 
 The output is written beside its final place and renamed into it, so a reader never sees a
 half-written index.
