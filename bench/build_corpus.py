@@ -313,6 +313,10 @@ def run_build(project: Path, variant: str, cache: Path, out: Path, args: argpars
         cmd += ["--jobs", str(args.jobs)]
     if args.nvcc_threads:
         cmd += ["--nvcc-threads", str(args.nvcc_threads)]
+    if args.python:
+        cmd += ["--python", args.python]
+    if args.cuda_home:
+        cmd += ["--cuda-home", args.cuda_home]
     sample = Sample()
     start, cpu = time.monotonic(), cpu_seconds()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -345,7 +349,8 @@ def run_build(project: Path, variant: str, cache: Path, out: Path, args: argpars
 def fresh_cache(root: Path, name: str, envs: Path) -> Path:
     cache = root / name
     cache.mkdir(parents=True)
-    (cache / "envs").symlink_to(envs)
+    if envs.is_dir():
+        (cache / "envs").symlink_to(envs)
     return cache
 
 
@@ -414,6 +419,8 @@ def main() -> int:
     ap.add_argument("--cuda-capabilities")
     ap.add_argument("--jobs", type=int)
     ap.add_argument("--nvcc-threads", type=int)
+    ap.add_argument("--python", help="build with this interpreter's torch (kernelwheel --python)")
+    ap.add_argument("--cuda-home")
     ap.add_argument("--warm", action="store_true", help="also time an unchanged rebuild")
     ap.add_argument("--rebuild-with-cache", action="store_true",
                     help="all variants again in one cache folder: the hits across variants")
