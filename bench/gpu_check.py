@@ -150,10 +150,10 @@ def make_copy_b(work: Path) -> Path:
     shutil.copytree(KERNEL, dst, ignore=shutil.ignore_patterns("__pycache__", "tests"))
     toml = dst / "build.toml"
     text = toml.read_text()
-    marker = 'src = ["csrc/img2gray.cu"]'
+    marker = 'src = ["csrc/img2gray.cu", "csrc/img2gray.h"]'
     assert marker in text, "build.toml changed shape; update make_copy_b"
     text = text.replace(marker, marker + '\ncuda-capabilities = ["9.0"]', 1)
-    cpu_marker = 'src = ["csrc/img2gray_cpu.cpp"]'
+    cpu_marker = 'src = ["csrc/img2gray_cpu.cpp", "csrc/img2gray.h"]'
     assert cpu_marker in text, "build.toml changed shape; update make_copy_b"
     toml.write_text(text.replace(cpu_marker, cpu_marker + '\ncxx-flags = ["-fvisibility=default"]', 1))
     return dst

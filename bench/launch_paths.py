@@ -1,7 +1,7 @@
 """Host cost of the ways a custom CUDA op can check, allocate and launch (GPU only; one run).
 
 Builds one throwaway extension with torch.utils.cpp_extension.load_inline that includes
-kernels/img2gray/csrc/img2gray.cu and puts its vectorised kernel behind several functional ops
+bench/img2gray_tuned.cu (img2gray's former, tuned kernel) and puts its vectorised kernel behind several functional ops
 that differ only in the host path, then times each against ``copy_`` moving the same bytes: host
 time per call (64x64, no synchronisation, interleaved rounds) and one synchronous warm 4K call
 (blocks of calls of one op). Every op's output is first compared with a float64 reference of
@@ -17,7 +17,7 @@ Variants (all: dtype/shape checks as img2gray's, output from the caching allocat
 - kernel_ng: no_guard with cuLaunchKernel (found through cudaGetDriverEntryPointByVersion: no
   link to libcuda) on the context-independent handle from cudaGetKernel
 - kernel_ng_generic: kernel_ng with the output from at::detail::empty_generic and the device's
-  allocator (no second device guard inside empty_cuda): img2gray's host path now
+  allocator (no second device guard inside empty_cuda): img2gray's host path until issue 21
 - out: the out variant into a preallocated tensor (no allocation at all)
 """
 
@@ -31,9 +31,9 @@ import sys
 import time
 from pathlib import Path
 
-KERNEL_CU = Path(__file__).resolve().parents[1] / "kernels" / "img2gray" / "csrc" / "img2gray.cu"
+KERNEL_CU = Path(__file__).resolve().parent / "img2gray_tuned.cu"
 
-# img2gray.cu itself is included: its kernel, and (CUDA >= 12.5) its driver_launch() and
+# img2gray_tuned.cu itself is included: its kernel, and (CUDA >= 12.5) its driver_launch() and
 # vec_kernel_handle(); the ops below differ only in the host path around them.
 SRC = r"""
 #include "__KERNEL_CU__"

@@ -208,8 +208,11 @@ def test_in_a_repository_of_many_kernels_tags_are_not_read(tmp_path: Path) -> No
 def test_the_older_string_version_keeps_working(tmp_path: Path) -> None:
     root = tmp_path / "img2gray"
     shutil.copytree(IMG2GRAY, root, ignore=shutil.ignore_patterns("tests", "__pycache__"))
+    (root / "VERSION").unlink()
+    toml = root / "build.toml"  # the older form: a string version, no edition or backends
+    legacy = '[general]\nname = "img2gray"\nversion = "0.1.0"\n\n[torch]\n'
+    toml.write_text(legacy + toml.read_text().split("[torch]\n", 1)[1])
     assert wheel_version(plan_project(root, {}, env={}), None) == WheelVersion("0.1.0", GENERAL)
-    toml = root / "build.toml"
     toml.write_text(toml.read_text().replace('version = "0.1.0"\n', ""))
     (root / "VERSION").write_text("2.0.1\n")
     assert wheel_version(plan_project(root, {}, env={}), None).version == "2.0.1"

@@ -154,7 +154,7 @@ def test_cpu_output_is_new_contiguous_tensor(rng: np.random.Generator) -> None:
     "dtype", [torch.float32, torch.int8, torch.int32, torch.bool, torch.float16], ids=str
 )
 def test_rejects_dtype(dtype: torch.dtype) -> None:
-    with pytest.raises(TypeError, match=r"expected a uint8 image, got dtype torch\."):
+    with pytest.raises(TypeError, match=r"expected a uint8 image, got "):
         img2gray.img2gray(torch.zeros(4, 4, 3, dtype=dtype))
 
 
@@ -196,7 +196,7 @@ def test_functional_op_reuses_no_stale_memory(rng: np.random.Generator) -> None:
 
 @pytest.mark.skipif(not HAS_CUDA or BUILD_HAS_CUDA, reason="needs a GPU and a CPU-only build")
 def test_cpu_only_build_rejects_cuda() -> None:
-    with pytest.raises(RuntimeError, match="no kernel for device 'cuda'.*supported devices: cpu"):
+    with pytest.raises(NotImplementedError, match="'CUDA' backend"):
         img2gray.img2gray(torch.zeros(4, 4, 3, dtype=torch.uint8, device="cuda"))
 
 
@@ -275,7 +275,8 @@ def test_cuda_noncontiguous(rng: np.random.Generator) -> None:
 @gpu
 @needs_gpu
 def test_cuda_misaligned_pointers(rng: np.random.Generator) -> None:
-    """Views starting at every byte offset 0..16 for input and output (fast and fallback paths)."""
+    """Views starting at every byte offset 0..16 for input and output: the kernel reads and
+    writes single bytes, so no alignment is assumed."""
     pixels = 16 * 37 + 5
     flat_in = torch.from_numpy(random_image(rng, (pixels + 17, 3))).cuda()
     flat_out = torch.empty(pixels + 17, dtype=torch.uint8, device="cuda")
@@ -357,9 +358,8 @@ def test_cuda_functional_op_poisoned_pool(rng: np.random.Generator, shape: tuple
 @needs_gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
 def test_cuda_image_on_another_device(rng: np.random.Generator) -> None:
-    """The public call skips its device guard only when the image is on the current device: an
-    image on another device still gets its output there, computed there, on that device's
-    current stream, and the caller's current device is left as it was."""
+    """An image on another device than the current one gets its output there, computed there,
+    on that device's current stream, and the caller's current device is left as it was."""
     img = random_image(rng, (2, 135, 241, 3))
     want = reference(img)
     for current, other in ((0, 1), (1, 0)):
@@ -374,6 +374,6 @@ def test_cuda_image_on_another_device(rng: np.random.Generator) -> None:
             img2gray.ops.img2gray(x, y)
             assert torch.cuda.current_device() == current
             assert_equal(y, want, f"out variant on cuda:{other}, current cuda:{current}")
-        # then on its own device, where the guard is skipped
+        # then on its own device
         with torch.cuda.device(other):
             assert_equal(img2gray.img2gray(x), want, f"image on the current device cuda:{other}")

@@ -1,0 +1,62 @@
+"""``kernelwheel init NAME [--backends cuda,cpu]``: write a new kernel project to start from."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..scaffold.project import INIT_BACKENDS, InitRequest, init_project, parse_backends
+from .ui import ConsoleUI
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "init",
+        help="write a new kernel project (edition-5 build.toml, a kernel per backend, binding, "
+        "Python API, a test) that builds as it is",
+        description=(
+            "Write the folder NAME: a minimal kernel project in kernel-builder's layout "
+            "(build.toml edition 5), with one op, add_one(x) = x + 1 for float32 tensors: a "
+            "kernel per backend, the shared check, the binding (registration.h's "
+            "TORCH_LIBRARY_EXPAND / TORCH_LIBRARY_IMPL_EXPAND, CPU_KERNEL / CUDA_KERNEL), the "
+            "Python package and a test of the installed wheel. It builds, installs and passes "
+            "its test as written; replace add_one with your op. An existing NAME is refused "
+            "(nothing is overwritten); NAME follows build.toml's rule ^[a-z][-a-z0-9]*[a-z0-9]$."
+        ),
+        epilog=(
+            "examples:\n"
+            "  kernelwheel init my-kernel                   # cpu and cuda kernels\n"
+            "  kernelwheel init my-kernel --backends cpu\n"
+            "  kernelwheel build my-kernel -o wheelhouse\n"
+            "\n"
+            "exit codes: 0 written; 2 bad NAME or --backends, or NAME exists"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("name", metavar="NAME", help="the kernel's name, and the folder to write")
+    p.add_argument(
+        "--backends",
+        default=",".join(INIT_BACKENDS),
+        metavar="LIST",
+        help=f"comma-separated backends to write a kernel for (default: {','.join(INIT_BACKENDS)})",
+    )
+    p.add_argument(
+        "--directory",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="the folder to create NAME in (default: .)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    request = InitRequest(args.name, args.directory, parse_backends(args.backends))
+    result = init_project(request)
+    ui.print(
+        f"wrote {result.root} (package {result.package}, backends {', '.join(request.backends)}):"
+    )
+    for path in result.files:
+        ui.print(f"  {path.as_posix()}")
+    ui.print(f"next: kernelwheel build {result.root} -o wheelhouse")
+    return 0

@@ -1,0 +1,1 @@
+"""New kernel projects: ``kernelwheel init`` writes one from the templates in ``templates/``."""

@@ -1,0 +1,89 @@
+"""`kernelwheel init`: what it writes, what it refuses (fast: nothing is compiled here; the
+build of a generated project is tests/builder/test_init_build.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelwheel.cli import main
+from kernelwheel.errors import UsageError
+from kernelwheel.model.project import load_project
+from kernelwheel.scaffold.project import InitRequest, init_project, parse_backends
+
+
+def test_writes_an_edition_5_project_the_reader_accepts(tmp_path: Path) -> None:
+    result = init_project(InitRequest("my-op", tmp_path, ("cpu", "cuda")))
+    project = load_project(result.root)
+    assert (project.name, project.package, project.edition, project.api_version) == (
+        "my-op",
+        "my_op",
+        5,
+        0,
+    )
+    assert project.backends == ("cpu", "cuda")
+    assert sorted(k.backend for k in project.kernels) == ["cpu", "cuda"]
+    assert {p.as_posix() for p in result.files} == {
+        "build.toml",
+        "csrc/my_op.h",
+        "csrc/my_op_cpu.cpp",
+        "csrc/my_op_cuda.cu",
+        "torch-ext/torch_binding.h",
+        "torch-ext/torch_binding.cpp",
+        "torch-ext/my_op/__init__.py",
+        "tests/test_my_op.py",
+        "README.md",
+    }
+    binding = (result.root / "torch-ext/torch_binding.cpp").read_text()
+    for macro in ("TORCH_LIBRARY_EXPAND", "TORCH_LIBRARY_IMPL_EXPAND", "CPU_KERNEL", "CUDA_KERNEL"):
+        assert macro in binding
+    assert not list(tmp_path.glob(".kernelwheel-*"))  # the staging folder is gone
+
+
+def test_one_backend_writes_only_its_kernel(tmp_path: Path) -> None:
+    result = init_project(InitRequest("solo", tmp_path, ("cpu",)))
+    assert not (result.root / "csrc/solo_cuda.cu").exists()
+    assert load_project(result.root).backends == ("cpu",)
+    assert 'BACKENDS = ("cpu",)' in (result.root / "tests/test_solo.py").read_text()
+
+
+def test_refuses_an_existing_folder_and_leaves_it_alone(tmp_path: Path) -> None:
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "mine.txt").write_text("keep")
+    with pytest.raises(UsageError, match="already exists"):
+        init_project(InitRequest("taken", tmp_path))
+    assert [p.name for p in (tmp_path / "taken").iterdir()] == ["mine.txt"]
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("My-Op", "uppercase"),
+        ("my_op", "has '_'"),
+        ("9op", "start with a letter"),
+        ("op-", "end with a letter or digit"),
+        ("a/b", "not a path"),
+        ("..", "not a path"),
+    ],
+)
+def test_refuses_names_outside_build_tomls_rule(tmp_path: Path, name: str, why: str) -> None:
+    with pytest.raises(UsageError, match=why):
+        init_project(InitRequest(name, tmp_path))
+    assert list(tmp_path.iterdir()) == []  # nothing left behind
+
+
+def test_parse_backends() -> None:
+    assert parse_backends("cuda,cpu") == ("cpu", "cuda")
+    assert parse_backends(" cpu ") == ("cpu",)
+    for bad, why in (("rocm", "'rocm' is not a backend"), ("", "nothing"), ("cpu,cpu", "twice")):
+        with pytest.raises(UsageError, match=why):
+            parse_backends(bad)
+
+
+def test_cli_writes_and_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["init", "relu-ish", "--backends", "cpu", "--directory", str(tmp_path)]
+    assert main(args) == 0
+    assert "next: kernelwheel build" in capsys.readouterr().out
+    assert main(args) == UsageError.exit_code
+    assert "already exists" in capsys.readouterr().err
