@@ -19,6 +19,8 @@ from packaging.tags import Tag
 from .._util import atomic_copy, output_dir, run_logged
 from ..abi import check_wheel
 from ..abi.remedies import remedy_flags
+from ..abi.repair import RepairResult, repair_wheel
+from ..compat.guard import BuildStamp
 from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import Framework, KernelProject
@@ -26,7 +28,6 @@ from ..model.recipes import load_recipes
 from ..model.variant import Arch, BackendKind, CxxAbi, LocalVersionStyle, Variant
 from ..plan.options import resolve_jobs
 from ..wheels import WheelSpec, write_wheel
-from ..wheels.repair import RepairResult, repair_wheel
 from . import codegen, cross
 from .compile_plan import Toolchain, plan_compile
 from .compile_rules import NO_GNU_UNIQUE
@@ -353,7 +354,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         version = full_version(req.version, variant, req.local_version_style)
         interpreter, requires_python = _python_tag(str(result["py_limited_api"]))
         tag = Tag(interpreter, "abi3", variant.platform_tag(manylinux=None))
-        stamp = codegen.BuildStamp(
+        stamp = BuildStamp(
             dist_name=project.name,
             version=version,
             variant=variant,

@@ -28,8 +28,8 @@ from typing import Any, NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
-from .. import _interpreter
 from .._toml import Located, read_toml
+from ..compat import interpreter
 from ..errors import UsageError
 from ..model.variant import Arch, LocalVersionStyle
 from .selector import Selector, expand_braces, split_patterns
@@ -241,7 +241,7 @@ def _interpreter_path(raw: Any, fail: _Fail, base: Path) -> Path:
     if not isinstance(raw, str) or not raw.strip():
         raise fail(f"expected an interpreter, got {raw!r}", "e.g. python3 or .venv/bin/python")
     try:
-        return _interpreter.locate(raw.strip(), base)
+        return interpreter.locate(raw.strip(), base)
     except UsageError as exc:
         raise fail(exc.message, exc.hint or "") from None
 
