@@ -80,6 +80,7 @@ class Options:
     recipes: Path | None = None  # None: the bundled recipes
     output_dir: Path = Path("wheelhouse")
     cache_dir: Path = DEFAULT_CACHE_DIR
+    no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
     jobs: int | None = None  # None: auto, fit the machine (see resolve_jobs)
     python: Path | None = None  # build with this interpreter's torch, not a made environment
     cuda_home: Path | None = None  # None: found (toolchain packages, CUDA_HOME, /usr/local/cuda)
@@ -413,6 +414,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("recipes", _path),
     OptionDef("output_dir", _path),
     OptionDef("cache_dir", _path),
+    OptionDef("no_ccache", _bool),
     OptionDef("jobs", _jobs),
     OptionDef("python", _interpreter_path),
     OptionDef("cuda_home", _path),
