@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.builder import codegen
+from kernelwheel.compat.guard import BuildStamp
 from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
 
@@ -81,7 +82,7 @@ def _fake_torch(version: str, cuda: str | None, cxx11: bool = True) -> types.Mod
 
 
 def _ops(variant: Variant, cuda_major: int | None) -> str:
-    stamp = codegen.BuildStamp("img2gray", f"0.1.0+{variant.local_version}", variant, cuda_major)
+    stamp = BuildStamp("img2gray", f"0.1.0+{variant.local_version}", variant, cuda_major)
     return codegen.ops_py("_img2gray_0123abcd45", stamp)
 
 
@@ -136,15 +137,15 @@ def test_guard_names_built_running_the_right_build_and_the_install_command(
 
 def test_guard_suggests_in_the_spelling_of_its_own_label() -> None:
     """A wheel stamped in the compact style (+torch214cu130cxx11) names the compact build."""
-    stamp = codegen.BuildStamp("img2gray", "0.1.0+torch214cu130cxx11", CU130, 13)
+    stamp = BuildStamp("img2gray", "0.1.0+torch214cu130cxx11", CU130, 13)
     source = codegen.ops_py("_img2gray_0123abcd45", stamp)
     with pytest.raises(ImportError, match=r"img2gray==0\.1\.0\+torch214cpucxx11"):
         _load_guard(source, _fake_torch("2.14.1+cpu", None))
 
 
 def test_guard_runs_the_rules_module_verbatim() -> None:
-    """One implementation: the guard embeds kernelwheel.install.compat's own source."""
-    from kernelwheel.install import compat
+    """One implementation: the guard embeds kernelwheel.compat.rules' own source."""
+    from kernelwheel.compat import rules as compat
 
     source = _ops(CU130, 13)
     assert inspect.getsource(compat) in source

@@ -20,12 +20,12 @@ import pytest
 from kernelwheel.builder import cross
 from kernelwheel.builder.compile_spec import CompileSpec, CrossInfo
 from kernelwheel.builder.envs import EnvInfo, EnvSpec
-from kernelwheel.builder.pipeline import BuildRequest, build_variant
+from kernelwheel.builder.request import request_for
 from kernelwheel.errors import ToolchainError
-from kernelwheel.log import SilentReporter
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Arch, Variant
+from kernelwheel.plan.options import resolve_options
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 CUDA_AARCH64 = Variant.parse("torch214-cxx11-cu130-aarch64-linux")
@@ -406,22 +406,31 @@ def test_extend_env_routes_the_cross_compiler_through_ccache(tmp_path: Path) -> 
 # --- the pipeline hook -----------------------------------------------------------------------
 
 
-def test_build_without_cross_compiler_fails_in_the_environment_step(
+def test_a_missing_cross_compiler_is_refused_with_the_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The cross plan is part of the build request: without the cross compiler, request_for
+    refuses the variant, before any variant builds or any environment is made."""
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setattr(Arch, "host", classmethod(lambda cls: Arch.X86_64))
-    req = BuildRequest(
-        project=load_project(IMG2GRAY),
-        variant=CPU29_AARCH64,
-        version="0.1.0",
-        out_dir=tmp_path / "out",
-        work_dir=tmp_path / "work",
-        cache_dir=tmp_path / "cache",
-        env_spec=EnvSpec("torch==2.9.1"),
-    )
-    reporter = SilentReporter()
+    recipes = load_recipes()
+    options = resolve_options(None, env={}, cli={"cache_dir": str(tmp_path / "cache")})
+    recipe = recipes.recipe_for(CPU29_AARCH64)
     with pytest.raises(ToolchainError, match="aarch64-linux-gnu cross compiler") as err:
-        build_variant(req, reporter)
+        request_for(load_project(IMG2GRAY), recipe, "0.1.0", options, recipes)
     assert err.value.hint is not None and "apt-get install g++-aarch64-linux-gnu" in err.value.hint
-    assert not (tmp_path / "cache" / "envs").exists()  # failed before making any environment
+    assert not (tmp_path / "cache" / "envs").exists()
+
+
+def test_a_cross_request_builds_in_the_host_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(_fake_compiler_dir(tmp_path)))
+    monkeypatch.setattr(Arch, "host", classmethod(lambda cls: Arch.X86_64))
+    recipes = load_recipes()
+    options = resolve_options(None, env={}, cli={"cache_dir": str(tmp_path / "cache")})
+    recipe = recipes.recipe_for(CPU29_AARCH64)
+    req = request_for(load_project(IMG2GRAY), recipe, "0.1.0", options, recipes)
+    assert req.cross is not None and req.cross.host_env is not None
+    assert req.env_spec == req.cross.host_env  # the pipeline provisions the host's environment
+    assert req.cross.variant == CPU29_AARCH64 and req.variant == CPU29_AARCH64

@@ -64,16 +64,18 @@ def test_request_for_carries_every_resolved_setting(tmp_path: Path) -> None:
             "local_version_style": "compact",
             "with_cpu_kernels": True,
             "nvcc_threads": "2",
+            "no_ccache": True,
         },
     )
     req = request_for(project, recipe, "0.1.0", options, recipes)
+    assert req.no_ccache and req.recipe is recipe and req.cross is None  # a native variant
     assert req.with_cpu_kernels and req.nvcc_threads == 2
     assert req.cache_dir == tmp_path / "cache" and req.work_dir.parent == tmp_path / "cache/work"
     assert req.env_spec is not None and req.env_spec.no_index and req.env_spec.find_links == (
         "/wheels",
     )
     assert req.env_spec.extra_index_urls == ()  # --no-index: not even the recipe's index
-    assert req.manylinux is None and req.jobs == 3 and req.recipes is recipes
+    assert req.manylinux is None and req.jobs == 3
     assert req.local_version_style is LocalVersionStyle.COMPACT
     assert pip_install_args(req.env_spec)[:1] == ["--no-index"]
 

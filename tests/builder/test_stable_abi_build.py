@@ -20,6 +20,7 @@ from kernelwheel.builder import codegen
 from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.pipeline import _check_env_matches
 from kernelwheel.cli import main
+from kernelwheel.compat.guard import BuildStamp
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.variant import TorchVersion, Variant
 from kernelwheel.wheels.reader import read_wheel
@@ -70,7 +71,7 @@ def _fake_torch(version: str, cuda: str | None) -> types.ModuleType:
 
 def _guard(variant: Variant, version: str, cuda: str | None) -> None:
     """Run the generated _ops.py's guard (up to the extension import) under a fake torch."""
-    stamp = codegen.BuildStamp("stable-axpy", f"1.0.0+{variant.local_version}", variant, None)
+    stamp = BuildStamp("stable-axpy", f"1.0.0+{variant.local_version}", variant, None)
     source = codegen.ops_py("_stable_axpy_0123456789", stamp).split("\nfrom . import ", 1)[0]
     saved = sys.modules.get("torch")
     sys.modules["torch"] = _fake_torch(version, cuda)

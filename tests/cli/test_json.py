@@ -14,7 +14,7 @@ import pytest
 from support.gitrepo import HubRepo, make_repo
 from support.shared import so_dir
 
-import kernelwheel.cli.build as build_cli
+import kernelwheel.builder.service as build_service
 from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.request import BuildRequest, BuiltWheel
 from kernelwheel.cli import main
@@ -56,7 +56,7 @@ def _fake_build(req: BuildRequest, reporter: Reporter, *, hub_layout: Path | Non
 def test_build_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(build_cli, "build_and_export", _fake_build)
+    monkeypatch.setattr(build_service, "build_and_export", _fake_build)
     out = tmp_path / "wh"
     args = ["build", str(IMG2GRAY), "--json", "-o", str(out), "--variant", "torch21{3,4}-*cpu-x*"]
     data, err = run_json(capsys, *args)

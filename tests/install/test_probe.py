@@ -1,4 +1,4 @@
-"""The interpreter probe (kernelwheel._interpreter) and the errors its two callers give: the
+"""The interpreter probe (kernelwheel.compat.interpreter) and the errors its two callers give: the
 build's environment probe (builder.envs.probe) and kernelwheel install's (install.probe)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel import _interpreter
 from kernelwheel.builder import envs
+from kernelwheel.compat import interpreter as _interpreter
 from kernelwheel.errors import InstallError, ToolchainError
 from kernelwheel.install import probe as install_probe
 

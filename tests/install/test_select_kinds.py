@@ -7,7 +7,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from kernelwheel.install import compat
+from kernelwheel.compat import rules as compat
 from kernelwheel.install.probe import Target
 from kernelwheel.install.select import select, why_not_chosen
 from kernelwheel.install.sources import Candidate

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import ast
 import re
+import shutil
 import sys
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -41,18 +44,183 @@ def test_at_most_eight_top_level_modules() -> None:
     assert len(list(SRC.glob("*.py"))) <= 8
 
 
-def test_nothing_below_the_cli_imports_it() -> None:
-    offenders = []
-    for path in _modules():
-        rel = path.relative_to(SRC)
-        if rel.parts[0] in ("cli", "__main__.py"):
-            continue
+# --- layers: the import graph, lazy imports included ------------------------------------------
+
+TOP = "top level"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``source`` imports ``target`` (dotted module names under kernelwheel) at ``where``."""
+
+    source: str
+    target: str
+    where: str
+
+
+def _dotted(src: Path, path: Path) -> str:
+    parts = path.relative_to(src).with_suffix("").parts
+    return ".".join(("kernelwheel", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+
+
+def _is_module(src: Path, dotted: str) -> bool:
+    rel = Path(*dotted.split(".")[1:]) if "." in dotted else Path()
+    return (src / rel).with_suffix(".py").is_file() or (src / rel / "__init__.py").is_file()
+
+
+def import_graph(src: Path) -> list[Edge]:
+    """Every import of a kernelwheel module by a kernelwheel module: each Import/ImportFrom node
+    anywhere in the tree, so imports inside functions and ``if TYPE_CHECKING`` count."""
+    edges = []
+    for path in sorted(p for p in src.rglob("*.py") if "__pycache__" not in p.parts):
+        source = _dotted(src, path)
+        package = source if path.name == "__init__.py" else source.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                target = "." * node.level + (node.module or "")
-                if re.match(r"(kernelwheel\.|\.+)cli\b", target):
-                    offenders.append(f"{rel}: from {target} import ...")
-    assert offenders == []
+            where = f"{path.relative_to(src)}:{getattr(node, 'lineno', 0)}"
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join([*up, *([node.module] if node.module else [])])
+                for alias in node.names:  # ``from pkg import module`` imports the module
+                    sub = f"{base}.{alias.name}"
+                    targets.append(sub if _is_module(src, sub) else base)
+            edges += [
+                Edge(source, t, where) for t in targets if t.split(".")[0] == "kernelwheel"
+            ]
+    return edges
+
+
+def unit(dotted: str) -> str:
+    """The package a module belongs to; a top-level module is a unit of its own (``__main__``,
+    the entry point, belongs to the CLI)."""
+    parts = dotted.split(".")[1:]
+    if not parts:
+        return "__init__"
+    if parts[0] == "__main__":
+        return "cli"
+    return parts[0]
+
+
+def layer(name: str, packages: set[str]) -> str:
+    return name if name in packages else TOP
+
+
+def upward_imports(edges: list[Edge], order: list[str]) -> list[str]:
+    """The imports of a layer above: ``order`` lists the layers top to bottom (the packages, then
+    "top level" for the modules directly under kernelwheel)."""
+    packages = set(order) - {TOP}
+    rank = {name: index for index, name in enumerate(order)}
+    found = []
+    for edge in edges:
+        source = layer(unit(edge.source), packages)
+        target = layer(unit(edge.target), packages)
+        if rank[target] < rank[source]:
+            found.append(f"{edge.where}: {source} imports {edge.target} ({target} is above it)")
+    return found
+
+
+def package_cycles(edges: list[Edge]) -> list[list[str]]:
+    """The cycles between units (packages, top-level modules): strongly connected components of
+    more than one unit, each sorted."""
+    graph: dict[str, set[str]] = {}
+    for edge in edges:
+        a, b = unit(edge.source), unit(edge.target)
+        graph.setdefault(a, set())
+        graph.setdefault(b, set())
+        if a != b:
+            graph[a].add(b)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(node: str) -> None:  # Tarjan
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+def documented_order(doc: str) -> list[str]:
+    """The layers in the order of the page's table rows, top to bottom."""
+    return [
+        m.group(1) or TOP
+        for m in re.finditer(r"^\| (?:`(\w+)/`|top level) \|", doc, re.M)
+    ]
+
+
+ORDER = documented_order(DOC)
+
+
+def test_the_page_orders_every_package_and_the_top_level() -> None:
+    assert ORDER[0] == "cli" and ORDER[-1] == TOP
+    assert sorted(ORDER) == sorted([*(p.name for p in _packages()), TOP])
+
+
+@cache
+def _graph() -> list[Edge]:
+    return import_graph(SRC)
+
+
+def test_no_package_imports_one_above_it() -> None:
+    assert upward_imports(_graph(), ORDER) == []
+
+
+def test_no_cycles_between_packages() -> None:
+    assert package_cycles(_graph()) == []
+
+
+def test_a_planted_upward_import_is_caught(tmp_path: Path) -> None:
+    """A lazy import of the builder from the model, planted in a copy of the tree: it is an
+    upward import and, with the builder's imports of the model, a cycle."""
+    copy = tmp_path / "kernelwheel"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    variant = copy / "model" / "variant.py"
+    lines = variant.read_text().count("\n")
+    variant.write_text(
+        variant.read_text() + "\n\ndef _planted() -> None:\n    from ..builder import codegen\n"
+    )
+    edges = import_graph(copy)
+    assert upward_imports(edges, ORDER) == [
+        f"model/variant.py:{lines + 4}: model imports kernelwheel.builder.codegen "
+        "(builder is above it)"
+    ]
+    assert [c for c in package_cycles(edges) if {"builder", "model"} <= set(c)] != []
+
+
+def test_a_cycle_among_top_level_modules_is_caught() -> None:
+    edges = [
+        Edge("kernelwheel.errors", "kernelwheel._util", "errors.py:1"),
+        Edge("kernelwheel._util", "kernelwheel.errors", "_util.py:1"),
+        Edge("kernelwheel.model.variant", "kernelwheel.errors", "model/variant.py:1"),
+    ]
+    assert package_cycles(edges) == [["_util", "errors"]]
+    assert upward_imports(edges, ["model", TOP]) == []
+    assert upward_imports(edges, [TOP, "model"]) == [
+        "model/variant.py:1: model imports kernelwheel.errors (top level is above it)"
+    ]
 
 
 def test_every_subpackage_is_listed_for_the_wheel() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from packaging.tags import Tag
 
 from kernelwheel.builder import codegen
+from kernelwheel.compat.guard import BuildStamp
 from kernelwheel.model.variant import OS, Arch, Variant
 from kernelwheel.wheels import WheelSpec, write_wheel
 from support.venvs import FAKE_TORCH_INIT, QuickVenv
@@ -50,7 +51,7 @@ def kernel_wheel(
         files[f"{package}/_ops.py"] = b"import torch\nops = None\n"
         tag, requires = Tag("py3", "none", "any"), ("torch",)
     else:
-        stamp = codegen.BuildStamp(name, full, variant, None)
+        stamp = BuildStamp(name, full, variant, None)
         files[f"{package}/_ops.py"] = codegen.ops_py(NAMESPACE, stamp).encode()
         files[f"{package}/{NAMESPACE}.py"] = b""  # stands in for the extension
         tag, requires = Tag("cp310", "abi3", "linux_x86_64"), (variant.torch_requirement(),)

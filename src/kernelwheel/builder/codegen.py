@@ -7,14 +7,10 @@ different namespaces and can be loaded in one process.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import inspect
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..install import compat
-from ..install.builds import build_of
+from ..compat.guard import BuildStamp, guard_source
 from ..model.project import KernelProject
 from ..model.variant import BackendKind, Variant
 
@@ -73,51 +69,6 @@ def build_id(project: KernelProject, variant: Variant, settings: tuple[str, ...]
 
 def ops_namespace(package: str, build_id_: str) -> str:
     return f"_{package}_{build_id_}"
-
-
-@dataclass(frozen=True)
-class BuildStamp:
-    """What the guard in ``_ops.py`` compares against the running torch."""
-
-    dist_name: str
-    version: str  # full version including the local part
-    variant: Variant
-    cuda_major: int | None  # CUDA major of the toolkit used (the guard reads the variant's)
-
-
-def rules_source() -> str:
-    """The source of :mod:`kernelwheel.install.compat`, the rules ``kernelwheel install`` selects
-    by, for embedding: the guard runs the very same code."""
-    source = inspect.getsource(compat)
-    # Embedded as a raw triple-quoted string, which these would end or garble.
-    assert "'''" not in source and not source.rstrip("\n").endswith("\\")
-    return source
-
-
-def guard_source(stamp: BuildStamp) -> str:
-    """The guard: the rules module executed in its own namespace (so its names stay out of
-    ``_ops``), then the build's facts checked against the running torch."""
-    fields = dataclasses.asdict(build_of(stamp.variant))
-    return f"""
-_KW_RULES = r'''{rules_source()}'''
-
-
-def _kw_check_torch():
-    import torch
-
-    rules = {{"__name__": __name__}}
-    exec(compile(_KW_RULES, "<kernelwheel.install.compat>", "exec"), rules)
-    build = rules["Build"](**{fields!r})
-    running = rules["torch_facts"](torch)
-    found = rules["problems"](build, running)
-    if found:
-        raise ImportError(
-            rules["refusal"]({stamp.dist_name!r}, {stamp.version!r}, build, running, found)
-        )
-
-
-_kw_check_torch()
-"""
 
 
 def ops_py(namespace: str, stamp: BuildStamp) -> str:

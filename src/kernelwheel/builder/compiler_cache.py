@@ -35,10 +35,10 @@ class CacheStats:
 def ccache_env(
     cache_dir: Path, stats_log: Path, nvcc: Path | None, base_env: dict[str, str]
 ) -> dict[str, str] | None:
-    """Environment variables that route compiles through ccache; None when ccache is absent
-    or KERNELWHEEL_NO_CCACHE is set."""
+    """Environment variables that route compiles through ccache; None when ccache is absent.
+    (The ``no-ccache`` option is the caller's: with it, this is not called.)"""
     ccache = shutil.which("ccache", path=base_env.get("PATH"))
-    if ccache is None or base_env.get("KERNELWHEEL_NO_CCACHE"):
+    if ccache is None:
         return None
     links = cache_dir / "ccache-bin"
     links.mkdir(parents=True, exist_ok=True)

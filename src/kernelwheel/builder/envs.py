@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import _interpreter
 from .._util import atomic_write, run_checked
+from ..compat import interpreter
 from ..errors import ToolchainError
 from ..model.recipes import VariantRecipe
 from .capabilities import unsupported
@@ -126,10 +126,10 @@ class EnvInfo:
 
 
 def probe(python: Path) -> EnvInfo:
-    """Run ``python`` once (kernelwheel._interpreter) and keep what a build needs of it."""
+    """Run ``python`` once (kernelwheel.compat.interpreter) and keep what a build needs of it."""
     try:
-        found = _interpreter.run(python)
-    except _interpreter.ProbeFailed as exc:
+        found = interpreter.run(python)
+    except interpreter.ProbeFailed as exc:
         if not exc.started:
             raise ToolchainError(
                 f"cannot run the interpreter {python}: {exc}", hint="pass an existing python"

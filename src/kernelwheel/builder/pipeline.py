@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 
 from packaging.tags import Tag
@@ -19,14 +18,14 @@ from packaging.tags import Tag
 from .._util import atomic_copy, output_dir, run_logged
 from ..abi import check_wheel
 from ..abi.remedies import remedy_flags
+from ..abi.repair import RepairResult, repair_wheel
+from ..compat.guard import BuildStamp
 from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import Framework, KernelProject
-from ..model.recipes import load_recipes
 from ..model.variant import Arch, BackendKind, CxxAbi, LocalVersionStyle, Variant
 from ..plan.options import resolve_jobs
 from ..wheels import WheelSpec, write_wheel
-from ..wheels.repair import RepairResult, repair_wheel
 from . import codegen, cross
 from .compile_plan import Toolchain, plan_compile
 from .compile_rules import NO_GNU_UNIQUE
@@ -208,9 +207,8 @@ def _worker_env(
     if toolkit is not None:
         env_vars["CUDA_HOME"] = str(toolkit.home)
         env_vars["PATH"] = f"{toolkit.home / 'bin'}{os.pathsep}{env_vars.get('PATH', '')}"
-    cached = ccache_env(
-        req.cache_dir, stats_log, toolkit.home / "bin" / "nvcc" if toolkit else None, env_vars
-    )
+    nvcc = toolkit.home / "bin" / "nvcc" if toolkit else None
+    cached = None if req.no_ccache else ccache_env(req.cache_dir, stats_log, nvcc, env_vars)
     if cached is not None:
         env_vars.update(cached)
     else:
@@ -249,9 +247,11 @@ def _compile(
     stats_log = stage / "ccache-stats.log"
     env_vars, cached = _worker_env(req, toolkit, stats_log, cross_build)
     # An unchanged variant (same key, same input files) reuses its last shared object; with the
-    # compiler cache off (KERNELWHEEL_NO_CCACHE) every build really compiles.
-    reuse = None if env_vars.get("KERNELWHEEL_NO_CCACHE") else Reuse(
-        req.work_dir / "reuse" / variant.name, (req.project.root, stage)
+    # compiler cache off (the no-ccache option) every build really compiles.
+    reuse = (
+        None
+        if req.no_ccache
+        else Reuse(req.work_dir / "reuse" / variant.name, (req.project.root, stage))
     )
     key = build_key(spec, env, env_vars, _WORKER) if reuse else ""
     stored = reuse.lookup(key) if reuse else None
@@ -312,15 +312,9 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
 
     with step(reporter, scope, "environment", log=log) as detail:
         # kernelwheel.builder.cross: a variant for another arch builds in a host-arch environment
-        # against the target arch's torch (and CUDA) wheels, with the cross compiler.
-        cross_plan = cross.plan_for(
-            variant,
-            req.env_spec,
-            req.recipes if req.recipes is not None else load_recipes(),
-            need_host_env=req.python is None,
-        )
-        if cross_plan is not None and cross_plan.host_env is not None:
-            req = replace(req, env_spec=cross_plan.host_env)
+        # (the request's env_spec) against the target arch's torch (and CUDA) wheels, with the
+        # cross compiler; request_for planned it.
+        cross_plan = req.cross
         if req.python is not None:
             env = probe(req.python)
         else:
@@ -353,7 +347,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         version = full_version(req.version, variant, req.local_version_style)
         interpreter, requires_python = _python_tag(str(result["py_limited_api"]))
         tag = Tag(interpreter, "abi3", variant.platform_tag(manylinux=None))
-        stamp = codegen.BuildStamp(
+        stamp = BuildStamp(
             dist_name=project.name,
             version=version,
             variant=variant,
@@ -429,7 +423,7 @@ def _repair(req: BuildRequest, raw: Path) -> RepairResult:
     assert req.manylinux is not None
     reuse = Reuse(req.work_dir / "reuse" / req.variant.name, ())
     key = repair_key(req.manylinux, req.best_effort)
-    hit = None if os.environ.get("KERNELWHEEL_NO_CCACHE") else reuse.repaired(raw, key)
+    hit = None if req.no_ccache else reuse.repaired(raw, key)
     if hit is not None:
         wheel, record = hit
         final = atomic_copy(wheel, req.out_dir / wheel.name)

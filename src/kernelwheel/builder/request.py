@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model.deps import DependencyTable, load_deps
-from ..model.project import KernelProject
+from ..model.project import Framework, KernelProject
 from ..model.recipes import Recipes, VariantRecipe
 from ..model.variant import LocalVersionStyle, Variant
 from ..plan.options import Options, resolve_jobs
 from ..plan.toolchains import require_toolchain
 from ..plan.versioning import GitState
+from .cross import CrossPlan, plan_for
 from .deps import HeaderPlan, plan_headers
 from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for
 
@@ -36,8 +37,8 @@ class BuildRequest:
     jobs: int = 2
     manylinux: str | None = "manylinux_2_28"  # None: keep linux_<arch>, only check
     best_effort: bool = False  # keep a wheel that cannot comply (linux_<arch>) instead of failing
-    recipes: Recipes | None = None  # the build's recipes (cross builds read the host's); None:
-    # the bundled ones
+    recipe: VariantRecipe | None = None  # the variant's recipe (a tvm-ffi build's pins)
+    cross: CrossPlan | None = None  # a build for another arch: planned by request_for
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     fatbin_compression: str = "default"  # nvcc --compress-mode (CUDA >= 12.8)
     cuda_capabilities: tuple[str, ...] | None = None  # replaces build.toml's and the recipe's
@@ -45,6 +46,7 @@ class BuildRequest:
     with_cpu_kernels: bool = False  # GPU variants also compile the cpu kernels (docs/compile.md)
     nvcc_threads: int | None = None  # None: one per capability of the widest kernel
     git: GitState | None = None  # the project's git state (the Hub export's provenance)
+    no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
     sources: IndexOptions = IndexOptions()  # where pip looks (a tvm-ffi build's environment)
 
     @property
@@ -79,11 +81,24 @@ def request_for(
     kernelwheel does not compile (ROCm, XPU, Metal...) is a
     :class:`~kernelwheel.errors.ToolchainError` before anything is made for it. ``deps``
     (default: read from the recipes folder) says what build.toml's ``depends`` names provide;
-    a dependency that cannot be provided is refused here, before anything is compiled."""
+    a dependency that cannot be provided is refused here, before anything is compiled, and so
+    is a variant for another arch without its cross compiler (:func:`.cross.plan_for`)."""
     require_toolchain(recipe.variant)
     table = deps if deps is not None else load_deps(options.recipes)
     sources = IndexOptions(options.index_url, options.find_links, options.no_index)
     cuda = recipe.cuda
+    env_spec = (
+        None
+        if options.python or recipe.torch_requirement is None
+        else env_spec_for(recipe, sources)
+    )
+    # A variant for another arch: the cross compiler is found and the host-arch environment
+    # (the same torch release for this machine) chosen now, before anything is built.
+    cross_plan = None
+    if project.framework is not Framework.TVM_FFI:  # tvm-ffi variants build on their own arch
+        cross_plan = plan_for(recipe.variant, env_spec, recipes, need_host_env=not options.python)
+    if cross_plan is not None and cross_plan.host_env is not None:
+        env_spec = cross_plan.host_env
     return BuildRequest(
         project=project,
         variant=recipe.variant,
@@ -91,9 +106,7 @@ def request_for(
         out_dir=options.output_dir,
         work_dir=options.cache_dir / "work" / project.package,
         cache_dir=options.cache_dir,
-        env_spec=None
-        if options.python or recipe.torch_requirement is None
-        else env_spec_for(recipe, sources),
+        env_spec=env_spec,
         python=options.python,
         cuda_home=options.cuda_home,
         default_capabilities=cuda.capabilities if cuda else (),
@@ -101,7 +114,8 @@ def request_for(
         jobs=resolve_jobs(options.jobs),
         manylinux=options.manylinux(),
         best_effort=options.best_effort,
-        recipes=recipes,
+        recipe=recipe,
+        cross=cross_plan,
         local_version_style=options.local_version_style,
         fatbin_compression=options.fatbin_compression,
         cuda_capabilities=options.cuda_capabilities,
@@ -109,5 +123,6 @@ def request_for(
         with_cpu_kernels=options.with_cpu_kernels,
         nvcc_threads=options.nvcc_threads,
         git=git,
+        no_ccache=options.no_ccache,
         sources=sources,
     )

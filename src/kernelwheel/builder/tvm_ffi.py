@@ -37,7 +37,7 @@ from ..abi.remedies import remedy_flags
 from ..errors import BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject, KernelSection
-from ..model.recipes import TVM_FFI_PACKAGE, VariantRecipe, load_recipes, tvm_ffi_requirement
+from ..model.recipes import TVM_FFI_PACKAGE, VariantRecipe, tvm_ffi_requirement
 from ..model.variant import Arch, BackendKind, TvmFfiVersion
 from ..wheels import WheelSpec, write_wheel
 from . import capabilities as caps
@@ -223,7 +223,12 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
     project, variant = req.project, req.variant
     assert variant.tvm_ffi is not None and variant.backend is not None
     scope, log = variant.name, req.log
-    recipe = (req.recipes or load_recipes()).recipe_for(variant)
+    recipe = req.recipe
+    if recipe is None:
+        raise ToolchainError(
+            f"no recipe for {variant.name} in the build request",
+            hint="make the request with kernelwheel.builder.request.request_for",
+        )
     if variant.arch is not Arch.host():
         raise ToolchainError(
             f"{variant.name} is for another arch; tvm-ffi variants build on their own arch only",

@@ -168,6 +168,13 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         "--cache-dir", help="build environments live here (default: ~/.cache/kernelwheel)"
     )
     env.add_argument(
+        "--no-ccache",
+        action="store_true",
+        default=None,
+        help="compile everything: no compiler cache (ccache), no reuse of an unchanged "
+        "variant's shared object or repaired wheel",
+    )
+    env.add_argument(
         "--find-links",
         action="append",
         metavar="DIR_OR_URL",

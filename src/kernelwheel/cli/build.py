@@ -5,21 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from .._util import sha256_file
-from ..builder.noarch import build_noarch
-from ..builder.pipeline import build_and_export
-from ..builder.request import request_for
+from ..builder.service import Outcome, build_project
 from ..errors import KernelwheelError
-from ..model.project import KernelProject
-from ..model.recipes import VariantRecipe
-from ..plan.options import Options
-from ..plan.planning import plan_project, selected_recipes, wheel_version
-from ..plan.toolchains import require_toolchains
-from ..plan.versioning import read_git_state
+from ..log import StepResult
+from ..plan.planning import plan_project, selected_recipes
 from ._args import (
     add_build_arguments,
     add_json_argument,
@@ -87,35 +78,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """One variant of the run: built (with its wheel) or failed (with its error)."""
-
-    variant: str
-    seconds: float
-    log: Path | None
-    wheel: Path | None = None
-    sha256: str | None = None
-    compliant: bool = True
-    error: KernelwheelError | None = None
-
-    @property
-    def status(self) -> str:
-        return "built" if self.wheel is not None else "failed"
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "variant": self.variant,
-            "status": self.status,
-            "path": str(self.wheel) if self.wheel else None,
-            "sha256": self.sha256,
-            "size": self.wheel.stat().st_size if self.wheel else None,
-            "compliant": self.compliant if self.wheel else None,
-            "seconds": round(self.seconds, 1),
-            "log": str(self.log) if self.log else None,
-            "error": str(self.error) if self.error else None,
-            "exit_code": self.error.exit_code if self.error else 0,
-        }
+def outcome_json(o: Outcome) -> dict[str, object]:
+    return {
+        "variant": o.variant,
+        "status": o.status,
+        "path": str(o.wheel) if o.wheel else None,
+        "sha256": o.sha256,
+        "size": o.wheel.stat().st_size if o.wheel else None,
+        "compliant": o.compliant if o.wheel else None,
+        "seconds": round(o.seconds, 1),
+        "log": str(o.log) if o.log else None,
+        "error": str(o.error) if o.error else None,
+        "exit_code": o.error.exit_code if o.error else 0,
+    }
 
 
 def summary_table(outcomes: list[Outcome]) -> str:
@@ -180,96 +155,51 @@ def _with_log(exc: KernelwheelError, log: Path | None) -> str:
     return text
 
 
-def _build_noarch(
-    project: KernelProject,
-    recipes: list[VariantRecipe],
-    version: str,
-    options: Options,
-    ui: ConsoleUI,
-) -> Outcome:
-    name = ",".join(r.name for r in recipes)
-    ui.group(name)
-    started = time.monotonic()
-    try:
-        built = build_noarch(
-            project, recipes, version, options.output_dir, ui, hub_layout=options.hub_layout
-        )
-    except KernelwheelError as exc:
-        seconds = time.monotonic() - started
-        ui.done(name, False, seconds)
-        ui.error(f"{name}: {exc}")
-        return Outcome(name, seconds, None, error=exc)
-    finally:
-        ui.endgroup()
-    seconds = time.monotonic() - started
-    ui.done(name, True, seconds, built.path.name)
-    return Outcome(name, seconds, None, built.path, sha256_file(built.path))
+class _Progress:
+    """The build service's progress, rendered: a group per variant, its end line, its error."""
+
+    def __init__(self, ui: ConsoleUI) -> None:
+        self.ui = ui
+
+    def step_started(self, scope: str, name: str, log: Path | None = None) -> None:
+        self.ui.step_started(scope, name, log)
+
+    def step_finished(self, result: StepResult) -> None:
+        self.ui.step_finished(result)
+
+    def info(self, scope: str, message: str) -> None:
+        self.ui.info(scope, message)
+
+    def variant_started(self, name: str) -> None:
+        self.ui.group(name)
+
+    def variant_finished(self, outcome: Outcome) -> None:
+        wheel = outcome.wheel.name if outcome.wheel is not None else ""
+        self.ui.done(outcome.variant, outcome.error is None, outcome.seconds, wheel)
+        if outcome.error is not None:
+            self.ui.error(f"{outcome.variant}: {_with_log(outcome.error, outcome.log)}")
+        self.ui.endgroup()
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     refuse_conflicting_selectors(args)
     planned = plan_project(args.path, option_values(args))
-    project, options = planned.project, planned.options
     recipes = selected_recipes(planned, args.variant)
     if args.print_build_identifiers:
         for recipe in recipes:
             ui.print(recipe.name)
         return 0
-    require_toolchains(recipe.variant for recipe in recipes)  # before any environment is made
-    git = read_git_state(project.root)
-    resolved = wheel_version(planned, git)
-    version = resolved.version
-    ui.info(
-        "", f"{project.name} {version} (version from {resolved.source}); {len(recipes)} variant(s)"
-    )
-    outcomes: list[Outcome] = []
-    if project.noarch:  # one pure-Python wheel for all of its variants, nothing to compile
-        outcomes.append(_build_noarch(project, recipes, version, options, ui))
-        recipes = []
-    # Every request first: a dependency that cannot be provided stops the run before anything
-    # is compiled.
-    requests = [
-        request_for(project, recipe, version, options, planned.recipes, planned.deps, git=git)
-        for recipe in recipes
-    ]
-    for recipe, req in zip(recipes, requests, strict=True):
-        ui.group(recipe.name)
-        started, wall = time.monotonic(), time.time()
-        log: Path | None = None
-        try:
-            log = req.log
-            built = build_and_export(req, ui, hub_layout=options.hub_layout)
-            seconds = time.monotonic() - started
-            outcomes.append(
-                Outcome(
-                    recipe.name,
-                    seconds,
-                    built.log,
-                    built.path,
-                    sha256_file(built.path),
-                    built.compliant,
-                )
-            )
-            ui.done(recipe.name, True, seconds, built.path.name)
-        except KernelwheelError as exc:
-            seconds = time.monotonic() - started
-            if log is not None and not (log.exists() and log.stat().st_mtime >= wall - 1):
-                log = None  # failed before the build wrote its log
-            outcomes.append(Outcome(recipe.name, seconds, log, error=exc))
-            ui.done(recipe.name, False, seconds)
-            ui.error(f"{recipe.name}: {_with_log(exc, log)}")
-        finally:
-            ui.endgroup()
-    failed = [o for o in outcomes if o.error is not None]
+    result = build_project(planned, recipes, _Progress(ui))
+    outcomes = list(result.outcomes)
     if args.json:
         ui.print(
             json.dumps(
                 {
                     "command": "build",
-                    "ok": not failed,
-                    "project": project.name,
-                    "version": version,
-                    "wheels": [o.to_json() for o in outcomes],
+                    "ok": not result.failed,
+                    "project": result.project,
+                    "version": result.version,
+                    "wheels": [outcome_json(o) for o in outcomes],
                 },
                 indent=2,
             )
@@ -277,11 +207,10 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     else:
         ui.print(summary_table(outcomes))
     write_github_summary(outcomes)
-    if failed:
-        if len(outcomes) > 1:
-            ui.error(
-                f"{len(failed)} of {len(outcomes)} variant(s) failed: "
-                + ", ".join(f"{o.variant} (log: {o.log})" if o.log else o.variant for o in failed)
-            )
-        return max(o.error.exit_code for o in failed if o.error is not None)
-    return 0
+    failed = result.failed
+    if failed and len(outcomes) > 1:
+        ui.error(
+            f"{len(failed)} of {len(outcomes)} variant(s) failed: "
+            + ", ".join(f"{o.variant} (log: {o.log})" if o.log else o.variant for o in failed)
+        )
+    return result.exit_code

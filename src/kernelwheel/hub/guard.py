@@ -2,7 +2,7 @@
 
 Hub builds carry no check of the torch they are loaded into; a wrong variant fails deep inside
 the extension (``undefined symbol: _ZN3c10…``). Converted wheels get the guard that
-``kernelwheel build`` generates (see :mod:`kernelwheel.builder.codegen`) as
+``kernelwheel build`` generates (see :mod:`kernelwheel.compat.guard`) as
 ``<pkg>/_kernelwheel_guard.py``, imported by the package's ``__init__.py`` before anything loads
 the extension: a wrong torch, CUDA major or C++ ABI gives an ImportError naming the wheel to
 install instead.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from ..builder.codegen import BuildStamp, guard_source
+from ..compat.guard import BuildStamp, guard_source
 from ..model.variant import BackendKind, Variant
 
 __all__ = ["GUARD_MODULE", "guard_files"]

@@ -1,6 +1,6 @@
 """``kernelwheel install``: pick the kernel build that fits the installed torch, install it pinned.
 
-:mod:`.compat` holds the compatibility rules (shared with the generated import guard),
+:mod:`kernelwheel.compat.rules` holds the compatibility rules (shared with the import guard),
 :mod:`.probe` inspects the target interpreter, :mod:`.sources` lists candidate wheels,
 :mod:`.select` chooses one per package, :mod:`.pipcmd` builds and runs the pinned pip command,
 and :mod:`.service` ties them together. Rules and algorithm: docs/install.md.

@@ -1,6 +1,6 @@
 """The interpreter to install into, as ``kernelwheel install`` needs it: its torch (which must
 import and be pip-visible), Python and wheel tags. The run itself is
-:func:`kernelwheel._interpreter.run`, shared with the build's environment probe.
+:func:`kernelwheel.compat.interpreter.run`, shared with the build's environment probe.
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import _interpreter
+from ..compat import interpreter as _interpreter
+from ..compat import rules as compat
 from ..errors import InstallError
-from . import compat
 
 __all__ = ["Target", "probe"]
 

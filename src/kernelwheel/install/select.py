@@ -2,8 +2,8 @@
 
 Each candidate gets a verdict: refused (wrong name is skipped; wrong version, wheel tags the
 target's Python does not support, a local version that names no kernel variant, or what
-:func:`kernelwheel.install.compat.problems` says), or compatible. Among compatible builds the
-highest release wins, then the best :func:`~kernelwheel.install.compat.preference` (a build for
+:func:`kernelwheel.compat.rules.problems` says), or compatible. Among compatible builds the
+highest release wins, then the best :func:`~kernelwheel.compat.rules.preference` (a build for
 the torch series, then stable-ABI with the newest ABI, then tvm-ffi, then noarch, then
 universal; the exact backend first within a kind), then the target's preferred wheel tag. A CPU
 build under a GPU torch is taken only when nothing else fits. Local labels are never ordered
@@ -19,10 +19,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from ..compat import rules as compat
+from ..compat.builds import build_of, variant_of_wheel
 from ..errors import UsageError, VariantError
 from ..plan.selector import Selector
-from . import compat
-from .builds import build_of, variant_of_wheel
 from .probe import Target
 from .sources import Candidate
 

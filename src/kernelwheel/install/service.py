@@ -14,10 +14,10 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from .. import _interpreter
+from ..compat import interpreter as _interpreter
+from ..compat import rules as compat
 from ..errors import InstallError, UsageError
 from ..plan.selector import Selector
-from . import compat
 from .pipcmd import installed_version, pinned_requirement, pip_command, run_pip, sha256_of
 from .probe import Target, probe
 from .select import Selection, parse_requirement, select

@@ -28,8 +28,8 @@ from typing import Any, NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
-from .. import _interpreter
 from .._toml import Located, read_toml
+from ..compat import interpreter
 from ..errors import UsageError
 from ..model.variant import Arch, LocalVersionStyle
 from .selector import Selector, expand_braces, split_patterns
@@ -80,6 +80,7 @@ class Options:
     recipes: Path | None = None  # None: the bundled recipes
     output_dir: Path = Path("wheelhouse")
     cache_dir: Path = DEFAULT_CACHE_DIR
+    no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
     jobs: int | None = None  # None: auto, fit the machine (see resolve_jobs)
     python: Path | None = None  # build with this interpreter's torch, not a made environment
     cuda_home: Path | None = None  # None: found (toolchain packages, CUDA_HOME, /usr/local/cuda)
@@ -241,7 +242,7 @@ def _interpreter_path(raw: Any, fail: _Fail, base: Path) -> Path:
     if not isinstance(raw, str) or not raw.strip():
         raise fail(f"expected an interpreter, got {raw!r}", "e.g. python3 or .venv/bin/python")
     try:
-        return _interpreter.locate(raw.strip(), base)
+        return interpreter.locate(raw.strip(), base)
     except UsageError as exc:
         raise fail(exc.message, exc.hint or "") from None
 
@@ -413,6 +414,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("recipes", _path),
     OptionDef("output_dir", _path),
     OptionDef("cache_dir", _path),
+    OptionDef("no_ccache", _bool),
     OptionDef("jobs", _jobs),
     OptionDef("python", _interpreter_path),
     OptionDef("cuda_home", _path),

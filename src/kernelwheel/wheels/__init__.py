@@ -1,6 +1,6 @@
-"""Wheels: writing (reproducible, atomic), reading back (RECORD verified), repair to manylinux,
-and static indexes. The writer and reader are re-exported here; ``repair`` and ``index`` import
-auditwheel and friends, so they are imported from their modules when needed."""
+"""Wheels: writing (reproducible, atomic), reading back (RECORD verified) and static indexes.
+The writer and reader are re-exported here; ``index`` is imported from its module when needed.
+Repair to manylinux checks the wheel before and after, so it lives in :mod:`kernelwheel.abi`."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from ..model.variant import OS, Arch, BackendKind, CxxAbi, Variant
-from .compat import Build
+from .rules import Build
 
 __all__ = ["build_of", "variant_of_wheel"]
 

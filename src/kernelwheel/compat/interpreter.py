@@ -2,7 +2,7 @@
 
 One script serves both callers: the build (``builder.envs.probe``: a build environment or
 ``--python``) and ``kernelwheel install`` (``install.probe``: the interpreter to install into).
-The torch facts come from :func:`kernelwheel.install.compat.torch_facts`, the very function every
+The torch facts come from :func:`kernelwheel.compat.rules.torch_facts`, the very function every
 wheel's import guard runs, so the build, the installer and the guard read torch the same way. The
 wheel tags come from ``packaging.tags.sys_tags()`` run by the interpreter itself (its own
 ``packaging`` if it has one, else kernelwheel's), which is how pip computes them.
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import packaging
 
-from .errors import UsageError
-from .install import compat
+from ..errors import UsageError
+from . import rules as compat
 
 __all__ = ["Interpreter", "ProbeFailed", "locate", "run"]
 

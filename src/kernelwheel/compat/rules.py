@@ -5,7 +5,7 @@ Two consumers share this one implementation (rules in prose: docs/install.md):
 - ``kernelwheel install`` runs :func:`torch_facts` inside the target interpreter (its probe
   embeds this file) and keeps the candidate builds :func:`problems` has nothing against, ranked by
   :func:`preference`;
-- the import guard generated into every wheel's ``_ops.py`` (builder/codegen.py) embeds this
+- the import guard generated into every wheel (compat/guard.py) embeds this
   file's source and refuses, with :func:`refusal`, a build :func:`problems` objects to.
 
 Hence: standard library only, and syntax Python 3.9 accepts (wheels are ``cp39-abi3`` and up).

@@ -1,4 +1,4 @@
-"""The compatibility rules (kernelwheel.install.compat) in isolation: the facts read from torch,
+"""The compatibility rules (kernelwheel.compat.rules) in isolation: the facts read from torch,
 the refusals, the preference order, and the label formatter kept in step with Variant."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import types
 
 import pytest
 
-from kernelwheel.install import compat
-from kernelwheel.install.builds import build_of, variant_of_wheel
+from kernelwheel.compat import rules as compat
+from kernelwheel.compat.builds import build_of, variant_of_wheel
 from kernelwheel.model.variant import OS, Arch, Variant
 
 

@@ -26,7 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._util import atomic_copy, publish, staged_file, staging_dir
-from ..abi import (
+from ..errors import AbiError, UsageError, WheelError
+from ..model.variant import machine_arch
+from ..wheels.record import format_record, parse_record, record_hash
+from ..wheels.writer import source_date_epoch
+from . import (
     DEFAULT_POLICY,
     Rule,
     WheelReport,
@@ -36,11 +40,7 @@ from ..abi import (
     normalize_policy,
     read_wheel_tags,
 )
-from ..abi._elf import is_elf
-from ..errors import AbiError, UsageError, WheelError
-from ..model.variant import machine_arch
-from .record import format_record, parse_record, record_hash
-from .writer import source_date_epoch
+from ._elf import is_elf
 
 __all__ = ["RepairResult", "auditwheel_plat_args", "repair_wheel", "retag_wheel"]
 

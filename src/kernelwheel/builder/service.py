@@ -1,0 +1,146 @@
+"""``kernelwheel build``, the service: every selected variant of a planned project, built.
+
+:func:`build_project` finishes the planning first (the toolchains, the wheel version, one
+:class:`~.request.BuildRequest` per variant, so a dependency or cross compiler that cannot be
+provided stops the run before anything is compiled), then builds the variants one after the
+other and returns a :class:`BuildResult`: one :class:`Outcome` per variant, built or failed with
+its error. A failed variant does not stop the others. The CLI only renders the result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from .._util import sha256_file
+from ..errors import KernelwheelError
+from ..log import Reporter
+from ..model.recipes import VariantRecipe
+from ..plan.planning import Planned, wheel_version
+from ..plan.toolchains import require_toolchains
+from ..plan.versioning import read_git_state
+from .noarch import build_noarch
+from .pipeline import build_and_export
+from .request import BuildRequest, request_for
+
+__all__ = ["BuildProgress", "BuildResult", "Outcome", "build_project"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One variant of the run (for a pure-Python project, all of them: one wheel): built, with
+    its wheel, or failed, with its error."""
+
+    variant: str
+    seconds: float
+    log: Path | None
+    wheel: Path | None = None
+    sha256: str | None = None
+    compliant: bool = True
+    error: KernelwheelError | None = None
+
+    @property
+    def status(self) -> str:
+        return "built" if self.wheel is not None else "failed"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    project: str
+    version: str
+    outcomes: tuple[Outcome, ...]
+
+    @property
+    def failed(self) -> tuple[Outcome, ...]:
+        return tuple(o for o in self.outcomes if o.error is not None)
+
+    @property
+    def exit_code(self) -> int:
+        """0, or the highest exit code of the failed variants."""
+        return max((o.error.exit_code for o in self.failed if o.error is not None), default=0)
+
+
+class BuildProgress(Reporter, Protocol):
+    """A :class:`~kernelwheel.log.Reporter` that also hears when each variant starts and ends."""
+
+    def variant_started(self, name: str) -> None: ...
+
+    def variant_finished(self, outcome: Outcome) -> None: ...
+
+
+def build_project(
+    planned: Planned, recipes: Sequence[VariantRecipe], progress: BuildProgress
+) -> BuildResult:
+    """Build ``recipes`` (the selected variants of ``planned``), reporting to ``progress``."""
+    project, options = planned.project, planned.options
+    require_toolchains(recipe.variant for recipe in recipes)  # before any environment is made
+    git = read_git_state(project.root)
+    resolved = wheel_version(planned, git)
+    version = resolved.version
+    progress.info(
+        "", f"{project.name} {version} (version from {resolved.source}); {len(recipes)} variant(s)"
+    )
+    if project.noarch:  # one pure-Python wheel for all of its variants, nothing to compile
+        return BuildResult(project.name, version, (_noarch(planned, recipes, version, progress),))
+    # Every request first: a dependency that cannot be provided stops the run before anything
+    # is compiled.
+    requests = [
+        request_for(project, recipe, version, options, planned.recipes, planned.deps, git=git)
+        for recipe in recipes
+    ]
+    hub_layout = options.hub_layout
+    outcomes = tuple(_variant(req, progress, hub_layout) for req in requests)
+    return BuildResult(project.name, version, outcomes)
+
+
+def _variant(req: BuildRequest, progress: BuildProgress, hub_layout: Path | None) -> Outcome:
+    name = req.variant.name
+    progress.variant_started(name)
+    started, wall = time.monotonic(), time.time()
+    try:
+        built = build_and_export(req, progress, hub_layout=hub_layout)
+    except KernelwheelError as exc:
+        log: Path | None = req.log
+        if not (req.log.exists() and req.log.stat().st_mtime >= wall - 1):
+            log = None  # failed before the build wrote its log
+        outcome = Outcome(name, time.monotonic() - started, log, error=exc)
+    else:
+        outcome = Outcome(
+            name,
+            time.monotonic() - started,
+            built.log,
+            built.path,
+            sha256_file(built.path),
+            built.compliant,
+        )
+    progress.variant_finished(outcome)
+    return outcome
+
+
+def _noarch(
+    planned: Planned, recipes: Sequence[VariantRecipe], version: str, progress: BuildProgress
+) -> Outcome:
+    name = ",".join(r.name for r in recipes)
+    options = planned.options
+    progress.variant_started(name)
+    started = time.monotonic()
+    try:
+        built = build_noarch(
+            planned.project,
+            recipes,
+            version,
+            options.output_dir,
+            progress,
+            hub_layout=options.hub_layout,
+        )
+    except KernelwheelError as exc:
+        outcome = Outcome(name, time.monotonic() - started, None, error=exc)
+    else:
+        outcome = Outcome(
+            name, time.monotonic() - started, None, built.path, sha256_file(built.path)
+        )
+    progress.variant_finished(outcome)
+    return outcome

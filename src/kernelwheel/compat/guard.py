@@ -1,0 +1,65 @@
+"""The import guard: Python source that refuses to load a build into a torch it was not made for.
+
+Both producers of wheels embed it: ``kernelwheel build`` at the top of every ``_ops.py``
+(:mod:`kernelwheel.builder.codegen`) and ``kernelwheel to-wheel`` as the
+``_kernelwheel_guard`` module of a converted wheel (:mod:`kernelwheel.hub.guard`). It carries the
+source of :mod:`.rules`, so the guard refuses by the very rules ``kernelwheel install`` selects
+by.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from dataclasses import dataclass
+
+from ..model.variant import Variant
+from . import rules
+from .builds import build_of
+
+__all__ = ["BuildStamp", "guard_source", "rules_source"]
+
+
+@dataclass(frozen=True)
+class BuildStamp:
+    """What the guard in ``_ops.py`` compares against the running torch."""
+
+    dist_name: str
+    version: str  # full version including the local part
+    variant: Variant
+    cuda_major: int | None  # CUDA major of the toolkit used (the guard reads the variant's)
+
+
+def rules_source() -> str:
+    """The source of :mod:`kernelwheel.compat.rules`, the rules ``kernelwheel install`` selects
+    by, for embedding: the guard runs the very same code."""
+    source = inspect.getsource(rules)
+    # Embedded as a raw triple-quoted string, which these would end or garble.
+    assert "'''" not in source and not source.rstrip("\n").endswith("\\")
+    return source
+
+
+def guard_source(stamp: BuildStamp) -> str:
+    """The guard: the rules module executed in its own namespace (so its names stay out of
+    ``_ops``), then the build's facts checked against the running torch."""
+    fields = dataclasses.asdict(build_of(stamp.variant))
+    return f"""
+_KW_RULES = r'''{rules_source()}'''
+
+
+def _kw_check_torch():
+    import torch
+
+    rules = {{"__name__": __name__}}
+    exec(compile(_KW_RULES, "<kernelwheel.compat.rules>", "exec"), rules)
+    build = rules["Build"](**{fields!r})
+    running = rules["torch_facts"](torch)
+    found = rules["problems"](build, running)
+    if found:
+        raise ImportError(
+            rules["refusal"]({stamp.dist_name!r}, {stamp.version!r}, build, running, found)
+        )
+
+
+_kw_check_torch()
+"""
