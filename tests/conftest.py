@@ -43,6 +43,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     return Built(wheelhouse, wheels, code)
 
 
+@pytest.fixture(scope="session")
+def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One compile cache for the fake Hub repos' shared objects (tests/support/gitrepo.py), made
+    once a session and shared by every module."""
+    return tmp_path_factory.mktemp("hub-so-cache")
+
+
 @pytest.fixture
 def venv_for(tmp_path: Path) -> Iterator[object]:
     made: list[LayeredVenv] = []

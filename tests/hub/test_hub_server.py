@@ -11,17 +11,12 @@ from pathlib import Path
 import pytest
 from support.gitrepo import DEFECT_CASES, SEED_13, HubRepo, git, make_repo, variant_files
 from support.hubserver import GitBackedRepo, HubState, serve
-from support.shared import leftovers, so_dir, wheels_in
+from support.shared import leftovers, wheels_in
 
 from kernelwheel.errors import HubError
 from kernelwheel.hub import HubSettings, ToWheelRequest, to_wheels
 
 REPO = "drbh/img2gray"
-
-
-@pytest.fixture(scope="module")
-def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return so_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

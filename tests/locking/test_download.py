@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 from support.gitrepo import HubRepo, git, namespace_for, variant_files
-from support.shared import leftovers, move_relu, so_dir, wheels_in
+from support.shared import leftovers, move_relu, wheels_in
+from support.variants import HUB_NESTED as NESTED
+from support.variants import TORCH214_CU130 as RIGHT
 from support.venvs import QuickVenv, fake_torch
 
 from kernelwheel._toml import loads
@@ -31,17 +33,10 @@ from kernelwheel.locking import (
     lock_project,
 )
 
-NESTED = ("torch27-cxx11-cu128-x86_64-linux", "torch214-cxx11-cu130-x86_64-linux", "torch-cuda")
-RIGHT = "torch214-cxx11-cu130-x86_64-linux"  # the variant for the fake torch
 DEPS = """[tool.kernelwheel.dependencies]
 "drbh/img2gray" = { version = ">=1.1,<2", path = "../img2gray" }
 "acme/relu" = { version = 1, path = "../relu" }
 """
-
-
-@pytest.fixture(scope="module")
-def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return so_dir(tmp_path_factory)
 
 
 class Setup:

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from support.gitrepo import HubRepo, git, variant_files
 from support.hubserver import GitBackedRepo, HubState, serve
-from support.shared import leftovers, move_relu, so_dir, wheels_in
+from support.shared import leftovers, move_relu, wheels_in
+from support.variants import HUB_NESTED as NESTED
+from support.variants import TORCH214_CU130 as RIGHT
 
 from kernelwheel.errors import HubError
 from kernelwheel.locking import (
@@ -26,8 +28,6 @@ from kernelwheel.locking import (
     lock_project,
 )
 
-NESTED = ("torch27-cxx11-cu128-x86_64-linux", "torch214-cxx11-cu130-x86_64-linux", "torch-cuda")
-RIGHT = "torch214-cxx11-cu130-x86_64-linux"
 HUB_DEPS = """[tool.kernels.dependencies]
 "drbh/img2gray" = ">=1.1,<2"
 "acme/relu" = 1
@@ -36,11 +36,6 @@ CLONE_DEPS = """[tool.kernelwheel.dependencies]
 "drbh/img2gray" = { version = ">=1.1,<2", path = "../img2gray" }
 "acme/relu" = { version = 1, path = "../relu" }
 """
-
-
-@pytest.fixture(scope="module")
-def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return so_dir(tmp_path_factory)
 
 
 class World:

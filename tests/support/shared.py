@@ -4,16 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from .gitrepo import HubRepo, variant_files
-
-
-def so_dir(factory: pytest.TempPathFactory) -> Path:
-    """One compile cache for the whole session, shared by every module."""
-    path = factory.getbasetemp() / "hub-so-cache"
-    path.mkdir(exist_ok=True)
-    return path
 
 
 def wheels_in(folder: Path) -> list[str]:
