@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import git
-from support.hubserver import GitBackedRepo, HubState, serve
+from support.hubserver import GitBackedRepo, HubState, serve_as_hub
 from support.shared import LockWorld, leftovers, move_relu, wheels_in
 from support.variants import TORCH214_CU130 as RIGHT
 
@@ -52,11 +52,7 @@ def hub(world: LockWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
             "acme/relu": GitBackedRepo(world.relu.root),
         }
     )
-    with serve(state) as url:
-        for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_HOME", "HUGGINGFACE_HUB_CACHE"):
-            monkeypatch.delenv(var, raising=False)
-        monkeypatch.setenv("HF_ENDPOINT", url)
-        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    with serve_as_hub(state, monkeypatch, tmp_path / "hf-cache"):
         yield state
 
 

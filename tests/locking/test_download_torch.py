@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import HubRepo, variant_files
-from support.hubserver import GitBackedRepo, HubState, serve
+from support.hubserver import GitBackedRepo, HubState, serve_as_hub
 from support.torchop import CHECK, NS, VARIANT
 from support.variants import TORCH27_CU128 as OTHER
 from support.venvs import QuickVenv
@@ -39,10 +39,7 @@ def hub(
     repo.commit("release")
     repo.tag("v1.2.0")
     state = HubState(repos={"drbh/img2gray": GitBackedRepo(repo.root)})
-    with serve(state) as url:
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-        monkeypatch.setenv("HF_ENDPOINT", url)
-        monkeypatch.setenv("HF_HUB_CACHE", str(root / "hf"))
+    with serve_as_hub(state, monkeypatch, root / "hf"):
         yield state
 
 
