@@ -1,5 +1,6 @@
-"""Session fixtures for integration tests, shared by every test folder: real builds through the
-CLI, real pip installs.
+"""Session fixtures shared by every test folder: real builds through the CLI and real pip
+installs for the integration tests, one compile cache for the fake Hub repos; and the run's
+header and summary line that say how to run the integration tests when they are left out.
 
 Build environments are cached under $KERNELWHEEL_CACHE_DIR (default ~/.cache/kernelwheel), so
 a second run reuses them; wheels go to a per-session temporary wheelhouse.
@@ -16,6 +17,27 @@ from support.layered import LayeredVenv
 
 from kernelwheel.cli import main
 from kernelwheel.model.variant import Variant
+
+EVERYTHING = "integration or not integration"
+HOW_TO_RUN_ALL = (
+    f"integration tests left out (the default -m 'not integration'): run everything as CI does "
+    f"with `bash scripts/test.sh`, or `pytest -m '{EVERYTHING}'`"
+)
+
+
+def _integration_left_out(config: pytest.Config) -> bool:
+    return str(config.getoption("markexpr")).strip() == "not integration"
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    return HOW_TO_RUN_ALL if _integration_left_out(config) else None
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    if _integration_left_out(config) and terminalreporter.stats.get("deselected"):
+        terminalreporter.write_line(HOW_TO_RUN_ALL)
 
 
 @pytest.fixture(scope="session")
@@ -41,6 +63,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         if found:
             wheels[name] = found[0]
     return Built(wheelhouse, wheels, code)
+
+
+@pytest.fixture(scope="session")
+def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One compile cache for the fake Hub repos' shared objects (tests/support/gitrepo.py), made
+    once a session and shared by every module."""
+    return tmp_path_factory.mktemp("hub-so-cache")
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 from support.builds import IMG2GRAY, cache_dir
+from support.variants import TORCH29_CPU_AARCH64 as VARIANT_29
 
 from kernelwheel.abi import check_wheel
 from kernelwheel.abi._elf import read_elf
@@ -133,7 +134,6 @@ def test_cross_build_cpu_variant_for_aarch64(tmp_path: Path) -> None:
 # --- opt-in: the torch 2.9.1 aarch64 CPU wheel, run under qemu-user ---------------------------
 
 OPTIN = os.environ.get("KERNELWHEEL_OPTIN") == "1"
-VARIANT_29 = "torch29-cxx11-cpu-aarch64-linux"
 # Debian 12 arm64 packages that make a working CPython 3.11 (plus libstdc++ for torch).
 DEBIAN_PACKAGES = (
     "python3.11-minimal",

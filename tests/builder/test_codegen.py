@@ -9,6 +9,7 @@ import types
 from pathlib import Path
 
 import pytest
+from support.variants import TORCH213_CPU, TORCH214_CU128, TORCH214_CU130
 
 from kernelwheel.builder import codegen
 from kernelwheel.compat.guard import BuildStamp
@@ -16,8 +17,8 @@ from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
-CU130 = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
-CPU = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+CU130 = Variant.parse(TORCH214_CU130)
+CPU = Variant.parse(TORCH213_CPU)
 
 
 @pytest.fixture
@@ -92,7 +93,7 @@ def test_guard_accepts_matching_torch() -> None:
     _load_guard(_ops(CPU, None), _fake_torch("2.13.0", "13.0"))  # CPU kernels run on any build
 
 
-CU128 = Variant.parse("torch214-cxx11-cu128-x86_64-linux")
+CU128 = Variant.parse(TORCH214_CU128)
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from support.variants import TORCH213_CPU, TORCH214_CU130
 
 from kernelwheel.abi.remedies import remedy_flags
 from kernelwheel.builder.compile_plan import CompilePlan, Toolchain, plan_compile
@@ -20,8 +21,8 @@ from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Variant
 
-CU130 = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
-CPU = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+CU130 = Variant.parse(TORCH214_CU130)
+CPU = Variant.parse(TORCH213_CPU)
 DEFAULTS = ("7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0", "12.1+PTX")
 NVCC13 = ("7.5", "8.0", "8.6", "8.7", "8.8", "8.9", "9.0", "10.0", "11.0", "10.3", "12.0", "12.1")
 CUDA = Toolchain(CudaToolkit(Path("/cuda"), "13.0"), NVCC13, cpus=16)

@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support.variants import TORCH29_CPU_AARCH64, TORCH214_CU130_AARCH64
 
 from kernelwheel.builder import cross
 from kernelwheel.builder.compile_spec import CompileSpec, CrossInfo
@@ -28,8 +29,8 @@ from kernelwheel.model.variant import Arch, Variant
 from kernelwheel.plan.options import resolve_options
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
-CUDA_AARCH64 = Variant.parse("torch214-cxx11-cu130-aarch64-linux")
-CPU29_AARCH64 = Variant.parse("torch29-cxx11-cpu-aarch64-linux")
+CUDA_AARCH64 = Variant.parse(TORCH214_CU130_AARCH64)
+CPU29_AARCH64 = Variant.parse(TORCH29_CPU_AARCH64)
 HAVE_CROSS = shutil.which("aarch64-linux-gnu-gcc") is not None
 HAVE_GCC = shutil.which("gcc") is not None
 

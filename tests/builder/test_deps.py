@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.layered import LayeredVenv
+from support.variants import TORCH213_CPU, TORCH214_CU130
 
 from kernelwheel.builder.compile_spec import CompileSpec
 from kernelwheel.builder.deps import (
@@ -32,8 +33,8 @@ from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
 from kernelwheel.plan.options import Options, resolve_options
 
-CUDA = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
-CPU = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+CUDA = Variant.parse(TORCH214_CU130)
+CPU = Variant.parse(TORCH213_CPU)
 TABLE = load_deps()
 
 

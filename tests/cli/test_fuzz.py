@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.tags import Tag
 from support.gitrepo import HubRepo, variant_files
-from support.shared import so_dir
+from support.variants import TORCH27_CU128
 
 from kernelwheel.cli import main
 from kernelwheel.wheels import WheelSpec, write_wheel
@@ -165,11 +165,9 @@ def test_bad_build_toml(content: str | bytes) -> None:
 
 
 @pytest.fixture(scope="module")
-def hub_repo(tmp_path_factory: pytest.TempPathFactory) -> HubRepo:
+def hub_repo(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> HubRepo:
     repo = HubRepo(tmp_path_factory.mktemp("fuzz") / "img2gray")
-    repo.set_variants(
-        [variant_files("torch27-cxx11-cu128-x86_64-linux", so_cache=so_dir(tmp_path_factory))]
-    )
+    repo.set_variants([variant_files(TORCH27_CU128, so_cache=so_cache)])
     repo.commit("build")
     return repo
 

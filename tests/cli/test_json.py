@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 from support.gitrepo import HubRepo, make_repo
-from support.shared import so_dir
+from support.variants import TORCH27_CU128 as CU128
+from support.variants import TORCH214_CPU as CPU
+from support.variants import TORCH214_CU130 as CU130
 
 import kernelwheel.builder.service as build_service
 from kernelwheel.builder.envs import EnvInfo
@@ -22,9 +24,6 @@ from kernelwheel.errors import HubError, ProjectError
 from kernelwheel.log import Reporter, step
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
-CPU = "torch214-cxx11-cpu-x86_64-linux"
-CU130 = "torch214-cxx11-cu130-x86_64-linux"
-CU128 = "torch27-cxx11-cu128-x86_64-linux"
 VARIANTS = (CU130, CU128, "torch-cuda")
 
 
@@ -86,11 +85,6 @@ def test_build_json_reports_a_failure_with_its_log(
 
 
 # -- to-wheel and index ----------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return so_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.variants import TORCH214_CPU as CPU
 
 import kernelwheel.builder.envs as envs
 from kernelwheel.cli import main
 from kernelwheel.errors import ToolchainError
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
-CPU = "torch214-cxx11-cpu-x86_64-linux"
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.variants import TORCH214_CPU as CPU
 
 from kernelwheel.cli import main
 from kernelwheel.cli.ui import QUIET, VERBOSE, ConsoleUI, activity_of
@@ -21,7 +22,6 @@ from kernelwheel.errors import ToolchainError
 from kernelwheel.log import step
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
-CPU = "torch214-cxx11-cpu-x86_64-linux"
 
 # A step that runs until the file named by argv[1] appears, its tool writing to argv[2].
 _SLOW_STEP = r"""

@@ -1,7 +1,8 @@
-"""The README walk-through: every `kernelwheel` command in the README's bash blocks parses with
-the real argument parser (no stale flag survives a change), and the cheap ones run as written
-from the repository root: the matrix, the build identifiers, the --help pages, and `check` on a
-folder without wheels."""
+"""The README walk-through: every `kernelwheel` command in the bash blocks of the README and of
+the docs pages that took over its longer sections parses with the real argument parser (no stale
+flag survives a change), and the cheap ones run as written from the repository root: the matrix,
+the build identifiers, the --help pages, and `check` on a folder without wheels. The README stays
+a short front door: at most 150 lines, every docs page it links exists."""
 
 from __future__ import annotations
 
@@ -16,17 +17,19 @@ from kernelwheel.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+# The pages the README's long sections moved to (docs/README.md is the index of all pages).
+MOVED = tuple(REPO / "docs" / name for name in ("building.md", "pinning.md", "release.md"))
 
 
 def bash_blocks(text: str) -> list[str]:
     return re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M)
 
 
-def commands() -> list[list[str]]:
-    """Each `kernelwheel ...` line (continuations joined), as argv without the program name;
-    comments and output redirections dropped."""
+def commands(page: Path = README) -> list[list[str]]:
+    """Each `kernelwheel ...` line of ``page`` (continuations joined), as argv without the
+    program name; comments and output redirections dropped."""
     out = []
-    for block in bash_blocks(README.read_text(encoding="utf-8")):
+    for block in bash_blocks(page.read_text(encoding="utf-8")):
         for line in block.replace("\\\n", " ").splitlines():
             words = shlex.split(line, comments=True)
             if not words or words[0] != "kernelwheel":
@@ -38,9 +41,10 @@ def commands() -> list[list[str]]:
 
 
 COMMANDS = commands()
+WALKED = COMMANDS + [argv for page in MOVED for argv in commands(page)]
 CHEAP = [
     argv
-    for argv in COMMANDS
+    for argv in WALKED
     if argv[0] == "matrix" or "--print-build-identifiers" in argv or "--help" in argv
 ]
 
@@ -60,7 +64,7 @@ def run(argv: list[str]) -> int:
     return int(info.value.code or 0)
 
 
-@pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("argv", WALKED, ids=" ".join)
 def test_every_readme_command_parses(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     if "--help" in argv:
         with pytest.raises(SystemExit) as info:
@@ -110,3 +114,19 @@ def test_readme_names_the_wheel_a_build_really_makes() -> None:
     intro = text[: text.index("## ")]
     assert "img2gray-0.1.0+torch2.14.cu130.cxx11-cp310-abi3-manylinux_2_28_x86_64.whl" in intro
     assert "still to come" not in text
+
+
+def test_the_readme_is_a_short_front_door_linking_pages_that_exist() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    links = re.findall(r"\]\((docs/[^)#]+)", text)
+    assert "docs/README.md" in links
+    for link in links:
+        assert (REPO / link).exists(), link
+
+
+def test_the_docs_index_lists_every_page() -> None:
+    index = (REPO / "docs" / "README.md").read_text(encoding="utf-8")
+    for page in sorted((REPO / "docs").glob("*.md")):
+        if page.name != "README.md":
+            assert f"]({page.name})" in index, page.name

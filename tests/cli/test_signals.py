@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import HubRepo, variant_files
-from support.shared import so_dir
 
 from kernelwheel._util import remove_stale_staging, staged_file, staging_dir
 from kernelwheel.locking import LockRequest, lock_project
@@ -48,9 +47,9 @@ sys.exit(main(sys.argv[4:]))
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> HubRepo:
+def repo(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> HubRepo:
     root = tmp_path_factory.mktemp("signals")
-    cache = so_dir(tmp_path_factory)
+    cache = so_cache
     repo = HubRepo(root / "img2gray")
     repo.set_variants(variant_files(v, so_cache=cache, pad=2 << 20) for v in VARIANTS)
     repo.commit("build")

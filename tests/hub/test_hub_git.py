@@ -18,7 +18,7 @@ from support.gitrepo import (
     make_repo,
     variant_files,
 )
-from support.shared import leftovers, so_dir, wheels_in
+from support.shared import leftovers, wheels_in
 
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, UsageError
@@ -81,11 +81,6 @@ EXPECTED = {
         "torch==2.14.*",
     ),
 }
-
-
-@pytest.fixture(scope="module")
-def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return so_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import HubRepo, make_repo, namespace_for, variant_files
-from support.shared import so_dir
 from support.venvs import QuickVenv, fake_torch
 
 from kernelwheel.hub import ToWheelRequest, to_wheels
@@ -24,8 +23,8 @@ RIGHT = "img2gray==1.1.2+torch2.14.cu130.cxx11"
 
 
 @pytest.fixture(scope="module")
-def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cache = so_dir(tmp_path_factory)
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> Path:
+    cache = so_cache
     root = tmp_path_factory.mktemp("install")
     nested = make_repo(root / "img2gray", VARIANTS, so_cache=cache)
     out = root / "wheelhouse"

@@ -3,9 +3,10 @@ names): wheel tag, local version, requirements and guard of each."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from support.gitrepo import make_repo
-from support.shared import so_dir
 
 from kernelwheel.hub import ToWheelRequest, ToWheelResult, to_wheels
 from kernelwheel.hub.guard import GUARD_MODULE
@@ -33,11 +34,11 @@ KINDS = {
 
 
 @pytest.fixture(scope="module")
-def converted(tmp_path_factory: pytest.TempPathFactory) -> ToWheelResult:
+def converted(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> ToWheelResult:
     root = tmp_path_factory.mktemp("kinds")
     # Every variant's python-depends; a tvm-ffi wheel's series requirement absorbs the bare name.
     meta = {"version": 1, "python-depends": ["tvm-ffi"]}
-    repo = make_repo(root / "img2gray", KINDS, so_cache=so_dir(tmp_path_factory), metadata=meta)
+    repo = make_repo(root / "img2gray", KINDS, so_cache=so_cache, metadata=meta)
     return to_wheels(ToWheelRequest(str(repo.root), "1.1.2", output_dir=root / "wh"))
 
 

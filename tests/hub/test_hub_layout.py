@@ -12,6 +12,7 @@ from pathlib import Path
 
 from packaging.tags import Tag
 from support.tinykernel import SOURCE, UPSTREAM, write_tiny_kernel
+from support.variants import TORCH213_CPU, TORCH214_CU130
 
 from kernelwheel import __version__
 from kernelwheel.hub.export import NO_LICENSE, export_variant, kernel_metadata
@@ -22,8 +23,8 @@ from kernelwheel.plan.versioning import GitState
 from kernelwheel.wheels import WheelSpec, write_wheel
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
-CU130 = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
-CPU = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+CU130 = Variant.parse(TORCH214_CU130)
+CPU = Variant.parse(TORCH213_CPU)
 COMMIT = "ab" * 20
 DEPENDS = """\
 python-depends = ["einops", "numpy>=1.26"]

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import HubRepo, VariantFiles, variant_files
-from support.shared import so_dir
+from support.variants import TORCH214_CU130 as CU130
 
 from kernelwheel.errors import HubError
 from kernelwheel.hub import ToWheelRequest, to_wheels
 from kernelwheel.hub.metadata import Digest, GitStatus, KernelDepend, KernelMetadata, Provenance
 from kernelwheel.wheels import read_wheel
 
-CU130 = "torch214-cxx11-cu130-x86_64-linux"
 SHA_A, SHA_B = "a" * 40, "B" * 40
 CURRENT = {
     "name": "img2gray",
@@ -114,11 +113,6 @@ def test_the_digest_is_the_one_kernels_computes() -> None:
     assert "does not match" in (digest.problem("_ext.so", b"hello") or "")
     assert "not in metadata.json's digest" in (digest.problem("extra.py", b"") or "")
     assert Digest.of(files, "sha512").problem("_ext.so", b"hello world") is None
-
-
-@pytest.fixture(scope="module")
-def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return so_dir(tmp_path_factory)
 
 
 def _repo(root: Path, so_cache: Path, *, tamper: bool = False) -> HubRepo:

@@ -10,18 +10,13 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import DEFECT_CASES, SEED_13, HubRepo, git, make_repo, variant_files
-from support.hubserver import GitBackedRepo, HubState, serve
-from support.shared import leftovers, so_dir, wheels_in
+from support.hubserver import GitBackedRepo, HubState, serve_as_hub
+from support.shared import leftovers, wheels_in
 
 from kernelwheel.errors import HubError
 from kernelwheel.hub import HubSettings, ToWheelRequest, to_wheels
 
 REPO = "drbh/img2gray"
-
-
-@pytest.fixture(scope="module")
-def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return so_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +51,7 @@ def hub(
     backed: GitBackedRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[HubState]:
     state = HubState(repos={REPO: backed})
-    with serve(state) as url:
-        for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_HOME", "HUGGINGFACE_HUB_CACHE"):
-            monkeypatch.delenv(var, raising=False)
-        monkeypatch.setenv("HF_ENDPOINT", url)
-        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    with serve_as_hub(state, monkeypatch, tmp_path / "hf-cache"):
         yield state
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import HubRepo, variant_files
-from support.hubserver import GitBackedRepo, HubState, serve
+from support.hubserver import GitBackedRepo, HubState, serve_as_hub
 from support.torchop import CHECK, NS, VARIANT
 from support.venvs import QuickVenv
 
@@ -41,10 +41,7 @@ def hub_repo(extension: bytes, tmp_path_factory: pytest.TempPathFactory) -> HubR
 @pytest.fixture
 def hub(hub_repo: HubRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubState]:
     state = HubState(repos={"drbh/img2gray": GitBackedRepo(hub_repo.root)})
-    with serve(state) as url:
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-        monkeypatch.setenv("HF_ENDPOINT", url)
-        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
+    with serve_as_hub(state, monkeypatch, tmp_path / "hf"):
         yield state
 
 

@@ -8,18 +8,12 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import HubRepo, variant_files
-from support.shared import leftovers, so_dir, wheels_in
+from support.shared import leftovers, wheels_in
+from support.variants import TORCH27_CPU as CPU
+from support.variants import TORCH27_CU128 as CU128
 
 from kernelwheel.cli import main
 from kernelwheel.errors import WheelError
-
-CU128 = "torch27-cxx11-cu128-x86_64-linux"
-CPU = "torch27-cxx11-cpu-x86_64-linux"
-
-
-@pytest.fixture(scope="module")
-def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return so_dir(tmp_path_factory)
 
 
 def test_two_folders_naming_one_wheel_are_both_refused(

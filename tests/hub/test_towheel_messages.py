@@ -9,18 +9,12 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import HubRepo, make_repo, variant_files
-from support.shared import leftovers, so_dir, wheels_in
+from support.shared import leftovers, wheels_in
+from support.variants import TORCH27_CU128 as CU128
 
 from kernelwheel.cli import main
 from kernelwheel.errors import WheelError
 from kernelwheel.hub import ToWheelRequest, to_wheels
-
-CU128 = "torch27-cxx11-cu128-x86_64-linux"
-
-
-@pytest.fixture(scope="module")
-def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return so_dir(tmp_path_factory)
 
 
 def test_a_so_that_is_not_elf_fails_the_abi_check(

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 from packaging.version import Version
-from support.gitrepo import HubRepo, git, namespace_for, variant_files
-from support.shared import leftovers, move_relu, so_dir, wheels_in
+from support.gitrepo import git, namespace_for
+from support.shared import LockWorld, leftovers, move_relu, wheels_in
+from support.variants import HUB_NESTED as NESTED
+from support.variants import TORCH214_CU130 as RIGHT
 from support.venvs import QuickVenv, fake_torch
 
 from kernelwheel._toml import loads
@@ -31,40 +33,28 @@ from kernelwheel.locking import (
     lock_project,
 )
 
-NESTED = ("torch27-cxx11-cu128-x86_64-linux", "torch214-cxx11-cu130-x86_64-linux", "torch-cuda")
-RIGHT = "torch214-cxx11-cu130-x86_64-linux"  # the variant for the fake torch
 DEPS = """[tool.kernelwheel.dependencies]
 "drbh/img2gray" = { version = ">=1.1,<2", path = "../img2gray" }
 "acme/relu" = { version = 1, path = "../relu" }
 """
 
 
-@pytest.fixture(scope="module")
-def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return so_dir(tmp_path_factory)
-
-
-class Setup:
-    def __init__(self, root: Path, so_cache: Path) -> None:
-        self.so_cache = so_cache
-        self.legacy = HubRepo(root / "img2gray")
-        for tag in ("v1.1.2", "v1.2.0", "v2.0.0"):
-            self.legacy.set_variants(variant_files(v, so_cache=so_cache, salt=tag) for v in NESTED)
-            self.legacy.commit(tag)
-            self.legacy.tag(tag)
-        self.relu = HubRepo(root / "relu")
-        self.relu_commit = move_relu(self.relu, so_cache, "1.4.0")
-        self.project = root / "app"
-        self.project.mkdir()
-        (self.project / "pyproject.toml").write_text('[project]\nname = "app"\n\n' + DEPS)
-        self.house = root / "wheelhouse"
-        lock_project(LockRequest(self.project))
-        self.lock = LockFile.load(self.project / LOCK_NAME)
+@pytest.fixture
+def world(tmp_path: Path, so_cache: Path) -> LockWorld:
+    return LockWorld(tmp_path, so_cache, ("v1.1.2", "v1.2.0", "v2.0.0"))
 
 
 @pytest.fixture
-def setup(tmp_path: Path, so_cache: Path) -> Setup:
-    return Setup(tmp_path, so_cache)
+def app(world: LockWorld) -> Path:
+    """A project depending on both repos, locked."""
+    project = world.project("app", DEPS)
+    lock_project(LockRequest(project))
+    return project
+
+
+@pytest.fixture
+def lock(app: Path) -> LockFile:
+    return LockFile.load(app / LOCK_NAME)
 
 
 def sha256(path: Path) -> str:
@@ -75,35 +65,39 @@ def locked_wheels(lock: LockFile) -> dict[str, str]:
     return {v.wheel: v.wheel_sha256 for k in lock.kernels for v in k.variants}
 
 
-def test_download_writes_every_locked_wheel_verified(setup: Setup) -> None:
-    result = download(DownloadRequest(setup.project, setup.house))
-    expected = locked_wheels(setup.lock)
-    assert wheels_in(setup.house) == sorted(expected)
+def test_download_writes_every_locked_wheel_verified(
+    world: LockWorld, app: Path, lock: LockFile
+) -> None:
+    result = download(DownloadRequest(app, world.house))
+    expected = locked_wheels(lock)
+    assert wheels_in(world.house) == sorted(expected)
     assert {w.filename: sha256(w.path) for w in result.wheels} == expected
-    assert leftovers(setup.house) == ["requirements.txt"]  # no staging left behind
+    assert leftovers(world.house) == ["requirements.txt"]  # no staging left behind
     assert result.pylock is None and "img2gray has 3 builds" in result.pylock_note
     text = result.requirements.read_text()
     assert "img2gray==1.2.0 \\\n" in text and "relu==1.4.0 \\\n" in text
     assert all(f"--hash=sha256:{h}" in text for h in expected.values())
 
 
-def test_locked_commit_is_materialised_after_the_branch_moved(setup: Setup) -> None:
-    moved = move_relu(setup.relu, setup.so_cache, "1.5.0")
-    assert git(setup.relu.root, "rev-parse", "v1") == moved != setup.relu_commit
-    result = download(DownloadRequest(setup.project, setup.house, variants=("torch214-*",)))
+def test_locked_commit_is_materialised_after_the_branch_moved(
+    world: LockWorld, app: Path, lock: LockFile
+) -> None:
+    moved = move_relu(world.relu, world.so_cache, "1.5.0")
+    assert git(world.relu.root, "rev-parse", "v1") == moved != world.relu_commit
+    result = download(DownloadRequest(app, world.house, variants=("torch214-*",)))
     relu = [w for w in result.wheels if w.repo == "acme/relu"]
-    assert [w.commit for w in relu] == [setup.relu_commit]
+    assert [w.commit for w in relu] == [world.relu_commit]
     assert relu[0].filename.startswith("relu-1.4.0+torch2.14.cu130.cxx11-")
-    assert {w.filename: w.sha256 for w in result.wheels}.items() <= locked_wheels(
-        setup.lock
-    ).items()
+    assert {w.filename: w.sha256 for w in result.wheels}.items() <= locked_wheels(lock).items()
 
 
-def test_variant_globs_select_and_pylock_needs_one_build_per_kernel(setup: Setup) -> None:
-    result = download(DownloadRequest(setup.project, setup.house, variants=("torch2{14,99}-*",)))
+def test_variant_globs_select_and_pylock_needs_one_build_per_kernel(
+    world: LockWorld, app: Path
+) -> None:
+    result = download(DownloadRequest(app, world.house, variants=("torch2{14,99}-*",)))
     assert [w.variant for w in result.wheels] == [RIGHT, RIGHT]
     assert ("drbh/img2gray", "torch-cuda") in result.not_selected
-    assert result.pylock == setup.house / "pylock.toml"
+    assert result.pylock == world.house / "pylock.toml"
     from packaging.pylock import Pylock
     from packaging.tags import cpython_tags
 
@@ -114,11 +108,11 @@ def test_variant_globs_select_and_pylock_needs_one_build_per_kernel(setup: Setup
     chosen = {p.name: w for p, w in lock.select(environment=linux, tags=tags)}  # type: ignore[arg-type]
     assert sorted(chosen) == ["img2gray", "relu"]
     for wheel in chosen.values():
-        assert wheel.path is not None and wheel.hashes["sha256"] == sha256(setup.house / wheel.path)
+        assert wheel.path is not None and wheel.hashes["sha256"] == sha256(world.house / wheel.path)
     assert data["packages"][0]["tool"]["kernelwheel"]["repo"] == "drbh/img2gray"
     # Widening the selection again drops the pylock.toml, which would now be wrong.
-    again = download(DownloadRequest(setup.project, setup.house))
-    assert again.pylock is None and not (setup.house / "pylock.toml").exists()
+    again = download(DownloadRequest(app, world.house))
+    assert again.pylock is None and not (world.house / "pylock.toml").exists()
 
 
 @pytest.mark.parametrize(
@@ -129,84 +123,88 @@ def test_variant_globs_select_and_pylock_needs_one_build_per_kernel(setup: Setup
         (("torch{27",), "unbalanced braces"),
     ],
 )
-def test_bad_selection(setup: Setup, globs: tuple[str, ...], expected: str) -> None:
+def test_bad_selection(world: LockWorld, app: Path, globs: tuple[str, ...], expected: str) -> None:
     with pytest.raises(UsageError, match=expected.replace("*", r"\*").replace("{", r"\{")):
-        download(DownloadRequest(setup.project, setup.house, variants=globs))
-    assert not setup.house.exists() or wheels_in(setup.house) == []
+        download(DownloadRequest(app, world.house, variants=globs))
+    assert not world.house.exists() or wheels_in(world.house) == []
 
 
-def test_tampered_lfs_object_is_refused_and_nothing_is_written(setup: Setup) -> None:
-    setup.house.mkdir()
-    (setup.house / "keep.txt").write_text("mine")
-    img = setup.lock.kernel("drbh/img2gray")
+def test_tampered_lfs_object_is_refused_and_nothing_is_written(
+    world: LockWorld, app: Path, lock: LockFile
+) -> None:
+    world.house.mkdir()
+    (world.house / "keep.txt").write_text("mine")
+    img = lock.kernel("drbh/img2gray")
     assert img is not None
     variant = img.variant(RIGHT)
     assert variant is not None
     so_name, oid = next((p, h) for p, h in variant.files if p.endswith(".so"))
-    obj = setup.legacy.lfs_dir / oid[:2] / oid[2:4] / oid
+    obj = world.legacy.lfs_dir / oid[:2] / oid[2:4] / oid
     data = bytearray(obj.read_bytes())
     data[-1] ^= 0xFF
     obj.write_bytes(bytes(data))
     actual = hashlib.sha256(bytes(data)).hexdigest()
     with pytest.raises(HubError) as info:
-        download(DownloadRequest(setup.project, setup.house))
+        download(DownloadRequest(app, world.house))
     message = str(info.value)
     assert f"build/{RIGHT}/{so_name}: sha256 mismatch" in message
     assert f"expected {oid}" in message and f"actual {actual}" in message
     assert "nothing was written" in message
-    assert sorted(p.name for p in setup.house.iterdir()) == ["keep.txt"]
+    assert sorted(p.name for p in world.house.iterdir()) == ["keep.txt"]
 
 
-def test_a_wheel_hash_the_lock_does_not_hold_is_refused(setup: Setup) -> None:
-    path = setup.project / LOCK_NAME
-    img = setup.lock.kernel("drbh/img2gray")
+def test_a_wheel_hash_the_lock_does_not_hold_is_refused(
+    world: LockWorld, app: Path, lock: LockFile
+) -> None:
+    path = app / LOCK_NAME
+    img = lock.kernel("drbh/img2gray")
     assert img is not None
     variant = img.variant("torch-cuda")
     assert variant is not None
     path.write_text(path.read_text().replace(variant.wheel_sha256, "0" * 64))
     with pytest.raises(HubError) as info:
-        download(DownloadRequest(setup.project, setup.house))
+        download(DownloadRequest(app, world.house))
     message = str(info.value)
     assert f"{variant.wheel}: sha256 mismatch: expected {'0' * 64}" in message
     assert f"actual {variant.wheel_sha256}" in message
-    assert wheels_in(setup.house) == [] and leftovers(setup.house) == []
+    assert wheels_in(world.house) == [] and leftovers(world.house) == []
     # A plain relock carries the (unchanged) commit's entry over; --refresh recomputes it.
     assert "kernelwheel lock --refresh" in message
-    assert lock_project(LockRequest(setup.project, refresh=True)).written
-    assert len(download(DownloadRequest(setup.project, setup.house)).wheels) == 4
+    assert lock_project(LockRequest(app, refresh=True)).written
+    assert len(download(DownloadRequest(app, world.house)).wheels) == 4
 
 
-def test_stale_or_foreign_lock_is_refused(setup: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
-    pyproject = setup.project / "pyproject.toml"
+def test_stale_or_foreign_lock_is_refused(
+    world: LockWorld, app: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pyproject = app / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace(">=1.1,<2", ">=1.1,<3"))
     with pytest.raises(ProjectError, match="out of date with pyproject.toml") as info:
-        download(DownloadRequest(setup.project, setup.house))
+        download(DownloadRequest(app, world.house))
     assert "drbh/img2gray is declared '>=1.1,<3' but locked as '>=1.1,<2'" in str(info.value)
     pyproject.write_text(pyproject.read_text().replace(">=1.1,<3", ">=1.1,<2"))
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     with pytest.raises(ProjectError, match="SOURCE_DATE_EPOCH=315532800"):
-        download(DownloadRequest(setup.project, setup.house))
+        download(DownloadRequest(app, world.house))
     monkeypatch.delenv("SOURCE_DATE_EPOCH")
-    lock = setup.project / LOCK_NAME
+    lock = app / LOCK_NAME
     lock.write_text(lock.read_text().replace('kernelwheel = "', 'kernelwheel = "9', 1))
     with pytest.raises(ProjectError, match="install kernelwheel==9"):
-        download(DownloadRequest(setup.project, setup.house))
+        download(DownloadRequest(app, world.house))
     lock.unlink()
     with pytest.raises(ProjectError, match="kernelwheel.lock: not found"):
-        download(DownloadRequest(setup.project, setup.house))
-    assert not setup.house.exists()
+        download(DownloadRequest(app, world.house))
+    assert not world.house.exists()
 
 
-def test_cli(setup: Setup, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(
-        ["download", str(setup.project), "--wheelhouse", str(setup.house), "--variant", RIGHT]
-    )
+def test_cli(world: LockWorld, app: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["download", str(app), "--wheelhouse", str(world.house), "--variant", RIGHT])
     assert code == 0
     out = capsys.readouterr().out
     assert "2 wheel(s) verified against kernelwheel.lock and written" in out
-    assert f"pylock.toml: {setup.house / 'pylock.toml'}" in out
-    assert f"--find-links {setup.house} -r {setup.house / 'requirements.txt'}" in out
-    assert main(["download", str(setup.project), "--wheelhouse", str(setup.house), "-j", "1"]) == 0
+    assert f"pylock.toml: {world.house / 'pylock.toml'}" in out
+    assert f"--find-links {world.house} -r {world.house / 'requirements.txt'}" in out
+    assert main(["download", str(app), "--wheelhouse", str(world.house), "-j", "1"]) == 0
     assert "pylock.toml not written: img2gray has 3 builds" in capsys.readouterr().out
 
 
@@ -225,11 +223,11 @@ def torch_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_pip_installs_the_variant_for_the_installed_torch_offline(
-    setup: Setup, torch_site: Path, tmp_path: Path
+    world: LockWorld, app: Path, torch_site: Path, tmp_path: Path
 ) -> None:
-    download(DownloadRequest(setup.project, setup.house))
+    download(DownloadRequest(app, world.house))
     venv = QuickVenv(tmp_path / "venv", [torch_site])
-    venv.pip_install("img2gray", "relu", find_links=setup.house)
+    venv.pip_install("img2gray", "relu", find_links=world.house)
     assert venv.installed_version("img2gray") == "1.2.0+torch2.14.cu130.cxx11"
     assert venv.installed_version("relu") == "1.4.0+torch2.14.cu130.cxx11"
     ns = namespace_for("img2gray", RIGHT, "v1.2.0")
@@ -237,12 +235,12 @@ def test_pip_installs_the_variant_for_the_installed_torch_offline(
 
 
 def test_pip_require_hashes_installs_and_refuses_altered_wheels(
-    setup: Setup, torch_site: Path, tmp_path: Path
+    world: LockWorld, app: Path, torch_site: Path, tmp_path: Path
 ) -> None:
-    result = download(DownloadRequest(setup.project, setup.house))
+    result = download(DownloadRequest(app, world.house))
     requirements = str(result.requirements)
     venv = QuickVenv(tmp_path / "venv", [torch_site])
-    venv.pip_install("--require-hashes", "-r", requirements, find_links=setup.house)
+    venv.pip_install("--require-hashes", "-r", requirements, find_links=world.house)
     assert venv.installed_version("img2gray") == "1.2.0+torch2.14.cu130.cxx11"
     # Another build under the name pip would pick: its hash is not listed, so pip passes it
     # over for the best build whose hash is (here the noarch one), never installing it.
@@ -250,11 +248,11 @@ def test_pip_require_hashes_installs_and_refuses_altered_wheels(
     wrong = next(w for w in result.wheels if w.variant == NESTED[0])
     os.replace(wrong.path, right.path)
     swapped = QuickVenv(tmp_path / "swapped", [torch_site])
-    swapped.pip_install("--require-hashes", "-r", requirements, find_links=setup.house)
+    swapped.pip_install("--require-hashes", "-r", requirements, find_links=world.house)
     assert swapped.installed_version("img2gray") == "1.2.0+cuda"
     # With one build per kernel there is nothing else: an altered wheel stops the install.
     house = tmp_path / "one"
-    only = download(DownloadRequest(setup.project, house, variants=(RIGHT,)))
+    only = download(DownloadRequest(app, house, variants=(RIGHT,)))
     with (house / right.filename).open("ab") as fh:
         fh.write(b"\0")
     refused = QuickVenv(tmp_path / "refused", [torch_site])
@@ -281,14 +279,16 @@ def _pylock_pip() -> str | None:
     return None
 
 
-def test_pip_installs_from_pylock_toml(setup: Setup, torch_site: Path, tmp_path: Path) -> None:
+def test_pip_installs_from_pylock_toml(
+    world: LockWorld, app: Path, torch_site: Path, tmp_path: Path
+) -> None:
     python = _pylock_pip()
     if python is None:
         pytest.skip(
             "no pip >= 26.1 (the first to install from pylock.toml); set "
             "KERNELWHEEL_PYLOCK_PIP to a Python that has one"
         )
-    result = download(DownloadRequest(setup.project, setup.house, variants=(RIGHT,)))
+    result = download(DownloadRequest(app, world.house, variants=(RIGHT,)))
     assert result.pylock is not None
     venv = QuickVenv(tmp_path / "venv", [torch_site])
     cmd = [python, "-m", "pip", "--python", str(venv.python), "install", "--isolated", "--no-index"]

@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.gitrepo import HubRepo, git, variant_files
-from support.hubserver import GitBackedRepo, HubState, serve
-from support.shared import leftovers, move_relu, so_dir, wheels_in
+from support.gitrepo import git
+from support.hubserver import GitBackedRepo, HubState, serve_as_hub
+from support.shared import LockWorld, leftovers, move_relu, wheels_in
+from support.variants import TORCH214_CU130 as RIGHT
 
 from kernelwheel.errors import HubError
 from kernelwheel.locking import (
@@ -26,8 +27,7 @@ from kernelwheel.locking import (
     lock_project,
 )
 
-NESTED = ("torch27-cxx11-cu128-x86_64-linux", "torch214-cxx11-cu130-x86_64-linux", "torch-cuda")
-RIGHT = "torch214-cxx11-cu130-x86_64-linux"
+TAGS = ("v1.1.2", "v1.2.0", "v1.10.0", "v2.0.0")
 HUB_DEPS = """[tool.kernels.dependencies]
 "drbh/img2gray" = ">=1.1,<2"
 "acme/relu" = 1
@@ -38,54 +38,26 @@ CLONE_DEPS = """[tool.kernelwheel.dependencies]
 """
 
 
-@pytest.fixture(scope="module")
-def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return so_dir(tmp_path_factory)
-
-
-class World:
-    def __init__(self, root: Path, so_cache: Path) -> None:
-        self.root = root
-        self.so_cache = so_cache
-        self.legacy = HubRepo(root / "img2gray")
-        for tag in ("v1.1.2", "v1.2.0", "v1.10.0", "v2.0.0"):  # v1.10.0 > v1.2.0, as versions
-            self.legacy.set_variants(variant_files(v, so_cache=so_cache, salt=tag) for v in NESTED)
-            self.legacy.commit(tag)
-            self.legacy.tag(tag, annotated=tag == "v1.10.0")
-        self.relu = HubRepo(root / "relu")
-        self.relu_commit = move_relu(self.relu, so_cache, "1.4.0")
-        self.house = root / "wheelhouse"
-
-    def project(self, name: str, deps: str) -> Path:
-        project = self.root / name
-        project.mkdir()
-        (project / "pyproject.toml").write_text('[project]\nname = "app"\n\n' + deps)
-        return project
+@pytest.fixture
+def world(tmp_path: Path, so_cache: Path) -> LockWorld:
+    # v1.10.0 > v1.2.0, as versions; an annotated tag
+    return LockWorld(tmp_path, so_cache, TAGS, annotated=("v1.10.0",))
 
 
 @pytest.fixture
-def world(tmp_path: Path, so_cache: Path) -> World:
-    return World(tmp_path, so_cache)
-
-
-@pytest.fixture
-def hub(world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubState]:
+def hub(world: LockWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubState]:
     state = HubState(
         repos={
             "drbh/img2gray": GitBackedRepo(world.legacy.root),
             "acme/relu": GitBackedRepo(world.relu.root),
         }
     )
-    with serve(state) as url:
-        for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_HOME", "HUGGINGFACE_HUB_CACHE"):
-            monkeypatch.delenv(var, raising=False)
-        monkeypatch.setenv("HF_ENDPOINT", url)
-        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    with serve_as_hub(state, monkeypatch, tmp_path / "hf-cache"):
         yield state
 
 
 def test_hub_lock_matches_the_clone_lock_and_relocks_identically(
-    hub: HubState, world: World
+    hub: HubState, world: LockWorld
 ) -> None:
     project = world.project("app", HUB_DEPS)
     result = lock_project(LockRequest(project))
@@ -114,13 +86,13 @@ def test_hub_lock_matches_the_clone_lock_and_relocks_identically(
     assert (project / LOCK_NAME).read_bytes() == text
 
 
-def fresh_cache(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+def fresh_cache(world: LockWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another machine (a Docker build): nothing of the lock run is cached."""
     monkeypatch.setenv("HF_HUB_CACHE", str(world.root / "other-cache"))
 
 
 def test_hub_download_fetches_the_locked_commit_after_the_branch_moved(
-    hub: HubState, world: World, monkeypatch: pytest.MonkeyPatch
+    hub: HubState, world: LockWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = world.project("app", HUB_DEPS)
     lock_project(LockRequest(project))
@@ -142,7 +114,7 @@ def test_hub_download_fetches_the_locked_commit_after_the_branch_moved(
 
 
 def test_tampered_hub_download_is_refused(
-    hub: HubState, world: World, monkeypatch: pytest.MonkeyPatch
+    hub: HubState, world: LockWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = world.project("app", HUB_DEPS)
     lock_project(LockRequest(project))
@@ -166,7 +138,7 @@ def test_tampered_hub_download_is_refused(
     assert wheels_in(world.house) == [] and leftovers(world.house) == []
 
 
-def test_unknown_hub_repo_names_its_declaration(hub: HubState, world: World) -> None:
+def test_unknown_hub_repo_names_its_declaration(hub: HubState, world: LockWorld) -> None:
     project = world.project("app", '[tool.kernels.dependencies]\n"nobody/nothing" = 1\n')
     with pytest.raises(HubError) as info:
         lock_project(LockRequest(project))
@@ -176,7 +148,7 @@ def test_unknown_hub_repo_names_its_declaration(hub: HubState, world: World) -> 
 
 
 def test_offline_download_from_the_cache(
-    hub: HubState, world: World, monkeypatch: pytest.MonkeyPatch
+    hub: HubState, world: LockWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = world.project("app", HUB_DEPS)
     lock_project(LockRequest(project))

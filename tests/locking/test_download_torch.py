@@ -11,37 +11,35 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import HubRepo, variant_files
-from support.hubserver import GitBackedRepo, HubState, serve
-from support.shared import so_dir
+from support.hubserver import GitBackedRepo, HubState, serve_as_hub
 from support.torchop import CHECK, NS, VARIANT
+from support.variants import TORCH27_CU128 as OTHER
 from support.venvs import QuickVenv
 
 from kernelwheel.cli import main
 
 pytestmark = pytest.mark.integration
 
-OTHER = "torch27-cxx11-cu128-x86_64-linux"
-
 
 @pytest.fixture
 def hub(
-    extension: bytes, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    extension: bytes,
+    so_cache: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[HubState]:
     root = tmp_path_factory.mktemp("lockrepo")
     repo = HubRepo(root / "img2gray")
     repo.set_variants(
         [
-            variant_files(VARIANT, so_cache=so_dir(tmp_path_factory), binary=(NS, extension)),
-            variant_files(OTHER, so_cache=so_dir(tmp_path_factory)),
+            variant_files(VARIANT, so_cache=so_cache, binary=(NS, extension)),
+            variant_files(OTHER, so_cache=so_cache),
         ]
     )
     repo.commit("release")
     repo.tag("v1.2.0")
     state = HubState(repos={"drbh/img2gray": GitBackedRepo(repo.root)})
-    with serve(state) as url:
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-        monkeypatch.setenv("HF_ENDPOINT", url)
-        monkeypatch.setenv("HF_HUB_CACHE", str(root / "hf"))
+    with serve_as_hub(state, monkeypatch, root / "hf"):
         yield state
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import HubRepo, git, variant_files
-from support.shared import so_dir
+from support.variants import HUB_NESTED as NESTED
+from support.variants import TORCH214_CU130
 
 from kernelwheel import __version__
 from kernelwheel.cli import main
@@ -26,13 +27,7 @@ from kernelwheel.locking import (
     read_dependencies,
 )
 
-NESTED = ("torch27-cxx11-cu128-x86_64-linux", "torch214-cxx11-cu130-x86_64-linux", "torch-cuda")
-FLAT = ("torch214-cxx11-cu130-x86_64-linux",)
-
-
-@pytest.fixture(scope="module")
-def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return so_dir(tmp_path_factory)
+FLAT = (TORCH214_CU130,)
 
 
 def legacy_repo(root: Path, so_cache: Path, tags: tuple[str, ...]) -> HubRepo:

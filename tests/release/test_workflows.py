@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kernelwheel._toml import loads
 from kernelwheel.cli import main
 from kernelwheel.cli.matrix import RUNNERS
 from kernelwheel.model.project import load_project
@@ -414,6 +416,15 @@ def test_test_script_lints_the_workflows_before_the_tests() -> None:
     actionlint = next(i for i, line in enumerate(lines) if line.startswith(".venv/bin/actionlint"))
     pytest_line = next(i for i, line in enumerate(lines) if "-m pytest" in line)
     assert actionlint < pytest_line
+
+
+def test_plain_pytest_is_fast_and_the_test_script_runs_everything() -> None:
+    """pyproject's addopts leave the integration tests out of a plain `pytest`; scripts/test.sh,
+    the README's and CI's command, overrides that marker explicitly (a later -m wins)."""
+    pytest_ini = loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert shlex.split(pytest_ini["addopts"]) == ["-ra", "-m", "not integration"]
+    script = (REPO / "scripts" / "test.sh").read_text()
+    assert '-m pytest -m "integration or not integration" "$@"' in script
 
 
 def test_ci_action_job_uses_the_release_image(ci: dict[str, Any], release: dict[str, Any]) -> None:

@@ -10,11 +10,13 @@ from pathlib import Path
 from kernelwheel.builder.envs import EnvInfo, IndexOptions, env_spec_for, provision
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Variant
+from support.variants import TORCH213_CPU, TORCH214_CU130
 
 REPO = Path(__file__).resolve().parents[2]
 IMG2GRAY = REPO / "kernels" / "img2gray"
-CUDA_VARIANT = "torch214-cxx11-cu130-x86_64-linux"
-CPU_VARIANT = "torch213-cxx11-cpu-x86_64-linux"
+# The two builds of img2gray the integration tests make (the session fixture `built`).
+CUDA_VARIANT = TORCH214_CU130
+CPU_VARIANT = TORCH213_CPU
 
 
 def cache_dir() -> Path:

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import pytest
+
 _LFS_HEAD = b"version https://git-lfs.github.com/spec/v1"
 
 
@@ -362,3 +364,16 @@ def serve(state: HubState) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@contextmanager
+def serve_as_hub(state: HubState, monkeypatch: pytest.MonkeyPatch, cache: Path) -> Iterator[str]:
+    """:func:`serve`, with huggingface_hub pointed at it for the block: ``HF_ENDPOINT`` set, a
+    fresh ``HF_HUB_CACHE`` at ``cache``, and this machine's token, offline switch and Hub home
+    left out."""
+    with serve(state) as url:
+        for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_HOME", "HUGGINGFACE_HUB_CACHE"):
+            monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv("HF_ENDPOINT", url)
+        monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+        yield url

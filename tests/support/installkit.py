@@ -20,7 +20,7 @@ from kernelwheel.builder import codegen
 from kernelwheel.compat.guard import BuildStamp
 from kernelwheel.model.variant import OS, Arch, Variant
 from kernelwheel.wheels import WheelSpec, write_wheel
-from support.venvs import FAKE_TORCH_INIT, QuickVenv
+from support.venvs import FAKE_TORCH_INIT, QuickVenv, pip_command, run_pip
 
 UV = Path(sys.executable).with_name("uv")
 NAMESPACE = "_img2gray_0123456789"
@@ -100,6 +100,4 @@ def plain_install(tool: str, venv: QuickVenv, *args: str) -> subprocess.Complete
     offline = [] if "--index-url" in args else ["--no-index"]
     if tool == "uv":
         return uv("pip", "install", "--python", str(venv.python), *offline, *args, check=False)
-    cmd = [sys.executable, "-m", "pip", "--python", str(venv.python), "install", "--isolated"]
-    cmd += ["--disable-pip-version-check", *offline, *args]
-    return subprocess.run(cmd, capture_output=True, text=True, check=False, env=isolated_env())
+    return run_pip(pip_command(venv.python, *offline, *args), check=False, env=isolated_env())

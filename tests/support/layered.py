@@ -10,10 +10,9 @@ machine's pip configuration (its index), for test tools such as pytest or kernel
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-from support.venvs import QuickVenv
+from support.venvs import QuickVenv, pip_command, run_pip
 
 
 class LayeredVenv(QuickVenv):
@@ -21,17 +20,4 @@ class LayeredVenv(QuickVenv):
         super().__init__(root, [torch_site] if torch_site is not None else [])
 
     def pip(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(self.python),
-            "install",
-            "--disable-pip-version-check",
-            *args,
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"pip install {args} failed:\n{proc.stdout}\n{proc.stderr}")
-        return proc
+        return run_pip(pip_command(self.python, *args, isolated=False), check=check)

@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from .gitrepo import HubRepo, variant_files
-
-
-def so_dir(factory: pytest.TempPathFactory) -> Path:
-    """One compile cache for the whole session, shared by every module."""
-    path = factory.getbasetemp() / "hub-so-cache"
-    path.mkdir(exist_ok=True)
-    return path
+from .variants import HUB_NESTED, TORCH214_CU130
 
 
 def wheels_in(folder: Path) -> list[str]:
@@ -37,7 +29,7 @@ def move_relu(repo: HubRepo, so_cache: Path, version: str) -> str:
     """Build relu ``version`` (flat layout, torch 2.14 cu130) and move branch v1 onto it."""
     meta = {"name": "relu", "version": version, "python-depends": []}
     files = variant_files(
-        "torch214-cxx11-cu130-x86_64-linux",
+        TORCH214_CU130,
         layout="flat",
         package="relu",
         so_cache=so_cache,
@@ -48,3 +40,33 @@ def move_relu(repo: HubRepo, so_cache: Path, version: str) -> str:
     commit = repo.commit(f"build {version}")
     repo.branch("v1", commit)
     return commit
+
+
+class LockWorld:
+    """Two kernel repositories as local git clones under ``root``, for lock and download: img2gray
+    in the nested layout, one commit per release tag (``annotated`` ones as annotated tags), and
+    relu in the flat layout on branch v1; plus a wheelhouse path and projects that depend on
+    them."""
+
+    def __init__(
+        self, root: Path, so_cache: Path, tags: tuple[str, ...], annotated: tuple[str, ...] = ()
+    ) -> None:
+        self.root = root
+        self.so_cache = so_cache
+        self.legacy = HubRepo(root / "img2gray")
+        for tag in tags:
+            self.legacy.set_variants(
+                variant_files(v, so_cache=so_cache, salt=tag) for v in HUB_NESTED
+            )
+            self.legacy.commit(tag)
+            self.legacy.tag(tag, annotated=tag in annotated)
+        self.relu = HubRepo(root / "relu")
+        self.relu_commit = move_relu(self.relu, so_cache, "1.4.0")
+        self.house = root / "wheelhouse"
+
+    def project(self, name: str, deps: str) -> Path:
+        """A project ``name`` whose pyproject.toml declares ``deps``."""
+        project = self.root / name
+        project.mkdir()
+        (project / "pyproject.toml").write_text('[project]\nname = "app"\n\n' + deps)
+        return project

@@ -11,8 +11,8 @@ import sysconfig
 from pathlib import Path
 
 from support.builds import build_env, cache_dir
+from support.variants import TORCH214_CU130 as VARIANT
 
-VARIANT = "torch214-cxx11-cu130-x86_64-linux"
 NS = "_img2gray_7e57ab1"
 
 OP_SOURCE = r"""

@@ -60,6 +60,25 @@ def fake_torch(
     return site
 
 
+def pip_command(python: Path, *args: str, isolated: bool = True) -> list[str]:
+    """``pip install ARGS`` into the venv of ``python``, run by the test interpreter (the venvs
+    have no pip of their own). ``isolated`` leaves this machine's pip configuration out (user and
+    site config files, PIP_* variables)."""
+    cmd = [sys.executable, "-m", "pip", "--python", str(python), "install"]
+    cmd += ["--disable-pip-version-check", *(["--isolated"] if isolated else []), *args]
+    return cmd
+
+
+def run_pip(
+    cmd: list[str], *, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a :func:`pip_command`; with ``check`` a failure raises with pip's output."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd[3:])} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
 class QuickVenv:
     def __init__(self, root: Path, layered: Sequence[Path] = ()) -> None:
         self.root = root
@@ -97,28 +116,14 @@ class QuickVenv:
         index_url: str | None = None,
         check: bool = True,
     ) -> subprocess.CompletedProcess[str]:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(self.python),
-            "install",
-            "--isolated",
-            "--disable-pip-version-check",
-            "--no-compile",
-            "--no-cache-dir",
-        ]
+        cmd = pip_command(self.python, "--no-compile", "--no-cache-dir")
         if index_url is not None:
             cmd += ["--index-url", index_url]
         else:
             cmd.append("--no-index")
         if find_links is not None:
             cmd += ["--find-links", str(find_links)]
-        proc = subprocess.run([*cmd, *args], capture_output=True, text=True, check=False)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"pip install {args} failed:\n{proc.stdout}\n{proc.stderr}")
-        return proc
+        return run_pip([*cmd, *args], check=check)
 
     def installed_version(self, name: str) -> str:
         out = self.run("-c", f"import importlib.metadata as m; print(m.version({name!r}))")

@@ -12,7 +12,6 @@ import pytest
 from packaging.tags import Tag
 from support.gitrepo import make_repo
 from support.http import http_server
-from support.shared import so_dir
 from support.venvs import QuickVenv, fake_torch
 
 from kernelwheel.cli import main
@@ -69,9 +68,9 @@ def _plain_wheel(out: Path, name: str, version: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> Path:
     root = tmp_path_factory.mktemp("index")
-    repo = make_repo(root / "img2gray", VARIANTS, so_cache=so_dir(tmp_path_factory))
+    repo = make_repo(root / "img2gray", VARIANTS, so_cache=so_cache)
     out = root / "wheelhouse"
     assert to_wheels(ToWheelRequest(str(repo.root), "1.1.2", output_dir=out)).rejected == ()
     _plain_wheel(out, "einops", "0.8.0")
