@@ -75,8 +75,15 @@ def test_metadata_fields_of_the_current_format(tmp_path: Path) -> None:
     assert "digest" not in cpu and "kernel" not in cpu["provenance"]
 
 
-def test_a_project_without_licence_says_noassertion() -> None:
-    meta = kernel_metadata(load_project(IMG2GRAY), CU130, "_img2gray_abc", (), major=0)
+def test_a_project_without_licence_says_noassertion(tmp_path: Path) -> None:
+    # img2gray names its licence now; an older-form project without one stands in.
+    root = tmp_path / "img2gray"
+    (root / "torch-ext" / "img2gray").mkdir(parents=True)
+    (root / "torch-ext" / "img2gray" / "__init__.py").write_text("")
+    (root / "build.toml").write_text('[general]\nname = "img2gray"\nversion = "0.1.0"\n')
+    project = load_project(root)
+    assert project.license is None
+    meta = kernel_metadata(project, CU130, "_img2gray_abc", (), major=0)
     assert meta.license == NO_LICENSE and meta.version == "0"
 
 
