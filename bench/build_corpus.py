@@ -109,7 +109,7 @@ template <typename T>
 __global__ void clamp_zero_kernel(T *__restrict__ out, const T *__restrict__ in, int64_t n) {
   for (int64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     T v = in[i];
-    out[i] = v > T(0) ? v : T(0);
+    out[i] = static_cast<float>(v) > 0.0f ? v : T(0);
   }
 }
 
