@@ -138,12 +138,7 @@ def plan_matrix(
         assert variant.backend is not None and variant.arch is not None
         kind = variant.backend.kind.value
         if kind not in wanted:
-            rejected.append(
-                Rejection(
-                    variant.name,
-                    f"backend {kind} not in the project's backends ({', '.join(wanted)})",
-                )
-            )
+            rejected.append(_not_a_backend(variant, wanted))
             continue
         recipe = recipes.recipe_for(variant)
         own, reasons = _own_kernels(project, variant, arch_filter)
@@ -319,6 +314,14 @@ def _plan_noarch(project: KernelProject, recipes: Recipes) -> MatrixPlan:
     )
 
 
+def _not_a_backend(variant: Variant, wanted: tuple[str, ...]) -> Rejection:
+    assert variant.backend is not None
+    kind = variant.backend.kind.value
+    return Rejection(
+        variant.name, f"backend {kind} not in the project's backends ({', '.join(wanted)})"
+    )
+
+
 def _own_kernels(
     project: KernelProject, variant: Variant, arch_filter: tuple[Arch, ...] | None
 ) -> tuple[list[KernelSection], list[str]]:
@@ -356,12 +359,7 @@ def _plan_tvm_ffi(
         assert variant.backend is not None and variant.arch is not None
         kind = variant.backend.kind.value
         if kind not in wanted:
-            rejected.append(
-                Rejection(
-                    variant.name,
-                    f"backend {kind} not in the project's backends ({', '.join(wanted)})",
-                )
-            )
+            rejected.append(_not_a_backend(variant, wanted))
             continue
         own, reasons = _own_kernels(project, variant, arch_filter)
         if reasons:
