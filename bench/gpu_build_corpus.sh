@@ -7,13 +7,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out/gpu-corpus}
 mkdir -p "$OUT"
-PY=$(command -v python3)
-V=/tmp/kwv
-"$PY" -m venv --system-site-packages "$V"
-"$PY" -c 'import site; print("\n".join(site.getsitepackages()))' \
-  > "$("$V/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_parent.pth"
-"$V/bin/pip" install -q --no-index --find-links .gpu/wheels kernelwheel 2>&1 | tail -3
-export PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.gpu/wheels" PYTHONUNBUFFERED=1
+GPU_PACKAGES="kernelwheel"
+# shellcheck source=bench/gpu_venv.sh
+source bench/gpu_venv.sh
 VAR=torch211-cxx11-cu130-x86_64-linux
 common=(--variant "$VAR" --python "$V/bin/python" --cuda-home "${CUDA_HOME:-/usr/local/cuda-13.0}")
 cat /proc/loadavg > "$OUT/load.txt"; nproc >> "$OUT/load.txt"

@@ -15,14 +15,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out/gpu-real}
 mkdir -p "$OUT"
-PY=$(command -v python3)
-V=/tmp/kwv
-"$PY" -m venv --system-site-packages "$V"
-# The image's python3 is itself a venv: --system-site-packages reaches only its base interpreter.
-"$PY" -c 'import site; print("\n".join(site.getsitepackages()))' \
-  > "$("$V/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_parent.pth"
-"$V/bin/pip" install -q --no-index --find-links .gpu/wheels kernelwheel kernels pytest 2>&1 | tail -3
-export PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.gpu/wheels" PYTHONUNBUFFERED=1
+GPU_PACKAGES="kernelwheel kernels pytest"
+# shellcheck source=bench/gpu_venv.sh
+source bench/gpu_venv.sh
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda-13.0}
 kernels=()
 for k in "$@"; do kernels+=(--kernel "$k"); done
