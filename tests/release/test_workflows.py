@@ -30,6 +30,8 @@ from kernelwheel.cli import main
 from kernelwheel.cli.matrix import RUNNERS
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
+from kernelwheel.plan.options import resolve_options
+from kernelwheel.plan.versioning import read_git_state, resolve_version, version_inputs
 from kernelwheel.wheels import read_wheel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -546,10 +548,11 @@ def host_cpu_variant() -> str:
 def expected_name_prefix(entry: dict[str, Any]) -> str:
     """``<package>-<version>+<local version>-<python abi>-abi3-``: the platform tag follows."""
     project = load_project(REPO / KERNEL)
-    assert project.version
-    return (
-        f"{project.package}-{project.version}+{entry['local_version']}-{entry['python_abi']}-abi3-"
-    )
+    # The wheel version by the build's own rules (img2gray: version = 0 and a VERSION file).
+    options = resolve_options(project.root, env={})
+    inputs = version_inputs(project, options, read_git_state(project.root))
+    version = resolve_version(inputs).version
+    return f"{project.package}-{version}+{entry['local_version']}-{entry['python_abi']}-abi3-"
 
 
 def check_wheel_matches_entry(wheel: Path, entry: dict[str, Any]) -> None:
