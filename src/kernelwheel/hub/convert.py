@@ -213,9 +213,8 @@ def _pypi_requirements(names: tuple[str, ...], variant: Variant) -> tuple[str, .
     table = load_python_depends()
     backend = variant.backend.kind.value if variant.backend is not None else None
     found: list[str] = []
+    own = table.names_for(backend) if backend else ()
     for name in names:
-        general = table.requirements(name, None)
-        own = table.requirements(name, backend) if backend else None
-        mapped = own if own is not None and name in table.names_for(backend) else general
+        mapped = table.requirements(name, backend if name in own else None)
         found += [r for r in (mapped or (name,)) if r not in found]
     return tuple(found)
