@@ -650,8 +650,8 @@ class _Reader:
         names = load_python_depends()
         requirements: list[str] = []
         dotted = table.dotted("python-depends")
+        known = names.names_for(backend)
         for entry in table.string_list("python-depends") or ():
-            known = names.names_for(backend)
             owner = names.owner(entry)
             if entry not in known and owner is not None:
                 raise self.error(
