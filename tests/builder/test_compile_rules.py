@@ -125,20 +125,48 @@ def test_template_stub_flag_only_where_nvcc_has_it() -> None:
 
 
 @pytest.mark.parametrize(
-    ("jobs", "cpus", "requested", "capabilities", "expected"),
+    ("jobs", "cpus", "requested", "capabilities", "cuda_files", "expected"),
     [
-        (16, 16, None, 10, Parallelism(jobs=1, nvcc_threads=10)),  # threads: one per capability
-        (16, 16, None, 4, Parallelism(jobs=4, nvcc_threads=4)),
-        (16, 16, 2, 10, Parallelism(jobs=8, nvcc_threads=2)),  # NVCC_THREADS, jobs divided
-        (2, 16, None, 10, Parallelism(jobs=1, nvcc_threads=2)),  # --jobs is the budget
-        (64, 8, 4, 10, Parallelism(jobs=2, nvcc_threads=4)),  # at most the CPUs
-        (8, 8, None, 0, Parallelism(jobs=8, nvcc_threads=1)),  # a CPU variant
-        (1, 1, 32, 12, Parallelism(jobs=1, nvcc_threads=1)),
+        # one .cu: a thread per capability, the CPUs left go to the C++ sources beside it
+        (16, 16, None, 10, 1, Parallelism(jobs=7, nvcc_threads=10)),
+        (16, 16, None, 10, 2, Parallelism(jobs=2, nvcc_threads=8)),  # the budget shared
+        (16, 16, None, 10, 3, Parallelism(jobs=4, nvcc_threads=5)),
+        (16, 16, None, 10, 56, Parallelism(jobs=16, nvcc_threads=1)),  # files fill the CPUs
+        (2, 2, None, 10, 56, Parallelism(jobs=2, nvcc_threads=1)),
+        (2, 2, None, 10, 1, Parallelism(jobs=1, nvcc_threads=2)),
+        (16, 16, None, 4, 1, Parallelism(jobs=13, nvcc_threads=4)),
+        (16, 16, 2, 10, 56, Parallelism(jobs=8, nvcc_threads=2)),  # NVCC_THREADS, jobs divided
+        (2, 16, None, 10, 1, Parallelism(jobs=1, nvcc_threads=2)),  # --jobs is the budget
+        (64, 8, 4, 10, 4, Parallelism(jobs=2, nvcc_threads=4)),  # at most the CPUs
+        (8, 8, None, 0, 0, Parallelism(jobs=8, nvcc_threads=1)),  # a CPU variant
+        (1, 1, 32, 12, 1, Parallelism(jobs=1, nvcc_threads=1)),
     ],
 )
-def test_nvcc_threads_times_jobs_stay_within_the_cpus(
-    jobs: int, cpus: int, requested: int | None, capabilities: int, expected: Parallelism
+def test_nvcc_threads_and_jobs_at_their_peak_stay_within_the_cpus(
+    jobs: int,
+    cpus: int,
+    requested: int | None,
+    capabilities: int,
+    cuda_files: int,
+    expected: Parallelism,
 ) -> None:
-    split = nvcc_parallelism(jobs, cpus, requested, capabilities)
+    split = nvcc_parallelism(jobs, cpus, requested, capabilities, cuda_files=cuda_files)
     assert split == expected
-    assert split.jobs * split.nvcc_threads <= min(jobs, cpus)
+    assert split.peak_threads(cuda_files) <= min(jobs, cpus)
+
+
+@pytest.mark.parametrize(
+    ("memory_mib", "cuda_files", "expected"),
+    [
+        (128 * 1024, 56, Parallelism(jobs=16, nvcc_threads=1)),  # plenty: the CPUs decide
+        (8 * 1024, 56, Parallelism(jobs=4, nvcc_threads=1)),  # 4 threads of 2 GiB
+        (12 * 1024, 1, Parallelism(jobs=1, nvcc_threads=6)),  # one .cu: its threads cut
+        (1024, 1, Parallelism(jobs=1, nvcc_threads=1)),  # below one thread: still one
+    ],
+)
+def test_the_split_stays_within_memory(
+    memory_mib: int, cuda_files: int, expected: Parallelism
+) -> None:
+    split = nvcc_parallelism(16, 16, None, 10, cuda_files=cuda_files, memory_mib=memory_mib)
+    assert split == expected
+    assert split.peak_threads(cuda_files) <= max(1, memory_mib // 2048)

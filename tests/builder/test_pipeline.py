@@ -64,12 +64,13 @@ def test_request_for_carries_every_resolved_setting(tmp_path: Path) -> None:
             "local_version_style": "compact",
             "with_cpu_kernels": True,
             "nvcc_threads": "2",
+            "memory_per_thread": "3000",
             "no_ccache": True,
         },
     )
     req = request_for(project, recipe, "0.1.0", options, recipes)
     assert req.no_ccache and req.recipe is recipe and req.cross is None  # a native variant
-    assert req.with_cpu_kernels and req.nvcc_threads == 2
+    assert req.with_cpu_kernels and req.nvcc_threads == 2 and req.memory_per_thread == 3000
     assert req.cache_dir == tmp_path / "cache" and req.work_dir.parent == tmp_path / "cache/work"
     assert req.env_spec is not None and req.env_spec.no_index and req.env_spec.find_links == (
         "/wheels",

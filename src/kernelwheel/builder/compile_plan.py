@@ -16,8 +16,10 @@ from ..model.project import KernelProject, KernelSection
 from ..model.variant import CxxAbi, Variant
 from . import capabilities as caps
 from .compile_rules import (
+    DEFAULT_MIB_PER_THREAD,
     NO_GNU_UNIQUE,
     Macro,
+    Parallelism,
     backend_macros,
     kernel_backends,
     kernel_cuda_flags,
@@ -50,6 +52,7 @@ class Toolchain:
     shared_libstdcxx: bool = True  # the C++ compiler links libstdc++ as a shared library
     no_gnu_unique: bool = True  # the C++ compiler accepts -fno-gnu-unique
     cpus: int = 1  # the CPUs this build may use
+    memory_mib: int | None = None  # memory available to the compilers; None: unknown
 
 
 @dataclass(frozen=True)
@@ -213,11 +216,26 @@ def _all_capabilities(
     return tuple(found)
 
 
+def _parallelism(
+    req: BuildRequest, tools: Toolchain, requested: int | None, capabilities: int, cuda_files: int
+) -> Parallelism:
+    return nvcc_parallelism(
+        req.jobs,
+        tools.cpus,
+        requested,
+        capabilities,
+        cuda_files=cuda_files,
+        memory_mib=tools.memory_mib,
+        mib_per_thread=req.memory_per_thread or DEFAULT_MIB_PER_THREAD,
+    )
+
+
 def _plan_cuda(
     req: BuildRequest,
     kernels: Sequence[KernelSection],
     tools: Toolchain,
     base: Sequence[str],
+    cuda_files: int,
 ) -> _Cuda:
     """nvcc's flags, the capabilities and the thread/job split of a CUDA variant."""
     toolkit = tools.cuda
@@ -228,7 +246,7 @@ def _plan_cuda(
         where, key = _capability_source(req, kernels)
         refuse_unsupported(every, tools.nvcc_supports, toolkit, where=where, hint_key=key)
     most = max((len(k.capabilities) for k in per_kernel), default=len(every))
-    split = nvcc_parallelism(req.jobs, tools.cpus, req.nvcc_threads, most)
+    split = _parallelism(req, tools, req.nvcc_threads, most, cuda_files)
     compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
     flags = (
         "-O3",
@@ -318,7 +336,9 @@ def plan_compile(
     prefix_maps = _prefix_maps(stage, project.root, remedies)
     cuda = None
     if tools.cuda is not None:
-        cuda = _plan_cuda(req, kernels, tools, _nvcc_host_flags(prefix_maps, remedies, tools))
+        host = _nvcc_host_flags(prefix_maps, remedies, tools)
+        cuda_files = sum(1 for s in sources if s.endswith(".cu"))
+        cuda = _plan_cuda(req, kernels, tools, host, cuda_files)
         include_dirs += [str(p) for p in tools.cuda.extra_includes]
     include_dirs += [str(p) for p in dependency_includes]
     keep = nvcc_keep_flags(sources, stage) if cuda else []
@@ -333,7 +353,7 @@ def plan_compile(
         cuda_home=str(tools.cuda.home) if tools.cuda else None,
         build_temp=str(stage / "obj"),
         build_lib=str(stage / "lib"),
-        jobs=cuda.jobs if cuda else nvcc_parallelism(req.jobs, tools.cpus, None, 0).jobs,
+        jobs=cuda.jobs if cuda else _parallelism(req, tools, None, 0, 0).jobs,
         requested_limited_api=REQUESTED_LIMITED_API,
         capabilities=cuda.capabilities if cuda else (),
         source_flags=_source_flags(

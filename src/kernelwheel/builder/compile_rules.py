@@ -22,6 +22,7 @@ from packaging.version import Version
 from ..model.project import KernelProject, KernelSection
 
 __all__ = [
+    "DEFAULT_MIB_PER_THREAD",
     "Macro",
     "Parallelism",
     "backend_macros",
@@ -120,21 +121,60 @@ def kernel_cuda_flags(flags: Sequence[str], cuda_version: str) -> tuple[str, ...
     return tuple(f for f in flags if not f.startswith(_TEMPLATE_STUB))
 
 
+# The memory bound's estimate per compiler thread: the largest compiler process of a relu-sized
+# build (cc1plus over torch's headers) measured 1.7 GiB (docs/build-corpus.md).
+DEFAULT_MIB_PER_THREAD = 2048
+
+
 @dataclass(frozen=True)
 class Parallelism:
-    """Compile jobs at once, and threads per nvcc: ``jobs * nvcc_threads`` stays within the
-    CPUs the build may use."""
+    """Compile jobs at once, and threads per nvcc: at their peak (every ``.cu`` that can run
+    at once, the other jobs single-threaded compilers) they stay within the CPUs the build may
+    use and the memory bound."""
 
     jobs: int
     nvcc_threads: int
 
+    def peak_threads(self, cuda_files: int) -> int:
+        """Compiler threads when as many jobs run as can: nvcc jobs with their threads first."""
+        nvcc_jobs = min(cuda_files, self.jobs)
+        return nvcc_jobs * self.nvcc_threads + (self.jobs - nvcc_jobs)
+
 
 def nvcc_parallelism(
-    jobs: int, cpus: int, requested: int | None, capability_count: int
+    jobs: int,
+    cpus: int,
+    requested: int | None,
+    capability_count: int,
+    *,
+    cuda_files: int = 1,
+    memory_mib: int | None = None,
+    mib_per_thread: int = DEFAULT_MIB_PER_THREAD,
 ) -> Parallelism:
-    """kernel-builder's rule: nvcc gets ``requested`` threads (default: one per capability of
-    the kernel that compiles for the most), at most the CPU budget, and the compile jobs are the
-    budget divided by the threads. The budget is ``jobs`` (``--jobs``), at most ``cpus``."""
+    """The split of the CPU budget (``jobs``, at most ``cpus``) between compile jobs and nvcc
+    threads. Files first: each ``.cu`` gets an equal share of the budget as threads, at most one
+    per capability of the widest kernel (nvcc's ``--threads`` splits by target; kernel-builder
+    gives one per capability), so many files run one thread each and one file gets a thread per
+    capability; ``requested`` (``--nvcc-threads``) overrides the share. The CPUs the ``.cu``
+    files leave go to jobs for the C++ sources, so the binding compiles beside a kernel. With
+    ``memory_mib`` known, the peak stays within ``memory_mib // mib_per_thread`` threads (jobs
+    are cut first), so no compiler is killed for memory."""
     budget = max(1, min(jobs, cpus))
-    threads = max(1, min(requested or capability_count, budget))
-    return Parallelism(jobs=max(1, budget // threads), nvcc_threads=threads)
+    share = max(1, budget // max(1, cuda_files))
+    threads = min(requested or min(share, max(1, capability_count)), budget)
+    if cuda_files * threads <= budget:  # every .cu at once; the rest of the budget: C++ jobs
+        jobs = cuda_files + budget - cuda_files * threads
+    else:
+        jobs = budget // threads
+    split = Parallelism(jobs=max(1, jobs), nvcc_threads=threads)
+    if memory_mib is None:
+        return split
+    return _within_memory(split, cuda_files, max(1, memory_mib // mib_per_thread))
+
+
+def _within_memory(split: Parallelism, cuda_files: int, limit: int) -> Parallelism:
+    """``split`` with jobs, then threads, cut until its peak fits ``limit`` threads."""
+    jobs, threads = split.jobs, split.nvcc_threads
+    while jobs > 1 and Parallelism(jobs, threads).peak_threads(cuda_files) > limit:
+        jobs -= 1
+    return Parallelism(jobs=jobs, nvcc_threads=min(threads, limit))

@@ -24,7 +24,7 @@ from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import Framework, KernelProject
 from ..model.variant import Arch, BackendKind, CxxAbi, LocalVersionStyle, Variant
-from ..plan.options import resolve_jobs
+from ..plan.options import available_memory_mib, resolve_jobs
 from ..wheels import WheelSpec, write_wheel
 from . import codegen, cross
 from .compile_plan import Toolchain, plan_compile
@@ -187,6 +187,7 @@ def _toolchain(toolkit: CudaToolkit | None) -> Toolchain:
         shared_libstdcxx=_links_shared_libstdcxx(cxx),
         no_gnu_unique=_accepts_flag(cxx, NO_GNU_UNIQUE),
         cpus=resolve_jobs(None),
+        memory_mib=available_memory_mib(),
     )
 
 

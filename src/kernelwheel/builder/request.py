@@ -45,6 +45,7 @@ class BuildRequest:
     headers: HeaderPlan = HeaderPlan()  # where the compiled kernels' depends come from
     with_cpu_kernels: bool = False  # GPU variants also compile the cpu kernels (docs/compile.md)
     nvcc_threads: int | None = None  # None: one per capability of the widest kernel
+    memory_per_thread: int | None = None  # MiB a compiler thread needs (None: the default)
     git: GitState | None = None  # the project's git state (the Hub export's provenance)
     no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
     sources: IndexOptions = IndexOptions()  # where pip looks (a tvm-ffi build's environment)
@@ -122,6 +123,7 @@ def request_for(
         headers=plan_headers(project, recipe.variant, table, options),
         with_cpu_kernels=options.with_cpu_kernels,
         nvcc_threads=options.nvcc_threads,
+        memory_per_thread=options.memory_per_thread,
         git=git,
         no_ccache=options.no_ccache,
         sources=sources,

@@ -198,6 +198,12 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         "dependency NAME (e.g. cutlass_3_9=/src/cutlass-3.9.2); repeatable",
     )
     add_jobs_argument(env)
+    env.add_argument(
+        "--memory-per-thread",
+        metavar="MIB",
+        help="memory one compiler thread is assumed to need: jobs x threads stay within the "
+        "available memory divided by it (default: auto, 2048)",
+    )
     cuda = parser.add_argument_group("CUDA device code", PRECEDENCE)
     cuda.add_argument(
         "--fatbin-compression",
@@ -214,8 +220,8 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
     cuda.add_argument(
         "--nvcc-threads",
         metavar="N",
-        help="threads per nvcc (--threads); compile jobs are --jobs divided by it (default: "
-        "auto, one per capability of the kernel compiling for the most)",
+        help="threads per nvcc (--threads); the CPUs the .cu files leave go to C++ jobs "
+        "(default: auto, the CPUs shared among the .cu files, at most one per capability)",
     )
     cuda.add_argument(
         "--with-cpu-kernels",

@@ -102,6 +102,9 @@ class Options:
     # KERNELWHEEL_WITH_CPU / KERNELWHEEL_WITH_<GPU> macros (docs/compile.md)
     with_cpu_kernels: bool = False
     nvcc_threads: int | None = None  # None: auto, one per capability of the widest kernel
+    # The memory one compiler thread is assumed to need (MiB; None: DEFAULT_MIB_PER_THREAD): the
+    # jobs x threads split stays within the available memory divided by it.
+    memory_per_thread: int | None = None
     # The wheel's full version (None: plan.versioning finds it: VERSION, a git tag, major.0.0)
     version: str | None = None
     sources: tuple[tuple[str, str], ...] = field(default=())
@@ -160,6 +163,28 @@ def resolve_jobs(jobs: int | None) -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def available_memory_mib(
+    meminfo: Path = Path("/proc/meminfo"), cgroup: Path = Path("/sys/fs/cgroup")
+) -> int | None:
+    """Memory the build's compilers may use (MiB): the kernel's MemAvailable, or less where a
+    cgroup v2 limit leaves less (a container); None where neither can be read."""
+    found: list[int] = []
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) // 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        limit = (cgroup / "memory.max").read_text().strip()
+        if limit != "max":
+            used = int((cgroup / "memory.current").read_text())
+            found.append(max(0, int(limit) - used) // 2**20)
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
 
 
 def resolve_command_option(
@@ -431,6 +456,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("cutlass_path", _cutlass_paths),
     OptionDef("with_cpu_kernels", _bool),
     OptionDef("nvcc_threads", _jobs),
+    OptionDef("memory_per_thread", _jobs),
     OptionDef("version", _version, env=None),
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
