@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
+from venv import create as create_venv
 
 import pytest
 from support.builds import CPU_VARIANT, CUDA_VARIANT, build_env
+from support.installkit import UV, isolated_env
 from support.layered import LayeredVenv
 
 from kernelwheel.abi import Rule, check_wheel
@@ -163,11 +166,11 @@ print("OK", stable_axpy.add_op_namespace_prefix("axpy"), torch.__version__)
 """
 
 
-@pytest.mark.integration
-def test_built_against_torch_214_it_runs_under_torch_213_cpu(
-    tmp_path: Path, venv_for: Callable[..., LayeredVenv]
-) -> None:
-    wheelhouse, cache = tmp_path / "wheelhouse", tmp_path / "cache"
+@pytest.fixture(scope="module")
+def stable_cpu(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The fixture's CPU stable-ABI variant built against torch 2.14.1: (wheelhouse, cache)."""
+    root = tmp_path_factory.mktemp("stable-cpu")
+    wheelhouse, cache = root / "wheelhouse", root / "cache"
     builder = build_env(CUDA_VARIANT)  # torch 2.14.1 (a CUDA build; the CPU variant needs none)
     code = main(
         [
@@ -184,6 +187,14 @@ def test_built_against_torch_214_it_runs_under_torch_213_cpu(
         ]
     )
     assert code == 0
+    return wheelhouse, cache
+
+
+@pytest.mark.integration
+def test_built_against_torch_214_it_runs_under_torch_213_cpu(
+    stable_cpu: tuple[Path, Path], venv_for: Callable[..., LayeredVenv]
+) -> None:
+    wheelhouse, cache = stable_cpu
     (wheel,) = wheelhouse.glob("*.whl")
     local = "1.0.0+torch2.10.stable.cpu"  # general.version = 1
     assert wheel.name == f"stable_axpy-{local}-cp310-abi3-manylinux_2_28_x86_64.whl"
@@ -197,8 +208,8 @@ def test_built_against_torch_214_it_runs_under_torch_213_cpu(
     assert meta.get_all("Requires-Dist") == ["torch>=2.10"]
 
     # Plain pip, by name from a find-links folder holding only the stable-ABI wheel, installs it
-    # for the torch that is there and leaves torch alone (issue 20 item 5). (uv is not tried
-    # here: it does not see this test venv's torch, which is layered in through a .pth file.)
+    # for the torch that is there and leaves torch alone (issue 20 item 5). (uv does not see
+    # this test venv's torch, which is layered in through a .pth file: the next test.)
     venv = venv_for(CPU_VARIANT)  # torch 2.13.0+cpu
     pip = venv.pip("--no-index", "--find-links", str(wheelhouse), "stable_axpy")
     (done,) = [line for line in pip.stdout.splitlines() if line.startswith("Successfully")]
@@ -206,6 +217,34 @@ def test_built_against_torch_214_it_runs_under_torch_213_cpu(
     assert "torch>=2.10 in" in pip.stdout and "(2.13.0+cpu)" in pip.stdout  # already satisfied
     out = venv.run("-c", CHECK).stdout
     assert out.startswith("OK _stable_axpy_") and out.rstrip().endswith("2.13.0+cpu"), out
+
+
+@pytest.mark.integration
+def test_uv_installs_it_next_to_a_real_torch_213_cpu_and_it_runs(
+    stable_cpu: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # A venv holding the real torch 2.13.0+cpu as an installed distribution (pip takes the
+    # machine's local wheel; uv cannot see that folder), then plain uv, offline, by name.
+    wheelhouse, _ = stable_cpu
+    root = tmp_path / "venv"
+    create_venv(root, with_pip=True)
+    python = root / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "torch==2.13.0"]
+    subprocess.run(pip, check=True, capture_output=True, text=True)
+    version = [str(python), "-c", "import torch; print(torch.__version__)"]
+    before = subprocess.run(version, check=True, capture_output=True, text=True).stdout.strip()
+    assert before == "2.13.0+cpu"
+    uv = [str(UV), "pip", "install", "--python", str(python), "--no-index"]
+    uv += ["--find-links", str(wheelhouse), "stable_axpy"]
+    proc = subprocess.run(uv, capture_output=True, text=True, env=isolated_env(), check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "+ stable-axpy==1.0.0+torch2.10.stable.cpu" in proc.stderr, proc.stderr
+    assert "- torch" not in proc.stderr, proc.stderr  # torch neither replaced nor removed
+    after = subprocess.run(version, check=True, capture_output=True, text=True).stdout.strip()
+    assert after == before
+    out = subprocess.run([str(python), "-c", CHECK], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.startswith("OK _stable_axpy_") and out.stdout.rstrip().endswith("2.13.0+cpu")
 
 
 # One call into libc10's C++ API, declared by hand (its header refuses TORCH_TARGET_VERSION).
