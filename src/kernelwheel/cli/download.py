@@ -30,6 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "examples:\n"
             "  kernelwheel download . --wheelhouse wheels\n"
             "  kernelwheel download . --wheelhouse wheels --variant 'torch214-cxx11-cu130-*'\n"
+            "  kernelwheel download . --wheelhouse wheels --torch 2.13.0+cpu\n"
             "  pip install --require-hashes --no-index --find-links wheels "
             "-r wheels/requirements.txt\n"
             "  kernelwheel download . --wheelhouse wheels --json   # paths, variants, sha256s\n"
@@ -63,6 +64,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "download only the variants it matches (every kernel must keep one)",
         "'torch2{13,14}-cxx11-cu130-*'",
     )
+    p.add_argument(
+        "--torch",
+        metavar="VERSION",
+        help="download, of each kernel, only the build 'kernelwheel install' would choose for "
+        "this torch (one per arch the lock names), given as torch.__version__ says it: "
+        "2.13.0+cpu, 2.14.1+cu130, 2.11.0+rocm6.3, 2.10.0+xpu. A build for that torch series "
+        "comes first, then a stable-ABI build (the newest ABI at or below it), a tvm-ffi build, "
+        "a noarch one; a kernel with no build that runs under it is an error naming each reason",
+    )
     add_locking_arguments(p, "each wheel's path, variant, sha256 and status, and the log")
     p.set_defaults(func=run)
 
@@ -75,6 +85,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             wheelhouse=args.wheelhouse,
             variants=tuple(args.variant),
             jobs=jobs_value(args),
+            torch=args.torch,
         ),
         ui,
     )
@@ -86,6 +97,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 
 
 def to_json(result: DownloadResult, log: Path) -> dict[str, object]:
+    reasons = {(repo, v): why for repo, v, why in result.passed_over}
     return {
         "command": "download",
         "ok": True,
@@ -107,7 +119,14 @@ def to_json(result: DownloadResult, log: Path) -> dict[str, object]:
             for w in result.wheels
         ]
         + [
-            {"repo": repo, "variant": v, "status": "not-selected", "path": None, "sha256": None}
+            {
+                "repo": repo,
+                "variant": v,
+                "status": "not-selected",
+                "path": None,
+                "sha256": None,
+                **({"reason": reasons[repo, v]} if (repo, v) in reasons else {}),
+            }
             for repo, v in result.not_selected
         ],
     }
@@ -119,8 +138,10 @@ def report(result: DownloadResult, ui: ConsoleUI) -> None:
         ui.print(f"  {wheel.path}")
         ui.print(f"    {wheel.repo} {wheel.variant} @ {wheel.commit[:12]}, sha256 {wheel.sha256}")
     ui.print(f"{len(result.wheels)} wheel(s) verified against {LOCK_NAME} and written")
+    for repo, variant, why in result.passed_over:
+        ui.print(f"  not {repo} {variant}: {why}")
     if result.not_selected:
-        ui.print(f"{len(result.not_selected)} locked variant(s) not selected by --variant")
+        ui.print(f"{len(result.not_selected)} locked variant(s) not selected (--variant, --torch)")
     ui.print(f"hashed requirements: {result.requirements}")
     if result.pylock is not None:
         ui.print(f"pylock.toml: {result.pylock}")

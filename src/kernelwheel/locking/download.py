@@ -18,13 +18,16 @@ from pathlib import Path
 
 from .. import __version__
 from .._util import output_dir, publish, sha256_file, staging_dir
-from ..errors import HubError, ProjectError, UsageError
+from ..compat import rules as compat
+from ..errors import HubError, ProjectError, UsageError, VariantError
 from ..hub import RepoFile, RepoSource, ToWheelRequest, VersionRequest, to_wheels
 from ..hub.towheel import AbiCheck, default_abi_check
 from ..log import Reporter, SilentReporter
+from ..model.variant import Variant
 from ..plan.selector import Selector
 from ..wheels import source_date_epoch
 from .declared import PYPROJECT, Dependency, read_dependencies
+from .fortorch import choose_for_torch, parse_torch
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
 from .pinned import PinnedSource, ref_kind
 from .pylock import CREATED_BY, PYLOCK, REQUIREMENTS, HouseWheel, pylock_toml, requirements_txt
@@ -43,6 +46,7 @@ class DownloadRequest:
     wheelhouse: Path
     variants: tuple[str, ...] = ()  # globs over variant names; empty: every locked variant
     jobs: int = 0
+    torch: str | None = None  # "2.13.0+cpu": only the builds install would choose for it
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ class DownloadResult:
     pylock: Path | None
     pylock_note: str  # why pylock.toml was (not) written
     not_selected: tuple[tuple[str, str], ...] = field(default=())  # (repo, variant)
+    # --torch: (repo, variant, why another build was chosen or why it cannot run)
+    passed_over: tuple[tuple[str, str, str], ...] = field(default=())
 
 
 def _check_lock(lock: LockFile, path: Path) -> None:
@@ -264,6 +270,10 @@ def download(
     if not lock.kernels:
         raise ProjectError("locks no kernel", file=lock_path, hint=_RELOCK)
     chosen, left = _select(lock, req.variants, lock_path)
+    passed_over: list[tuple[str, str, str]] = []
+    if req.torch is not None:
+        chosen, passed_over = _for_torch(chosen, req.torch, req.variants)
+        left += [(repo, variant) for repo, variant, _ in passed_over]
 
     output_dir(req.wheelhouse, "--wheelhouse")
     with staging_dir(req.wheelhouse, "download") as staging:
@@ -313,7 +323,53 @@ def download(
         pylock_path,
         note,
         tuple(left),
+        tuple(passed_over),
     )
+
+
+def _for_torch(
+    chosen: dict[str, list[LockedVariant]], torch_text: str, globs: Sequence[str]
+) -> tuple[dict[str, list[LockedVariant]], list[tuple[str, str, str]]]:
+    """Of each kernel's selected variants, those ``kernelwheel install`` would choose for the
+    torch; a kernel with none that can run under it is an error naming every reason."""
+    torch = parse_torch(torch_text)
+    kept: dict[str, list[LockedVariant]] = {}
+    passed: list[tuple[str, str, str]] = []
+    for repo, variants in chosen.items():
+        choice = choose_for_torch(variants, torch)
+        if not choice.chosen:
+            reasons = "; ".join(f"{v.name}: {why}" for v, why in choice.passed_over)
+            among = " selected by --variant" if globs else ""
+            raise UsageError(
+                f"--torch {torch_text}: no locked variant{among} of {repo} can run under "
+                f"{torch.describe()} ({reasons})",
+                hint=_torch_hint(choice.passed_over, torch),
+            )
+        kept[repo] = list(choice.chosen)
+        passed += [(repo, v.name, why) for v, why in choice.passed_over]
+    return kept, passed
+
+
+def _torch_hint(passed: Sequence[tuple[LockedVariant, str]], torch: compat.Torch) -> str:
+    floors = [
+        v.torch
+        for v in (_variant(p.name) for p, _ in passed)
+        if v is not None and v.stable_abi and v.torch is not None
+    ]
+    lowest = min(floors, key=lambda t: (t.major, t.minor), default=None)
+    if lowest is not None and torch.release < (lowest.major, lowest.minor):
+        return (
+            f"its stable-ABI builds need torch >= {lowest.major}.{lowest.minor}: upgrade torch, "
+            "or lock a release of the kernel that has a build for this torch"
+        )
+    return "lock a release of the kernel that has a build for this torch, or name another --torch"
+
+
+def _variant(name: str) -> Variant | None:
+    try:
+        return Variant.parse(name)
+    except VariantError:
+        return None
 
 
 def _drop_stale_pylock(path: Path) -> None:

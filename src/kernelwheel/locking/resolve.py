@@ -279,5 +279,3 @@ def _check_distributions(outcomes: list[KernelOutcome], pyproject: Path) -> None
                     file=pyproject,
                     hint="pip can install only one of them; declare only one",
                 )
-
-
