@@ -144,7 +144,7 @@ def test_a_torch_below_the_stable_abi_floor_is_refused_naming_why(
         download(request)
     message = info.value.message
     assert message.startswith(
-        "--torch 2.9.1+cpu: no locked variant selected by --variant of drbh/img2gray can run "
+        "--torch 2.9.1+cpu: no locked variant of drbh/img2gray selected by --variant can run "
         "under torch 2.9.1+cpu (CPU, cxx11 ABI)"
     )
     assert (

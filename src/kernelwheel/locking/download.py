@@ -341,7 +341,7 @@ def _for_torch(
             reasons = "; ".join(f"{v.name}: {why}" for v, why in choice.passed_over)
             among = " selected by --variant" if globs else ""
             raise UsageError(
-                f"--torch {torch_text}: no locked variant{among} of {repo} can run under "
+                f"--torch {torch_text}: no locked variant of {repo}{among} can run under "
                 f"{torch.describe()} ({reasons})",
                 hint=_torch_hint(choice.passed_over, torch),
             )
