@@ -305,6 +305,8 @@ class Result:
 
 def run_build(project: Path, variant: str, cache: Path, out: Path, args: argparse.Namespace,
               kind: str, env: dict[str, str]) -> Result:
+    variant, _, python = variant.partition("=")
+    python = python or args.python
     cmd = [sys.executable, "-m", "kernelwheel", "build", str(project), "--only", variant,
            "--cache-dir", str(cache), "--output-dir", str(out), "--version", "1.0.0"]
     if args.cuda_capabilities:
@@ -313,13 +315,14 @@ def run_build(project: Path, variant: str, cache: Path, out: Path, args: argpars
         cmd += ["--jobs", str(args.jobs)]
     if args.nvcc_threads:
         cmd += ["--nvcc-threads", str(args.nvcc_threads)]
-    if args.python:
-        cmd += ["--python", args.python]
+    if python:
+        cmd += ["--python", python]
     if args.cuda_home:
         cmd += ["--cuda-home", args.cuda_home]
     sample = Sample()
     start, cpu = time.monotonic(), cpu_seconds()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    # the step lines (the compile's cache detail among them) go to stdout, errors to stderr
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     stop = threading.Event()
 
@@ -330,7 +333,7 @@ def run_build(project: Path, variant: str, cache: Path, out: Path, args: argpars
 
     thread = threading.Thread(target=sampler, daemon=True)
     thread.start()
-    _, err = proc.communicate()
+    err, _ = proc.communicate()
     stop.set()
     thread.join()
     wall, used = time.monotonic() - start, cpu_seconds() - cpu
@@ -415,7 +418,8 @@ def main() -> int:
     ap.add_argument("projects", nargs="*", type=Path)
     ap.add_argument("--fixture", action="append", default=[],
                     help="relu-like, or layernorm-like:N (N .cu files, default 56)")
-    ap.add_argument("--variant", action="append", default=[])
+    ap.add_argument("--variant", action="append", default=[],
+                    help="a variant to build, or VARIANT=PYTHON: with that interpreter's torch")
     ap.add_argument("--cuda-capabilities")
     ap.add_argument("--jobs", type=int)
     ap.add_argument("--nvcc-threads", type=int)
@@ -450,16 +454,18 @@ def main() -> int:
             for project in projects:
                 shared = fresh_cache(root, f"shared-{project.name}", real_cache / "envs")
                 for variant in variants:
-                    cache = fresh_cache(root, f"{project.name}-{variant}", real_cache / "envs")
-                    out = root / "out" / project.name / variant
+                    name = variant.partition("=")[0]
+                    cache = fresh_cache(root, f"{project.name}-{name}", real_cache / "envs")
+                    out = root / "out" / project.name / name
                     results.append(run_build(project, variant, cache, out, args, "cold", env))
-                    print(f"{project.name} {variant} cold: {results[-1].wall:.1f} s",
+                    print(f"{project.name} {name} cold: {results[-1].wall:.1f} s",
                           file=sys.stderr)
                     if args.warm:
                         results.append(run_build(project, variant, cache, out, args, "warm", env))
                 if args.rebuild_with_cache:
                     for variant in variants:  # one cache folder: does a variant hit another's?
-                        out = root / "out" / project.name / f"again-{variant}"
+                        name = variant.partition("=")[0]
+                        out = root / "out" / project.name / f"again-{name}"
                         results.append(run_build(project, variant, shared, out, args,
                                                  "shared cache", env))
         load1 = loadavg()

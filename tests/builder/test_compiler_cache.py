@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from kernelwheel.builder.compiler_cache import ccache_env, read_stats
 
@@ -63,3 +68,36 @@ def test_env_is_off_without_ccache(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     assert ccache_env(tmp_path, tmp_path / "s.log", None, {"PATH": str(empty)}) is None
+
+
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is not installed")
+def test_a_source_without_torch_hits_across_variant_folders_and_include_paths(
+    tmp_path: Path,
+) -> None:
+    """Two variants of one toolchain: own stage folder (the working directory, the prefix map),
+    own torch include folder and defines. A source that includes neither torch nor the stage
+    hits the other variant's object; a flag that changes the code still misses."""
+    src = tmp_path / "kernel.cpp"
+    src.write_text('#include "scale.h"\nint scale(int x) { return x * FACTOR; }\n')
+    (tmp_path / "scale.h").write_text("#define FACTOR 3\n")
+    stats_log = tmp_path / "stats.log"
+
+    def compile_in(variant: str, *extra: str) -> None:
+        stage = tmp_path / variant / "obj"
+        stage.mkdir(parents=True, exist_ok=True)
+        (tmp_path / variant / "torch-include").mkdir(exist_ok=True)
+        env = ccache_env(tmp_path / "cache", stats_log, None, dict(os.environ))
+        assert env is not None
+        cmd = ["g++", "-O2", "-c", str(src), "-o", "kernel.o", f"-I{tmp_path / variant}",
+               f"-I{tmp_path / variant / 'torch-include'}", f"-DTORCH_EXTENSION_NAME={variant}",
+               f"-ffile-prefix-map={tmp_path / variant}=/kernelwheel/build", *extra,
+               "-MD", "-MF", "kernel.d"]  # fmt: skip
+        subprocess.run(cmd, cwd=stage, env={**os.environ, **env}, check=True)
+
+    compile_in("torch213")
+    compile_in("torch214")
+    compile_in("torch214-O3", "-O3")  # a flag that changes the object: compiled again
+    stats = read_stats(stats_log)
+    assert stats is not None and (stats.hits, stats.misses) == (1, 2)
+    objects = [(tmp_path / v / "obj" / "kernel.o").read_bytes() for v in ("torch213", "torch214")]
+    assert objects[0] == objects[1]

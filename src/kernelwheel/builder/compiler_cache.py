@@ -1,7 +1,12 @@
 """Compiler caching with ccache: an unchanged variant recompiles from the cache.
 
-ccache keys each object on the compiler, its flags and the source with every header it includes
-(depend mode: from the compiler's own -MD output), so a hit is exact. kernelwheel puts
+ccache keys each object on the compiler, its flags and the source with every header it includes,
+so a hit is exact. Direct mode finds an unchanged variant's objects without preprocessing; on a
+miss ccache preprocesses and keys on the preprocessed text and the flags that do not only steer
+the preprocessor (-I/-D left out), so a kernel source that includes no torch header hits the
+object another torch's variant of the same toolchain compiled (docs/build-corpus.md). The build's
+own folders are kept out of the key: its working directory (objects map it away with
+-ffile-prefix-map, which is left out too) and nvcc's --keep-dir. kernelwheel puts
 masquerade links (``g++``, ``nvcc``, ... -> ccache) first on PATH, points torch at the nvcc
 link through PYTORCH_NVCC, and turns off torch's own wrapper detection
 (torch >= 2.14 prepends ccache by itself) so nothing is wrapped twice. A stats log per build
@@ -16,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _HOST_COMPILERS = ("c++", "g++", "gcc", "cc")
+# Options that name the build's own folders (ccache's ignore_options patterns).
+_FOLDER_OPTIONS = ("-ffile-prefix-map=*", "-Xcompiler=-ffile-prefix-map=*", "--keep-dir=*")
 
 
 @dataclass(frozen=True)
@@ -54,10 +61,11 @@ def ccache_env(
         "CCACHE_STATSLOG": str(stats_log),
         # Compare compilers by content: a reinstalled but identical toolchain still hits.
         "CCACHE_COMPILERCHECK": "content",
-        # Depend mode: torch's build passes -MD/-MMD, so ccache keys a result on the files the
-        # compiler's dependency output lists instead of running the preprocessor first; a miss
-        # (a cold build) then costs no extra preprocessing pass over torch's headers.
-        "CCACHE_DEPEND": "true",
+        # Each variant compiles in a folder of its own: what names it must not split the key.
+        # The prefix maps send the folders to fixed names (the objects are the same bytes), and
+        # --keep-dir only says where nvcc's intermediate files go.
+        "CCACHE_NOHASHDIR": "true",
+        "CCACHE_IGNOREOPTIONS": " ".join(_FOLDER_OPTIONS),
         "TORCH_NO_COMPILER_WRAPPER": "1",
     }
     if nvcc is not None:
