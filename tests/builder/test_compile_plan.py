@@ -224,3 +224,12 @@ def test_torch_cxx_flags_reach_the_binding_only(tmp_path: Path) -> None:
     spec = plan(request(root)).spec
     assert spec.source_flags == (SourceFlags(str(root / "torch-ext/binding.cpp"), ("-DB",)),)
     assert "-DB" not in spec.cxx_flags
+
+
+def test_the_toolkit_headers_come_before_torchs_nvidia_packages(tmp_path: Path) -> None:
+    """Both hold the CUDA runtime's headers; the toolkit's path is the same for every torch
+    variant built with it (docs/build-corpus.md: objects shared across torch versions)."""
+    env_headers = tmp_path / "env" / "nvidia" / "cu13" / "include"
+    tools = Toolchain(CudaToolkit(Path("/cuda"), "13.0", (env_headers,)), NVCC13, cpus=16)
+    dirs = plan(request(project_with(tmp_path)), tools).spec.include_dirs
+    assert dirs.index("/cuda/include") < dirs.index(str(env_headers))

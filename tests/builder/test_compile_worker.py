@@ -93,3 +93,25 @@ def test_install_source_flags_wraps_torchs_ninja_writer(tmp_path: Path) -> None:
     assert "  cuda_post_cflags = $cuda_post_cflags -DN" in out.read_text().splitlines()
     with pytest.raises(RuntimeError, match="no _write_ninja_file"):
         worker.install_source_flags(types.SimpleNamespace(), [entry], GENCODE)
+
+
+def test_compile_statements_follow_the_plans_source_order() -> None:
+    """torch writes them sorted by object path; ninja starts them in file order, so the plan's
+    order (the binding first) decides what compiles first. Bindings move with their line."""
+    entry = {"source": "/p/norm.cu", "flags": ["-DN"], "gencode": []}
+    text = worker.source_bindings(NINJA, [entry], NVCC_LINE, GENCODE)
+    lines = worker.in_source_order(text, ["/p/a b.cpp", "/p/norm.cu"]).splitlines()
+    builds = [ln for ln in lines if ln.startswith("build ") or ln.startswith("  ")]
+    assert builds == [
+        "build /b/obj/a$ b.o: compile /p/a$ b.cpp",
+        "build /b/obj/norm.o: cuda_compile /p/norm.cu",
+        "  cuda_post_cflags = $cuda_post_cflags -DN",
+        "build /b/obj/gemm.o: cuda_compile /p/gemm.cu",  # not in the list: after it
+        "build /b/x.so: link /b/obj/gemm.o",  # not a compile statement: where it was
+    ]
+    assert (
+        lines[: lines.index(builds[0])]
+        == NINJA.splitlines()[
+            : NINJA.splitlines().index("build /b/obj/gemm.o: cuda_compile /p/gemm.cu")
+        ]
+    )

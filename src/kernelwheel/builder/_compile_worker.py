@@ -84,12 +84,41 @@ def source_bindings(
     return "\n".join(out) + "\n"
 
 
+def in_source_order(text: str, sources: list[str]) -> str:
+    """build.ninja with its compile statements (each with its indented bindings) in the order of
+    ``sources``: ninja starts the statements in file order, and torch writes them sorted by
+    object path, so the binding (torch's headers: the longest host compile) came last and
+    finished alone on one CPU. Sources not in the list keep their order, after it."""
+    rank = {os.path.abspath(src): i for i, src in enumerate(sources)}
+    lines = text.splitlines()
+    blocks: list[tuple[int, list[str]]] = []
+    head: list[str] = []
+    tail: list[str] = []
+    for line in lines:
+        found = _build_line_source(line)
+        if found is not None:
+            blocks.append((rank.get(found[1], len(rank)), [line]))
+        elif blocks and line.startswith((" ", "\t")):
+            blocks[-1][1].append(line)
+        else:
+            (tail if blocks else head).append(line)
+    ordered = [ln for _, block in sorted(blocks, key=lambda b: b[0]) for ln in block]
+    return "\n".join([*head, *ordered, *tail]) + "\n"
+
+
 def install_source_flags(
-    cpp_extension: Any, entries: list[dict[str, Any]], gencode: list[str]
+    cpp_extension: Any,
+    entries: list[dict[str, Any]],
+    gencode: list[str],
+    order: list[str] | None = None,
 ) -> None:
     """Give sources their own flags by adding bindings to the build.ninja torch writes (through
-    its private ``_write_ninja_file``, present from torch 1.x to 2.14)."""
+    its private ``_write_ninja_file``, present from torch 1.x to 2.14), and put its compile
+    statements in ``order`` (the plan's source order). Without that function the order is
+    torch's (a scheduling choice, not a need); per-source flags are then an error."""
     original: Callable[..., Any] | None = getattr(cpp_extension, "_write_ninja_file", None)
+    if original is None and not entries:
+        return
     if original is None:
         raise RuntimeError(
             "kernelwheel: this torch's cpp_extension has no _write_ninja_file, so kernels "
@@ -103,7 +132,7 @@ def install_source_flags(
         path = Path(bound["path"])
         nvcc = list(bound.get("cuda_post_cflags") or [])
         text = source_bindings(path.read_text(), entries, nvcc, gencode)
-        path.write_text(text)
+        path.write_text(in_source_order(text, order) if order else text)
         return written
 
     cpp_extension._write_ninja_file = write
@@ -206,9 +235,8 @@ def main() -> int:
         extra_link_args=spec.get("link_flags", []),
         py_limited_api=True,
     )
-    if spec.get("source_flags"):
-        gencode = [f for f in spec["nvcc_flags"] if f.startswith("-gencode=")]
-        install_source_flags(cpp_extension, spec["source_flags"], gencode)
+    gencode = [f for f in spec["nvcc_flags"] if f.startswith("-gencode=")]
+    install_source_flags(cpp_extension, spec.get("source_flags", []), gencode, spec["sources"])
     setuptools.setup(
         name=spec["name"],
         ext_modules=[ext],

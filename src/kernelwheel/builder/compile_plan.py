@@ -339,6 +339,10 @@ def plan_compile(
         host = _nvcc_host_flags(prefix_maps, remedies, tools)
         cuda_files = sum(1 for s in sources if s.endswith(".cu"))
         cuda = _plan_cuda(req, kernels, tools, host, cuda_files)
+        # The toolkit's own headers first: torch's nvidia packages (extra_includes) repeat the
+        # runtime's headers, and a header found in the toolkit has the same path for every torch
+        # variant built with it, so its objects can be shared through the compiler cache.
+        include_dirs += [str(tools.cuda.home / "include")]
         include_dirs += [str(p) for p in tools.cuda.extra_includes]
     include_dirs += [str(p) for p in dependency_includes]
     keep = nvcc_keep_flags(sources, stage) if cuda else []
