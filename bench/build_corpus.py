@@ -19,6 +19,9 @@ touched). Per build it prints:
   CPU those processes used, and efficiency = compile CPU / (compile wall x cores), cores being
   ``--jobs`` (default: all CPUs). Processes shorter than one sample are not counted: the
   efficiency errs low;
+- longest process / efficiency bound: the CPU time of the busiest single compiler process (one
+  translation unit's cc1plus or cicc: no schedule finishes before it), and the efficiency the
+  work allows, compile CPU / (cores x max(compile CPU / cores, longest));
 - peak RSS: the largest sum of the resident sizes of the build's processes at one sample, and
   the largest single process (``ru_maxrss``);
 - cache: the build log's line (ccache hits, or the reuse of an unchanged variant);
@@ -297,10 +300,18 @@ class Result:
     peak_rss: int
     max_proc_rss: int
     cache: str
+    longest: float = 0.0  # CPU s of the busiest single compiler process (the critical path's floor)
 
     @property
     def efficiency(self) -> float:
         return self.compile_cpu / (self.compile_wall * self.cores) if self.compile_wall else 0.0
+
+    @property
+    def bound(self) -> float:
+        """The best efficiency this build's work allows: no schedule ends before its longest
+        single process, so the wall is at least max(CPU / cores, longest)."""
+        floor = max(self.compile_cpu / self.cores, self.longest)
+        return self.compile_cpu / (floor * self.cores) if floor else 0.0
 
 
 def run_build(project: Path, variant: str, cache: Path, out: Path, args: argparse.Namespace,
@@ -346,7 +357,7 @@ def run_build(project: Path, variant: str, cache: Path, out: Path, args: argpars
     return Result(project.name, variant, kind, wall, used, span, sum(sample.compile_cpu.values()),
                   args.jobs or os.cpu_count() or 1, sample.peak_rss,
                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
-                  found[-1] if found else "?")
+                  found[-1] if found else "?", max(sample.compile_cpu.values(), default=0.0))
 
 
 def fresh_cache(root: Path, name: str, envs: Path) -> Path:
@@ -475,12 +486,14 @@ def main() -> int:
                   f"load average before {load0}, after {load1}", ""]
         if results:
             lines += ["| project | variant | build | wall s | CPU s | compile wall s | "
-                      "compile CPU s | efficiency | peak RSS MiB (tree) | largest process MiB | "
-                      "cache |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+                      "compile CPU s | efficiency | longest process CPU s | efficiency bound | "
+                      "peak RSS MiB (tree) | largest process MiB | cache |",
+                      "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
             for r in results:
                 lines.append(f"| {r.project} | {r.variant} | {r.kind} | {r.wall:.1f} | "
                              f"{r.cpu:.1f} | {r.compile_wall:.1f} | {r.compile_cpu:.1f} | "
-                             f"{r.efficiency:.2f} | {_mib(r.peak_rss)} | {_mib(r.max_proc_rss)} "
+                             f"{r.efficiency:.2f} | {r.longest:.1f} | {r.bound:.2f} | "
+                             f"{_mib(r.peak_rss)} | {_mib(r.max_proc_rss)} "
                              f"| {r.cache} |")
             lines.append("")
         lines += matrix_rows(projects, results, root)

@@ -1,25 +1,36 @@
 #!/usr/bin/env bash
-# On the GPU machine (16 cores, no network): issue 22's corpus benchmark over the image's torch.
+# On the GPU machine (16 cores, no network): issue 22's build benchmark over the image's torch.
 # Here first: the .gpu/wheels folder of bench/gpu_real_kernels.sh (kernelwheel's own wheel and its
-# dependencies) and kernels-community's relu/activation/layer-norm in .gpu/corpus.
-# Device call: carry [".gpu"], command `bash bench/gpu_build_corpus.sh`; tables in $OUT.
+# dependencies), and for `corpus`, kernels-community projects in .gpu/corpus.
+# Device call: carry [".gpu"], command `bash bench/gpu_build_corpus.sh [fixtures|corpus]`, timeout
+# 600; tables and full logs in $OUT (nothing is piped through tail: a cut-off run keeps its output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out/gpu-corpus}
+PART=${1:-fixtures}
 mkdir -p "$OUT"
 GPU_PACKAGES="kernelwheel"
 # shellcheck source=bench/gpu_venv.sh
 source bench/gpu_venv.sh
 VAR=torch211-cxx11-cu130-x86_64-linux
-common=(--variant "$VAR" --python "$V/bin/python" --cuda-home "${CUDA_HOME:-/usr/local/cuda-13.0}")
-cat /proc/loadavg > "$OUT/load.txt"; nproc >> "$OUT/load.txt"
-# (a) one file x the recipe's 10 capabilities; (b) 56 files; auto split, then 1 thread x 16 jobs
-env -u CXX -u CC "$V/bin/python" bench/build_corpus.py "${common[@]}" --fixture relu-like \
-  --fixture layernorm-like:56 --warm --out "$OUT/auto.md" 2>&1 | tail -30
-env -u CXX -u CC "$V/bin/python" bench/build_corpus.py "${common[@]}" --nvcc-threads 1 \
-  --fixture layernorm-like:56 --out "$OUT/threads1.md" 2>&1 | tail -12
-if [ -d .gpu/corpus ]; then
-  env -u CXX -u CC "$V/bin/python" bench/build_corpus.py "${common[@]}" .gpu/corpus/* \
-    --out "$OUT/corpus.md" 2>&1 | tail -20
+common=(--python "$V/bin/python" --cuda-home "${CUDA_HOME:-/usr/local/cuda-13.0}")
+bench() {  # NAME ARGS...: one table in $OUT/NAME.md, its log in $OUT/$PART.log
+  local name=$1; shift
+  echo "== $name: $*" >> "$OUT/$PART.log"
+  env -u CXX -u CC "$V/bin/python" bench/build_corpus.py "${common[@]}" "$@" \
+    --out "$OUT/$name.md" >> "$OUT/$PART.log" 2>&1
+  echo "== $name: exit $?" >> "$OUT/$PART.log"
+}
+{ nproc; free -g | head -2; cat /proc/loadavg; } > "$OUT/machine.txt"
+if [ "$PART" = fixtures ]; then
+  # one .cu x the recipe's 10 capabilities: the auto split, then kernel-builder's (jobs = 10 / 10)
+  bench relu-auto --variant "$VAR" --fixture relu-like --warm
+  bench relu-kb --variant "$VAR" --fixture relu-like --jobs 10 --nvcc-threads 10
+  # 56 .cu files: the auto split (16 x 1 thread), then kernel-builder's (1 job x 10 threads)
+  bench layernorm-auto --variant "$VAR" --fixture layernorm-like:56
+  bench layernorm-kb --variant "$VAR" --fixture layernorm-like:56 --nvcc-threads 10
+else
+  bench corpus-relu --variant "$VAR" .gpu/corpus/relu
+  bench corpus-activation --variant torch-stable-abi210-cu130-x86_64-linux .gpu/corpus/activation
 fi
-cat /proc/loadavg >> "$OUT/load.txt"
+cat /proc/loadavg >> "$OUT/machine.txt"
