@@ -17,7 +17,7 @@ touched). Per build it prints:
 - compile wall / compile CPU / efficiency: from a sampler of the build's process tree (every
   50 ms): the span during which a compiler process (nvcc, cicc, ptxas, cc1plus, ...) ran, the
   CPU those processes used, and efficiency = compile CPU / (compile wall x cores), cores being
-  ``--jobs`` (default: all CPUs). Processes shorter than one sample are not counted: the
+  the machine's CPUs (also with ``--jobs``). Processes shorter than one sample are not counted: the
   efficiency errs low;
 - longest process / efficiency bound: the CPU time of the busiest single compiler process (one
   translation unit's cc1plus or cicc: no schedule finishes before it), and the efficiency the
@@ -355,7 +355,7 @@ def run_build(project: Path, variant: str, cache: Path, out: Path, args: argpars
     found = re.findall(r"ccache \d+/\d+ hit[^\n]*|compile skipped|no compiler cache", text)
     span = (sample.last - sample.first + 0.05) if sample.first is not None else 0.0
     return Result(project.name, variant, kind, wall, used, span, sum(sample.compile_cpu.values()),
-                  args.jobs or os.cpu_count() or 1, sample.peak_rss,
+                  os.cpu_count() or 1, sample.peak_rss,
                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
                   found[-1] if found else "?", max(sample.compile_cpu.values(), default=0.0))
 

@@ -32,5 +32,7 @@ if [ "$PART" = fixtures ]; then
 else
   bench corpus-relu --variant "$VAR" .gpu/corpus/relu
   bench corpus-activation --variant torch-stable-abi210-cu130-x86_64-linux .gpu/corpus/activation
+  # 56 .cu files with more jobs than CPUs: do nvcc's serial stages leave CPUs idle at 16?
+  bench layernorm-jobs24 --variant "$VAR" --fixture layernorm-like:56 --jobs 24
 fi
 cat /proc/loadavg >> "$OUT/machine.txt"

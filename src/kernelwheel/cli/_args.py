@@ -202,7 +202,7 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         "--memory-per-thread",
         metavar="MIB",
         help="memory one compiler thread is assumed to need: jobs x threads stay within the "
-        "available memory divided by it (default: auto, 2048)",
+        "available memory divided by it (default: auto, 2560)",
     )
     cuda = parser.add_argument_group("CUDA device code", PRECEDENCE)
     cuda.add_argument(
