@@ -130,14 +130,14 @@ def test_template_stub_flag_only_where_nvcc_has_it() -> None:
     [
         # one .cu: a thread per capability, the CPUs left go to the C++ sources beside it
         (16, 16, None, 10, 1, Parallelism(jobs=7, nvcc_threads=10)),
-        (16, 16, None, 10, 2, Parallelism(jobs=2, nvcc_threads=8)),  # the budget shared
+        (16, 16, None, 10, 2, Parallelism(jobs=3, nvcc_threads=8)),  # the budget shared
         (16, 16, None, 10, 3, Parallelism(jobs=4, nvcc_threads=5)),
         (16, 16, None, 10, 56, Parallelism(jobs=16, nvcc_threads=1)),  # files fill the CPUs
         (2, 2, None, 10, 56, Parallelism(jobs=2, nvcc_threads=1)),
-        (2, 2, None, 10, 1, Parallelism(jobs=1, nvcc_threads=2)),
+        (2, 2, None, 10, 1, Parallelism(jobs=2, nvcc_threads=2)),  # one C++ job beside
         (16, 16, None, 4, 1, Parallelism(jobs=13, nvcc_threads=4)),
         (16, 16, 2, 10, 56, Parallelism(jobs=8, nvcc_threads=2)),  # NVCC_THREADS, jobs divided
-        (2, 16, None, 10, 1, Parallelism(jobs=1, nvcc_threads=2)),  # --jobs is the budget
+        (2, 16, None, 10, 1, Parallelism(jobs=2, nvcc_threads=2)),  # --jobs is the budget
         (64, 8, 4, 10, 4, Parallelism(jobs=2, nvcc_threads=4)),  # at most the CPUs
         (8, 8, None, 0, 0, Parallelism(jobs=8, nvcc_threads=1)),  # a CPU variant
         (1, 1, 32, 12, 1, Parallelism(jobs=1, nvcc_threads=1)),
@@ -153,7 +153,9 @@ def test_nvcc_threads_and_jobs_at_their_peak_stay_within_the_cpus(
 ) -> None:
     split = nvcc_parallelism(jobs, cpus, requested, capabilities, cuda_files=cuda_files)
     assert split == expected
-    assert split.peak_threads(cuda_files) <= min(jobs, cpus)
+    # nvcc's serial stages idle its threads: one C++ job beside the .cu files may exceed it
+    budget = min(jobs, cpus)
+    assert split.peak_threads(cuda_files) <= budget + (1 if budget > 1 else 0)
 
 
 @pytest.mark.parametrize(

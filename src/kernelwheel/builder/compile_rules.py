@@ -131,7 +131,7 @@ DEFAULT_MIB_PER_THREAD = 2560
 class Parallelism:
     """Compile jobs at once, and threads per nvcc: at their peak (every ``.cu`` that can run
     at once, the other jobs single-threaded compilers) they stay within the CPUs the build may
-    use and the memory bound."""
+    use, plus the one C++ job kept beside the ``.cu`` files, and within the memory bound."""
 
     jobs: int
     nvcc_threads: int
@@ -157,14 +157,17 @@ def nvcc_parallelism(
     per capability of the widest kernel (nvcc's ``--threads`` splits by target; kernel-builder
     gives one per capability), so many files run one thread each and one file gets a thread per
     capability; ``requested`` (``--nvcc-threads``) overrides the share. The CPUs the ``.cu``
-    files leave go to jobs for the C++ sources, so the binding compiles beside a kernel. With
+    files leave go to jobs for the C++ sources (at least one), so the binding compiles beside a
+    kernel. With
     ``memory_mib`` known, the peak stays within ``memory_mib // mib_per_thread`` threads (jobs
     are cut first), so no compiler is killed for memory."""
     budget = max(1, min(jobs, cpus))
     share = max(1, budget // max(1, cuda_files))
     threads = min(requested or min(share, max(1, capability_count)), budget)
-    if cuda_files * threads <= budget:  # every .cu at once; the rest of the budget: C++ jobs
-        jobs = cuda_files + budget - cuda_files * threads
+    if cuda_files * threads <= budget:  # every .cu at once; the rest of the budget: C++ jobs,
+        # at least one: nvcc's serial stages (preprocessing, the host compile) leave its
+        # threads idle much of the time, so the binding beside it costs one thread at most
+        jobs = cuda_files + max(min(1, budget - 1), budget - cuda_files * threads)
     else:
         jobs = budget // threads
     split = Parallelism(jobs=max(1, jobs), nvcc_threads=threads)
