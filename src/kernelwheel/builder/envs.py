@@ -25,6 +25,7 @@ from ..compat import interpreter
 from ..errors import ToolchainError
 from ..model.recipes import VariantRecipe
 from .capabilities import unsupported
+from .toolkit_store import shared_toolkit
 
 READY_MARKER = ".kernelwheel-ready"
 # Build tools every environment gets besides torch; pinned so environments are reproducible.
@@ -374,9 +375,13 @@ def _torch_nvidia_includes(purelib: Path, major: int) -> tuple[Path, ...]:
 
 
 def find_cuda_toolkit(
-    env: EnvInfo, explicit: Path | None = None, system_paths: Sequence[Path] = ()
+    env: EnvInfo,
+    explicit: Path | None = None,
+    system_paths: Sequence[Path] = (),
+    store: Path | None = None,
 ) -> CudaToolkit:
-    """Find a toolkit whose major version matches the environment's torch."""
+    """Find a toolkit whose major version matches the environment's torch; toolchain packages
+    of the environment are used from their shared copy in ``store`` (builder.toolkit_store)."""
     if env.cuda is None:
         raise ToolchainError(
             f"torch {env.torch} in {env.python} is a CPU-only build: it cannot compile "
@@ -391,6 +396,7 @@ def find_cuda_toolkit(
         needed_by=f"torch {env.torch}",
         hint=f"install CUDA {env.cuda} (or pass --cuda-home DIR); torch refuses to build "
         "with a toolkit of another major version",
+        store=store,
     )
 
 
@@ -402,6 +408,7 @@ def locate_cuda_toolkit(
     *,
     needed_by: str,
     hint: str,
+    store: Path | None = None,
 ) -> CudaToolkit:
     """A toolkit of CUDA ``cuda``'s major version: ``explicit`` (--cuda-home) only, else the
     toolchain packages in ``purelib``, CUDA_HOME, the recipe's and the usual system paths, PATH.
@@ -412,6 +419,8 @@ def locate_cuda_toolkit(
         candidates.append(("--cuda-home", explicit))
     else:
         pip_home = _pip_toolkit(purelib, want_major)
+        if pip_home is not None and store is not None:
+            pip_home = shared_toolkit(pip_home, purelib, store)
         if pip_home is not None:
             candidates.append(("toolchain packages", pip_home))
         if os.environ.get("CUDA_HOME"):

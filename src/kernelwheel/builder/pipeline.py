@@ -326,7 +326,9 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         cross_build = cross_plan.prepare(env, req.cache_dir, log) if cross_plan else None
         toolkit = None
         if variant.backend is not None and variant.backend.kind is BackendKind.CUDA:
-            toolkit = find_cuda_toolkit(env, req.cuda_home, req.cuda_system_paths)
+            toolkit = find_cuda_toolkit(
+                env, req.cuda_home, req.cuda_system_paths, req.cache_dir / "toolkits"
+            )
         detail.append(f"torch {env.torch}" + (" (cached)" if env.reused else ""))
         if toolkit:
             detail.append(f"CUDA {toolkit.version} at {toolkit.home}")

@@ -1,0 +1,64 @@
+"""One CUDA toolkit folder per set of toolchain packages, shared by the environments that
+install it.
+
+Each kernelwheel-made environment gets the recipe's CUDA toolchain packages (nvcc, the runtime's
+headers) in its own site-packages, so two torch versions of one CUDA compile with equal toolkits
+at different paths. Those paths reach the preprocessed text (line markers), so the compiler cache
+could never give one torch's variant the object another compiled from a source that includes no
+torch header. The toolkit is therefore hard-linked once into ``<store>/<name>-<key>``, the key
+naming the distributions that installed it, and that folder is the build's CUDA_HOME.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+from .._util import staging_dir
+
+__all__ = ["shared_toolkit"]
+
+
+def shared_toolkit(home: Path, purelib: Path, store: Path) -> Path:
+    """The shared folder holding the toolkit at ``home`` (inside ``purelib``), made on first
+    use; ``home`` itself when no installed distribution owns it (nothing to key it on)."""
+    key = _key(home, purelib)
+    if key is None:
+        return home
+    final = store / f"{home.name}-{key}"
+    if (final / "bin" / "nvcc").exists():
+        return final
+    with staging_dir(store, "toolkit") as tmp:
+        shutil.copytree(home, tmp / "toolkit", symlinks=True, copy_function=_link_or_copy)
+        try:
+            os.rename(tmp / "toolkit", final)
+        except OSError:
+            if not (final / "bin" / "nvcc").exists():  # not a concurrent build that won
+                raise
+    return final
+
+
+def _key(home: Path, purelib: Path) -> str | None:
+    """The distributions (name-version) whose RECORD lists files of ``home``: the same ones
+    install the same files."""
+    try:
+        prefix = home.relative_to(purelib).as_posix() + "/"
+    except ValueError:
+        return None
+    owners = sorted(
+        record.parent.name
+        for record in purelib.glob("*.dist-info/RECORD")
+        if prefix in record.read_text(errors="replace")
+    )
+    if not owners:
+        return None
+    return hashlib.sha256("\n".join(owners).encode()).hexdigest()[:16]
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system: a copy
+        shutil.copy2(src, dst)

@@ -1,0 +1,53 @@
+"""The CUDA toolchain packages of several environments share one folder (one path per
+toolkit, so the compiler cache can share objects across torch versions)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelwheel.builder.toolkit_store import shared_toolkit
+
+
+def env_with_toolkit(root: Path, nvcc_version: str) -> tuple[Path, Path]:
+    purelib = root / "site-packages"
+    home = purelib / "nvidia" / "cu13"
+    (home / "bin").mkdir(parents=True)
+    (home / "include").mkdir()
+    (home / "bin" / "nvcc").write_text(f"nvcc {nvcc_version}\n")
+    (home / "include" / "cuda_runtime.h").write_text("// runtime\n")
+    (home / "lib").mkdir()
+    (home / "lib" / "libcudart.so.13").write_text("elf")
+    (home / "lib" / "libcudart.so").symlink_to("libcudart.so.13")
+    dist = purelib / f"nvidia_cuda_nvcc-{nvcc_version}.dist-info"
+    dist.mkdir()
+    (dist / "RECORD").write_text("nvidia/cu13/bin/nvcc,sha256=x,10\n")
+    (purelib / "torch-2.14.1.dist-info").mkdir()
+    (purelib / "torch-2.14.1.dist-info" / "RECORD").write_text("torch/__init__.py,,\n")
+    return home, purelib
+
+
+def test_equal_toolchain_packages_share_one_folder_of_hard_links(tmp_path: Path) -> None:
+    store = tmp_path / "toolkits"
+    home_a, purelib_a = env_with_toolkit(tmp_path / "torch213", "13.0.88")
+    home_b, purelib_b = env_with_toolkit(tmp_path / "torch214", "13.0.88")
+    shared = shared_toolkit(home_a, purelib_a, store)
+    assert shared.parent == store and shared != home_a
+    assert shared_toolkit(home_b, purelib_b, store) == shared
+    nvcc = shared / "bin" / "nvcc"
+    assert nvcc.read_text() == "nvcc 13.0.88\n"
+    assert nvcc.stat().st_ino == (home_a / "bin" / "nvcc").stat().st_ino  # linked, not copied
+    assert (shared / "lib" / "libcudart.so").is_symlink()
+    assert [p.name for p in store.iterdir()] == [shared.name]  # no staging folder left
+
+
+def test_other_toolchain_packages_get_their_own_folder(tmp_path: Path) -> None:
+    store = tmp_path / "toolkits"
+    home_a, purelib_a = env_with_toolkit(tmp_path / "a", "13.0.88")
+    home_b, purelib_b = env_with_toolkit(tmp_path / "b", "13.0.96")
+    assert shared_toolkit(home_a, purelib_a, store) != shared_toolkit(home_b, purelib_b, store)
+
+
+def test_a_toolkit_no_distribution_owns_stays_where_it_is(tmp_path: Path) -> None:
+    home, purelib = env_with_toolkit(tmp_path, "13.0.88")
+    (purelib / "nvidia_cuda_nvcc-13.0.88.dist-info" / "RECORD").write_text("other/file,,\n")
+    assert shared_toolkit(home, purelib, tmp_path / "toolkits") == home
