@@ -17,7 +17,14 @@ from pathlib import Path
 
 import pytest
 from support.http import http_server
-from support.installkit import installed, isolated_env, kernel_wheel, plain_install, torch_wheel
+from support.installkit import (
+    installed,
+    isolate,
+    isolated_env,
+    kernel_wheel,
+    plain_install,
+    torch_wheel,
+)
 from support.installkit import venv_with_torch as make_venv
 from support.venvs import QuickVenv
 
@@ -32,10 +39,7 @@ CU130_214 = "torch2.14.cu130.cxx11"
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
-    # kernelwheel's own pip run must not see this machine's extra indexes and find-links.
-    for key, value in isolated_env().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    isolate(monkeypatch)  # kernelwheel's own pip run must not see this machine's config
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from packaging.tags import Tag
 from support.gitrepo import make_repo
-from support.installkit import installed, isolated_env, plain_install, torch_wheel
+from support.installkit import installed, isolate, plain_install, torch_wheel
 from support.installkit import venv_with_torch as make_venv
 
 from kernelwheel.cli import main
@@ -31,9 +31,7 @@ TVM_FFI_DIST = "apache-tvm-ffi"
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in isolated_env().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    isolate(monkeypatch)  # kernelwheel's own pip run must not see this machine's config
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from packaging.tags import Tag
 
 from kernelwheel.builder import codegen
@@ -64,6 +65,14 @@ def isolated_env() -> dict[str, str]:
     env = dict(os.environ, PIP_CONFIG_FILE=os.devnull, UV_NO_CONFIG="1")
     env.pop("PIP_FIND_LINKS", None)
     return env
+
+
+def isolate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This test's process (and kernelwheel's own pip runs) sees :func:`isolated_env`, and no
+    active virtual environment."""
+    for key, value in isolated_env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
 
 
 def venv_with_torch(root: Path, torch: Path | None) -> QuickVenv:
