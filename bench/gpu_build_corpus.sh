@@ -2,7 +2,8 @@
 # On the GPU machine (16 cores, no network): issue 22's build benchmark over the image's torch.
 # Here first: the .gpu/wheels folder of bench/gpu_real_kernels.sh (kernelwheel's own wheel and its
 # dependencies), and for `corpus`, kernels-community projects in .gpu/corpus.
-# Device call: carry [".gpu"], command `bash bench/gpu_build_corpus.sh [fixtures|corpus]`, timeout
+# Device call: carry [".gpu"], command `bash bench/gpu_build_corpus.sh [fixtures|efficiency|corpus]`,
+# timeout
 # 600; tables and full logs in $OUT (nothing is piped through tail: a cut-off run keeps its output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,10 +30,12 @@ if [ "$PART" = fixtures ]; then
   # 56 .cu files: the auto split (16 x 1 thread), then kernel-builder's (1 job x 10 threads)
   bench layernorm-auto --variant "$VAR" --fixture layernorm-like:56
   bench layernorm-kb --variant "$VAR" --fixture layernorm-like:56 --nvcc-threads 10
+elif [ "$PART" = efficiency ]; then
+  # the auto split only, one table each (after a change to the split or the measurement)
+  bench relu-auto --variant "$VAR" --fixture relu-like --warm
+  bench layernorm-auto --variant "$VAR" --fixture layernorm-like:56
 else
   bench corpus-relu --variant "$VAR" .gpu/corpus/relu
   bench corpus-activation --variant torch-stable-abi210-cu130-x86_64-linux .gpu/corpus/activation
-  # 56 .cu files with more jobs than CPUs: do nvcc's serial stages leave CPUs idle at 16?
-  bench layernorm-jobs24 --variant "$VAR" --fixture layernorm-like:56 --jobs 24
 fi
 cat /proc/loadavg >> "$OUT/machine.txt"
