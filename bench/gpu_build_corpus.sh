@@ -2,9 +2,9 @@
 # On the GPU machine (16 cores, no network): issue 22's build benchmark over the image's torch.
 # Here first: the .gpu/wheels folder of bench/gpu_real_kernels.sh (kernelwheel's own wheel and its
 # dependencies), and for `corpus`, kernels-community projects in .gpu/corpus.
-# Device call: carry [".gpu"], command `bash bench/gpu_build_corpus.sh [fixtures|efficiency|corpus]`,
-# timeout
-# 600; tables and full logs in $OUT (nothing is piped through tail: a cut-off run keeps its output).
+# Device call: carry [".gpu"], command `bash bench/gpu_build_corpus.sh PART` (PART: fixtures,
+# efficiency or corpus), timeout 600; tables and full logs in $OUT (nothing is piped through
+# tail: a cut-off run keeps its output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out/gpu-corpus}
