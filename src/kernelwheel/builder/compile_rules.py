@@ -158,9 +158,8 @@ def nvcc_parallelism(
     gives one per capability), so many files run one thread each and one file gets a thread per
     capability; ``requested`` (``--nvcc-threads``) overrides the share. The CPUs the ``.cu``
     files leave go to jobs for the C++ sources (at least one), so the binding compiles beside a
-    kernel. With
-    ``memory_mib`` known, the peak stays within ``memory_mib // mib_per_thread`` threads (jobs
-    are cut first), so no compiler is killed for memory."""
+    kernel. With ``memory_mib`` known, the peak stays within ``memory_mib // mib_per_thread``
+    threads (jobs are cut first), so no compiler is killed for memory."""
     budget = max(1, min(jobs, cpus))
     share = max(1, budget // max(1, cuda_files))
     threads = min(requested or min(share, max(1, capability_count)), budget)
