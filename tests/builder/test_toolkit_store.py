@@ -3,7 +3,11 @@ toolkit, so the compiler cache can share objects across torch versions)."""
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
+
+import pytest
 
 from kernelwheel.builder.toolkit_store import shared_toolkit
 
@@ -51,3 +55,18 @@ def test_a_toolkit_no_distribution_owns_stays_where_it_is(tmp_path: Path) -> Non
     home, purelib = env_with_toolkit(tmp_path, "13.0.88")
     (purelib / "nvidia_cuda_nvcc-13.0.88.dist-info" / "RECORD").write_text("other/file,,\n")
     assert shared_toolkit(home, purelib, tmp_path / "toolkits") == home
+
+
+def test_a_toolkit_that_cannot_be_linked_stays_where_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another file system: no gigabyte copy, the environment's own toolkit, nothing left."""
+    home, purelib = env_with_toolkit(tmp_path, "13.0.88")
+
+    def cross_device(src: str, dst: str) -> None:
+        raise OSError(errno.EXDEV, "Invalid cross-device link", src)
+
+    monkeypatch.setattr(os, "link", cross_device)
+    store = tmp_path / "toolkits"
+    assert shared_toolkit(home, purelib, store) == home
+    assert list(store.iterdir()) == []

@@ -23,7 +23,8 @@ __all__ = ["shared_toolkit"]
 
 def shared_toolkit(home: Path, purelib: Path, store: Path) -> Path:
     """The shared folder holding the toolkit at ``home`` (inside ``purelib``), made on first
-    use; ``home`` itself when no installed distribution owns it (nothing to key it on)."""
+    use; ``home`` itself when no installed distribution owns it (nothing to key it on) or when
+    it cannot be hard-linked into ``store`` (another file system: a copy would cost gigabytes)."""
     key = _key(home, purelib)
     if key is None:
         return home
@@ -31,7 +32,10 @@ def shared_toolkit(home: Path, purelib: Path, store: Path) -> Path:
     if (final / "bin" / "nvcc").exists():
         return final
     with staging_dir(store, "toolkit") as tmp:
-        shutil.copytree(home, tmp / "toolkit", symlinks=True, copy_function=_link_or_copy)
+        try:
+            shutil.copytree(home, tmp / "toolkit", symlinks=True, copy_function=os.link)
+        except (OSError, shutil.Error):
+            return home
         try:
             os.rename(tmp / "toolkit", final)
         except OSError:
@@ -55,10 +59,3 @@ def _key(home: Path, purelib: Path) -> str | None:
     if not owners:
         return None
     return hashlib.sha256("\n".join(owners).encode()).hexdigest()[:16]
-
-
-def _link_or_copy(src: str, dst: str) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:  # another file system: a copy
-        shutil.copy2(src, dst)
