@@ -233,3 +233,12 @@ def test_the_toolkit_headers_come_before_torchs_nvidia_packages(tmp_path: Path) 
     tools = Toolchain(CudaToolkit(Path("/cuda"), "13.0", (env_headers,)), NVCC13, cpus=16)
     dirs = plan(request(project_with(tmp_path)), tools).spec.include_dirs
     assert dirs.index("/cuda/include") < dirs.index(str(env_headers))
+
+
+def test_sources_without_torch_headers_are_named_for_the_compiler_cache(tmp_path: Path) -> None:
+    root = project_with(tmp_path)
+    (root / "norm" / "norm.cu").write_text('#include "norm.h"\n')
+    (root / "norm" / "norm.h").write_text("#include <torch/all.h>\n")
+    (root / "torch-ext" / "binding.cpp").write_text('#include "registration.h"\n')
+    spec = plan(request(root)).spec
+    assert names(spec.torch_free, root) == ["gemm/gemm.cu", "gemm/launch.cpp"]

@@ -81,18 +81,18 @@ def test_a_source_missing_from_build_ninja_is_an_error() -> None:
         )
 
 
-def test_install_source_flags_wraps_torchs_ninja_writer(tmp_path: Path) -> None:
+def test_install_ninja_edits_wraps_torchs_ninja_writer(tmp_path: Path) -> None:
     def _write_ninja_file(path: str, cflags: list[str], cuda_post_cflags: list[str]) -> None:
         Path(path).write_text(NINJA)
 
     fake = types.SimpleNamespace(_write_ninja_file=_write_ninja_file)
     entry = {"source": "/p/norm.cu", "flags": ["-DN"], "gencode": []}
-    worker.install_source_flags(fake, [entry], GENCODE)
+    worker.install_ninja_edits(fake, [entry], GENCODE)
     out = tmp_path / "build.ninja"
     fake._write_ninja_file(path=str(out), cflags=[], cuda_post_cflags=NVCC_LINE)
     assert "  cuda_post_cflags = $cuda_post_cflags -DN" in out.read_text().splitlines()
     with pytest.raises(RuntimeError, match="no _write_ninja_file"):
-        worker.install_source_flags(types.SimpleNamespace(), [entry], GENCODE)
+        worker.install_ninja_edits(types.SimpleNamespace(), [entry], GENCODE)
 
 
 def test_compile_statements_follow_the_plans_source_order() -> None:
@@ -115,3 +115,14 @@ def test_compile_statements_follow_the_plans_source_order() -> None:
             : NINJA.splitlines().index("build /b/obj/gemm.o: cuda_compile /p/gemm.cu")
         ]
     )
+
+
+def test_torch_free_sources_run_with_ccache_depend_mode_off() -> None:
+    text = worker.preprocessed_mode(NINJA, ["/p/norm.cu", "/p/a b.cpp"])
+    lines = text.splitlines()
+    after = {lines[i - 1]: line for i, line in enumerate(lines) if line.startswith("  ")}
+    assert after == {
+        "build /b/obj/a$ b.o: compile /p/a$ b.cpp": "  cxx = CCACHE_NODEPEND=1 $cxx",
+        "build /b/obj/norm.o: cuda_compile /p/norm.cu": "  nvcc = CCACHE_NODEPEND=1 $nvcc",
+    }
+    assert worker.preprocessed_mode(NINJA, []) == NINJA

@@ -75,29 +75,38 @@ def test_a_source_without_torch_hits_across_variant_folders_and_include_paths(
     tmp_path: Path,
 ) -> None:
     """Two variants of one toolchain: own stage folder (the working directory, the prefix map),
-    own torch include folder and defines. A source that includes neither torch nor the stage
-    hits the other variant's object; a flag that changes the code still misses."""
+    own torch include folder and defines. Compiled as kernelwheel compiles a torch-free source
+    (depend mode off: ``CCACHE_NODEPEND=1`` in its ninja statement), the second variant hits
+    the first's object; a flag that changes the code still misses; in the default depend mode
+    (every other source) the variants' folders keep them apart."""
     src = tmp_path / "kernel.cpp"
     src.write_text('#include "scale.h"\nint scale(int x) { return x * FACTOR; }\n')
     (tmp_path / "scale.h").write_text("#define FACTOR 3\n")
-    stats_log = tmp_path / "stats.log"
 
-    def compile_in(variant: str, *extra: str) -> None:
+    def compile_in(variant: str, stats_log: Path, *extra: str, mode: str = "1") -> None:
         stage = tmp_path / variant / "obj"
         stage.mkdir(parents=True, exist_ok=True)
         (tmp_path / variant / "torch-include").mkdir(exist_ok=True)
         env = ccache_env(tmp_path / "cache", stats_log, None, dict(os.environ))
-        assert env is not None
+        assert env is not None and env["CCACHE_DEPEND"] == "true"
         cmd = ["g++", "-O2", "-c", str(src), "-o", "kernel.o", f"-I{tmp_path / variant}",
                f"-I{tmp_path / variant / 'torch-include'}", f"-DTORCH_EXTENSION_NAME={variant}",
                f"-ffile-prefix-map={tmp_path / variant}=/kernelwheel/build", *extra,
                "-MD", "-MF", "kernel.d"]  # fmt: skip
-        subprocess.run(cmd, cwd=stage, env={**os.environ, **env}, check=True)
+        nodepend = {"CCACHE_NODEPEND": "1"} if mode == "1" else {}
+        subprocess.run(cmd, cwd=stage, env={**os.environ, **env, **nodepend}, check=True)
 
-    compile_in("torch213")
-    compile_in("torch214")
-    compile_in("torch214-O3", "-O3")  # a flag that changes the object: compiled again
-    stats = read_stats(stats_log)
+    shared = tmp_path / "shared.log"
+    compile_in("torch213", shared)
+    compile_in("torch214", shared)
+    compile_in("torch214-O3", shared, "-O3")  # a flag that changes the object: compiled again
+    stats = read_stats(shared)
     assert stats is not None and (stats.hits, stats.misses) == (1, 2)
     objects = [(tmp_path / v / "obj" / "kernel.o").read_bytes() for v in ("torch213", "torch214")]
     assert objects[0] == objects[1]
+
+    kept_apart = tmp_path / "depend.log"
+    compile_in("depend-torch213", kept_apart, mode="depend")
+    compile_in("depend-torch214", kept_apart, mode="depend")
+    stats = read_stats(kept_apart)
+    assert stats is not None and (stats.hits, stats.misses) == (0, 2)

@@ -106,16 +106,38 @@ def in_source_order(text: str, sources: list[str]) -> str:
     return "\n".join([*head, *ordered, *tail]) + "\n"
 
 
-def install_source_flags(
+# ccache runs in depend mode (builder.compiler_cache); a source that reaches no torch header is
+# cached on its preprocessed text instead, which every torch variant of one toolkit shares.
+_PREPROCESSED = "CCACHE_NODEPEND=1"
+
+
+def preprocessed_mode(text: str, torch_free: list[str]) -> str:
+    """build.ninja with the compiler of each ``torch_free`` source's statement run with ccache's
+    depend mode off (a binding under its build line: ``cxx``/``nvcc`` prefixed by the
+    variable)."""
+    wanted = {os.path.abspath(s) for s in torch_free}
+    out: list[str] = []
+    for line in text.splitlines():
+        out.append(line)
+        found = _build_line_source(line)
+        if found is not None and found[1] in wanted:
+            tool = "cxx" if found[0] == "compile" else "nvcc"
+            out.append(f"  {tool} = {_PREPROCESSED} ${tool}")
+    return "\n".join(out) + "\n"
+
+
+def install_ninja_edits(
     cpp_extension: Any,
     entries: list[dict[str, Any]],
     gencode: list[str],
     order: list[str] | None = None,
+    torch_free: list[str] | None = None,
 ) -> None:
     """Give sources their own flags by adding bindings to the build.ninja torch writes (through
-    its private ``_write_ninja_file``, present from torch 1.x to 2.14), and put its compile
-    statements in ``order`` (the plan's source order). Without that function the order is
-    torch's (a scheduling choice, not a need); per-source flags are then an error."""
+    its private ``_write_ninja_file``, present from torch 1.x to 2.14), the ``torch_free`` ones
+    ccache's preprocessed mode, and put its compile statements in ``order`` (the plan's source
+    order). Without that function the order and the cache mode are torch's and ccache's
+    defaults (choices of speed, not needs); per-source flags are then an error."""
     original: Callable[..., Any] | None = getattr(cpp_extension, "_write_ninja_file", None)
     if original is None and not entries:
         return
@@ -132,6 +154,7 @@ def install_source_flags(
         path = Path(bound["path"])
         nvcc = list(bound.get("cuda_post_cflags") or [])
         text = source_bindings(path.read_text(), entries, nvcc, gencode)
+        text = preprocessed_mode(text, torch_free or [])
         path.write_text(in_source_order(text, order) if order else text)
         return written
 
@@ -236,7 +259,13 @@ def main() -> int:
         py_limited_api=True,
     )
     gencode = [f for f in spec["nvcc_flags"] if f.startswith("-gencode=")]
-    install_source_flags(cpp_extension, spec.get("source_flags", []), gencode, spec["sources"])
+    install_ninja_edits(
+        cpp_extension,
+        spec.get("source_flags", []),
+        gencode,
+        spec["sources"],
+        spec.get("torch_free", []),
+    )
     setuptools.setup(
         name=spec["name"],
         ext_modules=[ext],

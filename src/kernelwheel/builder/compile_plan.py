@@ -30,6 +30,7 @@ from .compile_rules import (
 from .compile_spec import CompileSpec, SourceFlags
 from .envs import CudaToolkit, refuse_unsupported
 from .request import BuildRequest
+from .torch_free import torch_free_sources
 
 __all__ = [
     "REQUESTED_LIMITED_API",
@@ -367,6 +368,7 @@ def plan_compile(
             cuda.capabilities if cuda else (),
             cuda_version,
         ),
+        torch_free=torch_free_sources(sources, include_dirs, project.root),
     )
     all_notes = (*notes, *(cuda.notes if cuda else ()))
     return CompilePlan(spec, all_notes, stage / "nvcc-keep" if keep else None)

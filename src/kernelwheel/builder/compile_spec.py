@@ -53,6 +53,8 @@ class CompileSpec:
     link_flags: tuple[str, ...] = ()
     cross: CrossInfo | None = field(default=None)
     source_flags: tuple[SourceFlags, ...] = ()  # empty: every source compiles alike
+    # sources that reach no torch header: cached on their preprocessed text (builder.torch_free)
+    torch_free: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         data: dict[str, Any] = asdict(self)

@@ -1,11 +1,12 @@
 """Compiler caching with ccache: an unchanged variant recompiles from the cache.
 
 ccache keys each object on the compiler, its flags and the source with every header it includes,
-so a hit is exact. Direct mode finds an unchanged variant's objects without preprocessing; on a
-miss ccache preprocesses and keys on the preprocessed text and the flags that do not only steer
-the preprocessor (-I/-D left out), so a kernel source that includes no torch header hits the
-object another torch's variant of the same toolchain compiled (docs/build-corpus.md). The build's
-own folders are kept out of the key: its working directory (objects map it away with
+so a hit is exact. By default in depend mode (from the compiler's own -MD output: a miss costs
+no extra preprocessing pass over torch's headers); a source that reaches no torch header
+(builder.torch_free) runs with depend mode off, so a miss there preprocesses and keys on the
+preprocessed text and the flags that do not only steer the preprocessor (-I/-D left out), and
+another torch's variant of the same toolkit hits it (docs/build-corpus.md). The build's own
+folders are kept out of the key: its working directory (objects map it away with
 -ffile-prefix-map, which is left out too) and nvcc's --keep-dir. kernelwheel puts
 masquerade links (``g++``, ``nvcc``, ... -> ccache) first on PATH, points torch at the nvcc
 link through PYTORCH_NVCC, and turns off torch's own wrapper detection
@@ -61,6 +62,8 @@ def ccache_env(
         "CCACHE_STATSLOG": str(stats_log),
         # Compare compilers by content: a reinstalled but identical toolchain still hits.
         "CCACHE_COMPILERCHECK": "content",
+        # Depend mode unless the compile statement turns it off (CCACHE_NODEPEND, _compile_worker)
+        "CCACHE_DEPEND": "true",
         # Each variant compiles in a folder of its own: what names it must not split the key.
         # The prefix maps send the folders to fixed names (the objects are the same bytes), and
         # --keep-dir only says where nvcc's intermediate files go.

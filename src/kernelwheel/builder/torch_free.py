@@ -1,0 +1,63 @@
+"""Which sources reach no torch header, found by following their ``#include`` lines.
+
+The compiler cache keys such a source on its preprocessed text, which is the same for every
+torch version of one toolkit, so their objects are shared across the torch variants
+(docs/build-corpus.md); every other source keeps the cheaper depend mode, whose key holds the
+command line (a preprocessor pass over torch's headers would cost more than it could save).
+The scan only picks the cache mode: both modes are exact, so a wrong guess costs time, never a
+wrong object. It follows the project's own files; a header found outside the project (CUDA,
+CUTLASS) is taken as torch-free, and an include inside ``#if`` counts as included.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["torch_free_sources"]
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
+# Headers of torch (and of what only torch builds use), by how an include names them; the
+# generated registration.h includes torch's library header.
+_TORCH = ("torch/", "ATen/", "c10/", "caffe2/", "pybind11/", "Python.h", "registration.h")
+
+
+def torch_free_sources(
+    sources: Sequence[str], include_dirs: Sequence[str], root: Path
+) -> tuple[str, ...]:
+    """The members of ``sources`` whose includes, followed through the files under ``root``,
+    reach no torch header."""
+    dirs = [Path(d) for d in include_dirs]
+    return tuple(s for s in sources if not _reaches_torch(Path(s), dirs, root.resolve()))
+
+
+def _reaches_torch(source: Path, dirs: Sequence[Path], root: Path) -> bool:
+    seen: set[Path] = set()
+    todo = [source]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        for quote, name in _INCLUDE.findall(text):
+            if name.startswith(_TORCH):
+                return True
+            found = _resolve(name, path.parent if quote == '"' else None, dirs)
+            if found is not None and found.is_relative_to(root):
+                todo.append(found)
+    return False
+
+
+def _resolve(name: str, beside: Path | None, dirs: Sequence[Path]) -> Path | None:
+    """Where the compiler finds ``#include name``: beside the includer for quotes, then the
+    include folders."""
+    for folder in ([beside] if beside is not None else []) + list(dirs):
+        candidate = (folder / name).resolve()
+        if candidate.is_file():
+            return candidate
+    return None
