@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.errors import ProjectError, UsageError
+from kernelwheel.errors import KernelwheelError, ProjectError, UsageError
 from kernelwheel.model.variant import Arch, LocalVersionStyle
 from kernelwheel.plan.options import (
     DEFAULT_OPTIONS,
@@ -334,3 +334,13 @@ def test_available_memory_is_the_smaller_of_meminfo_and_the_cgroup_limit(tmp_pat
     (cgroup / "memory.current").write_text(f"{2 * 2**30}\n")
     assert available_memory_mib(meminfo, cgroup) == 6144  # the container's 8 GiB, 2 used
     assert available_memory_mib(tmp_path / "none", tmp_path / "none") is None
+
+
+def test_memory_per_thread_takes_mib_and_says_so_when_wrong(tmp_path: Path) -> None:
+    assert (
+        resolve_options(None, env={"KERNELWHEEL_MEMORY_PER_THREAD": "3072"}).memory_per_thread
+        == 3072
+    )
+    with pytest.raises(KernelwheelError, match="KERNELWHEEL_MEMORY_PER_THREAD") as info:
+        resolve_options(None, env={"KERNELWHEEL_MEMORY_PER_THREAD": "0"})
+    assert "4096 (MiB)" in str(info.value.hint)

@@ -272,7 +272,7 @@ def _interpreter_path(raw: Any, fail: _Fail, base: Path) -> Path:
         raise fail(exc.message, exc.hint or "") from None
 
 
-def _jobs(raw: Any, fail: _Fail, base: Path) -> int | None:
+def _positive_or_auto(raw: Any, fail: _Fail, example: str) -> int | None:
     if isinstance(raw, str) and raw.strip().lower() == "auto":
         return None
     value: int | None = None
@@ -281,8 +281,16 @@ def _jobs(raw: Any, fail: _Fail, base: Path) -> int | None:
     elif isinstance(raw, str) and raw.strip().isdigit():
         value = int(raw)
     if value is None or value < 1:
-        raise fail(f"expected a positive integer or 'auto', got {raw!r}", "e.g. 4 or auto")
+        raise fail(f"expected a positive integer or 'auto', got {raw!r}", f"e.g. {example} or auto")
     return value
+
+
+def _jobs(raw: Any, fail: _Fail, base: Path) -> int | None:
+    return _positive_or_auto(raw, fail, "4")
+
+
+def _mib(raw: Any, fail: _Fail, base: Path) -> int | None:
+    return _positive_or_auto(raw, fail, "4096 (MiB)")
 
 
 _TRUE = ("1", "true", "yes", "on")
@@ -456,7 +464,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("cutlass_path", _cutlass_paths),
     OptionDef("with_cpu_kernels", _bool),
     OptionDef("nvcc_threads", _jobs),
-    OptionDef("memory_per_thread", _jobs),
+    OptionDef("memory_per_thread", _mib),
     OptionDef("version", _version, env=None),
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
