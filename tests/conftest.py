@@ -42,7 +42,8 @@ def pytest_terminal_summary(
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """img2gray built for the CUDA 13.0 and the CPU variant by `kernelwheel build`."""
+    """img2gray built for the CUDA 13.0 and the CPU variant by `kernelwheel build`, the two
+    side by side (--variant-jobs 2; test_rebuild_is_byte_identical rebuilds each alone)."""
     wheelhouse = tmp_path_factory.mktemp("wheelhouse")
     code = main(
         [
@@ -54,6 +55,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
             CUDA_VARIANT,
             "--variant",
             CPU_VARIANT,
+            "--variant-jobs",
+            "2",
         ]
     )
     wheels: dict[str, Path] = {}

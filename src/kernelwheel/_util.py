@@ -12,8 +12,9 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from .errors import ToolchainError, UsageError
@@ -179,6 +180,12 @@ def replace_dir(staging: Path, final: Path) -> Path:
     return final
 
 
+# The commands run_logged is running, so that stop_running can end them: a build running
+# variants in threads stops the others' compilers when one is interrupted.
+_RUNNING: set[subprocess.Popen[bytes]] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
 def run_logged(
     cmd: Sequence[str | Path],
     log: Path,
@@ -191,14 +198,33 @@ def run_logged(
     with open(log, "a") as fh:
         fh.write(f"$ {' '.join(str(c) for c in cmd)}\n")
         fh.flush()
-        return subprocess.run(
+        with subprocess.Popen(
             [str(c) for c in cmd],
             stdout=fh,
             stderr=subprocess.STDOUT,
             env=None if env is None else dict(env),
             cwd=cwd,
-            check=False,
-        ).returncode
+        ) as proc:
+            with _RUNNING_LOCK:
+                _RUNNING.add(proc)
+            try:
+                return proc.wait()
+            except BaseException:  # interrupted here (the main thread): no orphan left running
+                proc.kill()
+                raise
+            finally:
+                with _RUNNING_LOCK:
+                    _RUNNING.discard(proc)
+
+
+def stop_running() -> None:
+    """Kill every command :func:`run_logged` is running (in any thread): each ``run_logged``
+    then returns the command's non-zero exit code."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for proc in running:
+        with suppress(ProcessLookupError):
+            proc.kill()
 
 
 def run_checked(

@@ -22,6 +22,7 @@ from packaging.version import Version
 from ..model.project import KernelProject, KernelSection
 
 __all__ = [
+    "CPUS_PER_VARIANT",
     "DEFAULT_MIB_PER_THREAD",
     "Macro",
     "Parallelism",
@@ -31,6 +32,7 @@ __all__ = [
     "kernels_to_compile",
     "nvcc_parallelism",
     "nvcc_torch_flags",
+    "variants_at_once",
 ]
 
 Macro = tuple[str, str | None]  # (name, value); None: -DNAME without a value
@@ -125,6 +127,34 @@ def kernel_cuda_flags(flags: Sequence[str], cuda_version: str) -> tuple[str, ...
 # build (cicc over a .cu that includes torch, 16-core GPU machine) measured 2446 MiB
 # (docs/build-corpus.md).
 DEFAULT_MIB_PER_THREAD = 2560
+
+# CPUs per variant when variants build side by side. A relu-sized variant (one .cu that
+# includes torch, 10 capabilities) keeps about 4 of 16 CPUs busy alone, bound by nvcc's serial
+# chain (preprocessing, the host front end, one capability, the host compile); on the 16-core
+# GPU machine 4 such builds at once kept 67 % of the CPUs busy, 8 at once 85 %
+# (docs/build-corpus.md).
+CPUS_PER_VARIANT = 2
+
+
+def variants_at_once(
+    requested: int | None,
+    variants: int,
+    cpus: int,
+    *,
+    memory_mib: int | None = None,
+    mib_per_thread: int = DEFAULT_MIB_PER_THREAD,
+) -> int:
+    """How many variants compile at the same time (the variant-jobs option; ``requested`` None
+    is auto): one per :data:`CPUS_PER_VARIANT` CPUs, so that one variant's serial stages leave
+    no CPU idle while another has work, and no more than the memory holds at two compiler
+    threads each (a variant's least: one nvcc thread and one C++ job); never more than there
+    are variants. A number asked for is taken as given."""
+    wanted = requested
+    if wanted is None:
+        wanted = cpus // CPUS_PER_VARIANT
+        if memory_mib is not None:
+            wanted = min(wanted, memory_mib // (2 * mib_per_thread))
+    return max(1, min(wanted, variants))
 
 
 @dataclass(frozen=True)

@@ -178,16 +178,18 @@ def _accepts_flag(cxx: str, flag: str) -> bool:
     return proc.returncode == 0
 
 
-def _toolchain(toolkit: CudaToolkit | None) -> Toolchain:
-    """What the compile plan needs to know about the compilers, found by running them."""
+def _toolchain(toolkit: CudaToolkit | None, variants_at_once: int = 1) -> Toolchain:
+    """What the compile plan needs to know about the compilers, found by running them, and this
+    variant's share of the machine's CPUs and memory."""
     cxx = os.environ.get("CXX", "c++")
+    memory = available_memory_mib()
     return Toolchain(
         cuda=toolkit,
         nvcc_supports=supported_capabilities(toolkit.home) if toolkit else None,
         shared_libstdcxx=_links_shared_libstdcxx(cxx),
         no_gnu_unique=_accepts_flag(cxx, NO_GNU_UNIQUE),
-        cpus=resolve_jobs(None),
-        memory_mib=available_memory_mib(),
+        cpus=max(1, resolve_jobs(None) // variants_at_once),
+        memory_mib=None if memory is None else memory // variants_at_once,
     )
 
 
@@ -236,7 +238,8 @@ def _compile(
     codegen.write_registration_header(stage / "include")
     # Known remedies keep the .so within manylinux_2_28 when built with a newer gcc/glibc.
     headers = tuple(provide_headers(req.headers, req.cache_dir, env.python, log))
-    plan = plan_compile(req, namespace, stage, _toolchain(toolkit), remedy_flags(), headers)
+    tools = _toolchain(toolkit, req.variants_at_once)
+    plan = plan_compile(req, namespace, stage, tools, remedy_flags(), headers)
     if plan.keep_dir is not None:
         plan.keep_dir.mkdir(parents=True, exist_ok=True)
     _note(log, plan.notes)

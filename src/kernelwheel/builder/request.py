@@ -34,7 +34,10 @@ class BuildRequest:
     cuda_home: Path | None = None
     default_capabilities: tuple[str, ...] = ()
     cuda_system_paths: tuple[Path, ...] = ()  # where a "system" toolchain may live
-    jobs: int = 2
+    jobs: int = 2  # this variant's CPU budget (--jobs, split between the variants at once)
+    # Variants compiling at the same time as this one, itself included: the machine's CPUs and
+    # memory are split between them (the variant-jobs option).
+    variants_at_once: int = 1
     manylinux: str | None = "manylinux_2_28"  # None: keep linux_<arch>, only check
     best_effort: bool = False  # keep a wheel that cannot comply (linux_<arch>) instead of failing
     recipe: VariantRecipe | None = None  # the variant's recipe (a tvm-ffi build's pins)

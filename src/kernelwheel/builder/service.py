@@ -2,26 +2,33 @@
 
 :func:`build_project` finishes the planning first (the toolchains, the wheel version, one
 :class:`~.request.BuildRequest` per variant, so a dependency or cross compiler that cannot be
-provided stops the run before anything is compiled), then builds the variants one after the
-other and returns a :class:`BuildResult`: one :class:`Outcome` per variant, built or failed with
-its error. A failed variant does not stop the others. The CLI only renders the result.
+provided stops the run before anything is compiled), then builds the variants, several at a
+time where the machine has the CPUs (the variant-jobs option: each gets its share of the CPUs
+and memory), and returns a :class:`BuildResult`: one :class:`Outcome` per variant in the
+selection's order, built or failed with its error. A failed variant does not stop the others;
+an interrupt stops them all. The CLI only renders the result.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from .._util import sha256_file
+from .._util import sha256_file, stop_running
 from ..errors import KernelwheelError
 from ..log import Reporter
 from ..model.recipes import VariantRecipe
+from ..plan.options import available_memory_mib, resolve_jobs
 from ..plan.planning import Planned, wheel_version
 from ..plan.toolchains import require_toolchains
 from ..plan.versioning import read_git_state
+from .compile_rules import DEFAULT_MIB_PER_THREAD, variants_at_once
 from .noarch import build_noarch
 from .pipeline import build_and_export
 from .request import BuildRequest, request_for
@@ -80,8 +87,17 @@ def build_project(
     git = read_git_state(project.root)
     resolved = wheel_version(planned, git)
     version = resolved.version
+    at_once = variants_at_once(
+        options.variant_jobs,
+        len(recipes),
+        resolve_jobs(options.jobs),
+        memory_mib=available_memory_mib(),
+        mib_per_thread=options.memory_per_thread or DEFAULT_MIB_PER_THREAD,
+    )
     progress.info(
-        "", f"{project.name} {version} (version from {resolved.source}); {len(recipes)} variant(s)"
+        "",
+        f"{project.name} {version} (version from {resolved.source}); {len(recipes)} variant(s)"
+        + (f", {at_once} at a time" if at_once > 1 and not project.noarch else ""),
     )
     if project.noarch:  # one pure-Python wheel for all of its variants, nothing to compile
         return BuildResult(project.name, version, (_noarch(planned, recipes, version, progress),))
@@ -92,11 +108,49 @@ def build_project(
         for recipe in recipes
     ]
     hub_layout = options.hub_layout
-    outcomes = tuple(_variant(req, progress, hub_layout) for req in requests)
+    if at_once == 1:
+        outcomes = tuple(_variant(req, progress, hub_layout) for req in requests)
+    else:
+        shared = [
+            dataclasses.replace(req, jobs=max(1, req.jobs // at_once), variants_at_once=at_once)
+            for req in requests
+        ]
+        outcomes = _side_by_side(shared, at_once, progress, hub_layout)
     return BuildResult(project.name, version, outcomes)
 
 
-def _variant(req: BuildRequest, progress: BuildProgress, hub_layout: Path | None) -> Outcome:
+def _side_by_side(
+    requests: Sequence[BuildRequest],
+    at_once: int,
+    progress: BuildProgress,
+    hub_layout: Path | None,
+) -> tuple[Outcome, ...]:
+    """The variants built ``at_once`` at a time, in threads (the work is in the compilers'
+    processes); on an interrupt the variants not started are dropped and the running ones'
+    commands killed before it goes on up."""
+    stopping = threading.Event()  # the variants killed by an interrupt go unreported
+
+    def build(req: BuildRequest) -> Outcome:
+        return _variant(req, progress, hub_layout, stopping)
+
+    with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="variant") as pool:
+        futures = [pool.submit(build, req) for req in requests]
+        try:
+            return tuple(future.result() for future in futures)
+        except BaseException:
+            stopping.set()
+            for future in futures:
+                future.cancel()
+            stop_running()
+            raise
+
+
+def _variant(
+    req: BuildRequest,
+    progress: BuildProgress,
+    hub_layout: Path | None,
+    stopping: threading.Event | None = None,
+) -> Outcome:
     name = req.variant.name
     progress.variant_started(name)
     started, wall = time.monotonic(), time.time()
@@ -116,7 +170,8 @@ def _variant(req: BuildRequest, progress: BuildProgress, hub_layout: Path | None
             sha256_file(built.path),
             built.compliant,
         )
-    progress.variant_finished(outcome)
+    if stopping is None or not stopping.is_set():
+        progress.variant_finished(outcome)
     return outcome
 
 

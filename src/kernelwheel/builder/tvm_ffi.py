@@ -304,7 +304,7 @@ def _compile(
     project, variant, log = req.project, req.variant, req.log
     assert project.tvm_ffi is not None and variant.backend is not None
     backend = variant.backend.kind.value
-    tools = _toolchain(toolkit)
+    tools = _toolchain(toolkit, req.variants_at_once)
     kernels, notes = kernels_to_compile(project, (backend,), toolkit.version if toolkit else None)
     stage = req.work_dir / variant.name
     if stage.exists():

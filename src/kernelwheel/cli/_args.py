@@ -204,6 +204,12 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         help="memory one compiler thread is assumed to need: jobs x threads stay within the "
         "available memory divided by it (default: auto, 2560)",
     )
+    env.add_argument(
+        "--variant-jobs",
+        metavar="N",
+        help="variants compiled at the same time, each with its share of the CPUs and memory "
+        "(default: auto, one per 2 CPUs)",
+    )
     cuda = parser.add_argument_group("CUDA device code", PRECEDENCE)
     cuda.add_argument(
         "--fatbin-compression",

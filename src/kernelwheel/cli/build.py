@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import threading
 from pathlib import Path
 
 from ..builder.service import Outcome, build_project
@@ -156,10 +157,14 @@ def _with_log(exc: KernelwheelError, log: Path | None) -> str:
 
 
 class _Progress:
-    """The build service's progress, rendered: a group per variant, its end line, its error."""
+    """The build service's progress, rendered: a group per variant (while it is the only one
+    running: variants side by side would interleave), its end line, its error."""
 
     def __init__(self, ui: ConsoleUI) -> None:
         self.ui = ui
+        self._running: list[str] = []
+        self._grouped: str | None = None
+        self._lock = threading.Lock()
 
     def step_started(self, scope: str, name: str, log: Path | None = None) -> None:
         self.ui.step_started(scope, name, log)
@@ -171,14 +176,22 @@ class _Progress:
         self.ui.info(scope, message)
 
     def variant_started(self, name: str) -> None:
-        self.ui.group(name)
+        with self._lock:
+            self._running.append(name)
+            if len(self._running) == 1 and self._grouped is None:
+                self._grouped = name
+                self.ui.group(name)
 
     def variant_finished(self, outcome: Outcome) -> None:
         wheel = outcome.wheel.name if outcome.wheel is not None else ""
-        self.ui.done(outcome.variant, outcome.error is None, outcome.seconds, wheel)
-        if outcome.error is not None:
-            self.ui.error(f"{outcome.variant}: {_with_log(outcome.error, outcome.log)}")
-        self.ui.endgroup()
+        with self._lock:
+            self.ui.done(outcome.variant, outcome.error is None, outcome.seconds, wheel)
+            if outcome.error is not None:
+                self.ui.error(f"{outcome.variant}: {_with_log(outcome.error, outcome.log)}")
+            self._running.remove(outcome.variant)
+            if self._grouped == outcome.variant:
+                self._grouped = None
+                self.ui.endgroup()
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:

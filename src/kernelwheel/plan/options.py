@@ -105,6 +105,9 @@ class Options:
     # The memory one compiler thread is assumed to need (MiB; None: DEFAULT_MIB_PER_THREAD): the
     # jobs x threads split stays within the available memory divided by it.
     memory_per_thread: int | None = None
+    # Variants compiled at the same time, sharing the CPUs and memory (None: auto, one per
+    # CPUS_PER_VARIANT CPUs)
+    variant_jobs: int | None = None
     # The wheel's full version (None: plan.versioning finds it: VERSION, a git tag, major.0.0)
     version: str | None = None
     sources: tuple[tuple[str, str], ...] = field(default=())
@@ -465,6 +468,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("with_cpu_kernels", _bool),
     OptionDef("nvcc_threads", _jobs),
     OptionDef("memory_per_thread", _mib),
+    OptionDef("variant_jobs", _jobs),
     OptionDef("version", _version, env=None),
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
