@@ -28,6 +28,11 @@ touched). Per build it prints:
   the largest single process (``ru_maxrss``);
 - cache: the build log's line (ccache hits, or the reuse of an unchanged variant);
 - with ``--warm``: the same build again, sources unchanged (goal: <= 10 % of cold);
+- with ``--together``: all the variants once more, cold, in one build (kernelwheel's
+  ``--variant-jobs``, default all at once): one row, its efficiency the whole build's;
+- with ``--copies N``: the first variant N times at once, each build in its own cache with
+  ``--jobs`` CPUs / N: the machine's use when N variants build side by side, where only one
+  torch is at hand (the GPU machine);
 - with ``--rebuild-with-cache``: every variant once more in the same cache folder after all
   variants were built: the hits of one variant's objects in the others' (shared toolkit).
 
@@ -271,7 +276,8 @@ def _children_map() -> dict[int, list[int]]:
     return kids
 
 
-def _sample(root: int, out: Sample) -> None:
+def _sample(root: int, out: Sample) -> int:
+    """One look at ``root``'s process tree, recorded in ``out``; its resident bytes."""
     kids = _children_map()
     todo, rss, now, busy = [(root, False)], 0, time.monotonic(), False
     while todo:
@@ -291,10 +297,10 @@ def _sample(root: int, out: Sample) -> None:
             out.compile_cpu[pid] = (int(fields[11]) + int(fields[12])) / _CLK
             if in_ninja:
                 out.under_ninja.add(pid)
-    out.peak_rss = max(out.peak_rss, rss)
     if busy:
         out.first = now if out.first is None else out.first
         out.last = now
+    return rss
 
 
 @dataclass
@@ -325,44 +331,74 @@ class Result:
 
 
 def run_build(project: Path, variant: str, cache: Path, out: Path, args: argparse.Namespace,
-              kind: str, env: dict[str, str]) -> Result:
+              kind: str, env: dict[str, str], together: list[str] | None = None,
+              copies: int = 1) -> Result:
+    """One ``kernelwheel build`` of ``variant`` (VARIANT or VARIANT=PYTHON), or with
+    ``together`` all of those variants in one build, ``--variant-jobs`` of them at a time; with
+    ``copies`` N, N builds of the variant at once, each in its own cache and output folder with
+    ``--jobs`` CPUs / N (the split ``--variant-jobs N`` gives N variants of one build)."""
     variant, _, python = variant.partition("=")
     python = python or args.python
-    cmd = [sys.executable, "-m", "kernelwheel", "build", str(project), "--only", variant,
+    select = ["--only", variant]
+    if together:
+        select = [a for v in together for a in ("--variant", v)]
+        select += ["--variant-jobs", str(args.variant_jobs or len(together))]
+        variant = " + ".join(together)
+    elif args.variant_jobs:
+        select += ["--variant-jobs", str(args.variant_jobs)]
+    cmd = [sys.executable, "-m", "kernelwheel", "build", str(project), *select,
            "--cache-dir", str(cache), "--output-dir", str(out), "--version", "1.0.0"]
     if args.cuda_capabilities:
         cmd += ["--cuda-capabilities", args.cuda_capabilities]
-    if args.jobs:
-        cmd += ["--jobs", str(args.jobs)]
+    if args.jobs or copies > 1:
+        cmd += ["--jobs", str(args.jobs or max(1, (os.cpu_count() or 1) // copies))]
     if args.nvcc_threads:
         cmd += ["--nvcc-threads", str(args.nvcc_threads)]
     if python:
         cmd += ["--python", python]
     if args.cuda_home:
         cmd += ["--cuda-home", args.cuda_home]
+    cmds = [cmd]
+    if copies > 1:
+        variant = f"{variant} x {copies} at once"
+        cmds = []
+        for n in range(copies):
+            mine = [str(cache / f"copy-{n}") if a == str(cache) else
+                    str(out / f"copy-{n}") if a == str(out) else a for a in cmd]
+            (cache / f"copy-{n}").mkdir(parents=True)
+            if (cache / "envs").exists():
+                (cache / f"copy-{n}" / "envs").symlink_to((cache / "envs").resolve())
+            cmds.append(mine)
     sample = Sample()
     start, cpu = time.monotonic(), cpu_seconds()
     # the step lines (the compile's cache detail among them) go to stdout, errors to stderr
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    procs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) for c in cmds]
     stop = threading.Event()
 
     def sampler() -> None:
         while not stop.is_set():
-            _sample(proc.pid, sample)
+            rss = sum(_sample(proc.pid, sample) for proc in procs)
+            sample.peak_rss = max(sample.peak_rss, rss)  # all the builds' trees at one look
             stop.wait(0.05)
 
     thread = threading.Thread(target=sampler, daemon=True)
     thread.start()
-    err, _ = proc.communicate()
+    err = "".join(proc.communicate()[0] for proc in procs)
     stop.set()
     thread.join()
     wall, used = time.monotonic() - start, cpu_seconds() - cpu
-    if proc.returncode != 0:
+    if any(proc.returncode != 0 for proc in procs):
         raise SystemExit(f"build of {project.name} {variant} failed:\n{err[-3000:]}")
-    log = out / "logs" / f"{variant}.log"
-    text = (log.read_text() if log.exists() else "") + err
-    found = re.findall(r"ccache \d+/\d+ hit[^\n]*|compile skipped|no compiler cache", text)
+    logs = [out / "logs" / f"{v}.log" for v in (together or [variant.split(" x ")[0]])]
+    if copies > 1:
+        logs = [out / f"copy-{n}" / "logs" / f"{variant.split(' x ')[0]}.log"
+                for n in range(copies)]
+    found = []
+    for log in logs:
+        text = (log.read_text() if log.exists() else "") + err
+        found += re.findall(r"ccache \d+/\d+ hit[^\n]*|compile skipped|no compiler cache",
+                            text)[-1:]
     span = (sample.last - sample.first + 0.05) if sample.first is not None else 0.0
     # Two lower bounds of the compilers' CPU: what the sampler saw of each process (misses the
     # short ones), and ninja's exited children's total (misses what exits after its last sample)
@@ -372,7 +408,7 @@ def run_build(project: Path, variant: str, cache: Path, out: Path, args: argpars
     return Result(project.name, variant, kind, wall, used, span, max(seen, reaped),
                   os.cpu_count() or 1, sample.peak_rss,
                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
-                  found[-1] if found else "?", max(sample.compile_cpu.values(), default=0.0))
+                  "; ".join(found) or "?", max(sample.compile_cpu.values(), default=0.0))
 
 
 def fresh_cache(root: Path, name: str, envs: Path) -> Path:
@@ -454,6 +490,18 @@ def main() -> int:
     ap.add_argument("--warm", action="store_true", help="also time an unchanged rebuild")
     ap.add_argument("--rebuild-with-cache", action="store_true",
                     help="all variants again in one cache folder: the hits across variants")
+    ap.add_argument("--together", action="store_true",
+                    help="also build all --variant values in one build, side by side (kernelwheel "
+                         "--variant-jobs): one row for the whole build")
+    ap.add_argument("--variant-jobs", type=int,
+                    help="kernelwheel --variant-jobs (with --together: default all at once)")
+    ap.add_argument("--copies", type=int, default=1,
+                    help="also build the first variant N times at once (own caches, --jobs "
+                         "CPUs/N each): the split --variant-jobs N gives, where only one torch "
+                         "is at hand")
+    ap.add_argument("--skip-separate", action="store_true",
+                    help="leave out the one-variant-per-build cold builds (with --together or "
+                         "--copies)")
     ap.add_argument("--matrix-only", action="store_true", help="print only the matrix cost")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
@@ -479,7 +527,7 @@ def main() -> int:
         if not args.matrix_only:
             for project in projects:
                 shared = fresh_cache(root, f"shared-{project.name}", real_cache / "envs")
-                for variant in variants:
+                for variant in [] if args.skip_separate else variants:
                     name = variant.partition("=")[0]
                     cache = fresh_cache(root, f"{project.name}-{name}", real_cache / "envs")
                     out = root / "out" / project.name / name
@@ -488,6 +536,19 @@ def main() -> int:
                           file=sys.stderr)
                     if args.warm:
                         results.append(run_build(project, variant, cache, out, args, "warm", env))
+                if args.together:  # every variant in one build, side by side, cold
+                    names = [v.partition("=")[0] for v in variants]
+                    cache = fresh_cache(root, f"{project.name}-together", real_cache / "envs")
+                    out = root / "out" / project.name / "together"
+                    results.append(run_build(project, variants[0], cache, out, args,
+                                             "cold, side by side", env, together=names))
+                    print(f"{project.name} together: {results[-1].wall:.1f} s", file=sys.stderr)
+                if args.copies > 1:  # N builds at once, as N variants side by side would be
+                    cache = fresh_cache(root, f"{project.name}-copies", real_cache / "envs")
+                    out = root / "out" / project.name / "copies"
+                    results.append(run_build(project, variants[0], cache, out, args,
+                                             "cold, side by side", env, copies=args.copies))
+                    print(f"{project.name} copies: {results[-1].wall:.1f} s", file=sys.stderr)
                 if args.rebuild_with_cache:
                     for variant in variants:  # one cache folder: does a variant hit another's?
                         name = variant.partition("=")[0]

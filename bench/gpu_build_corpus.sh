@@ -3,7 +3,7 @@
 # Here first: the .gpu/wheels folder of bench/gpu_real_kernels.sh (kernelwheel's own wheel and its
 # dependencies), and for `corpus`, kernels-community projects in .gpu/corpus.
 # Device call: carry [".gpu"], command `bash bench/gpu_build_corpus.sh PART` (PART: fixtures,
-# efficiency or corpus), timeout 600; tables and full logs in $OUT (nothing is piped through
+# efficiency, sidebyside, sidebyside-8 or corpus), timeout 600; tables and full logs in $OUT (nothing is piped through
 # tail: a cut-off run keeps its output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +30,18 @@ if [ "$PART" = fixtures ]; then
   # 56 .cu files: the auto split (16 x 1 thread), then kernel-builder's (1 job x 10 threads)
   bench layernorm-auto --variant "$VAR" --fixture layernorm-like:56
   bench layernorm-kb --variant "$VAR" --fixture layernorm-like:56 --nvcc-threads 10
+elif [ "$PART" = sidebyside ]; then
+  # variants side by side (--variant-jobs N): only torch 2.11 is here, so N builds of the one
+  # variant at once, each with --jobs 16/N, stand for N variants of one build; the single
+  # build is the baseline of the same call
+  bench relu-single --variant "$VAR" --fixture relu-like
+  bench relu-copies-4 --variant "$VAR" --fixture relu-like --copies 4 --skip-separate
+  bench relu-copies-2 --variant "$VAR" --fixture relu-like --copies 2 --skip-separate
+  bench corpus-relu-copies-4 --variant "$VAR" .gpu/corpus/relu --copies 4 --skip-separate
+elif [ "$PART" = sidebyside-8 ]; then
+  # the same with 8 at once (--jobs 2 each)
+  bench relu-copies-8 --variant "$VAR" --fixture relu-like --copies 8 --skip-separate
+  bench corpus-relu-copies-8 --variant "$VAR" .gpu/corpus/relu --copies 8 --skip-separate
 elif [ "$PART" = efficiency ]; then
   # the auto split only, one table each (after a change to the split or the measurement)
   bench relu-auto --variant "$VAR" --fixture relu-like --warm
