@@ -47,6 +47,8 @@
 #include <optional>
 #include <string>
 
+#include "../kernels/img2gray/csrc/img2gray.h"
+
 namespace {
 
 constexpr int kThreads = 256;
@@ -103,24 +105,6 @@ __global__ void __launch_bounds__(kThreads)
   if (i < pixels) {
     out[i] = static_cast<uint8_t>(gray_of(in[3 * i], in[3 * i + 1], in[3 * i + 2]));
   }
-}
-
-void check_args(at::Tensor const& input, at::Tensor const& output) {
-  TORCH_CHECK(input.scalar_type() == at::kByte, "img2gray: input must be uint8, got ",
-              input.scalar_type());
-  TORCH_CHECK(output.scalar_type() == at::kByte, "img2gray: output must be uint8, got ",
-              output.scalar_type());
-  TORCH_CHECK(input.dim() >= 1 && input.size(-1) == 3,
-              "img2gray: input must be channel-last RGB with shape (..., 3), got ", input.sizes());
-  TORCH_CHECK(output.sizes() == input.sizes().slice(0, input.dim() - 1),
-              "img2gray: output shape must be ", input.sizes().slice(0, input.dim() - 1), ", got ",
-              output.sizes());
-  TORCH_CHECK(input.device() == output.device(),
-              "img2gray: input and output must be on the same device, got ", input.device(),
-              " and ", output.device());
-  TORCH_CHECK(input.is_contiguous() && output.is_contiguous(),
-              "img2gray: input and output must be contiguous (call .contiguous() first)");
-  at::assert_no_overlap(output, input);
 }
 
 #if CUDART_VERSION >= 12050
@@ -231,7 +215,7 @@ at::Tensor img2gray_cuda(at::Tensor const& input) {
 }
 
 void img2gray_out_cuda(at::Tensor const& input, at::Tensor& output) {
-  check_args(input, output);
+  img2gray::check_out(input, output);  // the example kernel's own argument checks
   TORCH_CHECK(input.is_cuda(), "img2gray_cuda: tensors must be on a CUDA device, got ",
               input.device());
   const int64_t pixels = output.numel();
