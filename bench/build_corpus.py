@@ -260,6 +260,9 @@ class Sample:
     first: float | None = None
     last: float | None = None
     peak_rss: int = 0  # bytes, summed over the tree at one sample
+    # the other processes (kernelwheel, the interpreter probe, the compile worker, auditwheel):
+    # pid -> (role, CPU s last seen), for goal 4's fixed cost
+    outside: dict[int, tuple[str, float]] = field(default_factory=dict)
 
 
 def _children_map() -> dict[int, list[int]]:
@@ -274,6 +277,22 @@ def _children_map() -> dict[int, list[int]]:
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         kids.setdefault(ppid, []).append(int(entry.name))
     return kids
+
+
+def _role(pid: int, roots: set[int]) -> str:
+    """What a process outside the compilers is, from its command line."""
+    if pid in roots:
+        return "kernelwheel"
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "other"
+    text = b" ".join(argv).decode(errors="replace")
+    for needle, role in (("_compile_worker", "compile worker"), ("auditwheel", "auditwheel"),
+                         ("patchelf", "patchelf"), ("-m pip", "pip"), ("torch_facts", "probe")):
+        if needle in text:
+            return role
+    return Path(argv[0].decode(errors="replace")).name or "other"
 
 
 def _sample(root: int, out: Sample) -> int:
@@ -297,6 +316,9 @@ def _sample(root: int, out: Sample) -> int:
             out.compile_cpu[pid] = (int(fields[11]) + int(fields[12])) / _CLK
             if in_ninja:
                 out.under_ninja.add(pid)
+        else:
+            role = out.outside[pid][0] if pid in out.outside else _role(pid, {root})
+            out.outside[pid] = (role, (int(fields[11]) + int(fields[12])) / _CLK)
     if busy:
         out.first = now if out.first is None else out.first
         out.last = now
@@ -317,6 +339,7 @@ class Result:
     max_proc_rss: int
     cache: str
     longest: float = 0.0  # CPU s of the busiest single compiler process (the critical path's floor)
+    outside: dict[str, float] = field(default_factory=dict)  # role -> CPU s seen outside compiles
 
     @property
     def efficiency(self) -> float:
@@ -366,8 +389,9 @@ def run_build(project: Path, variant: str, cache: Path, out: Path, args: argpars
             mine = [str(cache / f"copy-{n}") if a == str(cache) else
                     str(out / f"copy-{n}") if a == str(out) else a for a in cmd]
             (cache / f"copy-{n}").mkdir(parents=True)
-            if (cache / "envs").exists():
-                (cache / f"copy-{n}" / "envs").symlink_to((cache / "envs").resolve())
+            for kept in ("envs", "interpreters"):
+                if (cache / kept).exists():
+                    (cache / f"copy-{n}" / kept).symlink_to((cache / kept).resolve())
             cmds.append(mine)
     sample = Sample()
     start, cpu = time.monotonic(), cpu_seconds()
@@ -408,14 +432,29 @@ def run_build(project: Path, variant: str, cache: Path, out: Path, args: argpars
     return Result(project.name, variant, kind, wall, used, span, max(seen, reaped),
                   os.cpu_count() or 1, sample.peak_rss,
                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
-                  "; ".join(found) or "?", max(sample.compile_cpu.values(), default=0.0))
+                  "; ".join(found) or "?", max(sample.compile_cpu.values(), default=0.0),
+                  _by_role(sample))
+
+
+def _by_role(sample: Sample) -> dict[str, float]:
+    roles: dict[str, float] = {}
+    for role, cpu in sample.outside.values():
+        roles[role] = roles.get(role, 0.0) + cpu
+    return roles
 
 
 def fresh_cache(root: Path, name: str, envs: Path) -> Path:
+    """A cache folder of its own (no compiler cache, no work folders) with the real cache's
+    environments and interpreter probes linked in: a cold build compiles everything, but an
+    environment made or an interpreter probed before is not made or probed again (the first
+    build of a --python interpreter in a run probes it: "probe" in the by-process column)."""
     cache = root / name
     cache.mkdir(parents=True)
     if envs.is_dir():
         (cache / "envs").symlink_to(envs)
+    probes = envs.parent / "interpreters"
+    probes.mkdir(parents=True, exist_ok=True)
+    (cache / "interpreters").symlink_to(probes)
     return cache
 
 
@@ -466,6 +505,25 @@ def matrix_rows(projects: list[Path], results: list[Result], root: Path) -> list
         rows.append(f"| {project.name} | {'yes' if stable else 'no'} | {len(ours)} | "
                     f"{len(theirs)} | {cost(ours)} | {cost(theirs)} | {saved:.0%} |")
     return rows
+
+
+def fixed_cost_rows(results: list[Result]) -> list[str]:
+    """Goal 4: what a build costs outside its compilers, CPU and wall, and who spends it (the
+    sampler's last look at each process: one that lives under 50 ms is not seen, so the roles'
+    sum is a lower bound; "unseen" is the rest of the build's CPU)."""
+    rows = ["| project | variant | build | CPU outside the compile s | share of CPU | wall outside "
+            "the compile s | share of wall | by process (CPU s) |", "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        fixed = max(0.0, r.cpu - r.compile_cpu)
+        seen = sum(r.outside.values())
+        parts = sorted(r.outside.items(), key=lambda kv: -kv[1])
+        text = ", ".join(f"{role} {cpu:.1f}" for role, cpu in parts if cpu >= 0.05)
+        text += f", unseen {max(0.0, fixed - seen):.1f}"
+        out_wall = max(0.0, r.wall - r.compile_wall)
+        rows.append(f"| {r.project} | {r.variant} | {r.kind} | {fixed:.1f} | "
+                    f"{fixed / r.cpu if r.cpu else 0:.1%} | {out_wall:.1f} | "
+                    f"{out_wall / r.wall if r.wall else 0:.1%} | {text} |")
+    return rows + [""]
 
 
 # ---------------------------------------------------------------- main
@@ -572,6 +630,7 @@ def main() -> int:
                              f"{_mib(r.peak_rss)} | {_mib(r.max_proc_rss)} "
                              f"| {r.cache} |")
             lines.append("")
+            lines += fixed_cost_rows(results)
         lines += matrix_rows(projects, results, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .._util import atomic_write, run_checked
-from ..compat import interpreter
+from ..compat import interpreter, probe_cache
 from ..errors import ToolchainError
 from ..model.recipes import VariantRecipe
 from .capabilities import unsupported
@@ -126,10 +126,15 @@ class EnvInfo:
         return int(major), int(minor)
 
 
-def probe(python: Path) -> EnvInfo:
-    """Run ``python`` once (kernelwheel.compat.interpreter) and keep what a build needs of it."""
+def probe(python: Path, cache_dir: Path | None = None) -> EnvInfo:
+    """Run ``python`` once (kernelwheel.compat.interpreter) and keep what a build needs of it;
+    with ``cache_dir``, an unchanged interpreter's report is reused (compat.probe_cache)."""
     try:
-        found = interpreter.run(python)
+        found = (
+            interpreter.run(python)
+            if cache_dir is None
+            else probe_cache.run_cached(python, cache_dir)
+        )
     except interpreter.ProbeFailed as exc:
         if not exc.started:
             raise ToolchainError(

@@ -320,7 +320,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         # cross compiler; request_for planned it.
         cross_plan = req.cross
         if req.python is not None:
-            env = probe(req.python)
+            env = probe(req.python, req.cache_dir)
         else:
             if req.env_spec is None:
                 raise ToolchainError(f"no environment recipe for {variant.name}")

@@ -10,6 +10,7 @@ wheel tags come from ``packaging.tags.sys_tags()`` run by the interpreter itself
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import os
@@ -17,20 +18,22 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import packaging
 
 from ..errors import UsageError
 from . import rules as compat
 
-__all__ = ["Interpreter", "ProbeFailed", "locate", "run"]
+__all__ = ["Interpreter", "ProbeFailed", "locate", "parse", "report", "run", "script_digest"]
 
 _MARK = "KERNELWHEEL-PROBE "
 _MAIN = r"""
-import importlib.util, json, platform, sys, sysconfig
+import importlib.util, json, os, platform, sys, sysconfig
 out = {"python": list(sys.version_info[:2]), "implementation": sys.implementation.name,
        "executable": sys.executable, "machine": platform.machine(),
-       "purelib": sysconfig.get_paths()["purelib"],
+       "purelib": sysconfig.get_paths()["purelib"], "prefix": sys.prefix,
+       "sys_path": [os.path.abspath(p) for p in sys.path],
        "pip": importlib.util.find_spec("pip") is not None}
 try:
     import torch
@@ -40,6 +43,11 @@ try:
     out["torch"] = [facts.version, facts.kind, facts.backend, facts.cxx11]
 except Exception as exc:  # the caller explains what is missing
     out["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
+try:  # the files a reinstalled or rebuilt torch rewrites (probe_cache stamps them)
+    out["torch_files"] = [os.path.dirname(torch.__file__), torch.version.__file__,
+                          torch._C.__file__]
+except Exception:
+    pass
 try:
     import importlib.metadata as metadata
     out["torch_dist"] = metadata.version("torch")
@@ -113,8 +121,18 @@ def _script() -> str:
     return inspect.getsource(compat) + _MAIN.replace("__MARK__", repr(_MARK))
 
 
+def script_digest() -> str:
+    """Names the probe script: a record of an older script's report is not reused."""
+    return hashlib.sha256(_script().encode()).hexdigest()[:16]
+
+
 def run(python: Path, *, timeout: float = 300) -> Interpreter:
     """Run ``python`` once and return what it reports; ProbeFailed when it cannot."""
+    return parse(report(python, timeout=timeout))
+
+
+def report(python: Path, *, timeout: float = 300) -> dict[str, Any]:
+    """The probe's raw report (what :func:`parse` reads; kept by ``probe_cache``)."""
     packaging_home = str(Path(packaging.__file__).resolve().parents[1])
     try:
         proc = subprocess.run(
@@ -132,7 +150,12 @@ def run(python: Path, *, timeout: float = 300) -> Interpreter:
     lines = [line for line in proc.stdout.splitlines() if line.startswith(_MARK)]
     if proc.returncode != 0 or not lines:
         raise ProbeFailed(proc.stderr.strip() or "no output", started=True)
-    data = json.loads(lines[-1][len(_MARK) :])
+    data: dict[str, Any] = json.loads(lines[-1][len(_MARK) :])
+    return data
+
+
+def parse(data: dict[str, Any]) -> Interpreter:
+    """An :class:`Interpreter` from the probe's report."""
     torch = None
     if "torch" in data:
         version, kind, backend, cxx11 = data["torch"]
