@@ -50,7 +50,9 @@ def _build(
     ("requested", "variants", "cpus", "expected"),
     [
         (None, 18, 16, 8),  # auto: one per 2 CPUs
-        (None, 18, 3, 1),  # a small machine builds one at a time
+        (None, 18, 3, 2),  # a small machine: two at once, each on its own CPU
+        (None, 18, 2, 2),
+        (None, 18, 1, 1),  # one CPU: one at a time
         (None, 2, 64, 2),  # never more than the variants
         (3, 18, 2, 3),  # asked for: the CPUs are shared, not a limit
         (5, 1, 16, 1),

@@ -131,9 +131,13 @@ DEFAULT_MIB_PER_THREAD = 2560
 # CPUs per variant when variants build side by side. A relu-sized variant (one .cu that
 # includes torch, 10 capabilities) keeps about 4 of 16 CPUs busy alone, bound by nvcc's serial
 # chain (preprocessing, the host front end, one capability, the host compile); on the 16-core
-# GPU machine 4 such builds at once kept 67 % of the CPUs busy, 8 at once 85 %
+# GPU machine 4 such builds at once kept 67 % of the CPUs busy, 8 at once 85 %, 16 at once (one
+# CPU each) 91 % but with no more variants per hour than 8 and twice the memory
 # (docs/build-corpus.md).
 CPUS_PER_VARIANT = 2
+# Variants at once on a machine of 2-3 CPUs: two torch versions of a relu-sized build on 2 CPUs
+# took 237.9 s side by side, 277.8 s one after the other (docs/build-corpus.md).
+SMALL_MACHINE_VARIANTS = 2
 
 
 def variants_at_once(
@@ -145,13 +149,14 @@ def variants_at_once(
     mib_per_thread: int = DEFAULT_MIB_PER_THREAD,
 ) -> int:
     """How many variants compile at the same time (the variant-jobs option; ``requested`` None
-    is auto): one per :data:`CPUS_PER_VARIANT` CPUs, so that one variant's serial stages leave
-    no CPU idle while another has work, and no more than the memory holds at two compiler
+    is auto): one per :data:`CPUS_PER_VARIANT` CPUs, at least :data:`SMALL_MACHINE_VARIANTS`
+    (never more than the CPUs), so that one variant's serial stages leave no CPU idle while
+    another has work, and no more than the memory holds at two compiler
     threads each (a variant's least: one nvcc thread and one C++ job); never more than there
     are variants. A number asked for is taken as given."""
     wanted = requested
     if wanted is None:
-        wanted = cpus // CPUS_PER_VARIANT
+        wanted = max(min(cpus, SMALL_MACHINE_VARIANTS), cpus // CPUS_PER_VARIANT)
         if memory_mib is not None:
             wanted = min(wanted, memory_mib // (2 * mib_per_thread))
     return max(1, min(wanted, variants))

@@ -208,7 +208,7 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         "--variant-jobs",
         metavar="N",
         help="variants compiled at the same time, each with its share of the CPUs and memory "
-        "(default: auto, one per 2 CPUs)",
+        "(default: auto, one per 2 CPUs, at least 2 on 2 or more)",
     )
     cuda = parser.add_argument_group("CUDA device code", PRECEDENCE)
     cuda.add_argument(
