@@ -3,7 +3,7 @@
 # Here first: the .gpu/wheels folder of bench/gpu_real_kernels.sh (kernelwheel's own wheel and its
 # dependencies), and for `corpus`, kernels-community projects in .gpu/corpus.
 # Device call: carry [".gpu"], command `bash bench/gpu_build_corpus.sh PART` (PART: fixtures,
-# efficiency, sidebyside, sidebyside-8 or corpus), timeout 600; tables and full logs in $OUT (nothing is piped through
+# efficiency, sidebyside, sidebyside-8, sidebyside-16, fixed or corpus), timeout 600; tables and full logs in $OUT (nothing is piped through
 # tail: a cut-off run keeps its output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +42,15 @@ elif [ "$PART" = sidebyside-8 ]; then
   # the same with 8 at once (--jobs 2 each)
   bench relu-copies-8 --variant "$VAR" --fixture relu-like --copies 8 --skip-separate
   bench corpus-relu-copies-8 --variant "$VAR" .gpu/corpus/relu --copies 8 --skip-separate
+elif [ "$PART" = sidebyside-16 ]; then
+  # 16 at once (--jobs 1 each: one CPU per variant)
+  bench relu-copies-16 --variant "$VAR" --fixture relu-like --copies 16 --skip-separate
+elif [ "$PART" = fixed ]; then
+  # goal 5's --version; goal 4's cost outside the compile: the run's first build probes the
+  # --python interpreter, the second finds its probe kept (<cache>/interpreters/)
+  "$V/bin/python" bench/startup.py --runs 20 --out "$OUT/startup.md" >> "$OUT/$PART.log" 2>&1
+  bench relu-probed-first --variant "$VAR" --fixture relu-like
+  bench relu-probe-kept --variant "$VAR" --fixture relu-like
 elif [ "$PART" = efficiency ]; then
   # the auto split only, one table each (after a change to the split or the measurement)
   bench relu-auto --variant "$VAR" --fixture relu-like --warm
