@@ -45,9 +45,10 @@ def _imports(counted: Path) -> int:
 
 def test_an_unchanged_interpreter_is_probed_once(counted: Path, tmp_path: Path) -> None:
     python = Path(sys.executable)
-    first = probe_cache.run_cached(python, tmp_path / "cache")
-    second = probe_cache.run_cached(python, tmp_path / "cache")
+    first, kept_first = probe_cache.run_cached(python, tmp_path / "cache")
+    second, kept_second = probe_cache.run_cached(python, tmp_path / "cache")
     assert _imports(counted) == 1
+    assert (kept_first, kept_second) == (False, True)
     assert first == second
     assert first.torch is not None and first.torch.version == "2.14.1+cu130"
     assert first.torch_cuda == "13.0"
@@ -59,8 +60,8 @@ def test_a_new_torch_is_probed_again(counted: Path, tmp_path: Path) -> None:
     version = tmp_path / "site" / "torch" / "version.py"
     version.unlink()  # written anew, as an upgrade writes it: a new inode
     version.write_text("__version__ = '2.13.0+cpu'\ncuda = None\nhip = None\n")
-    found = probe_cache.run_cached(python, tmp_path / "cache")
-    assert _imports(counted) == 2
+    found, kept = probe_cache.run_cached(python, tmp_path / "cache")
+    assert _imports(counted) == 2 and not kept
     assert found.torch is not None and found.torch.version == "2.13.0+cpu"
     assert found.torch_cuda is None
 
@@ -81,7 +82,7 @@ def test_another_pythonpath_is_another_record(
     probe_cache.run_cached(python, tmp_path / "cache")
     other = _site(tmp_path / "b", "2.12.0+cu126")
     monkeypatch.setenv("PYTHONPATH", str(other))
-    found = probe_cache.run_cached(python, tmp_path / "cache")
+    found, _ = probe_cache.run_cached(python, tmp_path / "cache")
     assert found.torch is not None and found.torch.version == "2.12.0+cu126"
     assert len(list((tmp_path / "cache" / "interpreters").glob("*.json"))) == 2
 
@@ -91,9 +92,9 @@ def test_a_damaged_record_is_replaced(counted: Path, tmp_path: Path) -> None:
     probe_cache.run_cached(python, tmp_path / "cache")
     (record,) = (tmp_path / "cache" / "interpreters").glob("*.json")
     record.write_text("{not json")
-    found = probe_cache.run_cached(python, tmp_path / "cache")
+    found, kept = probe_cache.run_cached(python, tmp_path / "cache")
     assert found.torch is not None and found.torch.version == "2.14.1+cu130"
-    assert _imports(counted) == 2
+    assert _imports(counted) == 2 and not kept
     probe_cache.run_cached(python, tmp_path / "cache")
     assert _imports(counted) == 2  # the rewritten record holds again
 
@@ -102,7 +103,7 @@ def test_an_interpreter_without_torch_is_not_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PYTHONPATH", os.fspath(tmp_path / "empty"))
-    found = probe_cache.run_cached(Path(sys.executable), tmp_path / "cache")
+    found, _ = probe_cache.run_cached(Path(sys.executable), tmp_path / "cache")
     if found.torch is not None:
         pytest.skip("this interpreter has torch")
     assert not (tmp_path / "cache" / "interpreters").exists()

@@ -130,11 +130,10 @@ def probe(python: Path, cache_dir: Path | None = None) -> EnvInfo:
     """Run ``python`` once (kernelwheel.compat.interpreter) and keep what a build needs of it;
     with ``cache_dir``, an unchanged interpreter's report is reused (compat.probe_cache)."""
     try:
-        found = (
-            interpreter.run(python)
-            if cache_dir is None
-            else probe_cache.run_cached(python, cache_dir)
-        )
+        if cache_dir is None:
+            found, kept = interpreter.run(python), False
+        else:
+            found, kept = probe_cache.run_cached(python, cache_dir)
     except interpreter.ProbeFailed as exc:
         if not exc.started:
             raise ToolchainError(
@@ -160,6 +159,7 @@ def probe(python: Path, cache_dir: Path | None = None) -> EnvInfo:
         cuda=found.torch_cuda,
         hip=found.torch_hip,
         cxx11_abi=found.torch.cxx11,
+        reused=kept,
     )
 
 

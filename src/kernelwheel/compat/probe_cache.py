@@ -33,18 +33,20 @@ _PATH_VARIABLES = (
 )
 
 
-def run_cached(python: Path, cache_dir: Path) -> interpreter.Interpreter:
-    """:func:`interpreter.run`, answered from ``cache_dir`` when the record there still holds.
-    Only a report with a working torch is kept (a failure is reported fresh each time)."""
+def run_cached(python: Path, cache_dir: Path) -> tuple[interpreter.Interpreter, bool]:
+    """:func:`interpreter.run`, answered from ``cache_dir`` when the record there still holds
+    (True: it was). Only a report with a working torch is kept (a failure is reported fresh
+    each time)."""
     record = cache_dir / "interpreters" / f"{_key(python)}.json"
     data = _valid(record, python)
+    kept = data is not None
     if data is None:
         data = interpreter.report(python)
         if "torch" in data and "torch_files" in data:
             stamps = {path: _stamp(path) for path in _watched(python, data)}
             text = json.dumps({"report": data, "stamps": stamps}, sort_keys=True)
             atomic_write(record, text + "\n")
-    return interpreter.parse(data)
+    return interpreter.parse(data), kept
 
 
 def _key(python: Path) -> str:
