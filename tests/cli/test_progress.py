@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 from support.variants import TORCH214_CPU as CPU
 
+from kernelwheel.builder.service import Outcome
 from kernelwheel.cli import main
+from kernelwheel.cli.build import _Progress
 from kernelwheel.cli.ui import QUIET, VERBOSE, ConsoleUI, activity_of
 from kernelwheel.errors import ToolchainError
 from kernelwheel.log import step
@@ -203,3 +205,53 @@ def test_a_warning_does_not_hide_the_compile_progress(tmp_path: Path) -> None:
     _slow_step(ui, tmp_path / "v.log", lines, 0.8)
     beats = [line for line in out.getvalue().splitlines() if line.startswith("  … v:")]
     assert beats and all(line.endswith("[1/2] img2gray_cpu.cpp") for line in beats)
+
+
+def test_side_by_side_variants_each_get_a_whole_group_on_github(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two variants at once: their lines interleave as they come, but on GitHub Actions each
+    variant's lines are shown together, in its own group, when it ends."""
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    out = io.StringIO()
+    progress = _Progress(ConsoleUI(out=out, err=out, heartbeat=60))
+    progress.variant_started("a", side_by_side=True)
+    progress.variant_started("b", side_by_side=True)
+    with step(progress, "a", "environment"):
+        pass
+    with step(progress, "b", "environment"):
+        pass
+    with step(progress, "a", "compile"):
+        pass
+    assert out.getvalue() == ""  # nothing shown while both run
+    progress.variant_finished(Outcome("b", 1.0, None, error=ToolchainError("no nvcc")))
+    progress.variant_finished(Outcome("a", 2.0, None))
+    lines = out.getvalue().splitlines()
+    first_end = lines.index("::endgroup::")
+    assert lines[0] == "::group::b"
+    assert lines[1:first_end] == ["  > b: environment …", lines[2], "FAIL b: failed in 1.0s"]
+    assert lines[2].startswith("  ok b: environment (")
+    assert lines[first_end + 1] == "::error::b: no nvcc"  # the annotation, outside the group
+    second = lines.index("::group::a")
+    assert lines[second + 1 :] == [
+        "  > a: environment …",
+        lines[second + 2],
+        "  > a: compile …",
+        lines[second + 4],
+        "ok a: done in 2.0s",
+        "::endgroup::",
+    ]
+
+
+def test_a_variant_alone_streams_into_its_group_on_github(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    out = io.StringIO()
+    progress = _Progress(ConsoleUI(out=out, err=out, heartbeat=60))
+    progress.variant_started("a")
+    with step(progress, "a", "environment"):
+        pass
+    assert out.getvalue().splitlines()[:2] == ["::group::a", "  > a: environment …"]
+    progress.variant_finished(Outcome("a", 2.0, None))
+    assert out.getvalue().splitlines()[-2:] == ["ok a: done in 2.0s", "::endgroup::"]

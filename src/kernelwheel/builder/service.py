@@ -73,7 +73,8 @@ class BuildResult:
 class BuildProgress(Reporter, Protocol):
     """A :class:`~kernelwheel.log.Reporter` that also hears when each variant starts and ends."""
 
-    def variant_started(self, name: str) -> None: ...
+    def variant_started(self, name: str, *, side_by_side: bool = False) -> None:
+        """``name`` began; ``side_by_side``: other variants may run at the same time."""
 
     def variant_finished(self, outcome: Outcome) -> None: ...
 
@@ -152,7 +153,7 @@ def _variant(
     stopping: threading.Event | None = None,
 ) -> Outcome:
     name = req.variant.name
-    progress.variant_started(name)
+    progress.variant_started(name, side_by_side=stopping is not None)
     started, wall = time.monotonic(), time.time()
     try:
         built = build_and_export(req, progress, hub_layout=hub_layout)

@@ -157,13 +157,16 @@ def _with_log(exc: KernelwheelError, log: Path | None) -> str:
 
 
 class _Progress:
-    """The build service's progress, rendered: a group per variant (while it is the only one
-    running: variants side by side would interleave), its end line, its error."""
+    """The build service's progress, rendered: a group per variant, its end line, its error.
+    Variants side by side would interleave their lines: on GitHub Actions each one's lines are
+    held and shown as one group when it ends; elsewhere every line names its variant, and the
+    variant's title line is shown only when it runs alone."""
 
     def __init__(self, ui: ConsoleUI) -> None:
         self.ui = ui
         self._running: list[str] = []
         self._grouped: str | None = None
+        self._held: set[str] = set()
         self._lock = threading.Lock()
 
     def step_started(self, scope: str, name: str, log: Path | None = None) -> None:
@@ -175,10 +178,13 @@ class _Progress:
     def info(self, scope: str, message: str) -> None:
         self.ui.info(scope, message)
 
-    def variant_started(self, name: str) -> None:
+    def variant_started(self, name: str, *, side_by_side: bool = False) -> None:
         with self._lock:
             self._running.append(name)
-            if len(self._running) == 1 and self._grouped is None:
+            if side_by_side and self.ui.github:
+                self._held.add(name)
+                self.ui.hold(name)
+            elif len(self._running) == 1 and self._grouped is None:
                 self._grouped = name
                 self.ui.group(name)
 
@@ -186,6 +192,9 @@ class _Progress:
         wheel = outcome.wheel.name if outcome.wheel is not None else ""
         with self._lock:
             self.ui.done(outcome.variant, outcome.error is None, outcome.seconds, wheel)
+            if outcome.variant in self._held:
+                self._held.discard(outcome.variant)
+                self.ui.release(outcome.variant)
             if outcome.error is not None:
                 self.ui.error(f"{outcome.variant}: {_with_log(outcome.error, outcome.log)}")
             self._running.remove(outcome.variant)

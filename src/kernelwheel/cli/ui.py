@@ -11,7 +11,8 @@
 - :meth:`ConsoleUI.log_to` copies every line, shown or not, into a log file.
 
 On GitHub Actions (GITHUB_ACTIONS=true) each variant is folded into a group and errors become
-annotations.
+annotations; variants built side by side have their lines held (:meth:`ConsoleUI.hold`) and
+shown as one group each when they end, so that no group mixes two variants.
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ class ConsoleUI:
         self._status = False  # a status line is on the terminal
         self._log: TextIO | None = None
         self.log_path: Path | None = None  # the file log_to copies to
+        # scope -> its lines not shown yet (hold/release), with their streams
+        self._held: dict[str, list[tuple[str, TextIO]]] = {}
 
     # -- output primitives ----------------------------------------------------------------------
 
@@ -119,12 +122,17 @@ class ConsoleUI:
             self.progress.write("\r\x1b[K")
             self._status = False
 
-    def _emit(self, text: str, stream: TextIO, *, show: bool = True) -> None:
+    def _emit(
+        self, text: str, stream: TextIO, *, show: bool = True, scope: str | None = None
+    ) -> None:
         with self._lock:
             if self._log is not None:
                 self._log.write(text + "\n")
                 self._log.flush()
             if not show:
+                return
+            if scope is not None and scope in self._held:
+                self._held[scope].append((text, stream))
                 return
             self._clear_status()
             print(text, file=stream, flush=True)
@@ -164,7 +172,10 @@ class ConsoleUI:
         with self._lock:
             self._running[(scope, name)] = running
             self._emit(
-                f"  {self.start_mark} {scope}: {name} …", self.progress, show=self._shows_steps
+                f"  {self.start_mark} {scope}: {name} …",
+                self.progress,
+                show=self._shows_steps,
+                scope=scope,
             )
             self._start_ticker()
 
@@ -180,11 +191,12 @@ class ConsoleUI:
                 f"  {mark} {result.scope}: {result.name} ({result.seconds:.1f}s){detail}",
                 self.progress,
                 show=self._shows_steps,
+                scope=result.scope,
             )
 
     def info(self, scope: str, message: str) -> None:
         prefix = f"{scope}: " if scope else ""
-        self._emit(f"{prefix}{message}", self.progress, show=self._shows_steps)
+        self._emit(f"{prefix}{message}", self.progress, show=self._shows_steps, scope=scope)
 
     @property
     def _shows_steps(self) -> bool:
@@ -261,7 +273,7 @@ class ConsoleUI:
             elif not running.progressed:
                 running.activity = line.strip()[:160]
             if self.verbosity >= VERBOSE:
-                self._emit(f"    | {line}", self.progress)
+                self._emit(f"    | {line}", self.progress, scope=running.scope)
 
     # -- CLI helpers ----------------------------------------------------------------------------
 
@@ -279,6 +291,22 @@ class ConsoleUI:
         if self.github:
             self._emit("::endgroup::", self.progress)
 
+    def hold(self, scope: str) -> None:
+        """Keep the lines of ``scope`` (its steps, notes, end line) from the terminal until
+        :meth:`release`; the log file still gets them as they come."""
+        with self._lock:
+            self._held.setdefault(scope, [])
+
+    def release(self, scope: str) -> None:
+        """Show the held lines of ``scope`` at once, as one group titled ``scope``."""
+        with self._lock:
+            lines = self._held.pop(scope, [])
+            self.group(scope)
+            for text, stream in lines:
+                self._clear_status()
+                print(text, file=stream, flush=True)
+            self.endgroup()
+
     def done(self, scope: str, ok: bool, seconds: float, detail: str = "") -> None:
         """A unit of work (a variant) finished: its total time."""
         mark = self.ok_mark if ok else self.fail_mark
@@ -288,6 +316,7 @@ class ConsoleUI:
             f"{mark} {scope}: {what} in {seconds:.1f}s{extra}",
             self.progress,
             show=self._shows_steps,
+            scope=scope,
         )
 
     def error(self, message: str) -> None:
