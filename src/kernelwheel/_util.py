@@ -13,9 +13,10 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 from .errors import ToolchainError, UsageError
 
@@ -27,11 +28,14 @@ __all__ = [
     "run_checked",
     "publish",
     "remove_stale_staging",
+    "resume_running",
+    "run_captured",
     "run_logged",
     "run_output",
     "sha256_file",
     "staged_file",
     "staging_dir",
+    "stop_running",
 ]
 
 _CHUNK = 1 << 20
@@ -182,8 +186,38 @@ def replace_dir(staging: Path, final: Path) -> Path:
 
 # The commands run_logged is running, so that stop_running can end them: a build running
 # variants in threads stops the others' compilers when one is interrupted.
-_RUNNING: set[subprocess.Popen[bytes]] = set()
+# The commands run_logged and run_captured are running, in every thread, so that an interrupt
+# can kill them all (stop_running); once stopped, no new one starts until resume_running.
+_RUNNING: set[subprocess.Popen[Any]] = set()
 _RUNNING_LOCK = threading.Lock()
+_STOPPED = threading.Event()
+_KILLED = -9  # the exit code a command that was not started reports
+
+
+@contextmanager
+def _tracked(
+    start: Callable[[], subprocess.Popen[Any]],
+) -> Iterator[subprocess.Popen[Any] | None]:
+    """``start()`` registered for :func:`stop_running`; None (not started) once stopped. The
+    check and the start share the lock, so a stop cannot fall between them."""
+    with _RUNNING_LOCK:
+        if _STOPPED.is_set():
+            proc = None
+        else:
+            proc = start()
+            _RUNNING.add(proc)
+    if proc is None:
+        yield None
+        return
+    with proc:
+        try:
+            yield proc
+        except BaseException:  # interrupted here (the main thread): no orphan left running
+            proc.kill()
+            raise
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(proc)
 
 
 def run_logged(
@@ -198,33 +232,64 @@ def run_logged(
     with open(log, "a") as fh:
         fh.write(f"$ {' '.join(str(c) for c in cmd)}\n")
         fh.flush()
-        with subprocess.Popen(
-            [str(c) for c in cmd],
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            env=None if env is None else dict(env),
-            cwd=cwd,
-        ) as proc:
-            with _RUNNING_LOCK:
-                _RUNNING.add(proc)
-            try:
-                return proc.wait()
-            except BaseException:  # interrupted here (the main thread): no orphan left running
-                proc.kill()
-                raise
-            finally:
-                with _RUNNING_LOCK:
-                    _RUNNING.discard(proc)
+
+        def start() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                [str(c) for c in cmd],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                env=None if env is None else dict(env),
+                cwd=cwd,
+            )
+
+        with _tracked(start) as proc:
+            return _KILLED if proc is None else proc.wait()
+
+
+def run_captured(
+    cmd: Sequence[str | Path], *, timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run(cmd, capture_output=True, text=True)`` that :func:`stop_running` kills
+    (the probes that import torch take seconds); ``subprocess.TimeoutExpired`` after
+    ``timeout`` seconds, the command killed."""
+    args = [str(c) for c in cmd]
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+
+    with _tracked(start) as proc:
+        if proc is None:
+            return subprocess.CompletedProcess(args, _KILLED, "", "stopped")
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
 def stop_running() -> None:
-    """Kill every command :func:`run_logged` is running (in any thread): each ``run_logged``
-    then returns the command's non-zero exit code."""
+    """Kill every command :func:`run_logged` and :func:`run_captured` are running (in any
+    thread): each returns the command's non-zero exit code; until :func:`resume_running`,
+    none starts another."""
     with _RUNNING_LOCK:
+        _STOPPED.set()
         running = list(_RUNNING)
     for proc in running:
         with suppress(ProcessLookupError):
             proc.kill()
+
+
+def resume_running() -> None:
+    """Let commands start again after :func:`stop_running` (the next build in this process)."""
+    _STOPPED.clear()
 
 
 def run_checked(

@@ -15,7 +15,7 @@ import pytest
 from support.variants import TORCH214_CPU as CPU
 
 import kernelwheel.builder.service as build_service
-from kernelwheel._util import run_logged
+from kernelwheel._util import run_captured, run_logged
 from kernelwheel.builder.compile_rules import variants_at_once
 from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.request import BuildRequest, BuiltWheel
@@ -148,3 +148,35 @@ def test_an_interrupt_kills_the_other_variants_compilers(
     assert time.monotonic() - started < 30
     assert exits == [-9]  # killed, not waited for
     assert "failed" not in err  # the killed variant goes unreported
+
+
+def test_after_an_interrupt_a_variant_starts_no_new_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variant killed in a probe (run_captured) goes on to its next step: that step's command
+    must not start (the pool waits for the variant), and the next build runs commands again."""
+    probing = threading.Event()
+    seen: list[tuple[int, float]] = []
+
+    def fake(req: BuildRequest, reporter: Reporter, *, hub_layout: Path | None) -> BuiltWheel:
+        if req.variant.name == CPU:
+            probing.set()
+            probe = run_captured(["sleep", "60"])  # an interpreter probe, say
+            began = time.monotonic()
+            compiled = run_logged(["sleep", "60"], tmp_path / "compile.log")  # the next step
+            seen.append((probe.returncode, time.monotonic() - began))
+            seen.append((compiled, 0.0))
+            raise BuildError("stopped", log=req.log)
+        assert probing.wait(20)
+        time.sleep(0.2)  # the probe has started
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build_service, "build_and_export", fake)
+    started = time.monotonic()
+    code, _, _ = _build(tmp_path, capsys, "--variant-jobs", "2")
+    assert code == 130
+    assert time.monotonic() - started < 30
+    (probe_code, refused_in), (compile_code, _) = seen
+    assert probe_code == -9 and compile_code == -9 and refused_in < 1
+    assert "sleep 60" in (tmp_path / "compile.log").read_text()  # asked for, never run
+    assert run_logged(["true"], tmp_path / "after.log") == 0  # commands run again

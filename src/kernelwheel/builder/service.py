@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from .._util import sha256_file, stop_running
+from .._util import resume_running, sha256_file, stop_running
 from ..errors import KernelwheelError
 from ..log import Reporter
 from ..model.recipes import VariantRecipe
@@ -134,16 +134,19 @@ def _side_by_side(
     def build(req: BuildRequest) -> Outcome:
         return _variant(req, progress, hub_layout, stopping)
 
-    with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="variant") as pool:
-        futures = [pool.submit(build, req) for req in requests]
-        try:
-            return tuple(future.result() for future in futures)
-        except BaseException:
-            stopping.set()
-            for future in futures:
-                future.cancel()
-            stop_running()
-            raise
+    try:
+        with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="variant") as pool:
+            futures = [pool.submit(build, req) for req in requests]
+            try:
+                return tuple(future.result() for future in futures)
+            except BaseException:
+                stopping.set()
+                for future in futures:
+                    future.cancel()
+                stop_running()  # and no variant starts another command
+                raise
+    finally:
+        resume_running()  # the pool has waited for every variant: commands may run again
 
 
 def _variant(

@@ -32,7 +32,7 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .._util import atomic_write, output_dir, run_checked, run_logged
+from .._util import atomic_write, output_dir, run_captured, run_checked, run_logged
 from ..abi.remedies import remedy_flags
 from ..errors import BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
@@ -123,9 +123,11 @@ class _PipSources:
 def probe_tvm_ffi(python: Path) -> TvmFfiEnv:
     """Ask ``python`` where its apache-tvm-ffi keeps headers and ``libtvm_ffi.so``."""
     try:
-        proc = subprocess.run(
-            [str(python), "-c", _PROBE], capture_output=True, text=True, check=False, timeout=120
-        )
+        proc = run_captured([python, "-c", _PROBE], timeout=120)
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(
+            f"{python} gave no answer within 120 s", hint="pass a working python"
+        ) from None
     except OSError as exc:
         raise ToolchainError(
             f"cannot run {python}: {exc}", hint="pass an existing python"

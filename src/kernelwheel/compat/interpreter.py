@@ -22,6 +22,7 @@ from typing import Any
 
 import packaging
 
+from .._util import run_captured
 from ..errors import UsageError
 from . import rules as compat
 
@@ -135,13 +136,8 @@ def report(python: Path, *, timeout: float = 300) -> dict[str, Any]:
     """The probe's raw report (what :func:`parse` reads; kept by ``probe_cache``)."""
     packaging_home = str(Path(packaging.__file__).resolve().parents[1])
     try:
-        proc = subprocess.run(
-            [str(python), "-c", _script(), packaging_home],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=timeout,
-        )
+        # killable: an interrupt of builds side by side stops the torch import (seconds)
+        proc = run_captured([python, "-c", _script(), packaging_home], timeout=timeout)
     except subprocess.TimeoutExpired:
         # (TimeoutExpired's own text would quote the whole script.)
         raise ProbeFailed(f"no answer within {timeout:g} s", started=True) from None
