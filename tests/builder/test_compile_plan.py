@@ -242,3 +242,55 @@ def test_sources_without_torch_headers_are_named_for_the_compiler_cache(tmp_path
     (root / "torch-ext" / "binding.cpp").write_text('#include "registration.h"\n')
     spec = plan(request(root)).spec
     assert names(spec.torch_free, root) == ["gemm/gemm.cu", "gemm/launch.cpp"]
+
+
+SHARED_TOML = """\
+[general]
+name = "probe"
+backends = ["cuda"]
+
+[torch]
+src = ["torch-ext/binding.cpp"]
+
+[kernel.new]
+backend = "cuda"
+depends = ["torch"]
+cuda-capabilities = ["10.0f"]
+cuda-flags = ["-DNEW_FLAG"]
+cuda-minver = "{minver}"
+src = ["api/api.cu", "new/new.cu"]
+
+[kernel.old]
+backend = "cuda"
+depends = ["torch"]
+cuda-capabilities = ["9.0a"]
+cuda-flags = ["-DOLD_ONLY"]
+src = ["api/api.cu", "old/old.cu"]
+"""
+
+
+@pytest.mark.parametrize(("minver", "kernels"), [("12.9", 2), ("13.1", 1)])
+def test_a_source_two_kernels_list_compiles_once_with_both_kernels_flags(
+    tmp_path: Path, minver: str, kernels: int
+) -> None:
+    """As kernel-builder's CMake does (flash-mla lists its API in an sm90 and an sm100 kernel):
+    one object, every listing kernel's cuda-flags in build.toml's order, the union of their
+    capabilities; a kernel this CUDA skips (cuda-minver) adds nothing."""
+    for rel in ("api/api.cu", "new/new.cu", "old/old.cu", "torch-ext/binding.cpp"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("// x\n")
+    (tmp_path / "torch-ext" / "probe").mkdir()
+    (tmp_path / "torch-ext" / "probe" / "__init__.py").write_text("")
+    (tmp_path / "build.toml").write_text(SHARED_TOML.format(minver=minver))
+    spec = plan(request(tmp_path)).spec
+    sources = names(spec.sources, tmp_path)
+    assert sources.count("api/api.cu") == 1
+    assert ("new/new.cu" in sources) == (kernels == 2)
+    by_source = {Path(e.source).relative_to(tmp_path).as_posix(): e for e in spec.source_flags}
+    api = by_source["api/api.cu"]
+    if kernels == 2:
+        assert api.flags == ("-DNEW_FLAG", "-DOLD_ONLY")
+        assert spec.capabilities == ("9.0a", "10.0f") and api.gencode == ()  # the union: all
+        assert by_source["old/old.cu"].gencode == ("-gencode=arch=compute_90a,code=sm_90a",)
+    else:
+        assert api.flags == ("-DOLD_ONLY",) and spec.capabilities == ("9.0a",)

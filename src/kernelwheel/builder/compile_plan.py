@@ -277,7 +277,9 @@ def _source_flags(
 ) -> tuple[SourceFlags, ...]:
     """Per-source flags wherever a section's differ from the extension's: ``[torch]``'s and a
     kernel's cxx-flags for their C++ sources, a kernel's cuda-flags and (when not the
-    extension's) capabilities for its .cu ones."""
+    extension's) capabilities for its .cu ones. A source that several kernels list compiles
+    once, as in kernel-builder (whose CMake appends each kernel's properties to the file): with
+    every listing kernel's flags, in build.toml's order, and the union of their capabilities."""
     assert project.torch is not None
     by_kernel = {k.kernel: k.capabilities for k in per_kernel}
     out = [
@@ -285,17 +287,21 @@ def _source_flags(
         for source in _sources(project.torch.src, project.root)
         if project.torch.cxx_flags and not source.endswith(".cu")
     ]
+    flags: dict[str, list[str]] = {}
+    capabilities: dict[str, list[str]] = {}
     for kernel in kernels:
         own = by_kernel.get(kernel.id, every)
-        gencode = tuple(caps.gencode_flags(own)) if own != every else ()
         cuda_flags = kernel_cuda_flags(kernel.cuda_flags, cuda_version) if cuda_version else ()
         for source in _sources(kernel.src, project.root):
-            if source.endswith(".cu"):
-                entry = SourceFlags(source, cuda_flags, gencode)
-            else:
-                entry = SourceFlags(source, tuple(kernel.cxx_flags))
-            if entry.flags or entry.gencode:
-                out.append(entry)
+            cuda_source = source.endswith(".cu")
+            flags.setdefault(source, []).extend(cuda_flags if cuda_source else kernel.cxx_flags)
+            if cuda_source:
+                capabilities.setdefault(source, []).extend(own)
+    for source, listed in flags.items():
+        union = caps.sort_capabilities(capabilities.get(source, ()))
+        gencode = tuple(caps.gencode_flags(union)) if union and tuple(union) != every else ()
+        if listed or gencode:
+            out.append(SourceFlags(source, tuple(listed), gencode))
     return tuple(out)
 
 
@@ -310,6 +316,7 @@ def _all_sources(
         sources += [str(p) for p in remedies.sources]
     for kernel in kernels:
         sources += _sources(kernel.src, project.root)
+    sources = list(dict.fromkeys(sources))  # a source several kernels list compiles once
     _check_object_names(sources, project)
     return sources
 
