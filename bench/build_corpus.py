@@ -507,6 +507,58 @@ def matrix_rows(projects: list[Path], results: list[Result], root: Path) -> list
     return rows
 
 
+@dataclass
+class ObjectTimes:
+    """One cold build's compile edges from ninja's log, split by whether the source reaches a
+    torch header (kernelwheel's own scan): goal 2's saving, estimated for one build."""
+
+    project: str
+    variant: str
+    free_s: float
+    all_s: float
+    free_n: int
+    all_n: int
+
+
+def object_times(project: Path, cache: Path, variant: str) -> ObjectTimes | None:
+    """Each object's compile time (end - start, ms) from the ``.ninja_log`` of ``variant``'s
+    work folder, the last record per object; None without a log."""
+    from kernelwheel.builder.torch_free import torch_free_sources
+    from kernelwheel.model.project import load_project
+
+    logs = list((cache / "work").glob(f"*/{variant}/obj/.ninja_log"))
+    if not logs:
+        return None
+    edges: dict[str, float] = {}
+    for line in logs[0].read_text().splitlines()[1:]:
+        start, end, _, output, *_ = line.split("\t")
+        edges[output] = (int(end) - int(start)) / 1000
+    loaded = load_project(project)
+    sources = [str((project / s).resolve()) for k in loaded.kernels for s in k.src
+               if s.suffix in (".cu", ".cpp", ".cc")]
+    includes = [str(project / d) for k in loaded.kernels for d in k.include]
+    free = {os.path.splitext(s)[0] for s in torch_free_sources(sources, includes, project)}
+    free_s = free_n = 0.0
+    for output, seconds in edges.items():
+        if not output.endswith(".o"):
+            continue
+        stem = "/" + output.split("/obj/", 1)[1][: -len(".o")]
+        if stem in free:
+            free_s, free_n = free_s + seconds, free_n + 1
+    objects = [sec for out, sec in edges.items() if out.endswith(".o")]
+    return ObjectTimes(project.name, variant, free_s, sum(objects), int(free_n), len(objects))
+
+
+def object_rows(times: list[ObjectTimes]) -> list[str]:
+    rows = ["| project | variant | objects without torch headers | their compile time s | all "
+            "objects' compile time s | share a second torch of the same CUDA reuses |",
+            "|---|---|---|---|---|---|"]
+    for t in times:
+        rows.append(f"| {t.project} | {t.variant} | {t.free_n} of {t.all_n} | {t.free_s:.1f} | "
+                    f"{t.all_s:.1f} | {t.free_s / t.all_s if t.all_s else 0:.0%} |")
+    return rows + [""]
+
+
 def fixed_cost_rows(results: list[Result]) -> list[str]:
     """Goal 4: what a build costs outside its compilers, CPU and wall, and who spends it (the
     sampler's last look at each process: one that lives under 50 ms is not seen, so the roles'
@@ -582,6 +634,7 @@ def main() -> int:
         ccache = shutil.which("ccache", path=env.get("PATH"))
         load0 = loadavg()
         results: list[Result] = []
+        shares: list[ObjectTimes] = []
         if not args.matrix_only:
             for project in projects:
                 shared = fresh_cache(root, f"shared-{project.name}", real_cache / "envs")
@@ -590,6 +643,9 @@ def main() -> int:
                     cache = fresh_cache(root, f"{project.name}-{name}", real_cache / "envs")
                     out = root / "out" / project.name / name
                     results.append(run_build(project, variant, cache, out, args, "cold", env))
+                    found = object_times(project, cache, name)
+                    if found is not None:
+                        shares.append(found)
                     print(f"{project.name} {name} cold: {results[-1].wall:.1f} s",
                           file=sys.stderr)
                     if args.warm:
@@ -631,6 +687,8 @@ def main() -> int:
                              f"| {r.cache} |")
             lines.append("")
             lines += fixed_cost_rows(results)
+        if shares:
+            lines += object_rows(shares)
         lines += matrix_rows(projects, results, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -3,13 +3,19 @@
 # Here first: the .gpu/wheels folder of bench/gpu_real_kernels.sh (kernelwheel's own wheel and its
 # dependencies), and for `corpus`, kernels-community projects in .gpu/corpus.
 # Device call: carry [".gpu"], command `bash bench/gpu_build_corpus.sh PART` (PART: fixtures,
-# efficiency, sidebyside, sidebyside-8, sidebyside-16, fixed or corpus), timeout 600; tables and full logs in $OUT (nothing is piped through
+# efficiency, sidebyside, sidebyside-8, sidebyside-16, fixed, flash-mla (then flash-mla-wait while it runs) or corpus), timeout 600; tables and full logs in $OUT (nothing is piped through
 # tail: a cut-off run keeps its output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out/gpu-corpus}
 PART=${1:-fixtures}
 mkdir -p "$OUT"
+wait_flash_mla() {  # up to 570 s for the background flash-mla build; what it has so far to $OUT
+  for _ in $(seq 570); do [ -e /tmp/flash-mla.done ] && break; sleep 1; done
+  cp /tmp/flash-mla-out/* "$OUT/" 2>/dev/null
+  ls /tmp/flash-mla.done 2>/dev/null || echo "flash-mla still running"
+}
+if [ "$PART" = flash-mla-wait ]; then wait_flash_mla; exit 0; fi
 GPU_PACKAGES="kernelwheel"
 # shellcheck source=bench/gpu_venv.sh
 source bench/gpu_venv.sh
@@ -51,6 +57,19 @@ elif [ "$PART" = fixed ]; then
   "$V/bin/python" bench/startup.py --runs 20 --out "$OUT/startup.md" >> "$OUT/$PART.log" 2>&1
   bench relu-probed-first --variant "$VAR" --fixture relu-like
   bench relu-probe-kept --variant "$VAR" --fixture relu-like
+elif [ "$PART" = flash-mla ]; then
+  # a real many-file project whose kernels include no torch: kernels-community's flash-mla
+  # (24 .cu, CUTLASS 4.0.0, which PyPI lacks: a checkout carried as .gpu/cutlass-4.0.0.tar.xz);
+  # run in the background into /tmp/flash-mla-out, so that flash-mla-wait calls can wait on
+  tar -C /tmp -xJf .gpu/cutlass-4.0.0.tar.xz
+  mkdir -p /tmp/flash-mla-out
+  # (its own session: the call's end must not stop it)
+  setsid nohup bash -c '"$@" > /tmp/flash-mla-out/flash-mla.log 2>&1; touch /tmp/flash-mla.done' \
+    _ env -u CXX -u CC KERNELWHEEL_CUTLASS_PATH=cutlass_4_0=/tmp/cutlass-4.0.0 \
+    "$V/bin/python" bench/build_corpus.py "${common[@]}" --variant "$VAR" \
+    "$PWD/.gpu/corpus/flash-mla" --out /tmp/flash-mla-out/corpus-flash-mla.md \
+    < /dev/null > /dev/null 2>&1 &
+  wait_flash_mla
 elif [ "$PART" = efficiency ]; then
   # the auto split only, one table each (after a change to the split or the measurement)
   bench relu-auto --variant "$VAR" --fixture relu-like --warm
