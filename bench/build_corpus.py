@@ -613,6 +613,8 @@ def main() -> int:
                     help="leave out the one-variant-per-build cold builds (with --together or "
                          "--copies)")
     ap.add_argument("--matrix-only", action="store_true", help="print only the matrix cost")
+    ap.add_argument("--keep-ninja-logs", type=Path,
+                    help="copy each cold build's .ninja_log here (every edge's start and end)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     variants = args.variant or ["torch214-cxx11-cu130-x86_64-linux"]
@@ -644,6 +646,10 @@ def main() -> int:
                     out = root / "out" / project.name / name
                     results.append(run_build(project, variant, cache, out, args, "cold", env))
                     found = object_times(project, cache, name)
+                    if args.keep_ninja_logs:
+                        args.keep_ninja_logs.mkdir(parents=True, exist_ok=True)
+                        for log in (cache / "work").glob(f"*/{name}/obj/.ninja_log"):
+                            shutil.copy(log, args.keep_ninja_logs / f"{project.name}-{name}.ninja_log")
                     if found is not None:
                         shares.append(found)
                     print(f"{project.name} {name} cold: {results[-1].wall:.1f} s",

@@ -3,7 +3,7 @@
 # Here first: the .gpu/wheels folder of bench/gpu_real_kernels.sh (kernelwheel's own wheel and its
 # dependencies), and for `corpus`, kernels-community projects in .gpu/corpus.
 # Device call: carry [".gpu"], command `bash bench/gpu_build_corpus.sh PART` (PART: fixtures,
-# efficiency, sidebyside, sidebyside-8, sidebyside-16, fixed, flash-mla (then flash-mla-wait while it runs) or corpus), timeout 600; tables and full logs in $OUT (nothing is piped through
+# efficiency, sidebyside, sidebyside-8, sidebyside-16, fixed, flash-mla (then flash-mla-wait while it runs), split-compile, split-compile-2 or corpus), timeout 600; tables and full logs in $OUT (nothing is piped through
 # tail: a cut-off run keeps its output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -70,6 +70,23 @@ elif [ "$PART" = flash-mla ]; then
     "$PWD/.gpu/corpus/flash-mla" --out /tmp/flash-mla-out/corpus-flash-mla.md \
     < /dev/null > /dev/null 2>&1 &
   wait_flash_mla
+elif [ "$PART" = split-compile ] || [ "$PART" = split-compile-2 ]; then
+  # nvcc --split-compile 4 (cicc's optimization over threads within one capability), passed as
+  # NVCC_APPEND_FLAGS, against the same builds without it, on one machine (an experiment: the
+  # second call ran it through a --nvcc-split-compile option tried and not kept)
+  tar -C /tmp -xJf .gpu/cutlass-4.0.0.tar.xz
+  export KERNELWHEEL_CUTLASS_PATH=cutlass_4_0=/tmp/cutlass-4.0.0
+  if [ "$PART" = split-compile ]; then
+    bench relu-plain --variant "$VAR" --fixture relu-like --keep-ninja-logs "$OUT/ninja/plain"
+    NVCC_APPEND_FLAGS=--split-compile=4 bench relu-split4 --variant "$VAR" --fixture relu-like
+    NVCC_APPEND_FLAGS=--split-compile=4 bench flash-mla-split4 --variant "$VAR" \
+      .gpu/corpus/flash-mla --keep-ninja-logs "$OUT/ninja/split4"
+    bench flash-mla-plain --variant "$VAR" .gpu/corpus/flash-mla --keep-ninja-logs "$OUT/ninja/plain"
+  else  # the other order
+    bench flash-mla-plain-2 --variant "$VAR" .gpu/corpus/flash-mla
+    NVCC_APPEND_FLAGS=--split-compile=4 bench flash-mla-split4-2 --variant "$VAR" \
+      .gpu/corpus/flash-mla --keep-ninja-logs "$OUT/ninja/split4"
+  fi
 elif [ "$PART" = efficiency ]; then
   # the auto split only, one table each (after a change to the split or the measurement)
   bench relu-auto --variant "$VAR" --fixture relu-like --warm
