@@ -3,7 +3,7 @@
 # Here first: the .gpu/wheels folder of bench/gpu_real_kernels.sh (kernelwheel's own wheel and its
 # dependencies), and for `corpus`, kernels-community projects in .gpu/corpus.
 # Device call: carry [".gpu"], command `bash bench/gpu_build_corpus.sh PART` (PART: fixtures,
-# efficiency, sidebyside, sidebyside-8, sidebyside-16, fixed, flash-mla (then flash-mla-wait while it runs), split-compile, split-compile-2 or corpus), timeout 600; tables and full logs in $OUT (nothing is piped through
+# efficiency, sidebyside, sidebyside-8, sidebyside-16, fixed, flash-mla (then flash-mla-wait while it runs), split-compile, split-compile-2, flash-mla-test or corpus), timeout 600; tables and full logs in $OUT (nothing is piped through
 # tail: a cut-off run keeps its output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -87,6 +87,18 @@ elif [ "$PART" = split-compile ] || [ "$PART" = split-compile-2 ]; then
     NVCC_APPEND_FLAGS=--split-compile=4 bench flash-mla-split4-2 --variant "$VAR" \
       .gpu/corpus/flash-mla --keep-ninja-logs "$OUT/ninja/split4"
   fi
+elif [ "$PART" = flash-mla-test ]; then
+  # flash-mla's own dense-decoding test (a script, run as its README says) against the wheel
+  # kernelwheel builds, on the H100 (its sm90 kernels)
+  tar -C /tmp -xJf .gpu/cutlass-4.0.0.tar.xz
+  env -u CXX -u CC KERNELWHEEL_CUTLASS_PATH=cutlass_4_0=/tmp/cutlass-4.0.0 "$V/bin/kernelwheel" \
+    build .gpu/corpus/flash-mla --only "$VAR" "${common[@]}" -o /tmp/fm-wh --version 1.0.0 \
+    > "$OUT/flash-mla-build.log" 2>&1
+  echo "build exit $?" >> "$OUT/flash-mla-build.log"
+  "$V/bin/pip" install -q --no-deps --no-index /tmp/fm-wh/flash_mla-*.whl >> "$OUT/flash-mla-build.log" 2>&1
+  ( cd .gpu/corpus/flash-mla/tests && timeout 300 "$V/bin/python" \
+      test_flash_mla_dense_decoding.py --dtype bf16 > "$OUT/dense-decoding-bf16.log" 2>&1
+    echo "test exit $?" >> "$OUT/dense-decoding-bf16.log" )
 elif [ "$PART" = efficiency ]; then
   # the auto split only, one table each (after a change to the split or the measurement)
   bench relu-auto --variant "$VAR" --fixture relu-like --warm
