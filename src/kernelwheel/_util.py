@@ -184,8 +184,6 @@ def replace_dir(staging: Path, final: Path) -> Path:
     return final
 
 
-# The commands run_logged is running, so that stop_running can end them: a build running
-# variants in threads stops the others' compilers when one is interrupted.
 # The commands run_logged and run_captured are running, in every thread, so that an interrupt
 # can kill them all (stop_running); once stopped, no new one starts until resume_running.
 _RUNNING: set[subprocess.Popen[Any]] = set()

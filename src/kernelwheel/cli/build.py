@@ -166,7 +166,6 @@ class _Progress:
         self.ui = ui
         self._running: list[str] = []
         self._grouped: str | None = None
-        self._held: set[str] = set()
         self._lock = threading.Lock()
 
     def step_started(self, scope: str, name: str, log: Path | None = None) -> None:
@@ -182,7 +181,6 @@ class _Progress:
         with self._lock:
             self._running.append(name)
             if side_by_side and self.ui.github:
-                self._held.add(name)
                 self.ui.hold(name)
             elif len(self._running) == 1 and self._grouped is None:
                 self._grouped = name
@@ -192,9 +190,7 @@ class _Progress:
         wheel = outcome.wheel.name if outcome.wheel is not None else ""
         with self._lock:
             self.ui.done(outcome.variant, outcome.error is None, outcome.seconds, wheel)
-            if outcome.variant in self._held:
-                self._held.discard(outcome.variant)
-                self.ui.release(outcome.variant)
+            self.ui.release(outcome.variant)  # a variant's held lines, if any
             if outcome.error is not None:
                 self.ui.error(f"{outcome.variant}: {_with_log(outcome.error, outcome.log)}")
             self._running.remove(outcome.variant)

@@ -298,9 +298,12 @@ class ConsoleUI:
             self._held.setdefault(scope, [])
 
     def release(self, scope: str) -> None:
-        """Show the held lines of ``scope`` at once, as one group titled ``scope``."""
+        """Show the held lines of ``scope`` at once, as one group titled ``scope``; nothing when
+        ``scope`` is not held."""
         with self._lock:
-            lines = self._held.pop(scope, [])
+            if scope not in self._held:
+                return
+            lines = self._held.pop(scope)
             self.group(scope)
             for text, stream in lines:
                 self._clear_status()

@@ -105,8 +105,8 @@ class Options:
     # The memory one compiler thread is assumed to need (MiB; None: DEFAULT_MIB_PER_THREAD): the
     # jobs x threads split stays within the available memory divided by it.
     memory_per_thread: int | None = None
-    # Variants compiled at the same time, sharing the CPUs and memory (None: auto, one per
-    # CPUS_PER_VARIANT CPUs)
+    # Variants compiled at the same time, sharing the CPUs and memory (None: auto,
+    # builder.compile_rules.variants_at_once)
     variant_jobs: int | None = None
     # The wheel's full version (None: plan.versioning finds it: VERSION, a git tag, major.0.0)
     version: str | None = None
