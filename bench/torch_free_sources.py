@@ -19,12 +19,12 @@ from kernelwheel.model.project import load_project
 
 
 def main(corpus: Path) -> int:
-    rows, total, free = [], 0, 0
+    rows, total, free, free_per_torch = [], 0, 0, 0
     for root in sorted(p for p in corpus.iterdir() if (p / "build.toml").is_file()):
         try:
             project = load_project(root)
         except KernelwheelError as exc:
-            rows.append(f"| {root.name} | unreadable: {exc} | |")
+            rows.append(f"| {root.name} | unreadable: {exc} | | |")
             continue
         sources = list(
             dict.fromkeys(str(root / s) for k in project.kernels for s in k.src if s.suffix == ".cu")
@@ -35,11 +35,16 @@ def main(corpus: Path) -> int:
         if project.torch is not None:
             includes += [str(root / p) for p in project.torch.include]
         n_free = len(torch_free_sources(sources, includes, root))
-        rows.append(f"| {root.name} | {len(sources)} | {n_free} |")
+        # a CUDA stable-ABI build compiles once per CUDA already (goal 3): sharing objects
+        # across torch versions (goal 2) saves only in the other projects
+        stable = project.stable_abi_for("cuda") is not None
+        rows.append(f"| {root.name} | {len(sources)} | {n_free} | {'yes' if stable else 'no'} |")
         total, free = total + len(sources), free + n_free
-    print("| project | .cu files | without torch headers |\n|---|---|---|")
+        free_per_torch += 0 if stable else n_free
+    print("| project | .cu files | without torch headers | CUDA stable ABI |\n|---|---|---|---|")
     print("\n".join(rows))
-    print(f"| all | {total} | {free} ({100 * free / max(1, total):.0f}%) |")
+    print(f"| all | {total} | {free} ({100 * free / max(1, total):.0f}%) | |")
+    print(f"| without the stable ABI | | {free_per_torch} | no |")
     return 0
 
 
