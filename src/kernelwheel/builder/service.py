@@ -31,6 +31,7 @@ from ..plan.versioning import read_git_state
 from .compile_rules import DEFAULT_MIB_PER_THREAD, variants_at_once
 from .noarch import build_noarch
 from .pipeline import build_and_export
+from .registrations import check_registrations
 from .request import BuildRequest, request_for
 
 __all__ = ["BuildProgress", "BuildResult", "Outcome", "build_project"]
@@ -85,6 +86,8 @@ def build_project(
     """Build ``recipes`` (the selected variants of ``planned``), reporting to ``progress``."""
     project, options = planned.project, planned.options
     require_toolchains(recipe.variant for recipe in recipes)  # before any environment is made
+    for warning in check_registrations(project, allow=options.allow_fixed_op_namespaces):
+        progress.info("", f"warning: {warning}")
     git = read_git_state(project.root)
     resolved = wheel_version(planned, git)
     version = resolved.version

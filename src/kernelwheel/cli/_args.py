@@ -236,6 +236,14 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         help="GPU variants also compile the cpu kernels, with KERNELWHEEL_WITH_CPU and "
         "KERNELWHEEL_WITH_CUDA defined (default: one backend per variant, as kernel-builder)",
     )
+    parser.add_argument(
+        "--allow-fixed-op-namespaces",
+        action="store_true",
+        default=None,
+        help="accept Python code that registers torch ops under a fixed namespace "
+        "(custom_op('ns::op')) instead of add_op_namespace_prefix (default: refused, as "
+        "kernel-builder does: two builds loaded together would clash)",
+    )
     repair = parser.add_argument_group("repair", PRECEDENCE)
     repair.add_argument(
         "--plat",

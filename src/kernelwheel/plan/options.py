@@ -101,6 +101,9 @@ class Options:
     # kernelwheel's former default: GPU variants also compile the cpu kernels, with the
     # KERNELWHEEL_WITH_CPU / KERNELWHEEL_WITH_<GPU> macros (docs/compile.md)
     with_cpu_kernels: bool = False
+    # Python code registering torch ops under a fixed namespace (custom_op("ns::op")) is
+    # refused (builder/registrations.py); True accepts it, with a warning per registration.
+    allow_fixed_op_namespaces: bool = False
     nvcc_threads: int | None = None  # None: auto, one per capability of the widest kernel
     # The memory one compiler thread is assumed to need (MiB; None: DEFAULT_MIB_PER_THREAD): the
     # jobs x threads split stays within the available memory divided by it.
@@ -466,6 +469,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("cuda_capabilities", _capabilities),
     OptionDef("cutlass_path", _cutlass_paths),
     OptionDef("with_cpu_kernels", _bool),
+    OptionDef("allow_fixed_op_namespaces", _bool),
     OptionDef("nvcc_threads", _jobs),
     OptionDef("memory_per_thread", _mib),
     OptionDef("variant_jobs", _jobs),
