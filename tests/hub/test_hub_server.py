@@ -15,6 +15,7 @@ from support.shared import leftovers, wheels_in
 
 from kernelwheel.errors import HubError
 from kernelwheel.hub import HubSettings, ToWheelRequest, to_wheels
+from kernelwheel.log import SilentReporter
 
 REPO = "drbh/img2gray"
 
@@ -69,6 +70,61 @@ def test_downloads_only_build_of_the_resolved_revision(
     assert not any("README.md" in p or ".gitattributes" in p for p in downloads)
     # Files were fetched at the commit, not by the moving tag name.
     assert all(f.startswith(result.resolution.commit + "/") for f in files)
+
+
+def test_every_request_goes_to_the_kernel_type_repo(
+    hub: HubState, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reporter = SilentReporter()
+    to_wheels(ToWheelRequest(REPO, "1", output_dir=tmp_path / "out"), reporter)
+    asked = [p for p in hub.requests() if REPO in p]  # not huggingface_hub's own lookups
+    api = [p for p in asked if p.startswith("/api/")]
+    files = [p for p in asked if "/resolve/" in p]
+    assert api and all(p.startswith(f"/api/kernels/{REPO}/") for p in api), api
+    assert files and all(p.startswith(f"/kernels/{REPO}/resolve/") for p in files), files
+    assert reporter.messages == []  # no fallback to tell of
+    # huggingface_hub's cache keeps it as a kernel repo; offline, that folder is what is read.
+    cache = tmp_path / "hf-cache"
+    assert [d.name for d in cache.iterdir() if "--" in d.name] == ["kernels--drbh--img2gray"]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    offline = to_wheels(ToWheelRequest(REPO, "1", output_dir=tmp_path / "offline"))
+    assert wheels_in(tmp_path / "offline") == wheels_in(tmp_path / "out") != []
+    assert "model-type" not in offline.where
+
+
+def test_a_model_type_repo_is_read_after_the_kernel_one_is_not_found(
+    hub: HubState, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hub.types[REPO] = "model"  # a Hub (or mirror) that has the repo only as a model
+    reporter = SilentReporter()
+    result = to_wheels(ToWheelRequest(REPO, "1.1.2", output_dir=tmp_path / "out"), reporter)
+    assert len(result.converted) == len(SEED_13 + DEFECT_CASES)
+    asked = [p for p in hub.requests() if REPO in p]
+    # The kernel repo was asked for first, once; then everything came from the model repo.
+    assert asked[0] == f"/api/kernels/{REPO}/refs"
+    assert [p for p in asked if p.startswith("/api/kernels/")] == [asked[0]]
+    assert all(p.startswith(f"/api/models/{REPO}/") for p in asked[1:] if p.startswith("/api/"))
+    files = [p for p in asked if "/resolve/" in p]
+    assert files and all(p.startswith(f"/{REPO}/resolve/") for p in files)
+    (message,) = [m for scope, m in reporter.messages if scope == "img2gray"]
+    assert "no kernel-type repo" in message and "model-type repo" in message
+    assert result.where.endswith("model-type repo)")
+    # Offline, a cache holding only models--drbh--img2gray is read the same way, and says so.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    reporter = SilentReporter()
+    to_wheels(ToWheelRequest(REPO, "1.1.2", output_dir=tmp_path / "offline"), reporter)
+    assert wheels_in(tmp_path / "offline") == wheels_in(tmp_path / "out")
+    assert any("models--" in m for _, m in reporter.messages), reporter.messages
+
+
+def test_a_repo_of_neither_type_names_both(hub: HubState, tmp_path: Path) -> None:
+    with pytest.raises(HubError, match="neither as a kernel repo nor as a model repo") as info:
+        to_wheels(ToWheelRequest("nobody/nothing", "1", output_dir=tmp_path))
+    assert "fix:" in str(info.value)
+    assert [p for p in hub.requests() if "nobody" in p] == [
+        "/api/kernels/nobody/nothing/refs",
+        "/api/models/nobody/nothing/refs",
+    ]
 
 
 def test_hub_and_clone_give_identical_wheels(hub: HubState, seed: HubRepo, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from support.shared import LockWorld, leftovers, move_relu, wheels_in
 from support.variants import TORCH214_CU130 as RIGHT
 
 from kernelwheel.errors import HubError
+from kernelwheel.log import SilentReporter
 from kernelwheel.locking import (
     LOCK_NAME,
     DownloadRequest,
@@ -84,6 +85,54 @@ def test_hub_lock_matches_the_clone_lock_and_relocks_identically(
     assert not any("/resolve/" in p for p in hub.requests())
     assert lock_project(LockRequest(project, refresh=True)).changed is False
     assert (project / LOCK_NAME).read_bytes() == text
+
+
+def _hub_paths(hub: HubState) -> list[str]:
+    """What was asked of the repos (not huggingface_hub's own lookups)."""
+    return [p for p in hub.requests() if "drbh/img2gray" in p or "acme/relu" in p]
+
+
+def test_lock_and_download_ask_for_kernel_type_repos(
+    hub: HubState, world: LockWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = world.project("app", HUB_DEPS)
+    reporter = SilentReporter()
+    lock_project(LockRequest(project), reporter)
+    fresh_cache(world, monkeypatch)
+    result = download(DownloadRequest(project, world.house), reporter)
+    assert result.wheels
+    asked = _hub_paths(hub)
+    assert any(p.startswith("/api/kernels/acme/relu/") for p in asked)
+    assert all(p.startswith(("/api/kernels/", "/kernels/")) for p in asked), asked
+    assert any("/resolve/" in p for p in asked)
+    assert reporter.messages == []
+    cached = sorted(d.name for d in (world.root / "other-cache").iterdir() if "--" in d.name)
+    assert cached == ["kernels--acme--relu", "kernels--drbh--img2gray"]
+
+
+def test_lock_and_download_fall_back_to_a_model_type_repo_and_say_so(
+    hub: HubState, world: LockWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hub.types["acme/relu"] = "model"  # only img2gray was migrated to a kernel repo
+    project = world.project("app", HUB_DEPS)
+    reporter = SilentReporter()
+    lock = lock_project(LockRequest(project), reporter).lock
+    relu = lock.kernel("acme/relu")
+    assert relu is not None and (relu.ref, relu.commit) == ("v1", world.relu_commit)
+    told = [m for scope, m in reporter.messages if "no kernel-type repo" in m]
+    assert [scope for scope, m in reporter.messages if m in told] == ["relu"]
+    assert "acme/relu" in told[0] and "model-type repo" in told[0]
+    fresh_cache(world, monkeypatch)
+    hub.log.clear()
+    reporter = SilentReporter()
+    result = download(DownloadRequest(project, world.house), reporter)
+    expected = {v.wheel: v.wheel_sha256 for k in lock.kernels for v in k.variants}
+    assert {w.filename: w.sha256 for w in result.wheels} == expected
+    assert any("no kernel-type repo" in m for _, m in reporter.messages)
+    relu_files = [p for p in _hub_paths(hub) if "/resolve/" in p and "acme/relu" in p]
+    assert relu_files and all(p.startswith("/acme/relu/resolve/") for p in relu_files)
+    img_files = [p for p in _hub_paths(hub) if "/resolve/" in p and "img2gray" in p]
+    assert img_files and all(p.startswith("/kernels/drbh/img2gray/resolve/") for p in img_files)
 
 
 def fresh_cache(world: LockWorld, monkeypatch: pytest.MonkeyPatch) -> None:

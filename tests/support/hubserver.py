@@ -1,14 +1,35 @@
-"""A loopback HTTP server answering the Hub endpoints huggingface_hub uses to download a repo,
-so the real client runs against git repositories made by :mod:`.gitrepo`.
+"""A loopback HTTP server answering the Hub endpoints huggingface_hub uses to download and to
+push a repo, so the real client runs against git repositories made by :mod:`.gitrepo`.
 
-Endpoints (as huggingface_hub 1.x and 2.x call them):
+Each repo has a type: ``kernel`` (the default: what the Hub holds kernels in) or ``model`` (a
+repo from before kernel repos, for the fallback tests). A repo is served only at its type's
+endpoints; asking for it as the other type is a 404 RepoNotFound, as on the Hub.
 
-- ``GET /api/models/{repo}`` and ``/api/models/{repo}/revision/{rev}``: repo info with ``sha``;
-- ``GET /api/models/{repo}/refs``: branches and tags with their commits;
-- ``GET /api/models/{repo}/tree/{rev}[/{path}]?recursive=…``: the listing, with git blob ids and
+Read endpoints (as huggingface_hub 1.x and 2.x call them; ``{t}`` is ``kernels`` or ``models``):
+
+- ``GET /api/{t}/{repo}`` and ``/api/{t}/{repo}/revision/{rev}``: repo info with ``sha``;
+- ``GET /api/{t}/{repo}/refs``: branches and tags with their commits;
+- ``GET /api/{t}/{repo}/tree/{rev}[/{path}]?recursive=…``: the listing, with git blob ids and
   LFS oids, paginated with a ``Link: <…>; rel="next"`` header;
-- ``HEAD``/``GET /{repo}/resolve/{rev}/{path}``: file metadata (``X-Repo-Commit``, ``ETag`` or
+- ``HEAD``/``GET /kernels/{repo}/resolve/{rev}/{path}`` (kernel repos) and
+  ``/{repo}/resolve/{rev}/{path}`` (model repos): file metadata (``X-Repo-Commit``, ``ETag`` or
   ``X-Linked-Etag``/``X-Linked-Size`` for LFS files) and content.
+
+Write endpoints (``HfApi.create_repo``, ``create_branch``, ``create_commit``), allowed with the
+``Bearer`` token ``HubState.write_token``; commits are real git commits made with plumbing (a
+temporary index, ``commit-tree``, ``update-ref`` checked against the old head), never touching a
+working tree:
+
+- ``POST /api/repos/create`` ``{"name", "organization", "type"}``: a new repo (an initial commit
+  with ``.gitattributes`` on ``main``, as the Hub makes); 409 when it exists; 403 for a kernel
+  repo when ``HubState.may_create_kernels`` is false (the Hub's kernel-creation access);
+- ``POST /api/{t}/{repo}/branch/{branch}`` ``{"startingPoint"?}``: a branch from that
+  revision or from ``main``; 409 when it exists;
+- ``POST /api/{t}/{repo}/preupload/{rev}``: every file "regular" (its bytes go in the commit
+  itself: this server has no LFS or Xet storage), with the blob id of the file already there;
+- ``POST /api/{t}/{repo}/commit/{rev}`` (NDJSON: header, ``file`` base64 contents,
+  ``deletedFile``, ``deletedFolder``), ``parentCommit`` checked;
+- ``POST /api/validate-yaml``: accepts any card.
 
 Errors carry ``X-Error-Code`` (RepoNotFound, RevisionNotFound, EntryNotFound) like the Hub's.
 ``tamper`` serves other bytes (same size) for a file while the listing keeps announcing the
@@ -17,10 +38,13 @@ original: the wrong-sha256 case.
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import re
 import socket
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -127,6 +151,55 @@ class GitBackedRepo:
             self._blobs[oid] = data
         return data
 
+    def commit_files(
+        self,
+        branch: str,
+        parent: str,
+        message: str,
+        files: dict[str, bytes],
+        deleted: list[str],
+        deleted_folders: list[str],
+    ) -> str:
+        """A commit on ``branch`` (whose head must still be ``parent``) that writes ``files`` and
+        removes ``deleted`` and everything under ``deleted_folders``."""
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {**os.environ, "GIT_INDEX_FILE": os.path.join(tmp, "index")}
+            env.update(
+                GIT_AUTHOR_NAME="hub",
+                GIT_AUTHOR_EMAIL="hub@example.invalid",
+                GIT_COMMITTER_NAME="hub",
+                GIT_COMMITTER_EMAIL="hub@example.invalid",
+            )
+
+            def run(*args: str, data: bytes | None = None) -> str:
+                return (
+                    subprocess.run(
+                        ["git", "-C", str(self.root), *args],
+                        input=data,
+                        capture_output=True,
+                        check=True,
+                        env=env,
+                    )
+                    .stdout.decode()
+                    .strip()
+                )
+
+            run("read-tree", parent)
+            for folder in deleted_folders:
+                run("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", folder.rstrip("/"))
+            for path in deleted:
+                run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+            for path, data in files.items():
+                oid = run("hash-object", "-w", "--stdin", data=data)
+                run("update-index", "--add", "--cacheinfo", f"100644,{oid},{path}")
+            tree = run("write-tree")
+            commit = run("commit-tree", tree, "-p", parent, "-m", message)
+            run("update-ref", f"refs/heads/{branch}", commit, parent)
+        return commit
+
+    def create_branch(self, name: str, start: str) -> None:
+        self._git("update-ref", f"refs/heads/{name}", start, "0" * 40)
+
     def content(self, entry: Entry) -> bytes:
         if entry.lfs_oid is None:
             return self.blob(entry.oid)
@@ -134,22 +207,39 @@ class GitBackedRepo:
         return (obj / entry.lfs_oid).read_bytes()
 
 
+KERNEL = "kernel"
+MODEL = "model"
+
+
 @dataclass
 class HubState:
     repos: dict[str, GitBackedRepo] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)  # repo id -> "model"; default "kernel"
     private: dict[str, str] = field(default_factory=dict)  # repo id -> required token
     tamper: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (repo, path) -> bytes
     page_size: int = 1000
     log: list[tuple[str, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Writes: the token they need, where created repos go, and kernel-creation access.
+    write_token: str | None = None
+    root: Path | None = None
+    may_create_kernels: bool = True
+    commits: list[dict[str, Any]] = field(default_factory=list)  # each commit's payload, parsed
+
+    def type_of(self, repo_id: str) -> str:
+        return self.types.get(repo_id, KERNEL)
 
     def requests(self, method: str | None = None) -> list[str]:
         with self.lock:
             return [p for m, p in self.log if method is None or m == method]
 
 
-_API = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)(?P<rest>/.*)?$")
-_RESOLVE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)$")
+_API = re.compile(r"^/api/(?P<type>models|kernels)/(?P<repo>[^/]+/[^/]+?)(?P<rest>/.*)?$")
+_KERNEL_RESOLVE = re.compile(
+    r"^/kernels/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)$"
+)
+_MODEL_RESOLVE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)$")
+_TYPES = {"models": MODEL, "kernels": KERNEL}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -174,6 +264,41 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_HEAD(self) -> None:  # noqa: N802
         self._dispatch(head=True)
+
+    def do_POST(self) -> None:  # noqa: N802
+        url = urlsplit(self.path)
+        with self.state.lock:
+            self.state.log.append(("POST", url.path))
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if url.path == "/api/validate-yaml":
+            self._json({"errors": [], "warnings": []})
+            return
+        if self.headers.get("Authorization") != f"Bearer {self.state.write_token}" or (
+            self.state.write_token is None
+        ):
+            self._error(401, "Unauthorized", "Invalid credentials in Authorization header")
+            return
+        if url.path == "/api/repos/create":
+            self._create_repo(json.loads(body or b"{}"))
+            return
+        match = _API.match(url.path)
+        if match is None:
+            self._error(404, "NotFound", f"no route for POST {url.path}")
+            return
+        repo_id = unquote(match["repo"])
+        repo = self._repo(repo_id, _TYPES[match["type"]], head=False)
+        if repo is None:
+            return
+        rest = match["rest"] or ""
+        for prefix, handler in (
+            ("/branch/", self._create_branch),
+            ("/preupload/", self._preupload),
+            ("/commit/", self._commit),
+        ):
+            if rest.startswith(prefix):
+                handler(repo, repo_id, unquote(rest[len(prefix) :]), body)
+                return
+        self._error(404, "NotFound", f"unsupported API path POST {rest}")
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -202,8 +327,10 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {"X-Error-Code": code, "X-Error-Message": message}
         self._send(status, body, {"Content-Type": "application/json", **headers}, head=head)
 
-    def _repo(self, repo_id: str, head: bool) -> GitBackedRepo | None:
+    def _repo(self, repo_id: str, kind: str, head: bool) -> GitBackedRepo | None:
         repo = self.state.repos.get(repo_id)
+        if repo is not None and self.state.type_of(repo_id) != kind:
+            repo = None  # the Hub keeps each type apart: a model repo is no kernel repo
         token = self.state.private.get(repo_id)
         authorized = token is None or self.headers.get("Authorization") == f"Bearer {token}"
         if repo is None or not authorized:
@@ -224,17 +351,19 @@ class _Handler(BaseHTTPRequestHandler):
         query = parse_qs(url.query)
         match = _API.match(url.path)
         if match:
-            repo = self._repo(unquote(match["repo"]), head)
+            repo = self._repo(unquote(match["repo"]), _TYPES[match["type"]], head)
             if repo is not None:
                 self._api(repo, unquote(match["repo"]), match["rest"] or "", query)
             return
-        match = _RESOLVE.match(url.path)
-        if match:
-            repo_id = unquote(match["repo"])
-            repo = self._repo(repo_id, head)
-            if repo is not None:
-                self._resolve(repo, repo_id, unquote(match["rev"]), unquote(match["path"]), head)
-            return
+        for pattern, kind in ((_KERNEL_RESOLVE, KERNEL), (_MODEL_RESOLVE, MODEL)):
+            match = pattern.match(url.path)
+            if match:
+                repo_id = unquote(match["repo"])
+                repo = self._repo(repo_id, kind, head)
+                if repo is not None:
+                    rev, file = unquote(match["rev"]), unquote(match["path"])
+                    self._resolve(repo, repo_id, rev, file, head)
+                return
         self._error(404, "NotFound", f"no route for {path}", head=head)
 
     # -- API ------------------------------------------------------------------------------------
@@ -343,6 +472,132 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             headers["ETag"] = f'"{entry.oid}"'
         self._send(200, body, headers, head=head)
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def _create_repo(self, payload: dict[str, Any]) -> None:
+        kind = payload.get("type") or MODEL
+        repo_id = f"{payload.get('organization')}/{payload.get('name')}"
+        if kind == KERNEL and not self.state.may_create_kernels:
+            self._error(
+                403,
+                "Forbidden",
+                "You don't have the rights to create a kernel under this namespace",
+            )
+            return
+        with self.state.lock:
+            if repo_id in self.state.repos and self.state.type_of(repo_id) == kind:
+                exists = True
+            else:
+                exists = False
+                assert self.state.root is not None, "HubState.root: where created repos go"
+                root = self.state.root / kind / repo_id.replace("/", "--")
+                root.mkdir(parents=True)
+                subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+                repo = GitBackedRepo(root)
+                empty = repo._git("hash-object", "-t", "tree", "-w", "/dev/null").decode().strip()
+                env = {
+                    **os.environ,
+                    "GIT_AUTHOR_NAME": "hub",
+                    "GIT_AUTHOR_EMAIL": "hub@example.invalid",
+                    "GIT_COMMITTER_NAME": "hub",
+                    "GIT_COMMITTER_EMAIL": "hub@example.invalid",
+                }
+                first = (
+                    subprocess.run(
+                        ["git", "-C", str(root), "commit-tree", empty, "-m", "initial commit"],
+                        capture_output=True,
+                        check=True,
+                        env=env,
+                    )
+                    .stdout.decode()
+                    .strip()
+                )
+                repo._git("update-ref", "refs/heads/main", first)
+                repo.commit_files(
+                    "main",
+                    first,
+                    "Add .gitattributes",
+                    {".gitattributes": b"*.so filter=lfs diff=lfs merge=lfs -text\n"},
+                    [],
+                    [],
+                )
+                self.state.repos[repo_id] = repo
+                self.state.types[repo_id] = kind
+        if exists:
+            self._error(409, "Conflict", "You already created this repo")
+            return
+        prefix = "" if kind == MODEL else f"{kind}s/"
+        host, port = self.server.server_address[:2]
+        self._json({"url": f"http://{host}:{port}/{prefix}{repo_id}", "name": repo_id})
+
+    def _create_branch(self, repo: GitBackedRepo, repo_id: str, branch: str, body: bytes) -> None:
+        start = json.loads(body or b"{}").get("startingPoint") or "main"
+        commit = repo.resolve(start)
+        if commit is None:
+            self._error(404, "RevisionNotFound", f"Invalid rev id: {start}")
+            return
+        if repo.resolve(f"refs/heads/{branch}") is not None:
+            self._error(409, "Conflict", f"Reference already exists: refs/heads/{branch}")
+            return
+        repo.create_branch(branch, commit)
+        self._json({})
+
+    def _preupload(self, repo: GitBackedRepo, repo_id: str, revision: str, body: bytes) -> None:
+        commit = repo.resolve(revision)
+        tree = repo.tree(commit) if commit is not None else {}
+        files = []
+        for f in json.loads(body)["files"]:
+            there = tree.get(f["path"])
+            files.append(
+                {
+                    "path": f["path"],
+                    "uploadMode": "regular",
+                    "shouldIgnore": False,
+                    "oid": there.oid if there is not None and there.lfs_oid is None else None,
+                }
+            )
+        self._json({"files": files})
+
+    def _commit(self, repo: GitBackedRepo, repo_id: str, revision: str, body: bytes) -> None:
+        lines = [json.loads(line) for line in body.splitlines() if line.strip()]
+        with self.state.lock:
+            self.state.commits.append({"repo": repo_id, "revision": revision, "lines": lines})
+        head = repo.resolve(f"refs/heads/{revision}")
+        if head is None:
+            self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+            return
+        header = next((x["value"] for x in lines if x["key"] == "header"), {})
+        parent = header.get("parentCommit")
+        if parent is not None and parent != head:
+            self._error(412, "PreconditionFailed", f"{revision} has moved on from {parent}")
+            return
+        files: dict[str, bytes] = {}
+        deleted: list[str] = []
+        folders: list[str] = []
+        for item in lines:
+            value = item["value"]
+            if item["key"] == "file":
+                assert value.get("encoding") == "base64", value
+                files[value["path"]] = base64.b64decode(value["content"])
+            elif item["key"] == "deletedFile":
+                deleted.append(value["path"])
+            elif item["key"] == "deletedFolder":
+                folders.append(value["path"])
+            elif item["key"] != "header":
+                self._error(400, "BadRequest", f"this fake Hub cannot commit {item['key']}")
+                return
+        message = header.get("summary", "")
+        commit = repo.commit_files(revision, head, message, files, deleted, folders)
+        kind = self.state.type_of(repo_id)
+        host, port = self.server.server_address[:2]
+        prefix = "" if kind == MODEL else f"{kind}s/"
+        self._json(
+            {
+                "commitUrl": f"http://{host}:{port}/{prefix}{repo_id}/commit/{commit}",
+                "commitOid": commit,
+            }
+        )
 
 
 class _Server(ThreadingHTTPServer):

@@ -1,5 +1,11 @@
 """A kernel repo on the Hugging Face Hub, read with huggingface_hub.
 
+Hub kernels live in ``kernel``-type repositories (``/api/kernels/<id>/…``, files under
+``<endpoint>/kernels/<id>/…``, cache folders ``kernels--<org>--<name>``): every call asks for that
+type. Only when the Hub (or the offline cache) has no kernel repo of that id is the ``model``-type
+repo of the same id tried (a mirror, an old snapshot, a cache filled before the migration), and
+the source's reporter is told so; once one type answered, every later call uses it.
+
 Only ``build/…`` files of the resolved commit are downloaded, into huggingface_hub's own cache, so
 the usual settings apply: ``HF_ENDPOINT``, ``HF_TOKEN``, ``HF_HOME``/``HF_HUB_CACHE`` and
 ``HF_HUB_OFFLINE``. They are read when a source is made (not when huggingface_hub was imported),
@@ -23,11 +29,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import HubError
+from ..log import Reporter
 from .revision import Ref, RefKind, is_commit
 from .safety import Announced, check_repo_path
 from .source import BUILD_DIR, FileReader, RepoFile
 
-__all__ = ["HubSettings", "HubSource", "is_repo_id"]
+__all__ = ["KERNEL_REPO", "MODEL_REPO", "HubSettings", "HubSource", "is_repo_id"]
+
+# huggingface_hub's constants.REPO_TYPE_KERNEL / REPO_TYPE_MODEL (not imported here: the module
+# must not import huggingface_hub until a source is made).
+KERNEL_REPO = "kernel"
+MODEL_REPO = "model"
 
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 _TRUE = {"1", "ON", "YES", "TRUE"}
@@ -89,23 +101,39 @@ class _Quiet:
         return ignore
 
 
+class _Missing:
+    """No kernel-type repo of that id (the model-type one is tried next)."""
+
+
+_MISSING = _Missing()
+
+
 class HubSource:
-    """A Hub model repo such as ``drbh/img2gray``."""
+    """A Hub kernel repo such as ``drbh/img2gray``: ``kernel``-type, else (not found as a
+    kernel) the ``model``-type repo of that id."""
 
-    repo_type = "model"
-
-    def __init__(self, repo_id: str, settings: HubSettings | None = None) -> None:
+    def __init__(
+        self,
+        repo_id: str,
+        settings: HubSettings | None = None,
+        reporter: Reporter | None = None,
+    ) -> None:
         if not is_repo_id(repo_id):
             raise HubError(
                 f"{repo_id!r} is neither a local folder nor a Hub repo id",
                 hint="pass org/name (e.g. drbh/img2gray) or the path of a git clone",
             )
-        from huggingface_hub import HfApi
+        from huggingface_hub import HfApi, constants
 
+        assert constants.REPO_TYPE_KERNEL == KERNEL_REPO  # huggingface_hub >= 1.10
         self.repo_id = repo_id
         self.settings = settings or HubSettings.from_env()
         self.api = HfApi(endpoint=self.settings.endpoint, token=self.settings.token)
         self._cache = str(self.settings.cache_dir) if self.settings.cache_dir else None
+        self.reporter = reporter
+        self.repo_type = KERNEL_REPO
+        self._type_settled = False
+        self.fallback: str | None = None  # why the model-type repo is read, once it is
 
     @property
     def name(self) -> str:
@@ -114,7 +142,55 @@ class HubSource:
     @property
     def where(self) -> str:
         offline = ", offline" if self.settings.offline else ""
-        return f"Hub repo {self.repo_id} ({self.settings.endpoint}{offline})"
+        kind = ", model-type repo" if self.repo_type == MODEL_REPO else ""
+        return f"Hub repo {self.repo_id} ({self.settings.endpoint}{offline}{kind})"
+
+    # -- repo type ------------------------------------------------------------------------------
+
+    def _typed(self, what: str, fn: Callable[[str], T]) -> T:
+        """``fn(repo_type)`` through :meth:`_call`: the kernel-type repo until one type has
+        answered; when the kernel repo is not found, the model-type one, and the reporter is
+        told."""
+        from huggingface_hub import errors as hf
+
+        if self._type_settled:
+            return self._call(what, lambda: fn(self.repo_type))
+
+        def as_type(kind: str) -> Callable[[], T | _Missing]:
+            def call() -> T | _Missing:
+                try:
+                    return fn(kind)
+                except hf.GatedRepoError:
+                    raise  # found, but gated: _call says so
+                except hf.RepositoryNotFoundError:
+                    return _MISSING
+
+            return call
+
+        first = self._call(what, as_type(KERNEL_REPO))
+        if not isinstance(first, _Missing):
+            self._type_settled = True
+            return first
+        second = self._call(what, as_type(MODEL_REPO))
+        if isinstance(second, _Missing):
+            raise HubError(
+                f"{self.where}: {what}: repository not found (or private), neither as a kernel "
+                "repo nor as a model repo",
+                hint="check the repo id; for a private repo set HF_TOKEN",
+            )
+        self._settle_on_model(
+            f"{self.repo_id}: no kernel-type repo at {self.settings.endpoint}; reading the "
+            "model-type repo of that id (a mirror or a repo from before kernel repos; the "
+            "kernels library (>= 0.14) loads only kernel-type repos)"
+        )
+        return second
+
+    def _settle_on_model(self, message: str) -> None:
+        self.repo_type = MODEL_REPO
+        self._type_settled = True
+        self.fallback = message
+        if self.reporter is not None:
+            self.reporter.info(self.name, message)
 
     # -- error mapping --------------------------------------------------------------------------
 
@@ -167,7 +243,9 @@ class HubSource:
     def refs(self) -> Sequence[Ref]:
         if self.settings.offline:
             return self._cached_refs()
-        refs = self._call("listing refs", lambda: self.api.list_repo_refs(self.repo_id))
+        refs = self._typed(
+            "listing refs", lambda kind: self.api.list_repo_refs(self.repo_id, repo_type=kind)
+        )
         return [Ref(t.name, RefKind.TAG, t.target_commit) for t in refs.tags] + [
             Ref(b.name, RefKind.BRANCH, b.target_commit) for b in refs.branches
         ]
@@ -176,30 +254,41 @@ class HubSource:
         from huggingface_hub import scan_cache_dir
 
         info = self._call("reading the cache", lambda: scan_cache_dir(self._cache))
-        out: list[Ref] = []
+        found: dict[str, list[Ref]] = {}  # repo type -> its cached refs
         for repo in info.repos:
-            if repo.repo_id != self.repo_id or repo.repo_type != self.repo_type:
+            if repo.repo_id != self.repo_id:
                 continue
             for revision in repo.revisions:
-                out += [Ref(name, RefKind.CACHED, revision.commit_hash) for name in revision.refs]
-        if not out:
-            raise HubError(
-                f"{self.where}: no refs of this repo are in the local cache "
-                f"({self.settings.cache_dir or 'the default HF_HUB_CACHE'})",
-                hint="run once without HF_HUB_OFFLINE to download it, or check HF_HUB_CACHE/"
-                "HF_HOME",
-            )
-        return sorted(out, key=lambda r: r.name)
+                found.setdefault(repo.repo_type, []).extend(
+                    Ref(name, RefKind.CACHED, revision.commit_hash) for name in revision.refs
+                )
+        kinds = [self.repo_type] if self._type_settled else [KERNEL_REPO, MODEL_REPO]
+        for kind in kinds:
+            if found.get(kind):
+                if kind == MODEL_REPO and not self._type_settled:
+                    self._settle_on_model(
+                        f"{self.repo_id}: the cache holds no kernel-type repo of this id "
+                        f"(kernels--{self.repo_id.replace('/', '--')}); reading its model-type "
+                        "one (models--…), cached before kernel repos"
+                    )
+                self._type_settled = True
+                return sorted(found[kind], key=lambda r: r.name)
+        raise HubError(
+            f"{self.where}: no refs of this repo are in the local cache "
+            f"({self.settings.cache_dir or 'the default HF_HUB_CACHE'}; looked for "
+            f"{' and '.join(f'{k}s--' for k in kinds)}{self.repo_id.replace('/', '--')})",
+            hint="run once without HF_HUB_OFFLINE to download it, or check HF_HUB_CACHE/HF_HOME",
+        )
 
     def pin(self, name: str, commit: str) -> str:
         """Record ``name`` -> ``commit`` in the cache (for later offline runs) and return the
         commit the Hub gives now."""
         if self.settings.offline:
             return commit
-        resolved = self._call(
+        resolved = self._typed(
             f"resolving {name}",
-            lambda: self.api.resolve_revision(
-                self.repo_id, revision=name, cache_dir=self._cache, repo_type=self.repo_type
+            lambda kind: self.api.resolve_revision(
+                self.repo_id, revision=name, cache_dir=self._cache, repo_type=kind
             ),
         )
         return str(resolved.resolved)
@@ -212,9 +301,11 @@ class HubSource:
                     return kind, self.pin(revision, ref.commit)
         if is_commit(revision):
             if not self.settings.offline:
-                self._call(
+                self._typed(
                     f"looking up commit {revision}",
-                    lambda: self.api.repo_info(self.repo_id, revision=revision),
+                    lambda kind: self.api.repo_info(
+                        self.repo_id, revision=revision, repo_type=kind
+                    ),
                 )
             return RefKind.COMMIT, revision
         if self.settings.offline:
@@ -243,18 +334,22 @@ class HubSource:
         from huggingface_hub import errors as hf
         from huggingface_hub.hf_api import RepoFile as HfRepoFile
 
-        def listing() -> list[Any]:
+        def listing(kind: str) -> list[Any]:
             try:
                 return list(
                     self.api.list_repo_tree(
-                        self.repo_id, path_in_repo=BUILD_DIR, recursive=True, revision=commit
+                        self.repo_id,
+                        path_in_repo=BUILD_DIR,
+                        recursive=True,
+                        revision=commit,
+                        repo_type=kind,
                     )
                 )
             except hf.RemoteEntryNotFoundError:
                 return []
 
         out = []
-        for item in self._call("listing build/", listing):
+        for item in self._typed("listing build/", listing):
             if not isinstance(item, HfRepoFile):
                 continue
             check_repo_path(item.path, where=self.where)
@@ -271,6 +366,8 @@ class HubSource:
     def _cached_listing(self, commit: str) -> list[RepoFile]:
         from huggingface_hub import get_cached_repo_tree
 
+        if not self._type_settled:
+            self._cached_refs()  # settles the repo type by what the cache holds
         tree = self._call(
             "reading the cached listing",
             lambda: get_cached_repo_tree(
@@ -310,10 +407,11 @@ class HubSource:
     def _download(self, commit: str, variant: str) -> Path:
         from huggingface_hub import snapshot_download
 
-        snapshot = self._call(
+        snapshot = self._typed(
             f"downloading build/{variant}/",
-            lambda: snapshot_download(
+            lambda kind: snapshot_download(
                 self.repo_id,
+                repo_type=kind,
                 revision=commit,
                 allow_patterns=[f"{BUILD_DIR}/{_fnmatch_escape(variant)}/*"],
                 cache_dir=self._cache,

@@ -112,14 +112,17 @@ class ToWheelResult:
         return max((r.exit_code for r in self.rejected), default=0)
 
 
-def open_source(repo: str, settings: HubSettings | None = None) -> RepoSource:
-    """A local folder is a git clone; anything else must be a Hub repo id."""
+def open_source(
+    repo: str, settings: HubSettings | None = None, reporter: Reporter | None = None
+) -> RepoSource:
+    """A local folder is a git clone; anything else must be a Hub repo id (``reporter`` hears
+    when the Hub source falls back from the kernel-type repo to the model-type one)."""
     path = Path(repo).expanduser()
     if path.is_dir():
         return GitSource(path)
     if repo.startswith((".", "/", "~")) or os.sep in repo.strip("/").replace("/", "", 1):
         raise HubError(f"{repo}: no such folder", hint="pass a git clone or a Hub id (org/name)")
-    return HubSource(repo, settings)
+    return HubSource(repo, settings, reporter)
 
 
 def resolve(source: RepoSource, request: VersionRequest) -> Resolution:
@@ -179,7 +182,7 @@ def to_wheels(
     reporter = _Serialized(reporter or SilentReporter())
     request = VersionRequest.parse(req.version, req.revision)
     selector = Selector(build=req.variants or ("*",), build_label="--variant")
-    src = source or open_source(req.repo)
+    src = source or open_source(req.repo, reporter=reporter)
     scope = src.name
     with step(reporter, scope, f"resolve {request.describe()} in {src.where}") as detail:
         resolution = resolve(src, request)

@@ -287,7 +287,7 @@ def download(
                 f"kernel {kernel.repo}",
                 origin=LOCK_NAME,
             )
-            source = open_source(dep, req.project_dir)
+            source = open_source(dep, req.project_dir, reporter)
             wheels += _materialise(
                 kernel,
                 chosen[kernel.repo],

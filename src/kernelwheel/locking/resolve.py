@@ -52,7 +52,8 @@ __all__ = [
 ]
 
 # Opens the source of one dependency (tests substitute their own).
-SourceOpener = Callable[[Dependency, Path], RepoSource]
+# (declaration, project folder, the reporter a Hub source tells of its model-type fallback)
+SourceOpener = Callable[[Dependency, Path, Reporter], RepoSource]
 
 
 @dataclass(frozen=True)
@@ -82,10 +83,12 @@ class LockResult:
     notes: tuple[str, ...] = field(default=())
 
 
-def open_dependency(dep: Dependency, project_dir: Path) -> RepoSource:
+def open_dependency(
+    dep: Dependency, project_dir: Path, reporter: Reporter | None = None
+) -> RepoSource:
     """The Hub repo, or the git clone the declaration names."""
     if dep.path is None:
-        return _in_context(dep, lambda: HubSource(dep.repo))
+        return _in_context(dep, lambda: HubSource(dep.repo, reporter=reporter))
     folder = (project_dir / dep.path).resolve()
     if not folder.is_dir():
         raise ProjectError(
@@ -223,7 +226,7 @@ def lock_project(
     old = None if req.refresh else _previous(path, notes)
     outcomes: list[KernelOutcome] = []
     for dep in declarations.dependencies:
-        source = open_source(dep, req.project_dir)
+        source = open_source(dep, req.project_dir, reporter)
         try:
             resolution = resolve(source, dep.request)
         except HubError as exc:
