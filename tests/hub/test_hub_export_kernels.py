@@ -1,6 +1,7 @@
 """`kernelwheel build --hub-layout` of a kernel in kernel-builder's current format loads with
 the `kernels` library from PyPI: its own metadata parser reads metadata.json, its own digest of the
-folder matches the one written, and `get_kernel` through LOCAL_KERNELS calls the op."""
+folder matches the one written, and `get_kernel` through LOCAL_KERNELS calls the op. It also loads
+in the release its `kernels-minver` names (0.14.0 for this plain CPU build: the rule's floor)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ from kernelwheel.wheels import read_wheel
 pytestmark = pytest.mark.integration
 
 KERNELS = "kernels==0.17.2"
+# The floor of data/kernels_minver.toml, with the kernels-data (its metadata parser) of that
+# release: a newer kernels-data would prove nothing about 0.14.0.
+KERNELS_FLOOR = ("kernels==0.14.0", "kernels-data==0.14.0")
 REPO_ID = "kwtest/tiny-add"
 
 LOAD = r"""
@@ -40,8 +44,21 @@ print(json.dumps({
     "name": str(meta.name), "id": meta.id, "version": meta.version, "license": meta.license,
     "upstream": meta.upstream, "source": meta.source, "backend": str(meta.backend.backend_type),
     "kernel": meta.provenance.kernel.commit, "dirty": meta.provenance.dirty,
-    "module": k.__name__,
+    "minver": str(meta.kernels_minver), "module": k.__name__,
 }))
+"""
+
+# What kernels 0.14.0 offers: get_kernel through LOCAL_KERNELS, with its own metadata check.
+LOAD_FLOOR = r"""
+import sys
+import torch
+import kernels
+from kernels import get_kernel
+
+k = get_kernel(sys.argv[2], version=1, backend="cpu")
+x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+assert torch.equal(k.add_one(x), x + 1)
+print(kernels.__version__)
 """
 
 
@@ -81,3 +98,17 @@ def test_exported_cpu_build_loads_with_kernels_and_calls_the_op(
     assert seen["id"].startswith("_tiny_add_") and seen["backend"].lower() == "cpu"
     assert seen["upstream"] and seen["source"]
     assert seen["kernel"] == _git(root, "rev-parse", "HEAD") and seen["dirty"] is False
+    written = json.loads((variant / "metadata.json").read_text())
+    assert written["kernels-minver"] == "0.14.0"
+    assert seen["minver"] in ("0.14", "0.14.0")  # kernels-data drops trailing zeros
+    assert (tree / "README.md").read_bytes() == (root / "CARD.md").read_bytes()
+
+    # The release kernels-minver names loads it too.
+    floor = venv_for(CPU_VARIANT, "floor")
+    floor.pip(*KERNELS_FLOOR)
+    proc = subprocess.run(
+        [str(floor.python), "-c", LOAD_FLOOR, str(variant), REPO_ID],
+        capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "0.14.0"

@@ -13,7 +13,14 @@ from support.variants import TORCH214_CU130 as CU130
 
 from kernelwheel.errors import HubError
 from kernelwheel.hub import ToWheelRequest, to_wheels
-from kernelwheel.hub.metadata import Digest, GitStatus, KernelDepend, KernelMetadata, Provenance
+from kernelwheel.hub.metadata import (
+    Digest,
+    GitStatus,
+    KernelDepend,
+    KernelMetadata,
+    KernelsVersion,
+    Provenance,
+)
 from kernelwheel.wheels import read_wheel
 
 SHA_A, SHA_B = "a" * 40, "B" * 40
@@ -35,7 +42,8 @@ CURRENT = {
         "kernel-builder": {"version": "0.17.0", "sha": SHA_A, "dirty": False},
         "kernel": {"commit": SHA_B, "dirty": True},
     },
-    "kernels-minver": "0.17.0",  # a key this reader does not know: ignored, as kernels does
+    "kernels-minver": "0.17.0",
+    "signed-by": "someone",  # a key this reader does not know: ignored, as kernels does
 }
 
 
@@ -57,6 +65,8 @@ def test_the_current_form_is_read_field_by_field() -> None:
         "0.17.0", GitStatus(SHA_A, False), GitStatus(SHA_B.lower(), True)
     )
     assert (meta.backend, meta.archs) == ("cuda", ("8.0", "9.0"))
+    assert meta.kernels_minver == KernelsVersion((0, 17, 0))
+    assert json.loads(meta.to_json())["kernels-minver"] == "0.17.0"
     # written back in the current spelling (commit, not the older sha), read back the same
     again = KernelMetadata.parse(meta.to_json().encode(), where="m.json")
     assert again == meta and '"sha"' not in meta.to_json()
@@ -86,6 +96,9 @@ def test_the_current_form_is_read_field_by_field() -> None:
             "a full commit id",
         ),
         ({"license": ["MIT"]}, "'license' must be a string"),
+        ({"kernels-minver": 17}, "'kernels-minver' must be a string"),
+        ({"kernels-minver": ">=0.17"}, "'kernels-minver' has '>=0.17' is not a dotted version"),
+        ({"kernels-minver": "0.17.0rc1"}, "'kernels-minver'"),
     ],
 )
 def test_unreadable_current_fields_are_refused_with_the_field(
@@ -93,6 +106,42 @@ def test_unreadable_current_fields_are_refused_with_the_field(
 ) -> None:
     with pytest.raises(HubError, match=match):
         _parse({**CURRENT, **change})
+
+
+@pytest.mark.parametrize(
+    ("text", "release", "shown"),
+    [
+        ("0.17.0", (0, 17, 0), "0.17.0"),
+        ("0.17", (0, 17, 0), "0.17.0"),
+        ("1", (1, 0, 0), "1.0.0"),
+        ("0.17.2.0", (0, 17, 2), "0.17.2"),
+        ("0.17.2.1", (0, 17, 2, 1), "0.17.2.1"),
+        (" 0.9.10 ", (0, 9, 10), "0.9.10"),
+    ],
+)
+def test_kernels_versions_compare_as_kernels_does(
+    text: str, release: tuple[int, ...], shown: str
+) -> None:
+    version = KernelsVersion.parse(text)
+    assert (version.release, str(version)) == (release, shown)
+    assert KernelsVersion.parse(shown) == version  # the formatter's text parses back
+
+
+def test_kernels_versions_order_numerically() -> None:
+    texts = ["0.17.2", "0.9.1", "0.17", "0.17.10", "0.14.0", "1.0"]
+    ordered = sorted(KernelsVersion.parse(t) for t in texts)
+    assert [str(v) for v in ordered] == ["0.9.1", "0.14.0", "0.17.0", "0.17.2", "0.17.10", "1.0.0"]
+
+
+def test_a_converted_wheel_carries_kernels_minver(so_cache: Path, tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "img2gray", so_cache)
+    (converted,) = to_wheels(ToWheelRequest(str(repo.root), "1", output_dir=tmp_path)).converted
+    assert converted.kernels_minver == "0.17.0"
+    dist_info = converted.wheel.name.split("-cp")[0] + ".dist-info"
+    kept = json.loads(read_wheel(converted.wheel).files[f"{dist_info}/hub/metadata.json"])
+    assert kept["kernels-minver"] == "0.17.0"
+    without = {k: v for k, v in CURRENT.items() if k != "kernels-minver"}
+    assert _parse(without).kernels_minver is None
 
 
 def test_the_digest_is_the_one_kernels_computes() -> None:
@@ -147,12 +196,11 @@ def test_a_current_variant_converts_with_licence_urls_and_its_signed_metadata(
     ]
     dist_info = converted.wheel.name.split("-cp")[0] + ".dist-info"
     kept = repo.root / "build" / CU130
-    assert contents.files[f"{dist_info}/hub/metadata.json"] == (
-        kept / "metadata.json"
-    ).read_bytes()
-    assert contents.files[f"{dist_info}/hub/metadata.json.sigstore"] == (
-        kept / "metadata.json.sigstore"
-    ).read_bytes()
+    assert contents.files[f"{dist_info}/hub/metadata.json"] == (kept / "metadata.json").read_bytes()
+    assert (
+        contents.files[f"{dist_info}/hub/metadata.json.sigstore"]
+        == (kept / "metadata.json.sigstore").read_bytes()
+    )
     assert not [n for n in contents.files if n.startswith("img2gray/metadata.json")]
     assert dict(converted.left_out)["metadata.json.sigstore"].startswith("signature of")
     assert any("kernels-community/relu (version 1)" in n for n in converted.notes)

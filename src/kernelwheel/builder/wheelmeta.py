@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ProjectError
-from ..model.project import KernelProject
+from ..model.project import CARD_FILES, KernelProject
 from ..model.variant import Variant
 from ..wheels import WheelSpec
 
@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 LICENSE_PREFIXES = ("LICENSE", "LICENCE", "COPYING")
-DESCRIPTION_FILES = ("CARD.md", "README.md")
+DESCRIPTION_FILES = CARD_FILES
 
 
 @dataclass(frozen=True)

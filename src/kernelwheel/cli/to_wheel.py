@@ -134,6 +134,7 @@ def to_json(result: ToWheelResult, log: Path) -> dict[str, object]:
             "layout": c.layout.value,
             "package": c.package,
             "abi": c.abi,
+            "kernels_minver": c.kernels_minver,
             "notes": list(c.notes),
         }
         for c in result.converted
@@ -179,6 +180,8 @@ def report(result: ToWheelResult, ui: ConsoleUI, log: Path | None = None) -> Non
     for c in result.converted:
         ui.print(f"  {c.wheel}")
         extra = [f"{c.layout.value} layout, package {c.package}", f"ABI {c.abi}", *c.notes]
+        if c.kernels_minver is not None:
+            extra.append(f"kernels-minver {c.kernels_minver} (kept in .dist-info/hub/)")
         ui.print("    " + "; ".join(extra))
     for name in result.not_selected:
         ui.print(f"  - {name}: not selected by --variant")

@@ -47,6 +47,7 @@ class PreparedWheel:
     spec: WheelSpec
     plan: VariantPlan
     notes: tuple[str, ...]
+    metadata: KernelMetadata | None = None  # the variant's metadata.json, as read
 
 
 def wheel_tag(variant: Variant, manylinux: str) -> Tag:
@@ -187,7 +188,7 @@ def prepare_wheel(
         # (not those the guard rewrote).
         sha256={arc: digest for arc, (data, digest) in read.items() if contents[arc] is data},
     )
-    return PreparedWheel(spec, layout, tuple(notes))
+    return PreparedWheel(spec, layout, tuple(notes), metadata)
 
 
 def _merge(framework: tuple[str, ...], depends: tuple[str, ...]) -> tuple[str, ...]:

@@ -5,26 +5,38 @@ The flat layout of current kernel-builder output: the package's files directly i
 (hub/metadata.py): id = the build's op namespace, name, the API major as an integer version,
 license, upstream/source, python-depends in kernel-builder's names, kernel-depends, backend, the
 digest of every file and the provenance (kernelwheel's version, the project's git commit and
-whether it was dirty). The tree is what ``kernelwheel to-wheel`` converts back into wheels, and
+whether it was dirty), and ``kernels-minver``, the lowest ``kernels`` release that loads it
+(:mod:`.minver`). The tree is what ``kernelwheel to-wheel`` converts back into wheels, and
 what ``kernels`` loads (``get_local_kernel``, or ``LOCAL_KERNELS=org/name=<tree>``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
 from .. import __version__
-from .._util import replace_dir, staging_dir
+from .._util import atomic_write, replace_dir, staging_dir
 from ..errors import HubError
-from ..model.project import KernelProject
+from ..model.project import CARD_FILES, KernelProject
 from ..model.python_depends import load_python_depends
 from ..model.variant import Variant
 from ..plan.versioning import GitState
 from ..wheels import read_wheel
 from .metadata import METADATA_JSON, Digest, GitStatus, KernelDepend, KernelMetadata, Provenance
+from .minver import kernels_minver
 
-__all__ = ["NO_LICENSE", "export_variant", "kernel_metadata", "kernel_builder_names"]
+__all__ = [
+    "CARD",
+    "NO_LICENSE",
+    "export_card",
+    "export_variant",
+    "kernel_builder_names",
+    "kernel_metadata",
+]
+
+CARD = "README.md"  # the repo's kernel card, at the root of the Hub layout
 
 # SPDX's word for "no license information was given" (metadata.json requires a string).
 NO_LICENSE = "NOASSERTION"
@@ -62,7 +74,7 @@ def kernel_metadata(
             hint="export binary variants",
         )
     backend = variant.backend.kind.value
-    return KernelMetadata(
+    meta = KernelMetadata(
         id=namespace,
         name=project.name,
         version=str(major),
@@ -82,6 +94,9 @@ def kernel_metadata(
             kernel=GitStatus(git.commit, git.dirty) if git is not None else None,
         ),
     )
+    # The lowest kernels release that loads this (data/kernels_minver.toml; docs/versions.md).
+    minver, _ = kernels_minver(variant, meta)
+    return dataclasses.replace(meta, kernels_minver=minver)
 
 
 def export_variant(
@@ -95,7 +110,8 @@ def export_variant(
     git: GitState | None = None,
 ) -> Path:
     """Write ``root/build/<variant>/`` from the package files of ``wheel``; replaces an older
-    export of the same variant atomically. Returns the variant folder."""
+    export of the same variant atomically; the kernel card goes to ``root/README.md``
+    (:func:`export_card`). Returns the variant folder."""
     contents = read_wheel(wheel)
     prefix = f"{project.package}/"
     files = {
@@ -123,4 +139,19 @@ def export_variant(
         )
         (staging / METADATA_JSON).write_text(meta.to_json())
         staging.chmod(0o755)  # a staging folder is private; the variant folder is not
-        return replace_dir(staging, build / variant.name)
+        folder = replace_dir(staging, build / variant.name)
+    export_card(project, root)
+    return folder
+
+
+def export_card(project: KernelProject, root: Path) -> Path | None:
+    """The project's kernel card (CARD.md, else README.md) as ``root/README.md``, what the Hub
+    shows for the repo and ``kernelwheel upload`` pushes beside build/; None without one."""
+    card = next((project.root / n for n in CARD_FILES if (project.root / n).is_file()), None)
+    if card is None:
+        return None
+    data = card.read_bytes()
+    target = root / CARD
+    if not target.is_file() or target.read_bytes() != data:
+        atomic_write(target, data)
+    return target

@@ -2,7 +2,9 @@
 METADATA) and written by the Hub-layout export (for the ``kernels`` library).
 
 The current form (kernels-data's ``Metadata``): ``name``, ``id``, ``version`` (the API major, an
-integer), ``license``, ``upstream``, ``source``, ``python-depends`` (kernel-builder's names),
+integer), ``kernels-minver`` (the lowest ``kernels`` release that loads the variant, a dotted
+version such as ``"0.17.0"``: kernels >= 0.17 refuses a variant asking for a newer one),
+``license``, ``upstream``, ``source``, ``python-depends`` (kernel-builder's names),
 ``kernel-depends`` (``{repo-id, version | revision}``), ``backend {type, archs}``, ``digest
 {algorithm, files}`` (base64 hashes of every file of the folder but metadata.json, its
 signature and bytecode) and ``provenance {kernel-builder {version, commit, dirty}, kernel
@@ -31,6 +33,7 @@ __all__ = [
     "GitStatus",
     "KernelDepend",
     "KernelMetadata",
+    "KernelsVersion",
     "Provenance",
 ]
 
@@ -38,6 +41,30 @@ METADATA_JSON = "metadata.json"
 METADATA_SIGSTORE = "metadata.json.sigstore"  # a detached signature of metadata.json
 DIGEST_ALGORITHMS = ("sha256", "sha512")
 _OID = re.compile(r"^(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$")
+_DOTTED = re.compile(r"^[0-9]+(?:\.[0-9]+)*$")
+
+
+@dataclass(frozen=True, order=True)
+class KernelsVersion:
+    """A release of the ``kernels`` library as metadata.json's ``kernels-minver`` spells it:
+    dotted integers, compared numerically, trailing zeros insignificant (``0.17`` ==
+    ``0.17.0``), as kernels-data's ``Version`` compares them."""
+
+    release: tuple[int, ...]  # at least major.minor.patch, no further trailing zeros
+
+    @classmethod
+    def parse(cls, text: str) -> KernelsVersion:
+        """``"0.17.0"`` -> KernelsVersion; raises ValueError for anything else."""
+        text = text.strip()
+        if not _DOTTED.match(text):
+            raise ValueError(f"{text!r} is not a dotted version such as 0.17.0")
+        parts = [int(p) for p in text.split(".")]
+        while len(parts) > 3 and parts[-1] == 0:
+            parts.pop()
+        return cls(tuple(parts + [0] * (3 - len(parts))))
+
+    def __str__(self) -> str:
+        return ".".join(str(p) for p in self.release)
 
 
 @dataclass(frozen=True)
@@ -133,6 +160,7 @@ class KernelMetadata:
 
     name: str | None = None
     version: str | None = None  # the API major ("1"); older files: a full version
+    kernels_minver: KernelsVersion | None = None  # the lowest kernels release that loads it
     license: str | None = None
     summary: str | None = None
     python_depends: tuple[str, ...] = ()
@@ -154,6 +182,8 @@ class KernelMetadata:
                 data[key] = value
         if self.version is not None:
             data["version"] = int(self.version) if self.version.isdigit() else self.version
+        if self.kernels_minver is not None:
+            data["kernels-minver"] = str(self.kernels_minver)
         for key, value in (
             ("license", self.license),
             ("upstream", self.upstream),
@@ -186,6 +216,7 @@ class KernelMetadata:
         return cls(
             name=read.text("name"),
             version=read.text("version"),
+            kernels_minver=read.kernels_version("kernels-minver"),
             license=_license(raw.get("license"), where),
             summary=read.text("summary") or read.text("description"),
             python_depends=read.python_depends(),
@@ -240,6 +271,18 @@ class _Fields:
                 key, f"must be a string, got {value!r}", f"fix {key!r} in metadata.json"
             )
         return str(value).strip() or None
+
+    def kernels_version(self, key: str) -> KernelsVersion | None:
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        hint = f'e.g. "{key}": "0.17.0" (the lowest kernels release that loads the variant)'
+        if not isinstance(value, str):
+            raise self.error(key, f"must be a string, got {value!r}", hint)
+        try:
+            return KernelsVersion.parse(value)
+        except ValueError as exc:
+            raise self.error(key, f"has {exc}", hint) from None
 
     def python_depends(self) -> tuple[str, ...]:
         depends = self.raw.get("python-depends", [])

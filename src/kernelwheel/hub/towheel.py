@@ -9,6 +9,7 @@ reported with their reasons (never dropped silently) while the others are writte
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -90,6 +91,9 @@ class Converted:
     abi: str  # "ok", "not checked (…)" or "violations allowed: …"
     notes: tuple[str, ...] = ()
     left_out: tuple[tuple[str, str], ...] = ()
+    # metadata.json's kernels-minver (the lowest kernels release that loads the Hub variant;
+    # the wheel itself imports without kernels): reported, and kept in .dist-info/hub/.
+    kernels_minver: str | None = None
 
 
 @dataclass(frozen=True)
@@ -260,7 +264,7 @@ def _refuse_collisions(outcomes: list[Converted | Rejected]) -> list[Converted |
 
 
 def _with_wheel(c: Converted, wheel: Path) -> Converted:
-    return Converted(c.variant, wheel, c.layout, c.package, c.abi, c.notes, c.left_out)
+    return dataclasses.replace(c, wheel=wheel)
 
 
 def _convert_all(
@@ -354,7 +358,13 @@ def _convert_one(
         abi,
         prepared.notes,
         prepared.plan.left_out,
+        _minver(prepared),
     )
+
+
+def _minver(prepared: PreparedWheel) -> str | None:
+    meta = prepared.metadata
+    return str(meta.kernels_minver) if meta is not None and meta.kernels_minver else None
 
 
 class _StepFailed(Exception):

@@ -49,6 +49,7 @@ from .sections import (
 __all__ = [
     "BACKENDS",
     "BUILD_TOML",
+    "CARD_FILES",
     "DEFAULT_PYEXT",
     "EDITIONS",
     "KERNEL_BACKENDS",
@@ -66,6 +67,9 @@ __all__ = [
 ]
 
 BUILD_TOML = "build.toml"
+# The kernel card, first found: the Hub's CARD.md, else README.md (the wheels' long description,
+# the Hub repo's README.md).
+CARD_FILES = ("CARD.md", "README.md")
 LEGACY = 2  # the edition number kernelwheel gives the pre-edition-3 forms
 EDITIONS = (LEGACY, 3, 4, 5)
 FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
