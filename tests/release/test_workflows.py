@@ -394,12 +394,19 @@ def test_publish_gathers_indexes_checksums_and_gates_publishing(release: dict[st
     assert "inputs.dry-run" in dry_run and "refs/tags/v" in dry_run
     release_step = next(s for s in publish["steps"] if "gh release" in s.get("run", ""))
     assert release_step["if"] == "${{ env.DRY_RUN == 'false' }}"
-    hub_step = next(s for s in publish["steps"] if "upload_folder" in s.get("run", ""))
-    for gated in (hub_step, download_hub):
-        assert (
-            "env.HAS_HF_TOKEN == 'true'" in gated["if"] and "env.DRY_RUN == 'false'" in gated["if"]
-        )
+    assert "upload_folder" not in runs and "HfApi" not in runs  # the command, not inline Python
+    uploads = [s for s in publish["steps"] if "kernelwheel upload hub" in s.get("run", "")]
+    (hub_step,) = [s for s in uploads if "--dry-run" not in s["run"]]
+    (plan_step,) = [s for s in uploads if "--dry-run" in s["run"]]
+    assert (
+        "env.HAS_HF_TOKEN == 'true'" in hub_step["if"]
+        and "env.DRY_RUN == 'false'" in hub_step["if"]
+    )
+    assert '--repo "$HF_REPO_ID"' in hub_step["run"]
     assert hub_step["env"] == {"HF_TOKEN": "${{ secrets.HF_TOKEN }}"}
+    assert plan_step["if"] == "${{ env.DRY_RUN == 'true' && env.HF_REPO_ID != '' }}"
+    assert "env" not in plan_step  # a dry run needs no token
+    assert "env.HF_REPO_ID != ''" in download_hub["if"]
 
 
 # --- ci.yml and the test command --------------------------------------------------------------

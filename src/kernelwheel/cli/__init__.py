@@ -23,7 +23,18 @@ from ..errors import KernelwheelError, Terminated
 from ._common import add_common_arguments
 
 # Order is the order shown in --help.
-COMMANDS = ("init", "build", "matrix", "check", "to_wheel", "index", "install", "lock", "download")
+COMMANDS = (
+    "init",
+    "build",
+    "matrix",
+    "check",
+    "to_wheel",
+    "upload",
+    "index",
+    "install",
+    "lock",
+    "download",
+)
 
 
 def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:

@@ -34,7 +34,7 @@ from .revision import Ref, RefKind, is_commit
 from .safety import Announced, check_repo_path
 from .source import BUILD_DIR, FileReader, RepoFile
 
-__all__ = ["KERNEL_REPO", "MODEL_REPO", "HubSettings", "HubSource", "is_repo_id"]
+__all__ = ["KERNEL_REPO", "MODEL_REPO", "HubSettings", "HubSource", "call_hub", "is_repo_id"]
 
 # huggingface_hub's constants.REPO_TYPE_KERNEL / REPO_TYPE_MODEL (not imported here: the module
 # must not import huggingface_hub until a source is made).
@@ -195,48 +195,7 @@ class HubSource:
     # -- error mapping --------------------------------------------------------------------------
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
-        from huggingface_hub import errors as hf
-
-        try:
-            return fn()
-        except hf.GatedRepoError as exc:
-            raise HubError(
-                f"{self.where}: {what}: the repo is gated ({_first_line(exc)})",
-                hint="accept its terms on the Hub and set HF_TOKEN to a token of that account",
-            ) from exc
-        except hf.RepositoryNotFoundError as exc:
-            raise HubError(
-                f"{self.where}: {what}: repository not found (or private)",
-                hint="check the repo id; for a private repo set HF_TOKEN",
-            ) from exc
-        except hf.RevisionNotFoundError as exc:
-            raise HubError(
-                f"{self.where}: {what}: no such revision ({_first_line(exc)})",
-                hint="list the repo's branches and tags on the Hub, or pass another VERSION",
-            ) from exc
-        except (
-            hf.LocalEntryNotFoundError,
-            hf.CacheNotFound,
-            hf.CachedRepoTreeNotFoundError,
-        ) as exc:
-            raise HubError(
-                f"{self.where}: {what}: not in the local cache ({_first_line(exc)})",
-                hint="run once without HF_HUB_OFFLINE to download it, or check HF_HUB_CACHE/"
-                "HF_HOME",
-            ) from exc
-        except hf.HfHubHTTPError as exc:
-            raise HubError(
-                f"{self.where}: {what}: {_first_line(exc)}",
-                hint="check HF_ENDPOINT and HF_TOKEN, or retry later",
-            ) from exc
-        except Exception as exc:
-            if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "requests"):
-                raise HubError(
-                    f"{self.where}: {what}: cannot reach the Hub ({type(exc).__name__}: {exc})",
-                    hint="check the network and HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use "
-                    "what is cached",
-                ) from exc
-            raise
+        return call_hub(self.where, what, fn)
 
     # -- refs -----------------------------------------------------------------------------------
 
@@ -443,6 +402,52 @@ class _StreamingReader:
                 f"{self.where}: {file.path} is listed but was not downloaded",
                 hint="delete the repo's folder in the Hub cache and retry",
             ) from None
+
+
+def call_hub(where: str, what: str, fn: Callable[[], T]) -> T:
+    """``fn()``, its huggingface_hub and network errors as HubErrors naming ``where``, ``what``
+    was being done and the fix."""
+    from huggingface_hub import errors as hf
+
+    try:
+        return fn()
+    except hf.GatedRepoError as exc:
+        raise HubError(
+            f"{where}: {what}: the repo is gated ({_first_line(exc)})",
+            hint="accept its terms on the Hub and set HF_TOKEN to a token of that account",
+        ) from exc
+    except hf.RepositoryNotFoundError as exc:
+        raise HubError(
+            f"{where}: {what}: repository not found (or private)",
+            hint="check the repo id; for a private repo set HF_TOKEN",
+        ) from exc
+    except hf.RevisionNotFoundError as exc:
+        raise HubError(
+            f"{where}: {what}: no such revision ({_first_line(exc)})",
+            hint="list the repo's branches and tags on the Hub, or pass another VERSION",
+        ) from exc
+    except (
+        hf.LocalEntryNotFoundError,
+        hf.CacheNotFound,
+        hf.CachedRepoTreeNotFoundError,
+    ) as exc:
+        raise HubError(
+            f"{where}: {what}: not in the local cache ({_first_line(exc)})",
+            hint="run once without HF_HUB_OFFLINE to download it, or check HF_HUB_CACHE/HF_HOME",
+        ) from exc
+    except hf.HfHubHTTPError as exc:
+        raise HubError(
+            f"{where}: {what}: {_first_line(exc)}",
+            hint="check HF_ENDPOINT and HF_TOKEN, or retry later",
+        ) from exc
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "requests"):
+            raise HubError(
+                f"{where}: {what}: cannot reach the Hub ({type(exc).__name__}: {exc})",
+                hint="check the network and HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use "
+                "what is cached",
+            ) from exc
+        raise
 
 
 def _fnmatch_escape(text: str) -> str:

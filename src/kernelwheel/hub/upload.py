@@ -1,0 +1,391 @@
+"""``kernelwheel upload``: push a Hub layout (``build --hub-layout``) to a ``kernel``-type repo.
+
+As kernel-builder publishes: the repo is a ``kernel``-type repository (created when missing), the
+variants go to the branch ``v<major>`` (created from the default branch when missing), which
+``get_kernel(repo, version=<major>)`` and ``kernelwheel to-wheel repo <major>`` read, and the
+kernel card (the layout's ``README.md``) goes beside ``build/``.
+
+One commit of explicit operations (``create_commit``, never ``upload_folder`` with delete
+patterns): every file of the uploaded variants is added or updated; a file left in the repo's
+folder of an uploaded variant that the new build does not have is removed (``kernels`` checks the
+folder against metadata.json's digest, so a stale ``.so`` would break it); every other variant
+folder already on the branch is kept as it is. The commit names its parent, so a branch that
+moved meanwhile refuses it instead of losing the other push. ``dry_run`` computes the same plan
+and changes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import HubError, UsageError
+from ..log import Reporter, SilentReporter, step
+from .export import CARD
+from .hubsource import KERNEL_REPO, HubSettings, call_hub, is_repo_id
+from .metadata import METADATA_JSON, KernelMetadata
+from .safety import check_repo_path, git_blob_id
+from .source import BUILD_DIR
+
+__all__ = ["Change", "PlannedFile", "UploadRequest", "UploadResult", "read_layout", "upload"]
+
+T = TypeVar("T")
+_TOKEN_HINT = (
+    "set HF_TOKEN to a token with write access to the repo's namespace (huggingface.co/settings/"
+    "tokens), or run 'hf auth login'; --dry-run needs none"
+)
+
+
+class Change(str, Enum):
+    ADD = "add"
+    UPDATE = "update"
+    UNCHANGED = "unchanged"
+    REMOVE = "remove"  # left in an uploaded variant's folder by an older build
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    path: str  # in the repo
+    change: Change
+    size: int | None = None  # of the new content (None for a removal)
+
+
+@dataclass(frozen=True)
+class UploadRequest:
+    folder: Path  # what `build --hub-layout` wrote: build/<variant>/…, README.md
+    repo: str  # org/name
+    version: int | None = None  # the API major; default: the variants' metadata.json version
+    dry_run: bool = False
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A Hub layout on disk: repo path -> file, and the major its variants agree on."""
+
+    files: dict[str, Path]
+    variants: tuple[str, ...]
+    major: int
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    repo: str
+    where: str  # the repo as messages name it, with the endpoint
+    branch: str
+    dry_run: bool
+    create_repo: bool  # the kernel repo did not exist (and was, or would be, created)
+    create_branch: bool  # the branch did not exist (and was, or would be, made from the default)
+    variants: tuple[str, ...]  # uploaded
+    kept: tuple[str, ...]  # variant folders already on the branch, left as they are
+    files: tuple[PlannedFile, ...]
+    commit: str | None = None  # the new commit (None: dry run, or nothing changed)
+    commit_url: str | None = None
+    head: str | None = field(default=None)  # the branch's commit before (None: no branch yet)
+    base: str | None = None  # the branch a new one starts from (None: the new repo's default)
+
+    @property
+    def changes(self) -> tuple[PlannedFile, ...]:
+        return tuple(f for f in self.files if f.change is not Change.UNCHANGED)
+
+
+def read_layout(folder: Path, version: int | None = None) -> Layout:
+    """The files of a Hub layout: ``build/<variant>/**`` of every variant (bytecode left out)
+    and the card ``README.md``; every variant's metadata.json must give the same integer
+    version (the branch ``v<version>``), which ``version`` may state but not change."""
+    build = folder / BUILD_DIR
+    if not build.is_dir():
+        raise UsageError(
+            f"{folder}: no {BUILD_DIR}/ folder: not a Hub layout",
+            hint="pass the folder 'kernelwheel build --hub-layout DIR' wrote",
+        )
+    variants = sorted(p.name for p in build.iterdir() if p.is_dir() and not p.is_symlink())
+    if not variants:
+        raise UsageError(
+            f"{build}: holds no variant folders",
+            hint="build some variants with 'kernelwheel build --hub-layout DIR' first",
+        )
+    files: dict[str, Path] = {}
+    majors: dict[str, int] = {}
+    for name in variants:
+        root = build / name
+        meta_path = root / METADATA_JSON
+        if not meta_path.is_file():
+            raise UsageError(
+                f"{meta_path}: missing: {BUILD_DIR}/{name} is not a variant kernelwheel exported",
+                hint="rebuild it with 'kernelwheel build --hub-layout', or remove the folder",
+            )
+        meta = KernelMetadata.parse(meta_path.read_bytes(), where=str(meta_path))
+        if meta.version is None or not meta.version.isdigit():
+            raise UsageError(
+                f"{meta_path}: 'version' is {meta.version!r}, not an integer API major",
+                hint="rebuild the variant with 'kernelwheel build --hub-layout'",
+            )
+        majors[name] = int(meta.version)
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(folder).as_posix()
+            if path.is_symlink():
+                raise UsageError(
+                    f"{path}: a symlink; the Hub stores files",
+                    hint="replace it with the file it points to, or rebuild the variant",
+                )
+            if path.is_dir() or "__pycache__" in path.parts or path.suffix == ".pyc":
+                continue
+            check_repo_path(rel, where=str(folder))
+            files[rel] = path
+    found = sorted(set(majors.values()))
+    if len(found) > 1:
+        by = ", ".join(f"{n}: {v}" for n, v in sorted(majors.items()))
+        raise UsageError(
+            f"{folder}: the variants' metadata.json give different versions ({by})",
+            hint="one upload goes to one branch v<version>: upload each version's variants "
+            "from its own layout",
+        )
+    if version is not None and version != found[0]:
+        raise UsageError(
+            f"--version {version}, but the variants' metadata.json say version {found[0]}",
+            hint=f"drop --version (branch v{found[0]}), or rebuild with version {version}",
+        )
+    card = folder / CARD
+    if card.is_file() and not card.is_symlink():
+        files[CARD] = card
+    return Layout(files, tuple(variants), found[0])
+
+
+def _token(settings: HubSettings) -> str | None:
+    from huggingface_hub import get_token
+
+    return settings.token or get_token()
+
+
+class _Hub:
+    """The calls upload makes, each error mapped to one that says the fix."""
+
+    def __init__(self, repo: str, settings: HubSettings, token: str | None) -> None:
+        from huggingface_hub import HfApi
+
+        self.repo = repo
+        self.api = HfApi(endpoint=settings.endpoint, token=token or False)
+        self.where = f"Hub kernel repo {repo} ({settings.endpoint})"
+
+    def call(self, what: str, fn: Callable[[], T]) -> T:
+        from huggingface_hub import errors as hf
+
+        def guarded() -> T:
+            try:
+                return fn()
+            except hf.HfHubHTTPError as exc:
+                status = exc.response.status_code if exc.response is not None else None
+                if status == 401 and not isinstance(exc, hf.RepositoryNotFoundError):
+                    raise HubError(
+                        f"{self.where}: {what}: the Hub refused the token (401 Unauthorized)",
+                        hint=_TOKEN_HINT,
+                    ) from exc
+                if status == 403:
+                    raise HubError(
+                        f"{self.where}: {what}: forbidden (403 {_first_line(exc)}): the token "
+                        f"may not do this in {self.repo.split('/')[0]}",
+                        hint="use a token with write access to that namespace; creating a "
+                        "kernel repo also needs the account's kernel-creation access (ask the "
+                        "Hub for it, or have someone who has it create the kernel repo, then "
+                        "rerun)",
+                    ) from exc
+                raise
+
+        return call_hub(self.where, what, guarded)
+
+    def exists(self) -> bool:
+        from huggingface_hub import errors as hf
+
+        def info() -> bool:
+            try:
+                self.api.repo_info(self.repo, repo_type=KERNEL_REPO)
+            except hf.GatedRepoError:
+                return True
+            except hf.RepositoryNotFoundError:
+                return False
+            return True
+
+        return self.call("looking the repo up", info)
+
+    def branches(self) -> dict[str, str]:
+        refs = self.call(
+            "listing branches", lambda: self.api.list_repo_refs(self.repo, repo_type=KERNEL_REPO)
+        )
+        return {b.name: b.target_commit for b in refs.branches}
+
+    def default_branch(self, branches: dict[str, str]) -> str:
+        from huggingface_hub.constants import DEFAULT_REVISION
+
+        return DEFAULT_REVISION if DEFAULT_REVISION in branches else sorted(branches)[0]
+
+    def tree(self, revision: str) -> dict[str, tuple[str | None, str | None]]:
+        """Repo path -> (git blob id, LFS sha256) of every file at ``revision``."""
+        from huggingface_hub.hf_api import RepoFile as HfRepoFile
+
+        items = self.call(
+            f"listing the files of {revision}",
+            lambda: list(
+                self.api.list_repo_tree(
+                    self.repo, recursive=True, revision=revision, repo_type=KERNEL_REPO
+                )
+            ),
+        )
+        return {
+            i.path: (i.blob_id, i.lfs.sha256 if i.lfs is not None else None)
+            for i in items
+            if isinstance(i, HfRepoFile)
+        }
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _change(data: bytes, remote: tuple[str | None, str | None] | None) -> Change:
+    if remote is None:
+        return Change.ADD
+    blob_id, lfs_sha256 = remote
+    if lfs_sha256 is not None:
+        same = hashlib.sha256(data).hexdigest() == lfs_sha256
+    else:
+        same = git_blob_id(data) == blob_id
+    return Change.UNCHANGED if same else Change.UPDATE
+
+
+def upload(
+    req: UploadRequest,
+    reporter: Reporter | None = None,
+    *,
+    settings: HubSettings | None = None,
+) -> UploadResult:
+    """Plan, and unless ``req.dry_run`` make, the commit that puts the layout's variants on the
+    kernel repo's branch ``v<major>``."""
+    reporter = reporter or SilentReporter()
+    if not is_repo_id(req.repo):
+        raise UsageError(
+            f"{req.repo!r} is not a Hub repo id", hint="pass org/name, e.g. my-org/img2gray"
+        )
+    settings = settings or HubSettings.from_env()
+    layout = read_layout(req.folder, req.version)
+    branch = f"v{layout.major}"
+    token = _token(settings)
+    if token is None and not req.dry_run:
+        raise UsageError(f"no Hub token to push {req.repo} with", hint=_TOKEN_HINT)
+    hub = _Hub(req.repo, settings, token)
+    scope = req.repo.rsplit("/", 1)[1]
+
+    with step(reporter, scope, f"compare with {hub.where}, branch {branch}") as detail:
+        exists = hub.exists()
+        branches = hub.branches() if exists else {}
+        head = branches.get(branch)
+        base = branch if head is not None else (hub.default_branch(branches) if branches else None)
+        remote = hub.tree(base) if base is not None else {}
+        detail.append(
+            f"branch {branch} at {head[:12]}"
+            if head
+            else f"no branch {branch} (from {base})"
+            if base
+            else "no repo yet"
+        )
+    planned: list[PlannedFile] = []
+    contents: dict[str, bytes] = {}
+    for path, file in sorted(layout.files.items()):
+        data = file.read_bytes()
+        change = _change(data, remote.get(path))
+        planned.append(PlannedFile(path, change, len(data)))
+        if change is not Change.UNCHANGED:
+            contents[path] = data
+    uploaded = {f"{BUILD_DIR}/{v}/" for v in layout.variants}
+    planned += [
+        PlannedFile(path, Change.REMOVE)
+        for path in sorted(remote)
+        if path.startswith(tuple(uploaded)) and path not in layout.files
+    ]
+    kept = sorted(
+        {
+            p.split("/")[1]
+            for p in remote
+            if p.startswith(BUILD_DIR + "/")
+            and p.count("/") >= 2
+            and p.split("/")[1] not in layout.variants
+        }
+    )
+    result = UploadResult(
+        repo=req.repo,
+        where=hub.where,
+        branch=branch,
+        dry_run=req.dry_run,
+        create_repo=not exists,
+        create_branch=head is None,
+        variants=layout.variants,
+        kept=tuple(kept),
+        files=tuple(planned),
+        head=head,
+        base=None if head is not None else base,
+    )
+    if req.dry_run:
+        return result
+    return _push(hub, req, result, contents, reporter, scope)
+
+
+def _push(
+    hub: _Hub,
+    req: UploadRequest,
+    plan: UploadResult,
+    contents: dict[str, bytes],
+    reporter: Reporter,
+    scope: str,
+) -> UploadResult:
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    head = plan.head
+    if plan.create_repo:
+        with step(reporter, scope, "create the kernel repo"):
+            hub.call(
+                "creating the kernel repo",
+                lambda: hub.api.create_repo(hub.repo, repo_type=KERNEL_REPO, exist_ok=True),
+            )
+    if head is None:
+        with step(reporter, scope, f"create branch {plan.branch}"):
+            hub.call(
+                f"creating branch {plan.branch}",
+                lambda: hub.api.create_branch(
+                    hub.repo,
+                    branch=plan.branch,
+                    revision=plan.base,  # the default branch (None: the new repo's default)
+                    repo_type=KERNEL_REPO,
+                    exist_ok=True,
+                ),
+            )
+            head = hub.branches().get(plan.branch)
+    operations: list[Any] = [
+        CommitOperationAdd(path_in_repo=path, path_or_fileobj=data)
+        for path, data in contents.items()
+    ]
+    operations += [
+        CommitOperationDelete(path_in_repo=f.path) for f in plan.files if f.change is Change.REMOVE
+    ]
+    if not operations:
+        return plan
+    message = req.message or f"Upload {', '.join(plan.variants)} (kernelwheel)"
+    with step(reporter, scope, f"commit to {plan.branch}") as detail:
+        info = hub.call(
+            f"committing to {plan.branch}",
+            lambda: hub.api.create_commit(
+                hub.repo,
+                operations,
+                commit_message=message,
+                revision=plan.branch,
+                repo_type=KERNEL_REPO,
+                parent_commit=head,
+            ),
+        )
+        detail.append(f"{len(operations)} change(s), commit {info.oid[:12]}")
+    return dataclasses.replace(plan, commit=info.oid, commit_url=str(info.commit_url))
