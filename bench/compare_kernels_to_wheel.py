@@ -194,7 +194,11 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="bench-repos-"))
     try:
         repos = build_repos(root, int(args.pad_mib * 1024 * 1024))
-        state = HubState(repos={rid: GitBackedRepo(path) for rid, path in repos.items()})
+        # kernels 0.11.3 reads model-type repos, kernelwheel kernel-type ones: serve both.
+        state = HubState(
+            repos={rid: GitBackedRepo(path) for rid, path in repos.items()},
+            types=dict.fromkeys(repos, "kernel+model"),
+        )
         runs: list[Run] = []
         cpus = set(range(args.cpus)) if args.cpus else None
         tools = {"kernels": args.kernels, "kernelwheel": args.kernelwheel}

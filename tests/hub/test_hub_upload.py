@@ -20,8 +20,9 @@ from support.shared import wheels_in
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, UsageError
 from kernelwheel.hub import ToWheelRequest, to_wheels
+from kernelwheel.hub.metadata import Digest
 from kernelwheel.hub.safety import git_blob_id
-from kernelwheel.hub.upload import Change, UploadRequest, upload
+from kernelwheel.hub.upload import Change, UploadRequest, read_layout, upload
 from kernelwheel.log import SilentReporter
 from kernelwheel.wheels import read_wheel
 
@@ -215,6 +216,18 @@ def test_layouts_upload_refuses(tmp_path: Path, so_cache: Path) -> None:
         upload(UploadRequest(one, REPO, version=3))
     with pytest.raises(UsageError, match="not a Hub repo id"):
         upload(UploadRequest(one, "no-slash"))
+    # A folder changed since its export (its digest says otherwise) is not pushed.
+    variant = one / "build" / C
+    meta = json.loads((variant / "metadata.json").read_text())
+    files = {p.relative_to(variant).as_posix(): p.read_bytes() for p in variant.rglob("*.py")}
+    files.update({p.name: p.read_bytes() for p in variant.glob("*.so")})
+    meta["digest"] = Digest.of(files).to_dict()
+    (variant / "metadata.json").write_text(json.dumps(meta))
+    assert read_layout(one).variants == (C,)
+    (variant / "_ops.py").write_text("# edited by hand\n")
+    with pytest.raises(UsageError, match="_ops.py does not match its sha256") as info:
+        read_layout(one)
+    assert "rebuild the variant" in str(info.value)
 
 
 def test_cli_dry_run_json(

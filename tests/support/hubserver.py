@@ -214,7 +214,8 @@ MODEL = "model"
 @dataclass
 class HubState:
     repos: dict[str, GitBackedRepo] = field(default_factory=dict)
-    types: dict[str, str] = field(default_factory=dict)  # repo id -> "model"; default "kernel"
+    # repo id -> "model" or "kernel+model" (served at both, for older clients); default "kernel"
+    types: dict[str, str] = field(default_factory=dict)
     private: dict[str, str] = field(default_factory=dict)  # repo id -> required token
     tamper: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (repo, path) -> bytes
     page_size: int = 1000
@@ -329,7 +330,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _repo(self, repo_id: str, kind: str, head: bool) -> GitBackedRepo | None:
         repo = self.state.repos.get(repo_id)
-        if repo is not None and self.state.type_of(repo_id) != kind:
+        if repo is not None and kind not in self.state.type_of(repo_id).split("+"):
             repo = None  # the Hub keeps each type apart: a model repo is no kernel repo
         token = self.state.private.get(repo_id)
         authorized = token is None or self.headers.get("Authorization") == f"Bearer {token}"

@@ -28,7 +28,7 @@ from ..errors import HubError, UsageError
 from ..log import Reporter, SilentReporter, step
 from .export import CARD
 from .hubsource import KERNEL_REPO, HubSettings, call_hub, is_repo_id
-from .metadata import METADATA_JSON, KernelMetadata
+from .metadata import METADATA_JSON, Digest, KernelMetadata
 from .safety import check_repo_path, git_blob_id
 from .source import BUILD_DIR
 
@@ -97,7 +97,8 @@ class UploadResult:
 def read_layout(folder: Path, version: int | None = None) -> Layout:
     """The files of a Hub layout: ``build/<variant>/**`` of every variant (bytecode left out)
     and the card ``README.md``; every variant's metadata.json must give the same integer
-    version (the branch ``v<version>``), which ``version`` may state but not change."""
+    version (the branch ``v<version>``), which ``version`` may state but not change, and a
+    digest there must describe the folder as it is."""
     build = folder / BUILD_DIR
     if not build.is_dir():
         raise UsageError(
@@ -127,6 +128,7 @@ def read_layout(folder: Path, version: int | None = None) -> Layout:
                 hint="rebuild the variant with 'kernelwheel build --hub-layout'",
             )
         majors[name] = int(meta.version)
+        inner: dict[str, bytes] = {}
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(folder).as_posix()
             if path.is_symlink():
@@ -138,6 +140,8 @@ def read_layout(folder: Path, version: int | None = None) -> Layout:
                 continue
             check_repo_path(rel, where=str(folder))
             files[rel] = path
+            inner[path.relative_to(root).as_posix()] = path.read_bytes()
+        _check_digest(meta, inner, meta_path)
     found = sorted(set(majors.values()))
     if len(found) > 1:
         by = ", ".join(f"{n}: {v}" for n, v in sorted(majors.items()))
@@ -155,6 +159,29 @@ def read_layout(folder: Path, version: int | None = None) -> Layout:
     if card.is_file() and not card.is_symlink():
         files[CARD] = card
     return Layout(files, tuple(variants), found[0])
+
+
+def _check_digest(meta: KernelMetadata, files: dict[str, bytes], where: Path) -> None:
+    """The folder must be what its metadata.json's digest describes (``kernels`` checks it on
+    load): nothing edited, added or missing since the export."""
+    if meta.digest is None:
+        return
+    expected = Digest.of(files, meta.digest.algorithm)
+    if expected == meta.digest:
+        return
+    listed, present = dict(meta.digest.files), dict(expected.files)
+    problems = [f"{p} is missing" for p in sorted(set(listed) - set(present))]
+    problems += [
+        meta.digest.problem(p, files[p]) or ""
+        for p in sorted(present)
+        if listed.get(p) != present[p]
+    ]
+    raise UsageError(
+        f"{where}: the folder does not match its digest: {'; '.join(problems[:3])}"
+        + (f" and {len(problems) - 3} more" if len(problems) > 3 else ""),
+        hint="rebuild the variant with 'kernelwheel build --hub-layout' (kernels would refuse "
+        "to load it as it is)",
+    )
 
 
 def _token(settings: HubSettings) -> str | None:
