@@ -18,7 +18,6 @@ from support.shared import LockWorld, leftovers, move_relu, wheels_in
 from support.variants import TORCH214_CU130 as RIGHT
 
 from kernelwheel.errors import HubError
-from kernelwheel.log import SilentReporter
 from kernelwheel.locking import (
     LOCK_NAME,
     DownloadRequest,
@@ -27,6 +26,7 @@ from kernelwheel.locking import (
     download,
     lock_project,
 )
+from kernelwheel.log import SilentReporter
 
 TAGS = ("v1.1.2", "v1.2.0", "v1.10.0", "v2.0.0")
 HUB_DEPS = """[tool.kernels.dependencies]
