@@ -48,6 +48,7 @@ def test_metadata_fields_of_the_current_format(tmp_path: Path) -> None:
         "name": "tiny-add",
         "id": "_tiny_add_abc",
         "version": 2,
+        "kernels-minver": "0.17.0",  # kernel-depends: loaded with it from kernels 0.17.0 on
         "license": "apache-2.0",
         "upstream": UPSTREAM,
         "source": SOURCE,
