@@ -177,6 +177,10 @@ def test_without_a_token_nothing_is_asked(
         upload(UploadRequest(layout, REPO))
     assert "HF_TOKEN" in str(info.value) and "hf auth login" in str(info.value)
     assert hub.requests() == []
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(UsageError, match="HF_HUB_OFFLINE is set"):
+        upload(UploadRequest(layout, REPO, dry_run=True))
+    monkeypatch.delenv("HF_HUB_OFFLINE")
     # A dry run reads a public repo without one.
     assert upload(UploadRequest(layout, REPO, dry_run=True)).kept == (B, A)
 

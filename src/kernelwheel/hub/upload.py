@@ -300,6 +300,11 @@ def upload(
             f"{req.repo!r} is not a Hub repo id", hint="pass org/name, e.g. my-org/img2gray"
         )
     settings = settings or HubSettings.from_env()
+    if settings.offline:
+        raise UsageError(
+            "HF_HUB_OFFLINE is set: upload (even --dry-run) needs the Hub",
+            hint="unset HF_HUB_OFFLINE",
+        )
     layout = read_layout(req.folder, req.version)
     branch = f"v{layout.major}"
     token = _token(settings)
