@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 from support.builds import CPU_VARIANT
+from support.hubserver import HubState, serve_as_hub
 from support.layered import LayeredVenv
 from support.tinykernel import NAME, write_tiny_kernel
 
 from kernelwheel.cli import main
+from kernelwheel.hub import ToWheelRequest, to_wheels
 from kernelwheel.wheels import read_wheel
 
 pytestmark = pytest.mark.integration
@@ -70,7 +72,7 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def test_exported_cpu_build_loads_with_kernels_and_calls_the_op(
-    tmp_path: Path, venv_for: Callable[..., LayeredVenv]
+    tmp_path: Path, venv_for: Callable[..., LayeredVenv], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = write_tiny_kernel(tmp_path / NAME, version=1)
     _git(root, "init", "-q")
@@ -112,3 +114,18 @@ def test_exported_cpu_build_loads_with_kernels_and_calls_the_op(
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "0.14.0"
+
+    # Published with `kernelwheel upload` (to the loopback Hub's kernel repo, branch v1) and
+    # converted back by to-wheel: the package the build wrote, file for file.
+    state = HubState(write_token="hf_w", root=tmp_path / "hub-repos")
+    with serve_as_hub(state, monkeypatch, tmp_path / "hf-cache"):
+        monkeypatch.setenv("HF_TOKEN", "hf_w")
+        assert main(["upload", str(tree), "--repo", REPO_ID]) == 0
+        assert state.type_of(REPO_ID) == "kernel"
+        back = to_wheels(ToWheelRequest(REPO_ID, "1", output_dir=tmp_path / "back"))
+    (converted,) = back.converted
+    assert (back.resolution.ref, converted.variant) == ("v1", CPU_VARIANT)
+    assert converted.kernels_minver == "0.14.0"
+    built, again = read_wheel(wheel).files, read_wheel(converted.wheel).files
+    package = [n for n in built if n.startswith("tiny_add/")]
+    assert package and all(again[n] == built[n] for n in package)

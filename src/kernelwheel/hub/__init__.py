@@ -1,4 +1,5 @@
-"""Hub kernel repos -> wheels (``kernelwheel to-wheel``).
+"""Hub kernel repos -> wheels (``kernelwheel to-wheel``), and builds -> Hub kernel repos
+(``build --hub-layout``: :mod:`.export`; ``kernelwheel upload``: :mod:`.upload`).
 
 A repo is a Hugging Face Hub repo id or a local git clone of one (:mod:`.source`); VERSION picks
 the revision (:mod:`.revision`); each ``build/<variant>/`` folder (:mod:`.layout`) becomes one
