@@ -27,8 +27,10 @@ stable-ABI, else tvm-ffi, else noarch, else universal), so plain
 ``pip install --extra-index-url …/torch2.14/cu130/ img2gray`` can only get a build for that
 torch and flavour (docs/install.md).
 
-The output is written beside its final place and renamed into it, so a reader never sees a
-half-written index.
+Every wheel passes the record rule before it is published. The output folder may hold files of
+the user's (``CNAME``...): the index owns only the entries its manifest lists
+(:mod:`kernelwheel.wheels.site`), builds them in a staging folder inside the output and renames
+each into place, so a reader never sees a half-written index.
 """
 
 from __future__ import annotations
@@ -44,16 +46,17 @@ from urllib.parse import quote
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from .._util import output_dir, replace_dir, sha256_file, staging_dir
+from .._util import sha256_file, staging_dir
 from ..errors import UsageError, VariantError, WheelError
 from ..model.variant import OS, Arch, Backend, TorchVersion, Variant
-from .reader import parse_metadata, read_metadata
+from . import site
+from .reader import parse_metadata, read_metadata, verify_wheel
+from .site import refuse_input_inside
 
 __all__ = ["ALL", "IndexResult", "IndexedWheel", "build_index", "flavours_of", "scan"]
 
 ALL = "all"
 FILES = "files"
-MARKER = ".kernelwheel-index"
 _ANY = "*"  # a wheel for every flavour
 
 
@@ -140,6 +143,7 @@ def _read(path: Path) -> IndexedWheel:
             f"{name} {version}",
             hint="pip refuses such wheels ('inconsistent version'); rebuild or re-convert it",
         )
+    verify_wheel(path)
     flavour, kind, _ = flavours_of(path.name)
     variant = _binary_variant(path.name) if flavour not in (None, _ANY) else None
     return IndexedWheel(
@@ -309,27 +313,24 @@ def _write_tree(
     (root / "index.html").write_bytes(
         _page("kernel wheel indexes", (f'<a href="{f}/">{f}</a>' for f in sorted(flavours)))
     )
-    (root / MARKER).write_text("written by 'kernelwheel index'; replaced on every run\n")
 
 
 def build_index(wheelhouse: Path, output: Path) -> IndexResult:
-    """Write the index of every wheel in ``wheelhouse`` to ``output`` (replacing an index an
-    earlier run wrote there; any other non-empty folder is refused)."""
+    """Write the index of every wheel in ``wheelhouse`` to ``output``. Only what an earlier
+    index wrote there is replaced (its manifest); the user's own files are kept, and a file of
+    theirs in the way, or a wheelhouse inside ``output``, is refused before anything is written.
+    Every wheel passes the record rule first (:func:`~kernelwheel.wheels.reader.verify_wheel`)."""
+    output = output.absolute()
+    if wheelhouse.is_dir():
+        refuse_input_inside(wheelhouse, output, what="wheelhouse")
     wheels = scan(wheelhouse)
     flavours, unflavoured = _assign(wheels)
-    output = output.absolute()
-    if output.exists() and not output.is_dir():
-        raise UsageError(f"--output {output}: is a file, not a folder", hint="pass a folder")
-    if output.exists() and any(output.iterdir()) and not (output / MARKER).exists():
-        raise UsageError(
-            f"{output} exists and is not an index kernelwheel wrote",
-            hint="choose an empty or new --output folder",
-        )
-    output_dir(output.parent, "--output")
-    with staging_dir(output.parent, "index") as staging:
+    old = site.prepare(output)
+    with staging_dir(output, "index") as staging:
         staging.chmod(0o755)
         _write_tree(staging, wheels, flavours)
-        replace_dir(staging, output)
+        site.refuse_conflicts(staging, output, old)
+        site.swap_in(staging, output, old)
     return IndexResult(
         output,
         {f: tuple(sorted(w.filename for w in ws)) for f, ws in sorted(flavours.items())},
