@@ -108,13 +108,13 @@ def write_variant_wheel(source: Path, out_dir: Path, backend: Backend) -> Varian
     other member copied streamed as it is. Written beside its final place, then renamed."""
     label = backend.token
     name_part, version_text = source.name.split("-")[:2]
-    version = Version(version_text)
-    old_dist = f"{name_part}-{version}.dist-info"
-    new_version = version.public
+    new_version = Version(version_text).public
     new_dist = f"{escape_name(name_part)}-{new_version}.dist-info"
     tags = source.name[: -len(".whl")].split("-")[2:]
     target = out_dir / f"{escape_name(name_part)}-{new_version}-{'-'.join(tags)}-{label}.whl"
     with zipfile.ZipFile(source) as zin:
+        # The one .dist-info folder (the record rule has checked there is exactly one).
+        old_dist = next(n.split("/")[0] for n in zin.namelist() if ".dist-info/" in n)
         properties = [*cuda_properties(backend)]
         properties += [("sm_arch", v) for v in _sm_values(zin)]
         vdesc = _description(label, properties)
@@ -140,7 +140,8 @@ def write_variant_wheel(source: Path, out_dir: Path, backend: Backend) -> Varian
                     zout.writestr(out_info, data)
                     new_rows.append((arcname, record_hash(data), str(len(data))))
                     continue
-                with zin.open(info) as src, zout.open(out_info, "w", force_zip64=True) as dst:
+                big = info.file_size >= zipfile.ZIP64_LIMIT
+                with zin.open(info) as src, zout.open(out_info, "w", force_zip64=big) as dst:
                     while chunk := src.read(1 << 20):
                         dst.write(chunk)
                 digest, size = kept[info.filename]
