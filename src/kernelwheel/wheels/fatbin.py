@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import struct
 import tempfile
+from collections.abc import Callable
 from typing import IO
 
 from elftools.common.exceptions import ELFError
@@ -27,34 +28,41 @@ _SECTION = ".nv_fatbin"
 
 
 def parse_fatbin(data: bytes) -> tuple[frozenset[int], frozenset[int]]:
-    """(cubin SM numbers, PTX SM numbers) of the fatbin containers in ``data``; a container
-    that does not parse ends the walk (what was read before it counts)."""
+    """(cubin SM numbers, PTX SM numbers) of the fatbin containers in ``data``."""
+    return _walk(lambda at, n: data[at : at + n], len(data))
+
+
+def _walk(read: Callable[[int, int], bytes], size: int) -> tuple[frozenset[int], frozenset[int]]:
+    """Walk the containers of a ``.nv_fatbin`` section of ``size`` bytes, reading only headers
+    through ``read(offset, length)``; a container that does not parse ends the walk."""
     real: set[int] = set()
     virtual: set[int] = set()
     at = 0
-    while at + _CONTAINER.size <= len(data):
-        magic, _version, header, size = _CONTAINER.unpack_from(data, at)
+    while at + _CONTAINER.size <= size:
+        magic, _version, header, length = _CONTAINER.unpack(read(at, _CONTAINER.size))
         if magic != _MAGIC or header < _CONTAINER.size:
             break
-        entry, end = at + header, min(at + header + size, len(data))
+        entry, end = at + header, min(at + header + length, size)
         while entry + _ARCH_AT + 4 <= end:
-            kind, _v, entry_header, payload = _ENTRY.unpack_from(data, entry)
+            head = read(entry, _ARCH_AT + 4)
+            kind, _v, entry_header, payload = _ENTRY.unpack_from(head)
             if entry_header < _ARCH_AT + 4:
                 break
-            (arch,) = struct.unpack_from("<I", data, entry + _ARCH_AT)
+            (arch,) = struct.unpack_from("<I", head, _ARCH_AT)
             if kind == _CUBIN:
                 real.add(arch)
             elif kind == _PTX:
                 virtual.add(arch)
             entry += entry_header + payload
-        at += header + size
+        at += header + length
         at += -at % 8  # containers are 8-byte aligned in the section
     return frozenset(real), frozenset(virtual)
 
 
 def sm_archs(stream: IO[bytes]) -> tuple[frozenset[int], frozenset[int]]:
     """(cubin, PTX) SM numbers of the ELF object in ``stream``; empty for a non-ELF file or one
-    without device code. The object is spooled to a temporary file (ELF is read by seeking)."""
+    without device code. The object is spooled to a temporary file (ELF is read by seeking) and
+    only the fatbin headers are read, whatever the size of the device code."""
     with tempfile.TemporaryFile() as tmp:
         shutil.copyfileobj(stream, tmp, 1 << 20)
         tmp.seek(0)
@@ -63,7 +71,14 @@ def sm_archs(stream: IO[bytes]) -> tuple[frozenset[int], frozenset[int]]:
         tmp.seek(0)
         try:
             section = ELFFile(tmp).get_section_by_name(_SECTION)
-            data = section.data() if section is not None else b""
+            if section is None or section["sh_type"] == "SHT_NOBITS":
+                return frozenset(), frozenset()
+            base, size = section["sh_offset"], section["sh_size"]
+
+            def read(at: int, n: int) -> bytes:
+                tmp.seek(base + at)
+                return tmp.read(n).ljust(n, b"\0")
+
+            return _walk(read, size)
         except (ELFError, struct.error, ValueError):
             return frozenset(), frozenset()
-    return parse_fatbin(data)
