@@ -5,7 +5,12 @@ tracebacks."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import os
 import stat
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -182,3 +187,93 @@ def test_a_corrupt_deflate_stream_is_a_wheel_error(
     assert code == AbiError.exit_code, captured.err
     assert "Traceback" not in captured.err
     assert "demo/__init__.py" in captured.out and "cannot be decompressed" in captured.out
+
+
+# -- issue 30: check refuses what pip refuses, and reads members streamed ----------------------
+
+
+def test_a_wheel_without_metadata_or_with_two_dist_info_folders_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pip refuses both ('has no METADATA', 'multiple .dist-info directories'); check said
+    'complies'. Each wheel keeps a RECORD that matches what it holds, so only the rule fails."""
+    record = f"{DIST}/RECORD"
+    no_meta = _wheel(tmp_path / "a")
+    with zipfile.ZipFile(no_meta) as zf:
+        rows = [r for r in parse_record(zf.read(record), where="t") if "METADATA" not in r[0]]
+    _rewrite(no_meta, drop=(f"{DIST}/METADATA",), replace={record: format_record(rows)})
+    assert f"{DIST}/METADATA: missing" in " ".join(_record_problems(no_meta))
+
+    two = _wheel(tmp_path / "b")
+    other = "other-1.0.dist-info/METADATA"
+    meta = b"Metadata-Version: 2.1\nName: other\nVersion: 1.0\n"
+    with zipfile.ZipFile(two) as zf:
+        rows = parse_record(zf.read(record), where="t")
+    rows = [(other, record_hash(meta), str(len(meta))), *rows]
+    _rewrite(two, replace={record: format_record(rows)}, add=((other, meta),))
+    problems = " ".join(_record_problems(two))
+    assert "2 .dist-info folders" in problems and "pip refuses it" in problems
+    for wheel in (no_meta, two):
+        assert main(["check", str(wheel)]) == AbiError.exit_code
+    out = capsys.readouterr().out
+    assert "complies" not in out
+
+
+def _bomb(tmp_path: Path, size: int) -> Path:
+    """A wheel whose one member is ``size`` zero bytes (deflated ~1000:1), RECORD matching."""
+    wheel = _wheel(tmp_path)
+    record = f"{DIST}/RECORD"
+    digest = hashlib.sha256()
+    zero = bytes(1 << 20)
+    for _ in range(size >> 20):
+        digest.update(zero)
+    hashed = "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+    with zipfile.ZipFile(wheel) as zf:
+        rows = parse_record(zf.read(record), where="t")
+    _rewrite(wheel, replace={record: format_record([("demo/zeros.bin", hashed, str(size)), *rows])})
+    with zipfile.ZipFile(wheel, "a", compression=zipfile.ZIP_DEFLATED) as zf:
+        with zf.open("demo/zeros.bin", "w", force_zip64=True) as fh:
+            for _ in range(size >> 20):
+                fh.write(zero)
+    return wheel
+
+
+def test_a_zip_bomb_is_refused_unread_in_little_memory(tmp_path: Path) -> None:
+    """A ~1 MiB wheel that unpacks to 1 GiB: check took 2.1 GB of memory reading it whole. The
+    ratio cap refuses it before reading; the child's peak memory stays far below the member."""
+    wheel = _bomb(tmp_path, 1 << 30)
+    assert wheel.stat().st_size < 2 << 20
+    code = (
+        "import resource, sys\n"
+        "from kernelwheel.cli import main\n"
+        "rc = main(['check', sys.argv[1]])\n"
+        "print(rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(wheel)], capture_output=True, text=True, check=False
+    )
+    rc, peak_kib = proc.stdout.split()[-2:]
+    assert int(rc) == AbiError.exit_code, proc.stdout + proc.stderr
+    assert "demo/zeros.bin" in proc.stdout and "zip bomb" in proc.stdout
+    assert int(peak_kib) < 300 * 1024, f"peak {int(peak_kib) // 1024} MiB"
+
+
+def test_members_under_the_cap_are_hashed_streamed(tmp_path: Path) -> None:
+    """A legitimate large member (under the ratio cap) is hashed in chunks: checking a wheel
+    with a 64 MiB incompressible member stays well under 64 MiB above the interpreter."""
+    payload = os.urandom(64 << 20)
+    wheel = _wheel(tmp_path, {"demo/__init__.py": b"", "demo/blob.bin": payload})
+    del payload
+    code = (
+        "import resource, sys\n"
+        "from kernelwheel.abi import check_wheel\n"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "ok = check_wheel(sys.argv[1]).ok\n"
+        "print(ok, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(wheel)], capture_output=True, text=True, check=False
+    )
+    ok, grown_kib = proc.stdout.split()[-2:]
+    assert ok == "True", proc.stdout + proc.stderr
+    assert int(grown_kib) < 32 * 1024, f"grew {int(grown_kib) // 1024} MiB"

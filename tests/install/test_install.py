@@ -9,8 +9,10 @@ installed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +28,7 @@ from support.installkit import (
     torch_wheel,
 )
 from support.installkit import venv_with_torch as make_venv
+from support.tamper import rewrite
 from support.venvs import QuickVenv
 
 from kernelwheel.cli import main
@@ -335,3 +338,53 @@ def test_variant_globs_narrow_the_candidates(
     assert_untouched(fresh, "2.14.1+cu130")
     out = capsys.readouterr()
     assert "torch214-cxx11-cpu-x86_64-linux is not selected by --variant" in out.out + out.err
+
+
+# -- issue 30: integrity before trust --------------------------------------------------------
+
+
+def test_a_wheel_whose_files_do_not_match_record_is_not_installed(
+    tmp_path: Path, torches: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``install`` installed a wheel whose files do not match its RECORD (pip does not check).
+    Evidence first: plain pip installs the tampered file. kernelwheel install refuses it, from
+    a folder and from an index (whose listed sha256 is of the tampered bytes), before pip runs."""
+    house = wheelhouse(tmp_path / "wh", CPU_214)
+    wheel = next(house.glob("*.whl"))
+    rewrite(wheel, replace={"img2gray/__init__.py": b"print('not what RECORD says')\n"})
+    plain = make_venv(tmp_path / "plain", torches["2.14.1+cpu"])
+    proc = plain_install("pip", plain, "--find-links", str(house), "img2gray")
+    assert proc.returncode == 0, proc.stderr
+    assert installed(plain)["img2gray"] == f"0.1.0+{CPU_214}"  # pip took it
+
+    venv = make_venv(tmp_path / "kw", torches["2.14.1+cpu"])
+    assert kw(venv, "img2gray", "-f", str(house), "--no-index") == 7
+    err = capsys.readouterr().err
+    assert "img2gray/__init__.py: does not match its RECORD hash" in err
+    assert_untouched(venv, "2.14.1+cpu")
+
+    served = tmp_path / "served"  # an index of it, made by hand: kernelwheel index refuses it
+    (served / "img2gray").mkdir(parents=True)
+    shutil.copy(wheel, served / "img2gray" / wheel.name)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    link = f'<a href="{wheel.name}#sha256={digest}">{wheel.name}</a>'
+    (served / "img2gray" / "index.html").write_text(f"<html><body>{link}</body></html>")
+    with http_server(served) as url:
+        assert kw(venv, "img2gray", "--index-url", f"{url}/") == 7
+    assert "does not match its RECORD hash" in capsys.readouterr().err
+    assert_untouched(venv, "2.14.1+cpu")
+
+
+def test_a_file_that_changed_after_the_index_was_written_is_refused(
+    tmp_path: Path,
+    torches: dict[str, Path],
+    site: tuple[str, Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, out = site
+    wheel = next((out / "files").glob(f"*{CPU_214}*.whl"))
+    rewrite(wheel, replace={"img2gray/__init__.py": b"x = 1\n"})
+    venv = make_venv(tmp_path / "kw", torches["2.14.1+cpu"])
+    assert kw(venv, "img2gray", "--index-url", f"{url}/all/") == 10
+    assert "the index" in capsys.readouterr().err
+    assert_untouched(venv, "2.14.1+cpu")

@@ -153,19 +153,15 @@ def test_links_carry_sha256_and_metadata(index: Path) -> None:
         assert f'data-core-metadata="sha256={meta_hash}"' in text
 
 
-def test_rerun_replaces_and_foreign_folders_are_refused(wheelhouse: Path, tmp_path: Path) -> None:
+def test_rerun_replaces_what_it_wrote_and_keeps_the_rest(wheelhouse: Path, tmp_path: Path) -> None:
     out = tmp_path / "simple"
     first = build_index(wheelhouse, out)
-    (out / "stale.html").write_text("old")
+    (out / "stale.html").write_text("mine")
     second = build_index(wheelhouse, out)
-    assert first.flavours == second.flavours and not (out / "stale.html").exists()
+    assert first.flavours == second.flavours and (out / "stale.html").read_text() == "mine"
     assert [p.name for p in tmp_path.iterdir()] == ["simple"]  # no staging left beside it
-    foreign = tmp_path / "docs"
-    foreign.mkdir()
-    (foreign / "keep.txt").write_text("mine")
-    with pytest.raises(UsageError, match="not an index kernelwheel wrote"):
-        build_index(wheelhouse, foreign)
-    assert (foreign / "keep.txt").read_text() == "mine"
+    staged = [p for p in out.iterdir() if p.name.startswith(".kernelwheel-") and p.is_dir()]
+    assert not staged  # nor inside
 
 
 def test_wheels_pip_would_reject_are_refused(tmp_path: Path) -> None:

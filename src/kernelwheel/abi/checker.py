@@ -20,7 +20,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from ..errors import UsageError, VariantError, WheelError
 from ..model.variant import OS, Arch, CxxAbi, Variant
-from ..wheels.reader import IntegrityProblem, integrity_problems, is_symlink_entry
+from ..wheels.reader import IntegrityProblem, bomb_cause, integrity_problems, is_symlink_entry
 from ._elf import ElfInfo, NotElfError, demangle, is_elf, read_elf
 from .policy import (
     DEFAULT_POLICY,
@@ -649,7 +649,9 @@ def _elf_members_of(
             members: list[tuple[str, ElfInfo]] = []
             for index, member in enumerate(zf.infolist()):
                 named_so = linux and _SHARED_OBJECT.search(member.filename) is not None
-                if member.is_dir() or member.filename in unreadable:
+                # A zip bomb is never unpacked (the record rule names it when integrity is on).
+                bomb = bomb_cause(member) is not None
+                if member.is_dir() or member.filename in unreadable or bomb:
                     continue
                 if named_so and is_symlink_entry(member):
                     bad_objects.append(

@@ -27,14 +27,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "(torch2.14/cu130/, …) holding only the builds for that torch and flavour, so plain "
             "'pip install --extra-index-url DIR/torch2.14/cu130/ PKG' gets the right build. "
             "Serve DIR with any static web server (or use it as file://). Links carry #sha256= "
-            "hashes and PEP 658 metadata. An index written earlier to DIR is replaced atomically."
+            "hashes and PEP 658 metadata. DIR may hold files of yours (CNAME...): the index "
+            "replaces only what it wrote there (listed in DIR/.kernelwheel-index.json), each "
+            "entry by rename, and refuses a WHEELHOUSE inside DIR. Every wheel must pass the "
+            "record rule (RECORD matches, no '../', absolute or duplicate members, no zip bomb)."
         ),
         epilog=(
             "example:\n"
             "  kernelwheel index wheelhouse --output site/simple\n"
             "  python -m http.server -d site/simple 8000\n"
             "  pip install --extra-index-url http://127.0.0.1:8000/torch2.14/cu130/ img2gray\n"
-            "  kernelwheel install img2gray --index-url http://127.0.0.1:8000/all/"
+            "  kernelwheel install img2gray --index-url http://127.0.0.1:8000/all/\n"
+            "  kernelwheel index wheelhouse -o site/simple --wheel-variants\n"
+            "  uv pip install --preview-features wheel-variants \\\n"
+            "      --index-url http://127.0.0.1:8000/torch2.14/variants/ img2gray"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -42,12 +48,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--output", "-o", type=Path, required=True, metavar="DIR", help="where the index goes"
     )
+    p.add_argument(
+        "--wheel-variants",
+        action="store_true",
+        help="also write torch<X.Y>/variants/: the CUDA builds of each torch series as PEP 825 "
+        "wheel variants (label = flavour, e.g. cu126; NVIDIA provider properties), which "
+        "'uv pip install --preview-features wheel-variants' chooses by the machine's driver and "
+        "GPU; installers without variant support see no wheel there",
+    )
     add_json_argument(p, "the index folder and each wheel's path, variant, sha256 and flavours")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    result = build_index(args.wheelhouse, args.output)
+    result = build_index(args.wheelhouse, args.output, wheel_variants=args.wheel_variants)
     if args.json:
         ui.print(emit_json(to_json(result, args.wheelhouse)))
         return 0

@@ -9,7 +9,6 @@ instead of replacing it. The sources go along for the builds' other dependencies
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -19,18 +18,7 @@ from ..errors import InstallError
 from .probe import Target
 from .sources import Candidate, Sources
 
-__all__ = ["pinned_requirement", "pip_command", "run_pip", "sha256_of"]
-
-
-def sha256_of(candidate: Candidate) -> str | None:
-    """The candidate's sha256: from its link, or hashed from the local file."""
-    if candidate.sha256 or not candidate.is_local:
-        return candidate.sha256
-    digest = hashlib.sha256()
-    with open(candidate.location, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+__all__ = ["pinned_requirement", "pip_command", "run_pip"]
 
 
 def pinned_requirement(project: str, candidate: Candidate, sha256: str | None) -> str:

@@ -7,8 +7,10 @@ which carries the same facts) and never prints: the CLI renders both.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,10 +20,11 @@ from ..compat import interpreter as _interpreter
 from ..compat import rules as compat
 from ..errors import InstallError, UsageError
 from ..plan.selector import Selector
-from .pipcmd import installed_version, pinned_requirement, pip_command, run_pip, sha256_of
+from ..wheels.reader import verify_wheel
+from .pipcmd import installed_version, pinned_requirement, pip_command, run_pip
 from .probe import Target, probe
 from .select import Selection, parse_requirement, select
-from .sources import Sources, list_candidates
+from .sources import Sources, fetch, list_candidates
 
 __all__ = ["InstallRequest", "InstallResult", "NoMatch", "Pick", "target_python", "install"]
 
@@ -131,7 +134,8 @@ def install(request: InstallRequest) -> InstallResult:
     selections = select(reqs, list_candidates(request.sources, projects), target, only)
     if any(sel.chosen is None for sel in selections):
         raise NoMatch(target, selections)
-    picks = tuple(_pick(sel) for sel in selections)
+    with tempfile.TemporaryDirectory(prefix="kw-install-") as downloads:
+        picks = tuple(_pick(sel, Path(downloads)) for sel in selections)
     cmd = pip_command(target, [p.pin for p in picks], request.sources, no_index=request.no_index)
     if request.dry_run:
         return InstallResult("dry-run", target, picks, tuple(cmd))
@@ -145,8 +149,29 @@ def install(request: InstallRequest) -> InstallResult:
     return InstallResult("installed", target, picks, tuple(cmd), output)
 
 
-def _pick(sel: Selection) -> Pick:
+def _pick(sel: Selection, downloads: Path) -> Pick:
+    """The chosen build, checked before pip sees it: its bytes against the link's hash, and the
+    record rule (pip installs files that do not match RECORD without a word). The pin carries
+    the sha256 of the bytes checked, so pip can install no other file."""
     assert sel.chosen is not None
     candidate = sel.chosen.candidate
-    sha256 = sha256_of(candidate)
+    path = fetch(candidate, downloads)
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+    except OSError as exc:
+        raise UsageError(
+            f"{path}: cannot be read ({exc.strerror or exc})", hint="check the file"
+        ) from None
+    sha256 = digest.hexdigest()
+    if candidate.sha256 and candidate.sha256 != sha256:
+        raise InstallError(
+            f"{candidate.location}: its sha256 is {sha256}, the index ({candidate.source}) says "
+            f"{candidate.sha256}; nothing was installed",
+            hint="the file changed after the index was written: rebuild the index, or download "
+            "from a source you trust",
+        )
+    verify_wheel(path)
     return Pick(sel, candidate.location, sha256, pinned_requirement(sel.project, candidate, sha256))

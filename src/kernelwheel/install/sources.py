@@ -11,6 +11,7 @@ file it downloads is checked against it. Pages are parsed with the standard libr
 
 from __future__ import annotations
 
+import shutil
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Sequence
@@ -23,7 +24,7 @@ from packaging.utils import canonicalize_name
 
 from ..errors import UsageError
 
-__all__ = ["Candidate", "Sources", "list_candidates"]
+__all__ = ["Candidate", "Sources", "fetch", "list_candidates"]
 
 _TIMEOUT = 60
 
@@ -171,3 +172,30 @@ def list_candidates(sources: Sources, projects: Sequence[str]) -> list[Candidate
 
 def _project(filename: str) -> str:
     return str(canonicalize_name(filename.split("-", 1)[0]))
+
+
+def fetch(candidate: Candidate, folder: Path) -> Path:
+    """The candidate's file on this machine: a local wheel as it is, a URL downloaded into
+    ``folder`` (streamed, with the same timeout as the pages), so its integrity can be checked
+    before pip is asked to install it."""
+    if candidate.is_local:
+        return Path(candidate.location)
+    if candidate.location.startswith("file:"):
+        return Path(unquote(urlparse(candidate.location).path))
+    target = folder / candidate.filename
+    try:
+        with urllib.request.urlopen(candidate.location, timeout=_TIMEOUT) as response:
+            with target.open("wb") as out:
+                shutil.copyfileobj(response, out, 1 << 20)
+    except urllib.error.HTTPError as exc:
+        raise UsageError(
+            f"{candidate.location}: HTTP {exc.code} {exc.reason}",
+            hint=f"check the index that listed it ({candidate.source})",
+        ) from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise UsageError(
+            f"{candidate.location}: cannot be downloaded ({reason})",
+            hint="check the URL and that the server is reachable",
+        ) from None
+    return target

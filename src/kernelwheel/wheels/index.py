@@ -27,8 +27,10 @@ stable-ABI, else tvm-ffi, else noarch, else universal), so plain
 ``pip install --extra-index-url …/torch2.14/cu130/ img2gray`` can only get a build for that
 torch and flavour (docs/install.md).
 
-The output is written beside its final place and renamed into it, so a reader never sees a
-half-written index.
+Every wheel passes the record rule before it is published. The output folder may hold files of
+the user's (``CNAME``...): the index owns only the entries its manifest lists
+(:mod:`kernelwheel.wheels.site`), builds them in a staging folder inside the output and renames
+each into place, so a reader never sees a half-written index.
 """
 
 from __future__ import annotations
@@ -44,16 +46,27 @@ from urllib.parse import quote
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from .._util import output_dir, replace_dir, sha256_file, staging_dir
+from .._util import sha256_file, staging_dir
 from ..errors import UsageError, VariantError, WheelError
-from ..model.variant import OS, Arch, Backend, TorchVersion, Variant
-from .reader import parse_metadata, read_metadata
+from ..model.variant import OS, Arch, Backend, BackendKind, TorchVersion, Variant
+from . import site
+from .reader import escape_name, parse_metadata, read_metadata, verify_wheel
+from .site import refuse_input_inside
+from .variants import VariantBuild, variants_json, write_variant_wheel
 
-__all__ = ["ALL", "IndexResult", "IndexedWheel", "build_index", "flavours_of", "scan"]
+__all__ = [
+    "ALL",
+    "VARIANTS",
+    "IndexResult",
+    "IndexedWheel",
+    "build_index",
+    "flavours_of",
+    "scan",
+]
 
 ALL = "all"
+VARIANTS = "variants"  # torch<X.Y>/variants/: the CUDA builds as wheel variants (PEP 825)
 FILES = "files"
-MARKER = ".kernelwheel-index"
 _ANY = "*"  # a wheel for every flavour
 
 
@@ -140,6 +153,7 @@ def _read(path: Path) -> IndexedWheel:
             f"{name} {version}",
             hint="pip refuses such wheels ('inconsistent version'); rebuild or re-convert it",
         )
+    verify_wheel(path)
     flavour, kind, _ = flavours_of(path.name)
     variant = _binary_variant(path.name) if flavour not in (None, _ANY) else None
     return IndexedWheel(
@@ -230,6 +244,20 @@ def _per_torch(wheels: list[IndexedWheel]) -> dict[str, list[IndexedWheel]]:
     return indexes
 
 
+def _variant_groups(flavours: Mapping[str, list[IndexedWheel]]) -> dict[str, list[IndexedWheel]]:
+    """``torch<X.Y>/variants``: the CUDA builds of every ``torch<X.Y>/cu*`` index (the closest
+    kind of each release, as there), to be published as wheel variants labelled by flavour."""
+    groups: dict[str, list[IndexedWheel]] = {}
+    for key, members in sorted(flavours.items()):
+        series, _, flavour = key.partition("/")
+        if not series.startswith("torch") or _kind(flavour) != BackendKind.CUDA.value:
+            continue
+        for w in members:
+            if w.variant is not None and w.flavour == flavour:
+                groups.setdefault(f"{series}/{VARIANTS}", []).append(w)
+    return groups
+
+
 def _torch_fit(w: IndexedWheel, torch: TorchVersion, flavour: str) -> tuple[int, int] | None:
     """How closely ``w`` fits torch ``torch`` with ``flavour``, lower is closer: (0, 0) exact
     build, (1, -floor) stable-ABI build with a floor at or below (the newest floor closest),
@@ -280,9 +308,59 @@ def _file_link(w: IndexedWheel, up: str) -> str:
     return f"<a {' '.join(attrs)}>{html.escape(w.filename)}</a>"
 
 
+def _link(href: str, text: str, sha256: str | None = None) -> str:
+    target = f"{href}#sha256={sha256}" if sha256 else href
+    return f'<a href="{html.escape(target)}">{html.escape(text)}</a>'
+
+
+def _write_variants(root: Path, groups: Mapping[str, list[IndexedWheel]]) -> None:
+    """Each group's variant wheels and ``<name>-<version>-variants.json`` beside its project
+    page, which links both (PEP 825: the JSON on every page that links the variant wheels)."""
+    for key, members in sorted(groups.items()):
+        base = root / key
+        projects: dict[str, list[IndexedWheel]] = {}
+        for w in members:
+            projects.setdefault(w.project, []).append(w)
+        for project, items in sorted(projects.items()):
+            folder = base / project
+            folder.mkdir(parents=True)
+            builds: dict[str, list[VariantBuild]] = {}
+            for w in sorted(items, key=lambda w: w.filename):
+                assert w.variant is not None and w.variant.backend is not None
+                build = write_variant_wheel(w.path, folder, w.variant.backend)
+                same = [b for bs in builds.values() for b in bs if b.path == build.path]
+                if same:
+                    raise WheelError(
+                        f"{w.filename} and {same[0].source} would both be {build.path.name}",
+                        hint="keep one build per torch series, flavour and platform in the "
+                        "wheelhouse (a second C++ ABI has no variant property)",
+                    )
+                builds.setdefault(str(w.version.public), []).append(build)
+            links = []
+            for version, group in sorted(builds.items()):
+                name = f"{escape_name(project)}-{version}-variants.json"
+                (folder / name).write_text(variants_json(group), encoding="utf-8")
+                links.append(_link(name, name))
+                links += [
+                    _link(b.path.name, b.path.name, sha256_file(b.path))
+                    for b in sorted(group, key=lambda b: b.path.name)
+                ]
+            (folder / "index.html").write_bytes(_page(f"Links for {project}", links))
+        (base / "index.html").write_bytes(
+            _page(
+                f"Simple index ({key}: wheel variants)",
+                (f'<a href="{p}/">{p}</a>' for p in sorted(projects)),
+            )
+        )
+
+
 def _write_tree(
-    root: Path, wheels: list[IndexedWheel], flavours: dict[str, list[IndexedWheel]]
+    root: Path,
+    wheels: list[IndexedWheel],
+    flavours: dict[str, list[IndexedWheel]],
+    others: Iterable[str] = (),
 ) -> None:
+    """The flavour indexes; the root page lists them and ``others`` (written separately)."""
     files = root / FILES
     files.mkdir(parents=True)
     for w in wheels:
@@ -307,31 +385,36 @@ def _write_tree(
                 _page(f"Links for {project}", (_file_link(w, up) for w in items))
             )
     (root / "index.html").write_bytes(
-        _page("kernel wheel indexes", (f'<a href="{f}/">{f}</a>' for f in sorted(flavours)))
+        _page(
+            "kernel wheel indexes",
+            (f'<a href="{f}/">{f}</a>' for f in sorted({*flavours, *others})),
+        )
     )
-    (root / MARKER).write_text("written by 'kernelwheel index'; replaced on every run\n")
 
 
-def build_index(wheelhouse: Path, output: Path) -> IndexResult:
-    """Write the index of every wheel in ``wheelhouse`` to ``output`` (replacing an index an
-    earlier run wrote there; any other non-empty folder is refused)."""
+def build_index(wheelhouse: Path, output: Path, *, wheel_variants: bool = False) -> IndexResult:
+    """Write the index of every wheel in ``wheelhouse`` to ``output``. Only what an earlier
+    index wrote there is replaced (its manifest); the user's own files are kept, and a file of
+    theirs in the way, or a wheelhouse inside ``output``, is refused before anything is written.
+    Every wheel passes the record rule first (:func:`~kernelwheel.wheels.reader.verify_wheel`).
+    ``wheel_variants``: also ``torch<X.Y>/variants/``, the CUDA builds as PEP 825 variant
+    wheels (:mod:`kernelwheel.wheels.variants`)."""
+    output = output.absolute()
+    if wheelhouse.is_dir():
+        refuse_input_inside(wheelhouse, output, what="wheelhouse")
     wheels = scan(wheelhouse)
     flavours, unflavoured = _assign(wheels)
-    output = output.absolute()
-    if output.exists() and not output.is_dir():
-        raise UsageError(f"--output {output}: is a file, not a folder", hint="pass a folder")
-    if output.exists() and any(output.iterdir()) and not (output / MARKER).exists():
-        raise UsageError(
-            f"{output} exists and is not an index kernelwheel wrote",
-            hint="choose an empty or new --output folder",
-        )
-    output_dir(output.parent, "--output")
-    with staging_dir(output.parent, "index") as staging:
+    groups = _variant_groups(flavours) if wheel_variants else {}
+    old = site.prepare(output)
+    with staging_dir(output, "index") as staging:
         staging.chmod(0o755)
-        _write_tree(staging, wheels, flavours)
-        replace_dir(staging, output)
+        _write_tree(staging, wheels, flavours, others=groups)
+        _write_variants(staging, groups)
+        site.refuse_conflicts(staging, output, old)
+        site.swap_in(staging, output, old)
+    listed = {**flavours, **groups}
     return IndexResult(
         output,
-        {f: tuple(sorted(w.filename for w in ws)) for f, ws in sorted(flavours.items())},
+        {f: tuple(sorted(w.filename for w in ws)) for f, ws in sorted(listed.items())},
         tuple(unflavoured),
     )

@@ -5,6 +5,8 @@ One reader for every stage that looks inside a wheel (Hub export, index, lock fi
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -23,6 +25,7 @@ from .record import parse_record, record_hash
 
 __all__ = [
     "IntegrityProblem",
+    "bomb_cause",
     "WheelContents",
     "dist_info_dir",
     "escape_name",
@@ -32,6 +35,7 @@ __all__ = [
     "parse_metadata",
     "read_metadata",
     "read_wheel",
+    "verify_wheel",
 ]
 
 
@@ -128,10 +132,67 @@ class IntegrityProblem:
     fix: str
 
 
+# Zip bombs: a member is refused unread when it would unpack to more than MAX_RATIO times its
+# compressed size (deflate reaches ~1000:1 on zeros; code, objects and CUDA fatbins stay well
+# under 20:1) once past RATIO_FLOOR, or when the wheel would unpack to more than MAX_TOTAL.
+# zipfile never yields more than a member's declared size, so the declared sizes bound the work.
+MAX_RATIO = 100
+RATIO_FLOOR = 1 << 20
+MAX_TOTAL = 16 << 30
+_CHUNK = 1 << 20
+_UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError)
+
+
+def bomb_cause(info: zipfile.ZipInfo) -> str | None:
+    """Why ``info`` is refused unread as a zip bomb, or None."""
+    if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+        ratio = info.file_size / max(info.compress_size, 1)
+        return (
+            f"would unpack {info.compress_size} bytes to {info.file_size} "
+            f"({ratio:.0f}:1, over the {MAX_RATIO}:1 cap): a zip bomb, not read"
+        )
+    return None
+
+
+def stream_hash(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[str, int]:
+    """The RECORD hash and the size of a member, read in chunks (never whole in memory)."""
+    digest = hashlib.sha256()
+    size = 0
+    with zf.open(info) as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode(), size
+
+
+def _dist_info_problems(names: list[str], rebuild: str) -> list[IntegrityProblem]:
+    """What pip refuses before it installs anything: not exactly one top-level ``.dist-info``
+    folder, or one without METADATA or WHEEL."""
+    folders = sorted({n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info")})
+    if len(folders) != 1:
+        cause = (
+            "no .dist-info folder"
+            if not folders
+            else f"{len(folders)} .dist-info folders ({', '.join(folders)}): pip refuses it"
+        )
+        return [IntegrityProblem(folders[0] if folders else "*.dist-info", cause, rebuild)]
+    out = []
+    for needed in ("METADATA", "WHEEL"):
+        if f"{folders[0]}/{needed}" not in names:
+            out.append(
+                IntegrityProblem(
+                    f"{folders[0]}/{needed}", "missing: pip refuses the wheel without it", rebuild
+                )
+            )
+    return out
+
+
 def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
-    """What pip's installer relies on, checked: one ``*.dist-info/RECORD`` read as CSV, every
-    file listed once with its hash and size and matching it, nothing listed that is missing, no
-    duplicate, escaping (``../``, absolute) or symlink entries. Empty when the wheel is sound."""
+    """What pip's installer relies on, checked: one ``*.dist-info`` folder with METADATA and
+    WHEEL, one ``*.dist-info/RECORD`` read as CSV, every file listed once with its hash and size
+    and matching it, nothing listed that is missing, no duplicate, escaping (``../``, absolute)
+    or symlink entries, no zip bomb. Members are hashed streamed; a member over the
+    compression-ratio cap is refused unread. Empty when the wheel is sound."""
     rebuild = "rebuild or re-convert the wheel; do not edit wheels by hand"
     out: list[IntegrityProblem] = []
     infos = [i for i in zf.infolist() if not i.is_dir()]
@@ -141,6 +202,7 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
     for name, n in counts.items():
         if n > 1:
             out.append(IntegrityProblem(name, f"appears {n} times in the archive", rebuild))
+    bombs: dict[str, str] = {}
     for info in infos:
         if _unsafe(info.filename):
             out.append(
@@ -156,6 +218,19 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
                     "ship the file itself instead of a link",
                 )
             )
+        cause = bomb_cause(info)
+        if cause is not None:
+            bombs[info.filename] = cause
+            out.append(IntegrityProblem(info.filename, cause, rebuild))
+    total = sum(i.file_size for i in infos)
+    if total > MAX_TOTAL:
+        out.append(
+            IntegrityProblem(
+                "*", f"would unpack to {total} bytes, over the {MAX_TOTAL}-byte cap", rebuild
+            )
+        )
+        return out
+    out += _dist_info_problems(list(counts), rebuild)
     records = [n for n in counts if n.count("/") == 1 and n.endswith(".dist-info/RECORD")]
     if len(records) != 1:
         subject = records[0] if records else "*.dist-info/RECORD"
@@ -166,42 +241,63 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
         out.append(IntegrityProblem(subject, cause, rebuild))
         return out
     record = records[0]
+    if record in bombs:
+        return out
     try:
         rows = parse_record(zf.read(record), where=record)
     except WheelError as exc:
         out.append(IntegrityProblem(record, exc.message, rebuild))
         return out
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+    except _UNREADABLE as exc:
         out.append(IntegrityProblem(record, f"cannot be decompressed ({exc})", rebuild))
         return out
+    by_name = {i.filename: i for i in infos}
     listed: dict[str, int] = {}
     for path, digest, size in rows:
         listed[path] = listed.get(path, 0) + 1
         if listed[path] == 2:
             times = sum(1 for r in rows if r[0] == path)
             out.append(IntegrityProblem(path, f"listed {times} times in RECORD", rebuild))
-        if path == record:
+        if path == record or path in bombs or listed[path] > 1:
             continue
         if path not in counts:
             out.append(IntegrityProblem(path, "listed in RECORD but not in the wheel", rebuild))
             continue
         if not digest.startswith("sha256="):
-            out.append(
-                IntegrityProblem(path, f"RECORD gives no sha256 hash ({digest!r})", rebuild)
-            )
+            out.append(IntegrityProblem(path, f"RECORD gives no sha256 hash ({digest!r})", rebuild))
             continue
         try:
-            data = zf.read(path)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            actual, length = stream_hash(zf, by_name[path])
+        except _UNREADABLE as exc:
             out.append(IntegrityProblem(path, f"cannot be decompressed ({exc})", rebuild))
             continue
-        if record_hash(data) != digest:
+        if actual != digest:
             out.append(IntegrityProblem(path, "does not match its RECORD hash", rebuild))
-        elif size and size != str(len(data)):
-            out.append(
-                IntegrityProblem(path, f"is {len(data)} bytes, RECORD says {size}", rebuild)
-            )
+        elif size and size != str(length):
+            out.append(IntegrityProblem(path, f"is {length} bytes, RECORD says {size}", rebuild))
     for name in counts:
         if name not in listed:
             out.append(IntegrityProblem(name, "not listed in RECORD", rebuild))
     return out
+
+
+def verify_wheel(path: Path) -> None:
+    """Raise WheelError naming every integrity problem of the wheel at ``path`` (the record
+    rule, streamed and ratio-capped); what ``install`` and ``index`` run before trusting it."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            problems = integrity_problems(zf)
+    except FileNotFoundError:
+        raise WheelError(f"{path}: no such wheel", hint="check the path") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as exc:
+        raise WheelError(
+            f"{path}: not a readable zip archive ({exc})", hint="rebuild or download it again"
+        ) from None
+    if problems:
+        shown = "\n".join(f"  {p.subject}: {p.cause}" for p in problems[:10])
+        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise WheelError(
+            f"{path.name} fails the record rule (what pip relies on but does not check):\n"
+            f"{shown}{more}",
+            hint=f"{problems[0].fix}; `kernelwheel check {path.name}` lists every problem",
+        )

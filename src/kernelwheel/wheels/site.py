@@ -1,0 +1,143 @@
+"""An output folder shared with its owner: ``kernelwheel index`` owns only what it wrote.
+
+A site folder often holds files of its user beside the index (``CNAME``, a landing page, a
+``.git`` of a gh-pages checkout). The index lists the top-level entries it wrote in a manifest
+(``.kernelwheel-index.json``); a later run replaces and removes only those, refuses to write over
+an entry it does not own, and leaves every other file as it is.
+
+Each entry is built in a staging folder inside the output (same file system) and moved into
+place by rename: a file is replaced in one rename, a folder by two (the old one aside, the new
+one in), so a reader sees an old or a new entry, never a half-written one. The manifest lists
+the union of old and new entries while they are swapped, so an interrupted run leaves nothing it
+wrote unowned; the next run finishes the job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from .._util import atomic_write, output_dir, staging_dir
+from ..errors import UsageError
+
+__all__ = [
+    "LEGACY_MARKER",
+    "MANIFEST",
+    "owned_entries",
+    "prepare",
+    "refuse_conflicts",
+    "refuse_input_inside",
+    "swap_in",
+]
+
+MANIFEST = ".kernelwheel-index.json"
+LEGACY_MARKER = ".kernelwheel-index"  # written by kernelwheel before the manifest existed
+_FORMAT = 1
+
+
+def refuse_input_inside(source: Path, output: Path, *, what: str) -> None:
+    """An input folder inside (or equal to) the output would be replaced by the output."""
+    src, out = source.resolve(), output.resolve()
+    if src == out or src.is_relative_to(out):
+        raise UsageError(
+            f"the {what} {source} is inside --output {output}",
+            hint=f"move the {what} out of {output}, or choose another --output folder",
+        )
+
+
+def owned_entries(output: Path) -> frozenset[str]:
+    """The top-level entries of ``output`` that an earlier run wrote (its manifest)."""
+    manifest = output / MANIFEST
+    if not manifest.exists():
+        if (output / LEGACY_MARKER).exists():
+            raise UsageError(
+                f"{output} holds an index written by an older kernelwheel, which kept no list "
+                "of the files it wrote",
+                hint="save any file of your own from it, remove the folder, and run again (or "
+                "choose a new --output)",
+            )
+        return frozenset()
+    try:
+        data = json.loads(manifest.read_text("utf-8"))
+        entries = data["entries"]
+        if data.get("format") != _FORMAT or not all(isinstance(e, str) for e in entries):
+            raise ValueError("unexpected content")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(
+            f"{manifest}: not a manifest kernelwheel can read ({exc})",
+            hint="remove the files the index wrote and this manifest, then run again",
+        ) from None
+    bad = [e for e in entries if not _plain_name(e)]
+    if bad:
+        raise UsageError(
+            f"{manifest}: lists {bad[0]!r}, which is no plain entry name",
+            hint="the manifest was edited; remove it and the index's files, then run again",
+        )
+    return frozenset(entries)
+
+
+def _plain_name(name: str) -> bool:
+    return bool(name) and "/" not in name and name not in (".", "..", MANIFEST)
+
+
+def _write_manifest(output: Path, entries: Iterable[str]) -> None:
+    data = {
+        "format": _FORMAT,
+        "written-by": "kernelwheel index",
+        "note": "the top-level entries kernelwheel index wrote; it replaces and removes only these",
+        "entries": sorted(set(entries)),
+    }
+    atomic_write(output / MANIFEST, json.dumps(data, indent=2) + "\n")
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def swap_in(staging: Path, output: Path, old: frozenset[str]) -> None:
+    """Move every top-level entry of ``staging`` into ``output`` and remove the entries of
+    ``old`` (those an earlier run wrote) that the new index no longer has."""
+    new = frozenset(p.name for p in staging.iterdir())
+    _write_manifest(output, old | new)
+    with staging_dir(output, "index-old") as trash:
+        for name in sorted(new):
+            target = output / name
+            if _exists(target) and (staging / name).is_dir():
+                os.replace(target, trash / name)
+            os.replace(staging / name, target)  # a file replaces a file in one rename
+        for name in sorted(old - new):
+            if _exists(output / name):
+                os.replace(output / name, trash / name)
+        _write_manifest(output, new)
+        shutil.rmtree(trash, ignore_errors=True)
+
+
+def _conflicts(staging: Path, output: Path, old: frozenset[str]) -> list[str]:
+    """Entries the new index would write over that belong to the user."""
+    return sorted(
+        p.name for p in staging.iterdir() if _exists(output / p.name) and p.name not in old
+    )
+
+
+def prepare(output: Path) -> frozenset[str]:
+    """Check and create ``output``; the entries an earlier run wrote there."""
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"--output {output}: is a file, not a folder", hint="pass a folder")
+    old = owned_entries(output) if output.is_dir() else frozenset()
+    output_dir(output, "--output")
+    return old
+
+
+def refuse_conflicts(staging: Path, output: Path, old: frozenset[str]) -> None:
+    clash = _conflicts(staging, output, old)
+    if clash:
+        shown = ", ".join(clash[:5]) + (f" and {len(clash) - 5} more" if len(clash) > 5 else "")
+        raise UsageError(
+            f"{output} already holds {shown}, which the index would write but did not write "
+            "before (no earlier run of kernelwheel index lists it)",
+            hint="move those files away, or choose another --output folder; kernelwheel never "
+            "replaces files it did not write",
+        )
