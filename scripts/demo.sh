@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the bundled example, from a fresh machine:
 #   1. install kernelwheel into .venv
-#   2. kernelwheel build kernels/img2gray  (creates the torch 2.14 + CUDA 13.0 build environment)
+#   2. kernelwheel build kernels/img2gray  (creates the torch 2.14 + CUDA 13.0 build environment;
+#      without a GPU, the newest CPU variant's)
 #   3. kernelwheel install the wheel into a fresh venv holding torch, convert a sample image.
 # Extra arguments go to `kernelwheel build` (e.g. --variant torch213-cxx11-cpu-x86_64-linux).
 set -euo pipefail
@@ -10,6 +11,14 @@ PY=${PYTHON:-python3}
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install --disable-pip-version-check -q -e .
+
+# A wheel serves one backend (as kernel-builder builds it): on a machine without an NVIDIA GPU,
+# and no variant asked for, build the newest CPU variant, whose op runs here.
+if [ $# -eq 0 ] && ! nvidia-smi -L >/dev/null 2>&1; then
+  cpu=$(.venv/bin/kernelwheel build kernels/img2gray --build "*-cpu-$(uname -m)-linux" \
+    --print-build-identifiers | tail -n 1)
+  set -- --variant "$cpu"
+fi
 
 rm -rf wheelhouse/img2gray-*.whl
 .venv/bin/kernelwheel build kernels/img2gray --output-dir wheelhouse "$@"

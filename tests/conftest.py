@@ -18,6 +18,10 @@ from support.layered import LayeredVenv
 from kernelwheel.cli import main
 from kernelwheel.model.variant import Variant
 
+# Suites that run inside a built wheel's venv (they import the kernel, not kernelwheel): the
+# integration tests copy them there; this run never collects them.
+collect_ignore = ["kernel_suites"]
+
 EVERYTHING = "integration or not integration"
 HOW_TO_RUN_ALL = (
     f"integration tests left out (the default -m 'not integration'): run everything as CI does "

@@ -132,6 +132,25 @@ def test_with_cpu_kernels_is_kernelwheels_former_behaviour(tmp_path: Path) -> No
     assert "CUDA_KERNEL" in macros and "CPU_KERNEL" not in macros
 
 
+def test_kernelwheels_former_macros_warn_with_file_and_line(tmp_path: Path) -> None:
+    root = project_with(tmp_path)
+    (root / "torch-ext" / "binding.cpp").write_text(
+        "// x\n#if defined(KERNELWHEEL_WITH_CUDA)\nTORCH_LIBRARY_IMPL(x, CUDA, m) {}\n#endif\n"
+    )
+    (root / "host" / "host.cpp").write_text("#ifdef KERNELWHEEL_WITH_CPU\n#endif\n")
+    notes = plan(request(root)).notes
+    (warning,) = [n for n in notes if n.startswith("warning:")]  # host.cpp: not compiled here
+    assert "torch-ext/binding.cpp:2 tests KERNELWHEEL_WITH_CUDA" in warning
+    assert "CPU_KERNEL / CUDA_KERNEL" in warning
+    cpu_notes = plan(request(root, CPU), Toolchain(cpus=4)).notes
+    assert [n.split(" tests")[0] for n in cpu_notes if n.startswith("warning:")] == [
+        "warning: torch-ext/binding.cpp:2",
+        "warning: host/host.cpp:1",
+    ]
+    # With with-cpu-kernels the macros are defined: nothing to warn about.
+    assert not [n for n in plan(request(root, with_cpu_kernels=True)).notes if "warning" in n]
+
+
 def test_no_gnu_unique_only_where_the_compiler_has_it(tmp_path: Path) -> None:
     spec = plan(request(project_with(tmp_path)), replace(CUDA, no_gnu_unique=False)).spec
     assert not any("gnu-unique" in f for f in (*spec.cxx_flags, *spec.nvcc_flags))

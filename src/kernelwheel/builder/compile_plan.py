@@ -24,6 +24,7 @@ from .compile_rules import (
     kernel_backends,
     kernel_cuda_flags,
     kernels_to_compile,
+    legacy_macro_warnings,
     nvcc_parallelism,
     nvcc_torch_flags,
 )
@@ -337,6 +338,7 @@ def plan_compile(
     cuda_version = tools.cuda.version if tools.cuda else None
     wanted = kernel_backends(backend, req.with_cpu_kernels)
     kernels, notes = kernels_to_compile(project, wanted, cuda_version)
+    notes += legacy_macro_warnings(project, kernels, req.with_cpu_kernels)
     sources = _all_sources(project, kernels, tools, remedies)
     include_dirs = [str(stage / "include")]
     include_dirs += [str(project.root / p) for p in project.torch.include]
