@@ -429,9 +429,17 @@ def test_test_script_lints_the_workflows_before_the_tests() -> None:
 
 def test_plain_pytest_is_fast_and_the_test_script_runs_everything() -> None:
     """pyproject's addopts leave the integration tests out of a plain `pytest`; scripts/test.sh,
-    the README's and CI's command, overrides that marker explicitly (a later -m wins)."""
+    the README's and CI's command, overrides that marker explicitly (a later -m wins). The run
+    is strict: unknown markers and settings, warnings and hangs fail it."""
     pytest_ini = loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    assert shlex.split(pytest_ini["addopts"]) == ["-ra", "-m", "not integration"]
+    assert shlex.split(pytest_ini["addopts"]) == [
+        "-ra",
+        "-m",
+        "not integration",
+        "--strict-markers",
+        "--strict-config",
+    ]
+    assert pytest_ini["filterwarnings"][0] == "error" and pytest_ini["timeout"] > 0
     script = (REPO / "scripts" / "test.sh").read_text()
     assert '-m pytest -m "integration or not integration" "$@"' in script
 
