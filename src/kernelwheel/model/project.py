@@ -30,7 +30,8 @@ from packaging.licenses import InvalidLicenseExpression, canonicalize_license_ex
 from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, describe, read_toml
-from ..errors import ProjectError, UsageError
+from ..errors import ProjectError, UsageError, VariantError
+from .capability import CudaCapability
 from .python_depends import load_python_depends
 from .sections import (
     BACKENDS,
@@ -170,10 +171,6 @@ _NAME_RE = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
 _LEGACY_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 MAX_NAME = 64  # general.name: the wheel file name holds it with version and tags (255 bytes)
 _KERNEL_ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
-# Compute capability "X.Y", optionally arch-specific ("a") or family ("f"), optionally "+PTX".
-_CAPABILITY_RE = re.compile(r"[1-9][0-9]?\.[0-9][af]?(?:\+PTX)?")
-# Spellings nvcc/CMake users often write instead: 80, sm_80, compute_90a.
-_CAPABILITY_DIGITS_RE = re.compile(r"(?:sm_|compute_)?([1-9][0-9]?)([0-9])([af]?)")
 _ROCM_ARCH_RE = re.compile(r"gfx[0-9a-f]{3,4}(?::[a-z-]+[+-])*")
 _PYEXT_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _HUB_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -953,16 +950,10 @@ class _Reader:
             )
         capabilities: list[str] = []
         for entry in raw:
-            if not _CAPABILITY_RE.fullmatch(entry):
-                digits = _CAPABILITY_DIGITS_RE.fullmatch(entry)
-                if digits:
-                    hint = f'write it as "{digits[1]}.{digits[2]}{digits[3]}"'
-                else:
-                    hint = (
-                        'write capabilities as "X.Y", optionally "X.Ya" (arch-specific), "X.Yf" '
-                        '(family) or "X.Y+PTX", e.g. ["8.0", "9.0a", "12.0+PTX"]'
-                    )
-                raise self.error(f"invalid CUDA capability {entry!r}", dotted, hint)
+            try:
+                CudaCapability.parse(entry)
+            except VariantError as exc:
+                raise self.error(exc.message, dotted, exc.hint or "") from None
             if entry not in capabilities:
                 capabilities.append(entry)
         return tuple(capabilities)

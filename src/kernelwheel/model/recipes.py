@@ -38,6 +38,7 @@ from packaging.version import InvalidVersion, Version
 from .. import _toml as toml
 from .._toml import Located, read_toml
 from ..errors import LocatedError, UsageError, VariantError
+from .capability import CudaCapability
 from .variant import OS, Arch, Backend, BackendKind, CxxAbi, TorchVersion, TvmFfiVersion, Variant
 
 if sys.version_info >= (3, 11):
@@ -100,7 +101,6 @@ _FLAVOUR_OS = {BackendKind.METAL: OS.DARWIN}
 
 _SERIES_RE = re.compile(r"[0-9]+\.[0-9]+")
 _PYTHON_ABI_RE = re.compile(r"cp3[0-9]+")
-_CAPABILITY_RE = re.compile(r"[1-9][0-9]?\.[0-9][af]?(?:\+PTX)?")
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 _PACKAGE_NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
@@ -848,12 +848,10 @@ def _cuda_toolkit(toolkits: Located, key: str) -> CudaRecipe:
         )
     capabilities = _strings(value, "capabilities", '["8.0", "9.0", "12.0+PTX"]', required=True)
     for cap in capabilities:
-        if not _CAPABILITY_RE.fullmatch(cap):
-            raise value.error(
-                f"invalid capability {cap!r}",
-                "capabilities",
-                'write "X.Y", optionally "X.Ya"/"X.Yf", and "+PTX" to embed PTX: "12.0+PTX"',
-            )
+        try:
+            CudaCapability.parse(cap)
+        except VariantError as exc:
+            raise value.error(exc.message, "capabilities", exc.hint or "") from None
     system_paths = _strings(value, "system-paths", '["/usr/local/cuda-12.8"]', required=False)
     if source == "system":
         for extra in ("packages", "arches"):

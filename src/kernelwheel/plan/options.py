@@ -30,7 +30,8 @@ from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, read_toml
 from ..compat import interpreter
-from ..errors import UsageError
+from ..errors import UsageError, VariantError
+from ..model.capability import CudaCapability
 from ..model.variant import Arch, LocalVersionStyle
 from .selector import Selector, expand_braces, split_patterns
 
@@ -338,7 +339,6 @@ def _style(raw: Any, fail: _Fail, base: Path) -> LocalVersionStyle:
 
 
 FATBIN_COMPRESSION_MODES = ("default", "size", "speed", "balance", "none")  # nvcc --compress-mode
-_CAPABILITY = re.compile(r"^\d+\.\d+[af]?(\+PTX)?$")
 
 
 def _fatbin_compression(raw: Any, fail: _Fail, base: Path) -> str:
@@ -357,11 +357,10 @@ def _capabilities(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
     if not items:
         raise fail("lists no capability", "e.g. 9.0 or '8.0 9.0 10.0+PTX'")
     for item in items:
-        if not _CAPABILITY.match(item):
-            raise fail(
-                f"invalid CUDA capability {item!r}",
-                "write major.minor, optionally with a/f and +PTX: 8.0, 9.0a, 10.0+PTX",
-            )
+        try:
+            CudaCapability.parse(item)
+        except VariantError as exc:
+            raise fail(exc.message, exc.hint or "") from None
     return tuple(dict.fromkeys(items))
 
 
