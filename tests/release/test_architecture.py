@@ -223,6 +223,49 @@ def test_a_cycle_among_top_level_modules_is_caught() -> None:
     ]
 
 
+# --- one process runner ---------------------------------------------------------------------
+
+RUNNER = "_util.py"
+# builder/_compile_worker.py is a program of its own, run inside the build environment (stdlib,
+# setuptools and torch only): it cannot import kernelwheel, and kernelwheel runs it through the
+# runner.
+OWN_PROGRAMS = {"builder/_compile_worker.py"}
+PROCESS_MODULES = {"subprocess", "multiprocessing", "pty", "asyncio.subprocess"}
+
+
+def process_imports(src: Path) -> list[str]:
+    """Where a module other than the runner imports a module that starts processes."""
+    found = []
+    for path in sorted(p for p in src.rglob("*.py") if "__pycache__" not in p.parts):
+        rel = path.relative_to(src).as_posix()
+        if rel == RUNNER or rel in OWN_PROGRAMS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            found += [f"{rel}:{node.lineno}: imports {n}" for n in names if n in PROCESS_MODULES]
+        calls = re.finditer(r"\bos\.(system|popen|exec\w*|spawn\w*)\(", path.read_text())
+        found += [f"{rel}: calls os.{m[1]}" for m in calls]
+    return found
+
+
+def test_every_process_goes_through_the_runner() -> None:
+    """So an interrupt stops every command kernelwheel started (_util.stop_running)."""
+    assert process_imports(SRC) == []
+
+
+def test_a_planted_subprocess_call_is_caught(tmp_path: Path) -> None:
+    copy = tmp_path / "kernelwheel"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    probe = copy / "builder" / "envs.py"
+    probe.write_text(probe.read_text() + "\n\ndef _planted() -> None:\n    import subprocess\n")
+    lines = probe.read_text().count("\n")
+    assert process_imports(copy) == [f"builder/envs.py:{lines}: imports subprocess"]
+
+
 def test_every_subpackage_is_listed_for_the_wheel() -> None:
     config = tomllib.loads((REPO / "pyproject.toml").read_text())
     listed = set(config["tool"]["setuptools"]["packages"])

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import sysconfig
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._util import atomic_copy, publish, staging_dir
+from .._util import atomic_copy, publish, run_captured, staging_dir
 from ..errors import AbiError, UsageError, WheelError
 from ..model.variant import machine_arch
 from ..wheels.writer import retag_wheel, source_date_epoch
@@ -89,14 +88,7 @@ def _run_auditwheel(
     for pattern in excludes:
         cmd += ["--exclude", pattern]
     cmd += ["-w", str(work), str(wheel)]
-    proc = subprocess.run(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=_auditwheel_env(),
-        check=False,
-    )
+    proc = run_captured(cmd, env=_auditwheel_env(), merge_stderr=True)
     return proc.returncode, f"$ {' '.join(cmd)}\n{proc.stdout}"
 
 

@@ -35,7 +35,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import zipfile
 from dataclasses import dataclass, replace
@@ -44,7 +43,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from .._util import run_checked, sha256_file
+from .._util import run_captured, run_checked, sha256_file
 from ..errors import ToolchainError, VariantError
 from ..model.recipes import RecipeError, Recipes
 from ..model.variant import Arch, BackendKind, Variant
@@ -134,9 +133,7 @@ def find_cross_compiler(arch: Arch, path: str | None = None) -> CrossCompiler:
             "scripts/install-cross.sh), or build this variant on an "
             f"{arch.value} machine",
         )
-    proc = subprocess.run(
-        [cxx, "-dumpfullversion", "-dumpversion"], capture_output=True, text=True, check=False
-    )
+    proc = run_captured([cxx, "-dumpfullversion", "-dumpversion"])
     version = proc.stdout.strip().splitlines()[0] if proc.returncode == 0 and proc.stdout else "?"
     return CrossCompiler(arch, triple, Path(cc), Path(cxx), version)
 

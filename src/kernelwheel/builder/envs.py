@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -20,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .._util import atomic_write, run_checked
+from .._util import atomic_write, run_captured, run_checked
 from ..compat import interpreter, probe_cache
 from ..errors import ToolchainError
 from ..model.recipes import VariantRecipe
@@ -257,12 +256,7 @@ def provision(
 
 
 def probe_python_version(python: Path) -> str:
-    out = subprocess.run(
-        [str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    out = run_captured([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
     if out.returncode != 0:
         raise ToolchainError(f"cannot run {python}: {out.stderr.strip()}")
     return out.stdout.strip()
@@ -301,7 +295,7 @@ def nvcc_version(home: Path) -> str:
     nvcc = home / "bin" / "nvcc"
     if not nvcc.exists():
         raise ToolchainError(f"no nvcc at {nvcc}", hint="point --cuda-home at a CUDA toolkit")
-    proc = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False)
+    proc = run_captured([nvcc, "--version"])
     import re
 
     m = re.search(r"release (\d+)\.(\d+)", proc.stdout)
@@ -316,12 +310,7 @@ def supported_capabilities(home: Path) -> tuple[str, ...] | None:
     import re
 
     try:
-        proc = subprocess.run(
-            [str(home / "bin" / "nvcc"), "--list-gpu-arch"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        proc = run_captured([home / "bin" / "nvcc", "--list-gpu-arch"])
     except OSError:
         return None
     found = re.findall(r"\bcompute_([1-9][0-9]?)([0-9])\b", proc.stdout)

@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 from packaging.tags import Tag
 
-from .._util import atomic_copy, output_dir, run_logged
+from .._util import CommandTimeout, atomic_copy, output_dir, run_captured, run_logged
 from ..abi import check_wheel
 from ..abi.remedies import remedy_flags
 from ..abi.repair import RepairResult, repair_wheel
@@ -98,16 +97,10 @@ def _links_shared_libstdcxx(cxx: str) -> bool:
     """Whether ``cxx`` has a shared libstdc++ to link (``-print-file-name`` echoes the bare name
     when it has none, as on toolchains that only ship the static archive)."""
     try:
-        out = subprocess.run(
-            [*cxx.split(), "-print-file-name=libstdc++.so"],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-        ).stdout.strip()
-    except OSError:
+        out = run_captured([*cxx.split(), "-print-file-name=libstdc++.so"], timeout=60)
+    except (OSError, CommandTimeout):
         return True  # no such compiler: the compile step reports it
-    return os.path.isabs(out)
+    return os.path.isabs(out.stdout.strip())
 
 
 def check_cxx_toolchain(environ: Mapping[str, str]) -> None:
@@ -167,13 +160,9 @@ def package_files(project: KernelProject) -> dict[str, bytes]:
 def _accepts_flag(cxx: str, flag: str) -> bool:
     """Whether the C++ compiler ``cxx`` takes ``flag`` (as CMake's check_cxx_compiler_flag)."""
     try:
-        proc = subprocess.run(
-            [*cxx.split(), flag, "-x", "c++", "-fsyntax-only", os.devnull],
-            capture_output=True,
-            check=False,
-            timeout=60,
-        )
-    except (OSError, subprocess.SubprocessError):
+        check = [*cxx.split(), flag, "-x", "c++", "-fsyntax-only", os.devnull]
+        proc = run_captured(check, timeout=60)
+    except (OSError, CommandTimeout):
         return False
     return proc.returncode == 0
 

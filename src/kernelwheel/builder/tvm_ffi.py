@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .._util import atomic_write, output_dir, run_captured, run_checked, run_logged
+from .._util import CommandTimeout, atomic_write, output_dir, run_captured, run_checked, run_logged
 from ..abi.remedies import remedy_flags
 from ..errors import BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
@@ -124,7 +123,7 @@ def probe_tvm_ffi(python: Path) -> TvmFfiEnv:
     """Ask ``python`` where its apache-tvm-ffi keeps headers and ``libtvm_ffi.so``."""
     try:
         proc = run_captured([python, "-c", _PROBE], timeout=120)
-    except subprocess.TimeoutExpired:
+    except CommandTimeout:
         raise ToolchainError(
             f"{python} gave no answer within 120 s", hint="pass a working python"
         ) from None
