@@ -301,7 +301,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
     output_dir(req.out_dir, "--output-dir")  # a clear error for a file or unwritable folder
     log = req.log
     log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(f"kernelwheel build of {project.name} for {variant.name}\n")
+    log.write_text(req.log_header())
 
     with step(reporter, scope, "environment", log=log) as detail:
         # kernelwheel.builder.cross: a variant for another arch builds in a host-arch environment

@@ -52,6 +52,18 @@ class BuildRequest:
     git: GitState | None = None  # the project's git state (the Hub export's provenance)
     no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
     sources: IndexOptions = IndexOptions()  # where pip looks (a tvm-ffi build's environment)
+    # The options set above their defaults, each with its layer (Options.preamble): the top
+    # of the variant's log.
+    options_preamble: tuple[str, ...] = ()
+
+    def log_header(self) -> str:
+        """The first lines of the variant's log: what is built, and the options it was built
+        with."""
+        lines = [f"kernelwheel build of {self.project.name} for {self.variant.name}"]
+        if self.options_preamble:
+            lines += ["options (set above their defaults):"]
+            lines += [f"  {line}" for line in self.options_preamble]
+        return "".join(f"{line}\n" for line in lines)
 
     @property
     def log(self) -> Path:
@@ -130,4 +142,5 @@ def request_for(
         git=git,
         no_ccache=options.no_ccache,
         sources=sources,
+        options_preamble=options.preamble(),
     )

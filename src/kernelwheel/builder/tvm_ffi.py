@@ -239,7 +239,7 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         check_cxx_toolchain(os.environ)
     output_dir(req.out_dir, "--output-dir")
     log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(f"kernelwheel build of {project.name} for {variant.name}\n")
+    log.write_text(req.log_header())
 
     with step(reporter, scope, "environment", log=log) as detail:
         if req.python is not None:

@@ -207,6 +207,15 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         for recipe in recipes:
             ui.print(recipe.name)
         return 0
+    preamble = planned.options.preamble()
+    # The options a build runs with, before it starts (as cibuildwheel's preamble): only those
+    # set above their defaults, each with the layer that set it.
+    if preamble:
+        ui.info("", "options (set above their defaults):")
+        for line in preamble:
+            ui.info("", f"  {line}")
+    else:
+        ui.info("", "options: all defaults (kernelwheel build --help lists them)")
     result = build_project(planned, recipes, _Progress(ui))
     outcomes = list(result.outcomes)
     if args.json:

@@ -23,6 +23,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -134,6 +135,18 @@ class Options:
     def _label(self, name: str) -> str:
         source = self.source(name)
         return name if source == "default" else source
+
+    def preamble(self) -> tuple[str, ...]:
+        """The options set above their defaults, one line each with the layer that set it
+        (``no-ccache = true  (KERNELWHEEL_NO_CCACHE)``), in OPTIONS order; what a build prints
+        first and writes at the top of each variant's log, as cibuildwheel does."""
+        lines = []
+        for option in OPTIONS:
+            source = self.source(option.name)
+            if source != "default":
+                value = _show(getattr(self, option.name))
+                lines.append(f"{option.name.replace('_', '-')} = {value}  ({source})")
+        return tuple(lines)
 
     def selects_anything(self) -> bool:
         """Whether any layer narrowed the selection (else a build picks the default variant)."""
@@ -420,6 +433,19 @@ def _version(raw: Any, fail: _Fail, base: Path) -> str:
             "variant",
         )
     return text
+
+
+def _show(value: object) -> str:
+    """An option's value as the preamble shows it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, LocalHeaders):  # a NamedTuple: before tuple
+        return value.describe()
+    if isinstance(value, tuple):
+        return " ".join(_show(v) for v in value) or "(none)"
+    if isinstance(value, Enum):
+        return str(value.value)
+    return "auto" if value is None else str(value)
 
 
 @dataclass(frozen=True)
