@@ -7,6 +7,7 @@ import ast
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -126,6 +127,17 @@ def upward_imports(edges: list[Edge], order: list[str]) -> list[str]:
 def package_cycles(edges: list[Edge]) -> list[list[str]]:
     """The cycles between units (packages, top-level modules): strongly connected components of
     more than one unit, each sorted."""
+    return cycles(edges, unit)
+
+
+def module_cycles(edges: list[Edge]) -> list[list[str]]:
+    """The cycles between modules, inside a package too (``pipeline`` importing ``tvm_ffi``
+    lazily while ``tvm_ffi`` imports ``pipeline``), lazy imports included."""
+    return cycles(edges, lambda dotted: dotted)
+
+
+def cycles(edges: list[Edge], unit: Callable[[str], str]) -> list[list[str]]:
+    """The strongly connected components of more than one node of the graph of ``unit``s."""
     graph: dict[str, set[str]] = {}
     for edge in edges:
         a, b = unit(edge.source), unit(edge.target)
@@ -190,6 +202,20 @@ def test_no_package_imports_one_above_it() -> None:
 
 def test_no_cycles_between_packages() -> None:
     assert package_cycles(_graph()) == []
+
+
+def test_no_cycles_between_modules() -> None:
+    assert module_cycles(_graph()) == []
+
+
+def test_a_cycle_inside_a_package_is_caught() -> None:
+    edges = [
+        Edge("kernelwheel.builder.pipeline", "kernelwheel.builder.tvm_ffi", "pipeline.py:9"),
+        Edge("kernelwheel.builder.tvm_ffi", "kernelwheel.builder.pipeline", "tvm_ffi.py:5"),
+        Edge("kernelwheel.builder.tvm_ffi", "kernelwheel.builder.steps", "tvm_ffi.py:6"),
+    ]
+    assert package_cycles(edges) == []
+    assert module_cycles(edges) == [["kernelwheel.builder.pipeline", "kernelwheel.builder.tvm_ffi"]]
 
 
 def test_a_planted_upward_import_is_caught(tmp_path: Path) -> None:

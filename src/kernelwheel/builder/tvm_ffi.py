@@ -52,14 +52,14 @@ from .envs import (
     locked,
     pip_install_args,
 )
-from .pipeline import (
-    _toolchain,
+from .request import BuildRequest, BuiltWheel
+from .steps import (
     check_cxx_toolchain,
     finish_wheel,
     full_version,
     package_files,
+    probe_toolchain,
 )
-from .request import BuildRequest, BuiltWheel
 from .wheelmeta import project_metadata, requirements
 
 __all__ = ["TvmFfiEnv", "build_tvm_ffi_variant", "provision_tvm_ffi", "wheel_requirements"]
@@ -305,7 +305,7 @@ def _compile(
     project, variant, log = req.project, req.variant, req.log
     assert project.tvm_ffi is not None and variant.backend is not None
     backend = variant.backend.kind.value
-    tools = _toolchain(toolkit, req.variants_at_once)
+    tools = probe_toolchain(toolkit, req.variants_at_once)
     kernels, notes = kernels_to_compile(project, (backend,), toolkit.version if toolkit else None)
     stage = req.work_dir / variant.name
     if stage.exists():
