@@ -43,6 +43,7 @@ from . import capabilities as caps
 from . import codegen
 from .compile_plan import SOURCE_SUFFIXES, fatbin_compression_flags
 from .compile_rules import NO_GNU_UNIQUE, backend_macros, kernel_cuda_flags, kernels_to_compile
+from .deps import provide_headers
 from .envs import (
     READY_MARKER,
     CudaToolkit,
@@ -323,7 +324,9 @@ def _compile(
     includes = [
         root / p for p in (*project.tvm_ffi.include, *(i for k in kernels for i in k.include))
     ]
-    search = [f"-I{p}" for p in dict.fromkeys((*includes, *env.include_dirs))]
+    # The kernels' depends (CUTLASS from PyPI or a local checkout), as torch builds get them.
+    dependencies = provide_headers(req.headers, req.cache_dir, env.python, log)
+    search = [f"-I{p}" for p in dict.fromkeys((*includes, *env.include_dirs, *dependencies))]
     host = ["-fPIC", "-fvisibility=hidden", *prefix_maps]
     host += [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
     cxx = os.environ.get("CXX") or "c++"
