@@ -75,7 +75,7 @@ def test_request_for_carries_every_resolved_setting(tmp_path: Path) -> None:
     assert req.env_spec.extra_index_urls == ()  # --no-index: not even the recipe's index
     assert req.manylinux is None and req.jobs == 3
     assert req.local_version_style is LocalVersionStyle.COMPACT
-    assert pip_install_args(req.env_spec)[:1] == ["--no-index"]
+    assert pip_install_args(req.env_spec.pip_sources)[:1] == ["--no-index"]
 
 
 def _env(torch: str, cuda: str | None, cxx11: bool = True) -> EnvInfo:

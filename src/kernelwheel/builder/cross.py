@@ -48,7 +48,15 @@ from ..errors import ToolchainError, VariantError
 from ..model.recipes import RecipeError, Recipes
 from ..model.variant import Arch, BackendKind, Variant
 from .compile_spec import CompileSpec, CrossInfo
-from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for, locked, pip_install_args
+from .envs import (
+    EnvInfo,
+    EnvSpec,
+    IndexOptions,
+    PipSources,
+    env_spec_for,
+    locked,
+    pip_install_args,
+)
 
 __all__ = [
     "CROSS_TRIPLES",
@@ -155,6 +163,10 @@ class TargetSpec:
     no_index: bool = False
 
     @property
+    def pip_sources(self) -> PipSources:
+        return PipSources(self.index_url, self.find_links, self.no_index, self.extra_index_urls)
+
+    @property
     def platforms(self) -> tuple[str, ...]:
         return tuple(f"{tag}_{self.arch.value}" for tag in _MANYLINUX_TAGS)
 
@@ -234,7 +246,7 @@ def _pip_download_args(spec: TargetSpec, dest: Path) -> list[str]:
     ]
     for platform in spec.platforms:
         args += ["--platform", platform]
-    return args + pip_install_args(spec)
+    return args + pip_install_args(spec.pip_sources)
 
 
 def _unpack(wheel: Path, root: Path) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from .._util import atomic_write, run_captured, run_checked
 from ..compat import interpreter, probe_cache
@@ -32,12 +32,20 @@ BUILD_TOOLS = ("setuptools>=69,<81", "ninja>=1.11,<1.14", "wheel>=0.43,<0.47", "
 
 
 @dataclass(frozen=True)
-class IndexOptions:
-    """Where pip looks, as the build's options say (--index-url, --find-links, --no-index)."""
+class PipSources:
+    """Where pip looks: ``--index-url`` (None: PyPI), ``--find-links``, ``--no-index``, as the
+    build's options say, and the ``--extra-index-url``s a recipe adds (PyTorch's CPU index).
+    The one type for it: the options, an environment, a cross build's target and a tvm-ffi
+    environment all carry one (EnvSpec and TargetSpec through ``pip_sources``)."""
 
     index_url: str | None = None
     find_links: tuple[str, ...] = ()
     no_index: bool = False
+    extra_index_urls: tuple[str, ...] = ()
+
+
+# The options' sources (no extra index URLs): the name the request and deps use.
+IndexOptions = PipSources
 
 
 @dataclass(frozen=True)
@@ -52,8 +60,13 @@ class EnvSpec:
     no_index: bool = False
 
     @property
-    def index_options(self) -> IndexOptions:
-        return IndexOptions(self.index_url, self.find_links, self.no_index)
+    def index_options(self) -> PipSources:
+        """The options' part of its sources (no extra index URLs)."""
+        return PipSources(self.index_url, self.find_links, self.no_index)
+
+    @property
+    def pip_sources(self) -> PipSources:
+        return PipSources(self.index_url, self.find_links, self.no_index, self.extra_index_urls)
 
     def digest(self, python: str) -> str:
         fields: dict[str, object] = {
@@ -178,19 +191,6 @@ def _venv_python(root: Path) -> Path:
     return root / "bin" / "python"
 
 
-class PipSources(Protocol):
-    """Where pip looks for wheels: an EnvSpec, or a cross build's target spec."""
-
-    @property
-    def index_url(self) -> str | None: ...
-    @property
-    def extra_index_urls(self) -> tuple[str, ...]: ...
-    @property
-    def find_links(self) -> tuple[str, ...]: ...
-    @property
-    def no_index(self) -> bool: ...
-
-
 def pip_install_args(spec: PipSources) -> list[str]:
     """pip's index options for ``spec`` (usable with install and download)."""
     args: list[str] = ["--no-index"] if spec.no_index else []
@@ -232,7 +232,7 @@ def provision(
         py = _venv_python(root)
         pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
         run_checked(
-            [*pip, *pip_install_args(spec), spec.torch_requirement, *BUILD_TOOLS],
+            [*pip, *pip_install_args(spec.pip_sources), spec.torch_requirement, *BUILD_TOOLS],
             log,
             f"install {spec.torch_requirement}",
             hint="check the index/find-links options (offline builds: --find-links DIR)",
@@ -244,7 +244,7 @@ def provision(
             reqs.write_text("\n".join(spec.packages) + "\n")
             hashed = ["--require-hashes"] if any("--hash=" in p for p in spec.packages) else []
             run_checked(
-                [*pip, *pip_install_args(spec), "--no-deps", *hashed, "-r", str(reqs)],
+                [*pip, *pip_install_args(spec.pip_sources), "--no-deps", *hashed, "-r", str(reqs)],
                 log,
                 "install the pinned CUDA toolchain",
                 hint="the recipe's pins or hashes do not match what the index serves: check "

@@ -48,6 +48,7 @@ from .envs import (
     READY_MARKER,
     CudaToolkit,
     IndexOptions,
+    PipSources,
     check_capabilities,
     locate_cuda_toolkit,
     locked,
@@ -110,16 +111,6 @@ class TvmFfiEnv:
         return json.dumps(data, default=str, indent=2, sort_keys=True) + "\n"
 
 
-@dataclass(frozen=True)
-class _PipSources:
-    """pip's index options (:class:`~kernelwheel.builder.envs.PipSources`)."""
-
-    index_url: str | None
-    extra_index_urls: tuple[str, ...]
-    find_links: tuple[str, ...]
-    no_index: bool
-
-
 def probe_tvm_ffi(python: Path) -> TvmFfiEnv:
     """Ask ``python`` where its apache-tvm-ffi keeps headers and ``libtvm_ffi.so``."""
     try:
@@ -149,7 +140,7 @@ def provision_tvm_ffi(
     toolchain of a CUDA flavour."""
     assert recipe.tvm_ffi is not None
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    pip_sources = _PipSources(sources.index_url, (), sources.find_links, sources.no_index)
+    pip_sources = PipSources(sources.index_url, sources.find_links, sources.no_index)
     key = json.dumps(
         {
             "python": python,
