@@ -24,7 +24,6 @@ from .errors import ToolchainError, UsageError
 
 __all__ = [
     "CommandTimeout",
-    "Completed",
     "atomic_copy",
     "atomic_write",
     "output_dir",
@@ -252,7 +251,6 @@ def run_logged(
 
 # What run_captured raises past its timeout (callers need not import subprocess for it).
 CommandTimeout = subprocess.TimeoutExpired
-Completed = subprocess.CompletedProcess
 
 
 @overload
