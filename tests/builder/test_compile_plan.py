@@ -135,9 +135,10 @@ def test_with_cpu_kernels_is_kernelwheels_former_behaviour(tmp_path: Path) -> No
 def test_kernelwheels_former_macros_warn_with_file_and_line(tmp_path: Path) -> None:
     root = project_with(tmp_path)
     (root / "torch-ext" / "binding.cpp").write_text(
-        "// x\n#if defined(KERNELWHEEL_WITH_CUDA)\nTORCH_LIBRARY_IMPL(x, CUDA, m) {}\n#endif\n"
+        "// x, not KERNELWHEEL_WITH_CPU\n#if defined(KERNELWHEEL_WITH_CUDA)\n"
+        "TORCH_LIBRARY_IMPL(x, CUDA, m) {}\n#endif\n"
     )
-    (root / "host" / "host.cpp").write_text("#ifdef KERNELWHEEL_WITH_CPU\n#endif\n")
+    (root / "host" / "host.cpp").write_text("  #  ifdef KERNELWHEEL_WITH_CPU\n#endif\n")
     notes = plan(request(root)).notes
     (warning,) = [n for n in notes if n.startswith("warning:")]  # host.cpp: not compiled here
     assert "torch-ext/binding.cpp:2 tests KERNELWHEEL_WITH_CUDA" in warning

@@ -152,6 +152,7 @@ CUTLASS_CUDA = """\
 #include <cuda_runtime.h>
 #include <cutlass/cutlass.h>
 #include <cutlass/numeric_types.h>
+#include <cutlass/version.h>
 
 static_assert(CUTLASS_MAJOR == 3 && CUTLASS_MINOR == 8, "the cutlass_3_8 headers");
 

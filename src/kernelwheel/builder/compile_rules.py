@@ -81,8 +81,9 @@ def backend_macros(backend: str, with_cpu_kernels: bool = False) -> tuple[Macro,
 
 
 # kernelwheel's own backend macros, from before it followed kernel-builder's one backend per
-# variant; kernel-builder never defines them.
-_LEGACY_MACRO = re.compile(r"\bKERNELWHEEL_WITH_[A-Z]+\b")
+# variant; kernel-builder never defines them. Only a preprocessor line tests one (a comment that
+# names one is no use of it).
+_LEGACY_MACRO = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*?\b(KERNELWHEEL_WITH_[A-Z]+)\b")
 
 
 def legacy_macro_warnings(
@@ -102,10 +103,10 @@ def legacy_macro_warnings(
         except OSError:  # a missing source is the compile's error, with its own message
             continue
         for number, line in enumerate(text.splitlines(), 1):
-            found = _LEGACY_MACRO.search(line)
+            found = _LEGACY_MACRO.match(line)
             if found:
                 warnings.append(
-                    f"warning: {rel}:{number} tests {found.group()}: kernel-builder never "
+                    f"warning: {rel}:{number} tests {found[1]}: kernel-builder never "
                     "defines it, kernelwheel only with with-cpu-kernels (off), so the code it "
                     "guards is left out; switch on CPU_KERNEL / CUDA_KERNEL (docs/compile.md)"
                 )
