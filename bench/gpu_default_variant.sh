@@ -5,6 +5,7 @@
 #   2. compile for this machine's GPUs only (nvidia-smi's compute_cap) and say so, where
 #      `--cuda-capabilities all` compiles the full list (both timed, both wheels' ELF listed);
 #   3. give a wheel whose generated test runs the op on the GPU (8 passed, none skipped);
+#   4. build the earliest build.toml form (tests/fixtures/first_format) and run its op;
 # and the same project with [torch] maxver = "2.10" is refused naming PY's torch, and the active
 # virtual environment's torch decides when no --python is given.
 #
@@ -65,6 +66,19 @@ done
 "$V/bin/pip" install -q --no-deps "$W"/local/gpu_op-*.whl >"$OUT/install.log" 2>&1
 "$V/bin/python" -m pytest -q -rs -p no:cacheprovider "$W/gpu-op/tests" >"$OUT/test.log" 2>&1
 say "generated test: rc=$? $(tail -n 1 "$OUT/test.log")"
+
+# The earliest build.toml form (tests/fixtures/first_format: [torch] name and pyroot, its own
+# registration.h, a kernel without backend): built by default for PY's torch, its op run.
+kw build tests/fixtures/first_format --python "$V/bin/python" --cuda-home "$CUDA_HOME" \
+  -o "$W/first" -j16 >"$OUT/build-first-format.log" 2>&1
+say "first form build: rc=$? $(ls "$W"/first/*.whl 2>/dev/null | xargs -r -n1 basename)"
+"$V/bin/pip" install -q --no-deps "$W"/first/scale_add-*.whl >>"$OUT/install.log" 2>&1
+(cd "$W" && "$V/bin/python" -c '
+import torch, scale_add
+x = torch.randn(1000003, device="cuda")
+torch.testing.assert_close(scale_add.scale_add(x, 0.5), x * 0.5 + 1, rtol=0, atol=1e-6)
+print("first form op on", torch.cuda.get_device_name(), ": matches x * 0.5 + 1")
+') 2>&1 | tail -n 3 | tee -a "$SUMMARY"
 
 # The bounds: a torch the plan leaves out is refused, naming it.
 cp -r "$W/gpu-op" "$W/bounded"

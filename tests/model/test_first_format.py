@@ -189,3 +189,15 @@ def test_hipify_name_clash_is_refused(tmp_path: Path) -> None:
     text = SPRING + '\n[kernel.gated_rocm]\nbackend = "rocm"\nsrc = ["csrc/gated.cu"]\n'
     error = refused(write(tmp_path / "k", text, SPRING_FILES))
     assert "kernel.gated.language" in str(error) and "gated_rocm" in str(error)
+
+
+def test_the_fixture_of_the_first_form_reads_as_a_cuda_kernel() -> None:
+    # tests/fixtures/first_format: built on CPU-only machines as a CUDA variant, and on the GPU
+    # machine by bench/gpu_default_variant.sh, which runs its op.
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "first_format"
+    project = load_project(root)
+    assert (project.name, project.version, project.backends) == ("scale_add", "0.0.3", ("cuda",))
+    assert project.package_dir == root / "ext-torch" / "scale_add"
+    (kernel,) = project.kernels
+    assert kernel.cuda_capabilities == ("8.0", "9.0")
+    assert project.torch is not None and Path("ext-torch/registration.h") in project.torch.src
