@@ -303,6 +303,8 @@ def probe_machine(
     """This machine's facts for :func:`default_build`: its arch, its GPUs (when the project
     has a CUDA backend), the torch of ``--python`` or else of the active virtual environment
     (``VIRTUAL_ENV`` in ``environ``, default ``os.environ``)."""
+    # A project kernelwheel builds nothing of is refused before any interpreter is run.
+    require_a_backend_built_here(project.name, [BackendKind(b) for b in project.backends])
     env = os.environ if environ is None else environ
     python = venv = None
     if options.python is not None:
