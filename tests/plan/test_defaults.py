@@ -253,3 +253,11 @@ def test_cuda_capabilities_all_is_a_keyword_alone() -> None:
     assert resolve_options(None, env={}, cli={"cuda_capabilities": "ALL"}).cuda_capabilities == ()
     with pytest.raises(UsageError, match="gives 'all' with other capabilities"):
         resolve_options(None, env={}, cli={"cuda_capabilities": "all 9.0"})
+
+
+def test_a_cpu_only_kernel_does_not_talk_about_gpus(tmp_path: Path) -> None:
+    machine = Machine(Arch.X86_64, Gpus((), "not asked: the project has no cuda backend"))
+    got = default(project(tmp_path, ("cpu",)), machine)
+    assert got.recipe.name == "torch214-cxx11-cpu-x86_64-linux"
+    assert got.reason == "the newest CPU variant the plan allows for this machine (x86_64)"
+    assert got.notes == () and got.gpu_capabilities == ()

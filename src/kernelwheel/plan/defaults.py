@@ -216,7 +216,9 @@ def _newest(
         for kind in BUILT_HERE
     }
     cuda, cpu = by_kind[BackendKind.CUDA], by_kind[BackendKind.CPU]
-    where = f"{machine.arch.value}, {machine.gpus.describe()}"
+    where = machine.arch.value
+    if BackendKind.CUDA.value in project.backends:  # else the GPUs were not asked about
+        where += f", {machine.gpus.describe()}"
     if cuda and (machine.gpus.present or not cpu):
         if not machine.gpus.present:
             notes.append(
