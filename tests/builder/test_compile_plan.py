@@ -220,6 +220,25 @@ def test_the_option_replaces_every_list_without_intersecting(tmp_path: Path) -> 
         plan(request(root, cuda_capabilities=("7.0",)))
 
 
+def test_a_default_build_targets_the_gpus_present(tmp_path: Path) -> None:
+    # plan.defaults: the GPUs' capabilities replace the recipe's as the targets; a kernel's own
+    # list is intersected with them (9.0a serves 9.0), and `all` (None here) keeps the recipe's.
+    root = project_with(tmp_path, gemm='cuda-capabilities = ["8.0", "9.0a"]')
+    here = request(root, default_capabilities=("9.0",), for_gpus_here=True)
+    spec = plan(here).spec
+    assert spec.capabilities == ("9.0", "9.0a")
+    assert spec.capabilities != plan(request(root)).spec.capabilities
+
+
+def test_a_kernel_no_gpu_here_runs_names_the_option_that_builds_it(tmp_path: Path) -> None:
+    root = project_with(tmp_path, norm='cuda-capabilities = ["8.0"]')
+    with pytest.raises(ProjectError) as info:
+        plan(request(root, default_capabilities=("9.0",), for_gpus_here=True))
+    message = str(info.value)
+    assert "none of 8.0 runs on this machine's GPUs (9.0)" in message
+    assert "kernel.norm.cuda-capabilities" in message and "--cuda-capabilities all" in message
+
+
 def test_nvcc_threads_setting_divides_the_jobs(tmp_path: Path) -> None:
     spec = plan(request(project_with(tmp_path), nvcc_threads=2)).spec
     # two .cu files of 2 threads each; the other 12 CPUs are C++ jobs

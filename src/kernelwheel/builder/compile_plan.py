@@ -180,6 +180,14 @@ def _per_kernel(
             out.append(caps.KernelCapabilities(kernel.id, req.cuda_capabilities))
             continue
         chosen = caps.for_kernel(kernel.id, wanted, req.default_capabilities)
+        if not chosen.capabilities and req.for_gpus_here:
+            raise ProjectError(
+                f"none of {', '.join(wanted)} runs on this machine's GPUs "
+                f"({', '.join(req.default_capabilities)}), which a default build compiles for",
+                file=req.project.build_toml,
+                key=f"kernel.{kernel.id}.cuda-capabilities",
+                hint="pass --cuda-capabilities all to build the kernel's whole list anyway",
+            )
         if not chosen.capabilities:
             targets = caps.targets_of(req.default_capabilities)
             raise ProjectError(

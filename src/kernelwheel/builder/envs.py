@@ -13,7 +13,9 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterator, Sequence
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -231,12 +233,18 @@ def provision(
         run_checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
         py = _venv_python(root)
         pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
-        run_checked(
-            [*pip, *pip_install_args(spec.pip_sources), spec.torch_requirement, *BUILD_TOOLS],
-            log,
-            f"install {spec.torch_requirement}",
-            hint="check the index/find-links options (offline builds: --find-links DIR)",
-        )
+        try:
+            run_checked(
+                [*pip, *pip_install_args(spec.pip_sources), spec.torch_requirement, *BUILD_TOOLS],
+                log,
+                f"install {spec.torch_requirement}",
+            )
+        except ToolchainError as exc:
+            tail = log.read_text(errors="replace")[-20000:] if log and log.is_file() else ""
+            # pip names an index it cannot reach only in its verbose output: ask each one
+            urls = [] if spec.no_index else [spec.index_url or PYPI, *spec.extra_index_urls]
+            down = {url: why for url in urls if (why := unreachable(url)) is not None}
+            raise torch_install_error(spec, exc.message, tail, down) from None
         if spec.packages:
             # The toolchain set is closed under its dependencies and pinned with hashes, so it
             # installs on its own, in hash-checking mode when the recipe has hashes.
@@ -253,6 +261,75 @@ def provision(
         info = probe(py)
         _write_marker(root / READY_MARKER, info)
         return info
+
+
+# pip's words for an index it could not reach (urllib3 and pip's own)
+_UNREACHABLE = (
+    "Could not fetch URL",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Network is unreachable",
+    "Max retries exceeded",
+    "ConnectTimeoutError",
+    "ProxyError",
+)
+PYPI = "https://pypi.org/simple"
+
+
+def unreachable(url: str, timeout: float = 10) -> str | None:
+    """Why ``url`` (an index) cannot be reached, or None when it answers at all (an HTTP
+    error is an answer: the index is there)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):
+            return None
+    except urllib.error.HTTPError:
+        return None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return str(reason) or type(exc).__name__
+
+
+def torch_install_error(
+    spec: EnvSpec, failed: str, log_tail: str, down: Mapping[str, str]
+) -> ToolchainError:
+    """The error of a failed ``pip install <torch>``: the package, every place pip looked
+    (the index URLs, find-links), which of them could not be reached (``down``: URL -> why),
+    pip's own reason from the log, and how to provide the wheel. A flavour PyPI does not serve
+    (``torch==X+cpu``) names PyTorch's index."""
+    places = [] if spec.no_index else [spec.index_url or PYPI, *spec.extra_index_urls]
+    places += [f"--find-links {link}" for link in spec.find_links]
+    lines = log_tail.splitlines()
+    fetch = next((ln.strip() for ln in lines if any(w in ln for w in _UNREACHABLE)), None)
+    errors = [ln.strip() for ln in lines if ln.startswith("ERROR:")]
+    cause = "; ".join(c[:300] for c in (fetch, errors[-1] if errors else None) if c)
+    message = (
+        f"{failed}: pip found no {spec.torch_requirement} in "
+        + (", ".join(places) or "nothing (--no-index without --find-links)")
+        + "".join(f"\n  {url} is unreachable: {why}" for url, why in down.items())
+        + (f"\n  pip: {cause}" if cause else "")
+    )
+    own = spec.extra_index_urls[0] if spec.extra_index_urls else None
+    if own is not None and "+" in spec.torch_requirement:
+        reach = (
+            f"this machine cannot reach {own}" if own in down else f"let this machine reach {own}"
+        )
+        hint = (
+            f"{spec.torch_requirement} is published on PyTorch's index {own}, not on PyPI: "
+            f"{reach}; or download the wheel where it can (pip download "
+            f"'{spec.torch_requirement}' --index-url {own} --no-deps) and pass --find-links DIR"
+        )
+    elif down or fetch:
+        hint = (
+            f"let this machine reach {' and '.join(places) or 'the index'}, or pass --find-links "
+            "DIR with the wheels (--no-index for a fully offline build)"
+        )
+    else:
+        hint = (
+            "check the --index-url/--find-links options and the recipe's torch pin "
+            "(recipes/torch.toml); the log has pip's full output"
+        )
+    return ToolchainError(message, hint=hint)
 
 
 def probe_python_version(python: Path) -> str:

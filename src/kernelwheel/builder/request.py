@@ -45,6 +45,9 @@ class BuildRequest:
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     fatbin_compression: str = "default"  # nvcc --compress-mode (CUDA >= 12.8)
     cuda_capabilities: tuple[str, ...] | None = None  # replaces build.toml's and the recipe's
+    # A default build's targets are the capabilities of the GPUs present (default_capabilities
+    # holds them, not the recipe's list): messages say so and how to build them all.
+    for_gpus_here: bool = False
     headers: HeaderPlan = HeaderPlan()  # where the compiled kernels' depends come from
     with_cpu_kernels: bool = False  # GPU variants also compile the cpu kernels (docs/compile.md)
     nvcc_threads: int | None = None  # None: one per capability of the widest kernel
@@ -92,13 +95,16 @@ def request_for(
     deps: DependencyTable | None = None,
     *,
     git: GitState | None = None,
+    gpu_capabilities: tuple[str, ...] = (),
 ) -> BuildRequest:
     """The request to build ``recipe``'s variant of ``project`` as ``options`` say. A variant
     kernelwheel does not compile (ROCm, XPU, Metal...) is a
     :class:`~kernelwheel.errors.ToolchainError` before anything is made for it. ``deps``
     (default: read from the recipes folder) says what build.toml's ``depends`` names provide;
     a dependency that cannot be provided is refused here, before anything is compiled, and so
-    is a variant for another arch without its cross compiler (:func:`.cross.plan_for`)."""
+    is a variant for another arch without its cross compiler (:func:`.cross.plan_for`).
+    ``gpu_capabilities`` (a default build: plan.defaults) replace the recipe's capabilities as
+    the targets of a CUDA variant."""
     require_toolchain(recipe.variant)
     table = deps if deps is not None else load_deps(options.recipes)
     sources = IndexOptions(options.index_url, options.find_links, options.no_index)
@@ -125,7 +131,8 @@ def request_for(
         env_spec=env_spec,
         python=options.python,
         cuda_home=options.cuda_home,
-        default_capabilities=cuda.capabilities if cuda else (),
+        default_capabilities=(gpu_capabilities or cuda.capabilities) if cuda else (),
+        for_gpus_here=bool(cuda and gpu_capabilities),
         cuda_system_paths=tuple(Path(p) for p in cuda.system_paths) if cuda else (),
         jobs=resolve_jobs(options.jobs),
         manylinux=options.manylinux(),

@@ -221,7 +221,8 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         "--cuda-capabilities",
         metavar="LIST",
         help="compile for these capabilities instead of build.toml's and the recipe's, e.g. "
-        "'9.0 10.0+PTX' (+PTX also embeds PTX)",
+        "'9.0 10.0+PTX' (+PTX also embeds PTX); 'all': that full list, also for the default "
+        "build, which otherwise compiles for this machine's GPUs",
     )
     cuda.add_argument(
         "--nvcc-threads",

@@ -100,6 +100,8 @@ class TorchSection:
     cxx_flags: tuple[str, ...] = ()
     # backend -> oldest torch of the stable ABI the backend builds against; absent: per-torch.
     stable_abi: tuple[tuple[str, Version], ...] = ()
+    # The earliest form's ``pyroot``: the folder holding the Python package (None: torch-ext).
+    pyroot: Path | None = None
 
     def stable_abi_for(self, backend: str) -> Version | None:
         return dict(self.stable_abi).get(backend)

@@ -37,6 +37,7 @@ from ..model.variant import Arch, LocalVersionStyle
 from .selector import Selector, expand_braces, split_patterns
 
 __all__ = [
+    "ALL_CAPABILITIES",
     "DEFAULT_CACHE_DIR",
     "DEFAULT_OPTIONS",
     "ENV_VARS",
@@ -53,6 +54,7 @@ __all__ = [
 PYPROJECT = "pyproject.toml"
 TOOL_TABLE = "tool.kernelwheel"
 ARCH_KEYWORDS = ("all", "auto", "native")
+ALL_CAPABILITIES = "all"  # cuda-capabilities: the full list, even for a default build
 DEFAULT_CACHE_DIR = Path("~/.cache/kernelwheel").expanduser()
 
 _Fail = Callable[[str, str], Exception]
@@ -95,7 +97,8 @@ class Options:
     hub_layout: Path | None = None  # also export each built variant as a Hub tree here
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     # CUDA device code: nvcc's fatbin compression (CUDA >= 12.8; "default": nvcc's own choice)
-    # and the capability list (None: build.toml's cuda-capabilities, else the recipe's default)
+    # and the capability list (None: build.toml's cuda-capabilities, else the recipe's default,
+    # except that a default build compiles for the GPUs present; (): "all", that list always)
     fatbin_compression: str = "default"
     cuda_capabilities: tuple[str, ...] | None = None
     # local CUTLASS checkouts, preferred to PyPI's headers (needed for releases PyPI lacks)
@@ -365,10 +368,18 @@ def _fatbin_compression(raw: Any, fail: _Fail, base: Path) -> str:
 
 
 def _capabilities(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
+    """A list of capabilities, or ``all``: () (the full list, also for a default build)."""
     texts = _strings(raw, fail, "'9.0 10.0+PTX'")
     items = [t for text in texts for t in text.replace(",", " ").replace(";", " ").split()]
     if not items:
-        raise fail("lists no capability", "e.g. 9.0 or '8.0 9.0 10.0+PTX'")
+        raise fail("lists no capability", "e.g. 9.0 or '8.0 9.0 10.0+PTX', or all")
+    if ALL_CAPABILITIES in (item.lower() for item in items):
+        if len(items) > 1:
+            raise fail(
+                f"gives {ALL_CAPABILITIES!r} with other capabilities",
+                "give all alone (every capability of the list) or only capabilities",
+            )
+        return ()
     for item in items:
         try:
             CudaCapability.parse(item)
