@@ -19,6 +19,12 @@ def test_torch_api_include_extension_h_is_dropped_for_every_compiler() -> None:
     assert worker.without_dropped(args) == {"cxx": ["-O3"], "nvcc": ["--threads=2"], "sycl": []}
 
 
+def test_torchs_extension_wide_build_id_is_dropped() -> None:
+    """torch defines TORCH_EXTENSION_NAME for every unit; the plan gives it per unit instead."""
+    args = {"cxx": ["-DTORCH_EXTENSION_NAME=_k_0123", "-O3"], "nvcc": ["-DTORCH_EXTENSION_NAME=_k"]}
+    assert worker.without_dropped(args) == {"cxx": ["-O3"], "nvcc": []}
+
+
 class _FakeBuildExt:
     """Stands for torch's BuildExtension: records what each extension is compiled with."""
 

@@ -20,14 +20,19 @@ _FLAG_LINES = ("cflags", "post_cflags", "cuda_cflags", "cuda_post_cflags")
 # What torch's BuildExtension adds that kernel-builder does not: with it, <torch/torch.h> pulls
 # in pybind11 (torch/extension.h), which does not compile under Py_LIMITED_API.
 DROPPED_FLAGS = ("-DTORCH_API_INCLUDE_EXTENSION_H",)
+# torch also defines TORCH_EXTENSION_NAME (the build id) for every unit; the plan defines it
+# only for the units that name it (builder.compile_plan), so an edit recompiles those alone.
+DROPPED_PREFIXES = ("-DTORCH_EXTENSION_NAME=",)
 
 
 def without_dropped(args: Any) -> Any:
     """``extra_compile_args`` (a list, or a dict of lists per compiler) without
-    :data:`DROPPED_FLAGS`."""
+    :data:`DROPPED_FLAGS` and flags starting with :data:`DROPPED_PREFIXES`."""
     if isinstance(args, dict):
         return {key: without_dropped(value) for key, value in args.items()}
-    return [arg for arg in args if arg not in DROPPED_FLAGS]
+    return [
+        arg for arg in args if arg not in DROPPED_FLAGS and not arg.startswith(DROPPED_PREFIXES)
+    ]
 
 
 def build_ext_class(build_extension: Any) -> Any:
@@ -167,6 +172,9 @@ def _leftover_dropped_flags(build_temp: Path) -> list[str]:
     for ninja in build_temp.rglob("build.ninja"):
         text = ninja.read_text()
         found.update(flag for flag in DROPPED_FLAGS if flag in text)
+        # the extension-wide lines only: a unit's own binding may define the build id
+        shared = [line for line in text.splitlines() if line.startswith(_FLAG_LINES)]
+        found.update(p for p in DROPPED_PREFIXES if any(p in line for line in shared))
     return sorted(found)
 
 
