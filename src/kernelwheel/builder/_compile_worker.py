@@ -131,12 +131,47 @@ def preprocessed_mode(text: str, torch_free: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
+# Tokens that name the build's real folders on purpose (prefix maps, nvcc's --keep-dir).
+_REAL_PATH_FLAGS = ("-ffile-prefix-map=", "-Xcompiler=-ffile-prefix-map=", "--keep-dir")
+_COMMAND_LINES = (*_FLAG_LINES, "cxx", "nvcc")
+
+
+def view_paths(text: str, views: list[list[str]]) -> str:
+    """build.ninja with each ``[folder, link]`` of ``views`` named through its link in the
+    compile flags and sources (objects keep their paths: setuptools links them by those):
+    ccache then keys the project's files on a path under the cache folder, made relative
+    (builder.compiler_cache), the same on every machine."""
+    if not views:
+        return text
+
+    def swap(token: str) -> str:
+        if token.startswith(_REAL_PATH_FLAGS):
+            return token
+        for folder, link in views:
+            for head in ("", "-I", "-isystem", "-include", "-iquote"):
+                if token == head + folder or token.startswith(head + folder + "/"):
+                    return head + link + token[len(head + folder) :]
+        return token
+
+    out: list[str] = []
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if line.startswith("build ") and ": " in line:
+            target, _, rest = line.partition(": ")
+            line = f"{target}: {' '.join(swap(t) for t in rest.split(' '))}"
+        elif stripped.startswith(_COMMAND_LINES) and " = " in stripped:
+            line = " ".join(swap(t) for t in line.split(" "))
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def install_ninja_edits(
     cpp_extension: Any,
     entries: list[dict[str, Any]],
     gencode: list[str],
     order: list[str] | None = None,
     torch_free: list[str] | None = None,
+    views: list[list[str]] | None = None,
 ) -> None:
     """Give sources their own flags by adding bindings to the build.ninja torch writes (through
     its private ``_write_ninja_file``, present from torch 1.x to 2.14), the ``torch_free`` ones
@@ -144,7 +179,7 @@ def install_ninja_edits(
     order). Without that function the order and the cache mode are torch's and ccache's
     defaults (choices of speed, not needs); per-source flags are then an error."""
     original: Callable[..., Any] | None = getattr(cpp_extension, "_write_ninja_file", None)
-    if original is None and not entries:
+    if original is None and not entries and not views:
         return
     if original is None:
         raise RuntimeError(
@@ -160,7 +195,8 @@ def install_ninja_edits(
         nvcc = list(bound.get("cuda_post_cflags") or [])
         text = source_bindings(path.read_text(), entries, nvcc, gencode)
         text = preprocessed_mode(text, torch_free or [])
-        path.write_text(in_source_order(text, order) if order else text)
+        text = in_source_order(text, order) if order else text
+        path.write_text(view_paths(text, views or []))
         return written
 
     cpp_extension._write_ninja_file = write
@@ -250,10 +286,18 @@ def main() -> int:
 
     build_temp = Path(spec["build_temp"])
     build_lib = Path(spec["build_lib"])
-    extra = {"cxx": spec["cxx_flags"]}
+    # torch's headers and Python's, wherever this interpreter has them (a --python environment,
+    # or one in the cache folder): fixed names, last, so they win over the cache folder's map.
+    import sysconfig
+
+    maps = [
+        f"-ffile-prefix-map={os.path.dirname(torch.__file__)}=/kernelwheel/torch",
+        f"-ffile-prefix-map={sysconfig.get_paths()['include']}=/kernelwheel/python",
+    ]
+    extra = {"cxx": [*spec["cxx_flags"], *maps]}
     factory = CppExtension
     if spec["cuda"]:
-        extra["nvcc"] = spec["nvcc_flags"]
+        extra["nvcc"] = [*spec["nvcc_flags"], *(f"-Xcompiler={m}" for m in maps)]
         factory = CUDAExtension
     ext = factory(
         name=spec["name"],
@@ -273,6 +317,7 @@ def main() -> int:
         gencode,
         spec["sources"],
         spec.get("torch_free", []),
+        spec.get("path_views", []),
     )
     setuptools.setup(
         name=spec["name"],

@@ -143,9 +143,12 @@ def _defines(req: BuildRequest, backend: str) -> tuple[Macro, ...]:
     return (*defines, *backend_macros(backend, req.with_cpu_kernels))
 
 
-def _prefix_maps(stage: Path, root: Path, remedies: RemedySet) -> list[str]:
-    """Build paths mapped out of debug info, so the same sources give the same bytes anywhere."""
+def _prefix_maps(stage: Path, root: Path, remedies: RemedySet, cache: Path) -> list[str]:
+    """Build paths mapped out of debug info, so the same sources give the same bytes anywhere.
+    The cache folder (environments, toolkit store, dependency headers) first: gcc tries the
+    last map first, so the work folder inside it keeps its own name."""
     return [
+        f"-ffile-prefix-map={cache}=/kernelwheel/cache",
         f"-ffile-prefix-map={stage}=/kernelwheel/build",
         f"-ffile-prefix-map={root}=/kernelwheel/src",
         f"-ffile-prefix-map={remedies.sources[0].parent}=/kernelwheel/data",
@@ -358,7 +361,7 @@ def plan_compile(
     include_dirs = [str(stage / "include")]
     include_dirs += [str(project.root / p) for p in project.torch.include]
     include_dirs += [str(project.root / p) for k in kernels for p in k.include]
-    prefix_maps = _prefix_maps(stage, project.root, remedies)
+    prefix_maps = _prefix_maps(stage, project.root, remedies, req.cache_dir)
     cuda = None
     if tools.cuda is not None:
         host = _nvcc_host_flags(prefix_maps, remedies, tools)

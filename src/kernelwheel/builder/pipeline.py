@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from packaging.tags import Tag
@@ -23,13 +24,14 @@ from ..compat.guard import BuildStamp
 from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import Framework, KernelProject
+from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, BackendKind, CxxAbi, LocalVersionStyle, Variant
 from ..plan.options import available_memory_mib, resolve_jobs
 from ..wheels import WheelSpec, write_wheel
 from . import codegen, cross
 from .compile_plan import Toolchain, plan_compile
 from .compile_rules import NO_GNU_UNIQUE
-from .compiler_cache import ccache_env, read_stats
+from .compiler_cache import ccache_env, read_stats, select_ccache
 from .deps import provide_headers
 from .envs import (
     CudaToolkit,
@@ -45,6 +47,7 @@ from .reuse import Reuse, build_key, repair_key
 from .wheelmeta import project_metadata, requirements
 
 _WORKER = Path(__file__).with_name("_compile_worker.py")
+PROJECT_LINK = "project"
 
 
 def full_version(
@@ -211,7 +214,22 @@ def _worker_env(
         env_vars["CUDA_HOME"] = str(toolkit.home)
         env_vars["PATH"] = f"{toolkit.home / 'bin'}{os.pathsep}{env_vars.get('PATH', '')}"
     nvcc = toolkit.home / "bin" / "nvcc" if toolkit else None
-    cached = None if req.no_ccache else ccache_env(req.cache_dir, stats_log, nvcc, env_vars)
+    cached = None
+    if not req.no_ccache:
+        ccache = select_ccache(
+            load_ccache_recipe(req.recipes_dir),
+            req.cache_dir,
+            env_vars.get("PATH"),
+            req.ccache_remote,
+            req.sources,
+            req.log,
+        )
+        with open(req.log, "a") as fh:
+            remote = f", remote storage {req.ccache_remote}" if req.ccache_remote else ""
+            fh.write(f"compiler cache: {ccache.describe()}{remote}\n")
+        cached = ccache_env(
+            req.cache_dir, stats_log, nvcc, env_vars, ccache.path, req.ccache_remote
+        )
     if cached is not None:
         env_vars.update(cached)
     else:
@@ -236,6 +254,9 @@ def _compile(
     if stage.exists():
         shutil.rmtree(stage)
     codegen.write_registration_header(stage / "include")
+    # The project through a link in the work folder: the compilers (and the compiler cache's
+    # keys) then name it by the same relative path on every machine (builder.compiler_cache).
+    (stage / PROJECT_LINK).symlink_to(req.project.root.resolve(), target_is_directory=True)
     # Known remedies keep the .so within manylinux_2_28 when built with a newer gcc/glibc.
     headers = tuple(provide_headers(req.headers, req.cache_dir, env.python, log))
     tools = _toolchain(toolkit, req.variants_at_once)
@@ -243,7 +264,7 @@ def _compile(
     if plan.keep_dir is not None:
         plan.keep_dir.mkdir(parents=True, exist_ok=True)
     _note(log, plan.notes)
-    spec = plan.spec
+    spec = replace(plan.spec, path_views=((str(req.project.root), str(stage / PROJECT_LINK)),))
     if cross_build is not None:  # kernelwheel.builder.cross: target include/lib dirs, nvcc -ccbin
         spec = cross_build.extend_spec(spec)
     spec_path = spec.write(stage / "compile.json")
@@ -281,7 +302,8 @@ def _compile(
         reuse.store(key, result, spec.sources)
     result.pop("inputs", None)
     stats = read_stats(stats_log) if cached else None
-    result["cache"] = stats.describe() if stats else "no compiler cache (install ccache)"
+    off = "no compiler cache (no-ccache)" if req.no_ccache else "ccache: no statistics"
+    result["cache"] = stats.describe() if stats else off
     result["notes"] = list(plan.notes)
     return result
 
