@@ -308,7 +308,7 @@ def test_the_build_id_reaches_only_the_units_that_name_it(tmp_path: Path) -> Non
     (root / "gemm" / "name.h").write_text("static const char* kName = TORCH_EXTENSION_NAME_STR;\n")
     (root / "gemm" / "ns.h").write_text("#define KW_NS TORCH_EXTENSION_NAME\n")
     (root / "gemm" / "launch.cpp").write_text('#include "ns.h"\n#include "name.h"\n')
-    commented = '// TORCH_EXTENSION_NAME\n/* and\n TORCH_EXTENSION_NAME */\n#include "../gemm/name.h"\n'
+    commented = '// TORCH_EXTENSION_NAME\n/* TORCH_EXTENSION_NAME */\n#include "../gemm/name.h"\n'
     (root / "norm" / "norm.cu").write_text(commented)
     spec = plan(request(root)).spec
     define = "-DTORCH_EXTENSION_NAME=_probe_0123456789"
