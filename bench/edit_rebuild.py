@@ -188,27 +188,42 @@ def rebuild_list(stage: Path) -> list[str]:
     return sorted(set(misses))
 
 
-def timed(cmd: str, cwd: Path) -> float:
-    env = dict(os.environ, CCACHE_DISABLE="1")
+def ninja_tool(args: argparse.Namespace) -> str:
+    """ninja: on PATH, beside the --python interpreter, or in a build environment."""
+    beside = [Path(args.python).parent / "ninja"] if args.python else []
+    envs = sorted(real_cache().glob("envs/*/bin/ninja"))
+    for candidate in [shutil.which("ninja"), *beside, *envs]:
+        if candidate and Path(candidate).exists():
+            return str(candidate)
+    raise SystemExit("no ninja found")
+
+
+def timed(cmd: str, cwd: Path, args: argparse.Namespace) -> float:
+    """One run of a compiler command, without ccache (the toolkit's bin on PATH for nvcc)."""
+    path = os.environ.get("PATH", "")
+    if args.cuda_home:
+        path = f"{args.cuda_home}/bin:{path}"
+    env = dict(os.environ, CCACHE_DISABLE="1", PATH=path)
     start = time.monotonic()
     subprocess.run(cmd, shell=True, cwd=cwd, env=env, check=True, capture_output=True)
     return time.monotonic() - start
 
 
-def reference(stage: Path, source: str, log: str) -> tuple[float, float]:
+def reference(stage: Path, source: str, log: str, args: argparse.Namespace) -> tuple[float, float]:
     """That source's compile alone (its command from build.ninja, without ccache) and the
     extension's link alone (its command from the log), each the better of two runs."""
     obj_dir = stage / "obj"
-    targets = subprocess.run(["ninja", "-C", str(obj_dir), "-t", "targets", "all"],
+    ninja = ninja_tool(args)
+    targets = subprocess.run([ninja, "-C", str(obj_dir), "-t", "targets", "all"],
                              capture_output=True, text=True, check=True).stdout
     target = next(t.split(":")[0] for t in targets.splitlines()
                   if t.split(":")[0].endswith(Path(source).stem + ".o"))
-    compile_cmd = subprocess.run(["ninja", "-C", str(obj_dir), "-t", "commands", "-s", target],
+    compile_cmd = subprocess.run([ninja, "-C", str(obj_dir), "-t", "commands", "-s", target],
                                  capture_output=True, text=True, check=True).stdout.strip()
     link = next(line for line in log.splitlines() if " -shared " in line and ".so" in line)
     link = link.strip()
-    compile_s = min(timed(compile_cmd, obj_dir) for _ in range(2))
-    link_s = min(timed(link, stage) for _ in range(2))
+    compile_s = min(timed(compile_cmd, obj_dir, args) for _ in range(2))
+    link_s = min(timed(link, stage, args) for _ in range(2))
     return compile_s, link_s
 
 
@@ -223,7 +238,7 @@ def edit(args: argparse.Namespace, root: Path) -> list[str]:
     again = build(proj, cache, root / "out", args)
     stage = stage_of(cache, args.variant)
     rebuilt = rebuild_list(stage)
-    src_s, link_s = reference(stage, edited, again["log"])
+    src_s, link_s = reference(stage, edited, again["log"], args)
     ref = src_s + link_s
     rows = [
         f"project: {args.files} kernel sources + binding, {args.variant}"

