@@ -20,8 +20,9 @@ check`` may find symbol versions newer than glibc 2.28 allows: that is why the w
 the image), and for CUDA 11.8/12.x the host's CUDA toolkit instead of the image's.
 
 Only ``${{ <context>.<key> }}`` references to matrix, env, steps, inputs, vars and secrets (this
-machine's ``KERNELWHEEL_*`` variables) are evaluated (an unset input or variable is empty, as on a tag push in a repository without variables); the shared
-steps must not use any other expression, so any other is an error here.
+machine's ``KERNELWHEEL_*`` variables) are evaluated (an unset input or variable is empty, as on a
+tag push in a repository without variables); the shared steps must not use any other expression,
+so any other is an error here.
 """
 
 from __future__ import annotations
