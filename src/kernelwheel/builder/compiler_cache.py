@@ -121,7 +121,7 @@ def select_ccache(
     """The host's ccache where :func:`usable`, else the recipe's from PyPI (installed once)."""
     host = shutil.which("ccache", path=path_env)
     if host is not None:
-        found = inspect_ccache(os.path.realpath(host), "system")
+        found = inspect_ccache(host, "system")
         if found is not None and usable(found, recipe.minimum, remote):
             return found
     return provision_ccache(recipe, cache_dir, sources, log)
