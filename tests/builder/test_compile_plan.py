@@ -103,7 +103,7 @@ def test_a_cuda_variant_compiles_the_cuda_kernels_with_kernel_builders_macros(
     ]
     macros = dict(spec.define_macros)
     assert macros["CUDA_KERNEL"] is None and macros["USE_CUDA"] == "1"
-    assert macros["TORCH_EXTENSION_NAME"] == "_probe_0123456789"
+    assert "TORCH_EXTENSION_NAME" not in macros  # only the units that name it: see below
     assert macros["_GLIBCXX_USE_CXX11_ABI"] == "1" and macros["Py_LIMITED_API"] == "0x03090000"
     assert not {"CPU_KERNEL", "KERNELWHEEL_WITH_CPU", "KERNELWHEEL_WITH_CUDA"} & set(macros)
     assert "-fno-gnu-unique" in spec.cxx_flags
@@ -333,3 +333,33 @@ def test_a_source_two_kernels_list_compiles_once_with_both_kernels_flags(
         assert by_source["old/old.cu"].gencode == ("-gencode=arch=compute_90a,code=sm_90a",)
     else:
         assert api.flags == ("-DOLD_ONLY",) and spec.capabilities == ("9.0a",)
+
+
+def test_the_build_id_reaches_only_the_units_that_name_it(tmp_path: Path) -> None:
+    """The binding (and a kernel source that names the macro itself, or through a project
+    header) get -DTORCH_EXTENSION_NAME; the other units' command lines hold no build id, so an
+    edit that changes the id leaves them as they were (and hits the compiler cache)."""
+    root = project_with(tmp_path, gemm='cxx-flags = ["-DGEMM"]')
+    (root / "torch-ext" / "binding.cpp").write_text(
+        '#include "registration.h"\nTORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {}\n'
+        "REGISTER_EXTENSION(TORCH_EXTENSION_NAME)\n"
+    )
+    (root / "gemm" / "name.h").write_text("static const char* kName = TORCH_EXTENSION_NAME_STR;\n")
+    (root / "gemm" / "ns.h").write_text("#define KW_NS TORCH_EXTENSION_NAME\n")
+    (root / "gemm" / "launch.cpp").write_text('#include "ns.h"\n#include "name.h"\n')
+    commented = '// TORCH_EXTENSION_NAME\n/* TORCH_EXTENSION_NAME */\n#include "../gemm/name.h"\n'
+    (root / "norm" / "norm.cu").write_text(commented)
+    spec = plan(request(root)).spec
+    define = "-DTORCH_EXTENSION_NAME=_probe_0123456789"
+    with_id = {
+        Path(e.source).relative_to(root).as_posix(): e.flags
+        for e in spec.source_flags
+        if define in e.flags
+    }
+    assert with_id == {
+        "torch-ext/binding.cpp": (define,),
+        "gemm/launch.cpp": (define, "-DGEMM"),  # its kernel's own flags kept
+    }
+    assert "TORCH_EXTENSION_NAME" not in dict(spec.define_macros)
+    everywhere = (*spec.cxx_flags, *spec.nvcc_flags, *(f"{k}={v}" for k, v in spec.define_macros))
+    assert not any("_probe_0123456789" in flag for flag in everywhere)

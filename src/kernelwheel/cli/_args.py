@@ -175,6 +175,12 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         "variant's shared object or repaired wheel",
     )
     env.add_argument(
+        "--ccache-remote",
+        metavar="URL",
+        help="share compiled objects between machines through ccache's remote storage: "
+        "redis://HOST[:PORT], http://HOST/PATH or file:/FOLDER (docs/compiler-cache.md)",
+    )
+    env.add_argument(
         "--find-links",
         action="append",
         metavar="DIR_OR_URL",

@@ -85,6 +85,7 @@ class Options:
     output_dir: Path = Path("wheelhouse")
     cache_dir: Path = DEFAULT_CACHE_DIR
     no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
+    ccache_remote: str | None = None  # ccache's remote storage (redis://, http://, file:)
     jobs: int | None = None  # None: auto, fit the machine (see resolve_jobs)
     python: Path | None = None  # build with this interpreter's torch, not a made environment
     cuda_home: Path | None = None  # None: found (toolchain packages, CUDA_HOME, /usr/local/cuda)
@@ -340,6 +341,26 @@ def _links(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
     return tuple(i if "://" in i else str(_path(i, fail, base)) for i in items)
 
 
+# ccache's remote storage back ends (docs/compiler-cache.md)
+_REMOTE_SCHEMES = ("redis://", "redis+unix:", "http://", "file:")
+
+
+def _remote_storage(raw: Any, fail: _Fail, base: Path) -> str | None:
+    """ccache's remote storage: one or more URLs (space-separated), each with optional
+    ``|attribute=value`` parts; an empty string turns a lower layer's setting off."""
+    if not isinstance(raw, str):
+        raise fail(f"expected a storage URL, got {raw!r}", "e.g. redis://cache.example:6379")
+    urls = raw.split()
+    for url in urls:
+        if not url.startswith(_REMOTE_SCHEMES):
+            raise fail(
+                f"{url!r} is no ccache remote storage URL",
+                "use redis://HOST[:PORT], redis+unix:/SOCKET, http://HOST/PATH or file:/FOLDER "
+                "(https is not one of ccache's storage back ends: put a TLS proxy in front)",
+            )
+    return " ".join(urls) or None
+
+
 def _plat(raw: Any, fail: _Fail, base: Path) -> str:
     if not isinstance(raw, str) or not raw.strip().startswith(("manylinux", "musllinux")):
         raise fail(f"expected a manylinux policy, got {raw!r}", "e.g. manylinux_2_28")
@@ -490,6 +511,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("output_dir", _path),
     OptionDef("cache_dir", _path),
     OptionDef("no_ccache", _bool),
+    OptionDef("ccache_remote", _remote_storage),
     OptionDef("jobs", _jobs),
     OptionDef("python", _interpreter_path),
     OptionDef("cuda_home", _path),
