@@ -148,7 +148,7 @@ def _prefix_maps(stage: Path, root: Path, remedies: RemedySet) -> list[str]:
     return [
         f"-ffile-prefix-map={stage}=/kernelwheel/build",
         f"-ffile-prefix-map={root}=/kernelwheel/src",
-        f"-ffile-prefix-map={remedies.sources[0].parent}=/kernelwheel/data",
+        f"-ffile-prefix-map={remedies.data_dir}=/kernelwheel/data",
     ]
 
 

@@ -51,6 +51,7 @@ class BuildRequest:
     memory_per_thread: int | None = None  # MiB a compiler thread needs (None: the default)
     git: GitState | None = None  # the project's git state (the Hub export's provenance)
     no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
+    abi_remedies: bool = True  # the ABI remedies (abi/remedies, docs/portability.md)
     sources: IndexOptions = IndexOptions()  # where pip looks (a tvm-ffi build's environment)
     # The options set above their defaults, each with its layer (Options.preamble): the top
     # of the variant's log.
@@ -141,6 +142,7 @@ def request_for(
         memory_per_thread=options.memory_per_thread,
         git=git,
         no_ccache=options.no_ccache,
+        abi_remedies=options.abi_remedies,
         sources=sources,
         options_preamble=options.preamble(),
     )
