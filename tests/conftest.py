@@ -20,7 +20,7 @@ from kernelwheel.model.variant import Variant
 
 # Suites that run inside a built wheel's venv (they import the kernel, not kernelwheel): the
 # integration tests copy them there; this run never collects them.
-collect_ignore = ["kernel_suites"]
+collect_ignore = ["kernel_suites", "fixtures"]  # fixtures: projects whose tests run in their wheel
 
 EVERYTHING = "integration or not integration"
 # The time limit of an integration test (pyproject's timeout is the unit tests'): the first run

@@ -152,7 +152,7 @@ def _prefix_maps(stage: Path, root: Path, remedies: RemedySet, cache: Path) -> l
         f"-ffile-prefix-map={cache}=/kernelwheel/cache",
         f"-ffile-prefix-map={stage}=/kernelwheel/build",
         f"-ffile-prefix-map={root}=/kernelwheel/src",
-        f"-ffile-prefix-map={remedies.sources[0].parent}=/kernelwheel/data",
+        f"-ffile-prefix-map={remedies.data_dir}=/kernelwheel/data",
     ]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from packaging.tags import Tag
 
 from .._util import output_dir, run_logged
-from ..abi.remedies import remedy_flags
+from ..abi.symver import ForcedHeader
 from ..compat.guard import BuildStamp
 from ..errors import BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
@@ -43,6 +43,9 @@ from .steps import (
     full_version,
     package_files,
     probe_toolchain,
+    remedies_setting,
+    remedy_header,
+    write_remedies,
 )
 from .tvm_ffi import build_tvm_ffi_variant
 from .wheelmeta import project_metadata, requirements
@@ -153,20 +156,21 @@ def _compile(
     log: Path,
     toolkit: CudaToolkit | None,
     cross_build: cross.CrossBuild | None = None,
+    header: ForcedHeader | None = None,
 ) -> dict[str, object]:
     variant = req.variant
     stage = req.work_dir / variant.name
     if stage.exists():
         shutil.rmtree(stage)
     codegen.write_registration_header(stage / "include")
+    # The remedies keep the .so within the policy when built with a newer gcc/glibc.
+    remedies = write_remedies(header, stage / "include")
     # The project and kernelwheel's data folder (the compat source) through links in the work
     # folder: the compilers (and the compiler cache's keys) then name them by the same relative
     # path on every machine (builder.compiler_cache).
-    remedies = remedy_flags()
-    views = ((req.project.root, PROJECT_LINK), (remedies.sources[0].parent, DATA_LINK))
+    views = ((req.project.root, PROJECT_LINK), (remedies.data_dir, DATA_LINK))
     for folder, link in views:
         (stage / link).symlink_to(folder.resolve(), target_is_directory=True)
-    # Known remedies keep the .so within manylinux_2_28 when built with a newer gcc/glibc.
     headers = tuple(provide_headers(req.headers, req.cache_dir, env.python, log))
     tools = probe_toolchain(toolkit, req.variants_at_once)
     plan = plan_compile(req, namespace, stage, tools, remedies, headers)
@@ -266,14 +270,16 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
         if cross_build is not None:
             detail.append(cross_build.describe())
+        cross_cxx = str(cross_build.compiler.cxx) if cross_build is not None else None
+        header = remedy_header(req, cross_cxx)
 
     with step(reporter, scope, "codegen") as detail:
-        bid = codegen.build_id(project, variant, settings=_settings(req))
+        bid = codegen.build_id(project, variant, settings=_settings(req, header))
         namespace = codegen.ops_namespace(project.package, bid)
         detail.append(namespace)
 
     with step(reporter, scope, "compile", log=log) as detail:
-        result = _compile(req, env, namespace, log, toolkit, cross_build)
+        result = _compile(req, env, namespace, log, toolkit, cross_build, header)
         detail.append(str(result["cache"]))
     for note in _notes(result):
         reporter.info(scope, note)
@@ -315,9 +321,11 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
     return finish_wheel(req, raw, reporter, bid, namespace, env, _caps(result))
 
 
-def _settings(req: BuildRequest) -> tuple[str, ...]:
-    """Build settings that change what is compiled, beyond the files and the variant."""
-    return ("with-cpu-kernels",) if req.with_cpu_kernels else ()
+def _settings(req: BuildRequest, header: ForcedHeader | None) -> tuple[str, ...]:
+    """Build settings that change what is compiled, beyond the files and the variant: with
+    ``with-cpu-kernels``, the remedies' header digest (or their absence)."""
+    cpu = ("with-cpu-kernels",) if req.with_cpu_kernels else ()
+    return (*cpu, remedies_setting(header))
 
 
 def _notes(result: dict[str, object]) -> tuple[str, ...]:

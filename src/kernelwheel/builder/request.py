@@ -56,6 +56,7 @@ class BuildRequest:
     no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
     ccache_remote: str | None = None  # ccache's remote storage URL(s), shared across machines
     recipes_dir: Path | None = None  # where ccache.toml may be (None: the bundled recipes)
+    abi_remedies: bool = True  # the ABI remedies (abi/remedies, docs/portability.md)
     sources: IndexOptions = IndexOptions()  # where pip looks (a tvm-ffi build's environment)
     # The options set above their defaults, each with its layer (Options.preamble): the top
     # of the variant's log.
@@ -152,6 +153,7 @@ def request_for(
         no_ccache=options.no_ccache,
         ccache_remote=options.ccache_remote,
         recipes_dir=options.recipes,
+        abi_remedies=options.abi_remedies,
         sources=sources,
         options_preamble=options.preamble(),
     )

@@ -11,14 +11,19 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .._util import CommandTimeout, atomic_copy, run_captured
-from ..abi import check_wheel
+from ..abi import Rule, WheelReport, check_wheel
+from ..abi._elf import demangle
+from ..abi.origins import objects_referencing
+from ..abi.policy import DEFAULT_POLICY, load_policy
+from ..abi.remedies import NO_REMEDIES, RemedySet, abi_header, remedy_flags, symver_libraries
 from ..abi.repair import RepairResult, repair_wheel
+from ..abi.symver import ForcedHeader, VersionTable, read_version_table
 from ..errors import AbiError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
-from ..model.variant import LocalVersionStyle, Variant
+from ..model.variant import Arch, LocalVersionStyle, Variant
 from ..plan.options import available_memory_mib, resolve_jobs
-from .compile_plan import Toolchain
+from .compile_plan import SOURCE_SUFFIXES, Toolchain
 from .compile_rules import NO_GNU_UNIQUE
 from .envs import CudaToolkit, EnvInfo, supported_capabilities
 from .request import BuildRequest, BuiltWheel
@@ -47,6 +52,62 @@ def _links_shared_libstdcxx(cxx: str) -> bool:
     except (OSError, CommandTimeout):
         return True  # no such compiler: the compile step reports it
     return os.path.isabs(out.stdout.strip())
+
+
+def _print_file_name(cxx: str, name: str) -> str | None:
+    """The library ``name`` the compiler ``cxx`` links (``-print-file-name``, which echoes the
+    bare name when it has none); None without one, or without such a compiler."""
+    try:
+        out = run_captured([*cxx.split(), f"-print-file-name={name}"], timeout=60)
+    except (OSError, CommandTimeout):
+        return None
+    path = out.stdout.strip()
+    return path if os.path.isabs(path) else None
+
+
+def _target_libraries(cxx: str, names: tuple[str, ...]) -> dict[str, VersionTable]:
+    """The version tables of the libraries ``names`` the compiler links against: the target's
+    libc.so.6 and libm.so.6 (a cross compiler's are its sysroot's). A library it does not find,
+    or one without version tables (not glibc), is left out."""
+    out: dict[str, VersionTable] = {}
+    for name in names:
+        path = _print_file_name(cxx, name)
+        if path is None:
+            continue
+        try:
+            out[path] = read_version_table(path)
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def remedy_header(req: BuildRequest, cxx: str | None = None) -> ForcedHeader | None:
+    """The forced-include header of this build (abi/symver), made from the target policy's caps
+    and the target's own libc/libm, found through the compiler ``cxx`` (default: $CXX or c++; a
+    cross build's own); None with the remedies off."""
+    if not req.abi_remedies:
+        return None
+    compiler = cxx or os.environ.get("CXX") or "c++"
+    arch = (req.variant.arch or Arch.host()).value
+    policy = load_policy(req.manylinux or DEFAULT_POLICY, arch)
+    return abi_header(_target_libraries(compiler, symver_libraries()), policy)
+
+
+def write_remedies(header: ForcedHeader | None, include_dir: Path) -> RemedySet:
+    """The remedies' flags and sources, with ``header`` written into ``include_dir``; none when
+    the remedies are off (no header)."""
+    if header is None:
+        return NO_REMEDIES
+    include_dir.mkdir(parents=True, exist_ok=True)
+    path = include_dir / header.name
+    path.write_text(header.text)
+    return remedy_flags(path)
+
+
+def remedies_setting(header: ForcedHeader | None) -> str:
+    """The build-id setting that records the remedies: the header's digest (it is made from the
+    host's libc, so another host's build gets another id), or their absence."""
+    return f"abi-header:{header.digest[:16]}" if header is not None else "no-abi-remedies"
 
 
 def check_cxx_toolchain(environ: Mapping[str, str]) -> None:
@@ -146,7 +207,7 @@ def finish_wheel(
             path = atomic_copy(raw, req.out_dir / raw.name)
             detail.append("ok" if report.ok else f"{len(report.violations)} violation(s)")
         if not report.ok and not req.best_effort:
-            raise AbiError(report.summary(), hint=_ABI_HINT)
+            raise AbiError(report.summary() + pulled_in_by(req, report), hint=_ABI_HINT)
         return BuiltWheel(variant, path, bid, namespace, log, env, report.ok, capabilities)
 
     with step(reporter, scope, "repair") as detail:
@@ -161,7 +222,7 @@ def finish_wheel(
         else:
             detail.append(f"{len(report.violations)} violation(s), kept as {repaired.tag}")
             with open(log, "a") as fh:
-                fh.write("\n" + report.summary(limit=100) + "\n")
+                fh.write("\n" + report.summary(limit=100) + pulled_in_by(req, report) + "\n")
     return BuiltWheel(variant, repaired.wheel, bid, namespace, log, env, report.ok, capabilities)
 
 
@@ -184,9 +245,46 @@ def _repair(req: BuildRequest, raw: Path) -> RepairResult:
             grafted=tuple(str(g) for g in grafted) if isinstance(grafted, list) else (),
             log=f"(reused: the repair of the same raw wheel)\n{record.get('log', '')}",
         )
-    repaired = repair_wheel(raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort)
+    try:
+        repaired = repair_wheel(raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort)
+    except AbiError as exc:
+        where = pulled_in_by(req, check_wheel(raw, policy=req.manylinux))
+        raise AbiError(exc.message + where, hint=exc.hint) from None
     reuse.keep_repaired(raw, key, repaired.wheel, repaired.tag, repaired.grafted, repaired.log)
     return repaired
+
+
+def pulled_in_by(req: BuildRequest, report: WheelReport) -> str:
+    """Lines naming, for each symbol-version violation, the build's object files that reference
+    the symbol and the sources they were compiled from (read from the variant's work folder);
+    empty when none is found."""
+    symbols = {
+        v.subject for o in report.objects for v in o.violations if v.rule is Rule.SYMBOL_VERSIONS
+    }
+    stage = req.work_dir / req.variant.name
+    if not symbols or not stage.is_dir():
+        return ""
+    found = objects_referencing(sorted(stage.rglob("*.o")), symbols)
+    lines = [
+        f"\n  {demangle(name)} is pulled in by "
+        + ", ".join(dict.fromkeys(_object_source(obj, stage, req.project) for obj in objects))
+        for name, objects in sorted(found.items())
+    ]
+    return "".join(lines)
+
+
+def _object_source(obj: Path, stage: Path, project: KernelProject) -> str:
+    """``csrc/k.cpp (object obj/…/k.o)``: the source an object was compiled from, matched on its
+    path (setuptools: the object mirrors the source's path) or its stem (tvm-ffi: ``NNN-k.o``)."""
+    rel = obj.relative_to(stage)
+    bare = str(obj)[: -len(obj.suffix)]
+    stem = obj.stem.split("-", 1)[1] if obj.stem[:3].isdigit() and "-" in obj.stem else obj.stem
+    for source in project.source_files():
+        if source.suffix not in SOURCE_SUFFIXES:
+            continue
+        if bare.endswith(str(source.with_suffix(""))) or source.stem == stem:
+            return f"{source.relative_to(project.root)} (object {rel})"
+    return f"{rel} (kernelwheel's own source)" if "kernelwheel_compat" in obj.name else str(rel)
 
 
 _ABI_HINT = (

@@ -32,7 +32,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from .._util import CommandTimeout, atomic_write, output_dir, run_captured, run_checked, run_logged
-from ..abi.remedies import remedy_flags
+from ..abi.symver import ForcedHeader
 from ..errors import BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject, KernelSection
@@ -61,6 +61,9 @@ from .steps import (
     full_version,
     package_files,
     probe_toolchain,
+    remedies_setting,
+    remedy_header,
+    write_remedies,
 )
 from .wheelmeta import project_metadata, requirements
 
@@ -253,14 +256,15 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         _check_series(env, variant.tvm_ffi)
         if toolkit:
             detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
+        header = remedy_header(req)
 
     with step(reporter, scope, "codegen") as detail:
-        bid = codegen.build_id(project, variant)
+        bid = codegen.build_id(project, variant, settings=(remedies_setting(header),))
         namespace = codegen.ops_namespace(project.package, bid)
         detail.append(namespace)
 
     with step(reporter, scope, "compile", log=log) as detail:
-        shared_object, capabilities = _compile(req, env, namespace, toolkit)
+        shared_object, capabilities = _compile(req, env, namespace, toolkit, header)
         detail.append(shared_object.name)
 
     with step(reporter, scope, "wheel") as detail:
@@ -289,7 +293,11 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
 
 
 def _compile(
-    req: BuildRequest, env: TvmFfiEnv, namespace: str, toolkit: CudaToolkit | None
+    req: BuildRequest,
+    env: TvmFfiEnv,
+    namespace: str,
+    toolkit: CudaToolkit | None,
+    header: ForcedHeader | None = None,
 ) -> tuple[Path, tuple[str, ...]]:
     """Compile the binding and the variant's kernels, link ``<namespace>.so``; the shared object
     and the CUDA capabilities compiled for. The rules are the torch builds' (compile_rules: one
@@ -304,11 +312,11 @@ def _compile(
         shutil.rmtree(stage)
     (stage / "obj").mkdir(parents=True)
     root = project.root
-    remedies = remedy_flags()
+    remedies = write_remedies(header, stage / "include")  # the torch builds' remedies
     prefix_maps = [
         f"-ffile-prefix-map={stage}=/kernelwheel/build",
         f"-ffile-prefix-map={root}=/kernelwheel/src",
-        f"-ffile-prefix-map={remedies.sources[0].parent}=/kernelwheel/data",
+        f"-ffile-prefix-map={remedies.data_dir}=/kernelwheel/data",
     ]
     macros = [("TVM_FFI_EXTENSION_NAME", namespace), *backend_macros(backend)]
     defines = [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in macros]

@@ -266,6 +266,15 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep linux_<arch> wheels (still ABI-checked against their tag)",
     )
     repair.add_argument(
+        "--no-abi-remedies",
+        dest="abi_remedies",
+        action="store_false",
+        default=None,
+        help="compile without kernelwheel's ABI remedies (the forced-include header binding "
+        "libc/libm to the policy's versions, the compat source): the host's headers decide "
+        "which symbol versions the wheel needs (docs/portability.md)",
+    )
+    repair.add_argument(
         "--best-effort",
         action="store_true",
         default=None,

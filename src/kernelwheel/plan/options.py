@@ -95,6 +95,9 @@ class Options:
     plat: str = "manylinux_2_28"
     repair: bool = True  # False: keep linux_<arch> wheels (still ABI-checked)
     best_effort: bool = False  # keep a wheel that cannot comply instead of failing the variant
+    # kernelwheel's ABI remedies (docs/portability.md): the forced-include header and the compat
+    # source that keep a new host's imports within the policy; False compiles the sources alone
+    abi_remedies: bool = True
     hub_layout: Path | None = None  # also export each built variant as a Hub tree here
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     # CUDA device code: nvcc's fatbin compression (CUDA >= 12.8; "default": nvcc's own choice)
@@ -521,6 +524,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("plat", _plat),
     OptionDef("repair", _bool, flag="--no-repair"),
     OptionDef("best_effort", _bool),
+    OptionDef("abi_remedies", _bool, flag="--no-abi-remedies"),
     OptionDef("hub_layout", _path),
     OptionDef("local_version_style", _style),
     OptionDef("fatbin_compression", _fatbin_compression),
