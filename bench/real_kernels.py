@@ -94,7 +94,10 @@ def main() -> int:
         if code == 0 and (project / "tests").is_dir():
             env = dict(os.environ, LOCAL_KERNELS=f"{repo_id(project)}={hub}", HF_HUB_OFFLINE="1")
             tcode, tout, ttook = run(
-                [args.tests_python, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider"],
+                # -c /dev/null: the project's own tests, without kernelwheel's strict pytest config
+                # (pytest would otherwise find this repository's pyproject.toml above them).
+                [args.tests_python, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider",
+                 "-c", "/dev/null", "--rootdir", str(project)],
                 env=env, cwd=project,
             )
             tests = f"exit {tcode}: {summary_line(tout)} ({ttook:.0f}s)"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,6 +24,7 @@ from kernelwheel.abi.symver import (
     VersionTable,
     forced_header,
     plan_bindings,
+    plan_c23_aliases,
     read_version_table,
 )
 
@@ -204,3 +206,66 @@ def test_the_shipped_rules_are_read() -> None:
     assert set(data.rules.c23_macros) == {"__GLIBC_USE_C2X_STRTOL", "__GLIBC_USE_C23_STRTOL"}
     names = {r.name for r in data.remedies}
     assert {"ios-base-library-init", "string-replace-cold", "glibcxx-assert-fail"} <= names
+
+
+def test_c23_functions_are_bound_to_the_classic_ones() -> None:
+    """nvcc includes <stdlib.h> (through cuda_runtime.h) before a forced header, so a .cu's
+    host code keeps calling __isoc23_strtol: the header binds that name to the function older
+    glibc headers called (scanf: the ISO C99 one) at an allowed version."""
+    libc = _table(
+        "libc.so.6",
+        ("__isoc23_strtol", "GLIBC_2.38", True),
+        ("strtol", "GLIBC_2.2.5", True),
+        ("__isoc23_sscanf", "GLIBC_2.38", True),
+        ("__isoc99_sscanf", "GLIBC_2.7", True),
+        ("sscanf", "GLIBC_2.2.5", True),
+        ("__isoc23_newthing", "GLIBC_2.38", True),  # no classic twin: left to the checker
+    )
+    assert plan_c23_aliases([libc], POLICY) == (
+        Binding("__isoc23_sscanf", "libc.so.6", "GLIBC_2.38", "GLIBC_2.7", "__isoc99_sscanf"),
+        Binding("__isoc23_strtol", "libc.so.6", "GLIBC_2.38", "GLIBC_2.2.5", "strtol"),
+    )
+    header = forced_header({"/x/libc.so.6": libc}, POLICY, RULES)
+    assert '__asm__(".symver __isoc23_strtol,strtol@GLIBC_2.2.5");' in header.text
+    assert "__isoc23_newthing" not in header.text
+
+
+@needs_host_glibc
+def test_a_c23_reference_links_to_the_classic_function(tmp_path: Path) -> None:
+    """A real object that references __isoc23_strtol (what glibc >= 2.38's headers emit; this
+    machine's glibc may be older, so the reference is written by hand) imports strtol at an
+    allowed version once the header is forced in, and computes what Python computes."""
+    libc = _table("libc.so.6", ("__isoc23_strtol", "GLIBC_2.38", True))
+    real = read_version_table(HOST_LIBS / "libc.so.6")
+    header = forced_header(
+        {"libc.so.6": VersionTable("libc.so.6", libc.exports + real.exports)}, POLICY, RULES
+    )
+    (tmp_path / "kernelwheel_abi.h").write_text(header.text)
+    (tmp_path / "calls.cpp").write_text(
+        'extern "C" long __isoc23_strtol(const char*, char**, int);\n'
+        'extern "C" long parse(const char* s, int base) { return __isoc23_strtol(s, 0, base); }\n'
+    )
+    so = tmp_path / "libcalls.so"
+    subprocess.run(
+        [
+            "g++",
+            "-O2",
+            "-fPIC",
+            "-shared",
+            "-include",
+            str(tmp_path / "kernelwheel_abi.h"),
+            str(tmp_path / "calls.cpp"),
+            "-o",
+            str(so),
+        ],
+        check=True,
+    )
+    imports = {(s.name, s.version) for s in read_elf(so).symbols if not s.defined}
+    assert ("strtol", "GLIBC_2.2.5") in imports
+    assert not any(name.startswith("__isoc23_") for name, _ in imports)
+    parse = ctypes.CDLL(str(so)).parse
+    parse.restype, parse.argtypes = ctypes.c_long, [ctypes.c_char_p, ctypes.c_int]
+    for _ in range(200):
+        value, base = random.randint(-(2**62), 2**62), random.choice((8, 10, 16, 0))
+        text = {8: f"{value:o}", 10: str(value), 16: f"{value:x}", 0: f"{value:#x}"}[base]
+        assert parse(text.encode(), base) == int(text, base)

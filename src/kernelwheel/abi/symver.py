@@ -38,6 +38,7 @@ __all__ = [
     "VersionTable",
     "forced_header",
     "plan_bindings",
+    "plan_c23_aliases",
     "read_version_table",
     "render_header",
 ]
@@ -77,9 +78,10 @@ class Binding:
     library: str
     default: str  # "GLIBC_2.29"
     bound: str  # "GLIBC_2.2.5"
+    target: str = ""  # the function bound to, when not ``name`` itself (a C23 alias)
 
     def directive(self) -> str:
-        return f'__asm__(".symver {self.name},{self.name}@{self.bound}");'
+        return f'__asm__(".symver {self.name},{self.target or self.name}@{self.bound}");'
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,34 @@ def plan_bindings(
     return tuple(out[name] for name in sorted(out))
 
 
+C23_PREFIX = "__isoc23_"
+
+
+def plan_c23_aliases(
+    tables: Sequence[VersionTable], policy: ManylinuxPolicy
+) -> tuple[Binding, ...]:
+    """Each ``__isoc23_X`` the target's glibc exports, bound to the classic function its
+    headers called before glibc 2.38 (``__isoc99_X`` where that exists, as for the scanf
+    family, else ``X``), at the newest version the policy allows. The header's C23 switch
+    cannot reach every unit: nvcc puts cuda_runtime.h, and with it <stdlib.h>, before a
+    forced include, so a .cu's host code still calls __isoc23_strtol; this binding catches
+    those references whatever the include order (and binds nothing in units without any)."""
+    out: dict[str, Binding] = {}
+    for table in tables:
+        versions: dict[str, list[str]] = {}
+        for export in table.exports:
+            versions.setdefault(export.name, []).append(export.version)
+        for name in sorted(n for n in versions if n.startswith(C23_PREFIX)):
+            base = name[len(C23_PREFIX) :]
+            for target in (f"__isoc99_{base}", base):
+                bound = _newest(v for v in versions.get(target, ()) if policy.allows(v))
+                if bound is not None and name not in out:
+                    default = _newest(versions[name]) or versions[name][0]
+                    out[name] = Binding(name, table.library, default, bound, target)
+                    break
+    return tuple(out[name] for name in sorted(out))
+
+
 def _c23_block(macros: Sequence[str]) -> list[str]:
     """C++ only: <features.h> first, then the switch off. In C, a source may still define
     _GNU_SOURCE or _POSIX_C_SOURCE before its first include, which an early <features.h> would
@@ -230,7 +260,7 @@ def forced_header(
 ) -> ForcedHeader:
     """The header for a target whose libraries are ``libraries`` (path -> its table)."""
     tables = list(libraries.values())
-    bindings = plan_bindings(tables, policy, rules)
+    bindings = plan_bindings(tables, policy, rules) + plan_c23_aliases(tables, policy)
     exported = frozenset().union(*(t.names() for t in tables)) if tables else frozenset()
     c23 = any(marker in exported for marker in rules.c23_markers)
     text = render_header(
