@@ -97,7 +97,7 @@ def main() -> int:
                 # -c /dev/null: the project's own tests, without kernelwheel's strict pytest config
                 # (pytest would otherwise find this repository's pyproject.toml above them).
                 [args.tests_python, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider",
-                 "-c", "/dev/null", "--rootdir", str(project)],
+                 "-c", "/dev/null", "--rootdir", "."],
                 env=env, cwd=project,
             )
             tests = f"exit {tcode}: {summary_line(tout)} ({ttook:.0f}s)"
