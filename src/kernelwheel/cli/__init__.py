@@ -124,6 +124,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        # A file system refusal no check foresaw (a read-only cache on CI, a full disk, a name
+        # too long): its message and the path, never a traceback.
+        if args.traceback:
+            traceback.print_exc()
+        ui.log_only(traceback.format_exc().rstrip())
+        where = f"{exc.filename}: " if exc.filename else ""
+        ui.error(
+            f"{where}{exc.strerror or exc}\n  fix: check that the path exists, is a folder "
+            "where one is expected, and is writable (or pass another with the command's option)"
+        )
+        return 1
     finally:
         ui.close()
         if previous is not None:

@@ -23,6 +23,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..errors import HubError
+from ..model.names import pypi_namesake, shadowing
 from ..model.python_depends import load_python_depends
 from ..model.recipes import TVM_FFI_PACKAGE, load_recipes
 from ..model.variant import LocalVersionStyle, Variant
@@ -165,6 +166,16 @@ def prepare_wheel(
     dist = (metadata.name if metadata and metadata.name else None) or (
         repo_name if package_name(repo_name) == layout.package else layout.package
     )
+    if (shadowed := shadowing(dist, layout.package)) is not None:
+        raise Unconvertible(
+            f"{folder}: the wheel {dist} (package {layout.package}/) would shadow {shadowed}; "
+            "refused (pass --name NAME to give it a name of its own)"
+        )
+    if variant.noarch and pypi_namesake(dist):
+        notes.append(
+            f"warning: {dist!r} is also a well-known PyPI distribution, which installing this "
+            f"wheel replaces; pass --name {dist}-kernel to give it another name"
+        )
     version = f"{_base_version(resolution, metadata, notes)}+{variant.local_version_in(style)}"
     if guard_files(contents, layout.package, dist, version, variant):
         notes.append("import guard added")

@@ -31,6 +31,7 @@ from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, describe, read_toml
 from ..errors import ProjectError, UsageError
+from .names import shadowing
 from .python_depends import load_python_depends
 from .sections import (
     BACKENDS,
@@ -462,19 +463,8 @@ class _Reader:
         return 4 if framework and versioned else 3
 
     def checked_package_name(self, name: str) -> str:
-        if not name.strip():
-            raise self.error(
-                "must not be empty", "general.name", 'set the kernel\'s name, e.g. name = "relu"'
-            )
-        if len(name) > MAX_NAME:
-            raise self.error(
-                f"{name[:40]!r}… is {len(name)} characters long; at most {MAX_NAME} are allowed",
-                "general.name",
-                "use a short name: it is the package folder, the ops namespace and part of "
-                "every wheel's file name (file systems refuse names over 255 bytes)",
-            )
         package = package_name(name)
-        if self.edition == LEGACY:
+        if self.edition == LEGACY and name.strip() and len(name) <= MAX_NAME:
             if not _LEGACY_NAME_RE.fullmatch(name) or not is_package_name(package):
                 via = f" ({package!r})" if package != name else ""
                 raise self.error(
@@ -484,12 +474,8 @@ class _Reader:
                     "(it becomes the package torch-ext/<name with '-' -> '_'>/), "
                     "and not a Python keyword",
                 )
-        elif not _NAME_RE.fullmatch(name) or not is_package_name(package):
-            raise self.error(
-                f"{name!r} is not a kernel name: {_name_problem(name)}",
-                "general.name",
-                _name_fix(name),
-            )
+        if (problem := kernel_name_problem(name, legacy=self.edition == LEGACY)) is not None:
+            raise self.error(problem[0], "general.name", problem[1])
         return package
 
     def project_version(self, general: Located) -> tuple[int | None, str | None]:
@@ -1077,6 +1063,29 @@ def _other_backend_key(key: str, backend: str) -> str | None:
     )
 
 
+def kernel_name_problem(name: str, *, legacy: bool = False) -> tuple[str, str] | None:
+    """Why ``name`` cannot be a kernel's ``general.name`` (and ``init``'s NAME), with the fix;
+    None when it can. ``legacy``: the pre-edition-3 forms, whose spelling was checked apart."""
+    if not name.strip():
+        return "must not be empty", 'set the kernel\'s name, e.g. name = "relu"'
+    if len(name) > MAX_NAME:
+        return (
+            f"{name[:40]!r}… is {len(name)} characters long; at most {MAX_NAME} are allowed",
+            "use a short name: it is the package folder, the ops namespace and part of "
+            "every wheel's file name (file systems refuse names over 255 bytes)",
+        )
+    package = package_name(name)
+    if not legacy and (not _NAME_RE.fullmatch(name) or not is_package_name(package)):
+        return f"{name!r} is not a kernel name: {_name_problem(name)}", _name_fix(name)
+    if (shadowed := shadowing(name, package)) is not None:
+        return (
+            f"{name!r} would shadow {shadowed}",
+            f"choose a name of the kernel's own, e.g. {name}-kernel (kernelwheel refuses names "
+            "of core packages and of the standard library: data/names.toml)",
+        )
+    return None
+
+
 def _name_problem(name: str) -> str:
     if any(c.isupper() for c in name):
         return "it has uppercase letters"
@@ -1088,7 +1097,7 @@ def _name_problem(name: str) -> str:
         return "it must end with a letter or digit"
     if len(name) < 2:
         return "it needs at least two characters"
-    if not is_package_name(package_name(name)):
+    if keyword.iskeyword(package_name(name)):
         return "its package name is a Python keyword"
     return "only lowercase letters, digits and '-' are allowed"
 
