@@ -325,6 +325,8 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             if req.env_spec is None:
                 raise ToolchainError(f"no environment recipe for {variant.name}")
             env = provision(req.env_spec, req.cache_dir, log=log)
+            for note in env.notes:
+                reporter.info(scope, note)
         _check_env_matches(env, variant)
         cross_build = cross_plan.prepare(env, req.cache_dir, log) if cross_plan else None
         toolkit = None
