@@ -278,7 +278,7 @@ def _compile(
     result: dict[str, object] = json.loads(result_path.read_text())
     result["capabilities"] = list(spec.capabilities)
     if reuse is not None:
-        reuse.store(key, result, spec.sources)
+        reuse.store(key, result, spec.sources, spec.include_dirs)
     result.pop("inputs", None)
     stats = read_stats(stats_log) if cached else None
     result["cache"] = stats.describe() if stats else "no compiler cache (install ccache)"
