@@ -268,7 +268,15 @@ def _compile(
         stored["cache"] = "unchanged: compile skipped"
         stored["notes"] = list(plan.notes)
         return stored
-    code = run_logged([env.python, _WORKER, spec_path, result_path], log, env=env_vars, cwd=stage)
+    try:
+        code = run_logged(
+            [env.python, _WORKER, spec_path, result_path], log, env=env_vars, cwd=stage
+        )
+    finally:
+        # nvcc's --keep files (named after the source, for reproducible objects) are hundreds
+        # of MB per variant: gone when the compile ends, however it ends, unless asked for.
+        if plan.keep_dir is not None and not req.keep_intermediates:
+            shutil.rmtree(plan.keep_dir, ignore_errors=True)
     if code != 0 or not result_path.exists():
         raise BuildError(
             f"compiling {variant.name} failed (exit {code})",

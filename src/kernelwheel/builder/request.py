@@ -51,6 +51,7 @@ class BuildRequest:
     memory_per_thread: int | None = None  # MiB a compiler thread needs (None: the default)
     git: GitState | None = None  # the project's git state (the Hub export's provenance)
     no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
+    keep_intermediates: bool = False  # keep nvcc's --keep files after the compile
     sources: IndexOptions = IndexOptions()  # where pip looks (a tvm-ffi build's environment)
 
     @property
@@ -129,5 +130,6 @@ def request_for(
         memory_per_thread=options.memory_per_thread,
         git=git,
         no_ccache=options.no_ccache,
+        keep_intermediates=options.keep_intermediates,
         sources=sources,
     )

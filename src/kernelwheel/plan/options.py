@@ -81,6 +81,7 @@ class Options:
     output_dir: Path = Path("wheelhouse")
     cache_dir: Path = DEFAULT_CACHE_DIR
     no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
+    keep_intermediates: bool = False  # keep nvcc's --keep files after a compile (debugging)
     jobs: int | None = None  # None: auto, fit the machine (see resolve_jobs)
     python: Path | None = None  # build with this interpreter's torch, not a made environment
     cuda_home: Path | None = None  # None: found (toolchain packages, CUDA_HOME, /usr/local/cuda)
@@ -454,6 +455,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("output_dir", _path),
     OptionDef("cache_dir", _path),
     OptionDef("no_ccache", _bool),
+    OptionDef("keep_intermediates", _bool),
     OptionDef("jobs", _jobs),
     OptionDef("python", _interpreter_path),
     OptionDef("cuda_home", _path),
