@@ -28,6 +28,7 @@ from .errors import ToolchainError, UsageError
 __all__ = [
     "atomic_copy",
     "atomic_write",
+    "check_output_path",
     "DeadOwner",
     "locked",
     "output_dir",
@@ -176,12 +177,39 @@ def output_dir(path: Path, flag: str) -> Path:
     return path
 
 
+def check_output_path(path: Path, flag: str) -> Path:
+    """Refuse, before any work and without creating anything, a folder ``path`` (given with
+    ``flag``) that cannot be made or written: it is a file, lies under a file, or its first
+    existing folder is not writable. A UsageError naming it."""
+    hint = f"pass a folder you may write to {flag}"
+    existing = path
+    while not existing.exists() and not existing.is_symlink():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        where = "is a file" if existing == path else f"lies under the file {existing}"
+        raise UsageError(f"{flag} {path}: {where}, not a folder", hint=hint)
+    if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: {existing} is not writable", hint=hint)
+    return path
+
+
 def replace_dir(staging: Path, final: Path) -> Path:
     """Move the finished folder ``staging`` to ``final``, replacing an older one: the old folder
-    is renamed aside first, so ``final`` is always either the old or the new tree."""
+    is renamed aside first, so ``final`` is always either the old or the new tree. A symlink
+    at ``final`` is the user's: refused (a UsageError), never replaced or followed."""
+    if final.is_symlink():
+        raise UsageError(
+            f"{final} is a symlink (to {os.readlink(final)}); kernelwheel writes a folder there "
+            "and will not replace the link or write through it",
+            hint="remove the link (or write the output elsewhere)",
+        )
     if final.exists():
         old = final.with_name(f".old-{final.name}")
-        if old.exists():
+        if old.is_symlink() or old.is_file():
+            old.unlink()
+        elif old.exists():
             shutil.rmtree(old)  # left by an interrupted run
         os.replace(final, old)
         os.replace(staging, final)

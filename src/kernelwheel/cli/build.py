@@ -8,6 +8,7 @@ import os
 import threading
 from pathlib import Path
 
+from .._util import check_output_path
 from ..builder.service import Outcome, build_project
 from ..errors import KernelwheelError
 from ..log import StepResult
@@ -207,6 +208,12 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         for recipe in recipes:
             ui.print(recipe.name)
         return 0
+    # Folders that cannot be written are refused now, not after the compile (--hub-layout is
+    # written last of all).
+    check_output_path(planned.options.cache_dir, "--cache-dir")
+    check_output_path(planned.options.output_dir, "--output-dir")
+    if planned.options.hub_layout is not None:
+        check_output_path(planned.options.hub_layout, "--hub-layout")
     result = build_project(planned, recipes, _Progress(ui))
     outcomes = list(result.outcomes)
     if args.json:

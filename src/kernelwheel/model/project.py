@@ -169,6 +169,7 @@ del _home, _keys, _key
 _NAME_RE = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
 # The older forms allowed more; the name must still survive '-' -> '_' as an identifier.
 _LEGACY_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_NAME_MAX = 255  # bytes in one path component (NAME_MAX of Linux and macOS file systems)
 MAX_NAME = 64  # general.name: the wheel file name holds it with version and tags (255 bytes)
 _KERNEL_ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 # Compute capability "X.Y", optionally arch-specific ("a") or family ("f"), optionally "+PTX".
@@ -993,6 +994,21 @@ class _Reader:
                     f"{entry!r} is an absolute path",
                     dotted,
                     f"write paths relative to the project root {self.root}",
+                )
+            if "\0" in entry or any(ord(c) < 32 for c in entry):
+                raise self.error(
+                    f"{entry!r} holds a control character (NUL, newline...), which no file "
+                    "name may hold",
+                    dotted,
+                    "remove it from the path",
+                )
+            long = [part for part in entry.split("/") if len(os.fsencode(part)) > _NAME_MAX]
+            if long:
+                raise self.error(
+                    f"{entry!r} has a component of {len(os.fsencode(long[0]))} bytes "
+                    f"({long[0][:30]!r}…); file systems allow at most {_NAME_MAX}",
+                    dotted,
+                    "use a shorter file or folder name",
                 )
             normalized = posixpath.normpath(entry)
             if normalized == ".." or normalized.startswith("../"):
