@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 from .._util import check_output_path
+from ..builder.deps import depends_refusals
 from ..builder.service import Outcome, build_project
 from ..errors import KernelwheelError
 from ..log import StepResult
@@ -205,6 +206,16 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     planned = plan_project(args.path, option_values(args))
     recipes = selected_recipes(planned, args.variant)
     if args.print_build_identifiers:
+        if not planned.project.noarch:
+            # The dry run refuses what the build refuses at once: every variant's depends.
+            refused = depends_refusals(
+                planned.project,
+                [r.variant for r in recipes],
+                planned.deps,
+                planned.options,
+            )
+            if refused:
+                raise next(iter(refused.values()))
         for recipe in recipes:
             ui.print(recipe.name)
         return 0
