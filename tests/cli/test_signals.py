@@ -297,3 +297,66 @@ def test_signals_to_the_pid_mid_environment_and_mid_compile_leave_no_child(
     final = _start(cmd, f"kw-signal-{os.getpid()}-final", final_log)
     assert final.wait(timeout=600) == 0, final_log.read_text()
     assert len(list(out.glob("*.whl"))) == 1
+
+
+def _wait_gone(pid: int, seconds: float = 5) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        with open(f"/proc/{pid}/stat") as fh:  # a zombie is gone for our purpose
+            if fh.read().rpartition(")")[2].split()[0] == "Z":
+                return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_command_leaves_nothing_of_its_group_running(tmp_path: Path) -> None:
+    """A command that exits while something it started still runs (a compiler ninja did not
+    wait for): run_logged kills the command's process group on its way out."""
+    from kernelwheel._util import run_logged
+
+    pidfile = tmp_path / "pid"
+    code = run_logged(["sh", "-c", f"sleep 60 & echo $! > {pidfile}"], tmp_path / "log")
+    assert code == 0
+    assert _wait_gone(int(pidfile.read_text()))
+
+
+def test_a_dead_owners_commands_are_stopped_by_the_next_lock_holder(tmp_path: Path) -> None:
+    """The owner file beside a lock names the process groups its holder started; a holder
+    that died (SIGKILL) left them running: the next holder kills them and says so. A group
+    whose leader's pid now belongs to another process (start time differs) is left alone."""
+    import json
+
+    from kernelwheel._util import _start_time, locked
+
+    orphan = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    stranger = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        owner = tmp_path / "env.lock.owner"
+        groups = [[orphan.pid, _start_time(orphan.pid)], [stranger.pid, "1"]]  # "1": not it
+        owner.write_text(json.dumps({"pid": 999999999, "start": None, "groups": groups}))
+        with locked(tmp_path / "env.lock") as dead:
+            assert dead is not None and dead.pid == 999999999
+            assert dead.stopped == (orphan.pid,)
+            assert "a run that died (pid 999999999)" in dead.describe()
+            assert json.loads(owner.read_text())["pid"] == os.getpid()  # now ours
+        assert orphan.wait(timeout=10) == -signal.SIGKILL
+        assert stranger.poll() is None  # not the dead run's: untouched
+        assert not owner.exists()
+    finally:
+        for proc in (orphan, stranger):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_lock_without_owner_file_or_with_a_damaged_one_is_just_taken(tmp_path: Path) -> None:
+    from kernelwheel._util import locked
+
+    with locked(tmp_path / "a.lock") as dead:
+        assert dead is None
+    (tmp_path / "b.lock.owner").write_text("{not json")
+    with locked(tmp_path / "b.lock") as dead:
+        assert dead is None
