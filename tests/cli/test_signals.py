@@ -232,7 +232,9 @@ def _wait_for(proc: subprocess.Popen[bytes], token: bytes, which: Any, log: Path
 
 
 def _survivors(token: bytes) -> list[tuple[int, list[str]]]:
-    deadline = time.monotonic() + 5  # SIGKILLed processes take a moment to go
+    # SIGKILLed processes take a moment to go (a zombie does not count); an orphan left running
+    # would still be there: a compiler runs for seconds, pip longer.
+    deadline = time.monotonic() + 0.5
     while (left := _marked(token)) and time.monotonic() < deadline:
         time.sleep(0.05)
     return left
