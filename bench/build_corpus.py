@@ -452,6 +452,9 @@ def fresh_cache(root: Path, name: str, envs: Path) -> Path:
     cache.mkdir(parents=True)
     if envs.is_dir():
         (cache / "envs").symlink_to(envs)
+    tools = envs.parent / "tools"  # PyPI's ccache where the host has none (installed once)
+    if tools.is_dir():
+        (cache / "tools").symlink_to(tools)
     probes = envs.parent / "interpreters"
     probes.mkdir(parents=True, exist_ok=True)
     (cache / "interpreters").symlink_to(probes)

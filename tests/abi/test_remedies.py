@@ -126,7 +126,7 @@ def test_remedy_flags_api() -> None:
     (source,) = rs.sources
     assert source.is_file() and source.suffix == ".cpp"
     assert source.parent.name == "data" and source.parent.parent.name == "kernelwheel"
-    assert rs.remedies == REMEDIES
+    assert rs.header is None and "-include" not in rs.cxx_flags
     for remedy in REMEDIES:
         assert remedy.symbols and remedy.origin and remedy.how and remedy.why_safe
     assert remedy_for_symbol("__libc_single_threaded") is REMEDIES[0]
@@ -216,7 +216,12 @@ def test_remedy_symbol_list_matches_the_source(
             for s in symtab.iter_symbols()
             if s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["bind"] != "STB_LOCAL"
         }
-    listed = {name for r in REMEDIES for name, _ in r.symbols} - {"__libc_single_threaded", "dlsym"}
+    gcc = int(
+        subprocess.run(["g++", "-dumpversion"], capture_output=True, text=True).stdout.split(".")[0]
+    )
+    # what this g++'s headers emit (the compat source defines the rest only for newer ones)
+    listed = {name for r in REMEDIES if r.since_gcc <= gcc for name, _ in r.symbols}
+    listed -= {"__libc_single_threaded", "dlsym"}
     ours = {name for name in listed if name in defined}
     assert "_ZSt28__throw_bad_array_new_lengthv" in ours
     assert defined[SINGLE_THREADED_VARIABLE] == "STV_HIDDEN"

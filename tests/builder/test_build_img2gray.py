@@ -10,7 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.builds import CHECK_OP, CPU_VARIANT, CUDA_VARIANT, IMG2GRAY, Built
+from support.builds import (
+    CHECK_ONE_BACKEND,
+    CHECK_OP,
+    CPU_VARIANT,
+    CUDA_VARIANT,
+    IMG2GRAY,
+    IMG2GRAY_SUITE,
+    Built,
+)
 from support.layered import LayeredVenv
 
 from kernelwheel.cli import main
@@ -51,12 +59,22 @@ def test_wheels_pass_the_abi_check(built: Built, capsys: pytest.CaptureFixture[s
     assert "manylinux_2_28_x86_64" in out
 
 
-@pytest.mark.parametrize("variant", [CUDA_VARIANT, CPU_VARIANT])
-def test_installed_wheel_runs_cpu_op(built: Built, venv_for: MakeVenv, variant: str) -> None:
-    venv = venv_for(variant)
-    venv.pip(str(built.wheels[variant]))
+def test_installed_cpu_wheel_runs_the_op(built: Built, venv_for: MakeVenv) -> None:
+    venv = venv_for(CPU_VARIANT)
+    venv.pip(str(built.wheels[CPU_VARIANT]))
     out = venv.run("-c", CHECK_OP).stdout
     assert "OK" in out
+
+
+@pytest.mark.parametrize(("variant", "device"), [(CUDA_VARIANT, "cuda"), (CPU_VARIANT, "cpu")])
+def test_each_wheel_serves_its_own_backend_only(
+    built: Built, venv_for: MakeVenv, variant: str, device: str
+) -> None:
+    """kernel-builder's dialect: the binding registers under CPU_KERNEL / CUDA_KERNEL, one
+    backend per variant, so the CUDA wheel has no CPU kernel (and the reverse)."""
+    venv = venv_for(variant)
+    venv.pip(str(built.wheels[variant]))
+    assert f"devices ('{device}',)" in venv.run("-c", CHECK_ONE_BACKEND).stdout
 
 
 @pytest.mark.parametrize("variant", [CUDA_VARIANT, CPU_VARIANT])
@@ -65,10 +83,14 @@ def test_kernel_own_tests_pass_in_installed_env(
 ) -> None:
     venv = venv_for(variant)
     venv.pip(str(built.wheels[variant]), "pytest>=8,<10")
-    tests = tmp_path / "kernel-tests"
-    shutil.copytree(IMG2GRAY / "tests", tests)  # run outside the source tree: import the wheel
-    proc = venv.run("-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests), cwd=tmp_path)
-    assert " passed" in proc.stdout and " failed" not in proc.stdout
+    # Run outside the source tree, so they import the wheel: the kernel's smoke test and
+    # kernelwheel's exhaustive suite.
+    smoke, suite = tmp_path / "smoke", tmp_path / "suite"
+    shutil.copytree(IMG2GRAY / "tests", smoke)
+    shutil.copytree(IMG2GRAY_SUITE, suite)
+    for tests in (smoke, suite):
+        proc = venv.run("-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests), cwd=tmp_path)
+        assert " passed" in proc.stdout and " failed" not in proc.stdout, proc.stdout
 
 
 def test_pip_resolves_local_version_from_find_links(built: Built, venv_for: MakeVenv) -> None:

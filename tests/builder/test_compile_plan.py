@@ -103,7 +103,7 @@ def test_a_cuda_variant_compiles_the_cuda_kernels_with_kernel_builders_macros(
     ]
     macros = dict(spec.define_macros)
     assert macros["CUDA_KERNEL"] is None and macros["USE_CUDA"] == "1"
-    assert macros["TORCH_EXTENSION_NAME"] == "_probe_0123456789"
+    assert "TORCH_EXTENSION_NAME" not in macros  # only the units that name it: see below
     assert macros["_GLIBCXX_USE_CXX11_ABI"] == "1" and macros["Py_LIMITED_API"] == "0x03090000"
     assert not {"CPU_KERNEL", "KERNELWHEEL_WITH_CPU", "KERNELWHEEL_WITH_CUDA"} & set(macros)
     assert "-fno-gnu-unique" in spec.cxx_flags
@@ -130,6 +130,26 @@ def test_with_cpu_kernels_is_kernelwheels_former_behaviour(tmp_path: Path) -> No
     macros = dict(spec.define_macros)
     assert macros["KERNELWHEEL_WITH_CPU"] == macros["KERNELWHEEL_WITH_CUDA"] == "1"
     assert "CUDA_KERNEL" in macros and "CPU_KERNEL" not in macros
+
+
+def test_kernelwheels_former_macros_warn_with_file_and_line(tmp_path: Path) -> None:
+    root = project_with(tmp_path)
+    (root / "torch-ext" / "binding.cpp").write_text(
+        "// x, not KERNELWHEEL_WITH_CPU\n#if defined(KERNELWHEEL_WITH_CUDA)\n"
+        "TORCH_LIBRARY_IMPL(x, CUDA, m) {}\n#endif\n"
+    )
+    (root / "host" / "host.cpp").write_text("  #  ifdef KERNELWHEEL_WITH_CPU\n#endif\n")
+    notes = plan(request(root)).notes
+    (warning,) = [n for n in notes if n.startswith("warning:")]  # host.cpp: not compiled here
+    assert "torch-ext/binding.cpp:2 tests KERNELWHEEL_WITH_CUDA" in warning
+    assert "CPU_KERNEL / CUDA_KERNEL" in warning
+    cpu_notes = plan(request(root, CPU), Toolchain(cpus=4)).notes
+    assert [n.split(" tests")[0] for n in cpu_notes if n.startswith("warning:")] == [
+        "warning: torch-ext/binding.cpp:2",
+        "warning: host/host.cpp:1",
+    ]
+    # With with-cpu-kernels the macros are defined: nothing to warn about.
+    assert not [n for n in plan(request(root, with_cpu_kernels=True)).notes if "warning" in n]
 
 
 def test_no_gnu_unique_only_where_the_compiler_has_it(tmp_path: Path) -> None:
@@ -198,6 +218,25 @@ def test_the_option_replaces_every_list_without_intersecting(tmp_path: Path) -> 
     assert spec.capabilities == ("12.0",) and spec.source_flags == ()
     with pytest.raises(ToolchainError, match="the cuda-capabilities option"):
         plan(request(root, cuda_capabilities=("7.0",)))
+
+
+def test_a_default_build_targets_the_gpus_present(tmp_path: Path) -> None:
+    # plan.defaults: the GPUs' capabilities replace the recipe's as the targets; a kernel's own
+    # list is intersected with them (9.0a serves 9.0), and `all` (None here) keeps the recipe's.
+    root = project_with(tmp_path, gemm='cuda-capabilities = ["8.0", "9.0a"]')
+    here = request(root, default_capabilities=("9.0",), for_gpus_here=True)
+    spec = plan(here).spec
+    assert spec.capabilities == ("9.0", "9.0a")
+    assert spec.capabilities != plan(request(root)).spec.capabilities
+
+
+def test_a_kernel_no_gpu_here_runs_names_the_option_that_builds_it(tmp_path: Path) -> None:
+    root = project_with(tmp_path, norm='cuda-capabilities = ["8.0"]')
+    with pytest.raises(ProjectError) as info:
+        plan(request(root, default_capabilities=("9.0",), for_gpus_here=True))
+    message = str(info.value)
+    assert "none of 8.0 runs on this machine's GPUs (9.0)" in message
+    assert "kernel.norm.cuda-capabilities" in message and "--cuda-capabilities all" in message
 
 
 def test_nvcc_threads_setting_divides_the_jobs(tmp_path: Path) -> None:
@@ -336,3 +375,33 @@ def test_a_cpp_source_two_cpu_kernels_list_with_other_cxx_flags_is_announced(
     )
     notes = plan(request(root, CPU), Toolchain(cpus=4)).notes
     assert not [n for n in notes if "host/host.cpp" in n]  # the same flags: nothing to say
+
+
+def test_the_build_id_reaches_only_the_units_that_name_it(tmp_path: Path) -> None:
+    """The binding (and a kernel source that names the macro itself, or through a project
+    header) get -DTORCH_EXTENSION_NAME; the other units' command lines hold no build id, so an
+    edit that changes the id leaves them as they were (and hits the compiler cache)."""
+    root = project_with(tmp_path, gemm='cxx-flags = ["-DGEMM"]')
+    (root / "torch-ext" / "binding.cpp").write_text(
+        '#include "registration.h"\nTORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {}\n'
+        "REGISTER_EXTENSION(TORCH_EXTENSION_NAME)\n"
+    )
+    (root / "gemm" / "name.h").write_text("static const char* kName = TORCH_EXTENSION_NAME_STR;\n")
+    (root / "gemm" / "ns.h").write_text("#define KW_NS TORCH_EXTENSION_NAME\n")
+    (root / "gemm" / "launch.cpp").write_text('#include "ns.h"\n#include "name.h"\n')
+    commented = '// TORCH_EXTENSION_NAME\n/* TORCH_EXTENSION_NAME */\n#include "../gemm/name.h"\n'
+    (root / "norm" / "norm.cu").write_text(commented)
+    spec = plan(request(root)).spec
+    define = "-DTORCH_EXTENSION_NAME=_probe_0123456789"
+    with_id = {
+        Path(e.source).relative_to(root).as_posix(): e.flags
+        for e in spec.source_flags
+        if define in e.flags
+    }
+    assert with_id == {
+        "torch-ext/binding.cpp": (define,),
+        "gemm/launch.cpp": (define, "-DGEMM"),  # its kernel's own flags kept
+    }
+    assert "TORCH_EXTENSION_NAME" not in dict(spec.define_macros)
+    everywhere = (*spec.cxx_flags, *spec.nvcc_flags, *(f"{k}={v}" for k, v in spec.define_macros))
+    assert not any("_probe_0123456789" in flag for flag in everywhere)

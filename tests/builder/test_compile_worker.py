@@ -19,6 +19,12 @@ def test_torch_api_include_extension_h_is_dropped_for_every_compiler() -> None:
     assert worker.without_dropped(args) == {"cxx": ["-O3"], "nvcc": ["--threads=2"], "sycl": []}
 
 
+def test_torchs_extension_wide_build_id_is_dropped() -> None:
+    """torch defines TORCH_EXTENSION_NAME for every unit; the plan gives it per unit instead."""
+    args = {"cxx": ["-DTORCH_EXTENSION_NAME=_k_0123", "-O3"], "nvcc": ["-DTORCH_EXTENSION_NAME=_k"]}
+    assert worker.without_dropped(args) == {"cxx": ["-O3"], "nvcc": []}
+
+
 class _FakeBuildExt:
     """Stands for torch's BuildExtension: records what each extension is compiled with."""
 
@@ -126,3 +132,34 @@ def test_torch_free_sources_run_with_ccache_depend_mode_off() -> None:
         "build /b/obj/norm.o: cuda_compile /p/norm.cu": "  nvcc = CCACHE_NODEPEND=1 $nvcc",
     }
     assert worker.preprocessed_mode(NINJA, []) == NINJA
+
+
+def test_prefix_maps_cover_relative_paths_and_the_innermost_folder_wins() -> None:
+    """ccache hands the compiler paths under the cache folder relative to the compile's folder:
+    each map gets its relative twin; gcc tries the last map first, so they are sorted shortest
+    first (the work folder's map beats the cache folder's around it)."""
+    flags = ["-O3", "-ffile-prefix-map=/c=/kernelwheel/cache",
+             "-ffile-prefix-map=/c/work/p/v=/kernelwheel/build"]  # fmt: skip
+    out = worker.prefix_mapped(flags, [("/c/envs/e/torch", "/kernelwheel/torch")],
+                               "/c/work/p/v/obj", "")  # fmt: skip
+    maps = [f.split("=", 1)[1] for f in out if f.startswith("-ffile-prefix-map=")]
+    assert out[0] == "-O3"
+    assert maps.index("..=/kernelwheel/build") < maps.index("../../../..=/kernelwheel/cache")
+    assert maps.index("/c=/kernelwheel/cache") < maps.index("/c/work/p/v=/kernelwheel/build")
+    assert maps[-1] == "../../../../envs/e/torch=/kernelwheel/torch"
+    nvcc = worker.prefix_mapped(["-Xcompiler=-ffile-prefix-map=/c=/k"], [], "/c/w", "-Xcompiler=")
+    assert nvcc == ["-Xcompiler=-ffile-prefix-map=/c=/k", "-Xcompiler=-ffile-prefix-map=..=/k"]
+
+
+def test_path_views_name_the_project_through_its_link_except_objects_and_maps() -> None:
+    text = (
+        "cflags = -I/p/csrc -I/s/include -ffile-prefix-map=/p=/kernelwheel/src\n"
+        "build /s/obj/p/csrc/a.o: compile /p/csrc/a.cpp\n"
+        "  post_cflags = $post_cflags -include /p/csrc/pre.h\n"
+    )
+    out = worker.view_paths(text, [["/p", "/s/project"]])
+    assert out.splitlines() == [
+        "cflags = -I/s/project/csrc -I/s/include -ffile-prefix-map=/p=/kernelwheel/src",
+        "build /s/obj/p/csrc/a.o: compile /s/project/csrc/a.cpp",
+        "  post_cflags = $post_cflags -include /s/project/csrc/pre.h",
+    ]

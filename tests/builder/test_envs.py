@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.builder import envs
-from kernelwheel.builder.envs import EnvInfo, EnvSpec, provision
+from kernelwheel.builder.envs import EnvInfo, EnvSpec, provision, torch_install_error, unreachable
 
 SPEC = EnvSpec(torch_requirement="torch===2.14.1", packages=("nvidia-cuda-nvcc==13.0.88",))
 
@@ -130,3 +130,59 @@ def test_a_dead_runs_lock_owner_is_cleared_and_named(
     (note,) = got.notes
     assert "a run that died (pid 999999999) held this lock" in note
     assert not owner.exists()  # released with the lock
+
+
+# -- a torch pip cannot get: the message names the package and the index ----------------------
+
+# What pip prints (no -v) when PyTorch's index is unreachable: nothing about the index.
+PIP_TAIL = """\
+Looking in indexes: https://pypi.org/simple, https://download.pytorch.org/whl/cpu
+ERROR: Could not find a version that satisfies the requirement torch==2.14.1+cpu (from versions: \
+2.13.0)
+ERROR: No matching distribution found for torch==2.14.1+cpu
+"""
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def test_a_cpu_torch_pip_cannot_get_names_pytorchs_index() -> None:
+    spec = EnvSpec("torch==2.14.1+cpu", extra_index_urls=(CPU_INDEX,))
+    down = {CPU_INDEX: "[Errno -2] Name or service not known"}
+    error = torch_install_error(spec, "failed to install torch==2.14.1+cpu: exit 1", PIP_TAIL, down)
+    message, hint = error.message, error.hint or ""
+    assert f"pip found no torch==2.14.1+cpu in https://pypi.org/simple, {CPU_INDEX}" in message
+    assert f"{CPU_INDEX} is unreachable: [Errno -2] Name or service not known" in message
+    assert "pip: ERROR: No matching distribution found for torch==2.14.1+cpu" in message
+    assert f"published on PyTorch's index {CPU_INDEX}, not on PyPI" in hint
+    assert f"this machine cannot reach {CPU_INDEX}" in hint and "--find-links DIR" in hint
+    assert "check the index/find-links options" not in str(error)
+
+
+def test_an_unreachable_index_of_ones_own_is_named() -> None:
+    spec = EnvSpec("torch==2.14.1", index_url="https://mirror.example/simple", find_links=("/w",))
+    down = {"https://mirror.example/simple": "timed out"}
+    error = torch_install_error(spec, "failed", "", down)
+    assert "in https://mirror.example/simple, --find-links /w" in error.message
+    assert "let this machine reach https://mirror.example/simple and --find-links /w" in (
+        error.hint or ""
+    )
+    offline = torch_install_error(EnvSpec("torch==2.14.1", no_index=True), "failed", "", {})
+    assert "nothing (--no-index without --find-links)" in offline.message
+
+
+def test_unreachable_tells_no_answer_from_an_http_error(tmp_path: Path) -> None:
+    import http.server
+    import socket
+    import threading
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    assert unreachable(f"http://127.0.0.1:{port}/simple/", timeout=5) is not None
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:  # a 404 is an answer: the index is there
+        assert unreachable(f"http://127.0.0.1:{server.server_port}/no/such/", timeout=5) is None
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,5 +1,6 @@
-"""`kernelwheel init` for real: a new cpu project builds as written, its wheel installs with
-pip, and the test it came with passes against the installed package (no edit anywhere)."""
+"""`kernelwheel init` for real: a new project builds as written with no selector, its wheel
+installs with pip, and the test it came with passes against the installed package (no edit
+anywhere)."""
 
 from __future__ import annotations
 
@@ -17,20 +18,26 @@ pytestmark = pytest.mark.integration
 MakeVenv = Callable[..., LayeredVenv]
 
 
-def test_init_cpu_project_builds_installs_and_passes_its_test(
-    tmp_path: Path, venv_for: MakeVenv
+def test_init_then_default_build_runs_the_op_without_a_gpu(
+    tmp_path: Path, venv_for: MakeVenv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert main(["init", "tiny-op", "--backends", "cpu", "--directory", str(tmp_path)]) == 0
+    # `kernelwheel init` + `kernelwheel build` with no selector, in an active virtual environment
+    # holding torch 2.13 cpu, on this machine without a GPU: the default variant is that torch's
+    # (plan.defaults), and the generated test runs the op on CPU tensors (nothing skipped).
+    venv = venv_for(CPU_VARIANT)
+    monkeypatch.setenv("VIRTUAL_ENV", str(venv.root))
+    assert main(["init", "tiny-op", "--directory", str(tmp_path)]) == 0  # cpu and cuda kernels
     project = tmp_path / "tiny-op"
     out = tmp_path / "wheelhouse"
-    assert main(["build", str(project), "-o", str(out), "--variant", CPU_VARIANT]) == 0
+    assert main(["build", str(project), "-o", str(out)]) == 0
     (wheel,) = out.glob("tiny_op-0.0.0+*.whl")
-    venv = venv_for(CPU_VARIANT)
+    assert "+torch2.13.cpu.cxx11-" in wheel.name
     venv.pip(str(wheel), "pytest>=8,<10")
     proc = venv.run(
         "-m",
         "pytest",
         "-q",
+        "-rs",
         "-p",
         "no:cacheprovider",
         str(project / "tests"),
@@ -38,4 +45,4 @@ def test_init_cpu_project_builds_installs_and_passes_its_test(
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "7 passed" in proc.stdout, proc.stdout
+    assert "8 passed" in proc.stdout and "skipped" not in proc.stdout, proc.stdout

@@ -10,12 +10,9 @@ from packaging.version import Version
 
 from kernelwheel.builder.compile_plan import fatbin_compression_flags
 from kernelwheel.builder.envs import EnvInfo, pip_install_args
-from kernelwheel.builder.pipeline import (
-    _check_env_matches,
-    _python_tag,
-    full_version,
-)
+from kernelwheel.builder.pipeline import _check_env_matches, _python_tag
 from kernelwheel.builder.request import request_for
+from kernelwheel.builder.steps import full_version
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
@@ -78,7 +75,7 @@ def test_request_for_carries_every_resolved_setting(tmp_path: Path) -> None:
     assert req.env_spec.extra_index_urls == ()  # --no-index: not even the recipe's index
     assert req.manylinux is None and req.jobs == 3
     assert req.local_version_style is LocalVersionStyle.COMPACT
-    assert pip_install_args(req.env_spec)[:1] == ["--no-index"]
+    assert pip_install_args(req.env_spec.pip_sources)[:1] == ["--no-index"]
 
 
 def _env(torch: str, cuda: str | None, cxx11: bool = True) -> EnvInfo:
@@ -107,7 +104,7 @@ def test_matching_environment_passes() -> None:
 
 
 def test_static_only_libstdcxx_toolchain_is_detected(tmp_path: Path) -> None:
-    from kernelwheel.builder.pipeline import _links_shared_libstdcxx
+    from kernelwheel.builder.steps import _links_shared_libstdcxx
 
     fake = tmp_path / "g++"
     fake.write_text('#!/bin/sh\necho "${1#-print-file-name=}"\n')  # "not found": bare name

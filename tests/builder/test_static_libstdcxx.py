@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support.builds import CPU_VARIANT, IMG2GRAY
 
-from kernelwheel.builder.pipeline import check_cxx_toolchain
+from kernelwheel.builder.steps import check_cxx_toolchain
 from kernelwheel.cli import main
 from kernelwheel.errors import ToolchainError
 

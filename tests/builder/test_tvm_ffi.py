@@ -143,3 +143,66 @@ def test_cuda_variant_links_the_runtime_package_it_requires(tmp_path: Path) -> N
     assert is_elf(data[:4])
     assert b"libcudart.so.13" in data and b"$ORIGIN/../nvidia/cu13/lib" in data
     assert b"libtorch" not in data
+
+
+# The CUDA kernel of the fixture, using CUTLASS's numeric types (issue 28: a tvm-ffi build had
+# no CUTLASS, "fatal error: cutlass/gemm/device/gemm.h").
+CUTLASS_CUDA = """\
+#include <tvm/ffi/tvm_ffi.h>
+#include <cuda_runtime.h>
+#include <cutlass/cutlass.h>
+#include <cutlass/numeric_types.h>
+#include <cutlass/version.h>
+
+static_assert(CUTLASS_MAJOR == 3 && CUTLASS_MINOR == 8, "the cutlass_3_8 headers");
+
+__global__ void add_one_kernel(float* out, const float* in, int64_t n) {
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = float(cutlass::half_t(in[i]) + cutlass::half_t(1.0f));
+}
+
+void add_one_cuda(tvm::ffi::TensorView out, tvm::ffi::TensorView in) {
+  int64_t n = in.numel();
+  if (n == 0) return;
+  add_one_kernel<<<(n + 255) / 256, 256>>>(
+      static_cast<float*>(out.data_ptr()), static_cast<const float*>(in.data_ptr()), n);
+}
+"""
+
+
+def cutlass_project(root: Path) -> Path:
+    toml = TVM_FFI_BUILD_TOML.replace(
+        'backend = "cuda"\ndepends = []', 'backend = "cuda"\ndepends = ["cutlass_3_8"]'
+    )
+    write_tvm_ffi_project(root, toml)
+    (root / "csrc" / "add_one_cuda.cu").write_text(CUTLASS_CUDA)
+    return root
+
+
+def test_a_cuda_kernels_depends_are_planned_for_the_tvm_ffi_build(tmp_path: Path) -> None:
+    from kernelwheel.builder.request import request_for
+    from kernelwheel.plan.options import resolve_options
+
+    project = load_project(cutlass_project(tmp_path / "add-one"))
+    recipes = load_recipes()
+    options = resolve_options(None, env={}, cli={})
+    cuda = request_for(project, recipes.recipe_for(Variant.parse(CUDA)), "1.0.0", options, recipes)
+    (source,) = cuda.headers.sources
+    assert source.kernels == ("add_one_cuda",) and source.wheel is not None
+    assert source.describe().startswith("cutlass_3_8 (CUTLASS 3.8.0) from nvidia-cutlass 3.8.0.0")
+    cpu = request_for(project, recipes.recipe_for(Variant.parse(CPU)), "1.0.0", options, recipes)
+    assert cpu.headers.sources == ()  # the cpu kernel depends on nothing
+
+
+@pytest.mark.integration
+def test_a_cuda_kernel_with_cutlass_depends_builds(tmp_path: Path) -> None:
+    root = cutlass_project(tmp_path / "add-one")
+    out = tmp_path / "out"
+    code = main(["build", str(root), "--variant", CUDA, "--version", "1.0.0", "-o", str(out)])
+    log = (out / "logs" / f"{CUDA}.log").read_text()
+    assert code == 0, log[-3000:]
+    assert "headers: cutlass_3_8" in log
+    (wheel,) = out.glob("add_one-1.0.0+*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        (so,) = [n for n in zf.namelist() if n.endswith(".so")]
+        assert b"libcudart.so.13" in zf.read(so)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.cli import main
+from kernelwheel.compat.gpus import query_gpus
 from kernelwheel.errors import ProjectError, UsageError
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
@@ -49,9 +50,15 @@ def test_traceback_only_on_request(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "Traceback" in capsys.readouterr().err
 
 
-def test_print_build_identifiers_default_and_selected(capsys: pytest.CaptureFixture[str]) -> None:
+def test_print_build_identifiers_default_and_selected(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The default is this machine's (plan.defaults, tests/plan/test_defaults.py): CUDA where
+    # nvidia-smi lists a GPU, else the CPU variant; no virtual environment's torch decides here.
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     assert main(["build", str(IMG2GRAY), "--print-build-identifiers"]) == 0
-    assert capsys.readouterr().out.split() == ["torch214-cxx11-cu130-x86_64-linux"]
+    flavour = "cu130" if query_gpus().present else "cpu"
+    assert capsys.readouterr().out.split() == [f"torch214-cxx11-{flavour}-x86_64-linux"]
     args = ["build", str(IMG2GRAY), "--print-build-identifiers", "--build", "torch21{3,4}-*cpu*"]
     assert main([*args, "--arch", "x86_64"]) == 0
     assert capsys.readouterr().out.split() == [

@@ -12,6 +12,9 @@ from support.venvs import QuickVenv, fake_torch
 
 from kernelwheel.hub import ToWheelRequest, to_wheels
 
+# Real pip and uv installs into fresh venvs: seconds each (pytest -m 'not slow' skips them).
+pytestmark = pytest.mark.slow
+
 VARIANTS = (
     "torch214-cxx11-cu130-x86_64-linux",  # matches the fake torch
     "torch214-cxx98-cu130-x86_64-linux",  # wrong C++ ABI: the guard

@@ -16,11 +16,11 @@ from kernelwheel.hub import ToWheelRequest, to_wheels
 from kernelwheel.hub.metadata import (
     Digest,
     GitStatus,
-    KernelDepend,
     KernelMetadata,
     KernelsVersion,
     Provenance,
 )
+from kernelwheel.model.sections import KernelDependency
 from kernelwheel.wheels import read_wheel
 
 SHA_A, SHA_B = "a" * 40, "B" * 40
@@ -57,8 +57,8 @@ def test_the_current_form_is_read_field_by_field() -> None:
     assert meta.upstream == "https://example.org/team/img2gray.git"
     assert meta.source == "git@example.org:team/img2gray-kernel"
     assert meta.kernel_depends == (
-        KernelDepend("kernels-community/relu", 1),
-        KernelDepend("org/helper", revision="v0.3"),
+        KernelDependency("kernels-community/relu", 1),
+        KernelDependency("org/helper", revision="v0.3"),
     )
     assert meta.digest == Digest("sha256", (("_ops.py", "xx"),))
     assert meta.provenance == Provenance(

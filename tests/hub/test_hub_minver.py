@@ -11,10 +11,11 @@ import pytest
 from support.tinykernel import write_tiny_kernel
 
 from kernelwheel.hub.export import export_card, kernel_metadata
-from kernelwheel.hub.metadata import KernelDepend, KernelMetadata, KernelsVersion
+from kernelwheel.hub.metadata import KernelMetadata, KernelsVersion
 from kernelwheel.hub.minver import MinverRule, kernels_minver, load_rule
 from kernelwheel.model.project import load_project
 from kernelwheel.model.python_depends import load_python_depends
+from kernelwheel.model.sections import KernelDependency
 from kernelwheel.model.variant import Variant
 
 PLAIN = KernelMetadata(name="k", version="1", python_depends=("einops",), backend="cuda")
@@ -38,7 +39,7 @@ def test_each_variant_form_needs_its_release(
 
 def test_kernel_depends_and_newer_python_depends_raise_it() -> None:
     cpu = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
-    depends = dataclasses.replace(PLAIN, kernel_depends=(KernelDepend("org/relu", 1),))
+    depends = dataclasses.replace(PLAIN, kernel_depends=(KernelDependency("org/relu", 1),))
     assert kernels_minver(cpu, depends) == (
         KernelsVersion.parse("0.17.0"),
         ("metadata kernel-depends",),

@@ -34,6 +34,9 @@ from support.venvs import QuickVenv
 from kernelwheel.cli import main
 from kernelwheel.wheels.index import build_index
 
+# Real pip and uv installs into fresh venvs: seconds each (pytest -m 'not slow' skips them).
+pytestmark = pytest.mark.slow
+
 TOOLS = ["pip", "uv"]
 CPU_213 = "torch2.13.cpu.cxx11"
 CPU_214 = "torch2.14.cpu.cxx11"

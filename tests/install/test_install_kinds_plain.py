@@ -21,6 +21,9 @@ from kernelwheel.cli import main
 from kernelwheel.hub import ToWheelRequest, to_wheels
 from kernelwheel.wheels import WheelSpec, write_wheel
 
+# Real pip and uv installs into fresh venvs: seconds each (pytest -m 'not slow' skips them).
+pytestmark = pytest.mark.slow
+
 TOOLS = ["pip", "uv"]
 STABLE = "torch-stable-abi210-cpu-x86_64-linux"
 TVM_FFI = "tvm-ffi01-cpu-x86_64-linux"

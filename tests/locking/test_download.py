@@ -244,6 +244,7 @@ def torch_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return fake_torch(tmp_path_factory.mktemp("torch"), "2.14.1+cu130", "13.0", cxx11=True)
 
 
+@pytest.mark.slow  # a real pip install into a fresh venv
 def test_pip_installs_the_variant_for_the_installed_torch_offline(
     world: LockWorld, app: Path, torch_site: Path, tmp_path: Path
 ) -> None:

@@ -389,8 +389,8 @@ def test_unknown_keys_get_suggestions(tmp_path: Path, toml: str, key: str, sugge
     [
         ("", "general.name", "[general]"),
         ('[general]\nversion = "1.0"\n', "general.name", 'name = "'),
-        (
-            GENERAL + TORCH + '[kernel.img2gray]\nsrc = ["csrc/img2gray.cu"]\n',
+        (  # (the older forms' kernels without backend are CUDA: test_first_format.py)
+            GENERAL + 'backends = ["cuda"]\n' + TORCH + '[kernel.img2gray]\nsrc = ["csrc/x.cu"]\n',
             "kernel.img2gray.backend",
             "backend = ",
         ),

@@ -352,7 +352,7 @@ def test_unknown_key_suggests_the_right_one() -> None:
         (
             lambda t, c: c["cuda"]["13.0"].update(capabilities=["sm_80"]),
             'cuda."13.0".capabilities',
-            "invalid capability 'sm_80'",
+            "invalid CUDA capability 'sm_80'",
         ),
         (
             lambda t, c: c["cuda"]["13.0"].update(source="conda"),

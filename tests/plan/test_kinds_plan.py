@@ -15,9 +15,11 @@ from support.kinds import (
 )
 
 from kernelwheel.cli import main
+from kernelwheel.compat.gpus import Gpus
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Arch
+from kernelwheel.plan.defaults import Machine
 from kernelwheel.plan.matrix import plan_matrix
 from kernelwheel.plan.options import ENV_VARS
 from kernelwheel.plan.planning import plan_project, selected_recipes
@@ -69,8 +71,15 @@ def test_tvm_ffi_plan_gives_reasons(tmp_path: Path) -> None:
 def test_default_build_of_a_tvm_ffi_project_is_this_machines_variant(tmp_path: Path) -> None:
     root = write_tvm_ffi_project(tmp_path / "p")
     planned = plan_project(root, {})
-    chosen = [r.name for r in selected_recipes(planned)]
-    assert chosen == [f"tvm-ffi01-cu130-{Arch.host().value}-linux"]
+    gpu = Machine(Arch.X86_64, Gpus(("9.0",), "a test"))
+    assert [r.name for r in selected_recipes(planned, machine=gpu)] == [
+        "tvm-ffi01-cu130-x86_64-linux"
+    ]
+    # No GPU: the CPU flavour, which this machine can run.
+    none = Machine(Arch.AARCH64, Gpus((), "nvidia-smi: not found"))
+    assert [r.name for r in selected_recipes(planned, machine=none)] == [
+        "tvm-ffi01-cpu-aarch64-linux"
+    ]
     # The variant spelling kernel-builder uses selects it too.
     chosen = [r.name for r in selected_recipes(planned, ["tvm-ffi01-cpu-*"])]
     assert chosen == ["tvm-ffi01-cpu-x86_64-linux", "tvm-ffi01-cpu-aarch64-linux"]

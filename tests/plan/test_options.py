@@ -344,3 +344,20 @@ def test_memory_per_thread_takes_mib_and_says_so_when_wrong(tmp_path: Path) -> N
     with pytest.raises(KernelwheelError, match="KERNELWHEEL_MEMORY_PER_THREAD") as info:
         resolve_options(None, env={"KERNELWHEEL_MEMORY_PER_THREAD": "0"})
     assert "4096 (MiB)" in str(info.value.hint)
+
+
+def test_preamble_names_each_value_set_above_its_default_and_its_layer(tmp_path: Path) -> None:
+    root = kernel(tmp_path, "[tool.kernelwheel]\ncuda-capabilities = ['9.0', '10.0+PTX']\n")
+    options = resolve_options(
+        root,
+        env={"KERNELWHEEL_NO_CCACHE": "1", "KERNELWHEEL_JOBS": "3"},
+        cli={"jobs": "2", "repair": False, "local_version_style": "compact"},  # --no-repair
+    )
+    assert options.preamble() == (
+        "no-ccache = true  (KERNELWHEEL_NO_CCACHE)",
+        "jobs = 2  (--jobs)",  # the flag over the environment
+        "repair = false  (--no-repair)",
+        "local-version-style = compact  (--local-version-style)",
+        "cuda-capabilities = 9.0 10.0+PTX  ([tool.kernelwheel] cuda-capabilities)",
+    )
+    assert resolve_options(None, env={}, cli={}).preamble() == ()

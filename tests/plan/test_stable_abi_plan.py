@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel.compat.gpus import Gpus
 from kernelwheel.errors import VariantError
 from kernelwheel.model.project import KernelProject, load_project
 from kernelwheel.model.recipes import RecipeError, Recipes, parse_recipes
 from kernelwheel.model.variant import Arch, TorchVersion, Variant
+from kernelwheel.plan.defaults import Machine
 from kernelwheel.plan.matrix import plan_matrix
 from kernelwheel.plan.options import ENV_VARS
-from kernelwheel.plan.planning import default_variant, plan_project, selected_recipes
+from kernelwheel.plan.planning import plan_project, select, selected_recipes
 
 KERNELS = """
 [kernel.k_cpu]
@@ -183,15 +185,13 @@ def test_recipe_for_a_stable_variant_builds_with_a_torch_no_older_than_its_abi()
         r.recipe_for(Variant.parse("torch-stable-abi215-cpu-x86_64-linux"))
 
 
-def test_default_and_named_variants_of_a_stable_project(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_default_and_named_variants_of_a_stable_project(tmp_path: Path) -> None:
     proj = project(tmp_path, 'stable-abi = "2.10"\n')
-    monkeypatch.setattr(Arch, "host", classmethod(lambda cls: Arch.X86_64))
-    default = default_variant(recipes(), proj)
+    planned = plan_project(proj.root, {})
+    machine = Machine(Arch.X86_64, Gpus(("9.0",), "a test"))
+    (default,) = select(planned, machine=machine).recipes
     assert default.name == "torch-stable-abi210-cu130-x86_64-linux"
     # `build --variant NAME` finds it in the plan (real recipes: built with torch 2.14.1).
-    planned = plan_project(proj.root, {})
     (rec,) = selected_recipes(planned, ["torch-stable-abi210-cpu-x86_64-linux"])
     assert (rec.name, rec.torch_version) == ("torch-stable-abi210-cpu-x86_64-linux", "2.14.1")
 

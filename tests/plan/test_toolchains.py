@@ -12,13 +12,15 @@ import pytest
 
 from kernelwheel.builder.request import request_for
 from kernelwheel.cli import main
+from kernelwheel.compat.gpus import Gpus
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.project import KernelProject, load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Arch, BackendKind, Variant
+from kernelwheel.plan.defaults import Machine
 from kernelwheel.plan.matrix import plan_matrix
 from kernelwheel.plan.options import ENV_VARS, resolve_options
-from kernelwheel.plan.planning import default_variant
+from kernelwheel.plan.planning import plan_project, select
 from kernelwheel.plan.toolchains import (
     missing_toolchain,
     require_toolchain,
@@ -164,21 +166,23 @@ def test_bundled_recipes_plan_rocm_xpu_metal_variants_with_notes(tmp_path: Path)
     assert not any("not built by kernelwheel" in note for note in cpu_only.notes)
 
 
-def test_default_variant_never_picks_a_backend_the_project_lacks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(Arch, "host", classmethod(lambda cls: Arch.X86_64))
-    recipes = load_recipes()
+def test_default_variant_never_picks_a_backend_the_project_lacks(tmp_path: Path) -> None:
+    machine = Machine(Arch.X86_64, Gpus(("9.0",), "a test"))
+
+    def default(root: KernelProject) -> Variant:
+        (recipe,) = select(plan_project(root.root, {}), machine=machine).recipes
+        return recipe.variant
+
     with pytest.raises(ToolchainError) as info:
-        default_variant(recipes, project(tmp_path / "m", "metal"))
+        default(project(tmp_path / "m", "metal"))
     message = str(info.value)
     assert message.startswith("multi: none of its backends (metal) can be built here")
     assert "no Metal toolchain: build its variants on a macOS (Metal) runner" in message
     with pytest.raises(ToolchainError, match=r"\(rocm, xpu\)"):
-        default_variant(recipes, project(tmp_path / "r", "rocm", "xpu"))
-    cpu = default_variant(recipes, project(tmp_path / "cm", "cpu", "metal"))
+        default(project(tmp_path / "r", "rocm", "xpu"))
+    cpu = default(project(tmp_path / "cm", "cpu", "metal"))
     assert cpu.backend is not None and cpu.backend.kind is BackendKind.CPU
-    cuda = default_variant(recipes, project(tmp_path / "rc", "rocm", "cuda"))
+    cuda = default(project(tmp_path / "rc", "rocm", "cuda"))
     assert cuda.name == "torch214-cxx11-cu130-x86_64-linux"
 
 

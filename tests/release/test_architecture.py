@@ -7,6 +7,7 @@ import ast
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -126,6 +127,17 @@ def upward_imports(edges: list[Edge], order: list[str]) -> list[str]:
 def package_cycles(edges: list[Edge]) -> list[list[str]]:
     """The cycles between units (packages, top-level modules): strongly connected components of
     more than one unit, each sorted."""
+    return cycles(edges, unit)
+
+
+def module_cycles(edges: list[Edge]) -> list[list[str]]:
+    """The cycles between modules, inside a package too (``pipeline`` importing ``tvm_ffi``
+    lazily while ``tvm_ffi`` imports ``pipeline``), lazy imports included."""
+    return cycles(edges, lambda dotted: dotted)
+
+
+def cycles(edges: list[Edge], unit: Callable[[str], str]) -> list[list[str]]:
+    """The strongly connected components of more than one node of the graph of ``unit``s."""
     graph: dict[str, set[str]] = {}
     for edge in edges:
         a, b = unit(edge.source), unit(edge.target)
@@ -192,6 +204,20 @@ def test_no_cycles_between_packages() -> None:
     assert package_cycles(_graph()) == []
 
 
+def test_no_cycles_between_modules() -> None:
+    assert module_cycles(_graph()) == []
+
+
+def test_a_cycle_inside_a_package_is_caught() -> None:
+    edges = [
+        Edge("kernelwheel.builder.pipeline", "kernelwheel.builder.tvm_ffi", "pipeline.py:9"),
+        Edge("kernelwheel.builder.tvm_ffi", "kernelwheel.builder.pipeline", "tvm_ffi.py:5"),
+        Edge("kernelwheel.builder.tvm_ffi", "kernelwheel.builder.steps", "tvm_ffi.py:6"),
+    ]
+    assert package_cycles(edges) == []
+    assert module_cycles(edges) == [["kernelwheel.builder.pipeline", "kernelwheel.builder.tvm_ffi"]]
+
+
 def test_a_planted_upward_import_is_caught(tmp_path: Path) -> None:
     """A lazy import of the builder from the model, planted in a copy of the tree: it is an
     upward import and, with the builder's imports of the model, a cycle."""
@@ -221,6 +247,49 @@ def test_a_cycle_among_top_level_modules_is_caught() -> None:
     assert upward_imports(edges, [TOP, "model"]) == [
         "model/variant.py:1: model imports kernelwheel.errors (top level is above it)"
     ]
+
+
+# --- one process runner ---------------------------------------------------------------------
+
+RUNNER = "_util.py"
+# builder/_compile_worker.py is a program of its own, run inside the build environment (stdlib,
+# setuptools and torch only): it cannot import kernelwheel, and kernelwheel runs it through the
+# runner.
+OWN_PROGRAMS = {"builder/_compile_worker.py"}
+PROCESS_MODULES = {"subprocess", "multiprocessing", "pty", "asyncio.subprocess"}
+
+
+def process_imports(src: Path) -> list[str]:
+    """Where a module other than the runner imports a module that starts processes."""
+    found = []
+    for path in sorted(p for p in src.rglob("*.py") if "__pycache__" not in p.parts):
+        rel = path.relative_to(src).as_posix()
+        if rel == RUNNER or rel in OWN_PROGRAMS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            found += [f"{rel}:{node.lineno}: imports {n}" for n in names if n in PROCESS_MODULES]
+        calls = re.finditer(r"\bos\.(system|popen|exec\w*|spawn\w*)\(", path.read_text())
+        found += [f"{rel}: calls os.{m[1]}" for m in calls]
+    return found
+
+
+def test_every_process_goes_through_the_runner() -> None:
+    """So an interrupt stops every command kernelwheel started (_util.stop_running)."""
+    assert process_imports(SRC) == []
+
+
+def test_a_planted_subprocess_call_is_caught(tmp_path: Path) -> None:
+    copy = tmp_path / "kernelwheel"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    probe = copy / "builder" / "envs.py"
+    probe.write_text(probe.read_text() + "\n\ndef _planted() -> None:\n    import subprocess\n")
+    lines = probe.read_text().count("\n")
+    assert process_imports(copy) == [f"builder/envs.py:{lines}: imports subprocess"]
 
 
 def test_every_subpackage_is_listed_for_the_wheel() -> None:

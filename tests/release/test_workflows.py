@@ -222,9 +222,20 @@ def test_build_step_builds_exactly_the_entry_then_checks(release: dict[str, Any]
 
 
 def test_build_environments_are_cached_on_env_digest(release: dict[str, Any]) -> None:
-    (cache,) = uses_steps(release["jobs"]["build"], "actions/cache")
-    assert "${{ matrix.env_digest }}" in cache["with"]["key"]
-    assert cache["with"]["path"] == "~/.cache/kernelwheel/envs"
+    envs, ccache = uses_steps(release["jobs"]["build"], "actions/cache")
+    assert "${{ matrix.env_digest }}" in envs["with"]["key"]
+    assert envs["with"]["path"] == "~/.cache/kernelwheel/envs"
+    # the local ccache folder per variant, only without the remote storage secret
+    assert ccache["with"]["path"] == "~/.cache/kernelwheel/ccache"
+    assert "${{ matrix.name }}" in ccache["with"]["key"]
+    assert ccache["if"] == "${{ steps.ccache.outputs.remote != 'true' }}"
+
+
+def test_build_uses_the_remote_compiler_cache_when_a_secret_names_one(
+    release: dict[str, Any],
+) -> None:
+    build = step(release["jobs"]["build"], "build")
+    assert build["env"]["KERNELWHEEL_CCACHE_REMOTE"] == "${{ secrets.KERNELWHEEL_CCACHE_REMOTE }}"
 
 
 def test_every_build_step_is_run_locally_or_replaced_by_this_machine(
@@ -429,9 +440,17 @@ def test_test_script_lints_the_workflows_before_the_tests() -> None:
 
 def test_plain_pytest_is_fast_and_the_test_script_runs_everything() -> None:
     """pyproject's addopts leave the integration tests out of a plain `pytest`; scripts/test.sh,
-    the README's and CI's command, overrides that marker explicitly (a later -m wins)."""
+    the README's and CI's command, overrides that marker explicitly (a later -m wins). The run
+    is strict: unknown markers and settings, warnings and hangs fail it."""
     pytest_ini = loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    assert shlex.split(pytest_ini["addopts"]) == ["-ra", "-m", "not integration"]
+    assert shlex.split(pytest_ini["addopts"]) == [
+        "-ra",
+        "-m",
+        "not integration",
+        "--strict-markers",
+        "--strict-config",
+    ]
+    assert pytest_ini["filterwarnings"][0] == "error" and pytest_ini["timeout"] > 0
     script = (REPO / "scripts" / "test.sh").read_text()
     assert '-m pytest -m "integration or not integration" "$@"' in script
 

@@ -14,6 +14,9 @@ from support.variants import TORCH213_CPU, TORCH214_CU130
 
 REPO = Path(__file__).resolve().parents[2]
 IMG2GRAY = REPO / "kernels" / "img2gray"
+# kernelwheel's exhaustive suite of the installed img2gray (beside the kernel's own smoke test,
+# IMG2GRAY / "tests").
+IMG2GRAY_SUITE = REPO / "tests" / "kernel_suites" / "img2gray"
 # The two builds of img2gray the integration tests make (the session fixture `built`).
 CUDA_VARIANT = TORCH214_CU130
 CPU_VARIANT = TORCH213_CPU
@@ -50,4 +53,21 @@ for shape in [(1, 1, 3), (7, 13, 3), (480, 641, 3), (4, 33, 17, 3), (0, 5, 3)]:
     assert np.array_equal(got, ref.astype(np.uint8)), shape
 print("ops:", img2gray._ops.add_op_namespace_prefix("img2gray"))
 print("OK", torch.__version__)
+"""
+
+
+# Run inside a venv holding a built img2gray: the devices it serves, a meta tensor through the
+# shared checks, and NotImplementedError for each device whose kernel the build lacks.
+CHECK_ONE_BACKEND = r"""
+import torch, img2gray
+devices = img2gray.supported_devices()
+assert img2gray.img2gray(torch.empty(2, 3, 3, dtype=torch.uint8, device="meta")).shape == (2, 3)
+if "cpu" not in devices:
+    try:
+        img2gray.img2gray(torch.zeros(2, 3, 3, dtype=torch.uint8))
+    except NotImplementedError as e:
+        assert "'CPU' backend" in str(e), e
+    else:
+        raise AssertionError("a build without the CPU kernel ran a CPU tensor")
+print("devices", devices)
 """

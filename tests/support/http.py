@@ -13,18 +13,19 @@ from pathlib import Path
 @contextmanager
 def http_server(root: Path) -> Iterator[str]:
     """``python -m http.server`` on 127.0.0.1 (an ephemeral port), serving ``root``."""
-    proc = subprocess.Popen(
+    # The with block closes the stdout pipe too (else a ResourceWarning at garbage collection).
+    with subprocess.Popen(
         [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "-d", str(root)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        port = re.search(r"port (\d+)", line)
-        assert port, line
-        yield f"http://127.0.0.1:{port[1]}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            port = re.search(r"port (\d+)", line)
+            assert port, line
+            yield f"http://127.0.0.1:{port[1]}"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)

@@ -1,6 +1,6 @@
 """Convert an RGB image file to grayscale with the installed img2gray wheel.
 
-    python convert.py INPUT.png OUTPUT.png [--device cuda]
+    python convert.py INPUT.png OUTPUT.png [--device cpu|cuda]
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("input")
     parser.add_argument("output")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    # A build serves one backend (a CPU wheel CPU tensors, a CUDA wheel CUDA tensors).
+    (default,) = img2gray.supported_devices()
+    parser.add_argument("--device", default=default, help=f"cpu or cuda (default: {default})")
     args = parser.parse_args(argv)
     rgb = np.asarray(Image.open(args.input).convert("RGB"))
     image = torch.from_numpy(rgb.copy()).to(args.device)

@@ -21,18 +21,17 @@ torch::Tensor img2gray_meta(const torch::Tensor& input) {
   return img2gray::empty_gray(input);
 }
 
-// The devices this build has kernels for. The build defines KERNELWHEEL_WITH_CPU /
-// KERNELWHEEL_WITH_CUDA for the kernels it compiles (this project sets with-cpu-kernels in
-// pyproject.toml, so its CUDA wheels carry the CPU kernel too; docs/compile.md).
+// The devices this build has kernels for. Each variant compiles one backend and defines its
+// macro, CPU_KERNEL or CUDA_KERNEL, for every source (kernel-builder and kernelwheel alike;
+// docs/compile.md), so a CPU wheel serves CPU tensors and a CUDA wheel CUDA tensors.
 std::vector<std::string> supported_devices() {
-  std::vector<std::string> devices;
-#if defined(KERNELWHEEL_WITH_CPU)
-  devices.emplace_back("cpu");
+#if defined(CPU_KERNEL)
+  return {"cpu"};
+#elif defined(CUDA_KERNEL)
+  return {"cuda"};
+#else
+  return {};
 #endif
-#if defined(KERNELWHEEL_WITH_CUDA)
-  devices.emplace_back("cuda");
-#endif
-  return devices;
 }
 
 }  // namespace
@@ -49,14 +48,12 @@ TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, Meta, ops) {
   ops.impl("img2gray", &img2gray_meta);
 }
 
-#if defined(KERNELWHEEL_WITH_CPU)
+#if defined(CPU_KERNEL)
 TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, ops) {
   ops.impl("img2gray", &img2gray_cpu);
   ops.impl("img2gray.out", &img2gray_out_cpu);
 }
-#endif
-
-#if defined(KERNELWHEEL_WITH_CUDA)
+#elif defined(CUDA_KERNEL)
 TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CUDA, ops) {
   ops.impl("img2gray", &img2gray_cuda);
   ops.impl("img2gray.out", &img2gray_out_cuda);

@@ -302,7 +302,12 @@ def _explain_version(
             f"{shown} needs glibc {version} from {library}, newer than the policy's; {limit}. "
             f"The object was built against a newer glibc"
         )
-        fix = f"build against an older glibc, e.g. in {image}, or stop calling {shown}"
+        fix = (
+            f"build against an older glibc, e.g. in {image}, or stop calling {shown}; "
+            f"'kernelwheel build' (its ABI remedies on) binds a libc/libm function to an older "
+            f"version where the build's glibc still exports one the policy allows "
+            f"(docs/portability.md): a function without one needs the older glibc"
+        )
     else:
         first = libs.first_release(version_name)
         origin = f" (first shipped with {first})" if first else ""
@@ -310,7 +315,7 @@ def _explain_version(
         fix = (
             f"build with an older toolchain, e.g. in {image} (its gcc links newer helpers "
             f"statically), or avoid the API; kernelwheel's remedies cover only the helpers "
-            f"listed in kernelwheel.abi.remedies"
+            f"listed in its data/abi_remedies.toml (docs/portability.md)"
         )
     return cause, fix
 

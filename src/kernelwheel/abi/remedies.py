@@ -1,32 +1,48 @@
-"""Known remedies that keep a .so built with a new toolchain within manylinux_2_28.
+"""Remedies that keep a .so built with a new toolchain within its manylinux policy.
 
-Building on Debian 12 (gcc 12, glibc 2.36), libstdc++'s *headers* make a kernel import a few
-symbols only new glibc/libstdc++ versions export, and auditwheel then refuses manylinux_2_28.
-Each remedy below removes such imports without changing behaviour; ``remedy_flags()`` returns the
-compiler flags and the source file (``data/kernelwheel_compat.cpp``) the build adds to every
-extension. A guaranteed-compliant build still needs an older toolchain (the manylinux_2_28 image):
-other header code can pull GLIBCXX_3.4.26+ symbols no remedy covers, and ``kernelwheel check``
-reports those.
+Building on a new distribution (Debian 12: gcc 12, glibc 2.36; Ubuntu 24.04: gcc 13, glibc
+2.39), the host's *headers* make a kernel import symbols only new glibc/libstdc++ versions
+export, and auditwheel then refuses manylinux_2_28. The data is ``data/abi_remedies.toml``
+(docs/portability.md):
+
+- a header forced into every translation unit (:mod:`kernelwheel.abi.symver`), made per build
+  from the policy's caps and the target's own libc/libm version tables, binds each libc/libm
+  function to the newest version the policy allows and undoes glibc >= 2.38's C23 redirections;
+- hidden local definitions in ``data/kernelwheel_compat.cpp`` (:data:`REMEDIES`) replace the
+  libstdc++/glibc helpers new headers call but only new libraries export.
+
+``remedy_flags(header)`` returns the compiler flags and the source the build adds to every
+extension. Whatever no remedy covers, ``kernelwheel check`` reports with its fix.
 
 Use::
 
-    rs = remedy_flags()
+    rs = remedy_flags(header_path)
     extra_compile_args = {"cxx": [*flags, *rs.cxx_flags], "nvcc": [*nvcc, *rs.nvcc_flags]}
     sources = [*sources, *map(str, rs.sources)]
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from .._toml import Located, read_toml
+from .policy import AbiDataError, ManylinuxPolicy
+from .symver import ForcedHeader, SymverRules, VersionTable, forced_header
+
 __all__ = [
+    "COMPAT_SOURCE",
     "REMEDIES",
     "SINGLE_THREADED_VARIABLE",
     "Remedy",
     "RemedySet",
+    "abi_header",
+    "load_remedy_data",
     "remedy_flags",
     "remedy_for_symbol",
+    "symver_libraries",
 ]
 
 # The hidden variable (defined in data/kernelwheel_compat.cpp) that replaces glibc's
@@ -34,6 +50,7 @@ __all__ = [
 SINGLE_THREADED_VARIABLE = "kernelwheel_libc_single_threaded"
 
 COMPAT_SOURCE = "kernelwheel_compat.cpp"
+REMEDY_DATA = "abi_remedies.toml"
 
 # dlsym renamed to the hidden wrapper in data/kernelwheel_compat.cpp (remedy dlsym-glibc-2-34).
 DLSYM_DEFINE = "dlsym=kernelwheel_dlsym"
@@ -48,124 +65,21 @@ class Remedy:
     origin: str  # what makes a .so import the symbols
     how: str  # what kernelwheel does about it
     why_safe: str
+    since_gcc: int = 0  # the first gcc whose headers emit the symbols (0: not gcc's)
 
     def removes(self, symbol: str) -> bool:
         return any(name == symbol for name, _ in self.symbols)
 
 
-# Mangled names of the <sstream> members kernelwheel_compat.cpp instantiates (C++11 ABI; the
-# default constructors also exist for the old ABI).
-_SSTREAM_CLASSES = {
-    "basic_stringbuf": "15basic_stringbufIcSt11char_traitsIcESaIcEE",
-    "basic_istringstream": "19basic_istringstreamIcSt11char_traitsIcESaIcEE",
-    "basic_ostringstream": "19basic_ostringstreamIcSt11char_traitsIcESaIcEE",
-    "basic_stringstream": "18basic_stringstreamIcSt11char_traitsIcESaIcEE",
-}
-_OLD_ABI_CLASSES = {
-    "basic_stringbuf": "St15basic_stringbufIcSt11char_traitsIcESaIcEE",
-    "basic_istringstream": "St19basic_istringstreamIcSt11char_traitsIcESaIcEE",
-    "basic_ostringstream": "St19basic_ostringstreamIcSt11char_traitsIcESaIcEE",
-    "basic_stringstream": "St18basic_stringstreamIcSt11char_traitsIcESaIcEE",
-}
-
-
-def _sstream_symbols() -> tuple[tuple[str, str], ...]:
-    out: list[tuple[str, str]] = []
-    for mangled in _SSTREAM_CLASSES.values():
-        cls = f"St7__cxx11{mangled}"
-        out.append((f"_ZN{cls}C1Ev", "GLIBCXX_3.4.26"))
-        out.append((f"_ZN{cls}C2Ev", "GLIBCXX_3.4.26"))
-        out.append((f"_ZNKR{cls}3strEv", "GLIBCXX_3.4.29"))
-        out.append((f"_ZNO{cls}3strEv", "GLIBCXX_3.4.29"))
-        out.append((f"_ZNK{cls}4viewEv", "GLIBCXX_3.4.29"))
-        rvalue_ctor = "C1EONS_12basic_stringIcS2_S3_EESt13_Ios_Openmode"
-        out.append((f"_ZN{cls}{rvalue_ctor}", "GLIBCXX_3.4.29"))
-        out.append((f"_ZN{cls}{rvalue_ctor.replace('C1', 'C2', 1)}", "GLIBCXX_3.4.29"))
-    for cls in _OLD_ABI_CLASSES.values():
-        out.append((f"_ZN{cls}C1Ev", "GLIBCXX_3.4.26"))
-        out.append((f"_ZN{cls}C2Ev", "GLIBCXX_3.4.26"))
-    return tuple(out)
-
-
-REMEDIES: tuple[Remedy, ...] = (
-    Remedy(
-        name="libc-single-threaded",
-        symbols=(("__libc_single_threaded", "GLIBC_2.32"),),
-        origin=(
-            "gcc >= 11 libstdc++ headers (ext/atomicity.h), which read it to skip atomic "
-            "reference counting (shared_ptr, std::string, locale) in single-threaded processes"
-        ),
-        how=(
-            f"-D__libc_single_threaded={SINGLE_THREADED_VARIABLE} for g++ and nvcc; the "
-            f"variable is defined once per .so in {COMPAT_SOURCE}, hidden, with value 0"
-        ),
-        why_safe=(
-            "0 means 'another thread may exist', so the headers always use atomic operations, "
-            "as they did before glibc 2.32; it only costs the single-thread shortcut. The "
-            "variable is hidden, so it never interposes on glibc's or another library's symbol"
-        ),
-    ),
-    Remedy(
-        name="throw-bad-array-new-length",
-        symbols=(("_ZSt28__throw_bad_array_new_lengthv", "GLIBCXX_3.4.29"),),
-        origin=(
-            "gcc >= 11 libstdc++ headers: std::allocator<T>::allocate(n) calls it when "
-            "n * sizeof(T) overflows (std::vector, std::string, make_shared, ...)"
-        ),
-        how=f"a hidden definition in {COMPAT_SOURCE} that throws std::bad_array_new_length",
-        why_safe=(
-            "the library function does nothing else; the thrown type's type_info and vtable "
-            "still come from libstdc++ (CXXABI_1.3.8), so every catch clause matches as before"
-        ),
-    ),
-    Remedy(
-        name="sstream-header-members",
-        symbols=_sstream_symbols(),
-        origin=(
-            "gcc >= 9 <sstream>, which defines these members inline but declares the classes "
-            "extern templates, so calls the optimizer does not inline (at -O0, or C++20 "
-            "str()/view() in torch >= 2.13 builds) import libstdc++'s exported copies"
-        ),
-        how=f"hidden explicit instantiations of exactly these members in {COMPAT_SOURCE}",
-        why_safe=(
-            "they are the same header code the compiler inlines at -O2; object layout, vtables "
-            "and every out-of-line member still come from libstdc++.so, and the copies are "
-            "hidden, so no symbol is exported or interposed"
-        ),
-    ),
-    Remedy(
-        name="dlsym-glibc-2-34",
-        symbols=(("dlsym", "GLIBC_2.34"),),
-        origin=(
-            "torch's stable-ABI headers (torch/csrc/stable/macros.h), which look up optional "
-            "shim functions with dlsym; glibc >= 2.34 exports dlsym from libc.so.6 under a new "
-            "version"
-        ),
-        how=(
-            f"-D{DLSYM_DEFINE} for g++ and nvcc; that hidden function, in {COMPAT_SOURCE}, "
-            "calls dlsym bound to its old version (GLIBC_2.2.5 on x86_64, GLIBC_2.17 on aarch64)"
-        ),
-        why_safe=(
-            "both versions are the same glibc function (glibc 2.34 kept the old one as an "
-            "alias); older glibc exports it from libdl.so.2, which libtorch loads. The wrapper "
-            "is hidden, so it never interposes on glibc's or another library's dlsym"
-        ),
-    ),
-)
-
-
 @dataclass(frozen=True)
-class RemedySet:
-    """What the build adds: flags for g++ and nvcc, and sources compiled into the extension.
+class RemedyData:
+    """``data/abi_remedies.toml``: the compat source's remedies and the header's rules."""
 
-    ``sources`` must be compiled with the extension's own C++ flags (same -std and
-    -D_GLIBCXX_USE_CXX11_ABI), exactly once per shared object.
-    """
-
-    cxx_flags: tuple[str, ...]
-    nvcc_flags: tuple[str, ...]
-    sources: tuple[Path, ...]
-    remedies: tuple[Remedy, ...] = field(default=REMEDIES, repr=False)
+    remedies: tuple[Remedy, ...]
+    rules: SymverRules
+    libraries: tuple[str, ...]  # the target libraries the header is made from
+    c23_origin: str
+    c23_why_safe: str
 
 
 def _data_path(name: str) -> Path:
@@ -177,14 +91,102 @@ def _data_path(name: str) -> Path:
     return path
 
 
-def remedy_flags() -> RemedySet:
-    """The flags and sources that apply every remedy in :data:`REMEDIES`."""
+def _remedy(entry: Located) -> Remedy:
+    entry.check_keys(("name", "since-gcc", "symbols", "origin", "how", "why-safe"))
+    fix = "list [symbol, version] pairs"
+    symbols: list[tuple[str, str]] = []
+    for pair in entry.array("symbols") or []:
+        pair_ok = isinstance(pair, list) and len(pair) == 2
+        if not (pair_ok and all(isinstance(x, str) for x in pair)):
+            message = f"symbols entry {pair!r} is not a [symbol, version] pair"
+            raise entry.error(message, "symbols", fix)
+        symbols.append((pair[0], pair[1]))
+    return Remedy(
+        name=entry.required_string("name", "name the remedy", nonempty=True),
+        symbols=tuple(symbols),
+        origin=entry.required_string("origin", "say what makes a .so import the symbols"),
+        how=entry.required_string("how", "say what kernelwheel does about it"),
+        why_safe=entry.required_string("why-safe", "say why it changes no behaviour"),
+        since_gcc=entry.integer("since-gcc", low=0, hint="the first gcc release emitting them")
+        or 0,
+    )
+
+
+@functools.cache
+def load_remedy_data(path: Path | None = None) -> RemedyData:
+    """Read and validate ``data/abi_remedies.toml`` (or ``path``)."""
+    source = path or _data_path(REMEDY_DATA)
+    doc = Located(read_toml(source, error=AbiDataError), file=source, error=AbiDataError)
+    doc.check_keys(("symver", "c23-strtol", "remedy"))
+    symver = doc.required_table("symver", "add the [symver] table")
+    symver.check_keys(("libraries", "keep", "handled"))
+    c23 = doc.required_table("c23-strtol", "add the [c23-strtol] table")
+    c23.check_keys(("macros", "markers", "origin", "why-safe"))
+    rules = SymverRules(
+        keep=symver.string_table("keep") or {},
+        handled=symver.string_table("handled") or {},
+        c23_macros=c23.string_list("macros") or (),
+        c23_markers=c23.string_list("markers") or (),
+    )
+    return RemedyData(
+        remedies=tuple(_remedy(e) for e in doc.table_array("remedy") or ()),
+        rules=rules,
+        libraries=symver.string_list("libraries") or (),
+        c23_origin=c23.required_string("origin", "say what redirects"),
+        c23_why_safe=c23.required_string("why-safe", "say why undoing it is safe"),
+    )
+
+
+REMEDIES: tuple[Remedy, ...] = load_remedy_data().remedies
+
+
+def symver_libraries() -> tuple[str, ...]:
+    """The target libraries the forced-include header is made from (``libc.so.6``...)."""
+    return load_remedy_data().libraries
+
+
+def abi_header(libraries: Mapping[str, VersionTable], policy: ManylinuxPolicy) -> ForcedHeader:
+    """The forced-include header for a target whose libraries are ``libraries`` (path -> its
+    version table, read with :func:`kernelwheel.abi.symver.read_version_table`)."""
+    return forced_header(libraries, policy, load_remedy_data().rules)
+
+
+@dataclass(frozen=True)
+class RemedySet:
+    """What the build adds: flags for g++ and nvcc, and sources compiled into the extension.
+
+    ``sources`` must be compiled with the extension's own C++ flags (same -std and
+    -D_GLIBCXX_USE_CXX11_ABI), exactly once per shared object. ``header``: the forced-include
+    header the flags name, None when there is none.
+    """
+
+    cxx_flags: tuple[str, ...]
+    nvcc_flags: tuple[str, ...]
+    sources: tuple[Path, ...]
+    header: Path | None = None
+
+    @property
+    def data_dir(self) -> Path:
+        """Where the compat source lives (mapped out of debug info by the build)."""
+        return _data_path(COMPAT_SOURCE).parent
+
+
+NO_REMEDIES = RemedySet(cxx_flags=(), nvcc_flags=(), sources=())
+
+
+def remedy_flags(header: Path | None = None) -> RemedySet:
+    """The flags and sources that apply every remedy in :data:`REMEDIES` and, with ``header``
+    (a written :class:`~kernelwheel.abi.symver.ForcedHeader`), force that header into every C,
+    C++ and CUDA translation unit (g++ and nvcc both take ``-include``; nvcc preprocesses the
+    host code with it, and the header keeps its directives out of the device passes)."""
     defines = (f"-D__libc_single_threaded={SINGLE_THREADED_VARIABLE}", f"-D{DLSYM_DEFINE}")
+    forced = ("-include", str(header)) if header is not None else ()
     return RemedySet(
-        cxx_flags=defines,
+        cxx_flags=(*defines, *forced),
         # nvcc passes -D to both the device pass and the host compiler.
-        nvcc_flags=defines,
+        nvcc_flags=(*defines, *forced),
         sources=(_data_path(COMPAT_SOURCE),),
+        header=header,
     )
 
 

@@ -18,18 +18,16 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import sysconfig
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._util import atomic_copy, publish, staged_file, staging_dir
+from .._util import atomic_copy, publish, run_captured, staging_dir
 from ..errors import AbiError, UsageError, WheelError
 from ..model.variant import machine_arch
-from ..wheels.record import format_record, parse_record, record_hash
-from ..wheels.writer import source_date_epoch
+from ..wheels.writer import retag_wheel, source_date_epoch
 from . import (
     DEFAULT_POLICY,
     Rule,
@@ -42,7 +40,7 @@ from . import (
 )
 from ._elf import is_elf
 
-__all__ = ["RepairResult", "auditwheel_plat_args", "repair_wheel", "retag_wheel"]
+__all__ = ["RepairResult", "auditwheel_plat_args", "repair_wheel"]
 
 # auditwheel renames a grafted library libfoo.so.1 to libfoo-<8 hex digits>.so.1.
 _GRAFTED_NAME = re.compile(r"^(?P<stem>[^.]+?)-[0-9a-f]{8}(?P<ext>\..*)$")
@@ -90,14 +88,7 @@ def _run_auditwheel(
     for pattern in excludes:
         cmd += ["--exclude", pattern]
     cmd += ["-w", str(work), str(wheel)]
-    proc = subprocess.run(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=_auditwheel_env(),
-        check=False,
-    )
+    proc = run_captured(cmd, env=_auditwheel_env(), merge_stderr=True)
     return proc.returncode, f"$ {' '.join(cmd)}\n{proc.stdout}"
 
 
@@ -115,48 +106,6 @@ def _elf_members(path: Path) -> set[str]:
                 if is_elf(f.read(4)):
                     out.add(info.filename)
         return out
-
-
-def retag_wheel(wheel: Path, platform_tag: str, dest_dir: Path) -> Path:
-    """Write a copy of ``wheel`` into ``dest_dir`` whose platform tag (file name and the
-    ``Tag:`` lines of ``*.dist-info/WHEEL``) is exactly ``platform_tag``; RECORD is updated."""
-    stem = wheel.name[: -len(".whl")]
-    prefix, py, abi, _ = stem.rsplit("-", 3)
-    target = dest_dir / f"{prefix}-{py}-{abi}-{platform_tag}.whl"
-    with zipfile.ZipFile(wheel) as zin:
-        names = zin.namelist()
-        wheel_file = next((n for n in names if re.fullmatch(r"[^/]+\.dist-info/WHEEL", n)), None)
-        record_file = next((n for n in names if re.fullmatch(r"[^/]+\.dist-info/RECORD", n)), None)
-        if wheel_file is None or record_file is None:
-            raise WheelError(
-                f"{wheel.name}: no .dist-info/WHEEL or RECORD", hint="rebuild the wheel"
-            )
-        lines: list[str] = []
-        seen: set[str] = set()
-        for line in zin.read(wheel_file).decode("utf-8").splitlines():
-            if line.startswith("Tag:"):
-                py_tag, abi_tag, _ = line[len("Tag:") :].strip().rsplit("-", 2)
-                line = f"Tag: {py_tag}-{abi_tag}-{platform_tag}"
-                if line in seen:
-                    continue
-                seen.add(line)
-            lines.append(line)
-        new_wheel = ("\n".join(lines) + "\n").encode("utf-8")
-        rows = parse_record(zin.read(record_file), where=wheel.name)
-        new_record = format_record(
-            (name, record_hash(new_wheel), str(len(new_wheel))) if name == wheel_file else row
-            for row in rows
-            for name in (row[0],)
-        )
-        with staged_file(target) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zout:
-            for info in zin.infolist():
-                data = zin.read(info)
-                if info.filename == wheel_file:
-                    data = new_wheel
-                elif info.filename == record_file:
-                    data = new_record
-                zout.writestr(info, data)
-    return target
 
 
 def _keep_as_is(

@@ -20,14 +20,19 @@ _FLAG_LINES = ("cflags", "post_cflags", "cuda_cflags", "cuda_post_cflags")
 # What torch's BuildExtension adds that kernel-builder does not: with it, <torch/torch.h> pulls
 # in pybind11 (torch/extension.h), which does not compile under Py_LIMITED_API.
 DROPPED_FLAGS = ("-DTORCH_API_INCLUDE_EXTENSION_H",)
+# torch also defines TORCH_EXTENSION_NAME (the build id) for every unit; the plan defines it
+# only for the units that name it (builder.compile_plan), so an edit recompiles those alone.
+DROPPED_PREFIXES = ("-DTORCH_EXTENSION_NAME=",)
 
 
 def without_dropped(args: Any) -> Any:
     """``extra_compile_args`` (a list, or a dict of lists per compiler) without
-    :data:`DROPPED_FLAGS`."""
+    :data:`DROPPED_FLAGS` and flags starting with :data:`DROPPED_PREFIXES`."""
     if isinstance(args, dict):
         return {key: without_dropped(value) for key, value in args.items()}
-    return [arg for arg in args if arg not in DROPPED_FLAGS]
+    return [
+        arg for arg in args if arg not in DROPPED_FLAGS and not arg.startswith(DROPPED_PREFIXES)
+    ]
 
 
 def build_ext_class(build_extension: Any) -> Any:
@@ -126,12 +131,47 @@ def preprocessed_mode(text: str, torch_free: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
+# Tokens that name the build's real folders on purpose (prefix maps, nvcc's --keep-dir).
+_REAL_PATH_FLAGS = ("-ffile-prefix-map=", "-Xcompiler=-ffile-prefix-map=", "--keep-dir")
+_COMMAND_LINES = (*_FLAG_LINES, "cxx", "nvcc")
+
+
+def view_paths(text: str, views: list[list[str]]) -> str:
+    """build.ninja with each ``[folder, link]`` of ``views`` named through its link in the
+    compile flags and sources (objects keep their paths: setuptools links them by those):
+    ccache then keys the project's files on a path under the cache folder, made relative
+    (builder.compiler_cache), the same on every machine."""
+    if not views:
+        return text
+
+    def swap(token: str) -> str:
+        if token.startswith(_REAL_PATH_FLAGS):
+            return token
+        for folder, link in views:
+            for head in ("", "-I", "-isystem", "-include", "-iquote"):
+                if token == head + folder or token.startswith(head + folder + "/"):
+                    return head + link + token[len(head + folder) :]
+        return token
+
+    out: list[str] = []
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if line.startswith("build ") and ": " in line:
+            target, _, rest = line.partition(": ")
+            line = f"{target}: {' '.join(swap(t) for t in rest.split(' '))}"
+        elif stripped.startswith(_COMMAND_LINES) and " = " in stripped:
+            line = " ".join(swap(t) for t in line.split(" "))
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def install_ninja_edits(
     cpp_extension: Any,
     entries: list[dict[str, Any]],
     gencode: list[str],
     order: list[str] | None = None,
     torch_free: list[str] | None = None,
+    views: list[list[str]] | None = None,
 ) -> None:
     """Give sources their own flags by adding bindings to the build.ninja torch writes (through
     its private ``_write_ninja_file``, present from torch 1.x to 2.14), the ``torch_free`` ones
@@ -139,7 +179,7 @@ def install_ninja_edits(
     order). Without that function the order and the cache mode are torch's and ccache's
     defaults (choices of speed, not needs); per-source flags are then an error."""
     original: Callable[..., Any] | None = getattr(cpp_extension, "_write_ninja_file", None)
-    if original is None and not entries:
+    if original is None and not entries and not views:
         return
     if original is None:
         raise RuntimeError(
@@ -155,10 +195,38 @@ def install_ninja_edits(
         nvcc = list(bound.get("cuda_post_cflags") or [])
         text = source_bindings(path.read_text(), entries, nvcc, gencode)
         text = preprocessed_mode(text, torch_free or [])
-        path.write_text(in_source_order(text, order) if order else text)
+        text = in_source_order(text, order) if order else text
+        path.write_text(view_paths(text, views or []))
         return written
 
     cpp_extension._write_ninja_file = write
+
+
+_MAP = "-ffile-prefix-map="
+
+
+def prefix_mapped(
+    flags: list[str], extra: list[tuple[str, str]], cwd: str, wrap: str
+) -> list[str]:
+    """``flags`` with their prefix maps (``wrap`` + ``-ffile-prefix-map=OLD=NEW``) and the
+    ``extra`` ones, each also for OLD relative to ``cwd`` (ccache's base_dir hands the compiler
+    paths under the cache folder relative to it, so a cached and an uncached build name a file
+    alike), at the end, the shortest OLD first: gcc tries the last map first, so a folder's own
+    map wins over the map of a folder around it."""
+    kept: list[str] = []
+    maps: dict[str, str] = {}
+    for flag in flags:
+        if flag.startswith(wrap + _MAP):
+            old, _, new = flag[len(wrap + _MAP) :].rpartition("=")
+            maps[old] = new
+        else:
+            kept.append(flag)
+    maps.update(extra)
+    for old, new in list(maps.items()):
+        if os.path.isabs(old):
+            maps.setdefault(os.path.relpath(os.path.normpath(old), cwd), new)
+    ordered = sorted(maps.items(), key=lambda item: len(item[0]))
+    return [*kept, *(f"{wrap}{_MAP}{old}={new}" for old, new in ordered)]
 
 
 def _leftover_dropped_flags(build_temp: Path) -> list[str]:
@@ -167,6 +235,9 @@ def _leftover_dropped_flags(build_temp: Path) -> list[str]:
     for ninja in build_temp.rglob("build.ninja"):
         text = ninja.read_text()
         found.update(flag for flag in DROPPED_FLAGS if flag in text)
+        # the extension-wide lines only: a unit's own binding may define the build id
+        shared = [line for line in text.splitlines() if line.startswith(_FLAG_LINES)]
+        found.update(p for p in DROPPED_PREFIXES if any(p in line for line in shared))
     return sorted(found)
 
 
@@ -242,10 +313,19 @@ def main() -> int:
 
     build_temp = Path(spec["build_temp"])
     build_lib = Path(spec["build_lib"])
-    extra = {"cxx": spec["cxx_flags"]}
+    # The compilers run in build_temp: ccache names folders under the cache by the path
+    # relative to it, and takes $PWD as that folder when it is one (not its realpath).
+    os.environ["PWD"] = str(build_temp)
+    import sysconfig
+
+    own = [
+        (os.path.dirname(torch.__file__), "/kernelwheel/torch"),
+        (sysconfig.get_paths()["include"], "/kernelwheel/python"),
+    ]
+    extra = {"cxx": prefix_mapped(spec["cxx_flags"], own, str(build_temp), "")}
     factory = CppExtension
     if spec["cuda"]:
-        extra["nvcc"] = spec["nvcc_flags"]
+        extra["nvcc"] = prefix_mapped(spec["nvcc_flags"], own, str(build_temp), "-Xcompiler=")
         factory = CUDAExtension
     ext = factory(
         name=spec["name"],
@@ -265,6 +345,7 @@ def main() -> int:
         gencode,
         spec["sources"],
         spec.get("torch_free", []),
+        spec.get("path_views", []),
     )
     setuptools.setup(
         name=spec["name"],

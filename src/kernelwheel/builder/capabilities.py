@@ -11,9 +11,10 @@ each one (kernel-builder drops them silently). Everything here is pure.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+from ..model.capability import PTX, CudaCapability
 
 __all__ = [
     "KernelCapabilities",
@@ -24,8 +25,6 @@ __all__ = [
     "unsupported",
 ]
 
-PTX = "+PTX"
-_FORM = re.compile(r"^(\d+)\.(\d+)([af]?)$")
 
 
 @dataclass(frozen=True)
@@ -40,10 +39,7 @@ class KernelCapabilities:
 
 def _parts(capability: str) -> tuple[int, int, str]:
     """``"9.0a+PTX"`` -> ``(9, 0, "a")``; what capabilities are ordered by."""
-    match = _FORM.match(capability.removesuffix(PTX))
-    if match is None:
-        raise ValueError(f"not a CUDA capability: {capability!r}")
-    return int(match.group(1)), int(match.group(2)), match.group(3)
+    return CudaCapability.parse(capability).sort_key
 
 
 def _dedupe(items: Iterable[str]) -> list[str]:
@@ -107,15 +103,16 @@ def for_kernel(kernel: str, wanted: Sequence[str], defaults: Sequence[str]) -> K
 def unsupported(capabilities: Iterable[str], supported: Sequence[str]) -> tuple[str, ...]:
     """Those of ``capabilities`` whose base (``9.0`` of ``9.0a+PTX``) is not in ``supported``
     (what nvcc --list-gpu-arch names)."""
-    return tuple(c for c in capabilities if c.removesuffix(PTX).rstrip("af") not in supported)
+    return tuple(c for c in capabilities if CudaCapability.parse(c).base not in supported)
 
 
 def gencode_flags(capabilities: Iterable[str]) -> list[str]:
     """nvcc -gencode flags; a trailing '+PTX' also embeds PTX for forward compatibility."""
     flags: list[str] = []
-    for cap in capabilities:
-        arch = cap.removesuffix(PTX).replace(".", "")
+    for text in capabilities:
+        cap = CudaCapability.parse(text)
+        arch = cap.digits
         flags.append(f"-gencode=arch=compute_{arch},code=sm_{arch}")
-        if cap.endswith(PTX):
+        if cap.ptx:
             flags.append(f"-gencode=arch=compute_{arch},code=compute_{arch}")
     return flags

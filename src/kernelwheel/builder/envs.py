@@ -12,14 +12,15 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
-from collections.abc import Sequence
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from .._util import atomic_write, run_checked
+from .._util import atomic_write, run_captured, run_checked
 from .._util import locked as locked  # the builders take their locks from here
 from ..compat import interpreter, probe_cache
 from ..errors import ToolchainError
@@ -33,12 +34,20 @@ BUILD_TOOLS = ("setuptools>=69,<81", "ninja>=1.11,<1.14", "wheel>=0.43,<0.47", "
 
 
 @dataclass(frozen=True)
-class IndexOptions:
-    """Where pip looks, as the build's options say (--index-url, --find-links, --no-index)."""
+class PipSources:
+    """Where pip looks: ``--index-url`` (None: PyPI), ``--find-links``, ``--no-index``, as the
+    build's options say, and the ``--extra-index-url``s a recipe adds (PyTorch's CPU index).
+    The one type for it: the options, an environment, a cross build's target and a tvm-ffi
+    environment all carry one (EnvSpec and TargetSpec through ``pip_sources``)."""
 
     index_url: str | None = None
     find_links: tuple[str, ...] = ()
     no_index: bool = False
+    extra_index_urls: tuple[str, ...] = ()
+
+
+# The options' sources (no extra index URLs): the name the request and deps use.
+IndexOptions = PipSources
 
 
 @dataclass(frozen=True)
@@ -53,8 +62,13 @@ class EnvSpec:
     no_index: bool = False
 
     @property
-    def index_options(self) -> IndexOptions:
-        return IndexOptions(self.index_url, self.find_links, self.no_index)
+    def index_options(self) -> PipSources:
+        """The options' part of its sources (no extra index URLs)."""
+        return PipSources(self.index_url, self.find_links, self.no_index)
+
+    @property
+    def pip_sources(self) -> PipSources:
+        return PipSources(self.index_url, self.find_links, self.no_index, self.extra_index_urls)
 
     def digest(self, python: str) -> str:
         fields: dict[str, object] = {
@@ -168,19 +182,6 @@ def _venv_python(root: Path) -> Path:
     return root / "bin" / "python"
 
 
-class PipSources(Protocol):
-    """Where pip looks for wheels: an EnvSpec, or a cross build's target spec."""
-
-    @property
-    def index_url(self) -> str | None: ...
-    @property
-    def extra_index_urls(self) -> tuple[str, ...]: ...
-    @property
-    def find_links(self) -> tuple[str, ...]: ...
-    @property
-    def no_index(self) -> bool: ...
-
-
 def pip_install_args(spec: PipSources) -> list[str]:
     """pip's index options for ``spec`` (usable with install and download)."""
     args: list[str] = ["--no-index"] if spec.no_index else []
@@ -229,12 +230,18 @@ def provision(
         run_checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
         py = _venv_python(root)
         pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
-        run_checked(
-            [*pip, *pip_install_args(spec), spec.torch_requirement, *BUILD_TOOLS],
-            log,
-            f"install {spec.torch_requirement}",
-            hint="check the index/find-links options (offline builds: --find-links DIR)",
-        )
+        try:
+            run_checked(
+                [*pip, *pip_install_args(spec.pip_sources), spec.torch_requirement, *BUILD_TOOLS],
+                log,
+                f"install {spec.torch_requirement}",
+            )
+        except ToolchainError as exc:
+            tail = log.read_text(errors="replace")[-20000:] if log and log.is_file() else ""
+            # pip names an index it cannot reach only in its verbose output: ask each one
+            urls = [] if spec.no_index else [spec.index_url or PYPI, *spec.extra_index_urls]
+            down = {url: why for url in urls if (why := unreachable(url)) is not None}
+            raise torch_install_error(spec, exc.message, tail, down) from None
         if spec.packages:
             # The toolchain set is closed under its dependencies and pinned with hashes, so it
             # installs on its own, in hash-checking mode when the recipe has hashes.
@@ -242,7 +249,7 @@ def provision(
             reqs.write_text("\n".join(spec.packages) + "\n")
             hashed = ["--require-hashes"] if any("--hash=" in p for p in spec.packages) else []
             run_checked(
-                [*pip, *pip_install_args(spec), "--no-deps", *hashed, "-r", str(reqs)],
+                [*pip, *pip_install_args(spec.pip_sources), "--no-deps", *hashed, "-r", str(reqs)],
                 log,
                 "install the pinned CUDA toolchain",
                 hint="the recipe's pins or hashes do not match what the index serves: check "
@@ -253,13 +260,77 @@ def provision(
         return dataclasses.replace(info, notes=tuple(notes))
 
 
-def probe_python_version(python: Path) -> str:
-    out = subprocess.run(
-        [str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-        capture_output=True,
-        text=True,
-        check=False,
+# pip's words for an index it could not reach (urllib3 and pip's own)
+_UNREACHABLE = (
+    "Could not fetch URL",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Network is unreachable",
+    "Max retries exceeded",
+    "ConnectTimeoutError",
+    "ProxyError",
+)
+PYPI = "https://pypi.org/simple"
+
+
+def unreachable(url: str, timeout: float = 10) -> str | None:
+    """Why ``url`` (an index) cannot be reached, or None when it answers at all (an HTTP
+    error is an answer: the index is there)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):
+            return None
+    except urllib.error.HTTPError:
+        return None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return str(reason) or type(exc).__name__
+
+
+def torch_install_error(
+    spec: EnvSpec, failed: str, log_tail: str, down: Mapping[str, str]
+) -> ToolchainError:
+    """The error of a failed ``pip install <torch>``: the package, every place pip looked
+    (the index URLs, find-links), which of them could not be reached (``down``: URL -> why),
+    pip's own reason from the log, and how to provide the wheel. A flavour PyPI does not serve
+    (``torch==X+cpu``) names PyTorch's index."""
+    places = [] if spec.no_index else [spec.index_url or PYPI, *spec.extra_index_urls]
+    places += [f"--find-links {link}" for link in spec.find_links]
+    lines = log_tail.splitlines()
+    fetch = next((ln.strip() for ln in lines if any(w in ln for w in _UNREACHABLE)), None)
+    errors = [ln.strip() for ln in lines if ln.startswith("ERROR:")]
+    cause = "; ".join(c[:300] for c in (fetch, errors[-1] if errors else None) if c)
+    message = (
+        f"{failed}: pip found no {spec.torch_requirement} in "
+        + (", ".join(places) or "nothing (--no-index without --find-links)")
+        + "".join(f"\n  {url} is unreachable: {why}" for url, why in down.items())
+        + (f"\n  pip: {cause}" if cause else "")
     )
+    own = spec.extra_index_urls[0] if spec.extra_index_urls else None
+    if own is not None and "+" in spec.torch_requirement:
+        reach = (
+            f"this machine cannot reach {own}" if own in down else f"let this machine reach {own}"
+        )
+        hint = (
+            f"{spec.torch_requirement} is published on PyTorch's index {own}, not on PyPI: "
+            f"{reach}; or download the wheel where it can (pip download "
+            f"'{spec.torch_requirement}' --index-url {own} --no-deps) and pass --find-links DIR"
+        )
+    elif down or fetch:
+        hint = (
+            f"let this machine reach {' and '.join(places) or 'the index'}, or pass --find-links "
+            "DIR with the wheels (--no-index for a fully offline build)"
+        )
+    else:
+        hint = (
+            "check the --index-url/--find-links options and the recipe's torch pin "
+            "(recipes/torch.toml); the log has pip's full output"
+        )
+    return ToolchainError(message, hint=hint)
+
+
+def probe_python_version(python: Path) -> str:
+    out = run_captured([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
     if out.returncode != 0:
         raise ToolchainError(f"cannot run {python}: {out.stderr.strip()}")
     return out.stdout.strip()
@@ -334,7 +405,7 @@ def nvcc_version(home: Path) -> str:
     nvcc = home / "bin" / "nvcc"
     if not nvcc.exists():
         raise ToolchainError(f"no nvcc at {nvcc}", hint="point --cuda-home at a CUDA toolkit")
-    proc = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False)
+    proc = run_captured([nvcc, "--version"])
     import re
 
     m = re.search(r"release (\d+)\.(\d+)", proc.stdout)
@@ -349,12 +420,7 @@ def supported_capabilities(home: Path) -> tuple[str, ...] | None:
     import re
 
     try:
-        proc = subprocess.run(
-            [str(home / "bin" / "nvcc"), "--list-gpu-arch"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        proc = run_captured([home / "bin" / "nvcc", "--list-gpu-arch"])
     except OSError:
         return None
     found = re.findall(r"\bcompute_([1-9][0-9]?)([0-9])\b", proc.stdout)

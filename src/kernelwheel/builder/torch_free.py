@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["torch_free_sources"]
+__all__ = ["sources_naming", "torch_free_sources"]
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
 # Headers of torch (and of what only torch builds use), by how an include names them; the
@@ -47,6 +47,42 @@ def _reaches_torch(source: Path, dirs: Sequence[Path], root: Path) -> bool:
         for quote, name in _INCLUDE.findall(text):
             if name.startswith(_TORCH):
                 return True
+            found = _resolve(name, path.parent if quote == '"' else None, dirs)
+            if found is not None and found.is_relative_to(root):
+                todo.append(found)
+    return False
+
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def sources_naming(
+    word: str, sources: Sequence[str], include_dirs: Sequence[str], root: Path
+) -> tuple[str, ...]:
+    """The members of ``sources`` whose text, or that of a project file they include (followed
+    as for :func:`torch_free_sources`), names the preprocessor token ``word`` outside comments.
+    The build id reaches only these (``TORCH_EXTENSION_NAME``): a miss here is a compile error
+    naming the macro, never a wrong object, and a token in an ``#if`` branch still counts."""
+    dirs = [Path(d) for d in include_dirs]
+    token = re.compile(rf"\b{re.escape(word)}\b")
+    return tuple(s for s in sources if _names(Path(s), token, dirs, root.resolve()))
+
+
+def _names(source: Path, token: re.Pattern[str], dirs: Sequence[Path], root: Path) -> bool:
+    seen: set[Path] = set()
+    todo = [source]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        if token.search(_COMMENT.sub(" ", text)):
+            return True
+        for quote, name in _INCLUDE.findall(text):
             found = _resolve(name, path.parent if quote == '"' else None, dirs)
             if found is not None and found.is_relative_to(root):
                 todo.append(found)

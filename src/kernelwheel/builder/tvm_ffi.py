@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,8 +32,8 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .._util import atomic_write, output_dir, run_captured, run_checked, run_logged
-from ..abi.remedies import remedy_flags
+from .._util import CommandTimeout, atomic_write, output_dir, run_captured, run_checked, run_logged
+from ..abi.symver import ForcedHeader
 from ..errors import BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject, KernelSection
@@ -45,23 +44,28 @@ from . import capabilities as caps
 from . import codegen
 from .compile_plan import SOURCE_SUFFIXES, fatbin_compression_flags
 from .compile_rules import NO_GNU_UNIQUE, backend_macros, kernel_cuda_flags, kernels_to_compile
+from .deps import provide_headers
 from .envs import (
     READY_MARKER,
     CudaToolkit,
     IndexOptions,
+    PipSources,
     check_capabilities,
     locate_cuda_toolkit,
     locked,
     pip_install_args,
 )
-from .pipeline import (
-    _toolchain,
+from .request import BuildRequest, BuiltWheel
+from .steps import (
     check_cxx_toolchain,
     finish_wheel,
     full_version,
     package_files,
+    probe_toolchain,
+    remedies_setting,
+    remedy_header,
+    write_remedies,
 )
-from .request import BuildRequest, BuiltWheel
 from .wheelmeta import project_metadata, requirements
 
 __all__ = ["TvmFfiEnv", "build_tvm_ffi_variant", "provision_tvm_ffi", "wheel_requirements"]
@@ -112,21 +116,11 @@ class TvmFfiEnv:
         return json.dumps(data, default=str, indent=2, sort_keys=True) + "\n"
 
 
-@dataclass(frozen=True)
-class _PipSources:
-    """pip's index options (:class:`~kernelwheel.builder.envs.PipSources`)."""
-
-    index_url: str | None
-    extra_index_urls: tuple[str, ...]
-    find_links: tuple[str, ...]
-    no_index: bool
-
-
 def probe_tvm_ffi(python: Path) -> TvmFfiEnv:
     """Ask ``python`` where its apache-tvm-ffi keeps headers and ``libtvm_ffi.so``."""
     try:
         proc = run_captured([python, "-c", _PROBE], timeout=120)
-    except subprocess.TimeoutExpired:
+    except CommandTimeout:
         raise ToolchainError(
             f"{python} gave no answer within 120 s", hint="pass a working python"
         ) from None
@@ -151,7 +145,7 @@ def provision_tvm_ffi(
     toolchain of a CUDA flavour."""
     assert recipe.tvm_ffi is not None
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    pip_sources = _PipSources(sources.index_url, (), sources.find_links, sources.no_index)
+    pip_sources = PipSources(sources.index_url, sources.find_links, sources.no_index)
     key = json.dumps(
         {
             "python": python,
@@ -243,7 +237,7 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         check_cxx_toolchain(os.environ)
     output_dir(req.out_dir, "--output-dir")
     log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(f"kernelwheel build of {project.name} for {variant.name}\n")
+    log.write_text(req.log_header())
 
     with step(reporter, scope, "environment", log=log) as detail:
         if req.python is not None:
@@ -267,14 +261,15 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         _check_series(env, variant.tvm_ffi)
         if toolkit:
             detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
+        header = remedy_header(req)
 
     with step(reporter, scope, "codegen") as detail:
-        bid = codegen.build_id(project, variant)
+        bid = codegen.build_id(project, variant, settings=(remedies_setting(header),))
         namespace = codegen.ops_namespace(project.package, bid)
         detail.append(namespace)
 
     with step(reporter, scope, "compile", log=log) as detail:
-        shared_object, capabilities = _compile(req, env, namespace, toolkit)
+        shared_object, capabilities = _compile(req, env, namespace, toolkit, header)
         detail.append(shared_object.name)
 
     with step(reporter, scope, "wheel") as detail:
@@ -303,7 +298,11 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
 
 
 def _compile(
-    req: BuildRequest, env: TvmFfiEnv, namespace: str, toolkit: CudaToolkit | None
+    req: BuildRequest,
+    env: TvmFfiEnv,
+    namespace: str,
+    toolkit: CudaToolkit | None,
+    header: ForcedHeader | None = None,
 ) -> tuple[Path, tuple[str, ...]]:
     """Compile the binding and the variant's kernels, link ``<namespace>.so``; the shared object
     and the CUDA capabilities compiled for. The rules are the torch builds' (compile_rules: one
@@ -311,25 +310,27 @@ def _compile(
     project, variant, log = req.project, req.variant, req.log
     assert project.tvm_ffi is not None and variant.backend is not None
     backend = variant.backend.kind.value
-    tools = _toolchain(toolkit, req.variants_at_once)
+    tools = probe_toolchain(toolkit, req.variants_at_once)
     kernels, notes = kernels_to_compile(project, (backend,), toolkit.version if toolkit else None)
     stage = req.work_dir / variant.name
     if stage.exists():
         shutil.rmtree(stage)
     (stage / "obj").mkdir(parents=True)
     root = project.root
-    remedies = remedy_flags()
+    remedies = write_remedies(header, stage / "include")  # the torch builds' remedies
     prefix_maps = [
         f"-ffile-prefix-map={stage}=/kernelwheel/build",
         f"-ffile-prefix-map={root}=/kernelwheel/src",
-        f"-ffile-prefix-map={remedies.sources[0].parent}=/kernelwheel/data",
+        f"-ffile-prefix-map={remedies.data_dir}=/kernelwheel/data",
     ]
     macros = [("TVM_FFI_EXTENSION_NAME", namespace), *backend_macros(backend)]
     defines = [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in macros]
     includes = [
         root / p for p in (*project.tvm_ffi.include, *(i for k in kernels for i in k.include))
     ]
-    search = [f"-I{p}" for p in dict.fromkeys((*includes, *env.include_dirs))]
+    # The kernels' depends (CUTLASS from PyPI or a local checkout), as torch builds get them.
+    dependencies = provide_headers(req.headers, req.cache_dir, env.python, log)
+    search = [f"-I{p}" for p in dict.fromkeys((*includes, *env.include_dirs, *dependencies))]
     host = ["-fPIC", "-fvisibility=hidden", *prefix_maps]
     host += [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
     cxx = os.environ.get("CXX") or "c++"

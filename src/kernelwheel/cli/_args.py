@@ -182,6 +182,12 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         "compile, for debugging; by default they are removed when the compile ends",
     )
     env.add_argument(
+        "--ccache-remote",
+        metavar="URL",
+        help="share compiled objects between machines through ccache's remote storage: "
+        "redis://HOST[:PORT], http://HOST/PATH or file:/FOLDER (docs/compiler-cache.md)",
+    )
+    env.add_argument(
         "--find-links",
         action="append",
         metavar="DIR_OR_URL",
@@ -228,7 +234,8 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         "--cuda-capabilities",
         metavar="LIST",
         help="compile for these capabilities instead of build.toml's and the recipe's, e.g. "
-        "'9.0 10.0+PTX' (+PTX also embeds PTX)",
+        "'9.0 10.0+PTX' (+PTX also embeds PTX); 'all': that full list, also for the default "
+        "build, which otherwise compiles for this machine's GPUs",
     )
     cuda.add_argument(
         "--nvcc-threads",
@@ -264,6 +271,15 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         default=None,
         help="keep linux_<arch> wheels (still ABI-checked against their tag)",
+    )
+    repair.add_argument(
+        "--no-abi-remedies",
+        dest="abi_remedies",
+        action="store_false",
+        default=None,
+        help="compile without kernelwheel's ABI remedies (the forced-include header binding "
+        "libc/libm to the policy's versions, the compat source): the host's headers decide "
+        "which symbol versions the wheel needs (docs/portability.md)",
     )
     repair.add_argument(
         "--best-effort",

@@ -13,7 +13,7 @@ from ..builder.deps import depends_refusals
 from ..builder.service import Outcome, build_project
 from ..errors import KernelwheelError
 from ..log import StepResult
-from ..plan.planning import plan_project, selected_recipes
+from ..plan.planning import plan_project, select
 from ._args import (
     add_build_arguments,
     add_json_argument,
@@ -36,8 +36,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "against apache-tvm-ffi, without torch, and a pure-Python project becomes one "
             "py3-none-any wheel for all of its torch-<backend> variants. Without a selector "
             "(here, in [tool.kernelwheel] or KERNELWHEEL_*), ONE variant is built: the default "
-            "for this machine, the newest torch in the recipes with its CUDA flavour (CPU for "
-            "a CPU-only kernel). "
+            "for this machine, the plan's variant for the torch of --python, else of the active "
+            "virtual environment, else the newest the plan allows for this machine (CUDA with "
+            "an NVIDIA GPU, else CPU where the kernel has a CPU backend); a CUDA default "
+            "compiles for the GPUs present "
+            "(--cuda-capabilities all: every capability). "
             "--build '*' builds the whole matrix ('kernelwheel matrix' lists it). Each step "
             "is shown as it starts and ends; the full log of each variant is in "
             "OUTPUT_DIR/logs/<variant>.log."
@@ -204,7 +207,8 @@ class _Progress:
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     refuse_conflicting_selectors(args)
     planned = plan_project(args.path, option_values(args))
-    recipes = selected_recipes(planned, args.variant)
+    selection = select(planned, args.variant)
+    recipes = list(selection.recipes)
     if args.print_build_identifiers:
         if not planned.project.noarch:
             # The dry run refuses what the build refuses at once: every variant's depends.
@@ -225,7 +229,22 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     check_output_path(planned.options.output_dir, "--output-dir")
     if planned.options.hub_layout is not None:
         check_output_path(planned.options.hub_layout, "--hub-layout")
-    result = build_project(planned, recipes, _Progress(ui))
+    preamble = planned.options.preamble()
+    # The options a build runs with, before it starts (as cibuildwheel's preamble): only those
+    # set above their defaults, each with the layer that set it.
+    if preamble:
+        ui.info("", "options (set above their defaults):")
+        for line in preamble:
+            ui.info("", f"  {line}")
+    else:
+        ui.info("", "options: all defaults (kernelwheel build --help lists them)")
+    default = selection.default
+    if default is not None:
+        ui.info("", f"default variant {default.recipe.name}: {default.reason}")
+        for note in default.notes:
+            ui.info("", note)
+    gpus = default.gpu_capabilities if default is not None else ()
+    result = build_project(planned, recipes, _Progress(ui), gpu_capabilities=gpus)
     outcomes = list(result.outcomes)
     if args.json:
         ui.print(

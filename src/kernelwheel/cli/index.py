@@ -9,7 +9,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from .._util import sha256_file
 from ..errors import KernelwheelError
-from ..model.variant import OS, Arch, Variant
+from ..model.variant import Variant, WheelPlatform
 from ..wheels.index import ALL, IndexResult, build_index
 from ._args import add_json_argument
 from ._runlog import emit_json
@@ -106,10 +106,10 @@ def variant_of(filename: str) -> str | None:
         return None
     if not version.local:
         return None
-    platform = next(iter(tags)).platform
-    arch = next((a for a in Arch if platform.endswith(a.value)), None)
-    system = OS.LINUX if "linux" in platform else None
+    platform = WheelPlatform.of_tags(t.platform for t in tags)
+    if platform is None:
+        return None
     try:
-        return Variant.from_local_version(version.local, arch=arch, os=system).name
+        return Variant.from_local_version(version.local, arch=platform.arch, os=platform.os).name
     except KernelwheelError:
         return None

@@ -11,7 +11,8 @@ from __future__ import annotations
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from ..model.variant import OS, Arch, BackendKind, CxxAbi, Variant
+from ..errors import VariantError
+from ..model.variant import BackendKind, CxxAbi, Variant, WheelPlatform
 from .rules import Build
 
 __all__ = ["build_of", "variant_of_wheel"]
@@ -32,24 +33,16 @@ def build_of(variant: Variant | None) -> Build:
     return Build(torch, backend.kind.value, version, cxx11, variant.stable_abi, tvm_ffi)
 
 
-def _platform(tag: str) -> tuple[Arch | None, OS | None]:
-    if tag == "any":
-        return None, None
-    arch = Arch.AARCH64 if tag.endswith(("aarch64", "arm64")) else Arch.X86_64
-    if tag.startswith("macosx"):
-        return arch, OS.DARWIN
-    if tag.startswith("win"):
-        return arch, OS.WINDOWS
-    return arch, OS.LINUX
-
-
 def variant_of_wheel(filename: str) -> Variant | None:
     """The variant a wheel's local version names (None: no local version). Raises VariantError
-    for a local version that is no kernel variant (``+cu12torch2.8cxx11abiTRUE``)."""
+    for a local version that is no kernel variant (``+cu12torch2.8cxx11abiTRUE``) or a platform
+    kernelwheel has no variants for (``linux_i686``)."""
     _, version, _, tags = parse_wheel_filename(filename)
     local = Version(str(version)).local
     if local is None:
         return None
-    # A multi-platform wheel's tags share one arch; the rules never look at it anyway.
-    arch, os_ = _platform(sorted(t.platform for t in tags)[0])
-    return Variant.from_local_version(local, arch=arch, os=os_)
+    platform = WheelPlatform.of_tags(t.platform for t in tags)
+    if platform is None:
+        shown = ".".join(sorted(t.platform for t in tags))
+        raise VariantError(f"{filename}: platform tag {shown} names no kernel variant's platform")
+    return Variant.from_local_version(local, arch=platform.arch, os=platform.os)

@@ -15,14 +15,13 @@ import inspect
 import json
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import packaging
 
-from .._util import run_captured
+from .._util import CommandTimeout, run_captured
 from ..errors import UsageError
 from . import rules as compat
 
@@ -138,7 +137,7 @@ def report(python: Path, *, timeout: float = 300) -> dict[str, Any]:
     try:
         # killable: an interrupt of builds side by side stops the torch import (seconds)
         proc = run_captured([python, "-c", _script(), packaging_home], timeout=timeout)
-    except subprocess.TimeoutExpired:
+    except CommandTimeout:
         # (TimeoutExpired's own text would quote the whole script.)
         raise ProbeFailed(f"no answer within {timeout:g} s", started=True) from None
     except OSError as exc:

@@ -5,7 +5,8 @@
 // .so hidden local definitions of a few symbols that new libstdc++ *headers* make it import from
 // new glibc/libstdc++ versions. Each definition is hidden: it is bound inside this .so only, never
 // exported, so it cannot interpose on (or be interposed by) any other library in the process.
-// kernelwheel.remedies documents each remedy; `kernelwheel check` verifies the result.
+// data/abi_remedies.toml documents each remedy (kernelwheel.abi.remedies reads it); `kernelwheel
+// check` verifies the result.
 
 // --- 1. __libc_single_threaded (GLIBC_2.32) ---------------------------------------------------
 // libstdc++ >= 11 headers (ext/atomicity.h) read glibc's `char __libc_single_threaded` to skip
@@ -88,7 +89,59 @@ template KERNELWHEEL_HIDDEN std::stringstream::basic_stringstream(std::string &&
                                                                   std::ios_base::openmode);
 #endif
 
+#if defined(_GLIBCXX_RELEASE) && _GLIBCXX_RELEASE >= 13 && _GLIBCXX_USE_CXX11_ABI
+// --- 5. basic_string::_M_replace_cold (GLIBCXX_3.4.31) ----------------------------------------
+// gcc 13's replace/insert/assign are constexpr in C++20, so inlined, and call this out-of-line
+// helper for the rare case of a source overlapping the string; <string> declares it an extern
+// template, so the call imports libstdc++ 13's copy. Instantiating the header's own definition
+// here, hidden, keeps the call inside the .so (explicit instantiation ignores its privacy).
+template KERNELWHEEL_HIDDEN void std::string::_M_replace_cold(char *, size_type, const char *,
+                                                               const size_type, const size_type);
+template KERNELWHEEL_HIDDEN void std::wstring::_M_replace_cold(wchar_t *, size_type,
+                                                                const wchar_t *, const size_type,
+                                                                const size_type);
+#endif
+
 #undef KERNELWHEEL_HIDDEN
+
+#if defined(_GLIBCXX_RELEASE) && _GLIBCXX_RELEASE >= 12
+#include <cstdio>
+#include <cstdlib>
+// --- 6. std::__glibcxx_assert_fail (GLIBCXX_3.4.30) -------------------------------------------
+// With _GLIBCXX_ASSERTIONS (a kernel's flags, or a distribution's defaults) every failed
+// library assertion calls this. The library's copy prints one line to stderr and aborts; so does
+// this hidden one (asm label: the std:: declaration's default visibility cannot be changed).
+namespace kernelwheel_compat {
+[[noreturn]] __attribute__((visibility("hidden"))) void glibcxx_assert_fail(
+    const char *file, int line, const char *function, const char *condition) noexcept
+    __asm__("_ZSt21__glibcxx_assert_failPKciS0_S0_");
+void glibcxx_assert_fail(const char *file, int line, const char *function,
+                         const char *condition) noexcept {
+  if (file && function && condition)
+    std::fprintf(stderr, "%s:%d: %s: Assertion '%s' failed.\n", file, line, function, condition);
+  else if (function)
+    std::fprintf(stderr, "%s: Undefined behavior detected.\n", function);
+  std::abort();
+}
+}  // namespace kernelwheel_compat
+#endif
+
+#if defined(_GLIBCXX_RELEASE) && _GLIBCXX_RELEASE >= 13
+#include <ios>
+// --- 7. std::ios_base_library_init() (GLIBCXX_3.4.32) -----------------------------------------
+// gcc 13's <iostream> no longer defines a static std::ios_base::Init in every translation unit:
+// it references this symbol (`.globl`, never called) so that the .so needs libstdc++ >= 13,
+// which constructs std::cout and the other standard streams itself. Here the symbol is a hidden
+// no-op, and one std::ios_base::Init object (GLIBCXX_3.4) does what each translation unit did
+// before gcc 13: with an older libstdc++ it constructs the streams, with a newer one it only
+// counts a reference. init_priority(101) runs it before the kernel's own static objects.
+namespace kernelwheel_compat {
+__attribute__((visibility("hidden"))) void ios_base_library_init() noexcept
+    __asm__("_ZSt21ios_base_library_initv");
+void ios_base_library_init() noexcept {}
+__attribute__((visibility("hidden"), init_priority(101))) std::ios_base::Init ios_init;
+}  // namespace kernelwheel_compat
+#endif
 #endif  // __GLIBCXX__
 
 // --- 4. dlsym (GLIBC_2.34) -------------------------------------------------------------------

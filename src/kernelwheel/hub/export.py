@@ -24,7 +24,7 @@ from ..model.python_depends import load_python_depends
 from ..model.variant import Variant
 from ..plan.versioning import GitState
 from ..wheels import read_wheel
-from .metadata import METADATA_JSON, Digest, GitStatus, KernelDepend, KernelMetadata, Provenance
+from .metadata import METADATA_JSON, Digest, GitStatus, KernelMetadata, Provenance
 from .minver import kernels_minver
 
 __all__ = [
@@ -82,10 +82,7 @@ def kernel_metadata(
         upstream=project.upstream,
         source=project.source,
         python_depends=kernel_builder_names(project.python_depends_for(backend), backend),
-        kernel_depends=tuple(
-            KernelDepend(d.repo_id, d.version, d.revision)
-            for d in project.kernel_depends_for(backend)
-        ),
+        kernel_depends=tuple(project.kernel_depends_for(backend)),
         backend=backend,
         archs=tuple(c.removesuffix("+PTX") for c in capabilities),
         digest=Digest.of(files) if files is not None else None,

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from .._util import release, run_captured, spawn_piped
 from ..errors import HubError
 from .revision import Ref, RefKind
 from .safety import Announced, LfsPointer, check_repo_path, verify
@@ -31,9 +31,7 @@ _MAX_LINK_HOPS = 16
 
 def _git(repo: Path, *args: str, input_: bytes | None = None) -> bytes:
     try:
-        proc = subprocess.run(
-            ["git", "-C", str(repo), *args], input=input_, capture_output=True, check=False
-        )
+        proc = run_captured(["git", "-C", str(repo), *args], input=input_, text=False)
     except FileNotFoundError:
         raise HubError(
             "git is not installed", hint="install git to convert a local clone"
@@ -244,12 +242,7 @@ class _BlobReader:
     def __init__(self, source: GitSource) -> None:
         self.source = source
         self.lock = threading.Lock()
-        self.proc = subprocess.Popen(
-            ["git", "-C", str(source.path), "cat-file", "--batch"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        self.proc = spawn_piped(["git", "-C", str(source.path), "cat-file", "--batch"])
 
     def _blob(self, oid: str) -> bytes:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -287,8 +280,4 @@ class _BlobReader:
         return data, Announced(size=pointer.size, lfs_sha256=pointer.oid)
 
     def close(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self.proc.wait()
+        release(self.proc)

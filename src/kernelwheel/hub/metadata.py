@@ -25,13 +25,13 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 
 from ..errors import HubError
+from ..model.sections import KernelDependency
 
 __all__ = [
     "METADATA_JSON",
     "METADATA_SIGSTORE",
     "Digest",
     "GitStatus",
-    "KernelDepend",
     "KernelMetadata",
     "KernelsVersion",
     "Provenance",
@@ -65,27 +65,6 @@ class KernelsVersion:
 
     def __str__(self) -> str:
         return ".".join(str(p) for p in self.release)
-
-
-@dataclass(frozen=True)
-class KernelDepend:
-    """One ``kernel-depends`` entry: a Hub kernel at an API major or at a git revision."""
-
-    repo_id: str
-    version: int | None = None
-    revision: str | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"repo-id": self.repo_id}
-        if self.version is not None:
-            out["version"] = self.version
-        else:
-            out["revision"] = self.revision
-        return out
-
-    def describe(self) -> str:
-        at = f"version {self.version}" if self.version is not None else f"revision {self.revision}"
-        return f"{self.repo_id} ({at})"
 
 
 @dataclass(frozen=True)
@@ -169,7 +148,7 @@ class KernelMetadata:
     archs: tuple[str, ...] = ()  # CUDA capabilities, e.g. ("8.0", "9.0")
     upstream: str | None = None  # git URL of the project the kernel comes from
     source: str | None = None  # git URL of the kernel-builder project
-    kernel_depends: tuple[KernelDepend, ...] = ()
+    kernel_depends: tuple[KernelDependency, ...] = ()
     digest: Digest | None = None
     provenance: Provenance | None = field(default=None)
 
@@ -303,12 +282,12 @@ class _Fields:
                 ) from None
         return tuple(depends)
 
-    def kernel_depends(self) -> tuple[KernelDepend, ...]:
+    def kernel_depends(self) -> tuple[KernelDependency, ...]:
         entries = self.raw.get("kernel-depends", [])
         hint = 'e.g. "kernel-depends": [{"repo-id": "kernels-community/relu", "version": 1}]'
         if not isinstance(entries, list):
             raise self.error("kernel-depends", f"must be a list, got {entries!r}", hint)
-        out: list[KernelDepend] = []
+        out: list[KernelDependency] = []
         for entry in entries:
             repo_id = entry.get("repo-id") if isinstance(entry, dict) else None
             version = entry.get("version") if isinstance(entry, dict) else None
@@ -326,7 +305,7 @@ class _Fields:
                     "or a revision string",
                     hint,
                 )
-            out.append(KernelDepend(repo_id, version, revision))
+            out.append(KernelDependency(repo_id, version, revision))
         return tuple(out)
 
     def digest(self) -> Digest | None:

@@ -9,11 +9,11 @@ instead of replacing it. The sources go along for the builds' other dependencies
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .._util import run_captured
 from ..errors import InstallError
 from .probe import Target
 from .sources import Candidate, Sources
@@ -47,7 +47,7 @@ def pip_command(
 
 
 def run_pip(cmd: Sequence[str]) -> str:
-    proc = subprocess.run(list(cmd), capture_output=True, text=True, check=False)
+    proc = run_captured(cmd)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
         raise InstallError(
@@ -63,7 +63,5 @@ def installed_version(python: Path, project: str) -> str | None:
         "import importlib.metadata as m, sys\n"
         "try:\n    print(m.version(sys.argv[1]))\nexcept m.PackageNotFoundError:\n    print('')\n"
     )
-    proc = subprocess.run(
-        [str(python), "-c", code, project], capture_output=True, text=True, check=False
-    )
+    proc = run_captured([python, "-c", code, project])
     return proc.stdout.strip() or None

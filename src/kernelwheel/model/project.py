@@ -8,7 +8,10 @@ kernel-builder has written build.toml in several editions, and kernelwheel reads
 - edition 4 (no ``edition``; ``version`` + ``license`` + an explicit framework section);
 - edition 3 (no ``edition``; ``backends`` required, no framework section means noarch);
 - the older forms (edition 2 here): string ``version``, ``universal``, ``cuda-minver`` under
-  ``[general]``, ``backends`` derived from the kernels.
+  ``[general]``, ``backends`` derived from the kernels; the earliest of them (kernel-builder's
+  first format, early 2025) also named the kernel ``[torch] name``, put the Python package
+  under ``[torch] pyroot``, wrote kernels without ``backend`` (CUDA, or ``language =
+  "cuda-hipify"`` for CUDA and ROCm) and their capabilities as ``capabilities``.
 
 Everything is checked up front, so later stages can trust the model. Each problem raises
 :class:`~kernelwheel.errors.ProjectError` naming the file, the dotted key and the fix; a key
@@ -23,14 +26,15 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
 from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, describe, read_toml
-from ..errors import ProjectError, UsageError
+from ..errors import ProjectError, UsageError, VariantError
+from .capability import CudaCapability
 from .names import shadowing
 from .python_depends import load_python_depends
 from .sections import (
@@ -129,7 +133,7 @@ _TOP_KEYS: dict[int, tuple[str, ...]] = {
 }
 _TORCH_COMMON = ("src", "include", "pyext", "minver", "maxver")
 _TORCH_KEYS: dict[int, tuple[str, ...]] = {
-    LEGACY: (*_TORCH_COMMON, "universal"),
+    LEGACY: (*_TORCH_COMMON, "universal", "name", "pyroot"),
     3: _TORCH_COMMON,
     4: (*_TORCH_COMMON, "cxx-flags", "stable-abi"),
     5: (*_TORCH_COMMON, "cxx-flags", "stable-abi"),
@@ -150,6 +154,17 @@ _KERNEL_KEYS: dict[str, tuple[str, ...]] = {
     "xpu": (*_KERNEL_COMMON, "sycl-flags"),
 }
 _ALL_KERNEL_KEYS = tuple(dict.fromkeys(k for keys in _KERNEL_KEYS.values() for k in keys))
+# The earliest form's kernels: no backend (CUDA; "cuda-hipify" also builds it for ROCm).
+_FIRST_KERNEL_KEYS = (
+    "src",
+    "depends",
+    "include",
+    "capabilities",
+    "cuda-capabilities",
+    "rocm-archs",
+    "language",
+)
+_LANGUAGES = ("cuda", "cuda-hipify")
 
 # Where each key is valid, so a key put in the wrong table gets "belongs in [...]".
 _KEY_HOMES: dict[str, list[str]] = {}
@@ -172,10 +187,6 @@ _LEGACY_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _NAME_MAX = 255  # bytes in one path component (NAME_MAX of Linux and macOS file systems)
 MAX_NAME = 64  # general.name: the wheel file name holds it with version and tags (255 bytes)
 _KERNEL_ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
-# Compute capability "X.Y", optionally arch-specific ("a") or family ("f"), optionally "+PTX".
-_CAPABILITY_RE = re.compile(r"[1-9][0-9]?\.[0-9][af]?(?:\+PTX)?")
-# Spellings nvcc/CMake users often write instead: 80, sm_80, compute_90a.
-_CAPABILITY_DIGITS_RE = re.compile(r"(?:sm_|compute_)?([1-9][0-9]?)([0-9])([af]?)")
 _ROCM_ARCH_RE = re.compile(r"gfx[0-9a-f]{3,4}(?::[a-z-]+[+-])*")
 _PYEXT_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _HUB_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -242,6 +253,8 @@ class KernelProject:
     @property
     def ext_dir(self) -> Path:
         """The folder holding the binding and the Python package."""
+        if self.torch is not None and self.torch.pyroot is not None:
+            return self.root / self.torch.pyroot
         return self.root / ("tvm-ffi-ext" if self.framework is Framework.TVM_FFI else "torch-ext")
 
     @property
@@ -382,16 +395,19 @@ class _Reader:
 
     def project(self, doc: Located) -> KernelProject:
         general = doc.table("general")
+        torch_table = doc.table("torch")
         if general is None:
-            raise self.error(
-                "missing required key",
-                "general.name",
-                'add a [general] table with name = "<kernel name>"',
-            )
+            if torch_table is None or "name" not in torch_table:
+                raise self.error(
+                    "missing required key",
+                    "general.name",
+                    'add a [general] table with name = "<kernel name>"',
+                )
+            general = Located({}, file=self.file, prefix="general")  # the earliest form
         self.edition = self.detect_edition(doc, general)
         self.check_keys(doc, _TOP_KEYS)
         self.check_keys(general, _GENERAL_KEYS)
-        name = general.required_string("name", 'add name = "<kernel name>" under [general]')
+        name = self.kernel_name(general, torch_table)
         package = self.checked_package_name(name)
         api_version, version = self.project_version(general)
         license = general.string("license")
@@ -462,6 +478,22 @@ class _Reader:
         framework = any(section in doc for section in FRAMEWORKS)
         versioned = isinstance(general.data.get("version"), int) and "license" in general
         return 4 if framework and versioned else 3
+
+    def kernel_name(self, general: Located, torch: Located | None) -> str:
+        """general.name; the earliest form wrote it as [torch] name."""
+        hint = 'add name = "<kernel name>" under [general]'
+        early = None
+        if self.edition == LEGACY and torch is not None:  # editions 3-5 refuse the key
+            early = torch.string("name", nonempty=True)
+        if early is None:
+            return general.required_string("name", hint)
+        if "name" in general:
+            raise self.error(
+                "both general.name and torch.name are given",
+                "torch.name",
+                "remove name from [torch]: general.name names the kernel",
+            )
+        return early
 
     def checked_package_name(self, name: str) -> str:
         package = package_name(name)
@@ -741,7 +773,24 @@ class _Reader:
             maxver=maxver,
             cxx_flags=torch.string_list("cxx-flags") or (),
             stable_abi=self.stable_abi(torch, backends),
+            pyroot=self.pyroot(torch),
         )
+
+    def pyroot(self, torch: Located) -> Path | None:
+        """The earliest form's ``pyroot``: the folder of the Python package (and, by custom,
+        of the binding), instead of torch-ext/."""
+        raw = torch.string("pyroot", nonempty=True)
+        if raw is None:
+            return None
+        single = Located({"pyroot": [raw]}, file=self.file, prefix=torch.prefix)
+        (path,) = self.paths(single, "pyroot", files_only=False)
+        if not (self.root / path).is_dir():
+            raise self.error(
+                f"{raw!r} is not a folder",
+                "torch.pyroot",
+                "name the folder that holds the Python package (<pyroot>/<package>/__init__.py)",
+            )
+        return None if path == Path("torch-ext") else path
 
     def stable_abi(
         self, torch: Located, backends: tuple[str, ...]
@@ -878,20 +927,84 @@ class _Reader:
                     dotted,
                     "use ASCII letters, digits, '_' and '-' in the id of [kernel.<id>]",
                 )
-            kernels.append(self.kernel(kernel_id, Located(section, file=self.file, prefix=dotted)))
+            located = Located(section, file=self.file, prefix=dotted)
+            if self.edition == LEGACY and "backend" not in section:
+                kernels += self.first_form_kernels(kernel_id, located, table)
+            else:
+                kernels.append(self.kernel(kernel_id, located))
         return tuple(kernels)
 
-    def kernel(self, kernel_id: str, section: Located) -> KernelSection:
+    def first_form_kernels(
+        self, kernel_id: str, section: Located, table: Located
+    ) -> list[KernelSection]:
+        """A kernel of kernel-builder's first format: no ``backend`` (CUDA), its capabilities
+        as ``capabilities``; ``language = "cuda-hipify"`` builds the same sources for ROCm as
+        ``<id>_rocm`` too, as kernel-builder did."""
         prefix = section.prefix
-        backend = section.required_string(
-            "backend", f'add backend = "<one of {", ".join(KERNEL_BACKENDS)}>" to [{prefix}]'
-        )
-        self.check_backend(backend, f"{prefix}.backend", KERNEL_BACKENDS)
         section.check_keys(
-            _KERNEL_KEYS[backend],
+            _FIRST_KERNEL_KEYS,
             homes=_KEY_HOMES,
-            explain=lambda key: _other_backend_key(key, backend),
+            explain=lambda key: (
+                f'{key!r} is a key of the later form: add backend = "cuda" to [{prefix}] '
+                "(and write capabilities as cuda-capabilities)"
+                if key in _ALL_KERNEL_KEYS
+                else None
+            ),
         )
+        if "capabilities" in section and "cuda-capabilities" in section:
+            raise self.error(
+                "both capabilities and cuda-capabilities are given",
+                f"{prefix}.capabilities",
+                "keep cuda-capabilities (capabilities is its first spelling)",
+            )
+        language = section.string("language") or "cuda"
+        if language not in _LANGUAGES:
+            raise self.error(
+                f"unknown language {language!r}",
+                f"{prefix}.language",
+                f'write backend = "cuda" (or "rocm") instead of language; language was '
+                f"one of {', '.join(_LANGUAGES)}",
+            )
+        if language == "cuda" and "rocm-archs" in section:
+            raise self.error(
+                'rocm-archs has no meaning for a kernel of language "cuda"',
+                f"{prefix}.rocm-archs",
+                'remove it, or add a [kernel.<id>] with backend = "rocm", the same src and '
+                "these rocm-archs",
+            )
+        src = self.kernel_sources(section)
+        key = "capabilities" if "capabilities" in section else "cuda-capabilities"
+        cuda = KernelSection(
+            id=kernel_id,
+            backend="cuda",
+            src=src,
+            depends=section.string_list("depends") or (),
+            include=self.paths(section, "include", files_only=False),
+            cxx_flags=(),
+            cuda_flags=(),
+            cuda_capabilities=self.capabilities(section, key),
+            cuda_minver=None,
+        )
+        if language == "cuda":
+            return [cuda]
+        rocm_id = f"{kernel_id}_rocm"
+        if rocm_id in table:
+            raise self.error(
+                f'language = "cuda-hipify" adds the ROCm kernel {rocm_id!r}, which exists',
+                f"{prefix}.language",
+                f"rename [kernel.{rocm_id}], or give each kernel its backend (cuda, rocm)",
+            )
+        rocm = replace(
+            cuda,
+            id=rocm_id,
+            backend="rocm",
+            cuda_capabilities=(),
+            rocm_archs=self.rocm_archs(section, "rocm-archs"),
+        )
+        return [cuda, rocm]
+
+    def kernel_sources(self, section: Located) -> tuple[Path, ...]:
+        prefix = section.prefix
         if "src" not in section:
             raise self.error(
                 "missing required key",
@@ -905,6 +1018,20 @@ class _Reader:
                 f"{prefix}.src",
                 f"list the kernel's source files, or remove the [{prefix}] section",
             )
+        return src
+
+    def kernel(self, kernel_id: str, section: Located) -> KernelSection:
+        prefix = section.prefix
+        backend = section.required_string(
+            "backend", f'add backend = "<one of {", ".join(KERNEL_BACKENDS)}>" to [{prefix}]'
+        )
+        self.check_backend(backend, f"{prefix}.backend", KERNEL_BACKENDS)
+        section.check_keys(
+            _KERNEL_KEYS[backend],
+            homes=_KEY_HOMES,
+            explain=lambda key: _other_backend_key(key, backend),
+        )
+        src = self.kernel_sources(section)
         if self.edition >= 4 and "depends" not in section:
             raise self.error(
                 "missing required key",
@@ -940,16 +1067,10 @@ class _Reader:
             )
         capabilities: list[str] = []
         for entry in raw:
-            if not _CAPABILITY_RE.fullmatch(entry):
-                digits = _CAPABILITY_DIGITS_RE.fullmatch(entry)
-                if digits:
-                    hint = f'write it as "{digits[1]}.{digits[2]}{digits[3]}"'
-                else:
-                    hint = (
-                        'write capabilities as "X.Y", optionally "X.Ya" (arch-specific), "X.Yf" '
-                        '(family) or "X.Y+PTX", e.g. ["8.0", "9.0a", "12.0+PTX"]'
-                    )
-                raise self.error(f"invalid CUDA capability {entry!r}", dotted, hint)
+            try:
+                CudaCapability.parse(entry)
+            except VariantError as exc:
+                raise self.error(exc.message, dotted, exc.hint or "") from None
             if entry not in capabilities:
                 capabilities.append(entry)
         return tuple(capabilities)

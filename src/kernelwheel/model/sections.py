@@ -50,8 +50,8 @@ class KernelDependency:
     """One ``kernel-depends`` entry: another Hub kernel, by API version or git revision."""
 
     repo_id: str
-    version: int | None
-    revision: str | None
+    version: int | None = None
+    revision: str | None = None
 
     @property
     def name(self) -> str:
@@ -65,6 +65,19 @@ class KernelDependency:
         if self.version is None:
             return self.name
         return f"{self.name}>={self.version},<{self.version + 1}"
+
+    def to_dict(self) -> dict[str, object]:
+        """The entry as build.toml and the Hub's metadata.json write it."""
+        out: dict[str, object] = {"repo-id": self.repo_id}
+        if self.version is not None:
+            out["version"] = self.version
+        else:
+            out["revision"] = self.revision
+        return out
+
+    def describe(self) -> str:
+        at = f"version {self.version}" if self.version is not None else f"revision {self.revision}"
+        return f"{self.repo_id} ({at})"
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,8 @@ class TorchSection:
     cxx_flags: tuple[str, ...] = ()
     # backend -> oldest torch of the stable ABI the backend builds against; absent: per-torch.
     stable_abi: tuple[tuple[str, Version], ...] = ()
+    # The earliest form's ``pyroot``: the folder holding the Python package (None: torch-ext).
+    pyroot: Path | None = None
 
     def stable_abi_for(self, backend: str) -> Version | None:
         return dict(self.stable_abi).get(backend)

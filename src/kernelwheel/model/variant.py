@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import platform
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from functools import total_ordering
@@ -36,6 +37,7 @@ __all__ = [
     "TorchVersion",
     "TvmFfiVersion",
     "Variant",
+    "WheelPlatform",
 ]
 
 EXAMPLE_NAME = "torch27-cxx11-cu128-x86_64-linux"
@@ -127,18 +129,72 @@ class Arch(str, Enum):
                 hint="pass --arch with one of: " + ", ".join(a.value for a in cls),
             ) from None
 
+    @classmethod
+    def from_synonym(cls, name: str) -> Arch | None:
+        """The arch ``name`` spells in any of its usual names (``x86_64``/``amd64``,
+        ``aarch64``/``arm64``, any case); None for one kernelwheel has no variants for
+        (``i686``, ``ppc64le``…)."""
+        canonical = _ARCH_SYNONYMS.get(name.lower(), name.lower())
+        return cls(canonical) if canonical in cls._value2member_map_ else None
+
+
+# Other names of an arch: platform.machine() on macOS and Windows, macOS and Windows wheel tags.
+_ARCH_SYNONYMS = {"amd64": "x86_64", "arm64": "aarch64"}
+
 
 def machine_arch() -> str:
     """This machine's arch in the spelling of wheel platform tags (``x86_64``, ``aarch64``,
     ``ppc64le``...), whether or not kernelwheel builds for it."""
     machine = platform.machine().lower()
-    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    return _ARCH_SYNONYMS.get(machine, machine)
 
 
 class OS(str, Enum):
     LINUX = "linux"
     DARWIN = "darwin"
     WINDOWS = "windows"
+
+
+# A wheel platform tag's OS, by its prefix (PEP 425/600/656 and macOS/Windows tags).
+_TAG_OS = (
+    (("manylinux", "musllinux", "linux"), OS.LINUX),
+    (("macosx",), OS.DARWIN),
+    (("win",), OS.WINDOWS),
+)
+
+
+@dataclass(frozen=True)
+class WheelPlatform:
+    """The arch and OS a wheel's platform tag names, in kernel variants' terms; both None for
+    ``any`` (a noarch wheel). The one parser of platform tags: wheel file name → variant."""
+
+    arch: Arch | None
+    os: OS | None
+
+    @classmethod
+    def parse(cls, tag: str) -> WheelPlatform | None:
+        """``manylinux_2_28_x86_64`` → x86_64 Linux, ``macosx_11_0_arm64`` → aarch64 macOS,
+        ``win_amd64`` → x86_64 Windows, ``any`` → neither; None for a platform kernelwheel has
+        no variants for (``linux_i686``, ``manylinux2014_ppc64le``, ``win32``)."""
+        if tag == "any":
+            return cls(None, None)
+        system = next((os_ for prefixes, os_ in _TAG_OS if tag.startswith(prefixes)), None)
+        # The arch is the tag's tail after the OS part; x86_64 holds an underscore itself.
+        tail = "x86_64" if tag.endswith("_x86_64") else tag.rsplit("_", 1)[-1]
+        arch = Arch.from_synonym(tail) if "_" in tag else None
+        if system is None or arch is None:
+            return None
+        return cls(arch, system)
+
+    @classmethod
+    def of_tags(cls, platforms: Iterable[str]) -> WheelPlatform | None:
+        """The one platform a wheel's platform tags name (a multi-platform wheel's tags, e.g.
+        ``manylinux_2_17_x86_64.manylinux2014_x86_64``, name one); None when they name none
+        or several."""
+        parsed = {cls.parse(tag) for tag in platforms}
+        if len(parsed) != 1 or None in parsed:
+            return None
+        return next(iter(parsed))
 
 
 def _choices(enum: type[Enum]) -> str:

@@ -23,6 +23,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,11 +31,13 @@ from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, read_toml
 from ..compat import interpreter
-from ..errors import UsageError
+from ..errors import UsageError, VariantError
+from ..model.capability import CudaCapability
 from ..model.variant import Arch, LocalVersionStyle
 from .selector import Selector, expand_braces, split_patterns
 
 __all__ = [
+    "ALL_CAPABILITIES",
     "DEFAULT_CACHE_DIR",
     "DEFAULT_OPTIONS",
     "ENV_VARS",
@@ -51,6 +54,7 @@ __all__ = [
 PYPROJECT = "pyproject.toml"
 TOOL_TABLE = "tool.kernelwheel"
 ARCH_KEYWORDS = ("all", "auto", "native")
+ALL_CAPABILITIES = "all"  # cuda-capabilities: the full list, even for a default build
 DEFAULT_CACHE_DIR = Path("~/.cache/kernelwheel").expanduser()
 
 _Fail = Callable[[str, str], Exception]
@@ -82,6 +86,7 @@ class Options:
     cache_dir: Path = DEFAULT_CACHE_DIR
     no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
     keep_intermediates: bool = False  # keep nvcc's --keep files after a compile (debugging)
+    ccache_remote: str | None = None  # ccache's remote storage (redis://, http://, file:)
     jobs: int | None = None  # None: auto, fit the machine (see resolve_jobs)
     python: Path | None = None  # build with this interpreter's torch, not a made environment
     cuda_home: Path | None = None  # None: found (toolchain packages, CUDA_HOME, /usr/local/cuda)
@@ -91,10 +96,14 @@ class Options:
     plat: str = "manylinux_2_28"
     repair: bool = True  # False: keep linux_<arch> wheels (still ABI-checked)
     best_effort: bool = False  # keep a wheel that cannot comply instead of failing the variant
+    # kernelwheel's ABI remedies (docs/portability.md): the forced-include header and the compat
+    # source that keep a new host's imports within the policy; False compiles the sources alone
+    abi_remedies: bool = True
     hub_layout: Path | None = None  # also export each built variant as a Hub tree here
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     # CUDA device code: nvcc's fatbin compression (CUDA >= 12.8; "default": nvcc's own choice)
-    # and the capability list (None: build.toml's cuda-capabilities, else the recipe's default)
+    # and the capability list (None: build.toml's cuda-capabilities, else the recipe's default,
+    # except that a default build compiles for the GPUs present; (): "all", that list always)
     fatbin_compression: str = "default"
     cuda_capabilities: tuple[str, ...] | None = None
     # local CUTLASS checkouts, preferred to PyPI's headers (needed for releases PyPI lacks)
@@ -134,6 +143,18 @@ class Options:
     def _label(self, name: str) -> str:
         source = self.source(name)
         return name if source == "default" else source
+
+    def preamble(self) -> tuple[str, ...]:
+        """The options set above their defaults, one line each with the layer that set it
+        (``no-ccache = true  (KERNELWHEEL_NO_CCACHE)``), in OPTIONS order; what a build prints
+        first and writes at the top of each variant's log, as cibuildwheel does."""
+        lines = []
+        for option in OPTIONS:
+            source = self.source(option.name)
+            if source != "default":
+                value = _show(getattr(self, option.name))
+                lines.append(f"{option.name.replace('_', '-')} = {value}  ({source})")
+        return tuple(lines)
 
     def selects_anything(self) -> bool:
         """Whether any layer narrowed the selection (else a build picks the default variant)."""
@@ -324,6 +345,26 @@ def _links(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
     return tuple(i if "://" in i else str(_path(i, fail, base)) for i in items)
 
 
+# ccache's remote storage back ends (docs/compiler-cache.md)
+_REMOTE_SCHEMES = ("redis://", "redis+unix:", "http://", "file:")
+
+
+def _remote_storage(raw: Any, fail: _Fail, base: Path) -> str | None:
+    """ccache's remote storage: one or more URLs (space-separated), each with optional
+    ``|attribute=value`` parts; an empty string turns a lower layer's setting off."""
+    if not isinstance(raw, str):
+        raise fail(f"expected a storage URL, got {raw!r}", "e.g. redis://cache.example:6379")
+    urls = raw.split()
+    for url in urls:
+        if not url.startswith(_REMOTE_SCHEMES):
+            raise fail(
+                f"{url!r} is no ccache remote storage URL",
+                "use redis://HOST[:PORT], redis+unix:/SOCKET, http://HOST/PATH or file:/FOLDER "
+                "(https is not one of ccache's storage back ends: put a TLS proxy in front)",
+            )
+    return " ".join(urls) or None
+
+
 def _plat(raw: Any, fail: _Fail, base: Path) -> str:
     if not isinstance(raw, str) or not raw.strip().startswith(("manylinux", "musllinux")):
         raise fail(f"expected a manylinux policy, got {raw!r}", "e.g. manylinux_2_28")
@@ -339,7 +380,6 @@ def _style(raw: Any, fail: _Fail, base: Path) -> LocalVersionStyle:
 
 
 FATBIN_COMPRESSION_MODES = ("default", "size", "speed", "balance", "none")  # nvcc --compress-mode
-_CAPABILITY = re.compile(r"^\d+\.\d+[af]?(\+PTX)?$")
 
 
 def _fatbin_compression(raw: Any, fail: _Fail, base: Path) -> str:
@@ -353,16 +393,23 @@ def _fatbin_compression(raw: Any, fail: _Fail, base: Path) -> str:
 
 
 def _capabilities(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
+    """A list of capabilities, or ``all``: () (the full list, also for a default build)."""
     texts = _strings(raw, fail, "'9.0 10.0+PTX'")
     items = [t for text in texts for t in text.replace(",", " ").replace(";", " ").split()]
     if not items:
-        raise fail("lists no capability", "e.g. 9.0 or '8.0 9.0 10.0+PTX'")
-    for item in items:
-        if not _CAPABILITY.match(item):
+        raise fail("lists no capability", "e.g. 9.0 or '8.0 9.0 10.0+PTX', or all")
+    if ALL_CAPABILITIES in (item.lower() for item in items):
+        if len(items) > 1:
             raise fail(
-                f"invalid CUDA capability {item!r}",
-                "write major.minor, optionally with a/f and +PTX: 8.0, 9.0a, 10.0+PTX",
+                f"gives {ALL_CAPABILITIES!r} with other capabilities",
+                "give all alone (every capability of the list) or only capabilities",
             )
+        return ()
+    for item in items:
+        try:
+            CudaCapability.parse(item)
+        except VariantError as exc:
+            raise fail(exc.message, exc.hint or "") from None
     return tuple(dict.fromkeys(items))
 
 
@@ -424,6 +471,19 @@ def _version(raw: Any, fail: _Fail, base: Path) -> str:
     return text
 
 
+def _show(value: object) -> str:
+    """An option's value as the preamble shows it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, LocalHeaders):  # a NamedTuple: before tuple
+        return value.describe()
+    if isinstance(value, tuple):
+        return " ".join(_show(v) for v in value) or "(none)"
+    if isinstance(value, Enum):
+        return str(value.value)
+    return "auto" if value is None else str(value)
+
+
 @dataclass(frozen=True)
 class OptionDef:
     """One option: its ``Options`` field and converter. The TOML key, environment variable and
@@ -456,6 +516,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("cache_dir", _path),
     OptionDef("no_ccache", _bool),
     OptionDef("keep_intermediates", _bool),
+    OptionDef("ccache_remote", _remote_storage),
     OptionDef("jobs", _jobs),
     OptionDef("python", _interpreter_path),
     OptionDef("cuda_home", _path),
@@ -465,6 +526,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("plat", _plat),
     OptionDef("repair", _bool, flag="--no-repair"),
     OptionDef("best_effort", _bool),
+    OptionDef("abi_remedies", _bool, flag="--no-abi-remedies"),
     OptionDef("hub_layout", _path),
     OptionDef("local_version_style", _style),
     OptionDef("fatbin_compression", _fatbin_compression),

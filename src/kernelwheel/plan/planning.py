@@ -11,18 +11,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError, VariantError
+from ..errors import VariantError
 from ..model.deps import DependencyTable, load_deps
-from ..model.project import Framework, KernelProject, load_project
+from ..model.project import KernelProject, load_project
 from ..model.recipes import Recipes, VariantRecipe, load_recipes
-from ..model.variant import Arch, BackendKind, TorchVersion, Variant
+from ..model.variant import Variant
+from .defaults import DefaultBuild, Machine, default_build, probe_machine
 from .matrix import MatrixPlan, plan_matrix
 from .options import Options, resolve_options
 from .selector import Selector
-from .toolchains import require_a_backend_built_here
 from .versioning import GitState, WheelVersion, resolve_version, version_inputs
 
-__all__ = ["Planned", "default_variant", "plan_project", "selected_recipes", "wheel_version"]
+__all__ = [
+    "Planned",
+    "Selection",
+    "needs_machine",
+    "plan_project",
+    "select",
+    "selected_recipes",
+    "wheel_version",
+]
 
 
 @dataclass(frozen=True)
@@ -50,42 +58,47 @@ def plan_project(
     return Planned(project, options, recipes, full, full.select(options.selector()), deps)
 
 
-def default_variant(recipes: Recipes, project: KernelProject) -> Variant:
-    """The newest torch in the recipes, its CUDA flavour (or cpu), for this machine's arch; for
-    a backend in ``torch.stable-abi``, that flavour's stable-ABI variant; for a tvm-ffi project
-    the tvm-ffi variant of that flavour.
+@dataclass(frozen=True)
+class Selection:
+    """The variants to build; ``default`` when nothing was selected: the one default variant,
+    why, and the GPU capabilities it compiles for (plan.defaults)."""
 
-    A project none of whose backends kernelwheel compiles (a Metal- or ROCm-only kernel) has no
-    default: :class:`~kernelwheel.errors.ToolchainError`, naming the runners they need."""
-    kinds = [BackendKind(b) for b in project.backends]
-    require_a_backend_built_here(project.name, kinds)
-    arch = Arch.host()
-    wanted = BackendKind.CUDA if BackendKind.CUDA in kinds else BackendKind.CPU
-    tvm_ffi = project.framework is Framework.TVM_FFI
-    for variant in reversed(recipes.tvm_ffi_variants() if tvm_ffi else recipes.variants()):
-        if variant.arch is arch and variant.backend is not None and variant.backend.kind is wanted:
-            abi = project.stable_abi_for(wanted.value)
-            if abi is None:
-                return variant
-            target = TorchVersion(abi.major, abi.minor)
-            return variant.with_(torch=target, cxxabi=None, stable_abi=True)
-    raise UsageError("the recipes have no variant for this machine", hint="pass --variant NAME")
+    recipes: tuple[VariantRecipe, ...]
+    default: DefaultBuild | None = None
 
 
-def selected_recipes(planned: Planned, variants: Sequence[str] = ()) -> list[VariantRecipe]:
+def needs_machine(planned: Planned, variants: Sequence[str] = ()) -> bool:
+    """Whether :func:`select` chooses the default variant, which depends on this machine."""
+    options = planned.options
+    return not variants and not options.selects_anything() and not planned.project.noarch
+
+
+def select(
+    planned: Planned, variants: Sequence[str] = (), machine: Machine | None = None
+) -> Selection:
     """The variants ``variants`` selects (``--variant``: globs with brace expansion over the
     kernel's whole matrix, as in to-wheel and download), else the selectors, else (nothing
-    selected in any layer) the default variant for this machine."""
+    selected in any layer) the default variant for ``machine`` (default: this machine, read by
+    :func:`~.defaults.probe_machine`)."""
     if variants:
         selector = Selector(build=tuple(_canonical(v) for v in variants), build_label="--variant")
         left_out = {r.variant_name: r.reason for r in planned.full.rejected}
         chosen = selector.select(planned.full.names, left_out=left_out)
-        return [recipe for recipe in planned.full.selected if recipe.name in chosen]
-    if not planned.options.selects_anything():
-        if planned.project.noarch:  # its noarch variants, all built into one wheel
-            return list(planned.plan.selected)
-        return [planned.recipes.recipe_for(default_variant(planned.recipes, planned.project))]
-    return list(planned.plan.selected)
+        return Selection(tuple(r for r in planned.full.selected if r.name in chosen))
+    if not needs_machine(planned):
+        # a selection, or a noarch project's variants, all built into one wheel
+        return Selection(planned.plan.selected)
+    if machine is None:
+        machine = probe_machine(planned.project, planned.options)
+    default = default_build(planned.project, planned.full, planned.options, machine)
+    return Selection((default.recipe,), default)
+
+
+def selected_recipes(
+    planned: Planned, variants: Sequence[str] = (), machine: Machine | None = None
+) -> list[VariantRecipe]:
+    """:func:`select`'s variants."""
+    return list(select(planned, variants, machine).recipes)
 
 
 def _canonical(pattern: str) -> str:

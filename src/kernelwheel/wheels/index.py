@@ -48,7 +48,7 @@ from packaging.version import InvalidVersion, Version
 
 from .._util import sha256_file, staging_dir
 from ..errors import UsageError, VariantError, WheelError
-from ..model.variant import OS, Arch, Backend, BackendKind, TorchVersion, Variant
+from ..model.variant import Backend, BackendKind, TorchVersion, Variant, WheelPlatform
 from . import site
 from .reader import escape_name, parse_metadata, read_metadata, verify_wheel
 from .site import refuse_input_inside
@@ -91,23 +91,6 @@ class IndexResult:
     unflavoured: tuple[tuple[str, str], ...]  # (wheel, why it is only in all/)
 
 
-def _platform(tag: str) -> tuple[Arch | None, OS | None] | None:
-    if tag == "any":
-        return None, None
-    arch = Arch.AARCH64 if tag.endswith(("aarch64", "arm64")) else None
-    if tag.endswith(("x86_64", "amd64")):
-        arch = Arch.X86_64
-    if arch is None:
-        return None
-    if tag.startswith(("manylinux", "musllinux", "linux")):
-        return arch, OS.LINUX
-    if tag.startswith("macosx"):
-        return arch, OS.DARWIN
-    if tag.startswith("win"):
-        return arch, OS.WINDOWS
-    return None
-
-
 def flavours_of(filename: str) -> tuple[str | None, str | None, str]:
     """(flavour, noarch kind, reason). flavour is a backend token (``cu130``), ``"*"`` for
     every flavour, or None for all/ only, with the reason."""
@@ -115,14 +98,11 @@ def flavours_of(filename: str) -> tuple[str | None, str | None, str]:
     local = version.local
     if local is None:
         return _ANY, None, "no local version: in every flavour"
-    platforms = {_platform(t.platform) for t in tags}
-    if len(platforms) != 1 or None in platforms:
+    platform = WheelPlatform.of_tags(t.platform for t in tags)
+    if platform is None:
         return None, None, f"platform tags {sorted(t.platform for t in tags)} name no one variant"
-    platform = next(iter(platforms))
-    assert platform is not None
-    arch, os_ = platform
     try:
-        variant = Variant.from_local_version(local, arch=arch, os=os_)
+        variant = Variant.from_local_version(local, arch=platform.arch, os=platform.os)
     except VariantError as exc:
         return None, None, f"local version +{local} is not a kernel variant ({exc.message})"
     if variant.backend is None:
@@ -172,10 +152,10 @@ def _read(path: Path) -> IndexedWheel:
 
 def _binary_variant(filename: str) -> Variant | None:
     _, version, _, tags = parse_wheel_filename(filename)
-    platform = _platform(next(iter(tags)).platform)
+    platform = WheelPlatform.of_tags(t.platform for t in tags)
     if version.local is None or platform is None:
         return None
-    variant = Variant.from_local_version(version.local, arch=platform[0], os=platform[1])
+    variant = Variant.from_local_version(version.local, arch=platform.arch, os=platform.os)
     return None if variant.noarch else variant
 
 

@@ -33,7 +33,7 @@ from .. import __version__
 from .._util import staged_file
 from ..errors import WheelError
 from .reader import dist_info_dir, escape_name
-from .record import format_record, record_hash
+from .record import format_record, parse_record, record_hash
 
 _DEFAULT_EPOCH = 315532800  # 1980-01-01T00:00:00Z, the earliest time a zip can hold
 _NAME_RE = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
@@ -261,3 +261,47 @@ def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Pat
             hint="shorten the name or version" if len(final.name) > 255 else "check the folder",
         ) from None
     return final
+
+
+def retag_wheel(wheel: Path, platform_tag: str, dest_dir: Path) -> Path:
+    """Write a copy of ``wheel`` into ``dest_dir`` whose platform tag (file name and the
+    ``Tag:`` lines of ``*.dist-info/WHEEL``) is exactly ``platform_tag``; RECORD is updated and
+    every other member kept as it is (auditwheel names a repaired wheel by every policy it
+    meets; abi/repair keeps the one asked for)."""
+    stem = wheel.name[: -len(".whl")]
+    prefix, py, abi, _ = stem.rsplit("-", 3)
+    target = dest_dir / f"{prefix}-{py}-{abi}-{platform_tag}.whl"
+    with zipfile.ZipFile(wheel) as zin:
+        names = zin.namelist()
+        wheel_file = next((n for n in names if re.fullmatch(r"[^/]+\.dist-info/WHEEL", n)), None)
+        record_file = next((n for n in names if re.fullmatch(r"[^/]+\.dist-info/RECORD", n)), None)
+        if wheel_file is None or record_file is None:
+            raise WheelError(
+                f"{wheel.name}: no .dist-info/WHEEL or RECORD", hint="rebuild the wheel"
+            )
+        lines: list[str] = []
+        seen: set[str] = set()
+        for line in zin.read(wheel_file).decode("utf-8").splitlines():
+            if line.startswith("Tag:"):
+                py_tag, abi_tag, _ = line[len("Tag:") :].strip().rsplit("-", 2)
+                line = f"Tag: {py_tag}-{abi_tag}-{platform_tag}"
+                if line in seen:
+                    continue
+                seen.add(line)
+            lines.append(line)
+        new_wheel = ("\n".join(lines) + "\n").encode("utf-8")
+        rows = parse_record(zin.read(record_file), where=wheel.name)
+        new_record = format_record(
+            (name, record_hash(new_wheel), str(len(new_wheel))) if name == wheel_file else row
+            for row in rows
+            for name in (row[0],)
+        )
+        with staged_file(target) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zout:
+            for info in zin.infolist():
+                data = zin.read(info)
+                if info.filename == wheel_file:
+                    data = new_wheel
+                elif info.filename == record_file:
+                    data = new_record
+                zout.writestr(info, data)
+    return target

@@ -1,0 +1,293 @@
+"""The steps every compiled build kind shares (per-torch and stable-ABI builds in
+``pipeline``, tvm-ffi builds in ``tvm_ffi``): the toolchain refusal and probes, the wheel's
+version and package files, and repair + check into the output folder. Both kinds import this
+module; it imports neither, so there is no cycle between them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from .._util import CommandTimeout, atomic_copy, run_captured
+from ..abi import Rule, WheelReport, check_wheel
+from ..abi._elf import demangle
+from ..abi.origins import objects_referencing
+from ..abi.policy import DEFAULT_POLICY, load_policy
+from ..abi.remedies import NO_REMEDIES, RemedySet, abi_header, remedy_flags, symver_libraries
+from ..abi.repair import RepairResult, repair_wheel
+from ..abi.symver import ForcedHeader, VersionTable, read_version_table
+from ..errors import AbiError, ProjectError, ToolchainError
+from ..log import Reporter, step
+from ..model.project import KernelProject
+from ..model.variant import Arch, LocalVersionStyle, Variant
+from ..plan.options import available_memory_mib, resolve_jobs
+from .compile_plan import SOURCE_SUFFIXES, Toolchain
+from .compile_rules import NO_GNU_UNIQUE
+from .envs import CudaToolkit, EnvInfo, supported_capabilities
+from .request import BuildRequest, BuiltWheel
+from .reuse import Reuse, repair_key
+
+__all__ = [
+    "check_cxx_toolchain",
+    "finish_wheel",
+    "full_version",
+    "package_files",
+    "probe_toolchain",
+]
+
+
+def full_version(
+    base: str, variant: Variant, style: LocalVersionStyle = LocalVersionStyle.DOTTED
+) -> str:
+    return f"{base}+{variant.local_version_in(style)}"
+
+
+def _links_shared_libstdcxx(cxx: str) -> bool:
+    """Whether ``cxx`` has a shared libstdc++ to link (``-print-file-name`` echoes the bare name
+    when it has none, as on toolchains that only ship the static archive)."""
+    try:
+        out = run_captured([*cxx.split(), "-print-file-name=libstdc++.so"], timeout=60)
+    except (OSError, CommandTimeout):
+        return True  # no such compiler: the compile step reports it
+    return os.path.isabs(out.stdout.strip())
+
+
+def _print_file_name(cxx: str, name: str) -> str | None:
+    """The library ``name`` the compiler ``cxx`` links (``-print-file-name``, which echoes the
+    bare name when it has none); None without one, or without such a compiler."""
+    try:
+        out = run_captured([*cxx.split(), f"-print-file-name={name}"], timeout=60)
+    except (OSError, CommandTimeout):
+        return None
+    path = out.stdout.strip()
+    return path if os.path.isabs(path) else None
+
+
+def _target_libraries(cxx: str, names: tuple[str, ...]) -> dict[str, VersionTable]:
+    """The version tables of the libraries ``names`` the compiler links against: the target's
+    libc.so.6 and libm.so.6 (a cross compiler's are its sysroot's). A library it does not find,
+    or one without version tables (not glibc), is left out."""
+    out: dict[str, VersionTable] = {}
+    for name in names:
+        path = _print_file_name(cxx, name)
+        if path is None:
+            continue
+        try:
+            out[path] = read_version_table(path)
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def remedy_header(req: BuildRequest, cxx: str | None = None) -> ForcedHeader | None:
+    """The forced-include header of this build (abi/symver), made from the target policy's caps
+    and the target's own libc/libm, found through the compiler ``cxx`` (default: $CXX or c++; a
+    cross build's own); None with the remedies off."""
+    if not req.abi_remedies:
+        return None
+    compiler = cxx or os.environ.get("CXX") or "c++"
+    arch = (req.variant.arch or Arch.host()).value
+    policy = load_policy(req.manylinux or DEFAULT_POLICY, arch)
+    return abi_header(_target_libraries(compiler, symver_libraries()), policy)
+
+
+def write_remedies(header: ForcedHeader | None, include_dir: Path) -> RemedySet:
+    """The remedies' flags and sources, with ``header`` written into ``include_dir``; none when
+    the remedies are off (no header)."""
+    if header is None:
+        return NO_REMEDIES
+    include_dir.mkdir(parents=True, exist_ok=True)
+    path = include_dir / header.name
+    path.write_text(header.text)
+    return remedy_flags(path)
+
+
+def remedies_setting(header: ForcedHeader | None) -> str:
+    """The build-id setting that records the remedies: the header's digest (it is made from the
+    host's libc, so another host's build gets another id), or their absence."""
+    return f"abi-header:{header.digest[:16]}" if header is not None else "no-abi-remedies"
+
+
+def check_cxx_toolchain(environ: Mapping[str, str]) -> None:
+    """Refuse, before anything is compiled, a C++ compiler that links libstdc++ statically (it
+    ships only libstdc++.a, as self-built toolchains in /opt often do): that libstdc++ was built
+    against the toolchain's newer glibc, so the extension would import GLIBC_2.34+ symbols no
+    manylinux_2_28 wheel may need, and the build would only fail at repair. The error names the
+    compiler and, where one is on PATH, a system compiler that links libstdc++ as a library."""
+    cxx = environ.get("CXX") or "c++"
+    if _links_shared_libstdcxx(cxx):
+        return
+    first = cxx.split()[0] if cxx.split() else cxx
+    where = shutil.which(first, path=environ.get("PATH")) or first
+    alternatives = [
+        (found, cc)
+        for name, cc_name in (("g++", "gcc"), ("c++", "cc"))
+        if (found := shutil.which(name, path=environ.get("PATH"))) is not None
+        and os.path.realpath(found) != os.path.realpath(where)
+        and _links_shared_libstdcxx(found)
+        and (cc := shutil.which(cc_name, path=environ.get("PATH"))) is not None
+    ]
+    use = (
+        f"run 'CXX={alternatives[0][0]} CC={alternatives[0][1]} kernelwheel build …', or "
+        if alternatives
+        else "install the system g++ (e.g. apt-get install g++) and "
+    )
+    raise ToolchainError(
+        f"the C++ compiler {where} (CXX={cxx}) links libstdc++ statically: it has no "
+        "libstdc++.so, and its static libstdc++ needs a newer glibc than manylinux_2_28 allows "
+        "(the wheel would fail the ABI check with GLIBC_2.34+ symbols)",
+        hint=f"{use}run 'env -u CXX -u CC kernelwheel build …' to use the system compiler; "
+        "pass --best-effort to build anyway and keep a linux_<arch> wheel",
+    )
+
+
+def package_files(project: KernelProject) -> dict[str, bytes]:
+    """The Python package files from torch-ext/<package>/ (tvm-ffi-ext/ for tvm-ffi projects),
+    recursively: ``.py`` and the framework section's ``pyext`` suffixes."""
+    files: dict[str, bytes] = {}
+    suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
+    for path in sorted(project.package_dir.rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts:
+            continue
+        if path.suffix not in suffixes:
+            continue
+        if path.is_symlink() and not path.resolve().is_relative_to(project.root.resolve()):
+            raise ProjectError(
+                f"{path} is a symlink pointing outside the project",
+                file=path,
+                hint="copy the file into the project instead",
+            )
+        rel = path.relative_to(project.package_dir).as_posix()
+        files[f"{project.package}/{rel}"] = path.read_bytes()
+    return files
+
+
+def _accepts_flag(cxx: str, flag: str) -> bool:
+    """Whether the C++ compiler ``cxx`` takes ``flag`` (as CMake's check_cxx_compiler_flag)."""
+    try:
+        check = [*cxx.split(), flag, "-x", "c++", "-fsyntax-only", os.devnull]
+        proc = run_captured(check, timeout=60)
+    except (OSError, CommandTimeout):
+        return False
+    return proc.returncode == 0
+
+
+def probe_toolchain(toolkit: CudaToolkit | None, variants_at_once: int = 1) -> Toolchain:
+    """What the compile plan needs to know about the compilers, found by running them, and this
+    variant's share of the machine's CPUs and memory."""
+    cxx = os.environ.get("CXX", "c++")
+    memory = available_memory_mib()
+    return Toolchain(
+        cuda=toolkit,
+        nvcc_supports=supported_capabilities(toolkit.home) if toolkit else None,
+        shared_libstdcxx=_links_shared_libstdcxx(cxx),
+        no_gnu_unique=_accepts_flag(cxx, NO_GNU_UNIQUE),
+        cpus=max(1, resolve_jobs(None) // variants_at_once),
+        memory_mib=None if memory is None else memory // variants_at_once,
+    )
+
+
+def finish_wheel(
+    req: BuildRequest,
+    raw: Path,
+    reporter: Reporter,
+    bid: str,
+    namespace: str,
+    env: EnvInfo | None,
+    capabilities: tuple[str, ...],
+) -> BuiltWheel:
+    """Repair the raw wheel to the manylinux policy (or only check it, without one) and put it
+    into the output folder: the last steps of every compiled build."""
+    variant, scope, log = req.variant, req.variant.name, req.log
+    if req.manylinux is None:
+        with step(reporter, scope, "check") as detail:
+            report = check_wheel(raw, policy=None)
+            path = atomic_copy(raw, req.out_dir / raw.name)
+            detail.append("ok" if report.ok else f"{len(report.violations)} violation(s)")
+        if not report.ok and not req.best_effort:
+            raise AbiError(report.summary() + pulled_in_by(req, report), hint=_ABI_HINT)
+        return BuiltWheel(variant, path, bid, namespace, log, env, report.ok, capabilities)
+
+    with step(reporter, scope, "repair") as detail:
+        repaired = _repair(req, raw)
+        with open(log, "a") as fh:
+            fh.write(f"\n$ auditwheel repair ({req.manylinux})\n{repaired.log}\n")
+        detail.append(repaired.tag)
+    with step(reporter, scope, "check") as detail:
+        report = repaired.report
+        if report.ok:
+            detail.append(f"complies with {report.policy}")
+        else:
+            detail.append(f"{len(report.violations)} violation(s), kept as {repaired.tag}")
+            with open(log, "a") as fh:
+                fh.write("\n" + report.summary(limit=100) + pulled_in_by(req, report) + "\n")
+    return BuiltWheel(variant, repaired.wheel, bid, namespace, log, env, report.ok, capabilities)
+
+
+def _repair(req: BuildRequest, raw: Path) -> RepairResult:
+    """auditwheel repair, or the wheel an earlier repair made from the same bytes (a variant
+    rebuilt unchanged gives a byte-identical raw wheel): copied, then checked again."""
+    assert req.manylinux is not None
+    reuse = Reuse(req.work_dir / "reuse" / req.variant.name, ())
+    key = repair_key(req.manylinux, req.best_effort)
+    hit = None if req.no_ccache else reuse.repaired(raw, key)
+    if hit is not None:
+        wheel, record = hit
+        final = atomic_copy(wheel, req.out_dir / wheel.name)
+        report = check_wheel(final, policy=req.manylinux)
+        grafted = record.get("grafted")
+        return RepairResult(
+            wheel=final,
+            tag=str(record["tag"]),
+            report=report,
+            grafted=tuple(str(g) for g in grafted) if isinstance(grafted, list) else (),
+            log=f"(reused: the repair of the same raw wheel)\n{record.get('log', '')}",
+        )
+    try:
+        repaired = repair_wheel(raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort)
+    except AbiError as exc:
+        where = pulled_in_by(req, check_wheel(raw, policy=req.manylinux))
+        raise AbiError(exc.message + where, hint=exc.hint) from None
+    reuse.keep_repaired(raw, key, repaired.wheel, repaired.tag, repaired.grafted, repaired.log)
+    return repaired
+
+
+def pulled_in_by(req: BuildRequest, report: WheelReport) -> str:
+    """Lines naming, for each symbol-version violation, the build's object files that reference
+    the symbol and the sources they were compiled from (read from the variant's work folder);
+    empty when none is found."""
+    symbols = {
+        v.subject for o in report.objects for v in o.violations if v.rule is Rule.SYMBOL_VERSIONS
+    }
+    stage = req.work_dir / req.variant.name
+    if not symbols or not stage.is_dir():
+        return ""
+    found = objects_referencing(sorted(stage.rglob("*.o")), symbols)
+    lines = [
+        f"\n  {demangle(name)} is pulled in by "
+        + ", ".join(dict.fromkeys(_object_source(obj, stage, req.project) for obj in objects))
+        for name, objects in sorted(found.items())
+    ]
+    return "".join(lines)
+
+
+def _object_source(obj: Path, stage: Path, project: KernelProject) -> str:
+    """``csrc/k.cpp (object obj/…/k.o)``: the source an object was compiled from, matched on its
+    path (setuptools: the object mirrors the source's path) or its stem (tvm-ffi: ``NNN-k.o``)."""
+    rel = obj.relative_to(stage)
+    bare = str(obj)[: -len(obj.suffix)]
+    stem = obj.stem.split("-", 1)[1] if obj.stem[:3].isdigit() and "-" in obj.stem else obj.stem
+    for source in project.source_files():
+        if source.suffix not in SOURCE_SUFFIXES:
+            continue
+        if bare.endswith(str(source.with_suffix(""))) or source.stem == stem:
+            return f"{source.relative_to(project.root)} (object {rel})"
+    return f"{rel} (kernelwheel's own source)" if "kernelwheel_compat" in obj.name else str(rel)
+
+
+_ABI_HINT = (
+    "run 'kernelwheel check WHEEL' for each symbol's cause and fix; build in a manylinux_2_28 "
+    "image for a guaranteed result, or pass --best-effort to keep a linux_<arch> wheel"
+)

@@ -1,0 +1,59 @@
+"""A CUDA compute capability as build.toml, the recipes and ``--cuda-capabilities`` write it:
+``major.minor``, optionally ``a`` (arch-specific) or ``f`` (family), optionally ``+PTX`` (embed
+PTX for later GPUs). One parser and one formatter for every place that reads one."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import VariantError
+
+__all__ = ["PTX", "CudaCapability"]
+
+PTX = "+PTX"
+# A major of one or two digits (no leading zero), a one-digit minor: nvcc's sm_XY / sm_XXY.
+_FORM = re.compile(r"([1-9][0-9]?)\.([0-9])([af]?)(\+PTX)?")
+# What people write instead: sm_90, compute_90a, 90.
+_DIGITS = re.compile(r"(?:sm_|compute_)?([1-9][0-9]?)([0-9])([af]?)")
+_HINT = (
+    'write "X.Y", optionally "X.Ya" (arch-specific), "X.Yf" (family) or "X.Y+PTX", e.g. "8.0", '
+    '"9.0a", "12.0+PTX"'
+)
+
+
+@dataclass(frozen=True)
+class CudaCapability:
+    major: int
+    minor: int
+    suffix: str = ""  # "a" (arch-specific) or "f" (family)
+    ptx: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> CudaCapability:
+        """``"9.0a+PTX"`` → (9, 0, "a", PTX). A VariantError for anything else, whose hint
+        rewrites a digits form (``sm_90a`` → ``9.0a``)."""
+        match = _FORM.fullmatch(text) if isinstance(text, str) else None
+        if match is None:
+            digits = _DIGITS.fullmatch(text) if isinstance(text, str) else None
+            hint = f'write it as "{digits[1]}.{digits[2]}{digits[3]}"' if digits else _HINT
+            raise VariantError(f"invalid CUDA capability {text!r}", hint=hint)
+        return cls(int(match[1]), int(match[2]), match[3], match[4] is not None)
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}{self.suffix}{PTX if self.ptx else ''}"
+
+    @property
+    def base(self) -> str:
+        """``major.minor``: what nvcc --list-gpu-arch names (``9.0`` of ``9.0a+PTX``)."""
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def digits(self) -> str:
+        """nvcc's spelling, as in ``compute_90a`` / ``sm_90a``."""
+        return f"{self.major}{self.minor}{self.suffix}"
+
+    @property
+    def sort_key(self) -> tuple[int, int, str]:
+        """Ascending: ``9.0`` < ``9.0a`` < ``9.0f`` < ``10.0`` (``+PTX`` does not order)."""
+        return self.major, self.minor, self.suffix

@@ -1,0 +1,337 @@
+"""The one variant ``kernelwheel build`` makes when nothing is selected, and what it compiles for.
+
+The user's build, in this order (docs/building.md, "The default variant"):
+
+1. ``--python PY``: the plan's variant for PY's torch (its series, CUDA version and C++ ABI; the
+   build runs in PY). None fits: an error that names PY's torch and why the plan has no variant
+   for it (the plan's rejections).
+2. else the active virtual environment (``VIRTUAL_ENV`` with torch): the plan's variant for its
+   torch, built in an environment of its own; none fits: a note, and rule 3.
+3. else the newest variant the plan allows for this machine's arch, one it can run: CUDA with an
+   NVIDIA GPU, else the CPU variant where the project has a CPU backend.
+
+Only the plan's variants are candidates (never one the project's bounds exclude). A CUDA
+default compiles for the capabilities of the GPUs present, as ``torch.utils.cpp_extension``
+does without ``TORCH_CUDA_ARCH_LIST``, unless the cuda-capabilities option says otherwise
+(``all``: every capability of the list); selections, ``matrix`` and releases keep the full list.
+
+:func:`default_build` is pure: the facts about this machine come in a :class:`Machine`, which
+:func:`probe_machine` reads (nvidia-smi, the interpreters' torch) and a test writes by hand.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.version import Version
+
+from ..compat import interpreter, probe_cache
+from ..compat import rules as compat
+from ..compat.builds import build_of
+from ..compat.gpus import Gpus, query_gpus
+from ..errors import ToolchainError, UsageError, VariantError
+from ..model.project import KernelProject
+from ..model.recipes import VariantRecipe
+from ..model.variant import OS, Arch, BackendKind, Variant
+from .matrix import MatrixPlan
+from .options import Options
+from .toolchains import BUILT_HERE, require_a_backend_built_here
+
+__all__ = ["DefaultBuild", "Machine", "TorchAt", "default_build", "probe_machine"]
+
+
+@dataclass(frozen=True)
+class TorchAt:
+    """An interpreter's torch (None: it has none, ``error`` says why) and, for messages, which
+    interpreter: ``origin`` is ``--python python3`` or ``the active virtual environment X``."""
+
+    origin: str
+    torch: compat.Torch | None
+    machine: str = ""  # its platform.machine(); "" : this machine's
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the default variant depends on: this machine's arch and GPUs, the ``--python``
+    interpreter's torch (the build runs in it) and the active virtual environment's (it only
+    guides the choice)."""
+
+    arch: Arch
+    gpus: Gpus = Gpus((), "not asked")
+    python: TorchAt | None = None
+    venv: TorchAt | None = None
+
+
+@dataclass(frozen=True)
+class DefaultBuild:
+    """The default variant, why it was chosen, the capabilities of this machine's GPUs a CUDA
+    build compiles for (empty: the full list), and what the user should know about it."""
+
+    recipe: VariantRecipe
+    reason: str
+    gpu_capabilities: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+def default_build(
+    project: KernelProject, plan: MatrixPlan, options: Options, machine: Machine
+) -> DefaultBuild:
+    """The default variant of ``project`` from ``plan`` (the matrix before any selector) for
+    ``machine``; rules in the module docstring. A project none of whose backends kernelwheel
+    compiles is a :class:`~kernelwheel.errors.ToolchainError`; nothing fitting, a
+    :class:`~kernelwheel.errors.UsageError` quoting the plan's rejections."""
+    require_a_backend_built_here(project.name, [BackendKind(b) for b in project.backends])
+    notes: list[str] = []
+    chosen: tuple[VariantRecipe, str] | None = None
+    if machine.python is not None:
+        if machine.python.torch is None:
+            raise ToolchainError(
+                f"{machine.python.origin} has no usable torch ({machine.python.error})",
+                hint="install torch into it, or omit --python so kernelwheel makes the build "
+                "environment",
+            )
+        chosen = _for_torch(plan, machine.python, machine.arch)
+        if chosen is None:
+            raise _no_variant_for(plan, machine.python, machine.arch)
+    elif machine.venv is not None:
+        chosen = _for_torch(plan, machine.venv, machine.arch)
+        if chosen is None:
+            notes.append(f"not the torch of {_why_not(plan, machine.venv, machine.arch)}")
+    if chosen is None:
+        chosen = _newest(project, plan, machine, notes)
+    recipe, reason = chosen
+    gpu_capabilities = _gpu_capabilities(recipe, machine.gpus, options, notes)
+    return DefaultBuild(recipe, reason, gpu_capabilities, tuple(notes))
+
+
+# -- the interpreter's torch ------------------------------------------------------------------
+
+
+def _arch_of(seen: TorchAt, host: Arch) -> Arch:
+    try:
+        return Arch(seen.machine) if seen.machine else host
+    except ValueError:
+        return host
+
+
+def _fits(variant: Variant, torch: compat.Torch, arch: Arch) -> bool:
+    """Whether a build of ``variant`` loads into ``torch`` (compat.rules) and, for a GPU
+    variant, was made with the very toolkit of that torch (what a build with --python needs)."""
+    if variant.arch is not arch or variant.os is not OS.LINUX or variant.backend is None:
+        return False
+    if compat.problems(build_of(variant), torch):
+        return False
+    kind = variant.backend.kind
+    return kind is BackendKind.CPU or variant.backend.token == torch.token
+
+
+def _for_torch(plan: MatrixPlan, seen: TorchAt, host: Arch) -> tuple[VariantRecipe, str] | None:
+    """The plan's variant for ``seen``'s torch (the best fit by compat.rules.preference: the
+    torch's own backend before a CPU build; the newest of equals); None when none fits."""
+    torch = seen.torch
+    if torch is None:
+        return None
+    arch = _arch_of(seen, host)
+    fitting = [
+        (compat.preference(build_of(r.variant), torch), -index, r)
+        for index, r in enumerate(plan.selected)
+        if _fits(r.variant, torch, arch)
+    ]
+    if not fitting:
+        return None
+    recipe = min(fitting, key=lambda item: item[:2])[2]
+    return recipe, f"the torch of {seen.origin}: {torch.describe()}"
+
+
+def _parsed(name: str) -> Variant | None:
+    try:
+        return Variant.parse(name)
+    except VariantError:
+        return None
+
+
+def _candidates_for(plan: MatrixPlan, seen: TorchAt, host: Arch) -> list[str]:
+    """The plan's rejections of the variants made for ``seen``'s torch."""
+    assert seen.torch is not None
+    arch = _arch_of(seen, host)
+    return [
+        f"{rejection.variant_name}: {rejection.reason}"
+        for rejection in plan.rejected
+        if (variant := _parsed(rejection.variant_name)) is not None
+        and _fits(variant, seen.torch, arch)
+    ]
+
+
+def _why_not(plan: MatrixPlan, seen: TorchAt, host: Arch) -> str:
+    """``<origin> (torch …): <why the plan has no variant for it>``."""
+    if seen.torch is None:
+        return f"{seen.origin}: it has no torch ({seen.error})"
+    reasons = _candidates_for(plan, seen, host)
+    if reasons:
+        why = "the plan leaves its variants out: " + "; ".join(reasons[:3])
+        if len(reasons) > 3:
+            why += f"; and {len(reasons) - 3} more"
+    else:
+        why = (
+            f"the recipes have no variant for torch {_series(seen.torch)} {seen.torch.token} "
+            f"on {_arch_of(seen, host).value}"
+        )
+    return f"{seen.origin}, {seen.torch.describe()}: {why}"
+
+
+def _series(torch: compat.Torch) -> str:
+    return f"{torch.release[0]}.{torch.release[1]}"
+
+
+def _no_variant_for(plan: MatrixPlan, seen: TorchAt, host: Arch) -> UsageError:
+    return UsageError(
+        f"no variant for {_why_not(plan, seen, host)}",
+        hint="build another variant in an environment kernelwheel makes: --variant NAME without "
+        "--python (`kernelwheel matrix` lists the plan), or pass a --python whose torch the plan "
+        "has",
+    )
+
+
+# -- the newest for this machine ----------------------------------------------------------------
+
+
+def _newest(
+    project: KernelProject, plan: MatrixPlan, machine: Machine, notes: list[str]
+) -> tuple[VariantRecipe, str]:
+    """The newest variant of the plan this machine builds and, preferably, runs."""
+    here = [
+        (index, r)
+        for index, r in enumerate(plan.selected)
+        if r.variant.arch is machine.arch
+        and r.variant.os is OS.LINUX
+        and r.variant.backend is not None
+        and r.variant.backend.kind in BUILT_HERE
+    ]
+    by_kind = {
+        kind: [item for item in here if item[1].variant.backend.kind is kind]  # type: ignore[union-attr]
+        for kind in BUILT_HERE
+    }
+    cuda, cpu = by_kind[BackendKind.CUDA], by_kind[BackendKind.CPU]
+    where = machine.arch.value
+    if BackendKind.CUDA.value in project.backends:  # else the GPUs were not asked about
+        where += f", {machine.gpus.describe()}"
+    if cuda and (machine.gpus.present or not cpu):
+        if not machine.gpus.present:
+            notes.append(
+                f"this machine has {machine.gpus.describe()}: the wheel's CUDA ops cannot run "
+                f"here, and {project.name} has no cpu backend to build instead"
+            )
+        return _newest_of(cuda), f"the newest variant the plan allows for this machine ({where})"
+    if cpu:
+        if machine.gpus.present and BackendKind.CUDA.value in project.backends:
+            notes.append("the plan has no CUDA variant for this machine (`kernelwheel matrix`)")
+        return _newest_of(cpu), f"the newest CPU variant the plan allows for this machine ({where})"
+    left_out = [
+        f"{r.variant_name}: {r.reason}"
+        for r in plan.rejected
+        if (variant := _parsed(r.variant_name)) is not None
+        and variant.arch is machine.arch
+        and variant.backend is not None
+        and variant.backend.kind in BUILT_HERE
+        and variant.backend.kind.value in project.backends
+    ][::-1]  # the newest first
+    shown = "\n  ".join(left_out[:4])
+    if len(left_out) > 4:
+        shown += f"\n  … and {len(left_out) - 4} more"
+    raise UsageError(
+        f"the plan of {project.name} has no CPU or CUDA variant for this machine "
+        f"({machine.arch.value})" + (f"; left out:\n  {shown}" if left_out else ""),
+        hint="`kernelwheel matrix` lists the plan and why the rest is left out; pass "
+        "--variant NAME to build one of it",
+    )
+
+
+def _newest_of(items: Sequence[tuple[int, VariantRecipe]]) -> VariantRecipe:
+    """The newest torch (the one a stable-ABI variant is built with), then the newest CUDA,
+    then the later in the plan."""
+
+    def key(item: tuple[int, VariantRecipe]) -> tuple[Version, Version, int]:
+        index, recipe = item
+        backend = recipe.variant.backend
+        cuda = backend.cuda_version if backend and backend.kind is BackendKind.CUDA else "0"
+        return Version(recipe.torch_version or "0"), Version(cuda), index
+
+    return max(items, key=key)[1]
+
+
+# -- the capabilities ------------------------------------------------------------------------------
+
+
+def _gpu_capabilities(
+    recipe: VariantRecipe, gpus: Gpus, options: Options, notes: list[str]
+) -> tuple[str, ...]:
+    """The GPUs' capabilities a CUDA default compiles for; empty: the full list (an option set
+    it, no GPU was found, or a GPU is not among the toolkit's targets)."""
+    backend = recipe.variant.backend
+    if backend is None or backend.kind is not BackendKind.CUDA or recipe.cuda is None:
+        return ()
+    if options.cuda_capabilities is not None:  # the user's list, or "all"
+        return ()
+    targets = {c.removesuffix("+PTX") for c in recipe.cuda.capabilities}
+    everything = "every capability of build.toml's cuda-capabilities or the recipe's list"
+    if not gpus.present:
+        notes.append(f"{gpus.describe()}: compiling for {everything}")
+        return ()
+    unknown = [c for c in gpus.capabilities if c not in targets]
+    if unknown:
+        notes.append(
+            f"GPU capability {', '.join(unknown)} is not among CUDA {backend.cuda_version}'s "
+            f"targets: compiling for {everything}"
+        )
+        return ()
+    notes.append(
+        f"compiling for the GPUs of this machine only: {', '.join(gpus.capabilities)} "
+        f"({gpus.source}); --cuda-capabilities all builds {everything}, as selections, "
+        "`kernelwheel matrix` and releases do"
+    )
+    return gpus.capabilities
+
+
+# -- reading the machine ---------------------------------------------------------------------------
+
+
+def probe_machine(
+    project: KernelProject, options: Options, environ: Mapping[str, str] | None = None
+) -> Machine:
+    """This machine's facts for :func:`default_build`: its arch, its GPUs (when the project
+    has a CUDA backend), the torch of ``--python`` or else of the active virtual environment
+    (``VIRTUAL_ENV`` in ``environ``, default ``os.environ``)."""
+    # A project kernelwheel builds nothing of is refused before any interpreter is run.
+    require_a_backend_built_here(project.name, [BackendKind(b) for b in project.backends])
+    env = os.environ if environ is None else environ
+    python = venv = None
+    if options.python is not None:
+        python = _probe(options.python, f"--python {options.python}", options.cache_dir)
+    else:
+        active = env.get("VIRTUAL_ENV", "").strip()
+        candidate = Path(active) / "bin" / "python" if active else None
+        if candidate is not None and candidate.exists():
+            try:
+                venv = _probe(
+                    candidate, f"the active virtual environment {active}", options.cache_dir
+                )
+            except ToolchainError:
+                venv = None  # a broken venv only guides the choice: rule 3 decides
+    gpus = Gpus((), "not asked: the project has no cuda backend")
+    if BackendKind.CUDA.value in project.backends:
+        gpus = query_gpus(options.python)
+    return Machine(Arch.host(), gpus, python, venv)
+
+
+def _probe(python: Path, origin: str, cache_dir: Path) -> TorchAt:
+    try:
+        found, _ = probe_cache.run_cached(python, cache_dir)
+    except interpreter.ProbeFailed as exc:
+        raise ToolchainError(
+            f"cannot run {origin}: {exc}", hint="pass a working Python 3 interpreter"
+        ) from None
+    return TorchAt(origin, found.torch, found.machine, found.torch_error)

@@ -1,0 +1,172 @@
+"""The edit-rebuild loop and reproducibility across machines, for real (CPU, torch 2.13):
+
+- an edit of one kernel source recompiles that source and the binding (the build id reaches only
+  the units naming TORCH_EXTENSION_NAME), every other object comes from ccache;
+- a second "machine" (another cache folder with an empty local ccache, the project at another
+  path) hits every object in the remote storage of a redis-server the test starts, and its wheel
+  is byte-identical;
+- a build through another interpreter path (a --python environment elsewhere) without any cache
+  gives the same bytes, and no cache, project or home path is in the shared object.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.builds import cache_dir
+
+from kernelwheel.cli import main
+
+pytestmark = pytest.mark.integration
+
+VARIANT = "torch213-cxx11-cpu-x86_64-linux"
+SOURCES = ("k0", "k1", "k2")
+
+
+def _project(root: Path) -> Path:
+    srcs = ", ".join(f'"csrc/{k}.cpp"' for k in SOURCES)
+    files = {
+        "build.toml": f'[general]\nname = "edits"\nversion = 1\nbackends = ["cpu"]\n\n'
+        f'[torch]\nsrc = ["torch-ext/torch_binding.cpp", "torch-ext/ops.h"]\n\n'
+        f'[kernel.ops]\nbackend = "cpu"\ndepends = ["torch"]\nsrc = [{srcs}]\n',
+        "torch-ext/ops.h": "#pragma once\n#include <torch/all.h>\n"
+        + "".join(f"void {k}(torch::Tensor &out, torch::Tensor const &x);\n" for k in SOURCES),
+        "torch-ext/torch_binding.cpp": '#include <torch/library.h>\n#include "registration.h"\n'
+        '#include "ops.h"\n\nTORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {\n'
+        + "".join(
+            f'  ops.def("{k}(Tensor! out, Tensor x) -> ()");\n'
+            f'  ops.impl("{k}", torch::kCPU, &{k});\n'
+            for k in SOURCES
+        )
+        + "}\n\nREGISTER_EXTENSION(TORCH_EXTENSION_NAME)\n",
+        "torch-ext/edits/__init__.py": "from ._ops import ops\n",
+    }
+    for i, k in enumerate(SOURCES):
+        files[f"csrc/{k}.cpp"] = (
+            f'#include "../torch-ext/ops.h"\n\nvoid {k}(torch::Tensor &out, torch::Tensor const &x)'
+            f" {{\n  TORCH_CHECK(x.is_contiguous(), \"{k}: x must be contiguous\");\n"
+            f"  out.copy_(x * {i + 2});\n}}\n"
+        )
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def _cache(path: Path) -> Path:
+    """A cache folder of its own, with the shared build environments (and ccache tool) linked in:
+    as on a machine where they are made already."""
+    path.mkdir(parents=True)
+    for kept in ("envs", "tools"):
+        real = cache_dir() / kept
+        real.mkdir(parents=True, exist_ok=True)
+        (path / kept).symlink_to(real.resolve())
+    return path
+
+
+def _build(project: Path, cache: Path, out: Path, *extra: str) -> Path:
+    code = main(["build", str(project), "--only", VARIANT, "--cache-dir", str(cache),
+                 "--output-dir", str(out), "--version", "1.0.0", "-q", *extra])  # fmt: skip
+    assert code == 0, (out / "logs" / f"{VARIANT}.log").read_text()[-3000:]
+    (wheel,) = out.glob("*.whl")
+    return wheel
+
+
+def _misses(cache: Path) -> list[str]:
+    log = next((cache / "work").glob(f"*/{VARIANT}/ccache-stats.log")).read_text()
+    misses, current = [], ""
+    for line in log.splitlines():
+        if line.startswith("# "):
+            current = Path(line[2:].strip()).name
+        elif line.strip() == "cache_miss":
+            misses.append(current)
+    return sorted(misses)
+
+
+def _so(wheel: Path) -> bytes:
+    with zipfile.ZipFile(wheel) as zf:
+        (name,) = [n for n in zf.namelist() if n.endswith(".so")]
+        return zf.read(name)
+
+
+@pytest.fixture()
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    server = shutil.which("redis-server") or (
+        "/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else None
+    )
+    if server is None:
+        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    (tmp_path / "redis").mkdir()
+    proc = subprocess.Popen(
+        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path / "redis")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_an_edit_recompiles_that_source_and_a_second_machine_hits_the_remote_cache(
+    tmp_path: Path, redis_url: str
+) -> None:
+    project = _project(tmp_path / "alice" / "kernels" / "edits")
+    cache_a = _cache(tmp_path / "alice" / "cache")
+    remote = ("--ccache-remote", redis_url)
+    first = _build(project, cache_a, tmp_path / "out-a0", *remote)
+    assert _misses(cache_a) == ["k0.cpp", "k1.cpp", "k2.cpp", "kernelwheel_compat.cpp",
+                                "torch_binding.cpp"]  # fmt: skip
+    ninja = next((cache_a / "work").glob(f"*/{VARIANT}/obj/build.ninja")).read_text()
+    with_id = [b for b in re.split(r"\n(?=build )", ninja) if "-DTORCH_EXTENSION_NAME=" in b]
+    assert len(with_id) == 1 and "torch_binding.cpp" in with_id[0]  # the binding only
+
+    with open(project / "csrc" / "k1.cpp", "a") as fh:
+        fh.write("// an edit\n")
+    edited = _build(project, cache_a, tmp_path / "out-a1", *remote)
+    assert _misses(cache_a) == ["k1.cpp", "torch_binding.cpp"]  # the rebuild list
+    assert edited.name == first.name and _so(edited) != _so(first)
+
+    # Machine B: another cache folder (empty local ccache), the project at another path.
+    other = tmp_path / "bob" / "src" / "checkout"
+    shutil.copytree(project, other)
+    cache_b = _cache(tmp_path / "bob" / "kwcache")
+    on_b = _build(other, cache_b, tmp_path / "out-b", *remote)
+    assert _misses(cache_b) == []
+    stats = next((cache_b / "work").glob(f"*/{VARIANT}/ccache-stats.log")).read_text()
+    assert stats.count("remote_storage_hit") + stats.count("remote_storage_read_hit") >= 5
+    assert on_b.read_bytes() == edited.read_bytes()
+
+    # Another interpreter path (a --python environment elsewhere), no cache at all: same bytes.
+    env = next(p for p in (cache_dir() / "envs").iterdir() if (p / "bin" / "python").exists()
+               and list(p.glob("lib/python3*/site-packages/torch-2.13.0*")))  # fmt: skip
+    elsewhere = tmp_path / "carol" / "venv"
+    elsewhere.parent.mkdir()
+    elsewhere.symlink_to(env)
+    cache_c = tmp_path / "carol" / "cache"
+    on_c = _build(other, cache_c, tmp_path / "out-c", "--no-ccache", "--python",
+                  str(elsewhere / "bin" / "python"))  # fmt: skip
+    assert on_c.read_bytes() == edited.read_bytes()
+    text = _so(on_c)
+    for path in {str(tmp_path), str(cache_dir()), os.path.expanduser("~"), str(env)}:
+        assert path.encode() not in text, path

@@ -1,0 +1,263 @@
+"""The default variant (plan.defaults): the user's build when nothing is selected. The facts
+about the machine (its GPUs, the torch of --python or of the active virtual environment) are
+written here as :class:`Machine` values; the plans come from the real recipes."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernelwheel.compat.gpus import Gpus
+from kernelwheel.compat.rules import Torch
+from kernelwheel.errors import ToolchainError, UsageError
+from kernelwheel.model.variant import Arch
+from kernelwheel.plan.defaults import DefaultBuild, Machine, TorchAt
+from kernelwheel.plan.options import ENV_VARS
+from kernelwheel.plan.planning import plan_project, select
+
+H100 = Gpus(("9.0",), "nvidia-smi")
+NO_GPU = Gpus((), "nvidia-smi: not found")
+CU130 = Torch("2.11.0+cu130", "cuda", (13, 0), True)
+CPU213 = Torch("2.13.0+cpu", "cpu", None, True)
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+
+
+def project(root: Path, backends: tuple[str, ...] = ("cpu", "cuda"), torch: str = "") -> Path:
+    kernels = {"cpu": "csrc/k.cpp", "cuda": "csrc/k.cu", "rocm": "csrc/k.hip"}
+    text = f"""\
+        [general]
+        name = "addone"
+        version = 0
+        edition = 5
+        license = "MIT"
+        backends = {list(backends)!r}
+
+        [torch]
+        src = ["torch-ext/binding.cpp"]
+        {torch}
+        """
+    for backend in backends:
+        text += f"""
+        [kernel.k_{backend}]
+        backend = "{backend}"
+        depends = ["torch"]
+        src = ["{kernels[backend]}"]
+        """
+    for rel in (*kernels.values(), "torch-ext/binding.cpp", "torch-ext/addone/__init__.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("// made up\n")
+    (root / "build.toml").write_text(textwrap.dedent(text).replace('"', '"'))
+    return root
+
+
+def default(root: Path, machine: Machine, **flags: object) -> DefaultBuild:
+    selection = select(plan_project(root, flags, env={}), machine=machine)
+    assert selection.default is not None
+    assert selection.recipes == (selection.default.recipe,)
+    return selection.default
+
+
+def python(torch: Torch | None, machine: str = "x86_64") -> TorchAt:
+    return TorchAt("--python python3", torch, machine, None if torch else "No module 'torch'")
+
+
+def venv(torch: Torch | None) -> TorchAt:
+    return TorchAt("the active virtual environment /v", torch, "x86_64", None)
+
+
+# -- rule 1: the torch of --python -------------------------------------------------------------
+
+
+def test_python_torch_decides_the_variant(tmp_path: Path) -> None:
+    # The issue: `--python python3` with torch 2.11 cu130 got torch 2.14, then was refused.
+    got = default(project(tmp_path), Machine(Arch.X86_64, H100, python=python(CU130)))
+    assert got.recipe.name == "torch211-cxx11-cu130-x86_64-linux"
+    assert "--python python3" in got.reason and "torch 2.11.0+cu130" in got.reason
+    cpu = default(project(tmp_path), Machine(Arch.X86_64, H100, python=python(CPU213)))
+    assert cpu.recipe.name == "torch213-cxx11-cpu-x86_64-linux"
+
+
+def test_python_torch_on_another_arch_gets_that_arch(tmp_path: Path) -> None:
+    got = default(project(tmp_path), Machine(Arch.X86_64, NO_GPU, python=python(CPU213, "aarch64")))
+    assert got.recipe.name == "torch213-cxx11-cpu-aarch64-linux"
+
+
+def test_a_cpu_only_kernel_builds_its_cpu_variant_for_a_cuda_torch(tmp_path: Path) -> None:
+    got = default(project(tmp_path, ("cpu",)), Machine(Arch.X86_64, H100, python=python(CU130)))
+    assert got.recipe.name == "torch211-cxx11-cpu-x86_64-linux"
+    assert got.gpu_capabilities == ()
+
+
+def test_python_torch_the_bounds_exclude_is_refused_with_the_plans_reason(tmp_path: Path) -> None:
+    root = project(tmp_path, torch='maxver = "2.10"')
+    with pytest.raises(UsageError) as info:
+        default(root, Machine(Arch.X86_64, H100, python=python(CU130)))
+    message = str(info.value)
+    assert "--python python3, torch 2.11.0+cu130 (CUDA 13.0, cxx11 ABI)" in message
+    assert "torch211-cxx11-cu130-x86_64-linux: torch 2.11 > torch.maxver 2.10" in message
+    assert "--variant NAME without --python" in message
+
+
+def test_python_torch_the_recipes_lack_is_refused(tmp_path: Path) -> None:
+    old = Torch("2.5.1+cu124", "cuda", (12, 4), True)
+    with pytest.raises(UsageError, match=r"the recipes have no variant for torch 2\.5 cu124"):
+        default(project(tmp_path), Machine(Arch.X86_64, H100, python=python(old)))
+
+
+def test_python_without_torch_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ToolchainError, match=r"--python python3 has no usable torch \(No module"):
+        default(project(tmp_path), Machine(Arch.X86_64, H100, python=python(None)))
+
+
+# -- rule 2: the active virtual environment ----------------------------------------------------
+
+
+def test_the_venv_torch_decides_when_no_python_is_given(tmp_path: Path) -> None:
+    got = default(project(tmp_path), Machine(Arch.X86_64, H100, venv=venv(CPU213)))
+    assert got.recipe.name == "torch213-cxx11-cpu-x86_64-linux"
+    assert got.reason.startswith("the torch of the active virtual environment /v")
+    # --python outranks the venv.
+    both = Machine(Arch.X86_64, H100, python=python(CU130), venv=venv(CPU213))
+    assert default(project(tmp_path), both).recipe.name == "torch211-cxx11-cu130-x86_64-linux"
+
+
+def test_a_venv_torch_the_plan_lacks_falls_back_with_a_note(tmp_path: Path) -> None:
+    root = project(tmp_path, torch='maxver = "2.12"')
+    got = default(root, Machine(Arch.X86_64, NO_GPU, venv=venv(CPU213)))
+    assert got.recipe.name == "torch212-cxx11-cpu-x86_64-linux"
+    (note,) = [n for n in got.notes if "virtual environment" in n]
+    assert "torch213-cxx11-cpu-x86_64-linux: torch 2.13 > torch.maxver 2.12" in note
+    # A venv without torch (kernelwheel's own, say) is passed over too.
+    none = default(project(tmp_path / "n"), Machine(Arch.X86_64, NO_GPU, venv=venv(None)))
+    assert none.recipe.name == "torch214-cxx11-cpu-x86_64-linux"
+
+
+# -- rule 3: the newest the plan allows, one this machine runs ---------------------------------
+
+
+def test_bounds_are_the_plans_not_the_recipes(tmp_path: Path) -> None:
+    # The issue: with maxver = "2.12" the default was torch 2.14, which the matrix leaves out.
+    got = default(project(tmp_path, torch='maxver = "2.12"'), Machine(Arch.X86_64, H100))
+    assert got.recipe.name == "torch212-cxx11-cu130-x86_64-linux"
+
+
+def test_no_gpu_builds_the_cpu_variant(tmp_path: Path) -> None:
+    got = default(project(tmp_path), Machine(Arch.X86_64, NO_GPU))
+    assert got.recipe.name == "torch214-cxx11-cpu-x86_64-linux"
+    assert "no NVIDIA GPU (nvidia-smi: not found)" in got.reason
+    gpu = default(project(tmp_path), Machine(Arch.AARCH64, H100))
+    assert gpu.recipe.name == "torch214-cxx11-cu130-aarch64-linux"
+
+
+def test_a_cuda_only_kernel_without_gpu_says_its_ops_cannot_run_here(tmp_path: Path) -> None:
+    got = default(project(tmp_path, ("cuda",)), Machine(Arch.X86_64, NO_GPU))
+    assert got.recipe.name == "torch214-cxx11-cu130-x86_64-linux"
+    assert any("cannot run here" in n and "no cpu backend" in n for n in got.notes)
+    assert got.gpu_capabilities == ()  # no GPU: the full list
+
+
+def test_cuda_bounds_leaving_no_cuda_variant_give_the_cpu_one(tmp_path: Path) -> None:
+    root = project(tmp_path, torch='maxver = "2.10"').parent / tmp_path.name
+    text = (
+        (root / "build.toml")
+        .read_text()
+        .replace("[torch]", '[general.cuda]\nminver = "13.1"\n\n[torch]')
+    )
+    (root / "build.toml").write_text(text)
+    got = default(root, Machine(Arch.X86_64, H100))
+    assert got.recipe.name == "torch210-cxx11-cpu-x86_64-linux"
+    assert any("no CUDA variant" in n for n in got.notes)
+
+
+def test_nothing_fitting_quotes_the_plans_rejections(tmp_path: Path) -> None:
+    # The plan holds ROCm variants only (which kernelwheel does not compile).
+    root = project(tmp_path, ("cuda", "rocm"))
+    text = (
+        (root / "build.toml")
+        .read_text()
+        .replace("[torch]", '[general.cuda]\nminver = "14.0"\n\n[torch]')
+    )
+    (root / "build.toml").write_text(text)
+    with pytest.raises(UsageError) as info:
+        default(root, Machine(Arch.X86_64, H100))
+    message = str(info.value)
+    assert "has no CPU or CUDA variant for this machine (x86_64)" in message
+    assert "torch214-cxx11-cu130-x86_64-linux: CUDA 13.0 < general cuda minver 14.0" in message
+    assert "aarch64" not in message  # only this machine's arch
+
+
+# -- the capabilities of a default CUDA build ----------------------------------------------------
+
+
+def test_a_default_cuda_build_compiles_for_the_gpus_present(tmp_path: Path) -> None:
+    got = default(project(tmp_path), Machine(Arch.X86_64, Gpus(("8.9", "9.0"), "nvidia-smi")))
+    assert got.gpu_capabilities == ("8.9", "9.0")
+    (note,) = [n for n in got.notes if n.startswith("compiling for the GPUs of this machine")]
+    assert "8.9, 9.0 (nvidia-smi)" in note and "--cuda-capabilities all" in note
+
+
+def test_the_capabilities_option_keeps_its_list(tmp_path: Path) -> None:
+    machine = Machine(Arch.X86_64, H100)
+    for value in ("all", "8.0 9.0"):
+        got = default(project(tmp_path), machine, cuda_capabilities=value)
+        assert got.recipe.name == "torch214-cxx11-cu130-x86_64-linux"
+        assert got.gpu_capabilities == () and not got.notes
+
+
+def test_a_gpu_the_toolkit_does_not_target_gets_the_full_list(tmp_path: Path) -> None:
+    got = default(project(tmp_path), Machine(Arch.X86_64, Gpus(("9.0", "12.3"), "nvidia-smi")))
+    assert got.gpu_capabilities == ()
+    assert any("12.3 is not among CUDA 13.0's targets" in n for n in got.notes)
+
+
+def test_selections_keep_the_full_list_and_probe_nothing(tmp_path: Path) -> None:
+    planned = plan_project(project(tmp_path), {"build": "*-cu130-x86_64-*"}, env={})
+    # No machine is given: a selection must not need one (it would probe this machine).
+    selection = select(planned)
+    assert selection.default is None and len(selection.recipes) == 4
+    named = select(planned, ["torch213-cxx11-cu130-x86_64-linux"])
+    assert named.default is None
+
+
+def test_the_build_request_of_a_default_targets_its_gpus(tmp_path: Path) -> None:
+    from kernelwheel.builder.request import request_for
+
+    root = project(tmp_path)
+    planned = plan_project(root, {}, env={})
+    for gpus, targets, here in ((H100, ("9.0",), True), (NO_GPU, (), False)):
+        machine = Machine(Arch.X86_64, gpus, python=python(Torch("2.13.0", "cuda", (13, 0), True)))
+        chosen = select(planned, machine=machine).default
+        assert chosen is not None and chosen.recipe.name == "torch213-cxx11-cu130-x86_64-linux"
+        req = request_for(
+            planned.project,
+            chosen.recipe,
+            "0.0.0",
+            planned.options,
+            planned.recipes,
+            gpu_capabilities=chosen.gpu_capabilities,
+        )
+        assert req.for_gpus_here is here
+        assert req.default_capabilities == (targets or chosen.recipe.cuda.capabilities)  # type: ignore[union-attr]
+
+
+def test_cuda_capabilities_all_is_a_keyword_alone() -> None:
+    from kernelwheel.plan.options import resolve_options
+
+    assert resolve_options(None, env={}, cli={"cuda_capabilities": "ALL"}).cuda_capabilities == ()
+    with pytest.raises(UsageError, match="gives 'all' with other capabilities"):
+        resolve_options(None, env={}, cli={"cuda_capabilities": "all 9.0"})
+
+
+def test_a_cpu_only_kernel_does_not_talk_about_gpus(tmp_path: Path) -> None:
+    machine = Machine(Arch.X86_64, Gpus((), "not asked: the project has no cuda backend"))
+    got = default(project(tmp_path, ("cpu",)), machine)
+    assert got.recipe.name == "torch214-cxx11-cpu-x86_64-linux"
+    assert got.reason == "the newest CPU variant the plan allows for this machine (x86_64)"
+    assert got.notes == () and got.gpu_capabilities == ()
