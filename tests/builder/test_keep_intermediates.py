@@ -74,7 +74,9 @@ def worker(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     ``state["code"]`` (or raises ``state["raise"]``, as an interrupt would arrive)."""
     state: dict[str, Any] = {"code": 1, "raise": None, "kept": None}
     toolkit = CudaToolkit(Path("/cuda"), "13.0")
-    monkeypatch.setattr(pipeline, "_toolchain", lambda *a, **k: Toolchain(toolkit, NVCC13, cpus=4))
+    monkeypatch.setattr(
+        pipeline, "probe_toolchain", lambda *a, **k: Toolchain(toolkit, NVCC13, cpus=4)
+    )
     monkeypatch.setattr(pipeline, "provide_headers", lambda *a, **k: ())
     monkeypatch.setattr(pipeline, "_worker_env", lambda *a, **k: ({}, False))
 
