@@ -82,6 +82,9 @@ def find_projects(paths: Sequence[Path]) -> list[Path]:
         if (path / "build.toml").is_file():
             found.append(path)
             continue
+        if not path.is_dir():
+            what = "does not exist" if not path.exists() else "is not a folder"
+            raise SystemExit(f"corpus: {path} {what}: pass kernel project folders or their parents")
         subs = sorted(p for p in path.iterdir() if (p / "build.toml").is_file())
         if not subs:
             raise SystemExit(f"corpus: {path} holds no build.toml, nor folders that do")

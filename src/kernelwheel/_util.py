@@ -9,14 +9,19 @@ to the per-variant log that errors name.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -26,6 +31,9 @@ __all__ = [
     "CommandTimeout",
     "atomic_copy",
     "atomic_write",
+    "check_output_path",
+    "DeadOwner",
+    "locked",
     "output_dir",
     "replace_dir",
     "run_checked",
@@ -174,12 +182,39 @@ def output_dir(path: Path, flag: str) -> Path:
     return path
 
 
+def check_output_path(path: Path, flag: str) -> Path:
+    """Refuse, before any work and without creating anything, a folder ``path`` (given with
+    ``flag``) that cannot be made or written: it is a file, lies under a file, or its first
+    existing folder is not writable. A UsageError naming it."""
+    hint = f"pass a folder you may write to {flag}"
+    existing = path
+    while not existing.exists() and not existing.is_symlink():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        where = "is a file" if existing == path else f"lies under the file {existing}"
+        raise UsageError(f"{flag} {path}: {where}, not a folder", hint=hint)
+    if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: {existing} is not writable", hint=hint)
+    return path
+
+
 def replace_dir(staging: Path, final: Path) -> Path:
     """Move the finished folder ``staging`` to ``final``, replacing an older one: the old folder
-    is renamed aside first, so ``final`` is always either the old or the new tree."""
+    is renamed aside first, so ``final`` is always either the old or the new tree. A symlink
+    at ``final`` is the user's: refused (a UsageError), never replaced or followed."""
+    if final.is_symlink():
+        raise UsageError(
+            f"{final} is a symlink (to {os.readlink(final)}); kernelwheel writes a folder there "
+            "and will not replace the link or write through it",
+            hint="remove the link (or write the output elsewhere)",
+        )
     if final.exists():
         old = final.with_name(f".old-{final.name}")
-        if old.exists():
+        if old.is_symlink() or old.is_file():
+            old.unlink()
+        elif old.exists():
             shutil.rmtree(old)  # left by an interrupted run
         os.replace(final, old)
         os.replace(staging, final)
@@ -197,12 +232,24 @@ _STOPPED = threading.Event()
 _KILLED = -9  # the exit code a command that was not started reports
 
 
+def _kill_group(proc: subprocess.Popen[Any]) -> None:
+    """Kill ``proc``'s process group: the command and everything it started (ninja's compilers,
+    pip's helpers). Every command runs as the leader of a group of its own (start_new_session),
+    so a signal sent to kernelwheel's pid alone still reaches all of them this way."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with suppress(ProcessLookupError):
+        proc.kill()
+
+
 @contextmanager
 def _tracked(
     start: Callable[[], subprocess.Popen[Any]],
 ) -> Iterator[subprocess.Popen[Any] | None]:
     """``start()`` registered for :func:`stop_running`; None (not started) once stopped. The
-    check and the start share the lock, so a stop cannot fall between them."""
+    check and the start share the lock, so a stop cannot fall between them. The command's
+    process group is killed on every way out: an interrupt, an error, and also a normal exit
+    (what it left running in its group, e.g. a compiler ninja did not wait for)."""
     with _RUNNING_LOCK:
         if _STOPPED.is_set():
             proc = None
@@ -212,13 +259,18 @@ def _tracked(
     if proc is None:
         yield None
         return
+    _note_owned_group(proc.pid)
     with proc:
         try:
             yield proc
         except BaseException:  # interrupted here (the main thread): no orphan left running
-            proc.kill()
+            _kill_group(proc)
             raise
         finally:
+            # Before the leader is reaped its pid (the group's id) cannot be reused, so this
+            # reaches only what the command started.
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
             with _RUNNING_LOCK:
                 _RUNNING.discard(proc)
 
@@ -241,8 +293,10 @@ def run_logged(
                 [str(c) for c in cmd],
                 stdout=fh,
                 stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 env=None if env is None else dict(env),
                 cwd=cwd,
+                start_new_session=True,  # a group of its own: _kill_group reaches its children
             )
 
         with _tracked(start) as proc:
@@ -305,6 +359,7 @@ def run_captured(
             text=text,
             env=None if env is None else dict(env),
             cwd=cwd,
+            start_new_session=True,
         )
 
     with _tracked(start) as proc:
@@ -314,7 +369,7 @@ def run_captured(
         try:
             out, err = proc.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            _kill_group(proc)
             proc.communicate()
             raise
         return subprocess.CompletedProcess(args, proc.returncode, out, err)
@@ -332,8 +387,10 @@ def spawn_piped(cmd: Sequence[str | Path]) -> subprocess.Popen[bytes]:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         _RUNNING.add(proc)
+    _note_owned_group(proc.pid)
     return proc
 
 
@@ -346,11 +403,14 @@ def release(proc: subprocess.Popen[bytes], *, timeout: float = 10) -> None:
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            _kill_group(proc)
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
     finally:
+        # The leader is reaped (or was killed); what it left in its group goes too.
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
         with _RUNNING_LOCK:
             _RUNNING.discard(proc)
 
@@ -363,8 +423,7 @@ def stop_running() -> None:
         _STOPPED.set()
         running = list(_RUNNING)
     for proc in running:
-        with suppress(ProcessLookupError):
-            proc.kill()
+        _kill_group(proc)
 
 
 def resume_running() -> None:
@@ -400,3 +459,151 @@ def run_output(
     except (OSError, subprocess.TimeoutExpired, UnicodeDecodeError):
         return None
     return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+# --- locks with an owner file ----------------------------------------------------------------
+#
+# flock is released when its holder dies, even by SIGKILL, but what the holder started is not:
+# an orphaned pip may go on writing into the environment the next run is about to recreate.
+# So each lock has an owner file beside it (``<lock>.owner``: the holder's pid and the process
+# groups of the commands it started while holding it), removed on release. A run that takes the
+# lock and finds an owner file knows its holder died: it kills the groups still running, waits
+# for them to end, and says so (DeadOwner), before it touches the locked work.
+
+_OWNED = threading.local()  # the owner files this thread holds, innermost last
+_WAIT_FOR_ORPHANS = 30.0  # seconds a killed group may take to go
+
+
+@dataclass(frozen=True)
+class DeadOwner:
+    """The run that held a lock and died: its pid and its groups this run had to stop."""
+
+    pid: int
+    stopped: tuple[int, ...]
+
+    def describe(self) -> str:
+        left = (
+            f"; its commands still running (process groups {', '.join(map(str, self.stopped))})"
+            " were stopped"
+            if self.stopped
+            else ""
+        )
+        return f"a run that died (pid {self.pid}) held this lock{left}"
+
+
+def _start_time(pid: int) -> str | None:
+    """The start time of ``pid`` (Linux /proc), which tells a process from a later one that got
+    its pid; None where unknown (no /proc, or no such process)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None  # field 22 of proc(5)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (a zombie, killed and waiting to be
+    reaped, does not count)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
+def _write_owner(owner: Path, groups: Sequence[tuple[int, str | None]]) -> None:
+    pid = os.getpid()
+    data = {"pid": pid, "start": _start_time(pid), "groups": [list(g) for g in groups]}
+    atomic_write(owner, json.dumps(data) + "\n")
+
+
+def _read_owner(owner: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(owner.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+        return None
+    groups = data.get("groups")
+    if not isinstance(groups, list) or not all(
+        isinstance(g, list) and len(g) == 2 and isinstance(g[0], int) and g[0] > 1 for g in groups
+    ):
+        return None
+    return data
+
+
+def _clear_dead_owner(owner: Path) -> DeadOwner | None:
+    """Called with the lock held: an owner file left there is a dead holder's. Kill what of its
+    groups still runs (a group whose leader is alive only when the leader is the same process,
+    by its start time), wait for them to end."""
+    data = _read_owner(owner)
+    if data is None:
+        owner.unlink(missing_ok=True)  # none, or unreadable: nothing to stop
+        return None
+    stopped: list[int] = []
+    for pgid, start in data["groups"]:
+        leader_start = _start_time(pgid)
+        if leader_start is not None and start is not None and leader_start != start:
+            continue  # the pid is another process's now; the old group is gone
+        if _group_alive(pgid):
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+            stopped.append(pgid)
+    deadline = time.monotonic() + _WAIT_FOR_ORPHANS
+    while any(_group_alive(g) for g in stopped) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    owner.unlink(missing_ok=True)
+    return DeadOwner(int(data["pid"]), tuple(stopped))
+
+
+def _owned() -> list[tuple[Path, list[tuple[int, str | None]]]]:
+    stack: list[tuple[Path, list[tuple[int, str | None]]]] | None = getattr(_OWNED, "stack", None)
+    if stack is None:
+        stack = []
+        _OWNED.stack = stack
+    return stack
+
+
+def _note_owned_group(pgid: int) -> None:
+    """Record a command's process group in the owner files this thread holds."""
+    for owner, groups in _owned():
+        groups.append((pgid, _start_time(pgid)))
+        with suppress(OSError):  # the record is a help for the next run, not a condition
+            _write_owner(owner, groups)
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[DeadOwner | None]:
+    """Hold an exclusive lock on ``path`` (created if missing) for the duration, with its owner
+    file ``<path>.owner``; yields the dead holder whose work was cleared, if any."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    owner = path.with_name(f"{path.name}.owner")
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            dead = _clear_dead_owner(owner)
+            entry: tuple[Path, list[tuple[int, str | None]]] = (owner, [])
+            _write_owner(owner, entry[1])
+            _owned().append(entry)
+            try:
+                yield dead
+            finally:
+                _owned().remove(entry)
+                owner.unlink(missing_ok=True)
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

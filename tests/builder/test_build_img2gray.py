@@ -3,6 +3,7 @@ venvs, and run the op against an independent NumPy reference."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import zipfile
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from support.layered import LayeredVenv
 
 from kernelwheel.cli import main
 from kernelwheel.model.variant import Variant
+from kernelwheel.plan.options import DEFAULT_CACHE_DIR
 from kernelwheel.wheels import read_wheel
 
 pytestmark = pytest.mark.integration
@@ -134,6 +136,10 @@ def test_rebuild_is_byte_identical(
         with zipfile.ZipFile(second) as zf:
             so = next(n for n in zf.namelist() if n.endswith(".so"))
             assert b"tmpxft_" not in zf.read(so)
+        # Issue 30: nvcc's --keep files are gone once the compile ends.
+        cache = os.environ.get("KERNELWHEEL_CACHE_DIR") or str(DEFAULT_CACHE_DIR)
+        stage = Path(cache).expanduser() / "work" / "img2gray" / variant
+        assert stage.is_dir() and not (stage / "nvcc-keep").exists()
 
 
 def test_two_builds_load_side_by_side(built: Built, venv_for: MakeVenv, tmp_path: Path) -> None:

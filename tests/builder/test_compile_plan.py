@@ -335,6 +335,48 @@ def test_a_source_two_kernels_list_compiles_once_with_both_kernels_flags(
         assert api.flags == ("-DOLD_ONLY",) and spec.capabilities == ("9.0a",)
 
 
+@pytest.mark.parametrize(("minver", "kernels"), [("12.9", 2), ("13.1", 1)])
+def test_a_shared_source_with_conflicting_flags_is_announced(
+    tmp_path: Path, minver: str, kernels: int
+) -> None:
+    """Issue 30: the union of flags is kernel-builder's rule, but the author is told (a
+    warning among the plan's notes, which the build reports); not when one kernel compiles."""
+    for rel in ("api/api.cu", "new/new.cu", "old/old.cu", "torch-ext/binding.cpp"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("// x\n")
+    (tmp_path / "torch-ext" / "probe").mkdir()
+    (tmp_path / "torch-ext" / "probe" / "__init__.py").write_text("")
+    (tmp_path / "build.toml").write_text(SHARED_TOML.format(minver=minver))
+    warnings = [n for n in plan(request(tmp_path)).notes if n.startswith("warning: api/api.cu")]
+    if kernels == 2:
+        (warning,) = warnings
+        assert "cuda-flags" in warning and "'-DNEW_FLAG'" in warning and "'-DOLD_ONLY'" in warning
+    else:
+        assert warnings == []
+
+
+def test_a_cpp_source_two_cpu_kernels_list_with_other_cxx_flags_is_announced(
+    tmp_path: Path,
+) -> None:
+    root = project_with(
+        tmp_path,
+        host='cxx-flags = ["-DHOST=1"]\n\n[kernel.host2]\nbackend = "cpu"\ndepends = ["torch"]\n'
+        'src = ["host/host.cpp"]\ncxx-flags = ["-DHOST=2"]',
+    )
+    notes = plan(request(root, CPU), Toolchain(cpus=4)).notes
+    (warning,) = [n for n in notes if "host/host.cpp" in n]
+    assert "cxx-flags" in warning and "kernel.host" in warning and "kernel.host2" in warning
+    same = tmp_path / "same"
+    same.mkdir()
+    root = project_with(
+        same,
+        host='cxx-flags = ["-DX"]\n\n[kernel.host2]\nbackend = "cpu"\ndepends = ["torch"]\n'
+        'src = ["host/host.cpp"]\ncxx-flags = ["-DX"]',
+    )
+    notes = plan(request(root, CPU), Toolchain(cpus=4)).notes
+    assert not [n for n in notes if "host/host.cpp" in n]  # the same flags: nothing to say
+
+
 def test_the_build_id_reaches_only_the_units_that_name_it(tmp_path: Path) -> None:
     """The binding (and a kernel source that names the macro itself, or through a project
     header) get -DTORCH_EXTENSION_NAME; the other units' command lines hold no build id, so an

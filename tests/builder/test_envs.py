@@ -64,6 +64,74 @@ def test_old_marker_is_probed_once_and_upgraded(
     assert len(calls) == 1
 
 
+def _env_with_torch(tmp_path: Path) -> tuple[Path, Path, EnvInfo]:
+    root = _ready_env(tmp_path)
+    purelib = root / "lib" / "python3.11" / "site-packages"
+    for rel in ("torch/include/ATen/core/Tensor.h", "torch/include/torch/extension.h"):
+        (purelib / rel).parent.mkdir(parents=True, exist_ok=True)
+        (purelib / rel).write_text("// header\n")
+    (purelib / "torch" / "lib").mkdir()
+    (purelib / "torch" / "lib" / "libtorch.so").write_bytes(b"\x7fELF")
+    info = EnvInfo(root / "bin" / "python", "3.11", "x86_64", purelib, "2.14.1", "13.0", None, True)
+    envs._write_marker(root / envs.READY_MARKER, info)
+    return root, purelib, info
+
+
+def test_a_damaged_environment_is_made_again_with_a_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: torch's include/ gone from a ready environment: not trusted (its compile
+    would fail as the user's error); the marker's manifest tells, the environment is made
+    again and the build says why."""
+    root, purelib, info = _env_with_torch(tmp_path)
+    monkeypatch.setattr(envs.sys, "version_info", (3, 11, 0))
+    marker = json.loads((root / envs.READY_MARKER).read_text())
+    assert marker["manifest"] == {"torch/include": 2, "torch/lib": 1}
+    assert provision(SPEC, tmp_path).reused  # whole: reused, not probed
+
+    import shutil
+
+    shutil.rmtree(purelib / "torch" / "include")
+    commands: list[list[str]] = []
+
+    def fake_run(cmd: list[str], log: object, what: str, hint: str | None = None) -> None:
+        commands.append([str(c) for c in cmd])
+        if "venv" in cmd:  # what `python -m venv` and pip would make
+            _env_with_torch(tmp_path)
+
+    monkeypatch.setattr(envs, "run_checked", fake_run)
+    monkeypatch.setattr(envs, "probe", lambda python: info)
+    got = provision(SPEC, tmp_path)
+    assert any("venv" in c for c in commands) and any("pip" in " ".join(c) for c in commands)
+    (note,) = got.notes
+    assert "is damaged (torch/include: 0 of the 2 files the ready marker lists)" in note
+    assert "made again" in note
+
+
+def test_a_dead_runs_lock_owner_is_cleared_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A half-made environment whose lock's owner file names a dead run: the next run says so
+    and makes the environment again."""
+    root = tmp_path / "envs" / f"py3.11-{SPEC.digest('3.11')}"
+    (root / "bin").mkdir(parents=True)  # half-made: no ready marker
+    owner = root.parent / f"{root.name}.lock.owner"
+    owner.write_text(json.dumps({"pid": 999999999, "start": None, "groups": []}))
+    monkeypatch.setattr(envs.sys, "version_info", (3, 11, 0))
+
+    def fake_run(cmd: list[str], log: object, what: str, hint: str | None = None) -> None:
+        if "venv" in cmd:
+            _env_with_torch(tmp_path)
+
+    _, _, info = _env_with_torch(tmp_path / "model")
+    monkeypatch.setattr(envs, "run_checked", fake_run)
+    monkeypatch.setattr(envs, "probe", lambda python: info)
+    got = provision(SPEC, tmp_path)
+    (note,) = got.notes
+    assert "a run that died (pid 999999999) held this lock" in note
+    assert not owner.exists()  # released with the lock
+
+
 # -- a torch pip cannot get: the message names the package and the index ----------------------
 
 # What pip prints (no -v) when PyTorch's index is unreachable: nothing about the index.

@@ -147,3 +147,58 @@ def test_repair_record_matches_only_the_same_raw_wheel_and_key(tmp_path: Path) -
     assert reuse.repaired(raw, repair_key("manylinux_2_28", True)) is None
     raw.write_bytes(b"another raw wheel")
     assert reuse.repaired(raw, key) is None
+
+
+def _two_include_dirs(tmp_path: Path) -> tuple[Reuse, Path, Path, Path]:
+    """A project with inc1/ and inc2/ on the include path (in that order), its source including
+    "cfg.h", found in inc2/; and a torch header outside the listed folders."""
+    project = tmp_path / "p"
+    source = project / "csrc" / "k.cpp"
+    inc1, inc2 = project / "inc1", project / "inc2"
+    for folder in (source.parent, inc1, inc2):
+        folder.mkdir(parents=True)
+    source.write_text('#include "cfg.h"\n#include <ATen/core/Tensor.h>\n')
+    (inc2 / "cfg.h").write_text("#define VALUE 2\n")
+    torch_header = tmp_path / "torch" / "include" / "ATen" / "core" / "Tensor.h"
+    torch_header.parent.mkdir(parents=True)
+    torch_header.write_text("// torch\n")
+    so = tmp_path / "stage" / "k.so"
+    so.parent.mkdir()
+    so.write_bytes(b"\x7fELF")
+    reuse = Reuse(tmp_path / "reuse", (project,))
+    inputs = [str(source), str(inc2 / "cfg.h"), str(torch_header)]
+    result = {"shared_object": str(so), "inputs": inputs, "py_limited_api": "0x03090000"}
+    assert reuse.store("K", result, [str(source)], [str(inc1), str(inc2)])
+    assert reuse.lookup("K") is not None
+    return reuse, source, inc1, inc2
+
+
+def test_a_header_that_newly_shadows_another_on_the_include_path_misses(tmp_path: Path) -> None:
+    """Issue 30: inc1/cfg.h added in front of inc2/cfg.h changes no input, yet the compile
+    would pick it up: the entry must not be reused."""
+    reuse, _, inc1, _ = _two_include_dirs(tmp_path)
+    (inc1 / "cfg.h").write_text("#define VALUE 1\n")
+    assert reuse.lookup("K") is None
+
+
+def test_a_header_beside_the_source_shadows_for_quoted_includes(tmp_path: Path) -> None:
+    reuse, source, _, _ = _two_include_dirs(tmp_path)
+    (source.parent / "cfg.h").write_text("#define VALUE 3\n")
+    assert reuse.lookup("K") is None
+
+
+def test_a_project_header_that_shadows_torchs_misses(tmp_path: Path) -> None:
+    reuse, _, inc1, _ = _two_include_dirs(tmp_path)
+    shadow = inc1 / "ATen" / "core" / "Tensor.h"
+    shadow.parent.mkdir(parents=True)
+    shadow.write_text("// not torch\n")
+    assert reuse.lookup("K") is None
+
+
+def test_a_header_after_the_one_found_does_not_shadow(tmp_path: Path) -> None:
+    reuse, _, _, inc2 = _two_include_dirs(tmp_path)
+    later = inc2.parent / "inc3"
+    later.mkdir()
+    (later / "cfg.h").write_text("#define VALUE 4\n")  # not on the path: changes nothing
+    (inc2 / "other.h").write_text("// not included\n")
+    assert reuse.lookup("K") is not None

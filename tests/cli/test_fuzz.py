@@ -365,3 +365,196 @@ def test_hostile_lock_files(lock: str | bytes) -> None:
         )
         assert code != 0
         assert not house.exists() or list(house.iterdir()) == []
+
+
+# -- issue 30: names, paths, metadata requirements and URLs, --json ------------------------------
+
+RESERVED = ["torch", "triton", "numpy", "pip", "setuptools", "kernels", "kernelwheel", "wheel"]
+RESERVED += ["json", "os", "asyncio", "typing", "nvidia-cublas", "pytorch-triton", "packaging"]
+KERNEL_NAMES = st.one_of(
+    st.sampled_from(RESERVED),
+    st.sampled_from(RESERVED).map(str.upper),
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_0123456789", min_size=1, max_size=20),
+    st.text(max_size=12).filter(lambda s: "/" not in s and s not in (".", "..")),
+    st.integers(65, 400).map(lambda n: "a" * n),
+    st.sampled_from(['a"b', "a\\b", "a\x00b", "a\nb", "ä-kernel", "import", "class"]),
+)
+
+
+def _toml_str(text: str) -> str:
+    """``text`` as a TOML basic string (control characters, DEL, quotes escaped)."""
+    escaped = "".join(
+        f"\\u{ord(c):04x}" if ord(c) < 32 or ord(c) == 127 or c in '"\\' else c for c in text
+    )
+    return f'"{escaped}"'
+
+
+def _shadows(name: str) -> bool:
+    from kernelwheel.model.names import shadowing
+
+    return shadowing(name, name.replace("-", "_").replace(".", "_")) is not None
+
+
+@fuzz(30)
+@given(name=KERNEL_NAMES)
+def test_hostile_kernel_names(name: str) -> None:
+    """init NAME, build.toml's general.name and to-wheel --name: a documented exit, no
+    traceback, nothing half-written; a name of a core package or stdlib module never passes."""
+    with workdir() as tmp:
+        code, err = run_cli(["init", name, "--backends", "cpu"], cwd=tmp, output=tmp)
+        if code == 0:
+            assert not _shadows(name), name
+            project = tmp / name
+        else:
+            assert code == 2 and "invalid TOML" not in err, err
+            assert list(tmp.iterdir()) == [], "a refused init leaves nothing"
+            project = tmp / "p"
+            (project / "torch-ext" / "p").mkdir(parents=True)
+            (project / "torch-ext" / "p" / "__init__.py").write_text("")
+        toml = project / "build.toml"
+        text = toml.read_text() if toml.exists() else '[general]\nname = "p"\nbackends = ["cpu"]\n'
+        quoted = _toml_str(name)
+        toml.write_text(re.sub(r'(?m)^name = ".*"$', lambda _: f"name = {quoted}", text, count=1))
+        code, err = run_cli(["build", str(project), "--print-build-identifiers"], cwd=tmp)
+        if _shadows(name):  # refused: as a core name, or for its spelling (never suggested)
+            assert code == 3 and f'name = "{name.lower()}"' not in err, err
+        out = tmp / "o"
+        code, err = run_cli(
+            ["to-wheel", str(tmp), "1", "--name", name, "-o", str(out)], cwd=tmp, output=out
+        )
+        if _shadows(name) and code == 2:
+            assert "shadow" in err or "package name" in err, err
+        elif _shadows(name):
+            pytest.fail(f"to-wheel --name {name!r} was not refused: {code} {err}")
+
+
+SRC_ENTRIES = st.one_of(
+    st.text(max_size=20),
+    st.builds(
+        lambda a, b: f"csrc/{a}{b}.cpp",
+        st.sampled_from(["", "a\x00", "\x01", "\n", "\x7f"]),
+        st.integers(0, 300).map(lambda n: "b" * n),
+    ),
+    st.sampled_from(["csrc/" + "é" * 130 + ".cpp", "csrc/./../csrc/k.cpp", "csrc//k.cpp"]),
+)
+
+
+@fuzz(30)
+@given(entry=SRC_ENTRIES)
+def test_hostile_source_paths(entry: str) -> None:
+    """A NUL, a control character or a component over 255 bytes in a build.toml path: a
+    ProjectError naming the key (exit 3), never a traceback."""
+    with workdir() as tmp:
+        project = tmp / "pk"
+        (project / "torch-ext" / "pk").mkdir(parents=True)
+        (project / "torch-ext" / "pk" / "__init__.py").write_text("")
+        (project / "csrc").mkdir()
+        (project / "csrc" / "k.cpp").write_text("")
+        (project / "build.toml").write_text(
+            '[general]\nname = "pk"\nbackends = ["cpu"]\n[torch]\nsrc = ["csrc/k.cpp"]\n'
+            f'[kernel.k]\nbackend = "cpu"\nsrc = [{_toml_str(entry)}]\n'
+        )
+        code, err = run_cli(["matrix", str(project)], cwd=tmp)
+        bad = any(ord(c) < 32 for c in entry) or any(
+            len(part.encode("utf-8", "surrogatepass")) > 255 for part in entry.split("/")
+        )
+        if bad:
+            assert code == 3 and "kernel.k.src" in err, err
+
+
+def _json_stdout(argv: list[str], cwd: Path) -> tuple[int, object]:
+    out, err = io.StringIO(), io.StringIO()
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    finally:
+        os.chdir(old)
+    assert "Traceback" not in err.getvalue(), err.getvalue()
+    return code, json.loads(out.getvalue())  # the whole of stdout is one JSON document
+
+
+@fuzz(25)
+@given(content=RAW)
+def test_json_is_a_document_whatever_the_build_toml(content: str | bytes) -> None:
+    """--json prints one JSON document, the error's when the command fails as a whole."""
+    with workdir() as tmp:
+        project = tmp / "proj"
+        (project / "torch-ext" / "img2gray").mkdir(parents=True)
+        (project / "torch-ext" / "img2gray" / "__init__.py").write_text("")
+        target = project / "build.toml"
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8", errors="surrogateescape")
+        code, doc = _json_stdout(["matrix", str(project), "--json"], tmp)
+        assert isinstance(doc, dict)
+        if code != 0:
+            assert doc["ok"] is False and doc["exit_code"] == code and doc["error"]["message"]
+        code, doc = _json_stdout(["build", str(project), "--json", "-o", str(tmp / "o")], tmp)
+        assert isinstance(doc, dict) and (code == 0 or doc["ok"] is False)
+
+
+REQUIREMENTS = st.one_of(
+    st.sampled_from(
+        [
+            "evil @ file:///etc/passwd",
+            "evil@https://example.invalid/e.whl",
+            "evil @ git+https://example.invalid/e.git",
+            "einops",
+            "numpy>=1.26; python_version >= '3.9'",
+            "x [a] @ http://h/x.zip ; os_name == 'posix'",
+        ]
+    ),
+    st.text(max_size=20),
+)
+URLS = st.one_of(
+    st.sampled_from(
+        [
+            "javascript:alert(1)",
+            "JAVASCRIPT:alert(1)",
+            "file:///etc/passwd",
+            "data:text/html,x",
+            "https://github.com/a/b",
+            "http://h",
+            "https://h/ x",
+            "https:///nohost",
+            "git@github.com:a/b",
+            "vbscript:x",
+        ]
+    ),
+    st.text(max_size=20),
+)
+
+
+@fuzz(20)
+@given(deps=st.lists(REQUIREMENTS, max_size=3), upstream=URLS, source=URLS)
+def test_hostile_metadata_requirements_and_urls(
+    hub_repo: HubRepo, deps: list[str], upstream: str, source: str
+) -> None:
+    """Whatever metadata.json says, a written wheel's METADATA holds no direct reference and
+    no Project-URL but an http(s) one."""
+    variant = "torch27-cxx11-cu128-x86_64-linux"
+    path = f"build/{variant}/metadata.json"
+    metadata = {"python-depends": deps, "upstream": upstream, "source": source}
+    hub_repo.write_file(path, json.dumps(metadata).encode())
+    try:
+        hub_repo.commit("fuzz")
+        with workdir() as tmp:
+            out = tmp / "out"
+            args = ["to-wheel", str(hub_repo.root), "1.0", "--revision", "main", "-o", str(out)]
+            run_cli(args, cwd=tmp, output=out)
+            for wheel in out.glob("*.whl"):
+                with zipfile.ZipFile(wheel) as zf:
+                    (name,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+                    text = zf.read(name).decode()
+                for line in text.splitlines():
+                    if line.startswith("Requires-Dist:"):
+                        assert " @ " not in line and "@" not in line.split(";")[0], line
+                    if line.startswith("Project-URL:"):
+                        url = line.split(",", 1)[1].strip()
+                        assert url.startswith(("http://", "https://")), line
+                        assert not any(c.isspace() for c in url), line
+    finally:
+        (hub_repo.root / path).unlink()

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.gitrepo import HubRepo, variant_files
@@ -177,3 +178,187 @@ def test_a_dead_runs_staging_and_temporary_files_go_a_live_runs_stay(tmp_path: P
         dead_file.write_bytes(b"half a wheel")
         assert sorted(remove_stale_staging(tmp_path)) == sorted([dead, dead_file])
         assert mine.exists() and live.exists()
+
+
+# --- issue 30: a signal to kernelwheel's pid alone stops every command it started -------------
+
+# The CLI as a terminal runs it (SIGINT raises KeyboardInterrupt even when the test runner was
+# started in the background, which hands SIGINT down ignored).
+CLI = (
+    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from kernelwheel.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def _marked(token: bytes) -> list[tuple[int, list[str]]]:
+    """The live processes whose environment holds ``token`` (every descendant of a run inherits
+    it, whatever process group or session it is in), with their command lines."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if token not in (entry / "environ").read_bytes():
+                continue
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        found.append((int(entry.name), [a.decode(errors="replace") for a in argv if a]))
+    return found
+
+
+def _is_pip_install(argv: list[str]) -> bool:
+    return "pip" in argv and "install" in argv
+
+
+def _is_compiler(argv: list[str]) -> bool:
+    return bool(argv) and Path(argv[0]).name in ("cc1plus", "c++", "g++", "gcc", "cc")
+
+
+def _start(cmd: list[str], token: str, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "KW_SIGNAL_RUN": token}
+    env.pop("KERNELWHEEL_TRACEBACK", None)
+    with open(log, "wb") as fh:  # a file, not a pipe: a full pipe would stall the run
+        return subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT)
+
+
+def _wait_for(proc: subprocess.Popen[bytes], token: bytes, which: Any, log: Path) -> None:
+    deadline = time.monotonic() + 300
+    while not any(which(argv) for _, argv in _marked(token)):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"never reached the step: rc={proc.poll()}\n{log.read_text()}")
+        time.sleep(0.01)
+
+
+def _survivors(token: bytes) -> list[tuple[int, list[str]]]:
+    # SIGKILLed processes take a moment to go (a zombie does not count); an orphan left running
+    # would still be there: a compiler runs for seconds, pip longer.
+    deadline = time.monotonic() + 0.5
+    while (left := _marked(token)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+@pytest.mark.integration
+def test_signals_to_the_pid_mid_environment_and_mid_compile_leave_no_child(
+    tmp_path: Path,
+) -> None:
+    """Issue 30: SIGTERM and SIGINT sent to kernelwheel's pid only (as kill, a container stop
+    and CI cancellation send them), while pip creates the build environment and while the
+    compiler runs: the run exits 143/130 without a traceback and no process it started survives;
+    after a SIGKILL mid-environment the next run stops the orphaned pip (the lock's owner file)
+    and says so; the next run builds the wheel. A tvm-ffi variant: a small environment and a
+    small compile, through the same runner as every build."""
+    from support.kinds import write_tvm_ffi_project
+
+    from kernelwheel.model.variant import Arch
+
+    project = write_tvm_ffi_project(tmp_path / "p")
+    variant = f"tvm-ffi01-cpu-{Arch.host().value}-linux"
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    cmd = [sys.executable, "-c", CLI, "build", str(project), "--variant", variant]
+    cmd += ["--cache-dir", str(cache), "-o", str(out), "--no-ccache"]
+    cases = [
+        (signal.SIGTERM, _is_pip_install, 143),
+        (signal.SIGINT, _is_pip_install, 130),
+        (signal.SIGTERM, _is_compiler, 143),
+        (signal.SIGINT, _is_compiler, 130),
+    ]
+    for index, (sig, which, code) in enumerate(cases):
+        token = f"kw-signal-{os.getpid()}-{index}"
+        log = tmp_path / f"run{index}.log"
+        proc = _start(cmd, token, log)
+        _wait_for(proc, token.encode(), which, log)
+        os.kill(proc.pid, sig)  # the pid only, not its group
+        assert proc.wait(timeout=120) == code, log.read_text()
+        text = log.read_text()
+        assert "Traceback" not in text, text
+        assert _survivors(token.encode()) == [], (sig, which.__name__, text)
+        assert list(out.glob("*.whl")) == []
+
+    # SIGKILL cannot be caught: pip goes on as an orphan; the next run's lock stops it.
+    env_cache = tmp_path / "cache-killed"
+    killed_cmd = [*cmd[: cmd.index("--cache-dir") + 1], str(env_cache), *cmd[cmd.index("-o") :]]
+    token = f"kw-signal-{os.getpid()}-kill"
+    proc = _start(killed_cmd, token, tmp_path / "killed.log")
+    _wait_for(proc, token.encode(), _is_pip_install, tmp_path / "killed.log")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    owners = list((env_cache / "envs").glob("*.lock.owner"))
+    assert owners, "a killed holder leaves its owner file"
+    next_log = tmp_path / "next.log"
+    nxt = _start(killed_cmd, f"kw-signal-{os.getpid()}-next", next_log)
+    assert nxt.wait(timeout=600) == 0, next_log.read_text()
+    assert f"a run that died (pid {proc.pid})" in next_log.read_text()
+    assert _survivors(token.encode()) == []  # the orphan is gone
+    assert len(list(out.glob("*.whl"))) == 1
+
+    # And the first cache, interrupted four times, still builds.
+    final_log = tmp_path / "final.log"
+    final = _start(cmd, f"kw-signal-{os.getpid()}-final", final_log)
+    assert final.wait(timeout=600) == 0, final_log.read_text()
+    assert len(list(out.glob("*.whl"))) == 1
+
+
+def _wait_gone(pid: int, seconds: float = 5) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        with open(f"/proc/{pid}/stat") as fh:  # a zombie is gone for our purpose
+            if fh.read().rpartition(")")[2].split()[0] == "Z":
+                return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_command_leaves_nothing_of_its_group_running(tmp_path: Path) -> None:
+    """A command that exits while something it started still runs (a compiler ninja did not
+    wait for): run_logged kills the command's process group on its way out."""
+    from kernelwheel._util import run_logged
+
+    pidfile = tmp_path / "pid"
+    code = run_logged(["sh", "-c", f"sleep 60 & echo $! > {pidfile}"], tmp_path / "log")
+    assert code == 0
+    assert _wait_gone(int(pidfile.read_text()))
+
+
+def test_a_dead_owners_commands_are_stopped_by_the_next_lock_holder(tmp_path: Path) -> None:
+    """The owner file beside a lock names the process groups its holder started; a holder
+    that died (SIGKILL) left them running: the next holder kills them and says so. A group
+    whose leader's pid now belongs to another process (start time differs) is left alone."""
+    import json
+
+    from kernelwheel._util import _start_time, locked
+
+    orphan = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    stranger = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        owner = tmp_path / "env.lock.owner"
+        groups = [[orphan.pid, _start_time(orphan.pid)], [stranger.pid, "1"]]  # "1": not it
+        owner.write_text(json.dumps({"pid": 999999999, "start": None, "groups": groups}))
+        with locked(tmp_path / "env.lock") as dead:
+            assert dead is not None and dead.pid == 999999999
+            assert dead.stopped == (orphan.pid,)
+            assert "a run that died (pid 999999999)" in dead.describe()
+            assert json.loads(owner.read_text())["pid"] == os.getpid()  # now ours
+        assert orphan.wait(timeout=10) == -signal.SIGKILL
+        assert stranger.poll() is None  # not the dead run's: untouched
+        assert not owner.exists()
+    finally:
+        for proc in (orphan, stranger):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_lock_without_owner_file_or_with_a_damaged_one_is_just_taken(tmp_path: Path) -> None:
+    from kernelwheel._util import locked
+
+    with locked(tmp_path / "a.lock") as dead:
+        assert dead is None
+    (tmp_path / "b.lock.owner").write_text("{not json")
+    with locked(tmp_path / "b.lock") as dead:
+        assert dead is None

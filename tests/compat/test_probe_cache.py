@@ -107,3 +107,63 @@ def test_an_interpreter_without_torch_is_not_recorded(
     if found.torch is not None:
         pytest.skip("this interpreter has torch")
     assert not (tmp_path / "cache" / "interpreters").exists()
+
+
+def _edit_record(tmp_path: Path, edit: object, *, redigest: bool) -> None:
+    import json
+
+    (record,) = (tmp_path / "cache" / "interpreters").glob("*.json")
+    saved = json.loads(record.read_text())
+    edit(saved)  # type: ignore[operator]
+    if redigest and isinstance(saved.get("report"), dict):
+        saved["digest"] = probe_cache._digest(saved["report"], saved["stamps"])
+    record.write_text(json.dumps(saved))
+
+
+@pytest.mark.parametrize("redigest", [False, True], ids=["edited", "edited-and-redigested"])
+def test_a_record_that_parses_but_lies_is_probed_again(
+    counted: Path, tmp_path: Path, redigest: bool
+) -> None:
+    """Issue 30: a record naming another torch than the installed one, its stamps unchanged:
+    the digest (an edit after writing) or torch's own version.py (an edit that redid the digest)
+    tells, and the interpreter is probed again."""
+    python = Path(sys.executable)
+    probe_cache.run_cached(python, tmp_path / "cache")
+
+    def lie(saved: dict[str, object]) -> None:
+        report = saved["report"]
+        assert isinstance(report, dict)
+        report["torch"][0] = "2.99.0+cu999"
+        report["torch_cuda"] = "99.9"
+
+    _edit_record(tmp_path, lie, redigest=redigest)
+    found, kept = probe_cache.run_cached(python, tmp_path / "cache")
+    assert not kept and _imports(counted) == 2
+    assert found.torch is not None and found.torch.version == "2.14.1+cu130"
+    assert found.torch_cuda == "13.0"
+
+
+WRONG_TYPES = {
+    "record-a-list": lambda s: s.clear(),
+    "report-a-string": lambda s: s.update(report="torch 2.14"),
+    "stamps-a-number": lambda s: s.update(stamps=5),
+    "python-strings": lambda s: s["report"].update(python=["3", "11"]),
+    "torch-short": lambda s: s["report"].update(torch=["2.14.1"]),
+    "sys-path-none": lambda s: s["report"].update(sys_path=None),
+    "tags-a-string": lambda s: s["report"].update(tags="cp311"),
+    "pip-a-string": lambda s: s["report"].update(pip="yes"),
+    "executable-a-number": lambda s: s["report"].update(executable=7),
+    "backend-strings": lambda s: s["report"].update(torch=["2.14.1+cu130", "cuda", ["13"], True]),
+}
+
+
+@pytest.mark.parametrize("edit", list(WRONG_TYPES.values()), ids=list(WRONG_TYPES))
+def test_a_wrong_typed_record_is_probed_again_without_a_traceback(
+    counted: Path, tmp_path: Path, edit: object
+) -> None:
+    python = Path(sys.executable)
+    probe_cache.run_cached(python, tmp_path / "cache")
+    _edit_record(tmp_path, edit, redigest=True)
+    found, kept = probe_cache.run_cached(python, tmp_path / "cache")
+    assert not kept and _imports(counted) == 2
+    assert found.torch is not None and found.torch.version == "2.14.1+cu130"

@@ -174,6 +174,28 @@ def test_a_wheel_hash_the_lock_does_not_hold_is_refused(
     assert len(download(DownloadRequest(app, world.house)).wheels) == 4
 
 
+def test_a_hash_mismatch_with_json_prints_the_error_as_json(
+    world: LockWorld, app: Path, lock: LockFile, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30: --json printed nothing when download failed as a whole; the failure a machine
+    most needs is one JSON document on stdout."""
+    import json
+
+    path = app / LOCK_NAME
+    img = lock.kernel("drbh/img2gray")
+    assert img is not None
+    variant = img.variant("torch-cuda")
+    assert variant is not None
+    path.write_text(path.read_text().replace(variant.wheel_sha256, "0" * 64))
+    code = main(["download", str(app), "--wheelhouse", str(world.house), "--json"])
+    captured = capsys.readouterr()
+    assert code == HubError.exit_code and "Traceback" not in captured.err
+    doc = json.loads(captured.out)
+    assert doc["ok"] is False and doc["command"] == "download" and doc["exit_code"] == code
+    assert "sha256 mismatch" in doc["error"]["message"]
+    assert "kernelwheel lock --refresh" in doc["error"]["hint"] + doc["error"]["message"]
+
+
 def test_stale_or_foreign_lock_is_refused(
     world: LockWorld, app: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -123,7 +123,25 @@ def test_empty_plan_is_an_error_with_reasons() -> None:
     with pytest.raises(UsageError) as info:
         Selector().select((), left_out=left_out)
     assert "plan is empty (2 left out)" in str(info.value)
-    assert "a (reason a); b (reason b)" in str(info.value)
+    assert "1 variant(s): reason a (e.g. a); 1 variant(s): reason b (e.g. b)" in str(info.value)
+
+
+def test_an_empty_plan_names_the_deciding_reason_first() -> None:
+    """Issue 30: 42 variants left out, 16 by a minver: the hint names the minver (grouped,
+    counted), not eight backends the project does not build and 'and 34 more'."""
+    left_out = {
+        f"torch2{m}-cxx11-cu128-x86_64-linux": "backend cuda not in the project's backends (cpu)"
+        for m in range(7, 15)
+    }
+    left_out |= {
+        f"torch2{m}-cxx11-cpu-x86_64-linux": f"torch 2.{m} < torch.minver 2.99 (build.toml)"
+        for m in range(7, 15)
+    }
+    with pytest.raises(UsageError) as info:
+        Selector().select((), left_out=left_out)
+    hint = info.value.hint or ""
+    assert hint.startswith("left out: 8 variant(s): torch 2.7 < torch.minver 2.99"), hint
+    assert "8 variant(s): backend cuda" in hint and "more" not in hint
 
 
 @pytest.mark.parametrize(

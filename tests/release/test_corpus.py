@@ -161,3 +161,12 @@ def test_a_selection_of_only_other_toolchains_says_why_nothing_was_built(
 def test_a_folder_without_projects_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="holds no build.toml"):
         corpus.main([str(tmp_path)])
+
+
+def test_a_missing_folder_or_a_file_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
+    """Issue 30: scripts/corpus.py on a missing folder raised FileNotFoundError."""
+    with pytest.raises(SystemExit, match="does not exist"):
+        corpus.main([str(tmp_path / "missing")])
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit, match="is not a folder"):
+        corpus.main([str(tmp_path / "file")])

@@ -649,3 +649,28 @@ def test_composite_action_builds_and_checks_one_variant(
     assert json.loads(outputs["plan"]["variants"]) == [name]
     assert len(wheels) == 1 and outputs["build"]["wheel-dir"] == str(out)
     check_wheel_matches_entry(Path(wheels[0]), entry_for(name, capsys))
+
+
+def test_the_test_script_uses_a_cache_of_its_own_sharing_the_environments(tmp_path: Path) -> None:
+    """Issue 30: the suite's builds must not evict the user's reuse records: scripts/test.sh
+    points KERNELWHEEL_CACHE_DIR at a cache of its own, whose envs/, toolkits/ and tools/ are
+    the user's (immutable once ready, made under a lock)."""
+    import subprocess
+
+    script = (REPO / "scripts" / "test.sh").read_text()
+    start = script.index("USER_CACHE=")
+    setup = script[start : script.index("done", start) + len("done")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWHEEL_")}
+    env["HOME"] = str(tmp_path)
+    out = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", setup + "\necho $KERNELWHEEL_CACHE_DIR"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    tests_cache, user_cache = Path(out), tmp_path / ".cache" / "kernelwheel"
+    assert tests_cache != user_cache and tests_cache.is_dir()
+    for shared in ("envs", "toolkits", "tools"):
+        assert (tests_cache / shared).resolve() == (user_cache / shared).resolve()
+    assert not (tests_cache / "work").is_symlink()

@@ -27,6 +27,7 @@ from .compile_rules import (
     legacy_macro_warnings,
     nvcc_parallelism,
     nvcc_torch_flags,
+    shared_source_notes,
 )
 from .compile_spec import CompileSpec, SourceFlags
 from .envs import CudaToolkit, refuse_unsupported
@@ -411,5 +412,5 @@ def plan_compile(
         ),
         torch_free=torch_free_sources(sources, include_dirs, project.root),
     )
-    all_notes = (*notes, *(cuda.notes if cuda else ()))
+    all_notes = (*notes, *shared_source_notes(kernels), *(cuda.notes if cuda else ()))
     return CompilePlan(spec, all_notes, stage / "nvcc-keep" if keep else None)

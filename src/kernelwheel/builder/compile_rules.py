@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from packaging.version import Version
 
@@ -253,3 +254,29 @@ def _within_memory(split: Parallelism, cuda_files: int, limit: int) -> Paralleli
     while jobs > 1 and Parallelism(jobs, threads).peak_threads(cuda_files) > limit:
         jobs -= 1
     return Parallelism(jobs=jobs, nvcc_threads=min(threads, limit))
+
+
+def shared_source_notes(kernels: Sequence[KernelSection]) -> tuple[str, ...]:
+    """A warning for each source that kernels with different flags list: kernel-builder (and
+    kernelwheel) compile such a file once, with every listing kernel's flags, which neither
+    kernel's author may expect. ``.cu`` sources compare cuda-flags, the others cxx-flags."""
+    listed: dict[Path, list[KernelSection]] = {}
+    for kernel in kernels:
+        for src in dict.fromkeys(kernel.src):
+            listed.setdefault(src, []).append(kernel)
+    notes = []
+    for src, owners in listed.items():
+        key = "cuda-flags" if src.suffix == ".cu" else "cxx-flags"
+
+        def flags(k: KernelSection, key: str = key) -> tuple[str, ...]:
+            return k.cuda_flags if key == "cuda-flags" else k.cxx_flags
+
+        if len(owners) < 2 or len({flags(k) for k in owners}) < 2:
+            continue
+        each = "; ".join(f"kernel.{k.id}: {list(flags(k))}" for k in owners)
+        notes.append(
+            f"warning: {src.as_posix()} is listed by kernels with different {key} ({each}): it "
+            "compiles once, with all of them (kernel-builder's rule); give each kernel its own "
+            "copy of the file if they must differ"
+        )
+    return tuple(notes)

@@ -17,11 +17,12 @@ import re
 import shutil
 import sys
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .._util import publish, run_checked, sha256_file, staging_dir
-from ..errors import ProjectError, ToolchainError, UsageError
+from ..errors import KernelwheelError, ProjectError, ToolchainError, UsageError
 from ..model.deps import VERSION_HEADER, Dependency, DependencyTable, HeaderWheel, Provider
 from ..model.project import KernelProject
 from ..model.variant import BackendKind, Variant
@@ -33,6 +34,7 @@ __all__ = [
     "HeaderSource",
     "checkout_version",
     "compiled_backends",
+    "depends_refusals",
     "plan_headers",
     "provide_headers",
     "unpack_headers",
@@ -74,6 +76,25 @@ def compiled_backends(variant: Variant) -> tuple[str, ...]:
     if backend is not None and backend.kind is BackendKind.CUDA:
         return ("cpu", "cuda")
     return ("cpu",)
+
+
+def depends_refusals(
+    project: KernelProject, variants: Sequence[Variant], table: DependencyTable, options: Options
+) -> dict[str, KernelwheelError]:
+    """What the build would refuse about the kernels' ``depends`` for each of ``variants``,
+    checked exactly as the build checks them (:func:`plan_headers`), for the dry runs
+    (``matrix``, ``--print-build-identifiers``). A refusal every variant shares (an unknown
+    name, a checkout that is not there) is raised; a variant's own is returned by name."""
+    refusals: dict[str, KernelwheelError] = {}
+    for variant in variants:
+        try:
+            plan_headers(project, variant, table, options)
+        except KernelwheelError as exc:
+            refusals[variant.name] = exc
+    for refusal in refusals.values():
+        if isinstance(refusal, (ProjectError, UsageError)):
+            raise refusal  # about the project or the options: no variant of it builds
+    return refusals
 
 
 def plan_headers(

@@ -7,7 +7,7 @@ already has (e.g. a machine without network) after checking that its torch is th
 
 from __future__ import annotations
 
-import fcntl
+import dataclasses
 import hashlib
 import json
 import os
@@ -15,13 +15,13 @@ import shutil
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .._util import atomic_write, run_captured, run_checked
+from .._util import locked as locked  # the builders take their locks from here
 from ..compat import interpreter, probe_cache
 from ..errors import ToolchainError
 from ..model.recipes import VariantRecipe
@@ -118,6 +118,7 @@ class EnvInfo:
     hip: str | None
     cxx11_abi: bool
     reused: bool = False
+    notes: tuple[str, ...] = ()  # what making it found and repaired (a dead run's, damage)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, reused: bool = False) -> EnvInfo:
@@ -177,18 +178,6 @@ def probe(python: Path, cache_dir: Path | None = None) -> EnvInfo:
     )
 
 
-@contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (created if missing) for the duration."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def _venv_python(root: Path) -> Path:
     return root / "bin" / "python"
 
@@ -218,7 +207,10 @@ def provision(
     if base_python is not None:
         py_version = probe_python_version(base_python)
     root = cache_dir / "envs" / f"py{py_version}-{spec.digest(py_version)}"
-    with locked(root.parent / f"{root.name}.lock"):
+    notes: list[str] = []
+    with locked(root.parent / f"{root.name}.lock") as dead:
+        if dead is not None and not (root / READY_MARKER).exists():
+            notes.append(f"build environment {root}: {dead.describe()}; it is made again")
         if (root / READY_MARKER).exists():
             # The environment is immutable once marked ready, so its probe is too; a marker
             # from an older kernelwheel, without the probe, is upgraded once.
@@ -227,9 +219,14 @@ def provision(
                 _write_marker(root / READY_MARKER, probe(_venv_python(root)))
                 cached = _read_marker(root / READY_MARKER)
             assert cached is not None
-            return cached
+            damage = _damage(root / READY_MARKER, cached)
+            if damage is None:
+                return cached
+            # Files the marker promised are gone (a cleaner, a disk error, a hand): trusting
+            # it would report the missing headers as the user's compile error.
+            notes.append(f"build environment {root} is damaged ({damage}): it is made again")
         if root.exists():
-            shutil.rmtree(root)  # a half-made environment from an interrupted run
+            shutil.rmtree(root)  # half-made (an interrupted run) or damaged
         run_checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
         py = _venv_python(root)
         pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
@@ -260,7 +257,7 @@ def provision(
             )
         info = probe(py)
         _write_marker(root / READY_MARKER, info)
-        return info
+        return dataclasses.replace(info, notes=tuple(notes))
 
 
 # pip's words for an index it could not reach (urllib3 and pip's own)
@@ -339,8 +336,44 @@ def probe_python_version(python: Path) -> str:
     return out.stdout.strip()
 
 
+# What the ready marker promises, relative to the environment's purelib: the number of files
+# under each folder (torch's headers and libraries, the CUDA packages), checked on every reuse.
+_MANIFEST_DIRS = ("torch/include", "torch/lib", "torch/share/cmake", "nvidia")
+
+
+def _manifest(purelib: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for rel in _MANIFEST_DIRS:
+        folder = purelib / rel
+        if folder.is_dir():
+            counts[rel] = sum(len(files) for _, _, files in os.walk(folder))
+    return counts
+
+
+def _damage(marker: Path, info: EnvInfo) -> str | None:
+    """What of the marker's manifest no longer holds, in words; None when all of it does (or
+    the marker, from an older kernelwheel, has none: it gets one now)."""
+    try:
+        promised = json.loads(marker.read_text()).get("manifest")
+    except (OSError, ValueError, AttributeError):
+        promised = None
+    if not isinstance(promised, dict):
+        _write_marker(marker, info)
+        return None
+    found = _manifest(info.purelib)
+    for rel, count in sorted(promised.items()):
+        if isinstance(count, int) and found.get(rel, 0) != count:
+            return f"{rel}: {found.get(rel, 0)} of the {count} files the ready marker lists"
+    return None
+
+
 def _write_marker(path: Path, info: EnvInfo) -> None:
-    data = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(info).items()}
+    data: dict[str, Any] = {
+        k: str(v) if isinstance(v, Path) else v
+        for k, v in asdict(info).items()
+        if k not in ("notes", "reused")
+    }
+    data["manifest"] = _manifest(info.purelib)
     # Written last, atomically: the environment is complete.
     atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 

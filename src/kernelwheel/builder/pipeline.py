@@ -202,7 +202,15 @@ def _compile(
         stored["cache"] = "unchanged: compile skipped"
         stored["notes"] = list(plan.notes)
         return stored
-    code = run_logged([env.python, _WORKER, spec_path, result_path], log, env=env_vars, cwd=stage)
+    try:
+        code = run_logged(
+            [env.python, _WORKER, spec_path, result_path], log, env=env_vars, cwd=stage
+        )
+    finally:
+        # nvcc's --keep files (named after the source, for reproducible objects) are hundreds
+        # of MB per variant: gone when the compile ends, however it ends, unless asked for.
+        if plan.keep_dir is not None and not req.keep_intermediates:
+            shutil.rmtree(plan.keep_dir, ignore_errors=True)
     if code != 0 or not result_path.exists():
         raise BuildError(
             f"compiling {variant.name} failed (exit {code})",
@@ -212,7 +220,7 @@ def _compile(
     result: dict[str, object] = json.loads(result_path.read_text())
     result["capabilities"] = list(spec.capabilities)
     if reuse is not None:
-        reuse.store(key, result, spec.sources)
+        reuse.store(key, result, spec.sources, spec.include_dirs)
     result.pop("inputs", None)
     stats = read_stats(stats_log) if cached else None
     off = "no compiler cache (no-ccache)" if req.no_ccache else "no compiler cache (see the log)"
@@ -258,6 +266,8 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             if req.env_spec is None:
                 raise ToolchainError(f"no environment recipe for {variant.name}")
             env = provision(req.env_spec, req.cache_dir, log=log)
+            for note in env.notes:
+                reporter.info(scope, note)
         _check_env_matches(env, variant)
         cross_build = cross_plan.prepare(env, req.cache_dir, log) if cross_plan else None
         toolkit = None

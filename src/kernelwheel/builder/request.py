@@ -54,6 +54,7 @@ class BuildRequest:
     memory_per_thread: int | None = None  # MiB a compiler thread needs (None: the default)
     git: GitState | None = None  # the project's git state (the Hub export's provenance)
     no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
+    keep_intermediates: bool = False  # keep nvcc's --keep files after the compile
     ccache_remote: str | None = None  # ccache's remote storage URL(s), shared across machines
     recipes_dir: Path | None = None  # where ccache.toml may be (None: the bundled recipes)
     abi_remedies: bool = True  # the ABI remedies (abi/remedies, docs/portability.md)
@@ -151,6 +152,7 @@ def request_for(
         memory_per_thread=options.memory_per_thread,
         git=git,
         no_ccache=options.no_ccache,
+        keep_intermediates=options.keep_intermediates,
         ccache_remote=options.ccache_remote,
         recipes_dir=options.recipes,
         abi_remedies=options.abi_remedies,

@@ -10,7 +10,12 @@ a manifest holding
   LDFLAGS, NVCC_APPEND_FLAGS, ...), and the versions of kernelwheel and of the compile worker;
 - each input's fingerprint: the SHA-256 of its content for files of the project and those the
   build generates, size and mtime for the rest (torch, CUDA and system headers), as make and ninja
-  judge them.
+  judge them;
+- the headers that are absent but would be found first if they appeared: for every input found
+  in an include folder, the same relative path in each folder searched before it; for one found
+  elsewhere (torch's, the system's), its last one to three path components in every include
+  folder of the spec. A header that newly shadows another (``inc1/cfg.h`` added in front of
+  ``inc2/cfg.h``) changes no input's fingerprint, yet changes the output: it must compile.
 
 A build whose key and fingerprints all match reuses that shared object instead of starting the
 worker (its torch import alone takes seconds); anything else compiles as before and replaces the
@@ -34,7 +39,7 @@ from .envs import EnvInfo
 
 __all__ = ["Reuse", "build_key"]
 
-FORMAT = 1
+FORMAT = 2  # 2: the absent headers that would shadow an input (include search order)
 MANIFEST = "manifest.json"
 
 # Environment variables compilers, nvcc or torch's extension builder read.
@@ -82,9 +87,7 @@ def _tools(env_vars: Mapping[str, str]) -> list[tuple[str, str, int, int]]:
     return sorted(set(out))
 
 
-def build_key(
-    spec: CompileSpec, env: EnvInfo, env_vars: Mapping[str, str], worker: Path
-) -> str:
+def build_key(spec: CompileSpec, env: EnvInfo, env_vars: Mapping[str, str], worker: Path) -> str:
     """The SHA-256 over everything besides the input files that decides what the compile gives."""
     data = {
         "format": FORMAT,
@@ -138,14 +141,24 @@ class Reuse:
         for path, fingerprint in inputs.items():
             if self._fingerprint(path) != fingerprint:
                 return None
+        absent = manifest.get("absent")
+        if not isinstance(absent, list) or any(os.path.lexists(str(p)) for p in absent):
+            return None  # a header now shadows one the last build used
         so = self.folder / str(manifest.get("shared_object"))
         if not so.is_file() or sha256_file(so) != manifest.get("shared_object_sha256"):
             return None
         return {**result, "shared_object": str(so)}
 
-    def store(self, key: str, result: Mapping[str, object], sources: Sequence[str]) -> bool:
+    def store(
+        self,
+        key: str,
+        result: Mapping[str, object],
+        sources: Sequence[str],
+        include_dirs: Sequence[str] = (),
+    ) -> bool:
         """Keep ``result`` (the worker's, naming the shared object and its inputs) for later
-        builds; False (and any old entry removed) when its inputs are unknown."""
+        builds; False (and any old entry removed) when its inputs are unknown.
+        ``include_dirs``: the spec's include folders, in search order."""
         inputs = result.get("inputs")
         if not isinstance(inputs, list) or not inputs:
             shutil.rmtree(self.folder, ignore_errors=True)
@@ -165,6 +178,14 @@ class Reuse:
             manifest = {
                 "key": key,
                 "inputs": fingerprints,
+                # A quoted include looks beside the including source first.
+                "absent": shadow_candidates(
+                    fingerprints,
+                    [
+                        *dict.fromkeys(os.path.dirname(os.path.normpath(s)) for s in sources),
+                        *include_dirs,
+                    ],
+                ),
                 "result": kept,
                 "shared_object": so.name,
                 "shared_object_sha256": sha256_file(tmp / so.name),
@@ -212,6 +233,31 @@ class Reuse:
             }
             (tmp / "repair.json").write_text(json.dumps(record, indent=1))
             replace_dir(tmp, self.folder / "repair")
+
+
+_SUFFIXES = 3  # <ATen/core/Tensor.h>: the deepest include paths torch's headers use
+
+
+def shadow_candidates(
+    inputs: Sequence[str] | Mapping[str, object], include_dirs: Sequence[str]
+) -> list[str]:
+    """The paths that do not exist now and, if they appeared, would be found before one of
+    ``inputs`` on the include path ``include_dirs`` (in search order)."""
+    dirs = [os.path.normpath(d) for d in include_dirs]
+    found = set(inputs)
+    candidates: set[str] = set()
+    for path in found:
+        for index, folder in enumerate(dirs):
+            if path.startswith(folder + os.sep):
+                rel = path[len(folder) + 1 :]
+                candidates.update(os.path.join(d, rel) for d in dirs[:index])
+                break
+        else:  # found beyond the listed folders: each of them is searched first
+            parts = path.split(os.sep)
+            for depth in range(1, min(_SUFFIXES, len(parts) - 1) + 1):
+                rel = os.path.join(*parts[-depth:])
+                candidates.update(os.path.join(d, rel) for d in dirs)
+    return sorted(c for c in candidates - found if not os.path.lexists(c))
 
 
 def repair_key(policy: str, best_effort: bool) -> str:

@@ -18,6 +18,7 @@ glibc 2.34 symbols into the object on a new build machine, which manylinux_2_28 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -96,6 +97,7 @@ class TvmFfiEnv:
     include_dirs: tuple[Path, ...]
     lib_dir: Path
     reused: bool = False
+    notes: tuple[str, ...] = ()  # a dead run's work found and cleared
 
     @classmethod
     def from_json(cls, text: str, *, reused: bool = False) -> TvmFfiEnv:
@@ -110,7 +112,7 @@ class TvmFfiEnv:
         )
 
     def to_json(self) -> str:
-        data = {k: v for k, v in asdict(self).items() if k != "reused"}
+        data = {k: v for k, v in asdict(self).items() if k not in ("reused", "notes")}
         return json.dumps(data, default=str, indent=2, sort_keys=True) + "\n"
 
 
@@ -155,7 +157,8 @@ def provision_tvm_ffi(
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     root = cache_dir / "envs" / f"tvmffi-py{python}-{digest}"
-    with locked(root.parent / f"{root.name}.lock"):
+    with locked(root.parent / f"{root.name}.lock") as dead:
+        notes = (f"build environment {root}: {dead.describe()}",) if dead is not None else ()
         marker = root / READY_MARKER
         if marker.exists():
             try:
@@ -193,7 +196,7 @@ def provision_tvm_ffi(
             )
         env = probe_tvm_ffi(py)
         atomic_write(marker, env.to_json())  # written last: the environment is complete
-        return env
+        return dataclasses.replace(env, notes=notes)
 
 
 def wheel_requirements(
@@ -241,6 +244,8 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             env = probe_tvm_ffi(req.python)
         else:
             env = provision_tvm_ffi(recipe, req.sources, req.cache_dir, log)
+            for note in env.notes:
+                reporter.info(scope, note)
         toolkit = None
         if variant.backend.kind is BackendKind.CUDA:
             cuda = variant.backend.cuda_version

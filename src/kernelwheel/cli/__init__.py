@@ -17,6 +17,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Sequence
+from contextlib import suppress
 
 from .. import __version__
 from ..errors import KernelwheelError, Terminated
@@ -112,22 +113,71 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ui.log_path is not None and str(ui.log_path) not in message:
             message += f"\n  log: {ui.log_path}"
         ui.error(message)
+        _json_error(args, ui, type(exc).__name__, exc.message, exc.hint, exc.exit_code)
         return exc.exit_code
     except Terminated:
         ui.error("terminated (SIGTERM); nothing partial was left behind")
+        _json_error(args, ui, "Terminated", "terminated (SIGTERM)", None, Terminated.exit_code)
         return Terminated.exit_code
     except KeyboardInterrupt:
         ui.error("interrupted")
+        _json_error(args, ui, "Interrupted", "interrupted (SIGINT)", None, 130)
         return 130
     except BrokenPipeError:
         # The reader went away (e.g. `kernelwheel matrix ... | head`): not an error of ours.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        # A file system refusal no check foresaw (a read-only cache on CI, a full disk, a name
+        # too long): its message and the path, never a traceback.
+        if args.traceback:
+            traceback.print_exc()
+        ui.log_only(traceback.format_exc().rstrip())
+        where = f"{exc.filename}: " if exc.filename else ""
+        hint = (
+            "check that the path exists, is a folder where one is expected, and is writable "
+            "(or pass another with the command's option)"
+        )
+        ui.error(f"{where}{exc.strerror or exc}\n  fix: {hint}")
+        _json_error(args, ui, type(exc).__name__, f"{where}{exc.strerror or exc}", hint, 1)
+        return 1
     finally:
+        # Whatever way the command ended, no command it started outlives it (a thread that had
+        # not yet noticed an interrupt may still hold one).
+        from .._util import resume_running, stop_running
+
+        stop_running()
+        resume_running()
         ui.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _json_error(
+    args: argparse.Namespace,
+    ui: object,
+    kind: str,
+    message: str,
+    hint: str | None,
+    code: int,
+) -> None:
+    """With ``--json``, a command that fails as a whole still prints one JSON document (the
+    machine reading stdout gets the error, not an empty stream)."""
+    if not getattr(args, "json", False):
+        return
+    import json
+
+    log = getattr(ui, "log_path", None)
+    document = {
+        "ok": False,
+        "command": args.command,
+        "exit_code": code,
+        "error": {"kind": kind, "message": message, "hint": hint},
+        "log": str(log) if log is not None else None,
+    }
+    with suppress(OSError):  # stdout gone: the message is on stderr already
+        print(json.dumps(document, indent=2), flush=True)
 
 
 def entry() -> None:

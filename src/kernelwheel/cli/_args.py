@@ -175,6 +175,13 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         "variant's shared object or repaired wheel",
     )
     env.add_argument(
+        "--keep-intermediates",
+        action="store_true",
+        default=None,
+        help="keep nvcc's intermediate files (<work>/<variant>/nvcc-keep) after a CUDA "
+        "compile, for debugging; by default they are removed when the compile ends",
+    )
+    env.add_argument(
         "--ccache-remote",
         metavar="URL",
         help="share compiled objects between machines through ccache's remote storage: "

@@ -8,6 +8,8 @@ import os
 import threading
 from pathlib import Path
 
+from .._util import check_output_path
+from ..builder.deps import depends_refusals
 from ..builder.service import Outcome, build_project
 from ..errors import KernelwheelError
 from ..log import StepResult
@@ -208,9 +210,25 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     selection = select(planned, args.variant)
     recipes = list(selection.recipes)
     if args.print_build_identifiers:
+        if not planned.project.noarch:
+            # The dry run refuses what the build refuses at once: every variant's depends.
+            refused = depends_refusals(
+                planned.project,
+                [r.variant for r in recipes],
+                planned.deps,
+                planned.options,
+            )
+            if refused:
+                raise next(iter(refused.values()))
         for recipe in recipes:
             ui.print(recipe.name)
         return 0
+    # Folders that cannot be written are refused now, not after the compile (--hub-layout is
+    # written last of all).
+    check_output_path(planned.options.cache_dir, "--cache-dir")
+    check_output_path(planned.options.output_dir, "--output-dir")
+    if planned.options.hub_layout is not None:
+        check_output_path(planned.options.hub_layout, "--hub-layout")
     preamble = planned.options.preamble()
     # The options a build runs with, before it starts (as cibuildwheel's preamble): only those
     # set above their defaults, each with the layer that set it.

@@ -6,13 +6,14 @@ It renders :func:`kernelwheel.plan.planning.plan_project`, the plan ``kernelwhee
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 from ..model.recipes import VariantRecipe
 from ..model.variant import LocalVersionStyle
-from ..plan.matrix import MatrixPlan
+from ..plan.matrix import MatrixPlan, Rejection
 from ..plan.planning import Planned, plan_project
 from ..plan.toolchains import HOSTED_RUNNERS, missing_toolchain, runner_for
 from ._args import add_selection_arguments, option_values, refuse_conflicting_selectors
@@ -64,11 +65,36 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     refuse_conflicting_selectors(args)
     planned = plan_project(args.path, option_values(args))
+    planned = _without_refused_depends(planned)
     if args.json:
         ui.print(json.dumps(to_json(planned.plan, planned.options.local_version_style), indent=2))
     else:
         ui.print(format_table(planned))
     return 0
+
+
+def _without_refused_depends(planned: Planned) -> Planned:
+    """The plan less the variants whose ``depends`` the build would refuse (each moved to the
+    rejected list with the build's reason), so a release matrix fans out no job that fails at
+    once; an unknown dependency name refuses the whole project, as the build does."""
+    from ..builder.deps import depends_refusals
+
+    if planned.project.noarch:
+        return planned
+    plan = planned.plan
+    refused = depends_refusals(
+        planned.project, [r.variant for r in plan.selected], planned.deps, planned.options
+    )
+    if not refused:
+        return planned
+    kept = tuple(r for r in plan.selected if r.name not in refused)
+    rejected = (
+        *plan.rejected,
+        *(Rejection(name, str(exc).splitlines()[0]) for name, exc in refused.items()),
+    )
+    return dataclasses.replace(
+        planned, plan=dataclasses.replace(plan, selected=kept, rejected=rejected)
+    )
 
 
 def to_json(

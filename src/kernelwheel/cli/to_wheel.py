@@ -93,12 +93,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     from ..errors import UsageError
     from ..hub import ToWheelRequest, to_wheels  # imported when used: other commands start faster
+    from ..model.names import shadowing
     from ..model.project import is_package_name, package_name
 
     if args.name is not None and not is_package_name(package_name(args.name)):
         raise UsageError(
             f"--name {args.name!r} does not make a Python package name",
             hint="use letters, digits, '_' and '-', starting with a letter (e.g. 'activation')",
+        )
+    if args.name is not None and (shadowed := shadowing(args.name, package_name(args.name))):
+        raise UsageError(
+            f"--name {args.name!r} would shadow {shadowed}",
+            hint=f"choose a name of the kernel's own, e.g. --name {args.name}-kernel",
         )
     name = args.repo.rstrip("/").rsplit("/", 1)[-1] if Path(args.repo).is_dir() else args.repo
     output_dir(args.output_dir, "--output-dir")  # a file or an unwritable folder: a clear error

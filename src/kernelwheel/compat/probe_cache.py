@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,8 @@ def run_cached(python: Path, cache_dir: Path) -> tuple[interpreter.Interpreter, 
         data = interpreter.report(python)
         if "torch" in data and "torch_files" in data:
             stamps = {path: _stamp(path) for path in _watched(python, data)}
-            text = json.dumps({"report": data, "stamps": stamps}, sort_keys=True)
+            record_data = {"report": data, "stamps": stamps, "digest": _digest(data, stamps)}
+            text = json.dumps(record_data, sort_keys=True)
             atomic_write(record, text + "\n")
     return interpreter.parse(data), kept
 
@@ -60,18 +62,88 @@ def _key(python: Path) -> str:
 
 
 def _valid(record: Path, python: Path) -> dict[str, Any] | None:
+    """The record's report when it is whole, well-typed, its own (its digest matches: a report
+    edited after it was written is a lie) and its files are as they were; None otherwise,
+    whatever the file holds (the caller probes again)."""
     try:
         saved = json.loads(record.read_text())
-        data: dict[str, Any] = saved["report"]
-        stamps: dict[str, Any] = saved["stamps"]
-        watched = _watched(python, data)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError):
         return None
+    if not isinstance(saved, dict):
+        return None
+    data, stamps = saved.get("report"), saved.get("stamps")
+    if not isinstance(data, dict) or not isinstance(stamps, dict) or not _well_typed(data):
+        return None
+    if saved.get("digest") != _digest(data, stamps):
+        return None
+    watched = _watched(python, data)
     if set(stamps) != set(watched):
         return None
     if any(_stamp(path) != stamp for path, stamp in stamps.items()):
         return None
+    if not _torch_version_holds(data):
+        return None
     return data
+
+
+def _digest(data: dict[str, Any], stamps: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps([data, stamps], sort_keys=True).encode()).hexdigest()
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _ints(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    )
+
+
+def _optional_str(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _well_typed(data: dict[str, Any]) -> bool:
+    """Whether the report has every field :func:`interpreter.parse` and the cache read, each of
+    its type (a record hand-edited, or written by a broken run, is probed again)."""
+    python = data.get("python")
+    torch = data.get("torch")
+    return (
+        all(isinstance(data.get(k), str) for k in ("executable", "implementation", "machine"))
+        and all(isinstance(data.get(k), str) for k in ("purelib", "prefix"))
+        and _strings(data.get("sys_path"))
+        and _strings(data.get("torch_files"))
+        and _strings(data.get("tags"))
+        and isinstance(python, list)
+        and len(python) >= 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in python[:2])
+        and isinstance(data.get("pip"), bool)
+        and isinstance(torch, list)
+        and len(torch) == 4
+        and isinstance(torch[0], str)
+        and isinstance(torch[1], str)
+        and (torch[2] is None or _ints(torch[2]))
+        and isinstance(torch[3], bool)
+        and all(_optional_str(data.get(k)) for k in ("torch_cuda", "torch_hip", "torch_dist"))
+        and _optional_str(data.get("torch_error"))
+    )
+
+
+def _torch_version_holds(data: dict[str, Any]) -> bool:
+    """The report's torch version against torch's ``version.py`` (one of the watched files):
+    an independent read, so a record that names another torch than the one installed is not
+    believed even when its stamps still match."""
+    for path in data["torch_files"]:
+        if os.path.basename(path) != "version.py":
+            continue
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+        found = re.search(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", text, re.MULTILINE)
+        return found is not None and found.group(1) == data["torch"][0]
+    return True
 
 
 def _watched(python: Path, data: dict[str, Any]) -> list[str]:

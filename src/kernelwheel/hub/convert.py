@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from packaging.requirements import Requirement
 from packaging.tags import Tag
@@ -23,6 +24,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..errors import HubError
+from ..model.names import pypi_namesake, shadowing
 from ..model.python_depends import load_python_depends
 from ..model.recipes import TVM_FFI_PACKAGE, load_recipes
 from ..model.variant import LocalVersionStyle, Variant
@@ -104,11 +106,49 @@ def _base_version(resolution: Resolution, metadata: KernelMetadata | None, notes
     return version
 
 
-def _project_urls(metadata: KernelMetadata | None) -> tuple[tuple[str, str], ...]:
+def _project_urls(
+    metadata: KernelMetadata | None, notes: list[str]
+) -> tuple[tuple[str, str], ...]:
+    """metadata.json's upstream and source as Project-URLs: http(s) URLs only (an installer or
+    an index page shows them as links: a ``javascript:`` or ``file:`` one is left out, with a
+    note)."""
     if metadata is None:
         return ()
     pairs = (("Upstream", metadata.upstream), ("Source", metadata.source))
-    return tuple((label, url) for label, url in pairs if url)
+    kept = []
+    for label, url in pairs:
+        if not url:
+            continue
+        if _is_web_url(url):
+            kept.append((label, url))
+        else:
+            notes.append(
+                f"warning: metadata.json {label.lower()!r} {url[:80]!r} is not an http(s) URL: "
+                "left out of the wheel's Project-URL"
+            )
+    return tuple(kept)
+
+
+def _is_web_url(url: str) -> bool:
+    parts = urlsplit(url)
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and not any(c.isspace() or ord(c) < 32 for c in url)
+    )
+
+
+def _screen_depends(metadata: KernelMetadata, folder: str) -> None:
+    """python-depends become Requires-Dist: a direct reference (``x @ file:///…``, ``x @
+    https://…``) would make pip fetch whatever the repo names, unhashed; refused."""
+    for dep in metadata.python_depends:
+        requirement = Requirement(dep)  # metadata.py has parsed each
+        if requirement.url is not None:
+            raise Unconvertible(
+                f"{folder}/{METADATA_JSON}: python-depends has {dep!r}, a direct reference "
+                f"({requirement.url[:80]}): a wheel's requirements name PyPI packages only; "
+                "refused"
+            )
 
 
 def prepare_wheel(
@@ -126,6 +166,16 @@ def prepare_wheel(
     """Read, verify and lay out one variant. Integrity errors propagate as HubError from
     :func:`verify`; layout problems raise :class:`Unconvertible`."""
     folder = f"{where}: {BUILD_DIR}/{variant.name}"
+    for file in files:
+        try:
+            file.inner.encode("utf-8")
+        except UnicodeEncodeError:
+            # A wheel's RECORD and zip names are UTF-8 (PEP 427): such a name cannot be written.
+            shown = file.inner.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+            raise Unconvertible(
+                f"{folder}: the file name {shown!r} is not UTF-8; a wheel cannot hold it "
+                "(rename the file in the repo)"
+            ) from None
     by_inner = {f.inner: f for f in files}
     notes: list[str] = []
     metadata: KernelMetadata | None = None
@@ -136,6 +186,7 @@ def prepare_wheel(
             metadata = KernelMetadata.parse(data, where=f"{folder}/{METADATA_JSON}")
         except HubError as exc:
             raise Unconvertible(str(exc)) from None
+        _screen_depends(metadata, folder)
         kept[f"{HUB_DIST_INFO}/{METADATA_JSON}"] = data
     if name is not None:  # --name: above metadata.json, the content and the repo name
         metadata = dataclasses.replace(metadata or KernelMetadata(), name=name)
@@ -165,6 +216,16 @@ def prepare_wheel(
     dist = (metadata.name if metadata and metadata.name else None) or (
         repo_name if package_name(repo_name) == layout.package else layout.package
     )
+    if (shadowed := shadowing(dist, layout.package)) is not None:
+        raise Unconvertible(
+            f"{folder}: the wheel {dist} (package {layout.package}/) would shadow {shadowed}; "
+            "refused (pass --name NAME to give it a name of its own)"
+        )
+    if variant.noarch and pypi_namesake(dist):
+        notes.append(
+            f"warning: {dist!r} is also a well-known PyPI distribution, which installing this "
+            f"wheel replaces; pass --name {dist}-kernel to give it another name"
+        )
     version = f"{_base_version(resolution, metadata, notes)}+{variant.local_version_in(style)}"
     if guard_files(contents, layout.package, dist, version, variant):
         notes.append("import guard added")
@@ -181,7 +242,7 @@ def prepare_wheel(
         or f"{dist} PyTorch kernel ({variant.name}) from {repo_name} at commit "
         f"{resolution.commit[:12]}, converted by kernelwheel",
         license=metadata.license if metadata else None,
-        project_urls=_project_urls(metadata),
+        project_urls=_project_urls(metadata, notes),
         dist_info_files=kept,
         executables=frozenset(a for a in contents if a.endswith(_NATIVE_SUFFIXES)),
         # Each file was hashed to verify it: RECORD reuses the digests of the bytes left as read

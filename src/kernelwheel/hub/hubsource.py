@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -63,6 +64,9 @@ class HubSettings:
     token: str | None
     cache_dir: Path | None
     offline: bool
+    # Seconds to wait for the Hub to connect or answer (huggingface_hub's own variables, whose
+    # defaults are 10 s; its HTTP client otherwise waits forever for an API answer).
+    timeout: float = 10.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> HubSettings:
@@ -75,7 +79,37 @@ class HubSettings:
             token=env.get("HF_TOKEN") or None,
             cache_dir=Path(os.path.expandvars(os.path.expanduser(cache))) if cache else None,
             offline=(env.get("HF_HUB_OFFLINE") or "").upper() in _TRUE,
+            timeout=_seconds(env.get("HF_HUB_DOWNLOAD_TIMEOUT") or env.get("HF_HUB_ETAG_TIMEOUT")),
         )
+
+
+def _seconds(text: str | None, default: float = 10.0) -> float:
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        return default
+    return value if 0 < value < 1e6 else default
+
+
+_TRIES = 3  # a call that times out or cannot connect is tried this often (1 s, 2 s apart)
+_BOUNDED: list[float] = []  # the timeout the installed client factory uses, once installed
+
+
+def _bound_http(timeout: float) -> None:
+    """Give huggingface_hub's shared HTTP client a timeout (its default client has none: an
+    endpoint that accepts and never answers would hold to-wheel forever)."""
+    if _BOUNDED == [timeout]:
+        return
+    import httpx2
+    from huggingface_hub.utils import _http
+
+    def factory() -> httpx2.Client:
+        client = _http.default_client_factory()
+        client.timeout = httpx2.Timeout(timeout)
+        return client
+
+    _http.set_client_factory(factory)
+    _BOUNDED[:] = [timeout]
 
 
 class _Quiet:
@@ -129,6 +163,7 @@ class HubSource:
         self.repo_id = repo_id
         self.settings = settings or HubSettings.from_env()
         self.api = HfApi(endpoint=self.settings.endpoint, token=self.settings.token)
+        _bound_http(self.settings.timeout)
         self._cache = str(self.settings.cache_dir) if self.settings.cache_dir else None
         self.reporter = reporter
         self.repo_type = KERNEL_REPO
@@ -195,7 +230,7 @@ class HubSource:
     # -- error mapping --------------------------------------------------------------------------
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
-        return call_hub(self.where, what, fn)
+        return call_hub(self.where, what, fn, timeout=self.settings.timeout)
 
     # -- refs -----------------------------------------------------------------------------------
 
@@ -379,6 +414,7 @@ class HubSource:
                 local_files_only=self.settings.offline,
                 tqdm_class=_Quiet,
                 max_workers=_FILE_DOWNLOADS,
+                etag_timeout=self.settings.timeout,
             ),
         )
         return Path(snapshot)
@@ -404,9 +440,26 @@ class _StreamingReader:
             ) from None
 
 
-def call_hub(where: str, what: str, fn: Callable[[], T]) -> T:
+def call_hub(where: str, what: str, fn: Callable[[], T], *, timeout: float | None = None) -> T:
     """``fn()``, its huggingface_hub and network errors as HubErrors naming ``where``, ``what``
-    was being done and the fix."""
+    was being done and the fix. With ``timeout`` (the seconds the HTTP client waits, for the
+    message), a call that times out or cannot connect is tried again, up to _TRIES times."""
+    for attempt in range(1, _TRIES + 1 if timeout is not None else 2):
+        try:
+            return _call_hub_once(where, what, fn)
+        except _Unanswered as exc:
+            if timeout is None or attempt == _TRIES:
+                shown = f"{timeout:g} s, {attempt} tries" if timeout is not None else "time"
+                raise HubError(
+                    f"{where}: {what}: no answer within {shown} ({exc})",
+                    hint="check the network and HF_ENDPOINT; a slow link may need a longer "
+                    "HF_HUB_DOWNLOAD_TIMEOUT (seconds); HF_HUB_OFFLINE=1 uses what is cached",
+                ) from None
+            time.sleep(float(attempt))
+    raise AssertionError("unreachable")
+
+
+def _call_hub_once(where: str, what: str, fn: Callable[[], T]) -> T:
     from huggingface_hub import errors as hf
 
     try:
@@ -441,6 +494,8 @@ def call_hub(where: str, what: str, fn: Callable[[], T]) -> T:
             hint="check HF_ENDPOINT and HF_TOKEN, or retry later",
         ) from exc
     except Exception as exc:
+        if _is_timeout(exc):
+            raise _Unanswered(f"{type(exc).__name__}: {exc}") from exc
         if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "requests"):
             raise HubError(
                 f"{where}: {what}: cannot reach the Hub ({type(exc).__name__}: {exc})",
@@ -448,6 +503,28 @@ def call_hub(where: str, what: str, fn: Callable[[], T]) -> T:
                 "what is cached",
             ) from exc
         raise
+
+
+class _Unanswered(Exception):
+    """A Hub call that timed out or could not connect: worth another try."""
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """A timeout or a refused connection, from whichever HTTP library, or wrapped by
+    huggingface_hub (its errors keep the cause)."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return False
+        name = type(seen).__name__
+        module = type(seen).__module__.split(".")[0]
+        if isinstance(seen, TimeoutError) or (
+            module in ("httpx", "httpx2", "httpcore", "requests", "urllib3")
+            and ("Timeout" in name or name in ("ConnectError", "ReadError", "RemoteProtocolError"))
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _fnmatch_escape(text: str) -> str:

@@ -213,7 +213,7 @@ class KernelMetadata:
 def _load(data: bytes, where: str) -> dict[str, Any]:
     try:
         raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except ValueError as exc:  # also an integer of more digits than Python converts
         raise HubError(
             f"{where}: not valid JSON ({exc})", hint="fix metadata.json in the repo"
         ) from None

@@ -35,6 +35,7 @@ from packaging.version import InvalidVersion, Version
 from .._toml import Located, describe, read_toml
 from ..errors import ProjectError, UsageError, VariantError
 from .capability import CudaCapability
+from .names import shadowing
 from .python_depends import load_python_depends
 from .sections import (
     BACKENDS,
@@ -183,6 +184,7 @@ del _home, _keys, _key
 _NAME_RE = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
 # The older forms allowed more; the name must still survive '-' -> '_' as an identifier.
 _LEGACY_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_NAME_MAX = 255  # bytes in one path component (NAME_MAX of Linux and macOS file systems)
 MAX_NAME = 64  # general.name: the wheel file name holds it with version and tags (255 bytes)
 _KERNEL_ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 _ROCM_ARCH_RE = re.compile(r"gfx[0-9a-f]{3,4}(?::[a-z-]+[+-])*")
@@ -494,19 +496,8 @@ class _Reader:
         return early
 
     def checked_package_name(self, name: str) -> str:
-        if not name.strip():
-            raise self.error(
-                "must not be empty", "general.name", 'set the kernel\'s name, e.g. name = "relu"'
-            )
-        if len(name) > MAX_NAME:
-            raise self.error(
-                f"{name[:40]!r}… is {len(name)} characters long; at most {MAX_NAME} are allowed",
-                "general.name",
-                "use a short name: it is the package folder, the ops namespace and part of "
-                "every wheel's file name (file systems refuse names over 255 bytes)",
-            )
         package = package_name(name)
-        if self.edition == LEGACY:
+        if self.edition == LEGACY and name.strip() and len(name) <= MAX_NAME:
             if not _LEGACY_NAME_RE.fullmatch(name) or not is_package_name(package):
                 via = f" ({package!r})" if package != name else ""
                 raise self.error(
@@ -516,12 +507,8 @@ class _Reader:
                     "(it becomes the package torch-ext/<name with '-' -> '_'>/), "
                     "and not a Python keyword",
                 )
-        elif not _NAME_RE.fullmatch(name) or not is_package_name(package):
-            raise self.error(
-                f"{name!r} is not a kernel name: {_name_problem(name)}",
-                "general.name",
-                _name_fix(name),
-            )
+        if (problem := kernel_name_problem(name, legacy=self.edition == LEGACY)) is not None:
+            raise self.error(problem[0], "general.name", problem[1])
         return package
 
     def project_version(self, general: Located) -> tuple[int | None, str | None]:
@@ -1129,6 +1116,21 @@ class _Reader:
                     dotted,
                     f"write paths relative to the project root {self.root}",
                 )
+            if "\0" in entry or any(ord(c) < 32 for c in entry):
+                raise self.error(
+                    f"{entry!r} holds a control character (NUL, newline...), which no file "
+                    "name may hold",
+                    dotted,
+                    "remove it from the path",
+                )
+            long = [part for part in entry.split("/") if len(os.fsencode(part)) > _NAME_MAX]
+            if long:
+                raise self.error(
+                    f"{entry!r} has a component of {len(os.fsencode(long[0]))} bytes "
+                    f"({long[0][:30]!r}…); file systems allow at most {_NAME_MAX}",
+                    dotted,
+                    "use a shorter file or folder name",
+                )
             normalized = posixpath.normpath(entry)
             if normalized == ".." or normalized.startswith("../"):
                 raise self.error(
@@ -1198,6 +1200,29 @@ def _other_backend_key(key: str, backend: str) -> str | None:
     )
 
 
+def kernel_name_problem(name: str, *, legacy: bool = False) -> tuple[str, str] | None:
+    """Why ``name`` cannot be a kernel's ``general.name`` (and ``init``'s NAME), with the fix;
+    None when it can. ``legacy``: the pre-edition-3 forms, whose spelling was checked apart."""
+    if not name.strip():
+        return "must not be empty", 'set the kernel\'s name, e.g. name = "relu"'
+    if len(name) > MAX_NAME:
+        return (
+            f"{name[:40]!r}… is {len(name)} characters long; at most {MAX_NAME} are allowed",
+            "use a short name: it is the package folder, the ops namespace and part of "
+            "every wheel's file name (file systems refuse names over 255 bytes)",
+        )
+    package = package_name(name)
+    if not legacy and (not _NAME_RE.fullmatch(name) or not is_package_name(package)):
+        return f"{name!r} is not a kernel name: {_name_problem(name)}", _name_fix(name)
+    if (shadowed := shadowing(name, package)) is not None:
+        return (
+            f"{name!r} would shadow {shadowed}",
+            f"choose a name of the kernel's own, e.g. {name}-kernel (kernelwheel refuses names "
+            "of core packages and of the standard library: data/names.toml)",
+        )
+    return None
+
+
 def _name_problem(name: str) -> str:
     if any(c.isupper() for c in name):
         return "it has uppercase letters"
@@ -1209,7 +1234,7 @@ def _name_problem(name: str) -> str:
         return "it must end with a letter or digit"
     if len(name) < 2:
         return "it needs at least two characters"
-    if not is_package_name(package_name(name)):
+    if keyword.iskeyword(package_name(name)):
         return "its package name is a Python keyword"
     return "only lowercase letters, digits and '-' are allowed"
 
@@ -1218,6 +1243,8 @@ def _name_fix(name: str) -> str:
     suggestion = re.sub(r"[^a-z0-9-]", "", name.lower().replace("_", "-")).lstrip("-0123456789")
     suggestion = suggestion.rstrip("-")
     rule = "names match ^[a-z][-a-z0-9]*[a-z0-9]$ (kernel-builder's rule)"
+    if shadowing(suggestion, package_name(suggestion)) is not None:
+        suggestion += "-kernel"  # never suggest a name that is refused in turn
     if _NAME_RE.fullmatch(suggestion) and is_package_name(package_name(suggestion)):
         return (
             f'use name = "{suggestion}" and rename the package folder to '

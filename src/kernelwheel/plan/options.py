@@ -85,6 +85,7 @@ class Options:
     output_dir: Path = Path("wheelhouse")
     cache_dir: Path = DEFAULT_CACHE_DIR
     no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
+    keep_intermediates: bool = False  # keep nvcc's --keep files after a compile (debugging)
     ccache_remote: str | None = None  # ccache's remote storage (redis://, http://, file:)
     jobs: int | None = None  # None: auto, fit the machine (see resolve_jobs)
     python: Path | None = None  # build with this interpreter's torch, not a made environment
@@ -514,6 +515,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("output_dir", _path),
     OptionDef("cache_dir", _path),
     OptionDef("no_ccache", _bool),
+    OptionDef("keep_intermediates", _bool),
     OptionDef("ccache_remote", _remote_storage),
     OptionDef("jobs", _jobs),
     OptionDef("python", _interpreter_path),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -132,7 +133,7 @@ class Selector:
             raise UsageError(
                 "no variant to select from: the kernel's plan is empty"
                 + (f" ({len(left_out)} left out)" if left_out else ""),
-                hint=_reasons_hint(left_out, list(left_out)),
+                hint=_why_empty(left_out),
             )
         if self.only is not None:
             if self.only in names:
@@ -168,6 +169,33 @@ class Selector:
                 hint=f"narrow {self.skip_label}; available: {', '.join(names)}",
             )
         return chosen
+
+
+# Reasons every plan has (a recipe of a backend the project does not build): true, but never
+# why a plan is empty; shown after the others.
+_EXPECTED = "not in the project's backends"
+
+
+def _why_empty(left_out: Mapping[str, str]) -> str:
+    """Why nothing is left, grouped: each kind of reason once, with how many variants it left
+    out and one of them; the reasons that decide (a minver, a capability...) first, the
+    backends the project does not build last."""
+    if not left_out:
+        return "the recipes hold no variant for this project"
+    groups: dict[str, list[str]] = {}
+    for name, reason in left_out.items():
+        groups.setdefault(re.sub(r"[0-9]+(?:\.[0-9]+)*", "#", reason), []).append(name)
+    ordered = sorted(
+        groups.values(), key=lambda names: (_EXPECTED in left_out[names[0]], -len(names))
+    )
+    parts = [
+        f"{len(names)} variant(s): {left_out[names[0]]} (e.g. {names[0]})" for names in ordered
+    ]
+    return (
+        "left out: "
+        + "; ".join(parts[:_SHOWN])
+        + (f"; and {len(parts) - _SHOWN} other reason(s)" if len(parts) > _SHOWN else "")
+    )
 
 
 def _reasons_hint(left_out: Mapping[str, str], names: Sequence[str]) -> str:

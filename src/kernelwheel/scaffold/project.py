@@ -13,9 +13,9 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
-from .._util import publish, staging_dir
+from .._util import output_dir, publish, staging_dir
 from ..errors import ProjectError, UsageError
-from ..model.project import load_project
+from ..model.project import kernel_name_problem, load_project
 
 # The backends kernelwheel compiles (docs/backends.md), in build.toml's order.
 INIT_BACKENDS = ("cpu", "cuda")
@@ -74,6 +74,12 @@ def init_project(req: InitRequest) -> InitResult:
             f"NAME {req.name!r}: a kernel name, not a path",
             hint="give the name alone (e.g. my-kernel); --directory says where to write it",
         )
+    # The name rule first: a name the templates cannot hold would otherwise be reported as
+    # the staged build.toml's syntax error.
+    if (problem := kernel_name_problem(req.name)) is not None:
+        shown = req.name if len(req.name) <= 60 else req.name[:40] + "…"
+        raise UsageError(f"NAME {shown!r}: {problem[0]}", hint=problem[1])
+    output_dir(req.parent, "--directory")
     root = req.parent / req.name
     if root.exists() or root.is_symlink():
         raise UsageError(

@@ -1,0 +1,266 @@
+"""Issue 30's reproductions at the CLI: names that shadow core packages, files and folders
+where the other is expected, read-only caches, --json documents for whole-command failures, dry
+runs that refuse what the build refuses. Each ends with its documented exit code and message,
+no traceback, nothing half-written."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.kinds import NOARCH_BUILD_TOML, write_noarch_project
+
+from kernelwheel._util import replace_dir
+from kernelwheel.cli import main
+from kernelwheel.errors import UsageError
+from kernelwheel.model.variant import Arch
+
+CPU = f"torch214-cxx11-cpu-{Arch.host().value}-linux"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err, captured.err
+    return code, captured.out, captured.err
+
+
+def _project(root: Path, name: str = "nk-kernel", extra: str = "") -> Path:
+    package = root / "torch-ext" / name.replace("-", "_")
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (root / "csrc").mkdir()
+    (root / "csrc" / "k.cpp").write_text("")
+    (root / "build.toml").write_text(
+        f'[general]\nname = "{name}"\nbackends = ["cpu", "cuda"]\n'
+        '[torch]\nsrc = ["csrc/k.cpp"]\n'
+        '[kernel.k]\nbackend = "cpu"\ndepends = ["torch"]\nsrc = ["csrc/k.cpp"]\n' + extra
+    )
+    return root
+
+
+# -- names ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["torch", "triton", "numpy", "pip", "setuptools", "kernels", "kernelwheel", "json"]
+)
+def test_init_refuses_names_that_shadow(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(capsys, "init", name, "--directory", str(tmp_path))
+    assert code == UsageError.exit_code and "would shadow" in err, err
+    assert f"{name}-kernel" in err  # the fix names one that is allowed
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["torch", "numpy", "setuptools", "kernels", "asyncio"])
+def test_build_toml_general_name_that_shadows_is_refused(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = _project(tmp_path / "p", name)
+    code, _, err = _run(capsys, "build", str(project), "--print-build-identifiers")
+    assert code == 3 and "general.name" in err and "would shadow" in err, err
+
+
+def test_init_blames_the_name_not_the_toml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ['a"b', "a\\b", "x" * 300, "My_Kernel"]:
+        code, _, err = _run(capsys, "init", name, "--directory", str(tmp_path))
+        assert code == UsageError.exit_code, err
+        assert "invalid TOML" not in err and ".kernelwheel-init" not in err, err
+        assert "NAME" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_init_directory_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    for directory in (afile, afile / "sub"):
+        code, _, err = _run(capsys, "init", "ok-name", "--directory", str(directory))
+        assert code == UsageError.exit_code and "--directory" in err, err
+    assert afile.read_text() == "mine"
+
+
+def test_a_noarch_kernel_named_like_a_pypi_package_is_warned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_noarch_project(tmp_path / "p", NOARCH_BUILD_TOML.replace("scale-noarch", "einops"))
+    (root / "torch-ext" / "scale_noarch").rename(root / "torch-ext" / "einops")
+    code, out, err = _run(capsys, "build", str(root), "-o", str(tmp_path / "out"))
+    assert code == 0, err
+    assert "well-known PyPI distribution" in out + err and "einops-kernel" in out + err
+    # Another name: no warning.
+    other = write_noarch_project(tmp_path / "q")
+    code, out, err = _run(capsys, "build", str(other), "-o", str(tmp_path / "out2"))
+    assert code == 0 and "well-known" not in out + err
+
+
+# -- files where folders are expected; read-only ---------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["--cache-dir", "-o", "--hub-layout"])
+def test_build_folder_options_that_are_files_are_refused_first(
+    flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = _project(tmp_path / "p")
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    for value in (afile, afile / "below"):
+        code, _, err = _run(capsys, "build", str(project), "--variant", CPU, flag, str(value))
+        assert code == UsageError.exit_code and "not a folder" in err, err
+        assert "environment" not in err  # refused before any step ran
+    assert afile.read_text() == "mine"
+
+
+def _read_only(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """Make ``root`` behave as a read-only file system (as a CI cache mount): creating, opening
+    for writing or renaming anything under it fails with EROFS. (The tests run as root, whom
+    permission bits do not stop.)"""
+    prefix = str(root)
+
+    def under(path: Any) -> bool:
+        try:
+            return os.path.abspath(os.fsdecode(path)).startswith(prefix)
+        except TypeError:
+            return False
+
+    def refuse(path: Any) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", os.fsdecode(path))
+
+    def wrap(fn: Callable[..., Any], writes: Callable[..., bool]) -> Callable[..., Any]:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if args and under(args[0]) and writes(*args, **kwargs):
+                refuse(args[0])
+            return fn(*args, **kwargs)
+
+        return guarded
+
+    monkeypatch.setattr(os, "mkdir", wrap(os.mkdir, lambda *a, **k: True))
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT
+    monkeypatch.setattr(
+        os, "open", wrap(os.open, lambda p, flags, *a, **k: bool(flags & write_flags))
+    )
+    monkeypatch.setattr(os, "replace", wrap(os.replace, lambda *a, **k: True))
+    import builtins
+    import io
+
+    def opener_writes(path: Any, mode: str = "r", *a: Any, **k: Any) -> bool:
+        return any(c in mode for c in "wax+")
+
+    monkeypatch.setattr(builtins, "open", wrap(builtins.open, opener_writes))
+    monkeypatch.setattr(io, "open", wrap(io.open, opener_writes))
+
+
+def test_read_only_folders_give_a_message_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = _project(tmp_path / "p")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    (ro / "cache").mkdir()
+    _read_only(monkeypatch, ro)
+    runs = [
+        ["init", "ok-name", "--directory", str(ro)],
+        ["build", str(project), "--variant", CPU, "--version", "1.0.0", "--cache-dir", str(ro)],
+        ["build", str(project), "--variant", CPU, "--version", "1.0.0", "-o", str(ro / "out")],
+        ["to-wheel", str(project), "1", "-o", str(ro / "out")],
+        ["lock", str(project), "--cache-dir", str(ro / "cache")],
+    ]
+    for argv in runs:
+        code, _, err = _run(capsys, *argv)
+        assert code in (1, 2), (argv, err)
+        assert "Read-only file system" in err and str(ro) in err, (argv, err)
+        assert not list(ro.rglob(".kernelwheel-*")), "nothing half-written"
+
+
+def test_a_symlinked_variant_folder_is_never_replaced(tmp_path: Path) -> None:
+    """--hub-layout's build/<variant>/ (or any folder replace_dir writes) that is a symlink:
+    refused, the link and what it points to left as they were."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("mine")
+    final = tmp_path / "build" / "torch214-cxx11-cpu-x86_64-linux"
+    final.parent.mkdir()
+    final.symlink_to(elsewhere, target_is_directory=True)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    (staging / "new.txt").write_text("new")
+    with pytest.raises(UsageError, match="is a symlink"):
+        replace_dir(staging, final)
+    assert final.is_symlink() and (elsewhere / "keep.txt").read_text() == "mine"
+    assert not (elsewhere / "new.txt").exists()
+
+
+# -- --json: one document, the error's when the command fails as a whole -------------------------
+
+
+def _json_run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    doc = json.loads(captured.out)
+    assert isinstance(doc, dict)
+    return code, doc
+
+
+def test_json_error_documents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "build.toml").write_text('[general]\nname = "x y"\n')
+    code, doc = _json_run(capsys, "build", str(bad), "--json", "-o", str(tmp_path / "o"))
+    assert code == 3 and doc["ok"] is False and doc["command"] == "build"
+    assert doc["error"]["kind"] == "ProjectError" and "general.name" in doc["error"]["message"]
+    code, doc = _json_run(capsys, "matrix", str(bad), "--json")
+    assert code == 3 and doc["exit_code"] == 3
+    # An empty selection (the plan's reasons in the hint).
+    project = _project(tmp_path / "p")
+    code, doc = _json_run(capsys, "build", str(project), "--json", "--build", "torch299-*")
+    assert code == 2 and "matches no variant" in doc["error"]["message"]
+    # index with an input that is not a folder of wheels.
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    code, doc = _json_run(capsys, "index", str(afile), "-o", str(tmp_path / "site"), "--json")
+    assert code != 0 and doc["ok"] is False and doc["command"] == "index"
+
+
+# -- dry runs refuse what the build refuses ------------------------------------------------------
+
+
+def test_dry_runs_refuse_an_unknown_dependency(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = _project(tmp_path / "p")
+    toml = project / "build.toml"
+    toml.write_text(toml.read_text().replace('depends = ["torch"]', 'depends = ["cutlass_9_9"]'))
+    code, _, err = _run(capsys, "matrix", str(project))
+    assert code == 3 and "unknown dependency 'cutlass_9_9'" in err and "cutlass_3_9" in err
+    code, _, err = _run(capsys, "build", str(project), "--print-build-identifiers")
+    assert code == 3 and "unknown dependency" in err
+
+
+def test_matrix_leaves_out_the_variants_whose_depends_the_build_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CUDA kernel that depends on sycl_tla (which kernelwheel cannot provide): the CUDA
+    variants leave the matrix (rejected, with the build's reason); the CPU ones stay."""
+    extra = '[kernel.g]\nbackend = "cuda"\ndepends = ["sycl_tla"]\nsrc = ["csrc/g.cu"]\n'
+    project = _project(tmp_path / "p", extra=extra)
+    (project / "csrc" / "g.cu").write_text("")
+    code, doc = _json_run(capsys, "matrix", str(project), "--json")
+    assert code == 0
+    included = [e["name"] for e in doc["include"]]
+    assert CPU in included and all("-cu" not in n for n in included)
+    refused = [r for r in doc["rejected"] if "sycl_tla" in r["reason"]]
+    assert refused and all("-cu" in r["name"] for r in refused)
+    cuda = refused[0]["name"]
+    code, _, err = _run(
+        capsys, "build", str(project), "--variant", cuda, "--print-build-identifiers"
+    )
+    assert code == 5 and "sycl_tla" in err
