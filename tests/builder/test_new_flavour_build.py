@@ -5,6 +5,9 @@ the CUDA it was compiled with and `kernelwheel check`.
 
 pip's configuration is left out for this build (PIP_CONFIG_FILE=/dev/null), as a machine whose
 pip is capped below torch 2.15 (this project's development machines) would not install it.
+The wheel meets manylinux_2_28 where the host's glibc is 2.28 (the release's build image); on a
+newer host it is kept as linux_x86_64 (--best-effort), as there the compiler links against that
+glibc (measured on glibc 2.36: dlopen/dlclose@GLIBC_2.34 in the torch 2.15 cu132 object).
 """
 
 from __future__ import annotations
@@ -36,12 +39,15 @@ def test_torch_215_cu132_builds_with_the_cuda_132_toolchain(
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # no cap on torch
     monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
     out = tmp_path / "wheelhouse"
-    code = main(["build", str(IMG2GRAY), "--only", VARIANT, "--output-dir", str(out)])
+    old_glibc = tuple(int(p) for p in platform.libc_ver()[1].split(".")[:2]) <= (2, 28)
+    args = ["build", str(IMG2GRAY), "--only", VARIANT, "--output-dir", str(out)]
+    code = main(args if old_glibc else [*args, "--best-effort"])
     captured = capsys.readouterr()
     assert code == 0, captured.err[-4000:]
     (wheel,) = out.glob("*.whl")
     assert wheel.name.startswith("img2gray-") and "+torch2.15.cu132.cxx11-cp310-abi3-" in wheel.name
-    assert wheel.name.endswith("manylinux_2_28_x86_64.whl")
+    platform_tag = "manylinux_2_28_x86_64" if old_glibc else "linux_x86_64"
+    assert wheel.name.endswith(f"-{platform_tag}.whl")
     log = (out / "logs" / f"{VARIANT}.log").read_text()
     assert "release 13.2" in log  # nvcc --version of the toolchain the recipe pins
     with zipfile.ZipFile(wheel) as zf:
