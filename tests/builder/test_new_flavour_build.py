@@ -50,7 +50,8 @@ def test_torch_215_cu132_builds_with_the_cuda_132_toolchain(
     platform_tag = "manylinux_2_28_x86_64" if old_glibc else "linux_x86_64"
     assert wheel.name.endswith(f"-{platform_tag}.whl")
     # the environment step names torch and the toolkit: the nvcc 13.2 wheels the recipe pins
-    assert "torch 2.15.0+cu132" in captured.err and "CUDA 13.2 at " in captured.err
+    shown = captured.out + captured.err
+    assert "torch 2.15.0+cu132" in shown and "CUDA 13.2 at " in shown
     assert "compile skipped" not in (out / "logs" / f"{VARIANT}.log").read_text()
     with zipfile.ZipFile(wheel) as zf:
         requires = [
