@@ -153,7 +153,7 @@ def test_no_gpu_builds_the_cpu_variant(tmp_path: Path) -> None:
     assert got.recipe.name == "torch215-cxx11-cpu-x86_64-linux"
     assert "no NVIDIA GPU (nvidia-smi: not found)" in got.reason
     gpu = default(project(tmp_path), Machine(Arch.AARCH64, H100))
-    assert gpu.recipe.name == "torch214-cxx11-cu130-aarch64-linux"
+    assert gpu.recipe.name == "torch215-cxx11-cu132-aarch64-linux"
 
 
 def test_a_cuda_only_kernel_without_gpu_says_its_ops_cannot_run_here(tmp_path: Path) -> None:
