@@ -16,6 +16,7 @@ from support.variants import TORCH214_CPU as CPU
 
 import kernelwheel.builder.service as build_service
 from kernelwheel._util import run_captured, run_logged
+from kernelwheel.builder import preflight
 from kernelwheel.builder.compile_rules import variants_at_once
 from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.request import BuildRequest, BuiltWheel
@@ -26,6 +27,13 @@ from kernelwheel.log import Reporter
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 CPU213 = "torch213-cxx11-cpu-x86_64-linux"
 SELECT = ["--variant", "torch21{3,4}-*cpu-x*"]  # CPU213, then CPU
+
+
+@pytest.fixture(autouse=True)
+def _torch_index_reachable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These builds are faked and fetch nothing: PyTorch's CPU index counts as reachable
+    (builder.preflight would refuse torch 2.14.1+cpu where it is not)."""
+    monkeypatch.setattr(preflight, "_unreachable", lambda url: None)
 
 
 def _wheel(req: BuildRequest) -> BuiltWheel:

@@ -9,6 +9,7 @@ import pytest
 from support.variants import TORCH213_CPU, TORCH214_CPU
 
 import kernelwheel.builder.service as build_service
+from kernelwheel.builder import preflight
 from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.request import BuildRequest, BuiltWheel
 from kernelwheel.cli import main
@@ -27,6 +28,8 @@ def _no_option_variables(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_options_come_first_in_the_output_and_in_each_log(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the build is faked: PyTorch's CPU index counts as reachable (builder.preflight asks it)
+    monkeypatch.setattr(preflight, "_unreachable", lambda url: None)
     headers: dict[str, str] = {}
 
     def fake(req: BuildRequest, reporter: Reporter, *, hub_layout: Path | None) -> BuiltWheel:

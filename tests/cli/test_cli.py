@@ -57,8 +57,8 @@ def test_print_build_identifiers_default_and_selected(
     # nvidia-smi lists a GPU, else the CPU variant; no virtual environment's torch decides here.
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     assert main(["build", str(IMG2GRAY), "--print-build-identifiers"]) == 0
-    flavour = "cu130" if query_gpus().present else "cpu"
-    assert capsys.readouterr().out.split() == [f"torch214-cxx11-{flavour}-x86_64-linux"]
+    flavour = "cu132" if query_gpus().present else "cpu"
+    assert capsys.readouterr().out.split() == [f"torch215-cxx11-{flavour}-x86_64-linux"]
     args = ["build", str(IMG2GRAY), "--print-build-identifiers", "--build", "torch21{3,4}-*cpu*"]
     assert main([*args, "--arch", "x86_64"]) == 0
     assert capsys.readouterr().out.split() == [

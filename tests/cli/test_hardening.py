@@ -20,7 +20,7 @@ from kernelwheel.cli import main
 from kernelwheel.errors import UsageError
 from kernelwheel.model.variant import Arch
 
-CPU = f"torch214-cxx11-cpu-{Arch.host().value}-linux"
+CPU = f"torch213-cxx11-cpu-{Arch.host().value}-linux"  # buildable offline here
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

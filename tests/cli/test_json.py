@@ -17,6 +17,7 @@ from support.variants import TORCH214_CPU as CPU
 from support.variants import TORCH214_CU130 as CU130
 
 import kernelwheel.builder.service as build_service
+from kernelwheel.builder import preflight
 from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.request import BuildRequest, BuiltWheel
 from kernelwheel.cli import main
@@ -56,6 +57,8 @@ def test_build_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(build_service, "build_and_export", _fake_build)
+    # the build is faked: PyTorch's CPU index counts as reachable (builder.preflight asks it)
+    monkeypatch.setattr(preflight, "_unreachable", lambda url: None)
     out = tmp_path / "wh"
     args = ["build", str(IMG2GRAY), "--json", "-o", str(out), "--variant", "torch21{3,4}-*cpu-x*"]
     data, err = run_json(capsys, *args)

@@ -11,6 +11,7 @@ import pytest
 from support.variants import TORCH214_CPU as CPU
 
 import kernelwheel.builder.envs as envs
+from kernelwheel.builder import preflight
 from kernelwheel.cli import main
 from kernelwheel.errors import ToolchainError
 
@@ -43,8 +44,10 @@ def pip_install(calls: list[list[str]]) -> list[str]:
 
 
 def test_default_build_uses_pypi_and_the_recipe_index(
-    tmp_path: Path, pip_calls: list[list[str]]
+    tmp_path: Path, pip_calls: list[list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # pip is faked: PyTorch's CPU index counts as reachable (builder.preflight asks it first)
+    monkeypatch.setattr(preflight, "_unreachable", lambda url: None)
     assert build(tmp_path) == ToolchainError.exit_code
     pip = pip_install(pip_calls)
     assert "--no-index" not in pip

@@ -80,7 +80,7 @@ def error_of(torch: dict[str, Any], cuda: dict[str, Any]) -> RecipeError:
 def test_bundled_recipes_load_from_the_repository_folder() -> None:
     recipes = load_recipes()
     assert Path(recipes.origin).resolve() == (REPO / "recipes").resolve()
-    assert [str(r.series) for r in recipes.torch] == [f"2.{m}" for m in range(7, 15)]
+    assert [str(r.series) for r in recipes.torch] == [f"2.{m}" for m in range(7, 16)]
     assert load_recipes(REPO / "recipes") == recipes
 
 
@@ -88,13 +88,17 @@ def test_bundled_torch_facts() -> None:
     recipes = load_recipes()
     exact = {str(r.series): r.version for r in recipes.torch}
     assert exact["2.7"] == "2.7.1" and exact["2.9"] == "2.9.1" and exact["2.14"] == "2.14.1"
+    assert exact["2.15"] == "2.15.0"
     for recipe in recipes.torch:
         assert [a.value for a in recipe.cxx_abis] == ["cxx11"]  # cxx98 stopped after 2.6
         # measured: torch >= 2.11 forces Py_LIMITED_API=0x030A0000 (docs/matrix-run.md)
         assert recipe.python_abi == ("cp310" if recipe.series >= TorchVersion(2, 11) else "cp39")
         cuda = [f.backend for f in recipe.flavours if f.backend.kind is BackendKind.CUDA]
-        if recipe.series >= TorchVersion(2, 11):
-            assert cuda == [Backend.parse_token("cu130")]
+        # the flavours PyTorch publishes (kernel-builder's record; recipes/torch.toml)
+        if recipe.series >= TorchVersion(2, 12):
+            assert cuda == [Backend.parse_token(t) for t in ("cu126", "cu130", "cu132")]
+        elif recipe.series == TorchVersion(2, 11):
+            assert cuda == [Backend.parse_token(t) for t in ("cu126", "cu128", "cu130")]
         elif recipe.series >= TorchVersion(2, 8):
             assert Backend.parse_token("cu128") in cuda
         assert any(f.backend.kind is BackendKind.CPU for f in recipe.flavours)
@@ -170,8 +174,8 @@ def test_recipe_for_uncovered_variants_names_file_and_key() -> None:
     assert "2.7, 2.8" in str(info.value)
     with pytest.raises(RecipeError, match="no build for arch aarch64"):
         recipes.recipe_for(Variant.parse("torch27-cxx11-cu118-aarch64-linux"))
-    with pytest.raises(RecipeError, match="no cu126 flavour"):
-        recipes.recipe_for(Variant.parse("torch214-cxx11-cu126-x86_64-linux"))
+    with pytest.raises(RecipeError, match="no cu118 flavour"):
+        recipes.recipe_for(Variant.parse("torch214-cxx11-cu118-x86_64-linux"))
     with pytest.raises(RecipeError, match="C\\+\\+ ABI cxx98"):
         recipes.recipe_for(Variant.parse("torch214-cxx98-cu130-x86_64-linux"))
 
@@ -460,3 +464,82 @@ def test_every_subpackage_ships_in_the_wheel() -> None:
     missing = sorted(found - listed)
     assert not missing, f"add {missing} to [tool.setuptools] packages in pyproject.toml"
     assert "kernelwheel.recipe_data" in listed
+
+
+# -- torch 2.15, the CUDA flavours of each torch, build images (issue 32 items 3 and 4) ---------
+
+
+def test_torch_215_is_pypis_cu132_with_a_hashed_cuda_132_toolchain() -> None:
+    recipes = load_recipes()
+    for arch in ("x86_64", "aarch64"):
+        recipe = recipes.recipe_for(Variant.parse(f"torch215-cxx11-cu132-{arch}-linux"))
+        # PyPI's plain torch 2.15.0 is the CUDA 13.2 build on both arches (its METADATA)
+        assert (recipe.torch_requirement, recipe.index_url) == ("torch===2.15.0", None)
+        assert recipe.python_abi == "cp310"
+        assert recipe.cuda is not None and recipe.cuda.version == "13.2"
+        assert recipe.cuda.source == "pypi" and recipe.cuda.hashed
+        assert {p.requirement for p in recipe.cuda.packages} == {
+            f"{name}==13.2.86"
+            for name in (
+                "nvidia-cuda-nvcc",
+                "nvidia-nvvm",
+                "nvidia-cuda-crt",
+                "nvidia-cuda-cccl",
+                "nvidia-cuda-runtime",
+            )
+        }
+        assert recipe.image == f"quay.io/pypa/manylinux_2_28_{arch}:2025.09.19-1"
+    cpu = recipes.recipe_for(Variant.parse("torch215-cxx11-cpu-x86_64-linux"))
+    assert (cpu.torch_requirement, cpu.index_url) == (
+        "torch==2.15.0+cpu",
+        "https://download.pytorch.org/whl/cpu",
+    )
+
+
+@pytest.mark.parametrize("series", ["2.14", "2.15"])
+def test_each_cuda_flavour_of_torch_214_and_215_has_its_toolchain_source_and_image(
+    series: str,
+) -> None:
+    recipes = load_recipes()
+    compact = series.replace(".", "")
+    toolchains = {"cu126": ("12.6", "system"), "cu130": ("13.0", "pypi"), "cu132": ("13.2", "pypi")}
+    on_pypi = "cu130" if series == "2.14" else "cu132"
+    for token, (cuda, source) in toolchains.items():
+        recipe = recipes.recipe_for(Variant.parse(f"torch{compact}-cxx11-{token}-x86_64-linux"))
+        assert recipe.cuda is not None and (recipe.cuda.version, recipe.cuda.source) == (
+            cuda,
+            source,
+        )
+        if token == on_pypi:
+            assert recipe.index_url is None
+        else:  # PyTorch's per-CUDA index, with its local label
+            assert recipe.index_url == f"https://download.pytorch.org/whl/{token}"
+            assert recipe.torch_requirement is not None
+            assert recipe.torch_requirement.endswith(f"+{token}")
+        if source == "system":
+            assert recipe.image == f"nvidia/cuda:{cuda}.3-devel-rockylinux8"
+        else:
+            assert recipe.image is not None and "manylinux_2_28_x86_64" in recipe.image
+
+
+def test_images_are_validated_and_given_per_variant() -> None:
+    torch, cuda = mini()
+    torch["build-image"] = {"x86_64": "quay.io/pypa/manylinux_2_28_x86_64:1"}
+    cuda["cuda"]["12.8"]["image"] = "nvidia/cuda:12.8.1-devel-rockylinux8"
+    recipes = parse_recipes(torch, cuda)
+    image = {v.name: recipes.recipe_for(v).image for v in recipes.variants()}
+    assert image["torch29-cxx11-cu128-x86_64-linux"] == "nvidia/cuda:12.8.1-devel-rockylinux8"
+    assert image["torch214-cxx11-cu130-x86_64-linux"] == "quay.io/pypa/manylinux_2_28_x86_64:1"
+    assert image["torch214-cxx11-cu130-aarch64-linux"] is None  # no aarch64 build-image
+    assert recipes.recipe_for(Variant.parse("torch29-cxx11-cpu-x86_64-linux")).to_dict()[
+        "image"
+    ] == ("quay.io/pypa/manylinux_2_28_x86_64:1")
+
+    torch["build-image"] = {"x86_64": "quay.io/pypa/manylinux:latest"}
+    message = str(error_of(torch, cuda))
+    assert "not a pinned image" in message and "build-image.x86_64" in message
+    torch["build-image"] = {"arm": "a/b:1"}
+    assert "unknown arch 'arm'" in str(error_of(torch, cuda))
+    del torch["build-image"]
+    cuda["cuda"]["13.0"]["image"] = "nvidia/cuda:13.0.0-devel-rockylinux8"
+    assert "a pypi toolchain takes no image" in str(error_of(torch, cuda))

@@ -262,10 +262,9 @@ def test_matrix_command_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     data: dict[str, Any] = json.loads(out)
     by_name = {entry["name"]: entry for entry in data["include"]}
     assert set(by_name) == {
-        "torch214-cxx11-cu130-x86_64-linux",
-        "torch214-cxx11-cu130-aarch64-linux",
-        "torch214-cxx11-cpu-x86_64-linux",
-        "torch214-cxx11-cpu-aarch64-linux",
+        f"torch214-cxx11-{flavour}-{arch}-linux"
+        for flavour in ("cu126", "cu130", "cu132", "cpu")
+        for arch in ("x86_64", "aarch64")
     }
     cu = by_name["torch214-cxx11-cu130-aarch64-linux"]
     assert cu["runner"] == "ubuntu-24.04-arm"
@@ -281,6 +280,24 @@ def test_matrix_command_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert len(cu["env_digest"]) == 64
     assert by_name["torch214-cxx11-cpu-x86_64-linux"]["runner"] == "ubuntu-24.04"
     assert by_name["torch214-cxx11-cpu-x86_64-linux"]["cuda"] is None
+    # each flavour with its toolchain, its torch's source and the image that carries both
+    assert cu["image"] == "quay.io/pypa/manylinux_2_28_aarch64:2025.09.19-1"
+    old = by_name["torch214-cxx11-cu126-x86_64-linux"]
+    assert (old["toolchain"], old["cuda"], old["image"]) == (
+        "system",
+        "12.6",
+        "nvidia/cuda:12.6.3-devel-rockylinux8",
+    )
+    assert (old["torch_requirement"], old["index_url"]) == (
+        "torch==2.14.1+cu126",
+        "https://download.pytorch.org/whl/cu126",
+    )
+    new = by_name["torch214-cxx11-cu132-x86_64-linux"]
+    assert (new["toolchain"], new["cuda"], new["torch_requirement"]) == (
+        "pypi",
+        "13.2",
+        "torch==2.14.1+cu132",
+    )
     rejected = {entry["name"]: entry["reason"] for entry in data["rejected"]}
     assert rejected["torch27-cxx11-cu118-x86_64-linux"].startswith("torch 2.7 < torch.minver")
     assert rejected["torch213-cxx11-cpu-x86_64-linux"].startswith("not matched by --build")
@@ -312,9 +329,7 @@ def test_matrix_command_selector_errors(
     assert code == UsageError.exit_code and "--only 'torch214-nope'" in err
 
 
-def test_plan_project_resolves_every_layer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_plan_project_resolves_every_layer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kernel = project(tmp_path, TORCH + CPU)
     (kernel.root / "pyproject.toml").write_text(
         '[tool.kernelwheel]\nskip = "*-aarch64-*"\njobs = 3\n'

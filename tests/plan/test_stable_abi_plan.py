@@ -190,10 +190,10 @@ def test_default_and_named_variants_of_a_stable_project(tmp_path: Path) -> None:
     planned = plan_project(proj.root, {})
     machine = Machine(Arch.X86_64, Gpus(("9.0",), "a test"))
     (default,) = select(planned, machine=machine).recipes
-    assert default.name == "torch-stable-abi210-cu130-x86_64-linux"
+    assert default.name == "torch-stable-abi210-cu132-x86_64-linux"
     # `build --variant NAME` finds it in the plan (real recipes: built with torch 2.14.1).
     (rec,) = selected_recipes(planned, ["torch-stable-abi210-cpu-x86_64-linux"])
-    assert (rec.name, rec.torch_version) == ("torch-stable-abi210-cpu-x86_64-linux", "2.14.1")
+    assert (rec.name, rec.torch_version) == ("torch-stable-abi210-cpu-x86_64-linux", "2.15.0")
 
 
 def test_a_metal_kernel_in_the_stable_abi_table_plans_a_darwin_variant(tmp_path: Path) -> None:

@@ -183,7 +183,7 @@ def test_default_variant_never_picks_a_backend_the_project_lacks(tmp_path: Path)
     cpu = default(project(tmp_path / "cm", "cpu", "metal"))
     assert cpu.backend is not None and cpu.backend.kind is BackendKind.CPU
     cuda = default(project(tmp_path / "rc", "rocm", "cuda"))
-    assert cuda.name == "torch214-cxx11-cu130-x86_64-linux"
+    assert cuda.name == "torch215-cxx11-cu132-x86_64-linux"
 
 
 # -- the commands --------------------------------------------------------------------------------

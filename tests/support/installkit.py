@@ -61,8 +61,12 @@ def kernel_wheel(
 
 
 def isolated_env() -> dict[str, str]:
-    """This machine's pip and uv configuration (extra indexes, find-links) left out."""
-    env = dict(os.environ, PIP_CONFIG_FILE=os.devnull, UV_NO_CONFIG="1")
+    """This machine's pip and uv configuration (extra indexes, find-links) left out, and its
+    CUDA driver: the fake torches are matched to their own CUDA (a test fakes a driver with
+    KERNELWHEEL_CUDA_DRIVER)."""
+    env = dict(
+        os.environ, PIP_CONFIG_FILE=os.devnull, UV_NO_CONFIG="1", KERNELWHEEL_CUDA_DRIVER="none"
+    )
     env.pop("PIP_FIND_LINKS", None)
     return env
 

@@ -99,7 +99,7 @@ def test_one_index_per_flavour_plus_all(index: Path, wheelhouse: Path) -> None:
         if p.is_dir() and p.name != "files" and not p.name.startswith("torch")
     )
     assert flavours == ["all", "cpu", "cu128", "cu130", "metal"]
-    per_torch = sorted(f"{p.parent.name}/{p.name}" for p in index.glob("torch*/*"))
+    per_torch = sorted(f"{p.parent.name}/{p.name}" for p in index.glob("torch*/*/"))
     assert per_torch == [
         "torch2.13/cu130",
         "torch2.14/cpu",
@@ -114,6 +114,20 @@ def test_one_index_per_flavour_plus_all(index: Path, wheelhouse: Path) -> None:
     assert set(_links(index / ALL / "index.html")) == projects
     total = len(list(wheelhouse.glob("*.whl")))
     assert len(_links(index / ALL / "img2gray" / "index.html")) + 4 == total
+
+
+def test_each_torch_series_page_lists_its_cuda_flavours_by_the_driver_they_need(
+    index: Path,
+) -> None:
+    page = (index / "torch2.14" / "index.html").read_text()
+    assert list(_links(index / "torch2.14" / "index.html").values()) == ["cu130/", "cu128/", "cpu/"]
+    assert (
+        '<a href="cu130/">cu130/</a> needs a CUDA driver that supports CUDA 13.0 or newer, and '
+        "a CUDA 13 torch<br>" in page
+    )
+    assert "CUDA 12.8 or newer, and a CUDA 12 torch" in page
+    assert "take the newest CUDA one your driver supports" in page
+    assert list(_links(index / "torch2.8" / "index.html").values()) == ["metal/"]
 
 
 def test_flavour_pages_hold_their_builds_and_the_shared_wheels(index: Path) -> None:

@@ -17,6 +17,7 @@ from ..plan.versioning import GitState
 from .cross import CrossPlan, plan_for
 from .deps import HeaderPlan, plan_headers
 from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for
+from .preflight import system_toolkit
 
 __all__ = ["BuildRequest", "BuiltWheel", "request_for"]
 
@@ -134,7 +135,9 @@ def request_for(
         cache_dir=options.cache_dir,
         env_spec=env_spec,
         python=options.python,
-        cuda_home=options.cuda_home,
+        # a "system" toolchain: the toolkit of exactly its CUDA X.Y (builder.preflight)
+        cuda_home=options.cuda_home
+        or (system_toolkit(cuda)[0] if cuda is not None and cuda.source == "system" else None),
         default_capabilities=(gpu_capabilities or cuda.capabilities) if cuda else (),
         for_gpus_here=bool(cuda and gpu_capabilities),
         cuda_system_paths=tuple(Path(p) for p in cuda.system_paths) if cuda else (),

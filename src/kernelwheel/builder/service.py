@@ -31,6 +31,7 @@ from ..plan.versioning import read_git_state
 from .compile_rules import DEFAULT_MIB_PER_THREAD, variants_at_once
 from .noarch import build_noarch
 from .pipeline import build_and_export
+from .preflight import require_buildable
 from .registrations import check_registrations
 from .request import BuildRequest, request_for
 
@@ -125,6 +126,9 @@ def build_project(
         )
         for recipe in recipes
     ]
+    # What this machine lacks (a system CUDA toolkit, an unreachable torch index) stops the run
+    # here too, for every variant at once, before any environment is made.
+    require_buildable(recipes, {r.variant.name: r.env_spec for r in requests}, options.cuda_home)
     hub_layout = options.hub_layout
     if at_once == 1:
         outcomes = tuple(_variant(req, progress, hub_layout) for req in requests)

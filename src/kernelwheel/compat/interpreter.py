@@ -40,7 +40,7 @@ try:
     out["torch_cuda"] = torch.version.cuda
     out["torch_hip"] = getattr(torch.version, "hip", None)
     facts = torch_facts(torch)
-    out["torch"] = [facts.version, facts.kind, facts.backend, facts.cxx11]
+    out["torch"] = [facts.version, facts.kind, facts.backend, facts.cxx11, facts.driver]
 except Exception as exc:  # the caller explains what is missing
     out["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
 try:  # the files a reinstalled or rebuilt torch rewrites (probe_cache stamps them)
@@ -153,8 +153,9 @@ def parse(data: dict[str, Any]) -> Interpreter:
     """An :class:`Interpreter` from the probe's report."""
     torch = None
     if "torch" in data:
-        version, kind, backend, cxx11 = data["torch"]
-        torch = compat.Torch(version, kind, tuple(backend) if backend else None, cxx11)
+        version, kind, backend, cxx11, *rest = data["torch"]
+        driver = tuple(rest[0]) if rest and rest[0] else None
+        torch = compat.Torch(version, kind, tuple(backend) if backend else None, cxx11, driver)
     return Interpreter(
         executable=Path(data["executable"]),
         python=(data["python"][0], data["python"][1]),

@@ -120,11 +120,12 @@ def _well_typed(data: dict[str, Any]) -> bool:
         and all(isinstance(v, int) and not isinstance(v, bool) for v in python[:2])
         and isinstance(data.get("pip"), bool)
         and isinstance(torch, list)
-        and len(torch) == 4
+        and len(torch) == 5
         and isinstance(torch[0], str)
         and isinstance(torch[1], str)
         and (torch[2] is None or _ints(torch[2]))
         and isinstance(torch[3], bool)
+        and (torch[4] is None or _ints(torch[4]))  # the driver's CUDA (compat.rules)
         and all(_optional_str(data.get(k)) for k in ("torch_cuda", "torch_hip", "torch_dist"))
         and _optional_str(data.get("torch_error"))
     )

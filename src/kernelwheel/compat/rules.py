@@ -9,10 +9,15 @@ Two consumers share this one implementation (rules in prose: docs/install.md):
   file's source and refuses, with :func:`refusal`, a build :func:`problems` objects to.
 
 Hence: standard library only, and syntax Python 3.9 accepts (wheels are ``cp39-abi3`` and up).
+
+CUDA builds are also matched to the machine's driver (:func:`cuda_driver`): a ``cuXY`` build
+runs where the driver supports CUDA X.Y or newer, and among the builds that fit the newest is
+preferred. The CUDA major must still be torch's own (what torch's cpp_extension requires).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +25,10 @@ from typing import Any
 # The backend kinds of variant names (model/variant.py's BackendKind values).
 CUDA, ROCM, XPU, CPU, METAL = "cuda", "rocm", "xpu", "cpu", "metal"
 _TOKEN_PREFIX = {CUDA: "cu", ROCM: "rocm", XPU: "xpu"}
+# Say which CUDA the driver supports instead of asking it ("12.6", or "none": no driver). The
+# second is the NVIDIA wheel-variant provider's own override, so one setting fakes the driver for
+# uv's variant selection and for kernelwheel alike.
+DRIVER_VARIABLES = ("KERNELWHEEL_CUDA_DRIVER", "NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION")
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,9 @@ class Torch:
     kind: str  # cuda, rocm, xpu, metal or cpu
     backend: tuple[int, int] | None  # (major, minor) of CUDA/ROCm, (year, release) of XPU
     cxx11: bool
+    # The newest CUDA the machine's driver supports (CUDA torch only); None: no driver found,
+    # then CUDA builds are matched to torch's CUDA alone.
+    driver: tuple[int, int] | None = None
 
     @property
     def release(self) -> tuple[int, int]:
@@ -75,6 +87,12 @@ class Torch:
             flavour = "ROCm " + _dotted(self.backend)
         return f"torch {self.version} ({flavour}, {_abi(self.cxx11)} ABI)"
 
+    def describe_driver(self) -> str:
+        """``CUDA driver: 13.1`` (or ``none found``) for a CUDA torch, else empty."""
+        if self.kind != CUDA:
+            return ""
+        return "CUDA driver: " + (_dotted(self.driver) if self.driver is not None else "none found")
+
 
 def _dotted(pair: tuple[int, int]) -> str:
     return f"{pair[0]}.{pair[1]}"
@@ -95,8 +113,32 @@ def _two_numbers(text: str | None) -> tuple[int, int] | None:
         return None
 
 
+def cuda_driver() -> tuple[int, int] | None:
+    """The newest CUDA the machine's driver supports, ``(13, 2)``: one of
+    :data:`DRIVER_VARIABLES` when set (``"none"``: no driver), else the driver's own answer
+    (``cuDriverGetVersion`` of libcuda, which needs no GPU context); None when there is no
+    driver or it cannot say."""
+    for name in DRIVER_VARIABLES:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return None if value.lower() == "none" else _two_numbers(value)
+    try:
+        import ctypes
+
+        library = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
+        cuda = ctypes.CDLL(library)
+        found = ctypes.c_int(0)
+        if cuda.cuDriverGetVersion(ctypes.byref(found)) != 0 or found.value <= 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    # encoded as major * 1000 + minor * 10: 13020 is CUDA 13.2
+    return found.value // 1000, (found.value % 1000) // 10
+
+
 def torch_facts(torch: Any) -> Torch:
-    """Read the facts the rules need from an imported torch module."""
+    """Read the facts the rules need from an imported torch module (and, for a CUDA torch,
+    the machine's :func:`cuda_driver`)."""
     version = getattr(torch, "version", None)
     cuda = getattr(version, "cuda", None)
     hip = getattr(version, "hip", None)
@@ -115,7 +157,8 @@ def torch_facts(torch: Any) -> Torch:
         kind, backend = METAL, None
     else:
         kind, backend = CPU, None
-    return Torch(str(torch.__version__), kind, backend, cxx11)
+    driver = cuda_driver() if kind == CUDA else None
+    return Torch(str(torch.__version__), kind, backend, cxx11, driver)
 
 
 def problems(build: Build, torch: Torch) -> list[str]:
@@ -143,11 +186,19 @@ def _backend_problem(build: Build, torch: Torch) -> str | None:
         return None
     if build.kind != torch.kind:
         return f"backend (a {build.token} build; this torch has no {build.kind.upper()})"
-    if build.version is None or torch.backend is None:
+    if build.version is None:
         return None
-    if build.kind == CUDA and build.version[0] != torch.backend[0]:
+    if build.kind == CUDA and torch.backend is not None and build.version[0] != torch.backend[0]:
         # torch.utils.cpp_extension refuses exactly this: another CUDA major.
         return f"CUDA major version (built with CUDA {_dotted(build.version)})"
+    if build.kind == CUDA and torch.driver is not None and build.version > torch.driver:
+        # A cuXY build needs a driver that supports CUDA X.Y (drivers run every older CUDA).
+        return (
+            f"CUDA driver (built with CUDA {_dotted(build.version)}; the driver supports "
+            f"CUDA {_dotted(torch.driver)})"
+        )
+    if torch.backend is None:
+        return None
     if build.kind == ROCM and build.version != torch.backend:
         return f"ROCm version (built with ROCm {_dotted(build.version)})"
     return None
@@ -181,11 +232,15 @@ def preference(build: Build, torch: Torch) -> tuple[int, int, int]:
     for this torch series, then a stable-ABI build, then tvm-ffi, then a noarch build of the
     torch's backend, then universal or unlabelled, last a CPU build under a GPU torch: it loads,
     but its ops have no GPU kernels); among stable-ABI builds the newest ABI (the closest to the
-    running torch); then the torch's exact backend before its backend in another version."""
+    running torch); then, where the CUDA driver is known, the newest CUDA build (all that are
+    compatible run on it), else the torch's exact backend before its backend in another
+    version."""
     kind = kind_of(build, torch)
     floor = 0
     if kind == STABLE_ABI and build.torch is not None:
         floor = -(build.torch[0] * 1000 + build.torch[1])
+    if build.kind == CUDA and build.version is not None and torch.driver is not None:
+        return kind, floor, -(build.version[0] * 1000 + build.version[1])
     exact = 0 if build.version is None or build.token == torch.token else 1
     return kind, floor, exact
 
@@ -209,12 +264,21 @@ def refusal(dist: str, version: str, build: Build, torch: Torch, found: list[str
     upgrade = ""
     if build.stable_abi and build.torch is not None and torch.release < build.torch:
         upgrade = f"Upgrade torch to {_dotted(build.torch)} or newer, or install"
+    # Where only the driver objects, the build for this torch is this very label: the fitting
+    # one is an older CUDA flavour, which kernelwheel install finds by the driver.
+    by_driver = all(problem.startswith("CUDA driver") for problem in found)
+    pip = (
+        ""
+        if by_driver
+        else f" ({wanted}), or pip install '{wanted}' from the same wheelhouse or index"
+    )
+    fit = "this torch and CUDA driver" if by_driver else "this torch"
     return (
         f"{dist} {version} was built for {describe_build(build)}, but this Python runs "
         f"{torch.describe()}; mismatch in: {', '.join(found)}. "
-        f"{upgrade or 'Install'} the build for this torch: "
-        f"kernelwheel install '{dist}=={base}' --find-links <your wheelhouse or index> picks it "
-        f"({wanted}), or pip install '{wanted}' from the same wheelhouse or index."
+        f"{upgrade or 'Install'} the build for {fit}: "
+        f"kernelwheel install '{dist}=={base}' --find-links <your wheelhouse or index> picks it"
+        f"{pip}."
     )
 
 

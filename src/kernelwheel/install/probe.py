@@ -34,8 +34,12 @@ class Target:
         return f"{short}{self.python_version[0]}{self.python_version[1]}"
 
     def describe(self) -> str:
-        """``torch 2.13.0+cpu (CPU, cxx11 ABI), x86_64, cp311``."""
-        return f"{self.torch.describe()}, {self.machine}, {self.python_tag}"
+        """``torch 2.13.0+cpu (CPU, cxx11 ABI), x86_64, cp311``; a CUDA torch's ends with
+        ``, CUDA driver: 13.1`` (what the CUDA flavours are chosen by)."""
+        driver = self.torch.describe_driver()
+        return ", ".join(
+            part for part in (self.torch.describe(), self.machine, self.python_tag, driver) if part
+        )
 
 
 def probe(python: Path) -> Target:

@@ -5,7 +5,8 @@ target's Python does not support, a local version that names no kernel variant, 
 :func:`kernelwheel.compat.rules.problems` says), or compatible. Among compatible builds the
 highest release wins, then the best :func:`~kernelwheel.compat.rules.preference` (a build for
 the torch series, then stable-ABI with the newest ABI, then tvm-ffi, then noarch, then
-universal; the exact backend first within a kind), then the target's preferred wheel tag. A CPU
+universal; within a kind the newest CUDA the driver supports, or without a known driver the
+exact backend first), then the target's preferred wheel tag. A CPU
 build under a GPU torch is taken only when nothing else fits. Local labels are never ordered
 against each other: their sort order is what makes plain pip pick the wrong build.
 """
@@ -145,4 +146,7 @@ def why_not_chosen(verdict: Verdict, chosen: Verdict) -> str:
         )
     if mine == compat.STABLE_ABI and verdict.preference[1] != chosen.preference[1]:
         return "compatible, but a stable-ABI build for a newer torch was chosen"
+    if verdict.preference[2] < 0 and verdict.preference[2] != chosen.preference[2]:
+        # ranked by the CUDA driver (compat.preference): the newest CUDA it supports won
+        return "compatible, but a build with a newer CUDA that the driver supports was chosen"
     return "compatible, but a closer fit was chosen"

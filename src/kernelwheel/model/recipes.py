@@ -79,11 +79,11 @@ DEFAULT_PYTORCH_INDEX = "https://download.pytorch.org/whl/{flavour}"
 ToolchainSource = Literal["pypi", "system"]
 _SOURCES: tuple[ToolchainSource, ...] = ("pypi", "system")
 
-_TORCH_TOP_KEYS = ("schema", "pytorch-index", "torch")
+_TORCH_TOP_KEYS = ("schema", "pytorch-index", "build-image", "torch")
 _TORCH_KEYS = ("version", "python-abi", "cxx-abis", "flavours")
 _FLAVOUR_KEYS = ("arches", "on-pypi", "index-url")
 _CUDA_TOP_KEYS = ("schema", "cuda")
-_CUDA_KEYS = ("source", "arches", "capabilities", "packages", "system-paths")
+_CUDA_KEYS = ("source", "arches", "capabilities", "packages", "system-paths", "image")
 _PACKAGE_KEYS = ("name", "version", "sha256")
 _TVM_FFI_TOP_KEYS = ("schema", "tvm-ffi")
 _TVM_FFI_KEYS = ("version", "flavours", "wheels")
@@ -104,6 +104,7 @@ _FLAVOUR_OS = {BackendKind.METAL: OS.DARWIN}
 _SERIES_RE = re.compile(r"[0-9]+\.[0-9]+")
 _PYTHON_ABI_RE = re.compile(r"cp3[0-9]+")
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
+_IMAGE_RE = re.compile(r"[a-z0-9][a-z0-9._/-]*(?::[\w][\w.-]*|@sha256:[0-9a-f]{64})")
 _PACKAGE_NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
@@ -164,6 +165,7 @@ class CudaToolchain:
     packages: tuple[PinnedPackage, ...]
     capabilities: tuple[str, ...]
     system_paths: tuple[str, ...] = ()
+    image: str | None = None  # "system" only: the build image that carries this toolkit
 
     @property
     def major(self) -> int:
@@ -201,6 +203,7 @@ class CudaRecipe:
     packages: tuple[PackagePin, ...]
     capabilities: tuple[str, ...]
     system_paths: tuple[str, ...]
+    image: str | None = None
 
     def toolchain(self, arch: Arch) -> CudaToolchain:
         return CudaToolchain(
@@ -210,6 +213,7 @@ class CudaRecipe:
             packages=tuple(p.for_arch(arch) for p in self.packages),
             capabilities=self.capabilities,
             system_paths=self.system_paths,
+            image=self.image,
         )
 
 
@@ -317,6 +321,10 @@ class VariantRecipe:
     cuda: CudaToolchain | None
     python_abi: str
     tvm_ffi: TvmFfiRecipe | None = None
+    # The container image a CI job builds it in (torch.toml build-image, or a system CUDA
+    # toolchain's image); None: the recipes name none. Not part of digest(): the environment
+    # inside is the same wherever the toolchain comes from.
+    image: str | None = None
 
     @property
     def name(self) -> str:
@@ -377,6 +385,7 @@ class VariantRecipe:
             "os": v.os.value if v.os is not None else None,
             "python_abi": self.python_abi,
             "tvm_ffi": self.tvm_ffi.version if self.tvm_ffi is not None else None,
+            "image": self.image,
         }
 
 
@@ -388,6 +397,15 @@ class Recipes:
     cuda: tuple[CudaRecipe, ...]
     origin: str = "<memory>"
     tvm_ffi: TvmFfiRecipe | None = None
+    # torch.toml build-image: per arch, the image of variants whose toolchain comes from PyPI
+    build_images: tuple[tuple[Arch, str], ...] = ()
+
+    def image_for(self, arch: Arch | None, cuda: CudaToolchain | None) -> str | None:
+        """The build image of a variant: a "system" CUDA toolchain's own image (the toolkit is
+        in it), else the arch's ``build-image`` (CPU, and CUDA installed from PyPI)."""
+        if cuda is not None and cuda.source == "system":
+            return cuda.image
+        return dict(self.build_images).get(arch) if arch is not None else None
 
     def torch_recipe(self, series: TorchVersion) -> TorchRecipe | None:
         for recipe in self.torch:
@@ -519,6 +537,7 @@ class Recipes:
             index_url=index_url,
             cuda=cuda,
             python_abi=recipe.python_abi,
+            image=self.image_for(variant.arch, cuda),
         )
 
     def _tvm_ffi_recipe_for(self, variant: Variant) -> VariantRecipe:
@@ -546,7 +565,8 @@ class Recipes:
             cuda_recipe = self.cuda_recipe(variant.backend.cuda_version)
             assert cuda_recipe is not None
             cuda = cuda_recipe.toolchain(variant.arch)
-        return VariantRecipe(variant, None, None, None, cuda, "py3", tvm_ffi=recipe)
+        image = self.image_for(variant.arch, cuda)
+        return VariantRecipe(variant, None, None, None, cuda, "py3", tvm_ffi=recipe, image=image)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -603,12 +623,14 @@ def parse_recipes(
     :class:`Recipes`."""
     cuda_file = f"{origin}/{CUDA_TOML}"
     cuda = _cuda_recipes(_document(cuda_data, cuda_file))
-    torch = _torch_recipes(_document(torch_data, f"{origin}/{TORCH_TOML}"))
+    torch_doc = _document(torch_data, f"{origin}/{TORCH_TOML}")
+    torch = _torch_recipes(torch_doc)
+    images = _build_images(torch_doc)
     tvm_ffi_file = f"{origin}/{TVM_FFI_TOML}"
     tvm_ffi = (
         None if tvm_ffi_data is None else _tvm_ffi_recipe(_document(tvm_ffi_data, tvm_ffi_file))
     )
-    recipes = Recipes(torch=torch, cuda=cuda, origin=origin, tvm_ffi=tvm_ffi)
+    recipes = Recipes(torch, cuda, origin, tvm_ffi, images)
     flavours = [
         (f'torch."{recipe.series}".flavours.{flavour.backend.token}', flavour)
         for recipe in recipes.torch
@@ -722,6 +744,37 @@ def _torch_recipes(doc: Located) -> tuple[TorchRecipe, ...]:
         raise doc.error("lists no torch release", "torch", 'add a [torch."2.14"] table')
     recipes = [_torch_release(releases, name, index) for name in releases.keys()]
     return tuple(sorted(recipes, key=lambda r: r.series))
+
+
+def _build_images(doc: Located) -> tuple[tuple[Arch, str], ...]:
+    """``build-image.<arch> = "<image>"``: optional, one image per arch."""
+    hint = 'e.g. build-image.x86_64 = "quay.io/pypa/manylinux_2_28_x86_64:2025.09.19-1"'
+    table = doc.table("build-image", hint=hint)
+    if table is None:
+        return ()
+    out: list[tuple[Arch, str]] = []
+    for name in table.keys():
+        try:
+            arch = Arch(name)
+        except ValueError:
+            raise table.error(
+                f"unknown arch {name!r}", name, f"use one of: {', '.join(a.value for a in Arch)}"
+            ) from None
+        image = table.string(name, nonempty=True, hint=hint)
+        assert image is not None
+        _check_image(table, name, image)
+        out.append((arch, image))
+    return tuple(out)
+
+
+def _check_image(table: Located, key: str, image: str) -> None:
+    """A pinned container image reference: ``name:tag`` (or ``@sha256:``), never ``latest``."""
+    if not _IMAGE_RE.fullmatch(image) or image.endswith(":latest"):
+        raise table.error(
+            f"{image!r} is not a pinned image",
+            key,
+            'name the image with its tag, e.g. "nvidia/cuda:12.6.3-devel-rockylinux8"',
+        )
 
 
 def _torch_release(releases: Located, key: str, index: str) -> TorchRecipe:
@@ -855,6 +908,17 @@ def _cuda_toolkit(toolkits: Located, key: str) -> CudaRecipe:
         except VariantError as exc:
             raise value.error(exc.message, "capabilities", exc.hint or "") from None
     system_paths = _strings(value, "system-paths", '["/usr/local/cuda-12.8"]', required=False)
+    image = value.string(
+        "image", nonempty=True, hint='e.g. image = "nvidia/cuda:12.6.3-devel-rockylinux8"'
+    )
+    if image is not None:
+        if source != "system":
+            raise value.error(
+                "a pypi toolchain takes no image",
+                "image",
+                "remove image: its variants build in torch.toml's build-image",
+            )
+        _check_image(value, "image", image)
     if source == "system":
         for extra in ("packages", "arches"):
             if extra in value:
@@ -863,7 +927,7 @@ def _cuda_toolkit(toolkits: Located, key: str) -> CudaRecipe:
                     extra,
                     f'remove {extra}, or set source = "pypi"',
                 )
-        return CudaRecipe(key, "system", tuple(Arch), (), capabilities, system_paths)
+        return CudaRecipe(key, "system", tuple(Arch), (), capabilities, system_paths, image)
 
     arches = _arches(value, "arches", required=True)
     entries = value.table_array("packages")

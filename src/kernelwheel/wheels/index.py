@@ -334,6 +334,48 @@ def _write_variants(root: Path, groups: Mapping[str, list[IndexedWheel]]) -> Non
         )
 
 
+def _series_pages(flavours: Iterable[str]) -> dict[str, bytes]:
+    """``torch<X.Y>/index.html``: the flavour indexes of one torch series, the CUDA ones newest
+    first, each with the CUDA driver it needs, for a reader choosing the URL by the machine's
+    driver (a cuXY build needs a driver that supports CUDA X.Y or newer; kernelwheel install
+    chooses so by itself: docs/install.md)."""
+    by_series: dict[str, list[str]] = {}
+    for key in flavours:
+        series, _, flavour = key.partition("/")
+        if flavour and series.startswith("torch"):
+            by_series.setdefault(series, []).append(flavour)
+    pages = {}
+    for series, members in sorted(by_series.items()):
+
+        def rank(flavour: str) -> tuple[int, int, str]:
+            try:
+                backend = Backend.parse_token(flavour)
+            except VariantError:
+                return (1, 0, flavour)
+            if backend.kind is BackendKind.CUDA and backend.version is not None:
+                return (0, -(backend.version[0] * 1000 + backend.version[1]), flavour)
+            return (1, 0, flavour)
+
+        lines = []
+        for flavour in sorted(members, key=rank):
+            link = f'<a href="{html.escape(flavour)}/">{html.escape(flavour)}/</a>'
+            if flavour == VARIANTS:
+                link += (
+                    " the CUDA builds as wheel variants: uv --preview-features wheel-variants "
+                    "picks by the driver"
+                )
+            elif rank(flavour)[0] == 0:
+                cuda = Backend.parse_token(flavour).cuda_version
+                link += (
+                    f" needs a CUDA driver that supports CUDA {cuda} or newer, and a CUDA "
+                    f"{cuda.split('.')[0]} torch"
+                )
+            lines.append(link)
+        title = f"{series}: one index per flavour; take the newest CUDA one your driver supports"
+        pages[series] = _page(title, lines)
+    return pages
+
+
 def _write_tree(
     root: Path,
     wheels: list[IndexedWheel],
@@ -364,6 +406,8 @@ def _write_tree(
             (base / project / "index.html").write_bytes(
                 _page(f"Links for {project}", (_file_link(w, up) for w in items))
             )
+    for series, page in _series_pages([*flavours, *others]).items():
+        (root / series / "index.html").write_bytes(page)
     (root / "index.html").write_bytes(
         _page(
             "kernel wheel indexes",

@@ -1,0 +1,166 @@
+"""What this machine lacks to build a planned variant, found before any environment is made.
+
+Two things a recipe needs come from outside kernelwheel (recipes/README.md):
+
+- a ``system`` CUDA toolchain (CUDA 11.8/12.x: no PyPI wheel ships their nvcc) must be a toolkit
+  of exactly that CUDA X.Y on this machine (a cu126 build compiled by nvcc 12.8 would need a 12.8
+  driver, breaking what its name promises): ``--cuda-home``, ``CUDA_HOME``, the recipe's
+  ``system-paths``, ``/usr/local/cuda-X.Y``, ``/usr/local/cuda`` or nvcc on PATH;
+- a torch that only PyTorch's per-flavour index serves (``torch==2.15.0+cu126``) needs that
+  index reachable, unless a local find-links folder already holds the wheel.
+
+:func:`require_buildable` refuses every selected variant that misses one, in one
+:class:`~kernelwheel.errors.ToolchainError`, as ``plan.toolchains`` refuses the backends
+kernelwheel does not compile; :func:`system_toolkit` is the toolkit the build then uses.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+
+from ..errors import ToolchainError
+from ..model.recipes import CudaToolchain, VariantRecipe
+from .envs import EnvSpec, nvcc_version
+
+__all__ = ["require_buildable", "system_toolkit", "toolkit_problem", "torch_source_problem"]
+
+_TIMEOUT = 10.0  # seconds for one look at an index
+
+
+def _candidates(cuda: CudaToolchain, explicit: Path | None) -> list[tuple[str, Path]]:
+    if explicit is not None:
+        return [("--cuda-home", explicit)]
+    found: list[tuple[str, Path]] = []
+    if os.environ.get("CUDA_HOME"):
+        found.append(("CUDA_HOME", Path(os.environ["CUDA_HOME"])))
+    found += [("recipe system-paths", Path(p)) for p in cuda.system_paths]
+    found += [
+        ("system", Path(f"/usr/local/cuda-{cuda.version}")),
+        ("system", Path("/usr/local/cuda")),
+    ]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        found.append(("PATH", Path(nvcc).resolve().parent.parent))
+    return found
+
+
+def system_toolkit(cuda: CudaToolchain, explicit: Path | None = None) -> tuple[Path | None, str]:
+    """The toolkit of exactly CUDA ``cuda.version`` (a "system" toolchain) on this machine, or
+    None with what was found instead (one line)."""
+    seen: list[str] = []
+    for source, home in _candidates(cuda, explicit):
+        if not (home / "bin" / "nvcc").is_file():
+            if source == "--cuda-home":
+                seen.append(f"{home} (--cuda-home) has no bin/nvcc")
+            continue
+        try:
+            version = nvcc_version(home)
+        except ToolchainError as exc:
+            seen.append(f"{home} ({source}): {exc.message}")
+            continue
+        if version == cuda.version:
+            return home, ""
+        seen.append(f"{home} ({source}) is CUDA {version}")
+    return None, "; ".join(dict.fromkeys(seen)) or "no nvcc found"
+
+
+def toolkit_problem(recipe: VariantRecipe, explicit: Path | None = None) -> str | None:
+    """Why the variant's "system" CUDA toolchain is not on this machine; None when it is (or
+    its toolchain is none, or installs from PyPI)."""
+    cuda = recipe.cuda
+    if cuda is None or cuda.source != "system":
+        return None
+    home, found = system_toolkit(cuda, explicit)
+    if home is not None:
+        return None
+    where = f"build it in {cuda.image} (its image), or " if cuda.image else ""
+    return (
+        f"needs a CUDA {cuda.version} toolkit, which no PyPI wheel ships ({found}): {where}"
+        f"install CUDA {cuda.version} and pass --cuda-home DIR"
+    )
+
+
+def _local_wheel(requirement: str, folders: Iterable[str]) -> bool:
+    """A ``torch-<version>+<label>-*.whl`` for ``torch==<version>+<label>`` in a local folder."""
+    version = requirement.partition("==")[2]
+    for folder in folders:
+        path = Path(folder.removeprefix("file://")).expanduser()
+        if path.is_dir() and any(path.glob(f"torch-{version}-*.whl")):
+            return True
+    return False
+
+
+@cache
+def _unreachable(url: str) -> str | None:
+    """Why ``url`` gives no answer (one line), or None; asked once per run."""
+    try:
+        with urllib.request.urlopen(url, timeout=_TIMEOUT):
+            return None
+    except urllib.error.HTTPError as exc:
+        return None if exc.code < 500 else f"HTTP {exc.code}"
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return str(reason) or type(exc).__name__
+
+
+def torch_source_problem(
+    recipe: VariantRecipe, spec: EnvSpec | None, environ: Mapping[str, str] | None = None
+) -> str | None:
+    """Why the torch of the variant's environment cannot come from where the recipe says: only
+    for torch from PyTorch's index (an extra index of ``spec``), when no local find-links folder
+    (the build's, or pip's PIP_FIND_LINKS) holds the wheel and the index does not answer."""
+    if spec is None or recipe.index_url is None or recipe.index_url not in spec.extra_index_urls:
+        return None
+    env = os.environ if environ is None else environ
+    links = [*spec.find_links, *env.get("PIP_FIND_LINKS", "").split()]
+    if any(link.startswith(("http://", "https://")) for link in links):
+        return None  # a remote find-links page may serve it: pip will say
+    requirement = spec.torch_requirement
+    if _local_wheel(requirement, links):
+        return None
+    why = _unreachable(recipe.index_url.rstrip("/") + "/torch/")
+    if why is None:
+        return None
+    return (
+        f"{requirement} comes from PyTorch's index {recipe.index_url}, which this machine cannot "
+        f"reach ({why}), and no --find-links folder holds it: build it where that index is "
+        "reachable, or pass --find-links DIR with the wheel"
+    )
+
+
+def require_buildable(
+    recipes: Sequence[VariantRecipe],
+    specs: Mapping[str, EnvSpec | None],
+    cuda_home: Path | None = None,
+) -> None:
+    """Raise one :class:`ToolchainError` naming every variant of ``recipes`` this machine cannot
+    build (its "system" CUDA toolkit or its torch's index missing), with the reason for each.
+    ``specs`` maps a variant's name to its environment (None: ``--python``, nothing installed)."""
+    problems: list[tuple[str, str]] = []
+    for recipe in recipes:
+        for why in (
+            toolkit_problem(recipe, cuda_home),
+            torch_source_problem(recipe, specs.get(recipe.name)),
+        ):
+            if why is not None:
+                problems.append((recipe.name, why))
+    if not problems:
+        return
+    hint = (
+        "`kernelwheel matrix --json` gives each variant's build image; leave these out with "
+        "--skip NAME (globs allowed)"
+    )
+    if len(problems) == 1:
+        ((name, why),) = problems
+        raise ToolchainError(f"{name}: cannot be built on this machine: {why}", hint=hint)
+    lines = "\n".join(f"  {name}: {why}" for name, why in problems)
+    count = len({name for name, _ in problems})
+    raise ToolchainError(
+        f"{count} selected variant(s) cannot be built on this machine:\n{lines}", hint=hint
+    )

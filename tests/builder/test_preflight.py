@@ -1,0 +1,129 @@
+"""A variant this machine cannot build (its "system" CUDA toolkit absent, its torch only on an
+index this machine cannot reach) is refused before any environment is made, each with its
+reason (issue 32 item 4). The toolkits are fake nvcc scripts; the index a loopback server."""
+
+from __future__ import annotations
+
+import socket
+import stat
+from pathlib import Path
+
+import pytest
+from support.http import http_server
+
+from kernelwheel.builder import preflight
+from kernelwheel.builder.envs import IndexOptions, env_spec_for
+from kernelwheel.cli import main
+from kernelwheel.errors import ToolchainError
+from kernelwheel.model.recipes import VariantRecipe, load_recipes
+from kernelwheel.model.variant import Variant
+
+REPO = Path(__file__).resolve().parents[2]
+CU126 = "torch215-cxx11-cu126-x86_64-linux"
+
+
+def fake_toolkit(root: Path, version: str) -> Path:
+    """A folder whose bin/nvcc answers ``--version`` as CUDA ``version``."""
+    nvcc = root / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text(f"#!/bin/sh\necho 'Cuda compilation tools, release {version}, V{version}.1'\n")
+    nvcc.chmod(nvcc.stat().st_mode | stat.S_IEXEC)
+    return root
+
+
+def recipe(name: str) -> VariantRecipe:
+    return load_recipes().recipe_for(Variant.parse(name))
+
+
+@pytest.fixture(autouse=True)
+def _no_toolkit_here(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
+    preflight._unreachable.cache_clear()
+
+
+def test_a_system_toolchain_needs_exactly_its_cuda(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cu126 = recipe(CU126)
+    assert cu126.cuda is not None
+    problem = preflight.toolkit_problem(cu126)
+    assert problem is not None
+    assert problem.startswith("needs a CUDA 12.6 toolkit, which no PyPI wheel ships")
+    assert "build it in nvidia/cuda:12.6.3-devel-rockylinux8 (its image)" in problem
+    # another CUDA 12 is found but not taken: its nvcc would make a build that needs its driver
+    monkeypatch.setenv("CUDA_HOME", str(fake_toolkit(tmp_path / "cuda-12.8", "12.8")))
+    problem = preflight.toolkit_problem(cu126)
+    assert problem is not None and f"{tmp_path / 'cuda-12.8'} (CUDA_HOME) is CUDA 12.8" in problem
+    exact = fake_toolkit(tmp_path / "cuda-12.6", "12.6")
+    assert preflight.toolkit_problem(cu126, exact) is None  # --cuda-home
+    assert preflight.system_toolkit(cu126.cuda, exact) == (exact, "")
+    monkeypatch.setenv("PATH", str(exact / "bin"))  # nvcc on PATH
+    assert preflight.system_toolkit(cu126.cuda)[0] == exact
+    # a PyPI toolchain (13.x) and a CPU variant need nothing from the machine
+    assert preflight.toolkit_problem(recipe("torch215-cxx11-cu132-x86_64-linux")) is None
+    assert preflight.toolkit_problem(recipe("torch215-cxx11-cpu-x86_64-linux")) is None
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_torch_from_pytorchs_index_needs_the_index_or_a_local_wheel(tmp_path: Path) -> None:
+    cu126 = recipe(CU126)
+    spec = env_spec_for(cu126, IndexOptions())
+    assert spec.extra_index_urls == ("https://download.pytorch.org/whl/cu126",)
+    # an index nobody answers
+    dead = VariantRecipe(**{**cu126.__dict__, "index_url": f"http://127.0.0.1:{_closed_port()}/"})
+    dead_spec = env_spec_for(dead, IndexOptions())
+    problem = preflight.torch_source_problem(dead, dead_spec, environ={})
+    assert problem is not None
+    assert problem.startswith(f"torch==2.15.0+cu126 comes from PyTorch's index {dead.index_url}")
+    assert "cannot reach" in problem and "--find-links DIR" in problem
+    # ... unless a local find-links folder (the build's, or PIP_FIND_LINKS) holds the wheel
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "torch-2.15.0+cu126-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    assert (
+        preflight.torch_source_problem(dead, dead_spec, environ={"PIP_FIND_LINKS": str(links)})
+        is None
+    )
+    with_links = env_spec_for(dead, IndexOptions(find_links=(str(links),)))
+    assert preflight.torch_source_problem(dead, with_links, environ={}) is None
+    # a reachable index is enough
+    (tmp_path / "site" / "torch").mkdir(parents=True)
+    (tmp_path / "site" / "torch" / "index.html").write_text("<html></html>")
+    with http_server(tmp_path / "site") as url:
+        live = VariantRecipe(**{**cu126.__dict__, "index_url": url + "/"})
+        assert preflight.torch_source_problem(live, env_spec_for(live, IndexOptions()), {}) is None
+    # torch from PyPI, or from the user's own --index-url, is not this check's business
+    cu132 = recipe("torch215-cxx11-cu132-x86_64-linux")
+    assert preflight.torch_source_problem(cu132, env_spec_for(cu132, IndexOptions()), {}) is None
+    own = env_spec_for(dead, IndexOptions(index_url="https://mirror.example/simple"))
+    assert preflight.torch_source_problem(dead, own, {}) is None
+
+
+def test_build_refuses_every_such_variant_before_any_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PyTorch's index stands unreachable whatever this machine's network
+    monkeypatch.setattr(preflight, "_unreachable", lambda url: "no route to host")
+    cache, out = tmp_path / "cache", tmp_path / "wheelhouse"
+    common = ["--cache-dir", str(cache), "--output-dir", str(out)]
+    selected = "torch215-cxx11-cu1{26,30}-x86_64-linux"
+    code = main(["build", str(REPO / "kernels" / "img2gray"), *common, "--build", selected])
+    err = capsys.readouterr().err
+    assert code == ToolchainError.exit_code
+    assert "Traceback" not in err
+    assert "2 selected variant(s) cannot be built on this machine:" in err
+    assert f"  {CU126}: needs a CUDA 12.6 toolkit, which no PyPI wheel ships" in err
+    assert (
+        f"  {CU126}: torch==2.15.0+cu126 comes from PyTorch's index "
+        "https://download.pytorch.org/whl/cu126, which this machine cannot reach (no route to host)"
+    ) in err
+    assert "  torch215-cxx11-cu130-x86_64-linux: torch==2.15.0+cu130 comes from" in err
+    assert "kernelwheel matrix --json` gives each variant's build image" in err
+    assert not (cache / "envs").exists() and not out.exists()  # no environment, no wheel
