@@ -12,7 +12,7 @@ CUTLASS) is taken as torch-free, and an include inside ``#if`` counts as include
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 __all__ = ["sources_naming", "torch_free_sources"]
@@ -33,24 +33,9 @@ def torch_free_sources(
 
 
 def _reaches_torch(source: Path, dirs: Sequence[Path], root: Path) -> bool:
-    seen: set[Path] = set()
-    todo = [source]
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        try:
-            text = path.read_text(errors="replace")
-        except OSError:
-            continue
-        for quote, name in _INCLUDE.findall(text):
-            if name.startswith(_TORCH):
-                return True
-            found = _resolve(name, path.parent if quote == '"' else None, dirs)
-            if found is not None and found.is_relative_to(root):
-                todo.append(found)
-    return False
+    return any(
+        name.startswith(_TORCH) for _, includes in _walk(source, dirs, root) for name in includes
+    )
 
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
@@ -65,10 +50,17 @@ def sources_naming(
     naming the macro, never a wrong object, and a token in an ``#if`` branch still counts."""
     dirs = [Path(d) for d in include_dirs]
     token = re.compile(rf"\b{re.escape(word)}\b")
-    return tuple(s for s in sources if _names(Path(s), token, dirs, root.resolve()))
+    root = root.resolve()
+    return tuple(
+        s
+        for s in sources
+        if any(token.search(_COMMENT.sub(" ", text)) for text, _ in _walk(Path(s), dirs, root))
+    )
 
 
-def _names(source: Path, token: re.Pattern[str], dirs: Sequence[Path], root: Path) -> bool:
+def _walk(source: Path, dirs: Sequence[Path], root: Path) -> Iterator[tuple[str, list[str]]]:
+    """``source`` and the project files (under ``root``) it includes, transitively, each once:
+    its text and the names its ``#include`` lines give. Callers stop early by not iterating."""
     seen: set[Path] = set()
     todo = [source]
     while todo:
@@ -80,13 +72,12 @@ def _names(source: Path, token: re.Pattern[str], dirs: Sequence[Path], root: Pat
             text = path.read_text(errors="replace")
         except OSError:
             continue
-        if token.search(_COMMENT.sub(" ", text)):
-            return True
-        for quote, name in _INCLUDE.findall(text):
+        includes = _INCLUDE.findall(text)
+        yield text, [name for _, name in includes]
+        for quote, name in includes:
             found = _resolve(name, path.parent if quote == '"' else None, dirs)
             if found is not None and found.is_relative_to(root):
                 todo.append(found)
-    return False
 
 
 def _resolve(name: str, beside: Path | None, dirs: Sequence[Path]) -> Path | None:
