@@ -5,14 +5,12 @@ redis-server the test starts and stops."""
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.redis import redis_server
 
 from kernelwheel.builder.compiler_cache import (
     Ccache,
@@ -93,37 +91,10 @@ def test_pypi_ccache_is_installed_with_hashes_when_the_host_has_none(pypi_ccache
     assert again is not None and again.version == RECIPE.version
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture()
 def redis_url(tmp_path: Path) -> Iterator[str]:
-    server = shutil.which("redis-server") or (
-        "/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else None
-    )
-    if server is None:
-        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with redis_server(tmp_path) as url:
+        yield url
 
 
 @pytest.mark.integration

@@ -14,15 +14,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
-import subprocess
-import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.builds import cache_dir
+from support.redis import redis_server
 
 from kernelwheel.cli import main
 
@@ -100,32 +98,8 @@ def _so(wheel: Path) -> bytes:
 
 @pytest.fixture()
 def redis_url(tmp_path: Path) -> Iterator[str]:
-    server = shutil.which("redis-server") or (
-        "/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else None
-    )
-    if server is None:
-        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    (tmp_path / "redis").mkdir()
-    proc = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path / "redis")],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with redis_server(tmp_path / "redis") as url:
+        yield url
 
 
 def test_an_edit_recompiles_that_source_and_a_second_machine_hits_the_remote_cache(
