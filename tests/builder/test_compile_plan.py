@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from support.requests import build_request
 from support.variants import TORCH213_CPU, TORCH214_CU130
 
 from kernelwheel.abi.remedies import remedy_flags
@@ -17,8 +18,6 @@ from kernelwheel.builder.compile_spec import SourceFlags
 from kernelwheel.builder.envs import CudaToolkit
 from kernelwheel.builder.request import BuildRequest
 from kernelwheel.errors import ProjectError, ToolchainError
-from kernelwheel.model.project import load_project
-from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Variant
 
 CU130 = Variant.parse(TORCH214_CU130)
@@ -68,19 +67,7 @@ def project_with(root: Path, gemm: str = "", norm: str = "", host: str = "") -> 
 
 
 def request(root: Path, variant: Variant = CU130, **settings: object) -> BuildRequest:
-    recipe = load_recipes().recipe_for(variant)
-    req = BuildRequest(
-        project=load_project(root),
-        variant=variant,
-        version="0.1.0",
-        out_dir=root / "out",
-        work_dir=root / "work",
-        cache_dir=root / "cache",
-        env_spec=None,
-        default_capabilities=recipe.cuda.capabilities if recipe.cuda else (),
-        jobs=16,
-    )
-    return replace(req, **settings)  # type: ignore[arg-type]
+    return build_request(root, variant, **settings)
 
 
 def plan(req: BuildRequest, tools: Toolchain = CUDA) -> CompilePlan:

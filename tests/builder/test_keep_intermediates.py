@@ -6,11 +6,11 @@ writes and ends as asked."""
 from __future__ import annotations
 
 import textwrap
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.requests import build_request
 from support.variants import TORCH214_CU130
 
 from kernelwheel.builder import pipeline
@@ -18,8 +18,6 @@ from kernelwheel.builder.compile_plan import Toolchain
 from kernelwheel.builder.envs import CudaToolkit, EnvInfo
 from kernelwheel.builder.request import BuildRequest
 from kernelwheel.errors import BuildError
-from kernelwheel.model.project import load_project
-from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Variant
 
 NVCC13 = ("7.5", "8.0", "8.6", "8.7", "8.8", "8.9", "9.0", "10.0", "11.0", "10.3", "12.0", "12.1")
@@ -47,20 +45,7 @@ def _request(root: Path, **settings: Any) -> BuildRequest:
             """
         )
     )
-    recipe = load_recipes().recipe_for(CU130)
-    req = BuildRequest(
-        project=load_project(root),
-        variant=CU130,
-        version="0.1.0",
-        out_dir=root / "out",
-        work_dir=root / "work",
-        cache_dir=root / "cache",
-        env_spec=None,
-        default_capabilities=recipe.cuda.capabilities if recipe.cuda else (),
-        jobs=4,
-        no_ccache=True,
-    )
-    return replace(req, **settings)
+    return build_request(root, CU130, jobs=4, no_ccache=True, **settings)
 
 
 ENV = EnvInfo(

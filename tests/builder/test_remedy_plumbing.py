@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from support.requests import build_request
 
 from kernelwheel.abi import WheelReport, check_shared_object
 from kernelwheel.abi.remedies import NO_REMEDIES, remedy_flags
@@ -23,7 +24,6 @@ from kernelwheel.builder.steps import (
     remedy_header,
     write_remedies,
 )
-from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
 from kernelwheel.plan.options import resolve_options
 
@@ -53,15 +53,7 @@ def project_with(root: Path) -> Path:
 
 
 def request(root: Path, variant: Variant) -> BuildRequest:
-    return BuildRequest(
-        project=load_project(root),
-        variant=variant,
-        version="0.1.0",
-        out_dir=root / "out",
-        work_dir=root / "work",
-        cache_dir=root / "cache",
-        env_spec=None,
-    )
+    return build_request(root, variant)
 
 
 @needs_gxx
