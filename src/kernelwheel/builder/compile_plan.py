@@ -39,6 +39,7 @@ __all__ = [
     "CompilePlan",
     "Toolchain",
     "fatbin_compression_flags",
+    "per_kernel_capabilities",
     "plan_compile",
 ]
 
@@ -173,11 +174,11 @@ def _capability_source(req: BuildRequest, kernels: Sequence[KernelSection]) -> t
     return f"recipe of {req.variant.name}", "the recipe's capabilities"
 
 
-def _per_kernel(
+def per_kernel_capabilities(
     req: BuildRequest, kernels: Sequence[KernelSection], toolkit: CudaToolkit
 ) -> tuple[caps.KernelCapabilities, ...]:
-    """Each CUDA kernel's capabilities; a kernel none of whose list this toolkit builds is an
-    error, as in kernel-builder."""
+    """Each CUDA kernel's capabilities (torch and tvm-ffi builds alike); a kernel none of whose
+    list this toolkit builds is an error, as in kernel-builder."""
     out: list[caps.KernelCapabilities] = []
     for kernel in kernels:
         wanted = kernel.cuda_capabilities
@@ -255,7 +256,7 @@ def _plan_cuda(
     """nvcc's flags, the capabilities and the thread/job split of a CUDA variant."""
     toolkit = tools.cuda
     assert toolkit is not None
-    per_kernel = _per_kernel(req, [k for k in kernels if k.backend == "cuda"], toolkit)
+    per_kernel = per_kernel_capabilities(req, [k for k in kernels if k.backend == "cuda"], toolkit)
     every = _all_capabilities(req, per_kernel)
     if tools.nvcc_supports is not None:
         where, key = _capability_source(req, kernels)

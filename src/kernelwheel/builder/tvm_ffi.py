@@ -34,15 +34,15 @@ from packaging.version import Version
 
 from .._util import CommandTimeout, atomic_write, output_dir, run_captured, run_checked, run_logged
 from ..abi.symver import ForcedHeader
-from ..errors import BuildError, ProjectError, ToolchainError
+from ..errors import BuildError, ToolchainError
 from ..log import Reporter, step
-from ..model.project import KernelProject, KernelSection
+from ..model.project import KernelProject
 from ..model.recipes import TVM_FFI_PACKAGE, VariantRecipe, tvm_ffi_requirement
 from ..model.variant import Arch, BackendKind, TvmFfiVersion
 from ..wheels import WheelSpec, write_wheel
 from . import capabilities as caps
 from . import codegen
-from .compile_plan import SOURCE_SUFFIXES, fatbin_compression_flags
+from .compile_plan import SOURCE_SUFFIXES, fatbin_compression_flags, per_kernel_capabilities
 from .compile_rules import NO_GNU_UNIQUE, backend_macros, kernel_cuda_flags, kernels_to_compile
 from .deps import provide_headers
 from .envs import (
@@ -342,8 +342,9 @@ def _compile(
     every: tuple[str, ...] = ()
     link_libs = [f"-L{env.lib_dir}", "-ltvm_ffi"]
     if toolkit is not None:
-        per_kernel = _capabilities(req, [k for k in kernels if k.backend == "cuda"])
-        every = caps.sort_capabilities(c for _, own in per_kernel for c in own)
+        cuda_kernels = [k for k in kernels if k.backend == "cuda"]
+        per_kernel = per_kernel_capabilities(req, cuda_kernels, toolkit)
+        every = caps.sort_capabilities(c for k in per_kernel for c in k.capabilities)
         if not every:
             raise ToolchainError(
                 f"no CUDA capabilities for {variant.name}",
@@ -364,9 +365,9 @@ def _compile(
             *search,
             *(f"-I{p}" for p in toolkit.extra_includes),
         ]
-        for kernel, own in per_kernel:
+        for kernel, own in zip(cuda_kernels, per_kernel, strict=True):
             flags = (
-                *caps.gencode_flags(own),
+                *caps.gencode_flags(own.capabilities),
                 *kernel_cuda_flags(kernel.cuda_flags, toolkit.version),
             )
             cuda_units += [(root / p, flags) for p in kernel.src if p.suffix == ".cu"]
@@ -398,29 +399,6 @@ def _compile(
     link = [cxx, "-shared", "-o", str(shared_object), *map(str, objects), *link_libs]
     _run(link, log, stage, f"linking {shared_object.name}")
     return shared_object, every
-
-
-def _capabilities(
-    req: BuildRequest, kernels: list[KernelSection]
-) -> list[tuple[KernelSection, tuple[str, ...]]]:
-    """Each CUDA kernel's capabilities: the option's, else its cuda-capabilities loosely
-    intersected with the recipe's defaults (kernel-builder's rule), else the defaults."""
-    out: list[tuple[KernelSection, tuple[str, ...]]] = []
-    for kernel in kernels:
-        if req.cuda_capabilities:
-            out.append((kernel, req.cuda_capabilities))
-            continue
-        chosen = caps.for_kernel(kernel.id, kernel.cuda_capabilities, req.default_capabilities)
-        if not chosen.capabilities:
-            raise ProjectError(
-                f"none of {', '.join(kernel.cuda_capabilities)} is built by the recipe's CUDA, "
-                f"whose targets are {', '.join(caps.targets_of(req.default_capabilities))}",
-                file=req.project.build_toml,
-                key=f"kernel.{kernel.id}.cuda-capabilities",
-                hint="list a capability of this toolkit, or leave this CUDA version out",
-            )
-        out.append((kernel, chosen.capabilities))
-    return out
 
 
 def _check_series(env: TvmFfiEnv, series: TvmFfiVersion) -> None:
