@@ -275,13 +275,14 @@ PYPI = "https://pypi.org/simple"
 
 
 def unreachable(url: str, timeout: float = 10) -> str | None:
-    """Why ``url`` (an index) cannot be reached, or None when it answers at all (an HTTP
-    error is an answer: the index is there)."""
+    """Why ``url`` (an index) cannot be reached (one line), or None when it answers: a client
+    error (404...) is an answer, the index is there; a server error (5xx) is not. The build's
+    preflight and the torch-install error both ask here."""
     try:
         with urllib.request.urlopen(url, timeout=timeout):
             return None
-    except urllib.error.HTTPError:
-        return None
+    except urllib.error.HTTPError as exc:
+        return None if exc.code < 500 else f"HTTP {exc.code}"
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         return str(reason) or type(exc).__name__

@@ -18,19 +18,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
 from ..errors import ToolchainError
 from ..model.recipes import CudaToolchain, VariantRecipe
-from .envs import EnvSpec, nvcc_version
+from .envs import EnvSpec, nvcc_version, unreachable
 
 __all__ = ["require_buildable", "system_toolkit", "toolkit_problem", "torch_source_problem"]
-
-_TIMEOUT = 10.0  # seconds for one look at an index
 
 
 def _candidates(cuda: CudaToolchain, explicit: Path | None) -> list[tuple[str, Path]]:
@@ -96,17 +92,8 @@ def _local_wheel(requirement: str, folders: Iterable[str]) -> bool:
     return False
 
 
-@cache
-def _unreachable(url: str) -> str | None:
-    """Why ``url`` gives no answer (one line), or None; asked once per run."""
-    try:
-        with urllib.request.urlopen(url, timeout=_TIMEOUT):
-            return None
-    except urllib.error.HTTPError as exc:
-        return None if exc.code < 500 else f"HTTP {exc.code}"
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return str(reason) or type(exc).__name__
+# Each index is asked once per run, whatever the number of variants that need it.
+_unreachable = cache(unreachable)
 
 
 def torch_source_problem(
