@@ -392,3 +392,33 @@ def test_the_build_id_reaches_only_the_units_that_name_it(tmp_path: Path) -> Non
     assert "TORCH_EXTENSION_NAME" not in dict(spec.define_macros)
     everywhere = (*spec.cxx_flags, *spec.nvcc_flags, *(f"{k}={v}" for k, v in spec.define_macros))
     assert not any("_probe_0123456789" in flag for flag in everywhere)
+
+
+def test_sources_named_through_the_work_folders_links_link_in_the_same_order_anywhere(
+    tmp_path: Path,
+) -> None:
+    """torch links the objects in the order of their paths, which mirror the sources': named
+    through the work folder's links, a project and kernelwheel's data folder give the same
+    order (and bytes) wherever they lie on the machine."""
+    stage = "/cache/work/k/v"
+    orders = []
+    cpu_tools = Toolchain(cpus=2)
+    base = plan(request(project_with(tmp_path / "p"), Variant.parse(TORCH213_CPU)), cpu_tools)
+    for project, data in (("/a/proj", "/z/site/kernelwheel/data"), ("/z/proj", "/a/kw/data")):
+        spec = replace(
+            base.spec,
+            sources=(f"{project}/torch-ext/b.cpp", f"{data}/kernelwheel_compat.cpp"),
+            source_flags=(SourceFlags(f"{project}/torch-ext/b.cpp", ("-DX",)),),
+            torch_free=(f"{data}/kernelwheel_compat.cpp",),
+        )
+        views = ((project, f"{stage}/project"), (data, f"{stage}/kernelwheel-data"))
+        viewed = spec.through_views(views)
+        assert viewed.sources == (
+            f"{stage}/project/torch-ext/b.cpp",
+            f"{stage}/kernelwheel-data/kernelwheel_compat.cpp",
+        )
+        assert viewed.source_flags[0].source == f"{stage}/project/torch-ext/b.cpp"
+        assert viewed.torch_free == (f"{stage}/kernelwheel-data/kernelwheel_compat.cpp",)
+        assert viewed.path_views == views and viewed.include_dirs == spec.include_dirs
+        orders.append(sorted(viewed.sources))
+    assert orders[0] == orders[1]

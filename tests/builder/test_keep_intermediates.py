@@ -63,7 +63,7 @@ def worker(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         pipeline, "probe_toolchain", lambda *a, **k: Toolchain(toolkit, NVCC13, cpus=4)
     )
     monkeypatch.setattr(pipeline, "provide_headers", lambda *a, **k: ())
-    monkeypatch.setattr(pipeline, "_worker_env", lambda *a, **k: ({}, False))
+    monkeypatch.setattr(pipeline, "compile_env", lambda *a, **k: ({}, False))
 
     def fake_run(cmd: list[Any], log: Path, **kwargs: Any) -> int:
         keep = Path(kwargs["cwd"]) / "nvcc-keep"

@@ -33,7 +33,7 @@ def static_compiler(tmp_path: Path) -> Path:
 def test_a_static_libstdcxx_compiler_is_refused_with_a_cli_fix(tmp_path: Path) -> None:
     cxx = static_compiler(tmp_path)
     with pytest.raises(ToolchainError) as info:
-        check_cxx_toolchain({"CXX": str(cxx), "PATH": os.environ["PATH"]})
+        check_cxx_toolchain(str(cxx), {"PATH": os.environ["PATH"]})
     message = str(info.value)
     assert str(cxx) in message and "statically" in message
     fix = message.split("fix:", 1)[1]
@@ -46,7 +46,7 @@ def test_a_static_libstdcxx_compiler_is_refused_with_a_cli_fix(tmp_path: Path) -
 def test_the_system_compiler_passes() -> None:
     if not shutil.which("c++"):
         pytest.skip("no system C++ compiler")
-    check_cxx_toolchain({"PATH": os.environ["PATH"]})
+    check_cxx_toolchain("c++", {"PATH": os.environ["PATH"]})
 
 
 def test_cli_build_stops_before_compiling(

@@ -13,6 +13,7 @@ from support.layered import LayeredVenv
 
 from kernelwheel.abi._elf import is_elf
 from kernelwheel.builder import codegen
+from kernelwheel.builder.envs import CudaToolkit
 from kernelwheel.builder.tvm_ffi import TvmFfiEnv, _runtime_rpaths, wheel_requirements
 from kernelwheel.cli import main
 from kernelwheel.model.project import load_project
@@ -49,8 +50,17 @@ def test_the_runtime_rpath_points_from_the_package_into_site_packages(tmp_path: 
     site = tmp_path / "site-packages"
     lib = site / "nvidia" / "cu13" / "lib"
     lib.mkdir(parents=True)
+    store = tmp_path / "cache" / "toolkits"
     env = TvmFfiEnv(tmp_path / "python", site, "0.1.9", (), site / "tvm_ffi" / "lib")
-    assert _runtime_rpaths(env, [lib, Path("/usr/local/cuda/lib64")]) == ["../nvidia/cu13/lib"]
+    # the environment's toolchain packages, or their shared copy in the toolkit store
+    for home in (site / "nvidia" / "cu13", store / "cu13-0123456789abcdef"):
+        home.mkdir(parents=True, exist_ok=True)
+        assert _runtime_rpaths(env, CudaToolkit(home, "13.0"), store) == ("../nvidia/cu13/lib",)
+    # a system toolkit: the wheel relies on the system's runtime, no rpath into site-packages
+    system = tmp_path / "usr-local-cuda"
+    system.mkdir()
+    assert _runtime_rpaths(env, CudaToolkit(system, "13.0"), store) == ()
+    assert _runtime_rpaths(env, None, store) == ()
 
 
 def test_generated_ops_exposes_what_tvm_ffi_packages_import() -> None:

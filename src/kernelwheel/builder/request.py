@@ -4,6 +4,8 @@ options, the one place options become build settings."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from ..model.deps import DependencyTable, load_deps
 from ..model.project import Framework, KernelProject
 from ..model.recipes import Recipes, VariantRecipe
 from ..model.variant import LocalVersionStyle, Variant
-from ..plan.options import Options, resolve_jobs
+from ..plan.options import Options, available_memory_mib, resolve_jobs
 from ..plan.toolchains import require_toolchain
 from ..plan.versioning import GitState
 from .cross import CrossPlan, plan_for
@@ -39,6 +41,12 @@ class BuildRequest:
     # Variants compiling at the same time as this one, itself included: the machine's CPUs and
     # memory are split between them (the variant-jobs option).
     variants_at_once: int = 1
+    cpus: int = 1  # this variant's share of the CPUs this process may use
+    memory_mib: int | None = None  # its share of the memory available (None: unknown)
+    # The C++ compiler that really compiles: $CXX (else c++), a cross build's cross compiler.
+    # The facts the compile plan needs (a shared libstdc++, -fno-gnu-unique, the target libc)
+    # are probed from it.
+    cxx: str = "c++"
     manylinux: str | None = "manylinux_2_28"  # None: keep linux_<arch>, only check
     best_effort: bool = False  # keep a wheel that cannot comply (linux_<arch>) instead of failing
     recipe: VariantRecipe | None = None  # the variant's recipe (a tvm-ffi build's pins)
@@ -101,6 +109,8 @@ def request_for(
     *,
     git: GitState | None = None,
     gpu_capabilities: tuple[str, ...] = (),
+    at_once: int = 1,
+    environ: Mapping[str, str] | None = None,
 ) -> BuildRequest:
     """The request to build ``recipe``'s variant of ``project`` as ``options`` say. A variant
     kernelwheel does not compile (ROCm, XPU, Metal...) is a
@@ -109,7 +119,9 @@ def request_for(
     a dependency that cannot be provided is refused here, before anything is compiled, and so
     is a variant for another arch without its cross compiler (:func:`.cross.plan_for`).
     ``gpu_capabilities`` (a default build: plan.defaults) replace the recipe's capabilities as
-    the targets of a CUDA variant."""
+    the targets of a CUDA variant. ``at_once``: the variants compiling side by side (the
+    service decides it), which share the CPUs, ``--jobs`` and the memory; ``environ`` (default:
+    this process's) gives ``CXX``."""
     require_toolchain(recipe.variant)
     table = deps if deps is not None else load_deps(options.recipes)
     sources = IndexOptions(options.index_url, options.find_links, options.no_index)
@@ -126,6 +138,9 @@ def request_for(
         cross_plan = plan_for(recipe.variant, env_spec, recipes, need_host_env=not options.python)
     if cross_plan is not None and cross_plan.host_env is not None:
         env_spec = cross_plan.host_env
+    environ = os.environ if environ is None else environ
+    cxx = str(cross_plan.compiler.cxx) if cross_plan else (environ.get("CXX") or "c++")
+    memory = available_memory_mib()
     return BuildRequest(
         project=project,
         variant=recipe.variant,
@@ -141,7 +156,11 @@ def request_for(
         default_capabilities=(gpu_capabilities or cuda.capabilities) if cuda else (),
         for_gpus_here=bool(cuda and gpu_capabilities),
         cuda_system_paths=tuple(Path(p) for p in cuda.system_paths) if cuda else (),
-        jobs=resolve_jobs(options.jobs),
+        jobs=max(1, resolve_jobs(options.jobs) // at_once),
+        variants_at_once=at_once,
+        cpus=max(1, resolve_jobs(None) // at_once),
+        memory_mib=None if memory is None else memory // at_once,
+        cxx=cxx,
         manylinux=options.manylinux(),
         best_effort=options.best_effort,
         recipe=recipe,

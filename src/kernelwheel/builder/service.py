@@ -11,7 +11,6 @@ an interrupt stops them all. The CLI only renders the result.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Sequence
@@ -123,6 +122,7 @@ def build_project(
             planned.deps,
             git=git,
             gpu_capabilities=gpu_capabilities,
+            at_once=at_once,
         )
         for recipe in recipes
     ]
@@ -133,11 +133,7 @@ def build_project(
     if at_once == 1:
         outcomes = tuple(_variant(req, progress, hub_layout) for req in requests)
     else:
-        shared = [
-            dataclasses.replace(req, jobs=max(1, req.jobs // at_once), variants_at_once=at_once)
-            for req in requests
-        ]
-        outcomes = _side_by_side(shared, at_once, progress, hub_layout)
+        outcomes = _side_by_side(requests, at_once, progress, hub_layout)
     return BuildResult(project.name, version, outcomes)
 
 

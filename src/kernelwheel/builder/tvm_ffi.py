@@ -40,24 +40,23 @@ from ..model.project import KernelProject
 from ..model.recipes import TVM_FFI_PACKAGE, VariantRecipe, tvm_ffi_requirement
 from ..model.variant import Arch, BackendKind, TvmFfiVersion
 from ..wheels import WheelSpec, write_wheel
-from . import capabilities as caps
 from . import codegen
-from .compile_plan import SOURCE_SUFFIXES, fatbin_compression_flags, per_kernel_capabilities
-from .compile_rules import NO_GNU_UNIQUE, backend_macros, kernel_cuda_flags, kernels_to_compile
+from .compiler_cache import read_stats
 from .deps import provide_headers
 from .envs import (
     READY_MARKER,
     CudaToolkit,
     IndexOptions,
     PipSources,
-    check_capabilities,
     locate_cuda_toolkit,
     locked,
     pip_install_args,
 )
 from .request import BuildRequest, BuiltWheel
 from .steps import (
+    WORKER,
     check_cxx_toolchain,
+    compile_env,
     finish_wheel,
     full_version,
     package_files,
@@ -66,6 +65,7 @@ from .steps import (
     remedy_header,
     write_remedies,
 )
+from .tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
 from .wheelmeta import project_metadata, requirements
 
 __all__ = ["TvmFfiEnv", "build_tvm_ffi_variant", "provision_tvm_ffi", "wheel_requirements"]
@@ -234,7 +234,7 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             hint="build it on a machine of that arch",
         )
     if not req.best_effort:
-        check_cxx_toolchain(os.environ)
+        check_cxx_toolchain(req.cxx, os.environ)
     output_dir(req.out_dir, "--output-dir")
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(req.log_header())
@@ -256,6 +256,7 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
                 req.cuda_system_paths,
                 needed_by=variant.name,
                 hint=f"install CUDA {cuda} (or pass --cuda-home DIR)",
+                store=req.cache_dir / "toolkits",  # the torch builds' toolkit store
             )
         detail.append(f"{TVM_FFI_PACKAGE} {env.version}" + (" (cached)" if env.reused else ""))
         _check_series(env, variant.tvm_ffi)
@@ -269,8 +270,8 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         detail.append(namespace)
 
     with step(reporter, scope, "compile", log=log) as detail:
-        shared_object, capabilities = _compile(req, env, namespace, toolkit, header)
-        detail.append(shared_object.name)
+        shared_object, capabilities, cache = _compile(req, env, namespace, toolkit, header)
+        detail.append(f"{shared_object.name}; {cache}")
 
     with step(reporter, scope, "wheel") as detail:
         version = full_version(req.version, variant, req.local_version_style)
@@ -303,102 +304,49 @@ def _compile(
     namespace: str,
     toolkit: CudaToolkit | None,
     header: ForcedHeader | None = None,
-) -> tuple[Path, tuple[str, ...]]:
-    """Compile the binding and the variant's kernels, link ``<namespace>.so``; the shared object
-    and the CUDA capabilities compiled for. The rules are the torch builds' (compile_rules: one
-    backend, its macros, cuda-minver, each kernel's capabilities against the recipe's)."""
-    project, variant, log = req.project, req.variant, req.log
-    assert project.tvm_ffi is not None and variant.backend is not None
-    backend = variant.backend.kind.value
-    tools = probe_toolchain(toolkit, req.variants_at_once)
-    kernels, notes = kernels_to_compile(project, (backend,), toolkit.version if toolkit else None)
+) -> tuple[Path, tuple[str, ...], str]:
+    """Compile and link ``<namespace>.so`` through the compile worker, as the torch builds do
+    (the compiler cache, the toolkit store, the same flags): the shared object, the CUDA
+    capabilities compiled for and what the compiler cache did."""
+    variant, log = req.variant, req.log
     stage = req.work_dir / variant.name
     if stage.exists():
         shutil.rmtree(stage)
-    (stage / "obj").mkdir(parents=True)
-    root = project.root
+    stage.mkdir(parents=True)
     remedies = write_remedies(header, stage / "include")  # the torch builds' remedies
-    prefix_maps = [
-        f"-ffile-prefix-map={stage}=/kernelwheel/build",
-        f"-ffile-prefix-map={root}=/kernelwheel/src",
-        f"-ffile-prefix-map={remedies.data_dir}=/kernelwheel/data",
-    ]
-    macros = [("TVM_FFI_EXTENSION_NAME", namespace), *backend_macros(backend)]
-    defines = [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in macros]
-    includes = [
-        root / p for p in (*project.tvm_ffi.include, *(i for k in kernels for i in k.include))
-    ]
     # The kernels' depends (CUTLASS from PyPI or a local checkout), as torch builds get them.
     dependencies = provide_headers(req.headers, req.cache_dir, env.python, log)
-    search = [f"-I{p}" for p in dict.fromkeys((*includes, *env.include_dirs, *dependencies))]
-    host = ["-fPIC", "-fvisibility=hidden", *prefix_maps]
-    host += [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
-    cxx = os.environ.get("CXX") or "c++"
-    cxx_cmd = [cxx, "-std=c++17", "-O3", *host, *remedies.cxx_flags, *defines, *search]
-    # (source, extra flags) in a stable order: the binding, then each kernel's sources.
-    units = [(root / p, tuple(project.tvm_ffi.cxx_flags)) for p in project.tvm_ffi.src]
-    units += [(root / p, tuple(k.cxx_flags)) for k in kernels for p in k.src if p.suffix != ".cu"]
-    cuda_units: list[tuple[Path, tuple[str, ...]]] = []
-    every: tuple[str, ...] = ()
-    link_libs = [f"-L{env.lib_dir}", "-ltvm_ffi"]
-    if toolkit is not None:
-        cuda_kernels = [k for k in kernels if k.backend == "cuda"]
-        per_kernel = per_kernel_capabilities(req, cuda_kernels, toolkit)
-        every = caps.sort_capabilities(c for k in per_kernel for c in k.capabilities)
-        if not every:
-            raise ToolchainError(
-                f"no CUDA capabilities for {variant.name}",
-                hint="set cuda-capabilities in build.toml or a default list in the recipe",
-            )
-        check_capabilities(every, toolkit, where=variant.name, hint_key="cuda-capabilities")
-        compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
-        notes += (note,) if note else ()
-        nvcc = [
-            str(toolkit.home / "bin" / "nvcc"),
-            "-std=c++17",
-            "-O3",
-            f"--threads={max(1, req.jobs)}",
-            *(f"-Xcompiler={flag}" for flag in host),
-            *remedies.nvcc_flags,
-            *compression,
-            *defines,
-            *search,
-            *(f"-I{p}" for p in toolkit.extra_includes),
-        ]
-        for kernel, own in zip(cuda_kernels, per_kernel, strict=True):
-            flags = (
-                *caps.gencode_flags(own.capabilities),
-                *kernel_cuda_flags(kernel.cuda_flags, toolkit.version),
-            )
-            cuda_units += [(root / p, flags) for p in kernel.src if p.suffix == ".cu"]
-        lib_dirs = [d for d in (toolkit.home / "lib", toolkit.home / "lib64") if d.is_dir()]
-        link_libs += [f"-L{d}" for d in lib_dirs] + ["-lcudart"]
-        link_libs += [f"-Wl,-rpath,$ORIGIN/{rel}" for rel in _runtime_rpaths(env, lib_dirs)]
-    if tools.shared_libstdcxx:  # else the static libstdc++ defines what the remedies add
-        units += [(path, ()) for path in remedies.sources]
-    if notes:
+    rpaths = _runtime_rpaths(env, toolkit, req.cache_dir / "toolkits")
+    library = TvmFfiLibrary(env.include_dirs, env.lib_dir, rpaths)
+    tools = probe_toolchain(toolkit, req)
+    plan = plan_tvm_ffi_compile(req, namespace, stage, tools, remedies, library, dependencies)
+    if plan.keep_dir is not None:
+        plan.keep_dir.mkdir(parents=True, exist_ok=True)
+    if plan.notes:
         with open(log, "a") as fh:
-            fh.writelines(f"note: {n}\n" for n in notes)
-    objects: list[Path] = []
-    for index, (source, flags) in enumerate([*units, *cuda_units]):
-        if source.suffix not in SOURCE_SUFFIXES:
-            continue  # headers listed as sources: inputs of the build id only
-        if source.suffix == ".cu" and toolkit is None:
-            raise BuildError(
-                f"{source.relative_to(root)} is CUDA code, but {variant.name} is not a CUDA build",
-                log=log,
-                hint='list .cu files only in kernels with backend = "cuda"',
-            )
-        obj = stage / "obj" / f"{index:03d}-{source.stem}.o"
-        base = nvcc if source.suffix == ".cu" else cxx_cmd
-        cmd = [*base, *flags, "-c", str(source), "-o", str(obj)]
-        _run(cmd, log, stage, f"compiling {source.name} for {variant.name}")
-        objects.append(obj)
-    shared_object = stage / "lib" / f"{namespace}.so"
-    shared_object.parent.mkdir()
-    link = [cxx, "-shared", "-o", str(shared_object), *map(str, objects), *link_libs]
-    _run(link, log, stage, f"linking {shared_object.name}")
-    return shared_object, every
+            fh.writelines(f"note: {n}\n" for n in plan.notes)
+    Path(plan.spec.build_temp).mkdir(parents=True, exist_ok=True)
+    spec_path = plan.spec.write(stage / "compile.json")
+    result_path = stage / "result.json"
+    stats_log = stage / "ccache-stats.log"
+    env_vars, cached = compile_env(req, toolkit, stats_log)
+    try:
+        code = run_logged(
+            [env.python, WORKER, spec_path, result_path], log, env=env_vars, cwd=stage
+        )
+    finally:
+        if plan.keep_dir is not None and not req.keep_intermediates:
+            shutil.rmtree(plan.keep_dir, ignore_errors=True)
+    if code != 0 or not result_path.exists():
+        raise BuildError(
+            f"compiling {variant.name} failed (exit {code})",
+            log=log,
+            hint="read the compiler errors at the end of the log",
+        )
+    shared_object = Path(json.loads(result_path.read_text())["shared_object"])
+    stats = read_stats(stats_log) if cached else None
+    off = "no compiler cache (no-ccache)" if req.no_ccache else "no compiler cache (see the log)"
+    return shared_object, plan.spec.capabilities, stats.describe() if stats else off
 
 
 def _check_series(env: TvmFfiEnv, series: TvmFfiVersion) -> None:
@@ -411,23 +359,16 @@ def _check_series(env: TvmFfiEnv, series: TvmFfiVersion) -> None:
         )
 
 
-def _runtime_rpaths(env: TvmFfiEnv, lib_dirs: list[Path]) -> list[str]:
-    """Where the installed wheel finds the CUDA runtime: the toolchain's library folders that
-    lie in site-packages (the runtime package's ``nvidia/cu13/lib``), relative to the
-    package folder the shared object is installed in. A system toolkit gives none."""
+def _runtime_rpaths(env: TvmFfiEnv, toolkit: CudaToolkit | None, store: Path) -> tuple[str, ...]:
+    """Where the installed wheel finds the CUDA runtime: the runtime package's folder
+    (``nvidia/cu13/lib``) relative to the package folder the shared object is installed in,
+    when the toolkit is the environment's toolchain packages (or their shared copy in the
+    toolkit store). A system toolkit gives none."""
+    if toolkit is None:
+        return ()
     purelib = env.purelib.resolve()
-    return [
-        os.path.relpath(d.resolve(), purelib / "pkg")
-        for d in lib_dirs
-        if d.resolve().is_relative_to(purelib)
-    ]
-
-
-def _run(cmd: list[str], log: Path, cwd: Path, what: str) -> None:
-    code = run_logged(cmd, log, cwd=cwd)
-    if code != 0:
-        raise BuildError(
-            f"{what} failed (exit {code})",
-            log=log,
-            hint="read the compiler errors at the end of the log",
-        )
+    home = toolkit.home.resolve()
+    if not (home.is_relative_to(purelib) or home.is_relative_to(store.resolve())):
+        return ()
+    runtime = purelib / "nvidia" / f"cu{toolkit.major}" / "lib"
+    return (os.path.relpath(runtime, purelib / "pkg"),) if runtime.is_dir() else ()

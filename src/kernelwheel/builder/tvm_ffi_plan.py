@@ -1,0 +1,178 @@
+"""From a tvm-ffi build request and the toolchain's facts to the :class:`CommandSpec` the compile
+worker runs.
+
+Pure, as :mod:`.compile_plan` is, and with its rules: the variant's one backend and its macros,
+cuda-minver (compile_rules), each CUDA kernel's capabilities against the recipe's or the GPUs'
+(``per_kernel_capabilities``), the refusal of capabilities nvcc lacks, the prefix maps, nvcc's
+``--keep`` names, fatbin compression and the split of the CPUs between jobs and nvcc threads.
+There is no torch to write the commands, so the plan spells them out; the shared object is no
+Python extension (``tvm_ffi.load_module`` dlopens it) and links ``libtvm_ffi.so``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..abi.remedies import RemedySet
+from ..errors import ProjectError
+from . import capabilities as caps
+from .compile_plan import (
+    SOURCE_SUFFIXES,
+    Toolchain,
+    fatbin_compression_flags,
+    nvcc_keep_flags,
+    parallelism,
+    per_kernel_capabilities,
+    prefix_maps,
+)
+from .compile_rules import NO_GNU_UNIQUE, backend_macros, kernel_cuda_flags, kernels_to_compile
+from .compile_spec import CommandSpec, CommandUnit
+from .envs import refuse_unsupported
+from .request import BuildRequest
+
+__all__ = ["CommandPlan", "TvmFfiLibrary", "plan_tvm_ffi_compile"]
+
+
+@dataclass(frozen=True)
+class TvmFfiLibrary:
+    """What compiling against apache-tvm-ffi needs (from the environment's probe), and where the
+    installed wheel finds the CUDA runtime (rpaths relative to the package folder)."""
+
+    include_dirs: tuple[Path, ...]
+    lib_dir: Path
+    runtime_rpaths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CommandPlan:
+    spec: CommandSpec
+    notes: tuple[str, ...] = ()  # for the log: kernels or capabilities left out
+    keep_dir: Path | None = None  # nvcc's --keep-dir, to create before compiling
+
+
+def plan_tvm_ffi_compile(
+    req: BuildRequest,
+    namespace: str,
+    stage: Path,
+    tools: Toolchain,
+    remedies: RemedySet,
+    library: TvmFfiLibrary,
+    dependency_includes: Sequence[Path] = (),
+) -> CommandPlan:
+    """The commands that compile ``req``'s tvm-ffi variant into ``<stage>/lib/<namespace>.so``:
+    the binding, each kernel of the backend, the remedies' source, then the link, with the
+    request's C++ compiler; nvcc is named bare, found first on the worker's PATH (the toolkit's, or
+    the compiler cache's link to it)."""
+    project, variant, cxx = req.project, req.variant, req.cxx
+    assert project.tvm_ffi is not None and variant.backend is not None
+    backend = variant.backend.kind.value
+    toolkit = tools.cuda
+    kernels, notes = kernels_to_compile(project, (backend,), toolkit.version if toolkit else None)
+    root = project.root
+    maps = prefix_maps(stage, root, remedies, req.cache_dir)
+    macros = [("TVM_FFI_EXTENSION_NAME", namespace), *backend_macros(backend)]
+    defines = [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in macros]
+    listed = (*project.tvm_ffi.include, *(i for k in kernels for i in k.include))
+    includes = [root / p for p in listed]
+    search = [
+        f"-I{p}" for p in dict.fromkeys((*includes, *library.include_dirs, *dependency_includes))
+    ]
+    unique = [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
+    host = ["-fPIC", "-fvisibility=hidden", *maps, *unique]
+    cxx_cmd = [cxx, "-std=c++17", "-O3", *host, *remedies.cxx_flags, *defines, *search]
+    # (source, flags of its own) in a stable order: the binding, then each kernel's sources.
+    units = [(root / p, tuple(project.tvm_ffi.cxx_flags)) for p in project.tvm_ffi.src]
+    units += [(root / p, tuple(k.cxx_flags)) for k in kernels for p in k.src if p.suffix != ".cu"]
+    if tools.shared_libstdcxx:  # else the static libstdc++ defines what the remedies add
+        units += [(path, ()) for path in remedies.sources]
+    units = [(path, flags) for path, flags in units if path.suffix in SOURCE_SUFFIXES]
+    _refuse_cuda_sources(req, [path for path, _ in units], toolkit is not None)
+    link_libs = [f"-L{library.lib_dir}", "-ltvm_ffi"]
+    cuda_units: list[tuple[Path, tuple[str, ...]]] = []
+    capabilities: tuple[str, ...] = ()
+    keep: list[str] = []
+    nvcc: list[str] = []
+    cuda_files = sum(1 for k in kernels for p in k.src if p.suffix == ".cu")
+    split = parallelism(req, tools, None, 0, 0)
+    if toolkit is not None:
+        cuda_kernels = [k for k in kernels if k.backend == "cuda"]
+        per_kernel = per_kernel_capabilities(req, cuda_kernels, toolkit)
+        capabilities = tuple(caps.sort_capabilities(c for k in per_kernel for c in k.capabilities))
+        if not capabilities:
+            raise ProjectError(
+                f"no CUDA capabilities for {variant.name}",
+                file=project.build_toml,
+                hint="set cuda-capabilities in build.toml or a default list in the recipe",
+            )
+        if tools.nvcc_supports is not None:
+            refuse_unsupported(
+                capabilities,
+                tools.nvcc_supports,
+                toolkit,
+                where=variant.name,
+                hint_key="cuda-capabilities",
+            )
+        most = max(len(k.capabilities) for k in per_kernel)
+        split = parallelism(req, tools, req.nvcc_threads, most, cuda_files)
+        compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
+        notes += (note,) if note else ()
+        cu_sources = [str(root / p) for k in cuda_kernels for p in k.src if p.suffix == ".cu"]
+        keep = nvcc_keep_flags(cu_sources, stage)
+        nvcc = [
+            "nvcc",
+            "-std=c++17",
+            "-O3",
+            f"--threads={split.nvcc_threads}",
+            *(f"-Xcompiler={flag}" for flag in host),
+            *remedies.nvcc_flags,
+            *compression,
+            *keep,
+            *defines,
+            *search,
+            *(f"-I{p}" for p in toolkit.extra_includes),
+        ]
+        for kernel, chosen in zip(cuda_kernels, per_kernel, strict=True):
+            flags = (
+                *caps.gencode_flags(chosen.capabilities),
+                *kernel_cuda_flags(kernel.cuda_flags, toolkit.version),
+            )
+            cuda_units += [(root / p, flags) for p in kernel.src if p.suffix == ".cu"]
+        lib_dirs = [toolkit.home / "lib", toolkit.home / "lib64"]
+        link_libs += [f"-L{d}" for d in lib_dirs] + ["-lcudart"]
+        link_libs += [f"-Wl,-rpath,$ORIGIN/{rel}" for rel in library.runtime_rpaths]
+    obj = stage / "obj"
+    commands: list[CommandUnit] = []
+    for index, (source, flags) in enumerate([*units, *cuda_units]):
+        out = obj / f"{index:03d}-{source.stem}.o"
+        if source.suffix == ".cu":  # a kernel's, or a binding's (with the binding's flags)
+            argv = [*nvcc, *flags, "-c", str(source), "-o", str(out)]
+        else:  # -MMD: the compiler cache's depend mode reads the dependencies from it
+            argv = [*cxx_cmd, *flags, "-MMD", "-MF", f"{out}.d", "-c", str(source), "-o", str(out)]
+        commands.append(CommandUnit(str(source), str(out), tuple(argv)))
+    shared_object = stage / "lib" / f"{namespace}.so"
+    link = (cxx, "-shared", "-o", str(shared_object), *(u.object for u in commands), *link_libs)
+    spec = CommandSpec(
+        units=tuple(commands),
+        link=link,
+        shared_object=str(shared_object),
+        build_temp=str(obj),
+        jobs=split.jobs,
+        cuda_home=str(toolkit.home) if toolkit else None,
+        capabilities=capabilities,
+    )
+    return CommandPlan(spec, notes, stage / "nvcc-keep" if keep else None)
+
+
+def _refuse_cuda_sources(req: BuildRequest, sources: Sequence[Path], cuda: bool) -> None:
+    """A ``.cu`` binding source of a variant that is not a CUDA build cannot compile."""
+    for path in sources:
+        if path.suffix == ".cu" and not cuda:
+            raise ProjectError(
+                f"{path.relative_to(req.project.root)} is CUDA code, but {req.variant.name} "
+                "is not a CUDA build",
+                file=req.project.build_toml,
+                key="tvm-ffi.src",
+                hint='list .cu files only in kernels with backend = "cuda"',
+            )

@@ -1,0 +1,140 @@
+"""The tvm-ffi compile as a plan of commands (builder.tvm_ffi_plan), with the torch builds' rules,
+and the compile worker running such a plan for real with the host's C++ compiler."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.kinds import write_tvm_ffi_project
+from support.requests import build_request
+
+from kernelwheel.abi.remedies import NO_REMEDIES
+from kernelwheel.builder.compile_plan import Toolchain
+from kernelwheel.builder.compile_spec import CommandSpec, CommandUnit
+from kernelwheel.builder.envs import CudaToolkit
+from kernelwheel.builder.steps import WORKER
+from kernelwheel.builder.tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
+from kernelwheel.errors import ToolchainError
+from kernelwheel.model.variant import Arch, Variant
+
+HOST = Arch.host().value
+CPU = Variant.parse(f"tvm-ffi01-cpu-{HOST}-linux")
+CUDA = Variant.parse(f"tvm-ffi01-cu130-{HOST}-linux")
+LIBRARY = TvmFfiLibrary((Path("/env/tvm_ffi/include"),), Path("/env/tvm_ffi/lib"), ("../x/lib",))
+NVCC13 = ("7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "12.0")
+
+
+def _plan(tmp_path: Path, variant: Variant, tools: Toolchain, **settings: object):  # type: ignore[no-untyped-def]
+    root = write_tvm_ffi_project(tmp_path / "p")
+    req = build_request(root, variant, **settings)
+    stage = tmp_path / "stage"
+    return (
+        req,
+        stage,
+        plan_tvm_ffi_compile(
+            req, "_add_one_0123456789", stage, tools, NO_REMEDIES, LIBRARY, (Path("/deps/inc"),)
+        ),
+    )
+
+
+def test_a_cpu_variant_compiles_the_binding_and_its_backends_kernels(tmp_path: Path) -> None:
+    req, stage, plan = _plan(tmp_path, CPU, Toolchain(cpus=4), jobs=4)
+    spec = plan.spec
+    assert [Path(u.source).name for u in spec.units] == ["binding.cpp", "add_one_cpu.cpp"]
+    for unit in spec.units:
+        argv = unit.argv
+        assert argv[0] == "c++" and "-DTVM_FFI_EXTENSION_NAME=_add_one_0123456789" in argv
+        assert "-DCPU_KERNEL" in argv and "-DCUDA_KERNEL" not in argv
+        # the torch builds' prefix maps, the cache folder's included
+        assert f"-ffile-prefix-map={req.cache_dir}=/kernelwheel/cache" in argv
+        assert f"-ffile-prefix-map={stage}=/kernelwheel/build" in argv
+        assert "-I/env/tvm_ffi/include" in argv and "-I/deps/inc" in argv
+        assert argv[-2:] == ("-o", unit.object) and "-MMD" in argv
+    assert spec.link[:4] == ("c++", "-shared", "-o", str(stage / "lib" / "_add_one_0123456789.so"))
+    assert "-ltvm_ffi" in spec.link and "-lcudart" not in spec.link
+    assert spec.jobs == 4 and spec.capabilities == () and plan.keep_dir is None
+
+
+def test_a_cuda_variant_gets_capabilities_keep_names_and_the_thread_split(tmp_path: Path) -> None:
+    toolkit = CudaToolkit(Path("/store/cu13-abc"), "13.0")
+    tools = Toolchain(toolkit, NVCC13, cpus=8)
+    _, stage, plan = _plan(tmp_path, CUDA, tools, jobs=8, cuda_capabilities=("8.0", "9.0"))
+    (cu,) = [u for u in plan.spec.units if u.source.endswith(".cu")]
+    assert cu.argv[0] == "nvcc" and "-DCUDA_KERNEL" in cu.argv
+    assert "-gencode=arch=compute_90,code=sm_90" in cu.argv
+    assert "--keep" in cu.argv and f"--keep-dir={stage / 'nvcc-keep'}" in cu.argv
+    assert "--threads=2" in cu.argv  # one per capability, the rest of the CPUs: C++ jobs
+    assert plan.spec.jobs == 7 and plan.keep_dir == stage / "nvcc-keep"
+    assert plan.spec.capabilities == ("8.0", "9.0")
+    assert "-lcudart" in plan.spec.link and "-Wl,-rpath,$ORIGIN/../x/lib" in plan.spec.link
+    assert plan.spec.cuda_home == "/store/cu13-abc"
+
+
+def test_a_capability_nvcc_lacks_is_refused_before_any_compile(tmp_path: Path) -> None:
+    tools = Toolchain(CudaToolkit(Path("/cuda"), "13.0"), NVCC13, cpus=2)
+    with pytest.raises(ToolchainError, match="cannot compile for '5.0'"):
+        _plan(tmp_path, CUDA, tools, cuda_capabilities=("5.0",))
+
+
+# --- the worker runs a commands spec with the standard library alone -------------------------
+
+needs_cxx = pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler")
+
+
+def _commands(tmp_path: Path, sources: dict[str, str], jobs: int) -> CommandSpec:
+    obj = tmp_path / "obj"
+    obj.mkdir()
+    units = []
+    for name, text in sources.items():
+        src = tmp_path / name
+        src.write_text(text)
+        out = obj / f"{src.stem}.o"
+        units.append(
+            CommandUnit(str(src), str(out), ("c++", "-fPIC", "-c", str(src), "-o", str(out)))
+        )
+    so = tmp_path / "lib" / "libsum.so"
+    link = ("c++", "-shared", "-o", str(so), *(u.object for u in units))
+    return CommandSpec(tuple(units), link, str(so), str(obj), jobs)
+
+
+def _run_worker(spec: CommandSpec, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    spec_path = spec.write(tmp_path / "compile.json")
+    # the worker runs under any Python of a build environment: here the test's own
+    return subprocess.run(
+        [sys.executable, str(WORKER), str(spec_path), str(tmp_path / "result.json")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+
+
+@needs_cxx
+def test_the_worker_compiles_the_units_in_parallel_then_links(tmp_path: Path) -> None:
+    sources = {f"f{i}.cpp": f'extern "C" int f{i}() {{ return {i}; }}\n' for i in range(4)}
+    spec = _commands(tmp_path, sources, jobs=3)
+    proc = _run_worker(spec, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    starts = [line for line in proc.stdout.splitlines() if line.startswith("[")]
+    assert sorted(s.split(" ")[0] for s in starts) == [f"[{i}/4]" for i in range(1, 5)]
+    assert json.loads((tmp_path / "result.json").read_text()) == {
+        "shared_object": spec.shared_object
+    }
+    nm = subprocess.run(["nm", "-D", spec.shared_object], capture_output=True, text=True)
+    assert {f"f{i}" for i in range(4)} <= {line.split()[-1] for line in nm.stdout.splitlines()}
+
+
+@needs_cxx
+def test_a_failing_unit_fails_the_compile_without_a_result_or_link(tmp_path: Path) -> None:
+    sources = {"good.cpp": "int good() { return 1; }\n", "bad.cpp": "int bad() { return }\n"}
+    spec = _commands(tmp_path, sources, jobs=1)
+    proc = _run_worker(spec, tmp_path)
+    assert proc.returncode == 1
+    assert "FAILED (1):" in proc.stdout and "bad.cpp" in proc.stdout
+    assert "error" in proc.stdout  # the compiler's own message reaches the log
+    assert not (tmp_path / "result.json").exists() and not Path(spec.shared_object).exists()
