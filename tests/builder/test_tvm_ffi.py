@@ -3,6 +3,7 @@ and arch (tvm-ffi01-cpu-x86_64-linux), installed into a venv without torch and c
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 
@@ -216,3 +217,26 @@ def test_a_cuda_kernel_with_cutlass_depends_builds(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         (so,) = [n for n in zf.namelist() if n.endswith(".so")]
         assert b"libcudart.so.13" in zf.read(so)
+
+
+@pytest.mark.integration
+def test_a_rebuild_compiles_from_the_compiler_cache_into_the_same_wheel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tvm-ffi builds go through the torch builds' compile worker and compiler cache: the same
+    project built again (another output folder, the work folder remade) takes every object from
+    the cache, and the wheel is the same bytes."""
+    root = write_tvm_ffi_project(tmp_path / "add-one")
+    wheels, outputs = [], []
+    for out in (tmp_path / "one", tmp_path / "two"):
+        args = ["build", str(root), "--variant", CPU, "--version", "1.0.0", "-o", str(out)]
+        assert main(args) == 0
+        outputs.append(capsys.readouterr().out)
+        (wheel,) = out.glob("add_one-*.whl")
+        wheels.append(wheel.read_bytes())
+    hits = re.search(r"ccache (\d+)/(\d+) hit", outputs[1])
+    assert hits is not None, outputs[1]
+    assert int(hits.group(1)) == int(hits.group(2)) >= 2  # the binding and the kernel at least
+    log = (tmp_path / "two" / "logs" / f"{CPU}.log").read_text()
+    assert "compiler cache: ccache" in log and f"[1/{hits.group(2)}]" in log
+    assert wheels[0] == wheels[1]
