@@ -232,10 +232,24 @@ _STOPPED = threading.Event()
 _KILLED = -9  # the exit code a command that was not started reports
 
 
+# How long a stopped command's group has after SIGTERM before it is killed. ninja runs each
+# compiler in a process group of its own, which no signal to ninja's group reaches; on SIGTERM
+# ninja stops them itself, so it must not be SIGKILLed first.
+_GRACE_SECONDS = 5.0
+
+
 def _kill_group(proc: subprocess.Popen[Any]) -> None:
-    """Kill ``proc``'s process group: the command and everything it started (ninja's compilers,
+    """Stop ``proc``'s process group: the command and everything it started (ninja's compilers,
     pip's helpers). Every command runs as the leader of a group of its own (start_new_session),
-    so a signal sent to kernelwheel's pid alone still reaches all of them this way."""
+    so a signal sent to kernelwheel's pid alone still reaches all of them this way: SIGTERM
+    first (ninja then stops the compilers in its own groups), SIGKILL for what is left."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + _GRACE_SECONDS
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not _group_alive(proc.pid):
+            break
+        time.sleep(0.02)
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     with suppress(ProcessLookupError):

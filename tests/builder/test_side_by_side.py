@@ -6,6 +6,7 @@ by a stand-in; the real builds side by side are tests/conftest.py's `built` fixt
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 from pathlib import Path
@@ -154,7 +155,7 @@ def test_an_interrupt_kills_the_other_variants_compilers(
     code, _, err = _build(tmp_path, capsys, "--variant-jobs", "2")
     assert code == 130 and "interrupted" in err
     assert time.monotonic() - started < 30
-    assert exits == [-9]  # killed, not waited for
+    assert exits in ([-signal.SIGTERM], [-signal.SIGKILL])  # stopped, not waited for
     assert "failed" not in err  # the killed variant goes unreported
 
 
@@ -185,6 +186,7 @@ def test_after_an_interrupt_a_variant_starts_no_new_command(
     assert code == 130
     assert time.monotonic() - started < 30
     (probe_code, refused_in), (compile_code, _) = seen
-    assert probe_code == -9 and compile_code == -9 and refused_in < 1
+    assert probe_code in (-signal.SIGTERM, -signal.SIGKILL)  # stopped
+    assert compile_code == -9 and refused_in < 1  # never started
     assert "sleep 60" in (tmp_path / "compile.log").read_text()  # asked for, never run
     assert run_logged(["true"], tmp_path / "after.log") == 0  # commands run again

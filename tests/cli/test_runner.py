@@ -4,6 +4,7 @@ bytes, stdin fed, stderr merged), timeouts, and long-lived piped commands that a
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 import time
@@ -55,7 +56,8 @@ def test_a_piped_command_answers_and_an_interrupt_kills_it() -> None:
     try:
         stop_running()
         waiter.join(20)
-        assert cat.returncode == -9  # killed by the interrupt, not closed
+        # stopped by the interrupt (SIGTERM, SIGKILL after the grace period), not closed
+        assert cat.returncode in (-signal.SIGTERM, -signal.SIGKILL)
         with pytest.raises(ToolchainError, match="stopping"):
             spawn_piped([PY, "-c", "pass"])  # none starts once stopped
     finally:

@@ -301,6 +301,40 @@ def test_signals_to_the_pid_mid_environment_and_mid_compile_leave_no_child(
     assert len(list(out.glob("*.whl"))) == 1
 
 
+def _is_compiling_a_source(argv: list[str]) -> bool:
+    """cc1plus on one of the project's sources (not a probe's ``/dev/null``)."""
+    return bool(argv) and Path(argv[0]).name == "cc1plus" and "/dev/null" not in argv
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_mid_torch_compile_stops_worker_ninja_and_compilers(
+    tmp_path: Path, sig: int
+) -> None:
+    """Issue 30: a torch variant compiles in the compile worker, which runs torch's ninja, which
+    runs the compilers (three levels below kernelwheel). A signal to kernelwheel's pid alone,
+    while cc1plus runs under ninja, ends the run with 143/130, no traceback, and none of the
+    worker, ninja or compilers left running."""
+    from support.builds import CPU_VARIANT, IMG2GRAY
+
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-c", CLI, "build", str(IMG2GRAY), "--variant", CPU_VARIANT]
+    cmd += ["-o", str(out), "--no-ccache", "--jobs", "2"]
+    token = f"kw-signal-{os.getpid()}-torch-{int(sig)}"
+    log = tmp_path / "run.log"
+    proc = _start(cmd, token, log)
+    _wait_for(proc, token.encode(), _is_compiling_a_source, log)
+    chain = [argv for _, argv in _marked(token.encode())]
+    assert any(Path(a[0]).name == "ninja" for a in chain if a), chain
+    assert any(len(a) > 1 and a[1].endswith("_compile_worker.py") for a in chain), chain
+    os.kill(proc.pid, sig)  # the pid only, not its group
+    assert proc.wait(timeout=120) == (143 if sig == signal.SIGTERM else 130), log.read_text()
+    text = log.read_text()
+    assert "Traceback" not in text, text
+    assert _survivors(token.encode()) == [], text
+    assert list(out.glob("*.whl")) == []
+
+
 def _wait_gone(pid: int, seconds: float = 5) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
