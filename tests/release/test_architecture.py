@@ -89,9 +89,7 @@ def import_graph(src: Path) -> list[Edge]:
                 for alias in node.names:  # ``from pkg import module`` imports the module
                     sub = f"{base}.{alias.name}"
                     targets.append(sub if _is_module(src, sub) else base)
-            edges += [
-                Edge(source, t, where) for t in targets if t.split(".")[0] == "kernelwheel"
-            ]
+            edges += [Edge(source, t, where) for t in targets if t.split(".")[0] == "kernelwheel"]
     return edges
 
 
@@ -177,10 +175,7 @@ def cycles(edges: list[Edge], unit: Callable[[str], str]) -> list[list[str]]:
 
 def documented_order(doc: str) -> list[str]:
     """The layers in the order of the page's table rows, top to bottom."""
-    return [
-        m.group(1) or TOP
-        for m in re.finditer(r"^\| (?:`(\w+)/`|top level) \|", doc, re.M)
-    ]
+    return [m.group(1) or TOP for m in re.finditer(r"^\| (?:`(\w+)/`|top level) \|", doc, re.M)]
 
 
 ORDER = documented_order(DOC)
@@ -298,3 +293,31 @@ def test_every_subpackage_is_listed_for_the_wheel() -> None:
     for package in _packages():
         dotted = "kernelwheel." + ".".join(package.relative_to(SRC).parts)
         assert dotted in listed, f"{dotted} would be missing from the wheel"
+
+
+def zip_writers(root: Path) -> list[str]:
+    """Where a module other than wheels/writer opens a zip archive for writing (``"w"``,
+    ``"a"`` or ``"x"`` mode, found with ast): every wheel is made or changed by that module."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel == "wheels/writer.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("ZipFile")):
+                continue
+            modes = [a for a in node.args[1:2]] + [
+                k.value for k in node.keywords if k.arg == "mode"
+            ]
+            if any(isinstance(m, ast.Constant) and m.value in ("w", "a", "x") for m in modes):
+                found.append(f"{rel}:{node.lineno}")
+    return found
+
+
+def test_one_module_writes_wheel_archives(tmp_path: Path) -> None:
+    assert zip_writers(SRC) == []
+    copy = tmp_path / "kernelwheel"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    planted = copy / "wheels" / "variants.py"
+    planted.write_text(planted.read_text() + "\n\ndef _w(p):\n    zipfile.ZipFile(p, 'w')\n")
+    assert zip_writers(copy) == [f"wheels/variants.py:{planted.read_text().count(chr(10))}"]

@@ -25,7 +25,6 @@ build. variantlib (the format's reference implementation) writes both JSON files
 
 from __future__ import annotations
 
-import os
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -38,12 +37,11 @@ from variantlib.models.variant_info import ProviderInfo, VariantInfo
 from variantlib.variant_dist_info import VariantDistInfo
 from variantlib.variants_json import VariantsJson
 
-from .._util import staged_file
 from ..errors import WheelError
 from ..model.variant import Backend, BackendKind
 from .fatbin import sm_archs
 from .reader import escape_name
-from .record import format_record, parse_record, record_hash
+from .writer import rewrite_wheel
 
 __all__ = [
     "NAMESPACE",
@@ -122,39 +120,14 @@ def write_variant_wheel(source: Path, out_dir: Path, backend: Backend) -> Varian
             variant_json = make_variant_dist_info(vdesc, variant_info=_INFO)
         except ValidationError as exc:
             raise WheelError(f"{source.name}: no valid variant.json ({exc})") from None
-        rows = parse_record(zin.read(f"{old_dist}/RECORD"), where=source.name)
-        kept = {path: (digest, size) for path, digest, size in rows}
-        new_rows = []
-        with staged_file(target) as tmp, zipfile.ZipFile(tmp, "w") as zout:
-            for info in sorted(zin.infolist(), key=lambda i: i.filename):
-                if info.is_dir() or info.filename == f"{old_dist}/RECORD":
-                    continue
-                arcname = info.filename
-                if arcname.startswith(f"{old_dist}/"):
-                    arcname = f"{new_dist}/{arcname[len(old_dist) + 1 :]}"
-                out_info = zipfile.ZipInfo(arcname, info.date_time)
-                out_info.external_attr = info.external_attr
-                out_info.compress_type = info.compress_type
-                if arcname == f"{new_dist}/METADATA":
-                    data = _with_version(zin.read(info), new_version, source.name)
-                    zout.writestr(out_info, data)
-                    new_rows.append((arcname, record_hash(data), str(len(data))))
-                    continue
-                big = info.file_size >= zipfile.ZIP64_LIMIT
-                with zin.open(info) as src, zout.open(out_info, "w", force_zip64=big) as dst:
-                    while chunk := src.read(1 << 20):
-                        dst.write(chunk)
-                digest, size = kept[info.filename]
-                new_rows.append((arcname, digest, size))
-            payload = variant_json.encode()
-            extra = zipfile.ZipInfo(f"{new_dist}/variant.json", (1980, 1, 1, 0, 0, 0))
-            extra.external_attr = 0o644 << 16
-            zout.writestr(extra, payload)
-            new_rows.append((extra.filename, record_hash(payload), str(len(payload))))
-            record = zipfile.ZipInfo(f"{new_dist}/RECORD", (1980, 1, 1, 0, 0, 0))
-            record.external_attr = 0o644 << 16
-            zout.writestr(record, format_record([*new_rows, (record.filename, "", "")]))
-            os.chmod(tmp, 0o644)
+        metadata = _with_version(zin.read(f"{old_dist}/METADATA"), new_version, source.name)
+    rewrite_wheel(
+        source,
+        target,
+        dist_info=new_dist,
+        replace={f"{new_dist}/METADATA": metadata},
+        add={f"{new_dist}/variant.json": variant_json.encode()},
+    )
     return VariantBuild(target, source.name, label, tuple(properties), variant_json)
 
 

@@ -263,45 +263,103 @@ def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Pat
     return final
 
 
+def _copied_info(info: zipfile.ZipInfo, arcname: str) -> zipfile.ZipInfo:
+    """A new entry for ``info``'s member under ``arcname``, with its time, mode, compression
+    and origin (a fresh object: the source's offsets stay valid for reading it)."""
+    out = zipfile.ZipInfo(arcname, info.date_time)
+    out.compress_type = info.compress_type
+    out.external_attr = info.external_attr
+    out.create_system = info.create_system
+    out.comment = info.comment
+    return out
+
+
+def rewrite_wheel(
+    source: Path,
+    target: Path,
+    *,
+    replace: Mapping[str, bytes] | None = None,
+    add: Mapping[str, bytes] | None = None,
+    dist_info: str | None = None,
+) -> Path:
+    """Copy the wheel ``source`` to ``target`` (written beside it, then renamed) member by
+    member, each streamed with its entry's time, mode and compression; with the ``.dist-info``
+    folder renamed to ``dist_info``, the members named in ``replace`` (by their new names) given
+    those bytes, and the ``add`` members (new names, mode 0644) written before RECORD, which
+    comes last: new rows for what changed, the source's rows for the rest. The one way a
+    finished wheel is changed (a repaired wheel's tag, a variant wheel's version and
+    ``variant.json``); :func:`write_wheel` is the one way one is made."""
+    replace, add = dict(replace or {}), dict(add or {})
+    with zipfile.ZipFile(source) as zin:
+        names = zin.namelist()
+        record_file = next((n for n in names if re.fullmatch(r"[^/]+\.dist-info/RECORD", n)), None)
+        if record_file is None:
+            raise WheelError(f"{source.name}: no .dist-info/RECORD", hint="rebuild the wheel")
+        old_dist = record_file.split("/")[0]
+        new_dist = dist_info or old_dist
+
+        def renamed(name: str) -> str:
+            return new_dist + name[len(old_dist) :] if name.startswith(old_dist + "/") else name
+
+        kept = {path: (digest, size) for path, digest, size in parse_record(
+            zin.read(record_file), where=source.name
+        )}  # fmt: skip
+        rows: list[tuple[str, str, str]] = []
+        new_record = renamed(record_file)
+        with staged_file(target) as tmp, zipfile.ZipFile(tmp, "w") as zout:
+            for info in zin.infolist():
+                if info.is_dir() or info.filename == record_file:
+                    continue
+                arcname = renamed(info.filename)
+                out_info = _copied_info(info, arcname)
+                if arcname in replace:
+                    data = replace.pop(arcname)
+                    zout.writestr(out_info, data)
+                    rows.append((arcname, record_hash(data), str(len(data))))
+                    continue
+                big = info.file_size >= zipfile.ZIP64_LIMIT
+                with zin.open(info) as src, zout.open(out_info, "w", force_zip64=big) as dst:
+                    while chunk := src.read(1 << 20):
+                        dst.write(chunk)
+                if info.filename not in kept:
+                    raise WheelError(
+                        f"{source.name}: {info.filename} is not in RECORD", hint="rebuild it"
+                    )
+                rows.append((arcname, *kept[info.filename]))
+            if replace:
+                raise WheelError(f"{source.name}: no member {sorted(replace)[0]} to replace")
+            for arcname, data in add.items():
+                zout.writestr(_zipinfo(arcname, (1980, 1, 1, 0, 0, 0), 0o644, True), data)
+                rows.append((arcname, record_hash(data), str(len(data))))
+            record = _copied_info(zin.getinfo(record_file), new_record)
+            zout.writestr(record, format_record([*rows, (new_record, "", "")]))
+            os.chmod(tmp, 0o644)
+    return target
+
+
 def retag_wheel(wheel: Path, platform_tag: str, dest_dir: Path) -> Path:
     """Write a copy of ``wheel`` into ``dest_dir`` whose platform tag (file name and the
-    ``Tag:`` lines of ``*.dist-info/WHEEL``) is exactly ``platform_tag``; RECORD is updated and
-    every other member kept as it is (auditwheel names a repaired wheel by every policy it
-    meets; abi/repair keeps the one asked for)."""
+    ``Tag:`` lines of ``*.dist-info/WHEEL``) is exactly ``platform_tag``; every other member
+    kept as it is (auditwheel names a repaired wheel by every policy it meets; abi/repair
+    keeps the one asked for)."""
     stem = wheel.name[: -len(".whl")]
     prefix, py, abi, _ = stem.rsplit("-", 3)
     target = dest_dir / f"{prefix}-{py}-{abi}-{platform_tag}.whl"
     with zipfile.ZipFile(wheel) as zin:
         names = zin.namelist()
         wheel_file = next((n for n in names if re.fullmatch(r"[^/]+\.dist-info/WHEEL", n)), None)
-        record_file = next((n for n in names if re.fullmatch(r"[^/]+\.dist-info/RECORD", n)), None)
-        if wheel_file is None or record_file is None:
-            raise WheelError(
-                f"{wheel.name}: no .dist-info/WHEEL or RECORD", hint="rebuild the wheel"
-            )
-        lines: list[str] = []
-        seen: set[str] = set()
-        for line in zin.read(wheel_file).decode("utf-8").splitlines():
-            if line.startswith("Tag:"):
-                py_tag, abi_tag, _ = line[len("Tag:") :].strip().rsplit("-", 2)
-                line = f"Tag: {py_tag}-{abi_tag}-{platform_tag}"
-                if line in seen:
-                    continue
-                seen.add(line)
-            lines.append(line)
-        new_wheel = ("\n".join(lines) + "\n").encode("utf-8")
-        rows = parse_record(zin.read(record_file), where=wheel.name)
-        new_record = format_record(
-            (name, record_hash(new_wheel), str(len(new_wheel))) if name == wheel_file else row
-            for row in rows
-            for name in (row[0],)
-        )
-        with staged_file(target) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zout:
-            for info in zin.infolist():
-                data = zin.read(info)
-                if info.filename == wheel_file:
-                    data = new_wheel
-                elif info.filename == record_file:
-                    data = new_record
-                zout.writestr(info, data)
-    return target
+        if wheel_file is None:
+            raise WheelError(f"{wheel.name}: no .dist-info/WHEEL", hint="rebuild the wheel")
+        text = zin.read(wheel_file).decode("utf-8")
+    lines: list[str] = []
+    seen: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("Tag:"):
+            py_tag, abi_tag, _ = line[len("Tag:") :].strip().rsplit("-", 2)
+            line = f"Tag: {py_tag}-{abi_tag}-{platform_tag}"
+            if line in seen:
+                continue
+            seen.add(line)
+        lines.append(line)
+    new_wheel = ("\n".join(lines) + "\n").encode("utf-8")
+    return rewrite_wheel(wheel, target, replace={wheel_file: new_wheel})
