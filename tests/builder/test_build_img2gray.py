@@ -30,6 +30,7 @@ pytestmark = pytest.mark.integration
 
 MakeVenv = Callable[..., LayeredVenv]
 
+
 def test_build_succeeds_with_expected_names(built: Built) -> None:
     assert built.exit_code == 0
     cuda = Variant.parse(CUDA_VARIANT)
@@ -117,21 +118,57 @@ def test_wrong_torch_gets_the_guard_message(built: Built, venv_for: MakeVenv) ->
     assert f"img2gray==0.1.0+{Variant.parse(CPU_VARIANT).local_version}" in err
 
 
+def _elf_sections_differing(a: bytes, b: bytes) -> list[str]:
+    from io import BytesIO
+
+    from elftools.elf.elffile import ELFFile
+
+    one, two = ELFFile(BytesIO(a)), ELFFile(BytesIO(b))
+    return [
+        s.name
+        for s in one.iter_sections()
+        if (t := two.get_section_by_name(s.name)) is None or s.data() != t.data()
+    ]
+
+
+def _differences(first: Path, second: Path) -> str:
+    """Which members of two wheels differ, and for a shared object which ELF sections."""
+    with zipfile.ZipFile(first) as a, zipfile.ZipFile(second) as b:
+        differ = [n for n in a.namelist() if n not in b.namelist() or a.read(n) != b.read(n)]
+        sections = {
+            n: _elf_sections_differing(a.read(n), b.read(n))
+            for n in differ
+            if n.endswith(".so") and n in b.namelist()
+        }
+    return f"members {differ}, ELF sections {sections}"
+
+
 @pytest.mark.parametrize("variant", [CPU_VARIANT, CUDA_VARIANT])
 def test_rebuild_is_byte_identical(
     built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variant: str
 ) -> None:
-    # Recompile for real (no compiler cache), into another folder. For CUDA this proves that
-    # nvcc's tmpxft_<pid>_ temporary names no longer reach the object's symbols (issue 13).
+    """Two real compiles (no compiler cache), of the project where it is and of a copy of it in
+    another folder, into two output folders, give the same bytes as the session's build through
+    the compiler cache. For CUDA this proves that nvcc's tmpxft_<pid>_ temporary names no longer
+    reach the object's symbols (issue 13); the copy, that neither nvcc's internal symbols (it
+    hashed the .cu's real path into them) nor the link order follow where the project lies; the
+    cached build, that a cache hit from a compile elsewhere (another checkout, an earlier run)
+    gives the same bytes as a compile."""
     monkeypatch.setenv("KERNELWHEEL_NO_CCACHE", "1")
-    again = tmp_path / "again"
-    assert main(["build", str(IMG2GRAY), "-o", str(again), "--variant", variant]) == 0
-    first = built.wheels[variant]
-    second = again / first.name
-    if second.read_bytes() != first.read_bytes():
-        with zipfile.ZipFile(first) as a, zipfile.ZipFile(second) as b:
-            differ = [n for n in a.namelist() if a.read(n) != b.read(n)]
-        pytest.fail(f"{first.name}: rebuilt wheel differs in {differ}")
+    copy = tmp_path / "elsewhere" / "img2gray"
+    shutil.copytree(IMG2GRAY, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    wheels = []
+    for project, out in ((IMG2GRAY, tmp_path / "again"), (copy, tmp_path / "copy")):
+        assert main(["build", str(project), "-o", str(out), "--variant", variant]) == 0
+        (wheel,) = out.glob("*.whl")
+        wheels.append(wheel)
+    second, moved = wheels
+    assert second.name == moved.name == built.wheels[variant].name
+    if second.read_bytes() != moved.read_bytes():
+        pytest.fail(f"{second.name}: two real compiles differ: {_differences(second, moved)}")
+    cached = built.wheels[variant]
+    if cached.read_bytes() != second.read_bytes():
+        pytest.fail(f"{second.name}: the cached build differs: {_differences(cached, second)}")
     if variant == CUDA_VARIANT:
         with zipfile.ZipFile(second) as zf:
             so = next(n for n in zf.namelist() if n.endswith(".so"))

@@ -74,6 +74,20 @@ def plan(req: BuildRequest, tools: Toolchain = CUDA) -> CompilePlan:
     return plan_compile(req, "_probe_0123456789", req.work_dir / "stage", tools, remedy_flags())
 
 
+NAME_FLAG = "-Xcudafe=--orig_src_path_name="
+
+
+def own_flags(entries: tuple[SourceFlags, ...]) -> tuple[SourceFlags, ...]:
+    """``entries`` without the flag naming each .cu to nvcc (its own test below), and without
+    the entries left empty."""
+    out = []
+    for e in entries:
+        e = e._replace(flags=tuple(f for f in e.flags if not f.startswith(NAME_FLAG)))
+        if e.flags or e.gencode:
+            out.append(e)
+    return tuple(out)
+
+
 def names(sources: tuple[str, ...], root: Path) -> list[str]:
     return [Path(s).relative_to(root).as_posix() for s in sources if Path(s).is_relative_to(root)]
 
@@ -97,7 +111,7 @@ def test_a_cuda_variant_compiles_the_cuda_kernels_with_kernel_builders_macros(
     assert {"-Xcompiler=-fno-gnu-unique", "-DENABLE_FP8", "-U__CUDA_NO_HALF_OPERATORS__"} <= set(
         spec.nvcc_flags
     )
-    assert spec.cuda and spec.capabilities == DEFAULTS and spec.source_flags == ()
+    assert spec.cuda and spec.capabilities == DEFAULTS and own_flags(spec.source_flags) == ()
     assert "-gencode=arch=compute_121,code=compute_121" in spec.nvcc_flags
 
 
@@ -153,7 +167,9 @@ def test_kernels_keep_their_own_flags_and_capabilities(tmp_path: Path) -> None:
     )
     spec = plan(request(root)).spec
     assert spec.capabilities == ("8.0", "9.0", "9.0a", "10.0f")
-    by_source = {Path(e.source).relative_to(root).as_posix(): e for e in spec.source_flags}
+    by_source = {
+        Path(e.source).relative_to(root).as_posix(): e for e in own_flags(spec.source_flags)
+    }
     assert by_source["gemm/gemm.cu"] == SourceFlags(
         str(root / "gemm/gemm.cu"),
         ("--use_fast_math",),
@@ -202,7 +218,7 @@ def test_a_capability_nvcc_cannot_build_is_an_error(tmp_path: Path) -> None:
 def test_the_option_replaces_every_list_without_intersecting(tmp_path: Path) -> None:
     root = project_with(tmp_path, gemm='cuda-capabilities = ["9.0a"]')
     spec = plan(request(root, cuda_capabilities=("12.0",))).spec
-    assert spec.capabilities == ("12.0",) and spec.source_flags == ()
+    assert spec.capabilities == ("12.0",) and own_flags(spec.source_flags) == ()
     with pytest.raises(ToolchainError, match="the cuda-capabilities option"):
         plan(request(root, cuda_capabilities=("7.0",)))
 
@@ -248,7 +264,7 @@ def test_torch_cxx_flags_reach_the_binding_only(tmp_path: Path) -> None:
     )
     toml.write_text(text.replace("[general]", '[general]\nlicense = "MIT"'))
     spec = plan(request(root)).spec
-    assert spec.source_flags == (SourceFlags(str(root / "torch-ext/binding.cpp"), ("-DB",)),)
+    assert own_flags(spec.source_flags) == (SourceFlags(str(root / "torch-ext/binding.cpp"), ("-DB",)),)
     assert "-DB" not in spec.cxx_flags
 
 
@@ -312,7 +328,9 @@ def test_a_source_two_kernels_list_compiles_once_with_both_kernels_flags(
     sources = names(spec.sources, tmp_path)
     assert sources.count("api/api.cu") == 1
     assert ("new/new.cu" in sources) == (kernels == 2)
-    by_source = {Path(e.source).relative_to(tmp_path).as_posix(): e for e in spec.source_flags}
+    by_source = {
+        Path(e.source).relative_to(tmp_path).as_posix(): e for e in own_flags(spec.source_flags)
+    }
     api = by_source["api/api.cu"]
     if kernels == 2:
         assert api.flags == ("-DNEW_FLAG", "-DOLD_ONLY")
@@ -382,7 +400,7 @@ def test_the_build_id_reaches_only_the_units_that_name_it(tmp_path: Path) -> Non
     define = "-DTORCH_EXTENSION_NAME=_probe_0123456789"
     with_id = {
         Path(e.source).relative_to(root).as_posix(): e.flags
-        for e in spec.source_flags
+        for e in own_flags(spec.source_flags)
         if define in e.flags
     }
     assert with_id == {
@@ -422,3 +440,24 @@ def test_sources_named_through_the_work_folders_links_link_in_the_same_order_any
         assert viewed.path_views == views and viewed.include_dirs == spec.include_dirs
         orders.append(sorted(viewed.sources))
     assert orders[0] == orders[1]
+
+
+def test_each_cu_is_named_to_nvcc_by_its_place_in_the_project(tmp_path: Path) -> None:
+    """nvcc hashes a .cu file's real path into its internal symbols; the plan names every .cu
+    as /kernelwheel/src/<path in the project> instead, once, whatever lists it, and no C++
+    source. (That two checkouts then compile to the same bytes: test_build_img2gray's
+    test_rebuild_is_byte_identical, with nvcc.)"""
+    root = project_with(tmp_path)
+    spec = plan(request(root)).spec
+    named = {
+        Path(e.source).relative_to(root).as_posix(): [f for f in e.flags if f.startswith(NAME_FLAG)]
+        for e in spec.source_flags
+    }
+    assert named["gemm/gemm.cu"] == [f"{NAME_FLAG}/kernelwheel/src/gemm/gemm.cu"]
+    assert named["norm/norm.cu"] == [f"{NAME_FLAG}/kernelwheel/src/norm/norm.cu"]
+    assert all(not flags for src, flags in named.items() if not src.endswith(".cu"))
+    cpu = plan(
+        request(project_with(tmp_path / "cpu"), Variant.parse("torch213-cxx11-cpu-x86_64-linux")),
+        Toolchain(cpus=2),
+    )
+    assert not any(f.startswith(NAME_FLAG) for e in cpu.spec.source_flags for f in e.flags)

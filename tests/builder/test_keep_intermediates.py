@@ -13,7 +13,7 @@ import pytest
 from support.requests import build_request
 from support.variants import TORCH214_CU130
 
-from kernelwheel.builder import pipeline
+from kernelwheel.builder import pipeline, steps
 from kernelwheel.builder.compile_plan import Toolchain
 from kernelwheel.builder.envs import CudaToolkit, EnvInfo
 from kernelwheel.builder.request import BuildRequest
@@ -76,7 +76,7 @@ def worker(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
             Path(cmd[3]).write_text('{"shared_object": "k.so", "py_limited_api": "0x03090000"}')
         return int(state["code"])
 
-    monkeypatch.setattr(pipeline, "run_logged", fake_run)
+    monkeypatch.setattr(steps, "run_logged", fake_run)  # the compile worker's run
     return state
 
 

@@ -66,6 +66,8 @@ def test_a_cuda_variant_gets_capabilities_keep_names_and_the_thread_split(tmp_pa
     _, stage, plan = _plan(tmp_path, CUDA, tools, jobs=8, cuda_capabilities=("8.0", "9.0"))
     (cu,) = [u for u in plan.spec.units if u.source.endswith(".cu")]
     assert cu.argv[0] == "nvcc" and "-DCUDA_KERNEL" in cu.argv
+    # named to nvcc by its place in the project, not its real path (nvcc hashes it into symbols)
+    assert "-Xcudafe=--orig_src_path_name=/kernelwheel/src/csrc/add_one_cuda.cu" in cu.argv
     assert "-gencode=arch=compute_90,code=sm_90" in cu.argv
     assert "--keep" in cu.argv and f"--keep-dir={stage / 'nvcc-keep'}" in cu.argv
     assert "--threads=2" in cu.argv  # one per capability, the rest of the CPUs: C++ jobs

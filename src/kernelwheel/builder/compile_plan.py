@@ -26,6 +26,7 @@ from .compile_rules import (
     kernels_to_compile,
     legacy_macro_warnings,
     nvcc_parallelism,
+    nvcc_source_name,
     nvcc_torch_flags,
     shared_source_notes,
 )
@@ -311,6 +312,10 @@ def _source_flags(
             flags.setdefault(source, []).extend(cuda_flags if cuda_source else kernel.cxx_flags)
             if cuda_source:
                 capabilities.setdefault(source, []).extend(own)
+    if cuda_version is not None:  # every .cu named to nvcc by its place in the project
+        cuda_sources = [*_sources(project.torch.src, project.root), *flags]
+        for source in dict.fromkeys(s for s in cuda_sources if s.endswith(".cu")):
+            flags.setdefault(source, []).insert(0, nvcc_source_name(source, project.root))
     for source, listed in flags.items():
         union = caps.sort_capabilities(capabilities.get(source, ()))
         gencode = tuple(caps.gencode_flags(union)) if union and tuple(union) != every else ()

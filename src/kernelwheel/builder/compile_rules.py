@@ -36,6 +36,7 @@ __all__ = [
     "kernels_to_compile",
     "legacy_macro_warnings",
     "nvcc_parallelism",
+    "nvcc_source_name",
     "nvcc_torch_flags",
     "variants_at_once",
 ]
@@ -151,6 +152,18 @@ def nvcc_torch_flags(cuda_version: str) -> tuple[str, ...]:
     if Version(cuda_version) >= Version("11.8"):
         flags += ("-DENABLE_FP8",)
     return flags
+
+
+def nvcc_source_name(source: str | Path, root: Path) -> str:
+    """The flag that names a ``.cu`` source to nvcc's front end as ``/kernelwheel/src/<its path
+    in the project>``. nvcc hashes the name it would give (the file's real path, symlinks
+    resolved) into the file's internal symbols (``_GLOBAL__N__<hash>``, ``_INTERNAL_<hash>``):
+    the same sources checked out in two folders gave two shared objects, and the compiler
+    cache, which keys on the path it is given, could hand one folder's object to the other's
+    build. -Xcudafe splits its value at commas, so none may stay in the name."""
+    path = Path(source)
+    rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+    return f"-Xcudafe=--orig_src_path_name=/kernelwheel/src/{rel.replace(',', '_')}"
 
 
 def kernel_cuda_flags(flags: Sequence[str], cuda_version: str) -> tuple[str, ...]:

@@ -6,24 +6,22 @@ under the output folder, named in any error.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 
 from packaging.tags import Tag
 
-from .._util import output_dir, run_logged
+from .._util import output_dir
 from ..abi.symver import ForcedHeader
 from ..compat.guard import BuildStamp
-from ..errors import BuildError, ProjectError, ToolchainError
+from ..errors import ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import Framework
 from ..model.variant import Arch, BackendKind, CxxAbi, Variant
 from ..wheels import WheelSpec, write_wheel
 from . import codegen, cross
 from .compile_plan import plan_compile
-from .compiler_cache import read_stats
 from .deps import provide_headers
 from .envs import (
     CudaToolkit,
@@ -37,6 +35,7 @@ from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key
 from .steps import (
     WORKER,
+    cache_summary,
     check_cxx_toolchain,
     compile_env,
     finish_wheel,
@@ -45,6 +44,7 @@ from .steps import (
     probe_toolchain,
     remedies_setting,
     remedy_header,
+    run_worker,
     write_remedies,
 )
 from .tvm_ffi import build_tvm_ffi_variant
@@ -132,8 +132,7 @@ def _compile(
     spec = plan.spec.through_views(tuple((str(f), str(stage / link)) for f, link in views))
     if cross_build is not None:  # kernelwheel.builder.cross: target include/lib dirs, nvcc -ccbin
         spec = cross_build.extend_spec(spec)
-    spec_path = spec.write(stage / "compile.json")
-    result_path = stage / "result.json"
+    spec.write(stage / "compile.json")
     stats_log = stage / "ccache-stats.log"
     env_vars, cached = compile_env(req, toolkit, stats_log)
     if cross_build is not None:  # kernelwheel.builder.cross: CC/CXX/LDSHARED = the cross compiler
@@ -156,29 +155,12 @@ def _compile(
         stored["cache"] = "unchanged: compile skipped"
         stored["notes"] = list(plan.notes)
         return stored
-    try:
-        code = run_logged(
-            [env.python, WORKER, spec_path, result_path], log, env=env_vars, cwd=stage
-        )
-    finally:
-        # nvcc's --keep files (named after the source, for reproducible objects) are hundreds
-        # of MB per variant: gone when the compile ends, however it ends, unless asked for.
-        if plan.keep_dir is not None and not req.keep_intermediates:
-            shutil.rmtree(plan.keep_dir, ignore_errors=True)
-    if code != 0 or not result_path.exists():
-        raise BuildError(
-            f"compiling {variant.name} failed (exit {code})",
-            log=log,
-            hint="read the compiler errors at the end of the log",
-        )
-    result: dict[str, object] = json.loads(result_path.read_text())
+    result = run_worker(req, env.python, stage, env_vars, plan.keep_dir)
     result["capabilities"] = list(spec.capabilities)
     if reuse is not None:
         reuse.store(key, result, spec.sources, spec.include_dirs)
     result.pop("inputs", None)
-    stats = read_stats(stats_log) if cached else None
-    off = "no compiler cache (no-ccache)" if req.no_ccache else "no compiler cache (see the log)"
-    result["cache"] = stats.describe() if stats else off
+    result["cache"] = cache_summary(req, stats_log, cached)
     result["notes"] = list(plan.notes)
     return result
 

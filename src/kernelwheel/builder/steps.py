@@ -5,12 +5,13 @@ module; it imports neither, so there is no cycle between them."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from .._util import CommandTimeout, atomic_copy, run_captured
+from .._util import CommandTimeout, atomic_copy, run_captured, run_logged
 from ..abi import Rule, WheelReport, check_wheel
 from ..abi._elf import demangle
 from ..abi.origins import objects_referencing
@@ -18,14 +19,14 @@ from ..abi.policy import DEFAULT_POLICY, load_policy
 from ..abi.remedies import NO_REMEDIES, RemedySet, abi_header, remedy_flags, symver_libraries
 from ..abi.repair import RepairResult, repair_wheel
 from ..abi.symver import ForcedHeader, VersionTable, read_version_table
-from ..errors import AbiError, ProjectError, ToolchainError
+from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, LocalVersionStyle, Variant
 from .compile_plan import SOURCE_SUFFIXES, Toolchain
 from .compile_rules import NO_GNU_UNIQUE
-from .compiler_cache import ccache_env, select_ccache
+from .compiler_cache import ccache_env, read_stats, select_ccache
 from .envs import CudaToolkit, EnvInfo, supported_capabilities
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, repair_key
@@ -35,12 +36,14 @@ WORKER = Path(__file__).with_name("_compile_worker.py")
 
 __all__ = [
     "WORKER",
+    "cache_summary",
     "check_cxx_toolchain",
     "compile_env",
     "finish_wheel",
     "full_version",
     "package_files",
     "probe_toolchain",
+    "run_worker",
 ]
 
 
@@ -238,6 +241,43 @@ def compile_env(
         # finds on PATH by itself.
         env_vars["TORCH_NO_COMPILER_WRAPPER"] = "1"
     return env_vars, cached is not None
+
+
+def run_worker(
+    req: BuildRequest,
+    python: Path,
+    stage: Path,
+    env_vars: Mapping[str, str],
+    keep_dir: Path | None,
+) -> dict[str, object]:
+    """Run the compile worker on ``<stage>/compile.json`` with the environment's ``python``
+    (output into the variant's log) and return its result; every build kind compiles so. nvcc's
+    ``--keep`` files go when it ends, however it ends, unless asked for: they are hundreds of
+    MB per variant."""
+    spec_path, result_path = stage / "compile.json", stage / "result.json"
+    try:
+        code = run_logged(
+            [python, WORKER, spec_path, result_path], req.log, env=env_vars, cwd=stage
+        )
+    finally:
+        if keep_dir is not None and not req.keep_intermediates:
+            shutil.rmtree(keep_dir, ignore_errors=True)
+    if code != 0 or not result_path.exists():
+        raise BuildError(
+            f"compiling {req.variant.name} failed (exit {code})",
+            log=req.log,
+            hint="read the compiler errors at the end of the log",
+        )
+    result: dict[str, object] = json.loads(result_path.read_text())
+    return result
+
+
+def cache_summary(req: BuildRequest, stats_log: Path, cached: bool) -> str:
+    """What the compiler cache did for a compile, for the step's line."""
+    stats = read_stats(stats_log) if cached else None
+    if stats is not None:
+        return stats.describe()
+    return "no compiler cache (no-ccache)" if req.no_ccache else "no compiler cache (see the log)"
 
 
 def finish_wheel(

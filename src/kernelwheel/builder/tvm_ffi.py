@@ -32,16 +32,15 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .._util import CommandTimeout, atomic_write, output_dir, run_captured, run_checked, run_logged
+from .._util import CommandTimeout, atomic_write, output_dir, run_captured, run_checked
 from ..abi.symver import ForcedHeader
-from ..errors import BuildError, ToolchainError
+from ..errors import ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.recipes import TVM_FFI_PACKAGE, VariantRecipe, tvm_ffi_requirement
 from ..model.variant import Arch, BackendKind, TvmFfiVersion
 from ..wheels import WheelSpec, write_wheel
 from . import codegen
-from .compiler_cache import read_stats
 from .deps import provide_headers
 from .envs import (
     READY_MARKER,
@@ -54,7 +53,7 @@ from .envs import (
 )
 from .request import BuildRequest, BuiltWheel
 from .steps import (
-    WORKER,
+    cache_summary,
     check_cxx_toolchain,
     compile_env,
     finish_wheel,
@@ -63,6 +62,7 @@ from .steps import (
     probe_toolchain,
     remedies_setting,
     remedy_header,
+    run_worker,
     write_remedies,
 )
 from .tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
@@ -326,27 +326,12 @@ def _compile(
         with open(log, "a") as fh:
             fh.writelines(f"note: {n}\n" for n in plan.notes)
     Path(plan.spec.build_temp).mkdir(parents=True, exist_ok=True)
-    spec_path = plan.spec.write(stage / "compile.json")
-    result_path = stage / "result.json"
+    plan.spec.write(stage / "compile.json")
     stats_log = stage / "ccache-stats.log"
     env_vars, cached = compile_env(req, toolkit, stats_log)
-    try:
-        code = run_logged(
-            [env.python, WORKER, spec_path, result_path], log, env=env_vars, cwd=stage
-        )
-    finally:
-        if plan.keep_dir is not None and not req.keep_intermediates:
-            shutil.rmtree(plan.keep_dir, ignore_errors=True)
-    if code != 0 or not result_path.exists():
-        raise BuildError(
-            f"compiling {variant.name} failed (exit {code})",
-            log=log,
-            hint="read the compiler errors at the end of the log",
-        )
-    shared_object = Path(json.loads(result_path.read_text())["shared_object"])
-    stats = read_stats(stats_log) if cached else None
-    off = "no compiler cache (no-ccache)" if req.no_ccache else "no compiler cache (see the log)"
-    return shared_object, plan.spec.capabilities, stats.describe() if stats else off
+    result = run_worker(req, env.python, stage, env_vars, plan.keep_dir)
+    shared_object = Path(str(result["shared_object"]))
+    return shared_object, plan.spec.capabilities, cache_summary(req, stats_log, cached)
 
 
 def _check_series(env: TvmFfiEnv, series: TvmFfiVersion) -> None:

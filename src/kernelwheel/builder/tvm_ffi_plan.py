@@ -27,7 +27,13 @@ from .compile_plan import (
     per_kernel_capabilities,
     prefix_maps,
 )
-from .compile_rules import NO_GNU_UNIQUE, backend_macros, kernel_cuda_flags, kernels_to_compile
+from .compile_rules import (
+    NO_GNU_UNIQUE,
+    backend_macros,
+    kernel_cuda_flags,
+    kernels_to_compile,
+    nvcc_source_name,
+)
 from .compile_spec import CommandSpec, CommandUnit
 from .envs import refuse_unsupported
 from .request import BuildRequest
@@ -63,8 +69,8 @@ def plan_tvm_ffi_compile(
 ) -> CommandPlan:
     """The commands that compile ``req``'s tvm-ffi variant into ``<stage>/lib/<namespace>.so``:
     the binding, each kernel of the backend, the remedies' source, then the link, with the
-    request's C++ compiler; nvcc is named bare, found first on the worker's PATH (the toolkit's, or
-    the compiler cache's link to it)."""
+    request's C++ compiler; nvcc is named bare, found first on the worker's PATH (the
+    toolkit's, or the compiler cache's link to it)."""
     project, variant, cxx = req.project, req.variant, req.cxx
     assert project.tvm_ffi is not None and variant.backend is not None
     backend = variant.backend.kind.value
@@ -88,7 +94,7 @@ def plan_tvm_ffi_compile(
     if tools.shared_libstdcxx:  # else the static libstdc++ defines what the remedies add
         units += [(path, ()) for path in remedies.sources]
     units = [(path, flags) for path, flags in units if path.suffix in SOURCE_SUFFIXES]
-    _refuse_cuda_sources(req, [path for path, _ in units], toolkit is not None)
+    _refuse_cuda_sources(req, root, [path for path, _ in units], toolkit is not None)
     link_libs = [f"-L{library.lib_dir}", "-ltvm_ffi"]
     cuda_units: list[tuple[Path, tuple[str, ...]]] = []
     capabilities: tuple[str, ...] = ()
@@ -147,7 +153,8 @@ def plan_tvm_ffi_compile(
     for index, (source, flags) in enumerate([*units, *cuda_units]):
         out = obj / f"{index:03d}-{source.stem}.o"
         if source.suffix == ".cu":  # a kernel's, or a binding's (with the binding's flags)
-            argv = [*nvcc, *flags, "-c", str(source), "-o", str(out)]
+            name = nvcc_source_name(source, root)
+            argv = [*nvcc, name, *flags, "-c", str(source), "-o", str(out)]
         else:  # -MMD: the compiler cache's depend mode reads the dependencies from it
             argv = [*cxx_cmd, *flags, "-MMD", "-MF", f"{out}.d", "-c", str(source), "-o", str(out)]
         commands.append(CommandUnit(str(source), str(out), tuple(argv)))
@@ -165,13 +172,15 @@ def plan_tvm_ffi_compile(
     return CommandPlan(spec, notes, stage / "nvcc-keep" if keep else None)
 
 
-def _refuse_cuda_sources(req: BuildRequest, sources: Sequence[Path], cuda: bool) -> None:
+def _refuse_cuda_sources(
+    req: BuildRequest, root: Path, sources: Sequence[Path], cuda: bool
+) -> None:
     """A ``.cu`` binding source of a variant that is not a CUDA build cannot compile."""
     for path in sources:
         if path.suffix == ".cu" and not cuda:
+            shown = path.relative_to(root) if path.is_relative_to(root) else path
             raise ProjectError(
-                f"{path.relative_to(req.project.root)} is CUDA code, but {req.variant.name} "
-                "is not a CUDA build",
+                f"{shown} is CUDA code, but {req.variant.name} is not a CUDA build",
                 file=req.project.build_toml,
                 key="tvm-ffi.src",
                 hint='list .cu files only in kernels with backend = "cuda"',
