@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename
 
 from .._util import sha256_file
 from ..errors import KernelwheelError
-from ..model.variant import Variant, WheelPlatform
+from ..model.variant import variant_of_wheel
 from ..wheels.index import ALL, IndexResult, build_index
 from ._args import add_json_argument
 from ._runlog import emit_json
@@ -99,17 +99,9 @@ def to_json(result: IndexResult, wheelhouse: Path) -> dict[str, object]:
 
 
 def variant_of(filename: str) -> str | None:
-    """The Hub variant name of a kernel wheel, from its local version and platform tag."""
+    """The Hub variant name of a kernel wheel (model.variant.variant_of_wheel), or None."""
     try:
-        _, version, _, tags = parse_wheel_filename(filename)
-    except InvalidWheelFilename:
+        variant = variant_of_wheel(filename)
+    except (InvalidWheelFilename, KernelwheelError):
         return None
-    if not version.local:
-        return None
-    platform = WheelPlatform.of_tags(t.platform for t in tags)
-    if platform is None:
-        return None
-    try:
-        return Variant.from_local_version(version.local, arch=platform.arch, os=platform.os).name
-    except KernelwheelError:
-        return None
+    return variant.name if variant is not None else None

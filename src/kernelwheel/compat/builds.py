@@ -1,18 +1,14 @@
 """From kernelwheel's variant vocabulary to the facts the compatibility rules compare.
 
 :mod:`.compat` is standard-library only (it is embedded into generated guards), so the bridge
-from :class:`~kernelwheel.model.variant.Variant` lives here, next to the reading of a wheel file
-name's local version in either spelling (dotted ``+torch2.14.cu130.cxx11`` or compact
-``+torch214cu130cxx11``).
+from :class:`~kernelwheel.model.variant.Variant` lives here, with the reading of a wheel file name's
+variant (``model.variant.variant_of_wheel``: the local version in either spelling, dotted
+``+torch2.14.cu130.cxx11`` or compact ``+torch214cu130cxx11``).
 """
 
 from __future__ import annotations
 
-from packaging.utils import parse_wheel_filename
-from packaging.version import Version
-
-from ..errors import VariantError
-from ..model.variant import BackendKind, CxxAbi, Variant, WheelPlatform
+from ..model.variant import BackendKind, CxxAbi, Variant, variant_of_wheel
 from .rules import Build
 
 __all__ = ["build_of", "variant_of_wheel"]
@@ -31,18 +27,3 @@ def build_of(variant: Variant | None) -> Build:
     cxx11 = None if variant.cxxabi is None else variant.cxxabi is CxxAbi.CXX11
     tvm_ffi = None if variant.tvm_ffi is None else (variant.tvm_ffi.major, variant.tvm_ffi.minor)
     return Build(torch, backend.kind.value, version, cxx11, variant.stable_abi, tvm_ffi)
-
-
-def variant_of_wheel(filename: str) -> Variant | None:
-    """The variant a wheel's local version names (None: no local version). Raises VariantError
-    for a local version that is no kernel variant (``+cu12torch2.8cxx11abiTRUE``) or a platform
-    kernelwheel has no variants for (``linux_i686``)."""
-    _, version, _, tags = parse_wheel_filename(filename)
-    local = Version(str(version)).local
-    if local is None:
-        return None
-    platform = WheelPlatform.of_tags(t.platform for t in tags)
-    if platform is None:
-        shown = ".".join(sorted(t.platform for t in tags))
-        raise VariantError(f"{filename}: platform tag {shown} names no kernel variant's platform")
-    return Variant.from_local_version(local, arch=platform.arch, os=platform.os)

@@ -24,6 +24,7 @@ from enum import Enum
 from functools import total_ordering
 from typing import Any
 
+from packaging.utils import parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from kernelwheel.errors import VariantError
@@ -38,6 +39,7 @@ __all__ = [
     "TvmFfiVersion",
     "Variant",
     "WheelPlatform",
+    "variant_of_wheel",
 ]
 
 EXAMPLE_NAME = "torch27-cxx11-cu128-x86_64-linux"
@@ -933,6 +935,23 @@ class Variant:
                 f"{exc.message}",
                 hint="e.g. 'tvmffi0.1.cu130' with arch= and os= from the wheel's platform tag",
             ) from None
+
+
+def variant_of_wheel(filename: str) -> Variant | None:
+    """The variant a wheel file name's local version names, on the platform of its tags (None:
+    no local version): the one reader of a wheel name's variant (install, index, check). Raises
+    VariantError for a local version that is no kernel variant (``+cu12torch2.8cxx11abiTRUE``)
+    or a platform kernelwheel has no variants for (``linux_i686``); packaging's
+    InvalidWheelFilename for a name that is no wheel's."""
+    _, version, _, tags = parse_wheel_filename(filename)
+    local = version.local
+    if local is None:
+        return None
+    platform = WheelPlatform.of_tags(t.platform for t in tags)
+    if platform is None:
+        shown = ".".join(sorted(t.platform for t in tags))
+        raise VariantError(f"{filename}: platform tag {shown} names no kernel variant's platform")
+    return Variant.from_local_version(local, arch=platform.arch, os=platform.os)
 
 
 def _show(value: Enum | None) -> str:

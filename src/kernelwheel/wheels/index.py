@@ -48,7 +48,7 @@ from packaging.version import InvalidVersion, Version
 
 from .._util import sha256_file, staging_dir
 from ..errors import UsageError, VariantError, WheelError
-from ..model.variant import Backend, BackendKind, TorchVersion, Variant, WheelPlatform
+from ..model.variant import Backend, BackendKind, TorchVersion, Variant, variant_of_wheel
 from . import site
 from .reader import escape_name, parse_metadata, read_metadata, verify_wheel
 from .site import refuse_input_inside
@@ -94,17 +94,12 @@ class IndexResult:
 def flavours_of(filename: str) -> tuple[str | None, str | None, str]:
     """(flavour, noarch kind, reason). flavour is a backend token (``cu130``), ``"*"`` for
     every flavour, or None for all/ only, with the reason."""
-    _, version, _, tags = parse_wheel_filename(filename)
-    local = version.local
-    if local is None:
-        return _ANY, None, "no local version: in every flavour"
-    platform = WheelPlatform.of_tags(t.platform for t in tags)
-    if platform is None:
-        return None, None, f"platform tags {sorted(t.platform for t in tags)} name no one variant"
     try:
-        variant = Variant.from_local_version(local, arch=platform.arch, os=platform.os)
+        variant = variant_of_wheel(filename)
     except VariantError as exc:
-        return None, None, f"local version +{local} is not a kernel variant ({exc.message})"
+        return None, None, exc.message
+    if variant is None:
+        return _ANY, None, "no local version: in every flavour"
     if variant.backend is None:
         return _ANY, None, "universal: in every flavour"
     if variant.noarch:
@@ -151,12 +146,8 @@ def _read(path: Path) -> IndexedWheel:
 
 
 def _binary_variant(filename: str) -> Variant | None:
-    _, version, _, tags = parse_wheel_filename(filename)
-    platform = WheelPlatform.of_tags(t.platform for t in tags)
-    if version.local is None or platform is None:
-        return None
-    variant = Variant.from_local_version(version.local, arch=platform.arch, os=platform.os)
-    return None if variant.noarch else variant
+    variant = variant_of_wheel(filename)
+    return None if variant is None or variant.noarch else variant
 
 
 def scan(wheelhouse: Path) -> list[IndexedWheel]:
