@@ -110,3 +110,26 @@ def test_a_source_without_torch_hits_across_variant_folders_and_include_paths(
     compile_in("depend-torch214", kept_apart, mode="depend")
     stats = read_stats(kept_apart)
     assert stats is not None and (stats.hits, stats.misses) == (0, 2)
+
+
+def test_the_project_census_names_files_not_their_contents(tmp_path: Path) -> None:
+    """Hashed into every ccache key of a build: a header added in front of another on the include
+    path must miss (ccache remembers only the headers an object did include), an edit must not."""
+    from kernelwheel.builder.compiler_cache import project_census
+
+    root = tmp_path / "p"
+    for rel in ("inc2/cfg.h", "csrc/k.cpp", ".git/HEAD", "torch-ext/p/__pycache__/x.pyc"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("v1\n")
+    (root / "out" / "logs").mkdir(parents=True)
+    (root / "out" / "logs" / "v.log").write_text("a build's log\n")
+    before = project_census(root, leave_out=(root / "out",))
+    assert before == "csrc/k.cpp\ninc2/cfg.h\n"  # no hidden, cache or output folder
+    (root / "csrc" / "k.cpp").write_text("v2\n")
+    assert project_census(root, leave_out=(root / "out",)) == before
+    (root / "inc1").mkdir()
+    (root / "inc1" / "cfg.h").write_text("v1\n")
+    assert project_census(root, leave_out=(root / "out",)) == "csrc/k.cpp\ninc1/cfg.h\ninc2/cfg.h\n"
+    elsewhere = tmp_path / "copy"
+    shutil.copytree(root, elsewhere)
+    assert project_census(elsewhere, (elsewhere / "out",)) == project_census(root, (root / "out",))

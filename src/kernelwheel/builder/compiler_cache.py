@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,6 +175,27 @@ def provision_ccache(
     return found
 
 
+def project_census(root: Path, leave_out: Iterable[Path] = ()) -> str:
+    """Every file of the project by its path in it, sorted (hidden folders, ``__pycache__`` and
+    the folders ``leave_out`` excepted): ccache hashes it into every key of the build
+    (``extra_files``). ccache's direct and depend modes remember the headers an object included,
+    not the ones it would have found had they existed: a header added in front of another on
+    the include path (or beside the source) gave the old object back. A file added, removed or
+    renamed in the project now misses; an edit of one changes nothing here."""
+    root = root.resolve()
+    skipped = {p.resolve() for p in leave_out}
+    names: list[str] = []
+    for folder, dirnames, filenames in os.walk(root):
+        here = Path(folder)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".") and d != "__pycache__" and (here / d) not in skipped
+        )
+        names += [(here / f).relative_to(root).as_posix() for f in filenames]
+    return "".join(f"{name}\n" for name in sorted(names))
+
+
 def ccache_env(
     cache_dir: Path,
     stats_log: Path,
@@ -181,10 +203,12 @@ def ccache_env(
     base_env: dict[str, str],
     ccache_path: Path | None = None,
     remote: str | None = None,
+    extra_files: Sequence[Path] = (),
 ) -> dict[str, str] | None:
     """Environment variables that route compiles through ccache (``ccache_path``, else the one on
-    PATH); None when there is none. ``remote``: ccache's remote storage URL.
-    (The ``no-ccache`` option is the caller's: with it, this is not called.)"""
+    PATH); None when there is none. ``remote``: ccache's remote storage URL; ``extra_files``:
+    files hashed into every key (the project's census). (The ``no-ccache`` option is the
+    caller's: with it, this is not called.)"""
     ccache = str(ccache_path) if ccache_path else shutil.which("ccache", path=base_env.get("PATH"))
     if ccache is None:
         return None
@@ -218,6 +242,8 @@ def ccache_env(
     }
     if remote:
         env["CCACHE_REMOTE_STORAGE"] = remote
+    if extra_files:
+        env["CCACHE_EXTRAFILES"] = os.pathsep.join(str(p) for p in extra_files)
     if nvcc is not None:
         # nvcc is found through PATH behind the link; torch calls PYTORCH_NVCC instead of
         # CUDA_HOME/bin/nvcc when it is set.

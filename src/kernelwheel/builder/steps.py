@@ -26,7 +26,7 @@ from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, LocalVersionStyle, Variant
 from .compile_plan import SOURCE_SUFFIXES, Toolchain
 from .compile_rules import NO_GNU_UNIQUE
-from .compiler_cache import ccache_env, read_stats, select_ccache
+from .compiler_cache import ccache_env, project_census, read_stats, select_ccache
 from .envs import CudaToolkit, EnvInfo, supported_capabilities
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, repair_key
@@ -204,7 +204,9 @@ def compile_env(
 ) -> tuple[dict[str, str], bool]:
     """The compile worker's environment (every build kind's: the toolkit first on PATH, the
     compiler cache's links before it unless the no-ccache option is set), and whether the
-    compiler cache is on. A cross build adds its compilers to it."""
+    compiler cache is on. A cross build adds its compilers to it. The project's census
+    (compiler_cache.project_census) is written beside ``stats_log`` and hashed into every
+    compiler cache key."""
     env_vars = dict(os.environ)
     if toolkit is not None:
         env_vars["CUDA_HOME"] = str(toolkit.home)
@@ -231,8 +233,17 @@ def compile_env(
             with open(req.log, "a") as fh:
                 remote = f", remote storage {req.ccache_remote}" if req.ccache_remote else ""
                 fh.write(f"compiler cache: {ccache.describe()}{remote}\n")
+            census = stats_log.with_name("project-census.txt")
+            own = (req.cache_dir, req.work_dir, req.out_dir)
+            census.write_text(project_census(req.project.root, leave_out=own))
             cached = ccache_env(
-                req.cache_dir, stats_log, nvcc, env_vars, ccache.path, req.ccache_remote
+                req.cache_dir,
+                stats_log,
+                nvcc,
+                env_vars,
+                ccache.path,
+                req.ccache_remote,
+                extra_files=(census,),
             )
     if cached is not None:
         env_vars.update(cached)

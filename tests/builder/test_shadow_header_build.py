@@ -1,0 +1,61 @@
+"""Issue 30, for real: a header that newly shadows another on the include path. After adding
+inc1/cfg.h in front of inc2/cfg.h, the rebuild (compiler cache and reuse on, as by default) must
+compile the new header in: it once said "unchanged: compile skipped" and kept the old value."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kernelwheel.cli import main
+
+pytestmark = pytest.mark.integration
+
+VARIANT = "torch213-cxx11-cpu-x86_64-linux"
+
+
+def _project(root: Path) -> Path:
+    files = {
+        "build.toml": '[general]\nname = "shadow"\nversion = 1\nbackends = ["cpu"]\n\n'
+        '[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\ninclude = ["inc1", "inc2"]\n\n'
+        '[kernel.k]\nbackend = "cpu"\ndepends = ["torch"]\nsrc = ["csrc/k.cpp"]\n',
+        "csrc/k.cpp": "int kw_k() { return 1; }\n",
+        "inc2/cfg.h": '#pragma once\n#define KW_CFG_MARKER "kw-cfg-from-inc2"\n',
+        "torch-ext/torch_binding.cpp": '#include <torch/all.h>\n#include <torch/library.h>\n'
+        '#include "registration.h"\n'
+        '#include "cfg.h"\n\n'
+        "__attribute__((used)) static const char kw_cfg_marker[] = KW_CFG_MARKER;\n\n"
+        "torch::Tensor twice(torch::Tensor const &x) { return x * 2; }\n\n"
+        "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {\n"
+        '  ops.def("twice(Tensor x) -> Tensor");\n'
+        '  ops.impl("twice", torch::kCPU, &twice);\n}\n\n'
+        "REGISTER_EXTENSION(TORCH_EXTENSION_NAME)\n",
+        "torch-ext/shadow/__init__.py": "from ._ops import ops\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / "inc1").mkdir()  # searched first, empty for now
+    return root
+
+
+def _markers(out: Path) -> set[str]:
+    (wheel,) = out.glob("shadow-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        (so,) = [n for n in zf.namelist() if n.endswith(".so")]
+        data = zf.read(so)
+    return {m for m in ("kw-cfg-from-inc1", "kw-cfg-from-inc2") if m.encode() in data}
+
+
+def test_a_header_that_newly_shadows_another_is_compiled_in(tmp_path: Path) -> None:
+    root = _project(tmp_path / "shadow")
+    first, second = tmp_path / "one", tmp_path / "two"
+    assert main(["build", str(root), "--variant", VARIANT, "-o", str(first)]) == 0
+    assert _markers(first) == {"kw-cfg-from-inc2"}
+    (root / "inc1" / "cfg.h").write_text('#pragma once\n#define KW_CFG_MARKER "kw-cfg-from-inc1"\n')
+    assert main(["build", str(root), "--variant", VARIANT, "-o", str(second)]) == 0
+    log = (second / "logs" / f"{VARIANT}.log").read_text()
+    assert "compile skipped" not in log
+    assert _markers(second) == {"kw-cfg-from-inc1"}
