@@ -234,7 +234,9 @@ def compile_env(
                 remote = f", remote storage {req.ccache_remote}" if req.ccache_remote else ""
                 fh.write(f"compiler cache: {ccache.describe()}{remote}\n")
             census = stats_log.with_name("project-census.txt")
-            own = (req.cache_dir, req.work_dir, req.out_dir)
+            # kernelwheel's own output in the project (and build/, the Hub layout's usual
+            # place): not the project's files
+            own = (req.cache_dir, req.work_dir, req.out_dir, req.project.root / "build")
             census.write_text(project_census(req.project.root, leave_out=own))
             cached = ccache_env(
                 req.cache_dir,
