@@ -264,7 +264,9 @@ def test_torch_cxx_flags_reach_the_binding_only(tmp_path: Path) -> None:
     )
     toml.write_text(text.replace("[general]", '[general]\nlicense = "MIT"'))
     spec = plan(request(root)).spec
-    assert own_flags(spec.source_flags) == (SourceFlags(str(root / "torch-ext/binding.cpp"), ("-DB",)),)
+    assert own_flags(spec.source_flags) == (
+        SourceFlags(str(root / "torch-ext/binding.cpp"), ("-DB",)),
+    )
     assert "-DB" not in spec.cxx_flags
 
 
