@@ -205,6 +205,9 @@ def timed(cmd: str, cwd: Path, args: argparse.Namespace) -> float:
     if args.cuda_home:
         path = f"{args.cuda_home}/bin:{path}"
     env = dict(os.environ, CCACHE_DISABLE="1", PATH=path)
+    # nvcc's --keep-dir: the build removes it when its compile ends; nvcc needs it to exist
+    for keep in re.findall(r"--keep-dir[= ](\S+)", cmd):
+        Path(keep.strip("'\"")).mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     subprocess.run(cmd, shell=True, cwd=cwd, env=env, check=True, capture_output=True)
     return time.monotonic() - start
