@@ -85,7 +85,7 @@ def test_variants_overlap_and_share_the_cpus(
     both_running = threading.Barrier(2, timeout=20)  # broken unless the two builds overlap
     seen: dict[str, tuple[int, int]] = {}
 
-    def fake(req: BuildRequest, reporter: Reporter, *, hub_layout: Path | None) -> BuiltWheel:
+    def fake(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         seen[req.variant.name] = (req.jobs, req.variants_at_once)
         both_running.wait()
         if req.variant.name == CPU213:
@@ -105,7 +105,7 @@ def test_one_variant_at_a_time_when_asked(
     running: list[str] = []
     overlapped: list[bool] = []
 
-    def fake(req: BuildRequest, reporter: Reporter, *, hub_layout: Path | None) -> BuiltWheel:
+    def fake(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         running.append(req.variant.name)
         overlapped.append(len(running) > 1)
         time.sleep(0.2)
@@ -120,7 +120,7 @@ def test_one_variant_at_a_time_when_asked(
 def test_a_failed_variant_does_not_stop_the_other(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def fake(req: BuildRequest, reporter: Reporter, *, hub_layout: Path | None) -> BuiltWheel:
+    def fake(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         if req.variant.name == CPU213:
             req.log.parent.mkdir(parents=True, exist_ok=True)
             req.log.write_text("error: no\n")
@@ -141,7 +141,7 @@ def test_an_interrupt_kills_the_other_variants_compilers(
     compiling = threading.Event()
     exits: list[int] = []
 
-    def fake(req: BuildRequest, reporter: Reporter, *, hub_layout: Path | None) -> BuiltWheel:
+    def fake(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         if req.variant.name == CPU:  # a compiler that would run for a minute
             compiling.set()
             exits.append(run_logged(["sleep", "60"], tmp_path / "sleep.log"))
@@ -167,7 +167,7 @@ def test_after_an_interrupt_a_variant_starts_no_new_command(
     probing = threading.Event()
     seen: list[tuple[int, float]] = []
 
-    def fake(req: BuildRequest, reporter: Reporter, *, hub_layout: Path | None) -> BuiltWheel:
+    def fake(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         if req.variant.name == CPU:
             probing.set()
             probe = run_captured(["sleep", "60"])  # an interpreter probe, say

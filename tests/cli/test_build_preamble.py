@@ -32,7 +32,7 @@ def test_options_come_first_in_the_output_and_in_each_log(
     monkeypatch.setattr(preflight, "_unreachable", lambda url: None)
     headers: dict[str, str] = {}
 
-    def fake(req: BuildRequest, reporter: Reporter, *, hub_layout: Path | None) -> BuiltWheel:
+    def fake(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         headers[req.variant.name] = req.log_header()
         wheel = req.out_dir / f"img2gray-0.1.0+{req.variant.local_version}-cp310-abi3-x.whl"
         wheel.parent.mkdir(parents=True, exist_ok=True)

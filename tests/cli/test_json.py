@@ -42,7 +42,7 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str, code: int = 0) -> A
 # -- build -----------------------------------------------------------------------------------
 
 
-def _fake_build(req: BuildRequest, reporter: Reporter, *, hub_layout: Path | None) -> BuiltWheel:
+def _fake_build(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
     """Stands in for build_and_export: reports a step, writes the log and a wheel file."""
     req.log.parent.mkdir(parents=True, exist_ok=True)
     req.log.write_text("compiler output\n")

@@ -283,14 +283,12 @@ def _caps(result: dict[str, object]) -> tuple[str, ...]:
     return tuple(str(c) for c in caps) if isinstance(caps, list) else ()
 
 
-def build_and_export(
-    req: BuildRequest, reporter: Reporter, *, hub_layout: Path | None = None
-) -> BuiltWheel:
+def build_and_export(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
     """Build one variant (serialised with other processes building it: they share its work
-    folder) and, with ``hub_layout``, also write it as a Hub kernel tree there."""
+    folder) and, with the request's ``hub_layout``, also write it as a Hub kernel tree there."""
     with locked(req.work_dir / f"{req.variant.name}.lock"):
         wheel = build_variant(req, reporter)
-    if hub_layout is not None:
+    if req.hub_layout is not None:
         # Imported here: the hub package pulls in huggingface_hub, which builds do not need.
         from ..hub.export import export_variant
 
@@ -300,7 +298,7 @@ def build_and_export(
                 req.project,
                 wheel.variant,
                 wheel.namespace,
-                hub_layout,
+                req.hub_layout,
                 capabilities=wheel.capabilities,
                 git=req.git,
             )

@@ -71,6 +71,7 @@ class BuildRequest:
     # The options set above their defaults, each with its layer (Options.preamble): the top
     # of the variant's log.
     options_preamble: tuple[str, ...] = ()
+    hub_layout: Path | None = None  # also write the built wheel as a Hub kernel tree there
 
     def log_header(self) -> str:
         """The first lines of the variant's log: what is built, and the options it was built
@@ -180,4 +181,5 @@ def request_for(
         abi_remedies=options.abi_remedies,
         sources=sources,
         options_preamble=options.preamble(),
+        hub_layout=options.hub_layout,
     )

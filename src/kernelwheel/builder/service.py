@@ -129,11 +129,10 @@ def build_project(
     # What this machine lacks (a system CUDA toolkit, an unreachable torch index) stops the run
     # here too, for every variant at once, before any environment is made.
     require_buildable(recipes, {r.variant.name: r.env_spec for r in requests}, options.cuda_home)
-    hub_layout = options.hub_layout
     if at_once == 1:
-        outcomes = tuple(_variant(req, progress, hub_layout) for req in requests)
+        outcomes = tuple(_variant(req, progress) for req in requests)
     else:
-        outcomes = _side_by_side(requests, at_once, progress, hub_layout)
+        outcomes = _side_by_side(requests, at_once, progress)
     return BuildResult(project.name, version, outcomes)
 
 
@@ -141,7 +140,6 @@ def _side_by_side(
     requests: Sequence[BuildRequest],
     at_once: int,
     progress: BuildProgress,
-    hub_layout: Path | None,
 ) -> tuple[Outcome, ...]:
     """The variants built ``at_once`` at a time, in threads (the work is in the compilers'
     processes); on an interrupt the variants not started are dropped and the running ones'
@@ -149,7 +147,7 @@ def _side_by_side(
     stopping = threading.Event()  # the variants killed by an interrupt go unreported
 
     def build(req: BuildRequest) -> Outcome:
-        return _variant(req, progress, hub_layout, stopping)
+        return _variant(req, progress, stopping)
 
     try:
         with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="variant") as pool:
@@ -169,14 +167,13 @@ def _side_by_side(
 def _variant(
     req: BuildRequest,
     progress: BuildProgress,
-    hub_layout: Path | None,
     stopping: threading.Event | None = None,
 ) -> Outcome:
     name = req.variant.name
     progress.variant_started(name, side_by_side=stopping is not None)
     started, wall = time.monotonic(), time.time()
     try:
-        built = build_and_export(req, progress, hub_layout=hub_layout)
+        built = build_and_export(req, progress)
     except KernelwheelError as exc:
         log: Path | None = req.log
         if not (req.log.exists() and req.log.stat().st_mtime >= wall - 1):

@@ -236,7 +236,8 @@ def compile_env(
             census = stats_log.with_name("project-census.txt")
             # kernelwheel's own output in the project (and build/, the Hub layout's usual
             # place): not the project's files
-            own = (req.cache_dir, req.work_dir, req.out_dir, req.project.root / "build")
+            layout = (req.hub_layout,) if req.hub_layout is not None else ()
+            own = (req.cache_dir, req.work_dir, req.out_dir, req.project.root / "build", *layout)
             census.write_text(project_census(req.project.root, leave_out=own))
             cached = ccache_env(
                 req.cache_dir,
