@@ -38,7 +38,9 @@ from .torch_free import sources_naming, torch_free_sources
 __all__ = [
     "REQUESTED_LIMITED_API",
     "CompilePlan",
+    "CudaTargets",
     "Toolchain",
+    "cuda_targets",
     "fatbin_compression_flags",
     "nvcc_keep_flags",
     "parallelism",
@@ -248,14 +250,23 @@ def parallelism(
     )
 
 
-def _plan_cuda(
-    req: BuildRequest,
-    kernels: Sequence[KernelSection],
-    tools: Toolchain,
-    base: Sequence[str],
-    cuda_files: int,
-) -> _Cuda:
-    """nvcc's flags, the capabilities and the thread/job split of a CUDA variant."""
+@dataclass(frozen=True)
+class CudaTargets:
+    """What every CUDA build kind decides alike: each kernel's capabilities, all of them
+    (refused where this nvcc lacks one), the split of the CPUs between jobs and nvcc threads,
+    fatbin compression, and the notes (capabilities left out, compression not honoured)."""
+
+    per_kernel: tuple[caps.KernelCapabilities, ...]
+    every: tuple[str, ...]
+    split: Parallelism
+    compression: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def cuda_targets(
+    req: BuildRequest, kernels: Sequence[KernelSection], tools: Toolchain, cuda_files: int
+) -> CudaTargets:
+    """The :class:`CudaTargets` of ``req``'s CUDA variant (torch and tvm-ffi builds)."""
     toolkit = tools.cuda
     assert toolkit is not None
     per_kernel = per_kernel_capabilities(req, [k for k in kernels if k.backend == "cuda"], toolkit)
@@ -266,16 +277,32 @@ def _plan_cuda(
     most = max((len(k.capabilities) for k in per_kernel), default=len(every))
     split = parallelism(req, tools, req.nvcc_threads, most, cuda_files)
     compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
+    notes = [*_dropped_notes(per_kernel, req), *([note] if note else [])]
+    return CudaTargets(per_kernel, every, split, tuple(compression), tuple(notes))
+
+
+def _plan_cuda(
+    req: BuildRequest,
+    kernels: Sequence[KernelSection],
+    tools: Toolchain,
+    base: Sequence[str],
+    cuda_files: int,
+) -> _Cuda:
+    """nvcc's flags, the capabilities and the thread/job split of a CUDA variant."""
+    assert tools.cuda is not None
+    targets = cuda_targets(req, kernels, tools, cuda_files)
+    split = targets.split
     flags = (
         "-O3",
         f"--threads={split.nvcc_threads}",
-        *nvcc_torch_flags(toolkit.version),
+        *nvcc_torch_flags(tools.cuda.version),
         *base,
-        *caps.gencode_flags(every),
-        *compression,
+        *caps.gencode_flags(targets.every),
+        *targets.compression,
     )
-    notes = [*_dropped_notes(per_kernel, req), *([note] if note else [])]
-    return _Cuda(flags, every, per_kernel, tuple(notes), split.nvcc_threads, split.jobs)
+    return _Cuda(
+        flags, targets.every, targets.per_kernel, targets.notes, split.nvcc_threads, split.jobs
+    )
 
 
 def _nvcc_host_flags(maps: Sequence[str], remedies: RemedySet, tools: Toolchain) -> list[str]:

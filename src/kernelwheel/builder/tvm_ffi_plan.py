@@ -2,9 +2,10 @@
 worker runs.
 
 Pure, as :mod:`.compile_plan` is, and with its rules: the variant's one backend and its macros,
-cuda-minver (compile_rules), each CUDA kernel's capabilities against the recipe's or the GPUs'
-(``per_kernel_capabilities``), the refusal of capabilities nvcc lacks, the prefix maps, nvcc's
-``--keep`` names, fatbin compression and the split of the CPUs between jobs and nvcc threads.
+cuda-minver (compile_rules), the prefix maps, nvcc's ``--keep`` names, and what
+``compile_plan.cuda_targets`` decides for every CUDA kind (each kernel's capabilities, the
+refusal of those nvcc lacks, fatbin compression, the split of the CPUs between jobs and nvcc
+threads).
 There is no torch to write the commands, so the plan spells them out; the shared object is no
 Python extension (``tvm_ffi.load_module`` dlopens it) and links ``libtvm_ffi.so``.
 """
@@ -21,10 +22,9 @@ from . import capabilities as caps
 from .compile_plan import (
     SOURCE_SUFFIXES,
     Toolchain,
-    fatbin_compression_flags,
+    cuda_targets,
     nvcc_keep_flags,
     parallelism,
-    per_kernel_capabilities,
     prefix_maps,
 )
 from .compile_rules import (
@@ -35,7 +35,6 @@ from .compile_rules import (
     nvcc_source_name,
 )
 from .compile_spec import CommandSpec, CommandUnit
-from .envs import refuse_unsupported
 from .request import BuildRequest
 
 __all__ = ["CommandPlan", "TvmFfiLibrary", "plan_tvm_ffi_compile"]
@@ -101,29 +100,12 @@ def plan_tvm_ffi_compile(
     keep: list[str] = []
     nvcc: list[str] = []
     cuda_files = sum(1 for k in kernels for p in k.src if p.suffix == ".cu")
-    split = parallelism(req, tools, None, 0, 0)
+    split = parallelism(req, tools, None, 0, 0)  # C++ jobs only, unless CUDA
     if toolkit is not None:
         cuda_kernels = [k for k in kernels if k.backend == "cuda"]
-        per_kernel = per_kernel_capabilities(req, cuda_kernels, toolkit)
-        capabilities = tuple(caps.sort_capabilities(c for k in per_kernel for c in k.capabilities))
-        if not capabilities:
-            raise ProjectError(
-                f"no CUDA capabilities for {variant.name}",
-                file=project.build_toml,
-                hint="set cuda-capabilities in build.toml or a default list in the recipe",
-            )
-        if tools.nvcc_supports is not None:
-            refuse_unsupported(
-                capabilities,
-                tools.nvcc_supports,
-                toolkit,
-                where=variant.name,
-                hint_key="cuda-capabilities",
-            )
-        most = max(len(k.capabilities) for k in per_kernel)
-        split = parallelism(req, tools, req.nvcc_threads, most, cuda_files)
-        compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
-        notes += (note,) if note else ()
+        targets = cuda_targets(req, kernels, tools, cuda_files)
+        per_kernel, capabilities, split = targets.per_kernel, targets.every, targets.split
+        notes += targets.notes
         cu_sources = [str(root / p) for k in cuda_kernels for p in k.src if p.suffix == ".cu"]
         keep = nvcc_keep_flags(cu_sources, stage)
         nvcc = [
@@ -133,7 +115,7 @@ def plan_tvm_ffi_compile(
             f"--threads={split.nvcc_threads}",
             *(f"-Xcompiler={flag}" for flag in host),
             *remedies.nvcc_flags,
-            *compression,
+            *targets.compression,
             *keep,
             *defines,
             *search,
