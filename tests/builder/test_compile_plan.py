@@ -313,6 +313,16 @@ src = ["api/api.cu", "old/old.cu"]
 """
 
 
+def _shared_source_project(root: Path, minver: str) -> None:
+    """api/api.cu listed by an sm90 kernel and by one for CUDA >= ``minver`` (SHARED_TOML)."""
+    for rel in ("api/api.cu", "new/new.cu", "old/old.cu", "torch-ext/binding.cpp"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("// x\n")
+    (root / "torch-ext" / "probe").mkdir()
+    (root / "torch-ext" / "probe" / "__init__.py").write_text("")
+    (root / "build.toml").write_text(SHARED_TOML.format(minver=minver))
+
+
 @pytest.mark.parametrize(("minver", "kernels"), [("12.9", 2), ("13.1", 1)])
 def test_a_source_two_kernels_list_compiles_once_with_both_kernels_flags(
     tmp_path: Path, minver: str, kernels: int
@@ -320,12 +330,7 @@ def test_a_source_two_kernels_list_compiles_once_with_both_kernels_flags(
     """As kernel-builder's CMake does (flash-mla lists its API in an sm90 and an sm100 kernel):
     one object, every listing kernel's cuda-flags in build.toml's order, the union of their
     capabilities; a kernel this CUDA skips (cuda-minver) adds nothing."""
-    for rel in ("api/api.cu", "new/new.cu", "old/old.cu", "torch-ext/binding.cpp"):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text("// x\n")
-    (tmp_path / "torch-ext" / "probe").mkdir()
-    (tmp_path / "torch-ext" / "probe" / "__init__.py").write_text("")
-    (tmp_path / "build.toml").write_text(SHARED_TOML.format(minver=minver))
+    _shared_source_project(tmp_path, minver)
     spec = plan(request(tmp_path)).spec
     sources = names(spec.sources, tmp_path)
     assert sources.count("api/api.cu") == 1
@@ -348,12 +353,7 @@ def test_a_shared_source_with_conflicting_flags_is_announced(
 ) -> None:
     """Issue 30: the union of flags is kernel-builder's rule, but the author is told (a
     warning among the plan's notes, which the build reports); not when one kernel compiles."""
-    for rel in ("api/api.cu", "new/new.cu", "old/old.cu", "torch-ext/binding.cpp"):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text("// x\n")
-    (tmp_path / "torch-ext" / "probe").mkdir()
-    (tmp_path / "torch-ext" / "probe" / "__init__.py").write_text("")
-    (tmp_path / "build.toml").write_text(SHARED_TOML.format(minver=minver))
+    _shared_source_project(tmp_path, minver)
     warnings = [n for n in plan(request(tmp_path)).notes if n.startswith("warning: api/api.cu")]
     if kernels == 2:
         (warning,) = warnings

@@ -301,9 +301,8 @@ def rewrite_wheel(
         def renamed(name: str) -> str:
             return new_dist + name[len(old_dist) :] if name.startswith(old_dist + "/") else name
 
-        kept = {path: (digest, size) for path, digest, size in parse_record(
-            zin.read(record_file), where=source.name
-        )}  # fmt: skip
+        listed = parse_record(zin.read(record_file), where=source.name)
+        kept = {path: (digest, size) for path, digest, size in listed}
         rows: list[tuple[str, str, str]] = []
         new_record = renamed(record_file)
         with staged_file(target) as tmp, zipfile.ZipFile(tmp, "w") as zout:
@@ -317,14 +316,14 @@ def rewrite_wheel(
                     zout.writestr(out_info, data)
                     rows.append((arcname, record_hash(data), str(len(data))))
                     continue
-                big = info.file_size >= zipfile.ZIP64_LIMIT
-                with zin.open(info) as src, zout.open(out_info, "w", force_zip64=big) as dst:
-                    while chunk := src.read(1 << 20):
-                        dst.write(chunk)
                 if info.filename not in kept:
                     raise WheelError(
                         f"{source.name}: {info.filename} is not in RECORD", hint="rebuild it"
                     )
+                big = info.file_size >= zipfile.ZIP64_LIMIT
+                with zin.open(info) as src, zout.open(out_info, "w", force_zip64=big) as dst:
+                    while chunk := src.read(1 << 20):
+                        dst.write(chunk)
                 rows.append((arcname, *kept[info.filename]))
             if replace:
                 raise WheelError(f"{source.name}: no member {sorted(replace)[0]} to replace")
