@@ -36,14 +36,14 @@ __all__ = [
     "locked",
     "output_dir",
     "replace_dir",
-    "run_checked",
+    "RUNNER",
+    "Runner",
     "publish",
     "release",
     "remove_stale_staging",
     "resume_running",
     "run_captured",
     "run_logged",
-    "run_output",
     "sha256_file",
     "spawn_piped",
     "staged_file",
@@ -445,34 +445,81 @@ def resume_running() -> None:
     _STOPPED.clear()
 
 
-def run_checked(
-    cmd: Sequence[str | Path], log: Path | None, what: str, hint: str | None = None
-) -> None:
-    """Run a toolchain command (pip, venv); a non-zero exit is a ToolchainError that names the
-    log, or quotes the output's last lines when there is no log."""
-    env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
-    tail = ""
-    if log is not None:
-        code = run_logged(cmd, log, env=env)
-    else:
-        proc = run_captured(cmd, env=env)
-        code = proc.returncode
-        tail = "\n" + "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
-    if code != 0:
-        where = f" (log: {log})" if log else ""
-        raise ToolchainError(f"failed to {what}: exit {code}{where}{tail}", hint=hint)
+class Runner:
+    """The process runner kernelwheel's code is given: every command it starts goes through
+    one, so an interrupt stops all of them (:func:`stop_running`). The build, the probes, the
+    Hub and install commands take one as an argument (:data:`RUNNER` at the entry points); a
+    test passes a subclass that records or fakes commands instead of monkeypatching modules.
+    :meth:`logged` and :meth:`captured` are the primitives; the others are built on them, so a
+    subclass that overrides those two sees every command."""
+
+    def logged(
+        self,
+        cmd: Sequence[str | Path],
+        log: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> int:
+        """``cmd`` with its output appended to ``log``: :func:`run_logged`."""
+        return run_logged(cmd, log, env=env, cwd=cwd)
+
+    def captured(
+        self,
+        cmd: Sequence[str | Path],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        input: str | None = None,
+        merge_stderr: bool = False,
+    ) -> subprocess.CompletedProcess[str]:
+        """``cmd``'s output as text: :func:`run_captured`."""
+        return run_captured(
+            cmd, timeout=timeout, env=env, cwd=cwd, input=input, merge_stderr=merge_stderr
+        )
+
+    def captured_bytes(
+        self, cmd: Sequence[str | Path], *, input: bytes | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        """``cmd``'s output as bytes (git objects)."""
+        return run_captured(cmd, input=input, text=False)
+
+    def spawn(self, cmd: Sequence[str | Path]) -> subprocess.Popen[bytes]:
+        """A long-lived command behind pipes: :func:`spawn_piped` (:func:`release` it)."""
+        return spawn_piped(cmd)
+
+    def checked(
+        self, cmd: Sequence[str | Path], log: Path | None, what: str, hint: str | None = None
+    ) -> None:
+        """Run a toolchain command (pip, venv); a non-zero exit is a ToolchainError that names
+        the log, or quotes the output's last lines when there is no log."""
+        env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
+        tail = ""
+        if log is not None:
+            code = self.logged(cmd, log, env=env)
+        else:
+            proc = self.captured(cmd, env=env)
+            code = proc.returncode
+            tail = "\n" + "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+        if code != 0:
+            where = f" (log: {log})" if log else ""
+            raise ToolchainError(f"failed to {what}: exit {code}{where}{tail}", hint=hint)
+
+    def output(
+        self, cmd: Sequence[str | Path], *, cwd: Path | None = None, timeout: float = 60
+    ) -> str | None:
+        """The standard output of a command that only reports (``git rev-parse``), stripped;
+        None when it cannot start, fails or times out: the caller treats the fact as unknown."""
+        try:
+            proc = self.captured(cmd, cwd=cwd, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired, UnicodeDecodeError):
+            return None
+        return proc.stdout.strip() if proc.returncode == 0 else None
 
 
-def run_output(
-    cmd: Sequence[str | Path], *, cwd: Path | None = None, timeout: float = 60
-) -> str | None:
-    """The standard output of a command that only reports (``git rev-parse``), stripped; None
-    when it cannot start, fails or times out: the caller treats the fact as unknown."""
-    try:
-        proc = run_captured(cmd, cwd=cwd, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired, UnicodeDecodeError):
-        return None
-    return proc.stdout.strip() if proc.returncode == 0 else None
+# The runner of the entry points (the CLI, the library's public functions): real processes.
+RUNNER = Runner()
 
 
 # --- locks with an owner file ----------------------------------------------------------------

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.runners import Reply, ScriptedRunner, is_torch_probe, torch_probe_reply
 
 from kernelwheel.builder import envs
 from kernelwheel.builder.envs import EnvInfo, EnvSpec, provision, torch_install_error, unreachable
@@ -38,12 +40,10 @@ def test_ready_environment_is_reused_from_its_marker(
     envs._write_marker(root / envs.READY_MARKER, info)
     monkeypatch.setattr(envs.sys, "version_info", (3, 11, 0))
 
-    def no_probe(python: Path) -> EnvInfo:
-        raise AssertionError("a ready environment is not probed again")
-
-    monkeypatch.setattr(envs, "probe", no_probe)
-    got = provision(SPEC, tmp_path)
+    runner = ScriptedRunner(lambda cmd, cwd: Reply(code=127))
+    got = provision(SPEC, tmp_path, runner=runner)
     assert got.reused and got.torch == "2.14.1+cu130" and got.cuda == "13.0"
+    assert runner.commands == []  # a ready environment is not probed again
 
 
 def test_old_marker_is_probed_once_and_upgraded(
@@ -52,16 +52,26 @@ def test_old_marker_is_probed_once_and_upgraded(
     root = _ready_env(tmp_path)
     (root / envs.READY_MARKER).write_text(json.dumps({"torch": "2.14.1"}))
     monkeypatch.setattr(envs.sys, "version_info", (3, 11, 0))
-    calls: list[Path] = []
+    runner = ScriptedRunner(
+        lambda cmd, cwd: torch_probe_reply(cmd[0], root / "lib", torch="2.14.1")
+    )
+    assert provision(SPEC, tmp_path, runner=runner).reused
+    assert provision(SPEC, tmp_path, runner=runner).torch == "2.14.1"
+    assert len(runner.commands) == 1 and is_torch_probe(runner.commands[0])
 
-    def fake_probe(python: Path) -> EnvInfo:
-        calls.append(python)
-        return EnvInfo(python, "3.11", "x86_64", root / "lib", "2.14.1", "13.0", None, True)
 
-    monkeypatch.setattr(envs, "probe", fake_probe)
-    assert provision(SPEC, tmp_path).reused
-    assert provision(SPEC, tmp_path).torch == "2.14.1"
-    assert len(calls) == 1
+def _remake(tmp_path: Path, info: EnvInfo) -> Callable[[list[str], Path | None], Reply]:
+    """A host on which `python -m venv` makes the environment with torch (as venv and pip
+    would), pip succeeds and the probe reports ``info``'s torch."""
+
+    def answer(cmd: list[str], cwd: Path | None) -> Reply:
+        if "venv" in cmd:
+            _env_with_torch(tmp_path)
+        if is_torch_probe(cmd):
+            return torch_probe_reply(cmd[0], info.purelib, torch=info.torch, cuda=info.cuda)
+        return Reply()
+
+    return answer
 
 
 def _env_with_torch(tmp_path: Path) -> tuple[Path, Path, EnvInfo]:
@@ -92,16 +102,9 @@ def test_a_damaged_environment_is_made_again_with_a_message(
     import shutil
 
     shutil.rmtree(purelib / "torch" / "include")
-    commands: list[list[str]] = []
-
-    def fake_run(cmd: list[str], log: object, what: str, hint: str | None = None) -> None:
-        commands.append([str(c) for c in cmd])
-        if "venv" in cmd:  # what `python -m venv` and pip would make
-            _env_with_torch(tmp_path)
-
-    monkeypatch.setattr(envs, "run_checked", fake_run)
-    monkeypatch.setattr(envs, "probe", lambda python: info)
-    got = provision(SPEC, tmp_path)
+    runner = ScriptedRunner(_remake(tmp_path, info))
+    got = provision(SPEC, tmp_path, runner=runner)
+    commands = runner.commands
     assert any("venv" in c for c in commands) and any("pip" in " ".join(c) for c in commands)
     (note,) = got.notes
     assert "is damaged (torch/include: 0 of the 2 files the ready marker lists)" in note
@@ -119,14 +122,8 @@ def test_a_dead_runs_lock_owner_is_cleared_and_named(
     owner.write_text(json.dumps({"pid": 999999999, "start": None, "groups": []}))
     monkeypatch.setattr(envs.sys, "version_info", (3, 11, 0))
 
-    def fake_run(cmd: list[str], log: object, what: str, hint: str | None = None) -> None:
-        if "venv" in cmd:
-            _env_with_torch(tmp_path)
-
     _, _, info = _env_with_torch(tmp_path / "model")
-    monkeypatch.setattr(envs, "run_checked", fake_run)
-    monkeypatch.setattr(envs, "probe", lambda python: info)
-    got = provision(SPEC, tmp_path)
+    got = provision(SPEC, tmp_path, runner=ScriptedRunner(_remake(tmp_path, info)))
     (note,) = got.notes
     assert "a run that died (pid 999999999) held this lock" in note
     assert not owner.exists()  # released with the lock

@@ -13,7 +13,8 @@ import pytest
 from support.requests import build_request
 from support.variants import TORCH214_CU130
 
-from kernelwheel.builder import pipeline, steps
+from kernelwheel._util import Runner
+from kernelwheel.builder import pipeline
 from kernelwheel.builder.compile_plan import Toolchain
 from kernelwheel.builder.envs import CudaToolkit, EnvInfo
 from kernelwheel.builder.request import BuildRequest
@@ -65,18 +66,20 @@ def worker(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setattr(pipeline, "provide_headers", lambda *a, **k: ())
     monkeypatch.setattr(pipeline, "compile_env", lambda *a, **k: ({}, False))
 
-    def fake_run(cmd: list[Any], log: Path, **kwargs: Any) -> int:
-        keep = Path(kwargs["cwd"]) / "nvcc-keep"
-        assert keep.is_dir(), "the keep folder exists while compiling"
-        (keep / "k.cudafe1.cpp").write_bytes(b"x" * 1000)
-        state["kept"] = keep
-        if state["raise"] is not None:
-            raise state["raise"]
-        if state["code"] == 0:
-            Path(cmd[3]).write_text('{"shared_object": "k.so", "py_limited_api": "0x03090000"}')
-        return int(state["code"])
+    class Worker(Runner):
+        def logged(self, cmd: Any, log: Path, **kwargs: Any) -> int:  # the compile worker
+            keep = Path(kwargs["cwd"]) / "nvcc-keep"
+            assert keep.is_dir(), "the keep folder exists while compiling"
+            (keep / "k.cudafe1.cpp").write_bytes(b"x" * 1000)
+            state["kept"] = keep
+            if state["raise"] is not None:
+                raise state["raise"]
+            if state["code"] == 0:
+                result = '{"shared_object": "k.so", "py_limited_api": "0x03090000"}'
+                Path(cmd[3]).write_text(result)
+            return int(state["code"])
 
-    monkeypatch.setattr(steps, "run_logged", fake_run)  # the compile worker's run
+    state["runner"] = Worker()
     return state
 
 
@@ -89,16 +92,22 @@ def test_the_keep_folder_is_removed_when_the_compile_ends(
         worker["raise"] = KeyboardInterrupt()
     if ending == "succeeds":
         worker["code"] = 0
-        result = pipeline._compile(req, ENV, "_kk_0123456789", tmp_path / "log", None)
+        result = pipeline._compile(
+            req, ENV, "_kk_0123456789", tmp_path / "log", None, None, None, worker["runner"]
+        )
         assert result["shared_object"] == "k.so"
     else:
         with pytest.raises(KeyboardInterrupt if ending == "interrupted" else BuildError):
-            pipeline._compile(req, ENV, "_kk_0123456789", tmp_path / "log", None)
+            pipeline._compile(
+                req, ENV, "_kk_0123456789", tmp_path / "log", None, None, None, worker["runner"]
+            )
     assert worker["kept"] is not None and not worker["kept"].exists()
 
 
 def test_keep_intermediates_keeps_them(tmp_path: Path, worker: dict[str, Any]) -> None:
     req = _request(tmp_path / "p", keep_intermediates=True)
     with pytest.raises(BuildError):
-        pipeline._compile(req, ENV, "_kk_0123456789", tmp_path / "log", None)
+        pipeline._compile(
+            req, ENV, "_kk_0123456789", tmp_path / "log", None, None, None, worker["runner"]
+        )
     assert (worker["kept"] / "k.cudafe1.cpp").stat().st_size == 1000

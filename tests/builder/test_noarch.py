@@ -16,13 +16,14 @@ from support.layered import LayeredVenv
 
 from kernelwheel.builder import codegen
 from kernelwheel.builder.noarch import build_noarch, noarch_requirements, torch_requirement
+from kernelwheel.builder.request import plan_requests
 from kernelwheel.cli import main
 from kernelwheel.errors import ProjectError
 from kernelwheel.log import SilentReporter
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Variant
-from kernelwheel.plan.options import ENV_VARS
+from kernelwheel.plan.options import ENV_VARS, resolve_options
 from kernelwheel.wheels import read_wheel
 
 WHEEL = "scale_noarch-1.0.0-py3-none-any.whl"
@@ -141,9 +142,12 @@ def test_every_pure_python_form_builds(tmp_path: Path, toml: str) -> None:
 
 def test_a_local_version_is_refused(tmp_path: Path) -> None:
     project = load_project(write_noarch_project(tmp_path / "p"))
-    recipes = [load_recipes().recipe_for(Variant.parse("torch-cpu"))]
+    recipes = load_recipes()
+    selected = [recipes.recipe_for(Variant.parse("torch-cpu"))]
+    options = resolve_options(None, env={}, cli={"output_dir": str(tmp_path / "o")})
+    (req,) = plan_requests(project, selected, "1.0+cpu", options, recipes)
     with pytest.raises(ProjectError, match="has a local part") as info:
-        build_noarch(project, recipes, "1.0+cpu", tmp_path / "o", SilentReporter())
+        build_noarch(req, SilentReporter())
     assert "--version 1.0" in (info.value.hint or "")
     assert not (tmp_path / "o").exists()
 

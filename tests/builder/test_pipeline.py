@@ -69,8 +69,10 @@ def test_request_for_carries_every_resolved_setting(tmp_path: Path) -> None:
     assert req.no_ccache and req.recipe is recipe and req.cross is None  # a native variant
     assert req.with_cpu_kernels and req.nvcc_threads == 2 and req.memory_per_thread == 3000
     assert req.cache_dir == tmp_path / "cache" and req.work_dir.parent == tmp_path / "cache/work"
-    assert req.env_spec is not None and req.env_spec.no_index and req.env_spec.find_links == (
-        "/wheels",
+    assert (
+        req.env_spec is not None
+        and req.env_spec.no_index
+        and req.env_spec.find_links == ("/wheels",)
     )
     assert req.env_spec.extra_index_urls == ()  # --no-index: not even the recipe's index
     assert req.manylinux is None and req.jobs == 3
@@ -104,10 +106,11 @@ def test_matching_environment_passes() -> None:
 
 
 def test_static_only_libstdcxx_toolchain_is_detected(tmp_path: Path) -> None:
+    from kernelwheel._util import RUNNER
     from kernelwheel.builder.steps import _links_shared_libstdcxx
 
     fake = tmp_path / "g++"
     fake.write_text('#!/bin/sh\necho "${1#-print-file-name=}"\n')  # "not found": bare name
     fake.chmod(0o755)
-    assert _links_shared_libstdcxx(str(fake)) is False
-    assert _links_shared_libstdcxx("c++") is True  # Debian's g++ ships libstdc++.so
+    assert _links_shared_libstdcxx(RUNNER, str(fake)) is False
+    assert _links_shared_libstdcxx(RUNNER, "c++") is True  # Debian's g++ ships libstdc++.so

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from support.requests import build_request
 
+from kernelwheel._util import RUNNER
 from kernelwheel.abi import WheelReport, check_shared_object
 from kernelwheel.abi.remedies import NO_REMEDIES, remedy_flags
 from kernelwheel.builder import codegen
@@ -61,7 +62,7 @@ def test_the_header_is_made_from_the_compilers_libc(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CXX", "g++")
-    libs = _target_libraries("g++", ("libc.so.6", "libm.so.6", "libnothing.so.9"))
+    libs = _target_libraries(RUNNER, "g++", ("libc.so.6", "libm.so.6", "libnothing.so.9"))
     assert sorted(Path(p).name for p in libs) == ["libc.so.6", "libm.so.6"]
     req = request(project_with(tmp_path), CPU)
     header = remedy_header(req)

@@ -16,7 +16,7 @@ import pytest
 from support.variants import TORCH214_CPU as CPU
 
 import kernelwheel.builder.service as build_service
-from kernelwheel._util import run_captured, run_logged
+from kernelwheel._util import RUNNER, Runner
 from kernelwheel.builder import preflight
 from kernelwheel.builder.compile_rules import variants_at_once
 from kernelwheel.builder.envs import EnvInfo
@@ -85,7 +85,7 @@ def test_variants_overlap_and_share_the_cpus(
     both_running = threading.Barrier(2, timeout=20)  # broken unless the two builds overlap
     seen: dict[str, tuple[int, int]] = {}
 
-    def fake(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
+    def fake(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
         seen[req.variant.name] = (req.jobs, req.variants_at_once)
         both_running.wait()
         if req.variant.name == CPU213:
@@ -105,7 +105,7 @@ def test_one_variant_at_a_time_when_asked(
     running: list[str] = []
     overlapped: list[bool] = []
 
-    def fake(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
+    def fake(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
         running.append(req.variant.name)
         overlapped.append(len(running) > 1)
         time.sleep(0.2)
@@ -120,7 +120,7 @@ def test_one_variant_at_a_time_when_asked(
 def test_a_failed_variant_does_not_stop_the_other(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def fake(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
+    def fake(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
         if req.variant.name == CPU213:
             req.log.parent.mkdir(parents=True, exist_ok=True)
             req.log.write_text("error: no\n")
@@ -141,10 +141,10 @@ def test_an_interrupt_kills_the_other_variants_compilers(
     compiling = threading.Event()
     exits: list[int] = []
 
-    def fake(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
+    def fake(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
         if req.variant.name == CPU:  # a compiler that would run for a minute
             compiling.set()
-            exits.append(run_logged(["sleep", "60"], tmp_path / "sleep.log"))
+            exits.append(runner.logged(["sleep", "60"], tmp_path / "sleep.log"))
             raise BuildError("compiling failed", log=req.log)
         assert compiling.wait(20)
         time.sleep(0.2)  # the sleep has started
@@ -162,17 +162,18 @@ def test_an_interrupt_kills_the_other_variants_compilers(
 def test_after_an_interrupt_a_variant_starts_no_new_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A variant killed in a probe (run_captured) goes on to its next step: that step's command
-    must not start (the pool waits for the variant), and the next build runs commands again."""
+    """A variant killed in a probe (a captured command) goes on to its next step: that step's
+    command must not start (the pool waits for the variant), and the next build runs commands
+    again."""
     probing = threading.Event()
     seen: list[tuple[int, float]] = []
 
-    def fake(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
+    def fake(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
         if req.variant.name == CPU:
             probing.set()
-            probe = run_captured(["sleep", "60"])  # an interpreter probe, say
+            probe = runner.captured(["sleep", "60"])  # an interpreter probe, say
             began = time.monotonic()
-            compiled = run_logged(["sleep", "60"], tmp_path / "compile.log")  # the next step
+            compiled = runner.logged(["sleep", "60"], tmp_path / "compile.log")  # the next step
             seen.append((probe.returncode, time.monotonic() - began))
             seen.append((compiled, 0.0))
             raise BuildError("stopped", log=req.log)
@@ -189,4 +190,4 @@ def test_after_an_interrupt_a_variant_starts_no_new_command(
     assert probe_code in (-signal.SIGTERM, -signal.SIGKILL)  # stopped
     assert compile_code == -9 and refused_in < 1  # never started
     assert "sleep 60" in (tmp_path / "compile.log").read_text()  # asked for, never run
-    assert run_logged(["true"], tmp_path / "after.log") == 0  # commands run again
+    assert RUNNER.logged(["true"], tmp_path / "after.log") == 0  # commands run again

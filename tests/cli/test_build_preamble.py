@@ -9,6 +9,7 @@ import pytest
 from support.variants import TORCH213_CPU, TORCH214_CPU
 
 import kernelwheel.builder.service as build_service
+from kernelwheel._util import Runner
 from kernelwheel.builder import preflight
 from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.request import BuildRequest, BuiltWheel
@@ -32,7 +33,7 @@ def test_options_come_first_in_the_output_and_in_each_log(
     monkeypatch.setattr(preflight, "_unreachable", lambda url: None)
     headers: dict[str, str] = {}
 
-    def fake(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
+    def fake(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
         headers[req.variant.name] = req.log_header()
         wheel = req.out_dir / f"img2gray-0.1.0+{req.variant.local_version}-cp310-abi3-x.whl"
         wheel.parent.mkdir(parents=True, exist_ok=True)
@@ -62,6 +63,7 @@ def test_all_defaults_are_said_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+
     def refuse(*args: object, **kwargs: object) -> BuiltWheel:
         raise KeyboardInterrupt  # the preamble is out before any variant builds
 

@@ -17,6 +17,7 @@ from support.variants import TORCH214_CPU as CPU
 from support.variants import TORCH214_CU130 as CU130
 
 import kernelwheel.builder.service as build_service
+from kernelwheel._util import Runner
 from kernelwheel.builder import preflight
 from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.request import BuildRequest, BuiltWheel
@@ -42,7 +43,7 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str, code: int = 0) -> A
 # -- build -----------------------------------------------------------------------------------
 
 
-def _fake_build(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
+def _fake_build(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
     """Stands in for build_and_export: reports a step, writes the log and a wheel file."""
     req.log.parent.mkdir(parents=True, exist_ok=True)
     req.log.write_text("compiler output\n")

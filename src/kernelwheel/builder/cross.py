@@ -43,7 +43,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from .._util import run_captured, run_checked, sha256_file
+from .._util import RUNNER, Runner, sha256_file
 from ..errors import ToolchainError, VariantError
 from ..model.recipes import RecipeError, Recipes
 from ..model.variant import Arch, BackendKind, Variant
@@ -124,7 +124,9 @@ class CrossCompiler:
     version: str
 
 
-def find_cross_compiler(arch: Arch, path: str | None = None) -> CrossCompiler:
+def find_cross_compiler(
+    arch: Arch, path: str | None = None, runner: Runner = RUNNER
+) -> CrossCompiler:
     """The ``<triple>-gcc``/``<triple>-g++`` pair for ``arch`` on PATH, or a ToolchainError
     that says how to install it."""
     triple = CROSS_TRIPLES[arch]
@@ -141,7 +143,7 @@ def find_cross_compiler(arch: Arch, path: str | None = None) -> CrossCompiler:
             "scripts/install-cross.sh), or build this variant on an "
             f"{arch.value} machine",
         )
-    proc = run_captured([cxx, "-dumpfullversion", "-dumpversion"])
+    proc = runner.captured([cxx, "-dumpfullversion", "-dumpversion"])
     version = proc.stdout.strip().splitlines()[0] if proc.returncode == 0 and proc.stdout else "?"
     return CrossCompiler(arch, triple, Path(cc), Path(cxx), version)
 
@@ -300,7 +302,7 @@ def _check_machine(sysroot: Path, arch: Arch) -> None:
 
 
 def provision_target(
-    spec: TargetSpec, cache_dir: Path, *, log: Path | None = None
+    spec: TargetSpec, cache_dir: Path, *, log: Path | None = None, runner: Runner = RUNNER
 ) -> TargetSysroot:
     """Download, verify and unpack the target wheels (once; cached by :meth:`TargetSpec.digest`)."""
     root = cache_dir / "targets" / f"{spec.arch.value}-py{spec.python}-{spec.digest()}"
@@ -321,7 +323,7 @@ def provision_target(
         downloads.mkdir(parents=True)
         pip = [sys.executable, "-m", "pip", *_pip_download_args(spec, downloads)]
         platforms = ", ".join(spec.platforms)
-        run_checked(
+        runner.checked(
             [*pip, spec.torch_requirement],
             log,
             f"download {spec.torch_requirement} for {spec.arch.value}",
@@ -332,7 +334,7 @@ def provision_target(
             reqs = root / "target-requirements.txt"
             reqs.write_text("\n".join(spec.packages) + "\n")
             hashed = ["--require-hashes"] if any("--hash=" in p for p in spec.packages) else []
-            run_checked(
+            runner.checked(
                 [*pip, *hashed, "-r", str(reqs)],
                 log,
                 f"download the pinned {spec.arch.value} CUDA packages",
@@ -415,10 +417,14 @@ class CrossPlan:
             no_index=self.target_env.no_index,
         )
 
-    def prepare(self, env: EnvInfo, cache_dir: Path, log: Path | None = None) -> CrossBuild:
+    def prepare(
+        self, env: EnvInfo, cache_dir: Path, log: Path | None = None, runner: Runner = RUNNER
+    ) -> CrossBuild:
         """Provision the target sysroot for the host environment ``env`` and check that both
         sides hold the same torch release."""
-        sysroot = provision_target(self.target_spec(env.python_version), cache_dir, log=log)
+        sysroot = provision_target(
+            self.target_spec(env.python_version), cache_dir, log=log, runner=runner
+        )
         if _release(sysroot.torch) != _release(env.torch):
             raise ToolchainError(
                 f"the {sysroot.arch.value} target has torch {sysroot.torch} but the build "
@@ -444,6 +450,7 @@ def plan_for(
     *,
     need_host_env: bool = True,
     host: Arch | None = None,
+    runner: Runner = RUNNER,
 ) -> CrossPlan | None:
     """The cross plan for ``variant``, or None when it is for this machine's arch.
 
@@ -456,7 +463,7 @@ def plan_for(
         return None
     host = host or Arch.host()
     assert variant.arch is not None
-    compiler = find_cross_compiler(variant.arch)
+    compiler = find_cross_compiler(variant.arch, runner=runner)
 
     target_env = env_spec
     if target_env is None:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .._util import publish, run_checked, sha256_file, staging_dir
+from .._util import RUNNER, Runner, publish, sha256_file, staging_dir
 from ..errors import KernelwheelError, ProjectError, ToolchainError, UsageError
 from ..model.deps import VERSION_HEADER, Dependency, DependencyTable, HeaderWheel, Provider
 from ..model.project import KernelProject
@@ -206,7 +206,7 @@ def checkout_version(path: Path, library: str) -> str | None:
 
 
 def provide_headers(
-    plan: HeaderPlan, cache_dir: Path, python: Path | None, log: Path
+    plan: HeaderPlan, cache_dir: Path, python: Path | None, log: Path, runner: Runner = RUNNER
 ) -> tuple[Path, ...]:
     """The include folders of ``plan``, fetching and unpacking PyPI headers into ``cache_dir``
     on first use (with ``python``'s pip; kernelwheel's own interpreter when None). Each source
@@ -219,7 +219,7 @@ def provide_headers(
             folders += [util] if util.is_dir() else []
         else:
             assert source.wheel is not None
-            root = unpack_headers(source.wheel, cache_dir, python, plan.index, log)
+            root = unpack_headers(source.wheel, cache_dir, python, plan.index, log, runner)
             folders = [root / folder for folder in source.wheel.include]
         with open(log, "a") as fh:
             fh.write(f"headers: {source.describe()}: {', '.join(map(str, folders))}\n")
@@ -228,7 +228,12 @@ def provide_headers(
 
 
 def unpack_headers(
-    wheel: HeaderWheel, cache_dir: Path, python: Path | None, index: IndexOptions, log: Path
+    wheel: HeaderWheel,
+    cache_dir: Path,
+    python: Path | None,
+    index: IndexOptions,
+    log: Path,
+    runner: Runner = RUNNER,
 ) -> Path:
     """The folder holding ``wheel``'s include folders, at their paths in the wheel:
     ``<cache>/deps/<name>-<version>-<sha256 prefix>``. Made once: downloaded with hash
@@ -241,7 +246,7 @@ def unpack_headers(
         if final.is_dir():  # another build made it while this one waited
             return final
         with staging_dir(parent, "headers") as tmp:
-            downloaded = _download(wheel, tmp / "download", python, index, log)
+            downloaded = _download(wheel, tmp / "download", python, index, log, runner)
             tree = tmp / "tree"
             _extract(downloaded, wheel, tree)
             publish(tree, final)
@@ -249,7 +254,12 @@ def unpack_headers(
 
 
 def _download(
-    wheel: HeaderWheel, dest: Path, python: Path | None, index: IndexOptions, log: Path
+    wheel: HeaderWheel,
+    dest: Path,
+    python: Path | None,
+    index: IndexOptions,
+    log: Path,
+    runner: Runner,
 ) -> Path:
     dest.mkdir(parents=True)
     requirements = dest.parent / "requirements.txt"
@@ -261,7 +271,7 @@ def _download(
         args += ["--find-links", link]
     cmd = [str(python or sys.executable), "-m", "pip", "download", "--disable-pip-version-check"]
     cmd += ["--no-input", "--no-deps", "--only-binary=:all:", "--require-hashes", *args]
-    run_checked(
+    runner.checked(
         [*cmd, "--dest", str(dest), "-r", str(requirements)],
         log,
         f"download {wheel.name}=={wheel.version} (for its C++ headers)",

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .._util import atomic_write, run_captured, run_checked
+from .._util import RUNNER, Runner, atomic_write
 from .._util import locked as locked  # the builders take their locks from here
 from ..compat import interpreter, probe_cache
 from ..errors import ToolchainError
@@ -141,14 +141,14 @@ class EnvInfo:
         return int(major), int(minor)
 
 
-def probe(python: Path, cache_dir: Path | None = None) -> EnvInfo:
+def probe(python: Path, cache_dir: Path | None = None, runner: Runner = RUNNER) -> EnvInfo:
     """Run ``python`` once (kernelwheel.compat.interpreter) and keep what a build needs of it;
     with ``cache_dir``, an unchanged interpreter's report is reused (compat.probe_cache)."""
     try:
         if cache_dir is None:
-            found, kept = interpreter.run(python), False
+            found, kept = interpreter.run(python, runner=runner), False
         else:
-            found, kept = probe_cache.run_cached(python, cache_dir)
+            found, kept = probe_cache.run_cached(python, cache_dir, runner)
     except interpreter.ProbeFailed as exc:
         if not exc.started:
             raise ToolchainError(
@@ -200,12 +200,13 @@ def provision(
     *,
     base_python: Path | None = None,
     log: Path | None = None,
+    runner: Runner = RUNNER,
 ) -> EnvInfo:
     """Create (or reuse) the environment for spec and return its probe."""
     base = base_python or Path(sys.executable)
     py_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     if base_python is not None:
-        py_version = probe_python_version(base_python)
+        py_version = probe_python_version(base_python, runner)
     root = cache_dir / "envs" / f"py{py_version}-{spec.digest(py_version)}"
     notes: list[str] = []
     with locked(root.parent / f"{root.name}.lock") as dead:
@@ -216,7 +217,7 @@ def provision(
             # from an older kernelwheel, without the probe, is upgraded once.
             cached = _read_marker(root / READY_MARKER)
             if cached is None:
-                _write_marker(root / READY_MARKER, probe(_venv_python(root)))
+                _write_marker(root / READY_MARKER, probe(_venv_python(root), runner=runner))
                 cached = _read_marker(root / READY_MARKER)
             assert cached is not None
             damage = _damage(root / READY_MARKER, cached)
@@ -227,11 +228,11 @@ def provision(
             notes.append(f"build environment {root} is damaged ({damage}): it is made again")
         if root.exists():
             shutil.rmtree(root)  # half-made (an interrupted run) or damaged
-        run_checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
+        runner.checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
         py = _venv_python(root)
         pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
         try:
-            run_checked(
+            runner.checked(
                 [*pip, *pip_install_args(spec.pip_sources), spec.torch_requirement, *BUILD_TOOLS],
                 log,
                 f"install {spec.torch_requirement}",
@@ -248,14 +249,14 @@ def provision(
             reqs = root / "toolchain-requirements.txt"
             reqs.write_text("\n".join(spec.packages) + "\n")
             hashed = ["--require-hashes"] if any("--hash=" in p for p in spec.packages) else []
-            run_checked(
+            runner.checked(
                 [*pip, *pip_install_args(spec.pip_sources), "--no-deps", *hashed, "-r", str(reqs)],
                 log,
                 "install the pinned CUDA toolchain",
                 hint="the recipe's pins or hashes do not match what the index serves: check "
                 "recipes/cuda.toml",
             )
-        info = probe(py)
+        info = probe(py, runner=runner)
         _write_marker(root / READY_MARKER, info)
         return dataclasses.replace(info, notes=tuple(notes))
 
@@ -330,8 +331,8 @@ def torch_install_error(
     return ToolchainError(message, hint=hint)
 
 
-def probe_python_version(python: Path) -> str:
-    out = run_captured([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+def probe_python_version(python: Path, runner: Runner = RUNNER) -> str:
+    out = runner.captured([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
     if out.returncode != 0:
         raise ToolchainError(f"cannot run {python}: {out.stderr.strip()}")
     return out.stdout.strip()
@@ -402,11 +403,11 @@ class CudaToolkit:
         return int(self.version.split(".")[0])
 
 
-def nvcc_version(home: Path) -> str:
+def nvcc_version(home: Path, runner: Runner = RUNNER) -> str:
     nvcc = home / "bin" / "nvcc"
     if not nvcc.exists():
         raise ToolchainError(f"no nvcc at {nvcc}", hint="point --cuda-home at a CUDA toolkit")
-    proc = run_captured([nvcc, "--version"])
+    proc = runner.captured([nvcc, "--version"])
     import re
 
     m = re.search(r"release (\d+)\.(\d+)", proc.stdout)
@@ -415,13 +416,13 @@ def nvcc_version(home: Path) -> str:
     return f"{m.group(1)}.{m.group(2)}"
 
 
-def supported_capabilities(home: Path) -> tuple[str, ...] | None:
+def supported_capabilities(home: Path, runner: Runner = RUNNER) -> tuple[str, ...] | None:
     """The compute capabilities the toolkit's nvcc compiles for, as ``"8.0"``, from
     ``nvcc --list-gpu-arch``; None when this nvcc cannot say (then nothing is checked)."""
     import re
 
     try:
-        proc = run_captured([home / "bin" / "nvcc", "--list-gpu-arch"])
+        proc = runner.captured([home / "bin" / "nvcc", "--list-gpu-arch"])
     except OSError:
         return None
     found = re.findall(r"\bcompute_([1-9][0-9]?)([0-9])\b", proc.stdout)
@@ -431,12 +432,17 @@ def supported_capabilities(home: Path) -> tuple[str, ...] | None:
 
 
 def check_capabilities(
-    capabilities: Sequence[str], toolkit: CudaToolkit, *, where: str, hint_key: str
+    capabilities: Sequence[str],
+    toolkit: CudaToolkit,
+    *,
+    where: str,
+    hint_key: str,
+    runner: Runner = RUNNER,
 ) -> None:
     """Refuse capabilities the toolkit's nvcc does not know (``9.9``, ``1.0``, ``99.9f``), before
     compiling, with the list it does know. ``where`` names the source of the list (build.toml
     or the recipe), ``hint_key`` the key to edit."""
-    supported = supported_capabilities(toolkit.home)
+    supported = supported_capabilities(toolkit.home, runner)
     if supported is not None:
         refuse_unsupported(capabilities, supported, toolkit, where=where, hint_key=hint_key)
 
@@ -484,6 +490,7 @@ def find_cuda_toolkit(
     explicit: Path | None = None,
     system_paths: Sequence[Path] = (),
     store: Path | None = None,
+    runner: Runner = RUNNER,
 ) -> CudaToolkit:
     """Find a toolkit whose major version matches the environment's torch; toolchain packages
     of the environment are used from their shared copy in ``store`` (builder.toolkit_store)."""
@@ -502,6 +509,7 @@ def find_cuda_toolkit(
         hint=f"install CUDA {env.cuda} (or pass --cuda-home DIR); torch refuses to build "
         "with a toolkit of another major version",
         store=store,
+        runner=runner,
     )
 
 
@@ -514,6 +522,7 @@ def locate_cuda_toolkit(
     needed_by: str,
     hint: str,
     store: Path | None = None,
+    runner: Runner = RUNNER,
 ) -> CudaToolkit:
     """A toolkit of CUDA ``cuda``'s major version: ``explicit`` (--cuda-home) only, else the
     toolchain packages in ``purelib``, CUDA_HOME, the recipe's and the usual system paths, PATH.
@@ -540,7 +549,7 @@ def locate_cuda_toolkit(
     for source, home in candidates:
         if not (home / "bin" / "nvcc").exists():
             continue
-        version = nvcc_version(home)
+        version = nvcc_version(home, runner)
         if int(version.split(".")[0]) != want_major:
             seen.append(f"{home} ({source}) is CUDA {version}")
             if source == "--cuda-home":

@@ -12,39 +12,29 @@ docs/noarch-and-tvm-ffi.md says why extras and not one wheel per backend.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.tags import Tag
 from packaging.version import Version
 
-from .._util import output_dir
+from .._util import RUNNER, Runner, output_dir
 from ..errors import ProjectError
 from ..log import Reporter, step
 from ..model.names import pypi_namesake
 from ..model.project import KernelProject
-from ..model.recipes import VariantRecipe
 from ..model.variant import Variant
 from ..wheels import WheelSpec, write_wheel
 from . import codegen
+from .request import BuildRequest, BuiltWheel
 from .steps import package_files
 from .wheelmeta import project_metadata, requirements
 
-__all__ = ["NoarchWheel", "build_noarch", "noarch_requirements"]
+__all__ = ["build_noarch", "noarch_requirements"]
 
 NOARCH_TAG = Tag("py3", "none", "any")
 REQUIRES_PYTHON = ">=3.9"  # what kernel-builder's noarch packages declare
 # The build id hashes the project's files with this name: the wheel serves every backend.
 _ID_VARIANT = Variant(None, None, None, None, None)
-
-
-@dataclass(frozen=True)
-class NoarchWheel:
-    path: Path
-    build_id: str
-    variants: tuple[Variant, ...]  # the torch-<backend> variants it serves
-    extras: tuple[str, ...]
 
 
 def _backend_of(variant: Variant) -> str | None:
@@ -100,19 +90,14 @@ def noarch_requirements(
     return tuple(dict.fromkeys(requires)), tuple(extras)
 
 
-def build_noarch(
-    project: KernelProject,
-    recipes: Sequence[VariantRecipe],
-    version: str,
-    out_dir: Path,
-    reporter: Reporter,
-    *,
-    hub_layout: Path | None = None,
-) -> NoarchWheel:
-    """Write the one wheel of ``project`` for the noarch ``recipes`` into ``out_dir`` (and, with
-    ``hub_layout``, a ``build/torch-<backend>/`` folder per variant there)."""
-    variants = tuple(r.variant for r in recipes)
-    if not project.noarch or not variants or any(not v.noarch for v in variants):
+def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER) -> BuiltWheel:
+    """Write the one wheel of ``req``'s pure-Python project for the noarch variants it serves
+    into the output folder (and, with ``hub_layout``, a ``build/torch-<backend>/`` folder per
+    variant there). Nothing is run: ``runner`` is the entry's, unused."""
+    del runner  # the same signature as every builder: nothing is compiled
+    project, variants = req.project, req.serves or (req.variant,)
+    version, out_dir, hub_layout = req.version, req.out_dir, req.hub_layout
+    if not project.noarch or any(not v.noarch for v in variants):
         raise ProjectError(
             f"{project.name} is not a pure-Python project (or no noarch variant is selected)",
             file=project.build_toml,
@@ -166,4 +151,5 @@ def build_noarch(
                 backend = variant.backend.token if variant.backend is not None else "universal"
                 namespace = f"_{project.package}_{backend}_{bid}"
                 detail.append(str(export_variant(path, project, variant, namespace, hub_layout)))
-    return NoarchWheel(path, bid, variants, extras)
+    # The wheel's namespace is made per backend at import (_ops.py): named here as a pattern.
+    return BuiltWheel(req.variant, path, bid, f"_{project.package}_<backend>_{bid}", req.log, None)

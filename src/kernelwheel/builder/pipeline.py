@@ -12,12 +12,11 @@ from pathlib import Path
 
 from packaging.tags import Tag
 
-from .._util import output_dir
+from .._util import Runner, output_dir
 from ..abi.symver import ForcedHeader
 from ..compat.guard import BuildStamp
 from ..errors import ProjectError, ToolchainError
 from ..log import Reporter, step
-from ..model.project import Framework
 from ..model.variant import Arch, BackendKind, CxxAbi, Variant
 from ..wheels import WheelSpec, write_wheel
 from . import codegen, cross
@@ -27,11 +26,10 @@ from .envs import (
     CudaToolkit,
     EnvInfo,
     find_cuda_toolkit,
-    locked,
     probe,
     provision,
 )
-from .request import BuildRequest, BuiltWheel
+from .request import BuildKind, BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key
 from .steps import (
     WORKER,
@@ -47,7 +45,6 @@ from .steps import (
     run_worker,
     write_remedies,
 )
-from .tvm_ffi import build_tvm_ffi_variant
 from .wheelmeta import project_metadata, requirements
 
 PROJECT_LINK = "project"
@@ -107,8 +104,9 @@ def _compile(
     namespace: str,
     log: Path,
     toolkit: CudaToolkit | None,
-    cross_build: cross.CrossBuild | None = None,
-    header: ForcedHeader | None = None,
+    cross_build: cross.CrossBuild | None,
+    header: ForcedHeader | None,
+    runner: Runner,
 ) -> dict[str, object]:
     variant = req.variant
     stage = req.work_dir / variant.name
@@ -123,8 +121,8 @@ def _compile(
     views = ((req.project.root, PROJECT_LINK), (remedies.data_dir, DATA_LINK))
     for folder, link in views:
         (stage / link).symlink_to(folder.resolve(), target_is_directory=True)
-    headers = tuple(provide_headers(req.headers, req.cache_dir, env.python, log))
-    tools = probe_toolchain(toolkit, req)
+    headers = tuple(provide_headers(req.headers, req.cache_dir, env.python, log, runner))
+    tools = probe_toolchain(toolkit, req, runner)
     plan = plan_compile(req, namespace, stage, tools, remedies, headers)
     if plan.keep_dir is not None:
         plan.keep_dir.mkdir(parents=True, exist_ok=True)
@@ -134,7 +132,7 @@ def _compile(
         spec = cross_build.extend_spec(spec)
     spec.write(stage / "compile.json")
     stats_log = stage / "ccache-stats.log"
-    env_vars, cached = compile_env(req, toolkit, stats_log)
+    env_vars, cached = compile_env(req, toolkit, stats_log, runner)
     if cross_build is not None:  # kernelwheel.builder.cross: CC/CXX/LDSHARED = the cross compiler
         cross_build.extend_env(env_vars, req.cache_dir)
     # An unchanged variant (same key, same input files) reuses its last shared object; with the
@@ -155,7 +153,7 @@ def _compile(
         stored["cache"] = "unchanged: compile skipped"
         stored["notes"] = list(plan.notes)
         return stored
-    result = run_worker(req, env.python, stage, env_vars, plan.keep_dir)
+    result = run_worker(req, env.python, stage, env_vars, plan.keep_dir, runner)
     result["capabilities"] = list(spec.capabilities)
     if reuse is not None:
         reuse.store(key, result, spec.sources, spec.include_dirs)
@@ -172,20 +170,19 @@ def _python_tag(limited_api: str) -> tuple[str, str]:
     return f"cp{major}{minor}", f">={major}.{minor}"
 
 
-def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
+def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
+    """Build the torch extension wheel of ``req``'s variant (per torch or on the stable ABI),
+    every command through ``runner``."""
     project, variant = req.project, req.variant
     scope = variant.name
-    if project.noarch:
+    if req.kind is not BuildKind.TORCH:
         raise ProjectError(
-            "a pure-Python (noarch) project has no variant of its own to compile",
+            f"{project.name} is a {req.kind.value} project, not a torch extension",
             file=project.build_toml,
-            hint="build it with 'kernelwheel build' (kernelwheel.builder.noarch.build_noarch): "
-            "one py3-none-any wheel for all of its torch-<backend> variants",
+            hint="build it through kernelwheel.builder.entry.build_and_export",
         )
-    if project.framework is Framework.TVM_FFI:
-        return build_tvm_ffi_variant(req, reporter)
     if not req.best_effort and (variant.arch is None or variant.arch is Arch.host()):
-        check_cxx_toolchain(req.cxx, os.environ)  # a cross build brings its own compiler
+        check_cxx_toolchain(req.cxx, os.environ, runner)  # a cross build brings its own
     output_dir(req.out_dir, "--output-dir")  # a clear error for a file or unwritable folder
     log = req.log
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -197,26 +194,26 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         # cross compiler; request_for planned it.
         cross_plan = req.cross
         if req.python is not None:
-            env = probe(req.python, req.cache_dir)
+            env = probe(req.python, req.cache_dir, runner)
         else:
             if req.env_spec is None:
                 raise ToolchainError(f"no environment recipe for {variant.name}")
-            env = provision(req.env_spec, req.cache_dir, log=log)
+            env = provision(req.env_spec, req.cache_dir, log=log, runner=runner)
             for note in env.notes:
                 reporter.info(scope, note)
         _check_env_matches(env, variant)
-        cross_build = cross_plan.prepare(env, req.cache_dir, log) if cross_plan else None
+        cross_build = cross_plan.prepare(env, req.cache_dir, log, runner) if cross_plan else None
         toolkit = None
         if variant.backend is not None and variant.backend.kind is BackendKind.CUDA:
             toolkit = find_cuda_toolkit(
-                env, req.cuda_home, req.cuda_system_paths, req.cache_dir / "toolkits"
+                env, req.cuda_home, req.cuda_system_paths, req.cache_dir / "toolkits", runner
             )
         detail.append(f"torch {env.torch}" + (" (cached)" if env.reused else ""))
         if toolkit:
             detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
         if cross_build is not None:
             detail.append(cross_build.describe())
-        header = remedy_header(req)  # from the request's compiler: a cross build's own
+        header = remedy_header(req, runner)  # from the request's compiler: a cross build's
 
     with step(reporter, scope, "codegen") as detail:
         bid = codegen.build_id(project, variant, settings=_settings(req, header))
@@ -224,7 +221,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         detail.append(namespace)
 
     with step(reporter, scope, "compile", log=log) as detail:
-        result = _compile(req, env, namespace, log, toolkit, cross_build, header)
+        result = _compile(req, env, namespace, log, toolkit, cross_build, header, runner)
         detail.append(str(result["cache"]))
     for note in _notes(result):
         reporter.info(scope, note)
@@ -263,7 +260,7 @@ def build_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             compress=req.manylinux is None or req.best_effort,
         )
         detail.append(raw.name)
-    return finish_wheel(req, raw, reporter, bid, namespace, env, _caps(result))
+    return finish_wheel(req, raw, reporter, bid, namespace, env, _caps(result), runner)
 
 
 def _settings(req: BuildRequest, header: ForcedHeader | None) -> tuple[str, ...]:
@@ -281,26 +278,3 @@ def _notes(result: dict[str, object]) -> tuple[str, ...]:
 def _caps(result: dict[str, object]) -> tuple[str, ...]:
     caps = result.get("capabilities")
     return tuple(str(c) for c in caps) if isinstance(caps, list) else ()
-
-
-def build_and_export(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
-    """Build one variant (serialised with other processes building it: they share its work
-    folder) and, with the request's ``hub_layout``, also write it as a Hub kernel tree there."""
-    with locked(req.work_dir / f"{req.variant.name}.lock"):
-        wheel = build_variant(req, reporter)
-    if req.hub_layout is not None:
-        # Imported here: the hub package pulls in huggingface_hub, which builds do not need.
-        from ..hub.export import export_variant
-
-        with step(reporter, req.variant.name, "hub layout") as detail:
-            folder = export_variant(
-                wheel.path,
-                req.project,
-                wheel.variant,
-                wheel.namespace,
-                req.hub_layout,
-                capabilities=wheel.capabilities,
-                git=req.git,
-            )
-            detail.append(str(folder))
-    return wheel

@@ -5,23 +5,40 @@ options, the one place options become build settings."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
+from .._util import RUNNER, Runner
+from ..errors import ProjectError
 from ..model.deps import DependencyTable, load_deps
 from ..model.project import Framework, KernelProject
 from ..model.recipes import Recipes, VariantRecipe
 from ..model.variant import LocalVersionStyle, Variant
 from ..plan.options import Options, available_memory_mib, resolve_jobs
-from ..plan.toolchains import require_toolchain
+from ..plan.toolchains import require_toolchains
 from ..plan.versioning import GitState
 from .cross import CrossPlan, plan_for
 from .deps import HeaderPlan, plan_headers
 from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for
 from .preflight import system_toolkit
 
-__all__ = ["BuildRequest", "BuiltWheel", "request_for"]
+__all__ = ["BuildKind", "BuildRequest", "BuiltWheel", "plan_requests", "request_for"]
+
+
+class BuildKind(str, Enum):
+    """How a project is built: decided once, from build.toml, when the request is made."""
+
+    TORCH = "torch"  # a torch extension, per torch or on the stable ABI (builder.pipeline)
+    TVM_FFI = "tvm-ffi"  # a tvm-ffi library, no torch (builder.tvm_ffi)
+    NOARCH = "noarch"  # pure Python: one wheel for all of its variants (builder.noarch)
+
+    @classmethod
+    def of(cls, project: KernelProject) -> BuildKind:
+        if project.noarch:
+            return cls.NOARCH
+        return cls.TVM_FFI if project.framework is Framework.TVM_FFI else cls.TORCH
 
 
 @dataclass(frozen=True)
@@ -72,6 +89,10 @@ class BuildRequest:
     # of the variant's log.
     options_preamble: tuple[str, ...] = ()
     hub_layout: Path | None = None  # also write the built wheel as a Hub kernel tree there
+    kind: BuildKind = BuildKind.TORCH  # which builder runs it (the one entry dispatches)
+    # The variants one wheel serves: a noarch build's every selected variant (variant is the
+    # first); a compiled build's is variant alone.
+    serves: tuple[Variant, ...] = ()
 
     def log_header(self) -> str:
         """The first lines of the variant's log: what is built, and the options it was built
@@ -100,6 +121,56 @@ class BuiltWheel:
     capabilities: tuple[str, ...] = ()  # CUDA capabilities compiled for
 
 
+def plan_requests(
+    project: KernelProject,
+    selected: Sequence[VariantRecipe],
+    version: str,
+    options: Options,
+    recipes: Recipes,
+    deps: DependencyTable | None = None,
+    *,
+    git: GitState | None = None,
+    gpu_capabilities: tuple[str, ...] = (),
+    at_once: int = 1,
+    environ: Mapping[str, str] | None = None,
+    runner: Runner = RUNNER,
+) -> tuple[BuildRequest, ...]:
+    """Every request of a run, made before anything is built: one per ``selected`` recipe, or
+    for a pure-Python project one for all of them (one wheel serves every backend). The
+    toolchain refusal is made here, once, for all of them: a variant kernelwheel does not
+    compile (ROCm, XPU, Metal...) is a :class:`~kernelwheel.errors.ToolchainError` naming every
+    such variant before any environment is made. ``deps`` (default: read from the recipes
+    folder) says what build.toml's ``depends`` names provide; a dependency that cannot be
+    provided is refused here too, and so is a variant for another arch without its cross
+    compiler (:func:`.cross.plan_for`, which runs it through ``runner``).
+    ``gpu_capabilities`` (a default build: plan.defaults) replace the recipe's capabilities as
+    the targets of a CUDA variant. ``at_once``: the variants compiling side by side (the
+    service decides it), which share the CPUs, ``--jobs`` and the memory; ``environ`` (default:
+    this process's) gives ``CXX``."""
+    require_toolchains(recipe.variant for recipe in selected)
+    kind = BuildKind.of(project)
+    if kind is BuildKind.NOARCH:
+        return (_noarch_request(project, selected, version, options, git),)
+    table = deps if deps is not None else load_deps(options.recipes)
+    environ = os.environ if environ is None else environ
+    return tuple(
+        _request(
+            project,
+            recipe,
+            version,
+            options,
+            recipes,
+            table,
+            git=git,
+            gpu_capabilities=gpu_capabilities,
+            at_once=at_once,
+            environ=environ,
+            runner=runner,
+        )
+        for recipe in selected
+    )
+
+
 def request_for(
     project: KernelProject,
     recipe: VariantRecipe,
@@ -112,19 +183,70 @@ def request_for(
     gpu_capabilities: tuple[str, ...] = (),
     at_once: int = 1,
     environ: Mapping[str, str] | None = None,
+    runner: Runner = RUNNER,
 ) -> BuildRequest:
-    """The request to build ``recipe``'s variant of ``project`` as ``options`` say. A variant
-    kernelwheel does not compile (ROCm, XPU, Metal...) is a
-    :class:`~kernelwheel.errors.ToolchainError` before anything is made for it. ``deps``
-    (default: read from the recipes folder) says what build.toml's ``depends`` names provide;
-    a dependency that cannot be provided is refused here, before anything is compiled, and so
-    is a variant for another arch without its cross compiler (:func:`.cross.plan_for`).
-    ``gpu_capabilities`` (a default build: plan.defaults) replace the recipe's capabilities as
-    the targets of a CUDA variant. ``at_once``: the variants compiling side by side (the
-    service decides it), which share the CPUs, ``--jobs`` and the memory; ``environ`` (default:
-    this process's) gives ``CXX``."""
-    require_toolchain(recipe.variant)
-    table = deps if deps is not None else load_deps(options.recipes)
+    """The request to build ``recipe``'s variant of ``project``: :func:`plan_requests` of one."""
+    (request,) = plan_requests(
+        project,
+        [recipe],
+        version,
+        options,
+        recipes,
+        deps,
+        git=git,
+        gpu_capabilities=gpu_capabilities,
+        at_once=at_once,
+        environ=environ,
+        runner=runner,
+    )
+    return request
+
+
+def _noarch_request(
+    project: KernelProject,
+    selected: Sequence[VariantRecipe],
+    version: str,
+    options: Options,
+    git: GitState | None,
+) -> BuildRequest:
+    """The one request of a pure-Python project: nothing to provision or compile."""
+    if not selected:
+        raise ProjectError(
+            f"{project.name}: no variant is selected",
+            file=project.build_toml,
+            hint="select torch-<backend> variants of the [torch-noarch] project",
+        )
+    variants = tuple(recipe.variant for recipe in selected)
+    return BuildRequest(
+        project=project,
+        variant=variants[0],
+        version=version,
+        out_dir=options.output_dir,
+        work_dir=options.cache_dir / "work" / project.package,
+        cache_dir=options.cache_dir,
+        env_spec=None,
+        git=git,
+        options_preamble=options.preamble(),
+        hub_layout=options.hub_layout,
+        kind=BuildKind.NOARCH,
+        serves=variants,
+    )
+
+
+def _request(
+    project: KernelProject,
+    recipe: VariantRecipe,
+    version: str,
+    options: Options,
+    recipes: Recipes,
+    table: DependencyTable,
+    *,
+    git: GitState | None,
+    gpu_capabilities: tuple[str, ...],
+    at_once: int,
+    environ: Mapping[str, str],
+    runner: Runner,
+) -> BuildRequest:
     sources = IndexOptions(options.index_url, options.find_links, options.no_index)
     cuda = recipe.cuda
     env_spec = (
@@ -136,10 +258,11 @@ def request_for(
     # (the same torch release for this machine) chosen now, before anything is built.
     cross_plan = None
     if project.framework is not Framework.TVM_FFI:  # tvm-ffi variants build on their own arch
-        cross_plan = plan_for(recipe.variant, env_spec, recipes, need_host_env=not options.python)
+        cross_plan = plan_for(
+            recipe.variant, env_spec, recipes, need_host_env=not options.python, runner=runner
+        )
     if cross_plan is not None and cross_plan.host_env is not None:
         env_spec = cross_plan.host_env
-    environ = os.environ if environ is None else environ
     cxx = str(cross_plan.compiler.cxx) if cross_plan else (environ.get("CXX") or "c++")
     memory = available_memory_mib()
     return BuildRequest(
@@ -182,4 +305,6 @@ def request_for(
         sources=sources,
         options_preamble=options.preamble(),
         hub_layout=options.hub_layout,
+        kind=BuildKind.of(project),
+        serves=(recipe.variant,),
     )

@@ -19,20 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from .._util import resume_running, sha256_file, stop_running
+from .._util import RUNNER, Runner, resume_running, sha256_file, stop_running
 from ..errors import KernelwheelError
 from ..log import Reporter
 from ..model.recipes import VariantRecipe
 from ..plan.options import available_memory_mib, resolve_jobs
 from ..plan.planning import Planned, wheel_version
-from ..plan.toolchains import require_toolchains
 from ..plan.versioning import read_git_state
 from .compile_rules import DEFAULT_MIB_PER_THREAD, variants_at_once
-from .noarch import build_noarch
-from .pipeline import build_and_export
+from .entry import build_and_export
 from .preflight import require_buildable
 from .registrations import check_registrations
-from .request import BuildRequest, request_for
+from .request import BuildKind, BuildRequest, plan_requests
 
 __all__ = ["BuildProgress", "BuildResult", "Outcome", "build_project"]
 
@@ -86,14 +84,15 @@ def build_project(
     progress: BuildProgress,
     *,
     gpu_capabilities: tuple[str, ...] = (),
+    runner: Runner = RUNNER,
 ) -> BuildResult:
-    """Build ``recipes`` (the selected variants of ``planned``), reporting to ``progress``;
-    ``gpu_capabilities``: the GPUs' a default CUDA build compiles for (plan.defaults)."""
+    """Build ``recipes`` (the selected variants of ``planned``), reporting to ``progress``,
+    every command through ``runner``; ``gpu_capabilities``: the GPUs' a default CUDA build
+    compiles for (plan.defaults)."""
     project, options = planned.project, planned.options
-    require_toolchains(recipe.variant for recipe in recipes)  # before any environment is made
     for warning in check_registrations(project, allow=options.allow_fixed_op_namespaces):
         progress.info("", f"warning: {warning}")
-    git = read_git_state(project.root)
+    git = read_git_state(project.root, runner)
     resolved = wheel_version(planned, git)
     version = resolved.version
     at_once = variants_at_once(
@@ -103,36 +102,37 @@ def build_project(
         memory_mib=available_memory_mib(),
         mib_per_thread=options.memory_per_thread or DEFAULT_MIB_PER_THREAD,
     )
+    # Every request first (the toolchain refusal for all the variants at once, a dependency or
+    # cross compiler that cannot be provided): nothing is made or compiled before they are.
+    requests = plan_requests(
+        project,
+        recipes,
+        version,
+        options,
+        planned.recipes,
+        planned.deps,
+        git=git,
+        gpu_capabilities=gpu_capabilities,
+        at_once=at_once,
+        runner=runner,
+    )
     progress.info(
         "",
         f"{project.name} {version} (version from {resolved.source}); {len(recipes)} variant(s)"
-        + (f", {at_once} at a time" if at_once > 1 and not project.noarch else ""),
+        + (f", {at_once} at a time" if at_once > 1 and len(requests) > 1 else ""),
     )
-    if project.noarch:  # one pure-Python wheel for all of its variants, nothing to compile
-        return BuildResult(project.name, version, (_noarch(planned, recipes, version, progress),))
-    # Every request first: a dependency that cannot be provided stops the run before anything
-    # is compiled.
-    requests = [
-        request_for(
-            project,
-            recipe,
-            version,
-            options,
-            planned.recipes,
-            planned.deps,
-            git=git,
-            gpu_capabilities=gpu_capabilities,
-            at_once=at_once,
-        )
-        for recipe in recipes
-    ]
     # What this machine lacks (a system CUDA toolkit, an unreachable torch index) stops the run
     # here too, for every variant at once, before any environment is made.
-    require_buildable(recipes, {r.variant.name: r.env_spec for r in requests}, options.cuda_home)
-    if at_once == 1:
-        outcomes = tuple(_variant(req, progress) for req in requests)
+    compiled = [r for r in requests if r.kind is not BuildKind.NOARCH]
+    require_buildable(
+        [r.recipe for r in compiled if r.recipe is not None],
+        {r.variant.name: r.env_spec for r in compiled},
+        options.cuda_home,
+    )
+    if at_once == 1 or len(requests) == 1:
+        outcomes = tuple(_variant(req, progress, runner) for req in requests)
     else:
-        outcomes = _side_by_side(requests, at_once, progress)
+        outcomes = _side_by_side(requests, at_once, progress, runner)
     return BuildResult(project.name, version, outcomes)
 
 
@@ -140,6 +140,7 @@ def _side_by_side(
     requests: Sequence[BuildRequest],
     at_once: int,
     progress: BuildProgress,
+    runner: Runner,
 ) -> tuple[Outcome, ...]:
     """The variants built ``at_once`` at a time, in threads (the work is in the compilers'
     processes); on an interrupt the variants not started are dropped and the running ones'
@@ -147,7 +148,7 @@ def _side_by_side(
     stopping = threading.Event()  # the variants killed by an interrupt go unreported
 
     def build(req: BuildRequest) -> Outcome:
-        return _variant(req, progress, stopping)
+        return _variant(req, progress, runner, stopping)
 
     try:
         with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="variant") as pool:
@@ -167,13 +168,15 @@ def _side_by_side(
 def _variant(
     req: BuildRequest,
     progress: BuildProgress,
+    runner: Runner,
     stopping: threading.Event | None = None,
 ) -> Outcome:
-    name = req.variant.name
+    # A noarch wheel is named by every variant it serves.
+    name = ",".join(v.name for v in req.serves) or req.variant.name
     progress.variant_started(name, side_by_side=stopping is not None)
     started, wall = time.monotonic(), time.time()
     try:
-        built = build_and_export(req, progress)
+        built = build_and_export(req, progress, runner)
     except KernelwheelError as exc:
         log: Path | None = req.log
         if not (req.log.exists() and req.log.stat().st_mtime >= wall - 1):
@@ -183,37 +186,11 @@ def _variant(
         outcome = Outcome(
             name,
             time.monotonic() - started,
-            built.log,
+            built.log if built.log.exists() else None,  # a noarch build writes none
             built.path,
             sha256_file(built.path),
             built.compliant,
         )
     if stopping is None or not stopping.is_set():
         progress.variant_finished(outcome)
-    return outcome
-
-
-def _noarch(
-    planned: Planned, recipes: Sequence[VariantRecipe], version: str, progress: BuildProgress
-) -> Outcome:
-    name = ",".join(r.name for r in recipes)
-    options = planned.options
-    progress.variant_started(name)
-    started = time.monotonic()
-    try:
-        built = build_noarch(
-            planned.project,
-            recipes,
-            version,
-            options.output_dir,
-            progress,
-            hub_layout=options.hub_layout,
-        )
-    except KernelwheelError as exc:
-        outcome = Outcome(name, time.monotonic() - started, None, error=exc)
-    else:
-        outcome = Outcome(
-            name, time.monotonic() - started, None, built.path, sha256_file(built.path)
-        )
-    progress.variant_finished(outcome)
     return outcome

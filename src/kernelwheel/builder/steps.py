@@ -11,7 +11,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from .._util import CommandTimeout, atomic_copy, run_captured, run_logged
+from .._util import RUNNER, CommandTimeout, Runner, atomic_copy
 from ..abi import Rule, WheelReport, check_wheel
 from ..abi._elf import demangle
 from ..abi.origins import objects_referencing
@@ -53,34 +53,34 @@ def full_version(
     return f"{base}+{variant.local_version_in(style)}"
 
 
-def _links_shared_libstdcxx(cxx: str) -> bool:
+def _links_shared_libstdcxx(runner: Runner, cxx: str) -> bool:
     """Whether ``cxx`` has a shared libstdc++ to link (``-print-file-name`` echoes the bare name
     when it has none, as on toolchains that only ship the static archive)."""
     try:
-        out = run_captured([*cxx.split(), "-print-file-name=libstdc++.so"], timeout=60)
+        out = runner.captured([*cxx.split(), "-print-file-name=libstdc++.so"], timeout=60)
     except (OSError, CommandTimeout):
         return True  # no such compiler: the compile step reports it
     return os.path.isabs(out.stdout.strip())
 
 
-def _print_file_name(cxx: str, name: str) -> str | None:
+def _print_file_name(runner: Runner, cxx: str, name: str) -> str | None:
     """The library ``name`` the compiler ``cxx`` links (``-print-file-name``, which echoes the
     bare name when it has none); None without one, or without such a compiler."""
     try:
-        out = run_captured([*cxx.split(), f"-print-file-name={name}"], timeout=60)
+        out = runner.captured([*cxx.split(), f"-print-file-name={name}"], timeout=60)
     except (OSError, CommandTimeout):
         return None
     path = out.stdout.strip()
     return path if os.path.isabs(path) else None
 
 
-def _target_libraries(cxx: str, names: tuple[str, ...]) -> dict[str, VersionTable]:
+def _target_libraries(runner: Runner, cxx: str, names: tuple[str, ...]) -> dict[str, VersionTable]:
     """The version tables of the libraries ``names`` the compiler links against: the target's
     libc.so.6 and libm.so.6 (a cross compiler's are its sysroot's). A library it does not find,
     or one without version tables (not glibc), is left out."""
     out: dict[str, VersionTable] = {}
     for name in names:
-        path = _print_file_name(cxx, name)
+        path = _print_file_name(runner, cxx, name)
         if path is None:
             continue
         try:
@@ -90,7 +90,7 @@ def _target_libraries(cxx: str, names: tuple[str, ...]) -> dict[str, VersionTabl
     return out
 
 
-def remedy_header(req: BuildRequest) -> ForcedHeader | None:
+def remedy_header(req: BuildRequest, runner: Runner = RUNNER) -> ForcedHeader | None:
     """The forced-include header of this build (abi/symver), made from the target policy's caps
     and the target's own libc/libm, found through the request's compiler (a cross build's
     own); None with the remedies off."""
@@ -99,7 +99,7 @@ def remedy_header(req: BuildRequest) -> ForcedHeader | None:
     compiler = req.cxx
     arch = (req.variant.arch or Arch.host()).value
     policy = load_policy(req.manylinux or DEFAULT_POLICY, arch)
-    return abi_header(_target_libraries(compiler, symver_libraries()), policy)
+    return abi_header(_target_libraries(runner, compiler, symver_libraries()), policy)
 
 
 def write_remedies(header: ForcedHeader | None, include_dir: Path) -> RemedySet:
@@ -119,14 +119,14 @@ def remedies_setting(header: ForcedHeader | None) -> str:
     return f"abi-header:{header.digest[:16]}" if header is not None else "no-abi-remedies"
 
 
-def check_cxx_toolchain(cxx: str, environ: Mapping[str, str]) -> None:
+def check_cxx_toolchain(cxx: str, environ: Mapping[str, str], runner: Runner = RUNNER) -> None:
     """Refuse, before anything is compiled, a C++ compiler that links libstdc++ statically (it
     ships only libstdc++.a, as self-built toolchains in /opt often do): that libstdc++ was built
     against the toolchain's newer glibc, so the extension would import GLIBC_2.34+ symbols no
     manylinux_2_28 wheel may need, and the build would only fail at repair. The error names the
     compiler ``cxx`` and, where one is on ``environ``'s PATH, a system compiler that links
     libstdc++ as a library."""
-    if _links_shared_libstdcxx(cxx):
+    if _links_shared_libstdcxx(runner, cxx):
         return
     first = cxx.split()[0] if cxx.split() else cxx
     where = shutil.which(first, path=environ.get("PATH")) or first
@@ -135,7 +135,7 @@ def check_cxx_toolchain(cxx: str, environ: Mapping[str, str]) -> None:
         for name, cc_name in (("g++", "gcc"), ("c++", "cc"))
         if (found := shutil.which(name, path=environ.get("PATH"))) is not None
         and os.path.realpath(found) != os.path.realpath(where)
-        and _links_shared_libstdcxx(found)
+        and _links_shared_libstdcxx(runner, found)
         and (cc := shutil.which(cc_name, path=environ.get("PATH"))) is not None
     ]
     use = (
@@ -173,25 +173,25 @@ def package_files(project: KernelProject) -> dict[str, bytes]:
     return files
 
 
-def _accepts_flag(cxx: str, flag: str) -> bool:
+def _accepts_flag(runner: Runner, cxx: str, flag: str) -> bool:
     """Whether the C++ compiler ``cxx`` takes ``flag`` (as CMake's check_cxx_compiler_flag)."""
     try:
         check = [*cxx.split(), flag, "-x", "c++", "-fsyntax-only", os.devnull]
-        proc = run_captured(check, timeout=60)
+        proc = runner.captured(check, timeout=60)
     except (OSError, CommandTimeout):
         return False
     return proc.returncode == 0
 
 
-def probe_toolchain(toolkit: CudaToolkit | None, req: BuildRequest) -> Toolchain:
+def probe_toolchain(toolkit: CudaToolkit | None, req: BuildRequest, runner: Runner) -> Toolchain:
     """What the compile plan needs to know about the compilers, found by running the ones that
     will compile (the request's C++ compiler: a cross build's own), and the variant's share of
     the CPUs and memory, as the request carries it."""
     return Toolchain(
         cuda=toolkit,
-        nvcc_supports=supported_capabilities(toolkit.home) if toolkit else None,
-        shared_libstdcxx=_links_shared_libstdcxx(req.cxx),
-        no_gnu_unique=_accepts_flag(req.cxx, NO_GNU_UNIQUE),
+        nvcc_supports=supported_capabilities(toolkit.home, runner) if toolkit else None,
+        shared_libstdcxx=_links_shared_libstdcxx(runner, req.cxx),
+        no_gnu_unique=_accepts_flag(runner, req.cxx, NO_GNU_UNIQUE),
         cpus=req.cpus,
         memory_mib=req.memory_mib,
     )
@@ -201,6 +201,7 @@ def compile_env(
     req: BuildRequest,
     toolkit: CudaToolkit | None,
     stats_log: Path,
+    runner: Runner,
 ) -> tuple[dict[str, str], bool]:
     """The compile worker's environment (every build kind's: the toolkit first on PATH, the
     compiler cache's links before it unless the no-ccache option is set), and whether the
@@ -222,6 +223,7 @@ def compile_env(
                 req.ccache_remote,
                 req.sources,
                 req.log,
+                runner,
             )
         except ToolchainError as exc:
             if req.ccache_remote:
@@ -263,6 +265,7 @@ def run_worker(
     stage: Path,
     env_vars: Mapping[str, str],
     keep_dir: Path | None,
+    runner: Runner,
 ) -> dict[str, object]:
     """Run the compile worker on ``<stage>/compile.json`` with the environment's ``python``
     (output into the variant's log) and return its result; every build kind compiles so. nvcc's
@@ -270,7 +273,7 @@ def run_worker(
     MB per variant."""
     spec_path, result_path = stage / "compile.json", stage / "result.json"
     try:
-        code = run_logged(
+        code = runner.logged(
             [python, WORKER, spec_path, result_path], req.log, env=env_vars, cwd=stage
         )
     finally:
@@ -302,6 +305,7 @@ def finish_wheel(
     namespace: str,
     env: EnvInfo | None,
     capabilities: tuple[str, ...],
+    runner: Runner,
 ) -> BuiltWheel:
     """Repair the raw wheel to the manylinux policy (or only check it, without one) and put it
     into the output folder: the last steps of every compiled build."""
@@ -316,7 +320,7 @@ def finish_wheel(
         return BuiltWheel(variant, path, bid, namespace, log, env, report.ok, capabilities)
 
     with step(reporter, scope, "repair") as detail:
-        repaired = _repair(req, raw)
+        repaired = _repair(req, raw, runner)
         with open(log, "a") as fh:
             fh.write(f"\n$ auditwheel repair ({req.manylinux})\n{repaired.log}\n")
         detail.append(repaired.tag)
@@ -331,7 +335,7 @@ def finish_wheel(
     return BuiltWheel(variant, repaired.wheel, bid, namespace, log, env, report.ok, capabilities)
 
 
-def _repair(req: BuildRequest, raw: Path) -> RepairResult:
+def _repair(req: BuildRequest, raw: Path, runner: Runner) -> RepairResult:
     """auditwheel repair, or the wheel an earlier repair made from the same bytes (a variant
     rebuilt unchanged gives a byte-identical raw wheel): copied, then checked again."""
     assert req.manylinux is not None
@@ -351,7 +355,9 @@ def _repair(req: BuildRequest, raw: Path) -> RepairResult:
             log=f"(reused: the repair of the same raw wheel)\n{record.get('log', '')}",
         )
     try:
-        repaired = repair_wheel(raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort)
+        repaired = repair_wheel(
+            raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort, runner=runner
+        )
     except AbiError as exc:
         where = pulled_in_by(req, check_wheel(raw, policy=req.manylinux))
         raise AbiError(exc.message + where, hint=exc.hint) from None

@@ -32,7 +32,7 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .._util import CommandTimeout, atomic_write, output_dir, run_captured, run_checked
+from .._util import RUNNER, CommandTimeout, Runner, atomic_write, output_dir
 from ..abi.symver import ForcedHeader
 from ..errors import ToolchainError
 from ..log import Reporter, step
@@ -116,10 +116,10 @@ class TvmFfiEnv:
         return json.dumps(data, default=str, indent=2, sort_keys=True) + "\n"
 
 
-def probe_tvm_ffi(python: Path) -> TvmFfiEnv:
+def probe_tvm_ffi(python: Path, runner: Runner = RUNNER) -> TvmFfiEnv:
     """Ask ``python`` where its apache-tvm-ffi keeps headers and ``libtvm_ffi.so``."""
     try:
-        proc = run_captured([python, "-c", _PROBE], timeout=120)
+        proc = runner.captured([python, "-c", _PROBE], timeout=120)
     except CommandTimeout:
         raise ToolchainError(
             f"{python} gave no answer within 120 s", hint="pass a working python"
@@ -139,7 +139,11 @@ def probe_tvm_ffi(python: Path) -> TvmFfiEnv:
 
 
 def provision_tvm_ffi(
-    recipe: VariantRecipe, sources: IndexOptions, cache_dir: Path, log: Path | None = None
+    recipe: VariantRecipe,
+    sources: IndexOptions,
+    cache_dir: Path,
+    log: Path | None = None,
+    runner: Runner = RUNNER,
 ) -> TvmFfiEnv:
     """Create (or reuse) the venv of ``recipe``: apache-tvm-ffi pinned by hash, and the CUDA
     toolchain of a CUDA flavour."""
@@ -169,14 +173,14 @@ def provision_tvm_ffi(
                 return env
         if root.exists():
             shutil.rmtree(root)  # a half-made environment from an interrupted run
-        run_checked([sys.executable, "-m", "venv", str(root)], log, "create the build venv")
+        runner.checked([sys.executable, "-m", "venv", str(root)], log, "create the build venv")
         py = root / "bin" / "python"
         pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
         args = pip_install_args(pip_sources)
-        run_checked([*pip, *args, *TOOLS], log, "install the build tools")
+        runner.checked([*pip, *args, *TOOLS], log, "install the build tools")
         pins = root / "tvm-ffi-requirements.txt"
         pins.write_text(recipe.tvm_ffi.requirement_line + "\n")
-        run_checked(
+        runner.checked(
             [*pip, *args, "--no-deps", "--require-hashes", "-r", str(pins)],
             log,
             f"install {TVM_FFI_PACKAGE} {recipe.tvm_ffi.version}",
@@ -187,14 +191,14 @@ def provision_tvm_ffi(
             reqs = root / "toolchain-requirements.txt"
             reqs.write_text("\n".join(recipe.cuda.requirements()) + "\n")
             hashed = ["--require-hashes"] if recipe.cuda.hashed else []
-            run_checked(
+            runner.checked(
                 [*pip, *args, "--no-deps", *hashed, "-r", str(reqs)],
                 log,
                 "install the pinned CUDA toolchain",
                 hint="the recipe's pins or hashes do not match what the index serves: check "
                 "recipes/cuda.toml",
             )
-        env = probe_tvm_ffi(py)
+        env = probe_tvm_ffi(py, runner)
         atomic_write(marker, env.to_json())  # written last: the environment is complete
         return dataclasses.replace(env, notes=notes)
 
@@ -218,7 +222,9 @@ def wheel_requirements(
     return tuple(dict.fromkeys(requires))
 
 
-def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
+def build_tvm_ffi_variant(
+    req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER
+) -> BuiltWheel:
     project, variant = req.project, req.variant
     assert variant.tvm_ffi is not None and variant.backend is not None
     scope, log = variant.name, req.log
@@ -234,16 +240,16 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             hint="build it on a machine of that arch",
         )
     if not req.best_effort:
-        check_cxx_toolchain(req.cxx, os.environ)
+        check_cxx_toolchain(req.cxx, os.environ, runner)
     output_dir(req.out_dir, "--output-dir")
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(req.log_header())
 
     with step(reporter, scope, "environment", log=log) as detail:
         if req.python is not None:
-            env = probe_tvm_ffi(req.python)
+            env = probe_tvm_ffi(req.python, runner)
         else:
-            env = provision_tvm_ffi(recipe, req.sources, req.cache_dir, log)
+            env = provision_tvm_ffi(recipe, req.sources, req.cache_dir, log, runner)
             for note in env.notes:
                 reporter.info(scope, note)
         toolkit = None
@@ -257,12 +263,13 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
                 needed_by=variant.name,
                 hint=f"install CUDA {cuda} (or pass --cuda-home DIR)",
                 store=req.cache_dir / "toolkits",  # the torch builds' toolkit store
+                runner=runner,
             )
         detail.append(f"{TVM_FFI_PACKAGE} {env.version}" + (" (cached)" if env.reused else ""))
         _check_series(env, variant.tvm_ffi)
         if toolkit:
             detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
-        header = remedy_header(req)
+        header = remedy_header(req, runner)
 
     with step(reporter, scope, "codegen") as detail:
         bid = codegen.build_id(project, variant, settings=(remedies_setting(header),))
@@ -270,7 +277,7 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
         detail.append(namespace)
 
     with step(reporter, scope, "compile", log=log) as detail:
-        shared_object, capabilities, cache = _compile(req, env, namespace, toolkit, header)
+        shared_object, capabilities, cache = _compile(req, env, namespace, toolkit, header, runner)
         detail.append(f"{shared_object.name}; {cache}")
 
     with step(reporter, scope, "wheel") as detail:
@@ -295,7 +302,7 @@ def build_tvm_ffi_variant(req: BuildRequest, reporter: Reporter) -> BuiltWheel:
             compress=req.manylinux is None or req.best_effort,
         )
         detail.append(raw.name)
-    return finish_wheel(req, raw, reporter, bid, namespace, None, capabilities)
+    return finish_wheel(req, raw, reporter, bid, namespace, None, capabilities, runner)
 
 
 def _compile(
@@ -303,7 +310,8 @@ def _compile(
     env: TvmFfiEnv,
     namespace: str,
     toolkit: CudaToolkit | None,
-    header: ForcedHeader | None = None,
+    header: ForcedHeader | None,
+    runner: Runner,
 ) -> tuple[Path, tuple[str, ...], str]:
     """Compile and link ``<namespace>.so`` through the compile worker, as the torch builds do
     (the compiler cache, the toolkit store, the same flags): the shared object, the CUDA
@@ -315,10 +323,10 @@ def _compile(
     stage.mkdir(parents=True)
     remedies = write_remedies(header, stage / "include")  # the torch builds' remedies
     # The kernels' depends (CUTLASS from PyPI or a local checkout), as torch builds get them.
-    dependencies = provide_headers(req.headers, req.cache_dir, env.python, log)
+    dependencies = provide_headers(req.headers, req.cache_dir, env.python, log, runner)
     rpaths = _runtime_rpaths(env, toolkit, req.cache_dir / "toolkits")
     library = TvmFfiLibrary(env.include_dirs, env.lib_dir, rpaths)
-    tools = probe_toolchain(toolkit, req)
+    tools = probe_toolchain(toolkit, req, runner)
     plan = plan_tvm_ffi_compile(req, namespace, stage, tools, remedies, library, dependencies)
     if plan.keep_dir is not None:
         plan.keep_dir.mkdir(parents=True, exist_ok=True)
@@ -328,8 +336,8 @@ def _compile(
     Path(plan.spec.build_temp).mkdir(parents=True, exist_ok=True)
     plan.spec.write(stage / "compile.json")
     stats_log = stage / "ccache-stats.log"
-    env_vars, cached = compile_env(req, toolkit, stats_log)
-    result = run_worker(req, env.python, stage, env_vars, plan.keep_dir)
+    env_vars, cached = compile_env(req, toolkit, stats_log, runner)
+    result = run_worker(req, env.python, stage, env_vars, plan.keep_dir, runner)
     shared_object = Path(str(result["shared_object"]))
     return shared_object, plan.spec.capabilities, cache_summary(req, stats_log, cached)
 

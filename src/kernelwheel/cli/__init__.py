@@ -18,10 +18,14 @@ import threading
 import traceback
 from collections.abc import Sequence
 from contextlib import suppress
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..errors import KernelwheelError, Terminated
 from ._common import add_common_arguments
+
+if TYPE_CHECKING:
+    from .._util import Runner
 
 # Order is the order shown in --help.
 COMMANDS = (
@@ -47,9 +51,7 @@ def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
         ),
         epilog="Run 'kernelwheel COMMAND --help' for a command's options.",
     )
-    parser.add_argument(
-        "-V", "--version", action="version", version=f"kernelwheel {__version__}"
-    )
+    parser.add_argument("-V", "--version", action="version", version=f"kernelwheel {__version__}")
     add_common_arguments(parser, traceback=bool(os.environ.get("KERNELWHEEL_TRACEBACK")))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in commands:
@@ -86,10 +88,17 @@ def _commands_needed(argv: Sequence[str]) -> Sequence[str]:
     return COMMANDS
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int:
+    """Run the command ``argv`` names; its processes start through ``runner`` (default:
+    kernelwheel's, real processes; a test's own records or fakes them)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = make_parser(_commands_needed(argv))
     args = parser.parse_args(argv)
+    if runner is None:
+        from .._util import RUNNER  # here: `--version` imports nothing it does not need
+
+        runner = RUNNER
+    args.runner = runner
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

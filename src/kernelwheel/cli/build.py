@@ -207,7 +207,7 @@ class _Progress:
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     refuse_conflicting_selectors(args)
     planned = plan_project(args.path, option_values(args))
-    selection = select(planned, args.variant)
+    selection = select(planned, args.variant, runner=args.runner)
     recipes = list(selection.recipes)
     if args.print_build_identifiers:
         if not planned.project.noarch:
@@ -244,7 +244,9 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         for note in default.notes:
             ui.info("", note)
     gpus = default.gpu_capabilities if default is not None else ()
-    result = build_project(planned, recipes, _Progress(ui), gpu_capabilities=gpus)
+    result = build_project(
+        planned, recipes, _Progress(ui), gpu_capabilities=gpus, runner=args.runner
+    )
     outcomes = list(result.outcomes)
     if args.json:
         ui.print(

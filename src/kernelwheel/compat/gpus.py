@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._util import CommandTimeout, run_captured
+from .._util import RUNNER, CommandTimeout, Runner
 
 __all__ = ["Gpus", "parse_capabilities", "query_gpus"]
 
@@ -56,24 +56,24 @@ def parse_capabilities(text: str) -> tuple[str, ...]:
     return tuple(f"{major}.{minor}" for major, minor in sorted(found))
 
 
-def query_gpus(python: Path | None = None, *, timeout: float = 60) -> Gpus:
+def query_gpus(python: Path | None = None, *, timeout: float = 60, runner: Runner = RUNNER) -> Gpus:
     """This machine's GPUs: nvidia-smi, else (given) ``python``'s CUDA torch."""
-    why = _ask(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], timeout)
+    why = _ask(runner, ["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], timeout)
     if isinstance(why, tuple):
         return Gpus(why, "nvidia-smi")
     if python is not None:
-        asked = _ask([str(python), "-c", _TORCH_QUERY], timeout)
+        asked = _ask(runner, [str(python), "-c", _TORCH_QUERY], timeout)
         if isinstance(asked, tuple):
             return Gpus(asked, f"torch.cuda of {python}")
         why += f"; torch.cuda of {python}: {asked}"
     return Gpus((), why)
 
 
-def _ask(cmd: list[str], timeout: float) -> tuple[str, ...] | str:
+def _ask(runner: Runner, cmd: list[str], timeout: float) -> tuple[str, ...] | str:
     """The capabilities ``cmd`` prints, or why there are none."""
     name = Path(cmd[0]).name
     try:
-        proc = run_captured(cmd, timeout=timeout)
+        proc = runner.captured(cmd, timeout=timeout)
     except FileNotFoundError:
         return f"{name}: not found"
     except OSError as exc:

@@ -21,7 +21,7 @@ from typing import Any
 
 import packaging
 
-from .._util import CommandTimeout, run_captured
+from .._util import RUNNER, CommandTimeout, Runner
 from ..errors import UsageError
 from . import rules as compat
 
@@ -126,17 +126,17 @@ def script_digest() -> str:
     return hashlib.sha256(_script().encode()).hexdigest()[:16]
 
 
-def run(python: Path, *, timeout: float = 300) -> Interpreter:
+def run(python: Path, *, timeout: float = 300, runner: Runner = RUNNER) -> Interpreter:
     """Run ``python`` once and return what it reports; ProbeFailed when it cannot."""
-    return parse(report(python, timeout=timeout))
+    return parse(report(python, timeout=timeout, runner=runner))
 
 
-def report(python: Path, *, timeout: float = 300) -> dict[str, Any]:
+def report(python: Path, *, timeout: float = 300, runner: Runner = RUNNER) -> dict[str, Any]:
     """The probe's raw report (what :func:`parse` reads; kept by ``probe_cache``)."""
     packaging_home = str(Path(packaging.__file__).resolve().parents[1])
     try:
         # killable: an interrupt of builds side by side stops the torch import (seconds)
-        proc = run_captured([python, "-c", _script(), packaging_home], timeout=timeout)
+        proc = runner.captured([python, "-c", _script(), packaging_home], timeout=timeout)
     except CommandTimeout:
         # (TimeoutExpired's own text would quote the whole script.)
         raise ProbeFailed(f"no answer within {timeout:g} s", started=True) from None

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .._util import atomic_write
+from .._util import RUNNER, Runner, atomic_write
 from . import interpreter
 
 __all__ = ["run_cached"]
@@ -34,7 +34,9 @@ _PATH_VARIABLES = (
 )
 
 
-def run_cached(python: Path, cache_dir: Path) -> tuple[interpreter.Interpreter, bool]:
+def run_cached(
+    python: Path, cache_dir: Path, runner: Runner = RUNNER
+) -> tuple[interpreter.Interpreter, bool]:
     """:func:`interpreter.run`, answered from ``cache_dir`` when the record there still holds
     (True: it was). Only a report with a working torch is kept (a failure is reported fresh
     each time)."""
@@ -42,7 +44,7 @@ def run_cached(python: Path, cache_dir: Path) -> tuple[interpreter.Interpreter, 
     data = _valid(record, python)
     kept = data is not None
     if data is None:
-        data = interpreter.report(python)
+        data = interpreter.report(python, runner=runner)
         if "torch" in data and "torch_files" in data:
             stamps = {path: _stamp(path) for path in _watched(python, data)}
             record_data = {"report": data, "stamps": stamps, "digest": _digest(data, stamps)}

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from .._util import release, run_captured, spawn_piped
+from .._util import RUNNER, Runner, release
 from ..errors import HubError
 from .revision import Ref, RefKind
 from .safety import Announced, LfsPointer, check_repo_path, verify
@@ -29,9 +29,9 @@ _MODE_SUBMODULE = "160000"
 _MAX_LINK_HOPS = 16
 
 
-def _git(repo: Path, *args: str, input_: bytes | None = None) -> bytes:
+def _git(runner: Runner, repo: Path, *args: str, input_: bytes | None = None) -> bytes:
     try:
-        proc = run_captured(["git", "-C", str(repo), *args], input=input_, text=False)
+        proc = runner.captured_bytes(["git", "-C", str(repo), *args], input=input_)
     except FileNotFoundError:
         raise HubError(
             "git is not installed", hint="install git to convert a local clone"
@@ -88,12 +88,13 @@ def _parse_ls_tree(out: bytes) -> list[_Entry]:
 class GitSource:
     """A local git clone (or bare repository) holding a Hub kernel repo."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, runner: Runner = RUNNER) -> None:
         self.path = path.resolve()
+        self.runner = runner
         if not self.path.is_dir():
             raise HubError(f"{path} is not a folder", hint="pass a git clone or a Hub repo id")
         try:
-            git_dir = _git(self.path, "rev-parse", "--git-common-dir").decode().strip()
+            git_dir = _git(self.runner, self.path, "rev-parse", "--git-common-dir").decode().strip()
         except _NotTrusted:
             raise
         except HubError:
@@ -117,6 +118,7 @@ class GitSource:
 
     def refs(self) -> Sequence[Ref]:
         out = _git(
+            self.runner,
             self.path,
             "for-each-ref",
             "--format=%(refname)%00%(objectname)%00%(*objectname)",
@@ -153,7 +155,9 @@ class GitSource:
                 if ref.kind is kind and ref.name == revision:
                     return kind, ref.commit
         try:
-            commit = _git(self.path, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+            commit = _git(
+                self.runner, self.path, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"
+            )
         except HubError:
             raise HubError(
                 f"{self.where} has no branch, tag or commit {revision!r}",
@@ -167,7 +171,7 @@ class GitSource:
         args = ["ls-tree", "-z", "--full-tree"]
         if recursive:
             args.append("-r")
-        return _parse_ls_tree(_git(self.path, *args, commit, "--", path))
+        return _parse_ls_tree(_git(self.runner, self.path, *args, commit, "--", path))
 
     def list_build(self, commit: str) -> Sequence[RepoFile]:
         entries = self._ls(commit, BUILD_DIR + "/", recursive=True)
@@ -204,7 +208,9 @@ class GitSource:
                 f"{self.where}: {shown_as}: too many levels of symlinks",
                 hint="replace the symlink cycle with real files",
             )
-        target = _git(self.path, "cat-file", "blob", entry.oid).decode("utf-8", "surrogateescape")
+        target = _git(self.runner, self.path, "cat-file", "blob", entry.oid).decode(
+            "utf-8", "surrogateescape"
+        )
         resolved = posixpath.normpath(posixpath.join(posixpath.dirname(entry.path), target))
         if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
             raise HubError(
@@ -242,7 +248,7 @@ class _BlobReader:
     def __init__(self, source: GitSource) -> None:
         self.source = source
         self.lock = threading.Lock()
-        self.proc = spawn_piped(["git", "-C", str(source.path), "cat-file", "--batch"])
+        self.proc = source.runner.spawn(["git", "-C", str(source.path), "cat-file", "--batch"])
 
     def _blob(self, oid: str) -> bytes:
         assert self.proc.stdin is not None and self.proc.stdout is not None

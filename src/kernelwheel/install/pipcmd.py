@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._util import run_captured
+from .._util import RUNNER, Runner
 from ..errors import InstallError
 from .probe import Target
 from .sources import Candidate, Sources
@@ -46,8 +46,8 @@ def pip_command(
     return [*cmd, *pins, f"torch=={target.torch_dist}"]
 
 
-def run_pip(cmd: Sequence[str]) -> str:
-    proc = run_captured(cmd)
+def run_pip(cmd: Sequence[str], runner: Runner = RUNNER) -> str:
+    proc = runner.captured(cmd)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
         raise InstallError(
@@ -58,10 +58,10 @@ def run_pip(cmd: Sequence[str]) -> str:
     return proc.stdout
 
 
-def installed_version(python: Path, project: str) -> str | None:
+def installed_version(python: Path, project: str, runner: Runner = RUNNER) -> str | None:
     code = (
         "import importlib.metadata as m, sys\n"
         "try:\n    print(m.version(sys.argv[1]))\nexcept m.PackageNotFoundError:\n    print('')\n"
     )
-    proc = run_captured([python, "-c", code, project])
+    proc = runner.captured([python, "-c", code, project])
     return proc.stdout.strip() or None

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from .._util import RUNNER, Runner
 from ..compat import interpreter, probe_cache
 from ..compat import rules as compat
 from ..compat.builds import build_of
@@ -300,7 +301,10 @@ def _gpu_capabilities(
 
 
 def probe_machine(
-    project: KernelProject, options: Options, environ: Mapping[str, str] | None = None
+    project: KernelProject,
+    options: Options,
+    environ: Mapping[str, str] | None = None,
+    runner: Runner = RUNNER,
 ) -> Machine:
     """This machine's facts for :func:`default_build`: its arch, its GPUs (when the project
     has a CUDA backend), the torch of ``--python`` or else of the active virtual environment
@@ -310,26 +314,29 @@ def probe_machine(
     env = os.environ if environ is None else environ
     python = venv = None
     if options.python is not None:
-        python = _probe(options.python, f"--python {options.python}", options.cache_dir)
+        python = _probe(options.python, f"--python {options.python}", options.cache_dir, runner)
     else:
         active = env.get("VIRTUAL_ENV", "").strip()
         candidate = Path(active) / "bin" / "python" if active else None
         if candidate is not None and candidate.exists():
             try:
                 venv = _probe(
-                    candidate, f"the active virtual environment {active}", options.cache_dir
+                    candidate,
+                    f"the active virtual environment {active}",
+                    options.cache_dir,
+                    runner,
                 )
             except ToolchainError:
                 venv = None  # a broken venv only guides the choice: rule 3 decides
     gpus = Gpus((), "not asked: the project has no cuda backend")
     if BackendKind.CUDA.value in project.backends:
-        gpus = query_gpus(options.python)
+        gpus = query_gpus(options.python, runner=runner)
     return Machine(Arch.host(), gpus, python, venv)
 
 
-def _probe(python: Path, origin: str, cache_dir: Path) -> TorchAt:
+def _probe(python: Path, origin: str, cache_dir: Path, runner: Runner) -> TorchAt:
     try:
-        found, _ = probe_cache.run_cached(python, cache_dir)
+        found, _ = probe_cache.run_cached(python, cache_dir, runner)
     except interpreter.ProbeFailed as exc:
         raise ToolchainError(
             f"cannot run {origin}: {exc}", hint="pass a working Python 3 interpreter"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._util import RUNNER, Runner
 from ..errors import VariantError
 from ..model.deps import DependencyTable, load_deps
 from ..model.project import KernelProject, load_project
@@ -74,12 +75,15 @@ def needs_machine(planned: Planned, variants: Sequence[str] = ()) -> bool:
 
 
 def select(
-    planned: Planned, variants: Sequence[str] = (), machine: Machine | None = None
+    planned: Planned,
+    variants: Sequence[str] = (),
+    machine: Machine | None = None,
+    runner: Runner = RUNNER,
 ) -> Selection:
     """The variants ``variants`` selects (``--variant``: globs with brace expansion over the
     kernel's whole matrix, as in to-wheel and download), else the selectors, else (nothing
     selected in any layer) the default variant for ``machine`` (default: this machine, read by
-    :func:`~.defaults.probe_machine`)."""
+    :func:`~.defaults.probe_machine`, its probes through ``runner``)."""
     if variants:
         selector = Selector(build=tuple(_canonical(v) for v in variants), build_label="--variant")
         left_out = {r.variant_name: r.reason for r in planned.full.rejected}
@@ -89,7 +93,7 @@ def select(
         # a selection, or a noarch project's variants, all built into one wheel
         return Selection(planned.plan.selected)
     if machine is None:
-        machine = probe_machine(planned.project, planned.options)
+        machine = probe_machine(planned.project, planned.options, runner=runner)
     default = default_build(planned.project, planned.full, planned.options, machine)
     return Selection((default.recipe,), default)
 

@@ -28,7 +28,7 @@ from typing import Protocol
 
 from packaging.version import InvalidVersion, Version
 
-from .._util import run_output
+from .._util import RUNNER, Runner
 from ..errors import KernelwheelError, ProjectError, UsageError
 from ..model.project import KernelProject
 from .options import PYPROJECT, TOOL_TABLE, Options
@@ -163,9 +163,7 @@ def _parse(text: str, source: _Source) -> Version:
     return version
 
 
-def _checked(
-    text: str, source: _Source, major: int | None, inputs: VersionInputs
-) -> WheelVersion:
+def _checked(text: str, source: _Source, major: int | None, inputs: VersionInputs) -> WheelVersion:
     version = _parse(text, source)
     if major is not None and version.major != major:
         raise source.error(
@@ -209,9 +207,7 @@ def _from_tags(tags: tuple[str, ...], major: int, inputs: VersionInputs) -> Whee
     return None
 
 
-def version_inputs(
-    project: KernelProject, options: Options, git: GitState | None
-) -> VersionInputs:
+def version_inputs(project: KernelProject, options: Options, git: GitState | None) -> VersionInputs:
     """Read what :func:`resolve_version` needs: the VERSION file, the option, the tags."""
     version_file = project.root / VERSION_FILE
     text = ""
@@ -234,17 +230,17 @@ def version_inputs(
     )
 
 
-def read_git_state(root: Path) -> GitState | None:
+def read_git_state(root: Path, runner: Runner = RUNNER) -> GitState | None:
     """The git state of the repository holding ``root``; None outside one (or without git)."""
-    commit = run_output(["git", "rev-parse", "--verify", "HEAD"], cwd=root)
+    commit = runner.output(["git", "rev-parse", "--verify", "HEAD"], cwd=root)
     if commit is None or not _OID.match(commit.lower()):
         return None
-    status = run_output(
+    status = runner.output(
         ["git", "status", "--porcelain", "--untracked-files=no", "--ignore-submodules"], cwd=root
     )
-    top = run_output(["git", "rev-parse", "--show-toplevel"], cwd=root)
+    top = runner.output(["git", "rev-parse", "--show-toplevel"], cwd=root)
     tags: tuple[str, ...] = ()
     if top is not None and Path(top).resolve() == root.resolve():
-        listed = run_output(["git", "tag", "--points-at", "HEAD", "--list", "v*"], cwd=root)
+        listed = runner.output(["git", "tag", "--points-at", "HEAD", "--list", "v*"], cwd=root)
         tags = tuple(sorted((listed or "").split()))
     return GitState(commit=commit.lower(), dirty=status is None or bool(status), tags=tags)
