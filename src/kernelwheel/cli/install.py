@@ -79,7 +79,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         variants=tuple(args.variant),
     )
     try:
-        result = install(request)
+        result = install(request, args.runner)
     except NoMatch as exc:
         if not args.json:
             raise  # the CLI prints the message (environment and every refusal) and exits 10

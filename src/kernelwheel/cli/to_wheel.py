@@ -120,7 +120,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         local_version_style=resolve_command_option("local_version_style", args.local_version_style),
         jobs=jobs_value(args),
     )
-    result = to_wheels(request, ui)
+    result = to_wheels(request, ui, runner=args.runner)
     if args.json:
         ui.log_only(report_text(result))
         ui.print(emit_json(to_json(result, log)))

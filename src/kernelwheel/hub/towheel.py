@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from .._util import output_dir, publish, staging_dir
+from .._util import RUNNER, Runner, output_dir, publish, staging_dir
 from ..errors import AbiError, HubError, KernelwheelError, VariantError, WheelError
 from ..log import Reporter, SilentReporter, StepResult, step
 from ..model.variant import OS, LocalVersionStyle, Variant
@@ -117,13 +117,16 @@ class ToWheelResult:
 
 
 def open_source(
-    repo: str, settings: HubSettings | None = None, reporter: Reporter | None = None
+    repo: str,
+    settings: HubSettings | None = None,
+    reporter: Reporter | None = None,
+    runner: Runner = RUNNER,
 ) -> RepoSource:
     """A local folder is a git clone; anything else must be a Hub repo id (``reporter`` hears
     when the Hub source falls back from the kernel-type repo to the model-type one)."""
     path = Path(repo).expanduser()
     if path.is_dir():
-        return GitSource(path)
+        return GitSource(path, runner)  # git runs through ``runner``
     if repo.startswith((".", "/", "~")) or os.sep in repo.strip("/").replace("/", "", 1):
         raise HubError(f"{repo}: no such folder", hint="pass a git clone or a Hub id (org/name)")
     return HubSource(repo, settings, reporter)
@@ -179,6 +182,7 @@ def to_wheels(
     *,
     source: RepoSource | None = None,
     abi_check: AbiCheck | None = default_abi_check,
+    runner: Runner = RUNNER,
 ) -> ToWheelResult:
     """Convert the selected variants of a kernel repo. Raises HubError (nothing written) when
     the repo, revision or a file's integrity is wrong; returns the per-variant outcome
@@ -186,7 +190,7 @@ def to_wheels(
     reporter = _Serialized(reporter or SilentReporter())
     request = VersionRequest.parse(req.version, req.revision)
     selector = Selector(build=req.variants or ("*",), build_label="--variant")
-    src = source or open_source(req.repo, reporter=reporter)
+    src = source or open_source(req.repo, reporter=reporter, runner=runner)
     scope = src.name
     with step(reporter, scope, f"resolve {request.describe()} in {src.where}") as detail:
         resolution = resolve(src, request)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._util import RUNNER, Runner
 from ..compat import interpreter as _interpreter
 from ..compat import rules as compat
 from ..errors import InstallError
@@ -42,9 +43,9 @@ class Target:
         )
 
 
-def probe(python: Path) -> Target:
+def probe(python: Path, runner: Runner = RUNNER) -> Target:
     try:
-        found = _interpreter.run(python)
+        found = _interpreter.run(python, runner=runner)
     except _interpreter.ProbeFailed as exc:
         if not exc.started:
             raise InstallError(

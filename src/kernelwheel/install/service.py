@@ -16,6 +16,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from .._util import RUNNER, Runner
 from ..compat import interpreter as _interpreter
 from ..compat import rules as compat
 from ..errors import InstallError, UsageError
@@ -118,7 +119,9 @@ def target_python(given: str | None = None) -> Path:
     return Path(found)
 
 
-def install(request: InstallRequest) -> InstallResult:
+def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
+    """Install ``request``'s kernels into its interpreter (pip and the probe through
+    ``runner``)."""
     if not request.requirements:
         raise UsageError("no package given", hint="e.g. kernelwheel install img2gray -f wheelhouse")
     if not request.sources.find_links and not request.sources.indexes:
@@ -128,7 +131,7 @@ def install(request: InstallRequest) -> InstallResult:
             "versions, so they are never on PyPI)",
         )
     reqs = [parse_requirement(text) for text in request.requirements]
-    target = probe(request.python)
+    target = probe(request.python, runner)
     projects = sorted({str(canonicalize_name(req.name)) for req in reqs})
     only = Selector(build=request.variants, build_label="--variant") if request.variants else None
     selections = select(reqs, list_candidates(request.sources, projects), target, only)
@@ -139,8 +142,8 @@ def install(request: InstallRequest) -> InstallResult:
     cmd = pip_command(target, [p.pin for p in picks], request.sources, no_index=request.no_index)
     if request.dry_run:
         return InstallResult("dry-run", target, picks, tuple(cmd))
-    output = run_pip(cmd)
-    after = installed_version(target.python, "torch")
+    output = run_pip(cmd, runner)
+    after = installed_version(target.python, "torch", runner)
     if after != target.torch_dist:  # the pin makes this impossible; say so loudly if not
         raise InstallError(
             f"torch changed from {target.torch_dist} to {after} during the install",
