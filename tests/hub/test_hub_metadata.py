@@ -15,11 +15,11 @@ from kernelwheel.errors import HubError
 from kernelwheel.hub import ToWheelRequest, to_wheels
 from kernelwheel.hub.metadata import (
     Digest,
-    GitStatus,
     KernelMetadata,
     KernelsVersion,
     Provenance,
 )
+from kernelwheel.model.gitstate import GitState
 from kernelwheel.model.sections import KernelDependency
 from kernelwheel.wheels import read_wheel
 
@@ -62,7 +62,7 @@ def test_the_current_form_is_read_field_by_field() -> None:
     )
     assert meta.digest == Digest("sha256", (("_ops.py", "xx"),))
     assert meta.provenance == Provenance(
-        "0.17.0", GitStatus(SHA_A, False), GitStatus(SHA_B.lower(), True)
+        "0.17.0", GitState(SHA_A, False), GitState(SHA_B.lower(), True)
     )
     assert (meta.backend, meta.archs) == ("cuda", ("8.0", "9.0"))
     assert meta.kernels_minver == KernelsVersion((0, 17, 0))

@@ -24,7 +24,7 @@ from ..model.python_depends import load_python_depends
 from ..model.variant import Variant
 from ..plan.versioning import GitState
 from ..wheels import read_wheel
-from .metadata import METADATA_JSON, Digest, GitStatus, KernelMetadata, Provenance
+from .metadata import METADATA_JSON, Digest, KernelMetadata, Provenance
 from .minver import kernels_minver
 
 __all__ = [
@@ -88,7 +88,7 @@ def kernel_metadata(
         digest=Digest.of(files) if files is not None else None,
         provenance=Provenance(
             builder_version=f"kernelwheel {__version__}",
-            kernel=GitStatus(git.commit, git.dirty) if git is not None else None,
+            kernel=git,
         ),
     )
     # The lowest kernels release that loads this (data/kernels_minver.toml; docs/versions.md).

@@ -25,13 +25,13 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 
 from ..errors import HubError
+from ..model.gitstate import GitState
 from ..model.sections import KernelDependency
 
 __all__ = [
     "METADATA_JSON",
     "METADATA_SIGSTORE",
     "Digest",
-    "GitStatus",
     "KernelMetadata",
     "KernelsVersion",
     "Provenance",
@@ -40,7 +40,6 @@ __all__ = [
 METADATA_JSON = "metadata.json"
 METADATA_SIGSTORE = "metadata.json.sigstore"  # a detached signature of metadata.json
 DIGEST_ALGORITHMS = ("sha256", "sha512")
-_OID = re.compile(r"^(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$")
 _DOTTED = re.compile(r"^[0-9]+(?:\.[0-9]+)*$")
 
 
@@ -68,27 +67,21 @@ class KernelsVersion:
 
 
 @dataclass(frozen=True)
-class GitStatus:
-    commit: str  # 40 or 64 lowercase hex digits
-    dirty: bool
-
-
-@dataclass(frozen=True)
 class Provenance:
     """Who built the variant (``kernel-builder``, or kernelwheel in its place) from which
     commit of the kernel."""
 
     builder_version: str
-    builder_git: GitStatus | None = None
-    kernel: GitStatus | None = None
+    builder_git: GitState | None = None
+    kernel: GitState | None = None
 
     def to_dict(self) -> dict[str, object]:
         builder: dict[str, object] = {"version": self.builder_version}
         if self.builder_git is not None:
-            builder.update(commit=self.builder_git.commit, dirty=self.builder_git.dirty)
+            builder.update(self.builder_git.to_dict())
         out: dict[str, object] = {"kernel-builder": builder}
         if self.kernel is not None:
-            out["kernel"] = {"commit": self.kernel.commit, "dirty": self.kernel.dirty}
+            out["kernel"] = self.kernel.to_dict()
         return out
 
 
@@ -346,24 +339,20 @@ class _Fields:
             kernel=None if kernel is None else self.git(kernel, "kernel", hint=hint),
         )
 
-    def git(
-        self, value: Any, what: str, *, hint: str, optional: bool = False
-    ) -> GitStatus | None:
-        """A ``{commit, dirty}`` pair (``sha`` is the older spelling of ``commit``)."""
+    def git(self, value: Any, what: str, *, hint: str, optional: bool = False) -> GitState | None:
+        """A ``{commit, dirty}`` pair (model.gitstate reads it)."""
         if not isinstance(value, dict):
             raise self.error("provenance", f"has {what} {value!r}, not an object", hint)
-        commit = value.get("commit", value.get("sha"))
-        dirty = value.get("dirty")
-        if commit is None and dirty is None and optional:
+        if (
+            optional
+            and value.get("commit", value.get("sha")) is None
+            and value.get("dirty") is None
+        ):
             return None
-        if not isinstance(commit, str) or not _OID.match(commit) or not isinstance(dirty, bool):
-            raise self.error(
-                "provenance",
-                f"has {what} {{commit: {commit!r}, dirty: {dirty!r}}}: a full commit id "
-                "(40 or 64 hex digits) and a boolean go together",
-                hint,
-            )
-        return GitStatus(commit.lower(), dirty)
+        try:
+            return GitState.parse(value)
+        except ValueError as exc:
+            raise self.error("provenance", f"has {what} {exc}", hint) from None
 
 
 def _license(value: Any, where: str) -> str | None:

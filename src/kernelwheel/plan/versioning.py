@@ -21,7 +21,6 @@ once also give the Hub export its provenance (commit, dirty).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -30,6 +29,7 @@ from packaging.version import InvalidVersion, Version
 
 from .._util import RUNNER, Runner
 from ..errors import KernelwheelError, ProjectError, UsageError
+from ..model.gitstate import OBJECT_ID, GitState
 from ..model.project import KernelProject
 from .options import PYPROJECT, TOOL_TABLE, Options
 
@@ -44,18 +44,6 @@ __all__ = [
 ]
 
 VERSION_FILE = "VERSION"
-_OID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-
-
-@dataclass(frozen=True)
-class GitState:
-    """The project's git state at build time: HEAD's commit, whether tracked files had changes
-    (untracked files do not count, as in kernel-builder's provenance), and the ``v*`` tags on
-    HEAD when the repository is the project's own (its top folder is the project root)."""
-
-    commit: str
-    dirty: bool
-    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -233,7 +221,7 @@ def version_inputs(project: KernelProject, options: Options, git: GitState | Non
 def read_git_state(root: Path, runner: Runner = RUNNER) -> GitState | None:
     """The git state of the repository holding ``root``; None outside one (or without git)."""
     commit = runner.output(["git", "rev-parse", "--verify", "HEAD"], cwd=root)
-    if commit is None or not _OID.match(commit.lower()):
+    if commit is None or not OBJECT_ID.fullmatch(commit.lower()):
         return None
     status = runner.output(
         ["git", "status", "--porcelain", "--untracked-files=no", "--ignore-submodules"], cwd=root
