@@ -15,7 +15,7 @@ import shutil
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -194,6 +194,66 @@ def pip_install_args(spec: PipSources) -> list[str]:
     return args
 
 
+@dataclass(frozen=True)
+class PipStep:
+    """One ``pip install`` into a new environment: its arguments (after the sources), or the
+    ``requirements`` written to ``file`` in the environment and installed with ``--no-deps``
+    (hash-checked where they carry hashes); ``what`` it installs and ``hint`` word a failure,
+    which ``explain`` may replace with a better error."""
+
+    args: tuple[str, ...] = ()
+    what: str = ""
+    hint: str | None = None
+    requirements: tuple[str, ...] = ()
+    file: str = ""
+    explain: Callable[[ToolchainError], ToolchainError] | None = None
+
+
+def toolchain_step(packages: Sequence[str]) -> PipStep:
+    """The pinned CUDA toolchain packages of a recipe (recipes/cuda.toml), installed alone."""
+    return PipStep(
+        what="install the pinned CUDA toolchain",
+        hint="the recipe's pins or hashes do not match what the index serves: check "
+        "recipes/cuda.toml",
+        requirements=tuple(packages),
+        file="toolchain-requirements.txt",
+    )
+
+
+def make_env(
+    root: Path,
+    base: Path,
+    sources: PipSources,
+    steps: Sequence[PipStep],
+    log: Path | None,
+    runner: Runner,
+) -> Path:
+    """The one way a build environment is made, for every build kind: ``base``'s venv at
+    ``root`` (a half-made or damaged one there removed first), then ``steps`` installed from
+    ``sources``, each through ``runner``; the environment's python. The caller holds the
+    environment's lock and writes its ready marker."""
+    if root.exists():
+        shutil.rmtree(root)  # half-made (an interrupted run) or damaged
+    runner.checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
+    py = _venv_python(root)
+    pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+    pip += pip_install_args(sources)
+    for step in steps:
+        args = list(step.args)
+        if step.requirements:
+            reqs = root / step.file
+            reqs.write_text("\n".join(step.requirements) + "\n")
+            hashed = any("--hash=" in r for r in step.requirements)
+            args += ["--no-deps", *(["--require-hashes"] if hashed else []), "-r", str(reqs)]
+        try:
+            runner.checked([*pip, *args], log, step.what, hint=step.hint)
+        except ToolchainError as exc:
+            if step.explain is None:
+                raise
+            raise step.explain(exc) from None
+    return py
+
+
 def provision(
     spec: EnvSpec,
     cache_dir: Path,
@@ -226,36 +286,26 @@ def provision(
             # Files the marker promised are gone (a cleaner, a disk error, a hand): trusting
             # it would report the missing headers as the user's compile error.
             notes.append(f"build environment {root} is damaged ({damage}): it is made again")
-        if root.exists():
-            shutil.rmtree(root)  # half-made (an interrupted run) or damaged
-        runner.checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
-        py = _venv_python(root)
-        pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
-        try:
-            runner.checked(
-                [*pip, *pip_install_args(spec.pip_sources), spec.torch_requirement, *BUILD_TOOLS],
-                log,
-                f"install {spec.torch_requirement}",
-            )
-        except ToolchainError as exc:
+
+        def explain(exc: ToolchainError) -> ToolchainError:
             tail = log.read_text(errors="replace")[-20000:] if log and log.is_file() else ""
             # pip names an index it cannot reach only in its verbose output: ask each one
             urls = [] if spec.no_index else [spec.index_url or PYPI, *spec.extra_index_urls]
             down = {url: why for url in urls if (why := unreachable(url)) is not None}
-            raise torch_install_error(spec, exc.message, tail, down) from None
+            return torch_install_error(spec, exc.message, tail, down)
+
+        steps = [
+            PipStep(
+                (spec.torch_requirement, *BUILD_TOOLS),
+                f"install {spec.torch_requirement}",
+                explain=explain,
+            )
+        ]
         if spec.packages:
             # The toolchain set is closed under its dependencies and pinned with hashes, so it
             # installs on its own, in hash-checking mode when the recipe has hashes.
-            reqs = root / "toolchain-requirements.txt"
-            reqs.write_text("\n".join(spec.packages) + "\n")
-            hashed = ["--require-hashes"] if any("--hash=" in p for p in spec.packages) else []
-            runner.checked(
-                [*pip, *pip_install_args(spec.pip_sources), "--no-deps", *hashed, "-r", str(reqs)],
-                log,
-                "install the pinned CUDA toolchain",
-                hint="the recipe's pins or hashes do not match what the index serves: check "
-                "recipes/cuda.toml",
-            )
+            steps.append(toolchain_step(spec.packages))
+        py = make_env(root, base, spec.pip_sources, steps, log, runner)
         info = probe(py, runner=runner)
         _write_marker(root / READY_MARKER, info)
         return dataclasses.replace(info, notes=tuple(notes))

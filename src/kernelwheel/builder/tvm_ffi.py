@@ -47,9 +47,11 @@ from .envs import (
     CudaToolkit,
     IndexOptions,
     PipSources,
+    PipStep,
     locate_cuda_toolkit,
     locked,
-    pip_install_args,
+    make_env,
+    toolchain_step,
 )
 from .request import BuildRequest, BuiltWheel
 from .steps import (
@@ -171,33 +173,19 @@ def provision_tvm_ffi(
                 env = None
             if env is not None and env.python.exists():
                 return env
-        if root.exists():
-            shutil.rmtree(root)  # a half-made environment from an interrupted run
-        runner.checked([sys.executable, "-m", "venv", str(root)], log, "create the build venv")
-        py = root / "bin" / "python"
-        pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
-        args = pip_install_args(pip_sources)
-        runner.checked([*pip, *args, *TOOLS], log, "install the build tools")
-        pins = root / "tvm-ffi-requirements.txt"
-        pins.write_text(recipe.tvm_ffi.requirement_line + "\n")
-        runner.checked(
-            [*pip, *args, "--no-deps", "--require-hashes", "-r", str(pins)],
-            log,
-            f"install {TVM_FFI_PACKAGE} {recipe.tvm_ffi.version}",
-            hint="the recipe's hashes do not match what the index serves: check "
-            "recipes/tvm-ffi.toml (offline builds: --find-links DIR holding the wheel)",
-        )
+        steps = [
+            PipStep(TOOLS, "install the build tools"),
+            PipStep(
+                what=f"install {TVM_FFI_PACKAGE} {recipe.tvm_ffi.version}",
+                hint="the recipe's hashes do not match what the index serves: check "
+                "recipes/tvm-ffi.toml (offline builds: --find-links DIR holding the wheel)",
+                requirements=(recipe.tvm_ffi.requirement_line,),
+                file="tvm-ffi-requirements.txt",
+            ),
+        ]
         if recipe.cuda is not None and recipe.cuda.source == "pypi":
-            reqs = root / "toolchain-requirements.txt"
-            reqs.write_text("\n".join(recipe.cuda.requirements()) + "\n")
-            hashed = ["--require-hashes"] if recipe.cuda.hashed else []
-            runner.checked(
-                [*pip, *args, "--no-deps", *hashed, "-r", str(reqs)],
-                log,
-                "install the pinned CUDA toolchain",
-                hint="the recipe's pins or hashes do not match what the index serves: check "
-                "recipes/cuda.toml",
-            )
+            steps.append(toolchain_step(recipe.cuda.requirements()))
+        py = make_env(root, Path(sys.executable), pip_sources, steps, log, runner)
         env = probe_tvm_ffi(py, runner)
         atomic_write(marker, env.to_json())  # written last: the environment is complete
         return dataclasses.replace(env, notes=notes)
