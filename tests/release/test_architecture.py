@@ -288,22 +288,26 @@ def test_every_process_goes_through_the_runner() -> None:
     assert process_imports(SRC) == []
 
 
-def test_a_planted_subprocess_call_is_caught(tmp_path: Path) -> None:
+def _planted(tmp_path: Path, rel: str, code: str) -> tuple[list[str], int]:
+    """process_imports of a copy of the package with ``code`` appended to ``rel``, and the
+    appended code's last line."""
     copy = tmp_path / "kernelwheel"
     shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    probe = copy / "builder" / "envs.py"
-    probe.write_text(probe.read_text() + "\n\ndef _planted() -> None:\n    import subprocess\n")
-    lines = probe.read_text().count("\n")
-    assert process_imports(copy) == [f"builder/envs.py:{lines}: imports subprocess"]
+    probe = copy / rel
+    probe.write_text(probe.read_text() + code)
+    return process_imports(copy), probe.read_text().count("\n")
+
+
+def test_a_planted_subprocess_call_is_caught(tmp_path: Path) -> None:
+    code = "\n\ndef _planted() -> None:\n    import subprocess\n"
+    found, line = _planted(tmp_path, "builder/envs.py", code)
+    assert found == [f"builder/envs.py:{line}: imports subprocess"]
 
 
 def test_a_planted_primitive_import_is_caught(tmp_path: Path) -> None:
-    copy = tmp_path / "kernelwheel"
-    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    probe = copy / "hub" / "gitsource.py"
-    probe.write_text(probe.read_text() + "\n\nfrom .._util import run_captured as _rc\n")
-    lines = probe.read_text().count("\n")
-    assert process_imports(copy) == [f"hub/gitsource.py:{lines}: imports _util.run_captured"]
+    code = "\n\nfrom .._util import run_captured as _rc\n"
+    found, line = _planted(tmp_path, "hub/gitsource.py", code)
+    assert found == [f"hub/gitsource.py:{line}: imports _util.run_captured"]
 
 
 def test_every_subpackage_is_listed_for_the_wheel() -> None:
