@@ -225,11 +225,13 @@ def test_a_rebuild_compiles_from_the_compiler_cache_into_the_same_wheel(
 ) -> None:
     """tvm-ffi builds go through the torch builds' compile worker and compiler cache: the same
     project built again (another output folder, the work folder remade) takes every object from
-    the cache, and the wheel is the same bytes."""
+    the cache, and the wheel is the same bytes; so is a build without the compiler cache (whose
+    compilers see absolute paths where ccache's base_dir gives relative ones)."""
     root = write_tvm_ffi_project(tmp_path / "add-one")
     wheels, outputs = [], []
-    for out in (tmp_path / "one", tmp_path / "two"):
+    for out in (tmp_path / "one", tmp_path / "two", tmp_path / "uncached"):
         args = ["build", str(root), "--variant", CPU, "--version", "1.0.0", "-o", str(out)]
+        args += ["--no-ccache"] if out.name == "uncached" else []
         assert main(args) == 0
         outputs.append(capsys.readouterr().out)
         (wheel,) = out.glob("add_one-*.whl")
@@ -239,4 +241,4 @@ def test_a_rebuild_compiles_from_the_compiler_cache_into_the_same_wheel(
     assert int(hits.group(1)) == int(hits.group(2)) >= 2  # the binding and the kernel at least
     log = (tmp_path / "two" / "logs" / f"{CPU}.log").read_text()
     assert "compiler cache: ccache" in log and f"[1/{hits.group(2)}]" in log
-    assert wheels[0] == wheels[1]
+    assert wheels[0] == wheels[1] == wheels[2]

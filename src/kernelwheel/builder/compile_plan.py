@@ -6,6 +6,7 @@ answers in as a :class:`Toolchain`), so each rule of docs/compile.md is testable
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,16 +153,29 @@ def _defines(req: BuildRequest, backend: str) -> tuple[Macro, ...]:
     return (*defines, *backend_macros(backend, req.with_cpu_kernels))
 
 
-def prefix_maps(stage: Path, root: Path, remedies: RemedySet, cache: Path) -> list[str]:
+def prefix_maps(
+    stage: Path, root: Path, remedies: RemedySet, cache: Path, cwd: Path | None = None
+) -> list[str]:
     """Build paths mapped out of debug info, so the same sources give the same bytes anywhere.
     The cache folder (environments, toolkit store, dependency headers) first: gcc tries the
-    last map first, so the work folder inside it keeps its own name."""
-    return [
-        f"-ffile-prefix-map={cache}=/kernelwheel/cache",
-        f"-ffile-prefix-map={stage}=/kernelwheel/build",
-        f"-ffile-prefix-map={root}=/kernelwheel/src",
-        f"-ffile-prefix-map={remedies.data_dir}=/kernelwheel/data",
+    last map first, so the work folder inside it keeps its own name. With ``cwd``, the folder
+    the compiler runs in, each folder is also mapped as a path relative to it (ccache's
+    base_dir hands the compiler paths under the cache folder that way, so a cached and an
+    uncached build name a file alike), every map ordered shortest folder first. (The torch
+    builds' worker adds those itself: it knows the folder only once torch made its ninja
+    file.)"""
+    pairs = [
+        (cache, "/kernelwheel/cache"),
+        (stage, "/kernelwheel/build"),
+        (root, "/kernelwheel/src"),
+        (remedies.data_dir, "/kernelwheel/data"),
     ]
+    maps = {str(old): new for old, new in pairs}
+    if cwd is not None:
+        for old, new in list(maps.items()):
+            maps.setdefault(os.path.relpath(os.path.normpath(old), cwd), new)
+        maps = dict(sorted(maps.items(), key=lambda item: len(item[0])))
+    return [f"-ffile-prefix-map={old}={new}" for old, new in maps.items()]
 
 
 def _cxx_flags(maps: Sequence[str], remedies: RemedySet, tools: Toolchain) -> tuple[str, ...]:

@@ -76,7 +76,8 @@ def plan_tvm_ffi_compile(
     toolkit = tools.cuda
     kernels, notes = kernels_to_compile(project, (backend,), toolkit.version if toolkit else None)
     root = project.root
-    maps = prefix_maps(stage, root, remedies, req.cache_dir)
+    obj = stage / "obj"  # where the commands run (build_temp)
+    maps = prefix_maps(stage, root, remedies, req.cache_dir, cwd=obj)
     macros = [("TVM_FFI_EXTENSION_NAME", namespace), *backend_macros(backend)]
     defines = [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in macros]
     listed = (*project.tvm_ffi.include, *(i for k in kernels for i in k.include))
@@ -130,7 +131,6 @@ def plan_tvm_ffi_compile(
         lib_dirs = [toolkit.home / "lib", toolkit.home / "lib64"]
         link_libs += [f"-L{d}" for d in lib_dirs] + ["-lcudart"]
         link_libs += [f"-Wl,-rpath,$ORIGIN/{rel}" for rel in library.runtime_rpaths]
-    obj = stage / "obj"
     commands: list[CommandUnit] = []
     for index, (source, flags) in enumerate([*units, *cuda_units]):
         out = obj / f"{index:03d}-{source.stem}.o"
