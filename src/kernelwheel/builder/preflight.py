@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
+from .._util import RUNNER, Runner
 from ..errors import ToolchainError
 from ..model.recipes import CudaToolchain, VariantRecipe
 from .envs import EnvSpec, nvcc_version, unreachable
@@ -46,7 +47,9 @@ def _candidates(cuda: CudaToolchain, explicit: Path | None) -> list[tuple[str, P
     return found
 
 
-def system_toolkit(cuda: CudaToolchain, explicit: Path | None = None) -> tuple[Path | None, str]:
+def system_toolkit(
+    cuda: CudaToolchain, explicit: Path | None = None, runner: Runner = RUNNER
+) -> tuple[Path | None, str]:
     """The toolkit of exactly CUDA ``cuda.version`` (a "system" toolchain) on this machine, or
     None with what was found instead (one line)."""
     seen: list[str] = []
@@ -56,7 +59,7 @@ def system_toolkit(cuda: CudaToolchain, explicit: Path | None = None) -> tuple[P
                 seen.append(f"{home} (--cuda-home) has no bin/nvcc")
             continue
         try:
-            version = nvcc_version(home)
+            version = nvcc_version(home, runner)
         except ToolchainError as exc:
             seen.append(f"{home} ({source}): {exc.message}")
             continue
@@ -66,13 +69,15 @@ def system_toolkit(cuda: CudaToolchain, explicit: Path | None = None) -> tuple[P
     return None, "; ".join(dict.fromkeys(seen)) or "no nvcc found"
 
 
-def toolkit_problem(recipe: VariantRecipe, explicit: Path | None = None) -> str | None:
+def toolkit_problem(
+    recipe: VariantRecipe, explicit: Path | None = None, runner: Runner = RUNNER
+) -> str | None:
     """Why the variant's "system" CUDA toolchain is not on this machine; None when it is (or
     its toolchain is none, or installs from PyPI)."""
     cuda = recipe.cuda
     if cuda is None or cuda.source != "system":
         return None
-    home, found = system_toolkit(cuda, explicit)
+    home, found = system_toolkit(cuda, explicit, runner)
     if home is not None:
         return None
     where = f"build it in {cuda.image} (its image), or " if cuda.image else ""
@@ -125,6 +130,7 @@ def require_buildable(
     recipes: Sequence[VariantRecipe],
     specs: Mapping[str, EnvSpec | None],
     cuda_home: Path | None = None,
+    runner: Runner = RUNNER,
 ) -> None:
     """Raise one :class:`ToolchainError` naming every variant of ``recipes`` this machine cannot
     build (its "system" CUDA toolkit or its torch's index missing), with the reason for each.
@@ -132,7 +138,7 @@ def require_buildable(
     problems: list[tuple[str, str]] = []
     for recipe in recipes:
         for why in (
-            toolkit_problem(recipe, cuda_home),
+            toolkit_problem(recipe, cuda_home, runner),
             torch_source_problem(recipe, specs.get(recipe.name)),
         ):
             if why is not None:

@@ -128,6 +128,7 @@ def build_project(
         [r.recipe for r in compiled if r.recipe is not None],
         {r.variant.name: r.env_spec for r in compiled},
         options.cuda_home,
+        runner,
     )
     if at_once == 1 or len(requests) == 1:
         outcomes = tuple(_variant(req, progress, runner) for req in requests)
