@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.http import http_server
+from support.runners import Reply, ScriptedRunner
 
 from kernelwheel.builder import preflight
 from kernelwheel.builder.envs import IndexOptions, env_spec_for
@@ -64,6 +65,19 @@ def test_a_system_toolchain_needs_exactly_its_cuda(
     # a PyPI toolchain (13.x) and a CPU variant need nothing from the machine
     assert preflight.toolkit_problem(recipe("torch215-cxx11-cu132-x86_64-linux")) is None
     assert preflight.toolkit_problem(recipe("torch215-cxx11-cpu-x86_64-linux")) is None
+
+
+def test_the_toolkit_probe_runs_through_the_runner_it_is_given(tmp_path: Path) -> None:
+    """The preflight asks each candidate's nvcc for its version through the build's runner: a
+    runner that answers "12.6" makes a folder whose nvcc prints nothing a CUDA 12.6 toolkit."""
+    cu126 = recipe(CU126)
+    assert cu126.cuda is not None
+    home = tmp_path / "cuda"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "nvcc").write_text("#!/bin/sh\nexit 1\n")  # must not be run
+    runner = ScriptedRunner(lambda cmd, cwd: Reply(stdout="Cuda compilation tools, release 12.6"))
+    assert preflight.toolkit_problem(cu126, home, runner) is None
+    assert runner.commands == [[str(home / "bin" / "nvcc"), "--version"]]
 
 
 def _closed_port() -> int:
