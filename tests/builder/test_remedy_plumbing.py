@@ -102,6 +102,22 @@ def test_without_remedies_the_plan_adds_nothing(tmp_path: Path) -> None:
     assert any("kernelwheel_compat" in s for s in with_them.spec.sources)
 
 
+def test_the_compat_source_links_second_but_compiles_last(tmp_path: Path) -> None:
+    """Its object keeps its place in the link (the bytes do not change), but the kernels start
+    before it (ninja's file order): it is the cheapest unit."""
+    req = request(project_with(tmp_path), CPU)
+    spec = plan_compile(req, "_x_0123456789", tmp_path / "stage", Toolchain(), remedy_flags()).spec
+    names = [Path(s).name for s in spec.sources]
+    assert names == ["binding.cpp", "kernelwheel_compat.cpp", "host.cpp"]
+    assert [Path(s).name for s in spec.schedule] == [
+        "binding.cpp",
+        "host.cpp",
+        "kernelwheel_compat.cpp",
+    ]
+    plain = plan_compile(req, "_x_0123456789", tmp_path / "stage", Toolchain(), NO_REMEDIES).spec
+    assert plain.schedule == ()  # the sources' order
+
+
 def test_the_setting_has_every_layer(tmp_path: Path) -> None:
     assert resolve_options(tmp_path, env={}).abi_remedies is True
     cli = resolve_options(tmp_path, env={}, cli={"abi_remedies": False})

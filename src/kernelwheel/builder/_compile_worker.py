@@ -397,7 +397,7 @@ def main() -> int:
         cpp_extension,
         spec.get("source_flags", []),
         gencode,
-        spec["sources"],
+        spec.get("schedule") or spec["sources"],
         spec.get("torch_free", []),
         spec.get("path_views", []),
     )

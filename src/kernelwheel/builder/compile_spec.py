@@ -59,6 +59,9 @@ class CompileSpec:
     torch_free: tuple[str, ...] = ()
     # (folder, link to it): the compile commands name the folder's files through the link
     path_views: tuple[tuple[str, str], ...] = ()
+    # The order the compiles start in (ninja's file order), where it is not ``sources``'; the
+    # link order stays the objects' path order either way, so the bytes do not depend on it.
+    schedule: tuple[str, ...] = ()
 
     def through_views(self, views: tuple[tuple[str, str], ...]) -> CompileSpec:
         """This spec with each ``(folder, link)`` of ``views`` naming the folder's sources
@@ -79,6 +82,7 @@ class CompileSpec:
             source_flags=tuple(e._replace(source=swap(e.source)) for e in self.source_flags),
             torch_free=tuple(swap(s) for s in self.torch_free),
             path_views=views,
+            schedule=tuple(swap(s) for s in self.schedule),
         )
 
     def to_json(self) -> str:
