@@ -4,6 +4,7 @@ and arch (tvm-ffi01-cpu-x86_64-linux), installed into a venv without torch and c
 from __future__ import annotations
 
 import re
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -220,25 +221,39 @@ def test_a_cuda_kernel_with_cutlass_depends_builds(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-def test_a_rebuild_compiles_from_the_compiler_cache_into_the_same_wheel(
+def test_rebuilds_skip_the_compile_or_take_it_from_the_compiler_cache_into_the_same_wheel(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """tvm-ffi builds go through the torch builds' compile worker and compiler cache: the same
-    project built again (another output folder, the work folder remade) takes every object from
-    the cache, and the wheel is the same bytes; so is a build without the compiler cache (whose
+    """tvm-ffi builds get the torch builds' reuse and compiler cache. Built again unchanged, the
+    variant skips its compile (its inputs: the units' depfiles); with that record gone, it takes
+    every object from the compiler cache; after an edit it compiles again. Each wheel but the
+    edited one is the same bytes, and so is a build without the compiler cache (whose
     compilers see absolute paths where ccache's base_dir gives relative ones)."""
     root = write_tvm_ffi_project(tmp_path / "add-one")
-    wheels, outputs = [], []
-    for out in (tmp_path / "one", tmp_path / "two", tmp_path / "uncached"):
+    cache = tmp_path / "cache"
+    runs = ("one", "unchanged", "no-record", "uncached", "edited")
+    wheels, outputs, logs = [], [], []
+    for run in runs:
+        if run == "no-record":
+            shutil.rmtree(cache / "work" / "add_one" / "reuse")
+        if run == "edited":
+            kernel = root / "csrc" / "add_one_cpu.cpp"
+            kernel.write_text(kernel.read_text().replace("+ 1.0f", "+ 2.0f"))
+        out = tmp_path / run
         args = ["build", str(root), "--variant", CPU, "--version", "1.0.0", "-o", str(out)]
-        args += ["--no-ccache"] if out.name == "uncached" else []
+        args += ["--cache-dir", str(cache)] + (["--no-ccache"] if run == "uncached" else [])
         assert main(args) == 0
         outputs.append(capsys.readouterr().out)
+        logs.append((out / "logs" / f"{CPU}.log").read_text())
         (wheel,) = out.glob("add_one-*.whl")
         wheels.append(wheel.read_bytes())
-    hits = re.search(r"ccache (\d+)/(\d+) hit", outputs[1])
-    assert hits is not None, outputs[1]
+    one, unchanged, no_record, uncached, edited = range(len(runs))
+    assert "ccache 0/" in outputs[one] and "compile skipped" not in logs[one]
+    assert "unchanged: compile skipped" in outputs[unchanged]
+    assert "compile skipped" in logs[unchanged] and "_compile_worker" not in logs[unchanged]
+    hits = re.search(r"ccache (\d+)/(\d+) hit", outputs[no_record])
+    assert hits is not None, outputs[no_record]
     assert int(hits.group(1)) == int(hits.group(2)) >= 2  # the binding and the kernel at least
-    log = (tmp_path / "two" / "logs" / f"{CPU}.log").read_text()
-    assert "compiler cache: ccache" in log and f"[1/{hits.group(2)}]" in log
-    assert wheels[0] == wheels[1] == wheels[2]
+    assert "compiler cache: ccache" in logs[no_record] and f"[1/{hits.group(2)}]" in logs[no_record]
+    assert wheels[one] == wheels[unchanged] == wheels[no_record] == wheels[uncached]
+    assert "compile skipped" not in logs[edited] and wheels[edited] != wheels[one]

@@ -344,7 +344,28 @@ def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
     if run(spec["link"]) != 0:
         print(f"FAILED: linking {spec['shared_object']}", flush=True)
         return None
-    return {"shared_object": spec["shared_object"]}
+    return {"shared_object": spec["shared_object"], "inputs": _depfile_inputs(units, cwd)}
+
+
+def _depfile_inputs(units: list[dict[str, Any]], cwd: str) -> list[str] | None:
+    """Every file the units were compiled from, read from each object's depfile (``-MMD -MF
+    <object>.d``, make's syntax); None unless every unit wrote one (nvcc's units write none)."""
+    import re
+
+    inputs: set[str] = set()
+    for unit in units:
+        try:
+            text = Path(f"{unit['object']}.d").read_text()
+        except OSError:
+            return None
+        _, colon, deps = text.replace("\\\n", " ").partition(": ")
+        if not colon:
+            return None
+        for item in re.split(r"(?<!\\)\s+", deps.strip()):
+            if item:
+                path = os.path.join(cwd, item.replace("\\ ", " "))
+                inputs.add(os.path.normpath(path))
+    return sorted(inputs)
 
 
 def main() -> int:

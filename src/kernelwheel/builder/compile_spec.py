@@ -119,6 +119,7 @@ class CommandSpec:
     jobs: int
     cuda_home: str | None = None
     capabilities: tuple[str, ...] = ()
+    include_dirs: tuple[str, ...] = ()  # the units' -I folders, in search order (builder.reuse)
 
     def to_json(self) -> str:
         data: dict[str, Any] = asdict(self)

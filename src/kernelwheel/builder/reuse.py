@@ -34,7 +34,7 @@ from pathlib import Path
 
 from .. import __version__
 from .._util import replace_dir, sha256_file, staging_dir
-from .compile_spec import CompileSpec
+from .compile_spec import CommandSpec, CompileSpec
 from .envs import EnvInfo
 
 __all__ = ["Reuse", "build_key"]
@@ -87,14 +87,17 @@ def _tools(env_vars: Mapping[str, str]) -> list[tuple[str, str, int, int]]:
     return sorted(set(out))
 
 
-def build_key(spec: CompileSpec, env: EnvInfo, env_vars: Mapping[str, str], worker: Path) -> str:
-    """The SHA-256 over everything besides the input files that decides what the compile gives."""
-    data = {
-        "format": FORMAT,
-        "kernelwheel": __version__,
-        "worker": sha256_file(worker),
-        "spec": spec.to_json(),
-        "env": [
+def build_key(
+    spec: CompileSpec | CommandSpec,
+    env: EnvInfo | tuple[object, ...],
+    env_vars: Mapping[str, str],
+    worker: Path,
+) -> str:
+    """The SHA-256 over everything besides the input files that decides what the compile gives.
+    ``env``: a torch build's environment, or the facts of another kind's (a tvm-ffi build's
+    interpreter, apache-tvm-ffi version and folders)."""
+    facts = (
+        [
             str(env.python),
             env.python_version,
             env.machine,
@@ -102,7 +105,16 @@ def build_key(spec: CompileSpec, env: EnvInfo, env_vars: Mapping[str, str], work
             env.cuda,
             env.hip,
             env.cxx11_abi,
-        ],
+        ]
+        if isinstance(env, EnvInfo)
+        else [str(fact) for fact in env]
+    )
+    data = {
+        "format": FORMAT,
+        "kernelwheel": __version__,
+        "worker": sha256_file(worker),
+        "spec": spec.to_json(),
+        "env": facts,
         "vars": {k: env_vars.get(k) for k in COMPILER_VARS},
         "tools": _tools(env_vars),
     }

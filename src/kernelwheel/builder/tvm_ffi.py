@@ -54,7 +54,9 @@ from .envs import (
     toolchain_step,
 )
 from .request import BuildRequest, BuiltWheel
+from .reuse import Reuse, build_key
 from .steps import (
+    WORKER,
     cache_summary,
     check_cxx_toolchain,
     compile_env,
@@ -325,7 +327,28 @@ def _compile(
     plan.spec.write(stage / "compile.json")
     stats_log = stage / "ccache-stats.log"
     env_vars, cached = compile_env(req, toolkit, stats_log, runner)
+    # An unchanged variant (same key, same input files: the depfiles' list) reuses its last
+    # shared object, as torch builds do; with the compiler cache off every build compiles.
+    reuse = (
+        None
+        if req.no_ccache
+        else Reuse(req.work_dir / "reuse" / variant.name, (req.project.root, stage))
+    )
+    facts = (env.python, env.version, *env.include_dirs, env.lib_dir)
+    key = build_key(plan.spec, facts, env_vars, WORKER) if reuse else ""
+    stored = reuse.lookup(key) if reuse else None
+    if stored is not None:
+        with open(log, "a") as fh:
+            fh.write(
+                "compile skipped: sources, headers, flags, toolchain and apache-tvm-ffi are those "
+                f"of the last build of {variant.name}; its shared object is reused\n"
+            )
+        shared = Path(str(stored["shared_object"]))
+        return shared, plan.spec.capabilities, "unchanged: compile skipped"
     result = run_worker(req, env.python, stage, env_vars, plan.keep_dir, runner)
+    if reuse is not None:
+        sources = [unit.source for unit in plan.spec.units]
+        reuse.store(key, result, sources, plan.spec.include_dirs)
     shared_object = Path(str(result["shared_object"]))
     return shared_object, plan.spec.capabilities, cache_summary(req, stats_log, cached)
 

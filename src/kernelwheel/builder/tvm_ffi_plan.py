@@ -82,9 +82,10 @@ def plan_tvm_ffi_compile(
     defines = [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in macros]
     listed = (*project.tvm_ffi.include, *(i for k in kernels for i in k.include))
     includes = [root / p for p in listed]
-    search = [
-        f"-I{p}" for p in dict.fromkeys((*includes, *library.include_dirs, *dependency_includes))
+    searched = [
+        str(p) for p in dict.fromkeys((*includes, *library.include_dirs, *dependency_includes))
     ]
+    search = [f"-I{p}" for p in searched]
     unique = [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
     host = ["-fPIC", "-fvisibility=hidden", *maps, *unique]
     cxx_cmd = [cxx, "-std=c++17", "-O3", *host, *remedies.cxx_flags, *defines, *search]
@@ -150,6 +151,7 @@ def plan_tvm_ffi_compile(
         jobs=split.jobs,
         cuda_home=str(toolkit.home) if toolkit else None,
         capabilities=capabilities,
+        include_dirs=tuple(searched),
     )
     return CommandPlan(spec, notes, stage / "nvcc-keep" if keep else None)
 
