@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -100,7 +101,11 @@ def _commands(tmp_path: Path, sources: dict[str, str], jobs: int) -> CommandSpec
         src.write_text(text)
         out = obj / f"{src.stem}.o"
         units.append(
-            CommandUnit(str(src), str(out), ("c++", "-fPIC", "-c", str(src), "-o", str(out)))
+            CommandUnit(
+                str(src),
+                str(out),
+                ("c++", "-fPIC", "-MMD", "-MF", f"{out}.d", "-c", str(src), "-o", str(out)),
+            )
         )
     so = tmp_path / "lib" / "libsum.so"
     link = ("c++", "-shared", "-o", str(so), *(u.object for u in units))
@@ -127,9 +132,19 @@ def test_the_worker_compiles_the_units_in_parallel_then_links(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stdout + proc.stderr
     starts = [line for line in proc.stdout.splitlines() if line.startswith("[")]
     assert sorted(s.split(" ")[0] for s in starts) == [f"[{i}/4]" for i in range(1, 5)]
+    # every file the units came from, read from their depfiles (builder.reuse keys on them)
+    inputs = sorted(str(tmp_path / name) for name in sources)
     assert json.loads((tmp_path / "result.json").read_text()) == {
-        "shared_object": spec.shared_object
+        "shared_object": spec.shared_object,
+        "inputs": inputs,
     }
+    # a unit that writes no depfile (nvcc's): the inputs are unknown, not the others' alone
+    first = spec.units[0]
+    bare = first._replace(
+        argv=tuple(a for a in first.argv if a not in ("-MMD", "-MF", f"{first.object}.d"))
+    )
+    assert _run_worker(replace(spec, units=(bare, *spec.units[1:])), tmp_path).returncode == 0
+    assert json.loads((tmp_path / "result.json").read_text())["inputs"] is None
     nm = subprocess.run(["nm", "-D", spec.shared_object], capture_output=True, text=True)
     assert {f"f{i}" for i in range(4)} <= {line.split()[-1] for line in nm.stdout.splitlines()}
 

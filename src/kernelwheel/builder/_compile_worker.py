@@ -326,6 +326,8 @@ def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
         if failed.is_set():
             return 0
         Path(unit["object"]).parent.mkdir(parents=True, exist_ok=True)
+        # an older depfile would name another compile's inputs (this one may write none)
+        Path(f"{unit['object']}.d").unlink(missing_ok=True)
         with lock:
             print(f"[{next(counter)}/{len(units)}] {shlex.join(unit['argv'])}", flush=True)
         code = run(unit["argv"])
