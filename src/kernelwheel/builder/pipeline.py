@@ -30,9 +30,7 @@ from .envs import (
     provision,
 )
 from .request import BuildKind, BuildRequest, BuiltWheel
-from .reuse import Reuse, build_key
 from .steps import (
-    WORKER,
     cache_summary,
     check_cxx_toolchain,
     compile_env,
@@ -43,6 +41,7 @@ from .steps import (
     remedies_setting,
     remedy_header,
     run_worker,
+    unchanged_compile,
     write_remedies,
 )
 from .wheelmeta import project_metadata, requirements
@@ -135,21 +134,8 @@ def _compile(
     env_vars, cached = compile_env(req, toolkit, stats_log, runner)
     if cross_build is not None:  # kernelwheel.builder.cross: CC/CXX/LDSHARED = the cross compiler
         cross_build.extend_env(env_vars, req.cache_dir)
-    # An unchanged variant (same key, same input files) reuses its last shared object; with the
-    # compiler cache off (the no-ccache option) every build really compiles.
-    reuse = (
-        None
-        if req.no_ccache
-        else Reuse(req.work_dir / "reuse" / variant.name, (req.project.root, stage))
-    )
-    key = build_key(spec, env, env_vars, WORKER) if reuse else ""
-    stored = reuse.lookup(key) if reuse else None
+    reuse, key, stored = unchanged_compile(req, stage, spec, env, env_vars)
     if stored is not None:
-        with open(log, "a") as fh:
-            fh.write(
-                "compile skipped: sources, headers, flags, toolchain and torch are those of the "
-                f"last build of {variant.name}; its shared object is reused\n"
-            )
         stored["cache"] = "unchanged: compile skipped"
         stored["notes"] = list(plan.notes)
         return stored

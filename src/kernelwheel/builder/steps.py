@@ -26,10 +26,11 @@ from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, LocalVersionStyle, Variant
 from .compile_plan import SOURCE_SUFFIXES, Toolchain
 from .compile_rules import NO_GNU_UNIQUE
+from .compile_spec import CommandSpec, CompileSpec
 from .compiler_cache import ccache_env, project_census, read_stats, select_ccache
 from .envs import CudaToolkit, EnvInfo, supported_capabilities
 from .request import BuildRequest, BuiltWheel
-from .reuse import Reuse, repair_key
+from .reuse import Reuse, build_key, repair_key
 
 # The compile worker, run by file path inside each build's environment (every build kind's).
 WORKER = Path(__file__).with_name("_compile_worker.py")
@@ -287,6 +288,31 @@ def run_worker(
         )
     result: dict[str, object] = json.loads(result_path.read_text())
     return result
+
+
+def unchanged_compile(
+    req: BuildRequest,
+    stage: Path,
+    spec: CompileSpec | CommandSpec,
+    env: EnvInfo | tuple[object, ...],
+    env_vars: Mapping[str, str],
+) -> tuple[Reuse | None, str, dict[str, object] | None]:
+    """The variant's reuse entry (builder.reuse), its build key, and the stored compile result
+    when nothing the compile is built from changed (the log says so): every compiled kind's
+    first look before the worker. No entry with the compiler cache off (the no-ccache option):
+    every build then really compiles."""
+    if req.no_ccache:
+        return None, "", None
+    reuse = Reuse(req.work_dir / "reuse" / req.variant.name, (req.project.root, stage))
+    key = build_key(spec, env, env_vars, WORKER)
+    stored = reuse.lookup(key)
+    if stored is not None:
+        with open(req.log, "a") as fh:
+            fh.write(
+                "compile skipped: sources, headers, flags, toolchain and environment are those of "
+                f"the last build of {req.variant.name}; its shared object is reused\n"
+            )
+    return reuse, key, stored
 
 
 def cache_summary(req: BuildRequest, stats_log: Path, cached: bool) -> str:

@@ -54,9 +54,7 @@ from .envs import (
     toolchain_step,
 )
 from .request import BuildRequest, BuiltWheel
-from .reuse import Reuse, build_key
 from .steps import (
-    WORKER,
     cache_summary,
     check_cxx_toolchain,
     compile_env,
@@ -67,6 +65,7 @@ from .steps import (
     remedies_setting,
     remedy_header,
     run_worker,
+    unchanged_compile,
     write_remedies,
 )
 from .tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
@@ -327,22 +326,10 @@ def _compile(
     plan.spec.write(stage / "compile.json")
     stats_log = stage / "ccache-stats.log"
     env_vars, cached = compile_env(req, toolkit, stats_log, runner)
-    # An unchanged variant (same key, same input files: the depfiles' list) reuses its last
-    # shared object, as torch builds do; with the compiler cache off every build compiles.
-    reuse = (
-        None
-        if req.no_ccache
-        else Reuse(req.work_dir / "reuse" / variant.name, (req.project.root, stage))
-    )
+    # The inputs of an unchanged variant are the units' depfiles' list (builder.reuse).
     facts = (env.python, env.version, *env.include_dirs, env.lib_dir)
-    key = build_key(plan.spec, facts, env_vars, WORKER) if reuse else ""
-    stored = reuse.lookup(key) if reuse else None
+    reuse, key, stored = unchanged_compile(req, stage, plan.spec, facts, env_vars)
     if stored is not None:
-        with open(log, "a") as fh:
-            fh.write(
-                "compile skipped: sources, headers, flags, toolchain and apache-tvm-ffi are those "
-                f"of the last build of {variant.name}; its shared object is reused\n"
-            )
         shared = Path(str(stored["shared_object"]))
         return shared, plan.spec.capabilities, "unchanged: compile skipped"
     result = run_worker(req, env.python, stage, env_vars, plan.keep_dir, runner)
