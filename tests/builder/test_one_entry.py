@@ -137,12 +137,18 @@ def _build(req: BuildRequest, tmp: Path) -> tuple[Path, list[str], ScriptedRunne
     return built.path, [_what(c) for c in runner.commands], runner
 
 
-COMPILER_QUERIES = [
-    "c++ -print-file-name=libc.so.6",
-    "c++ -print-file-name=libm.so.6",
-    "c++ -print-file-name=libstdc++.so",
-    "c++ -fno-gnu-unique",
-]
+def compiled_commands(probe: str) -> list[str]:
+    """The commands of a compiled kind's build, in order, with its interpreter ``probe``."""
+    return [
+        "c++ -print-file-name=libstdc++.so",  # the static-libstdc++ refusal
+        probe,
+        "c++ -print-file-name=libc.so.6",  # the remedies' header: the target's libc and libm
+        "c++ -print-file-name=libm.so.6",
+        "c++ -print-file-name=libstdc++.so",  # the compile plan's facts
+        "c++ -fno-gnu-unique",
+        "python compile-worker",
+        "auditwheel repair",
+    ]
 
 
 def test_a_torch_build_runs_every_command_through_the_given_runner(tmp_path: Path) -> None:
@@ -150,13 +156,7 @@ def test_a_torch_build_runs_every_command_through_the_given_runner(tmp_path: Pat
     (req,) = _requests(root, tmp_path, (TORCH,))
     assert req.kind is BuildKind.TORCH
     wheel, commands, runner = _build(req, tmp_path)
-    assert commands == [
-        "c++ -print-file-name=libstdc++.so",  # the static-libstdc++ refusal
-        "python probe-torch",
-        *COMPILER_QUERIES,
-        "python compile-worker",
-        "auditwheel repair",
-    ]
+    assert commands == compiled_commands("python probe-torch")
     worker = runner.commands[commands.index("python compile-worker")]
     assert worker[0] == str(req.python) and Path(worker[2]).name == "compile.json"
     spec = json.loads(Path(worker[2]).read_text())
@@ -175,13 +175,7 @@ def test_a_tvm_ffi_build_runs_every_command_through_the_given_runner(tmp_path: P
     (req,) = _requests(root, tmp_path, (TVM_FFI,))
     assert req.kind is BuildKind.TVM_FFI
     wheel, commands, runner = _build(req, tmp_path)
-    assert commands == [
-        "c++ -print-file-name=libstdc++.so",
-        "python probe-tvm-ffi",
-        *COMPILER_QUERIES,
-        "python compile-worker",
-        "auditwheel repair",
-    ]
+    assert commands == compiled_commands("python probe-tvm-ffi")
     worker = runner.commands[commands.index("python compile-worker")]
     spec = json.loads(Path(worker[2]).read_text())
     assert spec["kind"] == "commands"  # the tvm-ffi plan: its compile and link commands

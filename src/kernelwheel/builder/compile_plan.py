@@ -162,8 +162,8 @@ def prefix_maps(
     the compiler runs in, each folder is also mapped as a path relative to it (ccache's
     base_dir hands the compiler paths under the cache folder that way, so a cached and an
     uncached build name a file alike), every map ordered shortest folder first. (The torch
-    builds' worker adds those itself: it knows the folder only once torch made its ninja
-    file.)"""
+    builds' worker adds the relative maps itself, with the same rule: it adds maps of its own
+    there, torch's folder and Python's headers, which only the build environment knows.)"""
     pairs = [
         (cache, "/kernelwheel/cache"),
         (stage, "/kernelwheel/build"),

@@ -156,6 +156,7 @@ def plan_requests(
     return tuple(
         _request(
             project,
+            kind,
             recipe,
             version,
             options,
@@ -235,6 +236,7 @@ def _noarch_request(
 
 def _request(
     project: KernelProject,
+    kind: BuildKind,
     recipe: VariantRecipe,
     version: str,
     options: Options,
@@ -257,7 +259,7 @@ def _request(
     # A variant for another arch: the cross compiler is found and the host-arch environment
     # (the same torch release for this machine) chosen now, before anything is built.
     cross_plan = None
-    if project.framework is not Framework.TVM_FFI:  # tvm-ffi variants build on their own arch
+    if kind is not BuildKind.TVM_FFI:  # tvm-ffi variants build on their own arch
         cross_plan = plan_for(
             recipe.variant, env_spec, recipes, need_host_env=not options.python, runner=runner
         )
@@ -305,6 +307,6 @@ def _request(
         sources=sources,
         options_preamble=options.preamble(),
         hub_layout=options.hub_layout,
-        kind=BuildKind.of(project),
+        kind=kind,
         serves=(recipe.variant,),
     )

@@ -19,10 +19,10 @@ from pathlib import Path
 from .. import __version__
 from .._util import atomic_write, replace_dir, staging_dir
 from ..errors import HubError
+from ..model.gitstate import GitState
 from ..model.project import CARD_FILES, KernelProject
 from ..model.python_depends import load_python_depends
 from ..model.variant import Variant
-from ..plan.versioning import GitState
 from ..wheels import read_wheel
 from .metadata import METADATA_JSON, Digest, KernelMetadata, Provenance
 from .minver import kernels_minver

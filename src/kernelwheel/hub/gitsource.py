@@ -29,7 +29,7 @@ _MODE_SUBMODULE = "160000"
 _MAX_LINK_HOPS = 16
 
 
-def _git(runner: Runner, repo: Path, *args: str, input_: bytes | None = None) -> bytes:
+def _run_git(runner: Runner, repo: Path, *args: str, input_: bytes | None = None) -> bytes:
     try:
         proc = runner.captured_bytes(["git", "-C", str(repo), *args], input=input_)
     except FileNotFoundError:
@@ -94,7 +94,7 @@ class GitSource:
         if not self.path.is_dir():
             raise HubError(f"{path} is not a folder", hint="pass a git clone or a Hub repo id")
         try:
-            git_dir = _git(self.runner, self.path, "rev-parse", "--git-common-dir").decode().strip()
+            git_dir = self._git("rev-parse", "--git-common-dir").decode().strip()
         except _NotTrusted:
             raise
         except HubError:
@@ -116,10 +116,12 @@ class GitSource:
 
     # -- refs ---------------------------------------------------------------------------------
 
+    def _git(self, *args: str) -> bytes:
+        """``git -C <clone> args``' output, through this source's runner."""
+        return _run_git(self.runner, self.path, *args)
+
     def refs(self) -> Sequence[Ref]:
-        out = _git(
-            self.runner,
-            self.path,
+        out = self._git(
             "for-each-ref",
             "--format=%(refname)%00%(objectname)%00%(*objectname)",
             "refs/tags",
@@ -155,9 +157,7 @@ class GitSource:
                 if ref.kind is kind and ref.name == revision:
                     return kind, ref.commit
         try:
-            commit = _git(
-                self.runner, self.path, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"
-            )
+            commit = self._git("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
         except HubError:
             raise HubError(
                 f"{self.where} has no branch, tag or commit {revision!r}",
@@ -171,7 +171,7 @@ class GitSource:
         args = ["ls-tree", "-z", "--full-tree"]
         if recursive:
             args.append("-r")
-        return _parse_ls_tree(_git(self.runner, self.path, *args, commit, "--", path))
+        return _parse_ls_tree(self._git(*args, commit, "--", path))
 
     def list_build(self, commit: str) -> Sequence[RepoFile]:
         entries = self._ls(commit, BUILD_DIR + "/", recursive=True)
@@ -208,9 +208,7 @@ class GitSource:
                 f"{self.where}: {shown_as}: too many levels of symlinks",
                 hint="replace the symlink cycle with real files",
             )
-        target = _git(self.runner, self.path, "cat-file", "blob", entry.oid).decode(
-            "utf-8", "surrogateescape"
-        )
+        target = self._git("cat-file", "blob", entry.oid).decode("utf-8", "surrogateescape")
         resolved = posixpath.normpath(posixpath.join(posixpath.dirname(entry.path), target))
         if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
             raise HubError(

@@ -36,18 +36,13 @@ class GitState:
         ``commit``; upper-case hex is accepted); ValueError saying what is wrong."""
         commit = value.get("commit", value.get("sha"))
         dirty = value.get("dirty")
-        if not isinstance(commit, str) or not isinstance(dirty, bool):
-            raise ValueError(
-                f"{{commit: {commit!r}, dirty: {dirty!r}}}: a full commit id (40 or 64 hex "
-                "digits) and a boolean go together"
-            )
-        try:
-            return cls(commit.lower(), dirty)
-        except ValueError:
-            raise ValueError(
-                f"{{commit: {commit!r}, dirty: {dirty!r}}}: a full commit id (40 or 64 hex "
-                "digits) and a boolean go together"
-            ) from None
+        if isinstance(commit, str) and isinstance(dirty, bool):
+            if OBJECT_ID.fullmatch(commit.lower()):
+                return cls(commit.lower(), dirty)
+        raise ValueError(
+            f"{{commit: {commit!r}, dirty: {dirty!r}}}: a full commit id (40 or 64 hex digits) "
+            "and a boolean go together"
+        )
 
     def to_dict(self) -> dict[str, object]:
         """The provenance record: ``{commit, dirty}`` (the tags are the build's own)."""
