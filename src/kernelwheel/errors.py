@@ -108,6 +108,11 @@ class HubError(KernelwheelError):
     exit_code = 9
 
 
+class HubUnavailable(HubError):
+    """A Hub call got no answer, or a server error (5xx, 429), on every try: the request may
+    be fine and the Hub or the network not; worth another try later."""
+
+
 class InstallError(KernelwheelError):
     """``kernelwheel install`` found no fitting build, or could not inspect or install into the
     target environment. Nothing was installed."""

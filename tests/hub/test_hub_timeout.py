@@ -44,7 +44,11 @@ def silent_endpoint() -> Iterator[str]:
     server.close()
 
 
+@pytest.mark.parametrize(
+    "revision", [["1"], ["1", "--revision", "0123456789abcdef0123456789abcdef01234567"]]
+)
 def test_an_endpoint_that_never_answers_stops_to_wheel_with_a_message(
+    revision: list[str],
     silent_endpoint: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -55,13 +59,42 @@ def test_an_endpoint_that_never_answers_stops_to_wheel_with_a_message(
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     started = time.monotonic()
-    code = main(["to-wheel", "org/kernel", "1", "-o", str(tmp_path / "out")])
+    code = main(["to-wheel", "org/kernel", *revision, "-o", str(tmp_path / "out")])
     took = time.monotonic() - started
     err = capsys.readouterr().err
     assert code == 9, err
     assert "no answer within 1 s, 3 tries" in err and "HF_HUB_DOWNLOAD_TIMEOUT" in err
     assert "Traceback" not in err
     assert took < 30  # 3 tries of 1 s, 1 s and 2 s apart: not forever
+
+
+def test_an_endpoint_that_never_answers_stops_upload_with_a_message(
+    silent_endpoint: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """upload bounds its calls too (at least 120 s each, HF_HUB_DOWNLOAD_TIMEOUT above that;
+    lowered here so the test is quick)."""
+    import kernelwheel.hub.upload as upload_module
+
+    monkeypatch.setattr(upload_module, "_UPLOAD_TIMEOUT", 0.0)
+    monkeypatch.setenv("HF_ENDPOINT", silent_endpoint)
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "1")
+    monkeypatch.setenv("HF_TOKEN", "hf_token")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    layout = tmp_path / "layout" / "build" / "torch214-cxx11-cpu-x86_64-linux"
+    layout.mkdir(parents=True)
+    (layout / "metadata.json").write_text('{"version": 1, "python-depends": []}')
+    started = time.monotonic()
+    code = main(["upload", str(tmp_path / "layout"), "--repo", "org/kernel", "--dry-run"])
+    took = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert code == 9, err
+    assert "no answer within 1 s, 3 tries" in err and "looking the repo up" in err
+    assert "HF_HUB_OFFLINE" not in err  # upload needs the Hub: no advice to go offline
+    assert "Traceback" not in err
+    assert took < 30
 
 
 @pytest.mark.parametrize(

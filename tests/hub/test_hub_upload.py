@@ -2,7 +2,9 @@
 real git commits in the served repos): a kernel-type repo, branch v<major> made from the default
 one, other variants kept, stale files of a replaced variant removed, the card beside build/, a
 dry run that changes nothing, clear errors without a token or kernel-creation access; then
-`to-wheel` of the same repo and version gives the wheels back."""
+`to-wheel` of the same repo and version gives the wheels back. A Hub that fails (injected 5xx
+answers, a commit whose answer is lost, someone else's push meanwhile) gets the upload's
+retries: calls tried again, the commit made once or refused, never twice."""
 
 from __future__ import annotations
 
@@ -14,11 +16,11 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import HubRepo, VariantFiles, git, variant_files
-from support.hubserver import GitBackedRepo, HubState, serve_as_hub
+from support.hubserver import Fault, GitBackedRepo, HubState, serve_as_hub
 from support.shared import wheels_in
 
 from kernelwheel.cli import main
-from kernelwheel.errors import HubError, UsageError
+from kernelwheel.errors import HubError, HubUnavailable, UsageError
 from kernelwheel.hub import ToWheelRequest, to_wheels
 from kernelwheel.hub.metadata import Digest
 from kernelwheel.hub.safety import git_blob_id
@@ -257,3 +259,85 @@ def test_cli_dry_run_json(
     assert data["kept"] == [B, A] and data["variants"] == [C]
     assert {f["change"] for f in data["files"] if f["path"].startswith(f"build/{C}/")} == {"add"}
     assert hub.commits == []
+
+
+# -- a Hub that fails ---------------------------------------------------------------------------
+
+
+def _c_files(root: Path, rev: str, c: VariantFiles) -> bool:
+    now = _tree(root, rev)
+    return all(now.get(f"build/{C}/{inner}") == git_blob_id(d) for inner, d in c.files.items())
+
+
+def test_server_errors_are_tried_again_and_the_commit_made_once(
+    hub: HubState, existing: HubRepo, tmp_path: Path, so_cache: Path
+) -> None:
+    c = _variant(C, so_cache, "c")
+    layout = _layout(tmp_path / "layout", [c])
+    before = git(existing.root, "rev-parse", "v1")
+    hub.faults += [
+        Fault("GET", "/refs", 502),
+        Fault("GET", "/tree/", 503),
+        Fault("POST", "/commit/", 503),  # answered before the commit is made
+    ]
+    result = upload(UploadRequest(layout, REPO))
+    assert [f.times for f in hub.faults] == [0, 0, 0]  # every fault was met
+    assert result.commit == git(existing.root, "rev-parse", "v1")
+    assert git(existing.root, "rev-parse", "v1^") == before  # one commit on top
+    assert len(hub.commits) == 1 and _c_files(existing.root, "v1", c)
+
+
+def test_a_commit_whose_answer_is_lost_is_not_made_again(
+    hub: HubState,
+    existing: HubRepo,
+    tmp_path: Path,
+    so_cache: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    c = _variant(C, so_cache, "c")
+    layout = _layout(tmp_path / "layout", [c])
+    before = git(existing.root, "rev-parse", "v1")
+    hub.faults.append(Fault("POST", "/commit/", None))  # made, then the connection closes
+    assert main(["upload", str(layout), "--repo", REPO]) == 0
+    head = git(existing.root, "rev-parse", "v1")
+    assert git(existing.root, "rev-parse", "v1^") == before  # once, not twice
+    assert len(hub.commits) == 1 and _c_files(existing.root, "v1", c)
+    assert f"commit {head}" in capsys.readouterr().out
+
+
+def test_someone_elses_push_meanwhile_is_refused(
+    hub: HubState, existing: HubRepo, tmp_path: Path, so_cache: Path
+) -> None:
+    c = _variant(C, so_cache, "c")
+    layout = _layout(tmp_path / "layout", [c])
+    served = hub.repos[REPO]
+    before = git(existing.root, "rev-parse", "v1")
+
+    def other_push() -> None:
+        served.commit_files("v1", before, "someone else", {"NOTES.md": b"theirs\n"}, [], [])
+
+    hub.faults.append(Fault("POST", "/commit/", 503, then=other_push))
+    with pytest.raises(HubError, match="the branch moved") as info:
+        upload(UploadRequest(layout, REPO))
+    assert not isinstance(info.value, HubUnavailable)
+    assert "rerun 'kernelwheel upload'" in str(info.value)
+    assert git(existing.root, "rev-parse", "v1^") == before  # only their commit on top
+    assert "NOTES.md" in _tree(existing.root, "v1") and not _c_files(existing.root, "v1", c)
+    assert hub.commits == []
+
+
+def test_a_hub_that_keeps_failing_stops_with_the_tries(
+    hub: HubState,
+    existing: HubRepo,
+    tmp_path: Path,
+    so_cache: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    layout = _layout(tmp_path / "layout", [_variant(C, so_cache, "c")])
+    before = git(existing.root, "rev-parse", "v1")
+    hub.faults.append(Fault("POST", "/commit/", 503, times=3))
+    assert main(["upload", str(layout), "--repo", REPO]) == HubError.exit_code
+    err = capsys.readouterr().err
+    assert "503" in err and "tried 3 times and is not on v1" in err and "retry later" in err
+    assert "Traceback" not in err
+    assert git(existing.root, "rev-parse", "v1") == before and hub.commits == []

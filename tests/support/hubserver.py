@@ -31,6 +31,10 @@ working tree:
   ``deletedFile``, ``deletedFolder``), ``parentCommit`` checked;
 - ``POST /api/validate-yaml``: accepts any card.
 
+Faults (``HubState.faults``): a request whose method and path match a :class:`Fault` gets its
+status (a 503, say) instead of being handled, or, with status None, is handled and then left
+without an answer (the connection closed): a commit made whose answer was lost.
+
 Errors carry ``X-Error-Code`` (RepoNotFound, RevisionNotFound, EntryNotFound) like the Hub's.
 ``tamper`` serves other bytes (same size) for a file while the listing keeps announcing the
 original: the wrong-sha256 case.
@@ -46,7 +50,7 @@ import socket
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -212,6 +216,18 @@ MODEL = "model"
 
 
 @dataclass
+class Fault:
+    """What the next ``times`` requests of ``method`` whose path contains ``path`` get:
+    ``status`` instead of an answer, or (None) handled, then no answer at all."""
+
+    method: str
+    path: str
+    status: int | None = 503
+    times: int = 1
+    then: Callable[[], None] | None = None  # run when met, before the request is answered
+
+
+@dataclass
 class HubState:
     repos: dict[str, GitBackedRepo] = field(default_factory=dict)
     # repo id -> "model" or "kernel+model" (served at both, for older clients); default "kernel"
@@ -226,6 +242,16 @@ class HubState:
     root: Path | None = None
     may_create_kernels: bool = True
     commits: list[dict[str, Any]] = field(default_factory=list)  # each commit's payload, parsed
+    faults: list[Fault] = field(default_factory=list)
+
+    def fault(self, method: str, path: str) -> Fault | None:
+        """The fault this request meets (used up one time), if any."""
+        with self.lock:
+            for fault in self.faults:
+                if fault.method == method and fault.path in path and fault.times > 0:
+                    fault.times -= 1
+                    return fault
+        return None
 
     def type_of(self, repo_id: str) -> str:
         return self.types.get(repo_id, KERNEL)
@@ -271,6 +297,8 @@ class _Handler(BaseHTTPRequestHandler):
         with self.state.lock:
             self.state.log.append(("POST", url.path))
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self._faulted("POST", url.path):
+            return
         if url.path == "/api/validate-yaml":
             self._json({"errors": [], "warnings": []})
             return
@@ -303,6 +331,21 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- plumbing -------------------------------------------------------------------------------
 
+    def _faulted(self, method: str, path: str, *, head: bool = False) -> bool:
+        """Answer the request's fault, if it has one; True when that answer replaces the
+        handling (a status), False when the request is handled (its answer then withheld)."""
+        self.withheld = False
+        fault = self.state.fault(method, path)
+        if fault is None:
+            return False
+        if fault.then is not None:
+            fault.then()
+        if fault.status is None:
+            self.withheld = True
+            return False
+        self._error(fault.status, "ServiceUnavailable", "injected fault", head=head)
+        return True
+
     def _send(
         self,
         status: int,
@@ -311,6 +354,9 @@ class _Handler(BaseHTTPRequestHandler):
         *,
         head: bool = False,
     ) -> None:
+        if getattr(self, "withheld", False):
+            self.close_connection = True  # handled, but the client hears nothing
+            return
         self.send_response(status)
         for key, value in (headers or {}).items():
             self.send_header(key, value)
@@ -348,6 +394,8 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         with self.state.lock:
             self.state.log.append(("HEAD" if head else "GET", url.path))
+        if self._faulted("HEAD" if head else "GET", url.path, head=head):
+            return
         path = unquote(url.path)
         query = parse_qs(url.query)
         match = _API.match(url.path)

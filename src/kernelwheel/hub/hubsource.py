@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import HubError
+from ..errors import HubError, HubUnavailable
 from ..log import Reporter
 from .revision import Ref, RefKind, is_commit
 from .safety import Announced, check_repo_path
@@ -92,10 +92,13 @@ def _seconds(text: str | None, default: float = 10.0) -> float:
 
 
 _TRIES = 3  # a call that times out or cannot connect is tried this often (1 s, 2 s apart)
+# Server answers worth another try (the Hub busy, restarting or rate limiting), for calls that
+# may be repeated: reads, and writes that are no-ops the second time.
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _BOUNDED: list[float] = []  # the timeout the installed client factory uses, once installed
 
 
-def _bound_http(timeout: float) -> None:
+def bound_http(timeout: float) -> None:
     """Give huggingface_hub's shared HTTP client a timeout (its default client has none: an
     endpoint that accepts and never answers would hold to-wheel forever)."""
     if _BOUNDED == [timeout]:
@@ -163,7 +166,7 @@ class HubSource:
         self.repo_id = repo_id
         self.settings = settings or HubSettings.from_env()
         self.api = HfApi(endpoint=self.settings.endpoint, token=self.settings.token)
-        _bound_http(self.settings.timeout)
+        bound_http(self.settings.timeout)
         self._cache = str(self.settings.cache_dir) if self.settings.cache_dir else None
         self.reporter = reporter
         self.repo_type = KERNEL_REPO
@@ -297,8 +300,12 @@ class HubSource:
             if not self.settings.offline:
                 self._typed(
                     f"looking up commit {revision}",
+                    # timeout given: repo_info's default (None) would turn the bound off
                     lambda kind: self.api.repo_info(
-                        self.repo_id, revision=revision, repo_type=kind
+                        self.repo_id,
+                        revision=revision,
+                        repo_type=kind,
+                        timeout=self.settings.timeout,
                     ),
                 )
             return RefKind.COMMIT, revision
@@ -440,26 +447,43 @@ class _StreamingReader:
             ) from None
 
 
-def call_hub(where: str, what: str, fn: Callable[[], T], *, timeout: float | None = None) -> T:
+def call_hub(
+    where: str,
+    what: str,
+    fn: Callable[[], T],
+    *,
+    timeout: float | None = None,
+    tries: int | None = None,
+    retry_status: frozenset[int] = frozenset(),
+    unanswered_hint: str = "check the network and HF_ENDPOINT; a slow link may need a longer "
+    "HF_HUB_DOWNLOAD_TIMEOUT (seconds); HF_HUB_OFFLINE=1 uses what is cached",
+) -> T:
     """``fn()``, its huggingface_hub and network errors as HubErrors naming ``where``, ``what``
-    was being done and the fix. With ``timeout`` (the seconds the HTTP client waits, for the
-    message), a call that times out or cannot connect is tried again, up to _TRIES times."""
-    for attempt in range(1, _TRIES + 1 if timeout is not None else 2):
+    was being done and the fix. A call that times out, cannot connect or is answered with one of
+    ``retry_status`` is tried again, up to ``tries`` times (default: _TRIES with ``timeout``,
+    the seconds the HTTP client waits, else once), then a :class:`HubUnavailable`."""
+    tries = tries or (_TRIES if timeout is not None else 1)
+    for attempt in range(1, tries + 1):
         try:
-            return _call_hub_once(where, what, fn)
+            return _call_hub_once(where, what, fn, retry_status)
         except _Unanswered as exc:
-            if timeout is None or attempt == _TRIES:
-                shown = f"{timeout:g} s, {attempt} tries" if timeout is not None else "time"
-                raise HubError(
-                    f"{where}: {what}: no answer within {shown} ({exc})",
-                    hint="check the network and HF_ENDPOINT; a slow link may need a longer "
-                    "HF_HUB_DOWNLOAD_TIMEOUT (seconds); HF_HUB_OFFLINE=1 uses what is cached",
+            if attempt < tries:
+                time.sleep(float(attempt))
+                continue
+            if exc.status is not None:
+                raise HubUnavailable(
+                    f"{where}: {what}: the Hub answered {exc}"
+                    + (f" ({attempt} tries)" if attempt > 1 else ""),
+                    hint="the Hub is busy or down (status.huggingface.co): retry later",
                 ) from None
-            time.sleep(float(attempt))
+            shown = f"{timeout:g} s, {attempt} tries" if timeout is not None else "time"
+            raise HubUnavailable(
+                f"{where}: {what}: no answer within {shown} ({exc})", hint=unanswered_hint
+            ) from None
     raise AssertionError("unreachable")
 
 
-def _call_hub_once(where: str, what: str, fn: Callable[[], T]) -> T:
+def _call_hub_once(where: str, what: str, fn: Callable[[], T], retry_status: frozenset[int]) -> T:
     from huggingface_hub import errors as hf
 
     try:
@@ -489,6 +513,9 @@ def _call_hub_once(where: str, what: str, fn: Callable[[], T]) -> T:
             hint="run once without HF_HUB_OFFLINE to download it, or check HF_HUB_CACHE/HF_HOME",
         ) from exc
     except hf.HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else None
+        if status in retry_status:
+            raise _Unanswered(f"{status}: {_first_line(exc)}", status) from exc
         raise HubError(
             f"{where}: {what}: {_first_line(exc)}",
             hint="check HF_ENDPOINT and HF_TOKEN, or retry later",
@@ -506,7 +533,12 @@ def _call_hub_once(where: str, what: str, fn: Callable[[], T]) -> T:
 
 
 class _Unanswered(Exception):
-    """A Hub call that timed out or could not connect: worth another try."""
+    """A Hub call that timed out, could not connect (``status`` None) or got a server error
+    worth another try (``status``)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _is_timeout(exc: BaseException) -> bool:

@@ -12,22 +12,29 @@ folder against metadata.json's digest, so a stale ``.so`` would break it); every
 folder already on the branch is kept as it is. The commit names its parent, so a branch that
 moved meanwhile refuses it instead of losing the other push. ``dry_run`` computes the same plan
 and changes nothing.
+
+Every call is bounded in time. Reads and the writes that are no-ops the second time (creating the
+repo or the branch with ``exist_ok``) are tried again after no answer or a server error (5xx,
+429). The commit is not repeated blindly: after a failed try the branch is read again; at the
+same head the commit did not happen and is tried again, at a new head holding exactly the
+uploaded files it did (the answer was lost), and any other head is someone else's push, refused.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import HubError, UsageError
+from ..errors import HubError, HubUnavailable, UsageError
 from ..log import Reporter, SilentReporter, step
 from .export import CARD
-from .hubsource import KERNEL_REPO, HubSettings, call_hub, is_repo_id
+from .hubsource import KERNEL_REPO, RETRY_STATUS, HubSettings, bound_http, call_hub, is_repo_id
 from .metadata import METADATA_JSON, Digest, KernelMetadata
 from .safety import check_repo_path, git_blob_id
 from .source import BUILD_DIR
@@ -35,6 +42,10 @@ from .source import BUILD_DIR
 __all__ = ["Change", "PlannedFile", "UploadRequest", "UploadResult", "read_layout", "upload"]
 
 T = TypeVar("T")
+_TRIES = 3  # each call, the commit included (see the module's docstring)
+# The HTTP client's bound on each connect, read and write of an upload (not on the whole call):
+# a commit's answer can take the Hub many seconds; HF_HUB_DOWNLOAD_TIMEOUT raises it.
+_UPLOAD_TIMEOUT = 120.0
 _TOKEN_HINT = (
     "set HF_TOKEN to a token with write access to the repo's namespace (huggingface.co/settings/"
     "tokens), or run 'hf auth login'; --dry-run needs none"
@@ -197,10 +208,14 @@ class _Hub:
         from huggingface_hub import HfApi
 
         self.repo = repo
+        self.timeout = max(settings.timeout, _UPLOAD_TIMEOUT)
+        bound_http(self.timeout)
         self.api = HfApi(endpoint=settings.endpoint, token=token or False)
         self.where = f"Hub kernel repo {repo} ({settings.endpoint})"
 
-    def call(self, what: str, fn: Callable[[], T]) -> T:
+    def call(self, what: str, fn: Callable[[], T], *, tries: int = _TRIES) -> T:
+        """``fn()`` with its errors mapped; tried again (``tries`` in all) after no answer or
+        a server error, so only for calls that may be repeated."""
         from huggingface_hub import errors as hf
 
         def guarded() -> T:
@@ -224,14 +239,24 @@ class _Hub:
                     ) from exc
                 raise
 
-        return call_hub(self.where, what, guarded)
+        return call_hub(
+            self.where,
+            what,
+            guarded,
+            timeout=self.timeout,
+            tries=tries,
+            retry_status=RETRY_STATUS,
+            unanswered_hint="check the network and HF_ENDPOINT, then rerun: nothing is pushed "
+            "twice (a slow link may need a longer HF_HUB_DOWNLOAD_TIMEOUT, in seconds)",
+        )
 
     def exists(self) -> bool:
         from huggingface_hub import errors as hf
 
         def info() -> bool:
             try:
-                self.api.repo_info(self.repo, repo_type=KERNEL_REPO)
+                # timeout given: repo_info's default (None) would turn the bound off
+                self.api.repo_info(self.repo, repo_type=KERNEL_REPO, timeout=self.timeout)
             except hf.GatedRepoError:
                 return True
             except hf.RepositoryNotFoundError:
@@ -408,16 +433,64 @@ def _push(
         return plan
     message = req.message or f"Upload {', '.join(plan.variants)} (kernelwheel)"
     with step(reporter, scope, f"commit to {plan.branch}") as detail:
-        info = hub.call(
-            f"committing to {plan.branch}",
-            lambda: hub.api.create_commit(
-                hub.repo,
-                operations,
-                commit_message=message,
-                revision=plan.branch,
-                repo_type=KERNEL_REPO,
-                parent_commit=head,
-            ),
-        )
-        detail.append(f"{len(operations)} change(s), commit {info.oid[:12]}")
-    return dataclasses.replace(plan, commit=info.oid, commit_url=str(info.commit_url))
+        oid, url = _commit(hub, plan, operations, message, head, contents)
+        detail.append(f"{len(operations)} change(s), commit {oid[:12]}")
+    return dataclasses.replace(plan, commit=oid, commit_url=url)
+
+
+def _commit(
+    hub: _Hub,
+    plan: UploadResult,
+    operations: list[Any],
+    message: str,
+    parent: str | None,
+    contents: dict[str, bytes],
+) -> tuple[str, str | None]:
+    """The commit's id and URL (None when its answer was lost): made once, whatever the
+    network does (the module's docstring)."""
+    what = f"committing to {plan.branch}"
+    for attempt in range(1, _TRIES + 1):
+        try:
+            info = hub.call(
+                what,
+                lambda: hub.api.create_commit(
+                    hub.repo,
+                    operations,
+                    commit_message=message,
+                    revision=plan.branch,
+                    repo_type=KERNEL_REPO,
+                    parent_commit=parent,
+                ),
+                tries=1,
+            )
+            return info.oid, str(info.commit_url)
+        except HubUnavailable as err:
+            if attempt == _TRIES:
+                raise HubUnavailable(
+                    f"{err.message}; the commit was tried {attempt} times and is not on "
+                    f"{plan.branch}",
+                    hint=err.hint,
+                ) from None
+        now = hub.branches().get(plan.branch)
+        if now is not None and now != parent:
+            if _holds(hub.tree(now), contents, plan):
+                return now, None  # it landed; only its answer was lost
+            raise HubError(
+                f"{hub.where}: {what}: the branch moved from {(parent or '?')[:12]} to "
+                f"{now[:12]} while the commit's answer was awaited, and not by this commit",
+                hint="someone else pushed to it: rerun 'kernelwheel upload', which compares "
+                "with the new head and keeps the other variants",
+            )
+        time.sleep(float(attempt))
+    raise AssertionError("unreachable")
+
+
+def _holds(
+    tree: dict[str, tuple[str | None, str | None]], contents: dict[str, bytes], plan: UploadResult
+) -> bool:
+    """Whether ``tree`` has every added or updated file with the uploaded bytes and none of
+    those the upload removes."""
+    removed = [f.path for f in plan.files if f.change is Change.REMOVE]
+    return all(
+        _change(data, tree.get(path)) is Change.UNCHANGED for path, data in contents.items()
+    ) and not any(path in tree for path in removed)
