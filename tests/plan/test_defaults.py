@@ -163,6 +163,33 @@ def test_a_cuda_only_kernel_without_gpu_says_its_ops_cannot_run_here(tmp_path: P
     assert got.gpu_capabilities == ()  # no GPU: the full list
 
 
+def test_the_newest_cuda_the_driver_supports(tmp_path: Path) -> None:
+    # The GPU machine's case: driver 580 (CUDA 13.0), and torch 2.15's newest flavour is cu132,
+    # which neither the installer nor the wheel's guard would load there.
+    got = default(project(tmp_path), Machine(Arch.X86_64, H100, driver=(13, 0)))
+    assert got.recipe.name == "torch215-cxx11-cu130-x86_64-linux"
+    assert "a driver for CUDA 13.0" in got.reason
+    assert any("not torch215-cxx11-cu132-x86_64-linux" in n and "--variant" in n for n in got.notes)
+    older = default(project(tmp_path), Machine(Arch.X86_64, H100, driver=(12, 8)))
+    assert older.recipe.name == "torch215-cxx11-cu126-x86_64-linux"
+    new = default(project(tmp_path), Machine(Arch.X86_64, H100, driver=(13, 2)))
+    assert new.recipe.name == "torch215-cxx11-cu132-x86_64-linux"
+    assert not any("driver" in n for n in new.notes)
+
+
+def test_a_driver_older_than_every_cuda_variant_says_so(tmp_path: Path) -> None:
+    got = default(project(tmp_path), Machine(Arch.X86_64, H100, driver=(11, 4)))
+    assert got.recipe.name == "torch215-cxx11-cu132-x86_64-linux"  # still the project's GPU build
+    (note,) = [n for n in got.notes if "driver" in n]
+    assert "supports CUDA 11.4" in note and "cannot run here" in note
+
+
+def test_the_driver_does_not_override_the_users_torch(tmp_path: Path) -> None:
+    # rule 1: the build runs in --python's torch; its CUDA is what the wheel must match
+    machine = Machine(Arch.X86_64, H100, python=python(CU130), driver=(12, 8))
+    assert default(project(tmp_path), machine).recipe.name.startswith("torch211-cxx11-cu130")
+
+
 def test_cuda_bounds_leaving_no_cuda_variant_give_the_cpu_one(tmp_path: Path) -> None:
     root = project(tmp_path, torch='maxver = "2.10"').parent / tmp_path.name
     text = (
@@ -264,3 +291,22 @@ def test_a_cpu_only_kernel_does_not_talk_about_gpus(tmp_path: Path) -> None:
     assert got.recipe.name == "torch215-cxx11-cpu-x86_64-linux"
     assert got.reason == "the newest CPU variant the plan allows for this machine (x86_64)"
     assert got.notes == () and got.gpu_capabilities == ()
+
+
+def test_the_machine_probe_asks_the_driver_only_with_a_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole default through select(): nvidia-smi scripted, the driver said by the override
+    the installer and uv's NVIDIA provider read too."""
+    from support.runners import Reply, ScriptedRunner
+
+    monkeypatch.setenv("KERNELWHEEL_CUDA_DRIVER", "13.0")
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    planned = plan_project(project(tmp_path), {}, env={})
+    gpu = ScriptedRunner(lambda cmd, cwd: Reply(stdout="9.0\n"))
+    chosen = select(planned, runner=gpu).default
+    assert chosen is not None and chosen.recipe.name == "torch215-cxx11-cu130-x86_64-linux"
+    assert gpu.commands == [["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"]]
+    none = ScriptedRunner(lambda cmd, cwd: Reply(code=9, stderr="NVIDIA-SMI has failed\n"))
+    cpu = select(planned, runner=none).default
+    assert cpu is not None and cpu.recipe.name == "torch215-cxx11-cpu-x86_64-linux"

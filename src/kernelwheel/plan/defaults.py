@@ -8,7 +8,8 @@ The user's build, in this order (docs/building.md, "The default variant"):
 2. else the active virtual environment (``VIRTUAL_ENV`` with torch): the plan's variant for its
    torch, built in an environment of its own; none fits: a note, and rule 3.
 3. else the newest variant the plan allows for this machine's arch, one it can run: CUDA with an
-   NVIDIA GPU, else the CPU variant where the project has a CPU backend.
+   NVIDIA GPU (of a CUDA the driver supports, where the driver says: a cu132 build does not load
+   under a CUDA 13.0 driver), else the CPU variant where the project has a CPU backend.
 
 Only the plan's variants are candidates (never one the project's bounds exclude). A CUDA
 default compiles for the capabilities of the GPUs present, as ``torch.utils.cpp_extension``
@@ -65,6 +66,8 @@ class Machine:
     gpus: Gpus = Gpus((), "not asked")
     python: TorchAt | None = None
     venv: TorchAt | None = None
+    # The newest CUDA the driver supports (compat.rules.cuda_driver); None: unknown
+    driver: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -226,6 +229,9 @@ def _newest(
                 f"this machine has {machine.gpus.describe()}: the wheel's CUDA ops cannot run "
                 f"here, and {project.name} has no cpu backend to build instead"
             )
+        elif machine.driver is not None:
+            where += f", a driver for CUDA {_dotted(machine.driver)}"
+            cuda = _for_driver(cuda, machine.driver, notes)
         return _newest_of(cuda), f"the newest variant the plan allows for this machine ({where})"
     if cpu:
         if machine.gpus.present and BackendKind.CUDA.value in project.backends:
@@ -249,6 +255,40 @@ def _newest(
         hint="`kernelwheel matrix` lists the plan and why the rest is left out; pass "
         "--variant NAME to build one of it",
     )
+
+
+def _cuda_of(recipe: VariantRecipe) -> tuple[int, int]:
+    backend = recipe.variant.backend
+    assert backend is not None and backend.kind is BackendKind.CUDA
+    major, _, minor = backend.cuda_version.partition(".")
+    return int(major), int(minor or 0)
+
+
+def _dotted(version: tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+def _for_driver(
+    cuda: list[tuple[int, VariantRecipe]], driver: tuple[int, int], notes: list[str]
+) -> list[tuple[int, VariantRecipe]]:
+    """The CUDA variants a driver for CUDA ``driver`` loads (a cuXY build needs X.Y or newer:
+    compat.rules, which the installer and the wheel's guard apply too); all of them, with a
+    note, where it loads none."""
+    runs = [item for item in cuda if _cuda_of(item[1]) <= driver]
+    newest = _newest_of(cuda)
+    if not runs:
+        notes.append(
+            f"this machine's driver supports CUDA {_dotted(driver)}, older than every CUDA "
+            f"variant of the plan: the wheel's CUDA ops cannot run here until the driver is "
+            f"updated (to one for CUDA {_dotted(min(_cuda_of(r) for _, r in cuda))} or newer)"
+        )
+        return cuda
+    if _cuda_of(newest) > driver:
+        notes.append(
+            f"not {newest.name}: it needs a driver for CUDA {_dotted(_cuda_of(newest))}, this "
+            f"machine's supports {_dotted(driver)} (--variant {newest.name} builds it anyway)"
+        )
+    return runs
 
 
 def _newest_of(items: Sequence[tuple[int, VariantRecipe]]) -> VariantRecipe:
@@ -329,9 +369,11 @@ def probe_machine(
             except ToolchainError:
                 venv = None  # a broken venv only guides the choice: rule 3 decides
     gpus = Gpus((), "not asked: the project has no cuda backend")
+    driver = None
     if BackendKind.CUDA.value in project.backends:
         gpus = query_gpus(options.python, runner=runner)
-    return Machine(Arch.host(), gpus, python, venv)
+        driver = compat.cuda_driver() if gpus.present else None
+    return Machine(Arch.host(), gpus, python, venv, driver)
 
 
 def _probe(python: Path, origin: str, cache_dir: Path, runner: Runner) -> TorchAt:
