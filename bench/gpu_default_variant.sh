@@ -6,6 +6,7 @@
 #      ELF listed; with COMPARE_ALL=1 also `--cuda-capabilities all`, timed: the full list);
 #   3. give a wheel whose generated test runs the op on the GPU (8 passed, none skipped);
 #   4. build the earliest build.toml form (tests/fixtures/first_format) and run its op;
+#   5. with neither, build the newest variant of a CUDA the driver supports;
 # and the same project with [torch] maxver = "2.10" is refused naming PY's torch, and the active
 # virtual environment's torch decides when no --python is given.
 #
@@ -93,3 +94,11 @@ say "maxver 2.10 with --python: rc=$? $(head -n 1 "$OUT/bounded.log")"
 # The active virtual environment decides without --python (only the plan is printed).
 VIRTUAL_ENV="$V" kw build "$W/gpu-op" --print-build-identifiers >"$OUT/venv.log" 2>&1
 say "VIRTUAL_ENV, no --python: rc=$? $(cat "$OUT/venv.log")"
+
+# Rule 3 (no --python, no virtual environment): the newest variant this machine's driver loads
+# (a 580 driver supports CUDA 13.0), not torch 2.15's cu132, which would not load here.
+env -u VIRTUAL_ENV -u CXX -u CC "$V/bin/kernelwheel" build "$W/gpu-op" --print-build-identifiers \
+  >"$OUT/rule3.log" 2>&1
+rc=$?
+driver=$("$V/bin/python" -c 'from kernelwheel.compat.rules import cuda_driver; d = cuda_driver(); print('%d.%d' % d if d else 'unknown')')
+say "no --python, no venv (the driver supports CUDA $driver): rc=$rc $(cat "$OUT/rule3.log")"
