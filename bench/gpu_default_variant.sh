@@ -100,5 +100,5 @@ say "VIRTUAL_ENV, no --python: rc=$? $(cat "$OUT/venv.log")"
 env -u VIRTUAL_ENV -u CXX -u CC "$V/bin/kernelwheel" build "$W/gpu-op" --print-build-identifiers \
   >"$OUT/rule3.log" 2>&1
 rc=$?
-driver=$("$V/bin/python" -c 'from kernelwheel.compat.rules import cuda_driver; d = cuda_driver(); print('%d.%d' % d if d else 'unknown')')
+driver=$("$V/bin/python" -c 'from kernelwheel.compat.rules import cuda_driver; d = cuda_driver(); print("%d.%d" % d if d else "unknown")')
 say "no --python, no venv (the driver supports CUDA $driver): rc=$rc $(cat "$OUT/rule3.log")"
