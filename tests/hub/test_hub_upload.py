@@ -264,17 +264,22 @@ def test_cli_dry_run_json(
 # -- a Hub that fails ---------------------------------------------------------------------------
 
 
+@pytest.fixture
+def c_upload(existing: HubRepo, tmp_path: Path, so_cache: Path) -> tuple[VariantFiles, Path, str]:
+    """A layout of variant C to upload onto ``existing``, and v1's head before."""
+    c = _variant(C, so_cache, "c")
+    return c, _layout(tmp_path / "layout", [c]), git(existing.root, "rev-parse", "v1")
+
+
 def _c_files(root: Path, rev: str, c: VariantFiles) -> bool:
     now = _tree(root, rev)
     return all(now.get(f"build/{C}/{inner}") == git_blob_id(d) for inner, d in c.files.items())
 
 
 def test_server_errors_are_tried_again_and_the_commit_made_once(
-    hub: HubState, existing: HubRepo, tmp_path: Path, so_cache: Path
+    hub: HubState, existing: HubRepo, c_upload: tuple[VariantFiles, Path, str]
 ) -> None:
-    c = _variant(C, so_cache, "c")
-    layout = _layout(tmp_path / "layout", [c])
-    before = git(existing.root, "rev-parse", "v1")
+    c, layout, before = c_upload
     hub.faults += [
         Fault("GET", "/refs", 502),
         Fault("GET", "/tree/", 503),
@@ -290,13 +295,10 @@ def test_server_errors_are_tried_again_and_the_commit_made_once(
 def test_a_commit_whose_answer_is_lost_is_not_made_again(
     hub: HubState,
     existing: HubRepo,
-    tmp_path: Path,
-    so_cache: Path,
+    c_upload: tuple[VariantFiles, Path, str],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    c = _variant(C, so_cache, "c")
-    layout = _layout(tmp_path / "layout", [c])
-    before = git(existing.root, "rev-parse", "v1")
+    c, layout, before = c_upload
     hub.faults.append(Fault("POST", "/commit/", None))  # made, then the connection closes
     assert main(["upload", str(layout), "--repo", REPO]) == 0
     head = git(existing.root, "rev-parse", "v1")
@@ -306,12 +308,10 @@ def test_a_commit_whose_answer_is_lost_is_not_made_again(
 
 
 def test_someone_elses_push_meanwhile_is_refused(
-    hub: HubState, existing: HubRepo, tmp_path: Path, so_cache: Path
+    hub: HubState, existing: HubRepo, c_upload: tuple[VariantFiles, Path, str]
 ) -> None:
-    c = _variant(C, so_cache, "c")
-    layout = _layout(tmp_path / "layout", [c])
+    c, layout, before = c_upload
     served = hub.repos[REPO]
-    before = git(existing.root, "rev-parse", "v1")
 
     def other_push() -> None:
         served.commit_files("v1", before, "someone else", {"NOTES.md": b"theirs\n"}, [], [])
@@ -329,12 +329,10 @@ def test_someone_elses_push_meanwhile_is_refused(
 def test_a_hub_that_keeps_failing_stops_with_the_tries(
     hub: HubState,
     existing: HubRepo,
-    tmp_path: Path,
-    so_cache: Path,
+    c_upload: tuple[VariantFiles, Path, str],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    layout = _layout(tmp_path / "layout", [_variant(C, so_cache, "c")])
-    before = git(existing.root, "rev-parse", "v1")
+    _, layout, before = c_upload
     hub.faults.append(Fault("POST", "/commit/", 503, times=3))
     assert main(["upload", str(layout), "--repo", REPO]) == HubError.exit_code
     err = capsys.readouterr().err
