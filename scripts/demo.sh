@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the bundled example, from a fresh machine:
 #   1. install kernelwheel into .venv
-#   2. kernelwheel build kernels/img2gray  (creates the torch 2.14 + CUDA 13.0 build environment;
-#      without a GPU, the newest CPU variant's whose torch this machine can install)
+#   2. kernelwheel build kernels/img2gray  (creates the build environment of the newest torch
+#      with the newest CUDA the driver loads; without a GPU, of the newest CPU variant whose torch
+#      this machine can install)
 #   3. kernelwheel install the wheel into a fresh venv holding torch, convert a sample image.
 # Extra arguments go to `kernelwheel build` (e.g. --variant torch213-cxx11-cpu-x86_64-linux).
 set -euo pipefail
