@@ -1,5 +1,6 @@
 """This machine's GPUs (compat.gpus): nvidia-smi's answer read, and every way of having none
-said. The nvidia-smi here is a script put first on PATH."""
+said. The nvidia-smi here is a script put first on PATH, or a scripted runner's answer; and
+CUDA_VISIBLE_DEVICES read as CUDA reads it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.runners import Reply, ScriptedRunner
 
 from kernelwheel.compat.gpus import Gpus, parse_capabilities, query_gpus
 
@@ -26,12 +28,16 @@ def test_parse_capabilities_dedupes_and_sorts() -> None:
 
 
 def test_nvidia_smi_is_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_tool(tmp_path / "bin", "nvidia-smi", 'echo "$@" > "$0.args"; printf "9.0\\n9.0\\n"')
+    fake_tool(
+        tmp_path / "bin",
+        "nvidia-smi",
+        'echo "$@" > "$0.args"; printf "GPU-aa11, 9.0\\nGPU-bb22, 9.0\\n"',
+    )
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     gpus = query_gpus()
     assert gpus == Gpus(("9.0",), "nvidia-smi") and gpus.present
     args = (tmp_path / "bin" / "nvidia-smi.args").read_text().split()
-    assert args == ["--query-gpu=compute_cap", "--format=csv,noheader"]
+    assert args == ["--query-gpu=uuid,compute_cap", "--format=csv,noheader"]
     assert gpus.describe() == "NVIDIA GPU 9.0 (nvidia-smi)"
 
 
@@ -55,3 +61,60 @@ def test_without_nvidia_smi_the_interpreters_torch_is_asked(
     # This interpreter (no CUDA torch here, or no torch): no GPU, both reasons given.
     none = query_gpus(Path(sys.executable))
     assert not none.present and none.source.startswith("nvidia-smi: not found; torch.cuda of")
+
+
+# -- CUDA_VISIBLE_DEVICES, as CUDA reads it ----------------------------------------------------
+
+# nvidia-smi's rows, PCI bus order: an RTX 4090 (8.9) first, then an H100 (9.0).
+MIXED = "GPU-4090aaaa-0000, 8.9\nGPU-h100bbbb-1111, 9.0\n"
+
+
+def smi(rows: str, torch: str | None = None) -> ScriptedRunner:
+    """nvidia-smi answering ``rows``; an interpreter answering as torch.cuda would, ``torch``."""
+
+    def answer(cmd: list[str], cwd: Path | None) -> Reply:
+        if cmd[0] == "nvidia-smi":
+            return Reply(stdout=rows)
+        return Reply(stdout=torch or "") if torch is not None else Reply(code=1, stderr="no torch")
+
+    return ScriptedRunner(answer)
+
+
+@pytest.mark.parametrize(
+    ("visible", "order", "capabilities"),
+    [
+        ("1", "PCI_BUS_ID", ("9.0",)),  # bus order asked for: nvidia-smi's index 1
+        ("GPU-h100", None, ("9.0",)),  # a UUID prefix is unambiguous in any order
+        ("GPU-4090aaaa-0000,GPU-h100bbbb-1111", None, ("8.9", "9.0")),
+        ("0,7,1", "PCI_BUS_ID", ("8.9",)),  # CUDA stops at the first entry naming no GPU
+        ("", None, ()),  # empty: every GPU hidden
+        ("-1", None, ()),
+        ("GPU-nothere", None, ()),
+    ],
+)
+def test_visible_devices_are_the_gpus_built_for(
+    visible: str, order: str | None, capabilities: tuple[str, ...]
+) -> None:
+    gpus = query_gpus(runner=smi(MIXED), visible=visible, order=order)
+    assert gpus.capabilities == capabilities
+    assert f"CUDA_VISIBLE_DEVICES={visible}" in gpus.source
+    assert gpus.present or gpus.source.endswith("no GPU visible")
+
+
+def test_indices_on_alike_gpus_need_no_order() -> None:
+    two = "GPU-a, 9.0\nGPU-b, 9.0\n"
+    assert query_gpus(runner=smi(two), visible="1").capabilities == ("9.0",)
+    assert query_gpus(runner=smi(two), visible="2").capabilities == ()  # there is no third
+
+
+def test_indices_in_cudas_own_order_are_asked_of_torch_else_all_are_kept() -> None:
+    # CUDA's default order is fastest first, nvidia-smi's the bus: index 1 is not knowable here.
+    kept = query_gpus(runner=smi(MIXED), visible="1")
+    assert kept.capabilities == ("8.9", "9.0") and "every GPU's capability kept" in kept.source
+    python = Path("/envs/dev/bin/python")
+    runner = smi(MIXED, torch="9.0\n")  # torch reads the variables itself
+    by_torch = query_gpus(python, runner=runner, visible="1")
+    assert by_torch == Gpus(("9.0",), f"torch.cuda of {python}")
+    assert runner.commands[1][:2] == [str(python), "-c"]
+    mig = query_gpus(runner=smi(MIXED), visible="MIG-5d5ab9c7-0000")
+    assert mig.capabilities == ("8.9", "9.0")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import HubRepo, git, variant_files
+from support.runners import RecordingRunner
 from support.variants import HUB_NESTED as NESTED
 from support.variants import TORCH214_CU130
 
@@ -409,3 +410,18 @@ def test_reader_errors_name_the_field(edit: tuple[str, str], expected: str) -> N
     message = str(info.value)
     assert message.startswith(str(Path("proj") / LOCK_NAME)) and expected in message
     assert "run 'kernelwheel lock'" in message
+
+
+def test_the_clones_git_runs_through_the_runner_main_is_given(
+    repos: tuple[HubRepo, HubRepo, Path],
+) -> None:
+    legacy, current, project = repos
+    runner = RecordingRunner()
+    assert main(["lock", str(project)], runner) == 0
+    gits = [c for c in runner.commands if c[0] == "git"]
+    for clone in (legacy.root, current.root):
+        assert any(str(clone.resolve()) in c for c in gits), (clone, gits)
+    house = project / "house"
+    runner = RecordingRunner()
+    assert main(["download", str(project), "--wheelhouse", str(house)], runner) == 0
+    assert any(c[0] == "git" and str(current.root.resolve()) in c for c in runner.commands)

@@ -303,10 +303,15 @@ def test_the_machine_probe_asks_the_driver_only_with_a_gpu(
     monkeypatch.setenv("KERNELWHEEL_CUDA_DRIVER", "13.0")
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     planned = plan_project(project(tmp_path), {}, env={})
-    gpu = ScriptedRunner(lambda cmd, cwd: Reply(stdout="9.0\n"))
+    gpu = ScriptedRunner(lambda cmd, cwd: Reply(stdout="GPU-1234, 9.0\n"))
     chosen = select(planned, runner=gpu).default
     assert chosen is not None and chosen.recipe.name == "torch215-cxx11-cu130-x86_64-linux"
-    assert gpu.commands == [["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"]]
+    assert gpu.commands == [["nvidia-smi", "--query-gpu=uuid,compute_cap", "--format=csv,noheader"]]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # as torch would: no GPU, the CPU build
+    hidden = select(planned, runner=gpu).default
+    assert hidden is not None and hidden.recipe.name == "torch215-cxx11-cpu-x86_64-linux"
+    assert "CUDA_VISIBLE_DEVICES=: no GPU visible" in hidden.reason
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     none = ScriptedRunner(lambda cmd, cwd: Reply(code=9, stderr="NVIDIA-SMI has failed\n"))
     cpu = select(planned, runner=none).default
     assert cpu is not None and cpu.recipe.name == "torch215-cxx11-cpu-x86_64-linux"

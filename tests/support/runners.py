@@ -107,3 +107,43 @@ def torch_probe_reply(
         "tags": ["cp311-cp311-manylinux_2_28_x86_64"],
     }
     return Reply(stdout="KERNELWHEEL-PROBE " + json.dumps(report) + "\n")
+
+
+class RecordingRunner(Runner):
+    """kernelwheel's real runner that also records each command (as strings) in
+    :attr:`commands`: proof that a command went through the runner it was given."""
+
+    def __init__(self) -> None:
+        self.commands: list[list[str]] = []
+
+    def logged(
+        self,
+        cmd: Sequence[str | Path],
+        log: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> int:
+        self.commands.append([str(c) for c in cmd])
+        return super().logged(cmd, log, env=env, cwd=cwd)
+
+    def captured(
+        self,
+        cmd: Sequence[str | Path],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        input: str | None = None,
+        merge_stderr: bool = False,
+    ) -> subprocess.CompletedProcess[str]:
+        self.commands.append([str(c) for c in cmd])
+        return super().captured(
+            cmd, timeout=timeout, env=env, cwd=cwd, input=input, merge_stderr=merge_stderr
+        )
+
+    def captured_bytes(
+        self, cmd: Sequence[str | Path], *, input: bytes | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        self.commands.append([str(c) for c in cmd])
+        return super().captured_bytes(cmd, input=input)

@@ -88,6 +88,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             torch=args.torch,
         ),
         ui,
+        runner=args.runner,
     )
     if args.json:
         ui.print(emit_json(to_json(result, log)))

@@ -85,6 +85,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             jobs=jobs_value(args),
         ),
         ui,
+        runner=args.runner,
     )
     if args.json:
         ui.print(emit_json(to_json(result, log, check=args.check)))

@@ -5,6 +5,13 @@ does when ``TORCH_CUDA_ARCH_LIST`` is unset. The driver's ``nvidia-smi`` answers
 importing torch; where it is missing or fails, an interpreter with a CUDA torch (``--python``)
 is asked through ``torch.cuda.get_device_capability``. No answer means no GPU to build for:
 :class:`Gpus` says why, for the messages.
+
+``CUDA_VISIBLE_DEVICES`` is honoured as CUDA (and so torch) reads it: indices or ``GPU-`` UUID
+prefixes, up to the first entry that names no GPU; empty, or starting with such an entry, hides
+them all. nvidia-smi numbers GPUs in PCI bus order and CUDA, unless ``CUDA_DEVICE_ORDER`` is
+``PCI_BUS_ID``, fastest first, so indices are mapped only where the two agree on capabilities
+(every GPU alike, or the bus order asked for); otherwise torch is asked, else every GPU's
+capability is kept (compiling for more GPUs than are visible is slower, never wrong).
 """
 
 from __future__ import annotations
@@ -56,32 +63,102 @@ def parse_capabilities(text: str) -> tuple[str, ...]:
     return tuple(f"{major}.{minor}" for major, minor in sorted(found))
 
 
-def query_gpus(python: Path | None = None, *, timeout: float = 60, runner: Runner = RUNNER) -> Gpus:
-    """This machine's GPUs: nvidia-smi, else (given) ``python``'s CUDA torch."""
-    why = _ask(runner, ["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], timeout)
-    if isinstance(why, tuple):
-        return Gpus(why, "nvidia-smi")
+def query_gpus(
+    python: Path | None = None,
+    *,
+    timeout: float = 60,
+    runner: Runner = RUNNER,
+    visible: str | None = None,
+    order: str | None = None,
+) -> Gpus:
+    """This machine's GPUs that ``visible`` (``CUDA_VISIBLE_DEVICES``; None: unset) leaves
+    visible under ``order`` (``CUDA_DEVICE_ORDER``): nvidia-smi, else (given) ``python``'s CUDA
+    torch, which reads both variables itself."""
+    try:
+        rows = _rows(_ask(runner, [_SMI, "--query-gpu=uuid,compute_cap", *_CSV], timeout))
+        why = "nvidia-smi: no GPU listed"
+    except _NoAnswer as exc:
+        rows, why = [], str(exc)
+    if rows:
+        if visible is None:
+            return Gpus(_capabilities(rows), "nvidia-smi")
+        shown = f"nvidia-smi, CUDA_VISIBLE_DEVICES={visible}"
+        chosen = _visible(rows, visible, order)
+        if chosen is not None:
+            return Gpus(_capabilities(chosen), shown if chosen else f"{shown}: no GPU visible")
+        why = f"{shown}: not mapped to nvidia-smi's GPUs (CUDA's order, or a MIG instance)"
+        if python is None:
+            return Gpus(_capabilities(rows), f"{why}; every GPU's capability kept")
     if python is not None:
-        asked = _ask(runner, [str(python), "-c", _TORCH_QUERY], timeout)
-        if isinstance(asked, tuple):
-            return Gpus(asked, f"torch.cuda of {python}")
-        why += f"; torch.cuda of {python}: {asked}"
+        try:
+            found = parse_capabilities(_ask(runner, [str(python), "-c", _TORCH_QUERY], timeout))
+        except _NoAnswer as exc:
+            found, why = (), f"{why}; torch.cuda of {python}: {exc}"
+        else:
+            if found:
+                return Gpus(found, f"torch.cuda of {python}")
+            why += f"; torch.cuda of {python}: no GPU listed"
     return Gpus((), why)
 
 
-def _ask(runner: Runner, cmd: list[str], timeout: float) -> tuple[str, ...] | str:
-    """The capabilities ``cmd`` prints, or why there are none."""
+_SMI = "nvidia-smi"
+_CSV = ("--format=csv,noheader",)
+
+
+def _capabilities(rows: list[tuple[str, str]]) -> tuple[str, ...]:
+    return parse_capabilities("\n".join(capability for _, capability in rows))
+
+
+def _rows(text: str) -> list[tuple[str, str]]:
+    """(uuid, capability) of each GPU line of nvidia-smi's csv, in its order."""
+    rows = []
+    for line in text.splitlines():
+        uuid, _, capability = line.partition(",")
+        if _CAPABILITY.match(capability):
+            rows.append((uuid.strip(), capability.strip()))
+    return rows
+
+
+def _visible(
+    rows: list[tuple[str, str]], visible: str, order: str | None
+) -> list[tuple[str, str]] | None:
+    """The rows ``visible`` names (CUDA's rules, the module's docstring); None where an entry
+    cannot be mapped to nvidia-smi's rows (indices on differing GPUs, a MIG instance)."""
+    chosen: list[tuple[str, str]] = []
+    alike = len({c for _, c in rows}) == 1
+    for entry in (e.strip() for e in visible.split(",")):
+        if entry.isdigit():
+            if int(entry) >= len(rows):
+                break
+            if not alike and (order or "").strip().upper() != "PCI_BUS_ID":
+                return None
+            chosen.append(rows[int(entry)])
+            continue
+        if entry.startswith("MIG-"):
+            return None  # a MIG instance: its GPU is not in nvidia-smi's uuid column
+        named = [r for r in rows if entry.startswith("GPU-") and r[0].startswith(entry)]
+        if len(named) != 1:
+            break  # no GPU, or an ambiguous prefix: CUDA stops here too
+        chosen.append(named[0])
+    return chosen
+
+
+class _NoAnswer(Exception):
+    """Why a command printed nothing to read."""
+
+
+def _ask(runner: Runner, cmd: list[str], timeout: float) -> str:
+    """What ``cmd`` prints; :class:`_NoAnswer` when it cannot be run or fails."""
     name = Path(cmd[0]).name
     try:
         proc = runner.captured(cmd, timeout=timeout)
     except FileNotFoundError:
-        return f"{name}: not found"
+        raise _NoAnswer(f"{name}: not found") from None
     except OSError as exc:
-        return f"{name}: {exc.strerror or exc}"
+        raise _NoAnswer(f"{name}: {exc.strerror or exc}") from None
     except CommandTimeout:
-        return f"{name}: no answer within {timeout:g} s"
+        raise _NoAnswer(f"{name}: no answer within {timeout:g} s") from None
     if proc.returncode != 0:
         lines = (proc.stderr or proc.stdout).strip().splitlines()
-        return f"{name}: exit {proc.returncode}" + (f", {lines[-1]}" if lines else "")
-    found = parse_capabilities(proc.stdout)
-    return found if found else f"{name}: no GPU listed"
+        raise _NoAnswer(f"{name}: exit {proc.returncode}" + (f", {lines[-1]}" if lines else ""))
+    return proc.stdout

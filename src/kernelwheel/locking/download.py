@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
-from .._util import output_dir, publish, sha256_file, staging_dir
+from .._util import RUNNER, Runner, output_dir, publish, sha256_file, staging_dir
 from ..compat import rules as compat
 from ..errors import HubError, ProjectError, UsageError, VariantError
 from ..hub import RepoFile, RepoSource, ToWheelRequest, VersionRequest, to_wheels
@@ -31,7 +31,7 @@ from .fortorch import choose_for_torch, parse_torch
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
 from .pinned import PinnedSource, ref_kind
 from .pylock import CREATED_BY, PYLOCK, REQUIREMENTS, HouseWheel, pylock_toml, requirements_txt
-from .resolve import SourceOpener, open_dependency
+from .resolve import open_dependency
 
 __all__ = ["DownloadRequest", "DownloadResult", "download"]
 
@@ -258,10 +258,11 @@ def download(
     req: DownloadRequest,
     reporter: Reporter | None = None,
     *,
-    open_source: SourceOpener = open_dependency,
+    runner: Runner = RUNNER,
     abi_check: AbiCheck | None = default_abi_check,
 ) -> DownloadResult:
-    """Materialise the selected locked variants as verified wheels in ``req.wheelhouse``."""
+    """Materialise the selected locked variants as verified wheels in ``req.wheelhouse`` (a
+    local clone's git run through ``runner``)."""
     reporter = reporter or SilentReporter()
     lock_path = req.project_dir / LOCK_NAME
     lock = LockFile.load(lock_path)
@@ -287,7 +288,7 @@ def download(
                 f"kernel {kernel.repo}",
                 origin=LOCK_NAME,
             )
-            source = open_source(dep, req.project_dir, reporter)
+            source = open_dependency(dep, req.project_dir, reporter, runner)
             wheels += _materialise(
                 kernel,
                 chosen[kernel.repo],

@@ -22,7 +22,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from .. import __version__
-from .._util import atomic_write, sha256_file
+from .._util import RUNNER, Runner, atomic_write, sha256_file
 from ..errors import HubError, KernelwheelError, ProjectError
 from ..hub import (
     GitSource,
@@ -46,14 +46,12 @@ __all__ = [
     "KernelOutcome",
     "LockRequest",
     "LockResult",
-    "SourceOpener",
     "lock_project",
     "open_dependency",
 ]
 
 # Opens the source of one dependency (tests substitute their own).
 # (declaration, project folder, the reporter a Hub source tells of its model-type fallback)
-SourceOpener = Callable[[Dependency, Path, Reporter], RepoSource]
 
 
 @dataclass(frozen=True)
@@ -84,9 +82,9 @@ class LockResult:
 
 
 def open_dependency(
-    dep: Dependency, project_dir: Path, reporter: Reporter | None = None
+    dep: Dependency, project_dir: Path, reporter: Reporter | None = None, runner: Runner = RUNNER
 ) -> RepoSource:
-    """The Hub repo, or the git clone the declaration names."""
+    """The Hub repo, or the git clone the declaration names (its git run through ``runner``)."""
     if dep.path is None:
         return _in_context(dep, lambda: HubSource(dep.repo, reporter=reporter))
     folder = (project_dir / dep.path).resolve()
@@ -96,7 +94,7 @@ def open_dependency(
             file=project_dir / dep.origin,
             hint=f"clone {dep.repo} there (git clone, then git lfs pull), or fix the path",
         )
-    return _in_context(dep, lambda: GitSource(folder))
+    return _in_context(dep, lambda: GitSource(folder, runner))
 
 
 def _in_context(dep: Dependency, fn: Callable[[], RepoSource]) -> RepoSource:
@@ -214,11 +212,11 @@ def lock_project(
     req: LockRequest,
     reporter: Reporter | None = None,
     *,
-    open_source: SourceOpener = open_dependency,
+    runner: Runner = RUNNER,
     abi_check: AbiCheck | None = default_abi_check,
 ) -> LockResult:
     """Resolve, convert and record every declared kernel; write ``kernelwheel.lock`` when it
-    changed (unless ``check``)."""
+    changed (unless ``check``). A local clone's git runs through ``runner``."""
     reporter = reporter or SilentReporter()
     declarations = read_dependencies(req.project_dir)
     path = req.project_dir / LOCK_NAME
@@ -226,7 +224,7 @@ def lock_project(
     old = None if req.refresh else _previous(path, notes)
     outcomes: list[KernelOutcome] = []
     for dep in declarations.dependencies:
-        source = open_source(dep, req.project_dir, reporter)
+        source = open_dependency(dep, req.project_dir, reporter, runner)
         try:
             resolution = resolve(source, dep.request)
         except HubError as exc:

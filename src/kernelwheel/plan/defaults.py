@@ -371,7 +371,12 @@ def probe_machine(
     gpus = Gpus((), "not asked: the project has no cuda backend")
     driver = None
     if BackendKind.CUDA.value in project.backends:
-        gpus = query_gpus(options.python, runner=runner)
+        gpus = query_gpus(
+            options.python,
+            runner=runner,
+            visible=env.get("CUDA_VISIBLE_DEVICES"),
+            order=env.get("CUDA_DEVICE_ORDER"),
+        )
         driver = compat.cuda_driver() if gpus.present else None
     return Machine(Arch.host(), gpus, python, venv, driver)
 
