@@ -6,7 +6,8 @@
 #      ELF listed; with COMPARE_ALL=1 also `--cuda-capabilities all`, timed: the full list);
 #   3. give a wheel whose generated test runs the op on the GPU (8 passed, none skipped);
 #   4. build the earliest build.toml form (tests/fixtures/first_format) and run its op;
-#   5. with neither, build the newest variant of a CUDA the driver supports;
+#   5. with neither, build the newest variant of a CUDA the driver supports, of the GPUs
+#      CUDA_VISIBLE_DEVICES leaves visible;
 # and the same project with [torch] maxver = "2.10" is refused naming PY's torch, and the active
 # virtual environment's torch decides when no --python is given.
 #
@@ -102,3 +103,16 @@ env -u VIRTUAL_ENV -u CXX -u CC "$V/bin/kernelwheel" build "$W/gpu-op" --print-b
 rc=$?
 driver=$("$V/bin/python" -c 'from kernelwheel.compat.rules import cuda_driver; d = cuda_driver(); print("%d.%d" % d if d else "unknown")')
 say "no --python, no venv (the driver supports CUDA $driver): rc=$rc $(cat "$OUT/rule3.log")"
+
+# CUDA_VISIBLE_DEVICES, read as CUDA reads it, against this machine's real nvidia-smi.
+"$V/bin/python" - <<'PY' 2>&1 | tee -a "$SUMMARY"
+import subprocess
+from kernelwheel.compat.gpus import query_gpus
+smi = ["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"]
+uuid = subprocess.run(smi, capture_output=True, text=True).stdout.split()[0]
+for visible in (None, "0", uuid[:12], "", "-1", "7"):
+    print(f"CUDA_VISIBLE_DEVICES={visible!r}: {query_gpus(visible=visible).describe()}")
+PY
+CUDA_VISIBLE_DEVICES= env -u VIRTUAL_ENV -u CXX -u CC "$V/bin/kernelwheel" build "$W/gpu-op" \
+  --print-build-identifiers >"$OUT/hidden.log" 2>&1
+say "no --python, no venv, CUDA_VISIBLE_DEVICES='': rc=$? $(cat "$OUT/hidden.log")"
