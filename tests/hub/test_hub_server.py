@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.gitrepo import DEFECT_CASES, SEED_13, HubRepo, git, make_repo, variant_files
-from support.hubserver import GitBackedRepo, HubState, serve_as_hub
+from support.hubserver import Fault, GitBackedRepo, HubState, serve_as_hub
 from support.shared import leftovers, wheels_in
 
 from kernelwheel.errors import HubError
@@ -291,3 +291,17 @@ def test_cli_in_a_fresh_process(hub: HubState, tmp_path: Path) -> None:
         "img2gray-1.1.2+torch2.7.cu128.cxx11-cp39-abi3-manylinux_2_28_aarch64.whl",
         "img2gray-1.1.2+torch2.7.cu128.cxx11-cp39-abi3-manylinux_2_28_x86_64.whl",
     ]
+
+
+def test_a_commit_lookup_that_never_answers_is_bounded(
+    hub: HubState, seed: HubRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """repo_info's own default (timeout=None) would wait for as long as the Hub takes; the
+    lookup of a commit given with --revision is bounded like every other call."""
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "1")
+    commit = git(seed.root, "rev-parse", "v1.1.2^{commit}")
+    hub.faults.append(Fault("GET", "/revision/", 200, times=3, delay=4.0))
+    with pytest.raises(HubError, match="no answer within 1 s, 3 tries") as info:
+        to_wheels(ToWheelRequest(REPO, "1.1.2", revision=commit, output_dir=tmp_path / "out"))
+    assert f"looking up commit {commit}" in str(info.value)
+    assert hub.faults[0].times == 0  # all three tries reached the slow endpoint

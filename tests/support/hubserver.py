@@ -33,7 +33,8 @@ working tree:
 
 Faults (``HubState.faults``): a request whose method and path match a :class:`Fault` gets its
 status (a 503, say) instead of being handled, or, with status None, is handled and then left
-without an answer (the connection closed): a commit made whose answer was lost.
+without an answer (the connection closed): a commit made whose answer was lost; either after
+``delay`` seconds (a slow Hub).
 
 Errors carry ``X-Error-Code`` (RepoNotFound, RevisionNotFound, EntryNotFound) like the Hub's.
 ``tamper`` serves other bytes (same size) for a file while the listing keeps announcing the
@@ -50,6 +51,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -218,13 +220,15 @@ MODEL = "model"
 @dataclass
 class Fault:
     """What the next ``times`` requests of ``method`` whose path contains ``path`` get:
-    ``status`` instead of an answer, or (None) handled, then no answer at all."""
+    ``status`` instead of an answer, (None) handled, then no answer at all, or (200) handled
+    as usual; each after ``delay`` seconds."""
 
     method: str
     path: str
     status: int | None = 503
     times: int = 1
     then: Callable[[], None] | None = None  # run when met, before the request is answered
+    delay: float = 0.0  # seconds the server waits first (a slow Hub)
 
 
 @dataclass
@@ -340,6 +344,9 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         if fault.then is not None:
             fault.then()
+        time.sleep(fault.delay)
+        if fault.status == 200:
+            return False  # handled as usual (after the delay)
         if fault.status is None:
             self.withheld = True
             return False
