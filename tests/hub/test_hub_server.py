@@ -300,7 +300,7 @@ def test_a_commit_lookup_that_never_answers_is_bounded(
     lookup of a commit given with --revision is bounded like every other call."""
     monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "1")
     commit = git(seed.root, "rev-parse", "v1.1.2^{commit}")
-    hub.faults.append(Fault("GET", "/revision/", 200, times=3, delay=4.0))
+    hub.faults.append(Fault("GET", "/revision/", 200, times=3, delay=2.5))
     with pytest.raises(HubError, match="no answer within 1 s, 3 tries") as info:
         to_wheels(ToWheelRequest(REPO, "1.1.2", revision=commit, output_dir=tmp_path / "out"))
     assert f"looking up commit {commit}" in str(info.value)

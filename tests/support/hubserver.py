@@ -49,6 +49,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -659,6 +660,13 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     state: HubState
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up on a delayed or withheld answer (the fault tests) closed its end:
+        # expected, and not to be printed into whichever test runs when the handler wakes.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 @contextmanager
