@@ -75,7 +75,8 @@ def query_gpus(
     visible under ``order`` (``CUDA_DEVICE_ORDER``): nvidia-smi, else (given) ``python``'s CUDA
     torch, which reads both variables itself."""
     try:
-        rows = _rows(_ask(runner, [_SMI, "--query-gpu=uuid,compute_cap", *_CSV], timeout))
+        smi = ["nvidia-smi", "--query-gpu=uuid,compute_cap", "--format=csv,noheader"]
+        rows = _rows(_ask(runner, smi, timeout))
         why = "nvidia-smi: no GPU listed"
     except _NoAnswer as exc:
         rows, why = [], str(exc)
@@ -99,10 +100,6 @@ def query_gpus(
                 return Gpus(found, f"torch.cuda of {python}")
             why += f"; torch.cuda of {python}: no GPU listed"
     return Gpus((), why)
-
-
-_SMI = "nvidia-smi"
-_CSV = ("--format=csv,noheader",)
 
 
 def _capabilities(rows: list[tuple[str, str]]) -> tuple[str, ...]:

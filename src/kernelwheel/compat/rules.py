@@ -82,20 +82,26 @@ class Torch:
         """``torch 2.13.0+cpu (CPU, cxx11 ABI)``."""
         flavour = {CPU: "CPU", METAL: "Metal/MPS"}.get(self.kind, self.token)
         if self.kind == CUDA and self.backend is not None:
-            flavour = "CUDA " + _dotted(self.backend)
+            flavour = "CUDA " + dotted(self.backend)
         elif self.kind == ROCM and self.backend is not None:
-            flavour = "ROCm " + _dotted(self.backend)
+            flavour = "ROCm " + dotted(self.backend)
         return f"torch {self.version} ({flavour}, {_abi(self.cxx11)} ABI)"
 
     def describe_driver(self) -> str:
         """``CUDA driver: 13.1`` (or ``none found``) for a CUDA torch, else empty."""
         if self.kind != CUDA:
             return ""
-        return "CUDA driver: " + (_dotted(self.driver) if self.driver is not None else "none found")
+        return "CUDA driver: " + (dotted(self.driver) if self.driver is not None else "none found")
 
 
-def _dotted(pair: tuple[int, int]) -> str:
+def dotted(pair: tuple[int, int]) -> str:
     return f"{pair[0]}.{pair[1]}"
+
+
+def driver_loads(cuda: tuple[int, int], driver: tuple[int, int]) -> bool:
+    """Whether a driver that supports CUDA ``driver`` loads a build made with CUDA ``cuda``:
+    drivers run every CUDA up to their own, none newer."""
+    return cuda <= driver
 
 
 def _abi(cxx11: bool) -> str:
@@ -168,9 +174,9 @@ def problems(build: Build, torch: Torch) -> list[str]:
     if build.torch is not None:
         built, running = build.torch, torch.release
         if build.stable_abi and running < built:
-            found.append(f"torch version (built for torch >= {_dotted(built)})")
+            found.append(f"torch version (built for torch >= {dotted(built)})")
         elif not build.stable_abi and running != built:
-            found.append(f"torch version (built for torch {_dotted(built)})")
+            found.append(f"torch version (built for torch {dotted(built)})")
     if build.cxx11 is not None and build.cxx11 != torch.cxx11:
         found.append(f"C++ ABI (built {_abi(build.cxx11)})")
     backend = _backend_problem(build, torch)
@@ -190,17 +196,20 @@ def _backend_problem(build: Build, torch: Torch) -> str | None:
         return None
     if build.kind == CUDA and torch.backend is not None and build.version[0] != torch.backend[0]:
         # torch.utils.cpp_extension refuses exactly this: another CUDA major.
-        return f"CUDA major version (built with CUDA {_dotted(build.version)})"
-    if build.kind == CUDA and torch.driver is not None and build.version > torch.driver:
-        # A cuXY build needs a driver that supports CUDA X.Y (drivers run every older CUDA).
+        return f"CUDA major version (built with CUDA {dotted(build.version)})"
+    if (
+        build.kind == CUDA
+        and torch.driver is not None
+        and not driver_loads(build.version, torch.driver)
+    ):
         return (
-            f"CUDA driver (built with CUDA {_dotted(build.version)}; the driver supports "
-            f"CUDA {_dotted(torch.driver)})"
+            f"CUDA driver (built with CUDA {dotted(build.version)}; the driver supports "
+            f"CUDA {dotted(torch.driver)})"
         )
     if torch.backend is None:
         return None
     if build.kind == ROCM and build.version != torch.backend:
-        return f"ROCm version (built with ROCm {_dotted(build.version)})"
+        return f"ROCm version (built with ROCm {dotted(build.version)})"
     return None
 
 
@@ -263,7 +272,7 @@ def refusal(dist: str, version: str, build: Build, torch: Torch, found: list[str
     wanted = f"{dist}=={base}+{label(torch, compact=compact)}"
     upgrade = ""
     if build.stable_abi and build.torch is not None and torch.release < build.torch:
-        upgrade = f"Upgrade torch to {_dotted(build.torch)} or newer, or install"
+        upgrade = f"Upgrade torch to {dotted(build.torch)} or newer, or install"
     # Where only the driver objects, the build for this torch is this very label: the fitting
     # one is an older CUDA flavour, which kernelwheel install finds by the driver.
     by_driver = all(problem.startswith("CUDA driver") for problem in found)
@@ -285,15 +294,15 @@ def refusal(dist: str, version: str, build: Build, torch: Torch, found: list[str
 def describe_build(build: Build) -> str:
     """``torch 2.14, CUDA 13.0, cxx11 ABI``."""
     if build.tvm_ffi is not None:
-        parts = [f"apache-tvm-ffi {_dotted(build.tvm_ffi)} (no torch)"]
+        parts = [f"apache-tvm-ffi {dotted(build.tvm_ffi)} (no torch)"]
     elif build.torch is None:
         parts = ["any torch"]
     else:
-        parts = [("torch >= " if build.stable_abi else "torch ") + _dotted(build.torch)]
+        parts = [("torch >= " if build.stable_abi else "torch ") + dotted(build.torch)]
     if build.kind == CUDA and build.version is not None:
-        parts.append("CUDA " + _dotted(build.version))
+        parts.append("CUDA " + dotted(build.version))
     elif build.kind == ROCM and build.version is not None:
-        parts.append("ROCm " + _dotted(build.version))
+        parts.append("ROCm " + dotted(build.version))
     elif build.kind:
         parts.append(build.token if build.kind != CPU else "CPU")
     if build.cxx11 is not None:

@@ -50,9 +50,6 @@ __all__ = [
     "open_dependency",
 ]
 
-# Opens the source of one dependency (tests substitute their own).
-# (declaration, project folder, the reporter a Hub source tells of its model-type fallback)
-
 
 @dataclass(frozen=True)
 class LockRequest:

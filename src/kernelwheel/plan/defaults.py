@@ -230,7 +230,7 @@ def _newest(
                 f"here, and {project.name} has no cpu backend to build instead"
             )
         elif machine.driver is not None:
-            where += f", a driver for CUDA {_dotted(machine.driver)}"
+            where += f", a driver for CUDA {compat.dotted(machine.driver)}"
             cuda = _for_driver(cuda, machine.driver, notes)
         return _newest_of(cuda), f"the newest variant the plan allows for this machine ({where})"
     if cpu:
@@ -259,13 +259,9 @@ def _newest(
 
 def _cuda_of(recipe: VariantRecipe) -> tuple[int, int]:
     backend = recipe.variant.backend
-    assert backend is not None and backend.kind is BackendKind.CUDA
-    major, _, minor = backend.cuda_version.partition(".")
-    return int(major), int(minor or 0)
-
-
-def _dotted(version: tuple[int, int]) -> str:
-    return f"{version[0]}.{version[1]}"
+    assert backend is not None and backend.kind is BackendKind.CUDA and backend.version
+    major, minor = backend.version  # (major, minor): Backend checks it
+    return major, minor
 
 
 def _for_driver(
@@ -274,19 +270,22 @@ def _for_driver(
     """The CUDA variants a driver for CUDA ``driver`` loads (a cuXY build needs X.Y or newer:
     compat.rules, which the installer and the wheel's guard apply too); all of them, with a
     note, where it loads none."""
-    runs = [item for item in cuda if _cuda_of(item[1]) <= driver]
+    runs = [item for item in cuda if compat.driver_loads(_cuda_of(item[1]), driver)]
     newest = _newest_of(cuda)
+    has = compat.dotted(driver)
     if not runs:
+        oldest = compat.dotted(min(_cuda_of(r) for _, r in cuda))
         notes.append(
-            f"this machine's driver supports CUDA {_dotted(driver)}, older than every CUDA "
-            f"variant of the plan: the wheel's CUDA ops cannot run here until the driver is "
-            f"updated (to one for CUDA {_dotted(min(_cuda_of(r) for _, r in cuda))} or newer)"
+            f"this machine's driver supports CUDA {has}, older than every CUDA variant of the "
+            f"plan: the wheel's CUDA ops cannot run here until the driver is updated (to one for "
+            f"CUDA {oldest} or newer)"
         )
         return cuda
-    if _cuda_of(newest) > driver:
+    if not compat.driver_loads(_cuda_of(newest), driver):
         notes.append(
-            f"not {newest.name}: it needs a driver for CUDA {_dotted(_cuda_of(newest))}, this "
-            f"machine's supports {_dotted(driver)} (--variant {newest.name} builds it anyway)"
+            f"not {newest.name}: it needs a driver for CUDA "
+            f"{compat.dotted(_cuda_of(newest))}, this machine's supports {has} "
+            f"(--variant {newest.name} builds it anyway)"
         )
     return runs
 
