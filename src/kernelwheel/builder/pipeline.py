@@ -36,6 +36,7 @@ from .steps import (
     compile_env,
     finish_wheel,
     full_version,
+    load_checked,
     package_files,
     probe_toolchain,
     remedies_setting,
@@ -211,6 +212,8 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
         detail.append(str(result["cache"]))
     for note in _notes(result):
         reporter.info(scope, note)
+    so_path = Path(str(result["shared_object"]))
+    load_checked(req, env.python, so_path, namespace, "torch", reporter, runner)
 
     with step(reporter, scope, "wheel") as detail:
         version = full_version(req.version, variant, req.local_version_style)
@@ -224,7 +227,6 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
         )
         files = package_files(project)
         files[f"{project.package}/_ops.py"] = codegen.ops_py(namespace, stamp).encode()
-        so_path = Path(str(result["shared_object"]))
         files[f"{project.package}/{namespace}.abi3.so"] = so_path.read_bytes()
         spec = WheelSpec(
             name=project.name,

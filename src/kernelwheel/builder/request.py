@@ -84,6 +84,7 @@ class BuildRequest:
     ccache_remote: str | None = None  # ccache's remote storage URL(s), shared across machines
     recipes_dir: Path | None = None  # where ccache.toml may be (None: the bundled recipes)
     abi_remedies: bool = True  # the ABI remedies (abi/remedies, docs/portability.md)
+    load_check: bool = True  # import the linked extension before the wheel (builder/load_check)
     sources: IndexOptions = IndexOptions()  # where pip looks (a tvm-ffi build's environment)
     # The options set above their defaults, each with its layer (Options.preamble): the top
     # of the variant's log.
@@ -304,6 +305,7 @@ def _request(
         ccache_remote=options.ccache_remote,
         recipes_dir=options.recipes,
         abi_remedies=options.abi_remedies,
+        load_check=options.load_check,
         sources=sources,
         options_preamble=options.preamble(),
         hub_layout=options.hub_layout,

@@ -29,6 +29,7 @@ from .compile_rules import NO_GNU_UNIQUE
 from .compile_spec import CommandSpec, CompileSpec
 from .compiler_cache import ccache_env, project_census, read_stats, select_ccache
 from .envs import CudaToolkit, EnvInfo, supported_capabilities
+from .load_check import check_load, skip_reason
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
 
@@ -288,6 +289,29 @@ def run_worker(
         )
     result: dict[str, object] = json.loads(result_path.read_text())
     return result
+
+
+def load_checked(
+    req: BuildRequest,
+    python: Path,
+    shared_object: Path,
+    namespace: str,
+    kind: str,
+    reporter: Reporter,
+    runner: Runner,
+) -> None:
+    """The load check of a freshly linked extension (builder/load_check), as a step; skipped,
+    with a note, for the load-check option off or a variant this host cannot load."""
+    scope = req.variant.name
+    if not req.load_check:
+        return
+    skipped = skip_reason(req.variant)
+    if skipped is not None:
+        reporter.info(scope, f"load check skipped: {skipped}")
+        return
+    with step(reporter, scope, "load check", log=req.log) as detail:
+        report = check_load(python, shared_object, namespace, kind, req.log, runner)
+        detail.append(report.describe(namespace))
 
 
 def unchanged_compile(

@@ -60,6 +60,7 @@ from .steps import (
     compile_env,
     finish_wheel,
     full_version,
+    load_checked,
     package_files,
     probe_toolchain,
     remedies_setting,
@@ -268,6 +269,7 @@ def build_tvm_ffi_variant(
     with step(reporter, scope, "compile", log=log) as detail:
         shared_object, capabilities, cache = _compile(req, env, namespace, toolkit, header, runner)
         detail.append(f"{shared_object.name}; {cache}")
+    load_checked(req, env.python, shared_object, namespace, "tvm-ffi", reporter, runner)
 
     with step(reporter, scope, "wheel") as detail:
         version = full_version(req.version, variant, req.local_version_style)

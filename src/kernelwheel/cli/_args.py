@@ -273,6 +273,14 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep linux_<arch> wheels (still ABI-checked against their tag)",
     )
     repair.add_argument(
+        "--no-load-check",
+        dest="load_check",
+        action="store_false",
+        default=None,
+        help="do not import each linked extension in the build environment before its wheel "
+        "is written (the check that fails a build on a wrong op schema or undefined symbol)",
+    )
+    repair.add_argument(
         "--no-abi-remedies",
         dest="abi_remedies",
         action="store_false",

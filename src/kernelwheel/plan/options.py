@@ -99,6 +99,9 @@ class Options:
     # kernelwheel's ABI remedies (docs/portability.md): the forced-include header and the compat
     # source that keep a new host's imports within the policy; False compiles the sources alone
     abi_remedies: bool = True
+    # import each linked extension in a child of the build environment's Python before its
+    # wheel is written (builder/load_check.py): a wrong op schema fails the build, not an import
+    load_check: bool = True
     hub_layout: Path | None = None  # also export each built variant as a Hub tree here
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     # CUDA device code: nvcc's fatbin compression (CUDA >= 12.8; "default": nvcc's own choice)
@@ -527,6 +530,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef("repair", _bool, flag="--no-repair"),
     OptionDef("best_effort", _bool),
     OptionDef("abi_remedies", _bool, flag="--no-abi-remedies"),
+    OptionDef("load_check", _bool, flag="--no-load-check"),
     OptionDef("hub_layout", _path),
     OptionDef("local_version_style", _style),
     OptionDef("fatbin_compression", _fatbin_compression),

@@ -1,0 +1,49 @@
+"""Load a freshly linked extension the way its package will. Runs INSIDE the build environment.
+
+Invoked by file path with that environment's interpreter, so it may import only the standard
+library, torch and tvm_ffi - never kernelwheel itself. Arguments: the build kind (``torch`` or
+``tvm-ffi``), the shared object, its ops namespace. Prints one JSON line: the namespace's ops
+with their schemas. A failure is an exception (exit 1, traceback on stderr) or, for an error
+thrown while the shared object's static registrations run, torch's abort (a signal): the parent
+(builder/load_check.py) reads either from stderr.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+
+def load_torch(path: str, namespace: str) -> list[str]:
+    """Import ``path`` as the extension module ``namespace`` after torch (what the package's
+    ``_ops.py`` does), then the schemas registered under the namespace."""
+    import torch
+
+    spec = importlib.util.spec_from_file_location(namespace, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} is not an extension module this Python can load")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # runs the static op registrations
+    prefix = namespace + "::"
+    return sorted(
+        str(schema) for schema in torch._C._jit_get_all_schemas() if schema.name.startswith(prefix)
+    )
+
+
+def load_tvm_ffi(path: str) -> list[str]:
+    import tvm_ffi
+
+    tvm_ffi.load_module(path)
+    return []
+
+
+def main(argv: list[str]) -> int:
+    kind, path, namespace = argv
+    ops = load_tvm_ffi(path) if kind == "tvm-ffi" else load_torch(path, namespace)
+    print(json.dumps({"ops": ops}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,160 @@
+"""The load check: a freshly linked extension imported in a child of the build environment's
+interpreter, before any wheel is written. A wrong op schema, an undefined symbol or an error in
+a static registration then fails the build naming the op, instead of aborting the user's Python
+at import. A child process, because torch aborts the whole process on an error thrown while a
+shared object's registrations run."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._util import CommandTimeout, Runner
+from ..errors import BuildError
+from ..model.variant import Arch, Variant
+
+PROGRAM = Path(__file__).with_name("_load_check.py")
+TIMEOUT_S = 300  # importing torch on a cold disk takes seconds; a hang is a failure
+
+# torch's message for an implementation whose C++ signature differs from the op's schema
+_MISMATCH = "doesn't match the expected function schema"
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What a load check found: the ops registered under the build's namespace (schemas), or
+    why it did not run (``skipped``)."""
+
+    ops: tuple[str, ...] = ()
+    skipped: str | None = None
+
+    def describe(self, namespace: str) -> str:
+        if self.skipped is not None:
+            return f"skipped: {self.skipped}"
+        names = [op.split("(", 1)[0].removeprefix(namespace + "::") for op in self.ops]
+        return f"{len(names)} op(s) loaded" + (f": {', '.join(names)}" if names else "")
+
+
+def skip_reason(variant: Variant) -> str | None:
+    """Why this host cannot load ``variant``'s extension (another arch), else None."""
+    if variant.arch is not None and variant.arch is not Arch.host():
+        return f"a {variant.arch.value} extension cannot be loaded on this {Arch.host().value} host"
+    return None
+
+
+def check_load(
+    python: Path,
+    shared_object: Path,
+    namespace: str,
+    kind: str,
+    log: Path,
+    runner: Runner,
+) -> LoadReport:
+    """Import ``shared_object`` with ``python`` (``kind``: ``torch`` or ``tvm-ffi``); the
+    output goes to ``log``. A failure is a :class:`BuildError` naming the op and the fix."""
+    cmd: list[str | Path] = [python, PROGRAM, kind, shared_object, namespace]
+    try:
+        proc = runner.captured(cmd, timeout=TIMEOUT_S)
+    except CommandTimeout:
+        raise BuildError(
+            f"the load check of {shared_object.name} did not finish in {TIMEOUT_S} s",
+            log=log,
+            hint="a static initializer in the extension hangs; pass --no-load-check to skip "
+            "the check",
+        ) from None
+    with open(log, "a") as fh:
+        fh.write(f"\n$ load check: {python} {PROGRAM.name} {kind} {shared_object}\n")
+        fh.write(proc.stdout + proc.stderr)
+    if proc.returncode == 0:
+        lines = proc.stdout.strip().splitlines()
+        ops = json.loads(lines[-1]).get("ops", []) if lines else []
+        return LoadReport(ops=tuple(str(op) for op in ops))
+    message, hint = explain_failure(proc.returncode, proc.stderr, namespace)
+    raise BuildError(message, log=log, hint=hint)
+
+
+def explain_failure(code: int, stderr: str, namespace: str) -> tuple[str, str]:
+    """(message, fix) for a load check that exited ``code`` with ``stderr``."""
+    how = _how_it_ended(code)
+    reason = _reason(stderr)
+    text = _strip_namespace(reason, namespace)
+    if _MISMATCH in reason:
+        op = _field(reason, "operator")
+        name = _strip_namespace(op, namespace) if op else "an op"
+        lines = [
+            f"\n  {label:<14} {_strip_namespace(value, namespace)}"
+            + (f"  ({_strip_namespace(where, namespace)})" if where else "")
+            for label, key in (("schema", "expected schema"), ("implementation", "inferred schema"))
+            if (value := _field(reason, key))
+            for where in (_registered_at(reason, key),)
+        ]
+        why = _field(reason, "reason")
+        return (
+            f"the extension {how} when loaded: op {name}: its C++ implementation does not match "
+            "the schema it was defined with:" + "".join(lines) + (f"\n  {why}" if why else ""),
+            f'make the schema in ops.def("{name}(...)") match the implementation\'s parameters '
+            "and return type, or fix the function",
+        )
+    if "undefined symbol" in reason:
+        return (
+            f"the extension {how} when loaded: {text}",
+            "a function is declared but not defined in any compiled source: define it, add its "
+            "source to build.toml's src, or link the library that has it",
+        )
+    return (
+        f"the extension {how} when loaded: {text or '(no message)'}",
+        "fix the error above (the log has the full output); pass --no-load-check to skip "
+        "the check",
+    )
+
+
+def _how_it_ended(code: int) -> str:
+    if code < 0:
+        try:
+            return f"crashed ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"crashed (signal {-code})"
+    return "failed"
+
+
+def _reason(stderr: str) -> str:
+    """The heart of the child's stderr: a C++ exception's ``what():`` (up to torch's "Exception
+    raised from" trailer), else the last line of a Python traceback, else the last lines."""
+    what = stderr.find("what():")
+    if what >= 0:
+        body = stderr[what + len("what():") :]
+        body = body.split("Exception raised from", 1)[0]
+        return "\n".join(line.strip() for line in body.strip().splitlines() if line.strip())
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    if any(line.startswith("Traceback") for line in lines):
+        return lines[-1].strip()
+    return "\n".join(lines[-5:])
+
+
+def _field(reason: str, label: str) -> str | None:
+    match = re.search(rf"^\s*{re.escape(label)}:\s*(.+)$", reason, re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+# The compilers' -ffile-prefix-map names for the project (compile_plan.prefix_maps): torch's
+# "registered at FILE:LINE" then names the author's own path.
+_PROJECT_PREFIXES = ("/kernelwheel/build/project/", "/kernelwheel/src/")
+
+
+def _registered_at(reason: str, label: str) -> str | None:
+    """The ``registered at FILE:LINE`` line torch prints under ``label``'s line."""
+    match = re.search(
+        rf"^\s*{re.escape(label)}:.*\n\s*registered at (\S+)", reason, re.MULTILINE
+    )
+    return match.group(1) if match else None
+
+
+def _strip_namespace(text: str, namespace: str) -> str:
+    """The build's generated namespace taken out of op names (the author wrote ``add_one``),
+    and the project's mapped paths made relative to it."""
+    for prefix in _PROJECT_PREFIXES:
+        text = text.replace(prefix, "")
+    return text.replace(namespace + "::", "")
