@@ -317,6 +317,28 @@ def run_logged(
             return _KILLED if proc is None else proc.wait()
 
 
+def run_attached(
+    cmd: Sequence[str | Path],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> int:
+    """Run ``cmd`` on this process's own stdout and stderr (what the user runs through
+    kernelwheel, e.g. the project's tests); the exit code."""
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [str(c) for c in cmd],
+            stdin=subprocess.DEVNULL,
+            env=None if env is None else dict(env),
+            cwd=cwd,
+            start_new_session=True,  # a group of its own: _kill_group reaches its children
+        )
+
+    with _tracked(start) as proc:
+        return _KILLED if proc is None else proc.wait()
+
+
 # What run_captured raises past its timeout (callers need not import subprocess for it).
 CommandTimeout = subprocess.TimeoutExpired
 
@@ -478,6 +500,16 @@ class Runner:
         return run_captured(
             cmd, timeout=timeout, env=env, cwd=cwd, input=input, merge_stderr=merge_stderr
         )
+
+    def attached(
+        self,
+        cmd: Sequence[str | Path],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> int:
+        """``cmd`` on this process's stdout and stderr: :func:`run_attached`."""
+        return run_attached(cmd, env=env, cwd=cwd)
 
     def captured_bytes(
         self, cmd: Sequence[str | Path], *, input: bytes | None = None

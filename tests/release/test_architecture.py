@@ -256,7 +256,7 @@ PROCESS_MODULES = {"subprocess", "multiprocessing", "pty", "asyncio.subprocess"}
 
 # The runner's primitives: the rest of kernelwheel is given a Runner and calls its methods, so a
 # runner passed in sees every command.
-PRIMITIVES = {"run_logged", "run_captured", "spawn_piped"}
+PRIMITIVES = {"run_logged", "run_captured", "run_attached", "spawn_piped"}
 
 
 def process_imports(src: Path) -> list[str]:

@@ -434,6 +434,7 @@ def main() -> int:
             str(build_temp),
             "--build-lib",
             str(build_lib),
+            *(["--force"] if spec.get("incremental") else []),
         ],
     )
     for flag in _leftover_dropped_flags(build_temp):

@@ -98,7 +98,9 @@ def is_cuda_variant(variant: Variant) -> bool:
 def write_registration_header(include_dir: Path) -> Path:
     include_dir.mkdir(parents=True, exist_ok=True)
     path = include_dir / "registration.h"
-    path.write_text(REGISTRATION_HEADER)
+    # unchanged, left alone: a dev build's ninja would recompile every unit of a newer header
+    if not path.is_file() or path.read_text() != REGISTRATION_HEADER:
+        path.write_text(REGISTRATION_HEADER)
     return path
 
 

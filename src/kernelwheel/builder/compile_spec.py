@@ -62,6 +62,10 @@ class CompileSpec:
     # The order the compiles start in (ninja's file order), where it is not ``sources``'; the
     # link order stays the objects' path order either way, so the bytes do not depend on it.
     schedule: tuple[str, ...] = ()
+    # a dev build's persistent folder: setuptools always runs ninja and the link (its own
+    # up-to-date test reads only the sources' times, not the headers'); ninja skips what is
+    # unchanged
+    incremental: bool = False
 
     def through_views(self, views: tuple[tuple[str, str], ...]) -> CompileSpec:
         """This spec with each ``(folder, link)`` of ``views`` naming the folder's sources

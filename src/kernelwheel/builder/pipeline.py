@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from packaging.tags import Tag
 
@@ -107,10 +109,14 @@ def _compile(
     cross_build: cross.CrossBuild | None,
     header: ForcedHeader | None,
     runner: Runner,
+    *,
+    incremental: bool = False,
 ) -> dict[str, object]:
+    """The compile step; ``incremental`` (``dev``) keeps the work folder's objects, and ninja
+    recompiles only what changed."""
     variant = req.variant
     stage = req.work_dir / variant.name
-    if stage.exists():
+    if stage.exists() and not incremental:
         shutil.rmtree(stage)
     codegen.write_registration_header(stage / "include")
     # The remedies keep the .so within the policy when built with a newer gcc/glibc.
@@ -120,6 +126,8 @@ def _compile(
     # path on every machine (builder.compiler_cache).
     views = ((req.project.root, PROJECT_LINK), (remedies.data_dir, DATA_LINK))
     for folder, link in views:
+        if (stage / link).is_symlink():  # an incremental build's, from its last run
+            (stage / link).unlink()
         (stage / link).symlink_to(folder.resolve(), target_is_directory=True)
     headers = tuple(provide_headers(req.headers, req.cache_dir, env.python, log, runner))
     tools = probe_toolchain(toolkit, req, runner)
@@ -128,6 +136,7 @@ def _compile(
         plan.keep_dir.mkdir(parents=True, exist_ok=True)
     _note(log, plan.notes)
     spec = plan.spec.through_views(tuple((str(f), str(stage / link)) for f, link in views))
+    spec = replace(spec, incremental=incremental)
     if cross_build is not None:  # kernelwheel.builder.cross: target include/lib dirs, nvcc -ccbin
         spec = cross_build.extend_spec(spec)
     spec.write(stage / "compile.json")
@@ -157,24 +166,19 @@ def _python_tag(limited_api: str) -> tuple[str, str]:
     return f"cp{major}{minor}", f">={major}.{minor}"
 
 
-def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
-    """Build the torch extension wheel of ``req``'s variant (per torch or on the stable ABI),
-    every command through ``runner``."""
-    project, variant = req.project, req.variant
-    scope = variant.name
-    if req.kind is not BuildKind.TORCH:
-        raise ProjectError(
-            f"{project.name} is a {req.kind.value} project, not a torch extension",
-            file=project.build_toml,
-            hint="build it through kernelwheel.builder.entry.build_and_export",
-        )
-    if not req.best_effort and (variant.arch is None or variant.arch is Arch.host()):
-        check_cxx_toolchain(req.cxx, os.environ, runner)  # a cross build brings its own
-    output_dir(req.out_dir, "--output-dir")  # a clear error for a file or unwritable folder
-    log = req.log
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(req.log_header())
+class Prepared(NamedTuple):
+    """A torch variant's build environment: its interpreter's facts, the cross build (another
+    arch only), the CUDA toolkit (CUDA variants only) and the ABI remedies' header."""
 
+    env: EnvInfo
+    cross_build: cross.CrossBuild | None
+    toolkit: CudaToolkit | None
+    header: ForcedHeader | None
+
+
+def prepare_environment(req: BuildRequest, reporter: Reporter, runner: Runner) -> Prepared:
+    """The environment step of a torch variant (``build`` and ``dev`` alike)."""
+    variant, scope, log = req.variant, req.variant.name, req.log
     with step(reporter, scope, "environment", log=log) as detail:
         # kernelwheel.builder.cross: a variant for another arch builds in a host-arch environment
         # (the request's env_spec) against the target arch's torch (and CUDA) wheels, with the
@@ -201,6 +205,29 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
         if cross_build is not None:
             detail.append(cross_build.describe())
         header = remedy_header(req, runner)  # from the request's compiler: a cross build's
+
+    return Prepared(env, cross_build, toolkit, header)
+
+
+def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
+    """Build the torch extension wheel of ``req``'s variant (per torch or on the stable ABI),
+    every command through ``runner``."""
+    project, variant = req.project, req.variant
+    scope = variant.name
+    if req.kind is not BuildKind.TORCH:
+        raise ProjectError(
+            f"{project.name} is a {req.kind.value} project, not a torch extension",
+            file=project.build_toml,
+            hint="build it through kernelwheel.builder.entry.build_and_export",
+        )
+    if not req.best_effort and (variant.arch is None or variant.arch is Arch.host()):
+        check_cxx_toolchain(req.cxx, os.environ, runner)  # a cross build brings its own
+    output_dir(req.out_dir, "--output-dir")  # a clear error for a file or unwritable folder
+    log = req.log
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(req.log_header())
+
+    env, cross_build, toolkit, header = prepare_environment(req, reporter, runner)
 
     with step(reporter, scope, "codegen") as detail:
         bid = codegen.build_id(project, variant, settings=_settings(req, header))

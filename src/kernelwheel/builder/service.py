@@ -27,12 +27,13 @@ from ..plan.options import available_memory_mib, resolve_jobs
 from ..plan.planning import Planned, wheel_version
 from ..plan.versioning import read_git_state
 from .compile_rules import DEFAULT_MIB_PER_THREAD, variants_at_once
+from .dev import DevBuild, build_dev
 from .entry import build_and_export
 from .preflight import require_buildable
 from .registrations import check_registrations
 from .request import BuildKind, BuildRequest, plan_requests
 
-__all__ = ["BuildProgress", "BuildResult", "Outcome", "build_project"]
+__all__ = ["BuildProgress", "BuildResult", "Outcome", "build_project", "dev_project"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,37 @@ def build_project(
     """Build ``recipes`` (the selected variants of ``planned``), reporting to ``progress``,
     every command through ``runner``; ``gpu_capabilities``: the GPUs' a default CUDA build
     compiles for (plan.defaults)."""
+    requests, version, at_once = _requests(planned, recipes, progress, gpu_capabilities, runner)
+    if at_once == 1 or len(requests) == 1:
+        outcomes = tuple(_variant(req, progress, runner) for req in requests)
+    else:
+        outcomes = _side_by_side(requests, at_once, progress, runner)
+    return BuildResult(planned.project.name, version, outcomes)
+
+
+def dev_project(
+    planned: Planned,
+    recipe: VariantRecipe,
+    progress: Reporter,
+    *,
+    gpu_capabilities: tuple[str, ...] = (),
+    runner: Runner = RUNNER,
+) -> DevBuild:
+    """``kernelwheel dev``: ``recipe``'s variant of ``planned`` compiled incrementally into the
+    project's dev folder (builder/dev.py), planned and refused as a build is."""
+    (request,), _, _ = _requests(planned, [recipe], progress, gpu_capabilities, runner)
+    return build_dev(request, progress, runner)
+
+
+def _requests(
+    planned: Planned,
+    recipes: Sequence[VariantRecipe],
+    progress: Reporter,
+    gpu_capabilities: tuple[str, ...],
+    runner: Runner,
+) -> tuple[tuple[BuildRequest, ...], str, int]:
+    """Every request of a run (and the wheel version, the variants at once), made and refused
+    before anything is built."""
     project, options = planned.project, planned.options
     for warning in check_registrations(project, allow=options.allow_fixed_op_namespaces):
         progress.info("", f"warning: {warning}")
@@ -130,11 +162,7 @@ def build_project(
         options.cuda_home,
         runner,
     )
-    if at_once == 1 or len(requests) == 1:
-        outcomes = tuple(_variant(req, progress, runner) for req in requests)
-    else:
-        outcomes = _side_by_side(requests, at_once, progress, runner)
-    return BuildResult(project.name, version, outcomes)
+    return requests, version, at_once
 
 
 def _side_by_side(

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 # Order is the order shown in --help.
 COMMANDS = (
     "init",
+    "dev",
+    "test",
     "build",
     "matrix",
     "check",

@@ -1,0 +1,303 @@
+"""``kernelwheel dev``: the author's loop. One torch variant compiled incrementally into a
+persistent folder of kernelwheel's cache, loaded (the load check), and laid out as an importable
+package; no wheel, no repair, no ABI policy.
+
+The folder, ``<cache>/dev/<package>-<digest of the project's path>/``, holds
+
+- ``<variant>/``: the compile's work folder, kept across runs: ninja recompiles only the units
+  whose inputs changed, and the ops namespace is fixed for the project and variant (not a digest
+  of its files, as a release's is), so an edit of a kernel never recompiles the binding;
+- ``site/<package>/``: the package as it would be installed: links to the project's Python
+  files (an edit of them is live), the generated ``_ops.py`` and the shared object. ``site`` is
+  what goes on ``sys.path`` (a ``.pth`` file or ``PYTHONPATH``);
+- ``hub/build/<variant>/``: the same files as ``kernels`` loads a local build
+  (``LOCAL_KERNELS=<repo>=<dev>/hub``), with a metadata.json whose provenance says ``dev``:
+  ``kernelwheel upload`` refuses it.
+
+Nothing here is a wheel, and nothing lies in the project: only ``build`` makes what is published.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import Version
+
+from .. import __version__
+from .._util import CommandTimeout, Runner, atomic_write, locked, replace_dir, staging_dir
+from ..compat.guard import BuildStamp
+from ..errors import ProjectError
+from ..log import Reporter, step
+from ..model.project import KernelProject
+from ..model.variant import Variant
+from . import codegen
+from .load_check import LoadReport, check_load, skip_reason
+from .pipeline import _compile, prepare_environment
+from .request import BuildKind, BuildRequest
+from .steps import full_version, package_files
+
+__all__ = [
+    "DEV_MARK",
+    "DevBuild",
+    "Linked",
+    "build_dev",
+    "dev_folder",
+    "link_dev_build",
+    "pytest_command",
+    "unlink_dev_build",
+]
+
+# What the dev builds' metadata.json says in its provenance's builder version: upload refuses it.
+DEV_MARK = "(kernelwheel dev build: not for publishing)"
+
+
+@dataclass(frozen=True)
+class DevBuild:
+    """A finished dev build."""
+
+    variant: Variant
+    folder: Path  # <cache>/dev/<package>-<digest>
+    site: Path  # on sys.path: holds <package>/
+    hub: Path  # LOCAL_KERNELS's path: holds build/<variant>/
+    namespace: str
+    python: Path  # the build environment's interpreter: it loads the extension
+    compiled: str  # what the compile step did ("unchanged: compile skipped", ccache's stats)
+    load: LoadReport | None  # None: the load check is off
+    log: Path
+
+
+def dev_folder(cache_dir: Path, project: KernelProject) -> Path:
+    """The project's dev folder in kernelwheel's cache (one per project folder)."""
+    digest = hashlib.sha256(str(project.root.resolve()).encode()).hexdigest()[:12]
+    return cache_dir / "dev" / f"{project.package}-{digest}"
+
+
+def dev_namespace(project: KernelProject, variant: Variant) -> str:
+    """The ops namespace of the project's dev builds of ``variant``: fixed, so that an edit
+    recompiles only the edited unit; distinct from every release build's (``dev`` in it)."""
+    digest = hashlib.sha256(f"{project.root.resolve()}\0{variant.name}".encode()).hexdigest()
+    return codegen.ops_namespace(project.package, "dev" + digest[:10])
+
+
+def dev_request(req: BuildRequest) -> BuildRequest:
+    """``req`` as a dev build's: its work folder and log in the dev folder; no ABI remedies,
+    repair or policy; no Hub layout."""
+    folder = dev_folder(req.cache_dir, req.project)
+    return dataclasses.replace(
+        req,
+        work_dir=folder,
+        out_dir=folder,
+        manylinux=None,
+        abi_remedies=False,
+        hub_layout=None,
+    )
+
+
+def build_dev(req: BuildRequest, reporter: Reporter, runner: Runner) -> DevBuild:
+    """Compile ``req``'s variant incrementally into its dev folder, load-check it and lay it
+    out as an importable package (:class:`DevBuild`)."""
+    if req.kind is not BuildKind.TORCH:
+        raise ProjectError(
+            f"{req.project.name} is a {req.kind.value} project: kernelwheel dev builds torch "
+            "extensions only",
+            file=req.project.build_toml,
+            hint="build its wheels with 'kernelwheel build'",
+        )
+    req = dev_request(req)
+    req.work_dir.mkdir(parents=True, exist_ok=True)
+    with locked(req.work_dir / f"{req.variant.name}.lock"):  # one dev build of it at a time
+        return _build_dev(req, reporter, runner)
+
+
+def _build_dev(req: BuildRequest, reporter: Reporter, runner: Runner) -> DevBuild:
+    project, variant, scope, log = req.project, req.variant, req.variant.name, req.log
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(req.log_header().replace("kernelwheel build", "kernelwheel dev", 1))
+    env, cross_build, toolkit, header = prepare_environment(req, reporter, runner)
+    namespace = dev_namespace(project, variant)
+    with step(reporter, scope, "compile", log=log) as detail:
+        result = _compile(
+            req, env, namespace, log, toolkit, cross_build, header, runner, incremental=True
+        )
+        detail.append(str(result["cache"]))
+    so_path = Path(str(result["shared_object"]))
+    unchanged = str(result["cache"]).startswith("unchanged")
+    load = None
+    if req.load_check and skip_reason(variant) is None and not unchanged:
+        with step(reporter, scope, "load check", log=log) as detail:
+            load = check_load(env.python, so_path, namespace, "torch", log, runner)
+            detail.append(load.describe(namespace))
+    folder = req.work_dir
+    stamp = BuildStamp(
+        dist_name=project.name,
+        version=full_version(req.version, variant, req.local_version_style),
+        variant=variant,
+        cuda_major=toolkit.major if toolkit else None,
+    )
+    with step(reporter, scope, "package") as detail:
+        site = _lay_out_site(folder / "site", project, namespace, stamp, so_path)
+        major = Version(req.version).major
+        hub = _lay_out_hub(
+            folder / "hub", project, variant, namespace, site / project.package, major
+        )
+        detail.append(str(site / project.package))
+    return DevBuild(
+        variant, folder, site, hub, namespace, env.python, str(result["cache"]), load, log
+    )
+
+
+def _lay_out_site(
+    site: Path, project: KernelProject, namespace: str, stamp: BuildStamp, so_path: Path
+) -> Path:
+    """``site/<package>/``: links to the project's package files, ``_ops.py`` and a copy of the
+    shared object (a copy: a Python that loaded the last one keeps its file), made anew in a
+    staging folder and swapped in whole."""
+    site.mkdir(parents=True, exist_ok=True)
+    with staging_dir(site, "package") as staging:
+        for rel in package_files(project):
+            name = rel.split("/", 1)[1]
+            dest = staging / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.symlink_to((project.package_dir / name).resolve())
+        (staging / "_ops.py").write_text(codegen.ops_py(namespace, stamp))
+        shutil.copy2(so_path, staging / f"{namespace}.abi3.so")
+        staging.chmod(0o755)
+        replace_dir(staging, site / project.package)
+    return site
+
+
+def _lay_out_hub(
+    hub: Path, project: KernelProject, variant: Variant, namespace: str, package: Path, major: int
+) -> Path:
+    """``hub/build/<variant>/``: the package's files (copies, with their digest) and a
+    metadata.json marked as a dev build, as ``kernels`` loads a local kernel."""
+    # Imported here: the hub package pulls in huggingface_hub, which a dev build needs only now.
+    from ..hub.export import kernel_metadata
+    from ..hub.metadata import METADATA_JSON, Provenance
+
+    files = {
+        str(path.relative_to(package)): path.read_bytes()
+        for path in sorted(package.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+    build = hub / "build"
+    build.mkdir(parents=True, exist_ok=True)
+    with staging_dir(build, "dev") as staging:
+        for name, data in files.items():
+            dest = staging / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+            if dest.suffix == ".so":
+                dest.chmod(0o755)
+        meta = kernel_metadata(project, variant, namespace, (), major=major, files=files)
+        meta = dataclasses.replace(
+            meta, provenance=Provenance(builder_version=f"kernelwheel {__version__} {DEV_MARK}")
+        )
+        (staging / METADATA_JSON).write_text(meta.to_json())
+        staging.chmod(0o755)
+        replace_dir(staging, build / variant.name)
+    return hub
+
+
+@dataclass(frozen=True)
+class Linked:
+    """The dev build made importable by an interpreter of the user's: the ``.pth`` file written
+    into its site-packages, or why none was (``skipped``), and a pip-installed copy of the
+    package that would shadow the dev build (its version)."""
+
+    python: Path
+    pth: Path | None
+    skipped: str | None = None
+    shadowed_by: str | None = None
+
+
+# Printed by the target interpreter: its site-packages, its torch's version, the version of the
+# distribution pip installed there (empty: none).
+_TARGET_PROBE = """
+import importlib.metadata as m, json, sys, sysconfig
+def version(name):
+    try:
+        return m.version(name)
+    except m.PackageNotFoundError:
+        return ""
+print(json.dumps([sysconfig.get_path("purelib"), version("torch"), version(sys.argv[1])]))
+"""
+
+
+def link_dev_build(build: DevBuild, project: KernelProject, python: Path, runner: Runner) -> Linked:
+    """Make ``build`` importable by ``python`` without pip: ``kernelwheel-dev-<package>.pth``
+    in its site-packages names the dev build's ``site`` folder. Not written where that torch is
+    not the variant's (the import guard would refuse the build there)."""
+    try:
+        proc = runner.captured([python, "-c", _TARGET_PROBE, project.name], timeout=120)
+        purelib, torch, installed = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (OSError, CommandTimeout, ValueError, IndexError):
+        return Linked(python, None, skipped=f"{python} did not answer")
+    want = build.variant.torch
+    if want is not None and not torch.startswith(f"{want.major}.{want.minor}."):
+        have = f"torch {torch}" if torch else "no torch"
+        return Linked(python, None, skipped=f"it has {have}, the variant is for torch {want}")
+    pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
+    atomic_write(pth, f"{os.fspath(build.site)}\n")
+    return Linked(python, pth, shadowed_by=installed or None)
+
+
+def unlink_dev_build(python: Path, project: KernelProject, runner: Runner) -> Path | None:
+    """Remove the ``.pth`` file :func:`link_dev_build` wrote into ``python``'s site-packages;
+    the path removed, or None when there was none."""
+    proc = runner.captured([python, "-c", _TARGET_PROBE, project.name], timeout=120)
+    purelib = json.loads(proc.stdout.strip().splitlines()[-1])[0]
+    pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
+    if not pth.is_file():
+        return None
+    pth.unlink()
+    return pth
+
+
+def pytest_command(project: KernelProject, build: DevBuild, python: Path) -> list[str]:
+    """``python -m pytest`` on the project's ``tests/`` with the project as pytest's rootdir and
+    its own configuration only: the project's pytest.ini (or pyproject.toml, tox.ini,
+    setup.cfg, as pytest finds them), else an empty one, so no configuration of a folder
+    around the project applies. pytest's cache goes to the dev folder, not the project."""
+    found = (project.root / name for name in _PYTEST_CONFIGS)
+    config = next((path for path in found if _configures_pytest(path)), None)
+    if config is None:
+        config = build.folder / "pytest.ini"
+        if not config.is_file():
+            atomic_write(config, "[pytest]\n")
+    return [
+        os.fspath(python),
+        "-m",
+        "pytest",
+        "--rootdir",
+        os.fspath(project.root),
+        "-c",
+        os.fspath(config),
+        "-o",
+        f"cache_dir={build.folder / 'pytest-cache'}",
+        os.fspath(project.root / "tests"),
+    ]
+
+
+_PYTEST_CONFIGS = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def _configures_pytest(path: Path) -> bool:
+    """Whether ``path`` is a pytest configuration file, by pytest's own rules for each name."""
+    if not path.is_file():
+        return False
+    if path.name in ("pytest.ini", ".pytest.ini"):
+        return True
+    text = path.read_text(errors="replace")
+    section = {
+        "pyproject.toml": "[tool.pytest.ini_options]",
+        "tox.ini": "[pytest]",
+        "setup.cfg": "[tool:pytest]",
+    }[path.name]
+    return section in text

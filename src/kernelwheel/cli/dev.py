@@ -1,0 +1,171 @@
+"""``kernelwheel dev [DIR]``: the author's loop. One variant compiled incrementally into a
+persistent dev folder, load-checked, importable without pip; ``--watch`` rebuilds on each save."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..builder.dev import DevBuild, Linked, link_dev_build
+from ..builder.service import dev_project
+from ..errors import KernelwheelError, UsageError
+from ..model.project import KernelProject
+from ..plan.planning import Planned, plan_project, select
+from ._args import add_variant_argument, option_values
+from .ui import ConsoleUI
+
+__all__ = ["DevRun", "add_dev_arguments", "dev_once", "register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "dev",
+        help="compile a kernel incrementally and make it importable, without a wheel",
+        description=(
+            "The author's loop: compile one variant of the kernel project (this machine's "
+            "default, as 'kernelwheel build' picks it, or --variant) into a persistent folder "
+            "in kernelwheel's cache, recompiling only what changed; import it in a child "
+            "process (the load check); and make it importable by the active virtual "
+            "environment or --python through a .pth file (no pip). No wheel, no repair, no ABI "
+            "policy: nothing it writes is published ('kernelwheel build' makes wheels). Prints "
+            "the PYTHONPATH and LOCAL_KERNELS lines that load the build elsewhere."
+        ),
+    )
+    add_dev_arguments(p)
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="stay running and build again each time a file of the project changes",
+    )
+    p.set_defaults(func=run)
+
+
+def add_dev_arguments(p: argparse.ArgumentParser) -> None:
+    """What ``dev`` and ``test`` share: the project, the variant and the build environment."""
+    p.add_argument(
+        "path",
+        type=Path,
+        nargs="?",
+        default=Path("."),
+        help="the kernel project folder, or one inside it (default: the current folder)",
+    )
+    add_variant_argument(p, "build this one variant", "torch213-cxx11-cpu-x86_64-linux")
+    p.add_argument(
+        "--python",
+        metavar="PY",
+        help="build with this interpreter's torch and make the build importable by it "
+        "(default: a kernelwheel-made environment; the active virtual environment imports it)",
+    )
+    p.add_argument("--cache-dir", help="default: ~/.cache/kernelwheel")
+    p.add_argument("--jobs", "-j", help="parallel compile jobs (default: auto)")
+    p.add_argument("--find-links", action="append", metavar="DIR_OR_URL")
+    p.add_argument(
+        "--no-load-check",
+        dest="load_check",
+        action="store_false",
+        default=None,
+        help="do not import the extension after each compile",
+    )
+
+
+@dataclass(frozen=True)
+class DevRun:
+    planned: Planned
+    build: DevBuild
+    linked: Linked | None
+
+
+def dev_once(args: argparse.Namespace, ui: ConsoleUI) -> DevRun:
+    """One dev build of ``args``' project, linked into the user's interpreter; reported."""
+    planned = plan_project(_project_dir(args.path), option_values(args))
+    selection = select(planned, args.variant, runner=args.runner)
+    if len(selection.recipes) != 1:
+        raise UsageError(
+            f"--variant matches {len(selection.recipes)} variants: "
+            + ", ".join(r.name for r in selection.recipes),
+            hint="a dev build is of one variant: give its full name",
+        )
+    (recipe,) = selection.recipes
+    default = selection.default
+    if default is not None:
+        ui.info("", f"variant {recipe.name}: {default.reason}")
+    gpus = default.gpu_capabilities if default is not None else ()
+    build = dev_project(planned, recipe, ui, gpu_capabilities=gpus, runner=args.runner)
+    target = _target_python(planned)
+    linked = link_dev_build(build, planned.project, target, args.runner) if target else None
+    _report(ui, planned.project, build, linked)
+    return DevRun(planned, build, linked)
+
+
+def _project_dir(path: Path) -> Path:
+    """The project folder holding build.toml: ``path`` or the nearest folder above it."""
+    start = path.resolve()
+    for folder in (start, *start.parents):
+        if (folder / "build.toml").is_file():
+            return folder
+    return path  # plan_project's error names build.toml's absence
+
+
+def _target_python(planned: Planned) -> Path | None:
+    """The user's interpreter the dev build is linked into: --python, else the active virtual
+    environment's; None: neither (the build's own environment is kernelwheel's, never changed)."""
+    if planned.options.python is not None:
+        return planned.options.python
+    venv = os.environ.get("VIRTUAL_ENV", "").strip()
+    python = Path(venv) / "bin" / "python" if venv else None
+    return python if python is not None and python.exists() else None
+
+
+def _report(ui: ConsoleUI, project: KernelProject, build: DevBuild, linked: Linked | None) -> None:
+    package = build.site / project.package
+    ui.info("", f"dev build of {project.name} ({build.variant.name}): {package}")
+    if linked is not None and linked.pth is not None:
+        ui.info("", f"importable by {linked.python}: {linked.pth}")
+        if linked.shadowed_by is not None:
+            ui.warn(
+                f"{project.name} {linked.shadowed_by} is pip-installed in that environment and "
+                f"is imported before the dev build: pip uninstall {project.name}"
+            )
+    else:
+        why = f" ({linked.python}: {linked.skipped})" if linked is not None else ""
+        ui.info("", f"not linked into an interpreter{why}; import it with")
+        ui.info("", f"  PYTHONPATH={build.site} {build.python}")
+    repo = (project.hub.repo_id if project.hub else None) or f"local/{project.name}"
+    ui.info("", f"kernels users: LOCAL_KERNELS={repo}={build.hub}")
+
+
+def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    dev_once(args, ui)
+    if not args.watch:
+        return 0
+    project_root = _project_dir(args.path)
+    seen = _snapshot(project_root)
+    ui.info("", f"watching {project_root} (Ctrl-C stops)")
+    while True:
+        time.sleep(0.5)
+        now = _snapshot(project_root)
+        if now == seen:
+            continue
+        seen = now
+        try:
+            dev_once(args, ui)
+        except KernelwheelError as exc:  # the next save tries again
+            ui.error(str(exc) + (f"\n  fix: {exc.hint}" if exc.hint else ""))
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file of the project (hidden folders and caches left out): size and mtime."""
+    found: dict[str, tuple[int, int]] = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            found[path] = (st.st_size, st.st_mtime_ns)
+    return found

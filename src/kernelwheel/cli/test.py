@@ -1,0 +1,64 @@
+"""``kernelwheel test [DIR] [-- PYTEST_ARGS]``: ``kernelwheel dev``, then the project's own
+``tests/`` run by pytest with the project as its rootdir, against the fresh dev build."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..builder.dev import pytest_command
+from ..errors import ToolchainError
+from .dev import add_dev_arguments, dev_once
+from .ui import ConsoleUI
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "test",
+        help="kernelwheel dev, then run the project's tests against that build",
+        description=(
+            "Build the project as 'kernelwheel dev' does (incremental, load-checked, no wheel), "
+            "then run its tests/ folder with pytest, the project as pytest's rootdir and only "
+            "its own pytest configuration (an empty one when it has none), so the settings of "
+            "a checkout the project sits in do not apply. The tests run in the active virtual "
+            "environment or --python (which needs pytest and what the tests import), else in "
+            "the build environment. Arguments after -- go to pytest. The exit code is "
+            "pytest's."
+        ),
+        epilog="example:\n  kernelwheel test my-kernel -- -x -k smoke",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_dev_arguments(p)
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    done = dev_once(args, ui)
+    project, build, linked = done.planned.project, done.build, done.linked
+    if not (project.root / "tests").is_dir():
+        raise ToolchainError(
+            f"{project.root} has no tests/ folder",
+            hint="put the kernel's tests in tests/ (kernelwheel init writes one)",
+        )
+    env = dict(os.environ)
+    if linked is not None and linked.pth is not None:
+        python = linked.python
+    else:  # the build's own interpreter, the dev build on its path
+        python = build.python
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(build.site), env.get("PYTHONPATH", "")) if p
+        )
+    probe = args.runner.captured([python, "-c", "import pytest"], timeout=120)
+    if probe.returncode != 0:
+        raise ToolchainError(
+            f"{python} has no pytest",
+            hint=f"'{python} -m pip install pytest', or activate a virtual environment holding "
+            "torch and pytest (or pass --python PY)",
+        )
+    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    cmd = [*pytest_command(project, build, python), *extra]
+    ui.info("", "$ " + " ".join(cmd))
+    # pytest runs in the project: its tests import the package from the dev build, not from
+    # a torch-ext/ folder next to them (that has no _ops.py).
+    return int(args.runner.attached(cmd, env=env, cwd=project.root))
