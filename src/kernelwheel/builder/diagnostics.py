@@ -30,7 +30,7 @@ _SEVERITY = re.compile(
 )
 # ld's unresolved symbols (the link of a torch build is setuptools', outside ninja).
 _LINKER = re.compile(
-    r"(?:^|/)ld(?:\.\w+)?: .*(?:undefined reference|multiple definition|cannot find)"
+    r"^\S+: (?:undefined reference to|multiple definition of) |(?:^|/)ld(?:\.\w+)?: cannot find "
 )
 # Lines that say where the next diagnostic happens: the include chain, the function, gcc's
 # template instantiation trace, ld's ``in function``.
