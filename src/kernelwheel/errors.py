@@ -79,15 +79,29 @@ class ToolchainError(KernelwheelError):
 
 
 class BuildError(KernelwheelError):
-    """Compilation failed. ``log`` names the full log to read."""
+    """Compilation failed. ``log`` names the full log to read; ``diagnostics`` are the
+    compiler's lines the author needs first (shown under the message, as the compiler wrote
+    them but with the project's paths: editors and CI match them)."""
 
     exit_code = 6
 
-    def __init__(self, message: str, *, log: Path | None = None, hint: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        log: Path | None = None,
+        hint: str | None = None,
+        diagnostics: tuple[str, ...] = (),
+    ) -> None:
         if log is not None:
             message = f"{message} (full log: {log})"
         super().__init__(message, hint=hint)
         self.log = log
+        self.diagnostics = diagnostics
+
+    def __str__(self) -> str:
+        text = "\n".join((self.message, *self.diagnostics))
+        return text if not self.hint else f"{text}\n  fix: {self.hint}"
 
 
 class WheelError(KernelwheelError):

@@ -163,3 +163,23 @@ def test_path_views_name_the_project_through_its_link_except_objects_and_maps() 
         "build /s/obj/p/csrc/a.o: compile /s/project/csrc/a.cpp",
         "  post_cflags = $post_cflags -include /s/project/csrc/pre.h",
     ]
+
+
+def test_one_py_limited_api_definition_per_compiler_torchs() -> None:
+    """torch appends its own Py_LIMITED_API after the plan's: two definitions warned
+    "redefined" in every unit. The later one (torch's, the one that counted) is kept."""
+    text = (
+        "cflags = -O3 -DPy_LIMITED_API=0x03090000 -DCPU_KERNEL\n"
+        "post_cflags = -fno-gnu-unique -DPy_LIMITED_API=0x030A0000\n"
+        "cuda_cflags = -DPy_LIMITED_API=0x03090000 -DCUDA_KERNEL\n"
+        "cuda_post_cflags = -DPy_LIMITED_API=0x030A0000 --threads=2\n"
+    )
+    assert worker.one_limited_api(text) == (
+        "cflags = -O3 -DCPU_KERNEL\n"
+        "post_cflags = -fno-gnu-unique -DPy_LIMITED_API=0x030A0000\n"
+        "cuda_cflags = -DCUDA_KERNEL\n"
+        "cuda_post_cflags = -DPy_LIMITED_API=0x030A0000 --threads=2\n"
+    )
+    # a torch that adds none: the plan's definition is the only one, and stays
+    alone = "cflags = -DPy_LIMITED_API=0x03090000\npost_cflags = -O3\n"
+    assert worker.one_limited_api(alone) == alone

@@ -4,6 +4,7 @@ and the compile worker running such a plan for real with the host's C++ compiler
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -155,6 +156,8 @@ def test_a_failing_unit_fails_the_compile_without_a_result_or_link(tmp_path: Pat
     spec = _commands(tmp_path, sources, jobs=1)
     proc = _run_worker(spec, tmp_path)
     assert proc.returncode == 1
-    assert "FAILED (1):" in proc.stdout and "bad.cpp" in proc.stdout
-    assert "error" in proc.stdout  # the compiler's own message reaches the log
+    # ninja's form, each unit's output after its lines (builder.diagnostics reads them so)
+    failed = f"FAILED: [code=1] {spec.units[1].object}\n{shlex.join(spec.units[1].argv)}\n"
+    assert failed in proc.stdout
+    assert f"{spec.units[1].source}:1:20: error:" in proc.stdout.split(failed, 1)[1]
     assert not (tmp_path / "result.json").exists() and not Path(spec.shared_object).exists()

@@ -133,6 +133,24 @@ def preprocessed_mode(text: str, torch_free: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
+_LIMITED_API = re.compile(r" -DPy_LIMITED_API=\S*")
+
+
+def one_limited_api(text: str) -> str:
+    """build.ninja with one Py_LIMITED_API definition per compiler: torch appends its own
+    (``min_supported_cpython``) to a limited-API extension's flags, after the plan's, and two
+    definitions warn "redefined" in every unit. The later one, torch's, is the one that
+    counted (the wheel's tag follows it: :func:`_effective_limited_api`): it alone is kept."""
+    lines = text.splitlines()
+    for first, last in (("cflags", "post_cflags"), ("cuda_cflags", "cuda_post_cflags")):
+        if any(line.startswith(f"{last} = ") and "-DPy_LIMITED_API=" in line for line in lines):
+            lines = [
+                _LIMITED_API.sub("", line) if line.startswith(f"{first} = ") else line
+                for line in lines
+            ]
+    return "\n".join(lines) + "\n"
+
+
 # Tokens that name the build's real folders on purpose (prefix maps, nvcc's --keep-dir).
 _REAL_PATH_FLAGS = ("-ffile-prefix-map=", "-Xcompiler=-ffile-prefix-map=", "--keep-dir")
 _COMMAND_LINES = (*_FLAG_LINES, "cxx", "nvcc")
@@ -177,9 +195,10 @@ def install_ninja_edits(
 ) -> None:
     """Give sources their own flags by adding bindings to the build.ninja torch writes (through
     its private ``_write_ninja_file``, present from torch 1.x to 2.14), the ``torch_free`` ones
-    ccache's preprocessed mode, and put its compile statements in ``order`` (the plan's source
-    order). Without that function the order and the cache mode are torch's and ccache's
-    defaults (choices of speed, not needs); per-source flags are then an error."""
+    ccache's preprocessed mode, put its compile statements in ``order`` (the plan's source
+    order) and keep one Py_LIMITED_API definition (:func:`one_limited_api`). Without that
+    function the order and the cache mode are torch's and ccache's defaults (choices of speed,
+    not needs); per-source flags are then an error."""
     original: Callable[..., Any] | None = getattr(cpp_extension, "_write_ninja_file", None)
     if original is None and not entries and not views:
         return
@@ -198,7 +217,7 @@ def install_ninja_edits(
         text = source_bindings(path.read_text(), entries, nvcc, gencode)
         text = preprocessed_mode(text, torch_free or [])
         text = in_source_order(text, order) if order else text
-        path.write_text(view_paths(text, views or []))
+        path.write_text(view_paths(one_limited_api(text), views or []))
         return written
 
     cpp_extension._write_ninja_file = write
@@ -301,8 +320,10 @@ def _inputs(build_temp: Path) -> list[str] | None:
 
 def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
     """Run a ``commands`` spec's units, ``jobs`` at a time, in ``build_temp``; then its link.
-    Each unit's start is logged as ninja logs it (``[i/n] command``), its output after it ends,
-    whole. After a failure no further unit starts. The result, or None when a command failed."""
+    Each unit is logged when it ends as ninja logs it without a terminal: ``[i/n] command``,
+    for a failure ``FAILED: [code=N] object`` and the command, then its output, whole (so each
+    output follows its unit's lines: builder.diagnostics reads them so). After a failure no
+    further unit starts. The result, or None when a command failed."""
     import subprocess
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -313,11 +334,15 @@ def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
     failed = threading.Event()
     counter = iter(range(1, len(units) + 1))
 
-    def run(argv: list[str]) -> int:
+    def run(argv: list[str], output: str, step: str) -> int:
         proc = subprocess.run(
             argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False
         )
+        command = shlex.join(argv)
         with lock:
+            print(f"{step} {command}", flush=True)
+            if proc.returncode != 0:
+                print(f"FAILED: [code={proc.returncode}] {output}\n{command}", flush=True)
             sys.stdout.buffer.write(proc.stdout)
             sys.stdout.flush()
         return proc.returncode
@@ -329,12 +354,10 @@ def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
         # an older depfile would name another compile's inputs (this one may write none)
         Path(f"{unit['object']}.d").unlink(missing_ok=True)
         with lock:
-            print(f"[{next(counter)}/{len(units)}] {shlex.join(unit['argv'])}", flush=True)
-        code = run(unit["argv"])
+            step = f"[{next(counter)}/{len(units)}]"
+        code = run(unit["argv"], unit["object"], step)
         if code != 0:
             failed.set()
-            with lock:
-                print(f"FAILED ({code}): {unit['source']}", flush=True)
         return code
 
     with ThreadPoolExecutor(max_workers=max(1, int(spec["jobs"]))) as pool:
@@ -342,9 +365,7 @@ def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
     if any(codes):
         return None
     Path(spec["shared_object"]).parent.mkdir(parents=True, exist_ok=True)
-    print(f"$ {shlex.join(spec['link'])}", flush=True)
-    if run(spec["link"]) != 0:
-        print(f"FAILED: linking {spec['shared_object']}", flush=True)
+    if run(spec["link"], spec["shared_object"], "$") != 0:
         return None
     return {"shared_object": spec["shared_object"], "inputs": _depfile_inputs(units, cwd)}
 

@@ -40,7 +40,7 @@ from . import codegen
 from .load_check import LoadReport, check_load, skip_reason
 from .pipeline import _compile, prepare_environment
 from .request import BuildKind, BuildRequest
-from .steps import full_version, package_files
+from .steps import full_version, package_files, warnings_of
 
 __all__ = [
     "DEV_MARK",
@@ -126,6 +126,8 @@ def _build_dev(req: BuildRequest, reporter: Reporter, runner: Runner) -> DevBuil
             req, env, namespace, log, toolkit, cross_build, header, runner, incremental=True
         )
         detail.append(str(result["cache"]))
+    for warning in warnings_of(result):
+        reporter.info(scope, f"warning: {warning}")
     so_path = Path(str(result["shared_object"]))
     unchanged = str(result["cache"]).startswith("unchanged")
     load = None

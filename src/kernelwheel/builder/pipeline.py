@@ -33,6 +33,7 @@ from .envs import (
 )
 from .request import BuildKind, BuildRequest, BuiltWheel
 from .steps import (
+    PROJECT_LINK,
     cache_summary,
     check_cxx_toolchain,
     compile_env,
@@ -45,11 +46,11 @@ from .steps import (
     remedy_header,
     run_worker,
     unchanged_compile,
+    warnings_of,
     write_remedies,
 )
 from .wheelmeta import project_metadata, requirements
 
-PROJECT_LINK = "project"
 DATA_LINK = "kernelwheel-data"
 
 
@@ -275,7 +276,9 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
             compress=req.manylinux is None or req.best_effort,
         )
         detail.append(raw.name)
-    return finish_wheel(req, raw, reporter, bid, namespace, env, _caps(result), runner)
+    return finish_wheel(
+        req, raw, reporter, bid, namespace, env, _caps(result), runner, warnings_of(result)
+    )
 
 
 def _settings(req: BuildRequest, header: ForcedHeader | None) -> tuple[str, ...]:

@@ -120,6 +120,7 @@ class BuiltWheel:
     env: EnvInfo | None  # None for a tvm-ffi build (its environment holds no torch)
     compliant: bool = True  # passed the ABI check for its tag
     capabilities: tuple[str, ...] = ()  # CUDA capabilities compiled for
+    warnings: tuple[str, ...] = ()  # one line per unit that warned (builder.diagnostics)
 
 
 def plan_requests(

@@ -48,6 +48,7 @@ class Outcome:
     sha256: str | None = None
     compliant: bool = True
     error: KernelwheelError | None = None
+    warnings: tuple[str, ...] = ()  # the compile's, one line per unit that warned
 
     @property
     def status(self) -> str:
@@ -219,6 +220,7 @@ def _variant(
             built.path,
             sha256_file(built.path),
             built.compliant,
+            warnings=built.warnings,
         )
     if stopping is None or not stopping.is_set():
         progress.variant_finished(outcome)

@@ -28,6 +28,7 @@ from .compile_plan import SOURCE_SUFFIXES, Toolchain
 from .compile_rules import NO_GNU_UNIQUE
 from .compile_spec import CommandSpec, CompileSpec
 from .compiler_cache import ccache_env, project_census, read_stats, select_ccache
+from .diagnostics import PathMap, failure, warning_summary
 from .envs import CudaToolkit, EnvInfo, supported_capabilities
 from .load_check import check_load, skip_reason
 from .request import BuildRequest, BuiltWheel
@@ -35,8 +36,11 @@ from .reuse import Reuse, build_key, repair_key
 
 # The compile worker, run by file path inside each build's environment (every build kind's).
 WORKER = Path(__file__).with_name("_compile_worker.py")
+# The project's link in a variant's work folder: the compilers name its files through it.
+PROJECT_LINK = "project"
 
 __all__ = [
+    "PROJECT_LINK",
     "WORKER",
     "cache_summary",
     "check_cxx_toolchain",
@@ -46,6 +50,7 @@ __all__ = [
     "package_files",
     "probe_toolchain",
     "run_worker",
+    "warnings_of",
 ]
 
 
@@ -274,6 +279,7 @@ def run_worker(
     ``--keep`` files go when it ends, however it ends, unless asked for: they are hundreds of
     MB per variant."""
     spec_path, result_path = stage / "compile.json", stage / "result.json"
+    start = _size(req.log)
     try:
         code = runner.logged(
             [python, WORKER, spec_path, result_path], req.log, env=env_vars, cwd=stage
@@ -281,13 +287,19 @@ def run_worker(
     finally:
         if keep_dir is not None and not req.keep_intermediates:
             shutil.rmtree(keep_dir, ignore_errors=True)
+    output = _read_from(req.log, start)
+    paths = _project_paths(req, stage, spec_path)
     if code != 0 or not result_path.exists():
+        found = failure(output, paths)
+        units = ", ".join(found.units) or req.variant.name
         raise BuildError(
-            f"compiling {req.variant.name} failed (exit {code})",
+            f"compiling {units} failed (exit {code})",
             log=req.log,
-            hint="read the compiler errors at the end of the log",
+            hint=_FIRST_ERROR if found.compiler_error else _NO_ERROR,
+            diagnostics=found.lines,
         )
     result: dict[str, object] = json.loads(result_path.read_text())
+    result["warnings"] = list(warning_summary(output, paths))
     return result
 
 
@@ -312,6 +324,48 @@ def load_checked(
     with step(reporter, scope, "load check", log=req.log) as detail:
         report = check_load(python, shared_object, namespace, kind, req.log, runner)
         detail.append(report.describe(namespace))
+
+
+_FIRST_ERROR = (
+    "the compiler's first error is above, its paths relative to the project; the log has all "
+    "of its output"
+)
+_NO_ERROR = "the compile's last lines are above; the log has all of its output"
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_from(path: Path, offset: int) -> str:
+    """What ``path`` gained from ``offset`` on (a compile's output in the variant's log)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _project_paths(req: BuildRequest, stage: Path, spec_path: Path) -> PathMap:
+    """The project as the compilers name it (through the work folder's link, or its own
+    path), and the folder they ran in (the spec's ``build_temp``)."""
+    root = req.project.root
+    try:
+        cwd = str(json.loads(spec_path.read_text()).get("build_temp", stage))
+    except (OSError, ValueError):
+        cwd = str(stage)
+    folders = (str(stage.absolute() / PROJECT_LINK), str(root.absolute()), str(root.resolve()))
+    return PathMap(tuple(dict.fromkeys(folders)), cwd)
+
+
+def warnings_of(result: Mapping[str, object]) -> tuple[str, ...]:
+    """A compile result's warning summary (:func:`run_worker`), one line per unit that warned."""
+    found = result.get("warnings")
+    return tuple(str(w) for w in found) if isinstance(found, list) else ()
 
 
 def unchanged_compile(
@@ -356,9 +410,11 @@ def finish_wheel(
     env: EnvInfo | None,
     capabilities: tuple[str, ...],
     runner: Runner,
+    warnings: tuple[str, ...] = (),
 ) -> BuiltWheel:
     """Repair the raw wheel to the manylinux policy (or only check it, without one) and put it
-    into the output folder: the last steps of every compiled build."""
+    into the output folder: the last steps of every compiled build. ``warnings``: the compile's
+    summary (:func:`warnings_of`), carried to the wheel's outcome."""
     variant, scope, log = req.variant, req.variant.name, req.log
     if req.manylinux is None:
         with step(reporter, scope, "check") as detail:
@@ -367,7 +423,9 @@ def finish_wheel(
             detail.append("ok" if report.ok else f"{len(report.violations)} violation(s)")
         if not report.ok and not req.best_effort:
             raise AbiError(report.summary() + pulled_in_by(req, report), hint=_ABI_HINT)
-        return BuiltWheel(variant, path, bid, namespace, log, env, report.ok, capabilities)
+        return BuiltWheel(
+            variant, path, bid, namespace, log, env, report.ok, capabilities, warnings
+        )
 
     with step(reporter, scope, "repair") as detail:
         repaired = _repair(req, raw, runner)
@@ -382,7 +440,9 @@ def finish_wheel(
             detail.append(f"{len(report.violations)} violation(s), kept as {repaired.tag}")
             with open(log, "a") as fh:
                 fh.write("\n" + report.summary(limit=100) + pulled_in_by(req, report) + "\n")
-    return BuiltWheel(variant, repaired.wheel, bid, namespace, log, env, report.ok, capabilities)
+    return BuiltWheel(
+        variant, repaired.wheel, bid, namespace, log, env, report.ok, capabilities, warnings
+    )
 
 
 def _repair(req: BuildRequest, raw: Path, runner: Runner) -> RepairResult:

@@ -67,6 +67,7 @@ from .steps import (
     remedy_header,
     run_worker,
     unchanged_compile,
+    warnings_of,
     write_remedies,
 )
 from .tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
@@ -267,7 +268,8 @@ def build_tvm_ffi_variant(
         detail.append(namespace)
 
     with step(reporter, scope, "compile", log=log) as detail:
-        shared_object, capabilities, cache = _compile(req, env, namespace, toolkit, header, runner)
+        compiled = _compile(req, env, namespace, toolkit, header, runner)
+        shared_object, capabilities, cache, warnings = compiled
         detail.append(f"{shared_object.name}; {cache}")
     load_checked(req, env.python, shared_object, namespace, "tvm-ffi", reporter, runner)
 
@@ -293,7 +295,9 @@ def build_tvm_ffi_variant(
             compress=req.manylinux is None or req.best_effort,
         )
         detail.append(raw.name)
-    return finish_wheel(req, raw, reporter, bid, namespace, None, capabilities, runner)
+    return finish_wheel(
+        req, raw, reporter, bid, namespace, None, capabilities, runner, warnings
+    )
 
 
 def _compile(
@@ -303,10 +307,10 @@ def _compile(
     toolkit: CudaToolkit | None,
     header: ForcedHeader | None,
     runner: Runner,
-) -> tuple[Path, tuple[str, ...], str]:
+) -> tuple[Path, tuple[str, ...], str, tuple[str, ...]]:
     """Compile and link ``<namespace>.so`` through the compile worker, as the torch builds do
     (the compiler cache, the toolkit store, the same flags): the shared object, the CUDA
-    capabilities compiled for and what the compiler cache did."""
+    capabilities compiled for, what the compiler cache did and the warning summary."""
     variant, log = req.variant, req.log
     stage = req.work_dir / variant.name
     if stage.exists():
@@ -333,13 +337,14 @@ def _compile(
     reuse, key, stored = unchanged_compile(req, stage, plan.spec, facts, env_vars)
     if stored is not None:
         shared = Path(str(stored["shared_object"]))
-        return shared, plan.spec.capabilities, "unchanged: compile skipped"
+        return shared, plan.spec.capabilities, "unchanged: compile skipped", warnings_of(stored)
     result = run_worker(req, env.python, stage, env_vars, plan.keep_dir, runner)
     if reuse is not None:
         sources = [unit.source for unit in plan.spec.units]
         reuse.store(key, result, sources, plan.spec.include_dirs)
     shared_object = Path(str(result["shared_object"]))
-    return shared_object, plan.spec.capabilities, cache_summary(req, stats_log, cached)
+    summary = cache_summary(req, stats_log, cached)
+    return shared_object, plan.spec.capabilities, summary, warnings_of(result)
 
 
 def _check_series(env: TvmFfiEnv, series: TvmFfiVersion) -> None:

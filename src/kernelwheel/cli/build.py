@@ -11,7 +11,7 @@ from pathlib import Path
 from .._util import check_output_path
 from ..builder.deps import depends_refusals
 from ..builder.service import Outcome, build_project
-from ..errors import KernelwheelError
+from ..errors import BuildError, KernelwheelError
 from ..log import StepResult
 from ..plan.planning import plan_project, select
 from ._args import (
@@ -95,6 +95,8 @@ def outcome_json(o: Outcome) -> dict[str, object]:
         "seconds": round(o.seconds, 1),
         "log": str(o.log) if o.log else None,
         "error": str(o.error) if o.error else None,
+        "diagnostics": list(o.error.diagnostics) if isinstance(o.error, BuildError) else [],
+        "warnings": list(o.warnings),
         "exit_code": o.error.exit_code if o.error else 0,
     }
 
@@ -196,6 +198,8 @@ class _Progress:
         with self._lock:
             self.ui.done(outcome.variant, outcome.error is None, outcome.seconds, wheel)
             self.ui.release(outcome.variant)  # a variant's held lines, if any
+            for warned in outcome.warnings:  # the compile's summary: one line per unit
+                self.ui.warn(f"{outcome.variant}: {warned}")
             if outcome.error is not None:
                 self.ui.error(f"{outcome.variant}: {_with_log(outcome.error, outcome.log)}")
             self._running.remove(outcome.variant)

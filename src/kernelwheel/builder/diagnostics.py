@@ -1,0 +1,218 @@
+"""What a compile said, read back from its output for the author: the units that failed and
+the compiler's first error (its context, source and caret lines, its notes), or per unit the
+warnings of a compile that succeeded; every path into the project shown relative to it.
+
+Pure: it reads the text the compile worker wrote (ninja's, or the worker's own in ninja's
+form: a ``[i/n] command`` line when a unit ends, ``FAILED: object`` and the command when it
+failed, then the unit's output) and returns lines. gcc, clang and nvcc (its front end's
+``file(line): error:`` and its host compiler's messages) alike.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["MAX_LINES", "Diagnostics", "PathMap", "failure", "warning_summary"]
+
+MAX_LINES = 25  # a screenful: the rest is in the log
+_MAX_WIDTH = 300  # a template's type can fill a line with thousands of characters
+
+# A diagnostic's location: gcc/clang ``path:line[:col]:``, nvcc's front end ``path(line):``,
+# or a tool's name (``c++:``, ``<command-line>:``, ``nvcc fatal   :``).
+_WHERE = r"(?P<where>\S[^:(]*?)(?::\d+(?::\d+)?|\(\d+\))?"
+_SEVERITY = re.compile(
+    _WHERE + r"\s*:?\s*(?P<severity>fatal error|catastrophic error|internal compiler error|"
+    r"error|fatal|warning|note|remark)(?: #[\w-]+)?\s*: (?P<text>.*)$"
+)
+# ld's unresolved symbols (the link of a torch build is setuptools', outside ninja).
+_LINKER = re.compile(
+    r"^\S+: (?:undefined reference to|multiple definition of) |(?:^|/)ld(?:\.\w+)?: cannot find "
+)
+# Lines that say where the next diagnostic happens: the include chain, the function, gcc's
+# template instantiation trace, ld's ``in function``.
+_CONTEXT = re.compile(
+    r"^(?:In file included from |\s+from \S.*[:,]$|"
+    r"\S.*?: (?:In|in) [\w ]*?(?:function|instantiation|constructor|destructor|substitution)\b|"
+    r"\S.*?: At global scope:|"
+    r"\S[^:]*:\d+(?::\d+)?:\s{2,}(?:required|in|recursively)\b)"
+)
+_UNIT = re.compile(r"^(?:\[\d+/\d+\]|\$) (?P<command>.+)$")  # a unit's, or the link's
+_FAILED = re.compile(r"^FAILED: (?:\[code=\d+\] )?(?P<outputs>.+)$")
+# Where a unit's output ends: ninja giving up, the Python traceback of torch's runner.
+_END = re.compile(r"^(?:ninja: |Traceback \(most recent call last\):|running |error: command )")
+# A path: at least one slash, not inside a word.
+_PATH = re.compile(r"(?<![\w/.+-])((?:\.{1,2}/|/)?[\w.+-]+(?:/[\w.+-]+)+)")
+
+
+@dataclass(frozen=True)
+class PathMap:
+    """Shows the project's files relative to it: ``folders`` are the project as the compilers
+    may name it (the work folder's link to it, its absolute and its resolved path); a relative
+    path is read against ``cwd``, the folder the compilers ran in (ccache hands them paths
+    relative to it)."""
+
+    folders: tuple[str, ...]
+    cwd: str
+
+    def path(self, path: str) -> str:
+        """``path`` relative to the project when it is in it, else as given."""
+        full = os.path.normpath(path if os.path.isabs(path) else os.path.join(self.cwd, path))
+        for folder in self.folders:
+            if full.startswith(folder.rstrip("/") + "/"):
+                return full[len(folder.rstrip("/")) + 1 :]
+        # a path relative to the build folder means nothing to the author: shown whole
+        return full if path.startswith("../") else path
+
+    def line(self, text: str) -> str:
+        """``text`` with every path into the project shown relative to it."""
+        return _PATH.sub(lambda m: self.path(m.group(1)), text)
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """A failed compile, for the author: the units that failed (sources, project-relative where
+    they are the project's), and the first error with its context and notes (at most
+    :data:`MAX_LINES`, the last one saying how many more the log has); without a compiler's
+    error (``compiler_error`` false), the output's last lines."""
+
+    units: tuple[str, ...]
+    lines: tuple[str, ...]
+    compiler_error: bool = True
+
+
+@dataclass
+class _Segment:
+    unit: str | None  # None: output of no unit (setuptools' link, a traceback)
+    failed: bool
+    lines: list[str]
+
+
+def _source_of(command: str) -> str | None:
+    """The source a compile command compiles (the word after the last ``-c``: torch's flags
+    hold one of their own); None for a link."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    for i in range(len(words) - 2, -1, -1):
+        if words[i] == "-c" and not words[i + 1].startswith("-"):
+            return words[i + 1]
+    return None
+
+
+def _segments(output: str) -> list[_Segment]:
+    """The output cut at each unit's ``[i/n]`` or ``FAILED:`` line, each piece with its unit."""
+    segments = [_Segment(None, False, [])]
+    lines = output.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].rstrip()
+        unit, failed = _UNIT.match(line), _FAILED.match(line)
+        if unit:
+            segments.append(_Segment(_source_of(unit["command"]), False, []))
+        elif failed:
+            command = lines[i + 1] if i + 1 < len(lines) else ""
+            source = _source_of(command)
+            segments.append(_Segment(source or failed["outputs"].split()[0], True, []))
+            i += 1  # the command
+        elif _END.match(line):
+            segments.append(_Segment(None, False, []))
+        else:
+            segments[-1].lines.append(line)
+        i += 1
+    return segments
+
+
+def _severity(line: str) -> str | None:
+    found = _SEVERITY.match(line)
+    if found is not None:
+        return found["severity"]
+    return "error" if _LINKER.search(line) else None
+
+
+def _is_error(line: str) -> bool:
+    severity = _severity(line)
+    return severity is not None and severity not in ("warning", "note", "remark")
+
+
+def _first_error(lines: Sequence[str]) -> list[str]:
+    """The first error in ``lines``: the context lines before it, then its source and caret
+    lines and its notes (with their own context); empty without one."""
+    at = next((i for i, line in enumerate(lines) if _is_error(line)), None)
+    if at is None:
+        return []
+    start = at
+    while start > 0 and _CONTEXT.match(lines[start - 1]):
+        start -= 1
+    end = at + 1
+    while end < len(lines):
+        line = lines[end]
+        if line.strip() and (line[0].isspace() or _severity(line) == "note"):
+            end += 1
+            continue
+        # a context group belongs to this error only when a note follows it
+        after = end
+        while after < len(lines) and _CONTEXT.match(lines[after]):
+            after += 1
+        if after > end and after < len(lines) and _severity(lines[after]) == "note":
+            end = after + 1
+            continue
+        break
+    return list(lines[start:end])
+
+
+def _screenful(lines: Sequence[str], paths: PathMap) -> tuple[str, ...]:
+    shown = [_clip(paths.line(line)) for line in lines]
+    if len(shown) > MAX_LINES:
+        more = len(shown) - (MAX_LINES - 1)
+        shown = [*shown[: MAX_LINES - 1], f"… ({more} more lines of this error in the log)"]
+    return tuple(shown)
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= _MAX_WIDTH else line[: _MAX_WIDTH - 1] + "…"
+
+
+def failure(output: str, paths: PathMap) -> Diagnostics:
+    """The failing units of a failed compile's ``output`` and its first error. Without a
+    compiler's error (the worker itself failed: a Python exception), its last lines."""
+    segments = _segments(output)
+    failed = [s for s in segments if s.failed]
+    units = tuple(dict.fromkeys(paths.path(s.unit) for s in failed if s.unit is not None))
+    first: list[str] = []
+    for segment in [*failed, *segments]:
+        first = _first_error(segment.lines)
+        if first:
+            break
+    if first:
+        return Diagnostics(units, _screenful(first, paths))
+    tail = [line for line in output.splitlines() if line.strip()]
+    return Diagnostics(units, _screenful(tail[-5:], paths), compiler_error=False)
+
+
+def warning_summary(output: str, paths: PathMap) -> tuple[str, ...]:
+    """One line per unit of a successful compile's ``output`` that warned:
+    ``csrc/k.cu: 3 warnings (first: csrc/k.cu:12:5: unused variable 'y')``."""
+    found: dict[str, list[str]] = {}
+    for segment in _segments(output):
+        for line in segment.lines:
+            match = _SEVERITY.match(line)
+            if match is None or match["severity"] != "warning":
+                continue
+            unit = paths.path(segment.unit) if segment.unit else "the build"
+            where = paths.line(line[: match.start("severity")].rstrip(" :"))
+            warning = f"{where}: {match['text']}"
+            # nvcc's front end says a warning once for the host, once for the device
+            if warning not in found.setdefault(unit, []):
+                found[unit].append(warning)
+    return tuple(_summary(unit, warnings) for unit, warnings in found.items())
+
+
+def _summary(unit: str, warnings: Iterable[str]) -> str:
+    listed = list(warnings)
+    count = f"{len(listed)} warning" + ("s" if len(listed) > 1 else "")
+    return _clip(f"{unit}: {count} (first: {listed[0]})")

@@ -1,0 +1,243 @@
+"""builder.diagnostics on compile output as gcc 12, nvcc 13.0 and ninja write it (taken from
+real runs here, the build folders renamed): the failing unit, the first error with its context
+and notes, the screenful cap, the project's paths through the work folder's link, absolute and
+relative to the build folder, and the per-unit warning summary."""
+
+from __future__ import annotations
+
+from kernelwheel.builder.diagnostics import MAX_LINES, PathMap, failure, warning_summary
+from kernelwheel.errors import BuildError
+
+STAGE = "/cache/work/tiny_add/torch213-cxx11-cpu-x86_64-linux"
+ROOT = "/home/me/tiny-add"
+PATHS = PathMap((f"{STAGE}/project", ROOT), f"{STAGE}/obj")
+FLAGS = "-Wsign-compare -DNDEBUG -g -fwrapv -O3 -Wall -fPIC -c"  # torch's own -c among them
+
+
+def _compile(source: str) -> str:
+    obj = f"{STAGE}/obj{source.removesuffix('.cpp')}.o"
+    return f"c++ -MMD -MF {obj}.d {FLAGS} -c {source} -o {obj} -O3 -fvisibility=hidden"
+
+
+ADD_ONE = f"{STAGE}/project/csrc/add_one.cpp"
+BINDING = f"{STAGE}/project/torch-ext/torch_binding.cpp"
+
+# ninja without a terminal: each unit's line when it ends, FAILED and its command, its output.
+# ccache hands the compiler paths relative to the build folder (../project/...).
+GCC_FAILED = f"""\
+$ /cache/envs/py3.11/bin/python _compile_worker.py compile.json result.json
+running build_ext
+building '_tiny_add_5d0ae1e1f9' extension
+[1/3] {_compile(ADD_ONE)}
+FAILED: {STAGE}/obj{STAGE}/project/csrc/add_one.o
+{_compile(ADD_ONE)}
+../project/csrc/add_one.cpp: In function ‘at::Tensor add_one_cpu(const at::Tensor&)’:
+../project/csrc/add_one.cpp:5:18: error: expected ‘;’ before ‘}}’ token
+    5 |   return x.add(1)
+      |                  ^
+      |                  ;
+    6 | }}
+      | ~
+../project/csrc/add_one.cpp:4:7: warning: unused variable ‘unused’ [-Wunused-variable]
+    4 |   int unused = 3;
+      |       ^~~~~~
+[2/3] {_compile(BINDING)}
+ninja: build stopped: subcommand failed.
+Traceback (most recent call last):
+  File "/cache/envs/py3.11/lib/python3.11/site-packages/torch/utils/cpp_extension.py", line 2893
+subprocess.CalledProcessError: Command '['ninja', '-v', '-j', '2']' returned non-zero exit status 1.
+RuntimeError: Error compiling objects for extension
+"""
+
+
+def test_the_failing_unit_and_its_first_error_with_the_projects_paths() -> None:
+    found = failure(GCC_FAILED, PATHS)
+    assert found.units == ("csrc/add_one.cpp",)
+    assert found.compiler_error
+    assert found.lines == (
+        "csrc/add_one.cpp: In function ‘at::Tensor add_one_cpu(const at::Tensor&)’:",
+        "csrc/add_one.cpp:5:18: error: expected ‘;’ before ‘}’ token",
+        "    5 |   return x.add(1)",
+        "      |                  ^",
+        "      |                  ;",
+        "    6 | }",
+        "      | ~",
+    )  # the warning after it, ninja's and the traceback's lines are left to the log
+
+
+HEADER_ERRORS = """\
+In file included from /home/me/tiny-add/csrc/k.cpp:1:
+/home/me/tiny-add/csrc/util.h: In function ‘int scale(int)’:
+/home/me/tiny-add/csrc/util.h:2:38: error: ‘factor’ was not declared in this scope
+    2 | inline int scale(int x) { return x * factor; }
+      |                                      ^~~~~~
+/home/me/tiny-add/csrc/k.cpp: In function ‘int g()’:
+/home/me/tiny-add/csrc/k.cpp:3:19: error: too few arguments to function ‘int f(int, int)’
+    3 | int g() { return f(1); }
+      |                  ~^~~
+/home/me/tiny-add/csrc/k.cpp:2:5: note: declared here
+    2 | int f(int a, int b);
+      |     ^
+"""
+
+
+def test_an_error_in_a_header_keeps_its_include_chain_and_stops_at_the_next_error() -> None:
+    # absolute paths (a tvm-ffi build names the project so), no ninja: the worker's link
+    worker = f"FAILED: [code=1] obj/000-k.o\nc++ -c {ROOT}/csrc/k.cpp\n"
+    found = failure(worker + HEADER_ERRORS, PATHS)
+    assert found.units == ("csrc/k.cpp",)
+    assert found.lines == (
+        "In file included from csrc/k.cpp:1:",
+        "csrc/util.h: In function ‘int scale(int)’:",
+        "csrc/util.h:2:38: error: ‘factor’ was not declared in this scope",
+        "    2 | inline int scale(int x) { return x * factor; }",
+        "      |                                      ^~~~~~",
+    )
+
+
+def test_an_errors_notes_come_with_it() -> None:
+    second = HEADER_ERRORS.split("^~~~~~\n", 1)[1]
+    found = failure(second, PATHS)
+    assert found.units == ()  # no FAILED line: the error is still found
+    error = "csrc/k.cpp:3:19: error: too few arguments to function ‘int f(int, int)’"
+    assert found.lines[1] == error
+    assert found.lines[-3:] == (
+        "csrc/k.cpp:2:5: note: declared here",
+        "    2 | int f(int a, int b);",
+        "      |     ^",
+    )
+
+
+def test_a_note_with_an_include_chain_of_its_own_belongs_to_the_error() -> None:
+    text = """\
+csrc/k.cpp:3:10: error: no matching function for call to ‘scale(float*)’
+    3 |   return scale(p);
+      |          ~~~~~^~~
+In file included from csrc/k.cpp:1:
+csrc/util.h:2:12: note: candidate: ‘int scale(int)’
+    2 | inline int scale(int x) { return x; }
+      |            ^~~~~
+csrc/k.cpp: In function ‘int h()’:
+csrc/k.cpp:7:1: error: expected ‘;’
+"""
+    lines = failure(text, PathMap((), "/")).lines
+    assert lines[3:5] == (
+        "In file included from csrc/k.cpp:1:",
+        "csrc/util.h:2:12: note: candidate: ‘int scale(int)’",
+    )
+    assert lines[-1] == "      |            ^~~~~" and len(lines) == 7
+
+
+NVCC_FAILED = f"""\
+FAILED: {STAGE}/obj{STAGE}/project/csrc/k.o
+/usr/local/cuda/bin/nvcc --generate-dependencies-with-compile -c {STAGE}/project/csrc/k.cu -o k.o
+{STAGE}/project/csrc/k.cuh(3): error: expected a ";"
+  __attribute__((device)) T twice(T x) {{ return x * 2 }}
+                                                      ^
+
+1 error detected in the compilation of "{STAGE}/project/csrc/k.cu".
+"""
+
+
+def test_nvccs_front_end_errors_and_the_link_path() -> None:
+    found = failure(NVCC_FAILED, PATHS)
+    assert found.units == ("csrc/k.cu",)
+    assert found.lines == (
+        'csrc/k.cuh(3): error: expected a ";"',
+        "  __attribute__((device)) T twice(T x) { return x * 2 }",
+        "                                                      ^",
+    )
+
+
+def test_nvcc_template_errors_keep_the_instantiation_line() -> None:
+    text = """\
+t.cu(2): error: expression must have class type but it has type "float"
+  __attribute__((device)) T twice(T x) { return x.nosuch(); }
+                                                ^
+          detected during instantiation of "T twice(T) [with T=float]" at line 3
+
+1 error detected in the compilation of "t.cu".
+"""
+    lines = failure(text, PATHS).lines
+    assert lines[0].startswith("t.cu(2): error:") and "detected during instantiation" in lines[-1]
+
+
+def test_the_host_compilers_errors_through_nvcc() -> None:
+    text = """\
+i.cu:1:10: fatal error: nosuch.h: No such file or directory
+    1 | #include "nosuch.h"
+      |          ^~~~~~~~~~
+compilation terminated.
+"""
+    assert failure(text, PATHS).lines == tuple(text.splitlines()[:3])
+
+
+def test_a_link_error_is_found_without_a_compiler_line() -> None:
+    text = """\
+x86_64-linux-gnu-g++ -shared obj/k.o -o build/_k.so
+/usr/bin/ld: obj/k.o: in function `add_one_cpu(at::Tensor const&)':
+k.cpp:(.text+0x9): undefined reference to `helper(int)'
+collect2: error: ld returned 1 exit status
+error: command '/usr/bin/x86_64-linux-gnu-g++' failed with exit code 1
+"""
+    assert failure(text, PATHS).lines == tuple(text.splitlines()[1:3])
+
+
+def test_without_a_compiler_error_the_outputs_last_lines_are_shown() -> None:
+    text = "running build_ext\nTraceback (most recent call last):\n  File x\nRuntimeError: boom\n"
+    found = failure(text, PATHS)
+    assert not found.compiler_error
+    assert found.lines[-1] == "RuntimeError: boom"
+
+
+def test_a_long_error_is_cut_to_a_screenful_and_says_so() -> None:
+    notes = "".join(f"{ROOT}/csrc/k.cpp:{i}:1: note: candidate {i}\n" for i in range(40))
+    text = f"{ROOT}/csrc/k.cpp:3:1: error: no match\n{notes}"
+    lines = failure(text, PATHS).lines
+    assert len(lines) == MAX_LINES
+    assert lines[1] == "csrc/k.cpp:0:1: note: candidate 0"
+    assert lines[-1] == f"… ({41 - (MAX_LINES - 1)} more lines of this error in the log)"
+    huge = failure(f"k.cpp:1:1: error: {'T<' * 400}\n", PATHS).lines[0]
+    assert len(huge) == 300 and huge.endswith("…")
+
+
+def test_paths_outside_the_project_stay_whole() -> None:
+    torch = "/cache/envs/py3.11/lib/python3.11/site-packages/torch/include/ATen/Tensor.h"
+    assert PATHS.path(torch) == torch
+    assert PATHS.path("../../../envs/x.h") == "/cache/work/envs/x.h"  # not the build folder's
+    assert PATHS.path(f"{STAGE}/project/csrc/a.cpp") == "csrc/a.cpp"
+    assert PATHS.path("../project/csrc/a.cpp") == "csrc/a.cpp"
+    assert PATHS.line("see a/b and /home/me/tiny-add/x.h:3") == "see a/b and x.h:3"
+
+
+def test_warnings_are_summed_up_per_unit_of_a_successful_compile() -> None:
+    text = f"""\
+[1/3] {_compile(ADD_ONE)}
+../project/csrc/add_one.cpp: In function ‘at::Tensor add_one_cpu(const at::Tensor&)’:
+../project/csrc/add_one.cpp:4:7: warning: unused variable ‘unused’ [-Wunused-variable]
+    4 |   int unused = 3;
+      |       ^~~~~~
+../project/csrc/add_one.cpp:5:7: warning: unused variable ‘other’ [-Wunused-variable]
+[2/3] {_compile(BINDING)}
+[3/3] /usr/local/cuda/bin/nvcc -c {STAGE}/project/csrc/k.cu -o k.o
+{STAGE}/project/csrc/k.cu(1): warning #177-D: variable "unused" was declared but never referenced
+  __attribute__((global)) void f(float* x) {{ int unused = 2; x[0] = 1; }}
+                                                 ^
+
+Remark: The warnings can be suppressed with "-diag-suppress <warning-number>"
+
+{STAGE}/project/csrc/k.cu(1): warning #177-D: variable "unused" was declared but never referenced
+"""
+    assert warning_summary(text, PATHS) == (
+        "csrc/add_one.cpp: 2 warnings (first: csrc/add_one.cpp:4:7: unused variable ‘unused’ "
+        "[-Wunused-variable])",
+        # nvcc says it once for the host, once for the device: one warning
+        'csrc/k.cu: 1 warning (first: csrc/k.cu(1): variable "unused" was declared but never '
+        "referenced)",
+    )
+    assert warning_summary(GCC_FAILED.replace("warning", "note"), PATHS) == ()
+
+
+def test_the_error_shows_its_diagnostics_under_the_message_and_the_fix_last() -> None:
+    exc = BuildError("compiling k.cpp failed (exit 1)", hint="see above", diagnostics=("a", "b"))
+    assert str(exc) == "compiling k.cpp failed (exit 1)\na\nb\n  fix: see above"
