@@ -106,8 +106,7 @@ def explain_failure(code: int, stderr: str, namespace: str) -> tuple[str, str]:
         )
     return (
         f"the extension {how} when loaded: {text or '(no message)'}",
-        "fix the error above (the log has the full output); pass --no-load-check to skip "
-        "the check",
+        "fix the error above (the log has the full output); pass --no-load-check to skip the check",
     )
 
 
@@ -146,9 +145,7 @@ _PROJECT_PREFIXES = ("/kernelwheel/build/project/", "/kernelwheel/src/")
 
 def _registered_at(reason: str, label: str) -> str | None:
     """The ``registered at FILE:LINE`` line torch prints under ``label``'s line."""
-    match = re.search(
-        rf"^\s*{re.escape(label)}:.*\n\s*registered at (\S+)", reason, re.MULTILINE
-    )
+    match = re.search(rf"^\s*{re.escape(label)}:.*\n\s*registered at (\S+)", reason, re.MULTILINE)
     return match.group(1) if match else None
 
 

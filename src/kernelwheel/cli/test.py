@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from ..builder.dev import pytest_command
 from ..errors import ToolchainError
@@ -34,6 +35,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    if str(args.path).startswith("-"):
+        # `test -- -x`: argparse hands the first word after "--" to the optional DIR
+        extra, args.path = [str(args.path), *extra], Path(".")
     done = dev_once(args, ui)
     project, build, linked = done.planned.project, done.build, done.linked
     if not (project.root / "tests").is_dir():
@@ -56,7 +61,6 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             hint=f"'{python} -m pip install pytest', or activate a virtual environment holding "
             "torch and pytest (or pass --python PY)",
         )
-    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
     cmd = [*pytest_command(project, build, python), *extra]
     ui.info("", "$ " + " ".join(cmd))
     # pytest runs in the project: its tests import the package from the dev build, not from

@@ -1,0 +1,92 @@
+"""The author's loop, for real (g++ through torch's ninja, a venv holding torch): a build whose
+op schema does not match its implementation fails at the load check, naming the op; an init'd
+project sitting in a checkout with a hostile pytest configuration is built by `kernelwheel test`
+from a subfolder, incrementally (an edit recompiles its unit alone), and its own tests run
+against each fresh build."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from support.builds import CPU_VARIANT, build_env, cache_dir
+from support.tinykernel import BINDING, write_tiny_kernel
+from support.venvs import QuickVenv
+
+from kernelwheel.builder.dev import dev_folder
+from kernelwheel.cli import main
+from kernelwheel.model.project import load_project
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_schema_its_implementation_does_not_match_fails_the_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = write_tiny_kernel(tmp_path / "tiny-add")
+    binding = project / "torch-ext" / "torch_binding.cpp"
+    binding.write_text(BINDING.replace("add_one(Tensor x)", "add_one(Tensor x, Tensor y)"))
+    out = tmp_path / "wheelhouse"
+
+    assert main(["build", str(project), "-o", str(out), "--variant", CPU_VARIANT]) == 6
+    err = capsys.readouterr().err
+    assert "the extension crashed (SIGABRT) when loaded: op add_one: its C++ implementation" in err
+    assert re.search(r"schema +add_one\(Tensor x, Tensor y\) -> Tensor", err), err
+    assert "torch-ext/torch_binding.cpp:" in err
+    assert not list(out.glob("*.whl"))  # no wheel of a build that cannot load
+
+
+def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A checkout around the project whose pytest configuration would break the project's tests.
+    outer = tmp_path / "checkout"
+    outer.mkdir()
+    (outer / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\naddopts = "--no-such-option"\n'
+    )
+    assert main(["init", "kx", "--backends", "cpu", "--directory", str(outer)]) == 0
+    project = outer / "kx"
+    # The user's venv: the build environment's torch and this suite's pytest, layered.
+    import _pytest
+
+    venv = QuickVenv(
+        tmp_path / "venv",
+        [build_env(CPU_VARIANT).purelib, Path(_pytest.__file__).parents[1]],
+    )
+    monkeypatch.setenv("VIRTUAL_ENV", str(venv.root))
+    monkeypatch.chdir(project / "csrc")  # the project is found upward
+    capfd.readouterr()
+
+    assert main(["test"]) == 0
+    out = "".join(capfd.readouterr())  # progress on stdout, pytest's output too
+    assert f"variant {CPU_VARIANT}" in out
+    assert re.search(r"load check .*add_one", out), out
+    assert re.search(r"\d+ passed", out), out
+    pth = venv.purelib / "kernelwheel-dev-kx.pth"
+    assert pth.is_file()
+    # the venv imports the dev build by itself now (no pip)
+    ran = venv.run("-c", "import torch, kx; print(kx.add_one(torch.ones(3)).tolist())")
+    assert ran.stdout.strip() == "[2.0, 2.0, 2.0]"
+
+    # one line of one kernel source: that unit alone recompiles, and the tests see it
+    kernel = project / "csrc" / "kx_cpu.cpp"
+    kernel.write_text(kernel.read_text().replace("add_one(src[i]);", "add_one(src[i]) + 1.0f;"))
+    assert main(["test", "--", "-x", "-q"]) == 1  # pytest's own exit code: a test failed
+    assert "1 failed" in "".join(capfd.readouterr())
+    log = dev_folder(cache_dir(), load_project(project)) / "logs" / f"{CPU_VARIANT}.log"
+    assert _units_compiled(log.read_text()) == ["kx_cpu.cpp"]
+
+    # unchanged since the last run: nothing compiles, nothing is loaded again
+    assert main(["dev"]) == 0
+    out = "".join(capfd.readouterr())
+    assert "unchanged: compile skipped" in out
+    assert "load check" not in out
+
+
+def _units_compiled(log: str) -> list[str]:
+    """The sources ninja compiled, in a dev build's log (its ``[i/n] c++ ... -c SRC`` lines)."""
+    return [Path(src).name for src in re.findall(r"^\[\d+/\d+\] .* -c (\S+)", log, re.M)]

@@ -1,0 +1,84 @@
+"""The load check's reading of a failed import (builder/load_check.py), on the output torch and
+Python give for each way a freshly linked extension fails to load."""
+
+from __future__ import annotations
+
+import signal
+
+from kernelwheel.builder.load_check import LoadReport, explain_failure, skip_reason
+from kernelwheel.model.variant import Arch, Variant
+
+NS = "_tiny_add_0123456789"
+
+# What torch 2.13 prints when a kernel's C++ signature does not match its schema, thrown from a
+# static registration while the shared object loads (std::terminate, then SIGABRT).
+MISMATCH = f"""\
+terminate called after throwing an instance of 'c10::Error'
+  what():  Inferred operator schema for a C++ kernel function doesn't match the expected function schema.
+  operator: {NS}::add_one
+  expected schema: {NS}::add_one(Tensor x, Tensor y) -> Tensor
+    registered at /kernelwheel/build/project/torch-ext/torch_binding.cpp:7
+  inferred schema: (Tensor _0) -> Tensor _0
+    registered at /kernelwheel/build/project/torch-ext/torch_binding.cpp:10
+  reason: The number of arguments is different. 2 vs 1.
+Exception raised from checkSchema at /__w/pytorch/aten/src/ATen/core/dispatch/OperatorEntry.cpp:98 (most recent call first):
+frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x9d (0x7f in libc10.so)
+"""  # noqa: E501
+
+UNDEFINED = f"""\
+Traceback (most recent call last):
+  File "/x/_load_check.py", line 50, in <module>
+    sys.exit(main(sys.argv[1:]))
+ImportError: /w/lib/{NS}.abi3.so: undefined symbol: _Z11add_one_cpuRKN2at6TensorE
+"""
+
+
+def test_a_mismatched_schema_names_the_op_both_signatures_and_their_lines() -> None:
+    message, fix = explain_failure(-signal.SIGABRT, MISMATCH, NS)
+    assert message.startswith("the extension crashed (SIGABRT) when loaded: op add_one: ")
+    lines = message.splitlines()
+    assert lines[1].split() == [
+        "schema",
+        "add_one(Tensor",
+        "x,",
+        "Tensor",
+        "y)",
+        "->",
+        "Tensor",
+        "(torch-ext/torch_binding.cpp:7)",
+    ]
+    assert lines[2].endswith("(Tensor _0) -> Tensor _0  (torch-ext/torch_binding.cpp:10)")
+    assert lines[3].strip() == "The number of arguments is different. 2 vs 1."
+    assert NS not in message and "/kernelwheel/" not in message and "frame #0" not in message
+    assert 'ops.def("add_one(...)")' in fix
+
+
+def test_an_undefined_symbol_says_a_definition_is_missing() -> None:
+    message, fix = explain_failure(1, UNDEFINED, NS)
+    assert message.startswith("the extension failed when loaded: ImportError: ")
+    assert "undefined symbol: _Z11add_one_cpuRKN2at6TensorE" in message
+    assert "declared but not defined" in fix
+
+
+def test_any_other_failure_shows_its_last_lines_and_the_way_out() -> None:
+    message, fix = explain_failure(-signal.SIGSEGV, "boom\nSegmentation fault in init\n", NS)
+    assert message == (
+        "the extension crashed (SIGSEGV) when loaded: boom\nSegmentation fault in init"
+    )
+    assert "--no-load-check" in fix
+
+
+def test_another_arch_is_not_loaded_here() -> None:
+    here = Arch.host().value
+    other = "aarch64" if here == "x86_64" else "x86_64"
+    reason = skip_reason(Variant.parse(f"torch213-cxx11-cpu-{other}-linux"))
+    assert reason == f"a {other} extension cannot be loaded on this {here} host"
+    assert skip_reason(Variant.parse(f"torch213-cxx11-cpu-{here}-linux")) is None
+
+
+def test_the_report_names_the_ops_without_the_namespace() -> None:
+    report = LoadReport(
+        ops=(f"{NS}::add_one(Tensor x) -> Tensor", f"{NS}::twice(Tensor x) -> Tensor")
+    )
+    assert report.describe(NS) == "2 op(s) loaded: add_one, twice"
+    assert LoadReport(skipped="off").describe(NS) == "skipped: off"
