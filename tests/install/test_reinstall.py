@@ -75,7 +75,7 @@ def test_a_rebuild_of_the_installed_version_replaces_it(
     assert kw(fixed.parent, "--json", runner=runner) == 0
     report = json.loads(capsys.readouterr().out)
     (pkg,) = report["packages"]
-    assert report["status"] == "already installed" and report["commands"] == []
+    assert report["status"] == "already-installed" and report["commands"] == []
     assert pkg["action"] == "keep" and pkg["previous"]["files_sha256"] == new == pkg["files_sha256"]
     assert not [cmd for cmd in runner.commands if "pip" in cmd]
 

@@ -93,7 +93,7 @@ class Pick:
 
 @dataclass(frozen=True)
 class InstallResult:
-    status: str  # "installed", "already installed" (no pip run) or "dry-run"
+    status: str  # "installed", "already-installed" (no pip run) or "dry-run"
     target: Target
     picks: tuple[Pick, ...]
     commands: tuple[tuple[str, ...], ...]  # the pip runs, in order (none when all are kept)
@@ -184,7 +184,7 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
     if request.dry_run:
         return InstallResult("dry-run", target, picks, commands)
     if not commands:
-        return InstallResult("already installed", target, picks, ())
+        return InstallResult("already-installed", target, picks, ())
     output = "".join(run_pip(cmd, runner) for cmd in commands)
     after = read_environment(target.python, wanted, runner)
     if after.torch != target.torch_dist:  # the pin makes this impossible; say so loudly if not
