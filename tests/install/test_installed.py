@@ -261,3 +261,19 @@ def test_a_build_pip_did_not_install_is_an_error_not_a_success(
     target.after = {"img2gray": ("0.0.9", stale)}
     assert target.install("img2gray", "-f", str(house)) == 10
     assert f"it finds version 0.0.9 in {target.site}" in capsys.readouterr().err
+
+
+def test_another_version_is_replaced_by_the_pinned_run_and_read_back(
+    tmp_path: Path, house: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel = records(house)["img2gray"]
+    target = Target(tmp_path, {"img2gray": ("0.0.9", [row(PY, b"0.0.9")])})
+    target.after = {"img2gray": (VERSION, [*wheel, row(f"{DIST}/INSTALLER", b"pip")])}
+    assert target.install("img2gray", "-f", str(house)) == 0
+    out = capsys.readouterr().out
+    old, new = files_digest({PY: record_hash(b"0.0.9")}), files_digest(own_files(wheel))
+    assert f"  replaced 0.0.9 in {target.site} with {VERSION}\n" in out
+    assert f"    before: files sha256 {old}\n    after:  files sha256 {new}\n" in out
+    (pip,) = target.pip_runs
+    assert pip[-1] == "torch==2.14.1+cpu" and "--force-reinstall" not in pip
+    assert f"installed with: {shlex.join(pip)}" in out

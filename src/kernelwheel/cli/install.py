@@ -148,12 +148,12 @@ def _outcome(pick: Pick, dry_run: bool) -> list[str]:
         return [f"already installed: {where}, the same files ({new})"]
     if pick.action == "reinstall" and not pick.changed and not old.altered:
         return [f"{would}reinstalled (--reinstall): {where}, the same files ({new})"]
-    if old.altered:
-        why = f": its files were altered on disk since installed: {listing(old.altered)}"
-    elif old.has_version(pick.version):
-        why = f": same version, other files: {listing(pick.changed)}"
-    else:
+    if not old.has_version(pick.version):
         where, why = f"{old.version} in {old.location} with {pick.version}", ""
+    elif old.altered:
+        why = f": its files were altered on disk since installed: {listing(old.altered)}"
+    else:
+        why = f": same version, other files: {listing(pick.changed)}"
     return [
         f"{would}replaced {where}{why}",
         f"  before: files sha256 {old.digest}",

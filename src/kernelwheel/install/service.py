@@ -190,7 +190,7 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
     if after.torch != target.torch_dist:  # the pin makes this impossible; say so loudly if not
         raise InstallError(
             f"torch changed from {target.torch_dist} to {after.torch} during the install",
-            hint="report this: the torch pin should have prevented it",
+            hint="report this: the torch pin (a forced run: --no-deps) should have prevented it",
         )
     for pick in picks:
         _read_back(pick, after.builds.get(pick.selection.project), target)
