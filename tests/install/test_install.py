@@ -182,7 +182,7 @@ def test_json_names_the_chosen_url_hash_and_variant(
         f"img2gray-0.1.0+{label}-cp310-abi3-linux_x86_64.whl"
         for label in (CPU_214, CU130_214, "torch2.14.cu128.cxx11")
     }
-    assert report["command"][-1] == "torch==2.13.0+cpu"
+    assert report["commands"][-1][-1] == "torch==2.13.0+cpu"
     assert installed(venv) == {"torch": "2.13.0+cpu", "img2gray": f"0.1.0+{CPU_213}"}
 
 

@@ -21,6 +21,7 @@ from kernelwheel.builder import codegen
 from kernelwheel.compat.guard import BuildStamp
 from kernelwheel.model.variant import OS, Arch, Variant
 from kernelwheel.wheels import WheelSpec, write_wheel
+from support.sofiles import build_extension
 from support.venvs import FAKE_TORCH_INIT, QuickVenv, pip_command, run_pip
 
 UV = Path(sys.executable).with_name("uv")
@@ -36,10 +37,17 @@ def torch_wheel(out: Path, version: str, cuda: str | None, *, cxx11: bool = True
 
 
 def kernel_wheel(
-    out: Path, local: str | None, *, version: str = "0.1.0", name: str = "img2gray"
+    out: Path,
+    local: str | None,
+    *,
+    version: str = "0.1.0",
+    name: str = "img2gray",
+    extension: bytes | None = None,
 ) -> Path:
     """``img2gray-<version>+<local>``: a binary label gets the linux_x86_64 abi3 tag and the
-    generated guard; a noarch label (or none) a py3-none-any wheel without one."""
+    generated guard; a noarch label (or none) a py3-none-any wheel without one. ``extension``:
+    a compiled ``<NAMESPACE>.abi3.so`` (see :func:`add_one_extension`) instead of the empty
+    Python module that stands in for it."""
     full = f"{version}+{local}" if local else version
     package = name.replace("-", "_")
     variant = (
@@ -54,10 +62,31 @@ def kernel_wheel(
     else:
         stamp = BuildStamp(name, full, variant, None)
         files[f"{package}/_ops.py"] = codegen.ops_py(NAMESPACE, stamp).encode()
-        files[f"{package}/{NAMESPACE}.py"] = b""  # stands in for the extension
+        if extension is None:
+            files[f"{package}/{NAMESPACE}.py"] = b""  # stands in for the extension
+        else:
+            files[f"{package}/{NAMESPACE}.abi3.so"] = extension
         tag, requires = Tag("cp310", "abi3", "linux_x86_64"), (variant.torch_requirement(),)
     spec = WheelSpec(name, full, tag, files, requires_dist=requires, requires_python=">=3.10")
     return write_wheel(spec, out)
+
+
+# The extension's one op, add_one(int); ``STEP`` is the one line a rebuild changes.
+ADD_ONE = (
+    "#define STEP %d\n"
+    "static PyObject *add_one(PyObject *self, PyObject *x) {\n"
+    "    long v = PyLong_AsLong(x);\n"
+    "    return (v == -1 && PyErr_Occurred()) ? NULL : PyLong_FromLong(v + STEP);\n"
+    "}\n"
+    'static PyMethodDef methods[] = {{"add_one", add_one, METH_O, NULL}, {NULL, NULL, 0, NULL}};\n'
+)
+
+
+def add_one_extension(cache: Path, step: int = 1) -> bytes:
+    """The kernel wheels' extension compiled for real (gcc, a fraction of a second), its op
+    adding ``step``: two builds that differ in one line and in the op's result."""
+    code = (ADD_ONE % step, "if (m != NULL && PyModule_AddFunctions(m, methods) < 0) return NULL;")
+    return build_extension(cache, NAMESPACE, code=code)
 
 
 def isolated_env() -> dict[str, str]:

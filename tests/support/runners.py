@@ -86,10 +86,15 @@ def is_torch_probe(cmd: Sequence[str]) -> bool:
 
 
 def torch_probe_reply(
-    python: str, purelib: Path, *, torch: str = "2.14.1+cpu", cuda: str | None = None
+    python: str,
+    purelib: Path,
+    *,
+    torch: str = "2.14.1+cpu",
+    cuda: str | None = None,
+    tags: Sequence[str] = ("cp311-cp311-manylinux_2_28_x86_64",),
 ) -> Reply:
     """What the interpreter probe prints for an x86_64 CPython 3.11 with ``torch`` (built for
-    CUDA ``cuda``, else for the CPU) in ``purelib``."""
+    CUDA ``cuda``, else for the CPU) in ``purelib``, supporting the wheel ``tags``."""
     backend = [int(n) for n in cuda.split(".")] if cuda else None
     report = {
         "python": [3, 11],
@@ -104,7 +109,7 @@ def torch_probe_reply(
         "torch_cuda": cuda,
         "torch_hip": None,
         "torch_dist": torch,
-        "tags": ["cp311-cp311-manylinux_2_28_x86_64"],
+        "tags": list(tags),
     }
     return Reply(stdout="KERNELWHEEL-PROBE " + json.dumps(report) + "\n")
 

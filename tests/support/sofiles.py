@@ -45,11 +45,19 @@ def compilers() -> dict[str, str | None]:
 
 
 def build_extension(
-    cache: Path, name: str, *, arch: str = "x86_64", too_new_glibc: bool = False, pad: int = 0
+    cache: Path,
+    name: str,
+    *,
+    arch: str = "x86_64",
+    too_new_glibc: bool = False,
+    pad: int = 0,
+    code: tuple[str, str] = ("", ""),
 ) -> bytes:
     """The bytes of ``<name>.abi3.so`` (cached under ``cache``). ``pad`` adds that many bytes of
-    incompressible data in a non-loaded section, to make realistically sized objects."""
-    extra, call = TOO_NEW if too_new_glibc else ("", "")
+    incompressible data in a non-loaded section, to make realistically sized objects. ``code``:
+    C source put before the module (definitions) and into its init (calls; ``m`` is the
+    module)."""
+    extra, call = TOO_NEW if too_new_glibc else code
     source = SOURCE % {"name": name, "extra": extra, "call": call}
     key = hashlib.sha256(repr((source, arch, pad)).encode()).hexdigest()[:16]
     out = cache / f"{name}-{arch}-{key}.so"

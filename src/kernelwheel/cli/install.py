@@ -7,9 +7,17 @@ import json
 import shlex
 from typing import Any
 
+from ..install.installed import listing
 from ..install.probe import Target
 from ..install.select import Selection, Verdict, why_not_chosen
-from ..install.service import InstallRequest, InstallResult, NoMatch, install, target_python
+from ..install.service import (
+    InstallRequest,
+    InstallResult,
+    NoMatch,
+    Pick,
+    install,
+    target_python,
+)
 from ..install.sources import Sources
 from ._args import add_variant_argument
 from .ui import ConsoleUI
@@ -25,7 +33,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "package the one build the import guard's compatibility rules accept "
             "(docs/install.md), and install it with pip, pinned to that file and its sha256, "
             "with torch pinned to the installed version. If any package has no fitting build, "
-            "nothing is installed and every candidate is listed with the reason it was refused."
+            "nothing is installed and every candidate is listed with the reason it was refused. "
+            "A build of the installed version replaces the installed one when their files "
+            "differ (RECORD), and is left alone when they are the same; what is reported is "
+            "read back from the environment after pip ran."
         ),
         epilog=(
             "examples:\n"
@@ -33,9 +44,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "  kernelwheel install 'img2gray==0.1.0' --index-url https://host/simple/all/ "
             "--python .venv/bin/python\n"
             "  kernelwheel install img2gray -f wheelhouse --dry-run   # print the pip command\n"
+            "  kernelwheel install img2gray -f wheelhouse --reinstall # even if the same build\n"
             "\n"
-            "exit codes: 0 installed (or dry run); 2 bad arguments or unreadable source; "
-            "10 no fitting build, no torch in the target, or pip failed"
+            "exit codes: 0 installed, already installed or dry run; 2 bad arguments or "
+            "unreadable source; 10 no fitting build, no torch in the target, pip failed, or "
+            "the environment does not hold the chosen build after pip ran"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -64,6 +77,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         " (default: $VIRTUAL_ENV's, else python3 on PATH)",
     )
     add_variant_argument(p, "consider only builds of the variants it matches", "'*-cu130-*'")
+    p.add_argument(
+        "--reinstall",
+        action="store_true",
+        help="install the chosen builds even where the same version and files are installed "
+        "(pip --force-reinstall --no-deps; torch is not named, so it stays)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the pip command, run nothing")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(func=run)
@@ -77,6 +96,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         no_index=args.no_index,
         dry_run=args.dry_run,
         variants=tuple(args.variant),
+        reinstall=args.reinstall,
     )
     try:
         result = install(request, args.runner)
@@ -100,12 +120,45 @@ def _render(result: InstallResult, ui: ConsoleUI) -> None:
         ui.print(f"  from {pick.location}" + (f", sha256 {pick.sha256}" if pick.sha256 else ""))
         for verdict in sel.passed_over:
             ui.print(f"  not {verdict.candidate.filename}: {_reason(verdict, sel)}")
-    command = shlex.join(result.command)
+        for line in _outcome(pick, result.status == "dry-run"):
+            ui.print(f"  {line}")
+    commands = [shlex.join(cmd) for cmd in result.commands]
     if result.status == "dry-run":
-        ui.print("dry run; the pip command:")
-        ui.print(command)
+        plural = "s" if len(commands) > 1 else ""
+        ui.print(f"dry run; the pip command{plural}:" if commands else "dry run; pip would not run")
+        for command in commands:
+            ui.print(command)
+    elif commands:
+        for command in commands:
+            ui.print(f"installed with: {command}")
     else:
-        ui.print(f"installed with: {command}")
+        ui.print("nothing to install: pip not run")
+
+
+def _outcome(pick: Pick, dry_run: bool) -> list[str]:
+    """What happens to the project in the target. "files sha256" is the digest of the build's
+    RECORD entries, the same for a wheel and its installed copy (docs/install.md)."""
+    would = "would be " if dry_run else ""
+    new = f"files sha256 {pick.digest}"
+    old = pick.before
+    if old is None:
+        return [f"{would}installed {pick.version}: {new}"]
+    where = f"{pick.version} in {old.location}"
+    if pick.action == "keep":
+        return [f"already installed: {where}, the same files ({new})"]
+    if pick.action == "reinstall" and not pick.changed and not old.altered:
+        return [f"{would}reinstalled (--reinstall): {where}, the same files ({new})"]
+    if not old.has_version(pick.version):
+        where, why = f"{old.version} in {old.location} with {pick.version}", ""
+    elif old.altered:
+        why = f": its files were altered on disk since installed: {listing(old.altered)}"
+    else:
+        why = f": same version, other files: {listing(pick.changed)}"
+    return [
+        f"{would}replaced {where}{why}",
+        f"  before: files sha256 {old.digest}",
+        f"  after:  {new}",
+    ]
 
 
 def _reason(verdict: Verdict, sel: Selection) -> str:
@@ -148,12 +201,30 @@ def _result_json(result: InstallResult) -> dict[str, Any]:
                 "version": str(p.selection.chosen.version) if p.selection.chosen else None,
                 "variant": p.selection.chosen.label if p.selection.chosen else None,
                 "sha256": p.sha256,
+                "files_sha256": p.digest,
                 "pin": p.pin,
+                "action": p.action,
+                "previous": _previous(p),
                 "rejected": _verdicts(p.selection),
             }
             for p in result.picks
         ],
-        "command": list(result.command),
+        "commands": [list(cmd) for cmd in result.commands],
+    }
+
+
+def _previous(pick: Pick) -> dict[str, Any] | None:
+    """The build the target held before; ``changed``: the files that differ from the wheel's,
+    ``altered``: those whose bytes on disk no longer match its RECORD."""
+    old = pick.before
+    if old is None:
+        return None
+    return {
+        "version": old.version,
+        "location": old.location,
+        "files_sha256": old.digest,
+        "changed": list(pick.changed),
+        "altered": list(old.altered),
     }
 
 

@@ -5,6 +5,11 @@ the index URL with its hash), so pip can neither choose another build nor accept
 ``torch==<installed version>`` is a requirement of the same command: already satisfied, so pip
 leaves torch alone, and any dependency that would need another torch fails the resolution
 instead of replacing it. The sources go along for the builds' other dependencies.
+
+A build of the version already installed needs ``--force-reinstall`` (pip counts it as
+satisfied): that command gets ``--no-deps`` and no torch pin, because a forced run reinstalls
+every requirement it names, and so it touches nothing but the named builds (their dependencies
+are those the installed build of the same version brought in).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ def pinned_requirement(project: str, candidate: Candidate, sha256: str | None) -
 
 
 def pip_command(
-    target: Target, pins: Sequence[str], sources: Sources, *, no_index: bool
+    target: Target, pins: Sequence[str], sources: Sources, *, no_index: bool, force: bool = False
 ) -> list[str]:
     # The target's own pip if it has one; else this pip, pointed at the target (pip >= 22.3).
     if target.has_pip:
@@ -35,6 +40,8 @@ def pip_command(
     else:
         cmd = [sys.executable, "-m", "pip", "--python", str(target.python), "install"]
     cmd.append("--disable-pip-version-check")
+    if force:
+        cmd += ["--force-reinstall", "--no-deps"]
     if no_index:
         cmd.append("--no-index")
     elif sources.index_url:
@@ -43,7 +50,7 @@ def pip_command(
         cmd += ["--extra-index-url", url]
     for link in sources.find_links:  # absolute, so the printed command runs from anywhere
         cmd += ["--find-links", link if "://" in link else str(Path(link).resolve())]
-    return [*cmd, *pins, f"torch=={target.torch_dist}"]
+    return [*cmd, *pins] if force else [*cmd, *pins, f"torch=={target.torch_dist}"]
 
 
 def run_pip(cmd: Sequence[str], runner: Runner = RUNNER) -> str:
@@ -56,12 +63,3 @@ def run_pip(cmd: Sequence[str], runner: Runner = RUNNER) -> str:
             hint="read pip's message above; --dry-run prints the command to run it yourself",
         )
     return proc.stdout
-
-
-def installed_version(python: Path, project: str, runner: Runner = RUNNER) -> str | None:
-    code = (
-        "import importlib.metadata as m, sys\n"
-        "try:\n    print(m.version(sys.argv[1]))\nexcept m.PackageNotFoundError:\n    print('')\n"
-    )
-    proc = runner.captured([python, "-c", code, project])
-    return proc.stdout.strip() or None

@@ -1,28 +1,47 @@
-"""``kernelwheel install`` as a service: probe, list, select, then one pinned pip run.
+"""``kernelwheel install`` as a service: probe, list, select, compare, then pinned pip runs.
 
-Nothing is installed unless every requested package has a fitting build; then pip runs once
-with all of them. The library returns an :class:`InstallResult` (or raises :class:`NoMatch`,
-which carries the same facts) and never prints: the CLI renders both.
+Nothing is installed unless every requested package has a fitting build. Each chosen build is
+compared with what the target holds (:mod:`.installed`): the same files are kept (no pip run),
+a build of the installed version with other files is forced in (pip alone would skip it), the
+rest are installed in one pinned run. Afterwards every build is read back from the target: a
+version or files other than the wheel's are an error, never reported as installed. The library
+returns an :class:`InstallResult` (or raises :class:`NoMatch`, which carries the same facts)
+and never prints: the CLI renders both.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from .._util import RUNNER, Runner
 from ..compat import interpreter as _interpreter
 from ..compat import rules as compat
 from ..errors import InstallError, UsageError
 from ..plan.selector import Selector
-from ..wheels.reader import verify_wheel
-from .pipcmd import installed_version, pinned_requirement, pip_command, run_pip
+from ..wheels.reader import read_record, verify_wheel
+from .installed import (
+    Action,
+    Environment,
+    Files,
+    Installed,
+    decide,
+    differences,
+    files_digest,
+    listing,
+    own_files,
+    read_environment,
+)
+from .pipcmd import pinned_requirement, pip_command, run_pip
 from .probe import Target, probe
 from .select import Selection, parse_requirement, select
 from .sources import Sources, fetch, list_candidates
@@ -38,6 +57,7 @@ class InstallRequest:
     no_index: bool = False
     dry_run: bool = False
     variants: tuple[str, ...] = ()  # --variant globs: only builds of these variants
+    reinstall: bool = False  # force a build in even where the same files are installed
 
 
 @dataclass(frozen=True)
@@ -46,19 +66,37 @@ class Pick:
     location: str  # the chosen file's path or URL
     sha256: str | None
     pin: str  # the requirement handed to pip
+    files: Files  # the build's own files, from the wheel's RECORD
+    before: Installed | None = None  # what the target held of the project before
+    action: Action = "install"
 
     @property
     def filename(self) -> str:
         assert self.selection.chosen is not None
         return self.selection.chosen.candidate.filename
 
+    @property
+    def version(self) -> Version:
+        assert self.selection.chosen is not None
+        return self.selection.chosen.version
+
+    @property
+    def digest(self) -> str:
+        """:func:`~.installed.files_digest` of the wheel: the one the installed copy must have."""
+        return files_digest(self.files)
+
+    @property
+    def changed(self) -> tuple[str, ...]:
+        """The files that differ from the installed build's (none when nothing was there)."""
+        return differences(self.before.files, self.files) if self.before else ()
+
 
 @dataclass(frozen=True)
 class InstallResult:
-    status: str  # "installed" or "dry-run"
+    status: str  # "installed", "already-installed" (no pip run) or "dry-run"
     target: Target
     picks: tuple[Pick, ...]
-    command: tuple[str, ...]
+    commands: tuple[tuple[str, ...], ...]  # the pip runs, in order (none when all are kept)
     pip_output: str = ""
 
 
@@ -138,18 +176,66 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
     if any(sel.chosen is None for sel in selections):
         raise NoMatch(target, selections)
     with tempfile.TemporaryDirectory(prefix="kw-install-") as downloads:
-        picks = tuple(_pick(sel, Path(downloads)) for sel in selections)
-    cmd = pip_command(target, [p.pin for p in picks], request.sources, no_index=request.no_index)
+        fetched = [_pick(sel, Path(downloads)) for sel in selections]
+    wanted = [p.selection.project for p in fetched]
+    before = read_environment(target.python, wanted, runner)
+    picks = tuple(_decide(p, before, request.reinstall) for p in fetched)
+    commands = _commands(target, picks, request)
     if request.dry_run:
-        return InstallResult("dry-run", target, picks, tuple(cmd))
-    output = run_pip(cmd, runner)
-    after = installed_version(target.python, "torch", runner)
-    if after != target.torch_dist:  # the pin makes this impossible; say so loudly if not
+        return InstallResult("dry-run", target, picks, commands)
+    if not commands:
+        return InstallResult("already-installed", target, picks, ())
+    output = "".join(run_pip(cmd, runner) for cmd in commands)
+    after = read_environment(target.python, wanted, runner)
+    if after.torch != target.torch_dist:  # the pin makes this impossible; say so loudly if not
         raise InstallError(
-            f"torch changed from {target.torch_dist} to {after} during the install",
-            hint="report this: the torch pin should have prevented it",
+            f"torch changed from {target.torch_dist} to {after.torch} during the install",
+            hint="report this: the torch pin (a forced run: --no-deps) should have prevented it",
         )
-    return InstallResult("installed", target, picks, tuple(cmd), output)
+    for pick in picks:
+        _read_back(pick, after.builds.get(pick.selection.project), target)
+    return InstallResult("installed", target, picks, commands, output)
+
+
+def _decide(pick: Pick, before: Environment, reinstall: bool) -> Pick:
+    found = before.builds.get(pick.selection.project)
+    action = decide(found, pick.version, pick.files, reinstall=reinstall)
+    return dataclasses.replace(pick, before=found, action=action)
+
+
+def _commands(
+    target: Target, picks: Sequence[Pick], request: InstallRequest
+) -> tuple[tuple[str, ...], ...]:
+    """The forced run (builds of an installed version) first, then the pinned one."""
+    commands = []
+    for force, actions in ((True, ("reinstall",)), (False, ("install", "replace"))):
+        pins = [p.pin for p in picks if p.action in actions]
+        if pins:
+            cmd = pip_command(target, pins, request.sources, no_index=request.no_index, force=force)
+            commands.append(tuple(cmd))
+    return tuple(commands)
+
+
+def _read_back(pick: Pick, found: Installed | None, target: Target) -> None:
+    """The build pip left in the target must be the wheel's: its version and files."""
+    if found is not None and found.is_build(pick.version, pick.files):
+        return
+    if found is None:
+        what = "it finds none installed"
+    elif not found.has_version(pick.version):
+        what = f"it finds version {found.version} in {found.location}"
+    elif found.altered:
+        what = f"in {found.location}, files differ from its RECORD: {listing(found.altered)}"
+    else:
+        changed = listing(differences(found.files, pick.files))
+        what = f"in {found.location}, files differ from the wheel's: {changed}"
+    raise InstallError(
+        f"pip ran, but {target.python} does not hold {pick.filename} (files sha256 "
+        f"{pick.digest}): {what}",
+        hint=f"is a copy of {pick.selection.project} earlier on that interpreter's sys.path "
+        "hiding the one pip installed? --dry-run prints the pip command, to run it and see "
+        "what pip does",
+    )
 
 
 def _pick(sel: Selection, downloads: Path) -> Pick:
@@ -177,4 +263,6 @@ def _pick(sel: Selection, downloads: Path) -> Pick:
             "from a source you trust",
         )
     verify_wheel(path)
-    return Pick(sel, candidate.location, sha256, pinned_requirement(sel.project, candidate, sha256))
+    files = own_files(read_record(path))
+    pin = pinned_requirement(sel.project, candidate, sha256)
+    return Pick(sel, candidate.location, sha256, pin, files)

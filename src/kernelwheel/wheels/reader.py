@@ -21,7 +21,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import Version
 
 from ..errors import WheelError
-from .record import parse_record, record_hash
+from .record import Row, parse_record, record_hash
 
 __all__ = [
     "IntegrityProblem",
@@ -34,6 +34,7 @@ __all__ = [
     "metadata_member",
     "parse_metadata",
     "read_metadata",
+    "read_record",
     "read_wheel",
     "verify_wheel",
 ]
@@ -67,6 +68,19 @@ def read_metadata(path: Path) -> bytes:
             return zf.read(metadata_member(zf, path))
     except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError) as exc:
         raise WheelError(f"{path}: cannot read the wheel ({exc})") from None
+
+
+def read_record(path: Path) -> list[Row]:
+    """The rows of the wheel's RECORD, as stored (:func:`verify_wheel` checks them)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            member = metadata_member(zf, path).replace("/METADATA", "/RECORD")
+            data = zf.read(member)
+    except KeyError:
+        raise WheelError(f"{path}: the wheel has no RECORD", hint="rebuild the wheel") from None
+    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError) as exc:
+        raise WheelError(f"{path}: cannot read the wheel ({exc})") from None
+    return parse_record(data, where=str(path))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from ..errors import WheelError
 
-__all__ = ["format_record", "parse_record", "record_hash"]
+__all__ = ["Row", "format_record", "parse_record", "record_hash"]
 
 Row = tuple[str, str, str]  # (archive path, "sha256=<urlsafe b64>" or "", size or "")
 
