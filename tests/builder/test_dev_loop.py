@@ -16,6 +16,8 @@ from support.venvs import QuickVenv
 
 from kernelwheel.builder.dev import dev_folder
 from kernelwheel.cli import main
+from kernelwheel.errors import UsageError
+from kernelwheel.hub.upload import read_layout
 from kernelwheel.model.project import load_project
 
 pytestmark = pytest.mark.integration
@@ -71,6 +73,10 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     # the venv imports the dev build by itself now (no pip)
     ran = venv.run("-c", "import torch, kx; print(kx.add_one(torch.ones(3)).tolist())")
     assert ran.stdout.strip() == "[2.0, 2.0, 2.0]"
+    # its Hub layout (LOCAL_KERNELS) is marked a dev build: upload refuses it
+    hub = dev_folder(cache_dir(), load_project(project)) / "hub"
+    with pytest.raises(UsageError, match="is a 'kernelwheel dev' build, not a release"):
+        read_layout(hub)
 
     # one line of one kernel source: that unit alone recompiles, and the tests see it
     kernel = project / "csrc" / "kx_cpu.cpp"

@@ -38,12 +38,11 @@ from ..model.project import KernelProject
 from ..model.variant import Variant
 from . import codegen
 from .load_check import LoadReport, check_load, skip_reason
-from .pipeline import _compile, prepare_environment
+from .pipeline import compile_extension, prepare_environment
 from .request import BuildKind, BuildRequest
 from .steps import full_version, package_files, warnings_of
 
 __all__ = [
-    "DEV_MARK",
     "DevBuild",
     "Linked",
     "build_dev",
@@ -53,8 +52,6 @@ __all__ = [
     "unlink_dev_build",
 ]
 
-# What the dev builds' metadata.json says in its provenance's builder version: upload refuses it.
-DEV_MARK = "(kernelwheel dev build: not for publishing)"
 
 
 @dataclass(frozen=True)
@@ -122,7 +119,7 @@ def _build_dev(req: BuildRequest, reporter: Reporter, runner: Runner) -> DevBuil
     env, cross_build, toolkit, header = prepare_environment(req, reporter, runner)
     namespace = dev_namespace(project, variant)
     with step(reporter, scope, "compile", log=log) as detail:
-        result = _compile(
+        result = compile_extension(
             req, env, namespace, log, toolkit, cross_build, header, runner, incremental=True
         )
         detail.append(str(result["cache"]))
@@ -181,7 +178,7 @@ def _lay_out_hub(
     metadata.json marked as a dev build, as ``kernels`` loads a local kernel."""
     # Imported here: the hub package pulls in huggingface_hub, which a dev build needs only now.
     from ..hub.export import kernel_metadata
-    from ..hub.metadata import METADATA_JSON, Provenance
+    from ..hub.metadata import DEV_BUILD_MARK, METADATA_JSON, Provenance
 
     files = {
         str(path.relative_to(package)): path.read_bytes()
@@ -198,9 +195,8 @@ def _lay_out_hub(
             if dest.suffix == ".so":
                 dest.chmod(0o755)
         meta = kernel_metadata(project, variant, namespace, (), major=major, files=files)
-        meta = dataclasses.replace(
-            meta, provenance=Provenance(builder_version=f"kernelwheel {__version__} {DEV_MARK}")
-        )
+        builder = f"kernelwheel {__version__} {DEV_BUILD_MARK}"
+        meta = dataclasses.replace(meta, provenance=Provenance(builder_version=builder))
         (staging / METADATA_JSON).write_text(meta.to_json())
         staging.chmod(0o755)
         replace_dir(staging, build / variant.name)

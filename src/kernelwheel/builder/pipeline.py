@@ -101,7 +101,7 @@ def _note(log: Path, notes: tuple[str, ...]) -> None:
             fh.writelines(f"note: {note}\n" for note in notes)
 
 
-def _compile(
+def compile_extension(
     req: BuildRequest,
     env: EnvInfo,
     namespace: str,
@@ -236,7 +236,7 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
         detail.append(namespace)
 
     with step(reporter, scope, "compile", log=log) as detail:
-        result = _compile(req, env, namespace, log, toolkit, cross_build, header, runner)
+        result = compile_extension(req, env, namespace, log, toolkit, cross_build, header, runner)
         detail.append(str(result["cache"]))
     for note in _notes(result):
         reporter.info(scope, note)

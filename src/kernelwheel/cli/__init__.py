@@ -95,7 +95,14 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     kernelwheel's, real processes; a test's own records or fakes them)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = make_parser(_commands_needed(argv))
+    # `kernelwheel test … -- ARGS`: the words after "--" are pytest's, whatever they look like
+    passthrough: list[str] = []
+    if "--" in argv and _commands_needed(argv) == ("test",):
+        cut = argv.index("--")
+        argv, passthrough = argv[:cut], argv[cut + 1 :]
     args = parser.parse_args(argv)
+    if passthrough:
+        args.pytest_args = passthrough
     if runner is None:
         from .._util import RUNNER  # here: `--version` imports nothing it does not need
 

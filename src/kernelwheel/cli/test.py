@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
 from ..builder.dev import pytest_command
 from ..errors import ToolchainError
@@ -30,15 +29,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_dev_arguments(p)
-    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, pytest_args=[])  # main() hands it the words after --
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
-    if str(args.path).startswith("-"):
-        # `test -- -x`: argparse hands the first word after "--" to the optional DIR
-        extra, args.path = [str(args.path), *extra], Path(".")
     done = dev_once(args, ui)
     project, build, linked = done.planned.project, done.build, done.linked
     if not (project.root / "tests").is_dir():
@@ -61,7 +55,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             hint=f"'{python} -m pip install pytest', or activate a virtual environment holding "
             "torch and pytest (or pass --python PY)",
         )
-    cmd = [*pytest_command(project, build, python), *extra]
+    cmd = [*pytest_command(project, build, python), *args.pytest_args]
     ui.info("", "$ " + " ".join(cmd))
     # pytest runs in the project: its tests import the package from the dev build, not from
     # a torch-ext/ folder next to them (that has no _ops.py).

@@ -38,6 +38,8 @@ __all__ = [
 ]
 
 METADATA_JSON = "metadata.json"
+# In a dev build's provenance (builder/dev.py): what `kernelwheel upload` refuses to publish.
+DEV_BUILD_MARK = "(kernelwheel dev build: not for publishing)"
 METADATA_SIGSTORE = "metadata.json.sigstore"  # a detached signature of metadata.json
 DIGEST_ALGORITHMS = ("sha256", "sha512")
 _DOTTED = re.compile(r"^[0-9]+(?:\.[0-9]+)*$")

@@ -35,7 +35,7 @@ from ..errors import HubError, HubUnavailable, UsageError
 from ..log import Reporter, SilentReporter, step
 from .export import CARD
 from .hubsource import KERNEL_REPO, RETRY_STATUS, HubSettings, bound_http, call_hub, is_repo_id
-from .metadata import METADATA_JSON, Digest, KernelMetadata
+from .metadata import DEV_BUILD_MARK, METADATA_JSON, Digest, KernelMetadata
 from .safety import check_repo_path, git_blob_id
 from .source import BUILD_DIR
 
@@ -137,6 +137,11 @@ def read_layout(folder: Path, version: int | None = None) -> Layout:
             raise UsageError(
                 f"{meta_path}: 'version' is {meta.version!r}, not an integer API major",
                 hint="rebuild the variant with 'kernelwheel build --hub-layout'",
+            )
+        if meta.provenance is not None and DEV_BUILD_MARK in meta.provenance.builder_version:
+            raise UsageError(
+                f"{meta_path}: {BUILD_DIR}/{name} is a 'kernelwheel dev' build, not a release",
+                hint="publish what 'kernelwheel build --hub-layout DIR' writes",
             )
         majors[name] = int(meta.version)
         inner: dict[str, bytes] = {}
