@@ -10,6 +10,7 @@ import pytest
 from support.runners import Reply, ScriptedRunner
 from support.tinykernel import write_tiny_kernel
 
+from kernelwheel.builder import preflight
 from kernelwheel.cli import main
 from kernelwheel.compat.gpus import query_gpus
 from kernelwheel.errors import ProjectError, UsageError
@@ -57,8 +58,10 @@ def test_print_build_identifiers_default_and_selected(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The default is this machine's (plan.defaults, tests/plan/test_defaults.py): CUDA where
-    # nvidia-smi lists a GPU, else the CPU variant; no virtual environment's torch decides here.
+    # nvidia-smi lists a GPU, else the CPU variant; no virtual environment's torch decides here,
+    # and PyTorch's index answers (else the newest variant within reach: test_preflight.py).
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.setattr(preflight, "_unreachable", lambda url: None)
     assert main(["build", str(IMG2GRAY), "--print-build-identifiers"]) == 0
     flavour = "cu132" if query_gpus().present else "cpu"
     assert capsys.readouterr().out.split() == [f"torch215-cxx11-{flavour}-x86_64-linux"]

@@ -129,6 +129,7 @@ def build_project(
         {r.variant.name: r.env_spec for r in compiled},
         options.cuda_home,
         runner,
+        options.cache_dir,
     )
     if at_once == 1 or len(requests) == 1:
         outcomes = tuple(_variant(req, progress, runner) for req in requests)

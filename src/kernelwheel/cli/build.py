@@ -11,10 +11,11 @@ from pathlib import Path
 
 from .._util import check_output_path
 from ..builder.deps import depends_refusals
+from ..builder.preflight import select_buildable
 from ..builder.service import Outcome, build_project
 from ..errors import KernelwheelError
 from ..log import StepResult
-from ..plan.planning import plan_project, select
+from ..plan.planning import plan_project
 from ._args import (
     add_build_arguments,
     add_json_argument,
@@ -217,7 +218,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             planned.options, output_dir=planned.project.root / planned.options.output_dir
         )
         planned = dataclasses.replace(planned, options=options)
-    selection = select(planned, args.variant, runner=args.runner)
+    selection = select_buildable(planned, args.variant, runner=args.runner)
     recipes = list(selection.recipes)
     if args.print_build_identifiers:
         if not planned.project.noarch:
