@@ -178,9 +178,11 @@ def test_the_default_falls_back_to_a_variant_this_machine_can_get(
         preflight.select_buildable(empty, machine=no_gpu)
     text = str(info.value)
     assert "can get the torch of none of the default's candidates" in text
-    assert text.index("1. build in an interpreter that holds torch") < text.index(
-        "2. build a variant this machine can get: --variant torch215-cxx11-cu132"
-    ) < text.index("3. fetch the torch wheel")
+    assert (
+        text.index("1. build in an interpreter that holds torch")
+        < text.index("2. build a variant this machine can get: --variant torch215-cxx11-cu132")
+        < text.index("3. fetch the torch wheel")
+    )
     assert "--skip" not in text
     assert not (tmp_path / "empty").exists()
     # the CLI's dry run prints the variant the build would make (on this machine's facts)
