@@ -2,8 +2,9 @@
 # The main job on the bundled example, from a fresh machine:
 #   1. install kernelwheel into .venv
 #   2. kernelwheel build kernels/img2gray  (creates the build environment of the newest torch
-#      with the newest CUDA the driver loads; without a GPU, of the newest CPU variant whose torch
-#      this machine can install)
+#      with the newest CUDA the driver loads; without a GPU, of the newest CPU variant; where
+#      that variant's torch cannot be fetched, the build itself falls back to the newest one
+#      whose torch can be, and says which it passed over)
 #   3. kernelwheel install the wheel into a fresh venv holding torch, convert a sample image.
 # Extra arguments go to `kernelwheel build` (e.g. --variant torch213-cxx11-cpu-x86_64-linux).
 set -euo pipefail
@@ -14,20 +15,8 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install --disable-pip-version-check -q -e .
 
 rm -rf wheelhouse/img2gray-*.whl
-# The default variant is this machine's (docs/building.md#the-default-variant): CUDA for its
-# GPUs, else the newest CPU variant, whose torch==X+cpu comes from PyTorch's CPU index. Where
-# that index cannot be reached (a CI sandbox), the older CPU variants are tried, newest first.
-if ! .venv/bin/kernelwheel build kernels/img2gray --output-dir wheelhouse "$@"; then
-  [ $# -eq 0 ] && ! nvidia-smi -L >/dev/null 2>&1 || exit 1
-  built=""
-  for variant in $(.venv/bin/kernelwheel build kernels/img2gray --print-build-identifiers \
-      --build "*-cpu-$(uname -m)-linux" | tac | tail -n +2); do
-    echo "demo: trying the next older CPU variant, $variant"
-    if .venv/bin/kernelwheel build kernels/img2gray --output-dir wheelhouse --variant "$variant"
-    then built=$variant; break; fi
-  done
-  [ -n "$built" ] || exit 1
-fi
+# The default variant is this machine's (docs/building.md#the-default-variant).
+.venv/bin/kernelwheel build kernels/img2gray --output-dir wheelhouse "$@"
 wheel=$(ls -t wheelhouse/img2gray-*.whl | head -n 1)
 
 rm -rf .demo-venv

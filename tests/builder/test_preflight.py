@@ -13,13 +13,17 @@ from support.http import http_server
 from support.runners import Reply, ScriptedRunner
 
 from kernelwheel.builder import preflight
-from kernelwheel.builder.envs import IndexOptions, env_spec_for
+from kernelwheel.builder.envs import READY_MARKER, IndexOptions, env_root, env_spec_for
 from kernelwheel.cli import main
+from kernelwheel.compat.gpus import Gpus, query_gpus
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.recipes import VariantRecipe, load_recipes
-from kernelwheel.model.variant import Variant
+from kernelwheel.model.variant import Arch, Variant
+from kernelwheel.plan.defaults import Machine
+from kernelwheel.plan.planning import plan_project
 
 REPO = Path(__file__).resolve().parents[2]
+IMG2GRAY = REPO / "kernels" / "img2gray"
 CU126 = "torch215-cxx11-cu126-x86_64-linux"
 
 
@@ -141,3 +145,49 @@ def test_build_refuses_every_such_variant_before_any_environment(
     assert "  torch215-cxx11-cu130-x86_64-linux: torch==2.15.0+cu130 comes from" in err
     assert "kernelwheel matrix --json` gives each variant's build image" in err
     assert not (cache / "envs").exists() and not out.exists()  # no environment, no wheel
+
+
+def test_the_default_falls_back_to_a_variant_this_machine_can_get(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # This machine's case: no GPU, no venv, PyTorch's index out of reach. torch 2.13's CPU
+    # environment is cached (its ready marker), so the default falls back to it, naming the
+    # newer ones passed over; with nothing cached, the error lists the fixes that work.
+    monkeypatch.setattr(preflight, "_unreachable", lambda url: "no route to host")
+    no_gpu = Machine(Arch.host(), Gpus((), "nvidia-smi: not found"))
+    cached = recipe(f"torch213-cxx11-cpu-{Arch.host().value}-linux")
+    cache = tmp_path / "cache"
+    marker = env_root(env_spec_for(cached, IndexOptions()), cache) / READY_MARKER
+    marker.parent.mkdir(parents=True)
+    marker.write_text("{}")
+    planned = plan_project(IMG2GRAY, {"cache_dir": str(cache)}, env={})
+    selection = preflight.select_buildable(planned, machine=no_gpu)
+    assert selection.default is not None and selection.recipes == (cached,)
+    notes = [n for n in selection.default.notes if n.startswith("not ")]
+    assert [n.split(":")[0] for n in notes] == [
+        f"not torch215-cxx11-cpu-{Arch.host().value}-linux",
+        f"not torch214-cxx11-cpu-{Arch.host().value}-linux",
+    ]
+    assert all("cannot reach (no route to host)" in n for n in notes)
+    # a selection is the user's: nothing is probed or replaced
+    chosen = preflight.select_buildable(planned, ["torch215-*-cpu-x86_64-linux"], machine=no_gpu)
+    assert [r.name for r in chosen.recipes] == ["torch215-cxx11-cpu-x86_64-linux"]
+    # nothing cached: refused before anything is made, with the fixes in order, never --skip
+    empty = plan_project(IMG2GRAY, {"cache_dir": str(tmp_path / "empty")}, env={})
+    with pytest.raises(ToolchainError) as info:
+        preflight.select_buildable(empty, machine=no_gpu)
+    text = str(info.value)
+    assert "can get the torch of none of the default's candidates" in text
+    assert (
+        text.index("1. build in an interpreter that holds torch")
+        < text.index("2. build a variant this machine can get: --variant torch215-cxx11-cu132")
+        < text.index("3. fetch the torch wheel")
+    )
+    assert "--skip" not in text
+    assert not (tmp_path / "empty").exists()
+    # the CLI's dry run prints the variant the build would make (on this machine's facts)
+    if not query_gpus().present:
+        monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+        args = ["build", str(IMG2GRAY), "--cache-dir", str(cache), "--print-build-identifiers"]
+        assert main(args) == 0
+        assert capsys.readouterr().out.split() == [cached.name]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
+from support.runners import Reply, ScriptedRunner
+from support.tinykernel import write_tiny_kernel
 
+from kernelwheel.builder import preflight
 from kernelwheel.cli import main
 from kernelwheel.compat.gpus import query_gpus
 from kernelwheel.errors import ProjectError, UsageError
@@ -54,8 +58,10 @@ def test_print_build_identifiers_default_and_selected(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The default is this machine's (plan.defaults, tests/plan/test_defaults.py): CUDA where
-    # nvidia-smi lists a GPU, else the CPU variant; no virtual environment's torch decides here.
+    # nvidia-smi lists a GPU, else the CPU variant; no virtual environment's torch decides here,
+    # and PyTorch's index answers (else the newest variant within reach: test_preflight.py).
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.setattr(preflight, "_unreachable", lambda url: None)
     assert main(["build", str(IMG2GRAY), "--print-build-identifiers"]) == 0
     flavour = "cu132" if query_gpus().present else "cpu"
     assert capsys.readouterr().out.split() == [f"torch215-cxx11-{flavour}-x86_64-linux"]
@@ -105,3 +111,55 @@ def test_only_the_command_run_is_imported() -> None:
     ).stdout
     assert "kernelwheel.cli.build" not in loaded and "kernelwheel.builder" not in loaded
     assert "kernelwheel.hub" not in loaded and "kernelwheel.abi" not in loaded
+
+
+def test_without_dir_the_project_is_found_from_its_subfolder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `kernelwheel build` and `matrix` with no DIR plan the project the current folder lies in,
+    # its build.toml found upward (model.project.find_project_root), as DIR would.
+    root = write_tiny_kernel(tmp_path / "tiny")
+    every = ["--print-build-identifiers", "--build", "*"]
+    assert main(["build", str(root), *every]) == 0
+    expected = capsys.readouterr().out.split()
+    assert expected and all("-cpu-" in name for name in expected)  # tiny-add: cpu only
+    monkeypatch.chdir(root / "torch-ext" / "tiny_add")
+    assert main(["build", *every]) == 0
+    assert capsys.readouterr().out.split() == expected
+    assert main(["matrix", "--json"]) == 0
+    planned = [entry["name"] for entry in json.loads(capsys.readouterr().out)["include"]]
+    assert sorted(planned) == sorted(expected)
+    # outside any project: where it looked, and no traceback
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["build", *every]) == ProjectError.exit_code
+    err = capsys.readouterr().err
+    assert f"no build.toml found in {elsewhere} or a folder above it, up to " in err
+    assert "Traceback" not in err
+
+
+def test_without_dir_a_subfolder_s_build_writes_to_the_project_s_wheelhouse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # From torch-ext/<package>/ a ./wheelhouse would be packaged by the next build: the output
+    # folder is the project's. No process runs: the build environment's creation fails at once
+    # (a scripted runner), which leaves the variant's log where the wheel would go.
+    root = write_tiny_kernel(tmp_path / "tiny")
+    links = tmp_path / "links"  # the torch wheel "is here": no index is asked
+    links.mkdir()
+    (links / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    monkeypatch.delenv("CXX", raising=False)
+
+    def answer(cmd: list[str], cwd: Path | None) -> Reply:
+        if "-print-file-name=libstdc++.so" in cmd:  # the compiler links libstdc++ dynamically
+            return Reply(stdout="/usr/lib/gcc/x86_64-linux-gnu/12/libstdc++.so\n")
+        return Reply(code=1, stderr="refused by the test\n")
+
+    monkeypatch.chdir(root / "torch-ext" / "tiny_add")
+    variant = "torch213-cxx11-cpu-x86_64-linux"
+    args = ["build", "--variant", variant, "--cache-dir", str(tmp_path / "cache")]
+    assert main(args, runner=ScriptedRunner(answer)) != 0
+    assert (root / "wheelhouse" / "logs" / f"{variant}.log").is_file()
+    assert not (root / "torch-ext" / "tiny_add" / "wheelhouse").exists()

@@ -3,9 +3,13 @@ build of a generated project is tests/builder/test_init_build.py)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from support.hostile import MARK, hostile_checkout
 
 from kernelwheel.cli import main
 from kernelwheel.errors import UsageError
@@ -33,6 +37,7 @@ def test_writes_an_edition_5_project_the_reader_accepts(tmp_path: Path) -> None:
         "torch-ext/torch_binding.cpp",
         "torch-ext/my_op/__init__.py",
         "tests/test_my_op.py",
+        "pytest.ini",
         "README.md",
     }
     binding = (result.root / "torch-ext/torch_binding.cpp").read_text()
@@ -87,3 +92,30 @@ def test_cli_writes_and_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "next: kernelwheel build" in capsys.readouterr().out
     assert main(args) == UsageError.exit_code
     assert "already exists" in capsys.readouterr().err
+
+
+def test_the_project_s_tests_stand_alone_inside_a_hostile_checkout(tmp_path: Path) -> None:
+    """The init project's pytest.ini makes it pytest's rootdir: run from inside the project or
+    pointed at from the outer checkout, pytest reads the project's configuration, not the
+    outer one (collection only: the test imports the built package, which is not installed
+    here, and torch; tests/builder/test_init_build.py runs the tests for real)."""
+    outer = hostile_checkout(tmp_path / "outer")
+    (outer / "src").mkdir()
+    project = init_project(InitRequest("my-op", outer / "src", ("cpu",))).root
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
+    for cwd, target in ((project, "tests"), (outer, str(project / "tests"))):
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-p", "no:cacheprovider", target],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        out = proc.stdout + proc.stderr
+        assert f"rootdir: {project}" in out and "configfile: pytest.ini" in out, out
+        assert not (outer / MARK).exists(), out
+        assert "no_such_plugin" not in out and "RuntimeError" not in out, out
+        # what is left is the test module's own import of what is not installed here
+        collected = [line for line in out.splitlines() if line.startswith("E   ")]
+        assert collected and all("No module named" in line for line in collected), out

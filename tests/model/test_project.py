@@ -15,6 +15,7 @@ from kernelwheel.model.project import (
     DEFAULT_PYEXT,
     HubConfig,
     KernelProject,
+    find_project_root,
     load_project,
 )
 
@@ -724,3 +725,54 @@ def test_public_types() -> None:
         "torch_noarch",
         "tvm_ffi",
     ]
+
+
+# -- the project a folder lies in (find_project_root) -------------------------------------------
+
+
+def test_the_project_is_found_from_any_of_its_subfolders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_project(tmp_path / "img2gray", VALID)
+    deep = root / "torch-ext" / "img2gray" / "sub"
+    deep.mkdir(parents=True)
+    assert find_project_root(deep) == root
+    assert find_project_root(root) == root
+    monkeypatch.chdir(root / "csrc")
+    assert find_project_root() == root  # the current folder
+    assert find_project_root(Path("..") / "torch-ext") == root  # relative to it
+    assert load_project(find_project_root()).name == "img2gray"
+
+
+def test_the_search_stops_at_the_git_repository_root(tmp_path: Path) -> None:
+    # a build.toml around the checkout is another project's, never this checkout's
+    make_project(tmp_path, VALID)
+    repo = tmp_path / "checkout"
+    (repo / ".git").mkdir(parents=True)
+    start = repo / "docs" / "notes"
+    start.mkdir(parents=True)
+    with pytest.raises(ProjectError) as info:
+        find_project_root(start)
+    message = str(info.value)
+    assert (
+        f"no build.toml found in {start} or a folder above it, up to {repo}, the root of its "
+        "git repository"
+    ) in message
+    assert "fix: run this in a kernel project" in message
+    with pytest.raises(ProjectError, match=rf"found in {repo}, the root of its git repository"):
+        find_project_root(repo)  # the first folder is the last: named once
+    # a project in a subfolder of the checkout is found from below it
+    inner = make_project(repo / "kernels" / "img2gray", VALID)
+    (inner / "csrc" / "x").mkdir()
+    assert find_project_root(inner / "csrc" / "x") == inner
+
+
+def test_outside_any_project_and_repository_the_search_ends_at_the_filesystem_root(
+    tmp_path: Path,
+) -> None:
+    start = tmp_path / "a" / "b"
+    start.mkdir(parents=True)
+    if any((p / ".git").exists() or (p / "build.toml").exists() for p in start.parents):
+        pytest.skip(f"{tmp_path} lies in a git repository or a kernel project")
+    with pytest.raises(ProjectError, match=rf"in {start} or a folder above it, up to /, the "):
+        find_project_root(start)

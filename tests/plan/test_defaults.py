@@ -13,7 +13,7 @@ from kernelwheel.compat.gpus import Gpus
 from kernelwheel.compat.rules import Torch
 from kernelwheel.errors import ToolchainError, UsageError
 from kernelwheel.model.variant import Arch
-from kernelwheel.plan.defaults import DefaultBuild, Machine, TorchAt
+from kernelwheel.plan.defaults import DefaultBuild, Machine, TorchAt, within_reach
 from kernelwheel.plan.options import ENV_VARS
 from kernelwheel.plan.planning import plan_project, select
 
@@ -315,3 +315,69 @@ def test_the_machine_probe_asks_the_driver_only_with_a_gpu(
     none = ScriptedRunner(lambda cmd, cwd: Reply(code=9, stderr="NVIDIA-SMI has failed\n"))
     cpu = select(planned, runner=none).default
     assert cpu is not None and cpu.recipe.name == "torch215-cxx11-cpu-x86_64-linux"
+
+
+# -- a torch this machine can get (within_reach) ------------------------------------------------
+# The machine's facts come in as the variants it cannot get, each with why (builder.preflight
+# finds them: no cached environment, PyTorch's index out of reach).
+
+OUT_OF_REACH = "torch comes from an index this machine cannot reach"
+
+
+def test_the_default_falls_back_to_the_newest_variant_whose_torch_is_within_reach(
+    tmp_path: Path,
+) -> None:
+    got = default(project(tmp_path), Machine(Arch.X86_64, NO_GPU))
+    assert [r.name for r in got.fallbacks[:3]] == [
+        "torch214-cxx11-cpu-x86_64-linux",
+        "torch213-cxx11-cpu-x86_64-linux",
+        "torch212-cxx11-cpu-x86_64-linux",
+    ]
+    assert all("-cpu-x86_64-" in r.name for r in got.fallbacks)  # the kind this machine runs
+    assert within_reach(got, {}) is got  # the default within reach: nothing changes
+    cannot = {
+        "torch215-cxx11-cpu-x86_64-linux": OUT_OF_REACH,
+        "torch214-cxx11-cpu-x86_64-linux": OUT_OF_REACH,
+    }
+    settled = within_reach(got, cannot)
+    assert settled.recipe.name == "torch213-cxx11-cpu-x86_64-linux"
+    assert settled.reason.endswith("the newest whose torch this machine can get")
+    assert settled.notes[-2:] == (
+        f"not torch215-cxx11-cpu-x86_64-linux: {OUT_OF_REACH}",
+        f"not torch214-cxx11-cpu-x86_64-linux: {OUT_OF_REACH}",
+    )
+    # a GPU machine falls back among the CUDA variants its driver loads, never to the CPU one
+    gpu = default(project(tmp_path), Machine(Arch.X86_64, H100, driver=(13, 0)))
+    cuda = within_reach(gpu, {"torch215-cxx11-cu130-x86_64-linux": OUT_OF_REACH})
+    assert cuda.recipe.name == "torch215-cxx11-cu126-x86_64-linux"
+    assert cuda.gpu_capabilities == ("9.0",)  # still this machine's GPUs
+
+
+def test_a_torch_the_user_named_has_no_fallback(tmp_path: Path) -> None:
+    # rules 1 and 2 name a torch: another variant would not load into it
+    got = default(project(tmp_path), Machine(Arch.X86_64, NO_GPU, venv=venv(CPU213)))
+    assert got.fallbacks == ()
+    with pytest.raises(ToolchainError, match="torch213-cxx11-cpu-x86_64-linux: nope"):
+        within_reach(got, {got.recipe.name: "nope"})
+
+
+def test_none_within_reach_lists_the_fixes_that_work_in_order(tmp_path: Path) -> None:
+    got = default(project(tmp_path), Machine(Arch.X86_64, NO_GPU))
+    cannot = {r.name: OUT_OF_REACH for r in (got.recipe, *got.fallbacks)}
+    others = [("torch214-cxx11-cu130-x86_64-linux", "its environment is cached")]
+    with pytest.raises(ToolchainError) as info:
+        within_reach(got, cannot, others)
+    text = str(info.value)
+    assert f"torch215-cxx11-cpu-x86_64-linux: {OUT_OF_REACH}" in text
+    assert "and the older ones the same way: torch214-cxx11-cpu-x86_64-linux, " in text
+    fixes = text.split("fix: one of these, in order:")[1].splitlines()[1:]
+    assert [line.split()[0] for line in fixes] == ["1.", "2.", "3."]
+    assert "--python PY" in fixes[0]
+    assert "--variant torch214-cxx11-cu130-x86_64-linux (its environment is cached)" in fixes[1]
+    assert "pip download 'torch==2.15.0+cpu'" in fixes[2] and "--find-links DIR" in fixes[2]
+    assert "https://download.pytorch.org/whl/cpu" in fixes[2]
+    assert "--skip" not in text  # following it would plan the whole matrix
+    # nothing else within reach: the --variant fix is left out rather than named empty
+    with pytest.raises(ToolchainError) as bare:
+        within_reach(got, cannot)
+    assert "--variant" not in str(bare.value) and "2. fetch the torch wheel" in str(bare.value)

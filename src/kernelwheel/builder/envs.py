@@ -254,6 +254,20 @@ def make_env(
     return py
 
 
+def env_root(spec: EnvSpec, cache_dir: Path, py_version: str | None = None) -> Path:
+    """Where the environment of ``spec`` for Python ``py_version`` (default: this one's X.Y)
+    lives in ``cache_dir``."""
+    if py_version is None:
+        py_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return cache_dir / "envs" / f"py{py_version}-{spec.digest(py_version)}"
+
+
+def env_ready(spec: EnvSpec, cache_dir: Path) -> bool:
+    """Whether the environment of ``spec`` is made and cached: a build takes it as it is,
+    fetching nothing (:func:`provision` checks it is whole when it takes it)."""
+    return (env_root(spec, cache_dir) / READY_MARKER).is_file()
+
+
 def provision(
     spec: EnvSpec,
     cache_dir: Path,
@@ -264,10 +278,8 @@ def provision(
 ) -> EnvInfo:
     """Create (or reuse) the environment for spec and return its probe."""
     base = base_python or Path(sys.executable)
-    py_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    if base_python is not None:
-        py_version = probe_python_version(base_python, runner)
-    root = cache_dir / "envs" / f"py{py_version}-{spec.digest(py_version)}"
+    py_version = None if base_python is None else probe_python_version(base_python, runner)
+    root = env_root(spec, cache_dir, py_version)
     notes: list[str] = []
     with locked(root.parent / f"{root.name}.lock") as dead:
         if dead is not None and not (root / READY_MARKER).exists():

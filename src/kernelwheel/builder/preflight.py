@@ -9,25 +9,42 @@ Two things a recipe needs come from outside kernelwheel (recipes/README.md):
 - a torch that only PyTorch's per-flavour index serves (``torch==2.15.0+cu126``) needs that
   index reachable, unless a local find-links folder already holds the wheel.
 
+A variant whose build environment is already cached needs neither index: it fetches nothing.
+
 :func:`require_buildable` refuses every selected variant that misses one, in one
 :class:`~kernelwheel.errors.ToolchainError`, as ``plan.toolchains`` refuses the backends
 kernelwheel does not compile; :func:`system_toolkit` is the toolkit the build then uses.
+:func:`select_buildable` settles the default variant (nothing selected) on the newest one this
+machine can build, as ``plan.defaults.within_reach`` decides from what is found here.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
+from packaging.version import Version
+
 from .._util import RUNNER, Runner
 from ..errors import ToolchainError
+from ..model.project import Framework
 from ..model.recipes import CudaToolchain, VariantRecipe
-from .envs import EnvSpec, nvcc_version, unreachable
+from ..model.variant import OS, Arch
+from ..plan.defaults import Machine, within_reach
+from ..plan.planning import Planned, Selection, select
+from ..plan.toolchains import BUILT_HERE
+from .envs import EnvSpec, IndexOptions, env_ready, env_spec_for, nvcc_version, unreachable
 
-__all__ = ["require_buildable", "system_toolkit", "toolkit_problem", "torch_source_problem"]
+__all__ = [
+    "require_buildable",
+    "select_buildable",
+    "system_toolkit",
+    "toolkit_problem",
+    "torch_source_problem",
+]
 
 
 def _candidates(cuda: CudaToolchain, explicit: Path | None) -> list[tuple[str, Path]]:
@@ -126,34 +143,134 @@ def torch_source_problem(
     )
 
 
+def torch_problem(
+    recipe: VariantRecipe,
+    spec: EnvSpec | None,
+    cache_dir: Path | None,
+    environ: Mapping[str, str] | None = None,
+) -> str | None:
+    """Why this machine cannot get the variant's torch: None when nothing is installed
+    (``spec`` None: ``--python``), its environment is cached in ``cache_dir``, or its torch's
+    source is within reach (:func:`torch_source_problem`)."""
+    if spec is None or (cache_dir is not None and env_ready(spec, cache_dir)):
+        return None
+    return torch_source_problem(recipe, spec, environ)
+
+
 def require_buildable(
     recipes: Sequence[VariantRecipe],
     specs: Mapping[str, EnvSpec | None],
     cuda_home: Path | None = None,
     runner: Runner = RUNNER,
+    cache_dir: Path | None = None,
 ) -> None:
     """Raise one :class:`ToolchainError` naming every variant of ``recipes`` this machine cannot
     build (its "system" CUDA toolkit or its torch's index missing), with the reason for each.
-    ``specs`` maps a variant's name to its environment (None: ``--python``, nothing installed)."""
+    ``specs`` maps a variant's name to its environment (None: ``--python``, nothing installed);
+    one already made in ``cache_dir`` fetches nothing."""
     problems: list[tuple[str, str]] = []
     for recipe in recipes:
         for why in (
             toolkit_problem(recipe, cuda_home, runner),
-            torch_source_problem(recipe, specs.get(recipe.name)),
+            torch_problem(recipe, specs.get(recipe.name), cache_dir),
         ):
             if why is not None:
                 problems.append((recipe.name, why))
     if not problems:
         return
-    hint = (
-        "`kernelwheel matrix --json` gives each variant's build image; leave these out with "
-        "--skip NAME (globs allowed)"
-    )
     if len(problems) == 1:
         ((name, why),) = problems
-        raise ToolchainError(f"{name}: cannot be built on this machine: {why}", hint=hint)
+        raise ToolchainError(
+            f"{name}: cannot be built on this machine: {why}",
+            hint="`kernelwheel matrix --json` gives its build image",
+        )
+    hint = (
+        "`kernelwheel matrix --json` gives each variant's build image; leave these out of the "
+        "selection (--skip NAME with --build, globs allowed; or a narrower --variant)"
+    )
     lines = "\n".join(f"  {name}: {why}" for name, why in problems)
     count = len({name for name, _ in problems})
     raise ToolchainError(
         f"{count} selected variant(s) cannot be built on this machine:\n{lines}", hint=hint
     )
+
+
+def select_buildable(
+    planned: Planned,
+    variants: Sequence[str] = (),
+    *,
+    machine: Machine | None = None,
+    runner: Runner = RUNNER,
+) -> Selection:
+    """:func:`~kernelwheel.plan.planning.select`, with the default variant (nothing selected)
+    settled on the newest of its candidates this machine can build: its toolkit here, its
+    environment cached or its torch within reach (``plan.defaults.within_reach`` decides, and
+    refuses with the fixes that work when none is). The first candidate that passes ends the
+    search, so a default within reach costs what the build's own preflight does."""
+    selection = select(planned, variants, machine, runner)
+    default = selection.default
+    if default is None or planned.project.framework is Framework.TVM_FFI:
+        return selection  # a selection, or a tvm-ffi default (its environment holds no torch)
+    options = planned.options
+    sources = IndexOptions(options.index_url, options.find_links, options.no_index)
+
+    def problem(recipe: VariantRecipe) -> str | None:
+        spec = None
+        if options.python is None and recipe.torch_requirement is not None:
+            spec = env_spec_for(recipe, sources)
+        return toolkit_problem(recipe, options.cuda_home, runner) or torch_problem(
+            recipe, spec, options.cache_dir
+        )
+
+    cannot_get: dict[str, str] = {}
+    others: list[tuple[str, str]] = []
+    for recipe in (default.recipe, *default.fallbacks):
+        why = problem(recipe)
+        if why is None:
+            break
+        cannot_get[recipe.name] = why
+    else:  # none of them: which other variants of the plan this machine can get, by name
+        others = _others_within_reach(planned, problem, set(cannot_get))
+    settled = within_reach(default, cannot_get, others)
+    return Selection((settled.recipe,), settled)
+
+
+def _others_within_reach(
+    planned: Planned,
+    problem: Callable[[VariantRecipe], str | None],
+    refused: set[str],
+    wanted: int = 3,
+) -> list[tuple[str, str]]:
+    """Up to ``wanted`` of the plan's variants this machine builds and can get, but for the
+    ``refused`` ones (newest torch first), each with how: its environment cached, or its torch
+    within reach."""
+    host = Arch.host()
+    here = [
+        r
+        for r in planned.full.selected
+        if r.name not in refused
+        and r.variant.arch is host
+        and r.variant.os is OS.LINUX
+        and r.variant.backend is not None
+        and r.variant.backend.kind in BUILT_HERE
+    ]
+    here.sort(key=lambda r: Version(r.torch_version or "0"), reverse=True)
+    options = planned.options
+    sources = IndexOptions(options.index_url, options.find_links, options.no_index)
+    cached: list[tuple[str, str]] = []
+    reachable: list[tuple[str, str]] = []
+    for recipe in here:
+        if len(cached) == wanted or recipe.torch_requirement is None:
+            break
+        if problem(recipe) is not None:
+            continue
+        spec = env_spec_for(recipe, sources)
+        kind = "" if recipe.cuda is None else ", a CUDA build"
+        if env_ready(spec, options.cache_dir):
+            cached.append((recipe.name, f"its environment is cached{kind}"))
+        elif not (spec.index_url or spec.extra_index_urls or spec.no_index):
+            # PyPI is not asked here: pip will say if it cannot be reached
+            reachable.append((recipe.name, f"its torch from PyPI{kind}"))
+        else:
+            reachable.append((recipe.name, f"its torch within reach{kind}"))
+    return [*cached, *reachable][:wanted]

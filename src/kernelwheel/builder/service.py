@@ -162,6 +162,7 @@ def _requests(
         {r.variant.name: r.env_spec for r in compiled},
         options.cuda_home,
         runner,
+        options.cache_dir,
     )
     return requests, version, at_once
 

@@ -8,9 +8,11 @@ given ones to :func:`kernelwheel.plan.options.resolve_options`.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..model.project import find_project_root
 from ..model.variant import LocalVersionStyle
 from ..plan.options import FATBIN_COMPRESSION_MODES, OPTIONS, resolve_command_option, resolve_jobs
 
@@ -31,6 +33,26 @@ def add_variant_argument(parser: argparse.ArgumentParser, what: str, example: st
         help=f"{what}; a Hub variant name or a glob, braces and ranges expanded (e.g. {example}, "
         "'torch21{0..4}-*'); repeatable; a glob matching nothing is an error",
     )
+
+
+def add_project_argument(parser: argparse.ArgumentParser) -> None:
+    """``[DIR]``: the kernel project; without it, the one the current folder lies in."""
+    parser.add_argument(
+        "path",
+        type=Path,
+        nargs="?",
+        metavar="DIR",
+        help="the kernel project folder (holding build.toml, or that file); default: the "
+        "project the current folder is in, its build.toml found here or in a folder above, "
+        "up to the git repository's root (as git and cargo find theirs)",
+    )
+
+
+def project_path(args: argparse.Namespace) -> Path:
+    """The project ``[DIR]`` names: DIR itself (exactly, its build.toml is not searched for),
+    else :func:`~kernelwheel.model.project.find_project_root` from the current folder."""
+    path: Path | None = args.path
+    return path if path is not None else find_project_root()
 
 
 def add_locking_arguments(parser: argparse.ArgumentParser, json_what: str) -> None:
@@ -147,7 +169,12 @@ def add_selection_arguments(
 def add_build_arguments(parser: argparse.ArgumentParser) -> None:
     """The build settings: output, environments, pip sources, repair, export, version style."""
     out = parser.add_argument_group("output")
-    out.add_argument("--output-dir", "-o", help="where wheels and logs/ go (default: ./wheelhouse)")
+    out.add_argument(
+        "--output-dir",
+        "-o",
+        help="where wheels and logs/ go (default: ./wheelhouse; without DIR, the project's "
+        "wheelhouse/)",
+    )
     out.add_argument(
         "--hub-layout",
         metavar="DIR",

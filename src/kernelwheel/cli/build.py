@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import threading
@@ -10,16 +11,19 @@ from pathlib import Path
 
 from .._util import check_output_path
 from ..builder.deps import depends_refusals
+from ..builder.preflight import select_buildable
 from ..builder.service import Outcome, build_project
 from ..errors import BuildError, KernelwheelError
 from ..log import StepResult
-from ..plan.planning import plan_project, select
+from ..plan.planning import plan_project
 from ._args import (
     add_build_arguments,
     add_json_argument,
+    add_project_argument,
     add_selection_arguments,
     add_variant_argument,
     option_values,
+    project_path,
     refuse_conflicting_selectors,
 )
 from .ui import ConsoleUI
@@ -59,7 +63,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("path", type=Path, help="the kernel project folder (holding build.toml)")
+    add_project_argument(p)
     p.add_argument(
         "--version",
         help="the wheel version before the local part, X.Y.Z with X = build.toml's integer "
@@ -210,8 +214,15 @@ class _Progress:
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     refuse_conflicting_selectors(args)
-    planned = plan_project(args.path, option_values(args))
-    selection = select(planned, args.variant, runner=args.runner)
+    planned = plan_project(project_path(args), option_values(args))
+    if args.path is None and planned.options.source("output_dir") == "default":
+        # A project found from one of its subfolders: its wheels go to its own wheelhouse/, not
+        # into the subfolder (inside torch-ext/<package>/ they would be packaged next time).
+        options = dataclasses.replace(
+            planned.options, output_dir=planned.project.root / planned.options.output_dir
+        )
+        planned = dataclasses.replace(planned, options=options)
+    selection = select_buildable(planned, args.variant, runner=args.runner)
     recipes = list(selection.recipes)
     if args.print_build_identifiers:
         if not planned.project.noarch:

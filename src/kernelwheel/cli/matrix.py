@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
 from ..model.recipes import VariantRecipe
@@ -16,7 +15,13 @@ from ..model.variant import LocalVersionStyle
 from ..plan.matrix import MatrixPlan, Rejection
 from ..plan.planning import Planned, plan_project
 from ..plan.toolchains import HOSTED_RUNNERS, missing_toolchain, runner_for
-from ._args import add_selection_arguments, option_values, refuse_conflicting_selectors
+from ._args import (
+    add_project_argument,
+    add_selection_arguments,
+    option_values,
+    project_path,
+    refuse_conflicting_selectors,
+)
 from .ui import ConsoleUI
 
 RUNNERS = HOSTED_RUNNERS
@@ -51,7 +56,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("path", type=Path, help="the kernel project folder (holding build.toml)")
+    add_project_argument(p)
     p.add_argument(
         "--json",
         action="store_true",
@@ -64,7 +69,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     refuse_conflicting_selectors(args)
-    planned = plan_project(args.path, option_values(args))
+    planned = plan_project(project_path(args), option_values(args))
     planned = _without_refused_depends(planned)
     if args.json:
         ui.print(json.dumps(to_json(planned.plan, planned.options.local_version_style), indent=2))

@@ -67,6 +67,7 @@ __all__ = [
     "NoarchSection",
     "TorchSection",
     "TvmFfiSection",
+    "find_project_root",
     "load_project",
     "spdx_expression",
 ]
@@ -329,6 +330,32 @@ def load_project(path: Path | str) -> KernelProject:
         'arrays look like ["a", "b"], tables like [kernel.<id>])',
     )
     return _Reader(build_toml).project(Located(data, file=build_toml))
+
+
+def find_project_root(start: Path | None = None) -> Path:
+    """The kernel project folder ``start`` (default: the current folder) lies in: ``start`` or
+    the nearest folder above it that holds build.toml, as git and cargo find theirs. The search
+    ends at the root of the git repository ``start`` is in (the folder holding ``.git``), so a
+    checkout never builds a project around it, else at the filesystem root. Nothing found: a
+    :class:`ProjectError` naming the first and the last folder looked in."""
+    first = (Path.cwd() if start is None else start.expanduser()).resolve()
+    folder = first
+    while True:
+        if (folder / BUILD_TOML).is_file():
+            return folder
+        if (folder / ".git").exists():
+            end = f"{folder}, the root of its git repository"
+            break
+        if folder.parent == folder:
+            end = f"{folder}, the filesystem root"
+            break
+        folder = folder.parent
+    looked = f"in {end}" if folder == first else f"in {first} or a folder above it, up to {end}"
+    raise ProjectError(
+        f"no {BUILD_TOML} found {looked}",
+        hint="run this in a kernel project (the folder holding build.toml, csrc/ and "
+        "torch-ext/) or one of its subfolders, or pass the project's folder",
+    )
 
 
 def _locate(path: Path) -> Path:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.version import Version
@@ -42,7 +42,14 @@ from .matrix import MatrixPlan
 from .options import Options
 from .toolchains import BUILT_HERE, require_a_backend_built_here
 
-__all__ = ["DefaultBuild", "Machine", "TorchAt", "default_build", "probe_machine"]
+__all__ = [
+    "DefaultBuild",
+    "Machine",
+    "TorchAt",
+    "default_build",
+    "probe_machine",
+    "within_reach",
+]
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,9 @@ class DefaultBuild:
     reason: str
     gpu_capabilities: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    # Rule 3's other candidates, newest first: what :func:`within_reach` falls back to when
+    # this machine cannot get the recipe's torch (rules 1 and 2 name a torch: none).
+    fallbacks: tuple[VariantRecipe, ...] = ()
 
 
 def default_build(
@@ -105,11 +115,13 @@ def default_build(
         chosen = _for_torch(plan, machine.venv, machine.arch)
         if chosen is None:
             notes.append(f"not the torch of {_why_not(plan, machine.venv, machine.arch)}")
+    fallbacks: tuple[VariantRecipe, ...] = ()
     if chosen is None:
-        chosen = _newest(project, plan, machine, notes)
-    recipe, reason = chosen
+        recipe, reason, fallbacks = _newest(project, plan, machine, notes)
+    else:
+        recipe, reason = chosen
     gpu_capabilities = _gpu_capabilities(recipe, machine.gpus, options, notes)
-    return DefaultBuild(recipe, reason, gpu_capabilities, tuple(notes))
+    return DefaultBuild(recipe, reason, gpu_capabilities, tuple(notes), fallbacks)
 
 
 # -- the interpreter's torch ------------------------------------------------------------------
@@ -205,8 +217,9 @@ def _no_variant_for(plan: MatrixPlan, seen: TorchAt, host: Arch) -> UsageError:
 
 def _newest(
     project: KernelProject, plan: MatrixPlan, machine: Machine, notes: list[str]
-) -> tuple[VariantRecipe, str]:
-    """The newest variant of the plan this machine builds and, preferably, runs."""
+) -> tuple[VariantRecipe, str, tuple[VariantRecipe, ...]]:
+    """The newest variant of the plan this machine builds and, preferably, runs, and the
+    others of its kind it would run, newest first."""
     here = [
         (index, r)
         for index, r in enumerate(plan.selected)
@@ -232,11 +245,14 @@ def _newest(
         elif machine.driver is not None:
             where += f", a driver for CUDA {compat.dotted(machine.driver)}"
             cuda = _for_driver(cuda, machine.driver, notes)
-        return _newest_of(cuda), f"the newest variant the plan allows for this machine ({where})"
+        newest, *older = _newest_first(cuda)
+        return newest, f"the newest variant the plan allows for this machine ({where})", (*older,)
     if cpu:
         if machine.gpus.present and BackendKind.CUDA.value in project.backends:
             notes.append("the plan has no CUDA variant for this machine (`kernelwheel matrix`)")
-        return _newest_of(cpu), f"the newest CPU variant the plan allows for this machine ({where})"
+        newest, *older = _newest_first(cpu)
+        why = f"the newest CPU variant the plan allows for this machine ({where})"
+        return newest, why, (*older,)
     left_out = [
         f"{r.variant_name}: {r.reason}"
         for r in plan.rejected
@@ -290,9 +306,9 @@ def _for_driver(
     return runs
 
 
-def _newest_of(items: Sequence[tuple[int, VariantRecipe]]) -> VariantRecipe:
-    """The newest torch (the one a stable-ABI variant is built with), then the newest CUDA,
-    then the later in the plan."""
+def _newest_first(items: Sequence[tuple[int, VariantRecipe]]) -> list[VariantRecipe]:
+    """The newest torch (the one a stable-ABI variant is built with) first, then the newest
+    CUDA, then the later in the plan."""
 
     def key(item: tuple[int, VariantRecipe]) -> tuple[Version, Version, int]:
         index, recipe = item
@@ -300,7 +316,88 @@ def _newest_of(items: Sequence[tuple[int, VariantRecipe]]) -> VariantRecipe:
         cuda = backend.cuda_version if backend and backend.kind is BackendKind.CUDA else "0"
         return Version(recipe.torch_version or "0"), Version(cuda), index
 
-    return max(items, key=key)[1]
+    return [recipe for _, recipe in sorted(items, key=key, reverse=True)]
+
+
+def _newest_of(items: Sequence[tuple[int, VariantRecipe]]) -> VariantRecipe:
+    return _newest_first(items)[0]
+
+
+# -- a torch this machine can get ------------------------------------------------------------------
+
+
+def within_reach(
+    default: DefaultBuild,
+    cannot_get: Mapping[str, str],
+    others: Sequence[tuple[str, str]] = (),
+) -> DefaultBuild:
+    """``default``, or, when this machine cannot get its torch, the newest of its fallbacks it
+    can get, with a note naming each variant passed over and why. ``cannot_get`` maps each
+    variant this machine cannot get (no cached build environment, its torch out of reach) to
+    why; ``others`` are (name, how) of the plan's other variants it can get, newest first.
+    None of the candidates: a :class:`~kernelwheel.errors.ToolchainError` whose fix lists what
+    works, in order (an interpreter holding torch, ``others`` by name, --find-links)."""
+    candidates = (default.recipe, *default.fallbacks)
+    chosen = next((r for r in candidates if r.name not in cannot_get), None)
+    if chosen is None:
+        raise _out_of_reach(default, cannot_get, others)
+    if chosen is default.recipe:
+        return default
+    passed = candidates[: candidates.index(chosen)]
+    notes = [*default.notes, *(f"not {r.name}: {cannot_get[r.name]}" for r in passed)]
+    capabilities = default.gpu_capabilities
+    if chosen.cuda is not None and capabilities:
+        targets = {c.removesuffix("+PTX") for c in chosen.cuda.capabilities}
+        if not set(capabilities) <= targets:
+            notes.append(f"{chosen.name} does not target every GPU here: compiling its full list")
+            capabilities = ()
+    return replace(
+        default,
+        recipe=chosen,
+        reason=f"{default.reason}, the newest whose torch this machine can get",
+        gpu_capabilities=capabilities,
+        notes=tuple(notes),
+        fallbacks=candidates[candidates.index(chosen) + 1 :],
+    )
+
+
+def _out_of_reach(
+    default: DefaultBuild, cannot_get: Mapping[str, str], others: Sequence[tuple[str, str]]
+) -> ToolchainError:
+    recipe, *older = (default.recipe, *default.fallbacks)
+    shown = f"  {recipe.name}: {cannot_get[recipe.name]}"
+    # the older ones by name alone where the reason is the same but for the torch pin
+    same = [
+        r.name
+        for r in older
+        if cannot_get[r.name].replace(str(r.torch_requirement), str(recipe.torch_requirement))
+        == cannot_get[recipe.name]
+    ]
+    shown += "".join(f"\n  {r.name}: {cannot_get[r.name]}" for r in older if r.name not in same)
+    if same:
+        shown += "\n  and the older ones the same way: " + ", ".join(same)
+    fixes = [
+        "build in an interpreter that holds torch (with setuptools and ninja), such as a "
+        "virtual environment's: --python PY (e.g. --python .venv/bin/python); the build runs "
+        "in it and fetches no torch",
+    ]
+    if others:
+        fixes.append(
+            "build a variant this machine can get: "
+            + ", ".join(f"--variant {name} ({how})" for name, how in others[:3])
+        )
+    fetch = f"pip download '{recipe.torch_requirement}' --no-deps -d DIR"
+    if recipe.index_url:
+        fetch += f" --index-url {recipe.index_url}"
+    fixes.append(
+        f"fetch the torch wheel where it can be fetched ({fetch}) and pass --find-links DIR"
+    )
+    numbered = "".join(f"\n    {i}. {fix}" for i, fix in enumerate(fixes, 1))
+    return ToolchainError(
+        f"this machine can get the torch of none of the default's candidates "
+        f"({default.reason}):\n{shown}",
+        hint=f"one of these, in order:{numbered}",
+    )
 
 
 # -- the capabilities ------------------------------------------------------------------------------

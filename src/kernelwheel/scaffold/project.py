@@ -1,5 +1,6 @@
 """Write a minimal edition-5 kernel project (``kernelwheel init``): build.toml, one kernel per
-backend, the binding, the Python package and a test, from the templates beside this module.
+backend, the binding, the Python package, a test and its pytest.ini, from the templates beside
+this module.
 
 The project is written into a staging folder next to the target, read back with the build.toml
 reader (so its name rule and every other rule apply) and moved into place in one rename: an
@@ -32,6 +33,8 @@ _COMMON_FILES = (
     ("torch_binding.cpp.tmpl", "torch-ext/torch_binding.cpp"),
     ("__init__.py.tmpl", "torch-ext/{pkg}/__init__.py"),
     ("test.py.tmpl", "tests/test_{pkg}.py"),
+    # the project's own pytest configuration: its tests do not run under an outer checkout's
+    ("pytest.ini.tmpl", "pytest.ini"),
     ("README.md.tmpl", "README.md"),
 )
 
