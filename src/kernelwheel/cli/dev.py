@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..builder.dev import DevBuild, Linked, link_dev_build
+from ..builder.preflight import select_buildable
 from ..builder.service import dev_project
 from ..errors import KernelwheelError, UsageError
 from ..model.project import KernelProject
-from ..plan.planning import Planned, plan_project, select
-from ._args import add_variant_argument, option_values
+from ..plan.planning import Planned, plan_project
+from ._args import add_project_argument, add_variant_argument, option_values, project_path
 from .ui import ConsoleUI
 
 __all__ = ["DevRun", "add_dev_arguments", "dev_once", "register", "run"]
@@ -45,13 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def add_dev_arguments(p: argparse.ArgumentParser) -> None:
     """What ``dev`` and ``test`` share: the project, the variant and the build environment."""
-    p.add_argument(
-        "path",
-        type=Path,
-        nargs="?",
-        default=Path("."),
-        help="the kernel project folder, or one inside it (default: the current folder)",
-    )
+    add_project_argument(p)
     add_variant_argument(p, "build this one variant", "torch213-cxx11-cpu-x86_64-linux")
     p.add_argument(
         "--python",
@@ -80,8 +75,8 @@ class DevRun:
 
 def dev_once(args: argparse.Namespace, ui: ConsoleUI) -> DevRun:
     """One dev build of ``args``' project, linked into the user's interpreter; reported."""
-    planned = plan_project(_project_dir(args.path), option_values(args))
-    selection = select(planned, args.variant, runner=args.runner)
+    planned = plan_project(project_path(args), option_values(args))
+    selection = select_buildable(planned, args.variant, runner=args.runner)
     if len(selection.recipes) != 1:
         raise UsageError(
             f"--variant matches {len(selection.recipes)} variants: "
@@ -92,21 +87,14 @@ def dev_once(args: argparse.Namespace, ui: ConsoleUI) -> DevRun:
     default = selection.default
     if default is not None:
         ui.info("", f"variant {recipe.name}: {default.reason}")
+        for note in default.notes:
+            ui.info("", note)
     gpus = default.gpu_capabilities if default is not None else ()
     build = dev_project(planned, recipe, ui, gpu_capabilities=gpus, runner=args.runner)
     target = _target_python(planned)
     linked = link_dev_build(build, planned.project, target, args.runner) if target else None
     _report(ui, planned.project, build, linked)
     return DevRun(planned, build, linked)
-
-
-def _project_dir(path: Path) -> Path:
-    """The project folder holding build.toml: ``path`` or the nearest folder above it."""
-    start = path.resolve()
-    for folder in (start, *start.parents):
-        if (folder / "build.toml").is_file():
-            return folder
-    return path  # plan_project's error names build.toml's absence
 
 
 def _target_python(planned: Planned) -> Path | None:
@@ -138,10 +126,9 @@ def _report(ui: ConsoleUI, project: KernelProject, build: DevBuild, linked: Link
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    dev_once(args, ui)
+    project_root = dev_once(args, ui).planned.project.root
     if not args.watch:
         return 0
-    project_root = _project_dir(args.path)
     seen = _snapshot(project_root)
     ui.info("", f"watching {project_root} (Ctrl-C stops)")
     while True:
