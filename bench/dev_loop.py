@@ -9,7 +9,7 @@ Runs, in a copy of DIR (the original is never touched):
 1. `kernelwheel dev` once, cold or warm (not counted);
 2. with ``--release``, `kernelwheel build --variant V` once (not counted: its environment and
    caches warm);
-3. ``--pairs`` times: a new line ``static_assert(N >= 0, "edit N");`` appended to the edited
+3. ``--pairs`` times: a new line ``static_assert(N >= 0, "edit N <nonce>");`` appended to the edited
    source (a real change of its text: no compiler cache can serve it), then `kernelwheel MODE`
    timed (A); with ``--release``, a second new line and `kernelwheel build` timed (B);
 4. the unchanged project: `kernelwheel dev` timed three times (U);
@@ -49,9 +49,13 @@ def kernelwheel(*args: str, env: dict[str, str], cwd: Path) -> tuple[float, int,
     return time.perf_counter() - start, proc.returncode, proc.stdout + proc.stderr
 
 
+# Each run's edits are new text: no compiler cache can hold them from an earlier run.
+NONCE = os.urandom(6).hex()
+
+
 def append_line(path: Path, n: int) -> None:
     with open(path, "a") as fh:
-        fh.write(f'static_assert({n} >= 0, "edit {n}");\n')
+        fh.write(f'static_assert({n} >= 0, "edit {n} {NONCE}");\n')
 
 
 def ninja_command(stage: Path, source: str) -> str:

@@ -37,6 +37,12 @@ def test_a_schema_its_implementation_does_not_match_fails_the_build(
     assert re.search(r"schema +add_one\(Tensor x, Tensor y\) -> Tensor", err), err
     assert "torch-ext/torch_binding.cpp:" in err
     assert not list(out.glob("*.whl"))  # no wheel of a build that cannot load
+    # run again: the compile is reused, and the load check still refuses it (build and dev)
+    assert main(["build", str(project), "-o", str(out), "--variant", CPU_VARIANT]) == 6
+    assert "op add_one: its C++ implementation" in capsys.readouterr().err
+    for _ in range(2):
+        assert main(["dev", str(project), "--variant", CPU_VARIANT]) == 6
+        assert "op add_one: its C++ implementation" in capsys.readouterr().err
 
 
 def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(

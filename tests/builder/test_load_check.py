@@ -34,10 +34,12 @@ ImportError: /w/lib/{NS}.abi3.so: undefined symbol: _Z11add_one_cpuRKN2at6Tensor
 
 
 def test_a_mismatched_schema_names_the_op_both_signatures_and_their_lines() -> None:
-    message, fix = explain_failure(-signal.SIGABRT, MISMATCH, NS)
-    assert message.startswith("the extension crashed (SIGABRT) when loaded: op add_one: ")
-    lines = message.splitlines()
-    assert lines[1].split() == [
+    message, lines, fix = explain_failure(-signal.SIGABRT, MISMATCH, NS)
+    assert message == (
+        "the extension crashed (SIGABRT) when loaded: op add_one: its C++ implementation does "
+        "not match the schema it was defined with"
+    )
+    assert lines[0].split() == [
         "schema",
         "add_one(Tensor",
         "x,",
@@ -47,24 +49,26 @@ def test_a_mismatched_schema_names_the_op_both_signatures_and_their_lines() -> N
         "Tensor",
         "(torch-ext/torch_binding.cpp:7)",
     ]
-    assert lines[2].endswith("(Tensor _0) -> Tensor _0  (torch-ext/torch_binding.cpp:10)")
-    assert lines[3].strip() == "The number of arguments is different. 2 vs 1."
-    assert NS not in message and "/kernelwheel/" not in message and "frame #0" not in message
+    assert lines[1].endswith("(Tensor _0) -> Tensor _0  (torch-ext/torch_binding.cpp:10)")
+    assert lines[2].strip() == "The number of arguments is different. 2 vs 1."
+    assert len(lines) == 3
+    shown = "\n".join((message, *lines))
+    assert NS not in shown and "/kernelwheel/" not in shown and "frame #0" not in shown
     assert 'ops.def("add_one(...)")' in fix
 
 
 def test_an_undefined_symbol_says_a_definition_is_missing() -> None:
-    message, fix = explain_failure(1, UNDEFINED, NS)
+    message, lines, fix = explain_failure(1, UNDEFINED, NS)
+    assert lines == ()
     assert message.startswith("the extension failed when loaded: ImportError: ")
     assert "undefined symbol: _Z11add_one_cpuRKN2at6TensorE" in message
     assert "declared but not defined" in fix
 
 
 def test_any_other_failure_shows_its_last_lines_and_the_way_out() -> None:
-    message, fix = explain_failure(-signal.SIGSEGV, "boom\nSegmentation fault in init\n", NS)
-    assert message == (
-        "the extension crashed (SIGSEGV) when loaded: boom\nSegmentation fault in init"
-    )
+    message, lines, fix = explain_failure(-signal.SIGSEGV, "boom\nSegfault in init\n", NS)
+    assert message == "the extension crashed (SIGSEGV) when loaded: boom"
+    assert lines == ("  Segfault in init",)
     assert "--no-load-check" in fix
 
 

@@ -30,7 +30,15 @@ from pathlib import Path
 from packaging.version import Version
 
 from .. import __version__
-from .._util import CommandTimeout, Runner, atomic_write, locked, replace_dir, staging_dir
+from .._util import (
+    CommandTimeout,
+    Runner,
+    atomic_write,
+    locked,
+    replace_dir,
+    sha256_file,
+    staging_dir,
+)
 from ..compat.guard import BuildStamp
 from ..errors import ProjectError
 from ..log import Reporter, step
@@ -126,12 +134,17 @@ def _build_dev(req: BuildRequest, reporter: Reporter, runner: Runner) -> DevBuil
     for warning in warnings_of(result):
         reporter.info(scope, f"warning: {warning}")
     so_path = Path(str(result["shared_object"]))
-    unchanged = str(result["cache"]).startswith("unchanged")
     load = None
-    if req.load_check and skip_reason(variant) is None and not unchanged:
-        with step(reporter, scope, "load check", log=log) as detail:
-            load = check_load(env.python, so_path, namespace, "torch", log, runner)
-            detail.append(load.describe(namespace))
+    if req.load_check and skip_reason(variant) is None:
+        # A shared object that loaded before is not loaded again: an unchanged project's run
+        # costs no torch import. One that failed is checked on every run until it loads.
+        loaded = req.work_dir / f"{variant.name}.loaded"
+        digest = sha256_file(so_path)
+        if not (loaded.is_file() and loaded.read_text() == digest):
+            with step(reporter, scope, "load check", log=log) as detail:
+                load = check_load(env.python, so_path, namespace, "torch", log, runner)
+                detail.append(load.describe(namespace))
+            atomic_write(loaded, digest)
     folder = req.work_dir
     stamp = BuildStamp(
         dist_name=project.name,

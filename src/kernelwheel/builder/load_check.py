@@ -11,6 +11,7 @@ import re
 import signal
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .._util import CommandTimeout, Runner
 from ..errors import BuildError
@@ -72,42 +73,50 @@ def check_load(
         lines = proc.stdout.strip().splitlines()
         ops = json.loads(lines[-1]).get("ops", []) if lines else []
         return LoadReport(ops=tuple(str(op) for op in ops))
-    message, hint = explain_failure(proc.returncode, proc.stderr, namespace)
-    raise BuildError(message, log=log, hint=hint)
+    failure = explain_failure(proc.returncode, proc.stderr, namespace)
+    raise BuildError(failure.message, log=log, hint=failure.fix, diagnostics=failure.details)
 
 
-def explain_failure(code: int, stderr: str, namespace: str) -> tuple[str, str]:
-    """(message, fix) for a load check that exited ``code`` with ``stderr``."""
-    how = _how_it_ended(code)
+class Failure(NamedTuple):
+    """A failed load, explained: the error line, the lines under it, the fix."""
+
+    message: str
+    details: tuple[str, ...]
+    fix: str
+
+
+def explain_failure(code: int, stderr: str, namespace: str) -> Failure:
+    """What a load check that exited ``code`` with ``stderr`` tells the author."""
+    how = f"the extension {_how_it_ended(code)} when loaded"
     reason = _reason(stderr)
-    text = _strip_namespace(reason, namespace)
     if _MISMATCH in reason:
         op = _field(reason, "operator")
         name = _strip_namespace(op, namespace) if op else "an op"
         lines = [
-            f"\n  {label:<14} {_strip_namespace(value, namespace)}"
+            f"  {label:<14} {_strip_namespace(value, namespace)}"
             + (f"  ({_strip_namespace(where, namespace)})" if where else "")
             for label, key in (("schema", "expected schema"), ("implementation", "inferred schema"))
             if (value := _field(reason, key))
             for where in (_registered_at(reason, key),)
         ]
         why = _field(reason, "reason")
-        return (
-            f"the extension {how} when loaded: op {name}: its C++ implementation does not match "
-            "the schema it was defined with:" + "".join(lines) + (f"\n  {why}" if why else ""),
+        return Failure(
+            f"{how}: op {name}: its C++ implementation does not match the schema it was "
+            "defined with",
+            (*lines, *([f"  {why}"] if why else [])),
             f'make the schema in ops.def("{name}(...)") match the implementation\'s parameters '
             "and return type, or fix the function",
         )
-    if "undefined symbol" in reason:
-        return (
-            f"the extension {how} when loaded: {text}",
-            "a function is declared but not defined in any compiled source: define it, add its "
-            "source to build.toml's src, or link the library that has it",
-        )
-    return (
-        f"the extension {how} when loaded: {text or '(no message)'}",
-        "fix the error above (the log has the full output); pass --no-load-check to skip the check",
+    text = _strip_namespace(reason, namespace) or "(no message)"
+    first, *rest = text.splitlines()
+    fix = (
+        "a function is declared but not defined in any compiled source: define it, add its "
+        "source to build.toml's src, or link the library that has it"
+        if "undefined symbol" in reason
+        else "fix the error above (the log has the full output); pass --no-load-check to skip "
+        "the check"
     )
+    return Failure(f"{how}: {first}", tuple(f"  {line}" for line in rest), fix)
 
 
 def _how_it_ended(code: int) -> str:
