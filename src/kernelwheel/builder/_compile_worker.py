@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -43,8 +44,19 @@ def build_ext_class(build_extension: Any) -> Any:
     extension through ``build_extension``, the setuptools hook that sees them last."""
 
     class KernelBuilderExtension(build_extension.with_options(use_ninja=True)):  # type: ignore[misc]
+        # The link command setuptools ran: a dev build's next run links with it directly
+        link_command: list[str] | None = None
+
         def build_extension(self, ext: Any) -> None:
             ext.extra_compile_args = without_dropped(ext.extra_compile_args)
+            spawn = self.compiler.spawn
+
+            def recording(cmd: list[str], *args: Any, **kwargs: Any) -> Any:
+                if "-shared" in cmd:
+                    type(self).link_command = [str(c) for c in cmd]
+                return spawn(cmd, *args, **kwargs)
+
+            self.compiler.spawn = recording
             super().build_extension(ext)
 
     return KernelBuilderExtension
@@ -445,10 +457,11 @@ def main() -> int:
         spec.get("torch_free", []),
         spec.get("path_views", []),
     )
+    builder = build_ext_class(BuildExtension)
     setuptools.setup(
         name=spec["name"],
         ext_modules=[ext],
-        cmdclass={"build_ext": build_ext_class(BuildExtension)},
+        cmdclass={"build_ext": builder},
         script_args=[
             "build_ext",
             "--build-temp",
@@ -471,6 +484,9 @@ def main() -> int:
         "cuda": torch.version.cuda,
         "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
         "inputs": _inputs(build_temp),
+        # what a dev build's next run needs to compile and link without this program
+        "ninja": shutil.which("ninja"),
+        "link": builder.link_command,
     }
     result_path.write_text(json.dumps(result))
     return 0

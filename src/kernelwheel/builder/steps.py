@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .._util import RUNNER, CommandTimeout, Runner, atomic_copy
@@ -273,17 +273,25 @@ def run_worker(
     env_vars: Mapping[str, str],
     keep_dir: Path | None,
     runner: Runner,
+    *,
+    direct: Sequence[Sequence[str]] | None = None,
 ) -> dict[str, object]:
     """Run the compile worker on ``<stage>/compile.json`` with the environment's ``python``
     (output into the variant's log) and return its result; every build kind compiles so. nvcc's
     ``--keep`` files go when it ends, however it ends, unless asked for: they are hundreds of
-    MB per variant."""
+    MB per variant. ``direct`` (a dev build's unchanged spec): these commands instead, one after
+    the other, and the last result again."""
     spec_path, result_path = stage / "compile.json", stage / "result.json"
     start = _size(req.log)
     try:
-        code = runner.logged(
-            [python, WORKER, spec_path, result_path], req.log, env=env_vars, cwd=stage
-        )
+        if direct is None:
+            code = runner.logged(
+                [python, WORKER, spec_path, result_path], req.log, env=env_vars, cwd=stage
+            )
+        else:
+            code = 0
+            for cmd in direct:
+                code = code or runner.logged(cmd, req.log, env=env_vars, cwd=stage)
     finally:
         if keep_dir is not None and not req.keep_intermediates:
             shutil.rmtree(keep_dir, ignore_errors=True)
