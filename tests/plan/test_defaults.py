@@ -381,3 +381,21 @@ def test_none_within_reach_lists_the_fixes_that_work_in_order(tmp_path: Path) ->
     with pytest.raises(ToolchainError) as bare:
         within_reach(got, cannot)
     assert "--variant" not in str(bare.value) and "2. fetch the torch wheel" in str(bare.value)
+
+
+def test_a_dev_build_of_a_named_cuda_variant_compiles_for_the_gpus_here(tmp_path: Path) -> None:
+    from support.runners import Reply, ScriptedRunner
+
+    from kernelwheel.plan.defaults import capabilities_here
+
+    planned = plan_project(project(tmp_path), {})
+    recipe = select(planned, ["torch211-cxx11-cu130-x86_64-linux"]).recipes[0]
+    smi = ScriptedRunner(lambda cmd, cwd: Reply(stdout="GPU-aa11, 9.0\n"))
+    caps, notes = capabilities_here(recipe, planned.options, environ={}, runner=smi)
+    assert caps == ("9.0",) and smi.commands[0][0] == "nvidia-smi"
+    assert notes[0].startswith("compiling for the GPUs of this machine only: 9.0")
+    none = ScriptedRunner(lambda cmd, cwd: Reply(code=9, stderr="no devices"))
+    caps, notes = capabilities_here(recipe, planned.options, environ={}, runner=none)
+    assert caps == () and "compiling for every capability" in notes[0]
+    cpu = select(planned, ["torch211-cxx11-cpu-x86_64-linux"]).recipes[0]
+    assert capabilities_here(cpu, planned.options, environ={}, runner=smi) == ((), ())

@@ -14,6 +14,7 @@ from ..builder.preflight import select_buildable
 from ..builder.service import dev_project
 from ..errors import KernelwheelError, UsageError
 from ..model.project import KernelProject
+from ..plan.defaults import capabilities_here
 from ..plan.planning import Planned, plan_project
 from ._args import add_project_argument, add_variant_argument, option_values, project_path
 from .ui import ConsoleUI
@@ -87,9 +88,11 @@ def dev_once(args: argparse.Namespace, ui: ConsoleUI) -> DevRun:
     default = selection.default
     if default is not None:
         ui.info("", f"variant {recipe.name}: {default.reason}")
-        for note in default.notes:
-            ui.info("", note)
-    gpus = default.gpu_capabilities if default is not None else ()
+        notes, gpus = default.notes, default.gpu_capabilities
+    else:  # a dev build only loads here: for this machine's GPUs, as the default's
+        gpus, notes = capabilities_here(recipe, planned.options, runner=args.runner)
+    for note in notes:
+        ui.info("", note)
     build = dev_project(planned, recipe, ui, gpu_capabilities=gpus, runner=args.runner)
     target = _target_python(planned)
     linked = link_dev_build(build, planned.project, target, args.runner) if target else None

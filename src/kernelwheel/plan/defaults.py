@@ -433,6 +433,29 @@ def _gpu_capabilities(
     return gpus.capabilities
 
 
+def capabilities_here(
+    recipe: VariantRecipe,
+    options: Options,
+    environ: Mapping[str, str] | None = None,
+    runner: Runner = RUNNER,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(capabilities, notes): what a build of ``recipe`` for this machine's GPUs compiles for,
+    by the default build's rule, whatever selected the variant (``kernelwheel dev``'s builds
+    only ever load here); empty capabilities: the full list."""
+    backend = recipe.variant.backend
+    if backend is None or backend.kind is not BackendKind.CUDA:
+        return (), ()
+    env = os.environ if environ is None else environ
+    gpus = query_gpus(
+        options.python,
+        runner=runner,
+        visible=env.get("CUDA_VISIBLE_DEVICES"),
+        order=env.get("CUDA_DEVICE_ORDER"),
+    )
+    notes: list[str] = []
+    return _gpu_capabilities(recipe, gpus, options, notes), tuple(notes)
+
+
 # -- reading the machine ---------------------------------------------------------------------------
 
 
