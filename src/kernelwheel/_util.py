@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import IO, Any, Literal, overload
 
 from .errors import ToolchainError, UsageError
 
@@ -301,20 +301,7 @@ def run_logged(
     with open(log, "a") as fh:
         fh.write(f"$ {' '.join(str(c) for c in cmd)}\n")
         fh.flush()
-
-        def start() -> subprocess.Popen[bytes]:
-            return subprocess.Popen(
-                [str(c) for c in cmd],
-                stdout=fh,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=None if env is None else dict(env),
-                cwd=cwd,
-                start_new_session=True,  # a group of its own: _kill_group reaches its children
-            )
-
-        with _tracked(start) as proc:
-            return _KILLED if proc is None else proc.wait()
+        return _run_to(cmd, env, cwd, fh)
 
 
 def run_attached(
@@ -325,10 +312,23 @@ def run_attached(
 ) -> int:
     """Run ``cmd`` on this process's own stdout and stderr (what the user runs through
     kernelwheel, e.g. the project's tests); the exit code."""
+    return _run_to(cmd, env, cwd, None)
+
+
+def _run_to(
+    cmd: Sequence[str | Path],
+    env: Mapping[str, str] | None,
+    cwd: Path | None,
+    out: IO[str] | None,
+) -> int:
+    """``cmd`` run to its end with its output (stderr too) into ``out``, or this process's
+    streams when None; killed with the others by :func:`stop_running`."""
 
     def start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [str(c) for c in cmd],
+            stdout=out,
+            stderr=None if out is None else subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=None if env is None else dict(env),
             cwd=cwd,

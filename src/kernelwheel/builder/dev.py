@@ -19,12 +19,11 @@ Nothing here is a wheel, and nothing lies in the project: only ``build`` makes w
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.version import Version
@@ -61,7 +60,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class DevBuild:
     """A finished dev build."""
@@ -94,7 +92,7 @@ def dev_request(req: BuildRequest) -> BuildRequest:
     """``req`` as a dev build's: its work folder and log in the dev folder; no ABI remedies,
     repair or policy; no Hub layout."""
     folder = dev_folder(req.cache_dir, req.project)
-    return dataclasses.replace(
+    return replace(
         req,
         work_dir=folder,
         out_dir=folder,
@@ -190,29 +188,19 @@ def _lay_out_hub(
     """``hub/build/<variant>/``: the package's files (copies, with their digest) and a
     metadata.json marked as a dev build, as ``kernels`` loads a local kernel."""
     # Imported here: the hub package pulls in huggingface_hub, which a dev build needs only now.
-    from ..hub.export import kernel_metadata
-    from ..hub.metadata import DEV_BUILD_MARK, METADATA_JSON, Provenance
+    from ..hub.export import kernel_metadata, write_variant
+    from ..hub.metadata import DEV_BUILD_MARK, Provenance
 
     files = {
         str(path.relative_to(package)): path.read_bytes()
         for path in sorted(package.rglob("*"))
         if path.is_file() and "__pycache__" not in path.parts
     }
-    build = hub / "build"
-    build.mkdir(parents=True, exist_ok=True)
-    with staging_dir(build, "dev") as staging:
-        for name, data in files.items():
-            dest = staging / name
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(data)
-            if dest.suffix == ".so":
-                dest.chmod(0o755)
-        meta = kernel_metadata(project, variant, namespace, (), major=major, files=files)
-        builder = f"kernelwheel {__version__} {DEV_BUILD_MARK}"
-        meta = dataclasses.replace(meta, provenance=Provenance(builder_version=builder))
-        (staging / METADATA_JSON).write_text(meta.to_json())
-        staging.chmod(0o755)
-        replace_dir(staging, build / variant.name)
+    meta = kernel_metadata(project, variant, namespace, (), major=major, files=files)
+    builder = f"kernelwheel {__version__} {DEV_BUILD_MARK}"
+    write_variant(
+        hub, variant, files, replace(meta, provenance=Provenance(builder_version=builder))
+    )
     return hub
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "export_variant",
     "kernel_builder_names",
     "kernel_metadata",
+    "write_variant",
 ]
 
 CARD = "README.md"  # the repo's kernel card, at the root of the Hub layout
@@ -116,6 +117,25 @@ def export_variant(
         for name, data in contents.files.items()
         if name.startswith(prefix)  # not the dist-info
     }
+    meta = kernel_metadata(
+        project,
+        variant,
+        namespace,
+        capabilities,
+        major=contents.version.major,
+        files=files,
+        git=git,
+    )
+    folder = write_variant(root, variant, files, meta)
+    export_card(project, root)
+    return folder
+
+
+def write_variant(
+    root: Path, variant: Variant, files: Mapping[str, bytes], meta: KernelMetadata
+) -> Path:
+    """``root/build/<variant>/``: ``files`` (a ``.so`` executable) and ``meta`` as metadata.json,
+    replacing an older one of the variant atomically."""
     build = root / "build"
     build.mkdir(parents=True, exist_ok=True)
     with staging_dir(build, "export") as staging:
@@ -125,20 +145,9 @@ def export_variant(
             dest.write_bytes(data)
             if dest.suffix == ".so":
                 dest.chmod(0o755)
-        meta = kernel_metadata(
-            project,
-            variant,
-            namespace,
-            capabilities,
-            major=contents.version.major,
-            files=files,
-            git=git,
-        )
         (staging / METADATA_JSON).write_text(meta.to_json())
         staging.chmod(0o755)  # a staging folder is private; the variant folder is not
-        folder = replace_dir(staging, build / variant.name)
-    export_card(project, root)
-    return folder
+        return replace_dir(staging, build / variant.name)
 
 
 def export_card(project: KernelProject, root: Path) -> Path | None:
