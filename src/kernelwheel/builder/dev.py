@@ -89,17 +89,11 @@ def dev_namespace(project: KernelProject, variant: Variant) -> str:
 
 
 def dev_request(req: BuildRequest) -> BuildRequest:
-    """``req`` as a dev build's: its work folder and log in the dev folder; no ABI remedies,
-    repair or policy; no Hub layout."""
+    """``req`` as a dev build's: its work folder and log in the dev folder; no repair or
+    policy, no Hub layout. The compile flags stay the release's (the ABI remedies' too): a
+    kernel unit compiled by ``dev`` is then a compiler-cache hit for ``build``, and back."""
     folder = dev_folder(req.cache_dir, req.project)
-    return replace(
-        req,
-        work_dir=folder,
-        out_dir=folder,
-        manylinux=None,
-        abi_remedies=False,
-        hub_layout=None,
-    )
+    return replace(req, work_dir=folder, out_dir=folder, manylinux=None, hub_layout=None)
 
 
 def build_dev(req: BuildRequest, reporter: Reporter, runner: Runner) -> DevBuild:

@@ -160,12 +160,12 @@ def compile_extension(
     if reuse is not None and direct is None:  # a direct run's inputs are not read again
         reuse.store(key, result, spec.sources, spec.include_dirs)
     result.pop("inputs", None)
-    result["cache"] = cache_summary(req, stats_log, cached)
+    result.setdefault("cache", cache_summary(req, stats_log, cached))
     result["notes"] = list(plan.notes)
     return result
 
 
-def _direct_commands(stage: Path, spec: CompileSpec) -> tuple[list[str], ...] | None:
+def _direct_commands(stage: Path, spec: CompileSpec) -> tuple[list[str], list[str]] | None:
     """ninja on the work folder's build.ninja, then the link the worker recorded: the compile
     of a dev build whose spec has not changed since its last run (whose build.ninja would be
     the same), else None."""

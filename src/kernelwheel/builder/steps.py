@@ -274,7 +274,7 @@ def run_worker(
     keep_dir: Path | None,
     runner: Runner,
     *,
-    direct: Sequence[Sequence[str]] | None = None,
+    direct: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> dict[str, object]:
     """Run the compile worker on ``<stage>/compile.json`` with the environment's ``python``
     (output into the variant's log) and return its result; every build kind compiles so. nvcc's
@@ -283,15 +283,18 @@ def run_worker(
     the other, and the last result again."""
     spec_path, result_path = stage / "compile.json", stage / "result.json"
     start = _size(req.log)
+    idle = False
     try:
         if direct is None:
             code = runner.logged(
                 [python, WORKER, spec_path, result_path], req.log, env=env_vars, cwd=stage
             )
-        else:
-            code = 0
-            for cmd in direct:
-                code = code or runner.logged(cmd, req.log, env=env_vars, cwd=stage)
+        else:  # ninja, then the link unless ninja had nothing to do
+            ninja, link = direct
+            code = runner.logged(ninja, req.log, env=env_vars, cwd=stage)
+            idle = code == 0 and _NINJA_IDLE in _read_from(req.log, start)
+            if code == 0 and not idle:
+                code = runner.logged(link, req.log, env=env_vars, cwd=stage)
     finally:
         if keep_dir is not None and not req.keep_intermediates:
             shutil.rmtree(keep_dir, ignore_errors=True)
@@ -308,7 +311,12 @@ def run_worker(
         )
     result: dict[str, object] = json.loads(result_path.read_text())
     result["warnings"] = list(warning_summary(output, paths))
+    if idle:
+        result["cache"] = "unchanged: ninja had nothing to compile"
     return result
+
+
+_NINJA_IDLE = "ninja: no work to do."
 
 
 def load_checked(
