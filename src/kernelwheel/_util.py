@@ -31,6 +31,7 @@ __all__ = [
     "CommandTimeout",
     "atomic_copy",
     "atomic_write",
+    "write_if_changed",
     "check_output_path",
     "DeadOwner",
     "locked",
@@ -86,6 +87,14 @@ def publish(done: Path, final: Path) -> Path:
     one rename, so readers see the old or the new, never a part)."""
     os.replace(done, final)
     return final
+
+
+def write_if_changed(path: Path, text: str) -> Path:
+    """``path`` holding ``text``, left alone (its time too) when it already does: a generated
+    header rewritten unchanged would make ninja recompile every unit that includes it."""
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
+    return path
 
 
 def atomic_write(final: Path, data: bytes | str) -> Path:

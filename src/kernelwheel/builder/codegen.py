@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from .._util import write_if_changed
 from ..compat.guard import BuildStamp, guard_source
 from ..model.project import KernelProject
 from ..model.variant import BackendKind, Variant
@@ -97,11 +98,7 @@ def is_cuda_variant(variant: Variant) -> bool:
 
 def write_registration_header(include_dir: Path) -> Path:
     include_dir.mkdir(parents=True, exist_ok=True)
-    path = include_dir / "registration.h"
-    # unchanged, left alone: a dev build's ninja would recompile every unit of a newer header
-    if not path.is_file() or path.read_text() != REGISTRATION_HEADER:
-        path.write_text(REGISTRATION_HEADER)
-    return path
+    return write_if_changed(include_dir / "registration.h", REGISTRATION_HEADER)
 
 
 # --- pure-Python (noarch) and tvm-ffi builds --------------------------------------------------

@@ -11,7 +11,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .._util import RUNNER, CommandTimeout, Runner, atomic_copy
+from .._util import RUNNER, CommandTimeout, Runner, atomic_copy, write_if_changed
 from ..abi import Rule, WheelReport, check_wheel
 from ..abi._elf import demangle
 from ..abi.origins import objects_referencing
@@ -115,9 +115,7 @@ def write_remedies(header: ForcedHeader | None, include_dir: Path) -> RemedySet:
     if header is None:
         return NO_REMEDIES
     include_dir.mkdir(parents=True, exist_ok=True)
-    path = include_dir / header.name
-    path.write_text(header.text)
-    return remedy_flags(path)
+    return remedy_flags(write_if_changed(include_dir / header.name, header.text))
 
 
 def remedies_setting(header: ForcedHeader | None) -> str:
