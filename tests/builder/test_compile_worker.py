@@ -26,9 +26,14 @@ def test_torchs_extension_wide_build_id_is_dropped() -> None:
 
 
 class _FakeBuildExt:
-    """Stands for torch's BuildExtension: records what each extension is compiled with."""
+    """Stands for torch's BuildExtension: records what each extension is compiled with, and
+    links it through its compiler's spawn, as setuptools does."""
 
     compiled: list[Any] = []
+    spawned: list[list[str]] = []
+
+    def __init__(self) -> None:
+        self.compiler = types.SimpleNamespace(spawn=self.spawned.append)
 
     @classmethod
     def with_options(cls, **options: Any) -> type:
@@ -37,14 +42,20 @@ class _FakeBuildExt:
 
     def build_extension(self, ext: Any) -> None:
         self.compiled.append(ext.extra_compile_args)
+        self.compiler.spawn(["g++", "-c", "a.cpp", "-o", "a.o"])
+        self.compiler.spawn(["g++", "-shared", "a.o", "-o", "x.so"])
 
 
 def test_the_build_class_drops_the_flag_torch_added_before_each_compile() -> None:
     ext = types.SimpleNamespace(
         extra_compile_args={"cxx": ["-DTORCH_API_INCLUDE_EXTENSION_H", "-O3"], "nvcc": []}
     )
-    worker.build_ext_class(_FakeBuildExt)().build_extension(ext)
+    builder = worker.build_ext_class(_FakeBuildExt)
+    builder().build_extension(ext)
     assert _FakeBuildExt.compiled == [{"cxx": ["-O3"], "nvcc": []}]
+    # every command still runs, and the link is recorded (a dev build's next run reruns it)
+    assert len(_FakeBuildExt.spawned) == 2
+    assert builder.link_command == ["g++", "-shared", "a.o", "-o", "x.so"]
 
 
 GENCODE = ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90a,code=sm_90a"]

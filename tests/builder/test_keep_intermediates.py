@@ -92,13 +92,13 @@ def test_the_keep_folder_is_removed_when_the_compile_ends(
         worker["raise"] = KeyboardInterrupt()
     if ending == "succeeds":
         worker["code"] = 0
-        result = pipeline._compile(
+        result = pipeline.compile_extension(
             req, ENV, "_kk_0123456789", tmp_path / "log", None, None, None, worker["runner"]
         )
         assert result["shared_object"] == "k.so"
     else:
         with pytest.raises(KeyboardInterrupt if ending == "interrupted" else BuildError):
-            pipeline._compile(
+            pipeline.compile_extension(
                 req, ENV, "_kk_0123456789", tmp_path / "log", None, None, None, worker["runner"]
             )
     assert worker["kept"] is not None and not worker["kept"].exists()
@@ -107,7 +107,7 @@ def test_the_keep_folder_is_removed_when_the_compile_ends(
 def test_keep_intermediates_keeps_them(tmp_path: Path, worker: dict[str, Any]) -> None:
     req = _request(tmp_path / "p", keep_intermediates=True)
     with pytest.raises(BuildError):
-        pipeline._compile(
+        pipeline.compile_extension(
             req, ENV, "_kk_0123456789", tmp_path / "log", None, None, None, worker["runner"]
         )
     assert (worker["kept"] / "k.cudafe1.cpp").stat().st_size == 1000

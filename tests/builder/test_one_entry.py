@@ -36,8 +36,8 @@ LIBSTDCXX = "/usr/lib/gcc/x86_64-linux-gnu/12/libstdc++.so"
 
 class FakeHost:
     """Answers the commands of a build as the machine would: the compilers' queries, the
-    interpreter probes, the compile worker (writes the shared object and its result) and
-    auditwheel (writes the repaired wheel, retagged)."""
+    interpreter probes, the compile worker (writes the shared object and its result), the load
+    check and auditwheel (writes the repaired wheel, retagged)."""
 
     def __init__(self, tmp: Path, so: bytes) -> None:
         self.tmp, self.so = tmp, so
@@ -56,6 +56,8 @@ class FakeHost:
             return Reply(stdout="repaired\n")
         if cmd[1].endswith("_compile_worker.py"):
             return self._compile(Path(cmd[2]), Path(cmd[3]))
+        if cmd[1].endswith("_load_check.py"):  # the load check: the ops it found
+            return Reply(stdout=json.dumps({"ops": [f"{cmd[4]}::add_one(Tensor x) -> Tensor"]}))
         if is_torch_probe(cmd):
             return torch_probe_reply(cmd[0], self.purelib)
         if cmd[1] == "-c" and "tvm_ffi" in cmd[2]:
@@ -119,6 +121,8 @@ def _what(cmd: list[str]) -> str:
         return "auditwheel repair"
     if len(cmd) > 1 and cmd[1].endswith("_compile_worker.py"):
         return "python compile-worker"
+    if len(cmd) > 1 and cmd[1].endswith("_load_check.py"):
+        return f"python load-check {cmd[2]}"
     if is_torch_probe(cmd):
         return "python probe-torch"
     if len(cmd) > 2 and cmd[1] == "-c":
@@ -137,7 +141,7 @@ def _build(req: BuildRequest, tmp: Path) -> tuple[Path, list[str], ScriptedRunne
     return built.path, [_what(c) for c in runner.commands], runner
 
 
-def compiled_commands(probe: str) -> list[str]:
+def compiled_commands(probe: str, kind: str) -> list[str]:
     """The commands of a compiled kind's build, in order, with its interpreter ``probe``."""
     return [
         "c++ -print-file-name=libstdc++.so",  # the static-libstdc++ refusal
@@ -147,6 +151,7 @@ def compiled_commands(probe: str) -> list[str]:
         "c++ -print-file-name=libstdc++.so",  # the compile plan's facts
         "c++ -fno-gnu-unique",
         "python compile-worker",
+        f"python load-check {kind}",  # the extension imported by the environment's python
         "auditwheel repair",
     ]
 
@@ -156,7 +161,7 @@ def test_a_torch_build_runs_every_command_through_the_given_runner(tmp_path: Pat
     (req,) = _requests(root, tmp_path, (TORCH,))
     assert req.kind is BuildKind.TORCH
     wheel, commands, runner = _build(req, tmp_path)
-    assert commands == compiled_commands("python probe-torch")
+    assert commands == compiled_commands("python probe-torch", "torch")
     worker = runner.commands[commands.index("python compile-worker")]
     assert worker[0] == str(req.python) and Path(worker[2]).name == "compile.json"
     spec = json.loads(Path(worker[2]).read_text())
@@ -175,7 +180,7 @@ def test_a_tvm_ffi_build_runs_every_command_through_the_given_runner(tmp_path: P
     (req,) = _requests(root, tmp_path, (TVM_FFI,))
     assert req.kind is BuildKind.TVM_FFI
     wheel, commands, runner = _build(req, tmp_path)
-    assert commands == compiled_commands("python probe-tvm-ffi")
+    assert commands == compiled_commands("python probe-tvm-ffi", "tvm-ffi")
     worker = runner.commands[commands.index("python compile-worker")]
     spec = json.loads(Path(worker[2]).read_text())
     assert spec["kind"] == "commands"  # the tvm-ffi plan: its compile and link commands
