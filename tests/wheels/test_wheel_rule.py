@@ -98,6 +98,11 @@ def test_a_member_that_is_not_the_wheels_own_is_refused(
             "torch==2.13.* does not pin the torch 2.14 the label +torch2.14.cu130.cxx11 was built",
         ),
         ("Requires-Dist: torch==2.14.*", "Requires-Dist: torch>=2.0", "does not pin the torch"),
+        (
+            "Requires-Dist: torch==2.14.*",
+            'Requires-Dist: torch==2.13.*; python_version >= "3"',
+            "does not pin the torch 2.14",
+        ),
         ("Requires-Dist: torch==2.14.*", "Requires-Dist: torch>=2.14", "admits torch 2.15"),
         (
             "Requires-Dist: torch==2.14.*",

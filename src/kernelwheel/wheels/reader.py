@@ -530,7 +530,7 @@ def _torch_problem(filename: str, headers: Message) -> str | None:
             req = Requirement(text)
         except InvalidRequirement:
             return f"{text!r} is not a requirement"
-        if canonicalize_name(req.name) == "torch" and req.marker is None:
+        if canonicalize_name(req.name) == "torch":  # under a marker too: it may apply
             pins.append(req)
     if not pins:
         return None  # nothing to disagree with: install pins the torch it finds anyway
