@@ -16,16 +16,24 @@ def rewrite(
     replace: dict[str, bytes] | None = None,
     add: tuple[tuple[str, bytes], ...] = (),
     listed: bool = True,
+    restamp: dict[str, bytes] | None = None,
 ) -> Path:
     """Rewrite ``wheel`` in place: ``drop`` entries, ``replace`` their bytes (RECORD left as it
     was: the hash no longer matches), ``add`` entries (listed in RECORD with their true hash
-    when ``listed``, so only the rule under test fails)."""
+    when ``listed``, so only the rule under test fails), ``restamp`` entries' bytes with their
+    RECORD rows made true (a sound wheel that says something else)."""
     with zipfile.ZipFile(wheel) as zf:
         entries = [(i, zf.read(i)) for i in zf.infolist()]
         record = next(i.filename for i, _ in entries if i.filename.endswith(".dist-info/RECORD"))
     rows = parse_record(dict((i.filename, d) for i, d in entries)[record], where=str(wheel))
     if listed:
         rows = [(name, record_hash(data), str(len(data))) for name, data in add] + rows
+    restamp = restamp or {}
+    rows = [
+        (r[0], record_hash(restamp[r[0]]), str(len(restamp[r[0]]))) if r[0] in restamp else r
+        for r in rows
+    ]
+    replace = {**(replace or {}), **restamp}
     tmp = wheel.with_suffix(".new")
     with zipfile.ZipFile(tmp, "w") as out, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # zipfile warns of the duplicate names we add on purpose
@@ -34,7 +42,7 @@ def rewrite(
                 continue
             if info.filename == record:
                 data = format_record(rows)
-            out.writestr(info, (replace or {}).get(info.filename, data))
+            out.writestr(info, replace.get(info.filename, data))
         for name, data in add:
             out.writestr(name, data)
     tmp.replace(wheel)

@@ -20,7 +20,13 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from ..errors import UsageError, VariantError, WheelError
 from ..model.variant import OS, Arch, CxxAbi, Variant
-from ..wheels.reader import IntegrityProblem, bomb_cause, integrity_problems, is_symlink_entry
+from ..wheels.reader import (
+    IntegrityProblem,
+    bomb_cause,
+    integrity_problems,
+    is_symlink_entry,
+    wheel_rule_problems,
+)
 from ._elf import ElfInfo, NotElfError, demangle, is_elf, read_elf
 from .policy import (
     DEFAULT_POLICY,
@@ -603,7 +609,7 @@ def check_wheel(
         cxxabi=abi,
         objects=tuple(reports),
         integrity=tuple(
-            Violation(Rule.RECORD, p.subject, p.subject, None, p.cause, p.fix) for p in problems
+            Violation(Rule(p.rule), p.subject, p.subject, None, p.cause, p.fix) for p in problems
         ),
         integrity_checked=integrity,
     )
@@ -649,7 +655,7 @@ def _elf_members_of(
     try:
         with zipfile.ZipFile(path) as zf, tempfile.TemporaryDirectory(prefix="kw-check-") as tmp:
             if integrity:
-                problems = integrity_problems(zf)
+                problems = integrity_problems(zf) + wheel_rule_problems(path.name, zf)
             unreadable = {p.subject for p in problems if "decompressed" in p.cause}
             members: list[tuple[str, ElfInfo]] = []
             for index, member in enumerate(zf.infolist()):

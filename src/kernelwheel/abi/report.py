@@ -17,12 +17,13 @@ class Rule(str, Enum):
     TORCH_ABI = "torch-abi"  # a stable-ABI build imports no libtorch C++ API (only its C shim)
     ELF = "elf"  # ELF at all; architecture matches the wheel; no executable stack
     RECORD = "record"  # the wheel as a whole: RECORD lists every entry, hashes match, no ../
+    WHEEL = "wheel"  # the wheel installs its own package only; METADATA agrees with its name
 
     @property
     def per_object(self) -> bool:
         """Whether the rule judges each shared object (a column of ``check``'s table); RECORD
-        judges the wheel."""
-        return self is not Rule.RECORD
+        and WHEEL judge the wheel."""
+        return self not in (Rule.RECORD, Rule.WHEEL)
 
     @property
     def description(self) -> str:
@@ -39,6 +40,8 @@ _DESCRIPTIONS = {
     Rule.ELF: "files named .so are ELF objects of the wheel's architecture; no executable stack",
     Rule.RECORD: "RECORD lists every file once with a matching hash; no duplicate, '../' or "
     "symlink entries (what pip relies on)",
+    Rule.WHEEL: "every file lies under the wheel's own package or .dist-info; no .pth, "
+    "sitecustomize or .data/scripts; METADATA's Name, Version and torch agree with the file name",
 }
 
 
@@ -118,7 +121,7 @@ class WheelReport:
     python_abi: str | None
     cxxabi: str | None
     objects: tuple[SoReport, ...]
-    integrity: tuple[Violation, ...] = ()  # Rule.RECORD violations of the wheel as a whole
+    integrity: tuple[Violation, ...] = ()  # RECORD and WHEEL violations of the wheel as a whole
     integrity_checked: bool = False
 
     @property
@@ -130,8 +133,10 @@ class WheelReport:
         return (*self.integrity, *(v for o in self.objects for v in o.violations))
 
     def status(self, rule: Rule) -> bool | None:
-        if rule is Rule.RECORD:
-            return not self.integrity if self.integrity_checked else None
+        if not rule.per_object:
+            if not self.integrity_checked:
+                return None
+            return not any(v.rule is rule for v in self.integrity)
         states = [o.status(rule) for o in self.objects]
         if all(s is None for s in states):
             return None

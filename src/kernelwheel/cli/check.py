@@ -174,7 +174,8 @@ def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
     )
     columns = [r for r in Rule if r.per_object]
     if isinstance(report, WheelReport) and report.integrity_checked:
-        ui.print(f"  {_mark(ui, report.status(Rule.RECORD))} {Rule.RECORD.value}")
+        for rule in (Rule.RECORD, Rule.WHEEL):
+            ui.print(f"  {_mark(ui, report.status(rule))} {rule.value}")
     if not objects:
         ui.print("  no shared objects (nothing to check)")
     else:
@@ -190,8 +191,8 @@ def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
     if isinstance(report, WheelReport):
         for v in report.integrity:
             ui.print(f"  {ui.fail_mark} {v.rule.value}  {v.subject}: {v.cause}")
-        if report.integrity:
-            ui.print(f"      fix:   {report.integrity[0].fix}")
+        for fix in dict.fromkeys(v.fix for v in report.integrity):
+            ui.print(f"      fix:   {fix}")
     for o in objects:
         for rule in columns:
             # Violations with the same fix are listed together, then explained once.

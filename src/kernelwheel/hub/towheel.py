@@ -26,6 +26,7 @@ from ..model.variant import OS, LocalVersionStyle, Variant
 from ..plan.options import resolve_jobs
 from ..plan.selector import Selector
 from ..wheels import write_wheel
+from ..wheels.reader import verify_contents
 from .convert import PreparedWheel, Unconvertible, prepare_wheel
 from .gitsource import GitSource
 from .hubsource import HubSettings, HubSource
@@ -339,6 +340,11 @@ def _convert_one(
             )
             wheel = write_wheel(prepared.spec, staging)
             detail.append(wheel.name)
+            try:
+                verify_contents(wheel)  # the wheel rule, on what was just written
+            except WheelError:
+                wheel.unlink(missing_ok=True)
+                raise
     except Unconvertible as exc:
         return Rejected(folder, str(exc), HubError.exit_code)
     except WheelError as exc:

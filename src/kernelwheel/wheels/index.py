@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import Version
 
 from .._util import sha256_file, staging_dir
 from ..errors import UsageError, VariantError, WheelError
@@ -112,23 +112,9 @@ def _read(path: Path) -> IndexedWheel:
         name, version, _, _ = parse_wheel_filename(path.name)
     except InvalidWheelFilename as exc:
         raise WheelError(f"{path}: not a wheel file name ({exc})") from None
+    verify_wheel(path)  # the record and wheel rules: METADATA's Name and Version among them
     metadata = read_metadata(path)
     headers = parse_metadata(metadata)
-    stated = headers.get("Version", "")
-    try:
-        Version(stated)
-    except InvalidVersion:
-        raise WheelError(
-            f"{path.name}: METADATA's Version {stated!r} is not a PEP 440 version",
-            hint="pip refuses such wheels; rebuild or re-convert it",
-        ) from None
-    if Version(stated) != version or canonicalize_name(headers.get("Name", "")) != name:
-        raise WheelError(
-            f"{path.name}: METADATA says {headers.get('Name')} {stated}, the file name "
-            f"{name} {version}",
-            hint="pip refuses such wheels ('inconsistent version'); rebuild or re-convert it",
-        )
-    verify_wheel(path)
     flavour, kind, _ = flavours_of(path.name)
     variant = _binary_variant(path.name) if flavour not in (None, _ANY) else None
     return IndexedWheel(

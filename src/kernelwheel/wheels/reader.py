@@ -9,22 +9,29 @@ import base64
 import hashlib
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.message import Message
 from email.parser import Parser
 from email.policy import compat32
 from pathlib import Path
+from typing import Protocol
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
-from ..errors import WheelError
+from ..errors import VariantError, WheelError
+from ..model.names import shadowing
+from ..model.variant import variant_of_wheel
 from .record import Row, parse_record, record_hash
 
 __all__ = [
     "IntegrityProblem",
+    "RECORD_RULE",
+    "WHEEL_RULE",
     "bomb_cause",
     "WheelContents",
     "dist_info_dir",
@@ -36,8 +43,12 @@ __all__ = [
     "read_metadata",
     "read_record",
     "read_wheel",
+    "verify_contents",
     "verify_wheel",
+    "wheel_rule_problems",
 ]
+
+TOP_LEVEL = "top_level.txt"  # setuptools' list of a distribution's top-level names
 
 
 def escape_name(name: str) -> str:
@@ -139,11 +150,16 @@ def _unsafe(name: str) -> bool:
     return not name or name.startswith("/") or "\\" in name or ".." in parts or ":" in parts[0]
 
 
+RECORD_RULE = "record"
+WHEEL_RULE = "wheel"
+
+
 @dataclass(frozen=True)
 class IntegrityProblem:
-    subject: str  # the archive path (or RECORD)
+    subject: str  # the archive path (or RECORD, or a METADATA field)
     cause: str
     fix: str
+    rule: str = RECORD_RULE  # RECORD_RULE or WHEEL_RULE
 
 
 # Zip bombs: a member is refused unread when it would unpack to more than MAX_RATIO times its
@@ -296,11 +312,22 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
 
 
 def verify_wheel(path: Path) -> None:
-    """Raise WheelError naming every integrity problem of the wheel at ``path`` (the record
-    rule, streamed and ratio-capped); what ``install`` and ``index`` run before trusting it."""
+    """Raise WheelError naming every problem the record rule (streamed and ratio-capped) and
+    the wheel rule (:func:`wheel_rule_problems`) find in the wheel at ``path``; what
+    ``install`` and ``index`` run before trusting it."""
+    _verify(path, lambda zf: integrity_problems(zf) + wheel_rule_problems(path.name, zf))
+
+
+def verify_contents(path: Path) -> None:
+    """Raise WheelError naming what the wheel rule alone finds (for a wheel just written, whose
+    RECORD needs no second look): what ``to-wheel`` runs before it keeps a wheel."""
+    _verify(path, lambda zf: wheel_rule_problems(path.name, zf))
+
+
+def _verify(path: Path, judge: Callable[[zipfile.ZipFile], list[IntegrityProblem]]) -> None:
     try:
         with zipfile.ZipFile(path) as zf:
-            problems = integrity_problems(zf)
+            problems = judge(zf)
     except FileNotFoundError:
         raise WheelError(f"{path}: no such wheel", hint="check the path") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as exc:
@@ -310,8 +337,225 @@ def verify_wheel(path: Path) -> None:
     if problems:
         shown = "\n".join(f"  {p.subject}: {p.cause}" for p in problems[:10])
         more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        rules = sorted({p.rule for p in problems}, reverse=True)
+        named = f"{' and '.join(rules)} rule{'s' if len(rules) > 1 else ''}"
         raise WheelError(
-            f"{path.name} fails the record rule (what pip relies on but does not check):\n"
+            f"{path.name} fails the {named} (what pip relies on but does not check):\n"
             f"{shown}{more}",
             hint=f"{problems[0].fix}; `kernelwheel check {path.name}` lists every problem",
         )
+
+
+# -- the wheel rule ----------------------------------------------------------------------------
+
+# What a wheel's `.data/<scheme>/` installs where: only the two site-packages schemes are a
+# kernel's; scripts, headers and data land outside it (bin/, include/, the prefix).
+_SITE_SCHEMES = ("purelib", "platlib")
+_STARTUP_MODULES = ("sitecustomize", "usercustomize")  # run by `site` at every start
+_LIBS = ".libs"  # auditwheel's folder of grafted libraries, <package>.libs/
+
+
+class _Members(Protocol):
+    def namelist(self) -> list[str]: ...
+    def read(self, name: str) -> bytes: ...
+
+
+def wheel_rule_problems(filename: str, wheel: _Members) -> list[IntegrityProblem]:
+    """The wheel rule: a kernel wheel installs its own package and nothing else. Every member
+    lies under one of its own top-level names (``<name>/``, ``<name>.py``, auditwheel's
+    ``<name>.libs/``) or in its own ``.dist-info``/``.data`` folder. Its own names: the file
+    name's distribution (compared normalised) and what ``.dist-info/top_level.txt`` declares
+    (no reserved module among them). No ``.pth`` file, no ``sitecustomize``/``usercustomize``,
+    nothing under ``.data/scripts``, ``headers`` or ``data``; METADATA's Name and Version are
+    the file name's; a kernel's local label (``+torch2.14.cu130``) agrees with its
+    ``Requires-Dist: torch``. Empty when it holds."""
+    try:
+        filename = _without_variant_label(filename)
+        dist, version, _build, _tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename as exc:
+        return [_wheel_problem(filename, f"is not a wheel file name ({exc})", "rename it")]
+    names = [n for n in wheel.namelist() if not n.endswith("/")]
+    info = [n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info")]
+    if len(set(info)) != 1:
+        return []  # the record rule names this; nothing below can be judged without METADATA
+    own, out = _own_names(dist, info[0], wheel)
+    for name in names:
+        cause = _member_cause(name, dist, own)
+        if cause is not None:
+            out.append(_wheel_problem(name, *cause))
+    try:
+        headers = parse_metadata(wheel.read(f"{info[0]}/METADATA"))
+    except (KeyError, *_UNREADABLE):
+        return out  # the record rule names it
+    out += _metadata_problems(filename, dist, version, headers)
+    return out
+
+
+def _without_variant_label(filename: str) -> str:
+    """A PEP 825 variant wheel's name without its variant label (a seventh part, after the
+    platform: ``img2gray-0.1.0-cp310-abi3-manylinux_2_28_x86_64-cu126.whl``)."""
+    try:
+        parse_wheel_filename(filename)
+    except InvalidWheelFilename:
+        stem, _, _label = filename[: -len(".whl")].rpartition("-")
+        if stem.count("-") >= 4:
+            parse_wheel_filename(f"{stem}.whl")
+            return f"{stem}.whl"
+        raise
+    return filename
+
+
+def _wheel_problem(subject: str, cause: str, fix: str) -> IntegrityProblem:
+    return IntegrityProblem(subject, cause, fix, WHEEL_RULE)
+
+
+def _own_names(
+    dist: str, info: str, wheel: _Members
+) -> tuple[frozenset[str], list[IntegrityProblem]]:
+    """The wheel's own top-level names, normalised: its distribution's, and top_level.txt's
+    where that file declares others (to-wheel --name: dist ``relu-kernel``, package ``relu``)
+    and they shadow no reserved module (torch, the standard library: data/names.toml)."""
+    own = {canonicalize_name(dist)}
+    out: list[IntegrityProblem] = []
+    member = f"{info}/{TOP_LEVEL}"
+    if member not in wheel.namelist():
+        return frozenset(own), out
+    try:
+        declared = wheel.read(member).decode("utf-8").split()
+    except (UnicodeDecodeError, *_UNREADABLE):
+        declared = []
+    for top in declared:
+        name = canonicalize_name(top)
+        if name in own:
+            continue
+        reserved = shadowing(None, top)
+        if reserved is not None:
+            out.append(
+                _wheel_problem(
+                    member,
+                    f"declares the top-level package {top!r}, which would replace {reserved}",
+                    "a kernel wheel installs only its own package: rebuild it from its project",
+                )
+            )
+            continue
+        own.add(name)
+    return frozenset(own), out
+
+
+def _member_cause(name: str, dist: str, own: frozenset[str]) -> tuple[str, str] | None:
+    """Why ``name`` may not be in the wheel (cause, fix), or None."""
+    rebuild = "rebuild or re-convert the wheel from the kernel's own project; do not add files"
+    parts = name.split("/")
+    if parts[-1].endswith(".pth"):
+        return "a .pth file: site runs its import lines at every interpreter start", rebuild
+    top = parts[0]
+    for suffix in (".dist-info", ".data"):
+        if top.endswith(suffix):
+            if canonicalize_name(top[: -len(suffix)].split("-")[0]) != canonicalize_name(dist):
+                return f"a {suffix} folder of another distribution than {dist}", rebuild
+            if suffix == ".dist-info":
+                return None
+            if len(parts) < 3 or parts[1] not in _SITE_SCHEMES:
+                return (
+                    f"installs outside site-packages (.data/{parts[1] if len(parts) > 1 else ''}"
+                    "): scripts, headers and data files are not a kernel's",
+                    rebuild,
+                )
+            parts = parts[2:]
+            top = parts[0]
+    module = top.split(".")[0] if len(parts) == 1 else top
+    if module in _STARTUP_MODULES:
+        return f"a {module} module: site imports it at every interpreter start", rebuild
+    if top.endswith(_LIBS) and len(parts) > 1:
+        module = top[: -len(_LIBS)]
+    if canonicalize_name(module) not in own:
+        where = "file" if len(parts) == 1 else "package"
+        return (
+            f"a top-level {where} {module!r} that is not {dist}'s own: installing the wheel "
+            f"would write into another distribution's files",
+            rebuild,
+        )
+    return None
+
+
+def _metadata_problems(
+    filename: str, dist: str, version: Version, headers: Message
+) -> list[IntegrityProblem]:
+    fix = "rebuild or re-convert the wheel; the file name and METADATA must describe one wheel"
+    stated_name, stated_version = headers.get("Name", ""), headers.get("Version", "")
+    out = []
+    if canonicalize_name(stated_name) != dist:
+        out.append(
+            _wheel_problem(
+                "METADATA Name",
+                f"is {stated_name!r}, the file name says {dist}: pip would record another "
+                "distribution than the one it installs",
+                fix,
+            )
+        )
+    try:
+        same = Version(stated_version) == version
+    except InvalidVersion:
+        same = False
+    if not same:
+        out.append(
+            _wheel_problem(
+                "METADATA Version",
+                f"is {stated_version!r}, the file name says {version}: pip refuses it "
+                "('inconsistent version')",
+                fix,
+            )
+        )
+    torch = _torch_problem(filename, headers)
+    if torch is not None:
+        out.append(_wheel_problem("METADATA Requires-Dist", torch, fix))
+    return out
+
+
+def _torch_problem(filename: str, headers: Message) -> str | None:
+    """How the torch requirement disagrees with a kernel local label's torch and flavour, or
+    None (also for a wheel without a kernel label or without a torch requirement: nothing to
+    compare)."""
+    try:
+        variant = variant_of_wheel(filename)
+    except VariantError:
+        return None  # no kernel label: another project's wheel says nothing of torch
+    if variant is None or variant.torch is None:
+        return None
+    series = variant.torch
+    wanted = variant.torch_requirement()
+    pins = []
+    for text in headers.get_all("Requires-Dist") or ():
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            return f"{text!r} is not a requirement"
+        if canonicalize_name(req.name) == "torch":  # under a marker too: it may apply
+            pins.append(req)
+    if not pins:
+        return None  # nothing to disagree with: install pins the torch it finds anyway
+    shown = ", ".join(str(r) for r in pins)
+    assert variant.backend is not None
+    flavour = variant.backend.token
+    for local in {s.version.partition("+")[2] for r in pins for s in r.specifier} - {""}:
+        if local != flavour:
+            return (
+                f"{shown} asks for torch's {local} build, the label +{variant.local_version} "
+                f"is a {flavour} build"
+            )
+    # Which releases it admits, its local parts aside (torch==2.14.1+cu130 pins 2.14.1).
+    spec = SpecifierSet(",".join(str(s).partition("+")[0] for r in pins for s in r.specifier))
+    major, minor = series.major, series.minor
+    own = any(spec.contains(f"{major}.{minor}.{patch}", prereleases=True) for patch in range(10))
+    earlier = minor > 0 and spec.contains(f"{major}.{minor - 1}.9", prereleases=True)
+    if not own or earlier:
+        return (
+            f"{shown} does not pin the torch {series} the label +{variant.local_version} was "
+            f"built for (it needs {wanted})"
+        )
+    if not variant.stable_abi and spec.contains(f"{major}.{minor + 1}.0", prereleases=True):
+        return (
+            f"{shown} admits torch {major}.{minor + 1}, but the label "
+            f"+{variant.local_version} is a build for torch {series} only (it needs {wanted})"
+        )
+    return None

@@ -32,7 +32,7 @@ from packaging.version import InvalidVersion, Version
 from .. import __version__
 from .._util import staged_file
 from ..errors import WheelError
-from .reader import dist_info_dir, escape_name
+from .reader import TOP_LEVEL, dist_info_dir, escape_name
 from .record import format_record, parse_record, record_hash
 
 _DEFAULT_EPOCH = 315532800  # 1980-01-01T00:00:00Z, the earliest time a zip can hold
@@ -117,7 +117,7 @@ def _validate(spec: WheelSpec) -> None:
             )
 
 
-_GENERATED = frozenset({"METADATA", "WHEEL", "RECORD"})
+_GENERATED = frozenset({"METADATA", "WHEEL", "RECORD", TOP_LEVEL})
 LICENSES_DIR = "licenses"  # PEP 639: .dist-info/licenses/
 
 
@@ -167,6 +167,16 @@ def metadata_text(spec: WheelSpec) -> str:
     if spec.description is None:
         return head + "\n"
     return head + "\n" + spec.description.rstrip("\n") + "\n"
+
+
+def top_level_text(spec: WheelSpec) -> str | None:
+    """``top_level.txt`` when the wheel's top-level names are not all its distribution's
+    (to-wheel ``--name relu-kernel`` of the package ``relu/``): the wheel rule then takes the
+    package as the wheel's own. None (no file) otherwise, so the usual wheel is unchanged."""
+    tops = sorted({PurePosixPath(name).parts[0].split(".")[0] for name in spec.files})
+    if all(canonicalize_name(top) == canonicalize_name(spec.name) for top in tops):
+        return None
+    return "".join(f"{top}\n" for top in tops)
 
 
 def wheel_text(tag: Tag) -> str:
@@ -236,6 +246,8 @@ def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Pat
     dist_info = dist_info_dir(spec.name, spec.version)
     entries: list[tuple[str, bytes]] = sorted(spec.files.items())
     entries += sorted((f"{dist_info}/{name}", data) for name, data in spec.dist_info_files.items())
+    if (top_level := top_level_text(spec)) is not None:
+        entries.append((f"{dist_info}/{TOP_LEVEL}", top_level.encode()))
     entries += sorted(
         (f"{dist_info}/{LICENSES_DIR}/{name}", data) for name, data in spec.license_files.items()
     )
