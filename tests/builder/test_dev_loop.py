@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.builds import CPU_VARIANT, build_env, cache_dir
+from support.gitrepo import HubRepo
 from support.hostile import MARK, hostile_checkout
 from support.tinykernel import BINDING, write_tiny_kernel
 from support.venvs import QuickVenv
@@ -82,6 +83,17 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     hub = dev_folder(cache_dir(), load_project(project)) / "hub"
     with pytest.raises(UsageError, match="is a 'kernelwheel dev' build, not a release"):
         read_layout(hub)
+    # ... and to-wheel makes no wheel of it (the layout committed as a Hub repo's clone)
+    repo = HubRepo(tmp_path / "repo")
+    for path in sorted((hub / "build").rglob("*")):
+        if path.is_file():
+            repo.write_file(path.relative_to(hub).as_posix(), path.read_bytes())
+    repo.commit("a dev build")
+    capfd.readouterr()
+    wheels = tmp_path / "converted"
+    assert main(["to-wheel", str(repo.root), "0.0.0", "--revision", "main", "-o", str(wheels)]) != 0
+    assert "a 'kernelwheel dev' build, not a release" in "".join(capfd.readouterr())
+    assert not list(wheels.glob("*.whl"))
 
     # one line of one kernel source: that unit alone recompiles, and the tests see it
     kernel = project / "csrc" / "tiny_op_cpu.cpp"

@@ -31,7 +31,7 @@ from ..model.variant import LocalVersionStyle, Variant
 from ..wheels import WheelSpec
 from .guard import guard_files
 from .layout import KernelMetadata, VariantPlan, package_name, plan
-from .metadata import METADATA_JSON, METADATA_SIGSTORE
+from .metadata import DEV_BUILD_MARK, METADATA_JSON, METADATA_SIGSTORE
 from .revision import RequestKind, Resolution
 from .safety import verify
 from .source import BUILD_DIR, FileReader, RepoFile
@@ -186,6 +186,11 @@ def prepare_wheel(
             metadata = KernelMetadata.parse(data, where=f"{folder}/{METADATA_JSON}")
         except HubError as exc:
             raise Unconvertible(str(exc)) from None
+        if metadata.provenance and DEV_BUILD_MARK in metadata.provenance.builder_version:
+            raise Unconvertible(
+                f"{folder}: a 'kernelwheel dev' build, not a release: wheels come from "
+                "'kernelwheel build' (or its --hub-layout)"
+            )
         _screen_depends(metadata, folder)
         kept[f"{HUB_DIST_INFO}/{METADATA_JSON}"] = data
     if name is not None:  # --name: above metadata.json, the content and the repo name

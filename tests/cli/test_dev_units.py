@@ -1,0 +1,68 @@
+"""The pure parts of `kernelwheel dev` and `test`: what --watch sees change, which pytest
+configuration a project's tests run under, and the dev ops namespace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support.tinykernel import write_tiny_kernel
+
+from kernelwheel.builder.dev import DevBuild, dev_namespace, pytest_command
+from kernelwheel.cli.dev import _snapshot
+from kernelwheel.model.project import load_project
+from kernelwheel.model.variant import Variant
+
+CPU = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+
+
+def test_watch_sees_the_projects_files_not_caches_or_hidden_folders(tmp_path: Path) -> None:
+    root = write_tiny_kernel(tmp_path / "p")
+    before = _snapshot(root)
+    for noise in (".git/index", "torch-ext/tiny_add/__pycache__/x.pyc", ".venv/x"):
+        (root / noise).parent.mkdir(parents=True, exist_ok=True)
+        (root / noise).write_text("noise")
+    assert _snapshot(root) == before
+    (root / "csrc" / "add_one.cpp").write_text("// edited\n")
+    after = _snapshot(root)
+    assert after != before and set(after) == set(before)
+    (root / "csrc" / "new.cu").write_text("")
+    assert set(_snapshot(root)) - set(after) == {str(root / "csrc" / "new.cu")}
+
+
+def _build(folder: Path) -> DevBuild:
+    return DevBuild(
+        CPU, folder, folder / "site", folder / "hub", "_x", Path("py"), "", None, folder
+    )
+
+
+def test_the_tests_run_under_the_projects_own_pytest_configuration(tmp_path: Path) -> None:
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    cmd = pytest_command(project, _build(dev), Path("/venv/bin/python"))
+    # none of its own: an empty one, so a configuration around the project never applies
+    assert cmd[cmd.index("-c") + 1] == str(dev / "pytest.ini")
+    assert (dev / "pytest.ini").read_text() == "[pytest]\n"
+    assert cmd[cmd.index("--rootdir") + 1] == str(project.root)
+    assert cmd[-1] == str(project.root / "tests")
+    # a pyproject.toml that does not configure pytest is not pytest's configuration
+    (project.root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    cmd = pytest_command(project, _build(dev), Path("/venv/bin/python"))
+    assert cmd[cmd.index("-c") + 1] == str(dev / "pytest.ini")
+    (project.root / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '-q'\n")
+    cmd = pytest_command(project, _build(dev), Path("/venv/bin/python"))
+    assert cmd[cmd.index("-c") + 1] == str(project.root / "pyproject.toml")
+    (project.root / "pytest.ini").write_text("[pytest]\n")  # pytest's first choice
+    cmd = pytest_command(project, _build(dev), Path("/venv/bin/python"))
+    assert cmd[cmd.index("-c") + 1] == str(project.root / "pytest.ini")
+
+
+def test_the_dev_namespace_is_fixed_per_project_and_variant(tmp_path: Path) -> None:
+    a = load_project(write_tiny_kernel(tmp_path / "a"))
+    b = load_project(write_tiny_kernel(tmp_path / "b"))
+    ns = dev_namespace(a, CPU)
+    assert ns.startswith("_tiny_add_dev") and ns.isidentifier()
+    (a.root / "csrc" / "add_one.cpp").write_text("// any edit\n")
+    assert dev_namespace(load_project(a.root), CPU) == ns  # edits never change it
+    assert dev_namespace(b, CPU) != ns  # another checkout of the project: its own
+    assert dev_namespace(a, Variant.parse("torch214-cxx11-cpu-x86_64-linux")) != ns
