@@ -46,4 +46,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    # Run by path, its own folder leads sys.path: kernelwheel's builder/, whose tvm_ffi.py
+    # would shadow the tvm_ffi package.
+    sys.path.pop(0)
     sys.exit(main(sys.argv[1:]))
