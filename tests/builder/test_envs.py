@@ -117,6 +117,8 @@ def test_a_damaged_environment_is_made_again_with_a_message(
         "nvidia_cuda_runtime-13.0.96.dist-info": 1,
         "torch-2.14.1.dist-info": 3,
     }
+    # and the counts an older kernelwheel sharing the cache checks
+    assert marker["manifest"] == {"nvidia": 1, "torch/include": 2, "torch/lib": 1}
     assert provision(SPEC, tmp_path).reused  # whole: reused, not probed
 
     import shutil

@@ -431,6 +431,15 @@ def _manifest(purelib: Path) -> dict[str, int]:
     return counts
 
 
+def _counts(purelib: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for rel in _MANIFEST_DIRS:
+        folder = purelib / rel
+        if folder.is_dir():
+            counts[rel.rstrip("/")] = sum(len(files) for _, _, files in os.walk(folder))
+    return counts
+
+
 def _damage(marker: Path, info: EnvInfo) -> str | None:
     """What of the marker's promise no longer holds, in words (a RECORD gone or rewritten, a
     file missing or of another size); None when all of it holds (or the marker, from an older
@@ -467,6 +476,9 @@ def _write_marker(path: Path, info: EnvInfo) -> None:
         if k not in ("notes", "reused")
     }
     data["installed"] = _manifest(info.purelib)
+    # The file counts an older kernelwheel checks instead: one sharing this cache finds its
+    # promise there, and neither rewrites the marker nor (a build adding nothing) remakes it.
+    data["manifest"] = _counts(info.purelib)
     # Written last, atomically: the environment is complete.
     atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
