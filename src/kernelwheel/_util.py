@@ -40,11 +40,13 @@ __all__ = [
     "RUNNER",
     "Runner",
     "publish",
+    "redact",
     "release",
     "remove_stale_staging",
     "resume_running",
     "run_captured",
     "run_logged",
+    "secret",
     "sha256_file",
     "spawn_piped",
     "staged_file",
@@ -53,6 +55,28 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 20
+
+# The secrets this process was given (a Hub token): whatever the CLI writes (terminal, logs,
+# --json, tracebacks) passes through redact, so no message, URL or header quoted in an error
+# carries one.
+_SECRETS: set[str] = set()
+REDACTED = "<redacted>"
+
+
+def secret(value: str) -> str:
+    """Register ``value`` (and its stripped form) as a secret; returns it unchanged."""
+    _SECRETS.update(v for v in (value, value.strip()) if len(v) >= 4)
+    return value
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret (and its repr's escapes) replaced by
+    ``<redacted>``."""
+    for value in sorted(_SECRETS, key=len, reverse=True):
+        for form in (value, repr(value)[1:-1]):
+            if form in text:
+                text = text.replace(form, REDACTED)
+    return text
 
 
 def sha256_file(path: Path) -> str:

@@ -157,11 +157,16 @@ def test_rebuild_is_byte_identical(
     monkeypatch.setenv("KERNELWHEEL_NO_CCACHE", "1")
     copy = tmp_path / "elsewhere" / "img2gray"
     shutil.copytree(IMG2GRAY, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    cache = Path(os.environ.get("KERNELWHEEL_CACHE_DIR") or str(DEFAULT_CACHE_DIR)).expanduser()
+    made = {m: m.stat().st_ino for m in cache.glob("envs/*/pyvenv.cfg")}
     wheels = []
     for project, out in ((IMG2GRAY, tmp_path / "again"), (copy, tmp_path / "copy")):
         assert main(["build", str(project), "-o", str(out), "--variant", variant]) == 0
         (wheel,) = out.glob("*.whl")
         wheels.append(wheel)
+    # Issue 38, 11: the session's compile added files to nothing its environment promised, so
+    # both builds reused it as it was (a remade environment is a new venv: a new pyvenv.cfg).
+    assert made and {m: m.stat().st_ino for m in made} == made
     second, moved = wheels
     assert second.name == moved.name == built.wheels[variant].name
     if second.read_bytes() != moved.read_bytes():
@@ -174,8 +179,7 @@ def test_rebuild_is_byte_identical(
             so = next(n for n in zf.namelist() if n.endswith(".so"))
             assert b"tmpxft_" not in zf.read(so)
         # Issue 30: nvcc's --keep files are gone once the compile ends.
-        cache = os.environ.get("KERNELWHEEL_CACHE_DIR") or str(DEFAULT_CACHE_DIR)
-        stage = Path(cache).expanduser() / "work" / "img2gray" / variant
+        stage = cache / "work" / "img2gray" / variant
         assert stage.is_dir() and not (stage / "nvcc-keep").exists()
 
 

@@ -74,14 +74,31 @@ def _remake(tmp_path: Path, info: EnvInfo) -> Callable[[list[str], Path | None],
     return answer
 
 
+# What pip installs in the fake environment, as the distributions' RECORDs list it.
+_INSTALLED = {
+    "torch-2.14.1.dist-info": {
+        "torch/include/ATen/core/Tensor.h": b"// header\n",
+        "torch/include/torch/extension.h": b"// header\n",
+        "torch/lib/libtorch.so": b"\x7fELF",
+        "torch/__init__.py": b"",  # outside the folders a compile needs: not promised
+    },
+    "nvidia_cuda_runtime-13.0.96.dist-info": {
+        "nvidia/cu13/lib/libcudart.so.13": b"\x7fELF runtime",
+    },
+}
+
+
 def _env_with_torch(tmp_path: Path) -> tuple[Path, Path, EnvInfo]:
     root = _ready_env(tmp_path)
     purelib = root / "lib" / "python3.11" / "site-packages"
-    for rel in ("torch/include/ATen/core/Tensor.h", "torch/include/torch/extension.h"):
-        (purelib / rel).parent.mkdir(parents=True, exist_ok=True)
-        (purelib / rel).write_text("// header\n")
-    (purelib / "torch" / "lib").mkdir()
-    (purelib / "torch" / "lib" / "libtorch.so").write_bytes(b"\x7fELF")
+    for dist, files in _INSTALLED.items():
+        rows = []
+        for rel, data in files.items():
+            (purelib / rel).parent.mkdir(parents=True, exist_ok=True)
+            (purelib / rel).write_bytes(data)
+            rows.append(f"{rel},sha256=x,{len(data)}\n")
+        (purelib / dist).mkdir()
+        (purelib / dist / "RECORD").write_text("".join(rows) + f"{dist}/RECORD,,\n")
     info = EnvInfo(root / "bin" / "python", "3.11", "x86_64", purelib, "2.14.1", "13.0", None, True)
     envs._write_marker(root / envs.READY_MARKER, info)
     return root, purelib, info
@@ -96,7 +113,12 @@ def test_a_damaged_environment_is_made_again_with_a_message(
     root, purelib, info = _env_with_torch(tmp_path)
     monkeypatch.setattr(envs.sys, "version_info", (3, 11, 0))
     marker = json.loads((root / envs.READY_MARKER).read_text())
-    assert marker["manifest"] == {"torch/include": 2, "torch/lib": 1}
+    assert marker["installed"] == {
+        "nvidia_cuda_runtime-13.0.96.dist-info": 1,
+        "torch-2.14.1.dist-info": 3,
+    }
+    # and the counts an older kernelwheel sharing the cache checks
+    assert marker["manifest"] == {"nvidia": 1, "torch/include": 2, "torch/lib": 1}
     assert provision(SPEC, tmp_path).reused  # whole: reused, not probed
 
     import shutil
@@ -107,8 +129,58 @@ def test_a_damaged_environment_is_made_again_with_a_message(
     commands = runner.commands
     assert any("venv" in c for c in commands) and any("pip" in " ".join(c) for c in commands)
     (note,) = got.notes
-    assert "is damaged (torch/include: 0 of the 2 files the ready marker lists)" in note
+    assert "is damaged (torch/include/ATen/core/Tensor.h is missing)" in note
     assert "made again" in note
+
+
+def _remade(tmp_path: Path, info: EnvInfo) -> str | None:
+    """Provision the fake environment once more: the note of its remaking, None when reused."""
+    runner = ScriptedRunner(_remake(tmp_path, info))
+    got = provision(SPEC, tmp_path, runner=runner)
+    assert got.reused == (runner.commands == [])
+    return None if got.reused else got.notes[-1]
+
+
+def test_a_file_a_build_adds_never_remakes_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38, 11: a compile adds files under nvidia/ (the unversioned libcudart link, nvcc's
+    own); only what the install wrote is promised, so the next build reuses the environment;
+    a promised file removed or truncated, or a RECORD gone, still remakes it."""
+    _, purelib, info = _env_with_torch(tmp_path)
+    monkeypatch.setattr(envs.sys, "version_info", (3, 11, 0))
+    (purelib / "nvidia/cu13/lib/libcudart.so").symlink_to("libcudart.so.13")
+    (purelib / "nvidia/cu13/bin").mkdir()
+    (purelib / "nvidia/cu13/bin/nvcc.profile.cache").write_text("added by a compile\n")
+    (purelib / "torch/include/extra.h").write_text("// generated\n")
+    assert _remade(tmp_path, info) is None
+    assert _remade(tmp_path, info) is None  # and again (the marker was not rewritten)
+
+    (purelib / "nvidia/cu13/lib/libcudart.so.13").write_bytes(b"\x7fEL")  # truncated
+    note = _remade(tmp_path, info)
+    assert note is not None
+    assert "nvidia/cu13/lib/libcudart.so.13 has 3 of the 12 bytes" in note
+    assert "nvidia_cuda_runtime-13.0.96.dist-info installed" in note
+
+    assert _remade(tmp_path, info) is None  # the remade environment is whole again
+    (purelib / "torch-2.14.1.dist-info" / "RECORD").unlink()
+    note = _remade(tmp_path, info)
+    assert note is not None and "torch-2.14.1.dist-info/RECORD is gone" in note
+
+
+def test_a_marker_of_an_older_kernelwheel_gets_the_new_promise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A marker with the counting manifest of the previous release (which a compile's file
+    broke) is trusted once and rewritten with the RECORD promise, not remade."""
+    root, _, info = _env_with_torch(tmp_path)
+    monkeypatch.setattr(envs.sys, "version_info", (3, 11, 0))
+    marker = json.loads((root / envs.READY_MARKER).read_text())
+    del marker["installed"]
+    marker["manifest"] = {"nvidia": 0, "torch/include": 2}
+    (root / envs.READY_MARKER).write_text(json.dumps(marker))
+    assert _remade(tmp_path, info) is None
+    assert "installed" in json.loads((root / envs.READY_MARKER).read_text())
 
 
 def test_a_dead_runs_lock_owner_is_cleared_and_named(

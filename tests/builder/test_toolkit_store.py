@@ -8,7 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
+from support.runners import Reply, ScriptedRunner
 
+from kernelwheel.builder.envs import locate_cuda_toolkit
 from kernelwheel.builder.toolkit_store import shared_toolkit
 
 
@@ -70,3 +72,21 @@ def test_a_toolkit_that_cannot_be_linked_stays_where_it_is(
     store = tmp_path / "toolkits"
     assert shared_toolkit(home, purelib, store) == home
     assert list(store.iterdir()) == []
+
+
+def test_the_unversioned_cudart_link_is_made_in_the_store_not_the_environment(
+    tmp_path: Path,
+) -> None:
+    """Issue 38, 11: torch links -lcudart; the link it needs is made in kernelwheel's shared
+    toolkit folder, so a compile writes nothing into the environment (whose ready marker
+    promises what pip installed there)."""
+    home, purelib = env_with_toolkit(tmp_path, "13.0.88")
+    (home / "lib" / "libcudart.so").unlink()  # as pip installs it: the versioned name only
+    store = tmp_path / "toolkits"
+    runner = ScriptedRunner(lambda cmd, cwd: Reply(stdout="Cuda compilation tools, release 13.0"))
+    toolkit = locate_cuda_toolkit(
+        "13.0", purelib, needed_by="torch", hint="", store=store, runner=runner
+    )
+    assert toolkit.home.parent == store and toolkit.version == "13.0"
+    assert os.readlink(toolkit.home / "lib" / "libcudart.so") == "libcudart.so.13"
+    assert not (home / "lib" / "libcudart.so").exists()

@@ -13,6 +13,7 @@ from support.gitrepo import DEFECT_CASES, SEED_13, HubRepo, git, make_repo, vari
 from support.hubserver import Fault, GitBackedRepo, HubState, serve_as_hub
 from support.shared import leftovers, wheels_in
 
+from kernelwheel.cli import main
 from kernelwheel.errors import HubError
 from kernelwheel.hub import HubSettings, ToWheelRequest, to_wheels
 from kernelwheel.log import SilentReporter
@@ -198,6 +199,56 @@ def test_private_repo_needs_hf_token(
     monkeypatch.setenv("HF_TOKEN", "hf_secret")
     result = to_wheels(ToWheelRequest(REPO, "1.1.2", output_dir=tmp_path, variants=("torch-cuda",)))
     assert len(result.converted) == 1
+
+
+def _shown(out: Path, captured: pytest.CaptureResult[str]) -> str:
+    """Everything a run wrote: its stdout, stderr and every log file under ``out``."""
+    logs = "".join(p.read_text() for p in out.rglob("*.log"))
+    return captured.out + captured.err + logs
+
+
+@pytest.mark.parametrize("given", ["hf_secret\n", " hf_secret\r\n"])
+def test_a_token_from_a_file_is_stripped_and_never_shown(
+    hub: HubState,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    given: str,
+) -> None:
+    """Issue 38, 4: HF_TOKEN=$(cat FILE) ends in a newline, which no HTTP header may hold
+    (httpx refused it, and the error quoted the whole header): the token is stripped and
+    the private repo converts."""
+    hub.private[REPO] = "hf_secret"
+    monkeypatch.setenv("HF_TOKEN", given)
+    out = tmp_path / "out"
+    argv = ["to-wheel", REPO, "1.1.2", "-o", str(out), "--variant", "torch-cuda", "--verbose"]
+    assert main(argv) == 0
+    assert len(wheels_in(out)) == 1
+    assert "hf_secret" not in _shown(out, capsys.readouterr())
+
+
+@pytest.mark.parametrize(
+    ("given", "kind"),
+    [("hf_sécretQ9", "a non-ASCII character (character 5 of 11)"), ("hf_se cretQ9", "whitespace")],
+)
+def test_a_token_no_hub_token_can_be_is_refused_unsent_and_unshown(
+    hub: HubState,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    given: str,
+    kind: str,
+) -> None:
+    monkeypatch.setenv("HF_TOKEN", given)
+    out = tmp_path / "out"
+    hub.log.clear()
+    assert main(["to-wheel", REPO, "1.1.2", "-o", str(out), "--json", "--traceback"]) == 2
+    captured = capsys.readouterr()
+    assert f"HF_TOKEN: the Hub token holds {kind}" in captured.err
+    assert "set HF_TOKEN to the token alone" in captured.err
+    shown = _shown(out, captured)
+    assert "cretQ9" not in shown and "<redacted>" not in shown  # the token is never quoted
+    assert hub.requests() == []  # nothing was sent
 
 
 def test_offline_uses_the_cache_only(

@@ -230,6 +230,35 @@ def test_cli(world: LockWorld, app: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "pylock.toml not written: img2gray has 3 builds" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("name", ["requirements.txt", "pylock.toml"])
+def test_a_users_file_in_the_wheelhouse_is_refused_not_replaced(
+    world: LockWorld, app: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """Issue 38, 3: a requirements.txt or pylock.toml kernelwheel did not write is the user's:
+    refused naming it, before anything is converted, and nothing lands in the wheelhouse;
+    kernelwheel's own earlier output is replaced; --force replaces the user's."""
+    world.house.mkdir(parents=True)
+    users = world.house / name
+    users.write_text("# my own pins\nnumpy==2.1\n")
+    argv = ["download", str(app), "--wheelhouse", str(world.house), "--variant", RIGHT]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{users} was not written by kernelwheel" in err and "--force" in err
+    assert users.read_text() == "# my own pins\nnumpy==2.1\n"
+    assert leftovers(world.house) == [name] and wheels_in(world.house) == []
+
+    users.unlink()
+    assert main(argv) == 0  # kernelwheel's own requirements.txt and pylock.toml now
+    mine = {n: (world.house / n).read_text() for n in ("requirements.txt", "pylock.toml")}
+    (world.house / "requirements.txt").write_text(mine["requirements.txt"] + "# stale\n")
+    assert main(argv) == 0  # kernelwheel's own output: replaced, no question asked
+    assert (world.house / "requirements.txt").read_text() == mine["requirements.txt"]
+
+    users.write_text("# my own pins\n")
+    assert main([*argv, "--force"]) == 0
+    assert users.read_text() == mine[name]
+
+
 # -- offline pip installs ------------------------------------------------------------------------
 
 CHECK = """

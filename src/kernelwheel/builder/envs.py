@@ -7,6 +7,7 @@ already has (e.g. a machine without network) after checking that its torch is th
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import hashlib
 import json
@@ -400,34 +401,71 @@ def probe_python_version(python: Path, runner: Runner = RUNNER) -> str:
     return out.stdout.strip()
 
 
-# What the ready marker promises, relative to the environment's purelib: the number of files
-# under each folder (torch's headers and libraries, the CUDA packages), checked on every reuse.
-_MANIFEST_DIRS = ("torch/include", "torch/lib", "torch/share/cmake", "nvidia")
+# What the ready marker promises, relative to the environment's purelib: the files the
+# install wrote under these folders (torch's headers and libraries, the CUDA packages), as the
+# RECORDs of their distributions list them, each there with its recorded size on every reuse.
+# A file a build adds there (nvcc's, a link) is in no RECORD, so it never marks the environment
+# damaged; contents are not hashed (gigabytes on every build), a size catches a truncation.
+_MANIFEST_DIRS = ("torch/include/", "torch/lib/", "torch/share/cmake/", "nvidia/")
+
+
+def _recorded(record: Path) -> list[tuple[str, int | None]]:
+    """The rows of a RECORD under the manifest's folders: path and size (None: unrecorded)."""
+    rows: list[tuple[str, int | None]] = []
+    for row in csv.reader(record.read_text(errors="replace").splitlines()):
+        if len(row) >= 3 and row[0].startswith(_MANIFEST_DIRS):
+            rows.append((row[0], int(row[2]) if row[2].isdigit() else None))
+    return rows
 
 
 def _manifest(purelib: Path) -> dict[str, int]:
+    """The distributions (their .dist-info) that installed files under the manifest's
+    folders, each with the number of those files its RECORD lists."""
+    counts: dict[str, int] = {}
+    for record in sorted(purelib.glob("*.dist-info/RECORD")):
+        try:
+            if rows := _recorded(record):
+                counts[record.parent.name] = len(rows)
+        except OSError:
+            continue
+    return counts
+
+
+def _counts(purelib: Path) -> dict[str, int]:
     counts: dict[str, int] = {}
     for rel in _MANIFEST_DIRS:
         folder = purelib / rel
         if folder.is_dir():
-            counts[rel] = sum(len(files) for _, _, files in os.walk(folder))
+            counts[rel.rstrip("/")] = sum(len(files) for _, _, files in os.walk(folder))
     return counts
 
 
 def _damage(marker: Path, info: EnvInfo) -> str | None:
-    """What of the marker's manifest no longer holds, in words; None when all of it does (or
-    the marker, from an older kernelwheel, has none: it gets one now)."""
+    """What of the marker's promise no longer holds, in words (a RECORD gone or rewritten, a
+    file missing or of another size); None when all of it holds (or the marker, from an older
+    kernelwheel, promises nothing checkable: it gets a promise now)."""
     try:
-        promised = json.loads(marker.read_text()).get("manifest")
+        promised = json.loads(marker.read_text()).get("installed")
     except (OSError, ValueError, AttributeError):
         promised = None
     if not isinstance(promised, dict):
         _write_marker(marker, info)
         return None
-    found = _manifest(info.purelib)
-    for rel, count in sorted(promised.items()):
-        if isinstance(count, int) and found.get(rel, 0) != count:
-            return f"{rel}: {found.get(rel, 0)} of the {count} files the ready marker lists"
+    for dist, count in sorted(promised.items()):
+        record = info.purelib / dist / "RECORD"
+        try:
+            rows = _recorded(record)
+        except OSError:
+            return f"{dist}/RECORD is gone"
+        if len(rows) != count:
+            return f"{dist}/RECORD lists {len(rows)} of the {count} files the ready marker counts"
+        for rel, size in rows:
+            try:  # os.stat on a str: ~12k files, a tenth of a second on every reuse
+                found = os.stat(os.path.join(info.purelib, rel)).st_size
+            except OSError:
+                return f"{rel} is missing"
+            if size is not None and found != size:
+                return f"{rel} has {found} of the {size} bytes {dist} installed"
     return None
 
 
@@ -437,7 +475,10 @@ def _write_marker(path: Path, info: EnvInfo) -> None:
         for k, v in asdict(info).items()
         if k not in ("notes", "reused")
     }
-    data["manifest"] = _manifest(info.purelib)
+    data["installed"] = _manifest(info.purelib)
+    # The file counts an older kernelwheel checks instead: one sharing this cache finds its
+    # promise there, and neither rewrites the marker nor (a build adding nothing) remakes it.
+    data["manifest"] = _counts(info.purelib)
     # Written last, atomically: the environment is complete.
     atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
@@ -532,14 +573,20 @@ def refuse_unsupported(
 def _pip_toolkit(purelib: Path, major: int) -> Path | None:
     """CUDA_HOME assembled from PyPI's nvidia-cuda-* packages inside the environment."""
     home = purelib / "nvidia" / f"cu{major}"
-    if not (home / "bin" / "nvcc").exists():
-        return None
+    return home if (home / "bin" / "nvcc").exists() else None
+
+
+def _link_cudart(home: Path) -> None:
+    """torch links -lcudart, which needs the unversioned name beside libcudart.so.<major>; made
+    in the shared toolkit folder (kernelwheel's own), in the environment only when the toolkit
+    could not be shared."""
     lib = home / "lib"
-    # torch links -lcudart, which needs the unversioned name beside libcudart.so.<major>.
     versioned = sorted(lib.glob("libcudart.so.*"))
     if versioned and not (lib / "libcudart.so").exists():
-        (lib / "libcudart.so").symlink_to(versioned[0].name)
-    return home
+        try:
+            (lib / "libcudart.so").symlink_to(versioned[0].name)
+        except FileExistsError:  # a concurrent build made it
+            pass
 
 
 def _torch_nvidia_includes(purelib: Path, major: int) -> tuple[Path, ...]:
@@ -598,6 +645,7 @@ def locate_cuda_toolkit(
         if pip_home is not None and store is not None:
             pip_home = shared_toolkit(pip_home, purelib, store)
         if pip_home is not None:
+            _link_cudart(pip_home)
             candidates.append(("toolchain packages", pip_home))
         if os.environ.get("CUDA_HOME"):
             candidates.append(("CUDA_HOME", Path(os.environ["CUDA_HOME"])))

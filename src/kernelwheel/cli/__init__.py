@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         return code
     except KernelwheelError as exc:
         if args.traceback:
-            traceback.print_exc()
+            _print_traceback()
         ui.log_only(traceback.format_exc().rstrip())  # a command's log keeps it in any case
         message = str(exc)
         if ui.log_path is not None and str(ui.log_path) not in message:
@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         # A file system refusal no check foresaw (a read-only cache on CI, a full disk, a name
         # too long): its message and the path, never a traceback.
         if args.traceback:
-            traceback.print_exc()
+            _print_traceback()
         ui.log_only(traceback.format_exc().rstrip())
         where = f"{exc.filename}: " if exc.filename else ""
         hint = (
@@ -194,8 +194,17 @@ def _json_error(
         "error": {"kind": kind, "message": message, "hint": hint},
         "log": str(log) if log is not None else None,
     }
+    from .._util import redact
+
     with suppress(OSError):  # stdout gone: the message is on stderr already
-        print(json.dumps(document, indent=2), flush=True)
+        print(redact(json.dumps(document, indent=2)), flush=True)
+
+
+def _print_traceback() -> None:
+    """--traceback's traceback on stderr, with any secret in it redacted (as the log has it)."""
+    from .._util import redact
+
+    print(redact(traceback.format_exc().rstrip()), file=sys.stderr, flush=True)
 
 
 def entry() -> None:

@@ -38,8 +38,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "log: <cache-dir>/logs/download-<project>-<hash>.log (not in DIR, which a failed run "
             "leaves untouched)\n"
             "\n"
-            "exit codes: 0 written; 2 bad --variant; 3 missing, stale or invalid lock; 9 repo "
-            "or integrity problem (hash mismatch: nothing written)"
+            "exit codes: 0 written; 2 bad --variant, or a requirements.txt/pylock.toml of the "
+            "user's in DIR (nothing written; --force replaces it); 3 missing, stale or invalid "
+            "lock; 9 repo or integrity problem (hash mismatch: nothing written)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -73,6 +74,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "comes first, then a stable-ABI build (the newest ABI at or below it), a tvm-ffi build, "
         "a noarch one; a kernel with no build that runs under it is an error naming each reason",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a requirements.txt or pylock.toml in DIR that kernelwheel did not write "
+        "(without it such a file is refused, and nothing is written)",
+    )
     add_locking_arguments(p, "each wheel's path, variant, sha256 and status, and the log")
     p.set_defaults(func=run)
 
@@ -86,6 +93,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             variants=tuple(args.variant),
             jobs=jobs_value(args),
             torch=args.torch,
+            force=args.force,
         ),
         ui,
         runner=args.runner,

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from .._util import redact
 from ..log import StepResult
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
@@ -125,6 +126,7 @@ class ConsoleUI:
     def _emit(
         self, text: str, stream: TextIO, *, show: bool = True, scope: str | None = None
     ) -> None:
+        text = redact(text)  # a token quoted in an error reaches neither terminal nor log
         with self._lock:
             if self._log is not None:
                 self._log.write(text + "\n")
@@ -242,7 +244,7 @@ class ConsoleUI:
             text += f"  (+{len(self._running) - 1} more running)"
         width = shutil.get_terminal_size((100, 24)).columns - 1
         self._clear_status()
-        self.progress.write(text[:width])
+        self.progress.write(redact(text)[:width])
         self.progress.flush()
         self._status = True
 

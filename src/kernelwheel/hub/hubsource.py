@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import HubError, HubUnavailable
+from .._util import secret
+from ..errors import HubError, HubUnavailable, UsageError
 from ..log import Reporter
 from .revision import Ref, RefKind, is_commit
 from .safety import Announced, check_repo_path
@@ -76,11 +77,57 @@ class HubSettings:
             cache = os.path.join(env["HF_HOME"], "hub")
         return cls(
             endpoint=(env.get("HF_ENDPOINT") or _DEFAULT_ENDPOINT).rstrip("/"),
-            token=env.get("HF_TOKEN") or None,
+            token=checked_token(
+                env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN"),
+                "HF_TOKEN" if env.get("HF_TOKEN") else "HUGGING_FACE_HUB_TOKEN",
+            ),
             cache_dir=Path(os.path.expandvars(os.path.expanduser(cache))) if cache else None,
             offline=(env.get("HF_HUB_OFFLINE") or "").upper() in _TRUE,
             timeout=_seconds(env.get("HF_HUB_DOWNLOAD_TIMEOUT") or env.get("HF_HUB_ETAG_TIMEOUT")),
         )
+
+
+def checked_token(value: str | None, where: str) -> str | None:
+    """A Hub token as given in ``where`` (a variable, a file), stripped of the whitespace around
+    it (``HF_TOKEN=$(cat FILE)`` keeps the file's newline, which no HTTP header may hold);
+    None when blank. It is registered as a secret first: nothing kernelwheel writes shows it. A
+    token with a character no Hub token has (non-ASCII, inner whitespace, control characters)
+    is a UsageError naming ``where`` and the character's position, never the token."""
+    if value is None:
+        return None
+    secret(value)
+    token = value.strip()
+    if not token:
+        return None
+    bad = next((i for i, c in enumerate(token) if not "!" <= c <= "~"), None)
+    if bad is not None:
+        char = token[bad]
+        kind = (
+            "a non-ASCII character"
+            if ord(char) > 127
+            else "whitespace"
+            if char.isspace()
+            else "a control character"
+        )
+        raise UsageError(
+            f"{where}: the Hub token holds {kind} (character {bad + 1} of {len(token)}), which "
+            "no Hub token has; it was not sent",
+            hint=f"set {where} to the token alone, as huggingface.co/settings/tokens shows it "
+            "(from a file: HF_TOKEN=$(tr -d '[:space:]' < FILE))",
+        )
+    return token
+
+
+def hub_token(settings: HubSettings) -> str | None:
+    """The token the Hub calls send: ``settings``' (HF_TOKEN), else the one huggingface_hub
+    stored (``hf auth login``), checked the same way."""
+    if settings.token is not None:
+        return settings.token
+    from huggingface_hub import constants, get_token
+
+    if constants.HF_HUB_DISABLE_IMPLICIT_TOKEN:
+        return None
+    return checked_token(get_token(), f"the stored Hub token ({constants.HF_TOKEN_PATH})")
 
 
 def _seconds(text: str | None, default: float = 10.0) -> float:
@@ -165,7 +212,8 @@ class HubSource:
         assert constants.REPO_TYPE_KERNEL == KERNEL_REPO  # huggingface_hub >= 1.10
         self.repo_id = repo_id
         self.settings = settings or HubSettings.from_env()
-        self.api = HfApi(endpoint=self.settings.endpoint, token=self.settings.token)
+        self.token = hub_token(self.settings)
+        self.api = HfApi(endpoint=self.settings.endpoint, token=self.token or False)
         bound_http(self.settings.timeout)
         self._cache = str(self.settings.cache_dir) if self.settings.cache_dir else None
         self.reporter = reporter
@@ -417,7 +465,7 @@ class HubSource:
                 allow_patterns=[f"{BUILD_DIR}/{_fnmatch_escape(variant)}/*"],
                 cache_dir=self._cache,
                 endpoint=self.settings.endpoint,
-                token=self.settings.token,
+                token=self.token or False,
                 local_files_only=self.settings.offline,
                 tqdm_class=_Quiet,
                 max_workers=_FILE_DOWNLOADS,

@@ -34,7 +34,15 @@ from typing import Any, TypeVar
 from ..errors import HubError, HubUnavailable, UsageError
 from ..log import Reporter, SilentReporter, step
 from .export import CARD
-from .hubsource import KERNEL_REPO, RETRY_STATUS, HubSettings, bound_http, call_hub, is_repo_id
+from .hubsource import (
+    KERNEL_REPO,
+    RETRY_STATUS,
+    HubSettings,
+    bound_http,
+    call_hub,
+    hub_token,
+    is_repo_id,
+)
 from .metadata import DEV_BUILD_MARK, METADATA_JSON, Digest, KernelMetadata
 from .safety import check_repo_path, git_blob_id
 from .source import BUILD_DIR
@@ -200,12 +208,6 @@ def _check_digest(meta: KernelMetadata, files: dict[str, bytes], where: Path) ->
     )
 
 
-def _token(settings: HubSettings) -> str | None:
-    from huggingface_hub import get_token
-
-    return settings.token or get_token()
-
-
 class _Hub:
     """The calls upload makes, each error mapped to one that says the fix."""
 
@@ -337,7 +339,7 @@ def upload(
         )
     layout = read_layout(req.folder, req.version)
     branch = f"v{layout.major}"
-    token = _token(settings)
+    token = hub_token(settings)
     if token is None and not req.dry_run:
         raise UsageError(f"no Hub token to push {req.repo} with", hint=_TOKEN_HINT)
     hub = _Hub(req.repo, settings, token)

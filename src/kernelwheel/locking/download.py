@@ -30,7 +30,14 @@ from .declared import PYPROJECT, Dependency, read_dependencies
 from .fortorch import choose_for_torch, parse_torch
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
 from .pinned import PinnedSource, ref_kind
-from .pylock import CREATED_BY, PYLOCK, REQUIREMENTS, HouseWheel, pylock_toml, requirements_txt
+from .pylock import (
+    PYLOCK,
+    REQUIREMENTS,
+    HouseWheel,
+    pylock_toml,
+    requirements_txt,
+    written_by_kernelwheel,
+)
 from .resolve import open_dependency
 
 __all__ = ["DownloadRequest", "DownloadResult", "download"]
@@ -47,6 +54,7 @@ class DownloadRequest:
     variants: tuple[str, ...] = ()  # globs over variant names; empty: every locked variant
     jobs: int = 0
     torch: str | None = None  # "2.13.0+cpu": only the builds install would choose for it
+    force: bool = False  # replace a requirements.txt / pylock.toml kernelwheel did not write
 
 
 @dataclass(frozen=True)
@@ -277,6 +285,7 @@ def download(
         left += [(repo, variant) for repo, variant, _ in passed_over]
 
     output_dir(req.wheelhouse, "--wheelhouse")
+    _check_outputs(req)
     with staging_dir(req.wheelhouse, "download") as staging:
         wheels: list[HouseWheel] = []
         for i, kernel in enumerate(lock.kernels):
@@ -304,7 +313,8 @@ def download(
         (staging / REQUIREMENTS).write_text(requirements, encoding="utf-8")
         if pylock is not None:
             (staging / PYLOCK).write_text(pylock, encoding="utf-8")
-        # Everything is verified: move it in.
+        # Everything is verified: move it in (unless the user put a file of theirs meanwhile).
+        _check_outputs(req)
         placed = []
         for wheel in wheels:
             final = req.wheelhouse / wheel.filename
@@ -373,11 +383,25 @@ def _variant(name: str) -> Variant | None:
         return None
 
 
+def _check_outputs(req: DownloadRequest) -> None:
+    """The wheelhouse's requirements.txt and pylock.toml are replaced only where kernelwheel
+    wrote them (they begin as its own do) or with --force: a file of the user's there is a
+    UsageError naming it, before anything is converted or written."""
+    if req.force:
+        return
+    for name in (REQUIREMENTS, PYLOCK):
+        path = req.wheelhouse / name
+        if (path.exists() or path.is_symlink()) and not written_by_kernelwheel(path):
+            raise UsageError(
+                f"--wheelhouse {req.wheelhouse}: {path} was not written by kernelwheel (it does "
+                f"not begin as kernelwheel's {name} does); download would replace it, so "
+                "nothing was written",
+                hint=f"move {path} away, pass another --wheelhouse DIR, or pass --force to "
+                "replace it",
+            )
+
+
 def _drop_stale_pylock(path: Path) -> None:
     """A pylock.toml an earlier download wrote would name other wheels: remove it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, UnicodeDecodeError):
-        return
-    if f'created-by = "{CREATED_BY}"' in text:
+    if written_by_kernelwheel(path):
         path.unlink()

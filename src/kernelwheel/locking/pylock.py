@@ -24,11 +24,14 @@ from .. import _toml as toml
 from ..errors import UsageError
 from ..wheels.reader import parse_metadata, read_metadata
 
-__all__ = ["HouseWheel", "pylock_toml", "requirements_txt"]
+__all__ = ["HouseWheel", "pylock_toml", "requirements_txt", "written_by_kernelwheel"]
 
 REQUIREMENTS = "requirements.txt"
 PYLOCK = "pylock.toml"
 CREATED_BY = "kernelwheel"
+# How kernelwheel's own files begin: the mark that lets a later download replace them.
+_REQUIREMENTS_MARK = "# Written by 'kernelwheel download'"
+_PYLOCK_MARK = f'created-by = "{CREATED_BY}"'
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ def requirements_txt(wheels: Sequence[HouseWheel]) -> str:
     """One ``name==version`` line per distribution with every wheel's hash. Raises UsageError
     when the selected wheels of one distribution do not share a public version."""
     lines = [
-        "# Written by 'kernelwheel download' from kernelwheel.lock: the kernel wheels of this",
+        f"{_REQUIREMENTS_MARK} from kernelwheel.lock: the kernel wheels of this",
         "# folder (DIR), by sha256. Install them offline, trusting nothing but these hashes:",
         "#   pip install --require-hashes --no-index --find-links DIR -r DIR/requirements.txt",
     ]
@@ -102,7 +105,7 @@ def pylock_toml(wheels: Sequence[HouseWheel]) -> tuple[str | None, str]:
             "Select one build per kernel with --variant (e.g. 'torch214-cxx11-cu130-*') for a "
             "pylock.toml; requirements.txt covers them all"
         )
-    lines = [f"lock-version = {toml.value('1.0')}", f"created-by = {toml.value(CREATED_BY)}"]
+    lines = [f"lock-version = {toml.value('1.0')}", _PYLOCK_MARK]
     for project, group in groups.items():
         lines += ["", "[[packages]]", f"name = {toml.value(project)}"]
         lines.append(f"version = {toml.value(str(group[0].version))}")
@@ -126,3 +129,19 @@ def pylock_toml(wheels: Sequence[HouseWheel]) -> tuple[str | None, str]:
             f"variants = {toml.array([w.variant for w in group])}",
         ]
     return "\n".join(lines) + "\n", "one build per package"
+
+
+def written_by_kernelwheel(path: Path) -> bool:
+    """Whether ``path`` (a requirements.txt or pylock.toml) is a plain file kernelwheel wrote: it
+    begins as kernelwheel's own do. Only its head is read (a user's file may be anything: a
+    link, a FIFO, gigabytes), and anything else is the user's."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096).decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return False
+    if path.name == PYLOCK:
+        return _PYLOCK_MARK in head[:2]
+    return bool(head) and head[0].startswith(_REQUIREMENTS_MARK)

@@ -1,0 +1,44 @@
+"""Issue 38, 4: a Hub token never reaches the terminal, the --json document, a --traceback or
+a log, whatever message quotes it (a library error quoting an HTTP header, as httpx's did)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelwheel import hub
+from kernelwheel.cli import main
+from kernelwheel.errors import HubError
+from kernelwheel.hub import HubSettings, ToWheelRequest
+
+TOKEN = "hf_NotToBeSeen42"
+
+
+def test_a_token_quoted_in_an_error_is_redacted_everywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def quoting(req: ToWheelRequest, *args: object, **kwargs: object) -> None:
+        token = HubSettings.from_env().token  # read as the real source reads it
+        raise HubError(
+            f"listing refs: cannot reach the Hub (LocalProtocolError: Illegal header value "
+            f"{f'Bearer {token}'.encode()!r}); sent {token}",
+            hint=f"retry with {token!r}",
+        )
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN + "\n")
+    monkeypatch.setattr(hub, "to_wheels", quoting)
+    out = tmp_path / "out"
+    argv = ["to-wheel", "acme/relu", "1", "-o", str(out), "--json", "--traceback", "--verbose"]
+    assert main(argv) == 9
+    captured = capsys.readouterr()
+    (log,) = out.glob("logs/*.log")
+    for where, text in (
+        ("stdout", captured.out),
+        ("stderr", captured.err),
+        ("log", log.read_text()),
+    ):
+        assert TOKEN not in text and "NotToBeSeen" not in text, where
+        assert "Bearer <redacted>" in text, where
+    assert json.loads(captured.out)["error"]["hint"] == "retry with '<redacted>'"
