@@ -15,6 +15,7 @@ from support.requests import build_request
 from kernelwheel._util import RUNNER
 from kernelwheel.abi import WheelReport, check_shared_object
 from kernelwheel.abi.remedies import NO_REMEDIES, remedy_flags
+from kernelwheel.abi.symver import read_version_table
 from kernelwheel.builder import codegen
 from kernelwheel.builder.compile_plan import Toolchain, plan_compile
 from kernelwheel.builder.pipeline import _settings
@@ -62,8 +63,13 @@ def test_the_header_is_made_from_the_compilers_libc(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CXX", "g++")
-    libs = _target_libraries(RUNNER, "g++", ("libc.so.6", "libm.so.6", "libnothing.so.9"))
+    names = ("libc.so.6", "libm.so.6", "libnothing.so.9")
+    libs = _target_libraries(RUNNER, "g++", names, tmp_path / "cache")
     assert sorted(Path(p).name for p in libs) == ["libc.so.6", "libm.so.6"]
+    # kept per file: the second read is the cache's, and the same tables
+    assert len(list((tmp_path / "cache" / "abi-tables").glob("*.json"))) == 2
+    assert _target_libraries(RUNNER, "g++", names, tmp_path / "cache") == libs
+    assert libs == {path: read_version_table(path) for path in libs}
     req = request(project_with(tmp_path), CPU)
     header = remedy_header(req)
     assert header is not None and header.policy == "manylinux_2_28_x86_64"

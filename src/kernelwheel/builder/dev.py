@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -32,11 +31,11 @@ from .. import __version__
 from .._util import (
     CommandTimeout,
     Runner,
+    atomic_copy,
     atomic_write,
     locked,
-    replace_dir,
     sha256_file,
-    staging_dir,
+    write_if_changed,
 )
 from ..compat.guard import BuildStamp
 from ..errors import ProjectError
@@ -160,19 +159,35 @@ def _lay_out_site(
     site: Path, project: KernelProject, namespace: str, stamp: BuildStamp, so_path: Path
 ) -> Path:
     """``site/<package>/``: links to the project's package files, ``_ops.py`` and a copy of the
-    shared object (a copy: a Python that loaded the last one keeps its file), made anew in a
-    staging folder and swapped in whole."""
-    site.mkdir(parents=True, exist_ok=True)
-    with staging_dir(site, "package") as staging:
-        for rel in package_files(project):
-            name = rel.split("/", 1)[1]
-            dest = staging / name
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.symlink_to((project.package_dir / name).resolve())
-        (staging / "_ops.py").write_text(codegen.ops_py(namespace, stamp))
-        shutil.copy2(so_path, staging / f"{namespace}.abi3.so")
-        staging.chmod(0o755)
-        replace_dir(staging, site / project.package)
+    shared object (a copy, swapped in by rename: a Python that loaded the last one keeps its
+    file). Updated in place, and only what changed: ``site`` itself stays untouched after the
+    first run, so the interpreter it is linked into (``sys.path`` holds it) keeps its cached
+    probe (compat/probe_cache watches the folders on ``sys.path``)."""
+    package = site / project.package
+    package.mkdir(parents=True, exist_ok=True)
+    links = {
+        rel.split("/", 1)[1]: (project.package_dir / rel.split("/", 1)[1]).resolve()
+        for rel in package_files(project)
+    }
+    shared = f"{namespace}.abi3.so"
+    for path in sorted(package.rglob("*"), reverse=True):  # what the project no longer has
+        name = path.relative_to(package).as_posix()
+        if "__pycache__" in path.parts:
+            continue
+        if path.is_symlink() and name not in links:
+            path.unlink()
+        elif path.is_file() and name not in ("_ops.py", shared):
+            path.unlink()
+    for name, target in links.items():
+        dest = package / name
+        if dest.is_symlink() and dest.readlink() == target:
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.unlink(missing_ok=True)
+        dest.symlink_to(target)
+    write_if_changed(package / "_ops.py", codegen.ops_py(namespace, stamp))
+    if not (package / shared).is_file() or sha256_file(package / shared) != sha256_file(so_path):
+        atomic_copy(so_path, package / shared)
     return site
 
 
@@ -237,7 +252,9 @@ def link_dev_build(build: DevBuild, project: KernelProject, python: Path, runner
         have = f"torch {torch}" if torch else "no torch"
         return Linked(python, None, skipped=f"it has {have}, the variant is for torch {want}")
     pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
-    atomic_write(pth, f"{os.fspath(build.site)}\n")
+    line = f"{os.fspath(build.site)}\n"
+    if not pth.is_file() or pth.read_text() != line:  # unchanged: its folder's probe stays valid
+        atomic_write(pth, line)
     return Linked(python, pth, shadowed_by=installed or None)
 
 

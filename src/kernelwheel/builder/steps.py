@@ -5,20 +5,21 @@ module; it imports neither, so there is no cycle between them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .._util import RUNNER, CommandTimeout, Runner, atomic_copy, write_if_changed
+from .._util import RUNNER, CommandTimeout, Runner, atomic_copy, atomic_write, write_if_changed
 from ..abi import Rule, WheelReport, check_wheel
 from ..abi._elf import demangle
 from ..abi.origins import objects_referencing
 from ..abi.policy import DEFAULT_POLICY, load_policy
 from ..abi.remedies import NO_REMEDIES, RemedySet, abi_header, remedy_flags, symver_libraries
 from ..abi.repair import RepairResult, repair_wheel
-from ..abi.symver import ForcedHeader, VersionTable, read_version_table
+from ..abi.symver import Export, ForcedHeader, VersionTable, read_version_table
 from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
@@ -81,7 +82,9 @@ def _print_file_name(runner: Runner, cxx: str, name: str) -> str | None:
     return path if os.path.isabs(path) else None
 
 
-def _target_libraries(runner: Runner, cxx: str, names: tuple[str, ...]) -> dict[str, VersionTable]:
+def _target_libraries(
+    runner: Runner, cxx: str, names: tuple[str, ...], cache_dir: Path
+) -> dict[str, VersionTable]:
     """The version tables of the libraries ``names`` the compiler links against: the target's
     libc.so.6 and libm.so.6 (a cross compiler's are its sysroot's). A library it does not find,
     or one without version tables (not glibc), is left out."""
@@ -91,10 +94,29 @@ def _target_libraries(runner: Runner, cxx: str, names: tuple[str, ...]) -> dict[
         if path is None:
             continue
         try:
-            out[path] = read_version_table(path)
+            out[path] = _version_table(path, cache_dir)
         except (OSError, ValueError):
             continue
     return out
+
+
+def _version_table(path: str, cache_dir: Path) -> VersionTable:
+    """:func:`read_version_table`, kept in ``<cache>/abi-tables/`` per file (its real path,
+    size and time): reading libc's takes most of a second, on every build and dev run."""
+    st = os.stat(path)
+    key = f"{os.path.realpath(path)}\0{st.st_size}\0{st.st_mtime_ns}"
+    record = cache_dir / "abi-tables" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+    try:
+        data = json.loads(record.read_text())
+        exports = tuple(Export(str(n), str(v), bool(d)) for n, v, d in data["exports"])
+        return VersionTable(str(data["library"]), exports)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    table = read_version_table(path)
+    rows = [[e.name, e.version, e.default] for e in table.exports]
+    record.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(record, json.dumps({"library": table.library, "exports": rows}))
+    return table
 
 
 def remedy_header(req: BuildRequest, runner: Runner = RUNNER) -> ForcedHeader | None:
@@ -106,7 +128,8 @@ def remedy_header(req: BuildRequest, runner: Runner = RUNNER) -> ForcedHeader | 
     compiler = req.cxx
     arch = (req.variant.arch or Arch.host()).value
     policy = load_policy(req.manylinux or DEFAULT_POLICY, arch)
-    return abi_header(_target_libraries(runner, compiler, symver_libraries()), policy)
+    tables = _target_libraries(runner, compiler, symver_libraries(), req.cache_dir)
+    return abi_header(tables, policy)
 
 
 def write_remedies(header: ForcedHeader | None, include_dir: Path) -> RemedySet:
