@@ -30,9 +30,7 @@ def test_watch_sees_the_projects_files_not_caches_or_hidden_folders(tmp_path: Pa
 
 
 def _build(folder: Path) -> DevBuild:
-    return DevBuild(
-        CPU, folder, folder / "site", folder / "hub", "_x", Path("py"), "", None, folder
-    )
+    return DevBuild(CPU, folder, folder / "site", folder / "hub", Path("py"))
 
 
 def test_the_tests_run_under_the_projects_own_pytest_configuration(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -68,6 +69,17 @@ class VersionTable:
 
     def names(self) -> frozenset[str]:
         return frozenset(e.name for e in self.exports)
+
+    def to_json(self) -> str:
+        rows = [[e.name, e.version, e.default] for e in self.exports]
+        return json.dumps({"library": self.library, "exports": rows})
+
+    @classmethod
+    def from_json(cls, text: str) -> VersionTable:
+        """What :meth:`to_json` wrote; ValueError, KeyError or TypeError for anything else."""
+        data = json.loads(text)
+        exports = tuple(Export(str(n), str(v), bool(d)) for n, v, d in data["exports"])
+        return cls(str(data["library"]), exports)
 
 
 @dataclass(frozen=True)

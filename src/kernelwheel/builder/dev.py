@@ -43,10 +43,9 @@ from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.variant import Variant
 from . import codegen
-from .load_check import LoadReport, check_load, skip_reason
 from .pipeline import compile_extension, prepare_environment
 from .request import BuildKind, BuildRequest
-from .steps import full_version, package_files, warnings_of
+from .steps import full_version, load_checked, package_files, warnings_of
 
 __all__ = [
     "DevBuild",
@@ -55,7 +54,6 @@ __all__ = [
     "dev_folder",
     "link_dev_build",
     "pytest_command",
-    "unlink_dev_build",
 ]
 
 
@@ -67,11 +65,7 @@ class DevBuild:
     folder: Path  # <cache>/dev/<package>-<digest>
     site: Path  # on sys.path: holds <package>/
     hub: Path  # LOCAL_KERNELS's path: holds build/<variant>/
-    namespace: str
     python: Path  # the build environment's interpreter: it loads the extension
-    compiled: str  # what the compile step did ("unchanged: compile skipped", ccache's stats)
-    load: LoadReport | None  # None: the load check is off
-    log: Path
 
 
 def dev_folder(cache_dir: Path, project: KernelProject) -> Path:
@@ -125,17 +119,11 @@ def _build_dev(req: BuildRequest, reporter: Reporter, runner: Runner) -> DevBuil
     for warning in warnings_of(result):
         reporter.info(scope, f"warning: {warning}")
     so_path = Path(str(result["shared_object"]))
-    load = None
-    if req.load_check and skip_reason(variant) is None:
-        # A shared object that loaded before is not loaded again: an unchanged project's run
-        # costs no torch import. One that failed is checked on every run until it loads.
-        loaded = req.work_dir / f"{variant.name}.loaded"
-        digest = sha256_file(so_path)
-        if not (loaded.is_file() and loaded.read_text() == digest):
-            with step(reporter, scope, "load check", log=log) as detail:
-                load = check_load(env.python, so_path, namespace, "torch", log, runner)
-                detail.append(load.describe(namespace))
-            atomic_write(loaded, digest)
+    digest = sha256_file(so_path)
+    # A shared object that loaded before is not loaded again: an unchanged project's run costs
+    # no torch import. One that failed is checked on every run until it loads.
+    loaded = (req.work_dir / f"{variant.name}.loaded", digest)
+    load_checked(req, env.python, so_path, namespace, "torch", reporter, runner, loaded=loaded)
     folder = req.work_dir
     stamp = BuildStamp(
         dist_name=project.name,
@@ -144,25 +132,29 @@ def _build_dev(req: BuildRequest, reporter: Reporter, runner: Runner) -> DevBuil
         cuda_major=toolkit.major if toolkit else None,
     )
     with step(reporter, scope, "package") as detail:
-        site = _lay_out_site(folder / "site", project, namespace, stamp, so_path)
+        site = _lay_out_site(folder / "site", project, namespace, stamp, so_path, digest)
         major = Version(req.version).major
         hub = _lay_out_hub(
             folder / "hub", project, variant, namespace, site / project.package, major
         )
         detail.append(str(site / project.package))
-    return DevBuild(
-        variant, folder, site, hub, namespace, env.python, str(result["cache"]), load, log
-    )
+    return DevBuild(variant, folder, site, hub, env.python)
 
 
 def _lay_out_site(
-    site: Path, project: KernelProject, namespace: str, stamp: BuildStamp, so_path: Path
+    site: Path,
+    project: KernelProject,
+    namespace: str,
+    stamp: BuildStamp,
+    so_path: Path,
+    digest: str,
 ) -> Path:
     """``site/<package>/``: links to the project's package files, ``_ops.py`` and a copy of the
     shared object (a copy, swapped in by rename: a Python that loaded the last one keeps its
     file). Updated in place, and only what changed: ``site`` itself stays untouched after the
     first run, so the interpreter it is linked into (``sys.path`` holds it) keeps its cached
-    probe (compat/probe_cache watches the folders on ``sys.path``)."""
+    probe (compat/probe_cache watches the folders on ``sys.path``). ``digest``: the shared
+    object's sha256, kept beside ``site`` for the copy made of it."""
     package = site / project.package
     package.mkdir(parents=True, exist_ok=True)
     links = {
@@ -186,9 +178,15 @@ def _lay_out_site(
         dest.unlink(missing_ok=True)
         dest.symlink_to(target)
     write_if_changed(package / "_ops.py", codegen.ops_py(namespace, stamp))
-    if not (package / shared).is_file() or sha256_file(package / shared) != sha256_file(so_path):
+    copied = site.with_name("site-so.sha256")
+    if not (package / shared).is_file() or not _holds(copied, digest):
         atomic_copy(so_path, package / shared)
+        atomic_write(copied, digest)
     return site
+
+
+def _holds(record: Path, text: str) -> bool:
+    return record.is_file() and record.read_text() == text
 
 
 def _lay_out_hub(
@@ -198,7 +196,7 @@ def _lay_out_hub(
     metadata.json marked as a dev build, as ``kernels`` loads a local kernel."""
     # Imported here: the hub package pulls in huggingface_hub, which a dev build needs only now.
     from ..hub.export import kernel_metadata, write_variant
-    from ..hub.metadata import DEV_BUILD_MARK, Provenance
+    from ..hub.metadata import DEV_BUILD_MARK, METADATA_JSON, Provenance
 
     files = {
         str(path.relative_to(package)): path.read_bytes()
@@ -207,9 +205,10 @@ def _lay_out_hub(
     }
     meta = kernel_metadata(project, variant, namespace, (), major=major, files=files)
     builder = f"kernelwheel {__version__} {DEV_BUILD_MARK}"
-    write_variant(
-        hub, variant, files, replace(meta, provenance=Provenance(builder_version=builder))
-    )
+    meta = replace(meta, provenance=Provenance(builder_version=builder))
+    # its metadata.json names every file's digest: the same one, the same folder, left alone
+    if not _holds(hub / "build" / variant.name / METADATA_JSON, meta.to_json()):
+        write_variant(hub, variant, files, meta)
     return hub
 
 
@@ -253,21 +252,9 @@ def link_dev_build(build: DevBuild, project: KernelProject, python: Path, runner
         return Linked(python, None, skipped=f"it has {have}, the variant is for torch {want}")
     pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
     line = f"{os.fspath(build.site)}\n"
-    if not pth.is_file() or pth.read_text() != line:  # unchanged: its folder's probe stays valid
+    if not _holds(pth, line):  # unchanged: its folder's probe stays valid
         atomic_write(pth, line)
     return Linked(python, pth, shadowed_by=installed or None)
-
-
-def unlink_dev_build(python: Path, project: KernelProject, runner: Runner) -> Path | None:
-    """Remove the ``.pth`` file :func:`link_dev_build` wrote into ``python``'s site-packages;
-    the path removed, or None when there was none."""
-    proc = runner.captured([python, "-c", _TARGET_PROBE, project.name], timeout=120)
-    purelib = json.loads(proc.stdout.strip().splitlines()[-1])[0]
-    pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
-    if not pth.is_file():
-        return None
-    pth.unlink()
-    return pth
 
 
 def pytest_command(project: KernelProject, build: DevBuild, python: Path) -> list[str]:

@@ -19,7 +19,7 @@ from ..abi.origins import objects_referencing
 from ..abi.policy import DEFAULT_POLICY, load_policy
 from ..abi.remedies import NO_REMEDIES, RemedySet, abi_header, remedy_flags, symver_libraries
 from ..abi.repair import RepairResult, repair_wheel
-from ..abi.symver import Export, ForcedHeader, VersionTable, read_version_table
+from ..abi.symver import ForcedHeader, VersionTable, read_version_table
 from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
@@ -107,15 +107,12 @@ def _version_table(path: str, cache_dir: Path) -> VersionTable:
     key = f"{os.path.realpath(path)}\0{st.st_size}\0{st.st_mtime_ns}"
     record = cache_dir / "abi-tables" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
     try:
-        data = json.loads(record.read_text())
-        exports = tuple(Export(str(n), str(v), bool(d)) for n, v, d in data["exports"])
-        return VersionTable(str(data["library"]), exports)
+        return VersionTable.from_json(record.read_text())
     except (OSError, ValueError, KeyError, TypeError):
         pass
     table = read_version_table(path)
-    rows = [[e.name, e.version, e.default] for e in table.exports]
     record.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(record, json.dumps({"library": table.library, "exports": rows}))
+    atomic_write(record, table.to_json())
     return table
 
 
@@ -348,9 +345,13 @@ def load_checked(
     kind: str,
     reporter: Reporter,
     runner: Runner,
+    *,
+    loaded: tuple[Path, str] | None = None,
 ) -> None:
     """The load check of a freshly linked extension (builder/load_check), as a step; skipped,
-    with a note, for the load-check option off or a variant this host cannot load."""
+    with a note, for the load-check option off or a variant this host cannot load. ``loaded``
+    (a dev build's): the record of the last shared object that loaded and this one's sha256:
+    skipped when they are the same, the record kept when it loads."""
     scope = req.variant.name
     if not req.load_check:
         return
@@ -358,9 +359,13 @@ def load_checked(
     if skipped is not None:
         reporter.info(scope, f"load check skipped: {skipped}")
         return
+    if loaded is not None and loaded[0].is_file() and loaded[0].read_text() == loaded[1]:
+        return
     with step(reporter, scope, "load check", log=req.log) as detail:
         report = check_load(python, shared_object, namespace, kind, req.log, runner)
         detail.append(report.describe(namespace))
+    if loaded is not None:
+        atomic_write(*loaded)
 
 
 _FIRST_ERROR = (

@@ -14,7 +14,7 @@ from ..builder.preflight import select_buildable
 from ..builder.service import dev_project
 from ..errors import KernelwheelError, UsageError
 from ..model.project import KernelProject
-from ..plan.defaults import capabilities_here
+from ..plan.defaults import active_venv_python, capabilities_here
 from ..plan.planning import Planned, plan_project
 from ._args import add_project_argument, add_variant_argument, option_values, project_path
 from .ui import ConsoleUI
@@ -103,11 +103,7 @@ def dev_once(args: argparse.Namespace, ui: ConsoleUI) -> DevRun:
 def _target_python(planned: Planned) -> Path | None:
     """The user's interpreter the dev build is linked into: --python, else the active virtual
     environment's; None: neither (the build's own environment is kernelwheel's, never changed)."""
-    if planned.options.python is not None:
-        return planned.options.python
-    venv = os.environ.get("VIRTUAL_ENV", "").strip()
-    python = Path(venv) / "bin" / "python" if venv else None
-    return python if python is not None and python.exists() else None
+    return planned.options.python or active_venv_python()
 
 
 def _report(ui: ConsoleUI, project: KernelProject, build: DevBuild, linked: Linked | None) -> None:

@@ -475,13 +475,12 @@ def probe_machine(
     if options.python is not None:
         python = _probe(options.python, f"--python {options.python}", options.cache_dir, runner)
     else:
-        active = env.get("VIRTUAL_ENV", "").strip()
-        candidate = Path(active) / "bin" / "python" if active else None
-        if candidate is not None and candidate.exists():
+        candidate = active_venv_python(env)
+        if candidate is not None:
             try:
                 venv = _probe(
                     candidate,
-                    f"the active virtual environment {active}",
+                    f"the active virtual environment {candidate.parents[1]}",
                     options.cache_dir,
                     runner,
                 )
@@ -498,6 +497,14 @@ def probe_machine(
         )
         driver = compat.cuda_driver() if gpus.present else None
     return Machine(Arch.host(), gpus, python, venv, driver)
+
+
+def active_venv_python(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The interpreter of the active virtual environment (``VIRTUAL_ENV`` in ``environ``,
+    default ``os.environ``), where there is one."""
+    active = (os.environ if environ is None else environ).get("VIRTUAL_ENV", "").strip()
+    python = Path(active) / "bin" / "python" if active else None
+    return python if python is not None and python.exists() else None
 
 
 def _probe(python: Path, origin: str, cache_dir: Path, runner: Runner) -> TorchAt:
