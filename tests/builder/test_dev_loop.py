@@ -65,6 +65,13 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
         [build_env(CPU_VARIANT).purelib, Path(_pytest.__file__).parents[1]],
     )
     monkeypatch.setenv("VIRTUAL_ENV", str(venv.root))
+    monkeypatch.delenv("LOCAL_KERNELS", raising=False)
+    # a test as kernels-community's are: it finds the build through LOCAL_KERNELS
+    hub = dev_folder(cache_dir(), load_project(project)) / "hub"
+    (project / "tests" / "test_local_kernels.py").write_text(
+        f"import os\n\ndef test_it_names_the_dev_build():\n"
+        f"    assert os.environ['LOCAL_KERNELS'] == 'local/tiny-op={hub}'\n"
+    )
     monkeypatch.chdir(project / "csrc")  # the project is found upward
     capfd.readouterr()
 
@@ -80,7 +87,6 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     ran = venv.run("-c", "import torch, tiny_op; print(tiny_op.add_one(torch.ones(3)).tolist())")
     assert ran.stdout.strip() == "[2.0, 2.0, 2.0]"
     # its Hub layout (LOCAL_KERNELS) is marked a dev build: upload refuses it
-    hub = dev_folder(cache_dir(), load_project(project)) / "hub"
     with pytest.raises(UsageError, match="is a 'kernelwheel dev' build, not a release"):
         read_layout(hub)
     # ... and to-wheel makes no wheel of it (the layout committed as a Hub repo's clone)

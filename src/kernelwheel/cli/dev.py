@@ -19,7 +19,7 @@ from ..plan.planning import Planned, plan_project
 from ._args import add_project_argument, add_variant_argument, option_values, project_path
 from .ui import ConsoleUI
 
-__all__ = ["DevRun", "add_dev_arguments", "dev_once", "register", "run"]
+__all__ = ["DevRun", "add_dev_arguments", "dev_once", "local_kernels", "register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -120,8 +120,14 @@ def _report(ui: ConsoleUI, project: KernelProject, build: DevBuild, linked: Link
         why = f" ({linked.python}: {linked.skipped})" if linked is not None else ""
         ui.info("", f"not linked into an interpreter{why}; import it with")
         ui.info("", f"  PYTHONPATH={build.site} {build.python}")
+    ui.info("", f"kernels users: LOCAL_KERNELS={local_kernels(project, build)}")
+
+
+def local_kernels(project: KernelProject, build: DevBuild) -> str:
+    """``LOCAL_KERNELS``'s value that makes ``kernels.get_kernel`` of the project's Hub repo
+    (build.toml's general.hub.repo-id, else local/<name>) load the dev build."""
     repo = (project.hub.repo_id if project.hub else None) or f"local/{project.name}"
-    ui.info("", f"kernels users: LOCAL_KERNELS={repo}={build.hub}")
+    return f"{repo}={build.hub}"
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:

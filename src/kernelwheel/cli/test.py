@@ -8,7 +8,7 @@ import os
 
 from ..builder.dev import pytest_command
 from ..errors import ToolchainError
-from .dev import add_dev_arguments, dev_once
+from .dev import add_dev_arguments, dev_once, local_kernels
 from .ui import ConsoleUI
 
 
@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "its own pytest configuration (an empty one when it has none), so the settings of "
             "a checkout the project sits in do not apply. The tests run in the active virtual "
             "environment or --python (which needs pytest and what the tests import), else in "
-            "the build environment. Arguments after -- go to pytest. The exit code is "
+            "the build environment, with LOCAL_KERNELS naming the build for tests that load it "
+            "through kernels.get_kernel. Arguments after -- go to pytest. The exit code is "
             "pytest's."
         ),
         epilog="example:\n  kernelwheel test my-kernel -- -x -k smoke",
@@ -40,7 +41,9 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             f"{project.root} has no tests/ folder",
             hint="put the kernel's tests in tests/ (kernelwheel init writes one)",
         )
+    # tests that load the kernel through kernels.get_kernel (kernels-community's) get this build
     env = dict(os.environ)
+    env.setdefault("LOCAL_KERNELS", local_kernels(project, build))
     if linked is not None and linked.pth is not None:
         python = linked.python
     else:  # the build's own interpreter, the dev build on its path
