@@ -26,7 +26,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_a_schema_its_implementation_does_not_match_fails_the_build(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = write_tiny_kernel(tmp_path / "tiny-add")
     binding = project / "torch-ext" / "torch_binding.cpp"
@@ -34,17 +34,25 @@ def test_a_schema_its_implementation_does_not_match_fails_the_build(
     out = tmp_path / "wheelhouse"
 
     assert main(["build", str(project), "-o", str(out), "--variant", CPU_VARIANT]) == 6
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert "the extension crashed (SIGABRT) when loaded: op add_one: its C++ implementation" in err
     assert re.search(r"schema +add_one\(Tensor x, Tensor y\) -> Tensor", err), err
     assert "torch-ext/torch_binding.cpp:" in err
     assert not list(out.glob("*.whl"))  # no wheel of a build that cannot load
     # run again: the compile is reused, and the load check still refuses it (build and dev)
     assert main(["build", str(project), "-o", str(out), "--variant", CPU_VARIANT]) == 6
-    assert "op add_one: its C++ implementation" in capsys.readouterr().err
+    assert "op add_one: its C++ implementation" in capfd.readouterr().err
     for _ in range(2):
         assert main(["dev", str(project), "--variant", CPU_VARIANT]) == 6
-        assert "op add_one: its C++ implementation" in capsys.readouterr().err
+        assert "op add_one: its C++ implementation" in capfd.readouterr().err
+    # test: the load check in pytest's process refuses it the same way, before any test runs
+    (project / "tests").mkdir()
+    (project / "tests" / "test_never.py").write_text("def test_never():\n    assert False\n")
+    monkeypatch.setenv("VIRTUAL_ENV", str(_user_venv(tmp_path / "venv").root))
+    assert main(["test", str(project), "--variant", CPU_VARIANT]) == 6
+    out, err = capfd.readouterr()
+    assert "the extension crashed (SIGABRT) when loaded: op add_one: its C++ implementation" in err
+    assert "test_never" not in out + err  # pytest never collected
 
 
 def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
@@ -57,13 +65,7 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     outer = hostile_checkout(tmp_path / "outer")
     assert main(["init", "tiny-op", "--directory", str(outer)]) == 0
     project = outer / "tiny-op"
-    # The user's venv: the build environment's torch and this suite's pytest, layered.
-    import _pytest
-
-    venv = QuickVenv(
-        tmp_path / "venv",
-        [build_env(CPU_VARIANT).purelib, Path(_pytest.__file__).parents[1]],
-    )
+    venv = _user_venv(tmp_path / "venv")
     monkeypatch.setenv("VIRTUAL_ENV", str(venv.root))
     monkeypatch.delenv("LOCAL_KERNELS", raising=False)
     # a test as kernels-community's are: it finds the build through LOCAL_KERNELS
@@ -78,7 +80,7 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     assert main(["test"]) == 0
     out = "".join(capfd.readouterr())  # progress on stdout, pytest's output too
     assert f"variant {CPU_VARIANT}" in out
-    assert re.search(r"load check .*add_one", out), out
+    assert re.search(r"load check.*add_one", out), out
     assert re.search(r"\d+ passed", out), out
     pth = venv.purelib / "kernelwheel-dev-tiny_op.pth"
     assert pth.is_file()
@@ -114,6 +116,13 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     out = "".join(capfd.readouterr())
     assert "unchanged: " in out  # ninja had nothing to compile: no link, no load check
     assert "load check" not in out
+
+
+def _user_venv(root: Path) -> QuickVenv:
+    """The user's venv: the build environment's torch and this suite's pytest, layered."""
+    import _pytest
+
+    return QuickVenv(root, [build_env(CPU_VARIANT).purelib, Path(_pytest.__file__).parents[1]])
 
 
 def _units_compiled(log: str) -> list[str]:

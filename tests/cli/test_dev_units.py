@@ -7,7 +7,7 @@ from pathlib import Path
 
 from support.tinykernel import write_tiny_kernel
 
-from kernelwheel.builder.dev import DevBuild, dev_namespace, pytest_command
+from kernelwheel.builder.dev import DevBuild, dev_namespace, pytest_arguments
 from kernelwheel.cli.dev import _snapshot
 from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
@@ -37,7 +37,7 @@ def test_the_tests_run_under_the_projects_own_pytest_configuration(tmp_path: Pat
     project = load_project(write_tiny_kernel(tmp_path / "p"))
     dev = tmp_path / "dev"
     dev.mkdir()
-    cmd = pytest_command(project, _build(dev), Path("/venv/bin/python"))
+    cmd = pytest_arguments(project, _build(dev))
     # none of its own: an empty one, so a configuration around the project never applies
     assert cmd[cmd.index("-c") + 1] == str(dev / "pytest.ini")
     assert (dev / "pytest.ini").read_text() == "[pytest]\n"
@@ -45,13 +45,13 @@ def test_the_tests_run_under_the_projects_own_pytest_configuration(tmp_path: Pat
     assert cmd[-1] == str(project.root / "tests")
     # a pyproject.toml that does not configure pytest is not pytest's configuration
     (project.root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    cmd = pytest_command(project, _build(dev), Path("/venv/bin/python"))
+    cmd = pytest_arguments(project, _build(dev))
     assert cmd[cmd.index("-c") + 1] == str(dev / "pytest.ini")
     (project.root / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '-q'\n")
-    cmd = pytest_command(project, _build(dev), Path("/venv/bin/python"))
+    cmd = pytest_arguments(project, _build(dev))
     assert cmd[cmd.index("-c") + 1] == str(project.root / "pyproject.toml")
     (project.root / "pytest.ini").write_text("[pytest]\n")  # pytest's first choice
-    cmd = pytest_command(project, _build(dev), Path("/venv/bin/python"))
+    cmd = pytest_arguments(project, _build(dev))
     assert cmd[cmd.index("-c") + 1] == str(project.root / "pytest.ini")
 
 

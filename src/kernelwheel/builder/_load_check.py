@@ -6,13 +6,21 @@ library, torch and tvm_ffi - never kernelwheel itself. Arguments: the build kind
 with their schemas. A failure is an exception (exit 1, traceback on stderr) or, for an error
 thrown while the shared object's static registrations run, torch's abort (a signal): the parent
 (builder/load_check.py) reads either from stderr.
+
+Kind ``torch+pytest`` (``kernelwheel test``): the check, its output appended to a log, then
+pytest in the same process, so the tests' run imports torch once. Arguments: the shared object,
+the namespace, the log, pytest's arguments. The log gets a ``MARK`` line once the extension
+loaded (or when pytest is missing); a run without one failed to load.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
+
+MARK = "kernelwheel-load-check: "
 
 
 def load_torch(path: str, namespace: str) -> list[str]:
@@ -38,7 +46,32 @@ def load_tvm_ffi(path: str) -> list[str]:
     return []
 
 
+def then_pytest(path: str, namespace: str, log: str, args: list[str]) -> int:
+    """The load check with this process's output appended to ``log``, then pytest on the
+    restored output (``python -m pytest``'s exit code)."""
+    with open(log, "a") as fh:
+        try:
+            import pytest
+        except ImportError:
+            fh.write(MARK + json.dumps({"missing": "pytest"}) + "\n")
+            return 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(fh.fileno(), 1)  # an abort's message too, which Python's streams never see
+        os.dup2(fh.fileno(), 2)
+        ops = load_torch(path, namespace)  # a failure leaves its traceback in the log
+        print(MARK + json.dumps({"ops": ops}), flush=True)
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+    sys.path.insert(0, os.getcwd())  # as python -m pytest
+    return int(pytest.main(args))
+
+
 def main(argv: list[str]) -> int:
+    if argv[0] == "torch+pytest":
+        return then_pytest(argv[1], argv[2], argv[3], argv[4:])
     kind, path, namespace = argv
     ops = load_tvm_ffi(path) if kind == "tvm-ffi" else load_torch(path, namespace)
     print(json.dumps({"ops": ops}))

@@ -43,6 +43,7 @@ from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.variant import Variant
 from . import codegen
+from .load_check import DeferredLoad
 from .pipeline import compile_extension, prepare_environment
 from .request import BuildKind, BuildRequest
 from .steps import full_version, load_checked, package_files, warnings_of
@@ -53,7 +54,7 @@ __all__ = [
     "build_dev",
     "dev_folder",
     "link_dev_build",
-    "pytest_command",
+    "pytest_arguments",
 ]
 
 
@@ -66,6 +67,8 @@ class DevBuild:
     site: Path  # on sys.path: holds <package>/
     hub: Path  # LOCAL_KERNELS's path: holds build/<variant>/
     python: Path  # the build environment's interpreter: it loads the extension
+    # the load check left to the tests' interpreter (build_dev's check_in_tests), when due
+    deferred: DeferredLoad | None = None
 
 
 def dev_folder(cache_dir: Path, project: KernelProject) -> Path:
@@ -89,9 +92,12 @@ def dev_request(req: BuildRequest) -> BuildRequest:
     return replace(req, work_dir=folder, out_dir=folder, manylinux=None, hub_layout=None)
 
 
-def build_dev(req: BuildRequest, reporter: Reporter, runner: Runner) -> DevBuild:
+def build_dev(
+    req: BuildRequest, reporter: Reporter, runner: Runner, *, check_in_tests: bool = False
+) -> DevBuild:
     """Compile ``req``'s variant incrementally into its dev folder, load-check it and lay it
-    out as an importable package (:class:`DevBuild`)."""
+    out as an importable package (:class:`DevBuild`). ``check_in_tests``: the load check is
+    left to the process that runs the tests (``DevBuild.deferred``)."""
     if req.kind is not BuildKind.TORCH:
         raise ProjectError(
             f"{req.project.name} is a {req.kind.value} project: kernelwheel dev builds torch "
@@ -102,10 +108,12 @@ def build_dev(req: BuildRequest, reporter: Reporter, runner: Runner) -> DevBuild
     req = dev_request(req)
     req.work_dir.mkdir(parents=True, exist_ok=True)
     with locked(req.work_dir / f"{req.variant.name}.lock"):  # one dev build of it at a time
-        return _build_dev(req, reporter, runner)
+        return _build_dev(req, reporter, runner, check_in_tests)
 
 
-def _build_dev(req: BuildRequest, reporter: Reporter, runner: Runner) -> DevBuild:
+def _build_dev(
+    req: BuildRequest, reporter: Reporter, runner: Runner, check_in_tests: bool
+) -> DevBuild:
     project, variant, scope, log = req.project, req.variant, req.variant.name, req.log
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(req.log_header().replace("kernelwheel build", "kernelwheel dev", 1))
@@ -123,7 +131,17 @@ def _build_dev(req: BuildRequest, reporter: Reporter, runner: Runner) -> DevBuil
     # A shared object that loaded before is not loaded again: an unchanged project's run costs
     # no torch import. One that failed is checked on every run until it loads.
     loaded = (req.work_dir / f"{variant.name}.loaded", digest)
-    load_checked(req, env.python, so_path, namespace, "torch", reporter, runner, loaded=loaded)
+    deferred = load_checked(
+        req,
+        env.python,
+        so_path,
+        namespace,
+        "torch",
+        reporter,
+        runner,
+        loaded=loaded,
+        defer=check_in_tests,
+    )
     folder = req.work_dir
     stamp = BuildStamp(
         dist_name=project.name,
@@ -138,7 +156,10 @@ def _build_dev(req: BuildRequest, reporter: Reporter, runner: Runner) -> DevBuil
             folder / "hub", project, variant, namespace, site / project.package, major
         )
         detail.append(str(site / project.package))
-    return DevBuild(variant, folder, site, hub, env.python)
+    if deferred is not None:  # the file the package imports: loaded twice it would register twice
+        copy = site / project.package / f"{namespace}.abi3.so"
+        deferred = replace(deferred, shared_object=copy)
+    return DevBuild(variant, folder, site, hub, env.python, deferred)
 
 
 def _lay_out_site(
@@ -257,8 +278,8 @@ def link_dev_build(build: DevBuild, project: KernelProject, python: Path, runner
     return Linked(python, pth, shadowed_by=installed or None)
 
 
-def pytest_command(project: KernelProject, build: DevBuild, python: Path) -> list[str]:
-    """``python -m pytest`` on the project's ``tests/`` with the project as pytest's rootdir and
+def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:
+    """pytest's arguments for the project's ``tests/`` with the project as pytest's rootdir and
     its own configuration only: the project's pytest.ini (or pyproject.toml, tox.ini,
     setup.cfg, as pytest finds them), else an empty one, so no configuration of a folder
     around the project applies. pytest's cache goes to the dev folder, not the project."""
@@ -269,9 +290,6 @@ def pytest_command(project: KernelProject, build: DevBuild, python: Path) -> lis
         if not config.is_file():
             atomic_write(config, "[pytest]\n")
     return [
-        os.fspath(python),
-        "-m",
-        "pytest",
         "--rootdir",
         os.fspath(project.root),
         "-c",

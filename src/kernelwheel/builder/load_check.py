@@ -7,6 +7,7 @@ shared object's registrations run."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 from dataclasses import dataclass
@@ -44,6 +45,54 @@ def skip_reason(variant: Variant) -> str | None:
     if variant.arch is not None and variant.arch is not Arch.host():
         return f"a {variant.arch.value} extension cannot be loaded on this {Arch.host().value} host"
     return None
+
+
+@dataclass(frozen=True)
+class DeferredLoad:
+    """A dev build's load check left to the interpreter that runs its tests (``kernelwheel
+    test``), before pytest in the same process: torch imported once, not twice."""
+
+    shared_object: Path
+    namespace: str
+    log: Path
+    record: Path  # the dev build's record of the last shared object that loaded
+    digest: str  # this one's sha256: the record's text once it loaded
+
+
+def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[str]) -> list[str]:
+    """``python`` loading the extension, then running pytest with ``pytest_args`` (``python -m
+    pytest``'s arguments), in one process; the load's output appended to the log."""
+    return [
+        os.fspath(python),
+        os.fspath(PROGRAM),
+        "torch+pytest",
+        os.fspath(deferred.shared_object),
+        deferred.namespace,
+        os.fspath(deferred.log),
+        *pytest_args,
+    ]
+
+
+_MARK = "kernelwheel-load-check: "  # _load_check.MARK
+
+
+def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadReport | None:
+    """What the run of :func:`then_pytest_command` that ended with ``code`` loaded, from the
+    log past ``offset``: the ops, None when that interpreter has no pytest; a load that failed
+    is a :class:`BuildError` as :func:`check_load`'s."""
+    with open(deferred.log, errors="replace") as fh:
+        fh.seek(offset)
+        output = fh.read()
+    for line in reversed(output.splitlines()):
+        if line.startswith(_MARK):
+            found = json.loads(line[len(_MARK) :])
+            if "missing" in found:
+                return None
+            return LoadReport(ops=tuple(str(op) for op in found.get("ops", [])))
+    failure = explain_failure(code, output, deferred.namespace)
+    raise BuildError(
+        failure.message, log=deferred.log, hint=failure.fix, diagnostics=failure.details
+    )
 
 
 def check_load(

@@ -105,12 +105,13 @@ def dev_project(
     progress: Reporter,
     *,
     gpu_capabilities: tuple[str, ...] = (),
+    check_in_tests: bool = False,
     runner: Runner = RUNNER,
 ) -> DevBuild:
     """``kernelwheel dev``: ``recipe``'s variant of ``planned`` compiled incrementally into the
     project's dev folder (builder/dev.py), planned and refused as a build is."""
     (request,), _, _ = _requests(planned, [recipe], progress, gpu_capabilities, runner)
-    return build_dev(request, progress, runner)
+    return build_dev(request, progress, runner, check_in_tests=check_in_tests)
 
 
 def _requests(

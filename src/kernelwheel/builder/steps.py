@@ -31,7 +31,7 @@ from .compile_spec import CommandSpec, CompileSpec
 from .compiler_cache import ccache_env, project_census, read_stats, select_ccache
 from .diagnostics import PathMap, failure, warning_summary
 from .envs import CudaToolkit, EnvInfo, supported_capabilities
-from .load_check import check_load, skip_reason
+from .load_check import DeferredLoad, check_load, skip_reason
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
 
@@ -347,25 +347,30 @@ def load_checked(
     runner: Runner,
     *,
     loaded: tuple[Path, str] | None = None,
-) -> None:
+    defer: bool = False,
+) -> DeferredLoad | None:
     """The load check of a freshly linked extension (builder/load_check), as a step; skipped,
     with a note, for the load-check option off or a variant this host cannot load. ``loaded``
     (a dev build's): the record of the last shared object that loaded and this one's sha256:
-    skipped when they are the same, the record kept when it loads."""
+    skipped when they are the same, the record kept when it loads. ``defer`` (with ``loaded``):
+    the check is returned, for the process that runs the tests, instead of run."""
     scope = req.variant.name
     if not req.load_check:
-        return
+        return None
     skipped = skip_reason(req.variant)
     if skipped is not None:
         reporter.info(scope, f"load check skipped: {skipped}")
-        return
+        return None
     if loaded is not None and loaded[0].is_file() and loaded[0].read_text() == loaded[1]:
-        return
+        return None
+    if defer and loaded is not None:
+        return DeferredLoad(shared_object, namespace, req.log, *loaded)
     with step(reporter, scope, "load check", log=req.log) as detail:
         report = check_load(python, shared_object, namespace, kind, req.log, runner)
         detail.append(report.describe(namespace))
     if loaded is not None:
         atomic_write(*loaded)
+    return None
 
 
 _FIRST_ERROR = (

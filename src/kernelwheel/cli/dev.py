@@ -74,8 +74,11 @@ class DevRun:
     linked: Linked | None
 
 
-def dev_once(args: argparse.Namespace, ui: ConsoleUI) -> DevRun:
-    """One dev build of ``args``' project, linked into the user's interpreter; reported."""
+def dev_once(
+    args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = False
+) -> DevRun:
+    """One dev build of ``args``' project, linked into the user's interpreter; reported.
+    ``check_in_tests``: its load check left to the tests' process (``kernelwheel test``)."""
     planned = plan_project(project_path(args), option_values(args))
     selection = select_buildable(planned, args.variant, runner=args.runner)
     if len(selection.recipes) != 1:
@@ -93,7 +96,14 @@ def dev_once(args: argparse.Namespace, ui: ConsoleUI) -> DevRun:
         gpus, notes = capabilities_here(recipe, planned.options, runner=args.runner)
     for note in notes:
         ui.info("", note)
-    build = dev_project(planned, recipe, ui, gpu_capabilities=gpus, runner=args.runner)
+    build = dev_project(
+        planned,
+        recipe,
+        ui,
+        gpu_capabilities=gpus,
+        check_in_tests=check_in_tests,
+        runner=args.runner,
+    )
     target = _target_python(planned)
     linked = link_dev_build(build, planned.project, target, args.runner) if target else None
     _report(ui, planned.project, build, linked)

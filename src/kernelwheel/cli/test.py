@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
-from ..builder.dev import pytest_command
+from .._util import atomic_write
+from ..builder.dev import pytest_arguments
+from ..builder.load_check import deferred_result, then_pytest_command
 from ..errors import ToolchainError
 from .dev import add_dev_arguments, dev_once, local_kernels
 from .ui import ConsoleUI
@@ -34,7 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    done = dev_once(args, ui)
+    done = dev_once(args, ui, check_in_tests=True)
     project, build, linked = done.planned.project, done.build, done.linked
     if not (project.root / "tests").is_dir():
         raise ToolchainError(
@@ -51,15 +54,33 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(build.site), env.get("PYTHONPATH", "")) if p
         )
-    probe = args.runner.captured([python, "-c", "import pytest"], timeout=120)
-    if probe.returncode != 0:
-        raise ToolchainError(
-            f"{python} has no pytest",
-            hint=f"'{python} -m pip install pytest', or activate a virtual environment holding "
-            "torch and pytest (or pass --python PY)",
-        )
-    cmd = [*pytest_command(project, build, python), *args.pytest_args]
-    ui.info("", "$ " + " ".join(cmd))
+    pytest_args = [*pytest_arguments(project, build), *args.pytest_args]
     # pytest runs in the project: its tests import the package from the dev build, not from
     # a torch-ext/ folder next to them (that has no _ops.py).
-    return int(args.runner.attached(cmd, env=env, cwd=project.root))
+    deferred = build.deferred
+    if deferred is None:
+        if args.runner.captured([python, "-c", "import pytest"], timeout=120).returncode:
+            raise _no_pytest(python)
+        cmd = [os.fspath(python), "-m", "pytest", *pytest_args]
+        ui.info("", "$ " + " ".join(cmd))
+        return int(args.runner.attached(cmd, env=env, cwd=project.root))
+    # the load check in pytest's own process, before it collects: torch imported once
+    ui.info(build.variant.name, "load check: in the tests' process, before pytest collects")
+    ui.info("", "$ " + " ".join([os.fspath(python), "-m", "pytest", *pytest_args]))
+    offset = deferred.log.stat().st_size
+    cmd = then_pytest_command(python, deferred, pytest_args)
+    code = int(args.runner.attached(cmd, env=env, cwd=project.root))
+    report = deferred_result(deferred, code, offset)  # a failed load: its BuildError
+    if report is None:
+        raise _no_pytest(python)
+    ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
+    atomic_write(deferred.record, deferred.digest)  # it loaded: dev need not load it again
+    return code
+
+
+def _no_pytest(python: Path) -> ToolchainError:
+    return ToolchainError(
+        f"{python} has no pytest",
+        hint=f"'{python} -m pip install pytest', or activate a virtual environment holding "
+        "torch and pytest (or pass --python PY)",
+    )
