@@ -202,3 +202,17 @@ def test_a_header_after_the_one_found_does_not_shadow(tmp_path: Path) -> None:
     (later / "cfg.h").write_text("#define VALUE 4\n")  # not on the path: changes nothing
     (inc2 / "other.h").write_text("// not included\n")
     assert reuse.lookup("K") is not None
+
+
+def test_a_dangling_link_or_a_linked_folder_shadows_too(tmp_path: Path) -> None:
+    """The shadow check lists folders instead of testing each path: links count as they did."""
+    reuse, _, inc1, _ = _two_include_dirs(tmp_path)
+    (inc1 / "cfg.h").symlink_to(tmp_path / "nowhere.h")  # dangling: the compiler finds it
+    assert reuse.lookup("K") is None
+    (inc1 / "cfg.h").unlink()
+    assert reuse.lookup("K") is not None
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "core").mkdir(parents=True)
+    (elsewhere / "core" / "Tensor.h").write_text("// not torch\n")
+    (inc1 / "ATen").symlink_to(elsewhere)  # a linked folder holding a shadowing header
+    assert reuse.lookup("K") is None

@@ -29,7 +29,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .. import __version__
@@ -154,7 +154,7 @@ class Reuse:
             if self._fingerprint(path) != fingerprint:
                 return None
         absent = manifest.get("absent")
-        if not isinstance(absent, list) or any(os.path.lexists(str(p)) for p in absent):
+        if not isinstance(absent, list) or _existing(map(str, absent)):
             return None  # a header now shadows one the last build used
         so = self.folder / str(manifest.get("shared_object"))
         if not so.is_file() or sha256_file(so) != manifest.get("shared_object_sha256"):
@@ -269,7 +269,27 @@ def shadow_candidates(
             for depth in range(1, min(_SUFFIXES, len(parts) - 1) + 1):
                 rel = os.path.join(*parts[-depth:])
                 candidates.update(os.path.join(d, rel) for d in dirs)
-    return sorted(c for c in candidates - found if not os.path.lexists(c))
+    return sorted(candidates - found - _existing(candidates - found))
+
+
+def _existing(paths: Iterable[str]) -> set[str]:
+    """Those of ``paths`` that exist (links too): one listing per folder, not one lstat per
+    path (a torch extension's include path makes about 10^5 candidates, 0.2 s of lstat)."""
+    by_folder: dict[str, list[str]] = {}
+    for path in paths:
+        folder, name = os.path.split(path)
+        by_folder.setdefault(folder, []).append(name)
+    found: set[str] = set()
+    for folder, names in by_folder.items():
+        try:
+            present = set(os.listdir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:  # unreadable: one path at a time
+            found.update(p for n in names if os.path.lexists(p := os.path.join(folder, n)))
+            continue
+        found.update(os.path.join(folder, n) for n in names if n in present)
+    return found
 
 
 def repair_key(policy: str, best_effort: bool) -> str:
