@@ -17,6 +17,7 @@ from support.tinykernel import BINDING, write_tiny_kernel
 from support.venvs import QuickVenv
 
 from kernelwheel.builder.dev import dev_folder
+from kernelwheel.builder.unit_costs import read_costs, store_path
 from kernelwheel.cli import main
 from kernelwheel.errors import UsageError
 from kernelwheel.hub.upload import read_layout
@@ -82,6 +83,9 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     assert f"variant {CPU_VARIANT}" in out
     assert re.search(r"load check.*add_one", out), out
     assert re.search(r"\d+ passed", out), out
+    # each unit's seconds, from ninja's log, kept for the next build's longest-first schedule
+    timed = read_costs(store_path(cache_dir(), project))
+    assert {"csrc/tiny_op_cpu.cpp", "torch-ext/torch_binding.cpp"} <= set(timed), timed
     pth = venv.purelib / "kernelwheel-dev-tiny_op.pth"
     assert pth.is_file()
     assert not (outer / MARK).exists()

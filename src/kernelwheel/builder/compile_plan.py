@@ -7,7 +7,7 @@ answers in as a :class:`Toolchain`), so each rule of docs/compile.md is testable
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +35,7 @@ from .compile_spec import CompileSpec, SourceFlags
 from .envs import CudaToolkit, refuse_unsupported
 from .request import BuildRequest
 from .torch_free import sources_naming, torch_free_sources
+from .unit_costs import longest_first
 
 __all__ = [
     "REQUESTED_LIMITED_API",
@@ -404,9 +405,12 @@ def plan_compile(
     tools: Toolchain,
     remedies: RemedySet,
     dependency_includes: Sequence[Path] = (),
+    recorded: Mapping[str, float] | None = None,
 ) -> CompilePlan:
     """The compile of ``req``'s variant as kernel-builder would do it (docs/compile.md);
-    ``dependency_includes``: the header folders of the kernels' ``depends`` (builder/deps)."""
+    ``dependency_includes``: the header folders of the kernels' ``depends`` (builder/deps);
+    ``recorded``: earlier builds' seconds per unit (builder/unit_costs), for the schedule."""
+    recorded = recorded or {}
     project = req.project
     assert project.torch is not None
     backend = backend_of(req.variant)
@@ -431,10 +435,16 @@ def plan_compile(
         include_dirs += [str(p) for p in tools.cuda.extra_includes]
     include_dirs += [str(p) for p in dependency_includes]
     keep = nvcc_keep_flags(sources, stage) if cuda else []
-    # The remedies' compat source, the cheapest unit, starts last: the kernels start at once
-    # (on 2 CPUs a 10-capability .cu, the longest chain, started only after it).
-    late = [str(p) for p in remedies.sources]
-    schedule = [s for s in sources if s not in late] + [s for s in sources if s in late]
+    # Longest first (builder/unit_costs): the remedies' compat source, the cheapest unit, last;
+    # the binding (torch's headers) first until a build has timed it.
+    schedule = longest_first(
+        sources,
+        recorded,
+        root=project.root,
+        capabilities=len(cuda.capabilities) if cuda else 0,
+        first=_sources(project.torch.src, project.root),
+        last=[str(p) for p in remedies.sources],
+    )
     spec = CompileSpec(
         name=namespace,
         sources=tuple(sources),

@@ -22,7 +22,7 @@ from ..errors import ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.variant import Arch, BackendKind, CxxAbi, Variant
 from ..wheels import WheelSpec, write_wheel
-from . import codegen, cross
+from . import codegen, cross, unit_costs
 from .compile_plan import plan_compile
 from .compile_spec import CompileSpec
 from .deps import provide_headers
@@ -134,7 +134,9 @@ def compile_extension(
         (stage / link).symlink_to(folder.resolve(), target_is_directory=True)
     headers = tuple(provide_headers(req.headers, req.cache_dir, env.python, log, runner))
     tools = probe_toolchain(toolkit, req, runner)
-    plan = plan_compile(req, namespace, stage, tools, remedies, headers)
+    costs = unit_costs.store_path(req.cache_dir, req.project.root)
+    recorded = unit_costs.read_costs(costs)
+    plan = plan_compile(req, namespace, stage, tools, remedies, headers, recorded)
     if plan.keep_dir is not None:
         plan.keep_dir.mkdir(parents=True, exist_ok=True)
     _note(log, plan.notes)
@@ -156,6 +158,7 @@ def compile_extension(
         stored["notes"] = list(plan.notes)
         return stored
     result = run_worker(req, env.python, stage, env_vars, plan.keep_dir, runner, direct=direct)
+    _record_unit_seconds(costs, spec, plan.spec, req.project.root)
     result["capabilities"] = list(spec.capabilities)
     if reuse is not None and direct is None:  # a direct run's inputs are not read again
         reuse.store(key, result, spec.sources, spec.include_dirs)
@@ -163,6 +166,22 @@ def compile_extension(
     result.setdefault("cache", cache_summary(req, stats_log, cached))
     result["notes"] = list(plan.notes)
     return result
+
+
+def _record_unit_seconds(
+    costs: Path, spec: CompileSpec, planned: CompileSpec, root: Path
+) -> None:
+    """This compile's seconds per unit, from ninja's log, kept by project-relative path for the
+    next build's schedule (``spec``: the worker's, its paths through the work folder's links;
+    ``planned``: the same sources by their own paths)."""
+    own = {os.path.abspath(s): p for s, p in zip(spec.sources, planned.sources, strict=False)}
+    took = unit_costs.unit_seconds(Path(spec.build_temp))
+    seconds: dict[str, float] = {}
+    for source, secs in took.items():
+        original = Path(own.get(os.path.abspath(source), source))
+        if original.is_relative_to(root):
+            seconds[original.relative_to(root).as_posix()] = secs
+    unit_costs.record_costs(costs, seconds)
 
 
 def _direct_commands(stage: Path, spec: CompileSpec) -> tuple[list[str], list[str]] | None:

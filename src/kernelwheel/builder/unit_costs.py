@@ -1,0 +1,138 @@
+"""The expected cost of each compile unit of a project, for a longest-first schedule (issue 39):
+ninja starts the units in build.ninja's order, so a long unit started last runs alone at the end
+while the other cores idle. Costs are the seconds earlier builds of the project took per unit
+(any variant), read from ninja's own log; a unit never timed is estimated from its size (a
+``.cu`` unit times its capabilities, before every host unit), scaled to seconds by the units
+that were timed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .._util import atomic_write
+
+FOLDER = "unit-costs"  # in kernelwheel's cache: one JSON file per project folder
+
+# A compiler-cache hit takes a fraction of a compile: a unit's record is its last time, or half
+# its earlier one where that is more, so one hit does not make a long unit look short.
+_DECAY = 0.5
+
+
+def store_path(cache_dir: Path, project_root: Path) -> Path:
+    """The project's record of unit seconds (one per project folder, shared by its variants)."""
+    digest = hashlib.sha256(str(project_root.resolve()).encode()).hexdigest()[:16]
+    return cache_dir / FOLDER / f"{digest}.json"
+
+
+def read_costs(path: Path) -> dict[str, float]:
+    """The recorded seconds per unit (project-relative path); empty when absent or unreadable
+    (a record only orders the compile: a damaged one is ignored, never an error)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        str(k): float(v)
+        for k, v in data.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+    }
+
+
+def record_costs(path: Path, seconds: Mapping[str, float]) -> None:
+    """Merge a build's unit seconds into the record at ``path``."""
+    if not seconds:
+        return
+    merged = read_costs(path)
+    for unit, took in seconds.items():
+        merged[unit] = round(max(took, _DECAY * merged.get(unit, 0.0)), 3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, json.dumps(merged, indent=1, sort_keys=True) + "\n")
+
+
+def longest_first(
+    sources: Sequence[str],
+    recorded: Mapping[str, float],
+    *,
+    root: Path,
+    capabilities: int,
+    first: Sequence[str] = (),
+    last: Sequence[str] = (),
+) -> list[str]:
+    """``sources`` in the order to start them: the longest expected first. ``recorded``: seconds
+    per project-relative path. ``first`` (the binding: torch's headers make it the longest host
+    unit) leads while it has no record; ``last`` (the remedies' compat source, the cheapest)
+    always ends the list. Ties keep the sources' order."""
+    rel = {src: _relative(src, root) for src in sources}
+    estimate = {src: _estimate(src, capabilities) for src in sources}
+    ratios = [recorded[rel[s]] / estimate[s] for s in sources if rel[s] in recorded and estimate[s]]
+    scale = statistics.median(ratios) if ratios else None
+
+    def key(src: str) -> tuple[int, float]:
+        if src in last:
+            return (3, 0.0)
+        took = recorded.get(rel[src])
+        if took is not None:
+            return (1, -took)
+        if scale is not None:  # estimates in the timed units' seconds
+            return (1, -estimate[src] * scale)
+        if src in first:
+            return (0, 0.0)
+        return (1 if src.endswith(".cu") else 2, -estimate[src])
+
+    return sorted(sources, key=key)
+
+
+def _relative(source: str, root: Path) -> str:
+    try:
+        return Path(source).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return source
+
+
+def _estimate(source: str, capabilities: int) -> float:
+    """A unit's cost in arbitrary units: its size, times its capabilities for a ``.cu``."""
+    try:
+        size = max(os.path.getsize(source), 1024)
+    except OSError:
+        size = 1024
+    return float(size * (max(capabilities, 1) if source.endswith(".cu") else 1))
+
+
+def unit_seconds(build_temp: Path) -> dict[str, float]:
+    """Seconds per source compiled by the last ninja run in ``build_temp``: build.ninja's
+    ``build OBJ: compile SRC`` lines joined with ``.ninja_log``'s ``start end mtime OBJ hash``
+    rows (milliseconds; the last row of an output is its latest compile)."""
+    try:
+        ninja = (build_temp / "build.ninja").read_text()
+        log = (build_temp / ".ninja_log").read_text()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    source_of: dict[str, str] = {}
+    for line in ninja.splitlines():
+        if not line.startswith("build ") or ": " not in line:
+            continue
+        head, _, rest = line[len("build ") :].partition(": ")
+        rule, _, source = rest.partition(" ")
+        if rule in ("compile", "cuda_compile") and source:
+            source_of[_unescape(head)] = _unescape(source.split(" | ")[0])
+    took: dict[str, float] = {}
+    for row in log.splitlines():
+        fields = row.split("\t")
+        if row.startswith("#") or len(fields) < 5 or not fields[0].isdigit():
+            continue
+        found = source_of.get(fields[3]) or source_of.get(str(build_temp / fields[3]))
+        if found is not None and fields[1].isdigit():
+            took[found] = max(int(fields[1]) - int(fields[0]), 0) / 1000
+    return took
+
+
+def _unescape(path: str) -> str:
+    return path.replace("$ ", " ").replace("$:", ":").replace("$$", "$")
