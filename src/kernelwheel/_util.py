@@ -88,6 +88,23 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def sha256_remembered(path: Path, memo: Path) -> str:
+    """:func:`sha256_file` of a file kernelwheel wrote into its own cache, hashed again only when
+    its size, mtime or inode differ from those ``memo`` records (a dev build's shared object is
+    hundreds of MB: hashing it on every unchanged run cost seconds)."""
+    st = path.stat()
+    stamp = f"{st.st_size} {st.st_mtime_ns} {st.st_ino} {st.st_dev}"
+    try:
+        recorded_stamp, recorded = memo.read_text().split("\n")[:2]
+    except (OSError, ValueError):
+        recorded_stamp = recorded = ""
+    if recorded_stamp == stamp and len(recorded) == 64:
+        return recorded
+    digest = sha256_file(path)
+    atomic_write(memo, f"{stamp}\n{digest}\n")
+    return digest
+
+
 @contextmanager
 def staged_file(final: Path, *, mode: int = 0o644) -> Iterator[Path]:
     """Yield a temporary path beside ``final``; on success it is renamed onto ``final``, on any

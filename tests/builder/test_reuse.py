@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
+
+import pytest
 
 from kernelwheel.builder.compile_spec import CompileSpec
 from kernelwheel.builder.envs import EnvInfo
@@ -216,3 +219,25 @@ def test_a_dangling_link_or_a_linked_folder_shadows_too(tmp_path: Path) -> None:
     (elsewhere / "core" / "Tensor.h").write_text("// not torch\n")
     (inc1 / "ATen").symlink_to(elsewhere)  # a linked folder holding a shadowing header
     assert reuse.lookup("K") is None
+
+
+def test_a_remembered_digest_is_hashed_again_only_when_the_file_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kernelwheel._util as util
+
+    so, memo = tmp_path / "k.so", tmp_path / "k.so.sha256"
+    so.write_bytes(b"\x7fELF one")
+    hashed: list[Path] = []
+    real = util.sha256_file
+    monkeypatch.setattr(util, "sha256_file", lambda p: hashed.append(p) or real(p))
+    first = util.sha256_remembered(so, memo)
+    assert first == hashlib.sha256(b"\x7fELF one").hexdigest()
+    assert util.sha256_remembered(so, memo) == first
+    assert len(hashed) == 1  # the second answer came from the memo
+    so.write_bytes(b"\x7fELF two")  # same size, another mtime
+    os.utime(so, ns=(1, 1))
+    assert util.sha256_remembered(so, memo) == hashlib.sha256(b"\x7fELF two").hexdigest()
+    memo.write_text("junk")
+    assert util.sha256_remembered(so, memo) == hashlib.sha256(b"\x7fELF two").hexdigest()
+    assert len(hashed) == 3

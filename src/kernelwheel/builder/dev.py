@@ -34,7 +34,7 @@ from .._util import (
     atomic_copy,
     atomic_write,
     locked,
-    sha256_file,
+    sha256_remembered,
     write_if_changed,
 )
 from ..compat.guard import BuildStamp
@@ -127,7 +127,7 @@ def _build_dev(
     for warning in warnings_of(result):
         reporter.info(scope, f"warning: {warning}")
     so_path = Path(str(result["shared_object"]))
-    digest = sha256_file(so_path)
+    digest = sha256_remembered(so_path, req.work_dir / f"{variant.name}.so.sha256")
     # A shared object that loaded before is not loaded again: an unchanged project's run costs
     # no torch import. One that failed is checked on every run until it loads.
     loaded = (req.work_dir / f"{variant.name}.loaded", digest)
@@ -219,18 +219,33 @@ def _lay_out_hub(
     from ..hub.export import kernel_metadata, write_variant
     from ..hub.metadata import DEV_BUILD_MARK, METADATA_JSON, Provenance
 
-    files = {
-        str(path.relative_to(package)): path.read_bytes()
+    paths = [
+        path
         for path in sorted(package.rglob("*"))
         if path.is_file() and "__pycache__" not in path.parts
-    }
+    ]
+    # The files' names and stats (links followed): the same, the layout is left alone without
+    # reading them (the shared object alone may be hundreds of MB).
+    stamp = json.dumps(
+        [[str(p.relative_to(package)), *_stat(p)] for p in paths] + [__version__, namespace]
+    )
+    record = hub.with_name(f"hub-{variant.name}.stamp")  # beside the layout, not in it
+    if _holds(record, stamp) and (hub / "build" / variant.name / METADATA_JSON).is_file():
+        return hub
+    files = {str(path.relative_to(package)): path.read_bytes() for path in paths}
     meta = kernel_metadata(project, variant, namespace, (), major=major, files=files)
     builder = f"kernelwheel {__version__} {DEV_BUILD_MARK}"
     meta = replace(meta, provenance=Provenance(builder_version=builder))
     # its metadata.json names every file's digest: the same one, the same folder, left alone
     if not _holds(hub / "build" / variant.name / METADATA_JSON, meta.to_json()):
         write_variant(hub, variant, files, meta)
+    atomic_write(record, stamp)
     return hub
+
+
+def _stat(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 @dataclass(frozen=True)

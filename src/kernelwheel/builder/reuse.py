@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .. import __version__
-from .._util import replace_dir, sha256_file, staging_dir
+from .._util import replace_dir, sha256_file, sha256_remembered, staging_dir
 from .compile_spec import CommandSpec, CompileSpec
 from .envs import EnvInfo
 
@@ -41,6 +41,7 @@ __all__ = ["Reuse", "build_key"]
 
 FORMAT = 2  # 2: the absent headers that would shadow an input (include search order)
 MANIFEST = "manifest.json"
+SO_DIGEST = "shared-object.sha256"  # the stored shared object's digest, by its stat
 
 # Environment variables compilers, nvcc or torch's extension builder read.
 COMPILER_VARS = (
@@ -129,6 +130,9 @@ class Reuse:
         self.folder = folder
         self.content_roots = tuple(os.path.normpath(p) + os.sep for p in content_roots)
 
+    def _digest(self, so: Path) -> str:
+        return sha256_remembered(so, self.folder / SO_DIGEST)
+
     def _fingerprint(self, path: str) -> list[object] | None:
         try:
             if path.startswith(self.content_roots):
@@ -157,7 +161,7 @@ class Reuse:
         if not isinstance(absent, list) or _existing(map(str, absent)):
             return None  # a header now shadows one the last build used
         so = self.folder / str(manifest.get("shared_object"))
-        if not so.is_file() or sha256_file(so) != manifest.get("shared_object_sha256"):
+        if not so.is_file() or self._digest(so) != manifest.get("shared_object_sha256"):
             return None
         return {**result, "shared_object": str(so)}
 
@@ -200,7 +204,7 @@ class Reuse:
                 ),
                 "result": kept,
                 "shared_object": so.name,
-                "shared_object_sha256": sha256_file(tmp / so.name),
+                "shared_object_sha256": sha256_remembered(tmp / so.name, tmp / SO_DIGEST),
             }
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
             replace_dir(tmp, self.folder)
@@ -277,8 +281,8 @@ def _existing(paths: Iterable[str]) -> set[str]:
     path (a torch extension's include path makes about 10^5 candidates, 0.2 s of lstat)."""
     by_folder: dict[str, list[str]] = {}
     for path in paths:
-        folder, name = os.path.split(path)
-        by_folder.setdefault(folder, []).append(name)
+        folder, _, name = path.rpartition(os.sep)
+        by_folder.setdefault(folder or os.sep, []).append(name)
     found: set[str] = set()
     for folder, names in by_folder.items():
         try:
