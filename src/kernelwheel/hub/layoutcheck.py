@@ -144,7 +144,7 @@ def _check_name(name: str, parent: Path) -> None:
     except UnicodeEncodeError:
         shown = os.fsencode(name).decode("ascii", "backslashreplace")
         raise UsageError(
-            f"{_shown(parent)}: the file name {shown!r} is not UTF-8",
+            f"{_shown(parent)}: the file name '{shown}' is not UTF-8",
             hint="rename or remove it: Hub paths are UTF-8, and a build writes none such; "
             + _REBUILD,
         ) from None
@@ -311,9 +311,7 @@ class _VariantFolder:
         )
 
 
-def _check_runtime(
-    folder: _VariantFolder, kind: BackendKind, found: dict[str, GpuLinkage]
-) -> None:
+def _check_runtime(folder: _VariantFolder, kind: BackendKind, found: dict[str, GpuLinkage]) -> None:
     """A CUDA (ROCm) folder holds an extension built for CUDA (ROCm), of its CUDA major; any
     other folder none built for a GPU runtime."""
     wanted = kind.value if kind in (BackendKind.CUDA, BackendKind.ROCM) else None
