@@ -276,3 +276,25 @@ def test_a_non_utf8_name_is_refused_with_a_clear_message(
     out = capsys.readouterr()
     assert code == UsageError.exit_code
     assert "caf\\xe9.py' is not UTF-8" in out.err and "Traceback" not in out.err + out.out
+
+
+def test_a_file_changed_after_the_check_is_not_pushed(
+    hub: HubState, tmp_path: Path, so_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit hands huggingface_hub paths; the sha256 it computes must be the one checked."""
+    import kernelwheel.hub.upload as upload_module
+
+    layout = tmp_path / "racing"
+    variant = _write(layout, CPU, so_cache, backend="cpu")
+    checked = read_layout
+
+    def then_changed(folder: Path, version: int | None = None) -> object:
+        found = checked(folder, version)
+        with (variant / "_ops.py").open("a") as f:
+            f.write("# appended after the check\n")
+        return found
+
+    monkeypatch.setattr(upload_module, "read_layout", then_changed)
+    with pytest.raises(UsageError, match="_ops.py: changed since the layout was checked"):
+        upload(UploadRequest(layout, REPO))
+    assert hub.commits == [] and REPO not in hub.repos  # refused before the repo was made

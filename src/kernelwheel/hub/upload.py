@@ -5,6 +5,10 @@ variants go to the branch ``v<major>`` (created from the default branch when mis
 ``get_kernel(repo, version=<major>)`` and ``kernelwheel to-wheel repo <major>`` read, and the
 kernel card (the layout's ``README.md``) goes beside ``build/``.
 
+The layout is read and checked first (:mod:`.layoutcheck`: variant folders that are what their
+names say, only the files a build writes, each hashed once in chunks); the commit hands
+huggingface_hub the files' paths, never their bytes.
+
 One commit of explicit operations (``create_commit``, never ``upload_folder`` with delete
 patterns): every file of the uploaded variants is added or updated; a file left in the repo's
 folder of an uploaded variant that the new build does not have is removed (``kernels`` checks the
@@ -303,6 +307,12 @@ def _push(
 ) -> UploadResult:
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
+    # Paths, not bytes: huggingface_hub reads each file in chunks when it sends it. Made first:
+    # a file changed since the check stops the upload before the Hub is changed at all.
+    operations: list[Any] = [_add(CommitOperationAdd, path, f) for path, f in contents.items()]
+    operations += [
+        CommitOperationDelete(path_in_repo=f.path) for f in plan.files if f.change is Change.REMOVE
+    ]
     head = plan.head
     if plan.create_repo:
         with step(reporter, scope, "create the kernel repo"):
@@ -323,11 +333,6 @@ def _push(
                 ),
             )
             head = hub.branches().get(plan.branch)
-    # Paths, not bytes: huggingface_hub reads each file in chunks when it sends it.
-    operations: list[Any] = [_add(CommitOperationAdd, path, f) for path, f in contents.items()]
-    operations += [
-        CommitOperationDelete(path_in_repo=f.path) for f in plan.files if f.change is Change.REMOVE
-    ]
     if not operations:
         return plan
     message = req.message or f"Upload {', '.join(plan.variants)} (kernelwheel)"
