@@ -85,7 +85,9 @@ def test_an_endpoint_that_never_answers_stops_upload_with_a_message(
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     layout = tmp_path / "layout" / "build" / "torch214-cxx11-cpu-x86_64-linux"
     layout.mkdir(parents=True)
-    (layout / "metadata.json").write_text('{"version": 1, "python-depends": []}')
+    (layout / "metadata.json").write_text(
+        '{"name": "kernel", "version": 1, "python-depends": [], "backend": {"type": "cpu"}}'
+    )
     started = time.monotonic()
     code = main(["upload", str(tmp_path / "layout"), "--repo", "org/kernel", "--dry-run"])
     took = time.monotonic() - started

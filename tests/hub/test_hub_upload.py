@@ -15,9 +15,10 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from support.gitrepo import HubRepo, VariantFiles, git, variant_files
+from support.gitrepo import HubRepo, VariantFiles, git, namespace_for, variant_files
 from support.hubserver import Fault, GitBackedRepo, HubState, serve_as_hub
 from support.shared import wheels_in
+from support.sofiles import build_extension
 
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, HubUnavailable, UsageError
@@ -26,6 +27,7 @@ from kernelwheel.hub.metadata import Digest
 from kernelwheel.hub.safety import git_blob_id
 from kernelwheel.hub.upload import Change, UploadRequest, read_layout, upload
 from kernelwheel.log import SilentReporter
+from kernelwheel.model.variant import BackendKind, Variant
 from kernelwheel.wheels import read_wheel
 
 REPO = "acme/img2gray"
@@ -37,8 +39,20 @@ CARD = "# img2gray\n\nA kernel card.\n"
 
 
 def _variant(name: str, so_cache: Path, salt: str, version: int = 1) -> VariantFiles:
-    meta = {"name": "img2gray", "version": version, "license": "apache-2.0", "python-depends": []}
-    return variant_files(name, layout="flat", so_cache=so_cache, metadata=meta, salt=salt)
+    """Variant ``name`` as a build exports it: a CUDA one's extension carries device code."""
+    backend = Variant.parse(name).backend
+    assert backend is not None
+    meta = {
+        "name": "img2gray",
+        "version": version,
+        "license": "apache-2.0",
+        "python-depends": [],
+        "backend": {"type": backend.kind.value},
+    }
+    ns = namespace_for("img2gray", name, salt)
+    cuda = backend.kind is BackendKind.CUDA
+    binary = (ns, build_extension(so_cache, ns, fatbin=cuda))
+    return variant_files(name, layout="flat", so_cache=so_cache, metadata=meta, binary=binary)
 
 
 def _layout(root: Path, variants: list[VariantFiles], card: str | None = CARD) -> Path:

@@ -52,14 +52,19 @@ def build_extension(
     too_new_glibc: bool = False,
     pad: int = 0,
     code: tuple[str, str] = ("", ""),
+    fatbin: bool = False,
+    needed: tuple[str, ...] = (),
 ) -> bytes:
     """The bytes of ``<name>.abi3.so`` (cached under ``cache``). ``pad`` adds that many bytes of
     incompressible data in a non-loaded section, to make realistically sized objects. ``code``:
     C source put before the module (definitions) and into its init (calls; ``m`` is the
-    module)."""
+    module). ``fatbin``: the real CUDA device code of tests/fixtures/fatbin/add_one.o in a
+    ``.nv_fatbin`` section, as nvcc puts it (not loaded: the object still imports without a
+    GPU). ``needed``: sonames (``libcudart.so.12``) of stub libraries linked in, so the object
+    really names them in DT_NEEDED (it then loads only where they are found)."""
     extra, call = TOO_NEW if too_new_glibc else code
     source = SOURCE % {"name": name, "extra": extra, "call": call}
-    key = hashlib.sha256(repr((source, arch, pad)).encode()).hexdigest()[:16]
+    key = hashlib.sha256(repr((source, arch, pad, fatbin, needed)).encode()).hexdigest()[:16]
     out = cache / f"{name}-{arch}-{key}.so"
     if out.exists():
         return out.read_bytes()
@@ -72,9 +77,14 @@ def build_extension(
         raise RuntimeError("no C compiler (gcc) found")
     tmp = out.with_suffix(".tmp")
     cmd = [compiler, "-shared", "-fPIC", "-O1", f"-I{PY_INCLUDE}", "-o", str(tmp), str(src)]
+    if needed:
+        cmd += ["-Wl,--no-as-needed", f"-L{cache}"]
+        cmd += [f"-l:{_stub_library(cache, compiler, soname)}" for soname in needed]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"compile failed: {' '.join(cmd)}\n{proc.stderr}")
+    if fatbin:
+        _add_section(tmp, ".nv_fatbin", _fatbin(cache), arch, cc)
     if pad:
         blob = cache / f"pad-{pad}.bin"
         if not blob.exists():
@@ -92,6 +102,46 @@ def build_extension(
     out.write_bytes(bytes(data))
     tmp.unlink()
     return bytes(data)
+
+
+FATBIN_OBJECT = Path(__file__).resolve().parent.parent / "fixtures" / "fatbin" / "add_one.o"
+
+
+def _fatbin(cache: Path) -> Path:
+    """The ``.nv_fatbin`` section of the real nvcc object FATBIN_OBJECT, as a file."""
+    out = cache / "add_one.nv_fatbin"
+    if not out.exists():
+        objcopy = shutil.which("objcopy")
+        if objcopy is None:
+            raise RuntimeError("objcopy not found (binutils)")
+        subprocess.run(
+            [objcopy, "-O", "binary", "--only-section=.nv_fatbin", str(FATBIN_OBJECT), str(out)],
+            check=True,
+            capture_output=True,
+        )
+    return out
+
+
+def _add_section(obj: Path, name: str, blob: Path, arch: str, cc: dict[str, str | None]) -> None:
+    cross = arch == "aarch64" and cc["aarch64"] is not None
+    objcopy = shutil.which("aarch64-linux-gnu-objcopy" if cross else "objcopy")
+    if objcopy is None:
+        raise RuntimeError("objcopy not found (binutils)")
+    subprocess.run([objcopy, "--add-section", f"{name}={blob}", str(obj)], check=True)
+
+
+def _stub_library(cache: Path, compiler: str, soname: str) -> str:
+    """An empty shared library named ``soname`` in ``cache``, for a link to name it."""
+    out = cache / soname
+    if not out.exists():
+        src = cache / "stub.c"
+        src.write_text("int kernelwheel_test_stub;\n")
+        subprocess.run(
+            [compiler, "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(out), str(src)],
+            check=True,
+            capture_output=True,
+        )
+    return soname
 
 
 def _noise(size: int) -> bytes:

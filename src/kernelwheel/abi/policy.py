@@ -4,6 +4,7 @@ library lists (``data/abi_policy.toml``: torch/CUDA libraries that are provided,
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import importlib.resources
@@ -193,6 +194,20 @@ def parse_platform_tag(tag: str) -> tuple[str | None, str | None]:
 
 
 @dataclass(frozen=True)
+class GpuRuntime:
+    """What only one GPU runtime's builds carry (``[gpu-runtime.<backend>]``): DT_NEEDED
+    library globs and ELF section names; ``cuda_runtime`` the library whose soname ends in the
+    toolkit major it was linked against."""
+
+    libraries: tuple[str, ...]
+    sections: tuple[str, ...]
+    cuda_runtime: str | None = None
+
+    def needs(self, soname: str) -> bool:
+        return any(fnmatch.fnmatchcase(soname, p) for p in self.libraries)
+
+
+@dataclass(frozen=True)
 class KernelLibraries:
     """The contents of ``data/abi_policy.toml``."""
 
@@ -203,6 +218,8 @@ class KernelLibraries:
     # [torch-stable-abi]: torch's C++ namespaces, and those of them that are the stable API
     torch_namespaces: tuple[str, ...] = ()
     torch_stable_namespaces: tuple[str, ...] = ()
+    # [gpu-runtime.<backend kind>]: how an extension shows the GPU runtime it was built for
+    gpu_runtimes: Mapping[str, GpuRuntime] = dataclasses.field(default_factory=dict)
 
     def exclude_patterns(self) -> tuple[str, ...]:
         """Every provided pattern: never grafted by repair (``auditwheel --exclude``)."""
@@ -236,7 +253,7 @@ def load_kernel_libraries(path: Path | None = None) -> KernelLibraries:
     """Load and validate ``data/abi_policy.toml`` (or ``path``)."""
     source = path or _data_file("abi_policy.toml")
     doc = Located(read_toml(source, error=AbiDataError), file=source, error=AbiDataError)
-    doc.check_keys(("provided", "forbidden", "toolchain", "torch-stable-abi"))
+    doc.check_keys(("provided", "forbidden", "toolchain", "torch-stable-abi", "gpu-runtime"))
     provided: dict[str, tuple[str, ...]] = {}
     if (table := doc.table("provided")) is not None:
         provided = {group: table.string_list(group) or () for group in table.keys()}
@@ -249,7 +266,19 @@ def load_kernel_libraries(path: Path | None = None) -> KernelLibraries:
         table.check_keys(("namespaces", "stable"))
         namespaces = table.string_list("namespaces") or ()
         stable = table.string_list("stable") or ()
+    runtimes: dict[str, GpuRuntime] = {}
+    if (table := doc.table("gpu-runtime")) is not None:
+        for kind in table.keys():
+            entry = table.table(kind)
+            assert entry is not None
+            entry.check_keys(("libraries", "sections", "cuda-runtime"))
+            runtimes[kind] = GpuRuntime(
+                libraries=entry.string_list("libraries") or (),
+                sections=entry.string_list("sections") or (),
+                cuda_runtime=entry.string("cuda-runtime", nonempty=True),
+            )
     return KernelLibraries(
+        gpu_runtimes=runtimes,
         provided=provided,
         forbidden=tuple((doc.string_table("forbidden") or {}).items()),
         toolchain=toolchain,

@@ -39,7 +39,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "log: <cache-dir>/logs/upload-<folder>-<hash>.log\n"
             "\n"
             "exit codes: 0 pushed (or nothing to change, or --dry-run); 2 not a Hub layout, "
-            "variants of different versions, no token; 9 the Hub refused (no write or "
+            "a variant folder that is not what its name says (metadata.json, extension), "
+            "files a build does not write (.env, links, FIFOs), variants of different "
+            "projects or versions, no token; 9 the Hub refused (no write or "
             "kernel-creation access, a branch that moved meanwhile, unreachable)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -110,6 +110,22 @@ class Digest:
         hashes = [(p, _hash(algorithm, data)) for p, data in files.items() if not _excluded(p)]
         return cls(algorithm, tuple(sorted(hashes)))
 
+    def mismatches(self, hashes: Mapping[str, str]) -> list[str]:
+        """How a folder whose files hash to ``hashes`` (path -> base64 hash in this digest's
+        algorithm, every file of the folder) differs from this digest: files missing, added or
+        changed; empty when it matches."""
+        present = {p: h for p, h in hashes.items() if not _excluded(p)}
+        listed = dict(self.files)
+        problems = [f"{p} is missing" for p in sorted(set(listed) - set(present))]
+        for path in sorted(present):
+            if path not in listed:
+                problems.append(f"{path} is not in metadata.json's digest")
+            elif listed[path] != present[path]:
+                problems.append(
+                    f"{path} does not match its {self.algorithm} in metadata.json's digest"
+                )
+        return problems
+
     def problem(self, path: str, data: bytes) -> str | None:
         """Why ``data`` (the file at ``path`` in the folder) does not match, or None."""
         expected = dict(self.files).get(path)

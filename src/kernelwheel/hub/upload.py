@@ -5,6 +5,10 @@ variants go to the branch ``v<major>`` (created from the default branch when mis
 ``get_kernel(repo, version=<major>)`` and ``kernelwheel to-wheel repo <major>`` read, and the
 kernel card (the layout's ``README.md``) goes beside ``build/``.
 
+The layout is read and checked first (:mod:`.layoutcheck`: variant folders that are what their
+names say, only the files a build writes, each hashed once in chunks); the commit hands
+huggingface_hub the files' paths, never their bytes.
+
 One commit of explicit operations (``create_commit``, never ``upload_folder`` with delete
 patterns): every file of the uploaded variants is added or updated; a file left in the repo's
 folder of an uploaded variant that the new build does not have is removed (``kernels`` checks the
@@ -23,7 +27,6 @@ uploaded files it did (the answer was lost), and any other head is someone else'
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +36,6 @@ from typing import Any, TypeVar
 
 from ..errors import HubError, HubUnavailable, UsageError
 from ..log import Reporter, SilentReporter, step
-from .export import CARD
 from .hubsource import (
     KERNEL_REPO,
     RETRY_STATUS,
@@ -43,8 +45,7 @@ from .hubsource import (
     hub_token,
     is_repo_id,
 )
-from .metadata import DEV_BUILD_MARK, METADATA_JSON, Digest, KernelMetadata
-from .safety import check_repo_path, git_blob_id
+from .layoutcheck import LayoutFile, read_layout
 from .source import BUILD_DIR
 
 __all__ = ["Change", "PlannedFile", "UploadRequest", "UploadResult", "read_layout", "upload"]
@@ -84,15 +85,6 @@ class UploadRequest:
 
 
 @dataclass(frozen=True)
-class Layout:
-    """A Hub layout on disk: repo path -> file, and the major its variants agree on."""
-
-    files: dict[str, Path]
-    variants: tuple[str, ...]
-    major: int
-
-
-@dataclass(frozen=True)
 class UploadResult:
     repo: str
     where: str  # the repo as messages name it, with the endpoint
@@ -111,101 +103,6 @@ class UploadResult:
     @property
     def changes(self) -> tuple[PlannedFile, ...]:
         return tuple(f for f in self.files if f.change is not Change.UNCHANGED)
-
-
-def read_layout(folder: Path, version: int | None = None) -> Layout:
-    """The files of a Hub layout: ``build/<variant>/**`` of every variant (bytecode left out)
-    and the card ``README.md``; every variant's metadata.json must give the same integer
-    version (the branch ``v<version>``), which ``version`` may state but not change, and a
-    digest there must describe the folder as it is."""
-    build = folder / BUILD_DIR
-    if not build.is_dir():
-        raise UsageError(
-            f"{folder}: no {BUILD_DIR}/ folder: not a Hub layout",
-            hint="pass the folder 'kernelwheel build --hub-layout DIR' wrote",
-        )
-    variants = sorted(p.name for p in build.iterdir() if p.is_dir() and not p.is_symlink())
-    if not variants:
-        raise UsageError(
-            f"{build}: holds no variant folders",
-            hint="build some variants with 'kernelwheel build --hub-layout DIR' first",
-        )
-    files: dict[str, Path] = {}
-    majors: dict[str, int] = {}
-    for name in variants:
-        root = build / name
-        meta_path = root / METADATA_JSON
-        if not meta_path.is_file():
-            raise UsageError(
-                f"{meta_path}: missing: {BUILD_DIR}/{name} is not a variant kernelwheel exported",
-                hint="rebuild it with 'kernelwheel build --hub-layout', or remove the folder",
-            )
-        meta = KernelMetadata.parse(meta_path.read_bytes(), where=str(meta_path))
-        if meta.version is None or not meta.version.isdigit():
-            raise UsageError(
-                f"{meta_path}: 'version' is {meta.version!r}, not an integer API major",
-                hint="rebuild the variant with 'kernelwheel build --hub-layout'",
-            )
-        if meta.provenance is not None and DEV_BUILD_MARK in meta.provenance.builder_version:
-            raise UsageError(
-                f"{meta_path}: {BUILD_DIR}/{name} is a 'kernelwheel dev' build, not a release",
-                hint="publish what 'kernelwheel build --hub-layout DIR' writes",
-            )
-        majors[name] = int(meta.version)
-        inner: dict[str, bytes] = {}
-        for path in sorted(root.rglob("*")):
-            rel = path.relative_to(folder).as_posix()
-            if path.is_symlink():
-                raise UsageError(
-                    f"{path}: a symlink; the Hub stores files",
-                    hint="replace it with the file it points to, or rebuild the variant",
-                )
-            if path.is_dir() or "__pycache__" in path.parts or path.suffix == ".pyc":
-                continue
-            check_repo_path(rel, where=str(folder))
-            files[rel] = path
-            inner[path.relative_to(root).as_posix()] = path.read_bytes()
-        _check_digest(meta, inner, meta_path)
-    found = sorted(set(majors.values()))
-    if len(found) > 1:
-        by = ", ".join(f"{n}: {v}" for n, v in sorted(majors.items()))
-        raise UsageError(
-            f"{folder}: the variants' metadata.json give different versions ({by})",
-            hint="one upload goes to one branch v<version>: upload each version's variants "
-            "from its own layout",
-        )
-    if version is not None and version != found[0]:
-        raise UsageError(
-            f"--version {version}, but the variants' metadata.json say version {found[0]}",
-            hint=f"drop --version (branch v{found[0]}), or rebuild with version {version}",
-        )
-    card = folder / CARD
-    if card.is_file() and not card.is_symlink():
-        files[CARD] = card
-    return Layout(files, tuple(variants), found[0])
-
-
-def _check_digest(meta: KernelMetadata, files: dict[str, bytes], where: Path) -> None:
-    """The folder must be what its metadata.json's digest describes (``kernels`` checks it on
-    load): nothing edited, added or missing since the export."""
-    if meta.digest is None:
-        return
-    expected = Digest.of(files, meta.digest.algorithm)
-    if expected == meta.digest:
-        return
-    listed, present = dict(meta.digest.files), dict(expected.files)
-    problems = [f"{p} is missing" for p in sorted(set(listed) - set(present))]
-    problems += [
-        meta.digest.problem(p, files[p]) or ""
-        for p in sorted(present)
-        if listed.get(p) != present[p]
-    ]
-    raise UsageError(
-        f"{where}: the folder does not match its digest: {'; '.join(problems[:3])}"
-        + (f" and {len(problems) - 3} more" if len(problems) > 3 else ""),
-        hint="rebuild the variant with 'kernelwheel build --hub-layout' (kernels would refuse "
-        "to load it as it is)",
-    )
 
 
 class _Hub:
@@ -307,14 +204,16 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _change(data: bytes, remote: tuple[str | None, str | None] | None) -> Change:
+def _change(file: LayoutFile, remote: tuple[str | None, str | None] | None) -> Change:
+    """How the repo's file (blob id, LFS sha256) compares with ``file``, by the hashes
+    read_layout took."""
     if remote is None:
         return Change.ADD
     blob_id, lfs_sha256 = remote
     if lfs_sha256 is not None:
-        same = hashlib.sha256(data).hexdigest() == lfs_sha256
+        same = file.sha256 == lfs_sha256.lower()
     else:
-        same = git_blob_id(data) == blob_id
+        same = file.blob_id == (blob_id or "").lower()
     return Change.UNCHANGED if same else Change.UPDATE
 
 
@@ -359,13 +258,12 @@ def upload(
             else "no repo yet"
         )
     planned: list[PlannedFile] = []
-    contents: dict[str, bytes] = {}
+    contents: dict[str, LayoutFile] = {}  # what the commit adds or updates
     for path, file in sorted(layout.files.items()):
-        data = file.read_bytes()
-        change = _change(data, remote.get(path))
-        planned.append(PlannedFile(path, change, len(data)))
+        change = _change(file, remote.get(path))
+        planned.append(PlannedFile(path, change, file.size))
         if change is not Change.UNCHANGED:
-            contents[path] = data
+            contents[path] = file
     uploaded = {f"{BUILD_DIR}/{v}/" for v in layout.variants}
     planned += [
         PlannedFile(path, Change.REMOVE)
@@ -403,12 +301,18 @@ def _push(
     hub: _Hub,
     req: UploadRequest,
     plan: UploadResult,
-    contents: dict[str, bytes],
+    contents: dict[str, LayoutFile],
     reporter: Reporter,
     scope: str,
 ) -> UploadResult:
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
+    # Paths, not bytes: huggingface_hub reads each file in chunks when it sends it. Made first:
+    # a file changed since the check stops the upload before the Hub is changed at all.
+    operations: list[Any] = [_add(CommitOperationAdd, path, f) for path, f in contents.items()]
+    operations += [
+        CommitOperationDelete(path_in_repo=f.path) for f in plan.files if f.change is Change.REMOVE
+    ]
     head = plan.head
     if plan.create_repo:
         with step(reporter, scope, "create the kernel repo"):
@@ -429,13 +333,6 @@ def _push(
                 ),
             )
             head = hub.branches().get(plan.branch)
-    operations: list[Any] = [
-        CommitOperationAdd(path_in_repo=path, path_or_fileobj=data)
-        for path, data in contents.items()
-    ]
-    operations += [
-        CommitOperationDelete(path_in_repo=f.path) for f in plan.files if f.change is Change.REMOVE
-    ]
     if not operations:
         return plan
     message = req.message or f"Upload {', '.join(plan.variants)} (kernelwheel)"
@@ -451,7 +348,7 @@ def _commit(
     operations: list[Any],
     message: str,
     parent: str | None,
-    contents: dict[str, bytes],
+    contents: dict[str, LayoutFile],
 ) -> tuple[str, str | None]:
     """The commit's id and URL (None when its answer was lost): made once, whatever the
     network does (the module's docstring)."""
@@ -492,12 +389,26 @@ def _commit(
     raise AssertionError("unreachable")
 
 
+def _add(operation: Any, path: str, file: LayoutFile) -> Any:
+    """The commit's operation adding ``file``, which huggingface_hub hashes again as it makes
+    it: a file changed since read_layout checked it is refused, not pushed unchecked."""
+    op = operation(path_in_repo=path, path_or_fileobj=str(file.path))
+    if op.upload_info.sha256.hex() != file.sha256:
+        raise UsageError(
+            f"{file.path}: changed since the layout was checked",
+            hint="let whatever writes the layout finish, then rerun the upload",
+        )
+    return op
+
+
 def _holds(
-    tree: dict[str, tuple[str | None, str | None]], contents: dict[str, bytes], plan: UploadResult
+    tree: dict[str, tuple[str | None, str | None]],
+    contents: dict[str, LayoutFile],
+    plan: UploadResult,
 ) -> bool:
     """Whether ``tree`` has every added or updated file with the uploaded bytes and none of
     those the upload removes."""
     removed = [f.path for f in plan.files if f.change is Change.REMOVE]
     return all(
-        _change(data, tree.get(path)) is Change.UNCHANGED for path, data in contents.items()
+        _change(file, tree.get(path)) is Change.UNCHANGED for path, file in contents.items()
     ) and not any(path in tree for path in removed)
