@@ -7,7 +7,8 @@ files the report came from are as they were: the interpreter, every folder on it
 torch's own folder, ``version.py`` and ``_C`` extension. "As they were" is the same device,
 inode, size, mtime and ctime. The key holds what else shapes the report: the interpreter path
 as given, the working folder (``sys.path[0]`` of ``python -c``), the ``PYTHON*`` variables
-that move ``sys.path``, and the probe script itself.
+that move ``sys.path``, the driver variables the torch facts read (``KERNELWHEEL_CUDA_DRIVER``:
+compat.rules.DRIVER_VARIABLES) and the probe script itself.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from .._util import RUNNER, Runner, atomic_write
 from . import interpreter
+from .rules import DRIVER_VARIABLES
 
 __all__ = ["run_cached"]
 
@@ -40,6 +42,7 @@ def run_cached(
     """:func:`interpreter.run`, answered from ``cache_dir`` when the record there still holds
     (True: it was). Only a report with a working torch is kept (a failure is reported fresh
     each time)."""
+    interpreter.checked_driver_setting()  # a value that is no version: refused, cached or not
     record = cache_dir / "interpreters" / f"{_key(python)}.json"
     data = _valid(record, python)
     kept = data is not None
@@ -57,7 +60,7 @@ def _key(python: Path) -> str:
     shape = {
         "python": str(python.absolute()),
         "cwd": os.getcwd(),
-        "env": {name: os.environ.get(name) for name in _PATH_VARIABLES},
+        "env": {name: os.environ.get(name) for name in (*_PATH_VARIABLES, *DRIVER_VARIABLES)},
         "script": interpreter.script_digest(),
     }
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:20]

@@ -489,6 +489,7 @@ def probe_machine(
     gpus = Gpus((), "not asked: the project has no cuda backend")
     driver = None
     if BackendKind.CUDA.value in project.backends:
+        interpreter.checked_driver_setting()  # a value that is no version: refused, named
         gpus = query_gpus(
             options.python,
             runner=runner,
