@@ -37,17 +37,20 @@ _PATH_VARIABLES = (
 
 
 def run_cached(
-    python: Path, cache_dir: Path, runner: Runner = RUNNER
+    python: Path, cache_dir: Path, runner: Runner = RUNNER, *, timeout: float | None = None
 ) -> tuple[interpreter.Interpreter, bool]:
     """:func:`interpreter.run`, answered from ``cache_dir`` when the record there still holds
     (True: it was). Only a report with a working torch is kept (a failure is reported fresh
-    each time)."""
+    each time). ``timeout``: the probe's bound in seconds (None: the probe's default)."""
     interpreter.checked_driver_setting()  # a value that is no version: refused, cached or not
     record = cache_dir / "interpreters" / f"{_key(python)}.json"
     data = _valid(record, python)
     kept = data is not None
     if data is None:
-        data = interpreter.report(python, runner=runner)
+        if timeout is None:
+            data = interpreter.report(python, runner=runner)
+        else:
+            data = interpreter.report(python, timeout=timeout, runner=runner)
         if "torch" in data and "torch_files" in data:
             stamps = {path: _stamp(path) for path in _watched(python, data)}
             record_data = {"report": data, "stamps": stamps, "digest": _digest(data, stamps)}
