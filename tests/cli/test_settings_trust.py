@@ -135,3 +135,33 @@ def test_an_unusable_remote_storage_url_is_refused_by_flag_and_variable(
 )
 def test_the_remote_storage_urls_ccache_takes_are_kept(url: str, tmp_path: Path) -> None:
     assert resolve_options(tmp_path, env={"KERNELWHEEL_CCACHE_REMOTE": url}).ccache_remote == url
+
+
+# -- KERNELWHEEL_TRACEBACK -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [("0", False), ("false", False), ("", False), ("1", True), ("Yes", True)]
+)
+def test_the_traceback_variable_is_a_boolean(
+    value: str,
+    shown: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Any text used to turn tracebacks on: KERNELWHEEL_TRACEBACK=0 showed them."""
+    monkeypatch.setenv("KERNELWHEEL_TRACEBACK", value)
+    assert main(["build", str(tmp_path / "nope")]) == 3
+    assert ("Traceback" in capsys.readouterr().err) is shown
+
+
+def test_a_traceback_value_that_is_no_boolean_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KERNELWHEEL_TRACEBACK", "maybe")
+    with pytest.raises(SystemExit) as info:
+        main(["build", str(tmp_path / "nope")])
+    err = capsys.readouterr().err
+    assert info.value.code == UsageError.exit_code
+    assert "KERNELWHEEL_TRACEBACK='maybe' is neither true nor false" in err
