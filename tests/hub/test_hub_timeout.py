@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.cli import main
+from kernelwheel.errors import UsageError
 from kernelwheel.hub.hubsource import HubSettings
 
 
@@ -74,13 +75,12 @@ def test_an_endpoint_that_never_answers_stops_upload_with_a_message(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """upload bounds its calls too (at least 120 s each, HF_HUB_DOWNLOAD_TIMEOUT above that;
-    lowered here so the test is quick)."""
-    import kernelwheel.hub.upload as upload_module
-
-    monkeypatch.setattr(upload_module, "_UPLOAD_TIMEOUT", 0.0)
+    """upload bounds its calls too (120 s each by default; HF_HUB_DOWNLOAD_TIMEOUT, which the
+    user set, is honoured (issue 38 family 8: it used to be raised to 120 s whatever it was)."""
     monkeypatch.setenv("HF_ENDPOINT", silent_endpoint)
     monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "1")
+    monkeypatch.delenv("KERNELWHEEL_UPLOAD_TIMEOUT", raising=False)
+    monkeypatch.delenv("KERNELWHEEL_UPLOAD_TRIES", raising=False)
     monkeypatch.setenv("HF_TOKEN", "hf_token")
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     layout = tmp_path / "layout" / "build" / "torch214-cxx11-cpu-x86_64-linux"
@@ -99,11 +99,98 @@ def test_an_endpoint_that_never_answers_stops_upload_with_a_message(
     assert took < 30
 
 
-@pytest.mark.parametrize(
-    ("value", "seconds"), [(None, 10.0), ("2.5", 2.5), ("junk", 10.0), ("-1", 10.0)]
-)
+@pytest.mark.parametrize(("value", "seconds"), [(None, 10.0), ("2.5", 2.5), (" 30 ", 30.0)])
 def test_the_timeout_comes_from_huggingface_hubs_variable(
     value: str | None, seconds: float
 ) -> None:
     env = {"HF_HUB_DOWNLOAD_TIMEOUT": value} if value is not None else {}
     assert HubSettings.from_env(env).timeout == seconds
+
+
+@pytest.mark.parametrize("value", ["junk", "-1", "0", "nan", "inf", "1e9", "10s"])
+@pytest.mark.parametrize("name", ["HF_HUB_DOWNLOAD_TIMEOUT", "HF_HUB_ETAG_TIMEOUT"])
+def test_a_timeout_that_is_no_number_of_seconds_is_an_error_naming_the_variable(
+    value: str, name: str
+) -> None:
+    """Issue 38 family 8: it used to be 10 s, silently."""
+    with pytest.raises(UsageError, match=rf"^{name}='{value}' is not a number of seconds"):
+        HubSettings.from_env({name: value})
+
+
+# -- issue 38 family 8: upload's bounds are the user's ------------------------------------------
+
+
+def _layout(tmp_path: Path) -> Path:
+    variant = tmp_path / "layout" / "build" / "torch214-cxx11-cpu-x86_64-linux"
+    variant.mkdir(parents=True)
+    (variant / "metadata.json").write_text(
+        '{"name": "kernel", "version": 1, "python-depends": [], "backend": {"type": "cpu"}}'
+    )
+    return tmp_path / "layout"
+
+
+@pytest.mark.parametrize("by", ["variables", "flags"])
+def test_upload_waits_as_long_and_as_often_as_the_user_set(
+    by: str,
+    silent_endpoint: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It waited 3 x 120 s whatever the user set: now 0.5 s, twice (the flags over the
+    variables, the variables over HF_HUB_DOWNLOAD_TIMEOUT)."""
+    monkeypatch.setenv("HF_ENDPOINT", silent_endpoint)
+    monkeypatch.setenv("HF_TOKEN", "hf_token")
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "300")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    args = ["upload", str(_layout(tmp_path)), "--repo", "org/kernel", "--dry-run"]
+    if by == "variables":
+        monkeypatch.setenv("KERNELWHEEL_UPLOAD_TIMEOUT", "0.5")
+        monkeypatch.setenv("KERNELWHEEL_UPLOAD_TRIES", "2")
+    else:
+        monkeypatch.setenv("KERNELWHEEL_UPLOAD_TIMEOUT", "200")
+        monkeypatch.setenv("KERNELWHEEL_UPLOAD_TRIES", "9")
+        args += ["--timeout", "0.5", "--tries", "2"]
+    started = time.monotonic()
+    code = main(args)
+    took = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert code == 9, err
+    assert "no answer within 0.5 s, 2 tries" in err and "--timeout" in err
+    assert took < 15
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "shown"),
+    [
+        ("KERNELWHEEL_UPLOAD_TIMEOUT", "soon", "KERNELWHEEL_UPLOAD_TIMEOUT='soon' is not a number"),
+        ("KERNELWHEEL_UPLOAD_TIMEOUT", "-5", "KERNELWHEEL_UPLOAD_TIMEOUT='-5' is not a number"),
+        ("KERNELWHEEL_UPLOAD_TIMEOUT", "nan", "KERNELWHEEL_UPLOAD_TIMEOUT='nan' is not a number"),
+        ("KERNELWHEEL_UPLOAD_TRIES", "0", "KERNELWHEEL_UPLOAD_TRIES='0' is not a whole number"),
+        ("KERNELWHEEL_UPLOAD_TRIES", "2.5", "KERNELWHEEL_UPLOAD_TRIES='2.5' is not a whole number"),
+        ("KERNELWHEEL_UPLOAD_TRIES", "\u0663", "KERNELWHEEL_UPLOAD_TRIES='\u0663' is not a whole"),
+        ("KERNELWHEEL_UPLOAD_TRIES", "1000", "is not a whole number from 1 to 20"),
+        ("--timeout", "0", "--timeout '0' is not a number of seconds"),
+        ("--tries", "many", "--tries 'many' is not a whole number"),
+    ],
+)
+def test_an_unusable_upload_bound_is_refused_naming_where_it_was_set(
+    setting: str,
+    value: str,
+    shown: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # never asked
+    monkeypatch.setenv("HF_TOKEN", "hf_token")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    args = ["upload", str(_layout(tmp_path)), "--repo", "org/kernel", "--dry-run"]
+    if setting.startswith("--"):
+        args += [setting, value]
+    else:
+        monkeypatch.setenv(setting, value)
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert shown in err and "Traceback" not in err

@@ -44,6 +44,22 @@ COMMANDS = (
 )
 
 
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def _traceback_setting() -> tuple[bool, str | None]:
+    """KERNELWHEEL_TRACEBACK read as a boolean (``0`` is off: any text used to turn it on),
+    and what is wrong with a value that is neither."""
+    raw = os.environ.get("KERNELWHEEL_TRACEBACK", "")
+    value = raw.strip().lower()
+    if value in _TRUE or value in _FALSE:
+        return value in _TRUE, None
+    return False, (
+        f"KERNELWHEEL_TRACEBACK={raw!r} is neither true nor false: set it to 1 (or true, yes, "
+        "on) to show tracebacks, 0 (or false, no, off) or nothing not to"
+    )
+
+
 def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kernelwheel",
@@ -54,7 +70,7 @@ def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
         epilog="Run 'kernelwheel COMMAND --help' for a command's options.",
     )
     parser.add_argument("-V", "--version", action="version", version=f"kernelwheel {__version__}")
-    add_common_arguments(parser, traceback=bool(os.environ.get("KERNELWHEEL_TRACEBACK")))
+    add_common_arguments(parser, traceback=_traceback_setting()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in commands:
         try:
@@ -101,6 +117,9 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         cut = argv.index("--")
         argv, passthrough = argv[:cut], argv[cut + 1 :]
     args = parser.parse_args(argv)
+    problem = _traceback_setting()[1]
+    if problem is not None:
+        parser.error(problem)  # exit 2, as a bad flag
     if passthrough:
         args.pytest_args = passthrough
     if runner is None:

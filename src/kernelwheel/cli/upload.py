@@ -65,6 +65,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="list what would be created, added, updated, removed and kept; change nothing",
     )
     p.add_argument("--message", "-m", help="the commit message (default: names the variants)")
+    p.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        help="how long each connect, read and write with the Hub waits (default: "
+        "KERNELWHEEL_UPLOAD_TIMEOUT, else HF_HUB_DOWNLOAD_TIMEOUT, else 120)",
+    )
+    p.add_argument(
+        "--tries",
+        metavar="N",
+        help="how often a call without an answer (or a busy Hub's) is tried, 1-20 (default: "
+        "KERNELWHEEL_UPLOAD_TRIES, else 3); the commit is never made twice",
+    )
     add_json_argument(p, "the plan (each file and its change), the branch and the commit")
     p.set_defaults(func=run)
 
@@ -80,6 +92,8 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             version=args.version,
             dry_run=args.dry_run,
             message=args.message,
+            timeout=args.timeout,
+            tries=args.tries,
         ),
         ui,
     )

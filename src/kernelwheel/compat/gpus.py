@@ -124,7 +124,9 @@ def _visible(
     chosen: list[tuple[str, str]] = []
     alike = len({c for _, c in rows}) == 1
     for entry in (e.strip() for e in visible.split(",")):
-        if entry.isdigit():
+        # CUDA reads ASCII digits only: "٠" or "²" names no GPU (int() would take the first and
+        # fail on the second)
+        if entry.isascii() and entry.isdigit():
             if int(entry) >= len(rows):
                 break
             if not alike and (order or "").strip().upper() != "PCI_BUS_ID":

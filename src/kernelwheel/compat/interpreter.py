@@ -25,7 +25,16 @@ from .._util import RUNNER, CommandTimeout, Runner
 from ..errors import UsageError
 from . import rules as compat
 
-__all__ = ["Interpreter", "ProbeFailed", "locate", "parse", "report", "run", "script_digest"]
+__all__ = [
+    "Interpreter",
+    "ProbeFailed",
+    "checked_driver_setting",
+    "locate",
+    "parse",
+    "report",
+    "run",
+    "script_digest",
+]
 
 _MARK = "KERNELWHEEL-PROBE "
 _MAIN = r"""
@@ -131,8 +140,24 @@ def run(python: Path, *, timeout: float = 300, runner: Runner = RUNNER) -> Inter
     return parse(report(python, timeout=timeout, runner=runner))
 
 
+def checked_driver_setting() -> tuple[int, int] | None:
+    """The CUDA driver version a driver variable (``KERNELWHEEL_CUDA_DRIVER``, the NVIDIA
+    provider's ``NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION``) states, None when unset or
+    ``none``; a value that is no version is a :class:`UsageError` naming the variable, the value
+    and the accepted form (checked here, before any interpreter reads it)."""
+    try:
+        setting = compat.driver_setting()
+    except compat.DriverSettingError as exc:
+        raise UsageError(
+            str(exc), hint=f"set {exc.name} to the CUDA version the driver supports, or unset it"
+        ) from None
+    return None if setting is None else setting[1]
+
+
 def report(python: Path, *, timeout: float = 300, runner: Runner = RUNNER) -> dict[str, Any]:
-    """The probe's raw report (what :func:`parse` reads; kept by ``probe_cache``)."""
+    """The probe's raw report (what :func:`parse` reads; kept by ``probe_cache``). A driver
+    variable that is no version is a :class:`UsageError` before the interpreter runs."""
+    checked_driver_setting()
     packaging_home = str(Path(packaging.__file__).resolve().parents[1])
     try:
         # killable: an interrupt of builds side by side stops the torch import (seconds)

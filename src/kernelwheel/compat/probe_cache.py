@@ -7,7 +7,8 @@ files the report came from are as they were: the interpreter, every folder on it
 torch's own folder, ``version.py`` and ``_C`` extension. "As they were" is the same device,
 inode, size, mtime and ctime. The key holds what else shapes the report: the interpreter path
 as given, the working folder (``sys.path[0]`` of ``python -c``), the ``PYTHON*`` variables
-that move ``sys.path``, and the probe script itself.
+that move ``sys.path``, the driver variables the torch facts read (``KERNELWHEEL_CUDA_DRIVER``:
+compat.rules.DRIVER_VARIABLES) and the probe script itself.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from .._util import RUNNER, Runner, atomic_write
 from . import interpreter
+from .rules import DRIVER_VARIABLES
 
 __all__ = ["run_cached"]
 
@@ -35,16 +37,20 @@ _PATH_VARIABLES = (
 
 
 def run_cached(
-    python: Path, cache_dir: Path, runner: Runner = RUNNER
+    python: Path, cache_dir: Path, runner: Runner = RUNNER, *, timeout: float | None = None
 ) -> tuple[interpreter.Interpreter, bool]:
     """:func:`interpreter.run`, answered from ``cache_dir`` when the record there still holds
     (True: it was). Only a report with a working torch is kept (a failure is reported fresh
-    each time)."""
+    each time). ``timeout``: the probe's bound in seconds (None: the probe's default)."""
+    interpreter.checked_driver_setting()  # a value that is no version: refused, cached or not
     record = cache_dir / "interpreters" / f"{_key(python)}.json"
     data = _valid(record, python)
     kept = data is not None
     if data is None:
-        data = interpreter.report(python, runner=runner)
+        if timeout is None:
+            data = interpreter.report(python, runner=runner)
+        else:
+            data = interpreter.report(python, timeout=timeout, runner=runner)
         if "torch" in data and "torch_files" in data:
             stamps = {path: _stamp(path) for path in _watched(python, data)}
             record_data = {"report": data, "stamps": stamps, "digest": _digest(data, stamps)}
@@ -57,7 +63,7 @@ def _key(python: Path) -> str:
     shape = {
         "python": str(python.absolute()),
         "cwd": os.getcwd(),
-        "env": {name: os.environ.get(name) for name in _PATH_VARIABLES},
+        "env": {name: os.environ.get(name) for name in (*_PATH_VARIABLES, *DRIVER_VARIABLES)},
         "script": interpreter.script_digest(),
     }
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:20]

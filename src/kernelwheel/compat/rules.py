@@ -119,15 +119,47 @@ def _two_numbers(text: str | None) -> tuple[int, int] | None:
         return None
 
 
+class DriverSettingError(ValueError):
+    """One of :data:`DRIVER_VARIABLES` holds a value that is no CUDA version; ``str()`` names
+    the variable, the value and the accepted form."""
+
+    def __init__(self, name: str, value: str) -> None:
+        super().__init__(
+            f"{name}={value!r} is not a CUDA version: give MAJOR.MINOR (e.g. 13.0; 13 means "
+            "13.0) or none (no driver)"
+        )
+        self.name = name
+        self.value = value
+
+
+def driver_setting(environ: Any = None) -> tuple[str, tuple[int, int] | None] | None:
+    """The driver variable that is set (the first of :data:`DRIVER_VARIABLES`) and its value:
+    ``("KERNELWHEEL_CUDA_DRIVER", (13, 0))``, ``(name, None)`` for ``none``; None when neither
+    is set. A value that is not ASCII ``MAJOR[.MINOR[.PATCH]]`` or ``none`` (``13,0``, ``abc``,
+    ``13.``) raises :class:`DriverSettingError`: read as unknown, it would bring back builds the
+    driver cannot load."""
+    env = os.environ if environ is None else environ
+    for name in DRIVER_VARIABLES:
+        value = env.get(name, "").strip()
+        if not value:
+            continue
+        if value.lower() == "none":
+            return name, None
+        parts = value.split(".")
+        if len(parts) > 3 or not all(p and p.isascii() and p.isdigit() for p in parts):
+            raise DriverSettingError(name, value)
+        return name, (int(parts[0]), int(parts[1]) if len(parts) > 1 else 0)
+    return None
+
+
 def cuda_driver() -> tuple[int, int] | None:
     """The newest CUDA the machine's driver supports, ``(13, 2)``: one of
-    :data:`DRIVER_VARIABLES` when set (``"none"``: no driver), else the driver's own answer
-    (``cuDriverGetVersion`` of libcuda, which needs no GPU context); None when there is no
-    driver or it cannot say."""
-    for name in DRIVER_VARIABLES:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return None if value.lower() == "none" else _two_numbers(value)
+    :data:`DRIVER_VARIABLES` when set (``"none"``: no driver; a value that is no version:
+    :class:`DriverSettingError`), else the driver's own answer (``cuDriverGetVersion`` of
+    libcuda, which needs no GPU context); None when there is no driver or it cannot say."""
+    setting = driver_setting()
+    if setting is not None:
+        return setting[1]
     try:
         import ctypes
 

@@ -8,7 +8,7 @@ verified (:mod:`.safety`), import-guarded (:mod:`.guard`), ABI-checked wheel (:m
 """
 
 from .gitsource import GitSource
-from .hubsource import HubSettings, HubSource, is_repo_id
+from .hubsource import HubSettings, HubSource, is_repo_id, repo_id_problem
 from .layout import KernelMetadata, Layout, VariantPlan
 from .revision import Ref, RefKind, RequestKind, Resolution, VersionRequest, choose_ref
 from .source import FileReader, RepoFile, RepoSource
@@ -48,6 +48,7 @@ __all__ = [
     "choose_ref",
     "is_repo_id",
     "open_source",
+    "repo_id_problem",
     "resolve",
     "to_wheels",
 ]

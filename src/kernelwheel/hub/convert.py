@@ -29,7 +29,7 @@ from ..model.python_depends import load_python_depends
 from ..model.recipes import TVM_FFI_PACKAGE, load_recipes
 from ..model.variant import LocalVersionStyle, Variant
 from ..wheels import WheelSpec
-from .guard import guard_files
+from .guard import UnreadableInit, guard_files
 from .layout import KernelMetadata, VariantPlan, package_name, plan
 from .metadata import DEV_BUILD_MARK, METADATA_JSON, METADATA_SIGSTORE
 from .revision import RequestKind, Resolution
@@ -232,8 +232,11 @@ def prepare_wheel(
             f"wheel replaces; pass --name {dist}-kernel to give it another name"
         )
     version = f"{_base_version(resolution, metadata, notes)}+{variant.local_version_in(style)}"
-    if guard_files(contents, layout.package, dist, version, variant):
-        notes.append("import guard added")
+    try:
+        if guard_files(contents, layout.package, dist, version, variant):
+            notes.append("import guard added")
+    except UnreadableInit as exc:
+        raise Unconvertible(f"{folder}: {exc}") from None
     depends = _pypi_requirements(metadata.python_depends, variant) if metadata else ()
     summary = metadata.summary if metadata and metadata.summary else None
     spec = WheelSpec(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -36,7 +37,19 @@ from .revision import Ref, RefKind, is_commit
 from .safety import Announced, check_repo_path
 from .source import BUILD_DIR, FileReader, RepoFile
 
-__all__ = ["KERNEL_REPO", "MODEL_REPO", "HubSettings", "HubSource", "call_hub", "is_repo_id"]
+__all__ = [
+    "KERNEL_REPO",
+    "MODEL_REPO",
+    "HubSettings",
+    "HubSource",
+    "call_hub",
+    "checked_endpoint",
+    "count",
+    "hub_timeout",
+    "is_repo_id",
+    "repo_id_problem",
+    "seconds",
+]
 
 # huggingface_hub's constants.REPO_TYPE_KERNEL / REPO_TYPE_MODEL (not imported here: the module
 # must not import huggingface_hub until a source is made).
@@ -52,8 +65,66 @@ T = TypeVar("T")
 
 
 def is_repo_id(text: str) -> bool:
-    """``org/name`` as the Hub spells repo ids."""
-    return _REPO_ID.fullmatch(text) is not None and ".." not in text
+    """``org/name`` as the Hub spells repo ids (and huggingface_hub accepts them)."""
+    return repo_id_problem(text) is None
+
+
+_REPO_ID_MAX = 96  # huggingface_hub's validate_repo_id: the whole id
+
+
+def repo_id_problem(text: str) -> str | None:
+    """Why ``text`` is no Hub repo id huggingface_hub would send, None when it is one:
+    ``org/name`` of ASCII letters, digits, ``-``, ``_`` and ``.``, each part beginning with a
+    letter or digit and not ending with ``-`` or ``.``, no ``--`` or ``..``, not ending with
+    ``.git``, at most 96 characters."""
+    if _REPO_ID.fullmatch(text) is None:
+        return "is not org/name of ASCII letters, digits, '-', '_' and '.'"
+    if len(text) > _REPO_ID_MAX:
+        return f"is {len(text)} characters long; the Hub allows {_REPO_ID_MAX}"
+    if ".." in text or "--" in text:
+        return "holds '..' or '--', which the Hub refuses"
+    if text.endswith(".git"):
+        return "ends with '.git', which the Hub refuses (the id names the repo, not its URL)"
+    if any(part.endswith(("-", ".")) for part in text.split("/")):
+        return "has a part that ends with '-' or '.', which the Hub refuses"
+    return None
+
+
+def checked_endpoint(value: str | None, where: str = "HF_ENDPOINT") -> str:
+    """The Hub's address from ``where`` (default https://huggingface.co when unset), without
+    a trailing slash: an http(s) URL with an ASCII host and a port in 1-65535, else a
+    :class:`UsageError` naming ``where`` and the value (huggingface_hub would fail deep inside
+    the first request)."""
+    text = (value or "").strip()
+    if not text:
+        return _DEFAULT_ENDPOINT
+    problem = _endpoint_problem(text)
+    if problem is not None:
+        raise UsageError(
+            f"{where}={text!r} {problem}",
+            hint=f"set {where} to the Hub's address, e.g. https://huggingface.co or "
+            "http://127.0.0.1:8080 (a mirror), or unset it",
+        )
+    return text.rstrip("/")
+
+
+def _endpoint_problem(text: str) -> str | None:
+    if not text.isascii() or any(c.isspace() or ord(c) < 32 for c in text):
+        return "is no URL: it holds whitespace, control or non-ASCII characters"
+    try:
+        parts = urllib.parse.urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        return f"is no URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return "is not an http:// or https:// URL"
+    if not parts.hostname:
+        return "names no host"
+    if port == 0:
+        return "has port 0: a port is a number from 1 to 65535"
+    if parts.query or parts.fragment:
+        return "has a query or fragment; the endpoint is a base address"
+    return None
 
 
 @dataclass(frozen=True)
@@ -76,14 +147,14 @@ class HubSettings:
         if not cache and env.get("HF_HOME"):
             cache = os.path.join(env["HF_HOME"], "hub")
         return cls(
-            endpoint=(env.get("HF_ENDPOINT") or _DEFAULT_ENDPOINT).rstrip("/"),
+            endpoint=checked_endpoint(env.get("HF_ENDPOINT")),
             token=checked_token(
                 env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN"),
                 "HF_TOKEN" if env.get("HF_TOKEN") else "HUGGING_FACE_HUB_TOKEN",
             ),
             cache_dir=Path(os.path.expandvars(os.path.expanduser(cache))) if cache else None,
             offline=(env.get("HF_HUB_OFFLINE") or "").upper() in _TRUE,
-            timeout=_seconds(env.get("HF_HUB_DOWNLOAD_TIMEOUT") or env.get("HF_HUB_ETAG_TIMEOUT")),
+            timeout=hub_timeout(env) or 10.0,
         )
 
 
@@ -130,12 +201,51 @@ def hub_token(settings: HubSettings) -> str | None:
     return checked_token(get_token(), f"the stored Hub token ({constants.HF_TOKEN_PATH})")
 
 
-def _seconds(text: str | None, default: float = 10.0) -> float:
+def hub_timeout(environ: Mapping[str, str]) -> float | None:
+    """huggingface_hub's timeout variable that is set (``HF_HUB_DOWNLOAD_TIMEOUT``, else
+    ``HF_HUB_ETAG_TIMEOUT``), checked by :func:`seconds`; None when neither is."""
+    for name in ("HF_HUB_DOWNLOAD_TIMEOUT", "HF_HUB_ETAG_TIMEOUT"):
+        if (environ.get(name) or "").strip():
+            return seconds(environ[name], name)
+    return None
+
+
+_MOST_SECONDS = 86400.0  # a day: more is a typo, and huge floats overflow the HTTP client
+
+
+def seconds(text: str, where: str) -> float:
+    """A number of seconds as given in ``where`` (a variable, a flag): positive, at most a
+    day; anything else a :class:`UsageError` naming ``where`` and the value."""
     try:
-        value = float(text) if text else default
+        value = float(text.strip())
     except ValueError:
-        return default
-    return value if 0 < value < 1e6 else default
+        value = float("nan")
+    if not 0 < value <= _MOST_SECONDS:  # nan fails too
+        raise UsageError(
+            f"{_given(where, text)} is not a number of seconds (more than 0, at most "
+            f"{_MOST_SECONDS:g})",
+            hint=f"give {where} a number of seconds such as 30 or 2.5"
+            + ("" if where.startswith("--") else ", or unset it"),
+        )
+    return value
+
+
+def count(text: str, where: str, most: int) -> int:
+    """A whole number from 1 to ``most`` as given in ``where`` (a variable, a flag); anything
+    else a :class:`UsageError` naming ``where`` and the value."""
+    stripped = text.strip()
+    if not (stripped.isascii() and stripped.isdigit() and 1 <= int(stripped) <= most):
+        raise UsageError(
+            f"{_given(where, text)} is not a whole number from 1 to {most}",
+            hint=f"give {where} a number such as 3"
+            + ("" if where.startswith("--") else ", or unset it"),
+        )
+    return int(stripped)
+
+
+def _given(where: str, text: str) -> str:
+    """``--tries '0'`` for a flag, ``KERNELWHEEL_UPLOAD_TRIES='0'`` for a variable."""
+    return f"{where} {text!r}" if where.startswith("--") else f"{where}={text!r}"
 
 
 _TRIES = 3  # a call that times out or cannot connect is tried this often (1 s, 2 s apart)
@@ -202,16 +312,18 @@ class HubSource:
         settings: HubSettings | None = None,
         reporter: Reporter | None = None,
     ) -> None:
-        if not is_repo_id(repo_id):
+        problem = repo_id_problem(repo_id)
+        if problem is not None:
             raise HubError(
-                f"{repo_id!r} is neither a local folder nor a Hub repo id",
+                f"{repo_id!r} is neither a local folder nor a Hub repo id: it {problem}",
                 hint="pass org/name (e.g. drbh/img2gray) or the path of a git clone",
             )
+        # checked before huggingface_hub is imported: it parses HF_ENDPOINT as it loads
+        self.settings = settings or HubSettings.from_env()
         from huggingface_hub import HfApi, constants
 
         assert constants.REPO_TYPE_KERNEL == KERNEL_REPO  # huggingface_hub >= 1.10
         self.repo_id = repo_id
-        self.settings = settings or HubSettings.from_env()
         self.token = hub_token(self.settings)
         self.api = HfApi(endpoint=self.settings.endpoint, token=self.token or False)
         bound_http(self.settings.timeout)
@@ -524,7 +636,8 @@ def call_hub(
                     + (f" ({attempt} tries)" if attempt > 1 else ""),
                     hint="the Hub is busy or down (status.huggingface.co): retry later",
                 ) from None
-            shown = f"{timeout:g} s, {attempt} tries" if timeout is not None else "time"
+            plural = "try" if attempt == 1 else "tries"
+            shown = f"{timeout:g} s, {attempt} {plural}" if timeout is not None else "time"
             raise HubUnavailable(
                 f"{where}: {what}: no answer within {shown} ({exc})", hint=unanswered_hint
             ) from None

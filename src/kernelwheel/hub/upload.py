@@ -27,8 +27,9 @@ uploaded files it did (the answer was lost), and any other head is someone else'
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -42,19 +43,37 @@ from .hubsource import (
     HubSettings,
     bound_http,
     call_hub,
+    count,
+    hub_timeout,
     hub_token,
-    is_repo_id,
+    repo_id_problem,
+    seconds,
 )
 from .layoutcheck import LayoutFile, read_layout
 from .source import BUILD_DIR
 
-__all__ = ["Change", "PlannedFile", "UploadRequest", "UploadResult", "read_layout", "upload"]
+__all__ = [
+    "Change",
+    "PlannedFile",
+    "UploadBounds",
+    "UploadRequest",
+    "UploadResult",
+    "read_layout",
+    "upload",
+    "upload_bounds",
+]
 
 T = TypeVar("T")
-_TRIES = 3  # each call, the commit included (see the module's docstring)
-# The HTTP client's bound on each connect, read and write of an upload (not on the whole call):
-# a commit's answer can take the Hub many seconds; HF_HUB_DOWNLOAD_TIMEOUT raises it.
+# How often each call is tried, the commit included (see the module's docstring), by default:
+# --tries / KERNELWHEEL_UPLOAD_TRIES set it, from 1 to _MOST_TRIES.
+_TRIES = 3
+_MOST_TRIES = 20
+# The HTTP client's bound on each connect, read and write of an upload (not on the whole call),
+# by default: a commit's answer can take the Hub many seconds. --timeout,
+# KERNELWHEEL_UPLOAD_TIMEOUT, else huggingface_hub's HF_HUB_DOWNLOAD_TIMEOUT set it.
 _UPLOAD_TIMEOUT = 120.0
+TIMEOUT_VARIABLE = "KERNELWHEEL_UPLOAD_TIMEOUT"
+TRIES_VARIABLE = "KERNELWHEEL_UPLOAD_TRIES"
 _TOKEN_HINT = (
     "set HF_TOKEN to a token with write access to the repo's namespace (huggingface.co/settings/"
     "tokens), or run 'hf auth login'; --dry-run needs none"
@@ -82,6 +101,41 @@ class UploadRequest:
     version: int | None = None  # the API major; default: the variants' metadata.json version
     dry_run: bool = False
     message: str | None = None
+    # --timeout and --tries as given (None: the variables, else the defaults: upload_bounds)
+    timeout: str | None = None
+    tries: str | None = None
+
+
+@dataclass(frozen=True)
+class UploadBounds:
+    """How long each connect, read and write of an upload waits (seconds), and how often each
+    call is tried."""
+
+    timeout: float = _UPLOAD_TIMEOUT
+    tries: int = _TRIES
+
+
+def upload_bounds(
+    timeout: str | None = None, tries: str | None = None, environ: Mapping[str, str] | None = None
+) -> UploadBounds:
+    """The bounds of an upload: ``--timeout`` (``timeout``), else KERNELWHEEL_UPLOAD_TIMEOUT,
+    else huggingface_hub's HF_HUB_DOWNLOAD_TIMEOUT, else 120 s; ``--tries`` (``tries``), else
+    KERNELWHEEL_UPLOAD_TRIES, else 3. A value that is no positive number is a UsageError
+    naming where it was given."""
+    env = os.environ if environ is None else environ
+    wait: float | None = None
+    if timeout is not None:
+        wait = seconds(timeout, "--timeout")
+    elif (env.get(TIMEOUT_VARIABLE) or "").strip():
+        wait = seconds(env[TIMEOUT_VARIABLE], TIMEOUT_VARIABLE)
+    else:
+        wait = hub_timeout(env)
+    times = _TRIES
+    if tries is not None:
+        times = count(tries, "--tries", _MOST_TRIES)
+    elif (env.get(TRIES_VARIABLE) or "").strip():
+        times = count(env[TRIES_VARIABLE], TRIES_VARIABLE, _MOST_TRIES)
+    return UploadBounds(_UPLOAD_TIMEOUT if wait is None else wait, times)
 
 
 @dataclass(frozen=True)
@@ -108,16 +162,19 @@ class UploadResult:
 class _Hub:
     """The calls upload makes, each error mapped to one that says the fix."""
 
-    def __init__(self, repo: str, settings: HubSettings, token: str | None) -> None:
+    def __init__(
+        self, repo: str, settings: HubSettings, token: str | None, bounds: UploadBounds
+    ) -> None:
         from huggingface_hub import HfApi
 
         self.repo = repo
-        self.timeout = max(settings.timeout, _UPLOAD_TIMEOUT)
+        self.timeout = bounds.timeout
+        self.tries = bounds.tries
         bound_http(self.timeout)
         self.api = HfApi(endpoint=settings.endpoint, token=token or False)
         self.where = f"Hub kernel repo {repo} ({settings.endpoint})"
 
-    def call(self, what: str, fn: Callable[[], T], *, tries: int = _TRIES) -> T:
+    def call(self, what: str, fn: Callable[[], T], *, tries: int | None = None) -> T:
         """``fn()`` with its errors mapped; tried again (``tries`` in all) after no answer or
         a server error, so only for calls that may be repeated."""
         from huggingface_hub import errors as hf
@@ -148,10 +205,10 @@ class _Hub:
             what,
             guarded,
             timeout=self.timeout,
-            tries=tries,
+            tries=tries or self.tries,
             retry_status=RETRY_STATUS,
             unanswered_hint="check the network and HF_ENDPOINT, then rerun: nothing is pushed "
-            "twice (a slow link may need a longer HF_HUB_DOWNLOAD_TIMEOUT, in seconds)",
+            f"twice (a slow link may need a longer --timeout or {TIMEOUT_VARIABLE}, in seconds)",
         )
 
     def exists(self) -> bool:
@@ -226,11 +283,14 @@ def upload(
     """Plan, and unless ``req.dry_run`` make, the commit that puts the layout's variants on the
     kernel repo's branch ``v<major>``."""
     reporter = reporter or SilentReporter()
-    if not is_repo_id(req.repo):
+    problem = repo_id_problem(req.repo)
+    if problem is not None:
         raise UsageError(
-            f"{req.repo!r} is not a Hub repo id", hint="pass org/name, e.g. my-org/img2gray"
+            f"--repo {req.repo!r} is not a Hub repo id: it {problem}",
+            hint="pass org/name, e.g. my-org/img2gray",
         )
     settings = settings or HubSettings.from_env()
+    bounds = upload_bounds(req.timeout, req.tries)
     if settings.offline:
         raise UsageError(
             "HF_HUB_OFFLINE is set: upload (even --dry-run) needs the Hub",
@@ -241,7 +301,7 @@ def upload(
     token = hub_token(settings)
     if token is None and not req.dry_run:
         raise UsageError(f"no Hub token to push {req.repo} with", hint=_TOKEN_HINT)
-    hub = _Hub(req.repo, settings, token)
+    hub = _Hub(req.repo, settings, token, bounds)
     scope = req.repo.rsplit("/", 1)[1]
 
     with step(reporter, scope, f"compare with {hub.where}, branch {branch}") as detail:
@@ -353,7 +413,7 @@ def _commit(
     """The commit's id and URL (None when its answer was lost): made once, whatever the
     network does (the module's docstring)."""
     what = f"committing to {plan.branch}"
-    for attempt in range(1, _TRIES + 1):
+    for attempt in range(1, hub.tries + 1):
         try:
             info = hub.call(
                 what,
@@ -369,7 +429,7 @@ def _commit(
             )
             return info.oid, str(info.commit_url)
         except HubUnavailable as err:
-            if attempt == _TRIES:
+            if attempt == hub.tries:
                 raise HubUnavailable(
                     f"{err.message}; the commit was tried {attempt} times and is not on "
                     f"{plan.branch}",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .. import _toml as toml
 from ..errors import ProjectError, UsageError
-from ..hub import RequestKind, VersionRequest, is_repo_id
+from ..hub import RequestKind, VersionRequest, repo_id_problem
 
 __all__ = ["PYPROJECT", "Declarations", "Dependency", "read_dependencies"]
 
@@ -103,12 +103,13 @@ def read_dependencies(project_dir: Path) -> Declarations:
 def _dependency(table: toml.Located, repo: str) -> Dependency:
     """The line ``repo = ...`` of ``table`` (one of the two dependencies tables)."""
     where = table.dotted(repo)
-    if not is_repo_id(repo):
+    problem = repo_id_problem(repo)
+    if problem is not None:
         local = " For a local git clone, keep the repo id as the key and add path = '...'" + (
             f" under [{KERNELWHEEL_TABLE}]."
         )
         raise table.error(
-            f"{repo!r} is not a Hub repo id (org/name)",
+            f"{repo!r} is not a Hub repo id (org/name): it {problem}",
             repo,
             "keys are Hub repo ids such as drbh/img2gray." + local,
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import _toml as toml
 from ..errors import ProjectError, UsageError
-from ..hub import VersionRequest
+from ..hub import VersionRequest, repo_id_problem
 
 __all__ = ["LOCK_NAME", "LOCK_VERSION", "LockFile", "LockedKernel", "LockedVariant"]
 
@@ -180,8 +180,12 @@ def _kernel(table: toml.Located) -> LockedKernel:
         VersionRequest.parse(requested)
     except UsageError as exc:
         raise table.error(exc.message, "requested", _RELOCK) from None
+    repo = table.required_string("repo", _RELOCK)
+    problem = repo_id_problem(repo)
+    if problem is not None:
+        raise table.error(f"{repo!r} is not a Hub repo id: it {problem}", "repo", _RELOCK)
     return LockedKernel(
-        repo=table.required_string("repo", _RELOCK),
+        repo=repo,
         requested=requested,
         ref=table.required_string("ref", _RELOCK),
         commit=_match(table, "commit", _COMMIT),

@@ -61,6 +61,9 @@ class TorchAt:
     torch: compat.Torch | None
     machine: str = ""  # its platform.machine(); "" : this machine's
     error: str | None = None
+    # why the interpreter could not be run at all (it hung, it does not start): then ``error``
+    # is no torch's import error, and the message says this instead
+    unusable: str | None = None
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,8 @@ def _candidates_for(plan: MatrixPlan, seen: TorchAt, host: Arch) -> list[str]:
 
 def _why_not(plan: MatrixPlan, seen: TorchAt, host: Arch) -> str:
     """``<origin> (torch …): <why the plan has no variant for it>``."""
+    if seen.unusable is not None:
+        return f"{seen.origin}: {seen.unusable}"
     if seen.torch is None:
         return f"{seen.origin}: it has no torch ({seen.error})"
     reasons = _candidates_for(plan, seen, host)
@@ -477,18 +482,16 @@ def probe_machine(
     else:
         candidate = active_venv_python(env)
         if candidate is not None:
+            origin = f"the active virtual environment {candidate.parents[1]}"
             try:
-                venv = _probe(
-                    candidate,
-                    f"the active virtual environment {candidate.parents[1]}",
-                    options.cache_dir,
-                    runner,
-                )
-            except ToolchainError:
-                venv = None  # a broken venv only guides the choice: rule 3 decides
+                venv = _probe(candidate, origin, options.cache_dir, runner, IMPLICIT_PROBE_TIMEOUT)
+            except interpreter.ProbeFailed as exc:
+                # a broken venv only guides the choice: rule 3 decides, and a note says why
+                venv = TorchAt(origin, None, unusable=f"its python {candidate} {_failure(exc)}")
     gpus = Gpus((), "not asked: the project has no cuda backend")
     driver = None
     if BackendKind.CUDA.value in project.backends:
+        interpreter.checked_driver_setting()  # a value that is no version: refused, named
         gpus = query_gpus(
             options.python,
             runner=runner,
@@ -507,7 +510,27 @@ def active_venv_python(environ: Mapping[str, str] | None = None) -> Path | None:
     return python if python is not None and python.exists() else None
 
 
-def _probe(python: Path, origin: str, cache_dir: Path, runner: Runner) -> TorchAt:
+# How long the probe of an interpreter found implicitly (the active virtual environment: it
+# only guides the default) may take, in seconds; one torch import takes a few. A --python the
+# user named gets the probe's own bound (compat.interpreter: 300 s, a cold torch on a slow disk).
+IMPLICIT_PROBE_TIMEOUT = 30.0
+
+
+def _failure(exc: interpreter.ProbeFailed) -> str:
+    """``gave no answer within 30 s`` / ``cannot be run (…)``, for the notes."""
+    text = str(exc)
+    if text.startswith("no answer"):
+        return f"gave {text} (the probe imports torch); it was stopped"
+    return f"cannot be run ({text.splitlines()[-1] if text else 'no output'})"
+
+
+def _probe(
+    python: Path, origin: str, cache_dir: Path, runner: Runner, timeout: float | None = None
+) -> TorchAt:
+    """``python``'s torch; a ProbeFailed of a --python is a ToolchainError naming it."""
+    if timeout is not None:  # an implicit interpreter: its failure is the caller's note
+        found, _ = probe_cache.run_cached(python, cache_dir, runner, timeout=timeout)
+        return TorchAt(origin, found.torch, found.machine, found.torch_error)
     try:
         found, _ = probe_cache.run_cached(python, cache_dir, runner)
     except interpreter.ProbeFailed as exc:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -359,13 +360,43 @@ def _remote_storage(raw: Any, fail: _Fail, base: Path) -> str | None:
         raise fail(f"expected a storage URL, got {raw!r}", "e.g. redis://cache.example:6379")
     urls = raw.split()
     for url in urls:
-        if not url.startswith(_REMOTE_SCHEMES):
+        problem = (
+            _storage_url_problem(url.split("|", 1)[0])
+            if url.startswith(_REMOTE_SCHEMES)
+            else "is no ccache remote storage URL"
+        )
+        if problem is not None:
             raise fail(
-                f"{url!r} is no ccache remote storage URL",
-                "use redis://HOST[:PORT], redis+unix:/SOCKET, http://HOST/PATH or file:/FOLDER "
-                "(https is not one of ccache's storage back ends: put a TLS proxy in front)",
+                f"{url!r} {problem}",
+                "use redis://HOST[:PORT], redis+unix:/SOCKET, http://HOST[:PORT]/PATH or "
+                "file:/FOLDER, the port 1-65535 (https is not one of ccache's storage back ends: "
+                "put a TLS proxy in front)",
             )
     return " ".join(urls) or None
+
+
+def _storage_url_problem(url: str) -> str | None:
+    """What is wrong with one storage URL of a scheme ccache knows (its ``|attributes`` cut
+    off), None when ccache can use it: redis and http need a host, and a port in 1-65535;
+    redis+unix and file need a path."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as exc:  # "Invalid IPv6 URL": an unclosed [
+        return f"is no URL ({exc})"
+    if parts.scheme in ("redis+unix", "file"):
+        return None if parts.path.strip("/") else "names no path"
+    if not parts.hostname:
+        return "names no host"
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        shown = parts.netloc.rpartition("@")[2].rpartition(":")[2]
+        return f"has port {shown!r}: a port is a number from 1 to 65535"
+    if not parts.hostname.isascii():
+        return "names a host that is not ASCII (give its punycode, xn--...)"
+    return None
 
 
 def _plat(raw: Any, fail: _Fail, base: Path) -> str:
