@@ -75,6 +75,25 @@ def test_a_package_installed_on_the_path_means_a_new_probe(counted: Path, tmp_pa
     assert _imports(counted) == 2
 
 
+def test_a_change_kernelwheel_makes_keeps_a_valid_record_valid(
+    counted: Path, tmp_path: Path
+) -> None:
+    """A dev build's .pth written into a folder on sys.path (kept_across): no new probe; a
+    change made outside it still means one."""
+    python, cache = Path(sys.executable), tmp_path / "cache"
+    probe_cache.run_cached(python, cache)
+    with probe_cache.kept_across(python, cache):
+        (tmp_path / "site" / "kernelwheel-dev-k.pth").write_text(str(tmp_path / "dev") + "\n")
+    assert probe_cache.run_cached(python, cache)[1] and _imports(counted) == 1
+    (tmp_path / "site" / "other-1.0.dist-info").mkdir()
+    assert not probe_cache.run_cached(python, cache)[1] and _imports(counted) == 2
+    # a record that was not valid before is not made valid by the change
+    (tmp_path / "site" / "another-1.0.dist-info").mkdir()
+    with probe_cache.kept_across(python, cache):
+        (tmp_path / "site" / "kernelwheel-dev-j.pth").write_text(str(tmp_path / "dev") + "\n")
+    assert not probe_cache.run_cached(python, cache)[1] and _imports(counted) == 3
+
+
 def test_another_pythonpath_is_another_record(
     counted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -38,6 +38,7 @@ from .._util import (
     write_if_changed,
 )
 from ..compat.guard import BuildStamp
+from ..compat.probe_cache import kept_across
 from ..errors import ProjectError
 from ..log import Reporter, step
 from ..model.project import KernelProject
@@ -273,7 +274,9 @@ print(json.dumps([sysconfig.get_path("purelib"), version("torch"), version(sys.a
 """
 
 
-def link_dev_build(build: DevBuild, project: KernelProject, python: Path, runner: Runner) -> Linked:
+def link_dev_build(
+    build: DevBuild, project: KernelProject, python: Path, cache_dir: Path, runner: Runner
+) -> Linked:
     """Make ``build`` importable by ``python`` without pip: ``kernelwheel-dev-<package>.pth``
     in its site-packages names the dev build's ``site`` folder. Not written where that torch is
     not the variant's (the import guard would refuse the build there)."""
@@ -289,7 +292,8 @@ def link_dev_build(build: DevBuild, project: KernelProject, python: Path, runner
     pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
     line = f"{os.fspath(build.site)}\n"
     if not _holds(pth, line):  # unchanged: its folder's probe stays valid
-        atomic_write(pth, line)
+        with kept_across(python, cache_dir):  # and changed: it stays valid too
+            atomic_write(pth, line)
     return Linked(python, pth, shadowed_by=installed or None)
 
 

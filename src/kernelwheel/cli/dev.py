@@ -105,7 +105,11 @@ def dev_once(
         runner=args.runner,
     )
     target = _target_python(planned)
-    linked = link_dev_build(build, planned.project, target, args.runner) if target else None
+    linked = (
+        link_dev_build(build, planned.project, target, planned.options.cache_dir, args.runner)
+        if target
+        else None
+    )
     _report(ui, planned.project, build, linked)
     return DevRun(planned, build, linked)
 

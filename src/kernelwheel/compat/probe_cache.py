@@ -17,6 +17,8 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from .._util import RUNNER, Runner, atomic_write
 from . import interpreter
 from .rules import DRIVER_VARIABLES
 
-__all__ = ["run_cached"]
+__all__ = ["kept_across", "run_cached"]
 
 # The variables that change what ``python -c`` imports.
 _PATH_VARIABLES = (
@@ -43,7 +45,7 @@ def run_cached(
     (True: it was). Only a report with a working torch is kept (a failure is reported fresh
     each time). ``timeout``: the probe's bound in seconds (None: the probe's default)."""
     interpreter.checked_driver_setting()  # a value that is no version: refused, cached or not
-    record = cache_dir / "interpreters" / f"{_key(python)}.json"
+    record = _record(python, cache_dir)
     data = _valid(record, python)
     kept = data is not None
     if data is None:
@@ -52,11 +54,30 @@ def run_cached(
         else:
             data = interpreter.report(python, timeout=timeout, runner=runner)
         if "torch" in data and "torch_files" in data:
-            stamps = {path: _stamp(path) for path in _watched(python, data)}
-            record_data = {"report": data, "stamps": stamps, "digest": _digest(data, stamps)}
-            text = json.dumps(record_data, sort_keys=True)
-            atomic_write(record, text + "\n")
+            _write(record, python, data)
     return interpreter.parse(data), kept
+
+
+@contextmanager
+def kept_across(python: Path, cache_dir: Path) -> Iterator[None]:
+    """A change kernelwheel makes in ``python``'s folders that leaves its report as it was (a
+    dev build's ``.pth``, which adds only the dev build's own folder to ``sys.path``): a record
+    valid before it is stamped again after it, so the next run does not import torch again."""
+    record = _record(python, cache_dir)
+    data = _valid(record, python)
+    yield
+    if data is not None:
+        _write(record, python, data)
+
+
+def _record(python: Path, cache_dir: Path) -> Path:
+    return cache_dir / "interpreters" / f"{_key(python)}.json"
+
+
+def _write(record: Path, python: Path, data: dict[str, Any]) -> None:
+    stamps = {path: _stamp(path) for path in _watched(python, data)}
+    record_data = {"report": data, "stamps": stamps, "digest": _digest(data, stamps)}
+    atomic_write(record, json.dumps(record_data, sort_keys=True) + "\n")
 
 
 def _key(python: Path) -> str:
