@@ -41,6 +41,7 @@ __all__ = [
 
 MAX_DEPTH = 100  # names and expressions followed through at most this many steps
 _MAX_TEXT = 4096  # a folded string longer than this is not read further
+_MAX_PARTS = 64  # nor one of more parts than this
 _MAX_CHOICES = 8  # a name bound more often than this is not followed
 _OPS_MODULE = "_ops"  # the generated module that holds the build's own namespace
 # The generated functions that prefix an op name with the build's namespace (tvm-ffi's too): a
@@ -84,11 +85,29 @@ class Folded:
         for part in other.parts:
             if parts and isinstance(part, str) and isinstance(parts[-1], str):
                 parts[-1] = parts[-1] + part
+            elif parts and not isinstance(part, str) and type(parts[-1]) is type(part):
+                continue  # two unknown (or own) parts in a row read as one: the first says why
             else:
                 parts.append(part)
-        if sum(len(p) for p in parts if isinstance(p, str)) > _MAX_TEXT:
-            return _unknown("a string too long to read")
-        return Folded(tuple(parts))
+        return _bounded(parts)
+
+
+_TOO_LONG = Unknown("a string too long to read")
+
+
+def _bounded(parts: list[Part]) -> Folded:
+    """``parts`` cut after :data:`_MAX_TEXT` characters or :data:`_MAX_PARTS` parts (what
+    comes first is kept: the namespace is at the start), so a name that doubles at every
+    step stays small."""
+    total = 0
+    for index, part in enumerate(parts):
+        if index >= _MAX_PARTS:
+            return Folded((*parts[:index], _TOO_LONG))
+        if isinstance(part, str):
+            total += len(part)
+            if total > _MAX_TEXT:
+                return Folded((*parts[:index], part[: len(part) - (total - _MAX_TEXT)], _TOO_LONG))
+    return Folded(tuple(parts))
 
 
 def _unknown(reason: str) -> Folded:

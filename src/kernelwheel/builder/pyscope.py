@@ -171,7 +171,7 @@ class _Walker:
         else:
             pending = []
             self.segments.append((scope, pending))
-        pending.extend(n for n in nodes if n is not None)
+        pending.extend(n for n in reversed(list(nodes)) if n is not None)
 
     def _call(self, node: ast.Call, scope: Scope) -> None:
         self.calls.append((node, scope))
@@ -347,15 +347,16 @@ def _declaring_scope(function: Scope, name: str) -> Scope | None:
 
 
 def _add_children(node: ast.AST, pending: list[ast.AST]) -> None:
-    """``node``'s child nodes (not its ``ctx``), appended to ``pending``."""
-    for name in node._fields:
+    """``node``'s child nodes (not its ``ctx``), appended to ``pending`` last first, so they
+    are read (popped) in source order and each name's bindings listed in that order."""
+    for name in reversed(node._fields):
         if name == "ctx":
             continue
         value = getattr(node, name, None)
         if isinstance(value, ast.AST):
             pending.append(value)
         elif isinstance(value, list):
-            pending.extend(item for item in value if isinstance(item, ast.AST))
+            pending.extend(item for item in reversed(value) if isinstance(item, ast.AST))
 
 
 def release_locals(functions: tuple[Scope, ...]) -> None:
