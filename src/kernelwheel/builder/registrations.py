@@ -8,17 +8,24 @@ kernel-builder refuses such packages; so does kernelwheel, naming the file, the 
 (``add_op_namespace_prefix`` from the generated ``_ops``), unless the author accepts them with the
 ``allow-fixed-op-namespaces`` setting.
 
-What counts (read with :mod:`ast`, nothing is imported or run):
+What counts (read with :mod:`ast` through :mod:`.pyfold`, nothing is imported or run):
 
 - the torch.library functions and decorators that name an op (``custom_op``, ``triton_op``,
-  ``define``, ``impl``, ``register_kernel``, ``register_fake``, ``register_autograd``,
-  ``register_vmap``, ``register_torch_dispatch``), called anywhere, whose op name is a string
-  literal (or a module-level constant holding one), an f-string with a literal ``ns::`` part,
-  or an attribute of ``torch.ops.<ns>``; a call to ``add_op_namespace_prefix`` (or tvm-ffi's
-  ``torch_add_op_namespace_prefix``) is the fix, and any other expression is left alone (it
-  cannot be judged without running the code);
-- ``Library("<ns>", kind)`` with a literal namespace, for every kind but ``IMPL`` of torch's own
-  namespaces (``aten``, ``prims``): those add kernels to existing ops, they define none.
+  ``define``, ``impl``, ``register_kernel``, ``register_fake``, ``register_autograd``, ...),
+  and ``Library``/``_scoped_library``, however they are reached: ``torch.library.custom_op``,
+  an alias (``from torch.library import custom_op as co``, ``import torch.library as tl``), an
+  assignment (``op = custom_op``), in the module or in a function;
+- their op name or namespace folded to a string: literals, constants (of the module, or of a
+  sibling module of the package), f-strings, ``+``, ``%``, ``.format``, ``"sep".join``; a
+  fixed ``ns::`` is refused. ``torch.ops.<ns>.<op>`` names ``<ns>``. What comes from the
+  generated ``_ops`` (``add_op_namespace_prefix``, ``ops``) is the build's own, and so is a
+  custom op the package defines (it is judged where it is defined);
+- a namespace that cannot be read without running the code (a parameter, a value computed at
+  run time) is said plainly, call by call: a warning, as a file the check cannot parse is;
+- ``Library("aten", "IMPL")`` (and ``prims``) adds kernels to torch's own ops: it defines none.
+
+A function or method named like a torch.library one that the check cannot trace to torch
+(``lib.define(...)`` of a Library object) is judged only when its name is a fixed ``ns::``.
 """
 
 from __future__ import annotations
@@ -30,6 +37,19 @@ from pathlib import Path
 
 from ..errors import ProjectError
 from ..model.project import KernelProject
+from .pyfold import (
+    Choice,
+    DefRef,
+    Dotted,
+    Folded,
+    Own,
+    Package,
+    ParsedModule,
+    Ref,
+    Unknown,
+    ValueRef,
+)
+from .pyscope import Scope
 
 __all__ = [
     "FixedRegistration",
@@ -45,14 +65,20 @@ _NAMING_CALLS = frozenset(
         "triton_op",
         "define",
         "impl",
+        "impl_abstract",
         "register_kernel",
         "register_fake",
         "register_autograd",
+        "register_autocast",
         "register_vmap",
         "register_torch_dispatch",
     }
 )
-_PREFIX_FUNCTIONS = frozenset({"add_op_namespace_prefix", "torch_add_op_namespace_prefix"})
+_LIBRARY_CALLS = frozenset({"Library", "_scoped_library"})
+# The keyword that may name the op instead of the first argument (torch.library.define/impl).
+_OP_KEYWORDS = ("qualname",)
+# Where torch keeps them: torch.library, and torch._library's modules it re-exports.
+_TORCH_PREFIXES = ("torch.library.", "torch._library.", "torch._custom_ops.")
 # Library(ns, "IMPL") of these adds kernels to torch's own ops: not a namespace of the kernel's.
 _TORCH_NAMESPACES = frozenset({"aten", "prims"})
 
@@ -67,145 +93,236 @@ class FixedRegistration:
     namespace: str
 
     def describe(self, root: Path) -> str:
-        where = self.path.relative_to(root) if self.path.is_relative_to(root) else self.path
-        return f"{where}:{self.line}: {self.call}(...) registers in namespace {self.namespace!r}"
+        where = f"{_where(self.path, root)}:{self.line}"
+        return f"{where}: {self.call}(...) registers in namespace {self.namespace!r}"
 
 
 @dataclass(frozen=True)
 class Unreadable:
-    """A Python file the check could not parse (left to the import to report)."""
+    """A Python file the check could not parse (left to the import to report), or, with
+    ``line`` and ``call``, a registration whose namespace it could not read."""
 
     path: Path
     reason: str
+    line: int | None = None
+    call: str | None = None
+
+    def describe(self, root: Path) -> str:
+        where = _where(self.path, root)
+        if self.line is None:
+            return f"{where}: not checked for op registrations ({self.reason})"
+        return (
+            f"{where}:{self.line}: {self.call}(...): the namespace it registers in could not "
+            f"be read, so it was not checked ({self.reason}); name the op with "
+            "add_op_namespace_prefix from the package's _ops, or with a constant"
+        )
+
+
+def _where(path: Path, root: Path) -> str:
+    return str(path.relative_to(root) if path.is_relative_to(root) else path)
 
 
 def find_fixed_registrations(
-    files: Iterable[Path],
+    files: Iterable[Path], package_dir: Path | None = None
 ) -> tuple[tuple[FixedRegistration, ...], tuple[Unreadable, ...]]:
-    """Every fixed-namespace registration in ``files`` (Python sources), in file and line
-    order, and the files that could not be parsed."""
+    """Every fixed-namespace registration in ``files`` (Python sources of the package in
+    ``package_dir``, by default their files' common folder), in file and line order; the files
+    that could not be parsed and the registrations whose namespace could not be read."""
+    paths = sorted(files)
+    if not paths:
+        return (), ()
+    root = package_dir or _common_folder(paths)
+    package = Package(root)
     found: list[FixedRegistration] = []
     unreadable: list[Unreadable] = []
-    for path in sorted(files):
-        try:
-            tree = ast.parse(path.read_bytes(), filename=str(path))
-        except (SyntaxError, ValueError, OSError) as exc:
-            unreadable.append(Unreadable(path, str(exc)))
+    for path in paths:
+        module = package.module(path)
+        if isinstance(module, Unknown):
+            unreadable.append(Unreadable(path, module.reason))
             continue
-        found.extend(_in_module(path, tree))
+        fixed, unread = _in_module(package, module, package.calls(path))
+        package.release(path)
+        found.extend(fixed)
+        unreadable.extend(unread)
     return tuple(found), tuple(unreadable)
 
 
-def _in_module(path: Path, tree: ast.Module) -> list[FixedRegistration]:
-    constants = _string_constants(tree)
-    out: list[FixedRegistration] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        name = _called_name(node)
-        if name == "Library":
-            namespace = _library_namespace(node, constants)
-        elif name in _NAMING_CALLS and node.args:
-            namespace = _op_namespace(node.args[0], constants)
-        else:
-            continue
-        if namespace is not None:
-            out.append(FixedRegistration(path, node.lineno, name, namespace))
-    return sorted(out, key=lambda r: r.line)
+def _common_folder(paths: list[Path]) -> Path:
+    folder = paths[0].parent
+    while not all(p.is_relative_to(folder) for p in paths):
+        folder = folder.parent
+    return folder
 
 
-def _called_name(node: ast.Call) -> str | None:
-    if isinstance(node.func, ast.Name):
-        return node.func.id
-    if isinstance(node.func, ast.Attribute):
-        return node.func.attr
+def _in_module(
+    package: Package, module: ParsedModule, calls: Iterable[tuple[ast.Call, Scope]]
+) -> tuple[list[FixedRegistration], list[Unreadable]]:
+    found: list[FixedRegistration] = []
+    unread: list[Unreadable] = []
+    for call, scope in calls:
+        try:
+            verdict = _judge_call(package, module, call, scope)
+        except RecursionError:  # the folding is bounded; this is the last guard
+            verdict = (_called_name(call) or "call", True, Unknown("nested too deeply to read"))
+        if verdict is None:
+            continue
+        name, known, result = verdict
+        if isinstance(result, str):
+            found.append(FixedRegistration(module.path, call.lineno, name, result))
+        elif isinstance(result, Unknown) and known:
+            unread.append(Unreadable(module.path, result.reason, call.lineno, name))
+    return found, unread
+
+
+_Verdict = str | Unknown | None  # a fixed namespace, unreadable, or fine
+
+
+def _judge_call(
+    package: Package, module: ParsedModule, call: ast.Call, scope: Scope
+) -> tuple[str, bool, _Verdict] | None:
+    """The registration ``call`` makes, if it is one: the function's name, whether it was
+    traced to torch, and its verdict."""
+    callee = _registration_callee(package, module, call, scope)
+    if callee is None:
+        return None
+    name, known = callee
+    if name in _LIBRARY_CALLS:
+        return name, known, _library_verdict(package, module, call, scope)
+    op = _op_argument(call)
+    if op is None:
+        return None
+    return name, known, _op_verdict(package.resolve(op, module, scope), package)
+
+
+def _registration_callee(
+    package: Package, module: ParsedModule, call: ast.Call, scope: Scope
+) -> tuple[str, bool] | None:
+    """The torch.library function ``call`` calls, traced through aliases and assignments
+    (True), or named so without a trace (False: a method, a name the check cannot follow)."""
+    for ref in _options(package.resolve(call.func, module, scope)):
+        if isinstance(ref, Dotted) and ref.name.startswith(_TORCH_PREFIXES):
+            last = ref.name.rpartition(".")[2]
+            if last in _NAMING_CALLS or last in _LIBRARY_CALLS:
+                return last, True
+    name = _called_name(call)
+    if name is not None and (name in _NAMING_CALLS or name in _LIBRARY_CALLS):
+        return name, False
     return None
 
 
-def _string_constants(tree: ast.Module) -> dict[str, str]:
-    """Module-level ``NAME = "literal"`` assignments (so ``custom_op(OP_NAME)`` is judged)."""
-    out: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            target, value = node.target, node.value
-        else:
-            continue
-        if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
-            if isinstance(value.value, str):
-                out[target.id] = value.value
-    return out
+def _called_name(call: ast.Call) -> str | None:
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None
 
 
-def _op_namespace(arg: ast.expr, constants: dict[str, str]) -> str | None:
-    """The fixed namespace an op-name argument names, or None (the prefix function, or an
-    expression that cannot be judged without running it)."""
-    if isinstance(arg, ast.Call) and _called_name(arg) in _PREFIX_FUNCTIONS:
+def _options(ref: Ref) -> list[Ref]:
+    """``ref``, or each binding's referent for a name bound more than once."""
+    if not isinstance(ref, Choice):
+        return [ref]
+    return [leaf for option in ref.options for leaf in _options(option)]
+
+
+def _op_argument(call: ast.Call) -> ast.expr | None:
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        return call.args[0]
+    for keyword in call.keywords:
+        if keyword.arg in _OP_KEYWORDS:
+            return keyword.value
+    return None
+
+
+def _op_verdict(ref: Ref, package: Package) -> _Verdict:
+    """The fixed namespace an op argument names, None when it is the build's own (or not a
+    qualified name at all), or why it cannot be read."""
+    if isinstance(ref, Choice):
+        return _worst(_op_verdict(option, package) for option in ref.options)
+    if isinstance(ref, (Own, DefRef)):
+        return None  # from _ops, or a custom op of the package (judged where it is defined)
+    if isinstance(ref, Dotted):
+        parts = ref.name.split(".")
+        if len(parts) >= 4 and parts[:2] == ["torch", "ops"]:
+            return parts[2]
+        return Unknown(f"`{ref.name}` is not a constant of the package")
+    if isinstance(ref, ValueRef) and _is_registration(package, ref):
+        return None  # an op made by a registration call, judged at that call
+    return _namespace_of(package.fold_ref(ref, 0))
+
+
+def _is_registration(package: Package, ref: ValueRef) -> bool:
+    if not isinstance(ref.node, ast.Call):
+        return False
+    return _registration_callee(package, ref.module, ref.node, ref.scope) is not None
+
+
+def _namespace_of(folded: Folded) -> _Verdict:
+    """The namespace of ``ns::op`` as folded: the text before the first ``::``."""
+    head: list[str | Own | Unknown] = []
+    for part in folded.parts:
+        if isinstance(part, str) and "::" in part:
+            head.append(part.partition("::")[0])
+            return _text_or_own(head)
+        head.append(part)
+    unknown = _first_unknown(head)
+    return unknown  # no "::" at all: no namespace, unless an unknown part holds one
+
+
+def _text_or_own(parts: list[str | Own | Unknown]) -> _Verdict:
+    unknown = _first_unknown(parts)
+    if unknown is not None:
+        return unknown
+    if any(isinstance(p, Own) for p in parts):
         return None
-    text = _literal_text(arg, constants)
+    text = "".join(p for p in parts if isinstance(p, str))
+    return text or None
+
+
+def _first_unknown(parts: Iterable[object]) -> Unknown | None:
+    return next((p for p in parts if isinstance(p, Unknown)), None)
+
+
+def _worst(verdicts: Iterable[_Verdict]) -> _Verdict:
+    """Of several possible values: a fixed namespace first, then an unreadable one."""
+    listed = list(verdicts)
+    return next((v for v in listed if isinstance(v, str)), None) or _first_unknown(listed)
+
+
+def _library_verdict(
+    package: Package, module: ParsedModule, call: ast.Call, scope: Scope
+) -> _Verdict:
+    keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+    ns_node = call.args[0] if call.args else keywords.get("ns")
+    kind_node = call.args[1] if len(call.args) > 1 else keywords.get("kind")
+    if ns_node is None or isinstance(ns_node, ast.Starred):
+        return None
+    ref = package.resolve(ns_node, module, scope)
+    verdict = _worst(_library_namespace(package.fold_ref(r, 0)) for r in _options(ref))
+    if isinstance(verdict, str) and verdict in _TORCH_NAMESPACES and kind_node is not None:
+        if package.fold(kind_node, module, scope).text == "IMPL":
+            return None
+    return verdict
+
+
+def _library_namespace(folded: Folded) -> _Verdict:
+    text = folded.text
     if text is not None:
-        namespace, sep, _ = text.partition("::")
-        return namespace if sep and namespace else None
-    return _torch_ops_namespace(arg)
-
-
-def _literal_text(arg: ast.expr, constants: dict[str, str]) -> str | None:
-    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-        return arg.value
-    if isinstance(arg, ast.Name):
-        return constants.get(arg.id)
-    if isinstance(arg, ast.JoinedStr) and arg.values:
-        first = arg.values[0]
-        if isinstance(first, ast.Constant) and isinstance(first.value, str):
-            return first.value  # f"myns::{name}": the literal part holds the namespace
-    return None
-
-
-def _torch_ops_namespace(arg: ast.expr) -> str | None:
-    """``torch.ops.<ns>.<op>[.<overload>]`` -> ``<ns>``."""
-    chain: list[str] = []
-    node: ast.expr = arg
-    while isinstance(node, ast.Attribute):
-        chain.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    chain.append(node.id)
-    chain.reverse()  # torch, ops, ns, op...
-    if len(chain) >= 4 and chain[:2] == ["torch", "ops"]:
-        return chain[2]
-    return None
-
-
-def _library_namespace(node: ast.Call, constants: dict[str, str]) -> str | None:
-    args = list(node.args)
-    keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
-    ns_node = args[0] if args else keywords.get("ns")
-    kind_node = args[1] if len(args) > 1 else keywords.get("kind")
-    if ns_node is None:
-        return None
-    namespace = _literal_text(ns_node, constants)
-    if not namespace or "::" in namespace:
-        return None
-    kind = _literal_text(kind_node, constants) if kind_node is not None else None
-    if kind == "IMPL" and namespace in _TORCH_NAMESPACES:
-        return None
-    return namespace
+        return text if text and "::" not in text else None
+    return _text_or_own(list(folded.parts))
 
 
 def check_registrations(project: KernelProject, *, allow: bool) -> tuple[str, ...]:
     """Refuse ``project``'s fixed-namespace registrations (its package's ``.py`` files), or,
     with ``allow`` (the ``allow-fixed-op-namespaces`` setting), return one warning for each.
-    Files the check cannot parse are returned as warnings too: their import will tell."""
+    Files the check cannot parse are returned as warnings too (their import will tell), and
+    so is each registration whose namespace it cannot read, naming the call."""
     files = [
-        p
-        for p in project.package_dir.rglob("*.py")
-        if p.is_file() and "__pycache__" not in p.parts
+        p for p in project.package_dir.rglob("*.py") if p.is_file() and "__pycache__" not in p.parts
     ]
-    found, unreadable = find_fixed_registrations(files)
+    found, unreadable = find_fixed_registrations(files, project.package_dir)
     root = project.root
-    warnings = [f"{u.path}: not checked for op registrations ({u.reason})" for u in unreadable]
+    warnings = [u.describe(root) for u in unreadable]
     if found and not allow:
         lines = "\n  ".join(r.describe(root) for r in found)
         raise ProjectError(
