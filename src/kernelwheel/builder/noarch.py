@@ -143,7 +143,7 @@ def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER)
         meta = project_metadata(
             project,
             version=version,
-            variant=f"pure Python (py3-none-any), {', '.join(extras) or 'any'} backend",
+            variant=f"pure Python (py3-none-any; backends: {', '.join(extras) or 'any'})",
             dirty=bool(req.git and req.git.dirty),
         )
         path = write_wheel(meta.apply(spec), out_dir)

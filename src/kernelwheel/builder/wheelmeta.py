@@ -31,6 +31,7 @@ __all__ = [
     "LICENSE_PREFIXES",
     "ProjectMetadata",
     "project_metadata",
+    "check_card",
     "requirements",
     "wheel_description",
 ]
@@ -87,6 +88,12 @@ def project_metadata(
         description=wheel_description(card.text, fields, version=version, variant=variant),
         description_file=card.file,
     )
+
+
+def check_card(project: KernelProject, *, version: str, dirty: bool = False) -> None:
+    """Render the project's card once, before anything is built: a CARD.md that does not render
+    fails the run up front, not after the compiles."""
+    project_card(project, card_fields(project, version=_major(version), dirty=dirty))
 
 
 def wheel_description(card: str, fields: CardFields, *, version: str, variant: str) -> str:
