@@ -254,3 +254,13 @@ def test_front_matter_is_stripped_for_a_wheel() -> None:
     body = "# x\n---\nnot front matter\n---\n"
     assert strip_front_matter(body) == body
     assert strip_front_matter("---\nunclosed\n# x\n") == "---\nunclosed\n# x\n"
+
+
+def test_a_card_linked_from_outside_the_project_is_refused(tmp_path: Path) -> None:
+    root = _project(tmp_path, None)
+    outside = tmp_path / "secret.md"
+    outside.write_text("not the project's\n")
+    (root / "CARD.md").symlink_to(outside)
+    project = load_project(root)
+    with pytest.raises(ProjectError, match="CARD.md: a symlink pointing outside the project"):
+        project_card(project, card_fields(project))
