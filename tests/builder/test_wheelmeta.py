@@ -1,5 +1,6 @@
 """What a project says about itself reaches its wheels: licence (SPDX expression), licence files,
-project URLs, the kernel card (else the README) as a Markdown description."""
+project URLs, the kernel card (rendered; else the README; else a generated card) and a section on
+the wheel itself as a Markdown description."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from packaging.metadata import Metadata
 from packaging.tags import Tag
 from support.tinykernel import CARD, LICENSE, SOURCE, UPSTREAM, write_tiny_kernel
 
-from kernelwheel.builder.wheelmeta import project_metadata
+from kernelwheel.builder.wheelmeta import ProjectMetadata, project_metadata
 from kernelwheel.errors import ProjectError
 from kernelwheel.model.project import load_project
 from kernelwheel.wheels import WheelSpec, read_wheel, write_wheel
 
+VERSION = "1.0.0+torch2.13.cpu.cxx11"
+VARIANT = "torch213-cxx11-cpu-x86_64-linux"
 SPEC = WheelSpec(
     "tiny-add", "1.0.0+torch2.13.cpu.cxx11", Tag("cp310", "abi3", "linux_x86_64"),
     {"tiny_add/__init__.py": b""},
@@ -27,7 +30,7 @@ def test_the_wheel_carries_licence_files_urls_and_the_card(tmp_path: Path) -> No
     (root / "COPYING.LESSER").write_text("lesser\n")
     (root / "licence-notes.md").write_text("not a licence file by its name\n")
     (root / "LICENSES").mkdir()  # a folder is not a licence file
-    spec = project_metadata(load_project(root)).apply(SPEC)
+    spec = _meta(root).apply(SPEC)
     wheel = read_wheel(write_wheel(spec, tmp_path / "wh"))
     dist_info = "tiny_add-1.0.0+torch2.13.cpu.cxx11.dist-info"
     assert wheel.files[f"{dist_info}/licenses/LICENSE"] == LICENSE.encode()
@@ -36,23 +39,50 @@ def test_the_wheel_carries_licence_files_urls_and_the_card(tmp_path: Path) -> No
     assert str(meta.license_expression) == "Apache-2.0"
     assert [str(f) for f in meta.license_files or []] == ["COPYING.LESSER", "LICENSE"]
     assert meta.project_urls == {"Upstream": UPSTREAM, "Source": SOURCE}
-    assert meta.description == CARD and meta.description_content_type == "text/markdown"
+    assert meta.description_content_type == "text/markdown"
+    assert meta.description is not None and meta.description.startswith(CARD + "\n## This wheel\n")
+    assert f"`tiny-add` {VERSION}, the build for `{VARIANT}`" in meta.description
+    assert "kernelwheel install tiny-add -f DIR" in meta.description
+    assert f"pip install --find-links DIR 'tiny-add=={VERSION}'" in meta.description
+    assert "**Import** it as `import tiny_add`." in meta.description
+    assert "  - `add_one(Tensor x) -> Tensor`" in meta.description
 
 
 def test_the_readme_when_there_is_no_card_and_nothing_without_either(tmp_path: Path) -> None:
     root = write_tiny_kernel(tmp_path / "k", card=False)
-    found = project_metadata(load_project(root))
+    found = _meta(root)
     assert found.description_file == root / "README.md"
     assert found.description is not None and found.description.startswith("# tiny-add (the")
     (root / "README.md").unlink()
     (root / "LICENSE").unlink()
-    bare = project_metadata(load_project(root))
-    assert bare.description is None and bare.license_files == {}
+    bare = _meta(root)
+    assert bare.description_file is None and bare.license_files == {}
+    # Neither: a generated card, its front matter left to the Hub, then the wheel's section.
+    assert bare.description is not None and bare.description.startswith("# tiny-add\n")
+    assert "## Ops" in bare.description and "## This wheel" in bare.description
+
+
+def test_a_card_template_is_rendered_into_the_description(tmp_path: Path) -> None:
+    root = write_tiny_kernel(tmp_path / "k")
+    (root / "CARD.md").write_text(
+        "---\nlicense: {{ license }}\n---\n# {{ name }}, API {{ version }}\n"
+        "{% for op in ops %}* {{ op }}\n{% endfor %}"
+    )
+    spec = _meta(root, dirty=True).apply(SPEC)
+    md = read_wheel(write_wheel(spec, tmp_path / "wh")).metadata
+    body = md.get_payload()
+    assert isinstance(body, str)
+    assert body.startswith("# tiny-add, API 1\n* add_one(Tensor x) -> Tensor\n\n## This wheel")
+    assert "uncommitted changes" in body and "license:" not in body
+
+
+def _meta(root: Path, *, dirty: bool = False) -> ProjectMetadata:
+    return project_metadata(load_project(root), version=VERSION, variant=VARIANT, dirty=dirty)
 
 
 def test_a_licence_that_is_not_spdx_stays_free_text(tmp_path: Path) -> None:
     root = write_tiny_kernel(tmp_path / "k", license="other")
-    spec = project_metadata(load_project(root)).apply(SPEC)
+    spec = _meta(root).apply(SPEC)
     md = read_wheel(write_wheel(spec, tmp_path / "wh")).metadata
     assert md["License"] == "other" and md["License-Expression"] is None
 
@@ -61,7 +91,7 @@ def test_a_card_that_is_not_utf8_is_refused_naming_it(tmp_path: Path) -> None:
     root = write_tiny_kernel(tmp_path / "k")
     (root / "CARD.md").write_bytes(b"caf\xe9\n")
     with pytest.raises(ProjectError, match="CARD.md: not UTF-8 text") as info:
-        project_metadata(load_project(root))
+        _meta(root)
     assert info.value.hint is not None and "UTF-8" in info.value.hint
 
 
@@ -72,7 +102,7 @@ def test_a_licence_file_linked_from_outside_is_refused(tmp_path: Path) -> None:
     (root / "LICENSE").unlink()
     os.symlink(outside, root / "LICENSE")
     with pytest.raises(ProjectError, match="symlink pointing outside the project"):
-        project_metadata(load_project(root))
+        _meta(root)
 
 
 def test_requirements_are_the_backends_pypi_names_and_kernel_wheels(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ def test_writes_an_edition_5_project_the_reader_accepts(tmp_path: Path) -> None:
         "tests/test_my_op.py",
         "pytest.ini",
         "README.md",
+        "CARD.md",
     }
     binding = (result.root / "torch-ext/torch_binding.cpp").read_text()
     for macro in ("TORCH_LIBRARY_EXPAND", "TORCH_LIBRARY_IMPL_EXPAND", "CPU_KERNEL", "CUDA_KERNEL"):
@@ -119,3 +120,16 @@ def test_the_project_s_tests_stand_alone_inside_a_hostile_checkout(tmp_path: Pat
         # what is left is the test module's own import of what is not installed here
         collected = [line for line in out.splitlines() if line.startswith("E   ")]
         assert collected and all("No module named" in line for line in collected), out
+
+
+def test_writes_a_card_template_that_renders_with_the_projects_fields(tmp_path: Path) -> None:
+    from kernelwheel.model.card import CardSource, card_fields, default_template, project_card
+
+    result = init_project(InitRequest("my-op", tmp_path, ("cpu",)))
+    template = (result.root / "CARD.md").read_text()
+    assert template == default_template() and "{{ name }}" in template
+    project = load_project(result.root)
+    card = project_card(project, card_fields(project))
+    assert card.source is CardSource.TEMPLATE
+    assert "# my-op" in card.text and "my_op.add_one(...)" in card.text
+    assert "- `add_one(Tensor x) -> Tensor`" in card.text and "{{" not in card.text

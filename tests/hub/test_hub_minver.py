@@ -91,3 +91,12 @@ def test_the_export_writes_it_and_the_card(tmp_path: Path) -> None:
     (tmp_path / "p" / "CARD.md").unlink()
     export_card(project, tmp_path / "tree")
     assert card.read_text() == (tmp_path / "p" / "README.md").read_text()
+    # A template is rendered (tests/model/test_card.py has the fields); none: a generated card.
+    template = "{{ name }} v{{ version }}{% if dirty %}, dirty{% endif %}.\n"
+    (tmp_path / "p" / "CARD.md").write_text(template)
+    export_card(project, tmp_path / "tree", version=2, dirty=True)
+    assert card.read_text() == "tiny-add v2, dirty.\n"
+    (tmp_path / "p" / "CARD.md").unlink()
+    (tmp_path / "p" / "README.md").unlink()
+    export_card(project, tmp_path / "tree")
+    assert card.read_text().startswith("---\nlibrary_name: kernels\nlicense: apache-2.0\n")

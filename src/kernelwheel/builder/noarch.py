@@ -140,7 +140,13 @@ def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER)
             " backend), built by kernelwheel",
         )
         # Licence, its files, project URLs, the kernel card: builder.wheelmeta.
-        path = write_wheel(project_metadata(project).apply(spec), out_dir)
+        meta = project_metadata(
+            project,
+            version=version,
+            variant=f"pure Python (py3-none-any; backends: {', '.join(extras) or 'any'})",
+            dirty=bool(req.git and req.git.dirty),
+        )
+        path = write_wheel(meta.apply(spec), out_dir)
         detail.append(path.name)
     if hub_layout is not None:
         # Imported here: the hub package pulls in huggingface_hub, which builds do not need.

@@ -306,7 +306,9 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
             executables=frozenset({f"{project.package}/{namespace}.abi3.so"}),
         )
         # Licence, its files, project URLs, the kernel card: builder.wheelmeta.
-        spec = project_metadata(project).apply(spec)
+        spec = project_metadata(
+            project, version=version, variant=variant.name, dirty=bool(req.git and req.git.dirty)
+        ).apply(spec)
         # A raw wheel that auditwheel re-zips is stored, not deflated; it is the output only
         # without repair, or with best effort (kept as is when the repair fails).
         raw = write_wheel(

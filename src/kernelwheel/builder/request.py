@@ -23,6 +23,7 @@ from .cross import CrossPlan, plan_for
 from .deps import HeaderPlan, plan_headers
 from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for
 from .preflight import system_toolkit
+from .wheelmeta import check_card
 
 __all__ = ["BuildKind", "BuildRequest", "BuiltWheel", "plan_requests", "request_for"]
 
@@ -148,8 +149,10 @@ def plan_requests(
     ``gpu_capabilities`` (a default build: plan.defaults) replace the recipe's capabilities as
     the targets of a CUDA variant. ``at_once``: the variants compiling side by side (the
     service decides it), which share the CPUs, ``--jobs`` and the memory; ``environ`` (default:
-    this process's) gives ``CXX``."""
+    this process's) gives ``CXX``. The kernel card is rendered once here too (a CARD.md that
+    does not render is refused before any compile)."""
     require_toolchains(recipe.variant for recipe in selected)
+    check_card(project, version=version, dirty=bool(git and git.dirty))
     kind = BuildKind.of(project)
     if kind is BuildKind.NOARCH:
         return (_noarch_request(project, selected, version, options, git),)

@@ -290,7 +290,12 @@ def build_tvm_ffi_variant(
             executables=frozenset({so_name}),
         )
         raw = write_wheel(
-            project_metadata(project).apply(spec),
+            project_metadata(
+                project,
+                version=version,
+                variant=variant.name,
+                dirty=bool(req.git and req.git.dirty),
+            ).apply(spec),
             req.work_dir / variant.name / "dist",
             compress=req.manylinux is None or req.best_effort,
         )

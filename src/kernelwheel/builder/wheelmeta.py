@@ -5,7 +5,10 @@
 - the project root's ``LICENSE*``, ``LICENCE*`` and ``COPYING*`` files (upper case, as
   setuptools' default patterns) → ``.dist-info/licenses/`` with a ``License-File`` each;
 - ``general.upstream`` / ``general.source`` → ``Project-URL: Upstream, …`` / ``Source, …``;
-- ``CARD.md`` (the Hub's kernel card), else ``README.md`` → the long description (Markdown).
+- the kernel card (:mod:`kernelwheel.model.card`: ``CARD.md`` rendered, else ``README.md``,
+  else a generated card), without its YAML front matter, then a section on the wheel itself
+  (its variant, how to install and import it, the ops the binding declares) → the long
+  description (``text/markdown``).
 """
 
 from __future__ import annotations
@@ -15,21 +18,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
+from .. import __version__
 from ..errors import ProjectError
-from ..model.project import CARD_FILES, KernelProject
+from ..model.card import CardFields, card_fields, project_card, strip_front_matter
+from ..model.project import KernelProject
 from ..model.variant import Variant
 from ..wheels import WheelSpec
 
 __all__ = [
-    "DESCRIPTION_FILES",
     "LICENSE_PREFIXES",
     "ProjectMetadata",
     "project_metadata",
+    "check_card",
     "requirements",
+    "wheel_description",
 ]
 
 LICENSE_PREFIXES = ("LICENSE", "LICENCE", "COPYING")
-DESCRIPTION_FILES = CARD_FILES
 
 
 @dataclass(frozen=True)
@@ -61,22 +68,65 @@ def requirements(project: KernelProject, variant: Variant) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*project.python_depends_for(backend), *kernels)))
 
 
-def project_metadata(project: KernelProject) -> ProjectMetadata:
-    description_file = next(
-        (project.root / n for n in DESCRIPTION_FILES if (project.root / n).is_file()), None
-    )
+def project_metadata(
+    project: KernelProject, *, version: str, variant: str, dirty: bool = False
+) -> ProjectMetadata:
+    """The METADATA a wheel of ``project`` takes: ``version`` is the wheel's, ``variant`` what
+    it was built for (a variant's name, or the words for a noarch wheel), ``dirty`` whether it
+    was built from a git tree with uncommitted changes."""
     urls = tuple(
         (label, url)
         for label, url in (("Upstream", project.upstream), ("Source", project.source))
         if url
     )
+    fields = card_fields(project, version=_major(version), dirty=dirty)
+    card = project_card(project, fields)
     return ProjectMetadata(
         license=project.license,
         license_files=_license_files(project.root),
         project_urls=urls,
-        description=_text(description_file, project.root) if description_file else None,
-        description_file=description_file,
+        description=wheel_description(card.text, fields, version=version, variant=variant),
+        description_file=card.file,
     )
+
+
+def check_card(project: KernelProject, *, version: str, dirty: bool = False) -> None:
+    """Render the project's card once, before anything is built: a CARD.md that does not render
+    fails the run up front, not after the compiles."""
+    project_card(project, card_fields(project, version=_major(version), dirty=dirty))
+
+
+def wheel_description(card: str, fields: CardFields, *, version: str, variant: str) -> str:
+    """The card (front matter left to the Hub) and what a user of this one wheel needs."""
+    name, package = fields.name, fields.package
+    lines = [
+        strip_front_matter(card).rstrip(),
+        "",
+        "## This wheel",
+        "",
+        f"`{name}` {version}, the build for `{variant}`, made by kernelwheel {__version__}.",
+        "",
+        f"- **Install** the build that fits your interpreter's torch: `kernelwheel install {name}"
+        " -f DIR` (a folder of wheels; `-i URL` for an index `kernelwheel index` made). With pip,"
+        " use the index of your torch and flavour, or pin this build:"
+        f" `pip install --find-links DIR '{name}=={version}'`.",
+        f"- **Import** it as `import {package}`"
+        + (f"; its functions: {', '.join(f'`{f}`' for f in fields.functions)}." if fields.functions
+           else "."),
+    ]
+    if fields.ops:
+        lines.append("- **Ops** the binding declares (in this build's own `torch.ops` namespace):")
+        lines.extend(f"  - `{op}`" for op in fields.ops)
+    if fields.dirty:
+        lines.append("- Built from a git tree with uncommitted changes.")
+    return "\n".join(lines) + "\n"
+
+
+def _major(version: str) -> int | None:
+    try:
+        return Version(version).major
+    except InvalidVersion:
+        return None
 
 
 def _license_files(root: Path) -> dict[str, bytes]:
@@ -100,13 +150,3 @@ def _bytes(path: Path, root: Path) -> bytes:
             f"cannot read it ({exc.strerror or exc})", file=path, hint="check its permissions"
         ) from None
 
-
-def _text(path: Path, root: Path) -> str:
-    try:
-        return _bytes(path, root).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProjectError(
-            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-            file=path,
-            hint="save it as UTF-8: it becomes the wheels' description",
-        ) from None

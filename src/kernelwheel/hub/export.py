@@ -19,8 +19,9 @@ from pathlib import Path
 from .. import __version__
 from .._util import atomic_write, replace_dir, staging_dir
 from ..errors import HubError
+from ..model.card import card_fields, project_card
 from ..model.gitstate import GitState
-from ..model.project import CARD_FILES, KernelProject
+from ..model.project import KernelProject
 from ..model.python_depends import load_python_depends
 from ..model.variant import Variant
 from ..wheels import read_wheel
@@ -127,7 +128,7 @@ def export_variant(
         git=git,
     )
     folder = write_variant(root, variant, files, meta)
-    export_card(project, root)
+    export_card(project, root, version=contents.version.major, dirty=bool(git and git.dirty))
     return folder
 
 
@@ -150,13 +151,15 @@ def write_variant(
         return replace_dir(staging, build / variant.name)
 
 
-def export_card(project: KernelProject, root: Path) -> Path | None:
-    """The project's kernel card (CARD.md, else README.md) as ``root/README.md``, what the Hub
-    shows for the repo and ``kernelwheel upload`` pushes beside build/; None without one."""
-    card = next((project.root / n for n in CARD_FILES if (project.root / n).is_file()), None)
-    if card is None:
-        return None
-    data = card.read_bytes()
+def export_card(
+    project: KernelProject, root: Path, *, version: int | None = None, dirty: bool = False
+) -> Path:
+    """The project's kernel card as ``root/README.md``, what the Hub shows for the repo and
+    ``kernelwheel upload`` pushes beside build/: CARD.md rendered (model/card), else README.md,
+    else a generated card. ``version``: the API major of the export (else build.toml's);
+    ``dirty``: built from a git tree with uncommitted changes."""
+    fields = card_fields(project, version=version, dirty=dirty)
+    data = project_card(project, fields).text.encode()
     target = root / CARD
     if not target.is_file() or target.read_bytes() != data:
         atomic_write(target, data)

@@ -73,8 +73,8 @@ __all__ = [
 ]
 
 BUILD_TOML = "build.toml"
-# The kernel card, first found: the Hub's CARD.md, else README.md (the wheels' long description,
-# the Hub repo's README.md).
+# The kernel card, first found: the Hub's CARD.md (a template, model/card renders it), else
+# README.md as it is (the wheels' long description, the Hub repo's README.md).
 CARD_FILES = ("CARD.md", "README.md")
 LEGACY = 2  # the edition number kernelwheel gives the pre-edition-3 forms
 EDITIONS = (LEGACY, 3, 4, 5)

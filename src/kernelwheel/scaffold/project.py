@@ -1,6 +1,6 @@
 """Write a minimal edition-5 kernel project (``kernelwheel init``): build.toml, one kernel per
 backend, the binding, the Python package, a test and its pytest.ini, from the templates beside
-this module.
+this module, and the kernel card template ``CARD.md`` (kernelwheel's own, ``data/card.md``).
 
 The project is written into a staging folder next to the target, read back with the build.toml
 reader (so its name rule and every other rule apply) and moved into place in one rename: an
@@ -16,6 +16,7 @@ from string import Template
 
 from .._util import output_dir, publish, staging_dir
 from ..errors import ProjectError, UsageError
+from ..model.card import CARD_TEMPLATE, default_template
 from ..model.project import kernel_name_problem, load_project
 
 # The backends kernelwheel compiles (docs/backends.md), in build.toml's order.
@@ -120,6 +121,9 @@ def render_files(name: str, backends: Sequence[str]) -> dict[str, str]:
     files = {"build.toml": build_toml}
     for template, path in (*(_KERNEL_SOURCES[b] for b in backends), *_COMMON_FILES):
         files[path.format(pkg=pkg)] = _render(template, values)
+    # The kernel card template, as kernelwheel renders a card for a project without one
+    # (model/card): the author edits it, every build renders it.
+    files[CARD_TEMPLATE] = default_template()
     return files
 
 
