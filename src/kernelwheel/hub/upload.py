@@ -216,6 +216,7 @@ class _Hub:
 
         self.repo = repo
         self.timeout = max(settings.timeout, _UPLOAD_TIMEOUT)
+        self.pause = settings.pause
         bound_http(self.timeout)
         self.api = HfApi(endpoint=settings.endpoint, token=token or False)
         self.where = f"Hub kernel repo {repo} ({settings.endpoint})"
@@ -250,6 +251,7 @@ class _Hub:
             self.where,
             what,
             guarded,
+            pause=self.pause,
             timeout=self.timeout,
             tries=tries,
             retry_status=RETRY_STATUS,
@@ -488,7 +490,7 @@ def _commit(
                 hint="someone else pushed to it: rerun 'kernelwheel upload', which compares "
                 "with the new head and keeps the other variants",
             )
-        time.sleep(float(attempt))
+        time.sleep(hub.pause(attempt))
     raise AssertionError("unreachable")
 
 
