@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Install kernelwheel with its test tools into .venv, lint, type-check, and run the test suite
-# (unit tests and the integration tests that really compile, build wheels and pip-install them).
-# Extra arguments go to pytest (e.g. -m "not integration" for the fast unit tests only). Plain
-# `pytest` skips the integration tests (pyproject.toml's addopts); this script runs every test.
+# in three tiers, each stopping the run when it fails (so a unit failure is reported in minutes,
+# not after every build), each ending with its 25 slowest tests:
+#   fast         -m "not integration and not slow", on every CPU (pytest-xdist, -n auto)
+#   slow         -m "slow and not integration" (real pip/uv installs), on every CPU
+#   integration  -m integration (compiles, builds wheels, pip-installs them), one at a time: each
+#                build already uses every CPU
+# Extra arguments go to each tier's pytest (e.g. -k NAME, -x); a tier they leave empty is passed
+# over, and the run fails only when they select nothing at all. TEST_TIERS picks the tiers
+# (default "fast slow integration", e.g. TEST_TIERS=fast for the inner loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -29,4 +35,27 @@ done
 # GitHub Actions workflows (and action.yml's inputs, through ci.yml's `uses: ./`); actionlint also
 # runs shellcheck on their scripts where shellcheck is installed. Any finding fails.
 .venv/bin/actionlint
-.venv/bin/python -m pytest -m "integration or not integration" "$@"
+
+for arg in "$@"; do
+  case $arg in -m | -m?*)
+    echo "scripts/test.sh: -m would replace every tier's markers; pick tiers with TEST_TIERS" >&2
+    exit 2 ;;
+  esac
+done
+ran=0
+for tier in ${TEST_TIERS:-fast slow integration}; do
+  case $tier in
+    fast) marks="not integration and not slow" workers=auto ;;
+    slow) marks="slow and not integration" workers=auto ;;
+    integration) marks=integration workers=0 ;;
+    *) echo "TEST_TIERS: no tier '$tier' (fast, slow, integration)" >&2; exit 2 ;;
+  esac
+  echo "== $tier tier: -m '$marks' -n $workers"
+  start=$SECONDS
+  rc=0
+  .venv/bin/python -m pytest -m "$marks" -n "$workers" --durations=25 "$@" || rc=$?
+  [ "$rc" -eq 5 ] || ran=1  # 5: the arguments selected no test of this tier
+  [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || { echo "== $tier tier failed (exit $rc)" >&2; exit "$rc"; }
+  echo "== $tier tier: $((SECONDS - start)) s"
+done
+[ "$ran" -eq 1 ] || { echo "no test selected in any tier" >&2; exit 5; }

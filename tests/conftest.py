@@ -16,6 +16,7 @@ from support.builds import CPU_VARIANT, CUDA_VARIANT, IMG2GRAY, Built, build_env
 from support.layered import LayeredVenv
 
 from kernelwheel.cli import main
+from kernelwheel.hub.hubsource import BACKOFF_VARIABLE
 from kernelwheel.model.variant import Variant
 
 # Suites that run inside a built wheel's venv (they import the kernel, not kernelwheel): the
@@ -52,6 +53,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("integration") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(INTEGRATION_TIMEOUT))
+
+
+@pytest.fixture(autouse=True)
+def short_hub_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Hub calls' pause between tries, 10 ms instead of 1 s then 2 s: the tests of
+    retries and timeouts test the tries, not the waiting (tests/hub/test_hub_timeout.py
+    checks the real schedule). Set in the environment, so CLI subprocesses get it too."""
+    monkeypatch.setenv(BACKOFF_VARIABLE, "0.01")
 
 
 @pytest.fixture(scope="session")

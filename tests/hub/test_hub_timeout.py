@@ -1,6 +1,8 @@
 """Issue 30: every Hub call is bounded. An endpoint that accepts connections and never answers
 makes to-wheel stop with a HubError naming the timeout, the tries and the fix, not wait forever;
-HF_HUB_DOWNLOAD_TIMEOUT sets the bound."""
+HF_HUB_DOWNLOAD_TIMEOUT sets the bound. Issue 40: the pause between tries (1 s, then 2 s) is
+KERNELWHEEL_HUB_BACKOFF, which tests/conftest.py shortens for every test but the ones here that
+check the real schedule."""
 
 from __future__ import annotations
 
@@ -9,12 +11,14 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from kernelwheel.cli import main
-from kernelwheel.errors import UsageError
-from kernelwheel.hub.hubsource import HubSettings
+from kernelwheel.errors import HubUnavailable, UsageError
+from kernelwheel.hub import hubsource
+from kernelwheel.hub.hubsource import BACKOFF_VARIABLE, HubSettings, call_hub
 
 
 @pytest.fixture
@@ -45,12 +49,26 @@ def silent_endpoint() -> Iterator[str]:
     server.close()
 
 
+@pytest.fixture
+def pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The pauses between a Hub call's tries, recorded (and slept)."""
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        time.sleep(seconds)
+
+    monkeypatch.setattr(hubsource, "time", SimpleNamespace(sleep=sleep))
+    return slept
+
+
 @pytest.mark.parametrize(
     "revision", [["1"], ["1", "--revision", "0123456789abcdef0123456789abcdef01234567"]]
 )
 def test_an_endpoint_that_never_answers_stops_to_wheel_with_a_message(
     revision: list[str],
     silent_endpoint: str,
+    pauses: list[float],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -66,11 +84,13 @@ def test_an_endpoint_that_never_answers_stops_to_wheel_with_a_message(
     assert code == 9, err
     assert "no answer within 1 s, 3 tries" in err and "HF_HUB_DOWNLOAD_TIMEOUT" in err
     assert "Traceback" not in err
-    assert took < 30  # 3 tries of 1 s, 1 s and 2 s apart: not forever
+    assert took < 30  # 3 tries of 1 s: not forever
+    assert pauses == [0.01, 0.02]  # tests/conftest.py's KERNELWHEEL_HUB_BACKOFF
 
 
 def test_an_endpoint_that_never_answers_stops_upload_with_a_message(
     silent_endpoint: str,
+    pauses: list[float],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -96,7 +116,7 @@ def test_an_endpoint_that_never_answers_stops_upload_with_a_message(
     assert "no answer within 1 s, 3 tries" in err and "looking the repo up" in err
     assert "HF_HUB_OFFLINE" not in err  # upload needs the Hub: no advice to go offline
     assert "Traceback" not in err
-    assert took < 30
+    assert took < 30 and pauses == [0.01, 0.02]
 
 
 @pytest.mark.parametrize(("value", "seconds"), [(None, 10.0), ("2.5", 2.5), (" 30 ", 30.0)])
@@ -194,3 +214,37 @@ def test_an_unusable_upload_bound_is_refused_naming_where_it_was_set(
     err = capsys.readouterr().err
     assert code == 2, err
     assert shown in err and "Traceback" not in err
+
+
+def test_the_default_back_off_is_1_s_then_2_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The schedule a user gets, computed from the default settings with the pauses recorded
+    instead of slept."""
+    monkeypatch.delenv(BACKOFF_VARIABLE)
+    settings = HubSettings.from_env()
+    slept: list[float] = []
+    monkeypatch.setattr(hubsource, "time", SimpleNamespace(sleep=slept.append))
+    tries: list[int] = []
+
+    def never_answers() -> None:
+        tries.append(1)
+        raise TimeoutError("read timed out")
+
+    with pytest.raises(HubUnavailable, match="no answer within 10 s, 3 tries"):
+        call_hub("hub", "reading", never_answers, pause=settings.pause, timeout=settings.timeout)
+    assert len(tries) == 3 and slept == [1.0, 2.0]
+    assert [settings.pause(n) for n in (1, 2, 3)] == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize(("value", "first"), [("0", 0.0), ("0.25", 0.25), ("300", 300.0)])
+def test_the_back_off_is_a_setting(value: str, first: float) -> None:
+    settings = HubSettings.from_env({BACKOFF_VARIABLE: value})
+    assert (settings.pause(1), settings.pause(2)) == (first, 2 * first)
+
+
+@pytest.mark.parametrize("value", ["junk", "-1", "301", "nan", "inf", "1s"])
+def test_a_back_off_that_is_not_seconds_is_refused(value: str) -> None:
+    with pytest.raises(UsageError) as info:
+        HubSettings.from_env({BACKOFF_VARIABLE: value})
+    assert f"{BACKOFF_VARIABLE}={value!r}" in info.value.message
+    assert f"unset {BACKOFF_VARIABLE}" in (info.value.hint or "")
+

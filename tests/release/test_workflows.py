@@ -447,8 +447,9 @@ def test_test_script_lints_the_workflows_before_the_tests() -> None:
 
 def test_plain_pytest_is_fast_and_the_test_script_runs_everything() -> None:
     """pyproject's addopts leave the integration tests out of a plain `pytest`; scripts/test.sh,
-    the README's and CI's command, overrides that marker explicitly (a later -m wins). The run
-    is strict: unknown markers and settings, warnings and hangs fail it."""
+    the README's and CI's command, runs every tier, each with its own marker (a later -m wins;
+    tests/release/test_test_script.py runs it). The run is strict: unknown markers and
+    settings, warnings and hangs fail it."""
     pytest_ini = loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert shlex.split(pytest_ini["addopts"]) == [
         "-ra",
@@ -459,7 +460,7 @@ def test_plain_pytest_is_fast_and_the_test_script_runs_everything() -> None:
     ]
     assert pytest_ini["filterwarnings"][0] == "error" and pytest_ini["timeout"] > 0
     script = (REPO / "scripts" / "test.sh").read_text()
-    assert '-m pytest -m "integration or not integration" "$@"' in script
+    assert '-m pytest -m "$marks" -n "$workers" --durations=25 "$@"' in script
 
 
 def test_ci_action_job_uses_the_release_image(ci: dict[str, Any], release: dict[str, Any]) -> None:

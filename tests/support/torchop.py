@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shutil
 import subprocess
 import sysconfig
 from pathlib import Path
@@ -58,7 +59,9 @@ def torch_site() -> Path:
 @functools.cache
 def extension() -> bytes:
     """The op compiled against the environment's torch headers (a real TORCH_LIBRARY .so);
-    cached beside the build environments, keyed by the source and the torch it was built for."""
+    cached beside the build environments, keyed by the source and the torch it was built for.
+    Each process compiles to a file of its own, renamed into place: xdist workers (and other
+    runs sharing the cache) that compile it at once never write one file together."""
     torch_dir = torch_site() / "torch"
     version = (torch_dir / "version.py").read_text()
     key = hashlib.sha256((OP_SOURCE + version).encode()).hexdigest()[:16]
@@ -66,8 +69,10 @@ def extension() -> bytes:
     out = work / f"{NS}.abi3.so"
     if out.exists():
         return out.read_bytes()
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "op.cpp").write_text(OP_SOURCE)
+    mine = work / f"tmp-{os.getpid()}"  # the same file names in it: the same bytes
+    mine.mkdir(parents=True, exist_ok=True)
+    source, made = mine / "op.cpp", mine / f"{NS}.abi3.so"
+    source.write_text(OP_SOURCE)
     cmd = [
         os.environ.get("CXX", "g++"),
         "-shared",
@@ -82,13 +87,14 @@ def extension() -> bytes:
         f"-I{sysconfig.get_paths()['include']}",
         f"-L{torch_dir / 'lib'}",
         "-o",
-        str(work / "tmp.so"),
-        str(work / "op.cpp"),
+        str(made),
+        str(source),
         "-ltorch",
         "-ltorch_cpu",
         "-lc10",
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    (work / "tmp.so").replace(out)
+    made.replace(out)
+    shutil.rmtree(mine)
     return out.read_bytes()

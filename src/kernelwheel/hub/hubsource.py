@@ -58,6 +58,7 @@ MODEL_REPO = "model"
 
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 _TRUE = {"1", "ON", "YES", "TRUE"}
+BACKOFF_VARIABLE = "KERNELWHEEL_HUB_BACKOFF"
 _DEFAULT_ENDPOINT = "https://huggingface.co"
 _VARIANT_DOWNLOADS = 8  # variant folders downloading at once
 _FILE_DOWNLOADS = 4  # files of one variant downloading at once
@@ -139,6 +140,12 @@ class HubSettings:
     # Seconds to wait for the Hub to connect or answer (huggingface_hub's own variables, whose
     # defaults are 10 s; its HTTP client otherwise waits forever for an API answer).
     timeout: float = 10.0
+    # Seconds before a failed call's second try; the n-th pause is n times it (1 s, then 2 s).
+    backoff: float = 1.0
+
+    def pause(self, attempt: int) -> float:
+        """The seconds to wait after failed try number ``attempt`` (1-based)."""
+        return self.backoff * attempt
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> HubSettings:
@@ -155,6 +162,7 @@ class HubSettings:
             cache_dir=Path(os.path.expandvars(os.path.expanduser(cache))) if cache else None,
             offline=(env.get("HF_HUB_OFFLINE") or "").upper() in _TRUE,
             timeout=hub_timeout(env) or 10.0,
+            backoff=_backoff(env.get(BACKOFF_VARIABLE)),
         )
 
 
@@ -248,7 +256,21 @@ def _given(where: str, text: str) -> str:
     return f"{where} {text!r}" if where.startswith("--") else f"{where}={text!r}"
 
 
-_TRIES = 3  # a call that times out or cannot connect is tried this often (1 s, 2 s apart)
+def _backoff(text: str | None) -> float:
+    try:
+        value = float(text) if text else 1.0
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 300:  # NaN fails too
+        raise UsageError(
+            f"{BACKOFF_VARIABLE}={text!r} is not a number of seconds from 0 to 300",
+            hint=f"unset {BACKOFF_VARIABLE} (1 s, then 2 s between a Hub call's tries), or set "
+            "it to the seconds before the second try, e.g. 0.5",
+        )
+    return value
+
+
+_TRIES = 3  # a call that times out or cannot connect is tried this often (HubSettings.pause)
 # Server answers worth another try (the Hub busy, restarting or rate limiting), for calls that
 # may be repeated: reads, and writes that are no-ops the second time.
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -393,7 +415,9 @@ class HubSource:
     # -- error mapping --------------------------------------------------------------------------
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
-        return call_hub(self.where, what, fn, timeout=self.settings.timeout)
+        return call_hub(
+            self.where, what, fn, pause=self.settings.pause, timeout=self.settings.timeout
+        )
 
     # -- refs -----------------------------------------------------------------------------------
 
@@ -612,6 +636,7 @@ def call_hub(
     what: str,
     fn: Callable[[], T],
     *,
+    pause: Callable[[int], float],
     timeout: float | None = None,
     tries: int | None = None,
     retry_status: frozenset[int] = frozenset(),
@@ -621,14 +646,15 @@ def call_hub(
     """``fn()``, its huggingface_hub and network errors as HubErrors naming ``where``, ``what``
     was being done and the fix. A call that times out, cannot connect or is answered with one of
     ``retry_status`` is tried again, up to ``tries`` times (default: _TRIES with ``timeout``,
-    the seconds the HTTP client waits, else once), then a :class:`HubUnavailable`."""
+    the seconds the HTTP client waits, else once), ``pause(n)`` seconds after the n-th, then a
+    :class:`HubUnavailable`."""
     tries = tries or (_TRIES if timeout is not None else 1)
     for attempt in range(1, tries + 1):
         try:
             return _call_hub_once(where, what, fn, retry_status)
         except _Unanswered as exc:
             if attempt < tries:
-                time.sleep(float(attempt))
+                time.sleep(pause(attempt))
                 continue
             if exc.status is not None:
                 raise HubUnavailable(

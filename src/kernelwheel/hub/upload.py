@@ -170,6 +170,7 @@ class _Hub:
         self.repo = repo
         self.timeout = bounds.timeout
         self.tries = bounds.tries
+        self.pause = settings.pause
         bound_http(self.timeout)
         self.api = HfApi(endpoint=settings.endpoint, token=token or False)
         self.where = f"Hub kernel repo {repo} ({settings.endpoint})"
@@ -204,6 +205,7 @@ class _Hub:
             self.where,
             what,
             guarded,
+            pause=self.pause,
             timeout=self.timeout,
             tries=tries or self.tries,
             retry_status=RETRY_STATUS,
@@ -445,7 +447,7 @@ def _commit(
                 hint="someone else pushed to it: rerun 'kernelwheel upload', which compares "
                 "with the new head and keeps the other variants",
             )
-        time.sleep(float(attempt))
+        time.sleep(hub.pause(attempt))
     raise AssertionError("unreachable")
 
 
