@@ -176,6 +176,23 @@ def test_path_views_name_the_project_through_its_link_except_objects_and_maps() 
     ]
 
 
+def test_path_views_swap_paths_with_spaces_as_torch_and_ninja_write_them() -> None:
+    """Issue 38 family 5: torch quotes a flag whose path has a space ('-I/my p/csrc') and
+    ninja escapes it in a build line (/my$ p/...): split on spaces, neither was swapped, the
+    header was reached by its real path and the bytes differed from a path without one."""
+    views = [["/my p/kx", "/c d/stage/project"]]
+    text = (
+        "cflags = -O3 '-I/my p/kx/csrc' -I/other $cflags '-I/c d/inc'\n"
+        "  cuda_post_cflags = $cuda_post_cflags -include '/my p/kx/pre.h'\n"
+        "build /o/a.o: compile /my$ p/kx/csrc/a.cpp || /x$:y\n"
+    )
+    assert worker.view_paths(text, views).splitlines() == [
+        "cflags = -O3 '-I/c d/stage/project/csrc' -I/other $cflags '-I/c d/inc'",
+        "  cuda_post_cflags = $cuda_post_cflags -include '/c d/stage/project/pre.h'",
+        "build /o/a.o: compile /c$ d/stage/project/csrc/a.cpp || /x$:y",
+    ]
+
+
 def test_one_py_limited_api_definition_per_compiler_torchs() -> None:
     """torch appends its own Py_LIMITED_API after the plan's: two definitions warned
     "redefined" in every unit. The later one (torch's, the one that counted) is kept."""

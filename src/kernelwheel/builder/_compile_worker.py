@@ -185,16 +185,46 @@ def view_paths(text: str, views: list[list[str]]) -> str:
                     return head + link + token[len(head + folder) :]
         return token
 
+    def swap_word(raw: str) -> str:
+        """A shell word of a flag line, swapped; quoted again only where it changed (a ninja
+        ``$variable`` left as it is). torch quotes a path with a space: '-I/my dir/csrc'."""
+        try:
+            words = shlex.split(raw)
+        except ValueError:
+            return raw
+        if len(words) != 1:
+            return raw
+        swapped = swap(words[0])
+        return raw if swapped == words[0] else shlex.quote(swapped)
+
+    def swap_path(raw: str) -> str:
+        """A path of a build line: ninja escapes a space, a colon and a dollar with ``$``."""
+        plain = re.sub(r"\$(.)", r"\1", raw)
+        swapped = swap(plain)
+        if swapped == plain:
+            return raw
+        return swapped.replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
+
     out: list[str] = []
     for line in text.splitlines():
         stripped = line.lstrip()
         if line.startswith("build ") and ": " in line:
             target, _, rest = line.partition(": ")
-            line = f"{target}: {' '.join(swap(t) for t in rest.split(' '))}"
+            paths = _NINJA_PATHS.findall(rest)
+            line = f"{target}: {' '.join(swap_path(t) for t in paths)}"
         elif stripped.startswith(_COMMAND_LINES) and " = " in stripped:
-            line = " ".join(swap(t) for t in line.split(" "))
+            indent = line[: len(line) - len(stripped)]
+            name, _, value = stripped.partition(" = ")
+            words = _SHELL_WORDS.findall(value)
+            line = f"{indent}{name} = {' '.join(swap_word(w) for w in words)}"
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+# A build line's paths (a space escaped as "$ ") and a flag line's shell words (quoted parts kept
+# whole), for view_paths.
+_NINJA_PATHS = re.compile(r"(?:\$.|[^ $])+")
+_SHELL_WORDS = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+""")
 
 
 def install_ninja_edits(
