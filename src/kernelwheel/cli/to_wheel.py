@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._util import output_dir, sha256_file
+from .._util import check_output_path, sha256_file
 from ..plan.options import resolve_command_option
 from ._args import (
     add_jobs_argument,
@@ -107,7 +107,8 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             hint=f"choose a name of the kernel's own, e.g. --name {args.name}-kernel",
         )
     name = args.repo.rstrip("/").rsplit("/", 1)[-1] if Path(args.repo).is_dir() else args.repo
-    output_dir(args.output_dir, "--output-dir")  # a file or an unwritable folder: a clear error
+    # A file or an unwritable folder: a clear error, and nothing made (the service makes it).
+    check_output_path(args.output_dir, "--output-dir")
     log = ui.log_to(args.output_dir / "logs" / f"to-wheel-{slug(name)}.log", header("to-wheel"))
     request = ToWheelRequest(
         name=args.name,
