@@ -103,10 +103,11 @@ def flavours_of(filename: str) -> tuple[str | None, str | None, str]:
     except InvalidWheelFilename as exc:
         return None, None, f"not a wheel file name ({exc})"
     if label is not None:
-        return None, None, (
+        why = (
             f"a wheel variant (label {label}, PEP 825): only variant-aware installers read it; "
             "index the +local builds it came from with --wheel-variants instead"
         )
+        return None, None, why
     if variant is None:
         return _ANY, None, "no local version: in every flavour"
     if variant.backend is None:
