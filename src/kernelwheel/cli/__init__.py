@@ -147,6 +147,8 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
             _print_traceback()
         if isinstance(exc, (UsageError, VariantError)):
             ui.discard_log()  # refused for its arguments before any work: no logs/ folder made
+        else:
+            ui.keep_log()
         ui.log_only(traceback.format_exc().rstrip())  # a command's log keeps it in any case
         message = str(exc)
         if ui.log_path is not None and str(ui.log_path) not in message:

@@ -168,6 +168,15 @@ class ConsoleUI:
             fh.flush()
             self._log, self._pending = fh, None
 
+    def keep_log(self) -> None:
+        """Make the log's file now (a command ending in an error names it): where it cannot be
+        made, the log is dropped, so no message names a file that is not there."""
+        with self._lock:
+            try:
+                self._open_log()
+            except OSError:
+                self._pending, self.log_path = None, None
+
     def discard_log(self) -> None:
         """Forget the log (a run refused for its arguments leaves no folder behind): its lines
         held, or its file and the folders made for it when a step had already made them."""
