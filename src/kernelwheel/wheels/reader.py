@@ -24,7 +24,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..errors import VariantError, WheelError
-from ..model.names import shadowing
+from ..model.names import name_warning, shadowing
 from ..model.variant import variant_of_wheel
 from ..model.wheelname import parse_wheel_name
 from .record import Row, parse_record, record_hash
@@ -421,6 +421,18 @@ def _own_names(
                     member,
                     f"declares the top-level package {top!r}, which would replace {reserved}",
                     "a kernel wheel installs only its own package: rebuild it from its project",
+                )
+            )
+            continue
+        if name_warning(top, top) is not None:
+            out.append(
+                _wheel_problem(
+                    member,
+                    f"declares the top-level package {top!r}, the import name of a well-known "
+                    "PyPI distribution other than this wheel's: installing it would write over "
+                    "that distribution's files",
+                    "a kernel wheel installs only its own package: rebuild it from its project "
+                    "(to-wheel --name names the distribution, not another one's package)",
                 )
             )
             continue
