@@ -16,10 +16,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename
 
 from ..errors import UsageError, VariantError, WheelError
 from ..model.variant import OS, Arch, CxxAbi, Variant
+from ..model.wheelname import parse_wheel_name
 from ..wheels.reader import (
     IntegrityProblem,
     bomb_cause,
@@ -71,7 +72,7 @@ class WheelTags:
 def read_wheel_tags(filename: str) -> WheelTags:
     """Parse a wheel file name (PEP 427). Raises WheelError for one that is not valid."""
     try:
-        _, version, _, tags = parse_wheel_filename(filename)
+        _, version, _, tags, _ = parse_wheel_name(filename)
     except InvalidWheelFilename as exc:
         raise WheelError(
             f"{filename}: not a valid wheel file name ({exc})",

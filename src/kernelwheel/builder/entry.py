@@ -7,11 +7,20 @@ share their steps (:mod:`.steps`) and never import each other.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import Version
+
 from .._util import RUNNER, Runner, locked
 from ..log import Reporter, step
 from .noarch import build_noarch
 from .pipeline import build_variant
 from .request import BuildKind, BuildRequest, BuiltWheel
+from .steps import full_version
 from .tvm_ffi import build_tvm_ffi_variant
 
 __all__ = ["build_and_export"]
@@ -26,9 +35,16 @@ _BUILDERS = {
 def build_and_export(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER) -> BuiltWheel:
     """Build ``req`` (serialised with other processes building the same variant: they share its
     work folder), every command through ``runner``, and with the request's ``hub_layout`` also
-    write it as a Hub kernel tree there (a noarch build writes one per variant it serves)."""
-    with locked(req.work_dir / f"{req.variant.name}.lock"):
-        wheel = _BUILDERS[req.kind](req, reporter, runner)
+    write it as a Hub kernel tree there (a noarch build writes one per variant it serves). An
+    interrupt before it returns takes the wheel it had put in the output folder back out."""
+    with _no_wheel_unless_finished(req):
+        with locked(req.work_dir / f"{req.variant.name}.lock"):
+            wheel = _BUILDERS[req.kind](req, reporter, runner)
+        _export(req, reporter, wheel)
+    return wheel
+
+
+def _export(req: BuildRequest, reporter: Reporter, wheel: BuiltWheel) -> None:
     if req.hub_layout is not None and req.kind is not BuildKind.NOARCH:
         # Imported here: the hub package pulls in huggingface_hub, which builds do not need.
         from ..hub.export import export_variant
@@ -44,4 +60,41 @@ def build_and_export(req: BuildRequest, reporter: Reporter, runner: Runner = RUN
                 git=req.git,
             )
             detail.append(str(folder))
-    return wheel
+
+
+@contextmanager
+def _no_wheel_unless_finished(req: BuildRequest) -> Iterator[None]:
+    """On an interrupt (Ctrl-C, SIGTERM) while ``req`` builds, remove the wheel of its variant
+    that the build put in the output folder (the repair step publishes it before the check and
+    the Hub layout end), so what the CLI says holds: an interrupted variant leaves nothing new;
+    the wheels of the variants that finished stay, and so does a wheel of the same name that was
+    there before the run (complete: wheels are only ever replaced whole)."""
+    before = _variant_wheels(req)
+    try:
+        yield
+    except KeyboardInterrupt:  # Terminated (SIGTERM) is one
+        for path in _variant_wheels(req) - before:
+            path.unlink(missing_ok=True)
+        raise
+
+
+def _variant_wheels(req: BuildRequest) -> set[Path]:
+    """The output folder's wheels of ``req``'s project at its variant's version."""
+    name = canonicalize_name(req.project.name)
+    if req.kind is BuildKind.NOARCH:
+        version = Version(req.version)
+    else:
+        version = Version(full_version(req.version, req.variant, req.local_version_style))
+    try:
+        entries = list(os.scandir(req.out_dir))
+    except OSError:
+        return set()
+    found: set[Path] = set()
+    for entry in entries:
+        try:
+            dist, ver, _, _ = parse_wheel_filename(entry.name)
+        except InvalidWheelFilename:
+            continue
+        if dist == name and ver == version:
+            found.add(Path(entry.path))
+    return found

@@ -232,9 +232,25 @@ def make_env(
     """The one way a build environment is made, for every build kind: ``base``'s venv at
     ``root`` (a half-made or damaged one there removed first), then ``steps`` installed from
     ``sources``, each through ``runner``; the environment's python. The caller holds the
-    environment's lock and writes its ready marker."""
+    environment's lock and writes its ready marker. However it fails (a pip step, an
+    interrupt), the half-made environment is removed: nothing of it is left in the cache."""
     if root.exists():
-        shutil.rmtree(root)  # half-made (an interrupted run) or damaged
+        shutil.rmtree(root)  # half-made (a killed run) or damaged
+    try:
+        return _fill_env(root, base, sources, steps, log, runner)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
+def _fill_env(
+    root: Path,
+    base: Path,
+    sources: PipSources,
+    steps: Sequence[PipStep],
+    log: Path | None,
+    runner: Runner,
+) -> Path:
     runner.checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
     py = _venv_python(root)
     pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]

@@ -20,7 +20,6 @@ from packaging.version import Version
 from .._util import RUNNER, Runner, output_dir
 from ..errors import ProjectError
 from ..log import Reporter, step
-from ..model.names import pypi_namesake
 from ..model.project import KernelProject
 from ..model.variant import Variant
 from ..wheels import WheelSpec, write_wheel
@@ -113,14 +112,6 @@ def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER)
         )
     output_dir(out_dir, "--output-dir")
     scope = ",".join(v.name for v in variants)
-    if pypi_namesake(project.name):
-        # The wheel carries no local version: installing it replaces that PyPI package.
-        reporter.info(
-            scope,
-            f"warning: {project.name!r} is also a well-known PyPI distribution, which installing "
-            "this wheel replaces; to publish it under another name, rename general.name (e.g. "
-            f"{project.name}-kernel) and its package folder (docs/hardening.md)",
-        )
     with step(reporter, scope, "codegen") as detail:
         bid = codegen.build_id(project, _ID_VARIANT)
         detail.append(f"_{project.package}_<backend>_{bid}")

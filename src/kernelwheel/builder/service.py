@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Protocol
 
 from .._util import RUNNER, Runner, resume_running, sha256_file, stop_running
-from ..errors import KernelwheelError
+from ..errors import KernelwheelError, ProjectError
 from ..log import Reporter
+from ..model.names import name_warning, self_requirement
+from ..model.project import KernelProject
 from ..model.recipes import VariantRecipe
 from ..plan.options import available_memory_mib, resolve_jobs
 from ..plan.planning import Planned, wheel_version
@@ -126,6 +128,7 @@ def _requests(
     project, options = planned.project, planned.options
     for warning in check_registrations(project, allow=options.allow_fixed_op_namespaces):
         progress.info("", f"warning: {warning}")
+    _check_name(project, progress)
     git = read_git_state(project.root, runner)
     resolved = wheel_version(planned, git)
     version = resolved.version
@@ -166,6 +169,25 @@ def _requests(
         options.cache_dir,
     )
     return requests, version, at_once
+
+
+def _check_name(project: KernelProject, progress: Reporter) -> None:
+    """The kernel's name, for every build kind alike (model/names): refused when the wheel
+    would require itself, warned about when it is a well-known PyPI distribution's."""
+    requires = [r for b in project.backends for r in project.python_depends_for(b)]
+    if (own := self_requirement(project.name, [*project.python_depends, *requires])) is not None:
+        raise ProjectError(
+            f"general.name {project.name!r} is also the name of a requirement of its own wheel "
+            f"({own!r}): installing the kernel would replace the package it needs",
+            file=project.build_toml,
+            hint=f"rename the kernel (e.g. {project.name}-kernel) and its package folder",
+        )
+    if (warning := name_warning(project.name, project.package)) is not None:
+        progress.info(
+            "",
+            f"warning: {warning}; to publish it under another name, rename general.name (e.g. "
+            f"{project.name}-kernel) and its package folder (docs/hardening.md)",
+        )
 
 
 def _side_by_side(

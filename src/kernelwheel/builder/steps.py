@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from .compile_plan import SOURCE_SUFFIXES, Toolchain
 from .compile_rules import NO_GNU_UNIQUE
 from .compile_spec import CommandSpec, CompileSpec
 from .compiler_cache import ccache_env, project_census, read_stats, select_ccache
-from .diagnostics import PathMap, failure, warning_summary
+from .diagnostics import Fault, PathMap, failure, fault, warning_summary
 from .envs import CudaToolkit, EnvInfo, supported_capabilities
 from .load_check import DeferredLoad, check_load, skip_reason
 from .request import BuildRequest, BuiltWheel
@@ -319,6 +320,8 @@ def run_worker(
     output = _read_from(req.log, start)
     paths = _project_paths(req, stage, spec_path)
     if code != 0 or not result_path.exists():
+        if (cause := fault(output)) is not None:
+            raise machine_fault(req, cause, stage, env_vars)
         found = failure(output, paths)
         units = ", ".join(found.units) or req.variant.name
         raise BuildError(
@@ -335,6 +338,46 @@ def run_worker(
 
 
 _NINJA_IDLE = "ninja: no work to do."
+
+
+def machine_fault(
+    req: BuildRequest, cause: Fault, stage: Path, env_vars: Mapping[str, str]
+) -> ToolchainError:
+    """A failed compile whose cause is this machine's (diagnostics.fault), as what it is: a full
+    disk, naming the folders a compile writes to and their free space, or a broken ccache,
+    naming its folder; never the author's compile error."""
+    said = f"the compile output says: {cause.line} (full log: {req.log})"
+    if cause.kind == "disk-full":
+        folders = {
+            "the build folder": stage,
+            "the cache folder": req.cache_dir,
+            "the temporary folder": Path(env_vars.get("TMPDIR") or tempfile.gettempdir()),
+        }
+        where = "; ".join(f"{what} {path} ({_free(path)})" for what, path in folders.items())
+        return ToolchainError(
+            f"compiling {req.variant.name} stopped because a disk is full, not because of the "
+            f"kernel's code: {said}. Folders it writes to: {where}",
+            hint="free space on that disk (the cache folder can be emptied: it is remade) or "
+            "pass --cache-dir (KERNELWHEEL_CACHE_DIR) on a disk with room, then build again",
+        )
+    ccache_dir = env_vars.get("CCACHE_DIR", str(req.cache_dir / "ccache"))
+    return ToolchainError(
+        f"compiling {req.variant.name} failed in ccache, the compiler cache, not in the "
+        f"compiler: {said}. Its cache folder: {ccache_dir}",
+        hint=f"check that {ccache_dir} is writable and its disk has room, or remove it (it is "
+        "remade); to build without the cache, pass --no-ccache",
+    )
+
+
+def _free(path: Path) -> str:
+    """``path``'s disk's free space, in words (of its nearest existing folder)."""
+    for folder in (path, *path.parents):
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            continue
+        return f"{free / 2**30:.1f} GiB free"
+    return "free space unknown"
 
 
 def load_checked(

@@ -21,7 +21,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from .. import __version__
-from ..errors import KernelwheelError, Terminated
+from ..errors import KernelwheelError, Terminated, UsageError, VariantError
 from ._common import add_common_arguments
 
 if TYPE_CHECKING:
@@ -145,6 +145,10 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     except KernelwheelError as exc:
         if args.traceback:
             _print_traceback()
+        if isinstance(exc, (UsageError, VariantError)):
+            ui.discard_log()  # refused for its arguments before any work: no logs/ folder made
+        else:
+            ui.keep_log()
         ui.log_only(traceback.format_exc().rstrip())  # a command's log keeps it in any case
         message = str(exc)
         if ui.log_path is not None and str(ui.log_path) not in message:

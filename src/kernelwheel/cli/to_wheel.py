@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -91,7 +92,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    from ..errors import UsageError
+    from ..errors import UsageError, VariantError
     from ..hub import ToWheelRequest, to_wheels  # imported when used: other commands start faster
     from ..model.names import shadowing
     from ..model.project import is_package_name, package_name
@@ -107,20 +108,31 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             hint=f"choose a name of the kernel's own, e.g. --name {args.name}-kernel",
         )
     name = args.repo.rstrip("/").rsplit("/", 1)[-1] if Path(args.repo).is_dir() else args.repo
+    made = not args.output_dir.exists()
     output_dir(args.output_dir, "--output-dir")  # a file or an unwritable folder: a clear error
     log = ui.log_to(args.output_dir / "logs" / f"to-wheel-{slug(name)}.log", header("to-wheel"))
-    request = ToWheelRequest(
-        name=args.name,
-        repo=args.repo,
-        version=args.version,
-        revision=args.revision,
-        output_dir=args.output_dir,
-        variants=tuple(args.variant),
-        allow_abi_violations=args.allow_abi_violations,
-        local_version_style=resolve_command_option("local_version_style", args.local_version_style),
-        jobs=jobs_value(args),
-    )
-    result = to_wheels(request, ui, runner=args.runner)
+    try:
+        request = ToWheelRequest(
+            name=args.name,
+            repo=args.repo,
+            version=args.version,
+            revision=args.revision,
+            output_dir=args.output_dir,
+            variants=tuple(args.variant),
+            allow_abi_violations=args.allow_abi_violations,
+            local_version_style=resolve_command_option(
+                "local_version_style", args.local_version_style
+            ),
+            jobs=jobs_value(args),
+        )
+        result = to_wheels(request, ui, runner=args.runner)
+    except (UsageError, VariantError):
+        # Refused for its arguments: the log and the output folder made for it go (when empty).
+        ui.discard_log()
+        if made:
+            with suppress(OSError):
+                args.output_dir.rmdir()
+        raise
     if args.json:
         ui.log_only(report_text(result))
         ui.print(emit_json(to_json(result, log)))

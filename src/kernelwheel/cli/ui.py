@@ -8,7 +8,9 @@
 - ``verbosity``: -1 (``--quiet``) shows only results, warnings and errors; 1 (``--verbose``)
   also streams every line the step's tools write (compiler, pip).
 - ``progress_to_stderr``: progress goes to stderr so stdout carries only the result (``--json``).
-- :meth:`ConsoleUI.log_to` copies every line, shown or not, into a log file.
+- :meth:`ConsoleUI.log_to` copies every line, shown or not, into a log file. The file (and its
+  folder) is made when the first step starts or the command ends, not before: a run refused for
+  its arguments (:meth:`ConsoleUI.discard_log`) makes no folder at all.
 
 On GitHub Actions (GITHUB_ACTIONS=true) each variant is folded into a group and errors become
 annotations; variants built side by side have their lines held (:meth:`ConsoleUI.hold`) and
@@ -17,6 +19,7 @@ shown as one group each when they end, so that no group mixes two variants.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -113,6 +116,8 @@ class ConsoleUI:
         self._status = False  # a status line is on the terminal
         self._log: TextIO | None = None
         self.log_path: Path | None = None  # the file log_to copies to
+        self._pending: list[str] | None = None  # the log's lines while its file is not made
+        self._made: list[Path] = []  # the folders made for the log (discard_log removes them)
         # scope -> its lines not shown yet (hold/release), with their streams
         self._held: dict[str, list[tuple[str, TextIO]]] = {}
 
@@ -131,6 +136,8 @@ class ConsoleUI:
             if self._log is not None:
                 self._log.write(text + "\n")
                 self._log.flush()
+            elif self._pending is not None:
+                self._pending.append(text)
             if not show:
                 return
             if scope is not None and scope in self._held:
@@ -141,18 +148,56 @@ class ConsoleUI:
 
     def log_to(self, path: Path, header: str = "") -> Path:
         """From now on copy every line (progress shown or not, results, warnings, errors, the
-        traceback of a failure) to ``path``, until :meth:`close`."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
-        if header:
-            fh.write(header + "\n")
+        traceback of a failure) to ``path``, until :meth:`close`. The file is made when the
+        first step starts (or at :meth:`close`); until then the lines are held."""
         with self._lock:
             self.close()
-            self._log, self.log_path = fh, path
+            self.log_path, self._pending = path, [header] if header else []
         return path
+
+    def _open_log(self) -> None:
+        """Make the log's file (and folder) and write the lines held for it."""
+        with self._lock:
+            if self._pending is None or self.log_path is None:
+                return
+            made = [p for p in (self.log_path.parent, *self.log_path.parents) if not p.exists()]
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._made = made  # the folders made for the log, deepest first
+            fh = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            fh.writelines(line + "\n" for line in self._pending)
+            fh.flush()
+            self._log, self._pending = fh, None
+
+    def keep_log(self) -> None:
+        """Make the log's file now (a command ending in an error names it): where it cannot be
+        made, the log is dropped, so no message names a file that is not there."""
+        with self._lock:
+            try:
+                self._open_log()
+            except OSError:
+                self._pending, self.log_path = None, None
+
+    def discard_log(self) -> None:
+        """Forget the log (a run refused for its arguments leaves no folder behind): its lines
+        held, or its file and the folders made for it when a step had already made them."""
+        with self._lock:
+            path, self._pending, self.log_path = self.log_path, None, None
+            if self._log is None or path is None:
+                return
+            self._log.close()
+            self._log = None
+            path.unlink(missing_ok=True)
+            for folder in self._made:
+                with contextlib.suppress(OSError):  # not empty: something else is there now
+                    folder.rmdir()
+            self._made = []
 
     def close(self) -> None:
         with self._lock:
+            try:
+                self._open_log()
+            except OSError:
+                self._pending = None  # an unwritable log folder: the error shown is all there is
             if self._log is not None:
                 self._log.close()
                 self._log = None
@@ -164,6 +209,7 @@ class ConsoleUI:
     # -- Reporter protocol ----------------------------------------------------------------------
 
     def step_started(self, scope: str, name: str, log: Path | None = None) -> None:
+        self._open_log()  # work begins: the log is made, to be followed while it runs
         now = time.monotonic()
         running = _Running(scope, name, now, log, beat=now)
         if log is not None:

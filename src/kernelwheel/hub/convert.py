@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..errors import HubError
-from ..model.names import pypi_namesake, shadowing
+from ..model.names import name_warning, shadowing
 from ..model.python_depends import load_python_depends
 from ..model.recipes import TVM_FFI_PACKAGE, load_recipes
 from ..model.variant import LocalVersionStyle, Variant
@@ -226,10 +226,19 @@ def prepare_wheel(
             f"{folder}: the wheel {dist} (package {layout.package}/) would shadow {shadowed}; "
             "refused (pass --name NAME to give it a name of its own)"
         )
-    if variant.noarch and pypi_namesake(dist):
+    if canonicalize_name(dist) != canonicalize_name(layout.package) and name_warning(
+        layout.package, layout.package
+    ):
+        raise Unconvertible(
+            f"{folder}: the package {layout.package}/ is the import name of a well-known PyPI "
+            f"distribution: a wheel named {dist} holding it would write over that "
+            "distribution's files; refused (convert it under its own name, or have the kernel's "
+            "package renamed in the Hub repo)"
+        )
+    if (warning := name_warning(dist, layout.package)) is not None:
         notes.append(
-            f"warning: {dist!r} is also a well-known PyPI distribution, which installing this "
-            f"wheel replaces; pass --name {dist}-kernel to give it another name"
+            f"warning: {warning}; the package folder keeps its name, so installing this wheel "
+            "replaces that distribution (have the kernel's package renamed in the Hub repo)"
         )
     version = f"{_base_version(resolution, metadata, notes)}+{variant.local_version_in(style)}"
     try:

@@ -2,22 +2,31 @@
 it is warned about (a well-known PyPI distribution), from the shipped ``data/names.toml``.
 
 Every place a name enters (build.toml's ``general.name``, ``init NAME``, ``to-wheel --name``,
-a Hub repo's metadata.json or package folder) asks :func:`shadowing`; no network lookup is
-made while building, so the PyPI list is a shipped one."""
+a Hub repo's metadata.json or package folder) asks :func:`shadowing` (refused) and
+:func:`name_warning` (warned, for every build kind); no network lookup is made while building,
+so the PyPI list is a shipped one."""
 
 from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from .._toml import Located, read_toml
 from ..errors import ProjectError
 
-__all__ = ["NameLists", "load_name_lists", "pypi_namesake", "shadowing"]
+__all__ = [
+    "NameLists",
+    "load_name_lists",
+    "name_warning",
+    "self_requirement",
+    "shadowing",
+]
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "names.toml"
 
@@ -29,6 +38,9 @@ class NameLists:
     modules: frozenset[str]  # reserved top-level modules of core packages
     stdlib: frozenset[str]  # the standard library's, of every supported Python
     well_known: frozenset[str]  # canonical names of well-known PyPI distributions
+    well_known_modules: frozenset[str]  # their import names that differ from the name
+    test_packages: frozenset[str] = frozenset()  # test, tests
+    windows_devices: frozenset[str] = frozenset()  # con, aux, nul, com1... (lowercase)
 
 
 @functools.cache
@@ -40,8 +52,17 @@ def load_name_lists(path: Path | None = None) -> NameLists:
     pypi = doc.table("pypi")
     if reserved is None or pypi is None:
         raise ProjectError(f"{source}: needs [reserved] and [pypi] tables")
-    reserved.check_keys(("distributions", "distribution-prefixes", "modules", "stdlib-removed"))
-    pypi.check_keys(("well-known",))
+    reserved.check_keys(
+        (
+            "distributions",
+            "distribution-prefixes",
+            "modules",
+            "stdlib-removed",
+            "test-packages",
+            "windows-devices",
+        )
+    )
+    pypi.check_keys(("well-known", "modules"))
     stdlib = {m for m in sys.stdlib_module_names if not m.startswith("_")}
     return NameLists(
         distributions=frozenset(
@@ -51,6 +72,9 @@ def load_name_lists(path: Path | None = None) -> NameLists:
         modules=frozenset(reserved.string_list("modules") or ()),
         stdlib=frozenset(stdlib | set(reserved.string_list("stdlib-removed") or ())),
         well_known=frozenset(canonicalize_name(n) for n in pypi.string_list("well-known") or ()),
+        well_known_modules=frozenset(pypi.string_list("modules") or ()),
+        test_packages=frozenset(reserved.string_list("test-packages") or ()),
+        windows_devices=frozenset(n.lower() for n in reserved.string_list("windows-devices") or ()),
     )
 
 
@@ -72,10 +96,50 @@ def shadowing(distribution: str | None, package: str | None = None) -> str | Non
                 )
             if module in lists.modules:
                 return f"the module {module!r}, which `import {module}` would no longer find"
+            if module in lists.test_packages:
+                return (
+                    f"the test package {module!r} (the standard library's `test`, the `tests` "
+                    "folder of other distributions and of the user's project), which pytest and "
+                    f"`import {module}` would find instead"
+                )
+        if package.lower().split(".")[0] in lists.windows_devices:
+            return (
+                f"the Windows device name {package.lower()!r}: a folder named so cannot be "
+                "made on Windows, so the package could be neither checked out nor installed there"
+            )
     return None
 
 
-def pypi_namesake(distribution: str) -> bool:
-    """Whether ``distribution`` is a well-known PyPI distribution's name (data/names.toml)."""
-    return canonicalize_name(distribution) in load_name_lists().well_known
+def name_warning(distribution: str, package: str | None = None) -> str | None:
+    """Why a kernel's wheel named ``distribution`` (package folder ``package``) deserves a
+    warning, in words, or None: it is named like a well-known PyPI distribution, which
+    installing it replaces, or its package folder is one's import name (``google``). The one
+    check of every build kind and of to-wheel (data/names.toml)."""
+    lists = load_name_lists()
+    canonical = canonicalize_name(distribution)
+    if canonical in lists.well_known:
+        return (
+            f"{distribution!r} is also a well-known PyPI distribution, which installing this "
+            "wheel replaces (its local version does not stop pip: the name is the same)"
+        )
+    if package is not None and (
+        package in lists.well_known_modules or canonicalize_name(package) in lists.well_known
+    ):
+        return (
+            f"the package folder {package}/ is also the import name of a well-known PyPI "
+            "distribution, whose files installing this wheel writes over"
+        )
+    return None
 
+
+def self_requirement(distribution: str, requirements: Iterable[str]) -> str | None:
+    """The first of ``requirements`` (PEP 508) that names ``distribution`` itself: a wheel that
+    requires its own name replaces the package it needs (``einops`` requiring ``einops``)."""
+    canonical = canonicalize_name(distribution)
+    for line in requirements:
+        try:
+            if canonicalize_name(Requirement(line).name) == canonical:
+                return line
+        except InvalidRequirement:
+            continue
+    return None

@@ -24,10 +24,11 @@ from enum import Enum
 from functools import total_ordering
 from typing import Any
 
-from packaging.utils import parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from kernelwheel.errors import VariantError
+
+from .wheelname import parse_wheel_name
 
 __all__ = [
     "OS",
@@ -943,7 +944,7 @@ def variant_of_wheel(filename: str) -> Variant | None:
     VariantError for a local version that is no kernel variant (``+cu12torch2.8cxx11abiTRUE``)
     or a platform kernelwheel has no variants for (``linux_i686``); packaging's
     InvalidWheelFilename for a name that is no wheel's."""
-    _, version, _, tags = parse_wheel_filename(filename)
+    _, version, _, tags, _ = parse_wheel_name(filename)
     local = version.local
     if local is None:
         return None

@@ -43,12 +43,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename
 from packaging.version import Version
 
 from .._util import sha256_file, staging_dir
 from ..errors import UsageError, VariantError, WheelError
 from ..model.variant import Backend, BackendKind, TorchVersion, Variant, variant_of_wheel
+from ..model.wheelname import parse_wheel_name
 from . import site
 from .reader import escape_name, parse_metadata, read_metadata, verify_wheel
 from .site import refuse_input_inside
@@ -95,9 +96,18 @@ def flavours_of(filename: str) -> tuple[str | None, str | None, str]:
     """(flavour, noarch kind, reason). flavour is a backend token (``cu130``), ``"*"`` for
     every flavour, or None for all/ only, with the reason."""
     try:
+        label = parse_wheel_name(filename).label
         variant = variant_of_wheel(filename)
     except VariantError as exc:
         return None, None, exc.message
+    except InvalidWheelFilename as exc:
+        return None, None, f"not a wheel file name ({exc})"
+    if label is not None:
+        why = (
+            f"a wheel variant (label {label}, PEP 825): only variant-aware installers read it; "
+            "index the +local builds it came from with --wheel-variants instead"
+        )
+        return None, None, why
     if variant is None:
         return _ANY, None, "no local version: in every flavour"
     if variant.backend is None:
@@ -109,7 +119,7 @@ def flavours_of(filename: str) -> tuple[str | None, str | None, str]:
 
 def _read(path: Path) -> IndexedWheel:
     try:
-        name, version, _, _ = parse_wheel_filename(path.name)
+        name, version, _, _, _ = parse_wheel_name(path.name)
     except InvalidWheelFilename as exc:
         raise WheelError(f"{path}: not a wheel file name ({exc})") from None
     verify_wheel(path)  # the record and wheel rules: METADATA's Name and Version among them

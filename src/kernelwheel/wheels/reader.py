@@ -20,12 +20,13 @@ from typing import Protocol
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..errors import VariantError, WheelError
-from ..model.names import shadowing
+from ..model.names import name_warning, shadowing
 from ..model.variant import variant_of_wheel
+from ..model.wheelname import parse_wheel_name
 from .record import Row, parse_record, record_hash
 
 __all__ = [
@@ -109,7 +110,7 @@ class WheelContents:
 def read_wheel(path: Path) -> WheelContents:
     """Read a wheel and verify every RECORD hash; raises WheelError naming the bad entry."""
     try:
-        name, version, _build, tags = parse_wheel_filename(path.name)
+        name, version, _build, tags, _label = parse_wheel_name(path.name)
     except InvalidWheelFilename as exc:
         raise WheelError(f"{path}: {exc}") from None
     try:
@@ -370,8 +371,7 @@ def wheel_rule_problems(filename: str, wheel: _Members) -> list[IntegrityProblem
     the file name's; a kernel's local label (``+torch2.14.cu130``) agrees with its
     ``Requires-Dist: torch``. Empty when it holds."""
     try:
-        filename = _without_variant_label(filename)
-        dist, version, _build, _tags = parse_wheel_filename(filename)
+        dist, version, _build, _tags, _label = parse_wheel_name(filename)
     except InvalidWheelFilename as exc:
         return [_wheel_problem(filename, f"is not a wheel file name ({exc})", "rename it")]
     names = [n for n in wheel.namelist() if not n.endswith("/")]
@@ -389,20 +389,6 @@ def wheel_rule_problems(filename: str, wheel: _Members) -> list[IntegrityProblem
         return out  # the record rule names it
     out += _metadata_problems(filename, dist, version, headers)
     return out
-
-
-def _without_variant_label(filename: str) -> str:
-    """A PEP 825 variant wheel's name without its variant label (a seventh part, after the
-    platform: ``img2gray-0.1.0-cp310-abi3-manylinux_2_28_x86_64-cu126.whl``)."""
-    try:
-        parse_wheel_filename(filename)
-    except InvalidWheelFilename:
-        stem, _, _label = filename[: -len(".whl")].rpartition("-")
-        if stem.count("-") >= 4:
-            parse_wheel_filename(f"{stem}.whl")
-            return f"{stem}.whl"
-        raise
-    return filename
 
 
 def _wheel_problem(subject: str, cause: str, fix: str) -> IntegrityProblem:
@@ -435,6 +421,18 @@ def _own_names(
                     member,
                     f"declares the top-level package {top!r}, which would replace {reserved}",
                     "a kernel wheel installs only its own package: rebuild it from its project",
+                )
+            )
+            continue
+        if name_warning(top, top) is not None:
+            out.append(
+                _wheel_problem(
+                    member,
+                    f"declares the top-level package {top!r}, the import name of a well-known "
+                    "PyPI distribution other than this wheel's: installing it would write over "
+                    "that distribution's files",
+                    "a kernel wheel installs only its own package: rebuild it from its project "
+                    "(to-wheel --name names the distribution, not another one's package)",
                 )
             )
             continue

@@ -1,0 +1,47 @@
+"""A wheel's file name, the one parser: PEP 427's ``name-version[-build]-python-abi-platform``
+and PEP 825's variant wheels, whose name adds a variant label after the platform
+(``img2gray-0.1.0-cp310-abi3-manylinux_2_28_x86_64-cu126.whl``, as ``index --wheel-variants``
+writes them). ``check``, ``index`` and the wheel rule read names through it, so a wheel
+kernelwheel wrote is never refused for its name."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from packaging.tags import Tag
+from packaging.utils import (
+    BuildTag,
+    InvalidWheelFilename,
+    NormalizedName,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+
+__all__ = ["WheelName", "parse_wheel_name"]
+
+# PEP 825's variant label: lowercase letters, digits, '_' and '.'.
+_LABEL = re.compile(r"[0-9a-z._]+")
+
+
+class WheelName(NamedTuple):
+    name: NormalizedName
+    version: Version
+    build: BuildTag
+    tags: frozenset[Tag]
+    label: str | None  # the variant label of a PEP 825 variant wheel, else None
+
+
+def parse_wheel_name(filename: str) -> WheelName:
+    """``filename`` parsed; a name with one more part than PEP 427 allows (after a build tag or
+    not) whose last part is a variant label is a variant wheel's. Raises packaging's
+    InvalidWheelFilename for any other name."""
+    try:
+        return WheelName(*parse_wheel_filename(filename), None)
+    except InvalidWheelFilename:
+        stem, dash, label = filename.removesuffix(".whl").rpartition("-")
+        if not filename.endswith(".whl") or not dash or not _LABEL.fullmatch(label):
+            raise
+        if stem.count("-") not in (4, 5):  # name-ver[-build]-py-abi-plat, then the label
+            raise
+        return WheelName(*parse_wheel_filename(f"{stem}.whl"), label)
