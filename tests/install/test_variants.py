@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from support.gitrepo import HubRepo, variant_files
@@ -260,3 +261,20 @@ def test_split_source() -> None:
     assert split_source("org/name") == ("org/name", None)
     with pytest.raises(HubError, match="nothing after '@'"):
         split_source("org/name@")
+
+
+def test_an_index_root_is_followed_only_to_its_own_host(tmp_path: Path) -> None:
+    """A root page's project links are read on its own host only: a link elsewhere is not
+    fetched (the listing comes from the page given, not from wherever it points)."""
+    from kernelwheel.install.sources import discover
+
+    site = tmp_path / "site"
+    (site / "img2gray").mkdir(parents=True)
+    wheel = kernel_wheel(tmp_path, CPU_213)
+    (site / "img2gray" / "index.html").write_text(f'<a href="../../{wheel.name}">w</a>')
+    (site / "index.html").write_text(
+        '<a href="img2gray/">img2gray</a><a href="http://other.invalid/simple/evil/">evil</a>'
+    )
+    found = discover(site.as_uri() + "/")
+    assert [c.filename for c in found] == [wheel.name]
+    assert unquote(found[0].location) == f"file://{wheel}"
