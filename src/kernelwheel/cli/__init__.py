@@ -39,6 +39,7 @@ COMMANDS = (
     "upload",
     "index",
     "install",
+    "variants",
     "lock",
     "download",
 )

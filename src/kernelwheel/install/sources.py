@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name
 
 from ..errors import UsageError
 
-__all__ = ["Candidate", "Sources", "fetch", "list_candidates"]
+__all__ = ["Candidate", "Sources", "discover", "fetch", "list_candidates"]
 
 _TIMEOUT = 60
 
@@ -121,19 +121,19 @@ def _from_page(url: str, text: str) -> Iterable[Candidate]:
         yield Candidate(filename, target, sha256, url, attrs.get("data-yanked"))
 
 
-def _from_folder(text: str) -> list[Candidate]:
+def _from_folder(text: str, option: str = "--find-links") -> list[Candidate]:
     folder = Path(text)
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
         raise UsageError(
-            f"--find-links {text}: {what}",
+            f"{option} {text}: {what}",
             hint="pass a folder holding wheels, or an http(s):// or file:// URL",
         )
     try:
         wheels = sorted(p for p in folder.iterdir() if p.suffix == ".whl")
     except OSError as exc:
         raise UsageError(
-            f"--find-links {text}: cannot be read ({exc.strerror or exc})",
+            f"{option} {text}: cannot be read ({exc.strerror or exc})",
             hint="check the folder's permissions",
         ) from None
     return [Candidate(p.name, str(p.resolve()), None, str(folder)) for p in wheels]
@@ -160,14 +160,47 @@ def list_candidates(sources: Sources, projects: Sequence[str]) -> list[Candidate
             page = _read_page(url, option, missing_ok=True)
             if page is not None:
                 found += _from_page(url, page)
+    wanted = set(projects)
+    return [c for c in _unique(found) if _project(c.filename) in wanted]
+
+
+def discover(location: str) -> list[Candidate]:
+    """Every wheel ``location`` offers, whatever its project (``kernelwheel variants``): a
+    folder's wheels; a page that links wheels (a find-links page, or one project's page of a
+    PEP 503 index); else a PEP 503 index's root, whose links name project pages, each read."""
+    option = "SOURCE"
+    if not _is_url(location):
+        return _from_folder(location, option)
+    _check_url(location, option)
+    if location.startswith("file:") and Path(unquote(urlparse(location).path)).is_dir():
+        if not (Path(unquote(urlparse(location).path)) / "index.html").is_file():
+            return _from_folder(unquote(urlparse(location).path), option)
+    url = location if location.endswith("/") or location.endswith(".html") else location + "/"
+    page = _read_page(url, option, missing_ok=False) or ""
+    found = list(_from_page(url, page))
+    if found:
+        return found
+    for href in _hrefs(page):  # a root index: one page per project
+        project = urljoin(url, href)
+        if urlparse(project).netloc == urlparse(url).netloc and not project.endswith(".whl"):
+            found += _from_page(project, _read_page(project, option, missing_ok=True) or "")
+    return _unique(found)
+
+
+def _hrefs(text: str) -> list[str]:
+    parser = _Links()
+    parser.feed(text)
+    return [href for attrs in parser.links if (href := attrs.get("href"))]
+
+
+def _unique(found: list[Candidate]) -> list[Candidate]:
     seen: set[str] = set()
     unique = []
     for candidate in found:  # one wheel file name is one build: the first listing wins
         if candidate.filename not in seen:
             seen.add(candidate.filename)
             unique.append(candidate)
-    wanted = set(projects)
-    return [c for c in unique if _project(c.filename) in wanted]
+    return unique
 
 
 def _project(filename: str) -> str:

@@ -1,0 +1,158 @@
+"""``kernelwheel variants SOURCE``: every build a source offers, and which one install picks.
+
+It renders :func:`kernelwheel.install.variants.explain`, whose verdicts are
+``kernelwheel install``'s own selection (the same call, the same reasons).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..install.service import target_python
+from ..install.sources import Candidate, discover
+from ..install.variants import Entry, Status, VariantsReport, explain, machine
+from .ui import ConsoleUI
+
+_MARK = {
+    Status.PREFERRED: "preferred",
+    Status.COMPATIBLE: "compatible",
+    Status.REJECTED: "rejected",
+}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "variants",
+        help="list every build of a kernel: which one install picks, which fit, which do not",
+        description=(
+            "List every build SOURCE offers and judge each for the target Python (its torch, "
+            "flavour, C++ ABI, wheel tags) and this machine's CUDA driver, exactly as "
+            "'kernelwheel install' judges them: the build install would pick is preferred, the "
+            "others it accepts are compatible (with why they lost), the rest rejected with the "
+            "reason. SOURCE is a folder of wheels, a find-links page or PEP 503 index URL "
+            "(http(s):// or file://), or a Hub kernel org/name[@VERSION] (or a git clone of "
+            "one: PATH[@VERSION]; only build/ is listed, nothing is downloaded)."
+        ),
+        epilog=(
+            "VERSION (Hub kernels): 1 (branch v1), 1.1.2 (tag v1.1.2), '>=1.1,<2'; "
+            "default: the newest vN branch\n"
+            "\n"
+            "examples:\n"
+            "  kernelwheel variants wheelhouse\n"
+            "  kernelwheel variants https://host/simple/all/ --python .venv/bin/python\n"
+            "  kernelwheel variants kernels-community/relu@1 --json\n"
+            "\n"
+            "exit codes: 0 listed (whether or not a build fits); 2 bad SOURCE or unreadable "
+            "source; 9 the Hub repo or revision cannot be read; 10 the target Python has no "
+            "usable torch"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("source", metavar="SOURCE", help="a wheel folder, an index URL or org/name[@V]")
+    p.add_argument(
+        "--python",
+        metavar="PY",
+        help="the interpreter to judge for: a path, or a name looked up on PATH "
+        "(default: $VIRTUAL_ENV's, else python3 on PATH, as install picks it)",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    source, candidates, names, unjudged = _builds(args.source, args.runner)
+    target, gpus = machine(target_python(args.python), args.runner)
+    report = explain(source, candidates, target, gpus, names=names, unjudged=unjudged)
+    if args.json:
+        ui.print(json.dumps(report_json(report), indent=2))
+    else:
+        _render(report, ui)
+    return 0
+
+
+def _is_url(text: str) -> bool:
+    return "://" in text
+
+
+def _builds(
+    text: str, runner: Any
+) -> tuple[str, list[Candidate], dict[str, str], tuple[Entry, ...]]:
+    """The source's candidates: a folder or URL's wheels, else a Hub kernel's (or a git
+    clone's) build folders as the wheels to-wheel would write."""
+    if _is_url(text) or (Path(text).is_dir() and not (Path(text) / ".git").exists()):
+        return text, discover(text), {}, ()
+    from ..hub.variants import hub_builds  # the Hub client only for a Hub source
+
+    found = hub_builds(text, runner=runner)
+    unjudged = tuple(
+        Entry(folder, None, f"{found.where}: build/{folder}", None, Status.REJECTED, why)
+        for folder, why in found.unmappable
+    )
+    where = f"{found.where} at {found.resolution.describe()}"
+    return where, list(found.candidates), found.names, unjudged
+
+
+def _render(report: VariantsReport, ui: ConsoleUI) -> None:
+    ui.print(f"source: {report.source}")
+    ui.print(f"environment: {report.target.describe()}")
+    ui.print(f"GPUs: {report.gpus.describe()}")
+    if not report.projects:
+        ui.print("no wheels found")
+        return
+    for project in report.projects:
+        ui.print("")
+        if project.project:
+            ui.print(f"{project.project}:")
+        width = max(len(e.variant) for e in project.entries)
+        for entry in project.entries:
+            reason = f"  {entry.reason}" if entry.reason else ""
+            ui.print(f"  {_MARK[entry.status]:<10}  {entry.variant:<{width}}{reason}".rstrip())
+        if project.preferred is None:
+            ui.print("  no build fits this environment")
+        else:
+            ui.print(f"  install picks {project.preferred.wheel}")
+
+
+def report_json(report: VariantsReport) -> dict[str, Any]:
+    """The JSON shape (docs/variants.md): per build, kernels' ``variant``/``compatible``/
+    ``reason`` plus ``preferred``, ``status`` and the wheel."""
+    t = report.target
+    return {
+        "source": report.source,
+        "environment": {
+            "python": str(t.python),
+            "python_tag": t.python_tag,
+            "machine": t.machine,
+            "torch": t.torch_dist,
+            "torch_flavour": t.torch.token,
+            "cxx11_abi": t.torch.cxx11,
+            "cuda_driver": None if t.torch.driver is None else ".".join(map(str, t.torch.driver)),
+            "gpus": list(report.gpus.capabilities),
+            "gpus_source": report.gpus.source,
+            "description": t.describe(),
+        },
+        "projects": [
+            {
+                "project": p.project,
+                "preferred": p.preferred.variant if p.preferred else None,
+                "variants": [_entry_json(e) for e in p.entries],
+            }
+            for p in report.projects
+        ],
+    }
+
+
+def _entry_json(entry: Entry) -> dict[str, Any]:
+    return {
+        "variant": entry.variant,
+        "compatible": entry.status is not Status.REJECTED,
+        "preferred": entry.status is Status.PREFERRED,
+        "status": entry.status.value,
+        "reason": entry.reason,
+        "wheel": entry.wheel,
+        "version": entry.version,
+        "location": entry.location,
+    }

@@ -1,0 +1,100 @@
+"""A Hub kernel's builds as the wheels ``to-wheel`` would make of them (``kernelwheel variants``).
+
+``org/name[@VERSION]`` (or a git clone's path with the same tail): VERSION is read as to-wheel
+reads it (``1``: branch ``v1``, ``1.1.2``: tag ``v1.1.2``, a range); without one, the newest
+``vN`` branch. Only ``build/`` is listed, nothing is downloaded: each ``build/<variant>/`` folder
+becomes the :class:`~kernelwheel.install.sources.Candidate` to-wheel would write (the same name,
+version and wheel tag), so install's own selection judges it. A folder whose name is no variant
+is returned apart, with to-wheel's reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from .._util import RUNNER, Runner
+from ..errors import HubError, VariantError
+from ..install.sources import Candidate
+from ..log import Reporter
+from ..model.variant import Variant
+from ..wheels.reader import escape_name
+from .convert import wheel_tag
+from .hubsource import HubSettings
+from .revision import RefKind, Resolution, VersionRequest
+from .source import RepoSource, group_by_variant
+from .towheel import DEFAULT_MANYLINUX, open_source, resolve
+
+__all__ = ["HubBuilds", "hub_builds", "split_source"]
+
+
+@dataclass(frozen=True)
+class HubBuilds:
+    where: str  # "Hub repo org/name (…)" or "git clone /path"
+    resolution: Resolution
+    candidates: tuple[Candidate, ...]
+    names: dict[str, str]  # wheel file name -> its build/ folder
+    unmappable: tuple[tuple[str, str], ...]  # (folder, why it names no variant)
+
+
+def split_source(text: str) -> tuple[str, str | None]:
+    """``org/name@1`` -> (``org/name``, ``1``); no ``@``: (text, None)."""
+    repo, at, version = text.rpartition("@")
+    if not at:
+        return text, None
+    if not repo or not version.strip():
+        raise HubError(
+            f"SOURCE {text!r}: nothing {'before' if not repo else 'after'} '@'",
+            hint="e.g. kernels-community/relu@1 (branch v1) or kernels-community/relu@1.1.2",
+        )
+    return repo, version
+
+
+def hub_builds(
+    text: str,
+    settings: HubSettings | None = None,
+    reporter: Reporter | None = None,
+    runner: Runner = RUNNER,
+    source: RepoSource | None = None,
+) -> HubBuilds:
+    repo, version = split_source(text)
+    src = source or open_source(repo, settings, reporter, runner)
+    request = VersionRequest.parse(version if version is not None else _newest_major(src))
+    resolution = resolve(src, request)
+    folders = group_by_variant(src.list_build(resolution.commit))
+    if not folders:
+        raise HubError(
+            f"{src.where}: build/ holds no variant folders at commit {resolution.commit}",
+            hint="kernel repos keep each build in build/<variant>/",
+        )
+    dist = escape_name(src.name)
+    base = Version(resolution.version)
+    candidates, names, unmappable = [], {}, []
+    for folder in folders:
+        try:
+            variant = Variant.parse(folder)
+        except VariantError as exc:
+            unmappable.append((folder, f"cannot map the variant name: {exc}"))
+            continue
+        tag = wheel_tag(variant, DEFAULT_MANYLINUX)
+        filename = f"{dist}-{base}+{variant.local_version}-{tag}.whl"
+        location = f"{src.where}: build/{folder}"
+        candidates.append(Candidate(filename, location, None, src.where))
+        names[filename] = folder
+    return HubBuilds(src.where, resolution, tuple(candidates), names, tuple(unmappable))
+
+
+def _newest_major(src: RepoSource) -> str:
+    majors = [
+        int(ref.name[1:])
+        for ref in src.refs()
+        if ref.kind in (RefKind.BRANCH, RefKind.CACHED) and re.fullmatch(r"v[0-9]+", ref.name)
+    ]
+    if not majors:
+        raise HubError(
+            f"{src.where} has no version branch (v1, v2, ...)",
+            hint="name the version: SOURCE@1.1.2 (tag v1.1.2) or SOURCE@'>=1,<2'",
+        )
+    return str(max(majors))

@@ -1,0 +1,154 @@
+"""``kernelwheel variants``: every build a source offers, as ``kernelwheel install`` judges it.
+
+The verdicts are :func:`.select.select`'s, the very call ``install`` makes: per project, the
+build install would pick is *preferred*, the other builds it would accept are *compatible*
+(with :func:`.select.why_not_chosen` saying why they lost), the rest *rejected* with the reason
+install gives. Nothing is decided here. Builds that have no wheel name to judge (a Hub folder
+whose name is no variant) come in as ``unjudged`` rejections with their own reason.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from .._util import RUNNER, Runner
+from ..compat.gpus import Gpus, query_gpus
+from ..errors import VariantError
+from ..model.variant import variant_of_wheel
+from .probe import Target, probe
+from .select import Selection, Verdict, select, why_not_chosen
+from .sources import Candidate
+
+__all__ = ["Status", "Entry", "ProjectBuilds", "VariantsReport", "explain", "machine"]
+
+
+class Status(str, Enum):
+    PREFERRED = "preferred"
+    COMPATIBLE = "compatible"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One build: its variant name (a Hub folder's, or the one its wheel name's local version
+    names), its wheel, and install's verdict."""
+
+    variant: str
+    wheel: str | None  # None: a build with no wheel name (an unmappable Hub folder)
+    location: str
+    version: str | None
+    status: Status
+    reason: str | None  # None only for the preferred build
+
+
+@dataclass(frozen=True)
+class ProjectBuilds:
+    project: str  # canonical name
+    entries: tuple[Entry, ...]  # preferred first, then compatible, then rejected
+
+    @property
+    def preferred(self) -> Entry | None:
+        return next((e for e in self.entries if e.status is Status.PREFERRED), None)
+
+
+@dataclass(frozen=True)
+class VariantsReport:
+    source: str  # how the source is named in output
+    target: Target
+    gpus: Gpus
+    projects: tuple[ProjectBuilds, ...]
+
+
+_ORDER = {Status.PREFERRED: 0, Status.COMPATIBLE: 1, Status.REJECTED: 2}
+
+
+def explain(
+    source: str,
+    candidates: Sequence[Candidate],
+    target: Target,
+    gpus: Gpus,
+    *,
+    names: dict[str, str] | None = None,
+    unjudged: Sequence[Entry] = (),
+) -> VariantsReport:
+    """Every candidate of every project in ``candidates``, judged for ``target`` by
+    :func:`.select.select`. ``names``: wheel file name → the variant name to show (a Hub
+    folder's own spelling); ``unjudged``: rejected builds added as they are (to the first
+    project, or to one of their own when there is none)."""
+    by_project: dict[str, list[Candidate]] = {}
+    for candidate in candidates:
+        project = _project(candidate.filename)
+        if project is not None:
+            by_project.setdefault(project, []).append(candidate)
+    found = []
+    for project, offered in sorted(by_project.items()):
+        (sel,) = select([Requirement(project)], offered, target)
+        found.append(ProjectBuilds(project, _entries(sel, names or {})))
+    if unjudged:
+        if found:
+            first = found[0]
+            found[0] = ProjectBuilds(first.project, first.entries + tuple(unjudged))
+        else:
+            found.append(ProjectBuilds("", tuple(unjudged)))
+    return VariantsReport(source, target, gpus, tuple(found))
+
+
+def _project(filename: str) -> str | None:
+    try:
+        return str(parse_wheel_filename(filename)[0])
+    except InvalidWheelFilename:
+        return None
+
+
+def _entries(sel: Selection, names: dict[str, str]) -> tuple[Entry, ...]:
+    entries = [_entry(v, sel, names) for v in sel.verdicts]
+    return tuple(sorted(entries, key=lambda e: _ORDER[e.status]))  # stable: listing order kept
+
+
+def _entry(verdict: Verdict, sel: Selection, names: dict[str, str]) -> Entry:
+    filename = verdict.candidate.filename
+    if verdict is sel.chosen:
+        status, reason = Status.PREFERRED, None
+    elif verdict.reason is None:
+        assert sel.chosen is not None  # a compatible build that lost: something was chosen
+        status, reason = Status.COMPATIBLE, why_not_chosen(verdict, sel.chosen)
+    else:
+        status, reason = Status.REJECTED, verdict.reason
+    return Entry(
+        names.get(filename) or _variant_name(filename),
+        filename,
+        verdict.candidate.location,
+        str(verdict.version),
+        status,
+        reason,
+    )
+
+
+def _variant_name(filename: str) -> str:
+    """The variant the wheel's local version names (``torch213-cxx11-cpu-x86_64-linux``);
+    ``+label`` as written when it names none; ``universal`` for a wheel without one."""
+    try:
+        variant = variant_of_wheel(filename)
+    except VariantError:
+        return f"+{parse_wheel_filename(filename)[1].local}"
+    return "universal" if variant is None else variant.name
+
+
+def machine(python: Path, runner: Runner = RUNNER) -> tuple[Target, Gpus]:
+    """The target interpreter as install probes it, and this machine's GPUs (nvidia-smi, else
+    that interpreter's torch.cuda; ``CUDA_VISIBLE_DEVICES`` honoured as CUDA reads it)."""
+    target = probe(python, runner)
+    gpus = query_gpus(
+        target.python,
+        runner=runner,
+        visible=os.environ.get("CUDA_VISIBLE_DEVICES"),
+        order=os.environ.get("CUDA_DEVICE_ORDER"),
+    )
+    return target, gpus
