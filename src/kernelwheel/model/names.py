@@ -78,4 +78,3 @@ def shadowing(distribution: str | None, package: str | None = None) -> str | Non
 def pypi_namesake(distribution: str) -> bool:
     """Whether ``distribution`` is a well-known PyPI distribution's name (data/names.toml)."""
     return canonicalize_name(distribution) in load_name_lists().well_known
-
