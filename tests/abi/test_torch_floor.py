@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from packaging.tags import Tag
+from support.sofiles import build_extension
 
 from kernelwheel import cli
 from kernelwheel.abi import check_shared_object, check_wheel
@@ -30,7 +31,6 @@ from kernelwheel.builder.wheelmeta import torch_requirement
 from kernelwheel.model.variant import TorchVersion, Variant
 from kernelwheel.wheels import WheelSpec, write_wheel
 from kernelwheel.wheels.reader import parse_metadata, read_metadata
-from tests.support.sofiles import build_extension
 
 ROOT = Path(__file__).resolve().parents[2]
 STABLE = Variant.parse("torch-stable-abi210-cpu-x86_64-linux")
