@@ -219,6 +219,40 @@ def test_built_against_torch_214_it_runs_under_torch_213_cpu(
     assert out.startswith("OK _stable_axpy_") and out.rstrip().endswith("2.13.0+cpu"), out
 
 
+def _header_versions(torch_dir: Path) -> dict[str, TorchVersion | None]:
+    """Each shim function and its version guard, read from that torch's own headers with the
+    table's regeneration script."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    try:
+        import regen_torch_shim_versions as regen
+    finally:
+        sys.path.pop(0)
+    found: dict[str, TorchVersion | None] = {}
+    for sub in regen.HEADER_DIRS:
+        for header in sorted((torch_dir / "include" / sub).rglob("*.h")):
+            for name, since in regen.declarations(header.read_text(errors="replace")):
+                found.setdefault(name, TorchVersion(*since) if since else None)
+    return found
+
+
+@pytest.mark.integration
+def test_its_measured_floor_is_the_shim_table_of_the_torch_that_built_it(
+    stable_cpu: tuple[Path, Path],
+) -> None:
+    wheelhouse, _ = stable_cpu
+    (wheel,) = wheelhouse.glob("*.whl")
+    report = check_wheel(wheel)
+    measured = report.measured_torch
+    assert "torch_library_impl" in measured.imports and not measured.unknown
+    # Against torch 2.14.1's own headers (the torch it was built with), not the package data.
+    headers = _header_versions(build_env(CUDA_VARIANT).purelib / "torch")
+    guarded = [headers[name] for name in measured.imports if headers[name] is not None]
+    assert measured.floor == max(guarded)
+    # Compiled for the ABI of 2.10, the headers offer nothing newer: declared == measured.
+    assert measured.floor == TorchVersion(2, 10)
+    assert report.declared_floor == TorchVersion(2, 10) and not report.torch_floor_warning
+
+
 @pytest.mark.integration
 def test_uv_installs_it_next_to_a_real_torch_213_cpu_and_it_runs(
     stable_cpu: tuple[Path, Path], tmp_path: Path

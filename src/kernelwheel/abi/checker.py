@@ -26,6 +26,7 @@ from ..wheels.reader import (
     bomb_cause,
     integrity_problems,
     is_symlink_entry,
+    parse_metadata,
     wheel_rule_problems,
 )
 from ._elf import ElfInfo, NotElfError, demangle, is_elf, read_elf
@@ -43,6 +44,7 @@ from .policy import (
 from .remedies import remedy_for_symbol
 from .report import Rule, SoReport, Violation, WheelReport
 from .stable_abi import is_python_symbol, load_stable_abi, parse_python_version
+from .torch_floor import declared_floor, measure_floor, shim_imports
 
 # Passed as python_abi/cxxabi to check_wheel: take the value from the wheel's file name.
 FROM_TAG = "tag"
@@ -266,6 +268,7 @@ def _check_elf(
         violations=tuple(violations),
         needed=info.needed,
         requires=tuple((p, v) for p, (_, v) in sorted(requires.items())),
+        torch_floor=measure_floor(shim_imports(info)),
     )
 
 
@@ -602,6 +605,7 @@ def check_wheel(
             report = dataclasses.replace(report, violations=(extra, *report.violations))
         reports.append(report)
     reports += bad_objects
+    declared, declared_at = declared_floor(_requires_dist(path, members))
     return WheelReport(
         wheel=path.name,
         policy=f"{base}_{arch}" if arch else base,
@@ -613,7 +617,34 @@ def check_wheel(
             Violation(Rule(p.rule), p.subject, p.subject, None, p.cause, p.fix) for p in problems
         ),
         integrity_checked=integrity,
+        declared_torch=declared,
+        declared_floor=declared_at,
     )
+
+
+_METADATA_CAP = 1 << 20  # a METADATA larger than this is not read for its torch requirement
+
+
+def _requires_dist(path: Path, members: Mapping[str, bytes] | None) -> list[str]:
+    """METADATA's Requires-Dist lines (none when there is no single readable METADATA: the
+    record and wheel rules name that)."""
+    if members is not None:
+        found = [n for n in members if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+        data = members[found[0]] if len(found) == 1 else b""
+    else:
+        try:
+            with zipfile.ZipFile(path) as zf:
+                infos = [
+                    i
+                    for i in zf.infolist()
+                    if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/METADATA")
+                ]
+                if len(infos) != 1 or infos[0].file_size > _METADATA_CAP or bomb_cause(infos[0]):
+                    return []
+                data = zf.read(infos[0])
+        except (*_UNREADABLE, OSError):
+            return []
+    return list(parse_metadata(data).get_all("Requires-Dist") or ())
 
 
 def _elf_members(

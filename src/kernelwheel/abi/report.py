@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from ..model.variant import TorchVersion
+from .torch_floor import ShimFloor, floor_warning, load_shim_table, measure_floor
+
 
 class Rule(str, Enum):
     """The rules ``kernelwheel check`` applies to every shared object."""
@@ -82,6 +85,7 @@ class SoReport:
     violations: tuple[Violation, ...]
     needed: tuple[str, ...]
     requires: tuple[tuple[str, str], ...]  # highest version needed per prefix: ("GLIBC", "2.17")
+    torch_floor: ShimFloor | None = None  # the torch its libtorch shim imports need
 
     @property
     def ok(self) -> bool:
@@ -108,6 +112,7 @@ class SoReport:
             "needed": list(self.needed),
             "requires": {prefix: version for prefix, version in self.requires},
             "violations": [v.to_dict() for v in self.violations],
+            "torch_floor": self.torch_floor.to_dict() if self.torch_floor else None,
         }
 
 
@@ -123,10 +128,26 @@ class WheelReport:
     objects: tuple[SoReport, ...]
     integrity: tuple[Violation, ...] = ()  # RECORD and WHEEL violations of the wheel as a whole
     integrity_checked: bool = False
+    # METADATA's torch requirement as written (None: it has none) and the lowest torch series
+    # it admits (None: no lower bound).
+    declared_torch: str | None = None
+    declared_floor: TorchVersion | None = None
 
     @property
     def ok(self) -> bool:
         return all(o.ok for o in self.objects) and not self.integrity
+
+    @property
+    def measured_torch(self) -> ShimFloor:
+        """The torch floor the shim imports of all its objects set together."""
+        return measure_floor(
+            n for o in self.objects if o.torch_floor for n in o.torch_floor.imports
+        )
+
+    @property
+    def torch_floor_warning(self) -> str:
+        """Why the declared torch floor is lower than the measured one ('' when it is not)."""
+        return floor_warning(self.declared_floor, self.measured_torch, load_shim_table())
 
     @property
     def violations(self) -> tuple[Violation, ...]:
@@ -166,4 +187,10 @@ class WheelReport:
             "rules": {r.value: self.status(r) for r in Rule},
             "integrity": [v.to_dict() for v in self.integrity],
             "objects": [o.to_dict() for o in self.objects],
+            "torch_floor": {
+                "declared": self.declared_torch,
+                "declared_floor": str(self.declared_floor) if self.declared_floor else None,
+                "measured": self.measured_torch.to_dict(),
+                "warning": self.torch_floor_warning or None,
+            },
         }

@@ -26,7 +26,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class KernelCapabilities:
     """The capabilities one kernel compiles for, and those of its list this toolkit builds for

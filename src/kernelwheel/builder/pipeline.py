@@ -51,7 +51,7 @@ from .steps import (
     warnings_of,
     write_remedies,
 )
-from .wheelmeta import project_metadata, requirements
+from .wheelmeta import project_metadata, requirements, torch_requirement
 
 DATA_LINK = "kernelwheel-data"
 
@@ -168,9 +168,7 @@ def compile_extension(
     return result
 
 
-def _record_unit_seconds(
-    costs: Path, spec: CompileSpec, planned: CompileSpec, root: Path
-) -> None:
+def _record_unit_seconds(costs: Path, spec: CompileSpec, planned: CompileSpec, root: Path) -> None:
     """This compile's seconds per unit, from ninja's log, kept by project-relative path for the
     next build's schedule (``spec``: the worker's, its paths through the work folder's links;
     ``planned``: the same sources by their own paths)."""
@@ -282,6 +280,9 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
     so_path = Path(str(result["shared_object"]))
     load_checked(req, env.python, so_path, namespace, "torch", reporter, runner)
 
+    torch_req = torch_requirement(variant, [so_path])  # stable ABI: max(declared, measured)
+    for warning in torch_req.warnings:
+        reporter.info(scope, f"warning: {warning}")
     with step(reporter, scope, "wheel") as detail:
         version = full_version(req.version, variant, req.local_version_style)
         interpreter, requires_python = _python_tag(str(result["py_limited_api"]))
@@ -300,7 +301,7 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
             version=version,
             tag=tag,
             files=files,
-            requires_dist=(variant.torch_requirement(), *requirements(project, variant)),
+            requires_dist=(torch_req.requirement, *requirements(project, variant)),
             requires_python=requires_python,
             summary=f"{project.name} PyTorch kernel ({variant.name}), built by kernelwheel",
             executables=frozenset({f"{project.package}/{namespace}.abi3.so"}),

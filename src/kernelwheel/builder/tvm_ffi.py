@@ -300,9 +300,7 @@ def build_tvm_ffi_variant(
             compress=req.manylinux is None or req.best_effort,
         )
         detail.append(raw.name)
-    return finish_wheel(
-        req, raw, reporter, bid, namespace, None, capabilities, runner, warnings
-    )
+    return finish_wheel(req, raw, reporter, bid, namespace, None, capabilities, runner, warnings)
 
 
 def _compile(

@@ -14,13 +14,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
 from .. import __version__
+from ..abi.torch_floor import floor_of_files, floor_warning, load_shim_table, raised_floor
 from ..errors import ProjectError
 from ..model.card import CardFields, card_fields, project_card, strip_front_matter
 from ..model.project import KernelProject
@@ -33,6 +34,8 @@ __all__ = [
     "project_metadata",
     "check_card",
     "requirements",
+    "TorchRequirement",
+    "torch_requirement",
     "wheel_description",
 ]
 
@@ -111,8 +114,11 @@ def wheel_description(card: str, fields: CardFields, *, version: str, variant: s
         " use the index of your torch and flavour, or pin this build:"
         f" `pip install --find-links DIR '{name}=={version}'`.",
         f"- **Import** it as `import {package}`"
-        + (f"; its functions: {', '.join(f'`{f}`' for f in fields.functions)}." if fields.functions
-           else "."),
+        + (
+            f"; its functions: {', '.join(f'`{f}`' for f in fields.functions)}."
+            if fields.functions
+            else "."
+        ),
     ]
     if fields.ops:
         lines.append("- **Ops** the binding declares (in this build's own `torch.ops` namespace):")
@@ -130,9 +136,7 @@ def _major(version: str) -> int | None:
 
 
 def _license_files(root: Path) -> dict[str, bytes]:
-    found = sorted(
-        p for p in root.iterdir() if p.is_file() and p.name.startswith(LICENSE_PREFIXES)
-    )
+    found = sorted(p for p in root.iterdir() if p.is_file() and p.name.startswith(LICENSE_PREFIXES))
     return {p.name: _bytes(p, root) for p in found}
 
 
@@ -150,3 +154,33 @@ def _bytes(path: Path, root: Path) -> bytes:
             f"cannot read it ({exc.strerror or exc})", file=path, hint="check its permissions"
         ) from None
 
+
+@dataclass(frozen=True)
+class TorchRequirement:
+    """A wheel's ``Requires-Dist`` for torch, and why it is not what the project declared."""
+
+    requirement: str
+    warnings: tuple[str, ...] = ()
+
+
+def torch_requirement(variant: Variant, shared_objects: Sequence[Path]) -> TorchRequirement:
+    """The torch requirement of ``variant``'s wheel. A per-torch build pins its series; a
+    stable-ABI build states ``torch>=max(declared, measured)``: the declared floor is its ABI
+    version (``torch.stable-abi``), the measured one the newest first release of the libtorch
+    shim functions ``shared_objects`` import (:mod:`kernelwheel.abi.torch_floor`), with a
+    warning naming them when it is the higher, and one for shim-like imports the table lacks."""
+    if not variant.stable_abi or variant.torch is None:
+        return TorchRequirement(variant.torch_requirement())
+    table = load_shim_table()
+    measured = floor_of_files(shared_objects, table)
+    floor = raised_floor(variant.torch, measured)
+    warnings = [floor_warning(variant.torch, measured, table)]
+    if measured.unknown:
+        warnings.append(
+            f"{', '.join(measured.unknown)}: not in the libtorch shim table (torch "
+            f"{', '.join(table.seen)}), so the torch>={floor} it states cannot be proven "
+            "for them: a function newer than torch "
+            f"{table.newest} needs a newer torch (regenerate the table with "
+            "scripts/regen_torch_shim_versions.py)"
+        )
+    return TorchRequirement(f"torch>={floor}", tuple(w for w in warnings if w))

@@ -8,9 +8,7 @@ import argparse
 from typing import Any
 
 
-def add_common_arguments(
-    parser: argparse.ArgumentParser, *, traceback: bool | None = None
-) -> None:
+def add_common_arguments(parser: argparse.ArgumentParser, *, traceback: bool | None = None) -> None:
     """--traceback, --verbose and --quiet: on the main parser (``traceback`` is its default)
     and on every command, so they work before or after the command name."""
     main = traceback is not None

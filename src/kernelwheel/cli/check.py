@@ -16,6 +16,7 @@ from ..abi import (
     check_shared_object,
     check_wheel,
 )
+from ..abi.torch_floor import load_shim_table
 from ..errors import AbiError, UsageError, WheelError
 from .ui import ConsoleUI
 
@@ -161,6 +162,23 @@ def _mark(ui: ConsoleUI, state: bool | None) -> str:
     return ui.ok_mark if state else ui.fail_mark
 
 
+def _render_torch_floor(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
+    """The torch floor: declared (a wheel's METADATA) and measured (its libtorch shim imports),
+    with a warning when the declared one is lower. Silent for an object importing no shim."""
+    table = load_shim_table()
+    if isinstance(report, SoReport):
+        if report.torch_floor is not None and report.torch_floor.imports:
+            ui.print(f"  torch floor measured: {report.torch_floor.describe(table)}")
+        return
+    measured = report.measured_torch
+    if not measured.imports and report.declared_torch is None:
+        return
+    declared = report.declared_torch or "no torch requirement"
+    ui.print(f"  torch floor declared: {declared}; measured: {measured.describe(table)}")
+    if report.torch_floor_warning:
+        ui.print(f"  ! warning: {report.torch_floor_warning}")
+
+
 def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
     """A table per wheel: one row per shared object, one mark per rule, then each violation."""
     objects = report.objects if isinstance(report, WheelReport) else (report,)
@@ -188,6 +206,7 @@ def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
             if o.requires:
                 needs = ", ".join(f"{p} {v}" for p, v in o.requires)
                 ui.print("  " + " " * width + f"  needs {needs}")
+    _render_torch_floor(report, ui)
     if isinstance(report, WheelReport):
         for v in report.integrity:
             ui.print(f"  {ui.fail_mark} {v.rule.value}  {v.subject}: {v.cause}")

@@ -74,9 +74,7 @@ class DevRun:
     linked: Linked | None
 
 
-def dev_once(
-    args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = False
-) -> DevRun:
+def dev_once(args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = False) -> DevRun:
     """One dev build of ``args``' project, linked into the user's interpreter; reported.
     ``check_in_tests``: its load check left to the tests' process (``kernelwheel test``)."""
     planned = plan_project(project_path(args), option_values(args))

@@ -181,8 +181,7 @@ def format_table(planned: Planned) -> str:
 
 # What the torch column means (the requirement the build environment installs torch with).
 TORCH_COLUMN_NOTE = (
-    "torch: the torch the build environment installs. torch===X.Y.Z (PEP 440 arbitrary "
-    "equality)",
+    "torch: the torch the build environment installs. torch===X.Y.Z (PEP 440 arbitrary equality)",
     "  is PyPI's own build of that release, whose version has no local label (===, unlike ==,",
     "  refuses +cu128 or +cpu builds); torch==X.Y.Z+cu128 / +cpu comes from PyTorch's index for",
     "  that flavour. Either way the wheel built requires only torch==X.Y.* at install time;",

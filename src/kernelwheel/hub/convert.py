@@ -106,9 +106,7 @@ def _base_version(resolution: Resolution, metadata: KernelMetadata | None, notes
     return version
 
 
-def _project_urls(
-    metadata: KernelMetadata | None, notes: list[str]
-) -> tuple[tuple[str, str], ...]:
+def _project_urls(metadata: KernelMetadata | None, notes: list[str]) -> tuple[tuple[str, str], ...]:
     """metadata.json's upstream and source as Project-URLs: http(s) URLs only (an installer or
     an index page shows them as links: a ``javascript:`` or ``file:`` one is left out, with a
     note)."""

@@ -153,8 +153,11 @@ def project_card(project: KernelProject, fields: CardFields) -> Card:
     """The project's card: CARD.md rendered, else README.md as it is, else the generated one."""
     template = project.root / CARD_TEMPLATE
     if template.is_file():
-        return Card(render_card(_read_text(template, project.root), fields, template),
-                    CardSource.TEMPLATE, template)
+        return Card(
+            render_card(_read_text(template, project.root), fields, template),
+            CardSource.TEMPLATE,
+            template,
+        )
     readme = project.root / README
     if readme.is_file():
         return Card(_read_text(readme, project.root), CardSource.README, readme)
@@ -188,24 +191,35 @@ def render_card(template: str, fields: CardFields, file: Path | None) -> str:
     except ProjectError:
         raise
     except jinja2.TemplateSyntaxError as exc:
-        raise _error(where, exc.lineno, f"template syntax: {exc.message}",
-                     "fix the Jinja syntax at that line") from None
+        raise _error(
+            where,
+            exc.lineno,
+            f"template syntax: {exc.message}",
+            "fix the Jinja syntax at that line",
+        ) from None
     except jinja2.exceptions.SecurityError as exc:
-        raise _error(where, _line(exc.__traceback__, where), f"refused by the sandbox: {exc}",
-                     "a card may print its fields (docs/versions.md#kernel-cards), nothing else"
-                     ) from None
+        raise _error(
+            where,
+            _line(exc.__traceback__, where),
+            f"refused by the sandbox: {exc}",
+            "a card may print its fields (docs/versions.md#kernel-cards), nothing else",
+        ) from None
     except jinja2.UndefinedError as exc:
         raise _undefined(where, exc) from None
     except (jinja2.TemplateError, ArithmeticError, TypeError, ValueError) as exc:
-        raise _error(where, _line(exc.__traceback__, where), f"cannot render: {exc}",
-                     "fix the template at that line") from None
+        raise _error(
+            where,
+            _line(exc.__traceback__, where),
+            f"cannot render: {exc}",
+            "fix the template at that line",
+        ) from None
 
 
 def strip_front_matter(text: str) -> str:
     """``text`` without a leading YAML front matter block (``---`` ... ``---``): the Hub reads
     it as the card's metadata, a wheel's Markdown description would show it as text."""
     match = re.match(r"\A---[ \t]*\r?\n.*?^---[ \t]*(\r?\n|\Z)", text, re.S | re.M)
-    return text[match.end():].lstrip("\r\n") if match else text
+    return text[match.end() :].lstrip("\r\n") if match else text
 
 
 class _Undefined(jinja2.StrictUndefined):
@@ -267,8 +281,7 @@ def _check_names(env: _Sandbox, template: str, where: Path) -> None:
         where,
         first.lineno,
         f"{first.name!r} is not a card field",
-        (f"did you mean {close[0]!r}? " if close else "")
-        + f"the fields are {', '.join(FIELDS)}",
+        (f"did you mean {close[0]!r}? " if close else "") + f"the fields are {', '.join(FIELDS)}",
     )
 
 
@@ -278,11 +291,14 @@ def _undefined(where: Path, exc: jinja2.UndefinedError) -> ProjectError:
     if name and name.group(1) in _MISSING_HINT:
         field = name.group(1)
         return _error(
-            where, line, f"{field} has no value for this project",
+            where,
+            line,
+            f"{field} has no value for this project",
             f"{_MISSING_HINT[field]}, or print it only inside {{% if {field} %}}",
         )
-    return _error(where, line, f"cannot render: {exc.message}",
-                  "guard the expression with {% if ... %}")
+    return _error(
+        where, line, f"cannot render: {exc.message}", "guard the expression with {% if ... %}"
+    )
 
 
 def _error(where: Path, line: int | None, message: str, hint: str) -> ProjectError:
@@ -387,4 +403,3 @@ def _declared_ops(project: KernelProject) -> tuple[str, ...]:
             if "(" in schema:
                 found[schema] = None
     return tuple(found)
-

@@ -544,7 +544,14 @@ def _torch_problem(filename: str, headers: Message) -> str | None:
     # Which releases it admits, its local parts aside (torch==2.14.1+cu130 pins 2.14.1).
     spec = SpecifierSet(",".join(str(s).partition("+")[0] for r in pins for s in r.specifier))
     major, minor = series.major, series.minor
-    own = any(spec.contains(f"{major}.{minor}.{patch}", prereleases=True) for patch in range(10))
+    # A stable-ABI build may state a higher floor than its label's ABI version: the one its
+    # shim imports need (abi/torch_floor); it must admit some release from its label's on.
+    newer = range(minor, minor + 40) if variant.stable_abi else (minor,)
+    own = any(
+        spec.contains(f"{major}.{m}.{patch}", prereleases=True)
+        for m in newer
+        for patch in range(10)
+    )
     earlier = minor > 0 and spec.contains(f"{major}.{minor - 1}.9", prereleases=True)
     if not own or earlier:
         return (

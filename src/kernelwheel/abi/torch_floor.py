@@ -1,0 +1,208 @@
+"""The torch floor a stable-ABI shared object really needs, measured from what it imports.
+
+libtorch's stable ABI is a C shim (``aoti_torch_*``, ``torch_*``) that only grows: a function
+added in torch 2.12 stays in 2.13, 2.14 … but is missing from 2.11, where the object then fails
+to load (``undefined symbol``). ``data/torch_shim_versions.tsv`` (made by
+``scripts/regen_torch_shim_versions.py`` from torch's own headers and libraries; its header
+says which releases were read) gives the release each shim function first appeared in. The
+floor of an object is the newest of those over the shim functions it imports.
+
+Pure: the table is package data, the objects are read with ``abi/_elf``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from ..errors import VariantError
+from ..model.variant import TorchVersion
+from ._elf import ElfInfo, read_elf
+from .policy import AbiDataError
+
+# The shim's C functions: unmangled, so the prefix is the whole story.
+_SHIM = re.compile(r"(?:aoti_torch_|torch_)\w+")
+_SEEN = re.compile(r"from torch ([^;]+);")
+
+
+@dataclass(frozen=True)
+class ShimTable:
+    """Each shim function's first torch release (None: it predates the table's versions and
+    sets no floor), and the releases the table was made from."""
+
+    since: Mapping[str, TorchVersion | None]
+    seen: tuple[str, ...]  # torch.__version__ of each release read, oldest first
+
+    @property
+    def newest(self) -> str:
+        return self.seen[-1] if self.seen else "?"
+
+
+@dataclass(frozen=True)
+class ShimFloor:
+    """What one or more shared objects need from libtorch's C shim."""
+
+    imports: tuple[str, ...]  # every shim function imported, sorted
+    floor: TorchVersion | None  # the newest first release among them; None: no floor measured
+    setting: tuple[str, ...]  # the imports whose first release is the floor
+    unknown: tuple[str, ...]  # shim-like imports the table does not list (newer than it?)
+
+    def describe(self, table: ShimTable) -> str:
+        """One line for a report: the floor and the functions that set it."""
+        if self.floor is None:
+            text = "no floor" if self.imports else "no shim functions imported"
+        else:
+            text = f"torch>={self.floor} ({_names(self.setting)})"
+        if self.unknown:
+            text += (
+                f"; {_names(self.unknown)} not in the shim table (torch {table.newest} and "
+                "older): newer than it, or not libtorch's"
+            )
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "floor": str(self.floor) if self.floor else None,
+            "set_by": list(self.setting),
+            "unknown": list(self.unknown),
+            "shim_imports": len(self.imports),
+        }
+
+
+def _names(names: tuple[str, ...], limit: int = 3) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _data_file() -> Path:
+    return Path(__file__).resolve().parent.parent / "data" / "torch_shim_versions.tsv"
+
+
+def parse_table(text: str, *, source: str = "torch_shim_versions.tsv") -> ShimTable:
+    """Read the table's TSV: name, since (X.Y or '-'), source, header."""
+    since: dict[str, TorchVersion | None] = {}
+    seen: tuple[str, ...] = ()
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.startswith("#"):
+            match = _SEEN.search(line)
+            if match and not seen:
+                seen = tuple(v.strip() for v in match.group(1).split(","))
+            continue
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 4 or not _SHIM.fullmatch(fields[0]):
+            raise AbiDataError(
+                f"{source}:{lineno}: expected name, since, source, header: {line!r}",
+                hint="regenerate it with scripts/regen_torch_shim_versions.py",
+            )
+        try:
+            since[fields[0]] = None if fields[1] == "-" else TorchVersion.parse(fields[1])
+        except VariantError as exc:
+            raise AbiDataError(
+                f"{source}:{lineno}: {exc.message}",
+                hint="regenerate it with scripts/regen_torch_shim_versions.py",
+            ) from None
+    return ShimTable(since, seen)
+
+
+@functools.cache
+def load_shim_table() -> ShimTable:
+    """The shim table of the package data (``data/torch_shim_versions.tsv``)."""
+    path = _data_file()
+    return parse_table(path.read_text(encoding="utf-8"), source=str(path))
+
+
+def shim_imports(info: ElfInfo) -> tuple[str, ...]:
+    """The shim functions an object imports: undefined, unversioned (libtorch versions none of
+    its symbols) C symbols named like the shim's."""
+    return tuple(
+        sorted(
+            {
+                s.name
+                for s in info.symbols
+                if not s.defined and s.version is None and _SHIM.fullmatch(s.name)
+            }
+        )
+    )
+
+
+def measure_floor(imports: Iterable[str], table: ShimTable | None = None) -> ShimFloor:
+    """The torch floor set by ``imports`` (shim function names) against ``table``."""
+    table = table or load_shim_table()
+    names = tuple(sorted(set(imports)))
+    unknown = tuple(n for n in names if n not in table.since)
+    known = [(n, table.since[n]) for n in names if n in table.since]
+    versions = [v for _, v in known if v is not None]
+    floor = max(versions) if versions else None
+    setting = tuple(n for n, v in known if v is not None and v == floor)
+    return ShimFloor(names, floor, setting, unknown)
+
+
+def floor_of_objects(infos: Iterable[ElfInfo], table: ShimTable | None = None) -> ShimFloor:
+    """The floor of several objects together (a wheel's): the newest of theirs."""
+    return measure_floor((n for info in infos for n in shim_imports(info)), table)
+
+
+def declared_floor(requires_dist: Iterable[str]) -> tuple[str | None, TorchVersion | None]:
+    """(the torch requirement as written, the lowest torch series it admits) from a wheel's
+    Requires-Dist lines; (None, None) without one, (text, None) for one with no lower bound."""
+    texts: list[str] = []
+    floors: list[TorchVersion] = []
+    for line in requires_dist:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) != "torch":
+            continue
+        texts.append(str(req))
+        for spec in req.specifier:
+            if spec.operator in (">=", ">", "==", "~=", "==="):
+                try:
+                    release = Version(spec.version.removesuffix(".*")).release
+                except InvalidVersion:
+                    continue
+                if len(release) >= 2:
+                    floors.append(TorchVersion(release[0], release[1]))
+                elif len(release) == 1:
+                    floors.append(TorchVersion(release[0], 0))
+    if not texts:
+        return None, None
+    floor = max(floors) if floors else None
+    return "; ".join(texts), floor
+
+
+def raised_floor(declared: TorchVersion, measured: ShimFloor) -> TorchVersion:
+    """``max(declared, measured)``: the floor a stable-ABI wheel's Requires-Dist states."""
+    if measured.floor is None or measured.floor <= declared:
+        return declared
+    return measured.floor
+
+
+def floor_warning(declared: TorchVersion | None, measured: ShimFloor, table: ShimTable) -> str:
+    """The warning for a declared floor below the measured one ('' when it is not below)."""
+    if measured.floor is None:
+        return ""
+    if declared is not None and measured.floor <= declared:
+        return ""
+    stated = f"torch>={declared}" if declared is not None else "no torch floor"
+    return (
+        f"the declared {stated} is lower than the torch {measured.floor} its shared objects "
+        f"need: {_names(measured.setting)} first appeared in torch {measured.floor} (shim "
+        f"table: torch {', '.join(table.seen)}); under an older torch it fails to load"
+    )
+
+
+def floor_of_files(paths: Iterable[Path], table: ShimTable | None = None) -> ShimFloor:
+    """The floor of the shared objects at ``paths`` together (raises NotElfError for one that
+    is not ELF)."""
+    return floor_of_objects((read_elf(p) for p in paths), table)
