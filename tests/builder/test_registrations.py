@@ -8,21 +8,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.kinds import SILU_NOARCH_TOML
 
 from kernelwheel.builder.registrations import check_registrations, find_fixed_registrations
 from kernelwheel.errors import ProjectError
 from kernelwheel.model.project import load_project
-
-NOARCH_TOML = """\
-[general]
-name = "silu-mul"
-version = 1
-edition = 5
-license = "Apache-2.0"
-backends = ["cpu", "cuda"]
-
-[torch-noarch]
-"""
 
 
 def _scan(tmp_path: Path, code: str) -> list[tuple[int, str, str]]:
@@ -88,7 +78,7 @@ def test_library_keywords_and_fragment(tmp_path: Path) -> None:
 def _noarch_project(root: Path, op_py: str) -> Path:
     pkg = root / "torch-ext" / "silu_mul"
     pkg.mkdir(parents=True)
-    (root / "build.toml").write_text(NOARCH_TOML)
+    (root / "build.toml").write_text(SILU_NOARCH_TOML)
     (pkg / "__init__.py").write_text("from .op import silu_and_mul\n")
     (pkg / "op.py").write_text(textwrap.dedent(op_py))
     return root

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.kinds import SILU_NOARCH_TOML
 
 from kernelwheel.builder.registrations import (
     Unreadable,
@@ -563,22 +564,10 @@ def test_the_build_reports_hostile_files_and_refuses_the_evasion(
     assert "Traceback" not in text
 
 
-NOARCH_TOML = """\
-[general]
-name = "silu-mul"
-version = 1
-edition = 5
-license = "Apache-2.0"
-backends = ["cpu", "cuda"]
-
-[torch-noarch]
-"""
-
-
 def _project(root: Path, op_py: str, **siblings: str) -> Path:
     pkg = root / "torch-ext" / PKG
     pkg.mkdir(parents=True)
-    (root / "build.toml").write_text(NOARCH_TOML)
+    (root / "build.toml").write_text(SILU_NOARCH_TOML)
     (pkg / "__init__.py").write_text("from .op import *\n")
     (pkg / "op.py").write_text(textwrap.dedent(op_py))
     for name, text in siblings.items():

@@ -5,60 +5,24 @@ exits 143/130, the wheel it had written is gone, and a wheel from an earlier run
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from support.interrupt import interrupt_at
 from support.kinds import write_noarch_project
 
 # The real CLI with one function paused after it ran, a mark file touched when it is reached.
-DRIVER = r"""
-import importlib, os, signal, sys, time
-signal.signal(signal.SIGINT, signal.default_int_handler)
-module, attr = sys.argv[1:3]
-mod = importlib.import_module(module)
-original = getattr(mod, attr)
-def paused(*args, **kwargs):
-    result = original(*args, **kwargs)
-    open(os.environ["KW_MARK"], "a").close()
-    time.sleep(30)
-    return result
-setattr(mod, attr, paused)
-from kernelwheel.cli import main
-sys.exit(main(sys.argv[3:]))
-"""
 
 POINTS = [
-    ("kernelwheel.builder.noarch", "write_wheel"),  # the wheel in -o, the build not finished
-    ("kernelwheel.hub.export", "export_variant"),  # the wheel in -o, the Hub layout half made
+    ("kernelwheel.builder.noarch", "write_wheel", "after"),  # the wheel in -o, the build not done
+    ("kernelwheel.hub.export", "export_variant", "after"),  # the wheel in -o, the layout half made
 ]
 
 
-def _interrupted(tmp_path: Path, point: tuple[str, str], sig: int, argv: list[str]) -> str:
-    mark = tmp_path / "mark"
-    mark.unlink(missing_ok=True)
-    env = {**os.environ, "KW_MARK": str(mark)}
-    env.pop("KERNELWHEEL_TRACEBACK", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", DRIVER, *point, *argv],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 120
-    while not mark.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            out, err = proc.communicate(timeout=30)
-            pytest.fail(f"never reached {point}: rc={proc.returncode}\n{out}\n{err}")
-        time.sleep(0.02)
-    proc.send_signal(sig)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == (143 if sig == signal.SIGTERM else 130), out + err
+def _interrupted(tmp_path: Path, point: tuple[str, str, str], sig: int, argv: list[str]) -> str:
+    code, out, err = interrupt_at(tmp_path, point, sig, argv, reach_within=120)
+    assert code == (143 if sig == signal.SIGTERM else 130), out + err
     assert "Traceback" not in err
     return out + err
 
@@ -66,7 +30,7 @@ def _interrupted(tmp_path: Path, point: tuple[str, str], sig: int, argv: list[st
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 @pytest.mark.parametrize("point", POINTS, ids=lambda p: p[1])
 def test_an_interrupted_build_leaves_no_wheel_in_the_output_folder(
-    tmp_path: Path, point: tuple[str, str], sig: int, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, point: tuple[str, str, str], sig: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KERNELWHEEL_CACHE_DIR", str(tmp_path / "cache"))
     root = write_noarch_project(tmp_path / "p")

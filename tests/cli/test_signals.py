@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from support.gitrepo import HubRepo, variant_files
+from support.interrupt import interrupt_at
 
 from kernelwheel._util import remove_stale_staging, staged_file, staging_dir
 from kernelwheel.locking import LockRequest, lock_project
@@ -27,24 +28,6 @@ VARIANTS = (
 
 # Runs the real CLI with one function paused (before or after its original runs), after
 # touching a mark file, so a signal arrives at a known point.
-DRIVER = r"""
-import importlib, os, signal, sys, time
-# A terminal's Ctrl-C reaches Python's own handler; a test runner started in the background
-# (sh's "cmd &") hands SIGINT down ignored, and Python then leaves it ignored: install Python's
-# handler, so the CLI is tested as a user's terminal runs it.
-signal.signal(signal.SIGINT, signal.default_int_handler)
-module, attr, when = sys.argv[1:4]
-mod = importlib.import_module(module)
-original = getattr(mod, attr)
-def paused(*args, **kwargs):
-    result = original(*args, **kwargs) if when == "after" else None
-    open(os.environ["KW_MARK"], "a").close()
-    time.sleep(float(os.environ["KW_PAUSE"]))
-    return original(*args, **kwargs) if when == "before" else result
-setattr(mod, attr, paused)
-from kernelwheel.cli import main
-sys.exit(main(sys.argv[4:]))
-"""
 
 
 @pytest.fixture(scope="module")
@@ -72,25 +55,8 @@ def project(repo: HubRepo, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _interrupt(
     tmp_path: Path, point: tuple[str, str, str], sig: int, args: list[str], pause: float = 30
 ) -> tuple[int, str]:
-    mark = tmp_path / "mark"
-    env = {**os.environ, "KW_MARK": str(mark), "KW_PAUSE": str(pause)}
-    env.pop("KERNELWHEEL_TRACEBACK", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", DRIVER, *point, *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 60
-    while not mark.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            out, err = proc.communicate(timeout=30)
-            pytest.fail(f"never reached {point}: rc={proc.returncode}\n{out}\n{err}")
-        time.sleep(0.02)
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
-    return proc.returncode, err
+    code, _, err = interrupt_at(tmp_path, point, sig, args, pause=pause)
+    return code, err
 
 
 def _hidden_or_partial(folder: Path) -> list[str]:

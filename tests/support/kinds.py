@@ -6,6 +6,18 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+# A noarch project the registration tests fill with their own op.py.
+SILU_NOARCH_TOML = """\
+[general]
+name = "silu-mul"
+version = 1
+edition = 5
+license = "Apache-2.0"
+backends = ["cpu", "cuda"]
+
+[torch-noarch]
+"""
+
 NOARCH_BUILD_TOML = """\
 [general]
 name = "scale-noarch"
