@@ -638,6 +638,22 @@ def find_cuda_toolkit(
     )
 
 
+def installed_toolkits(cuda: str, system_paths: Sequence[Path] = ()) -> list[tuple[str, Path]]:
+    """Where a CUDA ``cuda`` toolkit installed on this machine may be, in the order they are
+    tried, each with where the path came from: CUDA_HOME, the recipe's system paths, the usual
+    folders, the nvcc on PATH (the one search of builds and of preflight)."""
+    found: list[tuple[str, Path]] = []
+    if os.environ.get("CUDA_HOME"):
+        found.append(("CUDA_HOME", Path(os.environ["CUDA_HOME"])))
+    found += [("recipe system-paths", Path(p)) for p in system_paths]
+    found.append(("system", Path(f"/usr/local/cuda-{cuda}")))
+    found.append(("system", Path("/usr/local/cuda")))
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        found.append(("PATH", Path(nvcc).resolve().parent.parent))
+    return found
+
+
 def locate_cuda_toolkit(
     cuda: str,
     purelib: Path,
@@ -663,14 +679,7 @@ def locate_cuda_toolkit(
         if pip_home is not None:
             _link_cudart(pip_home)
             candidates.append(("toolchain packages", pip_home))
-        if os.environ.get("CUDA_HOME"):
-            candidates.append(("CUDA_HOME", Path(os.environ["CUDA_HOME"])))
-        candidates += [("recipe system-paths", p) for p in system_paths]
-        candidates.append(("system", Path(f"/usr/local/cuda-{cuda}")))
-        candidates.append(("system", Path("/usr/local/cuda")))
-        nvcc = shutil.which("nvcc")
-        if nvcc:
-            candidates.append(("PATH", Path(nvcc).resolve().parent.parent))
+        candidates += installed_toolkits(cuda, system_paths)
     seen: list[str] = []
     for source, home in candidates:
         if not (home / "bin" / "nvcc").exists():

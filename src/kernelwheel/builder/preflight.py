@@ -21,7 +21,6 @@ machine can build, as ``plan.defaults.within_reach`` decides from what is found 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -36,7 +35,15 @@ from ..model.variant import OS, Arch
 from ..plan.defaults import Machine, within_reach
 from ..plan.planning import Planned, Selection, select
 from ..plan.toolchains import BUILT_HERE
-from .envs import EnvSpec, IndexOptions, env_ready, env_spec_for, nvcc_version, unreachable
+from .envs import (
+    EnvSpec,
+    IndexOptions,
+    env_ready,
+    env_spec_for,
+    installed_toolkits,
+    nvcc_version,
+    unreachable,
+)
 
 __all__ = [
     "require_buildable",
@@ -50,18 +57,7 @@ __all__ = [
 def _candidates(cuda: CudaToolchain, explicit: Path | None) -> list[tuple[str, Path]]:
     if explicit is not None:
         return [("--cuda-home", explicit)]
-    found: list[tuple[str, Path]] = []
-    if os.environ.get("CUDA_HOME"):
-        found.append(("CUDA_HOME", Path(os.environ["CUDA_HOME"])))
-    found += [("recipe system-paths", Path(p)) for p in cuda.system_paths]
-    found += [
-        ("system", Path(f"/usr/local/cuda-{cuda.version}")),
-        ("system", Path("/usr/local/cuda")),
-    ]
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        found.append(("PATH", Path(nvcc).resolve().parent.parent))
-    return found
+    return installed_toolkits(cuda.version, [Path(p) for p in cuda.system_paths])
 
 
 def system_toolkit(
