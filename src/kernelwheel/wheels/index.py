@@ -67,6 +67,8 @@ __all__ = [
 
 ALL = "all"
 VARIANTS = "variants"  # torch<X.Y>/variants/: the CUDA builds as wheel variants (PEP 825)
+# variants/: the per-torch CUDA and CPU builds of every torch series as torch-dimension variants
+_VARIANT_KINDS = (BackendKind.CUDA.value, BackendKind.CPU.value)
 FILES = "files"
 _ANY = "*"  # a wheel for every flavour
 
@@ -222,7 +224,27 @@ def _variant_groups(flavours: Mapping[str, list[IndexedWheel]]) -> dict[str, lis
         for w in members:
             if w.variant is not None and w.flavour == flavour:
                 groups.setdefault(f"{series}/{VARIANTS}", []).append(w)
+    torch_dimension = [
+        w
+        for key, members in sorted(flavours.items())
+        if "/" not in key and _kind(key) in _VARIANT_KINDS
+        for w in members
+        if w.flavour == key and _one_torch(w.variant)
+    ]
+    if torch_dimension:
+        groups[VARIANTS] = torch_dimension
     return groups
+
+
+def _one_torch(variant: Variant | None) -> bool:
+    """A build for exactly one torch series (not stable-ABI, tvm-ffi or noarch)."""
+    return (
+        variant is not None
+        and variant.torch is not None
+        and variant.backend is not None
+        and not variant.stable_abi
+        and variant.tvm_ffi is None
+    )
 
 
 def _torch_fit(w: IndexedWheel, torch: TorchVersion, flavour: str) -> tuple[int, int] | None:
@@ -294,7 +316,8 @@ def _write_variants(root: Path, groups: Mapping[str, list[IndexedWheel]]) -> Non
             builds: dict[str, list[VariantBuild]] = {}
             for w in sorted(items, key=lambda w: w.filename):
                 assert w.variant is not None and w.variant.backend is not None
-                build = write_variant_wheel(w.path, folder, w.variant.backend)
+                torch = w.variant.torch if key == VARIANTS else None
+                build = write_variant_wheel(w.path, folder, w.variant.backend, torch)
                 same = [b for bs in builds.values() for b in bs if b.path == build.path]
                 if same:
                     raise WheelError(
@@ -409,7 +432,8 @@ def build_index(wheelhouse: Path, output: Path, *, wheel_variants: bool = False)
     theirs in the way, or a wheelhouse inside ``output``, is refused before anything is written.
     Every wheel passes the record rule first (:func:`~kernelwheel.wheels.reader.verify_wheel`).
     ``wheel_variants``: also ``torch<X.Y>/variants/``, the CUDA builds as PEP 825 variant
-    wheels (:mod:`kernelwheel.wheels.variants`)."""
+    wheels, and ``variants/``, the per-torch CUDA and CPU builds of every torch series as
+    torch-dimension variants (:mod:`kernelwheel.wheels.variants`)."""
     output = output.absolute()
     if wheelhouse.is_dir():
         refuse_input_inside(wheelhouse, output, what="wheelhouse")

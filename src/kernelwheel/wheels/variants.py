@@ -18,7 +18,23 @@ The properties of a ``cuXY`` build, by the NVIDIA provider's definitions:
   objects carry code for (their fatbins' cubins and PTX), when they carry any.
 
 Among fitting builds the provider ranks the newest lower bound first, so a CUDA 13.2 driver gets
-cu132 over cu130. Installers without variant support (pip) do not parse the file names (the
+cu132 over cu130.
+
+A torch-dimension variant (``torch`` given: builds of several torch series in one index) is
+labelled ``torch<MAJ><MIN>_<flavour>`` (``torch214_cu130``, ``torch213_cpu``) and adds two
+properties in the ``abi_dependency`` namespace, which the Providers draft (python/peps#5133) and
+variantlib define and an installer evaluates against the distributions installed in the target
+environment (no provider plugin; variantlib matches ``X``, ``X.Y`` and ``X.Y.Z`` of each):
+
+- ``abi_dependency :: torch :: X.Y``: the torch series the build was compiled against;
+- ``abi_dependency :: nvidia_cuda_runtime :: X.Y`` (``nvidia_cuda_runtime_cu12`` for CUDA 12):
+  the CUDA runtime the *torch* was built with. No namespace describes a torch's CUDA flavour
+  (abi_dependency drops the local version ``+cu126``, and property values cannot carry ``+``),
+  but every CUDA torch wheel pins NVIDIA's runtime distribution of its CUDA minor, so the runtime
+  installed beside torch names its flavour: a ``+cu126`` torch on a CUDA 13 driver matches the
+  cu126 build and not the cu130 one. A CPU build carries no such property.
+
+Installers without variant support (pip) do not parse the file names (the
 label is a seventh dash-separated part) and see no wheel: they install nothing, never a wrong
 build. variantlib (the format's reference implementation) writes both JSON files.
 """
@@ -38,20 +54,23 @@ from variantlib.variant_dist_info import VariantDistInfo
 from variantlib.variants_json import VariantsJson
 
 from ..errors import WheelError
-from ..model.variant import Backend, BackendKind
+from ..model.variant import Backend, BackendKind, TorchVersion
 from .fatbin import sm_archs
 from .reader import escape_name
 from .writer import rewrite_wheel
 
 __all__ = [
+    "ABI_DEPENDENCY",
     "NAMESPACE",
     "VariantBuild",
     "cuda_properties",
+    "torch_properties",
     "variants_json",
     "write_variant_wheel",
 ]
 
 NAMESPACE = "nvidia"
+ABI_DEPENDENCY = "abi_dependency"  # variantlib's VARIANT_ABI_DEPENDENCY_NAMESPACE
 # How variant.json names the NVIDIA provider: uv matches its built-in provider by this plugin
 # API; other installers install the requirement (the provider's own package) to run it.
 _PROVIDER = ProviderInfo(
@@ -59,6 +78,13 @@ _PROVIDER = ProviderInfo(
     plugin_api="nvidia_variant_provider.plugin:NvidiaVariantPlugin",
 )
 _INFO = VariantInfo(namespace_priorities=[NAMESPACE], providers={NAMESPACE: _PROVIDER})
+# abi_dependency needs no plugin (the installer reads the environment), but variantlib's reader
+# wants every namespace listed with a provider: the draft's ``builtin`` kind, ranked last (where
+# variantlib's resolver puts the namespace).
+_TORCH_INFO = VariantInfo(
+    namespace_priorities=[NAMESPACE, ABI_DEPENDENCY],
+    providers={NAMESPACE: _PROVIDER, ABI_DEPENDENCY: ProviderInfo(builtin=ABI_DEPENDENCY)},
+)
 _SHARED_OBJECT = (".so",)
 
 
@@ -73,6 +99,28 @@ def cuda_properties(backend: Backend) -> list[tuple[str, str]]:
     ]
 
 
+def cuda_runtime_distribution(major: int) -> str:
+    """NVIDIA's CUDA runtime distribution a CUDA ``major`` torch wheel pins, normalised as
+    variantlib names installed distributions: ``nvidia-cuda-runtime-cu12`` up to CUDA 12,
+    ``nvidia-cuda-runtime`` from CUDA 13 (one name, the major in the version)."""
+    return "nvidia_cuda_runtime" if major >= 13 else f"nvidia_cuda_runtime_cu{major}"
+
+
+def torch_properties(torch: TorchVersion, backend: Backend) -> list[tuple[str, str, str]]:
+    """The ``abi_dependency`` properties of a per-torch build: its torch series and, for CUDA,
+    the CUDA runtime the torch itself was built with (see the module docstring)."""
+    props = [(ABI_DEPENDENCY, "torch", f"{torch.major}.{torch.minor}")]
+    if backend.kind is BackendKind.CUDA and backend.version is not None:
+        major, minor = backend.version
+        props.append((ABI_DEPENDENCY, cuda_runtime_distribution(major), f"{major}.{minor}"))
+    return props
+
+
+def torch_label(torch: TorchVersion, backend: Backend) -> str:
+    """``torch214_cu130``: the label of a torch-dimension variant."""
+    return f"torch{torch.major}{torch.minor}_{backend.token}"
+
+
 @dataclass(frozen=True)
 class VariantBuild:
     """One variant wheel written: its file, label, properties and the wheel it came from."""
@@ -80,14 +128,12 @@ class VariantBuild:
     path: Path
     source: str  # the kernel wheel's file name
     label: str
-    properties: tuple[tuple[str, str], ...]  # (feature, value) in the nvidia namespace
+    properties: tuple[tuple[str, str, str], ...]  # (namespace, feature, value)
     dist_info_json: str  # the variant.json it carries
 
 
-def _description(label: str, properties: Iterable[tuple[str, str]]) -> VariantDescription:
-    return VariantDescription(
-        [VariantProperty(NAMESPACE, feature, value) for feature, value in properties], label=label
-    )
+def _description(label: str, properties: Iterable[tuple[str, str, str]]) -> VariantDescription:
+    return VariantDescription([VariantProperty(*p) for p in properties], label=label)
 
 
 def _sm_values(zf: zipfile.ZipFile) -> list[str]:
@@ -100,11 +146,15 @@ def _sm_values(zf: zipfile.ZipFile) -> list[str]:
     return sorted(values, key=lambda v: (int(v.split("_")[0]), v))
 
 
-def write_variant_wheel(source: Path, out_dir: Path, backend: Backend) -> VariantBuild:
+def write_variant_wheel(
+    source: Path, out_dir: Path, backend: Backend, torch: TorchVersion | None = None
+) -> VariantBuild:
     """The variant wheel of the kernel wheel ``source`` (already through the record rule) in
     ``out_dir``: the public version, the flavour token as label, ``variant.json`` added; every
-    other member copied streamed as it is. Written beside its final place, then renamed."""
-    label = backend.token
+    other member copied streamed as it is. Written beside its final place, then renamed.
+    ``torch``: a torch-dimension variant (label ``torch214_cu130``, ``abi_dependency``
+    properties); a CPU build is then a variant too."""
+    label = backend.token if torch is None else torch_label(torch, backend)
     name_part, version_text = source.name.split("-")[:2]
     new_version = Version(version_text).public
     new_dist = f"{escape_name(name_part)}-{new_version}.dist-info"
@@ -113,11 +163,11 @@ def write_variant_wheel(source: Path, out_dir: Path, backend: Backend) -> Varian
     with zipfile.ZipFile(source) as zin:
         # The one .dist-info folder (the record rule has checked there is exactly one).
         old_dist = next(n.split("/")[0] for n in zin.namelist() if ".dist-info/" in n)
-        properties = [*cuda_properties(backend)]
-        properties += [("sm_arch", v) for v in _sm_values(zin)]
+        properties = _properties(zin, backend, torch)
         vdesc = _description(label, properties)
         try:
-            variant_json = make_variant_dist_info(vdesc, variant_info=_INFO)
+            info = _INFO if torch is None else _TORCH_INFO
+            variant_json = make_variant_dist_info(vdesc, variant_info=info)
         except ValidationError as exc:
             raise WheelError(f"{source.name}: no valid variant.json ({exc})") from None
         metadata = _with_version(zin.read(f"{old_dist}/METADATA"), new_version, source.name)
@@ -129,6 +179,16 @@ def write_variant_wheel(source: Path, out_dir: Path, backend: Backend) -> Varian
         add={f"{new_dist}/variant.json": variant_json.encode()},
     )
     return VariantBuild(target, source.name, label, tuple(properties), variant_json)
+
+
+def _properties(
+    zin: zipfile.ZipFile, backend: Backend, torch: TorchVersion | None
+) -> list[tuple[str, str, str]]:
+    props = [] if torch is None else torch_properties(torch, backend)
+    if torch is None or backend.kind is BackendKind.CUDA:
+        props += [(NAMESPACE, f, v) for f, v in cuda_properties(backend)]
+        props += [(NAMESPACE, "sm_arch", v) for v in _sm_values(zin)]
+    return props
 
 
 def _with_version(metadata: bytes, version: str, where: str) -> bytes:
