@@ -41,7 +41,6 @@ from .policy import (
     split_version,
     version_key,
 )
-from .remedies import remedy_for_symbol
 from .report import Rule, SoReport, Violation, WheelReport
 from .stable_abi import is_python_symbol, load_stable_abi, parse_python_version
 from .torch_floor import declared_floor, measure_floor, shim_imports
@@ -298,6 +297,8 @@ def _explain_version(
     limit = f"{policy.tag} allows {prefix} <= {cap}" if cap else f"{policy.tag} forbids it"
     shown = demangle(symbol)
     image = f"the {policy.name} build image"
+    from .remedies import remedy_for_symbol  # its data is read only when a violation needs it
+
     remedy = remedy_for_symbol(symbol)
     if remedy is not None:
         cause = f"{version_name} symbol {shown} comes from {remedy.origin}; {limit}"

@@ -23,11 +23,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.gnuversions import GNUVerDefSection, GNUVerSymSection
-from elftools.elf.sections import SymbolTableSection
-
 from .policy import ManylinuxPolicy, split_version, version_key
 
 __all__ = [
@@ -132,6 +127,13 @@ class ForcedHeader:
 def read_version_table(path: str | os.PathLike[str]) -> VersionTable:
     """The versioned functions ``path`` (a shared library) defines. Raises OSError for a file
     that cannot be read and ValueError for one that is no ELF library with version tables."""
+    # pyelftools costs tens of milliseconds to import: only a run that reads a library's version
+    # tables (the symver header) pays for it, not every command that imports this module.
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.gnuversions import GNUVerDefSection, GNUVerSymSection
+    from elftools.elf.sections import SymbolTableSection
+
     p = Path(path)
     with p.open("rb") as stream:
         try:

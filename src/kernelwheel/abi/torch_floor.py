@@ -137,8 +137,10 @@ def shim_imports(info: ElfInfo) -> tuple[str, ...]:
 
 def measure_floor(imports: Iterable[str], table: ShimTable | None = None) -> ShimFloor:
     """The torch floor set by ``imports`` (shim function names) against ``table``."""
-    table = table or load_shim_table()
     names = tuple(sorted(set(imports)))
+    if not names:  # an object that imports no shim function (most): no table to read
+        return ShimFloor((), None, (), ())
+    table = table or load_shim_table()
     unknown = tuple(n for n in names if n not in table.since)
     known = [(n, table.since[n]) for n in names if n in table.since]
     versions = [v for _, v in known if v is not None]

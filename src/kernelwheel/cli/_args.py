@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..model.project import find_project_root
 from ..model.variant import LocalVersionStyle
 from ..plan.options import FATBIN_COMPRESSION_MODES, OPTIONS, resolve_command_option, resolve_jobs
 
@@ -52,7 +51,11 @@ def project_path(args: argparse.Namespace) -> Path:
     """The project ``[DIR]`` names: DIR itself (exactly, its build.toml is not searched for),
     else :func:`~kernelwheel.model.project.find_project_root` from the current folder."""
     path: Path | None = args.path
-    return path if path is not None else find_project_root()
+    if path is not None:
+        return path
+    from ..model.project import find_project_root  # commands without a project never load it
+
+    return find_project_root()
 
 
 def add_locking_arguments(parser: argparse.ArgumentParser, json_what: str) -> None:

@@ -94,8 +94,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     from ..errors import UsageError, VariantError
     from ..hub import ToWheelRequest, to_wheels  # imported when used: other commands start faster
-    from ..model.names import shadowing
-    from ..model.project import is_package_name, package_name
+    from ..model.names import is_package_name, package_name, shadowing
 
     if args.name is not None and not is_package_name(package_name(args.name)):
         raise UsageError(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..errors import HubError
-from ..model.project import is_package_name, package_name
+from ..model.names import is_package_name, package_name
 from .metadata import METADATA_JSON, METADATA_SIGSTORE, KernelMetadata
 
 __all__ = ["METADATA_JSON", "KernelMetadata", "Layout", "VariantPlan", "package_name", "plan"]

@@ -10,6 +10,7 @@ reported with their reasons (never dropped silently) while the others are writte
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +26,7 @@ from ..log import Reporter, SilentReporter, StepResult, step
 from ..model.variant import OS, LocalVersionStyle, Variant
 from ..plan.options import resolve_jobs
 from ..plan.selector import Selector
-from ..wheels import write_wheel
+from ..wheels import wheel_filename, write_wheel
 from ..wheels.reader import verify_contents
 from .convert import PreparedWheel, Unconvertible, prepare_wheel
 from .gitsource import GitSource
@@ -283,9 +284,22 @@ def _convert_all(
     reporter: Reporter,
     abi_check: AbiCheck | None,
 ) -> list[Converted | Rejected]:
-    def one(name: str) -> Converted | Rejected:
-        own = staging / str(names.index(name))  # one folder each: equal wheel names never clash
+    claimed: set[str] = set()
+    lock = threading.Lock()
+
+    def folder_for(name: str, wheel: str) -> Path:
+        """The staging folder itself for the first variant to claim a wheel name; a folder of
+        its own for a later one, so equal wheel names never clash (an empty folder per variant
+        costs milliseconds to remove)."""
+        with lock:
+            if wheel not in claimed:
+                claimed.add(wheel)
+                return staging
+        own = staging / str(names.index(name))
         own.mkdir()
+        return own
+
+    def one(name: str) -> Converted | Rejected:
         return _convert_one(
             name,
             req,
@@ -294,7 +308,7 @@ def _convert_all(
             variants[name],
             by_variant[name],
             reader,
-            own,
+            functools.partial(folder_for, name),
             reporter,
             abi_check,
         )
@@ -321,7 +335,7 @@ def _convert_one(
     variant: Variant,
     files: Sequence[RepoFile],
     reader: FileReader,
-    staging: Path,
+    staging: Callable[[str], Path],  # the wheel's file name -> the folder to write it into
     reporter: Reporter,
     abi_check: AbiCheck | None,
 ) -> Converted | Rejected:
@@ -338,7 +352,8 @@ def _convert_one(
                 style=req.local_version_style,
                 name=req.name,
             )
-            wheel = write_wheel(prepared.spec, staging)
+            spec = prepared.spec
+            wheel = write_wheel(spec, staging(wheel_filename(spec.name, spec.version, spec.tag)))
             detail.append(wheel.name)
             try:
                 verify_contents(wheel)  # the wheel rule, on what was just written

@@ -9,6 +9,8 @@ so the PyPI list is a shipped one."""
 from __future__ import annotations
 
 import functools
+import keyword
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,11 +24,25 @@ from ..errors import ProjectError
 
 __all__ = [
     "NameLists",
+    "is_package_name",
     "load_name_lists",
     "name_warning",
+    "package_name",
     "self_requirement",
     "shadowing",
 ]
+
+
+def package_name(name: str) -> str:
+    """The import name of a kernel named ``name``, as kernel-builder derives it: '-' and '.'
+    become '_' (build.toml allows only '-'; Hub metadata names may hold '.')."""
+    return re.sub(r"[-.]", "_", name)
+
+
+def is_package_name(name: str) -> bool:
+    """Whether ``name`` can be imported: an identifier that is not a keyword."""
+    return name.isidentifier() and not keyword.iskeyword(name)
+
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "names.toml"
 

@@ -35,7 +35,7 @@ from packaging.version import InvalidVersion, Version
 from .._toml import Located, describe, read_toml
 from ..errors import ProjectError, UsageError, VariantError
 from .capability import CudaCapability
-from .names import shadowing
+from .names import is_package_name, package_name, shadowing
 from .python_depends import load_python_depends
 from .sections import (
     BACKENDS,
@@ -194,17 +194,6 @@ _HUB_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]
 _GIT_URL_RE = re.compile(
     r"(?:(?:https?|git|ssh|git\+ssh|git\+https?)://[^\s/]+(?:/\S*)?|[^\s/:@]+@[^\s/:]+:[^\s/]\S*)"
 )
-
-
-def package_name(name: str) -> str:
-    """The import name of a kernel named ``name``, as kernel-builder derives it: '-' and '.'
-    become '_' (build.toml allows only '-'; Hub metadata names may hold '.')."""
-    return re.sub(r"[-.]", "_", name)
-
-
-def is_package_name(name: str) -> bool:
-    """Whether ``name`` can be imported: an identifier that is not a keyword."""
-    return name.isidentifier() and not keyword.iskeyword(name)
 
 
 def spdx_expression(license: str | None) -> str | None:
