@@ -213,3 +213,53 @@ def test_no_licence_no_description_no_such_fields(tmp_path: Path) -> None:
         assert md[field] is None, field
     assert md["Description-Content-Type"] is None
     assert md.get_payload() == ""
+
+
+def test_members_given_as_files_give_the_same_wheel(tmp_path: Path) -> None:
+    """A member named by its file (streamed in chunks, sampled by seeking, hashed while copied:
+    issue 38 family 12) gives the wheel its bytes would: the same archive, byte for byte,
+    deflated or stored alike."""
+    import hashlib
+
+    noise = b"".join(hashlib.sha256(i.to_bytes(4, "little")).digest() for i in range(1 << 16))
+    code = b"\x7fELF" + bytes(range(256)) * 64
+    files = {
+        "img2gray/__init__.py": b"x = 1\n" * 100,
+        "img2gray/fatbin.so": code + noise,  # 2 MiB of noise: more than one 1 MiB chunk
+        "img2gray/mostly_code.so": code * 40 + noise[:8192],
+        "img2gray/empty.json": b"",
+    }
+    on_disk: dict[str, bytes | Path] = {}
+    for name, data in files.items():
+        (path := tmp_path / "src" / name).parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        on_disk[name] = path
+    spec = _spec(files=files, executables=frozenset({"img2gray/fatbin.so"}))
+    from_bytes = write_wheel(spec, tmp_path / "a")
+    from_files = write_wheel(_spec(files=on_disk, executables=spec.executables), tmp_path / "b")
+    assert from_bytes.read_bytes() == from_files.read_bytes()
+    assert read_wheel(from_files).files["img2gray/fatbin.so"] == code + noise
+
+
+def test_extract_package_streams_and_checks_record(tmp_path: Path) -> None:
+    """The Hub export's reader: the package's members unpacked with their sha256, the dist-info
+    left out; a member that does not match its RECORD row is refused, named."""
+    import hashlib
+
+    from kernelwheel.wheels.reader import extract_package
+
+    path = write_wheel(_spec(), tmp_path)
+    got = extract_package(path, "img2gray/", tmp_path / "out")
+    assert got == {
+        "__init__.py": hashlib.sha256(b"x = 1\n").digest(),
+        "_img2gray_ab.abi3.so": hashlib.sha256(b"\x7fELF...").digest(),
+    }
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(got)
+    tampered = tmp_path / "t" / path.name
+    tampered.parent.mkdir()
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(tampered, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            dst.writestr(info, b"x = 2\n" if info.filename == "img2gray/__init__.py" else data)
+    with pytest.raises(WheelError, match="__init__.py does not match its RECORD hash"):
+        extract_package(tampered, "img2gray/", tmp_path / "out2")

@@ -43,6 +43,7 @@ from ..errors import ProjectError
 from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.variant import Variant
+from ..wheels import Member
 from . import codegen
 from .load_check import DeferredLoad
 from .pipeline import compile_extension, prepare_environment
@@ -233,7 +234,8 @@ def _lay_out_hub(
     record = hub.with_name(f"hub-{variant.name}.stamp")  # beside the layout, not in it
     if _holds(record, stamp) and (hub / "build" / variant.name / METADATA_JSON).is_file():
         return hub
-    files = {str(path.relative_to(package)): path.read_bytes() for path in paths}
+    # By path: hashed and copied in chunks, never read whole.
+    files: dict[str, Member] = {str(path.relative_to(package)): path for path in paths}
     meta = kernel_metadata(project, variant, namespace, (), major=major, files=files)
     builder = f"kernelwheel {__version__} {DEV_BUILD_MARK}"
     meta = replace(meta, provenance=Provenance(builder_version=builder))

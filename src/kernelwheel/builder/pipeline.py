@@ -295,7 +295,7 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
         )
         files = package_files(project)
         files[f"{project.package}/_ops.py"] = codegen.ops_py(namespace, stamp).encode()
-        files[f"{project.package}/{namespace}.abi3.so"] = so_path.read_bytes()
+        files[f"{project.package}/{namespace}.abi3.so"] = so_path
         spec = WheelSpec(
             name=project.name,
             version=version,

@@ -26,6 +26,7 @@ from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, LocalVersionStyle, Variant
+from ..wheels import Member
 from .compile_plan import SOURCE_SUFFIXES, Toolchain
 from .compile_rules import NO_GNU_UNIQUE
 from .compile_spec import CommandSpec, CompileSpec
@@ -178,10 +179,11 @@ def check_cxx_toolchain(cxx: str, environ: Mapping[str, str], runner: Runner = R
     )
 
 
-def package_files(project: KernelProject) -> dict[str, bytes]:
+def package_files(project: KernelProject) -> dict[str, Member]:
     """The Python package files from torch-ext/<package>/ (tvm-ffi-ext/ for tvm-ffi projects),
-    recursively: ``.py`` and the framework section's ``pyext`` suffixes."""
-    files: dict[str, bytes] = {}
+    recursively: ``.py`` and the framework section's ``pyext`` suffixes, each as its path (the
+    wheel writer streams it: a data file may be gigabytes)."""
+    files: dict[str, Member] = {}
     suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
     for path in sorted(project.package_dir.rglob("*")):
         if not path.is_file() or "__pycache__" in path.parts:
@@ -195,7 +197,7 @@ def package_files(project: KernelProject) -> dict[str, bytes]:
                 hint="copy the file into the project instead",
             )
         rel = path.relative_to(project.package_dir).as_posix()
-        files[f"{project.package}/{rel}"] = path.read_bytes()
+        files[f"{project.package}/{rel}"] = path
     return files
 
 

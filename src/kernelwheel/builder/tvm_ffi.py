@@ -278,7 +278,7 @@ def build_tvm_ffi_variant(
         files = package_files(project)
         files[f"{project.package}/_ops.py"] = codegen.tvm_ffi_ops_py(namespace).encode()
         so_name = f"{project.package}/{namespace}.so"
-        files[so_name] = shared_object.read_bytes()
+        files[so_name] = shared_object
         spec = WheelSpec(
             name=project.name,
             version=version,

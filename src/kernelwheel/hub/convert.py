@@ -51,6 +51,12 @@ class PreparedWheel:
     notes: tuple[str, ...]
     metadata: KernelMetadata | None = None  # the variant's metadata.json, as read
 
+    @property
+    def members(self) -> dict[str, bytes]:
+        """The wheel's files as bytes: a converted wheel's are all read from the source (the
+        spec may name files on disk only for a built wheel, never here)."""
+        return {name: d for name, d in self.spec.files.items() if isinstance(d, bytes)}
+
 
 def wheel_tag(variant: Variant, manylinux: str) -> Tag:
     """``py3-none-any`` for noarch variants; ``py3-none-<platform>`` for tvm-ffi ones (their

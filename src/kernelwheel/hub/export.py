@@ -13,6 +13,7 @@ what ``kernels`` loads (``get_local_kernel``, or ``LOCAL_KERNELS=org/name=<tree>
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -24,7 +25,9 @@ from ..model.gitstate import GitState
 from ..model.project import KernelProject
 from ..model.python_depends import load_python_depends
 from ..model.variant import Variant
-from ..wheels import read_wheel
+from ..model.wheelname import parse_wheel_name
+from ..wheels import Member
+from ..wheels.reader import extract_package
 from .metadata import METADATA_JSON, Digest, KernelMetadata, Provenance
 from .minver import kernels_minver
 
@@ -65,11 +68,13 @@ def kernel_metadata(
     capabilities: tuple[str, ...],
     *,
     major: int,
-    files: Mapping[str, bytes] | None = None,
+    files: Mapping[str, Member] | None = None,
     git: GitState | None = None,
+    digest: Digest | None = None,
 ) -> KernelMetadata:
-    """metadata.json for one exported variant; ``files`` (path in the variant folder -> bytes)
-    give the digest, ``git`` the kernel's provenance."""
+    """metadata.json for one exported variant; ``files`` (path in the variant folder -> bytes
+    or the file holding them) give the digest, or ``digest`` as already computed; ``git`` the
+    kernel's provenance."""
     if variant.backend is None:
         raise HubError(
             f"{variant.name}: a noarch variant has no backend for metadata.json",
@@ -87,7 +92,7 @@ def kernel_metadata(
         kernel_depends=tuple(project.kernel_depends_for(backend)),
         backend=backend,
         archs=tuple(c.removesuffix("+PTX") for c in capabilities),
-        digest=Digest.of(files) if files is not None else None,
+        digest=digest or (Digest.of(files) if files is not None else None),
         provenance=Provenance(
             builder_version=f"kernelwheel {__version__}",
             kernel=git,
@@ -110,45 +115,54 @@ def export_variant(
 ) -> Path:
     """Write ``root/build/<variant>/`` from the package files of ``wheel``; replaces an older
     export of the same variant atomically; the kernel card goes to ``root/README.md``
-    (:func:`export_card`). Returns the variant folder."""
-    contents = read_wheel(wheel)
-    prefix = f"{project.package}/"
-    files = {
-        name[len(prefix) :]: data
-        for name, data in contents.files.items()
-        if name.startswith(prefix)  # not the dist-info
-    }
-    meta = kernel_metadata(
-        project,
-        variant,
-        namespace,
-        capabilities,
-        major=contents.version.major,
-        files=files,
-        git=git,
-    )
-    folder = write_variant(root, variant, files, meta)
-    export_card(project, root, version=contents.version.major, dirty=bool(git and git.dirty))
+    (:func:`export_card`). Returns the variant folder. Each file is streamed out of the wheel,
+    checked against RECORD and hashed for the digest in one pass, never read whole."""
+    try:
+        major = parse_wheel_name(wheel.name)[1].major
+    except ValueError as exc:  # InvalidWheelFilename, InvalidVersion
+        raise HubError(f"{wheel}: {exc}", hint="export a wheel kernelwheel built") from None
+    build = root / "build"
+    with staging_dir(build, "export") as staging:
+        digests = extract_package(wheel, f"{project.package}/", staging)  # not the dist-info
+        meta = kernel_metadata(
+            project,
+            variant,
+            namespace,
+            capabilities,
+            major=major,
+            git=git,
+            digest=Digest.of_sha256(digests),
+        )
+        folder = _publish(staging, build / variant.name, meta)
+    export_card(project, root, version=major, dirty=bool(git and git.dirty))
     return folder
 
 
 def write_variant(
-    root: Path, variant: Variant, files: Mapping[str, bytes], meta: KernelMetadata
+    root: Path, variant: Variant, files: Mapping[str, Member], meta: KernelMetadata
 ) -> Path:
-    """``root/build/<variant>/``: ``files`` (a ``.so`` executable) and ``meta`` as metadata.json,
-    replacing an older one of the variant atomically."""
+    """``root/build/<variant>/``: ``files`` (bytes, or files copied in chunks; a ``.so``
+    executable) and ``meta`` as metadata.json, replacing an older one of the variant
+    atomically."""
     build = root / "build"
-    build.mkdir(parents=True, exist_ok=True)
     with staging_dir(build, "export") as staging:
         for name, data in files.items():
             dest = staging / name
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(data)
-            if dest.suffix == ".so":
-                dest.chmod(0o755)
-        (staging / METADATA_JSON).write_text(meta.to_json())
-        staging.chmod(0o755)  # a staging folder is private; the variant folder is not
-        return replace_dir(staging, build / variant.name)
+            if isinstance(data, bytes):
+                dest.write_bytes(data)
+            else:
+                shutil.copyfile(data, dest)
+        return _publish(staging, build / variant.name, meta)
+
+
+def _publish(staging: Path, folder: Path, meta: KernelMetadata) -> Path:
+    """The filled ``staging`` folder, with ``meta`` as metadata.json, made ``folder``."""
+    for so in staging.rglob("*.so"):
+        so.chmod(0o755)
+    (staging / METADATA_JSON).write_text(meta.to_json())
+    staging.chmod(0o755)  # a staging folder is private; the variant folder is not
+    return replace_dir(staging, folder)
 
 
 def export_card(

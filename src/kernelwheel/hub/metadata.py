@@ -20,6 +20,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -105,10 +106,18 @@ class Digest:
     files: tuple[tuple[str, str], ...]
 
     @classmethod
-    def of(cls, files: Mapping[str, bytes], algorithm: str = "sha256") -> Digest:
-        """The digest ``kernels`` computes of a folder holding ``files``."""
+    def of(cls, files: Mapping[str, bytes | Path], algorithm: str = "sha256") -> Digest:
+        """The digest ``kernels`` computes of a folder holding ``files`` (their bytes, or the
+        files holding them, hashed in 1 MiB chunks)."""
         hashes = [(p, _hash(algorithm, data)) for p, data in files.items() if not _excluded(p)]
         return cls(algorithm, tuple(sorted(hashes)))
+
+    @classmethod
+    def of_sha256(cls, digests: Mapping[str, bytes]) -> Digest:
+        """The sha256 digest of a folder whose files' raw sha256 digests are already known
+        (computed while they were written)."""
+        hashes = [(p, base64.b64encode(d).decode()) for p, d in digests.items() if not _excluded(p)]
+        return cls("sha256", tuple(sorted(hashes)))
 
     def mismatches(self, hashes: Mapping[str, str]) -> list[str]:
         """How a folder whose files hash to ``hashes`` (path -> base64 hash in this digest's
@@ -139,8 +148,14 @@ class Digest:
         return {"algorithm": self.algorithm, "files": dict(self.files)}
 
 
-def _hash(algorithm: str, data: bytes) -> str:
-    return base64.b64encode(hashlib.new(algorithm, data).digest()).decode()
+def _hash(algorithm: str, data: bytes | Path) -> str:
+    if isinstance(data, bytes):
+        return base64.b64encode(hashlib.new(algorithm, data).digest()).decode()
+    digest = hashlib.new(algorithm)
+    with data.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return base64.b64encode(digest.digest()).decode()
 
 
 @dataclass(frozen=True)

@@ -412,7 +412,7 @@ def _abi(
     try:
         with step(reporter, folder, "ABI check") as detail:
             try:
-                verdict = abi_check(wheel, prepared.spec.files)
+                verdict = abi_check(wheel, prepared.members)
             except KernelwheelError as exc:
                 detail.append("could not check")
                 reason = f"ABI check failed to run: {exc}"

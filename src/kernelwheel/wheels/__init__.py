@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from .reader import WheelContents, dist_info_dir, escape_name, read_metadata, read_wheel
 from .record import format_record, parse_record, record_hash
-from .writer import WheelSpec, source_date_epoch, wheel_filename, write_wheel
+from .writer import Member, WheelSpec, source_date_epoch, wheel_filename, write_wheel
 
 __all__ = [
+    "Member",
     "WheelContents",
     "WheelSpec",
     "dist_info_dir",

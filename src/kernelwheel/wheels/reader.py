@@ -37,6 +37,7 @@ __all__ = [
     "WheelContents",
     "dist_info_dir",
     "escape_name",
+    "extract_package",
     "integrity_problems",
     "is_symlink_entry",
     "metadata_member",
@@ -136,6 +137,59 @@ def read_wheel(path: Path) -> WheelContents:
         raise WheelError(f"{path}: files missing from RECORD: {', '.join(unlisted)}")
     metadata = parse_metadata(files[f"{dist_info}/METADATA"])
     return WheelContents(path, str(name), version, frozenset(tags), metadata, files)
+
+
+def extract_package(path: Path, prefix: str, dest: Path) -> dict[str, bytes]:
+    """Unpack the members of the wheel ``path`` under ``prefix`` (``<package>/``) into ``dest``,
+    each streamed in 1 MiB chunks and hashed in the same pass, never whole in memory; every one
+    must match its RECORD row (hash and size). Returns each file's path below ``prefix`` -> its
+    raw sha256 digest. Raises WheelError naming the member that does not match."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            record_name = next(
+                (n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/RECORD")),
+                None,
+            )
+            if record_name is None:
+                raise WheelError(f"{path}: no .dist-info/RECORD", hint="rebuild the wheel")
+            rows = {
+                name: (digest, size)
+                for name, digest, size in parse_record(zf.read(record_name), where=str(path))
+            }
+            members = [i for i in zf.infolist() if i.filename.startswith(prefix) and not i.is_dir()]
+            return {
+                (rel := info.filename[len(prefix) :]): _extract_member(
+                    zf, info, rows, dest / rel, path
+                )
+                for info in members
+            }
+    except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        raise WheelError(f"{path}: cannot read wheel: {exc}", hint="rebuild the wheel") from None
+
+
+def _extract_member(
+    zf: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    rows: Mapping[str, tuple[str, str]],
+    target: Path,
+    path: Path,
+) -> bytes:
+    name = info.filename
+    if _unsafe(name) or is_symlink_entry(info):
+        raise WheelError(f"{path}: {name} is not a plain file inside the wheel", hint="rebuild it")
+    if name not in rows:
+        raise WheelError(f"{path}: {name} is not in RECORD", hint="rebuild the wheel")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    digest, size = hashlib.sha256(), 0
+    with zf.open(info) as src, target.open("wb") as dst:
+        while chunk := src.read(_CHUNK):
+            digest.update(chunk)
+            dst.write(chunk)
+            size += len(chunk)
+    hashed = "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+    if (hashed, str(size)) != rows[name]:
+        raise WheelError(f"{path}: {name} does not match its RECORD hash", hint="rebuild it")
+    return digest.digest()
 
 
 _SYMLINK = 0o120000

@@ -13,6 +13,7 @@ description is the METADATA body.
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import re
 import time
@@ -39,14 +40,20 @@ _DEFAULT_EPOCH = 315532800  # 1980-01-01T00:00:00Z, the earliest time a zip can 
 _NAME_RE = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
 
 
+# A member's content: its bytes, or the file holding them, streamed into the archive in chunks
+# (a package may hold a data file or a shared object of gigabytes: never read whole).
+Member = bytes | Path
+
+
 @dataclass(frozen=True)
 class WheelSpec:
-    """Everything a wheel contains. ``files`` maps archive paths to their bytes."""
+    """Everything a wheel contains. ``files`` maps archive paths to their bytes or to the file
+    that holds them (read in chunks while the wheel is written, hashed in the same pass)."""
 
     name: str
     version: str
     tag: Tag
-    files: Mapping[str, bytes]
+    files: Mapping[str, Member]
     requires_dist: Sequence[str] = ()
     requires_python: str | None = None
     provides_extra: Sequence[str] = ()  # extras that requires_dist entries are marked with
@@ -203,21 +210,59 @@ def source_date_epoch() -> int:
 
 _WINDOW = 4096  # bytes per sampled window
 _WINDOWS = 16  # windows spread evenly over a member: 64 KiB sampled at most
+_CHUNK = 1 << 20  # bytes of a file member read at a time
 
 
-def _compressible(data: bytes) -> bool:
+def _windows(size: int) -> list[tuple[int, int]]:
+    """The (offset, length) windows sampled of a member of ``size`` bytes."""
+    if size <= _WINDOW * _WINDOWS:
+        return [(0, size)]
+    step = (size - _WINDOW) // (_WINDOWS - 1)
+    return [(i * step, _WINDOW) for i in range(_WINDOWS)]
+
+
+def _sample(data: Member) -> tuple[int, bytes]:
+    """A member's size and its sampled windows (a file's read at their offsets, not whole)."""
+    if isinstance(data, bytes):
+        return len(data), b"".join(data[at : at + n] for at, n in _windows(len(data)))
+    with data.open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        parts = []
+        for at, n in _windows(size):
+            fh.seek(at)
+            parts.append(fh.read(n))
+    return size, b"".join(parts)
+
+
+def _compressible(data: Member) -> bool:
     """Whether deflate pays: compressed CUDA fatbins barely shrink and cost seconds to deflate.
     Decided on a sample of evenly spread windows (so a fatbin section in the middle of an object
     counts in proportion to its size), deterministically, so the same bytes are always stored the
     same way. The sample costs about a millisecond whatever the member's size."""
-    if len(data) < _WINDOW:
+    size, sample = _sample(data)
+    if size < _WINDOW:
         return True
-    if len(data) <= _WINDOW * _WINDOWS:
-        sample = data
-    else:
-        step = (len(data) - _WINDOW) // (_WINDOWS - 1)
-        sample = b"".join(data[i * step : i * step + _WINDOW] for i in range(_WINDOWS))
     return len(zlib.compress(sample, 1)) < 0.9 * len(sample)
+
+
+def _write_member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, data: Member, known: str | None
+) -> tuple[str, str]:
+    """Write one member; its RECORD hash (``known``: the caller's) and size, a file's hashed in
+    the pass that copies it."""
+    if isinstance(data, bytes):
+        zf.writestr(info, data)
+        return known or record_hash(data), str(len(data))
+    digest, size = hashlib.sha256(), 0
+    with data.open("rb") as src:
+        big = os.fstat(src.fileno()).st_size >= zipfile.ZIP64_LIMIT
+        with zf.open(info, "w", force_zip64=big) as dst:
+            while chunk := src.read(_CHUNK):
+                digest.update(chunk)
+                dst.write(chunk)
+                size += len(chunk)
+    hashed = "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+    return known or hashed, str(size)
 
 
 def _zipinfo(
@@ -244,7 +289,7 @@ def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Pat
     per build)."""
     _validate(spec)
     dist_info = dist_info_dir(spec.name, spec.version)
-    entries: list[tuple[str, bytes]] = sorted(spec.files.items())
+    entries: list[tuple[str, Member]] = sorted(spec.files.items())
     entries += sorted((f"{dist_info}/{name}", data) for name, data in spec.dist_info_files.items())
     if (top_level := top_level_text(spec)) is not None:
         entries.append((f"{dist_info}/{TOP_LEVEL}", top_level.encode()))
@@ -254,19 +299,20 @@ def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Pat
     entries.append((f"{dist_info}/METADATA", metadata_text(spec).encode()))
     entries.append((f"{dist_info}/WHEEL", wheel_text(spec.tag).encode()))
     record_name = f"{dist_info}/RECORD"
-    rows = [
-        (name, _record_digest(spec.sha256.get(name)) or record_hash(data), str(len(data)))
-        for name, data in entries
-    ]
-    entries.append((record_name, format_record([*rows, (record_name, "", "")])))
-
     date_time = time.gmtime(source_date_epoch())[:6]
     final = out_dir / wheel_filename(spec.name, spec.version, spec.tag)
     try:
         with staged_file(final) as tmp, zipfile.ZipFile(tmp, "w") as zf:
+            rows: list[tuple[str, str, str]] = []
             for name, data in entries:
                 mode = 0o755 if name in spec.executables else 0o644
-                zf.writestr(_zipinfo(name, date_time, mode, compress and _compressible(data)), data)
+                info = _zipinfo(name, date_time, mode, compress and _compressible(data))
+                known = _record_digest(spec.sha256.get(name))
+                rows.append((name, *_write_member(zf, info, data, known)))
+            record = format_record([*rows, (record_name, "", "")])
+            zf.writestr(
+                _zipinfo(record_name, date_time, 0o644, compress and _compressible(record)), record
+            )
     except OSError as exc:  # e.g. a name the file system refuses (ENAMETOOLONG), a full disk
         raise WheelError(
             f"cannot write {final.name} into {out_dir}: {exc.strerror or exc}",
