@@ -108,6 +108,17 @@ def refuse_conflicting_selectors(args: argparse.Namespace) -> None:
             )
 
 
+def add_target_python_argument(parser: argparse.ArgumentParser, purpose: str) -> None:
+    """``--python``: the user's interpreter a command works for (install, variants), found as
+    ``install/service.target_python`` finds it."""
+    parser.add_argument(
+        "--python",
+        metavar="PY",
+        help=f"the interpreter {purpose}: a path, or a name looked up on PATH (python3.12) "
+        "(default: $VIRTUAL_ENV's, else python3 on PATH)",
+    )
+
+
 def add_cache_dir_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-dir",

@@ -19,7 +19,7 @@ from ..install.service import (
     target_python,
 )
 from ..install.sources import Sources
-from ._args import add_variant_argument
+from ._args import add_target_python_argument, add_variant_argument
 from .ui import ConsoleUI
 
 
@@ -70,12 +70,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="pip gets no index for the builds' dependencies (only --find-links)",
     )
-    p.add_argument(
-        "--python",
-        metavar="PY",
-        help="the interpreter to install into: a path, or a name looked up on PATH (python3.12)"
-        " (default: $VIRTUAL_ENV's, else python3 on PATH)",
-    )
+    add_target_python_argument(p, "to install into")
     add_variant_argument(p, "consider only builds of the variants it matches", "'*-cu130-*'")
     p.add_argument(
         "--reinstall",

@@ -14,6 +14,7 @@ from typing import Any
 from ..install.service import target_python
 from ..install.sources import Candidate, discover
 from ..install.variants import Entry, Status, VariantsReport, explain, machine
+from ._args import add_json_argument, add_target_python_argument
 from .ui import ConsoleUI
 
 _MARK = {
@@ -52,13 +53,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("source", metavar="SOURCE", help="a wheel folder, an index URL or org/name[@V]")
-    p.add_argument(
-        "--python",
-        metavar="PY",
-        help="the interpreter to judge for: a path, or a name looked up on PATH "
-        "(default: $VIRTUAL_ENV's, else python3 on PATH, as install picks it)",
-    )
-    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    add_target_python_argument(p, "to judge for, as install picks it")
+    add_json_argument(p, "every build with its verdict and reason")
     p.set_defaults(func=run)
 
 
