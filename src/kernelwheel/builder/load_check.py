@@ -17,6 +17,7 @@ from typing import NamedTuple
 from .._util import CommandTimeout, Runner
 from ..errors import BuildError
 from ..model.variant import Arch, Variant
+from ._load_check import MARK
 
 PROGRAM = Path(__file__).with_name("_load_check.py")
 TIMEOUT_S = 300  # importing torch on a cold disk takes seconds; a hang is a failure
@@ -73,9 +74,6 @@ def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[
     ]
 
 
-_MARK = "kernelwheel-load-check: "  # _load_check.MARK
-
-
 def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadReport | None:
     """What the run of :func:`then_pytest_command` that ended with ``code`` loaded, from the
     log past ``offset``: the ops, None when that interpreter has no pytest; a load that failed
@@ -84,8 +82,8 @@ def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadRepor
         fh.seek(offset)
         output = fh.read()
     for line in reversed(output.splitlines()):
-        if line.startswith(_MARK):
-            found = json.loads(line[len(_MARK) :])
+        if line.startswith(MARK):
+            found = json.loads(line[len(MARK) :])
             if "missing" in found:
                 return None
             return LoadReport(ops=tuple(str(op) for op in found.get("ops", [])))

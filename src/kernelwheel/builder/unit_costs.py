@@ -70,7 +70,8 @@ def longest_first(
     per project-relative path. ``first`` (the binding: torch's headers make it the longest host
     unit) leads while it has no record; ``last`` (the remedies' compat source, the cheapest)
     always ends the list. Ties keep the sources' order."""
-    rel = {src: _relative(src, root) for src in sources}
+    resolved_root = root.resolve()
+    rel = {src: _relative(src, resolved_root) for src in sources}
     estimate = {src: _estimate(src, capabilities) for src in sources}
     ratios = [recorded[rel[s]] / estimate[s] for s in sources if rel[s] in recorded and estimate[s]]
     scale = statistics.median(ratios) if ratios else None
@@ -91,8 +92,9 @@ def longest_first(
 
 
 def _relative(source: str, root: Path) -> str:
+    """``source``'s path under ``root`` (resolved), else ``source`` as given."""
     try:
-        return Path(source).resolve().relative_to(root.resolve()).as_posix()
+        return Path(source).resolve().relative_to(root).as_posix()
     except ValueError:
         return source
 
