@@ -3,6 +3,7 @@ tests/plan/test_versioning.py)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,36 @@ def test_static_only_libstdcxx_toolchain_is_detected(tmp_path: Path) -> None:
     fake.chmod(0o755)
     assert _links_shared_libstdcxx(RUNNER, str(fake)) is False
     assert _links_shared_libstdcxx(RUNNER, "c++") is True  # Debian's g++ ships libstdc++.so
+
+
+def test_a_dev_build_runs_ninja_directly_whatever_the_schedule(tmp_path: Path) -> None:
+    # The last run's spec and result: ninja and the link are rerun directly (no worker start)
+    # while only the units' order or the job count moved; a changed flag needs the worker.
+    from kernelwheel.builder.compile_spec import CompileSpec
+    from kernelwheel.builder.pipeline import _direct_commands
+
+    so = tmp_path / "lib" / "_x.abi3.so"
+    so.parent.mkdir()
+    so.write_bytes(b"\x7fELF")
+    base = CompileSpec(
+        name="_x",
+        sources=("/p/a.cu", "/p/b.cu"),
+        include_dirs=(),
+        define_macros=(),
+        cxx_flags=("-O3",),
+        nvcc_flags=(),
+        cuda=True,
+        cuda_home="/usr/local/cuda",
+        build_temp=str(tmp_path / "obj"),
+        build_lib=str(tmp_path / "lib"),
+        jobs=16,
+        requested_limited_api="0x03090000",
+    )
+    base.write(tmp_path / "compile.json")
+    last = {"ninja": "/usr/bin/ninja", "link": ["c++", "-o", "x.so"], "shared_object": str(so)}
+    (tmp_path / "result.json").write_text(json.dumps(last))
+    moved = CompileSpec(**{**base.__dict__, "schedule": ("/p/b.cu", "/p/a.cu"), "jobs": 3})
+    direct = _direct_commands(tmp_path, moved)
+    assert direct is not None and direct[0][-2:] == ["-j", "3"] and direct[1][-1] == "x.so"
+    flagged = CompileSpec(**{**base.__dict__, "cxx_flags": ("-O2",)})
+    assert _direct_commands(tmp_path, flagged) is None

@@ -69,6 +69,18 @@ def test_key_covers_spec_environment_compilers_and_their_variables(tmp_path: Pat
     assert build_key(_spec(), ENV, env_vars, worker) != key
 
 
+def test_key_ignores_how_the_compile_is_scheduled(tmp_path: Path) -> None:
+    # A new unit-seconds record reorders the units and a memory reading changes the job count:
+    # neither changes the shared object, so neither may turn an unchanged build into a rebuild.
+    worker = tmp_path / "worker.py"
+    worker.write_text("# v1\n")
+    two = ("/p/csrc/a.cpp", "/p/csrc/b.cu")
+    key = build_key(_spec(sources=two), ENV, {}, worker)
+    reordered = _spec(sources=two, schedule=tuple(reversed(two)), jobs=7)
+    assert build_key(reordered, ENV, {}, worker) == key
+    assert build_key(_spec(sources=two, cxx_flags=("-O2",)), ENV, {}, worker) != key
+
+
 def _compiled(tmp_path: Path) -> tuple[Reuse, dict[str, object], Path, Path, Path]:
     project, system, lib = tmp_path / "project", tmp_path / "torch", tmp_path / "lib"
     for d in (project, system, lib):

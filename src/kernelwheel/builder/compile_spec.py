@@ -103,6 +103,20 @@ class CompileSpec:
         return path
 
 
+# How a compile is scheduled, not what it makes: left out of its identity (builder.reuse's key, a
+# dev build's "same spec" test), so a new unit-seconds record or a different job count does not
+# turn an unchanged build into a recompile and link (layer-norm: 1 s became 8 s).
+_SCHEDULING = ("schedule", "jobs")
+
+
+def output_identity(spec_json: str) -> str:
+    """A spec's JSON (either kind's ``to_json``) without the fields that only schedule it."""
+    data = json.loads(spec_json)
+    for name in _SCHEDULING:
+        data.pop(name, None)
+    return json.dumps(data, sort_keys=True)
+
+
 class CommandUnit(NamedTuple):
     """One compiler command: ``argv`` compiles ``source`` into ``object``."""
 

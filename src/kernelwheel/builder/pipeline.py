@@ -24,7 +24,7 @@ from ..model.variant import Arch, BackendKind, CxxAbi, Variant
 from ..wheels import WheelSpec, write_wheel
 from . import codegen, cross, unit_costs
 from .compile_plan import plan_compile
-from .compile_spec import CompileSpec
+from .compile_spec import CompileSpec, output_identity
 from .deps import provide_headers
 from .envs import (
     CudaToolkit,
@@ -187,7 +187,8 @@ def _direct_commands(stage: Path, spec: CompileSpec) -> tuple[list[str], list[st
     of a dev build whose spec has not changed since its last run (whose build.ninja would be
     the same), else None."""
     try:
-        same = (stage / "compile.json").read_text() == spec.to_json()
+        last_spec = output_identity((stage / "compile.json").read_text())
+        same = last_spec == output_identity(spec.to_json())
         last = json.loads((stage / "result.json").read_text())
     except (OSError, ValueError):
         return None

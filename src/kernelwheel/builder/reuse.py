@@ -34,7 +34,7 @@ from pathlib import Path
 
 from .. import __version__
 from .._util import replace_dir, sha256_file, sha256_remembered, staging_dir
-from .compile_spec import CommandSpec, CompileSpec
+from .compile_spec import CommandSpec, CompileSpec, output_identity
 from .envs import EnvInfo
 
 __all__ = ["Reuse", "build_key"]
@@ -114,7 +114,7 @@ def build_key(
         "format": FORMAT,
         "kernelwheel": __version__,
         "worker": sha256_file(worker),
-        "spec": spec.to_json(),
+        "spec": output_identity(spec.to_json()),
         "env": facts,
         "vars": {k: env_vars.get(k) for k in COMPILER_VARS},
         "tools": _tools(env_vars),
