@@ -11,7 +11,6 @@ from kernelwheel.model.variant import Arch, LocalVersionStyle
 from kernelwheel.plan.options import (
     DEFAULT_OPTIONS,
     Options,
-    available_memory_mib,
     resolve_options,
 )
 
@@ -320,20 +319,6 @@ def test_compile_options(tmp_path: Path) -> None:
     assert options.source("nvcc_threads") == "--nvcc-threads"
     with pytest.raises(UsageError, match="KERNELWHEEL_NVCC_THREADS.*positive integer"):
         resolve_options(None, env={"KERNELWHEEL_NVCC_THREADS": "0"})
-
-
-def test_available_memory_is_the_smaller_of_meminfo_and_the_cgroup_limit(tmp_path: Path) -> None:
-    meminfo = tmp_path / "meminfo"
-    meminfo.write_text("MemTotal: 33554432 kB\nMemAvailable: 16777216 kB\n")
-    cgroup = tmp_path / "cgroup"
-    cgroup.mkdir()
-    assert available_memory_mib(meminfo, cgroup) == 16384  # no cgroup files: meminfo's
-    (cgroup / "memory.max").write_text("max\n")
-    assert available_memory_mib(meminfo, cgroup) == 16384  # unlimited
-    (cgroup / "memory.max").write_text(f"{8 * 2**30}\n")
-    (cgroup / "memory.current").write_text(f"{2 * 2**30}\n")
-    assert available_memory_mib(meminfo, cgroup) == 6144  # the container's 8 GiB, 2 used
-    assert available_memory_mib(tmp_path / "none", tmp_path / "none") is None
 
 
 def test_memory_per_thread_takes_mib_and_says_so_when_wrong(tmp_path: Path) -> None:

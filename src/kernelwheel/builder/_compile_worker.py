@@ -227,6 +227,20 @@ _NINJA_PATHS = re.compile(r"(?:\$.|[^ $])+")
 _SHELL_WORDS = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+""")
 
 
+def measured(text: str, wrapper: list[str]) -> str:
+    """build.ninja with its compilers (the top-level ``cxx`` and ``nvcc`` variables every
+    compile statement runs) started through ``wrapper`` (builder/_peak_rss: each unit's peak
+    memory, for the next build's plan)."""
+    prefix = " ".join(_ninja_quote(arg) for arg in wrapper)
+    lines = [
+        f"{line.partition(' = ')[0]} = {prefix} {line.partition(' = ')[2]}"
+        if line.startswith(("cxx = ", "nvcc = "))
+        else line
+        for line in text.splitlines()
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def install_ninja_edits(
     cpp_extension: Any,
     entries: list[dict[str, Any]],
@@ -234,15 +248,17 @@ def install_ninja_edits(
     order: list[str] | None = None,
     torch_free: list[str] | None = None,
     views: list[list[str]] | None = None,
+    wrapper: list[str] | None = None,
 ) -> None:
     """Give sources their own flags by adding bindings to the build.ninja torch writes (through
     its private ``_write_ninja_file``, present from torch 1.x to 2.14), the ``torch_free`` ones
     ccache's preprocessed mode, put its compile statements in ``order`` (the plan's source
-    order) and keep one Py_LIMITED_API definition (:func:`one_limited_api`). Without that
+    order), keep one Py_LIMITED_API definition (:func:`one_limited_api`) and, given a
+    ``wrapper``, run each compiler through it (:func:`measured`). Without that
     function the order and the cache mode are torch's and ccache's defaults (choices of speed,
     not needs); per-source flags are then an error."""
     original: Callable[..., Any] | None = getattr(cpp_extension, "_write_ninja_file", None)
-    if original is None and not entries and not views:
+    if original is None and not entries and not views and not wrapper:
         return
     if original is None:
         raise RuntimeError(
@@ -259,7 +275,8 @@ def install_ninja_edits(
         text = source_bindings(path.read_text(), entries, nvcc, gencode)
         text = preprocessed_mode(text, torch_free or [])
         text = in_source_order(text, order) if order else text
-        path.write_text(view_paths(one_limited_api(text), views or []))
+        text = view_paths(one_limited_api(text), views or [])
+        path.write_text(measured(text, wrapper) if wrapper else text)
         return written
 
     cpp_extension._write_ninja_file = write
@@ -479,6 +496,11 @@ def main() -> int:
         py_limited_api=True,
     )
     gencode = [f for f in spec["nvcc_flags"] if f.startswith("-gencode=")]
+    wrapper = None
+    if spec.get("peak_log"):  # each unit's peak memory, appended by every compile of this run
+        Path(spec["peak_log"]).unlink(missing_ok=True)
+        peak_rss = str(Path(__file__).with_name("_peak_rss.py"))
+        wrapper = [sys.executable, "-E", "-S", peak_rss, spec["peak_log"]]
     install_ninja_edits(
         cpp_extension,
         spec.get("source_flags", []),
@@ -486,6 +508,7 @@ def main() -> int:
         spec.get("schedule") or spec["sources"],
         spec.get("torch_free", []),
         spec.get("path_views", []),
+        wrapper,
     )
     builder = build_ext_class(BuildExtension)
     setuptools.setup(

@@ -7,7 +7,7 @@ answers in as a :class:`Toolchain`), so each rule of docs/compile.md is testable
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from ..errors import ProjectError, ToolchainError
 from ..model.project import KernelProject, KernelSection
 from ..model.variant import CxxAbi, Variant
 from . import capabilities as caps
+from . import memory
 from .compile_rules import (
     DEFAULT_MIB_PER_THREAD,
     NO_GNU_UNIQUE,
@@ -35,7 +36,7 @@ from .compile_spec import CompileSpec, SourceFlags
 from .envs import CudaToolkit, refuse_unsupported
 from .request import BuildRequest
 from .torch_free import sources_naming, torch_free_sources
-from .unit_costs import longest_first
+from .unit_costs import PEAK_LOG, longest_first, relative
 
 __all__ = [
     "REQUESTED_LIMITED_API",
@@ -72,6 +73,9 @@ class CompilePlan:
     spec: CompileSpec
     notes: tuple[str, ...] = ()  # for the log and the user: kernels or capabilities left out
     keep_dir: Path | None = None  # nvcc's --keep-dir, to create before compiling
+    # for the log alone: the jobs and nvcc threads and what bound them (builder/memory), unless
+    # memory did, which is a note
+    log_lines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -252,15 +256,24 @@ def _all_capabilities(
 
 
 def parallelism(
-    req: BuildRequest, tools: Toolchain, requested: int | None, capabilities: int, cuda_files: int
+    req: BuildRequest,
+    tools: Toolchain,
+    requested: int | None,
+    capabilities: int,
+    cuda_files: int,
+    *,
+    memory_bound: bool = True,
 ) -> Parallelism:
+    """The split of the variant's CPUs; with ``memory_bound``, within the memory at
+    memory-per-thread each (the tvm-ffi builds; the torch builds fit their units' own peaks
+    afterwards, builder/memory)."""
     return nvcc_parallelism(
         req.jobs,
         tools.cpus,
         requested,
         capabilities,
         cuda_files=cuda_files,
-        memory_mib=tools.memory_mib,
+        memory_mib=tools.memory_mib if memory_bound else None,
         mib_per_thread=req.memory_per_thread or DEFAULT_MIB_PER_THREAD,
     )
 
@@ -279,7 +292,12 @@ class CudaTargets:
 
 
 def cuda_targets(
-    req: BuildRequest, kernels: Sequence[KernelSection], tools: Toolchain, cuda_files: int
+    req: BuildRequest,
+    kernels: Sequence[KernelSection],
+    tools: Toolchain,
+    cuda_files: int,
+    *,
+    memory_bound: bool = True,
 ) -> CudaTargets:
     """The :class:`CudaTargets` of ``req``'s CUDA variant (torch and tvm-ffi builds)."""
     toolkit = tools.cuda
@@ -290,7 +308,7 @@ def cuda_targets(
         where, key = _capability_source(req, kernels)
         refuse_unsupported(every, tools.nvcc_supports, toolkit, where=where, hint_key=key)
     most = max((len(k.capabilities) for k in per_kernel), default=len(every))
-    split = parallelism(req, tools, req.nvcc_threads, most, cuda_files)
+    split = parallelism(req, tools, req.nvcc_threads, most, cuda_files, memory_bound=memory_bound)
     compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
     notes = [*_dropped_notes(per_kernel, req), *([note] if note else [])]
     return CudaTargets(per_kernel, every, split, tuple(compression), tuple(notes))
@@ -302,11 +320,13 @@ def _plan_cuda(
     tools: Toolchain,
     base: Sequence[str],
     cuda_files: int,
+    fitted: Callable[[Parallelism, int], Parallelism],
 ) -> _Cuda:
-    """nvcc's flags, the capabilities and the thread/job split of a CUDA variant."""
+    """nvcc's flags, the capabilities and the thread/job split of a CUDA variant; ``fitted``:
+    the CPU split and the capability count -> the split within the memory."""
     assert tools.cuda is not None
-    targets = cuda_targets(req, kernels, tools, cuda_files)
-    split = targets.split
+    targets = cuda_targets(req, kernels, tools, cuda_files, memory_bound=False)
+    split = fitted(targets.split, len(targets.every))
     flags = (
         "-O3",
         f"--threads={split.nvcc_threads}",
@@ -406,10 +426,12 @@ def plan_compile(
     remedies: RemedySet,
     dependency_includes: Sequence[Path] = (),
     recorded: Mapping[str, float] | None = None,
+    peaks: Mapping[str, float] | None = None,
 ) -> CompilePlan:
     """The compile of ``req``'s variant as kernel-builder would do it (docs/compile.md);
     ``dependency_includes``: the header folders of the kernels' ``depends`` (builder/deps);
-    ``recorded``: earlier builds' seconds per unit (builder/unit_costs), for the schedule."""
+    ``recorded``: earlier builds' seconds per unit (builder/unit_costs), for the schedule;
+    ``peaks``: their MiB per unit, for the jobs that fit the memory (builder/memory)."""
     recorded = recorded or {}
     project = req.project
     assert project.torch is not None
@@ -423,17 +445,27 @@ def plan_compile(
     include_dirs += [str(project.root / p) for p in project.torch.include]
     include_dirs += [str(project.root / p) for k in kernels for p in k.include]
     maps = prefix_maps(stage, project.root, remedies, req.cache_dir)
-    cuda = None
     if tools.cuda is not None:
-        host = _nvcc_host_flags(maps, remedies, tools)
-        cuda_files = sum(1 for s in sources if s.endswith(".cu"))
-        cuda = _plan_cuda(req, kernels, tools, host, cuda_files)
         # The toolkit's own headers first: torch's nvidia packages (extra_includes) repeat the
         # runtime's headers, and a header found in the toolkit has the same path for every torch
         # variant built with it, so its objects can be shared through the compiler cache.
         include_dirs += [str(tools.cuda.home / "include")]
         include_dirs += [str(p) for p in tools.cuda.extra_includes]
     include_dirs += [str(p) for p in dependency_includes]
+    torch_free = torch_free_sources(sources, include_dirs, project.root)
+    fits: list[memory.Fit] = []
+
+    def fitted(split: Parallelism, targets: int) -> Parallelism:
+        fits.append(_memory_fit(req, tools, split, sources, targets, torch_free, peaks or {}))
+        return Parallelism(fits[-1].jobs, fits[-1].nvcc_threads)
+
+    cuda = None
+    if tools.cuda is not None:
+        host = _nvcc_host_flags(maps, remedies, tools)
+        cuda_files = sum(1 for s in sources if s.endswith(".cu"))
+        cuda = _plan_cuda(req, kernels, tools, host, cuda_files, fitted)
+    else:
+        fitted(parallelism(req, tools, None, 0, 0, memory_bound=False), 0)
     keep = nvcc_keep_flags(sources, stage) if cuda else []
     # Longest first (builder/unit_costs): the remedies' compat source, the cheapest unit, last;
     # the binding (torch's headers) first until a build has timed it.
@@ -457,7 +489,7 @@ def plan_compile(
         cuda_home=str(tools.cuda.home) if tools.cuda else None,
         build_temp=str(stage / "obj"),
         build_lib=str(stage / "lib"),
-        jobs=cuda.jobs if cuda else parallelism(req, tools, None, 0, 0).jobs,
+        jobs=fits[-1].jobs,
         requested_limited_api=REQUESTED_LIMITED_API,
         capabilities=cuda.capabilities if cuda else (),
         source_flags=_with_namespace(
@@ -471,7 +503,36 @@ def plan_compile(
             sources_naming(NAMESPACE_MACRO, sources, include_dirs, project.root),
             namespace,
         ),
-        torch_free=torch_free_sources(sources, include_dirs, project.root),
+        torch_free=torch_free,
+        peak_log=str(stage / "obj" / PEAK_LOG),
     )
+    budget = fits[-1]
     all_notes = (*notes, *shared_source_notes(kernels), *(cuda.notes if cuda else ()))
-    return CompilePlan(spec, all_notes, stage / "nvcc-keep" if keep else None)
+    all_notes += (budget.line,) if budget.by_memory else ()
+    log_lines = () if budget.by_memory else (budget.line,)
+    return CompilePlan(spec, all_notes, stage / "nvcc-keep" if keep else None, log_lines)
+
+
+def _memory_fit(
+    req: BuildRequest,
+    tools: Toolchain,
+    split: Parallelism,
+    sources: Sequence[str],
+    targets: int,
+    torch_free: Sequence[str],
+    peaks: Mapping[str, float],
+) -> memory.Fit:
+    """``split`` (the CPUs') within the variant's memory, by each unit's measured peak
+    (``peaks``: MiB per project-relative path), else its estimate (builder/memory)."""
+    root = req.project.root.resolve()
+    units = memory.units_of(
+        [relative(s, root) for s in sources],
+        targets=targets,
+        torch_free=[relative(s, root) for s in torch_free],
+        measured=peaks,
+        per_thread=req.memory_per_thread,
+    )
+    limit = None
+    if tools.memory_mib is not None:
+        limit = memory.MemoryLimit(tools.memory_mib, req.memory_source or "the variant's share")
+    return memory.fit(split.jobs, split.nvcc_threads, units, limit)

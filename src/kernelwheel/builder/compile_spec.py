@@ -66,6 +66,8 @@ class CompileSpec:
     # up-to-date test reads only the sources' times, not the headers'); ninja skips what is
     # unchanged
     incremental: bool = False
+    # where each compiler's peak memory is appended (builder/_peak_rss; "": not measured)
+    peak_log: str = ""
 
     def through_views(self, views: tuple[tuple[str, str], ...]) -> CompileSpec:
         """This spec with each ``(folder, link)`` of ``views`` naming the folder's sources

@@ -33,6 +33,7 @@ from .envs import (
     probe,
     provision,
 )
+from .memory import load_estimates
 from .request import BuildKind, BuildRequest, BuiltWheel
 from .steps import (
     PROJECT_LINK,
@@ -136,10 +137,11 @@ def compile_extension(
     tools = probe_toolchain(toolkit, req, runner)
     costs = unit_costs.store_path(req.cache_dir, req.project.root)
     recorded = unit_costs.read_costs(costs)
-    plan = plan_compile(req, namespace, stage, tools, remedies, headers, recorded)
+    peaks = unit_costs.read_costs(unit_costs.peaks_path(req.cache_dir, req.project.root))
+    plan = plan_compile(req, namespace, stage, tools, remedies, headers, recorded, peaks)
     if plan.keep_dir is not None:
         plan.keep_dir.mkdir(parents=True, exist_ok=True)
-    _note(log, plan.notes)
+    _note(log, (*plan.notes, *plan.log_lines))
     spec = plan.spec.through_views(tuple((str(f), str(stage / link)) for f, link in views))
     spec = replace(spec, incremental=incremental)
     if cross_build is not None:  # kernelwheel.builder.cross: target include/lib dirs, nvcc -ccbin
@@ -158,7 +160,7 @@ def compile_extension(
         stored["notes"] = list(plan.notes)
         return stored
     result = run_worker(req, env.python, stage, env_vars, plan.keep_dir, runner, direct=direct)
-    _record_unit_seconds(costs, spec, plan.spec, req.project.root)
+    _record_unit_seconds(costs, spec, plan.spec, req)
     result["capabilities"] = list(spec.capabilities)
     if reuse is not None and direct is None:  # a direct run's inputs are not read again
         reuse.store(key, result, spec.sources, spec.include_dirs)
@@ -168,18 +170,27 @@ def compile_extension(
     return result
 
 
-def _record_unit_seconds(costs: Path, spec: CompileSpec, planned: CompileSpec, root: Path) -> None:
-    """This compile's seconds per unit, from ninja's log, kept by project-relative path for the
-    next build's schedule (``spec``: the worker's, its paths through the work folder's links;
-    ``planned``: the same sources by their own paths)."""
+def _record_unit_seconds(
+    costs: Path, spec: CompileSpec, planned: CompileSpec, req: BuildRequest
+) -> None:
+    """This compile's seconds per unit, from ninja's log, and peak MiB (builder/memory), kept
+    by project-relative path for the next build's schedule and jobs (``spec``: the worker's,
+    its paths through the work folder's links; ``planned``: the same sources by their own
+    paths)."""
+    root, temp = req.project.root, Path(spec.build_temp)
     own = {os.path.abspath(s): p for s, p in zip(spec.sources, planned.sources, strict=False)}
-    took = unit_costs.unit_seconds(Path(spec.build_temp))
-    seconds: dict[str, float] = {}
-    for source, secs in took.items():
-        original = Path(own.get(os.path.abspath(source), source))
-        if original.is_relative_to(root):
-            seconds[original.relative_to(root).as_posix()] = secs
-    unit_costs.record_costs(costs, seconds)
+    peaks = unit_costs.peaks_path(req.cache_dir, root)
+    floor = load_estimates().min_measured
+    for store, took, decay in (
+        (costs, unit_costs.unit_seconds(temp), unit_costs.DECAY),
+        (peaks, unit_costs.unit_peaks(temp, floor), 1.0),
+    ):
+        found: dict[str, float] = {}
+        for source, value in took.items():
+            original = Path(own.get(os.path.abspath(source), source))
+            if original.is_relative_to(root):
+                found[original.relative_to(root).as_posix()] = value
+        unit_costs.record_costs(store, found, decay=decay)
 
 
 def _direct_commands(stage: Path, spec: CompileSpec) -> tuple[list[str], list[str]] | None:

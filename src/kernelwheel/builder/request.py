@@ -16,12 +16,13 @@ from ..model.deps import DependencyTable, load_deps
 from ..model.project import Framework, KernelProject
 from ..model.recipes import Recipes, VariantRecipe
 from ..model.variant import LocalVersionStyle, Variant
-from ..plan.options import Options, available_memory_mib, resolve_jobs
+from ..plan.options import Options, resolve_jobs
 from ..plan.toolchains import require_toolchains
 from ..plan.versioning import GitState
 from .cross import CrossPlan, plan_for
 from .deps import HeaderPlan, plan_headers
 from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for
+from .memory import available as available_memory
 from .preflight import system_toolkit
 from .wheelmeta import check_card
 
@@ -61,6 +62,7 @@ class BuildRequest:
     variants_at_once: int = 1
     cpus: int = 1  # this variant's share of the CPUs this process may use
     memory_mib: int | None = None  # its share of the memory available (None: unknown)
+    memory_source: str = ""  # where that figure came from, for the log (builder/memory)
     # The C++ compiler that really compiles: $CXX (else c++), a cross build's cross compiler.
     # The facts the compile plan needs (a shared libstdc++, -fno-gnu-unique, the target libc)
     # are probed from it.
@@ -271,7 +273,8 @@ def _request(
     if cross_plan is not None and cross_plan.host_env is not None:
         env_spec = cross_plan.host_env
     cxx = str(cross_plan.compiler.cxx) if cross_plan else (environ.get("CXX") or "c++")
-    memory = available_memory_mib()
+    memory = available_memory()
+    share = memory.share(at_once) if memory is not None else None
     return BuildRequest(
         project=project,
         variant=recipe.variant,
@@ -290,7 +293,8 @@ def _request(
         jobs=max(1, resolve_jobs(options.jobs) // at_once),
         variants_at_once=at_once,
         cpus=max(1, resolve_jobs(None) // at_once),
-        memory_mib=None if memory is None else memory // at_once,
+        memory_mib=share.mib if share else None,
+        memory_source=share.source if share else "",
         cxx=cxx,
         manylinux=options.manylinux(),
         best_effort=options.best_effort,

@@ -25,12 +25,13 @@ from ..log import Reporter
 from ..model.names import name_warning, self_requirement
 from ..model.project import KernelProject
 from ..model.recipes import VariantRecipe
-from ..plan.options import available_memory_mib, resolve_jobs
+from ..plan.options import resolve_jobs
 from ..plan.planning import Planned, wheel_version
 from ..plan.versioning import read_git_state
 from .compile_rules import DEFAULT_MIB_PER_THREAD, variants_at_once
 from .dev import DevBuild, build_dev
 from .entry import build_and_export
+from .memory import available as available_memory
 from .preflight import require_buildable
 from .registrations import check_registrations
 from .request import BuildKind, BuildRequest, plan_requests
@@ -132,11 +133,12 @@ def _requests(
     git = read_git_state(project.root, runner)
     resolved = wheel_version(planned, git)
     version = resolved.version
+    memory = available_memory()
     at_once = variants_at_once(
         options.variant_jobs,
         len(recipes),
         resolve_jobs(options.jobs),
-        memory_mib=available_memory_mib(),
+        memory_mib=memory.mib if memory else None,
         mib_per_thread=options.memory_per_thread or DEFAULT_MIB_PER_THREAD,
     )
     # Every request first (the toolchain refusal for all the variants at once, a dependency or

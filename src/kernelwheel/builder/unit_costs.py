@@ -3,7 +3,8 @@ ninja starts the units in build.ninja's order, so a long unit started last runs 
 while the other cores idle. Costs are the seconds earlier builds of the project took per unit
 (any variant), read from ninja's own log; a unit never timed is estimated from its size (a
 ``.cu`` unit times its capabilities, before every host unit), scaled to seconds by the units
-that were timed.
+that were timed. Beside the seconds, each unit's peak memory (MiB of its largest compiler
+process, measured by builder/_peak_rss during the compile) is kept for builder/memory.
 """
 
 from __future__ import annotations
@@ -21,13 +22,22 @@ FOLDER = "unit-costs"  # in kernelwheel's cache: one JSON file per project folde
 
 # A compiler-cache hit takes a fraction of a compile: a unit's record is its last time, or half
 # its earlier one where that is more, so one hit does not make a long unit look short.
-_DECAY = 0.5
+DECAY = 0.5
+
+
+# The file in a compile's build folder where builder/_peak_rss appends ``OBJECT<TAB>KiB`` rows.
+PEAK_LOG = ".peak_rss"
 
 
 def store_path(cache_dir: Path, project_root: Path) -> Path:
     """The project's record of unit seconds (one per project folder, shared by its variants)."""
     digest = hashlib.sha256(str(project_root.resolve()).encode()).hexdigest()[:16]
     return cache_dir / FOLDER / f"{digest}.json"
+
+
+def peaks_path(cache_dir: Path, project_root: Path) -> Path:
+    """The project's record of unit peak memory (MiB), beside its seconds."""
+    return store_path(cache_dir, project_root).with_suffix(".peaks.json")
 
 
 def read_costs(path: Path) -> dict[str, float]:
@@ -46,13 +56,15 @@ def read_costs(path: Path) -> dict[str, float]:
     }
 
 
-def record_costs(path: Path, seconds: Mapping[str, float]) -> None:
-    """Merge a build's unit seconds into the record at ``path``."""
+def record_costs(path: Path, seconds: Mapping[str, float], *, decay: float = DECAY) -> None:
+    """Merge a build's unit seconds into the record at ``path``: a unit's new value is the
+    larger of this build's and ``decay`` times its record (peaks: ``decay=1``, a record
+    only grows, so a compiler-cache hit or a lighter variant never makes a unit look light)."""
     if not seconds:
         return
     merged = read_costs(path)
     for unit, took in seconds.items():
-        merged[unit] = round(max(took, _DECAY * merged.get(unit, 0.0)), 3)
+        merged[unit] = round(max(took, decay * merged.get(unit, 0.0)), 3)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(merged, indent=1, sort_keys=True) + "\n")
 
@@ -71,7 +83,7 @@ def longest_first(
     unit) leads while it has no record; ``last`` (the remedies' compat source, the cheapest)
     always ends the list. Ties keep the sources' order."""
     resolved_root = root.resolve()
-    rel = {src: _relative(src, resolved_root) for src in sources}
+    rel = {src: relative(src, resolved_root) for src in sources}
     estimate = {src: _estimate(src, capabilities) for src in sources}
     ratios = [recorded[rel[s]] / estimate[s] for s in sources if rel[s] in recorded and estimate[s]]
     scale = statistics.median(ratios) if ratios else None
@@ -91,7 +103,7 @@ def longest_first(
     return sorted(sources, key=key)
 
 
-def _relative(source: str, root: Path) -> str:
+def relative(source: str, root: Path) -> str:
     """``source``'s path under ``root`` (resolved), else ``source`` as given."""
     try:
         return Path(source).resolve().relative_to(root).as_posix()
@@ -113,8 +125,43 @@ def unit_seconds(build_temp: Path) -> dict[str, float]:
     ``build OBJ: compile SRC`` lines joined with ``.ninja_log``'s ``start end mtime OBJ hash``
     rows (milliseconds; the last row of an output is its latest compile)."""
     try:
-        ninja = (build_temp / "build.ninja").read_text()
         log = (build_temp / ".ninja_log").read_text()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    source_of = _sources_of(build_temp)
+    took: dict[str, float] = {}
+    for row in log.splitlines():
+        fields = row.split("\t")
+        if row.startswith("#") or len(fields) < 5 or not fields[0].isdigit():
+            continue
+        found = source_of.get(fields[3]) or source_of.get(str(build_temp / fields[3]))
+        if found is not None and fields[1].isdigit():
+            took[found] = max(int(fields[1]) - int(fields[0]), 0) / 1000
+    return took
+
+
+def unit_peaks(build_temp: Path, floor: float = 0.0) -> dict[str, float]:
+    """MiB per source compiled by the last runs in ``build_temp``: build.ninja's compile
+    statements joined with :data:`PEAK_LOG`'s rows (KiB; an object's last row is its latest
+    compile). Rows under ``floor`` MiB are left out (a compiler-cache hit, not a compile)."""
+    try:
+        log = (build_temp / PEAK_LOG).read_text()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    source_of = _sources_of(build_temp)
+    peaks: dict[str, float] = {}
+    for row in log.splitlines():
+        obj, _, kib = row.rpartition("\t")
+        found = source_of.get(obj) or source_of.get(os.path.join(build_temp, obj))
+        if found is not None and kib.isdigit() and int(kib) / 1024 >= floor:
+            peaks[found] = int(kib) / 1024
+    return peaks
+
+
+def _sources_of(build_temp: Path) -> dict[str, str]:
+    """Object -> source of build.ninja's compile statements; empty when it cannot be read."""
+    try:
+        ninja = (build_temp / "build.ninja").read_text()
     except (OSError, UnicodeDecodeError):
         return {}
     source_of: dict[str, str] = {}
@@ -125,15 +172,7 @@ def unit_seconds(build_temp: Path) -> dict[str, float]:
         rule, _, source = rest.partition(" ")
         if rule in ("compile", "cuda_compile") and source:
             source_of[_unescape(head)] = _unescape(source.split(" | ")[0])
-    took: dict[str, float] = {}
-    for row in log.splitlines():
-        fields = row.split("\t")
-        if row.startswith("#") or len(fields) < 5 or not fields[0].isdigit():
-            continue
-        found = source_of.get(fields[3]) or source_of.get(str(build_temp / fields[3]))
-        if found is not None and fields[1].isdigit():
-            took[found] = max(int(fields[1]) - int(fields[0]), 0) / 1000
-    return took
+    return source_of
 
 
 def _unescape(path: str) -> str:

@@ -197,28 +197,6 @@ def resolve_jobs(jobs: int | None) -> int:
         return os.cpu_count() or 1
 
 
-def available_memory_mib(
-    meminfo: Path = Path("/proc/meminfo"), cgroup: Path = Path("/sys/fs/cgroup")
-) -> int | None:
-    """Memory the build's compilers may use (MiB): the kernel's MemAvailable, or less where a
-    cgroup v2 limit leaves less (a container); None where neither can be read."""
-    found: list[int] = []
-    try:
-        for line in meminfo.read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                found.append(int(line.split()[1]) // 1024)
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        limit = (cgroup / "memory.max").read_text().strip()
-        if limit != "max":
-            used = int((cgroup / "memory.current").read_text())
-            found.append(max(0, int(limit) - used) // 2**20)
-    except (OSError, ValueError):
-        pass
-    return min(found) if found else None
-
-
 def resolve_command_option(
     name: str, flag_value: Any, *, env: Mapping[str, str] | None = None
 ) -> Any:

@@ -1,0 +1,45 @@
+"""Run one compiler command and record its peak memory. Runs INSIDE the build environment.
+
+``python -S _peak_rss.py LOG COMMAND...``: the compile worker puts it before the compilers of
+build.ninja (builder/_compile_worker), so each unit's largest process is measured for the next
+build's memory plan (builder/memory). Standard library only, and no more of it than ``os`` and
+``sys``: it starts once per unit. The command runs as a child; when it ends, ``os.wait4`` gives
+its peak resident set (Linux: the largest of the child and every descendant it waited for, in
+KiB), appended to LOG as ``OBJECT<TAB>KiB`` (OBJECT: the command's ``-o`` argument) in one
+write. The command's exit status is this program's (a signal: 128 + its number).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def output_of(argv: list[str]) -> str | None:
+    """The object a compiler command writes: the argument after its last ``-o``."""
+    found = None
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "-o":
+            found = argv[i + 1]
+    return found
+
+
+def main(argv: list[str]) -> int:
+    log, command = argv[0], argv[1:]
+    pid = os.posix_spawnp(command[0], command, os.environ)
+    _, status, usage = os.wait4(pid, 0)
+    output = output_of(command)
+    if output is not None:
+        line = f"{output}\t{usage.ru_maxrss}\n".encode()
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)  # one short O_APPEND write: parallel units never interleave
+        finally:
+            os.close(fd)
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
