@@ -75,10 +75,12 @@ def test_key_ignores_how_the_compile_is_scheduled(tmp_path: Path) -> None:
     worker = tmp_path / "worker.py"
     worker.write_text("# v1\n")
     two = ("/p/csrc/a.cpp", "/p/csrc/b.cu")
-    key = build_key(_spec(sources=two), ENV, {}, worker)
-    reordered = _spec(sources=two, schedule=tuple(reversed(two)), jobs=7)
+    key = build_key(_spec(sources=two, nvcc_flags=("-O3", "--threads=4")), ENV, {}, worker)
+    reordered = _spec(
+        sources=two, schedule=tuple(reversed(two)), jobs=7, nvcc_flags=("-O3", "--threads=1")
+    )
     assert build_key(reordered, ENV, {}, worker) == key
-    assert build_key(_spec(sources=two, cxx_flags=("-O2",)), ENV, {}, worker) != key
+    assert build_key(_spec(sources=two, nvcc_flags=("-O2", "--threads=4")), ENV, {}, worker) != key
 
 
 def _compiled(tmp_path: Path) -> tuple[Reuse, dict[str, object], Path, Path, Path]:

@@ -106,9 +106,11 @@ class CompileSpec:
 
 
 # How a compile is scheduled, not what it makes: left out of its identity (builder.reuse's key, a
-# dev build's "same spec" test), so a new unit-seconds record or a different job count does not
-# turn an unchanged build into a recompile and link (layer-norm: 1 s became 8 s).
+# dev build's "same spec" test), so a new unit-seconds record, another job count or nvcc thread
+# count (builder/memory) does not turn an unchanged build into a recompile and link (layer-norm:
+# 1 s became 8 s).
 _SCHEDULING = ("schedule", "jobs")
+_NVCC_THREADS = "--threads="
 
 
 def output_identity(spec_json: str) -> str:
@@ -116,6 +118,8 @@ def output_identity(spec_json: str) -> str:
     data = json.loads(spec_json)
     for name in _SCHEDULING:
         data.pop(name, None)
+    if "nvcc_flags" in data:
+        data["nvcc_flags"] = [f for f in data["nvcc_flags"] if not f.startswith(_NVCC_THREADS)]
     return json.dumps(data, sort_keys=True)
 
 
