@@ -8,7 +8,6 @@ import shlex
 from typing import Any
 
 from ..install.installed import listing
-from ..install.probe import Target
 from ..install.select import Selection, Verdict, why_not_chosen
 from ..install.service import (
     InstallRequest,
@@ -161,18 +160,6 @@ def _reason(verdict: Verdict, sel: Selection) -> str:
     return verdict.reason or why_not_chosen(verdict, sel.chosen)
 
 
-def _environment(t: Target) -> dict[str, Any]:
-    return {
-        "python": str(t.python),
-        "python_tag": t.python_tag,
-        "machine": t.machine,
-        "torch": t.torch_dist,
-        "torch_flavour": t.torch.token,
-        "cxx11_abi": t.torch.cxx11,
-        "description": t.describe(),
-    }
-
-
 def _verdicts(sel: Selection) -> list[dict[str, Any]]:
     return [
         {
@@ -187,7 +174,7 @@ def _verdicts(sel: Selection) -> list[dict[str, Any]]:
 def _result_json(result: InstallResult) -> dict[str, Any]:
     return {
         "status": result.status,
-        "environment": _environment(result.target),
+        "environment": result.target.to_json(),
         "packages": [
             {
                 "requirement": str(p.selection.requirement),
@@ -226,7 +213,7 @@ def _previous(pick: Pick) -> dict[str, Any] | None:
 def _no_match_json(exc: NoMatch) -> dict[str, Any]:
     return {
         "status": "no-match",
-        "environment": _environment(exc.target),
+        "environment": exc.target.to_json(),
         "packages": [
             {
                 "requirement": str(sel.requirement),

@@ -119,16 +119,10 @@ def report_json(report: VariantsReport) -> dict[str, Any]:
     return {
         "source": report.source,
         "environment": {
-            "python": str(t.python),
-            "python_tag": t.python_tag,
-            "machine": t.machine,
-            "torch": t.torch_dist,
-            "torch_flavour": t.torch.token,
-            "cxx11_abi": t.torch.cxx11,
+            **t.to_json(),
             "cuda_driver": None if t.torch.driver is None else ".".join(map(str, t.torch.driver)),
             "gpus": list(report.gpus.capabilities),
             "gpus_source": report.gpus.source,
-            "description": t.describe(),
         },
         "projects": [
             {

@@ -34,6 +34,18 @@ class Target:
         short = {"cpython": "cp", "pypy": "pp"}.get(self.implementation, self.implementation)
         return f"{short}{self.python_version[0]}{self.python_version[1]}"
 
+    def to_json(self) -> dict[str, object]:
+        """The JSON shape of install's and variants' ``environment`` (docs/install.md)."""
+        return {
+            "python": str(self.python),
+            "python_tag": self.python_tag,
+            "machine": self.machine,
+            "torch": self.torch_dist,
+            "torch_flavour": self.torch.token,
+            "cxx11_abi": self.torch.cxx11,
+            "description": self.describe(),
+        }
+
     def describe(self) -> str:
         """``torch 2.13.0+cpu (CPU, cxx11 ABI), x86_64, cp311``; a CUDA torch's ends with
         ``, CUDA driver: 13.1`` (what the CUDA flavours are chosen by)."""
