@@ -130,19 +130,25 @@ def test_each_flag_is_made_from_its_row() -> None:
     assert by_dest["repair"].const is False and by_dest["no_ccache"].const is True
 
 
-def test_every_options_field_has_one_row() -> None:
-    assert [o.name for o in OPTIONS] == [f.name for f in fields(Options) if f.name != "sources"]
+def test_every_options_field_has_one_row_and_on_off_defaults_are_the_real_ones() -> None:
+    names = [o.name for o in OPTIONS]
+    assert sorted(names) == sorted(f.name for f in fields(Options) if f.name != "sources")
+    assert len(set(names)) == len(names)
+    for option in OPTIONS:  # an on/off row's default is made from its flag: --no-X, true
+        if option.metavar is None:
+            real = getattr(DEFAULT_OPTIONS, option.name)
+            assert option.default == f"`{str(real).lower()}`", option.name
 
 
 @pytest.mark.parametrize(
     ("row", "expected"),
     [
-        ('convert = "path"\ngroup = "g"\ndefault = "d"\nhelp = "h"\nmetvar = "X"', "metvar"),
-        ('convert = "paths"\ngroup = "g"\ndefault = "d"\nhelp = "h"', "unknown converter"),
-        ('convert = "path"\ngroup = "g"\ndefault = "d"', "help"),
+        ('convert = "path"\nhelp = "h"\nmetvar = "X"', "metvar"),
+        ('metavar = "DIR"\nhelp = "h"', "no converter 'recipes'"),
+        ('convert = "path"\nmetavar = "DIR"', "help"),
     ],
 )
 def test_a_bad_row_names_its_file_and_key(row: str, expected: str) -> None:
     with pytest.raises(KernelwheelError, match=expected) as info:
-        _load_options(f"[recipes]\n{row}\n", "options.toml")
+        _load_options(f"[selection.recipes]\n{row}\n", "options.toml")
     assert "options.toml" in str(info.value)

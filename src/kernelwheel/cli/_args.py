@@ -150,9 +150,8 @@ def _add_flag(
     names = (option.flag, option.short) if option.short else (option.flag,)
     text = option.help + ("; repeatable" if option.repeat else "")
     if option.metavar is None:  # on/off: the flag sets what its name says
-        on = option.name.startswith("no_") or not option.flag.startswith("--no-")
-        env = f"{option.env}={int(on)}" if option.env else None
-        shape: dict[str, Any] = {"action": "store_true" if on else "store_false"}
+        env = f"{option.env}={int(not option.negated)}" if option.env else None
+        shape: dict[str, Any] = {"action": "store_false" if option.negated else "store_true"}
     else:
         text += f" (default: {default})" if default != "none" else ""
         env = option.env

@@ -25,7 +25,7 @@ import os
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from importlib import resources
 from pathlib import Path
@@ -502,6 +502,11 @@ class OptionDef:
     short: str | None = None
     repeat: bool = False
 
+    @property
+    def negated(self) -> bool:
+        """An on/off option its flag clears (``--no-repair``), rather than sets."""
+        return self.metavar is None and self.flag.startswith("--no-") and self.name[:3] != "no_"
+
 
 _CONVERTERS: dict[str, _Converter] = {
     "patterns": _patterns, "skip": _skip, "archs": _archs, "only": _only, "path": _path,
@@ -510,36 +515,44 @@ _CONVERTERS: dict[str, _Converter] = {
     "fatbin_compression": _fatbin_compression, "capabilities": _capabilities,
     "cutlass_paths": _cutlass_paths, "version": _version,
 }  # fmt: skip
-_ROW_KEYS = tuple(f.name for f in fields(OptionDef) if f.name != "name")
+_ROW_KEYS = tuple(f.name for f in fields(OptionDef) if f.name not in ("name", "group"))
 
 
 def _load_options(text: str, where: str) -> tuple[OptionDef, ...]:
     """The options table ``text`` read from ``where``, checked: a bad row names its key."""
     top = Located(parse_toml(text, file=where), file=where)
-    hint = "each option is a [NAME] table"
-    return tuple(_option(name, top.required_table(name, hint)) for name in top.keys())
+    hint = "each option is a [SECTION.NAME] table"
+    sections = [(title, top.required_table(title, hint)) for title in top.keys()]
+    return tuple(
+        _option(name, title, section.required_table(name, hint))
+        for title, section in sections
+        for name in section.keys()
+    )
 
 
-def _option(name: str, row: Located) -> OptionDef:
+def _option(name: str, group: str, row: Located) -> OptionDef:
     row.check_keys(_ROW_KEYS)
-    dashed = name.replace("_", "-")
+    dashed, metavar = name.replace("_", "-"), row.string("metavar")
     known = f"use one of: {', '.join(_CONVERTERS)}"
-    convert = row.required_string("convert", known)
+    convert = row.string("convert") or ("bool" if metavar is None else name)
     if convert not in _CONVERTERS:
-        raise row.error(f"unknown converter {convert!r}", "convert", known)
-    return OptionDef(
+        raise row.error(f"no converter {convert!r}", "convert", known)
+    option = OptionDef(
         name,
         _CONVERTERS[convert],
         toml=None if row.boolean("toml") is False else dashed,
         env=None if row.boolean("env") is False else f"KERNELWHEEL_{name.upper()}",
         flag=row.string("flag") or f"--{dashed}",
-        group=row.required_string("group", "its section of --help", nonempty=True),
-        default=row.required_string("default", "the default, as the docs say it", nonempty=True),
+        group=group,
+        default=row.string("default", nonempty=True) or "",
         help=row.required_string("help", "what the option does", nonempty=True),
-        metavar=row.string("metavar"),
+        metavar=metavar,
         short=row.string("short"),
         repeat=row.boolean("repeat") or False,
     )
+    if option.default:
+        return option
+    return replace(option, default="none" if metavar else f"`{str(option.negated).lower()}`")
 
 
 OPTIONS: tuple[OptionDef, ...] = _load_options(
