@@ -338,11 +338,11 @@ def test_preamble_names_each_value_set_above_its_default_and_its_layer(tmp_path:
         env={"KERNELWHEEL_NO_CCACHE": "1", "KERNELWHEEL_JOBS": "3"},
         cli={"jobs": "2", "repair": False, "local_version_style": "compact"},  # --no-repair
     )
-    assert options.preamble() == (
+    assert options.preamble() == (  # in data/options.toml's order
+        "local-version-style = compact  (--local-version-style)",
         "no-ccache = true  (KERNELWHEEL_NO_CCACHE)",
         "jobs = 2  (--jobs)",  # the flag over the environment
         "repair = false  (--no-repair)",
-        "local-version-style = compact  (--local-version-style)",
         "cuda-capabilities = 9.0 10.0+PTX  ([tool.kernelwheel] cuda-capabilities)",
     )
     assert resolve_options(None, env={}, cli={}).preamble() == ()

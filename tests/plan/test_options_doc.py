@@ -1,18 +1,27 @@
-"""docs/options.md and plan.options.OPTIONS stay in step: every option is documented with its
-TOML key, environment variable and flag, no row documents an option that does not exist, and
-every documented flag is one `kernelwheel build` accepts."""
+"""docs/options.md, data/options.toml and the flags stay in step: the page's table is made
+from the table (scripts/options_doc.py); every option is documented with its TOML key,
+environment variable and flag, no row documents an option that does not exist, and every
+documented flag is one `kernelwheel build` accepts."""
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import re
+import subprocess
+import sys
+from dataclasses import fields
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from kernelwheel.cli import make_parser
-from kernelwheel.plan.options import DEFAULT_OPTIONS, OPTIONS, OptionDef
+from kernelwheel.errors import KernelwheelError
+from kernelwheel.plan.options import DEFAULT_OPTIONS, OPTIONS, OptionDef, Options, _load_options
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "options.md"
+SCRIPT = DOC.parents[1] / "scripts" / "options_doc.py"
 
 
 def _cell(text: str) -> str | None:
@@ -74,3 +83,72 @@ def test_every_documented_flag_is_a_build_flag() -> None:
     known = {s for action in build._actions for s in action.option_strings}
     for _, _, flag, _, _ in documented():
         assert flag in known, f"{flag} is documented but 'kernelwheel build' does not take it"
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("options_doc", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_table_is_made_from_options_toml() -> None:
+    """Issue 40 item 3: the page's table is exactly what scripts/options_doc.py makes from
+    data/options.toml; after an edit of either, `python scripts/options_doc.py` rewrites it."""
+    page = DOC.read_text(encoding="utf-8")
+    assert _script().render(page) == page, "run: python scripts/options_doc.py"
+
+
+def test_the_script_puts_back_a_drifted_row_and_check_fails_on_it(tmp_path: Path) -> None:
+    page = tmp_path / "options.md"
+    good = DOC.read_text(encoding="utf-8")
+    page.write_text(good.replace("| `plat` |", "| `platform` |"), encoding="utf-8")
+    check = [sys.executable, str(SCRIPT), "--check", str(page)]
+    assert subprocess.run(check, capture_output=True).returncode == 1
+    assert subprocess.run([sys.executable, str(SCRIPT), str(page)]).returncode == 0
+    assert page.read_text(encoding="utf-8") == good
+    assert subprocess.run(check, capture_output=True).returncode == 0
+
+
+def test_each_flag_is_made_from_its_row() -> None:
+    """The flags of `kernelwheel build` are the table's: name, short form, value, repeatable,
+    on/off direction, the variable named in its help."""
+    parser = make_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    build = sub.choices["build"]  # type: ignore[index]
+    by_dest = {a.dest: a for a in build._actions}
+    for option in OPTIONS:
+        action = by_dest[option.name]
+        assert action.option_strings[0] == option.flag
+        assert (option.short in action.option_strings) if option.short else True
+        assert action.metavar == option.metavar
+        assert isinstance(action, argparse._AppendAction) == option.repeat
+        assert action.default is None  # "not given": the lower layers show through
+        if option.env:
+            assert f"[env: {option.env}" in (action.help or "")
+    assert by_dest["repair"].const is False and by_dest["no_ccache"].const is True
+
+
+def test_every_options_field_has_one_row_and_on_off_defaults_are_the_real_ones() -> None:
+    names = [o.name for o in OPTIONS]
+    assert sorted(names) == sorted(f.name for f in fields(Options) if f.name != "sources")
+    assert len(set(names)) == len(names)
+    for option in OPTIONS:  # an on/off row's default is made from its flag: --no-X, true
+        if option.metavar is None:
+            real = getattr(DEFAULT_OPTIONS, option.name)
+            assert option.default == f"`{str(real).lower()}`", option.name
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ('convert = "path"\nhelp = "h"\nmetvar = "X"', "metvar"),
+        ('metavar = "DIR"\nhelp = "h"', "no converter 'recipes'"),
+        ('convert = "path"\nmetavar = "DIR"', "help"),
+    ],
+)
+def test_a_bad_row_names_its_file_and_key(row: str, expected: str) -> None:
+    with pytest.raises(KernelwheelError, match=expected) as info:
+        _load_options(f"[selection.recipes]\n{row}\n", "options.toml")
+    assert "options.toml" in str(info.value)

@@ -17,10 +17,9 @@ from ..errors import BuildError, KernelwheelError
 from ..log import StepResult
 from ..plan.planning import plan_project
 from ._args import (
-    add_build_arguments,
     add_json_argument,
+    add_option_arguments,
     add_project_argument,
-    add_selection_arguments,
     add_variant_argument,
     option_values,
     project_path,
@@ -64,12 +63,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_project_argument(p)
-    p.add_argument(
-        "--version",
-        help="the wheel version before the local part, X.Y.Z with X = build.toml's integer "
-        "general.version (the API major); default: [tool.kernelwheel] version, a VERSION file "
-        "beside build.toml, a git tag vX.Y.Z on HEAD, else X.0.0 (docs/versions.md)",
-    )
     add_variant_argument(
         p,
         "build the variants it matches, of any arch (not combinable with the selection flags)",
@@ -81,10 +74,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="print the names of the variants that would be built, and exit",
     )
     add_json_argument(p, "each variant's wheel path, sha256, status, time and log")
-    add_build_arguments(p)
-    add_selection_arguments(
-        p, default="none: the one default variant for this machine; '*' builds every variant"
-    )
+    every = "none: the one default variant for this machine; '*' builds every variant"
+    add_option_arguments(p, defaults={"build": every})
     p.set_defaults(func=run)
 
 

@@ -16,7 +16,13 @@ from ..errors import KernelwheelError, UsageError
 from ..model.project import KernelProject
 from ..plan.defaults import active_venv_python, capabilities_here
 from ..plan.planning import Planned, plan_project
-from ._args import add_project_argument, add_variant_argument, option_values, project_path
+from ._args import (
+    add_option_arguments,
+    add_project_argument,
+    add_variant_argument,
+    option_values,
+    project_path,
+)
 from .ui import ConsoleUI
 
 __all__ = ["DevRun", "add_dev_arguments", "dev_once", "local_kernels", "register", "run"]
@@ -55,16 +61,7 @@ def add_dev_arguments(p: argparse.ArgumentParser) -> None:
         help="build with this interpreter's torch and make the build importable by it "
         "(default: a kernelwheel-made environment; the active virtual environment imports it)",
     )
-    p.add_argument("--cache-dir", help="default: ~/.cache/kernelwheel")
-    p.add_argument("--jobs", "-j", help="parallel compile jobs (default: auto)")
-    p.add_argument("--find-links", action="append", metavar="DIR_OR_URL")
-    p.add_argument(
-        "--no-load-check",
-        dest="load_check",
-        action="store_false",
-        default=None,
-        help="do not import the extension after each compile",
-    )
+    add_option_arguments(p, "cache_dir", "jobs", "find_links", "load_check", grouped=False)
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ from ..plan.matrix import MatrixPlan, Rejection
 from ..plan.planning import Planned, plan_project
 from ..plan.toolchains import HOSTED_RUNNERS, missing_toolchain, runner_for
 from ._args import (
+    SELECTION,
+    add_option_arguments,
     add_project_argument,
-    add_selection_arguments,
     option_values,
     project_path,
     refuse_conflicting_selectors,
@@ -63,7 +64,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help='print {"include": [...], "elsewhere": [...], "rejected": [...], "notes": [...]} '
         "for a GitHub Actions matrix",
     )
-    add_selection_arguments(p, default="'*', the whole matrix")
+    add_option_arguments(p, *SELECTION, defaults={"build": "'*', the whole matrix"})
     p.set_defaults(func=run)
 
 

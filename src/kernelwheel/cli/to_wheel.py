@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 from .._util import output_dir, sha256_file
 from ..plan.options import resolve_command_option
 from ._args import (
-    add_jobs_argument,
     add_json_argument,
-    add_local_version_style_argument,
+    add_option_arguments,
     add_variant_argument,
     jobs_value,
 )
@@ -86,8 +85,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "the repo's name)",
     )
     add_json_argument(p, "each variant's wheel path, sha256, status and the log")
-    add_jobs_argument(p)
-    add_local_version_style_argument(p)
+    add_option_arguments(p, "jobs", "local_version_style", grouped=False)
     p.set_defaults(func=run)
 
 

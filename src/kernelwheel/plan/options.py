@@ -1,6 +1,6 @@
 """Build options and where they come from: one precedence, lowest first.
 
-1. defaults (the ``default`` column of :data:`OPTIONS`);
+1. defaults (the fields of :class:`Options`; ``data/options.toml`` describes them);
 2. ``[tool.kernelwheel]`` in the kernel's ``pyproject.toml``, when the project has one;
 3. ``KERNELWHEEL_*`` environment variables (an empty variable counts as unset);
 4. command-line flags.
@@ -13,7 +13,9 @@ Every build setting is here, resolved once per command by :func:`resolve_options
 :class:`Options` that is passed down; nothing deeper reads the environment or pyproject.toml
 again. ``Options.source(name)`` names the layer that set a value (``--skip``,
 ``KERNELWHEEL_SKIP``, ``[tool.kernelwheel] skip``), so messages can say where to change it.
-The table for users is docs/options.md; a test keeps the two in step.
+Each option is declared once, a row of ``kernelwheel/data/options.toml`` read into
+:data:`OPTIONS`: its TOML key, variable, flag (``cli/_args``), help and the table of
+docs/options.md follow from it.
 """
 
 from __future__ import annotations
@@ -23,14 +25,15 @@ import os
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
+from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
-from .._toml import Located, read_toml
+from .._toml import Located, parse_toml, read_toml
 from ..compat import interpreter
 from ..errors import UsageError, VariantError
 from ..model.capability import CudaCapability
@@ -75,58 +78,43 @@ class LocalHeaders(NamedTuple):
 
 @dataclass(frozen=True)
 class Options:
-    """Resolved options. ``sources`` maps each option set above its default to the label of the
-    layer that set it."""
+    """Resolved options, one field per row of ``data/options.toml`` (its ``help`` says what the
+    field means; None is the value the row's ``default`` describes, found later: auto, found,
+    the bundled recipes). ``sources`` maps each option set above its default to the label of
+    the layer that set it."""
 
     build: tuple[str, ...] = ("*",)
     skip: tuple[str, ...] = ()
     archs: tuple[str, ...] = ("all",)
     only: str | None = None
-    recipes: Path | None = None  # None: the bundled recipes
+    recipes: Path | None = None
     output_dir: Path = Path("wheelhouse")
     cache_dir: Path = DEFAULT_CACHE_DIR
-    no_ccache: bool = False  # compile everything: no ccache, no reuse of an unchanged build
-    keep_intermediates: bool = False  # keep nvcc's --keep files after a compile (debugging)
-    ccache_remote: str | None = None  # ccache's remote storage (redis://, http://, file:)
-    jobs: int | None = None  # None: auto, fit the machine (see resolve_jobs)
-    python: Path | None = None  # build with this interpreter's torch, not a made environment
-    cuda_home: Path | None = None  # None: found (toolchain packages, CUDA_HOME, /usr/local/cuda)
-    index_url: str | None = None  # None: PyPI plus the recipe's index
+    no_ccache: bool = False
+    keep_intermediates: bool = False
+    ccache_remote: str | None = None
+    jobs: int | None = None  # see resolve_jobs
+    python: Path | None = None
+    cuda_home: Path | None = None
+    index_url: str | None = None
     find_links: tuple[str, ...] = ()
-    no_index: bool = False  # pip sees only find_links: fully offline builds
+    no_index: bool = False
     plat: str = "manylinux_2_28"
-    repair: bool = True  # False: keep linux_<arch> wheels (still ABI-checked)
-    best_effort: bool = False  # keep a wheel that cannot comply instead of failing the variant
-    # kernelwheel's ABI remedies (docs/portability.md): the forced-include header and the compat
-    # source that keep a new host's imports within the policy; False compiles the sources alone
+    repair: bool = True
+    best_effort: bool = False
     abi_remedies: bool = True
-    # import each linked extension in a child of the build environment's Python before its
-    # wheel is written (builder/load_check.py): a wrong op schema fails the build, not an import
     load_check: bool = True
-    hub_layout: Path | None = None  # also export each built variant as a Hub tree here
+    hub_layout: Path | None = None
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
-    # CUDA device code: nvcc's fatbin compression (CUDA >= 12.8; "default": nvcc's own choice)
-    # and the capability list (None: build.toml's cuda-capabilities, else the recipe's default,
-    # except that a default build compiles for the GPUs present; (): "all", that list always)
     fatbin_compression: str = "default"
-    cuda_capabilities: tuple[str, ...] | None = None
-    # local CUTLASS checkouts, preferred to PyPI's headers (needed for releases PyPI lacks)
+    cuda_capabilities: tuple[str, ...] | None = None  # (): "all", the full list always
     cutlass_path: tuple[LocalHeaders, ...] = ()
-    # kernelwheel's former default: GPU variants also compile the cpu kernels, with the
-    # KERNELWHEEL_WITH_CPU / KERNELWHEEL_WITH_<GPU> macros (docs/compile.md)
     with_cpu_kernels: bool = False
-    # Python code registering torch ops under a fixed namespace (custom_op("ns::op")) is
-    # refused (builder/registrations.py); True accepts it, with a warning per registration.
     allow_fixed_op_namespaces: bool = False
-    nvcc_threads: int | None = None  # None: auto, one per capability of the widest kernel
-    # The memory one compiler thread is assumed to need (MiB; None: DEFAULT_MIB_PER_THREAD): the
-    # jobs x threads split stays within the available memory divided by it.
-    memory_per_thread: int | None = None
-    # Variants compiled at the same time, sharing the CPUs and memory (None: auto,
-    # builder.compile_rules.variants_at_once)
-    variant_jobs: int | None = None
-    # The wheel's full version (None: plan.versioning finds it: VERSION, a git tag, major.0.0)
-    version: str | None = None
+    nvcc_threads: int | None = None
+    memory_per_thread: int | None = None  # MiB; None: measured or estimated per unit
+    variant_jobs: int | None = None  # None: builder.compile_rules.variants_at_once
+    version: str | None = None  # None: plan.versioning finds it
     sources: tuple[tuple[str, str], ...] = field(default=())
 
     def source(self, name: str) -> str:
@@ -498,59 +486,78 @@ def _show(value: object) -> str:
 
 @dataclass(frozen=True)
 class OptionDef:
-    """One option: its ``Options`` field and converter. The TOML key, environment variable and
-    flag follow from the name (``output_dir``: ``output-dir``, ``KERNELWHEEL_OUTPUT_DIR``,
-    ``--output-dir``) unless given; ``None`` for ``toml``/``env`` means that layer has none."""
+    """One option, a row of ``data/options.toml``: its ``Options`` field and converter, the
+    flag's shape, its default and help as --help and docs/options.md show them (markdown).
+    None for ``toml``/``env`` means that layer has none; None for ``metavar``, an on/off flag."""
 
     name: str
     convert: _Converter
-    toml: str | None = ""
-    env: str | None = ""
-    flag: str = ""
+    toml: str | None
+    env: str | None
+    flag: str
+    group: str
+    default: str
+    help: str
+    metavar: str | None = None
+    short: str | None = None
+    repeat: bool = False
 
-    def __post_init__(self) -> None:
-        dashed = self.name.replace("_", "-")
-        if self.toml == "":
-            object.__setattr__(self, "toml", dashed)
-        if self.env == "":
-            object.__setattr__(self, "env", f"KERNELWHEEL_{self.name.upper()}")
-        if not self.flag:
-            object.__setattr__(self, "flag", f"--{dashed}")
+    @property
+    def negated(self) -> bool:
+        """An on/off option its flag clears (``--no-repair``), rather than sets."""
+        return self.metavar is None and self.flag.startswith("--no-") and self.name[:3] != "no_"
 
 
-OPTIONS: tuple[OptionDef, ...] = (
-    OptionDef("build", _patterns),
-    OptionDef("skip", _skip),
-    OptionDef("archs", _archs, flag="--arch"),
-    OptionDef("only", _only, toml=None, env=None),
-    OptionDef("recipes", _path),
-    OptionDef("output_dir", _path),
-    OptionDef("cache_dir", _path),
-    OptionDef("no_ccache", _bool),
-    OptionDef("keep_intermediates", _bool),
-    OptionDef("ccache_remote", _remote_storage),
-    OptionDef("jobs", _jobs),
-    OptionDef("python", _interpreter_path),
-    OptionDef("cuda_home", _path),
-    OptionDef("index_url", _url),
-    OptionDef("find_links", _links),
-    OptionDef("no_index", _bool),
-    OptionDef("plat", _plat),
-    OptionDef("repair", _bool, flag="--no-repair"),
-    OptionDef("best_effort", _bool),
-    OptionDef("abi_remedies", _bool, flag="--no-abi-remedies"),
-    OptionDef("load_check", _bool, flag="--no-load-check"),
-    OptionDef("hub_layout", _path),
-    OptionDef("local_version_style", _style),
-    OptionDef("fatbin_compression", _fatbin_compression),
-    OptionDef("cuda_capabilities", _capabilities),
-    OptionDef("cutlass_path", _cutlass_paths),
-    OptionDef("with_cpu_kernels", _bool),
-    OptionDef("allow_fixed_op_namespaces", _bool),
-    OptionDef("nvcc_threads", _jobs),
-    OptionDef("memory_per_thread", _mib),
-    OptionDef("variant_jobs", _jobs),
-    OptionDef("version", _version, env=None),
+_CONVERTERS: dict[str, _Converter] = {
+    "patterns": _patterns, "skip": _skip, "archs": _archs, "only": _only, "path": _path,
+    "bool": _bool, "remote_storage": _remote_storage, "jobs": _jobs, "mib": _mib, "url": _url,
+    "interpreter_path": _interpreter_path, "links": _links, "plat": _plat, "style": _style,
+    "fatbin_compression": _fatbin_compression, "capabilities": _capabilities,
+    "cutlass_paths": _cutlass_paths, "version": _version,
+}  # fmt: skip
+_ROW_KEYS = tuple(f.name for f in fields(OptionDef) if f.name not in ("name", "group"))
+
+
+def _load_options(text: str, where: str) -> tuple[OptionDef, ...]:
+    """The options table ``text`` read from ``where``, checked: a bad row names its key."""
+    top = Located(parse_toml(text, file=where), file=where)
+    hint = "each option is a [SECTION.NAME] table"
+    sections = [(title, top.required_table(title, hint)) for title in top.keys()]
+    return tuple(
+        _option(name, title, section.required_table(name, hint))
+        for title, section in sections
+        for name in section.keys()
+    )
+
+
+def _option(name: str, group: str, row: Located) -> OptionDef:
+    row.check_keys(_ROW_KEYS)
+    dashed, metavar = name.replace("_", "-"), row.string("metavar")
+    known = f"use one of: {', '.join(_CONVERTERS)}"
+    convert = row.string("convert") or ("bool" if metavar is None else name)
+    if convert not in _CONVERTERS:
+        raise row.error(f"no converter {convert!r}", "convert", known)
+    option = OptionDef(
+        name,
+        _CONVERTERS[convert],
+        toml=None if row.boolean("toml") is False else dashed,
+        env=None if row.boolean("env") is False else f"KERNELWHEEL_{name.upper()}",
+        flag=row.string("flag") or f"--{dashed}",
+        group=group,
+        default=row.string("default", nonempty=True) or "",
+        help=row.required_string("help", "what the option does", nonempty=True),
+        metavar=metavar,
+        short=row.string("short"),
+        repeat=row.boolean("repeat") or False,
+    )
+    if option.default:
+        return option
+    return replace(option, default="none" if metavar else f"`{str(option.negated).lower()}`")
+
+
+OPTIONS: tuple[OptionDef, ...] = _load_options(
+    (resources.files("kernelwheel") / "data" / "options.toml").read_text("utf-8"),
+    "kernelwheel/data/options.toml",
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
 _BY_TOML = {o.toml: o for o in OPTIONS if o.toml is not None}
