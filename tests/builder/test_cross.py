@@ -25,6 +25,7 @@ from kernelwheel.builder.request import request_for
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
+from kernelwheel.model.sources import PipSources
 from kernelwheel.model.variant import Arch, Variant
 from kernelwheel.plan.options import resolve_options
 
@@ -109,15 +110,16 @@ def test_plan_cpu_variant_keeps_index_options_and_host_flavour(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(_fake_compiler_dir(tmp_path)))
-    target = EnvSpec("torch==2.9.1", find_links=("/wheels",))
+    target = EnvSpec("torch==2.9.1", sources=PipSources(find_links=("/wheels",)))
     plan = cross.plan_for(CPU29_AARCH64, target, load_recipes(), host=Arch.X86_64)
     assert plan is not None and plan.host_env is not None
     # PyPI's aarch64 torch 2.9.1 is the CPU build; on x86_64 the CPU build is +cpu from the
     # PyTorch index.
     assert plan.target_env is target
     assert plan.host_env.torch_requirement == "torch==2.9.1+cpu"
-    assert plan.host_env.extra_index_urls == ("https://download.pytorch.org/whl/cpu",)
-    assert plan.host_env.find_links == ("/wheels",)
+    assert plan.host_env.sources == PipSources(
+        find_links=("/wheels",), extra_index_urls=("https://download.pytorch.org/whl/cpu",)
+    )
     assert plan.host_env.packages == ()
     # With --python there is no environment to make.
     bare = cross.plan_for(
@@ -217,8 +219,7 @@ def _spec(wheels: Path, packages: tuple[str, ...] = ()) -> cross.TargetSpec:
         "3.11",
         "torch==2.14.1",
         packages=packages,
-        index_url=empty_index.as_uri(),
-        find_links=(str(wheels),),
+        sources=PipSources(empty_index.as_uri(), (str(wheels),)),
     )
 
 

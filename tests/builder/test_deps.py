@@ -24,12 +24,13 @@ from kernelwheel.builder.deps import (
     provide_headers,
     unpack_headers,
 )
-from kernelwheel.builder.envs import EnvInfo, IndexOptions
+from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.reuse import build_key
 from kernelwheel.cli import main
 from kernelwheel.errors import ProjectError, ToolchainError, UsageError
 from kernelwheel.model.deps import Dependency, HeaderWheel, Provider, load_deps
 from kernelwheel.model.project import load_project
+from kernelwheel.model.sources import PipSources
 from kernelwheel.model.variant import Variant
 from kernelwheel.plan.options import Options, resolve_options
 
@@ -116,7 +117,7 @@ def test_a_pypi_release_comes_from_its_pinned_wheel_and_torch_needs_nothing(
 def test_the_plan_carries_the_index_options(tmp_path: Path) -> None:
     root = project(tmp_path / "p", '"cutlass_3_8"')
     got = plan(root, opts=options(no_index="1", find_links=str(tmp_path)))
-    assert got.index == IndexOptions(None, (str(tmp_path),), True)
+    assert got.index == PipSources(None, (str(tmp_path),), True)
 
 
 def test_unknown_name_is_refused_with_a_suggestion_even_in_a_kernel_not_compiled(
@@ -269,7 +270,7 @@ INCLUDE = ("cutlass_library/source/include", "cutlass_library/source/tools/util/
 def test_a_wheel_is_downloaded_once_checked_and_only_its_headers_unpacked(tmp_path: Path) -> None:
     wheel, sha = fake_wheel(tmp_path / "links")
     pin = HeaderWheel("nvidia-cutlass", "9.9.0.0", sha, INCLUDE)
-    index = IndexOptions(None, (str(tmp_path / "links"),), True)
+    index = PipSources(None, (str(tmp_path / "links"),), True)
     log = tmp_path / "log"
     root = unpack_headers(pin, tmp_path / "cache", Path(sys.executable), index, log)
     assert root == tmp_path / "cache/deps" / f"nvidia-cutlass-9.9.0.0-{sha[:16]}"
@@ -287,7 +288,7 @@ def test_a_wheel_is_downloaded_once_checked_and_only_its_headers_unpacked(tmp_pa
 def test_a_hash_mismatch_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
     fake_wheel(tmp_path / "links")
     pin = HeaderWheel("nvidia-cutlass", "9.9.0.0", "0" * 64, INCLUDE)
-    index = IndexOptions(None, (str(tmp_path / "links"),), True)
+    index = PipSources(None, (str(tmp_path / "links"),), True)
     with pytest.raises(ToolchainError) as info:
         unpack_headers(pin, tmp_path / "cache", Path(sys.executable), index, tmp_path / "log")
     assert "failed to download nvidia-cutlass==9.9.0.0" in str(info.value)
@@ -299,7 +300,7 @@ def test_a_hash_mismatch_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
 def test_a_pin_naming_folders_the_wheel_lacks_is_refused(tmp_path: Path) -> None:
     _, sha = fake_wheel(tmp_path / "links")
     pin = HeaderWheel("nvidia-cutlass", "9.9.0.0", sha, ("cutlass_library/include",))
-    index = IndexOptions(None, (str(tmp_path / "links"),), True)
+    index = PipSources(None, (str(tmp_path / "links"),), True)
     with pytest.raises(ToolchainError, match="has no files under cutlass_library/include"):
         unpack_headers(pin, tmp_path / "cache", Path(sys.executable), index, tmp_path / "log")
 
@@ -317,7 +318,7 @@ def test_include_dirs_of_local_checkouts_and_wheels_in_plan_order(tmp_path: Path
             HeaderSource(Dependency("x", Provider.HEADERS, "cutlass", "9.9.0"), ("a",), wheel=pin),
             HeaderSource(dep, ("gemm2",), local=bare),
         ),
-        IndexOptions(None, (str(tmp_path / "links"),), True),
+        PipSources(None, (str(tmp_path / "links"),), True),
     )
     log = tmp_path / "log"
     dirs = provide_headers(plan_, tmp_path / "cache", None, log)
@@ -421,7 +422,7 @@ def test_cutlass_3_8_headers_come_from_the_real_pypi_wheel(tmp_path: Path) -> No
     dep = TABLE.get("cutlass_3_8")
     assert dep is not None and dep.wheel is not None
     log = tmp_path / "log"
-    root = unpack_headers(dep.wheel, tmp_path / "cache", None, IndexOptions(), log)
+    root = unpack_headers(dep.wheel, tmp_path / "cache", None, PipSources(), log)
     include = root / dep.wheel.include[0]
     assert checkout_version(include.parent, "cutlass") == "3.8.0"  # version.h of the wheel
     assert (include / "cute/tensor.hpp").is_file()

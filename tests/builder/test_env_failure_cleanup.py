@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from kernelwheel._util import RUNNER, Runner
-from kernelwheel.builder.envs import PipSources, PipStep, make_env
+from kernelwheel.builder.envs import PipStep, make_env
 from kernelwheel.errors import ToolchainError
+from kernelwheel.model.sources import PipSources
 
 OFFLINE = PipSources(no_index=True)
 MISSING = PipStep(("kernelwheel-no-such-package-38",), "install the missing package")

@@ -25,8 +25,9 @@ from typing import Any
 
 import pytest
 
-from kernelwheel.builder.envs import BUILD_TOOLS, IndexOptions, env_spec_for
+from kernelwheel.builder.envs import BUILD_TOOLS, env_spec_for
 from kernelwheel.model.recipes import VariantRecipe, load_recipes
+from kernelwheel.model.sources import PipSources
 from kernelwheel.model.variant import Variant
 
 pytestmark = pytest.mark.integration
@@ -66,7 +67,7 @@ def _platforms(arch: str) -> list[str]:
 
 def _resolve(recipe: VariantRecipe, tmp_path: Path) -> dict[str, dict[str, Any]]:
     """pip's report for the variant's environment: name -> its report entry."""
-    spec = env_spec_for(recipe, IndexOptions())
+    spec = env_spec_for(recipe, PipSources())
     assert recipe.variant.arch is not None
     arch = recipe.variant.arch.value
     report = tmp_path / "report.json"
@@ -75,7 +76,7 @@ def _resolve(recipe: VariantRecipe, tmp_path: Path) -> dict[str, dict[str, Any]]
     cmd += ["--python-version", PYTHON, "--implementation", "cp", "--target", str(tmp_path / "t")]
     for platform in _platforms(arch):
         cmd += ["--platform", platform]
-    for url in spec.extra_index_urls:
+    for url in spec.sources.extra_index_urls:
         cmd += ["--extra-index-url", url]
     cmd += [spec.torch_requirement, *(p.split(" ")[0] for p in spec.packages), *BUILD_TOOLS]
     env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}

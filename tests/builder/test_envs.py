@@ -11,6 +11,7 @@ from support.runners import Reply, ScriptedRunner, is_torch_probe, torch_probe_r
 
 from kernelwheel.builder import envs
 from kernelwheel.builder.envs import EnvInfo, EnvSpec, provision, torch_install_error, unreachable
+from kernelwheel.model.sources import PipSources
 
 SPEC = EnvSpec(torch_requirement="torch===2.14.1", packages=("nvidia-cuda-nvcc==13.0.88",))
 
@@ -20,7 +21,8 @@ def test_digest_depends_on_every_input() -> None:
     assert base == EnvSpec("torch===2.14.1", ("nvidia-cuda-nvcc==13.0.88",)).digest("3.11")
     assert SPEC.digest("3.12") != base
     assert EnvSpec("torch===2.13.0", SPEC.packages).digest("3.11") != base
-    assert EnvSpec(SPEC.torch_requirement, (), find_links=("/w",)).digest("3.11") != base
+    links = PipSources(find_links=("/w",))
+    assert EnvSpec(SPEC.torch_requirement, (), links).digest("3.11") != base
 
 
 def _ready_env(tmp_path: Path) -> Path:
@@ -214,7 +216,7 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 def test_a_cpu_torch_pip_cannot_get_names_pytorchs_index() -> None:
-    spec = EnvSpec("torch==2.14.1+cpu", extra_index_urls=(CPU_INDEX,))
+    spec = EnvSpec("torch==2.14.1+cpu", sources=PipSources(extra_index_urls=(CPU_INDEX,)))
     down = {CPU_INDEX: "[Errno -2] Name or service not known"}
     error = torch_install_error(spec, "failed to install torch==2.14.1+cpu: exit 1", PIP_TAIL, down)
     message, hint = error.message, error.hint or ""
@@ -227,14 +229,16 @@ def test_a_cpu_torch_pip_cannot_get_names_pytorchs_index() -> None:
 
 
 def test_an_unreachable_index_of_ones_own_is_named() -> None:
-    spec = EnvSpec("torch==2.14.1", index_url="https://mirror.example/simple", find_links=("/w",))
+    mirror = PipSources("https://mirror.example/simple", ("/w",))
+    spec = EnvSpec("torch==2.14.1", sources=mirror)
     down = {"https://mirror.example/simple": "timed out"}
     error = torch_install_error(spec, "failed", "", down)
     assert "in https://mirror.example/simple, --find-links /w" in error.message
     assert "let this machine reach https://mirror.example/simple and --find-links /w" in (
         error.hint or ""
     )
-    offline = torch_install_error(EnvSpec("torch==2.14.1", no_index=True), "failed", "", {})
+    offline_spec = EnvSpec("torch==2.14.1", sources=PipSources(no_index=True))
+    offline = torch_install_error(offline_spec, "failed", "", {})
     assert "nothing (--no-index without --find-links)" in offline.message
 
 

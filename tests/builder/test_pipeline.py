@@ -10,7 +10,7 @@ import pytest
 from packaging.version import Version
 
 from kernelwheel.builder.compile_plan import fatbin_compression_flags
-from kernelwheel.builder.envs import EnvInfo, pip_install_args
+from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.pipeline import _check_env_matches, _python_tag
 from kernelwheel.builder.request import request_for
 from kernelwheel.builder.steps import full_version
@@ -72,13 +72,13 @@ def test_request_for_carries_every_resolved_setting(tmp_path: Path) -> None:
     assert req.cache_dir == tmp_path / "cache" and req.work_dir.parent == tmp_path / "cache/work"
     assert (
         req.env_spec is not None
-        and req.env_spec.no_index
-        and req.env_spec.find_links == ("/wheels",)
+        and req.env_spec.sources.no_index
+        and req.env_spec.sources.find_links == ("/wheels",)
     )
-    assert req.env_spec.extra_index_urls == ()  # --no-index: not even the recipe's index
+    assert req.env_spec.sources.extra_index_urls == ()  # --no-index: not even the recipe's index
     assert req.manylinux is None and req.jobs == 3
     assert req.local_version_style is LocalVersionStyle.COMPACT
-    assert pip_install_args(req.env_spec.pip_sources)[:1] == ["--no-index"]
+    assert req.env_spec.sources.pip_args()[:1] == ["--no-index"]
 
 
 def _env(torch: str, cuda: str | None, cxx11: bool = True) -> EnvInfo:

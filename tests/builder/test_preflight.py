@@ -13,11 +13,12 @@ from support.http import http_server
 from support.runners import Reply, ScriptedRunner
 
 from kernelwheel.builder import preflight
-from kernelwheel.builder.envs import READY_MARKER, IndexOptions, env_root, env_spec_for
+from kernelwheel.builder.envs import READY_MARKER, env_root, env_spec_for
 from kernelwheel.cli import main
 from kernelwheel.compat.gpus import Gpus, query_gpus
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.recipes import VariantRecipe, load_recipes
+from kernelwheel.model.sources import PipSources
 from kernelwheel.model.variant import Arch, Variant
 from kernelwheel.plan.defaults import Machine
 from kernelwheel.plan.planning import plan_project
@@ -92,11 +93,11 @@ def _closed_port() -> int:
 
 def test_torch_from_pytorchs_index_needs_the_index_or_a_local_wheel(tmp_path: Path) -> None:
     cu126 = recipe(CU126)
-    spec = env_spec_for(cu126, IndexOptions())
-    assert spec.extra_index_urls == ("https://download.pytorch.org/whl/cu126",)
+    spec = env_spec_for(cu126, PipSources())
+    assert spec.sources.extra_index_urls == ("https://download.pytorch.org/whl/cu126",)
     # an index nobody answers
     dead = VariantRecipe(**{**cu126.__dict__, "index_url": f"http://127.0.0.1:{_closed_port()}/"})
-    dead_spec = env_spec_for(dead, IndexOptions())
+    dead_spec = env_spec_for(dead, PipSources())
     problem = preflight.torch_source_problem(dead, dead_spec, environ={})
     assert problem is not None
     assert problem.startswith(f"torch==2.15.0+cu126 comes from PyTorch's index {dead.index_url}")
@@ -109,18 +110,18 @@ def test_torch_from_pytorchs_index_needs_the_index_or_a_local_wheel(tmp_path: Pa
         preflight.torch_source_problem(dead, dead_spec, environ={"PIP_FIND_LINKS": str(links)})
         is None
     )
-    with_links = env_spec_for(dead, IndexOptions(find_links=(str(links),)))
+    with_links = env_spec_for(dead, PipSources(find_links=(str(links),)))
     assert preflight.torch_source_problem(dead, with_links, environ={}) is None
     # a reachable index is enough
     (tmp_path / "site" / "torch").mkdir(parents=True)
     (tmp_path / "site" / "torch" / "index.html").write_text("<html></html>")
     with http_server(tmp_path / "site") as url:
         live = VariantRecipe(**{**cu126.__dict__, "index_url": url + "/"})
-        assert preflight.torch_source_problem(live, env_spec_for(live, IndexOptions()), {}) is None
+        assert preflight.torch_source_problem(live, env_spec_for(live, PipSources()), {}) is None
     # torch from PyPI, or from the user's own --index-url, is not this check's business
     cu132 = recipe("torch215-cxx11-cu132-x86_64-linux")
-    assert preflight.torch_source_problem(cu132, env_spec_for(cu132, IndexOptions()), {}) is None
-    own = env_spec_for(dead, IndexOptions(index_url="https://mirror.example/simple"))
+    assert preflight.torch_source_problem(cu132, env_spec_for(cu132, PipSources()), {}) is None
+    own = env_spec_for(dead, PipSources(index_url="https://mirror.example/simple"))
     assert preflight.torch_source_problem(dead, own, {}) is None
 
 
@@ -157,7 +158,7 @@ def test_the_default_falls_back_to_a_variant_this_machine_can_get(
     no_gpu = Machine(Arch.host(), Gpus((), "nvidia-smi: not found"))
     cached = recipe(f"torch213-cxx11-cpu-{Arch.host().value}-linux")
     cache = tmp_path / "cache"
-    marker = env_root(env_spec_for(cached, IndexOptions()), cache) / READY_MARKER
+    marker = env_root(env_spec_for(cached, PipSources()), cache) / READY_MARKER
     marker.parent.mkdir(parents=True)
     marker.write_text("{}")
     planned = plan_project(IMG2GRAY, {"cache_dir": str(cache)}, env={})

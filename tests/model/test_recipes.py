@@ -159,11 +159,11 @@ def test_recipe_for_noarch_variant() -> None:
     assert recipe.to_dict()["backend"] == "cuda"
 
 
-def test_capabilities_for_and_arch_list() -> None:
+def test_the_targets_are_the_capabilities_without_ptx() -> None:
     recipe = load_recipes().recipe_for(Variant.parse("torch214-cxx11-cu130-x86_64-linux"))
-    assert recipe.cuda is not None
-    assert recipe.cuda.capabilities_for(["8.0", "9.0a"]) == ("8.0", "9.0a")
-    assert recipe.cuda.arch_list() == ";".join(recipe.cuda.capabilities)
+    assert recipe.cuda is not None and "12.1+PTX" in recipe.cuda.capabilities
+    assert "12.1" in recipe.cuda.targets and "12.1+PTX" not in recipe.cuda.targets
+    assert len(recipe.cuda.targets) == len(recipe.cuda.capabilities)
 
 
 def test_recipe_for_uncovered_variants_names_file_and_key() -> None:

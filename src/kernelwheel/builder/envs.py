@@ -17,7 +17,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from .._util import locked as locked  # the builders take their locks from here
 from ..compat import interpreter, probe_cache
 from ..errors import ToolchainError
 from ..model.recipes import VariantRecipe
+from ..model.sources import PipSources
 from .capabilities import unsupported
 from .toolkit_store import shared_toolkit
 
@@ -35,41 +36,12 @@ BUILD_TOOLS = ("setuptools>=69,<81", "ninja>=1.11,<1.14", "wheel>=0.43,<0.47", "
 
 
 @dataclass(frozen=True)
-class PipSources:
-    """Where pip looks: ``--index-url`` (None: PyPI), ``--find-links``, ``--no-index``, as the
-    build's options say, and the ``--extra-index-url``s a recipe adds (PyTorch's CPU index).
-    The one type for it: the options, an environment, a cross build's target and a tvm-ffi
-    environment all carry one (EnvSpec and TargetSpec through ``pip_sources``)."""
-
-    index_url: str | None = None
-    find_links: tuple[str, ...] = ()
-    no_index: bool = False
-    extra_index_urls: tuple[str, ...] = ()
-
-
-# The options' sources (no extra index URLs): the name the request and deps use.
-IndexOptions = PipSources
-
-
-@dataclass(frozen=True)
 class EnvSpec:
     """What a build environment must contain."""
 
     torch_requirement: str
     packages: tuple[str, ...] = ()  # toolchain pins, e.g. nvidia-cuda-nvcc==13.0.88
-    index_url: str | None = None
-    extra_index_urls: tuple[str, ...] = ()
-    find_links: tuple[str, ...] = ()
-    no_index: bool = False
-
-    @property
-    def index_options(self) -> PipSources:
-        """The options' part of its sources (no extra index URLs)."""
-        return PipSources(self.index_url, self.find_links, self.no_index)
-
-    @property
-    def pip_sources(self) -> PipSources:
-        return PipSources(self.index_url, self.find_links, self.no_index, self.extra_index_urls)
+    sources: PipSources = PipSources()  # the options' and the recipe's own index
 
     def digest(self, python: str) -> str:
         fields: dict[str, object] = {
@@ -77,33 +49,28 @@ class EnvSpec:
             "torch": self.torch_requirement,
             "packages": sorted(self.packages),
             "tools": BUILD_TOOLS,
-            "index": self.index_url,
-            "extra": list(self.extra_index_urls),
-            "links": list(self.find_links),
+            "index": self.sources.index_url,
+            "extra": list(self.sources.extra_index_urls),
+            "links": list(self.sources.find_links),
         }
-        if self.no_index:  # only when set, so existing environments keep their digest
+        if self.sources.no_index:  # only when set, so existing environments keep their digest
             fields["no_index"] = True
         blob = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def env_spec_for(recipe: VariantRecipe, sources: IndexOptions) -> EnvSpec:
+def env_spec_for(recipe: VariantRecipe, sources: PipSources) -> EnvSpec:
     """The environment of ``recipe`` (its exact torch pin, its CUDA toolchain pins with hashes
     where the toolchain comes from PyPI), fetched from ``sources``. The recipe's own index (e.g.
-    PyTorch's CPU wheels) is added unless the options name an index or forbid one."""
+    PyTorch's CPU wheels) is its one extra index, unless the options name an index or forbid
+    one."""
     assert recipe.torch_requirement is not None
     packages: tuple[str, ...] = ()
     if recipe.cuda is not None and recipe.cuda.source == "pypi":
         packages = recipe.cuda.requirements()
     own_index = recipe.index_url and not sources.index_url and not sources.no_index
-    return EnvSpec(
-        torch_requirement=recipe.torch_requirement,
-        packages=packages,
-        index_url=sources.index_url,
-        extra_index_urls=(recipe.index_url,) if own_index and recipe.index_url else (),
-        find_links=sources.find_links,
-        no_index=sources.no_index,
-    )
+    extra = (recipe.index_url,) if own_index and recipe.index_url else ()
+    return EnvSpec(recipe.torch_requirement, packages, replace(sources, extra_index_urls=extra))
 
 
 @dataclass(frozen=True)
@@ -183,18 +150,6 @@ def _venv_python(root: Path) -> Path:
     return root / "bin" / "python"
 
 
-def pip_install_args(spec: PipSources) -> list[str]:
-    """pip's index options for ``spec`` (usable with install and download)."""
-    args: list[str] = ["--no-index"] if spec.no_index else []
-    if spec.index_url and not spec.no_index:
-        args += ["--index-url", spec.index_url]
-    for url in () if spec.no_index else spec.extra_index_urls:
-        args += ["--extra-index-url", url]
-    for link in spec.find_links:
-        args += ["--find-links", link]
-    return args
-
-
 @dataclass(frozen=True)
 class PipStep:
     """One ``pip install`` into a new environment: its arguments (after the sources), or the
@@ -254,7 +209,7 @@ def _fill_env(
     runner.checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
     py = _venv_python(root)
     pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
-    pip += pip_install_args(sources)
+    pip += sources.pip_args()
     for step in steps:
         args = list(step.args)
         if step.requirements:
@@ -319,8 +274,7 @@ def provision(
         def explain(exc: ToolchainError) -> ToolchainError:
             tail = log.read_text(errors="replace")[-20000:] if log and log.is_file() else ""
             # pip names an index it cannot reach only in its verbose output: ask each one
-            urls = [] if spec.no_index else [spec.index_url or PYPI, *spec.extra_index_urls]
-            down = {url: why for url in urls if (why := unreachable(url)) is not None}
+            down = {url: why for url in spec.sources.asked if (why := unreachable(url)) is not None}
             return torch_install_error(spec, exc.message, tail, down)
 
         steps = [
@@ -334,7 +288,7 @@ def provision(
             # The toolchain set is closed under its dependencies and pinned with hashes, so it
             # installs on its own, in hash-checking mode when the recipe has hashes.
             steps.append(toolchain_step(spec.packages))
-        py = make_env(root, base, spec.pip_sources, steps, log, runner)
+        py = make_env(root, base, spec.sources, steps, log, runner)
         info = probe(py, runner=runner)
         _write_marker(root / READY_MARKER, info)
         return dataclasses.replace(info, notes=tuple(notes))
@@ -351,7 +305,6 @@ _UNREACHABLE = (
     "ConnectTimeoutError",
     "ProxyError",
 )
-PYPI = "https://pypi.org/simple"
 
 
 def unreachable(url: str, timeout: float = 10) -> str | None:
@@ -375,8 +328,9 @@ def torch_install_error(
     (the index URLs, find-links), which of them could not be reached (``down``: URL -> why),
     pip's own reason from the log, and how to provide the wheel. A flavour PyPI does not serve
     (``torch==X+cpu``) names PyTorch's index."""
-    places = [] if spec.no_index else [spec.index_url or PYPI, *spec.extra_index_urls]
-    places += [f"--find-links {link}" for link in spec.find_links]
+    sources = spec.sources
+    places = list(sources.asked)
+    places += [f"--find-links {link}" for link in sources.find_links]
     lines = log_tail.splitlines()
     fetch = next((ln.strip() for ln in lines if any(w in ln for w in _UNREACHABLE)), None)
     errors = [ln.strip() for ln in lines if ln.startswith("ERROR:")]
@@ -387,7 +341,7 @@ def torch_install_error(
         + "".join(f"\n  {url} is unreachable: {why}" for url, why in down.items())
         + (f"\n  pip: {cause}" if cause else "")
     )
-    own = spec.extra_index_urls[0] if spec.extra_index_urls else None
+    own = sources.extra_index_urls[0] if sources.extra_index_urls else None
     if own is not None and "+" in spec.torch_requirement:
         reach = (
             f"this machine cannot reach {own}" if own in down else f"let this machine reach {own}"

@@ -37,7 +37,6 @@ from ..plan.planning import Planned, Selection, select
 from ..plan.toolchains import BUILT_HERE
 from .envs import (
     EnvSpec,
-    IndexOptions,
     env_ready,
     env_spec_for,
     installed_toolkits,
@@ -120,10 +119,12 @@ def torch_source_problem(
     """Why the torch of the variant's environment cannot come from where the recipe says: only
     for torch from PyTorch's index (an extra index of ``spec``), when no local find-links folder
     (the build's, or pip's PIP_FIND_LINKS) holds the wheel and the index does not answer."""
-    if spec is None or recipe.index_url is None or recipe.index_url not in spec.extra_index_urls:
+    if spec is None or recipe.index_url is None:
+        return None
+    if recipe.index_url not in spec.sources.extra_index_urls:
         return None
     env = os.environ if environ is None else environ
-    links = [*spec.find_links, *env.get("PIP_FIND_LINKS", "").split()]
+    links = [*spec.sources.find_links, *env.get("PIP_FIND_LINKS", "").split()]
     if any(link.startswith(("http://", "https://")) for link in links):
         return None  # a remote find-links page may serve it: pip will say
     requirement = spec.torch_requirement
@@ -208,12 +209,11 @@ def select_buildable(
     if default is None or planned.project.framework is Framework.TVM_FFI:
         return selection  # a selection, or a tvm-ffi default (its environment holds no torch)
     options = planned.options
-    sources = IndexOptions(options.index_url, options.find_links, options.no_index)
 
     def problem(recipe: VariantRecipe) -> str | None:
         spec = None
         if options.python is None and recipe.torch_requirement is not None:
-            spec = env_spec_for(recipe, sources)
+            spec = env_spec_for(recipe, options.pip_sources)
         return toolkit_problem(recipe, options.cuda_home, runner) or torch_problem(
             recipe, spec, options.cache_dir
         )
@@ -252,7 +252,6 @@ def _others_within_reach(
     ]
     here.sort(key=lambda r: Version(r.torch_version or "0"), reverse=True)
     options = planned.options
-    sources = IndexOptions(options.index_url, options.find_links, options.no_index)
     cached: list[tuple[str, str]] = []
     reachable: list[tuple[str, str]] = []
     for recipe in here:
@@ -260,11 +259,11 @@ def _others_within_reach(
             break
         if problem(recipe) is not None:
             continue
-        spec = env_spec_for(recipe, sources)
+        spec = env_spec_for(recipe, options.pip_sources)
         kind = "" if recipe.cuda is None else ", a CUDA build"
         if env_ready(spec, options.cache_dir):
             cached.append((recipe.name, f"its environment is cached{kind}"))
-        elif not (spec.index_url or spec.extra_index_urls or spec.no_index):
+        elif not (spec.sources.indexes or spec.sources.no_index):
             # PyPI is not asked here: pip will say if it cannot be reached
             reachable.append((recipe.name, f"its torch from PyPI{kind}"))
         else:

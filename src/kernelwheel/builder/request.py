@@ -15,13 +15,14 @@ from ..errors import ProjectError
 from ..model.deps import DependencyTable, load_deps
 from ..model.project import Framework, KernelProject
 from ..model.recipes import Recipes, VariantRecipe
+from ..model.sources import PipSources
 from ..model.variant import LocalVersionStyle, Variant
 from ..plan.options import Options, resolve_jobs
 from ..plan.toolchains import require_toolchains
 from ..plan.versioning import GitState
 from .cross import CrossPlan, plan_for
 from .deps import HeaderPlan, plan_headers
-from .envs import EnvInfo, EnvSpec, IndexOptions, env_spec_for
+from .envs import EnvInfo, EnvSpec, env_spec_for
 from .memory import available as available_memory
 from .preflight import system_toolkit
 from .wheelmeta import check_card
@@ -88,7 +89,7 @@ class BuildRequest:
     recipes_dir: Path | None = None  # where ccache.toml may be (None: the bundled recipes)
     abi_remedies: bool = True  # the ABI remedies (abi/remedies, docs/portability.md)
     load_check: bool = True  # import the linked extension before the wheel (builder/load_check)
-    sources: IndexOptions = IndexOptions()  # where pip looks (a tvm-ffi build's environment)
+    sources: PipSources = PipSources()  # where pip looks (a tvm-ffi build's environment)
     # The options set above their defaults, each with its layer (Options.preamble): the top
     # of the variant's log.
     options_preamble: tuple[str, ...] = ()
@@ -256,12 +257,11 @@ def _request(
     environ: Mapping[str, str],
     runner: Runner,
 ) -> BuildRequest:
-    sources = IndexOptions(options.index_url, options.find_links, options.no_index)
     cuda = recipe.cuda
     env_spec = (
         None
         if options.python or recipe.torch_requirement is None
-        else env_spec_for(recipe, sources)
+        else env_spec_for(recipe, options.pip_sources)
     )
     # A variant for another arch: the cross compiler is found and the host-arch environment
     # (the same torch release for this machine) chosen now, before anything is built.
@@ -314,7 +314,7 @@ def _request(
         recipes_dir=options.recipes,
         abi_remedies=options.abi_remedies,
         load_check=options.load_check,
-        sources=sources,
+        sources=options.pip_sources,
         options_preamble=options.preamble(),
         hub_layout=options.hub_layout,
         kind=kind,

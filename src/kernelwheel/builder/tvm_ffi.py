@@ -38,6 +38,7 @@ from ..errors import ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.recipes import TVM_FFI_PACKAGE, VariantRecipe, tvm_ffi_requirement
+from ..model.sources import PipSources
 from ..model.variant import Arch, BackendKind, TvmFfiVersion
 from ..wheels import WheelSpec, write_wheel
 from . import codegen
@@ -45,8 +46,6 @@ from .deps import provide_headers
 from .envs import (
     READY_MARKER,
     CudaToolkit,
-    IndexOptions,
-    PipSources,
     PipStep,
     locate_cuda_toolkit,
     locked,
@@ -145,7 +144,7 @@ def probe_tvm_ffi(python: Path, runner: Runner = RUNNER) -> TvmFfiEnv:
 
 def provision_tvm_ffi(
     recipe: VariantRecipe,
-    sources: IndexOptions,
+    sources: PipSources,
     cache_dir: Path,
     log: Path | None = None,
     runner: Runner = RUNNER,
@@ -154,13 +153,12 @@ def provision_tvm_ffi(
     toolchain of a CUDA flavour."""
     assert recipe.tvm_ffi is not None
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    pip_sources = PipSources(sources.index_url, sources.find_links, sources.no_index)
     key = json.dumps(
         {
             "python": python,
             "recipe": recipe.environment_spec(),
             "tools": TOOLS,
-            "sources": asdict(pip_sources),
+            "sources": asdict(sources),
         },
         sort_keys=True,
     )
@@ -188,7 +186,7 @@ def provision_tvm_ffi(
         ]
         if recipe.cuda is not None and recipe.cuda.source == "pypi":
             steps.append(toolchain_step(recipe.cuda.requirements()))
-        py = make_env(root, Path(sys.executable), pip_sources, steps, log, runner)
+        py = make_env(root, Path(sys.executable), sources, steps, log, runner)
         env = probe_tvm_ffi(py, runner)
         atomic_write(marker, env.to_json())  # written last: the environment is complete
         return dataclasses.replace(env, notes=notes)

@@ -17,7 +17,7 @@ from ..install.service import (
     install,
     target_python,
 )
-from ..install.sources import Sources
+from ..model.sources import PipSources
 from ._args import add_target_python_argument, add_variant_argument
 from .ui import ConsoleUI
 
@@ -85,9 +85,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     request = InstallRequest(
         requirements=tuple(args.packages),
-        sources=Sources(tuple(args.find_links), args.index_url, tuple(args.extra_index_url)),
+        sources=PipSources(
+            args.index_url, tuple(args.find_links), args.no_index, tuple(args.extra_index_url)
+        ),
         python=target_python(args.python),
-        no_index=args.no_index,
         dry_run=args.dry_run,
         variants=tuple(args.variant),
         reinstall=args.reinstall,

@@ -20,6 +20,7 @@ from pathlib import Path
 from .. import __version__
 from .._util import atomic_write, replace_dir, staging_dir
 from ..errors import HubError
+from ..model.capability import CudaCapability
 from ..model.card import card_fields, project_card
 from ..model.gitstate import GitState
 from ..model.project import KernelProject
@@ -91,7 +92,7 @@ def kernel_metadata(
         python_depends=kernel_builder_names(project.python_depends_for(backend), backend),
         kernel_depends=tuple(project.kernel_depends_for(backend)),
         backend=backend,
-        archs=tuple(c.removesuffix("+PTX") for c in capabilities),
+        archs=tuple(CudaCapability.parse(c).target for c in capabilities),
         digest=digest or (Digest.of(files) if files is not None else None),
         provenance=Provenance(
             builder_version=f"kernelwheel {__version__}",

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .._util import RUNNER, Runner
 from ..errors import InstallError
+from ..model.sources import PipSources
 from .probe import Target
-from .sources import Candidate, Sources
+from .sources import Candidate
 
 __all__ = ["pinned_requirement", "pip_command", "run_pip"]
 
@@ -32,7 +34,7 @@ def pinned_requirement(project: str, candidate: Candidate, sha256: str | None) -
 
 
 def pip_command(
-    target: Target, pins: Sequence[str], sources: Sources, *, no_index: bool, force: bool = False
+    target: Target, pins: Sequence[str], sources: PipSources, *, force: bool = False
 ) -> list[str]:
     # The target's own pip if it has one; else this pip, pointed at the target (pip >= 22.3).
     if target.has_pip:
@@ -42,14 +44,9 @@ def pip_command(
     cmd.append("--disable-pip-version-check")
     if force:
         cmd += ["--force-reinstall", "--no-deps"]
-    if no_index:
-        cmd.append("--no-index")
-    elif sources.index_url:
-        cmd += ["--index-url", sources.index_url]
-    for url in () if no_index else sources.extra_index_urls:
-        cmd += ["--extra-index-url", url]
-    for link in sources.find_links:  # absolute, so the printed command runs from anywhere
-        cmd += ["--find-links", link if "://" in link else str(Path(link).resolve())]
+    # the find-links absolute, so the printed command runs from anywhere
+    links = tuple(ln if "://" in ln else str(Path(ln).resolve()) for ln in sources.find_links)
+    cmd += replace(sources, find_links=links).pip_args()
     return [*cmd, *pins] if force else [*cmd, *pins, f"torch=={target.torch_dist}"]
 
 

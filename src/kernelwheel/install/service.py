@@ -27,6 +27,7 @@ from .._util import RUNNER, Runner
 from ..compat import interpreter as _interpreter
 from ..compat import rules as compat
 from ..errors import InstallError, UsageError
+from ..model.sources import PipSources
 from ..plan.selector import Selector
 from ..wheels.reader import read_record, verify_wheel
 from .installed import (
@@ -44,7 +45,7 @@ from .installed import (
 from .pipcmd import pinned_requirement, pip_command, run_pip
 from .probe import Target, probe
 from .select import Selection, parse_requirement, select
-from .sources import Sources, fetch, list_candidates
+from .sources import fetch, list_candidates
 
 __all__ = ["InstallRequest", "InstallResult", "NoMatch", "Pick", "target_python", "install"]
 
@@ -52,9 +53,8 @@ __all__ = ["InstallRequest", "InstallResult", "NoMatch", "Pick", "target_python"
 @dataclass(frozen=True)
 class InstallRequest:
     requirements: tuple[str, ...]
-    sources: Sources
+    sources: PipSources  # its no_index keeps the index URLs from pip, not from the listing
     python: Path
-    no_index: bool = False
     dry_run: bool = False
     variants: tuple[str, ...] = ()  # --variant globs: only builds of these variants
     reinstall: bool = False  # force a build in even where the same files are installed
@@ -211,7 +211,7 @@ def _commands(
     for force, actions in ((True, ("reinstall",)), (False, ("install", "replace"))):
         pins = [p.pin for p in picks if p.action in actions]
         if pins:
-            cmd = pip_command(target, pins, request.sources, no_index=request.no_index, force=force)
+            cmd = pip_command(target, pins, request.sources, force=force)
             commands.append(tuple(cmd))
     return tuple(commands)
 

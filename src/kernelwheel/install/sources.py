@@ -23,21 +23,11 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse
 from packaging.utils import canonicalize_name
 
 from ..errors import UsageError
+from ..model.sources import PipSources
 
-__all__ = ["Candidate", "Sources", "discover", "fetch", "list_candidates"]
+__all__ = ["Candidate", "discover", "fetch", "list_candidates"]
 
 _TIMEOUT = 60
-
-
-@dataclass(frozen=True)
-class Sources:
-    find_links: tuple[str, ...] = ()
-    index_url: str | None = None
-    extra_index_urls: tuple[str, ...] = ()
-
-    @property
-    def indexes(self) -> tuple[str, ...]:
-        return ((self.index_url,) if self.index_url else ()) + self.extra_index_urls
 
 
 @dataclass(frozen=True)
@@ -139,8 +129,9 @@ def _from_folder(text: str, option: str = "--find-links") -> list[Candidate]:
     return [Candidate(p.name, str(p.resolve()), None, str(folder)) for p in wheels]
 
 
-def list_candidates(sources: Sources, projects: Sequence[str]) -> list[Candidate]:
-    """Every wheel the sources offer for ``projects`` (canonical names), first listing first."""
+def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candidate]:
+    """Every wheel the sources offer for ``projects`` (canonical names), first listing first:
+    the index URLs are read with ``--no-index`` too (it keeps them from pip alone)."""
     found: list[Candidate] = []
     for link in sources.find_links:
         if _is_url(link):

@@ -41,7 +41,12 @@ class CudaCapability:
         return cls(int(match[1]), int(match[2]), match[3], match[4] is not None)
 
     def __str__(self) -> str:
-        return f"{self.major}.{self.minor}{self.suffix}{PTX if self.ptx else ''}"
+        return self.target + (PTX if self.ptx else "")
+
+    @property
+    def target(self) -> str:
+        """The GPU it compiles SASS for: ``9.0a`` of ``9.0a+PTX``."""
+        return f"{self.major}.{self.minor}{self.suffix}"
 
     @property
     def base(self) -> str:

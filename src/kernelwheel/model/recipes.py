@@ -25,7 +25,7 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -180,13 +180,10 @@ class CudaToolchain:
         """Requirements-file lines for the toolchain packages (with hashes when known)."""
         return tuple(p.requirement_line for p in self.packages)
 
-    def capabilities_for(self, requested: Sequence[str] = ()) -> tuple[str, ...]:
-        """The capabilities to compile: a kernel's ``cuda-capabilities`` replace the defaults."""
-        return tuple(requested) if requested else self.capabilities
-
-    def arch_list(self, requested: Sequence[str] = ()) -> str:
-        """``TORCH_CUDA_ARCH_LIST`` for :meth:`capabilities_for`, e.g. ``"8.0;9.0;12.0+PTX"``."""
-        return ";".join(self.capabilities_for(requested))
+    @property
+    def targets(self) -> frozenset[str]:
+        """The GPUs its capabilities compile SASS for (``12.0`` of ``12.0+PTX``)."""
+        return frozenset(CudaCapability.parse(c).target for c in self.capabilities)
 
     def describe(self) -> str:
         """Short form for tables: ``cuda 13.0 (pypi)``."""

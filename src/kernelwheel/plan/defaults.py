@@ -352,8 +352,7 @@ def within_reach(
     notes = [*default.notes, *(f"not {r.name}: {cannot_get[r.name]}" for r in passed)]
     capabilities = default.gpu_capabilities
     if chosen.cuda is not None and capabilities:
-        targets = {c.removesuffix("+PTX") for c in chosen.cuda.capabilities}
-        if not set(capabilities) <= targets:
+        if not set(capabilities) <= chosen.cuda.targets:
             notes.append(f"{chosen.name} does not target every GPU here: compiling its full list")
             capabilities = ()
     return replace(
@@ -418,12 +417,11 @@ def _gpu_capabilities(
         return ()
     if options.cuda_capabilities is not None:  # the user's list, or "all"
         return ()
-    targets = {c.removesuffix("+PTX") for c in recipe.cuda.capabilities}
     everything = "every capability of build.toml's cuda-capabilities or the recipe's list"
     if not gpus.present:
         notes.append(f"{gpus.describe()}: compiling for {everything}")
         return ()
-    unknown = [c for c in gpus.capabilities if c not in targets]
+    unknown = [c for c in gpus.capabilities if c not in recipe.cuda.targets]
     if unknown:
         notes.append(
             f"GPU capability {', '.join(unknown)} is not among CUDA {backend.cuda_version}'s "

@@ -37,6 +37,7 @@ from .._toml import Located, parse_toml, read_toml
 from ..compat import interpreter
 from ..errors import UsageError, VariantError
 from ..model.capability import CudaCapability
+from ..model.sources import PipSources
 from ..model.variant import Arch, LocalVersionStyle
 from .selector import Selector, expand_braces, split_patterns
 
@@ -169,6 +170,11 @@ class Options:
     def manylinux(self) -> str | None:
         """The policy to repair to, None when repair is off."""
         return self.plat if self.repair else None
+
+    @property
+    def pip_sources(self) -> PipSources:
+        """Where pip looks for every environment and download of the build."""
+        return PipSources(self.index_url, self.find_links, self.no_index)
 
 
 DEFAULT_OPTIONS = Options()
