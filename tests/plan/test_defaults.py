@@ -399,3 +399,23 @@ def test_a_dev_build_of_a_named_cuda_variant_compiles_for_the_gpus_here(tmp_path
     assert caps == () and "compiling for every capability" in notes[0]
     cpu = select(planned, ["torch211-cxx11-cpu-x86_64-linux"]).recipes[0]
     assert capabilities_here(cpu, planned.options, environ={}, runner=smi) == ((), ())
+
+
+@pytest.mark.parametrize("torch", [CPU213, CU130])
+def test_the_gpus_are_asked_of_a_cuda_torch_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, torch: Torch
+) -> None:
+    # Without nvidia-smi a CUDA torch is asked which GPUs it sees (a torch import); a CPU torch
+    # lists none, so no dev run on a machine without a GPU pays that import.
+    from support.runners import Reply, ScriptedRunner
+
+    from kernelwheel.plan import defaults
+
+    monkeypatch.setattr(defaults, "_probe", lambda *a, **k: python(torch))
+    planned = plan_project(project(tmp_path), {"python": "/v/bin/python"}, env={})
+    asked = ScriptedRunner(lambda cmd, cwd: Reply(code=127, stderr="not here"))
+    machine = defaults.probe_machine(planned.project, planned.options, {}, asked)
+    assert [cmd[0] for cmd in asked.commands][1:] == ([] if torch is CPU213 else ["/v/bin/python"])
+    assert not machine.gpus.present
+    if torch is CPU213:
+        assert machine.gpus.source.endswith("/v/bin/python: a cpu torch, no GPU")

@@ -490,12 +490,19 @@ def probe_machine(
     driver = None
     if BackendKind.CUDA.value in project.backends:
         interpreter.checked_driver_setting()  # a value that is no version: refused, named
+        # A torch known to be no CUDA build lists no GPU: not asked (a torch import, 2 s of
+        # every dev run on a machine without nvidia-smi)
+        other = python.torch if python is not None and python.torch is not None else None
+        if other is not None and other.kind == "cuda":
+            other = None
         gpus = query_gpus(
-            options.python,
+            options.python if other is None else None,
             runner=runner,
             visible=env.get("CUDA_VISIBLE_DEVICES"),
             order=env.get("CUDA_DEVICE_ORDER"),
         )
+        if other is not None and not gpus.present:
+            gpus = Gpus((), f"{gpus.source}; {options.python}: a {other.kind} torch, no GPU")
         driver = compat.cuda_driver() if gpus.present else None
     return Machine(Arch.host(), gpus, python, venv, driver)
 
