@@ -121,7 +121,7 @@ def test_a_dev_build_runs_ninja_directly_whatever_the_schedule(tmp_path: Path) -
     # The last run's spec and result: ninja and the link are rerun directly (no worker start)
     # while only the units' order or the job count moved; a changed flag needs the worker.
     from kernelwheel.builder.compile_spec import CompileSpec
-    from kernelwheel.builder.pipeline import _direct_commands
+    from kernelwheel.builder.steps import _direct_commands
 
     so = tmp_path / "lib" / "_x.abi3.so"
     so.parent.mkdir()
