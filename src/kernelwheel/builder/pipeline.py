@@ -153,7 +153,7 @@ def prepare_environment(req: BuildRequest, reporter: Reporter, runner: Runner) -
     with step(reporter, scope, "environment", log=log) as detail:
         # kernelwheel.builder.cross: a variant for another arch builds in a host-arch environment
         # (the request's env_spec) against the target arch's torch (and CUDA) wheels, with the
-        # cross compiler; request_for planned it.
+        # cross compiler; plan_requests planned it.
         cross_plan = req.cross
         if req.python is not None:
             env = probe(req.python, req.cache_dir, runner)

@@ -201,11 +201,6 @@ def build_tvm_ffi_variant(
     project, variant, recipe = req.project, req.variant, req.recipe
     assert variant.tvm_ffi is not None and variant.backend is not None
     scope, log = variant.name, req.log
-    if recipe is None:
-        raise ToolchainError(
-            f"no recipe for {variant.name} in the build request",
-            hint="make the request with kernelwheel.builder.request.request_for",
-        )
     if variant.arch is not Arch.host():
         raise ToolchainError(
             f"{variant.name} is for another arch; tvm-ffi variants build on their own arch only",
