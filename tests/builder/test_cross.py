@@ -16,12 +16,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support.requests import request_for
 from support.variants import TORCH29_CPU_AARCH64, TORCH214_CU130_AARCH64
 
 from kernelwheel.builder import cross
 from kernelwheel.builder.compile_spec import CompileSpec, CrossInfo
 from kernelwheel.builder.envs import EnvInfo, EnvSpec
-from kernelwheel.builder.request import request_for
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes

@@ -14,7 +14,7 @@ from support.requests import build_request
 from support.variants import TORCH214_CU130
 
 from kernelwheel._util import Runner
-from kernelwheel.builder import pipeline
+from kernelwheel.builder import pipeline, steps
 from kernelwheel.builder.compile_plan import Toolchain
 from kernelwheel.builder.envs import CudaToolkit, EnvInfo
 from kernelwheel.builder.request import BuildRequest
@@ -46,12 +46,15 @@ def _request(root: Path, **settings: Any) -> BuildRequest:
             """
         )
     )
-    return build_request(root, CU130, jobs=4, no_ccache=True, **settings)
+    req = build_request(root, CU130, jobs=4, no_ccache=True, **settings)
+    req.log.parent.mkdir(parents=True)  # as the build's opening makes it
+    return req
 
 
 ENV = EnvInfo(
     Path("/env/bin/python"), "3.11", "x86_64", Path("/env/lib"), "2.14.1", "13.0", None, True
 )
+PREPARED = pipeline.Prepared(ENV, None, None, None)
 
 
 @pytest.fixture
@@ -61,10 +64,10 @@ def worker(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     state: dict[str, Any] = {"code": 1, "raise": None, "kept": None}
     toolkit = CudaToolkit(Path("/cuda"), "13.0")
     monkeypatch.setattr(
-        pipeline, "probe_toolchain", lambda *a, **k: Toolchain(toolkit, NVCC13, cpus=4)
+        steps, "probe_toolchain", lambda *a, **k: Toolchain(toolkit, NVCC13, cpus=4)
     )
-    monkeypatch.setattr(pipeline, "provide_headers", lambda *a, **k: ())
-    monkeypatch.setattr(pipeline, "compile_env", lambda *a, **k: ({}, False))
+    monkeypatch.setattr(steps, "provide_headers", lambda *a, **k: ())
+    monkeypatch.setattr(steps, "compile_env", lambda *a, **k: ({}, False))
 
     class Worker(Runner):
         def logged(self, cmd: Any, log: Path, **kwargs: Any) -> int:  # the compile worker
@@ -92,22 +95,16 @@ def test_the_keep_folder_is_removed_when_the_compile_ends(
         worker["raise"] = KeyboardInterrupt()
     if ending == "succeeds":
         worker["code"] = 0
-        result = pipeline.compile_extension(
-            req, ENV, "_kk_0123456789", tmp_path / "log", None, None, None, worker["runner"]
-        )
-        assert result["shared_object"] == "k.so"
+        compiled = pipeline.compile_extension(req, PREPARED, "_kk_0123456789", worker["runner"])
+        assert compiled.shared_object == Path("k.so")
     else:
         with pytest.raises(KeyboardInterrupt if ending == "interrupted" else BuildError):
-            pipeline.compile_extension(
-                req, ENV, "_kk_0123456789", tmp_path / "log", None, None, None, worker["runner"]
-            )
+            pipeline.compile_extension(req, PREPARED, "_kk_0123456789", worker["runner"])
     assert worker["kept"] is not None and not worker["kept"].exists()
 
 
 def test_keep_intermediates_keeps_them(tmp_path: Path, worker: dict[str, Any]) -> None:
     req = _request(tmp_path / "p", keep_intermediates=True)
     with pytest.raises(BuildError):
-        pipeline.compile_extension(
-            req, ENV, "_kk_0123456789", tmp_path / "log", None, None, None, worker["runner"]
-        )
+        pipeline.compile_extension(req, PREPARED, "_kk_0123456789", worker["runner"])
     assert (worker["kept"] / "k.cudafe1.cpp").stat().st_size == 1000

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from packaging.version import Version
+from support.requests import request_for
 
 from kernelwheel.builder.compile_plan import fatbin_compression_flags
 from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.pipeline import _check_env_matches, _python_tag
-from kernelwheel.builder.request import request_for
 from kernelwheel.builder.steps import full_version
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.project import load_project
@@ -46,7 +46,7 @@ def test_full_version_stamps_local_part() -> None:
 
 
 def test_request_for_carries_every_resolved_setting(tmp_path: Path) -> None:
-    """request_for is where options become build settings: nothing below re-reads them."""
+    """plan_requests is where options become build settings: nothing below re-reads them."""
     project = load_project(IMG2GRAY)
     recipes = load_recipes()
     recipe = recipes.recipe_for(Variant.parse("torch214-cxx11-cu130-x86_64-linux"))
@@ -121,7 +121,7 @@ def test_a_dev_build_runs_ninja_directly_whatever_the_schedule(tmp_path: Path) -
     # The last run's spec and result: ninja and the link are rerun directly (no worker start)
     # while only the units' order or the job count moved; a changed flag needs the worker.
     from kernelwheel.builder.compile_spec import CompileSpec
-    from kernelwheel.builder.pipeline import _direct_commands
+    from kernelwheel.builder.steps import _direct_commands
 
     so = tmp_path / "lib" / "_x.abi3.so"
     so.parent.mkdir()

@@ -192,7 +192,8 @@ def cutlass_project(root: Path) -> Path:
 
 
 def test_a_cuda_kernels_depends_are_planned_for_the_tvm_ffi_build(tmp_path: Path) -> None:
-    from kernelwheel.builder.request import request_for
+    from support.requests import request_for
+
     from kernelwheel.plan.options import resolve_options
 
     project = load_project(cutlass_project(tmp_path / "add-one"))

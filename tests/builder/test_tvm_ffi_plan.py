@@ -16,12 +16,12 @@ from support.kinds import write_tvm_ffi_project
 from support.requests import build_request
 
 from kernelwheel.abi.remedies import NO_REMEDIES
-from kernelwheel.builder.compile_plan import Toolchain
+from kernelwheel.builder.compile_plan import CompilePlan, Toolchain
 from kernelwheel.builder.compile_spec import CommandSpec, CommandUnit
 from kernelwheel.builder.envs import CudaToolkit
 from kernelwheel.builder.request import BuildRequest
 from kernelwheel.builder.steps import WORKER
-from kernelwheel.builder.tvm_ffi_plan import CommandPlan, TvmFfiLibrary, plan_tvm_ffi_compile
+from kernelwheel.builder.tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.variant import Arch, Variant
 
@@ -34,7 +34,7 @@ NVCC13 = ("7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "12.0")
 
 def _plan(
     tmp_path: Path, variant: Variant, tools: Toolchain, **settings: object
-) -> tuple[BuildRequest, Path, CommandPlan]:
+) -> tuple[BuildRequest, Path, CompilePlan[CommandSpec]]:
     root = write_tvm_ffi_project(tmp_path / "p")
     req = build_request(root, variant, **settings)
     stage = tmp_path / "stage"

@@ -257,7 +257,7 @@ def test_selections_keep_the_full_list_and_probe_nothing(tmp_path: Path) -> None
 
 
 def test_the_build_request_of_a_default_targets_its_gpus(tmp_path: Path) -> None:
-    from kernelwheel.builder.request import request_for
+    from support.requests import request_for
 
     root = project(tmp_path)
     planned = plan_project(root, {}, env={})

@@ -13,6 +13,7 @@ from support.kinds import (
     write_noarch_project,
     write_tvm_ffi_project,
 )
+from support.requests import selected_recipes
 
 from kernelwheel.cli import main
 from kernelwheel.compat.gpus import Gpus
@@ -22,7 +23,7 @@ from kernelwheel.model.variant import Arch
 from kernelwheel.plan.defaults import Machine
 from kernelwheel.plan.matrix import plan_matrix
 from kernelwheel.plan.options import ENV_VARS
-from kernelwheel.plan.planning import plan_project, selected_recipes
+from kernelwheel.plan.planning import plan_project
 
 
 @pytest.fixture(autouse=True)

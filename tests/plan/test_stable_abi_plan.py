@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.requests import selected_recipes
 
 from kernelwheel.compat.gpus import Gpus
 from kernelwheel.errors import VariantError
@@ -16,7 +17,7 @@ from kernelwheel.model.variant import Arch, TorchVersion, Variant
 from kernelwheel.plan.defaults import Machine
 from kernelwheel.plan.matrix import plan_matrix
 from kernelwheel.plan.options import ENV_VARS
-from kernelwheel.plan.planning import plan_project, select, selected_recipes
+from kernelwheel.plan.planning import plan_project, select
 
 KERNELS = """
 [kernel.k_cpu]

@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.requests import request_for
 
-from kernelwheel.builder.request import request_for
 from kernelwheel.cli import main
 from kernelwheel.compat.gpus import Gpus
 from kernelwheel.errors import ToolchainError
@@ -23,7 +23,6 @@ from kernelwheel.plan.options import ENV_VARS, resolve_options
 from kernelwheel.plan.planning import plan_project, select
 from kernelwheel.plan.toolchains import (
     missing_toolchain,
-    require_toolchain,
     require_toolchains,
     runner_for,
 )
@@ -101,11 +100,11 @@ def test_runner_and_reason_per_backend(name: str, runner: str, reason: str | Non
     assert runner_for(variant) == runner
     if reason is None:
         assert missing_toolchain(variant) is None
-        require_toolchain(variant)
+        require_toolchains([variant])
     else:
         assert (missing_toolchain(variant) or "").startswith(reason)
         with pytest.raises(ToolchainError, match=name) as info:
-            require_toolchain(variant)
+            require_toolchains([variant])
         assert reason in str(info.value)
 
 

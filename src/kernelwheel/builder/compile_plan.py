@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from ..abi.remedies import RemedySet
 from ..errors import ProjectError, ToolchainError
@@ -32,7 +33,7 @@ from .compile_rules import (
     nvcc_torch_flags,
     shared_source_notes,
 )
-from .compile_spec import CompileSpec, SourceFlags
+from .compile_spec import CommandSpec, CompileSpec, SourceFlags
 from .envs import CudaToolkit, refuse_unsupported
 from .request import BuildRequest
 from .torch_free import sources_naming, torch_free_sources
@@ -68,9 +69,14 @@ class Toolchain:
     memory_mib: int | None = None  # memory available to the compilers; None: unknown
 
 
+Spec = TypeVar("Spec", CompileSpec, CommandSpec)
+
+
 @dataclass(frozen=True)
-class CompilePlan:
-    spec: CompileSpec
+class CompilePlan(Generic[Spec]):
+    """A compile as the worker runs it: a torch build's spec, or a tvm-ffi build's commands."""
+
+    spec: Spec
     notes: tuple[str, ...] = ()  # for the log and the user: kernels or capabilities left out
     keep_dir: Path | None = None  # nvcc's --keep-dir, to create before compiling
     # for the log alone: the jobs and nvcc threads and what bound them (builder/memory), unless
@@ -427,7 +433,7 @@ def plan_compile(
     dependency_includes: Sequence[Path] = (),
     recorded: Mapping[str, float] | None = None,
     peaks: Mapping[str, float] | None = None,
-) -> CompilePlan:
+) -> CompilePlan[CompileSpec]:
     """The compile of ``req``'s variant as kernel-builder would do it (docs/compile.md);
     ``dependency_includes``: the header folders of the kernels' ``depends`` (builder/deps);
     ``recorded``: earlier builds' seconds per unit (builder/unit_costs), for the schedule;

@@ -145,6 +145,10 @@ class CommandSpec:
     capabilities: tuple[str, ...] = ()
     include_dirs: tuple[str, ...] = ()  # the units' -I folders, in search order (builder.reuse)
 
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(unit.source for unit in self.units)
+
     def to_json(self) -> str:
         data: dict[str, Any] = asdict(self)
         data["kind"] = "commands"  # the worker's switch: run these, no setuptools

@@ -48,7 +48,7 @@ from . import codegen
 from .load_check import DeferredLoad
 from .pipeline import compile_extension, prepare_environment
 from .request import BuildKind, BuildRequest
-from .steps import full_version, load_checked, package_files, warnings_of
+from .steps import full_version, load_checked, package_files
 
 __all__ = [
     "DevBuild",
@@ -119,16 +119,15 @@ def _build_dev(
     project, variant, scope, log = req.project, req.variant, req.variant.name, req.log
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(req.log_header().replace("kernelwheel build", "kernelwheel dev", 1))
-    env, cross_build, toolkit, header = prepare_environment(req, reporter, runner)
+    prepared = prepare_environment(req, reporter, runner)
+    env, toolkit = prepared.env, prepared.toolkit
     namespace = dev_namespace(project, variant)
     with step(reporter, scope, "compile", log=log) as detail:
-        result = compile_extension(
-            req, env, namespace, log, toolkit, cross_build, header, runner, incremental=True
-        )
-        detail.append(str(result["cache"]))
-    for warning in warnings_of(result):
+        compiled = compile_extension(req, prepared, namespace, runner, incremental=True)
+        detail.append(compiled.cache)
+    for warning in compiled.warnings:
         reporter.info(scope, f"warning: {warning}")
-    so_path = Path(str(result["shared_object"]))
+    so_path = compiled.shared_object
     digest = sha256_remembered(so_path, req.work_dir / f"{variant.name}.so.sha256")
     # A shared object that loaded before is not loaded again: an unchanged project's run costs
     # no torch import. One that failed is checked on every run until it loads.

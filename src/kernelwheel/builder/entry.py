@@ -1,5 +1,5 @@
 """The one entry of every build kind: :func:`build_and_export` takes a request and a reporter
-(and the process runner), runs the builder of the request's kind, and writes the Hub layout.
+(and the process runner), runs the builder of the request's kind, then writes the Hub layout.
 
 The kind was decided when the request was made (:class:`~.request.BuildKind`); the builders
 share their steps (:mod:`.steps`) and never import each other.
@@ -17,7 +17,7 @@ from packaging.version import Version
 
 from .._util import RUNNER, Runner, locked
 from ..log import Reporter, step
-from .noarch import build_noarch
+from .noarch import backend_namespace, build_noarch
 from .pipeline import build_variant
 from .request import BuildKind, BuildRequest, BuiltWheel
 from .steps import full_version
@@ -45,19 +45,25 @@ def build_and_export(req: BuildRequest, reporter: Reporter, runner: Runner = RUN
 
 
 def _export(req: BuildRequest, reporter: Reporter, wheel: BuiltWheel) -> None:
-    if req.hub_layout is not None and req.kind is not BuildKind.NOARCH:
-        # Imported here: the hub package pulls in huggingface_hub, which builds do not need.
-        from ..hub.export import export_variant
+    """The Hub layout's ``build/<variant>/`` of every variant the wheel serves (a noarch wheel
+    serves several, each with its backend's namespace)."""
+    if req.hub_layout is None:
+        return
+    # Imported here: the hub package pulls in huggingface_hub, which builds do not need.
+    from ..hub.export import export_variant
 
-        with step(reporter, req.variant.name, "hub layout") as detail:
+    git = None if req.kind is BuildKind.NOARCH else req.git  # a noarch layout names no commit
+    for variant in req.serves or (req.variant,):
+        with step(reporter, variant.name, "hub layout") as detail:
+            namespace = backend_namespace(wheel.namespace, variant)
             folder = export_variant(
                 wheel.path,
                 req.project,
-                wheel.variant,
-                wheel.namespace,
+                variant,
+                namespace,
                 req.hub_layout,
                 capabilities=wheel.capabilities,
-                git=req.git,
+                git=git,
             )
             detail.append(str(folder))
 

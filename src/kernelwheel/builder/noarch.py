@@ -28,10 +28,11 @@ from .request import BuildRequest, BuiltWheel
 from .steps import package_files
 from .wheelmeta import project_metadata, requirements
 
-__all__ = ["build_noarch", "noarch_requirements"]
+__all__ = ["backend_namespace", "build_noarch", "noarch_requirements"]
 
 NOARCH_TAG = Tag("py3", "none", "any")
 REQUIRES_PYTHON = ">=3.9"  # what kernel-builder's noarch packages declare
+BACKEND = "<backend>"  # in the wheel's namespace: the backend its _ops.py imports for
 # The build id hashes the project's files with this name: the wheel serves every backend.
 _ID_VARIANT = Variant(None, None, None, None, None)
 
@@ -91,11 +92,10 @@ def noarch_requirements(
 
 def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER) -> BuiltWheel:
     """Write the one wheel of ``req``'s pure-Python project for the noarch variants it serves
-    into the output folder (and, with ``hub_layout``, a ``build/torch-<backend>/`` folder per
-    variant there). Nothing is run: ``runner`` is the entry's, unused."""
+    into the output folder. Nothing is run: ``runner`` is the entry's, unused."""
     del runner  # the same signature as every builder: nothing is compiled
     project, variants = req.project, req.serves or (req.variant,)
-    version, out_dir, hub_layout = req.version, req.out_dir, req.hub_layout
+    version, out_dir = req.version, req.out_dir
     if not project.noarch or any(not v.noarch for v in variants):
         raise ProjectError(
             f"{project.name} is not a pure-Python project (or no noarch variant is selected)",
@@ -114,7 +114,7 @@ def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER)
     scope = ",".join(v.name for v in variants)
     with step(reporter, scope, "codegen") as detail:
         bid = codegen.build_id(project, _ID_VARIANT)
-        detail.append(f"_{project.package}_<backend>_{bid}")
+        detail.append(f"_{project.package}_{BACKEND}_{bid}")
     with step(reporter, scope, "wheel") as detail:
         files = package_files(project)
         files[f"{project.package}/_ops.py"] = codegen.noarch_ops_py(project.package, bid).encode()
@@ -139,14 +139,12 @@ def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER)
         )
         path = write_wheel(meta.apply(spec), out_dir)
         detail.append(path.name)
-    if hub_layout is not None:
-        # Imported here: the hub package pulls in huggingface_hub, which builds do not need.
-        from ..hub.export import export_variant
-
-        for variant in variants:
-            with step(reporter, variant.name, "hub layout") as detail:
-                backend = variant.backend.token if variant.backend is not None else "universal"
-                namespace = f"_{project.package}_{backend}_{bid}"
-                detail.append(str(export_variant(path, project, variant, namespace, hub_layout)))
     # The wheel's namespace is made per backend at import (_ops.py): named here as a pattern.
-    return BuiltWheel(req.variant, path, bid, f"_{project.package}_<backend>_{bid}", req.log, None)
+    return BuiltWheel(req.variant, path, bid, f"_{project.package}_{BACKEND}_{bid}", req.log, None)
+
+
+def backend_namespace(namespace: str, variant: Variant) -> str:
+    """The ops namespace a noarch wheel's ``namespace`` pattern takes for ``variant``'s backend
+    (a compiled wheel's namespace, which has no pattern, is returned as it is)."""
+    backend = variant.backend.token if variant.backend is not None else "universal"
+    return namespace.replace(BACKEND, backend)

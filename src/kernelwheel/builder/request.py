@@ -1,5 +1,5 @@
 """What a build of one variant is asked to do (:class:`BuildRequest`) and what it gives
-(:class:`BuiltWheel`); :func:`request_for` makes the request from the plan and the resolved
+(:class:`BuiltWheel`); :func:`plan_requests` makes the requests from the plan and the resolved
 options, the one place options become build settings."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .memory import available as available_memory
 from .preflight import system_toolkit
 from .wheelmeta import check_card
 
-__all__ = ["BuildKind", "BuildRequest", "BuiltWheel", "plan_requests", "request_for"]
+__all__ = ["BuildKind", "BuildRequest", "BuiltWheel", "plan_requests"]
 
 
 class BuildKind(str, Enum):
@@ -53,14 +53,13 @@ class BuildRequest:
     work_dir: Path
     cache_dir: Path
     env_spec: EnvSpec | None  # how to create the environment; None when python is given
+    # The variant's recipe (a tvm-ffi build's pins; a noarch build's: its first variant's).
+    recipe: VariantRecipe
     python: Path | None = None  # use this interpreter's torch instead of creating an environment
     cuda_home: Path | None = None
     default_capabilities: tuple[str, ...] = ()
     cuda_system_paths: tuple[Path, ...] = ()  # where a "system" toolchain may live
     jobs: int = 2  # this variant's CPU budget (--jobs, split between the variants at once)
-    # Variants compiling at the same time as this one, itself included: the machine's CPUs and
-    # memory are split between them (the variant-jobs option).
-    variants_at_once: int = 1
     cpus: int = 1  # this variant's share of the CPUs this process may use
     memory_mib: int | None = None  # its share of the memory available (None: unknown)
     memory_source: str = ""  # where that figure came from, for the log (builder/memory)
@@ -70,8 +69,7 @@ class BuildRequest:
     cxx: str = "c++"
     manylinux: str | None = "manylinux_2_28"  # None: keep linux_<arch>, only check
     best_effort: bool = False  # keep a wheel that cannot comply (linux_<arch>) instead of failing
-    recipe: VariantRecipe | None = None  # the variant's recipe (a tvm-ffi build's pins)
-    cross: CrossPlan | None = None  # a build for another arch: planned by request_for
+    cross: CrossPlan | None = None  # a build for another arch: planned with the request
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     fatbin_compression: str = "default"  # nvcc --compress-mode (CUDA >= 12.8)
     cuda_capabilities: tuple[str, ...] | None = None  # replaces build.toml's and the recipe's
@@ -180,37 +178,6 @@ def plan_requests(
     )
 
 
-def request_for(
-    project: KernelProject,
-    recipe: VariantRecipe,
-    version: str,
-    options: Options,
-    recipes: Recipes,
-    deps: DependencyTable | None = None,
-    *,
-    git: GitState | None = None,
-    gpu_capabilities: tuple[str, ...] = (),
-    at_once: int = 1,
-    environ: Mapping[str, str] | None = None,
-    runner: Runner = RUNNER,
-) -> BuildRequest:
-    """The request to build ``recipe``'s variant of ``project``: :func:`plan_requests` of one."""
-    (request,) = plan_requests(
-        project,
-        [recipe],
-        version,
-        options,
-        recipes,
-        deps,
-        git=git,
-        gpu_capabilities=gpu_capabilities,
-        at_once=at_once,
-        environ=environ,
-        runner=runner,
-    )
-    return request
-
-
 def _noarch_request(
     project: KernelProject,
     selected: Sequence[VariantRecipe],
@@ -234,6 +201,7 @@ def _noarch_request(
         work_dir=options.cache_dir / "work" / project.package,
         cache_dir=options.cache_dir,
         env_spec=None,
+        recipe=selected[0],
         git=git,
         options_preamble=options.preamble(),
         hub_layout=options.hub_layout,
@@ -283,6 +251,7 @@ def _request(
         work_dir=options.cache_dir / "work" / project.package,
         cache_dir=options.cache_dir,
         env_spec=env_spec,
+        recipe=recipe,
         python=options.python,
         # a "system" toolchain: the toolkit of exactly its CUDA X.Y (builder.preflight)
         cuda_home=options.cuda_home
@@ -291,14 +260,12 @@ def _request(
         for_gpus_here=bool(cuda and gpu_capabilities),
         cuda_system_paths=tuple(Path(p) for p in cuda.system_paths) if cuda else (),
         jobs=max(1, resolve_jobs(options.jobs) // at_once),
-        variants_at_once=at_once,
         cpus=max(1, resolve_jobs(None) // at_once),
         memory_mib=share.mib if share else None,
         memory_source=share.source if share else "",
         cxx=cxx,
         manylinux=options.manylinux(),
         best_effort=options.best_effort,
-        recipe=recipe,
         cross=cross_plan,
         local_version_style=options.local_version_style,
         fatbin_compression=options.fatbin_compression,

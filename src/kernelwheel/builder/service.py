@@ -164,7 +164,7 @@ def _requests(
     # here too, for every variant at once, before any environment is made.
     compiled = [r for r in requests if r.kind is not BuildKind.NOARCH]
     require_buildable(
-        [r.recipe for r in compiled if r.recipe is not None],
+        [r.recipe for r in compiled],
         {r.variant.name: r.env_spec for r in compiled},
         options.cuda_home,
         runner,

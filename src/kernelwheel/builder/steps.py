@@ -1,7 +1,8 @@
 """The steps every compiled build kind shares (per-torch and stable-ABI builds in
-``pipeline``, tvm-ffi builds in ``tvm_ffi``): the toolchain refusal and probes, the wheel's
-version and package files, and repair + check into the output folder. Both kinds import this
-module; it imports neither, so there is no cycle between them."""
+``pipeline``, tvm-ffi builds in ``tvm_ffi``): the build's opening, the toolchain refusal and
+probes, the one compile step (:func:`compile_step`, giving :class:`Compiled`), the wheel's
+version and package files, the raw wheel, and repair + check into the output folder. Both kinds
+import this module; it imports neither, so there is no cycle between them."""
 
 from __future__ import annotations
 
@@ -10,10 +11,19 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from .._util import RUNNER, CommandTimeout, Runner, atomic_copy, atomic_write, write_if_changed
+from .._util import (
+    RUNNER,
+    CommandTimeout,
+    Runner,
+    atomic_copy,
+    atomic_write,
+    output_dir,
+    write_if_changed,
+)
 from ..abi import Rule, WheelReport, check_wheel
 from ..abi._elf import demangle
 from ..abi.origins import objects_referencing
@@ -26,16 +36,21 @@ from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, LocalVersionStyle, Variant
-from ..wheels import Member
-from .compile_plan import SOURCE_SUFFIXES, Toolchain
+from ..wheels import Member, WheelSpec, write_wheel
+from . import unit_costs
+from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
 from .compile_rules import NO_GNU_UNIQUE
-from .compile_spec import CommandSpec, CompileSpec
+from .compile_spec import CommandSpec, CompileSpec, output_identity
 from .compiler_cache import ccache_env, project_census, read_stats, select_ccache
+from .cross import CrossBuild
+from .deps import provide_headers
 from .diagnostics import Fault, PathMap, failure, fault, warning_summary
 from .envs import CudaToolkit, EnvInfo, supported_capabilities
 from .load_check import DeferredLoad, check_load, skip_reason
+from .memory import load_estimates
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
+from .wheelmeta import project_metadata
 
 # The compile worker, run by file path inside each build's environment (every build kind's).
 WORKER = Path(__file__).with_name("_compile_worker.py")
@@ -45,15 +60,15 @@ PROJECT_LINK = "project"
 __all__ = [
     "PROJECT_LINK",
     "WORKER",
-    "cache_summary",
-    "check_cxx_toolchain",
-    "compile_env",
+    "Compiled",
+    "PlanInputs",
+    "compile_step",
     "finish_wheel",
     "full_version",
+    "open_build",
     "package_files",
-    "probe_toolchain",
+    "raw_wheel",
     "run_worker",
-    "warnings_of",
 ]
 
 
@@ -179,6 +194,17 @@ def check_cxx_toolchain(cxx: str, environ: Mapping[str, str], runner: Runner = R
     )
 
 
+def open_build(req: BuildRequest, runner: Runner) -> None:
+    """The opening of every compiled build: the C++ compiler refused before anything runs (a
+    cross build brings its own), a clear error for an output folder that is a file or cannot be
+    written, and the variant's log begun with what is built and its options."""
+    if not req.best_effort and (req.variant.arch is None or req.variant.arch is Arch.host()):
+        check_cxx_toolchain(req.cxx, os.environ, runner)
+    output_dir(req.out_dir, "--output-dir")
+    req.log.parent.mkdir(parents=True, exist_ok=True)
+    req.log.write_text(req.log_header())
+
+
 def package_files(project: KernelProject) -> dict[str, Member]:
     """The Python package files from torch-ext/<package>/ (tvm-ffi-ext/ for tvm-ffi projects),
     recursively: ``.py`` and the framework section's ``pyext`` suffixes, each as its path (the
@@ -285,6 +311,144 @@ def compile_env(
         # finds on PATH by itself.
         env_vars["TORCH_NO_COMPILER_WRAPPER"] = "1"
     return env_vars, cached is not None
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """What the compile step gives, every compiled kind alike."""
+
+    shared_object: Path
+    capabilities: tuple[str, ...]  # the CUDA capabilities compiled for
+    cache: str  # what the compiler cache (or the reuse of an unchanged build) did
+    notes: tuple[str, ...]  # the plan's: kernels or capabilities left out
+    warnings: tuple[str, ...]  # one line per unit that warned (builder.diagnostics)
+    py_limited_api: str = ""  # the Py_LIMITED_API a torch extension really used
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """What the compile step hands a kind's plan of its compile."""
+
+    stage: Path  # the variant's work folder
+    tools: Toolchain  # the compilers' facts
+    remedies: RemedySet
+    headers: tuple[Path, ...]  # the depends' header folders (builder.deps)
+    recorded: Mapping[str, float]  # earlier builds' seconds per unit (builder.unit_costs)
+    peaks: Mapping[str, float]  # and their peak MiB per unit (builder.memory)
+
+
+Planner = Callable[[PlanInputs], CompilePlan[CompileSpec] | CompilePlan[CommandSpec]]
+
+
+def compile_step(
+    req: BuildRequest,
+    python: Path,
+    facts: EnvInfo | tuple[object, ...],
+    toolkit: CudaToolkit | None,
+    header: ForcedHeader | None,
+    plan: Planner,
+    runner: Runner,
+    *,
+    cross_build: CrossBuild | None = None,
+    incremental: bool = False,
+) -> Compiled:
+    """The compile of every compiled kind, in the variant's work folder: the remedies' header,
+    the depends' headers, the toolchain's probes, the kind's ``plan``, then the compile worker
+    with ``python`` (the environment whose ``facts`` key the reuse of an unchanged build), the
+    compiler cache and the toolkit first on PATH (``cross_build``: its compilers). Skipped when
+    nothing it is built from changed (builder.reuse). ``incremental`` (``dev``): the work
+    folder's objects are kept, ninja recompiles only what changed, and a spec unchanged since
+    the last run runs ninja and the link alone, without the worker's start."""
+    stage = req.work_dir / req.variant.name
+    if stage.exists() and not incremental:
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True, exist_ok=True)
+    # The remedies keep the .so within the policy when built with a newer gcc/glibc.
+    remedies = write_remedies(header, stage / "include")
+    headers = tuple(provide_headers(req.headers, req.cache_dir, python, req.log, runner))
+    tools = probe_toolchain(toolkit, req, runner)
+    costs = unit_costs.store_path(req.cache_dir, req.project.root)
+    peaks = unit_costs.peaks_path(req.cache_dir, req.project.root)
+    recorded = unit_costs.read_costs(costs), unit_costs.read_costs(peaks)
+    planned = plan(PlanInputs(stage, tools, remedies, headers, *recorded))
+    if planned.keep_dir is not None:
+        planned.keep_dir.mkdir(parents=True, exist_ok=True)
+    if planned.notes or planned.log_lines:
+        with open(req.log, "a") as fh:
+            fh.writelines(f"note: {note}\n" for note in (*planned.notes, *planned.log_lines))
+    spec = planned.spec
+    Path(spec.build_temp).mkdir(parents=True, exist_ok=True)
+    direct = _direct_commands(stage, spec) if incremental else None
+    spec.write(stage / "compile.json")
+    stats_log = stage / "ccache-stats.log"
+    env_vars, cached = compile_env(req, toolkit, stats_log, runner)
+    if cross_build is not None:  # kernelwheel.builder.cross: CC/CXX/LDSHARED = the cross compiler
+        cross_build.extend_env(env_vars, req.cache_dir)
+    reuse, key, stored = unchanged_compile(req, stage, spec, facts, env_vars)
+    if stored is not None:
+        return _compiled(stored, spec, "unchanged: compile skipped", planned.notes)
+    result = run_worker(req, python, stage, env_vars, planned.keep_dir, runner, direct=direct)
+    _record_unit_costs(costs, peaks, spec, stage)
+    if reuse is not None and direct is None:  # a direct run's inputs are not read again
+        reuse.store(key, result, spec.sources, spec.include_dirs)
+    cache = str(result.get("cache") or cache_summary(req, stats_log, cached))
+    return _compiled(result, spec, cache, planned.notes)
+
+
+def _compiled(
+    result: Mapping[str, object],
+    spec: CompileSpec | CommandSpec,
+    cache: str,
+    notes: tuple[str, ...],
+) -> Compiled:
+    warnings = result.get("warnings")
+    return Compiled(
+        Path(str(result["shared_object"])),
+        spec.capabilities,
+        cache,
+        notes,
+        tuple(str(w) for w in warnings) if isinstance(warnings, list) else (),
+        str(result.get("py_limited_api", "")),
+    )
+
+
+def _record_unit_costs(
+    costs: Path, peaks: Path, spec: CompileSpec | CommandSpec, stage: Path
+) -> None:
+    """This compile's seconds per unit, from ninja's log, and peak MiB (builder/memory), kept
+    by project-relative path for the next build's schedule and jobs (a command spec's compile
+    keeps neither): the compilers name the project's files through its link in the work
+    folder."""
+    temp, project = Path(spec.build_temp), Path(os.path.abspath(stage / PROJECT_LINK))
+    floor = load_estimates().min_measured
+    for store, took, decay in (
+        (costs, unit_costs.unit_seconds(temp), unit_costs.DECAY),
+        (peaks, unit_costs.unit_peaks(temp, floor), 1.0),
+    ):
+        found: dict[str, float] = {}
+        for source, value in took.items():
+            path = Path(os.path.abspath(source))
+            if path.is_relative_to(project):
+                found[path.relative_to(project).as_posix()] = value
+        unit_costs.record_costs(store, found, decay=decay)
+
+
+def _direct_commands(
+    stage: Path, spec: CompileSpec | CommandSpec
+) -> tuple[list[str], list[str]] | None:
+    """ninja on the work folder's build.ninja, then the link the worker recorded: the compile
+    of a dev build whose spec has not changed since its last run (whose build.ninja would be
+    the same), else None."""
+    try:
+        last_spec = output_identity((stage / "compile.json").read_text())
+        same = last_spec == output_identity(spec.to_json())
+        last = json.loads((stage / "result.json").read_text())
+    except (OSError, ValueError):
+        return None
+    ninja, link = last.get("ninja"), last.get("link")
+    if not (same and ninja and link and Path(str(last.get("shared_object"))).is_file()):
+        return None
+    return [str(ninja), "-v", "-C", spec.build_temp, "-j", str(spec.jobs)], [str(a) for a in link]
 
 
 def run_worker(
@@ -454,12 +618,6 @@ def _project_paths(req: BuildRequest, stage: Path, spec_path: Path) -> PathMap:
     return PathMap(tuple(dict.fromkeys(folders)), cwd)
 
 
-def warnings_of(result: Mapping[str, object]) -> tuple[str, ...]:
-    """A compile result's warning summary (:func:`run_worker`), one line per unit that warned."""
-    found = result.get("warnings")
-    return tuple(str(w) for w in found) if isinstance(found, list) else ()
-
-
 def unchanged_compile(
     req: BuildRequest,
     stage: Path,
@@ -493,6 +651,20 @@ def cache_summary(req: BuildRequest, stats_log: Path, cached: bool) -> str:
     return "no compiler cache (no-ccache)" if req.no_ccache else "no compiler cache (see the log)"
 
 
+def raw_wheel(req: BuildRequest, spec: WheelSpec) -> Path:
+    """The wheel of a compiled variant before repair, in its work folder, with the project's
+    licence, its files, URLs and kernel card (builder.wheelmeta). Stored, not deflated, when
+    auditwheel re-zips it; deflated when it is the output itself: without repair, or with best
+    effort (kept as is when the repair fails)."""
+    variant, dirty = req.variant.name, bool(req.git and req.git.dirty)
+    meta = project_metadata(req.project, version=spec.version, variant=variant, dirty=dirty)
+    return write_wheel(
+        meta.apply(spec),
+        req.work_dir / req.variant.name / "dist",
+        compress=req.manylinux is None or req.best_effort,
+    )
+
+
 def finish_wheel(
     req: BuildRequest,
     raw: Path,
@@ -500,14 +672,14 @@ def finish_wheel(
     bid: str,
     namespace: str,
     env: EnvInfo | None,
-    capabilities: tuple[str, ...],
+    compiled: Compiled,
     runner: Runner,
-    warnings: tuple[str, ...] = (),
 ) -> BuiltWheel:
     """Repair the raw wheel to the manylinux policy (or only check it, without one) and put it
-    into the output folder: the last steps of every compiled build. ``warnings``: the compile's
-    summary (:func:`warnings_of`), carried to the wheel's outcome."""
+    into the output folder: the last steps of every compiled build. The compile's capabilities
+    and warnings are carried to the wheel's outcome."""
     variant, scope, log = req.variant, req.variant.name, req.log
+    capabilities, warnings = compiled.capabilities, compiled.warnings
     if req.manylinux is None:
         with step(reporter, scope, "check") as detail:
             report = check_wheel(raw, policy=None)

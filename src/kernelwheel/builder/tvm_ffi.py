@@ -22,9 +22,9 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
 import sys
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -32,17 +32,17 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .._util import RUNNER, CommandTimeout, Runner, atomic_write, output_dir
-from ..abi.symver import ForcedHeader
+from .._util import RUNNER, CommandTimeout, Runner, atomic_write
 from ..errors import ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.recipes import TVM_FFI_PACKAGE, VariantRecipe, tvm_ffi_requirement
 from ..model.sources import PipSources
 from ..model.variant import Arch, BackendKind, TvmFfiVersion
-from ..wheels import WheelSpec, write_wheel
-from . import codegen
-from .deps import provide_headers
+from ..wheels import WheelSpec
+from . import codegen, steps
+from .compile_plan import CompilePlan
+from .compile_spec import CommandSpec
 from .envs import (
     READY_MARKER,
     CudaToolkit,
@@ -53,24 +53,8 @@ from .envs import (
     toolchain_step,
 )
 from .request import BuildRequest, BuiltWheel
-from .steps import (
-    cache_summary,
-    check_cxx_toolchain,
-    compile_env,
-    finish_wheel,
-    full_version,
-    load_checked,
-    package_files,
-    probe_toolchain,
-    remedies_setting,
-    remedy_header,
-    run_worker,
-    unchanged_compile,
-    warnings_of,
-    write_remedies,
-)
 from .tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
-from .wheelmeta import project_metadata, requirements
+from .wheelmeta import requirements
 
 __all__ = ["TvmFfiEnv", "build_tvm_ffi_variant", "provision_tvm_ffi", "wheel_requirements"]
 
@@ -174,7 +158,7 @@ def provision_tvm_ffi(
                 env = None
             if env is not None and env.python.exists():
                 return env
-        steps = [
+        pip_steps = [
             PipStep(TOOLS, "install the build tools"),
             PipStep(
                 what=f"install {TVM_FFI_PACKAGE} {recipe.tvm_ffi.version}",
@@ -185,8 +169,8 @@ def provision_tvm_ffi(
             ),
         ]
         if recipe.cuda is not None and recipe.cuda.source == "pypi":
-            steps.append(toolchain_step(recipe.cuda.requirements()))
-        py = make_env(root, Path(sys.executable), sources, steps, log, runner)
+            pip_steps.append(toolchain_step(recipe.cuda.requirements()))
+        py = make_env(root, Path(sys.executable), sources, pip_steps, log, runner)
         env = probe_tvm_ffi(py, runner)
         atomic_write(marker, env.to_json())  # written last: the environment is complete
         return dataclasses.replace(env, notes=notes)
@@ -214,25 +198,15 @@ def wheel_requirements(
 def build_tvm_ffi_variant(
     req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER
 ) -> BuiltWheel:
-    project, variant = req.project, req.variant
+    project, variant, recipe = req.project, req.variant, req.recipe
     assert variant.tvm_ffi is not None and variant.backend is not None
     scope, log = variant.name, req.log
-    recipe = req.recipe
-    if recipe is None:
-        raise ToolchainError(
-            f"no recipe for {variant.name} in the build request",
-            hint="make the request with kernelwheel.builder.request.request_for",
-        )
     if variant.arch is not Arch.host():
         raise ToolchainError(
             f"{variant.name} is for another arch; tvm-ffi variants build on their own arch only",
             hint="build it on a machine of that arch",
         )
-    if not req.best_effort:
-        check_cxx_toolchain(req.cxx, os.environ, runner)
-    output_dir(req.out_dir, "--output-dir")
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(req.log_header())
+    steps.open_build(req, runner)
 
     with step(reporter, scope, "environment", log=log) as detail:
         if req.python is not None:
@@ -258,94 +232,60 @@ def build_tvm_ffi_variant(
         _check_series(env, variant.tvm_ffi)
         if toolkit:
             detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
-        header = remedy_header(req, runner)
+        header = steps.remedy_header(req, runner)
 
     with step(reporter, scope, "codegen") as detail:
-        bid = codegen.build_id(project, variant, settings=(remedies_setting(header),))
+        bid = codegen.build_id(project, variant, settings=(steps.remedies_setting(header),))
         namespace = codegen.ops_namespace(project.package, bid)
         detail.append(namespace)
 
     with step(reporter, scope, "compile", log=log) as detail:
-        compiled = _compile(req, env, namespace, toolkit, header, runner)
-        shared_object, capabilities, cache, warnings = compiled
-        detail.append(f"{shared_object.name}; {cache}")
-    load_checked(req, env.python, shared_object, namespace, "tvm-ffi", reporter, runner)
+        # The inputs of an unchanged variant are the units' depfiles' list (builder.reuse).
+        facts = (env.python, env.version, *env.include_dirs, env.lib_dir)
+        plan = partial(_plan, req, namespace, env, toolkit)
+        compiled = steps.compile_step(req, env.python, facts, toolkit, header, plan, runner)
+        detail.append(f"{compiled.shared_object.name}; {compiled.cache}")
+    steps.load_checked(
+        req, env.python, compiled.shared_object, namespace, "tvm-ffi", reporter, runner
+    )
 
     with step(reporter, scope, "wheel") as detail:
-        version = full_version(req.version, variant, req.local_version_style)
-        files = package_files(project)
+        files = steps.package_files(project)
         files[f"{project.package}/_ops.py"] = codegen.tvm_ffi_ops_py(namespace).encode()
         so_name = f"{project.package}/{namespace}.so"
-        files[so_name] = shared_object
-        spec = WheelSpec(
-            name=project.name,
-            version=version,
-            tag=Tag("py3", "none", variant.platform_tag(manylinux=None)),
-            files=files,
-            requires_dist=wheel_requirements(project, recipe, env.version),
-            requires_python=REQUIRES_PYTHON,
-            summary=f"{project.name} tvm-ffi kernel ({variant.name}), built by kernelwheel",
-            executables=frozenset({so_name}),
-        )
-        raw = write_wheel(
-            project_metadata(
-                project,
-                version=version,
-                variant=variant.name,
-                dirty=bool(req.git and req.git.dirty),
-            ).apply(spec),
-            req.work_dir / variant.name / "dist",
-            compress=req.manylinux is None or req.best_effort,
+        files[so_name] = compiled.shared_object
+        raw = steps.raw_wheel(
+            req,
+            WheelSpec(
+                name=project.name,
+                version=steps.full_version(req.version, variant, req.local_version_style),
+                tag=Tag("py3", "none", variant.platform_tag(manylinux=None)),
+                files=files,
+                requires_dist=wheel_requirements(project, recipe, env.version),
+                requires_python=REQUIRES_PYTHON,
+                summary=f"{project.name} tvm-ffi kernel ({variant.name}), built by kernelwheel",
+                executables=frozenset({so_name}),
+            ),
         )
         detail.append(raw.name)
-    return finish_wheel(req, raw, reporter, bid, namespace, None, capabilities, runner, warnings)
+    return steps.finish_wheel(req, raw, reporter, bid, namespace, None, compiled, runner)
 
 
-def _compile(
+def _plan(
     req: BuildRequest,
-    env: TvmFfiEnv,
     namespace: str,
+    env: TvmFfiEnv,
     toolkit: CudaToolkit | None,
-    header: ForcedHeader | None,
-    runner: Runner,
-) -> tuple[Path, tuple[str, ...], str, tuple[str, ...]]:
-    """Compile and link ``<namespace>.so`` through the compile worker, as the torch builds do
-    (the compiler cache, the toolkit store, the same flags): the shared object, the CUDA
-    capabilities compiled for, what the compiler cache did and the warning summary."""
-    variant, log = req.variant, req.log
-    stage = req.work_dir / variant.name
-    if stage.exists():
-        shutil.rmtree(stage)
-    stage.mkdir(parents=True)
-    remedies = write_remedies(header, stage / "include")  # the torch builds' remedies
-    # The kernels' depends (CUTLASS from PyPI or a local checkout), as torch builds get them.
-    dependencies = provide_headers(req.headers, req.cache_dir, env.python, log, runner)
+    given: steps.PlanInputs,
+) -> CompilePlan[CommandSpec]:
+    """The tvm-ffi library's compile as commands (builder.tvm_ffi_plan), linked against the
+    environment's apache-tvm-ffi and finding the CUDA runtime through its rpaths (the units'
+    recorded seconds unused: the commands run in the plan's order)."""
     rpaths = _runtime_rpaths(env, toolkit, req.cache_dir / "toolkits")
     library = TvmFfiLibrary(env.include_dirs, env.lib_dir, rpaths)
-    tools = probe_toolchain(toolkit, req, runner)
-    plan = plan_tvm_ffi_compile(req, namespace, stage, tools, remedies, library, dependencies)
-    if plan.keep_dir is not None:
-        plan.keep_dir.mkdir(parents=True, exist_ok=True)
-    if plan.notes:
-        with open(log, "a") as fh:
-            fh.writelines(f"note: {n}\n" for n in plan.notes)
-    Path(plan.spec.build_temp).mkdir(parents=True, exist_ok=True)
-    plan.spec.write(stage / "compile.json")
-    stats_log = stage / "ccache-stats.log"
-    env_vars, cached = compile_env(req, toolkit, stats_log, runner)
-    # The inputs of an unchanged variant are the units' depfiles' list (builder.reuse).
-    facts = (env.python, env.version, *env.include_dirs, env.lib_dir)
-    reuse, key, stored = unchanged_compile(req, stage, plan.spec, facts, env_vars)
-    if stored is not None:
-        shared = Path(str(stored["shared_object"]))
-        return shared, plan.spec.capabilities, "unchanged: compile skipped", warnings_of(stored)
-    result = run_worker(req, env.python, stage, env_vars, plan.keep_dir, runner)
-    if reuse is not None:
-        sources = [unit.source for unit in plan.spec.units]
-        reuse.store(key, result, sources, plan.spec.include_dirs)
-    shared_object = Path(str(result["shared_object"]))
-    summary = cache_summary(req, stats_log, cached)
-    return shared_object, plan.spec.capabilities, summary, warnings_of(result)
+    return plan_tvm_ffi_compile(
+        req, namespace, given.stage, given.tools, given.remedies, library, given.headers
+    )
 
 
 def _check_series(env: TvmFfiEnv, series: TvmFfiVersion) -> None:

@@ -21,6 +21,7 @@ from ..errors import ProjectError
 from . import capabilities as caps
 from .compile_plan import (
     SOURCE_SUFFIXES,
+    CompilePlan,
     Toolchain,
     cuda_targets,
     nvcc_keep_flags,
@@ -37,7 +38,7 @@ from .compile_rules import (
 from .compile_spec import CommandSpec, CommandUnit
 from .request import BuildRequest
 
-__all__ = ["CommandPlan", "TvmFfiLibrary", "plan_tvm_ffi_compile"]
+__all__ = ["TvmFfiLibrary", "plan_tvm_ffi_compile"]
 
 
 @dataclass(frozen=True)
@@ -50,13 +51,6 @@ class TvmFfiLibrary:
     runtime_rpaths: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class CommandPlan:
-    spec: CommandSpec
-    notes: tuple[str, ...] = ()  # for the log: kernels or capabilities left out
-    keep_dir: Path | None = None  # nvcc's --keep-dir, to create before compiling
-
-
 def plan_tvm_ffi_compile(
     req: BuildRequest,
     namespace: str,
@@ -65,7 +59,7 @@ def plan_tvm_ffi_compile(
     remedies: RemedySet,
     library: TvmFfiLibrary,
     dependency_includes: Sequence[Path] = (),
-) -> CommandPlan:
+) -> CompilePlan[CommandSpec]:
     """The commands that compile ``req``'s tvm-ffi variant into ``<stage>/lib/<namespace>.so``:
     the binding, each kernel of the backend, the remedies' source, then the link, with the
     request's C++ compiler; nvcc is named bare, found first on the worker's PATH (the
@@ -153,7 +147,7 @@ def plan_tvm_ffi_compile(
         capabilities=capabilities,
         include_dirs=tuple(searched),
     )
-    return CommandPlan(spec, notes, stage / "nvcc-keep" if keep else None)
+    return CompilePlan(spec, notes, stage / "nvcc-keep" if keep else None)
 
 
 def _refuse_cuda_sources(

@@ -29,7 +29,6 @@ __all__ = [
     "needs_machine",
     "plan_project",
     "select",
-    "selected_recipes",
     "wheel_version",
 ]
 
@@ -96,13 +95,6 @@ def select(
         machine = probe_machine(planned.project, planned.options, runner=runner)
     default = default_build(planned.project, planned.full, planned.options, machine)
     return Selection((default.recipe,), default)
-
-
-def selected_recipes(
-    planned: Planned, variants: Sequence[str] = (), machine: Machine | None = None
-) -> list[VariantRecipe]:
-    """:func:`select`'s variants."""
-    return list(select(planned, variants, machine).recipes)
 
 
 def _canonical(pattern: str) -> str:

@@ -23,7 +23,6 @@ __all__ = [
     "backend_problem",
     "missing_toolchain",
     "require_a_backend_built_here",
-    "require_toolchain",
     "require_toolchains",
     "runner_for",
     "skip_pattern",
@@ -74,11 +73,6 @@ def missing_toolchain(variant: Variant) -> str | None:
 def skip_pattern(kind: BackendKind) -> str:
     """A ``--skip`` glob that leaves out every binary variant of ``kind``."""
     return _SKIP.get(kind, f"*-{kind.value}-*")
-
-
-def require_toolchain(variant: Variant) -> None:
-    """Raise :class:`ToolchainError` unless kernelwheel can compile ``variant``."""
-    require_toolchains([variant])
 
 
 def require_toolchains(variants: Iterable[Variant]) -> None:
