@@ -1,5 +1,5 @@
 """img2gray on a real GPU, in one run: build the wheel with kernelwheel, install it into a fresh
-venv, check it everywhere, time it against the alternatives. Driver: bench/run_gpu.sh.
+venv, check it everywhere, time it against the alternatives. Driver: bash bench/gpu.sh check.
 
 Phases (the second runs inside the fresh venv, started by the first):
   host   build wheel A (the real kernel, default capabilities) and wheel B (a copy of the kernel

@@ -1,6 +1,6 @@
 """img2gray's public call against torch's copy_, and the fatbin settings, on a GPU in one run.
 
-Driver: bench/run_gpu_perf.sh (one device call). Steps, all from this checkout:
+Driver: bash bench/gpu.sh perf (one device call). Steps, all from this checkout:
 
 1. build img2gray with kernelwheel (``--python`` the machine's torch, ``--no-repair``) once per
    device-code setting, in parallel: nvcc's fatbin compression default/none/size/speed/balance

@@ -7,7 +7,7 @@ kernelwheel's --hub-layout output).
         --tests-python /tmp/kwv/bin/python --out OUT [--cuda-capabilities 9.0]
 
 Writes OUT/real_kernels.log (every command and its output) and OUT/summary.md (one row per
-kernel: build, wheel, tests). The GPU driver is bench/gpu_real_kernels.sh.
+kernel: build, wheel, tests). The GPU driver is `bash bench/gpu.sh real-kernels`.
 """
 
 from __future__ import annotations

@@ -193,7 +193,7 @@ def test_hipify_name_clash_is_refused(tmp_path: Path) -> None:
 
 def test_the_fixture_of_the_first_form_reads_as_a_cuda_kernel() -> None:
     # tests/fixtures/first_format: built on CPU-only machines as a CUDA variant, and on the GPU
-    # machine by bench/gpu_default_variant.sh, which runs its op.
+    # machine by `bash bench/gpu.sh default-variant`, which runs its op.
     root = Path(__file__).resolve().parents[1] / "fixtures" / "first_format"
     project = load_project(root)
     assert (project.name, project.version, project.backends) == ("scale_add", "0.0.3", ("cuda",))
