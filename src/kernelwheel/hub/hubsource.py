@@ -221,17 +221,17 @@ def hub_timeout(environ: Mapping[str, str]) -> float | None:
 _MOST_SECONDS = 86400.0  # a day: more is a typo, and huge floats overflow the HTTP client
 
 
-def seconds(text: str, where: str) -> float:
-    """A number of seconds as given in ``where`` (a variable, a flag): positive, at most a
-    day; anything else a :class:`UsageError` naming ``where`` and the value."""
+def seconds(text: str, where: str, *, zero: bool = False, most: float = _MOST_SECONDS) -> float:
+    """A number of seconds as given in ``where`` (a variable, a flag): positive (``zero``: or
+    0), at most ``most``; anything else a :class:`UsageError` naming ``where`` and the value."""
     try:
         value = float(text.strip())
     except ValueError:
         value = float("nan")
-    if not 0 < value <= _MOST_SECONDS:  # nan fails too
+    if not (0 <= value if zero else 0 < value) or not value <= most:  # nan fails too
+        least = "from 0" if zero else "more than 0"
         raise UsageError(
-            f"{_given(where, text)} is not a number of seconds (more than 0, at most "
-            f"{_MOST_SECONDS:g})",
+            f"{_given(where, text)} is not a number of seconds ({least}, at most {most:g})",
             hint=f"give {where} a number of seconds such as 30 or 2.5"
             + ("" if where.startswith("--") else ", or unset it"),
         )
@@ -257,17 +257,9 @@ def _given(where: str, text: str) -> str:
 
 
 def _backoff(text: str | None) -> float:
-    try:
-        value = float(text) if text else 1.0
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 300:  # NaN fails too
-        raise UsageError(
-            f"{BACKOFF_VARIABLE}={text!r} is not a number of seconds from 0 to 300",
-            hint=f"unset {BACKOFF_VARIABLE} (1 s, then 2 s between a Hub call's tries), or set "
-            "it to the seconds before the second try, e.g. 0.5",
-        )
-    return value
+    """The first pause between a Hub call's tries (the second is twice it): 1 s, or the
+    variable's seconds, 0 to 300."""
+    return seconds(text, BACKOFF_VARIABLE, zero=True, most=300) if text else 1.0
 
 
 _TRIES = 3  # a call that times out or cannot connect is tried this often (HubSettings.pause)
