@@ -13,7 +13,7 @@ from pathlib import Path
 from .._util import write_if_changed
 from ..compat.guard import BuildStamp, guard_source
 from ..model.project import KernelProject
-from ..model.variant import BackendKind, Variant
+from ..model.variant import Variant
 
 # Bump when generated code changes in a way that must change the build id.
 CODEGEN_SCHEMA = "2"  # 2: kernel-builder's macros and one backend per variant
@@ -92,10 +92,6 @@ def add_op_namespace_prefix(op_name: str) -> str:
     return f"{namespace}::{{op_name}}"
 """
     return header + guard_source(stamp) + loader
-
-
-def is_cuda_variant(variant: Variant) -> bool:
-    return variant.backend is not None and variant.backend.kind is BackendKind.CUDA
 
 
 def write_registration_header(include_dir: Path) -> Path:

@@ -84,13 +84,6 @@ class MatrixPlan:
                 return ids
         raise KeyError(name)
 
-    def reason_for(self, name: str) -> str | None:
-        """Why ``name`` was left out (None if it was not)."""
-        for rejection in self.rejected:
-            if rejection.variant_name == name:
-                return rejection.reason
-        return None
-
     def select(self, selector: Selector) -> MatrixPlan:
         """Apply ``build``/``skip``/``only``: the deselected variants move to ``rejected``.
 
