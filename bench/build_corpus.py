@@ -526,7 +526,7 @@ class ObjectTimes:
 def object_times(project: Path, cache: Path, variant: str) -> ObjectTimes | None:
     """Each object's compile time (end - start, ms) from the ``.ninja_log`` of ``variant``'s
     work folder, the last record per object; None without a log."""
-    from kernelwheel.builder.torch_free import torch_free_sources
+    from kernelwheel.compile.torch_free import torch_free_sources
     from kernelwheel.model.project import load_project
 
     logs = list((cache / "work").glob(f"*/{variant}/obj/.ninja_log"))

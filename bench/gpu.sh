@@ -191,7 +191,7 @@ job_first_unchanged() {  # PROJECT [COSTS]: issue 37's "unchanged <= 2 s", issue
   rm -rf /tmp/kw-cache "$proj" && cp -r "$project" "$proj"
   if [ -n "$costs" ]; then  # where kernelwheel keeps the record for this folder
     store=$("$V/bin/python" -c 'import sys; from pathlib import Path
-from kernelwheel.builder.unit_costs import store_path
+from kernelwheel.compile.unit_costs import store_path
 print(store_path(Path(sys.argv[1]), Path(sys.argv[2])))' /tmp/kw-cache "$proj")
     mkdir -p "$(dirname "$store")" && cp "$costs" "$store"
   fi

@@ -1,7 +1,7 @@
 """Which CUDA sources of a corpus reach no torch header (issue 22, goal 2): kernelwheel keys
 those on their preprocessed text, so one compile per CUDA toolkit serves every torch version.
 
-Runs kernelwheel's own scan (``kernelwheel.builder.torch_free``: ``#include`` lines followed
+Runs kernelwheel's own scan (``kernelwheel.compile.torch_free``: ``#include`` lines followed
 through the project, with build.toml's include folders) over every ``.cu`` a project's kernels
 list; a static estimate, the measured hits are bench/build_corpus.py's.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kernelwheel.builder.torch_free import torch_free_sources
+from kernelwheel.compile.torch_free import torch_free_sources
 from kernelwheel.errors import KernelwheelError
 from kernelwheel.model.project import load_project
 

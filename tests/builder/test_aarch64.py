@@ -35,8 +35,8 @@ from support.variants import TORCH29_CPU_AARCH64 as VARIANT_29
 
 from kernelwheel.abi import check_wheel
 from kernelwheel.abi._elf import read_elf
-from kernelwheel.builder.envs import EnvSpec, locked, provision
 from kernelwheel.cli import main
+from kernelwheel.toolchain.envs import EnvSpec, locked, provision
 from kernelwheel.wheels import read_wheel
 
 pytestmark = pytest.mark.integration

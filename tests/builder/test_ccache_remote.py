@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 from support.redis import redis_server
 
-from kernelwheel.builder.compiler_cache import (
+from kernelwheel.errors import UsageError
+from kernelwheel.model.recipes import load_ccache_recipe
+from kernelwheel.model.sources import PipSources
+from kernelwheel.plan.options import resolve_options
+from kernelwheel.toolchain.compiler_cache import (
     Ccache,
     ccache_env,
     inspect_ccache,
@@ -20,10 +24,6 @@ from kernelwheel.builder.compiler_cache import (
     select_ccache,
     usable,
 )
-from kernelwheel.errors import UsageError
-from kernelwheel.model.recipes import load_ccache_recipe
-from kernelwheel.model.sources import PipSources
-from kernelwheel.plan.options import resolve_options
 
 RECIPE = load_ccache_recipe()
 

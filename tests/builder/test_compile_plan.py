@@ -14,11 +14,11 @@ from support.variants import TORCH213_CPU, TORCH214_CU130
 
 from kernelwheel.abi.remedies import remedy_flags
 from kernelwheel.builder.compile_plan import CompilePlan, Toolchain, plan_compile
-from kernelwheel.builder.compile_spec import SourceFlags
-from kernelwheel.builder.envs import CudaToolkit
 from kernelwheel.builder.request import BuildRequest
+from kernelwheel.compile.compile_spec import SourceFlags
 from kernelwheel.errors import ProjectError, ToolchainError
 from kernelwheel.model.variant import Variant
+from kernelwheel.toolchain.envs import CudaToolkit
 
 CU130 = Variant.parse(TORCH214_CU130)
 CPU = Variant.parse(TORCH213_CPU)

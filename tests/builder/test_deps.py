@@ -1,4 +1,4 @@
-"""Tests for kernelwheel.builder.deps: build.toml's ``depends`` put their headers on the include
+"""Tests for kernelwheel.toolchain.deps: build.toml's ``depends`` put their headers on the include
 path (issue 19 item 3). Planning refuses what cannot be provided before anything compiles;
 providing downloads a pinned wheel once, hash-checked, and unpacks only its headers."""
 
@@ -15,8 +15,16 @@ import pytest
 from support.layered import LayeredVenv
 from support.variants import TORCH213_CPU, TORCH214_CU130
 
-from kernelwheel.builder.compile_spec import CompileSpec
-from kernelwheel.builder.deps import (
+from kernelwheel.builder.reuse import build_key
+from kernelwheel.cli import main
+from kernelwheel.compile.compile_spec import CompileSpec
+from kernelwheel.errors import ProjectError, ToolchainError, UsageError
+from kernelwheel.model.deps import Dependency, HeaderWheel, Provider, load_deps
+from kernelwheel.model.project import load_project
+from kernelwheel.model.sources import PipSources
+from kernelwheel.model.variant import Variant
+from kernelwheel.plan.options import Options, resolve_options
+from kernelwheel.toolchain.deps import (
     HeaderPlan,
     HeaderSource,
     checkout_version,
@@ -24,15 +32,7 @@ from kernelwheel.builder.deps import (
     provide_headers,
     unpack_headers,
 )
-from kernelwheel.builder.envs import EnvInfo
-from kernelwheel.builder.reuse import build_key
-from kernelwheel.cli import main
-from kernelwheel.errors import ProjectError, ToolchainError, UsageError
-from kernelwheel.model.deps import Dependency, HeaderWheel, Provider, load_deps
-from kernelwheel.model.project import load_project
-from kernelwheel.model.sources import PipSources
-from kernelwheel.model.variant import Variant
-from kernelwheel.plan.options import Options, resolve_options
+from kernelwheel.toolchain.envs import EnvInfo
 
 CUDA = Variant.parse(TORCH214_CU130)
 CPU = Variant.parse(TORCH213_CPU)

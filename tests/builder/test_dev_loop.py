@@ -17,8 +17,8 @@ from support.tinykernel import BINDING, write_tiny_kernel
 from support.venvs import QuickVenv
 
 from kernelwheel.builder.dev import dev_folder
-from kernelwheel.builder.unit_costs import read_costs, store_path
 from kernelwheel.cli import main
+from kernelwheel.compile.unit_costs import read_costs, store_path
 from kernelwheel.errors import UsageError
 from kernelwheel.hub.upload import read_layout
 from kernelwheel.model.project import load_project

@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from kernelwheel.builder.envs import BUILD_TOOLS, env_spec_for
 from kernelwheel.model.recipes import VariantRecipe, load_recipes
 from kernelwheel.model.sources import PipSources
 from kernelwheel.model.variant import Variant
+from kernelwheel.toolchain.envs import BUILD_TOOLS, env_spec_for
 
 pytestmark = pytest.mark.integration
 

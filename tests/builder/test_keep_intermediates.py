@@ -16,10 +16,10 @@ from support.variants import TORCH214_CU130
 from kernelwheel._util import Runner
 from kernelwheel.builder import pipeline, steps
 from kernelwheel.builder.compile_plan import Toolchain
-from kernelwheel.builder.envs import CudaToolkit, EnvInfo
 from kernelwheel.builder.request import BuildRequest
 from kernelwheel.errors import BuildError
 from kernelwheel.model.variant import Variant
+from kernelwheel.toolchain.envs import CudaToolkit, EnvInfo
 
 NVCC13 = ("7.5", "8.0", "8.6", "8.7", "8.8", "8.9", "9.0", "10.0", "11.0", "10.3", "12.0", "12.1")
 CU130 = Variant.parse(TORCH214_CU130)

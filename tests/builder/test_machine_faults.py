@@ -16,10 +16,10 @@ from support.kinds import write_tvm_ffi_project
 from support.requests import build_request
 
 from kernelwheel._util import RUNNER
-from kernelwheel.builder.compile_spec import CommandSpec, CommandUnit
-from kernelwheel.builder.diagnostics import fault
 from kernelwheel.builder.request import BuildRequest
 from kernelwheel.builder.steps import run_worker
+from kernelwheel.compile.compile_spec import CommandSpec, CommandUnit
+from kernelwheel.compile.diagnostics import fault
 from kernelwheel.errors import BuildError, ToolchainError
 from kernelwheel.model.variant import Arch, Variant
 

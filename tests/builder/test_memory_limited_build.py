@@ -3,7 +3,7 @@ compiled cold (no compiler cache) by `kernelwheel build --jobs 2` inside a memor
 1250 MiB made for the test (nested in this process's own cgroup; skipped where none can be
 made). With the CPUs' split forced (memory-per-thread 1 MiB: every unit "fits"), the binding
 (~980 MiB of cc1plus) and the CPU kernel (~610 MiB) compile side by side and the kernel kills
-a compiler; left to builder/memory, the build reads the cgroup's room, compiles one unit at a
+a compiler; left to compile/memory, the build reads the cgroup's room, compiles one unit at a
 time, says so in its log, finishes, and records each unit's measured peak."""
 
 from __future__ import annotations

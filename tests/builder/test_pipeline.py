@@ -11,7 +11,6 @@ from packaging.version import Version
 from support.requests import request_for
 
 from kernelwheel.builder.compile_plan import fatbin_compression_flags
-from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.pipeline import _check_env_matches, _python_tag
 from kernelwheel.builder.steps import full_version
 from kernelwheel.errors import ToolchainError
@@ -19,6 +18,7 @@ from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import LocalVersionStyle, Variant
 from kernelwheel.plan.options import resolve_options
+from kernelwheel.toolchain.envs import EnvInfo
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 
@@ -120,8 +120,8 @@ def test_static_only_libstdcxx_toolchain_is_detected(tmp_path: Path) -> None:
 def test_a_dev_build_runs_ninja_directly_whatever_the_schedule(tmp_path: Path) -> None:
     # The last run's spec and result: ninja and the link are rerun directly (no worker start)
     # while only the units' order or the job count moved; a changed flag needs the worker.
-    from kernelwheel.builder.compile_spec import CompileSpec
     from kernelwheel.builder.steps import _direct_commands
+    from kernelwheel.compile.compile_spec import CompileSpec
 
     so = tmp_path / "lib" / "_x.abi3.so"
     so.parent.mkdir()

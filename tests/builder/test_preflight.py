@@ -13,7 +13,6 @@ from support.http import http_server
 from support.runners import Reply, ScriptedRunner
 
 from kernelwheel.builder import preflight
-from kernelwheel.builder.envs import READY_MARKER, env_root, env_spec_for
 from kernelwheel.cli import main
 from kernelwheel.compat.gpus import Gpus, query_gpus
 from kernelwheel.errors import ToolchainError
@@ -22,6 +21,7 @@ from kernelwheel.model.sources import PipSources
 from kernelwheel.model.variant import Arch, Variant
 from kernelwheel.plan.defaults import Machine
 from kernelwheel.plan.planning import plan_project
+from kernelwheel.toolchain.envs import READY_MARKER, env_root, env_spec_for
 
 REPO = Path(__file__).resolve().parents[2]
 IMG2GRAY = REPO / "kernels" / "img2gray"

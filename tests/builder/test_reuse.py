@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.builder.compile_spec import CompileSpec
-from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.reuse import Reuse, build_key, repair_key
+from kernelwheel.compile.compile_spec import CompileSpec
+from kernelwheel.toolchain.envs import EnvInfo
 
 ENV = EnvInfo(
     python=Path("/envs/x/bin/python"),

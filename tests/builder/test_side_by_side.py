@@ -18,12 +18,12 @@ from support.variants import TORCH214_CPU as CPU
 import kernelwheel.builder.service as build_service
 from kernelwheel._util import RUNNER, Runner
 from kernelwheel.builder import preflight
-from kernelwheel.builder.compile_rules import variants_at_once
-from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.request import BuildRequest, BuiltWheel
 from kernelwheel.cli import main
+from kernelwheel.compile.compile_rules import variants_at_once
 from kernelwheel.errors import BuildError
 from kernelwheel.log import Reporter
+from kernelwheel.toolchain.envs import EnvInfo
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 CPU213 = "torch213-cxx11-cpu-x86_64-linux"

@@ -20,12 +20,12 @@ from support.layered import LayeredVenv
 
 from kernelwheel.abi import Rule, check_wheel
 from kernelwheel.builder import codegen
-from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.pipeline import _check_env_matches
 from kernelwheel.cli import main
 from kernelwheel.compat.guard import BuildStamp
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.variant import TorchVersion, Variant
+from kernelwheel.toolchain.envs import EnvInfo
 from kernelwheel.wheels.reader import read_wheel
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stable_axpy"

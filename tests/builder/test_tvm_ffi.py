@@ -15,13 +15,13 @@ from support.layered import LayeredVenv
 
 from kernelwheel.abi._elf import is_elf
 from kernelwheel.builder import codegen
-from kernelwheel.builder.envs import CudaToolkit
 from kernelwheel.builder.tvm_ffi import TvmFfiEnv, _runtime_rpaths, wheel_requirements
 from kernelwheel.cli import main
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Arch, Variant
 from kernelwheel.plan.options import ENV_VARS
+from kernelwheel.toolchain.envs import CudaToolkit
 
 HOST = Arch.host().value
 CPU = f"tvm-ffi01-cpu-{HOST}-linux"

@@ -17,13 +17,13 @@ from support.requests import build_request
 
 from kernelwheel.abi.remedies import NO_REMEDIES
 from kernelwheel.builder.compile_plan import CompilePlan, Toolchain
-from kernelwheel.builder.compile_spec import CommandSpec, CommandUnit
-from kernelwheel.builder.envs import CudaToolkit
 from kernelwheel.builder.request import BuildRequest
 from kernelwheel.builder.steps import WORKER
 from kernelwheel.builder.tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
+from kernelwheel.compile.compile_spec import CommandSpec, CommandUnit
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.variant import Arch, Variant
+from kernelwheel.toolchain.envs import CudaToolkit
 
 HOST = Arch.host().value
 CPU = Variant.parse(f"tvm-ffi01-cpu-{HOST}-linux")
@@ -156,7 +156,7 @@ def test_a_failing_unit_fails_the_compile_without_a_result_or_link(tmp_path: Pat
     spec = _commands(tmp_path, sources, jobs=1)
     proc = _run_worker(spec, tmp_path)
     assert proc.returncode == 1
-    # ninja's form, each unit's output after its lines (builder.diagnostics reads them so)
+    # ninja's form, each unit's output after its lines (compile.diagnostics reads them so)
     failed = f"FAILED: [code=1] {spec.units[1].object}\n{shlex.join(spec.units[1].argv)}\n"
     assert failed in proc.stdout
     assert f"{spec.units[1].source}:1:20: error:" in proc.stdout.split(failed, 1)[1]

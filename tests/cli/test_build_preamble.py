@@ -11,11 +11,11 @@ from support.variants import TORCH213_CPU, TORCH214_CPU
 import kernelwheel.builder.service as build_service
 from kernelwheel._util import Runner
 from kernelwheel.builder import preflight
-from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.request import BuildRequest, BuiltWheel
 from kernelwheel.cli import main
 from kernelwheel.log import Reporter
 from kernelwheel.plan.options import ENV_VARS
+from kernelwheel.toolchain.envs import EnvInfo
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 

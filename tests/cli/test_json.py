@@ -19,11 +19,11 @@ from support.variants import TORCH214_CU130 as CU130
 import kernelwheel.builder.service as build_service
 from kernelwheel._util import Runner
 from kernelwheel.builder import preflight
-from kernelwheel.builder.envs import EnvInfo
 from kernelwheel.builder.request import BuildRequest, BuiltWheel
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, ProjectError
 from kernelwheel.log import Reporter, step
+from kernelwheel.toolchain.envs import EnvInfo
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 VARIANTS = (CU130, CU128, "torch-cuda")

@@ -1,5 +1,5 @@
 """The interpreter probe (kernelwheel.compat.interpreter) and the errors its two callers give: the
-build's environment probe (builder.envs.probe) and kernelwheel install's (install.probe)."""
+build's environment probe (toolchain.envs.probe) and kernelwheel install's (install.probe)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.builder import envs
 from kernelwheel.compat import interpreter as _interpreter
 from kernelwheel.errors import InstallError, ToolchainError
 from kernelwheel.install import probe as install_probe
+from kernelwheel.toolchain import envs
 
 # kernelwheel's own interpreter has no torch (torch lives in the build environments).
 NO_TORCH = Path(sys.executable)

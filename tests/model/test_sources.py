@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.builder.cross import TargetSpec
-from kernelwheel.builder.envs import EnvSpec
 from kernelwheel.compat.rules import Torch
 from kernelwheel.install.pipcmd import pip_command
 from kernelwheel.install.probe import Target
 from kernelwheel.model.sources import PYPI, PipSources
 from kernelwheel.model.variant import Arch
 from kernelwheel.plan.options import Options
+from kernelwheel.toolchain.cross import TargetSpec
+from kernelwheel.toolchain.envs import EnvSpec
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 MIRROR = PipSources("https://mirror/simple", ("/w",), False, (CPU_INDEX,))

@@ -251,10 +251,10 @@ def test_a_cycle_among_top_level_modules_is_caught() -> None:
 # --- one process runner ---------------------------------------------------------------------
 
 RUNNER = "_util.py"
-# builder/_compile_worker.py is a program of its own, run inside the build environment (stdlib,
+# compile/_compile_worker.py is a program of its own, run inside the build environment (stdlib,
 # setuptools and torch only): it cannot import kernelwheel, and kernelwheel runs it through the
 # runner.
-OWN_PROGRAMS = {"builder/_compile_worker.py"}
+OWN_PROGRAMS = {"compile/_compile_worker.py"}
 PROCESS_MODULES = {"subprocess", "multiprocessing", "pty", "asyncio.subprocess"}
 
 
@@ -304,8 +304,8 @@ def _planted(tmp_path: Path, rel: str, code: str) -> tuple[list[str], int]:
 
 def test_a_planted_subprocess_call_is_caught(tmp_path: Path) -> None:
     code = "\n\ndef _planted() -> None:\n    import subprocess\n"
-    found, line = _planted(tmp_path, "builder/envs.py", code)
-    assert found == [f"builder/envs.py:{line}: imports subprocess"]
+    found, line = _planted(tmp_path, "toolchain/envs.py", code)
+    assert found == [f"toolchain/envs.py:{line}: imports subprocess"]
 
 
 def test_a_planted_primitive_import_is_caught(tmp_path: Path) -> None:

@@ -7,10 +7,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelwheel.builder.envs import EnvInfo, env_spec_for, provision
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.sources import PipSources
 from kernelwheel.model.variant import Variant
+from kernelwheel.toolchain.envs import EnvInfo, env_spec_for, provision
 from support.variants import TORCH213_CPU, TORCH214_CU130
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,12 +13,9 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from ..abi.remedies import RemedySet
-from ..errors import ProjectError, ToolchainError
-from ..model.project import KernelProject, KernelSection
-from ..model.variant import CxxAbi, Variant
-from . import capabilities as caps
-from . import memory
-from .compile_rules import (
+from ..compile import capabilities as caps
+from ..compile import memory
+from ..compile.compile_rules import (
     DEFAULT_MIB_PER_THREAD,
     NO_GNU_UNIQUE,
     Macro,
@@ -33,11 +30,14 @@ from .compile_rules import (
     nvcc_torch_flags,
     shared_source_notes,
 )
-from .compile_spec import CommandSpec, CompileSpec, SourceFlags
-from .envs import CudaToolkit, refuse_unsupported
+from ..compile.compile_spec import CommandSpec, CompileSpec, SourceFlags
+from ..compile.torch_free import sources_naming, torch_free_sources
+from ..compile.unit_costs import PEAK_LOG, longest_first, relative
+from ..errors import ProjectError, ToolchainError
+from ..model.project import KernelProject, KernelSection
+from ..model.variant import CxxAbi, Variant
+from ..toolchain.envs import CudaToolkit, refuse_unsupported
 from .request import BuildRequest
-from .torch_free import sources_naming, torch_free_sources
-from .unit_costs import PEAK_LOG, longest_first, relative
 
 __all__ = [
     "REQUESTED_LIMITED_API",
@@ -79,7 +79,7 @@ class CompilePlan(Generic[Spec]):
     spec: Spec
     notes: tuple[str, ...] = ()  # for the log and the user: kernels or capabilities left out
     keep_dir: Path | None = None  # nvcc's --keep-dir, to create before compiling
-    # for the log alone: the jobs and nvcc threads and what bound them (builder/memory), unless
+    # for the log alone: the jobs and nvcc threads and what bound them (compile/memory), unless
     # memory did, which is a note
     log_lines: tuple[str, ...] = ()
 
@@ -272,7 +272,7 @@ def parallelism(
 ) -> Parallelism:
     """The split of the variant's CPUs; with ``memory_bound``, within the memory at
     memory-per-thread each (the tvm-ffi builds; the torch builds fit their units' own peaks
-    afterwards, builder/memory)."""
+    afterwards, compile/memory)."""
     return nvcc_parallelism(
         req.jobs,
         tools.cpus,
@@ -435,9 +435,9 @@ def plan_compile(
     peaks: Mapping[str, float] | None = None,
 ) -> CompilePlan[CompileSpec]:
     """The compile of ``req``'s variant as kernel-builder would do it (docs/compile.md);
-    ``dependency_includes``: the header folders of the kernels' ``depends`` (builder/deps);
-    ``recorded``: earlier builds' seconds per unit (builder/unit_costs), for the schedule;
-    ``peaks``: their MiB per unit, for the jobs that fit the memory (builder/memory)."""
+    ``dependency_includes``: the header folders of the kernels' ``depends`` (toolchain/deps);
+    ``recorded``: earlier builds' seconds per unit (compile/unit_costs), for the schedule;
+    ``peaks``: their MiB per unit, for the jobs that fit the memory (compile/memory)."""
     recorded = recorded or {}
     project = req.project
     assert project.torch is not None
@@ -473,7 +473,7 @@ def plan_compile(
     else:
         fitted(parallelism(req, tools, None, 0, 0, memory_bound=False), 0)
     keep = nvcc_keep_flags(sources, stage) if cuda else []
-    # Longest first (builder/unit_costs): the remedies' compat source, the cheapest unit, last;
+    # Longest first (compile/unit_costs): the remedies' compat source, the cheapest unit, last;
     # the binding (torch's headers) first until a build has timed it.
     schedule = longest_first(
         sources,
@@ -529,7 +529,7 @@ def _memory_fit(
     peaks: Mapping[str, float],
 ) -> memory.Fit:
     """``split`` (the CPUs') within the variant's memory, by each unit's measured peak
-    (``peaks``: MiB per project-relative path), else its estimate (builder/memory)."""
+    (``peaks``: MiB per project-relative path), else its estimate (compile/memory)."""
     root = req.project.root.resolve()
     units = memory.units_of(
         [relative(s, root) for s in sources],

@@ -15,14 +15,15 @@ from packaging.tags import Tag
 from .._util import Runner
 from ..abi.symver import ForcedHeader
 from ..compat.guard import BuildStamp
+from ..compile.compile_spec import CompileSpec
 from ..errors import ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.variant import BackendKind, CxxAbi, Variant
+from ..toolchain import cross
+from ..toolchain.envs import CudaToolkit, EnvInfo, find_cuda_toolkit, probe, provision
 from ..wheels import WheelSpec
-from . import codegen, cross, steps
+from . import codegen, steps
 from .compile_plan import CompilePlan, plan_compile
-from .compile_spec import CompileSpec
-from .envs import CudaToolkit, EnvInfo, find_cuda_toolkit, probe, provision
 from .request import BuildKind, BuildRequest, BuiltWheel
 from .wheelmeta import requirements, torch_requirement
 
@@ -105,7 +106,7 @@ def _plan(
     """The torch extension's compile (builder.compile_plan), with its registration header and
     the project and kernelwheel's data folder (the compat source) through links in the work
     folder: the compilers (and the compiler cache's keys) then name them by the same relative
-    path on every machine (builder.compiler_cache)."""
+    path on every machine (toolchain.compiler_cache)."""
     stage = given.stage
     codegen.write_registration_header(stage / "include")
     views = ((req.project.root, steps.PROJECT_LINK), (given.remedies.data_dir, DATA_LINK))
@@ -125,7 +126,7 @@ def _plan(
     )
     spec = plan.spec.through_views(tuple((str(f), str(stage / link)) for f, link in views))
     spec = replace(spec, incremental=incremental)
-    if cross_build is not None:  # kernelwheel.builder.cross: target include/lib dirs, nvcc -ccbin
+    if cross_build is not None:  # kernelwheel.toolchain.cross: target include/lib dirs, nvcc -ccbin
         spec = cross_build.extend_spec(spec)
     return replace(plan, spec=spec)
 
@@ -151,7 +152,7 @@ def prepare_environment(req: BuildRequest, reporter: Reporter, runner: Runner) -
     """The environment step of a torch variant (``build`` and ``dev`` alike)."""
     variant, scope, log = req.variant, req.variant.name, req.log
     with step(reporter, scope, "environment", log=log) as detail:
-        # kernelwheel.builder.cross: a variant for another arch builds in a host-arch environment
+        # kernelwheel.toolchain.cross: a variant for another arch builds in a host-arch environment
         # (the request's env_spec) against the target arch's torch (and CUDA) wheels, with the
         # cross compiler; plan_requests planned it.
         cross_plan = req.cross

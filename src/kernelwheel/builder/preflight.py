@@ -35,7 +35,7 @@ from ..model.variant import OS, Arch
 from ..plan.defaults import Machine, within_reach
 from ..plan.planning import Planned, Selection, select
 from ..plan.toolchains import BUILT_HERE
-from .envs import (
+from ..toolchain.envs import (
     EnvSpec,
     env_ready,
     env_spec_for,

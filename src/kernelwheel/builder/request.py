@@ -11,6 +11,7 @@ from enum import Enum
 from pathlib import Path
 
 from .._util import RUNNER, Runner
+from ..compile.memory import available as available_memory
 from ..errors import ProjectError
 from ..model.deps import DependencyTable, load_deps
 from ..model.project import Framework, KernelProject
@@ -20,10 +21,9 @@ from ..model.variant import LocalVersionStyle, Variant
 from ..plan.options import Options, resolve_jobs
 from ..plan.toolchains import require_toolchains
 from ..plan.versioning import GitState
-from .cross import CrossPlan, plan_for
-from .deps import HeaderPlan, plan_headers
-from .envs import EnvInfo, EnvSpec, env_spec_for
-from .memory import available as available_memory
+from ..toolchain.cross import CrossPlan, plan_for
+from ..toolchain.deps import HeaderPlan, plan_headers
+from ..toolchain.envs import EnvInfo, EnvSpec, env_spec_for
 from .preflight import system_toolkit
 from .wheelmeta import check_card
 
@@ -62,7 +62,7 @@ class BuildRequest:
     jobs: int = 2  # this variant's CPU budget (--jobs, split between the variants at once)
     cpus: int = 1  # this variant's share of the CPUs this process may use
     memory_mib: int | None = None  # its share of the memory available (None: unknown)
-    memory_source: str = ""  # where that figure came from, for the log (builder/memory)
+    memory_source: str = ""  # where that figure came from, for the log (compile/memory)
     # The C++ compiler that really compiles: $CXX (else c++), a cross build's cross compiler.
     # The facts the compile plan needs (a shared libstdc++, -fno-gnu-unique, the target libc)
     # are probed from it.
@@ -122,7 +122,7 @@ class BuiltWheel:
     env: EnvInfo | None  # None for a tvm-ffi build (its environment holds no torch)
     compliant: bool = True  # passed the ABI check for its tag
     capabilities: tuple[str, ...] = ()  # CUDA capabilities compiled for
-    warnings: tuple[str, ...] = ()  # one line per unit that warned (builder.diagnostics)
+    warnings: tuple[str, ...] = ()  # one line per unit that warned (compile.diagnostics)
 
 
 def plan_requests(

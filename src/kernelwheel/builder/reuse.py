@@ -34,8 +34,8 @@ from pathlib import Path
 
 from .. import __version__
 from .._util import replace_dir, sha256_file, sha256_remembered, staging_dir
-from .compile_spec import CommandSpec, CompileSpec, output_identity
-from .envs import EnvInfo
+from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
+from ..toolchain.envs import EnvInfo
 
 __all__ = ["Reuse", "build_key"]
 

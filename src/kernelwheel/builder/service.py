@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Protocol
 
 from .._util import RUNNER, Runner, resume_running, sha256_file, stop_running
+from ..compile.compile_rules import DEFAULT_MIB_PER_THREAD, variants_at_once
+from ..compile.memory import available as available_memory
 from ..errors import KernelwheelError, ProjectError
 from ..log import Reporter
 from ..model.names import name_warning, self_requirement
@@ -28,10 +30,8 @@ from ..model.recipes import VariantRecipe
 from ..plan.options import resolve_jobs
 from ..plan.planning import Planned, wheel_version
 from ..plan.versioning import read_git_state
-from .compile_rules import DEFAULT_MIB_PER_THREAD, variants_at_once
 from .dev import DevBuild, build_dev
 from .entry import build_and_export
-from .memory import available as available_memory
 from .preflight import require_buildable
 from .registrations import check_registrations
 from .request import BuildKind, BuildRequest, plan_requests

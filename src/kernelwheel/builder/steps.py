@@ -31,29 +31,29 @@ from ..abi.policy import DEFAULT_POLICY, load_policy
 from ..abi.remedies import NO_REMEDIES, RemedySet, abi_header, remedy_flags, symver_libraries
 from ..abi.repair import RepairResult, repair_wheel
 from ..abi.symver import ForcedHeader, VersionTable, read_version_table
+from ..compile import unit_costs
+from ..compile.compile_rules import NO_GNU_UNIQUE
+from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
+from ..compile.diagnostics import Fault, PathMap, failure, fault, warning_summary
+from ..compile.memory import load_estimates
 from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, LocalVersionStyle, Variant
+from ..toolchain.compiler_cache import ccache_env, project_census, read_stats, select_ccache
+from ..toolchain.cross import CrossBuild
+from ..toolchain.deps import provide_headers
+from ..toolchain.envs import CudaToolkit, EnvInfo, supported_capabilities
 from ..wheels import Member, WheelSpec, write_wheel
-from . import unit_costs
 from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
-from .compile_rules import NO_GNU_UNIQUE
-from .compile_spec import CommandSpec, CompileSpec, output_identity
-from .compiler_cache import ccache_env, project_census, read_stats, select_ccache
-from .cross import CrossBuild
-from .deps import provide_headers
-from .diagnostics import Fault, PathMap, failure, fault, warning_summary
-from .envs import CudaToolkit, EnvInfo, supported_capabilities
 from .load_check import DeferredLoad, check_load, skip_reason
-from .memory import load_estimates
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
 from .wheelmeta import project_metadata
 
 # The compile worker, run by file path inside each build's environment (every build kind's).
-WORKER = Path(__file__).with_name("_compile_worker.py")
+WORKER = Path(__file__).parents[1] / "compile" / "_compile_worker.py"
 # The project's link in a variant's work folder: the compilers name its files through it.
 PROJECT_LINK = "project"
 
@@ -321,7 +321,7 @@ class Compiled:
     capabilities: tuple[str, ...]  # the CUDA capabilities compiled for
     cache: str  # what the compiler cache (or the reuse of an unchanged build) did
     notes: tuple[str, ...]  # the plan's: kernels or capabilities left out
-    warnings: tuple[str, ...]  # one line per unit that warned (builder.diagnostics)
+    warnings: tuple[str, ...]  # one line per unit that warned (compile.diagnostics)
     py_limited_api: str = ""  # the Py_LIMITED_API a torch extension really used
 
 
@@ -332,9 +332,9 @@ class PlanInputs:
     stage: Path  # the variant's work folder
     tools: Toolchain  # the compilers' facts
     remedies: RemedySet
-    headers: tuple[Path, ...]  # the depends' header folders (builder.deps)
-    recorded: Mapping[str, float]  # earlier builds' seconds per unit (builder.unit_costs)
-    peaks: Mapping[str, float]  # and their peak MiB per unit (builder.memory)
+    headers: tuple[Path, ...]  # the depends' header folders (toolchain.deps)
+    recorded: Mapping[str, float]  # earlier builds' seconds per unit (compile.unit_costs)
+    peaks: Mapping[str, float]  # and their peak MiB per unit (compile.memory)
 
 
 Planner = Callable[[PlanInputs], CompilePlan[CompileSpec] | CompilePlan[CommandSpec]]
@@ -382,7 +382,7 @@ def compile_step(
     spec.write(stage / "compile.json")
     stats_log = stage / "ccache-stats.log"
     env_vars, cached = compile_env(req, toolkit, stats_log, runner)
-    if cross_build is not None:  # kernelwheel.builder.cross: CC/CXX/LDSHARED = the cross compiler
+    if cross_build is not None:  # kernelwheel.toolchain.cross: CC/CXX/LDSHARED = the cross compiler
         cross_build.extend_env(env_vars, req.cache_dir)
     reuse, key, stored = unchanged_compile(req, stage, spec, facts, env_vars)
     if stored is not None:
@@ -415,7 +415,7 @@ def _compiled(
 def _record_unit_costs(
     costs: Path, peaks: Path, spec: CompileSpec | CommandSpec, stage: Path
 ) -> None:
-    """This compile's seconds per unit, from ninja's log, and peak MiB (builder/memory), kept
+    """This compile's seconds per unit, from ninja's log, and peak MiB (compile/memory), kept
     by project-relative path for the next build's schedule and jobs (a command spec's compile
     keeps neither): the compilers name the project's files through its link in the work
     folder."""
@@ -767,7 +767,7 @@ def _object_source(obj: Path, stage: Path, project: KernelProject) -> str:
     for source in project.source_files():
         if source.suffix not in SOURCE_SUFFIXES:
             continue
-        # through the project's link in the work folder (builder.compile_spec.through_views)
+        # through the project's link in the work folder (compile.compile_spec.through_views)
         rel_source = "/" + source.relative_to(project.root).with_suffix("").as_posix()
         if bare.endswith((str(source.with_suffix("")), rel_source)) or source.stem == stem:
             return f"{source.relative_to(project.root)} (object {rel})"

@@ -33,17 +33,14 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from .._util import RUNNER, CommandTimeout, Runner, atomic_write
+from ..compile.compile_spec import CommandSpec
 from ..errors import ToolchainError
 from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.recipes import TVM_FFI_PACKAGE, VariantRecipe, tvm_ffi_requirement
 from ..model.sources import PipSources
 from ..model.variant import Arch, BackendKind, TvmFfiVersion
-from ..wheels import WheelSpec
-from . import codegen, steps
-from .compile_plan import CompilePlan
-from .compile_spec import CommandSpec
-from .envs import (
+from ..toolchain.envs import (
     READY_MARKER,
     CudaToolkit,
     PipStep,
@@ -52,6 +49,9 @@ from .envs import (
     make_env,
     toolchain_step,
 )
+from ..wheels import WheelSpec
+from . import codegen, steps
+from .compile_plan import CompilePlan
 from .request import BuildRequest, BuiltWheel
 from .tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
 from .wheelmeta import requirements

@@ -17,8 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..abi.remedies import RemedySet
+from ..compile import capabilities as caps
+from ..compile.compile_rules import (
+    NO_GNU_UNIQUE,
+    backend_macros,
+    kernel_cuda_flags,
+    kernels_to_compile,
+    nvcc_source_name,
+)
+from ..compile.compile_spec import CommandSpec, CommandUnit
 from ..errors import ProjectError
-from . import capabilities as caps
 from .compile_plan import (
     SOURCE_SUFFIXES,
     CompilePlan,
@@ -28,14 +36,6 @@ from .compile_plan import (
     parallelism,
     prefix_maps,
 )
-from .compile_rules import (
-    NO_GNU_UNIQUE,
-    backend_macros,
-    kernel_cuda_flags,
-    kernels_to_compile,
-    nvcc_source_name,
-)
-from .compile_spec import CommandSpec, CommandUnit
 from .request import BuildRequest
 
 __all__ = ["TvmFfiLibrary", "plan_tvm_ffi_compile"]

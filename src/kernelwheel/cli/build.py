@@ -10,12 +10,12 @@ import threading
 from pathlib import Path
 
 from .._util import check_output_path
-from ..builder.deps import depends_refusals
 from ..builder.preflight import select_buildable
 from ..builder.service import Outcome, build_project
 from ..errors import BuildError, KernelwheelError
 from ..log import StepResult
 from ..plan.planning import plan_project
+from ..toolchain.deps import depends_refusals
 from ._args import (
     add_json_argument,
     add_option_arguments,

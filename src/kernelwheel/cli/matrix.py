@@ -83,7 +83,7 @@ def _without_refused_depends(planned: Planned) -> Planned:
     """The plan less the variants whose ``depends`` the build would refuse (each moved to the
     rejected list with the build's reason), so a release matrix fans out no job that fails at
     once; an unknown dependency name refuses the whole project, as the build does."""
-    from ..builder.deps import depends_refusals
+    from ..toolchain.deps import depends_refusals
 
     if planned.project.noarch:
         return planned

@@ -1,6 +1,6 @@
 """Facts about a Python interpreter, read by running it once.
 
-One script serves both callers: the build (``builder.envs.probe``: a build environment or
+One script serves both callers: the build (``toolchain.envs.probe``: a build environment or
 ``--python``) and ``kernelwheel install`` (``install.probe``: the interpreter to install into).
 The torch facts come from :func:`kernelwheel.compat.rules.torch_facts`, the very function every
 wheel's import guard runs, so the build, the installer and the guard read torch the same way. The

@@ -114,7 +114,7 @@ class Options:
     allow_fixed_op_namespaces: bool = False
     nvcc_threads: int | None = None
     memory_per_thread: int | None = None  # MiB; None: measured or estimated per unit
-    variant_jobs: int | None = None  # None: builder.compile_rules.variants_at_once
+    variant_jobs: int | None = None  # None: compile.compile_rules.variants_at_once
     version: str | None = None  # None: plan.versioning finds it
     sources: tuple[tuple[str, str], ...] = field(default=())
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.builder.envs import CudaToolkit, check_capabilities, supported_capabilities
 from kernelwheel.errors import ToolchainError
+from kernelwheel.toolchain.envs import CudaToolkit, check_capabilities, supported_capabilities
 
 NVCC13 = Path("/usr/local/cuda-13.0")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelwheel.builder.torch_free import torch_free_sources
+from kernelwheel.compile.torch_free import torch_free_sources
 
 
 def write(root: Path, rel: str, text: str) -> str:

@@ -1,11 +1,11 @@
-"""builder.diagnostics on compile output as gcc 12, nvcc 13.0 and ninja write it (taken from
+"""compile.diagnostics on compile output as gcc 12, nvcc 13.0 and ninja write it (taken from
 real runs here, the build folders renamed): the failing unit, the first error with its context
 and notes, the screenful cap, the project's paths through the work folder's link, absolute and
 relative to the build folder, and the per-unit warning summary."""
 
 from __future__ import annotations
 
-from kernelwheel.builder.diagnostics import MAX_LINES, PathMap, failure, warning_summary
+from kernelwheel.compile.diagnostics import MAX_LINES, PathMap, failure, warning_summary
 from kernelwheel.errors import BuildError
 
 STAGE = "/cache/work/tiny_add/torch213-cxx11-cpu-x86_64-linux"

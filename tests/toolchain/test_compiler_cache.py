@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.builder.compiler_cache import ccache_env, read_stats
+from kernelwheel.toolchain.compiler_cache import ccache_env, read_stats
 
 LOG = """\
 #
@@ -115,7 +115,7 @@ def test_a_source_without_torch_hits_across_variant_folders_and_include_paths(
 def test_the_project_census_names_files_not_their_contents(tmp_path: Path) -> None:
     """Hashed into every ccache key of a build: a header added in front of another on the include
     path must miss (ccache remembers only the headers an object did include), an edit must not."""
-    from kernelwheel.builder.compiler_cache import project_census
+    from kernelwheel.toolchain.compiler_cache import project_census
 
     root = tmp_path / "p"
     for rel in ("inc2/cfg.h", "csrc/k.cpp", ".git/HEAD", "torch-ext/p/__pycache__/x.pyc"):

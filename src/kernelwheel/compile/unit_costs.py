@@ -4,7 +4,7 @@ while the other cores idle. Costs are the seconds earlier builds of the project 
 (any variant), read from ninja's own log; a unit never timed is estimated from its size (a
 ``.cu`` unit times its capabilities, before every host unit), scaled to seconds by the units
 that were timed. Beside the seconds, each unit's peak memory (MiB of its largest compiler
-process, measured by builder/_peak_rss during the compile) is kept for builder/memory.
+process, measured by compile/_peak_rss during the compile) is kept for compile/memory.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ FOLDER = "unit-costs"  # in kernelwheel's cache: one JSON file per project folde
 DECAY = 0.5
 
 
-# The file in a compile's build folder where builder/_peak_rss appends ``OBJECT<TAB>KiB`` rows.
+# The file in a compile's build folder where compile/_peak_rss appends ``OBJECT<TAB>KiB`` rows.
 PEAK_LOG = ".peak_rss"
 
 

@@ -125,7 +125,7 @@ def in_source_order(text: str, sources: list[str]) -> str:
     return "\n".join([*head, *ordered, *tail]) + "\n"
 
 
-# ccache runs in depend mode (builder.compiler_cache); a source that reaches no torch header is
+# ccache runs in depend mode (toolchain.compiler_cache); a source that reaches no torch header is
 # cached on its preprocessed text instead, which every torch variant of one toolkit shares.
 _PREPROCESSED = "CCACHE_NODEPEND=1"
 
@@ -172,7 +172,7 @@ def view_paths(text: str, views: list[list[str]]) -> str:
     """build.ninja with each ``[folder, link]`` of ``views`` named through its link in the
     compile flags and sources (objects keep their paths: setuptools links them by those):
     ccache then keys the project's files on a path under the cache folder, made relative
-    (builder.compiler_cache), the same on every machine."""
+    (toolchain.compiler_cache), the same on every machine."""
     if not views:
         return text
 
@@ -229,7 +229,7 @@ _SHELL_WORDS = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+""")
 
 def measured(text: str, wrapper: list[str]) -> str:
     """build.ninja with its compilers (the top-level ``cxx`` and ``nvcc`` variables every
-    compile statement runs) started through ``wrapper`` (builder/_peak_rss: each unit's peak
+    compile statement runs) started through ``wrapper`` (compile/_peak_rss: each unit's peak
     memory, for the next build's plan)."""
     prefix = " ".join(_ninja_quote(arg) for arg in wrapper)
     lines = [
@@ -381,7 +381,7 @@ def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
     """Run a ``commands`` spec's units, ``jobs`` at a time, in ``build_temp``; then its link.
     Each unit is logged when it ends as ninja logs it without a terminal: ``[i/n] command``,
     for a failure ``FAILED: [code=N] object`` and the command, then its output, whole (so each
-    output follows its unit's lines: builder.diagnostics reads them so). After a failure no
+    output follows its unit's lines: compile.diagnostics reads them so). After a failure no
     further unit starts. The result, or None when a command failed."""
     import subprocess
     import threading

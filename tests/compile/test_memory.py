@@ -1,6 +1,6 @@
-"""The memory model of a compile (builder/memory, issue 39 item 2): the limit read from cgroup v1
+"""The memory model of a compile (compile/memory, issue 39 item 2): the limit read from cgroup v1
 and v2 folders and /proc/meminfo laid out under a fake root, each unit's peak (measured by
-builder/_peak_rss in a real ninja run, else estimated), the jobs and nvcc threads that fit, the
+compile/_peak_rss in a real ninja run, else estimated), the jobs and nvcc threads that fit, the
 line the log gets, and the plan a build compiles with."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from support.requests import build_request
 from support.variants import TORCH213_CPU, TORCH214_CU130
 
 from kernelwheel.abi.remedies import remedy_flags
-from kernelwheel.builder import _compile_worker, memory
 from kernelwheel.builder.compile_plan import Toolchain, plan_compile
-from kernelwheel.builder.envs import CudaToolkit
-from kernelwheel.builder.memory import MemoryLimit, UnitMemory, available, fit, units_of
-from kernelwheel.builder.unit_costs import PEAK_LOG, read_costs, record_costs, unit_peaks
+from kernelwheel.compile import _compile_worker, memory
+from kernelwheel.compile.memory import MemoryLimit, UnitMemory, available, fit, units_of
+from kernelwheel.compile.unit_costs import PEAK_LOG, read_costs, record_costs, unit_peaks
 from kernelwheel.model.variant import Variant
+from kernelwheel.toolchain.envs import CudaToolkit
 
 GIB = 1 << 30
 NINJA = Path(sys.executable).with_name("ninja")  # the ninja wheel of the test extra

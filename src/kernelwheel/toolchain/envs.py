@@ -24,10 +24,10 @@ from typing import Any
 from .._util import RUNNER, Runner, atomic_write
 from .._util import locked as locked  # the builders take their locks from here
 from ..compat import interpreter, probe_cache
+from ..compile.capabilities import unsupported
 from ..errors import ToolchainError
 from ..model.recipes import VariantRecipe
 from ..model.sources import PipSources
-from .capabilities import unsupported
 from .toolkit_store import shared_toolkit
 
 READY_MARKER = ".kernelwheel-ready"
@@ -572,7 +572,7 @@ def find_cuda_toolkit(
     runner: Runner = RUNNER,
 ) -> CudaToolkit:
     """Find a toolkit whose major version matches the environment's torch; toolchain packages
-    of the environment are used from their shared copy in ``store`` (builder.toolkit_store)."""
+    of the environment are used from their shared copy in ``store`` (toolchain.toolkit_store)."""
     if env.cuda is None:
         raise ToolchainError(
             f"torch {env.torch} in {env.python} is a CPU-only build: it cannot compile "

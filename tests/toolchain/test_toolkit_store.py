@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from support.runners import Reply, ScriptedRunner
 
-from kernelwheel.builder.envs import locate_cuda_toolkit
-from kernelwheel.builder.toolkit_store import shared_toolkit
+from kernelwheel.toolchain.envs import locate_cuda_toolkit
+from kernelwheel.toolchain.toolkit_store import shared_toolkit
 
 
 def env_with_toolkit(root: Path, nvcc_version: str) -> tuple[Path, Path]:

@@ -1,6 +1,6 @@
-"""kernelwheel.builder.cross without network: planning, the target sysroot (real pip download from a
-local folder of small fake wheels holding real ELF libraries), and how a cross build extends the
-compile spec and the compiler's environment."""
+"""kernelwheel.toolchain.cross without network: planning, the target sysroot (real pip download
+from a local folder of small fake wheels holding real ELF libraries), and how a cross build
+extends the compile spec and the compiler's environment."""
 
 from __future__ import annotations
 
@@ -19,15 +19,15 @@ import pytest
 from support.requests import request_for
 from support.variants import TORCH29_CPU_AARCH64, TORCH214_CU130_AARCH64
 
-from kernelwheel.builder import cross
-from kernelwheel.builder.compile_spec import CompileSpec, CrossInfo
-from kernelwheel.builder.envs import EnvInfo, EnvSpec
+from kernelwheel.compile.compile_spec import CompileSpec, CrossInfo
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.sources import PipSources
 from kernelwheel.model.variant import Arch, Variant
 from kernelwheel.plan.options import resolve_options
+from kernelwheel.toolchain import cross
+from kernelwheel.toolchain.envs import EnvInfo, EnvSpec
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 CUDA_AARCH64 = Variant.parse(TORCH214_CU130_AARCH64)

@@ -1,8 +1,8 @@
 """Run one compiler command and record its peak memory. Runs INSIDE the build environment.
 
 ``python -S _peak_rss.py LOG COMMAND...``: the compile worker puts it before the compilers of
-build.ninja (builder/_compile_worker), so each unit's largest process is measured for the next
-build's memory plan (builder/memory). Standard library only, and no more of it than ``os`` and
+build.ninja (compile/_compile_worker), so each unit's largest process is measured for the next
+build's memory plan (compile/memory). Standard library only, and no more of it than ``os`` and
 ``sys``: it starts once per unit. The command runs as a child; when it ends, ``os.wait4`` gives
 its peak resident set (Linux: the largest of the child and every descendant it waited for, in
 KiB), appended to LOG as ``OBJECT<TAB>KiB`` (OBJECT: the command's ``-o`` argument) in one

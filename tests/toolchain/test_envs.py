@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from support.runners import Reply, ScriptedRunner, is_torch_probe, torch_probe_reply
 
-from kernelwheel.builder import envs
-from kernelwheel.builder.envs import EnvInfo, EnvSpec, provision, torch_install_error, unreachable
 from kernelwheel.model.sources import PipSources
+from kernelwheel.toolchain import envs
+from kernelwheel.toolchain.envs import EnvInfo, EnvSpec, provision, torch_install_error, unreachable
 
 SPEC = EnvSpec(torch_requirement="torch===2.14.1", packages=("nvidia-cuda-nvcc==13.0.88",))
 

@@ -3,7 +3,7 @@
 ccache keys each object on the compiler, its flags and the source with every header it includes,
 so a hit is exact. By default in depend mode (from the compiler's own -MD output: a miss costs
 no extra preprocessing pass over torch's headers); a source that reaches no torch header
-(builder.torch_free) runs with depend mode off, so a miss there preprocesses and keys on the
+(compile.torch_free) runs with depend mode off, so a miss there preprocesses and keys on the
 preprocessed text and the flags that do not only steer the preprocessor (-I/-D left out), and
 another torch's variant of the same toolkit hits it (docs/build-corpus.md). The build's own
 folders are kept out of the key: its working directory (objects map it away with

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kernelwheel.builder import _compile_worker as worker
+from kernelwheel.compile import _compile_worker as worker
 
 
 def test_torch_api_include_extension_h_is_dropped_for_every_compiler() -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from kernelwheel._util import RUNNER, Runner
-from kernelwheel.builder.envs import PipStep, make_env
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.sources import PipSources
+from kernelwheel.toolchain.envs import PipStep, make_env
 
 OFFLINE = PipSources(no_index=True)
 MISSING = PipStep(("kernelwheel-no-such-package-38",), "install the missing package")
@@ -47,8 +47,8 @@ def test_an_interrupt_mid_creation_leaves_no_environment(tmp_path: Path) -> None
 
 
 def test_a_failed_ccache_install_leaves_no_tool_folder(tmp_path: Path) -> None:
-    from kernelwheel.builder.compiler_cache import provision_ccache
     from kernelwheel.model.recipes import load_ccache_recipe
+    from kernelwheel.toolchain.compiler_cache import provision_ccache
 
     recipe = load_ccache_recipe()
     with pytest.raises(ToolchainError, match="the compiler cache"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.builder.compile_rules import (
+from kernelwheel.compile.compile_rules import (
     DEFAULT_MIB_PER_THREAD,
     Parallelism,
     backend_macros,

@@ -1,4 +1,4 @@
-"""The longest-first schedule (builder/unit_costs): unit seconds read from a real ninja run's
+"""The longest-first schedule (compile/unit_costs): unit seconds read from a real ninja run's
 log, kept per project with a decay, and the order they give, with estimates for units never
 timed."""
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernelwheel.builder.unit_costs import (
+from kernelwheel.compile.unit_costs import (
     longest_first,
     read_costs,
     record_costs,

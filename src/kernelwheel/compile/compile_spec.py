@@ -55,7 +55,7 @@ class CompileSpec:
     link_flags: tuple[str, ...] = ()
     cross: CrossInfo | None = field(default=None)
     source_flags: tuple[SourceFlags, ...] = ()  # empty: every source compiles alike
-    # sources that reach no torch header: cached on their preprocessed text (builder.torch_free)
+    # sources that reach no torch header: cached on their preprocessed text (compile.torch_free)
     torch_free: tuple[str, ...] = ()
     # (folder, link to it): the compile commands name the folder's files through the link
     path_views: tuple[tuple[str, str], ...] = ()
@@ -66,7 +66,7 @@ class CompileSpec:
     # up-to-date test reads only the sources' times, not the headers'); ninja skips what is
     # unchanged
     incremental: bool = False
-    # where each compiler's peak memory is appended (builder/_peak_rss; "": not measured)
+    # where each compiler's peak memory is appended (compile/_peak_rss; "": not measured)
     peak_log: str = ""
 
     def through_views(self, views: tuple[tuple[str, str], ...]) -> CompileSpec:
@@ -107,7 +107,7 @@ class CompileSpec:
 
 # How a compile is scheduled, not what it makes: left out of its identity (builder.reuse's key, a
 # dev build's "same spec" test), so a new unit-seconds record, another job count or nvcc thread
-# count (builder/memory) does not turn an unchanged build into a recompile and link (layer-norm:
+# count (compile/memory) does not turn an unchanged build into a recompile and link (layer-norm:
 # 1 s became 8 s).
 _SCHEDULING = ("schedule", "jobs")
 _NVCC_THREADS = "--threads="
