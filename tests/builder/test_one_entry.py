@@ -210,3 +210,23 @@ def test_a_command_that_bypasses_the_runner_fails_the_build(tmp_path: Path, stop
     (req,) = _requests(root, tmp_path, (TORCH,))
     with pytest.raises(KernelwheelError):
         build_and_export(req, SilentReporter(), RUNNER)
+
+
+def test_the_budget_is_read_once_and_shared_by_the_variants_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run's memory is read once for all its requests; each variant gets its share of the
+    # jobs, the CPUs and the memory.
+    from kernelwheel.builder import request
+    from kernelwheel.compile.memory import Budget, MemoryLimit
+
+    reads: list[int] = []
+    monkeypatch.setattr(
+        request, "available_memory", lambda: reads.append(1) or MemoryLimit(8192, "test")
+    )
+    root = write_tiny_kernel(tmp_path / "tiny")
+    names = ("torch213-cxx11-cpu-x86_64-linux", "torch214-cxx11-cpu-x86_64-linux")
+    assert len(_requests(root, tmp_path, names)) == 2 and len(reads) == 1
+    budget = Budget(jobs=9, cpus=4, memory=MemoryLimit(8192, "MemAvailable"), at_once=2)
+    assert budget.per_variant() == (4, 2, MemoryLimit(4096, "1/2 of MemAvailable"))
+    assert Budget(jobs=1, cpus=1, memory=None, at_once=3).per_variant() == (1, 1, None)

@@ -11,6 +11,7 @@ from enum import Enum
 from pathlib import Path
 
 from .._util import RUNNER, Runner
+from ..compile.memory import Budget
 from ..compile.memory import available as available_memory
 from ..errors import ProjectError
 from ..model.deps import DependencyTable, load_deps
@@ -135,7 +136,7 @@ def plan_requests(
     *,
     git: GitState | None = None,
     gpu_capabilities: tuple[str, ...] = (),
-    at_once: int = 1,
+    budget: Budget | None = None,
     environ: Mapping[str, str] | None = None,
     runner: Runner = RUNNER,
 ) -> tuple[BuildRequest, ...]:
@@ -148,10 +149,10 @@ def plan_requests(
     provided is refused here too, and so is a variant for another arch without its cross
     compiler (:func:`.cross.plan_for`, which runs it through ``runner``).
     ``gpu_capabilities`` (a default build: plan.defaults) replace the recipe's capabilities as
-    the targets of a CUDA variant. ``at_once``: the variants compiling side by side (the
-    service decides it), which share the CPUs, ``--jobs`` and the memory; ``environ`` (default:
-    this process's) gives ``CXX``. The kernel card is rendered once here too (a CARD.md that
-    does not render is refused before any compile)."""
+    the targets of a CUDA variant. ``budget``: the run's CPUs, jobs and memory and the variants
+    sharing them (the service reads it once; default: read here, one variant at a time);
+    ``environ`` (default: this process's) gives ``CXX``. The kernel card is rendered once here
+    too (a CARD.md that does not render is refused before any compile)."""
     require_toolchains(recipe.variant for recipe in selected)
     check_card(project, version=version, dirty=bool(git and git.dirty))
     kind = BuildKind.of(project)
@@ -159,6 +160,8 @@ def plan_requests(
         return (_noarch_request(project, selected, version, options, git),)
     table = deps if deps is not None else load_deps(options.recipes)
     environ = os.environ if environ is None else environ
+    if budget is None:
+        budget = Budget(resolve_jobs(options.jobs), resolve_jobs(None), available_memory())
     return tuple(
         _request(
             project,
@@ -170,7 +173,7 @@ def plan_requests(
             table,
             git=git,
             gpu_capabilities=gpu_capabilities,
-            at_once=at_once,
+            budget=budget,
             environ=environ,
             runner=runner,
         )
@@ -221,7 +224,7 @@ def _request(
     *,
     git: GitState | None,
     gpu_capabilities: tuple[str, ...],
-    at_once: int,
+    budget: Budget,
     environ: Mapping[str, str],
     runner: Runner,
 ) -> BuildRequest:
@@ -241,8 +244,7 @@ def _request(
     if cross_plan is not None and cross_plan.host_env is not None:
         env_spec = cross_plan.host_env
     cxx = str(cross_plan.compiler.cxx) if cross_plan else (environ.get("CXX") or "c++")
-    memory = available_memory()
-    share = memory.share(at_once) if memory is not None else None
+    jobs, cpus, share = budget.per_variant()
     return BuildRequest(
         project=project,
         variant=recipe.variant,
@@ -259,8 +261,8 @@ def _request(
         default_capabilities=(gpu_capabilities or cuda.capabilities) if cuda else (),
         for_gpus_here=bool(cuda and gpu_capabilities),
         cuda_system_paths=tuple(Path(p) for p in cuda.system_paths) if cuda else (),
-        jobs=max(1, resolve_jobs(options.jobs) // at_once),
-        cpus=max(1, resolve_jobs(None) // at_once),
+        jobs=jobs,
+        cpus=cpus,
         memory_mib=share.mib if share else None,
         memory_source=share.source if share else "",
         cxx=cxx,

@@ -15,12 +15,13 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from .._util import RUNNER, Runner, resume_running, sha256_file, stop_running
 from ..compile.compile_rules import DEFAULT_MIB_PER_THREAD, variants_at_once
+from ..compile.memory import Budget
 from ..compile.memory import available as available_memory
 from ..errors import KernelwheelError, ProjectError
 from ..log import Reporter
@@ -133,12 +134,13 @@ def _requests(
     git = read_git_state(project.root, runner)
     resolved = wheel_version(planned, git)
     version = resolved.version
-    memory = available_memory()
+    # The machine's CPUs and memory, read once for the run and divided among its variants
+    budget = Budget(resolve_jobs(options.jobs), resolve_jobs(None), available_memory())
     at_once = variants_at_once(
         options.variant_jobs,
         len(recipes),
-        resolve_jobs(options.jobs),
-        memory_mib=memory.mib if memory else None,
+        budget.jobs,
+        memory_mib=budget.memory.mib if budget.memory else None,
         mib_per_thread=options.memory_per_thread or DEFAULT_MIB_PER_THREAD,
     )
     # Every request first (the toolchain refusal for all the variants at once, a dependency or
@@ -152,7 +154,7 @@ def _requests(
         planned.deps,
         git=git,
         gpu_capabilities=gpu_capabilities,
-        at_once=at_once,
+        budget=replace(budget, at_once=at_once),
         runner=runner,
     )
     progress.info(

@@ -59,6 +59,22 @@ class MemoryLimit:
         return MemoryLimit(self.mib // parts, f"1/{parts} of {self.source}")
 
 
+@dataclass(frozen=True)
+class Budget:
+    """A run's CPUs and memory, read once (builder.service), and the variants sharing them."""
+
+    jobs: int  # the compile jobs asked for (the jobs option, else every CPU)
+    cpus: int  # the CPUs this process may use
+    memory: MemoryLimit | None  # None: unreadable here
+    at_once: int = 1  # variants compiling side by side
+
+    def per_variant(self) -> tuple[int, int, MemoryLimit | None]:
+        """One variant's share: its jobs, its CPUs, its memory."""
+        parts = self.at_once
+        share = self.memory.share(parts) if self.memory is not None else None
+        return max(1, self.jobs // parts), max(1, self.cpus // parts), share
+
+
 def available(root: Path = Path("/")) -> MemoryLimit | None:
     """The memory this process's compilers may use: the least of MemAvailable and every memory
     cgroup's room above it; None where none can be read."""
