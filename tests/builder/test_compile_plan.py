@@ -17,6 +17,7 @@ from kernelwheel.builder.compile_plan import CompilePlan, Toolchain, plan_compil
 from kernelwheel.builder.request import BuildRequest
 from kernelwheel.compile.compile_spec import SourceFlags
 from kernelwheel.errors import ProjectError, ToolchainError
+from kernelwheel.model.capability import parse_all
 from kernelwheel.model.variant import Variant
 from kernelwheel.toolchain.envs import CudaToolkit
 
@@ -217,17 +218,17 @@ def test_a_capability_nvcc_cannot_build_is_an_error(tmp_path: Path) -> None:
 
 def test_the_option_replaces_every_list_without_intersecting(tmp_path: Path) -> None:
     root = project_with(tmp_path, gemm='cuda-capabilities = ["9.0a"]')
-    spec = plan(request(root, cuda_capabilities=("12.0",))).spec
+    spec = plan(request(root, cuda_capabilities=parse_all(["12.0"]))).spec
     assert spec.capabilities == ("12.0",) and own_flags(spec.source_flags) == ()
     with pytest.raises(ToolchainError, match="the cuda-capabilities option"):
-        plan(request(root, cuda_capabilities=("7.0",)))
+        plan(request(root, cuda_capabilities=parse_all(["7.0"])))
 
 
 def test_a_default_build_targets_the_gpus_present(tmp_path: Path) -> None:
     # plan.defaults: the GPUs' capabilities replace the recipe's as the targets; a kernel's own
     # list is intersected with them (9.0a serves 9.0), and `all` (None here) keeps the recipe's.
     root = project_with(tmp_path, gemm='cuda-capabilities = ["8.0", "9.0a"]')
-    here = request(root, default_capabilities=("9.0",), for_gpus_here=True)
+    here = request(root, default_capabilities=parse_all(["9.0"]), for_gpus_here=True)
     spec = plan(here).spec
     assert spec.capabilities == ("9.0", "9.0a")
     assert spec.capabilities != plan(request(root)).spec.capabilities
@@ -236,7 +237,7 @@ def test_a_default_build_targets_the_gpus_present(tmp_path: Path) -> None:
 def test_a_kernel_no_gpu_here_runs_names_the_option_that_builds_it(tmp_path: Path) -> None:
     root = project_with(tmp_path, norm='cuda-capabilities = ["8.0"]')
     with pytest.raises(ProjectError) as info:
-        plan(request(root, default_capabilities=("9.0",), for_gpus_here=True))
+        plan(request(root, default_capabilities=parse_all(["9.0"]), for_gpus_here=True))
     message = str(info.value)
     assert "none of 8.0 runs on this machine's GPUs (9.0)" in message
     assert "kernel.norm.cuda-capabilities" in message and "--cuda-capabilities all" in message

@@ -22,6 +22,7 @@ from kernelwheel.builder.steps import WORKER
 from kernelwheel.builder.tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
 from kernelwheel.compile.compile_spec import CommandSpec, CommandUnit
 from kernelwheel.errors import ToolchainError
+from kernelwheel.model.capability import parse_all
 from kernelwheel.model.variant import Arch, Variant
 from kernelwheel.toolchain.envs import CudaToolkit
 
@@ -68,7 +69,9 @@ def test_a_cpu_variant_compiles_the_binding_and_its_backends_kernels(tmp_path: P
 def test_a_cuda_variant_gets_capabilities_keep_names_and_the_thread_split(tmp_path: Path) -> None:
     toolkit = CudaToolkit(Path("/store/cu13-abc"), "13.0")
     tools = Toolchain(toolkit, NVCC13, cpus=8)
-    _, stage, plan = _plan(tmp_path, CUDA, tools, jobs=8, cuda_capabilities=("8.0", "9.0"))
+    _, stage, plan = _plan(
+        tmp_path, CUDA, tools, jobs=8, cuda_capabilities=parse_all(["8.0", "9.0"])
+    )
     (cu,) = [u for u in plan.spec.units if u.source.endswith(".cu")]
     assert cu.argv[0] == "nvcc" and "-DCUDA_KERNEL" in cu.argv
     # named to nvcc by its place in the project, not its real path (nvcc hashes it into symbols)
@@ -85,7 +88,7 @@ def test_a_cuda_variant_gets_capabilities_keep_names_and_the_thread_split(tmp_pa
 def test_a_capability_nvcc_lacks_is_refused_before_any_compile(tmp_path: Path) -> None:
     tools = Toolchain(CudaToolkit(Path("/cuda"), "13.0"), NVCC13, cpus=2)
     with pytest.raises(ToolchainError, match="cannot compile for '5.0'"):
-        _plan(tmp_path, CUDA, tools, cuda_capabilities=("5.0",))
+        _plan(tmp_path, CUDA, tools, cuda_capabilities=parse_all(["5.0"]))
 
 
 # --- the worker runs a commands spec with the standard library alone -------------------------

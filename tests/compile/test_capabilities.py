@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.errors import ToolchainError
+from kernelwheel.model.capability import parse_all
 from kernelwheel.toolchain.envs import CudaToolkit, check_capabilities, supported_capabilities
 
 NVCC13 = Path("/usr/local/cuda-13.0")
@@ -29,7 +30,10 @@ def test_unknown_capabilities_are_refused_with_the_list(tmp_path: Path, bad: str
     toolkit = fake_toolkit(tmp_path, LISTING)
     with pytest.raises(ToolchainError) as info:
         check_capabilities(
-            ["8.0", bad], toolkit, where="build.toml", hint_key="kernel.x.cuda-capabilities"
+            parse_all(["8.0", bad]),
+            toolkit,
+            where="build.toml",
+            hint_key="kernel.x.cuda-capabilities",
         )
     message = str(info.value)
     assert f"cannot compile for {bad!r}" in message
@@ -39,13 +43,13 @@ def test_unknown_capabilities_are_refused_with_the_list(tmp_path: Path, bad: str
 
 def test_known_capabilities_with_suffixes_pass(tmp_path: Path) -> None:
     toolkit = fake_toolkit(tmp_path, LISTING)
-    check_capabilities(["9.0a", "10.0f", "12.0+PTX"], toolkit, where="w", hint_key="k")
+    check_capabilities(parse_all(["9.0a", "10.0f", "12.0+PTX"]), toolkit, where="w", hint_key="k")
 
 
 def test_an_nvcc_that_cannot_list_checks_nothing(tmp_path: Path) -> None:
     toolkit = fake_toolkit(tmp_path, "nvcc fatal: Unknown option", code=1)
     assert supported_capabilities(toolkit.home) is None
-    check_capabilities(["9.9"], toolkit, where="w", hint_key="k")
+    check_capabilities(parse_all(["9.9"]), toolkit, where="w", hint_key="k")
 
 
 @pytest.mark.skipif(not (NVCC13 / "bin" / "nvcc").exists(), reason="no CUDA 13.0 toolkit")
@@ -54,4 +58,4 @@ def test_real_nvcc_13() -> None:
     assert supported is not None and "9.0" in supported and "12.0" in supported
     assert "7.0" not in supported  # dropped in CUDA 13
     with pytest.raises(ToolchainError, match="cannot compile for '7.0'"):
-        check_capabilities(["7.0"], CudaToolkit(NVCC13, "13.0"), where="w", hint_key="k")
+        check_capabilities(parse_all(["7.0"]), CudaToolkit(NVCC13, "13.0"), where="w", hint_key="k")

@@ -3,6 +3,8 @@ variant's defaults, what it drops (reported), and the recipes' defaults per CUDA
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pytest
 from packaging.version import Version
 
@@ -14,6 +16,7 @@ from kernelwheel.compile.capabilities import (
     targets_of,
     unsupported,
 )
+from kernelwheel.model.capability import CudaCapability, parse_all
 from kernelwheel.model.recipes import load_recipes
 
 CU13 = ("7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0", "12.1+PTX")
@@ -21,9 +24,13 @@ CU128 = ("7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.1",
 OLDER = ("7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0+PTX")
 
 
+def _texts(capabilities: Iterable[CudaCapability]) -> tuple[str, ...]:
+    return tuple(str(c) for c in capabilities)
+
+
 def test_targets_drop_ptx_and_sort() -> None:
-    assert targets_of(CU13)[-2:] == ("12.0", "12.1")
-    assert sort_capabilities(["10.0", "9.0a", "9.0", "8.0", "9.0"]) == (
+    assert _texts(targets_of(parse_all(CU13)))[-2:] == ("12.0", "12.1")
+    assert _texts(sort_capabilities(parse_all(["10.0", "9.0a", "9.0", "8.0", "9.0"]))) == (
         "8.0",
         "9.0",
         "9.0a",
@@ -52,34 +59,37 @@ def test_targets_drop_ptx_and_sort() -> None:
 def test_loose_intersection(
     wanted: list[str], targets: list[str], expected: tuple[str, ...]
 ) -> None:
-    assert loose_intersection(wanted, targets) == expected
+    assert _texts(loose_intersection(parse_all(wanted), parse_all(targets))) == expected
 
 
 def test_a_kernel_without_a_list_takes_the_defaults_with_their_ptx() -> None:
-    chosen = for_kernel("k", (), CU13)
-    assert chosen.capabilities == CU13 and chosen.dropped == ()
+    chosen = for_kernel("k", (), parse_all(CU13))
+    assert _texts(chosen.capabilities) == CU13 and chosen.dropped == ()
 
 
 def test_what_the_toolkit_builds_for_no_target_is_reported() -> None:
-    chosen = for_kernel("k", ("8.0", "9.0a", "10.0", "10.1", "12.0+PTX"), CU13)
-    assert chosen.capabilities == ("8.0", "9.0a", "10.0", "12.0+PTX")
-    assert chosen.dropped == ("10.1",)
+    chosen = for_kernel(
+        "k", parse_all(["8.0", "9.0a", "10.0", "10.1", "12.0+PTX"]), parse_all(CU13)
+    )
+    assert _texts(chosen.capabilities) == ("8.0", "9.0a", "10.0", "12.0+PTX")
+    assert _texts(chosen.dropped) == ("10.1",)
     # under CUDA 12.8 10.1 is a target of its own
-    assert for_kernel("k", ("10.1",), CU128).capabilities == ("10.1",)
+    assert _texts(for_kernel("k", parse_all(["10.1"]), parse_all(CU128)).capabilities) == ("10.1",)
 
 
 def test_nothing_left_is_an_empty_list_the_plan_refuses() -> None:
-    chosen = for_kernel("k", ("12.1",), OLDER)
-    assert chosen.capabilities == () and chosen.dropped == ("12.1",)
+    chosen = for_kernel("k", parse_all(["12.1"]), parse_all(OLDER))
+    assert chosen.capabilities == () and _texts(chosen.dropped) == ("12.1",)
 
 
 def test_unsupported_looks_at_the_base_capability() -> None:
     supported = ("7.5", "8.0", "9.0", "10.0", "12.0")
-    assert unsupported(["9.0a", "10.0f+PTX", "12.0+PTX", "7.0", "8.9"], supported) == ("7.0", "8.9")
+    listed = parse_all(["9.0a", "10.0f+PTX", "12.0+PTX", "7.0", "8.9"])
+    assert _texts(unsupported(listed, supported)) == ("7.0", "8.9")
 
 
 def test_gencode_flags_with_ptx() -> None:
-    assert gencode_flags(("8.0", "9.0a", "12.0+PTX")) == [
+    assert gencode_flags(parse_all(["8.0", "9.0a", "12.0+PTX"])) == [
         "-gencode=arch=compute_80,code=sm_80",
         "-gencode=arch=compute_90a,code=sm_90a",
         "-gencode=arch=compute_120,code=sm_120",

@@ -19,6 +19,7 @@ from kernelwheel.builder.compile_plan import Toolchain, plan_compile
 from kernelwheel.compile import _compile_worker, memory
 from kernelwheel.compile.memory import MemoryLimit, UnitMemory, available, fit, units_of
 from kernelwheel.compile.unit_costs import PEAK_LOG, read_costs, record_costs, unit_peaks
+from kernelwheel.model.capability import parse_all
 from kernelwheel.model.variant import Variant
 from kernelwheel.toolchain.envs import CudaToolkit
 
@@ -263,7 +264,7 @@ def test_the_plan_compiles_with_the_jobs_that_fit_and_says_why(tmp_path: Path) -
         root,
         CU130,
         jobs=16,
-        cuda_capabilities=("8.0", "9.0"),
+        cuda_capabilities=parse_all(["8.0", "9.0"]),
         memory_source="cgroup v2 /ci: memory.max - usage",
     )
     stage = req.work_dir / "stage"

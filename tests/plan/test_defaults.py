@@ -12,6 +12,7 @@ import pytest
 from kernelwheel.compat.gpus import Gpus
 from kernelwheel.compat.rules import Torch
 from kernelwheel.errors import ToolchainError, UsageError
+from kernelwheel.model.capability import parse_all
 from kernelwheel.model.variant import Arch
 from kernelwheel.plan.defaults import DefaultBuild, Machine, TorchAt, within_reach
 from kernelwheel.plan.options import ENV_VARS
@@ -274,7 +275,8 @@ def test_the_build_request_of_a_default_targets_its_gpus(tmp_path: Path) -> None
             gpu_capabilities=chosen.gpu_capabilities,
         )
         assert req.for_gpus_here is here
-        assert req.default_capabilities == (targets or chosen.recipe.cuda.capabilities)  # type: ignore[union-attr]
+        expected = targets or chosen.recipe.cuda.capabilities  # type: ignore[union-attr]
+        assert req.default_capabilities == parse_all(expected)
 
 
 def test_cuda_capabilities_all_is_a_keyword_alone() -> None:

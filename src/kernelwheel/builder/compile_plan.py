@@ -34,6 +34,7 @@ from ..compile.compile_spec import CommandSpec, CompileSpec, SourceFlags
 from ..compile.torch_free import sources_naming, torch_free_sources
 from ..compile.unit_costs import PEAK_LOG, longest_first, relative
 from ..errors import ProjectError, ToolchainError
+from ..model.capability import CudaCapability, joined, parse_all
 from ..model.project import KernelProject, KernelSection
 from ..model.variant import CxxAbi, Variant
 from ..toolchain.envs import CudaToolkit, refuse_unsupported
@@ -89,7 +90,7 @@ class _Cuda:
     """The CUDA part of a plan."""
 
     nvcc_flags: tuple[str, ...]
-    capabilities: tuple[str, ...]
+    capabilities: tuple[CudaCapability, ...]
     per_kernel: tuple[caps.KernelCapabilities, ...]
     notes: tuple[str, ...]
     threads: int
@@ -210,15 +211,15 @@ def per_kernel_capabilities(
     list this toolkit builds is an error, as in kernel-builder."""
     out: list[caps.KernelCapabilities] = []
     for kernel in kernels:
-        wanted = kernel.cuda_capabilities
+        wanted = parse_all(kernel.cuda_capabilities)
         if req.cuda_capabilities:
             out.append(caps.KernelCapabilities(kernel.id, req.cuda_capabilities))
             continue
         chosen = caps.for_kernel(kernel.id, wanted, req.default_capabilities)
         if not chosen.capabilities and req.for_gpus_here:
             raise ProjectError(
-                f"none of {', '.join(wanted)} runs on this machine's GPUs "
-                f"({', '.join(req.default_capabilities)}), which a default build compiles for",
+                f"none of {joined(wanted)} runs on this machine's GPUs "
+                f"({joined(req.default_capabilities)}), which a default build compiles for",
                 file=req.project.build_toml,
                 key=f"kernel.{kernel.id}.cuda-capabilities",
                 hint="pass --cuda-capabilities all to build the kernel's whole list anyway",
@@ -226,8 +227,8 @@ def per_kernel_capabilities(
         if not chosen.capabilities:
             targets = caps.targets_of(req.default_capabilities)
             raise ProjectError(
-                f"none of {', '.join(wanted)} is built by CUDA {toolkit.version}, whose targets "
-                f"are {', '.join(targets)}",
+                f"none of {joined(wanted)} is built by CUDA {toolkit.version}, whose targets "
+                f"are {joined(targets)}",
                 file=req.project.build_toml,
                 key=f"kernel.{kernel.id}.cuda-capabilities",
                 hint="list a capability of this toolkit, or leave this CUDA version out "
@@ -238,9 +239,9 @@ def per_kernel_capabilities(
 
 
 def _dropped_notes(per_kernel: Sequence[caps.KernelCapabilities], req: BuildRequest) -> list[str]:
-    targets = ", ".join(caps.targets_of(req.default_capabilities))
+    targets = joined(caps.targets_of(req.default_capabilities))
     return [
-        f"kernel.{k.kernel}: cuda-capabilities {', '.join(k.dropped)} not built: this CUDA "
+        f"kernel.{k.kernel}: cuda-capabilities {joined(k.dropped)} not built: this CUDA "
         f"compiles for {targets}"
         for k in per_kernel
         if k.dropped
@@ -249,7 +250,7 @@ def _dropped_notes(per_kernel: Sequence[caps.KernelCapabilities], req: BuildRequ
 
 def _all_capabilities(
     req: BuildRequest, per_kernel: Sequence[caps.KernelCapabilities]
-) -> tuple[str, ...]:
+) -> tuple[CudaCapability, ...]:
     """Every capability compiled (the extension-wide -gencode list)."""
     chosen = caps.sort_capabilities(c for k in per_kernel for c in k.capabilities)
     found = chosen or req.cuda_capabilities or req.default_capabilities
@@ -291,7 +292,7 @@ class CudaTargets:
     fatbin compression, and the notes (capabilities left out, compression not honoured)."""
 
     per_kernel: tuple[caps.KernelCapabilities, ...]
-    every: tuple[str, ...]
+    every: tuple[CudaCapability, ...]
     split: Parallelism
     compression: tuple[str, ...]
     notes: tuple[str, ...]
@@ -355,7 +356,7 @@ def _source_flags(
     project: KernelProject,
     kernels: Sequence[KernelSection],
     per_kernel: Sequence[caps.KernelCapabilities],
-    every: tuple[str, ...],
+    every: tuple[CudaCapability, ...],
     cuda_version: str | None,
 ) -> tuple[SourceFlags, ...]:
     """Per-source flags wherever a section's differ from the extension's: ``[torch]``'s and a
@@ -371,7 +372,7 @@ def _source_flags(
         if project.torch.cxx_flags and not source.endswith(".cu")
     ]
     flags: dict[str, list[str]] = {}
-    capabilities: dict[str, list[str]] = {}
+    capabilities: dict[str, list[CudaCapability]] = {}
     for kernel in kernels:
         own = by_kernel.get(kernel.id, every)
         cuda_flags = kernel_cuda_flags(kernel.cuda_flags, cuda_version) if cuda_version else ()
@@ -497,7 +498,7 @@ def plan_compile(
         build_lib=str(stage / "lib"),
         jobs=fits[-1].jobs,
         requested_limited_api=REQUESTED_LIMITED_API,
-        capabilities=cuda.capabilities if cuda else (),
+        capabilities=tuple(str(c) for c in cuda.capabilities) if cuda else (),
         source_flags=_with_namespace(
             _source_flags(
                 project,

@@ -14,6 +14,7 @@ from .._util import RUNNER, Runner
 from ..compile.memory import Budget
 from ..compile.memory import available as available_memory
 from ..errors import ProjectError
+from ..model.capability import CudaCapability, parse_all
 from ..model.deps import DependencyTable, load_deps
 from ..model.project import Framework, KernelProject
 from ..model.recipes import Recipes, VariantRecipe
@@ -58,7 +59,7 @@ class BuildRequest:
     recipe: VariantRecipe
     python: Path | None = None  # use this interpreter's torch instead of creating an environment
     cuda_home: Path | None = None
-    default_capabilities: tuple[str, ...] = ()
+    default_capabilities: tuple[CudaCapability, ...] = ()
     cuda_system_paths: tuple[Path, ...] = ()  # where a "system" toolchain may live
     jobs: int = 2  # this variant's CPU budget (--jobs, split between the variants at once)
     cpus: int = 1  # this variant's share of the CPUs this process may use
@@ -73,7 +74,9 @@ class BuildRequest:
     cross: CrossPlan | None = None  # a build for another arch: planned with the request
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     fatbin_compression: str = "default"  # nvcc --compress-mode (CUDA >= 12.8)
-    cuda_capabilities: tuple[str, ...] | None = None  # replaces build.toml's and the recipe's
+    cuda_capabilities: tuple[CudaCapability, ...] | None = (
+        None  # replaces build.toml's and the recipe's
+    )
     # A default build's targets are the capabilities of the GPUs present (default_capabilities
     # holds them, not the recipe's list): messages say so and how to build them all.
     for_gpus_here: bool = False
@@ -258,7 +261,7 @@ def _request(
         # a "system" toolchain: the toolkit of exactly its CUDA X.Y (builder.preflight)
         cuda_home=options.cuda_home
         or (system_toolkit(cuda, runner=runner)[0] if cuda and cuda.source == "system" else None),
-        default_capabilities=(gpu_capabilities or cuda.capabilities) if cuda else (),
+        default_capabilities=parse_all(gpu_capabilities or cuda.capabilities) if cuda else (),
         for_gpus_here=bool(cuda and gpu_capabilities),
         cuda_system_paths=tuple(Path(p) for p in cuda.system_paths) if cuda else (),
         jobs=jobs,
@@ -271,7 +274,9 @@ def _request(
         cross=cross_plan,
         local_version_style=options.local_version_style,
         fatbin_compression=options.fatbin_compression,
-        cuda_capabilities=options.cuda_capabilities,
+        cuda_capabilities=None
+        if options.cuda_capabilities is None
+        else parse_all(options.cuda_capabilities),
         headers=plan_headers(project, recipe.variant, table, options),
         with_cpu_kernels=options.with_cpu_kernels,
         nvcc_threads=options.nvcc_threads,

@@ -27,6 +27,7 @@ from ..compile.compile_rules import (
 )
 from ..compile.compile_spec import CommandSpec, CommandUnit
 from ..errors import ProjectError
+from ..model.capability import CudaCapability
 from .compile_plan import (
     SOURCE_SUFFIXES,
     CompilePlan,
@@ -92,7 +93,7 @@ def plan_tvm_ffi_compile(
     _refuse_cuda_sources(req, root, [path for path, _ in units], toolkit is not None)
     link_libs = [f"-L{library.lib_dir}", "-ltvm_ffi"]
     cuda_units: list[tuple[Path, tuple[str, ...]]] = []
-    capabilities: tuple[str, ...] = ()
+    capabilities: tuple[CudaCapability, ...] = ()
     keep: list[str] = []
     nvcc: list[str] = []
     cuda_files = sum(1 for k in kernels for p in k.src if p.suffix == ".cu")
@@ -144,7 +145,7 @@ def plan_tvm_ffi_compile(
         build_temp=str(obj),
         jobs=split.jobs,
         cuda_home=str(toolkit.home) if toolkit else None,
-        capabilities=capabilities,
+        capabilities=tuple(str(c) for c in capabilities),
         include_dirs=tuple(searched),
     )
     return CompilePlan(spec, notes, stage / "nvcc-keep" if keep else None)

@@ -32,28 +32,18 @@ class KernelCapabilities:
     no target (reported, not silently dropped)."""
 
     kernel: str
-    capabilities: tuple[str, ...]
-    dropped: tuple[str, ...] = ()
+    capabilities: tuple[CudaCapability, ...]
+    dropped: tuple[CudaCapability, ...] = ()
 
 
-def _values(texts: Iterable[str]) -> list[CudaCapability]:
-    """Each capability once, parsed: the suffixes are the value's from here on."""
-    return [CudaCapability.parse(text) for text in dict.fromkeys(texts)]
-
-
-def _sorted(capabilities: Iterable[CudaCapability]) -> tuple[str, ...]:
-    unique = dict.fromkeys(capabilities)
-    return tuple(str(c) for c in sorted(unique, key=lambda c: c.sort_key))
-
-
-def sort_capabilities(capabilities: Iterable[str]) -> tuple[str, ...]:
+def sort_capabilities(capabilities: Iterable[CudaCapability]) -> tuple[CudaCapability, ...]:
     """Deduplicated, in ascending order (``9.0`` < ``9.0a`` < ``10.0``)."""
-    return _sorted(_values(capabilities))
+    return tuple(sorted(dict.fromkeys(capabilities), key=lambda c: c.sort_key))
 
 
-def targets_of(defaults: Sequence[str]) -> tuple[str, ...]:
+def targets_of(defaults: Iterable[CudaCapability]) -> tuple[CudaCapability, ...]:
     """The targets a kernel's list is intersected with: the defaults without ``+PTX``."""
-    return _sorted(replace(c, ptx=False) for c in _values(defaults))
+    return sort_capabilities(replace(c, ptx=False) for c in defaults)
 
 
 def _best_for(
@@ -69,17 +59,17 @@ def _best_for(
     return best
 
 
-def loose_intersection(wanted: Sequence[str], targets: Sequence[str]) -> tuple[str, ...]:
+def loose_intersection(
+    wanted: Sequence[CudaCapability], targets: Sequence[CudaCapability]
+) -> tuple[CudaCapability, ...]:
     """kernel-builder's loose intersection of a kernel's list with the variant's targets."""
-    listed = _values(wanted)
-    ptx = {replace(c, ptx=False) for c in listed if c.ptx}
-    bases = list(dict.fromkeys(replace(c, ptx=False) for c in listed))
-    goals = [CudaCapability.parse(target) for target in targets]
-    remaining = list(goals)
+    ptx = {replace(c, ptx=False) for c in wanted if c.ptx}
+    bases = list(dict.fromkeys(replace(c, ptx=False) for c in wanted))
+    remaining = list(targets)
     chosen: list[CudaCapability] = []
     for cap in (c for c in bases if c.suffix):
         base = replace(cap, suffix="")
-        if base in goals:
+        if base in targets:
             chosen.append(cap)
             if base in remaining:
                 remaining.remove(base)
@@ -88,31 +78,34 @@ def loose_intersection(wanted: Sequence[str], targets: Sequence[str]) -> tuple[s
         best = _best_for(target, plain, ptx)
         if best is not None:
             chosen.append(best)
-    return _sorted(replace(c, ptx=c in ptx) for c in chosen)
+    return sort_capabilities(replace(c, ptx=c in ptx) for c in chosen)
 
 
-def for_kernel(kernel: str, wanted: Sequence[str], defaults: Sequence[str]) -> KernelCapabilities:
+def for_kernel(
+    kernel: str, wanted: Sequence[CudaCapability], defaults: Sequence[CudaCapability]
+) -> KernelCapabilities:
     """One kernel's capabilities: the defaults when it lists none, else the loose intersection
     (empty when nothing of its list fits this toolkit: the caller refuses that)."""
     if not wanted:
         return KernelCapabilities(kernel, tuple(defaults))
     chosen = loose_intersection(wanted, targets_of(defaults))
-    kept = {c.target for c in _values(chosen)}
-    dropped = tuple(str(c) for c in _values(wanted) if c.target not in kept)
+    kept = {c.target for c in chosen}
+    dropped = tuple(c for c in dict.fromkeys(wanted) if c.target not in kept)
     return KernelCapabilities(kernel, chosen, dropped)
 
 
-def unsupported(capabilities: Iterable[str], supported: Sequence[str]) -> tuple[str, ...]:
+def unsupported(
+    capabilities: Iterable[CudaCapability], supported: Sequence[str]
+) -> tuple[CudaCapability, ...]:
     """Those of ``capabilities`` whose base (``9.0`` of ``9.0a+PTX``) is not in ``supported``
     (what nvcc --list-gpu-arch names)."""
-    return tuple(c for c in capabilities if CudaCapability.parse(c).base not in supported)
+    return tuple(c for c in capabilities if c.base not in supported)
 
 
-def gencode_flags(capabilities: Iterable[str]) -> list[str]:
+def gencode_flags(capabilities: Iterable[CudaCapability]) -> list[str]:
     """nvcc -gencode flags; a trailing '+PTX' also embeds PTX for forward compatibility."""
     flags: list[str] = []
-    for text in capabilities:
-        cap = CudaCapability.parse(text)
+    for cap in capabilities:
         arch = cap.digits
         flags.append(f"-gencode=arch=compute_{arch},code=sm_{arch}")
         if cap.ptx:

@@ -5,11 +5,12 @@ PTX for later GPUs). One parser and one formatter for every place that reads one
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import VariantError
 
-__all__ = ["PTX", "CudaCapability"]
+__all__ = ["PTX", "CudaCapability", "joined", "parse_all"]
 
 PTX = "+PTX"
 # A major of one or two digits (no leading zero), a one-digit minor: nvcc's sm_XY / sm_XXY.
@@ -62,3 +63,13 @@ class CudaCapability:
     def sort_key(self) -> tuple[int, int, str]:
         """Ascending: ``9.0`` < ``9.0a`` < ``9.0f`` < ``10.0`` (``+PTX`` does not order)."""
         return self.major, self.minor, self.suffix
+
+
+def parse_all(texts: Iterable[str]) -> tuple[CudaCapability, ...]:
+    """Each of ``texts`` parsed, in order (a VariantError at the first that is none)."""
+    return tuple(CudaCapability.parse(text) for text in texts)
+
+
+def joined(capabilities: Iterable[CudaCapability]) -> str:
+    """``8.0, 9.0a, 12.0+PTX``: a list of them as messages show it."""
+    return ", ".join(str(c) for c in capabilities)

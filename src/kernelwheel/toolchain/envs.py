@@ -26,6 +26,7 @@ from .._util import locked as locked  # the builders take their locks from here
 from ..compat import interpreter, probe_cache
 from ..compile.capabilities import unsupported
 from ..errors import ToolchainError
+from ..model.capability import CudaCapability
 from ..model.recipes import VariantRecipe
 from ..model.sources import PipSources
 from .toolkit_store import shared_toolkit
@@ -505,7 +506,7 @@ def supported_capabilities(home: Path, runner: Runner = RUNNER) -> tuple[str, ..
 
 
 def check_capabilities(
-    capabilities: Sequence[str],
+    capabilities: Sequence[CudaCapability],
     toolkit: CudaToolkit,
     *,
     where: str,
@@ -521,7 +522,7 @@ def check_capabilities(
 
 
 def refuse_unsupported(
-    capabilities: Sequence[str],
+    capabilities: Sequence[CudaCapability],
     supported: Sequence[str],
     toolkit: CudaToolkit,
     *,
@@ -533,7 +534,7 @@ def refuse_unsupported(
     if unknown:
         raise ToolchainError(
             f"{where}: CUDA {toolkit.version}'s nvcc ({toolkit.home / 'bin' / 'nvcc'}) cannot "
-            f"compile for {', '.join(repr(c) for c in unknown)}; it supports "
+            f"compile for {', '.join(repr(str(c)) for c in unknown)}; it supports "
             f"{', '.join(supported)}",
             hint=f"list only supported capabilities in {hint_key} (an 'a' or 'f' suffix is "
             "allowed where nvcc has one), or build this variant with a CUDA that has them",
