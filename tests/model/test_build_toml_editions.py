@@ -11,6 +11,7 @@ from packaging.version import Version
 
 from kernelwheel._toml import Located
 from kernelwheel.errors import ProjectError
+from kernelwheel.model.capability import parse_all
 from kernelwheel.model.project import (
     Framework,
     KernelDependency,
@@ -158,7 +159,7 @@ def test_edition_5_reads_every_key(tmp_path: Path) -> None:
     assert p.torch.stable_abi == (("cuda", Version("2.10")), ("rocm", Version("2.11")))
     assert p.stable_abi_for("cuda") == Version("2.10") and p.stable_abi_for("cpu") is None
     kernels = {k.id: k for k in p.kernels}
-    assert kernels["op_cuda"].cuda_capabilities == ("8.0", "9.0a", "10.0f", "12.0+PTX")
+    assert kernels["op_cuda"].cuda_capabilities == parse_all(["8.0", "9.0a", "10.0f", "12.0+PTX"])
     assert kernels["op_cuda"].depends == ("torch", "cutlass_3_8")
     assert kernels["op_cuda"].cuda_minver == Version("12.8")
     assert kernels["op_rocm"].rocm_archs == ("gfx90a", "gfx942")
@@ -190,7 +191,7 @@ def test_edition_4_noarch_section(tmp_path: Path) -> None:
     assert p.edition == 4 and p.noarch and p.torch is None
     assert p.torch_noarch is not None
     assert p.torch_noarch.pyext == ("py", "json") and p.pyext == ("py", "json")
-    assert p.torch_noarch.cuda_capabilities == ("9.0",)
+    assert p.torch_noarch.cuda_capabilities == parse_all(["9.0"])
     assert p.torch_noarch.rocm_archs == ("gfx942",)
 
 

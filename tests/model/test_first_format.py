@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.errors import ProjectError
+from kernelwheel.model.capability import parse_all
 from kernelwheel.model.project import Framework, load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.plan.matrix import plan_matrix
@@ -81,7 +82,7 @@ def test_first_form_is_read(tmp_path: Path) -> None:
     assert (kernel.id, kernel.backend, kernel.cuda_capabilities) == (
         "scale_add",
         "cuda",
-        ("8.0", "9.0"),
+        parse_all(["8.0", "9.0"]),
     )
     assert project.package_dir == tmp_path / "k" / "ext-torch" / "scale_add"
     assert project.pyext == ("py", "json")
@@ -110,7 +111,7 @@ def test_spring_form_hipify_builds_cuda_and_rocm(tmp_path: Path) -> None:
     assert (cuda.id, cuda.backend, cuda.cuda_capabilities, cuda.rocm_archs) == (
         "gated",
         "cuda",
-        ("8.0", "9.0a"),
+        parse_all(["8.0", "9.0a"]),
         (),
     )
     assert (rocm.id, rocm.backend, rocm.rocm_archs, rocm.src) == (
@@ -199,5 +200,5 @@ def test_the_fixture_of_the_first_form_reads_as_a_cuda_kernel() -> None:
     assert (project.name, project.version, project.backends) == ("scale_add", "0.0.3", ("cuda",))
     assert project.package_dir == root / "ext-torch" / "scale_add"
     (kernel,) = project.kernels
-    assert kernel.cuda_capabilities == ("8.0", "9.0")
+    assert kernel.cuda_capabilities == parse_all(["8.0", "9.0"])
     assert project.torch is not None and Path("ext-torch/registration.h") in project.torch.src

@@ -11,6 +11,7 @@ import pytest
 from packaging.version import Version
 
 from kernelwheel.errors import ProjectError, UsageError
+from kernelwheel.model.capability import parse_all
 from kernelwheel.model.project import (
     DEFAULT_PYEXT,
     HubConfig,
@@ -145,7 +146,7 @@ def test_realistic_multi_kernel_project(tmp_path: Path) -> None:
     assert cuda.depends == ("torch", "cutlass_3_8")
     assert cuda.include == (Path("csrc"),)
     assert cuda.cxx_flags == ("-O3",) and cuda.cuda_flags == ("--use_fast_math",)
-    assert cuda.cuda_capabilities == ("8.0", "9.0a", "10.0f", "12.0")
+    assert cuda.cuda_capabilities == parse_all(["8.0", "9.0a", "10.0f", "12.0"])
     assert cuda.cuda_minver == Version("12.4")
     assert cpu.id == "img2gray_cpu" and cpu.backend == "cpu"
     assert cpu.cuda_capabilities == () and cpu.cuda_minver is None

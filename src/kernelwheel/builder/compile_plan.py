@@ -34,7 +34,7 @@ from ..compile.compile_spec import CommandSpec, CompileSpec, SourceFlags
 from ..compile.torch_free import sources_naming, torch_free_sources
 from ..compile.unit_costs import PEAK_LOG, longest_first, relative
 from ..errors import ProjectError, ToolchainError
-from ..model.capability import CudaCapability, joined, parse_all
+from ..model.capability import CudaCapability, joined
 from ..model.project import KernelProject, KernelSection
 from ..model.variant import CxxAbi, Variant
 from ..toolchain.envs import CudaToolkit, refuse_unsupported
@@ -211,7 +211,7 @@ def per_kernel_capabilities(
     list this toolkit builds is an error, as in kernel-builder."""
     out: list[caps.KernelCapabilities] = []
     for kernel in kernels:
-        wanted = parse_all(kernel.cuda_capabilities)
+        wanted = kernel.cuda_capabilities
         if req.cuda_capabilities:
             out.append(caps.KernelCapabilities(kernel.id, req.cuda_capabilities))
             continue

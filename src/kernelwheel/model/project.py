@@ -34,7 +34,7 @@ from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, describe, read_toml
 from ..errors import ProjectError, UsageError, VariantError
-from .capability import CudaCapability
+from .capability import CudaCapability, parse_all
 from .names import is_package_name, package_name, shadowing
 from .python_depends import load_python_depends
 from .sections import (
@@ -1069,7 +1069,7 @@ class _Reader:
             sycl_flags=section.string_list("sycl-flags") or (),
         )
 
-    def capabilities(self, section: Located, key: str) -> tuple[str, ...]:
+    def capabilities(self, section: Located, key: str) -> tuple[CudaCapability, ...]:
         raw = section.string_list(key)
         if raw is None:
             return ()
@@ -1081,15 +1081,10 @@ class _Reader:
                 "remove the key to build for the default capabilities of the CUDA version, "
                 'or list some, e.g. ["8.0", "9.0"]',
             )
-        capabilities: list[str] = []
-        for entry in raw:
-            try:
-                CudaCapability.parse(entry)
-            except VariantError as exc:
-                raise self.error(exc.message, dotted, exc.hint or "") from None
-            if entry not in capabilities:
-                capabilities.append(entry)
-        return tuple(capabilities)
+        try:
+            return tuple(dict.fromkeys(parse_all(raw)))
+        except VariantError as exc:
+            raise self.error(exc.message, dotted, exc.hint or "") from None
 
     def rocm_archs(self, section: Located, key: str) -> tuple[str, ...]:
         raw = section.string_list(key) or ()

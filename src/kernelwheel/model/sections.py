@@ -9,6 +9,8 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from .capability import CudaCapability
+
 __all__ = [
     "BACKENDS",
     "DEFAULT_PYEXT",
@@ -112,7 +114,7 @@ class NoarchSection:
     """``[torch-noarch]``: a pure-Python kernel; the capabilities/archs it says it supports."""
 
     pyext: tuple[str, ...]
-    cuda_capabilities: tuple[str, ...] = ()
+    cuda_capabilities: tuple[CudaCapability, ...] = ()
     rocm_archs: tuple[str, ...] = ()
 
 
@@ -137,7 +139,7 @@ class KernelSection:
     include: tuple[Path, ...]
     cxx_flags: tuple[str, ...]
     cuda_flags: tuple[str, ...]
-    cuda_capabilities: tuple[str, ...]
+    cuda_capabilities: tuple[CudaCapability, ...]
     cuda_minver: Version | None
     rocm_archs: tuple[str, ...] = ()
     hip_flags: tuple[str, ...] = ()
