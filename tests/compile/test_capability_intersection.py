@@ -109,5 +109,7 @@ def _kernel_builder_defaults(cuda: str) -> tuple[str, ...]:
 def test_every_recipe_has_kernel_builders_defaults_for_its_cuda() -> None:
     cuda = load_recipes().cuda
     for recipe in cuda:
-        assert recipe.capabilities == _kernel_builder_defaults(recipe.version), recipe.version
+        assert _texts(recipe.capabilities) == _kernel_builder_defaults(recipe.version), (
+            recipe.version
+        )
     assert {"12.8", "13.0"} <= {recipe.version for recipe in cuda}

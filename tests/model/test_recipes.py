@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kernelwheel.model.capability import CudaCapability, joined
 from kernelwheel.model.recipes import RecipeError, load_recipes, parse_recipes
 from kernelwheel.model.variant import Arch, Backend, BackendKind, TorchVersion, Variant
 
@@ -125,8 +126,8 @@ def test_recipe_for_cuda13_variant_pins_a_hashed_pypi_toolchain() -> None:
         assert all(
             "==13.0." in line and "--hash=sha256:" in line for line in recipe.cuda.requirements()
         )
-        assert recipe.cuda.capabilities[-2:] == ("12.0", "12.1+PTX")
-        assert "7.0" not in recipe.cuda.capabilities
+        assert joined(recipe.cuda.capabilities[-2:]) == "12.0, 12.1+PTX"
+        assert CudaCapability(7, 0) not in recipe.cuda.capabilities
     x86 = recipes.recipe_for(Variant.parse("torch214-cxx11-cu130-x86_64-linux"))
     arm = recipes.recipe_for(Variant.parse("torch214-cxx11-cu130-aarch64-linux"))
     assert x86.cuda is not None and arm.cuda is not None
@@ -145,11 +146,11 @@ def test_recipe_for_cpu_and_cuda12_variants() -> None:
     assert cu128.torch_requirement == "torch===2.8.0"
     assert cu128.cuda is not None and cu128.cuda.source == "system"
     assert cu128.cuda.packages == () and not cu128.cuda.hashed
-    assert "10.1" in cu128.cuda.capabilities
+    assert CudaCapability(10, 1) in cu128.cuda.capabilities
     cu118 = recipes.recipe_for(Variant.parse("torch27-cxx11-cu118-x86_64-linux"))
     assert cu118.torch_requirement == "torch==2.7.1+cu118"
     assert cu118.index_url == "https://download.pytorch.org/whl/cu118"
-    assert cu118.cuda is not None and cu118.cuda.capabilities[-1] == "9.0+PTX"
+    assert cu118.cuda is not None and str(cu118.cuda.capabilities[-1]) == "9.0+PTX"
 
 
 def test_recipe_for_noarch_variant() -> None:
@@ -161,7 +162,7 @@ def test_recipe_for_noarch_variant() -> None:
 
 def test_the_targets_are_the_capabilities_without_ptx() -> None:
     recipe = load_recipes().recipe_for(Variant.parse("torch214-cxx11-cu130-x86_64-linux"))
-    assert recipe.cuda is not None and "12.1+PTX" in recipe.cuda.capabilities
+    assert recipe.cuda is not None and CudaCapability(12, 1, ptx=True) in recipe.cuda.capabilities
     assert "12.1" in recipe.cuda.targets and "12.1+PTX" not in recipe.cuda.targets
     assert len(recipe.cuda.targets) == len(recipe.cuda.capabilities)
 

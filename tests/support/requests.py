@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from kernelwheel.builder.request import BuildRequest, plan_requests
-from kernelwheel.model.capability import parse_all
 from kernelwheel.model.project import KernelProject, load_project
 from kernelwheel.model.recipes import Recipes, VariantRecipe, load_recipes
 from kernelwheel.model.variant import Variant
@@ -32,7 +31,7 @@ def build_request(root: Path, variant: Variant, **settings: object) -> BuildRequ
         cache_dir=root / "cache",
         env_spec=None,
         recipe=recipe,
-        default_capabilities=parse_all(recipe.cuda.capabilities) if recipe.cuda else (),
+        default_capabilities=recipe.cuda.capabilities if recipe.cuda else (),
         jobs=16,
     )
     return replace(req, **settings)  # type: ignore[arg-type]

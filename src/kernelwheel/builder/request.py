@@ -261,7 +261,7 @@ def _request(
         # a "system" toolchain: the toolkit of exactly its CUDA X.Y (builder.preflight)
         cuda_home=options.cuda_home
         or (system_toolkit(cuda, runner=runner)[0] if cuda and cuda.source == "system" else None),
-        default_capabilities=parse_all(gpu_capabilities or cuda.capabilities) if cuda else (),
+        default_capabilities=(parse_all(gpu_capabilities) or cuda.capabilities) if cuda else (),
         for_gpus_here=bool(cuda and gpu_capabilities),
         cuda_system_paths=tuple(Path(p) for p in cuda.system_paths) if cuda else (),
         jobs=jobs,

@@ -38,7 +38,7 @@ from packaging.version import InvalidVersion, Version
 from .. import _toml as toml
 from .._toml import Located, read_toml
 from ..errors import LocatedError, UsageError, VariantError
-from .capability import CudaCapability
+from .capability import CudaCapability, parse_all
 from .variant import OS, Arch, Backend, BackendKind, CxxAbi, TorchVersion, TvmFfiVersion, Variant
 
 if sys.version_info >= (3, 11):
@@ -163,7 +163,7 @@ class CudaToolchain:
     source: ToolchainSource
     arch: Arch
     packages: tuple[PinnedPackage, ...]
-    capabilities: tuple[str, ...]
+    capabilities: tuple[CudaCapability, ...]
     system_paths: tuple[str, ...] = ()
     image: str | None = None  # "system" only: the build image that carries this toolkit
 
@@ -183,7 +183,7 @@ class CudaToolchain:
     @property
     def targets(self) -> frozenset[str]:
         """The GPUs its capabilities compile SASS for (``12.0`` of ``12.0+PTX``)."""
-        return frozenset(CudaCapability.parse(c).target for c in self.capabilities)
+        return frozenset(c.target for c in self.capabilities)
 
     def describe(self) -> str:
         """Short form for tables: ``cuda 13.0 (pypi)``."""
@@ -198,7 +198,7 @@ class CudaRecipe:
     source: ToolchainSource
     arches: tuple[Arch, ...]
     packages: tuple[PackagePin, ...]
-    capabilities: tuple[str, ...]
+    capabilities: tuple[CudaCapability, ...]
     system_paths: tuple[str, ...]
     image: str | None = None
 
@@ -898,12 +898,11 @@ def _cuda_toolkit(toolkits: Located, key: str) -> CudaRecipe:
             "source",
             'use "pypi" (pinned wheels) or "system" (the build image\'s toolkit)',
         )
-    capabilities = _strings(value, "capabilities", '["8.0", "9.0", "12.0+PTX"]', required=True)
-    for cap in capabilities:
-        try:
-            CudaCapability.parse(cap)
-        except VariantError as exc:
-            raise value.error(exc.message, "capabilities", exc.hint or "") from None
+    listed = _strings(value, "capabilities", '["8.0", "9.0", "12.0+PTX"]', required=True)
+    try:
+        capabilities = parse_all(listed)
+    except VariantError as exc:
+        raise value.error(exc.message, "capabilities", exc.hint or "") from None
     system_paths = _strings(value, "system-paths", '["/usr/local/cuda-12.8"]', required=False)
     image = value.string(
         "image", nonempty=True, hint='e.g. image = "nvidia/cuda:12.6.3-devel-rockylinux8"'
