@@ -25,8 +25,10 @@ def test_parts() -> None:
     cap = CudaCapability.parse("10.3a+PTX")
     assert (cap.major, cap.minor, cap.suffix, cap.ptx) == (10, 3, "a", True)
     assert cap.base == "10.3" and cap.digits == "103a"
-    order = sorted(map(CudaCapability.parse, ["10.0", "9.0f", "9.0", "9.0a+PTX", "8.9"]),
-                   key=lambda c: c.sort_key)
+    order = sorted(
+        map(CudaCapability.parse, ["10.0", "9.0f", "9.0", "9.0a+PTX", "8.9"]),
+        key=lambda c: c.sort_key,
+    )
     assert [str(c) for c in order] == ["8.9", "9.0", "9.0a+PTX", "9.0f", "10.0"]
 
 
@@ -77,4 +79,4 @@ def test_build_toml_and_the_option_refuse_the_same(tmp_path: Path, text: str) ->
 def test_build_toml_and_the_option_accept_the_same(tmp_path: Path, text: str) -> None:
     load_project(_project(tmp_path / "p", text))
     options = resolve_options(None, env={}, cli={"cuda_capabilities": text})
-    assert options.cuda_capabilities == (text,)
+    assert options.cuda_capabilities == (CudaCapability.parse(text),)

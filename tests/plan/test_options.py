@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.errors import KernelwheelError, ProjectError, UsageError
+from kernelwheel.model.capability import parse_all
 from kernelwheel.model.variant import Arch, LocalVersionStyle
 from kernelwheel.plan.options import (
     DEFAULT_OPTIONS,
@@ -287,7 +288,7 @@ def test_cuda_device_code_options(tmp_path: Path) -> None:
         tmp_path, "[tool.kernelwheel]\nfatbin-compression = 'size'\ncuda-capabilities = ['9.0']\n"
     )
     options = resolve_options(root, env={})
-    assert (options.fatbin_compression, options.cuda_capabilities) == ("size", ("9.0",))
+    assert (options.fatbin_compression, options.cuda_capabilities) == ("size", parse_all(["9.0"]))
     options = resolve_options(
         root,
         env={"KERNELWHEEL_FATBIN_COMPRESSION": "none"},
@@ -295,7 +296,7 @@ def test_cuda_device_code_options(tmp_path: Path) -> None:
     )
     assert options.fatbin_compression == "none"
     assert options.source("fatbin_compression") == "KERNELWHEEL_FATBIN_COMPRESSION"
-    assert options.cuda_capabilities == ("8.0", "9.0a", "10.0+PTX")
+    assert options.cuda_capabilities == parse_all(["8.0", "9.0a", "10.0+PTX"])
     assert DEFAULT_OPTIONS.fatbin_compression == "default"
     assert DEFAULT_OPTIONS.cuda_capabilities is None
     with pytest.raises(UsageError, match="unknown fatbin compression 'small'"):

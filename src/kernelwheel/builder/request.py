@@ -274,9 +274,7 @@ def _request(
         cross=cross_plan,
         local_version_style=options.local_version_style,
         fatbin_compression=options.fatbin_compression,
-        cuda_capabilities=None
-        if options.cuda_capabilities is None
-        else parse_all(options.cuda_capabilities),
+        cuda_capabilities=options.cuda_capabilities,
         headers=plan_headers(project, recipe.variant, table, options),
         with_cpu_kernels=options.with_cpu_kernels,
         nvcc_threads=options.nvcc_threads,

@@ -36,7 +36,7 @@ from packaging.version import InvalidVersion, Version
 from .._toml import Located, parse_toml, read_toml
 from ..compat import interpreter
 from ..errors import UsageError, VariantError
-from ..model.capability import CudaCapability
+from ..model.capability import CudaCapability, parse_all
 from ..model.sources import PipSources
 from ..model.variant import Arch, LocalVersionStyle
 from .selector import Selector, expand_braces, split_patterns
@@ -108,7 +108,7 @@ class Options:
     hub_layout: Path | None = None
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     fatbin_compression: str = "default"
-    cuda_capabilities: tuple[str, ...] | None = None  # (): "all", the full list always
+    cuda_capabilities: tuple[CudaCapability, ...] | None = None  # (): "all", the full list always
     cutlass_path: tuple[LocalHeaders, ...] = ()
     with_cpu_kernels: bool = False
     allow_fixed_op_namespaces: bool = False
@@ -398,7 +398,7 @@ def _fatbin_compression(raw: Any, fail: _Fail, base: Path) -> str:
     return str(value)
 
 
-def _capabilities(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
+def _capabilities(raw: Any, fail: _Fail, base: Path) -> tuple[CudaCapability, ...]:
     """A list of capabilities, or ``all``: () (the full list, also for a default build)."""
     texts = _strings(raw, fail, "'9.0 10.0+PTX'")
     items = [t for text in texts for t in text.replace(",", " ").replace(";", " ").split()]
@@ -411,12 +411,10 @@ def _capabilities(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
                 "give all alone (every capability of the list) or only capabilities",
             )
         return ()
-    for item in items:
-        try:
-            CudaCapability.parse(item)
-        except VariantError as exc:
-            raise fail(exc.message, exc.hint or "") from None
-    return tuple(dict.fromkeys(items))
+    try:
+        return tuple(dict.fromkeys(parse_all(items)))
+    except VariantError as exc:
+        raise fail(exc.message, exc.hint or "") from None
 
 
 _DEP_NAME = re.compile(r"[a-z][a-z0-9_-]*")
