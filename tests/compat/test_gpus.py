@@ -12,6 +12,7 @@ import pytest
 from support.runners import Reply, ScriptedRunner
 
 from kernelwheel.compat.gpus import Gpus, parse_capabilities, query_gpus
+from kernelwheel.model.capability import CudaCapability, parse_all
 
 
 def fake_tool(folder: Path, name: str, body: str) -> Path:
@@ -22,9 +23,13 @@ def fake_tool(folder: Path, name: str, body: str) -> Path:
     return tool
 
 
+def _texts(capabilities: tuple[CudaCapability, ...]) -> tuple[str, ...]:
+    return tuple(str(c) for c in capabilities)
+
+
 def test_parse_capabilities_dedupes_and_sorts() -> None:
     text = "9.0\n10.0\n9.0\n\n8.9\n[N/A]\n"
-    assert parse_capabilities(text) == ("8.9", "9.0", "10.0")
+    assert _texts(parse_capabilities(text)) == ("8.9", "9.0", "10.0")
 
 
 def test_nvidia_smi_is_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,7 +40,7 @@ def test_nvidia_smi_is_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     )
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     gpus = query_gpus()
-    assert gpus == Gpus(("9.0",), "nvidia-smi") and gpus.present
+    assert gpus == Gpus(parse_all(["9.0"]), "nvidia-smi") and gpus.present
     args = (tmp_path / "bin" / "nvidia-smi.args").read_text().split()
     assert args == ["--query-gpu=uuid,compute_cap", "--format=csv,noheader"]
     assert gpus.describe() == "NVIDIA GPU 9.0 (nvidia-smi)"
@@ -57,7 +62,7 @@ def test_without_nvidia_smi_the_interpreters_torch_is_asked(
     # A stand-in interpreter that answers as torch.cuda would on a machine with two GPUs.
     python = fake_tool(tmp_path / "py", "python", 'printf "8.6\\n12.0\\n"')
     gpus = query_gpus(python)
-    assert gpus == Gpus(("8.6", "12.0"), f"torch.cuda of {python}")
+    assert gpus == Gpus(parse_all(["8.6", "12.0"]), f"torch.cuda of {python}")
     # This interpreter (no CUDA torch here, or no torch): no GPU, both reasons given.
     none = query_gpus(Path(sys.executable))
     assert not none.present and none.source.startswith("nvidia-smi: not found; torch.cuda of")
@@ -96,25 +101,26 @@ def test_visible_devices_are_the_gpus_built_for(
     visible: str, order: str | None, capabilities: tuple[str, ...]
 ) -> None:
     gpus = query_gpus(runner=smi(MIXED), visible=visible, order=order)
-    assert gpus.capabilities == capabilities
+    assert _texts(gpus.capabilities) == capabilities
     assert f"CUDA_VISIBLE_DEVICES={visible}" in gpus.source
     assert gpus.present or gpus.source.endswith("no GPU visible")
 
 
 def test_indices_on_alike_gpus_need_no_order() -> None:
     two = "GPU-a, 9.0\nGPU-b, 9.0\n"
-    assert query_gpus(runner=smi(two), visible="1").capabilities == ("9.0",)
+    assert _texts(query_gpus(runner=smi(two), visible="1").capabilities) == ("9.0",)
     assert query_gpus(runner=smi(two), visible="2").capabilities == ()  # there is no third
 
 
 def test_indices_in_cudas_own_order_are_asked_of_torch_else_all_are_kept() -> None:
     # CUDA's default order is fastest first, nvidia-smi's the bus: index 1 is not knowable here.
     kept = query_gpus(runner=smi(MIXED), visible="1")
-    assert kept.capabilities == ("8.9", "9.0") and "every GPU's capability kept" in kept.source
+    assert _texts(kept.capabilities) == ("8.9", "9.0")
+    assert "every GPU's capability kept" in kept.source
     python = Path("/envs/dev/bin/python")
     runner = smi(MIXED, torch="9.0\n")  # torch reads the variables itself
     by_torch = query_gpus(python, runner=runner, visible="1")
-    assert by_torch == Gpus(("9.0",), f"torch.cuda of {python}")
+    assert by_torch == Gpus(parse_all(["9.0"]), f"torch.cuda of {python}")
     assert runner.commands[1][:2] == [str(python), "-c"]
     mig = query_gpus(runner=smi(MIXED), visible="MIG-5d5ab9c7-0000")
-    assert mig.capabilities == ("8.9", "9.0")
+    assert _texts(mig.capabilities) == ("8.9", "9.0")

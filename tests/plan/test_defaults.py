@@ -18,7 +18,7 @@ from kernelwheel.plan.defaults import DefaultBuild, Machine, TorchAt, within_rea
 from kernelwheel.plan.options import ENV_VARS
 from kernelwheel.plan.planning import plan_project, select
 
-H100 = Gpus(("9.0",), "nvidia-smi")
+H100 = Gpus(parse_all(["9.0"]), "nvidia-smi")
 NO_GPU = Gpus((), "nvidia-smi: not found")
 CU130 = Torch("2.11.0+cu130", "cuda", (13, 0), True)
 CPU213 = Torch("2.13.0+cpu", "cpu", None, True)
@@ -225,8 +225,10 @@ def test_nothing_fitting_quotes_the_plans_rejections(tmp_path: Path) -> None:
 
 
 def test_a_default_cuda_build_compiles_for_the_gpus_present(tmp_path: Path) -> None:
-    got = default(project(tmp_path), Machine(Arch.X86_64, Gpus(("8.9", "9.0"), "nvidia-smi")))
-    assert got.gpu_capabilities == ("8.9", "9.0")
+    got = default(
+        project(tmp_path), Machine(Arch.X86_64, Gpus(parse_all(["8.9", "9.0"]), "nvidia-smi"))
+    )
+    assert got.gpu_capabilities == parse_all(["8.9", "9.0"])
     (note,) = [n for n in got.notes if n.startswith("compiling for the GPUs of this machine")]
     assert "8.9, 9.0 (nvidia-smi)" in note and "--cuda-capabilities all" in note
 
@@ -240,7 +242,9 @@ def test_the_capabilities_option_keeps_its_list(tmp_path: Path) -> None:
 
 
 def test_a_gpu_the_toolkit_does_not_target_gets_the_full_list(tmp_path: Path) -> None:
-    got = default(project(tmp_path), Machine(Arch.X86_64, Gpus(("9.0", "12.3"), "nvidia-smi")))
+    got = default(
+        project(tmp_path), Machine(Arch.X86_64, Gpus(parse_all(["9.0", "12.3"]), "nvidia-smi"))
+    )
     assert got.gpu_capabilities == ()
     cuda = got.recipe.variant.backend.cuda_version if got.recipe.variant.backend else None
     assert any(f"12.3 is not among CUDA {cuda}'s targets" in n for n in got.notes), got.notes
@@ -352,7 +356,7 @@ def test_the_default_falls_back_to_the_newest_variant_whose_torch_is_within_reac
     gpu = default(project(tmp_path), Machine(Arch.X86_64, H100, driver=(13, 0)))
     cuda = within_reach(gpu, {"torch215-cxx11-cu130-x86_64-linux": OUT_OF_REACH})
     assert cuda.recipe.name == "torch215-cxx11-cu126-x86_64-linux"
-    assert cuda.gpu_capabilities == ("9.0",)  # still this machine's GPUs
+    assert cuda.gpu_capabilities == parse_all(["9.0"])  # still this machine's GPUs
 
 
 def test_a_torch_the_user_named_has_no_fallback(tmp_path: Path) -> None:
@@ -394,7 +398,7 @@ def test_a_dev_build_of_a_named_cuda_variant_compiles_for_the_gpus_here(tmp_path
     recipe = select(planned, ["torch211-cxx11-cu130-x86_64-linux"]).recipes[0]
     smi = ScriptedRunner(lambda cmd, cwd: Reply(stdout="GPU-aa11, 9.0\n"))
     caps, notes = capabilities_here(recipe, planned.options, environ={}, runner=smi)
-    assert caps == ("9.0",) and smi.commands[0][0] == "nvidia-smi"
+    assert caps == parse_all(["9.0"]) and smi.commands[0][0] == "nvidia-smi"
     assert notes[0].startswith("compiling for the GPUs of this machine only: 9.0")
     none = ScriptedRunner(lambda cmd, cwd: Reply(code=9, stderr="no devices"))
     caps, notes = capabilities_here(recipe, planned.options, environ={}, runner=none)

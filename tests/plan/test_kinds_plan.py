@@ -17,6 +17,7 @@ from support.requests import selected_recipes
 
 from kernelwheel.cli import main
 from kernelwheel.compat.gpus import Gpus
+from kernelwheel.model.capability import parse_all
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Arch
@@ -72,7 +73,7 @@ def test_tvm_ffi_plan_gives_reasons(tmp_path: Path) -> None:
 def test_default_build_of_a_tvm_ffi_project_is_this_machines_variant(tmp_path: Path) -> None:
     root = write_tvm_ffi_project(tmp_path / "p")
     planned = plan_project(root, {})
-    gpu = Machine(Arch.X86_64, Gpus(("9.0",), "a test"))
+    gpu = Machine(Arch.X86_64, Gpus(parse_all(["9.0"]), "a test"))
     assert [r.name for r in selected_recipes(planned, machine=gpu)] == [
         "tvm-ffi01-cu130-x86_64-linux"
     ]

@@ -11,6 +11,7 @@ from support.requests import selected_recipes
 
 from kernelwheel.compat.gpus import Gpus
 from kernelwheel.errors import VariantError
+from kernelwheel.model.capability import parse_all
 from kernelwheel.model.project import KernelProject, load_project
 from kernelwheel.model.recipes import RecipeError, Recipes, parse_recipes
 from kernelwheel.model.variant import Arch, TorchVersion, Variant
@@ -189,7 +190,7 @@ def test_recipe_for_a_stable_variant_builds_with_a_torch_no_older_than_its_abi()
 def test_default_and_named_variants_of_a_stable_project(tmp_path: Path) -> None:
     proj = project(tmp_path, 'stable-abi = "2.10"\n')
     planned = plan_project(proj.root, {})
-    machine = Machine(Arch.X86_64, Gpus(("9.0",), "a test"))
+    machine = Machine(Arch.X86_64, Gpus(parse_all(["9.0"]), "a test"))
     (default,) = select(planned, machine=machine).recipes
     assert default.name == "torch-stable-abi210-cu132-x86_64-linux"
     # `build --variant NAME` finds it in the plan (real recipes: built with torch 2.14.1).

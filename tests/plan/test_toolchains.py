@@ -14,6 +14,7 @@ from support.requests import request_for
 from kernelwheel.cli import main
 from kernelwheel.compat.gpus import Gpus
 from kernelwheel.errors import ToolchainError
+from kernelwheel.model.capability import parse_all
 from kernelwheel.model.project import KernelProject, load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Arch, BackendKind, Variant
@@ -166,7 +167,7 @@ def test_bundled_recipes_plan_rocm_xpu_metal_variants_with_notes(tmp_path: Path)
 
 
 def test_default_variant_never_picks_a_backend_the_project_lacks(tmp_path: Path) -> None:
-    machine = Machine(Arch.X86_64, Gpus(("9.0",), "a test"))
+    machine = Machine(Arch.X86_64, Gpus(parse_all(["9.0"]), "a test"))
 
     def default(root: KernelProject) -> Variant:
         (recipe,) = select(plan_project(root.root, {}), machine=machine).recipes

@@ -14,7 +14,7 @@ from .._util import RUNNER, Runner
 from ..compile.memory import Budget
 from ..compile.memory import available as available_memory
 from ..errors import ProjectError
-from ..model.capability import CudaCapability, parse_all
+from ..model.capability import CudaCapability
 from ..model.deps import DependencyTable, load_deps
 from ..model.project import Framework, KernelProject
 from ..model.recipes import Recipes, VariantRecipe
@@ -138,7 +138,7 @@ def plan_requests(
     deps: DependencyTable | None = None,
     *,
     git: GitState | None = None,
-    gpu_capabilities: tuple[str, ...] = (),
+    gpu_capabilities: tuple[CudaCapability, ...] = (),
     budget: Budget | None = None,
     environ: Mapping[str, str] | None = None,
     runner: Runner = RUNNER,
@@ -226,7 +226,7 @@ def _request(
     table: DependencyTable,
     *,
     git: GitState | None,
-    gpu_capabilities: tuple[str, ...],
+    gpu_capabilities: tuple[CudaCapability, ...],
     budget: Budget,
     environ: Mapping[str, str],
     runner: Runner,
@@ -261,7 +261,7 @@ def _request(
         # a "system" toolchain: the toolkit of exactly its CUDA X.Y (builder.preflight)
         cuda_home=options.cuda_home
         or (system_toolkit(cuda, runner=runner)[0] if cuda and cuda.source == "system" else None),
-        default_capabilities=(parse_all(gpu_capabilities) or cuda.capabilities) if cuda else (),
+        default_capabilities=(gpu_capabilities or cuda.capabilities) if cuda else (),
         for_gpus_here=bool(cuda and gpu_capabilities),
         cuda_system_paths=tuple(Path(p) for p in cuda.system_paths) if cuda else (),
         jobs=jobs,

@@ -25,6 +25,7 @@ from ..compile.memory import Budget
 from ..compile.memory import available as available_memory
 from ..errors import KernelwheelError, ProjectError
 from ..log import Reporter
+from ..model.capability import CudaCapability
 from ..model.names import name_warning, self_requirement
 from ..model.project import KernelProject
 from ..model.recipes import VariantRecipe
@@ -89,7 +90,7 @@ def build_project(
     recipes: Sequence[VariantRecipe],
     progress: BuildProgress,
     *,
-    gpu_capabilities: tuple[str, ...] = (),
+    gpu_capabilities: tuple[CudaCapability, ...] = (),
     runner: Runner = RUNNER,
 ) -> BuildResult:
     """Build ``recipes`` (the selected variants of ``planned``), reporting to ``progress``,
@@ -108,7 +109,7 @@ def dev_project(
     recipe: VariantRecipe,
     progress: Reporter,
     *,
-    gpu_capabilities: tuple[str, ...] = (),
+    gpu_capabilities: tuple[CudaCapability, ...] = (),
     check_in_tests: bool = False,
     runner: Runner = RUNNER,
 ) -> DevBuild:
@@ -122,7 +123,7 @@ def _requests(
     planned: Planned,
     recipes: Sequence[VariantRecipe],
     progress: Reporter,
-    gpu_capabilities: tuple[str, ...],
+    gpu_capabilities: tuple[CudaCapability, ...],
     runner: Runner,
 ) -> tuple[tuple[BuildRequest, ...], str, int]:
     """Every request of a run (and the wheel version, the variants at once), made and refused

@@ -121,7 +121,7 @@ def report_json(report: VariantsReport) -> dict[str, Any]:
         "environment": {
             **t.to_json(),
             "cuda_driver": None if t.torch.driver is None else ".".join(map(str, t.torch.driver)),
-            "gpus": list(report.gpus.capabilities),
+            "gpus": [str(c) for c in report.gpus.capabilities],
             "gpus_source": report.gpus.source,
         },
         "projects": [

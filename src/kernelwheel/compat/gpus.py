@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._util import RUNNER, CommandTimeout, Runner
+from ..model.capability import CudaCapability, joined
 
 __all__ = ["Gpus", "parse_capabilities", "query_gpus"]
 
@@ -37,7 +38,7 @@ class Gpus:
     """The distinct compute capabilities of the GPUs found (ascending, ``"9.0"``), who found
     them, or (none found) why not."""
 
-    capabilities: tuple[str, ...]
+    capabilities: tuple[CudaCapability, ...]
     source: str  # "nvidia-smi", "torch.cuda of /usr/bin/python3", or why none were found
 
     @property
@@ -49,10 +50,10 @@ class Gpus:
         if not self.capabilities:
             return f"no NVIDIA GPU ({self.source})"
         plural = "s" if len(self.capabilities) > 1 else ""
-        return f"NVIDIA GPU{plural} {', '.join(self.capabilities)} ({self.source})"
+        return f"NVIDIA GPU{plural} {joined(self.capabilities)} ({self.source})"
 
 
-def parse_capabilities(text: str) -> tuple[str, ...]:
+def parse_capabilities(text: str) -> tuple[CudaCapability, ...]:
     """The capabilities in ``nvidia-smi --query-gpu=compute_cap --format=csv,noheader`` output
     (one ``9.0`` per GPU), distinct and ascending; lines that are no capability are skipped."""
     found = set()
@@ -60,7 +61,7 @@ def parse_capabilities(text: str) -> tuple[str, ...]:
         match = _CAPABILITY.match(line)
         if match:
             found.add((int(match.group(1)), int(match.group(2))))
-    return tuple(f"{major}.{minor}" for major, minor in sorted(found))
+    return tuple(CudaCapability(major, minor) for major, minor in sorted(found))
 
 
 def query_gpus(
@@ -102,7 +103,7 @@ def query_gpus(
     return Gpus((), why)
 
 
-def _capabilities(rows: list[tuple[str, str]]) -> tuple[str, ...]:
+def _capabilities(rows: list[tuple[str, str]]) -> tuple[CudaCapability, ...]:
     return parse_capabilities("\n".join(capability for _, capability in rows))
 
 

@@ -35,6 +35,7 @@ from ..compat import rules as compat
 from ..compat.builds import build_of
 from ..compat.gpus import Gpus, query_gpus
 from ..errors import ToolchainError, UsageError, VariantError
+from ..model.capability import CudaCapability, joined
 from ..model.project import KernelProject
 from ..model.recipes import VariantRecipe
 from ..model.variant import OS, Arch, BackendKind, Variant
@@ -87,7 +88,7 @@ class DefaultBuild:
 
     recipe: VariantRecipe
     reason: str
-    gpu_capabilities: tuple[str, ...] = ()
+    gpu_capabilities: tuple[CudaCapability, ...] = ()
     notes: tuple[str, ...] = field(default=())
     # Rule 3's other candidates, newest first: what :func:`within_reach` falls back to when
     # this machine cannot get the recipe's torch (rules 1 and 2 name a torch: none).
@@ -352,7 +353,7 @@ def within_reach(
     notes = [*default.notes, *(f"not {r.name}: {cannot_get[r.name]}" for r in passed)]
     capabilities = default.gpu_capabilities
     if chosen.cuda is not None and capabilities:
-        if not set(capabilities) <= chosen.cuda.targets:
+        if not {c.target for c in capabilities} <= chosen.cuda.targets:
             notes.append(f"{chosen.name} does not target every GPU here: compiling its full list")
             capabilities = ()
     return replace(
@@ -409,7 +410,7 @@ def _out_of_reach(
 
 def _gpu_capabilities(
     recipe: VariantRecipe, gpus: Gpus, options: Options, notes: list[str]
-) -> tuple[str, ...]:
+) -> tuple[CudaCapability, ...]:
     """The GPUs' capabilities a CUDA default compiles for; empty: the full list (an option set
     it, no GPU was found, or a GPU is not among the toolkit's targets)."""
     backend = recipe.variant.backend
@@ -421,15 +422,15 @@ def _gpu_capabilities(
     if not gpus.present:
         notes.append(f"{gpus.describe()}: compiling for {everything}")
         return ()
-    unknown = [c for c in gpus.capabilities if c not in recipe.cuda.targets]
+    unknown = [c for c in gpus.capabilities if c.target not in recipe.cuda.targets]
     if unknown:
         notes.append(
-            f"GPU capability {', '.join(unknown)} is not among CUDA {backend.cuda_version}'s "
+            f"GPU capability {joined(unknown)} is not among CUDA {backend.cuda_version}'s "
             f"targets: compiling for {everything}"
         )
         return ()
     notes.append(
-        f"compiling for the GPUs of this machine only: {', '.join(gpus.capabilities)} "
+        f"compiling for the GPUs of this machine only: {joined(gpus.capabilities)} "
         f"({gpus.source}); --cuda-capabilities all builds {everything}, as selections, "
         "`kernelwheel matrix` and releases do"
     )
@@ -441,7 +442,7 @@ def capabilities_here(
     options: Options,
     environ: Mapping[str, str] | None = None,
     runner: Runner = RUNNER,
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
+) -> tuple[tuple[CudaCapability, ...], tuple[str, ...]]:
     """(capabilities, notes): what a build of ``recipe`` for this machine's GPUs compiles for,
     by the default build's rule, whatever selected the variant (``kernelwheel dev``'s builds
     only ever load here); empty capabilities: the full list."""
