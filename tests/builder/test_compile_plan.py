@@ -112,7 +112,8 @@ def test_a_cuda_variant_compiles_the_cuda_kernels_with_kernel_builders_macros(
     assert {"-Xcompiler=-fno-gnu-unique", "-DENABLE_FP8", "-U__CUDA_NO_HALF_OPERATORS__"} <= set(
         spec.nvcc_flags
     )
-    assert spec.cuda and spec.capabilities == DEFAULTS and own_flags(spec.source_flags) == ()
+    assert spec.cuda and spec.capabilities == parse_all(DEFAULTS)
+    assert own_flags(spec.source_flags) == ()
     assert "-gencode=arch=compute_121,code=compute_121" in spec.nvcc_flags
 
 
@@ -167,7 +168,7 @@ def test_kernels_keep_their_own_flags_and_capabilities(tmp_path: Path) -> None:
         norm='cuda-capabilities = ["8.0", "9.0"]',
     )
     spec = plan(request(root)).spec
-    assert spec.capabilities == ("8.0", "9.0", "9.0a", "10.0f")
+    assert spec.capabilities == parse_all(["8.0", "9.0", "9.0a", "10.0f"])
     by_source = {
         Path(e.source).relative_to(root).as_posix(): e for e in own_flags(spec.source_flags)
     }
@@ -219,7 +220,7 @@ def test_a_capability_nvcc_cannot_build_is_an_error(tmp_path: Path) -> None:
 def test_the_option_replaces_every_list_without_intersecting(tmp_path: Path) -> None:
     root = project_with(tmp_path, gemm='cuda-capabilities = ["9.0a"]')
     spec = plan(request(root, cuda_capabilities=parse_all(["12.0"]))).spec
-    assert spec.capabilities == ("12.0",) and own_flags(spec.source_flags) == ()
+    assert spec.capabilities == parse_all(["12.0"]) and own_flags(spec.source_flags) == ()
     with pytest.raises(ToolchainError, match="the cuda-capabilities option"):
         plan(request(root, cuda_capabilities=parse_all(["7.0"])))
 
@@ -230,7 +231,7 @@ def test_a_default_build_targets_the_gpus_present(tmp_path: Path) -> None:
     root = project_with(tmp_path, gemm='cuda-capabilities = ["8.0", "9.0a"]')
     here = request(root, default_capabilities=parse_all(["9.0"]), for_gpus_here=True)
     spec = plan(here).spec
-    assert spec.capabilities == ("9.0", "9.0a")
+    assert spec.capabilities == parse_all(["9.0", "9.0a"])
     assert spec.capabilities != plan(request(root)).spec.capabilities
 
 
@@ -342,10 +343,11 @@ def test_a_source_two_kernels_list_compiles_once_with_both_kernels_flags(
     api = by_source["api/api.cu"]
     if kernels == 2:
         assert api.flags == ("-DNEW_FLAG", "-DOLD_ONLY")
-        assert spec.capabilities == ("9.0a", "10.0f") and api.gencode == ()  # the union: all
+        assert spec.capabilities == parse_all(["9.0a", "10.0f"])  # the union: all
+        assert api.gencode == ()
         assert by_source["old/old.cu"].gencode == ("-gencode=arch=compute_90a,code=sm_90a",)
     else:
-        assert api.flags == ("-DOLD_ONLY",) and spec.capabilities == ("9.0a",)
+        assert api.flags == ("-DOLD_ONLY",) and spec.capabilities == parse_all(["9.0a"])
 
 
 @pytest.mark.parametrize(("minver", "kernels"), [("12.9", 2), ("13.1", 1)])

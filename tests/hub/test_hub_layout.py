@@ -17,6 +17,7 @@ from support.variants import TORCH213_CPU, TORCH214_CU130
 from kernelwheel import __version__
 from kernelwheel.hub.export import NO_LICENSE, export_variant, kernel_metadata
 from kernelwheel.hub.metadata import Digest, KernelMetadata
+from kernelwheel.model.capability import parse_all
 from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
 from kernelwheel.plan.versioning import GitState
@@ -40,7 +41,7 @@ def test_metadata_fields_of_the_current_format(tmp_path: Path) -> None:
     project = load_project(write_tiny_kernel(tmp_path / "k", version=2, extra_general=DEPENDS))
     files = {"__init__.py": b"x\n", "_ops.py": b"y\n"}
     meta = kernel_metadata(
-        project, CU130, "_tiny_add_abc", ("8.0", "12.0+PTX"), major=2, files=files,
+        project, CU130, "_tiny_add_abc", parse_all(["8.0", "12.0+PTX"]), major=2, files=files,
         git=GitState(COMMIT, dirty=True),
     )
     b64 = {n: base64.b64encode(hashlib.sha256(d).digest()).decode() for n, d in files.items()}

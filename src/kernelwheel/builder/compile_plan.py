@@ -498,7 +498,7 @@ def plan_compile(
         build_lib=str(stage / "lib"),
         jobs=fits[-1].jobs,
         requested_limited_api=REQUESTED_LIMITED_API,
-        capabilities=tuple(str(c) for c in cuda.capabilities) if cuda else (),
+        capabilities=cuda.capabilities if cuda else (),
         source_flags=_with_namespace(
             _source_flags(
                 project,

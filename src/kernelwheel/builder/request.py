@@ -125,7 +125,7 @@ class BuiltWheel:
     log: Path
     env: EnvInfo | None  # None for a tvm-ffi build (its environment holds no torch)
     compliant: bool = True  # passed the ABI check for its tag
-    capabilities: tuple[str, ...] = ()  # CUDA capabilities compiled for
+    capabilities: tuple[CudaCapability, ...] = ()  # CUDA capabilities compiled for
     warnings: tuple[str, ...] = ()  # one line per unit that warned (compile.diagnostics)
 
 

@@ -38,6 +38,7 @@ from ..compile.diagnostics import Fault, PathMap, failure, fault, warning_summar
 from ..compile.memory import load_estimates
 from ..errors import AbiError, BuildError, ProjectError, ToolchainError
 from ..log import Reporter, step
+from ..model.capability import CudaCapability
 from ..model.project import KernelProject
 from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, LocalVersionStyle, Variant
@@ -318,7 +319,7 @@ class Compiled:
     """What the compile step gives, every compiled kind alike."""
 
     shared_object: Path
-    capabilities: tuple[str, ...]  # the CUDA capabilities compiled for
+    capabilities: tuple[CudaCapability, ...]  # the CUDA capabilities compiled for
     cache: str  # what the compiler cache (or the reuse of an unchanged build) did
     notes: tuple[str, ...]  # the plan's: kernels or capabilities left out
     warnings: tuple[str, ...]  # one line per unit that warned (compile.diagnostics)

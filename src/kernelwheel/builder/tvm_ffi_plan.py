@@ -145,7 +145,7 @@ def plan_tvm_ffi_compile(
         build_temp=str(obj),
         jobs=split.jobs,
         cuda_home=str(toolkit.home) if toolkit else None,
-        capabilities=tuple(str(c) for c in capabilities),
+        capabilities=capabilities,
         include_dirs=tuple(searched),
     )
     return CompilePlan(spec, notes, stage / "nvcc-keep" if keep else None)

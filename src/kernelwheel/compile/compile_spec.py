@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..model.capability import CudaCapability
+
 __all__ = ["CommandSpec", "CommandUnit", "CompileSpec", "CrossInfo", "SourceFlags"]
 
 
@@ -50,7 +52,7 @@ class CompileSpec:
     build_lib: str
     jobs: int
     requested_limited_api: str
-    capabilities: tuple[str, ...] = ()
+    capabilities: tuple[CudaCapability, ...] = ()
     library_dirs: tuple[str, ...] = ()  # searched before torch's own (cross builds)
     link_flags: tuple[str, ...] = ()
     cross: CrossInfo | None = field(default=None)
@@ -98,6 +100,7 @@ class CompileSpec:
         else:
             data["cross"] = self.cross._asdict()
         data["source_flags"] = [entry._asdict() for entry in self.source_flags]
+        data["capabilities"] = [str(c) for c in self.capabilities]
         return json.dumps(data, indent=2)
 
     def write(self, path: Path) -> Path:
@@ -142,7 +145,7 @@ class CommandSpec:
     build_temp: str
     jobs: int
     cuda_home: str | None = None
-    capabilities: tuple[str, ...] = ()
+    capabilities: tuple[CudaCapability, ...] = ()
     include_dirs: tuple[str, ...] = ()  # the units' -I folders, in search order (builder.reuse)
 
     @property
@@ -153,6 +156,7 @@ class CommandSpec:
         data: dict[str, Any] = asdict(self)
         data["kind"] = "commands"  # the worker's switch: run these, no setuptools
         data["units"] = [unit._asdict() for unit in self.units]
+        data["capabilities"] = [str(c) for c in self.capabilities]
         return json.dumps(data, indent=2)
 
     def write(self, path: Path) -> Path:

@@ -66,7 +66,7 @@ def kernel_metadata(
     project: KernelProject,
     variant: Variant,
     namespace: str,
-    capabilities: tuple[str, ...],
+    capabilities: tuple[CudaCapability, ...],
     *,
     major: int,
     files: Mapping[str, Member] | None = None,
@@ -92,7 +92,7 @@ def kernel_metadata(
         python_depends=kernel_builder_names(project.python_depends_for(backend), backend),
         kernel_depends=tuple(project.kernel_depends_for(backend)),
         backend=backend,
-        archs=tuple(CudaCapability.parse(c).target for c in capabilities),
+        archs=tuple(c.target for c in capabilities),
         digest=digest or (Digest.of(files) if files is not None else None),
         provenance=Provenance(
             builder_version=f"kernelwheel {__version__}",
@@ -111,7 +111,7 @@ def export_variant(
     namespace: str,
     root: Path,
     *,
-    capabilities: tuple[str, ...] = (),
+    capabilities: tuple[CudaCapability, ...] = (),
     git: GitState | None = None,
 ) -> Path:
     """Write ``root/build/<variant>/`` from the package files of ``wheel``; replaces an older
