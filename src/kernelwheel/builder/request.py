@@ -74,9 +74,8 @@ class BuildRequest:
     cross: CrossPlan | None = None  # a build for another arch: planned with the request
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     fatbin_compression: str = "default"  # nvcc --compress-mode (CUDA >= 12.8)
-    cuda_capabilities: tuple[CudaCapability, ...] | None = (
-        None  # replaces build.toml's and the recipe's
-    )
+    # the cuda-capabilities option: replaces build.toml's and the recipe's lists
+    cuda_capabilities: tuple[CudaCapability, ...] | None = None
     # A default build's targets are the capabilities of the GPUs present (default_capabilities
     # holds them, not the recipe's list): messages say so and how to build them all.
     for_gpus_here: bool = False
