@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Are the wheels of a refactor byte-identical to those of a reference commit? Builds img2gray's
-# CPU variant and a tvm-ffi fixture (tests/support/kinds.py: CPU, and CUDA for one capability)
-# with both trees, no compiler cache, into separate folders, and compares the wheels file by file.
+# CPU and cu130 (capability 9.0) variants and a tvm-ffi fixture (tests/support/kinds.py: CPU,
+# and CUDA for one capability) with both trees, no compiler cache, into separate folders, and
+# compares the wheels file by file.
 # Usage: bench/same_bytes.sh REF [OUT]   (REF: a commit; OUT: where the two wheelhouses go)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,8 @@ for side in ref new; do
   src=$([ $side = ref ] && echo "$out/ref-tree/src" || echo src)
   kw() { PYTHONPATH="$src" .venv/bin/python -m kernelwheel "$@"; }
   kw build kernels/img2gray -o "$out/$side" --variant torch213-cxx11-cpu-x86_64-linux -q
+  kw build kernels/img2gray -o "$out/$side" --variant torch214-cxx11-cu130-x86_64-linux \
+    --cuda-capabilities 9.0 -q
   kw build "$out/add-one" -o "$out/$side" --variant "$cpu_tvm" -q
   kw build "$out/add-one" -o "$out/$side" --variant "$cuda_tvm" --cuda-capabilities 9.0 -q
 done
