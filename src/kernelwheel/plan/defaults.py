@@ -493,9 +493,8 @@ def probe_machine(
         interpreter.checked_driver_setting()  # a value that is no version: refused, named
         # A torch known to be no CUDA build lists no GPU: not asked (a torch import, 2 s of
         # every dev run on a machine without nvidia-smi)
-        other = python.torch if python is not None and python.torch is not None else None
-        if other is not None and other.kind == "cuda":
-            other = None
+        torch = python.torch if python is not None else None
+        other = torch if torch is not None and torch.kind != "cuda" else None
         gpus = query_gpus(
             options.python if other is None else None,
             runner=runner,
