@@ -132,7 +132,7 @@ def test_a_compiled_project_with_a_broken_card_is_refused_before_any_build(
     the run there, before an environment or a compile."""
     from support.tinykernel import write_tiny_kernel
 
-    from kernelwheel.builder.request import plan_requests
+    from kernelwheel.builder.service import plan_requests
     from kernelwheel.errors import ProjectError
     from kernelwheel.model.project import load_project
     from kernelwheel.model.recipes import load_recipes

@@ -16,7 +16,7 @@ from support.layered import LayeredVenv
 
 from kernelwheel.builder import codegen
 from kernelwheel.builder.noarch import build_noarch, noarch_requirements, torch_requirement
-from kernelwheel.builder.request import plan_requests
+from kernelwheel.builder.service import plan_requests
 from kernelwheel.cli import main
 from kernelwheel.errors import ProjectError
 from kernelwheel.log import SilentReporter

@@ -7,6 +7,8 @@ writer and ABI check, on a shared object the test compiled itself."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +22,8 @@ from support.tinykernel import write_tiny_kernel
 from kernelwheel._util import resume_running, stop_running
 from kernelwheel.abi.repair import retag_wheel
 from kernelwheel.builder.entry import build_and_export
-from kernelwheel.builder.request import BuildKind, BuildRequest, plan_requests
+from kernelwheel.builder.request import BuildKind, BuildRequest
+from kernelwheel.builder.service import plan_requests
 from kernelwheel.log import SilentReporter
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
@@ -163,7 +166,7 @@ def test_a_torch_build_runs_every_command_through_the_given_runner(tmp_path: Pat
     wheel, commands, runner = _build(req, tmp_path)
     assert commands == compiled_commands("python probe-torch", "torch")
     worker = runner.commands[commands.index("python compile-worker")]
-    assert worker[0] == str(req.python) and Path(worker[2]).name == "compile.json"
+    assert worker[0] == str(req.env.python) and Path(worker[2]).name == "compile.json"
     spec = json.loads(Path(worker[2]).read_text())
     # the binding, the remedies' compat source (abi/remedies), the kernel
     names = [Path(s).name for s in spec["sources"]]
@@ -217,12 +220,12 @@ def test_the_budget_is_read_once_and_shared_by_the_variants_at_once(
 ) -> None:
     # The run's memory is read once for all its requests; each variant gets its share of the
     # jobs, the CPUs and the memory.
-    from kernelwheel.builder import request
+    from kernelwheel.builder import service
     from kernelwheel.compile.memory import Budget, MemoryLimit
 
     reads: list[int] = []
     monkeypatch.setattr(
-        request, "available_memory", lambda: reads.append(1) or MemoryLimit(8192, "test")
+        service, "available_memory", lambda: reads.append(1) or MemoryLimit(8192, "test")
     )
     root = write_tiny_kernel(tmp_path / "tiny")
     names = ("torch213-cxx11-cpu-x86_64-linux", "torch214-cxx11-cpu-x86_64-linux")
@@ -230,3 +233,20 @@ def test_the_budget_is_read_once_and_shared_by_the_variants_at_once(
     budget = Budget(jobs=9, cpus=4, memory=MemoryLimit(8192, "MemAvailable"), at_once=2)
     assert budget.per_variant() == (4, 2, MemoryLimit(4096, "1/2 of MemAvailable"))
     assert Budget(jobs=1, cpus=1, memory=None, at_once=3).per_variant() == (1, 1, None)
+
+
+def test_the_request_and_its_parts_are_values_that_import_nothing_that_probes() -> None:
+    # A fresh interpreter: the request module pulls in the value types of model/ alone, not the
+    # toolchain, compile or plan modules that run compilers or read the machine.
+    code = (
+        "import sys, kernelwheel.builder.request\n"
+        "print(' '.join(m for m in sys.modules if m.startswith('kernelwheel.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    assert "kernelwheel.builder.request" in loaded
+    allowed = ("kernelwheel.model", "kernelwheel.errors", "kernelwheel._toml")
+    assert {m for m in loaded if not m.startswith(allowed)} == {
+        "kernelwheel.builder",
+        "kernelwheel.builder.request",
+    }

@@ -40,7 +40,7 @@ def _torch_index_reachable(monkeypatch: pytest.MonkeyPatch) -> None:
 def _wheel(req: BuildRequest) -> BuiltWheel:
     req.log.parent.mkdir(parents=True, exist_ok=True)
     req.log.write_text("compiler output\n")
-    wheel = req.out_dir / f"img2gray-0.1.0+{req.variant.local_version}-cp310-abi3-x.whl"
+    wheel = req.outputs.out_dir / f"img2gray-0.1.0+{req.variant.local_version}-cp310-abi3-x.whl"
     wheel.write_bytes(req.variant.name.encode())
     env = EnvInfo(Path("/py"), "3.11", "x86_64", Path("/site"), "2.14.1", None, None, True)
     return BuiltWheel(req.variant, wheel, "bid", "ns", req.log, env)
@@ -86,7 +86,7 @@ def test_variants_overlap_and_share_the_cpus(
     seen: dict[str, int] = {}
 
     def fake(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
-        seen[req.variant.name] = req.jobs
+        seen[req.variant.name] = req.budget.jobs
         both_running.wait()
         if req.variant.name == CPU213:
             time.sleep(0.3)  # finishes last: the summary still lists it first
