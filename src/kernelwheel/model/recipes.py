@@ -34,6 +34,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 __all__ = [
     "CcacheRecipe",
+    "bundled_recipes",
     "load_ccache_recipe",
     "CUDA_TOML",
     "RECIPES_PACKAGE",
@@ -533,7 +534,7 @@ def load_recipes(path: Path | str | None = None) -> Recipes:
     """Load and validate the recipes in folder ``path`` (default: the packaged
     ``kernelwheel.recipe_data``, i.e. the repository's ``recipes/`` folder)."""
     if path is None:
-        folder = _bundled()
+        folder = bundled_recipes()
     else:
         folder = Path(path).expanduser()
         if not folder.is_dir():
@@ -548,7 +549,8 @@ def load_recipes(path: Path | str | None = None) -> Recipes:
     return parse_recipes(torch_data, cuda_data, origin=str(folder), tvm_ffi_data=tvm_ffi_data)
 
 
-def _bundled() -> Traversable:
+def bundled_recipes() -> Traversable:
+    """The recipes folder shipped with kernelwheel."""
     try:
         return resources.files(RECIPES_PACKAGE)
     except ModuleNotFoundError:
@@ -1056,7 +1058,7 @@ class CcacheRecipe:
 def load_ccache_recipe(path: Path | str | None = None) -> CcacheRecipe:
     """Read ``ccache.toml`` from the recipes folder ``path`` when it has one, else the bundled
     one."""
-    folder: Traversable = _bundled()
+    folder: Traversable = bundled_recipes()
     if path is not None and (Path(path).expanduser() / CCACHE_TOML).is_file():
         folder = Path(path).expanduser()
     file = f"{folder}/{CCACHE_TOML}"
