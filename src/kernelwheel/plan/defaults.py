@@ -1,23 +1,8 @@
 """The one variant ``kernelwheel build`` makes when nothing is selected, and what it compiles for.
 
-The user's build, in this order (docs/building.md, "The default variant"):
-
-1. ``--python PY``: the plan's variant for PY's torch (its series, CUDA version and C++ ABI; the
-   build runs in PY). None fits: an error that names PY's torch and why the plan has no variant
-   for it (the plan's rejections).
-2. else the active virtual environment (``VIRTUAL_ENV`` with torch): the plan's variant for its
-   torch, built in an environment of its own; none fits: a note, and rule 3.
-3. else the newest variant the plan allows for this machine's arch, one it can run: CUDA with an
-   NVIDIA GPU (of a CUDA the driver supports, where the driver says: a cu132 build does not load
-   under a CUDA 13.0 driver), else the CPU variant where the project has a CPU backend.
-
-Only the plan's variants are candidates (never one the project's bounds exclude). A CUDA
-default compiles for the capabilities of the GPUs present, as ``torch.utils.cpp_extension``
-does without ``TORCH_CUDA_ARCH_LIST``, unless the cuda-capabilities option says otherwise
-(``all``: every capability of the list); selections, ``matrix`` and releases keep the full list.
-
-:func:`default_build` is pure: the facts about this machine come in a :class:`Machine`, which
-:func:`probe_machine` reads (nvidia-smi, the interpreters' torch) and a test writes by hand.
+The order (``--python``, the active virtual environment, then the newest variant this machine
+can run) is docs/building.md, "The default variant". :func:`default_build` is pure: the facts
+about this machine come in a :class:`Machine`, which :func:`probe_machine` reads and a test writes.
 """
 
 from __future__ import annotations

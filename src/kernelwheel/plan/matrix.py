@@ -1,32 +1,7 @@
 """Plan the variants a kernel builds from the recipes, with a reason for each one left out.
 
-:func:`plan_matrix` walks every variant the recipes can build and keeps those the project wants:
-
-- the variant's backend is one of the project's backends (``general.backends``, or the backends
-  of its ``[kernel.*]`` sections) and at least one kernel of that backend accepts it;
-- its torch release is within ``[torch] minver``/``maxver``;
-- a CUDA variant's toolkit is within the general CUDA bounds and at least one CUDA kernel's
-  ``cuda-minver``;
-- its arch is among ``arches`` when given.
-
-Bounds are inclusive and compared at their own precision: ``maxver = "2.9"`` admits 2.9.1.
-
-A backend named in ``torch.stable-abi`` builds no per-torch variants: each of its flavours and
-arches gets one stable-ABI variant (``torch-stable-abi210-cu130-x86_64-linux``), built with the
-newest torch of that flavour that is at least the ABI version and passes the rules above; its
-per-torch variants are listed as left out, each saying which stable-ABI build replaces it.
-
-A variant compiles the kernels of its backend that accept it, plus the project's CPU kernels
-(a CUDA build of torch runs CPU ops too); :meth:`MatrixPlan.kernels_for` lists them. A noarch
-project (no ``[kernel.*]``) gets one noarch variant per backend (``torch-cuda``, ``torch-cpu``),
-or ``torch-universal`` when it names no backend: kernel-builder's names, all built into one
-``py3-none-any`` wheel. A ``[tvm-ffi]`` project gets the tvm-ffi variants of the recipes
-(``tvm-ffi01-cu130-x86_64-linux``), each compiling the kernels of its one backend, as
-kernel-builder does.
-
-Facts that do not remove a variant (a toolchain that must come from the build image, a backend
-with no recipes, variants kernelwheel plans but does not compile: see :mod:`.toolchains`) are
-returned as ``notes``.
+The rules (backends, torch and CUDA bounds, arches, stable-ABI, noarch and tvm-ffi variants) are
+docs/building.md, "The matrix"; facts that remove no variant come back as ``notes``.
 """
 
 from __future__ import annotations
