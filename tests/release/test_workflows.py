@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.wheelread import read_wheel
 
 from kernelwheel._toml import loads
 from kernelwheel.cli import main
@@ -33,7 +34,6 @@ from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Arch
 from kernelwheel.plan.options import resolve_options
 from kernelwheel.plan.versioning import read_git_state, resolve_version, version_inputs
-from kernelwheel.wheels import read_wheel
 
 REPO = Path(__file__).resolve().parents[2]
 RELEASE = REPO / ".github" / "workflows" / "release.yml"
