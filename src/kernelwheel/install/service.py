@@ -96,7 +96,6 @@ class InstallResult:
     target: Target
     picks: tuple[Pick, ...]
     commands: tuple[tuple[str, ...], ...]  # the pip runs, in order (none when all are kept)
-    pip_output: str = ""
 
 
 class NoMatch(InstallError):
@@ -184,7 +183,8 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
         return InstallResult("dry-run", target, picks, commands)
     if not commands:
         return InstallResult("already-installed", target, picks, ())
-    output = "".join(run_pip(cmd, runner) for cmd in commands)
+    for cmd in commands:
+        run_pip(cmd, runner)
     after = read_environment(target.python, wanted, runner)
     if after.torch != target.torch_dist:  # the pin makes this impossible; say so loudly if not
         raise InstallError(
@@ -193,7 +193,7 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
         )
     for pick in picks:
         _read_back(pick, after.builds.get(pick.selection.project), target)
-    return InstallResult("installed", target, picks, commands, output)
+    return InstallResult("installed", target, picks, commands)
 
 
 def _decide(pick: Pick, before: Environment, reinstall: bool) -> Pick:
