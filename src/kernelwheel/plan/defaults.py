@@ -278,7 +278,7 @@ def _for_driver(
     compat.rules, which the installer and the wheel's guard apply too); all of them, with a
     note, where it loads none."""
     runs = [item for item in cuda if compat.driver_loads(_cuda_of(item[1]), driver)]
-    newest = _newest_of(cuda)
+    newest = _newest_first(cuda)[0]
     has = compat.dotted(driver)
     if not runs:
         oldest = compat.dotted(min(_cuda_of(r) for _, r in cuda))
@@ -308,10 +308,6 @@ def _newest_first(items: Sequence[tuple[int, VariantRecipe]]) -> list[VariantRec
         return Version(recipe.torch_version or "0"), Version(cuda), index
 
     return [recipe for _, recipe in sorted(items, key=key, reverse=True)]
-
-
-def _newest_of(items: Sequence[tuple[int, VariantRecipe]]) -> VariantRecipe:
-    return _newest_first(items)[0]
 
 
 # -- a torch this machine can get ------------------------------------------------------------------
@@ -434,13 +430,7 @@ def capabilities_here(
     backend = recipe.variant.backend
     if backend is None or backend.kind is not BackendKind.CUDA:
         return (), ()
-    env = os.environ if environ is None else environ
-    gpus = query_gpus(
-        options.python,
-        runner=runner,
-        visible=env.get("CUDA_VISIBLE_DEVICES"),
-        order=env.get("CUDA_DEVICE_ORDER"),
-    )
+    gpus = _query_gpus(options.python, environ, runner)
     notes: list[str] = []
     return _gpu_capabilities(recipe, gpus, options, notes), tuple(notes)
 
@@ -480,16 +470,18 @@ def probe_machine(
         # every dev run on a machine without nvidia-smi)
         torch = python.torch if python is not None else None
         other = torch if torch is not None and torch.kind != "cuda" else None
-        gpus = query_gpus(
-            options.python if other is None else None,
-            runner=runner,
-            visible=env.get("CUDA_VISIBLE_DEVICES"),
-            order=env.get("CUDA_DEVICE_ORDER"),
-        )
+        gpus = _query_gpus(options.python if other is None else None, env, runner)
         if other is not None and not gpus.present:
             gpus = Gpus((), f"{gpus.source}; {options.python}: a {other.kind} torch, no GPU")
         driver = compat.cuda_driver() if gpus.present else None
     return Machine(Arch.host(), gpus, python, venv, driver)
+
+
+def _query_gpus(python: Path | None, environ: Mapping[str, str] | None, runner: Runner) -> Gpus:
+    """The GPUs ``python``'s torch (or nvidia-smi) sees under ``environ``'s CUDA_* settings."""
+    env = os.environ if environ is None else environ
+    visible, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
+    return query_gpus(python, runner=runner, visible=visible, order=order)
 
 
 def active_venv_python(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -518,12 +510,11 @@ def _probe(
     python: Path, origin: str, cache_dir: Path, runner: Runner, timeout: float | None = None
 ) -> TorchAt:
     """``python``'s torch; a ProbeFailed of a --python is a ToolchainError naming it."""
-    if timeout is not None:  # an implicit interpreter: its failure is the caller's note
-        found, _ = probe_cache.run_cached(python, cache_dir, runner, timeout=timeout)
-        return TorchAt(origin, found.torch, found.machine, found.torch_error)
     try:
-        found, _ = probe_cache.run_cached(python, cache_dir, runner)
+        found, _ = probe_cache.run_cached(python, cache_dir, runner, timeout=timeout)
     except interpreter.ProbeFailed as exc:
+        if timeout is not None:  # an implicit interpreter: its failure is the caller's note
+            raise
         raise ToolchainError(
             f"cannot run {origin}: {exc}", hint="pass a working Python 3 interpreter"
         ) from None
