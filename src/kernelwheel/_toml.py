@@ -102,28 +102,15 @@ def read_toml(
 
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_ESCAPES = {
-    '"': '\\"',
-    "\\": "\\\\",
-    "\b": "\\b",
-    "\t": "\\t",
-    "\n": "\\n",
-    "\f": "\\f",
-    "\r": "\\r",
+# Control characters as \uXXXX, except those TOML has a short escape for.
+_ESCAPES = {code: f"\\u{code:04X}" for code in (*range(0x20), 0x7F)} | {
+    ord(char): f"\\{short}" for char, short in zip('"\\\b\t\n\f\r', '"\\btnfr', strict=True)
 }
 
 
 def string(text: str) -> str:
     """A TOML basic string."""
-    out = []
-    for char in text:
-        if char in _ESCAPES:
-            out.append(_ESCAPES[char])
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\u{ord(char):04X}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
+    return '"' + text.translate(_ESCAPES) + '"'
 
 
 def key(name: str) -> str:
@@ -156,23 +143,20 @@ def array(items: Sequence[Any]) -> str:
 # -- the located reader ---------------------------------------------------------------------------
 
 
+_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "a boolean"),  # before int: bool is an int subclass
+    (int, "an integer"),
+    (float, "a float"),
+    (str, "a string"),
+    (list, "an array"),
+    (dict, "a table"),
+    ((datetime, date, time), "a date/time"),
+)
+
+
 def toml_type(value: object) -> str:
     """What a TOML value is, in the words of a message ("an integer", "a table")."""
-    if isinstance(value, bool):  # before int: bool is an int subclass
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, (datetime, date, time)):
-        return "a date/time"
-    return type(value).__name__
+    return next((name for kind, name in _TYPES if isinstance(value, kind)), type(value).__name__)
 
 
 def describe(value: object) -> str:
@@ -259,19 +243,22 @@ class Located:
             )
             raise self.error(f"unknown key {key!r}", key, hint)
 
-    def table(self, key: str, *, hint: str | None = None) -> Located | None:
-        """The sub-table ``key``, or None when absent; ``hint`` replaces the default fix for a
-        value that is no table."""
+    def _typed(self, key: str, kind: type, what: str, hint: str) -> Any:
+        """The value of ``key`` (None when absent), refused with ``hint`` unless a ``kind``."""
         if key not in self.data:
             return None
         value = self.data[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise self.error(f"expected {what}, got {describe(value)}", key, hint)
+        return value
+
+    def table(self, key: str, *, hint: str | None = None) -> Located | None:
+        """The sub-table ``key``, or None when absent; ``hint`` replaces the default fix for a
+        value that is no table."""
         dotted = self.dotted(key)
-        if not isinstance(value, dict):
-            raise self.error(
-                f"expected a table, got {describe(value)}",
-                key,
-                hint or f"write it as a [{dotted}] table",
-            )
+        value = self._typed(key, dict, "a table", hint or f"write it as a [{dotted}] table")
+        if value is None:
+            return None
         return Located(value, file=self.file, prefix=dotted, error=self.error_factory)
 
     def required_table(self, key: str, hint: str) -> Located:
@@ -284,13 +271,11 @@ class Located:
     def table_array(self, key: str) -> tuple[Located, ...] | None:
         """The array of tables ``key`` (``[[key]]`` headers or inline tables), each item located
         as ``key[index]``; None when absent."""
-        if key not in self.data:
-            return None
-        value = self.data[key]
         dotted = self.dotted(key)
         hint = f"write each item as a [[{dotted}]] table"
-        if not isinstance(value, list):
-            raise self.error(f"expected an array of tables, got {describe(value)}", key, hint)
+        value = self._typed(key, list, "an array of tables", hint)
+        if value is None:
+            return None
         items: list[Located] = []
         for index, item in enumerate(value):
             if not isinstance(item, dict):
@@ -332,55 +317,32 @@ class Located:
             raise self.error("must not be empty", key, hint)
 
     def integer(self, key: str, *, low: int | None = None, hint: str) -> int | None:
-        if key not in self.data:
-            return None
-        value = self.data[key]
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(f"expected an integer, got {describe(value)}", key, hint)
-        if low is not None and value < low:
+        value: int | None = self._typed(key, int, "an integer", hint)
+        if value is not None and low is not None and value < low:
             raise self.error(f"must be at least {low}, got {value}", key, hint)
-        return int(value)
+        return value
 
     def boolean(self, key: str) -> bool | None:
-        if key not in self.data:
-            return None
-        value = self.data[key]
-        if not isinstance(value, bool):
-            raise self.error(
-                f"expected a boolean, got {describe(value)}",
-                key,
-                f"write {key} = true or {key} = false (no quotes)",
-            )
+        hint = f"write {key} = true or {key} = false (no quotes)"
+        value: bool | None = self._typed(key, bool, "a boolean", hint)
         return value
 
     def array(self, key: str) -> list[Any] | None:
-        if key not in self.data:
-            return None
-        value = self.data[key]
-        if not isinstance(value, list):
-            raise self.error(
-                f"expected an array, got {describe(value)}", key, f"write it as {key} = [...]"
-            )
+        value: list[Any] | None = self._typed(key, list, "an array", f"write it as {key} = [...]")
         return value
 
     def string_list(self, key: str, *, unique: bool = False) -> tuple[str, ...] | None:
         """The array of non-blank strings ``key``, or None when absent; ``unique`` refuses an
         item listed twice."""
-        if key not in self.data:
+        raw = self.data.get(key)
+        hint = (
+            f'wrap it in brackets: {key} = ["{raw}"]'
+            if isinstance(raw, str)
+            else f'write it as {key} = ["...", "..."]'
+        )
+        value = self._typed(key, list, "an array of strings", hint)
+        if value is None:
             return None
-        value = self.data[key]
-        if isinstance(value, str):
-            raise self.error(
-                f"expected an array of strings, got {describe(value)}",
-                key,
-                f'wrap it in brackets: {key} = ["{value}"]',
-            )
-        if not isinstance(value, list):
-            raise self.error(
-                f"expected an array of strings, got {describe(value)}",
-                key,
-                f'write it as {key} = ["...", "..."]',
-            )
         for index, item in enumerate(value):
             if not isinstance(item, str):
                 raise self.error(

@@ -221,8 +221,9 @@ def test_repair_keeps_licences_urls_description_and_kept_metadata(
     files, the METADATA (2.4: License-Expression, License-File, Project-URL, description) and
     other .dist-info files come out unchanged, listed in a RECORD that verifies."""
     from packaging.tags import Tag
+    from support.wheelread import read_wheel
 
-    from kernelwheel.wheels import WheelSpec, read_wheel, write_wheel
+    from kernelwheel.wheels import WheelSpec, write_wheel
 
     spec = WheelSpec(
         "pkg",

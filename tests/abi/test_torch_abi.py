@@ -123,7 +123,7 @@ def test_a_planted_libtorch_cxx_import_is_refused(so_dir: Path, case: str) -> No
     _, symbol, namespace = PLANTED[case]
     so = _planted(so_dir, case)
     report = check_shared_object(so, python_abi="3.9", cxxabi="cxx11", torch_stable_abi=True)
-    assert report.rules_violated() == {Rule.TORCH_ABI}
+    assert {v.rule for v in report.violations} == {Rule.TORCH_ABI}
     (violation,) = report.violations
     assert violation.subject == symbol
     assert f"is libtorch's C++ API ({namespace}::)" in violation.cause

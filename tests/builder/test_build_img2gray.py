@@ -21,11 +21,11 @@ from support.builds import (
     build_env,
 )
 from support.layered import LayeredVenv
+from support.wheelread import read_wheel
 
 from kernelwheel.cli import main
 from kernelwheel.model.variant import Variant
 from kernelwheel.plan.options import DEFAULT_CACHE_DIR
-from kernelwheel.wheels import read_wheel
 
 pytestmark = pytest.mark.integration
 

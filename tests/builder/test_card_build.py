@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from support.kinds import NOARCH_BUILD_TOML, write_noarch_project
 from support.venvs import QuickVenv
+from support.wheelread import read_wheel
 
 from kernelwheel.cli import main
 from kernelwheel.plan.options import ENV_VARS
-from kernelwheel.wheels import read_wheel
 
 WHEEL = "scale_noarch-1.0.0-py3-none-any.whl"
 BUILD_TOML = NOARCH_BUILD_TOML.replace(

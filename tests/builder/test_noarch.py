@@ -13,6 +13,7 @@ from packaging.requirements import Requirement
 from support.builds import CPU_VARIANT, build_env
 from support.kinds import NOARCH_BUILD_TOML, write_noarch_project
 from support.layered import LayeredVenv
+from support.wheelread import read_wheel
 
 from kernelwheel.builder import codegen
 from kernelwheel.builder.noarch import build_noarch, noarch_requirements, torch_requirement
@@ -24,7 +25,6 @@ from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Variant
 from kernelwheel.plan.options import ENV_VARS, resolve_options
-from kernelwheel.wheels import read_wheel
 
 WHEEL = "scale_noarch-1.0.0-py3-none-any.whl"
 

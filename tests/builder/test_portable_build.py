@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from support.builds import CPU_VARIANT, build_env
 from support.layered import LayeredVenv
+from support.wheelread import read_wheel
 
 from kernelwheel.abi import check_wheel
 from kernelwheel.abi._elf import read_elf
 from kernelwheel.cli import main
-from kernelwheel.wheels.reader import read_wheel
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "portable_calls"
 

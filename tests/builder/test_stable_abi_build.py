@@ -17,6 +17,7 @@ import pytest
 from support.builds import CPU_VARIANT, CUDA_VARIANT, build_env
 from support.installkit import UV, isolated_env
 from support.layered import LayeredVenv
+from support.wheelread import read_wheel
 
 from kernelwheel.abi import Rule, check_wheel
 from kernelwheel.builder import codegen
@@ -26,7 +27,6 @@ from kernelwheel.compat.guard import BuildStamp
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.variant import TorchVersion, Variant
 from kernelwheel.toolchain.envs import EnvInfo
-from kernelwheel.wheels.reader import read_wheel
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stable_axpy"
 STABLE_CPU = Variant.parse("torch-stable-abi210-cpu-x86_64-linux")

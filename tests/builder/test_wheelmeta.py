@@ -11,11 +11,12 @@ import pytest
 from packaging.metadata import Metadata
 from packaging.tags import Tag
 from support.tinykernel import CARD, LICENSE, SOURCE, UPSTREAM, write_tiny_kernel
+from support.wheelread import read_wheel
 
 from kernelwheel.builder.wheelmeta import ProjectMetadata, project_metadata
 from kernelwheel.errors import ProjectError
 from kernelwheel.model.project import load_project
-from kernelwheel.wheels import WheelSpec, read_wheel, write_wheel
+from kernelwheel.wheels import WheelSpec, write_wheel
 
 VERSION = "1.0.0+torch2.13.cpu.cxx11"
 VARIANT = "torch213-cxx11-cpu-x86_64-linux"

@@ -16,10 +16,10 @@ from support.builds import CPU_VARIANT
 from support.hubserver import HubState, serve_as_hub
 from support.layered import LayeredVenv
 from support.tinykernel import NAME, write_tiny_kernel
+from support.wheelread import read_wheel
 
 from kernelwheel.cli import main
 from kernelwheel.hub import ToWheelRequest, to_wheels
-from kernelwheel.wheels import read_wheel
 
 pytestmark = pytest.mark.integration
 

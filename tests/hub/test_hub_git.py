@@ -19,12 +19,12 @@ from support.gitrepo import (
     variant_files,
 )
 from support.shared import leftovers, wheels_in
+from support.wheelread import read_wheel
 
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, UsageError
 from kernelwheel.hub import Layout, ToWheelRequest, ToWheelResult, to_wheels
 from kernelwheel.hub.guard import GUARD_MODULE
-from kernelwheel.wheels import read_wheel
 
 ALL_FORMS = SEED_13 + DEFECT_CASES + OTHER_FORMS
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from support.gitrepo import HubRepo, VariantFiles, variant_files
 from support.variants import TORCH214_CU130 as CU130
+from support.wheelread import read_wheel
 
 from kernelwheel.errors import HubError
 from kernelwheel.hub import ToWheelRequest, to_wheels
@@ -21,7 +22,6 @@ from kernelwheel.hub.metadata import (
 )
 from kernelwheel.model.gitstate import GitState
 from kernelwheel.model.sections import KernelDependency
-from kernelwheel.wheels import read_wheel
 
 SHA_A, SHA_B = "a" * 40, "B" * 40
 CURRENT = {

@@ -19,6 +19,7 @@ from support.gitrepo import HubRepo, VariantFiles, git, namespace_for, variant_f
 from support.hubserver import Fault, GitBackedRepo, HubState, serve_as_hub
 from support.shared import wheels_in
 from support.sofiles import build_extension
+from support.wheelread import read_wheel
 
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, HubUnavailable, UsageError
@@ -28,7 +29,6 @@ from kernelwheel.hub.safety import git_blob_id
 from kernelwheel.hub.upload import Change, UploadRequest, read_layout, upload
 from kernelwheel.log import SilentReporter
 from kernelwheel.model.variant import BackendKind, Variant
-from kernelwheel.wheels import read_wheel
 
 REPO = "acme/img2gray"
 TOKEN = "hf_write_token"

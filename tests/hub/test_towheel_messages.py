@@ -87,7 +87,7 @@ def test_flat_layout_takes_the_package_name_from_the_content(
     assert main(["to-wheel", str(repo.root), "1.1.2", "-o", str(out), *extra]) == 0
     (wheel,) = wheels_in(out)
     assert wheel.startswith(f"{expected}-1.1.2+"), wheel
-    from kernelwheel.wheels import read_wheel
+    from support.wheelread import read_wheel
 
     files = read_wheel(out / wheel).files
     assert f"{expected}/_ops.py" in files and not any(f.startswith("act_clone") for f in files)

@@ -13,7 +13,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from kernelwheel.errors import VariantError
-from kernelwheel.model.recipes import RecipeError, load_recipes, parse_recipes
+from kernelwheel.model.recipes import RecipeError, load_recipes, parse_recipes, tvm_ffi_requirement
 from kernelwheel.model.variant import (
     OS,
     Arch,
@@ -148,7 +148,7 @@ def test_recipe_for_a_tvm_ffi_variant() -> None:
     line = cpu.tvm_ffi.requirement_line
     assert line.startswith("apache-tvm-ffi==0.1.9 --hash=sha256:")
     assert line.count("--hash=sha256:") == 8
-    runtime = Requirement(cpu.tvm_ffi.runtime_requirement)
+    runtime = Requirement(tvm_ffi_requirement(cpu.tvm_ffi.version))
     assert runtime.name == "apache-tvm-ffi"
     assert "0.1.9" in runtime.specifier and "0.1.15" in runtime.specifier
     assert "0.2.0" not in runtime.specifier and "0.1.8" not in runtime.specifier

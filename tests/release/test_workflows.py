@@ -24,16 +24,16 @@ from typing import Any
 
 import pytest
 import yaml
+from support.wheelread import read_wheel
 
 from kernelwheel._toml import loads
 from kernelwheel.cli import main
-from kernelwheel.cli.matrix import RUNNERS
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Arch
 from kernelwheel.plan.options import resolve_options
+from kernelwheel.plan.toolchains import HOSTED_RUNNERS
 from kernelwheel.plan.versioning import read_git_state, resolve_version, version_inputs
-from kernelwheel.wheels import read_wheel
 
 REPO = Path(__file__).resolve().parents[2]
 RELEASE = REPO / ".github" / "workflows" / "release.yml"
@@ -387,7 +387,7 @@ def test_images_cover_every_toolchain_the_recipes_can_plan() -> None:
                 rf"nvidia/cuda:{re.escape(recipe.version)}\.\d+-devel-rockylinux8", image
             )
     images = dict(recipes.build_images)
-    for arch in RUNNERS:
+    for arch in HOSTED_RUNNERS:
         image = images[arch]
         assert re.fullmatch(rf"quay\.io/pypa/manylinux_2_28_{arch.value}:[\w.-]+", image)
         assert not image.endswith(":latest")

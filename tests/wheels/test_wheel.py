@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 from packaging.tags import Tag
+from support.wheelread import read_wheel
 
 from kernelwheel.errors import WheelError
-from kernelwheel.wheels import WheelSpec, read_wheel, record_hash, wheel_filename, write_wheel
+from kernelwheel.wheels import WheelSpec, record_hash, wheel_filename, write_wheel
 
 TAG = Tag("cp310", "abi3", "linux_x86_64")
 

@@ -53,7 +53,6 @@ class ElfSymbol:
 
     name: str
     defined: bool
-    weak: bool
     version: str | None  # e.g. "GLIBC_2.32" for an undefined symbol bound to a version
     library: str | None  # the DT_NEEDED file the version belongs to, e.g. "libc.so.6"
 
@@ -126,7 +125,7 @@ _PT_GNU_STACK = 0x6474E551
 _PF_X = 1
 _ET_DYN = 3
 _DT_NULL, _DT_NEEDED, _DT_SONAME = 0, 1, 14
-_STB_LOCAL, _STB_WEAK = 0, 2
+_STB_LOCAL = 0
 _VERSYM_RESERVED = (0, 1, 0xFF00, 0xFF01)  # VER_NDX_LOCAL/GLOBAL/LORESERVE/ELIMINATE: no version
 
 
@@ -153,22 +152,13 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
     if machine is None or shoff == 0 or shnum == 0 or phnum >= 0xFFFF:
         raise _Unusual
     # (sh_type, sh_offset, sh_size, sh_link, sh_info, sh_entsize) of each section
-    if is64:
-        sh = struct.Struct(e + "IIQQQQIIQQ")
-        sections = [
-            (t, off, size, link, info, ent)
-            for _, t, _, _, off, size, link, info, _, ent in (
-                sh.unpack_from(data, shoff + i * shentsize) for i in range(shnum)
-            )
-        ]
-    else:
-        sh = struct.Struct(e + "IIIIIIIIII")
-        sections = [
-            (t, off, size, link, info, ent)
-            for _, t, _, _, off, size, link, info, _, ent in (
-                sh.unpack_from(data, shoff + i * shentsize) for i in range(shnum)
-            )
-        ]
+    sh = struct.Struct(e + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII"))
+    sections = [
+        (t, off, size, link, info, ent)
+        for _, t, _, _, off, size, link, info, _, ent in (
+            sh.unpack_from(data, shoff + i * shentsize) for i in range(shnum)
+        )
+    ]
 
     def string(table: int, offset: int) -> str:
         t, base, size, *_ = sections[table]
@@ -231,8 +221,7 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
             else:
                 name_off, _, _, st_info, _, shndx = fields
             name = string(link, name_off)
-            bind = st_info >> 4
-            if not name or bind == _STB_LOCAL:
+            if not name or st_info >> 4 == _STB_LOCAL:
                 continue
             defined = shndx != 0
             version: str | None = None
@@ -243,7 +232,7 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
                     found = versions.get(ndx & 0x7FFF)
                     if found is not None:
                         library, version = found
-            symbols.append(ElfSymbol(name, defined, bind == _STB_WEAK, version, library))
+            symbols.append(ElfSymbol(name, defined, version, library))
 
     exec_stack = True  # without PT_GNU_STACK the loader assumes an executable stack
     for i in range(phnum):
@@ -315,8 +304,7 @@ def _read(path: Path, elf: ELFFile) -> ElfInfo:
         for index, sym in enumerate(dynsym.iter_symbols()):
             if index == 0 or not sym.name:
                 continue
-            bind = sym["st_info"]["bind"]
-            if bind == "STB_LOCAL":
+            if sym["st_info"]["bind"] == "STB_LOCAL":
                 continue
             defined = sym["st_shndx"] != "SHN_UNDEF"
             version: str | None = None
@@ -327,15 +315,7 @@ def _read(path: Path, elf: ELFFile) -> ElfInfo:
                     found = versions.get(ndx & 0x7FFF)
                     if found is not None:
                         library, version = found
-            symbols.append(
-                ElfSymbol(
-                    name=str(sym.name),
-                    defined=defined,
-                    weak=bind == "STB_WEAK",
-                    version=version,
-                    library=library,
-                )
-            )
+            symbols.append(ElfSymbol(str(sym.name), defined, version, library))
 
     exec_stack = True  # without PT_GNU_STACK the loader assumes an executable stack
     for segment in elf.iter_segments():
@@ -357,31 +337,23 @@ def _read(path: Path, elf: ELFFile) -> ElfInfo:
 
 
 @functools.cache
-def _demangler() -> Any:
+def _demangler() -> tuple[Any, Any] | None:
+    """libstdc++'s ``__cxa_demangle`` and libc's ``free`` for its result; None where missing."""
     try:
-        lib = ctypes.CDLL("libstdc++.so.6")
-        func = lib.__cxa_demangle
+        func = ctypes.CDLL("libstdc++.so.6").__cxa_demangle
+        free = ctypes.CDLL(None).free
     except (OSError, AttributeError):
         return None
     func.restype = ctypes.c_void_p
+    free.restype = None
     func.argtypes = [
         ctypes.c_char_p,
         ctypes.c_char_p,
         ctypes.c_void_p,
         ctypes.POINTER(ctypes.c_int),
     ]
-    return func
-
-
-@functools.cache
-def _free() -> Any:
-    try:
-        func = ctypes.CDLL(None).free
-    except (OSError, AttributeError):
-        return None
-    func.restype = None
-    func.argtypes = [ctypes.c_void_p]
-    return func
+    free.argtypes = [ctypes.c_void_p]
+    return func, free
 
 
 @functools.lru_cache(maxsize=4096)
@@ -389,9 +361,10 @@ def demangle(name: str) -> str:
     """Demangle an Itanium C++ name with libstdc++'s own demangler; the name itself otherwise."""
     if not name.startswith("_Z"):
         return name
-    func, free = _demangler(), _free()
-    if func is None or free is None:
+    loaded = _demangler()
+    if loaded is None:
         return name
+    func, free = loaded
     status = ctypes.c_int(0)
     result = func(name.encode(), None, None, ctypes.byref(status))
     if status.value != 0 or not result:

@@ -102,7 +102,7 @@ def read_wheel_tags(filename: str) -> WheelTags:
     strictest = max(claimed, key=lambda p: p.priority).name if claimed else None
     return WheelTags(
         python_abi=python_abi,
-        cxxabi=_abi_name(CxxAbi.in_local_version(version.local)),
+        cxxabi=cxx.value if (cxx := CxxAbi.in_local_version(version.local)) else None,
         arch=next(iter(arches), None),
         claimed_policy=strictest,
         platforms=platforms,
@@ -121,18 +121,12 @@ def _names_stable_abi(local: str | None) -> bool:
     return variant.stable_abi
 
 
-def _abi_name(abi: CxxAbi | None) -> str | None:
-    return abi.value if abi is not None else None
-
-
-def _check_cxxabi_value(cxxabi: str | None) -> None:
+def _python_floor(python_abi: str | None, cxxabi: str | None) -> tuple[int, int] | None:
+    """The abi3 floor as (major, minor), once both rule arguments are checked."""
     if cxxabi is not None and cxxabi not in CXX_ABIS:
         raise UsageError(
             f"unknown C++ ABI {cxxabi!r}", hint=f"use one of {', '.join(CXX_ABIS)} (or none)"
         )
-
-
-def _parse_python_abi(python_abi: str | None) -> tuple[int, int] | None:
     if python_abi is None:
         return None
     try:
@@ -160,8 +154,7 @@ def check_shared_object(
     same wheel. ``name``: how the report names the file (default: the path).
     ``torch_stable_abi``: it is a build against libtorch's stable ABI (the torch-abi rule).
     """
-    _check_cxxabi_value(cxxabi)
-    floor = _parse_python_abi(python_abi)
+    floor = _python_floor(python_abi, cxxabi)
     try:
         info = read_elf(path)
     except FileNotFoundError as exc:
@@ -451,21 +444,18 @@ def _torch_abi(info: ElfInfo, name: str, libs: KernelLibraries) -> list[Violatio
         namespace = _torch_namespace(sym.name, libs)
         if namespace is None:
             continue
-        out.append(
-            Violation(
-                Rule.TORCH_ABI,
-                name,
-                sym.name,
-                None,
-                f"{demangle(sym.name)} is libtorch's C++ API ({namespace}::), which changes "
-                "with every torch release; a stable-ABI build may import from libtorch only "
-                "its stable C shim (aoti_torch_*, torch_*), or it fails to load in other torch "
-                "versions",
-                "use only the stable API (torch/csrc/stable: torch::stable::Tensor, "
-                "STABLE_TORCH_LIBRARY; torch/headeronly) where this symbol is used, or remove "
-                "the backend from build.toml's torch.stable-abi to build one wheel per torch",
-            )
+        cause = (
+            f"{demangle(sym.name)} is libtorch's C++ API ({namespace}::), which changes "
+            "with every torch release; a stable-ABI build may import from libtorch only "
+            "its stable C shim (aoti_torch_*, torch_*), or it fails to load in other torch "
+            "versions"
         )
+        fix = (
+            "use only the stable API (torch/csrc/stable: torch::stable::Tensor, "
+            "STABLE_TORCH_LIBRARY; torch/headeronly) where this symbol is used, or remove "
+            "the backend from build.toml's torch.stable-abi to build one wheel per torch"
+        )
+        out.append(Violation(Rule.TORCH_ABI, name, sym.name, None, cause, fix))
     return out
 
 
@@ -516,15 +506,11 @@ _UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError)
 
 def _not_elf(member: str, cause: str) -> SoReport:
     """The report on a wheel entry named like a shared object that is no ELF file."""
-    violation = Violation(
-        Rule.ELF,
-        member,
-        member,
-        None,
-        cause,
+    fix = (
         "ship the compiled extension itself (an ELF shared object built for the wheel's "
-        "platform), or drop the file",
+        "platform), or drop the file"
     )
+    violation = Violation(Rule.ELF, member, member, None, cause, fix)
     return SoReport(member, None, "", None, None, (Rule.ELF,), (violation,), (), ())
 
 
@@ -564,8 +550,7 @@ def check_wheel(
     py = tags.python_abi if python_abi == FROM_TAG else python_abi
     abi = tags.cxxabi if cxxabi == FROM_TAG else cxxabi
     stable = tags.torch_stable_abi if torch_stable_abi == FROM_TAG else bool(torch_stable_abi)
-    _check_cxxabi_value(abi)
-    floor = _parse_python_abi(py)
+    floor = _python_floor(py, abi)
     libs = load_kernel_libraries()
 
     linux = any(p.startswith(("manylinux", "musllinux", "linux")) for p in tags.platforms)
@@ -594,15 +579,13 @@ def check_wheel(
             torch_stable_abi=stable,
         )
         if tags.arch is None and tags.platforms:
-            extra = Violation(
-                Rule.ELF,
-                member_name,
-                ".".join(tags.platforms),
-                None,
-                f"the wheel's platform tag ({'.'.join(tags.platforms)}) says it has no native "
-                f"code, but it ships this ELF file",
-                "tag the wheel linux_<arch> (then repair it to manylinux)",
+            platform = ".".join(tags.platforms)
+            cause = (
+                f"the wheel's platform tag ({platform}) says it has no native code, but it ships "
+                "this ELF file"
             )
+            fix = "tag the wheel linux_<arch> (then repair it to manylinux)"
+            extra = Violation(Rule.ELF, member_name, platform, None, cause, fix)
             report = dataclasses.replace(report, violations=(extra, *report.violations))
         reports.append(report)
     reports += bad_objects
@@ -629,17 +612,17 @@ _METADATA_CAP = 1 << 20  # a METADATA larger than this is not read for its torch
 def _requires_dist(path: Path, members: Mapping[str, bytes] | None) -> list[str]:
     """METADATA's Requires-Dist lines (none when there is no single readable METADATA: the
     record and wheel rules name that)."""
+
+    def metadata(n: str) -> bool:
+        return n.count("/") == 1 and n.endswith(".dist-info/METADATA")
+
     if members is not None:
-        found = [n for n in members if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+        found = [n for n in members if metadata(n)]
         data = members[found[0]] if len(found) == 1 else b""
     else:
         try:
             with zipfile.ZipFile(path) as zf:
-                infos = [
-                    i
-                    for i in zf.infolist()
-                    if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/METADATA")
-                ]
+                infos = [i for i in zf.infolist() if metadata(i.filename)]
                 if len(infos) != 1 or infos[0].file_size > _METADATA_CAP or bomb_cause(infos[0]):
                     return []
                 data = zf.read(infos[0])
@@ -661,14 +644,19 @@ def _elf_members(
             if linux and _SHARED_OBJECT.search(name) is not None:
                 bad.append(_not_elf(name, _not_elf_cause(data[:4])))
             continue
-        try:
-            out.append((name, read_elf(Path(name).name, data)))
-        except NotElfError as exc:
-            raise WheelError(
-                f"{path.name}: {name} looks like ELF but cannot be read: {exc}",
-                hint="rebuild the wheel",
-            ) from exc
+        out.append((name, _read_member(path, name, Path(name).name, data)))
     return out, bad
+
+
+def _read_member(wheel: Path, name: str, local: str | Path, data: bytes | None = None) -> ElfInfo:
+    """:func:`read_elf` of the wheel member ``name`` (its bytes, or extracted to ``local``)."""
+    try:
+        return read_elf(local, data)
+    except NotElfError as exc:
+        raise WheelError(
+            f"{wheel.name}: {name} looks like ELF but cannot be read: {exc}",
+            hint="rebuild the wheel",
+        ) from exc
 
 
 def _not_elf_cause(head: bytes) -> str:
@@ -723,13 +711,7 @@ def _elf_members_of(
                 with zf.open(member) as src, local.open("wb") as dst:
                     while chunk := src.read(1 << 20):
                         dst.write(chunk)
-                try:
-                    members.append((member.filename, read_elf(local)))
-                except NotElfError as exc:
-                    raise WheelError(
-                        f"{path.name}: {member.filename} looks like ELF but cannot be read: {exc}",
-                        hint="rebuild the wheel",
-                    ) from exc
+                members.append((member.filename, _read_member(path, member.filename, local)))
     except FileNotFoundError as exc:
         raise WheelError(f"{path}: no such wheel", hint="check the path") from exc
     except zipfile.BadZipFile as exc:

@@ -1,24 +1,9 @@
 """Remedies that keep a .so built with a new toolchain within its manylinux policy.
 
-Building on a new distribution (Debian 12: gcc 12, glibc 2.36; Ubuntu 24.04: gcc 13, glibc
-2.39), the host's *headers* make a kernel import symbols only new glibc/libstdc++ versions
-export, and auditwheel then refuses manylinux_2_28. The data is ``data/abi_remedies.toml``
-(docs/portability.md):
-
-- a header forced into every translation unit (:mod:`kernelwheel.abi.symver`), made per build
-  from the policy's caps and the target's own libc/libm version tables, binds each libc/libm
-  function to the newest version the policy allows and undoes glibc >= 2.38's C23 redirections;
-- hidden local definitions in ``data/kernelwheel_compat.cpp`` (:data:`REMEDIES`) replace the
-  libstdc++/glibc helpers new headers call but only new libraries export.
-
-``remedy_flags(header)`` returns the compiler flags and the source the build adds to every
-extension. Whatever no remedy covers, ``kernelwheel check`` reports with its fix.
-
-Use::
-
-    rs = remedy_flags(header_path)
-    extra_compile_args = {"cxx": [*flags, *rs.cxx_flags], "nvcc": [*nvcc, *rs.nvcc_flags]}
-    sources = [*sources, *map(str, rs.sources)]
+A new distribution's headers make a kernel import symbols only new glibc/libstdc++ export
+(docs/portability.md). The data is ``data/abi_remedies.toml``: a forced-include header
+(:mod:`kernelwheel.abi.symver`) and hidden local definitions in ``data/kernelwheel_compat.cpp``
+(:data:`REMEDIES`); :func:`remedy_flags` gives the flags and source every extension gets.
 """
 
 from __future__ import annotations

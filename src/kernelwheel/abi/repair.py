@@ -1,17 +1,10 @@
 """Repair a ``linux_<arch>`` kernel wheel to manylinux with auditwheel, never grafting torch or
 CUDA libraries, and prove the result with kernelwheel's own checker.
 
-Steps: check the wheel; refuse early when a violation no repair can fix is found (too-new
-symbols, non-abi3 Python symbols, a wrong C++ ABI, a forbidden library); run ``python -m
-auditwheel repair`` in a subprocess (its CLI is the stable interface) with ``--exclude`` for every
-torch/CUDA soname pattern of ``data/abi_policy.toml``, into a temporary folder inside the output
-folder; check the repaired wheel again and verify its platform tag is exactly the policy the
-checker proved; then move it into place with one atomic rename.
-
-auditwheel only accepts ``--plat auto`` for a wheel of another architecture than the host's
-(an aarch64 wheel on x86_64). It then picks the strictest policy the wheel satisfies; when that
-is at least as strict as the requested one, kernelwheel retags the wheel to the requested policy
-so every variant of a kernel carries the same tag.
+Check; refuse early what no repair can fix; ``python -m auditwheel repair`` (its CLI is the
+stable interface) with ``--exclude`` for every torch/CUDA soname of ``data/abi_policy.toml``;
+check again; move into place with one atomic rename. A wheel of another arch than the host's
+needs ``--plat auto`` and is retagged to the requested policy (docs/aarch64.md).
 """
 
 from __future__ import annotations

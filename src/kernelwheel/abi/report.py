@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import Any
 
@@ -58,14 +58,7 @@ class Violation:
     fix: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule.value,
-            "file": self.file,
-            "subject": self.subject,
-            "version": self.version,
-            "cause": self.cause,
-            "fix": self.fix,
-        }
+        return {**asdict(self), "rule": self.rule.value}
 
     def one_line(self) -> str:
         version = f" ({self.version})" if self.version else ""
@@ -96,9 +89,6 @@ class SoReport:
         if rule not in self.checked:
             return None
         return not any(v.rule is rule for v in self.violations)
-
-    def rules_violated(self) -> frozenset[Rule]:
-        return frozenset(v.rule for v in self.violations)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -1,16 +1,9 @@
 """The forced-include header that keeps a build's libc/libm imports within a manylinux policy.
 
-A function whose default version in the target's libc.so.6 or libm.so.6 is newer than the policy
-allows (``log2@@GLIBC_2.29``, ``pthread_create@@GLIBC_2.34``) is often still exported under an
-older version too (``log2@GLIBC_2.2.5``): glibc keeps the old one for binaries linked before. The
-header binds each such function to the newest version the policy allows with ``.symver``, so an
-object that calls it imports that version; an object that does not call it is unchanged (an
-unused ``.symver`` emits nothing). The list is read from the target libraries' own version
-tables (pyelftools), so it is right for whichever glibc the build runs on, and the caps come from
-auditwheel's policy (:mod:`kernelwheel.abi.policy`). The same header undoes glibc >= 2.38's C23
-redirection of strtol, sscanf... where the target's glibc has it (``__isoc23_*``).
-
-Pure apart from :func:`read_version_table`, which reads one library.
+glibc keeps old versions of a function it re-versions (``log2@GLIBC_2.2.5`` beside
+``log2@@GLIBC_2.29``); the header binds each to the newest version the policy allows with
+``.symver``, read from the target libraries' own version tables, and undoes glibc >= 2.38's C23
+redirections (docs/portability.md). Pure apart from :func:`read_version_table`.
 """
 
 from __future__ import annotations

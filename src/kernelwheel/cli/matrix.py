@@ -14,7 +14,7 @@ from ..model.recipes import VariantRecipe
 from ..model.variant import LocalVersionStyle
 from ..plan.matrix import MatrixPlan, Rejection
 from ..plan.planning import Planned, plan_project
-from ..plan.toolchains import HOSTED_RUNNERS, missing_toolchain, runner_for
+from ..plan.toolchains import missing_toolchain, runner_for
 from ._args import (
     SELECTION,
     add_option_arguments,
@@ -24,8 +24,6 @@ from ._args import (
     refuse_conflicting_selectors,
 )
 from .ui import ConsoleUI
-
-RUNNERS = HOSTED_RUNNERS
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

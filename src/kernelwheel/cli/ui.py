@@ -26,7 +26,7 @@ import shutil
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -67,7 +67,7 @@ class _Running:
     offset: int = 0
     activity: str = ""
     beat: float = 0.0  # when the last heartbeat line was printed
-    partial: bytes = field(default=b"")
+    partial: bytes = b""
     progressed: bool = False  # a progress line was seen: plain lines no longer replace it
 
 

@@ -1,17 +1,10 @@
 """The NVIDIA GPUs of this machine: their compute capabilities, read once.
 
-A default (local) CUDA build compiles for the GPUs present, as ``torch.utils.cpp_extension``
-does when ``TORCH_CUDA_ARCH_LIST`` is unset. The driver's ``nvidia-smi`` answers without
-importing torch; where it is missing or fails, an interpreter with a CUDA torch (``--python``)
-is asked through ``torch.cuda.get_device_capability``. No answer means no GPU to build for:
-:class:`Gpus` says why, for the messages.
-
-``CUDA_VISIBLE_DEVICES`` is honoured as CUDA (and so torch) reads it: indices or ``GPU-`` UUID
-prefixes, up to the first entry that names no GPU; empty, or starting with such an entry, hides
-them all. nvidia-smi numbers GPUs in PCI bus order and CUDA, unless ``CUDA_DEVICE_ORDER`` is
-``PCI_BUS_ID``, fastest first, so indices are mapped only where the two agree on capabilities
-(every GPU alike, or the bus order asked for); otherwise torch is asked, else every GPU's
-capability is kept (compiling for more GPUs than are visible is slower, never wrong).
+A default CUDA build compiles for the GPUs present, as ``torch.utils.cpp_extension`` does: from
+``nvidia-smi`` (no torch import), else the ``--python`` interpreter's torch; :class:`Gpus` says
+why none was found. ``CUDA_VISIBLE_DEVICES`` is read as CUDA reads it (docs/building.md); where
+nvidia-smi's PCI order and CUDA's may disagree, torch is asked, else every GPU's capability is
+kept (compiling for more GPUs is slower, never wrong).
 """
 
 from __future__ import annotations

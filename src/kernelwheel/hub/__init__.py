@@ -8,7 +8,7 @@ verified (:mod:`.safety`), import-guarded (:mod:`.guard`), ABI-checked wheel (:m
 """
 
 from .gitsource import GitSource
-from .hubsource import HubSettings, HubSource, is_repo_id, repo_id_problem
+from .hubsource import HubSettings, HubSource, repo_id_problem
 from .layout import KernelMetadata, Layout, VariantPlan
 from .revision import Ref, RefKind, RequestKind, Resolution, VersionRequest, choose_ref
 from .source import FileReader, RepoFile, RepoSource
@@ -46,7 +46,6 @@ __all__ = [
     "VariantPlan",
     "VersionRequest",
     "choose_ref",
-    "is_repo_id",
     "open_source",
     "repo_id_problem",
     "resolve",

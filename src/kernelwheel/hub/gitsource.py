@@ -107,8 +107,7 @@ class GitSource:
 
     @property
     def name(self) -> str:
-        name = self.path.name
-        return name[:-4] if name.endswith(".git") else name
+        return self.path.name.removesuffix(".git")
 
     @property
     def where(self) -> str:

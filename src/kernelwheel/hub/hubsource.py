@@ -1,24 +1,14 @@
 """A kernel repo on the Hugging Face Hub, read with huggingface_hub.
 
-Hub kernels live in ``kernel``-type repositories (``/api/kernels/<id>/…``, files under
-``<endpoint>/kernels/<id>/…``, cache folders ``kernels--<org>--<name>``): every call asks for that
-type. Only when the Hub (or the offline cache) has no kernel repo of that id is the ``model``-type
-repo of the same id tried (a mirror, an old snapshot, a cache filled before the migration), and
-the source's reporter is told so; once one type answered, every later call uses it.
-
-Only ``build/…`` files of the resolved commit are downloaded, into huggingface_hub's own cache, so
-the usual settings apply: ``HF_ENDPOINT``, ``HF_TOKEN``, ``HF_HOME``/``HF_HUB_CACHE`` and
-``HF_HUB_OFFLINE``. They are read when a source is made (not when huggingface_hub was imported),
-so a caller that changes the environment gets what it asked for.
-
-Online, the refs and the ``build/`` listing (with each file's git blob id and, for LFS files, its
-SHA-256) come from the Hub's API. Offline, refs come from the cache's ``refs/`` and the listing
-from the tree huggingface_hub cached at download time (blob ids only); either way every file is
-verified before use (see :mod:`.safety`).
+Every call asks for the ``kernel``-type repo; only when the Hub (or the offline cache) has none of
+that id is the ``model``-type repo tried, and once one type answered every later call uses it. Only
+``build/…`` files are downloaded, into huggingface_hub's cache; its ``HF_*`` settings are read when
+a source is made, and every file is verified before use (see :mod:`.safety`).
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import time
@@ -46,7 +36,6 @@ __all__ = [
     "checked_endpoint",
     "count",
     "hub_timeout",
-    "is_repo_id",
     "repo_id_problem",
     "seconds",
 ]
@@ -63,11 +52,6 @@ _DEFAULT_ENDPOINT = "https://huggingface.co"
 _VARIANT_DOWNLOADS = 8  # variant folders downloading at once
 _FILE_DOWNLOADS = 4  # files of one variant downloading at once
 T = TypeVar("T")
-
-
-def is_repo_id(text: str) -> bool:
-    """``org/name`` as the Hub spells repo ids (and huggingface_hub accepts them)."""
-    return repo_id_problem(text) is None
 
 
 _REPO_ID_MAX = 96  # huggingface_hub's validate_repo_id: the whole id
@@ -345,7 +329,6 @@ class HubSource:
         self.reporter = reporter
         self.repo_type = KERNEL_REPO
         self._type_settled = False
-        self.fallback: str | None = None  # why the model-type repo is read, once it is
 
     @property
     def name(self) -> str:
@@ -400,7 +383,6 @@ class HubSource:
     def _settle_on_model(self, message: str) -> None:
         self.repo_type = MODEL_REPO
         self._type_settled = True
-        self.fallback = message
         if self.reporter is not None:
             self.reporter.info(self.name, message)
 
@@ -590,7 +572,7 @@ class HubSource:
                 self.repo_id,
                 repo_type=kind,
                 revision=commit,
-                allow_patterns=[f"{BUILD_DIR}/{_fnmatch_escape(variant)}/*"],
+                allow_patterns=[f"{BUILD_DIR}/{glob.escape(variant)}/*"],
                 cache_dir=self._cache,
                 endpoint=self.settings.endpoint,
                 token=self.token or False,
@@ -736,10 +718,6 @@ def _is_timeout(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
-
-
-def _fnmatch_escape(text: str) -> str:
-    return "".join(f"[{c}]" if c in "*?[]" else c for c in text)
 
 
 def _first_line(exc: BaseException) -> str:

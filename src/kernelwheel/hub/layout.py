@@ -42,7 +42,6 @@ class VariantPlan:
     package: str
     files: tuple[tuple[str, str], ...]  # (path inside the variant folder, archive path)
     left_out: tuple[tuple[str, str], ...]  # (path inside the variant folder, why)
-    metadata_path: str | None  # inside the variant folder, when there is one
 
     @property
     def signature_path(self) -> str | None:
@@ -79,10 +78,6 @@ class _Folder:
     repo_name: str
     where: str
 
-    @property
-    def meta_path(self) -> str | None:
-        return METADATA_JSON if METADATA_JSON in self.paths else None
-
     def placed(
         self, layout: Layout, pkg: str, place: Callable[[str], tuple[str | None, str]]
     ) -> VariantPlan:
@@ -90,7 +85,7 @@ class _Folder:
         reason; metadata.json and bytecode are always left out."""
         files, left_out = [], []
         for path in sorted(self.paths):
-            if path == self.meta_path:
+            if path == METADATA_JSON:
                 left_out.append((path, "read into the wheel's METADATA"))
             elif path == METADATA_SIGSTORE:
                 left_out.append((path, f"signature of {METADATA_JSON}, kept beside it"))
@@ -102,7 +97,7 @@ class _Folder:
                     left_out.append((path, why))
                 else:
                     files.append((path, archive))
-        return VariantPlan(self.variant, layout, pkg, tuple(files), tuple(left_out), self.meta_path)
+        return VariantPlan(self.variant, layout, pkg, tuple(files), tuple(left_out))
 
 
 # A compiled extension ``_<name>_<build id>.abi3.so`` (kernel-builder's ops namespace).
@@ -151,12 +146,8 @@ def _plan_flat(folder: _Folder) -> VariantPlan:
 
 
 def _plan_nested(folder: _Folder) -> VariantPlan:
-    paths, metadata, repo_name, where = (
-        folder.paths,
-        folder.metadata,
-        folder.repo_name,
-        folder.where,
-    )
+    paths, metadata, repo_name = folder.paths, folder.metadata, folder.repo_name
+    where = folder.where
     candidates = sorted({p.split("/")[0] for p in paths if p.count("/") == 1 and p.endswith(INIT)})
     candidates = [c for c in candidates if f"{c}/{INIT}" in paths]
     if not candidates:

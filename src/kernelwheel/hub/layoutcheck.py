@@ -1,19 +1,6 @@
 """A Hub layout as ``kernelwheel upload`` reads it: only what a build writes, each part checked
-before anything is pushed.
-
-- The folder is walked without following a link or opening anything but a regular file: a
-  symlink, named pipe (FIFO), socket or device under ``build/`` is refused at once (reading a
-  FIFO would wait forever), and so is a name that is not UTF-8 (the Hub stores UTF-8 paths).
-- Every entry of ``build/`` is a variant folder whose name parses as a variant
-  (model/variant.py) in its own spelling and agrees with its ``metadata.json``: the backend;
-  across the layout, one project name and one integer version (the branch ``v<version>``).
-- The files pushed are those a build writes: with a digest, exactly the files it lists (beside
-  metadata.json and its signature), without one the package's Python files and extensions;
-  never a hidden file (a ``.env``), never bytecode.
-- The extensions agree with the backend (:mod:`..abi.linkage`): a CUDA folder holds a CUDA
-  extension of its CUDA major, a CPU folder no GPU code, a noarch folder no compiled code.
-- Each file is read once, in 1 MiB chunks, for its sha256, its git blob id and its digest hash:
-  memory stays bounded whatever the size of the files.
+before anything is pushed (docs/upload.md lists the checks). Nothing but a regular file is ever
+opened (a FIFO would block forever), and each file is read once, in chunks, for every hash.
 """
 
 from __future__ import annotations
@@ -209,20 +196,16 @@ class _VariantFolder:
                 f"{meta_path}: {BUILD_DIR}/{name} is a 'kernelwheel dev' build, not a release",
                 hint="publish what 'kernelwheel build --hub-layout DIR' writes",
             )
-        missing = [
-            (key, what)
-            for key, value, what in (
-                ("name", meta.name, "which project it belongs to"),
-                ("backend", meta.backend, "which backend it is built for"),
-            )
-            if value is None and (key == "name" or variant.backend is not None)
-        ]
-        for key, what in missing:
-            raise UsageError(
-                f"{meta_path}: no {key!r}: {what} is unknown, so {BUILD_DIR}/{name} cannot be "
-                "checked",
-                hint=_REBUILD + f" (it writes the {key})",
-            )
+        for key, value, what in (
+            ("name", meta.name, "which project it belongs to"),
+            ("backend", meta.backend, "which backend it is built for"),
+        ):
+            if value is None and (key == "name" or variant.backend is not None):
+                raise UsageError(
+                    f"{meta_path}: no {key!r}: {what} is unknown, so {BUILD_DIR}/{name} cannot "
+                    "be checked",
+                    hint=_REBUILD + f" (it writes the {key})",
+                )
         _check_backend(meta_path, variant, meta)
         assert meta.name is not None
         return cls(root, variant, meta, meta.name, int(meta.version))
@@ -358,20 +341,16 @@ def _parse_variant(root: Path) -> Variant:
     return variant
 
 
-def _read_metadata(path: Path) -> KernelMetadata:
-    try:
-        return KernelMetadata.parse(_read_small(path), where=str(path))
-    except HubError as exc:
-        raise UsageError(exc.message, hint=exc.hint) from None
-
-
-def _read_small(path: Path, limit: int = 1 << 24) -> bytes:
-    """A metadata file, refused past ``limit`` bytes (it is a few kB)."""
+def _read_metadata(path: Path, limit: int = 1 << 24) -> KernelMetadata:
+    """metadata.json, refused past ``limit`` bytes (it is a few kB)."""
     with _open_regular(path) as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise UsageError(f"{path}: larger than {limit} bytes: not a metadata.json", hint=_REBUILD)
-    return data
+    try:
+        return KernelMetadata.parse(data, where=str(path))
+    except HubError as exc:
+        raise UsageError(exc.message, hint=exc.hint) from None
 
 
 def _check_backend(path: Path, variant: Variant, meta: KernelMetadata) -> None:

@@ -19,7 +19,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -176,40 +176,31 @@ class KernelMetadata:
     source: str | None = None  # git URL of the kernel-builder project
     kernel_depends: tuple[KernelDependency, ...] = ()
     digest: Digest | None = None
-    provenance: Provenance | None = field(default=None)
+    provenance: Provenance | None = None
 
     def to_json(self) -> str:
         """The file as the ``kernels`` library reads it, keys in kernel-builder's order, the
         version an integer where it is one."""
-        data: dict[str, object] = {}
-        for key, value in (("name", self.name), ("id", self.id)):
-            if value is not None:
-                data[key] = value
-        if self.version is not None:
-            data["version"] = int(self.version) if self.version.isdigit() else self.version
-        if self.kernels_minver is not None:
-            data["kernels-minver"] = str(self.kernels_minver)
-        for key, value in (
-            ("license", self.license),
-            ("upstream", self.upstream),
-            ("source", self.source),
-        ):
-            if value is not None:
-                data[key] = value
-        data["python-depends"] = list(self.python_depends)
-        data["kernel-depends"] = [d.to_dict() for d in self.kernel_depends]
-        if self.summary is not None:
-            data["summary"] = self.summary
-        if self.backend is not None:
-            backend: dict[str, object] = {"type": self.backend}
-            if self.archs:
-                backend["archs"] = list(self.archs)
-            data["backend"] = backend
-        if self.digest is not None:
-            data["digest"] = self.digest.to_dict()
-        if self.provenance is not None:
-            data["provenance"] = self.provenance.to_dict()
-        return json.dumps(data, indent=2) + "\n"
+        backend: dict[str, object] = {"type": self.backend}
+        if self.archs:
+            backend["archs"] = list(self.archs)
+        version = self.version
+        data: dict[str, object | None] = {
+            "name": self.name,
+            "id": self.id,
+            "version": int(version) if version is not None and version.isdigit() else version,
+            "kernels-minver": None if self.kernels_minver is None else str(self.kernels_minver),
+            "license": self.license,
+            "upstream": self.upstream,
+            "source": self.source,
+            "python-depends": list(self.python_depends),
+            "kernel-depends": [d.to_dict() for d in self.kernel_depends],
+            "summary": self.summary,
+            "backend": None if self.backend is None else backend,
+            "digest": None if self.digest is None else self.digest.to_dict(),
+            "provenance": None if self.provenance is None else self.provenance.to_dict(),
+        }
+        return json.dumps({k: v for k, v in data.items() if v is not None}, indent=2) + "\n"
 
     @classmethod
     def parse(cls, data: bytes, *, where: str) -> KernelMetadata:

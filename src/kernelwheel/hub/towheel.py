@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -111,7 +111,7 @@ class ToWheelResult:
     resolution: Resolution
     converted: tuple[Converted, ...]
     rejected: tuple[Rejected, ...]
-    not_selected: tuple[str, ...] = field(default=())
+    not_selected: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -171,11 +171,8 @@ class _Serialized:
 
 
 def _jobs(requested: int) -> int:
-    """Compressing and hashing release the GIL, so threads scale with the CPUs this process
-    may use (its affinity, not the machine's count)."""
-    if requested > 0:
-        return requested
-    return min(32, resolve_jobs(None))
+    """Compressing and hashing release the GIL: threads scale with the CPUs this process may use."""
+    return requested if requested > 0 else min(32, resolve_jobs(None))
 
 
 def to_wheels(
@@ -238,7 +235,7 @@ def to_wheels(
                 continue
             final = req.output_dir / outcome.wheel.name
             publish(outcome.wheel, final)
-            converted.append(_with_wheel(outcome, final))
+            converted.append(dataclasses.replace(outcome, wheel=final))
     order = list(by_variant)
     rejected.sort(key=lambda r: order.index(r.variant))
     return ToWheelResult(src.where, resolution, tuple(converted), tuple(rejected), not_selected)
@@ -267,10 +264,6 @@ def _refuse_collisions(outcomes: list[Converted | Rejected]) -> list[Converted |
             )
         )
     return out
-
-
-def _with_wheel(c: Converted, wheel: Path) -> Converted:
-    return dataclasses.replace(c, wheel=wheel)
 
 
 def _convert_all(
@@ -364,12 +357,13 @@ def _convert_one(
         return Rejected(folder, str(exc), HubError.exit_code)
     except WheelError as exc:
         return Rejected(folder, f"cannot write the wheel: {exc}", exc.exit_code)
-    abi = "not checked (noarch)" if variant.noarch else ""
-    if not variant.noarch and variant.os is not OS.LINUX:
+    if variant.noarch:
+        abi = "not checked (noarch)"
+    elif variant.os is not OS.LINUX:
         abi = f"not checked (the ABI check reads ELF; {variant.os.value if variant.os else ''})"
-    elif not variant.noarch and abi_check is None:
+    elif abi_check is None:
         abi = "not checked (disabled)"
-    elif not variant.noarch and abi_check is not None:
+    else:
         outcome = _abi(folder, variant, wheel, prepared, req, reporter, abi_check)
         if isinstance(outcome, Rejected):
             wheel.unlink(missing_ok=True)

@@ -1,27 +1,12 @@
 """``kernelwheel upload``: push a Hub layout (``build --hub-layout``) to a ``kernel``-type repo.
 
-As kernel-builder publishes: the repo is a ``kernel``-type repository (created when missing), the
-variants go to the branch ``v<major>`` (created from the default branch when missing), which
-``get_kernel(repo, version=<major>)`` and ``kernelwheel to-wheel repo <major>`` read, and the
-kernel card (the layout's ``README.md``) goes beside ``build/``.
-
-The layout is read and checked first (:mod:`.layoutcheck`: variant folders that are what their
-names say, only the files a build writes, each hashed once in chunks); the commit hands
-huggingface_hub the files' paths, never their bytes.
-
-One commit of explicit operations (``create_commit``, never ``upload_folder`` with delete
-patterns): every file of the uploaded variants is added or updated; a file left in the repo's
-folder of an uploaded variant that the new build does not have is removed (``kernels`` checks the
-folder against metadata.json's digest, so a stale ``.so`` would break it); every other variant
-folder already on the branch is kept as it is. The commit names its parent, so a branch that
-moved meanwhile refuses it instead of losing the other push. ``dry_run`` computes the same plan
-and changes nothing.
-
-Every call is bounded in time. Reads and the writes that are no-ops the second time (creating the
-repo or the branch with ``exist_ok``) are tried again after no answer or a server error (5xx,
-429). The commit is not repeated blindly: after a failed try the branch is read again; at the
-same head the commit did not happen and is tried again, at a new head holding exactly the
-uploaded files it did (the answer was lost), and any other head is someone else's push, refused.
+As kernel-builder publishes: the variants go to the branch ``v<major>`` of a ``kernel``-type repo
+(both created when missing), the kernel card beside ``build/``. One ``create_commit`` naming its
+parent adds or updates the uploaded variants' files, removes files an older build left in their
+folders (``kernels`` checks each folder against metadata.json's digest) and keeps every other
+variant. Calls are bounded in time and repeatable ones retried; the commit is never repeated
+blindly: after a failed try the branch is read again (same head: retry; a head holding exactly the
+uploaded files: it landed; any other head: someone else's push, refused).
 """
 
 from __future__ import annotations
@@ -30,7 +15,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +26,7 @@ from .hubsource import (
     KERNEL_REPO,
     RETRY_STATUS,
     HubSettings,
+    _first_line,
     bound_http,
     call_hub,
     count,
@@ -123,19 +109,26 @@ def upload_bounds(
     KERNELWHEEL_UPLOAD_TRIES, else 3. A value that is no positive number is a UsageError
     naming where it was given."""
     env = os.environ if environ is None else environ
-    wait: float | None = None
-    if timeout is not None:
-        wait = seconds(timeout, "--timeout")
-    elif (env.get(TIMEOUT_VARIABLE) or "").strip():
-        wait = seconds(env[TIMEOUT_VARIABLE], TIMEOUT_VARIABLE)
-    else:
-        wait = hub_timeout(env)
-    times = _TRIES
-    if tries is not None:
-        times = count(tries, "--tries", _MOST_TRIES)
-    elif (env.get(TRIES_VARIABLE) or "").strip():
-        times = count(env[TRIES_VARIABLE], TRIES_VARIABLE, _MOST_TRIES)
-    return UploadBounds(_UPLOAD_TIMEOUT if wait is None else wait, times)
+    wait = _first_set(timeout, "--timeout", TIMEOUT_VARIABLE, env, seconds) or hub_timeout(env)
+    times = _first_set(
+        tries, "--tries", TRIES_VARIABLE, env, lambda text, where: count(text, where, _MOST_TRIES)
+    )
+    return UploadBounds(wait or _UPLOAD_TIMEOUT, times or _TRIES)
+
+
+def _first_set(
+    given: str | None,
+    flag: str,
+    variable: str,
+    env: Mapping[str, str],
+    parse: Callable[[str, str], T],
+) -> T | None:
+    """``parse`` of the flag's value, else of the variable's when set; None when neither is."""
+    if given is not None:
+        return parse(given, flag)
+    if (env.get(variable) or "").strip():
+        return parse(env[variable], variable)
+    return None
 
 
 @dataclass(frozen=True)
@@ -151,7 +144,7 @@ class UploadResult:
     files: tuple[PlannedFile, ...]
     commit: str | None = None  # the new commit (None: dry run, or nothing changed)
     commit_url: str | None = None
-    head: str | None = field(default=None)  # the branch's commit before (None: no branch yet)
+    head: str | None = None  # the branch's commit before (None: no branch yet)
     base: str | None = None  # the branch a new one starts from (None: the new repo's default)
 
     @property
@@ -256,11 +249,6 @@ class _Hub:
             for i in items
             if isinstance(i, HfRepoFile)
         }
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _change(file: LayoutFile, remote: tuple[str | None, str | None] | None) -> Change:

@@ -50,7 +50,7 @@ def pip_command(
     return [*cmd, *pins] if force else [*cmd, *pins, f"torch=={target.torch_dist}"]
 
 
-def run_pip(cmd: Sequence[str], runner: Runner = RUNNER) -> str:
+def run_pip(cmd: Sequence[str], runner: Runner = RUNNER) -> None:
     proc = runner.captured(cmd)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
@@ -59,4 +59,3 @@ def run_pip(cmd: Sequence[str], runner: Runner = RUNNER) -> str:
             f"them:\n{tail}",
             hint="read pip's message above; --dry-run prints the command to run it yourself",
         )
-    return proc.stdout

@@ -12,7 +12,6 @@ and never prints: the CLI renders both.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import shutil
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .._util import RUNNER, Runner
+from .._util import RUNNER, Runner, sha256_file
 from ..compat import interpreter as _interpreter
 from ..compat import rules as compat
 from ..errors import InstallError, UsageError
@@ -97,7 +96,6 @@ class InstallResult:
     target: Target
     picks: tuple[Pick, ...]
     commands: tuple[tuple[str, ...], ...]  # the pip runs, in order (none when all are kept)
-    pip_output: str = ""
 
 
 class NoMatch(InstallError):
@@ -185,7 +183,8 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
         return InstallResult("dry-run", target, picks, commands)
     if not commands:
         return InstallResult("already-installed", target, picks, ())
-    output = "".join(run_pip(cmd, runner) for cmd in commands)
+    for cmd in commands:
+        run_pip(cmd, runner)
     after = read_environment(target.python, wanted, runner)
     if after.torch != target.torch_dist:  # the pin makes this impossible; say so loudly if not
         raise InstallError(
@@ -194,7 +193,7 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
         )
     for pick in picks:
         _read_back(pick, after.builds.get(pick.selection.project), target)
-    return InstallResult("installed", target, picks, commands, output)
+    return InstallResult("installed", target, picks, commands)
 
 
 def _decide(pick: Pick, before: Environment, reinstall: bool) -> Pick:
@@ -245,16 +244,12 @@ def _pick(sel: Selection, downloads: Path) -> Pick:
     assert sel.chosen is not None
     candidate = sel.chosen.candidate
     path = fetch(candidate, downloads)
-    digest = hashlib.sha256()
     try:
-        with path.open("rb") as fh:
-            while chunk := fh.read(1 << 20):
-                digest.update(chunk)
+        sha256 = sha256_file(path)
     except OSError as exc:
         raise UsageError(
             f"{path}: cannot be read ({exc.strerror or exc})", hint="check the file"
         ) from None
-    sha256 = digest.hexdigest()
     if candidate.sha256 and candidate.sha256 != sha256:
         raise InstallError(
             f"{candidate.location}: its sha256 is {sha256}, the index ({candidate.source}) says "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import __version__
@@ -64,9 +64,9 @@ class DownloadResult:
     requirements: Path
     pylock: Path | None
     pylock_note: str  # why pylock.toml was (not) written
-    not_selected: tuple[tuple[str, str], ...] = field(default=())  # (repo, variant)
+    not_selected: tuple[tuple[str, str], ...] = ()  # (repo, variant)
     # --torch: (repo, variant, why another build was chosen or why it cannot run)
-    passed_over: tuple[tuple[str, str, str], ...] = field(default=())
+    passed_over: tuple[tuple[str, str, str], ...] = ()
 
 
 def _check_lock(lock: LockFile, path: Path) -> None:
@@ -315,11 +315,9 @@ def download(
             (staging / PYLOCK).write_text(pylock, encoding="utf-8")
         # Everything is verified: move it in (unless the user put a file of theirs meanwhile).
         _check_outputs(req)
-        placed = []
         for wheel in wheels:
-            final = req.wheelhouse / wheel.filename
-            publish(wheel.path, final)
-            placed.append(HouseWheel(final, wheel.sha256, wheel.repo, wheel.commit, wheel.variant))
+            publish(wheel.path, req.wheelhouse / wheel.filename)
+        placed = [replace(w, path=req.wheelhouse / w.filename) for w in wheels]
         publish(staging / REQUIREMENTS, req.wheelhouse / REQUIREMENTS)
         pylock_path: Path | None = req.wheelhouse / PYLOCK
         if pylock is not None:

@@ -1,26 +1,18 @@
-"""The kernel card: a project's ``CARD.md`` rendered as a template, never copied.
+"""The kernel card: a project's ``CARD.md`` rendered as a Jinja template, never copied.
 
-kernel-builder's projects carry ``CARD.md`` as a Jinja template (``{{ repo_id }}``,
-``{% if license %}``...). It is rendered here with the fields a build knows (:class:`CardFields`:
-kernel-builder's own and a few of kernelwheel's), in Jinja's immutable sandbox, because a card
-is untrusted input: it may read the fields and nothing else. A name it uses that is no field, a
-syntax error, or something the sandbox refuses (``{{ ''.__class__ }}``) is a ProjectError naming
-``CARD.md`` and the line.
-
-Without ``CARD.md`` the project's ``README.md`` is the card, as it is (a README is prose, not a
-template); without either, kernelwheel's own template (``data/card.md``, also what ``kernelwheel
-init`` writes) is rendered. The project's package is read, never imported: ``functions`` is its
-``__all__`` (without ``layers``), ``layers`` the classes of its ``layers`` module when ``__all__``
-exports it, ``ops`` the schemas the binding's ``ops.def("...")`` calls declare.
+A card is untrusted input, so it renders in Jinja's immutable sandbox and may read the fields of
+:class:`CardFields` and nothing else; without CARD.md the README is the card as it is, else
+kernelwheel's ``data/card.md``. The package is read with ``ast``, never imported. The fields and
+rules: docs/versions.md#kernel-cards.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import enum
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -58,12 +50,8 @@ _DEFAULT = "card.md"  # kernelwheel's own template, in kernelwheel/data
 
 @dataclass(frozen=True)
 class CardFields:
-    """What a card template may read. kernel-builder's fields: ``repo_id`` (general.hub.repo-id),
-    ``version`` (the API major, what ``get_kernel(..., version=)`` takes), ``license`` (lower
-    case, as the Hub's card metadata writes it), ``upstream``, ``source``, ``functions``,
-    ``layers``, ``has_benchmark``. kernelwheel's: ``name``, ``package`` (what ``import`` takes),
-    ``ops`` (the op schemas the binding declares) and ``dirty`` (built from a git tree with
-    uncommitted changes). A field without a value is None (an empty list for the lists)."""
+    """What a card template may read (docs/versions.md#kernel-cards): kernel-builder's fields
+    and kernelwheel's ``name``, ``package``, ``ops`` and ``dirty``."""
 
     name: str
     package: str
@@ -81,24 +69,14 @@ class CardFields:
     def context(self) -> dict[str, Any]:
         """The template's variables; a field without a value is left out, so printing it is an
         error naming it, while ``{% if field %}`` reads it as false."""
-        values: dict[str, Any] = {
-            "name": self.name,
-            "package": self.package,
-            "repo_id": self.repo_id,
-            "version": self.version,
-            "license": self.license,
-            "upstream": self.upstream,
-            "source": self.source,
-            "functions": list(self.functions),
-            "layers": list(self.layers),
-            "ops": list(self.ops),
-            "has_benchmark": self.has_benchmark,
-            "dirty": self.dirty,
+        return {
+            f.name: list(value) if isinstance(value, tuple) else value
+            for f in dataclasses.fields(self)
+            if (value := getattr(self, f.name)) is not None
         }
-        return {k: v for k, v in values.items() if v is not None}
 
 
-FIELDS = tuple(f for f in CardFields.__dataclass_fields__)
+FIELDS = tuple(f.name for f in dataclasses.fields(CardFields))
 
 # Why a field has no value: the hint of an error that prints it.
 _MISSING_HINT = {
@@ -309,16 +287,11 @@ def _error(where: Path, line: int | None, message: str, hint: str) -> ProjectErr
 def _line(tb: TracebackType | None, where: Path) -> int | None:
     """The template's line in a rendering traceback (Jinja rewrites it to name the template)."""
     found = None
-    for frame, lineno in _frames(tb):
-        if frame == str(where):
-            found = lineno
-    return found
-
-
-def _frames(tb: TracebackType | None) -> Iterator[tuple[str, int]]:
     while tb is not None:
-        yield tb.tb_frame.f_code.co_filename, tb.tb_lineno
+        if tb.tb_frame.f_code.co_filename == str(where):
+            found = tb.tb_lineno
         tb = tb.tb_next
+    return found
 
 
 def _read_text(path: Path, root: Path) -> str:

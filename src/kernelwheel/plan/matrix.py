@@ -1,36 +1,12 @@
 """Plan the variants a kernel builds from the recipes, with a reason for each one left out.
 
-:func:`plan_matrix` walks every variant the recipes can build and keeps those the project wants:
-
-- the variant's backend is one of the project's backends (``general.backends``, or the backends
-  of its ``[kernel.*]`` sections) and at least one kernel of that backend accepts it;
-- its torch release is within ``[torch] minver``/``maxver``;
-- a CUDA variant's toolkit is within the general CUDA bounds and at least one CUDA kernel's
-  ``cuda-minver``;
-- its arch is among ``arches`` when given.
-
-Bounds are inclusive and compared at their own precision: ``maxver = "2.9"`` admits 2.9.1.
-
-A backend named in ``torch.stable-abi`` builds no per-torch variants: each of its flavours and
-arches gets one stable-ABI variant (``torch-stable-abi210-cu130-x86_64-linux``), built with the
-newest torch of that flavour that is at least the ABI version and passes the rules above; its
-per-torch variants are listed as left out, each saying which stable-ABI build replaces it.
-
-A variant compiles the kernels of its backend that accept it, plus the project's CPU kernels
-(a CUDA build of torch runs CPU ops too); :meth:`MatrixPlan.kernels_for` lists them. A noarch
-project (no ``[kernel.*]``) gets one noarch variant per backend (``torch-cuda``, ``torch-cpu``),
-or ``torch-universal`` when it names no backend: kernel-builder's names, all built into one
-``py3-none-any`` wheel. A ``[tvm-ffi]`` project gets the tvm-ffi variants of the recipes
-(``tvm-ffi01-cu130-x86_64-linux``), each compiling the kernels of its one backend, as
-kernel-builder does.
-
-Facts that do not remove a variant (a toolchain that must come from the build image, a backend
-with no recipes, variants kernelwheel plans but does not compile: see :mod:`.toolchains`) are
-returned as ``notes``.
+The rules (backends, torch and CUDA bounds, arches, stable-ABI, noarch and tvm-ffi variants) are
+docs/building.md, "The matrix"; facts that remove no variant come back as ``notes``.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -113,21 +89,19 @@ def plan_matrix(
     with_cpu_kernels: bool = False,
 ) -> MatrixPlan:
     """The variants ``project`` builds from ``recipes`` (optionally only for ``arches``), each
-    with the kernels it compiles: its backend's (and the cpu ones ``with_cpu_kernels``)."""
+    with the kernels it compiles: its backend's (and the cpu ones ``with_cpu_kernels``, except
+    for tvm-ffi, whose variants compile their backend's kernels only)."""
     if project.noarch:
         return _plan_noarch(project, recipes)
-    if project.framework is Framework.TVM_FFI:
-        return _plan_tvm_ffi(project, recipes, None if arches is None else tuple(arches))
-
+    tvm = project.framework is Framework.TVM_FFI
     arch_filter = None if arches is None else tuple(arches)
     wanted = tuple(project.backends)
     selected: list[VariantRecipe] = []
     rejected: list[Rejection] = []
     kernels: list[tuple[str, tuple[str, ...]]] = []
-    system_cuda: dict[str, list[str]] = {}
     stable = _StableGroups(project, recipes)
 
-    for variant in recipes.variants():
+    for variant in recipes.tvm_ffi_variants() if tvm else recipes.variants():
         assert variant.backend is not None and variant.arch is not None
         kind = variant.backend.kind.value
         if kind not in wanted:
@@ -137,33 +111,37 @@ def plan_matrix(
         own, reasons = _own_kernels(project, variant, arch_filter)
         reasons = _torch_reasons(project, recipe) + reasons
         compiled = list(own)
-        if with_cpu_kernels and kind != BackendKind.CPU.value:  # docs/compile.md
+        if with_cpu_kernels and not tvm and kind != BackendKind.CPU.value:  # docs/compile.md
             compiled += [k for k in project.kernels if k.backend == BackendKind.CPU.value]
         if stable.covers(kind):
             stable.add(variant, reasons, tuple(k.id for k in compiled))
-            continue
-        if reasons:
+        elif reasons:
             rejected.append(Rejection(variant.name, "; ".join(reasons)))
-            continue
-        selected.append(recipe)
-        kernels.append((variant.name, tuple(k.id for k in compiled)))
-        if recipe.cuda is not None and recipe.cuda.source == "system":
-            system_cuda.setdefault(recipe.cuda.version, []).append(variant.name)
+        else:
+            selected.append(recipe)
+            kernels.append((variant.name, tuple(k.id for k in compiled)))
 
     for recipe, ids in stable.chosen():
         selected.append(recipe)
         kernels.append((recipe.name, ids))
-        if recipe.cuda is not None and recipe.cuda.source == "system":
-            system_cuda.setdefault(recipe.cuda.version, []).append(recipe.name)
     rejected += stable.rejected()
-
-    notes = _backend_notes(wanted, recipes, selected)
-    for version, names in system_cuda.items():
-        notes.append(
-            f"CUDA {version} toolchain is 'system': not installable from PyPI; "
-            f"{len(names)} variant(s) need a CUDA {version} toolkit in the build image"
-        )
+    notes = _tvm_ffi_notes(wanted, recipes) if tvm else _backend_notes(wanted, recipes, selected)
     return MatrixPlan(tuple(selected), tuple(rejected), tuple(kernels), tuple(notes))
+
+
+def _tvm_ffi_notes(wanted: tuple[str, ...], recipes: Recipes) -> list[str]:
+    if recipes.tvm_ffi is None:
+        return [
+            f"tvm-ffi project: the recipes have no tvm-ffi.toml, so nothing is planned (add one "
+            f"to {recipes.origin})"
+        ]
+    covered = {v.backend.kind.value for v in recipes.tvm_ffi_variants() if v.backend}
+    return [
+        f"backend {backend}: the tvm-ffi recipe has no {backend} flavour, so none is "
+        f"planned (add one to {recipes.origin}/tvm-ffi.toml)"
+        for backend in wanted
+        if backend not in covered
+    ]
 
 
 # Backends PyTorch publishes no torch build of: kernel-builder builds them only as noarch variants.
@@ -203,6 +181,15 @@ def _backend_notes(
             f"{len(variants)} {kind.value} variant(s) planned but not built by kernelwheel "
             f"(no {kind.display_name} toolchain): build them on a runner labelled "
             f"{runner_for(variants[0])}; matrix --json lists them under 'elsewhere'"
+        )
+    system_cuda: dict[str, list[str]] = {}
+    for recipe in selected:
+        if recipe.cuda is not None and recipe.cuda.source == "system":
+            system_cuda.setdefault(recipe.cuda.version, []).append(recipe.name)
+    for version, names in system_cuda.items():
+        notes.append(
+            f"CUDA {version} toolchain is 'system': not installable from PyPI; "
+            f"{len(names)} variant(s) need a CUDA {version} toolkit in the build image"
         )
     return notes
 
@@ -331,59 +318,25 @@ def _own_kernels(
         reasons.append(f'no [kernel.*] section has backend = "{kind}"')
     elif variant.backend.kind is BackendKind.CUDA:
         cuda = Version(variant.backend.cuda_version)
-        reasons += _general_cuda_reasons(project, cuda)
-        accepted = [k for k in own if _kernel_accepts(k, cuda)]
+        reasons += _bound_reasons(
+            "CUDA",
+            cuda,
+            project.cuda_minver,
+            project.cuda_maxver,
+            "general cuda ",
+            project.build_toml.name,
+        )
+        against = {
+            k.id: _bound_reasons(
+                "CUDA", cuda, k.cuda_minver, None, f"kernel.{k.id}.cuda-", "build.toml"
+            )
+            for k in own
+        }
+        accepted = [k for k in own if not against[k.id]]
         if not accepted:
-            reasons += [_kernel_reason(k, cuda) for k in own]
+            reasons += [reason for k in own for reason in against[k.id]]
         own = accepted
     return own, reasons
-
-
-def _plan_tvm_ffi(
-    project: KernelProject, recipes: Recipes, arch_filter: tuple[Arch, ...] | None
-) -> MatrixPlan:
-    """The recipes' tvm-ffi variants the project builds: one per flavour and arch, compiling
-    the kernels of that flavour's backend only (kernel-builder's rule for tvm-ffi)."""
-    wanted = tuple(project.backends)
-    selected: list[VariantRecipe] = []
-    rejected: list[Rejection] = []
-    kernels: list[tuple[str, tuple[str, ...]]] = []
-    for variant in recipes.tvm_ffi_variants():
-        assert variant.backend is not None and variant.arch is not None
-        kind = variant.backend.kind.value
-        if kind not in wanted:
-            rejected.append(_not_a_backend(variant, wanted))
-            continue
-        own, reasons = _own_kernels(project, variant, arch_filter)
-        if reasons:
-            rejected.append(Rejection(variant.name, "; ".join(reasons)))
-            continue
-        selected.append(recipes.recipe_for(variant))
-        kernels.append((variant.name, tuple(k.id for k in own)))
-    notes: list[str] = []
-    if recipes.tvm_ffi is None:
-        notes.append(
-            f"tvm-ffi project: the recipes have no tvm-ffi.toml, so nothing is planned (add one "
-            f"to {recipes.origin})"
-        )
-    else:
-        covered = {v.backend.kind.value for v in recipes.tvm_ffi_variants() if v.backend}
-        for backend in wanted:
-            if backend not in covered:
-                notes.append(
-                    f"backend {backend}: the tvm-ffi recipe has no {backend} flavour, so none is "
-                    f"planned (add one to {recipes.origin}/tvm-ffi.toml)"
-                )
-    return MatrixPlan(tuple(selected), tuple(rejected), tuple(kernels), tuple(notes))
-
-
-def _release(version: Version, precision: int) -> tuple[int, ...]:
-    release = version.release + (0,) * max(0, precision - len(version.release))
-    return release[:precision]
-
-
-def _show(release: tuple[int, ...]) -> str:
-    return ".".join(str(part) for part in release)
 
 
 def _bound_reasons(
@@ -391,14 +344,14 @@ def _bound_reasons(
 ) -> list[str]:
     """Inclusive bounds compared at the bound's precision; reasons for a miss."""
     reasons = []
-    if low is not None:
-        mine = _release(version, len(low.release))
-        if mine < low.release:
-            reasons.append(f"{what} {_show(mine)} < {key}minver {low} ({where})")
-    if high is not None:
-        mine = _release(version, len(high.release))
-        if mine > high.release:
-            reasons.append(f"{what} {_show(mine)} > {key}maxver {high} ({where})")
+    for bound, sign, miss in ((low, "<", operator.lt), (high, ">", operator.gt)):
+        if bound is None:
+            continue
+        mine = (version.release + (0,) * len(bound.release))[: len(bound.release)]
+        if miss(mine, bound.release):
+            end = "minver" if sign == "<" else "maxver"
+            shown = ".".join(map(str, mine))
+            reasons.append(f"{what} {shown} {sign} {key}{end} {bound} ({where})")
     return reasons
 
 
@@ -413,26 +366,3 @@ def _torch_reasons(project: KernelProject, recipe: VariantRecipe) -> list[str]:
         "torch.",
         project.build_toml.name,
     )
-
-
-def _general_cuda_reasons(project: KernelProject, cuda: Version) -> list[str]:
-    return _bound_reasons(
-        "CUDA",
-        cuda,
-        project.cuda_minver,
-        project.cuda_maxver,
-        "general cuda ",
-        project.build_toml.name,
-    )
-
-
-def _kernel_accepts(kernel: KernelSection, cuda: Version) -> bool:
-    if kernel.cuda_minver is None:
-        return True
-    return _release(cuda, len(kernel.cuda_minver.release)) >= kernel.cuda_minver.release
-
-
-def _kernel_reason(kernel: KernelSection, cuda: Version) -> str:
-    assert kernel.cuda_minver is not None
-    mine = _release(cuda, len(kernel.cuda_minver.release))
-    return f"CUDA {_show(mine)} < kernel.{kernel.id}.cuda-minver {kernel.cuda_minver} (build.toml)"

@@ -1,21 +1,8 @@
-"""Build options and where they come from: one precedence, lowest first.
+"""Build options and where they come from: one precedence, lowest first (docs/options.md).
 
-1. defaults (the fields of :class:`Options`; ``data/options.toml`` describes them);
-2. ``[tool.kernelwheel]`` in the kernel's ``pyproject.toml``, when the project has one;
-3. ``KERNELWHEEL_*`` environment variables (an empty variable counts as unset);
-4. command-line flags.
-
-A layer replaces the value of the layers below it; it never merges with them (``--skip X``
-replaces a ``skip`` set in pyproject.toml). ``--only`` is command-line only; when given it
-ignores ``build``, ``skip`` and ``archs`` from every layer (the name says the arch).
-
-Every build setting is here, resolved once per command by :func:`resolve_options` into a frozen
-:class:`Options` that is passed down; nothing deeper reads the environment or pyproject.toml
-again. ``Options.source(name)`` names the layer that set a value (``--skip``,
-``KERNELWHEEL_SKIP``, ``[tool.kernelwheel] skip``), so messages can say where to change it.
-Each option is declared once, a row of ``kernelwheel/data/options.toml`` read into
-:data:`OPTIONS`: its TOML key, variable, flag (``cli/_args``), help and the table of
-docs/options.md follow from it.
+Defaults, ``[tool.kernelwheel]``, ``KERNELWHEEL_*`` variables, flags; a layer replaces, never
+merges. Resolved once per command by :func:`resolve_options` into a frozen :class:`Options`, which
+remembers the layer that set each value. Each option is one row of ``data/options.toml``.
 """
 
 from __future__ import annotations

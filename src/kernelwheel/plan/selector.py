@@ -1,19 +1,8 @@
 """Choose variants by Hub name, the way cibuildwheel chooses build identifiers.
 
-- ``build``: glob patterns (``*``, ``?``, ``[...]``) with brace expansion; a variant is built when
-  any pattern matches its name. Default ``*``.
-- ``skip``: the same; a variant any skip pattern matches is left out, even if ``build`` matches.
-- ``only``: one exact variant name; when set, ``build`` and ``skip`` are ignored.
-
-Brace expansion happens before matching: ``torch2{13,14}-*`` is ``torch213-*`` and
-``torch214-*``; braces nest (``torch2{1{3,4},9}-*``) and an empty alternative is allowed
-(``*-cu1{28,30}-*``); ``{12..14}`` is a numeric range. Expansion uses bracex (as cibuildwheel does),
-bounded to :data:`MAX_EXPANSION` patterns.
-
-A selector that matches nothing is an error (:class:`~kernelwheel.errors.UsageError`) naming the
-selector and listing the names that exist, so a typo never silently builds nothing: the whole
-selection being empty, one ``build`` pattern matching no variant, or ``only`` naming an unknown
-variant. Names left out by the plan (with their reasons) are told apart from unknown names.
+``build``/``skip`` globs with brace expansion (bracex, bounded to :data:`MAX_EXPANSION`
+patterns) and ``only``, one exact name (docs/building.md). A selector that matches nothing is a
+UsageError listing the names that exist, so a typo never silently builds nothing.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """Which variants kernelwheel compiles, and where the others must be built.
 
-kernelwheel compiles CPU and CUDA variants: their toolchains are the host compiler and nvcc
-(pinned PyPI wheels, or a CUDA image). The other backends kernel-builder knows (ROCm, XPU,
-Metal, Neuron, TPU, CANN) are planned and listed like any variant, each with the runner its
-toolchain needs, but a build of one stops before any environment is made, with a
-:class:`~kernelwheel.errors.ToolchainError` naming the backend and that runner; kernelwheel never
-writes a wheel it cannot really compile.
-
-A noarch variant (``torch-cuda``, ``torch-neuron``) compiles nothing, so it needs no toolchain.
+kernelwheel compiles CPU and CUDA variants; the other backends are planned and listed, but their
+build stops before any environment is made with a ToolchainError naming the runner they need.
 """
 
 from __future__ import annotations

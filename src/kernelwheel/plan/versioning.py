@@ -1,22 +1,8 @@
 """The wheel's version: kernel-builder's API major plus a minor and patch, and where it came from.
 
-build.toml's integer ``general.version`` (editions 3-5) is the kernel's API major, what the Hub
-publishes as branch ``v<major>``. A wheel needs a full version; the first of these gives it:
-
-1. ``--version`` or ``[tool.kernelwheel] version`` (one option: the flag replaces the key);
-2. a ``VERSION`` file in the project root;
-3. a tag ``v<major>.<minor>.<patch>`` on HEAD of the project's own git repository (the one
-   whose top folder is the project root: in a repository of many kernels, a tag names no one
-   kernel's version);
-4. ``<major>.0.0``.
-
-A full version whose major is not the API major is refused, naming its source and the fix. The
-older forms' string ``general.version`` ("0.1.0") is a full version itself: the option, then it,
-then ``VERSION``; a project with no version at all needs one of those.
-
-:func:`resolve_version` is pure (its inputs are read by :func:`version_inputs` and
-:func:`read_git_state`), so every source and every refusal has a unit test. The git facts read
-once also give the Hub export its provenance (commit, dirty).
+The sources, in order (option, VERSION file, the project's own git tag, ``<major>.0.0``), are
+docs/versions.md. :func:`resolve_version` is pure (its inputs come from :func:`version_inputs`
+and :func:`read_git_state`), so every source and every refusal has a unit test.
 """
 
 from __future__ import annotations

@@ -4,20 +4,18 @@ Repair to manylinux checks the wheel before and after, so it lives in :mod:`kern
 
 from __future__ import annotations
 
-from .reader import WheelContents, dist_info_dir, escape_name, read_metadata, read_wheel
+from .reader import dist_info_dir, escape_name, read_metadata
 from .record import format_record, parse_record, record_hash
 from .writer import Member, WheelSpec, source_date_epoch, wheel_filename, write_wheel
 
 __all__ = [
     "Member",
-    "WheelContents",
     "WheelSpec",
     "dist_info_dir",
     "escape_name",
     "format_record",
     "parse_record",
     "read_metadata",
-    "read_wheel",
     "record_hash",
     "source_date_epoch",
     "wheel_filename",

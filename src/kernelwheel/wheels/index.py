@@ -1,36 +1,11 @@
 """A static PEP 503 "simple" index of a wheelhouse, one per backend flavour plus one of all.
 
-Kernel wheels carry a local version (``1.1.2+torch2.14.cu130.cxx11``), which PyPI refuses; like
-PyTorch's per-CUDA index URLs, each flavour gets its own index so that::
-
-    pip install --index-url https://host/simple/cu130/ img2gray
-
-sees only the cu130 builds of every torch version and lets the resolver pick the one whose
-``Requires-Dist: torch==X.Y.*`` the installed torch satisfies. Layout of the output folder::
-
-    index.html                  the flavours
-    files/<wheel>               each wheel once (and <wheel>.metadata, PEP 658)
-    <flavour>/index.html        projects (cu130, cpu, rocm63, xpu20251, metal, …, all)
-    <flavour>/<project>/        its files: href="../../files/<wheel>#sha256=…"
-    torch<X.Y>/<flavour>/       only the builds for torch X.Y and that flavour (per-torch index)
-
-Flavours come from the variant in each wheel's local version (parsed by
-:meth:`Variant.from_local_version`, the inverse of the formatter the wheels were named with).
-Noarch kernel wheels (``+cuda``) go into every flavour of their backend; wheels with no local
-version, or ``+universal``, go into every flavour, except where that flavour has binary builds of
-the same release (local labels would otherwise rank ``+universal`` above ``+torch2.14.cu130``).
-
-A per-torch index ``torch2.14/cu130/`` holds the cu130 builds for torch 2.14 (and stable-ABI
-builds for an older floor), the cu130 tvm-ffi builds, the noarch ``+cuda`` builds and the
-unlabelled/universal wheels; of each release only the closest kind is kept (exact build, else
-stable-ABI, else tvm-ffi, else noarch, else universal), so plain
-``pip install --extra-index-url …/torch2.14/cu130/ img2gray`` can only get a build for that
-torch and flavour (docs/install.md).
-
-Every wheel passes the record rule before it is published. The output folder may hold files of
-the user's (``CNAME``...): the index owns only the entries its manifest lists
-(:mod:`kernelwheel.wheels.site`), builds them in a staging folder inside the output and renames
-each into place, so a reader never sees a half-written index.
+PyPI refuses local versions (``+torch2.14.cu130.cxx11``), so, like PyTorch's per-CUDA index URLs,
+each flavour gets its own index (``<flavour>/``), and each torch series and flavour one that holds
+only the closest kind of each release (``torch<X.Y>/<flavour>/``); every wheel is stored once under
+``files/`` with its PEP 658 metadata. docs/install.md describes the layout and the choices. Every
+wheel passes the record rule first; the index is built in a staging folder and owns only the
+entries its manifest lists (:mod:`kernelwheel.wheels.site`).
 """
 
 from __future__ import annotations
@@ -287,6 +262,17 @@ def _page(title: str, links: Iterable[str]) -> bytes:
     return (_HEAD.format(title=html.escape(title)) + body + _TAIL).encode()
 
 
+def _folders_page(title: str, names: Iterable[str]) -> bytes:
+    return _page(title, (f'<a href="{n}/">{n}</a>' for n in sorted(names)))
+
+
+def _by_project(wheels: Iterable[IndexedWheel]) -> dict[str, list[IndexedWheel]]:
+    projects: dict[str, list[IndexedWheel]] = {}
+    for w in wheels:
+        projects.setdefault(w.project, []).append(w)
+    return projects
+
+
 def _file_link(w: IndexedWheel, up: str) -> str:
     href = f"{up}{FILES}/{quote(w.filename)}#sha256={w.sha256}"
     attrs = [f'href="{html.escape(href)}"']
@@ -307,9 +293,7 @@ def _write_variants(root: Path, groups: Mapping[str, list[IndexedWheel]]) -> Non
     page, which links both (PEP 825: the JSON on every page that links the variant wheels)."""
     for key, members in sorted(groups.items()):
         base = root / key
-        projects: dict[str, list[IndexedWheel]] = {}
-        for w in members:
-            projects.setdefault(w.project, []).append(w)
+        projects = _by_project(members)
         for project, items in sorted(projects.items()):
             folder = base / project
             folder.mkdir(parents=True)
@@ -337,10 +321,7 @@ def _write_variants(root: Path, groups: Mapping[str, list[IndexedWheel]]) -> Non
                 ]
             (folder / "index.html").write_bytes(_page(f"Links for {project}", links))
         (base / "index.html").write_bytes(
-            _page(
-                f"Simple index ({key}: wheel variants)",
-                (f'<a href="{p}/">{p}</a>' for p in sorted(projects)),
-            )
+            _folders_page(f"Simple index ({key}: wheel variants)", projects)
         )
 
 
@@ -399,17 +380,11 @@ def _write_tree(
         shutil.copyfile(w.path, files / w.filename)
         (files / f"{w.filename}.metadata").write_bytes(w.metadata)
     for flavour, members in sorted(flavours.items()):
-        projects: dict[str, list[IndexedWheel]] = {}
-        for w in members:
-            projects.setdefault(w.project, []).append(w)
+        projects = _by_project(members)
         base = root / flavour
         base.mkdir(parents=True)
         up = "../" * (flavour.count("/") + 2)  # from <flavour>/<project>/ back to the root
-        (base / "index.html").write_bytes(
-            _page(
-                f"Simple index ({flavour})", (f'<a href="{p}/">{p}</a>' for p in sorted(projects))
-            )
-        )
+        (base / "index.html").write_bytes(_folders_page(f"Simple index ({flavour})", projects))
         for project, items in sorted(projects.items()):
             (base / project).mkdir()
             items.sort(key=lambda w: (w.version, w.filename))
@@ -418,12 +393,7 @@ def _write_tree(
             )
     for series, page in _series_pages([*flavours, *others]).items():
         (root / series / "index.html").write_bytes(page)
-    (root / "index.html").write_bytes(
-        _page(
-            "kernel wheel indexes",
-            (f'<a href="{f}/">{f}</a>' for f in sorted({*flavours, *others})),
-        )
-    )
+    (root / "index.html").write_bytes(_folders_page("kernel wheel indexes", {*flavours, *others}))
 
 
 def build_index(wheelhouse: Path, output: Path, *, wheel_variants: bool = False) -> IndexResult:

@@ -5,10 +5,10 @@ One reader for every stage that looks inside a wheel (Hub export, index, lock fi
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.message import Message
@@ -19,7 +19,6 @@ from typing import Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -27,14 +26,13 @@ from ..errors import VariantError, WheelError
 from ..model.names import name_warning, shadowing
 from ..model.variant import variant_of_wheel
 from ..model.wheelname import parse_wheel_name
-from .record import Row, parse_record, record_hash
+from .record import Row, digest_hash, parse_record
 
 __all__ = [
     "IntegrityProblem",
     "RECORD_RULE",
     "WHEEL_RULE",
     "bomb_cause",
-    "WheelContents",
     "dist_info_dir",
     "escape_name",
     "extract_package",
@@ -44,7 +42,6 @@ __all__ = [
     "parse_metadata",
     "read_metadata",
     "read_record",
-    "read_wheel",
     "verify_contents",
     "verify_wheel",
     "wheel_rule_problems",
@@ -96,49 +93,6 @@ def read_record(path: Path) -> list[Row]:
     return parse_record(data, where=str(path))
 
 
-@dataclass(frozen=True)
-class WheelContents:
-    """A wheel read back: its name parts, metadata headers and files (RECORD verified)."""
-
-    path: Path
-    name: str
-    version: Version
-    tags: frozenset[Tag]
-    metadata: Message
-    files: Mapping[str, bytes]
-
-
-def read_wheel(path: Path) -> WheelContents:
-    """Read a wheel and verify every RECORD hash; raises WheelError naming the bad entry."""
-    try:
-        name, version, _build, tags, _label = parse_wheel_name(path.name)
-    except InvalidWheelFilename as exc:
-        raise WheelError(f"{path}: {exc}") from None
-    try:
-        with zipfile.ZipFile(path) as zf:
-            files = {info.filename: zf.read(info) for info in zf.infolist() if not info.is_dir()}
-    except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
-        raise WheelError(f"{path}: cannot read wheel: {exc}") from None
-    dist_info = dist_info_dir(name, str(version))
-    record = files.get(f"{dist_info}/RECORD")
-    if record is None:
-        raise WheelError(f"{path}: missing {dist_info}/RECORD")
-    listed: set[str] = set()
-    for arcname, digest, _size in parse_record(record, where=str(path)):
-        listed.add(arcname)
-        if arcname.endswith("/RECORD"):
-            continue
-        if arcname not in files:
-            raise WheelError(f"{path}: RECORD lists {arcname} but the wheel lacks it")
-        if record_hash(files[arcname]) != digest:
-            raise WheelError(f"{path}: {arcname} does not match its RECORD hash")
-    unlisted = sorted(set(files) - listed)
-    if unlisted:
-        raise WheelError(f"{path}: files missing from RECORD: {', '.join(unlisted)}")
-    metadata = parse_metadata(files[f"{dist_info}/METADATA"])
-    return WheelContents(path, str(name), version, frozenset(tags), metadata, files)
-
-
 def extract_package(path: Path, prefix: str, dest: Path) -> dict[str, bytes]:
     """Unpack the members of the wheel ``path`` under ``prefix`` (``<package>/``) into ``dest``,
     each streamed in 1 MiB chunks and hashed in the same pass, never whole in memory; every one
@@ -180,16 +134,11 @@ def _extract_member(
     if name not in rows:
         raise WheelError(f"{path}: {name} is not in RECORD", hint="rebuild the wheel")
     target.parent.mkdir(parents=True, exist_ok=True)
-    digest, size = hashlib.sha256(), 0
-    with zf.open(info) as src, target.open("wb") as dst:
-        while chunk := src.read(_CHUNK):
-            digest.update(chunk)
-            dst.write(chunk)
-            size += len(chunk)
-    hashed = "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
-    if (hashed, str(size)) != rows[name]:
+    with target.open("wb") as dst:
+        digest, size = _stream(zf, info, dst.write)
+    if (digest_hash(digest), str(size)) != rows[name]:
         raise WheelError(f"{path}: {name} does not match its RECORD hash", hint="rebuild it")
-    return digest.digest()
+    return digest
 
 
 _SYMLINK = 0o120000
@@ -239,15 +188,19 @@ def bomb_cause(info: zipfile.ZipInfo) -> str | None:
     return None
 
 
-def stream_hash(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[str, int]:
-    """The RECORD hash and the size of a member, read in chunks (never whole in memory)."""
+def _stream(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, write: Callable[[bytes], object] = len
+) -> tuple[bytes, int]:
+    """The raw sha256 and the size of a member, read in chunks (never whole in memory), each
+    chunk also handed to ``write``."""
     digest = hashlib.sha256()
     size = 0
     with zf.open(info) as fh:
         while chunk := fh.read(_CHUNK):
             digest.update(chunk)
+            write(chunk)
             size += len(chunk)
-    return "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode(), size
+    return digest.digest(), size
 
 
 def _dist_info_problems(names: list[str], rebuild: str) -> list[IntegrityProblem]:
@@ -281,9 +234,7 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
     rebuild = "rebuild or re-convert the wheel; do not edit wheels by hand"
     out: list[IntegrityProblem] = []
     infos = [i for i in zf.infolist() if not i.is_dir()]
-    counts: dict[str, int] = {}
-    for info in infos:
-        counts[info.filename] = counts.get(info.filename, 0) + 1
+    counts = Counter(info.filename for info in infos)
     for name, n in counts.items():
         if n > 1:
             out.append(IntegrityProblem(name, f"appears {n} times in the archive", rebuild))
@@ -352,7 +303,8 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
             out.append(IntegrityProblem(path, f"RECORD gives no sha256 hash ({digest!r})", rebuild))
             continue
         try:
-            actual, length = stream_hash(zf, by_name[path])
+            raw, length = _stream(zf, by_name[path])
+            actual = digest_hash(raw)
         except _UNREADABLE as exc:
             out.append(IntegrityProblem(path, f"cannot be decompressed ({exc})", rebuild))
             continue

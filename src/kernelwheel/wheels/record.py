@@ -14,14 +14,17 @@ from collections.abc import Iterable
 
 from ..errors import WheelError
 
-__all__ = ["Row", "format_record", "parse_record", "record_hash"]
+__all__ = ["Row", "digest_hash", "format_record", "parse_record", "record_hash"]
 
 Row = tuple[str, str, str]  # (archive path, "sha256=<urlsafe b64>" or "", size or "")
 
 
 def record_hash(data: bytes) -> str:
-    """The RECORD form of a file's hash: ``sha256=`` and the unpadded urlsafe base64 digest."""
-    digest = hashlib.sha256(data).digest()
+    return digest_hash(hashlib.sha256(data).digest())
+
+
+def digest_hash(digest: bytes) -> str:
+    """The RECORD form of a sha256 digest: ``sha256=`` and the unpadded urlsafe base64."""
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 

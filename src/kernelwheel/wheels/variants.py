@@ -1,42 +1,11 @@
 """Wheel variants (PEP 825): the CUDA builds of a kernel as variant wheels an installer picks.
 
-A kernel's CUDA builds differ only by CUDA flavour (``+torch2.14.cu126.cxx11``,
-``+torch2.14.cu130.cxx11``...). As variant wheels they share one version (the public one,
-``0.1.0``) and one file name but for a variant label, the flavour token
-(``img2gray-0.1.0-cp310-abi3-manylinux_2_28_x86_64-cu126.whl``); each carries
-``*.dist-info/variant.json`` with the NVIDIA provider's properties, and the index serves
-``<name>-<version>-variants.json`` beside them. A variant-aware installer (uv 0.13.9 with
-``--preview-features wheel-variants``, whose NVIDIA provider is built in) asks the provider what
-the machine supports and installs the best fitting build; no kernelwheel is needed there.
-
-The properties of a ``cuXY`` build, by the NVIDIA provider's definitions:
-
-- ``nvidia :: cuda_version_lower_bound :: X.Y``: the driver must support CUDA X.Y or newer;
-- ``nvidia :: cuda_version_upper_bound :: X+1``: and be older than CUDA X+1 (exclusive), the
-  rule the kernels loader and ``kernelwheel install`` apply (a CUDA X build within major X);
-- ``nvidia :: sm_arch :: NN_real`` / ``NN_virtual``: the GPU architectures the build's shared
-  objects carry code for (their fatbins' cubins and PTX), when they carry any.
-
-Among fitting builds the provider ranks the newest lower bound first, so a CUDA 13.2 driver gets
-cu132 over cu130.
-
-A torch-dimension variant (``torch`` given: builds of several torch series in one index) is
-labelled ``torch<MAJ><MIN>_<flavour>`` (``torch214_cu130``, ``torch213_cpu``) and adds two
-properties in the ``abi_dependency`` namespace, which the Providers draft (python/peps#5133) and
-variantlib define and an installer evaluates against the distributions installed in the target
-environment (no provider plugin; variantlib matches ``X``, ``X.Y`` and ``X.Y.Z`` of each):
-
-- ``abi_dependency :: torch :: X.Y``: the torch series the build was compiled against;
-- ``abi_dependency :: nvidia_cuda_runtime :: X.Y`` (``nvidia_cuda_runtime_cu12`` for CUDA 12):
-  the CUDA runtime the *torch* was built with. No namespace describes a torch's CUDA flavour
-  (abi_dependency drops the local version ``+cu126``, and property values cannot carry ``+``),
-  but every CUDA torch wheel pins NVIDIA's runtime distribution of its CUDA minor, so the runtime
-  installed beside torch names its flavour: a ``+cu126`` torch on a CUDA 13 driver matches the
-  cu126 build and not the cu130 one. A CPU build carries no such property.
-
-Installers without variant support (pip) do not parse the file names (the
-label is a seventh dash-separated part) and see no wheel: they install nothing, never a wrong
-build. variantlib (the format's reference implementation) writes both JSON files.
+The builds share the public version and file name but for a variant label (the flavour token, or
+``torch214_cu130`` for a torch-dimension variant); each carries ``*.dist-info/variant.json`` with
+the NVIDIA provider's properties (CUDA bounds, ``sm_arch``) and, per torch, ``abi_dependency``
+ones (the torch series; the CUDA runtime the torch pins, which names its flavour). The index serves
+``<name>-<version>-variants.json`` beside them; pip sees no wheel at all, never a wrong one.
+docs/install.md explains each property; variantlib writes both JSON files.
 """
 
 from __future__ import annotations

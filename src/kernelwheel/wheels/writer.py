@@ -12,7 +12,6 @@ description is the METADATA body.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
 import re
@@ -34,7 +33,7 @@ from .. import __version__
 from .._util import staged_file
 from ..errors import WheelError
 from .reader import TOP_LEVEL, dist_info_dir, escape_name
-from .record import format_record, parse_record, record_hash
+from .record import digest_hash, format_record, parse_record, record_hash
 
 _DEFAULT_EPOCH = 315532800  # 1980-01-01T00:00:00Z, the earliest time a zip can hold
 _NAME_RE = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
@@ -261,8 +260,7 @@ def _write_member(
                 digest.update(chunk)
                 dst.write(chunk)
                 size += len(chunk)
-    hashed = "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
-    return known or hashed, str(size)
+    return known or digest_hash(digest.digest()), str(size)
 
 
 def _zipinfo(
@@ -278,7 +276,7 @@ def _zipinfo(
 def _record_digest(hexdigest: str | None) -> str | None:
     if hexdigest is None:
         return None
-    return "sha256=" + base64.urlsafe_b64encode(bytes.fromhex(hexdigest)).rstrip(b"=").decode()
+    return digest_hash(bytes.fromhex(hexdigest))
 
 
 def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Path:
