@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.kinds import write_noarch_project, write_tvm_ffi_project
+from support.requests import run_budget
 from support.runners import Reply, ScriptedRunner, is_torch_probe, torch_probe_reply
 from support.sofiles import build_extension
 from support.tinykernel import write_tiny_kernel
@@ -24,6 +25,7 @@ from kernelwheel.abi.repair import retag_wheel
 from kernelwheel.builder.entry import build_and_export
 from kernelwheel.builder.request import BuildKind, BuildRequest
 from kernelwheel.builder.service import plan_requests
+from kernelwheel.compile.memory import Budget, MemoryLimit
 from kernelwheel.log import SilentReporter
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
@@ -99,7 +101,9 @@ def stopped() -> Iterator[None]:
         resume_running()
 
 
-def _requests(root: Path, tmp: Path, names: tuple[str, ...]) -> tuple[BuildRequest, ...]:
+def _requests(
+    root: Path, tmp: Path, names: tuple[str, ...], budget: Budget | None = None
+) -> tuple[BuildRequest, ...]:
     python = tmp / "env" / "bin" / "python"
     python.parent.mkdir(parents=True, exist_ok=True)
     python.write_text("#!/bin/sh\nexit 1\n")
@@ -114,7 +118,13 @@ def _requests(root: Path, tmp: Path, names: tuple[str, ...]) -> tuple[BuildReque
     recipes = load_recipes()
     selected = [recipes.recipe_for(Variant.parse(name)) for name in names]
     return plan_requests(
-        load_project(root), selected, "1.0.0", options, recipes, environ={"CXX": "c++"}
+        load_project(root),
+        selected,
+        "1.0.0",
+        options,
+        recipes,
+        budget=budget or run_budget(options),
+        environ={"CXX": "c++"},
     )
 
 
@@ -215,23 +225,22 @@ def test_a_command_that_bypasses_the_runner_fails_the_build(tmp_path: Path, stop
         build_and_export(req, SilentReporter(), RUNNER)
 
 
-def test_the_budget_is_read_once_and_shared_by_the_variants_at_once(
+def test_the_budget_is_passed_in_and_shared_by_the_variants_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The run's memory is read once for all its requests; each variant gets its share of the
-    # jobs, the CPUs and the memory.
+    # plan_requests probes nothing: the run's budget (read once by the service, see
+    # test_side_by_side) comes in, and each variant gets its share of the jobs, the CPUs and
+    # the memory.
     from kernelwheel.builder import service
-    from kernelwheel.compile.memory import Budget, MemoryLimit
 
-    reads: list[int] = []
-    monkeypatch.setattr(
-        service, "available_memory", lambda: reads.append(1) or MemoryLimit(8192, "test")
-    )
+    monkeypatch.setattr(service, "available_memory", lambda: pytest.fail("memory probed"))
     root = write_tiny_kernel(tmp_path / "tiny")
     names = ("torch213-cxx11-cpu-x86_64-linux", "torch214-cxx11-cpu-x86_64-linux")
-    assert len(_requests(root, tmp_path, names)) == 2 and len(reads) == 1
     budget = Budget(jobs=9, cpus=4, memory=MemoryLimit(8192, "MemAvailable"), at_once=2)
-    assert budget.per_variant() == (4, 2, MemoryLimit(4096, "1/2 of MemAvailable"))
+    share = (4, 2, MemoryLimit(4096, "1/2 of MemAvailable"))
+    assert budget.per_variant() == share
+    requests = _requests(root, tmp_path, names, budget)
+    assert [(r.budget.jobs, r.budget.cpus, r.budget.memory) for r in requests] == [share] * 2
     assert Budget(jobs=1, cpus=1, memory=None, at_once=3).per_variant() == (1, 1, None)
 
 

@@ -1,6 +1,7 @@
 """A BuildRequest for the project at ``root``, as plan_requests would make one, for the tests of
 the compile plan and the pipeline's steps (no environment: ``env.spec`` None); the request of
-one recipe through plan_requests, and the recipes a plan selects."""
+one recipe through plan_requests with the run's budget read as the service reads it, and the
+recipes a plan selects."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ from kernelwheel.builder.request import (
     VariantBudget,
 )
 from kernelwheel.builder.service import plan_requests
+from kernelwheel.compile.memory import Budget, available
 from kernelwheel.model.project import KernelProject, load_project
 from kernelwheel.model.recipes import Recipes, VariantRecipe, load_recipes
 from kernelwheel.model.variant import Variant
 from kernelwheel.plan.defaults import Machine
-from kernelwheel.plan.options import Options
+from kernelwheel.plan.options import Options, resolve_jobs
 from kernelwheel.plan.planning import Planned, select
 
 # The request's parts, by the name of its field that holds each (no two share a field's name).
@@ -67,9 +69,16 @@ def request_for(
     recipes: Recipes,
     **settings: Any,
 ) -> BuildRequest:
-    """The request to build ``recipe``'s variant of ``project``: plan_requests of one."""
+    """The request to build ``recipe``'s variant of ``project``: plan_requests of one, with
+    this machine's budget unless ``settings`` give one."""
+    settings.setdefault("budget", run_budget(options))
     (request,) = plan_requests(project, [recipe], version, options, recipes, **settings)
     return request
+
+
+def run_budget(options: Options) -> Budget:
+    """The run's CPUs and memory as builder.service reads them, one variant at a time."""
+    return Budget(resolve_jobs(options.jobs), resolve_jobs(None), available())
 
 
 def selected_recipes(

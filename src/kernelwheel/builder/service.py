@@ -206,9 +206,9 @@ def plan_requests(
     recipes: Recipes,
     deps: DependencyTable | None = None,
     *,
+    budget: Budget,
     git: GitState | None = None,
     gpu_capabilities: tuple[CudaCapability, ...] = (),
-    budget: Budget | None = None,
     environ: Mapping[str, str] | None = None,
     runner: Runner = RUNNER,
 ) -> tuple[BuildRequest, ...]:
@@ -222,9 +222,9 @@ def plan_requests(
     compiler (:func:`.cross.plan_for`, which runs it through ``runner``).
     ``gpu_capabilities`` (a default build: plan.defaults) replace the recipe's capabilities as
     the targets of a CUDA variant. ``budget``: the run's CPUs, jobs and memory and the variants
-    sharing them (the service reads it once; default: read here, one variant at a time);
-    ``environ`` (default: this process's) gives ``CXX``. The kernel card is rendered once here
-    too (a CARD.md that does not render is refused before any compile)."""
+    sharing them (the service reads it once: nothing here probes them); ``environ`` (default:
+    this process's) gives ``CXX``. The kernel card is rendered once here too (a CARD.md that
+    does not render is refused before any compile)."""
     require_toolchains(recipe.variant for recipe in selected)
     check_card(project, version=version, dirty=bool(git and git.dirty))
     kind = BuildKind.of(project)
@@ -251,8 +251,6 @@ def plan_requests(
         ),)  # fmt: skip
     table = deps if deps is not None else load_deps(options.recipes)
     environ = os.environ if environ is None else environ
-    if budget is None:
-        budget = Budget(resolve_jobs(options.jobs), resolve_jobs(None), available_memory())
     jobs, cpus, share = budget.per_variant()
     shared = VariantBudget(jobs, cpus, share, options.nvcc_threads, options.memory_per_thread)
 
