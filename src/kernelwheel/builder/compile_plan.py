@@ -85,18 +85,6 @@ class CompilePlan(Generic[Spec]):
     log_lines: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Cuda:
-    """The CUDA part of a plan."""
-
-    nvcc_flags: tuple[str, ...]
-    capabilities: tuple[CudaCapability, ...]
-    per_kernel: tuple[caps.KernelCapabilities, ...]
-    notes: tuple[str, ...]
-    threads: int
-    jobs: int
-
-
 def backend_of(variant: Variant) -> str:
     """The kernel backend a variant compiles (``cuda``, ``cpu``, ...)."""
     return variant.backend.kind.value if variant.backend is not None else "cpu"
@@ -327,9 +315,9 @@ def _plan_cuda(
     base: Sequence[str],
     cuda_files: int,
     fitted: Callable[[Parallelism, int], Parallelism],
-) -> _Cuda:
-    """nvcc's flags, the capabilities and the thread/job split of a CUDA variant; ``fitted``:
-    the CPU split and the capability count -> the split within the memory."""
+) -> tuple[CudaTargets, tuple[str, ...]]:
+    """A CUDA variant's targets and nvcc's flags, its threads those of the split within the
+    memory (``fitted``: the CPU split and the capability count -> that split)."""
     assert tools.cuda is not None
     targets = cuda_targets(req, kernels, tools, cuda_files, memory_bound=False)
     split = fitted(targets.split, len(targets.every))
@@ -341,9 +329,7 @@ def _plan_cuda(
         *caps.gencode_flags(targets.every),
         *targets.compression,
     )
-    return _Cuda(
-        flags, targets.every, targets.per_kernel, targets.notes, split.nvcc_threads, split.jobs
-    )
+    return targets, flags
 
 
 def _nvcc_host_flags(maps: Sequence[str], remedies: RemedySet, tools: Toolchain) -> list[str]:
@@ -465,11 +451,12 @@ def plan_compile(
         fits.append(_memory_fit(req, tools, split, sources, targets, torch_free, peaks or {}))
         return Parallelism(fits[-1].jobs, fits[-1].nvcc_threads)
 
-    cuda = None
+    cuda: CudaTargets | None = None
+    nvcc_flags: tuple[str, ...] = ()
     if tools.cuda is not None:
         host = _nvcc_host_flags(maps, remedies, tools)
         cuda_files = sum(1 for s in sources if s.endswith(".cu"))
-        cuda = _plan_cuda(req, kernels, tools, host, cuda_files, fitted)
+        cuda, nvcc_flags = _plan_cuda(req, kernels, tools, host, cuda_files, fitted)
     else:
         fitted(parallelism(req, tools, 0, 0, memory_bound=False), 0)
     keep = nvcc_keep_flags(sources, stage) if cuda else []
@@ -479,7 +466,7 @@ def plan_compile(
         sources,
         recorded,
         root=project.root,
-        capabilities=len(cuda.capabilities) if cuda else 0,
+        capabilities=len(cuda.every) if cuda else 0,
         first=_sources(project.torch.src, project.root),
         last=[str(p) for p in remedies.sources],
     )
@@ -490,20 +477,20 @@ def plan_compile(
         include_dirs=tuple(dict.fromkeys(include_dirs)),
         define_macros=_defines(req, backend),
         cxx_flags=_cxx_flags(maps, remedies, tools),
-        nvcc_flags=(*cuda.nvcc_flags, *keep) if cuda else (),
+        nvcc_flags=(*nvcc_flags, *keep),
         cuda=cuda is not None,
         cuda_home=str(tools.cuda.home) if tools.cuda else None,
         build_temp=str(stage / "obj"),
         build_lib=str(stage / "lib"),
         jobs=fits[-1].jobs,
         requested_limited_api=REQUESTED_LIMITED_API,
-        capabilities=cuda.capabilities if cuda else (),
+        capabilities=cuda.every if cuda else (),
         source_flags=_with_namespace(
             _source_flags(
                 project,
                 kernels,
                 cuda.per_kernel if cuda else (),
-                cuda.capabilities if cuda else (),
+                cuda.every if cuda else (),
                 cuda_version,
             ),
             sources_naming(NAMESPACE_MACRO, sources, include_dirs, project.root),
