@@ -79,25 +79,20 @@ def full_version(
     return f"{base}+{variant.local_version_in(style)}"
 
 
+def _print_file_name(runner: Runner, cxx: str, name: str) -> str:
+    """The path of the library ``name`` the compiler ``cxx`` links, "" without one
+    (``-print-file-name`` echoes the bare name, as on toolchains that only ship the static
+    archive); OSError or CommandTimeout without such a compiler."""
+    path = runner.captured([*cxx.split(), f"-print-file-name={name}"], timeout=60).stdout.strip()
+    return path if os.path.isabs(path) else ""
+
+
 def _links_shared_libstdcxx(runner: Runner, cxx: str) -> bool:
-    """Whether ``cxx`` has a shared libstdc++ to link (``-print-file-name`` echoes the bare name
-    when it has none, as on toolchains that only ship the static archive)."""
+    """Whether ``cxx`` has a shared libstdc++ to link."""
     try:
-        out = runner.captured([*cxx.split(), "-print-file-name=libstdc++.so"], timeout=60)
+        return bool(_print_file_name(runner, cxx, "libstdc++.so"))
     except (OSError, CommandTimeout):
         return True  # no such compiler: the compile step reports it
-    return os.path.isabs(out.stdout.strip())
-
-
-def _print_file_name(runner: Runner, cxx: str, name: str) -> str | None:
-    """The library ``name`` the compiler ``cxx`` links (``-print-file-name``, which echoes the
-    bare name when it has none); None without one, or without such a compiler."""
-    try:
-        out = runner.captured([*cxx.split(), f"-print-file-name={name}"], timeout=60)
-    except (OSError, CommandTimeout):
-        return None
-    path = out.stdout.strip()
-    return path if os.path.isabs(path) else None
 
 
 def _target_libraries(
@@ -108,12 +103,10 @@ def _target_libraries(
     or one without version tables (not glibc), is left out."""
     out: dict[str, VersionTable] = {}
     for name in names:
-        path = _print_file_name(runner, cxx, name)
-        if path is None:
-            continue
         try:
-            out[path] = _version_table(path, cache_dir)
-        except (OSError, ValueError):
+            if path := _print_file_name(runner, cxx, name):
+                out[path] = _version_table(path, cache_dir)
+        except (OSError, ValueError, CommandTimeout):
             continue
     return out
 
