@@ -130,9 +130,9 @@ def test_a_compiled_project_with_a_broken_card_is_refused_before_any_build(
 ) -> None:
     """plan_requests, where every request of a run is made: a card that does not render stops
     the run there, before an environment or a compile."""
+    from support.requests import request_for
     from support.tinykernel import write_tiny_kernel
 
-    from kernelwheel.builder.request import plan_requests
     from kernelwheel.errors import ProjectError
     from kernelwheel.model.project import load_project
     from kernelwheel.model.recipes import load_recipes
@@ -142,9 +142,9 @@ def test_a_compiled_project_with_a_broken_card_is_refused_before_any_build(
     root = write_tiny_kernel(tmp_path / "k")
     (root / "CARD.md").write_text("# tiny-add\n{% for op in ops %}{{ op.__class__ }}{% endfor %}")
     recipes = load_recipes()
-    selected = [recipes.recipe_for(Variant.parse("torch213-cxx11-cpu-x86_64-linux"))]
+    recipe = recipes.recipe_for(Variant.parse("torch213-cxx11-cpu-x86_64-linux"))
     options = resolve_options(None, env={}, cli={"output_dir": str(tmp_path / "o")})
     with pytest.raises(ProjectError, match=r"CARD.md: line 2: refused by the sandbox"):
-        plan_requests(load_project(root), selected, "1.0.0", options, recipes)
+        request_for(load_project(root), recipe, "1.0.0", options, recipes)
     (root / "CARD.md").write_text("# {{ name }}\n")
-    assert plan_requests(load_project(root), selected, "1.0.0", options, recipes)
+    assert request_for(load_project(root), recipe, "1.0.0", options, recipes)

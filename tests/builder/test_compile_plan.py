@@ -72,7 +72,9 @@ def request(root: Path, variant: Variant = CU130, **settings: object) -> BuildRe
 
 
 def plan(req: BuildRequest, tools: Toolchain = CUDA) -> CompilePlan:
-    return plan_compile(req, "_probe_0123456789", req.work_dir / "stage", tools, remedy_flags())
+    return plan_compile(
+        req, "_probe_0123456789", req.outputs.work_dir / "stage", tools, remedy_flags()
+    )
 
 
 NAME_FLAG = "-Xcudafe=--orig_src_path_name="
@@ -219,10 +221,10 @@ def test_a_capability_nvcc_cannot_build_is_an_error(tmp_path: Path) -> None:
 
 def test_the_option_replaces_every_list_without_intersecting(tmp_path: Path) -> None:
     root = project_with(tmp_path, gemm='cuda-capabilities = ["9.0a"]')
-    spec = plan(request(root, cuda_capabilities=parse_all(["12.0"]))).spec
+    spec = plan(request(root, capabilities=parse_all(["12.0"]))).spec
     assert spec.capabilities == parse_all(["12.0"]) and own_flags(spec.source_flags) == ()
     with pytest.raises(ToolchainError, match="the cuda-capabilities option"):
-        plan(request(root, cuda_capabilities=parse_all(["7.0"])))
+        plan(request(root, capabilities=parse_all(["7.0"])))
 
 
 def test_a_default_build_targets_the_gpus_present(tmp_path: Path) -> None:

@@ -58,7 +58,7 @@ def test_a_full_disk_is_a_toolchain_error_naming_the_folders(tmp_path: Path) -> 
     text = str(caught.value)
     assert caught.value.exit_code == 5
     assert "a disk is full" in text and "No space left on device" in text
-    assert str(req.cache_dir) in text and str(stage) in text and "GiB free" in text
+    assert str(req.outputs.cache_dir) in text and str(stage) in text and "GiB free" in text
     assert "--cache-dir" in text and str(req.log) in text
 
 

@@ -13,11 +13,11 @@ from packaging.requirements import Requirement
 from support.builds import CPU_VARIANT, build_env
 from support.kinds import NOARCH_BUILD_TOML, write_noarch_project
 from support.layered import LayeredVenv
+from support.requests import request_for
 from support.wheelread import read_wheel
 
 from kernelwheel.builder import codegen
 from kernelwheel.builder.noarch import build_noarch, noarch_requirements, torch_requirement
-from kernelwheel.builder.request import plan_requests
 from kernelwheel.cli import main
 from kernelwheel.errors import ProjectError
 from kernelwheel.log import SilentReporter
@@ -143,9 +143,9 @@ def test_every_pure_python_form_builds(tmp_path: Path, toml: str) -> None:
 def test_a_local_version_is_refused(tmp_path: Path) -> None:
     project = load_project(write_noarch_project(tmp_path / "p"))
     recipes = load_recipes()
-    selected = [recipes.recipe_for(Variant.parse("torch-cpu"))]
+    recipe = recipes.recipe_for(Variant.parse("torch-cpu"))
     options = resolve_options(None, env={}, cli={"output_dir": str(tmp_path / "o")})
-    (req,) = plan_requests(project, selected, "1.0+cpu", options, recipes)
+    req = request_for(project, recipe, "1.0+cpu", options, recipes)
     with pytest.raises(ProjectError, match="has a local part") as info:
         build_noarch(req, SilentReporter())
     assert "--version 1.0" in (info.value.hint or "")

@@ -7,12 +7,15 @@ writer and ABI check, on a shared object the test compiled itself."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.kinds import write_noarch_project, write_tvm_ffi_project
+from support.requests import run_budget
 from support.runners import Reply, ScriptedRunner, is_torch_probe, torch_probe_reply
 from support.sofiles import build_extension
 from support.tinykernel import write_tiny_kernel
@@ -20,7 +23,9 @@ from support.tinykernel import write_tiny_kernel
 from kernelwheel._util import resume_running, stop_running
 from kernelwheel.abi.repair import retag_wheel
 from kernelwheel.builder.entry import build_and_export
-from kernelwheel.builder.request import BuildKind, BuildRequest, plan_requests
+from kernelwheel.builder.request import BuildKind, BuildRequest
+from kernelwheel.builder.service import plan_requests
+from kernelwheel.compile.memory import Budget, MemoryLimit
 from kernelwheel.log import SilentReporter
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
@@ -96,7 +101,9 @@ def stopped() -> Iterator[None]:
         resume_running()
 
 
-def _requests(root: Path, tmp: Path, names: tuple[str, ...]) -> tuple[BuildRequest, ...]:
+def _requests(
+    root: Path, tmp: Path, names: tuple[str, ...], budget: Budget | None = None
+) -> tuple[BuildRequest, ...]:
     python = tmp / "env" / "bin" / "python"
     python.parent.mkdir(parents=True, exist_ok=True)
     python.write_text("#!/bin/sh\nexit 1\n")
@@ -111,7 +118,13 @@ def _requests(root: Path, tmp: Path, names: tuple[str, ...]) -> tuple[BuildReque
     recipes = load_recipes()
     selected = [recipes.recipe_for(Variant.parse(name)) for name in names]
     return plan_requests(
-        load_project(root), selected, "1.0.0", options, recipes, environ={"CXX": "c++"}
+        load_project(root),
+        selected,
+        "1.0.0",
+        options,
+        recipes,
+        budget=budget or run_budget(options),
+        environ={"CXX": "c++"},
     )
 
 
@@ -163,7 +176,7 @@ def test_a_torch_build_runs_every_command_through_the_given_runner(tmp_path: Pat
     wheel, commands, runner = _build(req, tmp_path)
     assert commands == compiled_commands("python probe-torch", "torch")
     worker = runner.commands[commands.index("python compile-worker")]
-    assert worker[0] == str(req.python) and Path(worker[2]).name == "compile.json"
+    assert worker[0] == str(req.env.python) and Path(worker[2]).name == "compile.json"
     spec = json.loads(Path(worker[2]).read_text())
     # the binding, the remedies' compat source (abi/remedies), the kernel
     names = [Path(s).name for s in spec["sources"]]
@@ -212,21 +225,37 @@ def test_a_command_that_bypasses_the_runner_fails_the_build(tmp_path: Path, stop
         build_and_export(req, SilentReporter(), RUNNER)
 
 
-def test_the_budget_is_read_once_and_shared_by_the_variants_at_once(
+def test_the_budget_is_passed_in_and_shared_by_the_variants_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The run's memory is read once for all its requests; each variant gets its share of the
-    # jobs, the CPUs and the memory.
-    from kernelwheel.builder import request
-    from kernelwheel.compile.memory import Budget, MemoryLimit
+    # plan_requests probes nothing: the run's budget (read once by the service, see
+    # test_side_by_side) comes in, and each variant gets its share of the jobs, the CPUs and
+    # the memory.
+    from kernelwheel.builder import service
 
-    reads: list[int] = []
-    monkeypatch.setattr(
-        request, "available_memory", lambda: reads.append(1) or MemoryLimit(8192, "test")
-    )
+    monkeypatch.setattr(service, "available_memory", lambda: pytest.fail("memory probed"))
     root = write_tiny_kernel(tmp_path / "tiny")
     names = ("torch213-cxx11-cpu-x86_64-linux", "torch214-cxx11-cpu-x86_64-linux")
-    assert len(_requests(root, tmp_path, names)) == 2 and len(reads) == 1
     budget = Budget(jobs=9, cpus=4, memory=MemoryLimit(8192, "MemAvailable"), at_once=2)
-    assert budget.per_variant() == (4, 2, MemoryLimit(4096, "1/2 of MemAvailable"))
+    share = (4, 2, MemoryLimit(4096, "1/2 of MemAvailable"))
+    assert budget.per_variant() == share
+    requests = _requests(root, tmp_path, names, budget)
+    assert [(r.budget.jobs, r.budget.cpus, r.budget.memory) for r in requests] == [share] * 2
     assert Budget(jobs=1, cpus=1, memory=None, at_once=3).per_variant() == (1, 1, None)
+
+
+def test_the_request_and_its_parts_are_values_that_import_nothing_that_probes() -> None:
+    # A fresh interpreter: the request module pulls in the value types of model/ alone, not the
+    # toolchain, compile or plan modules that run compilers or read the machine.
+    code = (
+        "import sys, kernelwheel.builder.request\n"
+        "print(' '.join(m for m in sys.modules if m.startswith('kernelwheel.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    assert "kernelwheel.builder.request" in loaded
+    allowed = ("kernelwheel.model", "kernelwheel.errors", "kernelwheel._toml")
+    assert {m for m in loaded if not m.startswith(allowed)} == {
+        "kernelwheel.builder",
+        "kernelwheel.builder.request",
+    }

@@ -67,18 +67,20 @@ def test_request_for_carries_every_resolved_setting(tmp_path: Path) -> None:
         },
     )
     req = request_for(project, recipe, "0.1.0", options, recipes)
-    assert req.no_ccache and req.recipe is recipe and req.cross is None  # a native variant
-    assert req.with_cpu_kernels and req.nvcc_threads == 2 and req.memory_per_thread == 3000
-    assert req.cache_dir == tmp_path / "cache" and req.work_dir.parent == tmp_path / "cache/work"
+    assert req.compile.no_ccache and req.compile.cross is None  # a native variant
+    assert req.recipe is recipe and req.cuda.with_cpu_kernels
+    assert req.budget.nvcc_threads == 2 and req.budget.memory_per_thread == 3000
+    assert req.outputs.cache_dir == tmp_path / "cache"
+    assert req.outputs.work_dir.parent == tmp_path / "cache/work"
     assert (
-        req.env_spec is not None
-        and req.env_spec.sources.no_index
-        and req.env_spec.sources.find_links == ("/wheels",)
+        req.env.spec is not None
+        and req.env.spec.sources.no_index
+        and req.env.spec.sources.find_links == ("/wheels",)
     )
-    assert req.env_spec.sources.extra_index_urls == ()  # --no-index: not even the recipe's index
-    assert req.manylinux is None and req.jobs == 3
-    assert req.local_version_style is LocalVersionStyle.COMPACT
-    assert req.env_spec.sources.pip_args()[:1] == ["--no-index"]
+    assert req.env.spec.sources.extra_index_urls == ()  # --no-index: not even the recipe's index
+    assert req.outputs.manylinux is None and req.budget.jobs == 3
+    assert req.outputs.local_version_style is LocalVersionStyle.COMPACT
+    assert req.env.spec.sources.pip_args()[:1] == ["--no-index"]
 
 
 def _env(torch: str, cuda: str | None, cxx11: bool = True) -> EnvInfo:

@@ -73,7 +73,7 @@ def test_the_header_is_made_from_the_compilers_libc(
     req = request(project_with(tmp_path), CPU)
     header = remedy_header(req)
     assert header is not None and header.policy == "manylinux_2_28_x86_64"
-    assert remedy_header(replace(req, abi_remedies=False)) is None
+    assert remedy_header(replace(req, compile=replace(req.compile, abi_remedies=False))) is None
     # Written into the stage, forced into every C++ and CUDA translation unit.
     rs = write_remedies(header, tmp_path / "stage" / "include")
     assert rs.header == tmp_path / "stage" / "include" / "kernelwheel_abi.h"
@@ -148,7 +148,7 @@ def test_a_refusal_names_the_object_and_source(tmp_path: Path) -> None:
         'extern "C" __attribute__((visibility("default"))) unsigned kw_rng() '
         "{ return arc4random(); }\n"
     )
-    stage = req.work_dir / CPU.name
+    stage = req.outputs.work_dir / CPU.name
     obj = stage / "obj" / str(src.with_suffix(".o")).lstrip("/")  # where setuptools puts it
     obj.parent.mkdir(parents=True)
     subprocess.run(["g++", "-fPIC", "-c", str(src), "-o", str(obj)], check=True)

@@ -21,6 +21,7 @@ from kernelwheel.builder import preflight
 from kernelwheel.builder.request import BuildRequest, BuiltWheel
 from kernelwheel.cli import main
 from kernelwheel.compile.compile_rules import variants_at_once
+from kernelwheel.compile.memory import MemoryLimit
 from kernelwheel.errors import BuildError
 from kernelwheel.log import Reporter
 from kernelwheel.toolchain.envs import EnvInfo
@@ -40,7 +41,7 @@ def _torch_index_reachable(monkeypatch: pytest.MonkeyPatch) -> None:
 def _wheel(req: BuildRequest) -> BuiltWheel:
     req.log.parent.mkdir(parents=True, exist_ok=True)
     req.log.write_text("compiler output\n")
-    wheel = req.out_dir / f"img2gray-0.1.0+{req.variant.local_version}-cp310-abi3-x.whl"
+    wheel = req.outputs.out_dir / f"img2gray-0.1.0+{req.variant.local_version}-cp310-abi3-x.whl"
     wheel.write_bytes(req.variant.name.encode())
     env = EnvInfo(Path("/py"), "3.11", "x86_64", Path("/site"), "2.14.1", None, None, True)
     return BuiltWheel(req.variant, wheel, "bid", "ns", req.log, env)
@@ -83,20 +84,26 @@ def test_variants_overlap_and_share_the_cpus(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     both_running = threading.Barrier(2, timeout=20)  # broken unless the two builds overlap
-    seen: dict[str, int] = {}
+    seen: dict[str, tuple[int, MemoryLimit | None]] = {}
+    reads: list[int] = []  # the run's memory, read once for both variants
 
     def fake(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
-        seen[req.variant.name] = req.jobs
+        seen[req.variant.name] = (req.budget.jobs, req.budget.memory)
         both_running.wait()
         if req.variant.name == CPU213:
             time.sleep(0.3)  # finishes last: the summary still lists it first
         return _wheel(req)
 
     monkeypatch.setattr(build_service, "build_and_export", fake)
+    monkeypatch.setattr(
+        build_service, "available_memory", lambda: reads.append(1) or MemoryLimit(8192, "test")
+    )
     code, data, _ = _build(tmp_path, capsys, "--variant-jobs", "2", "--jobs", "6")
     assert code == 0 and data["ok"] is True
     assert [w["variant"] for w in data["wheels"]] == [CPU213, CPU]
-    assert seen == {CPU213: 3, CPU: 3}  # --jobs 6 split between the two
+    half = MemoryLimit(4096, "1/2 of test")
+    assert seen == {CPU213: (3, half), CPU: (3, half)}  # --jobs 6 and the memory split
+    assert reads == [1]
 
 
 def test_one_variant_at_a_time_when_asked(

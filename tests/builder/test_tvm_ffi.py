@@ -200,11 +200,11 @@ def test_a_cuda_kernels_depends_are_planned_for_the_tvm_ffi_build(tmp_path: Path
     recipes = load_recipes()
     options = resolve_options(None, env={}, cli={})
     cuda = request_for(project, recipes.recipe_for(Variant.parse(CUDA)), "1.0.0", options, recipes)
-    (source,) = cuda.headers.sources
+    (source,) = cuda.compile.headers.sources
     assert source.kernels == ("add_one_cuda",) and source.wheel is not None
     assert source.describe().startswith("cutlass_3_8 (CUTLASS 3.8.0) from nvidia-cutlass 3.8.0.0")
     cpu = request_for(project, recipes.recipe_for(Variant.parse(CPU)), "1.0.0", options, recipes)
-    assert cpu.headers.sources == ()  # the cpu kernel depends on nothing
+    assert cpu.compile.headers.sources == ()  # the cpu kernel depends on nothing
 
 
 @pytest.mark.integration

@@ -57,7 +57,7 @@ def test_a_cpu_variant_compiles_the_binding_and_its_backends_kernels(tmp_path: P
         assert argv[0] == "c++" and "-DTVM_FFI_EXTENSION_NAME=_add_one_0123456789" in argv
         assert "-DCPU_KERNEL" in argv and "-DCUDA_KERNEL" not in argv
         # the torch builds' prefix maps, the cache folder's included
-        assert f"-ffile-prefix-map={req.cache_dir}=/kernelwheel/cache" in argv
+        assert f"-ffile-prefix-map={req.outputs.cache_dir}=/kernelwheel/cache" in argv
         assert f"-ffile-prefix-map={stage}=/kernelwheel/build" in argv
         assert "-I/env/tvm_ffi/include" in argv and "-I/deps/inc" in argv
         assert argv[-2:] == ("-o", unit.object) and "-MMD" in argv
@@ -69,9 +69,7 @@ def test_a_cpu_variant_compiles_the_binding_and_its_backends_kernels(tmp_path: P
 def test_a_cuda_variant_gets_capabilities_keep_names_and_the_thread_split(tmp_path: Path) -> None:
     toolkit = CudaToolkit(Path("/store/cu13-abc"), "13.0")
     tools = Toolchain(toolkit, NVCC13, cpus=8)
-    _, stage, plan = _plan(
-        tmp_path, CUDA, tools, jobs=8, cuda_capabilities=parse_all(["8.0", "9.0"])
-    )
+    _, stage, plan = _plan(tmp_path, CUDA, tools, jobs=8, capabilities=parse_all(["8.0", "9.0"]))
     (cu,) = [u for u in plan.spec.units if u.source.endswith(".cu")]
     assert cu.argv[0] == "nvcc" and "-DCUDA_KERNEL" in cu.argv
     # named to nvcc by its place in the project, not its real path (nvcc hashes it into symbols)
@@ -88,7 +86,7 @@ def test_a_cuda_variant_gets_capabilities_keep_names_and_the_thread_split(tmp_pa
 def test_a_capability_nvcc_lacks_is_refused_before_any_compile(tmp_path: Path) -> None:
     tools = Toolchain(CudaToolkit(Path("/cuda"), "13.0"), NVCC13, cpus=2)
     with pytest.raises(ToolchainError, match="cannot compile for '5.0'"):
-        _plan(tmp_path, CUDA, tools, cuda_capabilities=parse_all(["5.0"]))
+        _plan(tmp_path, CUDA, tools, capabilities=parse_all(["5.0"]))
 
 
 # --- the worker runs a commands spec with the standard library alone -------------------------

@@ -35,7 +35,7 @@ def test_options_come_first_in_the_output_and_in_each_log(
 
     def fake(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
         headers[req.variant.name] = req.log_header()
-        wheel = req.out_dir / f"img2gray-0.1.0+{req.variant.local_version}-cp310-abi3-x.whl"
+        wheel = req.outputs.out_dir / f"img2gray-0.1.0+{req.variant.local_version}-cp310-abi3-x.whl"
         wheel.parent.mkdir(parents=True, exist_ok=True)
         wheel.write_bytes(b"x")
         env = EnvInfo(Path("/py"), "3.11", "x86_64", Path("/site"), "2.13.0", None, None, True)

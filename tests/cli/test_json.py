@@ -48,7 +48,7 @@ def _fake_build(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltW
     req.log.parent.mkdir(parents=True, exist_ok=True)
     req.log.write_text("compiler output\n")
     with step(reporter, req.variant.name, "compile", log=req.log):
-        wheel = req.out_dir / f"img2gray-0.1.0+{req.variant.local_version}-cp310-abi3-x.whl"
+        wheel = req.outputs.out_dir / f"img2gray-0.1.0+{req.variant.local_version}-cp310-abi3-x.whl"
         wheel.write_bytes(req.variant.name.encode())
     env = EnvInfo(Path("/py"), "3.11", "x86_64", Path("/site"), "2.14.1", None, None, True)
     return BuiltWheel(req.variant, wheel, "bid", "ns", req.log, env)

@@ -76,11 +76,12 @@ def test_a_compiled_variant_interrupted_after_its_repair_leaves_only_the_other_w
 
     variant = Variant.parse(f"torch213-cxx11-cpu-{Arch.host().value}-linux")
     req = build_request(write_tiny_kernel(tmp_path / "p"), variant)
-    req.out_dir.mkdir()
-    version = full_version(req.version, variant, req.local_version_style)
+    out = req.outputs.out_dir
+    out.mkdir()
+    version = full_version(req.version, variant, req.outputs.local_version_style)
     name = req.project.name.replace("-", "_")
-    mine = req.out_dir / f"{name}-{version}-cp39-abi3-manylinux_2_28_{Arch.host().value}.whl"
-    other = req.out_dir / f"{name}-{req.version}+other-cp39-abi3-linux_x86_64.whl"
+    mine = out / f"{name}-{version}-cp39-abi3-manylinux_2_28_{Arch.host().value}.whl"
+    other = out / f"{name}-{req.version}+other-cp39-abi3-linux_x86_64.whl"
     other.write_bytes(b"finished earlier")
 
     def publishes_then_is_interrupted(*_: object) -> None:

@@ -258,24 +258,28 @@ def _project(root: Path, cu_files: int) -> Path:
     return root
 
 
+def _ci(mib: int) -> MemoryLimit:
+    """The variant's share as a CI machine's cgroup gives it."""
+    return MemoryLimit(mib, "cgroup v2 /ci: memory.max - usage")
+
+
 def test_the_plan_compiles_with_the_jobs_that_fit_and_says_why(tmp_path: Path) -> None:
     root = _project(tmp_path / "p", 6)
     req = build_request(
         root,
         CU130,
         jobs=16,
-        cuda_capabilities=parse_all(["8.0", "9.0"]),
-        memory_source="cgroup v2 /ci: memory.max - usage",
+        capabilities=parse_all(["8.0", "9.0"]),
     )
-    stage = req.work_dir / "stage"
-    roomy = Toolchain(CudaToolkit(Path("/cuda"), "13.0"), NVCC13, cpus=16, memory_mib=64 * 1024)
+    stage = req.outputs.work_dir / "stage"
+    roomy = Toolchain(CudaToolkit(Path("/cuda"), "13.0"), NVCC13, cpus=16, memory=_ci(64 * 1024))
     plan = plan_compile(req, "_probe_0", stage, roomy, remedy_flags())
     # the CPUs': 6 .cu x 2 threads, 4 CPUs left for the host units
     assert (plan.spec.jobs, "--threads=2" in plan.spec.nvcc_flags) == (10, True)
     assert plan.log_lines[0].startswith("jobs 10, nvcc threads 2: the CPU budget; 65536 MiB")
     assert plan.spec.peak_log == str(stage / "obj" / PEAK_LOG)
     # 12 GiB: the six .cu units' 2 x 2560 MiB estimates fit two at a time
-    tight = Toolchain(CudaToolkit(Path("/cuda"), "13.0"), NVCC13, cpus=16, memory_mib=12 * 1024)
+    tight = Toolchain(CudaToolkit(Path("/cuda"), "13.0"), NVCC13, cpus=16, memory=_ci(12 * 1024))
     plan = plan_compile(req, "_probe_0", stage, tight, remedy_flags())
     assert (plan.spec.jobs, "--threads=2" in plan.spec.nvcc_flags) == (2, True)
     assert plan.log_lines == ()
@@ -294,7 +298,7 @@ def test_the_plan_compiles_with_the_jobs_that_fit_and_says_why(tmp_path: Path) -
 @pytest.mark.parametrize("memory_mib", [None, 100])
 def test_a_cpu_plan_keeps_one_job_at_least(tmp_path: Path, memory_mib: int | None) -> None:
     req = build_request(_project(tmp_path / "p", 0), Variant.parse(TORCH213_CPU), jobs=4)
-    tools = Toolchain(cpus=4, memory_mib=memory_mib)
-    plan = plan_compile(req, "_probe_0", req.work_dir / "s", tools, remedy_flags())
+    tools = Toolchain(cpus=4, memory=None if memory_mib is None else _ci(memory_mib))
+    plan = plan_compile(req, "_probe_0", req.outputs.work_dir / "s", tools, remedy_flags())
     assert plan.spec.jobs == (4 if memory_mib is None else 1)
     assert os.path.basename(plan.spec.peak_log) == PEAK_LOG

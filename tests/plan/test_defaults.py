@@ -278,9 +278,9 @@ def test_the_build_request_of_a_default_targets_its_gpus(tmp_path: Path) -> None
             planned.recipes,
             gpu_capabilities=chosen.gpu_capabilities,
         )
-        assert req.for_gpus_here is here
+        assert req.cuda.for_gpus_here is here
         expected = parse_all(targets) or chosen.recipe.cuda.capabilities  # type: ignore[union-attr]
-        assert req.default_capabilities == expected
+        assert req.cuda.default_capabilities == expected
 
 
 def test_cuda_capabilities_all_is_a_keyword_alone() -> None:

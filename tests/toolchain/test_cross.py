@@ -433,6 +433,7 @@ def test_a_cross_request_builds_in_the_host_environment(
     options = resolve_options(None, env={}, cli={"cache_dir": str(tmp_path / "cache")})
     recipe = recipes.recipe_for(CPU29_AARCH64)
     req = request_for(load_project(IMG2GRAY), recipe, "0.1.0", options, recipes)
-    assert req.cross is not None and req.cross.host_env is not None
-    assert req.env_spec == req.cross.host_env  # the pipeline provisions the host's environment
-    assert req.cross.variant == CPU29_AARCH64 and req.variant == CPU29_AARCH64
+    cross = req.compile.cross
+    assert cross is not None and cross.host_env is not None
+    assert req.env.spec == cross.host_env  # the pipeline provisions the host's environment
+    assert cross.variant == CPU29_AARCH64 and req.variant == CPU29_AARCH64

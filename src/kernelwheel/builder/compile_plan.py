@@ -67,7 +67,7 @@ class Toolchain:
     shared_libstdcxx: bool = True  # the C++ compiler links libstdc++ as a shared library
     no_gnu_unique: bool = True  # the C++ compiler accepts -fno-gnu-unique
     cpus: int = 1  # the CPUs this build may use
-    memory_mib: int | None = None  # memory available to the compilers; None: unknown
+    memory: memory.MemoryLimit | None = None  # available to the compilers; None: unknown
 
 
 Spec = TypeVar("Spec", CompileSpec, CommandSpec)
@@ -83,18 +83,6 @@ class CompilePlan(Generic[Spec]):
     # for the log alone: the jobs and nvcc threads and what bound them (compile/memory), unless
     # memory did, which is a note
     log_lines: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class _Cuda:
-    """The CUDA part of a plan."""
-
-    nvcc_flags: tuple[str, ...]
-    capabilities: tuple[CudaCapability, ...]
-    per_kernel: tuple[caps.KernelCapabilities, ...]
-    notes: tuple[str, ...]
-    threads: int
-    jobs: int
 
 
 def backend_of(variant: Variant) -> str:
@@ -162,7 +150,7 @@ def _defines(req: BuildRequest, backend: str) -> tuple[Macro, ...]:
         # torch/headeronly) and refuse to compile any other torch header.
         assert req.variant.torch is not None
         defines.append(("TORCH_TARGET_VERSION", req.variant.torch.target_version))
-    return (*defines, *backend_macros(backend, req.with_cpu_kernels))
+    return (*defines, *backend_macros(backend, req.cuda.with_cpu_kernels))
 
 
 def prefix_maps(
@@ -197,7 +185,7 @@ def _cxx_flags(maps: Sequence[str], remedies: RemedySet, tools: Toolchain) -> tu
 
 def _capability_source(req: BuildRequest, kernels: Sequence[KernelSection]) -> tuple[str, str]:
     """(where the list came from, the key to edit) for messages about it."""
-    if req.cuda_capabilities:
+    if req.cuda.capabilities:
         return "the cuda-capabilities option", "--cuda-capabilities (or its layers)"
     if any(k.cuda_capabilities for k in kernels):
         return str(req.project.build_toml), "cuda-capabilities"
@@ -212,20 +200,20 @@ def per_kernel_capabilities(
     out: list[caps.KernelCapabilities] = []
     for kernel in kernels:
         wanted = kernel.cuda_capabilities
-        if req.cuda_capabilities:
-            out.append(caps.KernelCapabilities(kernel.id, req.cuda_capabilities))
+        if req.cuda.capabilities:
+            out.append(caps.KernelCapabilities(kernel.id, req.cuda.capabilities))
             continue
-        chosen = caps.for_kernel(kernel.id, wanted, req.default_capabilities)
-        if not chosen.capabilities and req.for_gpus_here:
+        chosen = caps.for_kernel(kernel.id, wanted, req.cuda.default_capabilities)
+        if not chosen.capabilities and req.cuda.for_gpus_here:
             raise ProjectError(
                 f"none of {joined(wanted)} runs on this machine's GPUs "
-                f"({joined(req.default_capabilities)}), which a default build compiles for",
+                f"({joined(req.cuda.default_capabilities)}), which a default build compiles for",
                 file=req.project.build_toml,
                 key=f"kernel.{kernel.id}.cuda-capabilities",
                 hint="pass --cuda-capabilities all to build the kernel's whole list anyway",
             )
         if not chosen.capabilities:
-            targets = caps.targets_of(req.default_capabilities)
+            targets = caps.targets_of(req.cuda.default_capabilities)
             raise ProjectError(
                 f"none of {joined(wanted)} is built by CUDA {toolkit.version}, whose targets "
                 f"are {joined(targets)}",
@@ -239,7 +227,7 @@ def per_kernel_capabilities(
 
 
 def _dropped_notes(per_kernel: Sequence[caps.KernelCapabilities], req: BuildRequest) -> list[str]:
-    targets = joined(caps.targets_of(req.default_capabilities))
+    targets = joined(caps.targets_of(req.cuda.default_capabilities))
     return [
         f"kernel.{k.kernel}: cuda-capabilities {joined(k.dropped)} not built: this CUDA "
         f"compiles for {targets}"
@@ -253,7 +241,7 @@ def _all_capabilities(
 ) -> tuple[CudaCapability, ...]:
     """Every capability compiled (the extension-wide -gencode list)."""
     chosen = caps.sort_capabilities(c for k in per_kernel for c in k.capabilities)
-    found = chosen or req.cuda_capabilities or req.default_capabilities
+    found = chosen or req.cuda.capabilities or req.cuda.default_capabilities
     if not found:
         raise ToolchainError(
             f"no CUDA capabilities for {req.variant.name}",
@@ -265,23 +253,22 @@ def _all_capabilities(
 def parallelism(
     req: BuildRequest,
     tools: Toolchain,
-    requested: int | None,
     capabilities: int,
     cuda_files: int,
     *,
     memory_bound: bool = True,
 ) -> Parallelism:
-    """The split of the variant's CPUs; with ``memory_bound``, within the memory at
-    memory-per-thread each (the tvm-ffi builds; the torch builds fit their units' own peaks
-    afterwards, compile/memory)."""
+    """The split of the variant's CPUs (a CUDA one, ``capabilities`` > 0, with the request's
+    nvcc threads); with ``memory_bound``, within the memory at memory-per-thread each (the
+    tvm-ffi builds; the torch builds fit their units' own peaks afterwards, compile/memory)."""
     return nvcc_parallelism(
-        req.jobs,
+        req.budget.jobs,
         tools.cpus,
-        requested,
+        req.budget.nvcc_threads if capabilities else None,
         capabilities,
         cuda_files=cuda_files,
-        memory_mib=tools.memory_mib if memory_bound else None,
-        mib_per_thread=req.memory_per_thread or DEFAULT_MIB_PER_THREAD,
+        memory_mib=tools.memory.mib if tools.memory and memory_bound else None,
+        mib_per_thread=req.budget.memory_per_thread or DEFAULT_MIB_PER_THREAD,
     )
 
 
@@ -315,8 +302,8 @@ def cuda_targets(
         where, key = _capability_source(req, kernels)
         refuse_unsupported(every, tools.nvcc_supports, toolkit, where=where, hint_key=key)
     most = max((len(k.capabilities) for k in per_kernel), default=len(every))
-    split = parallelism(req, tools, req.nvcc_threads, most, cuda_files, memory_bound=memory_bound)
-    compression, note = fatbin_compression_flags(req.fatbin_compression, toolkit.version)
+    split = parallelism(req, tools, most, cuda_files, memory_bound=memory_bound)
+    compression, note = fatbin_compression_flags(req.cuda.fatbin_compression, toolkit.version)
     notes = [*_dropped_notes(per_kernel, req), *([note] if note else [])]
     return CudaTargets(per_kernel, every, split, tuple(compression), tuple(notes))
 
@@ -328,9 +315,9 @@ def _plan_cuda(
     base: Sequence[str],
     cuda_files: int,
     fitted: Callable[[Parallelism, int], Parallelism],
-) -> _Cuda:
-    """nvcc's flags, the capabilities and the thread/job split of a CUDA variant; ``fitted``:
-    the CPU split and the capability count -> the split within the memory."""
+) -> tuple[CudaTargets, tuple[str, ...]]:
+    """A CUDA variant's targets and nvcc's flags, its threads those of the split within the
+    memory (``fitted``: the CPU split and the capability count -> that split)."""
     assert tools.cuda is not None
     targets = cuda_targets(req, kernels, tools, cuda_files, memory_bound=False)
     split = fitted(targets.split, len(targets.every))
@@ -342,9 +329,7 @@ def _plan_cuda(
         *caps.gencode_flags(targets.every),
         *targets.compression,
     )
-    return _Cuda(
-        flags, targets.every, targets.per_kernel, targets.notes, split.nvcc_threads, split.jobs
-    )
+    return targets, flags
 
 
 def _nvcc_host_flags(maps: Sequence[str], remedies: RemedySet, tools: Toolchain) -> list[str]:
@@ -444,14 +429,14 @@ def plan_compile(
     assert project.torch is not None
     backend = backend_of(req.variant)
     cuda_version = tools.cuda.version if tools.cuda else None
-    wanted = kernel_backends(backend, req.with_cpu_kernels)
+    wanted = kernel_backends(backend, req.cuda.with_cpu_kernels)
     kernels, notes = kernels_to_compile(project, wanted, cuda_version)
-    notes += legacy_macro_warnings(project, kernels, req.with_cpu_kernels)
+    notes += legacy_macro_warnings(project, kernels, req.cuda.with_cpu_kernels)
     sources = _all_sources(project, kernels, tools, remedies)
     include_dirs = [str(stage / "include")]
     include_dirs += [str(project.root / p) for p in project.torch.include]
     include_dirs += [str(project.root / p) for k in kernels for p in k.include]
-    maps = prefix_maps(stage, project.root, remedies, req.cache_dir)
+    maps = prefix_maps(stage, project.root, remedies, req.outputs.cache_dir)
     if tools.cuda is not None:
         # The toolkit's own headers first: torch's nvidia packages (extra_includes) repeat the
         # runtime's headers, and a header found in the toolkit has the same path for every torch
@@ -466,13 +451,14 @@ def plan_compile(
         fits.append(_memory_fit(req, tools, split, sources, targets, torch_free, peaks or {}))
         return Parallelism(fits[-1].jobs, fits[-1].nvcc_threads)
 
-    cuda = None
+    cuda: CudaTargets | None = None
+    nvcc_flags: tuple[str, ...] = ()
     if tools.cuda is not None:
         host = _nvcc_host_flags(maps, remedies, tools)
         cuda_files = sum(1 for s in sources if s.endswith(".cu"))
-        cuda = _plan_cuda(req, kernels, tools, host, cuda_files, fitted)
+        cuda, nvcc_flags = _plan_cuda(req, kernels, tools, host, cuda_files, fitted)
     else:
-        fitted(parallelism(req, tools, None, 0, 0, memory_bound=False), 0)
+        fitted(parallelism(req, tools, 0, 0, memory_bound=False), 0)
     keep = nvcc_keep_flags(sources, stage) if cuda else []
     # Longest first (compile/unit_costs): the remedies' compat source, the cheapest unit, last;
     # the binding (torch's headers) first until a build has timed it.
@@ -480,7 +466,7 @@ def plan_compile(
         sources,
         recorded,
         root=project.root,
-        capabilities=len(cuda.capabilities) if cuda else 0,
+        capabilities=len(cuda.every) if cuda else 0,
         first=_sources(project.torch.src, project.root),
         last=[str(p) for p in remedies.sources],
     )
@@ -491,20 +477,20 @@ def plan_compile(
         include_dirs=tuple(dict.fromkeys(include_dirs)),
         define_macros=_defines(req, backend),
         cxx_flags=_cxx_flags(maps, remedies, tools),
-        nvcc_flags=(*cuda.nvcc_flags, *keep) if cuda else (),
+        nvcc_flags=(*nvcc_flags, *keep),
         cuda=cuda is not None,
         cuda_home=str(tools.cuda.home) if tools.cuda else None,
         build_temp=str(stage / "obj"),
         build_lib=str(stage / "lib"),
         jobs=fits[-1].jobs,
         requested_limited_api=REQUESTED_LIMITED_API,
-        capabilities=cuda.capabilities if cuda else (),
+        capabilities=cuda.every if cuda else (),
         source_flags=_with_namespace(
             _source_flags(
                 project,
                 kernels,
                 cuda.per_kernel if cuda else (),
-                cuda.capabilities if cuda else (),
+                cuda.every if cuda else (),
                 cuda_version,
             ),
             sources_naming(NAMESPACE_MACRO, sources, include_dirs, project.root),
@@ -537,9 +523,6 @@ def _memory_fit(
         targets=targets,
         torch_free=[relative(s, root) for s in torch_free],
         measured=peaks,
-        per_thread=req.memory_per_thread,
+        per_thread=req.budget.memory_per_thread,
     )
-    limit = None
-    if tools.memory_mib is not None:
-        limit = memory.MemoryLimit(tools.memory_mib, req.memory_source or "the variant's share")
-    return memory.fit(split.jobs, split.nvcc_threads, units, limit)
+    return memory.fit(split.jobs, split.nvcc_threads, units, tools.memory)

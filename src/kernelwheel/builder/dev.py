@@ -90,8 +90,9 @@ def dev_request(req: BuildRequest) -> BuildRequest:
     """``req`` as a dev build's: its work folder and log in the dev folder; no repair or
     policy, no Hub layout. The compile flags stay the release's (the ABI remedies' too): a
     kernel unit compiled by ``dev`` is then a compiler-cache hit for ``build``, and back."""
-    folder = dev_folder(req.cache_dir, req.project)
-    return replace(req, work_dir=folder, out_dir=folder, manylinux=None, hub_layout=None)
+    folder = dev_folder(req.outputs.cache_dir, req.project)
+    outputs = replace(req.outputs, work_dir=folder, out_dir=folder, manylinux=None, hub_layout=None)
+    return replace(req, outputs=outputs)
 
 
 def build_dev(
@@ -108,8 +109,8 @@ def build_dev(
             hint="build its wheels with 'kernelwheel build'",
         )
     req = dev_request(req)
-    req.work_dir.mkdir(parents=True, exist_ok=True)
-    with locked(req.work_dir / f"{req.variant.name}.lock"):  # one dev build of it at a time
+    req.outputs.work_dir.mkdir(parents=True, exist_ok=True)
+    with locked(req.outputs.work_dir / f"{req.variant.name}.lock"):  # one dev build of it at a time
         return _build_dev(req, reporter, runner, check_in_tests)
 
 
@@ -128,10 +129,10 @@ def _build_dev(
     for warning in compiled.warnings:
         reporter.info(scope, f"warning: {warning}")
     so_path = compiled.shared_object
-    digest = sha256_remembered(so_path, req.work_dir / f"{variant.name}.so.sha256")
+    digest = sha256_remembered(so_path, req.outputs.work_dir / f"{variant.name}.so.sha256")
     # A shared object that loaded before is not loaded again: an unchanged project's run costs
     # no torch import. One that failed is checked on every run until it loads.
-    loaded = (req.work_dir / f"{variant.name}.loaded", digest)
+    loaded = (req.outputs.work_dir / f"{variant.name}.loaded", digest)
     deferred = load_checked(
         req,
         env.python,
@@ -143,10 +144,10 @@ def _build_dev(
         loaded=loaded,
         defer=check_in_tests,
     )
-    folder = req.work_dir
+    folder = req.outputs.work_dir
     stamp = BuildStamp(
         dist_name=project.name,
-        version=full_version(req.version, variant, req.local_version_style),
+        version=full_version(req.version, variant, req.outputs.local_version_style),
         variant=variant,
         cuda_major=toolkit.major if toolkit else None,
     )

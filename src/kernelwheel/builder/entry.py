@@ -38,7 +38,7 @@ def build_and_export(req: BuildRequest, reporter: Reporter, runner: Runner = RUN
     write it as a Hub kernel tree there (a noarch build writes one per variant it serves). An
     interrupt before it returns takes the wheel it had put in the output folder back out."""
     with _no_wheel_unless_finished(req):
-        with locked(req.work_dir / f"{req.variant.name}.lock"):
+        with locked(req.outputs.work_dir / f"{req.variant.name}.lock"):
             wheel = _BUILDERS[req.kind](req, reporter, runner)
         _export(req, reporter, wheel)
     return wheel
@@ -47,7 +47,7 @@ def build_and_export(req: BuildRequest, reporter: Reporter, runner: Runner = RUN
 def _export(req: BuildRequest, reporter: Reporter, wheel: BuiltWheel) -> None:
     """The Hub layout's ``build/<variant>/`` of every variant the wheel serves (a noarch wheel
     serves several, each with its backend's namespace)."""
-    if req.hub_layout is None:
+    if req.outputs.hub_layout is None:
         return
     # Imported here: the hub package pulls in huggingface_hub, which builds do not need.
     from ..hub.export import export_variant
@@ -61,7 +61,7 @@ def _export(req: BuildRequest, reporter: Reporter, wheel: BuiltWheel) -> None:
                 req.project,
                 variant,
                 namespace,
-                req.hub_layout,
+                req.outputs.hub_layout,
                 capabilities=wheel.capabilities,
                 git=git,
             )
@@ -90,9 +90,9 @@ def _variant_wheels(req: BuildRequest) -> set[Path]:
     if req.kind is BuildKind.NOARCH:
         version = Version(req.version)
     else:
-        version = Version(full_version(req.version, req.variant, req.local_version_style))
+        version = Version(full_version(req.version, req.variant, req.outputs.local_version_style))
     try:
-        entries = list(os.scandir(req.out_dir))
+        entries = list(os.scandir(req.outputs.out_dir))
     except OSError:
         return set()
     found: set[Path] = set()

@@ -95,7 +95,7 @@ def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER)
     into the output folder. Nothing is run: ``runner`` is the entry's, unused."""
     del runner  # the same signature as every builder: nothing is compiled
     project, variants = req.project, req.serves or (req.variant,)
-    version, out_dir = req.version, req.out_dir
+    version, out_dir = req.version, req.outputs.out_dir
     if not project.noarch or any(not v.noarch for v in variants):
         raise ProjectError(
             f"{project.name} is not a pure-Python project (or no noarch variant is selected)",

@@ -155,21 +155,21 @@ def prepare_environment(req: BuildRequest, reporter: Reporter, runner: Runner) -
         # kernelwheel.toolchain.cross: a variant for another arch builds in a host-arch environment
         # (the request's env_spec) against the target arch's torch (and CUDA) wheels, with the
         # cross compiler; plan_requests planned it.
-        cross_plan = req.cross
-        if req.python is not None:
-            env = probe(req.python, req.cache_dir, runner)
+        cross_plan, cache = req.compile.cross, req.outputs.cache_dir
+        if req.env.python is not None:
+            env = probe(req.env.python, cache, runner)
         else:
-            if req.env_spec is None:
+            if req.env.spec is None:
                 raise ToolchainError(f"no environment recipe for {variant.name}")
-            env = provision(req.env_spec, req.cache_dir, log=log, runner=runner)
+            env = provision(req.env.spec, cache, log=log, runner=runner)
             for note in env.notes:
                 reporter.info(scope, note)
         _check_env_matches(env, variant)
-        cross_build = cross_plan.prepare(env, req.cache_dir, log, runner) if cross_plan else None
+        cross_build = cross_plan.prepare(env, cache, log, runner) if cross_plan else None
         toolkit = None
         if variant.backend is not None and variant.backend.kind is BackendKind.CUDA:
             toolkit = find_cuda_toolkit(
-                env, req.cuda_home, req.cuda_system_paths, req.cache_dir / "toolkits", runner
+                env, req.cuda.home, req.cuda.system_paths, cache / "toolkits", runner
             )
         detail.append(f"torch {env.torch}" + (" (cached)" if env.reused else ""))
         if toolkit:
@@ -212,7 +212,7 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
     for warning in torch_req.warnings:
         reporter.info(scope, f"warning: {warning}")
     with step(reporter, scope, "wheel") as detail:
-        version = steps.full_version(req.version, variant, req.local_version_style)
+        version = steps.full_version(req.version, variant, req.outputs.local_version_style)
         interpreter, requires_python = _python_tag(compiled.py_limited_api)
         toolkit = prepared.toolkit
         stamp = BuildStamp(
@@ -244,5 +244,5 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
 def _settings(req: BuildRequest, header: ForcedHeader | None) -> tuple[str, ...]:
     """Build settings that change what is compiled, beyond the files and the variant: with
     ``with-cpu-kernels``, the remedies' header digest (or their absence)."""
-    cpu = ("with-cpu-kernels",) if req.with_cpu_kernels else ()
+    cpu = ("with-cpu-kernels",) if req.cuda.with_cpu_kernels else ()
     return (*cpu, steps.remedies_setting(header))

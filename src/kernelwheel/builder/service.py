@@ -11,9 +11,10 @@ an interrupt stops them all. The CLI only renders the result.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,19 +27,40 @@ from ..compile.memory import available as available_memory
 from ..errors import KernelwheelError, ProjectError
 from ..log import Reporter
 from ..model.capability import CudaCapability
+from ..model.deps import DependencyTable, load_deps
 from ..model.names import name_warning, self_requirement
 from ..model.project import KernelProject
-from ..model.recipes import VariantRecipe
-from ..plan.options import resolve_jobs
+from ..model.recipes import Recipes, VariantRecipe
+from ..plan.options import Options, resolve_jobs
 from ..plan.planning import Planned, wheel_version
-from ..plan.versioning import read_git_state
+from ..plan.toolchains import require_toolchains
+from ..plan.versioning import GitState, read_git_state
+from ..toolchain.cross import CrossPlan, plan_for
+from ..toolchain.deps import plan_headers
+from ..toolchain.envs import env_spec_for
 from .dev import DevBuild, build_dev
 from .entry import build_and_export
-from .preflight import require_buildable
+from .preflight import require_buildable, system_toolkit
 from .registrations import check_registrations
-from .request import BuildKind, BuildRequest, plan_requests
+from .request import (
+    BuildKind,
+    BuildRequest,
+    CompileSettings,
+    CudaSetup,
+    Environment,
+    Outputs,
+    VariantBudget,
+)
+from .wheelmeta import check_card
 
-__all__ = ["BuildProgress", "BuildResult", "Outcome", "build_project", "dev_project"]
+__all__ = [
+    "BuildProgress",
+    "BuildResult",
+    "Outcome",
+    "build_project",
+    "dev_project",
+    "plan_requests",
+]
 
 
 @dataclass(frozen=True)
@@ -168,12 +190,132 @@ def _requests(
     compiled = [r for r in requests if r.kind is not BuildKind.NOARCH]
     require_buildable(
         [r.recipe for r in compiled],
-        {r.variant.name: r.env_spec for r in compiled},
+        {r.variant.name: r.env.spec for r in compiled},
         options.cuda_home,
         runner,
         options.cache_dir,
     )
     return requests, version, at_once
+
+
+def plan_requests(
+    project: KernelProject,
+    selected: Sequence[VariantRecipe],
+    version: str,
+    options: Options,
+    recipes: Recipes,
+    deps: DependencyTable | None = None,
+    *,
+    budget: Budget,
+    git: GitState | None = None,
+    gpu_capabilities: tuple[CudaCapability, ...] = (),
+    environ: Mapping[str, str] | None = None,
+    runner: Runner = RUNNER,
+) -> tuple[BuildRequest, ...]:
+    """Every request of a run, made before anything is built: one per ``selected`` recipe, or
+    for a pure-Python project one for all of them (one wheel serves every backend). The
+    toolchain refusal is made here, once, for all of them: a variant kernelwheel does not
+    compile (ROCm, XPU, Metal...) is a :class:`~kernelwheel.errors.ToolchainError` naming every
+    such variant before any environment is made. ``deps`` (default: read from the recipes
+    folder) says what build.toml's ``depends`` names provide; a dependency that cannot be
+    provided is refused here too, and so is a variant for another arch without its cross
+    compiler (:func:`.cross.plan_for`, which runs it through ``runner``).
+    ``gpu_capabilities`` (a default build: plan.defaults) replace the recipe's capabilities as
+    the targets of a CUDA variant. ``budget``: the run's CPUs, jobs and memory and the variants
+    sharing them (the service reads it once: nothing here probes them); ``environ`` (default:
+    this process's) gives ``CXX``. The kernel card is rendered once here too (a CARD.md that
+    does not render is refused before any compile)."""
+    require_toolchains(recipe.variant for recipe in selected)
+    check_card(project, version=version, dirty=bool(git and git.dirty))
+    kind = BuildKind.of(project)
+    outputs = Outputs(
+        options.output_dir,
+        options.cache_dir / "work" / project.package,
+        options.cache_dir,
+        options.hub_layout,
+        options.manylinux(),
+        options.best_effort,
+        options.local_version_style,
+        options.preamble(),
+    )
+    if kind is BuildKind.NOARCH:
+        if not selected:
+            raise ProjectError(
+                f"{project.name}: no variant is selected",
+                file=project.build_toml,
+                hint="select torch-<backend> variants of the [torch-noarch] project",
+            )
+        variants = tuple(recipe.variant for recipe in selected)
+        return (BuildRequest(
+            project, variants[0], version, selected[0], outputs, git=git, kind=kind, serves=variants
+        ),)  # fmt: skip
+    table = deps if deps is not None else load_deps(options.recipes)
+    environ = os.environ if environ is None else environ
+    jobs, cpus, share = budget.per_variant()
+    shared = VariantBudget(jobs, cpus, share, options.nvcc_threads, options.memory_per_thread)
+
+    def request(recipe: VariantRecipe) -> BuildRequest:
+        env, cross_plan = _environment(kind, recipe, options, recipes, runner)
+        cxx = str(cross_plan.compiler.cxx) if cross_plan else (environ.get("CXX") or "c++")
+        cuda = _cuda_setup(recipe, options, gpu_capabilities, runner)
+        settings = CompileSettings(
+            cxx,
+            cross_plan,
+            plan_headers(project, recipe.variant, table, options),
+            options.no_ccache,
+            options.keep_intermediates,
+            options.ccache_remote,
+            options.recipes,
+            options.abi_remedies,
+            options.load_check,
+        )
+        return BuildRequest(
+            project, recipe.variant, version, recipe, outputs, env, shared, cuda, settings, git,
+            kind, (recipe.variant,),
+        )  # fmt: skip
+
+    return tuple(request(recipe) for recipe in selected)
+
+
+def _environment(
+    kind: BuildKind, recipe: VariantRecipe, options: Options, recipes: Recipes, runner: Runner
+) -> tuple[Environment, CrossPlan | None]:
+    """The variant's interpreter (given, or the recipe of its environment) and, for another
+    arch, its cross plan: the cross compiler found and the host-arch environment (the same
+    torch release for this machine) chosen now, before anything is built."""
+    spec = None
+    if not options.python and recipe.torch_requirement is not None:
+        spec = env_spec_for(recipe, options.pip_sources)
+    cross_plan = None
+    if kind is not BuildKind.TVM_FFI:  # tvm-ffi variants build on their own arch
+        cross_plan = plan_for(
+            recipe.variant, spec, recipes, need_host_env=not options.python, runner=runner
+        )
+    if cross_plan is not None and cross_plan.host_env is not None:
+        spec = cross_plan.host_env
+    return Environment(spec, options.python, options.pip_sources), cross_plan
+
+
+def _cuda_setup(
+    recipe: VariantRecipe,
+    options: Options,
+    gpu_capabilities: tuple[CudaCapability, ...],
+    runner: Runner,
+) -> CudaSetup:
+    """Where the variant's toolkit is (a "system" toolchain: the toolkit of exactly its CUDA
+    X.Y, builder.preflight) and the capabilities it compiles for."""
+    cuda, home = recipe.cuda, options.cuda_home
+    if home is None and cuda is not None and cuda.source == "system":
+        home = system_toolkit(cuda, runner=runner)[0]
+    return CudaSetup(
+        home,
+        (gpu_capabilities or cuda.capabilities) if cuda else (),
+        bool(cuda and gpu_capabilities),
+        tuple(Path(p) for p in cuda.system_paths) if cuda else (),
+        options.cuda_capabilities,
+        options.fatbin_compression,
+        options.with_cpu_kernels,
+    )
 
 
 def _check_name(project: KernelProject, progress: Reporter) -> None:

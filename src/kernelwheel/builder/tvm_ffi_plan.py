@@ -65,14 +65,14 @@ def plan_tvm_ffi_compile(
     the binding, each kernel of the backend, the remedies' source, then the link, with the
     request's C++ compiler; nvcc is named bare, found first on the worker's PATH (the
     toolkit's, or the compiler cache's link to it)."""
-    project, variant, cxx = req.project, req.variant, req.cxx
+    project, variant, cxx = req.project, req.variant, req.compile.cxx
     assert project.tvm_ffi is not None and variant.backend is not None
     backend = variant.backend.kind.value
     toolkit = tools.cuda
     kernels, notes = kernels_to_compile(project, (backend,), toolkit.version if toolkit else None)
     root = project.root
     obj = stage / "obj"  # where the commands run (build_temp)
-    maps = prefix_maps(stage, root, remedies, req.cache_dir, cwd=obj)
+    maps = prefix_maps(stage, root, remedies, req.outputs.cache_dir, cwd=obj)
     macros = [("TVM_FFI_EXTENSION_NAME", namespace), *backend_macros(backend)]
     defines = [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in macros]
     listed = (*project.tvm_ffi.include, *(i for k in kernels for i in k.include))
@@ -97,7 +97,7 @@ def plan_tvm_ffi_compile(
     keep: list[str] = []
     nvcc: list[str] = []
     cuda_files = sum(1 for k in kernels for p in k.src if p.suffix == ".cu")
-    split = parallelism(req, tools, None, 0, 0)  # C++ jobs only, unless CUDA
+    split = parallelism(req, tools, 0, 0)  # C++ jobs only, unless CUDA
     if toolkit is not None:
         cuda_kernels = [k for k in kernels if k.backend == "cuda"]
         targets = cuda_targets(req, kernels, tools, cuda_files)

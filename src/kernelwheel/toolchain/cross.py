@@ -17,7 +17,7 @@ A cross build has three parts:
 - the **cross compiler**: ``<triple>-gcc``/``<triple>-g++`` (Debian: ``g++-aarch64-linux-gnu``)
   as CC/CXX/LDSHARED for setuptools and torch, and as nvcc's ``-ccbin``.
 
-:func:`kernelwheel.builder.request.plan_requests` calls :func:`plan_for` when it makes the build
+:func:`kernelwheel.builder.service.plan_requests` calls :func:`plan_for` when it makes the build
 requests (a missing cross compiler or host recipe is refused before any variant builds); the
 pipeline builds in :attr:`CrossPlan.host_env`, then :meth:`CrossPlan.prepare` gives the
 :class:`CrossBuild` that extends the compile spec and environment. Everything after the
