@@ -103,7 +103,7 @@ def _read(path: Path) -> IndexedWheel:
     metadata = read_metadata(path)
     headers = parse_metadata(metadata)
     flavour, kind, _ = flavours_of(path.name)
-    variant = _binary_variant(path.name) if flavour not in (None, _ANY) else None
+    variant = variant_of_wheel(path.name) if flavour not in (None, _ANY) else None  # binary
     return IndexedWheel(
         path=path,
         filename=path.name,
@@ -116,11 +116,6 @@ def _read(path: Path) -> IndexedWheel:
         kind=kind,
         variant=variant,
     )
-
-
-def _binary_variant(filename: str) -> Variant | None:
-    variant = variant_of_wheel(filename)
-    return None if variant is None or variant.noarch else variant
 
 
 def scan(wheelhouse: Path) -> list[IndexedWheel]:

@@ -73,24 +73,22 @@ def parse_metadata(data: bytes) -> Message:
 
 def read_metadata(path: Path) -> bytes:
     """The METADATA file of the wheel at ``path``, as stored."""
-    try:
-        with zipfile.ZipFile(path) as zf:
-            return zf.read(metadata_member(zf, path))
-    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError) as exc:
-        raise WheelError(f"{path}: cannot read the wheel ({exc})") from None
+    return _read_dist_info(path, "METADATA")
 
 
 def read_record(path: Path) -> list[Row]:
     """The rows of the wheel's RECORD, as stored (:func:`verify_wheel` checks them)."""
+    return parse_record(_read_dist_info(path, "RECORD"), where=str(path))
+
+
+def _read_dist_info(path: Path, leaf: str) -> bytes:
     try:
         with zipfile.ZipFile(path) as zf:
-            member = metadata_member(zf, path).replace("/METADATA", "/RECORD")
-            data = zf.read(member)
+            return zf.read(metadata_member(zf, path).replace("/METADATA", f"/{leaf}"))
     except KeyError:
-        raise WheelError(f"{path}: the wheel has no RECORD", hint="rebuild the wheel") from None
+        raise WheelError(f"{path}: the wheel has no {leaf}", hint="rebuild the wheel") from None
     except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError) as exc:
         raise WheelError(f"{path}: cannot read the wheel ({exc})") from None
-    return parse_record(data, where=str(path))
 
 
 def extract_package(path: Path, prefix: str, dest: Path) -> dict[str, bytes]:
@@ -214,15 +212,9 @@ def _dist_info_problems(names: list[str], rebuild: str) -> list[IntegrityProblem
             else f"{len(folders)} .dist-info folders ({', '.join(folders)}): pip refuses it"
         )
         return [IntegrityProblem(folders[0] if folders else "*.dist-info", cause, rebuild)]
-    out = []
-    for needed in ("METADATA", "WHEEL"):
-        if f"{folders[0]}/{needed}" not in names:
-            out.append(
-                IntegrityProblem(
-                    f"{folders[0]}/{needed}", "missing: pip refuses the wheel without it", rebuild
-                )
-            )
-    return out
+    needed = [f"{folders[0]}/{leaf}" for leaf in ("METADATA", "WHEEL")]
+    missing = "missing: pip refuses the wheel without it"
+    return [IntegrityProblem(n, missing, rebuild) for n in needed if n not in names]
 
 
 def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
@@ -233,19 +225,19 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
     compression-ratio cap is refused unread. Empty when the wheel is sound."""
     rebuild = "rebuild or re-convert the wheel; do not edit wheels by hand"
     out: list[IntegrityProblem] = []
+
+    def bad(subject: str, cause: str) -> None:
+        out.append(IntegrityProblem(subject, cause, rebuild))
+
     infos = [i for i in zf.infolist() if not i.is_dir()]
     counts = Counter(info.filename for info in infos)
     for name, n in counts.items():
         if n > 1:
-            out.append(IntegrityProblem(name, f"appears {n} times in the archive", rebuild))
+            bad(name, f"appears {n} times in the archive")
     bombs: dict[str, str] = {}
     for info in infos:
         if _unsafe(info.filename):
-            out.append(
-                IntegrityProblem(
-                    info.filename, "escapes the install folder (absolute or '..' path)", rebuild
-                )
-            )
+            bad(info.filename, "escapes the install folder (absolute or '..' path)")
         if is_symlink_entry(info):
             out.append(
                 IntegrityProblem(
@@ -257,14 +249,10 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
         cause = bomb_cause(info)
         if cause is not None:
             bombs[info.filename] = cause
-            out.append(IntegrityProblem(info.filename, cause, rebuild))
+            bad(info.filename, cause)
     total = sum(i.file_size for i in infos)
     if total > MAX_TOTAL:
-        out.append(
-            IntegrityProblem(
-                "*", f"would unpack to {total} bytes, over the {MAX_TOTAL}-byte cap", rebuild
-            )
-        )
+        bad("*", f"would unpack to {total} bytes, over the {MAX_TOTAL}-byte cap")
         return out
     out += _dist_info_problems(list(counts), rebuild)
     records = [n for n in counts if n.count("/") == 1 and n.endswith(".dist-info/RECORD")]
@@ -273,8 +261,7 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
         dist = [n.split("/")[0] for n in counts if n.count("/") == 1 and ".dist-info/" in n]
         if not records and dist:
             subject = f"{sorted(dist)[0]}/RECORD"
-        cause = "missing" if not records else f"{len(records)} RECORD files: {records}"
-        out.append(IntegrityProblem(subject, cause, rebuild))
+        bad(subject, "missing" if not records else f"{len(records)} RECORD files: {records}")
         return out
     record = records[0]
     if record in bombs:
@@ -282,39 +269,37 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
     try:
         rows = parse_record(zf.read(record), where=record)
     except WheelError as exc:
-        out.append(IntegrityProblem(record, exc.message, rebuild))
+        bad(record, exc.message)
         return out
     except _UNREADABLE as exc:
-        out.append(IntegrityProblem(record, f"cannot be decompressed ({exc})", rebuild))
+        bad(record, f"cannot be decompressed ({exc})")
         return out
     by_name = {i.filename: i for i in infos}
     listed: dict[str, int] = {}
     for path, digest, size in rows:
         listed[path] = listed.get(path, 0) + 1
         if listed[path] == 2:
-            times = sum(1 for r in rows if r[0] == path)
-            out.append(IntegrityProblem(path, f"listed {times} times in RECORD", rebuild))
+            bad(path, f"listed {sum(1 for r in rows if r[0] == path)} times in RECORD")
         if path == record or path in bombs or listed[path] > 1:
             continue
         if path not in counts:
-            out.append(IntegrityProblem(path, "listed in RECORD but not in the wheel", rebuild))
+            bad(path, "listed in RECORD but not in the wheel")
             continue
         if not digest.startswith("sha256="):
-            out.append(IntegrityProblem(path, f"RECORD gives no sha256 hash ({digest!r})", rebuild))
+            bad(path, f"RECORD gives no sha256 hash ({digest!r})")
             continue
         try:
             raw, length = _stream(zf, by_name[path])
-            actual = digest_hash(raw)
         except _UNREADABLE as exc:
-            out.append(IntegrityProblem(path, f"cannot be decompressed ({exc})", rebuild))
+            bad(path, f"cannot be decompressed ({exc})")
             continue
-        if actual != digest:
-            out.append(IntegrityProblem(path, "does not match its RECORD hash", rebuild))
+        if digest_hash(raw) != digest:
+            bad(path, "does not match its RECORD hash")
         elif size and size != str(length):
-            out.append(IntegrityProblem(path, f"is {length} bytes, RECORD says {size}", rebuild))
+            bad(path, f"is {length} bytes, RECORD says {size}")
     for name in counts:
         if name not in listed:
-            out.append(IntegrityProblem(name, "not listed in RECORD", rebuild))
+            bad(name, "not listed in RECORD")
     return out
 
 
@@ -485,35 +470,25 @@ def _member_cause(name: str, dist: str, own: frozenset[str]) -> tuple[str, str] 
 def _metadata_problems(
     filename: str, dist: str, version: Version, headers: Message
 ) -> list[IntegrityProblem]:
-    fix = "rebuild or re-convert the wheel; the file name and METADATA must describe one wheel"
     stated_name, stated_version = headers.get("Name", ""), headers.get("Version", "")
-    out = []
+    causes: dict[str, str | None] = {"Name": None, "Version": None}
     if canonicalize_name(stated_name) != dist:
-        out.append(
-            _wheel_problem(
-                "METADATA Name",
-                f"is {stated_name!r}, the file name says {dist}: pip would record another "
-                "distribution than the one it installs",
-                fix,
-            )
+        causes["Name"] = (
+            f"is {stated_name!r}, the file name says {dist}: pip would record another "
+            "distribution than the one it installs"
         )
     try:
         same = Version(stated_version) == version
     except InvalidVersion:
         same = False
     if not same:
-        out.append(
-            _wheel_problem(
-                "METADATA Version",
-                f"is {stated_version!r}, the file name says {version}: pip refuses it "
-                "('inconsistent version')",
-                fix,
-            )
+        causes["Version"] = (
+            f"is {stated_version!r}, the file name says {version}: pip refuses it "
+            "('inconsistent version')"
         )
-    torch = _torch_problem(filename, headers)
-    if torch is not None:
-        out.append(_wheel_problem("METADATA Requires-Dist", torch, fix))
-    return out
+    causes["Requires-Dist"] = _torch_problem(filename, headers)
+    fix = "rebuild or re-convert the wheel; the file name and METADATA must describe one wheel"
+    return [_wheel_problem(f"METADATA {k}", c, fix) for k, c in causes.items() if c is not None]
 
 
 def _torch_problem(filename: str, headers: Message) -> str | None:

@@ -115,13 +115,6 @@ def swap_in(staging: Path, output: Path, old: frozenset[str]) -> None:
         shutil.rmtree(trash, ignore_errors=True)
 
 
-def _conflicts(staging: Path, output: Path, old: frozenset[str]) -> list[str]:
-    """Entries the new index would write over that belong to the user."""
-    return sorted(
-        p.name for p in staging.iterdir() if _exists(output / p.name) and p.name not in old
-    )
-
-
 def prepare(output: Path) -> frozenset[str]:
     """Check and create ``output``; the entries an earlier run wrote there."""
     if output.exists() and not output.is_dir():
@@ -132,7 +125,10 @@ def prepare(output: Path) -> frozenset[str]:
 
 
 def refuse_conflicts(staging: Path, output: Path, old: frozenset[str]) -> None:
-    clash = _conflicts(staging, output, old)
+    """Refuse the entries the new index would write over that belong to the user."""
+    clash = sorted(
+        p.name for p in staging.iterdir() if _exists(output / p.name) and p.name not in old
+    )
     if clash:
         shown = ", ".join(clash[:5]) + (f" and {len(clash) - 5} more" if len(clash) > 5 else "")
         raise UsageError(

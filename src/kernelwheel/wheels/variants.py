@@ -11,7 +11,7 @@ docs/install.md explains each property; variantlib writes both JSON files.
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +54,6 @@ _TORCH_INFO = VariantInfo(
     namespace_priorities=[NAMESPACE, ABI_DEPENDENCY],
     providers={NAMESPACE: _PROVIDER, ABI_DEPENDENCY: ProviderInfo(builtin=ABI_DEPENDENCY)},
 )
-_SHARED_OBJECT = (".so",)
 
 
 def cuda_properties(backend: Backend) -> list[tuple[str, str]]:
@@ -101,14 +100,10 @@ class VariantBuild:
     dist_info_json: str  # the variant.json it carries
 
 
-def _description(label: str, properties: Iterable[tuple[str, str, str]]) -> VariantDescription:
-    return VariantDescription([VariantProperty(*p) for p in properties], label=label)
-
-
 def _sm_values(zf: zipfile.ZipFile) -> list[str]:
     values: set[str] = set()
     for info in zf.infolist():
-        if info.filename.endswith(_SHARED_OBJECT) or ".so." in info.filename:
+        if info.filename.endswith(".so") or ".so." in info.filename:
             with zf.open(info) as fh:
                 real, virtual = sm_archs(fh)
             values |= {f"{a}_real" for a in real} | {f"{a}_virtual" for a in virtual}
@@ -133,7 +128,7 @@ def write_variant_wheel(
         # The one .dist-info folder (the record rule has checked there is exactly one).
         old_dist = next(n.split("/")[0] for n in zin.namelist() if ".dist-info/" in n)
         properties = _properties(zin, backend, torch)
-        vdesc = _description(label, properties)
+        vdesc = VariantDescription([VariantProperty(*p) for p in properties], label=label)
         try:
             info = _INFO if torch is None else _TORCH_INFO
             variant_json = make_variant_dist_info(vdesc, variant_info=info)

@@ -273,12 +273,6 @@ def _zipinfo(
     return info
 
 
-def _record_digest(hexdigest: str | None) -> str | None:
-    if hexdigest is None:
-        return None
-    return digest_hash(bytes.fromhex(hexdigest))
-
-
 def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Path:
     """Write the wheel into out_dir atomically and return its path.
 
@@ -305,7 +299,8 @@ def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Pat
             for name, data in entries:
                 mode = 0o755 if name in spec.executables else 0o644
                 info = _zipinfo(name, date_time, mode, compress and _compressible(data))
-                known = _record_digest(spec.sha256.get(name))
+                hexdigest = spec.sha256.get(name)
+                known = None if hexdigest is None else digest_hash(bytes.fromhex(hexdigest))
                 rows.append((name, *_write_member(zf, info, data, known)))
             record = format_record([*rows, (record_name, "", "")])
             zf.writestr(
