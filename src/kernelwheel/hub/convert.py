@@ -1,15 +1,5 @@
-"""One variant folder -> one wheel: read and verify its files, lay them out, describe the wheel.
-
-The wheel is ``{name}-{version}+{local}-cp39-abi3-{platform}.whl`` for torch binary variants
-(per-torch and stable-ABI), ``…-py3-none-{platform}.whl`` for tvm-ffi ones and
-``…-py3-none-any.whl`` for noarch ones, with ``Variant.local_version`` as the local part (the
-formatter ``kernelwheel build`` uses), ``Requires-Dist`` on the variant's framework
-(:func:`framework_requirements`) plus the
-``python-depends`` of metadata.json, and from metadata.json where it has them: Summary,
-License-Expression (License when it is no SPDX expression) and Project-URLs (Upstream, Source).
-A metadata.json with a digest must list every packaged file with its hash; metadata.json and
-its signature are kept unchanged in the wheel's ``.dist-info/hub/``.
-"""
+"""One variant folder -> one wheel: read and verify its files, lay them out, describe the wheel
+(docs/to-wheel.md, "What a variant becomes")."""
 
 from __future__ import annotations
 

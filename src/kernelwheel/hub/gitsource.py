@@ -1,11 +1,6 @@
 """A kernel repo cloned with git: refs, trees and blobs read from the object store at the
-resolved commit (never from the working tree, which may be dirty or checked out elsewhere).
-
-LFS files (Hub repos store binaries with Git LFS) are read from ``<git dir>/lfs/objects`` and
-checked against the pointer's SHA-256 and size; a pointer whose object was never fetched is an
-error that says to run ``git lfs pull``. Symlinks are followed inside the repo at that commit and
-refused when they point outside it.
-"""
+resolved commit (never from the working tree, which may be dirty or checked out elsewhere). LFS
+objects come from ``<git dir>/lfs/objects``; symlinks are followed inside the repo only."""
 
 from __future__ import annotations
 

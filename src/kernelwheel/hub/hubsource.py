@@ -1,10 +1,6 @@
-"""A kernel repo on the Hugging Face Hub, read with huggingface_hub.
-
-Every call asks for the ``kernel``-type repo; only when the Hub (or the offline cache) has none of
-that id is the ``model``-type repo tried, and once one type answered every later call uses it. Only
-``build/…`` files are downloaded, into huggingface_hub's cache; its ``HF_*`` settings are read when
-a source is made, and every file is verified before use (see :mod:`.safety`).
-"""
+"""A kernel repo on the Hugging Face Hub, read with huggingface_hub (docs/to-wheel.md, "Using
+it"): the ``kernel``-type repo, else the ``model``-type one of that id; only ``build/…`` files are
+downloaded, into huggingface_hub's cache, and every file is verified before use (:mod:`.safety`)."""
 
 from __future__ import annotations
 

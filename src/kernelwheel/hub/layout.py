@@ -1,16 +1,6 @@
-"""How a ``build/<variant>/`` folder maps onto a wheel's package (docs/to-wheel.md, "What a
-variant becomes").
-
-- Nested (legacy): ``build/<variant>/<pkg>/__init__.py`` …: the ``<pkg>/`` folder is the package.
-- Flat (current): ``build/<variant>/__init__.py`` … plus ``metadata.json``: the variant folder
-  itself is the package, laid out as ``<pkg>/``. Its ``<pkg>/__init__.py`` compatibility shim
-  (which loads the variant folder for older ``kernels`` releases) has no meaning inside a wheel
-  and is left out.
-
-``metadata.json`` (either layout) is read into the wheel's METADATA, not packaged; it and its
-signature ``metadata.json.sigstore`` are kept as they are in the wheel's ``.dist-info/hub/``.
-Bytecode is left out. Planning works on paths only; every left-out path is recorded with its reason.
-"""
+"""How a ``build/<variant>/`` folder maps onto a wheel's package: nested (legacy) or flat
+(current) (docs/to-wheel.md, "What a variant becomes", Layouts). Planning works on paths only;
+every left-out path is recorded with its reason."""
 
 from __future__ import annotations
 

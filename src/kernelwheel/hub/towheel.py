@@ -1,10 +1,8 @@
 """``to-wheel``: resolve a revision, list and select variants, download, convert, check, commit.
 
-Wheels are written into a staging folder inside the output folder and moved into place (an
-atomic rename each) only after every selected file has been verified: a file whose hash does not
-match, or a name or symlink that would escape, stops the whole run with nothing written.
-Variants that cannot be mapped or converted, or whose shared objects fail the ABI check, are
-reported with their reasons (never dropped silently) while the others are written.
+Wheels are moved into the output folder only after every selected file has been verified
+(docs/to-wheel.md, "Safety"); variants that cannot be converted or fail the ABI check are
+reported with their reasons while the others are written.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""``kernelwheel upload``: push a Hub layout (``build --hub-layout``) to a ``kernel``-type repo.
-
-As kernel-builder publishes: the variants go to the branch ``v<major>`` of a ``kernel``-type repo
-(both created when missing), the kernel card beside ``build/``. One ``create_commit`` naming its
-parent adds or updates the uploaded variants' files, removes files an older build left in their
-folders (``kernels`` checks each folder against metadata.json's digest) and keeps every other
-variant. Calls are bounded in time and repeatable ones retried; the commit is never repeated
-blindly: after a failed try the branch is read again (same head: retry; a head holding exactly the
-uploaded files: it landed; any other head: someone else's push, refused).
-"""
+"""``kernelwheel upload``: push a Hub layout (``build --hub-layout``) to the branch ``v<major>``
+of a ``kernel``-type repo, as kernel-builder publishes (docs/upload.md). One ``create_commit``
+naming its parent; the commit is never repeated blindly: after a failed try the branch is read
+again (same head: retry; a head holding exactly the uploaded files: it landed; other: refused)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,10 @@
-"""``kernelwheel install`` as a service: probe, list, select, compare, then pinned pip runs.
+"""``kernelwheel install`` as a service: probe, list, select, compare, then pinned pip runs
+(docs/install.md, "Selection").
 
-Nothing is installed unless every requested package has a fitting build. Each chosen build is
-compared with what the target holds (:mod:`.installed`): the same files are kept (no pip run),
-a build of the installed version with other files is forced in (pip alone would skip it), the
-rest are installed in one pinned run. Afterwards every build is read back from the target: a
-version or files other than the wheel's are an error, never reported as installed. The library
-returns an :class:`InstallResult` (or raises :class:`NoMatch`, which carries the same facts)
-and never prints: the CLI renders both.
+Nothing is installed unless every requested package has a fitting build, and every build is
+read back from the target afterwards: one that is not there is an error, never reported as
+installed. The library returns an :class:`InstallResult` (or raises :class:`NoMatch`, which
+carries the same facts) and never prints: the CLI renders both.
 """
 
 from __future__ import annotations

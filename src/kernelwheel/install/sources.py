@@ -1,13 +1,6 @@
-"""Candidate wheels from the places ``kernelwheel install`` is told to look.
-
-- ``--find-links``: a local folder (its ``*.whl``), or an HTML page (``http(s)://``, ``file://``)
-  whose links name wheels, like pip's find-links;
-- ``--index-url`` / ``--extra-index-url``: PEP 503 simple indexes, read at
-  ``<index>/<normalised project>/`` (a per-torch index of ``kernelwheel index`` is one too).
-
-Links keep their ``#sha256=`` fragment, which the pinned pip command hands back to pip so the
-file it downloads is checked against it. Pages are parsed with the standard library.
-"""
+"""Candidate wheels from the places ``kernelwheel install`` is told to look: ``--find-links``
+folders and pages, PEP 503 indexes (docs/install.md, "Selection", step 2). Links keep their
+``#sha256=`` fragment, which the pinned pip command hands back to pip."""
 
 from __future__ import annotations
 

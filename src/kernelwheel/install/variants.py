@@ -1,11 +1,7 @@
-"""``kernelwheel variants``: every build a source offers, as ``kernelwheel install`` judges it.
-
-The verdicts are :func:`.select.select`'s, the very call ``install`` makes: per project, the
-build install would pick is *preferred*, the other builds it would accept are *compatible*
-(with :func:`.select.why_not_chosen` saying why they lost), the rest *rejected* with the reason
-install gives. Nothing is decided here. Builds that have no wheel name to judge (a Hub folder
-whose name is no variant) come in as ``unjudged`` rejections with their own reason.
-"""
+"""``kernelwheel variants``: every build a source offers, as ``kernelwheel install`` judges it
+(docs/variants.md). The verdicts are :func:`.select.select`'s, the very call ``install`` makes:
+nothing is decided here. Builds with no wheel name to judge (a Hub folder whose name is no
+variant) come in as ``unjudged`` rejections with their own reason."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
-"""Project-level kernel locking: ``kernelwheel lock`` and ``kernelwheel download``.
+"""Project-level kernel locking: ``kernelwheel lock`` and ``kernelwheel download``
+(docs/lockfile.md).
 
-A project declares the Hub kernels it uses in ``pyproject.toml`` (:mod:`.declared`);
-``lock`` resolves each to a tag or branch and commit and records the sha256 of every file each
-variant packages and of the wheel made from it in ``kernelwheel.lock`` (:mod:`.resolve`,
-:mod:`.lockfile`); ``download`` makes those wheels again at the locked commits, verifies every
-hash and fills a wheelhouse with them, a hashed ``requirements.txt`` and a PEP 751
-``pylock.toml`` (:mod:`.download`, :mod:`.pylock`). Both run the to-wheel machinery
+:mod:`.declared` reads what ``pyproject.toml`` declares; ``lock`` records commits and hashes in
+``kernelwheel.lock`` (:mod:`.resolve`, :mod:`.lockfile`); ``download`` makes and verifies those
+wheels again in a wheelhouse (:mod:`.download`, :mod:`.pylock`). Both run the to-wheel machinery
 (:mod:`kernelwheel.hub`) through a source pinned to the locked commit (:mod:`.pinned`).
 """
 

@@ -1,12 +1,9 @@
-"""``kernelwheel download``: the locked kernels as wheels in a wheelhouse, verified by hash.
+"""``kernelwheel download``: the locked kernels as wheels in a wheelhouse, verified by hash
+(docs/lockfile.md, "kernelwheel download").
 
-Each selected variant is converted by :func:`kernelwheel.hub.to_wheels` at the locked commit
-(wherever its tag or branch points now). Every file is checked against the sha256 the lock
-recorded as it is read, before it is used; the finished wheel is checked against the recorded
-wheel sha256 and file name. Everything is made in a staging folder inside the wheelhouse; only
-when every wheel of every kernel has been verified are they moved in (an atomic rename each),
-followed by the hashed ``requirements.txt`` and, when it can be written, ``pylock.toml``. On any
-mismatch the run stops naming the file and both hashes, and the wheelhouse gets nothing.
+Every file is checked against the lock as it is read, before it is used, then every wheel's
+name and sha256. All is made in a staging folder inside the wheelhouse and moved in only when
+every wheel of every kernel is verified: on any mismatch the wheelhouse gets nothing.
 """
 
 from __future__ import annotations

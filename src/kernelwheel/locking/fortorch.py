@@ -1,15 +1,6 @@
 """``download --torch``: of a kernel's locked variants, the builds ``kernelwheel install`` would
-choose for one torch.
-
-The torch is given as its version with the local label PyTorch's wheels carry
-(``2.13.0+cpu``, ``2.14.1+cu130``, ``2.11.0+rocm6.3``, ``2.10.0+xpu``). Each locked variant is
-judged by the compatibility rules (:mod:`kernelwheel.compat.rules`, the ones ``install`` and the
-import guard run) and ranked by the same preference: the highest release, then a build for the
-torch series, a stable-ABI build (the newest ABI at or below the torch), a tvm-ffi build, a
-noarch build of the torch's backend, a universal one, and a CPU build under a GPU torch only
-when nothing else fits. One build is kept per platform (arch and OS) the locked variants name,
-so a wheelhouse may serve x86_64 and aarch64 alike; noarch variants count for every platform.
-"""
+choose for one torch, by the same rules and preference (:mod:`kernelwheel.compat.rules`), one
+per platform the locked variants name (docs/lockfile.md, "kernelwheel download", step 3)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
-"""``kernelwheel lock``: resolve each declared kernel to a commit and record what it becomes.
+"""``kernelwheel lock``: resolve each declared kernel to a commit and record what it becomes
+(docs/lockfile.md, "kernelwheel lock").
 
-For every dependency: open its source (the Hub, or the declared git clone), resolve the request
-to a tag or branch and its commit (the same rules as ``to-wheel``: ranges pick the highest
-``vX.Y.Z`` tag, integers the branch ``vN``), then convert every variant at that commit with
-:func:`kernelwheel.hub.to_wheels`, recording the sha256 of each file a variant packages (as it is
-read) and of the wheel made from it. Wheels are reproducible, so ``download`` can demand the
-same bytes later.
-
-A kernel whose request, source, ref and commit are those of the existing lock is carried over
-without downloading anything (``refresh`` converts it again).
+Every variant at that commit is converted with :func:`kernelwheel.hub.to_wheels`, recording the
+sha256 of each file as it is read and of the wheel: wheels are reproducible, so ``download`` can
+demand the same bytes later. An unchanged kernel is carried over without downloading anything.
 """
 
 from __future__ import annotations
