@@ -49,10 +49,8 @@ class PreparedWheel:
 
 
 def wheel_tag(variant: Variant, manylinux: str) -> Tag:
-    """``py3-none-any`` for noarch variants; ``py3-none-<platform>`` for tvm-ffi ones (their
-    library is loaded by tvm_ffi, not imported as a CPython extension: any Python of
-    apache-tvm-ffi's range, as ``kernelwheel build`` tags them); ``cp39-abi3-<platform>`` for
-    torch builds, per-torch and stable-ABI alike."""
+    """The tag ``kernelwheel build`` gives the kind: a tvm-ffi library is loaded by tvm_ffi, not
+    imported by CPython, so it is ``py3-none-<platform>``, not abi3."""
     if variant.noarch:
         return Tag("py3", "none", "any")
     if variant.tvm_ffi is not None:
@@ -61,11 +59,9 @@ def wheel_tag(variant: Variant, manylinux: str) -> Tag:
 
 
 def framework_requirements(variant: Variant) -> tuple[str, ...]:
-    """What the variant's framework needs: ``torch==X.Y.*`` (per-torch), ``torch>=X.Y``
-    (stable-ABI), ``torch`` (noarch); for tvm-ffi no torch at all but apache-tvm-ffi of the
-    series the name promises (``>=0.1,<0.2``: which 0.1 release the Hub build used is not
-    recorded) and what recipes/tvm-ffi.toml says a build of that flavour needs at run time
-    (the CUDA runtime)."""
+    """What the variant's framework needs (docs/to-wheel.md's table): for tvm-ffi no torch but
+    apache-tvm-ffi of the series the name promises (which release the Hub build used is not
+    recorded) and the run-time needs recipes/tvm-ffi.toml lists for its flavour."""
     if variant.tvm_ffi is None:
         return (variant.torch_requirement(),)
     series = variant.tvm_ffi
@@ -104,8 +100,7 @@ def _base_version(resolution: Resolution, metadata: KernelMetadata | None, notes
 
 def _project_urls(metadata: KernelMetadata | None, notes: list[str]) -> tuple[tuple[str, str], ...]:
     """metadata.json's upstream and source as Project-URLs: http(s) URLs only (an installer or
-    an index page shows them as links: a ``javascript:`` or ``file:`` one is left out, with a
-    note)."""
+    an index page shows them as links), each other one left out with a note."""
     if metadata is None:
         return ()
     pairs = (("Upstream", metadata.upstream), ("Source", metadata.source))
@@ -157,8 +152,8 @@ def prepare_wheel(
     style: LocalVersionStyle = LocalVersionStyle.DOTTED,
     name: str | None = None,
 ) -> PreparedWheel:
-    """Read, verify and lay out one variant. Integrity errors propagate as HubError from
-    :func:`verify`; layout problems raise :class:`Unconvertible`."""
+    """Read, verify and lay out one variant: integrity errors propagate as HubError from
+    :func:`verify`, layout problems raise :class:`Unconvertible`."""
     folder = f"{where}: {BUILD_DIR}/{variant.name}"
     for file in files:
         try:

@@ -87,10 +87,7 @@ def kernel_metadata(
         backend=backend,
         archs=tuple(c.target for c in capabilities),
         digest=digest or (Digest.of(files) if files is not None else None),
-        provenance=Provenance(
-            builder_version=f"kernelwheel {__version__}",
-            kernel=git,
-        ),
+        provenance=Provenance(f"kernelwheel {__version__}", kernel=git),
     )
     # The lowest kernels release that loads this (data/kernels_minver.toml; docs/versions.md).
     minver, _ = kernels_minver(variant, meta)

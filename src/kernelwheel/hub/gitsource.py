@@ -162,10 +162,8 @@ class GitSource:
     # -- tree ---------------------------------------------------------------------------------
 
     def _ls(self, commit: str, path: str, *, recursive: bool) -> list[_Entry]:
-        args = ["ls-tree", "-z", "--full-tree"]
-        if recursive:
-            args.append("-r")
-        return _parse_ls_tree(self._git(*args, commit, "--", path))
+        flags = ("-r",) if recursive else ()
+        return _parse_ls_tree(self._git("ls-tree", "-z", "--full-tree", *flags, commit, "--", path))
 
     def list_build(self, commit: str) -> Sequence[RepoFile]:
         entries = self._ls(commit, BUILD_DIR + "/", recursive=True)

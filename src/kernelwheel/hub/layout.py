@@ -52,8 +52,7 @@ def plan(
     repo_name: str,
     where: str,
 ) -> VariantPlan:
-    """Plan one variant. ``paths`` are relative to ``build/<variant>/``; ``where`` names the
-    variant folder in errors."""
+    """Plan one variant: ``paths`` are relative to ``build/<variant>/``."""
     folder = _Folder(variant, paths, metadata, repo_name, where)
     return _plan_flat(folder) if INIT in paths else _plan_nested(folder)
 
@@ -95,9 +94,8 @@ _EXTENSION = re.compile(r"^_([A-Za-z][A-Za-z0-9_]*?)_[0-9a-f]{7,}\.(?:abi3\.so|s
 
 
 def content_name(paths: Sequence[str]) -> str | None:
-    """The package name a flat variant folder's own files give, when they agree on one: the
-    compatibility shim folder (``<name>/__init__.py``) and the ops namespace of the compiled
-    extension (``_<name>_<id>.abi3.so``). None when they give none or disagree."""
+    """The package name a flat variant folder's own files agree on: the compatibility shim
+    folder (``<name>/__init__.py``) and the extension's ops namespace (``_<name>_<id>.abi3.so``)."""
     found: set[str] = set()
     shims = {p.split("/")[0] for p in paths if p.count("/") == 1 and p.endswith("/" + INIT)}
     found |= {s for s in shims if is_package_name(s)}

@@ -314,15 +314,10 @@ def upload(
         for path in sorted(remote)
         if path.startswith(tuple(uploaded)) and path not in layout.files
     ]
-    kept = sorted(
-        {
-            p.split("/")[1]
-            for p in remote
-            if p.startswith(BUILD_DIR + "/")
-            and p.count("/") >= 2
-            and p.split("/")[1] not in layout.variants
-        }
-    )
+    on_branch = {
+        p.split("/")[1] for p in remote if p.startswith(BUILD_DIR + "/") and p.count("/") >= 2
+    }
+    kept = sorted(on_branch - set(layout.variants))
     result = UploadResult(
         repo=req.repo,
         where=hub.where,
