@@ -36,19 +36,11 @@ class Dependency:
     declared_in: str  # 'tool.kernels.dependencies."drbh/img2gray"', for messages
     origin: str = PYPROJECT  # the file that declares it (download reads kernelwheel.lock)
 
-    def describe(self) -> str:
-        via = f" from the git clone {self.path}" if self.path else ""
-        return f"{self.repo} {self.requested!r}{via}"
-
 
 @dataclass(frozen=True)
 class Declarations:
     pyproject: Path
     dependencies: tuple[Dependency, ...]  # sorted by repo id
-
-    @property
-    def project_dir(self) -> Path:
-        return self.pyproject.parent
 
 
 def read_dependencies(project_dir: Path) -> Declarations:

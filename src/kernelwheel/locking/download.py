@@ -16,15 +16,14 @@ from pathlib import Path
 from .. import __version__
 from .._util import RUNNER, Runner, output_dir, publish, sha256_file, staging_dir
 from ..compat import rules as compat
-from ..errors import HubError, ProjectError, UsageError, VariantError
+from ..errors import HubError, ProjectError, UsageError
 from ..hub import RepoFile, RepoSource, ToWheelRequest, VersionRequest, to_wheels
 from ..hub.towheel import AbiCheck, default_abi_check
 from ..log import Reporter, SilentReporter
-from ..model.variant import Variant
 from ..plan.selector import Selector
 from ..wheels import source_date_epoch
 from .declared import PYPROJECT, Dependency, read_dependencies
-from .fortorch import choose_for_torch, parse_torch
+from .fortorch import choose_for_torch, parse_torch, parse_variant
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
 from .pinned import PinnedSource, ref_kind
 from .pylock import (
@@ -359,7 +358,7 @@ def _for_torch(
 def _torch_hint(passed: Sequence[tuple[LockedVariant, str]], torch: compat.Torch) -> str:
     floors = [
         v.torch
-        for v in (_variant(p.name) for p, _ in passed)
+        for v in (parse_variant(p.name) for p, _ in passed)
         if v is not None and v.stable_abi and v.torch is not None
     ]
     lowest = min(floors, key=lambda t: (t.major, t.minor), default=None)
@@ -369,13 +368,6 @@ def _torch_hint(passed: Sequence[tuple[LockedVariant, str]], torch: compat.Torch
             "or lock a release of the kernel that has a build for this torch"
         )
     return "lock a release of the kernel that has a build for this torch, or name another --torch"
-
-
-def _variant(name: str) -> Variant | None:
-    try:
-        return Variant.parse(name)
-    except VariantError:
-        return None
 
 
 def _check_outputs(req: DownloadRequest) -> None:

@@ -17,7 +17,7 @@ from ..errors import UsageError, VariantError
 from ..model.variant import Variant
 from .lockfile import LockedVariant
 
-__all__ = ["TorchChoice", "choose_for_torch", "parse_torch"]
+__all__ = ["TorchChoice", "choose_for_torch", "parse_torch", "parse_variant"]
 
 _TORCH = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?(?:[a-z]+\d*)?\+([a-z0-9.]+)")
 _FLAVOURS = "+cpu, +cu130 (CUDA 13.0), +rocm6.3 or +xpu"
@@ -59,20 +59,24 @@ class _Judged:
     preference: tuple[int, int, int]
 
 
-def _platform(name: str) -> tuple[str, str] | None:
+def parse_variant(name: str) -> Variant | None:
+    """The variant a locked variant's name spells; None when it spells none."""
     try:
-        variant = Variant.parse(name)
+        return Variant.parse(name)
     except VariantError:
         return None
-    if variant.arch is None or variant.os is None:
+
+
+def _platform(name: str) -> tuple[str, str] | None:
+    variant = parse_variant(name)
+    if variant is None or variant.arch is None or variant.os is None:
         return None
     return variant.arch.value, variant.os.value
 
 
 def _judge(locked: LockedVariant, torch: compat.Torch) -> tuple[_Judged | None, str | None]:
-    try:
-        variant = Variant.parse(locked.name)
-    except VariantError:
+    variant = parse_variant(locked.name)
+    if variant is None:
         return None, "its name is no kernel variant"
     build = build_of(variant)
     found = compat.problems(build, torch)

@@ -51,9 +51,6 @@ class LockedKernel:
     allow_abi_violations: bool = False
     skipped: tuple[str, ...] = ()  # variant folders at the commit that did not convert
 
-    def variant(self, name: str) -> LockedVariant | None:
-        return next((v for v in self.variants if v.name == name), None)
-
 
 @dataclass(frozen=True)
 class LockFile:

@@ -251,10 +251,9 @@ def lock_project(
         changed = path.read_text(encoding="utf-8") != text
     except FileNotFoundError:
         changed = True
-    written = False
-    if changed and not req.check:
+    written = changed and not req.check
+    if written:
         atomic_write(path, text)
-        written = True
     return LockResult(path, lock, changed, written, tuple(outcomes), tuple(notes))
 
 
