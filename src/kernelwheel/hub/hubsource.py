@@ -54,10 +54,8 @@ _REPO_ID_MAX = 96  # huggingface_hub's validate_repo_id: the whole id
 
 
 def repo_id_problem(text: str) -> str | None:
-    """Why ``text`` is no Hub repo id huggingface_hub would send, None when it is one:
-    ``org/name`` of ASCII letters, digits, ``-``, ``_`` and ``.``, each part beginning with a
-    letter or digit and not ending with ``-`` or ``.``, no ``--`` or ``..``, not ending with
-    ``.git``, at most 96 characters."""
+    """Why ``text`` is no Hub repo id huggingface_hub would send (its ``validate_repo_id``'s
+    rules), None when it is one."""
     if _REPO_ID.fullmatch(text) is None:
         return "is not org/name of ASCII letters, digits, '-', '_' and '.'"
     if len(text) > _REPO_ID_MAX:
@@ -72,10 +70,8 @@ def repo_id_problem(text: str) -> str | None:
 
 
 def checked_endpoint(value: str | None, where: str = "HF_ENDPOINT") -> str:
-    """The Hub's address from ``where`` (default https://huggingface.co when unset), without
-    a trailing slash: an http(s) URL with an ASCII host and a port in 1-65535, else a
-    :class:`UsageError` naming ``where`` and the value (huggingface_hub would fail deep inside
-    the first request)."""
+    """The Hub's address from ``where`` (default https://huggingface.co), without a trailing
+    slash, checked now: huggingface_hub would fail deep inside the first request."""
     text = (value or "").strip()
     if not text:
         return _DEFAULT_ENDPOINT

@@ -98,10 +98,8 @@ class UploadBounds:
 def upload_bounds(
     timeout: str | None = None, tries: str | None = None, environ: Mapping[str, str] | None = None
 ) -> UploadBounds:
-    """The bounds of an upload: ``--timeout`` (``timeout``), else KERNELWHEEL_UPLOAD_TIMEOUT,
-    else huggingface_hub's HF_HUB_DOWNLOAD_TIMEOUT, else 120 s; ``--tries`` (``tries``), else
-    KERNELWHEEL_UPLOAD_TRIES, else 3. A value that is no positive number is a UsageError
-    naming where it was given."""
+    """The bounds of an upload: each flag, else its variable, else the default
+    (docs/options.md); a value that is no positive number is a UsageError naming where."""
     env = os.environ if environ is None else environ
     wait = _first_set(timeout, "--timeout", TIMEOUT_VARIABLE, env, seconds) or hub_timeout(env)
     times = _first_set(

@@ -392,13 +392,9 @@ def _write_tree(
 
 
 def build_index(wheelhouse: Path, output: Path, *, wheel_variants: bool = False) -> IndexResult:
-    """Write the index of every wheel in ``wheelhouse`` to ``output``. Only what an earlier
-    index wrote there is replaced (its manifest); the user's own files are kept, and a file of
-    theirs in the way, or a wheelhouse inside ``output``, is refused before anything is written.
-    Every wheel passes the record rule first (:func:`~kernelwheel.wheels.reader.verify_wheel`).
-    ``wheel_variants``: also ``torch<X.Y>/variants/``, the CUDA builds as PEP 825 variant
-    wheels, and ``variants/``, the per-torch CUDA and CPU builds of every torch series as
-    torch-dimension variants (:mod:`kernelwheel.wheels.variants`)."""
+    """Write the index of every wheel in ``wheelhouse`` to ``output`` (docs/to-wheel.md, "The
+    index"; ``wheel_variants``: docs/install.md, "Wheel variants"), every wheel through the
+    record rule first. Only what an earlier index wrote there is replaced (:mod:`.site`)."""
     output = output.absolute()
     if wheelhouse.is_dir():
         refuse_input_inside(wheelhouse, output, what="wheelhouse")

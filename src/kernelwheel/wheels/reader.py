@@ -218,11 +218,9 @@ def _dist_info_problems(names: list[str], rebuild: str) -> list[IntegrityProblem
 
 
 def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
-    """What pip's installer relies on, checked: one ``*.dist-info`` folder with METADATA and
-    WHEEL, one ``*.dist-info/RECORD`` read as CSV, every file listed once with its hash and size
-    and matching it, nothing listed that is missing, no duplicate, escaping (``../``, absolute)
-    or symlink entries, no zip bomb. Members are hashed streamed; a member over the
-    compression-ratio cap is refused unread. Empty when the wheel is sound."""
+    """The record rule: what pip's installer relies on but does not check (one ``.dist-info``
+    with METADATA, WHEEL and a RECORD every file matches; no duplicate, escaping or symlink
+    entries; no zip bomb, refused unread). Empty when the wheel is sound."""
     rebuild = "rebuild or re-convert the wheel; do not edit wheels by hand"
     out: list[IntegrityProblem] = []
 
@@ -353,14 +351,9 @@ class _Members(Protocol):
 
 
 def wheel_rule_problems(filename: str, wheel: _Members) -> list[IntegrityProblem]:
-    """The wheel rule: a kernel wheel installs its own package and nothing else. Every member
-    lies under one of its own top-level names (``<name>/``, ``<name>.py``, auditwheel's
-    ``<name>.libs/``) or in its own ``.dist-info``/``.data`` folder. Its own names: the file
-    name's distribution (compared normalised) and what ``.dist-info/top_level.txt`` declares
-    (no reserved module among them). No ``.pth`` file, no ``sitecustomize``/``usercustomize``,
-    nothing under ``.data/scripts``, ``headers`` or ``data``; METADATA's Name and Version are
-    the file name's; a kernel's local label (``+torch2.14.cu130``) agrees with its
-    ``Requires-Dist: torch``. Empty when it holds."""
+    """The wheel rule: a kernel wheel installs its own package and nothing else, and its
+    METADATA and torch requirement agree with its file name (docs/hardening.md, issue 38,
+    family 1). Empty when it holds."""
     try:
         dist, version, _build, _tags, _label = parse_wheel_name(filename)
     except InvalidWheelFilename as exc:

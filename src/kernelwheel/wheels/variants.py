@@ -114,10 +114,8 @@ def write_variant_wheel(
     source: Path, out_dir: Path, backend: Backend, torch: TorchVersion | None = None
 ) -> VariantBuild:
     """The variant wheel of the kernel wheel ``source`` (already through the record rule) in
-    ``out_dir``: the public version, the flavour token as label, ``variant.json`` added; every
-    other member copied streamed as it is. Written beside its final place, then renamed.
-    ``torch``: a torch-dimension variant (label ``torch214_cu130``, ``abi_dependency``
-    properties); a CPU build is then a variant too."""
+    ``out_dir``: the public version, the label, ``variant.json`` added, every other member
+    copied as it is. ``torch``: a torch-dimension variant, where a CPU build is one too."""
     label = backend.token if torch is None else torch_label(torch, backend)
     name_part, version_text = source.name.split("-")[:2]
     new_version = Version(version_text).public

@@ -333,13 +333,10 @@ def rewrite_wheel(
     add: Mapping[str, bytes] | None = None,
     dist_info: str | None = None,
 ) -> Path:
-    """Copy the wheel ``source`` to ``target`` (written beside it, then renamed) member by
-    member, each streamed with its entry's time, mode and compression; with the ``.dist-info``
-    folder renamed to ``dist_info``, the members named in ``replace`` (by their new names) given
-    those bytes, and the ``add`` members (new names, mode 0644) written before RECORD, which
-    comes last: new rows for what changed, the source's rows for the rest. The one way a
-    finished wheel is changed (a repaired wheel's tag, a variant wheel's version and
-    ``variant.json``); :func:`write_wheel` is the one way one is made."""
+    """Copy the wheel ``source`` to ``target`` member by member, streamed with each entry's
+    time, mode and compression: the ``.dist-info`` folder renamed to ``dist_info``, ``replace``
+    members (by their new names) given those bytes, ``add`` members written before RECORD. The
+    one way a finished wheel is changed; :func:`write_wheel` is the one way one is made."""
     replace, add = dict(replace or {}), dict(add or {})
     with zipfile.ZipFile(source) as zin:
         names = zin.namelist()
