@@ -129,6 +129,7 @@ class HubSettings:
         cache: str | None = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
         if not cache and env.get("HF_HOME"):
             cache = os.path.join(env["HF_HOME"], "hub")
+        backoff = env.get(BACKOFF_VARIABLE)
         return cls(
             endpoint=checked_endpoint(env.get("HF_ENDPOINT")),
             token=checked_token(
@@ -138,7 +139,7 @@ class HubSettings:
             cache_dir=Path(os.path.expandvars(os.path.expanduser(cache))) if cache else None,
             offline=(env.get("HF_HUB_OFFLINE") or "").upper() in _TRUE,
             timeout=hub_timeout(env) or 10.0,
-            backoff=_backoff(env.get(BACKOFF_VARIABLE)),
+            backoff=seconds(backoff, BACKOFF_VARIABLE, zero=True, most=300) if backoff else 1.0,
         )
 
 
@@ -232,12 +233,6 @@ def _given(where: str, text: str) -> str:
     return f"{where} {text!r}" if where.startswith("--") else f"{where}={text!r}"
 
 
-def _backoff(text: str | None) -> float:
-    """The first pause between a Hub call's tries (the second is twice it): 1 s, or the
-    variable's seconds, 0 to 300."""
-    return seconds(text, BACKOFF_VARIABLE, zero=True, most=300) if text else 1.0
-
-
 _TRIES = 3  # a call that times out or cannot connect is tried this often (HubSettings.pause)
 # Server answers worth another try (the Hub busy, restarting or rate limiting), for calls that
 # may be repeated: reads, and writes that are no-ops the second time.
@@ -283,13 +278,6 @@ class _Quiet:
             return None
 
         return ignore
-
-
-class _Missing:
-    """No kernel-type repo of that id (the model-type one is tried next)."""
-
-
-_MISSING = _Missing()
 
 
 class HubSource:
@@ -343,23 +331,23 @@ class HubSource:
         if self._type_settled:
             return self._call(what, lambda: fn(self.repo_type))
 
-        def as_type(kind: str) -> Callable[[], T | _Missing]:
-            def call() -> T | _Missing:
+        def as_type(kind: str) -> Callable[[], T | None]:
+            def call() -> T | None:  # None: no repo of that type and id
                 try:
                     return fn(kind)
                 except hf.GatedRepoError:
                     raise  # found, but gated: _call says so
                 except hf.RepositoryNotFoundError:
-                    return _MISSING
+                    return None
 
             return call
 
         first = self._call(what, as_type(KERNEL_REPO))
-        if not isinstance(first, _Missing):
+        if first is not None:
             self._type_settled = True
             return first
         second = self._call(what, as_type(MODEL_REPO))
-        if isinstance(second, _Missing):
+        if second is None:
             raise HubError(
                 f"{self.where}: {what}: repository not found (or private), neither as a kernel "
                 "repo nor as a model repo",

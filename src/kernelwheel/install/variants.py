@@ -117,14 +117,8 @@ def _entry(verdict: Verdict, sel: Selection, names: dict[str, str]) -> Entry:
         status, reason = Status.COMPATIBLE, why_not_chosen(verdict, sel.chosen)
     else:
         status, reason = Status.REJECTED, verdict.reason
-    return Entry(
-        names.get(filename) or _variant_name(filename),
-        filename,
-        verdict.candidate.location,
-        str(verdict.version),
-        status,
-        reason,
-    )
+    name = names.get(filename) or _variant_name(filename)
+    return Entry(name, filename, verdict.candidate.location, str(verdict.version), status, reason)
 
 
 def _variant_name(filename: str) -> str:
