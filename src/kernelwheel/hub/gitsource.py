@@ -108,8 +108,6 @@ class GitSource:
     def where(self) -> str:
         return f"git clone {self.path}"
 
-    # -- refs ---------------------------------------------------------------------------------
-
     def _git(self, *args: str) -> bytes:
         """``git -C <clone> args``' output, through this source's runner."""
         return _run_git(self.runner, self.path, *args)
@@ -158,8 +156,6 @@ class GitSource:
                 hint=f"list them with 'git -C {self.path} tag' and 'git -C {self.path} branch -a'",
             ) from None
         return RefKind.COMMIT, commit.decode().strip()
-
-    # -- tree ---------------------------------------------------------------------------------
 
     def _ls(self, commit: str, path: str, *, recursive: bool) -> list[_Entry]:
         flags = ("-r",) if recursive else ()
@@ -217,8 +213,6 @@ class GitSource:
                 hint="fix or remove the dangling symlink",
             )
         return self._expand(commit, match[0], shown_as, hops=hops + 1)
-
-    # -- blobs ----------------------------------------------------------------------------------
 
     @contextmanager
     def fetch(self, commit: str, files: Sequence[RepoFile]) -> Iterator[FileReader]:

@@ -320,8 +320,6 @@ class HubSource:
         kind = ", model-type repo" if self.repo_type == MODEL_REPO else ""
         return f"Hub repo {self.repo_id} ({self.settings.endpoint}{offline}{kind})"
 
-    # -- repo type ------------------------------------------------------------------------------
-
     def _typed(self, what: str, fn: Callable[[str], T]) -> T:
         """``fn(repo_type)`` through :meth:`_call`: the kernel-type repo until one type has
         answered; when the kernel repo is not found, the model-type one, and the reporter is
@@ -366,14 +364,10 @@ class HubSource:
         if self.reporter is not None:
             self.reporter.info(self.name, message)
 
-    # -- error mapping --------------------------------------------------------------------------
-
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         return call_hub(
             self.where, what, fn, pause=self.settings.pause, timeout=self.settings.timeout
         )
-
-    # -- refs -----------------------------------------------------------------------------------
 
     def refs(self) -> Sequence[Ref]:
         if self.settings.offline:
@@ -453,8 +447,6 @@ class HubSource:
                 hint="run once without HF_HUB_OFFLINE, or pass a cached commit hash",
             )
         return RefKind.COMMIT, self.pin(revision, revision)
-
-    # -- files ----------------------------------------------------------------------------------
 
     def list_build(self, commit: str) -> Sequence[RepoFile]:
         if self.settings.offline:

@@ -44,13 +44,11 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-# How often each call is tried, the commit included (see the module's docstring), by default:
-# --tries / KERNELWHEEL_UPLOAD_TRIES set it, from 1 to _MOST_TRIES.
+# By default (upload_bounds: the flags and variables that set them), how often each call is
+# tried, the commit included, and the HTTP client's bound on each connect, read and write (not
+# on the whole call: a commit's answer can take the Hub many seconds).
 _TRIES = 3
 _MOST_TRIES = 20
-# The HTTP client's bound on each connect, read and write of an upload (not on the whole call),
-# by default: a commit's answer can take the Hub many seconds. --timeout,
-# KERNELWHEEL_UPLOAD_TIMEOUT, else huggingface_hub's HF_HUB_DOWNLOAD_TIMEOUT set it.
 _UPLOAD_TIMEOUT = 120.0
 TIMEOUT_VARIABLE = "KERNELWHEEL_UPLOAD_TIMEOUT"
 TRIES_VARIABLE = "KERNELWHEEL_UPLOAD_TRIES"

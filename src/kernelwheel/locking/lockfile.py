@@ -61,8 +61,6 @@ class LockFile:
     def kernel(self, repo: str) -> LockedKernel | None:
         return next((k for k in self.kernels if k.repo == repo), None)
 
-    # -- writing --------------------------------------------------------------------------------
-
     def dumps(self) -> str:
         lines = [
             HEADER,
@@ -96,8 +94,6 @@ class LockFile:
                 ]
                 lines += [f"{toml.key(p)} = {toml.value(h)}" for p, h in sorted(v.files)]
         return "\n".join(lines) + "\n"
-
-    # -- reading --------------------------------------------------------------------------------
 
     @classmethod
     def load(cls, path: Path) -> LockFile:

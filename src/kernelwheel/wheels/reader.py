@@ -336,8 +336,6 @@ def _verify(path: Path, judge: Callable[[zipfile.ZipFile], list[IntegrityProblem
         )
 
 
-# -- the wheel rule ----------------------------------------------------------------------------
-
 # What a wheel's `.data/<scheme>/` installs where: only the two site-packages schemes are a
 # kernel's; scripts, headers and data land outside it (bin/, include/, the prefix).
 _SITE_SCHEMES = ("purelib", "platlib")
