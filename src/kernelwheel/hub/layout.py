@@ -36,8 +36,8 @@ class VariantPlan:
     @property
     def signature_path(self) -> str | None:
         """metadata.json's detached signature, when the folder has one."""
-        kept = {path for path, _ in self.left_out}
-        return METADATA_SIGSTORE if METADATA_SIGSTORE in kept else None
+        kept = any(path == METADATA_SIGSTORE for path, _ in self.left_out)
+        return METADATA_SIGSTORE if kept else None
 
 
 def _bytecode(path: str) -> bool:

@@ -154,8 +154,7 @@ def target_python(given: str | None = None) -> Path:
 
 
 def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
-    """Install ``request``'s kernels into its interpreter (pip and the probe through
-    ``runner``)."""
+    """Install ``request``'s kernels into its interpreter (pip and the probe through ``runner``)."""
     if not request.requirements:
         raise UsageError("no package given", hint="e.g. kernelwheel install img2gray -f wheelhouse")
     if not request.sources.find_links and not request.sources.indexes:
@@ -208,8 +207,7 @@ def _commands(
     for force, actions in ((True, ("reinstall",)), (False, ("install", "replace"))):
         pins = [p.pin for p in picks if p.action in actions]
         if pins:
-            cmd = pip_command(target, pins, request.sources, force=force)
-            commands.append(tuple(cmd))
+            commands.append(tuple(pip_command(target, pins, request.sources, force=force)))
     return tuple(commands)
 
 

@@ -178,13 +178,10 @@ def _hrefs(text: str) -> list[str]:
 
 
 def _unique(found: list[Candidate]) -> list[Candidate]:
-    seen: set[str] = set()
-    unique = []
+    first: dict[str, Candidate] = {}
     for candidate in found:  # one wheel file name is one build: the first listing wins
-        if candidate.filename not in seen:
-            seen.add(candidate.filename)
-            unique.append(candidate)
-    return unique
+        first.setdefault(candidate.filename, candidate)
+    return list(first.values())
 
 
 def _project(filename: str) -> str:
