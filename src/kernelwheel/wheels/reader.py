@@ -392,33 +392,23 @@ def _own_names(
         declared = wheel.read(member).decode("utf-8").split()
     except (UnicodeDecodeError, *_UNREADABLE):
         declared = []
+    rebuild = "a kernel wheel installs only its own package: rebuild it from its project"
     for top in declared:
         name = canonicalize_name(top)
         if name in own:
             continue
-        reserved = shadowing(None, top)
-        if reserved is not None:
-            out.append(
-                _wheel_problem(
-                    member,
-                    f"declares the top-level package {top!r}, which would replace {reserved}",
-                    "a kernel wheel installs only its own package: rebuild it from its project",
-                )
+        if (reserved := shadowing(None, top)) is not None:
+            why, fix = f"which would replace {reserved}", rebuild
+        elif name_warning(top, top) is not None:
+            why = (
+                "the import name of a well-known PyPI distribution other than this wheel's: "
+                "installing it would write over that distribution's files"
             )
+            fix = rebuild + " (to-wheel --name names the distribution, not another one's package)"
+        else:
+            own.add(name)
             continue
-        if name_warning(top, top) is not None:
-            out.append(
-                _wheel_problem(
-                    member,
-                    f"declares the top-level package {top!r}, the import name of a well-known "
-                    "PyPI distribution other than this wheel's: installing it would write over "
-                    "that distribution's files",
-                    "a kernel wheel installs only its own package: rebuild it from its project "
-                    "(to-wheel --name names the distribution, not another one's package)",
-                )
-            )
-            continue
-        own.add(name)
+        out.append(_wheel_problem(member, f"declares the top-level package {top!r}, {why}", fix))
     return frozenset(own), out
 
 
