@@ -449,10 +449,7 @@ class HubSource:
         return RefKind.COMMIT, self.pin(revision, revision)
 
     def list_build(self, commit: str) -> Sequence[RepoFile]:
-        if self.settings.offline:
-            files = self._cached_listing(commit)
-        else:
-            files = self._listing(commit)
+        files = self._cached_listing(commit) if self.settings.offline else self._listing(commit)
         if not files:
             raise HubError(
                 f"{self.where} has no build/ folder (or it is empty) at commit {commit}",
