@@ -304,9 +304,8 @@ def download(
                 reporter=reporter,
                 abi_check=abi_check,
             )
-        requirements = requirements_txt(wheels)
+        (staging / REQUIREMENTS).write_text(requirements_txt(wheels), encoding="utf-8")
         pylock, note = pylock_toml(wheels)
-        (staging / REQUIREMENTS).write_text(requirements, encoding="utf-8")
         if pylock is not None:
             (staging / PYLOCK).write_text(pylock, encoding="utf-8")
         # Everything is verified: move it in (unless the user put a file of theirs meanwhile).

@@ -26,15 +26,11 @@ def ref_kind(request: VersionRequest) -> RefKind:
 @dataclass(frozen=True)
 class PinnedSource:
     inner: RepoSource
-    repo_name: str  # the name the wheels are derived from (the Hub repo id's second part)
+    name: str  # the name the wheels are derived from (the Hub repo id's second part)
     ref: str
     kind: RefKind
     commit: str
     hook: FileHook
-
-    @property
-    def name(self) -> str:
-        return self.repo_name
 
     @property
     def where(self) -> str:
