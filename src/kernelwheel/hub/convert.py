@@ -194,8 +194,7 @@ def prepare_wheel(
     contents = {arc: data for arc, (data, _) in read.items()}
     if metadata is not None and metadata.digest is not None:
         for inner, arc in layout.files:
-            problem = metadata.digest.problem(inner, contents[arc])
-            if problem is not None:
+            if (problem := metadata.digest.problem(inner, contents[arc])) is not None:
                 raise Unconvertible(
                     f"{folder}: {problem}: the folder does not hold the files the kernel was "
                     "built with"

@@ -75,8 +75,7 @@ def checked_endpoint(value: str | None, where: str = "HF_ENDPOINT") -> str:
     text = (value or "").strip()
     if not text:
         return _DEFAULT_ENDPOINT
-    problem = _endpoint_problem(text)
-    if problem is not None:
+    if (problem := _endpoint_problem(text)) is not None:
         raise UsageError(
             f"{where}={text!r} {problem}",
             hint=f"set {where} to the Hub's address, e.g. https://huggingface.co or "
@@ -290,8 +289,7 @@ class HubSource:
         settings: HubSettings | None = None,
         reporter: Reporter | None = None,
     ) -> None:
-        problem = repo_id_problem(repo_id)
-        if problem is not None:
+        if (problem := repo_id_problem(repo_id)) is not None:
             raise HubError(
                 f"{repo_id!r} is neither a local folder nor a Hub repo id: it {problem}",
                 hint="pass org/name (e.g. drbh/img2gray) or the path of a git clone",

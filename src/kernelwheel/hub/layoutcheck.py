@@ -226,8 +226,7 @@ class _VariantFolder:
             if digest is not None:
                 hashes[rel] = digest
         if self.meta.digest is not None:
-            problems = self.meta.digest.mismatches(hashes)
-            if problems:
+            if problems := self.meta.digest.mismatches(hashes):
                 raise UsageError(
                     f"{self.root / METADATA_JSON}: the folder does not match its digest: "
                     + "; ".join(problems[:3])

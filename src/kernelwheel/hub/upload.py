@@ -263,8 +263,7 @@ def upload(
     """Plan, and unless ``req.dry_run`` make, the commit that puts the layout's variants on the
     kernel repo's branch ``v<major>``."""
     reporter = reporter or SilentReporter()
-    problem = repo_id_problem(req.repo)
-    if problem is not None:
+    if (problem := repo_id_problem(req.repo)) is not None:
         raise UsageError(
             f"--repo {req.repo!r} is not a Hub repo id: it {problem}",
             hint="pass org/name, e.g. my-org/img2gray",

@@ -88,8 +88,7 @@ def _verdict(
         shown = variant.name if variant is not None else f"+{label or 'no local version'}"
         return refuse(f"{shown} is not selected by --variant")
     build = build_of(variant)
-    problems = compat.problems(build, target.torch)
-    if problems:
+    if problems := compat.problems(build, target.torch):
         return refuse(
             f"built for {compat.describe_build(build)}: mismatch in {', '.join(problems)}"
         )

@@ -141,8 +141,7 @@ def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candid
         _check_url(index, option)
         for project in projects:
             url = f"{index.rstrip('/')}/{project}/"
-            page = _read_page(url, option, missing_ok=True)
-            if page is not None:
+            if (page := _read_page(url, option, missing_ok=True)) is not None:
                 found += _from_page(url, page)
     wanted = set(projects)
     return [c for c in _unique(found) if _project(c.filename) in wanted]

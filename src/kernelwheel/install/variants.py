@@ -80,8 +80,7 @@ def explain(
     project, or to one of their own when there is none)."""
     by_project: dict[str, list[Candidate]] = {}
     for candidate in candidates:
-        project = _project(candidate.filename)
-        if project is not None:
+        if (project := _project(candidate.filename)) is not None:
             by_project.setdefault(project, []).append(candidate)
     found = []
     for project, offered in sorted(by_project.items()):

@@ -86,8 +86,7 @@ def read_dependencies(project_dir: Path) -> Declarations:
 def _dependency(table: toml.Located, repo: str) -> Dependency:
     """The line ``repo = ...`` of ``table`` (one of the two dependencies tables)."""
     where = table.dotted(repo)
-    problem = repo_id_problem(repo)
-    if problem is not None:
+    if (problem := repo_id_problem(repo)) is not None:
         local = " For a local git clone, keep the repo id as the key and add path = '...'" + (
             f" under [{KERNELWHEEL_TABLE}]."
         )

@@ -179,8 +179,7 @@ class _Verifier:
             self.seen[file.variant].add(file.inner)
 
     def check_complete(self, variant: str) -> None:
-        missing = sorted(set(self.expected[variant]) - self.seen[variant])
-        if missing:
+        if missing := sorted(set(self.expected[variant]) - self.seen[variant]):
             raise HubError(
                 f"{self.kernel.repo} {variant}: {self.lock_path} records "
                 f"{', '.join(missing)}, but the conversion did not package it",

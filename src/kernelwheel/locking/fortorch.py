@@ -79,8 +79,7 @@ def _judge(locked: LockedVariant, torch: compat.Torch) -> tuple[_Judged | None, 
     if variant is None:
         return None, "its name is no kernel variant"
     build = build_of(variant)
-    found = compat.problems(build, torch)
-    if found:
+    if found := compat.problems(build, torch):
         return None, f"built for {compat.describe_build(build)}: mismatch in {', '.join(found)}"
     platform = _platform(locked.name)
     release = Version(parse_wheel_filename(locked.wheel)[1].public)

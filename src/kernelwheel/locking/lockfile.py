@@ -122,8 +122,7 @@ class LockFile:
             )
         kernels = [_kernel(table) for table in doc.table_array("kernel") or ()]
         repos = [k.repo for k in kernels]
-        dupes = sorted({r for r in repos if repos.count(r) > 1})
-        if dupes:
+        if dupes := sorted({r for r in repos if repos.count(r) > 1}):
             raise doc.error(f"lists {', '.join(dupes)} more than once", "kernel", _RELOCK)
         return cls(
             kernelwheel=doc.required_string("kernelwheel", _RELOCK),
@@ -174,8 +173,7 @@ def _kernel(table: toml.Located) -> LockedKernel:
     except UsageError as exc:
         raise table.error(exc.message, "requested", _RELOCK) from None
     repo = table.required_string("repo", _RELOCK)
-    problem = repo_id_problem(repo)
-    if problem is not None:
+    if (problem := repo_id_problem(repo)) is not None:
         raise table.error(f"{repo!r} is not a Hub repo id: it {problem}", "repo", _RELOCK)
     return LockedKernel(
         repo=repo,

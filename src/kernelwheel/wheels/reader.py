@@ -244,8 +244,7 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
                     "ship the file itself instead of a link",
                 )
             )
-        cause = bomb_cause(info)
-        if cause is not None:
+        if (cause := bomb_cause(info)) is not None:
             bombs[info.filename] = cause
             bad(info.filename, cause)
     total = sum(i.file_size for i in infos)
@@ -362,8 +361,7 @@ def wheel_rule_problems(filename: str, wheel: _Members) -> list[IntegrityProblem
         return []  # the record rule names this; nothing below can be judged without METADATA
     own, out = _own_names(dist, info[0], wheel)
     for name in names:
-        cause = _member_cause(name, dist, own)
-        if cause is not None:
+        if (cause := _member_cause(name, dist, own)) is not None:
             out.append(_wheel_problem(name, *cause))
     try:
         headers = parse_metadata(wheel.read(f"{info[0]}/METADATA"))

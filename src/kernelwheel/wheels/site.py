@@ -70,8 +70,7 @@ def owned_entries(output: Path) -> frozenset[str]:
             f"{manifest}: not a manifest kernelwheel can read ({exc})",
             hint="remove the files the index wrote and this manifest, then run again",
         ) from None
-    bad = [e for e in entries if not _plain_name(e)]
-    if bad:
+    if bad := [e for e in entries if not _plain_name(e)]:
         raise UsageError(
             f"{manifest}: lists {bad[0]!r}, which is no plain entry name",
             hint="the manifest was edited; remove it and the index's files, then run again",
