@@ -169,10 +169,7 @@ class GitSource:
                 hint="convert a revision that has build/<variant>/ folders (see 'git log -- "
                 "build'), or pass another VERSION/--revision",
             )
-        files: list[RepoFile] = []
-        for entry in entries:
-            files.extend(self._expand(commit, entry, entry.path, hops=0))
-        return files
+        return [f for entry in entries for f in self._expand(commit, entry, entry.path, hops=0)]
 
     def _expand(self, commit: str, entry: _Entry, shown_as: str, *, hops: int) -> list[RepoFile]:
         """Files for one tree entry seen at ``shown_as``; symlinks are followed in the repo."""

@@ -284,10 +284,7 @@ class HubSource:
     kernel) the ``model``-type repo of that id."""
 
     def __init__(
-        self,
-        repo_id: str,
-        settings: HubSettings | None = None,
-        reporter: Reporter | None = None,
+        self, repo_id: str, settings: HubSettings | None = None, reporter: Reporter | None = None
     ) -> None:
         if (problem := repo_id_problem(repo_id)) is not None:
             raise HubError(
@@ -631,11 +628,7 @@ def _call_hub_once(where: str, what: str, fn: Callable[[], T], retry_status: fro
             f"{where}: {what}: no such revision ({_first_line(exc)})",
             hint="list the repo's branches and tags on the Hub, or pass another VERSION",
         ) from exc
-    except (
-        hf.LocalEntryNotFoundError,
-        hf.CacheNotFound,
-        hf.CachedRepoTreeNotFoundError,
-    ) as exc:
+    except (hf.LocalEntryNotFoundError, hf.CacheNotFound, hf.CachedRepoTreeNotFoundError) as exc:
         raise HubError(
             f"{where}: {what}: not in the local cache ({_first_line(exc)})",
             hint="run once without HF_HUB_OFFLINE to download it, or check HF_HUB_CACHE/HF_HOME",

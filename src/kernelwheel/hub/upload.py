@@ -255,10 +255,7 @@ def _change(file: LayoutFile, remote: tuple[str | None, str | None] | None) -> C
 
 
 def upload(
-    req: UploadRequest,
-    reporter: Reporter | None = None,
-    *,
-    settings: HubSettings | None = None,
+    req: UploadRequest, reporter: Reporter | None = None, *, settings: HubSettings | None = None
 ) -> UploadResult:
     """Plan, and unless ``req.dry_run`` make, the commit that puts the layout's variants on the
     kernel repo's branch ``v<major>``."""

@@ -66,8 +66,7 @@ def own_files(rows: Iterable[Row]) -> dict[str, str]:
     """A RECORD's (a wheel's or an installed distribution's) entries of the build's own files."""
     files = {}
     for path, digest, _size in rows:
-        own = _own_path(path)
-        if own is not None and digest:
+        if (own := _own_path(path)) is not None and digest:
             files[own] = digest
     return files
 

@@ -132,11 +132,7 @@ class LockFile:
 
 
 def _relock(
-    message: str,
-    *,
-    file: Path | str | None = None,
-    key: str | None = None,
-    hint: str | None = None,
+    message: str, *, file: Path | str | None = None, key: str | None = None, hint: str | None = None
 ) -> ProjectError:
     """The lock's error factory: kernelwheel writes the file, so whatever is wrong in it, the fix
     is to lock again (``hint`` is not used)."""

@@ -152,13 +152,9 @@ def lock_kernel(
 ) -> tuple[LockedKernel, tuple[Rejected, ...]]:
     """Convert every variant of ``dep`` at the resolved commit and record the hashes."""
     recorder = _Recorder()
+    name = dep.repo.split("/", 1)[1]
     pinned = PinnedSource(
-        source,
-        dep.repo.split("/", 1)[1],
-        resolution.ref,
-        ref_kind(dep.request),
-        resolution.commit,
-        recorder,
+        source, name, resolution.ref, ref_kind(dep.request), resolution.commit, recorder
     )
     with tempfile.TemporaryDirectory(prefix="kernelwheel-lock-") as tmp:
         request = ToWheelRequest(
