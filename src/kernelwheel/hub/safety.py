@@ -12,13 +12,7 @@ from pathlib import PurePosixPath
 
 from ..errors import HubError
 
-__all__ = [
-    "Announced",
-    "LfsPointer",
-    "check_repo_path",
-    "git_blob_id",
-    "verify",
-]
+__all__ = ["Announced", "LfsPointer", "check_repo_path", "git_blob_id", "verify"]
 
 LFS_SPEC = "https://git-lfs.github.com/spec/v1"
 _LFS_MAX_POINTER = 1024

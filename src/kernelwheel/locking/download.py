@@ -104,9 +104,7 @@ def _check_fresh(lock: LockFile, lock_path: Path, project_dir: Path) -> None:
             problems.append(f"{repo} is declared with path {d.path!r} but locked with {k.path!r}")
     if problems:
         raise ProjectError(
-            f"out of date with {PYPROJECT}: " + "; ".join(problems),
-            file=lock_path,
-            hint=_RELOCK,
+            f"out of date with {PYPROJECT}: " + "; ".join(problems), file=lock_path, hint=_RELOCK
         )
 
 

@@ -37,13 +37,7 @@ from .declared import Dependency, read_dependencies
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
 from .pinned import PinnedSource, ref_kind
 
-__all__ = [
-    "KernelOutcome",
-    "LockRequest",
-    "LockResult",
-    "lock_project",
-    "open_dependency",
-]
+__all__ = ["KernelOutcome", "LockRequest", "LockResult", "lock_project", "open_dependency"]
 
 
 @dataclass(frozen=True)
