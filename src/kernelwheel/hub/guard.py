@@ -55,12 +55,7 @@ def _insert_at(source: str, name: str) -> int:
         ) from None
     line = 0
     for index, node in enumerate(tree.body):
-        docstring = (
-            index == 0
-            and isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-        )
+        docstring = index == 0 and ast.get_docstring(tree, clean=False) is not None
         future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
         if not (docstring or future):
             break
