@@ -225,14 +225,13 @@ class _VariantFolder:
             files[path.relative_to(layout).as_posix()], digest = _hash(path, algorithm)
             if digest is not None:
                 hashes[rel] = digest
-        if self.meta.digest is not None:
-            if problems := self.meta.digest.mismatches(hashes):
-                raise UsageError(
-                    f"{self.root / METADATA_JSON}: the folder does not match its digest: "
-                    + "; ".join(problems[:3])
-                    + (f" and {len(problems) - 3} more" if len(problems) > 3 else ""),
-                    hint=_REBUILD + " (kernels would refuse to load it as it is)",
-                )
+        if self.meta.digest is not None and (problems := self.meta.digest.mismatches(hashes)):
+            raise UsageError(
+                f"{self.root / METADATA_JSON}: the folder does not match its digest: "
+                + "; ".join(problems[:3])
+                + (f" and {len(problems) - 3} more" if len(problems) > 3 else ""),
+                hint=_REBUILD + " (kernels would refuse to load it as it is)",
+            )
         return files
 
     def _allowed(self, rel: str, path: Path) -> None:
