@@ -1,11 +1,5 @@
 """Project-level kernel locking: ``kernelwheel lock`` and ``kernelwheel download``
-(docs/lockfile.md).
-
-:mod:`.declared` reads what ``pyproject.toml`` declares; ``lock`` records commits and hashes in
-``kernelwheel.lock`` (:mod:`.resolve`, :mod:`.lockfile`); ``download`` makes and verifies those
-wheels again in a wheelhouse (:mod:`.download`, :mod:`.pylock`). Both run the to-wheel machinery
-(:mod:`kernelwheel.hub`) through a source pinned to the locked commit (:mod:`.pinned`).
-"""
+(docs/lockfile.md); each module's part: docs/architecture.md."""
 
 from .declared import Declarations, Dependency, read_dependencies
 from .download import DownloadRequest, DownloadResult, download
