@@ -1,16 +1,7 @@
-"""An output folder shared with its owner: ``kernelwheel index`` owns only what it wrote.
-
-A site folder often holds files of its user beside the index (``CNAME``, a landing page, a
-``.git`` of a gh-pages checkout). The index lists the top-level entries it wrote in a manifest
-(``.kernelwheel-index.json``); a later run replaces and removes only those, refuses to write over
-an entry it does not own, and leaves every other file as it is.
-
-Each entry is built in a staging folder inside the output (same file system) and moved into
-place by rename: a file is replaced in one rename, a folder by two (the old one aside, the new
-one in), so a reader sees an old or a new entry, never a half-written one. The manifest lists
-the union of old and new entries while they are swapped, so an interrupted run leaves nothing it
-wrote unowned; the next run finishes the job.
-"""
+"""An output folder shared with its owner: ``kernelwheel index`` owns only the top-level entries
+its manifest lists, each replaced by rename, so a reader never sees a half-written one and an
+interrupted run leaves nothing unowned (docs/hardening.md, "kernelwheel index and the user's
+files")."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Wheel variants (PEP 825): the CUDA builds of a kernel as variant wheels an installer picks.
-
-The builds share the public version and file name but for a variant label (the flavour token, or
-``torch214_cu130`` for a torch-dimension variant); each carries ``*.dist-info/variant.json`` with
-the NVIDIA provider's properties (CUDA bounds, ``sm_arch``) and, per torch, ``abi_dependency``
-ones (the torch series; the CUDA runtime the torch pins, which names its flavour). The index serves
-``<name>-<version>-variants.json`` beside them; pip sees no wheel at all, never a wrong one.
-docs/install.md explains each property; variantlib writes both JSON files.
-"""
+"""Wheel variants (PEP 825): the CUDA builds of a kernel as variant wheels an installer picks,
+each with its ``*.dist-info/variant.json``, and the index's ``<name>-<version>-variants.json``
+(docs/install.md, "Wheel variants", explains each property); variantlib writes both JSON files.
+pip sees no wheel at all, never a wrong one."""
 
 from __future__ import annotations
 

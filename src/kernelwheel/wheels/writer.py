@@ -3,11 +3,6 @@
 Entries are sorted, timestamps come from SOURCE_DATE_EPOCH (or a fixed 1980 default) and
 permissions are normalised, so the same inputs give byte-identical wheels. The file appears in
 the output folder only once complete (written beside it, then renamed).
-
-A licence that is a valid SPDX expression becomes ``License-Expression`` (canonical spelling,
-PEP 639); any other text (kernel repos say ``other``) stays the free-text ``License`` field.
-Licence files go to ``.dist-info/licenses/`` with one ``License-File`` each; the long
-description is the METADATA body.
 """
 
 from __future__ import annotations
