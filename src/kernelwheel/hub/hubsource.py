@@ -129,12 +129,10 @@ class HubSettings:
         if not cache and env.get("HF_HOME"):
             cache = os.path.join(env["HF_HOME"], "hub")
         backoff = env.get(BACKOFF_VARIABLE)
+        token_variable = "HF_TOKEN" if env.get("HF_TOKEN") else "HUGGING_FACE_HUB_TOKEN"
         return cls(
             endpoint=checked_endpoint(env.get("HF_ENDPOINT")),
-            token=checked_token(
-                env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN"),
-                "HF_TOKEN" if env.get("HF_TOKEN") else "HUGGING_FACE_HUB_TOKEN",
-            ),
+            token=checked_token(env.get(token_variable), token_variable),
             cache_dir=Path(os.path.expandvars(os.path.expanduser(cache))) if cache else None,
             offline=(env.get("HF_HUB_OFFLINE") or "").upper() in _TRUE,
             timeout=hub_timeout(env) or 10.0,
