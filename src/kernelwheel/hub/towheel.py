@@ -225,8 +225,7 @@ def to_wheels(
             run = _Conversion(req, src, resolution, reader, reporter, abi_check)
             outcomes = _convert_all(run, variants, by_variant, staging)
         converted: list[Converted] = []
-        outcomes = _refuse_collisions(outcomes)
-        for outcome in outcomes:
+        for outcome in _refuse_collisions(outcomes):
             if isinstance(outcome, Rejected):
                 rejected.append(outcome)
                 continue

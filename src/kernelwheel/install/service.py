@@ -110,12 +110,11 @@ def _no_match_message(target: Target, selections: tuple[Selection, ...]) -> str:
     for sel in selections:
         if sel.chosen is not None:
             lines.append(f"{sel.requirement}: {sel.chosen.candidate.filename} fits")
-            continue
-        if not sel.verdicts:
+        elif not sel.verdicts:
             lines.append(f"{sel.requirement}: no wheel of {sel.project} in the sources")
-            continue
-        lines.append(f"{sel.requirement}: no build fits; {len(sel.verdicts)} candidate(s):")
-        lines += [f"  {v.candidate.filename}: {v.reason}" for v in sel.verdicts]
+        else:
+            lines.append(f"{sel.requirement}: no build fits; {len(sel.verdicts)} candidate(s):")
+            lines += [f"  {v.candidate.filename}: {v.reason}" for v in sel.verdicts]
     return (
         f"no fitting build for this environment: {target.describe()}\n"
         + "\n".join(lines)

@@ -93,7 +93,6 @@ def _read(path: Path) -> IndexedWheel:
         raise WheelError(f"{path}: not a wheel file name ({exc})") from None
     verify_wheel(path)  # the record and wheel rules: METADATA's Name and Version among them
     metadata = read_metadata(path)
-    headers = parse_metadata(metadata)
     flavour, kind, _ = flavours_of(path.name)
     variant = variant_of_wheel(path.name) if flavour not in (None, _ANY) else None  # binary
     return IndexedWheel(
@@ -103,7 +102,7 @@ def _read(path: Path) -> IndexedWheel:
         version=version,
         sha256=sha256_file(path),
         metadata=metadata,
-        requires_python=headers.get("Requires-Python"),
+        requires_python=parse_metadata(metadata).get("Requires-Python"),
         flavour=flavour,
         kind=kind,
         variant=variant,
