@@ -40,10 +40,6 @@ class VariantPlan:
         return METADATA_SIGSTORE if kept else None
 
 
-def _bytecode(path: str) -> bool:
-    return "__pycache__" in path.split("/") or path.endswith((".pyc", ".pyo"))
-
-
 def plan(
     variant: str,
     paths: Sequence[str],
@@ -78,7 +74,7 @@ class _Folder:
                 left_out.append((path, "read into the wheel's METADATA"))
             elif path == METADATA_SIGSTORE:
                 left_out.append((path, f"signature of {METADATA_JSON}, kept beside it"))
-            elif _bytecode(path):
+            elif "__pycache__" in path.split("/") or path.endswith((".pyc", ".pyo")):
                 left_out.append((path, "compiled bytecode"))
             else:
                 archive, why = place(path)

@@ -358,8 +358,8 @@ class _Conversion:
                 wheel.unlink(missing_ok=True)
                 return outcome
             abi = outcome
-        plan = prepared.plan
-        minver = _minver(prepared)
+        plan, meta = prepared.plan, prepared.metadata
+        minver = str(meta.kernels_minver) if meta is not None and meta.kernels_minver else None
         return Converted(
             folder, wheel, plan.layout, plan.package, abi, prepared.notes, plan.left_out, minver
         )
@@ -389,11 +389,6 @@ class _Conversion:
                 raise _StepFailed(Rejected(folder, reason, AbiError.exit_code))
         except _StepFailed as failed:
             return failed.rejected
-
-
-def _minver(prepared: PreparedWheel) -> str | None:
-    meta = prepared.metadata
-    return str(meta.kernels_minver) if meta is not None and meta.kernels_minver else None
 
 
 class _StepFailed(Exception):

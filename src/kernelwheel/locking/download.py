@@ -311,12 +311,11 @@ def download(
             publish(wheel.path, req.wheelhouse / wheel.filename)
         placed = [replace(w, path=req.wheelhouse / w.filename) for w in wheels]
         publish(staging / REQUIREMENTS, req.wheelhouse / REQUIREMENTS)
-        pylock_path: Path | None = req.wheelhouse / PYLOCK
+        pylock_path = req.wheelhouse / PYLOCK if pylock is not None else None
         if pylock is not None:
             publish(staging / PYLOCK, req.wheelhouse / PYLOCK)
-        else:
-            _drop_stale_pylock(req.wheelhouse / PYLOCK)
-            pylock_path = None
+        elif written_by_kernelwheel(req.wheelhouse / PYLOCK):
+            (req.wheelhouse / PYLOCK).unlink()  # an earlier download's: it names other wheels
     return DownloadResult(
         req.wheelhouse,
         tuple(placed),
@@ -382,9 +381,3 @@ def _check_outputs(req: DownloadRequest) -> None:
                 hint=f"move {path} away, pass another --wheelhouse DIR, or pass --force to "
                 "replace it",
             )
-
-
-def _drop_stale_pylock(path: Path) -> None:
-    """A pylock.toml an earlier download wrote would name other wheels: remove it."""
-    if written_by_kernelwheel(path):
-        path.unlink()
