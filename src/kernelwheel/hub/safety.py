@@ -59,8 +59,7 @@ class LfsPointer:
 
 def git_blob_id(data: bytes) -> str:
     """The id git gives a blob holding ``data``."""
-    digest = hashlib.sha1(usedforsecurity=False)
-    digest.update(b"blob %d\0" % len(data))
+    digest = hashlib.sha1(b"blob %d\0" % len(data), usedforsecurity=False)
     digest.update(data)
     return digest.hexdigest()
 

@@ -155,13 +155,11 @@ def _match(table: toml.Located, key: str, pattern: re.Pattern[str]) -> str:
 
 
 def _kernel(table: toml.Located) -> LockedKernel:
-    variants = []
-    names: set[str] = set()
+    variants: list[LockedVariant] = []
     for item in table.table_array("variant") or ():
         variant = _variant(item)
-        if variant.name in names:
+        if any(v.name == variant.name for v in variants):
             raise item.error(f"{variant.name!r} appears twice", "name", _RELOCK)
-        names.add(variant.name)
         variants.append(variant)
     requested = table.required_string("requested", _RELOCK)
     try:
