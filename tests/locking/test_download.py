@@ -136,7 +136,7 @@ def test_tampered_lfs_object_is_refused_and_nothing_is_written(
     (world.house / "keep.txt").write_text("mine")
     img = lock.kernel("drbh/img2gray")
     assert img is not None
-    variant = img.variant(RIGHT)
+    variant = next((v for v in img.variants if v.name == RIGHT), None)
     assert variant is not None
     so_name, oid = next((p, h) for p, h in variant.files if p.endswith(".so"))
     obj = world.legacy.lfs_dir / oid[:2] / oid[2:4] / oid
@@ -159,7 +159,7 @@ def test_a_wheel_hash_the_lock_does_not_hold_is_refused(
     path = app / LOCK_NAME
     img = lock.kernel("drbh/img2gray")
     assert img is not None
-    variant = img.variant("torch-cuda")
+    variant = next((v for v in img.variants if v.name == "torch-cuda"), None)
     assert variant is not None
     path.write_text(path.read_text().replace(variant.wheel_sha256, "0" * 64))
     with pytest.raises(HubError) as info:
@@ -184,7 +184,7 @@ def test_a_hash_mismatch_with_json_prints_the_error_as_json(
     path = app / LOCK_NAME
     img = lock.kernel("drbh/img2gray")
     assert img is not None
-    variant = img.variant("torch-cuda")
+    variant = next((v for v in img.variants if v.name == "torch-cuda"), None)
     assert variant is not None
     path.write_text(path.read_text().replace(variant.wheel_sha256, "0" * 64))
     code = main(["download", str(app), "--wheelhouse", str(world.house), "--json"])

@@ -169,7 +169,7 @@ def test_tampered_hub_download_is_refused(
     lock_project(LockRequest(project))
     img = LockFile.load(project / LOCK_NAME).kernel("drbh/img2gray")
     assert img is not None
-    variant = img.variant(RIGHT)
+    variant = next((v for v in img.variants if v.name == RIGHT), None)
     assert variant is not None
     expected = dict(variant.files)["img2gray/_ops.py"]
     path = f"build/{RIGHT}/img2gray/_ops.py"

@@ -1,11 +1,5 @@
 """Hub kernel repos -> wheels (``kernelwheel to-wheel``), and builds -> Hub kernel repos
-(``build --hub-layout``: :mod:`.export`; ``kernelwheel upload``: :mod:`.upload`).
-
-A repo is a Hugging Face Hub repo id or a local git clone of one (:mod:`.source`); VERSION picks
-the revision (:mod:`.revision`); each ``build/<variant>/`` folder (:mod:`.layout`) becomes one
-verified (:mod:`.safety`), import-guarded (:mod:`.guard`), ABI-checked wheel (:mod:`.convert`,
-:mod:`.towheel`).
-"""
+(``build --hub-layout``, ``kernelwheel upload``); each module's part: docs/architecture.md."""
 
 from .gitsource import GitSource
 from .hubsource import HubSettings, HubSource, repo_id_problem

@@ -1,15 +1,5 @@
-"""One variant folder -> one wheel: read and verify its files, lay them out, describe the wheel.
-
-The wheel is ``{name}-{version}+{local}-cp39-abi3-{platform}.whl`` for torch binary variants
-(per-torch and stable-ABI), ``…-py3-none-{platform}.whl`` for tvm-ffi ones and
-``…-py3-none-any.whl`` for noarch ones, with ``Variant.local_version`` as the local part (the
-formatter ``kernelwheel build`` uses), ``Requires-Dist`` on the variant's framework
-(:func:`framework_requirements`) plus the
-``python-depends`` of metadata.json, and from metadata.json where it has them: Summary,
-License-Expression (License when it is no SPDX expression) and Project-URLs (Upstream, Source).
-A metadata.json with a digest must list every packaged file with its hash; metadata.json and
-its signature are kept unchanged in the wheel's ``.dist-info/hub/``.
-"""
+"""One variant folder -> one wheel: read and verify its files, lay them out, describe the wheel
+(docs/to-wheel.md, "What a variant becomes")."""
 
 from __future__ import annotations
 
@@ -59,10 +49,8 @@ class PreparedWheel:
 
 
 def wheel_tag(variant: Variant, manylinux: str) -> Tag:
-    """``py3-none-any`` for noarch variants; ``py3-none-<platform>`` for tvm-ffi ones (their
-    library is loaded by tvm_ffi, not imported as a CPython extension: any Python of
-    apache-tvm-ffi's range, as ``kernelwheel build`` tags them); ``cp39-abi3-<platform>`` for
-    torch builds, per-torch and stable-ABI alike."""
+    """The tag ``kernelwheel build`` gives the kind: a tvm-ffi library is loaded by tvm_ffi, not
+    imported by CPython, so it is ``py3-none-<platform>``, not abi3."""
     if variant.noarch:
         return Tag("py3", "none", "any")
     if variant.tvm_ffi is not None:
@@ -71,11 +59,9 @@ def wheel_tag(variant: Variant, manylinux: str) -> Tag:
 
 
 def framework_requirements(variant: Variant) -> tuple[str, ...]:
-    """What the variant's framework needs: ``torch==X.Y.*`` (per-torch), ``torch>=X.Y``
-    (stable-ABI), ``torch`` (noarch); for tvm-ffi no torch at all but apache-tvm-ffi of the
-    series the name promises (``>=0.1,<0.2``: which 0.1 release the Hub build used is not
-    recorded) and what recipes/tvm-ffi.toml says a build of that flavour needs at run time
-    (the CUDA runtime)."""
+    """What the variant's framework needs (docs/to-wheel.md's table): for tvm-ffi no torch but
+    apache-tvm-ffi of the series the name promises (which release the Hub build used is not
+    recorded) and the run-time needs recipes/tvm-ffi.toml lists for its flavour."""
     if variant.tvm_ffi is None:
         return (variant.torch_requirement(),)
     series = variant.tvm_ffi
@@ -114,8 +100,7 @@ def _base_version(resolution: Resolution, metadata: KernelMetadata | None, notes
 
 def _project_urls(metadata: KernelMetadata | None, notes: list[str]) -> tuple[tuple[str, str], ...]:
     """metadata.json's upstream and source as Project-URLs: http(s) URLs only (an installer or
-    an index page shows them as links: a ``javascript:`` or ``file:`` one is left out, with a
-    note)."""
+    an index page shows them as links), each other one left out with a note."""
     if metadata is None:
         return ()
     pairs = (("Upstream", metadata.upstream), ("Source", metadata.source))
@@ -167,8 +152,8 @@ def prepare_wheel(
     style: LocalVersionStyle = LocalVersionStyle.DOTTED,
     name: str | None = None,
 ) -> PreparedWheel:
-    """Read, verify and lay out one variant. Integrity errors propagate as HubError from
-    :func:`verify`; layout problems raise :class:`Unconvertible`."""
+    """Read, verify and lay out one variant: integrity errors propagate as HubError from
+    :func:`verify`, layout problems raise :class:`Unconvertible`."""
     folder = f"{where}: {BUILD_DIR}/{variant.name}"
     for file in files:
         try:
@@ -209,8 +194,7 @@ def prepare_wheel(
     contents = {arc: data for arc, (data, _) in read.items()}
     if metadata is not None and metadata.digest is not None:
         for inner, arc in layout.files:
-            problem = metadata.digest.problem(inner, contents[arc])
-            if problem is not None:
+            if (problem := metadata.digest.problem(inner, contents[arc])) is not None:
                 raise Unconvertible(
                     f"{folder}: {problem}: the folder does not hold the files the kernel was "
                     "built with"

@@ -1,14 +1,7 @@
-"""Export built variants as a Hub kernel repository tree (``build/<variant>/...``).
-
-The flat layout of current kernel-builder output: the package's files directly in
-``build/<variant>/`` beside a ``metadata.json`` in the form the ``kernels`` library reads
-(hub/metadata.py): id = the build's op namespace, name, the API major as an integer version,
-license, upstream/source, python-depends in kernel-builder's names, kernel-depends, backend, the
-digest of every file and the provenance (kernelwheel's version, the project's git commit and
-whether it was dirty), and ``kernels-minver``, the lowest ``kernels`` release that loads it
-(:mod:`.minver`). The tree is what ``kernelwheel to-wheel`` converts back into wheels, and
-what ``kernels`` loads (``get_local_kernel``, or ``LOCAL_KERNELS=org/name=<tree>``).
-"""
+"""Export built variants as a Hub kernel repository tree (``build/<variant>/...``): the flat
+layout of current kernel-builder output, beside a ``metadata.json`` in the form the ``kernels``
+library reads (docs/versions.md, "metadata.json of the Hub export"). The tree is what
+``kernelwheel to-wheel`` converts back into wheels, and what ``kernels`` loads."""
 
 from __future__ import annotations
 
@@ -94,10 +87,7 @@ def kernel_metadata(
         backend=backend,
         archs=tuple(c.target for c in capabilities),
         digest=digest or (Digest.of(files) if files is not None else None),
-        provenance=Provenance(
-            builder_version=f"kernelwheel {__version__}",
-            kernel=git,
-        ),
+        provenance=Provenance(f"kernelwheel {__version__}", kernel=git),
     )
     # The lowest kernels release that loads this (data/kernels_minver.toml; docs/versions.md).
     minver, _ = kernels_minver(variant, meta)

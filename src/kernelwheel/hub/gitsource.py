@@ -1,11 +1,6 @@
 """A kernel repo cloned with git: refs, trees and blobs read from the object store at the
-resolved commit (never from the working tree, which may be dirty or checked out elsewhere).
-
-LFS files (Hub repos store binaries with Git LFS) are read from ``<git dir>/lfs/objects`` and
-checked against the pointer's SHA-256 and size; a pointer whose object was never fetched is an
-error that says to run ``git lfs pull``. Symlinks are followed inside the repo at that commit and
-refused when they point outside it.
-"""
+resolved commit (never from the working tree, which may be dirty or checked out elsewhere). LFS
+objects come from ``<git dir>/lfs/objects``; symlinks are followed inside the repo only."""
 
 from __future__ import annotations
 
@@ -113,8 +108,6 @@ class GitSource:
     def where(self) -> str:
         return f"git clone {self.path}"
 
-    # -- refs ---------------------------------------------------------------------------------
-
     def _git(self, *args: str) -> bytes:
         """``git -C <clone> args``' output, through this source's runner."""
         return _run_git(self.runner, self.path, *args)
@@ -164,13 +157,9 @@ class GitSource:
             ) from None
         return RefKind.COMMIT, commit.decode().strip()
 
-    # -- tree ---------------------------------------------------------------------------------
-
     def _ls(self, commit: str, path: str, *, recursive: bool) -> list[_Entry]:
-        args = ["ls-tree", "-z", "--full-tree"]
-        if recursive:
-            args.append("-r")
-        return _parse_ls_tree(self._git(*args, commit, "--", path))
+        flags = ("-r",) if recursive else ()
+        return _parse_ls_tree(self._git("ls-tree", "-z", "--full-tree", *flags, commit, "--", path))
 
     def list_build(self, commit: str) -> Sequence[RepoFile]:
         entries = self._ls(commit, BUILD_DIR + "/", recursive=True)
@@ -180,10 +169,7 @@ class GitSource:
                 hint="convert a revision that has build/<variant>/ folders (see 'git log -- "
                 "build'), or pass another VERSION/--revision",
             )
-        files: list[RepoFile] = []
-        for entry in entries:
-            files.extend(self._expand(commit, entry, entry.path, hops=0))
-        return files
+        return [f for entry in entries for f in self._expand(commit, entry, entry.path, hops=0)]
 
     def _expand(self, commit: str, entry: _Entry, shown_as: str, *, hops: int) -> list[RepoFile]:
         """Files for one tree entry seen at ``shown_as``; symlinks are followed in the repo."""
@@ -224,8 +210,6 @@ class GitSource:
                 hint="fix or remove the dangling symlink",
             )
         return self._expand(commit, match[0], shown_as, hops=hops + 1)
-
-    # -- blobs ----------------------------------------------------------------------------------
 
     @contextmanager
     def fetch(self, commit: str, files: Sequence[RepoFile]) -> Iterator[FileReader]:

@@ -1,12 +1,7 @@
-"""The import guard of a converted binary wheel.
-
-Hub builds carry no check of the torch they are loaded into; a wrong variant fails deep inside
-the extension (``undefined symbol: _ZN3c10…``). Converted wheels get the guard that
-``kernelwheel build`` generates (see :mod:`kernelwheel.compat.guard`) as
-``<pkg>/_kernelwheel_guard.py``, imported by the package's ``__init__.py`` before anything loads
-the extension: a wrong torch, CUDA major or C++ ABI gives an ImportError naming the wheel to
-install instead.
-"""
+"""The import guard of a converted binary wheel (docs/to-wheel.md, "Import guard"): Hub builds
+carry no check of the torch they are loaded into, so a wrong variant would fail deep inside the
+extension (``undefined symbol: _ZN3c10…``) rather than with an ImportError naming the wheel to
+install instead."""
 
 from __future__ import annotations
 
@@ -60,12 +55,7 @@ def _insert_at(source: str, name: str) -> int:
         ) from None
     line = 0
     for index, node in enumerate(tree.body):
-        docstring = (
-            index == 0
-            and isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-        )
+        docstring = index == 0 and ast.get_docstring(tree, clean=False) is not None
         future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
         if not (docstring or future):
             break

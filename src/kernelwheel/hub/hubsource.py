@@ -1,10 +1,6 @@
-"""A kernel repo on the Hugging Face Hub, read with huggingface_hub.
-
-Every call asks for the ``kernel``-type repo; only when the Hub (or the offline cache) has none of
-that id is the ``model``-type repo tried, and once one type answered every later call uses it. Only
-``build/…`` files are downloaded, into huggingface_hub's cache; its ``HF_*`` settings are read when
-a source is made, and every file is verified before use (see :mod:`.safety`).
-"""
+"""A kernel repo on the Hugging Face Hub, read with huggingface_hub (docs/to-wheel.md, "Using
+it"): the ``kernel``-type repo, else the ``model``-type one of that id; only ``build/…`` files are
+downloaded, into huggingface_hub's cache, and every file is verified before use (:mod:`.safety`)."""
 
 from __future__ import annotations
 
@@ -58,10 +54,8 @@ _REPO_ID_MAX = 96  # huggingface_hub's validate_repo_id: the whole id
 
 
 def repo_id_problem(text: str) -> str | None:
-    """Why ``text`` is no Hub repo id huggingface_hub would send, None when it is one:
-    ``org/name`` of ASCII letters, digits, ``-``, ``_`` and ``.``, each part beginning with a
-    letter or digit and not ending with ``-`` or ``.``, no ``--`` or ``..``, not ending with
-    ``.git``, at most 96 characters."""
+    """Why ``text`` is no Hub repo id huggingface_hub would send (its ``validate_repo_id``'s
+    rules), None when it is one."""
     if _REPO_ID.fullmatch(text) is None:
         return "is not org/name of ASCII letters, digits, '-', '_' and '.'"
     if len(text) > _REPO_ID_MAX:
@@ -76,15 +70,12 @@ def repo_id_problem(text: str) -> str | None:
 
 
 def checked_endpoint(value: str | None, where: str = "HF_ENDPOINT") -> str:
-    """The Hub's address from ``where`` (default https://huggingface.co when unset), without
-    a trailing slash: an http(s) URL with an ASCII host and a port in 1-65535, else a
-    :class:`UsageError` naming ``where`` and the value (huggingface_hub would fail deep inside
-    the first request)."""
+    """The Hub's address from ``where`` (default https://huggingface.co), without a trailing
+    slash, checked now: huggingface_hub would fail deep inside the first request."""
     text = (value or "").strip()
     if not text:
         return _DEFAULT_ENDPOINT
-    problem = _endpoint_problem(text)
-    if problem is not None:
+    if (problem := _endpoint_problem(text)) is not None:
         raise UsageError(
             f"{where}={text!r} {problem}",
             hint=f"set {where} to the Hub's address, e.g. https://huggingface.co or "
@@ -137,16 +128,15 @@ class HubSettings:
         cache: str | None = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
         if not cache and env.get("HF_HOME"):
             cache = os.path.join(env["HF_HOME"], "hub")
+        backoff = env.get(BACKOFF_VARIABLE)
+        token_variable = "HF_TOKEN" if env.get("HF_TOKEN") else "HUGGING_FACE_HUB_TOKEN"
         return cls(
             endpoint=checked_endpoint(env.get("HF_ENDPOINT")),
-            token=checked_token(
-                env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN"),
-                "HF_TOKEN" if env.get("HF_TOKEN") else "HUGGING_FACE_HUB_TOKEN",
-            ),
+            token=checked_token(env.get(token_variable), token_variable),
             cache_dir=Path(os.path.expandvars(os.path.expanduser(cache))) if cache else None,
             offline=(env.get("HF_HUB_OFFLINE") or "").upper() in _TRUE,
             timeout=hub_timeout(env) or 10.0,
-            backoff=_backoff(env.get(BACKOFF_VARIABLE)),
+            backoff=seconds(backoff, BACKOFF_VARIABLE, zero=True, most=300) if backoff else 1.0,
         )
 
 
@@ -240,12 +230,6 @@ def _given(where: str, text: str) -> str:
     return f"{where} {text!r}" if where.startswith("--") else f"{where}={text!r}"
 
 
-def _backoff(text: str | None) -> float:
-    """The first pause between a Hub call's tries (the second is twice it): 1 s, or the
-    variable's seconds, 0 to 300."""
-    return seconds(text, BACKOFF_VARIABLE, zero=True, most=300) if text else 1.0
-
-
 _TRIES = 3  # a call that times out or cannot connect is tried this often (HubSettings.pause)
 # Server answers worth another try (the Hub busy, restarting or rate limiting), for calls that
 # may be repeated: reads, and writes that are no-ops the second time.
@@ -293,25 +277,14 @@ class _Quiet:
         return ignore
 
 
-class _Missing:
-    """No kernel-type repo of that id (the model-type one is tried next)."""
-
-
-_MISSING = _Missing()
-
-
 class HubSource:
     """A Hub kernel repo such as ``drbh/img2gray``: ``kernel``-type, else (not found as a
     kernel) the ``model``-type repo of that id."""
 
     def __init__(
-        self,
-        repo_id: str,
-        settings: HubSettings | None = None,
-        reporter: Reporter | None = None,
+        self, repo_id: str, settings: HubSettings | None = None, reporter: Reporter | None = None
     ) -> None:
-        problem = repo_id_problem(repo_id)
-        if problem is not None:
+        if (problem := repo_id_problem(repo_id)) is not None:
             raise HubError(
                 f"{repo_id!r} is neither a local folder nor a Hub repo id: it {problem}",
                 hint="pass org/name (e.g. drbh/img2gray) or the path of a git clone",
@@ -340,8 +313,6 @@ class HubSource:
         kind = ", model-type repo" if self.repo_type == MODEL_REPO else ""
         return f"Hub repo {self.repo_id} ({self.settings.endpoint}{offline}{kind})"
 
-    # -- repo type ------------------------------------------------------------------------------
-
     def _typed(self, what: str, fn: Callable[[str], T]) -> T:
         """``fn(repo_type)`` through :meth:`_call`: the kernel-type repo until one type has
         answered; when the kernel repo is not found, the model-type one, and the reporter is
@@ -351,23 +322,23 @@ class HubSource:
         if self._type_settled:
             return self._call(what, lambda: fn(self.repo_type))
 
-        def as_type(kind: str) -> Callable[[], T | _Missing]:
-            def call() -> T | _Missing:
+        def as_type(kind: str) -> Callable[[], T | None]:
+            def call() -> T | None:  # None: no repo of that type and id
                 try:
                     return fn(kind)
                 except hf.GatedRepoError:
                     raise  # found, but gated: _call says so
                 except hf.RepositoryNotFoundError:
-                    return _MISSING
+                    return None
 
             return call
 
         first = self._call(what, as_type(KERNEL_REPO))
-        if not isinstance(first, _Missing):
+        if first is not None:
             self._type_settled = True
             return first
         second = self._call(what, as_type(MODEL_REPO))
-        if isinstance(second, _Missing):
+        if second is None:
             raise HubError(
                 f"{self.where}: {what}: repository not found (or private), neither as a kernel "
                 "repo nor as a model repo",
@@ -386,14 +357,10 @@ class HubSource:
         if self.reporter is not None:
             self.reporter.info(self.name, message)
 
-    # -- error mapping --------------------------------------------------------------------------
-
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         return call_hub(
             self.where, what, fn, pause=self.settings.pause, timeout=self.settings.timeout
         )
-
-    # -- refs -----------------------------------------------------------------------------------
 
     def refs(self) -> Sequence[Ref]:
         if self.settings.offline:
@@ -474,13 +441,8 @@ class HubSource:
             )
         return RefKind.COMMIT, self.pin(revision, revision)
 
-    # -- files ----------------------------------------------------------------------------------
-
     def list_build(self, commit: str) -> Sequence[RepoFile]:
-        if self.settings.offline:
-            files = self._cached_listing(commit)
-        else:
-            files = self._listing(commit)
+        files = self._cached_listing(commit) if self.settings.offline else self._listing(commit)
         if not files:
             raise HubError(
                 f"{self.where} has no build/ folder (or it is empty) at commit {commit}",
@@ -664,11 +626,7 @@ def _call_hub_once(where: str, what: str, fn: Callable[[], T], retry_status: fro
             f"{where}: {what}: no such revision ({_first_line(exc)})",
             hint="list the repo's branches and tags on the Hub, or pass another VERSION",
         ) from exc
-    except (
-        hf.LocalEntryNotFoundError,
-        hf.CacheNotFound,
-        hf.CachedRepoTreeNotFoundError,
-    ) as exc:
+    except (hf.LocalEntryNotFoundError, hf.CacheNotFound, hf.CachedRepoTreeNotFoundError) as exc:
         raise HubError(
             f"{where}: {what}: not in the local cache ({_first_line(exc)})",
             hint="run once without HF_HUB_OFFLINE to download it, or check HF_HUB_CACHE/HF_HOME",

@@ -1,16 +1,6 @@
-"""How a ``build/<variant>/`` folder maps onto a wheel's package (docs/to-wheel.md, "What a
-variant becomes").
-
-- Nested (legacy): ``build/<variant>/<pkg>/__init__.py`` …: the ``<pkg>/`` folder is the package.
-- Flat (current): ``build/<variant>/__init__.py`` … plus ``metadata.json``: the variant folder
-  itself is the package, laid out as ``<pkg>/``. Its ``<pkg>/__init__.py`` compatibility shim
-  (which loads the variant folder for older ``kernels`` releases) has no meaning inside a wheel
-  and is left out.
-
-``metadata.json`` (either layout) is read into the wheel's METADATA, not packaged; it and its
-signature ``metadata.json.sigstore`` are kept as they are in the wheel's ``.dist-info/hub/``.
-Bytecode is left out. Planning works on paths only; every left-out path is recorded with its reason.
-"""
+"""How a ``build/<variant>/`` folder maps onto a wheel's package: nested (legacy) or flat
+(current) (docs/to-wheel.md, "What a variant becomes", Layouts). Planning works on paths only;
+every left-out path is recorded with its reason."""
 
 from __future__ import annotations
 
@@ -46,12 +36,8 @@ class VariantPlan:
     @property
     def signature_path(self) -> str | None:
         """metadata.json's detached signature, when the folder has one."""
-        kept = {path for path, _ in self.left_out}
-        return METADATA_SIGSTORE if METADATA_SIGSTORE in kept else None
-
-
-def _bytecode(path: str) -> bool:
-    return "__pycache__" in path.split("/") or path.endswith((".pyc", ".pyo"))
+        kept = any(path == METADATA_SIGSTORE for path, _ in self.left_out)
+        return METADATA_SIGSTORE if kept else None
 
 
 def plan(
@@ -62,8 +48,7 @@ def plan(
     repo_name: str,
     where: str,
 ) -> VariantPlan:
-    """Plan one variant. ``paths`` are relative to ``build/<variant>/``; ``where`` names the
-    variant folder in errors."""
+    """Plan one variant: ``paths`` are relative to ``build/<variant>/``."""
     folder = _Folder(variant, paths, metadata, repo_name, where)
     return _plan_flat(folder) if INIT in paths else _plan_nested(folder)
 
@@ -89,7 +74,7 @@ class _Folder:
                 left_out.append((path, "read into the wheel's METADATA"))
             elif path == METADATA_SIGSTORE:
                 left_out.append((path, f"signature of {METADATA_JSON}, kept beside it"))
-            elif _bytecode(path):
+            elif "__pycache__" in path.split("/") or path.endswith((".pyc", ".pyo")):
                 left_out.append((path, "compiled bytecode"))
             else:
                 archive, why = place(path)
@@ -105,9 +90,8 @@ _EXTENSION = re.compile(r"^_([A-Za-z][A-Za-z0-9_]*?)_[0-9a-f]{7,}\.(?:abi3\.so|s
 
 
 def content_name(paths: Sequence[str]) -> str | None:
-    """The package name a flat variant folder's own files give, when they agree on one: the
-    compatibility shim folder (``<name>/__init__.py``) and the ops namespace of the compiled
-    extension (``_<name>_<id>.abi3.so``). None when they give none or disagree."""
+    """The package name a flat variant folder's own files agree on: the compatibility shim
+    folder (``<name>/__init__.py``) and the extension's ops namespace (``_<name>_<id>.abi3.so``)."""
     found: set[str] = set()
     shims = {p.split("/")[0] for p in paths if p.count("/") == 1 and p.endswith("/" + INIT)}
     found |= {s for s in shims if is_package_name(s)}

@@ -92,10 +92,9 @@ def read_layout(folder: Path, version: int | None = None) -> Layout:
 def _lstat_is(path: Path, test: Callable[[int], bool]) -> bool:
     """Whether ``path`` itself (a link not followed) passes ``test`` (``stat.S_ISDIR``...)."""
     try:
-        mode = path.lstat().st_mode
+        return test(path.lstat().st_mode)
     except OSError:
         return False
-    return test(mode)
 
 
 def _folders(build: Path) -> set[str]:
@@ -225,15 +224,13 @@ class _VariantFolder:
             files[path.relative_to(layout).as_posix()], digest = _hash(path, algorithm)
             if digest is not None:
                 hashes[rel] = digest
-        if self.meta.digest is not None:
-            problems = self.meta.digest.mismatches(hashes)
-            if problems:
-                raise UsageError(
-                    f"{self.root / METADATA_JSON}: the folder does not match its digest: "
-                    + "; ".join(problems[:3])
-                    + (f" and {len(problems) - 3} more" if len(problems) > 3 else ""),
-                    hint=_REBUILD + " (kernels would refuse to load it as it is)",
-                )
+        if self.meta.digest is not None and (problems := self.meta.digest.mismatches(hashes)):
+            raise UsageError(
+                f"{self.root / METADATA_JSON}: the folder does not match its digest: "
+                + "; ".join(problems[:3])
+                + (f" and {len(problems) - 3} more" if len(problems) > 3 else ""),
+                hint=_REBUILD + " (kernels would refuse to load it as it is)",
+            )
         return files
 
     def _allowed(self, rel: str, path: Path) -> None:
@@ -419,8 +416,7 @@ def _hash(path: Path, digest: str | None = None) -> tuple[LayoutFile, str | None
     with _open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
         sha256 = hashlib.sha256()
-        blob = hashlib.sha1(usedforsecurity=False)
-        blob.update(b"blob %d\0" % size)
+        blob = hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False)
         other = hashlib.new(digest) if digest is not None and digest != "sha256" else None
         hashes = [h for h in (sha256, blob, other) if h is not None]
         read = 0

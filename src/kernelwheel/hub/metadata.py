@@ -1,16 +1,7 @@
 """``metadata.json`` of a Hub kernel variant folder: one type, read by to-wheel (into the wheel's
-METADATA) and written by the Hub-layout export (for the ``kernels`` library).
-
-The current form (kernels-data's ``Metadata``): ``name``, ``id``, ``version`` (the API major, an
-integer), ``kernels-minver`` (the lowest ``kernels`` release that loads the variant, a dotted
-version such as ``"0.17.0"``: kernels >= 0.17 refuses a variant asking for a newer one),
-``license``, ``upstream``, ``source``, ``python-depends`` (kernel-builder's names),
-``kernel-depends`` (``{repo-id, version | revision}``), ``backend {type, archs}``, ``digest
-{algorithm, files}`` (base64 hashes of every file of the folder but metadata.json, its
-signature and bytecode) and ``provenance {kernel-builder {version, commit, dirty}, kernel
-{commit, dirty}}``. Older files carry less (``python-depends`` alone, a string version); every
-field is optional when reading. Unknown keys are ignored, as ``kernels`` ignores them.
-"""
+METADATA) and written by the Hub-layout export (for the ``kernels`` library). Its fields, current
+and older: docs/versions.md; every field is optional when reading, and unknown keys are ignored,
+as ``kernels`` ignores them."""
 
 from __future__ import annotations
 

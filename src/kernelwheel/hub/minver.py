@@ -1,11 +1,6 @@
 """metadata.json's ``kernels-minver`` for an exported variant: the lowest ``kernels`` release
-that loads what kernelwheel wrote.
-
-The rule is data (``data/kernels_minver.toml``): a floor every export needs (kernel-type repos,
-metadata.json parsed by kernels-data) and, per feature a variant uses, the first release whose
-loader has it: the layout, the variant name's form (per-torch, noarch, tvm-ffi, stable-ABI),
-``kernel-depends`` and each ``python-depends`` name. The value is the highest of those.
-"""
+that loads what kernelwheel wrote, by the rule in ``data/kernels_minver.toml``
+(docs/versions.md, "kernels-minver")."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""Which revision of a kernel repo to convert: the VERSION argument, parsed and resolved.
-
-- ``1.1.2`` (a PEP 440 version) names the legacy release tag ``v1.1.2``;
-- ``1`` (a bare integer) names the current release branch ``v1``;
-- a PEP 440 range (``>=1.1.2,<2``) picks the highest ``vX.Y.Z`` tag inside it;
-- ``--revision REV`` (a branch, tag or commit) bypasses all of that; VERSION is then only the
-  version stamped on the wheels.
-
-This module is pure logic over a list of refs; the sources (Hub, git clone) supply the refs.
-"""
+"""Which revision of a kernel repo to convert: the VERSION argument, parsed and resolved
+(docs/to-wheel.md, "Using it"). Pure logic over a list of refs; the sources supply the refs."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Safety checks on what a repo hands us: file names, symlinks, and content hashes.
-
-Every file is verified against what its source announced before it is used: a git blob id
-(SHA-1 of the blob) for files stored in git, the LFS oid (SHA-256 of the content) and size for
-files stored with LFS. A Git LFS pointer is itself a git blob, so a file whose listing gives only
-a blob id can still be checked after an LFS download: the pointer is rebuilt from the content's
-SHA-256 and size and hashed like git does.
-"""
+"""Safety checks on what a repo hands us: file names, symlinks, and content hashes
+(docs/to-wheel.md, "Safety"). A Git LFS pointer is itself a git blob, so a file whose listing
+gives only a blob id can still be checked after an LFS download: the pointer is rebuilt from the
+content's SHA-256 and size and hashed like git does."""
 
 from __future__ import annotations
 
@@ -16,13 +12,7 @@ from pathlib import PurePosixPath
 
 from ..errors import HubError
 
-__all__ = [
-    "Announced",
-    "LfsPointer",
-    "check_repo_path",
-    "git_blob_id",
-    "verify",
-]
+__all__ = ["Announced", "LfsPointer", "check_repo_path", "git_blob_id", "verify"]
 
 LFS_SPEC = "https://git-lfs.github.com/spec/v1"
 _LFS_MAX_POINTER = 1024
@@ -69,8 +59,7 @@ class LfsPointer:
 
 def git_blob_id(data: bytes) -> str:
     """The id git gives a blob holding ``data``."""
-    digest = hashlib.sha1(usedforsecurity=False)
-    digest.update(b"blob %d\0" % len(data))
+    digest = hashlib.sha1(b"blob %d\0" % len(data), usedforsecurity=False)
     digest.update(data)
     return digest.hexdigest()
 

@@ -54,23 +54,18 @@ class RepoSource(Protocol):
     @property
     def where(self) -> str:
         """How messages name the repo: 'Hub repo org/name' or 'git clone /path'."""
-        ...
 
     def refs(self) -> Sequence[Ref]:
         """Tags and branches with their commits."""
-        ...
 
     def rev_parse(self, revision: str) -> tuple[RefKind, str]:
         """The kind and commit of a branch, tag or commit (for --revision)."""
-        ...
 
     def list_build(self, commit: str) -> Sequence[RepoFile]:
         """Every file under build/ at ``commit``; raises HubError when there is no build/."""
-        ...
 
     def fetch(self, commit: str, files: Sequence[RepoFile]) -> AbstractContextManager[FileReader]:
         """Make ``files`` readable (downloading them where needed) for the ``with`` block."""
-        ...
 
 
 def group_by_variant(files: Sequence[RepoFile]) -> dict[str, list[RepoFile]]:

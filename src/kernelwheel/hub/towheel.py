@@ -1,10 +1,8 @@
 """``to-wheel``: resolve a revision, list and select variants, download, convert, check, commit.
 
-Wheels are written into a staging folder inside the output folder and moved into place (an
-atomic rename each) only after every selected file has been verified: a file whose hash does not
-match, or a name or symlink that would escape, stops the whole run with nothing written.
-Variants that cannot be mapped or converted, or whose shared objects fail the ABI check, are
-reported with their reasons (never dropped silently) while the others are written.
+Wheels are moved into the output folder only after every selected file has been verified
+(docs/to-wheel.md, "Safety"); variants that cannot be converted or fail the ABI check are
+reported with their reasons while the others are written.
 """
 
 from __future__ import annotations
@@ -224,12 +222,10 @@ def to_wheels(
                 detail.append(f"{len(wanted)} file(s) of {len(variants)} variant(s)")
                 if isinstance(src, HubSource):
                     detail.append("(downloading beside the conversion)")
-            outcomes = _convert_all(
-                req, src, resolution, variants, by_variant, reader, staging, reporter, abi_check
-            )
+            run = _Conversion(req, src, resolution, reader, reporter, abi_check)
+            outcomes = _convert_all(run, variants, by_variant, staging)
         converted: list[Converted] = []
-        outcomes = _refuse_collisions(outcomes)
-        for outcome in outcomes:
+        for outcome in _refuse_collisions(outcomes):
             if isinstance(outcome, Rejected):
                 rejected.append(outcome)
                 continue
@@ -267,15 +263,10 @@ def _refuse_collisions(outcomes: list[Converted | Rejected]) -> list[Converted |
 
 
 def _convert_all(
-    req: ToWheelRequest,
-    src: RepoSource,
-    resolution: Resolution,
+    run: _Conversion,
     variants: dict[str, Variant],
     by_variant: dict[str, list[RepoFile]],
-    reader: FileReader,
     staging: Path,
-    reporter: Reporter,
-    abi_check: AbiCheck | None,
 ) -> list[Converted | Rejected]:
     claimed: set[str] = set()
     lock = threading.Lock()
@@ -293,21 +284,10 @@ def _convert_all(
         return own
 
     def one(name: str) -> Converted | Rejected:
-        return _convert_one(
-            name,
-            req,
-            src,
-            resolution,
-            variants[name],
-            by_variant[name],
-            reader,
-            functools.partial(folder_for, name),
-            reporter,
-            abi_check,
-        )
+        return run.one(name, variants[name], by_variant[name], functools.partial(folder_for, name))
 
     names = list(variants)
-    jobs = min(_jobs(req.jobs), len(names))
+    jobs = min(_jobs(run.req.jobs), len(names))
     if jobs <= 1:
         return [one(n) for n in names]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -320,70 +300,95 @@ def _convert_all(
             raise
 
 
-def _convert_one(
-    folder: str,
-    req: ToWheelRequest,
-    src: RepoSource,
-    resolution: Resolution,
-    variant: Variant,
-    files: Sequence[RepoFile],
-    reader: FileReader,
-    staging: Callable[[str], Path],  # the wheel's file name -> the folder to write it into
-    reporter: Reporter,
-    abi_check: AbiCheck | None,
-) -> Converted | Rejected:
-    try:
-        with step(reporter, folder, "wheel") as detail:
-            prepared = prepare_wheel(
-                variant,
-                files,
-                reader,
-                repo_name=src.name,
-                resolution=resolution,
-                manylinux=req.manylinux,
-                where=src.where,
-                style=req.local_version_style,
-                name=req.name,
-            )
-            spec = prepared.spec
-            wheel = write_wheel(spec, staging(wheel_filename(spec.name, spec.version, spec.tag)))
-            detail.append(wheel.name)
-            try:
-                verify_contents(wheel)  # the wheel rule, on what was just written
-            except WheelError:
+@dataclass(frozen=True)
+class _Conversion:
+    """What the conversions of one run's variants share."""
+
+    req: ToWheelRequest
+    src: RepoSource
+    resolution: Resolution
+    reader: FileReader
+    reporter: Reporter
+    abi_check: AbiCheck | None
+
+    def one(
+        self,
+        folder: str,
+        variant: Variant,
+        files: Sequence[RepoFile],
+        staging: Callable[[str], Path],  # the wheel's file name -> the folder to write it into
+    ) -> Converted | Rejected:
+        req, src = self.req, self.src
+        try:
+            with step(self.reporter, folder, "wheel") as detail:
+                prepared = prepare_wheel(
+                    variant,
+                    files,
+                    self.reader,
+                    repo_name=src.name,
+                    resolution=self.resolution,
+                    manylinux=req.manylinux,
+                    where=src.where,
+                    style=req.local_version_style,
+                    name=req.name,
+                )
+                spec = prepared.spec
+                wheel = write_wheel(
+                    spec, staging(wheel_filename(spec.name, spec.version, spec.tag))
+                )
+                detail.append(wheel.name)
+                try:
+                    verify_contents(wheel)  # the wheel rule, on what was just written
+                except WheelError:
+                    wheel.unlink(missing_ok=True)
+                    raise
+        except Unconvertible as exc:
+            return Rejected(folder, str(exc), HubError.exit_code)
+        except WheelError as exc:
+            return Rejected(folder, f"cannot write the wheel: {exc}", exc.exit_code)
+        if variant.noarch:
+            abi = "not checked (noarch)"
+        elif variant.os is not OS.LINUX:
+            abi = f"not checked (the ABI check reads ELF; {variant.os.value if variant.os else ''})"
+        elif self.abi_check is None:
+            abi = "not checked (disabled)"
+        else:
+            outcome = self.abi(folder, wheel, prepared, self.abi_check)
+            if isinstance(outcome, Rejected):
                 wheel.unlink(missing_ok=True)
-                raise
-    except Unconvertible as exc:
-        return Rejected(folder, str(exc), HubError.exit_code)
-    except WheelError as exc:
-        return Rejected(folder, f"cannot write the wheel: {exc}", exc.exit_code)
-    if variant.noarch:
-        abi = "not checked (noarch)"
-    elif variant.os is not OS.LINUX:
-        abi = f"not checked (the ABI check reads ELF; {variant.os.value if variant.os else ''})"
-    elif abi_check is None:
-        abi = "not checked (disabled)"
-    else:
-        outcome = _abi(folder, variant, wheel, prepared, req, reporter, abi_check)
-        if isinstance(outcome, Rejected):
-            wheel.unlink(missing_ok=True)
-            return outcome
-        abi = outcome
-    return Converted(
-        folder,
-        wheel,
-        prepared.plan.layout,
-        prepared.plan.package,
-        abi,
-        prepared.notes,
-        prepared.plan.left_out,
-        _minver(prepared),
-    )
+                return outcome
+            abi = outcome
+        plan, meta = prepared.plan, prepared.metadata
+        minver = str(meta.kernels_minver) if meta is not None and meta.kernels_minver else None
+        return Converted(
+            folder, wheel, plan.layout, plan.package, abi, prepared.notes, plan.left_out, minver
+        )
 
-
-def _minver(prepared: PreparedWheel) -> str | None:
-    meta = prepared.metadata
-    return str(meta.kernels_minver) if meta is not None and meta.kernels_minver else None
+    def abi(
+        self, folder: str, wheel: Path, prepared: PreparedWheel, abi_check: AbiCheck
+    ) -> str | Rejected:
+        try:
+            with step(self.reporter, folder, "ABI check") as detail:
+                try:
+                    verdict = abi_check(wheel, prepared.members)
+                except KernelwheelError as exc:
+                    detail.append("could not check")
+                    reason = f"ABI check failed to run: {exc}"
+                    raise _StepFailed(Rejected(folder, reason, exc.exit_code)) from None
+                if verdict.ok:
+                    detail.append("ok")
+                    return "ok"
+                if self.req.allow_abi_violations:
+                    detail.append("violations allowed")
+                    return "violations allowed (--allow-abi-violations): " + verdict.summary()
+                detail.append("violations: not written")
+                reason = (
+                    verdict.summary()
+                    + "\n  (pass --allow-abi-violations to write such wheels anyway)"
+                )
+                raise _StepFailed(Rejected(folder, reason, AbiError.exit_code))
+        except _StepFailed as failed:
+            return failed.rejected
 
 
 class _StepFailed(Exception):
@@ -392,35 +397,3 @@ class _StepFailed(Exception):
     def __init__(self, rejected: Rejected) -> None:
         super().__init__(rejected.reason)
         self.rejected = rejected
-
-
-def _abi(
-    folder: str,
-    variant: Variant,
-    wheel: Path,
-    prepared: PreparedWheel,
-    req: ToWheelRequest,
-    reporter: Reporter,
-    abi_check: AbiCheck,
-) -> str | Rejected:
-    try:
-        with step(reporter, folder, "ABI check") as detail:
-            try:
-                verdict = abi_check(wheel, prepared.members)
-            except KernelwheelError as exc:
-                detail.append("could not check")
-                reason = f"ABI check failed to run: {exc}"
-                raise _StepFailed(Rejected(folder, reason, exc.exit_code)) from None
-            if verdict.ok:
-                detail.append("ok")
-                return "ok"
-            if req.allow_abi_violations:
-                detail.append("violations allowed")
-                return "violations allowed (--allow-abi-violations): " + verdict.summary()
-            detail.append("violations: not written")
-            reason = (
-                verdict.summary() + "\n  (pass --allow-abi-violations to write such wheels anyway)"
-            )
-            raise _StepFailed(Rejected(folder, reason, AbiError.exit_code))
-    except _StepFailed as failed:
-        return failed.rejected

@@ -1,13 +1,7 @@
-"""``kernelwheel upload``: push a Hub layout (``build --hub-layout``) to a ``kernel``-type repo.
-
-As kernel-builder publishes: the variants go to the branch ``v<major>`` of a ``kernel``-type repo
-(both created when missing), the kernel card beside ``build/``. One ``create_commit`` naming its
-parent adds or updates the uploaded variants' files, removes files an older build left in their
-folders (``kernels`` checks each folder against metadata.json's digest) and keeps every other
-variant. Calls are bounded in time and repeatable ones retried; the commit is never repeated
-blindly: after a failed try the branch is read again (same head: retry; a head holding exactly the
-uploaded files: it landed; any other head: someone else's push, refused).
-"""
+"""``kernelwheel upload``: push a Hub layout (``build --hub-layout``) to the branch ``v<major>``
+of a ``kernel``-type repo, as kernel-builder publishes (docs/upload.md). One ``create_commit``
+naming its parent; the commit is never repeated blindly: after a failed try the branch is read
+again (same head: retry; a head holding exactly the uploaded files: it landed; other: refused)."""
 
 from __future__ import annotations
 
@@ -50,13 +44,11 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-# How often each call is tried, the commit included (see the module's docstring), by default:
-# --tries / KERNELWHEEL_UPLOAD_TRIES set it, from 1 to _MOST_TRIES.
+# By default (upload_bounds: the flags and variables that set them), how often each call is
+# tried, the commit included, and the HTTP client's bound on each connect, read and write (not
+# on the whole call: a commit's answer can take the Hub many seconds).
 _TRIES = 3
 _MOST_TRIES = 20
-# The HTTP client's bound on each connect, read and write of an upload (not on the whole call),
-# by default: a commit's answer can take the Hub many seconds. --timeout,
-# KERNELWHEEL_UPLOAD_TIMEOUT, else huggingface_hub's HF_HUB_DOWNLOAD_TIMEOUT set it.
 _UPLOAD_TIMEOUT = 120.0
 TIMEOUT_VARIABLE = "KERNELWHEEL_UPLOAD_TIMEOUT"
 TRIES_VARIABLE = "KERNELWHEEL_UPLOAD_TRIES"
@@ -104,10 +96,8 @@ class UploadBounds:
 def upload_bounds(
     timeout: str | None = None, tries: str | None = None, environ: Mapping[str, str] | None = None
 ) -> UploadBounds:
-    """The bounds of an upload: ``--timeout`` (``timeout``), else KERNELWHEEL_UPLOAD_TIMEOUT,
-    else huggingface_hub's HF_HUB_DOWNLOAD_TIMEOUT, else 120 s; ``--tries`` (``tries``), else
-    KERNELWHEEL_UPLOAD_TRIES, else 3. A value that is no positive number is a UsageError
-    naming where it was given."""
+    """The bounds of an upload: each flag, else its variable, else the default
+    (docs/options.md); a value that is no positive number is a UsageError naming where."""
     env = os.environ if environ is None else environ
     wait = _first_set(timeout, "--timeout", TIMEOUT_VARIABLE, env, seconds) or hub_timeout(env)
     times = _first_set(
@@ -265,16 +255,12 @@ def _change(file: LayoutFile, remote: tuple[str | None, str | None] | None) -> C
 
 
 def upload(
-    req: UploadRequest,
-    reporter: Reporter | None = None,
-    *,
-    settings: HubSettings | None = None,
+    req: UploadRequest, reporter: Reporter | None = None, *, settings: HubSettings | None = None
 ) -> UploadResult:
     """Plan, and unless ``req.dry_run`` make, the commit that puts the layout's variants on the
     kernel repo's branch ``v<major>``."""
     reporter = reporter or SilentReporter()
-    problem = repo_id_problem(req.repo)
-    if problem is not None:
+    if (problem := repo_id_problem(req.repo)) is not None:
         raise UsageError(
             f"--repo {req.repo!r} is not a Hub repo id: it {problem}",
             hint="pass org/name, e.g. my-org/img2gray",
@@ -320,15 +306,10 @@ def upload(
         for path in sorted(remote)
         if path.startswith(tuple(uploaded)) and path not in layout.files
     ]
-    kept = sorted(
-        {
-            p.split("/")[1]
-            for p in remote
-            if p.startswith(BUILD_DIR + "/")
-            and p.count("/") >= 2
-            and p.split("/")[1] not in layout.variants
-        }
-    )
+    on_branch = {
+        p.split("/")[1] for p in remote if p.startswith(BUILD_DIR + "/") and p.count("/") >= 2
+    }
+    kept = sorted(on_branch - set(layout.variants))
     result = UploadResult(
         repo=req.repo,
         where=hub.where,

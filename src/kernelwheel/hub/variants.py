@@ -1,12 +1,7 @@
-"""A Hub kernel's builds as the wheels ``to-wheel`` would make of them (``kernelwheel variants``).
-
-``org/name[@VERSION]`` (or a git clone's path with the same tail): VERSION is read as to-wheel
-reads it (``1``: branch ``v1``, ``1.1.2``: tag ``v1.1.2``, a range); without one, the newest
-``vN`` branch. Only ``build/`` is listed, nothing is downloaded: each ``build/<variant>/`` folder
-becomes the :class:`~kernelwheel.install.sources.Candidate` to-wheel would write (the same name,
-version and wheel tag), so install's own selection judges it. A folder whose name is no variant
-is returned apart, with to-wheel's reason.
-"""
+"""A Hub kernel's builds as the wheels ``to-wheel`` would make of them (``kernelwheel variants``,
+docs/variants.md): only ``build/`` is listed, nothing is downloaded, and each variant folder
+becomes the :class:`~kernelwheel.install.sources.Candidate` to-wheel would write, so install's
+own selection judges it."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """What the target environment holds of a distribution, and whether it is a given wheel's build.
 
-pip decides by version alone: a rebuilt wheel of the installed version is "already satisfied"
-and the old build stays. So ``kernelwheel install`` compares files: the installed
-distribution's RECORD (what its installer wrote, checked against the bytes on disk) with the
-wheel's RECORD, over the build's own files. Left out on both sides, because they differ by
-installer and not by build: the installer's bookkeeping in the dist-info folder, byte-compiled
-files, and files installed outside site-packages (scripts, headers, data).
+pip decides by version alone, so ``kernelwheel install`` compares files: the installed RECORD
+(checked against the bytes on disk) with the wheel's, over the build's own files; what differs
+by installer and not by build is left out (docs/install.md, "A rebuild of the installed
+version").
 """
 
 from __future__ import annotations
@@ -68,8 +66,7 @@ def own_files(rows: Iterable[Row]) -> dict[str, str]:
     """A RECORD's (a wheel's or an installed distribution's) entries of the build's own files."""
     files = {}
     for path, digest, _size in rows:
-        own = _own_path(path)
-        if own is not None and digest:
+        if (own := _own_path(path)) is not None and digest:
             files[own] = digest
     return files
 

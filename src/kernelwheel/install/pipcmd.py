@@ -1,15 +1,10 @@
-"""The pip command that installs the chosen builds, pinned, without touching torch.
+"""The pip command that installs the chosen builds, pinned, without touching torch
+(docs/install.md, "Selection", step 6, and "A rebuild of the installed version").
 
-Each build is a direct reference to the chosen file (``img2gray @ file:///…whl#sha256=…`` or
-the index URL with its hash), so pip can neither choose another build nor accept other bytes.
-``torch==<installed version>`` is a requirement of the same command: already satisfied, so pip
-leaves torch alone, and any dependency that would need another torch fails the resolution
-instead of replacing it. The sources go along for the builds' other dependencies.
-
-A build of the version already installed needs ``--force-reinstall`` (pip counts it as
-satisfied): that command gets ``--no-deps`` and no torch pin, because a forced run reinstalls
-every requirement it names, and so it touches nothing but the named builds (their dependencies
-are those the installed build of the same version brought in).
+Each build is a direct reference with its hash, so pip can neither choose another build nor
+accept other bytes; ``torch==<installed>`` is already satisfied, so a dependency that needs
+another torch fails instead of replacing it. A forced run (a build of the installed version)
+gets ``--no-deps`` and no torch pin: it reinstalls every requirement it names.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""Choose, per requested package, the one candidate build that fits the target.
-
-Each candidate gets a verdict: refused (wrong name is skipped; wrong version, wheel tags the
-target's Python does not support, a local version that names no kernel variant, or what
-:func:`kernelwheel.compat.rules.problems` says), or compatible. Among compatible builds the
-highest release wins, then the best :func:`~kernelwheel.compat.rules.preference` (a build for
-the torch series, then stable-ABI with the newest ABI, then tvm-ffi, then noarch, then
-universal; within a kind the newest CUDA the driver supports, or without a known driver the
-exact backend first), then the target's preferred wheel tag. A CPU
-build under a GPU torch is taken only when nothing else fits. Local labels are never ordered
-against each other: their sort order is what makes plain pip pick the wrong build.
-"""
+"""Choose, per requested package, the one candidate build that fits the target, every other
+with its reason (docs/install.md, "Selection", steps 3 and 4). Local labels are never ordered
+against each other: their sort order is what makes plain pip pick the wrong build."""
 
 from __future__ import annotations
 
@@ -97,8 +88,7 @@ def _verdict(
         shown = variant.name if variant is not None else f"+{label or 'no local version'}"
         return refuse(f"{shown} is not selected by --variant")
     build = build_of(variant)
-    problems = compat.problems(build, target.torch)
-    if problems:
+    if problems := compat.problems(build, target.torch):
         return refuse(
             f"built for {compat.describe_build(build)}: mismatch in {', '.join(problems)}"
         )

@@ -1,12 +1,10 @@
-"""``kernelwheel install`` as a service: probe, list, select, compare, then pinned pip runs.
+"""``kernelwheel install`` as a service: probe, list, select, compare, then pinned pip runs
+(docs/install.md, "Selection").
 
-Nothing is installed unless every requested package has a fitting build. Each chosen build is
-compared with what the target holds (:mod:`.installed`): the same files are kept (no pip run),
-a build of the installed version with other files is forced in (pip alone would skip it), the
-rest are installed in one pinned run. Afterwards every build is read back from the target: a
-version or files other than the wheel's are an error, never reported as installed. The library
-returns an :class:`InstallResult` (or raises :class:`NoMatch`, which carries the same facts)
-and never prints: the CLI renders both.
+Nothing is installed unless every requested package has a fitting build, and every build is
+read back from the target afterwards: one that is not there is an error, never reported as
+installed. The library returns an :class:`InstallResult` (or raises :class:`NoMatch`, which
+carries the same facts) and never prints: the CLI renders both.
 """
 
 from __future__ import annotations
@@ -112,12 +110,11 @@ def _no_match_message(target: Target, selections: tuple[Selection, ...]) -> str:
     for sel in selections:
         if sel.chosen is not None:
             lines.append(f"{sel.requirement}: {sel.chosen.candidate.filename} fits")
-            continue
-        if not sel.verdicts:
+        elif not sel.verdicts:
             lines.append(f"{sel.requirement}: no wheel of {sel.project} in the sources")
-            continue
-        lines.append(f"{sel.requirement}: no build fits; {len(sel.verdicts)} candidate(s):")
-        lines += [f"  {v.candidate.filename}: {v.reason}" for v in sel.verdicts]
+        else:
+            lines.append(f"{sel.requirement}: no build fits; {len(sel.verdicts)} candidate(s):")
+            lines += [f"  {v.candidate.filename}: {v.reason}" for v in sel.verdicts]
     return (
         f"no fitting build for this environment: {target.describe()}\n"
         + "\n".join(lines)
@@ -156,8 +153,7 @@ def target_python(given: str | None = None) -> Path:
 
 
 def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
-    """Install ``request``'s kernels into its interpreter (pip and the probe through
-    ``runner``)."""
+    """Install ``request``'s kernels into its interpreter (pip and the probe through ``runner``)."""
     if not request.requirements:
         raise UsageError("no package given", hint="e.g. kernelwheel install img2gray -f wheelhouse")
     if not request.sources.find_links and not request.sources.indexes:
@@ -210,8 +206,7 @@ def _commands(
     for force, actions in ((True, ("reinstall",)), (False, ("install", "replace"))):
         pins = [p.pin for p in picks if p.action in actions]
         if pins:
-            cmd = pip_command(target, pins, request.sources, force=force)
-            commands.append(tuple(cmd))
+            commands.append(tuple(pip_command(target, pins, request.sources, force=force)))
     return tuple(commands)
 
 

@@ -1,13 +1,6 @@
-"""Candidate wheels from the places ``kernelwheel install`` is told to look.
-
-- ``--find-links``: a local folder (its ``*.whl``), or an HTML page (``http(s)://``, ``file://``)
-  whose links name wheels, like pip's find-links;
-- ``--index-url`` / ``--extra-index-url``: PEP 503 simple indexes, read at
-  ``<index>/<normalised project>/`` (a per-torch index of ``kernelwheel index`` is one too).
-
-Links keep their ``#sha256=`` fragment, which the pinned pip command hands back to pip so the
-file it downloads is checked against it. Pages are parsed with the standard library.
-"""
+"""Candidate wheels from the places ``kernelwheel install`` is told to look: ``--find-links``
+folders and pages, PEP 503 indexes (docs/install.md, "Selection", step 2). Links keep their
+``#sha256=`` fragment, which the pinned pip command hands back to pip."""
 
 from __future__ import annotations
 
@@ -148,8 +141,7 @@ def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candid
         _check_url(index, option)
         for project in projects:
             url = f"{index.rstrip('/')}/{project}/"
-            page = _read_page(url, option, missing_ok=True)
-            if page is not None:
+            if (page := _read_page(url, option, missing_ok=True)) is not None:
                 found += _from_page(url, page)
     wanted = set(projects)
     return [c for c in _unique(found) if _project(c.filename) in wanted]
@@ -185,13 +177,10 @@ def _hrefs(text: str) -> list[str]:
 
 
 def _unique(found: list[Candidate]) -> list[Candidate]:
-    seen: set[str] = set()
-    unique = []
+    first: dict[str, Candidate] = {}
     for candidate in found:  # one wheel file name is one build: the first listing wins
-        if candidate.filename not in seen:
-            seen.add(candidate.filename)
-            unique.append(candidate)
-    return unique
+        first.setdefault(candidate.filename, candidate)
+    return list(first.values())
 
 
 def _project(filename: str) -> str:

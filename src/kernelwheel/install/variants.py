@@ -1,11 +1,7 @@
-"""``kernelwheel variants``: every build a source offers, as ``kernelwheel install`` judges it.
-
-The verdicts are :func:`.select.select`'s, the very call ``install`` makes: per project, the
-build install would pick is *preferred*, the other builds it would accept are *compatible*
-(with :func:`.select.why_not_chosen` saying why they lost), the rest *rejected* with the reason
-install gives. Nothing is decided here. Builds that have no wheel name to judge (a Hub folder
-whose name is no variant) come in as ``unjudged`` rejections with their own reason.
-"""
+"""``kernelwheel variants``: every build a source offers, as ``kernelwheel install`` judges it
+(docs/variants.md). The verdicts are :func:`.select.select`'s, the very call ``install`` makes:
+nothing is decided here. Builds with no wheel name to judge (a Hub folder whose name is no
+variant) come in as ``unjudged`` rejections with their own reason."""
 
 from __future__ import annotations
 
@@ -84,8 +80,7 @@ def explain(
     project, or to one of their own when there is none)."""
     by_project: dict[str, list[Candidate]] = {}
     for candidate in candidates:
-        project = _project(candidate.filename)
-        if project is not None:
+        if (project := _project(candidate.filename)) is not None:
             by_project.setdefault(project, []).append(candidate)
     found = []
     for project, offered in sorted(by_project.items()):
@@ -121,14 +116,8 @@ def _entry(verdict: Verdict, sel: Selection, names: dict[str, str]) -> Entry:
         status, reason = Status.COMPATIBLE, why_not_chosen(verdict, sel.chosen)
     else:
         status, reason = Status.REJECTED, verdict.reason
-    return Entry(
-        names.get(filename) or _variant_name(filename),
-        filename,
-        verdict.candidate.location,
-        str(verdict.version),
-        status,
-        reason,
-    )
+    name = names.get(filename) or _variant_name(filename)
+    return Entry(name, filename, verdict.candidate.location, str(verdict.version), status, reason)
 
 
 def _variant_name(filename: str) -> str:

@@ -1,13 +1,5 @@
-"""Project-level kernel locking: ``kernelwheel lock`` and ``kernelwheel download``.
-
-A project declares the Hub kernels it uses in ``pyproject.toml`` (:mod:`.declared`);
-``lock`` resolves each to a tag or branch and commit and records the sha256 of every file each
-variant packages and of the wheel made from it in ``kernelwheel.lock`` (:mod:`.resolve`,
-:mod:`.lockfile`); ``download`` makes those wheels again at the locked commits, verifies every
-hash and fills a wheelhouse with them, a hashed ``requirements.txt`` and a PEP 751
-``pylock.toml`` (:mod:`.download`, :mod:`.pylock`). Both run the to-wheel machinery
-(:mod:`kernelwheel.hub`) through a source pinned to the locked commit (:mod:`.pinned`).
-"""
+"""Project-level kernel locking: ``kernelwheel lock`` and ``kernelwheel download``
+(docs/lockfile.md); each module's part: docs/architecture.md."""
 
 from .declared import Declarations, Dependency, read_dependencies
 from .download import DownloadRequest, DownloadResult, download

@@ -1,16 +1,7 @@
-"""The kernels a project declares in its ``pyproject.toml``.
-
-Two tables mean the same thing; a project may use either or both:
-
-- ``[tool.kernels.dependencies]``, the table Hugging Face's ``kernels`` tool reads:
-  ``"drbh/img2gray" = ">=1.1.2,<2"`` (the highest ``vX.Y.Z`` tag in the range), ``"1.1.2"``
-  (tag ``v1.1.2``) or an integer ``1`` (branch ``v1``), as ``kernelwheel to-wheel`` reads VERSION;
-- ``[tool.kernelwheel.dependencies]``: the same values, or a table naming a local git clone of
-  the repo, ``"drbh/img2gray" = { version = ">=1.1,<2", path = "../img2gray" }`` (the path is
-  relative to the project folder; the repo id still names the kernel and its wheels).
-
-A repo declared in both tables must say the same thing in both.
-"""
+"""The kernels a project declares in its ``pyproject.toml``: ``[tool.kernels.dependencies]``
+(the table Hugging Face's ``kernels`` reads) and ``[tool.kernelwheel.dependencies]`` (the same
+values, or a table naming a local git clone); a repo in both must say the same in both
+(docs/lockfile.md, "Declaring kernels")."""
 
 from __future__ import annotations
 
@@ -45,19 +36,11 @@ class Dependency:
     declared_in: str  # 'tool.kernels.dependencies."drbh/img2gray"', for messages
     origin: str = PYPROJECT  # the file that declares it (download reads kernelwheel.lock)
 
-    def describe(self) -> str:
-        via = f" from the git clone {self.path}" if self.path else ""
-        return f"{self.repo} {self.requested!r}{via}"
-
 
 @dataclass(frozen=True)
 class Declarations:
     pyproject: Path
     dependencies: tuple[Dependency, ...]  # sorted by repo id
-
-    @property
-    def project_dir(self) -> Path:
-        return self.pyproject.parent
 
 
 def read_dependencies(project_dir: Path) -> Declarations:
@@ -103,8 +86,7 @@ def read_dependencies(project_dir: Path) -> Declarations:
 def _dependency(table: toml.Located, repo: str) -> Dependency:
     """The line ``repo = ...`` of ``table`` (one of the two dependencies tables)."""
     where = table.dotted(repo)
-    problem = repo_id_problem(repo)
-    if problem is not None:
+    if (problem := repo_id_problem(repo)) is not None:
         local = " For a local git clone, keep the repo id as the key and add path = '...'" + (
             f" under [{KERNELWHEEL_TABLE}]."
         )

@@ -1,12 +1,9 @@
-"""``kernelwheel download``: the locked kernels as wheels in a wheelhouse, verified by hash.
+"""``kernelwheel download``: the locked kernels as wheels in a wheelhouse, verified by hash
+(docs/lockfile.md, "kernelwheel download").
 
-Each selected variant is converted by :func:`kernelwheel.hub.to_wheels` at the locked commit
-(wherever its tag or branch points now). Every file is checked against the sha256 the lock
-recorded as it is read, before it is used; the finished wheel is checked against the recorded
-wheel sha256 and file name. Everything is made in a staging folder inside the wheelhouse; only
-when every wheel of every kernel has been verified are they moved in (an atomic rename each),
-followed by the hashed ``requirements.txt`` and, when it can be written, ``pylock.toml``. On any
-mismatch the run stops naming the file and both hashes, and the wheelhouse gets nothing.
+Every file is checked against the lock as it is read, before it is used, then every wheel's
+name and sha256. All is made in a staging folder inside the wheelhouse and moved in only when
+every wheel of every kernel is verified: on any mismatch the wheelhouse gets nothing.
 """
 
 from __future__ import annotations
@@ -19,15 +16,14 @@ from pathlib import Path
 from .. import __version__
 from .._util import RUNNER, Runner, output_dir, publish, sha256_file, staging_dir
 from ..compat import rules as compat
-from ..errors import HubError, ProjectError, UsageError, VariantError
+from ..errors import HubError, ProjectError, UsageError
 from ..hub import RepoFile, RepoSource, ToWheelRequest, VersionRequest, to_wheels
 from ..hub.towheel import AbiCheck, default_abi_check
 from ..log import Reporter, SilentReporter
-from ..model.variant import Variant
 from ..plan.selector import Selector
 from ..wheels import source_date_epoch
 from .declared import PYPROJECT, Dependency, read_dependencies
-from .fortorch import choose_for_torch, parse_torch
+from .fortorch import choose_for_torch, parse_torch, parse_variant
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
 from .pinned import PinnedSource, ref_kind
 from .pylock import (
@@ -108,9 +104,7 @@ def _check_fresh(lock: LockFile, lock_path: Path, project_dir: Path) -> None:
             problems.append(f"{repo} is declared with path {d.path!r} but locked with {k.path!r}")
     if problems:
         raise ProjectError(
-            f"out of date with {PYPROJECT}: " + "; ".join(problems),
-            file=lock_path,
-            hint=_RELOCK,
+            f"out of date with {PYPROJECT}: " + "; ".join(problems), file=lock_path, hint=_RELOCK
         )
 
 
@@ -183,8 +177,7 @@ class _Verifier:
             self.seen[file.variant].add(file.inner)
 
     def check_complete(self, variant: str) -> None:
-        missing = sorted(set(self.expected[variant]) - self.seen[variant])
-        if missing:
+        if missing := sorted(set(self.expected[variant]) - self.seen[variant]):
             raise HubError(
                 f"{self.kernel.repo} {variant}: {self.lock_path} records "
                 f"{', '.join(missing)}, but the conversion did not package it",
@@ -308,9 +301,8 @@ def download(
                 reporter=reporter,
                 abi_check=abi_check,
             )
-        requirements = requirements_txt(wheels)
+        (staging / REQUIREMENTS).write_text(requirements_txt(wheels), encoding="utf-8")
         pylock, note = pylock_toml(wheels)
-        (staging / REQUIREMENTS).write_text(requirements, encoding="utf-8")
         if pylock is not None:
             (staging / PYLOCK).write_text(pylock, encoding="utf-8")
         # Everything is verified: move it in (unless the user put a file of theirs meanwhile).
@@ -319,12 +311,11 @@ def download(
             publish(wheel.path, req.wheelhouse / wheel.filename)
         placed = [replace(w, path=req.wheelhouse / w.filename) for w in wheels]
         publish(staging / REQUIREMENTS, req.wheelhouse / REQUIREMENTS)
-        pylock_path: Path | None = req.wheelhouse / PYLOCK
+        pylock_path = req.wheelhouse / PYLOCK if pylock is not None else None
         if pylock is not None:
             publish(staging / PYLOCK, req.wheelhouse / PYLOCK)
-        else:
-            _drop_stale_pylock(req.wheelhouse / PYLOCK)
-            pylock_path = None
+        elif written_by_kernelwheel(req.wheelhouse / PYLOCK):
+            (req.wheelhouse / PYLOCK).unlink()  # an earlier download's: it names other wheels
     return DownloadResult(
         req.wheelhouse,
         tuple(placed),
@@ -362,7 +353,7 @@ def _for_torch(
 def _torch_hint(passed: Sequence[tuple[LockedVariant, str]], torch: compat.Torch) -> str:
     floors = [
         v.torch
-        for v in (_variant(p.name) for p, _ in passed)
+        for v in (parse_variant(p.name) for p, _ in passed)
         if v is not None and v.stable_abi and v.torch is not None
     ]
     lowest = min(floors, key=lambda t: (t.major, t.minor), default=None)
@@ -372,13 +363,6 @@ def _torch_hint(passed: Sequence[tuple[LockedVariant, str]], torch: compat.Torch
             "or lock a release of the kernel that has a build for this torch"
         )
     return "lock a release of the kernel that has a build for this torch, or name another --torch"
-
-
-def _variant(name: str) -> Variant | None:
-    try:
-        return Variant.parse(name)
-    except VariantError:
-        return None
 
 
 def _check_outputs(req: DownloadRequest) -> None:
@@ -397,9 +381,3 @@ def _check_outputs(req: DownloadRequest) -> None:
                 hint=f"move {path} away, pass another --wheelhouse DIR, or pass --force to "
                 "replace it",
             )
-
-
-def _drop_stale_pylock(path: Path) -> None:
-    """A pylock.toml an earlier download wrote would name other wheels: remove it."""
-    if written_by_kernelwheel(path):
-        path.unlink()

@@ -1,15 +1,6 @@
 """``download --torch``: of a kernel's locked variants, the builds ``kernelwheel install`` would
-choose for one torch.
-
-The torch is given as its version with the local label PyTorch's wheels carry
-(``2.13.0+cpu``, ``2.14.1+cu130``, ``2.11.0+rocm6.3``, ``2.10.0+xpu``). Each locked variant is
-judged by the compatibility rules (:mod:`kernelwheel.compat.rules`, the ones ``install`` and the
-import guard run) and ranked by the same preference: the highest release, then a build for the
-torch series, a stable-ABI build (the newest ABI at or below the torch), a tvm-ffi build, a
-noarch build of the torch's backend, a universal one, and a CPU build under a GPU torch only
-when nothing else fits. One build is kept per platform (arch and OS) the locked variants name,
-so a wheelhouse may serve x86_64 and aarch64 alike; noarch variants count for every platform.
-"""
+choose for one torch, by the same rules and preference (:mod:`kernelwheel.compat.rules`), one
+per platform the locked variants name (docs/lockfile.md, "kernelwheel download", step 3)."""
 
 from __future__ import annotations
 
@@ -26,7 +17,7 @@ from ..errors import UsageError, VariantError
 from ..model.variant import Variant
 from .lockfile import LockedVariant
 
-__all__ = ["TorchChoice", "choose_for_torch", "parse_torch"]
+__all__ = ["TorchChoice", "choose_for_torch", "parse_torch", "parse_variant"]
 
 _TORCH = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?(?:[a-z]+\d*)?\+([a-z0-9.]+)")
 _FLAVOURS = "+cpu, +cu130 (CUDA 13.0), +rocm6.3 or +xpu"
@@ -68,24 +59,27 @@ class _Judged:
     preference: tuple[int, int, int]
 
 
-def _platform(name: str) -> tuple[str, str] | None:
+def parse_variant(name: str) -> Variant | None:
+    """The variant a locked variant's name spells; None when it spells none."""
     try:
-        variant = Variant.parse(name)
+        return Variant.parse(name)
     except VariantError:
         return None
-    if variant.arch is None or variant.os is None:
+
+
+def _platform(name: str) -> tuple[str, str] | None:
+    variant = parse_variant(name)
+    if variant is None or variant.arch is None or variant.os is None:
         return None
     return variant.arch.value, variant.os.value
 
 
 def _judge(locked: LockedVariant, torch: compat.Torch) -> tuple[_Judged | None, str | None]:
-    try:
-        variant = Variant.parse(locked.name)
-    except VariantError:
+    variant = parse_variant(locked.name)
+    if variant is None:
         return None, "its name is no kernel variant"
     build = build_of(variant)
-    found = compat.problems(build, torch)
-    if found:
+    if found := compat.problems(build, torch):
         return None, f"built for {compat.describe_build(build)}: mismatch in {', '.join(found)}"
     platform = _platform(locked.name)
     release = Version(parse_wheel_filename(locked.wheel)[1].public)

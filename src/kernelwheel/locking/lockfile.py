@@ -51,9 +51,6 @@ class LockedKernel:
     allow_abi_violations: bool = False
     skipped: tuple[str, ...] = ()  # variant folders at the commit that did not convert
 
-    def variant(self, name: str) -> LockedVariant | None:
-        return next((v for v in self.variants if v.name == name), None)
-
 
 @dataclass(frozen=True)
 class LockFile:
@@ -63,8 +60,6 @@ class LockFile:
 
     def kernel(self, repo: str) -> LockedKernel | None:
         return next((k for k in self.kernels if k.repo == repo), None)
-
-    # -- writing --------------------------------------------------------------------------------
 
     def dumps(self) -> str:
         lines = [
@@ -100,8 +95,6 @@ class LockFile:
                 lines += [f"{toml.key(p)} = {toml.value(h)}" for p, h in sorted(v.files)]
         return "\n".join(lines) + "\n"
 
-    # -- reading --------------------------------------------------------------------------------
-
     @classmethod
     def load(cls, path: Path) -> LockFile:
         try:
@@ -129,8 +122,7 @@ class LockFile:
             )
         kernels = [_kernel(table) for table in doc.table_array("kernel") or ()]
         repos = [k.repo for k in kernels]
-        dupes = sorted({r for r in repos if repos.count(r) > 1})
-        if dupes:
+        if dupes := sorted({r for r in repos if repos.count(r) > 1}):
             raise doc.error(f"lists {', '.join(dupes)} more than once", "kernel", _RELOCK)
         return cls(
             kernelwheel=doc.required_string("kernelwheel", _RELOCK),
@@ -140,11 +132,7 @@ class LockFile:
 
 
 def _relock(
-    message: str,
-    *,
-    file: Path | str | None = None,
-    key: str | None = None,
-    hint: str | None = None,
+    message: str, *, file: Path | str | None = None, key: str | None = None, hint: str | None = None
 ) -> ProjectError:
     """The lock's error factory: kernelwheel writes the file, so whatever is wrong in it, the fix
     is to lock again (``hint`` is not used)."""
@@ -167,13 +155,11 @@ def _match(table: toml.Located, key: str, pattern: re.Pattern[str]) -> str:
 
 
 def _kernel(table: toml.Located) -> LockedKernel:
-    variants = []
-    names: set[str] = set()
+    variants: list[LockedVariant] = []
     for item in table.table_array("variant") or ():
         variant = _variant(item)
-        if variant.name in names:
+        if any(v.name == variant.name for v in variants):
             raise item.error(f"{variant.name!r} appears twice", "name", _RELOCK)
-        names.add(variant.name)
         variants.append(variant)
     requested = table.required_string("requested", _RELOCK)
     try:
@@ -181,8 +167,7 @@ def _kernel(table: toml.Located) -> LockedKernel:
     except UsageError as exc:
         raise table.error(exc.message, "requested", _RELOCK) from None
     repo = table.required_string("repo", _RELOCK)
-    problem = repo_id_problem(repo)
-    if problem is not None:
+    if (problem := repo_id_problem(repo)) is not None:
         raise table.error(f"{repo!r} is not a Hub repo id: it {problem}", "repo", _RELOCK)
     return LockedKernel(
         repo=repo,

@@ -1,11 +1,6 @@
-"""A kernel repo seen at one commit, for the to-wheel machinery.
-
-:class:`PinnedSource` wraps a :class:`~kernelwheel.hub.RepoSource` (Hub or git clone) so that
-:func:`kernelwheel.hub.to_wheels` converts exactly the locked commit: its only ref is the locked
-tag or branch, pointing at the locked commit (wherever the real ref has moved since), and every
-file the conversion reads passes through a hook, which records its sha256 (``lock``) or checks
-it against the lock (``download``) before the file is used.
-"""
+"""A kernel repo seen at one commit, for the to-wheel machinery: its only ref is the locked tag
+or branch at the locked commit (wherever the real ref has moved since), and every file the
+conversion reads passes a hook that records its sha256 (``lock``) or checks it (``download``)."""
 
 from __future__ import annotations
 
@@ -31,15 +26,11 @@ def ref_kind(request: VersionRequest) -> RefKind:
 @dataclass(frozen=True)
 class PinnedSource:
     inner: RepoSource
-    repo_name: str  # the name the wheels are derived from (the Hub repo id's second part)
+    name: str  # the name the wheels are derived from (the Hub repo id's second part)
     ref: str
     kind: RefKind
     commit: str
     hook: FileHook
-
-    @property
-    def name(self) -> str:
-        return self.repo_name
 
     @property
     def where(self) -> str:

@@ -1,14 +1,9 @@
-"""What lets an installer trust a wheelhouse by hash alone: a hashed ``requirements.txt`` (pip's
-``--require-hashes``) and a PEP 751 ``pylock.toml``.
+"""A hashed ``requirements.txt`` (pip's ``--require-hashes``) and a PEP 751 ``pylock.toml``:
+what lets an installer trust a wheelhouse by hash alone (docs/lockfile.md).
 
-requirements.txt pins each kernel distribution to its version with ``==`` and lists the sha256
-of every wheel of it in the folder. ``==1.1.2`` matches ``1.1.2+torch2.14.cu130.cxx11`` (a
-public version ignores local labels), so pip still picks, among the hashed wheels, the variant
-whose ``torch==X.Y.*`` the installed torch satisfies.
-
-pylock.toml holds one version per package (markers cannot tell torch builds apart), so it is
-written when the wheelhouse has one build per distribution (architectures may differ: wheels of
-one version are chosen by platform tag); otherwise :func:`pylock_toml` says why not.
+``==1.1.2`` matches every local version, so pip still picks the variant whose torch requirement
+the installed torch satisfies. pylock.toml holds one version per package (markers cannot tell
+torch builds apart): :func:`pylock_toml` writes it for one build per distribution, else says why.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""``kernelwheel lock``: resolve each declared kernel to a commit and record what it becomes.
+"""``kernelwheel lock``: resolve each declared kernel to a commit and record what it becomes
+(docs/lockfile.md, "kernelwheel lock").
 
-For every dependency: open its source (the Hub, or the declared git clone), resolve the request
-to a tag or branch and its commit (the same rules as ``to-wheel``: ranges pick the highest
-``vX.Y.Z`` tag, integers the branch ``vN``), then convert every variant at that commit with
-:func:`kernelwheel.hub.to_wheels`, recording the sha256 of each file a variant packages (as it is
-read) and of the wheel made from it. Wheels are reproducible, so ``download`` can demand the
-same bytes later.
-
-A kernel whose request, source, ref and commit are those of the existing lock is carried over
-without downloading anything (``refresh`` converts it again).
+Every variant at that commit is converted with :func:`kernelwheel.hub.to_wheels`, recording the
+sha256 of each file as it is read and of the wheel: wheels are reproducible, so ``download`` can
+demand the same bytes later. An unchanged kernel is carried over without downloading anything.
 """
 
 from __future__ import annotations
@@ -42,13 +37,7 @@ from .declared import Dependency, read_dependencies
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
 from .pinned import PinnedSource, ref_kind
 
-__all__ = [
-    "KernelOutcome",
-    "LockRequest",
-    "LockResult",
-    "lock_project",
-    "open_dependency",
-]
+__all__ = ["KernelOutcome", "LockRequest", "LockResult", "lock_project", "open_dependency"]
 
 
 @dataclass(frozen=True)
@@ -157,13 +146,9 @@ def lock_kernel(
 ) -> tuple[LockedKernel, tuple[Rejected, ...]]:
     """Convert every variant of ``dep`` at the resolved commit and record the hashes."""
     recorder = _Recorder()
+    name = dep.repo.split("/", 1)[1]
     pinned = PinnedSource(
-        source,
-        dep.repo.split("/", 1)[1],
-        resolution.ref,
-        ref_kind(dep.request),
-        resolution.commit,
-        recorder,
+        source, name, resolution.ref, ref_kind(dep.request), resolution.commit, recorder
     )
     with tempfile.TemporaryDirectory(prefix="kernelwheel-lock-") as tmp:
         request = ToWheelRequest(
@@ -256,10 +241,9 @@ def lock_project(
         changed = path.read_text(encoding="utf-8") != text
     except FileNotFoundError:
         changed = True
-    written = False
-    if changed and not req.check:
+    written = changed and not req.check
+    if written:
         atomic_write(path, text)
-        written = True
     return LockResult(path, lock, changed, written, tuple(outcomes), tuple(notes))
 
 

@@ -17,7 +17,7 @@ from typing import IO
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-__all__ = ["parse_fatbin", "sm_archs"]
+__all__ = ["sm_archs"]
 
 _MAGIC = 0xBA55ED50
 _CONTAINER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries
@@ -25,11 +25,6 @@ _ENTRY = struct.Struct("<HHIQ")  # kind, version, header size, payload size
 _ARCH_AT = 28
 _PTX, _CUBIN = 1, 2
 _SECTION = ".nv_fatbin"
-
-
-def parse_fatbin(data: bytes) -> tuple[frozenset[int], frozenset[int]]:
-    """(cubin SM numbers, PTX SM numbers) of the fatbin containers in ``data``."""
-    return _walk(lambda at, n: data[at : at + n], len(data))
 
 
 def _walk(read: Callable[[int, int], bytes], size: int) -> tuple[frozenset[int], frozenset[int]]:

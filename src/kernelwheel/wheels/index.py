@@ -30,15 +30,7 @@ from .reader import escape_name, parse_metadata, read_metadata, verify_wheel
 from .site import refuse_input_inside
 from .variants import VariantBuild, variants_json, write_variant_wheel
 
-__all__ = [
-    "ALL",
-    "VARIANTS",
-    "IndexResult",
-    "IndexedWheel",
-    "build_index",
-    "flavours_of",
-    "scan",
-]
+__all__ = ["ALL", "VARIANTS", "IndexResult", "IndexedWheel", "build_index", "flavours_of", "scan"]
 
 ALL = "all"
 VARIANTS = "variants"  # torch<X.Y>/variants/: the CUDA builds as wheel variants (PEP 825)
@@ -101,9 +93,8 @@ def _read(path: Path) -> IndexedWheel:
         raise WheelError(f"{path}: not a wheel file name ({exc})") from None
     verify_wheel(path)  # the record and wheel rules: METADATA's Name and Version among them
     metadata = read_metadata(path)
-    headers = parse_metadata(metadata)
     flavour, kind, _ = flavours_of(path.name)
-    variant = _binary_variant(path.name) if flavour not in (None, _ANY) else None
+    variant = variant_of_wheel(path.name) if flavour not in (None, _ANY) else None  # binary
     return IndexedWheel(
         path=path,
         filename=path.name,
@@ -111,16 +102,11 @@ def _read(path: Path) -> IndexedWheel:
         version=version,
         sha256=sha256_file(path),
         metadata=metadata,
-        requires_python=headers.get("Requires-Python"),
+        requires_python=parse_metadata(metadata).get("Requires-Python"),
         flavour=flavour,
         kind=kind,
         variant=variant,
     )
-
-
-def _binary_variant(filename: str) -> Variant | None:
-    variant = variant_of_wheel(filename)
-    return None if variant is None or variant.noarch else variant
 
 
 def scan(wheelhouse: Path) -> list[IndexedWheel]:
@@ -397,13 +383,9 @@ def _write_tree(
 
 
 def build_index(wheelhouse: Path, output: Path, *, wheel_variants: bool = False) -> IndexResult:
-    """Write the index of every wheel in ``wheelhouse`` to ``output``. Only what an earlier
-    index wrote there is replaced (its manifest); the user's own files are kept, and a file of
-    theirs in the way, or a wheelhouse inside ``output``, is refused before anything is written.
-    Every wheel passes the record rule first (:func:`~kernelwheel.wheels.reader.verify_wheel`).
-    ``wheel_variants``: also ``torch<X.Y>/variants/``, the CUDA builds as PEP 825 variant
-    wheels, and ``variants/``, the per-torch CUDA and CPU builds of every torch series as
-    torch-dimension variants (:mod:`kernelwheel.wheels.variants`)."""
+    """Write the index of every wheel in ``wheelhouse`` to ``output`` (docs/to-wheel.md, "The
+    index"; ``wheel_variants``: docs/install.md, "Wheel variants"), every wheel through the
+    record rule first. Only what an earlier index wrote there is replaced (:mod:`.site`)."""
     output = output.absolute()
     if wheelhouse.is_dir():
         refuse_input_inside(wheelhouse, output, what="wheelhouse")

@@ -73,24 +73,22 @@ def parse_metadata(data: bytes) -> Message:
 
 def read_metadata(path: Path) -> bytes:
     """The METADATA file of the wheel at ``path``, as stored."""
-    try:
-        with zipfile.ZipFile(path) as zf:
-            return zf.read(metadata_member(zf, path))
-    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError) as exc:
-        raise WheelError(f"{path}: cannot read the wheel ({exc})") from None
+    return _read_dist_info(path, "METADATA")
 
 
 def read_record(path: Path) -> list[Row]:
     """The rows of the wheel's RECORD, as stored (:func:`verify_wheel` checks them)."""
+    return parse_record(_read_dist_info(path, "RECORD"), where=str(path))
+
+
+def _read_dist_info(path: Path, leaf: str) -> bytes:
     try:
         with zipfile.ZipFile(path) as zf:
-            member = metadata_member(zf, path).replace("/METADATA", "/RECORD")
-            data = zf.read(member)
+            return zf.read(metadata_member(zf, path).replace("/METADATA", f"/{leaf}"))
     except KeyError:
-        raise WheelError(f"{path}: the wheel has no RECORD", hint="rebuild the wheel") from None
+        raise WheelError(f"{path}: the wheel has no {leaf}", hint="rebuild the wheel") from None
     except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError) as exc:
         raise WheelError(f"{path}: cannot read the wheel ({exc})") from None
-    return parse_record(data, where=str(path))
 
 
 def extract_package(path: Path, prefix: str, dest: Path) -> dict[str, bytes]:
@@ -214,38 +212,30 @@ def _dist_info_problems(names: list[str], rebuild: str) -> list[IntegrityProblem
             else f"{len(folders)} .dist-info folders ({', '.join(folders)}): pip refuses it"
         )
         return [IntegrityProblem(folders[0] if folders else "*.dist-info", cause, rebuild)]
-    out = []
-    for needed in ("METADATA", "WHEEL"):
-        if f"{folders[0]}/{needed}" not in names:
-            out.append(
-                IntegrityProblem(
-                    f"{folders[0]}/{needed}", "missing: pip refuses the wheel without it", rebuild
-                )
-            )
-    return out
+    needed = [f"{folders[0]}/{leaf}" for leaf in ("METADATA", "WHEEL")]
+    missing = "missing: pip refuses the wheel without it"
+    return [IntegrityProblem(n, missing, rebuild) for n in needed if n not in names]
 
 
 def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
-    """What pip's installer relies on, checked: one ``*.dist-info`` folder with METADATA and
-    WHEEL, one ``*.dist-info/RECORD`` read as CSV, every file listed once with its hash and size
-    and matching it, nothing listed that is missing, no duplicate, escaping (``../``, absolute)
-    or symlink entries, no zip bomb. Members are hashed streamed; a member over the
-    compression-ratio cap is refused unread. Empty when the wheel is sound."""
+    """The record rule: what pip's installer relies on but does not check (one ``.dist-info``
+    with METADATA, WHEEL and a RECORD every file matches; no duplicate, escaping or symlink
+    entries; no zip bomb, refused unread). Empty when the wheel is sound."""
     rebuild = "rebuild or re-convert the wheel; do not edit wheels by hand"
     out: list[IntegrityProblem] = []
+
+    def bad(subject: str, cause: str) -> None:
+        out.append(IntegrityProblem(subject, cause, rebuild))
+
     infos = [i for i in zf.infolist() if not i.is_dir()]
     counts = Counter(info.filename for info in infos)
     for name, n in counts.items():
         if n > 1:
-            out.append(IntegrityProblem(name, f"appears {n} times in the archive", rebuild))
+            bad(name, f"appears {n} times in the archive")
     bombs: dict[str, str] = {}
     for info in infos:
         if _unsafe(info.filename):
-            out.append(
-                IntegrityProblem(
-                    info.filename, "escapes the install folder (absolute or '..' path)", rebuild
-                )
-            )
+            bad(info.filename, "escapes the install folder (absolute or '..' path)")
         if is_symlink_entry(info):
             out.append(
                 IntegrityProblem(
@@ -254,17 +244,12 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
                     "ship the file itself instead of a link",
                 )
             )
-        cause = bomb_cause(info)
-        if cause is not None:
+        if (cause := bomb_cause(info)) is not None:
             bombs[info.filename] = cause
-            out.append(IntegrityProblem(info.filename, cause, rebuild))
+            bad(info.filename, cause)
     total = sum(i.file_size for i in infos)
     if total > MAX_TOTAL:
-        out.append(
-            IntegrityProblem(
-                "*", f"would unpack to {total} bytes, over the {MAX_TOTAL}-byte cap", rebuild
-            )
-        )
+        bad("*", f"would unpack to {total} bytes, over the {MAX_TOTAL}-byte cap")
         return out
     out += _dist_info_problems(list(counts), rebuild)
     records = [n for n in counts if n.count("/") == 1 and n.endswith(".dist-info/RECORD")]
@@ -273,8 +258,7 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
         dist = [n.split("/")[0] for n in counts if n.count("/") == 1 and ".dist-info/" in n]
         if not records and dist:
             subject = f"{sorted(dist)[0]}/RECORD"
-        cause = "missing" if not records else f"{len(records)} RECORD files: {records}"
-        out.append(IntegrityProblem(subject, cause, rebuild))
+        bad(subject, "missing" if not records else f"{len(records)} RECORD files: {records}")
         return out
     record = records[0]
     if record in bombs:
@@ -282,39 +266,37 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
     try:
         rows = parse_record(zf.read(record), where=record)
     except WheelError as exc:
-        out.append(IntegrityProblem(record, exc.message, rebuild))
+        bad(record, exc.message)
         return out
     except _UNREADABLE as exc:
-        out.append(IntegrityProblem(record, f"cannot be decompressed ({exc})", rebuild))
+        bad(record, f"cannot be decompressed ({exc})")
         return out
     by_name = {i.filename: i for i in infos}
     listed: dict[str, int] = {}
     for path, digest, size in rows:
         listed[path] = listed.get(path, 0) + 1
         if listed[path] == 2:
-            times = sum(1 for r in rows if r[0] == path)
-            out.append(IntegrityProblem(path, f"listed {times} times in RECORD", rebuild))
+            bad(path, f"listed {sum(1 for r in rows if r[0] == path)} times in RECORD")
         if path == record or path in bombs or listed[path] > 1:
             continue
         if path not in counts:
-            out.append(IntegrityProblem(path, "listed in RECORD but not in the wheel", rebuild))
+            bad(path, "listed in RECORD but not in the wheel")
             continue
         if not digest.startswith("sha256="):
-            out.append(IntegrityProblem(path, f"RECORD gives no sha256 hash ({digest!r})", rebuild))
+            bad(path, f"RECORD gives no sha256 hash ({digest!r})")
             continue
         try:
             raw, length = _stream(zf, by_name[path])
-            actual = digest_hash(raw)
         except _UNREADABLE as exc:
-            out.append(IntegrityProblem(path, f"cannot be decompressed ({exc})", rebuild))
+            bad(path, f"cannot be decompressed ({exc})")
             continue
-        if actual != digest:
-            out.append(IntegrityProblem(path, "does not match its RECORD hash", rebuild))
+        if digest_hash(raw) != digest:
+            bad(path, "does not match its RECORD hash")
         elif size and size != str(length):
-            out.append(IntegrityProblem(path, f"is {length} bytes, RECORD says {size}", rebuild))
+            bad(path, f"is {length} bytes, RECORD says {size}")
     for name in counts:
         if name not in listed:
-            out.append(IntegrityProblem(name, "not listed in RECORD", rebuild))
+            bad(name, "not listed in RECORD")
     return out
 
 
@@ -353,8 +335,6 @@ def _verify(path: Path, judge: Callable[[zipfile.ZipFile], list[IntegrityProblem
         )
 
 
-# -- the wheel rule ----------------------------------------------------------------------------
-
 # What a wheel's `.data/<scheme>/` installs where: only the two site-packages schemes are a
 # kernel's; scripts, headers and data land outside it (bin/, include/, the prefix).
 _SITE_SCHEMES = ("purelib", "platlib")
@@ -368,14 +348,9 @@ class _Members(Protocol):
 
 
 def wheel_rule_problems(filename: str, wheel: _Members) -> list[IntegrityProblem]:
-    """The wheel rule: a kernel wheel installs its own package and nothing else. Every member
-    lies under one of its own top-level names (``<name>/``, ``<name>.py``, auditwheel's
-    ``<name>.libs/``) or in its own ``.dist-info``/``.data`` folder. Its own names: the file
-    name's distribution (compared normalised) and what ``.dist-info/top_level.txt`` declares
-    (no reserved module among them). No ``.pth`` file, no ``sitecustomize``/``usercustomize``,
-    nothing under ``.data/scripts``, ``headers`` or ``data``; METADATA's Name and Version are
-    the file name's; a kernel's local label (``+torch2.14.cu130``) agrees with its
-    ``Requires-Dist: torch``. Empty when it holds."""
+    """The wheel rule: a kernel wheel installs its own package and nothing else, and its
+    METADATA and torch requirement agree with its file name (docs/hardening.md, issue 38,
+    family 1). Empty when it holds."""
     try:
         dist, version, _build, _tags, _label = parse_wheel_name(filename)
     except InvalidWheelFilename as exc:
@@ -386,8 +361,7 @@ def wheel_rule_problems(filename: str, wheel: _Members) -> list[IntegrityProblem
         return []  # the record rule names this; nothing below can be judged without METADATA
     own, out = _own_names(dist, info[0], wheel)
     for name in names:
-        cause = _member_cause(name, dist, own)
-        if cause is not None:
+        if (cause := _member_cause(name, dist, own)) is not None:
             out.append(_wheel_problem(name, *cause))
     try:
         headers = parse_metadata(wheel.read(f"{info[0]}/METADATA"))
@@ -416,33 +390,23 @@ def _own_names(
         declared = wheel.read(member).decode("utf-8").split()
     except (UnicodeDecodeError, *_UNREADABLE):
         declared = []
+    rebuild = "a kernel wheel installs only its own package: rebuild it from its project"
     for top in declared:
         name = canonicalize_name(top)
         if name in own:
             continue
-        reserved = shadowing(None, top)
-        if reserved is not None:
-            out.append(
-                _wheel_problem(
-                    member,
-                    f"declares the top-level package {top!r}, which would replace {reserved}",
-                    "a kernel wheel installs only its own package: rebuild it from its project",
-                )
+        if (reserved := shadowing(None, top)) is not None:
+            why, fix = f"which would replace {reserved}", rebuild
+        elif name_warning(top, top) is not None:
+            why = (
+                "the import name of a well-known PyPI distribution other than this wheel's: "
+                "installing it would write over that distribution's files"
             )
+            fix = rebuild + " (to-wheel --name names the distribution, not another one's package)"
+        else:
+            own.add(name)
             continue
-        if name_warning(top, top) is not None:
-            out.append(
-                _wheel_problem(
-                    member,
-                    f"declares the top-level package {top!r}, the import name of a well-known "
-                    "PyPI distribution other than this wheel's: installing it would write over "
-                    "that distribution's files",
-                    "a kernel wheel installs only its own package: rebuild it from its project "
-                    "(to-wheel --name names the distribution, not another one's package)",
-                )
-            )
-            continue
-        own.add(name)
+        out.append(_wheel_problem(member, f"declares the top-level package {top!r}, {why}", fix))
     return frozenset(own), out
 
 
@@ -485,35 +449,25 @@ def _member_cause(name: str, dist: str, own: frozenset[str]) -> tuple[str, str] 
 def _metadata_problems(
     filename: str, dist: str, version: Version, headers: Message
 ) -> list[IntegrityProblem]:
-    fix = "rebuild or re-convert the wheel; the file name and METADATA must describe one wheel"
     stated_name, stated_version = headers.get("Name", ""), headers.get("Version", "")
-    out = []
+    causes: dict[str, str | None] = {"Name": None, "Version": None}
     if canonicalize_name(stated_name) != dist:
-        out.append(
-            _wheel_problem(
-                "METADATA Name",
-                f"is {stated_name!r}, the file name says {dist}: pip would record another "
-                "distribution than the one it installs",
-                fix,
-            )
+        causes["Name"] = (
+            f"is {stated_name!r}, the file name says {dist}: pip would record another "
+            "distribution than the one it installs"
         )
     try:
         same = Version(stated_version) == version
     except InvalidVersion:
         same = False
     if not same:
-        out.append(
-            _wheel_problem(
-                "METADATA Version",
-                f"is {stated_version!r}, the file name says {version}: pip refuses it "
-                "('inconsistent version')",
-                fix,
-            )
+        causes["Version"] = (
+            f"is {stated_version!r}, the file name says {version}: pip refuses it "
+            "('inconsistent version')"
         )
-    torch = _torch_problem(filename, headers)
-    if torch is not None:
-        out.append(_wheel_problem("METADATA Requires-Dist", torch, fix))
-    return out
+    causes["Requires-Dist"] = _torch_problem(filename, headers)
+    fix = "rebuild or re-convert the wheel; the file name and METADATA must describe one wheel"
+    return [_wheel_problem(f"METADATA {k}", c, fix) for k, c in causes.items() if c is not None]
 
 
 def _torch_problem(filename: str, headers: Message) -> str | None:

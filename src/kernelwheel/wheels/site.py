@@ -1,16 +1,7 @@
-"""An output folder shared with its owner: ``kernelwheel index`` owns only what it wrote.
-
-A site folder often holds files of its user beside the index (``CNAME``, a landing page, a
-``.git`` of a gh-pages checkout). The index lists the top-level entries it wrote in a manifest
-(``.kernelwheel-index.json``); a later run replaces and removes only those, refuses to write over
-an entry it does not own, and leaves every other file as it is.
-
-Each entry is built in a staging folder inside the output (same file system) and moved into
-place by rename: a file is replaced in one rename, a folder by two (the old one aside, the new
-one in), so a reader sees an old or a new entry, never a half-written one. The manifest lists
-the union of old and new entries while they are swapped, so an interrupted run leaves nothing it
-wrote unowned; the next run finishes the job.
-"""
+"""An output folder shared with its owner: ``kernelwheel index`` owns only the top-level entries
+its manifest lists, each replaced by rename, so a reader never sees a half-written one and an
+interrupted run leaves nothing unowned (docs/hardening.md, "kernelwheel index and the user's
+files")."""
 
 from __future__ import annotations
 
@@ -70,8 +61,7 @@ def owned_entries(output: Path) -> frozenset[str]:
             f"{manifest}: not a manifest kernelwheel can read ({exc})",
             hint="remove the files the index wrote and this manifest, then run again",
         ) from None
-    bad = [e for e in entries if not _plain_name(e)]
-    if bad:
+    if bad := [e for e in entries if not _plain_name(e)]:
         raise UsageError(
             f"{manifest}: lists {bad[0]!r}, which is no plain entry name",
             hint="the manifest was edited; remove it and the index's files, then run again",
@@ -115,13 +105,6 @@ def swap_in(staging: Path, output: Path, old: frozenset[str]) -> None:
         shutil.rmtree(trash, ignore_errors=True)
 
 
-def _conflicts(staging: Path, output: Path, old: frozenset[str]) -> list[str]:
-    """Entries the new index would write over that belong to the user."""
-    return sorted(
-        p.name for p in staging.iterdir() if _exists(output / p.name) and p.name not in old
-    )
-
-
 def prepare(output: Path) -> frozenset[str]:
     """Check and create ``output``; the entries an earlier run wrote there."""
     if output.exists() and not output.is_dir():
@@ -132,7 +115,10 @@ def prepare(output: Path) -> frozenset[str]:
 
 
 def refuse_conflicts(staging: Path, output: Path, old: frozenset[str]) -> None:
-    clash = _conflicts(staging, output, old)
+    """Refuse the entries the new index would write over that belong to the user."""
+    clash = sorted(
+        p.name for p in staging.iterdir() if _exists(output / p.name) and p.name not in old
+    )
     if clash:
         shown = ", ".join(clash[:5]) + (f" and {len(clash) - 5} more" if len(clash) > 5 else "")
         raise UsageError(

@@ -1,17 +1,12 @@
-"""Wheel variants (PEP 825): the CUDA builds of a kernel as variant wheels an installer picks.
-
-The builds share the public version and file name but for a variant label (the flavour token, or
-``torch214_cu130`` for a torch-dimension variant); each carries ``*.dist-info/variant.json`` with
-the NVIDIA provider's properties (CUDA bounds, ``sm_arch``) and, per torch, ``abi_dependency``
-ones (the torch series; the CUDA runtime the torch pins, which names its flavour). The index serves
-``<name>-<version>-variants.json`` beside them; pip sees no wheel at all, never a wrong one.
-docs/install.md explains each property; variantlib writes both JSON files.
-"""
+"""Wheel variants (PEP 825): the CUDA builds of a kernel as variant wheels an installer picks,
+each with its ``*.dist-info/variant.json``, and the index's ``<name>-<version>-variants.json``
+(docs/install.md, "Wheel variants", explains each property); variantlib writes both JSON files.
+pip sees no wheel at all, never a wrong one."""
 
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +49,6 @@ _TORCH_INFO = VariantInfo(
     namespace_priorities=[NAMESPACE, ABI_DEPENDENCY],
     providers={NAMESPACE: _PROVIDER, ABI_DEPENDENCY: ProviderInfo(builtin=ABI_DEPENDENCY)},
 )
-_SHARED_OBJECT = (".so",)
 
 
 def cuda_properties(backend: Backend) -> list[tuple[str, str]]:
@@ -101,14 +95,10 @@ class VariantBuild:
     dist_info_json: str  # the variant.json it carries
 
 
-def _description(label: str, properties: Iterable[tuple[str, str, str]]) -> VariantDescription:
-    return VariantDescription([VariantProperty(*p) for p in properties], label=label)
-
-
 def _sm_values(zf: zipfile.ZipFile) -> list[str]:
     values: set[str] = set()
     for info in zf.infolist():
-        if info.filename.endswith(_SHARED_OBJECT) or ".so." in info.filename:
+        if info.filename.endswith(".so") or ".so." in info.filename:
             with zf.open(info) as fh:
                 real, virtual = sm_archs(fh)
             values |= {f"{a}_real" for a in real} | {f"{a}_virtual" for a in virtual}
@@ -119,10 +109,8 @@ def write_variant_wheel(
     source: Path, out_dir: Path, backend: Backend, torch: TorchVersion | None = None
 ) -> VariantBuild:
     """The variant wheel of the kernel wheel ``source`` (already through the record rule) in
-    ``out_dir``: the public version, the flavour token as label, ``variant.json`` added; every
-    other member copied streamed as it is. Written beside its final place, then renamed.
-    ``torch``: a torch-dimension variant (label ``torch214_cu130``, ``abi_dependency``
-    properties); a CPU build is then a variant too."""
+    ``out_dir``: the public version, the label, ``variant.json`` added, every other member
+    copied as it is. ``torch``: a torch-dimension variant, where a CPU build is one too."""
     label = backend.token if torch is None else torch_label(torch, backend)
     name_part, version_text = source.name.split("-")[:2]
     new_version = Version(version_text).public
@@ -133,7 +121,7 @@ def write_variant_wheel(
         # The one .dist-info folder (the record rule has checked there is exactly one).
         old_dist = next(n.split("/")[0] for n in zin.namelist() if ".dist-info/" in n)
         properties = _properties(zin, backend, torch)
-        vdesc = _description(label, properties)
+        vdesc = VariantDescription([VariantProperty(*p) for p in properties], label=label)
         try:
             info = _INFO if torch is None else _TORCH_INFO
             variant_json = make_variant_dist_info(vdesc, variant_info=info)

@@ -3,11 +3,6 @@
 Entries are sorted, timestamps come from SOURCE_DATE_EPOCH (or a fixed 1980 default) and
 permissions are normalised, so the same inputs give byte-identical wheels. The file appears in
 the output folder only once complete (written beside it, then renamed).
-
-A licence that is a valid SPDX expression becomes ``License-Expression`` (canonical spelling,
-PEP 639); any other text (kernel repos say ``other``) stays the free-text ``License`` field.
-Licence files go to ``.dist-info/licenses/`` with one ``License-File`` each; the long
-description is the METADATA body.
 """
 
 from __future__ import annotations
@@ -273,12 +268,6 @@ def _zipinfo(
     return info
 
 
-def _record_digest(hexdigest: str | None) -> str | None:
-    if hexdigest is None:
-        return None
-    return digest_hash(bytes.fromhex(hexdigest))
-
-
 def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Path:
     """Write the wheel into out_dir atomically and return its path.
 
@@ -305,7 +294,8 @@ def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Pat
             for name, data in entries:
                 mode = 0o755 if name in spec.executables else 0o644
                 info = _zipinfo(name, date_time, mode, compress and _compressible(data))
-                known = _record_digest(spec.sha256.get(name))
+                hexdigest = spec.sha256.get(name)
+                known = None if hexdigest is None else digest_hash(bytes.fromhex(hexdigest))
                 rows.append((name, *_write_member(zf, info, data, known)))
             record = format_record([*rows, (record_name, "", "")])
             zf.writestr(
@@ -338,13 +328,10 @@ def rewrite_wheel(
     add: Mapping[str, bytes] | None = None,
     dist_info: str | None = None,
 ) -> Path:
-    """Copy the wheel ``source`` to ``target`` (written beside it, then renamed) member by
-    member, each streamed with its entry's time, mode and compression; with the ``.dist-info``
-    folder renamed to ``dist_info``, the members named in ``replace`` (by their new names) given
-    those bytes, and the ``add`` members (new names, mode 0644) written before RECORD, which
-    comes last: new rows for what changed, the source's rows for the rest. The one way a
-    finished wheel is changed (a repaired wheel's tag, a variant wheel's version and
-    ``variant.json``); :func:`write_wheel` is the one way one is made."""
+    """Copy the wheel ``source`` to ``target`` member by member, streamed with each entry's
+    time, mode and compression: the ``.dist-info`` folder renamed to ``dist_info``, ``replace``
+    members (by their new names) given those bytes, ``add`` members written before RECORD. The
+    one way a finished wheel is changed; :func:`write_wheel` is the one way one is made."""
     replace, add = dict(replace or {}), dict(add or {})
     with zipfile.ZipFile(source) as zin:
         names = zin.namelist()
