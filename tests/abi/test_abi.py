@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "abi"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import abi_testlib as lib  # noqa: E402
+from regen_stable_abi import format_tsv, items_from_stable_abi_toml  # noqa: E402
 
 from kernelwheel import cli  # noqa: E402
 from kernelwheel.abi import (  # noqa: E402
@@ -24,7 +26,7 @@ from kernelwheel.abi import (  # noqa: E402
     normalize_policy,
     read_wheel_tags,
 )
-from kernelwheel.abi.stable_abi import format_tsv, items_from_stable_abi_toml, parse_tsv  # noqa: E402
+from kernelwheel.abi.stable_abi import parse_tsv  # noqa: E402
 from kernelwheel.errors import AbiError, UsageError, WheelError  # noqa: E402
 from kernelwheel.model.variant import CxxAbi
 
