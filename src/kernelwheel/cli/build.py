@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import threading
 from pathlib import Path
@@ -255,17 +254,14 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     )
     outcomes = list(result.outcomes)
     if args.json:
-        ui.print(
-            json.dumps(
-                {
-                    "command": "build",
-                    "ok": not result.failed,
-                    "project": result.project,
-                    "version": result.version,
-                    "wheels": [outcome_json(o) for o in outcomes],
-                },
-                indent=2,
-            )
+        ui.print_json(
+            {
+                "command": "build",
+                "ok": not result.failed,
+                "project": result.project,
+                "version": result.version,
+                "wheels": [outcome_json(o) for o in outcomes],
+            }
         )
     else:
         ui.print(summary_table(outcomes))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ..abi import (
@@ -117,11 +116,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             )
     ok = all(r.ok for r in reports)
     if args.json:
-        ui.print(
-            json.dumps(
-                {"ok": ok, "reports": [_as_dict(r) for r in reports]}, indent=2, sort_keys=False
-            )
-        )
+        ui.print_json({"ok": ok, "reports": [_as_dict(r) for r in reports]})
     else:
         for report in reports:
             render(report, ui)

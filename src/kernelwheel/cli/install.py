@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 from typing import Any
 
@@ -98,10 +97,10 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     except NoMatch as exc:
         if not args.json:
             raise  # the CLI prints the message (environment and every refusal) and exits 10
-        ui.print(json.dumps(_no_match_json(exc), indent=2))
+        ui.print_json(_no_match_json(exc))
         return exc.exit_code
     if args.json:
-        ui.print(json.dumps(_result_json(result), indent=2))
+        ui.print_json(_result_json(result))
     else:
         _render(result, ui)
     return 0

@@ -15,7 +15,7 @@ from ._args import (
     add_variant_argument,
     jobs_value,
 )
-from ._runlog import emit_json, header, slug
+from ._runlog import header, slug
 from .ui import ConsoleUI
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         raise
     if args.json:
         ui.log_only(report_text(result))
-        ui.print(emit_json(to_json(result, log)))
+        ui.print_json(to_json(result, log))
     else:
         report(result, ui, log)
     return result.exit_code

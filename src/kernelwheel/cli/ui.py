@@ -20,6 +20,7 @@ shown as one group each when they end, so that no group mixes two variants.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -213,18 +214,11 @@ class ConsoleUI:
         now = time.monotonic()
         running = _Running(scope, name, now, log, beat=now)
         if log is not None:
-            try:
+            with contextlib.suppress(OSError):
                 running.offset = log.stat().st_size
-            except OSError:
-                running.offset = 0
         with self._lock:
             self._running[(scope, name)] = running
-            self._emit(
-                f"  {self.start_mark} {scope}: {name} …",
-                self.progress,
-                show=self._shows_steps,
-                scope=scope,
-            )
+            self._step_line(f"  {self.start_mark} {scope}: {name} …", scope)
             self._start_ticker()
 
     def step_finished(self, result: StepResult) -> None:
@@ -235,20 +229,19 @@ class ConsoleUI:
             self.results.append(result)
             mark = self.ok_mark if result.ok else self.fail_mark
             detail = f"  {result.detail}" if result.detail else ""
-            self._emit(
-                f"  {mark} {result.scope}: {result.name} ({result.seconds:.1f}s){detail}",
-                self.progress,
-                show=self._shows_steps,
-                scope=result.scope,
-            )
+            line = f"  {mark} {result.scope}: {result.name} ({result.seconds:.1f}s){detail}"
+            self._step_line(line, result.scope)
 
     def info(self, scope: str, message: str) -> None:
-        prefix = f"{scope}: " if scope else ""
-        self._emit(f"{prefix}{message}", self.progress, show=self._shows_steps, scope=scope)
+        self._step_line(f"{scope}: {message}" if scope else message, scope)
 
     @property
     def _shows_steps(self) -> bool:
         return self.verbosity > QUIET
+
+    def _step_line(self, text: str, scope: str) -> None:
+        """A progress line of ``scope``: hidden by --quiet, held with the scope's lines."""
+        self._emit(text, self.progress, show=self._shows_steps, scope=scope)
 
     # -- while steps run ------------------------------------------------------------------------
 
@@ -329,6 +322,9 @@ class ConsoleUI:
         """A result line (stdout; shown even with --quiet)."""
         self._emit(text, self.out)
 
+    def print_json(self, document: object) -> None:
+        self.print(json.dumps(document, indent=2))
+
     def group(self, title: str) -> None:
         if self.github:
             self._emit(f"::group::{title}", self.progress)
@@ -363,12 +359,7 @@ class ConsoleUI:
         mark = self.ok_mark if ok else self.fail_mark
         what = "done" if ok else "failed"
         extra = f": {detail}" if detail else ""
-        self._emit(
-            f"{mark} {scope}: {what} in {seconds:.1f}s{extra}",
-            self.progress,
-            show=self._shows_steps,
-            scope=scope,
-        )
+        self._step_line(f"{mark} {scope}: {what} in {seconds:.1f}s{extra}", scope)
 
     def error(self, message: str) -> None:
         if self.github:

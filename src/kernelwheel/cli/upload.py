@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._args import add_json_argument
-from ._runlog import cache_log_path, emit_json, header
+from ._runlog import cache_log_path, header
 from .ui import ConsoleUI
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         ui,
     )
     if args.json:
-        ui.print(emit_json(to_json(result, log)))
+        ui.print_json(to_json(result, log))
     else:
         report(result, ui)
     return 0

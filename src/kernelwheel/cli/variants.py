@@ -7,7 +7,6 @@ It renders :func:`kernelwheel.install.variants.explain`, whose verdicts are
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +62,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     target, gpus = machine(target_python(args.python), args.runner)
     report = explain(source, candidates, target, gpus, names=names, unjudged=unjudged)
     if args.json:
-        ui.print(json.dumps(report_json(report), indent=2))
+        ui.print_json(report_json(report))
     else:
         _render(report, ui)
     return 0
