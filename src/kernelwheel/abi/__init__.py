@@ -13,13 +13,7 @@ Every ELF file is checked against four rules, each with its own report entries:
 plus ``elf``: the architecture matches the wheel's tag and the stack is not executable.
 """
 
-from .checker import (
-    FROM_TAG,
-    WheelTags,
-    check_shared_object,
-    check_wheel,
-    read_wheel_tags,
-)
+from .checker import FROM_TAG, WheelTags, check_shared_object, check_wheel, read_wheel_tags
 from .policy import (
     DEFAULT_POLICY,
     load_kernel_libraries,

@@ -197,12 +197,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
 
 
 def _json_error(
-    args: argparse.Namespace,
-    ui: object,
-    kind: str,
-    message: str,
-    hint: str | None,
-    code: int,
+    args: argparse.Namespace, ui: object, kind: str, message: str, hint: str | None, code: int
 ) -> None:
     """With ``--json``, a command that fails as a whole still prints one JSON document (the
     machine reading stdout gets the error, not an empty stream)."""

@@ -218,10 +218,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         if not planned.project.noarch:
             # The dry run refuses what the build refuses at once: every variant's depends.
             refused = depends_refusals(
-                planned.project,
-                [r.variant for r in recipes],
-                planned.deps,
-                planned.options,
+                planned.project, [r.variant for r in recipes], planned.deps, planned.options
             )
             if refused:
                 raise next(iter(refused.values()))

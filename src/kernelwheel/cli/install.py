@@ -8,14 +8,7 @@ from typing import Any
 
 from ..install.installed import listing
 from ..install.select import Selection, Verdict, why_not_chosen
-from ..install.service import (
-    InstallRequest,
-    InstallResult,
-    NoMatch,
-    Pick,
-    install,
-    target_python,
-)
+from ..install.service import InstallRequest, InstallResult, NoMatch, Pick, install, target_python
 from ..model.sources import PipSources
 from ._args import add_target_python_argument, add_variant_argument
 from .ui import ConsoleUI

@@ -9,12 +9,7 @@ from typing import TYPE_CHECKING
 
 from .._util import output_dir, sha256_file
 from ..plan.options import resolve_command_option
-from ._args import (
-    add_json_argument,
-    add_option_arguments,
-    add_variant_argument,
-    jobs_value,
-)
+from ._args import add_json_argument, add_option_arguments, add_variant_argument, jobs_value
 from ._runlog import header, slug
 from .ui import ConsoleUI
 

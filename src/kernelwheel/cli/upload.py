@@ -47,10 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "folder",
-        metavar="DIR",
-        type=Path,
-        help="the Hub layout: what build --hub-layout DIR wrote",
+        "folder", metavar="DIR", type=Path, help="the Hub layout: what build --hub-layout DIR wrote"
     )
     p.add_argument("--repo", required=True, metavar="ORG/NAME", help="the kernel repo on the Hub")
     p.add_argument(

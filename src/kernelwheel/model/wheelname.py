@@ -10,12 +10,7 @@ import re
 from typing import NamedTuple
 
 from packaging.tags import Tag
-from packaging.utils import (
-    BuildTag,
-    InvalidWheelFilename,
-    NormalizedName,
-    parse_wheel_filename,
-)
+from packaging.utils import BuildTag, InvalidWheelFilename, NormalizedName, parse_wheel_filename
 from packaging.version import Version
 
 __all__ = ["WheelName", "parse_wheel_name"]

@@ -28,14 +28,7 @@ from .matrix import MatrixPlan
 from .options import Options
 from .toolchains import BUILT_HERE, require_a_backend_built_here
 
-__all__ = [
-    "DefaultBuild",
-    "Machine",
-    "TorchAt",
-    "default_build",
-    "probe_machine",
-    "within_reach",
-]
+__all__ = ["DefaultBuild", "Machine", "TorchAt", "default_build", "probe_machine", "within_reach"]
 
 
 @dataclass(frozen=True)
@@ -314,9 +307,7 @@ def _newest_first(items: Sequence[tuple[int, VariantRecipe]]) -> list[VariantRec
 
 
 def within_reach(
-    default: DefaultBuild,
-    cannot_get: Mapping[str, str],
-    others: Sequence[tuple[str, str]] = (),
+    default: DefaultBuild, cannot_get: Mapping[str, str], others: Sequence[tuple[str, str]] = ()
 ) -> DefaultBuild:
     """``default``, or, when this machine cannot get its torch, the newest of its fallbacks it
     can get, with a note naming each variant passed over and why. ``cannot_get`` maps each
@@ -365,7 +356,7 @@ def _out_of_reach(
     fixes = [
         "build in an interpreter that holds torch (with setuptools and ninja), such as a "
         "virtual environment's: --python PY (e.g. --python .venv/bin/python); the build runs "
-        "in it and fetches no torch",
+        "in it and fetches no torch"
     ]
     if others:
         fixes.append(

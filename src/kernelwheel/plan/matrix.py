@@ -287,10 +287,7 @@ def _plan_noarch(project: KernelProject, recipes: Recipes) -> MatrixPlan:
         "with an extra per backend for that backend's python-depends"
     )
     return MatrixPlan(
-        selected=selected,
-        rejected=(),
-        kernels=tuple((r.name, ()) for r in selected),
-        notes=(note,),
+        selected=selected, rejected=(), kernels=tuple((r.name, ()) for r in selected), notes=(note,)
     )
 
 

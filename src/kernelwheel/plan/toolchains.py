@@ -30,11 +30,7 @@ _RUNNER_LABEL = "self-hosted-{backend}"
 # The runner, in prose, where "a <backend> runner" would not do.
 _RUNNER_WORDS = {BackendKind.METAL: "a macOS (Metal) runner", BackendKind.XPU: "an XPU runner"}
 # A --skip glob that matches every binary variant of the backend, whatever its version.
-_SKIP = {
-    BackendKind.ROCM: "*-rocm*",
-    BackendKind.XPU: "*-xpu*",
-    BackendKind.CANN: "*-cann*",
-}
+_SKIP = {BackendKind.ROCM: "*-rocm*", BackendKind.XPU: "*-xpu*", BackendKind.CANN: "*-cann*"}
 
 
 def runner_for(variant: Variant) -> str:
