@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import os
 import re
+import shutil
 import tempfile
 import zipfile
 import zlib
@@ -709,8 +710,7 @@ def _elf_members_of(
                 # Extract under a safe local name: the archive name is only for display.
                 local = Path(tmp) / f"{index}-{Path(member.filename).name}"
                 with zf.open(member) as src, local.open("wb") as dst:
-                    while chunk := src.read(1 << 20):
-                        dst.write(chunk)
+                    shutil.copyfileobj(src, dst, 1 << 20)
                 members.append((member.filename, _read_member(path, member.filename, local)))
     except FileNotFoundError as exc:
         raise WheelError(f"{path}: no such wheel", hint="check the path") from exc

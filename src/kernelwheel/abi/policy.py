@@ -4,6 +4,7 @@ library lists (``data/abi_policy.toml``: torch/CUDA libraries that are provided,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fnmatch
 import functools
@@ -182,11 +183,8 @@ def parse_platform_tag(tag: str) -> tuple[str | None, str | None]:
     if arch is None:
         return None, None
     if tag.startswith("manylinux"):
-        try:
-            base, _ = normalize_policy(tag)
-        except UsageError:
-            return None, arch
-        return base, arch
+        with contextlib.suppress(UsageError):
+            return normalize_policy(tag)[0], arch
     return None, arch
 
 
@@ -244,14 +242,14 @@ class KernelLibraries:
         return self.toolchain.get(prefix, {}).get(version)
 
 
-def _data_file(name: str) -> Path:
+def data_file(name: str) -> Path:
     return Path(__file__).resolve().parent.parent / "data" / name
 
 
 @functools.cache
 def load_kernel_libraries(path: Path | None = None) -> KernelLibraries:
     """Load and validate ``data/abi_policy.toml`` (or ``path``)."""
-    source = path or _data_file("abi_policy.toml")
+    source = path or data_file("abi_policy.toml")
     doc = Located(read_toml(source, error=AbiDataError), file=source, error=AbiDataError)
     doc.check_keys(("provided", "forbidden", "toolchain", "torch-stable-abi", "gpu-runtime"))
     provided: dict[str, tuple[str, ...]] = {}

@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+
+from .policy import data_file
 
 # Feature macros that are defined on Linux release builds of CPython. Items behind other macros
 # (MS_WINDOWS, USE_STACKCHECK, Py_REF_DEBUG: Windows-only or debug-build-only) are not exported
@@ -54,10 +55,6 @@ def is_python_symbol(name: str) -> bool:
     return name.startswith(("Py", "_Py"))
 
 
-def _data_file() -> Path:
-    return Path(__file__).resolve().parent.parent / "data" / "stable_abi.tsv"
-
-
 def parse_tsv(text: str, *, source: str = "stable_abi.tsv") -> dict[str, StableAbiItem]:
     items: dict[str, StableAbiItem] = {}
     for lineno, line in enumerate(text.splitlines(), 1):
@@ -83,5 +80,5 @@ def parse_tsv(text: str, *, source: str = "stable_abi.tsv") -> dict[str, StableA
 @functools.cache
 def load_stable_abi() -> Mapping[str, StableAbiItem]:
     """The stable ABI's functions and data by symbol name (from ``data/stable_abi.tsv``)."""
-    path = _data_file()
+    path = data_file("stable_abi.tsv")
     return parse_tsv(path.read_text(encoding="utf-8"), source=str(path))

@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 from ..errors import VariantError
 from ..model.variant import TorchVersion
 from ._elf import ElfInfo, read_elf
-from .policy import AbiDataError
+from .policy import AbiDataError, data_file
 
 # The shim's C functions: unmangled, so the prefix is the whole story.
 _SHIM = re.compile(r"(?:aoti_torch_|torch_)\w+")
@@ -82,10 +82,6 @@ def _names(names: tuple[str, ...], limit: int = 3) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _data_file() -> Path:
-    return Path(__file__).resolve().parent.parent / "data" / "torch_shim_versions.tsv"
-
-
 def parse_table(text: str, *, source: str = "torch_shim_versions.tsv") -> ShimTable:
     """Read the table's TSV: name, since (X.Y or '-'), source, header."""
     since: dict[str, TorchVersion | None] = {}
@@ -117,7 +113,7 @@ def parse_table(text: str, *, source: str = "torch_shim_versions.tsv") -> ShimTa
 @functools.cache
 def load_shim_table() -> ShimTable:
     """The shim table of the package data (``data/torch_shim_versions.tsv``)."""
-    path = _data_file()
+    path = data_file("torch_shim_versions.tsv")
     return parse_table(path.read_text(encoding="utf-8"), source=str(path))
 
 
