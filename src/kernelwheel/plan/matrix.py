@@ -48,17 +48,11 @@ class MatrixPlan:
         return tuple(r.name for r in self.selected)
 
     def get(self, name: str) -> VariantRecipe | None:
-        for recipe in self.selected:
-            if recipe.name == name:
-                return recipe
-        return None
+        return next((r for r in self.selected if r.name == name), None)
 
     def kernels_for(self, name: str) -> tuple[str, ...]:
         """The ids of the ``[kernel.*]`` sections the variant ``name`` compiles."""
-        for variant_name, ids in self.kernels:
-            if variant_name == name:
-                return ids
-        raise KeyError(name)
+        return dict(self.kernels)[name]
 
     def select(self, selector: Selector) -> MatrixPlan:
         """Apply ``build``/``skip``/``only``: the deselected variants move to ``rejected``.

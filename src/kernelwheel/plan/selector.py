@@ -41,7 +41,10 @@ def expand_braces(pattern: str) -> tuple[str, ...]:
         if depth < 0:
             break
     if depth != 0:
-        raise _unbalanced(pattern)
+        raise UsageError(
+            f"selector {pattern!r} has unbalanced braces",
+            hint="write alternatives as {a,b}, e.g. 'torch2{13,14}-*'",
+        )
     try:
         expanded = bracex.expand(pattern, limit=MAX_EXPANSION)
     except bracex.ExpansionLimitException:
@@ -51,13 +54,6 @@ def expand_braces(pattern: str) -> tuple[str, ...]:
             hint="use fewer brace groups; a '*' or '?' matches many names at once",
         ) from None
     return tuple(dict.fromkeys(expanded))
-
-
-def _unbalanced(pattern: str) -> UsageError:
-    return UsageError(
-        f"selector {pattern!r} has unbalanced braces",
-        hint="write alternatives as {a,b}, e.g. 'torch2{13,14}-*'",
-    )
 
 
 @dataclass(frozen=True)
