@@ -145,11 +145,6 @@ def measure_floor(imports: Iterable[str], table: ShimTable | None = None) -> Shi
     return ShimFloor(names, floor, setting, unknown)
 
 
-def floor_of_objects(infos: Iterable[ElfInfo], table: ShimTable | None = None) -> ShimFloor:
-    """The floor of several objects together (a wheel's): the newest of theirs."""
-    return measure_floor((n for info in infos for n in shim_imports(info)), table)
-
-
 def declared_floor(requires_dist: Iterable[str]) -> tuple[str | None, TorchVersion | None]:
     """(the torch requirement as written, the lowest torch series it admits) from a wheel's
     Requires-Dist lines; (None, None) without one, (text, None) for one with no lower bound."""
@@ -203,4 +198,4 @@ def floor_warning(declared: TorchVersion | None, measured: ShimFloor, table: Shi
 def floor_of_files(paths: Iterable[Path], table: ShimTable | None = None) -> ShimFloor:
     """The floor of the shared objects at ``paths`` together (raises NotElfError for one that
     is not ELF)."""
-    return floor_of_objects((read_elf(p) for p in paths), table)
+    return measure_floor((n for p in paths for n in shim_imports(read_elf(p))), table)

@@ -116,7 +116,9 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             )
     ok = all(r.ok for r in reports)
     if args.json:
-        ui.print_json({"ok": ok, "reports": [_as_dict(r) for r in reports]})
+        kinds = {WheelReport: "wheel", SoReport: "shared_object"}
+        dicts = [{"kind": kinds[type(r)], **r.to_dict()} for r in reports]
+        ui.print_json({"ok": ok, "reports": dicts})
     else:
         for report in reports:
             render(report, ui)
@@ -144,11 +146,6 @@ def _refuse_unmatched(paths: list[Path]) -> None:
                 "nothing through as it is); build or download the wheels first",
             )
         raise UsageError(f"{path}: no such file", hint="pass existing wheels or .so files")
-
-
-def _as_dict(report: WheelReport | SoReport) -> dict[str, object]:
-    kind = "wheel" if isinstance(report, WheelReport) else "shared_object"
-    return {"kind": kind, **report.to_dict()}
 
 
 def _mark(ui: ConsoleUI, state: bool | None) -> str:

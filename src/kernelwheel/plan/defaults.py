@@ -177,14 +177,10 @@ def _why_not(plan: MatrixPlan, seen: TorchAt, host: Arch) -> str:
             why += f"; and {len(reasons) - 3} more"
     else:
         why = (
-            f"the recipes have no variant for torch {_series(seen.torch)} {seen.torch.token} "
-            f"on {_arch_of(seen, host).value}"
+            f"the recipes have no variant for torch {compat.dotted(seen.torch.release)} "
+            f"{seen.torch.token} on {_arch_of(seen, host).value}"
         )
     return f"{seen.origin}, {seen.torch.describe()}: {why}"
-
-
-def _series(torch: compat.Torch) -> str:
-    return f"{torch.release[0]}.{torch.release[1]}"
 
 
 def _no_variant_for(plan: MatrixPlan, seen: TorchAt, host: Arch) -> UsageError:
