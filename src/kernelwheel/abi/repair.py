@@ -33,8 +33,6 @@ from . import (
 )
 from ._elf import is_elf
 
-__all__ = ["RepairResult", "auditwheel_plat_args", "repair_wheel"]
-
 # auditwheel renames a grafted library libfoo.so.1 to libfoo-<8 hex digits>.so.1.
 _GRAFTED_NAME = re.compile(r"^(?P<stem>[^.]+?)-[0-9a-f]{8}(?P<ext>\..*)$")
 

@@ -20,8 +20,6 @@ from .. import __version__
 from ..plan.options import resolve_command_option
 from .ui import ConsoleUI
 
-__all__ = ["cache_log_path", "header", "slug"]
-
 
 def slug(text: str) -> str:
     """A file-name-safe form of a repo id or folder name (``drbh/img2gray`` -> drbh--img2gray)."""

@@ -25,8 +25,6 @@ from ._args import (
 )
 from .ui import ConsoleUI
 
-__all__ = ["DevRun", "add_dev_arguments", "dev_once", "local_kernels", "register", "run"]
-
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(

@@ -26,20 +26,6 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from ..errors import ProjectError
 from .project import CARD_FILES, KernelProject
 
-__all__ = [
-    "CARD_TEMPLATE",
-    "FIELDS",
-    "MAX_CARD_CHARS",
-    "Card",
-    "CardFields",
-    "CardSource",
-    "card_fields",
-    "default_template",
-    "project_card",
-    "render_card",
-    "strip_front_matter",
-]
-
 # The project's card template, at its root, and the card without one: its README, as it is.
 CARD_TEMPLATE, README = CARD_FILES
 BENCHMARK = Path("benchmarks") / "benchmark.py"  # kernel-builder's benchmark pointer

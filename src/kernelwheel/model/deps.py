@@ -20,17 +20,6 @@ from packaging.version import InvalidVersion, Version
 from .._toml import Located, read_toml
 from .recipes import RecipeError, bundled_recipes, check_schema
 
-__all__ = [
-    "DEPS_TOML",
-    "LIBRARIES",
-    "Dependency",
-    "DependencyTable",
-    "HeaderWheel",
-    "Provider",
-    "load_deps",
-    "parse_deps",
-]
-
 DEPS_TOML = "deps.toml"
 # Header-only libraries a local checkout may provide (the cutlass-path option), with the header
 # that names the release a checkout holds.

@@ -18,8 +18,6 @@ from packaging.requirements import InvalidRequirement, Requirement
 from .._toml import Located, parse_toml
 from .recipes import RECIPES_PACKAGE, RecipeError
 
-__all__ = ["PYTHON_DEPENDS_TOML", "PythonDepends", "load_python_depends"]
-
 PYTHON_DEPENDS_TOML = "python-depends.toml"
 
 

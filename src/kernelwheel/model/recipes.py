@@ -32,29 +32,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     from importlib.abc import Traversable
 
-__all__ = [
-    "CcacheRecipe",
-    "bundled_recipes",
-    "load_ccache_recipe",
-    "CUDA_TOML",
-    "RECIPES_PACKAGE",
-    "SCHEMA",
-    "TORCH_TOML",
-    "CudaRecipe",
-    "CudaToolchain",
-    "PackagePin",
-    "PinnedPackage",
-    "RecipeError",
-    "Recipes",
-    "TorchFlavour",
-    "TorchRecipe",
-    "TvmFfiRecipe",
-    "VariantRecipe",
-    "load_recipes",
-    "parse_recipes",
-    "tvm_ffi_requirement",
-]
-
 SCHEMA = 1
 TORCH_TOML = "torch.toml"
 CUDA_TOML = "cuda.toml"

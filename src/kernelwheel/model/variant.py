@@ -23,19 +23,6 @@ from kernelwheel.errors import VariantError
 
 from .wheelname import parse_wheel_name
 
-__all__ = [
-    "OS",
-    "Arch",
-    "Backend",
-    "BackendKind",
-    "CxxAbi",
-    "TorchVersion",
-    "TvmFfiVersion",
-    "Variant",
-    "WheelPlatform",
-    "variant_of_wheel",
-]
-
 EXAMPLE_NAME = "torch27-cxx11-cu128-x86_64-linux"
 EXAMPLE_LOCAL = "torch2.7.cu128.cxx11"
 

@@ -28,8 +28,6 @@ from .matrix import MatrixPlan
 from .options import Options
 from .toolchains import BUILT_HERE, require_a_backend_built_here
 
-__all__ = ["DefaultBuild", "Machine", "TorchAt", "default_build", "probe_machine", "within_reach"]
-
 
 @dataclass(frozen=True)
 class TorchAt:

@@ -18,8 +18,6 @@ from ..model.variant import OS, Arch, Backend, BackendKind, TorchVersion, Varian
 from .selector import Selector
 from .toolchains import missing_toolchain, runner_for
 
-__all__ = ["MatrixPlan", "Rejection", "plan_matrix"]
-
 
 @dataclass(frozen=True)
 class Rejection:

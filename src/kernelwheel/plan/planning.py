@@ -23,8 +23,6 @@ from .options import Options, resolve_options
 from .selector import Selector
 from .versioning import GitState, WheelVersion, resolve_version, version_inputs
 
-__all__ = ["Planned", "Selection", "needs_machine", "plan_project", "select", "wheel_version"]
-
 
 @dataclass(frozen=True)
 class Planned:

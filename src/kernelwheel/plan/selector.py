@@ -17,8 +17,6 @@ import bracex
 
 from ..errors import UsageError
 
-__all__ = ["Selector", "expand_braces", "split_patterns"]
-
 _SHOWN = 8  # left-out names listed in a message before "and N more"
 
 

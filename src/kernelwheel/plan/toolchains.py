@@ -11,17 +11,6 @@ from collections.abc import Iterable
 from ..errors import ToolchainError
 from ..model.variant import Arch, BackendKind, Variant
 
-__all__ = [
-    "BUILT_HERE",
-    "HOSTED_RUNNERS",
-    "backend_problem",
-    "missing_toolchain",
-    "require_a_backend_built_here",
-    "require_toolchains",
-    "runner_for",
-    "skip_pattern",
-]
-
 # The backends kernelwheel compiles, on the GitHub-hosted runner of the variant's arch.
 BUILT_HERE = frozenset({BackendKind.CPU, BackendKind.CUDA})
 HOSTED_RUNNERS = {Arch.X86_64: "ubuntu-24.04", Arch.AARCH64: "ubuntu-24.04-arm"}
