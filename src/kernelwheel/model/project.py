@@ -113,15 +113,13 @@ _HUB_KEYS = ("repo-id", "branch")
 _TOP_KEYS: dict[int, tuple[str, ...]] = {
     LEGACY: ("general", "torch", "kernel"),
     3: ("general", "torch", "tvm-ffi", "kernel"),
-    4: ("general", *FRAMEWORKS, "kernel"),
-    5: ("general", *FRAMEWORKS, "kernel"),
+    **dict.fromkeys((4, 5), ("general", *FRAMEWORKS, "kernel")),
 }
 _TORCH_COMMON = ("src", "include", "pyext", "minver", "maxver")
 _TORCH_KEYS: dict[int, tuple[str, ...]] = {
     LEGACY: (*_TORCH_COMMON, "universal", "name", "pyroot"),
     3: _TORCH_COMMON,
-    4: (*_TORCH_COMMON, "cxx-flags", "stable-abi"),
-    5: (*_TORCH_COMMON, "cxx-flags", "stable-abi"),
+    **dict.fromkeys((4, 5), (*_TORCH_COMMON, "cxx-flags", "stable-abi")),
 }
 # kernel-builder parses the underscore spellings here; its docs write the kebab ones.
 _NOARCH_KEYS = ("pyext", "cuda-capabilities", "cuda_capabilities", "rocm-archs", "rocm_archs")
