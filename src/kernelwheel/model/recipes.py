@@ -77,8 +77,7 @@ class RecipeError(LocatedError, UsageError):
     The message names the file and key; the exit code is a usage error's."""
 
 
-# ---------------------------------------------------------------------------------------------
-# Model
+# -- Model ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -503,8 +502,7 @@ class Recipes:
         return VariantRecipe(variant, None, None, None, cuda, "py3", tvm_ffi=recipe, image=image)
 
 
-# ---------------------------------------------------------------------------------------------
-# Loading
+# -- Loading ----------------------------------------------------------------------------------
 
 
 def load_recipes(path: Path | str | None = None) -> Recipes:

@@ -197,8 +197,7 @@ def _check_enum(value: object, enum: type[Enum], what: str, *, optional: bool) -
         )
 
 
-# ---------------------------------------------------------------------------------------------
-# Torch version
+# -- Torch version ----------------------------------------------------------------------------
 
 
 _COMPACT_TORCH = re.compile(r"([0-9])(0|[1-9][0-9]*)")
@@ -276,8 +275,7 @@ class TvmFfiVersion(TorchVersion):
         return cls(series.major, series.minor)
 
 
-# ---------------------------------------------------------------------------------------------
-# Backend
+# -- Backend ----------------------------------------------------------------------------------
 
 _VERSIONED = (BackendKind.CUDA, BackendKind.ROCM, BackendKind.XPU, BackendKind.CANN)
 # Backends whose binary variants exist only for linux (metal's own rule is darwin-only).
@@ -435,8 +433,7 @@ class Backend:
         return self.token
 
 
-# ---------------------------------------------------------------------------------------------
-# Variant
+# -- Variant ----------------------------------------------------------------------------------
 
 _STABLE_PREFIX = "stable-abi"
 
