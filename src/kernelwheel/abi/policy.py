@@ -73,10 +73,8 @@ class ManylinuxPolicy:
 
     def allows(self, version_name: str) -> bool:
         """Whether an undefined symbol bound to ``version_name`` (e.g. "GLIBC_2.32") complies.
-
-        Versions of libraries the policy does not cap (e.g. a torch library's own) always do,
-        as in auditwheel.
-        """
+        Versions of libraries the policy does not cap (e.g. a torch library's own) always do, as in
+        auditwheel."""
         prefix, version = split_version(version_name)
         allowed = self.symbol_versions.get(prefix)
         return allowed is None or version in allowed
@@ -123,10 +121,8 @@ def policy_names() -> tuple[str, ...]:
 
 
 def normalize_policy(name: str) -> tuple[str, str | None]:
-    """Policy name and arch of "manylinux_2_28", "manylinux_2_28_x86_64", "manylinux2014"...
-
-    Raises UsageError naming the known policies.
-    """
+    """Policy name and arch of "manylinux_2_28", "manylinux_2_28_x86_64", "manylinux2014"... Raises
+    UsageError naming the known policies."""
     text = name.strip()
     arch: str | None = None
     for candidate in KNOWN_ARCHES:
@@ -175,10 +171,8 @@ def load_policy(name: str = DEFAULT_POLICY, arch: str = "x86_64") -> ManylinuxPo
 
 def parse_platform_tag(tag: str) -> tuple[str | None, str | None]:
     """A wheel platform tag -> (manylinux policy name or None, arch or None).
-
     "manylinux_2_28_x86_64" -> ("manylinux_2_28", "x86_64"); "manylinux2014_aarch64" ->
-    ("manylinux_2_17", "aarch64"); "linux_x86_64" -> (None, "x86_64"); "any" -> (None, None).
-    """
+    ("manylinux_2_17", "aarch64"); "linux_x86_64" -> (None, "x86_64"); "any" -> (None, None)."""
     arch = next((a for a in KNOWN_ARCHES if tag.endswith("_" + a)), None)
     if arch is None:
         return None, None

@@ -122,11 +122,8 @@ def repair_wheel(
     runner: Runner = RUNNER,
 ) -> RepairResult:
     """Repair ``wheel`` to ``policy`` for its architecture and write the result into ``out_dir``.
-
-    When the wheel cannot comply: raise AbiError with the checker's summary, or with
-    ``best_effort`` copy the wheel unchanged (``linux_<arch>``) into ``out_dir`` and return it
-    with the report.
-    """
+    When the wheel cannot comply: raise AbiError with the checker's summary, or with ``best_effort``
+    copy the wheel unchanged (``linux_<arch>``) into ``out_dir`` and return it with the report."""
     wheel = Path(wheel)
     out_dir = Path(out_dir)
     tags = read_wheel_tags(wheel.name)

@@ -115,12 +115,10 @@ class PackagePin:
 
 @dataclass(frozen=True)
 class CudaToolchain:
-    """The CUDA compiler for one variant (one CUDA version on one arch).
-
-    ``source`` is ``"pypi"`` (install ``packages``, pinned, into the build environment and use
-    them as CUDA_HOME) or ``"system"`` (``packages`` is empty: use a toolkit of this version from
-    the build image, e.g. one of ``system_paths``).
-    """
+    """The CUDA compiler for one variant (one CUDA version on one arch). ``source`` is ``"pypi"``
+    (install ``packages``, pinned, into the build environment and use them as CUDA_HOME) or
+    ``"system"`` (``packages`` is empty: use a toolkit of this version from the build image, e.g.
+    one of ``system_paths``)."""
 
     version: str
     source: ToolchainSource
@@ -404,11 +402,10 @@ class Recipes:
         return self.tvm_ffi.variants() if self.tvm_ffi is not None else ()
 
     def recipe_for(self, variant: Variant, *, build: TorchVersion | None = None) -> VariantRecipe:
-        """The recipe of ``variant``; :class:`RecipeError` if the recipes do not cover it.
-
-        A stable-ABI variant (``torch-stable-abi210-…``) is built with a torch at least as new
-        as its ABI: ``build`` (a torch series of the recipes), by default the newest one with
-        the variant's flavour and arch (:meth:`stable_build`)."""
+        """The recipe of ``variant``; :class:`RecipeError` if the recipes do not cover it. A
+        stable-ABI variant (``torch-stable-abi210-…``) is built with a torch at least as new as its
+        ABI: ``build`` (a torch series of the recipes), by default the newest one with the variant's
+        flavour and arch (:meth:`stable_build`)."""
         if variant.tvm_ffi is not None:
             return self._tvm_ffi_recipe_for(variant)
         if variant.torch is None:
@@ -560,8 +557,7 @@ def parse_recipes(
     origin: str = "<memory>",
     tvm_ffi_data: Mapping[str, Any] | None = None,
 ) -> Recipes:
-    """Validate parsed torch.toml / cuda.toml (and tvm-ffi.toml) mappings into
-    :class:`Recipes`."""
+    """Validate parsed torch.toml / cuda.toml (and tvm-ffi.toml) mappings into :class:`Recipes`."""
     cuda_file = f"{origin}/{CUDA_TOML}"
     cuda = _cuda_recipes(_document(cuda_data, cuda_file))
     torch_doc = _document(torch_data, f"{origin}/{TORCH_TOML}")

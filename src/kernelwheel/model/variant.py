@@ -391,9 +391,8 @@ class Backend:
 
     @property
     def token(self) -> str:
-        """The Hub spelling: ``cu128``, ``rocm63``, ``xpu20251``, ``cann83``, ``cpu``,
-        ``metal``, ``neuron``, ``tpu``; a versionless backend is its kind (``cuda``), CANN's
-        ``npu``."""
+        """The Hub spelling: ``cu128``, ``rocm63``, ``xpu20251``, ``cann83``, ``cpu``, ``metal``,
+        ``neuron``, ``tpu``; a versionless backend is its kind (``cuda``), CANN's ``npu``."""
         if self.version is None:
             return _NOARCH_TOKEN.get(self.kind, self.kind.value)
         major, minor = self.version
@@ -401,10 +400,9 @@ class Backend:
 
     @property
     def pytorch_label(self) -> str:
-        """PyTorch's own name for its torch build of this backend: the local version of those
-        wheels and the folder of its index (``cu130``, ``cpu``, ``rocm7.1``, ``xpu``). Only ROCm
-        (dotted) and XPU (one index per torch release, whatever its oneAPI) differ from
-        :attr:`token`."""
+        """PyTorch's own name for its torch build of this backend: the local version of those wheels
+        and the folder of its index (``cu130``, ``cpu``, ``rocm7.1``, ``xpu``). Only ROCm (dotted)
+        and XPU (one index per torch release, whatever its oneAPI) differ from :attr:`token`."""
         if self.kind is BackendKind.ROCM and self.version is not None:
             return f"rocm{self.version[0]}.{self.version[1]}"
         if self.kind is BackendKind.XPU:

@@ -30,11 +30,9 @@ class Rejection:
 @dataclass(frozen=True)
 class MatrixPlan:
     """The planned variants (``selected``, in recipe order, stable-ABI variants last) and the
-    left-out ones with reasons.
-
-    ``kernels`` pairs each selected variant's name with the ids of the ``[kernel.*]`` sections it
-    compiles (empty for noarch variants); ``notes`` carries information that is not a rejection.
-    """
+    left-out ones with reasons. ``kernels`` pairs each selected variant's name with the ids of the
+    ``[kernel.*]`` sections it compiles (empty for noarch variants); ``notes`` carries information
+    that is not a rejection."""
 
     selected: tuple[VariantRecipe, ...]
     rejected: tuple[Rejection, ...]
@@ -53,11 +51,9 @@ class MatrixPlan:
         return dict(self.kernels)[name]
 
     def select(self, selector: Selector) -> MatrixPlan:
-        """Apply ``build``/``skip``/``only``: the deselected variants move to ``rejected``.
-
-        Raises :class:`~kernelwheel.errors.UsageError` when a selector matches nothing (see
-        :meth:`Selector.select`).
-        """
+        """Apply ``build``/``skip``/``only``: the deselected variants move to ``rejected``. Raises
+        :class:`~kernelwheel.errors.UsageError` when a selector matches nothing (see
+        :meth:`Selector.select`)."""
         left_out = {r.variant_name: r.reason for r in self.rejected}
         keep = set(selector.select(self.names, left_out=left_out))
         dropped = [
