@@ -120,15 +120,8 @@ def load_shim_table() -> ShimTable:
 def shim_imports(info: ElfInfo) -> tuple[str, ...]:
     """The shim functions an object imports: undefined, unversioned (libtorch versions none of
     its symbols) C symbols named like the shim's."""
-    return tuple(
-        sorted(
-            {
-                s.name
-                for s in info.symbols
-                if not s.defined and s.version is None and _SHIM.fullmatch(s.name)
-            }
-        )
-    )
+    imported = {s.name for s in info.symbols if not s.defined and s.version is None}
+    return tuple(sorted(n for n in imported if _SHIM.fullmatch(n)))
 
 
 def measure_floor(imports: Iterable[str], table: ShimTable | None = None) -> ShimFloor:
@@ -164,10 +157,8 @@ def declared_floor(requires_dist: Iterable[str]) -> tuple[str | None, TorchVersi
                     release = Version(spec.version.removesuffix(".*")).release
                 except InvalidVersion:
                     continue
-                if len(release) >= 2:
-                    floors.append(TorchVersion(release[0], release[1]))
-                elif len(release) == 1:
-                    floors.append(TorchVersion(release[0], 0))
+                if release:
+                    floors.append(TorchVersion(release[0], release[1] if len(release) > 1 else 0))
     if not texts:
         return None, None
     floor = max(floors) if floors else None
@@ -176,16 +167,12 @@ def declared_floor(requires_dist: Iterable[str]) -> tuple[str | None, TorchVersi
 
 def raised_floor(declared: TorchVersion, measured: ShimFloor) -> TorchVersion:
     """``max(declared, measured)``: the floor a stable-ABI wheel's Requires-Dist states."""
-    if measured.floor is None or measured.floor <= declared:
-        return declared
-    return measured.floor
+    return declared if measured.floor is None else max(declared, measured.floor)
 
 
 def floor_warning(declared: TorchVersion | None, measured: ShimFloor, table: ShimTable) -> str:
     """The warning for a declared floor below the measured one ('' when it is not below)."""
-    if measured.floor is None:
-        return ""
-    if declared is not None and measured.floor <= declared:
+    if measured.floor is None or (declared is not None and measured.floor <= declared):
         return ""
     stated = f"torch>={declared}" if declared is not None else "no torch floor"
     return (
