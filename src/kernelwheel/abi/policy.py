@@ -225,10 +225,7 @@ class KernelLibraries:
         return None
 
     def forbidden_reason(self, soname: str) -> str | None:
-        for pattern, reason in self.forbidden:
-            if fnmatch.fnmatchcase(soname, pattern):
-                return reason
-        return None
+        return next((why for p, why in self.forbidden if fnmatch.fnmatchcase(soname, p)), None)
 
     def first_release(self, version_name: str) -> str | None:
         """The first release shipping a version ("GLIBCXX_3.4.29" -> "gcc 11.1"), if known."""

@@ -101,10 +101,8 @@ class Selector:
             return None if name == self.only else f"not {self.only_label} {self.only}"
         if not any(self._match(p, name) for p in self.build):
             return f"not matched by {self.build_label} {' '.join(self.build)!r}"
-        for pattern in self.skip:
-            if self._match(pattern, name):
-                return f"skipped by {self.skip_label} {pattern!r}"
-        return None
+        skipped = next((p for p in self.skip if self._match(p, name)), None)
+        return None if skipped is None else f"skipped by {self.skip_label} {skipped!r}"
 
     def select(
         self, names: Sequence[str], *, left_out: Mapping[str, str] | None = None
