@@ -272,10 +272,6 @@ class VariantRecipe:
     def name(self) -> str:
         return self.variant.name
 
-    @property
-    def local_version(self) -> str:
-        return self.variant.local_version
-
     def environment_spec(self) -> dict[str, Any]:
         """What determines the build environment, as plain data (the input of :meth:`digest`)."""
         cuda: dict[str, Any] | None = None
