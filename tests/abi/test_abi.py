@@ -168,10 +168,10 @@ CASES = {
 @pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
 def test_policy_caps_come_from_auditwheel(arch: str) -> None:
     policy = load_policy("manylinux_2_28", arch)
-    assert policy.caps()["GLIBC"] == "2.28"
-    assert policy.caps()["GLIBCXX"] == "3.4.24"
-    assert policy.caps()["CXXABI"] == "1.3.11"
-    assert policy.caps()["GCC"] == "7.0.0"
+    assert policy.cap("GLIBC") == "2.28"
+    assert policy.cap("GLIBCXX") == "3.4.24"
+    assert policy.cap("CXXABI") == "1.3.11"
+    assert policy.cap("GCC") == "7.0.0"
     assert policy.allows("GLIBC_2.17") and not policy.allows("GLIBC_2.32")
     assert policy.allows("CXXABI_TM_1")
     assert policy.allows("libcudart.so.13")  # a version prefix the policy does not cap

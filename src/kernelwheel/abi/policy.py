@@ -88,9 +88,6 @@ class ManylinuxPolicy:
         ]
         return max(numeric)[1] if numeric else None
 
-    def caps(self) -> dict[str, str]:
-        return {p: c for p in sorted(self.symbol_versions) if (c := self.cap(p)) is not None}
-
 
 @functools.cache
 def _manylinux_json() -> tuple[dict[str, Any], ...]:

@@ -132,11 +132,6 @@ class CudaToolchain:
     def major(self) -> int:
         return int(self.version.split(".")[0])
 
-    @property
-    def hashed(self) -> bool:
-        """True when every package has a sha256, so pip can install with ``--require-hashes``."""
-        return bool(self.packages) and all(p.sha256 for p in self.packages)
-
     def requirements(self) -> tuple[str, ...]:
         """Requirements-file lines for the toolchain packages (with hashes when known)."""
         return tuple(p.requirement_line for p in self.packages)
