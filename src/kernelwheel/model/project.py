@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
 from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, describe, read_toml
@@ -43,7 +42,6 @@ __all__ = [
     "BUILD_TOML",
     "CARD_FILES",
     "DEFAULT_PYEXT",
-    "EDITIONS",
     "KERNEL_BACKENDS",
     "BackendDepends",
     "Framework",
@@ -56,7 +54,6 @@ __all__ = [
     "TvmFfiSection",
     "find_project_root",
     "load_project",
-    "spdx_expression",
 ]
 
 BUILD_TOML = "build.toml"
@@ -64,7 +61,6 @@ BUILD_TOML = "build.toml"
 # README.md as it is (the wheels' long description, the Hub repo's README.md).
 CARD_FILES = ("CARD.md", "README.md")
 LEGACY = 2  # the edition number kernelwheel gives the pre-edition-3 forms
-EDITIONS = (LEGACY, 3, 4, 5)
 FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
 
 # Keys per table and edition. A key some other edition allows gets "declare edition N".
@@ -175,17 +171,6 @@ _HUB_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]
 _GIT_URL_RE = re.compile(
     r"(?:(?:https?|git|ssh|git\+ssh|git\+https?)://[^\s/]+(?:/\S*)?|[^\s/:@]+@[^\s/:]+:[^\s/]\S*)"
 )
-
-
-def spdx_expression(license: str | None) -> str | None:
-    """``license`` as a canonical SPDX expression, or None when it is not one (kernel-builder
-    accepts any string; the Hub's ``other`` is common)."""
-    if not license:
-        return None
-    try:
-        return str(canonicalize_license_expression(license))
-    except InvalidLicenseExpression:
-        return None
 
 
 @dataclass(frozen=True)
