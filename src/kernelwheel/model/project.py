@@ -38,20 +38,14 @@ from .sections import (
 )
 
 __all__ = [
-    "BACKENDS",
     "BUILD_TOML",
     "CARD_FILES",
     "DEFAULT_PYEXT",
-    "KERNEL_BACKENDS",
-    "BackendDepends",
     "Framework",
     "HubConfig",
     "KernelDependency",
     "KernelProject",
     "KernelSection",
-    "NoarchSection",
-    "TorchSection",
-    "TvmFfiSection",
     "find_project_root",
     "load_project",
 ]
