@@ -163,5 +163,4 @@ def remedy_flags(header: Path | None = None) -> RemedySet:
 
 
 def remedy_for_symbol(symbol: str) -> Remedy | None:
-    """The remedy that removes an import of ``symbol``, if kernelwheel has one."""
     return next((r for r in REMEDIES if r.removes(symbol)), None)

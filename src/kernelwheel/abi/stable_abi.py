@@ -51,7 +51,6 @@ class StableAbiItem:
 
 
 def is_python_symbol(name: str) -> bool:
-    """Whether a symbol name belongs to the CPython C API namespace."""
     return name.startswith(("Py", "_Py"))
 
 

@@ -204,7 +204,6 @@ class ConsoleUI:
                 self._log = None
 
     def log_only(self, text: str) -> None:
-        """A line for the log file only (e.g. a traceback)."""
         self._emit(text, self.err, show=False)
 
     # -- Reporter protocol ----------------------------------------------------------------------

@@ -75,8 +75,6 @@ _MISSING_HINT = {
 
 
 class CardSource(enum.Enum):
-    """Where a card came from."""
-
     TEMPLATE = "CARD.md"  # the project's template, rendered
     README = "README.md"  # the project's README, as it is
     GENERATED = "generated"  # kernelwheel's template, rendered

@@ -36,8 +36,6 @@ _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 
 class Provider(str, Enum):
-    """Who provides a dependency."""
-
     ENVIRONMENT = "environment"  # the build environment already has it (torch)
     HEADERS = "headers"  # a header-only library: a pinned PyPI wheel or a local checkout
     UNSUPPORTED = "unsupported"  # nobody: a kernel needing it cannot be built here
@@ -124,7 +122,6 @@ def load_deps(folder: Path | str | None = None) -> DependencyTable:
 
 
 def parse_deps(data: Mapping[str, Any], *, origin: str = "<memory>") -> DependencyTable:
-    """Validate a parsed deps.toml mapping into a :class:`DependencyTable`."""
     doc = Located(data, file=origin, error=RecipeError)
     doc.check_keys(_TOP_KEYS)
     check_schema(doc)
@@ -222,5 +219,4 @@ def _wheel(pypi: Located, release: str) -> HeaderWheel:
 
 
 def _text(table: Located, key: str, example: str) -> str:
-    """A required, non-blank string."""
     return table.required_string(key, f"e.g. {example}", nonempty=True)

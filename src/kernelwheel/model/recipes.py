@@ -299,7 +299,6 @@ class VariantRecipe:
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for JSON output."""
         v = self.variant
         return {
             "name": v.name,

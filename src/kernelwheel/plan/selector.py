@@ -92,7 +92,6 @@ class Selector:
         return any(fnmatch.fnmatchcase(name, p) for p in expand_braces(pattern))
 
     def matches(self, name: str) -> bool:
-        """True when ``name`` is selected."""
         return self.why_not(name) is None
 
     def why_not(self, name: str) -> str | None:

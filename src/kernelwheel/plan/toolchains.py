@@ -109,7 +109,6 @@ def _runner_label(kind: BackendKind) -> str:
 
 
 def _compiled_kind(variant: Variant) -> BackendKind | None:
-    """The backend a binary variant compiles for; None for noarch variants."""
     if variant.torch is None or variant.backend is None:
         return None
     return variant.backend.kind
