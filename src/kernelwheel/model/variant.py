@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from functools import total_ordering
-from typing import Any
+from typing import Any, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
@@ -23,6 +23,7 @@ from kernelwheel.errors import VariantError
 
 from .wheelname import parse_wheel_name
 
+_E = TypeVar("_E", bound=Enum)
 EXAMPLE_NAME = "torch27-cxx11-cu128-x86_64-linux"
 EXAMPLE_LOCAL = "torch2.7.cu128.cxx11"
 
@@ -173,6 +174,13 @@ class WheelPlatform:
 
 def _choices(enum: type[Enum]) -> str:
     return ", ".join(str(member.value) for member in enum)
+
+
+def _member(enum: type[_E], token: str, what: str) -> _E:
+    try:
+        return enum(token)
+    except ValueError:
+        raise VariantError(f"unknown {what} {token!r} (expected {_choices(enum)})") from None
 
 
 def _check_int(
@@ -686,9 +694,9 @@ class Variant:
         cxxabi: CxxAbi | None = None
         if tail and tail[0].startswith("cxx"):
             try:
-                cxxabi = CxxAbi(tail[0])
-            except ValueError:
-                raise bad(f"unknown C++ ABI {tail[0]!r} (expected {_choices(CxxAbi)})") from None
+                cxxabi = _member(CxxAbi, tail[0], "C++ ABI")
+            except VariantError as exc:
+                raise bad(exc.message) from None
             tail = tail[1:]
 
         if len(tail) != 3:
@@ -696,16 +704,9 @@ class Variant:
         backend_token, arch_token, os_token = tail
         try:
             backend = Backend.parse_token(backend_token)
+            arch, os_ = _member(Arch, arch_token, "arch"), _member(OS, os_token, "OS")
         except VariantError as exc:
             raise bad(exc.message) from None
-        try:
-            arch = Arch(arch_token)
-        except ValueError:
-            raise bad(f"unknown arch {arch_token!r} (expected {_choices(Arch)})") from None
-        try:
-            os_ = OS(os_token)
-        except ValueError:
-            raise bad(f"unknown OS {os_token!r} (expected {_choices(OS)})") from None
         try:
             return cls(torch, backend, cxxabi, arch, os_, stable)
         except VariantError as exc:
@@ -844,15 +845,10 @@ class Variant:
                     torch = TorchVersion(int(groups["major"]), int(groups["minor"]))
                     stable = groups["stable"] is not None
                 backend = Backend.parse_token(groups["backend"])
+                if groups["abi"] is not None:
+                    cxxabi = _member(CxxAbi, groups["abi"], "C++ ABI")
             except VariantError as exc:
                 raise bad(exc.message) from None
-            if groups["abi"] is not None:
-                try:
-                    cxxabi = CxxAbi(groups["abi"])
-                except ValueError:
-                    raise bad(
-                        f"unknown C++ ABI {groups['abi']!r} (expected {_choices(CxxAbi)})"
-                    ) from None
         # Labels carry no platform, so a mismatch here is the caller's, not the label's.
         if torch is None and (arch is not None or os is not None):
             raise bad(
