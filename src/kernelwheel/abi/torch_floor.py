@@ -161,8 +161,7 @@ def declared_floor(requires_dist: Iterable[str]) -> tuple[str | None, TorchVersi
                     floors.append(TorchVersion(release[0], release[1] if len(release) > 1 else 0))
     if not texts:
         return None, None
-    floor = max(floors) if floors else None
-    return "; ".join(texts), floor
+    return "; ".join(texts), max(floors) if floors else None
 
 
 def raised_floor(declared: TorchVersion, measured: ShimFloor) -> TorchVersion:

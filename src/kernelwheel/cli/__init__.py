@@ -167,8 +167,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         return 130
     except BrokenPipeError:
         # The reader went away (e.g. `kernelwheel matrix ... | head`): not an error of ours.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:
         # A file system refusal no check foresaw (a read-only cache on CI, a full disk, a name

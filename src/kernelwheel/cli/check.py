@@ -174,8 +174,7 @@ def _render_torch_floor(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
 def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
     """A table per wheel: one row per shared object, one mark per rule, then each violation."""
     objects = report.objects if isinstance(report, WheelReport) else (report,)
-    title = report.wheel if isinstance(report, WheelReport) else report.file
-    ui.group(title)
+    ui.group(report.wheel if isinstance(report, WheelReport) else report.file)
     python = f"abi3 >= {report.python_abi}" if report.python_abi else "not checked"
     stable = " | torch stable ABI" if report.status(Rule.TORCH_ABI) is not None else ""
     ui.print(
@@ -190,8 +189,7 @@ def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
         ui.print("  no shared objects (nothing to check)")
     else:
         width = max(len("file"), *(len(o.file) for o in objects))
-        header = "  " + "file".ljust(width) + "  " + "  ".join(r.value for r in columns)
-        ui.print(header)
+        ui.print("  " + "file".ljust(width) + "  " + "  ".join(r.value for r in columns))
         for o in objects:
             marks = "  ".join(_mark(ui, o.status(r)).ljust(len(r.value)) for r in columns)
             ui.print("  " + o.file.ljust(width) + "  " + marks)

@@ -64,8 +64,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     if args.json:
         ui.print_json(to_json(result, args.wheelhouse))
         return 0
-    total = len(result.flavours.get(ALL, ()))
-    ui.print(f"indexed {total} wheel(s) into {result.output}")
+    ui.print(f"indexed {len(result.flavours.get(ALL, ()))} wheel(s) into {result.output}")
     for flavour, wheels in result.flavours.items():
         ui.print(f"  {flavour}/: {len(wheels)} wheel(s)")
     for wheel, why in result.unflavoured:

@@ -161,8 +161,7 @@ def format_table(planned: Planned) -> str:
             cell.ljust(width) for cell, width in zip(row, widths, strict=True)
         ).rstrip()
 
-    project = planned.project
-    out = [f"{project.name}: {len(plan.selected)} variant(s) selected", "", line(header)]
+    out = [f"{planned.project.name}: {len(plan.selected)} variant(s) selected", "", line(header)]
     out.append("  ".join("-" * w for w in widths))
     out += [line(row) for row in rows]
     if plan.rejected:

@@ -105,8 +105,7 @@ class ConsoleUI:
         # Seconds between heartbeat lines when not on a terminal (a terminal redraws instead).
         self.heartbeat = heartbeat if heartbeat is not None else 30.0
         self.github = os.environ.get("GITHUB_ACTIONS") == "true"
-        enc = (getattr(self.progress, "encoding", None) or "").lower()
-        unicode_ok = "utf" in enc
+        unicode_ok = "utf" in (getattr(self.progress, "encoding", None) or "").lower()
         self.ok_mark = "✓" if unicode_ok else "ok"
         self.fail_mark = "✕" if unicode_ok else "FAIL"
         self.start_mark = "▸" if unicode_ok else ">"
@@ -276,8 +275,7 @@ class ConsoleUI:
         return text + (f"  {running.activity}" if running.activity else "")
 
     def _draw_status(self, now: float) -> None:
-        longest = min(self._running.values(), key=lambda r: r.started)
-        text = self._describe(longest, now)
+        text = self._describe(min(self._running.values(), key=lambda r: r.started), now)
         if len(self._running) > 1:
             text += f"  (+{len(self._running) - 1} more running)"
         width = shutil.get_terminal_size((100, 24)).columns - 1

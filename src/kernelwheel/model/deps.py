@@ -158,8 +158,7 @@ def _dependency(deps: Located, name: str) -> Dependency:
     if provider is Provider.ENVIRONMENT:
         return Dependency(name, provider)
     if provider is Provider.UNSUPPORTED:
-        reason = _text(entry, "reason", 'reason = "needs ..."')
-        return Dependency(name, provider, reason=reason)
+        return Dependency(name, provider, reason=_text(entry, "reason", 'reason = "needs ..."'))
     library = _text(entry, "library", 'library = "cutlass"')
     if library not in LIBRARIES:
         raise entry.error(

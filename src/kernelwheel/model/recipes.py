@@ -536,8 +536,7 @@ def _read_toml(folder: Traversable, name: str) -> dict[str, Any]:
             hint=f"a recipes folder holds {TORCH_TOML} and {CUDA_TOML} (see recipes/README.md)",
         )
     # The bundled recipes are files on disk (the package is not zip-safe), so a path.
-    path = entry if isinstance(entry, Path) else Path(str(entry))
-    return read_toml(path, error=RecipeError)
+    return read_toml(entry if isinstance(entry, Path) else Path(str(entry)), error=RecipeError)
 
 
 def parse_recipes(
@@ -892,8 +891,7 @@ def _package(entry: Located, arches: tuple[Arch, ...]) -> PackagePin:
     table = entry.table("sha256", hint='write sha256.x86_64 = "<64 hex digits>" (one per arch)')
     if table is not None:
         for arch_name in table.keys():
-            arch = _arch(table, arch_name, arch_name)
-            hashes.append((arch, _sha256(table, arch_name)))
+            hashes.append((_arch(table, arch_name, arch_name), _sha256(table, arch_name)))
         missing = [a.value for a in arches if a not in dict(hashes)]
         if missing:
             raise entry.error(

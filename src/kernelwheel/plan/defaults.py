@@ -121,8 +121,7 @@ def _fits(variant: Variant, torch: compat.Torch, arch: Arch) -> bool:
         return False
     if compat.problems(build_of(variant), torch):
         return False
-    kind = variant.backend.kind
-    return kind is BackendKind.CPU or variant.backend.token == torch.token
+    return variant.backend.kind is BackendKind.CPU or variant.backend.token == torch.token
 
 
 def _for_torch(plan: MatrixPlan, seen: TorchAt, host: Arch) -> tuple[VariantRecipe, str] | None:

@@ -225,8 +225,7 @@ class _StableGroups:
             if picked is not None:
                 build, ids = picked
                 stable = self._variant(backend, arch, os)
-                recipe = self.recipes.recipe_for(stable, build=build.torch)
-                out.append((recipe, ids))
+                out.append((self.recipes.recipe_for(stable, build=build.torch), ids))
         return out
 
     def rejected(self) -> list[Rejection]:

@@ -60,8 +60,7 @@ class Selection:
 
 def needs_machine(planned: Planned, variants: Sequence[str] = ()) -> bool:
     """Whether :func:`select` chooses the default variant, which depends on this machine."""
-    options = planned.options
-    return not variants and not options.selects_anything() and not planned.project.noarch
+    return not variants and not planned.options.selects_anything() and not planned.project.noarch
 
 
 def select(
