@@ -54,9 +54,7 @@ def auditwheel_plat_args(wheel_arch: str, target_tag: str, host: str) -> list[st
     """auditwheel's platform arguments. On the wheel's own architecture, ask for exactly the
     target (``--only-plat``: no extra, stricter tags). Across architectures auditwheel offers
     only the host's policies, so ask for ``auto`` and verify/retag afterwards."""
-    if wheel_arch == host:
-        return ["--plat", target_tag, "--only-plat"]
-    return ["--plat", "auto"]
+    return ["--plat", target_tag, "--only-plat"] if wheel_arch == host else ["--plat", "auto"]
 
 
 def _auditwheel_env() -> dict[str, str]:

@@ -580,9 +580,7 @@ class _Reader:
                 "remove universal = true, or remove the [kernel.*] sections "
                 "for a pure-Python kernel",
             )
-        if universal or not kernels:
-            return Framework.TORCH_NOARCH
-        return Framework.TORCH
+        return Framework.TORCH_NOARCH if universal or not kernels else Framework.TORCH
 
     def listed_backends(self, general: Located) -> tuple[str, ...] | None:
         """general.backends; None (older forms only) means: the kernels' backends."""

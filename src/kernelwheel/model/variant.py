@@ -157,9 +157,7 @@ class WheelPlatform:
         # The arch is the tag's tail after the OS part; x86_64 holds an underscore itself.
         tail = "x86_64" if tag.endswith("_x86_64") else tag.rsplit("_", 1)[-1]
         arch = Arch.from_synonym(tail) if "_" in tag else None
-        if system is None or arch is None:
-            return None
-        return cls(arch, system)
+        return None if system is None or arch is None else cls(arch, system)
 
     @classmethod
     def of_tags(cls, platforms: Iterable[str]) -> WheelPlatform | None:
@@ -167,9 +165,7 @@ class WheelPlatform:
         ``manylinux_2_17_x86_64.manylinux2014_x86_64``, name one); None when they name none
         or several."""
         parsed = {cls.parse(tag) for tag in platforms}
-        if len(parsed) != 1 or None in parsed:
-            return None
-        return next(iter(parsed))
+        return None if len(parsed) != 1 or None in parsed else next(iter(parsed))
 
 
 def _choices(enum: type[Enum]) -> str:
@@ -413,9 +409,7 @@ class Backend:
         and XPU (one index per torch release, whatever its oneAPI) differ from :attr:`token`."""
         if self.kind is BackendKind.ROCM and self.version is not None:
             return f"rocm{self.version[0]}.{self.version[1]}"
-        if self.kind is BackendKind.XPU:
-            return "xpu"
-        return self.token
+        return "xpu" if self.kind is BackendKind.XPU else self.token
 
     @property
     def cuda_version(self) -> str:
@@ -601,9 +595,7 @@ class Variant:
         """The Requires-Dist for torch: a series pin, a floor for stable-ABI builds, or none."""
         if self.torch is None:
             return "torch"
-        if self.stable_abi:
-            return f"torch>={self.torch}"
-        return f"torch=={self.torch}.*"
+        return f"torch>={self.torch}" if self.stable_abi else f"torch=={self.torch}.*"
 
     def platform_tag(self, manylinux: str | None = "manylinux_2_28") -> str:
         """The wheel platform tag; ``manylinux=None`` gives the plain ``linux_{arch}`` tag."""

@@ -109,6 +109,4 @@ def _runner_label(kind: BackendKind) -> str:
 
 
 def _compiled_kind(variant: Variant) -> BackendKind | None:
-    if variant.torch is None or variant.backend is None:
-        return None
-    return variant.backend.kind
+    return None if variant.torch is None or variant.backend is None else variant.backend.kind
