@@ -354,15 +354,13 @@ class Recipes:
     def variants(self) -> tuple[Variant, ...]:
         """Every binary variant the recipes describe, in recipe order: linux ones once per C++
         ABI, darwin (metal) ones, which name no ABI, once."""
-        out: list[Variant] = []
-        for recipe in self.torch:
-            for flavour in recipe.flavours:
-                os_ = flavour.os
-                abis: tuple[CxxAbi | None, ...] = recipe.cxx_abis if os_ is OS.LINUX else (None,)
-                for cxxabi in abis:
-                    for arch in flavour.arches:
-                        out.append(Variant(recipe.series, flavour.backend, cxxabi, arch, os_))
-        return tuple(out)
+        return tuple(
+            Variant(recipe.series, flavour.backend, cxxabi, arch, flavour.os)
+            for recipe in self.torch
+            for flavour in recipe.flavours
+            for cxxabi in (recipe.cxx_abis if flavour.os is OS.LINUX else (None,))
+            for arch in flavour.arches
+        )
 
     def stable_build(self, variant: Variant) -> TorchVersion:
         """The torch series a stable-ABI ``variant`` is built with by default: the newest one at
