@@ -105,10 +105,9 @@ class ConsoleUI:
         # Seconds between heartbeat lines when not on a terminal (a terminal redraws instead).
         self.heartbeat = heartbeat if heartbeat is not None else 30.0
         self.github = os.environ.get("GITHUB_ACTIONS") == "true"
-        unicode_ok = "utf" in (getattr(self.progress, "encoding", None) or "").lower()
-        self.ok_mark = "✓" if unicode_ok else "ok"
-        self.fail_mark = "✕" if unicode_ok else "FAIL"
-        self.start_mark = "▸" if unicode_ok else ">"
+        utf = "utf" in (getattr(self.progress, "encoding", None) or "").lower()
+        marks = ("✓", "✕", "▸") if utf else ("ok", "FAIL", ">")
+        self.ok_mark, self.fail_mark, self.start_mark = marks
         self.results: list[StepResult] = []
         self._running: dict[tuple[str, str], _Running] = {}
         self._lock = threading.RLock()

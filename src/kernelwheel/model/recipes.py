@@ -62,8 +62,6 @@ _FLAVOUR_KINDS = (
     BackendKind.CPU,
     BackendKind.METAL,
 )
-# The OS a flavour's variants are built for: Metal exists only on macOS, the rest are linux.
-_FLAVOUR_OS = {BackendKind.METAL: OS.DARWIN}
 
 _SERIES_RE = re.compile(r"[0-9]+\.[0-9]+")
 _PYTHON_ABI_RE = re.compile(r"cp3[0-9]+")
@@ -181,8 +179,8 @@ class TorchFlavour:
 
     @property
     def os(self) -> OS:
-        """The OS this flavour's variants are built for (darwin for metal, else linux)."""
-        return _FLAVOUR_OS.get(self.backend.kind, OS.LINUX)
+        """The OS this flavour's variants are built for: Metal exists only on macOS."""
+        return OS.DARWIN if self.backend.kind is BackendKind.METAL else OS.LINUX
 
     def requirement(self, version: str, arch: Arch) -> tuple[str, str | None]:
         """The exact pip requirement for torch and the index serving it (None: PyPI)."""
