@@ -1,20 +1,13 @@
-"""Console output for the CLI: a Reporter that shows each step as it starts and ends.
+"""Console output for the CLI: the Reporter that shows each step as it starts and ends, what a
+long step is doing (its log's last progress line: redrawn on a terminal, a heartbeat line every
+``heartbeat`` seconds elsewhere), ``--verbose``/``--quiet``, and progress on stderr with ``--json``
+(docs/building.md).
 
-- A start line when a step begins and a mark with its duration when it ends.
-- While a step runs: on a terminal, one status line redrawn in place (elapsed time and the last
-  line its tools wrote: what pip is downloading, which file the compiler is on); elsewhere (a
-  CI log, a pipe) a plain heartbeat line every ``heartbeat`` seconds. The activity comes from
-  the log the step names (``step(..., log=...)``), followed from where it stood at the start.
-- ``verbosity``: -1 (``--quiet``) shows only results, warnings and errors; 1 (``--verbose``)
-  also streams every line the step's tools write (compiler, pip).
-- ``progress_to_stderr``: progress goes to stderr so stdout carries only the result (``--json``).
-- :meth:`ConsoleUI.log_to` copies every line, shown or not, into a log file. The file (and its
-  folder) is made when the first step starts or the command ends, not before: a run refused for
-  its arguments (:meth:`ConsoleUI.discard_log`) makes no folder at all.
-
-On GitHub Actions (GITHUB_ACTIONS=true) each variant is folded into a group and errors become
-annotations; variants built side by side have their lines held (:meth:`ConsoleUI.hold`) and
-shown as one group each when they end, so that no group mixes two variants.
+:meth:`ConsoleUI.log_to` copies every line, shown or not, into a log file, made when the first step
+starts or the command ends: a run refused for its arguments (:meth:`ConsoleUI.discard_log`) makes
+no folder at all. On GitHub Actions each variant is a group and errors are annotations; variants
+built side by side have their lines held (:meth:`ConsoleUI.hold`) and shown as one group each when
+they end, so that no group mixes two variants.
 """
 
 from __future__ import annotations
