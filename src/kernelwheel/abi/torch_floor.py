@@ -1,13 +1,6 @@
-"""The torch floor a stable-ABI shared object really needs, measured from what it imports.
-
-libtorch's stable ABI is a C shim (``aoti_torch_*``, ``torch_*``) that only grows: a function
-added in torch 2.12 stays in 2.13, 2.14 … but is missing from 2.11, where the object then fails
-to load (``undefined symbol``). ``data/torch_shim_versions.tsv`` (made by
-``scripts/regen_torch_shim_versions.py`` from torch's own headers and libraries; its header
-says which releases were read) gives the release each shim function first appeared in. The
-floor of an object is the newest of those over the shim functions it imports.
-
-Pure: the table is package data, the objects are read with ``abi/_elf``.
+"""The torch floor a stable-ABI shared object really needs: the newest first release, in
+``data/torch_shim_versions.tsv``, of the libtorch shim functions it imports (docs/stable-abi.md,
+"The torch floor, measured"). Pure: the table is package data, objects are read with ``abi/_elf``.
 """
 
 from __future__ import annotations
