@@ -1,7 +1,5 @@
-"""The ABI rules: one shared object, or every ELF file of a wheel, against a manylinux policy,
-the CPython stable ABI of the wheel's abi3 tag, the allowed libraries, the variant's C++ ABI and,
-for a build against libtorch's stable ABI, the libtorch symbols it may import.
-"""
+"""The ABI rules (:class:`~kernelwheel.abi.report.Rule`, each described there) applied to one
+shared object, or to every ELF file of a wheel."""
 
 from __future__ import annotations
 
