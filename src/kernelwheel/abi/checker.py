@@ -11,7 +11,7 @@ import shutil
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,15 +141,12 @@ def check_shared_object(
     python_abi: str | None = "3.9",
     cxxabi: str | None = "cxx11",
     arch: str | None = None,
-    provided: Iterable[str] = (),
-    name: str | None = None,
     torch_stable_abi: bool = False,
 ) -> SoReport:
     """Check one shared object. ``python_abi``: the abi3 floor ("3.9" for cp39-abi3), None to skip
     the Python rule. ``cxxabi``: "cxx11"/"cxx98", None to skip the C++ ABI rule. ``arch``: the
-    wheel's architecture (the ELF's own when None). ``provided``: sonames shipped next to it in the
-    same wheel. ``name``: how the report names the file (default: the path). ``torch_stable_abi``:
-    it is a build against libtorch's stable ABI (the torch-abi rule)."""
+    wheel's architecture (the ELF's own when None). ``torch_stable_abi``: it is a build against
+    libtorch's stable ABI (the torch-abi rule)."""
     floor = _python_floor(python_abi, cxxabi)
     try:
         info = read_elf(path)
@@ -166,12 +163,12 @@ def check_shared_object(
         raise UsageError(str(exc), hint="pass a shared object (.so) or a wheel") from exc
     return _check_elf(
         info,
-        name=name or str(path),
+        name=str(path),
         policy=policy,
         python_floor=floor,
         cxxabi=cxxabi,
         arch=arch,
-        provided=frozenset(provided),
+        provided=frozenset(),
         libs=load_kernel_libraries(),
         torch_stable_abi=torch_stable_abi,
     )
