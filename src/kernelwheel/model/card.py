@@ -115,11 +115,8 @@ def project_card(project: KernelProject, fields: CardFields) -> Card:
     """The project's card: CARD.md rendered, else README.md as it is, else the generated one."""
     template = project.root / CARD_TEMPLATE
     if template.is_file():
-        return Card(
-            render_card(_read_text(template, project.root), fields, template),
-            CardSource.TEMPLATE,
-            template,
-        )
+        text = render_card(_read_text(template, project.root), fields, template)
+        return Card(text, CardSource.TEMPLATE, template)
     readme = project.root / README
     if readme.is_file():
         return Card(_read_text(readme, project.root), CardSource.README, readme)
