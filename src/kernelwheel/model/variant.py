@@ -309,16 +309,6 @@ _NOARCH_KINDS = {
     **{kind.value: kind for kind in BackendKind},
     **{token: kind for kind, token in _NOARCH_TOKEN.items()},
 }
-_TOKEN_EXAMPLE = {
-    BackendKind.CUDA: "cu128",
-    BackendKind.ROCM: "rocm63",
-    BackendKind.XPU: "xpu20251",
-    BackendKind.CPU: "cpu",
-    BackendKind.METAL: "metal",
-    BackendKind.NEURON: "neuron",
-    BackendKind.TPU: "tpu",
-    BackendKind.CANN: "cann83",
-}
 _KIND_EXAMPLE_NAME = {
     BackendKind.CUDA: "torch27-cxx11-cu128-x86_64-linux",
     BackendKind.ROCM: "torch27-cxx11-rocm63-x86_64-linux",
@@ -329,6 +319,8 @@ _KIND_EXAMPLE_NAME = {
     BackendKind.TPU: "torch211-cxx11-tpu-x86_64-linux",
     BackendKind.CANN: "torch29-cxx11-cann83-aarch64-linux",
 }
+# The backend token of each example name: cu128, rocm63, xpu20251, cpu, metal...
+_TOKEN_EXAMPLE = {kind: name.split("-")[-3] for kind, name in _KIND_EXAMPLE_NAME.items()}
 _TOKEN_HINT = "e.g. 'cu128', 'rocm63', 'xpu20251', 'cann83', 'cpu', 'metal', 'neuron' or 'tpu'"
 
 
