@@ -149,25 +149,18 @@ def _parsed(name: str) -> Variant | None:
         return None
 
 
-def _candidates_for(plan: MatrixPlan, seen: TorchAt, host: Arch) -> list[str]:
-    """The plan's rejections of the variants made for ``seen``'s torch."""
-    assert seen.torch is not None
-    arch = _arch_of(seen, host)
-    return [
-        f"{rejection.variant_name}: {rejection.reason}"
-        for rejection in plan.rejected
-        if (variant := _parsed(rejection.variant_name)) is not None
-        and _fits(variant, seen.torch, arch)
-    ]
-
-
 def _why_not(plan: MatrixPlan, seen: TorchAt, host: Arch) -> str:
     """``<origin> (torch …): <why the plan has no variant for it>``."""
     if seen.unusable is not None:
         return f"{seen.origin}: {seen.unusable}"
     if seen.torch is None:
         return f"{seen.origin}: it has no torch ({seen.error})"
-    reasons = _candidates_for(plan, seen, host)
+    arch = _arch_of(seen, host)
+    reasons = [  # the plan's rejections of the variants made for this torch
+        f"{r.variant_name}: {r.reason}"
+        for r in plan.rejected
+        if (variant := _parsed(r.variant_name)) is not None and _fits(variant, seen.torch, arch)
+    ]
     if reasons:
         why = "the plan leaves its variants out: " + "; ".join(reasons[:3])
         if len(reasons) > 3:
@@ -175,7 +168,7 @@ def _why_not(plan: MatrixPlan, seen: TorchAt, host: Arch) -> str:
     else:
         why = (
             f"the recipes have no variant for torch {compat.dotted(seen.torch.release)} "
-            f"{seen.torch.token} on {_arch_of(seen, host).value}"
+            f"{seen.torch.token} on {arch.value}"
         )
     return f"{seen.origin}, {seen.torch.describe()}: {why}"
 
