@@ -90,7 +90,12 @@ def default_build(
             )
         chosen = _for_torch(plan, machine.python, machine.arch)
         if chosen is None:
-            raise _no_variant_for(plan, machine.python, machine.arch)
+            raise UsageError(
+                f"no variant for {_why_not(plan, machine.python, machine.arch)}",
+                hint="build another variant in an environment kernelwheel makes: --variant NAME "
+                "without --python (`kernelwheel matrix` lists the plan), or pass a --python whose "
+                "torch the plan has",
+            )
     elif machine.venv is not None:
         chosen = _for_torch(plan, machine.venv, machine.arch)
         if chosen is None:
@@ -171,15 +176,6 @@ def _why_not(plan: MatrixPlan, seen: TorchAt, host: Arch) -> str:
             f"{seen.torch.token} on {arch.value}"
         )
     return f"{seen.origin}, {seen.torch.describe()}: {why}"
-
-
-def _no_variant_for(plan: MatrixPlan, seen: TorchAt, host: Arch) -> UsageError:
-    return UsageError(
-        f"no variant for {_why_not(plan, seen, host)}",
-        hint="build another variant in an environment kernelwheel makes: --variant NAME without "
-        "--python (`kernelwheel matrix` lists the plan), or pass a --python whose torch the plan "
-        "has",
-    )
 
 
 # -- the newest for this machine ----------------------------------------------------------------

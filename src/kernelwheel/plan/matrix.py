@@ -93,7 +93,8 @@ def plan_matrix(
         assert variant.backend is not None and variant.arch is not None
         kind = variant.backend.kind.value
         if kind not in wanted:
-            rejected.append(_not_a_backend(variant, wanted))
+            why = f"backend {kind} not in the project's backends ({', '.join(wanted)})"
+            rejected.append(Rejection(variant.name, why))
             continue
         recipe = recipes.recipe_for(variant)
         own, reasons = _own_kernels(project, variant, arch_filter)
@@ -275,14 +276,6 @@ def _plan_noarch(project: KernelProject, recipes: Recipes) -> MatrixPlan:
     )
     return MatrixPlan(
         selected=selected, rejected=(), kernels=tuple((r.name, ()) for r in selected), notes=(note,)
-    )
-
-
-def _not_a_backend(variant: Variant, wanted: tuple[str, ...]) -> Rejection:
-    assert variant.backend is not None
-    kind = variant.backend.kind.value
-    return Rejection(
-        variant.name, f"backend {kind} not in the project's backends ({', '.join(wanted)})"
     )
 
 

@@ -132,10 +132,12 @@ class Selector:
                 continue
             hit = [n for n in left_out if self._match(pattern, n)]
             if hit:
+                shown = "; ".join(f"{n} ({left_out[n]})" for n in hit[:_SHOWN])
+                more = f", and {len(hit) - _SHOWN} more" if len(hit) > _SHOWN else ""
                 raise UsageError(
                     f"{self.build_label} pattern {pattern!r} matches only variants that were "
                     f"left out",
-                    hint=_reasons_hint(left_out, hit) + f"; available: {', '.join(names)}",
+                    hint=f"left out: {shown}{more}; available: {', '.join(names)}",
                 )
             raise UsageError(
                 f"{self.build_label} pattern {pattern!r} matches no variant",
@@ -176,9 +178,3 @@ def _why_empty(left_out: Mapping[str, str]) -> str:
         + "; ".join(parts[:_SHOWN])
         + (f"; and {len(parts) - _SHOWN} other reason(s)" if len(parts) > _SHOWN else "")
     )
-
-
-def _reasons_hint(left_out: Mapping[str, str], names: Sequence[str]) -> str:
-    shown = [f"{n} ({left_out[n]})" for n in names[:_SHOWN]]
-    more = f", and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
-    return "left out: " + "; ".join(shown) + more if shown else "nothing to select"
