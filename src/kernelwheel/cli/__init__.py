@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from .ui import NORMAL, QUIET, VERBOSE, ConsoleUI
+    from .ui import NORMAL, QUIET, VERBOSE, ConsoleUI, with_log
 
     verbosity = QUIET if args.quiet else VERBOSE if args.verbose else NORMAL
     # With --json, stdout carries the JSON alone: progress goes to stderr.
@@ -151,10 +151,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         else:
             ui.keep_log()
         ui.log_only(traceback.format_exc().rstrip())  # a command's log keeps it in any case
-        message = str(exc)
-        if ui.log_path is not None and str(ui.log_path) not in message:
-            message += f"\n  log: {ui.log_path}"
-        ui.error(message)
+        ui.error(with_log(str(exc), ui.log_path))
         _json_error(args, ui, type(exc).__name__, exc.message, exc.hint, exc.exit_code)
         return exc.exit_code
     except Terminated:

@@ -65,6 +65,11 @@ class _Running:
     progressed: bool = False  # a progress line was seen: plain lines no longer replace it
 
 
+def with_log(message: str, log: Path | None) -> str:
+    """An error's message, naming the log to read unless it already does."""
+    return message + (f"\n  log: {log}" if log is not None and str(log) not in message else "")
+
+
 def _isatty(stream: TextIO) -> bool:
     try:
         return stream.isatty()
