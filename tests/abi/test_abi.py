@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "abi"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import abi_testlib as lib  # noqa: E402
+from regen_stable_abi import format_tsv, items_from_stable_abi_toml  # noqa: E402
 
 from kernelwheel import cli  # noqa: E402
 from kernelwheel.abi import (  # noqa: E402
@@ -24,7 +26,7 @@ from kernelwheel.abi import (  # noqa: E402
     normalize_policy,
     read_wheel_tags,
 )
-from kernelwheel.abi.stable_abi import format_tsv, items_from_stable_abi_toml, parse_tsv  # noqa: E402
+from kernelwheel.abi.stable_abi import parse_tsv  # noqa: E402
 from kernelwheel.errors import AbiError, UsageError, WheelError  # noqa: E402
 from kernelwheel.model.variant import CxxAbi
 
@@ -166,10 +168,10 @@ CASES = {
 @pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
 def test_policy_caps_come_from_auditwheel(arch: str) -> None:
     policy = load_policy("manylinux_2_28", arch)
-    assert policy.caps()["GLIBC"] == "2.28"
-    assert policy.caps()["GLIBCXX"] == "3.4.24"
-    assert policy.caps()["CXXABI"] == "1.3.11"
-    assert policy.caps()["GCC"] == "7.0.0"
+    assert policy.cap("GLIBC") == "2.28"
+    assert policy.cap("GLIBCXX") == "3.4.24"
+    assert policy.cap("CXXABI") == "1.3.11"
+    assert policy.cap("GCC") == "7.0.0"
     assert policy.allows("GLIBC_2.17") and not policy.allows("GLIBC_2.32")
     assert policy.allows("CXXABI_TM_1")
     assert policy.allows("libcudart.so.13")  # a version prefix the policy does not cap

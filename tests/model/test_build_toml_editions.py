@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
 from packaging.version import Version
 
 from kernelwheel._toml import Located
@@ -16,8 +17,19 @@ from kernelwheel.model.project import (
     Framework,
     KernelDependency,
     load_project,
-    spdx_expression,
 )
+
+
+def spdx_expression(license: str | None) -> str | None:
+    """``license`` as a canonical SPDX expression, or None when it is not one (kernel-builder
+    accepts any string; the Hub's ``other`` is common)."""
+    if not license:
+        return None
+    try:
+        return str(canonicalize_license_expression(license))
+    except InvalidLicenseExpression:
+        return None
+
 
 FILES = (
     "torch-ext/torch_binding.cpp",

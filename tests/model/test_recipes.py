@@ -122,7 +122,7 @@ def test_recipe_for_cuda13_variant_pins_a_hashed_pypi_toolchain() -> None:
             "nvidia-cuda-cccl",
             "nvidia-cuda-runtime",
         }
-        assert recipe.cuda.hashed
+        assert all(p.sha256 for p in recipe.cuda.packages)
         assert all(
             "==13.0." in line and "--hash=sha256:" in line for line in recipe.cuda.requirements()
         )
@@ -145,7 +145,7 @@ def test_recipe_for_cpu_and_cuda12_variants() -> None:
     cu128 = recipes.recipe_for(Variant.parse("torch28-cxx11-cu128-x86_64-linux"))
     assert cu128.torch_requirement == "torch===2.8.0"
     assert cu128.cuda is not None and cu128.cuda.source == "system"
-    assert cu128.cuda.packages == () and not cu128.cuda.hashed
+    assert cu128.cuda.packages == ()
     assert CudaCapability(10, 1) in cu128.cuda.capabilities
     cu118 = recipes.recipe_for(Variant.parse("torch27-cxx11-cu118-x86_64-linux"))
     assert cu118.torch_requirement == "torch==2.7.1+cu118"
@@ -439,7 +439,7 @@ def test_unhashed_pins_are_allowed_but_reported() -> None:
     recipe = parse_recipes(torch, cuda).recipe_for(
         Variant.parse("torch214-cxx11-cu130-x86_64-linux")
     )
-    assert recipe.cuda is not None and not recipe.cuda.hashed
+    assert recipe.cuda is not None and not all(p.sha256 for p in recipe.cuda.packages)
     assert recipe.cuda.requirements() == ("nvidia-cuda-nvcc==13.0.88",)
 
 
@@ -478,7 +478,7 @@ def test_torch_215_is_pypis_cu132_with_a_hashed_cuda_132_toolchain() -> None:
         assert (recipe.torch_requirement, recipe.index_url) == ("torch===2.15.0", None)
         assert recipe.python_abi == "cp310"
         assert recipe.cuda is not None and recipe.cuda.version == "13.2"
-        assert recipe.cuda.source == "pypi" and recipe.cuda.hashed
+        assert recipe.cuda.source == "pypi" and all(p.sha256 for p in recipe.cuda.packages)
         assert {p.requirement for p in recipe.cuda.packages} == {
             f"{name}==13.2.86"
             for name in (

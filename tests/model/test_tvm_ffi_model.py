@@ -154,7 +154,8 @@ def test_recipe_for_a_tvm_ffi_variant() -> None:
     assert "0.2.0" not in runtime.specifier and "0.1.8" not in runtime.specifier
 
     cuda = recipes.recipe_for(tvm("cu130", Arch.AARCH64))
-    assert cuda.cuda is not None and cuda.cuda.version == "13.0" and cuda.cuda.hashed
+    assert cuda.cuda is not None and cuda.cuda.version == "13.0" and cuda.cuda.packages
+    assert all(p.sha256 for p in cuda.cuda.packages)
     assert cuda.tvm_ffi is not None
     assert cuda.tvm_ffi.requires_for(Backend.parse_token("cu130")) == (
         "nvidia-cuda-runtime>=13.0,<14",

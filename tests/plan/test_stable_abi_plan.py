@@ -117,7 +117,7 @@ def test_stable_backends_get_one_variant_per_flavour_and_arch(tmp_path: Path) ->
         assert rec.variant.stable_abi and rec.variant.cxxabi is None
         assert rec.variant.torch == TorchVersion(2, 10)
         assert rec.variant.torch_requirement() == "torch>=2.10"
-        assert rec.local_version.startswith("torch2.10.stable.")
+        assert rec.variant.local_version.startswith("torch2.10.stable.")
     assert plan.kernels_for("torch-stable-abi210-cpu-x86_64-linux") == ("k_cpu",)
     assert plan.kernels_for("torch-stable-abi210-cu130-x86_64-linux") == ("k_cuda",)
     # Every per-torch variant is left out, saying which stable build replaces it and why.

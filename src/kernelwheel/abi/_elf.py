@@ -237,10 +237,7 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
     exec_stack = True  # without PT_GNU_STACK the loader assumes an executable stack
     for i in range(phnum):
         at = phoff + i * phentsize
-        if is64:
-            p_type, p_flags = struct.unpack_from(e + "II", data, at)
-        else:
-            p_type, p_flags = struct.unpack_from(e + "I20xI", data, at)
+        p_type, p_flags = struct.unpack_from(e + ("II" if is64 else "I20xI"), data, at)
         if p_type == _PT_GNU_STACK:
             exec_stack = bool(p_flags & _PF_X)
             break

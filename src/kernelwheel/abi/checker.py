@@ -1,7 +1,5 @@
-"""The ABI rules: one shared object, or every ELF file of a wheel, against a manylinux policy,
-the CPython stable ABI of the wheel's abi3 tag, the allowed libraries, the variant's C++ ABI and,
-for a build against libtorch's stable ABI, the libtorch symbols it may import.
-"""
+"""The ABI rules (:class:`~kernelwheel.abi.report.Rule`, each described there) applied to one
+shared object, or to every ELF file of a wheel."""
 
 from __future__ import annotations
 
@@ -9,10 +7,11 @@ import dataclasses
 import functools
 import os
 import re
+import shutil
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,18 +141,12 @@ def check_shared_object(
     python_abi: str | None = "3.9",
     cxxabi: str | None = "cxx11",
     arch: str | None = None,
-    provided: Iterable[str] = (),
-    name: str | None = None,
     torch_stable_abi: bool = False,
 ) -> SoReport:
-    """Check one shared object.
-
-    ``python_abi``: the abi3 floor ("3.9" for cp39-abi3), None to skip the Python rule.
-    ``cxxabi``: "cxx11"/"cxx98", None to skip the C++ ABI rule. ``arch``: the wheel's
-    architecture (the ELF's own when None). ``provided``: sonames shipped next to it in the
-    same wheel. ``name``: how the report names the file (default: the path).
-    ``torch_stable_abi``: it is a build against libtorch's stable ABI (the torch-abi rule).
-    """
+    """Check one shared object. ``python_abi``: the abi3 floor ("3.9" for cp39-abi3), None to skip
+    the Python rule. ``cxxabi``: "cxx11"/"cxx98", None to skip the C++ ABI rule. ``arch``: the
+    wheel's architecture (the ELF's own when None). ``torch_stable_abi``: it is a build against
+    libtorch's stable ABI (the torch-abi rule)."""
     floor = _python_floor(python_abi, cxxabi)
     try:
         info = read_elf(path)
@@ -170,12 +163,12 @@ def check_shared_object(
         raise UsageError(str(exc), hint="pass a shared object (.so) or a wheel") from exc
     return _check_elf(
         info,
-        name=name or str(path),
+        name=str(path),
         policy=policy,
         python_floor=floor,
         cxxabi=cxxabi,
         arch=arch,
-        provided=frozenset(provided),
+        provided=frozenset(),
         libs=load_kernel_libraries(),
         torch_stable_abi=torch_stable_abi,
     )
@@ -709,8 +702,7 @@ def _elf_members_of(
                 # Extract under a safe local name: the archive name is only for display.
                 local = Path(tmp) / f"{index}-{Path(member.filename).name}"
                 with zf.open(member) as src, local.open("wb") as dst:
-                    while chunk := src.read(1 << 20):
-                        dst.write(chunk)
+                    shutil.copyfileobj(src, dst, 1 << 20)
                 members.append((member.filename, _read_member(path, member.filename, local)))
     except FileNotFoundError as exc:
         raise WheelError(f"{path}: no such wheel", hint="check the path") from exc

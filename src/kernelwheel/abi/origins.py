@@ -10,8 +10,6 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-__all__ = ["objects_referencing", "undefined_symbols"]
-
 
 def undefined_symbols(path: Path) -> frozenset[str]:
     """The symbols an object file references but does not define, without a version suffix

@@ -4,6 +4,7 @@ library lists (``data/abi_policy.toml``: torch/CUDA libraries that are provided,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fnmatch
 import functools
@@ -72,10 +73,8 @@ class ManylinuxPolicy:
 
     def allows(self, version_name: str) -> bool:
         """Whether an undefined symbol bound to ``version_name`` (e.g. "GLIBC_2.32") complies.
-
-        Versions of libraries the policy does not cap (e.g. a torch library's own) always do,
-        as in auditwheel.
-        """
+        Versions of libraries the policy does not cap (e.g. a torch library's own) always do, as in
+        auditwheel."""
         prefix, version = split_version(version_name)
         allowed = self.symbol_versions.get(prefix)
         return allowed is None or version in allowed
@@ -88,9 +87,6 @@ class ManylinuxPolicy:
             if (key := version_key(v)) is not None
         ]
         return max(numeric)[1] if numeric else None
-
-    def caps(self) -> dict[str, str]:
-        return {p: c for p in sorted(self.symbol_versions) if (c := self.cap(p)) is not None}
 
 
 @functools.cache
@@ -122,10 +118,8 @@ def policy_names() -> tuple[str, ...]:
 
 
 def normalize_policy(name: str) -> tuple[str, str | None]:
-    """Policy name and arch of "manylinux_2_28", "manylinux_2_28_x86_64", "manylinux2014"...
-
-    Raises UsageError naming the known policies.
-    """
+    """Policy name and arch of "manylinux_2_28", "manylinux_2_28_x86_64", "manylinux2014"... Raises
+    UsageError naming the known policies."""
     text = name.strip()
     arch: str | None = None
     for candidate in KNOWN_ARCHES:
@@ -174,19 +168,14 @@ def load_policy(name: str = DEFAULT_POLICY, arch: str = "x86_64") -> ManylinuxPo
 
 def parse_platform_tag(tag: str) -> tuple[str | None, str | None]:
     """A wheel platform tag -> (manylinux policy name or None, arch or None).
-
     "manylinux_2_28_x86_64" -> ("manylinux_2_28", "x86_64"); "manylinux2014_aarch64" ->
-    ("manylinux_2_17", "aarch64"); "linux_x86_64" -> (None, "x86_64"); "any" -> (None, None).
-    """
+    ("manylinux_2_17", "aarch64"); "linux_x86_64" -> (None, "x86_64"); "any" -> (None, None)."""
     arch = next((a for a in KNOWN_ARCHES if tag.endswith("_" + a)), None)
     if arch is None:
         return None, None
     if tag.startswith("manylinux"):
-        try:
-            base, _ = normalize_policy(tag)
-        except UsageError:
-            return None, arch
-        return base, arch
+        with contextlib.suppress(UsageError):
+            return normalize_policy(tag)[0], arch
     return None, arch
 
 
@@ -233,10 +222,7 @@ class KernelLibraries:
         return None
 
     def forbidden_reason(self, soname: str) -> str | None:
-        for pattern, reason in self.forbidden:
-            if fnmatch.fnmatchcase(soname, pattern):
-                return reason
-        return None
+        return next((why for p, why in self.forbidden if fnmatch.fnmatchcase(soname, p)), None)
 
     def first_release(self, version_name: str) -> str | None:
         """The first release shipping a version ("GLIBCXX_3.4.29" -> "gcc 11.1"), if known."""
@@ -244,14 +230,14 @@ class KernelLibraries:
         return self.toolchain.get(prefix, {}).get(version)
 
 
-def _data_file(name: str) -> Path:
+def data_file(name: str) -> Path:
     return Path(__file__).resolve().parent.parent / "data" / name
 
 
 @functools.cache
 def load_kernel_libraries(path: Path | None = None) -> KernelLibraries:
     """Load and validate ``data/abi_policy.toml`` (or ``path``)."""
-    source = path or _data_file("abi_policy.toml")
+    source = path or data_file("abi_policy.toml")
     doc = Located(read_toml(source, error=AbiDataError), file=source, error=AbiDataError)
     doc.check_keys(("provided", "forbidden", "toolchain", "torch-stable-abi", "gpu-runtime"))
     provided: dict[str, tuple[str, ...]] = {}

@@ -17,19 +17,6 @@ from .._toml import Located, read_toml
 from .policy import AbiDataError, ManylinuxPolicy
 from .symver import ForcedHeader, SymverRules, VersionTable, forced_header
 
-__all__ = [
-    "COMPAT_SOURCE",
-    "REMEDIES",
-    "SINGLE_THREADED_VARIABLE",
-    "Remedy",
-    "RemedySet",
-    "abi_header",
-    "load_remedy_data",
-    "remedy_flags",
-    "remedy_for_symbol",
-    "symver_libraries",
-]
-
 # The hidden variable (defined in data/kernelwheel_compat.cpp) that replaces glibc's
 # __libc_single_threaded. A plain, non-reserved name so it clashes with nothing in glibc or torch.
 SINGLE_THREADED_VARIABLE = "kernelwheel_libc_single_threaded"
@@ -176,5 +163,4 @@ def remedy_flags(header: Path | None = None) -> RemedySet:
 
 
 def remedy_for_symbol(symbol: str) -> Remedy | None:
-    """The remedy that removes an import of ``symbol``, if kernelwheel has one."""
     return next((r for r in REMEDIES if r.removes(symbol)), None)

@@ -33,8 +33,6 @@ from . import (
 )
 from ._elf import is_elf
 
-__all__ = ["RepairResult", "auditwheel_plat_args", "repair_wheel"]
-
 # auditwheel renames a grafted library libfoo.so.1 to libfoo-<8 hex digits>.so.1.
 _GRAFTED_NAME = re.compile(r"^(?P<stem>[^.]+?)-[0-9a-f]{8}(?P<ext>\..*)$")
 
@@ -56,9 +54,7 @@ def auditwheel_plat_args(wheel_arch: str, target_tag: str, host: str) -> list[st
     """auditwheel's platform arguments. On the wheel's own architecture, ask for exactly the
     target (``--only-plat``: no extra, stricter tags). Across architectures auditwheel offers
     only the host's policies, so ask for ``auto`` and verify/retag afterwards."""
-    if wheel_arch == host:
-        return ["--plat", target_tag, "--only-plat"]
-    return ["--plat", "auto"]
+    return ["--plat", target_tag, "--only-plat"] if wheel_arch == host else ["--plat", "auto"]
 
 
 def _auditwheel_env() -> dict[str, str]:
@@ -124,11 +120,8 @@ def repair_wheel(
     runner: Runner = RUNNER,
 ) -> RepairResult:
     """Repair ``wheel`` to ``policy`` for its architecture and write the result into ``out_dir``.
-
-    When the wheel cannot comply: raise AbiError with the checker's summary, or with
-    ``best_effort`` copy the wheel unchanged (``linux_<arch>``) into ``out_dir`` and return it
-    with the report.
-    """
+    When the wheel cannot comply: raise AbiError with the checker's summary, or with ``best_effort``
+    copy the wheel unchanged (``linux_<arch>``) into ``out_dir`` and return it with the report."""
     wheel = Path(wheel)
     out_dir = Path(out_dir)
     tags = read_wheel_tags(wheel.name)

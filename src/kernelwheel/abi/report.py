@@ -149,9 +149,7 @@ class WheelReport:
                 return None
             return not any(v.rule is rule for v in self.integrity)
         states = [o.status(rule) for o in self.objects]
-        if all(s is None for s in states):
-            return None
-        return all(s is not False for s in states)
+        return None if all(s is None for s in states) else all(s is not False for s in states)
 
     def summary(self, *, limit: int = 8) -> str:
         """A few lines naming the violations, for error messages."""

@@ -18,20 +18,6 @@ from pathlib import Path
 
 from .policy import ManylinuxPolicy, split_version, version_key
 
-__all__ = [
-    "HEADER_NAME",
-    "Binding",
-    "Export",
-    "ForcedHeader",
-    "SymverRules",
-    "VersionTable",
-    "forced_header",
-    "plan_bindings",
-    "plan_c23_aliases",
-    "read_version_table",
-    "render_header",
-]
-
 HEADER_NAME = "kernelwheel_abi.h"
 _HIDDEN = 0x8000  # .gnu.version: the version is not the symbol's default (name@VER, not @@)
 # Functions, and GNU indirect functions (STT_GNU_IFUNC, which pyelftools names by its value,

@@ -1,13 +1,6 @@
-"""The torch floor a stable-ABI shared object really needs, measured from what it imports.
-
-libtorch's stable ABI is a C shim (``aoti_torch_*``, ``torch_*``) that only grows: a function
-added in torch 2.12 stays in 2.13, 2.14 … but is missing from 2.11, where the object then fails
-to load (``undefined symbol``). ``data/torch_shim_versions.tsv`` (made by
-``scripts/regen_torch_shim_versions.py`` from torch's own headers and libraries; its header
-says which releases were read) gives the release each shim function first appeared in. The
-floor of an object is the newest of those over the shim functions it imports.
-
-Pure: the table is package data, the objects are read with ``abi/_elf``.
+"""The torch floor a stable-ABI shared object really needs: the newest first release, in
+``data/torch_shim_versions.tsv``, of the libtorch shim functions it imports (docs/stable-abi.md,
+"The torch floor, measured"). Pure: the table is package data, objects are read with ``abi/_elf``.
 """
 
 from __future__ import annotations
@@ -26,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 from ..errors import VariantError
 from ..model.variant import TorchVersion
 from ._elf import ElfInfo, read_elf
-from .policy import AbiDataError
+from .policy import AbiDataError, data_file
 
 # The shim's C functions: unmangled, so the prefix is the whole story.
 _SHIM = re.compile(r"(?:aoti_torch_|torch_)\w+")
@@ -82,10 +75,6 @@ def _names(names: tuple[str, ...], limit: int = 3) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _data_file() -> Path:
-    return Path(__file__).resolve().parent.parent / "data" / "torch_shim_versions.tsv"
-
-
 def parse_table(text: str, *, source: str = "torch_shim_versions.tsv") -> ShimTable:
     """Read the table's TSV: name, since (X.Y or '-'), source, header."""
     since: dict[str, TorchVersion | None] = {}
@@ -117,22 +106,15 @@ def parse_table(text: str, *, source: str = "torch_shim_versions.tsv") -> ShimTa
 @functools.cache
 def load_shim_table() -> ShimTable:
     """The shim table of the package data (``data/torch_shim_versions.tsv``)."""
-    path = _data_file()
+    path = data_file("torch_shim_versions.tsv")
     return parse_table(path.read_text(encoding="utf-8"), source=str(path))
 
 
 def shim_imports(info: ElfInfo) -> tuple[str, ...]:
     """The shim functions an object imports: undefined, unversioned (libtorch versions none of
     its symbols) C symbols named like the shim's."""
-    return tuple(
-        sorted(
-            {
-                s.name
-                for s in info.symbols
-                if not s.defined and s.version is None and _SHIM.fullmatch(s.name)
-            }
-        )
-    )
+    imported = {s.name for s in info.symbols if not s.defined and s.version is None}
+    return tuple(sorted(n for n in imported if _SHIM.fullmatch(n)))
 
 
 def measure_floor(imports: Iterable[str], table: ShimTable | None = None) -> ShimFloor:
@@ -147,11 +129,6 @@ def measure_floor(imports: Iterable[str], table: ShimTable | None = None) -> Shi
     floor = max(versions) if versions else None
     setting = tuple(n for n, v in known if v is not None and v == floor)
     return ShimFloor(names, floor, setting, unknown)
-
-
-def floor_of_objects(infos: Iterable[ElfInfo], table: ShimTable | None = None) -> ShimFloor:
-    """The floor of several objects together (a wheel's): the newest of theirs."""
-    return measure_floor((n for info in infos for n in shim_imports(info)), table)
 
 
 def declared_floor(requires_dist: Iterable[str]) -> tuple[str | None, TorchVersion | None]:
@@ -173,28 +150,21 @@ def declared_floor(requires_dist: Iterable[str]) -> tuple[str | None, TorchVersi
                     release = Version(spec.version.removesuffix(".*")).release
                 except InvalidVersion:
                     continue
-                if len(release) >= 2:
-                    floors.append(TorchVersion(release[0], release[1]))
-                elif len(release) == 1:
-                    floors.append(TorchVersion(release[0], 0))
+                if release:
+                    floors.append(TorchVersion(release[0], release[1] if len(release) > 1 else 0))
     if not texts:
         return None, None
-    floor = max(floors) if floors else None
-    return "; ".join(texts), floor
+    return "; ".join(texts), max(floors) if floors else None
 
 
 def raised_floor(declared: TorchVersion, measured: ShimFloor) -> TorchVersion:
     """``max(declared, measured)``: the floor a stable-ABI wheel's Requires-Dist states."""
-    if measured.floor is None or measured.floor <= declared:
-        return declared
-    return measured.floor
+    return declared if measured.floor is None else max(declared, measured.floor)
 
 
 def floor_warning(declared: TorchVersion | None, measured: ShimFloor, table: ShimTable) -> str:
     """The warning for a declared floor below the measured one ('' when it is not below)."""
-    if measured.floor is None:
-        return ""
-    if declared is not None and measured.floor <= declared:
+    if measured.floor is None or (declared is not None and measured.floor <= declared):
         return ""
     stated = f"torch>={declared}" if declared is not None else "no torch floor"
     return (
@@ -207,4 +177,4 @@ def floor_warning(declared: TorchVersion | None, measured: ShimFloor, table: Shi
 def floor_of_files(paths: Iterable[Path], table: ShimTable | None = None) -> ShimFloor:
     """The floor of the shared objects at ``paths`` together (raises NotElfError for one that
     is not ELF)."""
-    return floor_of_objects((read_elf(p) for p in paths), table)
+    return measure_floor((n for p in paths for n in shim_imports(read_elf(p))), table)

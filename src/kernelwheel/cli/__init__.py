@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from .ui import NORMAL, QUIET, VERBOSE, ConsoleUI
+    from .ui import NORMAL, QUIET, VERBOSE, ConsoleUI, with_log
 
     verbosity = QUIET if args.quiet else VERBOSE if args.verbose else NORMAL
     # With --json, stdout carries the JSON alone: progress goes to stderr.
@@ -151,10 +151,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         else:
             ui.keep_log()
         ui.log_only(traceback.format_exc().rstrip())  # a command's log keeps it in any case
-        message = str(exc)
-        if ui.log_path is not None and str(ui.log_path) not in message:
-            message += f"\n  log: {ui.log_path}"
-        ui.error(message)
+        ui.error(with_log(str(exc), ui.log_path))
         _json_error(args, ui, type(exc).__name__, exc.message, exc.hint, exc.exit_code)
         return exc.exit_code
     except Terminated:
@@ -167,8 +164,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         return 130
     except BrokenPipeError:
         # The reader went away (e.g. `kernelwheel matrix ... | head`): not an error of ours.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:
         # A file system refusal no check foresaw (a read-only cache on CI, a full disk, a name
@@ -197,12 +193,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
 
 
 def _json_error(
-    args: argparse.Namespace,
-    ui: object,
-    kind: str,
-    message: str,
-    hint: str | None,
-    code: int,
+    args: argparse.Namespace, ui: object, kind: str, message: str, hint: str | None, code: int
 ) -> None:
     """With ``--json``, a command that fails as a whole still prints one JSON document (the
     machine reading stdout gets the error, not an empty stream)."""

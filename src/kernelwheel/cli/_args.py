@@ -156,10 +156,6 @@ def _add_flag(
         text += f" (default: {default})" if default != "none" else ""
         env = option.env
         shape = {"action": "append" if option.repeat else "store", "metavar": option.metavar}
-    parser.add_argument(*names, dest=option.name, default=None, help=_plain(text, env), **shape)
-
-
-def _plain(markdown: str, env: str | None) -> str:
-    """The help of docs/options.md as --help shows it: no backticks, the variable after it."""
-    text = markdown.replace("`", "").replace("%", "%%")
-    return f"{text} [env: {env}]" if env else text
+    # docs/options.md's help as --help shows it: no backticks, the variable after it
+    text = text.replace("`", "").replace("%", "%%") + (f" [env: {env}]" if env else "")
+    parser.add_argument(*names, dest=option.name, default=None, help=text, **shape)

@@ -1,4 +1,4 @@
-"""Where the commands without a per-variant build log keep theirs, and their JSON output.
+"""Where the commands without a per-variant build log keep theirs.
 
 ``to-wheel`` writes ``<output-dir>/logs/to-wheel-<repo>.log`` beside its wheels; ``lock`` and
 ``download`` promise to leave the project and the wheelhouse untouched on failure, so theirs go
@@ -11,18 +11,14 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from .. import __version__
 from ..plan.options import resolve_command_option
 from .ui import ConsoleUI
-
-__all__ = ["cache_log_path", "emit_json", "header", "slug"]
 
 
 def slug(text: str) -> str:
@@ -48,7 +44,3 @@ def header(command: str) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S %z")
     argv = " ".join(sys.argv[1:]) or command
     return f"kernelwheel {__version__} {command} at {when}\n$ kernelwheel {argv}"
-
-
-def emit_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import threading
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 from .._util import check_output_path
 from ..builder.preflight import select_buildable
 from ..builder.service import Outcome, build_project
-from ..errors import BuildError, KernelwheelError
+from ..errors import BuildError
 from ..log import StepResult
 from ..plan.planning import plan_project
 from ..toolchain.deps import depends_refusals
@@ -25,7 +24,7 @@ from ._args import (
     project_path,
     refuse_conflicting_selectors,
 )
-from .ui import ConsoleUI
+from .ui import ConsoleUI, with_log
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -150,14 +149,6 @@ def write_github_summary(outcomes: list[Outcome]) -> None:
         fh.write("\n".join(lines) + "\n")
 
 
-def _with_log(exc: KernelwheelError, log: Path | None) -> str:
-    """The error, naming the log to read unless it already does."""
-    text = str(exc)
-    if log is not None and str(log) not in text:
-        text += f"\n  log: {log}"
-    return text
-
-
 class _Progress:
     """The build service's progress, rendered: a group per variant, its end line, its error.
     Variants side by side would interleave their lines: on GitHub Actions each one's lines are
@@ -196,7 +187,7 @@ class _Progress:
             for warned in outcome.warnings:  # the compile's summary: one line per unit
                 self.ui.warn(f"{outcome.variant}: {warned}")
             if outcome.error is not None:
-                self.ui.error(f"{outcome.variant}: {_with_log(outcome.error, outcome.log)}")
+                self.ui.error(f"{outcome.variant}: {with_log(str(outcome.error), outcome.log)}")
             self._running.remove(outcome.variant)
             if self._grouped == outcome.variant:
                 self._grouped = None
@@ -219,10 +210,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         if not planned.project.noarch:
             # The dry run refuses what the build refuses at once: every variant's depends.
             refused = depends_refusals(
-                planned.project,
-                [r.variant for r in recipes],
-                planned.deps,
-                planned.options,
+                planned.project, [r.variant for r in recipes], planned.deps, planned.options
             )
             if refused:
                 raise next(iter(refused.values()))
@@ -255,17 +243,14 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     )
     outcomes = list(result.outcomes)
     if args.json:
-        ui.print(
-            json.dumps(
-                {
-                    "command": "build",
-                    "ok": not result.failed,
-                    "project": result.project,
-                    "version": result.version,
-                    "wheels": [outcome_json(o) for o in outcomes],
-                },
-                indent=2,
-            )
+        ui.print_json(
+            {
+                "command": "build",
+                "ok": not result.failed,
+                "project": result.project,
+                "version": result.version,
+                "wheels": [outcome_json(o) for o in outcomes],
+            }
         )
     else:
         ui.print(summary_table(outcomes))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ..abi import (
@@ -117,11 +116,9 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             )
     ok = all(r.ok for r in reports)
     if args.json:
-        ui.print(
-            json.dumps(
-                {"ok": ok, "reports": [_as_dict(r) for r in reports]}, indent=2, sort_keys=False
-            )
-        )
+        kinds = {WheelReport: "wheel", SoReport: "shared_object"}
+        dicts = [{"kind": kinds[type(r)], **r.to_dict()} for r in reports]
+        ui.print_json({"ok": ok, "reports": dicts})
     else:
         for report in reports:
             render(report, ui)
@@ -151,11 +148,6 @@ def _refuse_unmatched(paths: list[Path]) -> None:
         raise UsageError(f"{path}: no such file", hint="pass existing wheels or .so files")
 
 
-def _as_dict(report: WheelReport | SoReport) -> dict[str, object]:
-    kind = "wheel" if isinstance(report, WheelReport) else "shared_object"
-    return {"kind": kind, **report.to_dict()}
-
-
 def _mark(ui: ConsoleUI, state: bool | None) -> str:
     if state is None:
         return "-"
@@ -182,8 +174,7 @@ def _render_torch_floor(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
 def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
     """A table per wheel: one row per shared object, one mark per rule, then each violation."""
     objects = report.objects if isinstance(report, WheelReport) else (report,)
-    title = report.wheel if isinstance(report, WheelReport) else report.file
-    ui.group(title)
+    ui.group(report.wheel if isinstance(report, WheelReport) else report.file)
     python = f"abi3 >= {report.python_abi}" if report.python_abi else "not checked"
     stable = " | torch stable ABI" if report.status(Rule.TORCH_ABI) is not None else ""
     ui.print(
@@ -198,8 +189,7 @@ def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
         ui.print("  no shared objects (nothing to check)")
     else:
         width = max(len("file"), *(len(o.file) for o in objects))
-        header = "  " + "file".ljust(width) + "  " + "  ".join(r.value for r in columns)
-        ui.print(header)
+        ui.print("  " + "file".ljust(width) + "  " + "  ".join(r.value for r in columns))
         for o in objects:
             marks = "  ".join(_mark(ui, o.status(r)).ljust(len(r.value)) for r in columns)
             ui.print("  " + o.file.ljust(width) + "  " + marks)

@@ -25,8 +25,6 @@ from ._args import (
 )
 from .ui import ConsoleUI
 
-__all__ = ["DevRun", "add_dev_arguments", "dev_once", "local_kernels", "register", "run"]
-
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -99,7 +97,9 @@ def dev_once(args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = 
         check_in_tests=check_in_tests,
         runner=args.runner,
     )
-    target = _target_python(planned)
+    # --python, else the active virtual environment's; neither: the build's own environment
+    # is kernelwheel's, never changed
+    target = planned.options.python or active_venv_python()
     linked = (
         link_dev_build(build, planned.project, target, planned.options.cache_dir, args.runner)
         if target
@@ -107,12 +107,6 @@ def dev_once(args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = 
     )
     _report(ui, planned.project, build, linked)
     return DevRun(planned, build, linked)
-
-
-def _target_python(planned: Planned) -> Path | None:
-    """The user's interpreter the dev build is linked into: --python, else the active virtual
-    environment's; None: neither (the build's own environment is kernelwheel's, never changed)."""
-    return planned.options.python or active_venv_python()
 
 
 def _report(ui: ConsoleUI, project: KernelProject, build: DevBuild, linked: Linked | None) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..locking import LOCK_NAME, DownloadRequest, DownloadResult, download
 from ._args import add_locking_arguments, add_variant_argument, jobs_value
-from ._runlog import emit_json, open_cache_log
+from ._runlog import open_cache_log
 from .ui import ConsoleUI
 
 
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         runner=args.runner,
     )
     if args.json:
-        ui.print(emit_json(to_json(result, log)))
+        ui.print_json(to_json(result, log))
     else:
         report(result, ui)
     return 0

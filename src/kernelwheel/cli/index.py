@@ -12,7 +12,6 @@ from ..errors import KernelwheelError
 from ..model.variant import variant_of_wheel
 from ..wheels.index import ALL, IndexResult, build_index
 from ._args import add_json_argument
-from ._runlog import emit_json
 from .ui import ConsoleUI
 
 
@@ -63,10 +62,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     result = build_index(args.wheelhouse, args.output, wheel_variants=args.wheel_variants)
     if args.json:
-        ui.print(emit_json(to_json(result, args.wheelhouse)))
+        ui.print_json(to_json(result, args.wheelhouse))
         return 0
-    total = len(result.flavours.get(ALL, ()))
-    ui.print(f"indexed {total} wheel(s) into {result.output}")
+    ui.print(f"indexed {len(result.flavours.get(ALL, ()))} wheel(s) into {result.output}")
     for flavour, wheels in result.flavours.items():
         ui.print(f"  {flavour}/: {len(wheels)} wheel(s)")
     for wheel, why in result.unflavoured:

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 from typing import Any
 
 from ..install.installed import listing
 from ..install.select import Selection, Verdict, why_not_chosen
-from ..install.service import (
-    InstallRequest,
-    InstallResult,
-    NoMatch,
-    Pick,
-    install,
-    target_python,
-)
+from ..install.service import InstallRequest, InstallResult, NoMatch, Pick, install, target_python
 from ..model.sources import PipSources
 from ._args import add_target_python_argument, add_variant_argument
 from .ui import ConsoleUI
@@ -98,10 +90,10 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     except NoMatch as exc:
         if not args.json:
             raise  # the CLI prints the message (environment and every refusal) and exits 10
-        ui.print(json.dumps(_no_match_json(exc), indent=2))
+        ui.print_json(_no_match_json(exc))
         return exc.exit_code
     if args.json:
-        ui.print(json.dumps(_result_json(result), indent=2))
+        ui.print_json(_result_json(result))
     else:
         _render(result, ui)
     return 0

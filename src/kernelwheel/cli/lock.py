@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..locking import LOCK_NAME, LockRequest, LockResult, lock_project
 from ._args import add_locking_arguments, jobs_value
-from ._runlog import emit_json, open_cache_log
+from ._runlog import open_cache_log
 from .ui import ConsoleUI
 
 
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         runner=args.runner,
     )
     if args.json:
-        ui.print(emit_json(to_json(result, log, check=args.check)))
+        ui.print_json(to_json(result, log, check=args.check))
     else:
         report(result, ui)
     if args.check and result.changed:

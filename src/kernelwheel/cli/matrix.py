@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from typing import Any
 
 from ..model.recipes import VariantRecipe
@@ -71,7 +70,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     planned = plan_project(project_path(args), option_values(args))
     planned = _without_refused_depends(planned)
     if args.json:
-        ui.print(json.dumps(to_json(planned.plan, planned.options.local_version_style), indent=2))
+        ui.print_json(to_json(planned.plan, planned.options.local_version_style))
     else:
         ui.print(format_table(planned))
     return 0
@@ -162,8 +161,7 @@ def format_table(planned: Planned) -> str:
             cell.ljust(width) for cell, width in zip(row, widths, strict=True)
         ).rstrip()
 
-    project = planned.project
-    out = [f"{project.name}: {len(plan.selected)} variant(s) selected", "", line(header)]
+    out = [f"{planned.project.name}: {len(plan.selected)} variant(s) selected", "", line(header)]
     out.append("  ".join("-" * w for w in widths))
     out += [line(row) for row in rows]
     if plan.rejected:

@@ -9,13 +9,8 @@ from typing import TYPE_CHECKING
 
 from .._util import output_dir, sha256_file
 from ..plan.options import resolve_command_option
-from ._args import (
-    add_json_argument,
-    add_option_arguments,
-    add_variant_argument,
-    jobs_value,
-)
-from ._runlog import emit_json, header, slug
+from ._args import add_json_argument, add_option_arguments, add_variant_argument, jobs_value
+from ._runlog import header, slug
 from .ui import ConsoleUI
 
 if TYPE_CHECKING:
@@ -130,9 +125,12 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             with suppress(OSError):
                 args.output_dir.rmdir()
         raise
-    if args.json:
-        ui.log_only(report_text(result))
-        ui.print(emit_json(to_json(result, log)))
+    if args.json:  # the log keeps the report all the same
+        lines = [f"revision: {result.resolution.describe()}"]
+        lines += [f"  {c.wheel}: {c.abi}" for c in result.converted]
+        lines += [f"  {r.variant}: not converted: {r.reason}" for r in result.rejected]
+        ui.log_only("\n".join(lines))
+        ui.print_json(to_json(result, log))
     else:
         report(result, ui, log)
     return result.exit_code
@@ -179,14 +177,6 @@ def to_json(result: ToWheelResult, log: Path) -> dict[str, object]:
         "log": str(log),
         "wheels": wheels,
     }
-
-
-def report_text(result: ToWheelResult) -> str:
-    """The report as the log keeps it in --json mode."""
-    lines = [f"revision: {result.resolution.describe()}"]
-    lines += [f"  {c.wheel}: {c.abi}" for c in result.converted]
-    lines += [f"  {r.variant}: not converted: {r.reason}" for r in result.rejected]
-    return "\n".join(lines)
 
 
 def report(result: ToWheelResult, ui: ConsoleUI, log: Path | None = None) -> None:

@@ -1,25 +1,19 @@
-"""Console output for the CLI: a Reporter that shows each step as it starts and ends.
+"""Console output for the CLI: the Reporter that shows each step as it starts and ends, what a
+long step is doing (its log's last progress line: redrawn on a terminal, a heartbeat line every
+``heartbeat`` seconds elsewhere), ``--verbose``/``--quiet``, and progress on stderr with ``--json``
+(docs/building.md).
 
-- A start line when a step begins and a mark with its duration when it ends.
-- While a step runs: on a terminal, one status line redrawn in place (elapsed time and the last
-  line its tools wrote: what pip is downloading, which file the compiler is on); elsewhere (a
-  CI log, a pipe) a plain heartbeat line every ``heartbeat`` seconds. The activity comes from
-  the log the step names (``step(..., log=...)``), followed from where it stood at the start.
-- ``verbosity``: -1 (``--quiet``) shows only results, warnings and errors; 1 (``--verbose``)
-  also streams every line the step's tools write (compiler, pip).
-- ``progress_to_stderr``: progress goes to stderr so stdout carries only the result (``--json``).
-- :meth:`ConsoleUI.log_to` copies every line, shown or not, into a log file. The file (and its
-  folder) is made when the first step starts or the command ends, not before: a run refused for
-  its arguments (:meth:`ConsoleUI.discard_log`) makes no folder at all.
-
-On GitHub Actions (GITHUB_ACTIONS=true) each variant is folded into a group and errors become
-annotations; variants built side by side have their lines held (:meth:`ConsoleUI.hold`) and
-shown as one group each when they end, so that no group mixes two variants.
+:meth:`ConsoleUI.log_to` copies every line, shown or not, into a log file, made when the first step
+starts or the command ends: a run refused for its arguments (:meth:`ConsoleUI.discard_log`) makes
+no folder at all. On GitHub Actions each variant is a group and errors are annotations; variants
+built side by side have their lines held (:meth:`ConsoleUI.hold`) and shown as one group each when
+they end, so that no group mixes two variants.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -71,6 +65,11 @@ class _Running:
     progressed: bool = False  # a progress line was seen: plain lines no longer replace it
 
 
+def with_log(message: str, log: Path | None) -> str:
+    """An error's message, naming the log to read unless it already does."""
+    return message + (f"\n  log: {log}" if log is not None and str(log) not in message else "")
+
+
 def _isatty(stream: TextIO) -> bool:
     try:
         return stream.isatty()
@@ -104,11 +103,9 @@ class ConsoleUI:
         # Seconds between heartbeat lines when not on a terminal (a terminal redraws instead).
         self.heartbeat = heartbeat if heartbeat is not None else 30.0
         self.github = os.environ.get("GITHUB_ACTIONS") == "true"
-        enc = (getattr(self.progress, "encoding", None) or "").lower()
-        unicode_ok = "utf" in enc
-        self.ok_mark = "✓" if unicode_ok else "ok"
-        self.fail_mark = "✕" if unicode_ok else "FAIL"
-        self.start_mark = "▸" if unicode_ok else ">"
+        utf = "utf" in (getattr(self.progress, "encoding", None) or "").lower()
+        marks = ("✓", "✕", "▸") if utf else ("ok", "FAIL", ">")
+        self.ok_mark, self.fail_mark, self.start_mark = marks
         self.results: list[StepResult] = []
         self._running: dict[tuple[str, str], _Running] = {}
         self._lock = threading.RLock()
@@ -203,7 +200,6 @@ class ConsoleUI:
                 self._log = None
 
     def log_only(self, text: str) -> None:
-        """A line for the log file only (e.g. a traceback)."""
         self._emit(text, self.err, show=False)
 
     # -- Reporter protocol ----------------------------------------------------------------------
@@ -213,18 +209,11 @@ class ConsoleUI:
         now = time.monotonic()
         running = _Running(scope, name, now, log, beat=now)
         if log is not None:
-            try:
+            with contextlib.suppress(OSError):
                 running.offset = log.stat().st_size
-            except OSError:
-                running.offset = 0
         with self._lock:
             self._running[(scope, name)] = running
-            self._emit(
-                f"  {self.start_mark} {scope}: {name} …",
-                self.progress,
-                show=self._shows_steps,
-                scope=scope,
-            )
+            self._step_line(f"  {self.start_mark} {scope}: {name} …", scope)
             self._start_ticker()
 
     def step_finished(self, result: StepResult) -> None:
@@ -235,20 +224,19 @@ class ConsoleUI:
             self.results.append(result)
             mark = self.ok_mark if result.ok else self.fail_mark
             detail = f"  {result.detail}" if result.detail else ""
-            self._emit(
-                f"  {mark} {result.scope}: {result.name} ({result.seconds:.1f}s){detail}",
-                self.progress,
-                show=self._shows_steps,
-                scope=result.scope,
-            )
+            line = f"  {mark} {result.scope}: {result.name} ({result.seconds:.1f}s){detail}"
+            self._step_line(line, result.scope)
 
     def info(self, scope: str, message: str) -> None:
-        prefix = f"{scope}: " if scope else ""
-        self._emit(f"{prefix}{message}", self.progress, show=self._shows_steps, scope=scope)
+        self._step_line(f"{scope}: {message}" if scope else message, scope)
 
     @property
     def _shows_steps(self) -> bool:
         return self.verbosity > QUIET
+
+    def _step_line(self, text: str, scope: str) -> None:
+        """A progress line of ``scope``: hidden by --quiet, held with the scope's lines."""
+        self._emit(text, self.progress, show=self._shows_steps, scope=scope)
 
     # -- while steps run ------------------------------------------------------------------------
 
@@ -284,8 +272,7 @@ class ConsoleUI:
         return text + (f"  {running.activity}" if running.activity else "")
 
     def _draw_status(self, now: float) -> None:
-        longest = min(self._running.values(), key=lambda r: r.started)
-        text = self._describe(longest, now)
+        text = self._describe(min(self._running.values(), key=lambda r: r.started), now)
         if len(self._running) > 1:
             text += f"  (+{len(self._running) - 1} more running)"
         width = shutil.get_terminal_size((100, 24)).columns - 1
@@ -329,6 +316,9 @@ class ConsoleUI:
         """A result line (stdout; shown even with --quiet)."""
         self._emit(text, self.out)
 
+    def print_json(self, document: object) -> None:
+        self.print(json.dumps(document, indent=2))
+
     def group(self, title: str) -> None:
         if self.github:
             self._emit(f"::group::{title}", self.progress)
@@ -363,12 +353,7 @@ class ConsoleUI:
         mark = self.ok_mark if ok else self.fail_mark
         what = "done" if ok else "failed"
         extra = f": {detail}" if detail else ""
-        self._emit(
-            f"{mark} {scope}: {what} in {seconds:.1f}s{extra}",
-            self.progress,
-            show=self._shows_steps,
-            scope=scope,
-        )
+        self._step_line(f"{mark} {scope}: {what} in {seconds:.1f}s{extra}", scope)
 
     def error(self, message: str) -> None:
         if self.github:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._args import add_json_argument
-from ._runlog import cache_log_path, emit_json, header
+from ._runlog import cache_log_path, header
 from .ui import ConsoleUI
 
 if TYPE_CHECKING:
@@ -47,10 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "folder",
-        metavar="DIR",
-        type=Path,
-        help="the Hub layout: what build --hub-layout DIR wrote",
+        "folder", metavar="DIR", type=Path, help="the Hub layout: what build --hub-layout DIR wrote"
     )
     p.add_argument("--repo", required=True, metavar="ORG/NAME", help="the kernel repo on the Hub")
     p.add_argument(
@@ -98,7 +95,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         ui,
     )
     if args.json:
-        ui.print(emit_json(to_json(result, log)))
+        ui.print_json(to_json(result, log))
     else:
         report(result, ui)
     return 0

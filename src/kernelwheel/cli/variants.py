@@ -7,7 +7,6 @@ It renders :func:`kernelwheel.install.variants.explain`, whose verdicts are
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +15,6 @@ from ..install.sources import Candidate, discover
 from ..install.variants import Entry, Status, VariantsReport, explain, machine
 from ._args import add_json_argument, add_target_python_argument
 from .ui import ConsoleUI
-
-_MARK = {
-    Status.PREFERRED: "preferred",
-    Status.COMPATIBLE: "compatible",
-    Status.REJECTED: "rejected",
-}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,14 +56,10 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     target, gpus = machine(target_python(args.python), args.runner)
     report = explain(source, candidates, target, gpus, names=names, unjudged=unjudged)
     if args.json:
-        ui.print(json.dumps(report_json(report), indent=2))
+        ui.print_json(report_json(report))
     else:
         _render(report, ui)
     return 0
-
-
-def _is_url(text: str) -> bool:
-    return "://" in text
 
 
 def _builds(
@@ -78,7 +67,7 @@ def _builds(
 ) -> tuple[str, list[Candidate], dict[str, str], tuple[Entry, ...]]:
     """The source's candidates: a folder or URL's wheels, else a Hub kernel's (or a git
     clone's) build folders as the wheels to-wheel would write."""
-    if _is_url(text) or (Path(text).is_dir() and not (Path(text) / ".git").exists()):
+    if "://" in text or (Path(text).is_dir() and not (Path(text) / ".git").exists()):
         return text, discover(text), {}, ()
     from ..hub.variants import hub_builds  # the Hub client only for a Hub source
 
@@ -105,7 +94,7 @@ def _render(report: VariantsReport, ui: ConsoleUI) -> None:
         width = max(len(e.variant) for e in project.entries)
         for entry in project.entries:
             reason = f"  {entry.reason}" if entry.reason else ""
-            ui.print(f"  {_MARK[entry.status]:<10}  {entry.variant:<{width}}{reason}".rstrip())
+            ui.print(f"  {entry.status.value:<10}  {entry.variant:<{width}}{reason}".rstrip())
         if project.preferred is None:
             ui.print("  no build fits this environment")
         else:

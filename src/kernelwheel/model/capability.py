@@ -10,8 +10,6 @@ from dataclasses import dataclass
 
 from ..errors import VariantError
 
-__all__ = ["PTX", "CudaCapability", "joined", "parse_all"]
-
 PTX = "+PTX"
 # A major of one or two digits (no leading zero), a one-digit minor: nvcc's sm_XY / sm_XXY.
 _FORM = re.compile(r"([1-9][0-9]?)\.([0-9])([af]?)(\+PTX)?")

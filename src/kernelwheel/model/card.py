@@ -26,20 +26,6 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from ..errors import ProjectError
 from .project import CARD_FILES, KernelProject
 
-__all__ = [
-    "CARD_TEMPLATE",
-    "FIELDS",
-    "MAX_CARD_CHARS",
-    "Card",
-    "CardFields",
-    "CardSource",
-    "card_fields",
-    "default_template",
-    "project_card",
-    "render_card",
-    "strip_front_matter",
-]
-
 # The project's card template, at its root, and the card without one: its README, as it is.
 CARD_TEMPLATE, README = CARD_FILES
 BENCHMARK = Path("benchmarks") / "benchmark.py"  # kernel-builder's benchmark pointer
@@ -89,8 +75,6 @@ _MISSING_HINT = {
 
 
 class CardSource(enum.Enum):
-    """Where a card came from."""
-
     TEMPLATE = "CARD.md"  # the project's template, rendered
     README = "README.md"  # the project's README, as it is
     GENERATED = "generated"  # kernelwheel's template, rendered
@@ -131,11 +115,8 @@ def project_card(project: KernelProject, fields: CardFields) -> Card:
     """The project's card: CARD.md rendered, else README.md as it is, else the generated one."""
     template = project.root / CARD_TEMPLATE
     if template.is_file():
-        return Card(
-            render_card(_read_text(template, project.root), fields, template),
-            CardSource.TEMPLATE,
-            template,
-        )
+        text = render_card(_read_text(template, project.root), fields, template)
+        return Card(text, CardSource.TEMPLATE, template)
     readme = project.root / README
     if readme.is_file():
         return Card(_read_text(readme, project.root), CardSource.README, readme)

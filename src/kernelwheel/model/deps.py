@@ -20,17 +20,6 @@ from packaging.version import InvalidVersion, Version
 from .._toml import Located, read_toml
 from .recipes import RecipeError, bundled_recipes, check_schema
 
-__all__ = [
-    "DEPS_TOML",
-    "LIBRARIES",
-    "Dependency",
-    "DependencyTable",
-    "HeaderWheel",
-    "Provider",
-    "load_deps",
-    "parse_deps",
-]
-
 DEPS_TOML = "deps.toml"
 # Header-only libraries a local checkout may provide (the cutlass-path option), with the header
 # that names the release a checkout holds.
@@ -47,8 +36,6 @@ _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 
 class Provider(str, Enum):
-    """Who provides a dependency."""
-
     ENVIRONMENT = "environment"  # the build environment already has it (torch)
     HEADERS = "headers"  # a header-only library: a pinned PyPI wheel or a local checkout
     UNSUPPORTED = "unsupported"  # nobody: a kernel needing it cannot be built here
@@ -135,7 +122,6 @@ def load_deps(folder: Path | str | None = None) -> DependencyTable:
 
 
 def parse_deps(data: Mapping[str, Any], *, origin: str = "<memory>") -> DependencyTable:
-    """Validate a parsed deps.toml mapping into a :class:`DependencyTable`."""
     doc = Located(data, file=origin, error=RecipeError)
     doc.check_keys(_TOP_KEYS)
     check_schema(doc)
@@ -172,8 +158,7 @@ def _dependency(deps: Located, name: str) -> Dependency:
     if provider is Provider.ENVIRONMENT:
         return Dependency(name, provider)
     if provider is Provider.UNSUPPORTED:
-        reason = _text(entry, "reason", 'reason = "needs ..."')
-        return Dependency(name, provider, reason=reason)
+        return Dependency(name, provider, reason=_text(entry, "reason", 'reason = "needs ..."'))
     library = _text(entry, "library", 'library = "cutlass"')
     if library not in LIBRARIES:
         raise entry.error(
@@ -233,5 +218,4 @@ def _wheel(pypi: Located, release: str) -> HeaderWheel:
 
 
 def _text(table: Located, key: str, example: str) -> str:
-    """A required, non-blank string."""
     return table.required_string(key, f"e.g. {example}", nonempty=True)

@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GitState", "OBJECT_ID"]
-
 # A full commit id: SHA-1 or SHA-256, lowercase.
 OBJECT_ID = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})")
 

@@ -22,16 +22,6 @@ from packaging.utils import canonicalize_name
 from .._toml import Located, read_toml
 from ..errors import ProjectError
 
-__all__ = [
-    "NameLists",
-    "is_package_name",
-    "load_name_lists",
-    "name_warning",
-    "package_name",
-    "self_requirement",
-    "shadowing",
-]
-
 
 def package_name(name: str) -> str:
     """The import name of a kernel named ``name``, as kernel-builder derives it: '-' and '.'

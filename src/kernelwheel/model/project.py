@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
 from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, describe, read_toml
@@ -39,24 +38,16 @@ from .sections import (
 )
 
 __all__ = [
-    "BACKENDS",
     "BUILD_TOML",
     "CARD_FILES",
     "DEFAULT_PYEXT",
-    "EDITIONS",
-    "KERNEL_BACKENDS",
-    "BackendDepends",
     "Framework",
     "HubConfig",
     "KernelDependency",
     "KernelProject",
     "KernelSection",
-    "NoarchSection",
-    "TorchSection",
-    "TvmFfiSection",
     "find_project_root",
     "load_project",
-    "spdx_expression",
 ]
 
 BUILD_TOML = "build.toml"
@@ -64,7 +55,6 @@ BUILD_TOML = "build.toml"
 # README.md as it is (the wheels' long description, the Hub repo's README.md).
 CARD_FILES = ("CARD.md", "README.md")
 LEGACY = 2  # the edition number kernelwheel gives the pre-edition-3 forms
-EDITIONS = (LEGACY, 3, 4, 5)
 FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
 
 # Keys per table and edition. A key some other edition allows gets "declare edition N".
@@ -113,15 +103,13 @@ _HUB_KEYS = ("repo-id", "branch")
 _TOP_KEYS: dict[int, tuple[str, ...]] = {
     LEGACY: ("general", "torch", "kernel"),
     3: ("general", "torch", "tvm-ffi", "kernel"),
-    4: ("general", *FRAMEWORKS, "kernel"),
-    5: ("general", *FRAMEWORKS, "kernel"),
+    **dict.fromkeys((4, 5), ("general", *FRAMEWORKS, "kernel")),
 }
 _TORCH_COMMON = ("src", "include", "pyext", "minver", "maxver")
 _TORCH_KEYS: dict[int, tuple[str, ...]] = {
     LEGACY: (*_TORCH_COMMON, "universal", "name", "pyroot"),
     3: _TORCH_COMMON,
-    4: (*_TORCH_COMMON, "cxx-flags", "stable-abi"),
-    5: (*_TORCH_COMMON, "cxx-flags", "stable-abi"),
+    **dict.fromkeys((4, 5), (*_TORCH_COMMON, "cxx-flags", "stable-abi")),
 }
 # kernel-builder parses the underscore spellings here; its docs write the kebab ones.
 _NOARCH_KEYS = ("pyext", "cuda-capabilities", "cuda_capabilities", "rocm-archs", "rocm_archs")
@@ -177,17 +165,6 @@ _HUB_REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]
 _GIT_URL_RE = re.compile(
     r"(?:(?:https?|git|ssh|git\+ssh|git\+https?)://[^\s/]+(?:/\S*)?|[^\s/:@]+@[^\s/:]+:[^\s/]\S*)"
 )
-
-
-def spdx_expression(license: str | None) -> str | None:
-    """``license`` as a canonical SPDX expression, or None when it is not one (kernel-builder
-    accepts any string; the Hub's ``other`` is common)."""
-    if not license:
-        return None
-    try:
-        return str(canonicalize_license_expression(license))
-    except InvalidLicenseExpression:
-        return None
 
 
 @dataclass(frozen=True)
@@ -603,9 +580,7 @@ class _Reader:
                 "remove universal = true, or remove the [kernel.*] sections "
                 "for a pure-Python kernel",
             )
-        if universal or not kernels:
-            return Framework.TORCH_NOARCH
-        return Framework.TORCH
+        return Framework.TORCH_NOARCH if universal or not kernels else Framework.TORCH
 
     def listed_backends(self, general: Located) -> tuple[str, ...] | None:
         """general.backends; None (older forms only) means: the kernels' backends."""

@@ -18,8 +18,6 @@ from packaging.requirements import InvalidRequirement, Requirement
 from .._toml import Located, parse_toml
 from .recipes import RECIPES_PACKAGE, RecipeError
 
-__all__ = ["PYTHON_DEPENDS_TOML", "PythonDepends", "load_python_depends"]
-
 PYTHON_DEPENDS_TOML = "python-depends.toml"
 
 
@@ -32,8 +30,7 @@ class PythonDepends:
 
     def names_for(self, backend: str | None) -> tuple[str, ...]:
         """The names valid in the general list (``None``) or for ``backend``."""
-        table = self.general if backend is None else self.backends.get(backend, {})
-        return tuple(table)
+        return tuple(self.general if backend is None else self.backends.get(backend, {}))
 
     def owner(self, entry: str) -> str | None:
         """Where ``entry`` is a name: None for the general table, else the backend's name."""

@@ -32,29 +32,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     from importlib.abc import Traversable
 
-__all__ = [
-    "CcacheRecipe",
-    "bundled_recipes",
-    "load_ccache_recipe",
-    "CUDA_TOML",
-    "RECIPES_PACKAGE",
-    "SCHEMA",
-    "TORCH_TOML",
-    "CudaRecipe",
-    "CudaToolchain",
-    "PackagePin",
-    "PinnedPackage",
-    "RecipeError",
-    "Recipes",
-    "TorchFlavour",
-    "TorchRecipe",
-    "TvmFfiRecipe",
-    "VariantRecipe",
-    "load_recipes",
-    "parse_recipes",
-    "tvm_ffi_requirement",
-]
-
 SCHEMA = 1
 TORCH_TOML = "torch.toml"
 CUDA_TOML = "cuda.toml"
@@ -85,8 +62,6 @@ _FLAVOUR_KINDS = (
     BackendKind.CPU,
     BackendKind.METAL,
 )
-# The OS a flavour's variants are built for: Metal exists only on macOS, the rest are linux.
-_FLAVOUR_OS = {BackendKind.METAL: OS.DARWIN}
 
 _SERIES_RE = re.compile(r"[0-9]+\.[0-9]+")
 _PYTHON_ABI_RE = re.compile(r"cp3[0-9]+")
@@ -100,8 +75,7 @@ class RecipeError(LocatedError, UsageError):
     The message names the file and key; the exit code is a usage error's."""
 
 
-# ---------------------------------------------------------------------------------------------
-# Model
+# -- Model ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -139,12 +113,10 @@ class PackagePin:
 
 @dataclass(frozen=True)
 class CudaToolchain:
-    """The CUDA compiler for one variant (one CUDA version on one arch).
-
-    ``source`` is ``"pypi"`` (install ``packages``, pinned, into the build environment and use
-    them as CUDA_HOME) or ``"system"`` (``packages`` is empty: use a toolkit of this version from
-    the build image, e.g. one of ``system_paths``).
-    """
+    """The CUDA compiler for one variant (one CUDA version on one arch). ``source`` is ``"pypi"``
+    (install ``packages``, pinned, into the build environment and use them as CUDA_HOME) or
+    ``"system"`` (``packages`` is empty: use a toolkit of this version from the build image, e.g.
+    one of ``system_paths``)."""
 
     version: str
     source: ToolchainSource
@@ -157,11 +129,6 @@ class CudaToolchain:
     @property
     def major(self) -> int:
         return int(self.version.split(".")[0])
-
-    @property
-    def hashed(self) -> bool:
-        """True when every package has a sha256, so pip can install with ``--require-hashes``."""
-        return bool(self.packages) and all(p.sha256 for p in self.packages)
 
     def requirements(self) -> tuple[str, ...]:
         """Requirements-file lines for the toolchain packages (with hashes when known)."""
@@ -212,8 +179,8 @@ class TorchFlavour:
 
     @property
     def os(self) -> OS:
-        """The OS this flavour's variants are built for (darwin for metal, else linux)."""
-        return _FLAVOUR_OS.get(self.backend.kind, OS.LINUX)
+        """The OS this flavour's variants are built for: Metal exists only on macOS."""
+        return OS.DARWIN if self.backend.kind is BackendKind.METAL else OS.LINUX
 
     def requirement(self, version: str, arch: Arch) -> tuple[str, str | None]:
         """The exact pip requirement for torch and the index serving it (None: PyPI)."""
@@ -298,10 +265,6 @@ class VariantRecipe:
     def name(self) -> str:
         return self.variant.name
 
-    @property
-    def local_version(self) -> str:
-        return self.variant.local_version
-
     def environment_spec(self) -> dict[str, Any]:
         """What determines the build environment, as plain data (the input of :meth:`digest`)."""
         cuda: dict[str, Any] | None = None
@@ -334,7 +297,6 @@ class VariantRecipe:
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for JSON output."""
         v = self.variant
         return {
             "name": v.name,
@@ -390,15 +352,13 @@ class Recipes:
     def variants(self) -> tuple[Variant, ...]:
         """Every binary variant the recipes describe, in recipe order: linux ones once per C++
         ABI, darwin (metal) ones, which name no ABI, once."""
-        out: list[Variant] = []
-        for recipe in self.torch:
-            for flavour in recipe.flavours:
-                os_ = flavour.os
-                abis: tuple[CxxAbi | None, ...] = recipe.cxx_abis if os_ is OS.LINUX else (None,)
-                for cxxabi in abis:
-                    for arch in flavour.arches:
-                        out.append(Variant(recipe.series, flavour.backend, cxxabi, arch, os_))
-        return tuple(out)
+        return tuple(
+            Variant(recipe.series, flavour.backend, cxxabi, arch, flavour.os)
+            for recipe in self.torch
+            for flavour in recipe.flavours
+            for cxxabi in (recipe.cxx_abis if flavour.os is OS.LINUX else (None,))
+            for arch in flavour.arches
+        )
 
     def stable_build(self, variant: Variant) -> TorchVersion:
         """The torch series a stable-ABI ``variant`` is built with by default: the newest one at
@@ -428,11 +388,10 @@ class Recipes:
         return self.tvm_ffi.variants() if self.tvm_ffi is not None else ()
 
     def recipe_for(self, variant: Variant, *, build: TorchVersion | None = None) -> VariantRecipe:
-        """The recipe of ``variant``; :class:`RecipeError` if the recipes do not cover it.
-
-        A stable-ABI variant (``torch-stable-abi210-…``) is built with a torch at least as new
-        as its ABI: ``build`` (a torch series of the recipes), by default the newest one with
-        the variant's flavour and arch (:meth:`stable_build`)."""
+        """The recipe of ``variant``; :class:`RecipeError` if the recipes do not cover it. A
+        stable-ABI variant (``torch-stable-abi210-…``) is built with a torch at least as new as its
+        ABI: ``build`` (a torch series of the recipes), by default the newest one with the variant's
+        flavour and arch (:meth:`stable_build`)."""
         if variant.tvm_ffi is not None:
             return self._tvm_ffi_recipe_for(variant)
         if variant.torch is None:
@@ -526,8 +485,7 @@ class Recipes:
         return VariantRecipe(variant, None, None, None, cuda, "py3", tvm_ffi=recipe, image=image)
 
 
-# ---------------------------------------------------------------------------------------------
-# Loading
+# -- Loading ----------------------------------------------------------------------------------
 
 
 def load_recipes(path: Path | str | None = None) -> Recipes:
@@ -574,8 +532,7 @@ def _read_toml(folder: Traversable, name: str) -> dict[str, Any]:
             hint=f"a recipes folder holds {TORCH_TOML} and {CUDA_TOML} (see recipes/README.md)",
         )
     # The bundled recipes are files on disk (the package is not zip-safe), so a path.
-    path = entry if isinstance(entry, Path) else Path(str(entry))
-    return read_toml(path, error=RecipeError)
+    return read_toml(entry if isinstance(entry, Path) else Path(str(entry)), error=RecipeError)
 
 
 def parse_recipes(
@@ -585,8 +542,7 @@ def parse_recipes(
     origin: str = "<memory>",
     tvm_ffi_data: Mapping[str, Any] | None = None,
 ) -> Recipes:
-    """Validate parsed torch.toml / cuda.toml (and tvm-ffi.toml) mappings into
-    :class:`Recipes`."""
+    """Validate parsed torch.toml / cuda.toml (and tvm-ffi.toml) mappings into :class:`Recipes`."""
     cuda_file = f"{origin}/{CUDA_TOML}"
     cuda = _cuda_recipes(_document(cuda_data, cuda_file))
     torch_doc = _document(torch_data, f"{origin}/{TORCH_TOML}")
@@ -931,8 +887,7 @@ def _package(entry: Located, arches: tuple[Arch, ...]) -> PackagePin:
     table = entry.table("sha256", hint='write sha256.x86_64 = "<64 hex digits>" (one per arch)')
     if table is not None:
         for arch_name in table.keys():
-            arch = _arch(table, arch_name, arch_name)
-            hashes.append((arch, _sha256(table, arch_name)))
+            hashes.append((_arch(table, arch_name, arch_name), _sha256(table, arch_name)))
         missing = [a.value for a in arches if a not in dict(hashes)]
         if missing:
             raise entry.error(

@@ -11,20 +11,6 @@ from packaging.version import Version
 
 from .capability import CudaCapability
 
-__all__ = [
-    "BACKENDS",
-    "DEFAULT_PYEXT",
-    "KERNEL_BACKENDS",
-    "BackendDepends",
-    "Framework",
-    "HubConfig",
-    "KernelDependency",
-    "KernelSection",
-    "NoarchSection",
-    "TorchSection",
-    "TvmFfiSection",
-]
-
 # Every backend kernel-builder knows (general.backends); kernels are written for the first five.
 BACKENDS: tuple[str, ...] = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
 KERNEL_BACKENDS: tuple[str, ...] = ("cpu", "cuda", "metal", "rocm", "xpu")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PYPI", "PipSources"]
-
 PYPI = "https://pypi.org/simple"
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from functools import total_ordering
-from typing import Any
+from typing import Any, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
@@ -23,19 +23,7 @@ from kernelwheel.errors import VariantError
 
 from .wheelname import parse_wheel_name
 
-__all__ = [
-    "OS",
-    "Arch",
-    "Backend",
-    "BackendKind",
-    "CxxAbi",
-    "TorchVersion",
-    "TvmFfiVersion",
-    "Variant",
-    "WheelPlatform",
-    "variant_of_wheel",
-]
-
+_E = TypeVar("_E", bound=Enum)
 EXAMPLE_NAME = "torch27-cxx11-cu128-x86_64-linux"
 EXAMPLE_LOCAL = "torch2.7.cu128.cxx11"
 
@@ -169,9 +157,7 @@ class WheelPlatform:
         # The arch is the tag's tail after the OS part; x86_64 holds an underscore itself.
         tail = "x86_64" if tag.endswith("_x86_64") else tag.rsplit("_", 1)[-1]
         arch = Arch.from_synonym(tail) if "_" in tag else None
-        if system is None or arch is None:
-            return None
-        return cls(arch, system)
+        return None if system is None or arch is None else cls(arch, system)
 
     @classmethod
     def of_tags(cls, platforms: Iterable[str]) -> WheelPlatform | None:
@@ -179,13 +165,18 @@ class WheelPlatform:
         ``manylinux_2_17_x86_64.manylinux2014_x86_64``, name one); None when they name none
         or several."""
         parsed = {cls.parse(tag) for tag in platforms}
-        if len(parsed) != 1 or None in parsed:
-            return None
-        return next(iter(parsed))
+        return None if len(parsed) != 1 or None in parsed else next(iter(parsed))
 
 
 def _choices(enum: type[Enum]) -> str:
     return ", ".join(str(member.value) for member in enum)
+
+
+def _member(enum: type[_E], token: str, what: str) -> _E:
+    try:
+        return enum(token)
+    except ValueError:
+        raise VariantError(f"unknown {what} {token!r} (expected {_choices(enum)})") from None
 
 
 def _check_int(
@@ -210,8 +201,7 @@ def _check_enum(value: object, enum: type[Enum], what: str, *, optional: bool) -
         )
 
 
-# ---------------------------------------------------------------------------------------------
-# Torch version
+# -- Torch version ----------------------------------------------------------------------------
 
 
 _COMPACT_TORCH = re.compile(r"([0-9])(0|[1-9][0-9]*)")
@@ -289,8 +279,7 @@ class TvmFfiVersion(TorchVersion):
         return cls(series.major, series.minor)
 
 
-# ---------------------------------------------------------------------------------------------
-# Backend
+# -- Backend ----------------------------------------------------------------------------------
 
 _VERSIONED = (BackendKind.CUDA, BackendKind.ROCM, BackendKind.XPU, BackendKind.CANN)
 # Backends whose binary variants exist only for linux (metal's own rule is darwin-only).
@@ -320,16 +309,6 @@ _NOARCH_KINDS = {
     **{kind.value: kind for kind in BackendKind},
     **{token: kind for kind, token in _NOARCH_TOKEN.items()},
 }
-_TOKEN_EXAMPLE = {
-    BackendKind.CUDA: "cu128",
-    BackendKind.ROCM: "rocm63",
-    BackendKind.XPU: "xpu20251",
-    BackendKind.CPU: "cpu",
-    BackendKind.METAL: "metal",
-    BackendKind.NEURON: "neuron",
-    BackendKind.TPU: "tpu",
-    BackendKind.CANN: "cann83",
-}
 _KIND_EXAMPLE_NAME = {
     BackendKind.CUDA: "torch27-cxx11-cu128-x86_64-linux",
     BackendKind.ROCM: "torch27-cxx11-rocm63-x86_64-linux",
@@ -340,6 +319,8 @@ _KIND_EXAMPLE_NAME = {
     BackendKind.TPU: "torch211-cxx11-tpu-x86_64-linux",
     BackendKind.CANN: "torch29-cxx11-cann83-aarch64-linux",
 }
+# The backend token of each example name: cu128, rocm63, xpu20251, cpu, metal...
+_TOKEN_EXAMPLE = {kind: name.split("-")[-3] for kind, name in _KIND_EXAMPLE_NAME.items()}
 _TOKEN_HINT = "e.g. 'cu128', 'rocm63', 'xpu20251', 'cann83', 'cpu', 'metal', 'neuron' or 'tpu'"
 
 
@@ -406,9 +387,8 @@ class Backend:
 
     @property
     def token(self) -> str:
-        """The Hub spelling: ``cu128``, ``rocm63``, ``xpu20251``, ``cann83``, ``cpu``,
-        ``metal``, ``neuron``, ``tpu``; a versionless backend is its kind (``cuda``), CANN's
-        ``npu``."""
+        """The Hub spelling: ``cu128``, ``rocm63``, ``xpu20251``, ``cann83``, ``cpu``, ``metal``,
+        ``neuron``, ``tpu``; a versionless backend is its kind (``cuda``), CANN's ``npu``."""
         if self.version is None:
             return _NOARCH_TOKEN.get(self.kind, self.kind.value)
         major, minor = self.version
@@ -416,15 +396,12 @@ class Backend:
 
     @property
     def pytorch_label(self) -> str:
-        """PyTorch's own name for its torch build of this backend: the local version of those
-        wheels and the folder of its index (``cu130``, ``cpu``, ``rocm7.1``, ``xpu``). Only ROCm
-        (dotted) and XPU (one index per torch release, whatever its oneAPI) differ from
-        :attr:`token`."""
+        """PyTorch's own name for its torch build of this backend: the local version of those wheels
+        and the folder of its index (``cu130``, ``cpu``, ``rocm7.1``, ``xpu``). Only ROCm (dotted)
+        and XPU (one index per torch release, whatever its oneAPI) differ from :attr:`token`."""
         if self.kind is BackendKind.ROCM and self.version is not None:
             return f"rocm{self.version[0]}.{self.version[1]}"
-        if self.kind is BackendKind.XPU:
-            return "xpu"
-        return self.token
+        return "xpu" if self.kind is BackendKind.XPU else self.token
 
     @property
     def cuda_version(self) -> str:
@@ -448,8 +425,7 @@ class Backend:
         return self.token
 
 
-# ---------------------------------------------------------------------------------------------
-# Variant
+# -- Variant ----------------------------------------------------------------------------------
 
 _STABLE_PREFIX = "stable-abi"
 
@@ -611,9 +587,7 @@ class Variant:
         """The Requires-Dist for torch: a series pin, a floor for stable-ABI builds, or none."""
         if self.torch is None:
             return "torch"
-        if self.stable_abi:
-            return f"torch>={self.torch}"
-        return f"torch=={self.torch}.*"
+        return f"torch>={self.torch}" if self.stable_abi else f"torch=={self.torch}.*"
 
     def platform_tag(self, manylinux: str | None = "manylinux_2_28") -> str:
         """The wheel platform tag; ``manylinux=None`` gives the plain ``linux_{arch}`` tag."""
@@ -704,9 +678,9 @@ class Variant:
         cxxabi: CxxAbi | None = None
         if tail and tail[0].startswith("cxx"):
             try:
-                cxxabi = CxxAbi(tail[0])
-            except ValueError:
-                raise bad(f"unknown C++ ABI {tail[0]!r} (expected {_choices(CxxAbi)})") from None
+                cxxabi = _member(CxxAbi, tail[0], "C++ ABI")
+            except VariantError as exc:
+                raise bad(exc.message) from None
             tail = tail[1:]
 
         if len(tail) != 3:
@@ -714,16 +688,9 @@ class Variant:
         backend_token, arch_token, os_token = tail
         try:
             backend = Backend.parse_token(backend_token)
+            arch, os_ = _member(Arch, arch_token, "arch"), _member(OS, os_token, "OS")
         except VariantError as exc:
             raise bad(exc.message) from None
-        try:
-            arch = Arch(arch_token)
-        except ValueError:
-            raise bad(f"unknown arch {arch_token!r} (expected {_choices(Arch)})") from None
-        try:
-            os_ = OS(os_token)
-        except ValueError:
-            raise bad(f"unknown OS {os_token!r} (expected {_choices(OS)})") from None
         try:
             return cls(torch, backend, cxxabi, arch, os_, stable)
         except VariantError as exc:
@@ -862,15 +829,10 @@ class Variant:
                     torch = TorchVersion(int(groups["major"]), int(groups["minor"]))
                     stable = groups["stable"] is not None
                 backend = Backend.parse_token(groups["backend"])
+                if groups["abi"] is not None:
+                    cxxabi = _member(CxxAbi, groups["abi"], "C++ ABI")
             except VariantError as exc:
                 raise bad(exc.message) from None
-            if groups["abi"] is not None:
-                try:
-                    cxxabi = CxxAbi(groups["abi"])
-                except ValueError:
-                    raise bad(
-                        f"unknown C++ ABI {groups['abi']!r} (expected {_choices(CxxAbi)})"
-                    ) from None
         # Labels carry no platform, so a mismatch here is the caller's, not the label's.
         if torch is None and (arch is not None or os is not None):
             raise bad(

@@ -10,15 +10,8 @@ import re
 from typing import NamedTuple
 
 from packaging.tags import Tag
-from packaging.utils import (
-    BuildTag,
-    InvalidWheelFilename,
-    NormalizedName,
-    parse_wheel_filename,
-)
+from packaging.utils import BuildTag, InvalidWheelFilename, NormalizedName, parse_wheel_filename
 from packaging.version import Version
-
-__all__ = ["WheelName", "parse_wheel_name"]
 
 # PEP 825's variant label: lowercase letters, digits, '_' and '.'.
 _LABEL = re.compile(r"[0-9a-z._]+")

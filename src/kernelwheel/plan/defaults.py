@@ -28,15 +28,6 @@ from .matrix import MatrixPlan
 from .options import Options
 from .toolchains import BUILT_HERE, require_a_backend_built_here
 
-__all__ = [
-    "DefaultBuild",
-    "Machine",
-    "TorchAt",
-    "default_build",
-    "probe_machine",
-    "within_reach",
-]
-
 
 @dataclass(frozen=True)
 class TorchAt:
@@ -99,7 +90,12 @@ def default_build(
             )
         chosen = _for_torch(plan, machine.python, machine.arch)
         if chosen is None:
-            raise _no_variant_for(plan, machine.python, machine.arch)
+            raise UsageError(
+                f"no variant for {_why_not(plan, machine.python, machine.arch)}",
+                hint="build another variant in an environment kernelwheel makes: --variant NAME "
+                "without --python (`kernelwheel matrix` lists the plan), or pass a --python whose "
+                "torch the plan has",
+            )
     elif machine.venv is not None:
         chosen = _for_torch(plan, machine.venv, machine.arch)
         if chosen is None:
@@ -130,8 +126,7 @@ def _fits(variant: Variant, torch: compat.Torch, arch: Arch) -> bool:
         return False
     if compat.problems(build_of(variant), torch):
         return False
-    kind = variant.backend.kind
-    return kind is BackendKind.CPU or variant.backend.token == torch.token
+    return variant.backend.kind is BackendKind.CPU or variant.backend.token == torch.token
 
 
 def _for_torch(plan: MatrixPlan, seen: TorchAt, host: Arch) -> tuple[VariantRecipe, str] | None:
@@ -159,48 +154,28 @@ def _parsed(name: str) -> Variant | None:
         return None
 
 
-def _candidates_for(plan: MatrixPlan, seen: TorchAt, host: Arch) -> list[str]:
-    """The plan's rejections of the variants made for ``seen``'s torch."""
-    assert seen.torch is not None
-    arch = _arch_of(seen, host)
-    return [
-        f"{rejection.variant_name}: {rejection.reason}"
-        for rejection in plan.rejected
-        if (variant := _parsed(rejection.variant_name)) is not None
-        and _fits(variant, seen.torch, arch)
-    ]
-
-
 def _why_not(plan: MatrixPlan, seen: TorchAt, host: Arch) -> str:
     """``<origin> (torch …): <why the plan has no variant for it>``."""
     if seen.unusable is not None:
         return f"{seen.origin}: {seen.unusable}"
     if seen.torch is None:
         return f"{seen.origin}: it has no torch ({seen.error})"
-    reasons = _candidates_for(plan, seen, host)
+    arch = _arch_of(seen, host)
+    reasons = [  # the plan's rejections of the variants made for this torch
+        f"{r.variant_name}: {r.reason}"
+        for r in plan.rejected
+        if (variant := _parsed(r.variant_name)) is not None and _fits(variant, seen.torch, arch)
+    ]
     if reasons:
         why = "the plan leaves its variants out: " + "; ".join(reasons[:3])
         if len(reasons) > 3:
             why += f"; and {len(reasons) - 3} more"
     else:
         why = (
-            f"the recipes have no variant for torch {_series(seen.torch)} {seen.torch.token} "
-            f"on {_arch_of(seen, host).value}"
+            f"the recipes have no variant for torch {compat.dotted(seen.torch.release)} "
+            f"{seen.torch.token} on {arch.value}"
         )
     return f"{seen.origin}, {seen.torch.describe()}: {why}"
-
-
-def _series(torch: compat.Torch) -> str:
-    return f"{torch.release[0]}.{torch.release[1]}"
-
-
-def _no_variant_for(plan: MatrixPlan, seen: TorchAt, host: Arch) -> UsageError:
-    return UsageError(
-        f"no variant for {_why_not(plan, seen, host)}",
-        hint="build another variant in an environment kernelwheel makes: --variant NAME without "
-        "--python (`kernelwheel matrix` lists the plan), or pass a --python whose torch the plan "
-        "has",
-    )
 
 
 # -- the newest for this machine ----------------------------------------------------------------
@@ -314,9 +289,7 @@ def _newest_first(items: Sequence[tuple[int, VariantRecipe]]) -> list[VariantRec
 
 
 def within_reach(
-    default: DefaultBuild,
-    cannot_get: Mapping[str, str],
-    others: Sequence[tuple[str, str]] = (),
+    default: DefaultBuild, cannot_get: Mapping[str, str], others: Sequence[tuple[str, str]] = ()
 ) -> DefaultBuild:
     """``default``, or, when this machine cannot get its torch, the newest of its fallbacks it
     can get, with a note naming each variant passed over and why. ``cannot_get`` maps each
@@ -365,7 +338,7 @@ def _out_of_reach(
     fixes = [
         "build in an interpreter that holds torch (with setuptools and ninja), such as a "
         "virtual environment's: --python PY (e.g. --python .venv/bin/python); the build runs "
-        "in it and fetches no torch",
+        "in it and fetches no torch"
     ]
     if others:
         fixes.append(

@@ -18,8 +18,6 @@ from ..model.variant import OS, Arch, Backend, BackendKind, TorchVersion, Varian
 from .selector import Selector
 from .toolchains import missing_toolchain, runner_for
 
-__all__ = ["MatrixPlan", "Rejection", "plan_matrix"]
-
 
 @dataclass(frozen=True)
 class Rejection:
@@ -32,11 +30,9 @@ class Rejection:
 @dataclass(frozen=True)
 class MatrixPlan:
     """The planned variants (``selected``, in recipe order, stable-ABI variants last) and the
-    left-out ones with reasons.
-
-    ``kernels`` pairs each selected variant's name with the ids of the ``[kernel.*]`` sections it
-    compiles (empty for noarch variants); ``notes`` carries information that is not a rejection.
-    """
+    left-out ones with reasons. ``kernels`` pairs each selected variant's name with the ids of the
+    ``[kernel.*]`` sections it compiles (empty for noarch variants); ``notes`` carries information
+    that is not a rejection."""
 
     selected: tuple[VariantRecipe, ...]
     rejected: tuple[Rejection, ...]
@@ -48,24 +44,16 @@ class MatrixPlan:
         return tuple(r.name for r in self.selected)
 
     def get(self, name: str) -> VariantRecipe | None:
-        for recipe in self.selected:
-            if recipe.name == name:
-                return recipe
-        return None
+        return next((r for r in self.selected if r.name == name), None)
 
     def kernels_for(self, name: str) -> tuple[str, ...]:
         """The ids of the ``[kernel.*]`` sections the variant ``name`` compiles."""
-        for variant_name, ids in self.kernels:
-            if variant_name == name:
-                return ids
-        raise KeyError(name)
+        return dict(self.kernels)[name]
 
     def select(self, selector: Selector) -> MatrixPlan:
-        """Apply ``build``/``skip``/``only``: the deselected variants move to ``rejected``.
-
-        Raises :class:`~kernelwheel.errors.UsageError` when a selector matches nothing (see
-        :meth:`Selector.select`).
-        """
+        """Apply ``build``/``skip``/``only``: the deselected variants move to ``rejected``. Raises
+        :class:`~kernelwheel.errors.UsageError` when a selector matches nothing (see
+        :meth:`Selector.select`)."""
         left_out = {r.variant_name: r.reason for r in self.rejected}
         keep = set(selector.select(self.names, left_out=left_out))
         dropped = [
@@ -105,7 +93,8 @@ def plan_matrix(
         assert variant.backend is not None and variant.arch is not None
         kind = variant.backend.kind.value
         if kind not in wanted:
-            rejected.append(_not_a_backend(variant, wanted))
+            why = f"backend {kind} not in the project's backends ({', '.join(wanted)})"
+            rejected.append(Rejection(variant.name, why))
             continue
         recipe = recipes.recipe_for(variant)
         own, reasons = _own_kernels(project, variant, arch_filter)
@@ -237,8 +226,7 @@ class _StableGroups:
             if picked is not None:
                 build, ids = picked
                 stable = self._variant(backend, arch, os)
-                recipe = self.recipes.recipe_for(stable, build=build.torch)
-                out.append((recipe, ids))
+                out.append((self.recipes.recipe_for(stable, build=build.torch), ids))
         return out
 
     def rejected(self) -> list[Rejection]:
@@ -287,18 +275,7 @@ def _plan_noarch(project: KernelProject, recipes: Recipes) -> MatrixPlan:
         "with an extra per backend for that backend's python-depends"
     )
     return MatrixPlan(
-        selected=selected,
-        rejected=(),
-        kernels=tuple((r.name, ()) for r in selected),
-        notes=(note,),
-    )
-
-
-def _not_a_backend(variant: Variant, wanted: tuple[str, ...]) -> Rejection:
-    assert variant.backend is not None
-    kind = variant.backend.kind.value
-    return Rejection(
-        variant.name, f"backend {kind} not in the project's backends ({', '.join(wanted)})"
+        selected=selected, rejected=(), kernels=tuple((r.name, ()) for r in selected), notes=(note,)
     )
 
 

@@ -23,15 +23,6 @@ from .options import Options, resolve_options
 from .selector import Selector
 from .versioning import GitState, WheelVersion, resolve_version, version_inputs
 
-__all__ = [
-    "Planned",
-    "Selection",
-    "needs_machine",
-    "plan_project",
-    "select",
-    "wheel_version",
-]
-
 
 @dataclass(frozen=True)
 class Planned:
@@ -69,8 +60,7 @@ class Selection:
 
 def needs_machine(planned: Planned, variants: Sequence[str] = ()) -> bool:
     """Whether :func:`select` chooses the default variant, which depends on this machine."""
-    options = planned.options
-    return not variants and not options.selects_anything() and not planned.project.noarch
+    return not variants and not planned.options.selects_anything() and not planned.project.noarch
 
 
 def select(

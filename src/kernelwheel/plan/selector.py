@@ -17,8 +17,6 @@ import bracex
 
 from ..errors import UsageError
 
-__all__ = ["Selector", "expand_braces", "split_patterns"]
-
 _SHOWN = 8  # left-out names listed in a message before "and N more"
 
 
@@ -41,7 +39,10 @@ def expand_braces(pattern: str) -> tuple[str, ...]:
         if depth < 0:
             break
     if depth != 0:
-        raise _unbalanced(pattern)
+        raise UsageError(
+            f"selector {pattern!r} has unbalanced braces",
+            hint="write alternatives as {a,b}, e.g. 'torch2{13,14}-*'",
+        )
     try:
         expanded = bracex.expand(pattern, limit=MAX_EXPANSION)
     except bracex.ExpansionLimitException:
@@ -51,13 +52,6 @@ def expand_braces(pattern: str) -> tuple[str, ...]:
             hint="use fewer brace groups; a '*' or '?' matches many names at once",
         ) from None
     return tuple(dict.fromkeys(expanded))
-
-
-def _unbalanced(pattern: str) -> UsageError:
-    return UsageError(
-        f"selector {pattern!r} has unbalanced braces",
-        hint="write alternatives as {a,b}, e.g. 'torch2{13,14}-*'",
-    )
 
 
 @dataclass(frozen=True)
@@ -98,7 +92,6 @@ class Selector:
         return any(fnmatch.fnmatchcase(name, p) for p in expand_braces(pattern))
 
     def matches(self, name: str) -> bool:
-        """True when ``name`` is selected."""
         return self.why_not(name) is None
 
     def why_not(self, name: str) -> str | None:
@@ -107,10 +100,8 @@ class Selector:
             return None if name == self.only else f"not {self.only_label} {self.only}"
         if not any(self._match(p, name) for p in self.build):
             return f"not matched by {self.build_label} {' '.join(self.build)!r}"
-        for pattern in self.skip:
-            if self._match(pattern, name):
-                return f"skipped by {self.skip_label} {pattern!r}"
-        return None
+        skipped = next((p for p in self.skip if self._match(p, name)), None)
+        return None if skipped is None else f"skipped by {self.skip_label} {skipped!r}"
 
     def select(
         self, names: Sequence[str], *, left_out: Mapping[str, str] | None = None
@@ -141,10 +132,12 @@ class Selector:
                 continue
             hit = [n for n in left_out if self._match(pattern, n)]
             if hit:
+                shown = "; ".join(f"{n} ({left_out[n]})" for n in hit[:_SHOWN])
+                more = f", and {len(hit) - _SHOWN} more" if len(hit) > _SHOWN else ""
                 raise UsageError(
                     f"{self.build_label} pattern {pattern!r} matches only variants that were "
                     f"left out",
-                    hint=_reasons_hint(left_out, hit) + f"; available: {', '.join(names)}",
+                    hint=f"left out: {shown}{more}; available: {', '.join(names)}",
                 )
             raise UsageError(
                 f"{self.build_label} pattern {pattern!r} matches no variant",
@@ -185,9 +178,3 @@ def _why_empty(left_out: Mapping[str, str]) -> str:
         + "; ".join(parts[:_SHOWN])
         + (f"; and {len(parts) - _SHOWN} other reason(s)" if len(parts) > _SHOWN else "")
     )
-
-
-def _reasons_hint(left_out: Mapping[str, str], names: Sequence[str]) -> str:
-    shown = [f"{n} ({left_out[n]})" for n in names[:_SHOWN]]
-    more = f", and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
-    return "left out: " + "; ".join(shown) + more if shown else "nothing to select"

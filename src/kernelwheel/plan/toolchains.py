@@ -11,17 +11,6 @@ from collections.abc import Iterable
 from ..errors import ToolchainError
 from ..model.variant import Arch, BackendKind, Variant
 
-__all__ = [
-    "BUILT_HERE",
-    "HOSTED_RUNNERS",
-    "backend_problem",
-    "missing_toolchain",
-    "require_a_backend_built_here",
-    "require_toolchains",
-    "runner_for",
-    "skip_pattern",
-]
-
 # The backends kernelwheel compiles, on the GitHub-hosted runner of the variant's arch.
 BUILT_HERE = frozenset({BackendKind.CPU, BackendKind.CUDA})
 HOSTED_RUNNERS = {Arch.X86_64: "ubuntu-24.04", Arch.AARCH64: "ubuntu-24.04-arm"}
@@ -30,11 +19,7 @@ _RUNNER_LABEL = "self-hosted-{backend}"
 # The runner, in prose, where "a <backend> runner" would not do.
 _RUNNER_WORDS = {BackendKind.METAL: "a macOS (Metal) runner", BackendKind.XPU: "an XPU runner"}
 # A --skip glob that matches every binary variant of the backend, whatever its version.
-_SKIP = {
-    BackendKind.ROCM: "*-rocm*",
-    BackendKind.XPU: "*-xpu*",
-    BackendKind.CANN: "*-cann*",
-}
+_SKIP = {BackendKind.ROCM: "*-rocm*", BackendKind.XPU: "*-xpu*", BackendKind.CANN: "*-cann*"}
 
 
 def runner_for(variant: Variant) -> str:
@@ -124,7 +109,4 @@ def _runner_label(kind: BackendKind) -> str:
 
 
 def _compiled_kind(variant: Variant) -> BackendKind | None:
-    """The backend a binary variant compiles for; None for noarch variants."""
-    if variant.torch is None or variant.backend is None:
-        return None
-    return variant.backend.kind
+    return None if variant.torch is None or variant.backend is None else variant.backend.kind
