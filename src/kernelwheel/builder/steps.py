@@ -362,7 +362,7 @@ def compile_step(
     spec = planned.spec
     Path(spec.build_temp).mkdir(parents=True, exist_ok=True)
     direct = _direct_commands(stage, spec) if incremental else None
-    spec.write(stage / "compile.json")
+    (stage / "compile.json").write_text(spec.to_json())
     stats_log = stage / "ccache-stats.log"
     env_vars, cached = compile_env(req, toolkit, stats_log, runner)
     if cross_build is not None:  # kernelwheel.toolchain.cross: CC/CXX/LDSHARED = the cross compiler
