@@ -26,6 +26,7 @@ from ..errors import ToolchainError, VariantError
 from ..model.recipes import RecipeError, Recipes
 from ..model.sources import PipSources
 from ..model.variant import Arch, BackendKind, Variant
+from .compiler_cache import masquerade
 from .envs import EnvInfo, EnvSpec, env_spec_for, locked
 
 __all__ = [
@@ -496,11 +497,7 @@ class CrossBuild:
         ccache = os.readlink(used) if used.is_symlink() else None
         ccache = ccache or shutil.which("ccache", path=env_vars.get("PATH"))
         if "CCACHE_DIR" in env_vars and ccache and links.is_dir():
-            for name in (cc.name, cxx.name):
-                link = links / name
-                if not link.is_symlink() or os.readlink(link) != ccache:
-                    link.unlink(missing_ok=True)
-                    link.symlink_to(ccache)
+            masquerade(links, (cc.name, cxx.name), ccache)
             # Through PATH, so the masquerade link (first on PATH) wraps the real compiler.
             cc_cmd, cxx_cmd = cc.name, cxx.name
         else:
