@@ -37,11 +37,6 @@ BACKEND = "<backend>"  # in the wheel's namespace: the backend its _ops.py impor
 _ID_VARIANT = Variant(None, None, None, None, None)
 
 
-def _backend_of(variant: Variant) -> str | None:
-    """The build.toml backend (general.backends) a noarch variant stands for."""
-    return variant.backend.kind.value if variant.backend is not None else None
-
-
 def torch_requirement(project: KernelProject) -> str:
     """``torch``, within the ``[torch]`` minver/maxver an edition-3 noarch project may give
     (bounds are inclusive at their own precision: maxver 2.9 admits 2.9.1)."""
@@ -80,7 +75,8 @@ def noarch_requirements(
     requires = [torch_requirement(project), *shared]
     extras: list[str] = []
     for variant in variants:
-        backend = _backend_of(variant)
+        # the build.toml backend (general.backends) the variant stands for
+        backend = variant.backend.kind.value if variant.backend is not None else None
         if backend is None or backend in extras:
             continue
         extras.append(backend)
