@@ -650,8 +650,7 @@ def finish_wheel(
 ) -> BuiltWheel:
     """Repair the raw wheel to the manylinux policy (or only check it, without one) into the
     output folder: the last steps of every compiled build."""
-    variant, scope, log = req.variant, req.variant.name, req.log
-    capabilities, warnings = compiled.capabilities, compiled.warnings
+    scope, log = req.variant.name, req.log
     if req.outputs.manylinux is None:
         with step(reporter, scope, "check") as detail:
             report = check_wheel(raw, policy=None)
@@ -659,25 +658,23 @@ def finish_wheel(
             detail.append("ok" if report.ok else f"{len(report.violations)} violation(s)")
         if not report.ok and not req.outputs.best_effort:
             raise AbiError(report.summary() + pulled_in_by(req, report), hint=_ABI_HINT)
-        return BuiltWheel(
-            variant, path, bid, namespace, log, env, report.ok, capabilities, warnings
-        )
-
-    with step(reporter, scope, "repair") as detail:
-        repaired = _repair(req, raw, runner)
-        with open(log, "a") as fh:
-            fh.write(f"\n$ auditwheel repair ({req.outputs.manylinux})\n{repaired.log}\n")
-        detail.append(repaired.tag)
-    with step(reporter, scope, "check") as detail:
-        report = repaired.report
-        if report.ok:
-            detail.append(f"complies with {report.policy}")
-        else:
-            detail.append(f"{len(report.violations)} violation(s), kept as {repaired.tag}")
+    else:
+        with step(reporter, scope, "repair") as detail:
+            repaired = _repair(req, raw, runner)
             with open(log, "a") as fh:
-                fh.write("\n" + report.summary(limit=100) + pulled_in_by(req, report) + "\n")
+                fh.write(f"\n$ auditwheel repair ({req.outputs.manylinux})\n{repaired.log}\n")
+            detail.append(repaired.tag)
+        path, report = repaired.wheel, repaired.report
+        with step(reporter, scope, "check") as detail:
+            if report.ok:
+                detail.append(f"complies with {report.policy}")
+            else:
+                detail.append(f"{len(report.violations)} violation(s), kept as {repaired.tag}")
+                with open(log, "a") as fh:
+                    fh.write("\n" + report.summary(limit=100) + pulled_in_by(req, report) + "\n")
+    capabilities, warnings = compiled.capabilities, compiled.warnings
     return BuiltWheel(
-        variant, repaired.wheel, bid, namespace, log, env, report.ok, capabilities, warnings
+        req.variant, path, bid, namespace, log, env, report.ok, capabilities, warnings
     )
 
 
