@@ -41,19 +41,8 @@ __all__ = [
 
 # torch.library names whose first argument names an op ("ns::name").
 _NAMING_CALLS = frozenset(
-    {
-        "custom_op",
-        "triton_op",
-        "define",
-        "impl",
-        "impl_abstract",
-        "register_kernel",
-        "register_fake",
-        "register_autograd",
-        "register_autocast",
-        "register_vmap",
-        "register_torch_dispatch",
-    }
+    "custom_op triton_op define impl impl_abstract register_kernel register_fake "
+    "register_autograd register_autocast register_vmap register_torch_dispatch".split()
 )
 _LIBRARY_CALLS = frozenset({"Library", "_scoped_library"})
 # The keyword that may name the op instead of the first argument (torch.library.define/impl).
