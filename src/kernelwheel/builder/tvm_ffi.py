@@ -125,16 +125,9 @@ def provision_tvm_ffi(
     toolchain of a CUDA flavour."""
     assert recipe.tvm_ffi is not None
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    key = json.dumps(
-        {
-            "python": python,
-            "recipe": recipe.environment_spec(),
-            "tools": TOOLS,
-            "sources": asdict(sources),
-        },
-        sort_keys=True,
-    )
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    key = {"python": python, "recipe": recipe.environment_spec(), "tools": TOOLS}
+    blob = json.dumps({**key, "sources": asdict(sources)}, sort_keys=True)
+    digest = hashlib.sha256(blob.encode()).hexdigest()[:16]
     root = cache_dir / "envs" / f"tvmffi-py{python}-{digest}"
     with locked(root.parent / f"{root.name}.lock") as dead:
         notes = (f"build environment {root}: {dead.describe()}",) if dead is not None else ()
