@@ -93,17 +93,9 @@ class EnvInfo:
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, reused: bool = False) -> EnvInfo:
         """From the probe's JSON or the ready-marker's (the same keys: the fields')."""
-        return cls(
-            python=Path(data["python"]),
-            python_version=data["python_version"],
-            machine=data["machine"],
-            purelib=Path(data["purelib"]),
-            torch=data["torch"],
-            cuda=data["cuda"],
-            hip=data["hip"],
-            cxx11_abi=data["cxx11_abi"],
-            reused=reused,
-        )
+        plain = ("python_version", "machine", "torch", "cuda", "hip", "cxx11_abi")
+        values = {key: data[key] for key in plain}
+        return cls(Path(data["python"]), purelib=Path(data["purelib"]), **values, reused=reused)
 
     @property
     def torch_minor(self) -> tuple[int, int]:
