@@ -1,13 +1,8 @@
 """Build a pure-Python kernel project (``[torch-noarch]``, the older ``universal = true``,
-edition 3's "no framework section") into ONE ``py3-none-any`` wheel.
-
-Nothing is compiled and the Python files are the same for every backend, so the wheel is the
-same for all of the plan's ``torch-<backend>`` variants. What does differ per backend is what
-build.toml lists under ``[general.<backend>] python-depends``: each backend becomes an extra
-(``pip install kernel[cuda]``), while a plain ``pip install kernel`` gets the general
-requirements and a working package. The wheel carries no local version, so it can go to PyPI;
-docs/noarch-and-tvm-ffi.md says why extras and not one wheel per backend.
-"""
+edition 3's "no framework section") into ONE ``py3-none-any`` wheel for every ``torch-<backend>``
+variant of the plan: each backend's ``python-depends`` become an extra (``pip install
+kernel[cuda]``), and the wheel carries no local version, so it can go to PyPI
+(docs/noarch-and-tvm-ffi.md says why extras and not one wheel per backend)."""
 
 from __future__ import annotations
 
