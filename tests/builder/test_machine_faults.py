@@ -40,7 +40,8 @@ def _compile(
     target = obj or str(stage / "unit.o")
     unit = CommandUnit(str(src), target, (*compiler, "-c", str(src), "-o", target))
     link = ("c++", "-shared", "-o", str(stage / "lib.so"), target)
-    CommandSpec((unit,), link, str(stage / "lib.so"), str(stage), 1).write(stage / "compile.json")
+    spec = CommandSpec((unit,), link, str(stage / "lib.so"), str(stage), 1)
+    (stage / "compile.json").write_text(spec.to_json())
     req.log.parent.mkdir(parents=True)
     return req, stage
 

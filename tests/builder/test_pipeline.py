@@ -142,7 +142,7 @@ def test_a_dev_build_runs_ninja_directly_whatever_the_schedule(tmp_path: Path) -
         jobs=16,
         requested_limited_api="0x03090000",
     )
-    base.write(tmp_path / "compile.json")
+    (tmp_path / "compile.json").write_text(base.to_json())
     last = {"ninja": "/usr/bin/ninja", "link": ["c++", "-o", "x.so"], "shared_object": str(so)}
     (tmp_path / "result.json").write_text(json.dumps(last))
     moved = CompileSpec(**{**base.__dict__, "schedule": ("/p/b.cu", "/p/a.cu"), "jobs": 3})

@@ -115,7 +115,8 @@ def _commands(tmp_path: Path, sources: dict[str, str], jobs: int) -> CommandSpec
 
 
 def _run_worker(spec: CommandSpec, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    spec_path = spec.write(tmp_path / "compile.json")
+    spec_path = tmp_path / "compile.json"
+    spec_path.write_text(spec.to_json())
     # the worker runs under any Python of a build environment: here the test's own
     return subprocess.run(
         [sys.executable, str(WORKER), str(spec_path), str(tmp_path / "result.json")],

@@ -8,10 +8,19 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.errors import ToolchainError
-from kernelwheel.model.capability import parse_all
-from kernelwheel.toolchain.envs import CudaToolkit, check_capabilities, supported_capabilities
+from kernelwheel.model.capability import CudaCapability, parse_all
+from kernelwheel.toolchain.envs import CudaToolkit, refuse_unsupported, supported_capabilities
 
 NVCC13 = Path("/usr/local/cuda-13.0")
+
+
+def check_capabilities(
+    capabilities: tuple[CudaCapability, ...], toolkit: CudaToolkit, *, where: str, hint_key: str
+) -> None:
+    """refuse_unsupported against the toolkit's own nvcc's list; nothing without one."""
+    supported = supported_capabilities(toolkit.home)
+    if supported is not None:
+        refuse_unsupported(capabilities, supported, toolkit, where=where, hint_key=hint_key)
 
 
 def fake_toolkit(tmp_path: Path, listing: str, code: int = 0) -> CudaToolkit:

@@ -36,7 +36,7 @@ from ..compile.unit_costs import PEAK_LOG, longest_first, relative
 from ..errors import ProjectError, ToolchainError
 from ..model.capability import CudaCapability, joined
 from ..model.project import KernelProject, KernelSection
-from ..model.variant import CxxAbi, Variant
+from ..model.variant import CxxAbi
 from ..toolchain.envs import CudaToolkit, refuse_unsupported
 from .request import BuildRequest
 
@@ -83,11 +83,6 @@ class CompilePlan(Generic[Spec]):
     # for the log alone: the jobs and nvcc threads and what bound them (compile/memory), unless
     # memory did, which is a note
     log_lines: tuple[str, ...] = ()
-
-
-def backend_of(variant: Variant) -> str:
-    """The kernel backend a variant compiles (``cuda``, ``cpu``, ...)."""
-    return variant.backend.kind.value if variant.backend is not None else "cpu"
 
 
 def fatbin_compression_flags(mode: str, cuda_version: str) -> tuple[list[str], str | None]:
@@ -178,11 +173,6 @@ def prefix_maps(
     return [f"-ffile-prefix-map={old}={new}" for old, new in maps.items()]
 
 
-def _cxx_flags(maps: Sequence[str], remedies: RemedySet, tools: Toolchain) -> tuple[str, ...]:
-    unique = [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
-    return ("-O3", "-fvisibility=hidden", *unique, *maps, *remedies.cxx_flags)
-
-
 def _capability_source(req: BuildRequest, kernels: Sequence[KernelSection]) -> tuple[str, str]:
     """(where the list came from, the key to edit) for messages about it."""
     if req.cuda.capabilities:
@@ -224,16 +214,6 @@ def per_kernel_capabilities(
             )
         out.append(chosen)
     return tuple(out)
-
-
-def _dropped_notes(per_kernel: Sequence[caps.KernelCapabilities], req: BuildRequest) -> list[str]:
-    targets = joined(caps.targets_of(req.cuda.default_capabilities))
-    return [
-        f"kernel.{k.kernel}: cuda-capabilities {joined(k.dropped)} not built: this CUDA "
-        f"compiles for {targets}"
-        for k in per_kernel
-        if k.dropped
-    ]
 
 
 def _all_capabilities(
@@ -304,7 +284,14 @@ def cuda_targets(
     most = max((len(k.capabilities) for k in per_kernel), default=len(every))
     split = parallelism(req, tools, most, cuda_files, memory_bound=memory_bound)
     compression, note = fatbin_compression_flags(req.cuda.fatbin_compression, toolkit.version)
-    notes = [*_dropped_notes(per_kernel, req), *([note] if note else [])]
+    targets = joined(caps.targets_of(req.cuda.default_capabilities))
+    notes = [
+        f"kernel.{k.kernel}: cuda-capabilities {joined(k.dropped)} not built: this CUDA "
+        f"compiles for {targets}"
+        for k in per_kernel
+        if k.dropped
+    ]
+    notes += [note] if note else []
     return CudaTargets(per_kernel, every, split, tuple(compression), tuple(notes))
 
 
@@ -330,11 +317,6 @@ def _plan_cuda(
         *targets.compression,
     )
     return targets, flags
-
-
-def _nvcc_host_flags(maps: Sequence[str], remedies: RemedySet, tools: Toolchain) -> list[str]:
-    unique = [f"-Xcompiler={NO_GNU_UNIQUE}"] if tools.no_gnu_unique else []
-    return [*unique, *remedies.nvcc_flags, *(f"-Xcompiler={flag}" for flag in maps)]
 
 
 def _source_flags(
@@ -427,7 +409,7 @@ def plan_compile(
     recorded = recorded or {}
     project = req.project
     assert project.torch is not None
-    backend = backend_of(req.variant)
+    backend = req.variant.backend.kind.value if req.variant.backend is not None else "cpu"
     cuda_version = tools.cuda.version if tools.cuda else None
     wanted = kernel_backends(backend, req.cuda.with_cpu_kernels)
     kernels, notes = kernels_to_compile(project, wanted, cuda_version)
@@ -437,6 +419,7 @@ def plan_compile(
     include_dirs += [str(project.root / p) for p in project.torch.include]
     include_dirs += [str(project.root / p) for k in kernels for p in k.include]
     maps = prefix_maps(stage, project.root, remedies, req.outputs.cache_dir)
+    unique = [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
     if tools.cuda is not None:
         # The toolkit's own headers first: torch's nvidia packages (extra_includes) repeat the
         # runtime's headers, and a header found in the toolkit has the same path for every torch
@@ -454,7 +437,8 @@ def plan_compile(
     cuda: CudaTargets | None = None
     nvcc_flags: tuple[str, ...] = ()
     if tools.cuda is not None:
-        host = _nvcc_host_flags(maps, remedies, tools)
+        host = [*(f"-Xcompiler={flag}" for flag in unique), *remedies.nvcc_flags]
+        host += [f"-Xcompiler={flag}" for flag in maps]
         cuda_files = sum(1 for s in sources if s.endswith(".cu"))
         cuda, nvcc_flags = _plan_cuda(req, kernels, tools, host, cuda_files, fitted)
     else:
@@ -476,7 +460,7 @@ def plan_compile(
         schedule=tuple(schedule) if schedule != sources else (),
         include_dirs=tuple(dict.fromkeys(include_dirs)),
         define_macros=_defines(req, backend),
-        cxx_flags=_cxx_flags(maps, remedies, tools),
+        cxx_flags=("-O3", "-fvisibility=hidden", *unique, *maps, *remedies.cxx_flags),
         nvcc_flags=(*nvcc_flags, *keep),
         cuda=cuda is not None,
         cuda_home=str(tools.cuda.home) if tools.cuda else None,

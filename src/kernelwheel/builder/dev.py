@@ -1,21 +1,8 @@
-"""``kernelwheel dev``: the author's loop. One torch variant compiled incrementally into a
-persistent folder of kernelwheel's cache, loaded (the load check), and laid out as an importable
-package; no wheel, no repair, no ABI policy.
-
-The folder, ``<cache>/dev/<package>-<digest of the project's path>/``, holds
-
-- ``<variant>/``: the compile's work folder, kept across runs: ninja recompiles only the units
-  whose inputs changed, and the ops namespace is fixed for the project and variant (not a digest
-  of its files, as a release's is), so an edit of a kernel never recompiles the binding;
-- ``site/<package>/``: the package as it would be installed: links to the project's Python
-  files (an edit of them is live), the generated ``_ops.py`` and the shared object. ``site`` is
-  what goes on ``sys.path`` (a ``.pth`` file or ``PYTHONPATH``);
-- ``hub/build/<variant>/``: the same files as ``kernels`` loads a local build
-  (``LOCAL_KERNELS=<repo>=<dev>/hub``), with a metadata.json whose provenance says ``dev``:
-  ``kernelwheel upload`` refuses it.
-
-Nothing here is a wheel, and nothing lies in the project: only ``build`` makes what is published.
-"""
+"""``kernelwheel dev``: the author's loop (docs/dev.md). One torch variant compiled incrementally
+into ``<cache>/dev/<package>-<digest of the project's path>/`` with a fixed ops namespace (an edit
+of a kernel never recompiles the binding), loaded (the load check), and laid out as an importable
+``site/<package>/`` and a Hub layout ``hub/build/<variant>/`` marked ``dev`` (``kernelwheel
+upload`` refuses it). No wheel, repair or ABI policy; nothing lies in the project."""
 
 from __future__ import annotations
 
@@ -86,15 +73,6 @@ def dev_namespace(project: KernelProject, variant: Variant) -> str:
     return codegen.ops_namespace(project.package, "dev" + digest[:10])
 
 
-def dev_request(req: BuildRequest) -> BuildRequest:
-    """``req`` as a dev build's: its work folder and log in the dev folder; no repair or
-    policy, no Hub layout. The compile flags stay the release's (the ABI remedies' too): a
-    kernel unit compiled by ``dev`` is then a compiler-cache hit for ``build``, and back."""
-    folder = dev_folder(req.outputs.cache_dir, req.project)
-    outputs = replace(req.outputs, work_dir=folder, out_dir=folder, manylinux=None, hub_layout=None)
-    return replace(req, outputs=outputs)
-
-
 def build_dev(
     req: BuildRequest, reporter: Reporter, runner: Runner, *, check_in_tests: bool = False
 ) -> DevBuild:
@@ -108,7 +86,12 @@ def build_dev(
             file=req.project.build_toml,
             hint="build its wheels with 'kernelwheel build'",
         )
-    req = dev_request(req)
+    # Its work folder and log in the dev folder; no repair or policy, no Hub layout. The compile
+    # flags stay the release's (the ABI remedies' too): a kernel unit compiled by ``dev`` is then
+    # a compiler-cache hit for ``build``, and back.
+    folder = dev_folder(req.outputs.cache_dir, req.project)
+    outputs = replace(req.outputs, work_dir=folder, out_dir=folder, manylinux=None, hub_layout=None)
+    req = replace(req, outputs=outputs)
     req.outputs.work_dir.mkdir(parents=True, exist_ok=True)
     with locked(req.outputs.work_dir / f"{req.variant.name}.lock"):  # one dev build of it at a time
         return _build_dev(req, reporter, runner, check_in_tests)

@@ -1,9 +1,5 @@
-"""The one entry of every build kind: :func:`build_and_export` takes a request and a reporter
-(and the process runner), runs the builder of the request's kind, then writes the Hub layout.
-
-The kind was decided when the request was made (:class:`~.request.BuildKind`); the builders
-share their steps (:mod:`.steps`) and never import each other.
-"""
+"""The one entry of every build kind: :func:`build_and_export` runs the builder of the
+request's kind (decided when the request was made), then writes the Hub layout."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
 """Build a pure-Python kernel project (``[torch-noarch]``, the older ``universal = true``,
-edition 3's "no framework section") into ONE ``py3-none-any`` wheel.
-
-Nothing is compiled and the Python files are the same for every backend, so the wheel is the
-same for all of the plan's ``torch-<backend>`` variants. What does differ per backend is what
-build.toml lists under ``[general.<backend>] python-depends``: each backend becomes an extra
-(``pip install kernel[cuda]``), while a plain ``pip install kernel`` gets the general
-requirements and a working package. The wheel carries no local version, so it can go to PyPI;
-docs/noarch-and-tvm-ffi.md says why extras and not one wheel per backend.
-"""
+edition 3's "no framework section") into ONE ``py3-none-any`` wheel for every ``torch-<backend>``
+variant of the plan: each backend's ``python-depends`` become an extra (``pip install
+kernel[cuda]``), and the wheel carries no local version, so it can go to PyPI
+(docs/noarch-and-tvm-ffi.md says why extras and not one wheel per backend)."""
 
 from __future__ import annotations
 
@@ -35,11 +30,6 @@ REQUIRES_PYTHON = ">=3.9"  # what kernel-builder's noarch packages declare
 BACKEND = "<backend>"  # in the wheel's namespace: the backend its _ops.py imports for
 # The build id hashes the project's files with this name: the wheel serves every backend.
 _ID_VARIANT = Variant(None, None, None, None, None)
-
-
-def _backend_of(variant: Variant) -> str | None:
-    """The build.toml backend (general.backends) a noarch variant stands for."""
-    return variant.backend.kind.value if variant.backend is not None else None
 
 
 def torch_requirement(project: KernelProject) -> str:
@@ -80,7 +70,8 @@ def noarch_requirements(
     requires = [torch_requirement(project), *shared]
     extras: list[str] = []
     for variant in variants:
-        backend = _backend_of(variant)
+        # the build.toml backend (general.backends) the variant stands for
+        backend = variant.backend.kind.value if variant.backend is not None else None
         if backend is None or backend in extras:
             continue
         extras.append(backend)

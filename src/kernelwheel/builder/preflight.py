@@ -1,22 +1,11 @@
-"""What this machine lacks to build a planned variant, found before any environment is made.
-
-Two things a recipe needs come from outside kernelwheel (recipes/README.md):
-
-- a ``system`` CUDA toolchain (CUDA 11.8/12.x: no PyPI wheel ships their nvcc) must be a toolkit
-  of exactly that CUDA X.Y on this machine (a cu126 build compiled by nvcc 12.8 would need a 12.8
-  driver, breaking what its name promises): ``--cuda-home``, ``CUDA_HOME``, the recipe's
-  ``system-paths``, ``/usr/local/cuda-X.Y``, ``/usr/local/cuda`` or nvcc on PATH;
-- a torch that only PyTorch's per-flavour index serves (``torch==2.15.0+cu126``) needs that
-  index reachable, unless a local find-links folder already holds the wheel.
-
-A variant whose build environment is already cached needs neither index: it fetches nothing.
-
-:func:`require_buildable` refuses every selected variant that misses one, in one
-:class:`~kernelwheel.errors.ToolchainError`, as ``plan.toolchains`` refuses the backends
-kernelwheel does not compile; :func:`system_toolkit` is the toolkit the build then uses.
-:func:`select_buildable` settles the default variant (nothing selected) on the newest one this
-machine can build, as ``plan.defaults.within_reach`` decides from what is found here.
-"""
+"""What this machine lacks to build a planned variant, found before any environment is made
+(recipes/README.md): a ``system`` CUDA toolchain (no PyPI wheel ships CUDA 11.8/12.x's nvcc) must
+be a toolkit of exactly that CUDA X.Y (a cu126 build compiled by nvcc 12.8 would need a 12.8
+driver, breaking what its name promises); a torch that only PyTorch's per-flavour index serves
+needs that index reachable, unless a local find-links folder holds the wheel or the variant's
+environment is cached. :func:`require_buildable` refuses every selected variant that misses one
+at once; :func:`select_buildable` settles the default variant on the newest one this machine can
+build."""
 
 from __future__ import annotations
 
@@ -53,19 +42,17 @@ __all__ = [
 ]
 
 
-def _candidates(cuda: CudaToolchain, explicit: Path | None) -> list[tuple[str, Path]]:
-    if explicit is not None:
-        return [("--cuda-home", explicit)]
-    return installed_toolkits(cuda.version, [Path(p) for p in cuda.system_paths])
-
-
 def system_toolkit(
     cuda: CudaToolchain, explicit: Path | None = None, runner: Runner = RUNNER
 ) -> tuple[Path | None, str]:
     """The toolkit of exactly CUDA ``cuda.version`` (a "system" toolchain) on this machine, or
     None with what was found instead (one line)."""
     seen: list[str] = []
-    for source, home in _candidates(cuda, explicit):
+    if explicit is not None:
+        candidates = [("--cuda-home", explicit)]
+    else:
+        candidates = installed_toolkits(cuda.version, [Path(p) for p in cuda.system_paths])
+    for source, home in candidates:
         if not (home / "bin" / "nvcc").is_file():
             if source == "--cuda-home":
                 seen.append(f"{home} (--cuda-home) has no bin/nvcc")

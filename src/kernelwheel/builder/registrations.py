@@ -1,32 +1,13 @@
-"""Python code that registers torch ops in a namespace of its own choosing, found before a build.
-
-Each build gets an ops namespace of its own (``_<pkg>_<id>``), so two builds of a kernel load
-into one process. Python code that registers an op under a fixed name instead
-(``@torch.library.custom_op("myns::silu", ...)``, ``torch.library.define("myns::...")``,
-``Library("myns", "DEF")``) breaks that: the second build to load clashes with the first.
-kernel-builder refuses such packages; so does kernelwheel, naming the file, the line and the fix
-(``add_op_namespace_prefix`` from the generated ``_ops``), unless the author accepts them with the
-``allow-fixed-op-namespaces`` setting.
-
-What counts (read with :mod:`ast` through :mod:`.pyfold`, nothing is imported or run):
-
-- the torch.library functions and decorators that name an op (``custom_op``, ``triton_op``,
-  ``define``, ``impl``, ``register_kernel``, ``register_fake``, ``register_autograd``, ...),
-  and ``Library``/``_scoped_library``, however they are reached: ``torch.library.custom_op``,
-  an alias (``from torch.library import custom_op as co``, ``import torch.library as tl``), an
-  assignment (``op = custom_op``), in the module or in a function;
-- their op name or namespace folded to a string: literals, constants (of the module, or of a
-  sibling module of the package), f-strings, ``+``, ``%``, ``.format``, ``"sep".join``; a
-  fixed ``ns::`` is refused. ``torch.ops.<ns>.<op>`` names ``<ns>``. What comes from the
-  generated ``_ops`` (``add_op_namespace_prefix``, ``ops``) is the build's own, and so is a
-  custom op the package defines (it is judged where it is defined);
-- a namespace that cannot be read without running the code (a parameter, a value computed at
-  run time) is said plainly, call by call: a warning, as a file the check cannot parse is;
-- ``Library("aten", "IMPL")`` (and ``prims``) adds kernels to torch's own ops: it defines none.
-
-A function or method named like a torch.library one that the check cannot trace to torch
-(``lib.define(...)`` of a Library object) is judged only when its name is a fixed ``ns::``.
-"""
+"""Python code that registers torch ops in a namespace of its own choosing, found before a build
+(docs/compile.md says what counts). Each build gets an ops namespace of its own (``_<pkg>_<id>``),
+so two builds of a kernel load into one process; an op registered under a fixed name instead
+(``@torch.library.custom_op("myns::silu", ...)``, ``Library("myns", "DEF")``) makes the second
+build to load clash with the first. kernel-builder refuses such packages; so does kernelwheel,
+naming the file, the line and the fix, unless ``allow-fixed-op-namespaces`` accepts them. Read
+with :mod:`ast` through :mod:`.pyfold`: nothing is imported or run; a namespace that cannot be
+read without running the code is a warning, call by call. A function named like a torch.library
+one that cannot be traced to torch (``lib.define(...)``) is judged only when its name is a fixed
+``ns::``."""
 
 from __future__ import annotations
 
@@ -60,19 +41,8 @@ __all__ = [
 
 # torch.library names whose first argument names an op ("ns::name").
 _NAMING_CALLS = frozenset(
-    {
-        "custom_op",
-        "triton_op",
-        "define",
-        "impl",
-        "impl_abstract",
-        "register_kernel",
-        "register_fake",
-        "register_autograd",
-        "register_autocast",
-        "register_vmap",
-        "register_torch_dispatch",
-    }
+    "custom_op triton_op define impl impl_abstract register_kernel register_fake "
+    "register_autograd register_autocast register_vmap register_torch_dispatch".split()
 )
 _LIBRARY_CALLS = frozenset({"Library", "_scoped_library"})
 # The keyword that may name the op instead of the first argument (torch.library.define/impl).

@@ -1,27 +1,10 @@
-"""Skip a variant's compile when nothing it is built from changed since its last build.
-
-After a compile, the worker reports every file the objects came from (ninja's deps log: the
-sources and each header they include). kernelwheel then keeps, per variant, the shared object and
-a manifest holding
-
-- the build key: the compile spec (sources, flags, defines, include folders, capabilities, CUDA
-  home), the environment (interpreter, torch, CUDA, C++ ABI), the compilers and linker found on
-  PATH (real path, size, mtime), the environment variables compilers read (CC, CXX, CFLAGS,
-  LDFLAGS, NVCC_APPEND_FLAGS, ...), and the versions of kernelwheel and of the compile worker;
-- each input's fingerprint: the SHA-256 of its content for files of the project and those the
-  build generates, size and mtime for the rest (torch, CUDA and system headers), as make and ninja
-  judge them;
-- the headers that are absent but would be found first if they appeared: for every input found
-  in an include folder, the same relative path in each folder searched before it; for one found
-  elsewhere (torch's, the system's), its last one to three path components in every include
-  folder of the spec. A header that newly shadows another (``inc1/cfg.h`` added in front of
-  ``inc2/cfg.h``) changes no input's fingerprint, yet changes the output: it must compile.
-
-A build whose key and fingerprints all match reuses that shared object instead of starting the
-worker (its torch import alone takes seconds); anything else compiles as before and replaces the
-entry. No entry is written when the deps log does not cover every object, so such builds always
-compile.
-"""
+"""Skip a variant's compile when nothing it is built from changed since its last build
+(docs/build-bench.md): the shared object is kept with a manifest of the build key and each
+input's fingerprint (its content's SHA-256 for the project's and the build's own files, size and
+mtime for the rest, as make and ninja judge them), and of the headers that are absent but would
+be found first if they appeared: a header that newly shadows another (``inc1/cfg.h`` added in
+front of ``inc2/cfg.h``) changes no input's fingerprint, yet changes the output. No entry is
+written when the deps log does not cover every object, so such builds always compile."""
 
 from __future__ import annotations
 
@@ -45,24 +28,10 @@ SO_DIGEST = "shared-object.sha256"  # the stored shared object's digest, by its 
 
 # Environment variables compilers, nvcc or torch's extension builder read.
 COMPILER_VARS = (
-    "CC",
-    "CXX",
-    "LDSHARED",
-    "CFLAGS",
-    "CXXFLAGS",
-    "CPPFLAGS",
-    "LDFLAGS",
-    "NVCC_PREPEND_FLAGS",
-    "NVCC_APPEND_FLAGS",
-    "NVCC_CCBIN",
-    "CUDAHOSTCXX",
-    "PYTORCH_NVCC",
-    "TORCH_CUDA_ARCH_LIST",
-    "CUDA_HOME",
-    "ROCM_HOME",
-    "SOURCE_DATE_EPOCH",
-    "_GLIBCXX_USE_CXX11_ABI",
-)
+    "CC", "CXX", "LDSHARED", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "NVCC_PREPEND_FLAGS",
+    "NVCC_APPEND_FLAGS", "NVCC_CCBIN", "CUDAHOSTCXX", "PYTORCH_NVCC", "TORCH_CUDA_ARCH_LIST",
+    "CUDA_HOME", "ROCM_HOME", "SOURCE_DATE_EPOCH", "_GLIBCXX_USE_CXX11_ABI",
+)  # fmt: skip
 _TOOLS = ("c++", "g++", "gcc", "cc", "ld", "nvcc")
 
 
@@ -97,19 +66,11 @@ def build_key(
     """The SHA-256 over everything besides the input files that decides what the compile gives.
     ``env``: a torch build's environment, or the facts of another kind's (a tvm-ffi build's
     interpreter, apache-tvm-ffi version and folders)."""
-    facts = (
-        [
-            str(env.python),
-            env.python_version,
-            env.machine,
-            env.torch,
-            env.cuda,
-            env.hip,
-            env.cxx11_abi,
-        ]
-        if isinstance(env, EnvInfo)
-        else [str(fact) for fact in env]
-    )
+    if isinstance(env, EnvInfo):
+        facts: list[object] = [str(env.python), env.python_version, env.machine, env.torch]
+        facts += [env.cuda, env.hip, env.cxx11_abi]
+    else:
+        facts = [str(fact) for fact in env]
     data = {
         "format": FORMAT,
         "kernelwheel": __version__,

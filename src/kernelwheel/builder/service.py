@@ -1,12 +1,7 @@
 """``kernelwheel build``, the service: every selected variant of a planned project, built.
-
-:func:`build_project` finishes the planning first (the toolchains, the wheel version, one
-:class:`~.request.BuildRequest` per variant, so a dependency or cross compiler that cannot be
-provided stops the run before anything is compiled), then builds the variants, several at a
-time where the machine has the CPUs (the variant-jobs option: each gets its share of the CPUs
-and memory), and returns a :class:`BuildResult`: one :class:`Outcome` per variant in the
-selection's order, built or failed with its error. A failed variant does not stop the others;
-an interrupt stops them all. The CLI only renders the result.
+Every request is made first, so what cannot be provided stops the run before anything is
+compiled; then the variants build, several at a time where the machine has the CPUs. A failed
+variant does not stop the others; an interrupt stops them all. The CLI only renders the result.
 """
 
 from __future__ import annotations
@@ -213,18 +208,13 @@ def plan_requests(
     runner: Runner = RUNNER,
 ) -> tuple[BuildRequest, ...]:
     """Every request of a run, made before anything is built: one per ``selected`` recipe, or
-    for a pure-Python project one for all of them (one wheel serves every backend). The
-    toolchain refusal is made here, once, for all of them: a variant kernelwheel does not
-    compile (ROCm, XPU, Metal...) is a :class:`~kernelwheel.errors.ToolchainError` naming every
-    such variant before any environment is made. ``deps`` (default: read from the recipes
-    folder) says what build.toml's ``depends`` names provide; a dependency that cannot be
-    provided is refused here too, and so is a variant for another arch without its cross
-    compiler (:func:`.cross.plan_for`, which runs it through ``runner``).
+    for a pure-Python project one for all of them (one wheel serves every backend). Refused
+    here, once, for all of them: a variant kernelwheel does not compile (ROCm, XPU, Metal...),
+    a dependency (``deps``, default: read from the recipes folder) that cannot be provided, a
+    variant for another arch without its cross compiler, a CARD.md that does not render.
     ``gpu_capabilities`` (a default build: plan.defaults) replace the recipe's capabilities as
-    the targets of a CUDA variant. ``budget``: the run's CPUs, jobs and memory and the variants
-    sharing them (the service reads it once: nothing here probes them); ``environ`` (default:
-    this process's) gives ``CXX``. The kernel card is rendered once here too (a CARD.md that
-    does not render is refused before any compile)."""
+    the targets of a CUDA variant. ``budget``: the run's CPUs, jobs and memory, read once by
+    the service; ``environ`` (default: this process's) gives ``CXX``."""
     require_toolchains(recipe.variant for recipe in selected)
     check_card(project, version=version, dirty=bool(git and git.dirty))
     kind = BuildKind.of(project)

@@ -88,7 +88,6 @@ def _print_file_name(runner: Runner, cxx: str, name: str) -> str:
 
 
 def _links_shared_libstdcxx(runner: Runner, cxx: str) -> bool:
-    """Whether ``cxx`` has a shared libstdc++ to link."""
     try:
         return bool(_print_file_name(runner, cxx, "libstdc++.so"))
     except (OSError, CommandTimeout):
@@ -128,21 +127,17 @@ def _version_table(path: str, cache_dir: Path) -> VersionTable:
 
 
 def remedy_header(req: BuildRequest, runner: Runner = RUNNER) -> ForcedHeader | None:
-    """The forced-include header of this build (abi/symver), made from the target policy's caps
-    and the target's own libc/libm, found through the request's compiler (a cross build's
-    own); None with the remedies off."""
+    """The forced-include header of this build (abi/symver), made from the target's own
+    libc/libm, found through the request's compiler (a cross build's own)."""
     if not req.compile.abi_remedies:
         return None
-    compiler = req.compile.cxx
     arch = (req.variant.arch or Arch.host()).value
     policy = load_policy(req.outputs.manylinux or DEFAULT_POLICY, arch)
-    tables = _target_libraries(runner, compiler, symver_libraries(), req.outputs.cache_dir)
+    tables = _target_libraries(runner, req.compile.cxx, symver_libraries(), req.outputs.cache_dir)
     return abi_header(tables, policy)
 
 
 def write_remedies(header: ForcedHeader | None, include_dir: Path) -> RemedySet:
-    """The remedies' flags and sources, with ``header`` written into ``include_dir``; none when
-    the remedies are off (no header)."""
     if header is None:
         return NO_REMEDIES
     include_dir.mkdir(parents=True, exist_ok=True)
@@ -189,9 +184,7 @@ def check_cxx_toolchain(cxx: str, environ: Mapping[str, str], runner: Runner = R
 
 
 def open_build(req: BuildRequest, runner: Runner) -> None:
-    """The opening of every compiled build: the C++ compiler refused before anything runs (a
-    cross build brings its own), a clear error for an output folder that is a file or cannot be
-    written, and the variant's log begun with what is built and its options."""
+    """The opening of every compiled build (a cross build brings its own compiler)."""
     if not req.outputs.best_effort and req.variant.arch in (None, Arch.host()):
         check_cxx_toolchain(req.compile.cxx, os.environ, runner)
     output_dir(req.outputs.out_dir, "--output-dir")
@@ -200,9 +193,8 @@ def open_build(req: BuildRequest, runner: Runner) -> None:
 
 
 def package_files(project: KernelProject) -> dict[str, Member]:
-    """The Python package files from torch-ext/<package>/ (tvm-ffi-ext/ for tvm-ffi projects),
-    recursively: ``.py`` and the framework section's ``pyext`` suffixes, each as its path (the
-    wheel writer streams it: a data file may be gigabytes)."""
+    """The Python package's ``.py`` and ``pyext`` files, each as its path (the wheel writer
+    streams it: a data file may be gigabytes)."""
     files: dict[str, Member] = {}
     suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
     for path in sorted(project.package_dir.rglob("*")):
@@ -233,8 +225,7 @@ def _accepts_flag(runner: Runner, cxx: str, flag: str) -> bool:
 
 def probe_toolchain(toolkit: CudaToolkit | None, req: BuildRequest, runner: Runner) -> Toolchain:
     """What the compile plan needs to know about the compilers, found by running the ones that
-    will compile (the request's C++ compiler: a cross build's own), and the variant's share of
-    the CPUs and memory, as the request carries it."""
+    will compile (the request's C++ compiler: a cross build's own)."""
     return Toolchain(
         cuda=toolkit,
         nvcc_supports=supported_capabilities(toolkit.home, runner) if toolkit else None,
@@ -251,9 +242,8 @@ def compile_env(
     stats_log: Path,
     runner: Runner,
 ) -> tuple[dict[str, str], bool]:
-    """The compile worker's environment (every build kind's: the toolkit first on PATH, the
-    compiler cache's links before it unless the no-ccache option is set), and whether the
-    compiler cache is on. A cross build adds its compilers to it. The project's census
+    """The compile worker's environment (the toolkit first on PATH, the compiler cache's links
+    before it), and whether the compiler cache is on. The project's census
     (compiler_cache.project_census) is written beside ``stats_log`` and hashed into every
     compiler cache key."""
     env_vars = dict(os.environ)
@@ -346,13 +336,11 @@ def compile_step(
     cross_build: CrossBuild | None = None,
     incremental: bool = False,
 ) -> Compiled:
-    """The compile of every compiled kind, in the variant's work folder: the remedies' header,
-    the depends' headers, the toolchain's probes, the kind's ``plan``, then the compile worker
-    with ``python`` (the environment whose ``facts`` key the reuse of an unchanged build), the
-    compiler cache and the toolkit first on PATH (``cross_build``: its compilers). Skipped when
-    nothing it is built from changed (builder.reuse). ``incremental`` (``dev``): the work
-    folder's objects are kept, ninja recompiles only what changed, and a spec unchanged since
-    the last run runs ninja and the link alone, without the worker's start."""
+    """The compile of every compiled kind, in the variant's work folder, with ``python`` (the
+    environment whose ``facts`` key the reuse of an unchanged build, builder.reuse).
+    ``incremental`` (``dev``): the work folder's objects are kept, ninja recompiles only what
+    changed, and a spec unchanged since the last run runs ninja and the link alone, without the
+    worker's start."""
     stage = req.outputs.work_dir / req.variant.name
     if stage.exists() and not incremental:
         shutil.rmtree(stage)
@@ -374,7 +362,7 @@ def compile_step(
     spec = planned.spec
     Path(spec.build_temp).mkdir(parents=True, exist_ok=True)
     direct = _direct_commands(stage, spec) if incremental else None
-    spec.write(stage / "compile.json")
+    (stage / "compile.json").write_text(spec.to_json())
     stats_log = stage / "ccache-stats.log"
     env_vars, cached = compile_env(req, toolkit, stats_log, runner)
     if cross_build is not None:  # kernelwheel.toolchain.cross: CC/CXX/LDSHARED = the cross compiler
@@ -386,7 +374,10 @@ def compile_step(
     _record_unit_costs(costs, peaks, spec, stage)
     if reuse is not None and direct is None:  # a direct run's inputs are not read again
         reuse.store(key, result, spec.sources, spec.include_dirs)
-    cache = str(result.get("cache") or cache_summary(req, stats_log, cached))
+    if not (cache := str(result.get("cache") or "")):  # what the compiler cache did
+        stats = read_stats(stats_log) if cached else None
+        why = "no-ccache" if req.compile.no_ccache else "see the log"
+        cache = stats.describe() if stats is not None else f"no compiler cache ({why})"
     return _compiled(result, spec, cache, planned.notes)
 
 
@@ -410,10 +401,9 @@ def _compiled(
 def _record_unit_costs(
     costs: Path, peaks: Path, spec: CompileSpec | CommandSpec, stage: Path
 ) -> None:
-    """This compile's seconds per unit, from ninja's log, and peak MiB (compile/memory), kept
-    by project-relative path for the next build's schedule and jobs (a command spec's compile
-    keeps neither): the compilers name the project's files through its link in the work
-    folder."""
+    """This compile's seconds and peak MiB per unit, kept by project-relative path for the next
+    build's schedule and jobs: the compilers name the project's files through its link in the
+    work folder."""
     temp, project = Path(spec.build_temp), Path(os.path.abspath(stage / PROJECT_LINK))
     floor = load_estimates().min_measured
     for store, took, decay in (
@@ -456,11 +446,10 @@ def run_worker(
     *,
     direct: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> dict[str, object]:
-    """Run the compile worker on ``<stage>/compile.json`` with the environment's ``python``
-    (output into the variant's log) and return its result; every build kind compiles so. nvcc's
-    ``--keep`` files go when it ends, however it ends, unless asked for: they are hundreds of
-    MB per variant. ``direct`` (a dev build's unchanged spec): these commands instead, one after
-    the other, and the last result again."""
+    """Run the compile worker on ``<stage>/compile.json`` (output into the variant's log) and
+    return its result. nvcc's ``--keep`` files go however it ends, unless asked for: they are
+    hundreds of MB per variant. ``direct`` (a dev build's unchanged spec): these commands
+    instead, and the last result again."""
     spec_path, result_path = stage / "compile.json", stage / "result.json"
     start = _size(req.log)
     idle = False
@@ -504,9 +493,8 @@ _NINJA_IDLE = "ninja: no work to do."
 def machine_fault(
     req: BuildRequest, cause: Fault, stage: Path, env_vars: Mapping[str, str]
 ) -> ToolchainError:
-    """A failed compile whose cause is this machine's (diagnostics.fault), as what it is: a full
-    disk, naming the folders a compile writes to and their free space, or a broken ccache,
-    naming its folder; never the author's compile error."""
+    """A failed compile whose cause is this machine's (diagnostics.fault): a full disk or a
+    broken ccache, never the author's compile error."""
     said = f"the compile output says: {cause.line} (full log: {req.log})"
     if cause.kind == "disk-full":
         folders = {
@@ -531,7 +519,7 @@ def machine_fault(
 
 
 def _free(path: Path) -> str:
-    """``path``'s disk's free space, in words (of its nearest existing folder)."""
+    """``path``'s disk's free space (of its nearest existing folder)."""
     for folder in (path, *path.parents):
         try:
             free = shutil.disk_usage(folder).free
@@ -553,11 +541,10 @@ def load_checked(
     loaded: tuple[Path, str] | None = None,
     defer: bool = False,
 ) -> DeferredLoad | None:
-    """The load check of a freshly linked extension (builder/load_check), as a step; skipped,
-    with a note, for the load-check option off or a variant this host cannot load. ``loaded``
+    """The load check of a freshly linked extension (builder/load_check), as a step. ``loaded``
     (a dev build's): the record of the last shared object that loaded and this one's sha256:
-    skipped when they are the same, the record kept when it loads. ``defer`` (with ``loaded``):
-    the check is returned, for the process that runs the tests, instead of run."""
+    skipped when they are the same. ``defer`` (with ``loaded``): the check is returned, for the
+    process that runs the tests, instead of run."""
     scope = req.variant.name
     if not req.compile.load_check:
         return None
@@ -621,9 +608,8 @@ def unchanged_compile(
     env_vars: Mapping[str, str],
 ) -> tuple[Reuse | None, str, dict[str, object] | None]:
     """The variant's reuse entry (builder.reuse), its build key, and the stored compile result
-    when nothing the compile is built from changed (the log says so): every compiled kind's
-    first look before the worker. No entry with the compiler cache off (the no-ccache option):
-    every build then really compiles."""
+    when nothing the compile is built from changed. None with the compiler cache off: every
+    build then really compiles."""
     if req.compile.no_ccache:
         return None, "", None
     reuse = Reuse(req.outputs.work_dir / "reuse" / req.variant.name, (req.project.root, stage))
@@ -638,19 +624,11 @@ def unchanged_compile(
     return reuse, key, stored
 
 
-def cache_summary(req: BuildRequest, stats_log: Path, cached: bool) -> str:
-    """What the compiler cache did for a compile, for the step's line."""
-    stats = read_stats(stats_log) if cached else None
-    if stats is not None:
-        return stats.describe()
-    return f"no compiler cache ({'no-ccache' if req.compile.no_ccache else 'see the log'})"
-
-
 def raw_wheel(req: BuildRequest, spec: WheelSpec) -> Path:
     """The wheel of a compiled variant before repair, in its work folder, with the project's
-    licence, its files, URLs and kernel card (builder.wheelmeta). Stored, not deflated, when
-    auditwheel re-zips it; deflated when it is the output itself: without repair, or with best
-    effort (kept as is when the repair fails)."""
+    metadata (builder.wheelmeta). Stored, not deflated, when auditwheel re-zips it; deflated
+    when it is the output itself: without repair, or with best effort (kept as is when the
+    repair fails)."""
     variant, dirty = req.variant.name, bool(req.git and req.git.dirty)
     meta = project_metadata(req.project, version=spec.version, variant=variant, dirty=dirty)
     return write_wheel(
@@ -670,11 +648,9 @@ def finish_wheel(
     compiled: Compiled,
     runner: Runner,
 ) -> BuiltWheel:
-    """Repair the raw wheel to the manylinux policy (or only check it, without one) and put it
-    into the output folder: the last steps of every compiled build. The compile's capabilities
-    and warnings are carried to the wheel's outcome."""
-    variant, scope, log = req.variant, req.variant.name, req.log
-    capabilities, warnings = compiled.capabilities, compiled.warnings
+    """Repair the raw wheel to the manylinux policy (or only check it, without one) into the
+    output folder: the last steps of every compiled build."""
+    scope, log = req.variant.name, req.log
     if req.outputs.manylinux is None:
         with step(reporter, scope, "check") as detail:
             report = check_wheel(raw, policy=None)
@@ -682,25 +658,23 @@ def finish_wheel(
             detail.append("ok" if report.ok else f"{len(report.violations)} violation(s)")
         if not report.ok and not req.outputs.best_effort:
             raise AbiError(report.summary() + pulled_in_by(req, report), hint=_ABI_HINT)
-        return BuiltWheel(
-            variant, path, bid, namespace, log, env, report.ok, capabilities, warnings
-        )
-
-    with step(reporter, scope, "repair") as detail:
-        repaired = _repair(req, raw, runner)
-        with open(log, "a") as fh:
-            fh.write(f"\n$ auditwheel repair ({req.outputs.manylinux})\n{repaired.log}\n")
-        detail.append(repaired.tag)
-    with step(reporter, scope, "check") as detail:
-        report = repaired.report
-        if report.ok:
-            detail.append(f"complies with {report.policy}")
-        else:
-            detail.append(f"{len(report.violations)} violation(s), kept as {repaired.tag}")
+    else:
+        with step(reporter, scope, "repair") as detail:
+            repaired = _repair(req, raw, runner)
             with open(log, "a") as fh:
-                fh.write("\n" + report.summary(limit=100) + pulled_in_by(req, report) + "\n")
+                fh.write(f"\n$ auditwheel repair ({req.outputs.manylinux})\n{repaired.log}\n")
+            detail.append(repaired.tag)
+        path, report = repaired.wheel, repaired.report
+        with step(reporter, scope, "check") as detail:
+            if report.ok:
+                detail.append(f"complies with {report.policy}")
+            else:
+                detail.append(f"{len(report.violations)} violation(s), kept as {repaired.tag}")
+                with open(log, "a") as fh:
+                    fh.write("\n" + report.summary(limit=100) + pulled_in_by(req, report) + "\n")
+    capabilities, warnings = compiled.capabilities, compiled.warnings
     return BuiltWheel(
-        variant, repaired.wheel, bid, namespace, log, env, report.ok, capabilities, warnings
+        req.variant, path, bid, namespace, log, env, report.ok, capabilities, warnings
     )
 
 
@@ -737,8 +711,7 @@ def _repair(req: BuildRequest, raw: Path, runner: Runner) -> RepairResult:
 
 def pulled_in_by(req: BuildRequest, report: WheelReport) -> str:
     """Lines naming, for each symbol-version violation, the build's object files that reference
-    the symbol and the sources they were compiled from (read from the variant's work folder);
-    empty when none is found."""
+    the symbol and the sources they were compiled from."""
     symbols = {
         v.subject for o in report.objects for v in o.violations if v.rule is Rule.SYMBOL_VERSIONS
     }

@@ -1,20 +1,8 @@
 """Build one tvm-ffi variant (``tvm-ffi01-cpu-x86_64-linux``): a ``[tvm-ffi]`` kernel compiled
-against apache-tvm-ffi, with no torch anywhere.
-
-The environment is a venv holding the recipe's apache-tvm-ffi release (installed with
-``--require-hashes``) and, for a CUDA flavour, the pinned CUDA toolchain; it is cached like the
-torch environments. kernelwheel asks ``tvm_ffi.libinfo`` there for the headers and
-``libtvm_ffi.so``, and runs the compilers itself: the shared object is no Python extension
-(``tvm_ffi.load_module`` dlopens it), so the torch worker and setuptools have nothing to add.
-
-As kernel-builder does, a variant compiles the kernels of its one backend with ``CPU_KERNEL``
-or ``CUDA_KERNEL`` defined and ``TVM_FFI_EXTENSION_NAME`` set to the build's namespace. The wheel
-requires apache-tvm-ffi of the series built against (``>=0.1.9,<0.2``), what the recipe lists
-for the flavour (a CUDA build: the CUDA runtime package) and the project's python-depends for
-that backend; never torch. A CUDA build links the shared CUDA runtime, found through an rpath
-into the runtime package's folder (``$ORIGIN/../nvidia/cu13/lib``): static linking would pull
-glibc 2.34 symbols into the object on a new build machine, which manylinux_2_28 forbids.
-"""
+against apache-tvm-ffi, with no torch anywhere (docs/noarch-and-tvm-ffi.md). kernelwheel runs the
+compilers itself: the shared object is no Python extension (``tvm_ffi.load_module`` dlopens it).
+A CUDA build links the shared CUDA runtime through an rpath into the runtime package's folder:
+static linking would pull glibc 2.34 symbols in, which manylinux_2_28 forbids."""
 
 from __future__ import annotations
 
@@ -137,16 +125,9 @@ def provision_tvm_ffi(
     toolchain of a CUDA flavour."""
     assert recipe.tvm_ffi is not None
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    key = json.dumps(
-        {
-            "python": python,
-            "recipe": recipe.environment_spec(),
-            "tools": TOOLS,
-            "sources": asdict(sources),
-        },
-        sort_keys=True,
-    )
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    key = {"python": python, "recipe": recipe.environment_spec(), "tools": TOOLS}
+    blob = json.dumps({**key, "sources": asdict(sources)}, sort_keys=True)
+    digest = hashlib.sha256(blob.encode()).hexdigest()[:16]
     root = cache_dir / "envs" / f"tvmffi-py{python}-{digest}"
     with locked(root.parent / f"{root.name}.lock") as dead:
         notes = (f"build environment {root}: {dead.describe()}",) if dead is not None else ()

@@ -1,14 +1,7 @@
 """From a tvm-ffi build request and the toolchain's facts to the :class:`CommandSpec` the compile
-worker runs.
-
-Pure, as :mod:`.compile_plan` is, and with its rules: the variant's one backend and its macros,
-cuda-minver (compile_rules), the prefix maps, nvcc's ``--keep`` names, and what
-``compile_plan.cuda_targets`` decides for every CUDA kind (each kernel's capabilities, the
-refusal of those nvcc lacks, fatbin compression, the split of the CPUs between jobs and nvcc
-threads).
-There is no torch to write the commands, so the plan spells them out; the shared object is no
-Python extension (``tvm_ffi.load_module`` dlopens it) and links ``libtvm_ffi.so``.
-"""
+worker runs: pure, with :mod:`.compile_plan`'s rules. There is no torch to write the commands,
+so the plan spells them out; the shared object is no Python extension (``tvm_ffi.load_module``
+dlopens it) and links ``libtvm_ffi.so``."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""What a kernel project says about itself, for its wheels' METADATA.
-
-- ``general.license`` → ``License-Expression`` (``License`` when it is no SPDX expression:
-  the writer decides);
-- the project root's ``LICENSE*``, ``LICENCE*`` and ``COPYING*`` files (upper case, as
-  setuptools' default patterns) → ``.dist-info/licenses/`` with a ``License-File`` each;
-- ``general.upstream`` / ``general.source`` → ``Project-URL: Upstream, …`` / ``Source, …``;
-- the kernel card (:mod:`kernelwheel.model.card`: ``CARD.md`` rendered, else ``README.md``,
-  else a generated card), without its YAML front matter, then a section on the wheel itself
-  (its variant, how to install and import it, the ops the binding declares) → the long
-  description (``text/markdown``).
-"""
+"""What a kernel project says about itself, for its wheels' METADATA: its licence and licence
+files (``LICENSE*``, ``LICENCE*``, ``COPYING*``, as setuptools' default patterns), project URLs,
+and the kernel card (:mod:`kernelwheel.model.card`) followed by a section on the wheel itself as
+the long description."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""CUDA capabilities per kernel, chosen the way kernel-builder chooses them.
-
-A variant's default list is the recipe's for its CUDA version (recipes/cuda.toml). A kernel with
-its own ``cuda-capabilities`` gets the *loose intersection* of its list with those defaults: for
-every default target, the highest capability the kernel lists that is not above the target and
-has the same major (SASS runs only within one major; a ``+PTX`` entry may serve any later major).
-An ``a``/``f`` form (``9.0a``, ``10.0f``) is kept as written when its base is a target, and then
-serves that target alone. A capability that serves no target is *dropped*; kernelwheel reports
-each one (kernel-builder drops them silently). Everything here is pure.
-"""
+"""CUDA capabilities per kernel, chosen the way kernel-builder chooses them: the *loose
+intersection* of a kernel's ``cuda-capabilities`` with the recipe's defaults (docs/compile.md).
+SASS runs only within one major, so each default takes the highest listed capability at or below
+it with the same major (a ``+PTX`` entry may serve a later major). A capability that serves no
+target is *dropped*; kernelwheel reports each one (kernel-builder drops them silently). Pure."""
 
 from __future__ import annotations
 

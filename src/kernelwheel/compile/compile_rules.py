@@ -1,18 +1,6 @@
-"""How kernel-builder compiles one variant, as pure rules (docs/compile.md says why each holds).
-
-- One backend per variant: a CUDA variant compiles the ``backend = "cuda"`` kernels, a CPU
-  variant the ``cpu`` ones. With the explicit ``with-cpu-kernels`` setting (kernelwheel's former
-  default) a GPU variant also compiles the ``cpu`` kernels.
-- The backend's macros, defined for every compiler: ``CUDA_KERNEL`` and ``USE_CUDA=1``,
-  ``CPU_KERNEL``, ``ROCM_KERNEL`` and ``USE_ROCM=1``, ``XPU_KERNEL`` and ``USE_XPU``,
-  ``METAL_KERNEL``.
-- nvcc without torch's ``__CUDA_NO_HALF*`` macros, with ``ENABLE_FP8`` and
-  ``--expt-extended-lambda`` (torch's CMake config adds it; cpp_extension does not).
-- kernelwheel's former macros (``KERNELWHEEL_WITH_CPU``…) are defined only with
-  ``with-cpu-kernels``; a source that tests them without it gets a warning naming its line.
-- ``-fno-gnu-unique`` where the compiler has it; a kernel's ``cuda-minver`` leaves it out of
-  older toolkits; nvcc threads and compile jobs share the CPUs.
-"""
+"""How kernel-builder compiles one variant, as pure rules (docs/compile.md gives each and says
+why it holds): one backend per variant and its macros, nvcc's flags, ``-fno-gnu-unique``,
+``cuda-minver``, and the split of the CPUs between nvcc threads and compile jobs."""
 
 from __future__ import annotations
 
@@ -115,16 +103,6 @@ def legacy_macro_warnings(
     return tuple(warnings)
 
 
-def _too_new(kernel: KernelSection, cuda_version: str | None) -> bool:
-    minver = kernel.cuda_minver
-    return (
-        kernel.backend == "cuda"
-        and minver is not None
-        and cuda_version is not None
-        and Version(cuda_version) < minver
-    )
-
-
 def kernels_to_compile(
     project: KernelProject, backends: Sequence[str], cuda_version: str | None
 ) -> tuple[tuple[KernelSection, ...], tuple[str, ...]]:
@@ -132,8 +110,10 @@ def kernels_to_compile(
     ``cuda-minver`` is above ``cuda_version`` (left out, as kernel-builder does)."""
     chosen: list[KernelSection] = []
     notes: list[str] = []
+    toolkit = Version(cuda_version) if cuda_version is not None else None
     for kernel in project.kernels_for(backends):
-        if _too_new(kernel, cuda_version):
+        minver = kernel.cuda_minver if kernel.backend == "cuda" else None
+        if minver is not None and toolkit is not None and toolkit < minver:
             notes.append(
                 f"kernel.{kernel.id} left out: its cuda-minver {kernel.cuda_minver} is above "
                 f"CUDA {cuda_version}"

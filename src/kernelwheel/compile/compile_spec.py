@@ -1,17 +1,12 @@
 """The compile spec: everything the worker needs to compile one extension, as a frozen value.
-
-The pipeline makes it, a cross build derives a new one from it (:meth:`CrossBuild.extend_spec`),
-and it reaches the worker (which may import only the standard library, setuptools and torch) as
-JSON, the one place it stops being typed. A tvm-ffi build has no torch and no setuptools to
-write its compile commands: its plan is the commands themselves (:class:`CommandSpec`), which
-the same worker runs, as many at once as the plan says, then links.
-"""
+It reaches the worker (which may import only the standard library, setuptools and torch) as
+JSON. A tvm-ffi build has no torch and no setuptools to write its compile commands: its plan is
+the commands themselves (:class:`CommandSpec`), which the same worker runs, then links."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..model.capability import CudaCapability
@@ -103,10 +98,6 @@ class CompileSpec:
         data["capabilities"] = [str(c) for c in self.capabilities]
         return json.dumps(data, indent=2)
 
-    def write(self, path: Path) -> Path:
-        path.write_text(self.to_json())
-        return path
-
 
 # How a compile is scheduled, not what it makes: left out of its identity (builder.reuse's key, a
 # dev build's "same spec" test), so a new unit-seconds record, another job count or nvcc thread
@@ -158,7 +149,3 @@ class CommandSpec:
         data["units"] = [unit._asdict() for unit in self.units]
         data["capabilities"] = [str(c) for c in self.capabilities]
         return json.dumps(data, indent=2)
-
-    def write(self, path: Path) -> Path:
-        path.write_text(self.to_json())
-        return path

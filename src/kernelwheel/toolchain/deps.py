@@ -1,15 +1,9 @@
 """Header dependencies: the C++ headers a kernel's ``depends = [...]`` asks for, on the include
-path of the variants that compile it.
-
-Two halves, like the rest of a build. :func:`plan_headers` decides, when the request is made and
-before anything is compiled, where each dependency of the kernels a variant compiles comes from
-(``recipes/deps.toml`` through :mod:`kernelwheel.model.deps`, and the ``cutlass-path`` option),
-and refuses what cannot be provided: an unknown name, a release no PyPI wheel carries without a
-local checkout, a checkout of another release, a dependency kernelwheel has no toolchain for.
-:func:`provide_headers` then, in the compile step, makes those headers available: a local
-checkout as it is, a PyPI wheel downloaded once per release with its sha256 checked and only its
-header folders unpacked into ``<cache>/deps/`` (published by one rename, never half there).
-"""
+path of the variants that compile it (docs/dependencies.md). :func:`plan_headers` decides, when
+the request is made, where each comes from and refuses what cannot be provided;
+:func:`provide_headers` makes them available in the compile step: a local checkout as it is, a
+PyPI wheel downloaded once per release, hash-checked, its header folders unpacked into
+``<cache>/deps/`` and published by one rename."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import urllib.error
@@ -92,17 +93,9 @@ class EnvInfo:
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, reused: bool = False) -> EnvInfo:
         """From the probe's JSON or the ready-marker's (the same keys: the fields')."""
-        return cls(
-            python=Path(data["python"]),
-            python_version=data["python_version"],
-            machine=data["machine"],
-            purelib=Path(data["purelib"]),
-            torch=data["torch"],
-            cuda=data["cuda"],
-            hip=data["hip"],
-            cxx11_abi=data["cxx11_abi"],
-            reused=reused,
-        )
+        plain = ("python_version", "machine", "torch", "cuda", "hip", "cxx11_abi")
+        values = {key: data[key] for key in plain}
+        return cls(Path(data["python"]), purelib=Path(data["purelib"]), **values, reused=reused)
 
     @property
     def torch_minor(self) -> tuple[int, int]:
@@ -147,10 +140,6 @@ def probe(python: Path, cache_dir: Path | None = None, runner: Runner = RUNNER) 
     )
 
 
-def _venv_python(root: Path) -> Path:
-    return root / "bin" / "python"
-
-
 @dataclass(frozen=True)
 class PipStep:
     """One ``pip install`` into a new environment: its arguments (after the sources), or the
@@ -193,45 +182,32 @@ def make_env(
     if root.exists():
         shutil.rmtree(root)  # half-made (a killed run) or damaged
     try:
-        return _fill_env(root, base, sources, steps, log, runner)
+        runner.checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
+        py = root / "bin" / "python"
+        pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+        pip += sources.pip_args()
+        for step in steps:
+            args = list(step.args)
+            if step.requirements:
+                reqs = root / step.file
+                reqs.write_text("\n".join(step.requirements) + "\n")
+                hashed = any("--hash=" in r for r in step.requirements)
+                args += ["--no-deps", *(["--require-hashes"] if hashed else []), "-r", str(reqs)]
+            try:
+                runner.checked([*pip, *args], log, step.what, hint=step.hint)
+            except ToolchainError as exc:
+                if step.explain is None:
+                    raise
+                raise step.explain(exc) from None
+        return py
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
 
 
-def _fill_env(
-    root: Path,
-    base: Path,
-    sources: PipSources,
-    steps: Sequence[PipStep],
-    log: Path | None,
-    runner: Runner,
-) -> Path:
-    runner.checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
-    py = _venv_python(root)
-    pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
-    pip += sources.pip_args()
-    for step in steps:
-        args = list(step.args)
-        if step.requirements:
-            reqs = root / step.file
-            reqs.write_text("\n".join(step.requirements) + "\n")
-            hashed = any("--hash=" in r for r in step.requirements)
-            args += ["--no-deps", *(["--require-hashes"] if hashed else []), "-r", str(reqs)]
-        try:
-            runner.checked([*pip, *args], log, step.what, hint=step.hint)
-        except ToolchainError as exc:
-            if step.explain is None:
-                raise
-            raise step.explain(exc) from None
-    return py
-
-
-def env_root(spec: EnvSpec, cache_dir: Path, py_version: str | None = None) -> Path:
-    """Where the environment of ``spec`` for Python ``py_version`` (default: this one's X.Y)
-    lives in ``cache_dir``."""
-    if py_version is None:
-        py_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+def env_root(spec: EnvSpec, cache_dir: Path) -> Path:
+    """Where the environment of ``spec`` for this Python's X.Y lives in ``cache_dir``."""
+    py_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     return cache_dir / "envs" / f"py{py_version}-{spec.digest(py_version)}"
 
 
@@ -242,17 +218,10 @@ def env_ready(spec: EnvSpec, cache_dir: Path) -> bool:
 
 
 def provision(
-    spec: EnvSpec,
-    cache_dir: Path,
-    *,
-    base_python: Path | None = None,
-    log: Path | None = None,
-    runner: Runner = RUNNER,
+    spec: EnvSpec, cache_dir: Path, *, log: Path | None = None, runner: Runner = RUNNER
 ) -> EnvInfo:
     """Create (or reuse) the environment for spec and return its probe."""
-    base = base_python or Path(sys.executable)
-    py_version = None if base_python is None else probe_python_version(base_python, runner)
-    root = env_root(spec, cache_dir, py_version)
+    root = env_root(spec, cache_dir)
     notes: list[str] = []
     with locked(root.parent / f"{root.name}.lock") as dead:
         if dead is not None and not (root / READY_MARKER).exists():
@@ -262,7 +231,7 @@ def provision(
             # from an older kernelwheel, without the probe, is upgraded once.
             cached = _read_marker(root / READY_MARKER)
             if cached is None:
-                _write_marker(root / READY_MARKER, probe(_venv_python(root), runner=runner))
+                _write_marker(root / READY_MARKER, probe(root / "bin" / "python", runner=runner))
                 cached = _read_marker(root / READY_MARKER)
             assert cached is not None
             damage = _damage(root / READY_MARKER, cached)
@@ -289,7 +258,7 @@ def provision(
             # The toolchain set is closed under its dependencies and pinned with hashes, so it
             # installs on its own, in hash-checking mode when the recipe has hashes.
             steps.append(toolchain_step(spec.packages))
-        py = make_env(root, base, spec.sources, steps, log, runner)
+        py = make_env(root, Path(sys.executable), spec.sources, steps, log, runner)
         info = probe(py, runner=runner)
         _write_marker(root / READY_MARKER, info)
         return dataclasses.replace(info, notes=tuple(notes))
@@ -363,13 +332,6 @@ def torch_install_error(
             "(recipes/torch.toml); the log has pip's full output"
         )
     return ToolchainError(message, hint=hint)
-
-
-def probe_python_version(python: Path, runner: Runner = RUNNER) -> str:
-    out = runner.captured([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
-    if out.returncode != 0:
-        raise ToolchainError(f"cannot run {python}: {out.stderr.strip()}")
-    return out.stdout.strip()
 
 
 # What the ready marker promises, relative to the environment's purelib: the files the
@@ -482,8 +444,6 @@ def nvcc_version(home: Path, runner: Runner = RUNNER) -> str:
     if not nvcc.exists():
         raise ToolchainError(f"no nvcc at {nvcc}", hint="point --cuda-home at a CUDA toolkit")
     proc = runner.captured([nvcc, "--version"])
-    import re
-
     m = re.search(r"release (\d+)\.(\d+)", proc.stdout)
     if proc.returncode != 0 or m is None:
         raise ToolchainError(f"{nvcc} --version failed: {proc.stderr.strip() or proc.stdout}")
@@ -505,22 +465,6 @@ def supported_capabilities(home: Path, runner: Runner = RUNNER) -> tuple[str, ..
     return tuple(f"{major}.{minor}" for major, minor in found)
 
 
-def check_capabilities(
-    capabilities: Sequence[CudaCapability],
-    toolkit: CudaToolkit,
-    *,
-    where: str,
-    hint_key: str,
-    runner: Runner = RUNNER,
-) -> None:
-    """Refuse capabilities the toolkit's nvcc does not know (``9.9``, ``1.0``, ``99.9f``), before
-    compiling, with the list it does know. ``where`` names the source of the list (build.toml
-    or the recipe), ``hint_key`` the key to edit."""
-    supported = supported_capabilities(toolkit.home, runner)
-    if supported is not None:
-        refuse_unsupported(capabilities, supported, toolkit, where=where, hint_key=hint_key)
-
-
 def refuse_unsupported(
     capabilities: Sequence[CudaCapability],
     supported: Sequence[str],
@@ -529,7 +473,9 @@ def refuse_unsupported(
     where: str,
     hint_key: str,
 ) -> None:
-    """:func:`check_capabilities` against a known ``supported`` list (runs nothing)."""
+    """Refuse capabilities the toolkit's nvcc does not know (``9.9``, ``1.0``, ``99.9f``), before
+    compiling, with the ``supported`` list it does know (``supported_capabilities``). ``where``
+    names the source of the list (build.toml or the recipe), ``hint_key`` the key to edit."""
     unknown = unsupported(capabilities, supported)
     if unknown:
         raise ToolchainError(
@@ -539,12 +485,6 @@ def refuse_unsupported(
             hint=f"list only supported capabilities in {hint_key} (an 'a' or 'f' suffix is "
             "allowed where nvcc has one), or build this variant with a CUDA that has them",
         )
-
-
-def _pip_toolkit(purelib: Path, major: int) -> Path | None:
-    """CUDA_HOME assembled from PyPI's nvidia-cuda-* packages inside the environment."""
-    home = purelib / "nvidia" / f"cu{major}"
-    return home if (home / "bin" / "nvcc").exists() else None
 
 
 def _link_cudart(home: Path) -> None:
@@ -558,11 +498,6 @@ def _link_cudart(home: Path) -> None:
             (lib / "libcudart.so").symlink_to(versioned[0].name)
         except FileExistsError:  # a concurrent build made it
             pass
-
-
-def _torch_nvidia_includes(purelib: Path, major: int) -> tuple[Path, ...]:
-    inc = purelib / "nvidia" / f"cu{major}" / "include"
-    return (inc,) if inc.is_dir() else ()
 
 
 def find_cuda_toolkit(
@@ -628,10 +563,11 @@ def locate_cuda_toolkit(
     if explicit is not None:
         candidates.append(("--cuda-home", explicit))
     else:
-        pip_home = _pip_toolkit(purelib, want_major)
-        if pip_home is not None and store is not None:
-            pip_home = shared_toolkit(pip_home, purelib, store)
-        if pip_home is not None:
+        # CUDA_HOME assembled from PyPI's nvidia-cuda-* packages inside the environment
+        pip_home = purelib / "nvidia" / f"cu{want_major}"
+        if (pip_home / "bin" / "nvcc").exists():
+            if store is not None:
+                pip_home = shared_toolkit(pip_home, purelib, store)
             _link_cudart(pip_home)
             candidates.append(("toolchain packages", pip_home))
         candidates += installed_toolkits(cuda, system_paths)
@@ -645,6 +581,7 @@ def locate_cuda_toolkit(
             if source == "--cuda-home":
                 break
             continue
-        return CudaToolkit(home, version, _torch_nvidia_includes(purelib, want_major))
+        torch_includes = purelib / "nvidia" / f"cu{want_major}" / "include"
+        return CudaToolkit(home, version, (torch_includes,) if torch_includes.is_dir() else ())
     found = "; ".join(seen) if seen else "no nvcc found"
     raise ToolchainError(f"{needed_by} needs a CUDA {want_major}.x toolkit: {found}", hint=hint)

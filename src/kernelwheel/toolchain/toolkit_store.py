@@ -1,13 +1,8 @@
 """One CUDA toolkit folder per set of toolchain packages, shared by the environments that
-install it.
-
-Each kernelwheel-made environment gets the recipe's CUDA toolchain packages (nvcc, the runtime's
-headers) in its own site-packages, so two torch versions of one CUDA compile with equal toolkits
-at different paths. Those paths reach the preprocessed text (line markers), so the compiler cache
-could never give one torch's variant the object another compiled from a source that includes no
-torch header. The toolkit is therefore hard-linked once into ``<store>/<name>-<key>``, the key
-naming the distributions that installed it, and that folder is the build's CUDA_HOME.
-"""
+install it: each environment's toolkit lies at its own path, and those paths reach the
+preprocessed text (line markers), so the compiler cache could never give one torch's variant the
+object another compiled from a source that includes no torch header. The toolkit is hard-linked
+once into ``<store>/<name>-<key>``, the key naming the distributions that installed it."""
 
 from __future__ import annotations
 
