@@ -1,8 +1,11 @@
-"""Build img2gray for real (CUDA 13.0 and CPU variants), install the wheels with pip into fresh
-venvs, and run the op against an independent NumPy reference."""
+"""Build img2gray for real (CUDA 13.0 and CPU variants), install the wheels with pip and
+`kernelwheel install` into fresh venvs, and run the op against an independent NumPy reference.
+Every test of the session's build (`built`) is in this file: the integration tier runs
+`--dist loadfile`, so one worker builds it."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import zipfile
@@ -223,3 +226,29 @@ assert torch.equal(out_a, out_b)
 print("both loaded", ns_a, ns_b)
 """
     assert "both loaded" in venv.run("-c", script).stdout
+
+
+def test_install_picks_the_cpu_213_build_and_the_op_runs(
+    built: Built,
+    venv_for: MakeVenv,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`kernelwheel install` with the real torch 2.13.0+cpu: out of a wheelhouse that also holds
+    the CUDA 13.0 build for torch 2.14, it picks the CPU build for 2.13, leaves torch alone, and
+    the op runs."""
+    assert {CPU_VARIANT, CUDA_VARIANT} <= set(built.wheels)  # both builds are candidates
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    venv = venv_for(CPU_VARIANT)
+    torch_before = venv.installed_version("torch")
+    args = ["--find-links", str(built.wheelhouse), "--no-index", "--python", str(venv.python)]
+    assert main(["install", "img2gray", *args, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    (pkg,) = report["packages"]
+    assert pkg["wheel"] == built.wheels[CPU_VARIANT].name
+    assert report["environment"]["torch"] == torch_before and torch_before.startswith("2.13.0")
+    assert any(r["wheel"] == built.wheels[CUDA_VARIANT].name for r in pkg["rejected"])
+    local = Variant.parse(CPU_VARIANT).local_version
+    assert venv.installed_version("img2gray") == f"0.1.0+{local}"
+    assert venv.installed_version("torch") == torch_before
+    assert "OK" in venv.run("-c", CHECK_OP).stdout
