@@ -460,7 +460,7 @@ def test_plain_pytest_is_fast_and_the_test_script_runs_everything() -> None:
     ]
     assert pytest_ini["filterwarnings"][0] == "error" and pytest_ini["timeout"] > 0
     script = (REPO / "scripts" / "test.sh").read_text()
-    assert '-m pytest -m "$marks" -n "$workers" --durations=25 "$@"' in script
+    assert '-m pytest -m "$marks" -n "$workers" --dist "$dist" --durations=25 "$@"' in script
 
 
 def test_ci_action_job_uses_the_release_image(ci: dict[str, Any], release: dict[str, Any]) -> None:
