@@ -6,10 +6,11 @@ builds of every torch series as PEP 825 variants labelled ``torch214_cu130``, ea
 X.Y`` (the runtime the torch itself pins). The wheels are small real wheels (a package saying
 which build it is, a real nvcc object for ``sm_arch``), as in test_wheel_variants.py.
 
-The slow test installs from that index with uv 0.13.9 ``--preview-features wheel-variants`` into
-two interpreters whose torch is really installed (the build environments' site-packages linked
-entry by entry, so uv sees ``torch-*.dist-info`` and the NVIDIA runtime as installed): torch
-2.13.0+cpu and torch 2.14.1 (CUDA 13.0), both on a forced CUDA 13.0 driver and an sm 9.0 GPU.
+The integration test installs from that index with uv 0.13.9 ``--preview-features
+wheel-variants`` into two interpreters whose torch is really installed (the build environments'
+site-packages linked entry by entry, so uv sees ``torch-*.dist-info`` and the NVIDIA runtime as
+installed): torch 2.13.0+cpu and torch 2.14.1 (CUDA 13.0), both on a forced CUDA 13.0 driver and
+an sm 9.0 GPU.
 It records what uv picked; the transcript goes to ``$KERNELWHEEL_EVIDENCE`` when set
 (docs/evidence/torch_variants_uv.log).
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from packaging.tags import Tag
+from support.builds import CPU_VARIANT, CUDA_VARIANT, build_env
 from support.http import http_server
 from support.installkit import UV, isolated_env
 from support.venvs import QuickVenv
@@ -42,7 +44,6 @@ OBJECT = Path(__file__).parents[1] / "fixtures" / "fatbin" / "add_one.o"
 TAG = Tag("cp310", "abi3", "manylinux_2_28_x86_64")
 BUILDS = [("2.13", "cpu"), ("2.13", "cu130"), ("2.14", "cpu"), ("2.14", "cu126"), ("2.14", "cu130")]
 LABELS = sorted(f"torch{t.replace('.', '')}_{f}" for t, f in BUILDS)
-ENVS = Path.home() / ".cache" / "kernelwheel" / "envs"
 
 
 def _build(out: Path, torch: str, flavour: str) -> Path:
@@ -113,13 +114,6 @@ def test_the_torch_dimension_index_is_what_variantlib_reads(site: Path) -> None:
     assert "abi_dependency" not in per_torch["providers"]
 
 
-def _torch_env(dist_info: str) -> Path | None:
-    for site_packages in sorted(ENVS.glob("*/lib/python3.*/site-packages")):
-        if (site_packages / dist_info).is_dir():
-            return site_packages
-    return None
-
-
 def _linked_venv(root: Path, site_packages: Path) -> QuickVenv:
     """A fresh venv whose site-packages links every entry of ``site_packages``: torch and its
     NVIDIA distributions are installed there as far as any installer can tell."""
@@ -130,18 +124,14 @@ def _linked_venv(root: Path, site_packages: Path) -> QuickVenv:
     return venv
 
 
-INTERPRETERS = {
-    "torch 2.13.0+cpu": "torch-2.13.0+cpu.dist-info",
-    "torch 2.14.1 (CUDA 13.0)": "torch-2.14.1.dist-info",
-}
+INTERPRETERS = {"torch 2.13.0+cpu": CPU_VARIANT, "torch 2.14.1 (CUDA 13.0)": CUDA_VARIANT}
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_what_uv_picks_from_the_torch_dimension_variants(site: Path, tmp_path: Path) -> None:
-    envs = {name: _torch_env(dist) for name, dist in INTERPRETERS.items()}
-    missing = [name for name, env in envs.items() if env is None]
-    if missing:
-        pytest.skip(f"no build environment under {ENVS} holds {', '.join(missing)}")
+    # The integration tests' build environments (made once, under a lock; on a fresh machine
+    # this test makes them if no build has yet): a slow test that looked for them skipped in CI.
+    envs = {name: build_env(variant).purelib for name, variant in INTERPRETERS.items()}
     lines = ["# uv pip install --preview-features wheel-variants from variants/ (torch dimension)"]
     version = subprocess.run([str(UV), "--version"], capture_output=True, text=True).stdout
     lines += [f"# {version.strip()}; tests/wheels/test_torch_variants.py", ""]
@@ -150,7 +140,6 @@ def test_what_uv_picks_from_the_torch_dimension_variants(site: Path, tmp_path: P
     picked: dict[tuple[str, str], str | None] = {}
     with http_server(site) as url:
         for i, (name, env) in enumerate(envs.items()):
-            assert env is not None
             for override in ("", f"torch=={'2.13.0' if '2.13' in name else '2.14.1'}"):
                 venv = _linked_venv(tmp_path / f"venv{i}{'o' if override else ''}", env)
                 probe = venv.run("-c", "import importlib.metadata as m; print(m.version('torch'))")
