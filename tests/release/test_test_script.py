@@ -79,9 +79,8 @@ def test_the_tiers_run_in_order_fast_ones_in_parallel_each_with_its_durations(
 ) -> None:
     run = run_script("-k", "img2gray and cpu", "-x")
     assert run.code == 0, run.err
-    assert [a[a.index("-n") + 1] for a in run.pytest] == ["auto", "auto", "2"]
-    # The integration tier keeps a file's tests on one worker (the session's img2gray build)
-    assert [a[a.index("--dist") + 1] for a in run.pytest] == ["load", "load", "loadfile"]
+    assert [a[a.index("-n") + 1] for a in run.pytest] == ["auto", "auto", "0"]
+    assert [a[a.index("--dist") + 1] for a in run.pytest] == ["load", "load", "no"]
     for args in run.pytest:
         assert "--durations=25" in args
         assert args[-3:] == ["-k", "img2gray and cpu", "-x"]  # "$@", each word kept whole
