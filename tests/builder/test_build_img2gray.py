@@ -1,7 +1,7 @@
 """Build img2gray for real (CUDA 13.0 and CPU variants), install the wheels with pip and
 `kernelwheel install` into fresh venvs, and run the op against an independent NumPy reference.
-Every test of the session's build (`built`) is in this file: the integration tier runs
-`--dist loadfile`, so one worker builds it."""
+Every test of the session's build (`built`) is in this file, so a run that spreads files over
+workers (`-n 2 --dist loadfile`, docs/testing.md) makes it once."""
 
 from __future__ import annotations
 
