@@ -43,6 +43,7 @@ __all__ = [
     "redact",
     "release",
     "remove_stale_staging",
+    "raise_when_safe",
     "resume_running",
     "run_captured",
     "run_logged",
@@ -280,6 +281,20 @@ _RUNNING: set[subprocess.Popen[Any]] = set()
 _RUNNING_LOCK = threading.Lock()
 _STOPPED = threading.Event()
 _KILLED = -9  # the exit code a command that was not started reports
+# A signal handler's exception raised while the main thread is inside Popen (the child already
+# started, no Popen object yet) would leave that child running unseen: it waits here until the
+# command is registered (raise_when_safe).
+_STARTING_IN_MAIN = False
+_DEFERRED: list[BaseException] = []
+
+
+def raise_when_safe(exc: BaseException) -> None:
+    """Raise ``exc`` from a signal handler, or, while the main thread is starting a command,
+    as soon as that command is registered for :func:`stop_running`."""
+    if _STARTING_IN_MAIN:
+        _DEFERRED.append(exc)
+        return
+    raise exc
 
 
 # How long a stopped command's group has after SIGTERM before it is killed. ninja runs each
@@ -304,6 +319,16 @@ def _kill_group(proc: subprocess.Popen[Any]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     with suppress(ProcessLookupError):
         proc.kill()
+    # A SIGKILLed process ends when it next runs (later in uninterruptible I/O): wait for the
+    # group, bounded, so that none of it is seen running once kernelwheel has exited.
+    deadline = time.monotonic() + _GRACE_SECONDS
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _raise_deferred() -> None:
+    if _DEFERRED:
+        raise _DEFERRED.pop()
 
 
 @contextmanager
@@ -314,18 +339,26 @@ def _tracked(
     check and the start share the lock, so a stop cannot fall between them. The command's
     process group is killed on every way out: an interrupt, an error, and also a normal exit
     (what it left running in its group, e.g. a compiler ninja did not wait for)."""
+    global _STARTING_IN_MAIN
+    in_main = threading.current_thread() is threading.main_thread()
     with _RUNNING_LOCK:
         if _STOPPED.is_set():
             proc = None
         else:
-            proc = start()
-            _RUNNING.add(proc)
+            _STARTING_IN_MAIN = in_main
+            try:
+                proc = start()
+                _RUNNING.add(proc)
+            finally:
+                _STARTING_IN_MAIN = False
     if proc is None:
+        _raise_deferred()
         yield None
         return
     _note_owned_group(proc.pid)
     with proc:
         try:
+            _raise_deferred()
             yield proc
         except BaseException:  # interrupted here (the main thread): no orphan left running
             _kill_group(proc)

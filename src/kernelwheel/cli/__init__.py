@@ -89,7 +89,15 @@ def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
 def _terminate(signum: int, frame: object) -> None:
     # Once: a second SIGTERM while cleaning up must not cut the clean-up short.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise Terminated()
+    from .._util import raise_when_safe  # imported by main() before any handler is set
+
+    raise_when_safe(Terminated())
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    from .._util import raise_when_safe
+
+    raise_when_safe(KeyboardInterrupt())
 
 
 def _commands_needed(argv: Sequence[str]) -> Sequence[str]:
@@ -138,8 +146,12 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     ui = ConsoleUI(verbosity=verbosity, progress_to_stderr=bool(getattr(args, "json", False)))
     # SIGTERM (kill, CI cancellation, a container stopping) takes Ctrl-C's path: staging
     # folders and half-written files are removed on the way out. Only the main thread may set it.
+    # Both raise only where the command being started can still be stopped (raise_when_safe).
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if in_main else None
+    default_int = in_main and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if default_int:
+        signal.signal(signal.SIGINT, _interrupt)
     try:
         code: int = args.func(args, ui)
         return code
@@ -190,6 +202,8 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         ui.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if default_int:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _json_error(
