@@ -4,9 +4,9 @@
 # not after every build), each ending with its 25 slowest tests:
 #   fast         -m "not integration and not slow", on every CPU (pytest-xdist, -n auto)
 #   slow         -m "slow and not integration" (real pip/uv installs), on every CPU
-#   integration  -m integration (compiles, builds wheels, pip-installs them), one at a time: two at
-#                a time (-n 2) was 26 % faster but once left a signalled pip alive a moment too
-#                long for tests/cli/test_signals.py under the load (docs/testing.md)
+#   integration  -m integration (compiles, builds wheels, pip-installs them), two at a time, a
+#                file's tests together (their session builds are shared within a file):
+#                a build leaves cores idle while pip, the link and the repair run (docs/testing.md)
 # Extra arguments go to each tier's pytest (e.g. -k NAME, -x); a tier they leave empty is passed
 # over, and the run fails only when they select nothing at all. TEST_TIERS picks the tiers
 # (default "fast slow integration", e.g. TEST_TIERS=fast for the inner loop).
@@ -54,7 +54,7 @@ for tier in ${TEST_TIERS:-fast slow integration}; do
   case $tier in
     fast) marks="not integration and not slow" workers=auto dist=load ;;
     slow) marks="slow and not integration" workers=auto dist=load ;;
-    integration) marks=integration workers=0 dist=no ;;
+    integration) marks=integration workers=2 dist=loadfile ;;
     *) echo "TEST_TIERS: no tier '$tier' (fast, slow, integration)" >&2; exit 2 ;;
   esac
   echo "== $tier tier: -m '$marks' -n $workers --dist $dist"

@@ -1,6 +1,6 @@
 """Issue 40: scripts/test.sh, the README's and CI's one test command, runs the suite in tiers:
 the fast tier first and in parallel (a unit failure is reported before any build), then the slow
-tier in parallel, then the integration tier one test at a time; every tier ends with its
+tier in parallel, then the integration tier two tests at a time; every tier ends with its
 slowest tests. The script is run for real here, in a copy of the repository whose .venv holds
 stand-ins that record their arguments and answer with the exit status a test asks for."""
 
@@ -79,8 +79,8 @@ def test_the_tiers_run_in_order_fast_ones_in_parallel_each_with_its_durations(
 ) -> None:
     run = run_script("-k", "img2gray and cpu", "-x")
     assert run.code == 0, run.err
-    assert [a[a.index("-n") + 1] for a in run.pytest] == ["auto", "auto", "0"]
-    assert [a[a.index("--dist") + 1] for a in run.pytest] == ["load", "load", "no"]
+    assert [a[a.index("-n") + 1] for a in run.pytest] == ["auto", "auto", "2"]
+    assert [a[a.index("--dist") + 1] for a in run.pytest] == ["load", "load", "loadfile"]
     for args in run.pytest:
         assert "--durations=25" in args
         assert args[-3:] == ["-k", "img2gray and cpu", "-x"]  # "$@", each word kept whole
