@@ -123,8 +123,7 @@ def load_deps(folder: Path | str | None = None) -> DependencyTable:
 
 def parse_deps(data: Mapping[str, Any], *, origin: str = "<memory>") -> DependencyTable:
     doc = Located(data, file=origin, error=RecipeError)
-    doc.check_keys(_TOP_KEYS)
-    check_schema(doc)
+    check_schema(doc, _TOP_KEYS)
     table = doc.required_table("deps", "add [deps.<name>] tables")
     return DependencyTable(tuple(_dependency(table, name) for name in table.keys()), origin)
 

@@ -524,7 +524,7 @@ class _Reader:
         self, doc: Located, general: Located, kernels: tuple[KernelSection, ...]
     ) -> Framework:
         present = [section for section in FRAMEWORKS if section in doc]
-        general.boolean("universal")  # the older forms' flag: a boolean if given
+        universal = general.boolean("universal")  # the older forms' flag: a boolean if given
         if len(present) > 1:
             raise self.error(
                 f"has {' and '.join(f'[{p}]' for p in present)}: a project has one framework",
@@ -559,19 +559,14 @@ class _Reader:
             return Framework.TORCH_NOARCH
         if present[0] == "tvm-ffi":
             return Framework.TVM_FFI
-        return self.legacy_torch_framework(doc, general, kernels)
-
-    def legacy_torch_framework(
-        self, doc: Located, general: Located, kernels: tuple[KernelSection, ...]
-    ) -> Framework:
-        """``[torch]``: compiled, except the older forms' ``universal = true`` or no kernels."""
+        # [torch]: compiled, except the older forms' universal = true or no kernels.
         torch = doc.table("torch")
-        universal = general.boolean("universal")
-        if self.edition == 3 and not kernels and torch is not None and "src" not in torch:
+        assert torch is not None
+        if self.edition == 3 and not kernels and "src" not in torch:
             return Framework.TORCH_NOARCH  # edition 3 wrote pure-Python kernels this way too
         if self.edition != LEGACY:
             return Framework.TORCH
-        if universal is None and torch is not None:
+        if universal is None:
             universal = torch.boolean("universal")
         if universal and kernels:
             raise self.error(

@@ -94,9 +94,8 @@ class PinnedPackage:
     @property
     def requirement_line(self) -> str:
         """A requirements-file line; with its hash when known (for ``--require-hashes``)."""
-        if self.sha256 is None:
-            return self.requirement
-        return f"{self.requirement} --hash=sha256:{self.sha256}"
+        hashed = f" --hash=sha256:{self.sha256}" if self.sha256 is not None else ""
+        return self.requirement + hashed
 
 
 @dataclass(frozen=True)
@@ -327,27 +326,21 @@ class Recipes:
     # torch.toml build-image: per arch, the image of variants whose toolchain comes from PyPI
     build_images: tuple[tuple[Arch, str], ...] = ()
 
-    def image_for(self, arch: Arch | None, cuda: CudaToolchain | None) -> str | None:
-        """The build image of a variant: a "system" CUDA toolchain's own image (the toolkit is
-        in it), else the arch's ``build-image`` (CPU, and CUDA installed from PyPI)."""
-        if cuda is not None and cuda.source == "system":
-            return cuda.image
-        return dict(self.build_images).get(arch) if arch is not None else None
-
-    def torch_recipe(self, series: TorchVersion) -> TorchRecipe | None:
-        return next((r for r in self.torch if r.series == series), None)
-
     def cuda_recipe(self, version: str) -> CudaRecipe | None:
         return next((r for r in self.cuda if r.version == version), None)
 
-    def _toolchain(self, variant: Variant) -> CudaToolchain | None:
-        """A CUDA variant's toolchain (load-time validation guarantees a covering entry)."""
+    def _toolchain(self, variant: Variant) -> tuple[CudaToolchain | None, str | None]:
+        """A binary variant's CUDA toolchain (load-time validation guarantees a covering entry)
+        and build image: a "system" toolchain's own image (the toolkit is in it), else the
+        arch's ``build-image`` (CPU, and CUDA installed from PyPI)."""
         assert variant.backend is not None and variant.arch is not None
         if variant.backend.kind is not BackendKind.CUDA:
-            return None
+            return None, dict(self.build_images).get(variant.arch)
         cuda_recipe = self.cuda_recipe(variant.backend.cuda_version)
         assert cuda_recipe is not None
-        return cuda_recipe.toolchain(variant.arch)
+        cuda = cuda_recipe.toolchain(variant.arch)
+        image = cuda.image if cuda.source == "system" else dict(self.build_images).get(variant.arch)
+        return cuda, image
 
     def variants(self) -> tuple[Variant, ...]:
         """Every binary variant the recipes describe, in recipe order: linux ones once per C++
@@ -413,7 +406,7 @@ class Recipes:
                 f"variant {variant.name} is built with torch {series}, not {build}",
                 hint="only stable-ABI variants choose the torch they are built with",
             )
-        recipe = self.torch_recipe(series)
+        recipe = next((r for r in self.torch if r.series == series), None)
         if recipe is None:
             known = ", ".join(str(r.series) for r in self.torch)
             raise RecipeError(
@@ -451,7 +444,7 @@ class Recipes:
                 hint="pick a variant `kernelwheel matrix` lists, or extend the recipe",
             )
         requirement, index_url = flavour.requirement(recipe.version, variant.arch)
-        cuda = self._toolchain(variant)
+        cuda, image = self._toolchain(variant)
         return VariantRecipe(
             variant=variant,
             torch_version=recipe.version,
@@ -459,7 +452,7 @@ class Recipes:
             index_url=index_url,
             cuda=cuda,
             python_abi=recipe.python_abi,
-            image=self.image_for(variant.arch, cuda),
+            image=image,
         )
 
     def _tvm_ffi_recipe_for(self, variant: Variant) -> VariantRecipe:
@@ -480,8 +473,7 @@ class Recipes:
                 key="tvm-ffi.flavours",
                 hint="pick a variant `kernelwheel matrix` lists, or extend the recipe",
             )
-        cuda = self._toolchain(variant)
-        image = self.image_for(variant.arch, cuda)
+        cuda, image = self._toolchain(variant)
         return VariantRecipe(variant, None, None, None, cuda, "py3", tvm_ffi=recipe, image=image)
 
 
@@ -598,8 +590,9 @@ def _document(data: Mapping[str, Any], file: str) -> Located:
     return Located(data, file=file, error=RecipeError)
 
 
-def check_schema(doc: Located) -> None:
-    """The ``schema = 1`` every recipes file starts with."""
+def check_schema(doc: Located, keys: tuple[str, ...]) -> None:
+    """``doc``'s top-level ``keys``, and the ``schema = 1`` every recipes file starts with."""
+    doc.check_keys(keys)
     value = doc.data.get("schema")
     if isinstance(value, bool) or value != SCHEMA:
         raise doc.error(
@@ -667,8 +660,7 @@ def _check_placeholders(table: Located, key: str, url: str) -> None:
 
 
 def _torch_recipes(doc: Located) -> tuple[TorchRecipe, ...]:
-    doc.check_keys(_TORCH_TOP_KEYS)
-    check_schema(doc)
+    check_schema(doc, _TORCH_TOP_KEYS)
     hint = f'e.g. pytorch-index = "{DEFAULT_PYTORCH_INDEX}"'
     index = doc.string("pytorch-index", nonempty=True, hint=hint) or DEFAULT_PYTORCH_INDEX
     _check_placeholders(doc, "pytorch-index", index)
@@ -806,8 +798,7 @@ def _flavour(flavours: Located, token: str, index: str) -> TorchFlavour:
 
 
 def _cuda_recipes(doc: Located) -> tuple[CudaRecipe, ...]:
-    doc.check_keys(_CUDA_TOP_KEYS)
-    check_schema(doc)
+    check_schema(doc, _CUDA_TOP_KEYS)
     toolkits = doc.required_table("cuda", 'add a [cuda."13.0"] table')
     recipes = [_cuda_toolkit(toolkits, name) for name in toolkits.keys()]
     return tuple(sorted(recipes, key=lambda r: Version(r.version)))
@@ -903,8 +894,7 @@ def _package(entry: Located, arches: tuple[Arch, ...]) -> PackagePin:
 
 
 def _tvm_ffi_recipe(doc: Located) -> TvmFfiRecipe:
-    doc.check_keys(_TVM_FFI_TOP_KEYS)
-    check_schema(doc)
+    check_schema(doc, _TVM_FFI_TOP_KEYS)
     table = doc.required_table("tvm-ffi", 'add a [tvm-ffi] table with version = "0.1.9"')
     table.check_keys(_TVM_FFI_KEYS)
     version = table.required_string("version", 'e.g. version = "0.1.9"', nonempty=True)

@@ -346,14 +346,14 @@ class Backend:
                 f"the {self.kind.value} backend has no version, got {self.version!r}",
                 hint=f"use Backend(BackendKind.{self.kind.name})",
             )
+        hint = f"e.g. Backend.parse_token({_TOKEN_EXAMPLE[self.kind]!r})"
         if not isinstance(self.version, tuple) or len(self.version) != 2:
             raise VariantError(
                 f"{self.kind.value} version must be a (major, minor) tuple, got {self.version!r}",
-                hint=f"e.g. Backend.parse_token({_TOKEN_EXAMPLE[self.kind]!r})",
+                hint=hint,
             )
         major, minor = self.version
         what = f"{self.kind.value} version {self.version!r}"
-        hint = f"e.g. Backend.parse_token({_TOKEN_EXAMPLE[self.kind]!r})"
         if self.kind is BackendKind.XPU:
             _check_int(major, f"{what}: year", low=1000, high=9999, hint=hint)
             _check_int(minor, f"{what}: release", low=0, hint=hint)
@@ -413,13 +413,10 @@ class Backend:
             )
         return ".".join(str(part) for part in self.version)
 
-    def _sort_key(self) -> tuple[str, tuple[int, ...]]:
-        return (self.kind.value, self.version or ())
-
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, Backend):
             return NotImplemented
-        return self._sort_key() < other._sort_key()
+        return (self.kind.value, self.version or ()) < (other.kind.value, other.version or ())
 
     def __str__(self) -> str:
         return self.token
