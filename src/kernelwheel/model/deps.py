@@ -15,10 +15,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from .._toml import Located, read_toml
-from .recipes import RecipeError, bundled_recipes, check_schema
+from .recipes import RecipeError, bundled_recipes, check_schema, release_version
 
 DEPS_TOML = "deps.toml"
 # Header-only libraries a local checkout may provide (the cutlass-path option), with the header
@@ -182,11 +180,7 @@ def _wheel(pypi: Located, release: str) -> HeaderWheel:
     name = _text(pypi, "name", 'name = "nvidia-cutlass"')
     if not _WHEEL_NAME_RE.fullmatch(name):
         raise pypi.error(f"invalid package name {name!r}", "name", "a PyPI name")
-    version = _text(pypi, "version", f'version = "{release}.0"')
-    try:
-        parsed: Version | None = Version(version)
-    except InvalidVersion:
-        parsed = None
+    version, parsed = release_version(pypi, "version", f'e.g. version = "{release}.0"')
     wanted = tuple(int(x) for x in release.split("."))
     if parsed is None or parsed.release[:3] != wanted or str(parsed) != version:
         raise pypi.error(

@@ -612,6 +612,16 @@ def _check_version_name(parent: Located, name: str, hint: str) -> None:
         )
 
 
+def release_version(table: Located, key: str, hint: str) -> tuple[str, Version | None]:
+    """The required string ``key`` and the version it parses as (None: none; the caller says
+    what it must be)."""
+    text = table.required_string(key, hint, nonempty=True)
+    try:
+        return text, Version(text)
+    except InvalidVersion:
+        return text, None
+
+
 def _strings(table: Located, key: str, example: str, *, required: bool) -> tuple[str, ...]:
     """An array of distinct strings; ``required``: present and not empty."""
     items = table.string_list(key, unique=True)
@@ -710,11 +720,7 @@ def _torch_release(releases: Located, key: str, index: str) -> TorchRecipe:
     value = releases.table(key)
     assert value is not None
     value.check_keys(_TORCH_KEYS)
-    version = value.required_string("version", f'e.g. version = "{key}.0"', nonempty=True)
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        parsed = None
+    version, parsed = release_version(value, "version", f'e.g. version = "{key}.0"')
     wanted = (series.major, series.minor)
     if parsed is None or parsed.local is not None or parsed.release[:2] != wanted:
         raise value.error(
@@ -867,13 +873,11 @@ def _package(entry: Located, arches: tuple[Arch, ...]) -> PackagePin:
     name = entry.required_string("name", 'e.g. name = "nvidia-cuda-nvcc"', nonempty=True)
     if not _PACKAGE_NAME_RE.fullmatch(name):
         raise entry.error(f"invalid package name {name!r}", "name", "a PyPI name")
-    version = entry.required_string("version", 'e.g. version = "13.0.88"', nonempty=True)
-    try:
-        Version(version)
-    except InvalidVersion:
+    version, parsed = release_version(entry, "version", 'e.g. version = "13.0.88"')
+    if parsed is None:
         raise entry.error(
             f"invalid version {version!r}", "version", 'pin an exact release, e.g. "13.0.88"'
-        ) from None
+        )
     hashes: list[tuple[Arch, str]] = []
     table = entry.table("sha256", hint='write sha256.x86_64 = "<64 hex digits>" (one per arch)')
     if table is not None:
@@ -897,11 +901,7 @@ def _tvm_ffi_recipe(doc: Located) -> TvmFfiRecipe:
     check_schema(doc, _TVM_FFI_TOP_KEYS)
     table = doc.required_table("tvm-ffi", 'add a [tvm-ffi] table with version = "0.1.9"')
     table.check_keys(_TVM_FFI_KEYS)
-    version = table.required_string("version", 'e.g. version = "0.1.9"', nonempty=True)
-    try:
-        parsed: Version | None = Version(version)
-    except InvalidVersion:
-        parsed = None
+    version, parsed = release_version(table, "version", 'e.g. version = "0.1.9"')
     if parsed is None or parsed.local is not None or len(parsed.release) < 2:
         raise table.error(
             f"{version!r} is not an apache-tvm-ffi release",
