@@ -24,6 +24,7 @@ from kernelwheel.errors import VariantError
 from .wheelname import parse_wheel_name
 
 _E = TypeVar("_E", bound=Enum)
+_T = TypeVar("_T", bound="TorchVersion")
 EXAMPLE_NAME = "torch27-cxx11-cu128-x86_64-linux"
 EXAMPLE_LOCAL = "torch2.7.cu128.cxx11"
 
@@ -243,7 +244,7 @@ class TorchVersion:
             ) from None
 
     @classmethod
-    def from_compact(cls, text: str) -> TorchVersion:
+    def from_compact(cls: type[_T], text: str) -> _T:
         """Parse the compact Hub form: one major digit, then the minor (``"27"``, ``"210"``)."""
         match = _COMPACT_TORCH.fullmatch(text) if isinstance(text, str) else None
         if match is None:
@@ -273,10 +274,6 @@ class TorchVersion:
 class TvmFfiVersion(TorchVersion):
     """An apache-tvm-ffi release series, ``major.minor``, compact ``01`` for 0.1 (the ABI a
     tvm-ffi kernel is built for; kernel-builder names its variants by it)."""
-
-    @classmethod
-    def of(cls, series: TorchVersion) -> TvmFfiVersion:
-        return cls(series.major, series.minor)
 
 
 # -- Backend ----------------------------------------------------------------------------------
@@ -707,7 +704,7 @@ class Variant:
 
         head, _, rest = name[len(_TVM_FFI_PREFIX) :].partition("-")
         try:
-            version = TvmFfiVersion.of(TorchVersion.from_compact(head))
+            version = TvmFfiVersion.from_compact(head)
         except VariantError:
             raise bad(
                 f"bad tvm-ffi part {_TVM_FFI_PREFIX + head!r}: expected the major digit then the "
@@ -859,7 +856,7 @@ class Variant:
     ) -> Variant:
         try:
             if match["compact"] is not None:
-                version = TvmFfiVersion.of(TorchVersion.from_compact(match["compact"]))
+                version = TvmFfiVersion.from_compact(match["compact"])
             else:
                 version = TvmFfiVersion(int(match["major"]), int(match["minor"]))
             return cls(None, Backend.parse_token(match["backend"]), None, arch, os, tvm_ffi=version)
