@@ -107,9 +107,8 @@ class Arch(str, Enum):
 
     @classmethod
     def from_synonym(cls, name: str) -> Arch | None:
-        """The arch ``name`` spells in any of its usual names (``x86_64``/``amd64``,
-        ``aarch64``/``arm64``, any case); None for one kernelwheel has no variants for
-        (``i686``, ``ppc64le``…)."""
+        """The arch ``name`` spells (``amd64`` and ``arm64`` too, any case); None for one
+        kernelwheel has no variants for (``i686``, ``ppc64le``…)."""
         canonical = _ARCH_SYNONYMS.get(name.lower(), name.lower())
         return cls(canonical) if canonical in cls._value2member_map_ else None
 
@@ -162,9 +161,8 @@ class WheelPlatform:
 
     @classmethod
     def of_tags(cls, platforms: Iterable[str]) -> WheelPlatform | None:
-        """The one platform a wheel's platform tags name (a multi-platform wheel's tags, e.g.
-        ``manylinux_2_17_x86_64.manylinux2014_x86_64``, name one); None when they name none
-        or several."""
+        """The one platform a wheel's tags name (``manylinux_2_17_x86_64.manylinux2014_x86_64``
+        name one); None when they name none or several."""
         parsed = {cls.parse(tag) for tag in platforms}
         return None if len(parsed) != 1 or None in parsed else next(iter(parsed))
 
@@ -363,9 +361,8 @@ class Backend:
 
     @classmethod
     def parse_token(cls, token: str) -> Backend:
-        """Parse a Hub backend token: ``cu128``, ``rocm63`` (or ``rocm6.3``), ``xpu20251``,
-        ``cann83``, ``cpu``, ``metal``, ``neuron``, ``tpu``; a bare kind (``cuda``, or ``npu``
-        for CANN) gives the versionless noarch backend."""
+        """Parse a Hub backend token (``cu128``, ``rocm63`` or ``rocm6.3``, ``xpu20251``, ``tpu``…);
+        a bare kind (``cuda``, or ``npu`` for CANN) gives the versionless noarch backend."""
         if not isinstance(token, str):
             raise VariantError(f"backend token must be a str, got {token!r}", hint=_TOKEN_HINT)
         if token in _NOARCH_KINDS:
@@ -777,10 +774,9 @@ class Variant:
 
     @classmethod
     def from_local_version(cls, local: str, *, arch: Arch | None, os: OS | None) -> Variant:
-        """Parse a local label (``torch2.10.cu130.cxx11``, ``cuda``, ``universal``, or the legacy
-        ``torch210cu130cxx11``). Labels carry no platform, so ``arch``/``os`` come from the caller
-        (None for noarch labels). PEP 440 spellings (``-``/``_`` separators, any case) are
-        accepted."""
+        """Parse a local label (``torch2.10.cu130.cxx11``, ``cuda``, ``universal``, the legacy
+        ``torch210cu130cxx11``; any PEP 440 spelling). Labels carry no platform, so ``arch`` and
+        ``os`` come from the caller (None for noarch labels)."""
         if not isinstance(local, str):
             raise VariantError(
                 f"local version must be a str, got {local!r}", hint=f"e.g. {EXAMPLE_LOCAL!r}"
