@@ -147,8 +147,6 @@ def render_card(template: str, fields: CardFields, file: Path | None) -> str:
                 )
             out.append(chunk)
         return "".join(out)
-    except ProjectError:
-        raise
     except jinja2.TemplateSyntaxError as exc:
         raise _error(
             where,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .._toml import Located, read_toml
-from .recipes import RecipeError, bundled_recipes, check_schema, release_version
+from .recipes import RecipeError, bundled_recipes, check_schema, entry_table, release_version
 
 DEPS_TOML = "deps.toml"
 # Header-only libraries a local checkout may provide (the cutlass-path option), with the header
@@ -133,9 +133,7 @@ def _dependency(deps: Located, name: str) -> Dependency:
             name,
             "use the name build.toml's depends lists, e.g. cutlass_3_8",
         )
-    entry = deps.table(name)
-    assert entry is not None
-    entry.check_keys(_DEP_KEYS)
+    entry = entry_table(deps, name, _DEP_KEYS)
     raw = entry.required_string("provider", 'provider = "headers"')
     try:
         provider = Provider(raw)

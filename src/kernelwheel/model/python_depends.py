@@ -16,7 +16,7 @@ from importlib import resources
 from packaging.requirements import InvalidRequirement, Requirement
 
 from .._toml import Located, parse_toml
-from .recipes import RECIPES_PACKAGE, RecipeError
+from .recipes import RECIPES_PACKAGE, RecipeError, entry_table
 
 PYTHON_DEPENDS_TOML = "python-depends.toml"
 
@@ -74,9 +74,7 @@ def load_python_depends() -> PythonDepends:
 def _names(table: Located) -> dict[str, tuple[str, ...]]:
     names: dict[str, tuple[str, ...]] = {}
     for name in table.keys():
-        entry = table.table(name)
-        assert entry is not None
-        entry.check_keys(("requires", "import"))
+        entry = entry_table(table, name, ("requires", "import"))
         requires = entry.string_list("requires")
         if not requires:
             raise entry.error("missing required key", "requires", 'add requires = ["<pypi name>"]')

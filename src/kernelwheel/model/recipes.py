@@ -602,6 +602,17 @@ def check_schema(doc: Located, keys: tuple[str, ...]) -> None:
         )
 
 
+def entry_table(
+    parent: Located, key: str, keys: tuple[str, ...], hint: str | None = None
+) -> Located:
+    """``parent``'s table ``key`` (one of its keys) with only ``keys``; ``hint``: for a value
+    that is no table."""
+    table = parent.table(key, hint=hint)
+    assert table is not None
+    table.check_keys(keys)
+    return table
+
+
 def _check_version_name(parent: Located, name: str, hint: str) -> None:
     """A ``[torch."X.Y"]`` / ``[cuda."X.Y"]`` header names a MAJOR.MINOR version."""
     if not _SERIES_RE.fullmatch(name):
@@ -717,9 +728,7 @@ def _torch_release(releases: Located, key: str, index: str) -> TorchRecipe:
         series = TorchVersion.parse(key)
     except VariantError as exc:
         raise releases.error(exc.message, key, 'e.g. [torch."2.14"]') from None
-    value = releases.table(key)
-    assert value is not None
-    value.check_keys(_TORCH_KEYS)
+    value = entry_table(releases, key, _TORCH_KEYS)
     version, parsed = release_version(value, "version", f'e.g. version = "{key}.0"')
     wanted = (series.major, series.minor)
     if parsed is None or parsed.local is not None or parsed.release[:2] != wanted:
@@ -777,9 +786,7 @@ def _flavour(flavours: Located, token: str, index: str) -> TorchFlavour:
             "use a versioned token such as cu130, rocm71 or xpu20253, or cpu or metal "
             "(neuron, tpu and cann torch come from their vendors' packages)",
         )
-    spec = flavours.table(token, hint=f'e.g. {token} = {{ arches = ["x86_64"] }}')
-    assert spec is not None
-    spec.check_keys(_FLAVOUR_KEYS)
+    spec = entry_table(flavours, token, _FLAVOUR_KEYS, f'e.g. {token} = {{ arches = ["x86_64"] }}')
     arches = _arches(spec, "arches", required=True)
     on_pypi = _arches(spec, "on-pypi", required=False)
     stray = [a.value for a in on_pypi if a not in arches]
@@ -816,9 +823,7 @@ def _cuda_toolkit(toolkits: Located, key: str) -> CudaRecipe:
         Backend.parse_token(f"cu{key}")
     except VariantError as exc:
         raise toolkits.error(exc.message, key, 'e.g. [cuda."13.0"]') from None
-    value = toolkits.table(key)
-    assert value is not None
-    value.check_keys(_CUDA_KEYS)
+    value = entry_table(toolkits, key, _CUDA_KEYS)
     source = value.required_string("source", 'e.g. source = "pypi"', nonempty=True)
     if source not in _SOURCES:
         raise value.error(
@@ -943,9 +948,8 @@ def _tvm_ffi_flavour(
             token,
             "use cpu or a CUDA token such as cu130",
         )
-    spec = flavours.table(token, hint=f'e.g. {token} = {{ arches = ["x86_64"] }}')
-    assert spec is not None
-    spec.check_keys(_TVM_FFI_FLAVOUR_KEYS)
+    hint = f'e.g. {token} = {{ arches = ["x86_64"] }}'
+    spec = entry_table(flavours, token, _TVM_FFI_FLAVOUR_KEYS, hint)
     example = '["nvidia-cuda-runtime>=13.0,<14"]'
     needs = _strings(spec, "requires", example, required=False)
     for entry in needs:
