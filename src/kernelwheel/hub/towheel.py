@@ -168,11 +168,6 @@ class _Serialized:
             self.inner.info(scope, message)
 
 
-def _jobs(requested: int) -> int:
-    """Compressing and hashing release the GIL: threads scale with the CPUs this process may use."""
-    return requested if requested > 0 else min(32, resolve_jobs(None))
-
-
 def to_wheels(
     req: ToWheelRequest,
     reporter: Reporter | None = None,
@@ -287,7 +282,8 @@ def _convert_all(
         return run.one(name, variants[name], by_variant[name], functools.partial(folder_for, name))
 
     names = list(variants)
-    jobs = min(_jobs(run.req.jobs), len(names))
+    # Compressing and hashing release the GIL: threads scale with the CPUs this process may use.
+    jobs = min(run.req.jobs if run.req.jobs > 0 else min(32, resolve_jobs(None)), len(names))
     if jobs <= 1:
         return [one(n) for n in names]
     with ThreadPoolExecutor(max_workers=jobs) as pool:

@@ -111,7 +111,7 @@ def _validate(spec: WheelSpec) -> None:
         if name in _GENERATED or PurePosixPath(name).parts[0] == LICENSES_DIR:
             raise WheelError(f"dist-info file {name!r} would overwrite generated metadata")
     for label, url in spec.project_urls:
-        if not label or "," in label or not _one_line(label) or not _one_line(url) or not url:
+        if not label or not url or "," in label or any(c in label + url for c in "\r\n"):
             raise WheelError(
                 f"invalid Project-URL {label!r}, {url!r}",
                 hint="a label without commas and a URL, each on one line",
@@ -120,10 +120,6 @@ def _validate(spec: WheelSpec) -> None:
 
 _GENERATED = frozenset({"METADATA", "WHEEL", "RECORD", TOP_LEVEL})
 LICENSES_DIR = "licenses"  # PEP 639: .dist-info/licenses/
-
-
-def _one_line(text: str) -> bool:
-    return "\n" not in text and "\r" not in text
 
 
 def _check_path(name: str, what: str) -> None:
