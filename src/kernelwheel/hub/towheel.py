@@ -140,11 +140,7 @@ def resolve(source: RepoSource, request: VersionRequest) -> Resolution:
     resolution = choose_ref(request, source.refs(), where=source.where)
     pin = getattr(source, "pin", None)
     if pin is not None:  # the Hub: pin the name in the cache for later offline runs
-        commit = pin(resolution.ref, resolution.commit)
-        if commit != resolution.commit:
-            resolution = Resolution(
-                request, resolution.ref, resolution.kind, commit, resolution.version
-            )
+        resolution = dataclasses.replace(resolution, commit=pin(resolution.ref, resolution.commit))
     return resolution
 
 
