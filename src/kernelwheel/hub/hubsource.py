@@ -511,9 +511,7 @@ class HubSource:
         try:
             yield _StreamingReader(futures, self.where)
         finally:
-            for future in futures.values():
-                future.cancel()
-            pool.shutdown(wait=True)
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _download(self, commit: str, variant: str) -> Path:
         from huggingface_hub import snapshot_download

@@ -283,13 +283,7 @@ def _convert_all(
     if jobs <= 1:
         return [one(n) for n in names]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(one, n) for n in names]
-        try:
-            return [f.result() for f in futures]
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+        return list(pool.map(one, names))  # a failure cancels the variants not started
 
 
 @dataclass(frozen=True)
