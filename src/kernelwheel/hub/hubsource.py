@@ -464,14 +464,10 @@ class HubSource:
             if not isinstance(item, HfRepoFile):
                 continue
             check_repo_path(item.path, where=self.where)
-            lfs = item.lfs
-            announced = Announced(
-                size=lfs.size if lfs is not None else item.size,
-                blob_id=item.blob_id,
-                lfs_sha256=lfs.sha256 if lfs is not None else None,
-            )
             if item.path.startswith(BUILD_DIR + "/"):
-                out.append(RepoFile(item.path, announced))
+                lfs = item.lfs
+                size, sha256 = (item.size, None) if lfs is None else (lfs.size, lfs.sha256)
+                out.append(RepoFile(item.path, Announced(size, item.blob_id, sha256)))
         return out
 
     def _cached_listing(self, commit: str) -> list[RepoFile]:
