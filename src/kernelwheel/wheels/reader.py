@@ -37,7 +37,6 @@ __all__ = [
     "extract_package",
     "integrity_problems",
     "is_symlink_entry",
-    "metadata_member",
     "parse_metadata",
     "read_metadata",
     "read_record",
@@ -58,14 +57,6 @@ def dist_info_dir(name: str, version: str) -> str:
     return f"{escape_name(name)}-{Version(version)}.dist-info"
 
 
-def metadata_member(zf: zipfile.ZipFile, where: object) -> str:
-    """The archive path of the one top-level ``*.dist-info/METADATA``."""
-    found = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
-    if len(found) != 1:
-        raise WheelError(f"{where}: expected one *.dist-info/METADATA, found {found}")
-    return found[0]
-
-
 def parse_metadata(data: bytes) -> Message:
     return Parser(policy=compat32).parsestr(data.decode("utf-8", "replace"))
 
@@ -81,9 +72,14 @@ def read_record(path: Path) -> list[Row]:
 
 
 def _read_dist_info(path: Path, leaf: str) -> bytes:
+    """``leaf`` of the one top-level ``*.dist-info`` folder, the one holding METADATA."""
     try:
         with zipfile.ZipFile(path) as zf:
-            return zf.read(metadata_member(zf, path).replace("/METADATA", f"/{leaf}"))
+            names = zf.namelist()
+            found = [n for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+            if len(found) != 1:
+                raise WheelError(f"{path}: expected one *.dist-info/METADATA, found {found}")
+            return zf.read(found[0].replace("/METADATA", f"/{leaf}"))
     except KeyError:
         raise WheelError(f"{path}: the wheel has no {leaf}", hint="rebuild the wheel") from None
     except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError) as exc:
