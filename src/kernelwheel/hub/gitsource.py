@@ -122,13 +122,13 @@ class GitSource:
         for line in out.decode().splitlines():
             refname, oid, peeled = line.split("\0")
             commit = peeled or oid
-            if refname.startswith("refs/tags/"):
-                tags.append(Ref(refname[len("refs/tags/") :], RefKind.TAG, commit))
-            elif refname.startswith("refs/heads/"):
-                name = refname[len("refs/heads/") :]
+            space, _, name = refname.removeprefix("refs/").partition("/")
+            if space == "tags":
+                tags.append(Ref(name, RefKind.TAG, commit))
+            elif space == "heads":
                 branches[name] = Ref(name, RefKind.BRANCH, commit)
-            elif refname.startswith("refs/remotes/"):
-                remote, _, name = refname[len("refs/remotes/") :].partition("/")
+            elif space == "remotes":
+                remote, _, name = name.partition("/")
                 if name == "HEAD" or not name:
                     continue
                 # A fresh clone has only the default branch locally; prefer origin's others.
