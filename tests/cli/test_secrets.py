@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel import hub
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError
-from kernelwheel.hub import HubSettings, ToWheelRequest
+from kernelwheel.hub import towheel
+from kernelwheel.hub.hubsource import HubSettings
+from kernelwheel.hub.towheel import ToWheelRequest
 
 TOKEN = "hf_NotToBeSeen42"
 
@@ -28,7 +29,7 @@ def test_a_token_quoted_in_an_error_is_redacted_everywhere(
         )
 
     monkeypatch.setenv("HF_TOKEN", TOKEN + "\n")
-    monkeypatch.setattr(hub, "to_wheels", quoting)
+    monkeypatch.setattr(towheel, "to_wheels", quoting)
     out = tmp_path / "out"
     argv = ["to-wheel", "acme/relu", "1", "-o", str(out), "--json", "--traceback", "--verbose"]
     assert main(argv) == 9

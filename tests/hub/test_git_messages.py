@@ -12,7 +12,7 @@ import pytest
 from support.gitrepo import HubRepo
 
 from kernelwheel.errors import HubError
-from kernelwheel.hub import GitSource
+from kernelwheel.hub.gitsource import GitSource
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from support.tinykernel import NAME, write_tiny_kernel
 from support.wheelread import read_wheel
 
 from kernelwheel.cli import main
-from kernelwheel.hub import ToWheelRequest, to_wheels
+from kernelwheel.hub.towheel import ToWheelRequest, to_wheels
 
 pytestmark = pytest.mark.integration
 

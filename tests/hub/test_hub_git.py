@@ -23,8 +23,9 @@ from support.wheelread import read_wheel
 
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, UsageError
-from kernelwheel.hub import Layout, ToWheelRequest, ToWheelResult, to_wheels
 from kernelwheel.hub.guard import GUARD_MODULE
+from kernelwheel.hub.layout import Layout
+from kernelwheel.hub.towheel import ToWheelRequest, ToWheelResult, to_wheels
 
 ALL_FORMS = SEED_13 + DEFECT_CASES + OTHER_FORMS
 

@@ -10,7 +10,7 @@ import pytest
 from support.gitrepo import HubRepo, make_repo, namespace_for, variant_files
 from support.venvs import QuickVenv, fake_torch
 
-from kernelwheel.hub import ToWheelRequest, to_wheels
+from kernelwheel.hub.towheel import ToWheelRequest, to_wheels
 
 # Real pip and uv installs into fresh venvs: seconds each (pytest -m 'not slow' skips them).
 pytestmark = pytest.mark.slow

@@ -9,8 +9,8 @@ import pytest
 from support.gitrepo import make_repo
 from support.wheelread import read_wheel
 
-from kernelwheel.hub import ToWheelRequest, ToWheelResult, to_wheels
 from kernelwheel.hub.guard import GUARD_MODULE
+from kernelwheel.hub.towheel import ToWheelRequest, ToWheelResult, to_wheels
 
 KINDS = {
     "torch-stable-abi210-cu130-x86_64-linux": (

@@ -13,13 +13,13 @@ from support.variants import TORCH214_CU130 as CU130
 from support.wheelread import read_wheel
 
 from kernelwheel.errors import HubError
-from kernelwheel.hub import ToWheelRequest, to_wheels
 from kernelwheel.hub.metadata import (
     Digest,
     KernelMetadata,
     KernelsVersion,
     Provenance,
 )
+from kernelwheel.hub.towheel import ToWheelRequest, to_wheels
 from kernelwheel.model.gitstate import GitState
 from kernelwheel.model.sections import KernelDependency
 

@@ -15,7 +15,8 @@ from support.shared import leftovers, wheels_in
 
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError
-from kernelwheel.hub import HubSettings, ToWheelRequest, to_wheels
+from kernelwheel.hub.hubsource import HubSettings
+from kernelwheel.hub.towheel import ToWheelRequest, to_wheels
 from kernelwheel.log import SilentReporter
 
 REPO = "drbh/img2gray"

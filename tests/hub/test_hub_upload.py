@@ -23,9 +23,9 @@ from support.wheelread import read_wheel
 
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, HubUnavailable, UsageError
-from kernelwheel.hub import ToWheelRequest, to_wheels
 from kernelwheel.hub.metadata import Digest
 from kernelwheel.hub.safety import git_blob_id
+from kernelwheel.hub.towheel import ToWheelRequest, to_wheels
 from kernelwheel.hub.upload import Change, UploadRequest, read_layout, upload
 from kernelwheel.log import SilentReporter
 from kernelwheel.model.variant import BackendKind, Variant

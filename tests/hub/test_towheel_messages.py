@@ -14,7 +14,7 @@ from support.variants import TORCH27_CU128 as CU128
 
 from kernelwheel.cli import main
 from kernelwheel.errors import WheelError
-from kernelwheel.hub import ToWheelRequest, to_wheels
+from kernelwheel.hub.towheel import ToWheelRequest, to_wheels
 
 
 def test_a_so_that_is_not_elf_fails_the_abi_check(

@@ -18,7 +18,7 @@ from support.installkit import installed, isolate, plain_install, torch_wheel
 from support.installkit import venv_with_torch as make_venv
 
 from kernelwheel.cli import main
-from kernelwheel.hub import ToWheelRequest, to_wheels
+from kernelwheel.hub.towheel import ToWheelRequest, to_wheels
 from kernelwheel.wheels import WheelSpec, write_wheel
 
 # Real pip and uv installs into fresh venvs: seconds each (pytest -m 'not slow' skips them).

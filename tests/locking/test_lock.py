@@ -17,7 +17,7 @@ from support.variants import TORCH214_CU130
 from kernelwheel import __version__
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, ProjectError
-from kernelwheel.hub import ToWheelRequest, to_wheels
+from kernelwheel.hub.towheel import ToWheelRequest, to_wheels
 from kernelwheel.locking import (
     LOCK_NAME,
     LockedKernel,

@@ -16,7 +16,7 @@ from support.venvs import QuickVenv, fake_torch
 
 from kernelwheel.cli import main
 from kernelwheel.errors import UsageError, WheelError
-from kernelwheel.hub import ToWheelRequest, to_wheels
+from kernelwheel.hub.towheel import ToWheelRequest, to_wheels
 from kernelwheel.wheels import WheelSpec, write_wheel
 from kernelwheel.wheels.index import ALL, build_index, flavours_of
 

@@ -14,7 +14,7 @@ from ._runlog import header, slug
 from .ui import ConsoleUI
 
 if TYPE_CHECKING:
-    from ..hub import ToWheelResult
+    from ..hub.towheel import ToWheelResult
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -86,7 +86,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     from ..errors import UsageError, VariantError
-    from ..hub import ToWheelRequest, to_wheels  # imported when used: other commands start faster
+    from ..hub.towheel import ToWheelRequest, to_wheels  # imported when used: starts faster
     from ..model.names import is_package_name, package_name, shadowing
 
     if args.name is not None and not is_package_name(package_name(args.name)):

@@ -103,12 +103,13 @@ def _project_urls(metadata: KernelMetadata | None, notes: list[str]) -> tuple[tu
     an index page shows them as links), each other one left out with a note."""
     if metadata is None:
         return ()
-    pairs = (("Upstream", metadata.upstream), ("Source", metadata.source))
     kept = []
-    for label, url in pairs:
+    for label, url in (("Upstream", metadata.upstream), ("Source", metadata.source)):
         if not url:
             continue
-        if _is_web_url(url):
+        parts = urlsplit(url)
+        odd = any(c.isspace() or ord(c) < 32 for c in url)
+        if parts.scheme in ("http", "https") and parts.hostname and not odd:
             kept.append((label, url))
         else:
             notes.append(
@@ -116,15 +117,6 @@ def _project_urls(metadata: KernelMetadata | None, notes: list[str]) -> tuple[tu
                 "left out of the wheel's Project-URL"
             )
     return tuple(kept)
-
-
-def _is_web_url(url: str) -> bool:
-    parts = urlsplit(url)
-    return (
-        parts.scheme in ("http", "https")
-        and bool(parts.hostname)
-        and not any(c.isspace() or ord(c) < 32 for c in url)
-    )
 
 
 def _screen_depends(metadata: KernelMetadata, folder: str) -> None:

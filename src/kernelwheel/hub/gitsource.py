@@ -7,9 +7,10 @@ from __future__ import annotations
 import posixpath
 import re
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, closing
 from pathlib import Path
+from typing import NamedTuple
 
 from .._util import RUNNER, Runner, release
 from ..errors import HubError
@@ -24,36 +25,6 @@ _MODE_SUBMODULE = "160000"
 _MAX_LINK_HOPS = 16
 
 
-def _run_git(runner: Runner, repo: Path, *args: str, input_: bytes | None = None) -> bytes:
-    try:
-        proc = runner.captured_bytes(["git", "-C", str(repo), *args], input=input_)
-    except FileNotFoundError:
-        raise HubError(
-            "git is not installed", hint="install git to convert a local clone"
-        ) from None
-    if proc.returncode != 0:
-        stderr = proc.stderr.decode(errors="replace").strip()
-        if "dubious ownership" in stderr or "safe.directory" in stderr:
-            raise _NotTrusted(
-                f"git refuses to read {repo}: the clone is owned by another user (git's "
-                "safe.directory check)",
-                hint=f"if you trust it, run 'git config --global --add safe.directory {repo}', "
-                "or clone it again as yourself",
-            )
-        missing = [a for a in args if _OBJECT_ID.fullmatch(a)]
-        if missing and any(m in stderr for m in _MISSING_OBJECT):
-            raise HubError(
-                f"git clone {repo}: commit {missing[0]} is not in this clone ({stderr})",
-                hint=f"fetch it: 'git -C {repo} fetch --all --tags' (a shallow clone needs "
-                "'--unshallow'); if the commit is gone upstream, pin another revision",
-            )
-        raise HubError(
-            f"git clone {repo}: 'git {' '.join(args)}' failed: {stderr}",
-            hint="check that the folder is a git clone of a kernel repo",
-        )
-    return proc.stdout
-
-
 class _NotTrusted(HubError):
     """git's safe.directory refusal: the folder is a clone, just not one git will read."""
 
@@ -62,18 +33,16 @@ _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _MISSING_OBJECT = ("not a tree object", "bad object", "Not a valid object name", "unknown revision")
 
 
-class _Entry:
-    __slots__ = ("mode", "oid", "path", "type")
-
-    def __init__(self, mode: str, type_: str, oid: str, path: str) -> None:
-        self.mode, self.type, self.oid, self.path = mode, type_, oid, path
+class _Entry(NamedTuple):
+    mode: str
+    type: str
+    oid: str
+    path: str
 
 
 def _parse_ls_tree(out: bytes) -> list[_Entry]:
     entries = []
-    for record in out.split(b"\0"):
-        if not record:
-            continue
+    for record in filter(None, out.split(b"\0")):
         meta, _, path = record.partition(b"\t")
         mode, type_, oid = meta.decode().split()
         entries.append(_Entry(mode, type_, oid, path.decode("utf-8", "surrogateescape")))
@@ -110,7 +79,34 @@ class GitSource:
 
     def _git(self, *args: str) -> bytes:
         """``git -C <clone> args``' output, through this source's runner."""
-        return _run_git(self.runner, self.path, *args)
+        repo = self.path
+        try:
+            proc = self.runner.captured_bytes(["git", "-C", str(repo), *args])
+        except FileNotFoundError:
+            raise HubError(
+                "git is not installed", hint="install git to convert a local clone"
+            ) from None
+        if proc.returncode != 0:
+            stderr = proc.stderr.decode(errors="replace").strip()
+            if "dubious ownership" in stderr or "safe.directory" in stderr:
+                raise _NotTrusted(
+                    f"git refuses to read {repo}: the clone is owned by another user (git's "
+                    "safe.directory check)",
+                    hint=f"if you trust it, run 'git config --global --add safe.directory "
+                    f"{repo}', or clone it again as yourself",
+                )
+            missing = [a for a in args if _OBJECT_ID.fullmatch(a)]
+            if missing and any(m in stderr for m in _MISSING_OBJECT):
+                raise HubError(
+                    f"git clone {repo}: commit {missing[0]} is not in this clone ({stderr})",
+                    hint=f"fetch it: 'git -C {repo} fetch --all --tags' (a shallow clone needs "
+                    "'--unshallow'); if the commit is gone upstream, pin another revision",
+                )
+            raise HubError(
+                f"git clone {repo}: 'git {' '.join(args)}' failed: {stderr}",
+                hint="check that the folder is a git clone of a kernel repo",
+            )
+        return proc.stdout
 
     def refs(self) -> Sequence[Ref]:
         out = self._git(
@@ -126,13 +122,13 @@ class GitSource:
         for line in out.decode().splitlines():
             refname, oid, peeled = line.split("\0")
             commit = peeled or oid
-            if refname.startswith("refs/tags/"):
-                tags.append(Ref(refname[len("refs/tags/") :], RefKind.TAG, commit))
-            elif refname.startswith("refs/heads/"):
-                name = refname[len("refs/heads/") :]
+            space, _, name = refname.removeprefix("refs/").partition("/")
+            if space == "tags":
+                tags.append(Ref(name, RefKind.TAG, commit))
+            elif space == "heads":
                 branches[name] = Ref(name, RefKind.BRANCH, commit)
-            elif refname.startswith("refs/remotes/"):
-                remote, _, name = refname[len("refs/remotes/") :].partition("/")
+            elif space == "remotes":
+                remote, _, name = name.partition("/")
                 if name == "HEAD" or not name:
                     continue
                 # A fresh clone has only the default branch locally; prefer origin's others.
@@ -211,16 +207,8 @@ class GitSource:
             )
         return self._expand(commit, match[0], shown_as, hops=hops + 1)
 
-    @contextmanager
-    def fetch(self, commit: str, files: Sequence[RepoFile]) -> Iterator[FileReader]:
-        reader = _BlobReader(self)
-        try:
-            yield reader
-        finally:
-            reader.close()
-
-    def lfs_object(self, oid: str) -> Path:
-        return self.git_dir / "lfs" / "objects" / oid[:2] / oid[2:4] / oid
+    def fetch(self, commit: str, files: Sequence[RepoFile]) -> AbstractContextManager[FileReader]:
+        return closing(_BlobReader(self))
 
 
 class _BlobReader:
@@ -255,7 +243,8 @@ class _BlobReader:
             return raw, Announced(size=len(raw), blob_id=file.announced.blob_id)
         # The pointer is what git stores: check it against its blob id, then read the object.
         verify(file.path, raw, file.announced, where=self.source.where)
-        obj = self.source.lfs_object(pointer.oid)
+        oid = pointer.oid
+        obj = self.source.git_dir / "lfs" / "objects" / oid[:2] / oid[2:4] / oid
         try:
             data = obj.read_bytes()
         except FileNotFoundError:

@@ -155,13 +155,10 @@ def checked_token(value: str | None, where: str) -> str | None:
     bad = next((i for i, c in enumerate(token) if not "!" <= c <= "~"), None)
     if bad is not None:
         char = token[bad]
-        kind = (
-            "a non-ASCII character"
-            if ord(char) > 127
-            else "whitespace"
-            if char.isspace()
-            else "a control character"
-        )
+        if ord(char) > 127:
+            kind = "a non-ASCII character"
+        else:
+            kind = "whitespace" if char.isspace() else "a control character"
         raise UsageError(
             f"{where}: the Hub token holds {kind} (character {bad + 1} of {len(token)}), which "
             "no Hub token has; it was not sent",
@@ -204,11 +201,8 @@ def seconds(text: str, where: str, *, zero: bool = False, most: float = _MOST_SE
         value = float("nan")
     if not (0 <= value if zero else 0 < value) or not value <= most:  # nan fails too
         least = "from 0" if zero else "more than 0"
-        raise UsageError(
-            f"{_given(where, text)} is not a number of seconds ({least}, at most {most:g})",
-            hint=f"give {where} a number of seconds such as 30 or 2.5"
-            + ("" if where.startswith("--") else ", or unset it"),
-        )
+        what = f"a number of seconds ({least}, at most {most:g})"
+        raise _invalid(where, text, what, "a number of seconds such as 30 or 2.5")
     return value
 
 
@@ -217,17 +211,16 @@ def count(text: str, where: str, most: int) -> int:
     else a :class:`UsageError` naming ``where`` and the value."""
     stripped = text.strip()
     if not (stripped.isascii() and stripped.isdigit() and 1 <= int(stripped) <= most):
-        raise UsageError(
-            f"{_given(where, text)} is not a whole number from 1 to {most}",
-            hint=f"give {where} a number such as 3"
-            + ("" if where.startswith("--") else ", or unset it"),
-        )
+        raise _invalid(where, text, f"a whole number from 1 to {most}", "a number such as 3")
     return int(stripped)
 
 
-def _given(where: str, text: str) -> str:
-    """``--tries '0'`` for a flag, ``KERNELWHEEL_UPLOAD_TRIES='0'`` for a variable."""
-    return f"{where} {text!r}" if where.startswith("--") else f"{where}={text!r}"
+def _invalid(where: str, text: str, what: str, example: str) -> UsageError:
+    """``--tries '0'`` (a flag) or ``KERNELWHEEL_UPLOAD_TRIES='0'`` (a variable) is not ``what``."""
+    if where.startswith("--"):
+        return UsageError(f"{where} {text!r} is not {what}", hint=f"give {where} {example}")
+    hint = f"give {where} {example}, or unset it"
+    return UsageError(f"{where}={text!r} is not {what}", hint=hint)
 
 
 _TRIES = 3  # a call that times out or cannot connect is tried this often (HubSettings.pause)
@@ -271,10 +264,7 @@ class _Quiet:
         return None
 
     def __getattr__(self, name: str) -> Callable[..., None]:
-        def ignore(*args: Any, **kwargs: Any) -> None:
-            return None
-
-        return ignore
+        return lambda *args, **kwargs: None
 
 
 class HubSource:
@@ -474,14 +464,10 @@ class HubSource:
             if not isinstance(item, HfRepoFile):
                 continue
             check_repo_path(item.path, where=self.where)
-            lfs = item.lfs
-            announced = Announced(
-                size=lfs.size if lfs is not None else item.size,
-                blob_id=item.blob_id,
-                lfs_sha256=lfs.sha256 if lfs is not None else None,
-            )
             if item.path.startswith(BUILD_DIR + "/"):
-                out.append(RepoFile(item.path, announced))
+                lfs = item.lfs
+                size, sha256 = (item.size, None) if lfs is None else (lfs.size, lfs.sha256)
+                out.append(RepoFile(item.path, Announced(size, item.blob_id, sha256)))
         return out
 
     def _cached_listing(self, commit: str) -> list[RepoFile]:
@@ -521,9 +507,7 @@ class HubSource:
         try:
             yield _StreamingReader(futures, self.where)
         finally:
-            for future in futures.values():
-                future.cancel()
-            pool.shutdown(wait=True)
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _download(self, commit: str, variant: str) -> Path:
         from huggingface_hub import snapshot_download

@@ -48,41 +48,32 @@ def plan(
     repo_name: str,
     where: str,
 ) -> VariantPlan:
-    """Plan one variant: ``paths`` are relative to ``build/<variant>/``."""
-    folder = _Folder(variant, paths, metadata, repo_name, where)
-    return _plan_flat(folder) if INIT in paths else _plan_nested(folder)
-
-
-@dataclass(frozen=True)
-class _Folder:
-    """One variant folder as the planners see it."""
-
-    variant: str
-    paths: Sequence[str]
-    metadata: KernelMetadata | None
-    repo_name: str
-    where: str
-
-    def placed(
-        self, layout: Layout, pkg: str, place: Callable[[str], tuple[str | None, str]]
-    ) -> VariantPlan:
-        """Every path into the wheel at ``place(path)``'s archive path, or left out with its
-        reason; metadata.json and bytecode are always left out."""
-        files, left_out = [], []
-        for path in sorted(self.paths):
-            if path == METADATA_JSON:
-                left_out.append((path, "read into the wheel's METADATA"))
-            elif path == METADATA_SIGSTORE:
-                left_out.append((path, f"signature of {METADATA_JSON}, kept beside it"))
-            elif "__pycache__" in path.split("/") or path.endswith((".pyc", ".pyo")):
-                left_out.append((path, "compiled bytecode"))
+    """Plan one variant: ``paths`` are relative to ``build/<variant>/``. Every path goes into
+    the wheel at its layout's archive path, or is left out with its reason; metadata.json and
+    bytecode are always left out."""
+    if INIT in paths:
+        layout, (pkg, place) = Layout.FLAT, _flat(paths, metadata, repo_name, where)
+    else:
+        layout, (pkg, place) = Layout.NESTED, _nested(paths, metadata, repo_name, where)
+    files, left_out = [], []
+    for path in sorted(paths):
+        if path == METADATA_JSON:
+            left_out.append((path, "read into the wheel's METADATA"))
+        elif path == METADATA_SIGSTORE:
+            left_out.append((path, f"signature of {METADATA_JSON}, kept beside it"))
+        elif "__pycache__" in path.split("/") or path.endswith((".pyc", ".pyo")):
+            left_out.append((path, "compiled bytecode"))
+        else:
+            archive, why = place(path)
+            if archive is None:
+                left_out.append((path, why))
             else:
-                archive, why = place(path)
-                if archive is None:
-                    left_out.append((path, why))
-                else:
-                    files.append((path, archive))
-        return VariantPlan(self.variant, layout, pkg, tuple(files), tuple(left_out))
+                files.append((path, archive))
+    return VariantPlan(variant, layout, pkg, tuple(files), tuple(left_out))
+
+
+# A path inside the variant folder -> its archive path, or None and why it is left out.
+_Place = Callable[[str], tuple[str | None, str]]
 
 
 # A compiled extension ``_<name>_<build id>.abi3.so`` (kernel-builder's ops namespace).
@@ -102,15 +93,16 @@ def content_name(paths: Sequence[str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _plan_flat(folder: _Folder) -> VariantPlan:
-    paths, metadata, where = folder.paths, folder.metadata, folder.where
+def _flat(
+    paths: Sequence[str], metadata: KernelMetadata | None, repo_name: str, where: str
+) -> tuple[str, _Place]:
     from_content = content_name(paths)
     if metadata and metadata.name:
         source, name = "metadata.json 'name'", metadata.name
     elif from_content:
         source, name = "the shim folder and extension name", from_content
     else:
-        source, name = "the repo name", folder.repo_name
+        source, name = "the repo name", repo_name
     pkg = package_name(name)
     if not is_package_name(pkg):
         raise HubError(
@@ -126,12 +118,12 @@ def _plan_flat(folder: _Folder) -> VariantPlan:
             return None, "compatibility shim for older kernels releases"
         return f"{pkg}/{path}", ""
 
-    return folder.placed(Layout.FLAT, pkg, place)
+    return pkg, place
 
 
-def _plan_nested(folder: _Folder) -> VariantPlan:
-    paths, metadata, repo_name = folder.paths, folder.metadata, folder.repo_name
-    where = folder.where
+def _nested(
+    paths: Sequence[str], metadata: KernelMetadata | None, repo_name: str, where: str
+) -> tuple[str, _Place]:
     candidates = sorted({p.split("/")[0] for p in paths if p.count("/") == 1 and p.endswith(INIT)})
     candidates = [c for c in candidates if f"{c}/{INIT}" in paths]
     if not candidates:
@@ -165,4 +157,4 @@ def _plan_nested(folder: _Folder) -> VariantPlan:
             return path, ""
         return None, f"outside the package folder {pkg}/"
 
-    return folder.placed(Layout.NESTED, pkg, place)
+    return pkg, place

@@ -71,7 +71,9 @@ def read_layout(folder: Path, version: int | None = None) -> Layout:
             hint="pass the folder 'kernelwheel build --hub-layout DIR' wrote",
         )
     entries = _walk(build, folder)
-    names = sorted({path.relative_to(build).parts[0] for path in entries} | _folders(build))
+    with os.scandir(build) as found:  # an empty variant folder holds no file to list
+        empty = {e.name for e in found if e.is_dir(follow_symlinks=False)}
+    names = sorted({path.relative_to(build).parts[0] for path in entries} | empty)
     if not names:
         raise UsageError(
             f"{build}: holds no variant folders",
@@ -95,12 +97,6 @@ def _lstat_is(path: Path, test: Callable[[int], bool]) -> bool:
         return test(path.lstat().st_mode)
     except OSError:
         return False
-
-
-def _folders(build: Path) -> set[str]:
-    """The folders of ``build`` (an empty variant folder holds no file to list)."""
-    with os.scandir(build) as found:
-        return {e.name for e in found if e.is_dir(follow_symlinks=False)}
 
 
 def _walk(root: Path, layout: Path) -> list[Path]:

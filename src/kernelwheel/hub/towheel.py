@@ -140,11 +140,7 @@ def resolve(source: RepoSource, request: VersionRequest) -> Resolution:
     resolution = choose_ref(request, source.refs(), where=source.where)
     pin = getattr(source, "pin", None)
     if pin is not None:  # the Hub: pin the name in the cache for later offline runs
-        commit = pin(resolution.ref, resolution.commit)
-        if commit != resolution.commit:
-            resolution = Resolution(
-                request, resolution.ref, resolution.kind, commit, resolution.version
-            )
+        resolution = dataclasses.replace(resolution, commit=pin(resolution.ref, resolution.commit))
     return resolution
 
 
@@ -166,11 +162,6 @@ class _Serialized:
     def info(self, scope: str, message: str) -> None:
         with self.lock:
             self.inner.info(scope, message)
-
-
-def _jobs(requested: int) -> int:
-    """Compressing and hashing release the GIL: threads scale with the CPUs this process may use."""
-    return requested if requested > 0 else min(32, resolve_jobs(None))
 
 
 def to_wheels(
@@ -287,17 +278,12 @@ def _convert_all(
         return run.one(name, variants[name], by_variant[name], functools.partial(folder_for, name))
 
     names = list(variants)
-    jobs = min(_jobs(run.req.jobs), len(names))
+    # Compressing and hashing release the GIL: threads scale with the CPUs this process may use.
+    jobs = min(run.req.jobs if run.req.jobs > 0 else min(32, resolve_jobs(None)), len(names))
     if jobs <= 1:
         return [one(n) for n in names]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(one, n) for n in names]
-        try:
-            return [f.result() for f in futures]
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+        return list(pool.map(one, names))  # a failure cancels the variants not started
 
 
 @dataclass(frozen=True)

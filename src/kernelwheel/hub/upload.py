@@ -35,7 +35,6 @@ from .source import BUILD_DIR
 __all__ = [
     "Change",
     "PlannedFile",
-    "UploadBounds",
     "UploadRequest",
     "UploadResult",
     "read_layout",
@@ -84,26 +83,16 @@ class UploadRequest:
     tries: str | None = None
 
 
-@dataclass(frozen=True)
-class UploadBounds:
+def upload_bounds(timeout: str | None = None, tries: str | None = None) -> tuple[float, int]:
     """How long each connect, read and write of an upload waits (seconds), and how often each
-    call is tried."""
-
-    timeout: float = _UPLOAD_TIMEOUT
-    tries: int = _TRIES
-
-
-def upload_bounds(
-    timeout: str | None = None, tries: str | None = None, environ: Mapping[str, str] | None = None
-) -> UploadBounds:
-    """The bounds of an upload: each flag, else its variable, else the default
-    (docs/options.md); a value that is no positive number is a UsageError naming where."""
-    env = os.environ if environ is None else environ
+    call is tried: each flag, else its variable, else the default (docs/options.md); a value
+    that is no positive number is a UsageError naming where."""
+    env = os.environ
     wait = _first_set(timeout, "--timeout", TIMEOUT_VARIABLE, env, seconds) or hub_timeout(env)
     times = _first_set(
         tries, "--tries", TRIES_VARIABLE, env, lambda text, where: count(text, where, _MOST_TRIES)
     )
-    return UploadBounds(wait or _UPLOAD_TIMEOUT, times or _TRIES)
+    return wait or _UPLOAD_TIMEOUT, times or _TRIES
 
 
 def _first_set(
@@ -146,13 +135,13 @@ class _Hub:
     """The calls upload makes, each error mapped to one that says the fix."""
 
     def __init__(
-        self, repo: str, settings: HubSettings, token: str | None, bounds: UploadBounds
+        self, repo: str, settings: HubSettings, token: str | None, timeout: float, tries: int
     ) -> None:
         from huggingface_hub import HfApi
 
         self.repo = repo
-        self.timeout = bounds.timeout
-        self.tries = bounds.tries
+        self.timeout = timeout
+        self.tries = tries
         self.pause = settings.pause
         bound_http(self.timeout)
         self.api = HfApi(endpoint=settings.endpoint, token=token or False)
@@ -266,7 +255,7 @@ def upload(
             hint="pass org/name, e.g. my-org/img2gray",
         )
     settings = settings or HubSettings.from_env()
-    bounds = upload_bounds(req.timeout, req.tries)
+    timeout, tries = upload_bounds(req.timeout, req.tries)
     if settings.offline:
         raise UsageError(
             "HF_HUB_OFFLINE is set: upload (even --dry-run) needs the Hub",
@@ -277,7 +266,7 @@ def upload(
     token = hub_token(settings)
     if token is None and not req.dry_run:
         raise UsageError(f"no Hub token to push {req.repo} with", hint=_TOKEN_HINT)
-    hub = _Hub(req.repo, settings, token, bounds)
+    hub = _Hub(req.repo, settings, token, timeout, tries)
     scope = req.repo.rsplit("/", 1)[1]
 
     with step(reporter, scope, f"compare with {hub.where}, branch {branch}") as detail:

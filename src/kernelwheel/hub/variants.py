@@ -75,8 +75,7 @@ def hub_builds(
             continue
         tag = wheel_tag(variant, DEFAULT_MANYLINUX)
         filename = f"{dist}-{base}+{variant.local_version}-{tag}.whl"
-        location = f"{src.where}: build/{folder}"
-        candidates.append(Candidate(filename, location, None, src.where))
+        candidates.append(Candidate(filename, f"{src.where}: build/{folder}", None, src.where))
         names[filename] = folder
     return HubBuilds(src.where, resolution, tuple(candidates), names, tuple(unmappable))
 

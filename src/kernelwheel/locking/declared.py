@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .. import _toml as toml
 from ..errors import ProjectError, UsageError
-from ..hub import RequestKind, VersionRequest, repo_id_problem
+from ..hub.hubsource import repo_id_problem
+from ..hub.revision import RequestKind, VersionRequest
 
 __all__ = ["PYPROJECT", "Declarations", "Dependency", "read_dependencies"]
 

@@ -17,8 +17,9 @@ from .. import __version__
 from .._util import RUNNER, Runner, output_dir, publish, sha256_file, staging_dir
 from ..compat import rules as compat
 from ..errors import HubError, ProjectError, UsageError
-from ..hub import RepoFile, RepoSource, ToWheelRequest, VersionRequest, to_wheels
-from ..hub.towheel import AbiCheck, default_abi_check
+from ..hub.revision import VersionRequest
+from ..hub.source import RepoFile, RepoSource
+from ..hub.towheel import AbiCheck, ToWheelRequest, default_abi_check, to_wheels
 from ..log import Reporter, SilentReporter
 from ..plan.selector import Selector
 from ..wheels import source_date_epoch

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from .. import _toml as toml
 from ..errors import ProjectError, UsageError
-from ..hub import VersionRequest, repo_id_problem
+from ..hub.hubsource import repo_id_problem
+from ..hub.revision import VersionRequest
 
 __all__ = ["LOCK_NAME", "LOCK_VERSION", "LockFile", "LockedKernel", "LockedVariant"]
 

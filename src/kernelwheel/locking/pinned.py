@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..hub import FileReader, Ref, RefKind, RepoFile, RepoSource, RequestKind, VersionRequest
+from ..hub.revision import Ref, RefKind, RequestKind, VersionRequest
 from ..hub.safety import Announced
+from ..hub.source import FileReader, RepoFile, RepoSource
 
 __all__ = ["FileHook", "PinnedSource"]
 

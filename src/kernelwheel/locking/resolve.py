@@ -1,9 +1,10 @@
 """``kernelwheel lock``: resolve each declared kernel to a commit and record what it becomes
 (docs/lockfile.md, "kernelwheel lock").
 
-Every variant at that commit is converted with :func:`kernelwheel.hub.to_wheels`, recording the
-sha256 of each file as it is read and of the wheel: wheels are reproducible, so ``download`` can
-demand the same bytes later. An unchanged kernel is carried over without downloading anything.
+Every variant at that commit is converted with :func:`kernelwheel.hub.towheel.to_wheels`,
+recording the sha256 of each file as it is read and of the wheel: wheels are reproducible, so
+``download`` can demand the same bytes later. An unchanged kernel is carried over without
+downloading anything.
 """
 
 from __future__ import annotations
@@ -19,18 +20,18 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from .. import __version__
 from .._util import RUNNER, Runner, atomic_write, sha256_file
 from ..errors import HubError, KernelwheelError, ProjectError
-from ..hub import (
-    GitSource,
-    HubSource,
+from ..hub.gitsource import GitSource
+from ..hub.hubsource import HubSource
+from ..hub.revision import Resolution
+from ..hub.source import RepoFile, RepoSource
+from ..hub.towheel import (
+    AbiCheck,
     Rejected,
-    RepoFile,
-    RepoSource,
-    Resolution,
     ToWheelRequest,
+    default_abi_check,
     resolve,
     to_wheels,
 )
-from ..hub.towheel import AbiCheck, default_abi_check
 from ..log import Reporter, SilentReporter
 from ..wheels import source_date_epoch
 from .declared import Dependency, read_dependencies

@@ -5,11 +5,10 @@ One reader for every stage that looks inside a wheel (Hub export, index, lock fi
 
 from __future__ import annotations
 
-import hashlib
 import zipfile
 import zlib
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import Message
 from email.parser import Parser
@@ -26,7 +25,7 @@ from ..errors import VariantError, WheelError
 from ..model.names import name_warning, shadowing
 from ..model.variant import variant_of_wheel
 from ..model.wheelname import parse_wheel_name
-from .record import Row, digest_hash, parse_record
+from .record import Row, digest_hash, hashed_copy, parse_record
 
 __all__ = [
     "IntegrityProblem",
@@ -38,7 +37,6 @@ __all__ = [
     "extract_package",
     "integrity_problems",
     "is_symlink_entry",
-    "metadata_member",
     "parse_metadata",
     "read_metadata",
     "read_record",
@@ -59,14 +57,6 @@ def dist_info_dir(name: str, version: str) -> str:
     return f"{escape_name(name)}-{Version(version)}.dist-info"
 
 
-def metadata_member(zf: zipfile.ZipFile, where: object) -> str:
-    """The archive path of the one top-level ``*.dist-info/METADATA``."""
-    found = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
-    if len(found) != 1:
-        raise WheelError(f"{where}: expected one *.dist-info/METADATA, found {found}")
-    return found[0]
-
-
 def parse_metadata(data: bytes) -> Message:
     return Parser(policy=compat32).parsestr(data.decode("utf-8", "replace"))
 
@@ -82,9 +72,14 @@ def read_record(path: Path) -> list[Row]:
 
 
 def _read_dist_info(path: Path, leaf: str) -> bytes:
+    """``leaf`` of the one top-level ``*.dist-info`` folder, the one holding METADATA."""
     try:
         with zipfile.ZipFile(path) as zf:
-            return zf.read(metadata_member(zf, path).replace("/METADATA", f"/{leaf}"))
+            names = zf.namelist()
+            found = [n for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+            if len(found) != 1:
+                raise WheelError(f"{path}: expected one *.dist-info/METADATA, found {found}")
+            return zf.read(found[0].replace("/METADATA", f"/{leaf}"))
     except KeyError:
         raise WheelError(f"{path}: the wheel has no {leaf}", hint="rebuild the wheel") from None
     except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError) as exc:
@@ -108,35 +103,29 @@ def extract_package(path: Path, prefix: str, dest: Path) -> dict[str, bytes]:
                 name: (digest, size)
                 for name, digest, size in parse_record(zf.read(record_name), where=str(path))
             }
-            members = [i for i in zf.infolist() if i.filename.startswith(prefix) and not i.is_dir()]
-            return {
-                (rel := info.filename[len(prefix) :]): _extract_member(
-                    zf, info, rows, dest / rel, path
-                )
-                for info in members
-            }
+            digests: dict[str, bytes] = {}
+            for info in zf.infolist():
+                name = info.filename
+                if not name.startswith(prefix) or info.is_dir():
+                    continue
+                if _unsafe(name) or is_symlink_entry(info):
+                    raise WheelError(
+                        f"{path}: {name} is not a plain file inside the wheel", hint="rebuild it"
+                    )
+                if name not in rows:
+                    raise WheelError(f"{path}: {name} is not in RECORD", hint="rebuild the wheel")
+                target = dest / name[len(prefix) :]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with target.open("wb") as dst, zf.open(info) as src:
+                    digest, size = hashed_copy(src, dst.write)
+                if (digest_hash(digest), str(size)) != rows[name]:
+                    raise WheelError(
+                        f"{path}: {name} does not match its RECORD hash", hint="rebuild it"
+                    )
+                digests[name[len(prefix) :]] = digest
+            return digests
     except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
         raise WheelError(f"{path}: cannot read wheel: {exc}", hint="rebuild the wheel") from None
-
-
-def _extract_member(
-    zf: zipfile.ZipFile,
-    info: zipfile.ZipInfo,
-    rows: Mapping[str, tuple[str, str]],
-    target: Path,
-    path: Path,
-) -> bytes:
-    name = info.filename
-    if _unsafe(name) or is_symlink_entry(info):
-        raise WheelError(f"{path}: {name} is not a plain file inside the wheel", hint="rebuild it")
-    if name not in rows:
-        raise WheelError(f"{path}: {name} is not in RECORD", hint="rebuild the wheel")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("wb") as dst:
-        digest, size = _stream(zf, info, dst.write)
-    if (digest_hash(digest), str(size)) != rows[name]:
-        raise WheelError(f"{path}: {name} does not match its RECORD hash", hint="rebuild it")
-    return digest
 
 
 _SYMLINK = 0o120000
@@ -171,7 +160,6 @@ class IntegrityProblem:
 MAX_RATIO = 100
 RATIO_FLOOR = 1 << 20
 MAX_TOTAL = 16 << 30
-_CHUNK = 1 << 20
 _UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError)
 
 
@@ -184,21 +172,6 @@ def bomb_cause(info: zipfile.ZipInfo) -> str | None:
             f"({ratio:.0f}:1, over the {MAX_RATIO}:1 cap): a zip bomb, not read"
         )
     return None
-
-
-def _stream(
-    zf: zipfile.ZipFile, info: zipfile.ZipInfo, write: Callable[[bytes], object] = len
-) -> tuple[bytes, int]:
-    """The raw sha256 and the size of a member, read in chunks (never whole in memory), each
-    chunk also handed to ``write``."""
-    digest = hashlib.sha256()
-    size = 0
-    with zf.open(info) as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-            write(chunk)
-            size += len(chunk)
-    return digest.digest(), size
 
 
 def _dist_info_problems(names: list[str], rebuild: str) -> list[IntegrityProblem]:
@@ -286,7 +259,8 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
             bad(path, f"RECORD gives no sha256 hash ({digest!r})")
             continue
         try:
-            raw, length = _stream(zf, by_name[path])
+            with zf.open(by_name[path]) as fh:
+                raw, length = hashed_copy(fh)
         except _UNREADABLE as exc:
             bad(path, f"cannot be decompressed ({exc})")
             continue

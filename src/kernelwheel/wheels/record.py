@@ -10,11 +10,12 @@ import base64
 import csv
 import hashlib
 import io
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import IO
 
 from ..errors import WheelError
 
-__all__ = ["Row", "digest_hash", "format_record", "parse_record", "record_hash"]
+__all__ = ["Row", "digest_hash", "format_record", "hashed_copy", "parse_record", "record_hash"]
 
 Row = tuple[str, str, str]  # (archive path, "sha256=<urlsafe b64>" or "", size or "")
 
@@ -26,6 +27,17 @@ def record_hash(data: bytes) -> str:
 def digest_hash(digest: bytes) -> str:
     """The RECORD form of a sha256 digest: ``sha256=`` and the unpadded urlsafe base64."""
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def hashed_copy(src: IO[bytes], write: Callable[[bytes], object] = len) -> tuple[bytes, int]:
+    """The raw sha256 and the size of what ``src`` holds, read in 1 MiB chunks (never whole in
+    memory), each chunk also handed to ``write``."""
+    digest, size = hashlib.sha256(), 0
+    while chunk := src.read(1 << 20):
+        digest.update(chunk)
+        write(chunk)
+        size += len(chunk)
+    return digest.digest(), size
 
 
 def format_record(rows: Iterable[Row]) -> bytes:

@@ -61,16 +61,12 @@ def owned_entries(output: Path) -> frozenset[str]:
             f"{manifest}: not a manifest kernelwheel can read ({exc})",
             hint="remove the files the index wrote and this manifest, then run again",
         ) from None
-    if bad := [e for e in entries if not _plain_name(e)]:
+    if bad := [e for e in entries if not e or "/" in e or e in (".", "..", MANIFEST)]:
         raise UsageError(
             f"{manifest}: lists {bad[0]!r}, which is no plain entry name",
             hint="the manifest was edited; remove it and the index's files, then run again",
         )
     return frozenset(entries)
-
-
-def _plain_name(name: str) -> bool:
-    return bool(name) and "/" not in name and name not in (".", "..", MANIFEST)
 
 
 def _write_manifest(output: Path, entries: Iterable[str]) -> None:

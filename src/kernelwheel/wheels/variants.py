@@ -62,26 +62,18 @@ def cuda_properties(backend: Backend) -> list[tuple[str, str]]:
     ]
 
 
-def cuda_runtime_distribution(major: int) -> str:
-    """NVIDIA's CUDA runtime distribution a CUDA ``major`` torch wheel pins, normalised as
-    variantlib names installed distributions: ``nvidia-cuda-runtime-cu12`` up to CUDA 12,
-    ``nvidia-cuda-runtime`` from CUDA 13 (one name, the major in the version)."""
-    return "nvidia_cuda_runtime" if major >= 13 else f"nvidia_cuda_runtime_cu{major}"
-
-
 def torch_properties(torch: TorchVersion, backend: Backend) -> list[tuple[str, str, str]]:
     """The ``abi_dependency`` properties of a per-torch build: its torch series and, for CUDA,
     the CUDA runtime the torch itself was built with (see the module docstring)."""
     props = [(ABI_DEPENDENCY, "torch", f"{torch.major}.{torch.minor}")]
     if backend.kind is BackendKind.CUDA and backend.version is not None:
         major, minor = backend.version
-        props.append((ABI_DEPENDENCY, cuda_runtime_distribution(major), f"{major}.{minor}"))
+        # NVIDIA's CUDA runtime distribution a CUDA ``major`` torch wheel pins, normalised as
+        # variantlib names installed distributions: ``nvidia-cuda-runtime-cu12`` up to CUDA 12,
+        # ``nvidia-cuda-runtime`` from CUDA 13 (one name, the major in the version).
+        runtime = "nvidia_cuda_runtime" if major >= 13 else f"nvidia_cuda_runtime_cu{major}"
+        props.append((ABI_DEPENDENCY, runtime, f"{major}.{minor}"))
     return props
-
-
-def torch_label(torch: TorchVersion, backend: Backend) -> str:
-    """``torch214_cu130``: the label of a torch-dimension variant."""
-    return f"torch{torch.major}{torch.minor}_{backend.token}"
 
 
 @dataclass(frozen=True)
@@ -111,7 +103,8 @@ def write_variant_wheel(
     """The variant wheel of the kernel wheel ``source`` (already through the record rule) in
     ``out_dir``: the public version, the label, ``variant.json`` added, every other member
     copied as it is. ``torch``: a torch-dimension variant, where a CPU build is one too."""
-    label = backend.token if torch is None else torch_label(torch, backend)
+    # ``torch214_cu130``: the label of a torch-dimension variant
+    label = backend.token if torch is None else f"torch{torch.major}{torch.minor}_{backend.token}"
     name_part, version_text = source.name.split("-")[:2]
     new_version = Version(version_text).public
     new_dist = f"{escape_name(name_part)}-{new_version}.dist-info"

@@ -7,9 +7,9 @@ the output folder only once complete (written beside it, then renamed).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
+import shutil
 import time
 import zipfile
 import zlib
@@ -28,7 +28,7 @@ from .. import __version__
 from .._util import staged_file
 from ..errors import WheelError
 from .reader import TOP_LEVEL, dist_info_dir, escape_name
-from .record import digest_hash, format_record, parse_record, record_hash
+from .record import digest_hash, format_record, hashed_copy, parse_record, record_hash
 
 _DEFAULT_EPOCH = 315532800  # 1980-01-01T00:00:00Z, the earliest time a zip can hold
 _NAME_RE = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
@@ -111,7 +111,7 @@ def _validate(spec: WheelSpec) -> None:
         if name in _GENERATED or PurePosixPath(name).parts[0] == LICENSES_DIR:
             raise WheelError(f"dist-info file {name!r} would overwrite generated metadata")
     for label, url in spec.project_urls:
-        if not label or "," in label or not _one_line(label) or not _one_line(url) or not url:
+        if not label or not url or "," in label or any(c in label + url for c in "\r\n"):
             raise WheelError(
                 f"invalid Project-URL {label!r}, {url!r}",
                 hint="a label without commas and a URL, each on one line",
@@ -120,10 +120,6 @@ def _validate(spec: WheelSpec) -> None:
 
 _GENERATED = frozenset({"METADATA", "WHEEL", "RECORD", TOP_LEVEL})
 LICENSES_DIR = "licenses"  # PEP 639: .dist-info/licenses/
-
-
-def _one_line(text: str) -> bool:
-    return "\n" not in text and "\r" not in text
 
 
 def _check_path(name: str, what: str) -> None:
@@ -204,7 +200,6 @@ def source_date_epoch() -> int:
 
 _WINDOW = 4096  # bytes per sampled window
 _WINDOWS = 16  # windows spread evenly over a member: 64 KiB sampled at most
-_CHUNK = 1 << 20  # bytes of a file member read at a time
 
 
 def _windows(size: int) -> list[tuple[int, int]]:
@@ -247,15 +242,11 @@ def _write_member(
     if isinstance(data, bytes):
         zf.writestr(info, data)
         return known or record_hash(data), str(len(data))
-    digest, size = hashlib.sha256(), 0
     with data.open("rb") as src:
         big = os.fstat(src.fileno()).st_size >= zipfile.ZIP64_LIMIT
         with zf.open(info, "w", force_zip64=big) as dst:
-            while chunk := src.read(_CHUNK):
-                digest.update(chunk)
-                dst.write(chunk)
-                size += len(chunk)
-    return known or digest_hash(digest.digest()), str(size)
+            digest, size = hashed_copy(src, dst.write)
+    return known or digest_hash(digest), str(size)
 
 
 def _zipinfo(
@@ -365,8 +356,7 @@ def rewrite_wheel(
                     )
                 big = info.file_size >= zipfile.ZIP64_LIMIT
                 with zin.open(info) as src, zout.open(out_info, "w", force_zip64=big) as dst:
-                    while chunk := src.read(1 << 20):
-                        dst.write(chunk)
+                    shutil.copyfileobj(src, dst, 1 << 20)
                 rows.append((arcname, *kept[info.filename]))
             if replace:
                 raise WheelError(f"{source.name}: no member {sorted(replace)[0]} to replace")
