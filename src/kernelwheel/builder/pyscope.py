@@ -90,12 +90,6 @@ class Scope:
             scope = scope.parent
         return None
 
-    def module(self) -> Scope:
-        scope = self
-        while scope.parent is not None:
-            scope = scope.parent
-        return scope
-
 
 @dataclass(frozen=True)
 class ModuleScopes:
@@ -256,10 +250,9 @@ def _bind_statement(node: ast.AST, scope: Scope) -> None:
         for name in node.names:
             scope.declared_global.add(name)
     else:
-        reason = _opaque_reason(node)
-        if reason is not None:
-            for name in _bound_names(node):
-                scope.bind(name, Opaque(reason.format(name=name)))
+        reason, names = _opaque(node)
+        for name in names:
+            scope.bind(name, Opaque(reason.format(name=name)))
 
 
 def _bind_target(target: ast.expr, value: ast.expr, scope: Scope) -> None:
@@ -285,35 +278,31 @@ def _bind_import(node: ast.Import | ast.ImportFrom, scope: Scope) -> None:
             scope.bind(alias.asname or alias.name, binding)
 
 
-def _opaque_reason(node: ast.AST) -> str | None:
+def _opaque(node: ast.AST) -> tuple[str, list[str]]:
+    """Why the names any other binding statement binds cannot be read, and those names."""
     if isinstance(node, ast.AugAssign):
-        return "`{name}` is changed in place"
+        return "`{name}` is changed in place", _names(node.target)
     if isinstance(node, (ast.For, ast.AsyncFor)):
-        return "`{name}` is a loop variable"
-    if isinstance(node, (ast.withitem, ast.ExceptHandler, ast.NamedExpr, ast.Delete)):
-        return "`{name}` is bound by with, except, := or del"
-    if isinstance(node, (ast.MatchAs, ast.MatchStar, ast.MatchMapping)):
-        return "`{name}` is bound by a match pattern"
-    return None
-
-
-def _bound_names(node: ast.AST) -> list[str]:
-    if isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
-        return _names(node.target)
+        return "`{name}` is a loop variable", _names(node.target)
+    bound_by = "`{name}` is bound by with, except, := or del"
+    if isinstance(node, ast.NamedExpr):
+        return bound_by, _names(node.target)
     if isinstance(node, ast.withitem):
-        return _names(node.optional_vars) if node.optional_vars is not None else []
+        return bound_by, _names(node.optional_vars)
     if isinstance(node, ast.Delete):
-        return [n for t in node.targets for n in _names(t)]
-    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
-        return [node.name] if node.name else []
+        return bound_by, [n for t in node.targets for n in _names(t)]
+    if isinstance(node, ast.ExceptHandler):
+        return bound_by, [node.name] if node.name else []
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        return "`{name}` is bound by a match pattern", [node.name] if node.name else []
     if isinstance(node, ast.MatchMapping):
-        return [node.rest] if node.rest else []
-    return []
+        return "`{name}` is bound by a match pattern", [node.rest] if node.rest else []
+    return "", []
 
 
-def _names(target: ast.expr) -> list[str]:
-    """The plain names a target binds (``a``, ``a, (b, *c)``); attributes and subscripts bind
-    none of the scope's names."""
+def _names(target: ast.expr | None) -> list[str]:
+    """The plain names a target binds (``a``, ``a, (b, *c)``; none for None); attributes and
+    subscripts bind none of the scope's names."""
     out: list[str] = []
     stack = [target]
     while stack:

@@ -12,6 +12,7 @@ one that cannot be traced to torch (``lib.define(...)``) is judged only when its
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,7 +102,7 @@ def find_fixed_registrations(
     paths = sorted(files)
     if not paths:
         return (), ()
-    root = package_dir or _common_folder(paths)
+    root = package_dir or Path(os.path.commonpath([p.parent for p in paths]))
     package = Package(root)
     found: list[FixedRegistration] = []
     unreadable: list[Unreadable] = []
@@ -115,13 +116,6 @@ def find_fixed_registrations(
         found.extend(fixed)
         unreadable.extend(unread)
     return tuple(found), tuple(unreadable)
-
-
-def _common_folder(paths: list[Path]) -> Path:
-    folder = paths[0].parent
-    while not all(p.is_relative_to(folder) for p in paths):
-        folder = folder.parent
-    return folder
 
 
 def _in_module(
@@ -235,8 +229,7 @@ def _namespace_of(folded: Folded) -> _Verdict:
             head.append(part.partition("::")[0])
             return _text_or_own(head)
         head.append(part)
-    unknown = _first_unknown(head)
-    return unknown  # no "::" at all: no namespace, unless an unknown part holds one
+    return _first_unknown(head)  # no "::" at all: no namespace, unless an unknown part holds one
 
 
 def _text_or_own(parts: list[str | Own | Unknown]) -> _Verdict:
