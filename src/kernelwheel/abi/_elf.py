@@ -62,7 +62,6 @@ class ElfInfo:
     path: Path
     machine: str  # raw e_machine, e.g. "EM_X86_64"
     arch: str | None  # wheel platform arch name, None if unknown
-    shared: bool  # ET_DYN
     soname: str | None
     needed: tuple[str, ...]
     symbols: tuple[ElfSymbol, ...]
@@ -123,7 +122,6 @@ _SHT_STRTAB, _SHT_DYNAMIC, _SHT_DYNSYM = 3, 6, 11
 _SHT_GNU_VERNEED, _SHT_GNU_VERSYM = 0x6FFFFFFE, 0x6FFFFFFF
 _PT_GNU_STACK = 0x6474E551
 _PF_X = 1
-_ET_DYN = 3
 _DT_NULL, _DT_NEEDED, _DT_SONAME = 0, 1, 14
 _STB_LOCAL = 0
 _VERSYM_RESERVED = (0, 1, 0xFF00, 0xFF01)  # VER_NDX_LOCAL/GLOBAL/LORESERVE/ELIMINATE: no version
@@ -145,7 +143,7 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
         raise _Unusual
     is64, e = data[4] == 2, "<" if data[5] == 1 else ">"
     header = e + ("HHIQQQIHHHHHH" if is64 else "HHIIIIIHHHHHH")
-    (e_type, e_machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = (
+    (_, e_machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = (
         struct.unpack_from(header, data, 16)
     )
     machine = _MACHINES.get(e_machine)
@@ -236,8 +234,7 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
             break
 
     bits, little = 64 if is64 else 32, data[5] == 1
-    shared = e_type == _ET_DYN
-    return _info(path, machine, bits, little, shared, soname, needed, needs, symbols, exec_stack)
+    return _info(path, machine, bits, little, soname, needed, needs, symbols, exec_stack)
 
 
 def _read(path: Path, elf: ELFFile) -> ElfInfo:
@@ -285,9 +282,8 @@ def _read(path: Path, elf: ELFFile) -> ElfInfo:
             exec_stack = bool(segment["p_flags"] & P_FLAGS.PF_X)
             break
 
-    machine, shared = str(elf["e_machine"]), elf["e_type"] == "ET_DYN"
-    bits, little = elf.elfclass, elf.little_endian
-    return _info(path, machine, bits, little, shared, soname, needed, needs, symbols, exec_stack)
+    machine, bits, little = str(elf["e_machine"]), elf.elfclass, elf.little_endian
+    return _info(path, machine, bits, little, soname, needed, needs, symbols, exec_stack)
 
 
 def _info(
@@ -295,7 +291,6 @@ def _info(
     machine: str,
     bits: int,
     little_endian: bool,
-    shared: bool,
     soname: str | None,
     needed: list[str],
     needs: list[tuple[int, str, str]],
@@ -309,7 +304,6 @@ def _info(
         path=path,
         machine=machine,
         arch=_ARCHES.get((machine, bits, None)) or _ARCHES.get((machine, bits, little_endian)),
-        shared=shared,
         soname=soname,
         needed=tuple(needed),
         symbols=tuple(

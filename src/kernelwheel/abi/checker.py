@@ -629,7 +629,7 @@ def _elf_members(
     bad: list[SoReport] = []
     for name in sorted(members):
         data = members[name]
-        if len(data) < 4 or not is_elf(data[:4]):
+        if not is_elf(data[:4]):
             if linux and _SHARED_OBJECT.search(name) is not None:
                 bad.append(_not_elf(name, _not_elf_cause(data[:4])))
             continue

@@ -69,7 +69,6 @@ class ManylinuxPolicy:
     name: str  # "manylinux_2_28"
     arch: str  # "x86_64"
     priority: int  # auditwheel's: higher is stricter (older glibc)
-    aliases: tuple[str, ...]
     symbol_versions: Mapping[str, frozenset[str]]  # "GLIBC" -> {"2.2.5", ..., "2.28"}
     whitelist: frozenset[str]  # system libraries every compliant distribution provides
 
@@ -160,7 +159,6 @@ def load_policy(name: str = DEFAULT_POLICY, arch: str = "x86_64") -> ManylinuxPo
             name=base,
             arch=arch,
             priority=int(p["priority"]),
-            aliases=tuple(str(a) for a in p.get("aliases", ())),
             symbol_versions={str(k): frozenset(str(x) for x in v) for k, v in versions.items()},
             whitelist=frozenset(str(x) for x in p["lib_whitelist"]),
         )

@@ -118,19 +118,14 @@ class _Walker:
         self.segments: list[tuple[Scope, list[ast.AST]]] = []
         self.functions: list[Scope] = []
         self.calls: list[tuple[ast.Call, Scope]] = []
+        comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
         self.handlers: dict[type, Callable[[Any, Scope], None]] = {
-            ast.FunctionDef: self._function,
-            ast.AsyncFunctionDef: self._function,
-            ast.Lambda: self._function,
+            **dict.fromkeys((ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda), self._function),
             ast.ClassDef: self._class,
-            ast.ListComp: self._comprehension,
-            ast.SetComp: self._comprehension,
-            ast.DictComp: self._comprehension,
-            ast.GeneratorExp: self._comprehension,
+            **dict.fromkeys(comprehensions, self._comprehension),
             ast.Call: self._call,
+            **dict.fromkeys(_STATEMENTS, self._statement),
         }
-        for kind in _STATEMENTS:
-            self.handlers[kind] = self._statement
 
     def walk(self, tree: ast.Module) -> None:
         segments = self.segments

@@ -210,15 +210,13 @@ def _op_verdict(ref: Ref, package: Package) -> _Verdict:
         if len(parts) >= 4 and parts[:2] == ["torch", "ops"]:
             return parts[2]
         return Unknown(f"`{ref.name}` is not a constant of the package")
-    if isinstance(ref, ValueRef) and _is_registration(package, ref):
+    if (
+        isinstance(ref, ValueRef)
+        and isinstance(ref.node, ast.Call)
+        and _registration_callee(package, ref.module, ref.node, ref.scope) is not None
+    ):
         return None  # an op made by a registration call, judged at that call
     return _namespace_of(package.fold_ref(ref, 0))
-
-
-def _is_registration(package: Package, ref: ValueRef) -> bool:
-    if not isinstance(ref.node, ast.Call):
-        return False
-    return _registration_callee(package, ref.module, ref.node, ref.scope) is not None
 
 
 def _namespace_of(folded: Folded) -> _Verdict:
