@@ -81,14 +81,12 @@ class Scope:
     def lookup(self, name: str) -> list[Binding] | None:
         """The bindings ``name`` refers to from this scope, by Python's rules (a class body's
         names are not seen from the functions inside it), or None when nothing binds it."""
-        scope: Scope | None = self
-        first = True
-        while scope is not None:
-            if (first or not scope.is_class) and name in scope.bindings:
-                return scope.bindings[name]
-            first = False
+        if name in self.bindings:
+            return self.bindings[name]
+        scope = self.parent
+        while scope is not None and (scope.is_class or name not in scope.bindings):
             scope = scope.parent
-        return None
+        return scope.bindings[name] if scope is not None else None
 
 
 @dataclass(frozen=True)
