@@ -258,12 +258,9 @@ def _bind_target(target: ast.expr, value: ast.expr, scope: Scope) -> None:
 
 def _bind_import(node: ast.Import | ast.ImportFrom, scope: Scope) -> None:
     for alias in node.names:
-        if isinstance(node, ast.Import):
-            if alias.asname is not None:
-                scope.bind(alias.asname, Imported(alias.name, None, 0))
-            else:
-                top = alias.name.partition(".")[0]
-                scope.bind(top, Imported(top, None, 0))
+        if isinstance(node, ast.Import):  # import a.b binds a; import a.b as c binds c to a.b
+            bound = alias.asname or alias.name.partition(".")[0]
+            scope.bind(bound, Imported(alias.name if alias.asname else bound, None, 0))
         elif alias.name == "*":
             scope.star_imports.append((node.module or "", node.level))
         else:
