@@ -16,17 +16,13 @@ import abi_testlib as lib  # noqa: E402
 from regen_stable_abi import format_tsv, items_from_stable_abi_toml  # noqa: E402
 
 from kernelwheel import cli  # noqa: E402
-from kernelwheel.abi import (  # noqa: E402
-    Rule,
-    check_shared_object,
-    check_wheel,
-    load_kernel_libraries,
-    load_policy,
+from kernelwheel.abi.checker import check_shared_object, check_wheel, read_wheel_tags
+from kernelwheel.abi.policy import load_kernel_libraries, load_policy, normalize_policy
+from kernelwheel.abi.report import Rule
+from kernelwheel.abi.stable_abi import (
     load_stable_abi,
-    normalize_policy,
-    read_wheel_tags,
+    parse_tsv,  # noqa: E402
 )
-from kernelwheel.abi.stable_abi import parse_tsv  # noqa: E402
 from kernelwheel.errors import AbiError, UsageError, WheelError  # noqa: E402
 from kernelwheel.model.variant import CxxAbi
 

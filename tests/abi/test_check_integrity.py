@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from packaging.tags import Tag
 
-from kernelwheel.abi import Rule, check_wheel
+from kernelwheel.abi.checker import check_wheel
+from kernelwheel.abi.report import Rule
 from kernelwheel.cli import main
 from kernelwheel.errors import AbiError, UsageError
 from kernelwheel.wheels import WheelSpec, write_wheel
@@ -266,7 +267,7 @@ def test_members_under_the_cap_are_hashed_streamed(tmp_path: Path) -> None:
     del payload
     code = (
         "import resource, sys\n"
-        "from kernelwheel.abi import check_wheel\n"
+        "from kernelwheel.abi.checker import check_wheel\n"
         "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "ok = check_wheel(sys.argv[1]).ok\n"
         "print(ok, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base)\n"

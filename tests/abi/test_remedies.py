@@ -15,8 +15,8 @@ from elftools.elf.sections import SymbolTableSection
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "abi"))
 import abi_testlib as lib  # noqa: E402
 
-from kernelwheel.abi import Rule, check_shared_object  # noqa: E402
 from kernelwheel.abi._elf import read_elf  # noqa: E402
+from kernelwheel.abi.checker import check_shared_object  # noqa: E402
 from kernelwheel.abi.policy import version_key  # noqa: E402
 from kernelwheel.abi.remedies import (  # noqa: E402
     REMEDIES,
@@ -24,6 +24,7 @@ from kernelwheel.abi.remedies import (  # noqa: E402
     remedy_flags,
     remedy_for_symbol,
 )
+from kernelwheel.abi.report import Rule  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not lib.have_compiler("g++"), reason="needs g++")
 

@@ -13,8 +13,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "abi"))
 import abi_testlib as lib  # noqa: E402
 
-from kernelwheel.abi import Rule, check_wheel, load_kernel_libraries, read_wheel_tags  # noqa: E402
+from kernelwheel.abi.checker import check_wheel, read_wheel_tags  # noqa: E402
+from kernelwheel.abi.policy import load_kernel_libraries  # noqa: E402
 from kernelwheel.abi.repair import auditwheel_plat_args, repair_wheel  # noqa: E402
+from kernelwheel.abi.report import Rule  # noqa: E402
 from kernelwheel.errors import AbiError, UsageError, WheelError  # noqa: E402
 from kernelwheel.wheels.writer import retag_wheel  # noqa: E402
 

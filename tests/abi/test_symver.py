@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.abi import check_shared_object
 from kernelwheel.abi._elf import read_elf
+from kernelwheel.abi.checker import check_shared_object
 from kernelwheel.abi.policy import load_policy
 from kernelwheel.abi.remedies import abi_header, load_remedy_data
 from kernelwheel.abi.symver import (

@@ -13,15 +13,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "abi")
 import abi_testlib as lib  # noqa: E402
 
 from kernelwheel import cli  # noqa: E402
-from kernelwheel.abi import (  # noqa: E402
-    Rule,
-    check_shared_object,
-    check_wheel,
-    checker,
-    read_wheel_tags,
-)
+from kernelwheel.abi import checker  # noqa: E402
 from kernelwheel.abi._elf import read_elf  # noqa: E402
+from kernelwheel.abi.checker import check_shared_object, check_wheel, read_wheel_tags  # noqa: E402
 from kernelwheel.abi.policy import load_kernel_libraries  # noqa: E402
+from kernelwheel.abi.report import Rule  # noqa: E402
 from kernelwheel.errors import AbiError  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not lib.have_compiler("g++"), reason="needs g++")

@@ -16,8 +16,8 @@ from support.builds import CPU_VARIANT, CUDA_VARIANT, build_env
 from support.sofiles import build_extension
 
 from kernelwheel import cli
-from kernelwheel.abi import check_shared_object, check_wheel
 from kernelwheel.abi._elf import read_elf
+from kernelwheel.abi.checker import check_shared_object, check_wheel
 from kernelwheel.abi.torch_floor import (
     declared_floor,
     floor_of_files,

@@ -14,8 +14,8 @@ from support.builds import CPU_VARIANT, build_env
 from support.layered import LayeredVenv
 from support.wheelread import read_wheel
 
-from kernelwheel.abi import check_wheel
 from kernelwheel.abi._elf import read_elf
+from kernelwheel.abi.checker import check_wheel
 from kernelwheel.cli import main
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "portable_calls"

@@ -13,8 +13,9 @@ import pytest
 from support.requests import build_request
 
 from kernelwheel._util import RUNNER
-from kernelwheel.abi import WheelReport, check_shared_object
+from kernelwheel.abi.checker import check_shared_object
 from kernelwheel.abi.remedies import NO_REMEDIES, remedy_flags
+from kernelwheel.abi.report import WheelReport
 from kernelwheel.abi.symver import read_version_table
 from kernelwheel.builder import codegen
 from kernelwheel.builder.compile_plan import Toolchain, plan_compile

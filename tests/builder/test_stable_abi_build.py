@@ -19,7 +19,8 @@ from support.installkit import UV, isolated_env
 from support.layered import LayeredVenv
 from support.wheelread import read_wheel
 
-from kernelwheel.abi import Rule, check_wheel
+from kernelwheel.abi.checker import check_wheel
+from kernelwheel.abi.report import Rule
 from kernelwheel.builder import codegen
 from kernelwheel.builder.pipeline import _check_env_matches
 from kernelwheel.cli import main

@@ -72,7 +72,7 @@ def _hidden_or_partial(folder: Path) -> list[str]:
 
 TO_WHEEL_POINTS = [
     ("kernelwheel.hub.towheel", "prepare_wheel", "before"),  # staging made, nothing written
-    ("kernelwheel.abi", "check_wheel", "before"),  # a wheel in staging
+    ("kernelwheel.abi.checker", "check_wheel", "before"),  # a wheel in staging
     ("kernelwheel.hub.towheel", "publish", "after"),  # one wheel moved in, the others not
 ]
 
@@ -123,7 +123,7 @@ def test_download_cleans_up(
 
 def test_staging_left_by_a_killed_run_is_removed_by_the_next(repo: HubRepo, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    point = ("kernelwheel.abi", "check_wheel", "before")
+    point = ("kernelwheel.abi.checker", "check_wheel", "before")
     args = ["to-wheel", str(repo.root), "1.1.2", "-o", str(out), "--jobs", "1"]
     code, _ = _interrupt(tmp_path, point, signal.SIGKILL, args)
     assert code == -signal.SIGKILL

@@ -15,7 +15,8 @@ from packaging.tags import Tag
 from support.installkit import isolate, kernel_wheel, torch_wheel, venv_with_torch
 from support.tamper import rewrite
 
-from kernelwheel.abi import Rule, check_wheel
+from kernelwheel.abi.checker import check_wheel
+from kernelwheel.abi.report import Rule
 from kernelwheel.cli import main
 from kernelwheel.errors import AbiError, WheelError
 from kernelwheel.wheels import WheelSpec, write_wheel

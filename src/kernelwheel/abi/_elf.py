@@ -62,7 +62,6 @@ class ElfInfo:
     path: Path
     machine: str  # raw e_machine, e.g. "EM_X86_64"
     arch: str | None  # wheel platform arch name, None if unknown
-    shared: bool  # ET_DYN
     soname: str | None
     needed: tuple[str, ...]
     symbols: tuple[ElfSymbol, ...]
@@ -123,7 +122,6 @@ _SHT_STRTAB, _SHT_DYNAMIC, _SHT_DYNSYM = 3, 6, 11
 _SHT_GNU_VERNEED, _SHT_GNU_VERSYM = 0x6FFFFFFE, 0x6FFFFFFF
 _PT_GNU_STACK = 0x6474E551
 _PF_X = 1
-_ET_DYN = 3
 _DT_NULL, _DT_NEEDED, _DT_SONAME = 0, 1, 14
 _STB_LOCAL = 0
 _VERSYM_RESERVED = (0, 1, 0xFF00, 0xFF01)  # VER_NDX_LOCAL/GLOBAL/LORESERVE/ELIMINATE: no version
@@ -145,7 +143,7 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
         raise _Unusual
     is64, e = data[4] == 2, "<" if data[5] == 1 else ">"
     header = e + ("HHIQQQIHHHHHH" if is64 else "HHIIIIIHHHHHH")
-    (e_type, e_machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = (
+    (_, e_machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = (
         struct.unpack_from(header, data, 16)
     )
     machine = _MACHINES.get(e_machine)
@@ -193,8 +191,7 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
         elif t == _SHT_GNU_VERNEED:
             verneed = section
 
-    versions: dict[int, tuple[str, str]] = {}
-    version_needs: list[tuple[str, str]] = []
+    needs: list[tuple[int, str, str]] = []
     if verneed is not None:
         _, offset, _, link, count, _ = verneed
         for _ in range(count):
@@ -205,12 +202,11 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
             aux_offset = offset + aux
             for _ in range(cnt):
                 _, _, other, name, aux_next = struct.unpack_from(e + "IHHII", data, aux_offset)
-                versions[other] = (need_file, string(link, name))
-                version_needs.append((need_file, string(link, name)))
+                needs.append((other, need_file, string(link, name)))
                 aux_offset += aux_next
             offset += next_
 
-    symbols: list[ElfSymbol] = []
+    symbols: list[tuple[str, bool, int | None]] = []
     if dynsym is not None:
         _, offset, size, link, _, entsize = dynsym
         sym = struct.Struct(e + ("IBBHQQ" if is64 else "IIIBBH"))
@@ -224,15 +220,10 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
             if not name or st_info >> 4 == _STB_LOCAL:
                 continue
             defined = shndx != 0
-            version: str | None = None
-            library: str | None = None
+            ndx = None
             if versym is not None and not defined:
                 (ndx,) = struct.unpack_from(e + "H", data, versym[1] + index * versym[5])
-                if ndx not in _VERSYM_RESERVED:
-                    found = versions.get(ndx & 0x7FFF)
-                    if found is not None:
-                        library, version = found
-            symbols.append(ElfSymbol(name, defined, version, library))
+            symbols.append((name, defined, None if ndx in _VERSYM_RESERVED else ndx))
 
     exec_stack = True  # without PT_GNU_STACK the loader assumes an executable stack
     for i in range(phnum):
@@ -242,18 +233,8 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
             exec_stack = bool(p_flags & _PF_X)
             break
 
-    return ElfInfo(
-        path=path,
-        machine=machine,
-        arch=_ARCHES.get((machine, 64 if is64 else 32, None))
-        or _ARCHES.get((machine, 64 if is64 else 32, data[5] == 1)),
-        shared=e_type == _ET_DYN,
-        soname=soname,
-        needed=tuple(needed),
-        symbols=tuple(symbols),
-        version_needs=tuple(version_needs),
-        exec_stack=exec_stack,
-    )
+    bits, little = 64 if is64 else 32, data[5] == 1
+    return _info(path, machine, bits, little, soname, needed, needs, symbols, exec_stack)
 
 
 def _read(path: Path, elf: ELFFile) -> ElfInfo:
@@ -261,11 +242,6 @@ def _read(path: Path, elf: ELFFile) -> ElfInfo:
     from elftools.elf.dynamic import DynamicSection
     from elftools.elf.gnuversions import GNUVerNeedSection, GNUVerSymSection
     from elftools.elf.sections import SymbolTableSection
-
-    machine = str(elf["e_machine"])
-    arch = _ARCHES.get((machine, elf.elfclass, None)) or _ARCHES.get(
-        (machine, elf.elfclass, elf.little_endian)
-    )
 
     needed: list[str] = []
     soname: str | None = None
@@ -286,33 +262,19 @@ def _read(path: Path, elf: ELFFile) -> ElfInfo:
         elif isinstance(section, GNUVerNeedSection):
             verneed = section
 
-    # Version index (vna_other) -> (library, version name).
-    versions: dict[int, tuple[str, str]] = {}
-    version_needs: list[tuple[str, str]] = []
+    needs: list[tuple[int, str, str]] = []
     if verneed is not None:
         for need, auxes in verneed.iter_versions():
-            need_file = str(need.name)
-            for aux in auxes:
-                versions[int(aux["vna_other"])] = (need_file, str(aux.name))
-                version_needs.append((need_file, str(aux.name)))
+            needs += [(int(aux["vna_other"]), str(need.name), str(aux.name)) for aux in auxes]
 
-    symbols: list[ElfSymbol] = []
+    symbols: list[tuple[str, bool, int | None]] = []
     if dynsym is not None:
         for index, sym in enumerate(dynsym.iter_symbols()):
-            if index == 0 or not sym.name:
-                continue
-            if sym["st_info"]["bind"] == "STB_LOCAL":
+            if index == 0 or not sym.name or sym["st_info"]["bind"] == "STB_LOCAL":
                 continue
             defined = sym["st_shndx"] != "SHN_UNDEF"
-            version: str | None = None
-            library: str | None = None
-            if versym is not None and not defined:
-                ndx = versym.get_symbol(index)["ndx"]
-                if isinstance(ndx, int):
-                    found = versions.get(ndx & 0x7FFF)
-                    if found is not None:
-                        library, version = found
-            symbols.append(ElfSymbol(str(sym.name), defined, version, library))
+            ndx = versym.get_symbol(index)["ndx"] if versym is not None and not defined else None
+            symbols.append((str(sym.name), defined, ndx if isinstance(ndx, int) else None))
 
     exec_stack = True  # without PT_GNU_STACK the loader assumes an executable stack
     for segment in elf.iter_segments():
@@ -320,15 +282,37 @@ def _read(path: Path, elf: ELFFile) -> ElfInfo:
             exec_stack = bool(segment["p_flags"] & P_FLAGS.PF_X)
             break
 
+    machine, bits, little = str(elf["e_machine"]), elf.elfclass, elf.little_endian
+    return _info(path, machine, bits, little, soname, needed, needs, symbols, exec_stack)
+
+
+def _info(
+    path: Path,
+    machine: str,
+    bits: int,
+    little_endian: bool,
+    soname: str | None,
+    needed: list[str],
+    needs: list[tuple[int, str, str]],
+    symbols: list[tuple[str, bool, int | None]],
+    exec_stack: bool,
+) -> ElfInfo:
+    """What both readers found, as an ElfInfo: ``needs`` is .gnu.version_r as (vna_other,
+    library, version name), ``symbols`` each (name, defined, .gnu.version index or None)."""
+    versions = {other: (version, library) for other, library, version in needs}
     return ElfInfo(
         path=path,
         machine=machine,
-        arch=arch,
-        shared=elf["e_type"] == "ET_DYN",
+        arch=_ARCHES.get((machine, bits, None)) or _ARCHES.get((machine, bits, little_endian)),
         soname=soname,
         needed=tuple(needed),
-        symbols=tuple(symbols),
-        version_needs=tuple(version_needs),
+        symbols=tuple(
+            ElfSymbol(name, defined, *versions.get(ndx & 0x7FFF, (None, None)))
+            if ndx is not None
+            else ElfSymbol(name, defined, None, None)
+            for name, defined, ndx in symbols
+        ),
+        version_needs=tuple((library, version) for _, library, version in needs),
         exec_stack=exec_stack,
     )
 

@@ -35,10 +35,10 @@ from .policy import (
     ManylinuxPolicy,
     load_kernel_libraries,
     load_policy,
+    newest,
     normalize_policy,
     parse_platform_tag,
     split_version,
-    version_key,
 )
 from .report import Rule, SoReport, Violation, WheelReport
 from .stable_abi import is_python_symbol, load_stable_abi, parse_python_version
@@ -114,10 +114,9 @@ def _names_stable_abi(local: str | None) -> bool:
     if not local:
         return False
     try:
-        variant = Variant.from_local_version(local, arch=Arch.X86_64, os=OS.LINUX)
+        return Variant.from_local_version(local, arch=Arch.X86_64, os=OS.LINUX).stable_abi
     except VariantError:
         return False
-    return variant.stable_abi
 
 
 def _python_floor(python_abi: str | None, cxxabi: str | None) -> tuple[int, int] | None:
@@ -232,14 +231,11 @@ def _check_elf(
         checked.append(Rule.TORCH_ABI)
         violations += _torch_abi(info, name, libs)
 
-    requires: dict[str, tuple[tuple[int, ...], str]] = {}
+    by_prefix: dict[str, list[str]] = {}
     for _, version_name in info.version_needs:
         prefix, version = split_version(version_name)
-        key = version_key(version)
-        if key is None or (target is not None and prefix not in target.symbol_versions):
-            continue
-        if prefix not in requires or key > requires[prefix][0]:
-            requires[prefix] = (key, version)
+        if target is None or prefix in target.symbol_versions:
+            by_prefix.setdefault(prefix, []).append(version)
 
     order = {rule: i for i, rule in enumerate(Rule)}
     violations.sort(key=lambda v: (order[v.rule], v.version or "", v.subject))
@@ -252,7 +248,7 @@ def _check_elf(
         checked=tuple(r for r in Rule if r in checked),
         violations=tuple(violations),
         needed=info.needed,
-        requires=tuple((p, v) for p, (_, v) in sorted(requires.items())),
+        requires=tuple((p, v) for p, vs in sorted(by_prefix.items()) if (v := newest(vs))),
         torch_floor=measure_floor(shim_imports(info)),
     )
 
@@ -633,7 +629,7 @@ def _elf_members(
     bad: list[SoReport] = []
     for name in sorted(members):
         data = members[name]
-        if len(data) < 4 or not is_elf(data[:4]):
+        if not is_elf(data[:4]):
             if linux and _SHARED_OBJECT.search(name) is not None:
                 bad.append(_not_elf(name, _not_elf_cause(data[:4])))
             continue

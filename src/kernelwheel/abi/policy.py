@@ -11,7 +11,7 @@ import functools
 import importlib.resources
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,12 @@ def version_key(version: str) -> tuple[int, ...] | None:
     return tuple(int(part) for part in version.split("."))
 
 
+def newest(versions: Iterable[str]) -> str | None:
+    """The highest numeric version of ``versions`` ("2.28" of "2.17", "2.28"), None without one."""
+    keyed = [(key, v) for v in versions if (key := version_key(v)) is not None]
+    return max(keyed)[1] if keyed else None
+
+
 def split_version(name: str) -> tuple[str, str]:
     """Split "GLIBC_2.32" -> ("GLIBC", "2.32"); "CXXABI_TM_1" -> ("CXXABI", "TM_1")."""
     prefix, _, version = name.partition("_")
@@ -63,7 +69,6 @@ class ManylinuxPolicy:
     name: str  # "manylinux_2_28"
     arch: str  # "x86_64"
     priority: int  # auditwheel's: higher is stricter (older glibc)
-    aliases: tuple[str, ...]
     symbol_versions: Mapping[str, frozenset[str]]  # "GLIBC" -> {"2.2.5", ..., "2.28"}
     whitelist: frozenset[str]  # system libraries every compliant distribution provides
 
@@ -81,12 +86,7 @@ class ManylinuxPolicy:
 
     def cap(self, prefix: str) -> str | None:
         """Highest numeric version the policy allows for ``prefix`` ("GLIBC" -> "2.28")."""
-        numeric = [
-            (key, v)
-            for v in self.symbol_versions.get(prefix, ())
-            if (key := version_key(v)) is not None
-        ]
-        return max(numeric)[1] if numeric else None
+        return newest(self.symbol_versions.get(prefix, ()))
 
 
 @functools.cache
@@ -159,7 +159,6 @@ def load_policy(name: str = DEFAULT_POLICY, arch: str = "x86_64") -> ManylinuxPo
             name=base,
             arch=arch,
             priority=int(p["priority"]),
-            aliases=tuple(str(a) for a in p.get("aliases", ())),
             symbol_versions={str(k): frozenset(str(x) for x in v) for k, v in versions.items()},
             whitelist=frozenset(str(x) for x in p["lib_whitelist"]),
         )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._toml import Located, read_toml
-from .policy import AbiDataError, ManylinuxPolicy
+from .policy import AbiDataError, ManylinuxPolicy, data_file
 from .symver import ForcedHeader, SymverRules, VersionTable, forced_header
 
 # The hidden variable (defined in data/kernelwheel_compat.cpp) that replaces glibc's
@@ -55,7 +55,7 @@ class RemedyData:
 
 
 def _data_path(name: str) -> Path:
-    path = Path(__file__).resolve().parent.parent / "data" / name
+    path = data_file(name)
     if not path.is_file():  # pragma: no cover - broken installation
         raise FileNotFoundError(
             f"kernelwheel's package data {name} is missing at {path}: reinstall kernelwheel"

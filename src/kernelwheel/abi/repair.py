@@ -21,17 +21,10 @@ from .._util import RUNNER, Runner, atomic_copy, publish, staging_dir
 from ..errors import AbiError, UsageError, WheelError
 from ..model.variant import machine_arch
 from ..wheels.writer import retag_wheel, source_date_epoch
-from . import (
-    DEFAULT_POLICY,
-    Rule,
-    WheelReport,
-    check_wheel,
-    load_kernel_libraries,
-    load_policy,
-    normalize_policy,
-    read_wheel_tags,
-)
 from ._elf import is_elf
+from .checker import check_wheel, read_wheel_tags
+from .policy import DEFAULT_POLICY, load_kernel_libraries, load_policy, normalize_policy
+from .report import Rule, WheelReport
 
 # auditwheel renames a grafted library libfoo.so.1 to libfoo-<8 hex digits>.so.1.
 _GRAFTED_NAME = re.compile(r"^(?P<stem>[^.]+?)-[0-9a-f]{8}(?P<ext>\..*)$")

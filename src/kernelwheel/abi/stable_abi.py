@@ -23,12 +23,7 @@ def parse_python_version(text: str) -> tuple[int, int]:
     t = text.strip().lower()
     if t.startswith("cp"):
         t = t[2:]
-    if "." in t:
-        major, _, minor = t.partition(".")
-    elif len(t) >= 2 and t.isdigit():
-        major, minor = t[0], t[1:]
-    else:
-        raise ValueError(f"not a Python version: {text!r} (expected e.g. '3.9' or 'cp39')")
+    major, _, minor = t.partition(".") if "." in t else (t[:1], "", t[1:])
     if not (major.isdigit() and minor.isdigit()):
         raise ValueError(f"not a Python version: {text!r} (expected e.g. '3.9' or 'cp39')")
     return int(major), int(minor)

@@ -18,6 +18,7 @@ import ast
 import string
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 from .pyscope import Assigned, Binding, Defined, Imported, Scope, read_scopes, release_locals
 
@@ -112,6 +113,11 @@ def _bounded(parts: list[Part]) -> Folded:
 
 def _unknown(reason: str) -> Folded:
     return Folded((Unknown(reason),))
+
+
+def _same(results: set[Folded], reason: str) -> Folded:
+    """The one string all of ``results`` agree on, else an unknown saying ``reason``."""
+    return results.pop() if len(results) == 1 else _unknown(reason)
 
 
 _EMPTY = Folded(())
@@ -301,7 +307,6 @@ class Package:
                 self.resolve(node.value, module, scope, depth + 1), node.attr, depth
             )
         if _is_getattr(node):
-            assert isinstance(node, ast.Call)
             attr = self.fold(node.args[1], module, scope, depth + 1).text
             if attr is None:
                 return Unknown("a getattr whose name cannot be read")
@@ -411,9 +416,7 @@ class Package:
             return Folded((ref,))
         if isinstance(ref, Choice):
             folded = {self.fold_ref(option, depth + 1) for option in ref.options}
-            if len(folded) == 1:
-                return folded.pop()
-            return _unknown(f"`{ref.name}` is bound more than once")
+            return _same(folded, f"`{ref.name}` is bound more than once")
         if isinstance(ref, Dotted):
             return _unknown(f"`{ref.name}` is not a constant of the package")
         if isinstance(ref, DefRef):
@@ -449,12 +452,8 @@ class Package:
         folded = self.fold(node.value, module, scope, depth + 1)
         if node.format_spec is not None:
             return _unknown("a formatted field with a format spec")
-        if node.conversion in (-1, ord("s")):
-            return folded
-        text = folded.text
-        if text is None:
-            return _unknown("a formatted field with !r or !a")
-        return Folded((repr(text) if node.conversion == ord("r") else ascii(text),))
+        conversion = "s" if node.conversion == -1 else chr(node.conversion)
+        return _converted(folded, conversion, "a formatted field with !r or !a")
 
     def _percent(self, node: ast.BinOp, module: ParsedModule, scope: Scope, depth: int) -> Folded:
         template = self.fold(node.left, module, scope, depth + 1).text
@@ -490,9 +489,7 @@ class Package:
             return Folded((callee,))
         if isinstance(callee, Choice):
             results = {self._call_result(option, func, depth + 1) for option in callee.options}
-            if len(results) == 1:
-                return results.pop()
-            return _unknown(f"`{callee.name}` is bound more than once")
+            return _same(results, f"`{callee.name}` is bound more than once")
         return _unknown(f"the result of calling `{_unparse(func)}`")
 
     def _returned(self, callee: DefRef, depth: int) -> Folded:
@@ -510,9 +507,7 @@ class Package:
             else _unknown(f"`{name}` returns None")
             for value in function_scope.returns
         }
-        if len(results) == 1:
-            return results.pop()
-        return _unknown(f"`{name}` returns different strings")
+        return _same(results, f"`{name}` returns different strings")
 
     def _format(
         self, template: str, node: ast.Call, module: ParsedModule, scope: Scope, depth: int
@@ -549,7 +544,7 @@ class Package:
         return out
 
 
-def _is_getattr(node: ast.expr) -> bool:
+def _is_getattr(node: ast.expr) -> TypeGuard[ast.Call]:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -569,9 +564,6 @@ def _unparse(node: ast.expr) -> str:
 
 def _describe(node: ast.expr) -> str:
     return f"an expression the check does not evaluate (`{_unparse(node)}`)"
-
-
-_PERCENT_SIMPLE = {"s", "r", "a"}
 
 
 def _percent_format(template: str, values: list[Folded]) -> Folded:
@@ -594,18 +586,20 @@ def _percent_format(template: str, values: list[Folded]) -> Folded:
             return _unknown("a % format with too few arguments")
         value = values[index]
         index += 1
-        out = out + _converted(value, conversion if conversion in _PERCENT_SIMPLE else None)
+        out = out + _converted(value, conversion, "a % conversion the check does not evaluate")
     if index != len(values):
         return _unknown("a % format with too many arguments")
     return out + Folded((template[position:],))
 
 
-def _converted(value: Folded, conversion: str | None) -> Folded:
+def _converted(value: Folded, conversion: str, reason: str) -> Folded:
+    """``value`` converted by ``s``, ``r`` or ``a`` (``!r``, ``%r``...); any other conversion, or
+    a repr of text that cannot be read, an unknown saying ``reason``."""
     if conversion == "s":
         return value
     text = value.text
-    if conversion is None or text is None:
-        return _unknown("a % conversion the check does not evaluate")
+    if conversion not in ("r", "a") or text is None:
+        return _unknown(reason)
     return Folded((repr(text) if conversion == "r" else ascii(text),))
 
 

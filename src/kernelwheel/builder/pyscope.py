@@ -81,20 +81,12 @@ class Scope:
     def lookup(self, name: str) -> list[Binding] | None:
         """The bindings ``name`` refers to from this scope, by Python's rules (a class body's
         names are not seen from the functions inside it), or None when nothing binds it."""
-        scope: Scope | None = self
-        first = True
-        while scope is not None:
-            if (first or not scope.is_class) and name in scope.bindings:
-                return scope.bindings[name]
-            first = False
+        if name in self.bindings:
+            return self.bindings[name]
+        scope = self.parent
+        while scope is not None and (scope.is_class or name not in scope.bindings):
             scope = scope.parent
-        return None
-
-    def module(self) -> Scope:
-        scope = self
-        while scope.parent is not None:
-            scope = scope.parent
-        return scope
+        return scope.bindings[name] if scope is not None else None
 
 
 @dataclass(frozen=True)
@@ -124,19 +116,14 @@ class _Walker:
         self.segments: list[tuple[Scope, list[ast.AST]]] = []
         self.functions: list[Scope] = []
         self.calls: list[tuple[ast.Call, Scope]] = []
+        comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
         self.handlers: dict[type, Callable[[Any, Scope], None]] = {
-            ast.FunctionDef: self._function,
-            ast.AsyncFunctionDef: self._function,
-            ast.Lambda: self._function,
+            **dict.fromkeys((ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda), self._function),
             ast.ClassDef: self._class,
-            ast.ListComp: self._comprehension,
-            ast.SetComp: self._comprehension,
-            ast.DictComp: self._comprehension,
-            ast.GeneratorExp: self._comprehension,
+            **dict.fromkeys(comprehensions, self._comprehension),
             ast.Call: self._call,
+            **dict.fromkeys(_STATEMENTS, self._statement),
         }
-        for kind in _STATEMENTS:
-            self.handlers[kind] = self._statement
 
     def walk(self, tree: ast.Module) -> None:
         segments = self.segments
@@ -256,10 +243,9 @@ def _bind_statement(node: ast.AST, scope: Scope) -> None:
         for name in node.names:
             scope.declared_global.add(name)
     else:
-        reason = _opaque_reason(node)
-        if reason is not None:
-            for name in _bound_names(node):
-                scope.bind(name, Opaque(reason.format(name=name)))
+        reason, names = _opaque(node)
+        for name in names:
+            scope.bind(name, Opaque(reason.format(name=name)))
 
 
 def _bind_target(target: ast.expr, value: ast.expr, scope: Scope) -> None:
@@ -272,12 +258,9 @@ def _bind_target(target: ast.expr, value: ast.expr, scope: Scope) -> None:
 
 def _bind_import(node: ast.Import | ast.ImportFrom, scope: Scope) -> None:
     for alias in node.names:
-        if isinstance(node, ast.Import):
-            if alias.asname is not None:
-                scope.bind(alias.asname, Imported(alias.name, None, 0))
-            else:
-                top = alias.name.partition(".")[0]
-                scope.bind(top, Imported(top, None, 0))
+        if isinstance(node, ast.Import):  # import a.b binds a; import a.b as c binds c to a.b
+            bound = alias.asname or alias.name.partition(".")[0]
+            scope.bind(bound, Imported(alias.name if alias.asname else bound, None, 0))
         elif alias.name == "*":
             scope.star_imports.append((node.module or "", node.level))
         else:
@@ -285,35 +268,31 @@ def _bind_import(node: ast.Import | ast.ImportFrom, scope: Scope) -> None:
             scope.bind(alias.asname or alias.name, binding)
 
 
-def _opaque_reason(node: ast.AST) -> str | None:
+def _opaque(node: ast.AST) -> tuple[str, list[str]]:
+    """Why the names any other binding statement binds cannot be read, and those names."""
     if isinstance(node, ast.AugAssign):
-        return "`{name}` is changed in place"
+        return "`{name}` is changed in place", _names(node.target)
     if isinstance(node, (ast.For, ast.AsyncFor)):
-        return "`{name}` is a loop variable"
-    if isinstance(node, (ast.withitem, ast.ExceptHandler, ast.NamedExpr, ast.Delete)):
-        return "`{name}` is bound by with, except, := or del"
-    if isinstance(node, (ast.MatchAs, ast.MatchStar, ast.MatchMapping)):
-        return "`{name}` is bound by a match pattern"
-    return None
-
-
-def _bound_names(node: ast.AST) -> list[str]:
-    if isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
-        return _names(node.target)
+        return "`{name}` is a loop variable", _names(node.target)
+    bound_by = "`{name}` is bound by with, except, := or del"
+    if isinstance(node, ast.NamedExpr):
+        return bound_by, _names(node.target)
     if isinstance(node, ast.withitem):
-        return _names(node.optional_vars) if node.optional_vars is not None else []
+        return bound_by, _names(node.optional_vars)
     if isinstance(node, ast.Delete):
-        return [n for t in node.targets for n in _names(t)]
-    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
-        return [node.name] if node.name else []
+        return bound_by, [n for t in node.targets for n in _names(t)]
+    if isinstance(node, ast.ExceptHandler):
+        return bound_by, [node.name] if node.name else []
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        return "`{name}` is bound by a match pattern", [node.name] if node.name else []
     if isinstance(node, ast.MatchMapping):
-        return [node.rest] if node.rest else []
-    return []
+        return "`{name}` is bound by a match pattern", [node.rest] if node.rest else []
+    return "", []
 
 
-def _names(target: ast.expr) -> list[str]:
-    """The plain names a target binds (``a``, ``a, (b, *c)``); attributes and subscripts bind
-    none of the scope's names."""
+def _names(target: ast.expr | None) -> list[str]:
+    """The plain names a target binds (``a``, ``a, (b, *c)``; none for None); attributes and
+    subscripts bind none of the scope's names."""
     out: list[str] = []
     stack = [target]
     while stack:

@@ -12,6 +12,7 @@ one that cannot be traced to torch (``lib.define(...)``) is judged only when its
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,7 +102,7 @@ def find_fixed_registrations(
     paths = sorted(files)
     if not paths:
         return (), ()
-    root = package_dir or _common_folder(paths)
+    root = package_dir or Path(os.path.commonpath([p.parent for p in paths]))
     package = Package(root)
     found: list[FixedRegistration] = []
     unreadable: list[Unreadable] = []
@@ -115,13 +116,6 @@ def find_fixed_registrations(
         found.extend(fixed)
         unreadable.extend(unread)
     return tuple(found), tuple(unreadable)
-
-
-def _common_folder(paths: list[Path]) -> Path:
-    folder = paths[0].parent
-    while not all(p.is_relative_to(folder) for p in paths):
-        folder = folder.parent
-    return folder
 
 
 def _in_module(
@@ -216,15 +210,13 @@ def _op_verdict(ref: Ref, package: Package) -> _Verdict:
         if len(parts) >= 4 and parts[:2] == ["torch", "ops"]:
             return parts[2]
         return Unknown(f"`{ref.name}` is not a constant of the package")
-    if isinstance(ref, ValueRef) and _is_registration(package, ref):
+    if (
+        isinstance(ref, ValueRef)
+        and isinstance(ref.node, ast.Call)
+        and _registration_callee(package, ref.module, ref.node, ref.scope) is not None
+    ):
         return None  # an op made by a registration call, judged at that call
     return _namespace_of(package.fold_ref(ref, 0))
-
-
-def _is_registration(package: Package, ref: ValueRef) -> bool:
-    if not isinstance(ref.node, ast.Call):
-        return False
-    return _registration_callee(package, ref.module, ref.node, ref.scope) is not None
 
 
 def _namespace_of(folded: Folded) -> _Verdict:
@@ -235,8 +227,7 @@ def _namespace_of(folded: Folded) -> _Verdict:
             head.append(part.partition("::")[0])
             return _text_or_own(head)
         head.append(part)
-    unknown = _first_unknown(head)
-    return unknown  # no "::" at all: no namespace, unless an unknown part holds one
+    return _first_unknown(head)  # no "::" at all: no namespace, unless an unknown part holds one
 
 
 def _text_or_own(parts: list[str | Own | Unknown]) -> _Verdict:

@@ -24,12 +24,13 @@ from .._util import (
     output_dir,
     write_if_changed,
 )
-from ..abi import Rule, WheelReport, check_wheel
 from ..abi._elf import demangle
+from ..abi.checker import check_wheel
 from ..abi.origins import objects_referencing
 from ..abi.policy import DEFAULT_POLICY, load_policy
 from ..abi.remedies import NO_REMEDIES, RemedySet, abi_header, remedy_flags, symver_libraries
 from ..abi.repair import RepairResult, repair_wheel
+from ..abi.report import Rule, WheelReport
 from ..abi.symver import ForcedHeader, VersionTable, read_version_table
 from ..compile import unit_costs
 from ..compile.compile_rules import NO_GNU_UNIQUE

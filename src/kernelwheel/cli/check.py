@@ -5,16 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..abi import (
-    DEFAULT_POLICY,
-    FROM_TAG,
-    Rule,
-    SoReport,
-    Violation,
-    WheelReport,
-    check_shared_object,
-    check_wheel,
-)
+from ..abi.checker import FROM_TAG, check_shared_object, check_wheel
+from ..abi.policy import DEFAULT_POLICY
+from ..abi.report import Rule, SoReport, Violation, WheelReport
 from ..abi.torch_floor import load_shim_table
 from ..errors import AbiError, UsageError, WheelError
 from .ui import ConsoleUI

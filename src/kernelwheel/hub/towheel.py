@@ -63,7 +63,7 @@ def default_abi_check(wheel: Path, files: Mapping[str, bytes]) -> AbiVerdict:
     """The check ``kernelwheel check`` and ``kernelwheel build`` apply (manylinux_2_28 caps, the
     abi3 floor of the tag, allowed libraries, the C++ ABI of the local version), on the bytes
     just written rather than read back from the wheel."""
-    from ..abi import check_wheel
+    from ..abi.checker import check_wheel
 
     return check_wheel(wheel, members=files)  # the bytes written just now
 
