@@ -121,6 +121,13 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     assert "unchanged: " in out  # ninja had nothing to compile: no link, no load check
     assert "load check" not in out
 
+    # no virtual environment, no --python (a fresh machine): the tests run in the build
+    # environment with the pytest kernelwheel installs beside it (recipes/pytest.toml)
+    monkeypatch.delenv("VIRTUAL_ENV")
+    assert main(["test", "--variant", CPU_VARIANT, "--", "-x", "-q"]) == 1
+    out = "".join(capfd.readouterr())
+    assert "pytest for the build environment" in out and "1 failed" in out, out
+
 
 def _user_venv(root: Path) -> QuickVenv:
     """The user's venv: the build environment's torch and this suite's pytest, layered."""

@@ -11,6 +11,8 @@ from .._util import atomic_write
 from ..builder.dev import pytest_arguments
 from ..builder.load_check import deferred_result, then_pytest_command
 from ..errors import ToolchainError
+from ..model.recipes import load_pytest_requirements
+from ..toolchain.pytest_tool import provision_pytest
 from .dev import add_dev_arguments, dev_once, local_kernels
 from .ui import ConsoleUI
 
@@ -25,7 +27,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "its own pytest configuration (an empty one when it has none), so the settings of "
             "a checkout the project sits in do not apply. The tests run in the active virtual "
             "environment or --python (which needs pytest and what the tests import), else in "
-            "the build environment, with LOCAL_KERNELS naming the build for tests that load it "
+            "the build environment with a pinned pytest kernelwheel installs into its cache "
+            "(recipes/pytest.toml), with LOCAL_KERNELS naming the build for tests that load it "
             "through kernels.get_kernel. Arguments after -- go to pytest. The exit code is "
             "pytest's."
         ),
@@ -49,17 +52,27 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     env.setdefault("LOCAL_KERNELS", local_kernels(project, build))
     if linked is not None and linked.pth is not None:
         python = linked.python
-    else:  # the build's own interpreter, the dev build on its path
+    else:  # the build's own interpreter, the dev build and kernelwheel's pytest on its path
         python = build.python
+        options = done.planned.options
+        tools = provision_pytest(
+            python,
+            options.cache_dir,
+            load_pytest_requirements(options.recipes),
+            options.pip_sources,
+            args.runner,
+        )
+        ui.info("", f"pytest for the build environment: {tools}")
         env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(build.site), env.get("PYTHONPATH", "")) if p
+            p for p in (str(build.site), str(tools), env.get("PYTHONPATH", "")) if p
         )
     pytest_args = [*pytest_arguments(project, build), *args.pytest_args]
     # pytest runs in the project: its tests import the package from the dev build, not from
     # a torch-ext/ folder next to them (that has no _ops.py).
     deferred = build.deferred
     if deferred is None:
-        if args.runner.captured([python, "-c", "import pytest"], timeout=120).returncode:
+        found = args.runner.captured([python, "-c", "import pytest"], timeout=120, env=env)
+        if found.returncode:
             raise _no_pytest(python)
         cmd = [os.fspath(python), "-m", "pytest", *pytest_args]
         ui.info("", "$ " + " ".join(cmd))

