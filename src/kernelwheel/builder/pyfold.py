@@ -22,24 +22,6 @@ from typing import TypeGuard
 
 from .pyscope import Assigned, Binding, Defined, Imported, Scope, read_scopes, release_locals
 
-__all__ = [
-    "MAX_DEPTH",
-    "OWN",
-    "OWN_FUNCTIONS",
-    "Choice",
-    "DefRef",
-    "Dotted",
-    "Folded",
-    "ModuleRef",
-    "Own",
-    "Package",
-    "ParsedModule",
-    "Ref",
-    "Unknown",
-    "ValueRef",
-    "parse_failure",
-]
-
 MAX_DEPTH = 100  # names and expressions followed through at most this many steps
 _MAX_TEXT = 4096  # a folded string longer than this is not read further
 _MAX_PARTS = 64  # nor one of more parts than this

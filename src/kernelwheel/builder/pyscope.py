@@ -15,18 +15,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "Assigned",
-    "Binding",
-    "Defined",
-    "Imported",
-    "ModuleScopes",
-    "Opaque",
-    "Scope",
-    "read_scopes",
-    "release_locals",
-]
-
 
 @dataclass(frozen=True)
 class Assigned:

@@ -33,13 +33,6 @@ from .pyfold import (
 )
 from .pyscope import Scope
 
-__all__ = [
-    "FixedRegistration",
-    "Unreadable",
-    "check_registrations",
-    "find_fixed_registrations",
-]
-
 # torch.library names whose first argument names an op ("ns::name").
 _NAMING_CALLS = frozenset(
     "custom_op triton_op define impl impl_abstract register_kernel register_fake "

@@ -16,8 +16,6 @@ from pathlib import Path
 from .._util import RUNNER, CommandTimeout, Runner
 from ..model.capability import CudaCapability, joined
 
-__all__ = ["Gpus", "parse_capabilities", "query_gpus"]
-
 _CAPABILITY = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
 _TORCH_QUERY = (
     "import torch\n"

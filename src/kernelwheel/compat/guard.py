@@ -17,8 +17,6 @@ from ..model.variant import Variant
 from . import rules
 from .builds import build_of
 
-__all__ = ["BuildStamp", "guard_source", "rules_source"]
-
 
 @dataclass(frozen=True)
 class BuildStamp:

@@ -25,17 +25,6 @@ from .._util import RUNNER, CommandTimeout, Runner
 from ..errors import UsageError
 from . import rules as compat
 
-__all__ = [
-    "Interpreter",
-    "ProbeFailed",
-    "checked_driver_setting",
-    "locate",
-    "parse",
-    "report",
-    "run",
-    "script_digest",
-]
-
 _MARK = "KERNELWHEEL-PROBE "
 _MAIN = r"""
 import importlib.util, json, os, platform, sys, sysconfig

@@ -26,8 +26,6 @@ from .._util import RUNNER, Runner, atomic_write
 from . import interpreter
 from .rules import DRIVER_VARIABLES
 
-__all__ = ["kept_across", "run_cached"]
-
 # The variables that change what ``python -c`` imports.
 _PATH_VARIABLES = (
     "PYTHONPATH",

@@ -26,8 +26,6 @@ from .revision import RequestKind, Resolution
 from .safety import verify
 from .source import BUILD_DIR, FileReader, RepoFile
 
-__all__ = ["PreparedWheel", "framework_requirements", "prepare_wheel", "wheel_tag"]
-
 ABI3_INTERPRETER = "cp39"  # the stable ABI floor Hub builds target (Py_LIMITED_API=0x03090000)
 REQUIRES_PYTHON = ">=3.9"
 _NATIVE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")

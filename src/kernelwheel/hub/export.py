@@ -25,16 +25,6 @@ from ..wheels.reader import extract_package
 from .metadata import METADATA_JSON, Digest, KernelMetadata, Provenance
 from .minver import kernels_minver
 
-__all__ = [
-    "CARD",
-    "NO_LICENSE",
-    "export_card",
-    "export_variant",
-    "kernel_builder_names",
-    "kernel_metadata",
-    "write_variant",
-]
-
 CARD = "README.md"  # the repo's kernel card, at the root of the Hub layout
 
 # SPDX's word for "no license information was given" (metadata.json requires a string).

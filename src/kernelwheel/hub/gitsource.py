@@ -18,8 +18,6 @@ from .revision import Ref, RefKind
 from .safety import Announced, LfsPointer, check_repo_path, verify
 from .source import BUILD_DIR, FileReader, RepoFile
 
-__all__ = ["GitSource"]
-
 _MODE_LINK = "120000"
 _MODE_SUBMODULE = "160000"
 _MAX_LINK_HOPS = 16

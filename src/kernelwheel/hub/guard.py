@@ -12,8 +12,6 @@ import tokenize
 from ..compat.guard import BuildStamp, guard_source
 from ..model.variant import BackendKind, Variant
 
-__all__ = ["GUARD_MODULE", "UnreadableInit", "guard_files"]
-
 
 class UnreadableInit(Exception):
     """The package's ``__init__.py`` is one no interpreter could import, so no guard can be put

@@ -23,19 +23,6 @@ from .revision import Ref, RefKind, is_commit
 from .safety import Announced, check_repo_path
 from .source import BUILD_DIR, FileReader, RepoFile
 
-__all__ = [
-    "KERNEL_REPO",
-    "MODEL_REPO",
-    "HubSettings",
-    "HubSource",
-    "call_hub",
-    "checked_endpoint",
-    "count",
-    "hub_timeout",
-    "repo_id_problem",
-    "seconds",
-]
-
 # huggingface_hub's constants.REPO_TYPE_KERNEL / REPO_TYPE_MODEL (not imported here: the module
 # must not import huggingface_hub until a source is made).
 KERNEL_REPO = "kernel"

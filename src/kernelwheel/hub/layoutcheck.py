@@ -22,8 +22,6 @@ from .metadata import DEV_BUILD_MARK, METADATA_JSON, METADATA_SIGSTORE, KernelMe
 from .safety import check_repo_path
 from .source import BUILD_DIR
 
-__all__ = ["Layout", "LayoutFile", "read_layout"]
-
 CHUNK = 1 << 20
 # Without a digest, what a build writes into a variant folder: the package's Python files and
 # compiled extensions, beside metadata.json and its signature.

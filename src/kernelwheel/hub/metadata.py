@@ -20,15 +20,6 @@ from ..errors import HubError
 from ..model.gitstate import GitState
 from ..model.sections import KernelDependency
 
-__all__ = [
-    "METADATA_JSON",
-    "METADATA_SIGSTORE",
-    "Digest",
-    "KernelMetadata",
-    "KernelsVersion",
-    "Provenance",
-]
-
 METADATA_JSON = "metadata.json"
 # In a dev build's provenance (builder/dev.py): what `kernelwheel upload` refuses to publish.
 DEV_BUILD_MARK = "(kernelwheel dev build: not for publishing)"

@@ -13,8 +13,6 @@ from ..errors import HubError, LocatedError
 from ..model.variant import Variant
 from .metadata import KernelMetadata, KernelsVersion
 
-__all__ = ["MinverRule", "kernels_minver", "load_rule"]
-
 RULE_FILE = "kernels_minver.toml"
 _SECTIONS = ("layout", "variant", "metadata", "python-depends")
 

@@ -13,8 +13,6 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import HubError, UsageError
 
-__all__ = ["Ref", "RefKind", "RequestKind", "Resolution", "VersionRequest", "choose_ref"]
-
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _SHOWN = 8
 

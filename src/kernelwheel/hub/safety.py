@@ -12,8 +12,6 @@ from pathlib import PurePosixPath
 
 from ..errors import HubError
 
-__all__ = ["Announced", "LfsPointer", "check_repo_path", "git_blob_id", "verify"]
-
 LFS_SPEC = "https://git-lfs.github.com/spec/v1"
 _LFS_MAX_POINTER = 1024
 _LFS_OID = re.compile(r"[0-9a-f]{64}")

@@ -15,8 +15,6 @@ from typing import Protocol
 from .revision import Ref, RefKind
 from .safety import Announced
 
-__all__ = ["BUILD_DIR", "FileReader", "RepoFile", "RepoSource"]
-
 BUILD_DIR = "build"
 
 

@@ -33,18 +33,6 @@ from .layout import Layout
 from .revision import RequestKind, Resolution, VersionRequest, choose_ref, revision_resolution
 from .source import FileReader, RepoFile, RepoSource, group_by_variant
 
-__all__ = [
-    "AbiCheck",
-    "AbiVerdict",
-    "Converted",
-    "Rejected",
-    "ToWheelRequest",
-    "ToWheelResult",
-    "open_source",
-    "resolve",
-    "to_wheels",
-]
-
 DEFAULT_MANYLINUX = "manylinux_2_28"
 
 

@@ -22,8 +22,6 @@ from .revision import RefKind, Resolution, VersionRequest
 from .source import RepoSource, group_by_variant
 from .towheel import DEFAULT_MANYLINUX, open_source, resolve
 
-__all__ = ["HubBuilds", "hub_builds", "split_source"]
-
 
 @dataclass(frozen=True)
 class HubBuilds:

@@ -17,8 +17,6 @@ from typing import IO
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-__all__ = ["sm_archs"]
-
 _MAGIC = 0xBA55ED50
 _CONTAINER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries
 _ENTRY = struct.Struct("<HHIQ")  # kind, version, header size, payload size

@@ -30,8 +30,6 @@ from .reader import escape_name, parse_metadata, read_metadata, verify_wheel
 from .site import refuse_input_inside
 from .variants import VariantBuild, variants_json, write_variant_wheel
 
-__all__ = ["ALL", "VARIANTS", "IndexResult", "IndexedWheel", "build_index", "flavours_of", "scan"]
-
 ALL = "all"
 VARIANTS = "variants"  # torch<X.Y>/variants/: the CUDA builds as wheel variants (PEP 825)
 # variants/: the per-torch CUDA and CPU builds of every torch series as torch-dimension variants

@@ -27,24 +27,6 @@ from ..model.variant import variant_of_wheel
 from ..model.wheelname import parse_wheel_name
 from .record import Row, digest_hash, hashed_copy, parse_record
 
-__all__ = [
-    "IntegrityProblem",
-    "RECORD_RULE",
-    "WHEEL_RULE",
-    "bomb_cause",
-    "dist_info_dir",
-    "escape_name",
-    "extract_package",
-    "integrity_problems",
-    "is_symlink_entry",
-    "parse_metadata",
-    "read_metadata",
-    "read_record",
-    "verify_contents",
-    "verify_wheel",
-    "wheel_rule_problems",
-]
-
 TOP_LEVEL = "top_level.txt"  # setuptools' list of a distribution's top-level names
 
 

@@ -15,8 +15,6 @@ from typing import IO
 
 from ..errors import WheelError
 
-__all__ = ["Row", "digest_hash", "format_record", "hashed_copy", "parse_record", "record_hash"]
-
 Row = tuple[str, str, str]  # (archive path, "sha256=<urlsafe b64>" or "", size or "")
 
 

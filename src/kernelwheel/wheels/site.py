@@ -14,16 +14,6 @@ from pathlib import Path
 from .._util import atomic_write, output_dir, staging_dir
 from ..errors import UsageError
 
-__all__ = [
-    "LEGACY_MARKER",
-    "MANIFEST",
-    "owned_entries",
-    "prepare",
-    "refuse_conflicts",
-    "refuse_input_inside",
-    "swap_in",
-]
-
 MANIFEST = ".kernelwheel-index.json"
 LEGACY_MARKER = ".kernelwheel-index"  # written by kernelwheel before the manifest existed
 _FORMAT = 1

@@ -23,16 +23,6 @@ from .fatbin import sm_archs
 from .reader import escape_name
 from .writer import rewrite_wheel
 
-__all__ = [
-    "ABI_DEPENDENCY",
-    "NAMESPACE",
-    "VariantBuild",
-    "cuda_properties",
-    "torch_properties",
-    "variants_json",
-    "write_variant_wheel",
-]
-
 NAMESPACE = "nvidia"
 ABI_DEPENDENCY = "abi_dependency"  # variantlib's VARIANT_ABI_DEPENDENCY_NAMESPACE
 # How variant.json names the NVIDIA provider: uv matches its built-in provider by this plugin
