@@ -352,7 +352,7 @@ def compile_step(
     headers = tuple(provide_headers(depends, req.outputs.cache_dir, python, req.log, runner))
     tools = probe_toolchain(toolkit, req, runner)
     costs = unit_costs.store_path(req.outputs.cache_dir, req.project.root)
-    peaks = unit_costs.peaks_path(req.outputs.cache_dir, req.project.root)
+    peaks = costs.with_suffix(".peaks.json")  # each unit's peak MiB, beside its seconds
     recorded = unit_costs.read_costs(costs), unit_costs.read_costs(peaks)
     planned = plan(PlanInputs(stage, tools, remedies, headers, *recorded))
     if planned.keep_dir is not None:
