@@ -148,12 +148,8 @@ class Options:
         ``native`` mean ``host`` (default: this machine's arch)."""
         if self.only is not None or "all" in self.archs:
             return None
-        out: list[Arch] = []
-        for item in self.archs:
-            arch = (host or Arch.host()) if item in ("auto", "native") else Arch(item)
-            if arch not in out:
-                out.append(arch)
-        return tuple(out)
+        arches = ((host or Arch.host()) if a in ("auto", "native") else Arch(a) for a in self.archs)
+        return tuple(dict.fromkeys(arches))
 
     def manylinux(self) -> str | None:
         """The policy to repair to, None when repair is off."""
