@@ -91,9 +91,6 @@ class Reuse:
         self.folder = folder
         self.content_roots = tuple(os.path.normpath(p) + os.sep for p in content_roots)
 
-    def _digest(self, so: Path) -> str:
-        return sha256_remembered(so, self.folder / SO_DIGEST)
-
     def _fingerprint(self, path: str) -> list[object] | None:
         try:
             if path.startswith(self.content_roots):
@@ -121,7 +118,8 @@ class Reuse:
         if not isinstance(absent, list) or _existing(map(str, absent)):
             return None  # a header now shadows one the last build used
         so = self.folder / str(manifest.get("shared_object"))
-        if not so.is_file() or self._digest(so) != manifest.get("shared_object_sha256"):
+        digest = manifest.get("shared_object_sha256")
+        if not so.is_file() or sha256_remembered(so, self.folder / SO_DIGEST) != digest:
             return None
         return {**result, "shared_object": str(so)}
 
