@@ -199,9 +199,7 @@ def package_files(project: KernelProject) -> dict[str, Member]:
     files: dict[str, Member] = {}
     suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
     for path in sorted(project.package_dir.rglob("*")):
-        if not path.is_file() or "__pycache__" in path.parts:
-            continue
-        if path.suffix not in suffixes:
+        if not path.is_file() or "__pycache__" in path.parts or path.suffix not in suffixes:
             continue
         if path.is_symlink() and not path.resolve().is_relative_to(project.root.resolve()):
             raise ProjectError(
