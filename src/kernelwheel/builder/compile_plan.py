@@ -412,8 +412,17 @@ def plan_compile(
         cuda_files = sum(1 for s in sources if s.endswith(".cu"))
         cuda = cuda_targets(req, kernels, tools, cuda_files, memory_bound=False)
         split, targets = cuda.split, len(cuda.every)
-    # the CPUs' split within the memory: nvcc's threads are those of the split that fits
-    budget = _memory_fit(req, tools, split, sources, targets, torch_free, peaks or {})
+    # The CPUs' split within the variant's memory, by each unit's measured peak (``peaks``: MiB
+    # per project-relative path), else its estimate; nvcc's threads are those of the split.
+    root = project.root.resolve()
+    units = memory.units_of(
+        [relative(s, root) for s in sources],
+        targets=targets,
+        torch_free=[relative(s, root) for s in torch_free],
+        measured=peaks or {},
+        per_thread=req.budget.memory_per_thread,
+    )
+    budget = memory.fit(split.jobs, split.nvcc_threads, units, tools.memory)
     if tools.cuda is not None and cuda is not None:
         host = [*(f"-Xcompiler={flag}" for flag in unique), *remedies.nvcc_flags]
         host += [f"-Xcompiler={flag}" for flag in maps]
@@ -432,7 +441,7 @@ def plan_compile(
         sources,
         recorded,
         root=project.root,
-        capabilities=len(cuda.every) if cuda else 0,
+        capabilities=targets,
         first=_sources(project.torch.src, project.root),
         last=[str(p) for p in remedies.sources],
     )
@@ -469,25 +478,3 @@ def plan_compile(
     all_notes += (budget.line,) if budget.by_memory else ()
     log_lines = () if budget.by_memory else (budget.line,)
     return CompilePlan(spec, all_notes, stage / "nvcc-keep" if keep else None, log_lines)
-
-
-def _memory_fit(
-    req: BuildRequest,
-    tools: Toolchain,
-    split: Parallelism,
-    sources: Sequence[str],
-    targets: int,
-    torch_free: Sequence[str],
-    peaks: Mapping[str, float],
-) -> memory.Fit:
-    """``split`` (the CPUs') within the variant's memory, by each unit's measured peak
-    (``peaks``: MiB per project-relative path), else its estimate (compile/memory)."""
-    root = req.project.root.resolve()
-    units = memory.units_of(
-        [relative(s, root) for s in sources],
-        targets=targets,
-        torch_free=[relative(s, root) for s in torch_free],
-        measured=peaks,
-        per_thread=req.budget.memory_per_thread,
-    )
-    return memory.fit(split.jobs, split.nvcc_threads, units, tools.memory)
