@@ -7,7 +7,7 @@ answers in as a :class:`Toolchain`), so each rule of docs/compile.md is testable
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -295,30 +295,6 @@ def cuda_targets(
     return CudaTargets(per_kernel, every, split, tuple(compression), tuple(notes))
 
 
-def _plan_cuda(
-    req: BuildRequest,
-    kernels: Sequence[KernelSection],
-    tools: Toolchain,
-    base: Sequence[str],
-    cuda_files: int,
-    fitted: Callable[[Parallelism, int], Parallelism],
-) -> tuple[CudaTargets, tuple[str, ...]]:
-    """A CUDA variant's targets and nvcc's flags, its threads those of the split within the
-    memory (``fitted``: the CPU split and the capability count -> that split)."""
-    assert tools.cuda is not None
-    targets = cuda_targets(req, kernels, tools, cuda_files, memory_bound=False)
-    split = fitted(targets.split, len(targets.every))
-    flags = (
-        "-O3",
-        f"--threads={split.nvcc_threads}",
-        *nvcc_torch_flags(tools.cuda.version),
-        *base,
-        *caps.gencode_flags(targets.every),
-        *targets.compression,
-    )
-    return targets, flags
-
-
 def _source_flags(
     project: KernelProject,
     kernels: Sequence[KernelSection],
@@ -428,21 +404,36 @@ def plan_compile(
         include_dirs += [str(p) for p in tools.cuda.extra_includes]
     include_dirs += [str(p) for p in dependency_includes]
     torch_free = torch_free_sources(sources, include_dirs, project.root)
-    fits: list[memory.Fit] = []
-
-    def fitted(split: Parallelism, targets: int) -> Parallelism:
-        fits.append(_memory_fit(req, tools, split, sources, targets, torch_free, peaks or {}))
-        return Parallelism(fits[-1].jobs, fits[-1].nvcc_threads)
-
     cuda: CudaTargets | None = None
     nvcc_flags: tuple[str, ...] = ()
-    if tools.cuda is not None:
+    if tools.cuda is None:
+        split, targets = parallelism(req, tools, 0, 0, memory_bound=False), 0
+    else:
+        cuda_files = sum(1 for s in sources if s.endswith(".cu"))
+        cuda = cuda_targets(req, kernels, tools, cuda_files, memory_bound=False)
+        split, targets = cuda.split, len(cuda.every)
+    # The CPUs' split within the variant's memory, by each unit's measured peak (``peaks``: MiB
+    # per project-relative path), else its estimate; nvcc's threads are those of the split.
+    root = project.root.resolve()
+    units = memory.units_of(
+        [relative(s, root) for s in sources],
+        targets=targets,
+        torch_free=[relative(s, root) for s in torch_free],
+        measured=peaks or {},
+        per_thread=req.budget.memory_per_thread,
+    )
+    budget = memory.fit(split.jobs, split.nvcc_threads, units, tools.memory)
+    if tools.cuda is not None and cuda is not None:
         host = [*(f"-Xcompiler={flag}" for flag in unique), *remedies.nvcc_flags]
         host += [f"-Xcompiler={flag}" for flag in maps]
-        cuda_files = sum(1 for s in sources if s.endswith(".cu"))
-        cuda, nvcc_flags = _plan_cuda(req, kernels, tools, host, cuda_files, fitted)
-    else:
-        fitted(parallelism(req, tools, 0, 0, memory_bound=False), 0)
+        nvcc_flags = (
+            "-O3",
+            f"--threads={budget.nvcc_threads}",
+            *nvcc_torch_flags(tools.cuda.version),
+            *host,
+            *caps.gencode_flags(cuda.every),
+            *cuda.compression,
+        )
     keep = nvcc_keep_flags(sources, stage) if cuda else []
     # Longest first (compile/unit_costs): the remedies' compat source, the cheapest unit, last;
     # the binding (torch's headers) first until a build has timed it.
@@ -450,7 +441,7 @@ def plan_compile(
         sources,
         recorded,
         root=project.root,
-        capabilities=len(cuda.every) if cuda else 0,
+        capabilities=targets,
         first=_sources(project.torch.src, project.root),
         last=[str(p) for p in remedies.sources],
     )
@@ -466,7 +457,7 @@ def plan_compile(
         cuda_home=str(tools.cuda.home) if tools.cuda else None,
         build_temp=str(stage / "obj"),
         build_lib=str(stage / "lib"),
-        jobs=fits[-1].jobs,
+        jobs=budget.jobs,
         requested_limited_api=REQUESTED_LIMITED_API,
         capabilities=cuda.every if cuda else (),
         source_flags=_with_namespace(
@@ -483,30 +474,7 @@ def plan_compile(
         torch_free=torch_free,
         peak_log=str(stage / "obj" / PEAK_LOG),
     )
-    budget = fits[-1]
     all_notes = (*notes, *shared_source_notes(kernels), *(cuda.notes if cuda else ()))
     all_notes += (budget.line,) if budget.by_memory else ()
     log_lines = () if budget.by_memory else (budget.line,)
     return CompilePlan(spec, all_notes, stage / "nvcc-keep" if keep else None, log_lines)
-
-
-def _memory_fit(
-    req: BuildRequest,
-    tools: Toolchain,
-    split: Parallelism,
-    sources: Sequence[str],
-    targets: int,
-    torch_free: Sequence[str],
-    peaks: Mapping[str, float],
-) -> memory.Fit:
-    """``split`` (the CPUs') within the variant's memory, by each unit's measured peak
-    (``peaks``: MiB per project-relative path), else its estimate (compile/memory)."""
-    root = req.project.root.resolve()
-    units = memory.units_of(
-        [relative(s, root) for s in sources],
-        targets=targets,
-        torch_free=[relative(s, root) for s in torch_free],
-        measured=peaks,
-        per_thread=req.budget.memory_per_thread,
-    )
-    return memory.fit(split.jobs, split.nvcc_threads, units, tools.memory)

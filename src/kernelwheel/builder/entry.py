@@ -4,8 +4,6 @@ request's kind (decided when the request was made), then writes the Hub layout."
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -33,10 +31,17 @@ def build_and_export(req: BuildRequest, reporter: Reporter, runner: Runner = RUN
     work folder), every command through ``runner``, and with the request's ``hub_layout`` also
     write it as a Hub kernel tree there (a noarch build writes one per variant it serves). An
     interrupt before it returns takes the wheel it had put in the output folder back out."""
-    with _no_wheel_unless_finished(req):
+    before = _variant_wheels(req)
+    try:
         with locked(req.outputs.work_dir / f"{req.variant.name}.lock"):
             wheel = _BUILDERS[req.kind](req, reporter, runner)
         _export(req, reporter, wheel)
+    except KeyboardInterrupt:  # Terminated (SIGTERM) is one
+        # the repair step published it before the check and the Hub layout ended; a wheel of
+        # that name from before the run stays (wheels are only ever replaced whole)
+        for path in _variant_wheels(req) - before:
+            path.unlink(missing_ok=True)
+        raise
     return wheel
 
 
@@ -62,22 +67,6 @@ def _export(req: BuildRequest, reporter: Reporter, wheel: BuiltWheel) -> None:
                 git=git,
             )
             detail.append(str(folder))
-
-
-@contextmanager
-def _no_wheel_unless_finished(req: BuildRequest) -> Iterator[None]:
-    """On an interrupt (Ctrl-C, SIGTERM) while ``req`` builds, remove the wheel of its variant
-    that the build put in the output folder (the repair step publishes it before the check and
-    the Hub layout end), so what the CLI says holds: an interrupted variant leaves nothing new;
-    the wheels of the variants that finished stay, and so does a wheel of the same name that was
-    there before the run (complete: wheels are only ever replaced whole)."""
-    before = _variant_wheels(req)
-    try:
-        yield
-    except KeyboardInterrupt:  # Terminated (SIGTERM) is one
-        for path in _variant_wheels(req) - before:
-            path.unlink(missing_ok=True)
-        raise
 
 
 def _variant_wheels(req: BuildRequest) -> set[Path]:

@@ -89,11 +89,8 @@ def toolkit_problem(
 def _local_wheel(requirement: str, folders: Iterable[str]) -> bool:
     """A ``torch-<version>+<label>-*.whl`` for ``torch==<version>+<label>`` in a local folder."""
     version = requirement.partition("==")[2]
-    for folder in folders:
-        path = Path(folder.removeprefix("file://")).expanduser()
-        if path.is_dir() and any(path.glob(f"torch-{version}-*.whl")):
-            return True
-    return False
+    paths = (Path(folder.removeprefix("file://")).expanduser() for folder in folders)
+    return any(path.is_dir() and any(path.glob(f"torch-{version}-*.whl")) for path in paths)
 
 
 # Each index is asked once per run, whatever the number of variants that need it.
@@ -106,9 +103,7 @@ def torch_source_problem(
     """Why the torch of the variant's environment cannot come from where the recipe says: only
     for torch from PyTorch's index (an extra index of ``spec``), when no local find-links folder
     (the build's, or pip's PIP_FIND_LINKS) holds the wheel and the index does not answer."""
-    if spec is None or recipe.index_url is None:
-        return None
-    if recipe.index_url not in spec.sources.extra_index_urls:
+    if spec is None or recipe.index_url not in spec.sources.extra_index_urls:
         return None
     env = os.environ if environ is None else environ
     links = [*spec.sources.find_links, *env.get("PIP_FIND_LINKS", "").split()]

@@ -91,9 +91,6 @@ class Reuse:
         self.folder = folder
         self.content_roots = tuple(os.path.normpath(p) + os.sep for p in content_roots)
 
-    def _digest(self, so: Path) -> str:
-        return sha256_remembered(so, self.folder / SO_DIGEST)
-
     def _fingerprint(self, path: str) -> list[object] | None:
         try:
             if path.startswith(self.content_roots):
@@ -115,14 +112,14 @@ class Reuse:
         result = manifest.get("result")
         if not isinstance(inputs, dict) or not isinstance(result, dict):
             return None
-        for path, fingerprint in inputs.items():
-            if self._fingerprint(path) != fingerprint:
-                return None
+        if any(self._fingerprint(path) != known for path, known in inputs.items()):
+            return None
         absent = manifest.get("absent")
         if not isinstance(absent, list) or _existing(map(str, absent)):
             return None  # a header now shadows one the last build used
         so = self.folder / str(manifest.get("shared_object"))
-        if not so.is_file() or self._digest(so) != manifest.get("shared_object_sha256"):
+        digest = manifest.get("shared_object_sha256")
+        if not so.is_file() or sha256_remembered(so, self.folder / SO_DIGEST) != digest:
             return None
         return {**result, "shared_object": str(so)}
 
@@ -137,32 +134,24 @@ class Reuse:
         builds; False (and any old entry removed) when its inputs are unknown.
         ``include_dirs``: the spec's include folders, in search order."""
         inputs = result.get("inputs")
-        if not isinstance(inputs, list) or not inputs:
+        fingerprints: dict[str, object] = {}
+        if isinstance(inputs, list) and inputs:
+            paths = sorted({*map(str, inputs), *(os.path.normpath(s) for s in sources)})
+            fingerprints = {path: self._fingerprint(path) for path in paths}
+        if not fingerprints or None in fingerprints.values():
             shutil.rmtree(self.folder, ignore_errors=True)
             return False
-        fingerprints: dict[str, object] = {}
-        for path in sorted({*map(str, inputs), *(os.path.normpath(s) for s in sources)}):
-            fingerprint = self._fingerprint(path)
-            if fingerprint is None:
-                shutil.rmtree(self.folder, ignore_errors=True)
-                return False
-            fingerprints[path] = fingerprint
         so = Path(str(result["shared_object"]))
         kept = {k: v for k, v in result.items() if k not in ("shared_object", "inputs")}
         self.folder.parent.mkdir(parents=True, exist_ok=True)
+        # A quoted include looks beside the including source first.
+        beside = dict.fromkeys(os.path.dirname(os.path.normpath(s)) for s in sources)
         with staging_dir(self.folder.parent, "reuse") as tmp:
             shutil.copy2(so, tmp / so.name)
             manifest = {
                 "key": key,
                 "inputs": fingerprints,
-                # A quoted include looks beside the including source first.
-                "absent": shadow_candidates(
-                    fingerprints,
-                    [
-                        *dict.fromkeys(os.path.dirname(os.path.normpath(s)) for s in sources),
-                        *include_dirs,
-                    ],
-                ),
+                "absent": shadow_candidates(fingerprints, [*beside, *include_dirs]),
                 "result": kept,
                 "shared_object": so.name,
                 "shared_object_sha256": sha256_remembered(tmp / so.name, tmp / SO_DIGEST),

@@ -337,13 +337,9 @@ def _side_by_side(
     processes); on an interrupt the variants not started are dropped and the running ones'
     commands killed before it goes on up."""
     stopping = threading.Event()  # the variants killed by an interrupt go unreported
-
-    def build(req: BuildRequest) -> Outcome:
-        return _variant(req, progress, runner, stopping)
-
     try:
         with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="variant") as pool:
-            futures = [pool.submit(build, req) for req in requests]
+            futures = [pool.submit(_variant, req, progress, runner, stopping) for req in requests]
             try:
                 return tuple(future.result() for future in futures)
             except BaseException:

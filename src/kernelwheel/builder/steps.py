@@ -199,9 +199,7 @@ def package_files(project: KernelProject) -> dict[str, Member]:
     files: dict[str, Member] = {}
     suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
     for path in sorted(project.package_dir.rglob("*")):
-        if not path.is_file() or "__pycache__" in path.parts:
-            continue
-        if path.suffix not in suffixes:
+        if not path.is_file() or "__pycache__" in path.parts or path.suffix not in suffixes:
             continue
         if path.is_symlink() and not path.resolve().is_relative_to(project.root.resolve()):
             raise ProjectError(
@@ -352,7 +350,7 @@ def compile_step(
     headers = tuple(provide_headers(depends, req.outputs.cache_dir, python, req.log, runner))
     tools = probe_toolchain(toolkit, req, runner)
     costs = unit_costs.store_path(req.outputs.cache_dir, req.project.root)
-    peaks = unit_costs.peaks_path(req.outputs.cache_dir, req.project.root)
+    peaks = costs.with_suffix(".peaks.json")  # each unit's peak MiB, beside its seconds
     recorded = unit_costs.read_costs(costs), unit_costs.read_costs(peaks)
     planned = plan(PlanInputs(stage, tools, remedies, headers, *recorded))
     if planned.keep_dir is not None:

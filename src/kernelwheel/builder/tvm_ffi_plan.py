@@ -83,7 +83,15 @@ def plan_tvm_ffi_compile(
     if tools.shared_libstdcxx:  # else the static libstdc++ defines what the remedies add
         units += [(path, ()) for path in remedies.sources]
     units = [(path, flags) for path, flags in units if path.suffix in SOURCE_SUFFIXES]
-    _refuse_cuda_sources(req, root, [path for path, _ in units], toolkit is not None)
+    cuda_code = next((path for path, _ in units if path.suffix == ".cu"), None)
+    if cuda_code is not None and toolkit is None:  # a .cu binding source needs a CUDA build
+        shown = cuda_code.relative_to(root) if cuda_code.is_relative_to(root) else cuda_code
+        raise ProjectError(
+            f"{shown} is CUDA code, but {req.variant.name} is not a CUDA build",
+            file=req.project.build_toml,
+            key="tvm-ffi.src",
+            hint='list .cu files only in kernels with backend = "cuda"',
+        )
     link_libs = [f"-L{library.lib_dir}", "-ltvm_ffi"]
     cuda_units: list[tuple[Path, tuple[str, ...]]] = []
     capabilities: tuple[CudaCapability, ...] = ()
@@ -142,18 +150,3 @@ def plan_tvm_ffi_compile(
         include_dirs=tuple(searched),
     )
     return CompilePlan(spec, notes, stage / "nvcc-keep" if keep else None)
-
-
-def _refuse_cuda_sources(
-    req: BuildRequest, root: Path, sources: Sequence[Path], cuda: bool
-) -> None:
-    """A ``.cu`` binding source of a variant that is not a CUDA build cannot compile."""
-    for path in sources:
-        if path.suffix == ".cu" and not cuda:
-            shown = path.relative_to(root) if path.is_relative_to(root) else path
-            raise ProjectError(
-                f"{shown} is CUDA code, but {req.variant.name} is not a CUDA build",
-                file=req.project.build_toml,
-                key="tvm-ffi.src",
-                hint='list .cu files only in kernels with backend = "cuda"',
-            )

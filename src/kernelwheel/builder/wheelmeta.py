@@ -76,9 +76,11 @@ def project_metadata(
     )
     fields = card_fields(project, version=_major(version), dirty=dirty)
     card = project_card(project, fields)
+    root = project.root
+    found = sorted(p for p in root.iterdir() if p.is_file() and p.name.startswith(LICENSE_PREFIXES))
     return ProjectMetadata(
         license=project.license,
-        license_files=_license_files(project.root),
+        license_files={p.name: _bytes(p, root) for p in found},
         project_urls=urls,
         description=wheel_description(card.text, fields, version=version, variant=variant),
         description_file=card.file,
@@ -125,11 +127,6 @@ def _major(version: str) -> int | None:
         return Version(version).major
     except InvalidVersion:
         return None
-
-
-def _license_files(root: Path) -> dict[str, bytes]:
-    found = sorted(p for p in root.iterdir() if p.is_file() and p.name.startswith(LICENSE_PREFIXES))
-    return {p.name: _bytes(p, root) for p in found}
 
 
 def _bytes(path: Path, root: Path) -> bytes:

@@ -214,7 +214,11 @@ class ConsoleUI:
         with self._lock:
             self._running[(scope, name)] = running
             self._step_line(f"  {self.start_mark} {scope}: {name} …", scope)
-            self._start_ticker()
+            if self._ticker is None or not self._ticker.is_alive():
+                self._ticker = threading.Thread(
+                    target=self._tick, name="kernelwheel-progress", daemon=True
+                )
+                self._ticker.start()
 
     def step_finished(self, result: StepResult) -> None:
         with self._lock:
@@ -239,12 +243,6 @@ class ConsoleUI:
         self._emit(text, self.progress, show=self._shows_steps, scope=scope)
 
     # -- while steps run ------------------------------------------------------------------------
-
-    def _start_ticker(self) -> None:
-        if self._ticker is not None and self._ticker.is_alive():
-            return
-        self._ticker = threading.Thread(target=self._tick, name="kernelwheel-progress", daemon=True)
-        self._ticker.start()
 
     def _tick(self) -> None:
         while True:

@@ -69,10 +69,7 @@ def loose_intersection(
             if base in remaining:
                 remaining.remove(base)
     plain = sorted((c for c in bases if not c.suffix), key=lambda c: c.sort_key)
-    for target in remaining:
-        best = _best_for(target, plain, ptx)
-        if best is not None:
-            chosen.append(best)
+    chosen += [best for t in remaining if (best := _best_for(t, plain, ptx)) is not None]
     return sort_capabilities(replace(c, ptx=c in ptx) for c in chosen)
 
 

@@ -235,18 +235,13 @@ def nvcc_parallelism(
         jobs = cuda_files + max(min(1, budget - 1), budget - cuda_files * threads)
     else:
         jobs = budget // threads
-    split = Parallelism(jobs=max(1, jobs), nvcc_threads=threads)
-    if memory_mib is None:
-        return split
-    return _within_memory(split, cuda_files, max(1, memory_mib // mib_per_thread))
-
-
-def _within_memory(split: Parallelism, cuda_files: int, limit: int) -> Parallelism:
-    """``split`` with jobs, then threads, cut until its peak fits ``limit`` threads."""
-    jobs, threads = split.jobs, split.nvcc_threads
-    while jobs > 1 and Parallelism(jobs, threads).peak_threads(cuda_files) > limit:
-        jobs -= 1
-    return Parallelism(jobs=jobs, nvcc_threads=min(threads, limit))
+    jobs = max(1, jobs)
+    if memory_mib is not None:  # jobs, then threads, cut until the peak fits the memory
+        limit = max(1, memory_mib // mib_per_thread)
+        while jobs > 1 and Parallelism(jobs, threads).peak_threads(cuda_files) > limit:
+            jobs -= 1
+        threads = min(threads, limit)
+    return Parallelism(jobs=jobs, nvcc_threads=threads)
 
 
 def shared_source_notes(kernels: Sequence[KernelSection]) -> tuple[str, ...]:
@@ -259,14 +254,12 @@ def shared_source_notes(kernels: Sequence[KernelSection]) -> tuple[str, ...]:
             listed.setdefault(src, []).append(kernel)
     notes = []
     for src, owners in listed.items():
-        key = "cuda-flags" if src.suffix == ".cu" else "cxx-flags"
-
-        def flags(k: KernelSection, key: str = key) -> tuple[str, ...]:
-            return k.cuda_flags if key == "cuda-flags" else k.cxx_flags
-
-        if len(owners) < 2 or len({flags(k) for k in owners}) < 2:
+        cuda = src.suffix == ".cu"
+        flags = [k.cuda_flags if cuda else k.cxx_flags for k in owners]
+        if len(owners) < 2 or len(set(flags)) < 2:
             continue
-        each = "; ".join(f"kernel.{k.id}: {list(flags(k))}" for k in owners)
+        key = "cuda-flags" if cuda else "cxx-flags"
+        each = "; ".join(f"kernel.{k.id}: {list(f)}" for k, f in zip(owners, flags, strict=True))
         notes.append(
             f"warning: {src.as_posix()} is listed by kernels with different {key} ({each}): it "
             "compiles once, with all of them (kernel-builder's rule); give each kernel its own "

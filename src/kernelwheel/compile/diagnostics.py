@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -249,10 +249,7 @@ def warning_summary(output: str, paths: PathMap) -> tuple[str, ...]:
             # nvcc's front end says a warning once for the host, once for the device
             if warning not in found.setdefault(unit, []):
                 found[unit].append(warning)
-    return tuple(_summary(unit, warnings) for unit, warnings in found.items())
-
-
-def _summary(unit: str, warnings: Iterable[str]) -> str:
-    listed = list(warnings)
-    count = f"{len(listed)} warning" + ("s" if len(listed) > 1 else "")
-    return _clip(f"{unit}: {count} (first: {listed[0]})")
+    return tuple(
+        _clip(f"{unit}: {len(said)} warning{'s' if len(said) > 1 else ''} (first: {said[0]})")
+        for unit, said in found.items()
+    )

@@ -298,13 +298,11 @@ def fit(jobs: int, threads: int, units: Sequence[UnitMemory], limit: MemoryLimit
     need = _need(units, cut_jobs, cut_threads)
     shown = f"{limit.mib} MiB available ({limit.source})"
     if (cut_jobs, cut_threads) == (jobs, threads):
-        return Fit(
-            jobs,
-            threads,
-            False,
+        line = (
             f"{cpu}: the CPU budget; {shown}, {need} MiB needed "
-            f"by the {min(jobs, len(units))} largest units at once",
+            f"by the {min(jobs, len(units))} largest units at once"
         )
+        return Fit(jobs, threads, False, line)
     largest = max(units, key=lambda u: u.at(cut_threads))
     heavy = f"{largest.source}, {largest.at(cut_threads)} MiB {largest.origin}"
     over = "; even that exceeds it: compiling serially anyway" if need > limit.mib else ""

@@ -35,11 +35,6 @@ def store_path(cache_dir: Path, project_root: Path) -> Path:
     return cache_dir / FOLDER / f"{digest}.json"
 
 
-def peaks_path(cache_dir: Path, project_root: Path) -> Path:
-    """The project's record of unit peak memory (MiB), beside its seconds."""
-    return store_path(cache_dir, project_root).with_suffix(".peaks.json")
-
-
 def read_costs(path: Path) -> dict[str, float]:
     """The recorded seconds per unit (project-relative path); empty when absent or unreadable
     (a record only orders the compile: a damaged one is ignored, never an error)."""

@@ -265,10 +265,8 @@ def _at_least(variant: Variant, abi: TorchVersion) -> bool:
 
 
 def _plan_noarch(project: KernelProject, recipes: Recipes) -> MatrixPlan:
-    backends = [Backend(BackendKind(b)) for b in project.backends]
-    variants = [Variant(None, b, None, None, None) for b in backends]
-    if not variants:
-        variants = [Variant(None, None, None, None, None)]
+    backends: list[Backend | None] = [Backend(BackendKind(b)) for b in project.backends]
+    variants = [Variant(None, b, None, None, None) for b in backends or [None]]
     selected = tuple(recipes.recipe_for(v) for v in variants)
     note = (
         "noarch project (pure Python): its variants are built into one py3-none-any wheel, "

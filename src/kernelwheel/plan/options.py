@@ -112,14 +112,7 @@ class Options:
 
     def selector(self) -> Selector:
         """The variant selector, its messages naming where build/skip/only came from."""
-        return Selector(
-            build=self.build,
-            skip=self.skip,
-            only=self.only,
-            build_label=self._label("build"),
-            skip_label=self._label("skip"),
-            only_label="--only",
-        )
+        return Selector(self.build, self.skip, self.only, self._label("build"), self._label("skip"))
 
     def _label(self, name: str) -> str:
         source = self.source(name)
@@ -148,12 +141,8 @@ class Options:
         ``native`` mean ``host`` (default: this machine's arch)."""
         if self.only is not None or "all" in self.archs:
             return None
-        out: list[Arch] = []
-        for item in self.archs:
-            arch = (host or Arch.host()) if item in ("auto", "native") else Arch(item)
-            if arch not in out:
-                out.append(arch)
-        return tuple(out)
+        arches = ((host or Arch.host()) if a in ("auto", "native") else Arch(a) for a in self.archs)
+        return tuple(dict.fromkeys(arches))
 
     def manylinux(self) -> str | None:
         """The policy to repair to, None when repair is off."""

@@ -118,14 +118,10 @@ class Selector:
         if self.only is not None:
             if self.only in names:
                 return (self.only,)
-            if self.only in left_out:
-                raise UsageError(
-                    f"{self.only_label} {self.only!r} was left out: {left_out[self.only]}",
-                    hint=f"choose one of: {', '.join(names)}",
-                )
+            reason = left_out.get(self.only)
+            why = "is not a variant of this kernel" if reason is None else f"was left out: {reason}"
             raise UsageError(
-                f"{self.only_label} {self.only!r} is not a variant of this kernel",
-                hint=f"choose one of: {', '.join(names)}",
+                f"{self.only_label} {self.only!r} {why}", hint=f"choose one of: {', '.join(names)}"
             )
         for pattern in self.build:
             if any(self._match(pattern, n) for n in names):

@@ -49,11 +49,6 @@ def missing_toolchain(variant: Variant) -> str | None:
     return None if kind is None else backend_problem(kind)
 
 
-def skip_pattern(kind: BackendKind) -> str:
-    """A ``--skip`` glob that leaves out every binary variant of ``kind``."""
-    return _SKIP.get(kind, f"*-{kind.value}-*")
-
-
 def require_toolchains(variants: Iterable[Variant]) -> None:
     """Raise one :class:`ToolchainError` naming every variant of ``variants`` that kernelwheel
     cannot compile, grouped by backend, with the runner each needs and the ``--skip`` that
@@ -65,7 +60,7 @@ def require_toolchains(variants: Iterable[Variant]) -> None:
             by_kind.setdefault(kind, []).append(variant)
     if not by_kind:
         return
-    skips = " ".join(f"--skip '{skip_pattern(kind)}'" for kind in by_kind)
+    skips = " ".join(f"--skip '{_SKIP.get(kind, f'*-{kind.value}-*')}'" for kind in by_kind)
     hint = (
         f"kernelwheel compiles {_built_here()} variants only; leave these out with {skips} "
         "(`kernelwheel matrix` lists every variant with the runner it needs)"

@@ -7,9 +7,10 @@ and :func:`read_git_state`), so every source and every refusal has a unit test.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -57,11 +58,14 @@ def resolve_version(inputs: VersionInputs) -> WheelVersion:
     that is wrong (a flag: UsageError; a file: ProjectError naming it)."""
     major = inputs.api_version
     if inputs.option is not None:
-        return _checked(inputs.option, _OptionSource(inputs), major, inputs)
+        return _checked(inputs.option, _option_source(inputs), major, inputs)
     if major is None and inputs.legacy:
         return WheelVersion(inputs.legacy, f"{inputs.build_toml.name} general.version")
     if inputs.version_file is not None and inputs.version_text.strip():
-        source = _FileSource(inputs.version_file)
+        path = inputs.version_file
+        source = _Source(
+            str(path), lambda message, hint: ProjectError(message, file=path, hint=hint)
+        )
         return _checked(inputs.version_text.strip(), source, major, inputs)
     if major is None:
         raise ProjectError(
@@ -79,46 +83,21 @@ def resolve_version(inputs: VersionInputs) -> WheelVersion:
     )
 
 
-class _Source(Protocol):
+class _Source(NamedTuple):
     """Where a full version came from: its label and the error that points there."""
 
     label: str
-
-    def error(self, message: str, hint: str) -> KernelwheelError: ...
-
-
-class _OptionSource:
-    def __init__(self, inputs: VersionInputs) -> None:
-        self.label = inputs.option_source
-        self.pyproject = inputs.build_toml.parent / PYPROJECT
-        self.from_key = inputs.option_source != "--version"
-
-    def error(self, message: str, hint: str) -> KernelwheelError:
-        if self.from_key:
-            return ProjectError(
-                message, file=self.pyproject, key=f"{TOOL_TABLE}.version", hint=hint
-            )
-        return UsageError(f"--version: {message}", hint=hint)
+    error: Callable[[str, str], KernelwheelError]  # (message, hint) -> the error
 
 
-class _FileSource:
-    def __init__(self, path: Path) -> None:
-        self.label = str(path)
-        self.path = path
-
-    def error(self, message: str, hint: str) -> KernelwheelError:
-        return ProjectError(message, file=self.path, hint=hint)
-
-
-class _TagSource:
-    def __init__(self, tag: str, build_toml: Path) -> None:
-        self.label = f"git tag {tag}"
-        self.tag = tag
-        self.build_toml = build_toml
-
-    def error(self, message: str, hint: str) -> KernelwheelError:
-        where = f"HEAD of the git repository at {self.build_toml.parent} is tagged {self.tag}: "
-        return ProjectError(where + message, file=self.build_toml, key="general.version", hint=hint)
+def _option_source(inputs: VersionInputs) -> _Source:
+    label, pyproject = inputs.option_source, inputs.build_toml.parent / PYPROJECT
+    if label == "--version":
+        return _Source(label, lambda message, hint: UsageError(f"--version: {message}", hint=hint))
+    key = f"{TOOL_TABLE}.version"
+    return _Source(
+        label, lambda message, hint: ProjectError(message, file=pyproject, key=key, hint=hint)
+    )
 
 
 def _parse(text: str, source: _Source) -> Version:
@@ -171,12 +150,14 @@ def _from_tags(tags: tuple[str, ...], major: int, inputs: VersionInputs) -> Whee
         return WheelVersion(str(version), f"git tag {tag}")
     if versions:
         version, tag = max(versions)
-        source = _TagSource(tag, inputs.build_toml)
-        raise source.error(
-            f"a version of API major {version.major}, but {inputs.build_toml.name} says "
-            f"general.version = {major}",
-            f"tag HEAD v{major}.x.y, set general.version = {version.major} if the API changed, "
-            "or pass --version X.Y.Z",
+        raise ProjectError(
+            f"HEAD of the git repository at {inputs.build_toml.parent} is tagged {tag}: a version "
+            f"of API major {version.major}, but {inputs.build_toml.name} says general.version = "
+            f"{major}",
+            file=inputs.build_toml,
+            key="general.version",
+            hint=f"tag HEAD v{major}.x.y, set general.version = {version.major} if the API "
+            "changed, or pass --version X.Y.Z",
         )
     return None
 
