@@ -112,7 +112,13 @@ class Options:
 
     def selector(self) -> Selector:
         """The variant selector, its messages naming where build/skip/only came from."""
-        return Selector(self.build, self.skip, self.only, self._label("build"), self._label("skip"))
+        return Selector(
+            build=self.build,
+            skip=self.skip,
+            only=self.only,
+            build_label=self._label("build"),
+            skip_label=self._label("skip"),
+        )
 
     def _label(self, name: str) -> str:
         source = self.source(name)
