@@ -24,7 +24,6 @@ else:  # pragma: no cover - Python 3.10
 
 __all__ = [
     "Located",
-    "TOMLDecodeError",
     "describe",
     "key",
     "loads",
@@ -35,7 +34,6 @@ __all__ = [
     "value",
 ]
 
-TOMLDecodeError = tomllib.TOMLDecodeError
 loads = tomllib.loads
 
 SYNTAX_HINT = "fix the syntax at that line and column"

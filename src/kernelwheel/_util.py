@@ -239,9 +239,7 @@ def check_output_path(path: Path, flag: str) -> Path:
     existing folder is not writable. A UsageError naming it."""
     hint = f"pass a folder you may write to {flag}"
     existing = path
-    while not existing.exists() and not existing.is_symlink():
-        if existing.parent == existing:
-            break
+    while not existing.exists() and not existing.is_symlink() and existing.parent != existing:
         existing = existing.parent
     if existing.exists() and not existing.is_dir():
         where = "is a file" if existing == path else f"lies under the file {existing}"
@@ -658,13 +656,9 @@ class DeadOwner:
     stopped: tuple[int, ...]
 
     def describe(self) -> str:
-        left = (
-            f"; its commands still running (process groups {', '.join(map(str, self.stopped))})"
-            " were stopped"
-            if self.stopped
-            else ""
-        )
-        return f"a run that died (pid {self.pid}) held this lock{left}"
+        groups = ", ".join(map(str, self.stopped))
+        left = f"; its commands still running (process groups {groups}) were stopped"
+        return f"a run that died (pid {self.pid}) held this lock{left if self.stopped else ''}"
 
 
 def _start_time(pid: int) -> str | None:

@@ -62,9 +62,6 @@ class VariantsReport:
     projects: tuple[ProjectBuilds, ...]
 
 
-_ORDER = {Status.PREFERRED: 0, Status.COMPATIBLE: 1, Status.REJECTED: 2}
-
-
 def explain(
     source: str,
     candidates: Sequence[Candidate],
@@ -104,7 +101,8 @@ def _project(filename: str) -> str | None:
 
 def _entries(sel: Selection, names: dict[str, str]) -> tuple[Entry, ...]:
     entries = [_entry(v, sel, names) for v in sel.verdicts]
-    return tuple(sorted(entries, key=lambda e: _ORDER[e.status]))  # stable: listing order kept
+    # Status lists them preferred first; the sort is stable: listing order kept
+    return tuple(sorted(entries, key=lambda e: list(Status).index(e.status)))
 
 
 def _entry(verdict: Verdict, sel: Selection, names: dict[str, str]) -> Entry:

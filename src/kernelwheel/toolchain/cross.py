@@ -193,17 +193,6 @@ class TargetSysroot:
         return dirs
 
 
-def _pip_download_args(spec: TargetSpec, dest: Path) -> list[str]:
-    major, minor = spec.python.split(".")[:2]
-    args = ["download", "--disable-pip-version-check", "--no-input", "--no-deps"]
-    args += ["--only-binary=:all:", "--implementation", "cp"]
-    args += ["--python-version", f"{major}.{minor}", "--abi", f"cp{major}{minor}"]
-    args += ["--dest", str(dest)]
-    for platform in spec.platforms:
-        args += ["--platform", platform]
-    return args + spec.sources.pip_args()
-
-
 def _unpack(wheel: Path, root: Path) -> int:
     """Extract the headers and shared libraries of ``wheel`` into ``root``; returns a count."""
     count = 0
@@ -274,7 +263,13 @@ def provision_target(
             shutil.rmtree(root)  # half-made by an interrupted run
         downloads = root / ".downloads"
         downloads.mkdir(parents=True)
-        pip = [sys.executable, "-m", "pip", *_pip_download_args(spec, downloads)]
+        major, minor = spec.python.split(".")[:2]
+        pip = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check"]
+        pip += ["--no-input", "--no-deps", "--only-binary=:all:", "--implementation", "cp"]
+        pip += ["--python-version", f"{major}.{minor}", "--abi", f"cp{major}{minor}"]
+        pip += ["--dest", str(downloads)]
+        pip += [arg for platform in spec.platforms for arg in ("--platform", platform)]
+        pip += spec.sources.pip_args()
         platforms = ", ".join(spec.platforms)
         runner.checked(
             [*pip, spec.torch_requirement],
@@ -336,11 +331,6 @@ def provision_target(
 # --- planning and applying a cross build ----------------------------------------------------
 
 
-def _release(version: str) -> str:
-    """'2.14.1+cu130' -> '2.14.1'."""
-    return version.split("+", 1)[0]
-
-
 @dataclass(frozen=True)
 class CrossPlan:
     """A cross build before its environments exist: what to provision on either side."""
@@ -375,7 +365,7 @@ class CrossPlan:
         sysroot = provision_target(
             self.target_spec(env.python_version), cache_dir, log=log, runner=runner
         )
-        if _release(sysroot.torch) != _release(env.torch):
+        if sysroot.torch.split("+")[0] != env.torch.split("+")[0]:  # '2.14.1+cu130' -> '2.14.1'
             raise ToolchainError(
                 f"the {sysroot.arch.value} target has torch {sysroot.torch} but the build "
                 f"environment {env.python} has torch {env.torch}: a cross build needs the same "

@@ -176,11 +176,7 @@ def _source(
 
 def _checkout_for(dep: Dependency, entries: tuple[LocalHeaders, ...]) -> LocalHeaders | None:
     """The entry naming ``dep``, else the unnamed one (every CUTLASS dependency), else None."""
-    for wanted in (dep.name, None):
-        for entry in entries:
-            if entry.dependency == wanted:
-                return entry
-    return None
+    return next((e for wanted in (dep.name, None) for e in entries if e.dependency == wanted), None)
 
 
 def checkout_version(path: Path, library: str) -> str | None:

@@ -453,8 +453,6 @@ def nvcc_version(home: Path, runner: Runner = RUNNER) -> str:
 def supported_capabilities(home: Path, runner: Runner = RUNNER) -> tuple[str, ...] | None:
     """The compute capabilities the toolkit's nvcc compiles for, as ``"8.0"``, from
     ``nvcc --list-gpu-arch``; None when this nvcc cannot say (then nothing is checked)."""
-    import re
-
     try:
         proc = runner.captured([home / "bin" / "nvcc", "--list-gpu-arch"])
     except OSError:
