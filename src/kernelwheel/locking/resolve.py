@@ -38,7 +38,7 @@ from ..log import Reporter, SilentReporter
 from ..wheels import source_date_epoch
 from .declared import Dependency, read_dependencies
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
-from .pinned import PinnedSource, ref_kind
+from .pinned import PinnedSource
 
 __all__ = ["KernelOutcome", "LockRequest", "LockResult", "lock_project", "open_dependency"]
 
@@ -147,9 +147,8 @@ def lock_kernel(
 ) -> tuple[LockedKernel, tuple[Rejected, ...]]:
     """Convert every variant of ``dep`` at the resolved commit and record the hashes."""
     recorder = _Recorder()
-    name = dep.repo.split("/", 1)[1]
     pinned = PinnedSource(
-        source, name, resolution.ref, ref_kind(dep.request), resolution.commit, recorder
+        source, dep.repo, resolution.ref, dep.request, resolution.commit, recorder
     )
     with tempfile.TemporaryDirectory(prefix="kernelwheel-lock-") as tmp:
         request = ToWheelRequest(

@@ -392,13 +392,10 @@ def plan_for(
     host: Arch | None = None,
     runner: Runner = RUNNER,
 ) -> CrossPlan | None:
-    """The cross plan for ``variant``, or None when it is for this machine's arch.
-
-    ``env_spec`` is the target variant's own environment spec (from its recipe and the build's
-    index options), None when the build uses ``--python``. The host environment comes from the
-    recipe of the same variant for the host arch in ``recipes`` (the build's, loaded once), with
-    the same index options.
-    """
+    """The cross plan for ``variant``, or None when it is for this machine's arch. ``env_spec`` is
+    the target variant's own environment spec (from its recipe and the build's index options),
+    None when the build uses ``--python``. The host environment comes from the recipe of the same
+    variant for the host arch in ``recipes`` (the build's, loaded once), same index options."""
     if not is_cross(variant, host):
         return None
     host = host or Arch.host()
