@@ -174,13 +174,11 @@ def unknown_key_hint(
     kebab = key.replace("_", "-").lower()
     if kebab in known:
         return f"did you mean {kebab!r}? keys are kebab-case"
-    close = difflib.get_close_matches(kebab, known, n=1, cutoff=0.8)
-    if close:
+    if close := difflib.get_close_matches(kebab, known, n=1, cutoff=0.8):
         return f"did you mean {close[0]!r}?"
     if homes and kebab in homes:
         return f"{kebab!r} belongs in {' or '.join(homes[kebab])}; move it there"
-    close = difflib.get_close_matches(kebab, known, n=1, cutoff=0.6)
-    if close:
+    if close := difflib.get_close_matches(kebab, known, n=1, cutoff=0.6):
         return f"did you mean {close[0]!r}?"
     return f"remove it; keys allowed in {where}: {', '.join(known)}"
 

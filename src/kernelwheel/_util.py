@@ -75,8 +75,7 @@ def redact(text: str) -> str:
     ``<redacted>``."""
     for value in sorted(_SECRETS, key=len, reverse=True):
         for form in (value, repr(value)[1:-1]):
-            if form in text:
-                text = text.replace(form, REDACTED)
+            text = text.replace(form, REDACTED)
     return text
 
 
@@ -142,10 +141,7 @@ def write_if_changed(path: Path, text: str) -> Path:
 def atomic_write(final: Path, data: bytes | str) -> Path:
     """Write ``data`` to ``final`` atomically."""
     with staged_file(final) as tmp:
-        if isinstance(data, str):
-            tmp.write_text(data, encoding="utf-8")
-        else:
-            tmp.write_bytes(data)
+        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
     return final
 
 
