@@ -534,8 +534,7 @@ def installed_toolkits(cuda: str, system_paths: Sequence[Path] = ()) -> list[tup
     if os.environ.get("CUDA_HOME"):
         found.append(("CUDA_HOME", Path(os.environ["CUDA_HOME"])))
     found += [("recipe system-paths", Path(p)) for p in system_paths]
-    found.append(("system", Path(f"/usr/local/cuda-{cuda}")))
-    found.append(("system", Path("/usr/local/cuda")))
+    found += [("system", Path(f"/usr/local/cuda-{cuda}")), ("system", Path("/usr/local/cuda"))]
     nvcc = shutil.which("nvcc")
     if nvcc:
         found.append(("PATH", Path(nvcc).resolve().parent.parent))
@@ -576,8 +575,6 @@ def locate_cuda_toolkit(
         version = nvcc_version(home, runner)
         if int(version.split(".")[0]) != want_major:
             seen.append(f"{home} ({source}) is CUDA {version}")
-            if source == "--cuda-home":
-                break
             continue
         torch_includes = purelib / "nvidia" / f"cu{want_major}" / "include"
         return CudaToolkit(home, version, (torch_includes,) if torch_includes.is_dir() else ())
