@@ -16,7 +16,6 @@ import sys
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
@@ -319,11 +318,8 @@ def provision_target(
         for lib_dir in root.glob("nvidia/*/lib"):
             _link_unversioned(lib_dir)
         shutil.rmtree(downloads)
-        data: dict[str, Any] = {
-            "torch": torch_version,
-            "arch": spec.arch.value,
-            "wheels": [{"file": f, "sha256": d} for f, d in wheels],
-        }
+        unpacked = [{"file": f, "sha256": d} for f, d in wheels]
+        data = {"torch": torch_version, "arch": spec.arch.value, "wheels": unpacked}
         manifest.write_text(json.dumps(data, indent=2) + "\n")
         return TargetSysroot(root, spec.arch, torch_version, tuple(wheels))
 

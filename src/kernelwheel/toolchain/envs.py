@@ -247,13 +247,8 @@ def provision(
             down = {url: why for url in spec.sources.asked if (why := unreachable(url)) is not None}
             return torch_install_error(spec, exc.message, tail, down)
 
-        steps = [
-            PipStep(
-                (spec.torch_requirement, *BUILD_TOOLS),
-                f"install {spec.torch_requirement}",
-                explain=explain,
-            )
-        ]
+        torch = spec.torch_requirement
+        steps = [PipStep((torch, *BUILD_TOOLS), f"install {torch}", explain=explain)]
         if spec.packages:
             # The toolchain set is closed under its dependencies and pinned with hashes, so it
             # installs on its own, in hash-checking mode when the recipe has hashes.
