@@ -207,14 +207,10 @@ def output_dir(path: Path, flag: str) -> Path:
     writable is a UsageError naming it, before any work is done."""
     try:
         path.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
+    except (FileExistsError, NotADirectoryError) as exc:
+        where = "is a file" if isinstance(exc, FileExistsError) else "a part of the path is a file"
         raise UsageError(
-            f"{flag} {path}: is a file, not a folder", hint=f"pass a folder to {flag}"
-        ) from None
-    except NotADirectoryError:
-        raise UsageError(
-            f"{flag} {path}: a part of the path is a file, not a folder",
-            hint=f"pass a folder to {flag}",
+            f"{flag} {path}: {where}, not a folder", hint=f"pass a folder to {flag}"
         ) from None
     except OSError as exc:
         raise UsageError(

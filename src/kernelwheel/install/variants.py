@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
@@ -83,12 +83,10 @@ def explain(
     for project, offered in sorted(by_project.items()):
         (sel,) = select([Requirement(project)], offered, target)
         found.append(ProjectBuilds(project, _entries(sel, names or {})))
-    if unjudged:
-        if found:
-            first = found[0]
-            found[0] = ProjectBuilds(first.project, first.entries + tuple(unjudged))
-        else:
-            found.append(ProjectBuilds("", tuple(unjudged)))
+    if unjudged and found:
+        found[0] = replace(found[0], entries=found[0].entries + tuple(unjudged))
+    elif unjudged:
+        found.append(ProjectBuilds("", tuple(unjudged)))
     return VariantsReport(source, target, gpus, tuple(found))
 
 

@@ -71,9 +71,7 @@ class Ccache:
 
 def inspect_ccache(path: Path | str, origin: str, runner: Runner = RUNNER) -> Ccache | None:
     """The version and features of the ccache at ``path``; None if it does not run."""
-    out = runner.output([str(path), "--version"], timeout=30)
-    if out is None:
-        return None
+    out = runner.output([str(path), "--version"], timeout=30) or ""
     found = re.search(r"ccache version (\S+)", out)
     if found is None:
         return None

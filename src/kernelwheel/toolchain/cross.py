@@ -433,9 +433,8 @@ class CrossBuild:
         )
 
     def _is_host_path(self, path: str) -> bool:
-        prefix = self.env.purelib
         try:
-            return Path(path).resolve().is_relative_to(prefix.resolve())
+            return Path(path).resolve().is_relative_to(self.env.purelib.resolve())
         except OSError:
             return False
 
