@@ -87,9 +87,7 @@ def usable(found: Ccache, minimum: str, remote: str | None) -> bool:
             return False
     except InvalidVersion:
         return False
-    if remote is None:
-        return True
-    schemes = {url.split(":", 1)[0] for url in remote.split()}
+    schemes = {url.split(":", 1)[0] for url in (remote or "").split()}
     return all(REMOTE_SCHEMES.get(scheme, "?") in found.features for scheme in schemes)
 
 
