@@ -172,21 +172,18 @@ class TargetSysroot:
     wheels: tuple[tuple[str, str], ...]  # (file name, sha256) of every wheel unpacked
     reused: bool = False
 
-    @property
-    def torch_dir(self) -> Path:
-        return self.root / "torch"
-
     def cuda_dir(self, major: int) -> Path:
         return self.root / "nvidia" / f"cu{major}"
 
     def include_dirs(self, cuda_major: int | None = None) -> list[Path]:
-        dirs = [self.torch_dir / "include", self.torch_dir / "include" / "torch/csrc/api/include"]
+        include = self.root / "torch" / "include"
+        dirs = [include, include / "torch/csrc/api/include"]
         if cuda_major is not None:
             dirs.append(self.cuda_dir(cuda_major) / "include")
         return dirs
 
     def library_dirs(self, cuda_major: int | None = None) -> list[Path]:
-        dirs = [self.torch_dir / "lib"]
+        dirs = [self.root / "torch" / "lib"]
         if cuda_major is not None:
             dirs.append(self.cuda_dir(cuda_major) / "lib")
         return dirs
