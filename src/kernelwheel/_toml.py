@@ -26,15 +26,12 @@ __all__ = [
     "Located",
     "describe",
     "key",
-    "loads",
     "parse_toml",
     "read_toml",
     "toml_type",
     "unknown_key_hint",
     "value",
 ]
-
-loads = tomllib.loads
 
 SYNTAX_HINT = "fix the syntax at that line and column"
 

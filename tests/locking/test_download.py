@@ -17,11 +17,11 @@ import pytest
 from packaging.version import Version
 from support.gitrepo import git, namespace_for
 from support.shared import LockWorld, leftovers, move_relu, wheels_in
+from support.tomlread import loads
 from support.variants import HUB_NESTED as NESTED
 from support.variants import TORCH214_CU130 as RIGHT
 from support.venvs import QuickVenv, fake_torch
 
-from kernelwheel._toml import loads
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, ProjectError, UsageError
 from kernelwheel.locking.download import DownloadRequest, download
