@@ -19,11 +19,10 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from .._util import RUNNER, Runner
+from .._util import RUNNER, Runner, locked
 from ..errors import ToolchainError
 from ..model.recipes import CcacheRecipe
 from ..model.sources import PipSources
-from .envs import locked
 
 _HOST_COMPILERS = ("c++", "g++", "gcc", "cc")
 # Options that name the build's own folders (ccache's ignore_options patterns).

@@ -19,14 +19,14 @@ from pathlib import Path, PurePosixPath
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from .._util import RUNNER, Runner, sha256_file
+from .._util import RUNNER, Runner, locked, sha256_file
 from ..compile.compile_spec import CompileSpec, CrossInfo
 from ..errors import ToolchainError, VariantError
 from ..model.recipes import RecipeError, Recipes
 from ..model.sources import PipSources
 from ..model.variant import Arch, BackendKind, Variant
 from .compiler_cache import masquerade
-from .envs import EnvInfo, EnvSpec, env_spec_for, locked
+from .envs import EnvInfo, EnvSpec, env_spec_for
 
 __all__ = [
     "CROSS_TRIPLES",

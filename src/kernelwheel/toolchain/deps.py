@@ -15,14 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .._util import RUNNER, Runner, publish, sha256_file, staging_dir
+from .._util import RUNNER, Runner, locked, publish, sha256_file, staging_dir
 from ..errors import KernelwheelError, ProjectError, ToolchainError, UsageError
 from ..model.deps import VERSION_HEADER, Dependency, DependencyTable, HeaderWheel, Provider
 from ..model.project import KernelProject
 from ..model.sources import PipSources
 from ..model.variant import BackendKind, Variant
 from ..plan.options import LocalHeaders, Options
-from .envs import locked
 
 __all__ = [
     "HeaderPlan",

@@ -22,8 +22,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._util import RUNNER, Runner, atomic_write
-from .._util import locked as locked  # the builders take their locks from here
+from .._util import RUNNER, Runner, atomic_write, locked
 from ..compat import interpreter, probe_cache
 from ..compile.capabilities import unsupported
 from ..errors import ToolchainError
