@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
@@ -24,10 +24,8 @@ else:  # pragma: no cover - Python 3.10
 
 __all__ = [
     "Located",
-    "TOMLDecodeError",
     "describe",
     "key",
-    "loads",
     "parse_toml",
     "read_toml",
     "toml_type",
@@ -35,14 +33,12 @@ __all__ = [
     "value",
 ]
 
-TOMLDecodeError = tomllib.TOMLDecodeError
-loads = tomllib.loads
-
 SYNTAX_HINT = "fix the syntax at that line and column"
 
 # How a module reports a problem in one of its files: ProjectError, or a subclass's twin such as
 # RecipeError, called as error(message, file=..., hint=...).
 ErrorFactory = Callable[..., KernelwheelError]
+_V = TypeVar("_V")
 
 
 def parse_toml(
@@ -176,13 +172,11 @@ def unknown_key_hint(
     kebab = key.replace("_", "-").lower()
     if kebab in known:
         return f"did you mean {kebab!r}? keys are kebab-case"
-    close = difflib.get_close_matches(kebab, known, n=1, cutoff=0.8)
-    if close:
+    if close := difflib.get_close_matches(kebab, known, n=1, cutoff=0.8):
         return f"did you mean {close[0]!r}?"
     if homes and kebab in homes:
         return f"{kebab!r} belongs in {' or '.join(homes[kebab])}; move it there"
-    close = difflib.get_close_matches(kebab, known, n=1, cutoff=0.6)
-    if close:
+    if close := difflib.get_close_matches(kebab, known, n=1, cutoff=0.6):
         return f"did you mean {close[0]!r}?"
     return f"remove it; keys allowed in {where}: {', '.join(known)}"
 
@@ -243,7 +237,7 @@ class Located:
             )
             raise self.error(f"unknown key {key!r}", key, hint)
 
-    def _typed(self, key: str, kind: type, what: str, hint: str) -> Any:
+    def _typed(self, key: str, kind: type[_V], what: str, hint: str) -> _V | None:
         """The value of ``key`` (None when absent), refused with ``hint`` unless a ``kind``."""
         if key not in self.data:
             return None
@@ -317,19 +311,17 @@ class Located:
             raise self.error("must not be empty", key, hint)
 
     def integer(self, key: str, *, low: int | None = None, hint: str) -> int | None:
-        value: int | None = self._typed(key, int, "an integer", hint)
+        value = self._typed(key, int, "an integer", hint)
         if value is not None and low is not None and value < low:
             raise self.error(f"must be at least {low}, got {value}", key, hint)
         return value
 
     def boolean(self, key: str) -> bool | None:
         hint = f"write {key} = true or {key} = false (no quotes)"
-        value: bool | None = self._typed(key, bool, "a boolean", hint)
-        return value
+        return self._typed(key, bool, "a boolean", hint)
 
     def array(self, key: str) -> list[Any] | None:
-        value: list[Any] | None = self._typed(key, list, "an array", f"write it as {key} = [...]")
-        return value
+        return self._typed(key, list, "an array", f"write it as {key} = [...]")
 
     def string_list(self, key: str, *, unique: bool = False) -> tuple[str, ...] | None:
         """The array of non-blank strings ``key``, or None when absent; ``unique`` refuses an

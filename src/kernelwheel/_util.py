@@ -75,8 +75,7 @@ def redact(text: str) -> str:
     ``<redacted>``."""
     for value in sorted(_SECRETS, key=len, reverse=True):
         for form in (value, repr(value)[1:-1]):
-            if form in text:
-                text = text.replace(form, REDACTED)
+            text = text.replace(form, REDACTED)
     return text
 
 
@@ -142,10 +141,7 @@ def write_if_changed(path: Path, text: str) -> Path:
 def atomic_write(final: Path, data: bytes | str) -> Path:
     """Write ``data`` to ``final`` atomically."""
     with staged_file(final) as tmp:
-        if isinstance(data, str):
-            tmp.write_text(data, encoding="utf-8")
-        else:
-            tmp.write_bytes(data)
+        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
     return final
 
 
@@ -211,14 +207,10 @@ def output_dir(path: Path, flag: str) -> Path:
     writable is a UsageError naming it, before any work is done."""
     try:
         path.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
+    except (FileExistsError, NotADirectoryError) as exc:
+        where = "is a file" if isinstance(exc, FileExistsError) else "a part of the path is a file"
         raise UsageError(
-            f"{flag} {path}: is a file, not a folder", hint=f"pass a folder to {flag}"
-        ) from None
-    except NotADirectoryError:
-        raise UsageError(
-            f"{flag} {path}: a part of the path is a file, not a folder",
-            hint=f"pass a folder to {flag}",
+            f"{flag} {path}: {where}, not a folder", hint=f"pass a folder to {flag}"
         ) from None
     except OSError as exc:
         raise UsageError(
@@ -239,9 +231,7 @@ def check_output_path(path: Path, flag: str) -> Path:
     existing folder is not writable. A UsageError naming it."""
     hint = f"pass a folder you may write to {flag}"
     existing = path
-    while not existing.exists() and not existing.is_symlink():
-        if existing.parent == existing:
-            break
+    while not existing.exists() and not existing.is_symlink() and existing.parent != existing:
         existing = existing.parent
     if existing.exists() and not existing.is_dir():
         where = "is a file" if existing == path else f"lies under the file {existing}"
@@ -658,13 +648,9 @@ class DeadOwner:
     stopped: tuple[int, ...]
 
     def describe(self) -> str:
-        left = (
-            f"; its commands still running (process groups {', '.join(map(str, self.stopped))})"
-            " were stopped"
-            if self.stopped
-            else ""
-        )
-        return f"a run that died (pid {self.pid}) held this lock{left}"
+        groups = ", ".join(map(str, self.stopped))
+        left = f"; its commands still running (process groups {groups}) were stopped"
+        return f"a run that died (pid {self.pid}) held this lock{left if self.stopped else ''}"
 
 
 def _start_time(pid: int) -> str | None:

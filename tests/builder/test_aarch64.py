@@ -34,10 +34,11 @@ from support.builds import IMG2GRAY, cache_dir
 from support.variants import TORCH29_CPU_AARCH64 as VARIANT_29
 from support.wheelread import read_wheel
 
+from kernelwheel._util import locked
 from kernelwheel.abi._elf import read_elf
 from kernelwheel.abi.checker import check_wheel
 from kernelwheel.cli import main
-from kernelwheel.toolchain.envs import EnvSpec, locked, provision
+from kernelwheel.toolchain.envs import EnvSpec, provision
 
 pytestmark = pytest.mark.integration
 

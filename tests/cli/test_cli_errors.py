@@ -115,8 +115,7 @@ def test_download_of_a_lock_kernel_with_no_variants(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from kernelwheel import __version__
-    from kernelwheel.locking import LOCK_NAME, LockFile
-    from kernelwheel.locking.lockfile import LockedKernel
+    from kernelwheel.locking.lockfile import LOCK_NAME, LockedKernel, LockFile
     from kernelwheel.wheels import source_date_epoch
 
     kernel = LockedKernel(

@@ -18,7 +18,7 @@ from support.gitrepo import HubRepo, variant_files
 from support.interrupt import interrupt_at
 
 from kernelwheel._util import remove_stale_staging, staged_file, staging_dir
-from kernelwheel.locking import LockRequest, lock_project
+from kernelwheel.locking.resolve import LockRequest, lock_project
 
 VARIANTS = (
     "torch27-cxx11-cu128-x86_64-linux",

@@ -17,21 +17,16 @@ import pytest
 from packaging.version import Version
 from support.gitrepo import git, namespace_for
 from support.shared import LockWorld, leftovers, move_relu, wheels_in
+from support.tomlread import loads
 from support.variants import HUB_NESTED as NESTED
 from support.variants import TORCH214_CU130 as RIGHT
 from support.venvs import QuickVenv, fake_torch
 
-from kernelwheel._toml import loads
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, ProjectError, UsageError
-from kernelwheel.locking import (
-    LOCK_NAME,
-    DownloadRequest,
-    LockFile,
-    LockRequest,
-    download,
-    lock_project,
-)
+from kernelwheel.locking.download import DownloadRequest, download
+from kernelwheel.locking.lockfile import LOCK_NAME, LockFile
+from kernelwheel.locking.resolve import LockRequest, lock_project
 
 DEPS = """[tool.kernelwheel.dependencies]
 "drbh/img2gray" = { version = ">=1.1,<2", path = "../img2gray" }

@@ -18,14 +18,9 @@ from support.shared import LockWorld, leftovers, move_relu, wheels_in
 from support.variants import TORCH214_CU130 as RIGHT
 
 from kernelwheel.errors import HubError
-from kernelwheel.locking import (
-    LOCK_NAME,
-    DownloadRequest,
-    LockFile,
-    LockRequest,
-    download,
-    lock_project,
-)
+from kernelwheel.locking.download import DownloadRequest, download
+from kernelwheel.locking.lockfile import LOCK_NAME, LockFile
+from kernelwheel.locking.resolve import LockRequest, lock_project
 from kernelwheel.log import SilentReporter
 
 TAGS = ("v1.1.2", "v1.2.0", "v1.10.0", "v2.0.0")

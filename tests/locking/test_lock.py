@@ -18,15 +18,9 @@ from kernelwheel import __version__
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, ProjectError
 from kernelwheel.hub.towheel import ToWheelRequest, to_wheels
-from kernelwheel.locking import (
-    LOCK_NAME,
-    LockedKernel,
-    LockedVariant,
-    LockFile,
-    LockRequest,
-    lock_project,
-    read_dependencies,
-)
+from kernelwheel.locking.declared import read_dependencies
+from kernelwheel.locking.lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
+from kernelwheel.locking.resolve import LockRequest, lock_project
 
 FLAT = (TORCH214_CU130,)
 

@@ -20,15 +20,10 @@ from kernelwheel.errors import UsageError
 from kernelwheel.install.probe import Target
 from kernelwheel.install.select import select
 from kernelwheel.install.sources import Candidate
-from kernelwheel.locking import (
-    LOCK_NAME,
-    DownloadRequest,
-    LockFile,
-    LockRequest,
-    download,
-    lock_project,
-)
+from kernelwheel.locking.download import DownloadRequest, download
 from kernelwheel.locking.fortorch import parse_torch
+from kernelwheel.locking.lockfile import LOCK_NAME, LockFile
+from kernelwheel.locking.resolve import LockRequest, lock_project
 
 PER_TORCH = "torch214-cxx11-cpu-x86_64-linux"
 STABLE_210 = "torch-stable-abi210-cpu-x86_64-linux"

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 import yaml
+from support.tomlread import loads
 from support.wheelread import read_wheel
 
-from kernelwheel._toml import loads
 from kernelwheel.cli import main
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes

@@ -20,7 +20,7 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .._util import RUNNER, CommandTimeout, Runner, atomic_write
+from .._util import RUNNER, CommandTimeout, Runner, atomic_write, locked
 from ..compile.compile_spec import CommandSpec
 from ..errors import ToolchainError
 from ..log import Reporter, step
@@ -33,7 +33,6 @@ from ..toolchain.envs import (
     CudaToolkit,
     PipStep,
     locate_cuda_toolkit,
-    locked,
     make_env,
     toolchain_step,
 )

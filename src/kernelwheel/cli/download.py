@@ -6,7 +6,8 @@ import argparse
 import shlex
 from pathlib import Path
 
-from ..locking import LOCK_NAME, DownloadRequest, DownloadResult, download
+from ..locking.download import DownloadRequest, DownloadResult, download
+from ..locking.lockfile import LOCK_NAME
 from ._args import add_locking_arguments, add_variant_argument, jobs_value
 from ._runlog import open_cache_log
 from .ui import ConsoleUI

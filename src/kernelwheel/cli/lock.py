@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..locking import LOCK_NAME, LockRequest, LockResult, lock_project
+from ..locking.lockfile import LOCK_NAME
+from ..locking.resolve import LockRequest, LockResult, lock_project
 from ._args import add_locking_arguments, jobs_value
 from ._runlog import open_cache_log
 from .ui import ConsoleUI

@@ -64,11 +64,7 @@ def _own_path(path: str) -> str | None:
 
 def own_files(rows: Iterable[Row]) -> dict[str, str]:
     """A RECORD's (a wheel's or an installed distribution's) entries of the build's own files."""
-    files = {}
-    for path, digest, _size in rows:
-        if (own := _own_path(path)) is not None and digest:
-            files[own] = digest
-    return files
+    return {own: digest for path, digest, _ in rows if (own := _own_path(path)) and digest}
 
 
 def files_digest(files: Files) -> str:

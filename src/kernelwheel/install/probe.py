@@ -49,10 +49,8 @@ class Target:
     def describe(self) -> str:
         """``torch 2.13.0+cpu (CPU, cxx11 ABI), x86_64, cp311``; a CUDA torch's ends with
         ``, CUDA driver: 13.1`` (what the CUDA flavours are chosen by)."""
-        driver = self.torch.describe_driver()
-        return ", ".join(
-            part for part in (self.torch.describe(), self.machine, self.python_tag, driver) if part
-        )
+        parts = (self.torch.describe(), self.machine, self.python_tag, self.torch.describe_driver())
+        return ", ".join(part for part in parts if part)
 
 
 def probe(python: Path, runner: Runner = RUNNER) -> Target:

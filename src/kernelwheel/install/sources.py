@@ -37,9 +37,12 @@ class Candidate:
 
 
 class _Links(HTMLParser):
-    def __init__(self) -> None:
+    """The attributes of every ``<a>`` of the page ``text``: ``_Links(text).links``."""
+
+    def __init__(self, text: str) -> None:
         super().__init__()
         self.links: list[dict[str, str | None]] = []
+        self.feed(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
@@ -90,9 +93,7 @@ def _read_page(url: str, option: str, *, missing_ok: bool) -> str | None:
 
 
 def _from_page(url: str, text: str) -> Iterable[Candidate]:
-    parser = _Links()
-    parser.feed(text)
-    for attrs in parser.links:
+    for attrs in _Links(text).links:
         href = attrs.get("href")
         if not href:
             continue
@@ -163,17 +164,12 @@ def discover(location: str) -> list[Candidate]:
     found = list(_from_page(url, page))
     if found:
         return found
-    for href in _hrefs(page):  # a root index: one page per project
+    # a root index: one page per project
+    for href in filter(None, (a.get("href") for a in _Links(page).links)):
         project = urljoin(url, href)
         if urlparse(project).netloc == urlparse(url).netloc and not project.endswith(".whl"):
             found += _from_page(project, _read_page(project, option, missing_ok=True) or "")
     return _unique(found)
-
-
-def _hrefs(text: str) -> list[str]:
-    parser = _Links()
-    parser.feed(text)
-    return [href for attrs in parser.links if (href := attrs.get("href"))]
 
 
 def _unique(found: list[Candidate]) -> list[Candidate]:

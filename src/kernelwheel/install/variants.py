@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
@@ -62,9 +62,6 @@ class VariantsReport:
     projects: tuple[ProjectBuilds, ...]
 
 
-_ORDER = {Status.PREFERRED: 0, Status.COMPATIBLE: 1, Status.REJECTED: 2}
-
-
 def explain(
     source: str,
     candidates: Sequence[Candidate],
@@ -86,12 +83,10 @@ def explain(
     for project, offered in sorted(by_project.items()):
         (sel,) = select([Requirement(project)], offered, target)
         found.append(ProjectBuilds(project, _entries(sel, names or {})))
-    if unjudged:
-        if found:
-            first = found[0]
-            found[0] = ProjectBuilds(first.project, first.entries + tuple(unjudged))
-        else:
-            found.append(ProjectBuilds("", tuple(unjudged)))
+    if unjudged and found:
+        found[0] = replace(found[0], entries=found[0].entries + tuple(unjudged))
+    elif unjudged:
+        found.append(ProjectBuilds("", tuple(unjudged)))
     return VariantsReport(source, target, gpus, tuple(found))
 
 
@@ -104,7 +99,8 @@ def _project(filename: str) -> str | None:
 
 def _entries(sel: Selection, names: dict[str, str]) -> tuple[Entry, ...]:
     entries = [_entry(v, sel, names) for v in sel.verdicts]
-    return tuple(sorted(entries, key=lambda e: _ORDER[e.status]))  # stable: listing order kept
+    # Status lists them preferred first; the sort is stable: listing order kept
+    return tuple(sorted(entries, key=lambda e: list(Status).index(e.status)))
 
 
 def _entry(verdict: Verdict, sel: Selection, names: dict[str, str]) -> Entry:

@@ -88,13 +88,11 @@ def _dependency(table: toml.Located, repo: str) -> Dependency:
     """The line ``repo = ...`` of ``table`` (one of the two dependencies tables)."""
     where = table.dotted(repo)
     if (problem := repo_id_problem(repo)) is not None:
-        local = " For a local git clone, keep the repo id as the key and add path = '...'" + (
-            f" under [{KERNELWHEEL_TABLE}]."
-        )
         raise table.error(
             f"{repo!r} is not a Hub repo id (org/name): it {problem}",
             repo,
-            "keys are Hub repo ids such as drbh/img2gray." + local,
+            "keys are Hub repo ids such as drbh/img2gray. For a local git clone, keep the repo id "
+            f"as the key and add path = '...' under [{KERNELWHEEL_TABLE}].",
         )
     if not isinstance(table.data[repo], Mapping):
         text, request = _request(table, repo)

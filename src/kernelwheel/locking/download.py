@@ -26,7 +26,7 @@ from ..wheels import source_date_epoch
 from .declared import PYPROJECT, Dependency, read_dependencies
 from .fortorch import choose_for_torch, parse_torch, parse_variant
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
-from .pinned import PinnedSource, ref_kind
+from .pinned import PinnedSource
 from .pylock import (
     PYLOCK,
     REQUIREMENTS,
@@ -93,11 +93,9 @@ def _check_fresh(lock: LockFile, lock_path: Path, project_dir: Path) -> None:
         return
     declared = {d.repo: d for d in read_dependencies(project_dir).dependencies}
     locked = {k.repo: k for k in lock.kernels}
-    problems = [f"{r} is declared but not locked" for r in sorted(set(declared) - set(locked))]
-    problems += [
-        f"{r} is locked but no longer declared" for r in sorted(set(locked) - set(declared))
-    ]
-    for repo in sorted(set(declared) & set(locked)):
+    problems = [f"{r} is declared but not locked" for r in sorted(declared.keys() - locked)]
+    problems += [f"{r} is locked but no longer declared" for r in sorted(locked.keys() - declared)]
+    for repo in sorted(declared.keys() & locked):
         d, k = declared[repo], locked[repo]
         if d.requested != k.requested:
             problems.append(f"{repo} is declared {d.requested!r} but locked as {k.requested!r}")
@@ -199,9 +197,7 @@ def _materialise(
 ) -> list[HouseWheel]:
     verifier = _Verifier(kernel, variants, lock_path)
     request = VersionRequest.parse(kernel.requested)
-    pinned = PinnedSource(
-        source, kernel.repo.split("/", 1)[1], kernel.ref, ref_kind(request), kernel.commit, verifier
-    )
+    pinned = PinnedSource(source, kernel.repo, kernel.ref, request, kernel.commit, verifier)
     try:
         result = to_wheels(
             ToWheelRequest(

@@ -19,26 +19,26 @@ __all__ = ["FileHook", "PinnedSource"]
 FileHook = Callable[[RepoFile, str], None]
 
 
-def ref_kind(request: VersionRequest) -> RefKind:
-    """The kind of ref a request resolves to: a branch for a major version, else a tag."""
-    return RefKind.BRANCH if request.kind is RequestKind.MAJOR else RefKind.TAG
-
-
 @dataclass(frozen=True)
 class PinnedSource:
     inner: RepoSource
-    name: str  # the name the wheels are derived from (the Hub repo id's second part)
+    repo: str  # the Hub repo id: the wheels' name is derived from its second part
     ref: str
-    kind: RefKind
+    request: VersionRequest  # ref's origin: a major version is a branch, any other a tag
     commit: str
     hook: FileHook
+
+    @property
+    def name(self) -> str:
+        return self.repo.split("/", 1)[1]
 
     @property
     def where(self) -> str:
         return self.inner.where
 
     def refs(self) -> Sequence[Ref]:
-        return [Ref(self.ref, self.kind, self.commit)]
+        kind = RefKind.BRANCH if self.request.kind is RequestKind.MAJOR else RefKind.TAG
+        return [Ref(self.ref, kind, self.commit)]
 
     def rev_parse(self, revision: str) -> tuple[RefKind, str]:
         return self.inner.rev_parse(revision)

@@ -13,13 +13,15 @@ import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from .. import __version__
 from .._util import RUNNER, Runner, atomic_write, sha256_file
-from ..errors import HubError, KernelwheelError, ProjectError
+from ..errors import HubError, ProjectError
 from ..hub.gitsource import GitSource
 from ..hub.hubsource import HubSource
 from ..hub.revision import Resolution
@@ -36,9 +38,11 @@ from ..log import Reporter, SilentReporter
 from ..wheels import source_date_epoch
 from .declared import Dependency, read_dependencies
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
-from .pinned import PinnedSource, ref_kind
+from .pinned import PinnedSource
 
 __all__ = ["KernelOutcome", "LockRequest", "LockResult", "lock_project", "open_dependency"]
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -84,18 +88,14 @@ def open_dependency(
     return _in_context(dep, lambda: GitSource(folder, runner))
 
 
-def _in_context(dep: Dependency, fn: Callable[[], RepoSource]) -> RepoSource:
+def _in_context(dep: Dependency, fn: Callable[[], _T]) -> _T:
+    """``fn()``, its HubError prefixed with the declaration it came from."""
     try:
         return fn()
     except HubError as exc:
-        raise _contextual(dep, exc) from exc
-
-
-def _contextual(dep: Dependency, exc: KernelwheelError) -> HubError:
-    """The error, prefixed with the declaration it came from."""
-    return HubError(
-        f"{dep.origin}: {dep.declared_in} = {dep.requested!r}: {exc.message}", hint=exc.hint
-    )
+        raise HubError(
+            f"{dep.origin}: {dep.declared_in} = {dep.requested!r}: {exc.message}", hint=exc.hint
+        ) from exc
 
 
 class _Recorder:
@@ -147,9 +147,8 @@ def lock_kernel(
 ) -> tuple[LockedKernel, tuple[Rejected, ...]]:
     """Convert every variant of ``dep`` at the resolved commit and record the hashes."""
     recorder = _Recorder()
-    name = dep.repo.split("/", 1)[1]
     pinned = PinnedSource(
-        source, name, resolution.ref, ref_kind(dep.request), resolution.commit, recorder
+        source, dep.repo, resolution.ref, dep.request, resolution.commit, recorder
     )
     with tempfile.TemporaryDirectory(prefix="kernelwheel-lock-") as tmp:
         request = ToWheelRequest(
@@ -208,10 +207,7 @@ def lock_project(
     outcomes: list[KernelOutcome] = []
     for dep in declarations.dependencies:
         source = open_dependency(dep, req.project_dir, reporter, runner)
-        try:
-            resolution = resolve(source, dep.request)
-        except HubError as exc:
-            raise _contextual(dep, exc) from exc
+        resolution = _in_context(dep, partial(resolve, source, dep.request))
         kept = _reusable(old, dep, resolution, req.allow_abi_violations)
         if kept is not None:
             reporter.info(

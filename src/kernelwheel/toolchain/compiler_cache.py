@@ -19,11 +19,10 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from .._util import RUNNER, Runner
+from .._util import RUNNER, Runner, locked
 from ..errors import ToolchainError
 from ..model.recipes import CcacheRecipe
 from ..model.sources import PipSources
-from .envs import locked
 
 _HOST_COMPILERS = ("c++", "g++", "gcc", "cc")
 # Options that name the build's own folders (ccache's ignore_options patterns).
@@ -71,9 +70,7 @@ class Ccache:
 
 def inspect_ccache(path: Path | str, origin: str, runner: Runner = RUNNER) -> Ccache | None:
     """The version and features of the ccache at ``path``; None if it does not run."""
-    out = runner.output([str(path), "--version"], timeout=30)
-    if out is None:
-        return None
+    out = runner.output([str(path), "--version"], timeout=30) or ""
     found = re.search(r"ccache version (\S+)", out)
     if found is None:
         return None
@@ -89,9 +86,7 @@ def usable(found: Ccache, minimum: str, remote: str | None) -> bool:
             return False
     except InvalidVersion:
         return False
-    if remote is None:
-        return True
-    schemes = {url.split(":", 1)[0] for url in remote.split()}
+    schemes = {url.split(":", 1)[0] for url in (remote or "").split()}
     return all(REMOTE_SCHEMES.get(scheme, "?") in found.features for scheme in schemes)
 
 

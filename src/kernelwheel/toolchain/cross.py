@@ -16,18 +16,17 @@ import sys
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from .._util import RUNNER, Runner, sha256_file
+from .._util import RUNNER, Runner, locked, sha256_file
 from ..compile.compile_spec import CompileSpec, CrossInfo
 from ..errors import ToolchainError, VariantError
 from ..model.recipes import RecipeError, Recipes
 from ..model.sources import PipSources
 from ..model.variant import Arch, BackendKind, Variant
 from .compiler_cache import masquerade
-from .envs import EnvInfo, EnvSpec, env_spec_for, locked
+from .envs import EnvInfo, EnvSpec, env_spec_for
 
 __all__ = [
     "CROSS_TRIPLES",
@@ -173,35 +172,21 @@ class TargetSysroot:
     wheels: tuple[tuple[str, str], ...]  # (file name, sha256) of every wheel unpacked
     reused: bool = False
 
-    @property
-    def torch_dir(self) -> Path:
-        return self.root / "torch"
-
     def cuda_dir(self, major: int) -> Path:
         return self.root / "nvidia" / f"cu{major}"
 
     def include_dirs(self, cuda_major: int | None = None) -> list[Path]:
-        dirs = [self.torch_dir / "include", self.torch_dir / "include" / "torch/csrc/api/include"]
+        include = self.root / "torch" / "include"
+        dirs = [include, include / "torch/csrc/api/include"]
         if cuda_major is not None:
             dirs.append(self.cuda_dir(cuda_major) / "include")
         return dirs
 
     def library_dirs(self, cuda_major: int | None = None) -> list[Path]:
-        dirs = [self.torch_dir / "lib"]
+        dirs = [self.root / "torch" / "lib"]
         if cuda_major is not None:
             dirs.append(self.cuda_dir(cuda_major) / "lib")
         return dirs
-
-
-def _pip_download_args(spec: TargetSpec, dest: Path) -> list[str]:
-    major, minor = spec.python.split(".")[:2]
-    args = ["download", "--disable-pip-version-check", "--no-input", "--no-deps"]
-    args += ["--only-binary=:all:", "--implementation", "cp"]
-    args += ["--python-version", f"{major}.{minor}", "--abi", f"cp{major}{minor}"]
-    args += ["--dest", str(dest)]
-    for platform in spec.platforms:
-        args += ["--platform", platform]
-    return args + spec.sources.pip_args()
 
 
 def _unpack(wheel: Path, root: Path) -> int:
@@ -274,7 +259,13 @@ def provision_target(
             shutil.rmtree(root)  # half-made by an interrupted run
         downloads = root / ".downloads"
         downloads.mkdir(parents=True)
-        pip = [sys.executable, "-m", "pip", *_pip_download_args(spec, downloads)]
+        major, minor = spec.python.split(".")[:2]
+        pip = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check"]
+        pip += ["--no-input", "--no-deps", "--only-binary=:all:", "--implementation", "cp"]
+        pip += ["--python-version", f"{major}.{minor}", "--abi", f"cp{major}{minor}"]
+        pip += ["--dest", str(downloads)]
+        pip += [arg for platform in spec.platforms for arg in ("--platform", platform)]
+        pip += spec.sources.pip_args()
         platforms = ", ".join(spec.platforms)
         runner.checked(
             [*pip, spec.torch_requirement],
@@ -324,21 +315,13 @@ def provision_target(
         for lib_dir in root.glob("nvidia/*/lib"):
             _link_unversioned(lib_dir)
         shutil.rmtree(downloads)
-        data: dict[str, Any] = {
-            "torch": torch_version,
-            "arch": spec.arch.value,
-            "wheels": [{"file": f, "sha256": d} for f, d in wheels],
-        }
+        unpacked = [{"file": f, "sha256": d} for f, d in wheels]
+        data = {"torch": torch_version, "arch": spec.arch.value, "wheels": unpacked}
         manifest.write_text(json.dumps(data, indent=2) + "\n")
         return TargetSysroot(root, spec.arch, torch_version, tuple(wheels))
 
 
 # --- planning and applying a cross build ----------------------------------------------------
-
-
-def _release(version: str) -> str:
-    """'2.14.1+cu130' -> '2.14.1'."""
-    return version.split("+", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -375,7 +358,7 @@ class CrossPlan:
         sysroot = provision_target(
             self.target_spec(env.python_version), cache_dir, log=log, runner=runner
         )
-        if _release(sysroot.torch) != _release(env.torch):
+        if sysroot.torch.split("+")[0] != env.torch.split("+")[0]:  # '2.14.1+cu130' -> '2.14.1'
             raise ToolchainError(
                 f"the {sysroot.arch.value} target has torch {sysroot.torch} but the build "
                 f"environment {env.python} has torch {env.torch}: a cross build needs the same "
@@ -402,13 +385,10 @@ def plan_for(
     host: Arch | None = None,
     runner: Runner = RUNNER,
 ) -> CrossPlan | None:
-    """The cross plan for ``variant``, or None when it is for this machine's arch.
-
-    ``env_spec`` is the target variant's own environment spec (from its recipe and the build's
-    index options), None when the build uses ``--python``. The host environment comes from the
-    recipe of the same variant for the host arch in ``recipes`` (the build's, loaded once), with
-    the same index options.
-    """
+    """The cross plan for ``variant``, or None when it is for this machine's arch. ``env_spec`` is
+    the target variant's own environment spec (from its recipe and the build's index options),
+    None when the build uses ``--python``. The host environment comes from the recipe of the same
+    variant for the host arch in ``recipes`` (the build's, loaded once), same index options."""
     if not is_cross(variant, host):
         return None
     host = host or Arch.host()
@@ -450,9 +430,8 @@ class CrossBuild:
         )
 
     def _is_host_path(self, path: str) -> bool:
-        prefix = self.env.purelib
         try:
-            return Path(path).resolve().is_relative_to(prefix.resolve())
+            return Path(path).resolve().is_relative_to(self.env.purelib.resolve())
         except OSError:
             return False
 

@@ -15,14 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .._util import RUNNER, Runner, publish, sha256_file, staging_dir
+from .._util import RUNNER, Runner, locked, publish, sha256_file, staging_dir
 from ..errors import KernelwheelError, ProjectError, ToolchainError, UsageError
 from ..model.deps import VERSION_HEADER, Dependency, DependencyTable, HeaderWheel, Provider
 from ..model.project import KernelProject
 from ..model.sources import PipSources
 from ..model.variant import BackendKind, Variant
 from ..plan.options import LocalHeaders, Options
-from .envs import locked
 
 __all__ = [
     "HeaderPlan",
@@ -176,11 +175,7 @@ def _source(
 
 def _checkout_for(dep: Dependency, entries: tuple[LocalHeaders, ...]) -> LocalHeaders | None:
     """The entry naming ``dep``, else the unnamed one (every CUTLASS dependency), else None."""
-    for wanted in (dep.name, None):
-        for entry in entries:
-            if entry.dependency == wanted:
-                return entry
-    return None
+    return next((e for wanted in (dep.name, None) for e in entries if e.dependency == wanted), None)
 
 
 def checkout_version(path: Path, library: str) -> str | None:

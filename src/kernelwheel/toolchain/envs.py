@@ -22,8 +22,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._util import RUNNER, Runner, atomic_write
-from .._util import locked as locked  # the builders take their locks from here
+from .._util import RUNNER, Runner, atomic_write, locked
 from ..compat import interpreter, probe_cache
 from ..compile.capabilities import unsupported
 from ..errors import ToolchainError
@@ -247,13 +246,8 @@ def provision(
             down = {url: why for url in spec.sources.asked if (why := unreachable(url)) is not None}
             return torch_install_error(spec, exc.message, tail, down)
 
-        steps = [
-            PipStep(
-                (spec.torch_requirement, *BUILD_TOOLS),
-                f"install {spec.torch_requirement}",
-                explain=explain,
-            )
-        ]
+        torch = spec.torch_requirement
+        steps = [PipStep((torch, *BUILD_TOOLS), f"install {torch}", explain=explain)]
         if spec.packages:
             # The toolchain set is closed under its dependencies and pinned with hashes, so it
             # installs on its own, in hash-checking mode when the recipe has hashes.
@@ -453,8 +447,6 @@ def nvcc_version(home: Path, runner: Runner = RUNNER) -> str:
 def supported_capabilities(home: Path, runner: Runner = RUNNER) -> tuple[str, ...] | None:
     """The compute capabilities the toolkit's nvcc compiles for, as ``"8.0"``, from
     ``nvcc --list-gpu-arch``; None when this nvcc cannot say (then nothing is checked)."""
-    import re
-
     try:
         proc = runner.captured([home / "bin" / "nvcc", "--list-gpu-arch"])
     except OSError:
@@ -536,8 +528,7 @@ def installed_toolkits(cuda: str, system_paths: Sequence[Path] = ()) -> list[tup
     if os.environ.get("CUDA_HOME"):
         found.append(("CUDA_HOME", Path(os.environ["CUDA_HOME"])))
     found += [("recipe system-paths", Path(p)) for p in system_paths]
-    found.append(("system", Path(f"/usr/local/cuda-{cuda}")))
-    found.append(("system", Path("/usr/local/cuda")))
+    found += [("system", Path(f"/usr/local/cuda-{cuda}")), ("system", Path("/usr/local/cuda"))]
     nvcc = shutil.which("nvcc")
     if nvcc:
         found.append(("PATH", Path(nvcc).resolve().parent.parent))
@@ -578,8 +569,6 @@ def locate_cuda_toolkit(
         version = nvcc_version(home, runner)
         if int(version.split(".")[0]) != want_major:
             seen.append(f"{home} ({source}) is CUDA {version}")
-            if source == "--cuda-home":
-                break
             continue
         torch_includes = purelib / "nvidia" / f"cu{want_major}" / "include"
         return CudaToolkit(home, version, (torch_includes,) if torch_includes.is_dir() else ())
