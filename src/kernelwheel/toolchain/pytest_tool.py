@@ -11,9 +11,9 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._util import RUNNER, Runner
+from .._util import RUNNER, Runner, locked
 from ..model.sources import PipSources
-from .envs import READY_MARKER, locked
+from .envs import READY_MARKER
 
 
 def provision_pytest(
