@@ -22,17 +22,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
-__all__ = [
-    "Located",
-    "describe",
-    "key",
-    "parse_toml",
-    "read_toml",
-    "toml_type",
-    "unknown_key_hint",
-    "value",
-]
-
 SYNTAX_HINT = "fix the syntax at that line and column"
 
 # How a module reports a problem in one of its files: ProjectError, or a subclass's twin such as

@@ -27,34 +27,6 @@ from typing import IO, Any, Literal, overload
 
 from .errors import ToolchainError, UsageError
 
-__all__ = [
-    "CommandTimeout",
-    "atomic_copy",
-    "atomic_write",
-    "write_if_changed",
-    "check_output_path",
-    "DeadOwner",
-    "locked",
-    "output_dir",
-    "replace_dir",
-    "RUNNER",
-    "Runner",
-    "publish",
-    "redact",
-    "release",
-    "remove_stale_staging",
-    "raise_when_safe",
-    "resume_running",
-    "run_captured",
-    "run_logged",
-    "secret",
-    "sha256_file",
-    "spawn_piped",
-    "staged_file",
-    "staging_dir",
-    "stop_running",
-]
-
 _CHUNK = 1 << 20
 
 # The secrets this process was given (a Hub token): whatever the CLI writes (terminal, logs,

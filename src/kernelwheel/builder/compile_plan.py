@@ -40,20 +40,6 @@ from ..model.variant import CxxAbi
 from ..toolchain.envs import CudaToolkit, refuse_unsupported
 from .request import BuildRequest
 
-__all__ = [
-    "REQUESTED_LIMITED_API",
-    "CompilePlan",
-    "CudaTargets",
-    "Toolchain",
-    "cuda_targets",
-    "fatbin_compression_flags",
-    "nvcc_keep_flags",
-    "parallelism",
-    "per_kernel_capabilities",
-    "plan_compile",
-    "prefix_maps",
-]
-
 REQUESTED_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest stable ABI we target
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")
 

@@ -37,15 +37,6 @@ from .pipeline import compile_extension, prepare_environment
 from .request import BuildKind, BuildRequest
 from .steps import full_version, load_checked, package_files
 
-__all__ = [
-    "DevBuild",
-    "Linked",
-    "build_dev",
-    "dev_folder",
-    "link_dev_build",
-    "pytest_arguments",
-]
-
 
 @dataclass(frozen=True)
 class DevBuild:

@@ -17,8 +17,6 @@ from .request import BuildKind, BuildRequest, BuiltWheel
 from .steps import full_version
 from .tvm_ffi import build_tvm_ffi_variant
 
-__all__ = ["build_and_export"]
-
 _BUILDERS = {
     BuildKind.TORCH: build_variant,
     BuildKind.TVM_FFI: build_tvm_ffi_variant,

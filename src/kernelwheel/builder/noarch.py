@@ -23,8 +23,6 @@ from .request import BuildRequest, BuiltWheel
 from .steps import package_files
 from .wheelmeta import project_metadata, requirements
 
-__all__ = ["backend_namespace", "build_noarch", "noarch_requirements"]
-
 NOARCH_TAG = Tag("py3", "none", "any")
 REQUIRES_PYTHON = ">=3.9"  # what kernel-builder's noarch packages declare
 BACKEND = "<backend>"  # in the wheel's namespace: the backend its _ops.py imports for

@@ -33,14 +33,6 @@ from ..toolchain.envs import (
     unreachable,
 )
 
-__all__ = [
-    "require_buildable",
-    "select_buildable",
-    "system_toolkit",
-    "toolkit_problem",
-    "torch_source_problem",
-]
-
 
 def system_toolkit(
     cuda: CudaToolchain, explicit: Path | None = None, runner: Runner = RUNNER

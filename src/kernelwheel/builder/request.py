@@ -24,17 +24,6 @@ if TYPE_CHECKING:  # the types only: their modules probe
     from ..toolchain.deps import HeaderPlan
     from ..toolchain.envs import EnvInfo, EnvSpec
 
-__all__ = [
-    "VariantBudget",
-    "BuildKind",
-    "BuildRequest",
-    "BuiltWheel",
-    "CompileSettings",
-    "CudaSetup",
-    "Environment",
-    "Outputs",
-]
-
 
 class BuildKind(str, Enum):
     """How a project is built: decided once, from build.toml, when the request is made."""

@@ -20,8 +20,6 @@ from .._util import replace_dir, sha256_file, sha256_remembered, staging_dir
 from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
 from ..toolchain.envs import EnvInfo
 
-__all__ = ["Reuse", "build_key"]
-
 FORMAT = 2  # 2: the absent headers that would shadow an input (include search order)
 MANIFEST = "manifest.json"
 SO_DIGEST = "shared-object.sha256"  # the stored shared object's digest, by its stat

@@ -48,15 +48,6 @@ from .request import (
 )
 from .wheelmeta import check_card
 
-__all__ = [
-    "BuildProgress",
-    "BuildResult",
-    "Outcome",
-    "build_project",
-    "dev_project",
-    "plan_requests",
-]
-
 
 @dataclass(frozen=True)
 class Outcome:

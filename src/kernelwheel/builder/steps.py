@@ -59,20 +59,6 @@ WORKER = Path(__file__).parents[1] / "compile" / "_compile_worker.py"
 # The project's link in a variant's work folder: the compilers name its files through it.
 PROJECT_LINK = "project"
 
-__all__ = [
-    "PROJECT_LINK",
-    "WORKER",
-    "Compiled",
-    "PlanInputs",
-    "compile_step",
-    "finish_wheel",
-    "full_version",
-    "open_build",
-    "package_files",
-    "raw_wheel",
-    "run_worker",
-]
-
 
 def full_version(
     base: str, variant: Variant, style: LocalVersionStyle = LocalVersionStyle.DOTTED

@@ -43,8 +43,6 @@ from .request import BuildRequest, BuiltWheel
 from .tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
 from .wheelmeta import requirements
 
-__all__ = ["TvmFfiEnv", "build_tvm_ffi_variant", "provision_tvm_ffi", "wheel_requirements"]
-
 # Besides the pinned apache-tvm-ffi (installed --no-deps): its one dependency.
 TOOLS = ("typing-extensions>=4.5,<5",)
 REQUIRES_PYTHON = ">=3.9"  # apache-tvm-ffi 0.1's oldest Python

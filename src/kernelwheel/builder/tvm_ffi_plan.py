@@ -32,8 +32,6 @@ from .compile_plan import (
 )
 from .request import BuildRequest
 
-__all__ = ["TvmFfiLibrary", "plan_tvm_ffi_compile"]
-
 
 @dataclass(frozen=True)
 class TvmFfiLibrary:

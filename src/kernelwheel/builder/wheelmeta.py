@@ -20,17 +20,6 @@ from ..model.project import KernelProject
 from ..model.variant import Variant
 from ..wheels import WheelSpec
 
-__all__ = [
-    "LICENSE_PREFIXES",
-    "ProjectMetadata",
-    "project_metadata",
-    "check_card",
-    "requirements",
-    "TorchRequirement",
-    "torch_requirement",
-    "wheel_description",
-]
-
 LICENSE_PREFIXES = ("LICENSE", "LICENCE", "COPYING")
 
 

@@ -11,15 +11,6 @@ from dataclasses import dataclass, replace
 
 from ..model.capability import CudaCapability
 
-__all__ = [
-    "KernelCapabilities",
-    "gencode_flags",
-    "loose_intersection",
-    "sort_capabilities",
-    "targets_of",
-    "unsupported",
-]
-
 
 @dataclass(frozen=True)
 class KernelCapabilities:

@@ -13,22 +13,6 @@ from packaging.version import Version
 
 from ..model.project import KernelProject, KernelSection
 
-__all__ = [
-    "CPUS_PER_VARIANT",
-    "DEFAULT_MIB_PER_THREAD",
-    "Macro",
-    "Parallelism",
-    "backend_macros",
-    "kernel_backends",
-    "kernel_cuda_flags",
-    "kernels_to_compile",
-    "legacy_macro_warnings",
-    "nvcc_parallelism",
-    "nvcc_source_name",
-    "nvcc_torch_flags",
-    "variants_at_once",
-]
-
 Macro = tuple[str, str | None]  # (name, value); None: -DNAME without a value
 
 _BACKEND_MACROS: dict[str, tuple[Macro, ...]] = {

@@ -11,8 +11,6 @@ from typing import Any, NamedTuple
 
 from ..model.capability import CudaCapability
 
-__all__ = ["CommandSpec", "CommandUnit", "CompileSpec", "CrossInfo", "SourceFlags"]
-
 
 class CrossInfo(NamedTuple):
     """Recorded in the spec of a cross build, for the log and the reader of compile.json."""

@@ -16,16 +16,6 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = [
-    "MAX_LINES",
-    "Diagnostics",
-    "Fault",
-    "PathMap",
-    "failure",
-    "fault",
-    "warning_summary",
-]
-
 MAX_LINES = 25  # a screenful: the rest is in the log
 _MAX_WIDTH = 300  # a template's type can fill a line with thousands of characters
 

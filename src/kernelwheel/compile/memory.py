@@ -17,17 +17,6 @@ from pathlib import Path
 from .._toml import Located, parse_toml
 from ..errors import LocatedError, ToolchainError
 
-__all__ = [
-    "Estimates",
-    "Fit",
-    "MemoryLimit",
-    "UnitMemory",
-    "available",
-    "fit",
-    "load_estimates",
-    "units_of",
-]
-
 DATA_FILE = "compile_memory.toml"
 _MIB = 1 << 20
 # cgroup v1 writes "no limit" as the largest page-aligned long (2**63 - 4096); anything this

@@ -15,8 +15,6 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["sources_naming", "torch_free_sources"]
-
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
 # Headers of torch (and of what only torch builds use), by how an include names them; the
 # generated registration.h includes torch's library header.

@@ -21,19 +21,6 @@ from .._util import RUNNER, Runner
 from ..errors import InstallError, WheelError
 from ..wheels.record import Row, parse_record
 
-__all__ = [
-    "Action",
-    "Environment",
-    "Files",
-    "Installed",
-    "decide",
-    "differences",
-    "files_digest",
-    "listing",
-    "own_files",
-    "read_environment",
-]
-
 Files = Mapping[str, str]  # a build's own files: path -> RECORD hash ("sha256=…")
 
 # What the install step of a chosen build is: "install" (none there), "replace" (another

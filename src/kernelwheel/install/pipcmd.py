@@ -20,8 +20,6 @@ from ..model.sources import PipSources
 from .probe import Target
 from .sources import Candidate
 
-__all__ = ["pinned_requirement", "pip_command", "run_pip"]
-
 
 def pinned_requirement(project: str, candidate: Candidate, sha256: str | None) -> str:
     url = Path(candidate.location).as_uri() if candidate.is_local else candidate.location

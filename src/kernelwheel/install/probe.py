@@ -13,8 +13,6 @@ from ..compat import interpreter as _interpreter
 from ..compat import rules as compat
 from ..errors import InstallError
 
-__all__ = ["Target", "probe"]
-
 
 @dataclass(frozen=True)
 class Target:

@@ -18,8 +18,6 @@ from ..plan.selector import Selector
 from .probe import Target
 from .sources import Candidate
 
-__all__ = ["Selection", "Verdict", "parse_requirement", "select"]
-
 
 @dataclass(frozen=True)
 class Verdict:

@@ -44,8 +44,6 @@ from .probe import Target, probe
 from .select import Selection, parse_requirement, select
 from .sources import fetch, list_candidates
 
-__all__ = ["InstallRequest", "InstallResult", "NoMatch", "Pick", "target_python", "install"]
-
 
 @dataclass(frozen=True)
 class InstallRequest:

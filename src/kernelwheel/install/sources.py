@@ -18,8 +18,6 @@ from packaging.utils import canonicalize_name
 from ..errors import UsageError
 from ..model.sources import PipSources
 
-__all__ = ["Candidate", "discover", "fetch", "list_candidates"]
-
 _TIMEOUT = 60
 
 

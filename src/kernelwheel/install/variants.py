@@ -22,8 +22,6 @@ from .probe import Target, probe
 from .select import Selection, Verdict, select, why_not_chosen
 from .sources import Candidate
 
-__all__ = ["Status", "Entry", "ProjectBuilds", "VariantsReport", "explain", "machine"]
-
 
 class Status(str, Enum):
     PREFERRED = "preferred"

@@ -14,8 +14,6 @@ from ..errors import ProjectError, UsageError
 from ..hub.hubsource import repo_id_problem
 from ..hub.revision import RequestKind, VersionRequest
 
-__all__ = ["PYPROJECT", "Declarations", "Dependency", "read_dependencies"]
-
 PYPROJECT = "pyproject.toml"
 KERNELS_TABLE = "tool.kernels.dependencies"
 KERNELWHEEL_TABLE = "tool.kernelwheel.dependencies"

@@ -37,8 +37,6 @@ from .pylock import (
 )
 from .resolve import open_dependency
 
-__all__ = ["DownloadRequest", "DownloadResult", "download"]
-
 _RELOCK = "run 'kernelwheel lock' and review the diff of kernelwheel.lock"
 # After an integrity failure the lock itself may be wrong: convert everything again.
 _REFRESH = "run 'kernelwheel lock --refresh' and review the diff of kernelwheel.lock"

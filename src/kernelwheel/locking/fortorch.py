@@ -17,8 +17,6 @@ from ..errors import UsageError, VariantError
 from ..model.variant import Variant
 from .lockfile import LockedVariant
 
-__all__ = ["TorchChoice", "choose_for_torch", "parse_torch", "parse_variant"]
-
 _TORCH = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?(?:[a-z]+\d*)?\+([a-z0-9.]+)")
 _FLAVOURS = "+cpu, +cu130 (CUDA 13.0), +rocm6.3 or +xpu"
 

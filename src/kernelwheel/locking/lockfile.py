@@ -16,8 +16,6 @@ from ..errors import ProjectError, UsageError
 from ..hub.hubsource import repo_id_problem
 from ..hub.revision import VersionRequest
 
-__all__ = ["LOCK_NAME", "LOCK_VERSION", "LockFile", "LockedKernel", "LockedVariant"]
-
 LOCK_NAME = "kernelwheel.lock"
 LOCK_VERSION = 1
 _SHA256 = re.compile(r"[0-9a-f]{64}")

@@ -13,8 +13,6 @@ from ..hub.revision import Ref, RefKind, RequestKind, VersionRequest
 from ..hub.safety import Announced
 from ..hub.source import FileReader, RepoFile, RepoSource
 
-__all__ = ["FileHook", "PinnedSource"]
-
 # Called with (file, sha256 of its content) before the conversion uses the file; raises to stop.
 FileHook = Callable[[RepoFile, str], None]
 

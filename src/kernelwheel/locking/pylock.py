@@ -19,8 +19,6 @@ from .. import _toml as toml
 from ..errors import UsageError
 from ..wheels.reader import parse_metadata, read_metadata
 
-__all__ = ["HouseWheel", "pylock_toml", "requirements_txt", "written_by_kernelwheel"]
-
 REQUIREMENTS = "requirements.txt"
 PYLOCK = "pylock.toml"
 CREATED_BY = "kernelwheel"

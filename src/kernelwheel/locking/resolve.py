@@ -40,8 +40,6 @@ from .declared import Dependency, read_dependencies
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
 from .pinned import PinnedSource
 
-__all__ = ["KernelOutcome", "LockRequest", "LockResult", "lock_project", "open_dependency"]
-
 _T = TypeVar("_T")
 
 

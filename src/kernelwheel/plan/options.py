@@ -29,21 +29,6 @@ from ..model.sources import PipSources
 from ..model.variant import Arch, LocalVersionStyle
 from .selector import Selector, expand_braces, split_patterns
 
-__all__ = [
-    "ALL_CAPABILITIES",
-    "DEFAULT_CACHE_DIR",
-    "DEFAULT_OPTIONS",
-    "ENV_VARS",
-    "LocalHeaders",
-    "OPTIONS",
-    "PYPROJECT",
-    "OptionDef",
-    "Options",
-    "resolve_command_option",
-    "resolve_jobs",
-    "resolve_options",
-]
-
 PYPROJECT = "pyproject.toml"
 TOOL_TABLE = "tool.kernelwheel"
 ARCH_KEYWORDS = ("all", "auto", "native")

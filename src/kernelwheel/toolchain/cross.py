@@ -28,19 +28,6 @@ from ..model.variant import Arch, BackendKind, Variant
 from .compiler_cache import masquerade
 from .envs import EnvInfo, EnvSpec, env_spec_for
 
-__all__ = [
-    "CROSS_TRIPLES",
-    "CrossBuild",
-    "CrossCompiler",
-    "CrossPlan",
-    "TargetSpec",
-    "TargetSysroot",
-    "find_cross_compiler",
-    "is_cross",
-    "plan_for",
-    "provision_target",
-]
-
 # GNU triples of the cross compilers, and the Debian/Ubuntu package that provides each.
 CROSS_TRIPLES: dict[Arch, str] = {
     Arch.AARCH64: "aarch64-linux-gnu",

@@ -23,17 +23,6 @@ from ..model.sources import PipSources
 from ..model.variant import BackendKind, Variant
 from ..plan.options import LocalHeaders, Options
 
-__all__ = [
-    "HeaderPlan",
-    "HeaderSource",
-    "checkout_version",
-    "compiled_backends",
-    "depends_refusals",
-    "plan_headers",
-    "provide_headers",
-    "unpack_headers",
-]
-
 OPTION = "cutlass-path"
 _DEFINE_RE = re.compile(r"^\s*#\s*define\s+CUTLASS_(MAJOR|MINOR|PATCH)\s+(\d+)\b", re.M)
 

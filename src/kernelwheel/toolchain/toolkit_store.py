@@ -13,8 +13,6 @@ from pathlib import Path
 
 from .._util import staging_dir
 
-__all__ = ["shared_toolkit"]
-
 
 def shared_toolkit(home: Path, purelib: Path, store: Path) -> Path:
     """The shared folder holding the toolkit at ``home`` (inside ``purelib``), made on first
