@@ -67,7 +67,7 @@ g++ "${INC[@]}" "${CXXFLAGS[@]}" "${REMEDY[@]}" -c src/kernelwheel/data/kernelwh
 g++ -shared -nodefaultlibs -o "$W/fixed.so" "$W/fixed.o" "$W/compat.o" "${LINK[@]}"
 "$PY" - "$W" <<'EOF' 2>&1 | tee "$OUT/remedies_new_glibc.log"
 import ctypes, math, random, subprocess, sys
-from kernelwheel.abi import check_shared_object
+from kernelwheel.abi.checker import check_shared_object
 w = sys.argv[1]
 for name in ("plain", "fixed"):
     report = check_shared_object(f"{w}/{name}.so", python_abi=None, cxxabi="cxx11")
