@@ -311,8 +311,12 @@ def _tracked(
             try:
                 proc = start()
                 _RUNNING.add(proc)
-            finally:
+            except BaseException as failed:
                 _STARTING_IN_MAIN = False
+                if _DEFERRED:  # the signal that came meanwhile is what the user asked for
+                    raise _DEFERRED.pop() from failed
+                raise
+            _STARTING_IN_MAIN = False
     if proc is None:
         _raise_deferred()
         yield None

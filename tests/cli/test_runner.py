@@ -112,3 +112,30 @@ def test_a_signal_while_a_command_is_being_started_still_stops_that_command() ->
         time.sleep(0.05)
     else:
         pytest.fail(f"the command started while the signal came (pid {pid_line}) still runs")
+
+
+_SIGNAL_THEN_A_FAILED_START = """
+import os, signal
+from kernelwheel import _util
+from kernelwheel.errors import Terminated
+
+signal.signal(signal.SIGTERM, lambda *_: _util.raise_when_safe(Terminated()))
+
+def start():
+    os.kill(os.getpid(), signal.SIGTERM)  # deferred: the main thread is starting a command
+    for _ in range(1000):
+        pass
+    raise FileNotFoundError("no such program")
+
+try:
+    with _util._tracked(start):
+        pass
+except Terminated:
+    print("terminated", len(_util._DEFERRED), flush=True)
+"""
+
+
+def test_a_signal_while_a_start_fails_is_raised_not_kept_for_a_later_command() -> None:
+    proc = run_captured([PY, "-c", _SIGNAL_THEN_A_FAILED_START], timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["terminated", "0"]
