@@ -311,7 +311,7 @@ flash_mla_wait() {  # up to 570 s for the background flash-mla build; what it ha
 job_real_kernels() {  # KERNEL[=VARIANT]...: built from .gpu/corpus, their own tests run
   local kernels=() k
   for k in "$@"; do kernels+=(--kernel "$k"); done
-  setup kernelwheel kernels pytest
+  setup kernelwheel kernels pytest apache-tvm-ffi==0.1.9  # tvm-ffi projects build in this venv
   "${VPY[@]}" bench/real_kernels.py --corpus .gpu/corpus "${kernels[@]}" --variant "$VAR" \
     --python "$V/bin/python" --tests-python "$V/bin/python" --out "$OUT" \
     --cuda-capabilities 9.0 --extra=--cuda-home="$CUDA_HOME" --extra=-j16
