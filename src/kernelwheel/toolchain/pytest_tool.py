@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._util import RUNNER, Runner, locked
+from .._util import RUNNER, Runner
 from ..model.sources import PipSources
-from .envs import READY_MARKER
+from .envs import made_once
 
 
 def provision_pytest(
@@ -27,26 +26,20 @@ def provision_pytest(
     interpreter (a venv's python resolves to it), as the requirements' markers are its."""
     key = "\n".join([os.path.realpath(python), *requirements])
     root = cache_dir / "tools" / f"pytest-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-    with locked(root.parent / f"{root.name}.lock"):
-        ready = root / READY_MARKER
-        if ready.exists():
-            return root
-        if root.exists():
-            shutil.rmtree(root)  # half-made by an interrupted run
-        try:
-            root.mkdir(parents=True)
-            reqs = root / "kernelwheel-requirements.txt"
-            reqs.write_text("\n".join(requirements) + "\n")
-            runner.checked(
-                [python, "-m", "pip", "install", "--no-input", "--no-deps", "--target", root,
-                 "--only-binary=:all:", "--require-hashes", *sources.pip_args(), "-r", reqs],
-                None,
-                "install pytest for the tests (into kernelwheel's cache, not the environment)",
-                hint="check the index/find-links options, or activate a virtual environment "
-                "holding torch and pytest (or pass --python PY)",
-            )  # fmt: skip
-        except BaseException:
-            shutil.rmtree(root, ignore_errors=True)  # a failed install leaves nothing
-            raise
-        ready.write_text("\n".join(requirements) + "\n")
+    listed = "\n".join(requirements) + "\n"
+
+    def install() -> None:
+        root.mkdir(parents=True)
+        reqs = root / "kernelwheel-requirements.txt"
+        reqs.write_text(listed)
+        runner.checked(
+            [python, "-m", "pip", "install", "--no-input", "--no-deps", "--target", root,
+             "--only-binary=:all:", "--require-hashes", *sources.pip_args(), "-r", reqs],
+            None,
+            "install pytest for the tests (into kernelwheel's cache, not the environment)",
+            hint="check the index/find-links options, or activate a virtual environment "
+            "holding torch and pytest (or pass --python PY)",
+        )  # fmt: skip
+
+    made_once(root, install, listed)
     return root
