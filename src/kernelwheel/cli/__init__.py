@@ -89,7 +89,7 @@ def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
 def _terminate(signum: int, frame: object) -> None:
     # Once: a second SIGTERM while cleaning up must not cut the clean-up short.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    from .._util import raise_when_safe  # imported by main() before any handler is set
+    from .._util import raise_when_safe  # imported by main() before the handler is set
 
     raise_when_safe(Terminated())
 
@@ -131,11 +131,11 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         parser.error(problem)  # exit 2, as a bad flag
     if passthrough:
         args.pytest_args = passthrough
-    if runner is None:
-        from .._util import RUNNER  # here: `--version` imports nothing it does not need
+    # here: `--version` imports nothing it does not need; the signal handlers set below take
+    # raise_when_safe from it, so it is imported before they can run
+    from .._util import RUNNER
 
-        runner = RUNNER
-    args.runner = runner
+    args.runner = RUNNER if runner is None else runner
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
