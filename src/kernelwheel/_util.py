@@ -321,7 +321,6 @@ def _tracked(
         _raise_deferred()
         yield None
         return
-    _note_owned_group(proc.pid)
     with proc:
         try:
             _raise_deferred()
@@ -379,7 +378,7 @@ def _run_to(
             stdout=out,
             stderr=None if out is None else subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=None if env is None else dict(env),
+            env=_with_run_id(env),
             cwd=cwd,
             start_new_session=True,  # a group of its own: _kill_group reaches its children
         )
@@ -442,7 +441,7 @@ def run_captured(
             stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
             stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
             text=text,
-            env=None if env is None else dict(env),
+            env=_with_run_id(env),
             cwd=cwd,
             start_new_session=True,
         )
@@ -472,10 +471,10 @@ def spawn_piped(cmd: Sequence[str | Path]) -> subprocess.Popen[bytes]:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            env=_with_run_id(None),
             start_new_session=True,
         )
         _RUNNING.add(proc)
-    _note_owned_group(proc.pid)
     return proc
 
 
@@ -607,25 +606,28 @@ RUNNER = Runner()
 #
 # flock is released when its holder dies, even by SIGKILL, but what the holder started is not:
 # an orphaned pip may go on writing into the environment the next run is about to recreate.
-# So each lock has an owner file beside it (``<lock>.owner``: the holder's pid and the process
-# groups of the commands it started while holding it), removed on release. A run that takes the
-# lock and finds an owner file knows its holder died: it kills the groups still running, waits
-# for them to end, and says so (DeadOwner), before it touches the locked work.
+# So each lock has an owner file beside it (``<lock>.owner``: the holder's pid and start time),
+# removed on release, and every command a run starts carries the run's identity in its
+# environment (RUN_ID_VARIABLE), which its own children inherit whatever group or session they
+# join. A run that takes the lock and finds an owner file knows its holder died: it kills the
+# processes that carry the dead run's identity, waits for them to end, and says so (DeadOwner),
+# before it touches the locked work. The environment, unlike a record written once a command
+# has started, also holds a command killed with its run between its start and any record.
 
-_OWNED = threading.local()  # the owner files this thread holds, innermost last
-_WAIT_FOR_ORPHANS = 30.0  # seconds a killed group may take to go
+RUN_ID_VARIABLE = "KERNELWHEEL_RUN_ID"
+_WAIT_FOR_ORPHANS = 30.0  # seconds a killed process may take to go
 
 
 @dataclass(frozen=True)
 class DeadOwner:
-    """The run that held a lock and died: its pid and its groups this run had to stop."""
+    """The run that held a lock and died: its pid and its processes this run had to stop."""
 
     pid: int
     stopped: tuple[int, ...]
 
     def describe(self) -> str:
-        groups = ", ".join(map(str, self.stopped))
-        left = f"; its commands still running (process groups {groups}) were stopped"
+        pids = ", ".join(map(str, self.stopped))
+        left = f"; its commands still running (pids {pids}) were stopped"
         return f"a run that died (pid {self.pid}) held this lock{left if self.stopped else ''}"
 
 
@@ -664,65 +666,74 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
-def _write_owner(owner: Path, groups: Sequence[tuple[int, str | None]]) -> None:
+def _run_id(pid: int, start: str | None) -> str:
+    return f"{pid}:{start}"
+
+
+def _with_run_id(env: Mapping[str, str] | None) -> dict[str, str]:
+    """``env`` (this process's environment when None) marked with this run's identity."""
+    pid = os.getpid()  # computed here, not at import: a forked worker is a run of its own
+    return {**(os.environ if env is None else env), RUN_ID_VARIABLE: _run_id(pid, _start_time(pid))}
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, killed and waiting to be reaped, does not count)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _carrying(run_id: str) -> list[int]:
+    """The live processes started, directly or not, by the run ``run_id`` (Linux /proc)."""
+    mark = f"{RUN_ID_VARIABLE}={run_id}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue  # gone meanwhile, or another user's
+        if mark in environ.split(b"\0") and _running(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def _write_owner(owner: Path) -> None:
     pid = os.getpid()
-    data = {"pid": pid, "start": _start_time(pid), "groups": [list(g) for g in groups]}
-    atomic_write(owner, json.dumps(data) + "\n")
+    atomic_write(owner, json.dumps({"pid": pid, "start": _start_time(pid)}) + "\n")
 
 
-def _read_owner(owner: Path) -> dict[str, Any] | None:
+def _read_owner(owner: Path) -> tuple[int, str | None] | None:
     try:
         data = json.loads(owner.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
         return None
-    groups = data.get("groups")
-    if not isinstance(groups, list) or not all(
-        isinstance(g, list) and len(g) == 2 and isinstance(g[0], int) and g[0] > 1 for g in groups
-    ):
-        return None
-    return data
+    start = data.get("start")
+    return data["pid"], start if isinstance(start, str) else None
 
 
 def _clear_dead_owner(owner: Path) -> DeadOwner | None:
-    """Called with the lock held: an owner file left there is a dead holder's. Kill what of its
-    groups still runs (a group whose leader is alive only when the leader is the same process,
-    by its start time), wait for them to end."""
+    """Called with the lock held: an owner file left there is a dead holder's. Kill what it
+    started that still runs, wait for it to end."""
     data = _read_owner(owner)
     if data is None:
         owner.unlink(missing_ok=True)  # none, or unreadable: nothing to stop
         return None
-    stopped: list[int] = []
-    for pgid, start in data["groups"]:
-        leader_start = _start_time(pgid)
-        if leader_start is not None and start is not None and leader_start != start:
-            continue  # the pid is another process's now; the old group is gone
-        if _group_alive(pgid):
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
-            stopped.append(pgid)
+    pid, start = data
+    stopped = _carrying(_run_id(pid, start)) if start is not None else []
+    for orphan in stopped:
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(orphan, signal.SIGKILL)
     deadline = time.monotonic() + _WAIT_FOR_ORPHANS
-    while any(_group_alive(g) for g in stopped) and time.monotonic() < deadline:
+    while any(map(_running, stopped)) and time.monotonic() < deadline:
         time.sleep(0.05)
     owner.unlink(missing_ok=True)
-    return DeadOwner(int(data["pid"]), tuple(stopped))
-
-
-def _owned() -> list[tuple[Path, list[tuple[int, str | None]]]]:
-    stack: list[tuple[Path, list[tuple[int, str | None]]]] | None = getattr(_OWNED, "stack", None)
-    if stack is None:
-        stack = []
-        _OWNED.stack = stack
-    return stack
-
-
-def _note_owned_group(pgid: int) -> None:
-    """Record a command's process group in the owner files this thread holds."""
-    for owner, groups in _owned():
-        groups.append((pgid, _start_time(pgid)))
-        with suppress(OSError):  # the record is a help for the next run, not a condition
-            _write_owner(owner, groups)
+    return DeadOwner(pid, tuple(stopped))
 
 
 @contextmanager
@@ -735,13 +746,10 @@ def locked(path: Path) -> Iterator[DeadOwner | None]:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             dead = _clear_dead_owner(owner)
-            entry: tuple[Path, list[tuple[int, str | None]]] = (owner, [])
-            _write_owner(owner, entry[1])
-            _owned().append(entry)
+            _write_owner(owner)
             try:
                 yield dead
             finally:
-                _owned().remove(entry)
                 owner.unlink(missing_ok=True)
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)

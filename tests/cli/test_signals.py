@@ -327,31 +327,53 @@ def test_a_command_leaves_nothing_of_its_group_running(tmp_path: Path) -> None:
 
 
 def test_a_dead_owners_commands_are_stopped_by_the_next_lock_holder(tmp_path: Path) -> None:
-    """The owner file beside a lock names the process groups its holder started; a holder
-    that died (SIGKILL) left them running: the next holder kills them and says so. A group
-    whose leader's pid now belongs to another process (start time differs) is left alone."""
+    """The owner file beside a lock names its holder (pid, start time); every command a run
+    starts carries that identity in its environment, so a holder that died (SIGKILL) left them
+    running, even one killed before anything about it was written: the next holder kills what
+    carries the dead run's identity, a child of it in a session of its own too, and says so.
+    A process of another run (another start time for the same pid) is left alone."""
     import json
 
-    from kernelwheel._util import _start_time, locked
+    from kernelwheel._util import RUN_ID_VARIABLE, locked
 
-    orphan = subprocess.Popen(["sleep", "60"], start_new_session=True)
-    stranger = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    def run_of(run_id: str, script: str) -> subprocess.Popen[bytes]:
+        env = {**os.environ, RUN_ID_VARIABLE: run_id}
+        return subprocess.Popen(["sh", "-c", script], env=env, start_new_session=True)
+
+    pidfile = tmp_path / "grandchild"
+    # the grandchild leaves the group and session of the command that started it
+    orphan = run_of("999999999:123", f"setsid sleep 60 & echo $! > {pidfile}; wait")
+    stranger = run_of("999999999:456", "sleep 60")
     try:
+        deadline = time.monotonic() + 10
+        while not (pidfile.exists() and pidfile.read_text().endswith("\n")):
+            assert time.monotonic() < deadline, "the grandchild never started"
+            time.sleep(0.02)
+        grandchild = int(pidfile.read_text())
         owner = tmp_path / "env.lock.owner"
-        groups = [[orphan.pid, _start_time(orphan.pid)], [stranger.pid, "1"]]  # "1": not it
-        owner.write_text(json.dumps({"pid": 999999999, "start": None, "groups": groups}))
+        owner.write_text(json.dumps({"pid": 999999999, "start": "123"}))
         with locked(tmp_path / "env.lock") as dead:
             assert dead is not None and dead.pid == 999999999
-            assert dead.stopped == (orphan.pid,)
+            assert set(dead.stopped) >= {orphan.pid, grandchild}
             assert "a run that died (pid 999999999)" in dead.describe()
             assert json.loads(owner.read_text())["pid"] == os.getpid()  # now ours
         assert orphan.wait(timeout=10) == -signal.SIGKILL
+        assert _wait_gone(grandchild)
         assert stranger.poll() is None  # not the dead run's: untouched
         assert not owner.exists()
     finally:
         for proc in (orphan, stranger):
             proc.kill()
             proc.wait()
+
+
+def test_the_commands_a_run_starts_carry_its_identity(tmp_path: Path) -> None:
+    from kernelwheel._util import RUN_ID_VARIABLE, _start_time, run_captured
+
+    out = run_captured(["sh", "-c", f"echo ${RUN_ID_VARIABLE}"]).stdout.strip()
+    assert out == f"{os.getpid()}:{_start_time(os.getpid())}"
+    out = run_captured(["sh", "-c", f"echo ${RUN_ID_VARIABLE}"], env={"PATH": "/usr/bin:/bin"})
+    assert out.stdout.strip() == f"{os.getpid()}:{_start_time(os.getpid())}"
 
 
 def test_a_lock_without_owner_file_or_with_a_damaged_one_is_just_taken(tmp_path: Path) -> None:
