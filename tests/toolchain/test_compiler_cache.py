@@ -112,6 +112,41 @@ def test_a_source_without_torch_hits_across_variant_folders_and_include_paths(
     assert stats is not None and (stats.hits, stats.misses) == (0, 2)
 
 
+def _nvcc() -> Path | None:
+    found = shutil.which("nvcc") or next(Path("/usr/local").glob("cuda*/bin/nvcc"), None)
+    return Path(found) if found else None
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not shutil.which("ccache") or not _nvcc(), reason="needs ccache and nvcc")
+def test_another_nvcc_thread_count_hits_the_same_object(tmp_path: Path) -> None:
+    """The memory fit changes nvcc's --threads from build to build (compile/memory); with
+    --keep, as kernelwheel compiles, the object is the same bytes whatever the count, so the
+    count is no part of ccache's key: a second build with other threads hits."""
+    nvcc = _nvcc()
+    assert nvcc is not None
+    (tmp_path / "k.cu").write_text("__global__ void twice(float* x) { x[threadIdx.x] *= 2.f; }\n")
+    targets = ["-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90"]
+
+    def compile_with(threads: int, out: str, env: dict[str, str]) -> bytes:
+        keep = tmp_path / f"keep-{out}"
+        keep.mkdir()
+        cmd = [env.get("PYTORCH_NVCC", str(nvcc)), "-c", "k.cu", "-o", out, *targets,
+               f"--threads={threads}", "--keep", f"--keep-dir={keep}"]  # fmt: skip
+        subprocess.run(cmd, cwd=tmp_path, env=env, check=True)
+        return (tmp_path / out).read_bytes()
+
+    stats_log = tmp_path / "stats.log"
+    env = ccache_env(tmp_path / "cache", stats_log, nvcc, dict(os.environ))
+    assert env is not None
+    env = {**os.environ, **env}
+    compile_with(1, "one.o", env)
+    cached = compile_with(2, "two.o", env)
+    stats = read_stats(stats_log)
+    assert stats is not None and (stats.hits, stats.misses) == (1, 1)
+    assert cached == compile_with(2, "plain.o", dict(os.environ))  # what nvcc itself makes
+
+
 def test_the_project_census_names_files_not_their_contents(tmp_path: Path) -> None:
     """Hashed into every ccache key of a build: a header added in front of another on the include
     path must miss (ccache remembers only the headers an object did include), an edit must not."""

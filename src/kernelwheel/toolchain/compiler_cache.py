@@ -26,8 +26,15 @@ from ..model.sources import PipSources
 from .envs import made_once
 
 _HOST_COMPILERS = ("c++", "g++", "gcc", "cc")
-# Options that name the build's own folders (ccache's ignore_options patterns).
-_FOLDER_OPTIONS = ("-ffile-prefix-map=*", "-Xcompiler=-ffile-prefix-map=*", "--keep-dir=*")
+# Options left out of ccache's keys (its ignore_options patterns): those that name the build's
+# own folders, and nvcc's thread count, which the memory fit changes from build to build while
+# the object stays the same bytes (nvcc run with --keep, as every build runs it).
+_IGNORED_OPTIONS = (
+    "-ffile-prefix-map=*",
+    "-Xcompiler=-ffile-prefix-map=*",
+    "--keep-dir=*",
+    "--threads=*",
+)
 
 
 # The remote storage schemes kernelwheel accepts, and the feature ccache --version lists for each
@@ -209,7 +216,7 @@ def ccache_env(
         # The prefix maps send the folders to fixed names (the objects are the same bytes), and
         # --keep-dir only says where nvcc's intermediate files go.
         "CCACHE_NOHASHDIR": "true",
-        "CCACHE_IGNOREOPTIONS": " ".join(_FOLDER_OPTIONS),
+        "CCACHE_IGNOREOPTIONS": " ".join(_IGNORED_OPTIONS),
         # Paths under the cache folder (work folders, environments, toolkits, dependency
         # headers) are keyed relative to the compile's folder: the same on every machine.
         "CCACHE_BASEDIR": os.pathsep.join(
