@@ -62,6 +62,27 @@ def test_old_marker_is_probed_once_and_upgraded(
     assert len(runner.commands) == 1 and is_torch_probe(runner.commands[0])
 
 
+def test_a_marker_copied_from_another_cache_is_probed_where_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache copied or moved (a CI cache restored under another path) keeps the probe of
+    where it was made; while that place still exists, its interpreter and torch headers would
+    be another environment's. The environment is probed again where it is, once."""
+    root = _ready_env(tmp_path / "now")
+    old = _ready_env(tmp_path / "before")
+    monkeypatch.setattr(envs.sys, "version_info", (3, 11, 0))
+    python, lib = old / "bin" / "python", old / "lib"
+    info = EnvInfo(python, "3.11", "x86_64", lib, "2.14.1", None, None, cxx11_abi=True)
+    envs._write_marker(root / envs.READY_MARKER, info)
+    runner = ScriptedRunner(
+        lambda cmd, cwd: torch_probe_reply(cmd[0], root / "lib", torch="2.14.1")
+    )
+    got = provision(SPEC, tmp_path / "now", runner=runner)
+    assert (got.python, got.purelib) == (root / "bin" / "python", root / "lib")
+    assert provision(SPEC, tmp_path / "now", runner=runner).python == root / "bin" / "python"
+    assert len(runner.commands) == 1 and runner.commands[0][0] == str(root / "bin" / "python")
+
+
 def _remake(tmp_path: Path, info: EnvInfo) -> Callable[[list[str], Path | None], Reply]:
     """A host on which `python -m venv` makes the environment with torch (as venv and pip
     would), pip succeeds and the probe reports ``info``'s torch."""

@@ -247,7 +247,8 @@ def provision(
             notes.append(f"build environment {root}: {dead.describe()}; it is made again")
         if (root / READY_MARKER).exists():
             # The environment is immutable once marked ready, so its probe is too; a marker
-            # from an older kernelwheel, without the probe, is upgraded once.
+            # from an older kernelwheel, without the probe, is upgraded once, and so is one of
+            # a cache copied or moved here, whose probe names where it was made.
             cached = _read_marker(root / READY_MARKER)
             if cached is None:
                 _write_marker(root / READY_MARKER, probe(root / "bin" / "python", runner=runner))
@@ -431,12 +432,18 @@ def _write_marker(path: Path, info: EnvInfo) -> None:
 
 
 def _read_marker(path: Path) -> EnvInfo | None:
+    """The probe the ready marker ``path`` holds, None where it holds none of this environment
+    (an older kernelwheel's, or one that names where the cache was before it was copied: its
+    interpreter and torch headers would be another environment's, or none)."""
     try:
         data = json.loads(path.read_text())
         info = EnvInfo.from_dict(data, reused=True)
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return info if info.python.exists() else None
+    here = os.path.realpath(path.parent / "bin")
+    if not info.python.exists() or os.path.realpath(info.python.parent) != here:
+        return None
+    return info
 
 
 # --- CUDA toolkits ---------------------------------------------------------------------------
