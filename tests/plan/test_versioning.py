@@ -169,7 +169,10 @@ def test_inputs_read_the_version_file_and_the_tags(tmp_path: Path) -> None:
 def _git(root: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=root, check=True, capture_output=True, text=True,
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
 
 
@@ -193,7 +196,9 @@ def test_git_state_commit_dirty_and_tags_of_the_projects_own_repo(tmp_path: Path
     assert wheel_version(planned, dirty) == WheelVersion("1.2.1", "git tag v1.2.1")
 
 
-def test_in_a_repository_of_many_kernels_tags_are_not_read(tmp_path: Path) -> None:
+def test_in_a_repository_of_many_kernels_tags_are_not_read_nor_other_kernels_edits(
+    tmp_path: Path,
+) -> None:
     mono = tmp_path / "mono"
     root = write_tiny_kernel(mono / "tiny-add", version=1)
     _git(mono, "init", "-q")
@@ -203,6 +208,15 @@ def test_in_a_repository_of_many_kernels_tags_are_not_read(tmp_path: Path) -> No
     state = read_git_state(root)
     assert state is not None and state.tags == () and not state.dirty
     assert wheel_version(plan_project(root, {}, env={}), state).version == "1.0.0"
+    # another kernel's uncommitted edit is not this one's; an edit of this one is
+    other = write_tiny_kernel(mono / "other", version=1)
+    _git(mono, "add", "-A")
+    _git(mono, "commit", "-q", "-m", "two")
+    (other / "CARD.md").write_text("edited\n")
+    assert read_git_state(root) == GitState(_git(mono, "rev-parse", "HEAD"), False, ())
+    (root / "CARD.md").write_text("edited\n")
+    dirty = read_git_state(root)
+    assert dirty is not None and dirty.dirty
 
 
 def test_the_older_string_version_keeps_working(tmp_path: Path) -> None:

@@ -186,12 +186,15 @@ def version_inputs(project: KernelProject, options: Options, git: GitState | Non
 
 
 def read_git_state(root: Path, runner: Runner = RUNNER) -> GitState | None:
-    """The git state of the repository holding ``root``; None outside one (or without git)."""
+    """The git state of the repository holding ``root``; None outside one (or without git).
+    Dirty: a tracked file of the project (``root`` and below) differs from the commit; in a
+    repository of many kernels, another kernel's edit is not this one's."""
     commit = runner.output(["git", "rev-parse", "--verify", "HEAD"], cwd=root)
     if commit is None or not OBJECT_ID.fullmatch(commit.lower()):
         return None
     status = runner.output(
-        ["git", "status", "--porcelain", "--untracked-files=no", "--ignore-submodules"], cwd=root
+        ["git", "status", "--porcelain", "--untracked-files=no", "--ignore-submodules", "--", "."],
+        cwd=root,
     )
     top = runner.output(["git", "rev-parse", "--show-toplevel"], cwd=root)
     tags: tuple[str, ...] = ()
