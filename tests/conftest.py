@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.builds import CPU_VARIANT, CUDA_VARIANT, IMG2GRAY, Built, build_env
+from support.builds import CPU_VARIANT, CUDA_CAPABILITIES, CUDA_VARIANT, IMG2GRAY, Built, build_env
 from support.layered import LayeredVenv
 
 from kernelwheel.cli import main
@@ -66,7 +66,8 @@ def short_hub_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     """img2gray built for the CUDA 13.0 and the CPU variant by `kernelwheel build`, the two
-    side by side (--variant-jobs 2; test_rebuild_is_byte_identical rebuilds each alone)."""
+    side by side (--variant-jobs 2; test_rebuild_is_byte_identical rebuilds each alone), the
+    CUDA one for CUDA_CAPABILITIES."""
     wheelhouse = tmp_path_factory.mktemp("wheelhouse")
     code = main(
         [
@@ -80,6 +81,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
             CPU_VARIANT,
             "--variant-jobs",
             "2",
+            "--cuda-capabilities",
+            CUDA_CAPABILITIES,
         ]
     )
     wheels: dict[str, Path] = {}

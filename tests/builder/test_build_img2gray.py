@@ -17,6 +17,7 @@ from support.builds import (
     CHECK_ONE_BACKEND,
     CHECK_OP,
     CPU_VARIANT,
+    CUDA_CAPABILITIES,
     CUDA_VARIANT,
     IMG2GRAY,
     IMG2GRAY_SUITE,
@@ -168,6 +169,7 @@ def test_rebuild_is_byte_identical(
     made = {m: m.stat().st_ino for m in cache.glob("envs/*/pyvenv.cfg")}
     out = tmp_path / "copy"
     args = ["build", str(copy), "-o", str(out), "--variant", variant]
+    args += ["--cuda-capabilities", CUDA_CAPABILITIES]
     if variant == CPU_VARIANT:
         # The environment provisioned again (the build's own call), then used through a path
         # of its own: the build compiles with that interpreter and its torch's headers.
