@@ -90,7 +90,9 @@ def test_parse_backends() -> None:
 def test_cli_writes_and_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["init", "relu-ish", "--backends", "cpu", "--directory", str(tmp_path)]
     assert main(args) == 0
-    assert "next: kernelwheel build" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"next: cd {tmp_path / 'relu-ish'} && kernelwheel test" in out
+    assert f"then: kernelwheel build {tmp_path / 'relu-ish'} -o wheelhouse" in out
     assert main(args) == UsageError.exit_code
     assert "already exists" in capsys.readouterr().err
 

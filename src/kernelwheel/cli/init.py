@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from ..scaffold.project import INIT_BACKENDS, InitRequest, init_project, parse_backends
@@ -58,5 +59,8 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     )
     for path in result.files:
         ui.print(f"  {path.as_posix()}")
-    ui.print(f"next: kernelwheel build {result.root} -o wheelhouse")
+    # the author's loop first; the release build once the tests pass
+    root = shlex.quote(str(result.root))
+    ui.print(f"next: cd {root} && kernelwheel test  (compile what changed, load it, run tests/)")
+    ui.print(f"then: kernelwheel build {root} -o wheelhouse  (the wheels)")
     return 0
