@@ -4,6 +4,7 @@ build environments those builds create (reused, never made twice)."""
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,3 +76,9 @@ if "cpu" not in devices:
         raise AssertionError("a build without the CPU kernel ran a CPU tensor")
 print("devices", devices)
 """
+
+
+def system_nvcc() -> Path | None:
+    """An nvcc of this machine (PATH, else /usr/local/cuda*), None where there is none."""
+    found = shutil.which("nvcc") or next(Path("/usr/local").glob("cuda*/bin/nvcc"), None)
+    return Path(found) if found else None

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.builds import system_nvcc
 
 from kernelwheel.toolchain.compiler_cache import ccache_env, read_stats
 
@@ -112,18 +113,13 @@ def test_a_source_without_torch_hits_across_variant_folders_and_include_paths(
     assert stats is not None and (stats.hits, stats.misses) == (0, 2)
 
 
-def _nvcc() -> Path | None:
-    found = shutil.which("nvcc") or next(Path("/usr/local").glob("cuda*/bin/nvcc"), None)
-    return Path(found) if found else None
-
-
 @pytest.mark.integration
-@pytest.mark.skipif(not shutil.which("ccache") or not _nvcc(), reason="needs ccache and nvcc")
+@pytest.mark.skipif(not shutil.which("ccache") or not system_nvcc(), reason="needs ccache and nvcc")
 def test_another_nvcc_thread_count_hits_the_same_object(tmp_path: Path) -> None:
     """The memory fit changes nvcc's --threads from build to build (compile/memory); with
     --keep, as kernelwheel compiles, the object is the same bytes whatever the count, so the
     count is no part of ccache's key: a second build with other threads hits."""
-    nvcc = _nvcc()
+    nvcc = system_nvcc()
     assert nvcc is not None
     (tmp_path / "k.cu").write_text("__global__ void twice(float* x) { x[threadIdx.x] *= 2.f; }\n")
     targets = ["-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90"]

@@ -3,11 +3,11 @@ integration builds compile img2gray for two of them only (support.builds.CUDA_CA
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from support.builds import system_nvcc
 
 from kernelwheel.compile.capabilities import gencode_flags
 from kernelwheel.model.recipes import load_recipes
@@ -17,14 +17,9 @@ from kernelwheel.wheels.fatbin import sm_archs
 pytestmark = pytest.mark.integration
 
 
-def _nvcc() -> Path | None:
-    found = shutil.which("nvcc") or next(Path("/usr/local").glob("cuda*/bin/nvcc"), None)
-    return Path(found) if found else None
-
-
-@pytest.mark.skipif(_nvcc() is None, reason="no nvcc here")
+@pytest.mark.skipif(system_nvcc() is None, reason="no nvcc here")
 def test_every_capability_of_the_recipe_for_this_nvcc_compiles(tmp_path: Path) -> None:
-    nvcc = _nvcc()
+    nvcc = system_nvcc()
     assert nvcc is not None
     version = nvcc_version(nvcc.parent.parent)
     recipe = load_recipes().cuda_recipe(version)
