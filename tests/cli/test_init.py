@@ -92,7 +92,7 @@ def test_cli_writes_and_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(args) == 0
     out = capsys.readouterr().out
     assert f"next: cd {tmp_path / 'relu-ish'} && kernelwheel test" in out
-    assert f"then: kernelwheel build {tmp_path / 'relu-ish'} -o wheelhouse" in out
+    assert "then: kernelwheel build -o wheelhouse" in out
     assert main(args) == UsageError.exit_code
     assert "already exists" in capsys.readouterr().err
 

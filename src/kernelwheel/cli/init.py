@@ -62,5 +62,5 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     # the author's loop first; the release build once the tests pass
     root = shlex.quote(str(result.root))
     ui.print(f"next: cd {root} && kernelwheel test  (compile what changed, load it, run tests/)")
-    ui.print(f"then: kernelwheel build {root} -o wheelhouse  (the wheels)")
+    ui.print("then: kernelwheel build -o wheelhouse  (the wheels, from the same folder)")
     return 0
