@@ -17,6 +17,7 @@ from kernelwheel.abi._elf import is_elf
 from kernelwheel.builder import codegen
 from kernelwheel.builder.tvm_ffi import TvmFfiEnv, _runtime_rpaths, wheel_requirements
 from kernelwheel.cli import main
+from kernelwheel.compile import unit_costs
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Arch, Variant
@@ -258,3 +259,8 @@ def test_rebuilds_skip_the_compile_or_take_it_from_the_compiler_cache_into_the_s
     assert "compiler cache: ccache" in logs[no_record] and f"[1/{hits.group(2)}]" in logs[no_record]
     assert wheels[one] == wheels[unchanged] == wheels[no_record] == wheels[uncached]
     assert "compile skipped" not in logs[edited] and wheels[edited] != wheels[one]
+    # each unit's seconds and peak recorded by its path in the project, for the next plan
+    units = {"tvm-ffi-ext/binding.cpp", "csrc/add_one_cpu.cpp"}
+    record = unit_costs.store_path(cache, root)
+    assert set(unit_costs.read_costs(record)) == units
+    assert set(unit_costs.read_costs(record.with_suffix(".peaks.json"))) == units

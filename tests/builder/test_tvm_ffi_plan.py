@@ -8,6 +8,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from kernelwheel.builder.request import BuildRequest
 from kernelwheel.builder.steps import WORKER
 from kernelwheel.builder.tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
 from kernelwheel.compile.compile_spec import CommandSpec, CommandUnit
+from kernelwheel.compile.memory import MemoryLimit
+from kernelwheel.compile.unit_costs import PEAK_LOG, unit_peaks, unit_seconds
 from kernelwheel.errors import ToolchainError
 from kernelwheel.model.capability import parse_all
 from kernelwheel.model.variant import Arch, Variant
@@ -163,3 +166,58 @@ def test_a_failing_unit_fails_the_compile_without_a_result_or_link(tmp_path: Pat
     assert failed in proc.stdout
     assert f"{spec.units[1].source}:1:20: error:" in proc.stdout.split(failed, 1)[1]
     assert not (tmp_path / "result.json").exists() and not Path(spec.shared_object).exists()
+
+
+def test_units_start_longest_first_and_fit_the_memory_by_their_peaks(tmp_path: Path) -> None:
+    """As a torch build's plan: earlier builds' seconds order the start (the link keeps the
+    units' order, so the same objects link the same way) and their measured peaks fit the jobs
+    and nvcc threads to the memory, with the line that says what bound them."""
+    toolkit = CudaToolkit(Path("/cuda"), "13.0")
+    limit = MemoryLimit(3 * 1024, "cgroup v2 /ci: memory.max - usage")
+    tools = Toolchain(toolkit, NVCC13, cpus=8, memory=limit)
+    root = write_tvm_ffi_project(tmp_path / "p")
+    req = build_request(root, CUDA, jobs=8, capabilities=parse_all(["8.0", "9.0"]))
+    stage = tmp_path / "stage"
+
+    def plan(**given: Mapping[str, float]) -> CompilePlan[CommandSpec]:
+        return plan_tvm_ffi_compile(
+            req, "_add_one_0", stage, tools, NO_REMEDIES, LIBRARY, (), **given
+        )
+
+    # nothing recorded: the binding leads (the units' own order); the .cu's estimate at 2
+    # threads (2 x 2560 MiB) exceeds the 3 GiB: one job, one nvcc thread
+    first = plan()
+    names = [Path(u.source).name for u in first.spec.units]
+    assert names == ["binding.cpp", "add_one_cuda.cu"] and first.spec.schedule == ()
+    assert first.spec.peak_log == str(stage / "obj" / PEAK_LOG)
+    assert (first.spec.jobs, "--threads=1" in first.spec.units[1].argv) == (1, True)
+    assert first.notes[-1].startswith("jobs 1, nvcc threads 1: limited by memory: 3072 MiB")
+    seconds = {"csrc/add_one_cuda.cu": 30.0, "tvm-ffi-ext/binding.cpp": 2.0}
+    peaks = {"csrc/add_one_cuda.cu": 600.0, "tvm-ffi-ext/binding.cpp": 300.0}
+    second = plan(recorded=seconds, peaks=peaks)
+    assert [Path(s).name for s in second.spec.schedule] == ["add_one_cuda.cu", "binding.cpp"]
+    assert [u.object for u in second.spec.units] == [u.object for u in first.spec.units]
+    assert second.spec.link == first.spec.link
+    # measured: 2 x 600 MiB for the .cu at its 2 threads, 300 MiB the binding: all at once
+    assert (second.spec.jobs, "--threads=2" in second.spec.units[1].argv) == (7, True)
+    assert second.log_lines[0].startswith("jobs 7, nvcc threads 2: the CPU budget")
+
+
+@needs_cxx
+def test_the_worker_starts_the_schedule_first_and_records_seconds_and_peaks(
+    tmp_path: Path,
+) -> None:
+    sources = {f"f{i}.cpp": f'extern "C" int f{i}() {{ return {i}; }}\n' for i in range(3)}
+    spec = _commands(tmp_path, sources, jobs=1)
+    later_first = (spec.units[2].source, spec.units[0].source, spec.units[1].source)
+    peak_log = tmp_path / "obj" / PEAK_LOG
+    spec = replace(spec, schedule=later_first, peak_log=str(peak_log))
+    proc = _run_worker(spec, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    started = [line.split()[-1] for line in proc.stdout.splitlines() if line.startswith("[")]
+    assert started == [spec.units[i].object for i in (2, 0, 1)]
+    source_of = {u.object: u.source for u in spec.units}
+    temp = Path(spec.build_temp)
+    assert set(unit_seconds(temp, source_of)) == set(spec.sources)
+    peaks = unit_peaks(temp, 0.0, source_of)
+    assert set(peaks) == set(spec.sources) and all(mib > 1 for mib in peaks.values())

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.compile.compile_rules import (
-    DEFAULT_MIB_PER_THREAD,
     Parallelism,
     backend_macros,
     kernel_backends,
@@ -156,20 +155,3 @@ def test_nvcc_threads_and_jobs_at_their_peak_stay_within_the_cpus(
     # nvcc's serial stages idle its threads: one C++ job beside the .cu files may exceed it
     budget = min(jobs, cpus)
     assert split.peak_threads(cuda_files) <= budget + (1 if budget > 1 else 0)
-
-
-@pytest.mark.parametrize(
-    ("memory_mib", "cuda_files", "expected"),
-    [
-        (128 * 1024, 56, Parallelism(jobs=16, nvcc_threads=1)),  # plenty: the CPUs decide
-        (10 * 1024, 56, Parallelism(jobs=4, nvcc_threads=1)),  # 4 threads of 2.5 GiB
-        (15 * 1024, 1, Parallelism(jobs=1, nvcc_threads=6)),  # one .cu: its threads cut
-        (1024, 1, Parallelism(jobs=1, nvcc_threads=1)),  # below one thread: still one
-    ],
-)
-def test_the_split_stays_within_memory(
-    memory_mib: int, cuda_files: int, expected: Parallelism
-) -> None:
-    split = nvcc_parallelism(16, 16, None, 10, cuda_files=cuda_files, memory_mib=memory_mib)
-    assert split == expected
-    assert split.peak_threads(cuda_files) <= max(1, memory_mib // DEFAULT_MIB_PER_THREAD)

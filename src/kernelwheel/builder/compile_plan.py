@@ -16,7 +16,6 @@ from ..abi.remedies import RemedySet
 from ..compile import capabilities as caps
 from ..compile import memory
 from ..compile.compile_rules import (
-    DEFAULT_MIB_PER_THREAD,
     NO_GNU_UNIQUE,
     Macro,
     Parallelism,
@@ -221,20 +220,15 @@ def parallelism(
     tools: Toolchain,
     capabilities: int,
     cuda_files: int,
-    *,
-    memory_bound: bool = True,
 ) -> Parallelism:
     """The split of the variant's CPUs (a CUDA one, ``capabilities`` > 0, with the request's
-    nvcc threads); with ``memory_bound``, within the memory at memory-per-thread each (the
-    tvm-ffi builds; the torch builds fit their units' own peaks afterwards, compile/memory)."""
+    nvcc threads), before :func:`fit_to_memory` cuts it to the memory."""
     return nvcc_parallelism(
         req.budget.jobs,
         tools.cpus,
         req.budget.nvcc_threads if capabilities else None,
         capabilities,
         cuda_files=cuda_files,
-        memory_mib=tools.memory.mib if tools.memory and memory_bound else None,
-        mib_per_thread=req.budget.memory_per_thread or DEFAULT_MIB_PER_THREAD,
     )
 
 
@@ -251,13 +245,34 @@ class CudaTargets:
     notes: tuple[str, ...]
 
 
+def fit_to_memory(
+    req: BuildRequest,
+    tools: Toolchain,
+    split: Parallelism,
+    sources: Sequence[str],
+    targets: int,
+    torch_free: Sequence[str],
+    peaks: Mapping[str, float],
+) -> memory.Fit:
+    """``split`` (the CPUs') cut to the variant's memory by each unit's measured peak
+    (``peaks``: MiB per project-relative path), else its estimate (compile/memory); ``targets``:
+    a ``.cu`` unit's -gencode targets, ``torch_free``: the sources that include no torch."""
+    root = req.project.root.resolve()
+    units = memory.units_of(
+        [relative(s, root) for s in sources],
+        targets=targets,
+        torch_free=[relative(s, root) for s in torch_free],
+        measured=peaks,
+        per_thread=req.budget.memory_per_thread,
+    )
+    return memory.fit(split.jobs, split.nvcc_threads, units, tools.memory)
+
+
 def cuda_targets(
     req: BuildRequest,
     kernels: Sequence[KernelSection],
     tools: Toolchain,
     cuda_files: int,
-    *,
-    memory_bound: bool = True,
 ) -> CudaTargets:
     """The :class:`CudaTargets` of ``req``'s CUDA variant (torch and tvm-ffi builds)."""
     toolkit = tools.cuda
@@ -268,7 +283,7 @@ def cuda_targets(
         where, key = _capability_source(req, kernels)
         refuse_unsupported(every, tools.nvcc_supports, toolkit, where=where, hint_key=key)
     most = max((len(k.capabilities) for k in per_kernel), default=len(every))
-    split = parallelism(req, tools, most, cuda_files, memory_bound=memory_bound)
+    split = parallelism(req, tools, most, cuda_files)
     compression, note = fatbin_compression_flags(req.cuda.fatbin_compression, toolkit.version)
     targets = joined(caps.targets_of(req.cuda.default_capabilities))
     notes = [
@@ -393,22 +408,12 @@ def plan_compile(
     cuda: CudaTargets | None = None
     nvcc_flags: tuple[str, ...] = ()
     if tools.cuda is None:
-        split, targets = parallelism(req, tools, 0, 0, memory_bound=False), 0
+        split, targets = parallelism(req, tools, 0, 0), 0
     else:
         cuda_files = sum(1 for s in sources if s.endswith(".cu"))
-        cuda = cuda_targets(req, kernels, tools, cuda_files, memory_bound=False)
+        cuda = cuda_targets(req, kernels, tools, cuda_files)
         split, targets = cuda.split, len(cuda.every)
-    # The CPUs' split within the variant's memory, by each unit's measured peak (``peaks``: MiB
-    # per project-relative path), else its estimate; nvcc's threads are those of the split.
-    root = project.root.resolve()
-    units = memory.units_of(
-        [relative(s, root) for s in sources],
-        targets=targets,
-        torch_free=[relative(s, root) for s in torch_free],
-        measured=peaks or {},
-        per_thread=req.budget.memory_per_thread,
-    )
-    budget = memory.fit(split.jobs, split.nvcc_threads, units, tools.memory)
+    budget = fit_to_memory(req, tools, split, sources, targets, torch_free, peaks or {})
     if tools.cuda is not None and cuda is not None:
         host = [*(f"-Xcompiler={flag}" for flag in unique), *remedies.nvcc_flags]
         host += [f"-Xcompiler={flag}" for flag in maps]

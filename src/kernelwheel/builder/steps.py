@@ -356,7 +356,7 @@ def compile_step(
     if stored is not None:
         return _compiled(stored, spec, "unchanged: compile skipped", planned.notes)
     result = run_worker(req, python, stage, env_vars, planned.keep_dir, runner, direct=direct)
-    _record_unit_costs(costs, peaks, spec, stage)
+    _record_unit_costs(costs, peaks, spec, stage, req.project.root)
     if reuse is not None and direct is None:  # a direct run's inputs are not read again
         reuse.store(key, result, spec.sources, spec.include_dirs)
     if not (cache := str(result.get("cache") or "")):  # what the compiler cache did
@@ -384,22 +384,27 @@ def _compiled(
 
 
 def _record_unit_costs(
-    costs: Path, peaks: Path, spec: CompileSpec | CommandSpec, stage: Path
+    costs: Path, peaks: Path, spec: CompileSpec | CommandSpec, stage: Path, root: Path
 ) -> None:
     """This compile's seconds and peak MiB per unit, kept by project-relative path for the next
-    build's schedule and jobs: the compilers name the project's files through its link in the
-    work folder."""
-    temp, project = Path(spec.build_temp), Path(os.path.abspath(stage / PROJECT_LINK))
+    build's schedule and jobs: a torch build's compilers name the project's files through its
+    link in the work folder, a tvm-ffi build's by the project's own path, ``root``."""
+    temp = Path(spec.build_temp)
+    projects = [Path(os.path.abspath(stage / PROJECT_LINK)), Path(os.path.realpath(root))]
     floor = load_estimates().min_measured
+    # a commands spec names its units' objects itself; torch's build.ninja names a CompileSpec's
+    units = {u.object: u.source for u in spec.units} if isinstance(spec, CommandSpec) else None
     for store, took, decay in (
-        (costs, unit_costs.unit_seconds(temp), unit_costs.DECAY),
-        (peaks, unit_costs.unit_peaks(temp, floor), 1.0),
+        (costs, unit_costs.unit_seconds(temp, units), unit_costs.DECAY),
+        (peaks, unit_costs.unit_peaks(temp, floor, units), 1.0),
     ):
         found: dict[str, float] = {}
         for source, value in took.items():
             path = Path(os.path.abspath(source))
-            if path.is_relative_to(project):
-                found[path.relative_to(project).as_posix()] = value
+            for project in projects:
+                if path.is_relative_to(project):
+                    found[path.relative_to(project).as_posix()] = value
+                    break
         unit_costs.record_costs(store, found, decay=decay)
 
 

@@ -257,12 +257,19 @@ def _plan(
     given: steps.PlanInputs,
 ) -> CompilePlan[CommandSpec]:
     """The tvm-ffi library's compile as commands (builder.tvm_ffi_plan), linked against the
-    environment's apache-tvm-ffi and finding the CUDA runtime through its rpaths (the units'
-    recorded seconds unused: the commands run in the plan's order)."""
+    environment's apache-tvm-ffi and finding the CUDA runtime through its rpaths."""
     rpaths = _runtime_rpaths(env, toolkit, req.outputs.cache_dir / "toolkits")
     library = TvmFfiLibrary(env.include_dirs, env.lib_dir, rpaths)
     return plan_tvm_ffi_compile(
-        req, namespace, given.stage, given.tools, given.remedies, library, given.headers
+        req,
+        namespace,
+        given.stage,
+        given.tools,
+        given.remedies,
+        library,
+        given.headers,
+        given.recorded,
+        given.peaks,
     )
 
 

@@ -5,7 +5,7 @@ dlopens it) and links ``libtvm_ffi.so``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from ..compile.compile_rules import (
     nvcc_source_name,
 )
 from ..compile.compile_spec import CommandSpec, CommandUnit
+from ..compile.unit_costs import PEAK_LOG, longest_first
 from ..errors import ProjectError
 from ..model.capability import CudaCapability
 from .compile_plan import (
@@ -26,6 +27,7 @@ from .compile_plan import (
     CompilePlan,
     Toolchain,
     cuda_targets,
+    fit_to_memory,
     nvcc_keep_flags,
     parallelism,
     prefix_maps,
@@ -51,11 +53,15 @@ def plan_tvm_ffi_compile(
     remedies: RemedySet,
     library: TvmFfiLibrary,
     dependency_includes: Sequence[Path] = (),
+    recorded: Mapping[str, float] | None = None,
+    peaks: Mapping[str, float] | None = None,
 ) -> CompilePlan[CommandSpec]:
     """The commands that compile ``req``'s tvm-ffi variant into ``<stage>/lib/<namespace>.so``:
     the binding, each kernel of the backend, the remedies' source, then the link, with the
     request's C++ compiler; nvcc is named bare, found first on the worker's PATH (the
-    toolkit's, or the compiler cache's link to it)."""
+    toolkit's, or the compiler cache's link to it). As a torch build's: the units start
+    longest first by earlier builds' ``recorded`` seconds, and the jobs and nvcc threads fit
+    the memory by their measured ``peaks`` (per project-relative path; builder.compile_plan)."""
     project, variant, cxx = req.project, req.variant, req.compile.cxx
     assert project.tvm_ffi is not None and variant.backend is not None
     backend = variant.backend.kind.value
@@ -97,18 +103,23 @@ def plan_tvm_ffi_compile(
     nvcc: list[str] = []
     cuda_files = sum(1 for k in kernels for p in k.src if p.suffix == ".cu")
     split = parallelism(req, tools, 0, 0)  # C++ jobs only, unless CUDA
+    cu_sources: list[str] = []
     if toolkit is not None:
-        cuda_kernels = [k for k in kernels if k.backend == "cuda"]
         targets = cuda_targets(req, kernels, tools, cuda_files)
         per_kernel, capabilities, split = targets.per_kernel, targets.every, targets.split
         notes += targets.notes
+        cuda_kernels = [k for k in kernels if k.backend == "cuda"]
         cu_sources = [str(root / p) for k in cuda_kernels for p in k.src if p.suffix == ".cu"]
+    sources = [*(str(path) for path, _ in units), *cu_sources]
+    # no torch here: every unit is torch-free
+    budget = fit_to_memory(req, tools, split, sources, len(capabilities), sources, peaks or {})
+    if toolkit is not None:
         keep = nvcc_keep_flags(cu_sources, stage)
         nvcc = [
             "nvcc",
             "-std=c++17",
             "-O3",
-            f"--threads={split.nvcc_threads}",
+            f"--threads={budget.nvcc_threads}",
             *(f"-Xcompiler={flag}" for flag in host),
             *remedies.nvcc_flags,
             *targets.compression,
@@ -137,14 +148,28 @@ def plan_tvm_ffi_compile(
         commands.append(CommandUnit(str(source), str(out), tuple(argv)))
     shared_object = stage / "lib" / f"{namespace}.so"
     link = (cxx, "-shared", "-o", str(shared_object), *(u.object for u in commands), *link_libs)
+    # the link keeps the units' order: only the start order follows the costs
+    schedule = longest_first(
+        [u.source for u in commands],
+        recorded or {},
+        root=root,
+        capabilities=len(capabilities),
+        first=[str(root / p) for p in project.tvm_ffi.src],
+        last=[str(p) for p in remedies.sources],
+    )
     spec = CommandSpec(
         units=tuple(commands),
         link=link,
         shared_object=str(shared_object),
         build_temp=str(obj),
-        jobs=split.jobs,
+        jobs=budget.jobs,
         cuda_home=str(toolkit.home) if toolkit else None,
         capabilities=capabilities,
         include_dirs=tuple(searched),
+        schedule=tuple(schedule) if schedule != [u.source for u in commands] else (),
+        peak_log=str(obj / PEAK_LOG),
     )
-    return CompilePlan(spec, notes, stage / "nvcc-keep" if keep else None)
+    # the memory line: a note where the memory cut the CPUs' split, else for the log alone
+    notes = (*notes, budget.line) if budget.by_memory else notes
+    log_lines = () if budget.by_memory else (budget.line,)
+    return CompilePlan(spec, notes, stage / "nvcc-keep" if keep else None, log_lines)

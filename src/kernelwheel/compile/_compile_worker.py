@@ -378,27 +378,50 @@ def _inputs(build_temp: Path) -> list[str] | None:
 
 
 def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
-    """Run a ``commands`` spec's units, ``jobs`` at a time, in ``build_temp``; then its link.
-    Each unit is logged when it ends as ninja logs it without a terminal: ``[i/n] command``,
-    for a failure ``FAILED: [code=N] object`` and the command, then its output, whole (so each
-    output follows its unit's lines: compile.diagnostics reads them so). After a failure no
-    further unit starts. The result, or None when a command failed."""
+    """Run a ``commands`` spec's units, ``jobs`` at a time, in ``build_temp``, started in the
+    ``schedule``'s order (sources; else the units'); then its link. Each unit is logged when it
+    ends as ninja logs it without a terminal: ``[i/n] command``, for a failure ``FAILED:
+    [code=N] object`` and the command, then its output, whole (so each output follows its
+    unit's lines: compile.diagnostics reads them so). After a failure no further unit starts.
+    Each unit's seconds go to ``.ninja_log`` in ninja's own format, and with a ``peak_log`` its
+    peak memory there (compile/_peak_rss), as a torch build records them (compile/unit_costs).
+    The result, or None when a command failed."""
     import subprocess
     import threading
+    import time
     from concurrent.futures import ThreadPoolExecutor
 
-    units = spec["units"]
+    rank = {source: i for i, source in enumerate(spec.get("schedule") or ())}
+    units = sorted(spec["units"], key=lambda u: rank.get(u["source"], len(rank)))
     cwd = spec["build_temp"]
     lock = threading.Lock()
     failed = threading.Event()
     counter = iter(range(1, len(units) + 1))
+    wrapper: list[str] = []
+    if spec.get("peak_log"):
+        Path(spec["peak_log"]).unlink(missing_ok=True)
+        wrapper = [sys.executable, "-E", "-S", str(Path(__file__).with_name("_peak_rss.py"))]
+        wrapper.append(spec["peak_log"])
+    timings = Path(cwd, ".ninja_log")
+    timings.write_text("# ninja log v5\n")
+    began = time.monotonic()
 
-    def run(argv: list[str], output: str, step: str) -> int:
+    def run(argv: list[str], output: str, step: str, *, measured: bool = False) -> int:
+        start = time.monotonic()
         proc = subprocess.run(
-            argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False
+            [*wrapper, *argv] if measured else argv,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            check=False,
         )
+        # start and end in ms since the first unit, as ninja writes them
+        times = [int((t - began) * 1000) for t in (start, time.monotonic())]
         command = shlex.join(argv)
         with lock:
+            if measured and proc.returncode == 0:
+                with open(timings, "a") as log:
+                    log.write(f"{times[0]}\t{times[1]}\t0\t{output}\t0\n")
             print(f"{step} {command}", flush=True)
             if proc.returncode != 0:
                 print(f"FAILED: [code={proc.returncode}] {output}\n{command}", flush=True)
@@ -414,7 +437,7 @@ def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
         Path(f"{unit['object']}.d").unlink(missing_ok=True)
         with lock:
             step = f"[{next(counter)}/{len(units)}]"
-        code = run(unit["argv"], unit["object"], step)
+        code = run(unit["argv"], unit["object"], step, measured=True)
         if code != 0:
             failed.set()
         return code

@@ -181,7 +181,7 @@ def variants_at_once(
 class Parallelism:
     """Compile jobs at once, and threads per nvcc: at their peak (every ``.cu`` that can run
     at once, the other jobs single-threaded compilers) they stay within the CPUs the build may
-    use, plus the one C++ job kept beside the ``.cu`` files, and within the memory bound."""
+    use, plus the one C++ job kept beside the ``.cu`` files."""
 
     jobs: int
     nvcc_threads: int
@@ -199,8 +199,6 @@ def nvcc_parallelism(
     capability_count: int,
     *,
     cuda_files: int = 1,
-    memory_mib: int | None = None,
-    mib_per_thread: int = DEFAULT_MIB_PER_THREAD,
 ) -> Parallelism:
     """The split of the CPU budget (``jobs``, at most ``cpus``) between compile jobs and nvcc
     threads. Files first: each ``.cu`` gets an equal share of the budget as threads, at most one
@@ -208,8 +206,7 @@ def nvcc_parallelism(
     gives one per capability), so many files run one thread each and one file gets a thread per
     capability; ``requested`` (``--nvcc-threads``) overrides the share. The CPUs the ``.cu``
     files leave go to jobs for the C++ sources (at least one), so the binding compiles beside a
-    kernel. With ``memory_mib`` known, the peak stays within ``memory_mib // mib_per_thread``
-    threads (jobs are cut first), so no compiler is killed for memory."""
+    kernel. (The memory cuts this split afterwards: builder.compile_plan.fit_to_memory.)"""
     budget = max(1, min(jobs, cpus))
     share = max(1, budget // max(1, cuda_files))
     threads = min(requested or min(share, max(1, capability_count)), budget)
@@ -219,13 +216,7 @@ def nvcc_parallelism(
         jobs = cuda_files + max(min(1, budget - 1), budget - cuda_files * threads)
     else:
         jobs = budget // threads
-    jobs = max(1, jobs)
-    if memory_mib is not None:  # jobs, then threads, cut until the peak fits the memory
-        limit = max(1, memory_mib // mib_per_thread)
-        while jobs > 1 and Parallelism(jobs, threads).peak_threads(cuda_files) > limit:
-            jobs -= 1
-        threads = min(threads, limit)
-    return Parallelism(jobs=jobs, nvcc_threads=threads)
+    return Parallelism(jobs=max(1, jobs), nvcc_threads=threads)
 
 
 def shared_source_notes(kernels: Sequence[KernelSection]) -> tuple[str, ...]:

@@ -112,6 +112,8 @@ def output_identity(spec_json: str) -> str:
         data.pop(name, None)
     if "nvcc_flags" in data:
         data["nvcc_flags"] = [f for f in data["nvcc_flags"] if not f.startswith(_NVCC_THREADS)]
+    for unit in data.get("units", ()):  # a commands spec: nvcc's threads in each command
+        unit["argv"] = [a for a in unit["argv"] if not a.startswith(_NVCC_THREADS)]
     return json.dumps(data, sort_keys=True)
 
 
@@ -136,6 +138,9 @@ class CommandSpec:
     cuda_home: str | None = None
     capabilities: tuple[CudaCapability, ...] = ()
     include_dirs: tuple[str, ...] = ()  # the units' -I folders, in search order (builder.reuse)
+    schedule: tuple[str, ...] = ()  # the sources in the order to start them; (): the units'
+    # where each compiler's peak memory is appended (compile/_peak_rss; "": not measured)
+    peak_log: str = ""
 
     @property
     def sources(self) -> tuple[str, ...]:

@@ -115,15 +115,16 @@ def _estimate(source: str, capabilities: int) -> float:
     return float(size * (max(capabilities, 1) if source.endswith(".cu") else 1))
 
 
-def unit_seconds(build_temp: Path) -> dict[str, float]:
+def unit_seconds(build_temp: Path, source_of: Mapping[str, str] | None = None) -> dict[str, float]:
     """Seconds per source compiled by the last ninja run in ``build_temp``: build.ninja's
-    ``build OBJ: compile SRC`` lines joined with ``.ninja_log``'s ``start end mtime OBJ hash``
-    rows (milliseconds; the last row of an output is its latest compile)."""
+    ``build OBJ: compile SRC`` lines (else ``source_of``: object -> source) joined with
+    ``.ninja_log``'s ``start end mtime OBJ hash`` rows (milliseconds; the last row of an output
+    is its latest compile)."""
     try:
         log = (build_temp / ".ninja_log").read_text()
     except (OSError, UnicodeDecodeError):
         return {}
-    source_of = _sources_of(build_temp)
+    source_of = source_of or _sources_of(build_temp)
     took: dict[str, float] = {}
     for row in log.splitlines():
         fields = row.split("\t")
@@ -135,15 +136,18 @@ def unit_seconds(build_temp: Path) -> dict[str, float]:
     return took
 
 
-def unit_peaks(build_temp: Path, floor: float = 0.0) -> dict[str, float]:
+def unit_peaks(
+    build_temp: Path, floor: float = 0.0, source_of: Mapping[str, str] | None = None
+) -> dict[str, float]:
     """MiB per source compiled by the last runs in ``build_temp``: build.ninja's compile
-    statements joined with :data:`PEAK_LOG`'s rows (KiB; an object's last row is its latest
-    compile). Rows under ``floor`` MiB are left out (a compiler-cache hit, not a compile)."""
+    statements (else ``source_of``) joined with :data:`PEAK_LOG`'s rows (KiB; an object's last
+    row is its latest compile). Rows under ``floor`` MiB are left out (a compiler-cache hit,
+    not a compile)."""
     try:
         log = (build_temp / PEAK_LOG).read_text()
     except (OSError, UnicodeDecodeError):
         return {}
-    source_of = _sources_of(build_temp)
+    source_of = source_of or _sources_of(build_temp)
     peaks: dict[str, float] = {}
     for row in log.splitlines():
         obj, _, kib = row.rpartition("\t")
