@@ -3,26 +3,29 @@ and arch (tvm-ffi01-cpu-x86_64-linux), installed into a venv without torch and c
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 from support.kinds import TVM_FFI_BUILD_TOML, write_tvm_ffi_project
 from support.layered import LayeredVenv
+from support.runners import Reply, ScriptedRunner
 
 from kernelwheel.abi._elf import is_elf
 from kernelwheel.builder import codegen
-from kernelwheel.builder.tvm_ffi import TvmFfiEnv, _runtime_rpaths, wheel_requirements
+from kernelwheel.builder.tvm_ffi import TvmFfiEnv, _ready, _runtime_rpaths, wheel_requirements
 from kernelwheel.cli import main
 from kernelwheel.compile import unit_costs
 from kernelwheel.model.project import load_project
 from kernelwheel.model.recipes import load_recipes
 from kernelwheel.model.variant import Arch, Variant
 from kernelwheel.plan.options import ENV_VARS
-from kernelwheel.toolchain.envs import CudaToolkit
+from kernelwheel.toolchain.envs import READY_MARKER, CudaToolkit
 
 HOST = Arch.host().value
 CPU = f"tvm-ffi01-cpu-{HOST}-linux"
@@ -64,6 +67,29 @@ def test_the_runtime_rpath_points_from_the_package_into_site_packages(tmp_path: 
     system.mkdir()
     assert _runtime_rpaths(env, CudaToolkit(system, "13.0"), store) == ()
     assert _runtime_rpaths(env, None, store) == ()
+
+
+def test_a_copied_caches_environment_is_probed_where_it_is(tmp_path: Path) -> None:
+    """A tvm-ffi environment's ready marker names where it was made; in a cache copied or
+    moved while that place is still there, the environment is probed again where it is (once:
+    the marker is rewritten), never compiled against the other one's headers."""
+    old, root = tmp_path / "before", tmp_path / "now"
+    for env_root in (old, root):
+        (env_root / "bin").mkdir(parents=True)
+        (env_root / "bin" / "python").write_text("")
+
+    def env_of(where: Path) -> TvmFfiEnv:
+        site = where / "site-packages"
+        return TvmFfiEnv(where / "bin" / "python", site, "0.1.9", (site,), site / "tvm_ffi")
+
+    marker = root / READY_MARKER
+    marker.write_text(env_of(old).to_json())
+    probed = json.dumps(json.loads(env_of(root).to_json()))  # the probe's one line
+    runner = ScriptedRunner(lambda cmd, cwd: Reply(stdout=probed))
+    found = _ready(marker, runner)
+    assert found == replace(env_of(root), reused=True)
+    assert [c[0] for c in runner.commands] == [str(root / "bin" / "python")]
+    assert _ready(marker, runner) == found and len(runner.commands) == 1
 
 
 def test_generated_ops_exposes_what_tvm_ffi_packages_import() -> None:

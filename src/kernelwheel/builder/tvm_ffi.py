@@ -33,6 +33,7 @@ from ..toolchain.envs import (
     CudaToolkit,
     PipStep,
     locate_cuda_toolkit,
+    made_here,
     make_env,
     toolchain_step,
 )
@@ -129,13 +130,8 @@ def provision_tvm_ffi(
     with locked(root.parent / f"{root.name}.lock") as dead:
         notes = (f"build environment {root}: {dead.describe()}",) if dead is not None else ()
         marker = root / READY_MARKER
-        if marker.exists():
-            try:
-                env = TvmFfiEnv.from_json(marker.read_text(), reused=True)
-            except (OSError, ValueError, KeyError):
-                env = None
-            if env is not None and env.python.exists():
-                return env
+        if marker.exists() and (ready := _ready(marker, runner)) is not None:
+            return ready
         pip_steps = [
             PipStep(TOOLS, "install the build tools"),
             PipStep(
@@ -271,6 +267,23 @@ def _plan(
         given.recorded,
         given.peaks,
     )
+
+
+def _ready(marker: Path, runner: Runner) -> TvmFfiEnv | None:
+    """The probe of the ready environment ``marker`` marks; probed again where the marker
+    names another place (a cache copied or moved there); None where it holds none."""
+    root = marker.parent
+    try:
+        env = TvmFfiEnv.from_json(marker.read_text(), reused=True)
+    except (OSError, ValueError, KeyError):
+        return None
+    if made_here(env.python, root):
+        return env
+    if not (root / "bin" / "python").exists():
+        return None
+    env = dataclasses.replace(probe_tvm_ffi(root / "bin" / "python", runner), reused=True)
+    atomic_write(marker, env.to_json())
+    return env
 
 
 def _check_series(env: TvmFfiEnv, series: TvmFfiVersion) -> None:

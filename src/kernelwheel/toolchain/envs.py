@@ -431,19 +431,23 @@ def _write_marker(path: Path, info: EnvInfo) -> None:
     atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
+def made_here(python: Path, root: Path) -> bool:
+    """Whether ``python``, a ready marker's probe, is the interpreter of the environment at
+    ``root``: a cache copied or moved keeps the probe of where it was made, whose interpreter
+    and headers are another environment's (or none)."""
+    here = os.path.realpath(root / "bin")
+    return python.exists() and os.path.realpath(python.parent) == here
+
+
 def _read_marker(path: Path) -> EnvInfo | None:
     """The probe the ready marker ``path`` holds, None where it holds none of this environment
-    (an older kernelwheel's, or one that names where the cache was before it was copied: its
-    interpreter and torch headers would be another environment's, or none)."""
+    (an older kernelwheel's, or one :func:`made_here` refuses)."""
     try:
         data = json.loads(path.read_text())
         info = EnvInfo.from_dict(data, reused=True)
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    here = os.path.realpath(path.parent / "bin")
-    if not info.python.exists() or os.path.realpath(info.python.parent) != here:
-        return None
-    return info
+    return info if made_here(info.python, path.parent) else None
 
 
 # --- CUDA toolkits ---------------------------------------------------------------------------
