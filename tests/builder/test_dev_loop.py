@@ -126,7 +126,16 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     monkeypatch.delenv("VIRTUAL_ENV")
     assert main(["test", "--variant", CPU_VARIANT, "--", "-x", "-q"]) == 1
     out = "".join(capfd.readouterr())
-    assert "pytest for the build environment" in out and "1 failed" in out, out
+    assert "pytest for the build environment: kernelwheel's" in out and "1 failed" in out, out
+
+    # a virtual environment holding torch but no pytest: the tests run in it, with that pytest
+    # beside it (nothing installed into the venv)
+    bare = QuickVenv(tmp_path / "bare", [build_env(CPU_VARIANT).purelib])
+    monkeypatch.setenv("VIRTUAL_ENV", str(bare.root))
+    assert main(["test", "--", "-x", "-q"]) == 1
+    out = "".join(capfd.readouterr())
+    assert f"pytest for {bare.python}: kernelwheel's" in out and "1 failed" in out, out
+    assert not list(bare.purelib.glob("pytest*"))
 
 
 def _user_venv(root: Path) -> QuickVenv:

@@ -26,9 +26,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "then run its tests/ folder with pytest, the project as pytest's rootdir and only "
             "its own pytest configuration (an empty one when it has none), so the settings of "
             "a checkout the project sits in do not apply. The tests run in the active virtual "
-            "environment or --python (which needs pytest and what the tests import), else in "
-            "the build environment with a pinned pytest kernelwheel installs into its cache "
-            "(recipes/pytest.toml), with LOCAL_KERNELS naming the build for tests that load it "
+            "environment or --python (which needs what the tests import), else in the build "
+            "environment; where that interpreter has no pytest, with a pinned pytest kernelwheel "
+            "installs into its cache (recipes/pytest.toml), never into the environment; with "
+            "LOCAL_KERNELS naming the build for tests that load it "
             "through kernels.get_kernel. Arguments after -- go to pytest. The exit code is "
             "pytest's."
         ),
@@ -52,8 +53,13 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     env.setdefault("LOCAL_KERNELS", local_kernels(project, build))
     if linked is not None and linked.pth is not None:
         python = linked.python
-    else:  # the build's own interpreter, the dev build and kernelwheel's pytest on its path
+    else:  # the build's own interpreter, the dev build on its path
         python = build.python
+        env["PYTHONPATH"] = _paths(build.site, env.get("PYTHONPATH", ""))
+    # the interpreter's own pytest, else kernelwheel's pinned one beside it (the build
+    # environment never has one)
+    found = args.runner.captured([python, "-c", "import pytest"], timeout=120, env=env)
+    if found.returncode:
         options = done.planned.options
         tools = provision_pytest(
             python,
@@ -62,18 +68,14 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             options.pip_sources,
             args.runner,
         )
-        ui.info("", f"pytest for the build environment: {tools}")
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(build.site), str(tools), env.get("PYTHONPATH", "")) if p
-        )
+        where = "the build environment" if python == build.python else str(python)
+        ui.info("", f"pytest for {where}: kernelwheel's, {tools}")
+        env["PYTHONPATH"] = _paths(tools, env.get("PYTHONPATH", ""))
     pytest_args = [*pytest_arguments(project, build), *args.pytest_args]
     # pytest runs in the project: its tests import the package from the dev build, not from
     # a torch-ext/ folder next to them (that has no _ops.py).
     deferred = build.deferred
     if deferred is None:
-        found = args.runner.captured([python, "-c", "import pytest"], timeout=120, env=env)
-        if found.returncode:
-            raise _no_pytest(python)
         cmd = [os.fspath(python), "-m", "pytest", *pytest_args]
         ui.info("", "$ " + " ".join(cmd))
         return int(args.runner.attached(cmd, env=env, cwd=project.root))
@@ -89,6 +91,10 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
     atomic_write(deferred.record, deferred.digest)  # it loaded: dev need not load it again
     return code
+
+
+def _paths(first: Path, rest: str) -> str:
+    return os.pathsep.join(p for p in (str(first), rest) if p)
 
 
 def _no_pytest(python: Path) -> ToolchainError:
