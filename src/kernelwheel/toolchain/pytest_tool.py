@@ -1,7 +1,7 @@
-"""The pytest ``kernelwheel test`` brings where the tests run in the build environment (no
-virtual environment active, no ``--python``): recipes/pytest.toml's pinned, hashed wheels,
-installed once by the build environment's own pip into ``<cache>/tools/pytest-<digest>/``, never
-into that environment (shared and immutable once made), and put on the tests' PYTHONPATH."""
+"""The pytest ``kernelwheel test`` brings where the tests' interpreter has none (the build
+environment, or a virtual environment without pytest): recipes/pytest.toml's pinned, hashed
+wheels, installed once by that interpreter's own pip into ``<cache>/tools/pytest-<digest>/``,
+never into the environment (shared and immutable once made), and put on the tests' PYTHONPATH."""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ def provision_pytest(
              "--only-binary=:all:", "--require-hashes", *sources.pip_args(), "-r", reqs],
             None,
             "install pytest for the tests (into kernelwheel's cache, not the environment)",
-            hint="check the index/find-links options, or activate a virtual environment "
-            "holding torch and pytest (or pass --python PY)",
+            hint=f"check the index/find-links options, or install pytest into {python} (or "
+            "activate a virtual environment holding torch and pytest, or pass --python PY)",
         )  # fmt: skip
 
     made_once(root, install, listed)
