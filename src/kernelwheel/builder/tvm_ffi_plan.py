@@ -138,7 +138,7 @@ def plan_tvm_ffi_compile(
         link_libs += [f"-L{d}" for d in lib_dirs] + ["-lcudart"]
         link_libs += [f"-Wl,-rpath,$ORIGIN/{rel}" for rel in library.runtime_rpaths]
     commands: list[CommandUnit] = []
-    for index, (source, flags) in enumerate([*units, *cuda_units]):
+    for index, (source, flags) in enumerate([*units, *cuda_units]):  # ``sources``' order
         out = obj / f"{index:03d}-{source.stem}.o"
         if source.suffix == ".cu":  # a kernel's, or a binding's (with the binding's flags)
             name = nvcc_source_name(source, root)
@@ -150,7 +150,7 @@ def plan_tvm_ffi_compile(
     link = (cxx, "-shared", "-o", str(shared_object), *(u.object for u in commands), *link_libs)
     # the link keeps the units' order: only the start order follows the costs
     schedule = longest_first(
-        [u.source for u in commands],
+        sources,  # the commands' sources, in their order
         recorded or {},
         root=root,
         capabilities=len(capabilities),
@@ -166,7 +166,7 @@ def plan_tvm_ffi_compile(
         cuda_home=str(toolkit.home) if toolkit else None,
         capabilities=capabilities,
         include_dirs=tuple(searched),
-        schedule=tuple(schedule) if schedule != [u.source for u in commands] else (),
+        schedule=tuple(schedule) if schedule != sources else (),
         peak_log=str(obj / PEAK_LOG),
     )
     # the memory line: a note where the memory cut the CPUs' split, else for the log alone
