@@ -7,7 +7,6 @@ recipe is refused before any variant builds; :meth:`CrossPlan.prepare` gives the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -26,19 +25,14 @@ from ..model.recipes import RecipeError, Recipes
 from ..model.sources import PipSources
 from ..model.variant import Arch, BackendKind, Variant
 from .compiler_cache import masquerade
-from .envs import EnvInfo, EnvSpec, env_spec_for
+from .envs import EnvInfo, EnvSpec, cache_key, env_spec_for, index_fields
 
-# GNU triples of the cross compilers, and the Debian/Ubuntu package that provides each.
-CROSS_TRIPLES: dict[Arch, str] = {
-    Arch.AARCH64: "aarch64-linux-gnu",
-    Arch.X86_64: "x86_64-linux-gnu",
+# Per target arch: the GNU triple of its cross compiler, the Debian/Ubuntu package that provides
+# it, and the ELF e_machine the target's libraries must have (pyelftools' names).
+_TARGETS: dict[Arch, tuple[str, str, str]] = {
+    Arch.AARCH64: ("aarch64-linux-gnu", "g++-aarch64-linux-gnu", "EM_AARCH64"),
+    Arch.X86_64: ("x86_64-linux-gnu", "g++-x86-64-linux-gnu", "EM_X86_64"),
 }
-_APT_PACKAGES: dict[Arch, str] = {
-    Arch.AARCH64: "g++-aarch64-linux-gnu",
-    Arch.X86_64: "g++-x86-64-linux-gnu",
-}
-# The ELF e_machine a target's libraries must have (pyelftools' names).
-_ELF_MACHINES: dict[Arch, str] = {Arch.AARCH64: "EM_AARCH64", Arch.X86_64: "EM_X86_64"}
 # Wheels for the target may be at most manylinux_2_28: the kernel wheel claims that policy, so
 # the torch it compiles against must not assume a newer glibc either.
 _MANYLINUX_TAGS = ("manylinux_2_28", "manylinux_2_17", "manylinux2014")
@@ -86,7 +80,7 @@ def find_cross_compiler(
 ) -> CrossCompiler:
     """The ``<triple>-gcc``/``<triple>-g++`` pair for ``arch`` on PATH, or a ToolchainError
     that says how to install it."""
-    triple = CROSS_TRIPLES[arch]
+    triple, package, _ = _TARGETS[arch]
     search = os.environ.get("PATH") if path is None else path
     cc = shutil.which(f"{triple}-gcc", path=search)
     cxx = shutil.which(f"{triple}-g++", path=search)
@@ -96,7 +90,7 @@ def find_cross_compiler(
         raise ToolchainError(
             f"building for {arch.value} on this {Arch.host().value} machine needs the "
             f"{triple} cross compiler, but {' and '.join(missing)} {verb} not on PATH",
-            hint=f"install it: apt-get install {_APT_PACKAGES[arch]} (or run "
+            hint=f"install it: apt-get install {package} (or run "
             "scripts/install-cross.sh), or build this variant on an "
             f"{arch.value} machine",
         )
@@ -123,21 +117,11 @@ class TargetSpec:
         return tuple(f"{tag}_{self.arch.value}" for tag in _MANYLINUX_TAGS)
 
     def digest(self) -> str:
-        blob = json.dumps(
-            {
-                "layout": _TARGET_LAYOUT,
-                "arch": self.arch.value,
-                "python": self.python,
-                "torch": self.torch_requirement,
-                "packages": sorted(self.packages),
-                "index": self.sources.index_url,
-                "extra": list(self.sources.extra_index_urls),
-                "links": list(self.sources.find_links),
-                "platforms": list(self.platforms),
-            },
-            sort_keys=True,
-        )
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        fields = index_fields(self.sources)
+        fields.update(layout=_TARGET_LAYOUT, arch=self.arch.value, python=self.python)
+        fields.update(torch=self.torch_requirement, packages=sorted(self.packages))
+        fields["platforms"] = list(self.platforms)
+        return cache_key(fields)
 
     def expected_hashes(self) -> dict[str, str]:
         """Canonical package name -> sha256, for the packages the recipe pins with a hash."""
@@ -209,7 +193,7 @@ def _check_machine(sysroot: Path, arch: Arch) -> None:
     """The unpacked libc10 must really be for the target arch (a wrong wheel fails here)."""
     from ..abi._elf import NotElfError, read_elf
 
-    lib = sysroot / "torch" / "lib" / "libc10.so"
+    lib, elf = sysroot / "torch" / "lib" / "libc10.so", _TARGETS[arch][2]
     if not lib.is_file():
         raise ToolchainError(
             f"the target torch has no torch/lib/libc10.so (looked in {sysroot})",
@@ -219,9 +203,9 @@ def _check_machine(sysroot: Path, arch: Arch) -> None:
         machine = read_elf(lib).machine
     except NotElfError as exc:
         raise ToolchainError(str(exc)) from None
-    if machine != _ELF_MACHINES[arch]:
+    if machine != elf:
         raise ToolchainError(
-            f"the target torch's libc10.so is {machine}, not {_ELF_MACHINES[arch]} ({arch.value})",
+            f"the target torch's libc10.so is {machine}, not {elf} ({arch.value})",
             hint="check --find-links/--index-url: they served a wheel for another arch",
         )
 
@@ -329,12 +313,9 @@ class CrossPlan:
 
     def target_spec(self, python: str) -> TargetSpec:
         assert self.variant.arch is not None
+        env = self.target_env
         return TargetSpec(
-            arch=self.variant.arch,
-            python=python,
-            torch_requirement=self.target_env.torch_requirement,
-            packages=self.target_env.packages,
-            sources=self.target_env.sources,
+            self.variant.arch, python, env.torch_requirement, env.packages, env.sources
         )
 
     def prepare(

@@ -35,9 +35,8 @@ READY_MARKER = ".kernelwheel-ready"
 
 
 def made_once(root: Path, make: Callable[[], None], stamp: str) -> None:
-    """``make()`` fills ``root`` once, under ``root``'s lock, for the tools kernelwheel installs
-    into its cache; the ready marker (holding ``stamp``) says it is whole. A half-made ``root``
-    (an interrupted run) is removed first, and a failed ``make`` leaves nothing."""
+    """``make()`` fills ``root`` (a tool in the cache) once, under its lock; the ready marker,
+    holding ``stamp``, is written last."""
     with locked(root.parent / f"{root.name}.lock"):
         ready = root / READY_MARKER
         if ready.exists():
@@ -65,19 +64,23 @@ class EnvSpec:
     sources: PipSources = PipSources()  # the options' and the recipe's own index
 
     def digest(self, python: str) -> str:
-        fields: dict[str, object] = {
-            "python": python,
-            "torch": self.torch_requirement,
-            "packages": sorted(self.packages),
-            "tools": BUILD_TOOLS,
-            "index": self.sources.index_url,
-            "extra": list(self.sources.extra_index_urls),
-            "links": list(self.sources.find_links),
-        }
+        fields = index_fields(self.sources)
+        fields.update(python=python, torch=self.torch_requirement, tools=BUILD_TOOLS)
+        fields.update(packages=sorted(self.packages))
         if self.sources.no_index:  # only when set, so existing environments keep their digest
             fields["no_index"] = True
-        blob = json.dumps(fields, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return cache_key(fields)
+
+
+def index_fields(sources: PipSources) -> dict[str, object]:
+    """Where pip looks, as the environments' and the cross targets' keys hold it."""
+    extra, links = list(sources.extra_index_urls), list(sources.find_links)
+    return {"index": sources.index_url, "extra": extra, "links": links}
+
+
+def cache_key(fields: Mapping[str, object]) -> str:
+    """A cache folder's key: the sha256 of ``fields`` as sorted JSON, 16 hex digits."""
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def env_spec_for(recipe: VariantRecipe, sources: PipSources) -> EnvSpec:
