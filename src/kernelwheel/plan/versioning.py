@@ -18,7 +18,7 @@ from .._util import RUNNER, Runner
 from ..errors import KernelwheelError, ProjectError, UsageError
 from ..model.gitstate import OBJECT_ID, GitState
 from ..model.project import KernelProject
-from .options import PYPROJECT, TOOL_TABLE, Options
+from .options import PYPROJECT, TOOL_TABLE, Options, checked_version
 
 __all__ = [
     "VERSION_FILE",
@@ -100,24 +100,8 @@ def _option_source(inputs: VersionInputs) -> _Source:
     )
 
 
-def _parse(text: str, source: _Source) -> Version:
-    try:
-        version = Version(text)
-    except InvalidVersion:
-        raise source.error(
-            f"{text!r} is not a PEP 440 version", "write a version such as 1.2.0 or 1.2.0rc1"
-        ) from None
-    if version.local is not None:
-        raise source.error(
-            f"{text!r} has a local version part ('+{version.local}')",
-            f"drop it ({version.public}): kernelwheel appends +torch<X>.<Y>.<backend>... per "
-            "variant",
-        )
-    return version
-
-
 def _checked(text: str, source: _Source, major: int | None, inputs: VersionInputs) -> WheelVersion:
-    version = _parse(text, source)
+    version = checked_version(text, source.error, "write a version such as 1.2.0 or 1.2.0rc1")
     if major is not None and version.major != major:
         raise source.error(
             f"version {version} has major {version.major}, but the kernel's API major is "
