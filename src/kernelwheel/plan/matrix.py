@@ -1,8 +1,6 @@
-"""Plan the variants a kernel builds from the recipes, with a reason for each one left out.
-
-The rules (backends, torch and CUDA bounds, arches, stable-ABI, noarch and tvm-ffi variants) are
-docs/building.md, "The matrix"; facts that remove no variant come back as ``notes``.
-"""
+"""Plan the variants a kernel builds from the recipes, with a reason for each one left out, by the
+rules of docs/building.md, "The matrix" (backends, torch and CUDA bounds, arches, stable-ABI,
+noarch and tvm-ffi variants); facts that remove no variant come back as ``notes``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The wheel's version: kernel-builder's API major plus a minor and patch, and where it came from.
-
-The sources, in order (option, VERSION file, the project's own git tag, ``<major>.0.0``), are
-docs/versions.md. :func:`resolve_version` is pure (its inputs come from :func:`version_inputs`
-and :func:`read_git_state`), so every source and every refusal has a unit test.
-"""
+"""The wheel's version: kernel-builder's API major plus a minor and patch, and where it came from:
+the option, the VERSION file, the project's own git tag, ``<major>.0.0`` (docs/versions.md).
+:func:`resolve_version` is pure (its inputs come from :func:`version_inputs` and
+:func:`read_git_state`), so every source and every refusal has a unit test."""
 
 from __future__ import annotations
 
@@ -54,8 +52,7 @@ class WheelVersion:
 
 
 def resolve_version(inputs: VersionInputs) -> WheelVersion:
-    """The wheel version from ``inputs`` (module docstring); raises the error of the source
-    that is wrong (a flag: UsageError; a file: ProjectError naming it)."""
+    """The wheel version from ``inputs``; the error of the source that is wrong names it."""
     major = inputs.api_version
     if inputs.option is not None:
         return _checked(inputs.option, _option_source(inputs), major, inputs)
@@ -171,8 +168,7 @@ def version_inputs(project: KernelProject, options: Options, git: GitState | Non
 
 def read_git_state(root: Path, runner: Runner = RUNNER) -> GitState | None:
     """The git state of the repository holding ``root``; None outside one (or without git).
-    Dirty: a tracked file of the project (``root`` and below) differs from the commit; in a
-    repository of many kernels, another kernel's edit is not this one's."""
+    Dirty: a tracked file under ``root`` differs (another kernel's edit is not this one's)."""
     commit = runner.output(["git", "rev-parse", "--verify", "HEAD"], cwd=root)
     if commit is None or not OBJECT_ID.fullmatch(commit.lower()):
         return None

@@ -436,8 +436,6 @@ class CrossBuild:
             cc_cmd, cxx_cmd = cc.name, cxx.name
         else:
             cc_cmd, cxx_cmd = str(cc), str(cxx)
-        env_vars["CC"] = cc_cmd
-        env_vars["CXX"] = cxx_cmd
         # setuptools links with LDSHARED (the interpreter's default names the host gcc and
         # its own library dir); torch compiles with CXX and checks it is a gcc, which it is.
-        env_vars["LDSHARED"] = f"{cxx_cmd} -shared"
+        env_vars.update(CC=cc_cmd, CXX=cxx_cmd, LDSHARED=f"{cxx_cmd} -shared")
