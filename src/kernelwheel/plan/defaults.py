@@ -1,9 +1,7 @@
-"""The one variant ``kernelwheel build`` makes when nothing is selected, and what it compiles for.
-
-The order (``--python``, the active virtual environment, then the newest variant this machine
-can run) is docs/building.md, "The default variant". :func:`default_build` is pure: the facts
-about this machine come in a :class:`Machine`, which :func:`probe_machine` reads and a test writes.
-"""
+"""The one variant ``kernelwheel build`` makes when nothing is selected, and what it compiles for:
+``--python``'s torch, the active virtual environment's, then the newest variant this machine can
+run (docs/building.md, "The default variant"). :func:`default_build` is pure: the facts about this
+machine come in a :class:`Machine`, which :func:`probe_machine` reads and a test writes."""
 
 from __future__ import annotations
 
@@ -31,8 +29,8 @@ from .toolchains import BUILT_HERE, require_a_backend_built_here
 
 @dataclass(frozen=True)
 class TorchAt:
-    """An interpreter's torch (None: it has none, ``error`` says why) and, for messages, which
-    interpreter: ``origin`` is ``--python python3`` or ``the active virtual environment X``."""
+    """An interpreter's torch (None: ``error`` says why) and, for messages, its ``origin``
+    (``--python python3``, ``the active virtual environment X``)."""
 
     origin: str
     torch: compat.Torch | None
@@ -45,9 +43,8 @@ class TorchAt:
 
 @dataclass(frozen=True)
 class Machine:
-    """What the default variant depends on: this machine's arch and GPUs, the ``--python``
-    interpreter's torch (the build runs in it) and the active virtual environment's (it only
-    guides the choice)."""
+    """What the default variant depends on: the ``--python`` interpreter's torch (the build runs
+    in it), the active virtual environment's (it only guides the choice), the GPUs."""
 
     arch: Arch
     gpus: Gpus = Gpus((), "not asked")
@@ -59,8 +56,8 @@ class Machine:
 
 @dataclass(frozen=True)
 class DefaultBuild:
-    """The default variant, why it was chosen, the capabilities of this machine's GPUs a CUDA
-    build compiles for (empty: the full list), and what the user should know about it."""
+    """The default variant, why, the capabilities of this machine's GPUs a CUDA build compiles
+    for (empty: the full list), and notes for the user."""
 
     recipe: VariantRecipe
     reason: str
@@ -75,9 +72,7 @@ def default_build(
     project: KernelProject, plan: MatrixPlan, options: Options, machine: Machine
 ) -> DefaultBuild:
     """The default variant of ``project`` from ``plan`` (the matrix before any selector) for
-    ``machine``; rules in the module docstring. A project none of whose backends kernelwheel
-    compiles is a :class:`~kernelwheel.errors.ToolchainError`; nothing fitting, a
-    :class:`~kernelwheel.errors.UsageError` quoting the plan's rejections."""
+    ``machine``; nothing fitting is a UsageError quoting the plan's rejections."""
     require_a_backend_built_here(project.name, [BackendKind(b) for b in project.backends])
     notes: list[str] = []
     chosen: tuple[VariantRecipe, str] | None = None
@@ -120,8 +115,8 @@ def _arch_of(seen: TorchAt, host: Arch) -> Arch:
 
 
 def _fits(variant: Variant, torch: compat.Torch, arch: Arch) -> bool:
-    """Whether a build of ``variant`` loads into ``torch`` (compat.rules) and, for a GPU
-    variant, was made with the very toolkit of that torch (what a build with --python needs)."""
+    """Whether a build of ``variant`` loads into ``torch`` and, for a GPU variant, was made with
+    that torch's very toolkit (what a build with --python needs)."""
     if variant.arch is not arch or variant.os is not OS.LINUX or variant.backend is None:
         return False
     if compat.problems(build_of(variant), torch):
@@ -130,8 +125,8 @@ def _fits(variant: Variant, torch: compat.Torch, arch: Arch) -> bool:
 
 
 def _for_torch(plan: MatrixPlan, seen: TorchAt, host: Arch) -> tuple[VariantRecipe, str] | None:
-    """The plan's variant for ``seen``'s torch (the best fit by compat.rules.preference: the
-    torch's own backend before a CPU build; the newest of equals); None when none fits."""
+    """The plan's best fit for ``seen``'s torch (compat.rules.preference; the newest of equals),
+    None when none fits."""
     torch = seen.torch
     if torch is None:
         return None
@@ -184,8 +179,8 @@ def _why_not(plan: MatrixPlan, seen: TorchAt, host: Arch) -> str:
 def _newest(
     project: KernelProject, plan: MatrixPlan, machine: Machine, notes: list[str]
 ) -> tuple[VariantRecipe, str, tuple[VariantRecipe, ...]]:
-    """The newest variant of the plan this machine builds and, preferably, runs, and the
-    others of its kind it would run, newest first."""
+    """The newest variant this machine builds and, preferably, runs, and the others of its kind
+    it would run, newest first."""
     here = [
         (index, r)
         for index, r in enumerate(plan.selected)
@@ -249,9 +244,8 @@ def _cuda_of(recipe: VariantRecipe) -> tuple[int, int]:
 def _for_driver(
     cuda: list[tuple[int, VariantRecipe]], driver: tuple[int, int], notes: list[str]
 ) -> list[tuple[int, VariantRecipe]]:
-    """The CUDA variants a driver for CUDA ``driver`` loads (a cuXY build needs X.Y or newer:
-    compat.rules, which the installer and the wheel's guard apply too); all of them, with a
-    note, where it loads none."""
+    """The CUDA variants a driver for CUDA ``driver`` loads (compat.rules, as the installer and
+    the wheel's guard apply it); all of them, with a note, where it loads none."""
     runs = [item for item in cuda if compat.driver_loads(_cuda_of(item[1]), driver)]
     newest = _newest_first(cuda)[0]
     has = compat.dotted(driver)
@@ -291,12 +285,9 @@ def _newest_first(items: Sequence[tuple[int, VariantRecipe]]) -> list[VariantRec
 def within_reach(
     default: DefaultBuild, cannot_get: Mapping[str, str], others: Sequence[tuple[str, str]] = ()
 ) -> DefaultBuild:
-    """``default``, or, when this machine cannot get its torch, the newest of its fallbacks it
-    can get, with a note naming each variant passed over and why. ``cannot_get`` maps each
-    variant this machine cannot get (no cached build environment, its torch out of reach) to
-    why; ``others`` are (name, how) of the plan's other variants it can get, newest first.
-    None of the candidates: a :class:`~kernelwheel.errors.ToolchainError` whose fix lists what
-    works, in order (an interpreter holding torch, ``others`` by name, --find-links)."""
+    """``default``, or, when this machine cannot get its torch, the newest fallback it can get,
+    noting each passed over. ``cannot_get``: variant -> why; ``others``: (name, how) of the plan's
+    other variants it can get, newest first, for the error when none of the candidates can."""
     candidates = (default.recipe, *default.fallbacks)
     chosen = next((r for r in candidates if r.name not in cannot_get), None)
     if chosen is None:
@@ -365,8 +356,7 @@ def _out_of_reach(
 def _gpu_capabilities(
     recipe: VariantRecipe, gpus: Gpus, options: Options, notes: list[str]
 ) -> tuple[CudaCapability, ...]:
-    """The GPUs' capabilities a CUDA default compiles for; empty: the full list (an option set
-    it, no GPU was found, or a GPU is not among the toolkit's targets)."""
+    """The GPUs' capabilities a CUDA default compiles for; empty: the full list."""
     backend = recipe.variant.backend
     if backend is None or backend.kind is not BackendKind.CUDA or recipe.cuda is None:
         return ()
@@ -397,9 +387,8 @@ def capabilities_here(
     environ: Mapping[str, str] | None = None,
     runner: Runner = RUNNER,
 ) -> tuple[tuple[CudaCapability, ...], tuple[str, ...]]:
-    """(capabilities, notes): what a build of ``recipe`` for this machine's GPUs compiles for,
-    by the default build's rule, whatever selected the variant (``kernelwheel dev``'s builds
-    only ever load here); empty capabilities: the full list."""
+    """(capabilities, notes) by the default build's rule, whatever selected the variant
+    (``kernelwheel dev``'s builds only ever load here)."""
     backend = recipe.variant.backend
     if backend is None or backend.kind is not BackendKind.CUDA:
         return (), ()
@@ -417,9 +406,8 @@ def probe_machine(
     environ: Mapping[str, str] | None = None,
     runner: Runner = RUNNER,
 ) -> Machine:
-    """This machine's facts for :func:`default_build`: its arch, its GPUs (when the project
-    has a CUDA backend), the torch of ``--python`` or else of the active virtual environment
-    (``VIRTUAL_ENV`` in ``environ``, default ``os.environ``)."""
+    """This machine's facts for :func:`default_build` (GPUs only for a project with a CUDA
+    backend); ``environ`` defaults to ``os.environ``."""
     # A project kernelwheel builds nothing of is refused before any interpreter is run.
     require_a_backend_built_here(project.name, [BackendKind(b) for b in project.backends])
     env = os.environ if environ is None else environ
@@ -458,8 +446,7 @@ def _query_gpus(python: Path | None, environ: Mapping[str, str] | None, runner: 
 
 
 def active_venv_python(environ: Mapping[str, str] | None = None) -> Path | None:
-    """The interpreter of the active virtual environment (``VIRTUAL_ENV`` in ``environ``,
-    default ``os.environ``), where there is one."""
+    """The interpreter of the active virtual environment (``VIRTUAL_ENV``), where there is one."""
     active = (os.environ if environ is None else environ).get("VIRTUAL_ENV", "").strip()
     python = Path(active) / "bin" / "python" if active else None
     return python if python is not None and python.exists() else None

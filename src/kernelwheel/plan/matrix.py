@@ -1,8 +1,6 @@
-"""Plan the variants a kernel builds from the recipes, with a reason for each one left out.
-
-The rules (backends, torch and CUDA bounds, arches, stable-ABI, noarch and tvm-ffi variants) are
-docs/building.md, "The matrix"; facts that remove no variant come back as ``notes``.
-"""
+"""Plan the variants a kernel builds from the recipes, with a reason for each one left out, by the
+rules of docs/building.md, "The matrix" (backends, torch and CUDA bounds, arches, stable-ABI,
+noarch and tvm-ffi variants); facts that remove no variant come back as ``notes``."""
 
 from __future__ import annotations
 
@@ -29,10 +27,8 @@ class Rejection:
 
 @dataclass(frozen=True)
 class MatrixPlan:
-    """The planned variants (``selected``, in recipe order, stable-ABI variants last) and the
-    left-out ones with reasons. ``kernels`` pairs each selected variant's name with the ids of the
-    ``[kernel.*]`` sections it compiles (empty for noarch variants); ``notes`` carries information
-    that is not a rejection."""
+    """The planned variants (in recipe order, stable-ABI ones last), the left-out ones with
+    reasons, each selected variant's kernel ids (none for noarch) and notes that reject nothing."""
 
     selected: tuple[VariantRecipe, ...]
     rejected: tuple[Rejection, ...]
@@ -51,9 +47,7 @@ class MatrixPlan:
         return dict(self.kernels)[name]
 
     def select(self, selector: Selector) -> MatrixPlan:
-        """Apply ``build``/``skip``/``only``: the deselected variants move to ``rejected``. Raises
-        :class:`~kernelwheel.errors.UsageError` when a selector matches nothing (see
-        :meth:`Selector.select`)."""
+        """Apply ``build``/``skip``/``only``: the deselected variants move to ``rejected``."""
         left_out = {r.variant_name: r.reason for r in self.rejected}
         keep = set(selector.select(self.names, left_out=left_out))
         dropped = [
@@ -76,9 +70,8 @@ def plan_matrix(
     arches: Iterable[Arch] | None = None,
     with_cpu_kernels: bool = False,
 ) -> MatrixPlan:
-    """The variants ``project`` builds from ``recipes`` (optionally only for ``arches``), each
-    with the kernels it compiles: its backend's (and the cpu ones ``with_cpu_kernels``, except
-    for tvm-ffi, whose variants compile their backend's kernels only)."""
+    """The variants ``project`` builds from ``recipes``, each with the kernels it compiles: its
+    backend's, and the cpu ones ``with_cpu_kernels`` (not for tvm-ffi)."""
     if project.noarch:
         return _plan_noarch(project, recipes)
     tvm = project.framework is Framework.TVM_FFI
@@ -110,10 +103,11 @@ def plan_matrix(
             selected.append(recipe)
             kernels.append((variant.name, tuple(k.id for k in compiled)))
 
-    for recipe, ids in stable.chosen():
+    chosen, left_out = stable.resolve()
+    for recipe, ids in chosen:
         selected.append(recipe)
         kernels.append((recipe.name, ids))
-    rejected += stable.rejected()
+    rejected += left_out
     notes = _tvm_ffi_notes(wanted, recipes) if tvm else _backend_notes(wanted, recipes, selected)
     return MatrixPlan(tuple(selected), tuple(rejected), tuple(kernels), tuple(notes))
 
@@ -205,36 +199,20 @@ class _StableGroups:
             (variant, reasons, ids)
         )
 
-    def _abi(self, backend: Backend) -> TorchVersion:
-        version = self.project.stable_abi_for(backend.kind.value)
-        assert version is not None
-        return TorchVersion(version.major, version.minor)
-
-    def _variant(self, backend: Backend, arch: Arch, os: OS) -> Variant:
-        return Variant(self._abi(backend), backend, None, arch, os, stable_abi=True)
-
-    def _pick(
-        self, members: list[tuple[Variant, list[str], tuple[str, ...]]], abi: TorchVersion
-    ) -> tuple[Variant, tuple[str, ...]] | None:
-        fit = [(v, ids) for v, reasons, ids in members if not reasons and _at_least(v, abi)]
-        return fit[-1] if fit else None
-
-    def chosen(self) -> list[tuple[VariantRecipe, tuple[str, ...]]]:
-        out = []
-        for (backend, arch, os), members in self.groups.items():
-            picked = self._pick(members, self._abi(backend))
-            if picked is not None:
-                build, ids = picked
-                stable = self._variant(backend, arch, os)
-                out.append((self.recipes.recipe_for(stable, build=build.torch), ids))
-        return out
-
-    def rejected(self) -> list[Rejection]:
+    def resolve(self) -> tuple[list[tuple[VariantRecipe, tuple[str, ...]]], list[Rejection]]:
+        """Each group's stable-ABI variant with its kernel ids, and the rejections."""
+        chosen: list[tuple[VariantRecipe, tuple[str, ...]]] = []
         out: list[Rejection] = []
         for (backend, arch, os), members in self.groups.items():
-            abi = self._abi(backend)
-            stable = self._variant(backend, arch, os)
-            picked = self._pick(members, abi)
+            version = self.project.stable_abi_for(backend.kind.value)
+            assert version is not None
+            abi = TorchVersion(version.major, version.minor)
+            stable = Variant(abi, backend, None, arch, os, stable_abi=True)
+            fit = [(v, ids) for v, reasons, ids in members if not reasons and _at_least(v, abi)]
+            picked = fit[-1] if fit else None
+            if picked is not None:
+                recipe = self.recipes.recipe_for(stable, build=picked[0].torch)
+                chosen.append((recipe, picked[1]))
             head = (
                 f"backend {backend.kind.value} builds the stable ABI of torch {abi} "
                 f"({self.project.build_toml.name} torch.stable-abi) once, as {stable.name}"
@@ -257,7 +235,7 @@ class _StableGroups:
                     else f"the recipes have no torch >= {abi} with {backend.token} for {arch.value}"
                 )
                 out.append(Rejection(stable.name, f"no torch >= {abi} can build it: {why}"))
-        return out
+        return chosen, out
 
 
 def _at_least(variant: Variant, abi: TorchVersion) -> bool:
@@ -272,16 +250,14 @@ def _plan_noarch(project: KernelProject, recipes: Recipes) -> MatrixPlan:
         "noarch project (pure Python): its variants are built into one py3-none-any wheel, "
         "with an extra per backend for that backend's python-depends"
     )
-    return MatrixPlan(
-        selected=selected, rejected=(), kernels=tuple((r.name, ()) for r in selected), notes=(note,)
-    )
+    return MatrixPlan(selected, (), tuple((r.name, ()) for r in selected), (note,))
 
 
 def _own_kernels(
     project: KernelProject, variant: Variant, arch_filter: tuple[Arch, ...] | None
 ) -> tuple[list[KernelSection], list[str]]:
     """The kernels of ``variant``'s backend that its toolkit can build, and the reasons against
-    the variant (arch not selected, no kernel of the backend, CUDA bounds)."""
+    the variant."""
     assert variant.backend is not None and variant.arch is not None
     kind = variant.backend.kind.value
     reasons: list[str] = []
@@ -293,14 +269,8 @@ def _own_kernels(
         reasons.append(f'no [kernel.*] section has backend = "{kind}"')
     elif variant.backend.kind is BackendKind.CUDA:
         cuda = Version(variant.backend.cuda_version)
-        reasons += _bound_reasons(
-            "CUDA",
-            cuda,
-            project.cuda_minver,
-            project.cuda_maxver,
-            "general cuda ",
-            project.build_toml.name,
-        )
+        limits = (project.cuda_minver, project.cuda_maxver)
+        reasons += _bound_reasons("CUDA", cuda, *limits, "general cuda ", project.build_toml.name)
         against = {
             k.id: _bound_reasons(
                 "CUDA", cuda, k.cuda_minver, None, f"kernel.{k.id}.cuda-", "build.toml"
@@ -333,11 +303,5 @@ def _bound_reasons(
 def _torch_reasons(project: KernelProject, recipe: VariantRecipe) -> list[str]:
     if project.torch is None or recipe.torch_version is None:
         return []
-    return _bound_reasons(
-        "torch",
-        Version(recipe.torch_version),
-        project.torch.minver,
-        project.torch.maxver,
-        "torch.",
-        project.build_toml.name,
-    )
+    torch, limits = Version(recipe.torch_version), (project.torch.minver, project.torch.maxver)
+    return _bound_reasons("torch", torch, *limits, "torch.", project.build_toml.name)

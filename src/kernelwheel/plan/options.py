@@ -1,9 +1,7 @@
-"""Build options and where they come from: one precedence, lowest first (docs/options.md).
-
-Defaults, ``[tool.kernelwheel]``, ``KERNELWHEEL_*`` variables, flags; a layer replaces, never
-merges. Resolved once per command by :func:`resolve_options` into a frozen :class:`Options`, which
-remembers the layer that set each value. Each option is one row of ``data/options.toml``.
-"""
+"""Build options, one row each of ``data/options.toml``, and where they come from (docs/options.md):
+defaults, ``[tool.kernelwheel]``, ``KERNELWHEEL_*`` variables, flags, lowest first; a layer
+replaces, never merges. :func:`resolve_options` gives a frozen :class:`Options` that remembers the
+layer that set each value."""
 
 from __future__ import annotations
 
@@ -52,10 +50,8 @@ class LocalHeaders(NamedTuple):
 
 @dataclass(frozen=True)
 class Options:
-    """Resolved options, one field per row of ``data/options.toml`` (its ``help`` says what the
-    field means; None is the value the row's ``default`` describes, found later: auto, found,
-    the bundled recipes). ``sources`` maps each option set above its default to the label of
-    the layer that set it."""
+    """Resolved options, one field per row of ``data/options.toml`` (None: what the row's
+    ``default`` describes, found later); ``sources``: option -> the layer that set it."""
 
     build: tuple[str, ...] = ("*",)
     skip: tuple[str, ...] = ()
@@ -110,9 +106,8 @@ class Options:
         return name if source == "default" else source
 
     def preamble(self) -> tuple[str, ...]:
-        """The options set above their defaults, one line each with the layer that set it
-        (``no-ccache = true  (KERNELWHEEL_NO_CCACHE)``), in OPTIONS order; what a build prints
-        first and writes at the top of each variant's log, as cibuildwheel does."""
+        """The options set above their defaults (``no-ccache = true  (KERNELWHEEL_NO_CCACHE)``),
+        which a build prints first and writes atop each variant's log, as cibuildwheel does."""
         lines = []
         for option in OPTIONS:
             source = self.source(option.name)
@@ -128,8 +123,7 @@ class Options:
         )
 
     def arch_filter(self, host: Arch | None = None) -> tuple[Arch, ...] | None:
-        """The arches to plan for, None for all. ``--only`` disables the filter; ``auto`` and
-        ``native`` mean ``host`` (default: this machine's arch)."""
+        """The arches to plan for, None for all (and with ``--only``)."""
         if self.only is not None or "all" in self.archs:
             return None
         arches = ((host or Arch.host()) if a in ("auto", "native") else Arch(a) for a in self.archs)
@@ -149,8 +143,7 @@ DEFAULT_OPTIONS = Options()
 
 
 def resolve_jobs(jobs: int | None) -> int:
-    """``--jobs`` in every command: how many CPUs kernelwheel keeps busy (compiler processes in
-    build, variants converted at once in to-wheel/lock/download). None (auto): all of them."""
+    """``--jobs`` in every command: how many CPUs kernelwheel keeps busy; None (auto): all."""
     if jobs is not None:
         return jobs
     try:  # the CPUs this process may use (its affinity), not the machine's count
@@ -162,8 +155,8 @@ def resolve_jobs(jobs: int | None) -> int:
 def resolve_command_option(
     name: str, flag_value: Any, *, env: Mapping[str, str] | None = None
 ) -> Any:
-    """One option for a command without a kernel project (to-wheel, lock, download): the flag,
-    else its ``KERNELWHEEL_*`` variable, else the default, checked like in a build."""
+    """One option of a command without a kernel project (to-wheel, lock, download): the flag,
+    else its variable, else the default."""
     option = _BY_NAME[name]
     if flag_value is not None:
         return _convert(option, flag_value, option.flag, Path.cwd())
@@ -274,8 +267,8 @@ _REMOTE_SCHEMES = ("redis://", "redis+unix:", "http://", "file:")
 
 
 def _remote_storage(raw: Any, fail: _Fail, base: Path) -> str | None:
-    """ccache's remote storage: one or more URLs (space-separated), each with optional
-    ``|attribute=value`` parts; an empty string turns a lower layer's setting off."""
+    """ccache's remote storage URLs (``|attribute=value`` parts allowed); an empty string turns
+    a lower layer's setting off."""
     if not isinstance(raw, str):
         raise fail(f"expected a storage URL, got {raw!r}", "e.g. redis://cache.example:6379")
     urls = raw.split()
@@ -297,8 +290,7 @@ def _remote_storage(raw: Any, fail: _Fail, base: Path) -> str | None:
 
 def _storage_url_problem(url: str) -> str | None:
     """What is wrong with one storage URL of a scheme ccache knows (its ``|attributes`` cut
-    off), None when ccache can use it: redis and http need a host, and a port in 1-65535;
-    redis+unix and file need a path."""
+    off), None when ccache can use it."""
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError as exc:  # "Invalid IPv6 URL": an unclosed [
@@ -405,22 +397,28 @@ def _check_cutlass_tree(entry: LocalHeaders, fail: _Fail) -> None:
 
 
 def _version(raw: Any, fail: _Fail, base: Path) -> str:
-    """A PEP 440 version without a local part (its major is checked against build.toml's
-    general.version by plan.versioning, which knows the project)."""
+    """A version (its major is checked against build.toml's general.version by plan.versioning,
+    which knows the project)."""
     text = raw.strip() if isinstance(raw, str) else raw
     if not isinstance(text, str) or not text:
         raise fail(f"expected a version string, got {raw!r}", 'e.g. "1.2.0"')
+    checked_version(text, fail, "e.g. 1.2.0 or 1.2.0rc1")
+    return text
+
+
+def checked_version(text: str, fail: _Fail, invalid_hint: str) -> Version:
+    """``text`` as a PEP 440 version without a local part (kernelwheel appends one per variant)."""
     try:
         version = Version(text)
     except InvalidVersion:
-        raise fail(f"{text!r} is not a PEP 440 version", "e.g. 1.2.0 or 1.2.0rc1") from None
+        raise fail(f"{text!r} is not a PEP 440 version", invalid_hint) from None
     if version.local is not None:
         raise fail(
             f"{text!r} has a local version part ('+{version.local}')",
             f"drop it ({version.public}): kernelwheel appends +torch<X>.<Y>.<backend>... per "
             "variant",
         )
-    return text
+    return version
 
 
 def _show(value: object) -> str:
@@ -438,9 +436,8 @@ def _show(value: object) -> str:
 
 @dataclass(frozen=True)
 class OptionDef:
-    """One option, a row of ``data/options.toml``: its ``Options`` field and converter, the
-    flag's shape, its default and help as --help and docs/options.md show them (markdown).
-    None for ``toml``/``env`` means that layer has none; None for ``metavar``, an on/off flag."""
+    """One row of ``data/options.toml`` (default and help in markdown). None for ``toml``/``env``:
+    that layer has none; for ``metavar``: an on/off flag."""
 
     name: str
     convert: _Converter
@@ -526,9 +523,8 @@ def resolve_options(
     env: Mapping[str, str] | None = None,
     cli: Mapping[str, Any] | None = None,
 ) -> Options:
-    """Resolve the options of the kernel in ``project_dir`` (its ``pyproject.toml``, if any),
-    the environment ``env`` (default ``os.environ``) and the parsed flags ``cli`` (option name
-    -> value; None or an empty list means the flag was not given)."""
+    """The options from ``project_dir``'s ``pyproject.toml``, ``env`` (default ``os.environ``)
+    and the parsed flags ``cli`` (None or an empty list: not given)."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
 

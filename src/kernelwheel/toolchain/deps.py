@@ -1,9 +1,7 @@
 """Header dependencies: the C++ headers a kernel's ``depends = [...]`` asks for, on the include
-path of the variants that compile it (docs/dependencies.md). :func:`plan_headers` decides, when
-the request is made, where each comes from and refuses what cannot be provided;
-:func:`provide_headers` makes them available in the compile step: a local checkout as it is, a
-PyPI wheel downloaded once per release, hash-checked, its header folders unpacked into
-``<cache>/deps/`` and published by one rename."""
+path of the variants that compile it (docs/dependencies.md). :func:`plan_headers` decides where
+each comes from, refusing what cannot be provided, when the request is made;
+:func:`provide_headers` gives a local checkout as it is, or a PyPI wheel's header folders."""
 
 from __future__ import annotations
 
@@ -53,8 +51,7 @@ class HeaderPlan:
 
 
 def compiled_backends(variant: Variant) -> tuple[str, ...]:
-    """The kernel backends a variant compiles: a CUDA variant the cuda and cpu kernels, any
-    other the cpu ones (as the pipeline's compile step does)."""
+    """The kernel backends a variant compiles (as the pipeline's compile step does)."""
     backend = variant.backend
     if backend is not None and backend.kind is BackendKind.CUDA:
         return ("cpu", "cuda")
@@ -64,10 +61,8 @@ def compiled_backends(variant: Variant) -> tuple[str, ...]:
 def depends_refusals(
     project: KernelProject, variants: Sequence[Variant], table: DependencyTable, options: Options
 ) -> dict[str, KernelwheelError]:
-    """What the build would refuse about the kernels' ``depends`` for each of ``variants``,
-    checked exactly as the build checks them (:func:`plan_headers`), for the dry runs
-    (``matrix``, ``--print-build-identifiers``). A refusal every variant shares (an unknown
-    name, a checkout that is not there) is raised; a variant's own is returned by name."""
+    """For the dry runs (``matrix``, ``--print-build-identifiers``): each variant's refusal of
+    :func:`plan_headers` by name; one about the project or the options is raised."""
     refusals: dict[str, KernelwheelError] = {}
     for variant in variants:
         try:
@@ -83,9 +78,8 @@ def depends_refusals(
 def plan_headers(
     project: KernelProject, variant: Variant, table: DependencyTable, options: Options
 ) -> HeaderPlan:
-    """Where the headers of the dependencies of the kernels ``variant`` compiles come from.
-    Every kernel's names are checked (kernel-builder knows them whatever the backend); only
-    the compiled kernels' dependencies must be available."""
+    """Where the headers of the kernels' dependencies come from. Every kernel's names are checked
+    (kernel-builder knows them whatever the backend); only the compiled ones must be available."""
     for kernel in project.kernels:
         for name in kernel.depends:
             if table.get(name) is None:
@@ -168,8 +162,8 @@ def _checkout_for(dep: Dependency, entries: tuple[LocalHeaders, ...]) -> LocalHe
 
 
 def checkout_version(path: Path, library: str) -> str | None:
-    """The release a checkout holds, from its version header; None when it has none (CUTLASS
-    before 2.11) or the header does not say."""
+    """The release a checkout's version header names; None without one (CUTLASS before 2.11)
+    or when it does not say."""
     try:
         text = (path / VERSION_HEADER[library]).read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -186,9 +180,8 @@ def checkout_version(path: Path, library: str) -> str | None:
 def provide_headers(
     plan: HeaderPlan, cache_dir: Path, python: Path | None, log: Path, runner: Runner = RUNNER
 ) -> tuple[Path, ...]:
-    """The include folders of ``plan``, fetching and unpacking PyPI headers into ``cache_dir``
-    on first use (with ``python``'s pip; kernelwheel's own interpreter when None). Each source
-    is noted in ``log``."""
+    """The include folders of ``plan``, PyPI headers unpacked into ``cache_dir`` on first use
+    with ``python``'s pip (None: kernelwheel's own)."""
     out: list[Path] = []
     for source in plan.sources:
         if source.local is not None:
@@ -213,9 +206,8 @@ def unpack_headers(
     log: Path,
     runner: Runner = RUNNER,
 ) -> Path:
-    """The folder holding ``wheel``'s include folders, at their paths in the wheel:
-    ``<cache>/deps/<name>-<version>-<sha256 prefix>``. Made once: downloaded with hash
-    checking, only the include folders unpacked, then published by one rename."""
+    """``<cache>/deps/<name>-<version>-<sha256 prefix>``, holding ``wheel``'s include folders at
+    their paths in the wheel; made once and published by one rename."""
     parent = cache_dir / "deps"
     final = parent / f"{wheel.name}-{wheel.version}-{wheel.sha256[:16]}"
     if final.is_dir():

@@ -1,9 +1,6 @@
-"""Isolated build environments: one venv per recipe, holding the variant's torch and toolchain.
-
-An environment is keyed by a digest of what goes into it, created once (guarded by a lock and a
-ready-marker written last) and reused by later builds. ``existing`` wraps an interpreter the user
-already has (e.g. a machine without network) after checking that its torch is the right one.
-"""
+"""Isolated build environments: one venv per recipe, holding the variant's torch and toolchain,
+keyed by a digest of what goes into it, made once (under a lock, a ready marker written last) and
+reused by later builds; and the CUDA toolkit a build compiles with."""
 
 from __future__ import annotations
 
@@ -35,9 +32,8 @@ READY_MARKER = ".kernelwheel-ready"
 
 
 def made_once(root: Path, make: Callable[[], None], stamp: str) -> None:
-    """``make()`` fills ``root`` once, under ``root``'s lock, for the tools kernelwheel installs
-    into its cache; the ready marker (holding ``stamp``) says it is whole. A half-made ``root``
-    (an interrupted run) is removed first, and a failed ``make`` leaves nothing."""
+    """``make()`` fills ``root`` (a tool in the cache) once, under its lock; the ready marker,
+    holding ``stamp``, is written last."""
     with locked(root.parent / f"{root.name}.lock"):
         ready = root / READY_MARKER
         if ready.exists():
@@ -65,26 +61,28 @@ class EnvSpec:
     sources: PipSources = PipSources()  # the options' and the recipe's own index
 
     def digest(self, python: str) -> str:
-        fields: dict[str, object] = {
-            "python": python,
-            "torch": self.torch_requirement,
-            "packages": sorted(self.packages),
-            "tools": BUILD_TOOLS,
-            "index": self.sources.index_url,
-            "extra": list(self.sources.extra_index_urls),
-            "links": list(self.sources.find_links),
-        }
+        fields = index_fields(self.sources)
+        fields.update(python=python, torch=self.torch_requirement, tools=BUILD_TOOLS)
+        fields.update(packages=sorted(self.packages))
         if self.sources.no_index:  # only when set, so existing environments keep their digest
             fields["no_index"] = True
-        blob = json.dumps(fields, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return cache_key(fields)
+
+
+def index_fields(sources: PipSources) -> dict[str, object]:
+    """Where pip looks, as the environments' and the cross targets' keys hold it."""
+    extra, links = list(sources.extra_index_urls), list(sources.find_links)
+    return {"index": sources.index_url, "extra": extra, "links": links}
+
+
+def cache_key(fields: Mapping[str, object]) -> str:
+    """A cache folder's key: the sha256 of ``fields`` as sorted JSON, 16 hex digits."""
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def env_spec_for(recipe: VariantRecipe, sources: PipSources) -> EnvSpec:
-    """The environment of ``recipe`` (its exact torch pin, its CUDA toolchain pins with hashes
-    where the toolchain comes from PyPI), fetched from ``sources``. The recipe's own index (e.g.
-    PyTorch's CPU wheels) is its one extra index, unless the options name an index or forbid
-    one."""
+    """The environment of ``recipe``, fetched from ``sources``; the recipe's own index (e.g.
+    PyTorch's CPU wheels) is its one extra index unless the options name an index or forbid one."""
     assert recipe.torch_requirement is not None
     packages: tuple[str, ...] = ()
     if recipe.cuda is not None and recipe.cuda.source == "pypi":
@@ -161,10 +159,8 @@ def probe(python: Path, cache_dir: Path | None = None, runner: Runner = RUNNER) 
 
 @dataclass(frozen=True)
 class PipStep:
-    """One ``pip install`` into a new environment: its arguments (after the sources), or the
-    ``requirements`` written to ``file`` in the environment and installed with ``--no-deps``
-    (hash-checked where they carry hashes); ``what`` it installs and ``hint`` word a failure,
-    which ``explain`` may replace with a better error."""
+    """One ``pip install`` into a new environment: ``args``, or ``requirements`` written to
+    ``file``; ``explain`` may replace the failure that ``what`` and ``hint`` word."""
 
     args: tuple[str, ...] = ()
     what: str = ""
@@ -194,10 +190,8 @@ def make_env(
     runner: Runner,
 ) -> Path:
     """The one way a build environment is made, for every build kind: ``base``'s venv at
-    ``root`` (a half-made or damaged one there removed first), then ``steps`` installed from
-    ``sources``, each through ``runner``; the environment's python. The caller holds the
-    environment's lock and writes its ready marker. However it fails (a pip step, an
-    interrupt), the half-made environment is removed: nothing of it is left in the cache."""
+    ``root``, then ``steps`` from ``sources``; its python. The caller holds the lock and writes
+    the ready marker; however it fails (a pip step, an interrupt), nothing is left in the cache."""
     if root.exists():
         shutil.rmtree(root)  # half-made (a killed run) or damaged
     try:
@@ -293,9 +287,8 @@ _UNREACHABLE = (
 
 
 def unreachable(url: str, timeout: float = 10) -> str | None:
-    """Why ``url`` (an index) cannot be reached (one line), or None when it answers: a client
-    error (404...) is an answer, the index is there; a server error (5xx) is not. The build's
-    preflight and the torch-install error both ask here."""
+    """Why the index ``url`` cannot be reached (one line), or None when it answers: a client
+    error (404...) is an answer, a server error (5xx) is not."""
     try:
         with urllib.request.urlopen(url, timeout=timeout):
             return None
@@ -309,10 +302,9 @@ def unreachable(url: str, timeout: float = 10) -> str | None:
 def torch_install_error(
     spec: EnvSpec, failed: str, log_tail: str, down: Mapping[str, str]
 ) -> ToolchainError:
-    """The error of a failed ``pip install <torch>``: the package, every place pip looked
-    (the index URLs, find-links), which of them could not be reached (``down``: URL -> why),
-    pip's own reason from the log, and how to provide the wheel. A flavour PyPI does not serve
-    (``torch==X+cpu``) names PyTorch's index."""
+    """The error of a failed ``pip install <torch>``: every place pip looked, those ``down``
+    (URL -> why), pip's reason from the log, how to provide the wheel (for ``torch==X+cpu``,
+    which PyPI does not serve, from PyTorch's index)."""
     sources = spec.sources
     places = list(sources.asked)
     places += [f"--find-links {link}" for link in sources.find_links]
@@ -389,9 +381,8 @@ def _counts(purelib: Path) -> dict[str, int]:
 
 
 def _damage(marker: Path, info: EnvInfo) -> str | None:
-    """What of the marker's promise no longer holds, in words (a RECORD gone or rewritten, a
-    file missing or of another size); None when all of it holds (or the marker, from an older
-    kernelwheel, promises nothing checkable: it gets a promise now)."""
+    """What of the marker's promise no longer holds, in words; None when all of it holds (or an
+    older kernelwheel's marker promises nothing checkable: it gets a promise now)."""
     try:
         promised = json.loads(marker.read_text()).get("installed")
     except (OSError, ValueError, AttributeError):
@@ -432,16 +423,14 @@ def _write_marker(path: Path, info: EnvInfo) -> None:
 
 
 def made_here(python: Path, root: Path) -> bool:
-    """Whether ``python``, a ready marker's probe, is the interpreter of the environment at
-    ``root``: a cache copied or moved keeps the probe of where it was made, whose interpreter
-    and headers are another environment's (or none)."""
+    """Whether ``python``, a ready marker's probe, is the interpreter at ``root``: a cache copied
+    or moved keeps the probe of where it was made."""
     here = os.path.realpath(root / "bin")
     return python.exists() and os.path.realpath(python.parent) == here
 
 
 def _read_marker(path: Path) -> EnvInfo | None:
-    """The probe the ready marker ``path`` holds, None where it holds none of this environment
-    (an older kernelwheel's, or one :func:`made_here` refuses)."""
+    """The probe the ready marker ``path`` holds of this environment, else None."""
     try:
         data = json.loads(path.read_text())
         info = EnvInfo.from_dict(data, reused=True)
@@ -496,9 +485,8 @@ def refuse_unsupported(
     where: str,
     hint_key: str,
 ) -> None:
-    """Refuse capabilities the toolkit's nvcc does not know (``9.9``, ``1.0``, ``99.9f``), before
-    compiling, with the ``supported`` list it does know (``supported_capabilities``). ``where``
-    names the source of the list (build.toml or the recipe), ``hint_key`` the key to edit."""
+    """Refuse, before compiling, capabilities not among the nvcc's ``supported`` ones (``9.9``,
+    ``99.9f``); ``where`` names the list's file, ``hint_key`` the key to edit."""
     unknown = unsupported(capabilities, supported)
     if unknown:
         raise ToolchainError(
@@ -511,9 +499,7 @@ def refuse_unsupported(
 
 
 def _link_cudart(home: Path) -> None:
-    """torch links -lcudart, which needs the unversioned name beside libcudart.so.<major>; made
-    in the shared toolkit folder (kernelwheel's own), in the environment only when the toolkit
-    could not be shared."""
+    """torch links -lcudart, which needs the unversioned name beside libcudart.so.<major>."""
     lib = home / "lib"
     versioned = sorted(lib.glob("libcudart.so.*"))
     if versioned and not (lib / "libcudart.so").exists():
@@ -552,9 +538,8 @@ def find_cuda_toolkit(
 
 
 def installed_toolkits(cuda: str, system_paths: Sequence[Path] = ()) -> list[tuple[str, Path]]:
-    """Where a CUDA ``cuda`` toolkit installed on this machine may be, in the order they are
-    tried, each with where the path came from: CUDA_HOME, the recipe's system paths, the usual
-    folders, the nvcc on PATH (the one search of builds and of preflight)."""
+    """Where a CUDA ``cuda`` toolkit may be installed here, in the order tried, each with its
+    origin (the one search of builds and of preflight)."""
     found: list[tuple[str, Path]] = []
     if os.environ.get("CUDA_HOME"):
         found.append(("CUDA_HOME", Path(os.environ["CUDA_HOME"])))
@@ -578,8 +563,7 @@ def locate_cuda_toolkit(
     runner: Runner = RUNNER,
 ) -> CudaToolkit:
     """A toolkit of CUDA ``cuda``'s major version: ``explicit`` (--cuda-home) only, else the
-    toolchain packages in ``purelib``, CUDA_HOME, the recipe's and the usual system paths, PATH.
-    ``needed_by`` and ``hint`` word the error when none is found."""
+    toolchain packages in ``purelib``, then :func:`installed_toolkits`."""
     want_major = int(cuda.split(".")[0])
     candidates: list[tuple[str, Path]] = []
     if explicit is not None:

@@ -15,9 +15,8 @@ from .._util import staging_dir
 
 
 def shared_toolkit(home: Path, purelib: Path, store: Path) -> Path:
-    """The shared folder holding the toolkit at ``home`` (inside ``purelib``), made on first
-    use; ``home`` itself when no installed distribution owns it (nothing to key it on) or when
-    it cannot be hard-linked into ``store`` (another file system: a copy would cost gigabytes)."""
+    """The shared folder holding the toolkit at ``home``, made on first use; ``home`` itself when
+    no distribution owns it or it cannot be hard-linked (a copy would cost gigabytes)."""
     key = _key(home, purelib)
     if key is None:
         return home
