@@ -295,19 +295,20 @@ def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:
     ]
 
 
-_PYTEST_CONFIGS = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+# pytest's configuration files, in the order it looks, and the section that makes one its own
+# ("": the file alone does)
+_PYTEST_CONFIGS = {
+    "pytest.ini": "",
+    ".pytest.ini": "",
+    "pyproject.toml": "[tool.pytest.ini_options]",
+    "tox.ini": "[pytest]",
+    "setup.cfg": "[tool:pytest]",
+}
 
 
 def _configures_pytest(path: Path) -> bool:
     """Whether ``path`` is a pytest configuration file, by pytest's own rules for each name."""
     if not path.is_file():
         return False
-    if path.name in ("pytest.ini", ".pytest.ini"):
-        return True
-    text = path.read_text(errors="replace")
-    section = {
-        "pyproject.toml": "[tool.pytest.ini_options]",
-        "tox.ini": "[pytest]",
-        "setup.cfg": "[tool:pytest]",
-    }[path.name]
-    return section in text
+    section = _PYTEST_CONFIGS[path.name]
+    return not section or section in path.read_text(errors="replace")

@@ -7,7 +7,6 @@ shared object's registrations run."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 from dataclasses import dataclass
@@ -63,15 +62,8 @@ class DeferredLoad:
 def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[str]) -> list[str]:
     """``python`` loading the extension, then running pytest with ``pytest_args`` (``python -m
     pytest``'s arguments), in one process; the load's output appended to the log."""
-    return [
-        os.fspath(python),
-        os.fspath(PROGRAM),
-        "torch+pytest",
-        os.fspath(deferred.shared_object),
-        deferred.namespace,
-        os.fspath(deferred.log),
-        *pytest_args,
-    ]
+    program = (python, PROGRAM, "torch+pytest", deferred.shared_object, deferred.namespace)
+    return [*map(str, program), str(deferred.log), *pytest_args]
 
 
 def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadReport | None:
@@ -87,10 +79,7 @@ def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadRepor
             if "missing" in found:
                 return None
             return LoadReport(ops=tuple(str(op) for op in found.get("ops", [])))
-    failure = explain_failure(code, output, deferred.namespace)
-    raise BuildError(
-        failure.message, log=deferred.log, hint=failure.fix, diagnostics=failure.details
-    )
+    raise explain_failure(code, output, deferred.namespace).error(deferred.log)
 
 
 def check_load(
@@ -120,8 +109,7 @@ def check_load(
         lines = proc.stdout.strip().splitlines()
         ops = json.loads(lines[-1]).get("ops", []) if lines else []
         return LoadReport(ops=tuple(str(op) for op in ops))
-    failure = explain_failure(proc.returncode, proc.stderr, namespace)
-    raise BuildError(failure.message, log=log, hint=failure.fix, diagnostics=failure.details)
+    raise explain_failure(proc.returncode, proc.stderr, namespace).error(log)
 
 
 class Failure(NamedTuple):
@@ -130,6 +118,9 @@ class Failure(NamedTuple):
     message: str
     details: tuple[str, ...]
     fix: str
+
+    def error(self, log: Path) -> BuildError:
+        return BuildError(self.message, log=log, hint=self.fix, diagnostics=self.details)
 
 
 def explain_failure(code: int, stderr: str, namespace: str) -> Failure:

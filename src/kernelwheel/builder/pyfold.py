@@ -163,14 +163,6 @@ class ParsedModule:
     scope: Scope
 
 
-def parse_failure(exc: BaseException) -> str:
-    """What a parse failure says, for a person: a file in another encoding, or one nested
-    deeper than Python's parser goes (RecursionError, MemoryError from the parser)."""
-    if isinstance(exc, (RecursionError, MemoryError)):
-        return "nested too deeply for Python's parser"
-    return str(exc) or type(exc).__name__
-
-
 class Package:
     """The ``.py`` files under ``root`` (a package folder), each parsed once when first needed,
     and what their names refer to."""
@@ -212,14 +204,13 @@ class Package:
         try:
             tree = ast.parse(path.read_bytes(), filename=str(path))
             scopes = read_scopes(tree)
-        except (SyntaxError, ValueError, OSError, RecursionError, MemoryError) as exc:
-            return Unknown(parse_failure(exc))
+        except (RecursionError, MemoryError):  # from the parser: deeper than it goes
+            return Unknown("nested too deeply for Python's parser")
+        except (SyntaxError, ValueError, OSError) as exc:  # ValueError: another encoding
+            return Unknown(str(exc) or type(exc).__name__)
         self._calls[path] = scopes.calls
         self._functions[path] = scopes.functions
         return ParsedModule(path, scopes.module)
-
-    def _where(self, path: Path) -> str:
-        return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
 
     def _module_at(self, folder: Path, parts: list[str]) -> Ref:
         """The module ``parts`` names under ``folder``: ``<parts>.py`` or a package folder
@@ -243,7 +234,9 @@ class Package:
             if path.is_file():
                 parsed = self.module(path)
                 if isinstance(parsed, Unknown):
-                    return Unknown(f"{self._where(path)} could not be read ({parsed.reason})")
+                    return Unknown(
+                        f"{display_path(path, self.root)} could not be read ({parsed.reason})"
+                    )
                 return ModuleRef(path, parsed, is_package)
         if target.is_dir():
             return ModuleRef(target / "__init__.py", None, True)
@@ -273,7 +266,7 @@ class Package:
                     return found
         if ref.is_package:
             return self._module_at(ref.path.parent, [name])
-        return Unknown(f"`{name}` is not found in {self._where(ref.path)}")
+        return Unknown(f"`{name}` is not found in {display_path(ref.path, self.root)}")
 
     # --- names -----------------------------------------------------------------------------
 
@@ -422,20 +415,16 @@ class Package:
     ) -> Folded:
         out = _EMPTY
         for value in node.values:
-            if isinstance(value, ast.FormattedValue):
-                out = out + self._field(value, module, scope, depth)
-            else:
+            if not isinstance(value, ast.FormattedValue):
                 out = out + self.fold(value, module, scope, depth + 1)
+                continue
+            folded = self.fold(value.value, module, scope, depth + 1)
+            if value.format_spec is not None:
+                out = out + _unknown("a formatted field with a format spec")
+            else:
+                conversion = "s" if value.conversion == -1 else chr(value.conversion)
+                out = out + _converted(folded, conversion, "a formatted field with !r or !a")
         return out
-
-    def _field(
-        self, node: ast.FormattedValue, module: ParsedModule, scope: Scope, depth: int
-    ) -> Folded:
-        folded = self.fold(node.value, module, scope, depth + 1)
-        if node.format_spec is not None:
-            return _unknown("a formatted field with a format spec")
-        conversion = "s" if node.conversion == -1 else chr(node.conversion)
-        return _converted(folded, conversion, "a formatted field with !r or !a")
 
     def _percent(self, node: ast.BinOp, module: ParsedModule, scope: Scope, depth: int) -> Folded:
         template = self.fold(node.left, module, scope, depth + 1).text
@@ -524,6 +513,10 @@ class Package:
                 out = out + Folded((separator,))
             out = out + self.fold(item, module, scope, depth + 1)
         return out
+
+
+def display_path(path: Path, root: Path) -> str:
+    return str(path.relative_to(root) if path.is_relative_to(root) else path)
 
 
 def _is_getattr(node: ast.expr) -> TypeGuard[ast.Call]:

@@ -30,6 +30,7 @@ from .pyfold import (
     Ref,
     Unknown,
     ValueRef,
+    display_path,
 )
 from .pyscope import Scope
 
@@ -57,7 +58,7 @@ class FixedRegistration:
     namespace: str
 
     def describe(self, root: Path) -> str:
-        where = f"{_where(self.path, root)}:{self.line}"
+        where = f"{display_path(self.path, root)}:{self.line}"
         return f"{where}: {self.call}(...) registers in namespace {self.namespace!r}"
 
 
@@ -72,7 +73,7 @@ class Unreadable:
     call: str | None = None
 
     def describe(self, root: Path) -> str:
-        where = _where(self.path, root)
+        where = display_path(self.path, root)
         if self.line is None:
             return f"{where}: not checked for op registrations ({self.reason})"
         return (
@@ -80,10 +81,6 @@ class Unreadable:
             f"be read, so it was not checked ({self.reason}); name the op with "
             "add_op_namespace_prefix from the package's _ops, or with a constant"
         )
-
-
-def _where(path: Path, root: Path) -> str:
-    return str(path.relative_to(root) if path.is_relative_to(root) else path)
 
 
 def find_fixed_registrations(
