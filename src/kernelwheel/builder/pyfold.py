@@ -79,9 +79,8 @@ _TOO_LONG = Unknown("a string too long to read")
 
 
 def _bounded(parts: list[Part]) -> Folded:
-    """``parts`` cut after :data:`_MAX_TEXT` characters or :data:`_MAX_PARTS` parts (what
-    comes first is kept: the namespace is at the start), so a name that doubles at every
-    step stays small."""
+    """``parts`` cut to their start (where the namespace is), so a name doubled at every step
+    stays small."""
     total = 0
     for index, part in enumerate(parts):
         if index >= _MAX_PARTS:
@@ -110,16 +109,14 @@ _EMPTY = Folded(())
 
 @dataclass(frozen=True)
 class Dotted:
-    """A dotted name from outside the package (``torch.library.custom_op``), or a name nothing
-    in the package binds (a builtin)."""
+    """A dotted name from outside the package (``torch.library.custom_op``), or a builtin."""
 
     name: str
 
 
 @dataclass(frozen=True)
 class ModuleRef:
-    """A module or package folder of the package (``module`` None: a folder without
-    ``__init__.py``)."""
+    """A module or folder of the package (``module`` None: a folder without ``__init__.py``)."""
 
     path: Path  # the module's file (a package's ``__init__.py``)
     module: ParsedModule | None
@@ -185,19 +182,17 @@ class Package:
     # --- modules ---------------------------------------------------------------------------
 
     def module(self, path: Path) -> ParsedModule | Unknown:
-        """``path`` parsed (once), or why it cannot be."""
         if path not in self._parsed:
             self._parsed[path] = self._parse(path)
         return self._parsed[path]
 
     def calls(self, path: Path) -> tuple[tuple[ast.Call, Scope], ...]:
-        """The calls of ``path`` (parsed first) with their scopes, handed out once."""
+        """The calls of ``path`` with their scopes, handed out once."""
         self.module(path)
         return self._calls.pop(path, ())
 
     def release(self, path: Path) -> None:
-        """``path``'s calls are read: keep of its functions' locals only what their returns
-        reach (memory, and the garbage collector's time, stay bounded by the package)."""
+        """Forget the locals of ``path``'s functions that their returns do not reach."""
         release_locals(self._functions.pop(path, ()))
 
     def _parse(self, path: Path) -> ParsedModule | Unknown:
@@ -213,8 +208,7 @@ class Package:
         return ParsedModule(path, scopes.module)
 
     def _module_at(self, folder: Path, parts: list[str]) -> Ref:
-        """The module ``parts`` names under ``folder``: ``<parts>.py`` or a package folder
-        (``folder`` itself when ``parts`` is empty), found once."""
+        """The module ``parts`` names under ``folder`` (empty: ``folder`` itself), found once."""
         key = (folder, tuple(parts))
         if key not in self._modules:
             self._modules[key] = self._find_module(folder, parts)
@@ -277,18 +271,16 @@ class Package:
             return Unknown("nested too deeply to read")
         if isinstance(node, ast.Name):
             return self._name(node.id, module, scope, depth + 1)
+        attr: str | None
         if isinstance(node, ast.Attribute):
-            return self._attribute(
-                self.resolve(node.value, module, scope, depth + 1), node.attr, depth
-            )
-        if _is_getattr(node):
-            attr = self.fold(node.args[1], module, scope, depth + 1).text
+            base, attr = node.value, node.attr
+        elif _is_getattr(node):
+            base, attr = node.args[0], self.fold(node.args[1], module, scope, depth + 1).text
             if attr is None:
                 return Unknown("a getattr whose name cannot be read")
-            return self._attribute(
-                self.resolve(node.args[0], module, scope, depth + 1), attr, depth
-            )
-        return ValueRef(node, module, scope)
+        else:
+            return ValueRef(node, module, scope)
+        return self._attribute(self.resolve(base, module, scope, depth + 1), attr, depth)
 
     def _attribute(self, base: Ref, attr: str, depth: int) -> Ref:
         if isinstance(base, Dotted):
@@ -357,7 +349,6 @@ class Package:
     # --- strings ---------------------------------------------------------------------------
 
     def fold(self, node: ast.expr, module: ParsedModule, scope: Scope, depth: int = 0) -> Folded:
-        """The string ``node`` evaluates to, as far as it can be read."""
         if depth > MAX_DEPTH:
             return _unknown("nested too deeply to read")
         if isinstance(node, ast.Constant):
@@ -382,7 +373,6 @@ class Package:
         return _unknown(_describe(node))
 
     def fold_ref(self, ref: Ref, depth: int) -> Folded:
-        """The string ``ref`` holds, as far as it can be read."""
         if isinstance(ref, ValueRef):
             return self._fold_once(ref, depth)
         if isinstance(ref, Own):
@@ -399,8 +389,7 @@ class Package:
         return _unknown("a module")
 
     def _fold_once(self, ref: ValueRef, depth: int) -> Folded:
-        """A value folded once however often it is used (``A = B + B; B = C + C; ...`` stays
-        linear), a cycle an Unknown."""
+        """Folded once however often used (``A = B + B; B = C + C; ...`` stays linear)."""
         key = id(ref.node)
         if key in self._folded:
             done = self._folded[key][1]
@@ -542,8 +531,7 @@ def _describe(node: ast.expr) -> str:
 
 
 def _percent_format(template: str, values: list[Folded]) -> Folded:
-    """``template % values``: ``%s`` (and ``%r``/``%a`` of known text) substituted, ``%%``
-    kept; any other conversion an unknown part."""
+    """``template % values``: ``%s``, ``%r``, ``%a`` and ``%%``; any other an unknown part."""
     out = _EMPTY
     index = 0
     position = 0
@@ -568,8 +556,7 @@ def _percent_format(template: str, values: list[Folded]) -> Folded:
 
 
 def _converted(value: Folded, conversion: str, reason: str) -> Folded:
-    """``value`` converted by ``s``, ``r`` or ``a`` (``!r``, ``%r``...); any other conversion, or
-    a repr of text that cannot be read, an unknown saying ``reason``."""
+    """``value`` converted by ``s``, ``r`` or ``a``; else an unknown saying ``reason``."""
     if conversion == "s":
         return value
     text = value.text
@@ -579,8 +566,7 @@ def _converted(value: Folded, conversion: str, reason: str) -> Folded:
 
 
 def _str_format(template: str, positional: list[Folded], named: dict[str, Folded]) -> Folded:
-    """``template.format(...)``: plain ``{}``, ``{0}`` and ``{name}`` fields substituted; a
-    field with a format spec, a conversion or an index an unknown part."""
+    """``template.format(...)``: ``{}``, ``{0}``, ``{name}``; any other field an unknown part."""
     try:
         pieces = list(string.Formatter().parse(template))
     except ValueError:
