@@ -139,14 +139,15 @@ def require_buildable(
     build (its "system" CUDA toolkit or its torch's index missing), with the reason for each.
     ``specs`` maps a variant's name to its environment (None: ``--python``, nothing installed);
     one already made in ``cache_dir`` fetches nothing."""
-    problems: list[tuple[str, str]] = []
-    for recipe in recipes:
+    problems = [
+        (recipe.name, why)
+        for recipe in recipes
         for why in (
             toolkit_problem(recipe, cuda_home, runner),
             torch_problem(recipe, specs.get(recipe.name), cache_dir),
-        ):
-            if why is not None:
-                problems.append((recipe.name, why))
+        )
+        if why is not None
+    ]
     if not problems:
         return
     if len(problems) == 1:
