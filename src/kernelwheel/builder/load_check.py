@@ -67,9 +67,8 @@ def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[
 
 
 def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadReport | None:
-    """What the run of :func:`then_pytest_command` that ended with ``code`` loaded, from the
-    log past ``offset``: the ops, None when that interpreter has no pytest; a load that failed
-    is a :class:`BuildError` as :func:`check_load`'s."""
+    """What :func:`then_pytest_command`'s run loaded, read from the log past ``offset``; None
+    when that interpreter has no pytest; a failed load a :class:`BuildError`."""
     with open(deferred.log, errors="replace") as fh:
         fh.seek(offset)
         output = fh.read()

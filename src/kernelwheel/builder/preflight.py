@@ -92,9 +92,8 @@ _unreachable = cache(unreachable)
 def torch_source_problem(
     recipe: VariantRecipe, spec: EnvSpec | None, environ: Mapping[str, str] | None = None
 ) -> str | None:
-    """Why the torch of the variant's environment cannot come from where the recipe says: only
-    for torch from PyTorch's index (an extra index of ``spec``), when no local find-links folder
-    (the build's, or pip's PIP_FIND_LINKS) holds the wheel and the index does not answer."""
+    """Why the variant's torch cannot come from PyTorch's index (an extra index of ``spec``):
+    no local find-links folder (the build's, or PIP_FIND_LINKS) holds it and the index is mute."""
     if spec is None or recipe.index_url not in spec.sources.extra_index_urls:
         return None
     env = os.environ if environ is None else environ
@@ -135,10 +134,8 @@ def require_buildable(
     runner: Runner = RUNNER,
     cache_dir: Path | None = None,
 ) -> None:
-    """Raise one :class:`ToolchainError` naming every variant of ``recipes`` this machine cannot
-    build (its "system" CUDA toolkit or its torch's index missing), with the reason for each.
-    ``specs`` maps a variant's name to its environment (None: ``--python``, nothing installed);
-    one already made in ``cache_dir`` fetches nothing."""
+    """One :class:`ToolchainError` naming every variant of ``recipes`` this machine cannot build,
+    with why. ``specs``: each variant's environment (None: ``--python``, nothing installed)."""
     problems = [
         (recipe.name, why)
         for recipe in recipes
@@ -212,9 +209,8 @@ def _others_within_reach(
     refused: set[str],
     wanted: int = 3,
 ) -> list[tuple[str, str]]:
-    """Up to ``wanted`` of the plan's variants this machine builds and can get, but for the
-    ``refused`` ones (newest torch first), each with how: its environment cached, or its torch
-    within reach."""
+    """Up to ``wanted`` of the plan's other variants this machine can build (newest torch
+    first), each with how: its environment cached, or its torch within reach."""
     host = Arch.host()
     here = [
         r

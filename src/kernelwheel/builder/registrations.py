@@ -86,9 +86,8 @@ class Unreadable:
 def find_fixed_registrations(
     files: Iterable[Path], package_dir: Path | None = None
 ) -> tuple[tuple[FixedRegistration, ...], tuple[Unreadable, ...]]:
-    """Every fixed-namespace registration in ``files`` (Python sources of the package in
-    ``package_dir``, by default their files' common folder), in file and line order; the files
-    that could not be parsed and the registrations whose namespace could not be read."""
+    """Every fixed-namespace registration in ``files`` (of the package in ``package_dir``, by
+    default their common folder) in file and line order, and what could not be read."""
     paths = sorted(files)
     if not paths:
         return (), ()
@@ -264,10 +263,9 @@ def _library_namespace(folded: Folded) -> _Verdict:
 
 
 def check_registrations(project: KernelProject, *, allow: bool) -> tuple[str, ...]:
-    """Refuse ``project``'s fixed-namespace registrations (its package's ``.py`` files), or,
-    with ``allow`` (the ``allow-fixed-op-namespaces`` setting), return one warning for each.
-    Files the check cannot parse are returned as warnings too (their import will tell), and
-    so is each registration whose namespace it cannot read, naming the call."""
+    """Refuse ``project``'s fixed-namespace registrations, or with ``allow``
+    (``allow-fixed-op-namespaces``) warn of each; a file that does not parse (its import will
+    tell) and a call whose namespace cannot be read are warnings too."""
     files = [
         p for p in project.package_dir.rglob("*.py") if p.is_file() and "__pycache__" not in p.parts
     ]

@@ -80,10 +80,8 @@ class PathMap:
 
 @dataclass(frozen=True)
 class Diagnostics:
-    """A failed compile, for the author: the units that failed (sources, project-relative where
-    they are the project's), and the first error with its context and notes (at most
-    :data:`MAX_LINES`, the last one saying how many more the log has); without a compiler's
-    error (``compiler_error`` false), the output's last lines."""
+    """A failed compile's failing units and its first error with context and notes (at most
+    :data:`MAX_LINES`); without a compiler's error (``compiler_error`` false), the last lines."""
 
     units: tuple[str, ...]
     lines: tuple[str, ...]
