@@ -27,15 +27,11 @@ _MISMATCH = "doesn't match the expected function schema"
 
 @dataclass(frozen=True)
 class LoadReport:
-    """What a load check found: the ops registered under the build's namespace (schemas), or
-    why it did not run (``skipped``)."""
+    """What a load check found: the ops registered under the build's namespace (schemas)."""
 
     ops: tuple[str, ...] = ()
-    skipped: str | None = None
 
     def describe(self, namespace: str) -> str:
-        if self.skipped is not None:
-            return f"skipped: {self.skipped}"
         names = [op.split("(", 1)[0].removeprefix(namespace + "::") for op in self.ops]
         return f"{len(names)} op(s) loaded" + (f": {', '.join(names)}" if names else "")
 

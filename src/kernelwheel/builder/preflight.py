@@ -114,17 +114,14 @@ def torch_source_problem(
 
 
 def torch_problem(
-    recipe: VariantRecipe,
-    spec: EnvSpec | None,
-    cache_dir: Path | None,
-    environ: Mapping[str, str] | None = None,
+    recipe: VariantRecipe, spec: EnvSpec | None, cache_dir: Path | None
 ) -> str | None:
     """Why this machine cannot get the variant's torch: None when nothing is installed
     (``spec`` None: ``--python``), its environment is cached in ``cache_dir``, or its torch's
     source is within reach (:func:`torch_source_problem`)."""
     if spec is None or (cache_dir is not None and env_ready(spec, cache_dir)):
         return None
-    return torch_source_problem(recipe, spec, environ)
+    return torch_source_problem(recipe, spec)
 
 
 def require_buildable(

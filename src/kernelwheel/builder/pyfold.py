@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import ast
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TypeGuard
 
@@ -432,9 +434,10 @@ class Package:
         if isinstance(func, ast.Attribute) and func.attr in ("format", "join"):
             base = self.fold(func.value, module, scope, depth + 1).text
             if base is not None:
+                fold = partial(self.fold, module=module, scope=scope, depth=depth + 1)
                 if func.attr == "format":
-                    return self._format(base, node, module, scope, depth)
-                return self._join(base, node, module, scope, depth)
+                    return _str_format(base, node, fold)
+                return _join(base, node, fold)
         callee = self.resolve(func, module, scope, depth + 1)
         return self._call_result(callee, func, depth)
 
@@ -469,39 +472,19 @@ class Package:
         }
         return _same(results, f"`{name}` returns different strings")
 
-    def _format(
-        self, template: str, node: ast.Call, module: ParsedModule, scope: Scope, depth: int
-    ) -> Folded:
-        if any(isinstance(a, ast.Starred) for a in node.args) or any(
-            k.arg is None for k in node.keywords
-        ):
-            return _unknown("a str.format with *arguments")
-        positional = [self.fold(a, module, scope, depth + 1) for a in node.args]
-        named = {
-            k.arg: self.fold(k.value, module, scope, depth + 1)
-            for k in node.keywords
-            if k.arg is not None
-        }
-        return _str_format(template, positional, named)
 
-    def _join(
-        self, separator: str, node: ast.Call, module: ParsedModule, scope: Scope, depth: int
-    ) -> Folded:
-        if (
-            len(node.args) != 1
-            or node.keywords
-            or not isinstance(node.args[0], (ast.List, ast.Tuple))
-        ):
-            return _unknown("a str.join of something other than a literal list or tuple")
-        items = node.args[0].elts
-        if any(isinstance(e, ast.Starred) for e in items):
-            return _unknown("a str.join with *items")
-        out = _EMPTY
-        for index, item in enumerate(items):
-            if index:
-                out = out + Folded((separator,))
-            out = out + self.fold(item, module, scope, depth + 1)
-        return out
+def _join(separator: str, node: ast.Call, fold: Callable[[ast.expr], Folded]) -> Folded:
+    if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], (ast.List, ast.Tuple)):
+        return _unknown("a str.join of something other than a literal list or tuple")
+    items = node.args[0].elts
+    if any(isinstance(e, ast.Starred) for e in items):
+        return _unknown("a str.join with *items")
+    out = _EMPTY
+    for index, item in enumerate(items):
+        if index:
+            out = out + Folded((separator,))
+        out = out + fold(item)
+    return out
 
 
 def display_path(path: Path, root: Path) -> str:
@@ -565,8 +548,14 @@ def _converted(value: Folded, conversion: str, reason: str) -> Folded:
     return Folded((repr(text) if conversion == "r" else ascii(text),))
 
 
-def _str_format(template: str, positional: list[Folded], named: dict[str, Folded]) -> Folded:
+def _str_format(template: str, node: ast.Call, fold: Callable[[ast.expr], Folded]) -> Folded:
     """``template.format(...)``: ``{}``, ``{0}``, ``{name}``; any other field an unknown part."""
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(
+        k.arg is None for k in node.keywords
+    ):
+        return _unknown("a str.format with *arguments")
+    positional = [fold(a) for a in node.args]
+    named = {k.arg: fold(k.value) for k in node.keywords if k.arg is not None}
     try:
         pieces = list(string.Formatter().parse(template))
     except ValueError:
