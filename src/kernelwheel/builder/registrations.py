@@ -100,31 +100,20 @@ def find_fixed_registrations(
         if isinstance(module, Unknown):
             unreadable.append(Unreadable(path, module.reason))
             continue
-        fixed, unread = _in_module(package, module, package.calls(path))
+        for call, scope in package.calls(path):
+            try:
+                verdict = _judge_call(package, module, call, scope)
+            except RecursionError:  # the folding is bounded; this is the last guard
+                verdict = (_called_name(call) or "call", True, Unknown("nested too deeply to read"))
+            if verdict is None:
+                continue
+            name, known, result = verdict
+            if isinstance(result, str):
+                found.append(FixedRegistration(path, call.lineno, name, result))
+            elif isinstance(result, Unknown) and known:
+                unreadable.append(Unreadable(path, result.reason, call.lineno, name))
         package.release(path)
-        found.extend(fixed)
-        unreadable.extend(unread)
     return tuple(found), tuple(unreadable)
-
-
-def _in_module(
-    package: Package, module: ParsedModule, calls: Iterable[tuple[ast.Call, Scope]]
-) -> tuple[list[FixedRegistration], list[Unreadable]]:
-    found: list[FixedRegistration] = []
-    unread: list[Unreadable] = []
-    for call, scope in calls:
-        try:
-            verdict = _judge_call(package, module, call, scope)
-        except RecursionError:  # the folding is bounded; this is the last guard
-            verdict = (_called_name(call) or "call", True, Unknown("nested too deeply to read"))
-        if verdict is None:
-            continue
-        name, known, result = verdict
-        if isinstance(result, str):
-            found.append(FixedRegistration(module.path, call.lineno, name, result))
-        elif isinstance(result, Unknown) and known:
-            unread.append(Unreadable(module.path, result.reason, call.lineno, name))
-    return found, unread
 
 
 _Verdict = str | Unknown | None  # a fixed namespace, unreadable, or fine
@@ -256,9 +245,8 @@ def _library_verdict(
 
 
 def _library_namespace(folded: Folded) -> _Verdict:
-    text = folded.text
-    if text is not None:
-        return text if text and "::" not in text else None
+    if folded.text is not None and "::" in folded.text:
+        return None
     return _text_or_own(list(folded.parts))
 
 

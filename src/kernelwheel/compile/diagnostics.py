@@ -111,23 +111,19 @@ def _source_of(command: str) -> str | None:
 def _segments(output: str) -> list[_Segment]:
     """The output cut at each unit's ``[i/n]`` or ``FAILED:`` line, each piece with its unit."""
     segments = [_Segment(None, False, [])]
-    lines = output.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].rstrip()
+    lines = iter(output.splitlines())
+    for raw in lines:
+        line = raw.rstrip()
         unit, failed = _UNIT.match(line), _FAILED.match(line)
         if unit:
             segments.append(_Segment(_source_of(unit["command"]), False, []))
         elif failed:
-            command = lines[i + 1] if i + 1 < len(lines) else ""
-            source = _source_of(command)
+            source = _source_of(next(lines, ""))  # the command, on the next line
             segments.append(_Segment(source or failed["outputs"].split()[0], True, []))
-            i += 1  # the command
         elif _END.match(line):
             segments.append(_Segment(None, False, []))
         else:
             segments[-1].lines.append(line)
-        i += 1
     return segments
 
 
