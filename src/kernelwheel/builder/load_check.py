@@ -56,8 +56,7 @@ class DeferredLoad:
 
 
 def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[str]) -> list[str]:
-    """``python`` loading the extension, then running pytest with ``pytest_args`` (``python -m
-    pytest``'s arguments), in one process; the load's output appended to the log."""
+    """``python`` loading the extension (output to the log), then ``python -m pytest ARGS``."""
     program = (python, PROGRAM, "torch+pytest", deferred.shared_object, deferred.namespace)
     return [*map(str, program), str(deferred.log), *pytest_args]
 

@@ -37,8 +37,7 @@ from ..toolchain.envs import (
 def system_toolkit(
     cuda: CudaToolchain, explicit: Path | None = None, runner: Runner = RUNNER
 ) -> tuple[Path | None, str]:
-    """The toolkit of exactly CUDA ``cuda.version`` (a "system" toolchain) on this machine, or
-    None with what was found instead (one line)."""
+    """This machine's toolkit of exactly CUDA ``cuda.version``, or None and what was found."""
     seen: list[str] = []
     if explicit is not None:
         candidates = [("--cuda-home", explicit)]
@@ -63,8 +62,7 @@ def system_toolkit(
 def toolkit_problem(
     recipe: VariantRecipe, explicit: Path | None = None, runner: Runner = RUNNER
 ) -> str | None:
-    """Why the variant's "system" CUDA toolchain is not on this machine; None when it is (or
-    its toolchain is none, or installs from PyPI)."""
+    """Why the variant's "system" CUDA toolchain is not here; None when it is, or not needed."""
     cuda = recipe.cuda
     if cuda is None or cuda.source != "system":
         return None

@@ -163,8 +163,7 @@ class ParsedModule:
 
 
 class Package:
-    """The ``.py`` files under ``root`` (a package folder), each parsed once when first needed,
-    and what their names refer to."""
+    """The ``.py`` files of the package folder ``root``, parsed once each, and what names mean."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -267,8 +266,7 @@ class Package:
     # --- names -----------------------------------------------------------------------------
 
     def resolve(self, node: ast.expr, module: ParsedModule, scope: Scope, depth: int = 0) -> Ref:
-        """What ``node`` refers to: a name followed to its binding, an attribute to what it is
-        an attribute of; any other expression is a :class:`ValueRef` of itself."""
+        """What ``node`` refers to: a name its binding, an attribute its base's, else itself."""
         if depth > MAX_DEPTH:
             return Unknown("nested too deeply to read")
         if isinstance(node, ast.Name):

@@ -158,8 +158,7 @@ class Reuse:
     # --- repair: the same raw wheel, policy and auditwheel give the same repaired wheel --------
 
     def repaired(self, raw: Path, key: str) -> tuple[Path, dict[str, object]] | None:
-        """The wheel an earlier repair made from these exact bytes under ``key`` (policy,
-        best effort, auditwheel's version), and what it recorded."""
+        """The wheel an earlier repair made from these exact bytes under ``key``, and its record."""
         folder = self.folder / "repair"
         record = _keyed(folder / "repair.json", key)
         if record is None or record.get("raw_sha256") != sha256_file(raw):

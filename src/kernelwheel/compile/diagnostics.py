@@ -178,8 +178,7 @@ def _clip(line: str) -> str:
 
 
 def failure(output: str, paths: PathMap) -> Diagnostics:
-    """The failing units of a failed compile's ``output`` and its first error. Without a
-    compiler's error (the worker itself failed: a Python exception), its last lines."""
+    """A failed compile's :class:`Diagnostics`; the last lines where the worker itself failed."""
     segments = _segments(output)
     failed = [s for s in segments if s.failed]
     units = tuple(dict.fromkeys(paths.path(s.unit) for s in failed if s.unit is not None))

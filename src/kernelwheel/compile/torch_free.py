@@ -24,8 +24,7 @@ _TORCH = ("torch/", "ATen/", "c10/", "caffe2/", "pybind11/", "Python.h", "regist
 def torch_free_sources(
     sources: Sequence[str], include_dirs: Sequence[str], root: Path
 ) -> tuple[str, ...]:
-    """The members of ``sources`` whose includes, followed through the files under ``root``,
-    reach no torch header."""
+    """The ``sources`` whose includes, followed through the files under ``root``, reach no torch."""
     dirs = [Path(d) for d in include_dirs]
     root = root.resolve()
     read: _Read = {}
