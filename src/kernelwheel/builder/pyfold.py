@@ -1,15 +1,12 @@
 """Names followed to where they come from and constant strings folded, across the modules of
 one Python package, read with :mod:`ast` only (nothing is imported or run).
 
-A name is followed through its imports (``import torch.library as tl``, ``from .consts import
-NS``, ``from . import consts``) and simple assignments (``op = custom_op``), in the scope it is
-used in (a function's own names first, then the module's; one pass, no data flow). A string is
-folded from literals, names bound to one, f-strings, ``+``, ``%``, ``str.format`` and
-``"sep".join`` of a literal list or tuple, and the ``return`` of a function of the package.
-Whatever comes from the package's generated ``_ops`` module is the build's own (:data:`OWN`);
-whatever cannot be read is an :class:`Unknown` that says why. Sibling modules are parsed once
-each, cycles end as an :class:`Unknown`, and so does anything nested deeper than
-:data:`MAX_DEPTH` (never a RecursionError).
+A name is followed through imports (``import torch.library as tl``, ``from . import consts``)
+and simple assignments (``op = custom_op``) in the scope it is used in (one pass, no data flow).
+A string is folded from literals, names, f-strings, ``+``, ``%``, ``str.format``, ``"sep".join``
+of a literal list or tuple, and a package function's ``return``. What the generated ``_ops``
+gives is the build's own (:data:`OWN`); what cannot be read, a cycle, or anything nested deeper
+than :data:`MAX_DEPTH` (never a RecursionError) is an :class:`Unknown` saying why.
 """
 
 from __future__ import annotations

@@ -32,12 +32,6 @@ class MemoryLimit:
     mib: int
     source: str
 
-    def share(self, parts: int) -> MemoryLimit:
-        """This limit split between ``parts`` variants compiled at once."""
-        if parts <= 1:
-            return self
-        return MemoryLimit(self.mib // parts, f"1/{parts} of {self.source}")
-
 
 @dataclass(frozen=True)
 class Budget:
@@ -50,8 +44,9 @@ class Budget:
 
     def per_variant(self) -> tuple[int, int, MemoryLimit | None]:
         """One variant's share: its jobs, its CPUs, its memory."""
-        parts = self.at_once
-        share = self.memory.share(parts) if self.memory is not None else None
+        parts, share = self.at_once, self.memory
+        if share is not None and parts > 1:
+            share = MemoryLimit(share.mib // parts, f"1/{parts} of {share.source}")
         return max(1, self.jobs // parts), max(1, self.cpus // parts), share
 
 
