@@ -291,8 +291,7 @@ def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:
     ]
 
 
-# pytest's configuration files, in the order it looks, and the section that makes one its own
-# ("": the file alone does)
+# pytest's configuration files, in its order, and the section one needs ("": none)
 _PYTEST_CONFIGS = {
     "pytest.ini": "",
     ".pytest.ini": "",

@@ -12,7 +12,6 @@ one that cannot be traced to torch (``lib.define(...)``) is judged only when its
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,18 +83,14 @@ class Unreadable:
 
 
 def find_fixed_registrations(
-    files: Iterable[Path], package_dir: Path | None = None
+    files: Iterable[Path], package_dir: Path
 ) -> tuple[tuple[FixedRegistration, ...], tuple[Unreadable, ...]]:
-    """Every fixed-namespace registration in ``files`` (of the package in ``package_dir``, by
-    default their common folder) in file and line order, and what could not be read."""
-    paths = sorted(files)
-    if not paths:
-        return (), ()
-    root = package_dir or Path(os.path.commonpath([p.parent for p in paths]))
-    package = Package(root)
+    """Every fixed-namespace registration in ``files`` (of the package in ``package_dir``) in
+    file and line order, and what could not be read."""
+    package = Package(package_dir)
     found: list[FixedRegistration] = []
     unreadable: list[Unreadable] = []
-    for path in paths:
+    for path in sorted(files):
         module = package.module(path)
         if isinstance(module, Unknown):
             unreadable.append(Unreadable(path, module.reason))
