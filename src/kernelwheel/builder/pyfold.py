@@ -108,7 +108,7 @@ _EMPTY = Folded(())
 
 @dataclass(frozen=True)
 class Dotted:
-    """A dotted name from outside the package (``torch.library.custom_op``), or a builtin."""
+    """A dotted name from outside the package (``torch.library.custom_op``), or one unbound."""
 
     name: str
 
