@@ -85,4 +85,3 @@ def test_the_report_names_the_ops_without_the_namespace() -> None:
         ops=(f"{NS}::add_one(Tensor x) -> Tensor", f"{NS}::twice(Tensor x) -> Tensor")
     )
     assert report.describe(NS) == "2 op(s) loaded: add_one, twice"
-    assert LoadReport(skipped="off").describe(NS) == "skipped: off"

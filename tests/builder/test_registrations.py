@@ -18,7 +18,7 @@ from kernelwheel.model.project import load_project
 def _scan(tmp_path: Path, code: str) -> list[tuple[int, str, str]]:
     path = tmp_path / "op.py"
     path.write_text(textwrap.dedent(code))
-    found, unreadable = find_fixed_registrations([path])
+    found, unreadable = find_fixed_registrations([path], tmp_path)
     assert not unreadable
     return [(r.line, r.call, r.namespace) for r in found]
 

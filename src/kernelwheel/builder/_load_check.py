@@ -47,8 +47,7 @@ def load_tvm_ffi(path: str) -> list[str]:
 
 
 def then_pytest(path: str, namespace: str, log: str, args: list[str]) -> int:
-    """The load check with this process's output appended to ``log``, then pytest on the
-    restored output (``python -m pytest``'s exit code)."""
+    """The load check, its output appended to ``log``, then pytest on the restored output."""
     with open(log, "a") as fh:
         try:
             import pytest

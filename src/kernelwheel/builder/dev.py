@@ -67,9 +67,8 @@ def dev_namespace(project: KernelProject, variant: Variant) -> str:
 def build_dev(
     req: BuildRequest, reporter: Reporter, runner: Runner, *, check_in_tests: bool = False
 ) -> DevBuild:
-    """Compile ``req``'s variant incrementally into its dev folder, load-check it and lay it
-    out as an importable package (:class:`DevBuild`). ``check_in_tests``: the load check is
-    left to the process that runs the tests (``DevBuild.deferred``)."""
+    """``req``'s variant compiled incrementally, load-checked (``check_in_tests``: by the
+    process that runs the tests, ``DevBuild.deferred``) and laid out as an importable package."""
     if req.kind is not BuildKind.TORCH:
         raise ProjectError(
             f"{req.project.name} is a {req.kind.value} project: kernelwheel dev builds torch "
@@ -146,12 +145,11 @@ def _lay_out_site(
     so_path: Path,
     digest: str,
 ) -> Path:
-    """``site/<package>/``: links to the project's package files, ``_ops.py`` and a copy of the
-    shared object (a copy, swapped in by rename: a Python that loaded the last one keeps its
-    file). Updated in place, and only what changed: ``site`` itself stays untouched after the
-    first run, so the interpreter it is linked into (``sys.path`` holds it) keeps its cached
-    probe (compat/probe_cache watches the folders on ``sys.path``). ``digest``: the shared
-    object's sha256, kept beside ``site`` for the copy made of it."""
+    """``site/<package>/``: links to the package's files, ``_ops.py`` and a copy of the shared
+    object (swapped in by rename: a Python that loaded the last one keeps its file) whose
+    ``digest`` is kept beside ``site``. Only what changed is updated: ``site`` itself stays
+    untouched, so the interpreter whose ``sys.path`` holds it keeps its cached probe
+    (compat/probe_cache watches those folders)."""
     package = site / project.package
     package.mkdir(parents=True, exist_ok=True)
     links = {
@@ -227,9 +225,8 @@ def _stat(path: Path) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class Linked:
-    """The dev build made importable by an interpreter of the user's: the ``.pth`` file written
-    into its site-packages, or why none was (``skipped``), and a pip-installed copy of the
-    package that would shadow the dev build (its version)."""
+    """The ``.pth`` file that made the dev build importable by ``python``, or why none was
+    written (``skipped``); ``shadowed_by``: the version of a pip-installed copy that shadows it."""
 
     python: Path
     pth: Path | None
@@ -274,10 +271,9 @@ def link_dev_build(
 
 
 def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:
-    """pytest's arguments for the project's ``tests/`` with the project as pytest's rootdir and
-    its own configuration only: the project's pytest.ini (or pyproject.toml, tox.ini,
-    setup.cfg, as pytest finds them), else an empty one, so no configuration of a folder
-    around the project applies. pytest's cache goes to the dev folder, not the project."""
+    """pytest's arguments for the project's ``tests/``, the project its rootdir, with its own
+    configuration file or an empty one (none of a folder around it applies); the cache goes to
+    the dev folder, not the project."""
     found = (project.root / name for name in _PYTEST_CONFIGS)
     config = next((path for path in found if _configures_pytest(path)), None)
     if config is None:
@@ -295,19 +291,19 @@ def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:
     ]
 
 
-_PYTEST_CONFIGS = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+# pytest's configuration files, in its order, and the section one needs ("": none)
+_PYTEST_CONFIGS = {
+    "pytest.ini": "",
+    ".pytest.ini": "",
+    "pyproject.toml": "[tool.pytest.ini_options]",
+    "tox.ini": "[pytest]",
+    "setup.cfg": "[tool:pytest]",
+}
 
 
 def _configures_pytest(path: Path) -> bool:
     """Whether ``path`` is a pytest configuration file, by pytest's own rules for each name."""
     if not path.is_file():
         return False
-    if path.name in ("pytest.ini", ".pytest.ini"):
-        return True
-    text = path.read_text(errors="replace")
-    section = {
-        "pyproject.toml": "[tool.pytest.ini_options]",
-        "tox.ini": "[pytest]",
-        "setup.cfg": "[tool:pytest]",
-    }[path.name]
-    return section in text
+    section = _PYTEST_CONFIGS[path.name]
+    return not section or section in path.read_text(errors="replace")

@@ -7,7 +7,6 @@ shared object's registrations run."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 from dataclasses import dataclass
@@ -28,15 +27,11 @@ _MISMATCH = "doesn't match the expected function schema"
 
 @dataclass(frozen=True)
 class LoadReport:
-    """What a load check found: the ops registered under the build's namespace (schemas), or
-    why it did not run (``skipped``)."""
+    """What a load check found: the ops registered under the build's namespace (schemas)."""
 
     ops: tuple[str, ...] = ()
-    skipped: str | None = None
 
     def describe(self, namespace: str) -> str:
-        if self.skipped is not None:
-            return f"skipped: {self.skipped}"
         names = [op.split("(", 1)[0].removeprefix(namespace + "::") for op in self.ops]
         return f"{len(names)} op(s) loaded" + (f": {', '.join(names)}" if names else "")
 
@@ -61,23 +56,14 @@ class DeferredLoad:
 
 
 def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[str]) -> list[str]:
-    """``python`` loading the extension, then running pytest with ``pytest_args`` (``python -m
-    pytest``'s arguments), in one process; the load's output appended to the log."""
-    return [
-        os.fspath(python),
-        os.fspath(PROGRAM),
-        "torch+pytest",
-        os.fspath(deferred.shared_object),
-        deferred.namespace,
-        os.fspath(deferred.log),
-        *pytest_args,
-    ]
+    """``python`` loading the extension (output to the log), then ``python -m pytest ARGS``."""
+    program = (python, PROGRAM, "torch+pytest", deferred.shared_object, deferred.namespace)
+    return [*map(str, program), str(deferred.log), *pytest_args]
 
 
 def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadReport | None:
-    """What the run of :func:`then_pytest_command` that ended with ``code`` loaded, from the
-    log past ``offset``: the ops, None when that interpreter has no pytest; a load that failed
-    is a :class:`BuildError` as :func:`check_load`'s."""
+    """What :func:`then_pytest_command`'s run loaded, read from the log past ``offset``; None
+    when that interpreter has no pytest; a failed load a :class:`BuildError`."""
     with open(deferred.log, errors="replace") as fh:
         fh.seek(offset)
         output = fh.read()
@@ -87,10 +73,7 @@ def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadRepor
             if "missing" in found:
                 return None
             return LoadReport(ops=tuple(str(op) for op in found.get("ops", [])))
-    failure = explain_failure(code, output, deferred.namespace)
-    raise BuildError(
-        failure.message, log=deferred.log, hint=failure.fix, diagnostics=failure.details
-    )
+    raise explain_failure(code, output, deferred.namespace).error(deferred.log)
 
 
 def check_load(
@@ -120,8 +103,7 @@ def check_load(
         lines = proc.stdout.strip().splitlines()
         ops = json.loads(lines[-1]).get("ops", []) if lines else []
         return LoadReport(ops=tuple(str(op) for op in ops))
-    failure = explain_failure(proc.returncode, proc.stderr, namespace)
-    raise BuildError(failure.message, log=log, hint=failure.fix, diagnostics=failure.details)
+    raise explain_failure(proc.returncode, proc.stderr, namespace).error(log)
 
 
 class Failure(NamedTuple):
@@ -130,6 +112,9 @@ class Failure(NamedTuple):
     message: str
     details: tuple[str, ...]
     fix: str
+
+    def error(self, log: Path) -> BuildError:
+        return BuildError(self.message, log=log, hint=self.fix, diagnostics=self.details)
 
 
 def explain_failure(code: int, stderr: str, namespace: str) -> Failure:

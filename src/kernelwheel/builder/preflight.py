@@ -37,8 +37,7 @@ from ..toolchain.envs import (
 def system_toolkit(
     cuda: CudaToolchain, explicit: Path | None = None, runner: Runner = RUNNER
 ) -> tuple[Path | None, str]:
-    """The toolkit of exactly CUDA ``cuda.version`` (a "system" toolchain) on this machine, or
-    None with what was found instead (one line)."""
+    """This machine's toolkit of exactly CUDA ``cuda.version``, or None and what was found."""
     seen: list[str] = []
     if explicit is not None:
         candidates = [("--cuda-home", explicit)]
@@ -63,8 +62,7 @@ def system_toolkit(
 def toolkit_problem(
     recipe: VariantRecipe, explicit: Path | None = None, runner: Runner = RUNNER
 ) -> str | None:
-    """Why the variant's "system" CUDA toolchain is not on this machine; None when it is (or
-    its toolchain is none, or installs from PyPI)."""
+    """Why the variant's "system" CUDA toolchain is not here; None when it is, or not needed."""
     cuda = recipe.cuda
     if cuda is None or cuda.source != "system":
         return None
@@ -92,9 +90,8 @@ _unreachable = cache(unreachable)
 def torch_source_problem(
     recipe: VariantRecipe, spec: EnvSpec | None, environ: Mapping[str, str] | None = None
 ) -> str | None:
-    """Why the torch of the variant's environment cannot come from where the recipe says: only
-    for torch from PyTorch's index (an extra index of ``spec``), when no local find-links folder
-    (the build's, or pip's PIP_FIND_LINKS) holds the wheel and the index does not answer."""
+    """Why the variant's torch cannot come from PyTorch's index (an extra index of ``spec``):
+    no local find-links folder (the build's, or PIP_FIND_LINKS) holds it and the index is mute."""
     if spec is None or recipe.index_url not in spec.sources.extra_index_urls:
         return None
     env = os.environ if environ is None else environ
@@ -115,17 +112,14 @@ def torch_source_problem(
 
 
 def torch_problem(
-    recipe: VariantRecipe,
-    spec: EnvSpec | None,
-    cache_dir: Path | None,
-    environ: Mapping[str, str] | None = None,
+    recipe: VariantRecipe, spec: EnvSpec | None, cache_dir: Path | None
 ) -> str | None:
     """Why this machine cannot get the variant's torch: None when nothing is installed
     (``spec`` None: ``--python``), its environment is cached in ``cache_dir``, or its torch's
     source is within reach (:func:`torch_source_problem`)."""
     if spec is None or (cache_dir is not None and env_ready(spec, cache_dir)):
         return None
-    return torch_source_problem(recipe, spec, environ)
+    return torch_source_problem(recipe, spec)
 
 
 def require_buildable(
@@ -135,18 +129,17 @@ def require_buildable(
     runner: Runner = RUNNER,
     cache_dir: Path | None = None,
 ) -> None:
-    """Raise one :class:`ToolchainError` naming every variant of ``recipes`` this machine cannot
-    build (its "system" CUDA toolkit or its torch's index missing), with the reason for each.
-    ``specs`` maps a variant's name to its environment (None: ``--python``, nothing installed);
-    one already made in ``cache_dir`` fetches nothing."""
-    problems: list[tuple[str, str]] = []
-    for recipe in recipes:
+    """One :class:`ToolchainError` naming every variant of ``recipes`` this machine cannot build,
+    with why. ``specs``: each variant's environment (None: ``--python``, nothing installed)."""
+    problems = [
+        (recipe.name, why)
+        for recipe in recipes
         for why in (
             toolkit_problem(recipe, cuda_home, runner),
             torch_problem(recipe, specs.get(recipe.name), cache_dir),
-        ):
-            if why is not None:
-                problems.append((recipe.name, why))
+        )
+        if why is not None
+    ]
     if not problems:
         return
     if len(problems) == 1:
@@ -211,9 +204,8 @@ def _others_within_reach(
     refused: set[str],
     wanted: int = 3,
 ) -> list[tuple[str, str]]:
-    """Up to ``wanted`` of the plan's variants this machine builds and can get, but for the
-    ``refused`` ones (newest torch first), each with how: its environment cached, or its torch
-    within reach."""
+    """Up to ``wanted`` of the plan's other variants this machine can build (newest torch
+    first), each with how: its environment cached, or its torch within reach."""
     host = Arch.host()
     here = [
         r

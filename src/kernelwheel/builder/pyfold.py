@@ -1,22 +1,21 @@
 """Names followed to where they come from and constant strings folded, across the modules of
 one Python package, read with :mod:`ast` only (nothing is imported or run).
 
-A name is followed through its imports (``import torch.library as tl``, ``from .consts import
-NS``, ``from . import consts``) and simple assignments (``op = custom_op``), in the scope it is
-used in (a function's own names first, then the module's; one pass, no data flow). A string is
-folded from literals, names bound to one, f-strings, ``+``, ``%``, ``str.format`` and
-``"sep".join`` of a literal list or tuple, and the ``return`` of a function of the package.
-Whatever comes from the package's generated ``_ops`` module is the build's own (:data:`OWN`);
-whatever cannot be read is an :class:`Unknown` that says why. Sibling modules are parsed once
-each, cycles end as an :class:`Unknown`, and so does anything nested deeper than
-:data:`MAX_DEPTH` (never a RecursionError).
+A name is followed through imports (``import torch.library as tl``, ``from . import consts``)
+and simple assignments (``op = custom_op``) in the scope it is used in (one pass, no data flow).
+A string is folded from literals, names, f-strings, ``+``, ``%``, ``str.format``, ``"sep".join``
+of a literal list or tuple, and a package function's ``return``. What the generated ``_ops``
+gives is the build's own (:data:`OWN`); what cannot be read, a cycle, or anything nested deeper
+than :data:`MAX_DEPTH` (never a RecursionError) is an :class:`Unknown` saying why.
 """
 
 from __future__ import annotations
 
 import ast
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TypeGuard
 
@@ -79,9 +78,8 @@ _TOO_LONG = Unknown("a string too long to read")
 
 
 def _bounded(parts: list[Part]) -> Folded:
-    """``parts`` cut after :data:`_MAX_TEXT` characters or :data:`_MAX_PARTS` parts (what
-    comes first is kept: the namespace is at the start), so a name that doubles at every
-    step stays small."""
+    """``parts`` cut to their start (where the namespace is), so a name doubled at every step
+    stays small."""
     total = 0
     for index, part in enumerate(parts):
         if index >= _MAX_PARTS:
@@ -110,16 +108,14 @@ _EMPTY = Folded(())
 
 @dataclass(frozen=True)
 class Dotted:
-    """A dotted name from outside the package (``torch.library.custom_op``), or a name nothing
-    in the package binds (a builtin)."""
+    """A dotted name from outside the package (``torch.library.custom_op``), or one unbound."""
 
     name: str
 
 
 @dataclass(frozen=True)
 class ModuleRef:
-    """A module or package folder of the package (``module`` None: a folder without
-    ``__init__.py``)."""
+    """A module or folder of the package (``module`` None: a folder without ``__init__.py``)."""
 
     path: Path  # the module's file (a package's ``__init__.py``)
     module: ParsedModule | None
@@ -163,17 +159,8 @@ class ParsedModule:
     scope: Scope
 
 
-def parse_failure(exc: BaseException) -> str:
-    """What a parse failure says, for a person: a file in another encoding, or one nested
-    deeper than Python's parser goes (RecursionError, MemoryError from the parser)."""
-    if isinstance(exc, (RecursionError, MemoryError)):
-        return "nested too deeply for Python's parser"
-    return str(exc) or type(exc).__name__
-
-
 class Package:
-    """The ``.py`` files under ``root`` (a package folder), each parsed once when first needed,
-    and what their names refer to."""
+    """The ``.py`` files of the package folder ``root``, parsed once each, and what names mean."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -193,37 +180,33 @@ class Package:
     # --- modules ---------------------------------------------------------------------------
 
     def module(self, path: Path) -> ParsedModule | Unknown:
-        """``path`` parsed (once), or why it cannot be."""
         if path not in self._parsed:
             self._parsed[path] = self._parse(path)
         return self._parsed[path]
 
     def calls(self, path: Path) -> tuple[tuple[ast.Call, Scope], ...]:
-        """The calls of ``path`` (parsed first) with their scopes, handed out once."""
+        """The calls of ``path`` with their scopes, handed out once."""
         self.module(path)
         return self._calls.pop(path, ())
 
     def release(self, path: Path) -> None:
-        """``path``'s calls are read: keep of its functions' locals only what their returns
-        reach (memory, and the garbage collector's time, stay bounded by the package)."""
+        """Forget the locals of ``path``'s functions that their returns do not reach."""
         release_locals(self._functions.pop(path, ()))
 
     def _parse(self, path: Path) -> ParsedModule | Unknown:
         try:
             tree = ast.parse(path.read_bytes(), filename=str(path))
             scopes = read_scopes(tree)
-        except (SyntaxError, ValueError, OSError, RecursionError, MemoryError) as exc:
-            return Unknown(parse_failure(exc))
+        except (RecursionError, MemoryError):  # from the parser: deeper than it goes
+            return Unknown("nested too deeply for Python's parser")
+        except (SyntaxError, ValueError, OSError) as exc:  # ValueError: another encoding
+            return Unknown(str(exc) or type(exc).__name__)
         self._calls[path] = scopes.calls
         self._functions[path] = scopes.functions
         return ParsedModule(path, scopes.module)
 
-    def _where(self, path: Path) -> str:
-        return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
-
     def _module_at(self, folder: Path, parts: list[str]) -> Ref:
-        """The module ``parts`` names under ``folder``: ``<parts>.py`` or a package folder
-        (``folder`` itself when ``parts`` is empty), found once."""
+        """The module ``parts`` names under ``folder`` (empty: ``folder`` itself), found once."""
         key = (folder, tuple(parts))
         if key not in self._modules:
             self._modules[key] = self._find_module(folder, parts)
@@ -243,7 +226,9 @@ class Package:
             if path.is_file():
                 parsed = self.module(path)
                 if isinstance(parsed, Unknown):
-                    return Unknown(f"{self._where(path)} could not be read ({parsed.reason})")
+                    return Unknown(
+                        f"{display_path(path, self.root)} could not be read ({parsed.reason})"
+                    )
                 return ModuleRef(path, parsed, is_package)
         if target.is_dir():
             return ModuleRef(target / "__init__.py", None, True)
@@ -273,29 +258,26 @@ class Package:
                     return found
         if ref.is_package:
             return self._module_at(ref.path.parent, [name])
-        return Unknown(f"`{name}` is not found in {self._where(ref.path)}")
+        return Unknown(f"`{name}` is not found in {display_path(ref.path, self.root)}")
 
     # --- names -----------------------------------------------------------------------------
 
     def resolve(self, node: ast.expr, module: ParsedModule, scope: Scope, depth: int = 0) -> Ref:
-        """What ``node`` refers to: a name followed to its binding, an attribute to what it is
-        an attribute of; any other expression is a :class:`ValueRef` of itself."""
+        """What ``node`` refers to: a name its binding, an attribute its base's, else itself."""
         if depth > MAX_DEPTH:
             return Unknown("nested too deeply to read")
         if isinstance(node, ast.Name):
             return self._name(node.id, module, scope, depth + 1)
+        attr: str | None
         if isinstance(node, ast.Attribute):
-            return self._attribute(
-                self.resolve(node.value, module, scope, depth + 1), node.attr, depth
-            )
-        if _is_getattr(node):
-            attr = self.fold(node.args[1], module, scope, depth + 1).text
+            base, attr = node.value, node.attr
+        elif _is_getattr(node):
+            base, attr = node.args[0], self.fold(node.args[1], module, scope, depth + 1).text
             if attr is None:
                 return Unknown("a getattr whose name cannot be read")
-            return self._attribute(
-                self.resolve(node.args[0], module, scope, depth + 1), attr, depth
-            )
-        return ValueRef(node, module, scope)
+        else:
+            return ValueRef(node, module, scope)
+        return self._attribute(self.resolve(base, module, scope, depth + 1), attr, depth)
 
     def _attribute(self, base: Ref, attr: str, depth: int) -> Ref:
         if isinstance(base, Dotted):
@@ -364,7 +346,6 @@ class Package:
     # --- strings ---------------------------------------------------------------------------
 
     def fold(self, node: ast.expr, module: ParsedModule, scope: Scope, depth: int = 0) -> Folded:
-        """The string ``node`` evaluates to, as far as it can be read."""
         if depth > MAX_DEPTH:
             return _unknown("nested too deeply to read")
         if isinstance(node, ast.Constant):
@@ -389,7 +370,6 @@ class Package:
         return _unknown(_describe(node))
 
     def fold_ref(self, ref: Ref, depth: int) -> Folded:
-        """The string ``ref`` holds, as far as it can be read."""
         if isinstance(ref, ValueRef):
             return self._fold_once(ref, depth)
         if isinstance(ref, Own):
@@ -406,8 +386,7 @@ class Package:
         return _unknown("a module")
 
     def _fold_once(self, ref: ValueRef, depth: int) -> Folded:
-        """A value folded once however often it is used (``A = B + B; B = C + C; ...`` stays
-        linear), a cycle an Unknown."""
+        """Folded once however often used (``A = B + B; B = C + C; ...`` stays linear)."""
         key = id(ref.node)
         if key in self._folded:
             done = self._folded[key][1]
@@ -422,20 +401,16 @@ class Package:
     ) -> Folded:
         out = _EMPTY
         for value in node.values:
-            if isinstance(value, ast.FormattedValue):
-                out = out + self._field(value, module, scope, depth)
-            else:
+            if not isinstance(value, ast.FormattedValue):
                 out = out + self.fold(value, module, scope, depth + 1)
+                continue
+            folded = self.fold(value.value, module, scope, depth + 1)
+            if value.format_spec is not None:
+                out = out + _unknown("a formatted field with a format spec")
+            else:
+                conversion = "s" if value.conversion == -1 else chr(value.conversion)
+                out = out + _converted(folded, conversion, "a formatted field with !r or !a")
         return out
-
-    def _field(
-        self, node: ast.FormattedValue, module: ParsedModule, scope: Scope, depth: int
-    ) -> Folded:
-        folded = self.fold(node.value, module, scope, depth + 1)
-        if node.format_spec is not None:
-            return _unknown("a formatted field with a format spec")
-        conversion = "s" if node.conversion == -1 else chr(node.conversion)
-        return _converted(folded, conversion, "a formatted field with !r or !a")
 
     def _percent(self, node: ast.BinOp, module: ParsedModule, scope: Scope, depth: int) -> Folded:
         template = self.fold(node.left, module, scope, depth + 1).text
@@ -454,9 +429,10 @@ class Package:
         if isinstance(func, ast.Attribute) and func.attr in ("format", "join"):
             base = self.fold(func.value, module, scope, depth + 1).text
             if base is not None:
+                fold = partial(self.fold, module=module, scope=scope, depth=depth + 1)
                 if func.attr == "format":
-                    return self._format(base, node, module, scope, depth)
-                return self._join(base, node, module, scope, depth)
+                    return _str_format(base, node, fold)
+                return _join(base, node, fold)
         callee = self.resolve(func, module, scope, depth + 1)
         return self._call_result(callee, func, depth)
 
@@ -491,39 +467,23 @@ class Package:
         }
         return _same(results, f"`{name}` returns different strings")
 
-    def _format(
-        self, template: str, node: ast.Call, module: ParsedModule, scope: Scope, depth: int
-    ) -> Folded:
-        if any(isinstance(a, ast.Starred) for a in node.args) or any(
-            k.arg is None for k in node.keywords
-        ):
-            return _unknown("a str.format with *arguments")
-        positional = [self.fold(a, module, scope, depth + 1) for a in node.args]
-        named = {
-            k.arg: self.fold(k.value, module, scope, depth + 1)
-            for k in node.keywords
-            if k.arg is not None
-        }
-        return _str_format(template, positional, named)
 
-    def _join(
-        self, separator: str, node: ast.Call, module: ParsedModule, scope: Scope, depth: int
-    ) -> Folded:
-        if (
-            len(node.args) != 1
-            or node.keywords
-            or not isinstance(node.args[0], (ast.List, ast.Tuple))
-        ):
-            return _unknown("a str.join of something other than a literal list or tuple")
-        items = node.args[0].elts
-        if any(isinstance(e, ast.Starred) for e in items):
-            return _unknown("a str.join with *items")
-        out = _EMPTY
-        for index, item in enumerate(items):
-            if index:
-                out = out + Folded((separator,))
-            out = out + self.fold(item, module, scope, depth + 1)
-        return out
+def _join(separator: str, node: ast.Call, fold: Callable[[ast.expr], Folded]) -> Folded:
+    if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], (ast.List, ast.Tuple)):
+        return _unknown("a str.join of something other than a literal list or tuple")
+    items = node.args[0].elts
+    if any(isinstance(e, ast.Starred) for e in items):
+        return _unknown("a str.join with *items")
+    out = _EMPTY
+    for index, item in enumerate(items):
+        if index:
+            out = out + Folded((separator,))
+        out = out + fold(item)
+    return out
+
+
+def display_path(path: Path, root: Path) -> str:
+    return str(path.relative_to(root) if path.is_relative_to(root) else path)
 
 
 def _is_getattr(node: ast.expr) -> TypeGuard[ast.Call]:
@@ -549,8 +509,7 @@ def _describe(node: ast.expr) -> str:
 
 
 def _percent_format(template: str, values: list[Folded]) -> Folded:
-    """``template % values``: ``%s`` (and ``%r``/``%a`` of known text) substituted, ``%%``
-    kept; any other conversion an unknown part."""
+    """``template % values``: ``%s``, ``%r``, ``%a`` and ``%%``; any other an unknown part."""
     out = _EMPTY
     index = 0
     position = 0
@@ -575,8 +534,7 @@ def _percent_format(template: str, values: list[Folded]) -> Folded:
 
 
 def _converted(value: Folded, conversion: str, reason: str) -> Folded:
-    """``value`` converted by ``s``, ``r`` or ``a`` (``!r``, ``%r``...); any other conversion, or
-    a repr of text that cannot be read, an unknown saying ``reason``."""
+    """``value`` converted by ``s``, ``r`` or ``a``; else an unknown saying ``reason``."""
     if conversion == "s":
         return value
     text = value.text
@@ -585,9 +543,14 @@ def _converted(value: Folded, conversion: str, reason: str) -> Folded:
     return Folded((repr(text) if conversion == "r" else ascii(text),))
 
 
-def _str_format(template: str, positional: list[Folded], named: dict[str, Folded]) -> Folded:
-    """``template.format(...)``: plain ``{}``, ``{0}`` and ``{name}`` fields substituted; a
-    field with a format spec, a conversion or an index an unknown part."""
+def _str_format(template: str, node: ast.Call, fold: Callable[[ast.expr], Folded]) -> Folded:
+    """``template.format(...)``: ``{}``, ``{0}``, ``{name}``; any other field an unknown part."""
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(
+        k.arg is None for k in node.keywords
+    ):
+        return _unknown("a str.format with *arguments")
+    positional = [fold(a) for a in node.args]
+    named = {k.arg: fold(k.value) for k in node.keywords if k.arg is not None}
     try:
         pieces = list(string.Formatter().parse(template))
     except ValueError:

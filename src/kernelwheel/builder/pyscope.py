@@ -228,8 +228,7 @@ def _bind_statement(node: ast.AST, scope: Scope) -> None:
     elif isinstance(node, ast.Return):
         scope.returns.append(node.value)
     elif isinstance(node, (ast.Global, ast.Nonlocal)):
-        for name in node.names:
-            scope.declared_global.add(name)
+        scope.declared_global.update(node.names)
     else:
         reason, names = _opaque(node)
         for name in names:
@@ -327,11 +326,9 @@ def _add_children(node: ast.AST, pending: list[ast.AST]) -> None:
 
 
 def release_locals(functions: tuple[Scope, ...]) -> None:
-    """Forget the local names of ``functions`` (a module's) that none of their ``return``
-    values reach, once the module's own calls are read: a package's syntax trees are not all
-    held at once (nor walked by the garbage collector), and a function of it can still be
-    folded through its returns. A name a nested function's return uses is kept where it is
-    bound."""
+    """Forget the locals of a module's ``functions`` that no ``return`` reaches (a nested
+    function's included), once its calls are read: a package's trees are not all held at once
+    (nor walked by the garbage collector), yet its functions still fold through their returns."""
     needed: dict[int, set[str]] = {}
     for function in reversed(functions):  # nested functions first: they pass free names up
         wanted = needed.pop(id(function), set())

@@ -12,7 +12,6 @@ one that cannot be traced to torch (``lib.define(...)``) is judged only when its
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from .pyfold import (
     Ref,
     Unknown,
     ValueRef,
+    display_path,
 )
 from .pyscope import Scope
 
@@ -57,7 +57,7 @@ class FixedRegistration:
     namespace: str
 
     def describe(self, root: Path) -> str:
-        where = f"{_where(self.path, root)}:{self.line}"
+        where = f"{display_path(self.path, root)}:{self.line}"
         return f"{where}: {self.call}(...) registers in namespace {self.namespace!r}"
 
 
@@ -72,7 +72,7 @@ class Unreadable:
     call: str | None = None
 
     def describe(self, root: Path) -> str:
-        where = _where(self.path, root)
+        where = display_path(self.path, root)
         if self.line is None:
             return f"{where}: not checked for op registrations ({self.reason})"
         return (
@@ -82,53 +82,33 @@ class Unreadable:
         )
 
 
-def _where(path: Path, root: Path) -> str:
-    return str(path.relative_to(root) if path.is_relative_to(root) else path)
-
-
 def find_fixed_registrations(
-    files: Iterable[Path], package_dir: Path | None = None
+    files: Iterable[Path], package_dir: Path
 ) -> tuple[tuple[FixedRegistration, ...], tuple[Unreadable, ...]]:
-    """Every fixed-namespace registration in ``files`` (Python sources of the package in
-    ``package_dir``, by default their files' common folder), in file and line order; the files
-    that could not be parsed and the registrations whose namespace could not be read."""
-    paths = sorted(files)
-    if not paths:
-        return (), ()
-    root = package_dir or Path(os.path.commonpath([p.parent for p in paths]))
-    package = Package(root)
+    """Every fixed-namespace registration in ``files`` (of the package in ``package_dir``) in
+    file and line order, and what could not be read."""
+    package = Package(package_dir)
     found: list[FixedRegistration] = []
     unreadable: list[Unreadable] = []
-    for path in paths:
+    for path in sorted(files):
         module = package.module(path)
         if isinstance(module, Unknown):
             unreadable.append(Unreadable(path, module.reason))
             continue
-        fixed, unread = _in_module(package, module, package.calls(path))
+        for call, scope in package.calls(path):
+            try:
+                verdict = _judge_call(package, module, call, scope)
+            except RecursionError:  # the folding is bounded; this is the last guard
+                verdict = (_called_name(call) or "call", True, Unknown("nested too deeply to read"))
+            if verdict is None:
+                continue
+            name, known, result = verdict
+            if isinstance(result, str):
+                found.append(FixedRegistration(path, call.lineno, name, result))
+            elif isinstance(result, Unknown) and known:
+                unreadable.append(Unreadable(path, result.reason, call.lineno, name))
         package.release(path)
-        found.extend(fixed)
-        unreadable.extend(unread)
     return tuple(found), tuple(unreadable)
-
-
-def _in_module(
-    package: Package, module: ParsedModule, calls: Iterable[tuple[ast.Call, Scope]]
-) -> tuple[list[FixedRegistration], list[Unreadable]]:
-    found: list[FixedRegistration] = []
-    unread: list[Unreadable] = []
-    for call, scope in calls:
-        try:
-            verdict = _judge_call(package, module, call, scope)
-        except RecursionError:  # the folding is bounded; this is the last guard
-            verdict = (_called_name(call) or "call", True, Unknown("nested too deeply to read"))
-        if verdict is None:
-            continue
-        name, known, result = verdict
-        if isinstance(result, str):
-            found.append(FixedRegistration(module.path, call.lineno, name, result))
-        elif isinstance(result, Unknown) and known:
-            unread.append(Unreadable(module.path, result.reason, call.lineno, name))
-    return found, unread
 
 
 _Verdict = str | Unknown | None  # a fixed namespace, unreadable, or fine
@@ -260,17 +240,15 @@ def _library_verdict(
 
 
 def _library_namespace(folded: Folded) -> _Verdict:
-    text = folded.text
-    if text is not None:
-        return text if text and "::" not in text else None
+    if folded.text is not None and "::" in folded.text:
+        return None
     return _text_or_own(list(folded.parts))
 
 
 def check_registrations(project: KernelProject, *, allow: bool) -> tuple[str, ...]:
-    """Refuse ``project``'s fixed-namespace registrations (its package's ``.py`` files), or,
-    with ``allow`` (the ``allow-fixed-op-namespaces`` setting), return one warning for each.
-    Files the check cannot parse are returned as warnings too (their import will tell), and
-    so is each registration whose namespace it cannot read, naming the call."""
+    """Refuse ``project``'s fixed-namespace registrations, or with ``allow``
+    (``allow-fixed-op-namespaces``) warn of each; a file that does not parse (its import will
+    tell) and a call whose namespace cannot be read are warnings too."""
     files = [
         p for p in project.package_dir.rglob("*.py") if p.is_file() and "__pycache__" not in p.parts
     ]

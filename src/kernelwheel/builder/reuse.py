@@ -100,11 +100,8 @@ class Reuse:
 
     def lookup(self, key: str) -> dict[str, object] | None:
         """The stored compile result when ``key`` and every input's fingerprint match."""
-        try:
-            manifest = json.loads((self.folder / MANIFEST).read_text())
-        except (OSError, ValueError):
-            return None
-        if not isinstance(manifest, dict) or manifest.get("key") != key:
+        manifest = _keyed(self.folder / MANIFEST, key)
+        if manifest is None:
             return None
         inputs = manifest.get("inputs")
         result = manifest.get("result")
@@ -161,16 +158,10 @@ class Reuse:
     # --- repair: the same raw wheel, policy and auditwheel give the same repaired wheel --------
 
     def repaired(self, raw: Path, key: str) -> tuple[Path, dict[str, object]] | None:
-        """The wheel an earlier repair made from these exact bytes under ``key`` (policy,
-        best effort, auditwheel's version), and what it recorded."""
+        """The wheel an earlier repair made from these exact bytes under ``key``, and its record."""
         folder = self.folder / "repair"
-        try:
-            record = json.loads((folder / "repair.json").read_text())
-        except (OSError, ValueError):
-            return None
-        if not isinstance(record, dict) or record.get("key") != key:
-            return None
-        if record.get("raw_sha256") != sha256_file(raw):
+        record = _keyed(folder / "repair.json", key)
+        if record is None or record.get("raw_sha256") != sha256_file(raw):
             return None
         wheel = folder / str(record.get("wheel"))
         if not wheel.is_file() or sha256_file(wheel) != record.get("wheel_sha256"):
@@ -197,6 +188,15 @@ class Reuse:
             }
             (tmp / "repair.json").write_text(json.dumps(record, indent=1))
             replace_dir(tmp, self.folder / "repair")
+
+
+def _keyed(path: Path, key: str) -> dict[str, object] | None:
+    """The JSON object stored at ``path`` under ``key``; None when absent, unreadable or another."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("key") == key else None
 
 
 _SUFFIXES = 3  # <ATen/core/Tensor.h>: the deepest include paths torch's headers use

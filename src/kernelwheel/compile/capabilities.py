@@ -80,8 +80,7 @@ def for_kernel(
 def unsupported(
     capabilities: Iterable[CudaCapability], supported: Sequence[str]
 ) -> tuple[CudaCapability, ...]:
-    """Those of ``capabilities`` whose base (``9.0`` of ``9.0a+PTX``) is not in ``supported``
-    (what nvcc --list-gpu-arch names)."""
+    """Those whose base (``9.0`` of ``9.0a+PTX``) is not in ``supported`` (nvcc --list-gpu-arch)."""
     return tuple(c for c in capabilities if c.base not in supported)
 
 

@@ -80,10 +80,8 @@ class PathMap:
 
 @dataclass(frozen=True)
 class Diagnostics:
-    """A failed compile, for the author: the units that failed (sources, project-relative where
-    they are the project's), and the first error with its context and notes (at most
-    :data:`MAX_LINES`, the last one saying how many more the log has); without a compiler's
-    error (``compiler_error`` false), the output's last lines."""
+    """A failed compile's failing units and its first error with context and notes (at most
+    :data:`MAX_LINES`); without a compiler's error (``compiler_error`` false), the last lines."""
 
     units: tuple[str, ...]
     lines: tuple[str, ...]
@@ -113,23 +111,19 @@ def _source_of(command: str) -> str | None:
 def _segments(output: str) -> list[_Segment]:
     """The output cut at each unit's ``[i/n]`` or ``FAILED:`` line, each piece with its unit."""
     segments = [_Segment(None, False, [])]
-    lines = output.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].rstrip()
+    lines = iter(output.splitlines())
+    for raw in lines:
+        line = raw.rstrip()
         unit, failed = _UNIT.match(line), _FAILED.match(line)
         if unit:
             segments.append(_Segment(_source_of(unit["command"]), False, []))
         elif failed:
-            command = lines[i + 1] if i + 1 < len(lines) else ""
-            source = _source_of(command)
+            source = _source_of(next(lines, ""))  # the command, on the next line
             segments.append(_Segment(source or failed["outputs"].split()[0], True, []))
-            i += 1  # the command
         elif _END.match(line):
             segments.append(_Segment(None, False, []))
         else:
             segments[-1].lines.append(line)
-        i += 1
     return segments
 
 
@@ -184,8 +178,7 @@ def _clip(line: str) -> str:
 
 
 def failure(output: str, paths: PathMap) -> Diagnostics:
-    """The failing units of a failed compile's ``output`` and its first error. Without a
-    compiler's error (the worker itself failed: a Python exception), its last lines."""
+    """A failed compile's :class:`Diagnostics`; the last lines where the worker itself failed."""
     segments = _segments(output)
     failed = [s for s in segments if s.failed]
     units = tuple(dict.fromkeys(paths.path(s.unit) for s in failed if s.unit is not None))

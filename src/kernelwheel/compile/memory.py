@@ -8,6 +8,7 @@ run at once fit, never below a serial build."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -31,12 +32,6 @@ class MemoryLimit:
     mib: int
     source: str
 
-    def share(self, parts: int) -> MemoryLimit:
-        """This limit split between ``parts`` variants compiled at once."""
-        if parts <= 1:
-            return self
-        return MemoryLimit(self.mib // parts, f"1/{parts} of {self.source}")
-
 
 @dataclass(frozen=True)
 class Budget:
@@ -49,14 +44,14 @@ class Budget:
 
     def per_variant(self) -> tuple[int, int, MemoryLimit | None]:
         """One variant's share: its jobs, its CPUs, its memory."""
-        parts = self.at_once
-        share = self.memory.share(parts) if self.memory is not None else None
+        parts, share = self.at_once, self.memory
+        if share is not None and parts > 1:
+            share = MemoryLimit(share.mib // parts, f"1/{parts} of {share.source}")
         return max(1, self.jobs // parts), max(1, self.cpus // parts), share
 
 
 def available(root: Path = Path("/")) -> MemoryLimit | None:
-    """The memory this process's compilers may use: the least of MemAvailable and every memory
-    cgroup's room above it; None where none can be read."""
+    """The least of MemAvailable and every memory cgroup's room; None where none is read."""
     found = [*_meminfo(root), *_cgroups(root)]
     return min(found, key=lambda limit: limit.mib) if found else None
 
@@ -149,8 +144,7 @@ def _cgroup_folders(root: Path) -> list[tuple[str, Path, Path]]:
 
 
 def _cgroup_mounts(lines: Iterable[str]) -> list[tuple[str, str, str]]:
-    """(version, the cgroup path the mount shows as its root, mount point) of the memory
-    controller's mounts in mountinfo lines."""
+    """(version, the cgroup path at the mount's root, mount point) of memory cgroup mounts."""
     out = []
     for line in lines:
         head, sep, tail = line.partition(" - ")
@@ -170,12 +164,7 @@ def _cgroup_mounts(lines: Iterable[str]) -> list[tuple[str, str, str]]:
 
 def _unescape(field: str) -> str:
     r"""mountinfo's octal escapes (``\040`` for a space) undone."""
-    parts = field.split("\\")
-    out = parts[0]
-    for part in parts[1:]:
-        code = part[:3]
-        out += chr(int(code, 8)) + part[3:] if len(code) == 3 and code.isdigit() else "\\" + part
-    return out
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), field)
 
 
 @dataclass(frozen=True)
@@ -273,9 +262,8 @@ def _need(units: Sequence[UnitMemory], jobs: int, threads: int) -> int:
 
 
 def fit(jobs: int, threads: int, units: Sequence[UnitMemory], limit: MemoryLimit | None) -> Fit:
-    """``jobs`` and ``threads`` (the CPU split) cut until the ``jobs`` largest units at once fit
-    ``limit``: jobs first, then threads, down to one of each (what a serial build needs is
-    never refused: where even that exceeds the limit, the build tries it)."""
+    """``jobs`` and ``threads`` cut, jobs first, until the ``jobs`` largest units fit ``limit``;
+    never below one of each (a serial build that exceeds the limit is tried anyway)."""
     cpu = f"jobs {jobs}, nvcc threads {threads}"
     if limit is None or not units:
         return Fit(jobs, threads, False, f"{cpu}: the CPU budget (memory not known)")

@@ -24,18 +24,16 @@ _TORCH = ("torch/", "ATen/", "c10/", "caffe2/", "pybind11/", "Python.h", "regist
 def torch_free_sources(
     sources: Sequence[str], include_dirs: Sequence[str], root: Path
 ) -> tuple[str, ...]:
-    """The members of ``sources`` whose includes, followed through the files under ``root``,
-    reach no torch header."""
+    """The ``sources`` whose includes, followed through the files under ``root``, reach no torch."""
     dirs = [Path(d) for d in include_dirs]
+    root = root.resolve()
     read: _Read = {}
-    return tuple(s for s in sources if not _reaches_torch(Path(s), dirs, root.resolve(), read))
-
-
-def _reaches_torch(source: Path, dirs: Sequence[Path], root: Path, read: _Read) -> bool:
-    return any(
-        name.startswith(_TORCH)
-        for _, includes in _walk(source, dirs, root, read)
-        for name in includes
+    return tuple(
+        s
+        for s in sources
+        if not any(
+            n.startswith(_TORCH) for _, names in _walk(Path(s), dirs, root, read) for n in names
+        )
     )
 
 

@@ -116,10 +116,9 @@ def _estimate(source: str, capabilities: int) -> float:
 
 
 def unit_seconds(build_temp: Path, source_of: Mapping[str, str] | None = None) -> dict[str, float]:
-    """Seconds per source compiled by the last ninja run in ``build_temp``: build.ninja's
-    ``build OBJ: compile SRC`` lines (else ``source_of``: object -> source) joined with
-    ``.ninja_log``'s ``start end mtime OBJ hash`` rows (milliseconds; the last row of an output
-    is its latest compile)."""
+    """Seconds per source of the last ninja run in ``build_temp``: build.ninja's compile lines
+    (else ``source_of``: object -> source) joined with ``.ninja_log``'s ``start end mtime OBJ
+    hash`` rows (milliseconds; an output's last row is its latest compile)."""
     try:
         log = (build_temp / ".ninja_log").read_text()
     except (OSError, UnicodeDecodeError):
@@ -139,10 +138,8 @@ def unit_seconds(build_temp: Path, source_of: Mapping[str, str] | None = None) -
 def unit_peaks(
     build_temp: Path, floor: float = 0.0, source_of: Mapping[str, str] | None = None
 ) -> dict[str, float]:
-    """MiB per source compiled by the last runs in ``build_temp``: build.ninja's compile
-    statements (else ``source_of``) joined with :data:`PEAK_LOG`'s rows (KiB; an object's last
-    row is its latest compile). Rows under ``floor`` MiB are left out (a compiler-cache hit,
-    not a compile)."""
+    """MiB per source, as :func:`unit_seconds` from :data:`PEAK_LOG`'s rows (KiB); rows under
+    ``floor`` MiB are left out (a compiler-cache hit, not a compile)."""
     try:
         log = (build_temp / PEAK_LOG).read_text()
     except (OSError, UnicodeDecodeError):
