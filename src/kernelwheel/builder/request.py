@@ -1,8 +1,5 @@
-"""What a build of one variant is asked to do (:class:`BuildRequest`, made of frozen parts:
-its :class:`VariantBudget`, :class:`CudaSetup`, :class:`Outputs`, :class:`CompileSettings` and
-:class:`Environment`) and what it gives (:class:`BuiltWheel`): values only, nothing here
-probes; :func:`.service.plan_requests` makes them, the one place options become build
-settings."""
+"""What a build of one variant is asked (:class:`BuildRequest`, of frozen parts) and gives
+(:class:`BuiltWheel`): values only; :func:`.service.plan_requests` makes them from options."""
 
 from __future__ import annotations
 
@@ -86,9 +83,7 @@ class Outputs:
 class CompileSettings:
     """How the variant compiles: its compiler, depends' headers, cache and checks."""
 
-    # The C++ compiler that really compiles: $CXX (else c++), a cross build's cross compiler.
-    # The facts the compile plan needs (a shared libstdc++, -fno-gnu-unique, the target libc)
-    # are probed from it.
+    # The C++ compiler that really compiles ($CXX, else c++; a cross build's own): probed.
     cxx: str = "c++"
     cross: CrossPlan | None = None  # a build for another arch: planned with the request
     headers: HeaderPlan | None = None  # where the compiled kernels' depends come from
@@ -128,8 +123,7 @@ class BuildRequest:
     serves: tuple[Variant, ...] = ()
 
     def log_header(self) -> str:
-        """The first lines of the variant's log: what is built, and the options it was built
-        with."""
+        """The first lines of the variant's log: what is built, with which options."""
         lines = [f"kernelwheel build of {self.project.name} for {self.variant.name}"]
         if self.outputs.options_preamble:
             lines += ["options (set above their defaults):"]

@@ -35,7 +35,7 @@ from ..compile.compile_rules import NO_GNU_UNIQUE
 from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
 from ..compile.diagnostics import Fault, PathMap, failure, fault, warning_summary
 from ..compile.memory import load_estimates
-from ..errors import AbiError, BuildError, ProjectError, ToolchainError
+from ..errors import AbiError, BuildError, ToolchainError
 from ..log import Reporter, step
 from ..model.capability import CudaCapability
 from ..model.project import KernelProject
@@ -50,7 +50,7 @@ from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
 from .load_check import DeferredLoad, check_load, skip_reason
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
-from .wheelmeta import project_metadata
+from .wheelmeta import project_metadata, refuse_outside
 
 # The compile worker, run by file path inside each build's environment (every build kind's).
 WORKER = Path(__file__).parents[1] / "compile" / "_compile_worker.py"
@@ -180,12 +180,7 @@ def package_files(project: KernelProject) -> dict[str, Member]:
     for path in sorted(project.package_dir.rglob("*")):
         if not path.is_file() or "__pycache__" in path.parts or path.suffix not in suffixes:
             continue
-        if path.is_symlink() and not path.resolve().is_relative_to(project.root.resolve()):
-            raise ProjectError(
-                f"{path} is a symlink pointing outside the project",
-                file=path,
-                hint="copy the file into the project instead",
-            )
+        refuse_outside(path, project.root, path)
         rel = path.relative_to(project.package_dir).as_posix()
         files[f"{project.package}/{rel}"] = path
     return files
