@@ -125,7 +125,7 @@ def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER)
         meta = project_metadata(project, version=version, variant=variant, dirty=dirty)
         path = write_wheel(meta.apply(spec), out_dir)
         detail.append(path.name)
-    return BuiltWheel(req.variant, path, bid, namespace, req.log, None)
+    return BuiltWheel(req.variant, path, namespace, req.log)
 
 
 def backend_namespace(namespace: str, variant: Variant) -> str:

@@ -137,9 +137,8 @@ def prepare_environment(req: BuildRequest, reporter: Reporter, runner: Runner) -
     """The environment step of a torch variant (``build`` and ``dev`` alike)."""
     variant, scope, log = req.variant, req.variant.name, req.log
     with step(reporter, scope, "environment", log=log) as detail:
-        # kernelwheel.toolchain.cross: a variant for another arch builds in a host-arch environment
-        # (the request's env_spec) against the target arch's torch (and CUDA) wheels, with the
-        # cross compiler; plan_requests planned it.
+        # kernelwheel.toolchain.cross: another arch's variant builds in a host-arch environment
+        # against the target's torch wheels, with the cross compiler plan_requests planned.
         cross_plan, cache = req.compile.cross, req.outputs.cache_dir
         if req.env.python is not None:
             env = probe(req.env.python, cache, runner)
@@ -222,7 +221,7 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
             ),
         )
         detail.append(raw.name)
-    return steps.finish_wheel(req, raw, reporter, bid, namespace, prepared.env, compiled, runner)
+    return steps.finish_wheel(req, raw, reporter, namespace, compiled, runner)
 
 
 def _settings(req: BuildRequest, header: ForcedHeader | None) -> tuple[str, ...]:

@@ -146,8 +146,7 @@ def _requests(
         memory_mib=budget.memory.mib if budget.memory else None,
         mib_per_thread=options.memory_per_thread or DEFAULT_MIB_PER_THREAD,
     )
-    # Every request first (the toolchain refusal for all the variants at once, a dependency or
-    # cross compiler that cannot be provided): nothing is made or compiled before they are.
+    # Every request first: nothing is made or compiled before all are, and refused at once.
     requests = plan_requests(
         project,
         recipes,
@@ -165,8 +164,7 @@ def _requests(
         f"{project.name} {version} (version from {resolved.source}); {len(recipes)} variant(s)"
         + (f", {at_once} at a time" if at_once > 1 and len(requests) > 1 else ""),
     )
-    # What this machine lacks (a system CUDA toolkit, an unreachable torch index) stops the run
-    # here too, for every variant at once, before any environment is made.
+    # What this machine lacks (a system toolkit, a torch index) stops every variant here too.
     compiled = [r for r in requests if r.kind is not BuildKind.NOARCH]
     require_buildable(
         [r.recipe for r in compiled],

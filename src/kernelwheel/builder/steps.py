@@ -244,8 +244,7 @@ def compile_env(
                 shared = f", remote storage {remote}" if remote else ""
                 fh.write(f"compiler cache: {ccache.describe()}{shared}\n")
             census = stats_log.with_name("project-census.txt")
-            # kernelwheel's own output in the project (and build/, the Hub layout's usual
-            # place): not the project's files
+            # kernelwheel's output (and build/, the Hub layout's usual place): not the project's
             layout = (out.hub_layout,) if out.hub_layout is not None else ()
             own = (out.cache_dir, out.work_dir, out.out_dir, req.project.root / "build", *layout)
             census.write_text(project_census(req.project.root, leave_out=own))
@@ -603,9 +602,7 @@ def finish_wheel(
     req: BuildRequest,
     raw: Path,
     reporter: Reporter,
-    bid: str,
     namespace: str,
-    env: EnvInfo | None,
     compiled: Compiled,
     runner: Runner,
 ) -> BuiltWheel:
@@ -633,9 +630,7 @@ def finish_wheel(
                 with open(log, "a") as fh:
                     fh.write("\n" + report.summary(limit=100) + pulled_in_by(req, report) + "\n")
     capabilities, warnings = compiled.capabilities, compiled.warnings
-    return BuiltWheel(
-        req.variant, path, bid, namespace, log, env, report.ok, capabilities, warnings
-    )
+    return BuiltWheel(req.variant, path, namespace, log, report.ok, capabilities, warnings)
 
 
 def _repair(req: BuildRequest, raw: Path, runner: Runner) -> RepairResult:

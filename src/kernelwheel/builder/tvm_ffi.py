@@ -237,7 +237,7 @@ def build_tvm_ffi_variant(
             ),
         )
         detail.append(raw.name)
-    return steps.finish_wheel(req, raw, reporter, bid, namespace, None, compiled, runner)
+    return steps.finish_wheel(req, raw, reporter, namespace, compiled, runner)
 
 
 def _plan(
