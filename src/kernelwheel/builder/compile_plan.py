@@ -240,8 +240,7 @@ def fit_to_memory(
     torch_free: Sequence[str],
     peaks: Mapping[str, float],
 ) -> memory.Fit:
-    """``split`` cut to the memory by each unit's measured ``peaks`` (MiB per project-relative
-    path), else its estimate (compile/memory) from its ``targets`` and torch-freedom."""
+    """``split`` cut to the memory by each unit's measured ``peaks``, else its estimate."""
     root = req.project.root.resolve()
     units = memory.units_of(
         [relative(s, root) for s in sources],
@@ -361,8 +360,7 @@ def plan_compile(
     recorded: Mapping[str, float] | None = None,
     peaks: Mapping[str, float] | None = None,
 ) -> CompilePlan[CompileSpec]:
-    """The compile of ``req``'s variant as kernel-builder would do it (docs/compile.md), with
-    earlier builds' ``recorded`` seconds and ``peaks`` MiB per unit for schedule and jobs."""
+    """The compile of ``req``'s variant as kernel-builder would do it (docs/compile.md)."""
     recorded = recorded or {}
     project = req.project
     assert project.torch is not None

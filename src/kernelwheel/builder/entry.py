@@ -1,5 +1,4 @@
-"""The one entry of every build kind: :func:`build_and_export` runs the builder of the
-request's kind (decided when the request was made), then writes the Hub layout."""
+"""The one entry of every build kind: the builder of the request's kind, then the Hub layout."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Build one torch variant of a kernel project: environment, codegen, compile, wheel, each a
-reported step; the compile output goes to the variant's log, named in any error."""
+"""Build one torch variant: environment, codegen, compile, wheel, each a reported step."""
 
 from __future__ import annotations
 

@@ -98,8 +98,7 @@ def build_project(
     gpu_capabilities: tuple[CudaCapability, ...] = (),
     runner: Runner = RUNNER,
 ) -> BuildResult:
-    """Build ``recipes``, the selected variants of ``planned``; ``gpu_capabilities``: those a
-    default CUDA build compiles for (plan.defaults)."""
+    """Build ``recipes``, the selected variants of ``planned``."""
     requests, version, at_once = _requests(planned, recipes, progress, gpu_capabilities, runner)
     if at_once == 1 or len(requests) == 1:
         outcomes = tuple(_variant(req, progress, runner) for req in requests)
@@ -249,8 +248,7 @@ def plan_requests(
 def _environment(
     kind: BuildKind, recipe: VariantRecipe, options: Options, recipes: Recipes, runner: Runner
 ) -> tuple[Environment, CrossPlan | None]:
-    """The variant's interpreter (given, or its recipe) and, for another arch, its cross plan:
-    the cross compiler and host-arch environment, chosen before anything is built."""
+    """The variant's interpreter (given, or its recipe) and, for another arch, its cross plan."""
     spec = None
     if not options.python and recipe.torch_requirement is not None:
         spec = env_spec_for(recipe, options.pip_sources)

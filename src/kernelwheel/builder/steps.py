@@ -82,8 +82,7 @@ def _links_shared_libstdcxx(runner: Runner, cxx: str) -> bool:
 def _target_libraries(
     runner: Runner, cxx: str, names: tuple[str, ...], cache_dir: Path
 ) -> dict[str, VersionTable]:
-    """The version tables of the target's ``names`` (libc.so.6, libm.so.6: a cross compiler's
-    sysroot's); one not found or without version tables (not glibc) is left out."""
+    """The version tables of the target's ``names``, where found and glibc's."""
     out: dict[str, VersionTable] = {}
     for name in names:
         try:
@@ -214,8 +213,7 @@ def compile_env(
     stats_log: Path,
     runner: Runner,
 ) -> tuple[dict[str, str], bool]:
-    """The worker's environment (toolkit, then the compiler cache's links, first on PATH) and
-    whether the cache is on; the project's census, beside ``stats_log``, keys every entry."""
+    """The worker's environment and whether the compiler cache (keyed by the census) is on."""
     env_vars = dict(os.environ)
     if toolkit is not None:
         env_vars["CUDA_HOME"] = str(toolkit.home)
@@ -367,8 +365,7 @@ def _compiled(
 def _record_unit_costs(
     costs: Path, peaks: Path, spec: CompileSpec | CommandSpec, stage: Path, root: Path
 ) -> None:
-    """This compile's seconds and peak MiB per unit by project-relative path, for the next
-    build's plan (torch builds name files through the work folder's link, tvm-ffi by ``root``)."""
+    """This compile's seconds and peak MiB per unit by project-relative path, for the next plan."""
     temp = Path(spec.build_temp)
     projects = [Path(os.path.abspath(stage / PROJECT_LINK)), Path(os.path.realpath(root))]
     floor = load_estimates().min_measured
@@ -391,8 +388,7 @@ def _record_unit_costs(
 def _direct_commands(
     stage: Path, spec: CompileSpec | CommandSpec
 ) -> tuple[list[str], list[str]] | None:
-    """ninja, then the worker's recorded link: a dev build's compile when its spec (so its
-    build.ninja) is unchanged since the last run, else None."""
+    """ninja and the recorded link, where a dev build's spec is unchanged; else None."""
     try:
         last_spec = output_identity((stage / "compile.json").read_text())
         same = last_spec == output_identity(spec.to_json())
@@ -570,8 +566,7 @@ def unchanged_compile(
     env: EnvInfo | tuple[object, ...],
     env_vars: Mapping[str, str],
 ) -> tuple[Reuse | None, str, dict[str, object] | None]:
-    """The reuse entry (builder.reuse), build key and stored result of an unchanged compile;
-    none with the compiler cache off."""
+    """The reuse entry, key and stored result of an unchanged compile (none without ccache)."""
     if req.compile.no_ccache:
         return None, "", None
     reuse = Reuse(req.outputs.work_dir / "reuse" / req.variant.name, (req.project.root, stage))
@@ -681,8 +676,7 @@ def pulled_in_by(req: BuildRequest, report: WheelReport) -> str:
 
 
 def _object_source(obj: Path, stage: Path, project: KernelProject) -> str:
-    """``csrc/k.cpp (object obj/…/k.o)``, matched on the path (setuptools mirrors it) or the
-    stem (tvm-ffi: ``NNN-k.o``)."""
+    """``csrc/k.cpp (object obj/…/k.o)``, matched on path (setuptools) or stem (tvm-ffi)."""
     rel = obj.relative_to(stage)
     bare = str(obj)[: -len(obj.suffix)]
     stem = obj.stem.split("-", 1)[1] if obj.stem[:3].isdigit() and "-" in obj.stem else obj.stem

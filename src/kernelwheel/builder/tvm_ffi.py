@@ -150,8 +150,7 @@ def provision_tvm_ffi(
 def wheel_requirements(
     project: KernelProject, recipe: VariantRecipe, built_with: str
 ) -> tuple[str, ...]:
-    """Requires-Dist, no torch: apache-tvm-ffi ``built_with`` or later of its series, the
-    recipe's for the flavour, then the project's (where a bare ``apache-tvm-ffi`` adds nothing)."""
+    """Requires-Dist (no torch): apache-tvm-ffi's series from ``built_with``, then the rest."""
     assert recipe.tvm_ffi is not None and recipe.variant.backend is not None
     own = canonicalize_name(TVM_FFI_PACKAGE)
     requires = [tvm_ffi_requirement(built_with)]

@@ -52,8 +52,7 @@ def requirements(project: KernelProject, variant: Variant) -> tuple[str, ...]:
 def project_metadata(
     project: KernelProject, *, version: str, variant: str, dirty: bool = False
 ) -> ProjectMetadata:
-    """The METADATA of a wheel of ``project`` built for ``variant`` (a name or words);
-    ``dirty``: from a git tree with uncommitted changes."""
+    """The METADATA of a wheel of ``project`` built for ``variant`` (a name or words)."""
     urls = tuple(
         (label, url)
         for label, url in (("Upstream", project.upstream), ("Source", project.source))

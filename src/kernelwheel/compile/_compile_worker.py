@@ -74,8 +74,7 @@ def _build_line_source(line: str) -> tuple[str, str] | None:
 def source_bindings(
     text: str, entries: list[dict[str, Any]], cuda_post_cflags: list[str], gencode: list[str]
 ) -> str:
-    """build.ninja with each entry's flags bound under its build line, after the extension's
-    (a .cu's own -gencode replacing ``gencode`` in torch's ``cuda_post_cflags``)."""
+    """build.ninja with each entry's own flags (and a .cu's -gencode) under its build line."""
     wanted = {os.path.abspath(e["source"]): e for e in entries}
     shared = [f for f in cuda_post_cflags if f.strip() not in {shlex.quote(g) for g in gencode}]
     out: list[str] = []

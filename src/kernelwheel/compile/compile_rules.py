@@ -43,8 +43,7 @@ def kernel_backends(backend: str, with_cpu_kernels: bool = False) -> tuple[str, 
 
 
 def backend_macros(backend: str, with_cpu_kernels: bool = False) -> tuple[Macro, ...]:
-    """The macros every source of a ``backend`` variant sees (kernelwheel's own too, with
-    ``with_cpu_kernels``)."""
+    """The macros every source of a ``backend`` variant sees."""
     macros = _BACKEND_MACROS[backend]
     if not with_cpu_kernels:
         return macros

@@ -120,8 +120,7 @@ class CommandUnit(NamedTuple):
 
 @dataclass(frozen=True)
 class CommandSpec:
-    """A compile given as its commands: the units (``jobs`` at a time, each in ``build_temp``),
-    then ``link``, which writes ``shared_object``."""
+    """A compile as its commands: the units (``jobs`` at a time), then ``link``."""
 
     units: tuple[CommandUnit, ...]
     link: tuple[str, ...]
