@@ -1,8 +1,6 @@
-"""Build a pure-Python kernel project (``[torch-noarch]``, the older ``universal = true``,
-edition 3's "no framework section") into ONE ``py3-none-any`` wheel for every ``torch-<backend>``
-variant of the plan: each backend's ``python-depends`` become an extra (``pip install
-kernel[cuda]``), and the wheel carries no local version, so it can go to PyPI
-(docs/noarch-and-tvm-ffi.md says why extras and not one wheel per backend)."""
+"""Build a pure-Python kernel project (``[torch-noarch]``, ``universal = true``, edition 3's no
+framework section) into ONE ``py3-none-any`` wheel for every ``torch-<backend>`` variant: each
+backend's python-depends an extra, no local version: fit for PyPI (docs/noarch-and-tvm-ffi.md)."""
 
 from __future__ import annotations
 

@@ -302,9 +302,8 @@ def compile_step(
     cross_build: CrossBuild | None = None,
     incremental: bool = False,
 ) -> Compiled:
-    """Every compiled kind's compile in the variant's work folder; ``facts`` key the reuse of
-    an unchanged build. ``incremental`` (``dev``): objects kept, and an unchanged spec runs
-    ninja and the link alone, without the worker's start."""
+    """Every compiled kind's compile; ``facts`` key the reuse of an unchanged build.
+    ``incremental`` (``dev``): objects kept, an unchanged spec runs without the worker."""
     stage = req.outputs.work_dir / req.variant.name
     if stage.exists() and not incremental:
         shutil.rmtree(stage)

@@ -362,10 +362,9 @@ def _peak_wrapper(spec: dict[str, Any]) -> list[str]:
 
 
 def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
-    """Run a ``commands`` spec's units, ``jobs`` at a time in ``schedule`` order, then its link;
-    None once one fails (no further unit starts). Each unit is logged whole when it ends, as
-    ninja logs without a terminal (compile.diagnostics reads it so), and its seconds and peak
-    memory recorded as a torch build's (``.ninja_log``, ``peak_log``)."""
+    """Run a ``commands`` spec's units, ``jobs`` at a time in ``schedule`` order, then its link
+    (None once one fails). Each unit is logged whole when it ends, as ninja logs without a
+    terminal (compile.diagnostics reads it so); seconds and peaks recorded as torch builds'."""
     import subprocess
     import threading
     import time
