@@ -384,14 +384,12 @@ def plan_compile(
     include_dirs += [str(p) for p in dependency_includes]
     torch_free = torch_free_sources(sources, include_dirs, project.root)
     cuda: CudaTargets | None = None
+    if tools.cuda is not None:
+        cuda = cuda_targets(req, kernels, tools, sum(1 for s in sources if s.endswith(".cu")))
+    split = cuda.split if cuda else parallelism(req, tools, 0, 0)
+    every = cuda.every if cuda else ()
+    budget = fit_to_memory(req, tools, split, sources, len(every), torch_free, peaks or {})
     nvcc_flags: tuple[str, ...] = ()
-    if tools.cuda is None:
-        split, targets = parallelism(req, tools, 0, 0), 0
-    else:
-        cuda_files = sum(1 for s in sources if s.endswith(".cu"))
-        cuda = cuda_targets(req, kernels, tools, cuda_files)
-        split, targets = cuda.split, len(cuda.every)
-    budget = fit_to_memory(req, tools, split, sources, targets, torch_free, peaks or {})
     if tools.cuda is not None and cuda is not None:
         host = [*(f"-Xcompiler={flag}" for flag in unique), *remedies.nvcc_flags]
         host += [f"-Xcompiler={flag}" for flag in maps]
@@ -410,7 +408,7 @@ def plan_compile(
         sources,
         recorded,
         root=project.root,
-        capabilities=targets,
+        capabilities=len(every),
         first=_sources(project.torch.src, project.root),
         last=[str(p) for p in remedies.sources],
     )
@@ -428,15 +426,9 @@ def plan_compile(
         build_lib=str(stage / "lib"),
         jobs=budget.jobs,
         requested_limited_api=REQUESTED_LIMITED_API,
-        capabilities=cuda.every if cuda else (),
+        capabilities=every,
         source_flags=_with_namespace(
-            _source_flags(
-                project,
-                kernels,
-                cuda.per_kernel if cuda else (),
-                cuda.every if cuda else (),
-                cuda_version,
-            ),
+            _source_flags(project, kernels, cuda.per_kernel if cuda else (), every, cuda_version),
             sources_naming(NAMESPACE_MACRO, sources, include_dirs, project.root),
             namespace,
         ),
