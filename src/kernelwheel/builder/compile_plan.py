@@ -376,9 +376,8 @@ def plan_compile(
     maps = prefix_maps(stage, project.root, remedies, req.outputs.cache_dir)
     unique = [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
     if tools.cuda is not None:
-        # The toolkit's own headers first: torch's nvidia packages (extra_includes) repeat the
-        # runtime's headers, and a header found in the toolkit has the same path for every torch
-        # variant built with it, so its objects can be shared through the compiler cache.
+        # The toolkit's headers before torch's nvidia packages' copies: their path is the same
+        # for every torch variant, so the compiler cache shares their objects.
         include_dirs += [str(tools.cuda.home / "include")]
         include_dirs += [str(p) for p in tools.cuda.extra_includes]
     include_dirs += [str(p) for p in dependency_includes]

@@ -117,7 +117,6 @@ def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER)
             summary=f"{project.name} PyTorch kernel (pure Python, for {backends} backend), built "
             "by kernelwheel",
         )
-        # Licence, its files, project URLs, the kernel card: builder.wheelmeta.
         variant = f"pure Python (py3-none-any; backends: {backends})"
         dirty = bool(req.git and req.git.dirty)
         meta = project_metadata(project, version=version, variant=variant, dirty=dirty)

@@ -90,10 +90,9 @@ class CompileSpec:
         return json.dumps(data, indent=2)
 
 
-# How a compile is scheduled, not what it makes: left out of its identity (builder.reuse's key, a
-# dev build's "same spec" test), so a new unit-seconds record, another job count or nvcc thread
-# count (compile/memory) does not turn an unchanged build into a recompile and link (layer-norm:
-# 1 s became 8 s).
+# How a compile is scheduled, not what it makes: out of its identity (builder.reuse's key, a dev
+# build's "same spec" test), so new unit costs, jobs or nvcc threads do not make an unchanged
+# build recompile and link (layer-norm: 1 s became 8 s).
 _SCHEDULING = ("schedule", "jobs")
 _NVCC_THREADS = "--threads="
 
