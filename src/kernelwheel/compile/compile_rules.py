@@ -173,11 +173,6 @@ class Parallelism:
     jobs: int
     nvcc_threads: int
 
-    def peak_threads(self, cuda_files: int) -> int:
-        """Compiler threads with every job running, nvcc jobs first."""
-        nvcc_jobs = min(cuda_files, self.jobs)
-        return nvcc_jobs * self.nvcc_threads + (self.jobs - nvcc_jobs)
-
 
 def nvcc_parallelism(
     jobs: int,
