@@ -24,7 +24,6 @@ from kernelwheel.compile.compile_rules import variants_at_once
 from kernelwheel.compile.memory import MemoryLimit
 from kernelwheel.errors import BuildError
 from kernelwheel.log import Reporter
-from kernelwheel.toolchain.envs import EnvInfo
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 CPU213 = "torch213-cxx11-cpu-x86_64-linux"
@@ -43,8 +42,7 @@ def _wheel(req: BuildRequest) -> BuiltWheel:
     req.log.write_text("compiler output\n")
     wheel = req.outputs.out_dir / f"img2gray-0.1.0+{req.variant.local_version}-cp310-abi3-x.whl"
     wheel.write_bytes(req.variant.name.encode())
-    env = EnvInfo(Path("/py"), "3.11", "x86_64", Path("/site"), "2.14.1", None, None, True)
-    return BuiltWheel(req.variant, wheel, "bid", "ns", req.log, env)
+    return BuiltWheel(req.variant, wheel, "ns", req.log)
 
 
 def _build(

@@ -46,7 +46,7 @@ def _plan(
         req,
         stage,
         plan_tvm_ffi_compile(
-            req, "_add_one_0123456789", stage, tools, NO_REMEDIES, LIBRARY, (Path("/deps/inc"),)
+            req, "_add_one_0123456789", LIBRARY, stage, tools, NO_REMEDIES, (Path("/deps/inc"),)
         ),
     )
 
@@ -181,7 +181,7 @@ def test_units_start_longest_first_and_fit_the_memory_by_their_peaks(tmp_path: P
 
     def plan(**given: Mapping[str, float]) -> CompilePlan[CommandSpec]:
         return plan_tvm_ffi_compile(
-            req, "_add_one_0", stage, tools, NO_REMEDIES, LIBRARY, (), **given
+            req, "_add_one_0", LIBRARY, stage, tools, NO_REMEDIES, (), **given
         )
 
     # nothing recorded: the binding leads (the units' own order); the .cu's estimate at 2

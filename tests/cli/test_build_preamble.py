@@ -15,7 +15,6 @@ from kernelwheel.builder.request import BuildRequest, BuiltWheel
 from kernelwheel.cli import main
 from kernelwheel.log import Reporter
 from kernelwheel.plan.options import ENV_VARS
-from kernelwheel.toolchain.envs import EnvInfo
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 
@@ -38,8 +37,7 @@ def test_options_come_first_in_the_output_and_in_each_log(
         wheel = req.outputs.out_dir / f"img2gray-0.1.0+{req.variant.local_version}-cp310-abi3-x.whl"
         wheel.parent.mkdir(parents=True, exist_ok=True)
         wheel.write_bytes(b"x")
-        env = EnvInfo(Path("/py"), "3.11", "x86_64", Path("/site"), "2.13.0", None, None, True)
-        return BuiltWheel(req.variant, wheel, "bid", "ns", req.log, env)
+        return BuiltWheel(req.variant, wheel, "ns", req.log)
 
     monkeypatch.setattr(build_service, "build_and_export", fake)
     monkeypatch.setenv("KERNELWHEEL_NO_CCACHE", "1")

@@ -23,7 +23,6 @@ from kernelwheel.builder.request import BuildRequest, BuiltWheel
 from kernelwheel.cli import main
 from kernelwheel.errors import HubError, ProjectError
 from kernelwheel.log import Reporter, step
-from kernelwheel.toolchain.envs import EnvInfo
 
 IMG2GRAY = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
 VARIANTS = (CU130, CU128, "torch-cuda")
@@ -50,8 +49,7 @@ def _fake_build(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltW
     with step(reporter, req.variant.name, "compile", log=req.log):
         wheel = req.outputs.out_dir / f"img2gray-0.1.0+{req.variant.local_version}-cp310-abi3-x.whl"
         wheel.write_bytes(req.variant.name.encode())
-    env = EnvInfo(Path("/py"), "3.11", "x86_64", Path("/site"), "2.14.1", None, None, True)
-    return BuiltWheel(req.variant, wheel, "bid", "ns", req.log, env)
+    return BuiltWheel(req.variant, wheel, "ns", req.log)
 
 
 def test_build_json(

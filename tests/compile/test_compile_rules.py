@@ -154,4 +154,10 @@ def test_nvcc_threads_and_jobs_at_their_peak_stay_within_the_cpus(
     assert split == expected
     # nvcc's serial stages idle its threads: one C++ job beside the .cu files may exceed it
     budget = min(jobs, cpus)
-    assert split.peak_threads(cuda_files) <= budget + (1 if budget > 1 else 0)
+    assert _peak_threads(split, cuda_files) <= budget + (1 if budget > 1 else 0)
+
+
+def _peak_threads(split: Parallelism, cuda_files: int) -> int:
+    """Compiler threads with every job running, nvcc jobs first."""
+    nvcc_jobs = min(cuda_files, split.jobs)
+    return nvcc_jobs * split.nvcc_threads + (split.jobs - nvcc_jobs)

@@ -1,8 +1,5 @@
-"""From a build request and the toolchain's facts to the :class:`CompileSpec` the worker runs.
-
-Pure: it runs no tool and writes no file (the pipeline probes the compilers first and hands the
-answers in as a :class:`Toolchain`), so each rule of docs/compile.md is testable without one.
-"""
+"""From a build request and the probed :class:`Toolchain` to the :class:`CompileSpec` the worker
+runs. Pure (no tool run, no file written), so each rule of docs/compile.md is testable alone."""
 
 from __future__ import annotations
 
@@ -60,13 +57,12 @@ Spec = TypeVar("Spec", CompileSpec, CommandSpec)
 
 @dataclass(frozen=True)
 class CompilePlan(Generic[Spec]):
-    """A compile as the worker runs it: a torch build's spec, or a tvm-ffi build's commands."""
+    """A torch build's spec, or a tvm-ffi build's commands, as the worker runs it."""
 
     spec: Spec
     notes: tuple[str, ...] = ()  # for the log and the user: kernels or capabilities left out
     keep_dir: Path | None = None  # nvcc's --keep-dir, to create before compiling
-    # for the log alone: the jobs and nvcc threads and what bound them (compile/memory), unless
-    # memory did, which is a note
+    # for the log alone: the jobs and nvcc threads and what bound them, unless memory (a note)
     log_lines: tuple[str, ...] = ()
 
 
@@ -85,12 +81,10 @@ def fatbin_compression_flags(mode: str, cuda_version: str) -> tuple[list[str], s
 
 
 def nvcc_keep_flags(sources: Sequence[str], stage: Path) -> list[str]:
-    """Reproducible CUDA objects: nvcc names its temporary files ``tmpxft_<pid>_…``, and that
-    name reaches the object's local symbols (``_GLOBAL__sub_I_tmpxft_…_k.cudafe1.cpp``) and its
-    module id, so two builds differ. With ``--keep`` nvcc names them after the source
-    (``k.cudafe1.cpp``) in ``--keep-dir`` instead (``-frandom-seed`` does not reach these
-    names). Sources that share a base name would share those files while compiled in
-    parallel: then nothing is kept (the build works, but is not byte-reproducible)."""
+    """Reproducible CUDA objects: nvcc's temporary names (``tmpxft_<pid>_…``) reach the object's
+    local symbols and module id; with ``--keep`` they are named after the source instead
+    (``-frandom-seed`` does not reach them). Sources sharing a base name would share those
+    files in parallel: then nothing is kept (not byte-reproducible)."""
     stems = [Path(s).name.rsplit(".", 1)[0] for s in sources if s.endswith(".cu")]
     if len(set(stems)) != len(stems):
         return []
@@ -137,13 +131,9 @@ def prefix_maps(
     stage: Path, root: Path, remedies: RemedySet, cache: Path, cwd: Path | None = None
 ) -> list[str]:
     """Build paths mapped out of debug info, so the same sources give the same bytes anywhere.
-    The cache folder (environments, toolkit store, dependency headers) first: gcc tries the
-    last map first, so the work folder inside it keeps its own name. With ``cwd``, the folder
-    the compiler runs in, each folder is also mapped as a path relative to it (ccache's
-    base_dir hands the compiler paths under the cache folder that way, so a cached and an
-    uncached build name a file alike), every map ordered shortest folder first. (The torch
-    builds' worker adds the relative maps itself, with the same rule: it adds maps of its own
-    there, torch's folder and Python's headers, which only the build environment knows.)"""
+    The cache folder first: gcc tries the last map first, so the work folder inside it keeps
+    its own name. With ``cwd`` each folder is also mapped relative to it (ccache's base_dir
+    passes such paths), shortest first; the torch worker does so itself, with its own maps."""
     pairs = [
         (cache, "/kernelwheel/cache"),
         (stage, "/kernelwheel/build"),
@@ -170,8 +160,7 @@ def _capability_source(req: BuildRequest, kernels: Sequence[KernelSection]) -> t
 def per_kernel_capabilities(
     req: BuildRequest, kernels: Sequence[KernelSection], toolkit: CudaToolkit
 ) -> tuple[caps.KernelCapabilities, ...]:
-    """Each CUDA kernel's capabilities (torch and tvm-ffi builds alike); a kernel none of whose
-    list this toolkit builds is an error, as in kernel-builder."""
+    """Each CUDA kernel's capabilities; none built by this toolkit is an error (kernel-builder)."""
     out: list[caps.KernelCapabilities] = []
     for kernel in kernels:
         wanted = kernel.cuda_capabilities
@@ -221,8 +210,7 @@ def parallelism(
     capabilities: int,
     cuda_files: int,
 ) -> Parallelism:
-    """The split of the variant's CPUs (a CUDA one, ``capabilities`` > 0, with the request's
-    nvcc threads), before :func:`fit_to_memory` cuts it to the memory."""
+    """The split of the variant's CPUs (CUDA: ``capabilities`` > 0), before the memory's cut."""
     return nvcc_parallelism(
         req.budget.jobs,
         tools.cpus,
@@ -234,9 +222,7 @@ def parallelism(
 
 @dataclass(frozen=True)
 class CudaTargets:
-    """What every CUDA build kind decides alike: each kernel's capabilities, all of them
-    (refused where this nvcc lacks one), the split of the CPUs between jobs and nvcc threads,
-    fatbin compression, and the notes (capabilities left out, compression not honoured)."""
+    """What every CUDA build kind decides alike, with the notes on what was left out."""
 
     per_kernel: tuple[caps.KernelCapabilities, ...]
     every: tuple[CudaCapability, ...]
@@ -254,9 +240,7 @@ def fit_to_memory(
     torch_free: Sequence[str],
     peaks: Mapping[str, float],
 ) -> memory.Fit:
-    """``split`` (the CPUs') cut to the variant's memory by each unit's measured peak
-    (``peaks``: MiB per project-relative path), else its estimate (compile/memory); ``targets``:
-    a ``.cu`` unit's -gencode targets, ``torch_free``: the sources that include no torch."""
+    """``split`` cut to the memory by each unit's measured ``peaks``, else its estimate."""
     root = req.project.root.resolve()
     units = memory.units_of(
         [relative(s, root) for s in sources],
@@ -274,7 +258,7 @@ def cuda_targets(
     tools: Toolchain,
     cuda_files: int,
 ) -> CudaTargets:
-    """The :class:`CudaTargets` of ``req``'s CUDA variant (torch and tvm-ffi builds)."""
+    """The :class:`CudaTargets` of ``req``'s CUDA variant."""
     toolkit = tools.cuda
     assert toolkit is not None
     per_kernel = per_kernel_capabilities(req, [k for k in kernels if k.backend == "cuda"], toolkit)
@@ -303,11 +287,9 @@ def _source_flags(
     every: tuple[CudaCapability, ...],
     cuda_version: str | None,
 ) -> tuple[SourceFlags, ...]:
-    """Per-source flags wherever a section's differ from the extension's: ``[torch]``'s and a
-    kernel's cxx-flags for their C++ sources, a kernel's cuda-flags and (when not the
-    extension's) capabilities for its .cu ones. A source that several kernels list compiles
-    once, as in kernel-builder (whose CMake appends each kernel's properties to the file): with
-    every listing kernel's flags, in build.toml's order, and the union of their capabilities."""
+    """Per-source flags where a section's differ from the extension's. A source several
+    kernels list compiles once, as kernel-builder's CMake appends each kernel's properties:
+    with every listing kernel's flags in build.toml's order and their capabilities' union."""
     assert project.torch is not None
     by_kernel = {k.kernel: k.capabilities for k in per_kernel}
     out = [
@@ -340,9 +322,8 @@ def _source_flags(
 def _with_namespace(
     source_flags: tuple[SourceFlags, ...], users: Sequence[str], namespace: str
 ) -> tuple[SourceFlags, ...]:
-    """``source_flags`` with the build id's define for the ``users`` of the macro only: the id
-    hashes every source, so on every command line it would make one edit recompile (and miss
-    the compiler cache for) every unit; here it recompiles the edited one and the binding."""
+    """The build id's define for the macro's ``users`` only: the id hashes every source, so on
+    every command line one edit would recompile (and miss the cache for) every unit."""
     define = f"-D{NAMESPACE_MACRO}={namespace}"
     given = {entry.source: entry for entry in source_flags}
     out = [
@@ -379,10 +360,7 @@ def plan_compile(
     recorded: Mapping[str, float] | None = None,
     peaks: Mapping[str, float] | None = None,
 ) -> CompilePlan[CompileSpec]:
-    """The compile of ``req``'s variant as kernel-builder would do it (docs/compile.md);
-    ``dependency_includes``: the header folders of the kernels' ``depends`` (toolchain/deps);
-    ``recorded``: earlier builds' seconds per unit (compile/unit_costs), for the schedule;
-    ``peaks``: their MiB per unit, for the jobs that fit the memory (compile/memory)."""
+    """The compile of ``req``'s variant as kernel-builder would do it (docs/compile.md)."""
     recorded = recorded or {}
     project = req.project
     assert project.torch is not None
@@ -398,22 +376,19 @@ def plan_compile(
     maps = prefix_maps(stage, project.root, remedies, req.outputs.cache_dir)
     unique = [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
     if tools.cuda is not None:
-        # The toolkit's own headers first: torch's nvidia packages (extra_includes) repeat the
-        # runtime's headers, and a header found in the toolkit has the same path for every torch
-        # variant built with it, so its objects can be shared through the compiler cache.
+        # The toolkit's headers before torch's nvidia packages' copies: their path is the same
+        # for every torch variant, so the compiler cache shares their objects.
         include_dirs += [str(tools.cuda.home / "include")]
         include_dirs += [str(p) for p in tools.cuda.extra_includes]
     include_dirs += [str(p) for p in dependency_includes]
     torch_free = torch_free_sources(sources, include_dirs, project.root)
     cuda: CudaTargets | None = None
+    if tools.cuda is not None:
+        cuda = cuda_targets(req, kernels, tools, sum(1 for s in sources if s.endswith(".cu")))
+    split = cuda.split if cuda else parallelism(req, tools, 0, 0)
+    every = cuda.every if cuda else ()
+    budget = fit_to_memory(req, tools, split, sources, len(every), torch_free, peaks or {})
     nvcc_flags: tuple[str, ...] = ()
-    if tools.cuda is None:
-        split, targets = parallelism(req, tools, 0, 0), 0
-    else:
-        cuda_files = sum(1 for s in sources if s.endswith(".cu"))
-        cuda = cuda_targets(req, kernels, tools, cuda_files)
-        split, targets = cuda.split, len(cuda.every)
-    budget = fit_to_memory(req, tools, split, sources, targets, torch_free, peaks or {})
     if tools.cuda is not None and cuda is not None:
         host = [*(f"-Xcompiler={flag}" for flag in unique), *remedies.nvcc_flags]
         host += [f"-Xcompiler={flag}" for flag in maps]
@@ -432,7 +407,7 @@ def plan_compile(
         sources,
         recorded,
         root=project.root,
-        capabilities=targets,
+        capabilities=len(every),
         first=_sources(project.torch.src, project.root),
         last=[str(p) for p in remedies.sources],
     )
@@ -450,15 +425,9 @@ def plan_compile(
         build_lib=str(stage / "lib"),
         jobs=budget.jobs,
         requested_limited_api=REQUESTED_LIMITED_API,
-        capabilities=cuda.every if cuda else (),
+        capabilities=every,
         source_flags=_with_namespace(
-            _source_flags(
-                project,
-                kernels,
-                cuda.per_kernel if cuda else (),
-                cuda.every if cuda else (),
-                cuda_version,
-            ),
+            _source_flags(project, kernels, cuda.per_kernel if cuda else (), every, cuda_version),
             sources_naming(NAMESPACE_MACRO, sources, include_dirs, project.root),
             namespace,
         ),

@@ -1,5 +1,4 @@
-"""The one entry of every build kind: :func:`build_and_export` runs the builder of the
-request's kind (decided when the request was made), then writes the Hub layout."""
+"""The one entry of every build kind: the builder of the request's kind, then the Hub layout."""
 
 from __future__ import annotations
 
@@ -25,10 +24,8 @@ _BUILDERS = {
 
 
 def build_and_export(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER) -> BuiltWheel:
-    """Build ``req`` (serialised with other processes building the same variant: they share its
-    work folder), every command through ``runner``, and with the request's ``hub_layout`` also
-    write it as a Hub kernel tree there (a noarch build writes one per variant it serves). An
-    interrupt before it returns takes the wheel it had put in the output folder back out."""
+    """Build ``req`` (locked: builds of one variant share its work folder) and write its Hub
+    layout; an interrupt takes the wheel it had put in the output folder back out."""
     before = _variant_wheels(req)
     try:
         with locked(req.outputs.work_dir / f"{req.variant.name}.lock"):
@@ -44,8 +41,7 @@ def build_and_export(req: BuildRequest, reporter: Reporter, runner: Runner = RUN
 
 
 def _export(req: BuildRequest, reporter: Reporter, wheel: BuiltWheel) -> None:
-    """The Hub layout's ``build/<variant>/`` of every variant the wheel serves (a noarch wheel
-    serves several, each with its backend's namespace)."""
+    """The Hub layout's ``build/<variant>/`` of every variant the wheel serves."""
     if req.outputs.hub_layout is None:
         return
     # Imported here: the hub package pulls in huggingface_hub, which builds do not need.
@@ -70,10 +66,9 @@ def _export(req: BuildRequest, reporter: Reporter, wheel: BuiltWheel) -> None:
 def _variant_wheels(req: BuildRequest) -> set[Path]:
     """The output folder's wheels of ``req``'s project at its variant's version."""
     name = canonicalize_name(req.project.name)
-    if req.kind is BuildKind.NOARCH:
-        version = Version(req.version)
-    else:
-        version = Version(full_version(req.version, req.variant, req.outputs.local_version_style))
+    noarch = req.kind is BuildKind.NOARCH
+    style = req.outputs.local_version_style
+    version = Version(req.version if noarch else full_version(req.version, req.variant, style))
     try:
         entries = list(os.scandir(req.outputs.out_dir))
     except OSError:

@@ -1,8 +1,6 @@
-"""Build a pure-Python kernel project (``[torch-noarch]``, the older ``universal = true``,
-edition 3's "no framework section") into ONE ``py3-none-any`` wheel for every ``torch-<backend>``
-variant of the plan: each backend's ``python-depends`` become an extra (``pip install
-kernel[cuda]``), and the wheel carries no local version, so it can go to PyPI
-(docs/noarch-and-tvm-ffi.md says why extras and not one wheel per backend)."""
+"""Build a pure-Python kernel project (``[torch-noarch]``, ``universal = true``, edition 3's no
+framework section) into ONE ``py3-none-any`` wheel for every ``torch-<backend>`` variant: each
+backend's python-depends an extra, no local version: fit for PyPI (docs/noarch-and-tvm-ffi.md)."""
 
 from __future__ import annotations
 
@@ -60,10 +58,8 @@ def _with_extra(requirement: str, extra: str) -> str:
 def noarch_requirements(
     project: KernelProject, variants: Sequence[Variant]
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(Requires-Dist, Provides-Extra) of the wheel serving ``variants``: torch, the general
-    python-depends and kernel-depends for everyone, each backend's own under its extra
-    (:func:`~kernelwheel.builder.wheelmeta.requirements` says what a backend's build needs).
-    Every backend gets an extra, empty or not, so ``kernel[<backend>]`` always names one."""
+    """(Requires-Dist, Provides-Extra): what all share for everyone, each backend's own under
+    its extra; every backend gets one, even empty, so ``kernel[<backend>]`` always exists."""
     shared = requirements(project, _ID_VARIANT)
     requires = [torch_requirement(project), *shared]
     extras: list[str] = []
@@ -80,8 +76,7 @@ def noarch_requirements(
 
 
 def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER) -> BuiltWheel:
-    """Write the one wheel of ``req``'s pure-Python project for the noarch variants it serves
-    into the output folder. Nothing is run: ``runner`` is the entry's, unused."""
+    """The one wheel of ``req``'s pure-Python project for every noarch variant it serves."""
     del runner  # the same signature as every builder: nothing is compiled
     project, variants = req.project, req.serves or (req.variant,)
     version, out_dir = req.version, req.outputs.out_dir
@@ -103,11 +98,14 @@ def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER)
     scope = ",".join(v.name for v in variants)
     with step(reporter, scope, "codegen") as detail:
         bid = codegen.build_id(project, _ID_VARIANT)
-        detail.append(f"_{project.package}_{BACKEND}_{bid}")
+        # made per backend at import (_ops.py): named here as a pattern
+        namespace = f"_{project.package}_{BACKEND}_{bid}"
+        detail.append(namespace)
     with step(reporter, scope, "wheel") as detail:
         files = package_files(project)
         files[f"{project.package}/_ops.py"] = codegen.noarch_ops_py(project.package, bid).encode()
         requires, extras = noarch_requirements(project, variants)
+        backends = ", ".join(extras) or "any"
         spec = WheelSpec(
             name=project.name,
             version=version,
@@ -116,24 +114,18 @@ def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER)
             requires_dist=requires,
             requires_python=REQUIRES_PYTHON,
             provides_extra=extras,
-            summary=f"{project.name} PyTorch kernel (pure Python, for {', '.join(extras) or 'any'}"
-            " backend), built by kernelwheel",
+            summary=f"{project.name} PyTorch kernel (pure Python, for {backends} backend), built "
+            "by kernelwheel",
         )
-        # Licence, its files, project URLs, the kernel card: builder.wheelmeta.
-        meta = project_metadata(
-            project,
-            version=version,
-            variant=f"pure Python (py3-none-any; backends: {', '.join(extras) or 'any'})",
-            dirty=bool(req.git and req.git.dirty),
-        )
+        variant = f"pure Python (py3-none-any; backends: {backends})"
+        dirty = bool(req.git and req.git.dirty)
+        meta = project_metadata(project, version=version, variant=variant, dirty=dirty)
         path = write_wheel(meta.apply(spec), out_dir)
         detail.append(path.name)
-    # The wheel's namespace is made per backend at import (_ops.py): named here as a pattern.
-    return BuiltWheel(req.variant, path, bid, f"_{project.package}_{BACKEND}_{bid}", req.log, None)
+    return BuiltWheel(req.variant, path, namespace, req.log)
 
 
 def backend_namespace(namespace: str, variant: Variant) -> str:
-    """The ops namespace a noarch wheel's ``namespace`` pattern takes for ``variant``'s backend
-    (a compiled wheel's namespace, which has no pattern, is returned as it is)."""
+    """A noarch ``namespace`` pattern for ``variant``'s backend (a compiled one: unchanged)."""
     backend = variant.backend.token if variant.backend is not None else "universal"
     return namespace.replace(BACKEND, backend)

@@ -1,8 +1,4 @@
-"""Build one variant of a kernel project: environment, codegen, compile, wheel.
-
-Each stage is a step reported with its duration; the compile output goes to a per-variant log
-under the output folder, named in any error.
-"""
+"""Build one torch variant: environment, codegen, compile, wheel, each a reported step."""
 
 from __future__ import annotations
 
@@ -79,8 +75,7 @@ def compile_extension(
     *,
     incremental: bool = False,
 ) -> steps.Compiled:
-    """A torch variant's compile (steps.compile_step); ``incremental`` (``dev``) keeps the work
-    folder's objects, and ninja recompiles only what changed."""
+    """A torch variant's compile (steps.compile_step); ``incremental``: ``dev``'s."""
     env, cross_build, toolkit, header = prepared
     plan = partial(_plan, req, namespace, cross_build, incremental)
     return steps.compile_step(
@@ -103,10 +98,9 @@ def _plan(
     incremental: bool,
     given: steps.PlanInputs,
 ) -> CompilePlan[CompileSpec]:
-    """The torch extension's compile (builder.compile_plan), with its registration header and
-    the project and kernelwheel's data folder (the compat source) through links in the work
-    folder: the compilers (and the compiler cache's keys) then name them by the same relative
-    path on every machine (toolchain.compiler_cache)."""
+    """The extension's compile (builder.compile_plan), the project and kernelwheel's data
+    folder named through links in the work folder: the same relative path on every machine
+    for the compilers and the compiler cache's keys."""
     stage = given.stage
     codegen.write_registration_header(stage / "include")
     views = ((req.project.root, steps.PROJECT_LINK), (given.remedies.data_dir, DATA_LINK))
@@ -114,16 +108,7 @@ def _plan(
         if (stage / link).is_symlink():  # an incremental build's, from its last run
             (stage / link).unlink()
         (stage / link).symlink_to(folder.resolve(), target_is_directory=True)
-    plan = plan_compile(
-        req,
-        namespace,
-        stage,
-        given.tools,
-        given.remedies,
-        given.headers,
-        given.recorded,
-        given.peaks,
-    )
+    plan = plan_compile(req, namespace, *given)
     spec = plan.spec.through_views(tuple((str(f), str(stage / link)) for f, link in views))
     spec = replace(spec, incremental=incremental)
     if cross_build is not None:  # kernelwheel.toolchain.cross: target include/lib dirs, nvcc -ccbin
@@ -139,8 +124,7 @@ def _python_tag(limited_api: str) -> tuple[str, str]:
 
 
 class Prepared(NamedTuple):
-    """A torch variant's build environment: its interpreter's facts, the cross build (another
-    arch only), the CUDA toolkit (CUDA variants only) and the ABI remedies' header."""
+    """A torch variant's build environment (cross build and toolkit only where needed)."""
 
     env: EnvInfo
     cross_build: cross.CrossBuild | None
@@ -152,9 +136,8 @@ def prepare_environment(req: BuildRequest, reporter: Reporter, runner: Runner) -
     """The environment step of a torch variant (``build`` and ``dev`` alike)."""
     variant, scope, log = req.variant, req.variant.name, req.log
     with step(reporter, scope, "environment", log=log) as detail:
-        # kernelwheel.toolchain.cross: a variant for another arch builds in a host-arch environment
-        # (the request's env_spec) against the target arch's torch (and CUDA) wheels, with the
-        # cross compiler; plan_requests planned it.
+        # kernelwheel.toolchain.cross: another arch's variant builds in a host-arch environment
+        # against the target's torch wheels, with the cross compiler plan_requests planned.
         cross_plan, cache = req.compile.cross, req.outputs.cache_dir
         if req.env.python is not None:
             env = probe(req.env.python, cache, runner)
@@ -182,8 +165,7 @@ def prepare_environment(req: BuildRequest, reporter: Reporter, runner: Runner) -
 
 
 def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> BuiltWheel:
-    """Build the torch extension wheel of ``req``'s variant (per torch or on the stable ABI),
-    every command through ``runner``."""
+    """The torch extension wheel of ``req``'s variant (per torch or on the stable ABI)."""
     project, variant = req.project, req.variant
     scope = variant.name
     if req.kind is not BuildKind.TORCH:
@@ -238,11 +220,10 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
             ),
         )
         detail.append(raw.name)
-    return steps.finish_wheel(req, raw, reporter, bid, namespace, prepared.env, compiled, runner)
+    return steps.finish_wheel(req, raw, reporter, namespace, compiled, runner)
 
 
 def _settings(req: BuildRequest, header: ForcedHeader | None) -> tuple[str, ...]:
-    """Build settings that change what is compiled, beyond the files and the variant: with
-    ``with-cpu-kernels``, the remedies' header digest (or their absence)."""
+    """Settings beyond the files and variant that change what is compiled (the build id's)."""
     cpu = ("with-cpu-kernels",) if req.cuda.with_cpu_kernels else ()
     return (*cpu, steps.remedies_setting(header))

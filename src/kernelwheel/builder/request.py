@@ -1,8 +1,5 @@
-"""What a build of one variant is asked to do (:class:`BuildRequest`, made of frozen parts:
-its :class:`VariantBudget`, :class:`CudaSetup`, :class:`Outputs`, :class:`CompileSettings` and
-:class:`Environment`) and what it gives (:class:`BuiltWheel`): values only, nothing here
-probes; :func:`.service.plan_requests` makes them, the one place options become build
-settings."""
+"""What a build of one variant is asked (:class:`BuildRequest`, of frozen parts) and gives
+(:class:`BuiltWheel`): values only; :func:`.service.plan_requests` makes them from options."""
 
 from __future__ import annotations
 
@@ -22,7 +19,7 @@ if TYPE_CHECKING:  # the types only: their modules probe
     from ..plan.versioning import GitState
     from ..toolchain.cross import CrossPlan
     from ..toolchain.deps import HeaderPlan
-    from ..toolchain.envs import EnvInfo, EnvSpec
+    from ..toolchain.envs import EnvSpec
 
 
 class BuildKind(str, Enum):
@@ -56,8 +53,7 @@ class CudaSetup:
 
     home: Path | None = None  # --cuda-home, else a "system" toolchain's (builder.preflight)
     default_capabilities: tuple[CudaCapability, ...] = ()
-    # A default build's targets are the capabilities of the GPUs present (default_capabilities
-    # holds them, not the recipe's list): messages say so and how to build them all.
+    # default_capabilities are the GPUs' (a default build): messages say how to build them all
     for_gpus_here: bool = False
     system_paths: tuple[Path, ...] = ()  # where a "system" toolchain may live
     # the cuda-capabilities option: replaces build.toml's and the recipe's lists
@@ -77,8 +73,7 @@ class Outputs:
     manylinux: str | None = "manylinux_2_28"  # None: keep linux_<arch>, only check
     best_effort: bool = False  # keep a wheel that cannot comply (linux_<arch>) instead of failing
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
-    # The options set above their defaults, each with its layer (Options.preamble): the top
-    # of the variant's log.
+    # The options set above their defaults, with their layers: the top of the variant's log.
     options_preamble: tuple[str, ...] = ()
 
 
@@ -86,9 +81,7 @@ class Outputs:
 class CompileSettings:
     """How the variant compiles: its compiler, depends' headers, cache and checks."""
 
-    # The C++ compiler that really compiles: $CXX (else c++), a cross build's cross compiler.
-    # The facts the compile plan needs (a shared libstdc++, -fno-gnu-unique, the target libc)
-    # are probed from it.
+    # The C++ compiler that really compiles ($CXX, else c++; a cross build's own): probed.
     cxx: str = "c++"
     cross: CrossPlan | None = None  # a build for another arch: planned with the request
     headers: HeaderPlan | None = None  # where the compiled kernels' depends come from
@@ -123,13 +116,11 @@ class BuildRequest:
     compile: CompileSettings = CompileSettings()
     git: GitState | None = None  # the project's git state (the Hub export's provenance)
     kind: BuildKind = BuildKind.TORCH  # which builder runs it (the one entry dispatches)
-    # The variants one wheel serves: a noarch build's every selected variant (variant is the
-    # first); a compiled build's is variant alone.
+    # The variants one wheel serves: a noarch build's every one (variant first), else variant.
     serves: tuple[Variant, ...] = ()
 
     def log_header(self) -> str:
-        """The first lines of the variant's log: what is built, and the options it was built
-        with."""
+        """The first lines of the variant's log: what is built, with which options."""
         lines = [f"kernelwheel build of {self.project.name} for {self.variant.name}"]
         if self.outputs.options_preamble:
             lines += ["options (set above their defaults):"]
@@ -146,10 +137,8 @@ class BuildRequest:
 class BuiltWheel:
     variant: Variant
     path: Path
-    build_id: str
     namespace: str
     log: Path
-    env: EnvInfo | None  # None for a tvm-ffi build (its environment holds no torch)
     compliant: bool = True  # passed the ABI check for its tag
     capabilities: tuple[CudaCapability, ...] = ()  # CUDA capabilities compiled for
     warnings: tuple[str, ...] = ()  # one line per unit that warned (compile.diagnostics)

@@ -1,8 +1,6 @@
-"""``kernelwheel build``, the service: every selected variant of a planned project, built.
-Every request is made first, so what cannot be provided stops the run before anything is
-compiled; then the variants build, several at a time where the machine has the CPUs. A failed
-variant does not stop the others; an interrupt stops them all. The CLI only renders the result.
-"""
+"""``kernelwheel build``'s service: every request made first (what cannot be provided stops the
+run before any compile), then the variants built, several at once where the CPUs allow; a
+failed variant does not stop the others, an interrupt stops them all."""
 
 from __future__ import annotations
 
@@ -51,8 +49,7 @@ from .wheelmeta import check_card
 
 @dataclass(frozen=True)
 class Outcome:
-    """One variant of the run (for a pure-Python project, all of them: one wheel): built, with
-    its wheel, or failed, with its error."""
+    """One variant of the run (a pure-Python project's: all), built or failed."""
 
     variant: str
     seconds: float
@@ -101,9 +98,7 @@ def build_project(
     gpu_capabilities: tuple[CudaCapability, ...] = (),
     runner: Runner = RUNNER,
 ) -> BuildResult:
-    """Build ``recipes`` (the selected variants of ``planned``), reporting to ``progress``,
-    every command through ``runner``; ``gpu_capabilities``: the GPUs' a default CUDA build
-    compiles for (plan.defaults)."""
+    """Build ``recipes``, the selected variants of ``planned``."""
     requests, version, at_once = _requests(planned, recipes, progress, gpu_capabilities, runner)
     if at_once == 1 or len(requests) == 1:
         outcomes = tuple(_variant(req, progress, runner) for req in requests)
@@ -121,8 +116,7 @@ def dev_project(
     check_in_tests: bool = False,
     runner: Runner = RUNNER,
 ) -> DevBuild:
-    """``kernelwheel dev``: ``recipe``'s variant of ``planned`` compiled incrementally into the
-    project's dev folder (builder/dev.py), planned and refused as a build is."""
+    """``kernelwheel dev``: ``recipe``'s variant, planned as a build is, built by builder/dev."""
     (request,), _, _ = _requests(planned, [recipe], progress, gpu_capabilities, runner)
     return build_dev(request, progress, runner, check_in_tests=check_in_tests)
 
@@ -134,8 +128,7 @@ def _requests(
     gpu_capabilities: tuple[CudaCapability, ...],
     runner: Runner,
 ) -> tuple[tuple[BuildRequest, ...], str, int]:
-    """Every request of a run (and the wheel version, the variants at once), made and refused
-    before anything is built."""
+    """Every request of a run, the wheel version and the variants at once, before any build."""
     project, options = planned.project, planned.options
     for warning in check_registrations(project, allow=options.allow_fixed_op_namespaces):
         progress.info("", f"warning: {warning}")
@@ -152,8 +145,7 @@ def _requests(
         memory_mib=budget.memory.mib if budget.memory else None,
         mib_per_thread=options.memory_per_thread or DEFAULT_MIB_PER_THREAD,
     )
-    # Every request first (the toolchain refusal for all the variants at once, a dependency or
-    # cross compiler that cannot be provided): nothing is made or compiled before they are.
+    # Every request first: nothing is made or compiled before all are, and refused at once.
     requests = plan_requests(
         project,
         recipes,
@@ -171,8 +163,7 @@ def _requests(
         f"{project.name} {version} (version from {resolved.source}); {len(recipes)} variant(s)"
         + (f", {at_once} at a time" if at_once > 1 and len(requests) > 1 else ""),
     )
-    # What this machine lacks (a system CUDA toolkit, an unreachable torch index) stops the run
-    # here too, for every variant at once, before any environment is made.
+    # What this machine lacks (a system toolkit, a torch index) stops every variant here too.
     compiled = [r for r in requests if r.kind is not BuildKind.NOARCH]
     require_buildable(
         [r.recipe for r in compiled],
@@ -198,14 +189,10 @@ def plan_requests(
     environ: Mapping[str, str] | None = None,
     runner: Runner = RUNNER,
 ) -> tuple[BuildRequest, ...]:
-    """Every request of a run, made before anything is built: one per ``selected`` recipe, or
-    for a pure-Python project one for all of them (one wheel serves every backend). Refused
-    here, once, for all of them: a variant kernelwheel does not compile (ROCm, XPU, Metal...),
-    a dependency (``deps``, default: read from the recipes folder) that cannot be provided, a
-    variant for another arch without its cross compiler, a CARD.md that does not render.
-    ``gpu_capabilities`` (a default build: plan.defaults) replace the recipe's capabilities as
-    the targets of a CUDA variant. ``budget``: the run's CPUs, jobs and memory, read once by
-    the service; ``environ`` (default: this process's) gives ``CXX``."""
+    """One request per ``selected`` recipe (a pure-Python project: one for all), refused here,
+    once for all: a backend kernelwheel does not compile, a dependency (``deps``, default: the
+    recipes folder's) or cross compiler that cannot be provided, a CARD.md that does not render.
+    ``gpu_capabilities`` replace a CUDA recipe's; ``environ`` (default: os's) gives ``CXX``."""
     require_toolchains(recipe.variant for recipe in selected)
     check_card(project, version=version, dirty=bool(git and git.dirty))
     kind = BuildKind.of(project)
@@ -261,9 +248,7 @@ def plan_requests(
 def _environment(
     kind: BuildKind, recipe: VariantRecipe, options: Options, recipes: Recipes, runner: Runner
 ) -> tuple[Environment, CrossPlan | None]:
-    """The variant's interpreter (given, or the recipe of its environment) and, for another
-    arch, its cross plan: the cross compiler found and the host-arch environment (the same
-    torch release for this machine) chosen now, before anything is built."""
+    """The variant's interpreter (given, or its recipe) and, for another arch, its cross plan."""
     spec = None
     if not options.python and recipe.torch_requirement is not None:
         spec = env_spec_for(recipe, options.pip_sources)
@@ -283,8 +268,7 @@ def _cuda_setup(
     gpu_capabilities: tuple[CudaCapability, ...],
     runner: Runner,
 ) -> CudaSetup:
-    """Where the variant's toolkit is (a "system" toolchain: the toolkit of exactly its CUDA
-    X.Y, builder.preflight) and the capabilities it compiles for."""
+    """The variant's toolkit (a "system" one: exactly its CUDA X.Y) and capabilities."""
     cuda, home = recipe.cuda, options.cuda_home
     if home is None and cuda is not None and cuda.source == "system":
         home = system_toolkit(cuda, runner=runner)[0]
@@ -300,8 +284,7 @@ def _cuda_setup(
 
 
 def _check_name(project: KernelProject, progress: Reporter) -> None:
-    """The kernel's name, for every build kind alike (model/names): refused when the wheel
-    would require itself, warned about when it is a well-known PyPI distribution's."""
+    """Refuse a name the wheel would require itself by; warn of a well-known PyPI name."""
     requires = [r for b in project.backends for r in project.python_depends_for(b)]
     if (own := self_requirement(project.name, [*project.python_depends, *requires])) is not None:
         raise ProjectError(
@@ -324,9 +307,8 @@ def _side_by_side(
     progress: BuildProgress,
     runner: Runner,
 ) -> tuple[Outcome, ...]:
-    """The variants built ``at_once`` at a time, in threads (the work is in the compilers'
-    processes); on an interrupt the variants not started are dropped and the running ones'
-    commands killed before it goes on up."""
+    """The variants built ``at_once`` at a time in threads (the compilers do the work); an
+    interrupt drops those not started and kills the running ones' commands."""
     stopping = threading.Event()  # the variants killed by an interrupt go unreported
     try:
         with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="variant") as pool:

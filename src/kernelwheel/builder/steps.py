@@ -1,8 +1,5 @@
-"""The steps every compiled build kind shares (per-torch and stable-ABI builds in
-``pipeline``, tvm-ffi builds in ``tvm_ffi``): the build's opening, the toolchain refusal and
-probes, the one compile step (:func:`compile_step`, giving :class:`Compiled`), the wheel's
-version and package files, the raw wheel, and repair + check into the output folder. Both kinds
-import this module; it imports neither, so there is no cycle between them."""
+"""The steps every compiled build kind (``pipeline``, ``tvm_ffi``) shares, from the toolchain
+refusal through :func:`compile_step` to repair + check; it imports neither kind (no cycle)."""
 
 from __future__ import annotations
 
@@ -14,6 +11,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .._util import (
     RUNNER,
@@ -37,7 +35,7 @@ from ..compile.compile_rules import NO_GNU_UNIQUE
 from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
 from ..compile.diagnostics import Fault, PathMap, failure, fault, warning_summary
 from ..compile.memory import load_estimates
-from ..errors import AbiError, BuildError, ProjectError, ToolchainError
+from ..errors import AbiError, BuildError, ToolchainError
 from ..log import Reporter, step
 from ..model.capability import CudaCapability
 from ..model.project import KernelProject
@@ -52,7 +50,7 @@ from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
 from .load_check import DeferredLoad, check_load, skip_reason
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
-from .wheelmeta import project_metadata
+from .wheelmeta import project_metadata, refuse_outside
 
 # The compile worker, run by file path inside each build's environment (every build kind's).
 WORKER = Path(__file__).parents[1] / "compile" / "_compile_worker.py"
@@ -84,9 +82,7 @@ def _links_shared_libstdcxx(runner: Runner, cxx: str) -> bool:
 def _target_libraries(
     runner: Runner, cxx: str, names: tuple[str, ...], cache_dir: Path
 ) -> dict[str, VersionTable]:
-    """The version tables of the libraries ``names`` the compiler links against: the target's
-    libc.so.6 and libm.so.6 (a cross compiler's are its sysroot's). A library it does not find,
-    or one without version tables (not glibc), is left out."""
+    """The version tables of the target's ``names``, where found and glibc's."""
     out: dict[str, VersionTable] = {}
     for name in names:
         try:
@@ -114,8 +110,7 @@ def _version_table(path: str, cache_dir: Path) -> VersionTable:
 
 
 def remedy_header(req: BuildRequest, runner: Runner = RUNNER) -> ForcedHeader | None:
-    """The forced-include header of this build (abi/symver), made from the target's own
-    libc/libm, found through the request's compiler (a cross build's own)."""
+    """The forced-include header (abi/symver) from the libc/libm of the request's compiler."""
     if not req.compile.abi_remedies:
         return None
     arch = (req.variant.arch or Arch.host()).value
@@ -138,23 +133,21 @@ def remedies_setting(header: ForcedHeader | None) -> str:
 
 
 def check_cxx_toolchain(cxx: str, environ: Mapping[str, str], runner: Runner = RUNNER) -> None:
-    """Refuse, before anything is compiled, a C++ compiler that links libstdc++ statically (it
-    ships only libstdc++.a, as self-built toolchains in /opt often do): that libstdc++ was built
-    against the toolchain's newer glibc, so the extension would import GLIBC_2.34+ symbols no
-    manylinux_2_28 wheel may need, and the build would only fail at repair. The error names the
-    compiler ``cxx`` and, where one is on ``environ``'s PATH, a system compiler that links
-    libstdc++ as a library."""
+    """Refuse up front a C++ compiler that links libstdc++ statically (only libstdc++.a, as
+    self-built toolchains in /opt often ship): built against a newer glibc, it would pull in
+    GLIBC_2.34+ symbols and fail only at repair. Names a system compiler on PATH if one fits."""
     if _links_shared_libstdcxx(runner, cxx):
         return
     first = cxx.split()[0] if cxx.split() else cxx
-    where = shutil.which(first, path=environ.get("PATH")) or first
+    path = environ.get("PATH")
+    where = shutil.which(first, path=path) or first
     alternatives = [
         (found, cc)
         for name, cc_name in (("g++", "gcc"), ("c++", "cc"))
-        if (found := shutil.which(name, path=environ.get("PATH"))) is not None
+        if (found := shutil.which(name, path=path)) is not None
         and os.path.realpath(found) != os.path.realpath(where)
         and _links_shared_libstdcxx(runner, found)
-        and (cc := shutil.which(cc_name, path=environ.get("PATH"))) is not None
+        and (cc := shutil.which(cc_name, path=path)) is not None
     ]
     use = (
         f"run 'CXX={alternatives[0][0]} CC={alternatives[0][1]} kernelwheel build …', or "
@@ -180,19 +173,13 @@ def open_build(req: BuildRequest, runner: Runner) -> None:
 
 
 def package_files(project: KernelProject) -> dict[str, Member]:
-    """The Python package's ``.py`` and ``pyext`` files, each as its path (the wheel writer
-    streams it: a data file may be gigabytes)."""
+    """The package's ``.py`` and ``pyext`` files as paths: the writer streams them (GBs)."""
     files: dict[str, Member] = {}
     suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
     for path in sorted(project.package_dir.rglob("*")):
         if not path.is_file() or "__pycache__" in path.parts or path.suffix not in suffixes:
             continue
-        if path.is_symlink() and not path.resolve().is_relative_to(project.root.resolve()):
-            raise ProjectError(
-                f"{path} is a symlink pointing outside the project",
-                file=path,
-                hint="copy the file into the project instead",
-            )
+        refuse_outside(path, project.root, path)
         rel = path.relative_to(project.package_dir).as_posix()
         files[f"{project.package}/{rel}"] = path
     return files
@@ -209,8 +196,7 @@ def _accepts_flag(runner: Runner, cxx: str, flag: str) -> bool:
 
 
 def probe_toolchain(toolkit: CudaToolkit | None, req: BuildRequest, runner: Runner) -> Toolchain:
-    """What the compile plan needs to know about the compilers, found by running the ones that
-    will compile (the request's C++ compiler: a cross build's own)."""
+    """The compile plan's facts, probed from the compilers that will compile."""
     return Toolchain(
         cuda=toolkit,
         nvcc_supports=supported_capabilities(toolkit.home, runner) if toolkit else None,
@@ -227,10 +213,7 @@ def compile_env(
     stats_log: Path,
     runner: Runner,
 ) -> tuple[dict[str, str], bool]:
-    """The compile worker's environment (the toolkit first on PATH, the compiler cache's links
-    before it), and whether the compiler cache is on. The project's census
-    (compiler_cache.project_census) is written beside ``stats_log`` and hashed into every
-    compiler cache key."""
+    """The worker's environment and whether the compiler cache (keyed by the census) is on."""
     env_vars = dict(os.environ)
     if toolkit is not None:
         env_vars["CUDA_HOME"] = str(toolkit.home)
@@ -259,8 +242,7 @@ def compile_env(
                 shared = f", remote storage {remote}" if remote else ""
                 fh.write(f"compiler cache: {ccache.describe()}{shared}\n")
             census = stats_log.with_name("project-census.txt")
-            # kernelwheel's own output in the project (and build/, the Hub layout's usual
-            # place): not the project's files
+            # kernelwheel's output (and build/, the Hub layout's usual place): not the project's
             layout = (out.hub_layout,) if out.hub_layout is not None else ()
             own = (out.cache_dir, out.work_dir, out.out_dir, req.project.root / "build", *layout)
             census.write_text(project_census(req.project.root, leave_out=own))
@@ -294,9 +276,8 @@ class Compiled:
     py_limited_api: str = ""  # the Py_LIMITED_API a torch extension really used
 
 
-@dataclass(frozen=True)
-class PlanInputs:
-    """What the compile step hands a kind's plan of its compile."""
+class PlanInputs(NamedTuple):
+    """What the compile step hands a kind's plan: the plan functions' arguments, in order."""
 
     stage: Path  # the variant's work folder
     tools: Toolchain  # the compilers' facts
@@ -321,11 +302,8 @@ def compile_step(
     cross_build: CrossBuild | None = None,
     incremental: bool = False,
 ) -> Compiled:
-    """The compile of every compiled kind, in the variant's work folder, with ``python`` (the
-    environment whose ``facts`` key the reuse of an unchanged build, builder.reuse).
-    ``incremental`` (``dev``): the work folder's objects are kept, ninja recompiles only what
-    changed, and a spec unchanged since the last run runs ninja and the link alone, without the
-    worker's start."""
+    """Every compiled kind's compile; ``facts`` key the reuse of an unchanged build.
+    ``incremental`` (``dev``): objects kept, an unchanged spec runs without the worker."""
     stage = req.outputs.work_dir / req.variant.name
     if stage.exists() and not incremental:
         shutil.rmtree(stage)
@@ -386,9 +364,7 @@ def _compiled(
 def _record_unit_costs(
     costs: Path, peaks: Path, spec: CompileSpec | CommandSpec, stage: Path, root: Path
 ) -> None:
-    """This compile's seconds and peak MiB per unit, kept by project-relative path for the next
-    build's schedule and jobs: a torch build's compilers name the project's files through its
-    link in the work folder, a tvm-ffi build's by the project's own path, ``root``."""
+    """This compile's seconds and peak MiB per unit by project-relative path, for the next plan."""
     temp = Path(spec.build_temp)
     projects = [Path(os.path.abspath(stage / PROJECT_LINK)), Path(os.path.realpath(root))]
     floor = load_estimates().min_measured
@@ -411,9 +387,7 @@ def _record_unit_costs(
 def _direct_commands(
     stage: Path, spec: CompileSpec | CommandSpec
 ) -> tuple[list[str], list[str]] | None:
-    """ninja on the work folder's build.ninja, then the link the worker recorded: the compile
-    of a dev build whose spec has not changed since its last run (whose build.ninja would be
-    the same), else None."""
+    """ninja and the recorded link, where a dev build's spec is unchanged; else None."""
     try:
         last_spec = output_identity((stage / "compile.json").read_text())
         same = last_spec == output_identity(spec.to_json())
@@ -436,10 +410,8 @@ def run_worker(
     *,
     direct: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> dict[str, object]:
-    """Run the compile worker on ``<stage>/compile.json`` (output into the variant's log) and
-    return its result. nvcc's ``--keep`` files go however it ends, unless asked for: they are
-    hundreds of MB per variant. ``direct`` (a dev build's unchanged spec): these commands
-    instead, and the last result again."""
+    """The worker's result on ``<stage>/compile.json``, output into the log (``direct``: these
+    commands instead). nvcc's ``--keep`` files, hundreds of MB, go unless asked for."""
     spec_path, result_path = stage / "compile.json", stage / "result.json"
     start = _size(req.log)
     idle = False
@@ -483,8 +455,7 @@ _NINJA_IDLE = "ninja: no work to do."
 def machine_fault(
     req: BuildRequest, cause: Fault, stage: Path, env_vars: Mapping[str, str]
 ) -> ToolchainError:
-    """A failed compile whose cause is this machine's (diagnostics.fault): a full disk or a
-    broken ccache, never the author's compile error."""
+    """A failed compile caused by this machine (a full disk, a broken ccache), not the code."""
     said = f"the compile output says: {cause.line} (full log: {req.log})"
     if cause.kind == "disk-full":
         folders = {
@@ -531,10 +502,8 @@ def load_checked(
     loaded: tuple[Path, str] | None = None,
     defer: bool = False,
 ) -> DeferredLoad | None:
-    """The load check of a freshly linked extension (builder/load_check), as a step. ``loaded``
-    (a dev build's): the record of the last shared object that loaded and this one's sha256:
-    skipped when they are the same. ``defer`` (with ``loaded``): the check is returned, for the
-    process that runs the tests, instead of run."""
+    """The load check (builder/load_check) as a step. ``loaded`` (dev): the last loaded
+    object's record and this one's sha256, skipped when equal; ``defer``: returned, not run."""
     scope = req.variant.name
     if not req.compile.load_check:
         return None
@@ -579,8 +548,7 @@ def _read_from(path: Path, offset: int) -> str:
 
 
 def _project_paths(req: BuildRequest, stage: Path, spec_path: Path) -> PathMap:
-    """The project as the compilers name it (through the work folder's link, or its own
-    path), and the folder they ran in (the spec's ``build_temp``)."""
+    """The project as the compilers name it (link or own path) and their folder."""
     root = req.project.root
     try:
         cwd = str(json.loads(spec_path.read_text()).get("build_temp", stage))
@@ -597,9 +565,7 @@ def unchanged_compile(
     env: EnvInfo | tuple[object, ...],
     env_vars: Mapping[str, str],
 ) -> tuple[Reuse | None, str, dict[str, object] | None]:
-    """The variant's reuse entry (builder.reuse), its build key, and the stored compile result
-    when nothing the compile is built from changed. None with the compiler cache off: every
-    build then really compiles."""
+    """The reuse entry, key and stored result of an unchanged compile (none without ccache)."""
     if req.compile.no_ccache:
         return None, "", None
     reuse = Reuse(req.outputs.work_dir / "reuse" / req.variant.name, (req.project.root, stage))
@@ -615,10 +581,8 @@ def unchanged_compile(
 
 
 def raw_wheel(req: BuildRequest, spec: WheelSpec) -> Path:
-    """The wheel of a compiled variant before repair, in its work folder, with the project's
-    metadata (builder.wheelmeta). Stored, not deflated, when auditwheel re-zips it; deflated
-    when it is the output itself: without repair, or with best effort (kept as is when the
-    repair fails)."""
+    """The wheel before repair, in the work folder: stored when auditwheel re-zips it,
+    deflated when it may be the output (no repair, or best effort)."""
     variant, dirty = req.variant.name, bool(req.git and req.git.dirty)
     meta = project_metadata(req.project, version=spec.version, variant=variant, dirty=dirty)
     return write_wheel(
@@ -632,14 +596,11 @@ def finish_wheel(
     req: BuildRequest,
     raw: Path,
     reporter: Reporter,
-    bid: str,
     namespace: str,
-    env: EnvInfo | None,
     compiled: Compiled,
     runner: Runner,
 ) -> BuiltWheel:
-    """Repair the raw wheel to the manylinux policy (or only check it, without one) into the
-    output folder: the last steps of every compiled build."""
+    """Repair (or without a policy only check) the raw wheel into the output folder."""
     scope, log = req.variant.name, req.log
     if req.outputs.manylinux is None:
         with step(reporter, scope, "check") as detail:
@@ -663,14 +624,11 @@ def finish_wheel(
                 with open(log, "a") as fh:
                     fh.write("\n" + report.summary(limit=100) + pulled_in_by(req, report) + "\n")
     capabilities, warnings = compiled.capabilities, compiled.warnings
-    return BuiltWheel(
-        req.variant, path, bid, namespace, log, env, report.ok, capabilities, warnings
-    )
+    return BuiltWheel(req.variant, path, namespace, log, report.ok, capabilities, warnings)
 
 
 def _repair(req: BuildRequest, raw: Path, runner: Runner) -> RepairResult:
-    """auditwheel repair, or the wheel an earlier repair made from the same bytes (a variant
-    rebuilt unchanged gives a byte-identical raw wheel): copied, then checked again."""
+    """auditwheel repair, or an earlier repair of the same raw bytes, copied and checked."""
     out = req.outputs
     assert out.manylinux is not None
     reuse = Reuse(out.work_dir / "reuse" / req.variant.name, ())
@@ -700,8 +658,7 @@ def _repair(req: BuildRequest, raw: Path, runner: Runner) -> RepairResult:
 
 
 def pulled_in_by(req: BuildRequest, report: WheelReport) -> str:
-    """Lines naming, for each symbol-version violation, the build's object files that reference
-    the symbol and the sources they were compiled from."""
+    """For each symbol-version violation, the objects (and sources) referencing it."""
     symbols = {
         v.subject for o in report.objects for v in o.violations if v.rule is Rule.SYMBOL_VERSIONS
     }
@@ -718,8 +675,7 @@ def pulled_in_by(req: BuildRequest, report: WheelReport) -> str:
 
 
 def _object_source(obj: Path, stage: Path, project: KernelProject) -> str:
-    """``csrc/k.cpp (object obj/…/k.o)``: the source an object was compiled from, matched on its
-    path (setuptools: the object mirrors the source's path) or its stem (tvm-ffi: ``NNN-k.o``)."""
+    """``csrc/k.cpp (object obj/…/k.o)``, matched on path (setuptools) or stem (tvm-ffi)."""
     rel = obj.relative_to(stage)
     bare = str(obj)[: -len(obj.suffix)]
     stem = obj.stem.split("-", 1)[1] if obj.stem[:3].isdigit() and "-" in obj.stem else obj.stem

@@ -1,8 +1,6 @@
-"""Build one tvm-ffi variant (``tvm-ffi01-cpu-x86_64-linux``): a ``[tvm-ffi]`` kernel compiled
-against apache-tvm-ffi, with no torch anywhere (docs/noarch-and-tvm-ffi.md). kernelwheel runs the
-compilers itself: the shared object is no Python extension (``tvm_ffi.load_module`` dlopens it).
-A CUDA build links the shared CUDA runtime through an rpath into the runtime package's folder:
-static linking would pull glibc 2.34 symbols in, which manylinux_2_28 forbids."""
+"""Build one tvm-ffi variant: a ``[tvm-ffi]`` kernel compiled against apache-tvm-ffi, no torch
+(docs/noarch-and-tvm-ffi.md); ``tvm_ffi.load_module`` dlopens the shared object. A CUDA build
+links the shared CUDA runtime by rpath: static linking pulls in glibc 2.34 symbols."""
 
 from __future__ import annotations
 
@@ -119,8 +117,7 @@ def provision_tvm_ffi(
     log: Path | None = None,
     runner: Runner = RUNNER,
 ) -> TvmFfiEnv:
-    """Create (or reuse) the venv of ``recipe``: apache-tvm-ffi pinned by hash, and the CUDA
-    toolchain of a CUDA flavour."""
+    """The venv of ``recipe`` (made or reused): apache-tvm-ffi by hash, a CUDA toolchain."""
     assert recipe.tvm_ffi is not None
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
     key = {"python": python, "recipe": recipe.environment_spec(), "tools": TOOLS}
@@ -153,10 +150,7 @@ def provision_tvm_ffi(
 def wheel_requirements(
     project: KernelProject, recipe: VariantRecipe, built_with: str
 ) -> tuple[str, ...]:
-    """Requires-Dist: apache-tvm-ffi ``built_with`` or later of its series, what the recipe
-    lists for the flavour, then what the project's build for the backend requires
-    (python-depends, where a bare ``apache-tvm-ffi`` adds nothing, and kernel-depends). No
-    torch."""
+    """Requires-Dist (no torch): apache-tvm-ffi's series from ``built_with``, then the rest."""
     assert recipe.tvm_ffi is not None and recipe.variant.backend is not None
     own = canonicalize_name(TVM_FFI_PACKAGE)
     requires = [tvm_ffi_requirement(built_with)]
@@ -242,7 +236,7 @@ def build_tvm_ffi_variant(
             ),
         )
         detail.append(raw.name)
-    return steps.finish_wheel(req, raw, reporter, bid, namespace, None, compiled, runner)
+    return steps.finish_wheel(req, raw, reporter, namespace, compiled, runner)
 
 
 def _plan(
@@ -252,26 +246,14 @@ def _plan(
     toolkit: CudaToolkit | None,
     given: steps.PlanInputs,
 ) -> CompilePlan[CommandSpec]:
-    """The tvm-ffi library's compile as commands (builder.tvm_ffi_plan), linked against the
-    environment's apache-tvm-ffi and finding the CUDA runtime through its rpaths."""
+    """The library's compile as commands (builder.tvm_ffi_plan)."""
     rpaths = _runtime_rpaths(env, toolkit, req.outputs.cache_dir / "toolkits")
     library = TvmFfiLibrary(env.include_dirs, env.lib_dir, rpaths)
-    return plan_tvm_ffi_compile(
-        req,
-        namespace,
-        given.stage,
-        given.tools,
-        given.remedies,
-        library,
-        given.headers,
-        given.recorded,
-        given.peaks,
-    )
+    return plan_tvm_ffi_compile(req, namespace, library, *given)
 
 
 def _ready(marker: Path, runner: Runner) -> TvmFfiEnv | None:
-    """The probe of the ready environment ``marker`` marks; probed again where the marker
-    names another place (a cache copied or moved there); None where it holds none."""
+    """The ready environment's probe; probed again where the cache was moved; else None."""
     root = marker.parent
     try:
         env = TvmFfiEnv.from_json(marker.read_text(), reused=True)
@@ -297,10 +279,8 @@ def _check_series(env: TvmFfiEnv, series: TvmFfiVersion) -> None:
 
 
 def _runtime_rpaths(env: TvmFfiEnv, toolkit: CudaToolkit | None, store: Path) -> tuple[str, ...]:
-    """Where the installed wheel finds the CUDA runtime: the runtime package's folder
-    (``nvidia/cu13/lib``) relative to the package folder the shared object is installed in,
-    when the toolkit is the environment's toolchain packages (or their shared copy in the
-    toolkit store). A system toolkit gives none."""
+    """The CUDA runtime package's folder (``nvidia/cu13/lib``) relative to the installed
+    package, for a toolkit from the environment's packages or the store; none for a system one."""
     if toolkit is None:
         return ()
     purelib = env.purelib.resolve()

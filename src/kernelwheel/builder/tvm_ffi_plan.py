@@ -1,7 +1,5 @@
-"""From a tvm-ffi build request and the toolchain's facts to the :class:`CommandSpec` the compile
-worker runs: pure, with :mod:`.compile_plan`'s rules. There is no torch to write the commands,
-so the plan spells them out; the shared object is no Python extension (``tvm_ffi.load_module``
-dlopens it) and links ``libtvm_ffi.so``."""
+"""A tvm-ffi build's compile as the :class:`CommandSpec` the worker runs: pure, with
+:mod:`.compile_plan`'s rules; with no torch to write them, the plan spells the commands out."""
 
 from __future__ import annotations
 
@@ -37,8 +35,7 @@ from .request import BuildRequest
 
 @dataclass(frozen=True)
 class TvmFfiLibrary:
-    """What compiling against apache-tvm-ffi needs (from the environment's probe), and where the
-    installed wheel finds the CUDA runtime (rpaths relative to the package folder)."""
+    """apache-tvm-ffi's headers and library, and the CUDA runtime's rpaths from the package."""
 
     include_dirs: tuple[Path, ...]
     lib_dir: Path
@@ -48,20 +45,17 @@ class TvmFfiLibrary:
 def plan_tvm_ffi_compile(
     req: BuildRequest,
     namespace: str,
+    library: TvmFfiLibrary,
     stage: Path,
     tools: Toolchain,
     remedies: RemedySet,
-    library: TvmFfiLibrary,
     dependency_includes: Sequence[Path] = (),
     recorded: Mapping[str, float] | None = None,
     peaks: Mapping[str, float] | None = None,
 ) -> CompilePlan[CommandSpec]:
-    """The commands that compile ``req``'s tvm-ffi variant into ``<stage>/lib/<namespace>.so``:
-    the binding, each kernel of the backend, the remedies' source, then the link, with the
-    request's C++ compiler; nvcc is named bare, found first on the worker's PATH (the
-    toolkit's, or the compiler cache's link to it). As a torch build's: the units start
-    longest first by earlier builds' ``recorded`` seconds, and the jobs and nvcc threads fit
-    the memory by their measured ``peaks`` (per project-relative path; builder.compile_plan)."""
+    """The commands compiling ``req``'s variant into ``<stage>/lib/<namespace>.so``, then the
+    link. nvcc is named bare: the worker's PATH finds the toolkit's, or the compiler cache's
+    link to it. Schedule and jobs from ``recorded`` and ``peaks`` as in a torch build."""
     project, variant, cxx = req.project, req.variant, req.compile.cxx
     assert project.tvm_ffi is not None and variant.backend is not None
     backend = variant.backend.kind.value

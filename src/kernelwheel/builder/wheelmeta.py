@@ -1,7 +1,5 @@
-"""What a kernel project says about itself, for its wheels' METADATA: its licence and licence
-files (``LICENSE*``, ``LICENCE*``, ``COPYING*``, as setuptools' default patterns), project URLs,
-and the kernel card (:mod:`kernelwheel.model.card`) followed by a section on the wheel itself as
-the long description."""
+"""A project's wheels' METADATA: licence and licence files (setuptools' default patterns),
+project URLs, and the kernel card plus a section on the wheel as the long description."""
 
 from __future__ import annotations
 
@@ -43,8 +41,7 @@ class ProjectMetadata:
 
 
 def requirements(project: KernelProject, variant: Variant) -> tuple[str, ...]:
-    """What a build for ``variant`` requires besides torch: the general python-depends and its
-    backend's (PyPI names), then its Hub kernel dependencies as requirements on their wheels."""
+    """What ``variant``'s build requires besides torch: python-depends, then kernel-depends."""
     backend = variant.backend.kind.value if variant.backend is not None else None
     if backend is None:
         return project.python_depends + tuple(d.requirement for d in project.kernel_depends)
@@ -55,9 +52,7 @@ def requirements(project: KernelProject, variant: Variant) -> tuple[str, ...]:
 def project_metadata(
     project: KernelProject, *, version: str, variant: str, dirty: bool = False
 ) -> ProjectMetadata:
-    """The METADATA a wheel of ``project`` takes: ``version`` is the wheel's, ``variant`` what
-    it was built for (a variant's name, or the words for a noarch wheel), ``dirty`` whether it
-    was built from a git tree with uncommitted changes."""
+    """The METADATA of a wheel of ``project`` built for ``variant`` (a name or words)."""
     urls = tuple(
         (label, url)
         for label, url in (("Upstream", project.upstream), ("Source", project.source))
@@ -77,8 +72,7 @@ def project_metadata(
 
 
 def check_card(project: KernelProject, *, version: str, dirty: bool = False) -> None:
-    """Render the project's card once, before anything is built: a CARD.md that does not render
-    fails the run up front, not after the compiles."""
+    """Render the card before anything is built: a broken CARD.md fails before the compiles."""
     project_card(project, card_fields(project, version=_major(version), dirty=dirty))
 
 
@@ -118,13 +112,18 @@ def _major(version: str) -> int | None:
         return None
 
 
-def _bytes(path: Path, root: Path) -> bytes:
+def refuse_outside(path: Path, root: Path, shown: object) -> None:
+    """A symlink out of the project ``root`` would put a file from elsewhere in the wheel."""
     if path.is_symlink() and not path.resolve().is_relative_to(root.resolve()):
         raise ProjectError(
-            f"{path.name} is a symlink pointing outside the project",
+            f"{shown} is a symlink pointing outside the project",
             file=path,
             hint="copy the file into the project instead",
         )
+
+
+def _bytes(path: Path, root: Path) -> bytes:
+    refuse_outside(path, root, path.name)
     try:
         return path.read_bytes()
     except OSError as exc:
@@ -142,11 +141,9 @@ class TorchRequirement:
 
 
 def torch_requirement(variant: Variant, shared_objects: Sequence[Path]) -> TorchRequirement:
-    """The torch requirement of ``variant``'s wheel. A per-torch build pins its series; a
-    stable-ABI build states ``torch>=max(declared, measured)``: the declared floor is its ABI
-    version (``torch.stable-abi``), the measured one the newest first release of the libtorch
-    shim functions ``shared_objects`` import (:mod:`kernelwheel.abi.torch_floor`), with a
-    warning naming them when it is the higher, and one for shim-like imports the table lacks."""
+    """A per-torch build pins its series; a stable-ABI build states ``torch>=max(declared,
+    measured)`` (its ABI version; the newest libtorch shim function ``shared_objects`` import,
+    abi.torch_floor), warning when measured is higher and of imports the table lacks."""
     if not variant.stable_abi or variant.torch is None:
         return TorchRequirement(variant.torch_requirement())
     table = load_shim_table()

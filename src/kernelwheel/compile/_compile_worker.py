@@ -1,10 +1,7 @@
-"""Compile one extension with torch.utils.cpp_extension. Runs INSIDE the build environment.
-
-Invoked by file path with that environment's interpreter, so it may import only the standard
-library, setuptools and torch - never kernelwheel itself. Reads a JSON spec, writes a JSON result.
-A spec of kind ``commands`` (a tvm-ffi build: no torch, no setuptools there) lists its compiler
-commands; they run with the standard library alone (:func:`run_commands`).
-"""
+"""Compile one extension with torch.utils.cpp_extension, INSIDE the build environment: run by
+file path with its interpreter, it imports only the standard library, setuptools and torch, never
+kernelwheel. JSON spec in, JSON result out; a ``commands`` spec (tvm-ffi: no torch, no
+setuptools) runs its compiler commands with the standard library alone (:func:`run_commands`)."""
 
 from __future__ import annotations
 
@@ -29,8 +26,7 @@ DROPPED_PREFIXES = ("-DTORCH_EXTENSION_NAME=",)
 
 
 def without_dropped(args: Any) -> Any:
-    """``extra_compile_args`` (a list, or a dict of lists per compiler) without
-    :data:`DROPPED_FLAGS` and flags starting with :data:`DROPPED_PREFIXES`."""
+    """``extra_compile_args`` (a list, or a dict of lists) without the dropped flags."""
     if isinstance(args, dict):
         return {key: without_dropped(value) for key, value in args.items()}
     return [
@@ -39,9 +35,8 @@ def without_dropped(args: Any) -> Any:
 
 
 def build_ext_class(build_extension: Any) -> Any:
-    """torch's BuildExtension (with ninja), compiling each extension without
-    :data:`DROPPED_FLAGS`: torch adds them in ``build_extensions`` before it compiles each
-    extension through ``build_extension``, the setuptools hook that sees them last."""
+    """torch's BuildExtension (ninja) without :data:`DROPPED_FLAGS`, dropped in
+    ``build_extension``: the setuptools hook that sees them last, after torch adds them."""
 
     class KernelBuilderExtension(build_extension.with_options(use_ninja=True)):  # type: ignore[misc]
         # The link command setuptools ran: a dev build's next run links with it directly
@@ -79,9 +74,7 @@ def _build_line_source(line: str) -> tuple[str, str] | None:
 def source_bindings(
     text: str, entries: list[dict[str, Any]], cuda_post_cflags: list[str], gencode: list[str]
 ) -> str:
-    """build.ninja with a binding under each entry's build line: its flags after the
-    extension's, and for a .cu source its own -gencode flags instead of the extension's
-    (``gencode``). ``cuda_post_cflags`` is the extension's nvcc line as torch wrote it."""
+    """build.ninja with each entry's own flags (and a .cu's -gencode) under its build line."""
     wanted = {os.path.abspath(e["source"]): e for e in entries}
     shared = [f for f in cuda_post_cflags if f.strip() not in {shlex.quote(g) for g in gencode}]
     out: list[str] = []
@@ -104,10 +97,9 @@ def source_bindings(
 
 
 def in_source_order(text: str, sources: list[str]) -> str:
-    """build.ninja with its compile statements (each with its indented bindings) in the order of
-    ``sources``: ninja starts the statements in file order, and torch writes them sorted by
-    object path, so the binding (torch's headers: the longest host compile) came last and
-    finished alone on one CPU. Sources not in the list keep their order, after it."""
+    """build.ninja's compile statements in ``sources``' order (others after, as they were):
+    ninja starts them in file order, and torch's object-path order put the binding, the
+    longest host compile, last, finishing alone on one CPU."""
     rank = {os.path.abspath(src): i for i, src in enumerate(sources)}
     lines = text.splitlines()
     blocks: list[tuple[int, list[str]]] = []
@@ -131,9 +123,7 @@ _PREPROCESSED = "CCACHE_NODEPEND=1"
 
 
 def preprocessed_mode(text: str, torch_free: list[str]) -> str:
-    """build.ninja with the compiler of each ``torch_free`` source's statement run with ccache's
-    depend mode off (a binding under its build line: ``cxx``/``nvcc`` prefixed by the
-    variable)."""
+    """build.ninja with ccache's depend mode off for each ``torch_free`` source's compiler."""
     wanted = {os.path.abspath(s) for s in torch_free}
     out: list[str] = []
     for line in text.splitlines():
@@ -149,10 +139,8 @@ _LIMITED_API = re.compile(r" -DPy_LIMITED_API=\S*")
 
 
 def one_limited_api(text: str) -> str:
-    """build.ninja with one Py_LIMITED_API definition per compiler: torch appends its own
-    (``min_supported_cpython``) to a limited-API extension's flags, after the plan's, and two
-    definitions warn "redefined" in every unit. The later one, torch's, is the one that
-    counted (the wheel's tag follows it: :func:`_effective_limited_api`): it alone is kept."""
+    """build.ninja with one Py_LIMITED_API per compiler: torch appends its own after the plan's
+    and two warn "redefined" in every unit; the later, torch's, counted (and tags the wheel)."""
     lines = text.splitlines()
     for first, last in (("cflags", "post_cflags"), ("cuda_cflags", "cuda_post_cflags")):
         if any(line.startswith(f"{last} = ") and "-DPy_LIMITED_API=" in line for line in lines):
@@ -169,10 +157,9 @@ _COMMAND_LINES = (*_FLAG_LINES, "cxx", "nvcc")
 
 
 def view_paths(text: str, views: list[list[str]]) -> str:
-    """build.ninja with each ``[folder, link]`` of ``views`` named through its link in the
-    compile flags and sources (objects keep their paths: setuptools links them by those):
-    ccache then keys the project's files on a path under the cache folder, made relative
-    (toolchain.compiler_cache), the same on every machine."""
+    """build.ninja's flags and sources naming each ``[folder, link]`` of ``views`` through the
+    link (objects keep their paths: setuptools links by them), so ccache's keys are the same
+    on every machine."""
     if not views:
         return text
 
@@ -186,8 +173,8 @@ def view_paths(text: str, views: list[list[str]]) -> str:
         return token
 
     def swap_word(raw: str) -> str:
-        """A shell word of a flag line, swapped; quoted again only where it changed (a ninja
-        ``$variable`` left as it is). torch quotes a path with a space: '-I/my dir/csrc'."""
+        """A flag line's shell word, swapped, requoted only if changed (torch quotes a path
+        with a space: '-I/my dir/csrc'; a ninja ``$variable`` stays)."""
         try:
             words = shlex.split(raw)
         except ValueError:
@@ -228,9 +215,7 @@ _SHELL_WORDS = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+""")
 
 
 def measured(text: str, wrapper: list[str]) -> str:
-    """build.ninja with its compilers (the top-level ``cxx`` and ``nvcc`` variables every
-    compile statement runs) started through ``wrapper`` (compile/_peak_rss: each unit's peak
-    memory, for the next build's plan)."""
+    """build.ninja's ``cxx`` and ``nvcc`` run through ``wrapper`` (compile/_peak_rss)."""
     prefix = " ".join(_ninja_quote(arg) for arg in wrapper)
     lines = [
         f"{line.partition(' = ')[0]} = {prefix} {line.partition(' = ')[2]}"
@@ -250,13 +235,9 @@ def install_ninja_edits(
     views: list[list[str]] | None = None,
     wrapper: list[str] | None = None,
 ) -> None:
-    """Give sources their own flags by adding bindings to the build.ninja torch writes (through
-    its private ``_write_ninja_file``, present from torch 1.x to 2.14), the ``torch_free`` ones
-    ccache's preprocessed mode, put its compile statements in ``order`` (the plan's source
-    order), keep one Py_LIMITED_API definition (:func:`one_limited_api`) and, given a
-    ``wrapper``, run each compiler through it (:func:`measured`). Without that
-    function the order and the cache mode are torch's and ccache's defaults (choices of speed,
-    not needs); per-source flags are then an error."""
+    """The edits above (flags, cache mode, ``order``, one limited API, ``wrapper``) made to the
+    build.ninja torch writes, through its private ``_write_ninja_file`` (torch 1.x to 2.14).
+    Without it order and cache mode stay the defaults (speed, not needs); own flags fail."""
     original: Callable[..., Any] | None = getattr(cpp_extension, "_write_ninja_file", None)
     if original is None and not entries and not views and not wrapper:
         return
@@ -286,11 +267,9 @@ _MAP = "-ffile-prefix-map="
 
 
 def prefix_mapped(flags: list[str], extra: list[tuple[str, str]], cwd: str, wrap: str) -> list[str]:
-    """``flags`` with their prefix maps (``wrap`` + ``-ffile-prefix-map=OLD=NEW``) and the
-    ``extra`` ones, each also for OLD relative to ``cwd`` (ccache's base_dir hands the compiler
-    paths under the cache folder relative to it, so a cached and an uncached build name a file
-    alike), at the end, the shortest OLD first: gcc tries the last map first, so a folder's own
-    map wins over the map of a folder around it."""
+    """``flags`` with their prefix maps and the ``extra`` ones, each also relative to ``cwd``
+    (as ccache's base_dir passes paths), last, shortest first: gcc tries the last map first,
+    so a folder's own map wins over its parent's."""
     kept: list[str] = []
     maps: dict[str, str] = {}
     for flag in flags:
@@ -320,11 +299,8 @@ def _leftover_dropped_flags(build_temp: Path) -> list[str]:
 
 
 def _effective_limited_api(build_temp: Path, requested: str) -> str:
-    """The Py_LIMITED_API value the compiler really saw: the last definition on the command line.
-
-    torch >= 2.13 appends its own -DPy_LIMITED_API after ours, so the wheel's abi3 tag must follow
-    what is in the generated build file, not what we asked for.
-    """
+    """The Py_LIMITED_API the compiler really saw: torch >= 2.13 appends its own after ours, so
+    the wheel's abi3 tag follows the generated build file, not what we asked for."""
     values: list[str] = []
     for ninja in build_temp.rglob("build.ninja"):
         for line in ninja.read_text().splitlines():
@@ -343,8 +319,7 @@ def _effective_limited_api(build_temp: Path, requested: str) -> str:
 
 
 def _inputs(build_temp: Path) -> list[str] | None:
-    """Every file the objects were compiled from (sources and the headers they include), from
-    ninja's deps log; None unless it covers each object with an up-to-date record."""
+    """Every file the objects were compiled from, by ninja's deps log; None unless complete."""
     import subprocess
 
     try:
@@ -377,15 +352,19 @@ def _inputs(build_temp: Path) -> list[str] | None:
     return sorted(inputs)
 
 
+def _peak_wrapper(spec: dict[str, Any]) -> list[str]:
+    """The compilers' wrapper appending each unit's peak memory to a fresh ``peak_log``."""
+    if not spec.get("peak_log"):
+        return []
+    Path(spec["peak_log"]).unlink(missing_ok=True)
+    peak_rss = str(Path(__file__).with_name("_peak_rss.py"))
+    return [sys.executable, "-E", "-S", peak_rss, spec["peak_log"]]
+
+
 def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
-    """Run a ``commands`` spec's units, ``jobs`` at a time, in ``build_temp``, started in the
-    ``schedule``'s order (sources; else the units'); then its link. Each unit is logged when it
-    ends as ninja logs it without a terminal: ``[i/n] command``, for a failure ``FAILED:
-    [code=N] object`` and the command, then its output, whole (so each output follows its
-    unit's lines: compile.diagnostics reads them so). After a failure no further unit starts.
-    Each unit's seconds go to ``.ninja_log`` in ninja's own format, and with a ``peak_log`` its
-    peak memory there (compile/_peak_rss), as a torch build records them (compile/unit_costs).
-    The result, or None when a command failed."""
+    """Run a ``commands`` spec's units, ``jobs`` at a time in ``schedule`` order, then its link
+    (None once one fails). Each unit is logged whole when it ends, as ninja logs without a
+    terminal (compile.diagnostics reads it so); seconds and peaks recorded as torch builds'."""
     import subprocess
     import threading
     import time
@@ -397,11 +376,7 @@ def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
     lock = threading.Lock()
     failed = threading.Event()
     counter = iter(range(1, len(units) + 1))
-    wrapper: list[str] = []
-    if spec.get("peak_log"):
-        Path(spec["peak_log"]).unlink(missing_ok=True)
-        wrapper = [sys.executable, "-E", "-S", str(Path(__file__).with_name("_peak_rss.py"))]
-        wrapper.append(spec["peak_log"])
+    wrapper = _peak_wrapper(spec)
     timings = Path(cwd, ".ninja_log")
     timings.write_text("# ninja log v5\n")
     began = time.monotonic()
@@ -453,10 +428,7 @@ def run_commands(spec: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _depfile_inputs(units: list[dict[str, Any]], cwd: str) -> list[str] | None:
-    """Every file the units were compiled from, read from each object's depfile (``-MMD -MF
-    <object>.d``, make's syntax); None unless every unit wrote one (nvcc's units write none)."""
-    import re
-
+    """Every file the units were compiled from, by their depfiles; None unless all wrote one."""
     inputs: set[str] = set()
     for unit in units:
         try:
@@ -519,11 +491,6 @@ def main() -> int:
         py_limited_api=True,
     )
     gencode = [f for f in spec["nvcc_flags"] if f.startswith("-gencode=")]
-    wrapper = None
-    if spec.get("peak_log"):  # each unit's peak memory, appended by every compile of this run
-        Path(spec["peak_log"]).unlink(missing_ok=True)
-        peak_rss = str(Path(__file__).with_name("_peak_rss.py"))
-        wrapper = [sys.executable, "-E", "-S", peak_rss, spec["peak_log"]]
     install_ninja_edits(
         cpp_extension,
         spec.get("source_flags", []),
@@ -531,7 +498,7 @@ def main() -> int:
         spec.get("schedule") or spec["sources"],
         spec.get("torch_free", []),
         spec.get("path_views", []),
-        wrapper,
+        _peak_wrapper(spec),
     )
     builder = build_ext_class(BuildExtension)
     setuptools.setup(
@@ -569,9 +536,7 @@ def main() -> int:
 
 
 def _exit_now(code: int) -> None:
-    """Exit without the interpreter's teardown: with torch loaded it takes 0.3-0.5 s (module and
-    atexit cleanup), on the critical path of every build. The result file is already closed;
-    flush the streams, then leave."""
+    """Exit without the teardown: with torch loaded it takes 0.3-0.5 s of every build."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

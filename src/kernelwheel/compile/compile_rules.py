@@ -43,8 +43,7 @@ def kernel_backends(backend: str, with_cpu_kernels: bool = False) -> tuple[str, 
 
 
 def backend_macros(backend: str, with_cpu_kernels: bool = False) -> tuple[Macro, ...]:
-    """The macros every source of a ``backend`` variant sees. ``with_cpu_kernels`` adds
-    kernelwheel's own ``KERNELWHEEL_WITH_CPU`` and ``KERNELWHEEL_WITH_<BACKEND>``."""
+    """The macros every source of a ``backend`` variant sees."""
     macros = _BACKEND_MACROS[backend]
     if not with_cpu_kernels:
         return macros
@@ -63,10 +62,8 @@ _LEGACY_MACRO = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*?\b(KERNELWHEEL
 def legacy_macro_warnings(
     project: KernelProject, kernels: Sequence[KernelSection], with_cpu_kernels: bool
 ) -> tuple[str, ...]:
-    """A warning for each line of the binding's and ``kernels``' sources that names a
-    ``KERNELWHEEL_WITH_*`` macro while ``with-cpu-kernels`` is off: nothing defines it then,
-    so the code it guards (often a backend's registration) is silently left out, as it is
-    under kernel-builder."""
+    """A warning for each source line testing a ``KERNELWHEEL_WITH_*`` macro with
+    ``with-cpu-kernels`` off: undefined, it silently leaves out the code it guards."""
     if with_cpu_kernels or project.torch is None:
         return ()
     files = dict.fromkeys([*project.torch.src, *(p for k in kernels for p in k.src)])
@@ -90,8 +87,7 @@ def legacy_macro_warnings(
 def kernels_to_compile(
     project: KernelProject, backends: Sequence[str], cuda_version: str | None
 ) -> tuple[tuple[KernelSection, ...], tuple[str, ...]]:
-    """The kernels of ``backends`` this toolkit compiles, and a note for each one whose
-    ``cuda-minver`` is above ``cuda_version`` (left out, as kernel-builder does)."""
+    """The kernels of ``backends`` to compile, and a note for each left out by ``cuda-minver``."""
     chosen: list[KernelSection] = []
     notes: list[str] = []
     toolkit = Version(cuda_version) if cuda_version is not None else None
@@ -119,20 +115,16 @@ def nvcc_torch_flags(cuda_version: str) -> tuple[str, ...]:
 
 
 def nvcc_source_name(source: str | Path, root: Path) -> str:
-    """The flag that names a ``.cu`` source to nvcc's front end as ``/kernelwheel/src/<its path
-    in the project>``. nvcc hashes the name it would give (the file's real path, symlinks
-    resolved) into the file's internal symbols (``_GLOBAL__N__<hash>``, ``_INTERNAL_<hash>``):
-    the same sources checked out in two folders gave two shared objects, and the compiler
-    cache, which keys on the path it is given, could hand one folder's object to the other's
-    build. -Xcudafe splits its value at commas, so none may stay in the name."""
+    """The flag naming a ``.cu`` to nvcc's front end as ``/kernelwheel/src/<path>``: nvcc hashes
+    the file's real path into its internal symbols, so two checkouts gave two shared objects
+    and the cache could swap them. -Xcudafe splits its value at commas: none may stay."""
     path = Path(source)
     rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
     return f"-Xcudafe=--orig_src_path_name=/kernelwheel/src/{rel.replace(',', '_')}"
 
 
 def kernel_cuda_flags(flags: Sequence[str], cuda_version: str) -> tuple[str, ...]:
-    """A kernel's ``cuda-flags`` for this toolkit: nvcc < 12.8 has no
-    ``-static-global-template-stub``, which kernel-builder then removes."""
+    """A kernel's ``cuda-flags``, without what nvcc < 12.8 lacks (as kernel-builder does)."""
     if Version(cuda_version) >= Version("12.8"):
         return tuple(flags)
     return tuple(f for f in flags if not f.startswith(_TEMPLATE_STUB))
@@ -163,12 +155,9 @@ def variants_at_once(
     memory_mib: int | None = None,
     mib_per_thread: int = DEFAULT_MIB_PER_THREAD,
 ) -> int:
-    """How many variants compile at the same time (the variant-jobs option; ``requested`` None
-    is auto): one per :data:`CPUS_PER_VARIANT` CPUs, at least :data:`SMALL_MACHINE_VARIANTS`
-    (never more than the CPUs), so that one variant's serial stages leave no CPU idle while
-    another has work, and no more than the memory holds at two compiler
-    threads each (a variant's least: one nvcc thread and one C++ job); never more than there
-    are variants. A number asked for is taken as given."""
+    """Variants compiling at once (``requested``, else auto): one per :data:`CPUS_PER_VARIANT`
+    CPUs, at least :data:`SMALL_MACHINE_VARIANTS` (at most the CPUs), so one's serial stages
+    leave no CPU idle, and at most what the memory holds at a variant's least, two threads."""
     wanted = requested
     if wanted is None:
         wanted = max(min(cpus, SMALL_MACHINE_VARIANTS), cpus // CPUS_PER_VARIANT)
@@ -179,17 +168,10 @@ def variants_at_once(
 
 @dataclass(frozen=True)
 class Parallelism:
-    """Compile jobs at once, and threads per nvcc: at their peak (every ``.cu`` that can run
-    at once, the other jobs single-threaded compilers) they stay within the CPUs the build may
-    use, plus the one C++ job kept beside the ``.cu`` files."""
+    """Compile jobs, and threads per nvcc: at their peak within the CPUs, plus one C++ job."""
 
     jobs: int
     nvcc_threads: int
-
-    def peak_threads(self, cuda_files: int) -> int:
-        """Compiler threads when as many jobs run as can: nvcc jobs with their threads first."""
-        nvcc_jobs = min(cuda_files, self.jobs)
-        return nvcc_jobs * self.nvcc_threads + (self.jobs - nvcc_jobs)
 
 
 def nvcc_parallelism(
@@ -200,13 +182,10 @@ def nvcc_parallelism(
     *,
     cuda_files: int = 1,
 ) -> Parallelism:
-    """The split of the CPU budget (``jobs``, at most ``cpus``) between compile jobs and nvcc
-    threads. Files first: each ``.cu`` gets an equal share of the budget as threads, at most one
-    per capability of the widest kernel (nvcc's ``--threads`` splits by target; kernel-builder
-    gives one per capability), so many files run one thread each and one file gets a thread per
-    capability; ``requested`` (``--nvcc-threads``) overrides the share. The CPUs the ``.cu``
-    files leave go to jobs for the C++ sources (at least one), so the binding compiles beside a
-    kernel. (The memory cuts this split afterwards: builder.compile_plan.fit_to_memory.)"""
+    """The CPU budget (``jobs``, at most ``cpus``) split between jobs and nvcc threads: each
+    ``.cu`` an equal share as threads, at most one per capability (nvcc's ``--threads`` splits
+    by target, as kernel-builder), unless ``requested``; what is left (at least one job) for
+    the C++ sources, so the binding compiles beside a kernel. The memory cuts it later."""
     budget = max(1, min(jobs, cpus))
     share = max(1, budget // max(1, cuda_files))
     threads = min(requested or min(share, max(1, capability_count)), budget)
@@ -220,9 +199,8 @@ def nvcc_parallelism(
 
 
 def shared_source_notes(kernels: Sequence[KernelSection]) -> tuple[str, ...]:
-    """A warning for each source that kernels with different flags list: kernel-builder (and
-    kernelwheel) compile such a file once, with every listing kernel's flags, which neither
-    kernel's author may expect. ``.cu`` sources compare cuda-flags, the others cxx-flags."""
+    """A warning for each source kernels with different flags list: it compiles once, with all
+    of their flags (kernel-builder's rule), which neither author may expect."""
     listed: dict[Path, list[KernelSection]] = {}
     for kernel in kernels:
         for src in dict.fromkeys(kernel.src):

@@ -1,7 +1,5 @@
-"""The compile spec: everything the worker needs to compile one extension, as a frozen value.
-It reaches the worker (which may import only the standard library, setuptools and torch) as
-JSON. A tvm-ffi build has no torch and no setuptools to write its compile commands: its plan is
-the commands themselves (:class:`CommandSpec`), which the same worker runs, then links."""
+"""What the worker needs to compile one extension, a frozen value sent as JSON; a tvm-ffi
+build's (no torch or setuptools to write them) is its commands (:class:`CommandSpec`)."""
 
 from __future__ import annotations
 
@@ -21,10 +19,8 @@ class CrossInfo(NamedTuple):
 
 
 class SourceFlags(NamedTuple):
-    """Flags for one source alone, as kernel-builder gives each kernel its own: ``flags`` go
-    after the extension's flags for that source's compiler (a kernel's cxx-flags for C++, its
-    cuda-flags for nvcc); for a ``.cu`` source, ``gencode`` replaces the extension's -gencode
-    flags."""
+    """One source's own flags (after the extension's), as kernel-builder gives each kernel its
+    own; for a ``.cu``, ``gencode`` replaces the extension's -gencode flags."""
 
     source: str
     flags: tuple[str, ...] = ()
@@ -57,19 +53,16 @@ class CompileSpec:
     # The order the compiles start in (ninja's file order), where it is not ``sources``'; the
     # link order stays the objects' path order either way, so the bytes do not depend on it.
     schedule: tuple[str, ...] = ()
-    # a dev build's persistent folder: setuptools always runs ninja and the link (its own
-    # up-to-date test reads only the sources' times, not the headers'); ninja skips what is
-    # unchanged
+    # a dev build's: setuptools always runs ninja and the link (its own up-to-date test reads
+    # only the sources' times, not the headers'); ninja skips what is unchanged
     incremental: bool = False
     # where each compiler's peak memory is appended (compile/_peak_rss; "": not measured)
     peak_log: str = ""
 
     def through_views(self, views: tuple[tuple[str, str], ...]) -> CompileSpec:
-        """This spec with each ``(folder, link)`` of ``views`` naming the folder's sources
-        through the link (and recorded, so the worker names headers and flags so too). The
-        objects mirror the sources' paths and torch links them in path order, so the link order,
-        and the shared object's bytes, no longer depend on where the project and kernelwheel
-        lie on the machine."""
+        """This spec naming each ``(folder, link)``'s sources through the link (recorded for the
+        worker's headers and flags): objects mirror the sources' paths and link in path order,
+        so the shared object's bytes no longer depend on where the folders lie."""
 
         def swap(path: str) -> str:
             for folder, link in views:
@@ -97,10 +90,9 @@ class CompileSpec:
         return json.dumps(data, indent=2)
 
 
-# How a compile is scheduled, not what it makes: left out of its identity (builder.reuse's key, a
-# dev build's "same spec" test), so a new unit-seconds record, another job count or nvcc thread
-# count (compile/memory) does not turn an unchanged build into a recompile and link (layer-norm:
-# 1 s became 8 s).
+# How a compile is scheduled, not what it makes: out of its identity (builder.reuse's key, a dev
+# build's "same spec" test), so new unit costs, jobs or nvcc threads do not make an unchanged
+# build recompile and link (layer-norm: 1 s became 8 s).
 _SCHEDULING = ("schedule", "jobs")
 _NVCC_THREADS = "--threads="
 
@@ -127,8 +119,7 @@ class CommandUnit(NamedTuple):
 
 @dataclass(frozen=True)
 class CommandSpec:
-    """A compile given as its commands: the units (``jobs`` at a time, each in ``build_temp``),
-    then ``link``, which writes ``shared_object``."""
+    """A compile as its commands: the units (``jobs`` at a time), then ``link``."""
 
     units: tuple[CommandUnit, ...]
     link: tuple[str, ...]
