@@ -89,11 +89,11 @@ def plan_headers(
                     key=f"kernel.{kernel.id}.depends",
                     hint=table.suggest(name),
                 )
-    _check_named_checkouts(table, options)
     needed: dict[str, list[str]] = {}
     for kernel in project.kernels_for(compiled_backends(variant)):
         for name in kernel.depends:
             needed.setdefault(name, []).append(kernel.id)
+    _check_named_checkouts(table, options)
     sources: list[HeaderSource] = []
     for name, kernels in needed.items():
         dep = table.get(name)
