@@ -169,27 +169,21 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
 
     needed: list[str] = []
     soname: str | None = None
-    dynsym = versym = verneed = None
-    for section in sections:
-        t = section[0]
-        if t == _SHT_DYNAMIC:
-            dyn = struct.Struct(e + ("qQ" if is64 else "iI"))
-            pos = section[1]
-            while True:
-                tag, value = dyn.unpack_from(data, pos)
-                pos += dyn.size
-                if tag == _DT_NEEDED:
-                    needed.append(string(section[3], value))
-                elif tag == _DT_SONAME:
-                    soname = string(section[3], value)
-                elif tag == _DT_NULL:
-                    break
-        elif t == _SHT_DYNSYM:
-            dynsym = section
-        elif t == _SHT_GNU_VERSYM:
-            versym = section
-        elif t == _SHT_GNU_VERNEED:
-            verneed = section
+    dyn = struct.Struct(e + ("qQ" if is64 else "iI"))
+    for _, pos, _, link, _, _ in (s for s in sections if s[0] == _SHT_DYNAMIC):
+        while True:
+            tag, value = dyn.unpack_from(data, pos)
+            pos += dyn.size
+            if tag == _DT_NEEDED:
+                needed.append(string(link, value))
+            elif tag == _DT_SONAME:
+                soname = string(link, value)
+            elif tag == _DT_NULL:
+                break
+    last = {section[0]: section for section in sections}  # of each type, as _read keeps
+    dynsym, versym, verneed = (
+        last.get(t) for t in (_SHT_DYNSYM, _SHT_GNU_VERSYM, _SHT_GNU_VERNEED)
+    )
 
     needs: list[tuple[int, str, str]] = []
     if verneed is not None:

@@ -493,8 +493,19 @@ _SHARED_OBJECT = re.compile(r"\.so(\.[0-9]+)*$")
 _UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError)
 
 
-def _not_elf(member: str, cause: str) -> SoReport:
-    """The report on a wheel entry named like a shared object that is no ELF file."""
+def _not_elf(member: str, head: bytes | None) -> SoReport:
+    """The report on a wheel entry named like a shared object that is no ELF file (``head``:
+    its first bytes; None: a symlink entry)."""
+    if head is None:
+        cause = (
+            "a symlink entry, not a shared object: pip unpacks it as a small text file holding "
+            "the link's target, which cannot be loaded"
+        )
+    else:
+        cause = (
+            f"named like a shared object but not an ELF file (it starts with {head!r}), so the "
+            "wheel cannot work on Linux"
+        )
     fix = (
         "ship the compiled extension itself (an ELF shared object built for the wheel's "
         "platform), or drop the file"
@@ -515,16 +526,12 @@ def check_wheel(
 ) -> WheelReport:
     """Check every ELF file in a wheel, and (``integrity``) the wheel's RECORD and entries.
 
-    ``policy``: the target manylinux policy; None means the strictest one the wheel's platform
-    tags claim (manylinux_2_28 for a linux_* wheel). ``python_abi``/``cxxabi``: taken from the
-    file name by default (cp3X-abi3 tag; cxx11/cxx98 in the local version), where absent the
-    rule is skipped; pass a value to override or None to skip. On a Linux-tagged wheel an entry
-    named ``*.so`` that is not ELF, or is a symlink entry, violates the ELF rule.
-    ``integrity=False`` skips the RECORD rule. ``members`` (archive name -> bytes): the wheel's
-    files, when the caller still holds what it just wrote (to-wheel); the archive is then not
-    read back and the RECORD rule is not run (``wheel_path`` still gives the name and tags).
-    ``torch_stable_abi``: whether the torch-abi rule applies (a build against libtorch's stable
-    ABI); by default when the local version names one (``+torch2.10.stable.cu130``).
+    ``policy``: None means the strictest one the platform tags claim (manylinux_2_28 for
+    linux_*). ``python_abi``/``cxxabi``/``torch_stable_abi``: by default from the file name
+    (cp3X-abi3; cxx11/cxx98 or ``.stable`` in the local version; a rule the name is silent on is
+    skipped); a value overrides, None skips. On a Linux-tagged wheel a ``*.so`` entry that is
+    not ELF, or is a symlink entry, violates the ELF rule. ``members`` (archive name -> bytes):
+    the files the caller just wrote (to-wheel), not read back, and no RECORD rule.
     """
     path = Path(wheel_path)
     tags = read_wheel_tags(path.name)
@@ -627,13 +634,11 @@ def _elf_members(
     entries named like shared objects that are not ELF (on a Linux wheel)."""
     out: list[tuple[str, ElfInfo]] = []
     bad: list[SoReport] = []
-    for name in sorted(members):
-        data = members[name]
-        if not is_elf(data[:4]):
-            if linux and _SHARED_OBJECT.search(name) is not None:
-                bad.append(_not_elf(name, _not_elf_cause(data[:4])))
-            continue
-        out.append((name, _read_member(path, name, Path(name).name, data)))
+    for name, data in sorted(members.items()):
+        if is_elf(data):
+            out.append((name, _read_member(path, name, Path(name).name, data)))
+        elif linux and _SHARED_OBJECT.search(name) is not None:
+            bad.append(_not_elf(name, data[:4]))
     return out, bad
 
 
@@ -646,13 +651,6 @@ def _read_member(wheel: Path, name: str, local: str | Path, data: bytes | None =
             f"{wheel.name}: {name} looks like ELF but cannot be read: {exc}",
             hint="rebuild the wheel",
         ) from exc
-
-
-def _not_elf_cause(head: bytes) -> str:
-    return (
-        f"named like a shared object but not an ELF file (it starts with {head!r}), so the "
-        "wheel cannot work on Linux"
-    )
 
 
 def _elf_members_of(
@@ -675,13 +673,7 @@ def _elf_members_of(
                 if member.is_dir() or member.filename in unreadable or bomb:
                     continue
                 if named_so and is_symlink_entry(member):
-                    bad_objects.append(
-                        _not_elf(
-                            member.filename,
-                            "a symlink entry, not a shared object: pip unpacks it as a small "
-                            "text file holding the link's target, which cannot be loaded",
-                        )
-                    )
+                    bad_objects.append(_not_elf(member.filename, None))
                     continue
                 try:
                     with zf.open(member) as f:
@@ -693,7 +685,7 @@ def _elf_members_of(
                     ) from None
                 if not is_elf(head):
                     if named_so:
-                        bad_objects.append(_not_elf(member.filename, _not_elf_cause(head)))
+                        bad_objects.append(_not_elf(member.filename, head))
                     continue
                 # Extract under a safe local name: the archive name is only for display.
                 local = Path(tmp) / f"{index}-{Path(member.filename).name}"

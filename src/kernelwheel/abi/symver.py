@@ -44,6 +44,13 @@ class VersionTable:
     def names(self) -> frozenset[str]:
         return frozenset(e.name for e in self.exports)
 
+    def by_name(self) -> dict[str, list[Export]]:
+        """Each function's exports, in table order."""
+        out: dict[str, list[Export]] = {}
+        for export in self.exports:
+            out.setdefault(export.name, []).append(export)
+        return out
+
     def to_json(self) -> str:
         rows = [[e.name, e.version, e.default] for e in self.exports]
         return json.dumps({"library": self.library, "exports": rows})
@@ -94,13 +101,11 @@ class ForcedHeader:
     policy: str  # "manylinux_2_28_x86_64"
     libraries: tuple[str, ...]  # the libraries read, as paths
 
+    name = HEADER_NAME
+
     @property
     def digest(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
-
-    @property
-    def name(self) -> str:
-        return HEADER_NAME
 
 
 def read_version_table(path: str | os.PathLike[str]) -> VersionTable:
@@ -159,10 +164,7 @@ def plan_bindings(
     name. Functions the rules keep or hand to another remedy are left out."""
     out: dict[str, Binding] = {}
     for table in tables:
-        by_name: dict[str, list[Export]] = {}
-        for export in table.exports:
-            by_name.setdefault(export.name, []).append(export)
-        for name, exports in by_name.items():
+        for name, exports in table.by_name().items():
             default = next((e.version for e in exports if e.default), None)
             if default is None or policy.allows(default) or name in out:
                 continue
@@ -190,9 +192,7 @@ def plan_c23_aliases(
     those references whatever the include order (and binds nothing in units without any)."""
     out: dict[str, Binding] = {}
     for table in tables:
-        versions: dict[str, list[str]] = {}
-        for export in table.exports:
-            versions.setdefault(export.name, []).append(export.version)
+        versions = {n: [e.version for e in es] for n, es in table.by_name().items()}
         for name in sorted(n for n in versions if n.startswith(C23_PREFIX)):
             base = name[len(C23_PREFIX) :]
             for target in (f"__isoc99_{base}", base):
