@@ -152,11 +152,10 @@ def remedy_flags(header: Path | None = None) -> RemedySet:
     C++ and CUDA translation unit (g++ and nvcc both take ``-include``; nvcc preprocesses the
     host code with it, and the header keeps its directives out of the device passes)."""
     defines = (f"-D__libc_single_threaded={SINGLE_THREADED_VARIABLE}", f"-D{DLSYM_DEFINE}")
-    forced = ("-include", str(header)) if header is not None else ()
+    flags = (*defines, *(("-include", str(header)) if header is not None else ()))
     return RemedySet(
-        cxx_flags=(*defines, *forced),
-        # nvcc passes -D to both the device pass and the host compiler.
-        nvcc_flags=(*defines, *forced),
+        cxx_flags=flags,
+        nvcc_flags=flags,  # nvcc passes -D to both the device pass and the host compiler
         sources=(_data_path(COMPAT_SOURCE),),
         header=header,
     )
