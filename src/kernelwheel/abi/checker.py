@@ -85,14 +85,9 @@ def read_wheel_tags(filename: str) -> WheelTags:
     )
     python_abi = f"{abi3[0][0]}.{abi3[0][1]}" if abi3 else None
     platforms = tuple(sorted({t.platform for t in tags}))
-    arches: set[str] = set()
-    claimed: list[ManylinuxPolicy] = []
-    for platform in platforms:
-        base, arch = parse_platform_tag(platform)
-        if arch is not None:
-            arches.add(arch)
-        if base is not None and arch is not None:
-            claimed.append(load_policy(base, arch))
+    parsed = [parse_platform_tag(platform) for platform in platforms]
+    arches = {arch for _, arch in parsed if arch is not None}
+    claimed = [load_policy(b, a) for b, a in parsed if b is not None and a is not None]
     if len(arches) > 1:
         raise WheelError(
             f"{filename}: platform tags name several architectures ({', '.join(sorted(arches))})",
@@ -630,8 +625,7 @@ def _requires_dist(path: Path, members: Mapping[str, bytes] | None) -> list[str]
 def _elf_members(
     path: Path, members: Mapping[str, bytes], linux: bool
 ) -> tuple[list[tuple[str, ElfInfo]], list[SoReport]]:
-    """The ELF files among a wheel's members held in memory, in archive order, and the
-    entries named like shared objects that are not ELF (on a Linux wheel)."""
+    """The ELF members held in memory (in name order), and the ``*.so`` ones that are not ELF."""
     out: list[tuple[str, ElfInfo]] = []
     bad: list[SoReport] = []
     for name, data in sorted(members.items()):
