@@ -66,9 +66,8 @@ def _auditwheel_env() -> dict[str, str]:
 def _run_auditwheel(
     runner: Runner, wheel: Path, work: Path, plat_args: list[str], excludes: tuple[str, ...]
 ) -> tuple[int, str]:
-    cmd = [sys.executable, "-m", "auditwheel", "repair", *plat_args]
-    for pattern in excludes:
-        cmd += ["--exclude", pattern]
+    excluded = [arg for pattern in excludes for arg in ("--exclude", pattern)]
+    cmd = [sys.executable, "-m", "auditwheel", "repair", *plat_args, *excluded]
     cmd += ["-w", str(work), str(wheel)]
     proc = runner.captured(cmd, env=_auditwheel_env(), merge_stderr=True)
     return proc.returncode, f"$ {' '.join(cmd)}\n{proc.stdout}"

@@ -121,8 +121,7 @@ def measure_floor(imports: Iterable[str], table: ShimTable | None = None) -> Shi
     table = table or load_shim_table()
     unknown = tuple(n for n in names if n not in table.since)
     known = [(n, table.since[n]) for n in names if n in table.since]
-    versions = [v for _, v in known if v is not None]
-    floor = max(versions) if versions else None
+    floor = max((v for _, v in known if v is not None), default=None)
     setting = tuple(n for n, v in known if v is not None and v == floor)
     return ShimFloor(names, floor, setting, unknown)
 
