@@ -137,10 +137,9 @@ def check_shared_object(
     arch: str | None = None,
     torch_stable_abi: bool = False,
 ) -> SoReport:
-    """Check one shared object. ``python_abi``: the abi3 floor ("3.9" for cp39-abi3), None to skip
-    the Python rule. ``cxxabi``: "cxx11"/"cxx98", None to skip the C++ ABI rule. ``arch``: the
-    wheel's architecture (the ELF's own when None). ``torch_stable_abi``: it is a build against
-    libtorch's stable ABI (the torch-abi rule)."""
+    """Check one shared object. ``python_abi``: the abi3 floor ("3.9" for cp39-abi3); ``cxxabi``:
+    "cxx11"/"cxx98"; None skips either rule. ``arch``: the wheel's (None: the ELF's own).
+    ``torch_stable_abi``: a build against libtorch's stable ABI (the torch-abi rule)."""
     floor = _python_floor(python_abi, cxxabi)
     try:
         info = read_elf(path)

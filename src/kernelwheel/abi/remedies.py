@@ -125,12 +125,9 @@ def abi_header(libraries: Mapping[str, VersionTable], policy: ManylinuxPolicy) -
 
 @dataclass(frozen=True)
 class RemedySet:
-    """What the build adds: flags for g++ and nvcc, and sources compiled into the extension.
-
-    ``sources`` must be compiled with the extension's own C++ flags (same -std and
-    -D_GLIBCXX_USE_CXX11_ABI), exactly once per shared object. ``header``: the forced-include
-    header the flags name, None when there is none.
-    """
+    """What the build adds: flags for g++ and nvcc, and sources compiled into the extension
+    with its own C++ flags (same -std and -D_GLIBCXX_USE_CXX11_ABI), exactly once per shared
+    object. ``header``: the forced-include header the flags name, None when there is none."""
 
     cxx_flags: tuple[str, ...]
     nvcc_flags: tuple[str, ...]

@@ -130,10 +130,9 @@ def run(python: Path, *, timeout: float = 300, runner: Runner = RUNNER) -> Inter
 
 
 def checked_driver_setting() -> tuple[int, int] | None:
-    """The CUDA driver version a driver variable (``KERNELWHEEL_CUDA_DRIVER``, the NVIDIA
-    provider's ``NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION``) states, None when unset or
-    ``none``; a value that is no version is a :class:`UsageError` naming the variable, the value
-    and the accepted form (checked here, before any interpreter reads it)."""
+    """The CUDA driver version a driver variable (``compat.rules.DRIVER_VARIABLES``) states, None
+    when unset or ``none``; a value that is no version is a :class:`UsageError` naming the
+    variable, the value and the accepted form, before any interpreter reads it."""
     try:
         setting = compat.driver_setting()
     except compat.DriverSettingError as exc:
