@@ -83,11 +83,10 @@ def query_gpus(
         try:
             found = parse_capabilities(_ask(runner, [str(python), "-c", _TORCH_QUERY], timeout))
         except _NoAnswer as exc:
-            found, why = (), f"{why}; torch.cuda of {python}: {exc}"
-        else:
-            if found:
-                return Gpus(found, f"torch.cuda of {python}")
-            why += f"; torch.cuda of {python}: no GPU listed"
+            return Gpus((), f"{why}; torch.cuda of {python}: {exc}")
+        if found:
+            return Gpus(found, f"torch.cuda of {python}")
+        why += f"; torch.cuda of {python}: no GPU listed"
     return Gpus((), why)
 
 

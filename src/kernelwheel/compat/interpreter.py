@@ -101,8 +101,7 @@ def locate(raw: str, base: Path) -> Path:
     (``python3``, ``python3.12``) is looked up on PATH; anything with a path separator (or a
     leading ``~``) is a path, relative to ``base``. :class:`UsageError` when a name is not on
     PATH."""
-    separators = [sep for sep in (os.sep, os.altsep) if sep]
-    if raw.startswith("~") or any(sep in raw for sep in separators):
+    if raw.startswith("~") or any(sep and sep in raw for sep in (os.sep, os.altsep)):
         path = Path(raw).expanduser()
         return path if path.is_absolute() else base / path
     found = shutil.which(raw)
