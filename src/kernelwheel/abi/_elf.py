@@ -179,7 +179,7 @@ def _parse(data: bytes | mmap.mmap) -> ElfInfo:
                 soname = string(link, value)
             elif tag == _DT_NULL:
                 break
-    last = {section[0]: section for section in sections}  # of each type, as _read keeps
+    last = {section[0]: section for section in sections}  # the last of each type, as _read keeps
     dynsym, versym, verneed = (
         last.get(t) for t in (_SHT_DYNSYM, _SHT_GNU_VERSYM, _SHT_GNU_VERNEED)
     )

@@ -44,13 +44,6 @@ class VersionTable:
     def names(self) -> frozenset[str]:
         return frozenset(e.name for e in self.exports)
 
-    def by_name(self) -> dict[str, list[Export]]:
-        """Each function's exports, in table order."""
-        out: dict[str, list[Export]] = {}
-        for export in self.exports:
-            out.setdefault(export.name, []).append(export)
-        return out
-
     def to_json(self) -> str:
         rows = [[e.name, e.version, e.default] for e in self.exports]
         return json.dumps({"library": self.library, "exports": rows})
@@ -164,7 +157,10 @@ def plan_bindings(
     name. Functions the rules keep or hand to another remedy are left out."""
     out: dict[str, Binding] = {}
     for table in tables:
-        for name, exports in table.by_name().items():
+        by_name: dict[str, list[Export]] = {}
+        for export in table.exports:
+            by_name.setdefault(export.name, []).append(export)
+        for name, exports in by_name.items():
             default = next((e.version for e in exports if e.default), None)
             if default is None or policy.allows(default) or name in out:
                 continue
@@ -192,7 +188,9 @@ def plan_c23_aliases(
     those references whatever the include order (and binds nothing in units without any)."""
     out: dict[str, Binding] = {}
     for table in tables:
-        versions = {n: [e.version for e in es] for n, es in table.by_name().items()}
+        versions: dict[str, list[str]] = {}
+        for export in table.exports:
+            versions.setdefault(export.name, []).append(export.version)
         for name in sorted(n for n in versions if n.startswith(C23_PREFIX)):
             base = name[len(C23_PREFIX) :]
             for target in (f"__isoc99_{base}", base):
