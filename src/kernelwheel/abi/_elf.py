@@ -59,7 +59,6 @@ class ElfSymbol:
 
 @dataclass(frozen=True)
 class ElfInfo:
-    path: Path
     machine: str  # raw e_machine, e.g. "EM_X86_64"
     arch: str | None  # wheel platform arch name, None if unknown
     soname: str | None
@@ -80,13 +79,13 @@ def read_elf(path: str | os.PathLike[str], data: bytes | None = None) -> ElfInfo
     p = Path(path)
     if data is not None:
         try:
-            return _read_fast(p, data)
+            return _read_fast(data)
         except _Unusual:
             return _read_reference(p, io.BytesIO(data))
     with p.open("rb") as f:
         try:
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                return _read_fast(p, mapped)
+                return _read_fast(mapped)
         except (_Unusual, ValueError, OSError):  # ValueError: an empty file cannot be mapped
             f.seek(0)
             return _read_reference(p, f)
@@ -98,7 +97,7 @@ def _read_reference(p: Path, stream: BinaryIO) -> ElfInfo:
     from elftools.elf.elffile import ELFFile
 
     try:
-        return _read(p, ELFFile(stream))
+        return _read(ELFFile(stream))
     except ELFError as exc:
         raise NotElfError(f"{p}: not a readable ELF file ({exc})") from exc
 
@@ -127,16 +126,16 @@ _STB_LOCAL = 0
 _VERSYM_RESERVED = (0, 1, 0xFF00, 0xFF01)  # VER_NDX_LOCAL/GLOBAL/LORESERVE/ELIMINATE: no version
 
 
-def _read_fast(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
+def _read_fast(data: bytes | mmap.mmap) -> ElfInfo:
     """The same reading as :func:`_read` on pyelftools, for well-formed objects; raises
     _Unusual for anything else."""
     try:
-        return _parse(path, data)
+        return _parse(data)
     except (struct.error, IndexError, ValueError, ZeroDivisionError):
         raise _Unusual from None
 
 
-def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
+def _parse(data: bytes | mmap.mmap) -> ElfInfo:
     if len(data) < 52 or data[:4] != ELF_MAGIC or data[4] not in (1, 2) or data[5] not in (1, 2):
         raise _Unusual
     if data[7] == _ELFOSABI_SOLARIS:
@@ -169,27 +168,21 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
 
     needed: list[str] = []
     soname: str | None = None
-    dynsym = versym = verneed = None
-    for section in sections:
-        t = section[0]
-        if t == _SHT_DYNAMIC:
-            dyn = struct.Struct(e + ("qQ" if is64 else "iI"))
-            pos = section[1]
-            while True:
-                tag, value = dyn.unpack_from(data, pos)
-                pos += dyn.size
-                if tag == _DT_NEEDED:
-                    needed.append(string(section[3], value))
-                elif tag == _DT_SONAME:
-                    soname = string(section[3], value)
-                elif tag == _DT_NULL:
-                    break
-        elif t == _SHT_DYNSYM:
-            dynsym = section
-        elif t == _SHT_GNU_VERSYM:
-            versym = section
-        elif t == _SHT_GNU_VERNEED:
-            verneed = section
+    dyn = struct.Struct(e + ("qQ" if is64 else "iI"))
+    for _, pos, _, link, _, _ in (s for s in sections if s[0] == _SHT_DYNAMIC):
+        while True:
+            tag, value = dyn.unpack_from(data, pos)
+            pos += dyn.size
+            if tag == _DT_NEEDED:
+                needed.append(string(link, value))
+            elif tag == _DT_SONAME:
+                soname = string(link, value)
+            elif tag == _DT_NULL:
+                break
+    last = {section[0]: section for section in sections}  # the last of each type, as _read keeps
+    dynsym, versym, verneed = (
+        last.get(t) for t in (_SHT_DYNSYM, _SHT_GNU_VERSYM, _SHT_GNU_VERNEED)
+    )
 
     needs: list[tuple[int, str, str]] = []
     if verneed is not None:
@@ -234,10 +227,10 @@ def _parse(path: Path, data: bytes | mmap.mmap) -> ElfInfo:
             break
 
     bits, little = 64 if is64 else 32, data[5] == 1
-    return _info(path, machine, bits, little, soname, needed, needs, symbols, exec_stack)
+    return _info(machine, bits, little, soname, needed, needs, symbols, exec_stack)
 
 
-def _read(path: Path, elf: ELFFile) -> ElfInfo:
+def _read(elf: ELFFile) -> ElfInfo:
     from elftools.elf.constants import P_FLAGS
     from elftools.elf.dynamic import DynamicSection
     from elftools.elf.gnuversions import GNUVerNeedSection, GNUVerSymSection
@@ -283,11 +276,10 @@ def _read(path: Path, elf: ELFFile) -> ElfInfo:
             break
 
     machine, bits, little = str(elf["e_machine"]), elf.elfclass, elf.little_endian
-    return _info(path, machine, bits, little, soname, needed, needs, symbols, exec_stack)
+    return _info(machine, bits, little, soname, needed, needs, symbols, exec_stack)
 
 
 def _info(
-    path: Path,
     machine: str,
     bits: int,
     little_endian: bool,
@@ -301,7 +293,6 @@ def _info(
     library, version name), ``symbols`` each (name, defined, .gnu.version index or None)."""
     versions = {other: (version, library) for other, library, version in needs}
     return ElfInfo(
-        path=path,
         machine=machine,
         arch=_ARCHES.get((machine, bits, None)) or _ARCHES.get((machine, bits, little_endian)),
         soname=soname,

@@ -85,14 +85,9 @@ def read_wheel_tags(filename: str) -> WheelTags:
     )
     python_abi = f"{abi3[0][0]}.{abi3[0][1]}" if abi3 else None
     platforms = tuple(sorted({t.platform for t in tags}))
-    arches: set[str] = set()
-    claimed: list[ManylinuxPolicy] = []
-    for platform in platforms:
-        base, arch = parse_platform_tag(platform)
-        if arch is not None:
-            arches.add(arch)
-        if base is not None and arch is not None:
-            claimed.append(load_policy(base, arch))
+    parsed = [parse_platform_tag(platform) for platform in platforms]
+    arches = {arch for _, arch in parsed if arch is not None}
+    claimed = [load_policy(b, a) for b, a in parsed if b is not None and a is not None]
     if len(arches) > 1:
         raise WheelError(
             f"{filename}: platform tags name several architectures ({', '.join(sorted(arches))})",
@@ -142,10 +137,9 @@ def check_shared_object(
     arch: str | None = None,
     torch_stable_abi: bool = False,
 ) -> SoReport:
-    """Check one shared object. ``python_abi``: the abi3 floor ("3.9" for cp39-abi3), None to skip
-    the Python rule. ``cxxabi``: "cxx11"/"cxx98", None to skip the C++ ABI rule. ``arch``: the
-    wheel's architecture (the ELF's own when None). ``torch_stable_abi``: it is a build against
-    libtorch's stable ABI (the torch-abi rule)."""
+    """Check one shared object. ``python_abi``: the abi3 floor ("3.9" for cp39-abi3); ``cxxabi``:
+    "cxx11"/"cxx98"; None skips either rule. ``arch``: the wheel's (None: the ELF's own).
+    ``torch_stable_abi``: a build against libtorch's stable ABI (the torch-abi rule)."""
     floor = _python_floor(python_abi, cxxabi)
     try:
         info = read_elf(path)
@@ -493,8 +487,19 @@ _SHARED_OBJECT = re.compile(r"\.so(\.[0-9]+)*$")
 _UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError)
 
 
-def _not_elf(member: str, cause: str) -> SoReport:
-    """The report on a wheel entry named like a shared object that is no ELF file."""
+def _not_elf(member: str, head: bytes | None) -> SoReport:
+    """The report on a wheel entry named like a shared object that is no ELF file (``head``:
+    its first bytes; None: a symlink entry)."""
+    if head is None:
+        cause = (
+            "a symlink entry, not a shared object: pip unpacks it as a small text file holding "
+            "the link's target, which cannot be loaded"
+        )
+    else:
+        cause = (
+            f"named like a shared object but not an ELF file (it starts with {head!r}), so the "
+            "wheel cannot work on Linux"
+        )
     fix = (
         "ship the compiled extension itself (an ELF shared object built for the wheel's "
         "platform), or drop the file"
@@ -515,16 +520,12 @@ def check_wheel(
 ) -> WheelReport:
     """Check every ELF file in a wheel, and (``integrity``) the wheel's RECORD and entries.
 
-    ``policy``: the target manylinux policy; None means the strictest one the wheel's platform
-    tags claim (manylinux_2_28 for a linux_* wheel). ``python_abi``/``cxxabi``: taken from the
-    file name by default (cp3X-abi3 tag; cxx11/cxx98 in the local version), where absent the
-    rule is skipped; pass a value to override or None to skip. On a Linux-tagged wheel an entry
-    named ``*.so`` that is not ELF, or is a symlink entry, violates the ELF rule.
-    ``integrity=False`` skips the RECORD rule. ``members`` (archive name -> bytes): the wheel's
-    files, when the caller still holds what it just wrote (to-wheel); the archive is then not
-    read back and the RECORD rule is not run (``wheel_path`` still gives the name and tags).
-    ``torch_stable_abi``: whether the torch-abi rule applies (a build against libtorch's stable
-    ABI); by default when the local version names one (``+torch2.10.stable.cu130``).
+    ``policy``: None means the strictest one the platform tags claim (manylinux_2_28 for
+    linux_*). ``python_abi``/``cxxabi``/``torch_stable_abi``: by default from the file name
+    (cp3X-abi3; cxx11/cxx98 or ``.stable`` in the local version; a rule the name is silent on is
+    skipped); a value overrides, None skips. On a Linux-tagged wheel a ``*.so`` entry that is
+    not ELF, or is a symlink entry, violates the ELF rule. ``members`` (archive name -> bytes):
+    the files the caller just wrote (to-wheel), not read back, and no RECORD rule.
     """
     path = Path(wheel_path)
     tags = read_wheel_tags(path.name)
@@ -623,17 +624,14 @@ def _requires_dist(path: Path, members: Mapping[str, bytes] | None) -> list[str]
 def _elf_members(
     path: Path, members: Mapping[str, bytes], linux: bool
 ) -> tuple[list[tuple[str, ElfInfo]], list[SoReport]]:
-    """The ELF files among a wheel's members held in memory, in archive order, and the
-    entries named like shared objects that are not ELF (on a Linux wheel)."""
+    """The ELF members held in memory (in name order), and the ``*.so`` ones that are not ELF."""
     out: list[tuple[str, ElfInfo]] = []
     bad: list[SoReport] = []
-    for name in sorted(members):
-        data = members[name]
-        if not is_elf(data[:4]):
-            if linux and _SHARED_OBJECT.search(name) is not None:
-                bad.append(_not_elf(name, _not_elf_cause(data[:4])))
-            continue
-        out.append((name, _read_member(path, name, Path(name).name, data)))
+    for name, data in sorted(members.items()):
+        if is_elf(data):
+            out.append((name, _read_member(path, name, Path(name).name, data)))
+        elif linux and _SHARED_OBJECT.search(name) is not None:
+            bad.append(_not_elf(name, data[:4]))
     return out, bad
 
 
@@ -646,13 +644,6 @@ def _read_member(wheel: Path, name: str, local: str | Path, data: bytes | None =
             f"{wheel.name}: {name} looks like ELF but cannot be read: {exc}",
             hint="rebuild the wheel",
         ) from exc
-
-
-def _not_elf_cause(head: bytes) -> str:
-    return (
-        f"named like a shared object but not an ELF file (it starts with {head!r}), so the "
-        "wheel cannot work on Linux"
-    )
 
 
 def _elf_members_of(
@@ -675,13 +666,7 @@ def _elf_members_of(
                 if member.is_dir() or member.filename in unreadable or bomb:
                     continue
                 if named_so and is_symlink_entry(member):
-                    bad_objects.append(
-                        _not_elf(
-                            member.filename,
-                            "a symlink entry, not a shared object: pip unpacks it as a small "
-                            "text file holding the link's target, which cannot be loaded",
-                        )
-                    )
+                    bad_objects.append(_not_elf(member.filename, None))
                     continue
                 try:
                     with zf.open(member) as f:
@@ -693,7 +678,7 @@ def _elf_members_of(
                     ) from None
                 if not is_elf(head):
                     if named_so:
-                        bad_objects.append(_not_elf(member.filename, _not_elf_cause(head)))
+                        bad_objects.append(_not_elf(member.filename, head))
                     continue
                 # Extract under a safe local name: the archive name is only for display.
                 local = Path(tmp) / f"{index}-{Path(member.filename).name}"

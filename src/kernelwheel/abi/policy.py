@@ -45,9 +45,7 @@ _VERSION_NUM = re.compile(r"^\d+(?:\.\d+)*$")
 
 def version_key(version: str) -> tuple[int, ...] | None:
     """Numeric sort key of "2.17" / "3.4.21"; None for labels such as "TM_1" or "FLOAT128"."""
-    if not _VERSION_NUM.match(version):
-        return None
-    return tuple(int(part) for part in version.split("."))
+    return tuple(map(int, version.split("."))) if _VERSION_NUM.match(version) else None
 
 
 def newest(versions: Iterable[str]) -> str | None:
@@ -121,11 +119,9 @@ def normalize_policy(name: str) -> tuple[str, str | None]:
     """Policy name and arch of "manylinux_2_28", "manylinux_2_28_x86_64", "manylinux2014"... Raises
     UsageError naming the known policies."""
     text = name.strip()
-    arch: str | None = None
-    for candidate in KNOWN_ARCHES:
-        if text.endswith("_" + candidate):
-            text, arch = text[: -len(candidate) - 1], candidate
-            break
+    arch = next((a for a in KNOWN_ARCHES if text.endswith("_" + a)), None)
+    if arch is not None:
+        text = text[: -len(arch) - 1]
     for p in _manylinux_json():
         if not p["priority"]:
             continue  # the plain "linux" policy is not a target

@@ -125,12 +125,9 @@ def abi_header(libraries: Mapping[str, VersionTable], policy: ManylinuxPolicy) -
 
 @dataclass(frozen=True)
 class RemedySet:
-    """What the build adds: flags for g++ and nvcc, and sources compiled into the extension.
-
-    ``sources`` must be compiled with the extension's own C++ flags (same -std and
-    -D_GLIBCXX_USE_CXX11_ABI), exactly once per shared object. ``header``: the forced-include
-    header the flags name, None when there is none.
-    """
+    """What the build adds: flags for g++ and nvcc, and sources compiled into the extension
+    with its own C++ flags (same -std and -D_GLIBCXX_USE_CXX11_ABI), exactly once per shared
+    object. ``header``: the forced-include header the flags name, None when there is none."""
 
     cxx_flags: tuple[str, ...]
     nvcc_flags: tuple[str, ...]
@@ -152,11 +149,10 @@ def remedy_flags(header: Path | None = None) -> RemedySet:
     C++ and CUDA translation unit (g++ and nvcc both take ``-include``; nvcc preprocesses the
     host code with it, and the header keeps its directives out of the device passes)."""
     defines = (f"-D__libc_single_threaded={SINGLE_THREADED_VARIABLE}", f"-D{DLSYM_DEFINE}")
-    forced = ("-include", str(header)) if header is not None else ()
+    flags = (*defines, *(("-include", str(header)) if header is not None else ()))
     return RemedySet(
-        cxx_flags=(*defines, *forced),
-        # nvcc passes -D to both the device pass and the host compiler.
-        nvcc_flags=(*defines, *forced),
+        cxx_flags=flags,
+        nvcc_flags=flags,  # nvcc passes -D to both the device pass and the host compiler
         sources=(_data_path(COMPAT_SOURCE),),
         header=header,
     )

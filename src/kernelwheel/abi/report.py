@@ -86,9 +86,7 @@ class SoReport:
 
     def status(self, rule: Rule) -> bool | None:
         """True: passed; False: violated; None: not checked."""
-        if rule not in self.checked:
-            return None
-        return not any(v.rule is rule for v in self.violations)
+        return not any(v.rule is rule for v in self.violations) if rule in self.checked else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -145,9 +143,8 @@ class WheelReport:
 
     def status(self, rule: Rule) -> bool | None:
         if not rule.per_object:
-            if not self.integrity_checked:
-                return None
-            return not any(v.rule is rule for v in self.integrity)
+            checked = self.integrity_checked
+            return not any(v.rule is rule for v in self.integrity) if checked else None
         states = [o.status(rule) for o in self.objects]
         return None if all(s is None for s in states) else all(s is not False for s in states)
 

@@ -94,13 +94,11 @@ class ForcedHeader:
     policy: str  # "manylinux_2_28_x86_64"
     libraries: tuple[str, ...]  # the libraries read, as paths
 
+    name = HEADER_NAME
+
     @property
     def digest(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
-
-    @property
-    def name(self) -> str:
-        return HEADER_NAME
 
 
 def read_version_table(path: str | os.PathLike[str]) -> VersionTable:

@@ -79,6 +79,7 @@ def parse_table(text: str, *, source: str = "torch_shim_versions.tsv") -> ShimTa
     """Read the table's TSV: name, since (X.Y or '-'), source, header."""
     since: dict[str, TorchVersion | None] = {}
     seen: tuple[str, ...] = ()
+    hint = "regenerate it with scripts/regen_torch_shim_versions.py"
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.startswith("#"):
             match = _SEEN.search(line)
@@ -89,17 +90,12 @@ def parse_table(text: str, *, source: str = "torch_shim_versions.tsv") -> ShimTa
             continue
         fields = line.split("\t")
         if len(fields) != 4 or not _SHIM.fullmatch(fields[0]):
-            raise AbiDataError(
-                f"{source}:{lineno}: expected name, since, source, header: {line!r}",
-                hint="regenerate it with scripts/regen_torch_shim_versions.py",
-            )
+            message = f"{source}:{lineno}: expected name, since, source, header: {line!r}"
+            raise AbiDataError(message, hint=hint)
         try:
             since[fields[0]] = None if fields[1] == "-" else TorchVersion.parse(fields[1])
         except VariantError as exc:
-            raise AbiDataError(
-                f"{source}:{lineno}: {exc.message}",
-                hint="regenerate it with scripts/regen_torch_shim_versions.py",
-            ) from None
+            raise AbiDataError(f"{source}:{lineno}: {exc.message}", hint=hint) from None
     return ShimTable(since, seen)
 
 
@@ -125,8 +121,7 @@ def measure_floor(imports: Iterable[str], table: ShimTable | None = None) -> Shi
     table = table or load_shim_table()
     unknown = tuple(n for n in names if n not in table.since)
     known = [(n, table.since[n]) for n in names if n in table.since]
-    versions = [v for _, v in known if v is not None]
-    floor = max(versions) if versions else None
+    floor = max((v for _, v in known if v is not None), default=None)
     setting = tuple(n for n, v in known if v is not None and v == floor)
     return ShimFloor(names, floor, setting, unknown)
 

@@ -1,9 +1,6 @@
-"""From kernelwheel's variant vocabulary to the facts the compatibility rules compare.
-
-:mod:`.compat` is standard-library only (it is embedded into generated guards), so the bridge
-from :class:`~kernelwheel.model.variant.Variant` lives here, with the reading of a wheel file name's
-variant (``model.variant.variant_of_wheel``: the local version in either spelling, dotted
-``+torch2.14.cu130.cxx11`` or compact ``+torch214cu130cxx11``).
+"""From a :class:`~kernelwheel.model.variant.Variant` (and a wheel name's, ``variant_of_wheel``)
+to the facts the compatibility rules compare: :mod:`.rules` is embedded into generated guards,
+so it is standard-library only and the bridge lives here.
 """
 
 from __future__ import annotations

@@ -47,11 +47,8 @@ class Gpus:
 def parse_capabilities(text: str) -> tuple[CudaCapability, ...]:
     """The capabilities in ``nvidia-smi --query-gpu=compute_cap --format=csv,noheader`` output
     (one ``9.0`` per GPU), distinct and ascending; lines that are no capability are skipped."""
-    found = set()
-    for line in text.splitlines():
-        match = _CAPABILITY.match(line)
-        if match:
-            found.add((int(match.group(1)), int(match.group(2))))
+    matches = (_CAPABILITY.match(line) for line in text.splitlines())
+    found = {(int(m.group(1)), int(m.group(2))) for m in matches if m}
     return tuple(CudaCapability(major, minor) for major, minor in sorted(found))
 
 
@@ -86,11 +83,10 @@ def query_gpus(
         try:
             found = parse_capabilities(_ask(runner, [str(python), "-c", _TORCH_QUERY], timeout))
         except _NoAnswer as exc:
-            found, why = (), f"{why}; torch.cuda of {python}: {exc}"
-        else:
-            if found:
-                return Gpus(found, f"torch.cuda of {python}")
-            why += f"; torch.cuda of {python}: no GPU listed"
+            return Gpus((), f"{why}; torch.cuda of {python}: {exc}")
+        if found:
+            return Gpus(found, f"torch.cuda of {python}")
+        why += f"; torch.cuda of {python}: no GPU listed"
     return Gpus((), why)
 
 
@@ -100,12 +96,8 @@ def _capabilities(rows: list[tuple[str, str]]) -> tuple[CudaCapability, ...]:
 
 def _rows(text: str) -> list[tuple[str, str]]:
     """(uuid, capability) of each GPU line of nvidia-smi's csv, in its order."""
-    rows = []
-    for line in text.splitlines():
-        uuid, _, capability = line.partition(",")
-        if _CAPABILITY.match(capability):
-            rows.append((uuid.strip(), capability.strip()))
-    return rows
+    parts = (line.partition(",") for line in text.splitlines())
+    return [(uuid.strip(), cap.strip()) for uuid, _, cap in parts if _CAPABILITY.match(cap)]
 
 
 def _visible(

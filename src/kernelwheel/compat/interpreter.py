@@ -101,8 +101,7 @@ def locate(raw: str, base: Path) -> Path:
     (``python3``, ``python3.12``) is looked up on PATH; anything with a path separator (or a
     leading ``~``) is a path, relative to ``base``. :class:`UsageError` when a name is not on
     PATH."""
-    separators = [sep for sep in (os.sep, os.altsep) if sep]
-    if raw.startswith("~") or any(sep in raw for sep in separators):
+    if raw.startswith("~") or any(sep and sep in raw for sep in (os.sep, os.altsep)):
         path = Path(raw).expanduser()
         return path if path.is_absolute() else base / path
     found = shutil.which(raw)
@@ -130,10 +129,9 @@ def run(python: Path, *, timeout: float = 300, runner: Runner = RUNNER) -> Inter
 
 
 def checked_driver_setting() -> tuple[int, int] | None:
-    """The CUDA driver version a driver variable (``KERNELWHEEL_CUDA_DRIVER``, the NVIDIA
-    provider's ``NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION``) states, None when unset or
-    ``none``; a value that is no version is a :class:`UsageError` naming the variable, the value
-    and the accepted form (checked here, before any interpreter reads it)."""
+    """The CUDA driver version a driver variable (``compat.rules.DRIVER_VARIABLES``) states, None
+    when unset or ``none``; a value that is no version is a :class:`UsageError` naming the
+    variable, the value and the accepted form, before any interpreter reads it."""
     try:
         setting = compat.driver_setting()
     except compat.DriverSettingError as exc:

@@ -101,16 +101,11 @@ def _valid(record: Path, python: Path) -> dict[str, Any] | None:
     data, stamps = saved.get("report"), saved.get("stamps")
     if not isinstance(data, dict) or not isinstance(stamps, dict) or not _well_typed(data):
         return None
-    if saved.get("digest") != _digest(data, stamps):
-        return None
-    watched = _watched(python, data)
-    if set(stamps) != set(watched):
+    if saved.get("digest") != _digest(data, stamps) or set(stamps) != set(_watched(python, data)):
         return None
     if any(_stamp(path) != stamp for path, stamp in stamps.items()):
         return None
-    if not _torch_version_holds(data):
-        return None
-    return data
+    return data if _torch_version_holds(data) else None
 
 
 def _digest(data: dict[str, Any], stamps: dict[str, Any]) -> str:
@@ -137,19 +132,16 @@ def _well_typed(data: dict[str, Any]) -> bool:
     python = data.get("python")
     torch = data.get("torch")
     return (
-        all(isinstance(data.get(k), str) for k in ("executable", "implementation", "machine"))
-        and all(isinstance(data.get(k), str) for k in ("purelib", "prefix"))
-        and _strings(data.get("sys_path"))
-        and _strings(data.get("torch_files"))
-        and _strings(data.get("tags"))
+        _strings([data.get(k) for k in ("executable", "implementation", "machine", "purelib")])
+        and isinstance(data.get("prefix"), str)
+        and all(_strings(data.get(k)) for k in ("sys_path", "torch_files", "tags"))
         and isinstance(python, list)
         and len(python) >= 2
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in python[:2])
+        and _ints(python[:2])
         and isinstance(data.get("pip"), bool)
         and isinstance(torch, list)
         and len(torch) == 5
-        and isinstance(torch[0], str)
-        and isinstance(torch[1], str)
+        and _strings(torch[:2])
         and (torch[2] is None or _ints(torch[2]))
         and isinstance(torch[3], bool)
         and (torch[4] is None or _ints(torch[4]))  # the driver's CUDA (compat.rules)
