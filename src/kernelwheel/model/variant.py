@@ -189,14 +189,18 @@ def _check_int(
         raise VariantError(f"{what} must be {bound}, got {value}", hint=hint)
 
 
-def _check_enum(value: object, enum: type[Enum], what: str, *, optional: bool) -> None:
+def _check_type(
+    value: object, kind: type, what: str, *, optional: bool, hint: str | None = None
+) -> None:
     # A plain "cuda" compares equal to BackendKind.CUDA but formats differently; refuse it early.
     if value is None and optional:
         return
-    if not isinstance(value, enum):
+    if not isinstance(value, kind):
+        if hint is None and issubclass(kind, Enum):
+            hint = f"use a member such as {kind.__name__}.{next(iter(kind)).name}"
         raise VariantError(
-            f"{what} must be a {enum.__name__}{' or None' if optional else ''}, got {value!r}",
-            hint=f"use a member such as {enum.__name__}.{next(iter(enum)).name}",
+            f"{what} must be a {kind.__name__}{' or None' if optional else ''}, got {value!r}",
+            hint=hint,
         )
 
 
@@ -333,7 +337,7 @@ class Backend:
     version: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        _check_enum(self.kind, BackendKind, "backend kind", optional=False)
+        _check_type(self.kind, BackendKind, "backend kind", optional=False)
         if self.version is None:
             return
         if self.kind not in _VERSIONED:
@@ -463,19 +467,13 @@ class Variant:
     tvm_ffi: TvmFfiVersion | None = None
 
     def __post_init__(self) -> None:
-        if self.torch is not None and not isinstance(self.torch, TorchVersion):
-            raise VariantError(
-                f"torch must be a TorchVersion or None, got {self.torch!r}",
-                hint="e.g. TorchVersion(2, 10) or TorchVersion.parse('2.10')",
-            )
-        if self.backend is not None and not isinstance(self.backend, Backend):
-            raise VariantError(
-                f"backend must be a Backend or None, got {self.backend!r}",
-                hint="e.g. Backend.parse_token('cu128')",
-            )
-        _check_enum(self.cxxabi, CxxAbi, "cxxabi", optional=True)
-        _check_enum(self.arch, Arch, "arch", optional=True)
-        _check_enum(self.os, OS, "os", optional=True)
+        hint = "e.g. TorchVersion(2, 10) or TorchVersion.parse('2.10')"
+        _check_type(self.torch, TorchVersion, "torch", optional=True, hint=hint)
+        hint = "e.g. Backend.parse_token('cu128')"
+        _check_type(self.backend, Backend, "backend", optional=True, hint=hint)
+        _check_type(self.cxxabi, CxxAbi, "cxxabi", optional=True)
+        _check_type(self.arch, Arch, "arch", optional=True)
+        _check_type(self.os, OS, "os", optional=True)
         if not isinstance(self.stable_abi, bool):
             raise VariantError(f"stable_abi must be a bool, got {self.stable_abi!r}")
         if self.tvm_ffi is not None:
@@ -486,11 +484,8 @@ class Variant:
             self._check_binary()
 
     def _check_tvm_ffi(self) -> None:
-        if not isinstance(self.tvm_ffi, TvmFfiVersion):
-            raise VariantError(
-                f"tvm_ffi must be a TvmFfiVersion or None, got {self.tvm_ffi!r}",
-                hint="e.g. TvmFfiVersion(0, 1)",
-            )
+        hint = "e.g. TvmFfiVersion(0, 1)"
+        _check_type(self.tvm_ffi, TvmFfiVersion, "tvm_ffi", optional=True, hint=hint)
         extras = {"torch": self.torch, "cxxabi": self.cxxabi, "stable_abi": self.stable_abi or None}
         for field, value in extras.items():
             if value is not None:
