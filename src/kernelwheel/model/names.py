@@ -50,14 +50,13 @@ class NameLists:
 
 
 @functools.cache
-def load_name_lists(path: Path | None = None) -> NameLists:
-    source = path or _DATA
-    doc = Located(read_toml(source, error=ProjectError), file=source, error=ProjectError)
+def load_name_lists() -> NameLists:
+    doc = Located(read_toml(_DATA, error=ProjectError), file=_DATA, error=ProjectError)
     doc.check_keys(("reserved", "pypi"))
     reserved = doc.table("reserved")
     pypi = doc.table("pypi")
     if reserved is None or pypi is None:
-        raise ProjectError(f"{source}: needs [reserved] and [pypi] tables")
+        raise ProjectError(f"{_DATA}: needs [reserved] and [pypi] tables")
     reserved.check_keys(
         (
             "distributions",
