@@ -381,12 +381,9 @@ class _Reader:
         package = self.checked_package_name(name)
         api_version, version = self.project_version(general)
         license = general.string("license")
-        if self.edition >= 4 and license is None:
-            raise self.error(
-                "missing required key",
-                "general.license",
-                'add license = "<SPDX id>" under [general], e.g. license = "Apache-2.0"',
-            )
+        if self.edition >= 4:
+            hint = 'add license = "<SPDX id>" under [general], e.g. license = "Apache-2.0"'
+            license = general.required_string("license", hint)
         listed = self.listed_backends(general)
         kernels = self.kernels(doc, package)
         framework = self.framework(doc, general, kernels)
