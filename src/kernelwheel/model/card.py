@@ -90,8 +90,7 @@ class Card:
 def card_fields(
     project: KernelProject, *, version: int | None = None, dirty: bool = False
 ) -> CardFields:
-    """The fields of ``project``'s card; ``version``: the API major of the build (else
-    build.toml's)."""
+    """The fields of ``project``'s card; ``version``: the build's API major (else build.toml's)."""
     all_names = _read_all(project.package_dir / "__init__.py")
     functions = tuple(n for n in all_names if n != "layers")
     layers = _read_layers(project.package_dir) if "layers" in all_names else ()

@@ -118,8 +118,7 @@ def shadowing(distribution: str | None, package: str | None = None) -> str | Non
 def name_warning(distribution: str, package: str | None = None) -> str | None:
     """Why a kernel's wheel named ``distribution`` (package folder ``package``) deserves a
     warning, in words, or None: it is named like a well-known PyPI distribution, which
-    installing it replaces, or its package folder is one's import name (``google``). The one
-    check of every build kind and of to-wheel (data/names.toml)."""
+    installing it replaces, or its package folder is one's import name (``google``)."""
     lists = load_name_lists()
     canonical = canonicalize_name(distribution)
     if canonical in lists.well_known:

@@ -9,6 +9,7 @@ tag has them), each have one parser and one formatter here, so no other module s
 from __future__ import annotations
 
 import dataclasses
+import functools
 import platform
 import re
 from collections.abc import Iterable
@@ -624,10 +625,7 @@ class Variant:
                 f"variant name must be a str, got {name!r}", hint=f"e.g. {EXAMPLE_NAME!r}"
             )
 
-        def bad(detail: str, example: str = EXAMPLE_NAME) -> VariantError:
-            return VariantError(
-                f"invalid variant name {name!r}: {detail}", hint=f"e.g. {example!r}"
-            )
+        bad = functools.partial(_invalid, "variant name", name, example=EXAMPLE_NAME)
 
         if not name:
             raise bad("the name is empty")
@@ -644,7 +642,7 @@ class Variant:
                 raise bad(
                     f"unknown noarch part {'-'.join(parts[1:])!r} (expected universal, "
                     f"{_noarch_choices()}, or stable-abi{{MAJ}}{{MIN}})",
-                    "torch-cuda",
+                    example="torch-cuda",
                 )
             stable = True
             torch_part, compact, tail = f"torch-stable-{parts[2]}", parts[2][3:], parts[3:]
@@ -687,12 +685,9 @@ class Variant:
     @classmethod
     def _parse_tvm_ffi(cls, name: str) -> Variant:
         """``tvm-ffi{MAJ}{MIN}-{backend}-{arch}-{os}``."""
-        example = "tvm-ffi01-cu130-x86_64-linux"
-
-        def bad(detail: str) -> VariantError:
-            return VariantError(
-                f"invalid variant name {name!r}: {detail}", hint=f"e.g. {example!r}"
-            )
+        bad = functools.partial(
+            _invalid, "variant name", name, example="tvm-ffi01-cu130-x86_64-linux"
+        )
 
         head, _, rest = name[len(_TVM_FFI_PREFIX) :].partition("-")
         try:
@@ -781,10 +776,7 @@ class Variant:
             str(int(seg)) if seg.isdigit() else seg for seg in re.split(r"[-_.]", local.lower())
         )
 
-        def bad(detail: str, example: str = EXAMPLE_LOCAL) -> VariantError:
-            return VariantError(
-                f"invalid local version {local!r}: {detail}", hint=f"e.g. {example!r}"
-            )
+        bad = functools.partial(_invalid, "local version", local, example=EXAMPLE_LOCAL)
 
         torch: TorchVersion | None = None
         backend: Backend | None = None
@@ -823,7 +815,7 @@ class Variant:
             raise bad(
                 f"a noarch label takes arch=None and os=None, got arch={_show(arch)}, "
                 f"os={_show(os)}",
-                "cuda",
+                example="cuda",
             )
         if torch is not None and (arch is None or os is None):
             raise VariantError(
@@ -871,6 +863,10 @@ def variant_of_wheel(filename: str) -> Variant | None:
         shown = ".".join(sorted(t.platform for t in tags))
         raise VariantError(f"{filename}: platform tag {shown} names no kernel variant's platform")
     return Variant.from_local_version(local, arch=platform.arch, os=platform.os)
+
+
+def _invalid(what: str, text: str, detail: str, *, example: str) -> VariantError:
+    return VariantError(f"invalid {what} {text!r}: {detail}", hint=f"e.g. {example!r}")
 
 
 def _show(value: Enum | None) -> str:
