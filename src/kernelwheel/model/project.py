@@ -389,7 +389,7 @@ class _Reader:
         framework = self.framework(doc, general, kernels)
         backends = listed if listed is not None else tuple(sorted({k.backend for k in kernels}))
         cuda_minver, cuda_maxver, backend_depends = self.backend_generals(general)
-        torch = self.torch(doc, backends) if "torch" in doc else None
+        torch = self.torch(torch_table, backends) if torch_table is not None else None
         project = KernelProject(
             root=self.root,
             build_toml=self.file,
@@ -720,9 +720,7 @@ class _Reader:
 
     # -- framework sections -----------------------------------------------------------------
 
-    def torch(self, doc: Located, backends: tuple[str, ...]) -> TorchSection:
-        torch = doc.table("torch")
-        assert torch is not None  # framework() saw it
+    def torch(self, torch: Located, backends: tuple[str, ...]) -> TorchSection:
         self.check_keys(torch, _TORCH_KEYS)
         minver, maxver = torch.version_range("minver", "maxver")
         return TorchSection(
