@@ -703,17 +703,14 @@ class Variant:
         try:
             backend = Backend.parse_token(tail[0])
             arch, os_ = Arch(tail[1]), OS(tail[2])
+            return cls(None, backend, None, arch, os_, tvm_ffi=version)
         except VariantError as exc:
             raise bad(exc.message) from None
-        except ValueError:
+        except ValueError:  # Arch() or OS(): the variant's checks raise VariantError
             raise bad(
                 f"unknown arch or OS in {'-'.join(tail[1:])!r} (expected {_choices(Arch)}, "
                 f"then {_choices(OS)})"
             ) from None
-        try:
-            return cls(None, backend, None, arch, os_, tvm_ffi=version)
-        except VariantError as exc:
-            raise bad(exc.message) from None
 
     @staticmethod
     def _describe_tail(tail: list[str]) -> str:
