@@ -821,18 +821,14 @@ class _Reader:
         raw = section.string_list("pyext")
         if raw is None:
             return DEFAULT_PYEXT
-        suffixes: list[str] = []
         for entry in raw:
-            suffix = entry[1:] if entry.startswith(".") else entry  # ".py" means "py"
-            if not _PYEXT_RE.fullmatch(suffix):
+            if not _PYEXT_RE.fullmatch(entry.removeprefix(".")):  # ".py" means "py"
                 raise self.error(
                     f"{entry!r} is not a file suffix",
                     section.dotted("pyext"),
                     'list suffixes without paths or wildcards, e.g. pyext = ["py", "json"]',
                 )
-            if suffix not in suffixes:
-                suffixes.append(suffix)
-        return tuple(suffixes)
+        return tuple(dict.fromkeys(entry.removeprefix(".") for entry in raw))
 
     def check_compiled(self, project: KernelProject) -> None:
         """A compiled project needs binding sources to register its ops with."""
@@ -1059,7 +1055,7 @@ class _Reader:
     def paths(self, table: Located, key: str, *, files_only: bool) -> tuple[Path, ...]:
         """Relative, normalized paths that must exist inside the project root."""
         dotted = table.dotted(key)
-        paths: list[Path] = []
+        paths: dict[Path, None] = {}  # in order, each once
         for entry in table.string_list(key) or ():
             # build.toml paths are '/'-separated; '../other' and '/abs' are refused lexically,
             # symlinks (even in a parent folder) by where they resolve: inside the root only.
@@ -1120,9 +1116,7 @@ class _Reader:
                     dotted,
                     "list source files one by one (directories belong in include)",
                 )
-            path = Path(normalized)
-            if path not in paths:
-                paths.append(path)
+            paths[Path(normalized)] = None
         return tuple(paths)
 
     def missing_path_hint(self, entry: str, full: Path) -> str:
