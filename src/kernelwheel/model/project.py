@@ -772,9 +772,8 @@ class _Reader:
         for backend in table.keys():
             # A backend the project does not build is allowed (kernel-builder allows it too).
             self.check_backend(backend, table.dotted(backend), BACKENDS)
-            if backend not in backends:
-                continue
-            found.append((backend, self.stable_abi_version(table, backend)))
+            if backend in backends:
+                found.append((backend, self.stable_abi_version(table, backend)))
         return tuple(found)
 
     def stable_abi_version(self, table: Located, key: str) -> Version:
