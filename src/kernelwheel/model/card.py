@@ -90,8 +90,7 @@ class Card:
 def card_fields(
     project: KernelProject, *, version: int | None = None, dirty: bool = False
 ) -> CardFields:
-    """The fields of ``project``'s card; ``version``: the API major of the build (else
-    build.toml's)."""
+    """The fields of ``project``'s card; ``version``: the build's API major (else build.toml's)."""
     all_names = _read_all(project.package_dir / "__init__.py")
     functions = tuple(n for n in all_names if n != "layers")
     layers = _read_layers(project.package_dir) if "layers" in all_names else ()
@@ -148,28 +147,10 @@ def render_card(template: str, fields: CardFields, file: Path | None) -> str:
             out.append(chunk)
         return "".join(out)
     except jinja2.TemplateSyntaxError as exc:
-        raise _error(
-            where,
-            exc.lineno,
-            f"template syntax: {exc.message}",
-            "fix the Jinja syntax at that line",
-        ) from None
-    except jinja2.exceptions.SecurityError as exc:
-        raise _error(
-            where,
-            _line(exc.__traceback__, where),
-            f"refused by the sandbox: {exc}",
-            "a card may print its fields (docs/versions.md#kernel-cards), nothing else",
-        ) from None
-    except jinja2.UndefinedError as exc:
-        raise _undefined(where, exc) from None
+        hint = "fix the Jinja syntax at that line"
+        raise _error(where, exc.lineno, f"template syntax: {exc.message}", hint) from None
     except (jinja2.TemplateError, ArithmeticError, TypeError, ValueError) as exc:
-        raise _error(
-            where,
-            _line(exc.__traceback__, where),
-            f"cannot render: {exc}",
-            "fix the template at that line",
-        ) from None
+        raise _render_error(where, exc) from None
 
 
 def strip_front_matter(text: str) -> str:
@@ -242,8 +223,15 @@ def _check_names(env: _Sandbox, template: str, where: Path) -> None:
     )
 
 
-def _undefined(where: Path, exc: jinja2.UndefinedError) -> ProjectError:
+def _render_error(where: Path, exc: Exception) -> ProjectError:
+    """A failure while rendering, at the template's line: the sandbox's refusal, a field
+    without a value, or anything else."""
     line = _line(exc.__traceback__, where)
+    if isinstance(exc, jinja2.exceptions.SecurityError):
+        hint = "a card may print its fields (docs/versions.md#kernel-cards), nothing else"
+        return _error(where, line, f"refused by the sandbox: {exc}", hint)
+    if not isinstance(exc, jinja2.UndefinedError):
+        return _error(where, line, f"cannot render: {exc}", "fix the template at that line")
     name = re.match(r"'(\w+)' is undefined", exc.message or "")
     if name and name.group(1) in _MISSING_HINT:
         field = name.group(1)

@@ -50,14 +50,13 @@ class NameLists:
 
 
 @functools.cache
-def load_name_lists(path: Path | None = None) -> NameLists:
-    source = path or _DATA
-    doc = Located(read_toml(source, error=ProjectError), file=source, error=ProjectError)
+def load_name_lists() -> NameLists:
+    doc = Located(read_toml(_DATA, error=ProjectError), file=_DATA, error=ProjectError)
     doc.check_keys(("reserved", "pypi"))
     reserved = doc.table("reserved")
     pypi = doc.table("pypi")
     if reserved is None or pypi is None:
-        raise ProjectError(f"{source}: needs [reserved] and [pypi] tables")
+        raise ProjectError(f"{_DATA}: needs [reserved] and [pypi] tables")
     reserved.check_keys(
         (
             "distributions",
@@ -119,8 +118,7 @@ def shadowing(distribution: str | None, package: str | None = None) -> str | Non
 def name_warning(distribution: str, package: str | None = None) -> str | None:
     """Why a kernel's wheel named ``distribution`` (package folder ``package``) deserves a
     warning, in words, or None: it is named like a well-known PyPI distribution, which
-    installing it replaces, or its package folder is one's import name (``google``). The one
-    check of every build kind and of to-wheel (data/names.toml)."""
+    installing it replaces, or its package folder is one's import name (``google``)."""
     lists = load_name_lists()
     canonical = canonicalize_name(distribution)
     if canonical in lists.well_known:

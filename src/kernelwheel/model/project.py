@@ -381,18 +381,15 @@ class _Reader:
         package = self.checked_package_name(name)
         api_version, version = self.project_version(general)
         license = general.string("license")
-        if self.edition >= 4 and license is None:
-            raise self.error(
-                "missing required key",
-                "general.license",
-                'add license = "<SPDX id>" under [general], e.g. license = "Apache-2.0"',
-            )
+        if self.edition >= 4:
+            hint = 'add license = "<SPDX id>" under [general], e.g. license = "Apache-2.0"'
+            license = general.required_string("license", hint)
         listed = self.listed_backends(general)
         kernels = self.kernels(doc, package)
         framework = self.framework(doc, general, kernels)
         backends = listed if listed is not None else tuple(sorted({k.backend for k in kernels}))
         cuda_minver, cuda_maxver, backend_depends = self.backend_generals(general)
-        torch = self.torch(doc, backends) if "torch" in doc else None
+        torch = self.torch(torch_table, backends) if torch_table is not None else None
         project = KernelProject(
             root=self.root,
             build_toml=self.file,
@@ -723,9 +720,7 @@ class _Reader:
 
     # -- framework sections -----------------------------------------------------------------
 
-    def torch(self, doc: Located, backends: tuple[str, ...]) -> TorchSection:
-        torch = doc.table("torch")
-        assert torch is not None  # framework() saw it
+    def torch(self, torch: Located, backends: tuple[str, ...]) -> TorchSection:
         self.check_keys(torch, _TORCH_KEYS)
         minver, maxver = torch.version_range("minver", "maxver")
         return TorchSection(
@@ -777,9 +772,8 @@ class _Reader:
         for backend in table.keys():
             # A backend the project does not build is allowed (kernel-builder allows it too).
             self.check_backend(backend, table.dotted(backend), BACKENDS)
-            if backend not in backends:
-                continue
-            found.append((backend, self.stable_abi_version(table, backend)))
+            if backend in backends:
+                found.append((backend, self.stable_abi_version(table, backend)))
         return tuple(found)
 
     def stable_abi_version(self, table: Located, key: str) -> Version:
@@ -826,18 +820,14 @@ class _Reader:
         raw = section.string_list("pyext")
         if raw is None:
             return DEFAULT_PYEXT
-        suffixes: list[str] = []
         for entry in raw:
-            suffix = entry[1:] if entry.startswith(".") else entry  # ".py" means "py"
-            if not _PYEXT_RE.fullmatch(suffix):
+            if not _PYEXT_RE.fullmatch(entry.removeprefix(".")):  # ".py" means "py"
                 raise self.error(
                     f"{entry!r} is not a file suffix",
                     section.dotted("pyext"),
                     'list suffixes without paths or wildcards, e.g. pyext = ["py", "json"]',
                 )
-            if suffix not in suffixes:
-                suffixes.append(suffix)
-        return tuple(suffixes)
+        return tuple(dict.fromkeys(entry.removeprefix(".") for entry in raw))
 
     def check_compiled(self, project: KernelProject) -> None:
         """A compiled project needs binding sources to register its ops with."""
@@ -1064,7 +1054,7 @@ class _Reader:
     def paths(self, table: Located, key: str, *, files_only: bool) -> tuple[Path, ...]:
         """Relative, normalized paths that must exist inside the project root."""
         dotted = table.dotted(key)
-        paths: list[Path] = []
+        paths: dict[Path, None] = {}  # in order, each once
         for entry in table.string_list(key) or ():
             # build.toml paths are '/'-separated; '../other' and '/abs' are refused lexically,
             # symlinks (even in a parent folder) by where they resolve: inside the root only.
@@ -1125,9 +1115,7 @@ class _Reader:
                     dotted,
                     "list source files one by one (directories belong in include)",
                 )
-            path = Path(normalized)
-            if path not in paths:
-                paths.append(path)
+            paths[Path(normalized)] = None
         return tuple(paths)
 
     def missing_path_hint(self, entry: str, full: Path) -> str:

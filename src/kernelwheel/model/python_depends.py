@@ -53,11 +53,8 @@ def load_python_depends() -> PythonDepends:
     """The table shipped with kernelwheel, checked on load."""
     resource = resources.files(RECIPES_PACKAGE) / PYTHON_DEPENDS_TOML
     file = f"recipes/{PYTHON_DEPENDS_TOML}"
-    doc = Located(
-        parse_toml(resource.read_text("utf-8"), file=file, error=RecipeError),
-        file=file,
-        error=RecipeError,
-    )
+    data = parse_toml(resource.read_text("utf-8"), file=file, error=RecipeError)
+    doc = Located(data, file=file, error=RecipeError)
     doc.check_keys(("schema", "general", "backends"))
     general = doc.table("general")
     backends = doc.table("backends")

@@ -71,8 +71,7 @@ _PACKAGE_NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
 class RecipeError(LocatedError, UsageError):
-    """The recipe data (torch.toml / cuda.toml) is invalid, or has no recipe for a variant.
-    The message names the file and key; the exit code is a usage error's."""
+    """The recipe data is invalid, or has no recipe for a variant: a usage error, located."""
 
 
 # -- Model ------------------------------------------------------------------------------------
@@ -481,8 +480,7 @@ class Recipes:
 
 
 def load_recipes(path: Path | str | None = None) -> Recipes:
-    """Load and validate the recipes in folder ``path`` (default: the packaged
-    ``kernelwheel.recipe_data``, i.e. the repository's ``recipes/`` folder)."""
+    """Load and validate the recipes folder ``path`` (default: the bundled ``recipes/``)."""
     if path is None:
         folder = bundled_recipes()
     else:
@@ -624,8 +622,7 @@ def _check_version_name(parent: Located, name: str, hint: str) -> None:
 
 
 def release_version(table: Located, key: str, hint: str) -> tuple[str, Version | None]:
-    """The required string ``key`` and the version it parses as (None: none; the caller says
-    what it must be)."""
+    """The required string ``key`` and its Version (None: the caller says what it must be)."""
     text = table.required_string(key, hint, nonempty=True)
     try:
         return text, Version(text)
@@ -1005,8 +1002,7 @@ class CcacheRecipe:
 
 
 def load_ccache_recipe(path: Path | str | None = None) -> CcacheRecipe:
-    """Read ``ccache.toml`` from the recipes folder ``path`` when it has one, else the bundled
-    one."""
+    """``ccache.toml`` of the recipes folder ``path`` (as :func:`_tool_recipe` finds it)."""
     doc = _tool_recipe(path, CCACHE_TOML)
     doc.check_keys(("schema", "ccache"))
     table = doc.required_table("ccache", "add a [ccache] table (recipes/README.md)")
@@ -1032,8 +1028,7 @@ def load_ccache_recipe(path: Path | str | None = None) -> CcacheRecipe:
 
 
 def _tool_recipe(path: Path | str | None, name: str) -> Located:
-    """The recipe file ``name`` of the recipes folder ``path`` when it has one, else the
-    bundled one."""
+    """The recipes folder ``path``'s file ``name`` when it has one, else the bundled one."""
     folder: Traversable = bundled_recipes()
     if path is not None and (Path(path).expanduser() / name).is_file():
         folder = Path(path).expanduser()
@@ -1046,9 +1041,8 @@ PYTEST_TOML = "pytest.toml"
 
 
 def load_pytest_requirements(path: Path | str | None = None) -> tuple[str, ...]:
-    """``[pytest]`` of pytest.toml (as :func:`load_ccache_recipe` finds it): the hashed pip
-    requirement lines of the pytest ``kernelwheel test`` installs where the tests run in the
-    build environment."""
+    """``[pytest]`` of pytest.toml (as :func:`_tool_recipe` finds it): the hashed requirement
+    lines of the pytest ``kernelwheel test`` installs where the tests run in the build env."""
     doc = _tool_recipe(path, PYTEST_TOML)
     doc.check_keys(("schema", "pytest"))
     table = doc.required_table("pytest", "add a [pytest] table (recipes/README.md)")

@@ -9,6 +9,7 @@ tag has them), each have one parser and one formatter here, so no other module s
 from __future__ import annotations
 
 import dataclasses
+import functools
 import platform
 import re
 from collections.abc import Iterable
@@ -189,14 +190,18 @@ def _check_int(
         raise VariantError(f"{what} must be {bound}, got {value}", hint=hint)
 
 
-def _check_enum(value: object, enum: type[Enum], what: str, *, optional: bool) -> None:
+def _check_type(
+    value: object, kind: type, what: str, *, optional: bool, hint: str | None = None
+) -> None:
     # A plain "cuda" compares equal to BackendKind.CUDA but formats differently; refuse it early.
     if value is None and optional:
         return
-    if not isinstance(value, enum):
+    if not isinstance(value, kind):
+        if hint is None and issubclass(kind, Enum):
+            hint = f"use a member such as {kind.__name__}.{next(iter(kind)).name}"
         raise VariantError(
-            f"{what} must be a {enum.__name__}{' or None' if optional else ''}, got {value!r}",
-            hint=f"use a member such as {enum.__name__}.{next(iter(enum)).name}",
+            f"{what} must be a {kind.__name__}{' or None' if optional else ''}, got {value!r}",
+            hint=hint,
         )
 
 
@@ -333,7 +338,7 @@ class Backend:
     version: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        _check_enum(self.kind, BackendKind, "backend kind", optional=False)
+        _check_type(self.kind, BackendKind, "backend kind", optional=False)
         if self.version is None:
             return
         if self.kind not in _VERSIONED:
@@ -463,19 +468,13 @@ class Variant:
     tvm_ffi: TvmFfiVersion | None = None
 
     def __post_init__(self) -> None:
-        if self.torch is not None and not isinstance(self.torch, TorchVersion):
-            raise VariantError(
-                f"torch must be a TorchVersion or None, got {self.torch!r}",
-                hint="e.g. TorchVersion(2, 10) or TorchVersion.parse('2.10')",
-            )
-        if self.backend is not None and not isinstance(self.backend, Backend):
-            raise VariantError(
-                f"backend must be a Backend or None, got {self.backend!r}",
-                hint="e.g. Backend.parse_token('cu128')",
-            )
-        _check_enum(self.cxxabi, CxxAbi, "cxxabi", optional=True)
-        _check_enum(self.arch, Arch, "arch", optional=True)
-        _check_enum(self.os, OS, "os", optional=True)
+        hint = "e.g. TorchVersion(2, 10) or TorchVersion.parse('2.10')"
+        _check_type(self.torch, TorchVersion, "torch", optional=True, hint=hint)
+        hint = "e.g. Backend.parse_token('cu128')"
+        _check_type(self.backend, Backend, "backend", optional=True, hint=hint)
+        _check_type(self.cxxabi, CxxAbi, "cxxabi", optional=True)
+        _check_type(self.arch, Arch, "arch", optional=True)
+        _check_type(self.os, OS, "os", optional=True)
         if not isinstance(self.stable_abi, bool):
             raise VariantError(f"stable_abi must be a bool, got {self.stable_abi!r}")
         if self.tvm_ffi is not None:
@@ -486,11 +485,8 @@ class Variant:
             self._check_binary()
 
     def _check_tvm_ffi(self) -> None:
-        if not isinstance(self.tvm_ffi, TvmFfiVersion):
-            raise VariantError(
-                f"tvm_ffi must be a TvmFfiVersion or None, got {self.tvm_ffi!r}",
-                hint="e.g. TvmFfiVersion(0, 1)",
-            )
+        hint = "e.g. TvmFfiVersion(0, 1)"
+        _check_type(self.tvm_ffi, TvmFfiVersion, "tvm_ffi", optional=True, hint=hint)
         extras = {"torch": self.torch, "cxxabi": self.cxxabi, "stable_abi": self.stable_abi or None}
         for field, value in extras.items():
             if value is not None:
@@ -629,10 +625,7 @@ class Variant:
                 f"variant name must be a str, got {name!r}", hint=f"e.g. {EXAMPLE_NAME!r}"
             )
 
-        def bad(detail: str, example: str = EXAMPLE_NAME) -> VariantError:
-            return VariantError(
-                f"invalid variant name {name!r}: {detail}", hint=f"e.g. {example!r}"
-            )
+        bad = functools.partial(_invalid, "variant name", name, example=EXAMPLE_NAME)
 
         if not name:
             raise bad("the name is empty")
@@ -649,7 +642,7 @@ class Variant:
                 raise bad(
                     f"unknown noarch part {'-'.join(parts[1:])!r} (expected universal, "
                     f"{_noarch_choices()}, or stable-abi{{MAJ}}{{MIN}})",
-                    "torch-cuda",
+                    example="torch-cuda",
                 )
             stable = True
             torch_part, compact, tail = f"torch-stable-{parts[2]}", parts[2][3:], parts[3:]
@@ -692,12 +685,9 @@ class Variant:
     @classmethod
     def _parse_tvm_ffi(cls, name: str) -> Variant:
         """``tvm-ffi{MAJ}{MIN}-{backend}-{arch}-{os}``."""
-        example = "tvm-ffi01-cu130-x86_64-linux"
-
-        def bad(detail: str) -> VariantError:
-            return VariantError(
-                f"invalid variant name {name!r}: {detail}", hint=f"e.g. {example!r}"
-            )
+        bad = functools.partial(
+            _invalid, "variant name", name, example="tvm-ffi01-cu130-x86_64-linux"
+        )
 
         head, _, rest = name[len(_TVM_FFI_PREFIX) :].partition("-")
         try:
@@ -713,17 +703,14 @@ class Variant:
         try:
             backend = Backend.parse_token(tail[0])
             arch, os_ = Arch(tail[1]), OS(tail[2])
+            return cls(None, backend, None, arch, os_, tvm_ffi=version)
         except VariantError as exc:
             raise bad(exc.message) from None
-        except ValueError:
+        except ValueError:  # Arch() or OS(): the variant's checks raise VariantError
             raise bad(
                 f"unknown arch or OS in {'-'.join(tail[1:])!r} (expected {_choices(Arch)}, "
                 f"then {_choices(OS)})"
             ) from None
-        try:
-            return cls(None, backend, None, arch, os_, tvm_ffi=version)
-        except VariantError as exc:
-            raise bad(exc.message) from None
 
     @staticmethod
     def _describe_tail(tail: list[str]) -> str:
@@ -786,10 +773,7 @@ class Variant:
             str(int(seg)) if seg.isdigit() else seg for seg in re.split(r"[-_.]", local.lower())
         )
 
-        def bad(detail: str, example: str = EXAMPLE_LOCAL) -> VariantError:
-            return VariantError(
-                f"invalid local version {local!r}: {detail}", hint=f"e.g. {example!r}"
-            )
+        bad = functools.partial(_invalid, "local version", local, example=EXAMPLE_LOCAL)
 
         torch: TorchVersion | None = None
         backend: Backend | None = None
@@ -828,7 +812,7 @@ class Variant:
             raise bad(
                 f"a noarch label takes arch=None and os=None, got arch={_show(arch)}, "
                 f"os={_show(os)}",
-                "cuda",
+                example="cuda",
             )
         if torch is not None and (arch is None or os is None):
             raise VariantError(
@@ -876,6 +860,10 @@ def variant_of_wheel(filename: str) -> Variant | None:
         shown = ".".join(sorted(t.platform for t in tags))
         raise VariantError(f"{filename}: platform tag {shown} names no kernel variant's platform")
     return Variant.from_local_version(local, arch=platform.arch, os=platform.os)
+
+
+def _invalid(what: str, text: str, detail: str, *, example: str) -> VariantError:
+    return VariantError(f"invalid {what} {text!r}: {detail}", hint=f"e.g. {example!r}")
 
 
 def _show(value: Enum | None) -> str:
