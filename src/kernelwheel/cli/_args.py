@@ -59,8 +59,12 @@ def project_path(args: argparse.Namespace) -> Path:
     return find_project_root()
 
 
-def add_locking_arguments(parser: argparse.ArgumentParser, json_what: str) -> None:
-    """What ``lock`` and ``download`` share: --json, --cache-dir (where their log goes), --jobs."""
+def add_locking_arguments(parser: argparse.ArgumentParser, dir_help: str, json_what: str) -> None:
+    """What ``lock`` and ``download`` share: PROJECT_DIR, --json, --cache-dir (where their log
+    goes), --jobs."""
+    parser.add_argument(
+        "project_dir", metavar="PROJECT_DIR", type=Path, nargs="?", default=Path("."), help=dir_help
+    )
     add_json_argument(parser, json_what)
     add_option_arguments(parser, "cache_dir", "jobs", grouped=False)
 

@@ -6,13 +6,11 @@ import argparse
 import dataclasses
 import os
 import threading
-from pathlib import Path
 
 from .._util import check_output_path
 from ..builder.preflight import select_buildable
 from ..builder.service import Outcome, build_project
 from ..errors import BuildError
-from ..log import StepResult
 from ..plan.planning import plan_project
 from ..toolchain.deps import depends_refusals
 from ._args import (
@@ -24,7 +22,7 @@ from ._args import (
     project_path,
     refuse_conflicting_selectors,
 )
-from .ui import ConsoleUI, with_log
+from .ui import ConsoleUI, table, with_log
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -111,25 +109,10 @@ def summary_table(outcomes: list[Outcome]) -> str:
         )
         for o in outcomes
     ]
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-    right = {2, 3}  # time and size align right
-
-    def line(row: tuple[str, ...]) -> str:
-        cells = [
-            cell.rjust(w) if i in right else cell.ljust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        return "  ".join(cells).rstrip()
-
     total = sum(o.seconds for o in outcomes)
     built = sum(1 for o in outcomes if o.wheel)
-    return "\n".join(
-        [
-            line(header),
-            *(line(r) for r in rows),
-            f"{built} of {len(outcomes)} variant(s) built in {total:.1f}s",
-        ]
-    )
+    lines = table(header, rows, right={2, 3})  # time and size align right
+    return "\n".join([*lines, f"{built} of {len(outcomes)} variant(s) built in {total:.1f}s"])
 
 
 def write_github_summary(outcomes: list[Outcome]) -> None:
@@ -160,15 +143,10 @@ class _Progress:
         self._running: list[str] = []
         self._grouped: str | None = None
         self._lock = threading.Lock()
-
-    def step_started(self, scope: str, name: str, log: Path | None = None) -> None:
-        self.ui.step_started(scope, name, log)
-
-    def step_finished(self, result: StepResult) -> None:
-        self.ui.step_finished(result)
-
-    def info(self, scope: str, message: str) -> None:
-        self.ui.info(scope, message)
+        # the steps and notes as the console shows them
+        self.step_started = ui.step_started
+        self.step_finished = ui.step_finished
+        self.info = ui.info
 
     def variant_started(self, name: str, *, side_by_side: bool = False) -> None:
         with self._lock:

@@ -46,14 +46,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "project_dir",
-        metavar="PROJECT_DIR",
-        type=Path,
-        nargs="?",
-        default=Path("."),
-        help=f"the folder holding {LOCK_NAME} (and pyproject.toml) (default: .)",
-    )
-    p.add_argument(
         "--wheelhouse",
         "-o",
         type=Path,
@@ -81,7 +73,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="replace a requirements.txt or pylock.toml in DIR that kernelwheel did not write "
         "(without it such a file is refused, and nothing is written)",
     )
-    add_locking_arguments(p, "each wheel's path, variant, sha256 and status, and the log")
+    add_locking_arguments(
+        p,
+        f"the folder holding {LOCK_NAME} (and pyproject.toml) (default: .)",
+        "each wheel's path, variant, sha256 and status, and the log",
+    )
     p.set_defaults(func=run)
 
 

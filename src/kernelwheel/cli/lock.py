@@ -48,14 +48,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "project_dir",
-        metavar="PROJECT_DIR",
-        type=Path,
-        nargs="?",
-        default=Path("."),
-        help="the folder holding pyproject.toml (default: .)",
-    )
-    p.add_argument(
         "--check",
         action="store_true",
         help=f"write nothing; exit 1 when {LOCK_NAME} is missing or out of date",
@@ -71,7 +63,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="lock variants whose shared objects fail the ABI check (recorded in the lock, "
         "so download accepts them too)",
     )
-    add_locking_arguments(p, "the lock's outcome and each locked wheel (name, variant, sha256)")
+    add_locking_arguments(
+        p,
+        "the folder holding pyproject.toml (default: .)",
+        "the lock's outcome and each locked wheel (name, variant, sha256)",
+    )
     p.set_defaults(func=run)
 
 

@@ -22,7 +22,7 @@ from ._args import (
     project_path,
     refuse_conflicting_selectors,
 )
-from .ui import ConsoleUI
+from .ui import ConsoleUI, table
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -154,16 +154,8 @@ def format_table(planned: Planned) -> str:
         )
         for r in plan.selected
     ]
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-
-    def line(row: tuple[str, ...]) -> str:
-        return "  ".join(
-            cell.ljust(width) for cell, width in zip(row, widths, strict=True)
-        ).rstrip()
-
-    out = [f"{planned.project.name}: {len(plan.selected)} variant(s) selected", "", line(header)]
-    out.append("  ".join("-" * w for w in widths))
-    out += [line(row) for row in rows]
+    out = [f"{planned.project.name}: {len(plan.selected)} variant(s) selected", ""]
+    out += table(header, rows, rule=True)
     if plan.rejected:
         out += ["", f"left out ({len(plan.rejected)}):"]
         width = max(len(r.variant_name) for r in plan.rejected)

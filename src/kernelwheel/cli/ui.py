@@ -20,6 +20,7 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -70,6 +71,28 @@ def with_log(message: str, log: Path | None) -> str:
     return message + (f"\n  log: {log}" if log is not None and str(log) not in message else "")
 
 
+def table(
+    header: tuple[str, ...],
+    rows: Sequence[tuple[str, ...]],
+    *,
+    right: Container[int] = (),
+    rule: bool = False,
+) -> list[str]:
+    """``header``, dashes under it (``rule``) and ``rows`` in columns two spaces apart; the
+    columns in ``right`` aligned right."""
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+
+    def line(row: tuple[str, ...]) -> str:
+        cells = [
+            cell.rjust(w) if i in right else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        return "  ".join(cells).rstrip()
+
+    dashes = [line(tuple("-" * w for w in widths))] if rule else []
+    return [line(header), *dashes, *(line(row) for row in rows)]
+
+
 def _isatty(stream: TextIO) -> bool:
     try:
         return stream.isatty()
@@ -106,7 +129,6 @@ class ConsoleUI:
         utf = "utf" in (getattr(self.progress, "encoding", None) or "").lower()
         marks = ("✓", "✕", "▸") if utf else ("ok", "FAIL", ">")
         self.ok_mark, self.fail_mark, self.start_mark = marks
-        self.results: list[StepResult] = []
         self._running: dict[tuple[str, str], _Running] = {}
         self._lock = threading.RLock()
         self._ticker: threading.Thread | None = None
@@ -225,7 +247,6 @@ class ConsoleUI:
             running = self._running.pop((result.scope, result.name), None)
             if running is not None:
                 self._follow(running)  # the last lines of its log, for --verbose
-            self.results.append(result)
             mark = self.ok_mark if result.ok else self.fail_mark
             detail = f"  {result.detail}" if result.detail else ""
             line = f"  {mark} {result.scope}: {result.name} ({result.seconds:.1f}s){detail}"
@@ -234,13 +255,9 @@ class ConsoleUI:
     def info(self, scope: str, message: str) -> None:
         self._step_line(f"{scope}: {message}" if scope else message, scope)
 
-    @property
-    def _shows_steps(self) -> bool:
-        return self.verbosity > QUIET
-
     def _step_line(self, text: str, scope: str) -> None:
         """A progress line of ``scope``: hidden by --quiet, held with the scope's lines."""
-        self._emit(text, self.progress, show=self._shows_steps, scope=scope)
+        self._emit(text, self.progress, show=self.verbosity > QUIET, scope=scope)
 
     # -- while steps run ------------------------------------------------------------------------
 
@@ -255,7 +272,7 @@ class ConsoleUI:
                 now = time.monotonic()
                 for running in list(self._running.values()):
                     self._follow(running)
-                if not self._shows_steps:
+                if self.verbosity <= QUIET:
                     continue
                 if self.tty:
                     self._draw_status(now)
@@ -321,7 +338,7 @@ class ConsoleUI:
         if self.github:
             self._emit(f"::group::{title}", self.progress)
         else:
-            self._emit(title, self.progress, show=self._shows_steps)
+            self._emit(title, self.progress, show=self.verbosity > QUIET)
 
     def endgroup(self) -> None:
         if self.github:
