@@ -133,10 +133,9 @@ def write_github_summary(outcomes: list[Outcome]) -> None:
 
 
 class _Progress:
-    """The build service's progress, rendered: a group per variant, its end line, its error.
-    Variants side by side would interleave their lines: on GitHub Actions each one's lines are
-    held and shown as one group when it ends; elsewhere every line names its variant, and the
-    variant's title line is shown only when it runs alone."""
+    """The build's progress: a group per variant, its end line, its error. Variants side by side
+    would interleave their lines: on GitHub Actions each one's are held and shown as one group
+    when it ends; elsewhere every line names its variant, and its title is shown only alone."""
 
     def __init__(self, ui: ConsoleUI) -> None:
         self.ui = ui
@@ -201,9 +200,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     check_output_path(planned.options.output_dir, "--output-dir")
     if planned.options.hub_layout is not None:
         check_output_path(planned.options.hub_layout, "--hub-layout")
-    preamble = planned.options.preamble()
-    # The options a build runs with, before it starts (as cibuildwheel's preamble): only those
-    # set above their defaults, each with the layer that set it.
+    preamble = planned.options.preamble()  # as cibuildwheel's: those set above their defaults
     if preamble:
         ui.info("", "options (set above their defaults):")
         for line in preamble:

@@ -127,8 +127,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 
 
 def _refuse_unmatched(paths: list[Path]) -> None:
-    """A shell glob that matched nothing reaches us as the pattern itself ('wheelhouse/*.whl'):
-    say so, instead of failing to read a file named '*.whl'."""
+    """A shell glob that matched nothing reaches us as the pattern itself: say so."""
     for path in paths:
         if path.exists():
             continue
@@ -148,8 +147,7 @@ def _mark(ui: ConsoleUI, state: bool | None) -> str:
 
 
 def _render_torch_floor(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
-    """The torch floor: declared (a wheel's METADATA) and measured (its libtorch shim imports),
-    with a warning when the declared one is lower. Silent for an object importing no shim."""
+    """The torch floor declared (METADATA) and measured (libtorch shim imports), if any."""
     table = load_shim_table()
     if isinstance(report, SoReport):
         if report.torch_floor is not None and report.torch_floor.imports:

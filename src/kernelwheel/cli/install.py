@@ -123,8 +123,8 @@ def _render(result: InstallResult, ui: ConsoleUI) -> None:
 
 
 def _outcome(pick: Pick, dry_run: bool) -> list[str]:
-    """What happens to the project in the target. "files sha256" is the digest of the build's
-    RECORD entries, the same for a wheel and its installed copy (docs/install.md)."""
+    """What happens in the target; "files sha256" is the digest of the build's RECORD entries,
+    the same for a wheel and its installed copy."""
     would = "would be " if dry_run else ""
     new = f"files sha256 {pick.digest}"
     old = pick.before
@@ -189,8 +189,7 @@ def _result_json(result: InstallResult) -> dict[str, Any]:
 
 
 def _previous(pick: Pick) -> dict[str, Any] | None:
-    """The build the target held before; ``changed``: the files that differ from the wheel's,
-    ``altered``: those whose bytes on disk no longer match its RECORD."""
+    """The build the target held before; ``altered``: files no longer matching its RECORD."""
     old = pick.before
     if old is None:
         return None

@@ -1,7 +1,5 @@
-"""``kernelwheel matrix PATH``: the variants a kernel would build, and why the others are left out.
-
-It renders :func:`kernelwheel.plan.planning.plan_project`, the plan ``kernelwheel build`` uses.
-"""
+"""``kernelwheel matrix PATH``: the variants a kernel would build (the plan ``kernelwheel build``
+uses), and why the others are left out."""
 
 from __future__ import annotations
 
@@ -77,9 +75,8 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 
 
 def _without_refused_depends(planned: Planned) -> Planned:
-    """The plan less the variants whose ``depends`` the build would refuse (each moved to the
-    rejected list with the build's reason), so a release matrix fans out no job that fails at
-    once; an unknown dependency name refuses the whole project, as the build does."""
+    """The plan less the variants whose ``depends`` the build would refuse (rejected with its
+    reason), so a release matrix fans out no job that fails at once."""
     from ..toolchain.deps import depends_refusals
 
     if planned.project.noarch:
@@ -103,10 +100,8 @@ def _without_refused_depends(planned: Planned) -> Planned:
 def to_json(
     plan: MatrixPlan, style: LocalVersionStyle = LocalVersionStyle.DOTTED
 ) -> dict[str, Any]:
-    """The plan as ``{"include": [...], "elsewhere": [...], "rejected": [...], "notes":
-    [...]}``; local versions in the style the build will stamp. ``include`` holds the variants
-    kernelwheel builds, on a hosted runner; ``elsewhere`` the planned variants it does not
-    compile, each with the placeholder runner label its toolchain needs and the reason."""
+    """The plan: ``include`` the variants kernelwheel builds, ``elsewhere`` those it does not
+    compile (with the runner they need and why), ``rejected`` and ``notes``."""
     include, elsewhere = [], []
     for recipe in plan.selected:
         entry = recipe.to_dict()
@@ -128,8 +123,7 @@ def to_json(
 
 
 def wheel_label(recipe: VariantRecipe, style: LocalVersionStyle) -> str | None:
-    """The local version the variant's wheel carries; None for a noarch variant, whose one
-    pure-Python wheel carries none."""
+    """The local version the variant's wheel carries; None for a noarch one."""
     variant = recipe.variant
     return None if variant.noarch else variant.local_version_in(style)
 
