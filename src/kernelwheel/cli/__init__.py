@@ -48,8 +48,7 @@ _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 
 def _traceback_setting() -> tuple[bool, str | None]:
-    """KERNELWHEEL_TRACEBACK as a boolean (``0`` is off), and what is wrong with a value that is
-    neither."""
+    """KERNELWHEEL_TRACEBACK as a boolean (``0``: off), and what is wrong with any other value."""
     raw = os.environ.get("KERNELWHEEL_TRACEBACK", "")
     value = raw.strip().lower()
     if value in _TRUE or value in _FALSE:

@@ -56,8 +56,7 @@ def project_path(args: argparse.Namespace) -> Path:
 
 
 def add_locking_arguments(parser: argparse.ArgumentParser, dir_help: str, json_what: str) -> None:
-    """What ``lock`` and ``download`` share: PROJECT_DIR, --json, --cache-dir (where their log
-    goes), --jobs."""
+    """``lock``'s and ``download``'s PROJECT_DIR, --json, --cache-dir (their log's) and --jobs."""
     parser.add_argument(
         "project_dir", metavar="PROJECT_DIR", type=Path, nargs="?", default=Path("."), help=dir_help
     )

@@ -100,8 +100,7 @@ def _without_refused_depends(planned: Planned) -> Planned:
 def to_json(
     plan: MatrixPlan, style: LocalVersionStyle = LocalVersionStyle.DOTTED
 ) -> dict[str, Any]:
-    """The plan: ``include`` the variants kernelwheel builds, ``elsewhere`` those it does not
-    compile (with the runner they need and why), ``rejected`` and ``notes``."""
+    """``include``: the variants kernelwheel builds; ``elsewhere``: the others, and their runner."""
     include, elsewhere = [], []
     for recipe in plan.selected:
         entry = recipe.to_dict()

@@ -179,7 +179,7 @@ def to_json(result: ToWheelResult, log: Path) -> dict[str, object]:
     }
 
 
-def report(result: ToWheelResult, ui: ConsoleUI, log: Path | None = None) -> None:
+def report(result: ToWheelResult, ui: ConsoleUI, log: Path) -> None:
     ui.print()
     ui.print(f"revision: {result.resolution.describe()}")
     for c in result.converted:
@@ -195,7 +195,6 @@ def report(result: ToWheelResult, ui: ConsoleUI, log: Path | None = None) -> Non
     total = len(result.converted) + len(result.rejected)
     summary = f"{len(result.converted)} of {total} selected variant(s) written"
     if result.rejected:
-        where = f"; log: {log}" if log is not None else ""
-        ui.error(f"{summary}; {len(result.rejected)} not converted (see above{where})")
+        ui.error(f"{summary}; {len(result.rejected)} not converted (see above; log: {log})")
     else:
         ui.print(summary)

@@ -73,8 +73,7 @@ def table(
     right: Container[int] = (),
     rule: bool = False,
 ) -> list[str]:
-    """``header``, dashes under it (``rule``) and ``rows`` in columns two spaces apart; the
-    columns in ``right`` aligned right."""
+    """Columns two spaces apart, those in ``right`` aligned right; ``rule``: dashes under header."""
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
 
     def line(row: tuple[str, ...]) -> str:

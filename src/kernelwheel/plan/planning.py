@@ -65,8 +65,7 @@ def select(
     runner: Runner = RUNNER,
 ) -> Selection:
     """The variants ``variants`` (``--variant`` globs over the whole matrix) select, else the
-    selectors, else the default variant for ``machine`` (default: this machine, probed through
-    ``runner``)."""
+    selectors', else the default variant for ``machine`` (default: this one, via ``runner``)."""
     if variants:
         selector = Selector(build=tuple(_canonical(v) for v in variants), build_label="--variant")
         left_out = {r.variant_name: r.reason for r in planned.full.rejected}
@@ -92,6 +91,5 @@ def _canonical(pattern: str) -> str:
 
 
 def wheel_version(planned: Planned, git: GitState | None) -> WheelVersion:
-    """The wheel version before its local part, and where it came from (plan.versioning:
-    the option, VERSION, a git tag v<major>.x.y on HEAD, <major>.0.0)."""
+    """The wheel version before its local part, and where it came from (plan.versioning)."""
     return resolve_version(version_inputs(planned.project, planned.options, git))

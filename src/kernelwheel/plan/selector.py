@@ -1,8 +1,7 @@
-"""Choose variants by Hub name, the way cibuildwheel chooses build identifiers.
+"""Choose variants by Hub name, the way cibuildwheel chooses build identifiers (docs/building.md).
 
-``build``/``skip`` globs with brace expansion (bracex, bounded to :data:`MAX_EXPANSION`
-patterns) and ``only``, one exact name (docs/building.md). A selector that matches nothing is a
-UsageError listing the names that exist, so a typo never silently builds nothing.
+A selector that matches nothing is a UsageError listing the names that exist, so a typo never
+silently builds nothing.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""Which variants kernelwheel compiles, and where the others must be built.
-
-kernelwheel compiles CPU and CUDA variants; the other backends are planned and listed, but their
+"""Which variants kernelwheel compiles (CPU, CUDA), and where the others must be built: their
 build stops before any environment is made with a ToolchainError naming the runner they need.
 """
 
