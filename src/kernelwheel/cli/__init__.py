@@ -1,8 +1,8 @@
 """Command-line entry point. Owns all output and exit codes; library code only raises.
 
 Each command's module ``kernelwheel.cli.<name>`` has ``register(subparsers)``, which adds its
-parser and sets ``func(args, ui) -> int``. :func:`main` imports only the module of the command it
-runs, so each command starts without importing the others' dependencies.
+parser, and ``run(args, ui) -> int``. :func:`main` imports only the module of the command it runs,
+so each command starts without importing the others' dependencies.
 """
 
 from __future__ import annotations
@@ -79,6 +79,7 @@ def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
                 continue  # command not shipped in this build
             raise
         module.register(sub)
+        sub.choices[name.replace("_", "-")].set_defaults(func=module.run)
     for command in dict.fromkeys(sub.choices.values()):
         add_common_arguments(command)  # also accepted after the command: build X --traceback
     return parser

@@ -73,7 +73,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_json_argument(p, "each variant's wheel path, sha256, status, time and log")
     every = "none: the one default variant for this machine; '*' builds every variant"
     add_option_arguments(p, defaults={"build": every})
-    p.set_defaults(func=run)
 
 
 def outcome_json(o: Outcome) -> dict[str, object]:

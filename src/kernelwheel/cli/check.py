@@ -71,7 +71,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "rule), 'full' skips that rule (default: stable when the wheel's local version says so, "
         "e.g. +torch2.10.stable.cu130; full for a .so)",
     )
-    p.set_defaults(func=run)
 
 
 def _override(value: str | None, default: str | None) -> str | None:

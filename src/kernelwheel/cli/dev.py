@@ -46,7 +46,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="stay running and build again each time a file of the project changes",
     )
-    p.set_defaults(func=run)
 
 
 def add_dev_arguments(p: argparse.ArgumentParser) -> None:

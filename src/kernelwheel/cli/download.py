@@ -78,7 +78,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         f"the folder holding {LOCK_NAME} (and pyproject.toml) (default: .)",
         "each wheel's path, variant, sha256 and status, and the log",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:

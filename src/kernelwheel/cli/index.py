@@ -56,7 +56,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "GPU; installers without variant support see no wheel there",
     )
     add_json_argument(p, "the index folder and each wheel's path, variant, sha256 and flavours")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:

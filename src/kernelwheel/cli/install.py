@@ -71,7 +71,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="print the pip command, run nothing")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:

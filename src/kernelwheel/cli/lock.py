@@ -68,7 +68,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "the folder holding pyproject.toml (default: .)",
         "the lock's outcome and each locked wheel (name, variant, sha256)",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:

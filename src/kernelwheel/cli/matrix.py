@@ -60,7 +60,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "for a GitHub Actions matrix",
     )
     add_option_arguments(p, *SELECTION, defaults={"build": "'*', the whole matrix"})
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:

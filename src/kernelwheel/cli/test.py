@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_dev_arguments(p)
-    p.set_defaults(func=run, pytest_args=[])  # main() hands it the words after --
+    p.set_defaults(pytest_args=[])  # main() hands it the words after --
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:

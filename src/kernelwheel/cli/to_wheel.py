@@ -81,7 +81,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_json_argument(p, "each variant's wheel path, sha256, status and the log")
     add_option_arguments(p, "jobs", "local_version_style", grouped=False)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:

@@ -75,7 +75,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "KERNELWHEEL_UPLOAD_TRIES, else 3); the commit is never made twice",
     )
     add_json_argument(p, "the plan (each file and its change), the branch and the commit")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:

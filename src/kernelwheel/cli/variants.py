@@ -45,7 +45,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("source", metavar="SOURCE", help="a wheel folder, an index URL or org/name[@V]")
     add_target_python_argument(p, "to judge for, as install picks it")
     add_json_argument(p, "every build with its verdict and reason")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
