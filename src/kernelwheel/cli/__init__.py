@@ -16,7 +16,7 @@ import threading
 import traceback
 from collections.abc import Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import KernelwheelError, Terminated, UsageError, VariantError
@@ -59,6 +59,15 @@ def _traceback_setting() -> tuple[bool, str | None]:
     )
 
 
+class _CommandParser(argparse.ArgumentParser):
+    """A command's parser: its description and epilog as written (their examples keep their
+    lines), unless the command picks another formatter."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(**kwargs)
+
+
 def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kernelwheel",
@@ -70,7 +79,7 @@ def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     )
     parser.add_argument("-V", "--version", action="version", version=f"kernelwheel {__version__}")
     add_common_arguments(parser, traceback=_traceback_setting()[0])
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     for name in commands:
         try:
             module = importlib.import_module(f".{name}", __package__)

@@ -57,7 +57,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "  kernelwheel build kernels/img2gray --python /usr/bin/python3 "
             "--variant torch211-cxx11-cu130-x86_64-linux   # use an existing torch"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_project_argument(p)
     add_variant_argument(

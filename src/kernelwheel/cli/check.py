@@ -42,7 +42,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "  kernelwheel check --policy tag wheelhouse/*manylinux*.whl   # verify the tag\n"
             "  kernelwheel check build/_img2gray.abi3.so --python-abi 3.10 --cxx-abi cxx11"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", type=Path, metavar="WHEEL", help="wheels or .so files")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")

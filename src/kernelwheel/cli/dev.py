@@ -39,6 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "policy: nothing it writes is published ('kernelwheel build' makes wheels). Prints "
             "the PYTHONPATH and LOCAL_KERNELS lines that load the build elsewhere."
         ),
+        formatter_class=argparse.HelpFormatter,  # one paragraph, wrapped
     )
     add_dev_arguments(p)
     p.add_argument(

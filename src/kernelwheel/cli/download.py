@@ -43,7 +43,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "user's in DIR (nothing written; --force replaces it); 3 missing, stale or invalid "
             "lock; 9 repo or integrity problem (hash mismatch: nothing written)"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--wheelhouse",

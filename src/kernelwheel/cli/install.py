@@ -41,7 +41,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "unreadable source; 10 no fitting build, no torch in the target, pip failed, or "
             "the environment does not hold the chosen build after pip ran"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("packages", nargs="+", metavar="PKG[==VERSION]", help="what to install")
     p.add_argument(

@@ -45,7 +45,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "exit codes: 0 written or already current; 1 --check found it out of date; "
             "3 bad declaration or lock file; 9 repo, revision or integrity problem"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--check",

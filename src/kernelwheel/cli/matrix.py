@@ -50,7 +50,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "      include: ${{ fromJSON(needs.plan.outputs.json).include }}\n"
             "(passing the whole object would make 'rejected' a matrix dimension)."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_project_argument(p)
     p.add_argument(

@@ -34,7 +34,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "pytest's."
         ),
         epilog="example:\n  kernelwheel test my-kernel -- -x -k smoke",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_dev_arguments(p)
     p.set_defaults(pytest_args=[])  # main() hands it the words after --

@@ -54,7 +54,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "could not be converted; 130/143 interrupted (SIGINT/SIGTERM, nothing left behind). "
             "With several failed variants, the highest code."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("repo", metavar="REPO", help="Hub repo id (org/name) or a local git clone")
     p.add_argument("version", metavar="VERSION", help="1.1.2, 1, or a PEP 440 range (see below)")

@@ -44,7 +44,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "projects or versions, no token; 9 the Hub refused (no write or "
             "kernel-creation access, a branch that moved meanwhile, unreachable)"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "folder", metavar="DIR", type=Path, help="the Hub layout: what build --hub-layout DIR wrote"

@@ -40,7 +40,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "source; 9 the Hub repo or revision cannot be read; 10 the target Python has no "
             "usable torch"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("source", metavar="SOURCE", help="a wheel folder, an index URL or org/name[@V]")
     add_target_python_argument(p, "to judge for, as install picks it")
