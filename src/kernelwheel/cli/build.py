@@ -140,7 +140,6 @@ class _Progress:
         self._running: list[str] = []
         self._grouped: str | None = None
         self._lock = threading.Lock()
-        # the steps and notes as the console shows them
         self.step_started = ui.step_started
         self.step_finished = ui.step_finished
         self.info = ui.info

@@ -120,8 +120,7 @@ def render_files(name: str, backends: Sequence[str]) -> dict[str, str]:
     files = {"build.toml": build_toml}
     for template, path in (*(_KERNEL_SOURCES[b] for b in backends), *_COMMON_FILES):
         files[path.format(pkg=pkg)] = _render(template, values)
-    # The kernel card template, as kernelwheel renders a card for a project without one
-    # (model/card): the author edits it, every build renders it.
+    # The card template kernelwheel renders for a project without one: the author edits it.
     files[CARD_TEMPLATE] = default_template()
     return files
 
