@@ -84,27 +84,23 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     reports: list[WheelReport | SoReport] = []
     for path in args.paths:
         if path.suffix == ".whl":
-            reports.append(
-                check_wheel(
-                    path,
-                    policy=policy,
-                    python_abi=_override(args.python_abi, FROM_TAG),
-                    cxxabi=_override(args.cxx_abi, FROM_TAG),
-                    torch_stable_abi=FROM_TAG
-                    if args.torch_abi is None
-                    else args.torch_abi == "stable",
-                )
+            stable = FROM_TAG if args.torch_abi is None else args.torch_abi == "stable"
+            report: WheelReport | SoReport = check_wheel(
+                path,
+                policy=policy,
+                python_abi=_override(args.python_abi, FROM_TAG),
+                cxxabi=_override(args.cxx_abi, FROM_TAG),
+                torch_stable_abi=stable,
             )
         else:
-            reports.append(
-                check_shared_object(
-                    path,
-                    policy=policy or DEFAULT_POLICY,
-                    python_abi=_override(args.python_abi, "3.9"),
-                    cxxabi=_override(args.cxx_abi, None),
-                    torch_stable_abi=args.torch_abi == "stable",
-                )
+            report = check_shared_object(
+                path,
+                policy=policy or DEFAULT_POLICY,
+                python_abi=_override(args.python_abi, "3.9"),
+                cxxabi=_override(args.cxx_abi, None),
+                torch_stable_abi=args.torch_abi == "stable",
             )
+        reports.append(report)
     ok = all(r.ok for r in reports)
     if args.json:
         kinds = {WheelReport: "wheel", SoReport: "shared_object"}
