@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import re
 import sys
@@ -24,16 +23,13 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text.replace("/", "--")).strip("-.") or "run"
 
 
-def cache_log_path(command: str, project_dir: Path, cache_dir: str | None = None) -> Path:
-    """``<cache-dir>/logs/<command>-<folder>-<hash of its absolute path>.log``."""
-    folder = project_dir.resolve()
+def open_cache_log(ui: ConsoleUI, command: str, folder: Path, cache_dir: str | None = None) -> Path:
+    """Start ``<cache-dir>/logs/<command>-<folder>-<hash of its absolute path>.log``."""
+    folder = folder.resolve()
     digest = hashlib.sha256(str(folder).encode()).hexdigest()[:8]
     cache: Path = resolve_command_option("cache_dir", cache_dir)
-    return cache / "logs" / f"{command}-{slug(folder.name)}-{digest}.log"
-
-
-def open_cache_log(ui: ConsoleUI, command: str, args: argparse.Namespace) -> Path:
-    return ui.log_to(cache_log_path(command, args.project_dir, args.cache_dir), header(command))
+    log = cache / "logs" / f"{command}-{slug(folder.name)}-{digest}.log"
+    return ui.log_to(log, header(command))
 
 
 def header(command: str) -> str:

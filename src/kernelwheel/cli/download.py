@@ -80,7 +80,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    log = open_cache_log(ui, "download", args)
+    log = open_cache_log(ui, "download", args.project_dir, args.cache_dir)
     result = download(
         DownloadRequest(
             project_dir=args.project_dir,

@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    log = open_cache_log(ui, "lock", args)
+    log = open_cache_log(ui, "lock", args.project_dir, args.cache_dir)
     result = lock_project(
         LockRequest(
             project_dir=args.project_dir,

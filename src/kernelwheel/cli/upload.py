@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._args import add_json_argument
-from ._runlog import cache_log_path, header
+from ._runlog import open_cache_log
 from .ui import ConsoleUI
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     from ..hub.upload import UploadRequest, upload  # imported when used
 
-    log = ui.log_to(cache_log_path("upload", args.folder), header("upload"))
+    log = open_cache_log(ui, "upload", args.folder)
     result = upload(
         UploadRequest(
             folder=args.folder,
