@@ -203,10 +203,8 @@ def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
                         f"    ... and {len(group) - _SHOWN_PER_GROUP} more like these "
                         "(--json lists all)"
                     )
-                if len(group) > 1 and len({v.cause for v in group}) > 1:
-                    ui.print(f"      cause (of the first): {group[0].cause}")
-                else:
-                    ui.print(f"      cause: {group[0].cause}")
+                cause = "cause (of the first)" if len({v.cause for v in group}) > 1 else "cause"
+                ui.print(f"      {cause}: {group[0].cause}")
                 ui.print(f"      fix:   {fix}")
     verdict = "complies" if report.ok else f"{len(report.violations)} violation(s)"
     ui.print(f"  {ui.ok_mark if report.ok else ui.fail_mark} {verdict}")

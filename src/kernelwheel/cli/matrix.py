@@ -95,9 +95,7 @@ def _without_refused_depends(planned: Planned) -> Planned:
     )
 
 
-def to_json(
-    plan: MatrixPlan, style: LocalVersionStyle = LocalVersionStyle.DOTTED
-) -> dict[str, Any]:
+def to_json(plan: MatrixPlan, style: LocalVersionStyle) -> dict[str, Any]:
     """``include``: the variants kernelwheel builds; ``elsewhere``: the others, and their runner."""
     include, elsewhere = [], []
     for recipe in plan.selected:
