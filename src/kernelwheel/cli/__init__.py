@@ -1,10 +1,8 @@
 """Command-line entry point. Owns all output and exit codes; library code only raises.
 
-Each subcommand lives in ``kernelwheel.cli.<name>`` and exposes
-``register(subparsers) -> None``, which adds its parser and sets ``func(args, ui) -> int``.
-:func:`main` imports only the module of the command it runs (all of them for the top-level help
-or an unknown command), so ``kernelwheel --version`` and each command start without importing the
-others' dependencies.
+Each command's module ``kernelwheel.cli.<name>`` has ``register(subparsers)``, which adds its
+parser, and ``run(args, ui) -> int``. :func:`main` imports only the module of the command it runs,
+so each command starts without importing the others' dependencies.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ import threading
 import traceback
 from collections.abc import Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import KernelwheelError, Terminated, UsageError, VariantError
@@ -26,6 +24,7 @@ from ._common import add_common_arguments
 
 if TYPE_CHECKING:
     from .._util import Runner
+    from .ui import ConsoleUI
 
 # Order is the order shown in --help.
 COMMANDS = (
@@ -49,8 +48,7 @@ _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 
 def _traceback_setting() -> tuple[bool, str | None]:
-    """KERNELWHEEL_TRACEBACK read as a boolean (``0`` is off: any text used to turn it on),
-    and what is wrong with a value that is neither."""
+    """KERNELWHEEL_TRACEBACK as a boolean (``0``: off), and what is wrong with any other value."""
     raw = os.environ.get("KERNELWHEEL_TRACEBACK", "")
     value = raw.strip().lower()
     if value in _TRUE or value in _FALSE:
@@ -59,6 +57,15 @@ def _traceback_setting() -> tuple[bool, str | None]:
         f"KERNELWHEEL_TRACEBACK={raw!r} is neither true nor false: set it to 1 (or true, yes, "
         "on) to show tracebacks, 0 (or false, no, off) or nothing not to"
     )
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A command's parser: its description and epilog as written (their examples keep their
+    lines), unless the command picks another formatter."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(**kwargs)
 
 
 def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
@@ -72,7 +79,7 @@ def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     )
     parser.add_argument("-V", "--version", action="version", version=f"kernelwheel {__version__}")
     add_common_arguments(parser, traceback=_traceback_setting()[0])
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     for name in commands:
         try:
             module = importlib.import_module(f".{name}", __package__)
@@ -81,6 +88,7 @@ def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
                 continue  # command not shipped in this build
             raise
         module.register(sub)
+        sub.choices[name.replace("_", "-")].set_defaults(func=module.run)
     for command in dict.fromkeys(sub.choices.values()):
         add_common_arguments(command)  # also accepted after the command: build X --traceback
     return parser
@@ -101,9 +109,8 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _commands_needed(argv: Sequence[str]) -> Sequence[str]:
-    """The command modules a parse of ``argv`` needs: the one named by the first positional
-    argument; none for a bare ``--version``; every one otherwise (top-level help, an unknown or
-    missing command), so help and errors list them all. Global options take no values."""
+    """The command modules a parse of ``argv`` needs: the one its first positional names; none
+    for ``--version``; all of them otherwise, so help and errors list them all."""
     for arg in argv:
         if arg in ("-h", "--help") or arg == "--":
             break
@@ -116,8 +123,7 @@ def _commands_needed(argv: Sequence[str]) -> Sequence[str]:
 
 
 def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int:
-    """Run the command ``argv`` names; its processes start through ``runner`` (default:
-    kernelwheel's, real processes; a test's own records or fakes them)."""
+    """Run the command ``argv`` names, its processes through ``runner`` (default: real ones)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = make_parser(_commands_needed(argv))
     # `kernelwheel test … -- ARGS`: the words after "--" are pytest's, whatever they look like
@@ -207,15 +213,14 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
 
 
 def _json_error(
-    args: argparse.Namespace, ui: object, kind: str, message: str, hint: str | None, code: int
+    args: argparse.Namespace, ui: ConsoleUI, kind: str, message: str, hint: str | None, code: int
 ) -> None:
-    """With ``--json``, a command that fails as a whole still prints one JSON document (the
-    machine reading stdout gets the error, not an empty stream)."""
+    """With ``--json``, a failed command still prints one JSON document, not an empty stdout."""
     if not getattr(args, "json", False):
         return
     import json
 
-    log = getattr(ui, "log_path", None)
+    log = ui.log_path
     document = {
         "ok": False,
         "command": args.command,
@@ -230,7 +235,7 @@ def _json_error(
 
 
 def _print_traceback() -> None:
-    """--traceback's traceback on stderr, with any secret in it redacted (as the log has it)."""
+    """--traceback's traceback on stderr, secrets redacted."""
     from .._util import redact
 
     print(redact(traceback.format_exc().rstrip()), file=sys.stderr, flush=True)

@@ -1,9 +1,8 @@
 """Arguments shared by several commands, defined once so a flag means the same everywhere.
 
-The build options' flags are made from their table, ``kernelwheel/data/options.toml``
-(:func:`add_option_arguments`). Every option flag defaults to None ("not given"), so the lower
-layers of the precedence (defaults < [tool.kernelwheel] < KERNELWHEEL_*) show through;
-:func:`option_values` hands the given ones to :func:`kernelwheel.plan.options.resolve_options`.
+The build options' flags are made from ``data/options.toml``; each defaults to None ("not
+given"), so the lower layers of the precedence (defaults < [tool.kernelwheel] < KERNELWHEEL_*)
+show through.
 """
 
 from __future__ import annotations
@@ -23,8 +22,7 @@ PRECEDENCE = (
 
 
 def add_variant_argument(parser: argparse.ArgumentParser, what: str, example: str) -> None:
-    """``--variant GLOB``: the same glob language (braces and ranges expanded) in every command
-    that selects variants; ``what`` says what a match does here."""
+    """``--variant GLOB``; ``what`` says what a match does here."""
     parser.add_argument(
         "--variant",
         action="append",
@@ -36,7 +34,6 @@ def add_variant_argument(parser: argparse.ArgumentParser, what: str, example: st
 
 
 def add_project_argument(parser: argparse.ArgumentParser) -> None:
-    """``[DIR]``: the kernel project; without it, the one the current folder lies in."""
     parser.add_argument(
         "path",
         type=Path,
@@ -49,8 +46,7 @@ def add_project_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def project_path(args: argparse.Namespace) -> Path:
-    """The project ``[DIR]`` names: DIR itself (exactly, its build.toml is not searched for),
-    else :func:`~kernelwheel.model.project.find_project_root` from the current folder."""
+    """DIR exactly, else the project the current folder lies in."""
     path: Path | None = args.path
     if path is not None:
         return path
@@ -59,14 +55,16 @@ def project_path(args: argparse.Namespace) -> Path:
     return find_project_root()
 
 
-def add_locking_arguments(parser: argparse.ArgumentParser, json_what: str) -> None:
-    """What ``lock`` and ``download`` share: --json, --cache-dir (where their log goes), --jobs."""
+def add_locking_arguments(parser: argparse.ArgumentParser, dir_help: str, json_what: str) -> None:
+    """``lock``'s and ``download``'s PROJECT_DIR, --json, --cache-dir (their log's) and --jobs."""
+    parser.add_argument(
+        "project_dir", metavar="PROJECT_DIR", type=Path, nargs="?", default=Path("."), help=dir_help
+    )
     add_json_argument(parser, json_what)
     add_option_arguments(parser, "cache_dir", "jobs", grouped=False)
 
 
 def jobs_value(args: argparse.Namespace) -> int:
-    """``--jobs`` (else KERNELWHEEL_JOBS, else auto) as a count, for commands without a project."""
     return resolve_jobs(resolve_command_option("jobs", args.jobs))
 
 
@@ -96,9 +94,8 @@ _SELECTORS = (
 
 
 def refuse_conflicting_selectors(args: argparse.Namespace) -> None:
-    """``--variant`` and ``--only`` each say exactly what to select: given with another
-    selection flag, the two would disagree, so the command refuses instead of picking one.
-    (Lower layers, pyproject.toml and KERNELWHEEL_*, are overridden as documented.)"""
+    """``--variant`` and ``--only`` each say exactly what to select: with another selection
+    flag the two would disagree, so the command refuses instead of picking one."""
     given = [flag for dest, flag in _SELECTORS if getattr(args, dest, None)]
     for exclusive in ("--variant", "--only"):
         if exclusive in given and len(given) > 1:
@@ -111,8 +108,7 @@ def refuse_conflicting_selectors(args: argparse.Namespace) -> None:
 
 
 def add_target_python_argument(parser: argparse.ArgumentParser, purpose: str) -> None:
-    """``--python``: the user's interpreter a command works for (install, variants), found as
-    ``install/service.target_python`` finds it."""
+    """``--python``: the user's interpreter (install, variants)."""
     parser.add_argument(
         "--python",
         metavar="PY",
@@ -127,10 +123,9 @@ def add_option_arguments(
     grouped: bool = True,
     defaults: Mapping[str, str] | None = None,
 ) -> None:
-    """The flags of the build options ``names`` (none given: all of them), made from
-    :data:`~kernelwheel.plan.options.OPTIONS` in its order: in their --help sections, the first
-    saying the precedence, or (``grouped=False``) on ``parser`` itself. ``defaults`` replaces
-    the default an option's help states where this command's differs."""
+    """The flags of the build options ``names`` (default: all), in OPTIONS' order, in their
+    --help sections or (``grouped=False``) on ``parser``; ``defaults`` replaces the default an
+    option's help states where this command's differs."""
     sections: dict[str, argparse._ArgumentGroup] = {}
     for option in OPTIONS:
         if names and option.name not in names:

@@ -1,6 +1,5 @@
-"""The options every invocation takes (--traceback, --verbose, --quiet), kept apart from the
-shared command flags so that parsing them imports nothing heavy (``kernelwheel --version``
-starts fast)."""
+"""The options every invocation takes, apart from the command flags so that parsing them imports
+nothing heavy (``kernelwheel --version`` starts fast)."""
 
 from __future__ import annotations
 
@@ -9,8 +8,8 @@ from typing import Any
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, *, traceback: bool | None = None) -> None:
-    """--traceback, --verbose and --quiet: on the main parser (``traceback`` is its default)
-    and on every command, so they work before or after the command name."""
+    """--traceback, --verbose and --quiet, on the main parser (``traceback``: its default) and
+    on every command, so they work before or after the command name."""
     main = traceback is not None
     # On a command, an absent flag must not overwrite what the main parser set.
     unset: Any = argparse.SUPPRESS

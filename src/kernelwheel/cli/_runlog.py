@@ -1,15 +1,12 @@
 """Where the commands without a per-variant build log keep theirs.
 
 ``to-wheel`` writes ``<output-dir>/logs/to-wheel-<repo>.log`` beside its wheels; ``lock`` and
-``download`` promise to leave the project and the wheelhouse untouched on failure, so theirs go
-to ``<cache-dir>/logs/<command>-<project>-<hash>.log`` (``--cache-dir`` / KERNELWHEEL_CACHE_DIR).
-Each log holds every line the command printed or would have printed (progress included, even
-with --quiet), each step's time and, on failure, the error with its traceback.
+``download`` leave the project and the wheelhouse untouched on failure, so theirs (and
+``upload``'s) go to ``<cache-dir>/logs/<command>-<folder>-<hash>.log``.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import re
 import sys
@@ -26,18 +23,13 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text.replace("/", "--")).strip("-.") or "run"
 
 
-def cache_log_path(command: str, project_dir: Path, cache_dir: str | None = None) -> Path:
-    """``<cache-dir>/logs/<command>-<folder>-<hash of its absolute path>.log``; the cache
-    folder from ``cache_dir`` (the flag), else KERNELWHEEL_CACHE_DIR, else the default."""
-    folder = project_dir.resolve()
+def open_cache_log(ui: ConsoleUI, command: str, folder: Path, cache_dir: str | None = None) -> Path:
+    """Start ``<cache-dir>/logs/<command>-<folder>-<hash of its absolute path>.log``."""
+    folder = folder.resolve()
     digest = hashlib.sha256(str(folder).encode()).hexdigest()[:8]
     cache: Path = resolve_command_option("cache_dir", cache_dir)
-    return cache / "logs" / f"{command}-{slug(folder.name)}-{digest}.log"
-
-
-def open_cache_log(ui: ConsoleUI, command: str, args: argparse.Namespace) -> Path:
-    """Start the log of ``lock``/``download`` (``args.project_dir``, ``args.cache_dir``)."""
-    return ui.log_to(cache_log_path(command, args.project_dir, args.cache_dir), header(command))
+    log = cache / "logs" / f"{command}-{slug(folder.name)}-{digest}.log"
+    return ui.log_to(log, header(command))
 
 
 def header(command: str) -> str:

@@ -6,13 +6,11 @@ import argparse
 import dataclasses
 import os
 import threading
-from pathlib import Path
 
 from .._util import check_output_path
 from ..builder.preflight import select_buildable
 from ..builder.service import Outcome, build_project
 from ..errors import BuildError
-from ..log import StepResult
 from ..plan.planning import plan_project
 from ..toolchain.deps import depends_refusals
 from ._args import (
@@ -24,7 +22,7 @@ from ._args import (
     project_path,
     refuse_conflicting_selectors,
 )
-from .ui import ConsoleUI, with_log
+from .ui import ConsoleUI, table, with_log
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,7 +57,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "  kernelwheel build kernels/img2gray --python /usr/bin/python3 "
             "--variant torch211-cxx11-cu130-x86_64-linux   # use an existing torch"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_project_argument(p)
     add_variant_argument(
@@ -75,7 +72,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_json_argument(p, "each variant's wheel path, sha256, status, time and log")
     every = "none: the one default variant for this machine; '*' builds every variant"
     add_option_arguments(p, defaults={"build": every})
-    p.set_defaults(func=run)
 
 
 def outcome_json(o: Outcome) -> dict[str, object]:
@@ -111,25 +107,10 @@ def summary_table(outcomes: list[Outcome]) -> str:
         )
         for o in outcomes
     ]
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-    right = {2, 3}  # time and size align right
-
-    def line(row: tuple[str, ...]) -> str:
-        cells = [
-            cell.rjust(w) if i in right else cell.ljust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        return "  ".join(cells).rstrip()
-
     total = sum(o.seconds for o in outcomes)
     built = sum(1 for o in outcomes if o.wheel)
-    return "\n".join(
-        [
-            line(header),
-            *(line(r) for r in rows),
-            f"{built} of {len(outcomes)} variant(s) built in {total:.1f}s",
-        ]
-    )
+    lines = table(header, rows, right={2, 3})  # time and size align right
+    return "\n".join([*lines, f"{built} of {len(outcomes)} variant(s) built in {total:.1f}s"])
 
 
 def write_github_summary(outcomes: list[Outcome]) -> None:
@@ -150,25 +131,18 @@ def write_github_summary(outcomes: list[Outcome]) -> None:
 
 
 class _Progress:
-    """The build service's progress, rendered: a group per variant, its end line, its error.
-    Variants side by side would interleave their lines: on GitHub Actions each one's lines are
-    held and shown as one group when it ends; elsewhere every line names its variant, and the
-    variant's title line is shown only when it runs alone."""
+    """The build's progress: a group per variant, its end line, its error. Variants side by side
+    would interleave their lines: on GitHub Actions each one's are held and shown as one group
+    when it ends; elsewhere every line names its variant, and its title is shown only alone."""
 
     def __init__(self, ui: ConsoleUI) -> None:
         self.ui = ui
         self._running: list[str] = []
         self._grouped: str | None = None
         self._lock = threading.Lock()
-
-    def step_started(self, scope: str, name: str, log: Path | None = None) -> None:
-        self.ui.step_started(scope, name, log)
-
-    def step_finished(self, result: StepResult) -> None:
-        self.ui.step_finished(result)
-
-    def info(self, scope: str, message: str) -> None:
-        self.ui.info(scope, message)
+        self.step_started = ui.step_started
+        self.step_finished = ui.step_finished
+        self.info = ui.info
 
     def variant_started(self, name: str, *, side_by_side: bool = False) -> None:
         with self._lock:
@@ -223,9 +197,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     check_output_path(planned.options.output_dir, "--output-dir")
     if planned.options.hub_layout is not None:
         check_output_path(planned.options.hub_layout, "--hub-layout")
-    preamble = planned.options.preamble()
-    # The options a build runs with, before it starts (as cibuildwheel's preamble): only those
-    # set above their defaults, each with the layer that set it.
+    preamble = planned.options.preamble()  # as cibuildwheel's: those set above their defaults
     if preamble:
         ui.info("", "options (set above their defaults):")
         for line in preamble:

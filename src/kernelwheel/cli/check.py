@@ -42,7 +42,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "  kernelwheel check --policy tag wheelhouse/*manylinux*.whl   # verify the tag\n"
             "  kernelwheel check build/_img2gray.abi3.so --python-abi 3.10 --cxx-abi cxx11"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", type=Path, metavar="WHEEL", help="wheels or .so files")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
@@ -71,7 +70,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "rule), 'full' skips that rule (default: stable when the wheel's local version says so, "
         "e.g. +torch2.10.stable.cu130; full for a .so)",
     )
-    p.set_defaults(func=run)
 
 
 def _override(value: str | None, default: str | None) -> str | None:
@@ -86,27 +84,23 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     reports: list[WheelReport | SoReport] = []
     for path in args.paths:
         if path.suffix == ".whl":
-            reports.append(
-                check_wheel(
-                    path,
-                    policy=policy,
-                    python_abi=_override(args.python_abi, FROM_TAG),
-                    cxxabi=_override(args.cxx_abi, FROM_TAG),
-                    torch_stable_abi=FROM_TAG
-                    if args.torch_abi is None
-                    else args.torch_abi == "stable",
-                )
+            stable = FROM_TAG if args.torch_abi is None else args.torch_abi == "stable"
+            report: WheelReport | SoReport = check_wheel(
+                path,
+                policy=policy,
+                python_abi=_override(args.python_abi, FROM_TAG),
+                cxxabi=_override(args.cxx_abi, FROM_TAG),
+                torch_stable_abi=stable,
             )
         else:
-            reports.append(
-                check_shared_object(
-                    path,
-                    policy=policy or DEFAULT_POLICY,
-                    python_abi=_override(args.python_abi, "3.9"),
-                    cxxabi=_override(args.cxx_abi, None),
-                    torch_stable_abi=args.torch_abi == "stable",
-                )
+            report = check_shared_object(
+                path,
+                policy=policy or DEFAULT_POLICY,
+                python_abi=_override(args.python_abi, "3.9"),
+                cxxabi=_override(args.cxx_abi, None),
+                torch_stable_abi=args.torch_abi == "stable",
             )
+        reports.append(report)
     ok = all(r.ok for r in reports)
     if args.json:
         kinds = {WheelReport: "wheel", SoReport: "shared_object"}
@@ -127,8 +121,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 
 
 def _refuse_unmatched(paths: list[Path]) -> None:
-    """A shell glob that matched nothing reaches us as the pattern itself ('wheelhouse/*.whl'):
-    say so, instead of failing to read a file named '*.whl'."""
+    """A shell glob that matched nothing reaches us as the pattern itself: say so."""
     for path in paths:
         if path.exists():
             continue
@@ -148,8 +141,7 @@ def _mark(ui: ConsoleUI, state: bool | None) -> str:
 
 
 def _render_torch_floor(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
-    """The torch floor: declared (a wheel's METADATA) and measured (its libtorch shim imports),
-    with a warning when the declared one is lower. Silent for an object importing no shim."""
+    """The torch floor declared (METADATA) and measured (libtorch shim imports), if any."""
     table = load_shim_table()
     if isinstance(report, SoReport):
         if report.torch_floor is not None and report.torch_floor.imports:
@@ -211,10 +203,8 @@ def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
                         f"    ... and {len(group) - _SHOWN_PER_GROUP} more like these "
                         "(--json lists all)"
                     )
-                if len(group) > 1 and len({v.cause for v in group}) > 1:
-                    ui.print(f"      cause (of the first): {group[0].cause}")
-                else:
-                    ui.print(f"      cause: {group[0].cause}")
+                cause = "cause (of the first)" if len({v.cause for v in group}) > 1 else "cause"
+                ui.print(f"      {cause}: {group[0].cause}")
                 ui.print(f"      fix:   {fix}")
     verdict = "complies" if report.ok else f"{len(report.violations)} violation(s)"
     ui.print(f"  {ui.ok_mark if report.ok else ui.fail_mark} {verdict}")

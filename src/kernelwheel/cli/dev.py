@@ -39,6 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "policy: nothing it writes is published ('kernelwheel build' makes wheels). Prints "
             "the PYTHONPATH and LOCAL_KERNELS lines that load the build elsewhere."
         ),
+        formatter_class=argparse.HelpFormatter,  # one paragraph, wrapped
     )
     add_dev_arguments(p)
     p.add_argument(
@@ -46,11 +47,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="stay running and build again each time a file of the project changes",
     )
-    p.set_defaults(func=run)
 
 
 def add_dev_arguments(p: argparse.ArgumentParser) -> None:
-    """What ``dev`` and ``test`` share: the project, the variant and the build environment."""
     add_project_argument(p)
     add_variant_argument(p, "build this one variant", "torch213-cxx11-cpu-x86_64-linux")
     p.add_argument(
@@ -70,8 +69,8 @@ class DevRun:
 
 
 def dev_once(args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = False) -> DevRun:
-    """One dev build of ``args``' project, linked into the user's interpreter; reported.
-    ``check_in_tests``: its load check left to the tests' process (``kernelwheel test``)."""
+    """One dev build, linked into the user's interpreter; ``check_in_tests``: its load check
+    left to the tests' process (``kernelwheel test``)."""
     planned = plan_project(project_path(args), option_values(args))
     selection = select_buildable(planned, args.variant, runner=args.runner)
     if len(selection.recipes) != 1:
@@ -127,8 +126,7 @@ def _report(ui: ConsoleUI, project: KernelProject, build: DevBuild, linked: Link
 
 
 def local_kernels(project: KernelProject, build: DevBuild) -> str:
-    """``LOCAL_KERNELS``'s value that makes ``kernels.get_kernel`` of the project's Hub repo
-    (build.toml's general.hub.repo-id, else local/<name>) load the dev build."""
+    """``LOCAL_KERNELS``'s value that makes ``kernels.get_kernel`` load the dev build."""
     repo = (project.hub.repo_id if project.hub else None) or f"local/{project.name}"
     return f"{repo}={build.hub}"
 
@@ -152,7 +150,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file of the project (hidden folders and caches left out): size and mtime."""
+    """Every file of the project but hidden folders and caches: size and mtime."""
     found: dict[str, tuple[int, int]] = {}
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]

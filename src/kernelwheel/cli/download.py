@@ -43,15 +43,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "user's in DIR (nothing written; --force replaces it); 3 missing, stale or invalid "
             "lock; 9 repo or integrity problem (hash mismatch: nothing written)"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument(
-        "project_dir",
-        metavar="PROJECT_DIR",
-        type=Path,
-        nargs="?",
-        default=Path("."),
-        help=f"the folder holding {LOCK_NAME} (and pyproject.toml) (default: .)",
     )
     p.add_argument(
         "--wheelhouse",
@@ -81,12 +72,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="replace a requirements.txt or pylock.toml in DIR that kernelwheel did not write "
         "(without it such a file is refused, and nothing is written)",
     )
-    add_locking_arguments(p, "each wheel's path, variant, sha256 and status, and the log")
-    p.set_defaults(func=run)
+    add_locking_arguments(
+        p,
+        f"the folder holding {LOCK_NAME} (and pyproject.toml) (default: .)",
+        "each wheel's path, variant, sha256 and status, and the log",
+    )
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    log = open_cache_log(ui, "download", args)
+    log = open_cache_log(ui, "download", args.project_dir, args.cache_dir)
     result = download(
         DownloadRequest(
             project_dir=args.project_dir,

@@ -41,7 +41,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "  uv pip install --preview-features wheel-variants \\\n"
             "      --index-url http://127.0.0.1:8000/torch2.14/variants/ img2gray"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("wheelhouse", type=Path, metavar="WHEELHOUSE", help="folder holding *.whl")
     p.add_argument(
@@ -56,7 +55,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "GPU; installers without variant support see no wheel there",
     )
     add_json_argument(p, "the index folder and each wheel's path, variant, sha256 and flavours")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:

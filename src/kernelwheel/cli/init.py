@@ -32,7 +32,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "\n"
             "exit codes: 0 written; 2 bad NAME or --backends, or NAME exists"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("name", metavar="NAME", help="the kernel's name, and the folder to write")
     p.add_argument(
@@ -48,7 +47,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="DIR",
         help="the folder to create NAME in (default: .)",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:

@@ -41,7 +41,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "unreadable source; 10 no fitting build, no torch in the target, pip failed, or "
             "the environment does not hold the chosen build after pip ran"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("packages", nargs="+", metavar="PKG[==VERSION]", help="what to install")
     p.add_argument(
@@ -71,7 +70,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="print the pip command, run nothing")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
@@ -123,8 +121,8 @@ def _render(result: InstallResult, ui: ConsoleUI) -> None:
 
 
 def _outcome(pick: Pick, dry_run: bool) -> list[str]:
-    """What happens to the project in the target. "files sha256" is the digest of the build's
-    RECORD entries, the same for a wheel and its installed copy (docs/install.md)."""
+    """What happens in the target; "files sha256" is the digest of the build's RECORD entries,
+    the same for a wheel and its installed copy."""
     would = "would be " if dry_run else ""
     new = f"files sha256 {pick.digest}"
     old = pick.before
@@ -189,8 +187,7 @@ def _result_json(result: InstallResult) -> dict[str, Any]:
 
 
 def _previous(pick: Pick) -> dict[str, Any] | None:
-    """The build the target held before; ``changed``: the files that differ from the wheel's,
-    ``altered``: those whose bytes on disk no longer match its RECORD."""
+    """The build the target held before; ``altered``: files no longer matching its RECORD."""
     old = pick.before
     if old is None:
         return None

@@ -45,15 +45,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "exit codes: 0 written or already current; 1 --check found it out of date; "
             "3 bad declaration or lock file; 9 repo, revision or integrity problem"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument(
-        "project_dir",
-        metavar="PROJECT_DIR",
-        type=Path,
-        nargs="?",
-        default=Path("."),
-        help="the folder holding pyproject.toml (default: .)",
     )
     p.add_argument(
         "--check",
@@ -71,12 +62,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="lock variants whose shared objects fail the ABI check (recorded in the lock, "
         "so download accepts them too)",
     )
-    add_locking_arguments(p, "the lock's outcome and each locked wheel (name, variant, sha256)")
-    p.set_defaults(func=run)
+    add_locking_arguments(
+        p,
+        "the folder holding pyproject.toml (default: .)",
+        "the lock's outcome and each locked wheel (name, variant, sha256)",
+    )
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    log = open_cache_log(ui, "lock", args)
+    log = open_cache_log(ui, "lock", args.project_dir, args.cache_dir)
     result = lock_project(
         LockRequest(
             project_dir=args.project_dir,

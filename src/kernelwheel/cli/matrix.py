@@ -1,7 +1,5 @@
-"""``kernelwheel matrix PATH``: the variants a kernel would build, and why the others are left out.
-
-It renders :func:`kernelwheel.plan.planning.plan_project`, the plan ``kernelwheel build`` uses.
-"""
+"""``kernelwheel matrix PATH``: the variants a kernel would build (the plan ``kernelwheel build``
+uses), and why the others are left out."""
 
 from __future__ import annotations
 
@@ -22,7 +20,7 @@ from ._args import (
     project_path,
     refuse_conflicting_selectors,
 )
-from .ui import ConsoleUI
+from .ui import ConsoleUI, table
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,7 +50,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "      include: ${{ fromJSON(needs.plan.outputs.json).include }}\n"
             "(passing the whole object would make 'rejected' a matrix dimension)."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_project_argument(p)
     p.add_argument(
@@ -62,7 +59,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "for a GitHub Actions matrix",
     )
     add_option_arguments(p, *SELECTION, defaults={"build": "'*', the whole matrix"})
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
@@ -77,9 +73,8 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 
 
 def _without_refused_depends(planned: Planned) -> Planned:
-    """The plan less the variants whose ``depends`` the build would refuse (each moved to the
-    rejected list with the build's reason), so a release matrix fans out no job that fails at
-    once; an unknown dependency name refuses the whole project, as the build does."""
+    """The plan less the variants whose ``depends`` the build would refuse (rejected with its
+    reason), so a release matrix fans out no job that fails at once."""
     from ..toolchain.deps import depends_refusals
 
     if planned.project.noarch:
@@ -100,13 +95,8 @@ def _without_refused_depends(planned: Planned) -> Planned:
     )
 
 
-def to_json(
-    plan: MatrixPlan, style: LocalVersionStyle = LocalVersionStyle.DOTTED
-) -> dict[str, Any]:
-    """The plan as ``{"include": [...], "elsewhere": [...], "rejected": [...], "notes":
-    [...]}``; local versions in the style the build will stamp. ``include`` holds the variants
-    kernelwheel builds, on a hosted runner; ``elsewhere`` the planned variants it does not
-    compile, each with the placeholder runner label its toolchain needs and the reason."""
+def to_json(plan: MatrixPlan, style: LocalVersionStyle) -> dict[str, Any]:
+    """``include``: the variants kernelwheel builds; ``elsewhere``: the others, and their runner."""
     include, elsewhere = [], []
     for recipe in plan.selected:
         entry = recipe.to_dict()
@@ -128,8 +118,7 @@ def to_json(
 
 
 def wheel_label(recipe: VariantRecipe, style: LocalVersionStyle) -> str | None:
-    """The local version the variant's wheel carries; None for a noarch variant, whose one
-    pure-Python wheel carries none."""
+    """The local version the variant's wheel carries; None for a noarch one."""
     variant = recipe.variant
     return None if variant.noarch else variant.local_version_in(style)
 
@@ -154,16 +143,8 @@ def format_table(planned: Planned) -> str:
         )
         for r in plan.selected
     ]
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-
-    def line(row: tuple[str, ...]) -> str:
-        return "  ".join(
-            cell.ljust(width) for cell, width in zip(row, widths, strict=True)
-        ).rstrip()
-
-    out = [f"{planned.project.name}: {len(plan.selected)} variant(s) selected", "", line(header)]
-    out.append("  ".join("-" * w for w in widths))
-    out += [line(row) for row in rows]
+    out = [f"{planned.project.name}: {len(plan.selected)} variant(s) selected", ""]
+    out += table(header, rows, rule=True)
     if plan.rejected:
         out += ["", f"left out ({len(plan.rejected)}):"]
         width = max(len(r.variant_name) for r in plan.rejected)

@@ -34,10 +34,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "pytest's."
         ),
         epilog="example:\n  kernelwheel test my-kernel -- -x -k smoke",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_dev_arguments(p)
-    p.set_defaults(func=run, pytest_args=[])  # main() hands it the words after --
+    p.set_defaults(pytest_args=[])  # main() hands it the words after --
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
@@ -56,8 +55,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     else:  # the build's own interpreter, the dev build on its path
         python = build.python
         env["PYTHONPATH"] = _paths(build.site, env.get("PYTHONPATH", ""))
-    # the interpreter's own pytest, else kernelwheel's pinned one beside it (the build
-    # environment never has one)
+    # the interpreter's own pytest, else kernelwheel's pinned one (build environments have none)
     found = args.runner.captured([python, "-c", "import pytest"], timeout=120, env=env)
     if found.returncode:
         options = done.planned.options
@@ -74,20 +72,24 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     pytest_args = [*pytest_arguments(project, build), *args.pytest_args]
     # pytest runs in the project: its tests import the package from the dev build, not from
     # a torch-ext/ folder next to them (that has no _ops.py).
+    cmd = [os.fspath(python), "-m", "pytest", *pytest_args]
     deferred = build.deferred
     if deferred is None:
-        cmd = [os.fspath(python), "-m", "pytest", *pytest_args]
         ui.info("", "$ " + " ".join(cmd))
         return int(args.runner.attached(cmd, env=env, cwd=project.root))
     # the load check in pytest's own process, before it collects: torch imported once
     ui.info(build.variant.name, "load check: in the tests' process, before pytest collects")
-    ui.info("", "$ " + " ".join([os.fspath(python), "-m", "pytest", *pytest_args]))
+    ui.info("", "$ " + " ".join(cmd))
     offset = deferred.log.stat().st_size
     cmd = then_pytest_command(python, deferred, pytest_args)
     code = int(args.runner.attached(cmd, env=env, cwd=project.root))
     report = deferred_result(deferred, code, offset)  # a failed load: its BuildError
     if report is None:
-        raise _no_pytest(python)
+        raise ToolchainError(
+            f"{python} has no pytest",
+            hint=f"'{python} -m pip install pytest', or activate a virtual environment holding "
+            "torch and pytest (or pass --python PY)",
+        )
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
     atomic_write(deferred.record, deferred.digest)  # it loaded: dev need not load it again
     return code
@@ -95,11 +97,3 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 
 def _paths(first: Path, rest: str) -> str:
     return os.pathsep.join(p for p in (str(first), rest) if p)
-
-
-def _no_pytest(python: Path) -> ToolchainError:
-    return ToolchainError(
-        f"{python} has no pytest",
-        hint=f"'{python} -m pip install pytest', or activate a virtual environment holding "
-        "torch and pytest (or pass --python PY)",
-    )

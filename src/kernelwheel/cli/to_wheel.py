@@ -54,7 +54,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "could not be converted; 130/143 interrupted (SIGINT/SIGTERM, nothing left behind). "
             "With several failed variants, the highest code."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("repo", metavar="REPO", help="Hub repo id (org/name) or a local git clone")
     p.add_argument("version", metavar="VERSION", help="1.1.2, 1, or a PEP 440 range (see below)")
@@ -81,7 +80,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_json_argument(p, "each variant's wheel path, sha256, status and the log")
     add_option_arguments(p, "jobs", "local_version_style", grouped=False)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
@@ -179,7 +177,7 @@ def to_json(result: ToWheelResult, log: Path) -> dict[str, object]:
     }
 
 
-def report(result: ToWheelResult, ui: ConsoleUI, log: Path | None = None) -> None:
+def report(result: ToWheelResult, ui: ConsoleUI, log: Path) -> None:
     ui.print()
     ui.print(f"revision: {result.resolution.describe()}")
     for c in result.converted:
@@ -195,7 +193,6 @@ def report(result: ToWheelResult, ui: ConsoleUI, log: Path | None = None) -> Non
     total = len(result.converted) + len(result.rejected)
     summary = f"{len(result.converted)} of {total} selected variant(s) written"
     if result.rejected:
-        where = f"; log: {log}" if log is not None else ""
-        ui.error(f"{summary}; {len(result.rejected)} not converted (see above{where})")
+        ui.error(f"{summary}; {len(result.rejected)} not converted (see above; log: {log})")
     else:
         ui.print(summary)

@@ -1,13 +1,9 @@
 """Console output for the CLI: the Reporter that shows each step as it starts and ends, what a
 long step is doing (its log's last progress line: redrawn on a terminal, a heartbeat line every
 ``heartbeat`` seconds elsewhere), ``--verbose``/``--quiet``, and progress on stderr with ``--json``
-(docs/building.md).
-
-:meth:`ConsoleUI.log_to` copies every line, shown or not, into a log file, made when the first step
-starts or the command ends: a run refused for its arguments (:meth:`ConsoleUI.discard_log`) makes
-no folder at all. On GitHub Actions each variant is a group and errors are annotations; variants
-built side by side have their lines held (:meth:`ConsoleUI.hold`) and shown as one group each when
-they end, so that no group mixes two variants.
+(docs/building.md). Every line, shown or not, also goes to the command's log file, made only once
+work starts. On GitHub Actions each variant is a group and errors are annotations; variants built
+side by side have their lines held and shown as one group each when they end.
 """
 
 from __future__ import annotations
@@ -20,6 +16,7 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -39,8 +36,7 @@ _SOURCE = re.compile(r"(?:^|[\s/])([\w.+-]+\.(?:cu|cpp|cc|cxx|c))(?=\s|$)")
 
 
 def activity_of(line: str) -> str | None:
-    """What a log line says the step is doing, shortened (``[2/5] c++ ... x.cpp ...`` ->
-    ``[2/5] x.cpp``), or None when it is not a progress line."""
+    """A progress line shortened (``[2/5] c++ ... x.cpp ...`` -> ``[2/5] x.cpp``), else None."""
     line = line.strip()
     if not _PROGRESS.match(line):
         return None
@@ -68,6 +64,27 @@ class _Running:
 def with_log(message: str, log: Path | None) -> str:
     """An error's message, naming the log to read unless it already does."""
     return message + (f"\n  log: {log}" if log is not None and str(log) not in message else "")
+
+
+def table(
+    header: tuple[str, ...],
+    rows: Sequence[tuple[str, ...]],
+    *,
+    right: Container[int] = (),
+    rule: bool = False,
+) -> list[str]:
+    """Columns two spaces apart, those in ``right`` aligned right; ``rule``: dashes under header."""
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+
+    def line(row: tuple[str, ...]) -> str:
+        cells = [
+            cell.rjust(w) if i in right else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        return "  ".join(cells).rstrip()
+
+    dashes = [line(tuple("-" * w for w in widths))] if rule else []
+    return [line(header), *dashes, *(line(row) for row in rows)]
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -100,13 +117,11 @@ class ConsoleUI:
         self.progress = self.err if progress_to_stderr else self.out
         self.verbosity = verbosity
         self.tty = _isatty(self.progress) if tty is None else tty
-        # Seconds between heartbeat lines when not on a terminal (a terminal redraws instead).
         self.heartbeat = heartbeat if heartbeat is not None else 30.0
         self.github = os.environ.get("GITHUB_ACTIONS") == "true"
         utf = "utf" in (getattr(self.progress, "encoding", None) or "").lower()
         marks = ("✓", "✕", "▸") if utf else ("ok", "FAIL", ">")
         self.ok_mark, self.fail_mark, self.start_mark = marks
-        self.results: list[StepResult] = []
         self._running: dict[tuple[str, str], _Running] = {}
         self._lock = threading.RLock()
         self._ticker: threading.Thread | None = None
@@ -117,8 +132,6 @@ class ConsoleUI:
         self._made: list[Path] = []  # the folders made for the log (discard_log removes them)
         # scope -> its lines not shown yet (hold/release), with their streams
         self._held: dict[str, list[tuple[str, TextIO]]] = {}
-
-    # -- output primitives ----------------------------------------------------------------------
 
     def _clear_status(self) -> None:
         if self._status:
@@ -144,16 +157,14 @@ class ConsoleUI:
             print(text, file=stream, flush=True)
 
     def log_to(self, path: Path, header: str = "") -> Path:
-        """From now on copy every line (progress shown or not, results, warnings, errors, the
-        traceback of a failure) to ``path``, until :meth:`close`. The file is made when the
-        first step starts (or at :meth:`close`); until then the lines are held."""
+        """Copy every line, shown or not, to ``path`` until :meth:`close`; the file is made when
+        the first step starts (or at :meth:`close`), the lines held until then."""
         with self._lock:
             self.close()
             self.log_path, self._pending = path, [header] if header else []
         return path
 
     def _open_log(self) -> None:
-        """Make the log's file (and folder) and write the lines held for it."""
         with self._lock:
             if self._pending is None or self.log_path is None:
                 return
@@ -166,8 +177,8 @@ class ConsoleUI:
             self._log, self._pending = fh, None
 
     def keep_log(self) -> None:
-        """Make the log's file now (a command ending in an error names it): where it cannot be
-        made, the log is dropped, so no message names a file that is not there."""
+        """Make the log's file now (the error names it); where it cannot be made, it is dropped,
+        so no message names a file that is not there."""
         with self._lock:
             try:
                 self._open_log()
@@ -175,8 +186,8 @@ class ConsoleUI:
                 self._pending, self.log_path = None, None
 
     def discard_log(self) -> None:
-        """Forget the log (a run refused for its arguments leaves no folder behind): its lines
-        held, or its file and the folders made for it when a step had already made them."""
+        """Forget the log, its file and the folders made for it included (a run refused for its
+        arguments leaves no folder behind)."""
         with self._lock:
             path, self._pending, self.log_path = self.log_path, None, None
             if self._log is None or path is None:
@@ -202,8 +213,6 @@ class ConsoleUI:
     def log_only(self, text: str) -> None:
         self._emit(text, self.err, show=False)
 
-    # -- Reporter protocol ----------------------------------------------------------------------
-
     def step_started(self, scope: str, name: str, log: Path | None = None) -> None:
         self._open_log()  # work begins: the log is made, to be followed while it runs
         now = time.monotonic()
@@ -225,7 +234,6 @@ class ConsoleUI:
             running = self._running.pop((result.scope, result.name), None)
             if running is not None:
                 self._follow(running)  # the last lines of its log, for --verbose
-            self.results.append(result)
             mark = self.ok_mark if result.ok else self.fail_mark
             detail = f"  {result.detail}" if result.detail else ""
             line = f"  {mark} {result.scope}: {result.name} ({result.seconds:.1f}s){detail}"
@@ -234,15 +242,9 @@ class ConsoleUI:
     def info(self, scope: str, message: str) -> None:
         self._step_line(f"{scope}: {message}" if scope else message, scope)
 
-    @property
-    def _shows_steps(self) -> bool:
-        return self.verbosity > QUIET
-
     def _step_line(self, text: str, scope: str) -> None:
         """A progress line of ``scope``: hidden by --quiet, held with the scope's lines."""
-        self._emit(text, self.progress, show=self._shows_steps, scope=scope)
-
-    # -- while steps run ------------------------------------------------------------------------
+        self._emit(text, self.progress, show=self.verbosity > QUIET, scope=scope)
 
     def _tick(self) -> None:
         while True:
@@ -255,7 +257,7 @@ class ConsoleUI:
                 now = time.monotonic()
                 for running in list(self._running.values()):
                     self._follow(running)
-                if not self._shows_steps:
+                if self.verbosity <= QUIET:
                     continue
                 if self.tty:
                     self._draw_status(now)
@@ -280,8 +282,7 @@ class ConsoleUI:
         self._status = True
 
     def _follow(self, running: _Running) -> None:
-        """Read what the step's log gained since last time: the last line becomes its activity;
-        with --verbose every line is shown."""
+        """The step's log's new lines: the last becomes its activity; --verbose shows them all."""
         if running.log is None:
             return
         try:
@@ -308,8 +309,6 @@ class ConsoleUI:
             if self.verbosity >= VERBOSE:
                 self._emit(f"    | {line}", self.progress, scope=running.scope)
 
-    # -- CLI helpers ----------------------------------------------------------------------------
-
     def print(self, text: str = "") -> None:
         """A result line (stdout; shown even with --quiet)."""
         self._emit(text, self.out)
@@ -321,21 +320,19 @@ class ConsoleUI:
         if self.github:
             self._emit(f"::group::{title}", self.progress)
         else:
-            self._emit(title, self.progress, show=self._shows_steps)
+            self._emit(title, self.progress, show=self.verbosity > QUIET)
 
     def endgroup(self) -> None:
         if self.github:
             self._emit("::endgroup::", self.progress)
 
     def hold(self, scope: str) -> None:
-        """Keep the lines of ``scope`` (its steps, notes, end line) from the terminal until
-        :meth:`release`; the log file still gets them as they come."""
+        """Keep ``scope``'s lines off the terminal until :meth:`release` (the log gets them)."""
         with self._lock:
             self._held.setdefault(scope, [])
 
     def release(self, scope: str) -> None:
-        """Show the held lines of ``scope`` at once, as one group titled ``scope``; nothing when
-        ``scope`` is not held."""
+        """Show the held lines of ``scope``, if any, as one group titled ``scope``."""
         with self._lock:
             if scope not in self._held:
                 return

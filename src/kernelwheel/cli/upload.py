@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._args import add_json_argument
-from ._runlog import cache_log_path, header
+from ._runlog import open_cache_log
 from .ui import ConsoleUI
 
 if TYPE_CHECKING:
@@ -44,7 +44,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "projects or versions, no token; 9 the Hub refused (no write or "
             "kernel-creation access, a branch that moved meanwhile, unreachable)"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "folder", metavar="DIR", type=Path, help="the Hub layout: what build --hub-layout DIR wrote"
@@ -75,13 +74,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "KERNELWHEEL_UPLOAD_TRIES, else 3); the commit is never made twice",
     )
     add_json_argument(p, "the plan (each file and its change), the branch and the commit")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     from ..hub.upload import UploadRequest, upload  # imported when used
 
-    log = ui.log_to(cache_log_path("upload", args.folder), header("upload"))
+    log = open_cache_log(ui, "upload", args.folder)
     result = upload(
         UploadRequest(
             folder=args.folder,

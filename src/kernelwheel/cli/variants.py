@@ -1,8 +1,5 @@
-"""``kernelwheel variants SOURCE``: every build a source offers, and which one install picks.
-
-It renders :func:`kernelwheel.install.variants.explain`, whose verdicts are
-``kernelwheel install``'s own selection (the same call, the same reasons).
-"""
+"""``kernelwheel variants SOURCE``: every build a source offers, judged by ``kernelwheel
+install``'s own selection."""
 
 from __future__ import annotations
 
@@ -43,12 +40,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "source; 9 the Hub repo or revision cannot be read; 10 the target Python has no "
             "usable torch"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("source", metavar="SOURCE", help="a wheel folder, an index URL or org/name[@V]")
     add_target_python_argument(p, "to judge for, as install picks it")
     add_json_argument(p, "every build with its verdict and reason")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
@@ -65,8 +60,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 def _builds(
     text: str, runner: Any
 ) -> tuple[str, list[Candidate], dict[str, str], tuple[Entry, ...]]:
-    """The source's candidates: a folder or URL's wheels, else a Hub kernel's (or a git
-    clone's) build folders as the wheels to-wheel would write."""
+    """A folder or URL's wheels, else a Hub kernel's build folders as to-wheel would write them."""
     if "://" in text or (Path(text).is_dir() and not (Path(text) / ".git").exists()):
         return text, discover(text), {}, ()
     from ..hub.variants import hub_builds  # the Hub client only for a Hub source
@@ -102,8 +96,7 @@ def _render(report: VariantsReport, ui: ConsoleUI) -> None:
 
 
 def report_json(report: VariantsReport) -> dict[str, Any]:
-    """The JSON shape (docs/variants.md): per build, kernels' ``variant``/``compatible``/
-    ``reason`` plus ``preferred``, ``status`` and the wheel."""
+    """The JSON shape of docs/variants.md."""
     t = report.target
     return {
         "source": report.source,

@@ -37,8 +37,8 @@ class Planned:
 def plan_project(
     path: Path, cli: Mapping[str, Any], *, env: Mapping[str, str] | None = None
 ) -> Planned:
-    """Load the project, resolve its options once (defaults < pyproject < ``env`` < ``cli``,
-    option name -> flag value, None for a flag not given), plan and apply the selectors."""
+    """Load the project, resolve its options once (``cli``: option name -> flag value, None
+    when not given), plan and apply the selectors."""
     project = load_project(path)
     options = resolve_options(project.root, env=env, cli=cli)
     recipes = load_recipes(options.recipes)
@@ -58,27 +58,20 @@ class Selection:
     default: DefaultBuild | None = None
 
 
-def needs_machine(planned: Planned, variants: Sequence[str] = ()) -> bool:
-    """Whether :func:`select` chooses the default variant, which depends on this machine."""
-    return not variants and not planned.options.selects_anything() and not planned.project.noarch
-
-
 def select(
     planned: Planned,
     variants: Sequence[str] = (),
     machine: Machine | None = None,
     runner: Runner = RUNNER,
 ) -> Selection:
-    """The variants ``variants`` selects (``--variant``: globs with brace expansion over the
-    kernel's whole matrix, as in to-wheel and download), else the selectors, else (nothing
-    selected in any layer) the default variant for ``machine`` (default: this machine, read by
-    :func:`~.defaults.probe_machine`, its probes through ``runner``)."""
+    """The variants ``variants`` (``--variant`` globs over the whole matrix) select, else the
+    selectors', else the default variant for ``machine`` (default: this one, via ``runner``)."""
     if variants:
         selector = Selector(build=tuple(_canonical(v) for v in variants), build_label="--variant")
         left_out = {r.variant_name: r.reason for r in planned.full.rejected}
         chosen = selector.select(planned.full.names, left_out=left_out)
         return Selection(tuple(r for r in planned.full.selected if r.name in chosen))
-    if not needs_machine(planned):
+    if planned.options.selects_anything() or planned.project.noarch:
         # a selection, or a noarch project's variants, all built into one wheel
         return Selection(planned.plan.selected)
     if machine is None:
@@ -88,8 +81,7 @@ def select(
 
 
 def _canonical(pattern: str) -> str:
-    """A plain variant name in its canonical spelling (other spellings of Hub names parse);
-    a glob as it is."""
+    """A plain variant name in its canonical spelling; a glob as it is."""
     if any(c in pattern for c in "*?[{"):
         return pattern
     try:
@@ -99,6 +91,5 @@ def _canonical(pattern: str) -> str:
 
 
 def wheel_version(planned: Planned, git: GitState | None) -> WheelVersion:
-    """The wheel version before its local part, and where it came from (plan.versioning:
-    the option, VERSION, a git tag v<major>.x.y on HEAD, <major>.0.0)."""
+    """The wheel version before its local part, and where it came from (plan.versioning)."""
     return resolve_version(version_inputs(planned.project, planned.options, git))

@@ -1,8 +1,7 @@
-"""Choose variants by Hub name, the way cibuildwheel chooses build identifiers.
+"""Choose variants by Hub name, the way cibuildwheel chooses build identifiers (docs/building.md).
 
-``build``/``skip`` globs with brace expansion (bracex, bounded to :data:`MAX_EXPANSION`
-patterns) and ``only``, one exact name (docs/building.md). A selector that matches nothing is a
-UsageError listing the names that exist, so a typo never silently builds nothing.
+A selector that matches nothing is a UsageError listing the names that exist, so a typo never
+silently builds nothing.
 """
 
 from __future__ import annotations
@@ -30,9 +29,9 @@ MAX_EXPANSION = 1000  # patterns one selector may expand to
 
 @functools.lru_cache(maxsize=256)
 def expand_braces(pattern: str) -> tuple[str, ...]:
-    """Expand ``{a,b}`` alternatives (nested allowed) and ``{0..4}`` ranges with bracex, left to
-    right, without duplicates. Unbalanced braces, or more than :data:`MAX_EXPANSION` patterns
-    (expansion is exponential in the number of brace groups), are a UsageError."""
+    """``{a,b}`` alternatives (nested) and ``{0..4}`` ranges expanded, without duplicates;
+    unbalanced braces, or more than :data:`MAX_EXPANSION` patterns (exponential in the number
+    of groups), are a UsageError."""
     depth = 0
     for char in pattern:
         depth += {"{": 1, "}": -1}.get(char, 0)
@@ -56,15 +55,14 @@ def expand_braces(pattern: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Selector:
-    """``build``/``skip`` globs and ``only``; the ``*_label`` fields name where each came from
-    (e.g. ``--build``, ``KERNELWHEEL_BUILD``) in error messages."""
+    """``build``/``skip`` globs and ``only``; the labels name where each came from
+    (``--build``, ``KERNELWHEEL_BUILD``...) in error messages."""
 
     build: tuple[str, ...] = ("*",)
     skip: tuple[str, ...] = ()
     only: str | None = None
     build_label: str = "build"
     skip_label: str = "skip"
-    only_label: str = "--only"
 
     def __post_init__(self) -> None:
         for label, patterns in ((self.build_label, self.build), (self.skip_label, self.skip)):
@@ -83,9 +81,7 @@ class Selector:
         if not self.build:
             raise UsageError(f"{self.build_label} lists no pattern", hint="use '*' for all")
         if self.only is not None and not self.only.strip():
-            raise UsageError(f"{self.only_label} is empty", hint="give one exact variant name")
-
-    # -- matching -------------------------------------------------------------------------------
+            raise UsageError("--only is empty", hint="give one exact variant name")
 
     @staticmethod
     def _match(pattern: str, name: str) -> bool:
@@ -97,7 +93,7 @@ class Selector:
     def why_not(self, name: str) -> str | None:
         """Why ``name`` is not selected, or None when it is."""
         if self.only is not None:
-            return None if name == self.only else f"not {self.only_label} {self.only}"
+            return None if name == self.only else f"not --only {self.only}"
         if not any(self._match(p, name) for p in self.build):
             return f"not matched by {self.build_label} {' '.join(self.build)!r}"
         skipped = next((p for p in self.skip if self._match(p, name)), None)
@@ -106,8 +102,8 @@ class Selector:
     def select(
         self, names: Sequence[str], *, left_out: Mapping[str, str] | None = None
     ) -> tuple[str, ...]:
-        """The selected ``names``, in order. ``left_out`` maps names the plan left out to their
-        reasons, for better errors. Raises :class:`UsageError` when a selector matches nothing."""
+        """The selected ``names``, in order; a selector matching nothing is a UsageError naming
+        the ``left_out`` names (-> their reasons) it matches."""
         left_out = left_out or {}
         if not names:
             raise UsageError(
@@ -121,7 +117,7 @@ class Selector:
             reason = left_out.get(self.only)
             why = "is not a variant of this kernel" if reason is None else f"was left out: {reason}"
             raise UsageError(
-                f"{self.only_label} {self.only!r} {why}", hint=f"choose one of: {', '.join(names)}"
+                f"--only {self.only!r} {why}", hint=f"choose one of: {', '.join(names)}"
             )
         for pattern in self.build:
             if any(self._match(pattern, n) for n in names):
@@ -155,8 +151,7 @@ _EXPECTED = "not in the project's backends"
 
 
 def _why_empty(left_out: Mapping[str, str]) -> str:
-    """Why nothing is left, grouped: each kind of reason once, with how many variants it left
-    out and one of them; the reasons that decide (a minver, a capability...) first, the
+    """Why nothing is left: each kind of reason once, with its count and an example; the
     backends the project does not build last."""
     if not left_out:
         return "the recipes hold no variant for this project"

@@ -1,6 +1,4 @@
-"""Which variants kernelwheel compiles, and where the others must be built.
-
-kernelwheel compiles CPU and CUDA variants; the other backends are planned and listed, but their
+"""Which variants kernelwheel compiles (CPU, CUDA), and where the others must be built: their
 build stops before any environment is made with a ToolchainError naming the runner they need.
 """
 
@@ -14,8 +12,6 @@ from ..model.variant import Arch, BackendKind, Variant
 # The backends kernelwheel compiles, on the GitHub-hosted runner of the variant's arch.
 BUILT_HERE = frozenset({BackendKind.CPU, BackendKind.CUDA})
 HOSTED_RUNNERS = {Arch.X86_64: "ubuntu-24.04", Arch.AARCH64: "ubuntu-24.04-arm"}
-# The runner the others need: a self-hosted runner label, to be registered (a placeholder).
-_RUNNER_LABEL = "self-hosted-{backend}"
 # The runner, in prose, where "a <backend> runner" would not do.
 _RUNNER_WORDS = {BackendKind.METAL: "a macOS (Metal) runner", BackendKind.XPU: "an XPU runner"}
 # A --skip glob that matches every binary variant of the backend, whatever its version.
@@ -24,7 +20,7 @@ _SKIP = {BackendKind.ROCM: "*-rocm*", BackendKind.XPU: "*-xpu*", BackendKind.CAN
 
 def runner_for(variant: Variant) -> str:
     """The GitHub Actions runner label the variant is built on: a hosted Ubuntu runner of its
-    arch for CPU/CUDA and noarch variants, else the placeholder ``self-hosted-<backend>``."""
+    arch, or for a backend not built here the placeholder ``self-hosted-<backend>``."""
     kind = _compiled_kind(variant)
     if kind is not None and kind not in BUILT_HERE:
         return _runner_label(kind)
@@ -32,8 +28,7 @@ def runner_for(variant: Variant) -> str:
 
 
 def backend_problem(kind: BackendKind, what: str = "this variant") -> str | None:
-    """Why kernelwheel cannot compile ``kind`` here (``no ROCm toolchain: build <what> on a
-    ROCm runner (runner label self-hosted-rocm)``), or None when it can."""
+    """Why kernelwheel cannot compile ``kind`` here, or None when it can."""
     if kind in BUILT_HERE:
         return None
     words = _RUNNER_WORDS.get(kind, f"a {kind.display_name} runner")
@@ -50,13 +45,12 @@ def missing_toolchain(variant: Variant) -> str | None:
 
 
 def require_toolchains(variants: Iterable[Variant]) -> None:
-    """Raise one :class:`ToolchainError` naming every variant of ``variants`` that kernelwheel
-    cannot compile, grouped by backend, with the runner each needs and the ``--skip`` that
-    leaves them out."""
+    """One :class:`ToolchainError` for every variant kernelwheel cannot compile, by backend,
+    with the runner each needs and the ``--skip`` that leaves them out."""
     by_kind: dict[BackendKind, list[Variant]] = {}
     for variant in variants:
         kind = _compiled_kind(variant)
-        if missing_toolchain(variant) is not None and kind is not None:
+        if kind is not None and kind not in BUILT_HERE:
             by_kind.setdefault(kind, []).append(variant)
     if not by_kind:
         return
@@ -65,14 +59,14 @@ def require_toolchains(variants: Iterable[Variant]) -> None:
         f"kernelwheel compiles {_built_here()} variants only; leave these out with {skips} "
         "(`kernelwheel matrix` lists every variant with the runner it needs)"
     )
-    if len(by_kind) == 1 and sum(map(len, by_kind.values())) == 1:
+    count = sum(len(group) for group in by_kind.values())
+    if count == 1:
         ((_, (variant,)),) = by_kind.items()
         raise ToolchainError(f"{variant.name}: {missing_toolchain(variant)}", hint=hint)
     lines = [
         f"  {backend_problem(kind, ', '.join(v.name for v in group))}"
         for kind, group in by_kind.items()
     ]
-    count = sum(len(group) for group in by_kind.values())
     raise ToolchainError(
         f"{count} selected variant(s) need a toolchain kernelwheel does not have:\n"
         + "\n".join(lines),
@@ -81,8 +75,7 @@ def require_toolchains(variants: Iterable[Variant]) -> None:
 
 
 def require_a_backend_built_here(project: str, backends: Iterable[BackendKind]) -> None:
-    """Raise :class:`ToolchainError` when none of a project's ``backends`` is one kernelwheel
-    compiles (a Metal- or ROCm-only kernel): there is nothing it can build, so no default."""
+    """Refuse a project none of whose ``backends`` kernelwheel compiles (no default to build)."""
     kinds = list(backends)
     if any(kind in BUILT_HERE for kind in kinds):
         return
@@ -100,7 +93,8 @@ def _built_here() -> str:
 
 
 def _runner_label(kind: BackendKind) -> str:
-    return _RUNNER_LABEL.format(backend=kind.value)
+    """The runner the others need: a self-hosted runner label, to be registered (a placeholder)."""
+    return f"self-hosted-{kind.value}"
 
 
 def _compiled_kind(variant: Variant) -> BackendKind | None:

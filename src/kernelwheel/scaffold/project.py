@@ -1,10 +1,9 @@
-"""Write a minimal edition-5 kernel project (``kernelwheel init``): build.toml, one kernel per
-backend, the binding, the Python package, a test and its pytest.ini, from the templates beside
-this module, and the kernel card template ``CARD.md`` (kernelwheel's own, ``data/card.md``).
+"""Write a minimal edition-5 kernel project (``kernelwheel init``) from the templates beside this
+module and the kernel card template ``data/card.md`` as its CARD.md.
 
-The project is written into a staging folder next to the target, read back with the build.toml
-reader (so its name rule and every other rule apply) and moved into place in one rename: an
-existing folder is never touched, and a refused name leaves nothing behind."""
+The project is staged next to the target, read back with the build.toml reader (so every rule
+applies) and moved into place in one rename: an existing folder is never touched, and a refused
+name leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -57,7 +56,7 @@ class InitResult:
 
 
 def parse_backends(text: str) -> tuple[str, ...]:
-    """``"cuda,cpu"`` -> ``("cpu", "cuda")``: known, no repeats, in build.toml's order."""
+    """``"cuda,cpu"`` -> ``("cpu", "cuda")``: known, once each, in build.toml's order."""
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [n for n in names if n not in INIT_BACKENDS]
     if unknown or not names:
@@ -94,7 +93,7 @@ def init_project(req: InitRequest) -> InitResult:
         raise UsageError(f"backends {req.backends}: give one or more of {INIT_BACKENDS}")
     with staging_dir(req.parent, "init") as stage:
         project = stage / "project"
-        files = _write(project, req.name, req.backends)
+        files = _write(project, render_files(req.name, req.backends))
         try:
             package = load_project(project).package
         except ProjectError as exc:
@@ -121,20 +120,17 @@ def render_files(name: str, backends: Sequence[str]) -> dict[str, str]:
     files = {"build.toml": build_toml}
     for template, path in (*(_KERNEL_SOURCES[b] for b in backends), *_COMMON_FILES):
         files[path.format(pkg=pkg)] = _render(template, values)
-    # The kernel card template, as kernelwheel renders a card for a project without one
-    # (model/card): the author edits it, every build renders it.
+    # The card template kernelwheel renders for a project without one: the author edits it.
     files[CARD_TEMPLATE] = default_template()
     return files
 
 
-def _write(project: Path, name: str, backends: Sequence[str]) -> tuple[Path, ...]:
-    written = []
-    for rel, text in render_files(name, backends).items():
+def _write(project: Path, files: dict[str, str]) -> tuple[Path, ...]:
+    for rel, text in files.items():
         path = project / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-        written.append(Path(rel))
-    return tuple(written)
+    return tuple(map(Path, files))
 
 
 def _render(template: str, values: dict[str, str]) -> str:
@@ -143,8 +139,7 @@ def _render(template: str, values: dict[str, str]) -> str:
 
 
 def _as_usage_error(exc: ProjectError, name: str) -> UsageError:
-    """The reader's refusal of the staged build.toml, said about NAME (the staging folder
-    is gone by the time the user reads it)."""
+    """The reader's refusal of the staged build.toml, said about NAME (the stage is gone)."""
     if exc.key == "general.name":
         reason = exc.message.partition(f"{exc.key}: ")[2] or exc.message
         return UsageError(f"NAME {name!r}: {reason}", hint=exc.hint)
