@@ -170,7 +170,8 @@ class _Progress:
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     refuse_conflicting_selectors(args)
-    planned = plan_project(project_path(args), option_values(args))
+    path, values = project_path(args), option_values(args)
+    planned = plan_project(path, values)
     if args.path is None and planned.options.source("output_dir") == "default":
         # A project found from one of its subfolders: its wheels go to its own wheelhouse/, not
         # into the subfolder (inside torch-ext/<package>/ they would be packaged next time).

@@ -37,16 +37,14 @@ class Planned:
 def plan_project(
     path: Path, cli: Mapping[str, Any], *, env: Mapping[str, str] | None = None
 ) -> Planned:
-    """Load the project, resolve its options once (``cli``: option name -> flag value, None
-    when not given), plan and apply the selectors."""
+    """Load the project, resolve its options once (defaults < pyproject < ``env`` < ``cli``;
+    ``cli``: option name -> flag value, None when not given), plan and apply the selectors."""
     project = load_project(path)
     options = resolve_options(project.root, env=env, cli=cli)
-    recipes = load_recipes(options.recipes)
-    full = plan_matrix(
-        project, recipes, arches=options.arch_filter(), with_cpu_kernels=options.with_cpu_kernels
-    )
-    deps = load_deps(options.recipes)
-    return Planned(project, options, recipes, full, full.select(options.selector()), deps)
+    arches, selector = options.arch_filter(), options.selector()
+    recipes, deps = load_recipes(options.recipes), load_deps(options.recipes)
+    full = plan_matrix(project, recipes, arches=arches, with_cpu_kernels=options.with_cpu_kernels)
+    return Planned(project, options, recipes, full, full.select(selector), deps)
 
 
 @dataclass(frozen=True)
