@@ -631,14 +631,19 @@ class DeadOwner:
         return f"a run that died (pid {self.pid}) held this lock{left if self.stopped else ''}"
 
 
+def _stat(pid: int | str) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command name (its state first); [] where
+    unknown (no /proc, or no such process)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return []
+
+
 def _start_time(pid: int) -> str | None:
     """The start time of ``pid`` (Linux /proc), which tells a process from a later one that got
-    its pid; None where unknown (no /proc, or no such process)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rpartition(")")[2].split()
+    its pid; None where unknown."""
+    fields = _stat(pid)
     return fields[19] if len(fields) > 19 else None  # field 22 of proc(5)
 
 
@@ -657,10 +662,7 @@ def _group_alive(pgid: int) -> bool:
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
+        fields = _stat(entry.name)
         if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
             return True
     return False
@@ -678,11 +680,8 @@ def _with_run_id(env: Mapping[str, str] | None) -> dict[str, str]:
 
 def _running(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie, killed and waiting to be reaped, does not count)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+    fields = _stat(pid)
+    return bool(fields) and fields[0] != "Z"
 
 
 def _carrying(run_id: str) -> list[int]:

@@ -365,7 +365,6 @@ def rewrite_wheel(
                 rows.append((arcname, record_hash(data), str(len(data))))
             record = _copied_info(zin.getinfo(record_file), new_record)
             zout.writestr(record, format_record([*rows, (new_record, "", "")]))
-            os.chmod(tmp, 0o644)
     return target
 
 
