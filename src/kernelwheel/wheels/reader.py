@@ -293,7 +293,7 @@ def _verify(path: Path, judge: Callable[[zipfile.ZipFile], list[IntegrityProblem
 
 # What a wheel's `.data/<scheme>/` installs where: only the two site-packages schemes are a
 # kernel's; scripts, headers and data land outside it (bin/, include/, the prefix).
-_SITE_SCHEMES = ("purelib", "platlib")
+SITE_SCHEMES = ("purelib", "platlib")
 _STARTUP_MODULES = ("sitecustomize", "usercustomize")  # run by `site` at every start
 _LIBS = ".libs"  # auditwheel's folder of grafted libraries, <package>.libs/
 
@@ -379,7 +379,7 @@ def _member_cause(name: str, dist: str, own: frozenset[str]) -> tuple[str, str] 
                 return f"a {suffix} folder of another distribution than {dist}", rebuild
             if suffix == ".dist-info":
                 return None
-            if len(parts) < 3 or parts[1] not in _SITE_SCHEMES:
+            if len(parts) < 3 or parts[1] not in SITE_SCHEMES:
                 return (
                     f"installs outside site-packages (.data/{parts[1] if len(parts) > 1 else ''}"
                     "): scripts, headers and data files are not a kernel's",

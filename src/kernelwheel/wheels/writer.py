@@ -59,7 +59,6 @@ class WheelSpec:
     # ("Upstream", "https://github.com/...") -> Project-URL: Upstream, https://github.com/...
     project_urls: Sequence[tuple[str, str]] = ()
     description: str | None = None  # the long description (METADATA body)
-    description_content_type: str = "text/markdown"
     # Other files kept in the .dist-info folder, by path inside it (e.g. "hub/metadata.json").
     dist_info_files: Mapping[str, bytes] = field(default_factory=dict)
     # Hex SHA-256 digests the caller already computed of some files' bytes (archive path ->
@@ -159,7 +158,7 @@ def metadata_text(spec: WheelSpec) -> str:
     fields += [("Provides-Extra", extra) for extra in spec.provides_extra]
     fields += [("Requires-Dist", str(Requirement(req))) for req in spec.requires_dist]
     if spec.description is not None:
-        fields.append(("Description-Content-Type", spec.description_content_type))
+        fields.append(("Description-Content-Type", "text/markdown"))
     head = "".join(f"{key}: {value}\n" for key, value in fields)
     if spec.description is None:
         return head + "\n"
