@@ -144,9 +144,7 @@ def remove_stale_staging(parent: Path) -> list[Path]:
     have died (SIGKILL, power loss) left in ``parent``; a live run's are kept. Returns what was
     removed. SIGINT and SIGTERM need none of this: the CLI unwinds and removes its own."""
     removed: list[Path] = []
-    if not parent.is_dir():
-        return removed
-    for path in parent.glob(f"{_STAGING}*"):
+    for path in parent.glob(f"{_STAGING}*"):  # none where parent is no folder
         pid = path.name[len(_STAGING) :].split("-")[-2:-1]
         if not pid or not pid[0].isdigit() or _alive(int(pid[0])):
             continue
