@@ -228,9 +228,7 @@ def _compressible(data: Member) -> bool:
     counts in proportion to its size), deterministically, so the same bytes are always stored the
     same way. The sample costs about a millisecond whatever the member's size."""
     size, sample = _sample(data)
-    if size < _WINDOW:
-        return True
-    return len(zlib.compress(sample, 1)) < 0.9 * len(sample)
+    return size < _WINDOW or len(zlib.compress(sample, 1)) < 0.9 * len(sample)
 
 
 def _write_member(
