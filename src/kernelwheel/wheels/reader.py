@@ -179,8 +179,8 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
     rebuild = "rebuild or re-convert the wheel; do not edit wheels by hand"
     out: list[IntegrityProblem] = []
 
-    def bad(subject: str, cause: str) -> None:
-        out.append(IntegrityProblem(subject, cause, rebuild))
+    def bad(subject: str, cause: str, fix: str = rebuild) -> None:
+        out.append(IntegrityProblem(subject, cause, fix))
 
     infos = [i for i in zf.infolist() if not i.is_dir()]
     counts = Counter(info.filename for info in infos)
@@ -192,13 +192,8 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
         if _unsafe(info.filename):
             bad(info.filename, "escapes the install folder (absolute or '..' path)")
         if is_symlink_entry(info):
-            out.append(
-                IntegrityProblem(
-                    info.filename,
-                    "is a symlink entry (pip writes it as a regular file holding the target)",
-                    "ship the file itself instead of a link",
-                )
-            )
+            why = "is a symlink entry (pip writes it as a regular file holding the target)"
+            bad(info.filename, why, "ship the file itself instead of a link")
         if (cause := bomb_cause(info)) is not None:
             bombs[info.filename] = cause
             bad(info.filename, cause)
