@@ -331,8 +331,7 @@ class Located:
         return tuple(value)
 
     def string_table(self, key: str) -> dict[str, str] | None:
-        """The table ``key`` whose every value is a string (name -> text), or None when
-        absent."""
+        """The table ``key`` whose every value is a string (name -> text), or None when absent."""
         table = self.table(key)
         if table is None:
             return None

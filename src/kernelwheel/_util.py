@@ -43,8 +43,7 @@ def secret(value: str) -> str:
 
 
 def redact(text: str) -> str:
-    """``text`` with every registered secret (and its repr's escapes) replaced by
-    ``<redacted>``."""
+    """``text`` with every registered secret (and its repr's escapes) replaced by ``<redacted>``."""
     for value in sorted(_SECRETS, key=len, reverse=True):
         for form in (value, repr(value)[1:-1]):
             text = text.replace(form, REDACTED)
