@@ -270,18 +270,11 @@ class Located:
     def string(self, key: str, *, nonempty: bool = False, hint: str | None = None) -> str | None:
         """The string ``key``, or None when absent. ``nonempty`` refuses a blank string;
         ``hint`` replaces the default fix of every refusal."""
-        if key not in self.data:
-            return None
-        value = self.data[key]
-        if not isinstance(value, str):
-            if hint is None and isinstance(value, (int, float)) and not isinstance(value, bool):
-                hint = f'quote it: {key} = "{value}"'
-            raise self.error(
-                f"expected a string, got {describe(value)}",
-                key,
-                hint or f'write it as a string: {key} = "..."',
-            )
-        if nonempty:
+        raw = self.data.get(key)
+        quote = isinstance(raw, (int, float)) and not isinstance(raw, bool)
+        fix = f'quote it: {key} = "{raw}"' if quote else f'write it as a string: {key} = "..."'
+        value = self._typed(key, str, "a string", hint or fix)
+        if value is not None and nonempty:
             self._refuse_blank(key, value, hint or f"give {key} a value, or remove it")
         return value
 
@@ -338,17 +331,12 @@ class Located:
         return tuple(value)
 
     def string_table(self, key: str) -> dict[str, str] | None:
-        """The table ``key`` whose every value is a string (name -> text), or None when
-        absent."""
+        """The table ``key`` whose every value is a string (name -> text), or None when absent."""
         table = self.table(key)
         if table is None:
             return None
-        strings: dict[str, str] = {}
-        for name in table.keys():
-            value = table.string(name)
-            assert value is not None  # present: a string or an error
-            strings[name] = value
-        return strings
+        # every name is present: table.string gives its string or raises
+        return {name: text for name in table.keys() if (text := table.string(name)) is not None}
 
     def version(self, key: str) -> Version | None:
         raw = self.string(key)

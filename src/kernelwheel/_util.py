@@ -43,8 +43,7 @@ def secret(value: str) -> str:
 
 
 def redact(text: str) -> str:
-    """``text`` with every registered secret (and its repr's escapes) replaced by
-    ``<redacted>``."""
+    """``text`` with every registered secret (and its repr's escapes) replaced by ``<redacted>``."""
     for value in sorted(_SECRETS, key=len, reverse=True):
         for form in (value, repr(value)[1:-1]):
             text = text.replace(form, REDACTED)
@@ -144,9 +143,7 @@ def remove_stale_staging(parent: Path) -> list[Path]:
     have died (SIGKILL, power loss) left in ``parent``; a live run's are kept. Returns what was
     removed. SIGINT and SIGTERM need none of this: the CLI unwinds and removes its own."""
     removed: list[Path] = []
-    if not parent.is_dir():
-        return removed
-    for path in parent.glob(f"{_STAGING}*"):
+    for path in parent.glob(f"{_STAGING}*"):  # none where parent is no folder
         pid = path.name[len(_STAGING) :].split("-")[-2:-1]
         if not pid or not pid[0].isdigit() or _alive(int(pid[0])):
             continue
@@ -631,14 +628,19 @@ class DeadOwner:
         return f"a run that died (pid {self.pid}) held this lock{left if self.stopped else ''}"
 
 
+def _stat(pid: int | str) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command name (its state first); [] where
+    unknown (no /proc, or no such process)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return []
+
+
 def _start_time(pid: int) -> str | None:
     """The start time of ``pid`` (Linux /proc), which tells a process from a later one that got
-    its pid; None where unknown (no /proc, or no such process)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rpartition(")")[2].split()
+    its pid; None where unknown."""
+    fields = _stat(pid)
     return fields[19] if len(fields) > 19 else None  # field 22 of proc(5)
 
 
@@ -657,10 +659,7 @@ def _group_alive(pgid: int) -> bool:
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
+        fields = _stat(entry.name)
         if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
             return True
     return False
@@ -678,11 +677,8 @@ def _with_run_id(env: Mapping[str, str] | None) -> dict[str, str]:
 
 def _running(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie, killed and waiting to be reaped, does not count)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+    fields = _stat(pid)
+    return bool(fields) and fields[0] != "Z"
 
 
 def _carrying(run_id: str) -> list[int]:

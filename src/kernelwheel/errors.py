@@ -12,6 +12,7 @@ class KernelwheelError(Exception):
     """Base class. ``hint`` says how to fix the problem; ``exit_code`` is what the CLI returns."""
 
     exit_code = 1
+    diagnostics: tuple[str, ...] = ()  # lines shown under the message (BuildError's)
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -19,20 +20,8 @@ class KernelwheelError(Exception):
         self.hint = hint
 
     def __str__(self) -> str:
-        return self.message if not self.hint else f"{self.message}\n  fix: {self.hint}"
-
-
-def located(
-    message: str, file: Path | str | None, key: str | None, *, bracket_tables: bool = False
-) -> str:
-    """``<file>: <key>: message`` — where a problem in a data file is, then what it is.
-    With ``bracket_tables`` an undotted key is shown as a TOML table header (``[general]``)."""
-    if file is None:
-        return message
-    where = f"{file}"
-    if key is not None:
-        where += f": [{key}]" if bracket_tables and "." not in key else f": {key}"
-    return f"{where}: {message}"
+        text = "\n".join((self.message, *self.diagnostics))
+        return text if not self.hint else f"{text}\n  fix: {self.hint}"
 
 
 class UsageError(KernelwheelError):
@@ -42,7 +31,7 @@ class UsageError(KernelwheelError):
 
 
 class LocatedError(KernelwheelError):
-    """A problem in a data file: the message starts with the file and the key."""
+    """A problem in a data file: the message starts with where it is, ``<file>: <key>: ``."""
 
     bracket_tables = False  # show an undotted key as a TOML table header
 
@@ -54,7 +43,12 @@ class LocatedError(KernelwheelError):
         key: str | None = None,
         hint: str | None = None,
     ) -> None:
-        super().__init__(located(message, file, key, bracket_tables=self.bracket_tables), hint=hint)
+        if file is not None and key is not None:
+            shown = f"[{key}]" if self.bracket_tables and "." not in key else key
+            message = f"{shown}: {message}"
+        if file is not None:
+            message = f"{file}: {message}"
+        super().__init__(message, hint=hint)
         self.file = Path(file) if file is not None else None
         self.key = key
 
@@ -98,10 +92,6 @@ class BuildError(KernelwheelError):
         super().__init__(message, hint=hint)
         self.log = log
         self.diagnostics = diagnostics
-
-    def __str__(self) -> str:
-        text = "\n".join((self.message, *self.diagnostics))
-        return text if not self.hint else f"{text}\n  fix: {self.hint}"
 
 
 class WheelError(KernelwheelError):

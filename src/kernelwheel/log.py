@@ -63,13 +63,10 @@ def step(
     else:
         reporter.step_started(scope, name, log)
     start = time.monotonic()
+    ok = False
     try:
         yield detail
-    except BaseException:
-        reporter.step_finished(
-            StepResult(scope, name, False, time.monotonic() - start, " ".join(detail))
-        )
-        raise
-    reporter.step_finished(
-        StepResult(scope, name, True, time.monotonic() - start, " ".join(detail))
-    )
+        ok = True
+    finally:
+        seconds = time.monotonic() - start
+        reporter.step_finished(StepResult(scope, name, ok, seconds, " ".join(detail)))

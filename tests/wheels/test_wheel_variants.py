@@ -232,9 +232,10 @@ def test_a_build_without_device_code_gets_only_the_bounds(tmp_path: Path) -> Non
     wheel = write_wheel(WheelSpec("img2gray", "0.2.0+torch2.14.cu128.cxx11", TAG, files), tmp_path)
     built = write_variant_wheel(wheel, tmp_path, Backend.parse_token("cu128"))
     assert built.path.name == "img2gray-0.2.0-cp310-abi3-manylinux_2_28_x86_64-cu128.whl"
-    assert built.properties == (
+    info = VariantDistInfo(built.dist_info_json, built.label)
+    assert [(p.namespace, p.feature, p.value) for p in info.variant_desc.properties] == [
         ("nvidia", "cuda_version_lower_bound", "12.8"),
         ("nvidia", "cuda_version_upper_bound", "13"),
-    )
+    ]
     with pytest.raises(WheelError, match="not a CUDA flavour"):
         cuda_properties(Backend.parse_token("rocm63"))

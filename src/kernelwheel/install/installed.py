@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from .._util import RUNNER, Runner
 from ..errors import InstallError, WheelError
+from ..wheels.reader import SITE_SCHEMES
 from ..wheels.record import Row, parse_record
 
 Files = Mapping[str, str]  # a build's own files: path -> RECORD hash ("sha256=…")
@@ -32,7 +33,6 @@ Action = Literal["install", "replace", "reinstall", "keep"]
 _INSTALLER_FILES = frozenset(
     {"INSTALLER", "REQUESTED", "RECORD", "direct_url.json", "uv_cache.json"}
 )
-_SITE_SCHEMES = ("purelib", "platlib")  # a wheel's .data/<scheme>/ that lands in site-packages
 
 
 def _own_path(path: str) -> str | None:
@@ -41,7 +41,7 @@ def _own_path(path: str) -> str | None:
     if not parts or parts[0] in ("..", "/") or "__pycache__" in parts or path.endswith(".pyc"):
         return None
     if parts[0].endswith(".data"):  # in a wheel: moved by the installer
-        if len(parts) > 2 and parts[1] in _SITE_SCHEMES:
+        if len(parts) > 2 and parts[1] in SITE_SCHEMES:
             return str(PurePosixPath(*parts[2:]))
         return None
     if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] in _INSTALLER_FILES:

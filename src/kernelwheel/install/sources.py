@@ -76,18 +76,20 @@ def _read_page(url: str, option: str, *, missing_ok: bool) -> str | None:
         with urllib.request.urlopen(request, timeout=_TIMEOUT) as response:
             data: bytes = response.read()
             return data.decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        if missing_ok and exc.code == 404:
+    except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
+        if missing_ok and isinstance(exc, urllib.error.HTTPError) and exc.code == 404:
             return None
-        raise UsageError(
-            f"{option} {url}: HTTP {exc.code} {exc.reason}", hint="check the URL"
-        ) from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise UsageError(
-            f"{option} {url}: cannot be read ({reason})",
-            hint="check the URL and that the server is reachable",
-        ) from None
+        raise _url_error(exc, f"{option} {url}", "read", "check the URL") from None
+
+
+def _url_error(exc: OSError | ValueError, subject: str, verb: str, http_hint: str) -> UsageError:
+    if isinstance(exc, urllib.error.HTTPError):
+        return UsageError(f"{subject}: HTTP {exc.code} {exc.reason}", hint=http_hint)
+    reason = getattr(exc, "reason", exc)
+    return UsageError(
+        f"{subject}: cannot be {verb} ({reason})",
+        hint="check the URL and that the server is reachable",
+    )
 
 
 def _from_page(url: str, text: str) -> Iterable[Candidate]:
@@ -154,9 +156,10 @@ def discover(location: str) -> list[Candidate]:
     if not _is_url(location):
         return _from_folder(location, option)
     _check_url(location, option)
-    if location.startswith("file:") and Path(unquote(urlparse(location).path)).is_dir():
-        if not (Path(unquote(urlparse(location).path)) / "index.html").is_file():
-            return _from_folder(unquote(urlparse(location).path), option)
+    folder = unquote(urlparse(location).path)
+    if location.startswith("file:") and Path(folder).is_dir():
+        if not (Path(folder) / "index.html").is_file():
+            return _from_folder(folder, option)
     url = location if location.endswith("/") or location.endswith(".html") else location + "/"
     page = _read_page(url, option, missing_ok=False) or ""
     found = list(_from_page(url, page))
@@ -194,15 +197,7 @@ def fetch(candidate: Candidate, folder: Path) -> Path:
         with urllib.request.urlopen(candidate.location, timeout=_TIMEOUT) as response:
             with target.open("wb") as out:
                 shutil.copyfileobj(response, out, 1 << 20)
-    except urllib.error.HTTPError as exc:
-        raise UsageError(
-            f"{candidate.location}: HTTP {exc.code} {exc.reason}",
-            hint=f"check the index that listed it ({candidate.source})",
-        ) from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise UsageError(
-            f"{candidate.location}: cannot be downloaded ({reason})",
-            hint="check the URL and that the server is reachable",
-        ) from None
+    except (OSError, ValueError) as exc:
+        hint = f"check the index that listed it ({candidate.source})"
+        raise _url_error(exc, candidate.location, "downloaded", hint) from None
     return target

@@ -65,8 +65,7 @@ def parse_variant(name: str) -> Variant | None:
         return None
 
 
-def _platform(name: str) -> tuple[str, str] | None:
-    variant = parse_variant(name)
+def _platform(variant: Variant | None) -> tuple[str, str] | None:
     if variant is None or variant.arch is None or variant.os is None:
         return None
     return variant.arch.value, variant.os.value
@@ -79,9 +78,8 @@ def _judge(locked: LockedVariant, torch: compat.Torch) -> tuple[_Judged | None, 
     build = build_of(variant)
     if found := compat.problems(build, torch):
         return None, f"built for {compat.describe_build(build)}: mismatch in {', '.join(found)}"
-    platform = _platform(locked.name)
     release = Version(parse_wheel_filename(locked.wheel)[1].public)
-    return _Judged(locked, platform, release, compat.preference(build, torch)), None
+    return _Judged(locked, _platform(variant), release, compat.preference(build, torch)), None
 
 
 def _best(pool: list[_Judged]) -> _Judged:
@@ -118,7 +116,7 @@ def choose_for_torch(variants: Sequence[LockedVariant], torch: compat.Torch) -> 
     if not judged:
         return TorchChoice((), tuple(refused))
     # Every platform a locked variant names, refused ones too: a noarch build may serve it.
-    named = {p for p in (_platform(v.name) for v in variants) if p is not None}
+    named = {p for p in (_platform(parse_variant(v.name)) for v in variants) if p is not None}
     platforms: list[tuple[str, str] | None] = [*sorted(named)] or [None]
     winners: dict[tuple[str, str] | None, _Judged] = {}
     for platform in platforms:

@@ -27,7 +27,6 @@ from ..model.variant import Backend, BackendKind, TorchVersion, Variant, variant
 from ..model.wheelname import parse_wheel_name
 from . import site
 from .reader import escape_name, parse_metadata, read_metadata, verify_wheel
-from .site import refuse_input_inside
 from .variants import VariantBuild, variants_json, write_variant_wheel
 
 ALL = "all"
@@ -386,7 +385,7 @@ def build_index(wheelhouse: Path, output: Path, *, wheel_variants: bool = False)
     record rule first. Only what an earlier index wrote there is replaced (:mod:`.site`)."""
     output = output.absolute()
     if wheelhouse.is_dir():
-        refuse_input_inside(wheelhouse, output, what="wheelhouse")
+        site.refuse_input_inside(wheelhouse, output, what="wheelhouse")
     wheels = scan(wheelhouse)
     flavours, unflavoured = _assign(wheels)
     groups = _variant_groups(flavours) if wheel_variants else {}

@@ -179,8 +179,8 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
     rebuild = "rebuild or re-convert the wheel; do not edit wheels by hand"
     out: list[IntegrityProblem] = []
 
-    def bad(subject: str, cause: str) -> None:
-        out.append(IntegrityProblem(subject, cause, rebuild))
+    def bad(subject: str, cause: str, fix: str = rebuild) -> None:
+        out.append(IntegrityProblem(subject, cause, fix))
 
     infos = [i for i in zf.infolist() if not i.is_dir()]
     counts = Counter(info.filename for info in infos)
@@ -192,13 +192,8 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
         if _unsafe(info.filename):
             bad(info.filename, "escapes the install folder (absolute or '..' path)")
         if is_symlink_entry(info):
-            out.append(
-                IntegrityProblem(
-                    info.filename,
-                    "is a symlink entry (pip writes it as a regular file holding the target)",
-                    "ship the file itself instead of a link",
-                )
-            )
+            why = "is a symlink entry (pip writes it as a regular file holding the target)"
+            bad(info.filename, why, "ship the file itself instead of a link")
         if (cause := bomb_cause(info)) is not None:
             bombs[info.filename] = cause
             bad(info.filename, cause)
@@ -293,7 +288,7 @@ def _verify(path: Path, judge: Callable[[zipfile.ZipFile], list[IntegrityProblem
 
 # What a wheel's `.data/<scheme>/` installs where: only the two site-packages schemes are a
 # kernel's; scripts, headers and data land outside it (bin/, include/, the prefix).
-_SITE_SCHEMES = ("purelib", "platlib")
+SITE_SCHEMES = ("purelib", "platlib")
 _STARTUP_MODULES = ("sitecustomize", "usercustomize")  # run by `site` at every start
 _LIBS = ".libs"  # auditwheel's folder of grafted libraries, <package>.libs/
 
@@ -379,7 +374,7 @@ def _member_cause(name: str, dist: str, own: frozenset[str]) -> tuple[str, str] 
                 return f"a {suffix} folder of another distribution than {dist}", rebuild
             if suffix == ".dist-info":
                 return None
-            if len(parts) < 3 or parts[1] not in _SITE_SCHEMES:
+            if len(parts) < 3 or parts[1] not in SITE_SCHEMES:
                 return (
                     f"installs outside site-packages (.data/{parts[1] if len(parts) > 1 else ''}"
                     "): scripts, headers and data files are not a kernel's",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -88,7 +87,6 @@ def swap_in(staging: Path, output: Path, old: frozenset[str]) -> None:
             if _exists(output / name):
                 os.replace(output / name, trash / name)
         _write_manifest(output, new)
-        shutil.rmtree(trash, ignore_errors=True)
 
 
 def prepare(output: Path) -> frozenset[str]:

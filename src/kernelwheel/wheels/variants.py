@@ -68,12 +68,11 @@ def torch_properties(torch: TorchVersion, backend: Backend) -> list[tuple[str, s
 
 @dataclass(frozen=True)
 class VariantBuild:
-    """One variant wheel written: its file, label, properties and the wheel it came from."""
+    """One variant wheel written: its file, label and the wheel it came from."""
 
     path: Path
     source: str  # the kernel wheel's file name
     label: str
-    properties: tuple[tuple[str, str, str], ...]  # (namespace, feature, value)
     dist_info_json: str  # the variant.json it carries
 
 
@@ -118,7 +117,7 @@ def write_variant_wheel(
         replace={f"{new_dist}/METADATA": metadata},
         add={f"{new_dist}/variant.json": variant_json.encode()},
     )
-    return VariantBuild(target, source.name, label, tuple(properties), variant_json)
+    return VariantBuild(target, source.name, label, variant_json)
 
 
 def _properties(

@@ -59,7 +59,6 @@ class WheelSpec:
     # ("Upstream", "https://github.com/...") -> Project-URL: Upstream, https://github.com/...
     project_urls: Sequence[tuple[str, str]] = ()
     description: str | None = None  # the long description (METADATA body)
-    description_content_type: str = "text/markdown"
     # Other files kept in the .dist-info folder, by path inside it (e.g. "hub/metadata.json").
     dist_info_files: Mapping[str, bytes] = field(default_factory=dict)
     # Hex SHA-256 digests the caller already computed of some files' bytes (archive path ->
@@ -159,7 +158,7 @@ def metadata_text(spec: WheelSpec) -> str:
     fields += [("Provides-Extra", extra) for extra in spec.provides_extra]
     fields += [("Requires-Dist", str(Requirement(req))) for req in spec.requires_dist]
     if spec.description is not None:
-        fields.append(("Description-Content-Type", spec.description_content_type))
+        fields.append(("Description-Content-Type", "text/markdown"))
     head = "".join(f"{key}: {value}\n" for key, value in fields)
     if spec.description is None:
         return head + "\n"
@@ -229,9 +228,7 @@ def _compressible(data: Member) -> bool:
     counts in proportion to its size), deterministically, so the same bytes are always stored the
     same way. The sample costs about a millisecond whatever the member's size."""
     size, sample = _sample(data)
-    if size < _WINDOW:
-        return True
-    return len(zlib.compress(sample, 1)) < 0.9 * len(sample)
+    return size < _WINDOW or len(zlib.compress(sample, 1)) < 0.9 * len(sample)
 
 
 def _write_member(
@@ -365,7 +362,6 @@ def rewrite_wheel(
                 rows.append((arcname, record_hash(data), str(len(data))))
             record = _copied_info(zin.getinfo(record_file), new_record)
             zout.writestr(record, format_record([*rows, (new_record, "", "")]))
-            os.chmod(tmp, 0o644)
     return target
 
 
