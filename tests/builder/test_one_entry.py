@@ -123,7 +123,7 @@ def _requests(
         "1.0.0",
         options,
         recipes,
-        budget=budget or run_budget(options),
+        share=(budget or run_budget(options)).per_variant(),
         environ={"CXX": "c++"},
     )
 

@@ -13,10 +13,8 @@ from packaging.tags import Tag
 from support.kinds import NOARCH_BUILD_TOML, write_noarch_project, write_tvm_ffi_project
 from support.tinykernel import write_tiny_kernel
 
-from kernelwheel.builder.service import _check_name
 from kernelwheel.cli import main
 from kernelwheel.errors import ProjectError, UsageError, WheelError
-from kernelwheel.log import SilentReporter
 from kernelwheel.model.names import name_warning, self_requirement, shadowing
 from kernelwheel.model.project import kernel_name_problem, load_project
 from kernelwheel.wheels import WheelSpec, write_wheel
@@ -51,14 +49,6 @@ def test_well_known_names_and_import_names_are_warned(dist: str, package: str) -
     assert name_warning("relu-kernel", "relu_kernel") is None
 
 
-class _Heard(SilentReporter):
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def info(self, scope: str, message: str) -> None:
-        self.lines.append(message)
-
-
 def _renamed(root: Path, old: str, new: str, ext: str = "torch-ext") -> Path:
     toml = root / "build.toml"
     toml.write_text(toml.read_text().replace(f'name = "{old}"', f'name = "{new}"'))
@@ -75,9 +65,8 @@ def test_every_kind_gets_the_same_warning(kind: str, tmp_path: Path) -> None:
         root = _renamed(write_tvm_ffi_project(tmp_path / "p"), "add-one", "requests", "tvm-ffi-ext")
     else:
         root = _renamed(write_noarch_project(tmp_path / "p"), "scale-noarch", "requests")
-    heard = _Heard()
-    _check_name(load_project(root), heard)
-    (line,) = heard.lines
+    line = load_project(root).check_own_name()
+    assert line is not None
     assert "'requests' is also a well-known PyPI distribution" in line
     assert "requests-kernel" in line
 
@@ -89,7 +78,7 @@ def test_a_kernel_that_requires_itself_is_refused(
     root = write_noarch_project(tmp_path / "p", NOARCH_BUILD_TOML.replace("scale-noarch", "einops"))
     (root / "torch-ext" / "scale_noarch").rename(root / "torch-ext" / "einops")
     with pytest.raises(ProjectError, match="requirement of its own wheel"):
-        _check_name(load_project(root), SilentReporter())
+        load_project(root).check_own_name()
     code = main(["build", str(root), "-o", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == ProjectError.exit_code and "'einops'" in err and "einops-kernel" in err, err

@@ -71,7 +71,7 @@ def request_for(
 ) -> BuildRequest:
     """The request to build ``recipe``'s variant of ``project``: plan_requests of one, with
     this machine's budget unless ``settings`` give one."""
-    settings.setdefault("budget", run_budget(options))
+    settings.setdefault("share", run_budget(options).per_variant())
     (request,) = plan_requests(project, [recipe], version, options, recipes, **settings)
     return request
 

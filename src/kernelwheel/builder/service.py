@@ -15,13 +15,12 @@ from typing import Protocol
 
 from .._util import RUNNER, Runner, resume_running, sha256_file, stop_running
 from ..compile.compile_rules import DEFAULT_MIB_PER_THREAD, variants_at_once
-from ..compile.memory import Budget
+from ..compile.memory import Budget, MemoryLimit
 from ..compile.memory import available as available_memory
 from ..errors import KernelwheelError, ProjectError
 from ..log import Reporter
 from ..model.capability import CudaCapability
 from ..model.deps import DependencyTable, load_deps
-from ..model.names import name_warning, self_requirement
 from ..model.project import KernelProject
 from ..model.recipes import Recipes, VariantRecipe
 from ..plan.options import Options, resolve_jobs
@@ -132,7 +131,6 @@ def _requests(
     project, options = planned.project, planned.options
     for warning in check_registrations(project, allow=options.allow_fixed_op_namespaces):
         progress.info("", f"warning: {warning}")
-    _check_name(project, progress)
     git = read_git_state(project.root, runner)
     resolved = wheel_version(planned, git)
     version = resolved.version
@@ -145,6 +143,9 @@ def _requests(
         memory_mib=budget.memory.mib if budget.memory else None,
         mib_per_thread=options.memory_per_thread or DEFAULT_MIB_PER_THREAD,
     )
+    share = replace(budget, at_once=at_once).per_variant()
+    if (noted := project.check_own_name()) is not None:
+        progress.info("", f"warning: {noted}")
     # Every request first: nothing is made or compiled before all are, and refused at once.
     requests = plan_requests(
         project,
@@ -155,7 +156,7 @@ def _requests(
         planned.deps,
         git=git,
         gpu_capabilities=gpu_capabilities,
-        budget=replace(budget, at_once=at_once),
+        share=share,
         runner=runner,
     )
     progress.info(
@@ -183,7 +184,7 @@ def plan_requests(
     recipes: Recipes,
     deps: DependencyTable | None = None,
     *,
-    budget: Budget,
+    share: tuple[int, int, MemoryLimit | None],  # a variant's jobs, CPUs, memory
     git: GitState | None = None,
     gpu_capabilities: tuple[CudaCapability, ...] = (),
     environ: Mapping[str, str] | None = None,
@@ -219,8 +220,8 @@ def plan_requests(
         ),)  # fmt: skip
     table = deps if deps is not None else load_deps(options.recipes)
     environ = os.environ if environ is None else environ
-    jobs, cpus, share = budget.per_variant()
-    shared = VariantBudget(jobs, cpus, share, options.nvcc_threads, options.memory_per_thread)
+    jobs, cpus, memory = share
+    shared = VariantBudget(jobs, cpus, memory, options.nvcc_threads, options.memory_per_thread)
 
     def request(recipe: VariantRecipe) -> BuildRequest:
         env, cross_plan = _environment(kind, recipe, options, recipes, runner)
@@ -281,24 +282,6 @@ def _cuda_setup(
         options.fatbin_compression,
         options.with_cpu_kernels,
     )
-
-
-def _check_name(project: KernelProject, progress: Reporter) -> None:
-    """Refuse a name the wheel would require itself by; warn of a well-known PyPI name."""
-    requires = [r for b in project.backends for r in project.python_depends_for(b)]
-    if (own := self_requirement(project.name, [*project.python_depends, *requires])) is not None:
-        raise ProjectError(
-            f"general.name {project.name!r} is also the name of a requirement of its own wheel "
-            f"({own!r}): installing the kernel would replace the package it needs",
-            file=project.build_toml,
-            hint=f"rename the kernel (e.g. {project.name}-kernel) and its package folder",
-        )
-    if (warning := name_warning(project.name, project.package)) is not None:
-        progress.info(
-            "",
-            f"warning: {warning}; to publish it under another name, rename general.name (e.g. "
-            f"{project.name}-kernel) and its package folder (docs/hardening.md)",
-        )
 
 
 def _side_by_side(

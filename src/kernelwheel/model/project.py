@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 from .._toml import Located, describe, read_toml
 from ..errors import ProjectError, UsageError, VariantError
 from .capability import CudaCapability, parse_all
-from .names import is_package_name, package_name, shadowing
+from .names import is_package_name, name_warning, package_name, self_requirement, shadowing
 from .python_depends import load_python_depends
 from .sections import (
     BACKENDS,
@@ -228,6 +228,24 @@ class KernelProject:
         """The requirements of a build for ``backend``: the general ones, then the backend's."""
         extra = self.backend_depends_for(backend).python_depends
         return tuple(dict.fromkeys((*self.python_depends, *extra)))
+
+    def check_own_name(self) -> str | None:
+        """Refuse a name the wheel would require itself by; the warning a well-known PyPI name
+        deserves, or None."""
+        requires = [r for b in self.backends for r in self.python_depends_for(b)]
+        if (own := self_requirement(self.name, [*self.python_depends, *requires])) is not None:
+            raise ProjectError(
+                f"general.name {self.name!r} is also the name of a requirement of its own wheel "
+                f"({own!r}): installing the kernel would replace the package it needs",
+                file=self.build_toml,
+                hint=f"rename the kernel (e.g. {self.name}-kernel) and its package folder",
+            )
+        if (warning := name_warning(self.name, self.package)) is None:
+            return None
+        return (
+            f"{warning}; to publish it under another name, rename general.name (e.g. "
+            f"{self.name}-kernel) and its package folder (docs/hardening.md)"
+        )
 
     def kernel_depends_for(self, backend: str) -> tuple[KernelDependency, ...]:
         extra = self.backend_depends_for(backend).kernel_depends
