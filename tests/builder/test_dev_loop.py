@@ -38,7 +38,11 @@ def test_a_schema_its_implementation_does_not_match_fails_the_build(
     err = capfd.readouterr().err
     assert "the extension crashed (SIGABRT) when loaded: op add_one: its C++ implementation" in err
     assert re.search(r"schema +add_one\(Tensor x, Tensor y\) -> Tensor", err), err
-    assert "torch-ext/torch_binding.cpp:" in err
+    # the lines to edit: the op's ops.def and ops.impl, not torch's registration block
+    lines = binding.read_text().splitlines()
+    for needle in ('ops.def("add_one(', 'ops.impl("add_one"'):
+        number = next(i for i, line in enumerate(lines, 1) if needle in line)
+        assert f"(torch-ext/torch_binding.cpp:{number})" in err, (needle, err)
     assert not list(out.glob("*.whl"))  # no wheel of a build that cannot load
     # run again: the compile is reused, and the load check still refuses it (build and dev)
     assert main(["build", str(project), "-o", str(out), "--variant", CPU_VARIANT]) == 6

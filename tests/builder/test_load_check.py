@@ -4,6 +4,9 @@ Python give for each way a freshly linked extension fails to load."""
 from __future__ import annotations
 
 import signal
+from pathlib import Path
+
+from support.tinykernel import BINDING
 
 from kernelwheel.builder.load_check import LoadReport, explain_failure, skip_reason
 from kernelwheel.model.variant import Arch, Variant
@@ -55,6 +58,29 @@ def test_a_mismatched_schema_names_the_op_both_signatures_and_their_lines() -> N
     shown = "\n".join((message, *lines))
     assert NS not in shown and "/kernelwheel/" not in shown and "frame #0" not in shown
     assert 'ops.def("add_one(...)")' in fix
+
+
+def test_a_mismatch_names_the_ops_own_def_and_impl_lines_in_the_project(tmp_path: Path) -> None:
+    # torch names the TORCH_LIBRARY block's line for both; the author edits ops.def/ops.impl.
+    binding = tmp_path / "torch-ext" / "torch_binding.cpp"
+    binding.parent.mkdir()
+    binding.write_text(BINDING.replace("add_one(Tensor x)", "add_one(Tensor x, Tensor y)"))
+    text = binding.read_text().splitlines()
+    block = next(i for i, line in enumerate(text, 1) if line.startswith("TORCH_LIBRARY"))
+    define = next(i for i, line in enumerate(text, 1) if 'ops.def("add_one(' in line)
+    implement = next(i for i, line in enumerate(text, 1) if 'ops.impl("add_one"' in line)
+    stderr = MISMATCH.replace("torch_binding.cpp:7", f"torch_binding.cpp:{block}")
+    stderr = stderr.replace("torch_binding.cpp:10", f"torch_binding.cpp:{block}")
+    _, lines, _ = explain_failure(-signal.SIGABRT, stderr, NS, tmp_path)
+    assert lines[0].endswith(f"(torch-ext/torch_binding.cpp:{define})"), lines
+    assert lines[1].endswith(f"(torch-ext/torch_binding.cpp:{implement})"), lines
+    assert block < define < implement
+    # a file not in the project, or no line naming the op: torch's line, as it was
+    _, lines, _ = explain_failure(-signal.SIGABRT, stderr, NS, tmp_path / "elsewhere")
+    assert lines[0].endswith(f"(torch-ext/torch_binding.cpp:{block})"), lines
+    binding.write_text("// nothing here\n")
+    _, lines, _ = explain_failure(-signal.SIGABRT, stderr, NS, tmp_path)
+    assert lines[1].endswith(f"(torch-ext/torch_binding.cpp:{block})"), lines
 
 
 def test_an_undefined_symbol_says_a_definition_is_missing() -> None:

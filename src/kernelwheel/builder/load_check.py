@@ -53,6 +53,7 @@ class DeferredLoad:
     log: Path
     record: Path  # the dev build's record of the last shared object that loaded
     digest: str  # this one's sha256: the record's text once it loaded
+    root: Path | None = None  # the project, whose sources a failure's lines name
 
 
 def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[str]) -> list[str]:
@@ -73,7 +74,7 @@ def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadRepor
             if "missing" in found:
                 return None
             return LoadReport(ops=tuple(str(op) for op in found.get("ops", [])))
-    raise explain_failure(code, output, deferred.namespace).error(deferred.log)
+    raise explain_failure(code, output, deferred.namespace, deferred.root).error(deferred.log)
 
 
 def check_load(
@@ -83,9 +84,11 @@ def check_load(
     kind: str,
     log: Path,
     runner: Runner,
+    root: Path | None = None,
 ) -> LoadReport:
     """Import ``shared_object`` with ``python`` (``kind``: ``torch`` or ``tvm-ffi``); the
-    output goes to ``log``. A failure is a :class:`BuildError` naming the op and the fix."""
+    output goes to ``log``. A failure is a :class:`BuildError` naming the op, its lines in the
+    project at ``root`` and the fix."""
     cmd: list[str | Path] = [python, PROGRAM, kind, shared_object, namespace]
     try:
         proc = runner.captured(cmd, timeout=TIMEOUT_S)
@@ -103,7 +106,7 @@ def check_load(
         lines = proc.stdout.strip().splitlines()
         ops = json.loads(lines[-1]).get("ops", []) if lines else []
         return LoadReport(ops=tuple(str(op) for op in ops))
-    raise explain_failure(proc.returncode, proc.stderr, namespace).error(log)
+    raise explain_failure(proc.returncode, proc.stderr, namespace, root).error(log)
 
 
 class Failure(NamedTuple):
@@ -117,20 +120,26 @@ class Failure(NamedTuple):
         return BuildError(self.message, log=log, hint=self.fix, diagnostics=self.details)
 
 
-def explain_failure(code: int, stderr: str, namespace: str) -> Failure:
-    """What a load check that exited ``code`` with ``stderr`` tells the author."""
+def explain_failure(code: int, stderr: str, namespace: str, root: Path | None = None) -> Failure:
+    """What a load check that exited ``code`` with ``stderr`` tells the author; the lines of
+    the project at ``root`` that define and implement the op, where found."""
     how = f"the extension {_how_it_ended(code)} when loaded"
     reason = _reason(stderr)
     if _MISMATCH in reason:
         op = _field(reason, "operator")
         name = _strip_namespace(op, namespace) if op else "an op"
-        lines = [
-            f"  {label:<14} {_strip_namespace(value, namespace)}"
-            + (f"  ({_strip_namespace(where, namespace)})" if where else "")
-            for label, key in (("schema", "expected schema"), ("implementation", "inferred schema"))
-            if (value := _field(reason, key))
-            for where in (_registered_at(reason, key),)
-        ]
+        # torch names each registration block's first line; the line to edit is the op's own
+        # ops.def("name(...)") or ops.impl("name", ...), found in the project's file.
+        lines = []
+        for label, key, own in (
+            ("schema", "expected schema", rf'"\s*{re.escape(name)}\s*\('),
+            ("implementation", "inferred schema", rf'"{re.escape(name)}"'),
+        ):
+            if (value := _field(reason, key)) is None:
+                continue
+            where = _registered_at(reason, key)
+            at = f"  ({_own_line(_strip_namespace(where, namespace), own, root)})" if where else ""
+            lines.append(f"  {label:<14} {_strip_namespace(value, namespace)}{at}")
         why = _field(reason, "reason")
         return Failure(
             f"{how}: op {name}: its C++ implementation does not match the schema it was "
@@ -188,6 +197,23 @@ def _registered_at(reason: str, label: str) -> str | None:
     """The ``registered at FILE:LINE`` line torch prints under ``label``'s line."""
     match = re.search(rf"^\s*{re.escape(label)}:.*\n\s*registered at (\S+)", reason, re.MULTILINE)
     return match.group(1) if match else None
+
+
+def _own_line(where: str, pattern: str, root: Path | None) -> str:
+    """``where`` (FILE:LINE, relative to the project at ``root``) moved to the first line at or
+    after it, else before it, that matches ``pattern``; as it is when nothing matches."""
+    file, _, line = where.rpartition(":")
+    if root is None or not line.isdigit() or Path(file).is_absolute():
+        return where
+    try:
+        text = (root / file).read_text(errors="replace").splitlines()
+    except OSError:
+        return where
+    start = min(int(line) - 1, len(text))
+    for number in [*range(start, len(text)), *range(start)]:
+        if re.search(pattern, text[number]):
+            return f"{file}:{number + 1}"
+    return where
 
 
 def _strip_namespace(text: str, namespace: str) -> str:

@@ -514,9 +514,11 @@ def load_checked(
     if loaded is not None and loaded[0].is_file() and loaded[0].read_text() == loaded[1]:
         return None
     if defer and loaded is not None:
-        return DeferredLoad(shared_object, namespace, req.log, *loaded)
+        return DeferredLoad(shared_object, namespace, req.log, *loaded, req.project.root)
     with step(reporter, scope, "load check", log=req.log) as detail:
-        report = check_load(python, shared_object, namespace, kind, req.log, runner)
+        report = check_load(
+            python, shared_object, namespace, kind, req.log, runner, req.project.root
+        )
         detail.append(report.describe(namespace))
     if loaded is not None:
         atomic_write(*loaded)
