@@ -76,6 +76,19 @@ def test_installed_once_beside_the_environment_never_into_it(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
+def test_a_venv_without_pip_gets_it_through_kernelwheels_pip(tmp_path: Path) -> None:
+    # uv venv makes environments without pip: the tools are installed by kernelwheel's pip,
+    # run for that interpreter (its markers, its version).
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", tmp_path / "env"], check=True)
+    python = tmp_path / "env" / "bin" / "python"
+    assert subprocess.run([python, "-c", "import pip"], capture_output=True).returncode != 0
+    lines = load_pytest_requirements()
+    root = provision_pytest(python, tmp_path / "cache", lines, PipSources())
+    assert _imports_pytest(python, root) == lines[0].split("==")[1].split()[0]
+    assert _imports_pytest(python, None) is None
+
+
+@pytest.mark.slow
 def test_a_wrong_hash_fails_and_leaves_nothing(tmp_path: Path) -> None:
     lines = list(load_pytest_requirements())
     lines[0] = lines[0].split("--hash=")[0] + "--hash=sha256:" + "0" * 64

@@ -1,12 +1,14 @@
 """The pytest ``kernelwheel test`` brings where the tests' interpreter has none (the build
 environment, or a virtual environment without pytest): recipes/pytest.toml's pinned, hashed
-wheels, installed once by that interpreter's own pip into ``<cache>/tools/pytest-<digest>/``,
+wheels, installed once by that interpreter's own pip (a venv made without pip, as ``uv venv``
+makes them: kernelwheel's pip run for it, ``pip --python``) into ``<cache>/tools/pytest-<digest>/``,
 never into the environment (shared and immutable once made), and put on the tests' PYTHONPATH."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,8 +34,11 @@ def provision_pytest(
         root.mkdir(parents=True)
         reqs = root / "kernelwheel-requirements.txt"
         reqs.write_text(listed)
+        pip: list[str | Path] = [python, "-m", "pip"]
+        if runner.captured([python, "-c", "import pip"]).returncode:  # made without pip
+            pip = [sys.executable, "-m", "pip", "--python", python]
         runner.checked(
-            [python, "-m", "pip", "install", "--no-input", "--no-deps", "--target", root,
+            [*pip, "install", "--no-input", "--no-deps", "--target", root,
              "--only-binary=:all:", "--require-hashes", *sources.pip_args(), "-r", reqs],
             None,
             "install pytest for the tests (into kernelwheel's cache, not the environment)",
