@@ -14,14 +14,14 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..errors import HubError
-from ..model.names import name_warning, shadowing
+from ..model.names import name_warning, package_name, shadowing
 from ..model.python_depends import load_python_depends
 from ..model.recipes import TVM_FFI_PACKAGE, load_recipes
 from ..model.variant import LocalVersionStyle, Variant
 from ..wheels import WheelSpec
 from .guard import UnreadableInit, guard_files
-from .layout import KernelMetadata, VariantPlan, package_name, plan
-from .metadata import DEV_BUILD_MARK, METADATA_JSON, METADATA_SIGSTORE
+from .layout import VariantPlan, plan
+from .metadata import DEV_BUILD_MARK, METADATA_JSON, METADATA_SIGSTORE, KernelMetadata
 from .revision import RequestKind, Resolution
 from .safety import verify
 from .source import BUILD_DIR, FileReader, RepoFile
@@ -175,9 +175,7 @@ def prepare_wheel(
     if name is not None:  # --name: above metadata.json, the content and the repo name
         metadata = dataclasses.replace(metadata or KernelMetadata(), name=name)
     try:
-        layout = plan(
-            variant.name, sorted(by_inner), metadata=metadata, repo_name=repo_name, where=folder
-        )
+        layout = plan(sorted(by_inner), metadata=metadata, repo_name=repo_name, where=folder)
     except HubError as exc:
         raise Unconvertible(str(exc)) from None
     read = {arc: _read(reader, by_inner[inner], where) for inner, arc in layout.files}
@@ -189,8 +187,8 @@ def prepare_wheel(
                     f"{folder}: {problem}: the folder does not hold the files the kernel was "
                     "built with"
                 )
-    if layout.signature_path is not None and kept:
-        signature, _ = _read(reader, by_inner[layout.signature_path], where)
+    if METADATA_SIGSTORE in by_inner and kept:
+        signature, _ = _read(reader, by_inner[METADATA_SIGSTORE], where)
         kept[f"{HUB_DIST_INFO}/{METADATA_SIGSTORE}"] = signature
     if metadata is not None and metadata.kernel_depends:
         kernels = ", ".join(d.describe() for d in metadata.kernel_depends)
