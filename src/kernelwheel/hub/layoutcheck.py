@@ -50,8 +50,7 @@ class LayoutFile:
 
 @dataclass(frozen=True)
 class Layout:
-    """A Hub layout on disk: repo path -> file, the project and the major its variants agree
-    on."""
+    """A Hub layout on disk: repo path -> file; the project and major its variants agree on."""
 
     files: dict[str, LayoutFile]
     variants: tuple[str, ...]
@@ -98,8 +97,7 @@ def _lstat_is(path: Path, test: Callable[[int], bool]) -> bool:
 
 
 def _walk(root: Path, layout: Path) -> list[Path]:
-    """The regular files under ``root`` (bytecode left out), sorted; anything else refused
-    without being opened."""
+    """The regular files under ``root``, sorted, bytecode left out; anything else refused."""
     out: list[Path] = []
     with os.scandir(root) as found:
         entries = sorted(found, key=lambda e: e.name)
@@ -204,8 +202,7 @@ class _VariantFolder:
         return cls(root, variant, meta, meta.name, int(meta.version))
 
     def read(self, paths: list[Path], layout: Path) -> dict[str, LayoutFile]:
-        """The folder's files, allow-listed, its extensions checked, each hashed once and
-        compared with the digest."""
+        """The folder's files, allow-listed, extensions checked, hashed once against the digest."""
         inner = {p.relative_to(self.root).as_posix(): p for p in paths}
         for rel, path in inner.items():
             check_repo_path(path.relative_to(layout).as_posix(), where=str(layout))
@@ -384,8 +381,7 @@ def _one_project(folder: Path, folders: list[_VariantFolder], version: int | Non
 
 
 def _open_regular(path: Path) -> BinaryIO:
-    """``path`` opened for reading if it is a regular file: a FIFO is opened without waiting
-    (and refused), a symlink not followed."""
+    """``path`` opened if it is a regular file: a FIFO refused unwaited, a symlink unfollowed."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(path, flags)

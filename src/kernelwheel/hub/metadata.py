@@ -53,8 +53,7 @@ class KernelsVersion:
 
 @dataclass(frozen=True)
 class Provenance:
-    """Who built the variant (``kernel-builder``, or kernelwheel in its place) from which
-    commit of the kernel."""
+    """Who built the variant (``kernel-builder``, or kernelwheel) from which kernel commit."""
 
     builder_version: str
     builder_git: GitState | None = None
@@ -96,33 +95,29 @@ class Digest:
 
     @classmethod
     def of_sha256(cls, digests: Mapping[str, bytes]) -> Digest:
-        """The sha256 digest of a folder whose files' raw sha256 digests are already known
-        (computed while they were written)."""
+        """The digest from raw sha256 digests already taken (while the files were written)."""
         hashes = [(p, base64.b64encode(d).decode()) for p, d in digests.items() if not _excluded(p)]
         return cls("sha256", tuple(sorted(hashes)))
 
     def mismatches(self, hashes: Mapping[str, str]) -> list[str]:
         """How a folder whose files hash to ``hashes`` (path -> base64 hash in this digest's
-        algorithm, every file of the folder) differs from this digest: files missing, added or
-        changed; empty when it matches."""
+        algorithm, every file of the folder) differs from this digest; empty when it matches."""
         present = {p: h for p, h in hashes.items() if not _excluded(p)}
-        listed = dict(self.files)
-        problems = [f"{p} is missing" for p in sorted(set(listed) - set(present))]
+        problems = [f"{p} is missing" for p in sorted(set(dict(self.files)) - set(present))]
         for path in sorted(present):
-            if path not in listed:
-                problems.append(f"{path} is not in metadata.json's digest")
-            elif listed[path] != present[path]:
-                problems.append(
-                    f"{path} does not match its {self.algorithm} in metadata.json's digest"
-                )
+            if (problem := self._mismatch(path, present[path])) is not None:
+                problems.append(problem)
         return problems
 
     def problem(self, path: str, data: bytes) -> str | None:
         """Why ``data`` (the file at ``path`` in the folder) does not match, or None."""
+        return self._mismatch(path, _hash(self.algorithm, data))
+
+    def _mismatch(self, path: str, hashed: str) -> str | None:
         expected = dict(self.files).get(path)
         if expected is None:
             return f"{path} is not in metadata.json's digest"
-        if _hash(self.algorithm, data) != expected:
+        if hashed != expected:
             return f"{path} does not match its {self.algorithm} in metadata.json's digest"
         return None
 
@@ -142,8 +137,7 @@ def _hash(algorithm: str, data: bytes | Path) -> str:
 
 @dataclass(frozen=True)
 class KernelMetadata:
-    """The fields of ``metadata.json``. All optional: older files carry only
-    ``python-depends``."""
+    """The fields of ``metadata.json``; all optional, as older files carry only python-depends."""
 
     name: str | None = None
     version: str | None = None  # the API major ("1"); older files: a full version

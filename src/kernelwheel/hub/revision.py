@@ -117,8 +117,7 @@ def _wheel_version(text: str, what: str) -> str:
 
 @dataclass(frozen=True)
 class Resolution:
-    """What was converted: the ref (or revision) that was chosen, its commit and the version
-    stamped on the wheels (without the local part)."""
+    """What was converted: the chosen ref (or revision), its commit and the wheels' version."""
 
     request: VersionRequest
     ref: str

@@ -26,10 +26,6 @@ class Announced:
     blob_id: str | None = None
     lfs_sha256: str | None = None
 
-    @property
-    def known(self) -> bool:
-        return self.blob_id is not None or self.lfs_sha256 is not None
-
 
 @dataclass(frozen=True)
 class LfsPointer:
@@ -64,8 +60,7 @@ def git_blob_id(data: bytes) -> str:
 
 def check_repo_path(path: str, *, where: str) -> PurePosixPath:
     """A repo file name as a relative POSIX path; refuse names that could escape a folder or
-    mean something else on another OS (``..``, absolute, backslashes, drive colons, control
-    characters)."""
+    mean something else on another OS (``..``, absolute, backslashes, colons, controls)."""
     pure = PurePosixPath(path)
     bad = (
         not path
@@ -85,7 +80,7 @@ def check_repo_path(path: str, *, where: str) -> PurePosixPath:
 def verify(path: str, data: bytes, announced: Announced, *, where: str) -> str:
     """Refuse ``data`` unless it matches what the source announced for ``path``. Returns the
     hex SHA-256 of ``data`` (computed anyway; the wheel's RECORD reuses it)."""
-    if not announced.known:
+    if announced.blob_id is None and announced.lfs_sha256 is None:
         raise HubError(
             f"{where}: {path}: the source announced no hash for this file, so it cannot be "
             "verified",

@@ -67,8 +67,7 @@ class RepoSource(Protocol):
 
 
 def group_by_variant(files: Sequence[RepoFile]) -> dict[str, list[RepoFile]]:
-    """Files by variant folder, sorted by name. Files directly in build/ (a README) belong to no
-    variant and are not returned."""
+    """Files by variant folder, sorted; those directly in build/ (a README) are left out."""
     out: dict[str, list[RepoFile]] = {}
     for f in files:
         if f.path.startswith(BUILD_DIR + "/") and f.path.count("/") >= 2:

@@ -234,8 +234,7 @@ def _change(file: LayoutFile, remote: tuple[str | None, str | None] | None) -> C
 def upload(
     req: UploadRequest, reporter: Reporter | None = None, *, settings: HubSettings | None = None
 ) -> UploadResult:
-    """Plan, and unless ``req.dry_run`` make, the commit that puts the layout's variants on the
-    kernel repo's branch ``v<major>``."""
+    """Plan, and unless ``req.dry_run`` make, the commit of the variants to branch ``v<major>``."""
     reporter = reporter or SilentReporter()
     if (problem := repo_id_problem(req.repo)) is not None:
         raise UsageError(
@@ -358,8 +357,7 @@ def _commit(
     parent: str | None,
     contents: dict[str, LayoutFile],
 ) -> tuple[str, str | None]:
-    """The commit's id and URL (None when its answer was lost): made once, whatever the
-    network does (the module's docstring)."""
+    """The commit's id and URL (None: its answer was lost), made once (the module docstring)."""
     what = f"committing to {plan.branch}"
     for attempt in range(1, hub.tries + 1):
         try:
