@@ -57,9 +57,8 @@ def wheel_tag(variant: Variant, manylinux: str) -> Tag:
 
 
 def framework_requirements(variant: Variant) -> tuple[str, ...]:
-    """What the variant's framework needs (docs/to-wheel.md's table): for tvm-ffi no torch but
-    apache-tvm-ffi of the series the name promises (which release the Hub build used is not
-    recorded) and the run-time needs recipes/tvm-ffi.toml lists for its flavour."""
+    """What the variant's framework needs (docs/to-wheel.md): for tvm-ffi, apache-tvm-ffi of the
+    named series (the Hub build's release is not recorded) and recipes/tvm-ffi.toml's needs."""
     if variant.tvm_ffi is None:
         return (variant.torch_requirement(),)
     series = variant.tvm_ffi
@@ -142,8 +141,7 @@ def prepare_wheel(
     style: LocalVersionStyle = LocalVersionStyle.DOTTED,
     name: str | None = None,
 ) -> PreparedWheel:
-    """Read, verify and lay out one variant: integrity errors propagate as HubError from
-    :func:`verify`, layout problems raise :class:`Unconvertible`."""
+    """One variant read, verified (a HubError) and laid out (else :class:`Unconvertible`)."""
     folder = f"{where}: {BUILD_DIR}/{variant.name}"
     for file in files:
         try:
@@ -223,7 +221,6 @@ def prepare_wheel(
     except UnreadableInit as exc:
         raise Unconvertible(f"{folder}: {exc}") from None
     depends = _pypi_requirements(metadata.python_depends, variant) if metadata else ()
-    summary = metadata.summary if metadata and metadata.summary else None
     spec = WheelSpec(
         name=dist,
         version=version,
@@ -231,7 +228,7 @@ def prepare_wheel(
         files=contents,
         requires_dist=_merge(framework_requirements(variant), depends),
         requires_python=REQUIRES_PYTHON,
-        summary=summary
+        summary=(metadata.summary if metadata else None)
         or f"{dist} PyTorch kernel ({variant.name}) from {repo_name} at commit "
         f"{resolution.commit[:12]}, converted by kernelwheel",
         license=metadata.license if metadata else None,

@@ -537,10 +537,9 @@ def call_hub(
     "HF_HUB_DOWNLOAD_TIMEOUT (seconds); HF_HUB_OFFLINE=1 uses what is cached",
 ) -> T:
     """``fn()``, its huggingface_hub and network errors as HubErrors naming ``where``, ``what``
-    was being done and the fix. A call that times out, cannot connect or is answered with one of
-    ``retry_status`` is tried again, up to ``tries`` times (default: _TRIES with ``timeout``,
-    the seconds the HTTP client waits, else once), ``pause(n)`` seconds after the n-th, then a
-    :class:`HubUnavailable`."""
+    and the fix. No answer (or one of ``retry_status``) is tried again, up to ``tries`` times
+    (default: _TRIES with a ``timeout``, else once), ``pause(n)`` seconds after the n-th, then
+    a :class:`HubUnavailable`."""
     tries = tries or (_TRIES if timeout is not None else 1)
     for attempt in range(1, tries + 1):
         try:

@@ -34,9 +34,8 @@ class VariantPlan:
 def plan(
     paths: Sequence[str], *, metadata: KernelMetadata | None, repo_name: str, where: str
 ) -> VariantPlan:
-    """Plan one variant: ``paths`` are relative to ``build/<variant>/``. Every path goes into
-    the wheel at its layout's archive path, or is left out with its reason; metadata.json and
-    bytecode are always left out."""
+    """Each of ``paths`` (in ``build/<variant>/``) at its layout's archive path, or left out with
+    its reason (metadata.json and bytecode always)."""
     shims: list[str] = []
     if INIT in paths:
         layout, pkg = Layout.FLAT, _flat(paths, metadata, repo_name, where)

@@ -1,7 +1,6 @@
 """A Hub layout as ``kernelwheel upload`` reads it: only what a build writes, each part checked
 before anything is pushed (docs/upload.md lists the checks). Nothing but a regular file is ever
-opened (a FIFO would block forever), and each file is read once, in chunks, for every hash.
-"""
+opened (a FIFO would block forever), and each file is read once, in chunks, for every hash."""
 
 from __future__ import annotations
 
@@ -227,28 +226,24 @@ class _VariantFolder:
     def _allowed(self, rel: str, path: Path) -> None:
         """Refuse a file a build does not write."""
         parts = rel.split("/")
+        listing = ""
         if any(part.startswith(".") for part in parts):
-            raise UsageError(
-                f"{path}: a hidden file: a build writes none, and one such as .env may hold "
-                "secrets; it is not pushed",
-                hint=f"remove it from {BUILD_DIR}/{self.name}/, or " + _REBUILD,
-            )
-        if rel in (METADATA_JSON, METADATA_SIGSTORE):
+            why = "a hidden file: a build writes none, and one such as .env may hold secrets; it "
+            why += "is not pushed"
+        elif rel in (METADATA_JSON, METADATA_SIGSTORE):
             return
-        if self.meta.digest is not None:
-            if rel not in dict(self.meta.digest.files):
-                raise UsageError(
-                    f"{path}: not in metadata.json's digest: not a file the build wrote",
-                    hint=f"remove it from {BUILD_DIR}/{self.name}/, or " + _REBUILD,
-                )
+        elif self.meta.digest is not None:
+            if rel in dict(self.meta.digest.files):
+                return
+            why = "not in metadata.json's digest: not a file the build wrote"
         elif not rel.endswith(_BUILD_SUFFIXES) and parts[-1] not in _BUILD_NAMES:
-            raise UsageError(
-                f"{path}: not a file a build writes (its package's "
-                f"{', '.join(_BUILD_SUFFIXES)} files and metadata.json)",
-                hint=f"remove it from {BUILD_DIR}/{self.name}/, or "
-                + _REBUILD
-                + ", which lists every file it writes in metadata.json's digest",
-            )
+            why = f"not a file a build writes (its package's {', '.join(_BUILD_SUFFIXES)} files "
+            why += "and metadata.json)"
+            listing = ", which lists every file it writes in metadata.json's digest"
+        else:
+            return
+        hint = f"remove it from {BUILD_DIR}/{self.name}/, or {_REBUILD}{listing}"
+        raise UsageError(f"{path}: {why}", hint=hint)
 
     def _check_extensions(self, inner: dict[str, Path]) -> None:
         """The compiled files agree with the variant's backend (the module's docstring)."""
