@@ -78,7 +78,6 @@ def kernel_metadata(
         digest=digest or (Digest.of(files) if files is not None else None),
         provenance=Provenance(f"kernelwheel {__version__}", kernel=git),
     )
-    # The lowest kernels release that loads this (data/kernels_minver.toml; docs/versions.md).
     minver, _ = kernels_minver(variant, meta)
     return dataclasses.replace(meta, kernels_minver=minver)
 

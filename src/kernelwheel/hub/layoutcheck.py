@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from ..abi.linkage import GpuLinkage, NotElfError, read_linkage
 from ..errors import HubError, UsageError, VariantError
-from ..model.variant import OS, BackendKind, Variant
+from ..model.variant import OS, Backend, BackendKind, Variant
 from .export import CARD
 from .metadata import DEV_BUILD_MARK, METADATA_JSON, METADATA_SIGSTORE, KernelMetadata
 from .safety import check_repo_path
@@ -267,7 +267,7 @@ class _VariantFolder:
                     f"{rel} is not an ELF shared object, which a linux variant's extension is"
                 ) from None
         assert variant.backend is not None
-        _check_runtime(self, variant.backend.kind, found)
+        self._check_runtime(variant.backend, found)
 
     def _mismatch(self, detail: str) -> UsageError:
         return UsageError(
@@ -276,35 +276,34 @@ class _VariantFolder:
             "the folder",
         )
 
-
-def _check_runtime(folder: _VariantFolder, kind: BackendKind, found: dict[str, GpuLinkage]) -> None:
-    """A CUDA (ROCm) folder holds an extension built for CUDA (ROCm), of its CUDA major; any
-    other folder none built for a GPU runtime."""
-    wanted = kind.value if kind in (BackendKind.CUDA, BackendKind.ROCM) else None
-    label = f"a {kind.display_name} variant"
-    for rel, linkage in found.items():
-        for runtime in sorted(linkage.runtimes - {wanted}):
-            raise folder._mismatch(
-                f"{label}, but its extension {rel} is built for "
-                f"{BackendKind(runtime).display_name} ({linkage.shown(runtime)})"
-            )
-    if wanted is None:
-        return
-    if not any(wanted in linkage.runtimes for linkage in found.values()):
-        what = ", ".join(sorted(found)) or "no extension"
-        gpu = kind.display_name
-        raise folder._mismatch(
-            f"{label}, but it holds {what}, built for no GPU runtime (no {gpu} device code, "
-            f"no {gpu} library needed): a CPU build under a {gpu} name"
-        )
-    backend = folder.variant.backend
-    if kind is BackendKind.CUDA and backend is not None and backend.version is not None:
+    def _check_runtime(self, backend: Backend, found: dict[str, GpuLinkage]) -> None:
+        """A CUDA (ROCm) folder holds an extension built for CUDA (ROCm), of its CUDA major; any
+        other folder none built for a GPU runtime."""
+        kind = backend.kind
+        wanted = kind.value if kind in (BackendKind.CUDA, BackendKind.ROCM) else None
+        label = f"a {kind.display_name} variant"
         for rel, linkage in found.items():
-            if linkage.cuda_major is not None and linkage.cuda_major != backend.version[0]:
-                raise folder._mismatch(
-                    f"a CUDA {backend.cuda_version} variant, but its extension {rel} "
-                    f"{linkage.shown('cuda')}: a CUDA {linkage.cuda_major} build"
+            for runtime in sorted(linkage.runtimes - {wanted}):
+                raise self._mismatch(
+                    f"{label}, but its extension {rel} is built for "
+                    f"{BackendKind(runtime).display_name} ({linkage.shown(runtime)})"
                 )
+        if wanted is None:
+            return
+        if not any(wanted in linkage.runtimes for linkage in found.values()):
+            what = ", ".join(sorted(found)) or "no extension"
+            gpu = kind.display_name
+            raise self._mismatch(
+                f"{label}, but it holds {what}, built for no GPU runtime (no {gpu} device code, "
+                f"no {gpu} library needed): a CPU build under a {gpu} name"
+            )
+        if kind is BackendKind.CUDA and backend.version is not None:
+            for rel, linkage in found.items():
+                if linkage.cuda_major is not None and linkage.cuda_major != backend.version[0]:
+                    raise self._mismatch(
+                        f"a CUDA {backend.cuda_version} variant, but its extension {rel} "
+                        f"{linkage.shown('cuda')}: a CUDA {linkage.cuda_major} build"
+                    )
 
 
 def _parse_variant(root: Path) -> Variant:
