@@ -173,8 +173,7 @@ _MOST_SECONDS = 86400.0  # a day: more is a typo, and huge floats overflow the H
 
 
 def seconds(text: str, where: str, *, zero: bool = False, most: float = _MOST_SECONDS) -> float:
-    """A number of seconds as given in ``where`` (a variable, a flag): positive (``zero``: or
-    0), at most ``most``; anything else a :class:`UsageError` naming ``where`` and the value."""
+    """Seconds as given in ``where`` (a variable, a flag): > 0 (``zero``: or 0), <= ``most``."""
     try:
         value = float(text.strip())
     except ValueError:

@@ -282,9 +282,8 @@ class _Fields:
             raise self.error("kernel-depends", f"must be a list, got {entries!r}", hint)
         out: list[KernelDependency] = []
         for entry in entries:
-            repo_id = entry.get("repo-id") if isinstance(entry, dict) else None
-            version = entry.get("version") if isinstance(entry, dict) else None
-            revision = entry.get("revision") if isinstance(entry, dict) else None
+            fields = entry if isinstance(entry, dict) else {}
+            repo_id, version, revision = (fields.get(k) for k in ("repo-id", "version", "revision"))
             ok_version = isinstance(version, int) and not isinstance(version, bool) and version >= 0
             if (
                 not isinstance(repo_id, str)
