@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from ..errors import HubError
 
@@ -58,23 +57,19 @@ def git_blob_id(data: bytes) -> str:
     return digest.hexdigest()
 
 
-def check_repo_path(path: str, *, where: str) -> PurePosixPath:
-    """A repo file name as a relative POSIX path; refuse names that could escape a folder or
-    mean something else on another OS (``..``, absolute, backslashes, colons, controls)."""
-    pure = PurePosixPath(path)
-    bad = (
+def check_repo_path(path: str, *, where: str) -> None:
+    """Refuse a repo file name that could escape a folder or mean something else on another OS."""
+    if (
         not path
         or path.startswith("/")
         or any(part in ("", ".", "..") for part in path.split("/"))
         or _BAD_CHARS.search(path) is not None
-    )
-    if bad:
+    ):
         raise HubError(
             f"{where}: refusing file name {path!r}: it could escape the package folder",
             hint="file names must be relative, with no '..', '.', empty parts, backslashes, "
             "colons or control characters; fix the repo (or use another revision)",
         )
-    return pure
 
 
 def verify(path: str, data: bytes, announced: Announced, *, where: str) -> str:
