@@ -189,7 +189,7 @@ class KernelMetadata:
             name=read.text("name"),
             version=read.text("version"),
             kernels_minver=read.kernels_version("kernels-minver"),
-            license=_license(raw.get("license"), where),
+            license=read.license(),
             summary=read.text("summary") or read.text("description"),
             python_depends=read.python_depends(),
             id=read.text("id"),
@@ -233,6 +233,17 @@ class _Fields:
 
     def error(self, key: str, message: str, hint: str) -> HubError:
         return HubError(f"{self.where}: field {key!r} {message}", hint=hint)
+
+    def license(self) -> str | None:
+        value = self.raw.get("license")
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return value.strip() or None
+        if isinstance(value, dict) and isinstance(value.get("id") or value.get("name"), str):
+            return str(value.get("id") or value.get("name"))
+        hint = 'e.g. "license": "apache-2.0"'
+        raise self.error("license", f"must be a string, got {value!r}", hint)
 
     def text(self, key: str) -> str | None:
         value = self.raw.get(key)
@@ -352,16 +363,3 @@ class _Fields:
             return GitState.parse(value)
         except ValueError as exc:
             raise self.error("provenance", f"has {what} {exc}", hint) from None
-
-
-def _license(value: Any, where: str) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value.strip() or None
-    if isinstance(value, dict) and isinstance(value.get("id") or value.get("name"), str):
-        return str(value.get("id") or value.get("name"))
-    raise HubError(
-        f"{where}: field 'license' must be a string, got {value!r}",
-        hint='e.g. "license": "apache-2.0"',
-    )
