@@ -471,19 +471,20 @@ class HubSource:
             thread_name_prefix="kernelwheel-download",
         )
         futures: dict[str, Future[Path]] = {}
-        if variants:
-            first = pool.submit(self._download, commit, variants[0])
-            futures[variants[0]] = first
-            for variant in variants[1:]:
-                futures[variant] = pool.submit(self._download_after, first, commit, variant)
+        for variant in variants:
+            futures[variant] = pool.submit(
+                self._download, commit, variant, futures.get(variants[0])
+            )
         try:
             yield _StreamingReader(futures, self.where)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _download(self, commit: str, variant: str) -> Path:
+    def _download(self, commit: str, variant: str, first: Future[Path] | None) -> Path:
         from huggingface_hub import snapshot_download
 
+        if first is not None:
+            first.result()  # the first download, whose listing is cached once it is done
         snapshot = self._typed(
             f"downloading build/{variant}/",
             lambda kind: snapshot_download(
@@ -501,10 +502,6 @@ class HubSource:
             ),
         )
         return Path(snapshot)
-
-    def _download_after(self, first: Future[Path], commit: str, variant: str) -> Path:
-        first.result()
-        return self._download(commit, variant)
 
 
 class _StreamingReader:
