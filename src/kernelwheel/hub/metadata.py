@@ -103,18 +103,18 @@ class Digest:
         """How a folder whose files hash to ``hashes`` (path -> base64 hash in this digest's
         algorithm, every file of the folder) differs from this digest; empty when it matches."""
         present = {p: h for p, h in hashes.items() if not _excluded(p)}
-        problems = [f"{p} is missing" for p in sorted(set(dict(self.files)) - set(present))]
+        listed = dict(self.files)
+        problems = [f"{p} is missing" for p in sorted(set(listed) - set(present))]
         for path in sorted(present):
-            if (problem := self._mismatch(path, present[path])) is not None:
+            if (problem := self._mismatch(path, present[path], listed.get(path))) is not None:
                 problems.append(problem)
         return problems
 
     def problem(self, path: str, data: bytes) -> str | None:
         """Why ``data`` (the file at ``path`` in the folder) does not match, or None."""
-        return self._mismatch(path, _hash(self.algorithm, data))
+        return self._mismatch(path, _hash(self.algorithm, data), dict(self.files).get(path))
 
-    def _mismatch(self, path: str, hashed: str) -> str | None:
-        expected = dict(self.files).get(path)
+    def _mismatch(self, path: str, hashed: str, expected: str | None) -> str | None:
         if expected is None:
             return f"{path} is not in metadata.json's digest"
         if hashed != expected:
