@@ -21,7 +21,7 @@ from kernelwheel.hub.safety import Announced, LfsPointer, check_repo_path, git_b
     ],
 )
 def test_ordinary_names_pass(path: str) -> None:
-    assert str(check_repo_path(path, where="r")) == path
+    check_repo_path(path, where="r")  # no HubError
 
 
 @pytest.mark.parametrize(

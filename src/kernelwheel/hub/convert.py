@@ -14,14 +14,14 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..errors import HubError
-from ..model.names import name_warning, shadowing
+from ..model.names import name_warning, package_name, shadowing
 from ..model.python_depends import load_python_depends
 from ..model.recipes import TVM_FFI_PACKAGE, load_recipes
 from ..model.variant import LocalVersionStyle, Variant
 from ..wheels import WheelSpec
 from .guard import UnreadableInit, guard_files
-from .layout import KernelMetadata, VariantPlan, package_name, plan
-from .metadata import DEV_BUILD_MARK, METADATA_JSON, METADATA_SIGSTORE
+from .layout import VariantPlan, plan
+from .metadata import DEV_BUILD_MARK, METADATA_JSON, METADATA_SIGSTORE, KernelMetadata
 from .revision import RequestKind, Resolution
 from .safety import verify
 from .source import BUILD_DIR, FileReader, RepoFile
@@ -57,9 +57,8 @@ def wheel_tag(variant: Variant, manylinux: str) -> Tag:
 
 
 def framework_requirements(variant: Variant) -> tuple[str, ...]:
-    """What the variant's framework needs (docs/to-wheel.md's table): for tvm-ffi no torch but
-    apache-tvm-ffi of the series the name promises (which release the Hub build used is not
-    recorded) and the run-time needs recipes/tvm-ffi.toml lists for its flavour."""
+    """What the variant's framework needs (docs/to-wheel.md): for tvm-ffi, apache-tvm-ffi of the
+    named series (the Hub build's release is not recorded) and recipes/tvm-ffi.toml's needs."""
     if variant.tvm_ffi is None:
         return (variant.torch_requirement(),)
     series = variant.tvm_ffi
@@ -142,8 +141,7 @@ def prepare_wheel(
     style: LocalVersionStyle = LocalVersionStyle.DOTTED,
     name: str | None = None,
 ) -> PreparedWheel:
-    """Read, verify and lay out one variant: integrity errors propagate as HubError from
-    :func:`verify`, layout problems raise :class:`Unconvertible`."""
+    """One variant read, verified (a HubError) and laid out (else :class:`Unconvertible`)."""
     folder = f"{where}: {BUILD_DIR}/{variant.name}"
     for file in files:
         try:
@@ -175,9 +173,7 @@ def prepare_wheel(
     if name is not None:  # --name: above metadata.json, the content and the repo name
         metadata = dataclasses.replace(metadata or KernelMetadata(), name=name)
     try:
-        layout = plan(
-            variant.name, sorted(by_inner), metadata=metadata, repo_name=repo_name, where=folder
-        )
+        layout = plan(sorted(by_inner), metadata=metadata, repo_name=repo_name, where=folder)
     except HubError as exc:
         raise Unconvertible(str(exc)) from None
     read = {arc: _read(reader, by_inner[inner], where) for inner, arc in layout.files}
@@ -189,8 +185,8 @@ def prepare_wheel(
                     f"{folder}: {problem}: the folder does not hold the files the kernel was "
                     "built with"
                 )
-    if layout.signature_path is not None and kept:
-        signature, _ = _read(reader, by_inner[layout.signature_path], where)
+    if METADATA_SIGSTORE in by_inner and kept:
+        signature, _ = _read(reader, by_inner[METADATA_SIGSTORE], where)
         kept[f"{HUB_DIST_INFO}/{METADATA_SIGSTORE}"] = signature
     if metadata is not None and metadata.kernel_depends:
         kernels = ", ".join(d.describe() for d in metadata.kernel_depends)
@@ -225,7 +221,6 @@ def prepare_wheel(
     except UnreadableInit as exc:
         raise Unconvertible(f"{folder}: {exc}") from None
     depends = _pypi_requirements(metadata.python_depends, variant) if metadata else ()
-    summary = metadata.summary if metadata and metadata.summary else None
     spec = WheelSpec(
         name=dist,
         version=version,
@@ -233,7 +228,7 @@ def prepare_wheel(
         files=contents,
         requires_dist=_merge(framework_requirements(variant), depends),
         requires_python=REQUIRES_PYTHON,
-        summary=summary
+        summary=(metadata.summary if metadata else None)
         or f"{dist} PyTorch kernel ({variant.name}) from {repo_name} at commit "
         f"{resolution.commit[:12]}, converted by kernelwheel",
         license=metadata.license if metadata else None,

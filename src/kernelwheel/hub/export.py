@@ -56,9 +56,8 @@ def kernel_metadata(
     git: GitState | None = None,
     digest: Digest | None = None,
 ) -> KernelMetadata:
-    """metadata.json for one exported variant; ``files`` (path in the variant folder -> bytes
-    or the file holding them) give the digest, or ``digest`` as already computed; ``git`` the
-    kernel's provenance."""
+    """metadata.json for one exported variant; its digest from ``files`` (path in the variant
+    folder -> bytes or the file holding them), else ``digest``; ``git``: the provenance."""
     if variant.backend is None:
         raise HubError(
             f"{variant.name}: a noarch variant has no backend for metadata.json",
@@ -79,7 +78,6 @@ def kernel_metadata(
         digest=digest or (Digest.of(files) if files is not None else None),
         provenance=Provenance(f"kernelwheel {__version__}", kernel=git),
     )
-    # The lowest kernels release that loads this (data/kernels_minver.toml; docs/versions.md).
     minver, _ = kernels_minver(variant, meta)
     return dataclasses.replace(meta, kernels_minver=minver)
 
@@ -94,10 +92,9 @@ def export_variant(
     capabilities: tuple[CudaCapability, ...] = (),
     git: GitState | None = None,
 ) -> Path:
-    """Write ``root/build/<variant>/`` from the package files of ``wheel``; replaces an older
-    export of the same variant atomically; the kernel card goes to ``root/README.md``
-    (:func:`export_card`). Returns the variant folder. Each file is streamed out of the wheel,
-    checked against RECORD and hashed for the digest in one pass, never read whole."""
+    """``root/build/<variant>/`` (returned) from ``wheel``'s package, replacing an older export
+    atomically, and the kernel card. Each file is streamed out, checked against RECORD and
+    hashed for the digest in one pass, never read whole."""
     try:
         major = parse_wheel_name(wheel.name)[1].major
     except ValueError as exc:  # InvalidWheelFilename, InvalidVersion
@@ -122,9 +119,8 @@ def export_variant(
 def write_variant(
     root: Path, variant: Variant, files: Mapping[str, Member], meta: KernelMetadata
 ) -> Path:
-    """``root/build/<variant>/``: ``files`` (bytes, or files copied in chunks; a ``.so``
-    executable) and ``meta`` as metadata.json, replacing an older one of the variant
-    atomically."""
+    """``root/build/<variant>/``: ``files`` (bytes, or files copied in chunks) and ``meta`` as
+    metadata.json, replacing an older one atomically."""
     build = root / "build"
     with staging_dir(build, "export") as staging:
         for name, data in files.items():
@@ -149,10 +145,8 @@ def _publish(staging: Path, folder: Path, meta: KernelMetadata) -> Path:
 def export_card(
     project: KernelProject, root: Path, *, version: int | None = None, dirty: bool = False
 ) -> Path:
-    """The project's kernel card as ``root/README.md``, what the Hub shows for the repo and
-    ``kernelwheel upload`` pushes beside build/: CARD.md rendered (model/card), else README.md,
-    else a generated card. ``version``: the API major of the export (else build.toml's);
-    ``dirty``: built from a git tree with uncommitted changes."""
+    """The kernel card (model/card) as ``root/README.md``, which the Hub shows and upload pushes;
+    ``version``: the export's API major (else build.toml's); ``dirty``: an unclean git tree."""
     fields = card_fields(project, version=version, dirty=dirty)
     data = project_card(project, fields).text.encode()
     target = root / CARD

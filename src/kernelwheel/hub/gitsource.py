@@ -38,15 +38,6 @@ class _Entry(NamedTuple):
     path: str
 
 
-def _parse_ls_tree(out: bytes) -> list[_Entry]:
-    entries = []
-    for record in filter(None, out.split(b"\0")):
-        meta, _, path = record.partition(b"\t")
-        mode, type_, oid = meta.decode().split()
-        entries.append(_Entry(mode, type_, oid, path.decode("utf-8", "surrogateescape")))
-    return entries
-
-
 class GitSource:
     """A local git clone (or bare repository) holding a Hub kernel repo."""
 
@@ -153,7 +144,13 @@ class GitSource:
 
     def _ls(self, commit: str, path: str, *, recursive: bool) -> list[_Entry]:
         flags = ("-r",) if recursive else ()
-        return _parse_ls_tree(self._git("ls-tree", "-z", "--full-tree", *flags, commit, "--", path))
+        out = self._git("ls-tree", "-z", "--full-tree", *flags, commit, "--", path)
+        entries = []
+        for record in filter(None, out.split(b"\0")):
+            meta, _, name = record.partition(b"\t")
+            mode, type_, oid = meta.decode().split()
+            entries.append(_Entry(mode, type_, oid, name.decode("utf-8", "surrogateescape")))
+        return entries
 
     def list_build(self, commit: str) -> Sequence[RepoFile]:
         entries = self._ls(commit, BUILD_DIR + "/", recursive=True)

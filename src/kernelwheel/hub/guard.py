@@ -14,8 +14,7 @@ from ..model.variant import BackendKind, Variant
 
 
 class UnreadableInit(Exception):
-    """The package's ``__init__.py`` is one no interpreter could import, so no guard can be put
-    in it (``str()`` says why, naming the file); the caller refuses that variant."""
+    """An ``__init__.py`` no interpreter could import, so no guard fits in it (``str()``: why)."""
 
 
 GUARD_MODULE = "_kernelwheel_guard"

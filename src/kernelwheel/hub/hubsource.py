@@ -4,6 +4,7 @@ downloaded, into huggingface_hub's cache, and every file is verified before use 
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import re
@@ -41,8 +42,7 @@ _REPO_ID_MAX = 96  # huggingface_hub's validate_repo_id: the whole id
 
 
 def repo_id_problem(text: str) -> str | None:
-    """Why ``text`` is no Hub repo id huggingface_hub would send (its ``validate_repo_id``'s
-    rules), None when it is one."""
+    """Why huggingface_hub's ``validate_repo_id`` would refuse ``text``; None if it would not."""
     if _REPO_ID.fullmatch(text) is None:
         return "is not org/name of ASCII letters, digits, '-', '_' and '.'"
     if len(text) > _REPO_ID_MAX:
@@ -57,8 +57,7 @@ def repo_id_problem(text: str) -> str | None:
 
 
 def checked_endpoint(value: str | None, where: str = "HF_ENDPOINT") -> str:
-    """The Hub's address from ``where`` (default https://huggingface.co), without a trailing
-    slash, checked now: huggingface_hub would fail deep inside the first request."""
+    """``where``'s Hub address, checked now: huggingface_hub would fail in its first request."""
     text = (value or "").strip()
     if not text:
         return _DEFAULT_ENDPOINT
@@ -106,7 +105,6 @@ class HubSettings:
     backoff: float = 1.0
 
     def pause(self, attempt: int) -> float:
-        """The seconds to wait after failed try number ``attempt`` (1-based)."""
         return self.backoff * attempt
 
     @classmethod
@@ -128,11 +126,9 @@ class HubSettings:
 
 
 def checked_token(value: str | None, where: str) -> str | None:
-    """A Hub token as given in ``where`` (a variable, a file), stripped of the whitespace around
-    it (``HF_TOKEN=$(cat FILE)`` keeps the file's newline, which no HTTP header may hold);
-    None when blank. It is registered as a secret first: nothing kernelwheel writes shows it. A
-    token with a character no Hub token has (non-ASCII, inner whitespace, control characters)
-    is a UsageError naming ``where`` and the character's position, never the token."""
+    """``where``'s Hub token, registered as a secret, stripped (``HF_TOKEN=$(cat FILE)`` keeps
+    a newline no HTTP header may hold); None when blank. A character no token has is a
+    UsageError naming its position, never the token."""
     if value is None:
         return None
     secret(value)
@@ -142,10 +138,9 @@ def checked_token(value: str | None, where: str) -> str | None:
     bad = next((i for i, c in enumerate(token) if not "!" <= c <= "~"), None)
     if bad is not None:
         char = token[bad]
+        kind = "whitespace" if char.isspace() else "a control character"
         if ord(char) > 127:
             kind = "a non-ASCII character"
-        else:
-            kind = "whitespace" if char.isspace() else "a control character"
         raise UsageError(
             f"{where}: the Hub token holds {kind} (character {bad + 1} of {len(token)}), which "
             "no Hub token has; it was not sent",
@@ -156,8 +151,7 @@ def checked_token(value: str | None, where: str) -> str | None:
 
 
 def hub_token(settings: HubSettings) -> str | None:
-    """The token the Hub calls send: ``settings``' (HF_TOKEN), else the one huggingface_hub
-    stored (``hf auth login``), checked the same way."""
+    """HF_TOKEN, else the token huggingface_hub stored (``hf auth login``), checked alike."""
     if settings.token is not None:
         return settings.token
     from huggingface_hub import constants, get_token
@@ -168,8 +162,7 @@ def hub_token(settings: HubSettings) -> str | None:
 
 
 def hub_timeout(environ: Mapping[str, str]) -> float | None:
-    """huggingface_hub's timeout variable that is set (``HF_HUB_DOWNLOAD_TIMEOUT``, else
-    ``HF_HUB_ETAG_TIMEOUT``), checked by :func:`seconds`; None when neither is."""
+    """``HF_HUB_DOWNLOAD_TIMEOUT``, else ``HF_HUB_ETAG_TIMEOUT``, checked; None if neither."""
     for name in ("HF_HUB_DOWNLOAD_TIMEOUT", "HF_HUB_ETAG_TIMEOUT"):
         if (environ.get(name) or "").strip():
             return seconds(environ[name], name)
@@ -180,8 +173,7 @@ _MOST_SECONDS = 86400.0  # a day: more is a typo, and huge floats overflow the H
 
 
 def seconds(text: str, where: str, *, zero: bool = False, most: float = _MOST_SECONDS) -> float:
-    """A number of seconds as given in ``where`` (a variable, a flag): positive (``zero``: or
-    0), at most ``most``; anything else a :class:`UsageError` naming ``where`` and the value."""
+    """Seconds as given in ``where`` (a variable, a flag): > 0 (``zero``: or 0), <= ``most``."""
     try:
         value = float(text.strip())
     except ValueError:
@@ -194,8 +186,7 @@ def seconds(text: str, where: str, *, zero: bool = False, most: float = _MOST_SE
 
 
 def count(text: str, where: str, most: int) -> int:
-    """A whole number from 1 to ``most`` as given in ``where`` (a variable, a flag); anything
-    else a :class:`UsageError` naming ``where`` and the value."""
+    """A whole number from 1 to ``most`` as given in ``where`` (a variable, a flag)."""
     stripped = text.strip()
     if not (stripped.isascii() and stripped.isdigit() and 1 <= int(stripped) <= most):
         raise _invalid(where, text, f"a whole number from 1 to {most}", "a number such as 3")
@@ -255,8 +246,7 @@ class _Quiet:
 
 
 class HubSource:
-    """A Hub kernel repo such as ``drbh/img2gray``: ``kernel``-type, else (not found as a
-    kernel) the ``model``-type repo of that id."""
+    """A ``kernel``-type Hub repo such as ``drbh/img2gray``, else the ``model``-type one."""
 
     def __init__(
         self, repo_id: str, settings: HubSettings | None = None, reporter: Reporter | None = None
@@ -291,30 +281,26 @@ class HubSource:
         return f"Hub repo {self.repo_id} ({self.settings.endpoint}{offline}{kind})"
 
     def _typed(self, what: str, fn: Callable[[str], T]) -> T:
-        """``fn(repo_type)`` through :meth:`_call`: the kernel-type repo until one type has
-        answered; when the kernel repo is not found, the model-type one, and the reporter is
-        told."""
+        """``fn(repo_type)``: the kernel-type repo until one type has answered; when it is not
+        found, the model-type one, and the reporter is told."""
         from huggingface_hub import errors as hf
 
         if self._type_settled:
             return self._call(what, lambda: fn(self.repo_type))
 
-        def as_type(kind: str) -> Callable[[], T | None]:
-            def call() -> T | None:  # None: no repo of that type and id
-                try:
-                    return fn(kind)
-                except hf.GatedRepoError:
-                    raise  # found, but gated: _call says so
-                except hf.RepositoryNotFoundError:
-                    return None
+        def as_type(kind: str) -> T | None:  # None: no repo of that type and id
+            try:
+                return fn(kind)
+            except hf.GatedRepoError:
+                raise  # found, but gated: _call says so
+            except hf.RepositoryNotFoundError:
+                return None
 
-            return call
-
-        first = self._call(what, as_type(KERNEL_REPO))
+        first = self._call(what, functools.partial(as_type, KERNEL_REPO))
         if first is not None:
             self._type_settled = True
             return first
-        second = self._call(what, as_type(MODEL_REPO))
+        second = self._call(what, functools.partial(as_type, MODEL_REPO))
         if second is None:
             raise HubError(
                 f"{self.where}: {what}: repository not found (or private), neither as a kernel "
@@ -380,8 +366,7 @@ class HubSource:
         )
 
     def pin(self, name: str, commit: str) -> str:
-        """Record ``name`` -> ``commit`` in the cache (for later offline runs) and return the
-        commit the Hub gives now."""
+        """The commit ``name`` names now, recorded in the cache for later offline runs."""
         if self.settings.offline:
             return commit
         resolved = self._typed(
@@ -486,19 +471,20 @@ class HubSource:
             thread_name_prefix="kernelwheel-download",
         )
         futures: dict[str, Future[Path]] = {}
-        if variants:
-            first = pool.submit(self._download, commit, variants[0])
-            futures[variants[0]] = first
-            for variant in variants[1:]:
-                futures[variant] = pool.submit(self._download_after, first, commit, variant)
+        for variant in variants:
+            futures[variant] = pool.submit(
+                self._download, commit, variant, futures.get(variants[0])
+            )
         try:
             yield _StreamingReader(futures, self.where)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _download(self, commit: str, variant: str) -> Path:
+    def _download(self, commit: str, variant: str, first: Future[Path] | None) -> Path:
         from huggingface_hub import snapshot_download
 
+        if first is not None:
+            first.result()  # the first download, whose listing is cached once it is done
         snapshot = self._typed(
             f"downloading build/{variant}/",
             lambda kind: snapshot_download(
@@ -516,10 +502,6 @@ class HubSource:
             ),
         )
         return Path(snapshot)
-
-    def _download_after(self, first: Future[Path], commit: str, variant: str) -> Path:
-        first.result()
-        return self._download(commit, variant)
 
 
 class _StreamingReader:
@@ -551,10 +533,9 @@ def call_hub(
     "HF_HUB_DOWNLOAD_TIMEOUT (seconds); HF_HUB_OFFLINE=1 uses what is cached",
 ) -> T:
     """``fn()``, its huggingface_hub and network errors as HubErrors naming ``where``, ``what``
-    was being done and the fix. A call that times out, cannot connect or is answered with one of
-    ``retry_status`` is tried again, up to ``tries`` times (default: _TRIES with ``timeout``,
-    the seconds the HTTP client waits, else once), ``pause(n)`` seconds after the n-th, then a
-    :class:`HubUnavailable`."""
+    and the fix. No answer (or one of ``retry_status``) is tried again, up to ``tries`` times
+    (default: _TRIES with a ``timeout``, else once), ``pause(n)`` seconds after the n-th, then
+    a :class:`HubUnavailable`."""
     tries = tries or (_TRIES if timeout is not None else 1)
     for attempt in range(1, tries + 1):
         try:

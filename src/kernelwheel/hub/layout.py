@@ -5,15 +5,13 @@ every left-out path is recorded with its reason."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
 from ..errors import HubError
 from ..model.names import is_package_name, package_name
 from .metadata import METADATA_JSON, METADATA_SIGSTORE, KernelMetadata
-
-__all__ = ["METADATA_JSON", "KernelMetadata", "Layout", "VariantPlan", "package_name", "plan"]
 
 INIT = "__init__.py"
 
@@ -27,34 +25,24 @@ class Layout(str, Enum):
 class VariantPlan:
     """Where each file of one variant folder goes in the wheel."""
 
-    variant: str
     layout: Layout
     package: str
     files: tuple[tuple[str, str], ...]  # (path inside the variant folder, archive path)
     left_out: tuple[tuple[str, str], ...]  # (path inside the variant folder, why)
 
-    @property
-    def signature_path(self) -> str | None:
-        """metadata.json's detached signature, when the folder has one."""
-        kept = any(path == METADATA_SIGSTORE for path, _ in self.left_out)
-        return METADATA_SIGSTORE if kept else None
-
 
 def plan(
-    variant: str,
-    paths: Sequence[str],
-    *,
-    metadata: KernelMetadata | None,
-    repo_name: str,
-    where: str,
+    paths: Sequence[str], *, metadata: KernelMetadata | None, repo_name: str, where: str
 ) -> VariantPlan:
-    """Plan one variant: ``paths`` are relative to ``build/<variant>/``. Every path goes into
-    the wheel at its layout's archive path, or is left out with its reason; metadata.json and
-    bytecode are always left out."""
+    """Each of ``paths`` (in ``build/<variant>/``) at its layout's archive path, or left out with
+    its reason (metadata.json and bytecode always)."""
+    shims: list[str] = []
     if INIT in paths:
-        layout, (pkg, place) = Layout.FLAT, _flat(paths, metadata, repo_name, where)
+        layout, pkg = Layout.FLAT, _flat(paths, metadata, repo_name, where)
+        inside = [p for p in paths if p.startswith(pkg + "/")]
+        shims = inside if inside == [f"{pkg}/{INIT}"] else []
     else:
-        layout, (pkg, place) = Layout.NESTED, _nested(paths, metadata, repo_name, where)
+        layout, pkg = Layout.NESTED, _nested(paths, metadata, repo_name, where)
     files, left_out = [], []
     for path in sorted(paths):
         if path == METADATA_JSON:
@@ -63,17 +51,15 @@ def plan(
             left_out.append((path, f"signature of {METADATA_JSON}, kept beside it"))
         elif "__pycache__" in path.split("/") or path.endswith((".pyc", ".pyo")):
             left_out.append((path, "compiled bytecode"))
+        elif path in shims:
+            left_out.append((path, "compatibility shim for older kernels releases"))
+        elif layout is Layout.FLAT:
+            files.append((path, f"{pkg}/{path}"))
+        elif path.startswith(pkg + "/"):
+            files.append((path, path))
         else:
-            archive, why = place(path)
-            if archive is None:
-                left_out.append((path, why))
-            else:
-                files.append((path, archive))
-    return VariantPlan(variant, layout, pkg, tuple(files), tuple(left_out))
-
-
-# A path inside the variant folder -> its archive path, or None and why it is left out.
-_Place = Callable[[str], tuple[str | None, str]]
+            left_out.append((path, f"outside the package folder {pkg}/"))
+    return VariantPlan(layout, pkg, tuple(files), tuple(left_out))
 
 
 # A compiled extension ``_<name>_<build id>.abi3.so`` (kernel-builder's ops namespace).
@@ -93,9 +79,7 @@ def content_name(paths: Sequence[str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _flat(
-    paths: Sequence[str], metadata: KernelMetadata | None, repo_name: str, where: str
-) -> tuple[str, _Place]:
+def _flat(paths: Sequence[str], metadata: KernelMetadata | None, repo_name: str, where: str) -> str:
     from_content = content_name(paths)
     if metadata and metadata.name:
         source, name = "metadata.json 'name'", metadata.name
@@ -110,20 +94,12 @@ def _flat(
             "Python identifier",
             hint="set a valid 'name' in metadata.json",
         )
-    shim = [p for p in paths if p.startswith(pkg + "/")]
-    is_shim = shim == [f"{pkg}/{INIT}"]
-
-    def place(path: str) -> tuple[str | None, str]:
-        if is_shim and path in shim:
-            return None, "compatibility shim for older kernels releases"
-        return f"{pkg}/{path}", ""
-
-    return pkg, place
+    return pkg
 
 
 def _nested(
     paths: Sequence[str], metadata: KernelMetadata | None, repo_name: str, where: str
-) -> tuple[str, _Place]:
+) -> str:
     candidates = sorted({p.split("/")[0] for p in paths if p.count("/") == 1 and p.endswith(INIT)})
     candidates = [c for c in candidates if f"{c}/{INIT}" in paths]
     if not candidates:
@@ -151,10 +127,4 @@ def _nested(
             f"{where}: package folder {pkg!r} is not a Python identifier",
             hint="rename the package folder",
         )
-
-    def place(path: str) -> tuple[str | None, str]:
-        if path.startswith(pkg + "/"):
-            return path, ""
-        return None, f"outside the package folder {pkg}/"
-
-    return pkg, place
+    return pkg

@@ -1,7 +1,6 @@
 """A Hub layout as ``kernelwheel upload`` reads it: only what a build writes, each part checked
 before anything is pushed (docs/upload.md lists the checks). Nothing but a regular file is ever
-opened (a FIFO would block forever), and each file is read once, in chunks, for every hash.
-"""
+opened (a FIFO would block forever), and each file is read once, in chunks, for every hash."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from typing import BinaryIO
 
 from ..abi.linkage import GpuLinkage, NotElfError, read_linkage
 from ..errors import HubError, UsageError, VariantError
-from ..model.variant import OS, BackendKind, Variant
+from ..model.variant import OS, Backend, BackendKind, Variant
 from .export import CARD
 from .metadata import DEV_BUILD_MARK, METADATA_JSON, METADATA_SIGSTORE, KernelMetadata
 from .safety import check_repo_path
@@ -50,8 +49,7 @@ class LayoutFile:
 
 @dataclass(frozen=True)
 class Layout:
-    """A Hub layout on disk: repo path -> file, the project and the major its variants agree
-    on."""
+    """A Hub layout on disk: repo path -> file; the project and major its variants agree on."""
 
     files: dict[str, LayoutFile]
     variants: tuple[str, ...]
@@ -98,8 +96,7 @@ def _lstat_is(path: Path, test: Callable[[int], bool]) -> bool:
 
 
 def _walk(root: Path, layout: Path) -> list[Path]:
-    """The regular files under ``root`` (bytecode left out), sorted; anything else refused
-    without being opened."""
+    """The regular files under ``root``, sorted, bytecode left out; anything else refused."""
     out: list[Path] = []
     with os.scandir(root) as found:
         entries = sorted(found, key=lambda e: e.name)
@@ -204,8 +201,7 @@ class _VariantFolder:
         return cls(root, variant, meta, meta.name, int(meta.version))
 
     def read(self, paths: list[Path], layout: Path) -> dict[str, LayoutFile]:
-        """The folder's files, allow-listed, its extensions checked, each hashed once and
-        compared with the digest."""
+        """The folder's files, allow-listed, extensions checked, hashed once against the digest."""
         inner = {p.relative_to(self.root).as_posix(): p for p in paths}
         for rel, path in inner.items():
             check_repo_path(path.relative_to(layout).as_posix(), where=str(layout))
@@ -230,28 +226,24 @@ class _VariantFolder:
     def _allowed(self, rel: str, path: Path) -> None:
         """Refuse a file a build does not write."""
         parts = rel.split("/")
+        listing = ""
         if any(part.startswith(".") for part in parts):
-            raise UsageError(
-                f"{path}: a hidden file: a build writes none, and one such as .env may hold "
-                "secrets; it is not pushed",
-                hint=f"remove it from {BUILD_DIR}/{self.name}/, or " + _REBUILD,
-            )
-        if rel in (METADATA_JSON, METADATA_SIGSTORE):
+            why = "a hidden file: a build writes none, and one such as .env may hold secrets; it "
+            why += "is not pushed"
+        elif rel in (METADATA_JSON, METADATA_SIGSTORE):
             return
-        if self.meta.digest is not None:
-            if rel not in dict(self.meta.digest.files):
-                raise UsageError(
-                    f"{path}: not in metadata.json's digest: not a file the build wrote",
-                    hint=f"remove it from {BUILD_DIR}/{self.name}/, or " + _REBUILD,
-                )
+        elif self.meta.digest is not None:
+            if rel in dict(self.meta.digest.files):
+                return
+            why = "not in metadata.json's digest: not a file the build wrote"
         elif not rel.endswith(_BUILD_SUFFIXES) and parts[-1] not in _BUILD_NAMES:
-            raise UsageError(
-                f"{path}: not a file a build writes (its package's "
-                f"{', '.join(_BUILD_SUFFIXES)} files and metadata.json)",
-                hint=f"remove it from {BUILD_DIR}/{self.name}/, or "
-                + _REBUILD
-                + ", which lists every file it writes in metadata.json's digest",
-            )
+            why = f"not a file a build writes (its package's {', '.join(_BUILD_SUFFIXES)} files "
+            why += "and metadata.json)"
+            listing = ", which lists every file it writes in metadata.json's digest"
+        else:
+            return
+        hint = f"remove it from {BUILD_DIR}/{self.name}/, or {_REBUILD}{listing}"
+        raise UsageError(f"{path}: {why}", hint=hint)
 
     def _check_extensions(self, inner: dict[str, Path]) -> None:
         """The compiled files agree with the variant's backend (the module's docstring)."""
@@ -275,7 +267,7 @@ class _VariantFolder:
                     f"{rel} is not an ELF shared object, which a linux variant's extension is"
                 ) from None
         assert variant.backend is not None
-        _check_runtime(self, variant.backend.kind, found)
+        self._check_runtime(variant.backend, found)
 
     def _mismatch(self, detail: str) -> UsageError:
         return UsageError(
@@ -284,35 +276,34 @@ class _VariantFolder:
             "the folder",
         )
 
-
-def _check_runtime(folder: _VariantFolder, kind: BackendKind, found: dict[str, GpuLinkage]) -> None:
-    """A CUDA (ROCm) folder holds an extension built for CUDA (ROCm), of its CUDA major; any
-    other folder none built for a GPU runtime."""
-    wanted = kind.value if kind in (BackendKind.CUDA, BackendKind.ROCM) else None
-    label = f"a {kind.display_name} variant"
-    for rel, linkage in found.items():
-        for runtime in sorted(linkage.runtimes - {wanted}):
-            raise folder._mismatch(
-                f"{label}, but its extension {rel} is built for "
-                f"{BackendKind(runtime).display_name} ({linkage.shown(runtime)})"
-            )
-    if wanted is None:
-        return
-    if not any(wanted in linkage.runtimes for linkage in found.values()):
-        what = ", ".join(sorted(found)) or "no extension"
-        gpu = kind.display_name
-        raise folder._mismatch(
-            f"{label}, but it holds {what}, built for no GPU runtime (no {gpu} device code, "
-            f"no {gpu} library needed): a CPU build under a {gpu} name"
-        )
-    backend = folder.variant.backend
-    if kind is BackendKind.CUDA and backend is not None and backend.version is not None:
+    def _check_runtime(self, backend: Backend, found: dict[str, GpuLinkage]) -> None:
+        """A CUDA (ROCm) folder holds an extension built for CUDA (ROCm), of its CUDA major; any
+        other folder none built for a GPU runtime."""
+        kind = backend.kind
+        wanted = kind.value if kind in (BackendKind.CUDA, BackendKind.ROCM) else None
+        label = f"a {kind.display_name} variant"
         for rel, linkage in found.items():
-            if linkage.cuda_major is not None and linkage.cuda_major != backend.version[0]:
-                raise folder._mismatch(
-                    f"a CUDA {backend.cuda_version} variant, but its extension {rel} "
-                    f"{linkage.shown('cuda')}: a CUDA {linkage.cuda_major} build"
+            for runtime in sorted(linkage.runtimes - {wanted}):
+                raise self._mismatch(
+                    f"{label}, but its extension {rel} is built for "
+                    f"{BackendKind(runtime).display_name} ({linkage.shown(runtime)})"
                 )
+        if wanted is None:
+            return
+        if not any(wanted in linkage.runtimes for linkage in found.values()):
+            what = ", ".join(sorted(found)) or "no extension"
+            gpu = kind.display_name
+            raise self._mismatch(
+                f"{label}, but it holds {what}, built for no GPU runtime (no {gpu} device code, "
+                f"no {gpu} library needed): a CPU build under a {gpu} name"
+            )
+        if kind is BackendKind.CUDA and backend.version is not None:
+            for rel, linkage in found.items():
+                if linkage.cuda_major is not None and linkage.cuda_major != backend.version[0]:
+                    raise self._mismatch(
+                        f"a CUDA {backend.cuda_version} variant, but its extension {rel} "
+                        f"{linkage.shown('cuda')}: a CUDA {linkage.cuda_major} build"
+                    )
 
 
 def _parse_variant(root: Path) -> Variant:
@@ -384,8 +375,7 @@ def _one_project(folder: Path, folders: list[_VariantFolder], version: int | Non
 
 
 def _open_regular(path: Path) -> BinaryIO:
-    """``path`` opened for reading if it is a regular file: a FIFO is opened without waiting
-    (and refused), a symlink not followed."""
+    """``path`` opened if it is a regular file: a FIFO refused unwaited, a symlink unfollowed."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(path, flags)

@@ -53,8 +53,7 @@ class KernelsVersion:
 
 @dataclass(frozen=True)
 class Provenance:
-    """Who built the variant (``kernel-builder``, or kernelwheel in its place) from which
-    commit of the kernel."""
+    """Who built the variant (``kernel-builder``, or kernelwheel) from which kernel commit."""
 
     builder_version: str
     builder_git: GitState | None = None
@@ -96,33 +95,29 @@ class Digest:
 
     @classmethod
     def of_sha256(cls, digests: Mapping[str, bytes]) -> Digest:
-        """The sha256 digest of a folder whose files' raw sha256 digests are already known
-        (computed while they were written)."""
+        """The digest from raw sha256 digests already taken (while the files were written)."""
         hashes = [(p, base64.b64encode(d).decode()) for p, d in digests.items() if not _excluded(p)]
         return cls("sha256", tuple(sorted(hashes)))
 
     def mismatches(self, hashes: Mapping[str, str]) -> list[str]:
         """How a folder whose files hash to ``hashes`` (path -> base64 hash in this digest's
-        algorithm, every file of the folder) differs from this digest: files missing, added or
-        changed; empty when it matches."""
+        algorithm, every file of the folder) differs from this digest; empty when it matches."""
         present = {p: h for p, h in hashes.items() if not _excluded(p)}
         listed = dict(self.files)
         problems = [f"{p} is missing" for p in sorted(set(listed) - set(present))]
         for path in sorted(present):
-            if path not in listed:
-                problems.append(f"{path} is not in metadata.json's digest")
-            elif listed[path] != present[path]:
-                problems.append(
-                    f"{path} does not match its {self.algorithm} in metadata.json's digest"
-                )
+            if (problem := self._mismatch(path, present[path], listed.get(path))) is not None:
+                problems.append(problem)
         return problems
 
     def problem(self, path: str, data: bytes) -> str | None:
         """Why ``data`` (the file at ``path`` in the folder) does not match, or None."""
-        expected = dict(self.files).get(path)
+        return self._mismatch(path, _hash(self.algorithm, data), dict(self.files).get(path))
+
+    def _mismatch(self, path: str, hashed: str, expected: str | None) -> str | None:
         if expected is None:
             return f"{path} is not in metadata.json's digest"
-        if _hash(self.algorithm, data) != expected:
+        if hashed != expected:
             return f"{path} does not match its {self.algorithm} in metadata.json's digest"
         return None
 
@@ -142,8 +137,7 @@ def _hash(algorithm: str, data: bytes | Path) -> str:
 
 @dataclass(frozen=True)
 class KernelMetadata:
-    """The fields of ``metadata.json``. All optional: older files carry only
-    ``python-depends``."""
+    """The fields of ``metadata.json``; all optional, as older files carry only python-depends."""
 
     name: str | None = None
     version: str | None = None  # the API major ("1"); older files: a full version
@@ -195,7 +189,7 @@ class KernelMetadata:
             name=read.text("name"),
             version=read.text("version"),
             kernels_minver=read.kernels_version("kernels-minver"),
-            license=_license(raw.get("license"), where),
+            license=read.license(),
             summary=read.text("summary") or read.text("description"),
             python_depends=read.python_depends(),
             id=read.text("id"),
@@ -239,6 +233,17 @@ class _Fields:
 
     def error(self, key: str, message: str, hint: str) -> HubError:
         return HubError(f"{self.where}: field {key!r} {message}", hint=hint)
+
+    def license(self) -> str | None:
+        value = self.raw.get("license")
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return value.strip() or None
+        if isinstance(value, dict) and isinstance(value.get("id") or value.get("name"), str):
+            return str(value.get("id") or value.get("name"))
+        hint = 'e.g. "license": "apache-2.0"'
+        raise self.error("license", f"must be a string, got {value!r}", hint)
 
     def text(self, key: str) -> str | None:
         value = self.raw.get(key)
@@ -288,9 +293,8 @@ class _Fields:
             raise self.error("kernel-depends", f"must be a list, got {entries!r}", hint)
         out: list[KernelDependency] = []
         for entry in entries:
-            repo_id = entry.get("repo-id") if isinstance(entry, dict) else None
-            version = entry.get("version") if isinstance(entry, dict) else None
-            revision = entry.get("revision") if isinstance(entry, dict) else None
+            fields = entry if isinstance(entry, dict) else {}
+            repo_id, version, revision = (fields.get(k) for k in ("repo-id", "version", "revision"))
             ok_version = isinstance(version, int) and not isinstance(version, bool) and version >= 0
             if (
                 not isinstance(repo_id, str)
@@ -359,16 +363,3 @@ class _Fields:
             return GitState.parse(value)
         except ValueError as exc:
             raise self.error("provenance", f"has {what} {exc}", hint) from None
-
-
-def _license(value: Any, where: str) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value.strip() or None
-    if isinstance(value, dict) and isinstance(value.get("id") or value.get("name"), str):
-        return str(value.get("id") or value.get("name"))
-    raise HubError(
-        f"{where}: field 'license' must be a string, got {value!r}",
-        hint='e.g. "license": "apache-2.0"',
-    )

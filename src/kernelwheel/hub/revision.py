@@ -117,8 +117,7 @@ def _wheel_version(text: str, what: str) -> str:
 
 @dataclass(frozen=True)
 class Resolution:
-    """What was converted: the ref (or revision) that was chosen, its commit and the version
-    stamped on the wheels (without the local part)."""
+    """What was converted: the chosen ref (or revision), its commit and the wheels' version."""
 
     request: VersionRequest
     ref: str
@@ -158,11 +157,12 @@ def choose_ref(request: VersionRequest, refs: Sequence[Ref], *, where: str) -> R
     tags = [r for r in refs if r.kind in (RefKind.TAG, RefKind.CACHED)]
     branches = [r for r in refs if r.kind in (RefKind.BRANCH, RefKind.CACHED)]
     versions = {r.name: v for r in tags if (v := _tag_version(r.name)) is not None}
-    if request.kind is RequestKind.EXACT:
+    if request.kind in (RequestKind.EXACT, RequestKind.MAJOR):
         assert request.ref is not None
-        for ref in tags:
+        for ref in tags if request.kind is RequestKind.EXACT else branches:
             if ref.name == request.ref:
                 return Resolution(request, ref.name, ref.kind, ref.commit, request.ref[1:])
+    if request.kind is RequestKind.EXACT:
         hint = f"version tags there: {_listing(list(versions))}"
         if any(b.name == request.ref for b in branches):
             hint += f"; {request.ref} exists as a branch: pass --revision {request.ref}"
@@ -170,10 +170,6 @@ def choose_ref(request: VersionRequest, refs: Sequence[Ref], *, where: str) -> R
             f"{where} has no tag {request.ref} (for VERSION {request.text})", hint=hint + offline
         )
     if request.kind is RequestKind.MAJOR:
-        assert request.ref is not None
-        for ref in branches:
-            if ref.name == request.ref:
-                return Resolution(request, ref.name, ref.kind, ref.commit, request.ref[1:])
         majors = [b.name for b in branches if re.fullmatch(r"v[0-9]+", b.name)]
         raise HubError(
             f"{where} has no branch {request.ref} (for VERSION {request.text})",

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from ..errors import HubError
 
@@ -25,10 +24,6 @@ class Announced:
     size: int | None = None
     blob_id: str | None = None
     lfs_sha256: str | None = None
-
-    @property
-    def known(self) -> bool:
-        return self.blob_id is not None or self.lfs_sha256 is not None
 
 
 @dataclass(frozen=True)
@@ -62,30 +57,25 @@ def git_blob_id(data: bytes) -> str:
     return digest.hexdigest()
 
 
-def check_repo_path(path: str, *, where: str) -> PurePosixPath:
-    """A repo file name as a relative POSIX path; refuse names that could escape a folder or
-    mean something else on another OS (``..``, absolute, backslashes, drive colons, control
-    characters)."""
-    pure = PurePosixPath(path)
-    bad = (
+def check_repo_path(path: str, *, where: str) -> None:
+    """Refuse a repo file name that could escape a folder or mean something else on another OS."""
+    if (
         not path
         or path.startswith("/")
         or any(part in ("", ".", "..") for part in path.split("/"))
         or _BAD_CHARS.search(path) is not None
-    )
-    if bad:
+    ):
         raise HubError(
             f"{where}: refusing file name {path!r}: it could escape the package folder",
             hint="file names must be relative, with no '..', '.', empty parts, backslashes, "
             "colons or control characters; fix the repo (or use another revision)",
         )
-    return pure
 
 
 def verify(path: str, data: bytes, announced: Announced, *, where: str) -> str:
     """Refuse ``data`` unless it matches what the source announced for ``path``. Returns the
     hex SHA-256 of ``data`` (computed anyway; the wheel's RECORD reuses it)."""
-    if not announced.known:
+    if announced.blob_id is None and announced.lfs_sha256 is None:
         raise HubError(
             f"{where}: {path}: the source announced no hash for this file, so it cannot be "
             "verified",

@@ -1,9 +1,6 @@
-"""Where a kernel repo comes from: the Hugging Face Hub or a local git clone.
-
-Both kinds answer the same questions: which refs exist, which commit a revision names, which
-files ``build/`` holds at a commit (with the hashes the source announces for them), and their
-bytes. Everything after that (layout, safety, wheels) is shared.
-"""
+"""Where a kernel repo comes from: the Hugging Face Hub or a local git clone. Both answer the
+same questions (refs, the commit a revision names, the files under ``build/`` with the hashes
+the source announces, their bytes); everything after that (layout, safety, wheels) is shared."""
 
 from __future__ import annotations
 
@@ -67,8 +64,7 @@ class RepoSource(Protocol):
 
 
 def group_by_variant(files: Sequence[RepoFile]) -> dict[str, list[RepoFile]]:
-    """Files by variant folder, sorted by name. Files directly in build/ (a README) belong to no
-    variant and are not returned."""
+    """Files by variant folder, sorted; those directly in build/ (a README) are left out."""
     out: dict[str, list[RepoFile]] = {}
     for f in files:
         if f.path.startswith(BUILD_DIR + "/") and f.path.count("/") >= 2:

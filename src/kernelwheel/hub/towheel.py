@@ -2,8 +2,7 @@
 
 Wheels are moved into the output folder only after every selected file has been verified
 (docs/to-wheel.md, "Safety"); variants that cannot be converted or fail the ABI check are
-reported with their reasons while the others are written.
-"""
+reported with their reasons while the others are written."""
 
 from __future__ import annotations
 
@@ -48,12 +47,10 @@ AbiCheck = Callable[[Path, Mapping[str, bytes]], AbiVerdict]
 
 
 def default_abi_check(wheel: Path, files: Mapping[str, bytes]) -> AbiVerdict:
-    """The check ``kernelwheel check`` and ``kernelwheel build`` apply (manylinux_2_28 caps, the
-    abi3 floor of the tag, allowed libraries, the C++ ABI of the local version), on the bytes
-    just written rather than read back from the wheel."""
+    """``kernelwheel check``'s check, on the bytes just written rather than read back."""
     from ..abi.checker import check_wheel
 
-    return check_wheel(wheel, members=files)  # the bytes written just now
+    return check_wheel(wheel, members=files)
 
 
 @dataclass(frozen=True)
@@ -160,9 +157,8 @@ def to_wheels(
     abi_check: AbiCheck | None = default_abi_check,
     runner: Runner = RUNNER,
 ) -> ToWheelResult:
-    """Convert the selected variants of a kernel repo. Raises HubError (nothing written) when
-    the repo, revision or a file's integrity is wrong; returns the per-variant outcome
-    otherwise."""
+    """Convert the selected variants of a kernel repo, each an outcome; HubError (nothing
+    written) when the repo, revision or a file's integrity is wrong."""
     reporter = _Serialized(reporter or SilentReporter())
     request = VersionRequest.parse(req.version, req.revision)
     selector = Selector(build=req.variants or ("*",), build_label="--variant")

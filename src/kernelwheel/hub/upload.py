@@ -32,16 +32,6 @@ from .hubsource import (
 from .layoutcheck import LayoutFile, read_layout
 from .source import BUILD_DIR
 
-__all__ = [
-    "Change",
-    "PlannedFile",
-    "UploadRequest",
-    "UploadResult",
-    "read_layout",
-    "upload",
-    "upload_bounds",
-]
-
 T = TypeVar("T")
 # By default (upload_bounds: the flags and variables that set them), how often each call is
 # tried, the commit included, and the HTTP client's bound on each connect, read and write (not
@@ -84,9 +74,8 @@ class UploadRequest:
 
 
 def upload_bounds(timeout: str | None = None, tries: str | None = None) -> tuple[float, int]:
-    """How long each connect, read and write of an upload waits (seconds), and how often each
-    call is tried: each flag, else its variable, else the default (docs/options.md); a value
-    that is no positive number is a UsageError naming where."""
+    """The seconds each connect, read and write waits, and how often each call is tried: each
+    flag, else its variable, else the default (docs/options.md)."""
     env = os.environ
     wait = _first_set(timeout, "--timeout", TIMEOUT_VARIABLE, env, seconds) or hub_timeout(env)
     times = _first_set(
@@ -231,8 +220,7 @@ class _Hub:
 
 
 def _change(file: LayoutFile, remote: tuple[str | None, str | None] | None) -> Change:
-    """How the repo's file (blob id, LFS sha256) compares with ``file``, by the hashes
-    read_layout took."""
+    """How the repo's file (blob id, LFS sha256) compares with ``file``."""
     if remote is None:
         return Change.ADD
     blob_id, lfs_sha256 = remote
@@ -246,8 +234,7 @@ def _change(file: LayoutFile, remote: tuple[str | None, str | None] | None) -> C
 def upload(
     req: UploadRequest, reporter: Reporter | None = None, *, settings: HubSettings | None = None
 ) -> UploadResult:
-    """Plan, and unless ``req.dry_run`` make, the commit that puts the layout's variants on the
-    kernel repo's branch ``v<major>``."""
+    """Plan, and unless ``req.dry_run`` make, the commit of the variants to branch ``v<major>``."""
     reporter = reporter or SilentReporter()
     if (problem := repo_id_problem(req.repo)) is not None:
         raise UsageError(
@@ -370,8 +357,7 @@ def _commit(
     parent: str | None,
     contents: dict[str, LayoutFile],
 ) -> tuple[str, str | None]:
-    """The commit's id and URL (None when its answer was lost): made once, whatever the
-    network does (the module's docstring)."""
+    """The commit's id and URL (None: its answer was lost), made once (the module docstring)."""
     what = f"committing to {plan.branch}"
     for attempt in range(1, hub.tries + 1):
         try:
@@ -426,8 +412,7 @@ def _holds(
     contents: dict[str, LayoutFile],
     plan: UploadResult,
 ) -> bool:
-    """Whether ``tree`` has every added or updated file with the uploaded bytes and none of
-    those the upload removes."""
+    """Whether ``tree`` holds the upload's added and updated files and none it removes."""
     removed = [f.path for f in plan.files if f.change is Change.REMOVE]
     return all(
         _change(file, tree.get(path)) is Change.UNCHANGED for path, file in contents.items()
