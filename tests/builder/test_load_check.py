@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import pytest
 from support.tinykernel import BINDING
 
 from kernelwheel.builder.load_check import LoadReport, explain_failure, skip_reason
@@ -81,6 +82,31 @@ def test_a_mismatch_names_the_ops_own_def_and_impl_lines_in_the_project(tmp_path
     binding.write_text("// nothing here\n")
     _, lines, _ = explain_failure(-signal.SIGABRT, stderr, NS, tmp_path)
     assert lines[1].endswith(f"(torch-ext/torch_binding.cpp:{block})"), lines
+
+
+@pytest.mark.parametrize("op, define, implement", [("img2gray", 3, 7), ("img2gray.out", 4, 8)])
+def test_an_overloads_lines_are_its_own_not_its_namesakes(
+    tmp_path: Path, op: str, define: int, implement: int
+) -> None:
+    (tmp_path / "b.cpp").write_text(
+        "// img2gray\n"
+        "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {\n"
+        '  ops.def("img2gray(Tensor input) -> Tensor");\n'
+        '  ops.def("img2gray.out(Tensor input, Tensor! output, int s) -> ()");\n'
+        "}\n"
+        "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CUDA, ops) {\n"
+        '  ops.impl("img2gray", &img2gray_cuda);\n'
+        '  ops.impl("img2gray.out", &img2gray_out_cuda);\n'
+        "}\n"
+    )
+    stderr = (
+        MISMATCH.replace("add_one", op)
+        .replace("torch-ext/torch_binding.cpp:7", "b.cpp:2")
+        .replace("torch-ext/torch_binding.cpp:10", "b.cpp:6")
+    )
+    _, lines, fix = explain_failure(-signal.SIGABRT, stderr, NS, tmp_path)
+    assert lines[0].endswith(f"(b.cpp:{define})") and lines[1].endswith(f"(b.cpp:{implement})")
+    assert f'ops.def("{op}(...)")' in fix
 
 
 def test_an_undefined_symbol_says_a_definition_is_missing() -> None:
