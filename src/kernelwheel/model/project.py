@@ -943,19 +943,8 @@ class _Reader:
                 'remove it, or add a [kernel.<id>] with backend = "rocm", the same src and '
                 "these rocm-archs",
             )
-        src = self.kernel_sources(section)
         key = "capabilities" if "capabilities" in section else "cuda-capabilities"
-        cuda = KernelSection(
-            id=kernel_id,
-            backend="cuda",
-            src=src,
-            depends=section.string_list("depends") or (),
-            include=self.paths(section, "include", files_only=False),
-            cxx_flags=(),
-            cuda_flags=(),
-            cuda_capabilities=self.capabilities(section, key),
-            cuda_minver=None,
-        )
+        cuda = self.kernel_section(kernel_id, "cuda", section, key)
         if language == "cuda":
             return [cuda]
         rocm_id = f"{kernel_id}_rocm"
@@ -1002,6 +991,14 @@ class _Reader:
             homes=_KEY_HOMES,
             explain=lambda key: _other_backend_key(key, backend),
         )
+        return self.kernel_section(kernel_id, backend, section, "cuda-capabilities")
+
+    def kernel_section(
+        self, kernel_id: str, backend: str, section: Located, capabilities: str
+    ) -> KernelSection:
+        """Either form's kernel (its keys checked); a cuda-hipify kernel's rocm-archs are its
+        ROCm copy's."""
+        prefix = section.prefix
         src = self.kernel_sources(section)
         if self.edition >= 4 and "depends" not in section:
             raise self.error(
@@ -1017,9 +1014,9 @@ class _Reader:
             include=self.paths(section, "include", files_only=False),
             cxx_flags=section.string_list("cxx-flags") or (),
             cuda_flags=section.string_list("cuda-flags") or (),
-            cuda_capabilities=self.capabilities(section, "cuda-capabilities"),
+            cuda_capabilities=self.capabilities(section, capabilities),
             cuda_minver=section.version("cuda-minver"),
-            rocm_archs=self.rocm_archs(section, "rocm-archs"),
+            rocm_archs=self.rocm_archs(section, "rocm-archs") if backend == "rocm" else (),
             hip_flags=section.string_list("hip-flags") or (),
             sycl_flags=section.string_list("sycl-flags") or (),
         )
