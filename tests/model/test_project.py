@@ -127,7 +127,7 @@ def test_realistic_multi_kernel_project(tmp_path: Path) -> None:
     assert project.name == project.package == "img2gray"
     assert project.version == "0.1.0"
     assert project.backends == ("cpu", "cuda")
-    assert project.universal is False and project.noarch is False
+    assert project.noarch is False
     assert (project.cuda_minver, project.cuda_maxver) == (Version("11.8"), Version("13.0"))
     assert project.python_depends == ("einops>=0.7", 'numpy; python_version >= "3.10"')
     assert project.hub == HubConfig(repo_id="kernels-community/img2gray", branch="v1")
@@ -190,7 +190,7 @@ def test_older_cuda_minver_style(tmp_path: Path) -> None:
     project = load_project(root)
     assert project.cuda_minver == Version("12.1")
     assert project.cuda_maxver == Version("12.8")
-    assert project.universal is False
+    assert project.noarch is False
 
 
 def test_hyphenated_name_maps_to_package(tmp_path: Path) -> None:
@@ -214,7 +214,6 @@ def test_noarch_project(tmp_path: Path) -> None:
     root = make_project(tmp_path / "k", '[general]\nname = "pure"\n', package="pure", files=())
     project = load_project(root)
     assert project.noarch is True
-    assert project.universal is True
     assert project.backends == ()
     assert project.kernels == ()
     assert project.torch is None
@@ -240,7 +239,7 @@ def test_older_universal_flag(tmp_path: Path) -> None:
         tmp_path / "k", '[general]\nname = "pure"\nuniversal = true\n', package="pure", files=()
     )
     project = load_project(root)
-    assert project.universal and project.noarch
+    assert project.noarch
 
 
 def test_models_are_frozen(tmp_path: Path) -> None:
@@ -707,7 +706,6 @@ def test_public_types() -> None:
         "name",
         "package",
         "version",
-        "universal",
         "backends",
         "cuda_minver",
         "cuda_maxver",

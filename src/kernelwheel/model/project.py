@@ -176,7 +176,6 @@ class KernelProject:
     name: str
     package: str
     version: str | None  # the older forms' full version string ("0.1.0")
-    universal: bool
     backends: tuple[str, ...]
     cuda_minver: Version | None
     cuda_maxver: Version | None
@@ -414,7 +413,6 @@ class _Reader:
             name=name,
             package=package,
             version=version,
-            universal=framework is Framework.TORCH_NOARCH,
             backends=backends,
             cuda_minver=cuda_minver,
             cuda_maxver=cuda_maxver,
