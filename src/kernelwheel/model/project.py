@@ -479,20 +479,9 @@ class _Reader:
         return early
 
     def checked_package_name(self, name: str) -> str:
-        package = package_name(name)
-        if self.edition == LEGACY and name.strip() and len(name) <= MAX_NAME:
-            if not _LEGACY_NAME_RE.fullmatch(name) or not is_package_name(package):
-                via = f" ({package!r})" if package != name else ""
-                raise self.error(
-                    f"{name!r} does not give a valid Python package name{via}",
-                    "general.name",
-                    "use lowercase ASCII letters, digits and '-', starting with a letter "
-                    "(it becomes the package torch-ext/<name with '-' -> '_'>/), "
-                    "and not a Python keyword",
-                )
         if (problem := kernel_name_problem(name, legacy=self.edition == LEGACY)) is not None:
             raise self.error(problem[0], "general.name", problem[1])
-        return package
+        return package_name(name)
 
     def project_version(self, general: Located) -> tuple[int | None, str | None]:
         """(API major, full version): editions 3-5 give an integer, the older forms a string."""
@@ -1161,7 +1150,7 @@ def _other_backend_key(key: str, backend: str) -> str | None:
 
 def kernel_name_problem(name: str, *, legacy: bool = False) -> tuple[str, str] | None:
     """Why ``name`` cannot be a kernel's ``general.name`` (and ``init``'s NAME), with the fix;
-    None when it can. ``legacy``: the pre-edition-3 forms, whose spelling was checked apart."""
+    None when it can. ``legacy``: the pre-edition-3 forms' looser spelling rule."""
     if not name.strip():
         return "must not be empty", 'set the kernel\'s name, e.g. name = "relu"'
     if len(name) > MAX_NAME:
@@ -1171,6 +1160,14 @@ def kernel_name_problem(name: str, *, legacy: bool = False) -> tuple[str, str] |
             "every wheel's file name (file systems refuse names over 255 bytes)",
         )
     package = package_name(name)
+    if legacy and (not _LEGACY_NAME_RE.fullmatch(name) or not is_package_name(package)):
+        via = f" ({package!r})" if package != name else ""
+        return (
+            f"{name!r} does not give a valid Python package name{via}",
+            "use lowercase ASCII letters, digits and '-', starting with a letter "
+            "(it becomes the package torch-ext/<name with '-' -> '_'>/), "
+            "and not a Python keyword",
+        )
     if not legacy and (not _NAME_RE.fullmatch(name) or not is_package_name(package)):
         return f"{name!r} is not a kernel name: {_name_problem(name)}", _name_fix(name)
     if (shadowed := shadowing(name, package)) is not None:
