@@ -266,14 +266,9 @@ class KernelProject:
         """Every file that determines the build, absolute and sorted (input to a content hash):
         build.toml, each src/include entry that is a file (include folders are search paths;
         kernel-builder lists headers in ``src``) and the Python package but bytecode caches."""
-        files: set[Path] = {self.build_toml}
-        sections: list[TorchSection | TvmFfiSection | KernelSection] = list(self.kernels)
-        sections += [s for s in (self.torch, self.tvm_ffi) if s is not None]
-        for section in sections:
-            for rel in (*section.src, *section.include):
-                path = self.root / rel
-                if path.is_file():
-                    files.add(path)
+        sections = (*self.kernels, *(s for s in (self.torch, self.tvm_ffi) if s is not None))
+        listed = (self.root / rel for s in sections for rel in (*s.src, *s.include))
+        files = {self.build_toml, *(path for path in listed if path.is_file())}
         for dirpath, dirnames, filenames in os.walk(self.package_dir):
             dirnames[:] = [d for d in dirnames if d != "__pycache__"]
             for filename in filenames:

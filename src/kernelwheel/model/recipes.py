@@ -883,8 +883,7 @@ def _package(entry: Located, arches: tuple[Arch, ...]) -> PackagePin:
     hashes: list[tuple[Arch, str]] = []
     table = entry.table("sha256", hint='write sha256.x86_64 = "<64 hex digits>" (one per arch)')
     if table is not None:
-        for arch_name in table.keys():
-            hashes.append((_arch(table, arch_name, arch_name), _sha256(table, arch_name)))
+        hashes = [(_arch(table, name, name), _sha256(table, name)) for name in table.keys()]
         missing = [a.value for a in arches if a not in dict(hashes)]
         if missing:
             raise entry.error(
