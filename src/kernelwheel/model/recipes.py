@@ -124,10 +124,6 @@ class CudaToolchain:
     system_paths: tuple[str, ...] = ()
     image: str | None = None  # "system" only: the build image that carries this toolkit
 
-    @property
-    def major(self) -> int:
-        return int(self.version.split(".")[0])
-
     def requirements(self) -> tuple[str, ...]:
         """Requirements-file lines for the toolchain packages (with hashes when known)."""
         return tuple(p.requirement_line for p in self.packages)
