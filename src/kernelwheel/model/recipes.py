@@ -12,7 +12,7 @@ import json
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -267,10 +267,7 @@ class VariantRecipe:
                 "version": self.cuda.version,
                 "source": self.cuda.source,
                 "arch": self.cuda.arch.value,
-                "packages": [
-                    {"name": p.name, "version": p.version, "sha256": p.sha256}
-                    for p in self.cuda.packages
-                ],
+                "packages": [asdict(p) for p in self.cuda.packages],  # name, version, sha256
             }
         spec: dict[str, Any] = {
             "schema": SCHEMA,
