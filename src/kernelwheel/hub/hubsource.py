@@ -526,17 +526,15 @@ def call_hub(
     fn: Callable[[], T],
     *,
     pause: Callable[[int], float],
-    timeout: float | None = None,
-    tries: int | None = None,
+    timeout: float,
+    tries: int = _TRIES,
     retry_status: frozenset[int] = frozenset(),
     unanswered_hint: str = "check the network and HF_ENDPOINT; a slow link may need a longer "
     "HF_HUB_DOWNLOAD_TIMEOUT (seconds); HF_HUB_OFFLINE=1 uses what is cached",
 ) -> T:
     """``fn()``, its huggingface_hub and network errors as HubErrors naming ``where``, ``what``
-    and the fix. No answer (or one of ``retry_status``) is tried again, up to ``tries`` times
-    (default: _TRIES with a ``timeout``, else once), ``pause(n)`` seconds after the n-th, then
-    a :class:`HubUnavailable`."""
-    tries = tries or (_TRIES if timeout is not None else 1)
+    and the fix. No answer within ``timeout`` (or one of ``retry_status``) is tried again, up
+    to ``tries`` times, ``pause(n)`` seconds after the n-th, then a :class:`HubUnavailable`."""
     for attempt in range(1, tries + 1):
         try:
             return _call_hub_once(where, what, fn, retry_status)
@@ -551,9 +549,9 @@ def call_hub(
                     hint="the Hub is busy or down (status.huggingface.co): retry later",
                 ) from None
             plural = "try" if attempt == 1 else "tries"
-            shown = f"{timeout:g} s, {attempt} {plural}" if timeout is not None else "time"
             raise HubUnavailable(
-                f"{where}: {what}: no answer within {shown} ({exc})", hint=unanswered_hint
+                f"{where}: {what}: no answer within {timeout:g} s, {attempt} {plural} ({exc})",
+                hint=unanswered_hint,
             ) from None
     raise AssertionError("unreachable")
 
