@@ -248,16 +248,14 @@ class _Quiet:
 class HubSource:
     """A ``kernel``-type Hub repo such as ``drbh/img2gray``, else the ``model``-type one."""
 
-    def __init__(
-        self, repo_id: str, settings: HubSettings | None = None, reporter: Reporter | None = None
-    ) -> None:
+    def __init__(self, repo_id: str, reporter: Reporter | None = None) -> None:
         if (problem := repo_id_problem(repo_id)) is not None:
             raise HubError(
                 f"{repo_id!r} is neither a local folder nor a Hub repo id: it {problem}",
                 hint="pass org/name (e.g. drbh/img2gray) or the path of a git clone",
             )
         # checked before huggingface_hub is imported: it parses HF_ENDPOINT as it loads
-        self.settings = settings or HubSettings.from_env()
+        self.settings = HubSettings.from_env()
         from huggingface_hub import HfApi, constants
 
         assert constants.REPO_TYPE_KERNEL == KERNEL_REPO  # huggingface_hub >= 1.10

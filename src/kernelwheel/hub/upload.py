@@ -231,9 +231,7 @@ def _change(file: LayoutFile, remote: tuple[str | None, str | None] | None) -> C
     return Change.UNCHANGED if same else Change.UPDATE
 
 
-def upload(
-    req: UploadRequest, reporter: Reporter | None = None, *, settings: HubSettings | None = None
-) -> UploadResult:
+def upload(req: UploadRequest, reporter: Reporter | None = None) -> UploadResult:
     """Plan, and unless ``req.dry_run`` make, the commit of the variants to branch ``v<major>``."""
     reporter = reporter or SilentReporter()
     if (problem := repo_id_problem(req.repo)) is not None:
@@ -241,7 +239,7 @@ def upload(
             f"--repo {req.repo!r} is not a Hub repo id: it {problem}",
             hint="pass org/name, e.g. my-org/img2gray",
         )
-    settings = settings or HubSettings.from_env()
+    settings = HubSettings.from_env()
     timeout, tries = upload_bounds(req.timeout, req.tries)
     if settings.offline:
         raise UsageError(
