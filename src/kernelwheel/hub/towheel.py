@@ -32,8 +32,6 @@ from .layout import Layout
 from .revision import RequestKind, Resolution, VersionRequest, choose_ref, revision_resolution
 from .source import FileReader, RepoFile, RepoSource, group_by_variant
 
-DEFAULT_MANYLINUX = "manylinux_2_28"
-
 
 class AbiVerdict(Protocol):
     @property
@@ -62,7 +60,6 @@ class ToWheelRequest:
     variants: tuple[str, ...] = ()  # globs; empty means all
     allow_abi_violations: bool = False
     jobs: int = 0  # 0: one per CPU, at most 32
-    manylinux: str = DEFAULT_MANYLINUX
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     name: str | None = None  # the package/distribution name, above what the repo says
 
@@ -292,7 +289,6 @@ class _Conversion:
                     self.reader,
                     repo_name=src.name,
                     resolution=self.resolution,
-                    manylinux=req.manylinux,
                     where=src.where,
                     style=req.local_version_style,
                     name=req.name,

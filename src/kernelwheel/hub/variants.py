@@ -18,7 +18,7 @@ from ..wheels.reader import escape_name
 from .convert import wheel_tag
 from .revision import RefKind, Resolution, VersionRequest
 from .source import RepoSource, group_by_variant
-from .towheel import DEFAULT_MANYLINUX, open_source, resolve
+from .towheel import open_source, resolve
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def hub_builds(text: str, runner: Runner = RUNNER) -> HubBuilds:
         except VariantError as exc:
             unmappable.append((folder, f"cannot map the variant name: {exc}"))
             continue
-        tag = wheel_tag(variant, DEFAULT_MANYLINUX)
+        tag = wheel_tag(variant)
         filename = f"{dist}-{base}+{variant.local_version}-{tag}.whl"
         candidates.append(Candidate(filename, f"{src.where}: build/{folder}", None, src.where))
         names[filename] = folder
