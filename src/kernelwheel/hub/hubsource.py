@@ -30,15 +30,13 @@ KERNEL_REPO = "kernel"
 MODEL_REPO = "model"
 
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+_REPO_ID_MAX = 96  # huggingface_hub's validate_repo_id: the whole id
 _TRUE = {"1", "ON", "YES", "TRUE"}
 BACKOFF_VARIABLE = "KERNELWHEEL_HUB_BACKOFF"
 _DEFAULT_ENDPOINT = "https://huggingface.co"
 _VARIANT_DOWNLOADS = 8  # variant folders downloading at once
 _FILE_DOWNLOADS = 4  # files of one variant downloading at once
 T = TypeVar("T")
-
-
-_REPO_ID_MAX = 96  # huggingface_hub's validate_repo_id: the whole id
 
 
 def repo_id_problem(text: str) -> str | None:
