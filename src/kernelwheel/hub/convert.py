@@ -29,6 +29,7 @@ from .source import BUILD_DIR, FileReader, RepoFile
 ABI3_INTERPRETER = "cp39"  # the stable ABI floor Hub builds target (Py_LIMITED_API=0x03090000)
 REQUIRES_PYTHON = ">=3.9"
 _NATIVE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
+MANYLINUX = "manylinux_2_28"  # the platform tag of a converted linux wheel
 HUB_DIST_INFO = "hub"  # .dist-info/hub/: metadata.json and its signature, as the repo has them
 
 
@@ -46,14 +47,14 @@ class PreparedWheel:
         return {name: d for name, d in self.spec.files.items() if isinstance(d, bytes)}
 
 
-def wheel_tag(variant: Variant, manylinux: str) -> Tag:
+def wheel_tag(variant: Variant) -> Tag:
     """The tag ``kernelwheel build`` gives the kind: a tvm-ffi library is loaded by tvm_ffi, not
     imported by CPython, so it is ``py3-none-<platform>``, not abi3."""
     if variant.noarch:
         return Tag("py3", "none", "any")
     if variant.tvm_ffi is not None:
-        return Tag("py3", "none", variant.platform_tag(manylinux=manylinux))
-    return Tag(ABI3_INTERPRETER, "abi3", variant.platform_tag(manylinux=manylinux))
+        return Tag("py3", "none", variant.platform_tag(manylinux=MANYLINUX))
+    return Tag(ABI3_INTERPRETER, "abi3", variant.platform_tag(manylinux=MANYLINUX))
 
 
 def framework_requirements(variant: Variant) -> tuple[str, ...]:
@@ -136,7 +137,6 @@ def prepare_wheel(
     *,
     repo_name: str,
     resolution: Resolution,
-    manylinux: str,
     where: str,
     style: LocalVersionStyle = LocalVersionStyle.DOTTED,
     name: str | None = None,
@@ -224,7 +224,7 @@ def prepare_wheel(
     spec = WheelSpec(
         name=dist,
         version=version,
-        tag=wheel_tag(variant, manylinux),
+        tag=wheel_tag(variant),
         files=contents,
         requires_dist=_merge(framework_requirements(variant), depends),
         requires_python=REQUIRES_PYTHON,

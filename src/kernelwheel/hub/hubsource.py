@@ -30,15 +30,13 @@ KERNEL_REPO = "kernel"
 MODEL_REPO = "model"
 
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+_REPO_ID_MAX = 96  # huggingface_hub's validate_repo_id: the whole id
 _TRUE = {"1", "ON", "YES", "TRUE"}
 BACKOFF_VARIABLE = "KERNELWHEEL_HUB_BACKOFF"
 _DEFAULT_ENDPOINT = "https://huggingface.co"
 _VARIANT_DOWNLOADS = 8  # variant folders downloading at once
 _FILE_DOWNLOADS = 4  # files of one variant downloading at once
 T = TypeVar("T")
-
-
-_REPO_ID_MAX = 96  # huggingface_hub's validate_repo_id: the whole id
 
 
 def repo_id_problem(text: str) -> str | None:
@@ -248,16 +246,14 @@ class _Quiet:
 class HubSource:
     """A ``kernel``-type Hub repo such as ``drbh/img2gray``, else the ``model``-type one."""
 
-    def __init__(
-        self, repo_id: str, settings: HubSettings | None = None, reporter: Reporter | None = None
-    ) -> None:
+    def __init__(self, repo_id: str, reporter: Reporter | None = None) -> None:
         if (problem := repo_id_problem(repo_id)) is not None:
             raise HubError(
                 f"{repo_id!r} is neither a local folder nor a Hub repo id: it {problem}",
                 hint="pass org/name (e.g. drbh/img2gray) or the path of a git clone",
             )
         # checked before huggingface_hub is imported: it parses HF_ENDPOINT as it loads
-        self.settings = settings or HubSettings.from_env()
+        self.settings = HubSettings.from_env()
         from huggingface_hub import HfApi, constants
 
         assert constants.REPO_TYPE_KERNEL == KERNEL_REPO  # huggingface_hub >= 1.10
@@ -526,17 +522,15 @@ def call_hub(
     fn: Callable[[], T],
     *,
     pause: Callable[[int], float],
-    timeout: float | None = None,
-    tries: int | None = None,
+    timeout: float,
+    tries: int = _TRIES,
     retry_status: frozenset[int] = frozenset(),
     unanswered_hint: str = "check the network and HF_ENDPOINT; a slow link may need a longer "
     "HF_HUB_DOWNLOAD_TIMEOUT (seconds); HF_HUB_OFFLINE=1 uses what is cached",
 ) -> T:
     """``fn()``, its huggingface_hub and network errors as HubErrors naming ``where``, ``what``
-    and the fix. No answer (or one of ``retry_status``) is tried again, up to ``tries`` times
-    (default: _TRIES with a ``timeout``, else once), ``pause(n)`` seconds after the n-th, then
-    a :class:`HubUnavailable`."""
-    tries = tries or (_TRIES if timeout is not None else 1)
+    and the fix. No answer within ``timeout`` (or one of ``retry_status``) is tried again, up
+    to ``tries`` times, ``pause(n)`` seconds after the n-th, then a :class:`HubUnavailable`."""
     for attempt in range(1, tries + 1):
         try:
             return _call_hub_once(where, what, fn, retry_status)
@@ -551,9 +545,9 @@ def call_hub(
                     hint="the Hub is busy or down (status.huggingface.co): retry later",
                 ) from None
             plural = "try" if attempt == 1 else "tries"
-            shown = f"{timeout:g} s, {attempt} {plural}" if timeout is not None else "time"
             raise HubUnavailable(
-                f"{where}: {what}: no answer within {shown} ({exc})", hint=unanswered_hint
+                f"{where}: {what}: no answer within {timeout:g} s, {attempt} {plural} ({exc})",
+                hint=unanswered_hint,
             ) from None
     raise AssertionError("unreachable")
 

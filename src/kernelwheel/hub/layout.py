@@ -69,14 +69,14 @@ _EXTENSION = re.compile(r"^_([A-Za-z][A-Za-z0-9_]*?)_[0-9a-f]{7,}\.(?:abi3\.so|s
 def content_name(paths: Sequence[str]) -> str | None:
     """The package name a flat variant folder's own files agree on: the compatibility shim
     folder (``<name>/__init__.py``) and the extension's ops namespace (``_<name>_<id>.abi3.so``)."""
-    found: set[str] = set()
-    shims = {p.split("/")[0] for p in paths if p.count("/") == 1 and p.endswith("/" + INIT)}
-    found |= {s for s in shims if is_package_name(s)}
-    for path in paths:
-        match = _EXTENSION.match(path) if "/" not in path else None
-        if match:
-            found.add(match.group(1))
+    found = {s for s in _package_folders(paths) if is_package_name(s)}
+    found |= {m.group(1) for p in paths if "/" not in p and (m := _EXTENSION.match(p))}
     return found.pop() if len(found) == 1 else None
+
+
+def _package_folders(paths: Sequence[str]) -> list[str]:
+    """The folders directly in the variant folder that hold an ``__init__.py``, sorted."""
+    return sorted({p.split("/")[0] for p in paths if p.count("/") == 1 and p.endswith("/" + INIT)})
 
 
 def _flat(paths: Sequence[str], metadata: KernelMetadata | None, repo_name: str, where: str) -> str:
@@ -100,8 +100,7 @@ def _flat(paths: Sequence[str], metadata: KernelMetadata | None, repo_name: str,
 def _nested(
     paths: Sequence[str], metadata: KernelMetadata | None, repo_name: str, where: str
 ) -> str:
-    candidates = sorted({p.split("/")[0] for p in paths if p.count("/") == 1 and p.endswith(INIT)})
-    candidates = [c for c in candidates if f"{c}/{INIT}" in paths]
+    candidates = _package_folders(paths)
     if not candidates:
         raise HubError(
             f"{where}: no Python package: expected {INIT} directly in the variant folder (flat "

@@ -36,10 +36,8 @@ class LfsPointer:
         """The pointer a blob holds, or None when the blob is ordinary content."""
         if len(data) > _LFS_MAX_POINTER or not data.startswith(b"version " + LFS_SPEC.encode()):
             return None
-        fields: dict[str, str] = {}
-        for line in data.decode("utf-8", "replace").splitlines():
-            key, _, value = line.partition(" ")
-            fields[key] = value.strip()
+        lines = data.decode("utf-8", "replace").splitlines()
+        fields = {key: value.strip() for key, _, value in (line.partition(" ") for line in lines)}
         oid = fields.get("oid", "").removeprefix("sha256:")
         size = fields.get("size", "")
         if not _LFS_OID.fullmatch(oid) or not size.isdigit():

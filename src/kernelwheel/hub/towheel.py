@@ -27,12 +27,10 @@ from ..wheels import wheel_filename, write_wheel
 from ..wheels.reader import verify_contents
 from .convert import PreparedWheel, Unconvertible, prepare_wheel
 from .gitsource import GitSource
-from .hubsource import HubSettings, HubSource
+from .hubsource import HubSource
 from .layout import Layout
 from .revision import RequestKind, Resolution, VersionRequest, choose_ref, revision_resolution
 from .source import FileReader, RepoFile, RepoSource, group_by_variant
-
-DEFAULT_MANYLINUX = "manylinux_2_28"
 
 
 class AbiVerdict(Protocol):
@@ -62,7 +60,6 @@ class ToWheelRequest:
     variants: tuple[str, ...] = ()  # globs; empty means all
     allow_abi_violations: bool = False
     jobs: int = 0  # 0: one per CPU, at most 32
-    manylinux: str = DEFAULT_MANYLINUX
     local_version_style: LocalVersionStyle = LocalVersionStyle.DOTTED
     name: str | None = None  # the package/distribution name, above what the repo says
 
@@ -101,12 +98,7 @@ class ToWheelResult:
         return max((r.exit_code for r in self.rejected), default=0)
 
 
-def open_source(
-    repo: str,
-    settings: HubSettings | None = None,
-    reporter: Reporter | None = None,
-    runner: Runner = RUNNER,
-) -> RepoSource:
+def open_source(repo: str, reporter: Reporter | None = None, runner: Runner = RUNNER) -> RepoSource:
     """A local folder is a git clone; anything else must be a Hub repo id (``reporter`` hears
     when the Hub source falls back from the kernel-type repo to the model-type one)."""
     path = Path(repo).expanduser()
@@ -114,7 +106,7 @@ def open_source(
         return GitSource(path, runner)  # git runs through ``runner``
     if repo.startswith((".", "/", "~")) or os.sep in repo.strip("/").replace("/", "", 1):
         raise HubError(f"{repo}: no such folder", hint="pass a git clone or a Hub id (org/name)")
-    return HubSource(repo, settings, reporter)
+    return HubSource(repo, reporter)
 
 
 def resolve(source: RepoSource, request: VersionRequest) -> Resolution:
@@ -297,7 +289,6 @@ class _Conversion:
                     self.reader,
                     repo_name=src.name,
                     resolution=self.resolution,
-                    manylinux=req.manylinux,
                     where=src.where,
                     style=req.local_version_style,
                     name=req.name,

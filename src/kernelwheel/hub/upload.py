@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -76,26 +76,21 @@ class UploadRequest:
 def upload_bounds(timeout: str | None = None, tries: str | None = None) -> tuple[float, int]:
     """The seconds each connect, read and write waits, and how often each call is tried: each
     flag, else its variable, else the default (docs/options.md)."""
-    env = os.environ
-    wait = _first_set(timeout, "--timeout", TIMEOUT_VARIABLE, env, seconds) or hub_timeout(env)
+    wait = _first_set(timeout, "--timeout", TIMEOUT_VARIABLE, seconds) or hub_timeout(os.environ)
     times = _first_set(
-        tries, "--tries", TRIES_VARIABLE, env, lambda text, where: count(text, where, _MOST_TRIES)
+        tries, "--tries", TRIES_VARIABLE, lambda text, where: count(text, where, _MOST_TRIES)
     )
     return wait or _UPLOAD_TIMEOUT, times or _TRIES
 
 
 def _first_set(
-    given: str | None,
-    flag: str,
-    variable: str,
-    env: Mapping[str, str],
-    parse: Callable[[str, str], T],
+    given: str | None, flag: str, variable: str, parse: Callable[[str, str], T]
 ) -> T | None:
     """``parse`` of the flag's value, else of the variable's when set; None when neither is."""
     if given is not None:
         return parse(given, flag)
-    if (env.get(variable) or "").strip():
-        return parse(env[variable], variable)
+    if (os.environ.get(variable) or "").strip():
+        return parse(os.environ[variable], variable)
     return None
 
 
@@ -231,9 +226,7 @@ def _change(file: LayoutFile, remote: tuple[str | None, str | None] | None) -> C
     return Change.UNCHANGED if same else Change.UPDATE
 
 
-def upload(
-    req: UploadRequest, reporter: Reporter | None = None, *, settings: HubSettings | None = None
-) -> UploadResult:
+def upload(req: UploadRequest, reporter: Reporter | None = None) -> UploadResult:
     """Plan, and unless ``req.dry_run`` make, the commit of the variants to branch ``v<major>``."""
     reporter = reporter or SilentReporter()
     if (problem := repo_id_problem(req.repo)) is not None:
@@ -241,7 +234,7 @@ def upload(
             f"--repo {req.repo!r} is not a Hub repo id: it {problem}",
             hint="pass org/name, e.g. my-org/img2gray",
         )
-    settings = settings or HubSettings.from_env()
+    settings = HubSettings.from_env()
     timeout, tries = upload_bounds(req.timeout, req.tries)
     if settings.offline:
         raise UsageError(

@@ -13,14 +13,12 @@ from packaging.version import Version
 from .._util import RUNNER, Runner
 from ..errors import HubError, VariantError
 from ..install.sources import Candidate
-from ..log import Reporter
 from ..model.variant import Variant
 from ..wheels.reader import escape_name
 from .convert import wheel_tag
-from .hubsource import HubSettings
 from .revision import RefKind, Resolution, VersionRequest
 from .source import RepoSource, group_by_variant
-from .towheel import DEFAULT_MANYLINUX, open_source, resolve
+from .towheel import open_source, resolve
 
 
 @dataclass(frozen=True)
@@ -45,15 +43,9 @@ def split_source(text: str) -> tuple[str, str | None]:
     return repo, version
 
 
-def hub_builds(
-    text: str,
-    settings: HubSettings | None = None,
-    reporter: Reporter | None = None,
-    runner: Runner = RUNNER,
-    source: RepoSource | None = None,
-) -> HubBuilds:
+def hub_builds(text: str, runner: Runner = RUNNER) -> HubBuilds:
     repo, version = split_source(text)
-    src = source or open_source(repo, settings, reporter, runner)
+    src = open_source(repo, runner=runner)
     request = VersionRequest.parse(version if version is not None else _newest_major(src))
     resolution = resolve(src, request)
     folders = group_by_variant(src.list_build(resolution.commit))
@@ -71,7 +63,7 @@ def hub_builds(
         except VariantError as exc:
             unmappable.append((folder, f"cannot map the variant name: {exc}"))
             continue
-        tag = wheel_tag(variant, DEFAULT_MANYLINUX)
+        tag = wheel_tag(variant)
         filename = f"{dist}-{base}+{variant.local_version}-{tag}.whl"
         candidates.append(Candidate(filename, f"{src.where}: build/{folder}", None, src.where))
         names[filename] = folder
