@@ -182,7 +182,7 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
     for note in compiled.notes:
         reporter.info(scope, note)
     so_path = compiled.shared_object
-    steps.load_checked(req, prepared.env.python, so_path, namespace, "torch", reporter, runner)
+    steps.load_checked(req, prepared.env.python, so_path, namespace, reporter, runner)
 
     torch_req = torch_requirement(variant, [so_path])  # stable ABI: max(declared, measured)
     for warning in torch_req.warnings:

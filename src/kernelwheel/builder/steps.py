@@ -495,7 +495,6 @@ def load_checked(
     python: Path,
     shared_object: Path,
     namespace: str,
-    kind: str,
     reporter: Reporter,
     runner: Runner,
     *,
@@ -517,7 +516,7 @@ def load_checked(
         return DeferredLoad(shared_object, namespace, req.log, *loaded, req.project.root)
     with step(reporter, scope, "load check", log=req.log) as detail:
         report = check_load(
-            python, shared_object, namespace, kind, req.log, runner, req.project.root
+            python, shared_object, namespace, req.kind.value, req.log, runner, req.project.root
         )
         detail.append(report.describe(namespace))
     if loaded is not None:
