@@ -13,15 +13,18 @@ from packaging.tags import Tag
 from support.tinykernel import CARD, LICENSE, SOURCE, UPSTREAM, write_tiny_kernel
 from support.wheelread import read_wheel
 
-from kernelwheel.builder.wheelmeta import ProjectMetadata, project_metadata
+from kernelwheel.builder.wheelmeta import with_metadata
 from kernelwheel.errors import ProjectError
+from kernelwheel.model.card import card_fields, project_card
 from kernelwheel.model.project import load_project
 from kernelwheel.wheels import WheelSpec, write_wheel
 
 VERSION = "1.0.0+torch2.13.cpu.cxx11"
 VARIANT = "torch213-cxx11-cpu-x86_64-linux"
 SPEC = WheelSpec(
-    "tiny-add", "1.0.0+torch2.13.cpu.cxx11", Tag("cp310", "abi3", "linux_x86_64"),
+    "tiny-add",
+    "1.0.0+torch2.13.cpu.cxx11",
+    Tag("cp310", "abi3", "linux_x86_64"),
     {"tiny_add/__init__.py": b""},
 )
 
@@ -31,7 +34,7 @@ def test_the_wheel_carries_licence_files_urls_and_the_card(tmp_path: Path) -> No
     (root / "COPYING.LESSER").write_text("lesser\n")
     (root / "licence-notes.md").write_text("not a licence file by its name\n")
     (root / "LICENSES").mkdir()  # a folder is not a licence file
-    spec = _meta(root).apply(SPEC)
+    spec = _meta(root)
     wheel = read_wheel(write_wheel(spec, tmp_path / "wh"))
     dist_info = "tiny_add-1.0.0+torch2.13.cpu.cxx11.dist-info"
     assert wheel.files[f"{dist_info}/licenses/LICENSE"] == LICENSE.encode()
@@ -52,12 +55,15 @@ def test_the_wheel_carries_licence_files_urls_and_the_card(tmp_path: Path) -> No
 def test_the_readme_when_there_is_no_card_and_nothing_without_either(tmp_path: Path) -> None:
     root = write_tiny_kernel(tmp_path / "k", card=False)
     found = _meta(root)
-    assert found.description_file == root / "README.md"
+    project = load_project(root)
+    assert project_card(project, card_fields(project, version=1)).file == root / "README.md"
     assert found.description is not None and found.description.startswith("# tiny-add (the")
     (root / "README.md").unlink()
     (root / "LICENSE").unlink()
     bare = _meta(root)
-    assert bare.description_file is None and bare.license_files == {}
+    project = load_project(root)
+    assert project_card(project, card_fields(project, version=1)).file is None
+    assert bare.license_files == {}
     # Neither: a generated card, its front matter left to the Hub, then the wheel's section.
     assert bare.description is not None and bare.description.startswith("# tiny-add\n")
     assert "## Ops" in bare.description and "## This wheel" in bare.description
@@ -69,7 +75,7 @@ def test_a_card_template_is_rendered_into_the_description(tmp_path: Path) -> Non
         "---\nlicense: {{ license }}\n---\n# {{ name }}, API {{ version }}\n"
         "{% for op in ops %}* {{ op }}\n{% endfor %}"
     )
-    spec = _meta(root, dirty=True).apply(SPEC)
+    spec = _meta(root, dirty=True)
     md = read_wheel(write_wheel(spec, tmp_path / "wh")).metadata
     body = md.get_payload()
     assert isinstance(body, str)
@@ -77,13 +83,13 @@ def test_a_card_template_is_rendered_into_the_description(tmp_path: Path) -> Non
     assert "uncommitted changes" in body and "license:" not in body
 
 
-def _meta(root: Path, *, dirty: bool = False) -> ProjectMetadata:
-    return project_metadata(load_project(root), version=VERSION, variant=VARIANT, dirty=dirty)
+def _meta(root: Path, *, dirty: bool = False) -> WheelSpec:
+    return with_metadata(SPEC, load_project(root), variant=VARIANT, dirty=dirty)
 
 
 def test_a_licence_that_is_not_spdx_stays_free_text(tmp_path: Path) -> None:
     root = write_tiny_kernel(tmp_path / "k", license="other")
-    spec = _meta(root).apply(SPEC)
+    spec = _meta(root)
     md = read_wheel(write_wheel(spec, tmp_path / "wh")).metadata
     assert md["License"] == "other" and md["License-Expression"] is None
 

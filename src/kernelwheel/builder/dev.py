@@ -111,7 +111,6 @@ def _build_dev(
         env.python,
         so_path,
         namespace,
-        "torch",
         reporter,
         runner,
         loaded=loaded,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -69,16 +68,12 @@ def _variant_wheels(req: BuildRequest) -> set[Path]:
     noarch = req.kind is BuildKind.NOARCH
     style = req.outputs.local_version_style
     version = Version(req.version if noarch else full_version(req.version, req.variant, style))
-    try:
-        entries = list(os.scandir(req.outputs.out_dir))
-    except OSError:
-        return set()
     found: set[Path] = set()
-    for entry in entries:
+    for path in req.outputs.out_dir.glob("*.whl"):  # none where the folder is not yet
         try:
-            dist, ver, _, _ = parse_wheel_filename(entry.name)
+            dist, ver, _, _ = parse_wheel_filename(path.name)
         except InvalidWheelFilename:
             continue
         if dist == name and ver == version:
-            found.add(Path(entry.path))
+            found.add(path)
     return found

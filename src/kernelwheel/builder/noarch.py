@@ -19,7 +19,7 @@ from ..wheels import WheelSpec, write_wheel
 from . import codegen
 from .request import BuildRequest, BuiltWheel
 from .steps import package_files
-from .wheelmeta import project_metadata, requirements
+from .wheelmeta import requirements, with_metadata
 
 NOARCH_TAG = Tag("py3", "none", "any")
 REQUIRES_PYTHON = ">=3.9"  # what kernel-builder's noarch packages declare
@@ -119,8 +119,7 @@ def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER)
         )
         variant = f"pure Python (py3-none-any; backends: {backends})"
         dirty = bool(req.git and req.git.dirty)
-        meta = project_metadata(project, version=version, variant=variant, dirty=dirty)
-        path = write_wheel(meta.apply(spec), out_dir)
+        path = write_wheel(with_metadata(spec, project, variant=variant, dirty=dirty), out_dir)
         detail.append(path.name)
     return BuiltWheel(req.variant, path, namespace, req.log)
 

@@ -12,7 +12,7 @@ from .._util import Runner
 from ..abi.symver import ForcedHeader
 from ..compat.guard import BuildStamp
 from ..compile.compile_spec import CompileSpec
-from ..errors import ProjectError, ToolchainError
+from ..errors import ToolchainError
 from ..log import Reporter, step
 from ..model.variant import BackendKind, CxxAbi, Variant
 from ..toolchain import cross
@@ -20,7 +20,7 @@ from ..toolchain.envs import CudaToolkit, EnvInfo, find_cuda_toolkit, probe, pro
 from ..wheels import WheelSpec
 from . import codegen, steps
 from .compile_plan import CompilePlan, plan_compile
-from .request import BuildKind, BuildRequest, BuiltWheel
+from .request import BuildRequest, BuiltWheel
 from .wheelmeta import requirements, torch_requirement
 
 DATA_LINK = "kernelwheel-data"
@@ -168,12 +168,6 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
     """The torch extension wheel of ``req``'s variant (per torch or on the stable ABI)."""
     project, variant = req.project, req.variant
     scope = variant.name
-    if req.kind is not BuildKind.TORCH:
-        raise ProjectError(
-            f"{project.name} is a {req.kind.value} project, not a torch extension",
-            file=project.build_toml,
-            hint="build it through kernelwheel.builder.entry.build_and_export",
-        )
     steps.open_build(req, runner)
     prepared = prepare_environment(req, reporter, runner)
 
@@ -188,7 +182,7 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
     for note in compiled.notes:
         reporter.info(scope, note)
     so_path = compiled.shared_object
-    steps.load_checked(req, prepared.env.python, so_path, namespace, "torch", reporter, runner)
+    steps.load_checked(req, prepared.env.python, so_path, namespace, reporter, runner)
 
     torch_req = torch_requirement(variant, [so_path])  # stable ABI: max(declared, measured)
     for warning in torch_req.warnings:

@@ -32,6 +32,7 @@ from ..toolchain.envs import (
     nvcc_version,
     unreachable,
 )
+from .request import BuildRequest
 
 
 def system_toolkit(
@@ -123,20 +124,16 @@ def torch_problem(
 
 
 def require_buildable(
-    recipes: Sequence[VariantRecipe],
-    specs: Mapping[str, EnvSpec | None],
-    cuda_home: Path | None = None,
-    runner: Runner = RUNNER,
-    cache_dir: Path | None = None,
+    requests: Sequence[BuildRequest], cuda_home: Path | None, runner: Runner, cache_dir: Path
 ) -> None:
-    """One :class:`ToolchainError` naming every variant of ``recipes`` this machine cannot build,
-    with why. ``specs``: each variant's environment (None: ``--python``, nothing installed)."""
+    """One :class:`ToolchainError` naming every variant of the compiled ``requests`` this
+    machine cannot build, with why."""
     problems = [
-        (recipe.name, why)
-        for recipe in recipes
+        (req.recipe.name, why)
+        for req in requests
         for why in (
-            toolkit_problem(recipe, cuda_home, runner),
-            torch_problem(recipe, specs.get(recipe.name), cache_dir),
+            toolkit_problem(req.recipe, cuda_home, runner),
+            torch_problem(req.recipe, req.env.spec, cache_dir),
         )
         if why is not None
     ]

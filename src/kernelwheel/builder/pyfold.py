@@ -12,6 +12,7 @@ than :data:`MAX_DEPTH` (never a RecursionError) is an :class:`Unknown` saying wh
 from __future__ import annotations
 
 import ast
+import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -510,27 +511,22 @@ def _describe(node: ast.expr) -> str:
 
 def _percent_format(template: str, values: list[Folded]) -> Folded:
     """``template % values``: ``%s``, ``%r``, ``%a`` and ``%%``; any other an unknown part."""
-    out = _EMPTY
-    index = 0
-    position = 0
-    while True:
-        found = template.find("%", position)
-        if found < 0:
-            break
-        out = out + Folded((template[position:found],))
-        conversion = template[found + 1 : found + 2]
-        position = found + 2
+    pieces = re.split("%(.?)", template, flags=re.DOTALL)  # literal, conversion, ..., literal
+    literals, conversions = pieces[::2], pieces[1::2]
+    taking = [c for c in conversions if c != "%"]
+    if len(taking) > len(values):
+        return _unknown("a % format with too few arguments")
+    if len(taking) < len(values):
+        return _unknown("a % format with too many arguments")
+    out, given = _EMPTY, iter(values)
+    for literal, conversion in zip(literals, conversions, strict=False):  # one more literal
+        out = out + Folded((literal,))
         if conversion == "%":
             out = out + Folded(("%",))
-            continue
-        if index >= len(values):
-            return _unknown("a % format with too few arguments")
-        value = values[index]
-        index += 1
-        out = out + _converted(value, conversion, "a % conversion the check does not evaluate")
-    if index != len(values):
-        return _unknown("a % format with too many arguments")
-    return out + Folded((template[position:],))
+        else:
+            reason = "a % conversion the check does not evaluate"
+            out = out + _converted(next(given), conversion, reason)
+    return out + Folded((literals[-1],))
 
 
 def _converted(value: Folded, conversion: str, reason: str) -> Folded:

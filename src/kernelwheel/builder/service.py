@@ -166,13 +166,7 @@ def _requests(
     )
     # What this machine lacks (a system toolkit, a torch index) stops every variant here too.
     compiled = [r for r in requests if r.kind is not BuildKind.NOARCH]
-    require_buildable(
-        [r.recipe for r in compiled],
-        {r.variant.name: r.env.spec for r in compiled},
-        options.cuda_home,
-        runner,
-        options.cache_dir,
-    )
+    require_buildable(compiled, options.cuda_home, runner, options.cache_dir)
     return requests, version, at_once
 
 

@@ -50,7 +50,7 @@ from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
 from .load_check import DeferredLoad, check_load, skip_reason
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
-from .wheelmeta import project_metadata, refuse_outside
+from .wheelmeta import refuse_outside, with_metadata
 
 # The compile worker, run by file path inside each build's environment (every build kind's).
 WORKER = Path(__file__).parents[1] / "compile" / "_compile_worker.py"
@@ -495,7 +495,6 @@ def load_checked(
     python: Path,
     shared_object: Path,
     namespace: str,
-    kind: str,
     reporter: Reporter,
     runner: Runner,
     *,
@@ -517,7 +516,7 @@ def load_checked(
         return DeferredLoad(shared_object, namespace, req.log, *loaded, req.project.root)
     with step(reporter, scope, "load check", log=req.log) as detail:
         report = check_load(
-            python, shared_object, namespace, kind, req.log, runner, req.project.root
+            python, shared_object, namespace, req.kind.value, req.log, runner, req.project.root
         )
         detail.append(report.describe(namespace))
     if loaded is not None:
@@ -586,9 +585,8 @@ def raw_wheel(req: BuildRequest, spec: WheelSpec) -> Path:
     """The wheel before repair, in the work folder: stored when auditwheel re-zips it,
     deflated when it may be the output (no repair, or best effort)."""
     variant, dirty = req.variant.name, bool(req.git and req.git.dirty)
-    meta = project_metadata(req.project, version=spec.version, variant=variant, dirty=dirty)
     return write_wheel(
-        meta.apply(spec),
+        with_metadata(spec, req.project, variant=variant, dirty=dirty),
         req.outputs.work_dir / req.variant.name / "dist",
         compress=req.outputs.manylinux is None or req.outputs.best_effort,
     )

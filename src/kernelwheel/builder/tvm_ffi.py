@@ -213,9 +213,7 @@ def build_tvm_ffi_variant(
         plan = partial(_plan, req, namespace, env, toolkit)
         compiled = steps.compile_step(req, env.python, facts, toolkit, header, plan, runner)
         detail.append(f"{compiled.shared_object.name}; {compiled.cache}")
-    steps.load_checked(
-        req, env.python, compiled.shared_object, namespace, "tvm-ffi", reporter, runner
-    )
+    steps.load_checked(req, env.python, compiled.shared_object, namespace, reporter, runner)
 
     with step(reporter, scope, "wheel") as detail:
         files = steps.package_files(project)

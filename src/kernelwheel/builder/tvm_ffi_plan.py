@@ -93,22 +93,26 @@ def plan_tvm_ffi_compile(
     link_libs = [f"-L{library.lib_dir}", "-ltvm_ffi"]
     cuda_units: list[tuple[Path, tuple[str, ...]]] = []
     capabilities: tuple[CudaCapability, ...] = ()
-    keep: list[str] = []
-    nvcc: list[str] = []
-    cuda_files = sum(1 for k in kernels for p in k.src if p.suffix == ".cu")
     split = parallelism(req, tools, 0, 0)  # C++ jobs only, unless CUDA
-    cu_sources: list[str] = []
     if toolkit is not None:
+        cuda_files = sum(1 for k in kernels for p in k.src if p.suffix == ".cu")
         targets = cuda_targets(req, kernels, tools, cuda_files)
-        per_kernel, capabilities, split = targets.per_kernel, targets.every, targets.split
+        capabilities, split = targets.every, targets.split
         notes += targets.notes
         cuda_kernels = [k for k in kernels if k.backend == "cuda"]
-        cu_sources = [str(root / p) for k in cuda_kernels for p in k.src if p.suffix == ".cu"]
+        for kernel, chosen in zip(cuda_kernels, targets.per_kernel, strict=True):
+            flags = (
+                *caps.gencode_flags(chosen.capabilities),
+                *kernel_cuda_flags(kernel.cuda_flags, toolkit.version),
+            )
+            cuda_units += [(root / p, flags) for p in kernel.src if p.suffix == ".cu"]
+    cu_sources = [str(path) for path, _ in cuda_units]
     sources = [*(str(path) for path, _ in units), *cu_sources]
     # no torch here: every unit is torch-free
     budget = fit_to_memory(req, tools, split, sources, len(capabilities), sources, peaks or {})
+    keep = nvcc_keep_flags(cu_sources, stage) if toolkit else []
+    nvcc: list[str] = []
     if toolkit is not None:
-        keep = nvcc_keep_flags(cu_sources, stage)
         nvcc = [
             "nvcc",
             "-std=c++17",
@@ -122,12 +126,6 @@ def plan_tvm_ffi_compile(
             *search,
             *(f"-I{p}" for p in toolkit.extra_includes),
         ]
-        for kernel, chosen in zip(cuda_kernels, per_kernel, strict=True):
-            flags = (
-                *caps.gencode_flags(chosen.capabilities),
-                *kernel_cuda_flags(kernel.cuda_flags, toolkit.version),
-            )
-            cuda_units += [(root / p, flags) for p in kernel.src if p.suffix == ".cu"]
         lib_dirs = [toolkit.home / "lib", toolkit.home / "lib64"]
         link_libs += [f"-L{d}" for d in lib_dirs] + ["-lcudart"]
         link_libs += [f"-Wl,-rpath,$ORIGIN/{rel}" for rel in library.runtime_rpaths]

@@ -4,8 +4,8 @@ project URLs, and the kernel card plus a section on the wheel as the long descri
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -21,25 +21,6 @@ from ..wheels import WheelSpec
 LICENSE_PREFIXES = ("LICENSE", "LICENCE", "COPYING")
 
 
-@dataclass(frozen=True)
-class ProjectMetadata:
-    license: str | None = None
-    license_files: Mapping[str, bytes] = field(default_factory=dict)
-    project_urls: tuple[tuple[str, str], ...] = ()
-    description: str | None = None
-    description_file: Path | None = None
-
-    def apply(self, spec: WheelSpec) -> WheelSpec:
-        """``spec`` with these fields set."""
-        return dataclasses.replace(
-            spec,
-            license=self.license,
-            license_files=dict(self.license_files),
-            project_urls=self.project_urls,
-            description=self.description,
-        )
-
-
 def requirements(project: KernelProject, variant: Variant) -> tuple[str, ...]:
     """What ``variant``'s build requires besides torch: python-depends, then kernel-depends."""
     backend = variant.backend.kind.value if variant.backend is not None else None
@@ -49,25 +30,26 @@ def requirements(project: KernelProject, variant: Variant) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*project.python_depends_for(backend), *kernels)))
 
 
-def project_metadata(
-    project: KernelProject, *, version: str, variant: str, dirty: bool = False
-) -> ProjectMetadata:
-    """The METADATA of a wheel of ``project`` built for ``variant`` (a name or words)."""
+def with_metadata(
+    spec: WheelSpec, project: KernelProject, *, variant: str, dirty: bool = False
+) -> WheelSpec:
+    """``spec`` with the METADATA of a wheel of ``project`` built for ``variant`` (a name or
+    words)."""
     urls = tuple(
         (label, url)
         for label, url in (("Upstream", project.upstream), ("Source", project.source))
         if url
     )
-    fields = card_fields(project, version=_major(version), dirty=dirty)
+    fields = card_fields(project, version=_major(spec.version), dirty=dirty)
     card = project_card(project, fields)
     root = project.root
     found = sorted(p for p in root.iterdir() if p.is_file() and p.name.startswith(LICENSE_PREFIXES))
-    return ProjectMetadata(
+    return dataclasses.replace(
+        spec,
         license=project.license,
         license_files={p.name: _bytes(p, root) for p in found},
         project_urls=urls,
-        description=wheel_description(card.text, fields, version=version, variant=variant),
-        description_file=card.file,
+        description=wheel_description(card.text, fields, version=spec.version, variant=variant),
     )
 
 
