@@ -78,10 +78,8 @@ def requirements_txt(wheels: Sequence[HouseWheel]) -> str:
                 "requirement cannot pin them all",
                 hint="select the builds of one version with --variant",
             )
-        hashes = sorted({w.sha256 for w in group})
-        lines.append(f"{project}=={publics[0]} \\")
-        lines += [f"    --hash=sha256:{h} \\" for h in hashes[:-1]]
-        lines.append(f"    --hash=sha256:{hashes[-1]}")
+        hashes = [f"    --hash=sha256:{h}" for h in sorted({w.sha256 for w in group})]
+        lines.append(" \\\n".join([f"{project}=={publics[0]}", *hashes]))
     return "\n".join(lines) + "\n"
 
 
