@@ -118,6 +118,11 @@ def value(item: Any) -> str:
     raise TypeError(f"cannot write {type(item).__name__} as TOML")
 
 
+def assignments(**values: Any) -> list[str]:
+    """``key = value`` lines in the order given; a keyword's underscores are the key's dashes."""
+    return [f"{key(name.replace('_', '-'))} = {value(item)}" for name, item in values.items()]
+
+
 def array(items: Sequence[Any]) -> str:
     """An array, one element a line (diff-friendly); empty arrays stay on one line."""
     if not items:
