@@ -289,9 +289,7 @@ def download(
             (staging / PYLOCK).write_text(pylock, encoding="utf-8")
         # Everything is verified: move it in (unless the user put a file of theirs meanwhile).
         _check_outputs(req)
-        for wheel in wheels:
-            publish(wheel.path, req.wheelhouse / wheel.filename)
-        placed = [replace(w, path=req.wheelhouse / w.filename) for w in wheels]
+        placed = [replace(w, path=publish(w.path, req.wheelhouse / w.filename)) for w in wheels]
         publish(staging / REQUIREMENTS, req.wheelhouse / REQUIREMENTS)
         pylock_path = req.wheelhouse / PYLOCK if pylock is not None else None
         if pylock is not None:
