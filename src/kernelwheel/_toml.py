@@ -118,6 +118,11 @@ def value(item: Any) -> str:
     raise TypeError(f"cannot write {type(item).__name__} as TOML")
 
 
+def assignments(**values: Any) -> list[str]:
+    """``key = value`` lines in the order given; a keyword's underscores are the key's dashes."""
+    return [f"{key(name.replace('_', '-'))} = {value(item)}" for name, item in values.items()]
+
+
 def array(items: Sequence[Any]) -> str:
     """An array, one element a line (diff-friendly); empty arrays stay on one line."""
     if not items:
@@ -194,10 +199,6 @@ class Located:
         quoted = key(name)
         return f"{self.prefix}.{quoted}" if self.prefix else quoted
 
-    @property
-    def header(self) -> str:
-        return f"[{self.prefix}]" if self.prefix else "the top level"
-
     def error(self, message: str, key: str | None, hint: str) -> KernelwheelError:
         """An error at ``key`` of this table (None: the table itself)."""
         where = self.dotted(key) if key is not None else (self.prefix or None)
@@ -218,12 +219,9 @@ class Located:
     ) -> None:
         """Refuse keys outside ``known``; ``explain(key)`` may give a better hint first (such as
         "needs edition 5")."""
-        for key in self.data:
-            if key in known:
-                continue
-            hint = (explain(key) if explain else None) or unknown_key_hint(
-                key, known, self.header, homes
-            )
+        where = f"[{self.prefix}]" if self.prefix else "the top level"
+        for key in (name for name in self.data if name not in known):
+            hint = (explain(key) if explain else None) or unknown_key_hint(key, known, where, homes)
             raise self.error(f"unknown key {key!r}", key, hint)
 
     def _typed(self, key: str, kind: type[_V], what: str, hint: str) -> _V | None:

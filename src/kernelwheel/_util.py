@@ -656,13 +656,8 @@ def _group_alive(pgid: int) -> bool:
     proc = Path("/proc")
     if not proc.is_dir():
         return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        fields = _stat(entry.name)
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
+    stats = (_stat(entry.name) for entry in proc.iterdir() if entry.name.isdigit())
+    return any(len(f) > 2 and f[2] == str(pgid) and f[0] != "Z" for f in stats)
 
 
 def _run_id(pid: int, start: str | None) -> str:

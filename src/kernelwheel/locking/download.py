@@ -18,7 +18,7 @@ from .._util import RUNNER, Runner, output_dir, publish, sha256_file, staging_di
 from ..compat import rules as compat
 from ..errors import HubError, ProjectError, UsageError
 from ..hub.revision import VersionRequest
-from ..hub.source import RepoFile, RepoSource
+from ..hub.source import RepoFile
 from ..hub.towheel import AbiCheck, ToWheelRequest, default_abi_check, to_wheels
 from ..log import Reporter, SilentReporter
 from ..plan.selector import Selector
@@ -185,16 +185,19 @@ class _Verifier:
 def _materialise(
     kernel: LockedKernel,
     variants: Sequence[LockedVariant],
-    source: RepoSource,
     out: Path,
-    lock_path: Path,
-    *,
-    jobs: int,
+    req: DownloadRequest,
     reporter: Reporter,
+    runner: Runner,
     abi_check: AbiCheck | None,
 ) -> list[HouseWheel]:
-    verifier = _Verifier(kernel, variants, lock_path)
+    """``variants`` of ``kernel`` converted into ``out``, every file and wheel checked."""
+    lock_path = req.project_dir / LOCK_NAME
     request = VersionRequest.parse(kernel.requested)
+    where = f"kernel {kernel.repo}"
+    dep = Dependency(kernel.repo, kernel.requested, request, kernel.path, where, origin=LOCK_NAME)
+    source = open_dependency(dep, req.project_dir, reporter, runner)
+    verifier = _Verifier(kernel, variants, lock_path)
     pinned = PinnedSource(source, kernel.repo, kernel.ref, request, kernel.commit, verifier)
     try:
         result = to_wheels(
@@ -204,7 +207,7 @@ def _materialise(
                 output_dir=out,
                 variants=tuple(v.name for v in variants),
                 allow_abi_violations=kernel.allow_abi_violations,
-                jobs=jobs,
+                jobs=req.jobs,
             ),
             reporter,
             source=pinned,
@@ -277,24 +280,8 @@ def download(
     with staging_dir(req.wheelhouse, "download") as staging:
         wheels: list[HouseWheel] = []
         for i, kernel in enumerate(lock.kernels):
-            dep = Dependency(
-                kernel.repo,
-                kernel.requested,
-                VersionRequest.parse(kernel.requested),
-                kernel.path,
-                f"kernel {kernel.repo}",
-                origin=LOCK_NAME,
-            )
-            source = open_dependency(dep, req.project_dir, reporter, runner)
             wheels += _materialise(
-                kernel,
-                chosen[kernel.repo],
-                source,
-                staging / str(i),
-                lock_path,
-                jobs=req.jobs,
-                reporter=reporter,
-                abi_check=abi_check,
+                kernel, chosen[kernel.repo], staging / str(i), req, reporter, runner, abi_check
             )
         (staging / REQUIREMENTS).write_text(requirements_txt(wheels), encoding="utf-8")
         pylock, note = pylock_toml(wheels)
@@ -302,9 +289,7 @@ def download(
             (staging / PYLOCK).write_text(pylock, encoding="utf-8")
         # Everything is verified: move it in (unless the user put a file of theirs meanwhile).
         _check_outputs(req)
-        for wheel in wheels:
-            publish(wheel.path, req.wheelhouse / wheel.filename)
-        placed = [replace(w, path=req.wheelhouse / w.filename) for w in wheels]
+        placed = [replace(w, path=publish(w.path, req.wheelhouse / w.filename)) for w in wheels]
         publish(staging / REQUIREMENTS, req.wheelhouse / REQUIREMENTS)
         pylock_path = req.wheelhouse / PYLOCK if pylock is not None else None
         if pylock is not None:

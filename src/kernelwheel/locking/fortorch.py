@@ -71,15 +71,16 @@ def _platform(variant: Variant | None) -> tuple[str, str] | None:
     return variant.arch.value, variant.os.value
 
 
-def _judge(locked: LockedVariant, torch: compat.Torch) -> tuple[_Judged | None, str | None]:
+def _judge(locked: LockedVariant, torch: compat.Torch) -> _Judged | str:
+    """The variant judged for ``torch``, or why it cannot run under it."""
     variant = parse_variant(locked.name)
     if variant is None:
-        return None, "its name is no kernel variant"
+        return "its name is no kernel variant"
     build = build_of(variant)
     if found := compat.problems(build, torch):
-        return None, f"built for {compat.describe_build(build)}: mismatch in {', '.join(found)}"
+        return f"built for {compat.describe_build(build)}: mismatch in {', '.join(found)}"
     release = Version(parse_wheel_filename(locked.wheel)[1].public)
-    return _Judged(locked, _platform(variant), release, compat.preference(build, torch)), None
+    return _Judged(locked, _platform(variant), release, compat.preference(build, torch))
 
 
 def _best(pool: list[_Judged]) -> _Judged:
@@ -105,14 +106,9 @@ def _why_not(judged: _Judged, winner: _Judged) -> str:
 def choose_for_torch(variants: Sequence[LockedVariant], torch: compat.Torch) -> TorchChoice:
     """The variants ``install`` would choose for ``torch`` (one per platform), and why each
     other one was not; ``chosen`` is empty when none can run under that torch."""
-    judged: list[_Judged] = []
-    refused: list[tuple[LockedVariant, str]] = []
-    for locked in variants:
-        ok, reason = _judge(locked, torch)
-        if ok is not None:
-            judged.append(ok)
-        else:
-            refused.append((locked, reason or ""))
+    outcomes = [(locked, _judge(locked, torch)) for locked in variants]
+    judged = [j for _, j in outcomes if isinstance(j, _Judged)]
+    refused = [(locked, j) for locked, j in outcomes if isinstance(j, str)]
     if not judged:
         return TorchChoice((), tuple(refused))
     # Every platform a locked variant names, refused ones too: a noarch build may serve it.
@@ -124,12 +120,12 @@ def choose_for_torch(variants: Sequence[LockedVariant], torch: compat.Torch) -> 
         if pool:
             winners[platform] = _best(pool)
     chosen = {w.variant.name: w for w in winners.values()}
-    passed: list[tuple[LockedVariant, str]] = []
-    for j in judged:
-        if j.variant.name in chosen:
-            continue
-        rival = winners.get(j.platform) or next(iter(winners.values()))
-        passed.append((j.variant, _why_not(j, rival)))
+    first = next(iter(winners.values()))
+    passed = [
+        (j.variant, _why_not(j, winners.get(j.platform) or first))
+        for j in judged
+        if j.variant.name not in chosen
+    ]
     order = {v.name: i for i, v in enumerate(variants)}
     return TorchChoice(
         chosen=tuple(sorted((w.variant for w in chosen.values()), key=lambda v: order[v.name])),

@@ -61,36 +61,25 @@ class LockFile:
         return next((k for k in self.kernels if k.repo == repo), None)
 
     def dumps(self) -> str:
-        lines = [
-            HEADER,
-            f"lock-version = {LOCK_VERSION}",
-            f"kernelwheel = {toml.value(self.kernelwheel)}",
-            f"source-date-epoch = {self.source_date_epoch}",
-        ]
+        lines = [HEADER, f"lock-version = {LOCK_VERSION}"]
+        lines += toml.assignments(
+            kernelwheel=self.kernelwheel, source_date_epoch=self.source_date_epoch
+        )
         for k in sorted(self.kernels, key=lambda k: k.repo):
-            lines += ["", "[[kernel]]", f"repo = {toml.value(k.repo)}"]
+            lines += ["", "[[kernel]]", *toml.assignments(repo=k.repo)]
             if k.path is not None:
-                lines.append(f"path = {toml.value(k.path)}")
-            lines += [
-                f"requested = {toml.value(k.requested)}",
-                f"ref = {toml.value(k.ref)}",
-                f"commit = {toml.value(k.commit)}",
-                f"version = {toml.value(k.version)}",
-            ]
+                lines += toml.assignments(path=k.path)
+            lines += toml.assignments(
+                requested=k.requested, ref=k.ref, commit=k.commit, version=k.version
+            )
             if k.allow_abi_violations:
                 lines.append("allow-abi-violations = true")
             if k.skipped:
                 lines.append(f"skipped = {toml.array(sorted(k.skipped))}")
             for v in sorted(k.variants, key=lambda v: v.name):
-                lines += [
-                    "",
-                    "[[kernel.variant]]",
-                    f"name = {toml.value(v.name)}",
-                    f"wheel = {toml.value(v.wheel)}",
-                    f"wheel-sha256 = {toml.value(v.wheel_sha256)}",
-                    "",
-                    "[kernel.variant.files]",
-                ]
+                lines += ["", "[[kernel.variant]]"]
+                lines += toml.assignments(name=v.name, wheel=v.wheel, wheel_sha256=v.wheel_sha256)
+                lines += ["", "[kernel.variant.files]"]
                 lines += [f"{toml.key(p)} = {toml.value(h)}" for p, h in sorted(v.files)]
         return "\n".join(lines) + "\n"
 

@@ -78,10 +78,8 @@ def requirements_txt(wheels: Sequence[HouseWheel]) -> str:
                 "requirement cannot pin them all",
                 hint="select the builds of one version with --variant",
             )
-        hashes = sorted({w.sha256 for w in group})
-        lines.append(f"{project}=={publics[0]} \\")
-        lines += [f"    --hash=sha256:{h} \\" for h in hashes[:-1]]
-        lines.append(f"    --hash=sha256:{hashes[-1]}")
+        hashes = [f"    --hash=sha256:{h}" for h in sorted({w.sha256 for w in group})]
+        lines.append(" \\\n".join([f"{project}=={publics[0]}", *hashes]))
     return "\n".join(lines) + "\n"
 
 
@@ -100,27 +98,21 @@ def pylock_toml(wheels: Sequence[HouseWheel]) -> tuple[str | None, str]:
         )
     lines = [f"lock-version = {toml.value('1.0')}", _PYLOCK_MARK]
     for project, group in groups.items():
-        lines += ["", "[[packages]]", f"name = {toml.value(project)}"]
-        lines.append(f"version = {toml.value(str(group[0].version))}")
-        requires = group[0].requires_python()
-        if requires:
-            lines.append(f"requires-python = {toml.value(requires)}")
+        first = group[0]
+        lines += ["", "[[packages]]", *toml.assignments(name=project, version=str(first.version))]
+        if requires := first.requires_python():
+            lines += toml.assignments(requires_python=requires)
         for wheel in group:
-            lines += [
-                "",
-                "[[packages.wheels]]",
-                f"name = {toml.value(wheel.filename)}",
-                f"path = {toml.value(wheel.filename)}",
-                f"size = {wheel.path.stat().st_size}",
-                f"hashes = {toml.value({'sha256': wheel.sha256})}",
-            ]
-        lines += [
-            "",
-            "[packages.tool.kernelwheel]",
-            f"repo = {toml.value(group[0].repo)}",
-            f"commit = {toml.value(group[0].commit)}",
-            f"variants = {toml.array([w.variant for w in group])}",
-        ]
+            lines += ["", "[[packages.wheels]]"]
+            lines += toml.assignments(
+                name=wheel.filename,
+                path=wheel.filename,
+                size=wheel.path.stat().st_size,
+                hashes={"sha256": wheel.sha256},
+            )
+        lines += ["", "[packages.tool.kernelwheel]"]
+        lines += toml.assignments(repo=first.repo, commit=first.commit)
+        lines.append(f"variants = {toml.array([w.variant for w in group])}")
     return "\n".join(lines) + "\n", "one build per package"
 
 

@@ -137,11 +137,9 @@ def lock_kernel(
     dep: Dependency,
     source: RepoSource,
     resolution: Resolution,
-    *,
-    allow_abi_violations: bool = False,
-    jobs: int = 0,
-    reporter: Reporter | None = None,
-    abi_check: AbiCheck | None = default_abi_check,
+    req: LockRequest,
+    reporter: Reporter,
+    abi_check: AbiCheck | None,
 ) -> tuple[LockedKernel, tuple[Rejected, ...]]:
     """Convert every variant of ``dep`` at the resolved commit and record the hashes."""
     recorder = _Recorder()
@@ -153,8 +151,8 @@ def lock_kernel(
             repo=dep.repo,
             version=dep.requested,
             output_dir=Path(tmp),
-            allow_abi_violations=allow_abi_violations,
-            jobs=jobs,
+            allow_abi_violations=req.allow_abi_violations,
+            jobs=req.jobs,
         )
         result = to_wheels(request, reporter, source=pinned, abi_check=abi_check)
         variants = tuple(
@@ -172,7 +170,7 @@ def lock_kernel(
             f"{dep.origin}: {dep.declared_in}: no variant of {dep.repo} at commit "
             f"{resolution.commit} converts to a wheel ({reasons or 'none found'})",
             hint="lock another version"
-            + ("" if allow_abi_violations else ", or pass --allow-abi-violations"),
+            + ("" if req.allow_abi_violations else ", or pass --allow-abi-violations"),
         )
     locked = LockedKernel(
         repo=dep.repo,
@@ -182,7 +180,7 @@ def lock_kernel(
         version=resolution.version,
         variants=variants,
         path=dep.path,
-        allow_abi_violations=allow_abi_violations,
+        allow_abi_violations=req.allow_abi_violations,
         skipped=tuple(sorted(r.variant for r in result.rejected)),
     )
     return locked, result.rejected
@@ -215,15 +213,7 @@ def lock_project(
             )
             outcomes.append(KernelOutcome(dep, kept, reused=True))
             continue
-        locked, rejected = lock_kernel(
-            dep,
-            source,
-            resolution,
-            allow_abi_violations=req.allow_abi_violations,
-            jobs=req.jobs,
-            reporter=reporter,
-            abi_check=abi_check,
-        )
+        locked, rejected = lock_kernel(dep, source, resolution, req, reporter, abi_check)
         outcomes.append(KernelOutcome(dep, locked, reused=False, rejected=rejected))
     _check_distributions(outcomes, declarations.pyproject)
     lock = LockFile(
