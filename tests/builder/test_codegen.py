@@ -82,15 +82,15 @@ def _fake_torch(version: str, cuda: str | None, cxx11: bool = True) -> types.Mod
     return torch
 
 
-def _ops(variant: Variant, cuda_major: int | None) -> str:
-    stamp = BuildStamp("img2gray", f"0.1.0+{variant.local_version}", variant, cuda_major)
+def _ops(variant: Variant) -> str:
+    stamp = BuildStamp("img2gray", f"0.1.0+{variant.local_version}", variant)
     return codegen.ops_py("_img2gray_0123abcd45", stamp)
 
 
 def test_guard_accepts_matching_torch() -> None:
-    _load_guard(_ops(CU130, 13), _fake_torch("2.14.1+cu130", "13.0"))
-    _load_guard(_ops(CPU, None), _fake_torch("2.13.0+cpu", None))
-    _load_guard(_ops(CPU, None), _fake_torch("2.13.0", "13.0"))  # CPU kernels run on any build
+    _load_guard(_ops(CU130), _fake_torch("2.14.1+cu130", "13.0"))
+    _load_guard(_ops(CPU), _fake_torch("2.13.0+cpu", None))
+    _load_guard(_ops(CPU), _fake_torch("2.13.0", "13.0"))  # CPU kernels run on any build
 
 
 CU128 = Variant.parse(TORCH214_CU128)
@@ -126,7 +126,7 @@ def test_guard_names_built_running_the_right_build_and_the_install_command(
     build: Variant, running: tuple[str, str | None, bool], what: str, suggest: Variant
 ) -> None:
     with pytest.raises(ImportError) as info:
-        _load_guard(_ops(build, None), _fake_torch(*running))
+        _load_guard(_ops(build), _fake_torch(*running))
     msg = str(info.value)
     assert f"was built for torch 2.14, CUDA {build.backend.cuda_version}, cxx11 ABI" in msg  # type: ignore[union-attr]
     assert f"this Python runs torch {running[0]}" in msg
@@ -138,7 +138,7 @@ def test_guard_names_built_running_the_right_build_and_the_install_command(
 
 def test_guard_suggests_in_the_spelling_of_its_own_label() -> None:
     """A wheel stamped in the compact style (+torch214cu130cxx11) names the compact build."""
-    stamp = BuildStamp("img2gray", "0.1.0+torch214cu130cxx11", CU130, 13)
+    stamp = BuildStamp("img2gray", "0.1.0+torch214cu130cxx11", CU130)
     source = codegen.ops_py("_img2gray_0123abcd45", stamp)
     with pytest.raises(ImportError, match=r"img2gray==0\.1\.0\+torch214cpucxx11"):
         _load_guard(source, _fake_torch("2.14.1+cpu", None))
@@ -148,13 +148,13 @@ def test_guard_runs_the_rules_module_verbatim() -> None:
     """One implementation: the guard embeds kernelwheel.compat.rules' own source."""
     from kernelwheel.compat import rules as compat
 
-    source = _ops(CU130, 13)
+    source = _ops(CU130)
     assert inspect.getsource(compat) in source
     assert "def problems(" not in source.replace(inspect.getsource(compat), "")
 
 
 def test_stable_abi_guard_accepts_newer_torch() -> None:
     stable = Variant.parse("torch-stable-abi210-cu130-x86_64-linux")
-    _load_guard(_ops(stable, 13), _fake_torch("2.14.1", "13.0"))
+    _load_guard(_ops(stable), _fake_torch("2.14.1", "13.0"))
     with pytest.raises(ImportError, match="torch >= 2.10"):
-        _load_guard(_ops(stable, 13), _fake_torch("2.9.1", "13.0"))
+        _load_guard(_ops(stable), _fake_torch("2.9.1", "13.0"))

@@ -76,7 +76,7 @@ def _fake_torch(version: str, cuda: str | None) -> types.ModuleType:
 
 def _guard(variant: Variant, version: str, cuda: str | None) -> None:
     """Run the generated _ops.py's guard (up to the extension import) under a fake torch."""
-    stamp = BuildStamp("stable-axpy", f"1.0.0+{variant.local_version}", variant, None)
+    stamp = BuildStamp("stable-axpy", f"1.0.0+{variant.local_version}", variant)
     source = codegen.ops_py("_stable_axpy_0123456789", stamp).split("\nfrom . import ", 1)[0]
     saved = sys.modules.get("torch")
     sys.modules["torch"] = _fake_torch(version, cuda)

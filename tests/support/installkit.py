@@ -60,7 +60,7 @@ def kernel_wheel(
         files[f"{package}/_ops.py"] = b"import torch\nops = None\n"
         tag, requires = Tag("py3", "none", "any"), ("torch",)
     else:
-        stamp = BuildStamp(name, full, variant, None)
+        stamp = BuildStamp(name, full, variant)
         files[f"{package}/_ops.py"] = codegen.ops_py(NAMESPACE, stamp).encode()
         if extension is None:
             files[f"{package}/{NAMESPACE}.py"] = b""  # stands in for the extension

@@ -10,7 +10,8 @@ from packaging.tags import Tag
 from support.wheelread import read_wheel
 
 from kernelwheel.errors import WheelError
-from kernelwheel.wheels import WheelSpec, record_hash, wheel_filename, write_wheel
+from kernelwheel.wheels import WheelSpec, wheel_filename, write_wheel
+from kernelwheel.wheels.record import record_hash
 
 TAG = Tag("cp310", "abi3", "linux_x86_64")
 
@@ -200,9 +201,7 @@ def test_licence_urls_and_description_reach_metadata_2_4(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("text", ["other", "Apache 2.0 license"])
-def test_a_licence_that_is_no_spdx_expression_stays_free_text(
-    tmp_path: Path, text: str
-) -> None:
+def test_a_licence_that_is_no_spdx_expression_stays_free_text(tmp_path: Path, text: str) -> None:
     md = read_wheel(write_wheel(_spec(license=text), tmp_path)).metadata
     assert md["License"] == text
     assert md["License-Expression"] is None

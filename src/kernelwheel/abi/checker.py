@@ -162,7 +162,6 @@ def check_shared_object(
         cxxabi=cxxabi,
         arch=arch,
         provided=frozenset(),
-        libs=load_kernel_libraries(),
         torch_stable_abi=torch_stable_abi,
     )
 
@@ -176,10 +175,10 @@ def _check_elf(
     cxxabi: str | None,
     arch: str | None,
     provided: frozenset[str],
-    libs: KernelLibraries,
-    torch_stable_abi: bool = False,
+    torch_stable_abi: bool,
 ) -> SoReport:
     base, _ = normalize_policy(policy)
+    libs = load_kernel_libraries()
     violations: list[Violation] = []
     checked: list[Rule] = [Rule.ELF]
 
@@ -541,7 +540,6 @@ def check_wheel(
     abi = tags.cxxabi if cxxabi == FROM_TAG else cxxabi
     stable = tags.torch_stable_abi if torch_stable_abi == FROM_TAG else bool(torch_stable_abi)
     floor = _python_floor(py, abi)
-    libs = load_kernel_libraries()
 
     linux = any(p.startswith(("manylinux", "musllinux", "linux")) for p in tags.platforms)
     problems: list[IntegrityProblem] = []
@@ -565,7 +563,6 @@ def check_wheel(
             cxxabi=abi,
             arch=arch,
             provided=shipped,
-            libs=libs,
             torch_stable_abi=stable,
         )
         if tags.arch is None and tags.platforms:

@@ -85,9 +85,9 @@ def _remedy(entry: Located) -> Remedy:
 
 
 @functools.cache
-def load_remedy_data(path: Path | None = None) -> RemedyData:
-    """Read and validate ``data/abi_remedies.toml`` (or ``path``)."""
-    source = path or _data_path(REMEDY_DATA)
+def load_remedy_data() -> RemedyData:
+    """Read and validate ``data/abi_remedies.toml``."""
+    source = _data_path(REMEDY_DATA)
     doc = Located(read_toml(source, error=AbiDataError), file=source, error=AbiDataError)
     doc.check_keys(("symver", "c23-strtol", "remedy"))
     symver = doc.required_table("symver", "add the [symver] table")

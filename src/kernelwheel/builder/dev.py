@@ -94,7 +94,7 @@ def _build_dev(
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(req.log_header().replace("kernelwheel build", "kernelwheel dev", 1))
     prepared = prepare_environment(req, reporter, runner)
-    env, toolkit = prepared.env, prepared.toolkit
+    env = prepared.env
     namespace = dev_namespace(project, variant)
     with step(reporter, scope, "compile", log=log) as detail:
         compiled = compile_extension(req, prepared, namespace, runner, incremental=True)
@@ -121,7 +121,6 @@ def _build_dev(
         dist_name=project.name,
         version=full_version(req.version, variant, req.outputs.local_version_style),
         variant=variant,
-        cuda_major=toolkit.major if toolkit else None,
     )
     with step(reporter, scope, "package") as detail:
         site = _lay_out_site(folder / "site", project, namespace, stamp, so_path, digest)

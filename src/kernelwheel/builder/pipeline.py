@@ -190,13 +190,7 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
     with step(reporter, scope, "wheel") as detail:
         version = steps.full_version(req.version, variant, req.outputs.local_version_style)
         interpreter, requires_python = _python_tag(compiled.py_limited_api)
-        toolkit = prepared.toolkit
-        stamp = BuildStamp(
-            dist_name=project.name,
-            version=version,
-            variant=variant,
-            cuda_major=toolkit.major if toolkit else None,
-        )
+        stamp = BuildStamp(dist_name=project.name, version=version, variant=variant)
         files = steps.package_files(project)
         files[f"{project.package}/_ops.py"] = codegen.ops_py(namespace, stamp).encode()
         files[f"{project.package}/{namespace}.abi3.so"] = so_path

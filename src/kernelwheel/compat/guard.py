@@ -25,7 +25,6 @@ class BuildStamp:
     dist_name: str
     version: str  # full version including the local part
     variant: Variant
-    cuda_major: int | None  # CUDA major of the toolkit used (the guard reads the variant's)
 
 
 def rules_source() -> str:

@@ -7,6 +7,7 @@ the output folder only once complete (written beside it, then renamed).
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -211,10 +212,8 @@ def _windows(size: int) -> list[tuple[int, int]]:
 
 def _sample(data: Member) -> tuple[int, bytes]:
     """A member's size and its sampled windows (a file's read at their offsets, not whole)."""
-    if isinstance(data, bytes):
-        return len(data), b"".join(data[at : at + n] for at, n in _windows(len(data)))
-    with data.open("rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+    with io.BytesIO(data) if isinstance(data, bytes) else data.open("rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
         parts = []
         for at, n in _windows(size):
             fh.seek(at)
