@@ -152,15 +152,13 @@ def resolve_jobs(jobs: int | None) -> int:
         return os.cpu_count() or 1
 
 
-def resolve_command_option(
-    name: str, flag_value: Any, *, env: Mapping[str, str] | None = None
-) -> Any:
+def resolve_command_option(name: str, flag_value: Any) -> Any:
     """One option of a command without a kernel project (to-wheel, lock, download): the flag,
     else its variable, else the default."""
     option = _BY_NAME[name]
     if flag_value is not None:
         return _convert(option, flag_value, option.flag, Path.cwd())
-    raw = (os.environ if env is None else env).get(option.env or "", "")
+    raw = os.environ.get(option.env or "", "")
     if raw.strip():
         assert option.env is not None
         return _convert(option, raw, option.env, Path.cwd())

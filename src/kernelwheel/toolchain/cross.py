@@ -123,12 +123,9 @@ class TargetSpec:
 
     def expected_hashes(self) -> dict[str, str]:
         """Canonical package name -> sha256, for the packages the recipe pins with a hash."""
-        out: dict[str, str] = {}
-        for line in self.packages:
-            m = re.match(r"\s*([A-Za-z0-9._-]+)\s*==.*--hash=sha256:([0-9a-f]{64})", line)
-            if m:
-                out[canonicalize_name(m.group(1))] = m.group(2)
-        return out
+        pin = re.compile(r"\s*([A-Za-z0-9._-]+)\s*==.*--hash=sha256:([0-9a-f]{64})")
+        pinned = (pin.match(line) for line in self.packages)
+        return {canonicalize_name(m.group(1)): m.group(2) for m in pinned if m}
 
 
 @dataclass(frozen=True)

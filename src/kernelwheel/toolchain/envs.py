@@ -372,12 +372,9 @@ def _manifest(purelib: Path) -> dict[str, int]:
 
 
 def _counts(purelib: Path) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for rel in _MANIFEST_DIRS:
-        folder = purelib / rel
-        if folder.is_dir():
-            counts[rel.rstrip("/")] = sum(len(files) for _, _, files in os.walk(folder))
-    return counts
+    folders = {rel.rstrip("/"): purelib / rel for rel in _MANIFEST_DIRS}
+    found = {name: folder for name, folder in folders.items() if folder.is_dir()}
+    return {name: sum(len(files) for _, _, files in os.walk(f)) for name, f in found.items()}
 
 
 def _damage(marker: Path, info: EnvInfo) -> str | None:
