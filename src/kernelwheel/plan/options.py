@@ -108,13 +108,11 @@ class Options:
     def preamble(self) -> tuple[str, ...]:
         """The options set above their defaults (``no-ccache = true  (KERNELWHEEL_NO_CCACHE)``),
         which a build prints first and writes atop each variant's log, as cibuildwheel does."""
-        lines = []
-        for option in OPTIONS:
-            source = self.source(option.name)
-            if source != "default":
-                value = _show(getattr(self, option.name))
-                lines.append(f"{option.name.replace('_', '-')} = {value}  ({source})")
-        return tuple(lines)
+        return tuple(
+            f"{o.name.replace('_', '-')} = {_show(getattr(self, o.name))}  ({self.source(o.name)})"
+            for o in OPTIONS
+            if self.source(o.name) != "default"
+        )
 
     def selects_anything(self) -> bool:
         """Whether any layer narrowed the selection (else a build picks the default variant)."""
