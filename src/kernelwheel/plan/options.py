@@ -551,9 +551,7 @@ def resolve_options(
         for ignored in ("build", "skip", "archs"):
             values.pop(ignored, None)
             sources.pop(ignored, None)
-    options = Options(**values, sources=tuple(sorted(sources.items())))
-    options.selector()  # validate patterns now, naming their source
-    return options
+    return Options(**values, sources=tuple(sorted(sources.items())))
 
 
 # Sub-tables of [tool.kernelwheel] that belong to other commands, not to build options.
