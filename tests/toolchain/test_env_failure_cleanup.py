@@ -48,9 +48,10 @@ def test_an_interrupt_mid_creation_leaves_no_environment(tmp_path: Path) -> None
 
 def test_a_failed_ccache_install_leaves_no_tool_folder(tmp_path: Path) -> None:
     from kernelwheel.model.recipes import load_ccache_recipe
-    from kernelwheel.toolchain.compiler_cache import provision_ccache
+    from kernelwheel.toolchain.compiler_cache import select_ccache
 
     recipe = load_ccache_recipe()
+    no_host = str(tmp_path / "no-bin")  # no ccache on this PATH: PyPI's is installed
     with pytest.raises(ToolchainError, match="the compiler cache"):
-        provision_ccache(recipe, tmp_path, OFFLINE, tmp_path / "ccache.log", RUNNER)
+        select_ccache(recipe, tmp_path, no_host, None, OFFLINE, tmp_path / "ccache.log", RUNNER)
     assert [p.name for p in (tmp_path / "tools").iterdir() if not p.name.endswith(".lock")] == []

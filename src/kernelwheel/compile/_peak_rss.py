@@ -17,11 +17,8 @@ import sys
 
 def output_of(argv: list[str]) -> str | None:
     """The object a compiler command writes: the argument after its last ``-o``."""
-    found = None
-    for i, arg in enumerate(argv[:-1]):
-        if arg == "-o":
-            found = argv[i + 1]
-    return found
+    found = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "-o"]
+    return found[-1] if found else None
 
 
 def main(argv: list[str]) -> int:

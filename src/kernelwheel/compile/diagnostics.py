@@ -134,15 +134,11 @@ def _severity(line: str) -> str | None:
     return "error" if _LINKER.search(line) else None
 
 
-def _is_error(line: str) -> bool:
-    severity = _severity(line)
-    return severity is not None and severity not in ("warning", "note", "remark")
-
-
 def _first_error(lines: Sequence[str]) -> list[str]:
     """The first error in ``lines``: the context lines before it, then its source and caret
     lines and its notes (with their own context); empty without one."""
-    at = next((i for i, line in enumerate(lines) if _is_error(line)), None)
+    minor = (None, "warning", "note", "remark")
+    at = next((i for i, line in enumerate(lines) if _severity(line) not in minor), None)
     if at is None:
         return []
     start = at

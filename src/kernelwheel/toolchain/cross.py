@@ -50,16 +50,9 @@ _KEEP = re.compile(
 _SKIP_LIBS = frozenset({"libtorch_python.so"})
 
 
-def is_cross(variant: Variant, host: Arch | None = None) -> bool:
-    """True when ``variant`` is for another arch than ``host`` (default: this machine's)."""
-    if variant.arch is None or variant.torch is None:
-        return False
-    if host is None:
-        try:
-            host = Arch.host()
-        except VariantError:  # a machine kernelwheel has no variants for: nothing to cross from
-            return False
-    return variant.arch is not host
+def is_cross(variant: Variant, host: Arch) -> bool:
+    """True when ``variant`` is for another arch than ``host``."""
+    return variant.arch is not None and variant.torch is not None and variant.arch is not host
 
 
 # --- the cross compiler ---------------------------------------------------------------------
@@ -123,12 +116,9 @@ class TargetSpec:
 
     def expected_hashes(self) -> dict[str, str]:
         """Canonical package name -> sha256, for the packages the recipe pins with a hash."""
-        out: dict[str, str] = {}
-        for line in self.packages:
-            m = re.match(r"\s*([A-Za-z0-9._-]+)\s*==.*--hash=sha256:([0-9a-f]{64})", line)
-            if m:
-                out[canonicalize_name(m.group(1))] = m.group(2)
-        return out
+        pin = re.compile(r"\s*([A-Za-z0-9._-]+)\s*==.*--hash=sha256:([0-9a-f]{64})")
+        pinned = (pin.match(line) for line in self.packages)
+        return {canonicalize_name(m.group(1)): m.group(2) for m in pinned if m}
 
 
 @dataclass(frozen=True)
@@ -345,9 +335,12 @@ def plan_for(
     """The cross plan for ``variant``, None for this machine's arch. ``env_spec``: the target's
     environment (None with ``--python``); the host's is the same variant's recipe for the host
     arch, with the same index options."""
+    try:
+        host = host or Arch.host()
+    except VariantError:  # a machine kernelwheel has no variants for: nothing to cross from
+        return None
     if not is_cross(variant, host):
         return None
-    host = host or Arch.host()
     assert variant.arch is not None
     compiler = find_cross_compiler(variant.arch, runner=runner)
 

@@ -67,11 +67,10 @@ def depends_refusals(
     for variant in variants:
         try:
             plan_headers(project, variant, table, options)
+        except (ProjectError, UsageError):
+            raise  # about the project or the options: no variant of it builds
         except KernelwheelError as exc:
             refusals[variant.name] = exc
-    for refusal in refusals.values():
-        if isinstance(refusal, (ProjectError, UsageError)):
-            raise refusal  # about the project or the options: no variant of it builds
     return refusals
 
 

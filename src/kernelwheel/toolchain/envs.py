@@ -372,12 +372,9 @@ def _manifest(purelib: Path) -> dict[str, int]:
 
 
 def _counts(purelib: Path) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for rel in _MANIFEST_DIRS:
-        folder = purelib / rel
-        if folder.is_dir():
-            counts[rel.rstrip("/")] = sum(len(files) for _, _, files in os.walk(folder))
-    return counts
+    folders = {rel.rstrip("/"): purelib / rel for rel in _MANIFEST_DIRS}
+    found = {name: folder for name, folder in folders.items() if folder.is_dir()}
+    return {name: sum(len(files) for _, _, files in os.walk(f)) for name, f in found.items()}
 
 
 def _damage(marker: Path, info: EnvInfo) -> str | None:
@@ -510,11 +507,7 @@ def _link_cudart(home: Path) -> None:
 
 
 def find_cuda_toolkit(
-    env: EnvInfo,
-    explicit: Path | None = None,
-    system_paths: Sequence[Path] = (),
-    store: Path | None = None,
-    runner: Runner = RUNNER,
+    env: EnvInfo, explicit: Path | None, system_paths: Sequence[Path], store: Path, runner: Runner
 ) -> CudaToolkit:
     """Find a toolkit whose major version matches the environment's torch; toolchain packages
     of the environment are used from their shared copy in ``store`` (toolchain.toolkit_store)."""
@@ -559,7 +552,7 @@ def locate_cuda_toolkit(
     *,
     needed_by: str,
     hint: str,
-    store: Path | None = None,
+    store: Path,
     runner: Runner = RUNNER,
 ) -> CudaToolkit:
     """A toolkit of CUDA ``cuda``'s major version: ``explicit`` (--cuda-home) only, else the
@@ -572,8 +565,7 @@ def locate_cuda_toolkit(
         # CUDA_HOME assembled from PyPI's nvidia-cuda-* packages inside the environment
         pip_home = purelib / "nvidia" / f"cu{want_major}"
         if (pip_home / "bin" / "nvcc").exists():
-            if store is not None:
-                pip_home = shared_toolkit(pip_home, purelib, store)
+            pip_home = shared_toolkit(pip_home, purelib, store)
             _link_cudart(pip_home)
             candidates.append(("toolchain packages", pip_home))
         candidates += installed_toolkits(cuda, system_paths)
