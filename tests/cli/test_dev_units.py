@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support.tinykernel import write_tiny_kernel
 
-from kernelwheel.builder.dev import DevBuild, dev_namespace, pytest_arguments
+from kernelwheel.builder.dev import DevBuild, _lay_out_site, dev_namespace, pytest_arguments
 from kernelwheel.cli.dev import _snapshot
+from kernelwheel.compat.guard import BuildStamp
 from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
 
@@ -64,3 +66,31 @@ def test_the_dev_namespace_is_fixed_per_project_and_variant(tmp_path: Path) -> N
     assert dev_namespace(load_project(a.root), CPU) == ns  # edits never change it
     assert dev_namespace(b, CPU) != ns  # another checkout of the project: its own
     assert dev_namespace(a, Variant.parse("torch214-cxx11-cpu-x86_64-linux")) != ns
+
+
+def test_the_dev_site_changes_only_what_the_project_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    so = tmp_path / "x.so"
+    so.write_bytes(b"\x7fELF one")
+    stamp = BuildStamp("tiny-add", "0.0.0", CPU)
+    site = tmp_path / "dev" / "site"
+    _lay_out_site(site, project, "_ns", stamp, so, "d1")
+    package = site / project.package
+    links = [p for p in package.rglob("*") if p.is_symlink()]
+    assert links and all(p.resolve().is_relative_to(project.package_dir) for p in links)
+    (package / "stray.txt").write_text("left by an older build")
+    made: list[Path] = []
+    real = Path.symlink_to
+    monkeypatch.setattr(
+        Path, "symlink_to", lambda self, *a, **k: (made.append(self), real(self, *a, **k))
+    )
+    _lay_out_site(site, project, "_ns", stamp, so, "d1")
+    assert made == []  # the links the project still has are left as they are
+    assert all(p.is_symlink() for p in links) and not (package / "stray.txt").exists()
+    assert (package / "_ops.py").is_file()
+    assert (package / "_ns.abi3.so").read_bytes() == so.read_bytes()
+    links[0].resolve().unlink()  # the project drops a file: its link goes
+    _lay_out_site(site, project, "_ns", stamp, so, "d1")
+    assert not links[0].is_symlink() and made == []

@@ -159,8 +159,9 @@ def _lay_out_site(
         name = path.relative_to(package).as_posix()
         if "__pycache__" in path.parts:
             continue
-        if path.is_symlink() and name not in links:
-            path.unlink()
+        if path.is_symlink():  # kept while the project has it (is_file would follow it)
+            if name not in links:
+                path.unlink()
         elif path.is_file() and name not in ("_ops.py", shared):
             path.unlink()
     for name, target in links.items():
