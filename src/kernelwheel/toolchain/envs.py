@@ -14,7 +14,8 @@ import shutil
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,20 @@ from .toolkit_store import shared_toolkit
 READY_MARKER = ".kernelwheel-ready"
 
 
+@contextmanager
+def _whole_or_nothing(root: Path) -> Iterator[None]:
+    """``root`` made from nothing in the block: one there before (half-made by a killed run, or
+    damaged) is removed first, and however the block fails (an error, an interrupt), nothing of
+    it is left."""
+    if root.exists():
+        shutil.rmtree(root)
+    try:
+        yield
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
 def made_once(root: Path, make: Callable[[], None], stamp: str) -> None:
     """``make()`` fills ``root`` (a tool in the cache) once, under its lock; the ready marker,
     holding ``stamp``, is written last."""
@@ -38,13 +53,8 @@ def made_once(root: Path, make: Callable[[], None], stamp: str) -> None:
         ready = root / READY_MARKER
         if ready.exists():
             return
-        if root.exists():
-            shutil.rmtree(root)  # a half-made one from an interrupted run
-        try:
+        with _whole_or_nothing(root):
             make()
-        except BaseException:
-            shutil.rmtree(root, ignore_errors=True)  # a failed install leaves nothing
-            raise
         ready.write_text(stamp)
 
 
@@ -192,9 +202,7 @@ def make_env(
     """The one way a build environment is made, for every build kind: ``base``'s venv at
     ``root``, then ``steps`` from ``sources``; its python. The caller holds the lock and writes
     the ready marker; however it fails (a pip step, an interrupt), nothing is left in the cache."""
-    if root.exists():
-        shutil.rmtree(root)  # half-made (a killed run) or damaged
-    try:
+    with _whole_or_nothing(root):
         runner.checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
         py = root / "bin" / "python"
         pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
@@ -213,9 +221,6 @@ def make_env(
                     raise
                 raise step.explain(exc) from None
         return py
-    except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
-        raise
 
 
 def env_root(spec: EnvSpec, cache_dir: Path) -> Path:
