@@ -15,7 +15,7 @@ from typing import Protocol
 
 from .._util import RUNNER, Runner, resume_running, sha256_file, stop_running
 from ..compile.compile_rules import DEFAULT_MIB_PER_THREAD, variants_at_once
-from ..compile.memory import Budget, MemoryLimit
+from ..compile.memory import Budget, Share
 from ..compile.memory import available as available_memory
 from ..errors import KernelwheelError, ProjectError
 from ..log import Reporter
@@ -178,7 +178,7 @@ def plan_requests(
     recipes: Recipes,
     deps: DependencyTable | None = None,
     *,
-    share: tuple[int, int, MemoryLimit | None],  # a variant's jobs, CPUs, memory
+    share: Share,
     git: GitState | None = None,
     gpu_capabilities: tuple[CudaCapability, ...] = (),
     environ: Mapping[str, str] | None = None,
@@ -214,8 +214,9 @@ def plan_requests(
         ),)  # fmt: skip
     table = deps if deps is not None else load_deps(options.recipes)
     environ = os.environ if environ is None else environ
-    jobs, cpus, memory = share
-    shared = VariantBudget(jobs, cpus, memory, options.nvcc_threads, options.memory_per_thread)
+    shared = VariantBudget(
+        share.jobs, share.cpus, share.memory, options.nvcc_threads, options.memory_per_thread
+    )
 
     def request(recipe: VariantRecipe) -> BuildRequest:
         env, cross_plan = _environment(kind, recipe, options, recipes, runner)

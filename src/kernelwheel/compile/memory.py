@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 from .._toml import Located, parse_toml
 from ..errors import LocatedError, ToolchainError
@@ -33,6 +34,14 @@ class MemoryLimit:
     source: str
 
 
+class Share(NamedTuple):
+    """One variant's part of a run's budget."""
+
+    jobs: int
+    cpus: int
+    memory: MemoryLimit | None
+
+
 @dataclass(frozen=True)
 class Budget:
     """A run's CPUs and memory, read once (builder.service), and the variants sharing them."""
@@ -42,12 +51,12 @@ class Budget:
     memory: MemoryLimit | None  # None: unreadable here
     at_once: int = 1  # variants compiling side by side
 
-    def per_variant(self) -> tuple[int, int, MemoryLimit | None]:
+    def per_variant(self) -> Share:
         """One variant's share: its jobs, its CPUs, its memory."""
         parts, share = self.at_once, self.memory
         if share is not None and parts > 1:
             share = MemoryLimit(share.mib // parts, f"1/{parts} of {share.source}")
-        return max(1, self.jobs // parts), max(1, self.cpus // parts), share
+        return Share(max(1, self.jobs // parts), max(1, self.cpus // parts), share)
 
 
 def available(root: Path = Path("/")) -> MemoryLimit | None:
