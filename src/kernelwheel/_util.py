@@ -10,6 +10,7 @@ to the per-variant log that errors name.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -664,10 +665,15 @@ def _run_id(pid: int, start: str | None) -> str:
     return f"{pid}:{start}"
 
 
+@functools.cache
+def _this_run(pid: int) -> str:
+    return _run_id(pid, _start_time(pid))  # a process's start time never changes
+
+
 def _with_run_id(env: Mapping[str, str] | None) -> dict[str, str]:
     """``env`` (this process's environment when None) marked with this run's identity."""
-    pid = os.getpid()  # computed here, not at import: a forked worker is a run of its own
-    return {**(os.environ if env is None else env), RUN_ID_VARIABLE: _run_id(pid, _start_time(pid))}
+    # by pid, not once at import: a forked worker is a run of its own
+    return {**(os.environ if env is None else env), RUN_ID_VARIABLE: _this_run(os.getpid())}
 
 
 def _running(pid: int) -> bool:
