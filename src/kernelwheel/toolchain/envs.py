@@ -71,9 +71,13 @@ class EnvSpec:
     sources: PipSources = PipSources()  # the options' and the recipe's own index
 
     def digest(self, python: str) -> str:
-        fields = index_fields(self.sources)
-        fields.update(python=python, torch=self.torch_requirement, tools=BUILD_TOOLS)
-        fields.update(packages=sorted(self.packages))
+        fields = {
+            **index_fields(self.sources),
+            "python": python,
+            "torch": self.torch_requirement,
+            "packages": sorted(self.packages),
+            "tools": BUILD_TOOLS,
+        }
         if self.sources.no_index:  # only when set, so existing environments keep their digest
             fields["no_index"] = True
         return cache_key(fields)
@@ -377,9 +381,12 @@ def _manifest(purelib: Path) -> dict[str, int]:
 
 
 def _counts(purelib: Path) -> dict[str, int]:
-    folders = {rel.rstrip("/"): purelib / rel for rel in _MANIFEST_DIRS}
-    found = {name: folder for name, folder in folders.items() if folder.is_dir()}
-    return {name: sum(len(files) for _, _, files in os.walk(f)) for name, f in found.items()}
+    counts: dict[str, int] = {}
+    for rel in _MANIFEST_DIRS:
+        folder = purelib / rel
+        if folder.is_dir():
+            counts[rel.rstrip("/")] = sum(len(files) for _, _, files in os.walk(folder))
+    return counts
 
 
 def _damage(marker: Path, info: EnvInfo) -> str | None:
