@@ -467,10 +467,10 @@ class HubSource:
             thread_name_prefix="kernelwheel-download",
         )
         futures: dict[str, Future[Path]] = {}
+        first: Future[Path] | None = None  # the later downloads wait for the first one
         for variant in variants:
-            futures[variant] = pool.submit(
-                self._download, commit, variant, futures.get(variants[0])
-            )
+            futures[variant] = pool.submit(self._download, commit, variant, first)
+            first = first or futures[variant]
         try:
             yield _StreamingReader(futures, self.where)
         finally:
