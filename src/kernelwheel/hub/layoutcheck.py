@@ -228,8 +228,10 @@ class _VariantFolder:
         parts = rel.split("/")
         listing = ""
         if any(part.startswith(".") for part in parts):
-            why = "a hidden file: a build writes none, and one such as .env may hold secrets; it "
-            why += "is not pushed"
+            why = (
+                "a hidden file: a build writes none, and one such as .env may hold secrets; it "
+                "is not pushed"
+            )
         elif rel in (METADATA_JSON, METADATA_SIGSTORE):
             return
         elif self.meta.digest is not None:
@@ -237,8 +239,10 @@ class _VariantFolder:
                 return
             why = "not in metadata.json's digest: not a file the build wrote"
         elif not rel.endswith(_BUILD_SUFFIXES) and parts[-1] not in _BUILD_NAMES:
-            why = f"not a file a build writes (its package's {', '.join(_BUILD_SUFFIXES)} files "
-            why += "and metadata.json)"
+            why = (
+                f"not a file a build writes (its package's {', '.join(_BUILD_SUFFIXES)} files "
+                "and metadata.json)"
+            )
             listing = ", which lists every file it writes in metadata.json's digest"
         else:
             return
