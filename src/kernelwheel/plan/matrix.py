@@ -269,8 +269,14 @@ def _own_kernels(
         reasons.append(f'no [kernel.*] section has backend = "{kind}"')
     elif variant.backend.kind is BackendKind.CUDA:
         cuda = Version(variant.backend.cuda_version)
-        limits = (project.cuda_minver, project.cuda_maxver)
-        reasons += _bound_reasons("CUDA", cuda, *limits, "general cuda ", project.build_toml.name)
+        reasons += _bound_reasons(
+            "CUDA",
+            cuda,
+            project.cuda_minver,
+            project.cuda_maxver,
+            "general cuda ",
+            project.build_toml.name,
+        )
         against = {
             k.id: _bound_reasons(
                 "CUDA", cuda, k.cuda_minver, None, f"kernel.{k.id}.cuda-", "build.toml"
@@ -303,5 +309,11 @@ def _bound_reasons(
 def _torch_reasons(project: KernelProject, recipe: VariantRecipe) -> list[str]:
     if project.torch is None or recipe.torch_version is None:
         return []
-    torch, limits = Version(recipe.torch_version), (project.torch.minver, project.torch.maxver)
-    return _bound_reasons("torch", torch, *limits, "torch.", project.build_toml.name)
+    return _bound_reasons(
+        "torch",
+        Version(recipe.torch_version),
+        project.torch.minver,
+        project.torch.maxver,
+        "torch.",
+        project.build_toml.name,
+    )
