@@ -53,7 +53,8 @@ class Budget:
 
     def per_variant(self) -> Share:
         """One variant's share: its jobs, its CPUs, its memory."""
-        parts, share = self.at_once, self.memory
+        parts = self.at_once
+        share = self.memory
         if share is not None and parts > 1:
             share = MemoryLimit(share.mib // parts, f"1/{parts} of {share.source}")
         return Share(max(1, self.jobs // parts), max(1, self.cpus // parts), share)

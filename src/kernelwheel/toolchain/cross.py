@@ -14,6 +14,7 @@ import sys
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
@@ -26,11 +27,16 @@ from ..model.variant import Arch, BackendKind, Variant
 from .compiler_cache import masquerade
 from .envs import EnvInfo, EnvSpec, cache_key, env_spec_for, index_fields
 
-# Per target arch: the GNU triple of its cross compiler, the Debian/Ubuntu package that provides
-# it, and the ELF e_machine the target's libraries must have (pyelftools' names).
-_TARGETS: dict[Arch, tuple[str, str, str]] = {
-    Arch.AARCH64: ("aarch64-linux-gnu", "g++-aarch64-linux-gnu", "EM_AARCH64"),
-    Arch.X86_64: ("x86_64-linux-gnu", "g++-x86-64-linux-gnu", "EM_X86_64"),
+
+class _Target(NamedTuple):
+    triple: str  # the GNU triple of the arch's cross compiler
+    package: str  # the Debian/Ubuntu package that provides it
+    machine: str  # the ELF e_machine the target's libraries must have (pyelftools' names)
+
+
+_TARGETS = {
+    Arch.AARCH64: _Target("aarch64-linux-gnu", "g++-aarch64-linux-gnu", "EM_AARCH64"),
+    Arch.X86_64: _Target("x86_64-linux-gnu", "g++-x86-64-linux-gnu", "EM_X86_64"),
 }
 # Wheels for the target may be at most manylinux_2_28: the kernel wheel claims that policy, so
 # the torch it compiles against must not assume a newer glibc either.
@@ -178,7 +184,8 @@ def _check_machine(sysroot: Path, arch: Arch) -> None:
     """The unpacked libc10 must really be for the target arch (a wrong wheel fails here)."""
     from ..abi._elf import NotElfError, read_elf
 
-    lib, elf = sysroot / "torch" / "lib" / "libc10.so", _TARGETS[arch][2]
+    lib = sysroot / "torch" / "lib" / "libc10.so"
+    elf = _TARGETS[arch].machine
     if not lib.is_file():
         raise ToolchainError(
             f"the target torch has no torch/lib/libc10.so (looked in {sysroot})",
