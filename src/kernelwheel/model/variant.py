@@ -603,19 +603,16 @@ class Variant:
     @property
     def name(self) -> str:
         """The Hub name, e.g. ``torch210-cxx11-cu130-x86_64-linux``; inverse of :meth:`parse`."""
-        if self.tvm_ffi is not None:
-            assert self.backend is not None and self.arch is not None and self.os is not None
-            parts = [_TVM_FFI_PREFIX + self.tvm_ffi.compact, self.backend.token]
-            return "-".join([*parts, self.arch.value, self.os.value])
-        if self.torch is None:
+        if self.noarch:
             return "torch-universal" if self.backend is None else f"torch-{self.backend.token}"
         assert self.backend is not None and self.arch is not None and self.os is not None
-        head = f"torch-{_STABLE_PREFIX}" if self.stable_abi else "torch"
-        parts = [head + self.torch.compact]
-        if self.cxxabi is not None:
-            parts.append(self.cxxabi.value)
-        parts += [self.backend.token, self.arch.value, self.os.value]
-        return "-".join(parts)
+        if self.tvm_ffi is not None:
+            head = _TVM_FFI_PREFIX + self.tvm_ffi.compact
+        else:
+            assert self.torch is not None
+            head = (f"torch-{_STABLE_PREFIX}" if self.stable_abi else "torch") + self.torch.compact
+        abi = [self.cxxabi.value] if self.cxxabi is not None else []
+        return "-".join([head, *abi, self.backend.token, self.arch.value, self.os.value])
 
     @classmethod
     def parse(cls, name: str) -> Variant:
@@ -732,32 +729,20 @@ class Variant:
     def local_version(self) -> str:
         """The PEP 440 local label, e.g. ``torch2.10.cu130.cxx11``; inverse of
         :meth:`from_local_version`."""
-        if self.tvm_ffi is not None:
-            assert self.backend is not None
-            return f"tvmffi{self.tvm_ffi}.{self.backend.token}"
-        if self.torch is None:
-            return _UNIVERSAL if self.backend is None else self.backend.token
-        assert self.backend is not None
-        parts = [f"torch{self.torch.major}", str(self.torch.minor)]
-        if self.stable_abi:
-            parts.append("stable")
-        parts.append(self.backend.token)
-        if self.cxxabi is not None:
-            parts.append(self.cxxabi.value)
-        return ".".join(parts)
+        return self.local_version_in(LocalVersionStyle.DOTTED)
 
     def local_version_in(self, style: LocalVersionStyle) -> str:
         """The local label in ``style``: :attr:`local_version` (dotted) or the compact
         ``torch210cu130cxx11``; noarch labels are the same in both."""
-        if self.tvm_ffi is not None and style is LocalVersionStyle.COMPACT:
-            assert self.backend is not None
-            return f"tvmffi{self.tvm_ffi.compact}{self.backend.token}"
-        if style is LocalVersionStyle.DOTTED or self.torch is None:
-            return self.local_version
-        assert self.backend is not None
-        stable = "stable" if self.stable_abi else ""
-        abi = self.cxxabi.value if self.cxxabi is not None else ""
-        return f"torch{self.torch.compact}{stable}{self.backend.token}{abi}"
+        if self.noarch:
+            return _UNIVERSAL if self.backend is None else self.backend.token
+        version = self.torch if self.tvm_ffi is None else self.tvm_ffi
+        assert version is not None and self.backend is not None
+        head = "torch" if self.tvm_ffi is None else "tvmffi"
+        stable = ["stable"] if self.stable_abi else []
+        abi = [self.cxxabi.value] if self.cxxabi is not None else []
+        parts = [f"{head}{version.major}", str(version.minor), *stable, self.backend.token, *abi]
+        return ("." if style is LocalVersionStyle.DOTTED else "").join(parts)
 
     @classmethod
     def from_local_version(cls, local: str, *, arch: Arch | None, os: OS | None) -> Variant:
