@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +98,9 @@ def test_a_tvm_ffi_variant_has_no_torch_parts() -> None:
     with pytest.raises(VariantError, match="no torch"):
         Variant(TorchVersion(2, 10), cpu, None, Arch.X86_64, OS.LINUX, tvm_ffi=version)
     with pytest.raises(VariantError, match="no cxxabi"):
-        Variant.parse("tvm-ffi01-cpu-x86_64-linux").with_(
-            cxxabi=Variant.parse("torch210-cxx11-cpu-x86_64-linux").cxxabi
+        replace(
+            Variant.parse("tvm-ffi01-cpu-x86_64-linux"),
+            cxxabi=Variant.parse("torch210-cxx11-cpu-x86_64-linux").cxxabi,
         )
     with pytest.raises(VariantError, match="needs an arch"):
         Variant(None, cpu, None, None, OS.LINUX, tvm_ffi=version)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -268,9 +270,7 @@ HUB_NAMES = {
     "torch-tpu": noarch(TPU),
     "torch-npu": noarch(CANN),  # CANN's noarch variant is named for its device, as in kernels
     "torch213-cxx11-rocm71-x86_64-linux": Variant(T(2, 13), B(ROCM, 7, 1), CXX11, X86, LINUX),
-    "torch212-cxx11-xpu20253-x86_64-linux": Variant(
-        T(2, 12), B(XPU, 2025, 3), CXX11, X86, LINUX
-    ),
+    "torch212-cxx11-xpu20253-x86_64-linux": Variant(T(2, 12), B(XPU, 2025, 3), CXX11, X86, LINUX),
     "torch213-metal-aarch64-darwin": Variant(T(2, 13), B(METAL), None, ARM, DARWIN),
     "torch211-cxx11-tpu-x86_64-linux": Variant(T(2, 11), B(TPU), CXX11, X86, LINUX),
     "torch29-cxx11-neuron-x86_64-linux": Variant(T(2, 9), B(NEURON), CXX11, X86, LINUX),
@@ -488,23 +488,23 @@ def test_local_version_normalised_spellings(v: Variant, data: st.DataObject) -> 
 
 @given(binary_variants(), torch_versions, torch_versions)
 def test_local_version_orders_by_torch(v: Variant, a: TorchVersion, b: TorchVersion) -> None:
-    va = Version(f"1.0+{v.with_(torch=a).local_version}")
-    vb = Version(f"1.0+{v.with_(torch=b).local_version}")
+    va = Version(f"1.0+{replace(v, torch=a).local_version}")
+    vb = Version(f"1.0+{replace(v, torch=b).local_version}")
     assert (va < vb) == (a < b)
     assert (va == vb) == (a == b)
 
 
 def test_local_version_orders_two_digit_minor_numerically() -> None:
     v = Variant.parse("torch29-cxx11-cu130-x86_64-linux")
-    assert Version(f"1.0+{v.with_(torch=T(2, 10)).local_version}") > Version(
+    assert Version(f"1.0+{replace(v, torch=T(2, 10)).local_version}") > Version(
         f"1.0+{v.local_version}"
     )
 
 
 @given(binary_variants(os=LINUX), cuda_versions, cuda_versions)
 def test_local_version_orders_by_cuda(v: Variant, a: tuple[int, int], b: tuple[int, int]) -> None:
-    va = Version(f"1.0+{v.with_(backend=Backend(CUDA, a)).local_version}")
-    vb = Version(f"1.0+{v.with_(backend=Backend(CUDA, b)).local_version}")
+    va = Version(f"1.0+{replace(v, backend=Backend(CUDA, a)).local_version}")
+    vb = Version(f"1.0+{replace(v, backend=Backend(CUDA, b)).local_version}")
     assert (va < vb) == (a < b)
 
 
@@ -602,12 +602,12 @@ def test_variant_rejects_bad_combinations(fields: dict[str, object], message: st
         Variant(**fields)  # type: ignore[arg-type]
 
 
-def test_with_validates_and_keeps_other_fields() -> None:
+def test_replace_validates_and_keeps_other_fields() -> None:
     v = Variant.parse("torch27-cxx11-cu128-x86_64-linux")
-    assert v.with_(torch=T(2, 10)).name == "torch210-cxx11-cu128-x86_64-linux"
-    assert v.with_(stable_abi=True, cxxabi=None).name == "torch-stable-abi27-cu128-x86_64-linux"
+    assert replace(v, torch=T(2, 10)).name == "torch210-cxx11-cu128-x86_64-linux"
+    assert replace(v, stable_abi=True, cxxabi=None).name == "torch-stable-abi27-cu128-x86_64-linux"
     with pytest.raises(VariantError, match="metal"):
-        v.with_(backend=B(METAL))
+        replace(v, backend=B(METAL))
 
 
 def test_variants_are_hashable_values() -> None:

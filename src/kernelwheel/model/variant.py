@@ -8,7 +8,6 @@ tag has them), each have one parser and one formatter here, so no other module s
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import platform
 import re
@@ -16,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from functools import total_ordering
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from packaging.version import InvalidVersion, Version
 
@@ -590,10 +589,6 @@ class Variant:
                 )
             return f"{manylinux}_{self.arch.value}"
         return _PLATFORM_TAGS[(self.os, self.arch)]
-
-    def with_(self, **changes: Any) -> Variant:
-        """A copy with some fields replaced, validated like any new variant."""
-        return dataclasses.replace(self, **changes)
 
     def __str__(self) -> str:
         return self.name

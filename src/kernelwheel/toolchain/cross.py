@@ -357,7 +357,7 @@ def plan_for(
     if not need_host_env:  # --python: that interpreter is the host environment
         return CrossPlan(variant, compiler, None, target_env)
     try:
-        host_recipe = recipes.recipe_for(variant.with_(arch=host))
+        host_recipe = recipes.recipe_for(replace(variant, arch=host))
     except RecipeError as exc:
         raise ToolchainError(
             f"cross-building {variant.name} needs the same torch release built for this "
