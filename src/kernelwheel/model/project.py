@@ -390,7 +390,9 @@ class _Reader:
         self.check_keys(doc, _TOP_KEYS)
         self.check_keys(general, _GENERAL_KEYS)
         name = self.kernel_name(general, torch_table)
-        package = self.checked_package_name(name)
+        if (problem := kernel_name_problem(name, legacy=self.edition == LEGACY)) is not None:
+            raise self.error(problem[0], "general.name", problem[1])
+        package = package_name(name)
         api_version, version = self.project_version(general)
         license = general.string("license")
         if self.edition >= 4:
@@ -472,11 +474,6 @@ class _Reader:
                 "remove name from [torch]: general.name names the kernel",
             )
         return early
-
-    def checked_package_name(self, name: str) -> str:
-        if (problem := kernel_name_problem(name, legacy=self.edition == LEGACY)) is not None:
-            raise self.error(problem[0], "general.name", problem[1])
-        return package_name(name)
 
     def project_version(self, general: Located) -> tuple[int | None, str | None]:
         """(API major, full version): editions 3-5 give an integer, the older forms a string."""

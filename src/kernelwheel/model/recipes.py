@@ -910,18 +910,14 @@ def _tvm_ffi_recipe(doc: Located) -> TvmFfiRecipe:
     flavours_table = table.required_table("flavours", example)
     if not flavours_table.keys():
         raise table.error("lists no flavour", "flavours", example)
-    flavours: list[tuple[Backend, tuple[Arch, ...]]] = []
-    requires: list[tuple[str, tuple[str, ...]]] = []
-    for token in flavours_table.keys():
-        backend, arches, needs = _tvm_ffi_flavour(flavours_table, token)
-        flavours.append((backend, arches))
-        if needs:
-            requires.append((token, needs))
+    read = [_tvm_ffi_flavour(flavours_table, token) for token in flavours_table.keys()]
+    flavours = tuple((backend, arches) for backend, arches, _ in read)
+    requires = tuple((backend.token, needs) for backend, _, needs in read if needs)
     wheels = _tvm_ffi_wheels(
         table.required_table("wheels", 'add [tvm-ffi.wheels] with "<wheel>" = "<sha256>"'),
         str(parsed),
     )
-    return TvmFfiRecipe(str(parsed), tuple(flavours), wheels, tuple(requires))
+    return TvmFfiRecipe(str(parsed), flavours, wheels, requires)
 
 
 def _tvm_ffi_flavour(

@@ -56,12 +56,9 @@ class KernelDependency:
 
     def to_dict(self) -> dict[str, object]:
         """The entry as build.toml and the Hub's metadata.json write it."""
-        out: dict[str, object] = {"repo-id": self.repo_id}
         if self.version is not None:
-            out["version"] = self.version
-        else:
-            out["revision"] = self.revision
-        return out
+            return {"repo-id": self.repo_id, "version": self.version}
+        return {"repo-id": self.repo_id, "revision": self.revision}
 
     def describe(self) -> str:
         at = f"version {self.version}" if self.version is not None else f"revision {self.revision}"
