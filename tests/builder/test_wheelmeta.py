@@ -56,13 +56,14 @@ def test_the_readme_when_there_is_no_card_and_nothing_without_either(tmp_path: P
     root = write_tiny_kernel(tmp_path / "k", card=False)
     found = _meta(root)
     project = load_project(root)
-    assert project_card(project, card_fields(project, version=1)).file == root / "README.md"
+    readme = (root / "README.md").read_text()
+    assert project_card(project, card_fields(project, version=1)) == readme
     assert found.description is not None and found.description.startswith("# tiny-add (the")
     (root / "README.md").unlink()
     (root / "LICENSE").unlink()
     bare = _meta(root)
     project = load_project(root)
-    assert project_card(project, card_fields(project, version=1)).file is None
+    assert project_card(project, card_fields(project, version=1)).startswith("---\nlibrary_name")
     assert bare.license_files == {}
     # Neither: a generated card, its front matter left to the Hub, then the wheel's section.
     assert bare.description is not None and bare.description.startswith("# tiny-add\n")

@@ -13,7 +13,6 @@ from kernelwheel.model.card import (
     FIELDS,
     MAX_CARD_CHARS,
     CardFields,
-    CardSource,
     card_fields,
     default_template,
     project_card,
@@ -126,8 +125,7 @@ def test_a_template_is_rendered_with_the_fields(tmp_path: Path) -> None:
     root = _project(tmp_path)
     project = load_project(root)
     card = project_card(project, card_fields(project))
-    assert card.source is CardSource.TEMPLATE and card.file == root / "CARD.md"
-    assert card.text == (
+    assert card == (
         "---\n"
         "library_name: kernels\n"
         "license: apache-2.0\n"
@@ -148,7 +146,7 @@ def test_a_template_is_rendered_with_the_fields(tmp_path: Path) -> None:
         "Upstream: https://example.org/team/tiny-add.git\n"
         "Source: git+https://example.org/team/tiny-add-kernel.git\n"
     )
-    assert "{{" not in card.text and "{%" not in card.text
+    assert "{{" not in card and "{%" not in card
 
 
 def test_layers_only_when_all_exports_them_and_none_without_all(tmp_path: Path) -> None:
@@ -199,10 +197,11 @@ def test_an_unknown_field_is_refused_with_the_fields_named(tmp_path: Path) -> No
 
 
 def test_a_field_without_a_value_is_false_but_printing_it_is_an_error(tmp_path: Path) -> None:
-    root = _project(tmp_path, "{% if repo_id %}{{ repo_id }}{% else %}no repo{% endif %}\n",
-                    hub=False)
+    root = _project(
+        tmp_path, "{% if repo_id %}{{ repo_id }}{% else %}no repo{% endif %}\n", hub=False
+    )
     project = load_project(root)
-    assert project_card(project, card_fields(project)).text == "no repo"  # trim_blocks
+    assert project_card(project, card_fields(project)) == "no repo"  # trim_blocks
     (root / "CARD.md").write_text("x\nCard of {{ repo_id }}.\n")
     with pytest.raises(ProjectError, match="CARD.md: line 2: repo_id has no value") as info:
         project_card(project, card_fields(project))
@@ -222,12 +221,9 @@ def test_a_readme_is_the_card_as_it_is_and_no_card_gets_a_generated_one(tmp_path
     (root / "README.md").write_text("# tiny-add\n\nLiteral {{ braces }} stay.\n")
     project = load_project(root)
     readme = project_card(project, card_fields(project))
-    assert readme.source is CardSource.README
-    assert readme.text == "# tiny-add\n\nLiteral {{ braces }} stay.\n"
+    assert readme == "# tiny-add\n\nLiteral {{ braces }} stay.\n"
     (root / "README.md").unlink()
-    generated = project_card(project, card_fields(project, dirty=True))
-    assert (generated.source, generated.file) == (CardSource.GENERATED, None)
-    text = generated.text
+    text = project_card(project, card_fields(project, dirty=True))
     assert text.startswith("---\nlibrary_name: kernels\nlicense: apache-2.0\n")
     assert "# tiny-add" in text and "import tiny_add" in text and "tiny_add.add_one(...)" in text
     assert 'get_kernel("team/tiny-add", version=1)' in text
@@ -239,7 +235,7 @@ def test_a_readme_is_the_card_as_it_is_and_no_card_gets_a_generated_one(tmp_path
 
 def test_the_generated_card_without_a_repo_id_has_no_hub_snippet(tmp_path: Path) -> None:
     project = load_project(_project(tmp_path, None, hub=False))
-    text = project_card(project, card_fields(project)).text
+    text = project_card(project, card_fields(project))
     assert "get_kernel" not in text and "huggingface.co/" not in text
     assert "uncommitted" not in text
 

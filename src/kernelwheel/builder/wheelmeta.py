@@ -49,7 +49,7 @@ def with_metadata(
         license=project.license,
         license_files={p.name: _bytes(p, root) for p in found},
         project_urls=urls,
-        description=wheel_description(card.text, fields, version=spec.version, variant=variant),
+        description=wheel_description(card, fields, version=spec.version, variant=variant),
     )
 
 

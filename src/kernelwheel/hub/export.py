@@ -148,7 +148,7 @@ def export_card(
     """The kernel card (model/card) as ``root/README.md``, which the Hub shows and upload pushes;
     ``version``: the export's API major (else build.toml's); ``dirty``: an unclean git tree."""
     fields = card_fields(project, version=version, dirty=dirty)
-    data = project_card(project, fields).text.encode()
+    data = project_card(project, fields).encode()
     target = root / CARD
     if not target.is_file() or target.read_bytes() != data:
         atomic_write(target, data)

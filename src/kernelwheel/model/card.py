@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
-import enum
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -74,19 +73,6 @@ _MISSING_HINT = {
 }
 
 
-class CardSource(enum.Enum):
-    TEMPLATE = "CARD.md"  # the project's template, rendered
-    README = "README.md"  # the project's README, as it is
-    GENERATED = "generated"  # kernelwheel's template, rendered
-
-
-@dataclass(frozen=True)
-class Card:
-    text: str
-    source: CardSource
-    file: Path | None  # the project's file it came from (None: generated)
-
-
 def card_fields(
     project: KernelProject, *, version: int | None = None, dirty: bool = False
 ) -> CardFields:
@@ -110,16 +96,15 @@ def card_fields(
     )
 
 
-def project_card(project: KernelProject, fields: CardFields) -> Card:
+def project_card(project: KernelProject, fields: CardFields) -> str:
     """The project's card: CARD.md rendered, else README.md as it is, else the generated one."""
     template = project.root / CARD_TEMPLATE
     if template.is_file():
-        text = render_card(_read_text(template, project.root), fields, template)
-        return Card(text, CardSource.TEMPLATE, template)
+        return render_card(_read_text(template, project.root), fields, template)
     readme = project.root / README
     if readme.is_file():
-        return Card(_read_text(readme, project.root), CardSource.README, readme)
-    return Card(render_card(default_template(), fields, None), CardSource.GENERATED, None)
+        return _read_text(readme, project.root)
+    return render_card(default_template(), fields, None)
 
 
 def default_template() -> str:
