@@ -422,8 +422,6 @@ class Backend:
 
 # -- Variant ----------------------------------------------------------------------------------
 
-_STABLE_PREFIX = "stable-abi"
-
 # Modern local label: torch{MAJ}.{MIN}[.stable].{backend}[.{cxxabi}]. The backend here is the
 # undotted Hub token; a dotted rocm6.3 would blur with the label's own separators.
 _LOCAL = re.compile(
@@ -433,7 +431,7 @@ _LOCAL = re.compile(
 # The compact label (the design's form and the seed's wheels): torch27cu128cxx11, one-digit
 # major; dots between the parts are tolerated.
 _COMPACT_LOCAL = re.compile(
-    r"torch(?P<torch>[0-9]+)\.?(?P<cstable>stable\.?)?"
+    r"torch(?P<torch>[0-9]+)\.?(?P<stable>stable\.?)?"
     r"(?P<backend>(?:cu|rocm|xpu|cann)[0-9]+|cpu|metal|neuron|tpu)(?:\.?(?P<abi>cxx[0-9]+))?"
 )
 _UNIVERSAL = "universal"
@@ -605,7 +603,7 @@ class Variant:
             head = _TVM_FFI_PREFIX + self.tvm_ffi.compact
         else:
             assert self.torch is not None
-            head = (f"torch-{_STABLE_PREFIX}" if self.stable_abi else "torch") + self.torch.compact
+            head = ("torch-stable-abi" if self.stable_abi else "torch") + self.torch.compact
         abi = [self.cxxabi.value] if self.cxxabi is not None else []
         return "-".join([head, *abi, self.backend.token, self.arch.value, self.os.value])
 
@@ -778,10 +776,9 @@ class Variant:
             try:
                 if groups.get("torch") is not None:  # compact form
                     torch = TorchVersion.from_compact(groups["torch"])
-                    stable = groups["cstable"] is not None
                 else:
                     torch = TorchVersion(int(groups["major"]), int(groups["minor"]))
-                    stable = groups["stable"] is not None
+                stable = groups["stable"] is not None
                 backend = Backend.parse_token(groups["backend"])
                 if groups["abi"] is not None:
                     cxxabi = _member(CxxAbi, groups["abi"], "C++ ABI")
