@@ -11,6 +11,7 @@ from support.builds import system_nvcc
 
 from kernelwheel.compile.capabilities import gencode_flags
 from kernelwheel.model.recipes import load_recipes
+from kernelwheel.model.variant import Arch
 from kernelwheel.toolchain.envs import nvcc_version
 from kernelwheel.wheels.fatbin import sm_archs
 
@@ -22,7 +23,7 @@ def test_every_capability_of_the_recipe_for_this_nvcc_compiles(tmp_path: Path) -
     nvcc = system_nvcc()
     assert nvcc is not None
     version = nvcc_version(nvcc.parent.parent)
-    recipe = load_recipes().cuda_recipe(version)
+    recipe = load_recipes().cuda_toolchain(version, Arch.host())
     if recipe is None:
         pytest.skip(f"no recipe for this nvcc's CUDA {version}")
     (tmp_path / "k.cu").write_text("__global__ void twice(float* x) { x[threadIdx.x] *= 2.f; }\n")

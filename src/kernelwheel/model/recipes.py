@@ -98,18 +98,6 @@ class PinnedPackage:
 
 
 @dataclass(frozen=True)
-class PackagePin:
-    """One ``[[cuda."X.Y".packages]]`` entry: a pinned wheel with a sha256 per arch."""
-
-    name: str
-    version: str
-    sha256: tuple[tuple[Arch, str], ...]
-
-    def for_arch(self, arch: Arch) -> PinnedPackage:
-        return PinnedPackage(self.name, self.version, dict(self.sha256).get(arch))
-
-
-@dataclass(frozen=True)
 class CudaToolchain:
     """The CUDA compiler for one variant (one CUDA version on one arch). ``source`` is ``"pypi"``
     (install ``packages``, pinned, into the build environment and use them as CUDA_HOME) or
@@ -136,30 +124,6 @@ class CudaToolchain:
     def describe(self) -> str:
         """Short form for tables: ``cuda 13.0 (pypi)``."""
         return f"cuda {self.version} ({self.source})"
-
-
-@dataclass(frozen=True)
-class CudaRecipe:
-    """One ``[cuda."X.Y"]`` table of cuda.toml."""
-
-    version: str
-    source: ToolchainSource
-    arches: tuple[Arch, ...]
-    packages: tuple[PackagePin, ...]
-    capabilities: tuple[CudaCapability, ...]
-    system_paths: tuple[str, ...]
-    image: str | None = None
-
-    def toolchain(self, arch: Arch) -> CudaToolchain:
-        return CudaToolchain(
-            version=self.version,
-            source=self.source,
-            arch=arch,
-            packages=tuple(p.for_arch(arch) for p in self.packages),
-            capabilities=self.capabilities,
-            system_paths=self.system_paths,
-            image=self.image,
-        )
 
 
 @dataclass(frozen=True)
@@ -312,14 +276,14 @@ class Recipes:
     """The validated recipe data. ``origin`` says where it was read from."""
 
     torch: tuple[TorchRecipe, ...]
-    cuda: tuple[CudaRecipe, ...]
+    cuda: tuple[CudaToolchain, ...]  # cuda.toml: one per CUDA version and arch
     origin: str = "<memory>"
     tvm_ffi: TvmFfiRecipe | None = None
     # torch.toml build-image: per arch, the image of variants whose toolchain comes from PyPI
     build_images: tuple[tuple[Arch, str], ...] = ()
 
-    def cuda_recipe(self, version: str) -> CudaRecipe | None:
-        return next((r for r in self.cuda if r.version == version), None)
+    def cuda_toolchain(self, version: str, arch: Arch) -> CudaToolchain | None:
+        return next((t for t in self.cuda if t.version == version and t.arch is arch), None)
 
     def _toolchain(self, variant: Variant) -> tuple[CudaToolchain | None, str | None]:
         """A binary variant's CUDA toolchain (load-time validation guarantees a covering entry)
@@ -328,9 +292,8 @@ class Recipes:
         assert variant.backend is not None and variant.arch is not None
         if variant.backend.kind is not BackendKind.CUDA:
             return None, dict(self.build_images).get(variant.arch)
-        cuda_recipe = self.cuda_recipe(variant.backend.cuda_version)
-        assert cuda_recipe is not None
-        cuda = cuda_recipe.toolchain(variant.arch)
+        cuda = self.cuda_toolchain(variant.backend.cuda_version, variant.arch)
+        assert cuda is not None
         image = cuda.image if cuda.source == "system" else dict(self.build_images).get(variant.arch)
         return cuda, image
 
@@ -558,15 +521,16 @@ def _cross_check(
     for key, flavour in flavours:
         if flavour.backend.kind is BackendKind.CUDA:
             version = flavour.backend.cuda_version
-            cuda = recipes.cuda_recipe(version)
-            if cuda is None:
+            if not any(t.version == version for t in recipes.cuda):
                 raise RecipeError(
                     f"CUDA {version} has no toolchain in {CUDA_TOML}",
                     file=file,
                     key=key,
                     hint=f'add a [cuda."{version}"] table to {cuda_file}',
                 )
-            missing = [a.value for a in flavour.arches if a not in cuda.arches]
+            missing = [
+                a.value for a in flavour.arches if recipes.cuda_toolchain(version, a) is None
+            ]
             if missing:
                 raise RecipeError(
                     f"CUDA {version}'s toolchain has no pins for {', '.join(missing)}",
@@ -800,14 +764,15 @@ def _flavour(flavours: Located, token: str, index: str) -> TorchFlavour:
 # -- cuda.toml --------------------------------------------------------------------------------
 
 
-def _cuda_recipes(doc: Located) -> tuple[CudaRecipe, ...]:
+def _cuda_recipes(doc: Located) -> tuple[CudaToolchain, ...]:
     check_schema(doc, _CUDA_TOP_KEYS)
     toolkits = doc.required_table("cuda", 'add a [cuda."13.0"] table')
-    recipes = [_cuda_toolkit(toolkits, name) for name in toolkits.keys()]
+    recipes = [t for name in toolkits.keys() for t in _cuda_toolkit(toolkits, name)]
     return tuple(sorted(recipes, key=lambda r: Version(r.version)))
 
 
-def _cuda_toolkit(toolkits: Located, key: str) -> CudaRecipe:
+def _cuda_toolkit(toolkits: Located, key: str) -> tuple[CudaToolchain, ...]:
+    """One ``[cuda."X.Y"]`` table: its toolchain for each arch it has (a system one: every)."""
     _check_version_name(toolkits, key, 'quote the version in the header, e.g. [cuda."13.0"]')
     try:
         Backend.parse_token(f"cu{key}")
@@ -846,7 +811,10 @@ def _cuda_toolkit(toolkits: Located, key: str) -> CudaRecipe:
                     extra,
                     f'remove {extra}, or set source = "pypi"',
                 )
-        return CudaRecipe(key, "system", tuple(Arch), (), capabilities, system_paths, image)
+        return tuple(
+            CudaToolchain(key, "system", arch, (), capabilities, system_paths, image)
+            for arch in Arch
+        )
 
     arches = _arches(value, "arches", required=True)
     entries = value.table_array("packages")
@@ -856,14 +824,18 @@ def _cuda_toolkit(toolkits: Located, key: str) -> CudaRecipe:
             "packages",
             f"add [[{value.dotted('packages')}]] entries with name, version and sha256 per arch",
         )
-    packages = tuple(_package(entry, arches) for entry in entries)
-    names = [canonicalize_name(p.name) for p in packages]
+    pins = [_package(entry, arches) for entry in entries]  # each: its wheel per arch
+    names = [canonicalize_name(per_arch[0].name) for per_arch in pins]
     if len(set(names)) != len(names):
         raise value.error("lists a package twice", "packages", "keep one entry per package")
-    return CudaRecipe(key, "pypi", arches, packages, capabilities, system_paths)
+    return tuple(
+        CudaToolchain(key, "pypi", arch, packages, capabilities, system_paths)
+        for arch, packages in zip(arches, zip(*pins, strict=True), strict=True)
+    )
 
 
-def _package(entry: Located, arches: tuple[Arch, ...]) -> PackagePin:
+def _package(entry: Located, arches: tuple[Arch, ...]) -> tuple[PinnedPackage, ...]:
+    """One ``[[cuda."X.Y".packages]]`` entry: the pinned wheel for each of ``arches``."""
     entry.check_keys(_PACKAGE_KEYS)
     name = entry.required_string("name", 'e.g. name = "nvidia-cuda-nvcc"', nonempty=True)
     if not _PACKAGE_NAME_RE.fullmatch(name):
@@ -885,7 +857,7 @@ def _package(entry: Located, arches: tuple[Arch, ...]) -> PackagePin:
                 "hash the wheel for every arch in arches (pip download --platform ...; "
                 "sha256sum), or remove sha256 to install unhashed",
             )
-    return PackagePin(name, version, tuple(hashes))
+    return tuple(PinnedPackage(name, version, dict(hashes).get(arch)) for arch in arches)
 
 
 # -- tvm-ffi.toml -----------------------------------------------------------------------------
