@@ -479,7 +479,7 @@ def test_torch_215_is_pypis_cu132_with_a_hashed_cuda_132_toolchain() -> None:
         assert recipe.python_abi == "cp310"
         assert recipe.cuda is not None and recipe.cuda.version == "13.2"
         assert recipe.cuda.source == "pypi" and all(p.sha256 for p in recipe.cuda.packages)
-        assert {p.requirement for p in recipe.cuda.packages} == {
+        assert {f"{p.name}=={p.version}" for p in recipe.cuda.packages} == {
             f"{name}==13.2.86"
             for name in (
                 "nvidia-cuda-nvcc",

@@ -86,15 +86,11 @@ class PinnedPackage:
     sha256: str | None
 
     @property
-    def requirement(self) -> str:
-        """The pip requirement, ``nvidia-cuda-nvcc==13.0.88``."""
-        return f"{self.name}=={self.version}"
-
-    @property
     def requirement_line(self) -> str:
-        """A requirements-file line; with its hash when known (for ``--require-hashes``)."""
+        """A requirements-file line, ``nvidia-cuda-nvcc==13.0.88``; with its hash when known
+        (for ``--require-hashes``)."""
         hashed = f" --hash=sha256:{self.sha256}" if self.sha256 is not None else ""
-        return self.requirement + hashed
+        return f"{self.name}=={self.version}{hashed}"
 
 
 @dataclass(frozen=True)
