@@ -172,13 +172,12 @@ class TvmFfiRecipe:
     """``[tvm-ffi]`` of tvm-ffi.toml: the apache-tvm-ffi release kernels build against."""
 
     version: str  # exact release, "0.1.9"
-    flavours: tuple[tuple[Backend, tuple[Arch, ...]], ...]
+    # backend, its arches, what a wheel of that flavour requires at run time (the CUDA runtime)
+    flavours: tuple[tuple[Backend, tuple[Arch, ...], tuple[str, ...]], ...]
     wheels: tuple[tuple[str, str], ...]  # wheel file name -> sha256, every file of the release
-    # backend token -> what a wheel of that flavour requires at run time (the CUDA runtime)
-    requires: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def requires_for(self, backend: Backend) -> tuple[str, ...]:
-        return dict(self.requires).get(backend.token, ())
+        return next((needs for b, _, needs in self.flavours if b == backend), ())
 
     @property
     def series(self) -> TvmFfiVersion:
@@ -192,7 +191,7 @@ class TvmFfiRecipe:
     def variants(self) -> tuple[Variant, ...]:
         return tuple(
             Variant(None, backend, None, arch, OS.LINUX, tvm_ffi=self.series)
-            for backend, arches in self.flavours
+            for backend, arches, _ in self.flavours
             for arch in arches
         )
 
@@ -504,7 +503,7 @@ def parse_recipes(
     if tvm_ffi is not None:
         tvm_flavours = [
             (f"tvm-ffi.flavours.{backend.token}", TorchFlavour(backend, arches, (), ""))
-            for backend, arches in tvm_ffi.flavours
+            for backend, arches, _ in tvm_ffi.flavours
         ]
         _cross_check(recipes, tvm_ffi_file, cuda_file, tvm_flavours)
     return recipes
@@ -878,14 +877,12 @@ def _tvm_ffi_recipe(doc: Located) -> TvmFfiRecipe:
     flavours_table = table.required_table("flavours", example)
     if not flavours_table.keys():
         raise table.error("lists no flavour", "flavours", example)
-    read = [_tvm_ffi_flavour(flavours_table, token) for token in flavours_table.keys()]
-    flavours = tuple((backend, arches) for backend, arches, _ in read)
-    requires = tuple((backend.token, needs) for backend, _, needs in read if needs)
+    flavours = tuple(_tvm_ffi_flavour(flavours_table, token) for token in flavours_table.keys())
     wheels = _tvm_ffi_wheels(
         table.required_table("wheels", 'add [tvm-ffi.wheels] with "<wheel>" = "<sha256>"'),
         str(parsed),
     )
-    return TvmFfiRecipe(str(parsed), flavours, wheels, requires)
+    return TvmFfiRecipe(str(parsed), flavours, wheels)
 
 
 def _tvm_ffi_flavour(
