@@ -218,7 +218,7 @@ class KernelProject:
 
     def stable_abi_for(self, backend: str) -> Version | None:
         """The oldest torch of the stable ABI ``backend`` builds against; None: per-torch."""
-        return self.torch.stable_abi_for(backend) if self.torch is not None else None
+        return dict(self.torch.stable_abi).get(backend) if self.torch is not None else None
 
     def backend_depends_for(self, backend: str) -> BackendDepends:
         return dict(self.backend_depends).get(backend, BackendDepends())

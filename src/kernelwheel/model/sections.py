@@ -88,9 +88,6 @@ class TorchSection:
     # The earliest form's ``pyroot``: the folder holding the Python package (None: torch-ext).
     pyroot: Path | None = None
 
-    def stable_abi_for(self, backend: str) -> Version | None:
-        return dict(self.stable_abi).get(backend)
-
 
 @dataclass(frozen=True)
 class NoarchSection:
