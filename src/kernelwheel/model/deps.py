@@ -21,7 +21,6 @@ from .recipes import RecipeError, bundled_recipes, check_schema, entry_table, re
 DEPS_TOML = "deps.toml"
 # Header-only libraries a local checkout may provide (the cutlass-path option), with the header
 # that names the release a checkout holds.
-LIBRARIES = ("cutlass",)
 VERSION_HEADER = {"cutlass": "include/cutlass/version.h"}
 
 _TOP_KEYS = ("schema", "deps")
@@ -155,11 +154,11 @@ def _dependency(deps: Located, name: str) -> Dependency:
     if provider is Provider.UNSUPPORTED:
         return Dependency(name, provider, reason=_text(entry, "reason", 'reason = "needs ..."'))
     library = _text(entry, "library", 'library = "cutlass"')
-    if library not in LIBRARIES:
+    if library not in VERSION_HEADER:
         raise entry.error(
             f"unknown library {library!r}",
             "library",
-            f"kernelwheel provides headers of: {', '.join(LIBRARIES)}",
+            f"kernelwheel provides headers of: {', '.join(VERSION_HEADER)}",
         )
     version = _text(entry, "version", 'version = "3.8.0"')
     if not _RELEASE_RE.fullmatch(version):
