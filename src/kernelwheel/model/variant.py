@@ -760,11 +760,9 @@ class Variant:
         tvm = _TVM_LOCAL.fullmatch(text)
         if tvm is not None:
             return cls._from_tvm_local(local, tvm, arch, os)
-        if text == _UNIVERSAL:
-            pass
-        elif text in _NOARCH_KINDS:
+        if text in _NOARCH_KINDS:
             backend = Backend(_NOARCH_KINDS[text])
-        else:
+        elif text != _UNIVERSAL:
             match = _LOCAL.fullmatch(text) or _COMPACT_LOCAL.fullmatch(text)
             if match is None:
                 raise bad(
