@@ -83,7 +83,7 @@ def load_name_lists() -> NameLists:
     )
 
 
-def shadowing(distribution: str | None, package: str | None = None) -> str | None:
+def shadowing(distribution: str | None, package: str) -> str | None:
     """What a wheel named ``distribution`` with the top-level package ``package`` would replace
     or shadow, in words (``"the distribution 'torch'"``); None when neither is reserved."""
     lists = load_name_lists()
@@ -91,31 +91,30 @@ def shadowing(distribution: str | None, package: str | None = None) -> str | Non
         canonical = canonicalize_name(distribution)
         if canonical in lists.distributions or canonical.startswith(lists.prefixes):
             return f"the distribution {canonical!r}, which `pip install` would replace"
-    if package is not None:
-        # Case-folded: on case-insensitive file systems `Torch/` shadows `torch`.
-        for module in (package, package.lower()):
-            if module in lists.stdlib:
-                return (
-                    f"the standard-library module {module!r}, which `import {module}` would "
-                    "no longer find"
-                )
-            if module in lists.modules:
-                return f"the module {module!r}, which `import {module}` would no longer find"
-            if module in lists.test_packages:
-                return (
-                    f"the test package {module!r} (the standard library's `test`, the `tests` "
-                    "folder of other distributions and of the user's project), which pytest and "
-                    f"`import {module}` would find instead"
-                )
-        if package.lower().split(".")[0] in lists.windows_devices:
+    # Case-folded: on case-insensitive file systems `Torch/` shadows `torch`.
+    for module in (package, package.lower()):
+        if module in lists.stdlib:
             return (
-                f"the Windows device name {package.lower()!r}: a folder named so cannot be "
-                "made on Windows, so the package could be neither checked out nor installed there"
+                f"the standard-library module {module!r}, which `import {module}` would "
+                "no longer find"
             )
+        if module in lists.modules:
+            return f"the module {module!r}, which `import {module}` would no longer find"
+        if module in lists.test_packages:
+            return (
+                f"the test package {module!r} (the standard library's `test`, the `tests` "
+                "folder of other distributions and of the user's project), which pytest and "
+                f"`import {module}` would find instead"
+            )
+    if package.lower().split(".")[0] in lists.windows_devices:
+        return (
+            f"the Windows device name {package.lower()!r}: a folder named so cannot be "
+            "made on Windows, so the package could be neither checked out nor installed there"
+        )
     return None
 
 
-def name_warning(distribution: str, package: str | None = None) -> str | None:
+def name_warning(distribution: str, package: str) -> str | None:
     """Why a kernel's wheel named ``distribution`` (package folder ``package``) deserves a
     warning, in words, or None: it is named like a well-known PyPI distribution, which
     installing it replaces, or its package folder is one's import name (``google``)."""
@@ -126,9 +125,7 @@ def name_warning(distribution: str, package: str | None = None) -> str | None:
             f"{distribution!r} is also a well-known PyPI distribution, which installing this "
             "wheel replaces (its local version does not stop pip: the name is the same)"
         )
-    if package is not None and (
-        package in lists.well_known_modules or canonicalize_name(package) in lists.well_known
-    ):
+    if package in lists.well_known_modules or canonicalize_name(package) in lists.well_known:
         return (
             f"the package folder {package}/ is also the import name of a well-known PyPI "
             "distribution, whose files installing this wheel writes over"
