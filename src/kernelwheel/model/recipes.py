@@ -485,7 +485,7 @@ def parse_recipes(
 ) -> Recipes:
     """Validate parsed torch.toml / cuda.toml (and tvm-ffi.toml) mappings into :class:`Recipes`."""
     cuda_file = f"{origin}/{CUDA_TOML}"
-    cuda = _cuda_recipes(_document(cuda_data, cuda_file))
+    cuda = _cuda_toolchains(_document(cuda_data, cuda_file))
     torch_doc = _document(torch_data, f"{origin}/{TORCH_TOML}")
     torch = _torch_recipes(torch_doc)
     images = _build_images(torch_doc)
@@ -759,11 +759,11 @@ def _flavour(flavours: Located, token: str, index: str) -> TorchFlavour:
 # -- cuda.toml --------------------------------------------------------------------------------
 
 
-def _cuda_recipes(doc: Located) -> tuple[CudaToolchain, ...]:
+def _cuda_toolchains(doc: Located) -> tuple[CudaToolchain, ...]:
     check_schema(doc, _CUDA_TOP_KEYS)
     toolkits = doc.required_table("cuda", 'add a [cuda."13.0"] table')
-    recipes = [t for name in toolkits.keys() for t in _cuda_toolkit(toolkits, name)]
-    return tuple(sorted(recipes, key=lambda r: Version(r.version)))
+    toolchains = [t for name in toolkits.keys() for t in _cuda_toolkit(toolkits, name)]
+    return tuple(sorted(toolchains, key=lambda t: Version(t.version)))
 
 
 def _cuda_toolkit(toolkits: Located, key: str) -> tuple[CudaToolchain, ...]:
