@@ -11,7 +11,6 @@ import re
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from .._util import CommandTimeout, Runner
 from ..errors import BuildError
@@ -74,7 +73,8 @@ def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadRepor
             if "missing" in found:
                 return None
             return LoadReport(ops=tuple(str(op) for op in found.get("ops", [])))
-    raise explain_failure(code, output, deferred.namespace, deferred.root).error(deferred.log)
+    message, details, fix = explain_failure(code, output, deferred.namespace, deferred.root)
+    raise BuildError(message, log=deferred.log, hint=fix, diagnostics=details)
 
 
 def check_load(
@@ -106,23 +106,16 @@ def check_load(
         lines = proc.stdout.strip().splitlines()
         ops = json.loads(lines[-1]).get("ops", []) if lines else []
         return LoadReport(ops=tuple(str(op) for op in ops))
-    raise explain_failure(proc.returncode, proc.stderr, namespace, root).error(log)
+    message, details, fix = explain_failure(proc.returncode, proc.stderr, namespace, root)
+    raise BuildError(message, log=log, hint=fix, diagnostics=details)
 
 
-class Failure(NamedTuple):
-    """A failed load, explained: the error line, the lines under it, the fix."""
-
-    message: str
-    details: tuple[str, ...]
-    fix: str
-
-    def error(self, log: Path) -> BuildError:
-        return BuildError(self.message, log=log, hint=self.fix, diagnostics=self.details)
-
-
-def explain_failure(code: int, stderr: str, namespace: str, root: Path | None = None) -> Failure:
-    """What a load check that exited ``code`` with ``stderr`` tells the author; the lines of
-    the project at ``root`` that define and implement the op, where found."""
+def explain_failure(
+    code: int, stderr: str, namespace: str, root: Path | None = None
+) -> tuple[str, tuple[str, ...], str]:
+    """What a load check that exited ``code`` with ``stderr`` tells the author: the error line,
+    the lines under it (the project's at ``root`` that define and implement the op, where
+    found) and the fix."""
     how = f"the extension {_how_it_ended(code)} when loaded"
     reason = _reason(stderr)
     if _MISMATCH in reason:
@@ -141,7 +134,7 @@ def explain_failure(code: int, stderr: str, namespace: str, root: Path | None = 
             at = f"  ({_own_line(_strip_namespace(where, namespace), own, root)})" if where else ""
             lines.append(f"  {label:<14} {_strip_namespace(value, namespace)}{at}")
         why = _field(reason, "reason")
-        return Failure(
+        return (
             f"{how}: op {name}: its C++ implementation does not match the schema it was "
             "defined with",
             (*lines, *([f"  {why}"] if why else [])),
@@ -157,7 +150,7 @@ def explain_failure(code: int, stderr: str, namespace: str, root: Path | None = 
         else "fix the error above (the log has the full output); pass --no-load-check to skip "
         "the check"
     )
-    return Failure(f"{how}: {first}", tuple(f"  {line}" for line in rest), fix)
+    return f"{how}: {first}", tuple(f"  {line}" for line in rest), fix
 
 
 def _how_it_ended(code: int) -> str:

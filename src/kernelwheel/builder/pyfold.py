@@ -368,7 +368,7 @@ class Package:
             value = self.fold(node.value, module, scope, depth + 1)
             if value.parts and all(isinstance(p, Own) for p in value.parts):
                 return value
-        return _unknown(_describe(node))
+        return _unknown(f"an expression the check does not evaluate (`{_unparse(node)}`)")
 
     def fold_ref(self, ref: Ref, depth: int) -> Folded:
         if isinstance(ref, ValueRef):
@@ -503,10 +503,6 @@ def _unparse(node: ast.expr) -> str:
     except (RecursionError, ValueError):
         return type(node).__name__
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _describe(node: ast.expr) -> str:
-    return f"an expression the check does not evaluate (`{_unparse(node)}`)"
 
 
 def _percent_format(template: str, values: list[Folded]) -> Folded:

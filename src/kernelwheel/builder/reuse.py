@@ -36,11 +36,7 @@ _TOOLS = ("c++", "g++", "gcc", "cc", "ld", "nvcc")
 def _tools(env_vars: Mapping[str, str]) -> list[tuple[str, str, int, int]]:
     """Every compiler and linker PATH offers (a ccache masquerade link stands for the compiler
     after it, which is listed too): (name, real path, size, mtime)."""
-    names = list(_TOOLS)
-    for var in ("CC", "CXX"):
-        first = env_vars.get(var, "").split()[:1]
-        if first:
-            names.append(first[0])
+    names = [*_TOOLS, *(w for var in ("CC", "CXX") for w in env_vars.get(var, "").split()[:1])]
     out: list[tuple[str, str, int, int]] = []
     for folder in env_vars.get("PATH", "").split(os.pathsep):
         for name in dict.fromkeys(names):

@@ -111,11 +111,7 @@ def probe_tvm_ffi(python: Path, runner: Runner = RUNNER) -> TvmFfiEnv:
 
 
 def provision_tvm_ffi(
-    recipe: VariantRecipe,
-    sources: PipSources,
-    cache_dir: Path,
-    log: Path | None = None,
-    runner: Runner = RUNNER,
+    recipe: VariantRecipe, sources: PipSources, cache_dir: Path, log: Path, runner: Runner
 ) -> TvmFfiEnv:
     """The venv of ``recipe`` (made or reused): apache-tvm-ffi by hash, a CUDA toolchain."""
     assert recipe.tvm_ffi is not None

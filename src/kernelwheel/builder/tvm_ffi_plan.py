@@ -126,8 +126,7 @@ def plan_tvm_ffi_compile(
             *search,
             *(f"-I{p}" for p in toolkit.extra_includes),
         ]
-        lib_dirs = [toolkit.home / "lib", toolkit.home / "lib64"]
-        link_libs += [f"-L{d}" for d in lib_dirs] + ["-lcudart"]
+        link_libs += [f"-L{toolkit.home / d}" for d in ("lib", "lib64")] + ["-lcudart"]
         link_libs += [f"-Wl,-rpath,$ORIGIN/{rel}" for rel in library.runtime_rpaths]
     commands: list[CommandUnit] = []
     for index, (source, flags) in enumerate([*units, *cuda_units]):  # ``sources``' order
