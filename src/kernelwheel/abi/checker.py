@@ -154,7 +154,8 @@ def check_shared_object(
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except NotElfError as exc:
         raise UsageError(str(exc), hint="pass a shared object (.so) or a wheel") from exc
-    return _check_elf(info, str(path), _Rules(policy, floor, cxxabi, arch, torch_stable_abi))
+    base, _ = normalize_policy(policy)
+    return _check_elf(info, str(path), _Rules(base, floor, cxxabi, arch, torch_stable_abi))
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ class _Rules:
     """What every shared object of one check is judged against (check_shared_object's
     arguments, or what check_wheel read from the wheel's name)."""
 
-    policy: str
+    policy: str  # its name without an arch (normalize_policy)
     python_floor: tuple[int, int] | None
     cxxabi: str | None
     arch: str | None  # the wheel's (None: the ELF's own)
@@ -172,7 +173,7 @@ class _Rules:
 def _check_elf(
     info: ElfInfo, name: str, rules: _Rules, provided: frozenset[str] = frozenset()
 ) -> SoReport:
-    base, _ = normalize_policy(rules.policy)
+    base = rules.policy
     arch = rules.arch
     floor = rules.python_floor
     libs = load_kernel_libraries()
