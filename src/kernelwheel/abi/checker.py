@@ -154,30 +154,28 @@ def check_shared_object(
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except NotElfError as exc:
         raise UsageError(str(exc), hint="pass a shared object (.so) or a wheel") from exc
-    return _check_elf(
-        info,
-        name=str(path),
-        policy=policy,
-        python_floor=floor,
-        cxxabi=cxxabi,
-        arch=arch,
-        provided=frozenset(),
-        torch_stable_abi=torch_stable_abi,
-    )
+    base, _ = normalize_policy(policy)
+    return _check_elf(info, str(path), _Rules(base, floor, cxxabi, arch, torch_stable_abi))
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """What every shared object of one check is judged against (check_shared_object's
+    arguments, or what check_wheel read from the wheel's name)."""
+
+    policy: str  # its name without an arch (normalize_policy)
+    python_floor: tuple[int, int] | None
+    cxxabi: str | None
+    arch: str | None  # the wheel's (None: the ELF's own)
+    torch_stable_abi: bool
 
 
 def _check_elf(
-    info: ElfInfo,
-    *,
-    name: str,
-    policy: str,
-    python_floor: tuple[int, int] | None,
-    cxxabi: str | None,
-    arch: str | None,
-    provided: frozenset[str],
-    torch_stable_abi: bool,
+    info: ElfInfo, name: str, rules: _Rules, provided: frozenset[str] = frozenset()
 ) -> SoReport:
-    base, _ = normalize_policy(policy)
+    base = rules.policy
+    arch = rules.arch
+    floor = rules.python_floor
     libs = load_kernel_libraries()
     violations: list[Violation] = []
     checked: list[Rule] = [Rule.ELF]
@@ -214,13 +212,13 @@ def _check_elf(
         violations += _symbol_versions(info, name, target, libs)
     checked.append(Rule.NEEDED_LIBS)
     violations += _needed_libs(info, name, base, target, provided, libs)
-    if python_floor is not None:
+    if floor is not None:
         checked.append(Rule.PYTHON_ABI)
-        violations += _python_abi(info, name, python_floor)
-    if cxxabi is not None:
+        violations += _python_abi(info, name, floor)
+    if rules.cxxabi is not None:
         checked.append(Rule.CXX_ABI)
-        violations += _cxx_abi(info, name, cxxabi)
-    if torch_stable_abi:
+        violations += _cxx_abi(info, name, rules.cxxabi)
+    if rules.torch_stable_abi:
         checked.append(Rule.TORCH_ABI)
         violations += _torch_abi(info, name, libs)
 
@@ -236,8 +234,8 @@ def _check_elf(
         file=name,
         arch=target_arch,
         policy=f"{base}_{target_arch}" if target_arch else base,
-        python_abi=f"{python_floor[0]}.{python_floor[1]}" if python_floor else None,
-        cxxabi=cxxabi,
+        python_abi=f"{floor[0]}.{floor[1]}" if floor else None,
+        cxxabi=rules.cxxabi,
         checked=tuple(r for r in Rule if r in checked),
         violations=tuple(violations),
         needed=info.needed,
@@ -553,18 +551,10 @@ def check_wheel(
     shipped = frozenset(
         n for member_name, info in elves for n in (info.soname, Path(member_name).name) if n
     )
+    rules = _Rules(base, floor, abi, arch, stable)
     reports: list[SoReport] = []
     for member_name, info in elves:
-        report = _check_elf(
-            info,
-            name=member_name,
-            policy=base,
-            python_floor=floor,
-            cxxabi=abi,
-            arch=arch,
-            provided=shipped,
-            torch_stable_abi=stable,
-        )
+        report = _check_elf(info, member_name, rules, shipped)
         if tags.arch is None and tags.platforms:
             platform = ".".join(tags.platforms)
             cause = (

@@ -9,10 +9,10 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -26,6 +26,7 @@ DEV_BUILD_MARK = "(kernelwheel dev build: not for publishing)"
 METADATA_SIGSTORE = "metadata.json.sigstore"  # a detached signature of metadata.json
 DIGEST_ALGORITHMS = ("sha256", "sha512")
 _DOTTED = re.compile(r"^[0-9]+(?:\.[0-9]+)*$")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, order=True)
@@ -186,20 +187,20 @@ class KernelMetadata:
         kind = backend.get("type") if isinstance(backend, dict) else None
         archs = backend.get("archs") if isinstance(backend, dict) else None
         return cls(
-            name=read.text("name"),
-            version=read.text("version"),
-            kernels_minver=read.kernels_version("kernels-minver"),
-            license=read.license(),
-            summary=read.text("summary") or read.text("description"),
+            name=read.get("name", read.text),
+            version=read.get("version", read.text),
+            kernels_minver=read.get("kernels-minver", read.kernels_version),
+            license=read.get("license", read.license),
+            summary=read.get("summary", read.text) or read.get("description", read.text),
             python_depends=read.python_depends(),
-            id=read.text("id"),
+            id=read.get("id", read.text),
             backend=kind if isinstance(kind, str) else None,
             archs=tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else (),
-            upstream=read.text("upstream"),
-            source=read.text("source"),
+            upstream=read.get("upstream", read.text),
+            source=read.get("source", read.text),
             kernel_depends=read.kernel_depends(),
-            digest=read.digest(),
-            provenance=read.provenance(),
+            digest=read.get("digest", read.digest),
+            provenance=read.get("provenance", read.provenance),
         )
 
 
@@ -234,31 +235,27 @@ class _Fields:
     def error(self, key: str, message: str, hint: str) -> HubError:
         return HubError(f"{self.where}: field {key!r} {message}", hint=hint)
 
-    def license(self) -> str | None:
-        value = self.raw.get("license")
-        if value is None:
-            return None
+    def get(self, key: str, read: Callable[[str, Any], T]) -> T | None:
+        """``read(key, value)`` of a field that is given; None for one absent or null."""
+        value = self.raw.get(key)
+        return None if value is None else read(key, value)
+
+    def license(self, key: str, value: Any) -> str | None:
         if isinstance(value, str):
             return value.strip() or None
         if isinstance(value, dict) and isinstance(value.get("id") or value.get("name"), str):
             return str(value.get("id") or value.get("name"))
         hint = 'e.g. "license": "apache-2.0"'
-        raise self.error("license", f"must be a string, got {value!r}", hint)
+        raise self.error(key, f"must be a string, got {value!r}", hint)
 
-    def text(self, key: str) -> str | None:
-        value = self.raw.get(key)
-        if value is None:
-            return None
+    def text(self, key: str, value: Any) -> str | None:
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise self.error(
                 key, f"must be a string, got {value!r}", f"fix {key!r} in metadata.json"
             )
         return str(value).strip() or None
 
-    def kernels_version(self, key: str) -> KernelsVersion | None:
-        value = self.raw.get(key)
-        if value is None:
-            return None
+    def kernels_version(self, key: str, value: Any) -> KernelsVersion:
         hint = f'e.g. "{key}": "0.17.0" (the lowest kernels release that loads the variant)'
         if not isinstance(value, str):
             raise self.error(key, f"must be a string, got {value!r}", hint)
@@ -311,29 +308,23 @@ class _Fields:
             out.append(KernelDependency(repo_id, version, revision))
         return tuple(out)
 
-    def digest(self) -> Digest | None:
-        value = self.raw.get("digest")
-        if value is None:
-            return None
+    def digest(self, key: str, value: Any) -> Digest:
         hint = 'e.g. "digest": {"algorithm": "sha256", "files": {"_ops.py": "<base64>"}}'
         algorithm = value.get("algorithm") if isinstance(value, dict) else None
         files = value.get("files") if isinstance(value, dict) else None
         if algorithm not in DIGEST_ALGORITHMS:
             raise self.error(
-                "digest",
+                key,
                 f"has algorithm {algorithm!r}; kernels knows {', '.join(DIGEST_ALGORITHMS)}",
                 hint,
             )
         if not isinstance(files, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in files.items()
         ):
-            raise self.error("digest", "needs 'files': an object of path -> base64 hash", hint)
+            raise self.error(key, "needs 'files': an object of path -> base64 hash", hint)
         return Digest(str(algorithm), tuple(sorted(files.items())))
 
-    def provenance(self) -> Provenance | None:
-        value = self.raw.get("provenance")
-        if value is None:
-            return None
+    def provenance(self, key: str, value: Any) -> Provenance:
         hint = (
             'e.g. "provenance": {"kernel-builder": {"version": "0.17.0"}, '
             '"kernel": {"commit": "<40 hex digits>", "dirty": false}}'
@@ -341,7 +332,7 @@ class _Fields:
         builder = value.get("kernel-builder") if isinstance(value, dict) else None
         version = builder.get("version") if isinstance(builder, dict) else None
         if not isinstance(version, str):
-            raise self.error("provenance", "needs 'kernel-builder': {'version': ...}", hint)
+            raise self.error(key, "needs 'kernel-builder': {'version': ...}", hint)
         kernel = value.get("kernel")
         return Provenance(
             builder_version=version,

@@ -116,9 +116,8 @@ def scan(wheelhouse: Path) -> list[IndexedWheel]:
 
 
 def _assign(
-    wheels: Iterable[IndexedWheel],
+    wheels: list[IndexedWheel],
 ) -> tuple[dict[str, list[IndexedWheel]], list[tuple[str, str]]]:
-    wheels = list(wheels)
     binary = sorted({w.flavour for w in wheels if w.flavour is not None and w.flavour != _ANY})
     flavours: dict[str, list[IndexedWheel]] = {f: [] for f in binary}
     unflavoured: list[tuple[str, str]] = []
@@ -354,7 +353,7 @@ def _write_tree(
     root: Path,
     wheels: list[IndexedWheel],
     flavours: dict[str, list[IndexedWheel]],
-    others: Iterable[str] = (),
+    others: Iterable[str],
 ) -> None:
     """The flavour indexes; the root page lists them and ``others`` (written separately)."""
     files = root / FILES
@@ -392,7 +391,7 @@ def build_index(wheelhouse: Path, output: Path, *, wheel_variants: bool = False)
     old = site.prepare(output)
     with staging_dir(output, "index") as staging:
         staging.chmod(0o755)
-        _write_tree(staging, wheels, flavours, others=groups)
+        _write_tree(staging, wheels, flavours, groups)
         _write_variants(staging, groups)
         site.refuse_conflicts(staging, output, old)
         site.swap_in(staging, output, old)
