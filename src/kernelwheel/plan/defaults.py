@@ -15,9 +15,9 @@ from packaging.version import Version
 from .._util import RUNNER, Runner
 from ..compat import interpreter, probe_cache
 from ..compat import rules as compat
-from ..compat.builds import build_of
+from ..compat.builds import build_of, parse_variant
 from ..compat.gpus import Gpus, query_gpus
-from ..errors import ToolchainError, UsageError, VariantError
+from ..errors import ToolchainError, UsageError
 from ..model.capability import CudaCapability, joined
 from ..model.project import KernelProject
 from ..model.recipes import VariantRecipe
@@ -142,13 +142,6 @@ def _for_torch(plan: MatrixPlan, seen: TorchAt, host: Arch) -> tuple[VariantReci
     return recipe, f"the torch of {seen.origin}: {torch.describe()}"
 
 
-def _parsed(name: str) -> Variant | None:
-    try:
-        return Variant.parse(name)
-    except VariantError:
-        return None
-
-
 def _why_not(plan: MatrixPlan, seen: TorchAt, host: Arch) -> str:
     """``<origin> (torch …): <why the plan has no variant for it>``."""
     if seen.unusable is not None:
@@ -159,7 +152,8 @@ def _why_not(plan: MatrixPlan, seen: TorchAt, host: Arch) -> str:
     reasons = [  # the plan's rejections of the variants made for this torch
         f"{r.variant_name}: {r.reason}"
         for r in plan.rejected
-        if (variant := _parsed(r.variant_name)) is not None and _fits(variant, seen.torch, arch)
+        if (variant := parse_variant(r.variant_name)) is not None
+        and _fits(variant, seen.torch, arch)
     ]
     if reasons:
         why = "the plan leaves its variants out: " + "; ".join(reasons[:3])
@@ -216,7 +210,7 @@ def _newest(
     left_out = [
         f"{r.variant_name}: {r.reason}"
         for r in plan.rejected
-        if (variant := _parsed(r.variant_name)) is not None
+        if (variant := parse_variant(r.variant_name)) is not None
         and variant.arch is machine.arch
         and variant.backend is not None
         and variant.backend.kind in BUILT_HERE
