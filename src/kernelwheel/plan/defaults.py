@@ -16,7 +16,7 @@ from .._util import RUNNER, Runner
 from ..compat import interpreter, probe_cache
 from ..compat import rules as compat
 from ..compat.builds import build_of, parse_variant
-from ..compat.gpus import Gpus, query_gpus
+from ..compat.gpus import Gpus, visible_gpus
 from ..errors import ToolchainError, UsageError
 from ..model.capability import CudaCapability, joined
 from ..model.project import KernelProject
@@ -385,7 +385,7 @@ def capabilities_here(
     backend = recipe.variant.backend
     if backend is None or backend.kind is not BackendKind.CUDA:
         return (), ()
-    gpus = _query_gpus(options.python, environ, runner)
+    gpus = visible_gpus(options.python, environ, runner)
     notes: list[str] = []
     return _gpu_capabilities(recipe, gpus, options, notes), tuple(notes)
 
@@ -424,18 +424,11 @@ def probe_machine(
         # every dev run on a machine without nvidia-smi)
         torch = python.torch if python is not None else None
         other = torch if torch is not None and torch.kind != "cuda" else None
-        gpus = _query_gpus(options.python if other is None else None, env, runner)
+        gpus = visible_gpus(options.python if other is None else None, env, runner)
         if other is not None and not gpus.present:
             gpus = Gpus((), f"{gpus.source}; {options.python}: a {other.kind} torch, no GPU")
         driver = compat.cuda_driver() if gpus.present else None
     return Machine(Arch.host(), gpus, python, venv, driver)
-
-
-def _query_gpus(python: Path | None, environ: Mapping[str, str] | None, runner: Runner) -> Gpus:
-    """The GPUs ``python``'s torch (or nvidia-smi) sees under ``environ``'s CUDA_* settings."""
-    env = os.environ if environ is None else environ
-    visible, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
-    return query_gpus(python, runner=runner, visible=visible, order=order)
 
 
 def active_venv_python(environ: Mapping[str, str] | None = None) -> Path | None:
