@@ -112,30 +112,24 @@ def to_json(result: LockResult, log: Path, *, check: bool) -> dict[str, object]:
                 "skipped": list(k.skipped),
             }
         )
-        wheels += [
-            {
-                "repo": k.repo,
-                "variant": v.name,
-                "status": status,
-                "path": None,  # lock keeps no wheel: 'kernelwheel download' makes them
-                "wheel": v.wheel,
-                "sha256": v.wheel_sha256,
-                "log": str(log),
-            }
-            for v in k.variants
+        rows: list[tuple[str, str, str | None, str | None, dict[str, str]]] = [
+            (v.name, status, v.wheel, v.wheel_sha256, {}) for v in k.variants
+        ]
+        rows += [
+            (r.variant, "rejected", None, None, {"reason": r.reason}) for r in outcome.rejected
         ]
         wheels += [
             {
                 "repo": k.repo,
-                "variant": r.variant,
-                "status": "rejected",
-                "path": None,
-                "wheel": None,
-                "sha256": None,
+                "variant": name,
+                "status": how,
+                "path": None,  # lock keeps no wheel: 'kernelwheel download' makes them
+                "wheel": wheel,
+                "sha256": sha256,
                 "log": str(log),
-                "reason": r.reason,
+                **extra,
             }
-            for r in outcome.rejected
+            for name, how, wheel, sha256, extra in rows
         ]
     return {
         "command": "lock",

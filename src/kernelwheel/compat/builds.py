@@ -5,10 +5,11 @@ so it is standard-library only and the bridge lives here.
 
 from __future__ import annotations
 
+from ..errors import VariantError
 from ..model.variant import BackendKind, CxxAbi, Variant, variant_of_wheel
 from .rules import Build
 
-__all__ = ["build_of", "variant_of_wheel"]
+__all__ = ["build_of", "parse_variant", "variant_of_wheel"]
 
 
 def build_of(variant: Variant | None) -> Build:
@@ -24,3 +25,11 @@ def build_of(variant: Variant | None) -> Build:
     cxx11 = None if variant.cxxabi is None else variant.cxxabi is CxxAbi.CXX11
     tvm_ffi = None if variant.tvm_ffi is None else (variant.tvm_ffi.major, variant.tvm_ffi.minor)
     return Build(torch, backend.kind.value, version, cxx11, variant.stable_abi, tvm_ffi)
+
+
+def parse_variant(name: str) -> Variant | None:
+    """The variant ``name`` spells (a locked or planned variant's); None when it spells none."""
+    try:
+        return Variant.parse(name)
+    except VariantError:
+        return None

@@ -9,7 +9,9 @@ kept (compiling for more GPUs is slower, never wrong).
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +90,15 @@ def query_gpus(
             return Gpus(found, f"torch.cuda of {python}")
         why += f"; torch.cuda of {python}: no GPU listed"
     return Gpus((), why)
+
+
+def visible_gpus(
+    python: Path | None, environ: Mapping[str, str] | None = None, runner: Runner = RUNNER
+) -> Gpus:
+    """:func:`query_gpus` under ``environ``'s (default: ``os.environ``) CUDA_* settings."""
+    env = os.environ if environ is None else environ
+    visible, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
+    return query_gpus(python, runner=runner, visible=visible, order=order)
 
 
 def _capabilities(rows: list[tuple[str, str]]) -> tuple[CudaCapability, ...]:

@@ -47,10 +47,6 @@ class _Links(HTMLParser):
             self.links.append(dict(attrs))
 
 
-def _is_url(text: str) -> bool:
-    return "://" in text
-
-
 def _check_url(url: str, option: str) -> None:
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https", "file") or not (parsed.netloc or parsed.path):
@@ -128,7 +124,7 @@ def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candid
     the index URLs are read with ``--no-index`` too (it keeps them from pip alone)."""
     found: list[Candidate] = []
     for link in sources.find_links:
-        if _is_url(link):
+        if "://" in link:
             _check_url(link, "--find-links")
             if link.startswith("file:") and Path(unquote(urlparse(link).path)).is_dir():
                 found += _from_folder(unquote(urlparse(link).path))
@@ -153,7 +149,7 @@ def discover(location: str) -> list[Candidate]:
     folder's wheels; a page that links wheels (a find-links page, or one project's page of a
     PEP 503 index); else a PEP 503 index's root, whose links name project pages, each read."""
     option = "SOURCE"
-    if not _is_url(location):
+    if "://" not in location:
         return _from_folder(location, option)
     _check_url(location, option)
     folder = unquote(urlparse(location).path)

@@ -5,7 +5,6 @@ variant) come in as ``unjudged`` rejections with their own reason."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -15,7 +14,7 @@ from packaging.requirements import Requirement
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from .._util import RUNNER, Runner
-from ..compat.gpus import Gpus, query_gpus
+from ..compat.gpus import Gpus, visible_gpus
 from ..errors import VariantError
 from ..model.variant import variant_of_wheel
 from .probe import Target, probe
@@ -128,10 +127,4 @@ def machine(python: Path, runner: Runner = RUNNER) -> tuple[Target, Gpus]:
     """The target interpreter as install probes it, and this machine's GPUs (nvidia-smi, else
     that interpreter's torch.cuda; ``CUDA_VISIBLE_DEVICES`` honoured as CUDA reads it)."""
     target = probe(python, runner)
-    gpus = query_gpus(
-        target.python,
-        runner=runner,
-        visible=os.environ.get("CUDA_VISIBLE_DEVICES"),
-        order=os.environ.get("CUDA_DEVICE_ORDER"),
-    )
-    return target, gpus
+    return target, visible_gpus(target.python, runner=runner)

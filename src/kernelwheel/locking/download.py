@@ -16,6 +16,7 @@ from pathlib import Path
 from .. import __version__
 from .._util import RUNNER, Runner, output_dir, publish, sha256_file, staging_dir
 from ..compat import rules as compat
+from ..compat.builds import parse_variant
 from ..errors import HubError, ProjectError, UsageError
 from ..hub.revision import VersionRequest
 from ..hub.source import RepoFile
@@ -24,7 +25,7 @@ from ..log import Reporter, SilentReporter
 from ..plan.selector import Selector
 from ..wheels import source_date_epoch
 from .declared import PYPROJECT, Dependency, read_dependencies
-from .fortorch import choose_for_torch, parse_torch, parse_variant
+from .fortorch import choose_for_torch, parse_torch
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
 from .pinned import PinnedSource
 from .pylock import (

@@ -12,8 +12,8 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from ..compat import rules as compat
-from ..compat.builds import build_of
-from ..errors import UsageError, VariantError
+from ..compat.builds import build_of, parse_variant
+from ..errors import UsageError
 from ..model.variant import Variant
 from .lockfile import LockedVariant
 
@@ -55,14 +55,6 @@ class _Judged:
     platform: tuple[str, str] | None  # (arch, os); None: any platform (noarch)
     release: Version
     preference: tuple[int, int, int]
-
-
-def parse_variant(name: str) -> Variant | None:
-    """The variant a locked variant's name spells; None when it spells none."""
-    try:
-        return Variant.parse(name)
-    except VariantError:
-        return None
 
 
 def _platform(variant: Variant | None) -> tuple[str, str] | None:

@@ -96,18 +96,6 @@ def _in_context(dep: Dependency, fn: Callable[[], _T]) -> _T:
         ) from exc
 
 
-class _Recorder:
-    """The FileHook of ``lock``: remembers the sha256 of every file read, per variant."""
-
-    def __init__(self) -> None:
-        self.files: dict[str, dict[str, str]] = {}
-        self.lock = threading.Lock()
-
-    def __call__(self, file: RepoFile, sha256: str) -> None:
-        with self.lock:
-            self.files.setdefault(file.variant, {})[file.inner] = sha256
-
-
 def _previous(path: Path, notes: list[str]) -> LockFile | None:
     if not path.exists():
         return None
@@ -142,10 +130,14 @@ def lock_kernel(
     abi_check: AbiCheck | None,
 ) -> tuple[LockedKernel, tuple[Rejected, ...]]:
     """Convert every variant of ``dep`` at the resolved commit and record the hashes."""
-    recorder = _Recorder()
-    pinned = PinnedSource(
-        source, dep.repo, resolution.ref, dep.request, resolution.commit, recorder
-    )
+    files: dict[str, dict[str, str]] = {}  # variant -> the sha256 of every file read
+    lock = threading.Lock()
+
+    def record(file: RepoFile, sha256: str) -> None:  # the FileHook of ``lock``
+        with lock:
+            files.setdefault(file.variant, {})[file.inner] = sha256
+
+    pinned = PinnedSource(source, dep.repo, resolution.ref, dep.request, resolution.commit, record)
     with tempfile.TemporaryDirectory(prefix="kernelwheel-lock-") as tmp:
         request = ToWheelRequest(
             repo=dep.repo,
@@ -160,7 +152,7 @@ def lock_kernel(
                 name=c.variant,
                 wheel=c.wheel.name,
                 wheel_sha256=sha256_file(c.wheel),
-                files=tuple(sorted(recorder.files.get(c.variant, {}).items())),
+                files=tuple(sorted(files.get(c.variant, {}).items())),
             )
             for c in result.converted
         )

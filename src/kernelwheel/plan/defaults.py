@@ -15,9 +15,9 @@ from packaging.version import Version
 from .._util import RUNNER, Runner
 from ..compat import interpreter, probe_cache
 from ..compat import rules as compat
-from ..compat.builds import build_of
-from ..compat.gpus import Gpus, query_gpus
-from ..errors import ToolchainError, UsageError, VariantError
+from ..compat.builds import build_of, parse_variant
+from ..compat.gpus import Gpus, visible_gpus
+from ..errors import ToolchainError, UsageError
 from ..model.capability import CudaCapability, joined
 from ..model.project import KernelProject
 from ..model.recipes import VariantRecipe
@@ -142,13 +142,6 @@ def _for_torch(plan: MatrixPlan, seen: TorchAt, host: Arch) -> tuple[VariantReci
     return recipe, f"the torch of {seen.origin}: {torch.describe()}"
 
 
-def _parsed(name: str) -> Variant | None:
-    try:
-        return Variant.parse(name)
-    except VariantError:
-        return None
-
-
 def _why_not(plan: MatrixPlan, seen: TorchAt, host: Arch) -> str:
     """``<origin> (torch …): <why the plan has no variant for it>``."""
     if seen.unusable is not None:
@@ -159,7 +152,8 @@ def _why_not(plan: MatrixPlan, seen: TorchAt, host: Arch) -> str:
     reasons = [  # the plan's rejections of the variants made for this torch
         f"{r.variant_name}: {r.reason}"
         for r in plan.rejected
-        if (variant := _parsed(r.variant_name)) is not None and _fits(variant, seen.torch, arch)
+        if (variant := parse_variant(r.variant_name)) is not None
+        and _fits(variant, seen.torch, arch)
     ]
     if reasons:
         why = "the plan leaves its variants out: " + "; ".join(reasons[:3])
@@ -216,7 +210,7 @@ def _newest(
     left_out = [
         f"{r.variant_name}: {r.reason}"
         for r in plan.rejected
-        if (variant := _parsed(r.variant_name)) is not None
+        if (variant := parse_variant(r.variant_name)) is not None
         and variant.arch is machine.arch
         and variant.backend is not None
         and variant.backend.kind in BUILT_HERE
@@ -391,7 +385,7 @@ def capabilities_here(
     backend = recipe.variant.backend
     if backend is None or backend.kind is not BackendKind.CUDA:
         return (), ()
-    gpus = _query_gpus(options.python, environ, runner)
+    gpus = visible_gpus(options.python, environ, runner)
     notes: list[str] = []
     return _gpu_capabilities(recipe, gpus, options, notes), tuple(notes)
 
@@ -430,18 +424,11 @@ def probe_machine(
         # every dev run on a machine without nvidia-smi)
         torch = python.torch if python is not None else None
         other = torch if torch is not None and torch.kind != "cuda" else None
-        gpus = _query_gpus(options.python if other is None else None, env, runner)
+        gpus = visible_gpus(options.python if other is None else None, env, runner)
         if other is not None and not gpus.present:
             gpus = Gpus((), f"{gpus.source}; {options.python}: a {other.kind} torch, no GPU")
         driver = compat.cuda_driver() if gpus.present else None
     return Machine(Arch.host(), gpus, python, venv, driver)
-
-
-def _query_gpus(python: Path | None, environ: Mapping[str, str] | None, runner: Runner) -> Gpus:
-    """The GPUs ``python``'s torch (or nvidia-smi) sees under ``environ``'s CUDA_* settings."""
-    env = os.environ if environ is None else environ
-    visible, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
-    return query_gpus(python, runner=runner, visible=visible, order=order)
 
 
 def active_venv_python(environ: Mapping[str, str] | None = None) -> Path | None:

@@ -97,13 +97,9 @@ class Options:
             build=self.build,
             skip=self.skip,
             only=self.only,
-            build_label=self._label("build"),
-            skip_label=self._label("skip"),
+            build_label=dict(self.sources).get("build", "build"),
+            skip_label=dict(self.sources).get("skip", "skip"),
         )
-
-    def _label(self, name: str) -> str:
-        source = self.source(name)
-        return name if source == "default" else source
 
     def preamble(self) -> tuple[str, ...]:
         """The options set above their defaults (``no-ccache = true  (KERNELWHEEL_NO_CCACHE)``),

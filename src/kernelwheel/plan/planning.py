@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from .._util import RUNNER, Runner
-from ..errors import VariantError
+from ..compat.builds import parse_variant
 from ..model.deps import DependencyTable, load_deps
 from ..model.project import KernelProject, load_project
 from ..model.recipes import Recipes, VariantRecipe, load_recipes
-from ..model.variant import Variant
 from .defaults import DefaultBuild, Machine, default_build, probe_machine
 from .matrix import MatrixPlan, plan_matrix
 from .options import Options, resolve_options
@@ -80,12 +79,8 @@ def select(
 
 def _canonical(pattern: str) -> str:
     """A plain variant name in its canonical spelling; a glob as it is."""
-    if any(c in pattern for c in "*?[{"):
-        return pattern
-    try:
-        return Variant.parse(pattern).name
-    except VariantError:
-        return pattern
+    variant = None if any(c in pattern for c in "*?[{") else parse_variant(pattern)
+    return pattern if variant is None else variant.name
 
 
 def wheel_version(planned: Planned, git: GitState | None) -> WheelVersion:

@@ -14,19 +14,10 @@ from packaging.version import InvalidVersion, Version
 
 from .._util import RUNNER, Runner
 from ..errors import KernelwheelError, ProjectError, UsageError
-from ..model.gitstate import OBJECT_ID, GitState
+from ..model.gitstate import OBJECT_ID
+from ..model.gitstate import GitState as GitState  # re-exported: the build reads it here
 from ..model.project import KernelProject
 from .options import PYPROJECT, TOOL_TABLE, Options, checked_version
-
-__all__ = [
-    "VERSION_FILE",
-    "GitState",
-    "VersionInputs",
-    "WheelVersion",
-    "read_git_state",
-    "resolve_version",
-    "version_inputs",
-]
 
 VERSION_FILE = "VERSION"
 
