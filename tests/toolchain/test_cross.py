@@ -437,3 +437,20 @@ def test_a_cross_request_builds_in_the_host_environment(
     assert cross is not None and cross.host_env is not None
     assert req.env.spec == cross.host_env  # the pipeline provisions the host's environment
     assert cross.variant == CPU29_AARCH64 and req.variant == CPU29_AARCH64
+
+
+def test_a_target_wheel_member_leading_out_of_the_sysroot_is_refused(tmp_path: Path) -> None:
+    from kernelwheel.toolchain.deps import unzip
+
+    wheel = tmp_path / "torch-2.9.0-cp311-cp311-manylinux_2_28_aarch64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("torch/include/ok.h", "")
+        zf.writestr("torch/lib/libtorch_python.so", "")
+        zf.writestr("torch/include/../../evil.h", "")
+    with pytest.raises(ToolchainError) as info:
+        unzip(wheel, tmp_path / "root", cross._KEEP.match, "unsafe member path {}", {"x"})
+    assert str(info.value).startswith(f"{wheel.name}: unsafe member path 'torch/include/../../")
+    assert unzip(
+        wheel, tmp_path / "r", lambda n: "ok" in n or "lib" in n, "{}", cross._SKIP_LIBS
+    ) == ["torch/include/ok.h"]
+    assert not (tmp_path / "evil.h").exists()

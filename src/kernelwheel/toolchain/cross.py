@@ -11,9 +11,8 @@ import os
 import re
 import shutil
 import sys
-import zipfile
 from dataclasses import dataclass, replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import NamedTuple
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
@@ -25,6 +24,7 @@ from ..model.recipes import RecipeError, Recipes
 from ..model.sources import PipSources
 from ..model.variant import Arch, BackendKind, Variant
 from .compiler_cache import masquerade
+from .deps import unzip
 from .envs import EnvInfo, EnvSpec, cache_key, env_spec_for, index_fields
 
 
@@ -154,24 +154,6 @@ class TargetSysroot:
         return dirs
 
 
-def _unpack(wheel: Path, root: Path) -> None:
-    """Extract the headers and shared libraries of ``wheel`` into ``root``."""
-    with zipfile.ZipFile(wheel) as zf:
-        for info in zf.infolist():
-            name = info.filename
-            if info.is_dir() or not _KEEP.match(name):
-                continue
-            parts = PurePosixPath(name).parts
-            if name.startswith("/") or ".." in parts:
-                raise ToolchainError(f"{wheel.name}: unsafe member path {name!r}")
-            if parts[-1] in _SKIP_LIBS:
-                continue
-            target = root.joinpath(*parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src, open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-
-
 def _link_unversioned(lib_dir: Path) -> None:
     """torch links -lcudart: give libcudart.so.13 (etc.) its unversioned name."""
     for versioned in sorted(lib_dir.glob("lib*.so.*")):
@@ -265,7 +247,7 @@ def provision_target(
                 )
             if canonicalize_name(name) == "torch":
                 torch_version = str(version)
-            _unpack(wheel, root)
+            unzip(wheel, root, _KEEP.match, "unsafe member path {}", _SKIP_LIBS)
             unpacked.append((wheel.name, digest))
         if torch_version is None:
             raise ToolchainError(f"pip downloaded no torch wheel for {spec.torch_requirement}")

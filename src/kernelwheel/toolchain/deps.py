@@ -9,7 +9,7 @@ import re
 import shutil
 import sys
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -257,27 +257,40 @@ def _download(
 def _extract(path: Path, wheel: HeaderWheel, tree: Path) -> None:
     """Unpack the files under ``wheel.include`` from the wheel at ``path`` into ``tree``."""
     prefixes = tuple(folder.rstrip("/") + "/" for folder in wheel.include)
-    counts = dict.fromkeys(prefixes, 0)
     try:
-        with zipfile.ZipFile(path) as archive:
-            for info in archive.infolist():
-                name = info.filename
-                prefix = next((p for p in prefixes if name.startswith(p)), None)
-                if prefix is None or info.is_dir():
-                    continue
-                rel = PurePosixPath(name)
-                if rel.is_absolute() or ".." in rel.parts:
-                    raise ToolchainError(f"{path.name}: unsafe path {name!r} in the wheel")
-                target = tree.joinpath(*rel.parts)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with archive.open(info) as src, open(target, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-                counts[prefix] += 1
+        names = unzip(
+            path, tree, lambda name: name.startswith(prefixes), "unsafe path {} in the wheel"
+        )
     except (zipfile.BadZipFile, OSError) as exc:
         raise ToolchainError(f"cannot unpack {path}: {exc}") from None
-    empty = [p.rstrip("/") for p, n in counts.items() if n == 0]
+    found = {next(p for p in prefixes if name.startswith(p)) for name in names}
+    empty = [p.rstrip("/") for p in prefixes if p not in found]
     if empty:
         raise ToolchainError(
             f"{path.name} has no files under {', '.join(empty)}",
             hint=f"fix the include folders of {wheel.name} {wheel.version} in recipes/deps.toml",
         )
+
+
+def unzip(
+    path: Path, tree: Path, keep: Callable[[str], object], unsafe: str, skip: Set[str] = frozenset()
+) -> list[str]:
+    """The files of the zip ``path`` that ``keep`` names, but those ``skip`` names, written under
+    ``tree`` at their paths; their names. One outside ``tree`` is refused by ``unsafe``'s words."""
+    written: list[str] = []
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            name = info.filename
+            if info.is_dir() or not keep(name):
+                continue
+            rel = PurePosixPath(name)
+            if rel.is_absolute() or ".." in rel.parts:
+                raise ToolchainError(f"{path.name}: " + unsafe.format(repr(name)))
+            if rel.name in skip:
+                continue
+            target = tree.joinpath(*rel.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with archive.open(info) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            written.append(name)
+    return written
