@@ -172,15 +172,13 @@ def ccache_env(
     stats_log: Path,
     nvcc: Path | None,
     base_env: dict[str, str],
-    ccache_path: Path | None = None,
+    ccache_path: Path,
     remote: str | None = None,
     extra_files: Sequence[Path] = (),
-) -> dict[str, str] | None:
-    """Environment variables that route compiles through ccache (``ccache_path``, else the one on
-    PATH); None when there is none. ``extra_files`` are hashed into every key."""
-    ccache = str(ccache_path) if ccache_path else shutil.which("ccache", path=base_env.get("PATH"))
-    if ccache is None:
-        return None
+) -> dict[str, str]:
+    """Environment variables that route compiles through the ccache at ``ccache_path``;
+    ``extra_files`` are hashed into every key."""
+    ccache = str(ccache_path)
     links = cache_dir / "ccache-bin"
     links.mkdir(parents=True, exist_ok=True)
     masquerade(links, _HOST_COMPILERS + (("nvcc",) if nvcc is not None else ()), ccache)

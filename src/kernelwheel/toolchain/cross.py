@@ -78,9 +78,8 @@ def find_cross_compiler(
 ) -> CrossCompiler:
     """The ``<triple>-gcc``/``<triple>-g++`` pair for ``arch`` on PATH."""
     triple, package, _ = _TARGETS[arch]
-    search = os.environ.get("PATH") if path is None else path
-    cc = shutil.which(f"{triple}-gcc", path=search)
-    cxx = shutil.which(f"{triple}-g++", path=search)
+    cc = shutil.which(f"{triple}-gcc", path=path)
+    cxx = shutil.which(f"{triple}-g++", path=path)
     if cc is None or cxx is None:
         missing = [n for n, p in ((f"{triple}-gcc", cc), (f"{triple}-g++", cxx)) if not p]
         verb = "is" if len(missing) == 1 else "are"
