@@ -153,14 +153,6 @@ class TargetSysroot:
         return dirs
 
 
-def _link_unversioned(lib_dir: Path) -> None:
-    """torch links -lcudart: give libcudart.so.13 (etc.) its unversioned name."""
-    for versioned in sorted(lib_dir.glob("lib*.so.*")):
-        plain = lib_dir / (versioned.name.split(".so.")[0] + ".so")
-        if not plain.exists():
-            plain.symlink_to(versioned.name)
-
-
 def _check_machine(sysroot: Path, arch: Arch) -> None:
     """The unpacked libc10 must really be for the target arch (a wrong wheel fails here)."""
     from ..abi._elf import NotElfError, read_elf
@@ -251,8 +243,11 @@ def provision_target(
         if torch_version is None:
             raise ToolchainError(f"pip downloaded no torch wheel for {spec.torch_requirement}")
         _check_machine(root, spec.arch)
-        for lib_dir in root.glob("nvidia/*/lib"):
-            _link_unversioned(lib_dir)
+        # torch links -lcudart: give libcudart.so.13 (etc.) its unversioned name
+        for versioned in sorted(root.glob("nvidia/*/lib/lib*.so.*")):
+            plain = versioned.with_name(versioned.name.split(".so.")[0] + ".so")
+            if not plain.exists():
+                plain.symlink_to(versioned.name)
         shutil.rmtree(downloads)
         listed = [{"file": f, "sha256": d} for f, d in unpacked]
         data = {"torch": torch_version, "arch": spec.arch.value, "wheels": listed}
