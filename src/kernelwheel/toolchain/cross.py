@@ -281,9 +281,7 @@ class CrossPlan:
             self.variant.arch, python, env.torch_requirement, env.packages, env.sources
         )
 
-    def prepare(
-        self, env: EnvInfo, cache_dir: Path, log: Path | None = None, runner: Runner = RUNNER
-    ) -> CrossBuild:
+    def prepare(self, env: EnvInfo, cache_dir: Path, log: Path, runner: Runner) -> CrossBuild:
         """The target sysroot for the host environment ``env``, both sides the same torch."""
         sysroot = provision_target(
             self.target_spec(env.python_version), cache_dir, log=log, runner=runner
@@ -295,14 +293,13 @@ class CrossPlan:
                 "release on both sides",
                 hint="align the recipes (or the --python interpreter) with the variant's torch",
             )
-        if log is not None:
-            with open(log, "a") as fh:
-                fh.write(
-                    f"cross build for {sysroot.arch.value}: {self.compiler.cxx} "
-                    f"{self.compiler.version}; target sysroot {sysroot.root}\n"
-                )
-                for name, digest in sysroot.wheels:
-                    fh.write(f"  target wheel {name} sha256={digest}\n")
+        with open(log, "a") as fh:
+            fh.write(
+                f"cross build for {sysroot.arch.value}: {self.compiler.cxx} "
+                f"{self.compiler.version}; target sysroot {sysroot.root}\n"
+            )
+            for name, digest in sysroot.wheels:
+                fh.write(f"  target wheel {name} sha256={digest}\n")
         return CrossBuild(self.compiler, sysroot, env, self.cuda_major)
 
 
