@@ -56,11 +56,6 @@ _KEEP = re.compile(
 _SKIP_LIBS = frozenset({"libtorch_python.so"})
 
 
-def is_cross(variant: Variant, host: Arch) -> bool:
-    """True when ``variant`` is for another arch than ``host``."""
-    return variant.arch is not None and variant.torch is not None and variant.arch is not host
-
-
 # --- the cross compiler ---------------------------------------------------------------------
 
 
@@ -319,9 +314,8 @@ def plan_for(
         host = host or Arch.host()
     except VariantError:  # a machine kernelwheel has no variants for: nothing to cross from
         return None
-    if not is_cross(variant, host):
-        return None
-    assert variant.arch is not None
+    if variant.arch is None or variant.torch is None or variant.arch is host:
+        return None  # a universal variant, or one of this arch
     compiler = find_cross_compiler(variant.arch, runner=runner)
 
     target_env = env_spec
