@@ -121,13 +121,6 @@ class EnvInfo:
     reused: bool = False
     notes: tuple[str, ...] = ()  # what making it found and repaired (a dead run's, damage)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], *, reused: bool = False) -> EnvInfo:
-        """From the probe's JSON or the ready-marker's (the same keys: the fields')."""
-        plain = ("python_version", "machine", "torch", "cuda", "hip", "cxx11_abi")
-        values = {key: data[key] for key in plain}
-        return cls(Path(data["python"]), purelib=Path(data["purelib"]), **values, reused=reused)
-
     @property
     def torch_minor(self) -> tuple[int, int]:
         major, minor = self.torch.split("+")[0].split(".")[:2]
@@ -440,9 +433,11 @@ def made_here(python: Path, root: Path) -> bool:
 
 def _read_marker(path: Path) -> EnvInfo | None:
     """The probe the ready marker ``path`` holds of this environment, else None."""
+    plain = ("python_version", "machine", "torch", "cuda", "hip", "cxx11_abi")  # and two paths
     try:
         data = json.loads(path.read_text())
-        info = EnvInfo.from_dict(data, reused=True)
+        values = {key: data[key] for key in plain}
+        info = EnvInfo(Path(data["python"]), purelib=Path(data["purelib"]), **values, reused=True)
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return info if made_here(info.python, path.parent) else None
