@@ -254,12 +254,15 @@ def test_target_sysroot_is_downloaded_verified_unpacked_and_cached(
     assert os.readlink(root / "nvidia/cu13/lib/libcudart.so") == "libcudart.so.13"
     assert not (root / ".downloads").exists()
     assert dict(sysroot.wheels)[runtime.name] == digest
-    assert sysroot.include_dirs(13) == [
-        root / "torch/include",
-        root / "torch/include/torch/csrc/api/include",
-        root / "nvidia/cu13/include",
-    ]
-    assert sysroot.library_dirs(None) == [root / "torch/lib"]
+    assert sysroot.search_dirs(13) == (
+        [
+            str(root / "torch/include"),
+            str(root / "torch/include/torch/csrc/api/include"),
+            str(root / "nvidia/cu13/include"),
+        ],
+        [str(root / "torch/lib"), str(root / "nvidia/cu13/lib")],
+    )
+    assert sysroot.search_dirs(None)[1] == [str(root / "torch/lib")]
     assert "--platform manylinux_2_28_aarch64" in log.read_text()
     # Cached: nothing is downloaded again (the wheels may even be gone).
     shutil.rmtree(offline_pip)
@@ -379,7 +382,7 @@ def test_extend_spec_cpu_variant_leaves_nvcc_alone(tmp_path: Path) -> None:
     )
     assert spec.include_dirs == (
         "/stage/include",
-        *(str(p) for p in build.sysroot.include_dirs(None)),
+        *build.sysroot.search_dirs(None)[0],
     )
 
 

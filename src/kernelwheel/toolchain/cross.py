@@ -134,18 +134,15 @@ class TargetSysroot:
     def cuda_dir(self, major: int) -> Path:
         return self.root / "nvidia" / f"cu{major}"
 
-    def include_dirs(self, cuda_major: int | None = None) -> list[Path]:
-        include = self.root / "torch" / "include"
-        dirs = [include, include / "torch/csrc/api/include"]
+    def search_dirs(self, cuda_major: int | None) -> tuple[list[str], list[str]]:
+        """The include and the library folders: torch's, then CUDA ``cuda_major``'s."""
+        torch = self.root / "torch"
+        includes = [torch / "include", torch / "include/torch/csrc/api/include"]
+        libs = [torch / "lib"]
         if cuda_major is not None:
-            dirs.append(self.cuda_dir(cuda_major) / "include")
-        return dirs
-
-    def library_dirs(self, cuda_major: int | None = None) -> list[Path]:
-        dirs = [self.root / "torch" / "lib"]
-        if cuda_major is not None:
-            dirs.append(self.cuda_dir(cuda_major) / "lib")
-        return dirs
+            includes.append(self.cuda_dir(cuda_major) / "include")
+            libs.append(self.cuda_dir(cuda_major) / "lib")
+        return [str(p) for p in includes], [str(p) for p in libs]
 
 
 def _check_machine(sysroot: Path, arch: Arch) -> None:
@@ -217,7 +214,7 @@ def provision_target(
         for wheel in sorted(downloads.glob("*.whl")):
             name, version, _, tags = parse_wheel_filename(wheel.name)
             digest = sha256_file(wheel)
-            want = expected.get(canonicalize_name(name))
+            want = expected.get(name)  # the name is canonical
             if want is not None and want != digest:
                 raise ToolchainError(
                     f"{wheel.name}: sha256 {digest} does not match the recipe's {want}",
@@ -231,7 +228,7 @@ def provision_target(
                     f"{wheel.name} is not a {spec.arch.value} wheel",
                     hint="check --find-links/--index-url: they served a wheel for another arch",
                 )
-            if canonicalize_name(name) == "torch":
+            if name == "torch":
                 torch_version = str(version)
             unzip(wheel, root, _KEEP.match, "unsafe member path {}", _SKIP_LIBS)
             unpacked.append((wheel.name, digest))
@@ -361,13 +358,12 @@ class CrossBuild:
     def extend_spec(self, spec: CompileSpec) -> CompileSpec:
         """The spec with the target's include/library dirs before the host's, linking with the
         target's libraries, and nvcc using the cross compiler as its host compiler."""
-        target_inc = [str(p) for p in self.sysroot.include_dirs(self.cuda_major)]
+        target_inc, lib_dirs = self.sysroot.search_dirs(self.cuda_major)
         includes = list(spec.include_dirs)
         # The kernel's own includes stay first; the host environment's (CUDA headers from its
         # nvidia packages) move behind the target's. torch's cpp_extension appends the host
         # torch's include dirs after all of these.
         at = next((i for i, p in enumerate(includes) if self._is_host_path(p)), len(includes))
-        lib_dirs = [str(p) for p in self.sysroot.library_dirs(self.cuda_major)]
         # Like the build paths, the cached sysroot's path is mapped out of the debug info.
         prefix_map = f"-ffile-prefix-map={self.sysroot.root}=/kernelwheel/target"
         nvcc: list[str] = []
