@@ -115,11 +115,10 @@ def in_source_order(text: str, sources: list[str]) -> str:
     ninja starts them in file order, and torch's object-path order put the binding, the
     longest host compile, last, finishing alone on one CPU."""
     rank = {os.path.abspath(src): i for i, src in enumerate(sources)}
-    lines = text.splitlines()
     blocks: list[tuple[int, list[str]]] = []
     head: list[str] = []
     tail: list[str] = []
-    for line in lines:
+    for line in text.splitlines():
         found = _build_line_source(line)
         if found is not None:
             blocks.append((rank.get(found[1], len(rank)), [line]))

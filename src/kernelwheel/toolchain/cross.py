@@ -315,9 +315,7 @@ def plan_for(
         return None  # a universal variant, or one of this arch
     compiler = find_cross_compiler(variant.arch, runner=runner)
 
-    target_env = env_spec
-    if target_env is None:
-        target_env = env_spec_for(recipes.recipe_for(variant), PipSources())
+    target_env = env_spec or env_spec_for(recipes.recipe_for(variant), PipSources())
     if not need_host_env:  # --python: that interpreter is the host environment
         return CrossPlan(variant, compiler, None, target_env)
     try:
