@@ -177,10 +177,9 @@ def ccache_env(
 ) -> dict[str, str]:
     """Environment variables that route compiles through the ccache at ``ccache_path``;
     ``extra_files`` are hashed into every key."""
-    ccache = str(ccache_path)
     links = cache_dir / "ccache-bin"
     links.mkdir(parents=True, exist_ok=True)
-    masquerade(links, _HOST_COMPILERS + (("nvcc",) if nvcc is not None else ()), ccache)
+    masquerade(links, _HOST_COMPILERS + (("nvcc",) if nvcc is not None else ()), str(ccache_path))
     env = {
         "PATH": f"{links}{os.pathsep}{base_env.get('PATH', '')}",
         "CCACHE_DIR": str(cache_dir / "ccache"),

@@ -267,7 +267,7 @@ def unzip(
     path: Path, tree: Path, keep: Callable[[str], object], unsafe: str, skip: Set[str] = frozenset()
 ) -> list[str]:
     """The files of the zip ``path`` that ``keep`` names, but those ``skip`` names, written under
-    ``tree`` at their paths; their names. One outside ``tree`` is refused by ``unsafe``'s words."""
+    ``tree`` at their paths; their names. One leading out of it is refused, ``unsafe`` saying so."""
     written: list[str] = []
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():
