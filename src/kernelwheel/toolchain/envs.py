@@ -15,7 +15,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -508,10 +508,8 @@ def _link_cudart(home: Path) -> None:
     lib = home / "lib"
     versioned = sorted(lib.glob("libcudart.so.*"))
     if versioned and not (lib / "libcudart.so").exists():
-        try:
+        with suppress(FileExistsError):  # a concurrent build made it
             (lib / "libcudart.so").symlink_to(versioned[0].name)
-        except FileExistsError:  # a concurrent build made it
-            pass
 
 
 def find_cuda_toolkit(
