@@ -366,11 +366,9 @@ def _manifest(purelib: Path) -> dict[str, int]:
     folders, each with the number of those files its RECORD lists."""
     counts: dict[str, int] = {}
     for record in sorted(purelib.glob("*.dist-info/RECORD")):
-        try:
+        with suppress(OSError):  # an unreadable RECORD promises nothing
             if rows := _recorded(record):
                 counts[record.parent.name] = len(rows)
-        except OSError:
-            continue
     return counts
 
 
