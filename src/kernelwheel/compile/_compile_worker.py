@@ -299,8 +299,7 @@ def _effective_limited_api(build_temp: Path, requested: str) -> str:
     for ninja in build_temp.rglob("build.ninja"):
         for line in ninja.read_text().splitlines():
             if line.lstrip().startswith(_FLAG_LINES):
-                found = re.findall(r"-DPy_LIMITED_API=(0x[0-9A-Fa-f]+)", line)
-                if found:
+                if found := re.findall(r"-DPy_LIMITED_API=(0x[0-9A-Fa-f]+)", line):
                     values.append(found[-1])
     if values:
         return max(values, key=lambda v: int(v, 16))
