@@ -119,7 +119,7 @@ def test_a_second_machine_with_other_folders_hits_the_remote_storage(
         env = ccache_env(
             cache, stage / "stats.log", None, dict(os.environ), pypi_ccache.path, redis_url
         )
-        assert env is not None and env["CCACHE_REMOTE_STORAGE"] == redis_url
+        assert env["CCACHE_REMOTE_STORAGE"] == redis_url
         return stage, {**os.environ, **env}
 
     objects = []

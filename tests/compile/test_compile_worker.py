@@ -135,14 +135,22 @@ def test_compile_statements_follow_the_plans_source_order() -> None:
 
 
 def test_torch_free_sources_run_with_ccache_depend_mode_off() -> None:
-    text = worker.preprocessed_mode(NINJA, ["/p/norm.cu", "/p/a b.cpp"])
+    text = worker.source_bindings(NINJA, [], [], [], ["/p/norm.cu", "/p/a b.cpp"])
     lines = text.splitlines()
     after = {lines[i - 1]: line for i, line in enumerate(lines) if line.startswith("  ")}
     assert after == {
         "build /b/obj/a$ b.o: compile /p/a$ b.cpp": "  cxx = CCACHE_NODEPEND=1 $cxx",
         "build /b/obj/norm.o: cuda_compile /p/norm.cu": "  nvcc = CCACHE_NODEPEND=1 $nvcc",
     }
-    assert worker.preprocessed_mode(NINJA, []) == NINJA
+    assert worker.source_bindings(NINJA, [], [], []) == NINJA
+    # with the unit's own flags too: the compiler's line first, as torch's edits were made
+    entry = {"source": "/p/a b.cpp", "flags": ["-DN"], "gencode": []}
+    both = worker.source_bindings(NINJA, [entry], [], [], ["/p/a b.cpp"]).splitlines()
+    at = both.index("build /b/obj/a$ b.o: compile /p/a$ b.cpp")
+    assert both[at + 1 : at + 3] == [
+        "  cxx = CCACHE_NODEPEND=1 $cxx",
+        "  post_cflags = $post_cflags -DN",
+    ]
 
 
 def test_prefix_maps_cover_relative_paths_and_the_innermost_folder_wins() -> None:

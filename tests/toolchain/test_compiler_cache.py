@@ -12,6 +12,8 @@ from support.builds import system_nvcc
 
 from kernelwheel.toolchain.compiler_cache import ccache_env, read_stats
 
+CCACHE = Path(shutil.which("ccache") or "ccache")  # the host's, where the tests that run it run
+
 LOG = """\
 #
 no_input_file
@@ -54,21 +56,13 @@ def _fake_ccache(tmp_path: Path) -> Path:
 def test_env_routes_host_compilers_and_nvcc(tmp_path: Path) -> None:
     bin_dir = _fake_ccache(tmp_path)
     nvcc = tmp_path / "cuda" / "bin" / "nvcc"
-    env = ccache_env(tmp_path / "cache", tmp_path / "s.log", nvcc, {"PATH": str(bin_dir)})
-    assert env is not None
+    env = ccache_env(tmp_path / "cache", tmp_path / "s.log", nvcc, {}, bin_dir / "ccache")
     links = tmp_path / "cache" / "ccache-bin"
     for name in ("g++", "c++", "gcc", "cc", "nvcc"):
         assert (links / name).resolve() == (bin_dir / "ccache").resolve()
     assert env["PATH"].split(":")[:2] == [str(links), str(nvcc.parent)]
     assert env["PYTORCH_NVCC"] == str(links / "nvcc")
     assert env["TORCH_NO_COMPILER_WRAPPER"] == "1"  # never wrapped twice
-
-
-def test_env_is_off_without_ccache(tmp_path: Path) -> None:
-    """(Off by choice is the no-ccache option, carried by the build request: test_pipeline.)"""
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert ccache_env(tmp_path, tmp_path / "s.log", None, {"PATH": str(empty)}) is None
 
 
 @pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is not installed")
@@ -88,8 +82,8 @@ def test_a_source_without_torch_hits_across_variant_folders_and_include_paths(
         stage = tmp_path / variant / "obj"
         stage.mkdir(parents=True, exist_ok=True)
         (tmp_path / variant / "torch-include").mkdir(exist_ok=True)
-        env = ccache_env(tmp_path / "cache", stats_log, None, dict(os.environ))
-        assert env is not None and env["CCACHE_DEPEND"] == "true"
+        env = ccache_env(tmp_path / "cache", stats_log, None, dict(os.environ), CCACHE)
+        assert env["CCACHE_DEPEND"] == "true"
         cmd = ["g++", "-O2", "-c", str(src), "-o", "kernel.o", f"-I{tmp_path / variant}",
                f"-I{tmp_path / variant / 'torch-include'}", f"-DTORCH_EXTENSION_NAME={variant}",
                f"-ffile-prefix-map={tmp_path / variant}=/kernelwheel/build", *extra,
@@ -133,8 +127,7 @@ def test_another_nvcc_thread_count_hits_the_same_object(tmp_path: Path) -> None:
         return (tmp_path / out).read_bytes()
 
     stats_log = tmp_path / "stats.log"
-    env = ccache_env(tmp_path / "cache", stats_log, nvcc, dict(os.environ))
-    assert env is not None
+    env = ccache_env(tmp_path / "cache", stats_log, nvcc, dict(os.environ), CCACHE)
     env = {**os.environ, **env}
     compile_with(1, "one.o", env)
     cached = compile_with(2, "two.o", env)

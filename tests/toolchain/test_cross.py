@@ -50,11 +50,11 @@ def _fake_compiler_dir(tmp_path: Path, triple: str = "aarch64-linux-gnu") -> Pat
 # --- planning --------------------------------------------------------------------------------
 
 
-def test_is_cross_compares_with_the_host_arch() -> None:
-    assert cross.is_cross(CUDA_AARCH64, Arch.X86_64)
-    assert not cross.is_cross(CUDA_AARCH64, Arch.AARCH64)
-    assert not cross.is_cross(Variant.parse("torch214-cxx11-cu130-x86_64-linux"), Arch.X86_64)
-    assert not cross.is_cross(Variant.parse("torch-universal"), Arch.X86_64)
+def test_only_a_variant_of_another_arch_is_cross() -> None:
+    """(A variant for another arch gets a plan: the test below.)"""
+    recipes = load_recipes()
+    assert cross.plan_for(CUDA_AARCH64, None, recipes, host=Arch.AARCH64) is None
+    assert cross.plan_for(Variant.parse("torch-universal"), None, recipes, host=Arch.X86_64) is None
 
 
 def test_missing_cross_compiler_says_how_to_install_it(tmp_path: Path) -> None:
@@ -254,12 +254,15 @@ def test_target_sysroot_is_downloaded_verified_unpacked_and_cached(
     assert os.readlink(root / "nvidia/cu13/lib/libcudart.so") == "libcudart.so.13"
     assert not (root / ".downloads").exists()
     assert dict(sysroot.wheels)[runtime.name] == digest
-    assert sysroot.include_dirs(13) == [
-        root / "torch/include",
-        root / "torch/include/torch/csrc/api/include",
-        root / "nvidia/cu13/include",
-    ]
-    assert sysroot.library_dirs(None) == [root / "torch/lib"]
+    assert sysroot.search_dirs(13) == (
+        [
+            str(root / "torch/include"),
+            str(root / "torch/include/torch/csrc/api/include"),
+            str(root / "nvidia/cu13/include"),
+        ],
+        [str(root / "torch/lib"), str(root / "nvidia/cu13/lib")],
+    )
+    assert sysroot.search_dirs(None)[1] == [str(root / "torch/lib")]
     assert "--platform manylinux_2_28_aarch64" in log.read_text()
     # Cached: nothing is downloaded again (the wheels may even be gone).
     shutil.rmtree(offline_pip)
@@ -379,7 +382,7 @@ def test_extend_spec_cpu_variant_leaves_nvcc_alone(tmp_path: Path) -> None:
     )
     assert spec.include_dirs == (
         "/stage/include",
-        *(str(p) for p in build.sysroot.include_dirs(None)),
+        *build.sysroot.search_dirs(None)[0],
     )
 
 
@@ -437,3 +440,20 @@ def test_a_cross_request_builds_in_the_host_environment(
     assert cross is not None and cross.host_env is not None
     assert req.env.spec == cross.host_env  # the pipeline provisions the host's environment
     assert cross.variant == CPU29_AARCH64 and req.variant == CPU29_AARCH64
+
+
+def test_a_target_wheel_member_leading_out_of_the_sysroot_is_refused(tmp_path: Path) -> None:
+    from kernelwheel.toolchain.deps import unzip
+
+    wheel = tmp_path / "torch-2.9.0-cp311-cp311-manylinux_2_28_aarch64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("torch/include/ok.h", "")
+        zf.writestr("torch/lib/libtorch_python.so", "")
+        zf.writestr("torch/include/../../evil.h", "")
+    with pytest.raises(ToolchainError) as info:
+        unzip(wheel, tmp_path / "root", cross._KEEP.match, "unsafe member path {}", {"x"})
+    assert str(info.value).startswith(f"{wheel.name}: unsafe member path 'torch/include/../../")
+    assert unzip(
+        wheel, tmp_path / "r", lambda n: "ok" in n or "lib" in n, "{}", cross._SKIP_LIBS
+    ) == ["torch/include/ok.h"]
+    assert not (tmp_path / "evil.h").exists()

@@ -12,7 +12,7 @@ import re
 import shlex
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -71,16 +71,30 @@ def _build_line_source(line: str) -> tuple[str, str] | None:
     return rule, os.path.abspath(source.replace("$ ", " "))
 
 
+# ccache runs in depend mode (toolchain.compiler_cache); a source that reaches no torch header is
+# cached on its preprocessed text instead, which every torch variant of one toolkit shares.
+_PREPROCESSED = "CCACHE_NODEPEND=1"
+
+
 def source_bindings(
-    text: str, entries: list[dict[str, Any]], cuda_post_cflags: list[str], gencode: list[str]
+    text: str,
+    entries: list[dict[str, Any]],
+    cuda_post_cflags: list[str],
+    gencode: list[str],
+    torch_free: Iterable[str] = (),
 ) -> str:
-    """build.ninja with each entry's own flags (and a .cu's -gencode) under its build line."""
+    """build.ninja with, under each build line, ccache's depend mode off for a ``torch_free``
+    source's compiler, then each entry's own flags (and a .cu's -gencode)."""
     wanted = {os.path.abspath(e["source"]): e for e in entries}
+    free = {os.path.abspath(s) for s in torch_free}
     shared = [f for f in cuda_post_cflags if f.strip() not in {shlex.quote(g) for g in gencode}]
     out: list[str] = []
     for line in text.splitlines():
         out.append(line)
         found = _build_line_source(line)
+        if found is not None and found[1] in free:
+            tool = "cxx" if found[0] == "compile" else "nvcc"
+            out.append(f"  {tool} = {_PREPROCESSED} ${tool}")
         entry = wanted.pop(found[1], None) if found else None
         if found is None or entry is None:
             continue
@@ -101,11 +115,10 @@ def in_source_order(text: str, sources: list[str]) -> str:
     ninja starts them in file order, and torch's object-path order put the binding, the
     longest host compile, last, finishing alone on one CPU."""
     rank = {os.path.abspath(src): i for i, src in enumerate(sources)}
-    lines = text.splitlines()
     blocks: list[tuple[int, list[str]]] = []
     head: list[str] = []
     tail: list[str] = []
-    for line in lines:
+    for line in text.splitlines():
         found = _build_line_source(line)
         if found is not None:
             blocks.append((rank.get(found[1], len(rank)), [line]))
@@ -115,24 +128,6 @@ def in_source_order(text: str, sources: list[str]) -> str:
             (tail if blocks else head).append(line)
     ordered = [ln for _, block in sorted(blocks, key=lambda b: b[0]) for ln in block]
     return "\n".join([*head, *ordered, *tail]) + "\n"
-
-
-# ccache runs in depend mode (toolchain.compiler_cache); a source that reaches no torch header is
-# cached on its preprocessed text instead, which every torch variant of one toolkit shares.
-_PREPROCESSED = "CCACHE_NODEPEND=1"
-
-
-def preprocessed_mode(text: str, torch_free: list[str]) -> str:
-    """build.ninja with ccache's depend mode off for each ``torch_free`` source's compiler."""
-    wanted = {os.path.abspath(s) for s in torch_free}
-    out: list[str] = []
-    for line in text.splitlines():
-        out.append(line)
-        found = _build_line_source(line)
-        if found is not None and found[1] in wanted:
-            tool = "cxx" if found[0] == "compile" else "nvcc"
-            out.append(f"  {tool} = {_PREPROCESSED} ${tool}")
-    return "\n".join(out) + "\n"
 
 
 _LIMITED_API = re.compile(r" -DPy_LIMITED_API=\S*")
@@ -253,8 +248,7 @@ def install_ninja_edits(
         bound = signature.bind(*args, **kwargs).arguments
         path = Path(bound["path"])
         nvcc = list(bound.get("cuda_post_cflags") or [])
-        text = source_bindings(path.read_text(), entries, nvcc, gencode)
-        text = preprocessed_mode(text, torch_free or [])
+        text = source_bindings(path.read_text(), entries, nvcc, gencode, torch_free or [])
         text = in_source_order(text, order) if order else text
         text = view_paths(one_limited_api(text), views or [])
         path.write_text(measured(text, wrapper) if wrapper else text)
@@ -305,8 +299,7 @@ def _effective_limited_api(build_temp: Path, requested: str) -> str:
     for ninja in build_temp.rglob("build.ninja"):
         for line in ninja.read_text().splitlines():
             if line.lstrip().startswith(_FLAG_LINES):
-                found = re.findall(r"-DPy_LIMITED_API=(0x[0-9A-Fa-f]+)", line)
-                if found:
+                if found := re.findall(r"-DPy_LIMITED_API=(0x[0-9A-Fa-f]+)", line):
                     values.append(found[-1])
     if values:
         return max(values, key=lambda v: int(v, 16))
@@ -535,12 +528,9 @@ def main() -> int:
     return 0
 
 
-def _exit_now(code: int) -> None:
-    """Exit without the teardown: with torch loaded it takes 0.3-0.5 s of every build."""
+if __name__ == "__main__":
+    code = main()
+    # Exit without the teardown: with torch loaded it takes 0.3-0.5 s of every build.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-
-
-if __name__ == "__main__":
-    _exit_now(main())

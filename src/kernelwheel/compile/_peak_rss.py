@@ -15,19 +15,13 @@ import os
 import sys
 
 
-def output_of(argv: list[str]) -> str | None:
-    """The object a compiler command writes: the argument after its last ``-o``."""
-    found = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "-o"]
-    return found[-1] if found else None
-
-
 def main(argv: list[str]) -> int:
     log, command = argv[0], argv[1:]
     pid = os.posix_spawnp(command[0], command, os.environ)
     _, status, usage = os.wait4(pid, 0)
-    output = output_of(command)
-    if output is not None:
-        line = f"{output}\t{usage.ru_maxrss}\n".encode()
+    outputs = [command[i + 1] for i, arg in enumerate(command[:-1]) if arg == "-o"]
+    if outputs:  # the object: the argument after the last -o
+        line = f"{outputs[-1]}\t{usage.ru_maxrss}\n".encode()
         fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line)  # one short O_APPEND write: parallel units never interleave

@@ -86,10 +86,8 @@ def unsupported(
 
 def gencode_flags(capabilities: Iterable[CudaCapability]) -> list[str]:
     """nvcc -gencode flags; a trailing '+PTX' also embeds PTX for forward compatibility."""
-    flags: list[str] = []
-    for cap in capabilities:
-        arch = cap.digits
-        flags.append(f"-gencode=arch=compute_{arch},code=sm_{arch}")
-        if cap.ptx:
-            flags.append(f"-gencode=arch=compute_{arch},code=compute_{arch}")
-    return flags
+    return [
+        f"-gencode=arch=compute_{cap.digits},code={code}_{cap.digits}"
+        for cap in capabilities
+        for code in (("sm", "compute") if cap.ptx else ("sm",))
+    ]

@@ -74,8 +74,7 @@ def legacy_macro_warnings(
         except OSError:  # a missing source is the compile's error, with its own message
             continue
         for number, line in enumerate(text.splitlines(), 1):
-            found = _LEGACY_MACRO.match(line)
-            if found:
+            if found := _LEGACY_MACRO.match(line):
                 warnings.append(
                     f"warning: {rel}:{number} tests {found[1]}: kernel-builder never "
                     "defines it, kernelwheel only with with-cpu-kernels (off), so the code it "

@@ -178,11 +178,8 @@ def failure(output: str, paths: PathMap) -> Diagnostics:
     segments = _segments(output)
     failed = [s for s in segments if s.failed]
     units = tuple(dict.fromkeys(paths.path(s.unit) for s in failed if s.unit is not None))
-    first: list[str] = []
-    for segment in [*failed, *segments]:
-        first = _first_error(segment.lines)
-        if first:
-            break
+    # the first error of a failed unit, else of any output
+    first = next((f for s in [*failed, *segments] if (f := _first_error(s.lines))), [])
     if first:
         return Diagnostics(units, _screenful(first, paths))
     tail = [line for line in output.splitlines() if line.strip()]

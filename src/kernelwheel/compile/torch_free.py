@@ -12,7 +12,7 @@ CUTLASS) is taken as torch-free, and an include inside ``#if`` counts as include
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
@@ -25,15 +25,9 @@ def torch_free_sources(
     sources: Sequence[str], include_dirs: Sequence[str], root: Path
 ) -> tuple[str, ...]:
     """The ``sources`` whose includes, followed through the files under ``root``, reach no torch."""
-    dirs = [Path(d) for d in include_dirs]
-    root = root.resolve()
-    read: _Read = {}
+    walk = _walker(include_dirs, root)
     return tuple(
-        s
-        for s in sources
-        if not any(
-            n.startswith(_TORCH) for _, names in _walk(Path(s), dirs, root, read) for n in names
-        )
+        s for s in sources if not any(n.startswith(_TORCH) for _, names in walk(s) for n in names)
     )
 
 
@@ -47,22 +41,24 @@ def sources_naming(
     as for :func:`torch_free_sources`), names the preprocessor token ``word`` outside comments.
     The build id reaches only these (``TORCH_EXTENSION_NAME``): a miss here is a compile error
     naming the macro, never a wrong object, and a token in an ``#if`` branch still counts."""
-    dirs = [Path(d) for d in include_dirs]
     token = re.compile(rf"\b{re.escape(word)}\b")
-    root = root.resolve()
-    read: _Read = {}
-    return tuple(
-        s
-        for s in sources
-        if any(
-            token.search(_COMMENT.sub(" ", text)) for text, _ in _walk(Path(s), dirs, root, read)
-        )
-    )
+    walk = _walker(include_dirs, root)
+    return tuple(s for s in sources if any(token.search(_COMMENT.sub(" ", t)) for t, _ in walk(s)))
 
 
 # What one scan has read: a file's text and includes (what they resolve to), so the units of a
 # project that include the same headers read and resolve them once.
 _Read = dict[Path, tuple[str, list[str], list[Path]]]
+
+
+def _walker(
+    include_dirs: Sequence[str], root: Path
+) -> Callable[[str], Iterator[tuple[str, list[str]]]]:
+    """:func:`_walk` from a source, the files read kept for the next source of one scan."""
+    dirs = [Path(d) for d in include_dirs]
+    root = root.resolve()
+    read: _Read = {}
+    return lambda source: _walk(Path(source), dirs, root, read)
 
 
 def _walk(

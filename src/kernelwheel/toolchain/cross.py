@@ -11,9 +11,8 @@ import os
 import re
 import shutil
 import sys
-import zipfile
 from dataclasses import dataclass, replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import NamedTuple
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
@@ -25,6 +24,7 @@ from ..model.recipes import RecipeError, Recipes
 from ..model.sources import PipSources
 from ..model.variant import Arch, BackendKind, Variant
 from .compiler_cache import masquerade
+from .deps import unzip
 from .envs import EnvInfo, EnvSpec, cache_key, env_spec_for, index_fields
 
 
@@ -56,11 +56,6 @@ _KEEP = re.compile(
 _SKIP_LIBS = frozenset({"libtorch_python.so"})
 
 
-def is_cross(variant: Variant, host: Arch) -> bool:
-    """True when ``variant`` is for another arch than ``host``."""
-    return variant.arch is not None and variant.torch is not None and variant.arch is not host
-
-
 # --- the cross compiler ---------------------------------------------------------------------
 
 
@@ -78,9 +73,8 @@ def find_cross_compiler(
 ) -> CrossCompiler:
     """The ``<triple>-gcc``/``<triple>-g++`` pair for ``arch`` on PATH."""
     triple, package, _ = _TARGETS[arch]
-    search = os.environ.get("PATH") if path is None else path
-    cc = shutil.which(f"{triple}-gcc", path=search)
-    cxx = shutil.which(f"{triple}-g++", path=search)
+    cc = shutil.which(f"{triple}-gcc", path=path)
+    cxx = shutil.which(f"{triple}-g++", path=path)
     if cc is None or cxx is None:
         missing = [n for n, p in ((f"{triple}-gcc", cc), (f"{triple}-g++", cxx)) if not p]
         verb = "is" if len(missing) == 1 else "are"
@@ -140,44 +134,15 @@ class TargetSysroot:
     def cuda_dir(self, major: int) -> Path:
         return self.root / "nvidia" / f"cu{major}"
 
-    def include_dirs(self, cuda_major: int | None = None) -> list[Path]:
-        include = self.root / "torch" / "include"
-        dirs = [include, include / "torch/csrc/api/include"]
+    def search_dirs(self, cuda_major: int | None) -> tuple[list[str], list[str]]:
+        """The include and the library folders: torch's, then CUDA ``cuda_major``'s."""
+        torch = self.root / "torch"
+        includes = [torch / "include", torch / "include/torch/csrc/api/include"]
+        libs = [torch / "lib"]
         if cuda_major is not None:
-            dirs.append(self.cuda_dir(cuda_major) / "include")
-        return dirs
-
-    def library_dirs(self, cuda_major: int | None = None) -> list[Path]:
-        dirs = [self.root / "torch" / "lib"]
-        if cuda_major is not None:
-            dirs.append(self.cuda_dir(cuda_major) / "lib")
-        return dirs
-
-
-def _unpack(wheel: Path, root: Path) -> None:
-    """Extract the headers and shared libraries of ``wheel`` into ``root``."""
-    with zipfile.ZipFile(wheel) as zf:
-        for info in zf.infolist():
-            name = info.filename
-            if info.is_dir() or not _KEEP.match(name):
-                continue
-            parts = PurePosixPath(name).parts
-            if name.startswith("/") or ".." in parts:
-                raise ToolchainError(f"{wheel.name}: unsafe member path {name!r}")
-            if parts[-1] in _SKIP_LIBS:
-                continue
-            target = root.joinpath(*parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src, open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-
-
-def _link_unversioned(lib_dir: Path) -> None:
-    """torch links -lcudart: give libcudart.so.13 (etc.) its unversioned name."""
-    for versioned in sorted(lib_dir.glob("lib*.so.*")):
-        plain = lib_dir / (versioned.name.split(".so.")[0] + ".so")
-        if not plain.exists():
-            plain.symlink_to(versioned.name)
+            includes.append(self.cuda_dir(cuda_major) / "include")
+            libs.append(self.cuda_dir(cuda_major) / "lib")
+        return [str(p) for p in includes], [str(p) for p in libs]
 
 
 def _check_machine(sysroot: Path, arch: Arch) -> None:
@@ -249,7 +214,7 @@ def provision_target(
         for wheel in sorted(downloads.glob("*.whl")):
             name, version, _, tags = parse_wheel_filename(wheel.name)
             digest = sha256_file(wheel)
-            want = expected.get(canonicalize_name(name))
+            want = expected.get(name)  # the name is canonical
             if want is not None and want != digest:
                 raise ToolchainError(
                     f"{wheel.name}: sha256 {digest} does not match the recipe's {want}",
@@ -263,15 +228,18 @@ def provision_target(
                     f"{wheel.name} is not a {spec.arch.value} wheel",
                     hint="check --find-links/--index-url: they served a wheel for another arch",
                 )
-            if canonicalize_name(name) == "torch":
+            if name == "torch":
                 torch_version = str(version)
-            _unpack(wheel, root)
+            unzip(wheel, root, _KEEP.match, "unsafe member path {}", _SKIP_LIBS)
             unpacked.append((wheel.name, digest))
         if torch_version is None:
             raise ToolchainError(f"pip downloaded no torch wheel for {spec.torch_requirement}")
         _check_machine(root, spec.arch)
-        for lib_dir in root.glob("nvidia/*/lib"):
-            _link_unversioned(lib_dir)
+        # torch links -lcudart: give libcudart.so.13 (etc.) its unversioned name
+        for versioned in sorted(root.glob("nvidia/*/lib/lib*.so.*")):
+            plain = versioned.with_name(versioned.name.split(".so.")[0] + ".so")
+            if not plain.exists():
+                plain.symlink_to(versioned.name)
         shutil.rmtree(downloads)
         listed = [{"file": f, "sha256": d} for f, d in unpacked]
         data = {"torch": torch_version, "arch": spec.arch.value, "wheels": listed}
@@ -305,9 +273,7 @@ class CrossPlan:
             self.variant.arch, python, env.torch_requirement, env.packages, env.sources
         )
 
-    def prepare(
-        self, env: EnvInfo, cache_dir: Path, log: Path | None = None, runner: Runner = RUNNER
-    ) -> CrossBuild:
+    def prepare(self, env: EnvInfo, cache_dir: Path, log: Path, runner: Runner) -> CrossBuild:
         """The target sysroot for the host environment ``env``, both sides the same torch."""
         sysroot = provision_target(
             self.target_spec(env.python_version), cache_dir, log=log, runner=runner
@@ -319,14 +285,13 @@ class CrossPlan:
                 "release on both sides",
                 hint="align the recipes (or the --python interpreter) with the variant's torch",
             )
-        if log is not None:
-            with open(log, "a") as fh:
-                fh.write(
-                    f"cross build for {sysroot.arch.value}: {self.compiler.cxx} "
-                    f"{self.compiler.version}; target sysroot {sysroot.root}\n"
-                )
-                for name, digest in sysroot.wheels:
-                    fh.write(f"  target wheel {name} sha256={digest}\n")
+        with open(log, "a") as fh:
+            fh.write(
+                f"cross build for {sysroot.arch.value}: {self.compiler.cxx} "
+                f"{self.compiler.version}; target sysroot {sysroot.root}\n"
+            )
+            for name, digest in sysroot.wheels:
+                fh.write(f"  target wheel {name} sha256={digest}\n")
         return CrossBuild(self.compiler, sysroot, env, self.cuda_major)
 
 
@@ -346,14 +311,11 @@ def plan_for(
         host = host or Arch.host()
     except VariantError:  # a machine kernelwheel has no variants for: nothing to cross from
         return None
-    if not is_cross(variant, host):
-        return None
-    assert variant.arch is not None
+    if variant.arch is None or variant.torch is None or variant.arch is host:
+        return None  # a universal variant, or one of this arch
     compiler = find_cross_compiler(variant.arch, runner=runner)
 
-    target_env = env_spec
-    if target_env is None:
-        target_env = env_spec_for(recipes.recipe_for(variant), PipSources())
+    target_env = env_spec or env_spec_for(recipes.recipe_for(variant), PipSources())
     if not need_host_env:  # --python: that interpreter is the host environment
         return CrossPlan(variant, compiler, None, target_env)
     try:
@@ -394,13 +356,12 @@ class CrossBuild:
     def extend_spec(self, spec: CompileSpec) -> CompileSpec:
         """The spec with the target's include/library dirs before the host's, linking with the
         target's libraries, and nvcc using the cross compiler as its host compiler."""
-        target_inc = [str(p) for p in self.sysroot.include_dirs(self.cuda_major)]
+        target_inc, lib_dirs = self.sysroot.search_dirs(self.cuda_major)
         includes = list(spec.include_dirs)
         # The kernel's own includes stay first; the host environment's (CUDA headers from its
         # nvidia packages) move behind the target's. torch's cpp_extension appends the host
         # torch's include dirs after all of these.
         at = next((i for i, p in enumerate(includes) if self._is_host_path(p)), len(includes))
-        lib_dirs = [str(p) for p in self.sysroot.library_dirs(self.cuda_major)]
         # Like the build paths, the cached sysroot's path is mapped out of the debug info.
         prefix_map = f"-ffile-prefix-map={self.sysroot.root}=/kernelwheel/target"
         nvcc: list[str] = []

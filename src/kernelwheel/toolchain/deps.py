@@ -9,7 +9,7 @@ import re
 import shutil
 import sys
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -19,7 +19,7 @@ from ..model.deps import VERSION_HEADER, Dependency, DependencyTable, HeaderWhee
 from ..model.project import KernelProject
 from ..model.sources import PipSources
 from ..model.variant import BackendKind, Variant
-from ..plan.options import LocalHeaders, Options
+from ..plan.options import Options
 
 OPTION = "cutlass-path"
 _DEFINE_RE = re.compile(r"^\s*#\s*define\s+CUTLASS_(MAJOR|MINOR|PATCH)\s+(\d+)\b", re.M)
@@ -48,14 +48,6 @@ class HeaderPlan:
 
     sources: tuple[HeaderSource, ...] = ()
     index: PipSources = PipSources()
-
-
-def compiled_backends(variant: Variant) -> tuple[str, ...]:
-    """The kernel backends a variant compiles (as the pipeline's compile step does)."""
-    backend = variant.backend
-    if backend is not None and backend.kind is BackendKind.CUDA:
-        return ("cpu", "cuda")
-    return ("cpu",)
 
 
 def depends_refusals(
@@ -89,7 +81,9 @@ def plan_headers(
                     hint=table.suggest(name),
                 )
     needed: dict[str, list[str]] = {}
-    for kernel in project.kernels_for(compiled_backends(variant)):
+    # the kernel backends the variant compiles: CPU, and CUDA for a CUDA variant
+    cuda = variant.backend is not None and variant.backend.kind is BackendKind.CUDA
+    for kernel in project.kernels_for(("cpu", "cuda") if cuda else ("cpu",)):
         for name in kernel.depends:
             needed.setdefault(name, []).append(kernel.id)
     _check_named_checkouts(table, options)
@@ -129,7 +123,9 @@ def _source(
     dep: Dependency, kernels: tuple[str, ...], project: KernelProject, options: Options
 ) -> HeaderSource:
     assert dep.version is not None and dep.library is not None
-    checkout = _checkout_for(dep, options.cutlass_path)
+    # the entry naming dep, else the unnamed one (every CUTLASS dependency)
+    named = (e for want in (dep.name, None) for e in options.cutlass_path if e.dependency == want)
+    checkout = next(named, None)
     label = options.source("cutlass_path")
     if checkout is not None:
         found = checkout_version(checkout.path, dep.library)
@@ -153,11 +149,6 @@ def _source(
             f"for one release among several: {dep.name}=DIR",
         )
     return HeaderSource(dep, kernels, wheel=dep.wheel)
-
-
-def _checkout_for(dep: Dependency, entries: tuple[LocalHeaders, ...]) -> LocalHeaders | None:
-    """The entry naming ``dep``, else the unnamed one (every CUTLASS dependency), else None."""
-    return next((e for wanted in (dep.name, None) for e in entries if e.dependency == wanted), None)
 
 
 def checkout_version(path: Path, library: str) -> str | None:
@@ -257,27 +248,40 @@ def _download(
 def _extract(path: Path, wheel: HeaderWheel, tree: Path) -> None:
     """Unpack the files under ``wheel.include`` from the wheel at ``path`` into ``tree``."""
     prefixes = tuple(folder.rstrip("/") + "/" for folder in wheel.include)
-    counts = dict.fromkeys(prefixes, 0)
     try:
-        with zipfile.ZipFile(path) as archive:
-            for info in archive.infolist():
-                name = info.filename
-                prefix = next((p for p in prefixes if name.startswith(p)), None)
-                if prefix is None or info.is_dir():
-                    continue
-                rel = PurePosixPath(name)
-                if rel.is_absolute() or ".." in rel.parts:
-                    raise ToolchainError(f"{path.name}: unsafe path {name!r} in the wheel")
-                target = tree.joinpath(*rel.parts)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with archive.open(info) as src, open(target, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-                counts[prefix] += 1
+        names = unzip(
+            path, tree, lambda name: name.startswith(prefixes), "unsafe path {} in the wheel"
+        )
     except (zipfile.BadZipFile, OSError) as exc:
         raise ToolchainError(f"cannot unpack {path}: {exc}") from None
-    empty = [p.rstrip("/") for p, n in counts.items() if n == 0]
+    found = {next(p for p in prefixes if name.startswith(p)) for name in names}
+    empty = [p.rstrip("/") for p in prefixes if p not in found]
     if empty:
         raise ToolchainError(
             f"{path.name} has no files under {', '.join(empty)}",
             hint=f"fix the include folders of {wheel.name} {wheel.version} in recipes/deps.toml",
         )
+
+
+def unzip(
+    path: Path, tree: Path, keep: Callable[[str], object], unsafe: str, skip: Set[str] = frozenset()
+) -> list[str]:
+    """The files of the zip ``path`` that ``keep`` names, but those ``skip`` names, written under
+    ``tree`` at their paths; their names. One leading out of it is refused, ``unsafe`` saying so."""
+    written: list[str] = []
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            name = info.filename
+            if info.is_dir() or not keep(name):
+                continue
+            rel = PurePosixPath(name)
+            if rel.is_absolute() or ".." in rel.parts:
+                raise ToolchainError(f"{path.name}: " + unsafe.format(repr(name)))
+            if rel.name in skip:
+                continue
+            target = tree.joinpath(*rel.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with archive.open(info) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            written.append(name)
+    return written

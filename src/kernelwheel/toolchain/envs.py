@@ -15,7 +15,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -47,13 +47,14 @@ def _whole_or_nothing(root: Path) -> Iterator[None]:
 
 
 def made_once(root: Path, make: Callable[[], None], stamp: str) -> None:
-    """``make()`` fills ``root`` (a tool in the cache) once, under its lock; the ready marker,
-    holding ``stamp``, is written last."""
+    """``make()`` fills the new folder ``root`` (a tool in the cache) once, under its lock; the
+    ready marker, holding ``stamp``, is written last."""
     with locked(root.parent / f"{root.name}.lock"):
         ready = root / READY_MARKER
         if ready.exists():
             return
         with _whole_or_nothing(root):
+            root.mkdir(parents=True)
             make()
         ready.write_text(stamp)
 
@@ -120,13 +121,6 @@ class EnvInfo:
     cxx11_abi: bool
     reused: bool = False
     notes: tuple[str, ...] = ()  # what making it found and repaired (a dead run's, damage)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], *, reused: bool = False) -> EnvInfo:
-        """From the probe's JSON or the ready-marker's (the same keys: the fields')."""
-        plain = ("python_version", "machine", "torch", "cuda", "hip", "cxx11_abi")
-        values = {key: data[key] for key in plain}
-        return cls(Path(data["python"]), purelib=Path(data["purelib"]), **values, reused=reused)
 
     @property
     def torch_minor(self) -> tuple[int, int]:
@@ -372,11 +366,9 @@ def _manifest(purelib: Path) -> dict[str, int]:
     folders, each with the number of those files its RECORD lists."""
     counts: dict[str, int] = {}
     for record in sorted(purelib.glob("*.dist-info/RECORD")):
-        try:
+        with suppress(OSError):  # an unreadable RECORD promises nothing
             if rows := _recorded(record):
                 counts[record.parent.name] = len(rows)
-        except OSError:
-            continue
     return counts
 
 
@@ -440,9 +432,11 @@ def made_here(python: Path, root: Path) -> bool:
 
 def _read_marker(path: Path) -> EnvInfo | None:
     """The probe the ready marker ``path`` holds of this environment, else None."""
+    plain = ("python_version", "machine", "torch", "cuda", "hip", "cxx11_abi")  # and two paths
     try:
         data = json.loads(path.read_text())
-        info = EnvInfo.from_dict(data, reused=True)
+        values = {key: data[key] for key in plain}
+        info = EnvInfo(Path(data["python"]), purelib=Path(data["purelib"]), **values, reused=True)
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return info if made_here(info.python, path.parent) else None
@@ -512,10 +506,8 @@ def _link_cudart(home: Path) -> None:
     lib = home / "lib"
     versioned = sorted(lib.glob("libcudart.so.*"))
     if versioned and not (lib / "libcudart.so").exists():
-        try:
+        with suppress(FileExistsError):  # a concurrent build made it
             (lib / "libcudart.so").symlink_to(versioned[0].name)
-        except FileExistsError:  # a concurrent build made it
-            pass
 
 
 def find_cuda_toolkit(

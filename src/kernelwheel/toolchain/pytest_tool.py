@@ -31,7 +31,6 @@ def provision_pytest(
     listed = "\n".join(requirements) + "\n"
 
     def install() -> None:
-        root.mkdir(parents=True)
         reqs = root / "kernelwheel-requirements.txt"
         reqs.write_text(listed)
         pip: list[str | Path] = [python, "-m", "pip"]
