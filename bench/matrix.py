@@ -25,15 +25,18 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from build_bench import cpu_seconds  # bench/ is this script's own folder
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.redis import redis_server  # noqa: E402  (the tests' real redis-server)
 
 SHARED = ("envs", "targets", "toolkits", "tools", "deps")  # a one-off download, cached by digest
 # the compile step's progress line: "✓ VARIANT: compile (12.3s)  ccache 2/3 hit (2 remote)"
@@ -54,11 +57,6 @@ class Run:
     @property
     def efficiency(self) -> float:
         return self.cpu / (self.wall * (os.cpu_count() or 1))
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def machine(root: Path, name: str, project: Path, real_cache: Path) -> tuple[Path, Path]:
@@ -91,9 +89,9 @@ def build(project: Path, cache: Path, out: Path, variants: list[str], remote: st
     for v in variants:
         cmd += ["--variant", v]
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWHEEL_")}
-    start, cpu = time.monotonic(), children_cpu()
+    start, cpu = time.monotonic(), cpu_seconds()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    wall, used = time.monotonic() - start, children_cpu() - cpu
+    wall, used = time.monotonic() - start, cpu_seconds() - cpu
     out.mkdir(parents=True, exist_ok=True)
     (out / "progress.txt").write_text(done.stderr)  # the terminal's lines, kept with the logs
     if done.returncode != 0:
@@ -103,40 +101,6 @@ def build(project: Path, cache: Path, out: Path, variants: list[str], remote: st
     hits, units, remote_hits = (sum(c[i] for c in counts) for i in range(3))
     times = {row["variant"]: float(row["seconds"]) for row in rows}
     return Run(wall, used, times, hits, units, remote_hits)
-
-
-class Redis:
-    """A real redis-server on a free port, empty, gone when the block ends."""
-
-    def __enter__(self) -> str:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        self.proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return f"redis://127.0.0.1:{port}"
-            except OSError:
-                time.sleep(0.1)
-        raise SystemExit("redis-server did not start")
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.terminate()
-        self.proc.wait()
 
 
 def matrix_order(project: Path, variants: list[str]) -> list[str]:
@@ -170,6 +134,8 @@ def main() -> int:
     ap.add_argument("--shards", type=int, nargs="*", default=[2, 4])
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    if shutil.which("redis-server") is None:
+        raise SystemExit("redis-server is not on PATH (Debian: apt-get install redis-server)")
     project = args.project.resolve()
     real_cache = Path(os.environ.get("KERNELWHEEL_CACHE_DIR", "~/.cache/kernelwheel")).expanduser()
     variants = matrix_order(project, args.variant)
@@ -186,7 +152,7 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="kw-matrix-"))
     try:
         cache, copy = machine(root, "one", project, real_cache)
-        with Redis() as remote:
+        with redis_server(root / "redis-one") as remote:
             cold = build(copy, cache, root / "one" / "cold", variants, remote)
             warm = build(copy, cache, root / "one" / "warm", variants, remote)
         lines += [
@@ -204,7 +170,7 @@ def main() -> int:
         for n in args.shards:
             shards = [variants[i::n] for i in range(n) if variants[i::n]]
             table = [f"### {n} machines", "", *head]
-            with Redis() as remote:
+            with redis_server(root / f"redis-{n}") as remote:
                 for again in (False, True):
                     runs = []
                     for i, part in enumerate(shards):
