@@ -7,6 +7,7 @@ loopback Hub server."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
@@ -253,6 +254,17 @@ def test_hub_kernel_from_a_git_clone(
     capsys: pytest.CaptureFixture[str], cpu_213: QuickVenv, hub_repo: HubRepo
 ) -> None:
     report = variants_json(capsys, f"{hub_repo.root}@1", "--python", str(cpu_213.python))
+    assert_hub_verdicts(report)
+
+
+def test_a_clone_named_otherwise_gives_the_wheels_to_wheel_writes(
+    capsys: pytest.CaptureFixture[str], cpu_213: QuickVenv, hub_repo: HubRepo, tmp_path: Path
+) -> None:
+    """The wheel is named by the package folder, as to-wheel names it, not by the clone's
+    folder (here not even a valid project name, which used to list no build at all)."""
+    clone = tmp_path / "my clone é"
+    shutil.copytree(hub_repo.root, clone)
+    report = variants_json(capsys, f"{clone}@1", "--python", str(cpu_213.python))
     assert_hub_verdicts(report)
 
 

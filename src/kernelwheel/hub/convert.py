@@ -47,6 +47,14 @@ class PreparedWheel:
         return {name: d for name, d in self.spec.files.items() if isinstance(d, bytes)}
 
 
+def dist_name(metadata: KernelMetadata | None, repo_name: str, package: str) -> str:
+    """The wheel's name: metadata.json's (or --name's), else the repo's where it names the
+    package (``Img2Gray`` keeps its spelling), else the package folder's."""
+    if metadata is not None and metadata.name:
+        return metadata.name
+    return repo_name if package_name(repo_name) == package else package
+
+
 def wheel_tag(variant: Variant) -> Tag:
     """The tag ``kernelwheel build`` gives the kind: a tvm-ffi library is loaded by tvm_ffi, not
     imported by CPython, so it is ``py3-none-<platform>``, not abi3."""
@@ -192,9 +200,7 @@ def prepare_wheel(
         kernels = ", ".join(d.describe() for d in metadata.kernel_depends)
         notes.append(f"needs the Hub kernels {kernels}: no wheel requirement can say so")
 
-    dist = (metadata.name if metadata and metadata.name else None) or (
-        repo_name if package_name(repo_name) == layout.package else layout.package
-    )
+    dist = dist_name(metadata, repo_name, layout.package)
     if (shadowed := shadowing(dist, layout.package)) is not None:
         raise Unconvertible(
             f"{folder}: the wheel {dist} (package {layout.package}/) would shadow {shadowed}; "

@@ -15,7 +15,8 @@ from ..errors import HubError, VariantError
 from ..install.sources import Candidate
 from ..model.variant import Variant
 from ..wheels.reader import escape_name
-from .convert import wheel_tag
+from .convert import dist_name, wheel_tag
+from .layout import plan
 from .revision import RefKind, Resolution, VersionRequest
 from .source import RepoSource, group_by_variant
 from .towheel import open_source, resolve
@@ -54,17 +55,21 @@ def hub_builds(text: str, runner: Runner = RUNNER) -> HubBuilds:
             f"{src.where}: build/ holds no variant folders at commit {resolution.commit}",
             hint="kernel repos keep each build in build/<variant>/",
         )
-    dist = escape_name(src.name)
     base = Version(resolution.version)
     candidates, names, unmappable = [], {}, []
-    for folder in folders:
-        try:
+    for folder, files in folders.items():
+        try:  # named as to-wheel names it, metadata.json aside (nothing is downloaded)
             variant = Variant.parse(folder)
+            inner = [f.inner for f in files]
+            package = plan(inner, metadata=None, repo_name=src.name, where=folder).package
         except VariantError as exc:
             unmappable.append((folder, f"cannot map the variant name: {exc}"))
             continue
-        tag = wheel_tag(variant)
-        filename = f"{dist}-{base}+{variant.local_version}-{tag}.whl"
+        except HubError as exc:
+            unmappable.append((folder, str(exc)))
+            continue
+        dist = escape_name(dist_name(None, src.name, package))
+        filename = f"{dist}-{base}+{variant.local_version}-{wheel_tag(variant)}.whl"
         candidates.append(Candidate(filename, f"{src.where}: build/{folder}", None, src.where))
         names[filename] = folder
     return HubBuilds(src.where, resolution, tuple(candidates), names, tuple(unmappable))
