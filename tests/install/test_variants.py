@@ -162,12 +162,14 @@ def test_pep503_index_over_http(
     capsys: pytest.CaptureFixture[str], cpu_213: QuickVenv, house: Path, tmp_path: Path
 ) -> None:
     """The index `kernelwheel index` writes, served by a real HTTP server: its root (projects
-    followed) and one project page give the same verdicts as the folder."""
+    followed), one project page and the site's root (its indexes followed) give the same
+    verdicts as the folder."""
     build_index(house, tmp_path / "site")
     with http_server(tmp_path / "site") as url:
         root = variants_json(capsys, f"{url}/all/", "--python", str(cpu_213.python))
         page = variants_json(capsys, f"{url}/all/img2gray/", "--python", str(cpu_213.python))
-    for report in (root, page):
+        site = variants_json(capsys, f"{url}/", "--python", str(cpu_213.python))
+    for report in (root, page, site):
         assert_cpu_213_picked(report)
         for build in report["projects"][0]["variants"]:  # type: ignore[index]
             assert build["location"].startswith(url)

@@ -147,7 +147,8 @@ def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candid
 def discover(location: str) -> list[Candidate]:
     """Every wheel ``location`` offers, whatever its project (``kernelwheel variants``): a
     folder's wheels; a page that links wheels (a find-links page, or one project's page of a
-    PEP 503 index); else a PEP 503 index's root, whose links name project pages, each read."""
+    PEP 503 index); else a PEP 503 index's root, whose links name project pages, each read
+    (a kernelwheel site's root: those of each index it links)."""
     option = "SOURCE"
     if "://" not in location:
         return _from_folder(location, option)
@@ -158,15 +159,23 @@ def discover(location: str) -> list[Candidate]:
             return _from_folder(folder, option)
     url = location if location.endswith("/") or location.endswith(".html") else location + "/"
     page = _read_page(url, option, missing_ok=False) or ""
-    found = list(_from_page(url, page))
-    if found:
-        return found
-    # a root index: one page per project
+    return list(_from_page(url, page)) or _unique(_from_root(url, page, option, levels=2))
+
+
+def _from_root(url: str, page: str, option: str, *, levels: int) -> list[Candidate]:
+    """The wheels of the pages a root index links on its own host (one per project); a linked
+    page with no wheel is read as a root in turn, ``levels`` deep (a kernelwheel site's root
+    links its indexes, ``all/``, ``cu130/``, …; only folder links are followed so)."""
+    found: list[Candidate] = []
     for href in filter(None, (a.get("href") for a in _Links(page).links)):
-        project = urljoin(url, href)
-        if urlparse(project).netloc == urlparse(url).netloc and not project.endswith(".whl"):
-            found += _from_page(project, _read_page(project, option, missing_ok=True) or "")
-    return _unique(found)
+        sub = urljoin(url, href)
+        if urlparse(sub).netloc == urlparse(url).netloc and not sub.endswith(".whl"):
+            text = _read_page(sub, option, missing_ok=True) or ""
+            wheels = list(_from_page(sub, text))
+            if not wheels and levels > 1 and sub.endswith("/"):
+                wheels = _from_root(sub, text, option, levels=levels - 1)
+            found += wheels
+    return found
 
 
 def _unique(found: list[Candidate]) -> list[Candidate]:
