@@ -175,6 +175,18 @@ def test_pep503_index_over_http(
             assert build["location"].startswith(url)
 
 
+def test_one_wheel_file(
+    capsys: pytest.CaptureFixture[str], cpu_213: QuickVenv, house: Path
+) -> None:
+    (wheel,) = house.glob(f"*+{CPU_214}-*.whl")
+    report = variants_json(capsys, str(wheel), "--python", str(cpu_213.python))
+    (project,) = report["projects"]  # type: ignore[misc]
+    (build,) = project["variants"]
+    assert build["status"] == "rejected" and build["location"] == str(wheel)
+    assert main(["variants", f"{wheel}.missing.whl", "--python", str(cpu_213.python)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
 def test_a_missing_folder_is_a_usage_error(
     capsys: pytest.CaptureFixture[str], cpu_213: QuickVenv, tmp_path: Path
 ) -> None:

@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "flavour, C++ ABI, wheel tags) and this machine's CUDA driver, exactly as "
             "'kernelwheel install' judges them: the build install would pick is preferred, the "
             "others it accepts are compatible (with why they lost), the rest rejected with the "
-            "reason. SOURCE is a folder of wheels, a find-links page or PEP 503 index URL "
+            "reason. SOURCE is a folder of wheels, a wheel, a find-links page or PEP 503 index URL "
             "(http(s):// or file://), or a Hub kernel org/name[@VERSION] (or a git clone of "
             "one: PATH[@VERSION]; only build/ is listed, nothing is downloaded)."
         ),
@@ -41,7 +41,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "usable torch"
         ),
     )
-    p.add_argument("source", metavar="SOURCE", help="a wheel folder, an index URL or org/name[@V]")
+    p.add_argument(
+        "source", metavar="SOURCE", help="a wheel folder or file, an index URL or org/name[@V]"
+    )
     add_target_python_argument(p, "to judge for, as install picks it")
     add_json_argument(p, "every build with its verdict and reason")
 
@@ -61,7 +63,11 @@ def _builds(
     text: str, runner: Any
 ) -> tuple[str, list[Candidate], dict[str, str], tuple[Entry, ...]]:
     """A folder or URL's wheels, else a Hub kernel's build folders as to-wheel would write them."""
-    if "://" in text or (Path(text).is_dir() and not (Path(text) / ".git").exists()):
+    if (
+        "://" in text
+        or text.endswith(".whl")
+        or (Path(text).is_dir() and not (Path(text) / ".git").exists())
+    ):
         return text, discover(text), {}, ()
     from ..hub.variants import hub_builds  # the Hub client only for a Hub source
 

@@ -146,10 +146,12 @@ def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candid
 
 def discover(location: str) -> list[Candidate]:
     """Every wheel ``location`` offers, whatever its project (``kernelwheel variants``): a
-    folder's wheels; a page that links wheels (a find-links page, or one project's page of a
-    PEP 503 index); else a PEP 503 index's root, whose links name project pages, each read
-    (a kernelwheel site's root: those of each index it links)."""
+    wheel file; a folder's wheels; a page that links wheels (a find-links page, or one
+    project's page of a PEP 503 index); else a PEP 503 index's root, whose links name project
+    pages, each read (a kernelwheel site's root: those of each index it links)."""
     option = "SOURCE"
+    if location.endswith(".whl") and Path(location).is_file():
+        return [Candidate(Path(location).name, str(Path(location).resolve()), None, location)]
     if "://" not in location:
         return _from_folder(location, option)
     _check_url(location, option)
