@@ -11,7 +11,7 @@ from pathlib import Path
 from .._util import RUNNER, Runner
 from ..compat import interpreter as _interpreter
 from ..compat import rules as compat
-from ..errors import InstallError
+from ..errors import InstallError, UsageError
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,8 @@ def probe(python: Path, runner: Runner = RUNNER) -> Target:
     try:
         found = _interpreter.run(python, runner=runner)
     except _interpreter.ProbeFailed as exc:
-        if not exc.started:
-            raise InstallError(
+        if not exc.started:  # a bad --python (not found, not executable): exit 2, as a name
+            raise UsageError(
                 f"cannot run --python {python}: {exc}",
                 hint="pass the python of the environment to install into "
                 "(--python .venv/bin/python)",
