@@ -363,6 +363,9 @@ def test_a_wheel_whose_files_do_not_match_record_is_not_installed(
     venv = make_venv(tmp_path / "kw", torches["2.14.1+cpu"])
     assert kw(venv, "img2gray", "-f", str(house), "--no-index") == 7
     err = capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["install", "--help"])
+    assert "7 the chosen wheel is unreadable" in capsys.readouterr().out  # the code is documented
     assert "img2gray/__init__.py: does not match its RECORD hash" in err
     assert_untouched(venv, "2.14.1+cpu")
 

@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "  kernelwheel install img2gray -f wheelhouse --reinstall # even if the same build\n"
             "\n"
             "exit codes: 0 installed, already installed or dry run; 2 bad arguments or "
-            "unreadable source; 10 no fitting build, no torch in the target, pip failed, or "
+            "unreadable source; 7 the chosen wheel is unreadable or fails its RECORD check; "
+            "10 no fitting build, no torch in the target, pip failed, or "
             "the environment does not hold the chosen build after pip ran"
         ),
     )
