@@ -268,3 +268,26 @@ def test_matrix_leaves_out_the_variants_whose_depends_the_build_refuses(
         capsys, "build", str(project), "--variant", cuda, "--print-build-identifiers"
     )
     assert code == 5 and "sycl_tla" in err
+
+
+def test_a_full_disk_names_the_destination_and_says_to_free_space(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``index`` on a full disk: the error named the wheel it was copying from (the wheelhouse,
+    which is fine) and told to check that the path exists; it names where the copy was going
+    and says to free space."""
+    import shutil
+
+    from support.installkit import kernel_wheel
+
+    kernel_wheel(tmp_path / "wh", "torch2.13.cpu.cxx11")
+
+    def full(src: Any, dst: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(src), None, str(dst))
+
+    monkeypatch.setattr(shutil, "copyfile", full)
+    code, _, err = _run(capsys, "index", str(tmp_path / "wh"), "-o", str(tmp_path / "site"))
+    assert code == 1
+    assert "-> " in err and f"{tmp_path / 'site'}/" in err and "No space left on device" in err
+    assert "free space on that disk" in err
+    assert not list((tmp_path / "site").iterdir())  # nothing half-written

@@ -8,6 +8,7 @@ so each command starts without importing the others' dependencies.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import signal
@@ -191,9 +192,14 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
             _print_traceback()
         ui.log_only(traceback.format_exc().rstrip())
         where = f"{exc.filename}: " if exc.filename else ""
+        if exc.filename2:  # a copy or rename: the second path is where it was going
+            where = f"{exc.filename} -> {exc.filename2}: "
         hint = (
-            "check that the path exists, is a folder where one is expected, and is writable "
-            "(or pass another with the command's option)"
+            "free space on that disk (df -h), or pass a folder on another one with the "
+            "command's option"
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            else "check that the path exists, is a folder where one is expected, and is "
+            "writable (or pass another with the command's option)"
         )
         ui.error(f"{where}{exc.strerror or exc}\n  fix: {hint}")
         _json_error(args, ui, type(exc).__name__, f"{where}{exc.strerror or exc}", hint, 1)

@@ -7,6 +7,7 @@ the output folder only once complete (written beside it, then renamed).
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import re
@@ -291,7 +292,11 @@ def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Pat
     except OSError as exc:  # e.g. a name the file system refuses (ENAMETOOLONG), a full disk
         raise WheelError(
             f"cannot write {final.name} into {out_dir}: {exc.strerror or exc}",
-            hint="shorten the name or version" if len(final.name) > 255 else "check the folder",
+            hint="shorten the name or version"
+            if len(final.name) > 255
+            else "free space on that disk (df -h), or pass a folder on another one"
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            else "check the folder",
         ) from None
     return final
 
