@@ -91,6 +91,22 @@ def test_a_so_that_is_not_elf_is_a_violation(
     assert "no shared objects" not in out and "complies" not in out
 
 
+def test_a_macos_wheel_says_its_binaries_are_not_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It said "no shared objects (nothing to check)" of a wheel holding its Mach-O .so."""
+    spec = WheelSpec(
+        name="demo",
+        version="1.0+torch2.8.metal",
+        tag=Tag("cp39", "abi3", "macosx_11_0_arm64"),
+        files={"demo/__init__.py": b"", "demo/_demo.abi3.so": b"\xcf\xfa\xed\xfe" + bytes(80)},
+    )
+    assert main(["check", str(write_wheel(spec, tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert "a macosx_11_0_arm64 wheel's binaries are not checked" in out
+    assert "no shared objects" not in out
+
+
 def test_a_symlink_entry_named_so_is_a_violation(tmp_path: Path) -> None:
     wheel = _wheel(tmp_path)
     _rewrite(wheel, add=((_symlink("demo/_demo.abi3.so"), b"/usr/lib/libc.so.6"),))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..abi.checker import FROM_TAG, check_shared_object, check_wheel
+from ..abi.checker import FROM_TAG, check_shared_object, check_wheel, read_wheel_tags
 from ..abi.policy import DEFAULT_POLICY
 from ..abi.report import Rule, SoReport, Violation, WheelReport
 from ..abi.torch_floor import load_shim_table
@@ -156,6 +156,9 @@ def _render_torch_floor(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
         ui.print(f"  ! warning: {report.torch_floor_warning}")
 
 
+_LINUX = ("manylinux", "musllinux", "linux")
+
+
 def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
     """A table per wheel: one row per shared object, one mark per rule, then each violation."""
     objects = report.objects if isinstance(report, WheelReport) else (report,)
@@ -171,7 +174,15 @@ def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
         for rule in (Rule.RECORD, Rule.WHEEL):
             ui.print(f"  {_mark(ui, report.status(rule))} {rule.value}")
     if not objects:
-        ui.print("  no shared objects (nothing to check)")
+        platforms = (
+            read_wheel_tags(report.wheel).platforms if isinstance(report, WheelReport) else ()
+        )
+        other = [p for p in platforms if p != "any" and not p.startswith(_LINUX)]
+        ui.print(
+            f"  no ELF file: a {other[0]} wheel's binaries are not checked (the check reads ELF)"
+            if other
+            else "  no shared objects (nothing to check)"
+        )
     else:
         width = max(len("file"), *(len(o.file) for o in objects))
         ui.print("  " + "file".ljust(width) + "  " + "  ".join(r.value for r in columns))
