@@ -83,7 +83,10 @@ def staged_file(final: Path, *, mode: int = 0o644) -> Iterator[Path]:
     error (or interrupt) it is removed. Readers never see a half-written file."""
     final.parent.mkdir(parents=True, exist_ok=True)
     prefix = f"{_STAGING}tmp-{os.getpid()}-"  # a dead run's leftover is removed by the next
-    fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=final.suffix, dir=final.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=final.suffix, dir=final.parent)
+    except OSError as exc:  # named by the file meant, not by the temporary one (a read-only disk)
+        raise OSError(exc.errno, exc.strerror, str(final)) from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:

@@ -291,3 +291,21 @@ def test_a_full_disk_names_the_destination_and_says_to_free_space(
     assert "-> " in err and f"{tmp_path / 'site'}/" in err and "No space left on device" in err
     assert "free space on that disk" in err
     assert not list((tmp_path / "site").iterdir())  # nothing half-written
+
+
+def test_a_file_written_atomically_is_named_not_its_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only folder refused the temporary file beside ``kernelwheel.lock``, and the error
+    named ``.kernelwheel-tmp-<pid>-<random>.lock``, a name the user never saw."""
+    import tempfile
+
+    from kernelwheel._util import atomic_write
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.EROFS, "Read-only file system", str(tmp_path / ".kernelwheel-tmp-1"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(OSError, match="Read-only file system") as info:
+        atomic_write(tmp_path / "kernelwheel.lock", "x")
+    assert info.value.filename == str(tmp_path / "kernelwheel.lock")
