@@ -228,6 +228,8 @@ def test_a_wrong_token_is_a_clear_error(
 def test_layouts_upload_refuses(tmp_path: Path, so_cache: Path) -> None:
     with pytest.raises(UsageError, match="no build/ folder"):
         upload(UploadRequest(tmp_path, REPO))
+    with pytest.raises(UsageError, match="hbu: no such folder"):  # a typo is not 'no build/'
+        upload(UploadRequest(tmp_path / "hbu", REPO))
     mixed = _layout(tmp_path / "mixed", [_variant(A, so_cache, "a"), _variant(C, so_cache, "c", 2)])
     with pytest.raises(UsageError, match="different versions"):
         upload(UploadRequest(mixed, REPO))

@@ -61,6 +61,8 @@ def read_layout(folder: Path, version: int | None = None) -> Layout:
     """The checked files of the Hub layout ``folder`` (the module's docstring); ``version``
     may state the variants' metadata.json version but not change it."""
     build = folder / BUILD_DIR
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such folder", hint="pass the folder of a Hub layout")
     if not _lstat_is(build, stat.S_ISDIR):
         raise UsageError(
             f"{folder}: no {BUILD_DIR}/ folder: not a Hub layout",
