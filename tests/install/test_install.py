@@ -284,8 +284,9 @@ def test_no_wheel_of_the_package_and_wrong_version(
 ) -> None:
     house = wheelhouse(tmp_path / "wh", CPU_213)
     venv = make_venv(tmp_path / "kw", torches["2.13.0+cpu"])
-    assert kw(venv, "relu", "-f", str(house), "--no-index") == 10
-    assert "relu: no wheel of relu in the sources" in capsys.readouterr().err
+    assert kw(venv, "relu", "-f", str(house), "--index-url", house.as_uri()) == 10
+    # where it looked: a site's root given for one of its indexes shows as <root>/relu/
+    assert f"relu: no wheel of relu in {house}, {house.as_uri()}/relu/" in capsys.readouterr().err
     assert kw(venv, "img2gray==0.2.0", "-f", str(house), "--no-index") == 10
     assert "version 0.1.0+torch2.13.cpu.cxx11 is not ==0.2.0" in capsys.readouterr().err
     assert_untouched(venv, "2.13.0+cpu")

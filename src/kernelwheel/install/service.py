@@ -97,19 +97,24 @@ class InstallResult:
 class NoMatch(InstallError):
     """Some requested package has no build that fits the target; nothing was installed."""
 
-    def __init__(self, target: Target, selections: list[Selection]) -> None:
+    def __init__(self, target: Target, selections: list[Selection], sources: PipSources) -> None:
         self.target = target
         self.selections = tuple(selections)
-        super().__init__(_no_match_message(target, self.selections), hint=_hint(target))
+        message = _no_match_message(target, self.selections, sources)
+        super().__init__(message, hint=_hint(target))
 
 
-def _no_match_message(target: Target, selections: tuple[Selection, ...]) -> str:
+def _no_match_message(
+    target: Target, selections: tuple[Selection, ...], sources: PipSources
+) -> str:
     lines = []
     for sel in selections:
         if sel.chosen is not None:
             lines.append(f"{sel.requirement}: {sel.chosen.candidate.filename} fits")
         elif not sel.verdicts:
-            lines.append(f"{sel.requirement}: no wheel of {sel.project} in the sources")
+            pages = (f"{index.rstrip('/')}/{sel.project}/" for index in sources.indexes)
+            read = ", ".join([*sources.find_links, *pages])
+            lines.append(f"{sel.requirement}: no wheel of {sel.project} in {read}")
         else:
             lines.append(f"{sel.requirement}: no build fits; {len(sel.verdicts)} candidate(s):")
             lines += [f"  {v.candidate.filename}: {v.reason}" for v in sel.verdicts]
@@ -166,7 +171,7 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
     only = Selector(build=request.variants, build_label="--variant") if request.variants else None
     selections = select(reqs, list_candidates(request.sources, projects), target, only)
     if any(sel.chosen is None for sel in selections):
-        raise NoMatch(target, selections)
+        raise NoMatch(target, selections, request.sources)
     with tempfile.TemporaryDirectory(prefix="kw-install-") as downloads:
         fetched = [_pick(sel, Path(downloads)) for sel in selections]
     wanted = [p.selection.project for p in fetched]
