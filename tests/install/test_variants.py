@@ -282,8 +282,11 @@ def test_a_clone_named_otherwise_gives_the_wheels_to_wheel_writes(
     assert_hub_verdicts(report)
 
 
-def test_split_source() -> None:
+def test_split_source(tmp_path: Path) -> None:
     assert split_source("org/name@1") == ("org/name", "1")
+    (tmp_path / "kernel@2").mkdir()  # a clone's folder whose name holds an '@'
+    assert split_source(f"{tmp_path}/kernel@2") == (f"{tmp_path}/kernel@2", None)
+    assert split_source(f"{tmp_path}/kernel@2@1") == (f"{tmp_path}/kernel@2", "1")
     assert split_source("org/name") == ("org/name", None)
     with pytest.raises(HubError, match="nothing after '@'"):
         split_source("org/name@")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from packaging.version import Version
 
@@ -32,9 +33,10 @@ class HubBuilds:
 
 
 def split_source(text: str) -> tuple[str, str | None]:
-    """``org/name@1`` -> (``org/name``, ``1``); no ``@``: (text, None)."""
+    """``org/name@1`` -> (``org/name``, ``1``); no ``@``, or a folder of that name (a clone in
+    ``kernel@2``): (text, None)."""
     repo, at, version = text.rpartition("@")
-    if not at:
+    if not at or Path(text).is_dir():
         return text, None
     if not repo or not version.strip():
         raise HubError(
