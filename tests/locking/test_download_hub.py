@@ -187,7 +187,8 @@ def test_unknown_hub_repo_names_its_declaration(hub: HubState, world: LockWorld)
     with pytest.raises(HubError) as info:
         lock_project(LockRequest(project))
     message = str(info.value)
-    assert message.startswith("pyproject.toml: tool.kernels.dependencies.\"nobody/nothing\" = '1'")
+    declared = "tool.kernels.dependencies.\"nobody/nothing\" = '1'"
+    assert message.startswith(f"{project}/pyproject.toml: {declared}")
     assert "repository not found" in message and "HF_TOKEN" in message
 
 

@@ -33,7 +33,7 @@ class Dependency:
     request: VersionRequest
     path: str | None  # a local git clone (as written, relative to the project folder)
     declared_in: str  # 'tool.kernels.dependencies."drbh/img2gray"', for messages
-    origin: str = PYPROJECT  # the file that declares it (download reads kernelwheel.lock)
+    origin: str = PYPROJECT  # the file that declares it, as given (or the kernelwheel.lock read)
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def _dependency(table: toml.Located, repo: str) -> Dependency:
         )
     if not isinstance(table.data[repo], Mapping):
         text, request = _request(table, repo)
-        return Dependency(repo, text, request, None, where)
+        return Dependency(repo, text, request, None, where, str(table.file))
     if table.prefix == KERNELS_TABLE:
         raise table.error(
             f"a table value ({table.data[repo]!r}) is kernelwheel's form",
@@ -117,7 +117,7 @@ def _dependency(table: toml.Located, repo: str) -> Dependency:
         hint="the folder of a git clone of the repo, relative to the project folder",
     )
     text, request = _request(entry, "version")
-    return Dependency(repo, text, request, path, where)
+    return Dependency(repo, text, request, path, where, str(table.file))
 
 
 def _tables(doc: toml.Located) -> list[toml.Located]:

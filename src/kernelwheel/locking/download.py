@@ -196,7 +196,7 @@ def _materialise(
     lock_path = req.project_dir / LOCK_NAME
     request = VersionRequest.parse(kernel.requested)
     where = f"kernel {kernel.repo}"
-    dep = Dependency(kernel.repo, kernel.requested, request, kernel.path, where, origin=LOCK_NAME)
+    dep = Dependency(kernel.repo, kernel.requested, request, kernel.path, where, str(lock_path))
     source = open_dependency(dep, req.project_dir, reporter, runner)
     verifier = _Verifier(kernel, variants, lock_path)
     pinned = PinnedSource(source, kernel.repo, kernel.ref, request, kernel.commit, verifier)

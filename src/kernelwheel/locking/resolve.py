@@ -80,7 +80,7 @@ def open_dependency(
     if not folder.is_dir():
         raise ProjectError(
             f"{dep.declared_in}: path {dep.path!r}: no such folder ({folder})",
-            file=project_dir / dep.origin,
+            file=Path(dep.origin),
             hint=f"clone {dep.repo} there (git clone, then git lfs pull), or fix the path",
         )
     return _in_context(dep, lambda: GitSource(folder, runner))
