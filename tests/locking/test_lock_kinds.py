@@ -21,8 +21,8 @@ from kernelwheel.install.probe import Target
 from kernelwheel.install.select import select
 from kernelwheel.install.sources import Candidate
 from kernelwheel.locking.download import DownloadRequest, download
-from kernelwheel.locking.fortorch import parse_torch
-from kernelwheel.locking.lockfile import LOCK_NAME, LockFile
+from kernelwheel.locking.fortorch import choose_for_torch, parse_torch
+from kernelwheel.locking.lockfile import LOCK_NAME, LockedVariant, LockFile
 from kernelwheel.locking.resolve import LockRequest, lock_project
 
 PER_TORCH = "torch214-cxx11-cpu-x86_64-linux"
@@ -165,6 +165,21 @@ def test_cli_json_gives_each_reason(
         f"compatible (a stable-ABI build), but a build for this torch series ({PER_TORCH}) is "
         "preferred"
     )
+
+
+def test_no_build_is_chosen_for_a_platform_the_torch_cannot_run_on() -> None:
+    """A Metal variant names darwin, where no CUDA torch runs: the noarch +cuda build was
+    chosen "for darwin" beside the cu130 build, two builds of one release in the wheelhouse (and
+    no pylock.toml). Under a CPU torch, which darwin has, the noarch CPU build still serves it."""
+    names = ("torch214-cxx11-cu130-x86_64-linux", "torch28-metal-aarch64-darwin", NOARCH_CUDA)
+    locked = [
+        LockedVariant(n, f"img2gray-1.1.2+{i}-py3-none-any.whl", "0", ())
+        for i, n in enumerate(names)
+    ]
+    chosen = choose_for_torch(locked, parse_torch("2.14.1+cu130")).chosen
+    assert [v.name for v in chosen] == [names[0]]
+    cpu = [*locked[1:2], LockedVariant(NOARCH_CPU, WHEELS[NOARCH_CPU], "0", ())]
+    assert [v.name for v in choose_for_torch(cpu, parse_torch("2.14.1+cpu")).chosen] == [NOARCH_CPU]
 
 
 @pytest.mark.parametrize(

@@ -63,6 +63,12 @@ def _platform(variant: Variant | None) -> tuple[str, str] | None:
     return variant.arch.value, variant.os.value
 
 
+def _runs_on(torch: compat.Torch, os: str) -> bool:
+    """Whether a torch of this backend exists for ``os``: a CPU torch everywhere, Metal only on
+    darwin, CUDA, ROCm and XPU never there."""
+    return torch.kind == compat.CPU or (os == "darwin") == (torch.kind == compat.METAL)
+
+
 def _judge(locked: LockedVariant, torch: compat.Torch) -> _Judged | str:
     """The variant judged for ``torch``, or why it cannot run under it."""
     variant = parse_variant(locked.name)
@@ -103,8 +109,10 @@ def choose_for_torch(variants: Sequence[LockedVariant], torch: compat.Torch) -> 
     refused = [(locked, j) for locked, j in outcomes if isinstance(j, str)]
     if not judged:
         return TorchChoice((), tuple(refused))
-    # Every platform a locked variant names, refused ones too: a noarch build may serve it.
-    named = {p for p in (_platform(parse_variant(v.name)) for v in variants) if p is not None}
+    # Every platform a locked variant names, refused ones too: a noarch build may serve it; but
+    # not one this torch cannot run on (a Metal build's darwin for a CUDA torch, or the reverse).
+    platforms_of = (_platform(parse_variant(v.name)) for v in variants)
+    named = {p for p in platforms_of if p is not None and _runs_on(torch, p[1])}
     platforms: list[tuple[str, str] | None] = [*sorted(named)] or [None]
     winners: dict[tuple[str, str] | None, _Judged] = {}
     for platform in platforms:
