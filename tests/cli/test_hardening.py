@@ -309,3 +309,26 @@ def test_a_file_written_atomically_is_named_not_its_temporary(
     with pytest.raises(OSError, match="Read-only file system") as info:
         atomic_write(tmp_path / "kernelwheel.lock", "x")
     assert info.value.filename == str(tmp_path / "kernelwheel.lock")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["download", "app", "-o", ""],
+        ["to-wheel", "org/name", "1", "-o", ""],
+        ["index", "", "-o", "site"],
+        ["index", "wheelhouse", "-o", ""],
+        ["lock", ""],
+        ["upload", "", "--repo", "org/name"],
+        ["check", ""],
+    ],
+)
+def test_an_empty_path_is_refused_not_taken_for_this_folder(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-o "$OUT"`` with OUT unset: download wrote its wheels, requirements.txt and pylock.toml
+    into the current folder, to-wheel its wheels and logs/."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2 and not list(tmp_path.iterdir())

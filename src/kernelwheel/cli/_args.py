@@ -21,6 +21,14 @@ PRECEDENCE = (
 )
 
 
+def path_arg(text: str) -> Path:
+    """A path argument. An empty one (``-o "$OUT"`` with OUT unset) is refused, not taken for the
+    current folder, where it would write or read what was meant for another."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path (an unset variable?); '.' is this folder")
+    return Path(text)
+
+
 def add_variant_argument(parser: argparse.ArgumentParser, what: str, example: str) -> None:
     """``--variant GLOB``; ``what`` says what a match does here."""
     parser.add_argument(
@@ -58,7 +66,12 @@ def project_path(args: argparse.Namespace) -> Path:
 def add_locking_arguments(parser: argparse.ArgumentParser, dir_help: str, json_what: str) -> None:
     """``lock``'s and ``download``'s PROJECT_DIR, --json, --cache-dir (their log's) and --jobs."""
     parser.add_argument(
-        "project_dir", metavar="PROJECT_DIR", type=Path, nargs="?", default=Path("."), help=dir_help
+        "project_dir",
+        metavar="PROJECT_DIR",
+        type=path_arg,
+        nargs="?",
+        default=Path("."),
+        help=dir_help,
     )
     add_json_argument(parser, json_what)
     add_option_arguments(parser, "cache_dir", "jobs", grouped=False)

@@ -10,6 +10,7 @@ from ..abi.policy import DEFAULT_POLICY
 from ..abi.report import Rule, SoReport, Violation, WheelReport
 from ..abi.torch_floor import load_shim_table
 from ..errors import AbiError, UsageError, WheelError
+from ._args import path_arg
 from .ui import ConsoleUI
 
 # Violations listed per group (same rule, file and fix) before the table says "... and N more".
@@ -43,7 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "  kernelwheel check build/_img2gray.abi3.so --python-abi 3.10 --cxx-abi cxx11"
         ),
     )
-    p.add_argument("paths", nargs="+", type=Path, metavar="WHEEL", help="wheels or .so files")
+    p.add_argument("paths", nargs="+", type=path_arg, metavar="WHEEL", help="wheels or .so files")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     p.add_argument(
         "--policy",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..locking.download import DownloadRequest, DownloadResult, download
 from ..locking.lockfile import LOCK_NAME
-from ._args import add_locking_arguments, add_variant_argument, jobs_value
+from ._args import add_locking_arguments, add_variant_argument, jobs_value, path_arg
 from ._runlog import open_cache_log
 from .ui import ConsoleUI
 
@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--wheelhouse",
         "-o",
-        type=Path,
+        type=path_arg,
         required=True,
         metavar="DIR",
         help="where the wheels, requirements.txt and pylock.toml go",

@@ -11,7 +11,7 @@ from .._util import sha256_file
 from ..errors import KernelwheelError
 from ..model.variant import variant_of_wheel
 from ..wheels.index import ALL, IndexResult, build_index
-from ._args import add_json_argument
+from ._args import add_json_argument, path_arg
 from .ui import ConsoleUI
 
 
@@ -42,9 +42,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "      --index-url http://127.0.0.1:8000/torch2.14/variants/ img2gray"
         ),
     )
-    p.add_argument("wheelhouse", type=Path, metavar="WHEELHOUSE", help="folder holding *.whl")
+    p.add_argument("wheelhouse", type=path_arg, metavar="WHEELHOUSE", help="folder holding *.whl")
     p.add_argument(
-        "--output", "-o", type=Path, required=True, metavar="DIR", help="where the index goes"
+        "--output", "-o", type=path_arg, required=True, metavar="DIR", help="where the index goes"
     )
     p.add_argument(
         "--wheel-variants",

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING
 
 from .._util import output_dir, sha256_file
 from ..plan.options import resolve_command_option
-from ._args import add_json_argument, add_option_arguments, add_variant_argument, jobs_value
+from ._args import (
+    add_json_argument,
+    add_option_arguments,
+    add_variant_argument,
+    jobs_value,
+    path_arg,
+)
 from ._runlog import header, slug
 from .ui import ConsoleUI
 
@@ -61,7 +67,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--output-dir",
         "-o",
-        type=Path,
+        type=path_arg,
         default=Path("wheelhouse"),
         help="where the wheels (and logs/) go (default: ./wheelhouse)",
     )

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._args import add_json_argument
+from ._args import add_json_argument, path_arg
 from ._runlog import open_cache_log
 from .ui import ConsoleUI
 
@@ -46,7 +46,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     p.add_argument(
-        "folder", metavar="DIR", type=Path, help="the Hub layout: what build --hub-layout DIR wrote"
+        "folder",
+        metavar="DIR",
+        type=path_arg,
+        help="the Hub layout: what build --hub-layout DIR wrote",
     )
     p.add_argument("--repo", required=True, metavar="ORG/NAME", help="the kernel repo on the Hub")
     p.add_argument(
