@@ -321,6 +321,8 @@ def test_a_file_written_atomically_is_named_not_its_temporary(
         ["lock", ""],
         ["upload", "", "--repo", "org/name"],
         ["check", ""],
+        ["install", "img2gray", "-f", ""],
+        ["variants", ""],
     ],
 )
 def test_an_empty_path_is_refused_not_taken_for_this_folder(

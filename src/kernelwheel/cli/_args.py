@@ -21,12 +21,16 @@ PRECEDENCE = (
 )
 
 
-def path_arg(text: str) -> Path:
-    """A path argument. An empty one (``-o "$OUT"`` with OUT unset) is refused, not taken for the
-    current folder, where it would write or read what was meant for another."""
+def source_arg(text: str) -> str:
+    """A path or URL argument. An empty one (``-o "$OUT"`` with OUT unset) is refused, not taken
+    for the current folder, where it would write or read what was meant for another."""
     if not text:
         raise argparse.ArgumentTypeError("an empty path (an unset variable?); '.' is this folder")
-    return Path(text)
+    return text
+
+
+def path_arg(text: str) -> Path:
+    return Path(source_arg(text))
 
 
 def add_variant_argument(parser: argparse.ArgumentParser, what: str, example: str) -> None:

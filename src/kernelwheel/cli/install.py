@@ -10,7 +10,7 @@ from ..install.installed import listing
 from ..install.select import Selection, Verdict, why_not_chosen
 from ..install.service import InstallRequest, InstallResult, NoMatch, Pick, install, target_python
 from ..model.sources import PipSources
-from ._args import add_target_python_argument, add_variant_argument
+from ._args import add_target_python_argument, add_variant_argument, source_arg
 from .ui import ConsoleUI
 
 
@@ -49,6 +49,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "-f",
         action="append",
         default=[],
+        type=source_arg,
         metavar="DIR|URL",
         help="a folder of wheels, or a page linking them; repeatable",
     )

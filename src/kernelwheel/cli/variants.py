@@ -10,7 +10,7 @@ from typing import Any
 from ..install.service import target_python
 from ..install.sources import Candidate, discover
 from ..install.variants import Entry, Status, VariantsReport, explain, machine
-from ._args import add_json_argument, add_target_python_argument
+from ._args import add_json_argument, add_target_python_argument, source_arg
 from .ui import ConsoleUI
 
 
@@ -42,7 +42,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     p.add_argument(
-        "source", metavar="SOURCE", help="a wheel folder or file, an index URL or org/name[@V]"
+        "source",
+        metavar="SOURCE",
+        type=source_arg,
+        help="a wheel folder or file, an index URL or org/name[@V]",
     )
     add_target_python_argument(p, "to judge for, as install picks it")
     add_json_argument(p, "every build with its verdict and reason")
