@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel.cli import main
 from kernelwheel.compat import interpreter as _interpreter
 from kernelwheel.errors import InstallError, ToolchainError, UsageError
 from kernelwheel.install import probe as install_probe
@@ -74,12 +75,17 @@ def test_build_probe_errors_name_the_interpreter_and_the_fix(tmp_path: Path) -> 
         assert info.value.hint and "omit --python" in info.value.hint
 
 
-def test_install_probe_errors_name_the_interpreter_and_the_fix(tmp_path: Path) -> None:
+def test_install_probe_errors_name_the_interpreter_and_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(UsageError, match="cannot run --python .*no-python") as info:
         install_probe.probe(tmp_path / "no-python")
     assert info.value.hint and "--python" in info.value.hint
     with pytest.raises(UsageError, match="cannot run --python .*: Permission denied"):
         install_probe.probe(Path("/etc/passwd"))  # not executable: a bad --python, exit 2
+    with pytest.raises(SystemExit):
+        main(["variants", "--help"])
+    assert "a --python that cannot be run" in capsys.readouterr().out  # the code is documented
     broken = _fake_python(tmp_path, "echo 'first line' >&2; echo 'the reason' >&2; exit 3")
     with pytest.raises(InstallError) as info:
         install_probe.probe(broken)

@@ -36,9 +36,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "  kernelwheel variants https://host/simple/all/ --python .venv/bin/python\n"
             "  kernelwheel variants kernels-community/relu@1 --json\n"
             "\n"
-            "exit codes: 0 listed (whether or not a build fits); 2 bad SOURCE or unreadable "
-            "source; 9 the Hub repo or revision cannot be read; 10 the target Python has no "
-            "usable torch"
+            "exit codes: 0 listed (whether or not a build fits); 2 bad SOURCE, unreadable "
+            "source or a --python that cannot be run; 9 the Hub repo or revision cannot be read; "
+            "10 the target Python has no usable torch"
         ),
     )
     p.add_argument(
