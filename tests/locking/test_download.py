@@ -23,7 +23,7 @@ from support.variants import TORCH214_CU130 as RIGHT
 from support.venvs import QuickVenv, fake_torch
 
 from kernelwheel.cli import main
-from kernelwheel.errors import HubError, ProjectError, UsageError
+from kernelwheel.errors import HubError, ProjectError, UsageError, WheelError
 from kernelwheel.locking.download import DownloadRequest, download
 from kernelwheel.locking.lockfile import LOCK_NAME, LockFile
 from kernelwheel.locking.resolve import LockRequest, lock_project
@@ -351,3 +351,20 @@ def test_pip_installs_from_pylock_toml(
     proc = subprocess.run([*cmd, "-r", str(result.pylock)], capture_output=True, text=True)
     assert proc.returncode != 0
     assert "DO NOT MATCH THE HASHES" in proc.stdout + proc.stderr
+
+
+def test_a_full_disk_is_not_blamed_on_the_lock(
+    world: LockWorld, app: Path, lock: LockFile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wheels that could not be written (no space left) were reported as an integrity problem
+    (exit 9) with "run 'kernelwheel lock --refresh'": the lock is fine, the disk is full."""
+    import kernelwheel.hub.towheel as towheel
+
+    def full(*args: object, **kwargs: object) -> Path:
+        raise WheelError("cannot write x.whl into DIR: No space left on device", hint="free space")
+
+    monkeypatch.setattr(towheel, "write_wheel", full)
+    with pytest.raises(WheelError) as info:
+        download(DownloadRequest(app, world.house))
+    assert "No space left on device" in str(info.value) and "--refresh" not in str(info.value)
+    assert wheels_in(world.house) == [] and leftovers(world.house) == []

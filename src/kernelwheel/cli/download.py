@@ -41,7 +41,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "\n"
             "exit codes: 0 written; 2 bad --variant, or a requirements.txt/pylock.toml of the "
             "user's in DIR (nothing written; --force replaces it); 3 missing, stale or invalid "
-            "lock; 9 repo or integrity problem (hash mismatch: nothing written)"
+            "lock; 7 a wheel could not be written (a full disk: nothing written); 9 repo or "
+            "integrity problem (hash mismatch: nothing written)"
         ),
     )
     p.add_argument(

@@ -17,7 +17,7 @@ from .. import __version__
 from .._util import RUNNER, Runner, output_dir, publish, sha256_file, staging_dir
 from ..compat import rules as compat
 from ..compat.builds import parse_variant
-from ..errors import HubError, ProjectError, UsageError
+from ..errors import HubError, ProjectError, UsageError, WheelError
 from ..hub.revision import VersionRequest
 from ..hub.source import RepoFile
 from ..hub.towheel import AbiCheck, ToWheelRequest, default_abi_check, to_wheels
@@ -221,10 +221,12 @@ def _materialise(
         ) from exc
     if result.rejected:
         reasons = "; ".join(f"{r.variant}: {r.reason}" for r in result.rejected)
-        raise HubError(
+        # wheels that could not be written (a full disk): the lock is not what needs changing
+        unwritten = all(r.exit_code == WheelError.exit_code for r in result.rejected)
+        raise (WheelError if unwritten else HubError)(
             f"{kernel.repo} at commit {kernel.commit}: locked variant(s) did not convert: "
             f"{reasons}",
-            hint=f"nothing was written; {_REFRESH}",
+            hint="nothing was written" + ("" if unwritten else f"; {_REFRESH}"),
         )
     made = {c.variant: c.wheel for c in result.converted}
     wheels = []
