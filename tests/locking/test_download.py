@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.version import Version
@@ -368,3 +369,24 @@ def test_a_full_disk_is_not_blamed_on_the_lock(
         download(DownloadRequest(app, world.house))
     assert "No space left on device" in str(info.value) and "--refresh" not in str(info.value)
     assert wheels_in(world.house) == [] and leftovers(world.house) == []
+
+
+def test_a_full_disk_while_locking_writes_no_lock(
+    world: LockWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wheel that could not be written while locking (no space left in TMPDIR) was recorded as
+    ``skipped``, exit 0, and later locks carried that over: the variant left the lock for good."""
+    import kernelwheel.hub.towheel as towheel
+
+    app = world.project("app", DEPS)
+    real = towheel.write_wheel
+
+    def full(spec: Any, out_dir: Path, **kwargs: Any) -> Path:
+        if "cu130" in spec.version:
+            raise WheelError("cannot write x.whl: No space left on device", hint="free space")
+        return real(spec, out_dir, **kwargs)
+
+    monkeypatch.setattr(towheel, "write_wheel", full)
+    with pytest.raises(WheelError, match="No space left on device"):
+        lock_project(LockRequest(app))
+    assert not (app / LOCK_NAME).exists()

@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "KERNELWHEEL_CACHE_DIR, default ~/.cache/kernelwheel)\n"
             "\n"
             "exit codes: 0 written or already current; 1 --check found it out of date; "
-            "3 bad declaration or lock file; 9 repo, revision or integrity problem"
+            "3 bad declaration or lock file; 7 a wheel could not be made (a full disk: no lock "
+            "written); 9 repo, revision or integrity problem"
         ),
     )
     p.add_argument(

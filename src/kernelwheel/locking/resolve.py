@@ -21,7 +21,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from .. import __version__
 from .._util import RUNNER, Runner, atomic_write, sha256_file
-from ..errors import HubError, ProjectError
+from ..errors import HubError, ProjectError, WheelError
 from ..hub.gitsource import GitSource
 from ..hub.hubsource import HubSource
 from ..hub.revision import Resolution
@@ -155,6 +155,13 @@ def lock_kernel(
                 files=tuple(sorted(files.get(c.variant, {}).items())),
             )
             for c in result.converted
+        )
+    if unwritten := [r for r in result.rejected if r.exit_code == WheelError.exit_code]:
+        # this machine could not write the wheel (a full disk): no property of the variant
+        raise WheelError(
+            f"{dep.repo}: {unwritten[0].variant}: {unwritten[0].reason.splitlines()[0]}",
+            hint=f"free space where the wheels are made (TMPDIR), or set TMPDIR to a folder on "
+            f"another disk; {LOCK_NAME} was not written",
         )
     if not variants:
         reasons = "; ".join(f"{r.variant}: {r.reason.splitlines()[0]}" for r in result.rejected)
