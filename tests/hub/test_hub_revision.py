@@ -106,3 +106,7 @@ def test_cached_refs_serve_both_kinds() -> None:
     assert choose_ref(VersionRequest.parse("1.1.2"), cached, where="r").commit == C["a"]
     assert choose_ref(VersionRequest.parse("1"), cached, where="r").commit == C["b"]
     assert choose_ref(VersionRequest.parse("<2"), cached, where="r").commit == C["a"]
+    # the branch v1 is no tag of version 1: a range never resolves to it (it did offline)
+    with pytest.raises(HubError, match="no vX.Y.Z tag") as info:
+        choose_ref(VersionRequest.parse(">=1,<1.1"), cached, where="r")
+    assert info.value.hint and "version tags there: v1.1.2;" in info.value.hint

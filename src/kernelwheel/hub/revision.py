@@ -154,7 +154,14 @@ def choose_ref(request: VersionRequest, refs: Sequence[Ref], *, where: str) -> R
         if any(r.kind is RefKind.CACHED for r in refs)
         else ""
     )
-    tags = [r for r in refs if r.kind in (RefKind.TAG, RefKind.CACHED)]
+    # A cached ref's kind is unknown: one named like a major branch (v1) is taken for one, not
+    # for the tag of version 1 (a range would otherwise resolve to the branch offline).
+    tags = [
+        r
+        for r in refs
+        if r.kind is RefKind.TAG
+        or (r.kind is RefKind.CACHED and not re.fullmatch(r"v[0-9]+", r.name))
+    ]
     branches = [r for r in refs if r.kind in (RefKind.BRANCH, RefKind.CACHED)]
     versions = {r.name: v for r in tags if (v := _tag_version(r.name)) is not None}
     if request.kind in (RequestKind.EXACT, RequestKind.MAJOR):
