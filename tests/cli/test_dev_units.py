@@ -3,13 +3,16 @@ configuration a project's tests run under, and the dev ops namespace."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
-from support.tinykernel import write_tiny_kernel
+from support.tinykernel import PACKAGE, write_tiny_kernel
+from support.venvs import QuickVenv
 
 from kernelwheel.builder.dev import DevBuild, _lay_out_site, dev_namespace, pytest_arguments
 from kernelwheel.cli.dev import _snapshot
+from kernelwheel.cli.test import dev_environment
 from kernelwheel.compat.guard import BuildStamp
 from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
@@ -94,3 +97,26 @@ def test_the_dev_site_changes_only_what_the_project_changed(
     links[0].resolve().unlink()  # the project drops a file: its link goes
     _lay_out_site(site, project, "_ns", stamp, so, "d1")
     assert not links[0].is_symlink() and made == []
+
+
+def test_the_tests_import_the_dev_build_not_a_pip_installed_copy(tmp_path: Path) -> None:
+    # `kernelwheel install` put a release of the package into the venv the dev build is linked
+    # into: the tests must still see the author's edit, not that copy
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    venv = QuickVenv(tmp_path / "venv")
+    build = _build(tmp_path / "dev")
+    for site, where in ((venv.purelib, "installed"), (build.site, "dev")):
+        (site / PACKAGE).mkdir(parents=True)
+        (site / PACKAGE / "__init__.py").write_text(f"WHERE = {where!r}\n")
+    (venv.purelib / f"kernelwheel-dev-{PACKAGE}.pth").write_text(f"{build.site}\n")
+    env = dev_environment(project, build, {"PYTHONPATH": "/elsewhere"})
+    ran = subprocess.run(
+        [venv.python, "-c", f"import {PACKAGE}; print({PACKAGE}.WHERE)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert ran.stdout.strip() == "dev"
+    assert env["PYTHONPATH"] == f"{build.site}:/elsewhere"
+    assert env["LOCAL_KERNELS"] == f"local/tiny-add={build.hub}"

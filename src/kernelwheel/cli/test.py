@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from .._util import atomic_write
-from ..builder.dev import pytest_arguments
+from ..builder.dev import DevBuild, pytest_arguments
 from ..builder.load_check import deferred_result, then_pytest_command
 from ..errors import ToolchainError
+from ..model.project import KernelProject
 from ..model.recipes import load_pytest_requirements
 from ..toolchain.pytest_tool import provision_pytest
 from .dev import add_dev_arguments, dev_once, local_kernels
@@ -47,14 +49,9 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             f"{project.root} has no tests/ folder",
             hint="put the kernel's tests in tests/ (kernelwheel init writes one)",
         )
-    # tests that load the kernel through kernels.get_kernel (kernels-community's) get this build
-    env = dict(os.environ)
-    env.setdefault("LOCAL_KERNELS", local_kernels(project, build))
-    if linked is not None and linked.pth is not None:
-        python = linked.python
-    else:  # the build's own interpreter, the dev build on its path
-        python = build.python
-        env["PYTHONPATH"] = _paths(build.site, env.get("PYTHONPATH", ""))
+    env = dev_environment(project, build, os.environ)
+    # the linked interpreter, else the build's own
+    python = linked.python if linked is not None and linked.pth is not None else build.python
     # the interpreter's own pytest, else kernelwheel's pinned one (build environments have none)
     found = args.runner.captured([python, "-c", "import pytest"], timeout=120, env=env)
     if found.returncode:
@@ -93,6 +90,18 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
     atomic_write(deferred.record, deferred.digest)  # it loaded: dev need not load it again
     return code
+
+
+def dev_environment(
+    project: KernelProject, build: DevBuild, environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The tests' environment: the dev build on ``PYTHONPATH``, ahead of site-packages, so a
+    pip-installed copy of the package never answers for it; ``LOCAL_KERNELS`` naming it for
+    tests that load the kernel through kernels.get_kernel (kernels-community's)."""
+    env = dict(environ)
+    env.setdefault("LOCAL_KERNELS", local_kernels(project, build))
+    env["PYTHONPATH"] = _paths(build.site, env.get("PYTHONPATH", ""))
+    return env
 
 
 def _paths(first: Path, rest: str) -> str:
