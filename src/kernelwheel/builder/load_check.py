@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._util import CommandTimeout, Runner
+from ..abi._elf import demangle
 from ..errors import BuildError
 from ..model.variant import Arch, Variant
 from ._load_check import MARK
@@ -143,10 +144,11 @@ def explain_failure(
         )
     text = _strip_namespace(reason, namespace) or "(no message)"
     first, *rest = text.splitlines()
+    undefined = re.search(r"undefined symbol: (\S+)", reason)
     fix = (
-        "a function is declared but not defined in any compiled source: define it, add its "
-        "source to build.toml's src, or link the library that has it"
-        if "undefined symbol" in reason
+        f"{demangle(undefined[1])} is declared but not defined in any compiled source: define "
+        "it, add its source to build.toml's src, or link the library that has it"
+        if undefined
         else "fix the error above (the log has the full output); pass --no-load-check to skip "
         "the check"
     )
