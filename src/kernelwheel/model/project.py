@@ -961,6 +961,8 @@ class _Reader:
 
     def kernel(self, kernel_id: str, section: Located) -> KernelSection:
         prefix = section.prefix
+        if "backend" not in section:  # a misspelt backend: the unknown key, with the fix
+            section.check_keys(_ALL_KERNEL_KEYS, homes=_KEY_HOMES)
         backend = section.required_string(
             "backend", f'add backend = "<one of {", ".join(KERNEL_BACKENDS)}>" to [{prefix}]'
         )
