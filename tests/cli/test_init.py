@@ -69,14 +69,20 @@ def test_refuses_an_existing_folder_and_leaves_it_alone(tmp_path: Path) -> None:
         ("my_op", "has '_'"),
         ("9op", "start with a letter"),
         ("op-", "end with a letter or digit"),
+        ("is", "Python keyword"),
         ("a/b", "not a path"),
         ("..", "not a path"),
     ],
 )
 def test_refuses_names_outside_build_tomls_rule(tmp_path: Path, name: str, why: str) -> None:
-    with pytest.raises(UsageError, match=why):
+    with pytest.raises(UsageError, match=why) as refused:
         init_project(InitRequest(name, tmp_path))
     assert list(tmp_path.iterdir()) == []  # nothing left behind
+    # the fix is a command that works, not an edit of a build.toml that does not exist
+    assert "name =" not in str(refused.value.hint)
+    if name in ("My-Op", "my_op", "is"):
+        fixed = "is-kernel" if name == "is" else "my-op"
+        assert str(refused.value.hint).startswith(f"kernelwheel init {fixed};")
 
 
 def test_parse_backends() -> None:

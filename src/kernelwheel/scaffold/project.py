@@ -7,6 +7,7 @@ name leaves nothing behind."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -81,7 +82,9 @@ def init_project(req: InitRequest) -> InitResult:
     # the staged build.toml's syntax error.
     if (problem := kernel_name_problem(req.name)) is not None:
         shown = req.name if len(req.name) <= 60 else req.name[:40] + "…"
-        raise UsageError(f"NAME {shown!r}: {problem[0]}", hint=problem[1])
+        # build.toml's fix (use name = "x" and rename the package folder) said as init's
+        hint = re.sub(r'use name = "(\S+)" and .*?;', r"kernelwheel init \1;", problem[1])
+        raise UsageError(f"NAME {shown!r}: {problem[0]}", hint=hint)
     output_dir(req.parent, "--directory")
     root = req.parent / req.name
     if root.exists() or root.is_symlink():
