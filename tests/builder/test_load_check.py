@@ -4,11 +4,14 @@ Python give for each way a freshly linked extension fails to load."""
 from __future__ import annotations
 
 import signal
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from support.tinykernel import BINDING
 
+from kernelwheel.builder._load_check import load_torch
 from kernelwheel.builder.load_check import LoadReport, explain_failure, skip_reason
 from kernelwheel.model.variant import Arch, Variant
 
@@ -138,3 +141,24 @@ def test_the_report_names_the_ops_without_the_namespace() -> None:
         ops=(f"{NS}::add_one(Tensor x) -> Tensor", f"{NS}::twice(Tensor x) -> Tensor")
     )
     assert report.describe(NS) == "2 op(s) loaded: add_one, twice"
+
+
+def test_an_impl_no_def_defines_is_warned_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ops.impl("add_onee", ...) beside ops.def("add_one(...)"): torch accepts it silently and
+    # the op has no kernel; torch's dispatcher as a stand-in, the extension a module that loads
+    schema = SimpleNamespace(name=f"{NS}::add_one", overload_name="")
+    out = SimpleNamespace(name=f"{NS}::add_one", overload_name="out")
+    names = [f"{NS}::add_one", f"{NS}::add_one.out", f"{NS}::add_onee", "aten::add"]
+    fake = SimpleNamespace(
+        _jit_get_all_schemas=lambda: [schema, out], _dispatch_get_all_op_names=lambda: names
+    )
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(_C=fake))
+    (tmp_path / "ext.py").write_text("")
+    found = load_torch(str(tmp_path / "ext.py"), NS)
+    assert found["undefined"] == [f"{NS}::add_onee"]
+    report = LoadReport.read(found)
+    warning = report.warning(NS)
+    assert warning is not None and "ops.impl of add_onee, which no ops.def defines" in warning
+    assert LoadReport.read({"ops": found["ops"]}).warning(NS) is None

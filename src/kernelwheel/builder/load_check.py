@@ -30,10 +30,26 @@ class LoadReport:
     """What a load check found: the ops registered under the build's namespace (schemas)."""
 
     ops: tuple[str, ...] = ()
+    undefined: tuple[str, ...] = ()  # implemented (ops.impl) but defined by no ops.def
+
+    @classmethod
+    def read(cls, found: dict[str, list[str]]) -> LoadReport:
+        """The report of the child's JSON line."""
+        return cls(*(tuple(map(str, found.get(key, []))) for key in ("ops", "undefined")))
 
     def describe(self, namespace: str) -> str:
         names = [op.split("(", 1)[0].removeprefix(namespace + "::") for op in self.ops]
         return f"{len(names)} op(s) loaded" + (f": {', '.join(names)}" if names else "")
+
+    def warning(self, namespace: str) -> str | None:
+        """What the author should hear of an implementation no schema defines, else None."""
+        if not self.undefined:
+            return None
+        names = ", ".join(name.removeprefix(namespace + "::") for name in self.undefined)
+        return (
+            f"warning: ops.impl of {names}, which no ops.def defines: nothing calls it; is the "
+            "name in ops.impl(...) misspelt?"
+        )
 
 
 def skip_reason(variant: Variant) -> str | None:
@@ -71,9 +87,7 @@ def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadRepor
     for line in reversed(output.splitlines()):
         if line.startswith(MARK):
             found = json.loads(line[len(MARK) :])
-            if "missing" in found:
-                return None
-            return LoadReport(ops=tuple(str(op) for op in found.get("ops", [])))
+            return None if "missing" in found else LoadReport.read(found)
     message, details, fix = explain_failure(code, output, deferred.namespace, deferred.root)
     raise BuildError(message, log=deferred.log, hint=fix, diagnostics=details)
 
@@ -105,8 +119,7 @@ def check_load(
         fh.write(proc.stdout + proc.stderr)
     if proc.returncode == 0:
         lines = proc.stdout.strip().splitlines()
-        ops = json.loads(lines[-1]).get("ops", []) if lines else []
-        return LoadReport(ops=tuple(str(op) for op in ops))
+        return LoadReport.read(json.loads(lines[-1]) if lines else {})
     message, details, fix = explain_failure(proc.returncode, proc.stderr, namespace, root)
     raise BuildError(message, log=log, hint=fix, diagnostics=details)
 
