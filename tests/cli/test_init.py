@@ -44,6 +44,8 @@ def test_writes_an_edition_5_project_the_reader_accepts(tmp_path: Path) -> None:
     binding = (result.root / "torch-ext/torch_binding.cpp").read_text()
     for macro in ("TORCH_LIBRARY_EXPAND", "TORCH_LIBRARY_IMPL_EXPAND", "CPU_KERNEL", "CUDA_KERNEL"):
         assert macro in binding
+    # the project's README gives the author's loop, not only the release path
+    assert "kernelwheel test " in (result.root / "README.md").read_text()
     assert not list(tmp_path.glob(".kernelwheel-*"))  # the staging folder is gone
 
 
