@@ -10,7 +10,13 @@ import pytest
 from support.tinykernel import PACKAGE, write_tiny_kernel
 from support.venvs import QuickVenv
 
-from kernelwheel.builder.dev import DevBuild, _lay_out_site, dev_namespace, pytest_arguments
+from kernelwheel.builder.dev import (
+    DevBuild,
+    _lay_out_site,
+    dev_namespace,
+    dev_site,
+    pytest_arguments,
+)
 from kernelwheel.cli.dev import _snapshot
 from kernelwheel.cli.test import dev_environment
 from kernelwheel.compat.guard import BuildStamp
@@ -120,3 +126,24 @@ def test_the_tests_import_the_dev_build_not_a_pip_installed_copy(tmp_path: Path)
     assert ran.stdout.strip() == "dev"
     assert env["PYTHONPATH"] == f"{build.site}:/elsewhere"
     assert env["LOCAL_KERNELS"] == f"local/tiny-add={build.hub}"
+
+
+def test_a_dev_build_of_another_variant_leaves_the_linked_one_alone(tmp_path: Path) -> None:
+    # `kernelwheel test --variant <cu130>` after the CPU venv was linked to the CPU dev build:
+    # the CPU build's package must stay what that venv's .pth names
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    cuda = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
+    folder = tmp_path / "dev"
+    laid: dict[Variant, Path] = {}
+    for variant, data in ((CPU, b"\x7fELF cpu"), (cuda, b"\x7fELF cuda")):
+        so = tmp_path / f"{variant.name}.so"
+        so.write_bytes(data)
+        stamp = BuildStamp("tiny-add", "0.0.0", variant)
+        ns = dev_namespace(project, variant)
+        laid[variant] = _lay_out_site(
+            dev_site(folder, variant), project, ns, stamp, so, variant.name
+        )
+    assert laid[CPU] != laid[cuda]
+    package = laid[CPU] / project.package
+    assert (package / f"{dev_namespace(project, CPU)}.abi3.so").read_bytes() == b"\x7fELF cpu"
+    assert dev_namespace(project, CPU) in (package / "_ops.py").read_text()
