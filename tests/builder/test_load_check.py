@@ -162,3 +162,26 @@ def test_an_impl_no_def_defines_is_warned_of(
     warning = report.warning(NS)
     assert warning is not None and "ops.impl of add_onee, which no ops.def defines" in warning
     assert LoadReport.read({"ops": found["ops"]}).warning(NS) is None
+
+
+# What torch prints for ops.def("add_one(Tensor x -> Tensor"), a schema it cannot parse.
+UNPARSED = """\
+terminate called after throwing an instance of 'std::runtime_error'
+  what():  expected ) but found 'arrow' here:
+add_one(Tensor x -> Tensor
+                 ~~ <--- HERE
+"""
+
+
+def test_a_schema_torch_cannot_parse_is_named_with_its_line_and_column(tmp_path: Path) -> None:
+    binding = tmp_path / "torch-ext" / "torch_binding.cpp"
+    binding.parent.mkdir()
+    binding.write_text('TORCH_LIBRARY(x, ops) {\n  ops.def("add_one(Tensor x -> Tensor");\n}\n')
+    message, lines, fix = explain_failure(-signal.SIGABRT, UNPARSED, NS, tmp_path)
+    assert message == (
+        "the extension crashed (SIGABRT) when loaded: the op schema 'add_one(Tensor x -> Tensor' "
+        "(torch-ext/torch_binding.cpp:2) does not parse: expected ) but found 'arrow' here:"
+    )
+    # the ~~ stays under the column torch stopped at
+    assert lines == ("  add_one(Tensor x -> Tensor", "                   ~~ <--- HERE")
+    assert fix.startswith("fix that schema in its ops.def(...)")

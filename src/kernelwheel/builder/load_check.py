@@ -157,6 +157,16 @@ def explain_failure(
         )
     text = _strip_namespace(reason, namespace) or "(no message)"
     first, *rest = text.splitlines()
+    if (bad := re.search(r"^(.+)\n *~+ <--- HERE$", text, re.MULTILINE)) is not None:
+        schema = bad[1].strip()
+        place = _quoted_in(f'"{schema}"', root)
+        where = f" ({place})" if place else ""
+        return (
+            f"{how}: the op schema {schema!r}{where} does not parse: {first}",
+            tuple(f"  {line}" for line in rest),
+            "fix that schema in its ops.def(...); torch reads schemas such as "
+            '"add(Tensor x, Tensor y, float alpha=1) -> Tensor"; the ~~ marks where it stopped',
+        )
     undefined = re.search(r"undefined symbol: (\S+)", reason)
     fix = (
         f"{demangle(undefined[1])} is declared but not defined in any compiled source: define "
@@ -184,7 +194,8 @@ def _reason(stderr: str) -> str:
     if what >= 0:
         body = stderr[what + len("what():") :]
         body = body.split("Exception raised from", 1)[0]
-        return "\n".join(line.strip() for line in body.strip().splitlines() if line.strip())
+        # each line's indent kept: a schema error's ~~ marks a column of the line above
+        return "\n".join(line.rstrip() for line in body.strip().splitlines() if line.strip())
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
     if any(line.startswith("Traceback") for line in lines):
         return lines[-1].strip()
@@ -222,6 +233,23 @@ def _own_line(where: str, pattern: str, root: Path | None) -> str:
         if re.search(pattern, text[number]):
             return f"{file}:{number + 1}"
     return where
+
+
+def _quoted_in(needle: str, root: Path | None) -> str | None:
+    """FILE:LINE (relative to the project at ``root``) of the first C++ source line holding
+    ``needle``; None when none does."""
+    if root is None:
+        return None
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in _CXX_SUFFIXES or not path.is_file():
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if needle in line:
+                return f"{path.relative_to(root).as_posix()}:{number}"
+    return None
+
+
+_CXX_SUFFIXES = frozenset({".cpp", ".cc", ".cxx", ".cu", ".h", ".hpp", ".cuh"})
 
 
 def _strip_namespace(text: str, namespace: str) -> str:
