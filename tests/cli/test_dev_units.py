@@ -3,6 +3,8 @@ configuration a project's tests run under, and the dev ops namespace."""
 
 from __future__ import annotations
 
+import argparse
+import io
 import subprocess
 from pathlib import Path
 
@@ -17,9 +19,12 @@ from kernelwheel.builder.dev import (
     dev_site,
     pytest_arguments,
 )
+from kernelwheel.cli import dev
 from kernelwheel.cli.dev import _snapshot
 from kernelwheel.cli.test import dev_environment
+from kernelwheel.cli.ui import ConsoleUI
 from kernelwheel.compat.guard import BuildStamp
+from kernelwheel.errors import BuildError
 from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
 
@@ -147,3 +152,31 @@ def test_a_dev_build_of_another_variant_leaves_the_linked_one_alone(tmp_path: Pa
     package = laid[CPU] / project.package
     assert (package / f"{dev_namespace(project, CPU)}.abi3.so").read_bytes() == b"\x7fELF cpu"
     assert dev_namespace(project, CPU) in (package / "_ops.py").read_text()
+
+
+def test_watch_shows_a_failed_builds_fix_once_and_keeps_watching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_tiny_kernel(tmp_path / "p")
+    runs: list[int] = []
+
+    def dev_once(args: object, ui: object) -> object:
+        runs.append(1)
+        if len(runs) == 2:  # the save after the first build does not compile
+            raise BuildError("compiling csrc/add_one.cpp failed", hint="read the error above")
+        return argparse.Namespace(planned=argparse.Namespace(project=load_project(root)))
+
+    saves = iter(range(3))
+
+    def sleep(_: float) -> None:
+        if next(saves, None) is None:
+            raise KeyboardInterrupt  # Ctrl-C
+        (root / "csrc" / "add_one.cpp").write_text(f"// save {len(runs)}\n")
+
+    monkeypatch.setattr(dev, "dev_once", dev_once)
+    monkeypatch.setattr(dev.time, "sleep", sleep)
+    err = io.StringIO()
+    with pytest.raises(KeyboardInterrupt):
+        dev.run(argparse.Namespace(watch=True), ConsoleUI(out=io.StringIO(), err=err))
+    assert len(runs) == 4  # the failed build did not end the watch
+    assert err.getvalue().count("fix: read the error above") == 1

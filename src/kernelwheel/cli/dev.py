@@ -146,7 +146,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         try:
             dev_once(args, ui)
         except KernelwheelError as exc:  # the next save tries again
-            ui.error(str(exc) + (f"\n  fix: {exc.hint}" if exc.hint else ""))
+            ui.error(str(exc))  # its fix included, once
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
