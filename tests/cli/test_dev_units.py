@@ -21,7 +21,7 @@ from kernelwheel.builder.dev import (
 )
 from kernelwheel.cli import dev
 from kernelwheel.cli.dev import _snapshot
-from kernelwheel.cli.test import dev_environment
+from kernelwheel.cli.test import dev_environment, pytest_exit
 from kernelwheel.cli.ui import ConsoleUI
 from kernelwheel.compat.guard import BuildStamp
 from kernelwheel.errors import BuildError
@@ -180,3 +180,12 @@ def test_watch_shows_a_failed_builds_fix_once_and_keeps_watching(
         dev.run(argparse.Namespace(watch=True), ConsoleUI(out=io.StringIO(), err=err))
     assert len(runs) == 4  # the failed build did not end the watch
     assert err.getvalue().count("fix: read the error above") == 1
+
+
+def test_tests_a_signal_ended_exit_as_a_shell_says_naming_it() -> None:
+    # `kernelwheel test --no-load-check` of an extension that aborts on import: 134, not 250
+    err = io.StringIO()
+    ui = ConsoleUI(out=io.StringIO(), err=err)
+    assert pytest_exit(1, ui) == 1 and err.getvalue() == ""
+    assert pytest_exit(-6, ui) == 134
+    assert "ended by SIGABRT" in err.getvalue()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     deferred = build.deferred
     if deferred is None:
         ui.info("", "$ " + " ".join(cmd))
-        return int(args.runner.attached(cmd, env=env, cwd=project.root))
+        return pytest_exit(args.runner.attached(cmd, env=env, cwd=project.root), ui)
     # the load check in pytest's own process, before it collects: torch imported once
     ui.info(build.variant.name, "load check: in the tests' process, before pytest collects")
     ui.info("", "$ " + " ".join(cmd))
@@ -91,7 +92,20 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     if (warning := report.warning(deferred.namespace)) is not None:
         ui.info(build.variant.name, warning)
     atomic_write(deferred.record, deferred.digest)  # it loaded: dev need not load it again
-    return code
+    return pytest_exit(code, ui)
+
+
+def pytest_exit(code: int, ui: ConsoleUI) -> int:
+    """pytest's exit code; for a process a signal ended, the shell's 128 + N, the signal named
+    (a negative code would leave this process as 256 - N)."""
+    if code >= 0:
+        return code
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    ui.error(f"the tests' process was ended by {name} (its output is above)")
+    return 128 - code
 
 
 def dev_environment(
