@@ -90,7 +90,12 @@ def test_refuses_names_outside_build_tomls_rule(tmp_path: Path, name: str, why: 
 def test_parse_backends() -> None:
     assert parse_backends("cuda,cpu") == ("cpu", "cuda")
     assert parse_backends(" cpu ") == ("cpu",)
-    for bad, why in (("rocm", "'rocm' is not a backend"), ("", "nothing"), ("cpu,cpu", "twice")):
+    for bad, why in (
+        ("rocm", "'rocm' is not a backend"),
+        ("", "names no backend"),
+        ("rocm,xpu", "'rocm', 'xpu' are not backends"),
+        ("cpu,cpu", "twice"),
+    ):
         with pytest.raises(UsageError, match=why):
             parse_backends(bad)
 

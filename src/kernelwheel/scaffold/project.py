@@ -61,9 +61,11 @@ def parse_backends(text: str) -> tuple[str, ...]:
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [n for n in names if n not in INIT_BACKENDS]
     if unknown or not names:
+        listed = ", ".join(map(repr, unknown))
+        what = f"{listed} are not backends" if len(unknown) > 1 else f"{listed} is not a backend"
         raise UsageError(
-            f"--backends {text!r}: {', '.join(map(repr, unknown)) or 'nothing'} is not a "
-            "backend kernelwheel init writes",
+            f"--backends {text!r}: {what if unknown else 'names no backend'} kernelwheel init "
+            "writes",
             hint=f"give one or more of {','.join(INIT_BACKENDS)}, comma-separated",
         )
     if len(set(names)) != len(names):
