@@ -14,6 +14,7 @@ from support.venvs import QuickVenv
 
 from kernelwheel.builder.dev import (
     DevBuild,
+    Linked,
     _lay_out_site,
     dev_namespace,
     dev_site,
@@ -189,3 +190,13 @@ def test_tests_a_signal_ended_exit_as_a_shell_says_naming_it() -> None:
     assert pytest_exit(1, ui) == 1 and err.getvalue() == ""
     assert pytest_exit(-6, ui) == 134
     assert "ended by SIGABRT" in err.getvalue()
+
+
+def test_a_shadowing_install_is_removed_from_the_linked_interpreter(tmp_path: Path) -> None:
+    # with --python PY, the pip on PATH may be another environment's
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    python = tmp_path / "venv" / "bin" / "python"
+    linked = Linked(python, tmp_path / "x.pth", shadowed_by="0.1.0+torch2.13.cpu.cxx11")
+    err = io.StringIO()
+    dev._report(ConsoleUI(out=io.StringIO(), err=err), project, _build(tmp_path), linked)
+    assert f"{python} -m pip uninstall tiny-add" in err.getvalue()
