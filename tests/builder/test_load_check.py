@@ -143,25 +143,38 @@ def test_the_report_names_the_ops_without_the_namespace() -> None:
     assert report.describe(NS) == "2 op(s) loaded: add_one, twice"
 
 
-def test_an_impl_no_def_defines_is_warned_of(
+class _Schema(SimpleNamespace):
+    def __str__(self) -> str:
+        return f"{self.name}{'.' + self.overload_name if self.overload_name else ''}(Tensor x)"
+
+
+def test_a_misspelt_impl_and_a_fixed_namespace_are_warned_of(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # ops.impl("add_onee", ...) beside ops.def("add_one(...)"): torch accepts it silently and
-    # the op has no kernel; torch's dispatcher as a stand-in, the extension a module that loads
-    schema = SimpleNamespace(name=f"{NS}::add_one", overload_name="")
-    out = SimpleNamespace(name=f"{NS}::add_one", overload_name="out")
+    # ops.impl("add_onee", ...) beside ops.def("add_one(...)"), and an op defined under a fixed
+    # TORCH_LIBRARY(my_ns, m): torch accepts both silently. Its dispatcher as a stand-in; the
+    # extension a module whose import registers them, as a shared object's does.
+    schemas = [_Schema(name="aten::add", overload_name="")]
     names = [f"{NS}::add_one", f"{NS}::add_one.out", f"{NS}::add_onee", "aten::add"]
     fake = SimpleNamespace(
-        _jit_get_all_schemas=lambda: [schema, out], _dispatch_get_all_op_names=lambda: names
+        _jit_get_all_schemas=lambda: list(schemas), _dispatch_get_all_op_names=lambda: names
     )
-    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(_C=fake))
-    (tmp_path / "ext.py").write_text("")
+    torch = SimpleNamespace(_C=fake, schemas=schemas, Schema=_Schema)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    (tmp_path / "ext.py").write_text(
+        "import torch\n"
+        f"torch.schemas += [torch.Schema(name='{NS}::add_one', overload_name=''),\n"
+        f"    torch.Schema(name='{NS}::add_one', overload_name='out'),\n"
+        "    torch.Schema(name='my_ns::twice', overload_name='')]\n"
+    )
     found = load_torch(str(tmp_path / "ext.py"), NS)
     assert found["undefined"] == [f"{NS}::add_onee"]
-    report = LoadReport.read(found)
-    warning = report.warning(NS)
-    assert warning is not None and "ops.impl of add_onee, which no ops.def defines" in warning
-    assert LoadReport.read({"ops": found["ops"]}).warning(NS) is None
+    assert found["elsewhere"] == ["my_ns::twice(Tensor x)"]  # aten's, there before, is not
+    warnings = LoadReport.read(found).warnings(NS)
+    assert "ops.impl of add_onee, which no ops.def of the build's namespace" in warnings[1]
+    assert warnings[0].startswith("warning: my_ns::twice defined outside the build's namespace")
+    assert "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops)" in warnings[0]
+    assert LoadReport.read({"ops": found["ops"]}).warnings(NS) == ()
 
 
 # What torch prints for ops.def("add_one(Tensor x -> Tensor"), a schema it cannot parse.

@@ -31,25 +31,36 @@ class LoadReport:
 
     ops: tuple[str, ...] = ()
     undefined: tuple[str, ...] = ()  # implemented (ops.impl) but defined by no ops.def
+    elsewhere: tuple[str, ...] = ()  # defined by the extension outside the build's namespace
 
     @classmethod
     def read(cls, found: dict[str, list[str]]) -> LoadReport:
         """The report of the child's JSON line."""
-        return cls(*(tuple(map(str, found.get(key, []))) for key in ("ops", "undefined")))
+        keys = ("ops", "undefined", "elsewhere")
+        return cls(*(tuple(map(str, found.get(key, []))) for key in keys))
 
     def describe(self, namespace: str) -> str:
         names = [op.split("(", 1)[0].removeprefix(namespace + "::") for op in self.ops]
         return f"{len(names)} op(s) loaded" + (f": {', '.join(names)}" if names else "")
 
-    def warning(self, namespace: str) -> str | None:
-        """What the author should hear of an implementation no schema defines, else None."""
-        if not self.undefined:
-            return None
-        names = ", ".join(name.removeprefix(namespace + "::") for name in self.undefined)
-        return (
-            f"warning: ops.impl of {names}, which no ops.def defines: nothing calls it; is the "
-            "name in ops.impl(...) misspelt?"
-        )
+    def warnings(self, namespace: str) -> tuple[str, ...]:
+        """What the author should hear of ops defined in another namespace and of
+        implementations no schema defines."""
+        found = []
+        if self.elsewhere:
+            names = ", ".join(op.split("(", 1)[0] for op in self.elsewhere)
+            found.append(
+                f"warning: {names} defined outside the build's namespace (a fixed "
+                "TORCH_LIBRARY name?): the package's ops lack them, and two builds loaded "
+                "together clash; define them in TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops)"
+            )
+        if self.undefined:
+            names = ", ".join(name.removeprefix(namespace + "::") for name in self.undefined)
+            found.append(
+                f"warning: ops.impl of {names}, which no ops.def of the build's namespace "
+                "defines: nothing calls it; is the name in ops.impl(...) misspelt?"
+            )
+        return tuple(found)
 
 
 def skip_reason(variant: Variant) -> str | None:

@@ -519,7 +519,7 @@ def load_checked(
             python, shared_object, namespace, req.kind.value, req.log, runner, req.project.root
         )
         detail.append(report.describe(namespace))
-    if (warning := report.warning(namespace)) is not None:
+    for warning in report.warnings(namespace):
         reporter.info(scope, warning)
     if loaded is not None:
         atomic_write(*loaded)

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             "torch and pytest (or pass --python PY)",
         )
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
-    if (warning := report.warning(deferred.namespace)) is not None:
+    for warning in report.warnings(deferred.namespace):
         ui.info(build.variant.name, warning)
     atomic_write(deferred.record, deferred.digest)  # it loaded: dev need not load it again
     return pytest_exit(code, ui)
