@@ -190,6 +190,8 @@ def test_a_schema_torch_cannot_parse_is_named_with_its_line_and_column(tmp_path:
     binding = tmp_path / "torch-ext" / "torch_binding.cpp"
     binding.parent.mkdir()
     binding.write_text('TORCH_LIBRARY(x, ops) {\n  ops.def("add_one(Tensor x -> Tensor");\n}\n')
+    (tmp_path / "csrc").mkdir()  # a header that quotes it too: the binding's line is the one
+    (tmp_path / "csrc" / "a.h").write_text('// "add_one(Tensor x -> Tensor"\n')
     message, lines, fix = explain_failure(-signal.SIGABRT, UNPARSED, NS, tmp_path)
     assert message == (
         "the extension crashed (SIGABRT) when loaded: the op schema 'add_one(Tensor x -> Tensor' "

@@ -251,7 +251,8 @@ def _quoted_in(needle: str, root: Path | None) -> str | None:
     ``needle``; None when none does."""
     if root is None:
         return None
-    for path in sorted(root.rglob("*")):
+    # the binding's folder first: a project may vendor thousands of headers
+    for path in sorted(root.rglob("*"), key=lambda p: (p.parts[len(root.parts)] != "torch-ext", p)):
         if path.suffix not in _CXX_SUFFIXES or not path.is_file():
             continue
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
