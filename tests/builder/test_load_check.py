@@ -4,11 +4,14 @@ Python give for each way a freshly linked extension fails to load."""
 from __future__ import annotations
 
 import signal
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from support.tinykernel import BINDING
 
+from kernelwheel.builder._load_check import load_torch
 from kernelwheel.builder.load_check import LoadReport, explain_failure, skip_reason
 from kernelwheel.model.variant import Arch, Variant
 
@@ -114,7 +117,8 @@ def test_an_undefined_symbol_says_a_definition_is_missing() -> None:
     assert lines == ()
     assert message.startswith("the extension failed when loaded: ImportError: ")
     assert "undefined symbol: _Z11add_one_cpuRKN2at6TensorE" in message
-    assert "declared but not defined" in fix
+    # the function the author wrote, not the linker's mangled name
+    assert fix.startswith("add_one_cpu(at::Tensor const&) is declared but not defined")
 
 
 def test_any_other_failure_shows_its_last_lines_and_the_way_out() -> None:
@@ -137,3 +141,62 @@ def test_the_report_names_the_ops_without_the_namespace() -> None:
         ops=(f"{NS}::add_one(Tensor x) -> Tensor", f"{NS}::twice(Tensor x) -> Tensor")
     )
     assert report.describe(NS) == "2 op(s) loaded: add_one, twice"
+
+
+class _Schema(SimpleNamespace):
+    def __str__(self) -> str:
+        return f"{self.name}{'.' + self.overload_name if self.overload_name else ''}(Tensor x)"
+
+
+def test_a_misspelt_impl_and_a_fixed_namespace_are_warned_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ops.impl("add_onee", ...) beside ops.def("add_one(...)"), and an op defined under a fixed
+    # TORCH_LIBRARY(my_ns, m): torch accepts both silently. Its dispatcher as a stand-in; the
+    # extension a module whose import registers them, as a shared object's does.
+    schemas = [_Schema(name="aten::add", overload_name="")]
+    names = [f"{NS}::add_one", f"{NS}::add_one.out", f"{NS}::add_onee", "aten::add"]
+    fake = SimpleNamespace(
+        _jit_get_all_schemas=lambda: list(schemas), _dispatch_get_all_op_names=lambda: names
+    )
+    torch = SimpleNamespace(_C=fake, schemas=schemas, Schema=_Schema)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    (tmp_path / "ext.py").write_text(
+        "import torch\n"
+        f"torch.schemas += [torch.Schema(name='{NS}::add_one', overload_name=''),\n"
+        f"    torch.Schema(name='{NS}::add_one', overload_name='out'),\n"
+        "    torch.Schema(name='my_ns::twice', overload_name='')]\n"
+    )
+    found = load_torch(str(tmp_path / "ext.py"), NS)
+    assert found["undefined"] == [f"{NS}::add_onee"]
+    assert found["elsewhere"] == ["my_ns::twice(Tensor x)"]  # aten's, there before, is not
+    warnings = LoadReport.read(found).warnings(NS)
+    assert "ops.impl of add_onee, which no ops.def of the build's namespace" in warnings[1]
+    assert warnings[0].startswith("warning: my_ns::twice defined outside the build's namespace")
+    assert "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops)" in warnings[0]
+    assert LoadReport.read({"ops": found["ops"]}).warnings(NS) == ()
+
+
+# What torch prints for ops.def("add_one(Tensor x -> Tensor"), a schema it cannot parse.
+UNPARSED = """\
+terminate called after throwing an instance of 'std::runtime_error'
+  what():  expected ) but found 'arrow' here:
+add_one(Tensor x -> Tensor
+                 ~~ <--- HERE
+"""
+
+
+def test_a_schema_torch_cannot_parse_is_named_with_its_line_and_column(tmp_path: Path) -> None:
+    binding = tmp_path / "torch-ext" / "torch_binding.cpp"
+    binding.parent.mkdir()
+    binding.write_text('TORCH_LIBRARY(x, ops) {\n  ops.def("add_one(Tensor x -> Tensor");\n}\n')
+    (tmp_path / "csrc").mkdir()  # a header that quotes it too: the binding's line is the one
+    (tmp_path / "csrc" / "a.h").write_text('// "add_one(Tensor x -> Tensor"\n')
+    message, lines, fix = explain_failure(-signal.SIGABRT, UNPARSED, NS, tmp_path)
+    assert message == (
+        "the extension crashed (SIGABRT) when loaded: the op schema 'add_one(Tensor x -> Tensor' "
+        "(torch-ext/torch_binding.cpp:2) does not parse: expected ) but found 'arrow' here:"
+    )
+    # the ~~ stays under the column torch stopped at
+    assert lines == ("  add_one(Tensor x -> Tensor", "                   ~~ <--- HERE")
+    assert fix.startswith("fix that schema in its ops.def(...)")

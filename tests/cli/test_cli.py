@@ -27,6 +27,18 @@ def test_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> None:
         assert command in out
 
 
+def test_pytests_words_before_the_double_dash_are_shown_where_they_go(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for argv, hinted in ((["test", "-x"], True), (["build", "-x"], False)):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 2  # refused before anything runs
+        err = capsys.readouterr().err
+        assert "unrecognized arguments: -x" in err
+        assert ("kernelwheel test [DIR] -- -x -k NAME" in err) is hinted
+
+
 def test_missing_project_is_a_project_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

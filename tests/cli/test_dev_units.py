@@ -3,14 +3,29 @@ configuration a project's tests run under, and the dev ops namespace."""
 
 from __future__ import annotations
 
+import argparse
+import io
+import subprocess
 from pathlib import Path
 
 import pytest
-from support.tinykernel import write_tiny_kernel
+from support.tinykernel import PACKAGE, write_tiny_kernel
+from support.venvs import QuickVenv
 
-from kernelwheel.builder.dev import DevBuild, _lay_out_site, dev_namespace, pytest_arguments
+from kernelwheel.builder.dev import (
+    DevBuild,
+    Linked,
+    _lay_out_site,
+    dev_namespace,
+    dev_site,
+    pytest_arguments,
+)
+from kernelwheel.cli import dev
 from kernelwheel.cli.dev import _snapshot
+from kernelwheel.cli.test import dev_environment, pytest_exit
+from kernelwheel.cli.ui import ConsoleUI
 from kernelwheel.compat.guard import BuildStamp
+from kernelwheel.errors import BuildError
 from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Variant
 
@@ -94,3 +109,94 @@ def test_the_dev_site_changes_only_what_the_project_changed(
     links[0].resolve().unlink()  # the project drops a file: its link goes
     _lay_out_site(site, project, "_ns", stamp, so, "d1")
     assert not links[0].is_symlink() and made == []
+
+
+def test_the_tests_import_the_dev_build_not_a_pip_installed_copy(tmp_path: Path) -> None:
+    # `kernelwheel install` put a release of the package into the venv the dev build is linked
+    # into: the tests must still see the author's edit, not that copy
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    venv = QuickVenv(tmp_path / "venv")
+    build = _build(tmp_path / "dev")
+    for site, where in ((venv.purelib, "installed"), (build.site, "dev")):
+        (site / PACKAGE).mkdir(parents=True)
+        (site / PACKAGE / "__init__.py").write_text(f"WHERE = {where!r}\n")
+    (venv.purelib / f"kernelwheel-dev-{PACKAGE}.pth").write_text(f"{build.site}\n")
+    env = dev_environment(project, build, {"PYTHONPATH": "/elsewhere"})
+    ran = subprocess.run(
+        [venv.python, "-c", f"import {PACKAGE}; print({PACKAGE}.WHERE)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert ran.stdout.strip() == "dev"
+    assert env["PYTHONPATH"] == f"{build.site}:/elsewhere"
+    assert env["LOCAL_KERNELS"] == f"local/tiny-add={build.hub}"
+
+
+def test_a_dev_build_of_another_variant_leaves_the_linked_one_alone(tmp_path: Path) -> None:
+    # `kernelwheel test --variant <cu130>` after the CPU venv was linked to the CPU dev build:
+    # the CPU build's package must stay what that venv's .pth names
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    cuda = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
+    folder = tmp_path / "dev"
+    laid: dict[Variant, Path] = {}
+    for variant, data in ((CPU, b"\x7fELF cpu"), (cuda, b"\x7fELF cuda")):
+        so = tmp_path / f"{variant.name}.so"
+        so.write_bytes(data)
+        stamp = BuildStamp("tiny-add", "0.0.0", variant)
+        ns = dev_namespace(project, variant)
+        laid[variant] = _lay_out_site(
+            dev_site(folder, variant), project, ns, stamp, so, variant.name
+        )
+    assert laid[CPU] != laid[cuda]
+    package = laid[CPU] / project.package
+    assert (package / f"{dev_namespace(project, CPU)}.abi3.so").read_bytes() == b"\x7fELF cpu"
+    assert dev_namespace(project, CPU) in (package / "_ops.py").read_text()
+
+
+def test_watch_shows_a_failed_builds_fix_once_and_keeps_watching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_tiny_kernel(tmp_path / "p")
+    runs: list[int] = []
+
+    def dev_once(args: object, ui: object) -> object:
+        runs.append(1)
+        if len(runs) == 2:  # the save after the first build does not compile
+            raise BuildError("compiling csrc/add_one.cpp failed", hint="read the error above")
+        return argparse.Namespace(planned=argparse.Namespace(project=load_project(root)))
+
+    saves = iter(range(3))
+
+    def sleep(_: float) -> None:
+        if next(saves, None) is None:
+            raise KeyboardInterrupt  # Ctrl-C
+        (root / "csrc" / "add_one.cpp").write_text(f"// save {len(runs)}\n")
+
+    monkeypatch.setattr(dev, "dev_once", dev_once)
+    monkeypatch.setattr(dev.time, "sleep", sleep)
+    err = io.StringIO()
+    with pytest.raises(KeyboardInterrupt):
+        dev.run(argparse.Namespace(watch=True), ConsoleUI(out=io.StringIO(), err=err))
+    assert len(runs) == 4  # the failed build did not end the watch
+    assert err.getvalue().count("fix: read the error above") == 1
+
+
+def test_tests_a_signal_ended_exit_as_a_shell_says_naming_it() -> None:
+    # `kernelwheel test --no-load-check` of an extension that aborts on import: 134, not 250
+    err = io.StringIO()
+    ui = ConsoleUI(out=io.StringIO(), err=err)
+    assert pytest_exit(1, ui) == 1 and err.getvalue() == ""
+    assert pytest_exit(-6, ui) == 134
+    assert "ended by SIGABRT" in err.getvalue()
+
+
+def test_a_shadowing_install_is_removed_from_the_linked_interpreter(tmp_path: Path) -> None:
+    # with --python PY, the pip on PATH may be another environment's
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    python = tmp_path / "venv" / "bin" / "python"
+    linked = Linked(python, tmp_path / "x.pth", shadowed_by="0.1.0+torch2.13.cpu.cxx11")
+    err = io.StringIO()
+    dev._report(ConsoleUI(out=io.StringIO(), err=err), project, _build(tmp_path), linked)
+    assert f"{python} -m pip uninstall tiny-add" in err.getvalue()

@@ -44,6 +44,8 @@ def test_writes_an_edition_5_project_the_reader_accepts(tmp_path: Path) -> None:
     binding = (result.root / "torch-ext/torch_binding.cpp").read_text()
     for macro in ("TORCH_LIBRARY_EXPAND", "TORCH_LIBRARY_IMPL_EXPAND", "CPU_KERNEL", "CUDA_KERNEL"):
         assert macro in binding
+    # the project's README gives the author's loop, not only the release path
+    assert "kernelwheel test " in (result.root / "README.md").read_text()
     assert not list(tmp_path.glob(".kernelwheel-*"))  # the staging folder is gone
 
 
@@ -69,20 +71,31 @@ def test_refuses_an_existing_folder_and_leaves_it_alone(tmp_path: Path) -> None:
         ("my_op", "has '_'"),
         ("9op", "start with a letter"),
         ("op-", "end with a letter or digit"),
+        ("is", "Python keyword"),
         ("a/b", "not a path"),
         ("..", "not a path"),
     ],
 )
 def test_refuses_names_outside_build_tomls_rule(tmp_path: Path, name: str, why: str) -> None:
-    with pytest.raises(UsageError, match=why):
+    with pytest.raises(UsageError, match=why) as refused:
         init_project(InitRequest(name, tmp_path))
     assert list(tmp_path.iterdir()) == []  # nothing left behind
+    # the fix is a command that works, not an edit of a build.toml that does not exist
+    assert "name =" not in str(refused.value.hint)
+    if name in ("My-Op", "my_op", "is"):
+        fixed = "is-kernel" if name == "is" else "my-op"
+        assert str(refused.value.hint).startswith(f"kernelwheel init {fixed};")
 
 
 def test_parse_backends() -> None:
     assert parse_backends("cuda,cpu") == ("cpu", "cuda")
     assert parse_backends(" cpu ") == ("cpu",)
-    for bad, why in (("rocm", "'rocm' is not a backend"), ("", "nothing"), ("cpu,cpu", "twice")):
+    for bad, why in (
+        ("rocm", "'rocm' is not a backend"),
+        ("", "names no backend"),
+        ("rocm,xpu", "'rocm', 'xpu' are not backends"),
+        ("cpu,cpu", "twice"),
+    ):
         with pytest.raises(UsageError, match=why):
             parse_backends(bad)
 

@@ -280,6 +280,7 @@ def test_older_forms_keep_their_string_version(tmp_path: Path) -> None:
             ("kernel.op_cpu.depends: missing required key", 'depends = ["torch"]'),
         ),
         (('backend = "cpu"', 'backend = "tpu"'), ("unknown backend 'tpu'", "cpu, cuda, metal")),
+        (('backend = "cpu"', 'bakend = "cpu"'), ("op_cpu.bakend: unknown key", "mean 'backend'?")),
         (('"12.0+PTX"', '"12.0+ptx"'), ("invalid CUDA capability", "X.Y+PTX")),
     ],
 )

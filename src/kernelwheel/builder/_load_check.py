@@ -23,20 +23,32 @@ import sys
 MARK = "kernelwheel-load-check: "
 
 
-def load_torch(path: str, namespace: str) -> list[str]:
+def load_torch(path: str, namespace: str) -> dict[str, list[str]]:
     """Import ``path`` as the extension module ``namespace`` after torch (what the package's
-    ``_ops.py`` does), then the schemas registered under the namespace."""
+    ``_ops.py`` does), then the schemas registered under the namespace (``ops``), the ops it
+    implements that no schema defines (``undefined``: torch accepts an ``ops.impl`` of a
+    misspelt name without a word) and the schemas it defined in other namespaces
+    (``elsewhere``: a fixed ``TORCH_LIBRARY(name, m)``)."""
     import torch
 
+    before = {str(s) for s in torch._C._jit_get_all_schemas()}
     spec = importlib.util.spec_from_file_location(namespace, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"{path} is not an extension module this Python can load")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # runs the static op registrations
+    module = importlib.util.module_from_spec(spec)  # dlopen: the static op registrations run
+    spec.loader.exec_module(module)
     prefix = namespace + "::"
-    return sorted(
-        str(schema) for schema in torch._C._jit_get_all_schemas() if schema.name.startswith(prefix)
-    )
+    every = [s for s in torch._C._jit_get_all_schemas() if str(s) not in before]
+    schemas = [s for s in every if s.name.startswith(prefix)]
+    defined = {s.name + (f".{s.overload_name}" if s.overload_name else "") for s in schemas}
+    names: list[str] = getattr(torch._C, "_dispatch_get_all_op_names", list)()
+    undefined = [n for n in names if n.startswith(prefix) and n not in defined]
+    elsewhere = [str(s) for s in every if not s.name.startswith(prefix)]
+    return {
+        "ops": sorted(map(str, schemas)),
+        "undefined": sorted(undefined),
+        "elsewhere": sorted(elsewhere),
+    }
 
 
 def load_tvm_ffi(path: str) -> list[str]:
@@ -59,8 +71,8 @@ def then_pytest(path: str, namespace: str, log: str, args: list[str]) -> int:
         saved = os.dup(1), os.dup(2)
         os.dup2(fh.fileno(), 1)  # an abort's message too, which Python's streams never see
         os.dup2(fh.fileno(), 2)
-        ops = load_torch(path, namespace)  # a failure leaves its traceback in the log
-        print(MARK + json.dumps({"ops": ops}), flush=True)
+        found = load_torch(path, namespace)  # a failure leaves its traceback in the log
+        print(MARK + json.dumps(found), flush=True)
         sys.stderr.flush()
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
@@ -72,8 +84,8 @@ def main(argv: list[str]) -> int:
     if argv[0] == "torch+pytest":
         return then_pytest(argv[1], argv[2], argv[3], argv[4:])
     kind, path, namespace = argv
-    ops = load_tvm_ffi(path) if kind == "tvm-ffi" else load_torch(path, namespace)
-    print(json.dumps({"ops": ops}))
+    found = {"ops": load_tvm_ffi(path)} if kind == "tvm-ffi" else load_torch(path, namespace)
+    print(json.dumps(found))
     return 0
 
 

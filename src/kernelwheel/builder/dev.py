@@ -57,6 +57,12 @@ def dev_folder(cache_dir: Path, project: KernelProject) -> Path:
     return cache_dir / "dev" / f"{project.package}-{digest}"
 
 
+def dev_site(folder: Path, variant: Variant) -> Path:
+    """The folder on ``sys.path`` of ``variant``'s dev build: one per variant, so a dev build of
+    another variant never replaces the one an interpreter was linked to."""
+    return folder / "site" / variant.name
+
+
 def dev_namespace(project: KernelProject, variant: Variant) -> str:
     """The ops namespace of the project's dev builds of ``variant``: fixed, so that an edit
     recompiles only the edited unit; distinct from every release build's (``dev`` in it)."""
@@ -123,7 +129,7 @@ def _build_dev(
         variant=variant,
     )
     with step(reporter, scope, "package") as detail:
-        site = _lay_out_site(folder / "site", project, namespace, stamp, so_path, digest)
+        site = _lay_out_site(dev_site(folder, variant), project, namespace, stamp, so_path, digest)
         major = Version(req.version).major
         hub = _lay_out_hub(
             folder / "hub", project, variant, namespace, site / project.package, major
@@ -172,7 +178,7 @@ def _lay_out_site(
         dest.unlink(missing_ok=True)
         dest.symlink_to(target)
     write_if_changed(package / "_ops.py", codegen.ops_py(namespace, stamp))
-    copied = site.with_name("site-so.sha256")
+    copied = site.with_name(f"{site.name}-so.sha256")
     if not (package / shared).is_file() or not _holds(copied, digest):
         atomic_copy(so_path, package / shared)
         atomic_write(copied, digest)

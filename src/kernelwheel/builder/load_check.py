@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._util import CommandTimeout, Runner
+from ..abi._elf import demangle
 from ..errors import BuildError
 from ..model.variant import Arch, Variant
 from ._load_check import MARK
@@ -29,10 +30,37 @@ class LoadReport:
     """What a load check found: the ops registered under the build's namespace (schemas)."""
 
     ops: tuple[str, ...] = ()
+    undefined: tuple[str, ...] = ()  # implemented (ops.impl) but defined by no ops.def
+    elsewhere: tuple[str, ...] = ()  # defined by the extension outside the build's namespace
+
+    @classmethod
+    def read(cls, found: dict[str, list[str]]) -> LoadReport:
+        """The report of the child's JSON line."""
+        keys = ("ops", "undefined", "elsewhere")
+        return cls(*(tuple(map(str, found.get(key, []))) for key in keys))
 
     def describe(self, namespace: str) -> str:
         names = [op.split("(", 1)[0].removeprefix(namespace + "::") for op in self.ops]
         return f"{len(names)} op(s) loaded" + (f": {', '.join(names)}" if names else "")
+
+    def warnings(self, namespace: str) -> tuple[str, ...]:
+        """What the author should hear of ops defined in another namespace and of
+        implementations no schema defines."""
+        found = []
+        if self.elsewhere:
+            names = ", ".join(op.split("(", 1)[0] for op in self.elsewhere)
+            found.append(
+                f"warning: {names} defined outside the build's namespace (a fixed "
+                "TORCH_LIBRARY name?): the package's ops lack them, and two builds loaded "
+                "together clash; define them in TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops)"
+            )
+        if self.undefined:
+            names = ", ".join(name.removeprefix(namespace + "::") for name in self.undefined)
+            found.append(
+                f"warning: ops.impl of {names}, which no ops.def of the build's namespace "
+                "defines: nothing calls it; is the name in ops.impl(...) misspelt?"
+            )
+        return tuple(found)
 
 
 def skip_reason(variant: Variant) -> str | None:
@@ -70,9 +98,7 @@ def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadRepor
     for line in reversed(output.splitlines()):
         if line.startswith(MARK):
             found = json.loads(line[len(MARK) :])
-            if "missing" in found:
-                return None
-            return LoadReport(ops=tuple(str(op) for op in found.get("ops", [])))
+            return None if "missing" in found else LoadReport.read(found)
     message, details, fix = explain_failure(code, output, deferred.namespace, deferred.root)
     raise BuildError(message, log=deferred.log, hint=fix, diagnostics=details)
 
@@ -104,8 +130,7 @@ def check_load(
         fh.write(proc.stdout + proc.stderr)
     if proc.returncode == 0:
         lines = proc.stdout.strip().splitlines()
-        ops = json.loads(lines[-1]).get("ops", []) if lines else []
-        return LoadReport(ops=tuple(str(op) for op in ops))
+        return LoadReport.read(json.loads(lines[-1]) if lines else {})
     message, details, fix = explain_failure(proc.returncode, proc.stderr, namespace, root)
     raise BuildError(message, log=log, hint=fix, diagnostics=details)
 
@@ -143,10 +168,21 @@ def explain_failure(
         )
     text = _strip_namespace(reason, namespace) or "(no message)"
     first, *rest = text.splitlines()
+    if (bad := re.search(r"^(.+)\n *~+ <--- HERE$", text, re.MULTILINE)) is not None:
+        schema = bad[1].strip()
+        place = _quoted_in(f'"{schema}"', root)
+        where = f" ({place})" if place else ""
+        return (
+            f"{how}: the op schema {schema!r}{where} does not parse: {first}",
+            tuple(f"  {line}" for line in rest),
+            "fix that schema in its ops.def(...); torch reads schemas such as "
+            '"add(Tensor x, Tensor y, float alpha=1) -> Tensor"; the ~~ marks where it stopped',
+        )
+    undefined = re.search(r"undefined symbol: (\S+)", reason)
     fix = (
-        "a function is declared but not defined in any compiled source: define it, add its "
-        "source to build.toml's src, or link the library that has it"
-        if "undefined symbol" in reason
+        f"{demangle(undefined[1])} is declared but not defined in any compiled source: define "
+        "it, add its source to build.toml's src, or link the library that has it"
+        if undefined
         else "fix the error above (the log has the full output); pass --no-load-check to skip "
         "the check"
     )
@@ -169,7 +205,8 @@ def _reason(stderr: str) -> str:
     if what >= 0:
         body = stderr[what + len("what():") :]
         body = body.split("Exception raised from", 1)[0]
-        return "\n".join(line.strip() for line in body.strip().splitlines() if line.strip())
+        # each line's indent kept: a schema error's ~~ marks a column of the line above
+        return "\n".join(line.rstrip() for line in body.strip().splitlines() if line.strip())
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
     if any(line.startswith("Traceback") for line in lines):
         return lines[-1].strip()
@@ -207,6 +244,24 @@ def _own_line(where: str, pattern: str, root: Path | None) -> str:
         if re.search(pattern, text[number]):
             return f"{file}:{number + 1}"
     return where
+
+
+def _quoted_in(needle: str, root: Path | None) -> str | None:
+    """FILE:LINE (relative to the project at ``root``) of the first C++ source line holding
+    ``needle``; None when none does."""
+    if root is None:
+        return None
+    # the binding's folder first: a project may vendor thousands of headers
+    for path in sorted(root.rglob("*"), key=lambda p: (p.parts[len(root.parts)] != "torch-ext", p)):
+        if path.suffix not in _CXX_SUFFIXES or not path.is_file():
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if needle in line:
+                return f"{path.relative_to(root).as_posix()}:{number}"
+    return None
+
+
+_CXX_SUFFIXES = frozenset({".cpp", ".cc", ".cxx", ".cu", ".h", ".hpp", ".cuh"})
 
 
 def _strip_namespace(text: str, namespace: str) -> str:

@@ -519,6 +519,8 @@ def load_checked(
             python, shared_object, namespace, req.kind.value, req.log, runner, req.project.root
         )
         detail.append(report.describe(namespace))
+    for warning in report.warnings(namespace):
+        reporter.info(scope, warning)
     if loaded is not None:
         atomic_write(*loaded)
     return None

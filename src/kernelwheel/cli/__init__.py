@@ -132,7 +132,10 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     if "--" in argv and _commands_needed(argv) == ("test",):
         cut = argv.index("--")
         argv, passthrough = argv[:cut], argv[cut + 1 :]
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # `kernelwheel test -x`: pytest's words before the --
+        also = " (pytest's go after --: kernelwheel test [DIR] -- -x -k NAME)"
+        parser.error(f"unrecognized arguments: {' '.join(extra)}" + also * ("pytest_args" in args))
     problem = _traceback_setting()[1]
     if problem is not None:
         parser.error(problem)  # exit 2, as a bad flag

@@ -116,7 +116,8 @@ def _report(ui: ConsoleUI, project: KernelProject, build: DevBuild, linked: Link
         if linked.shadowed_by is not None:
             ui.warn(
                 f"{project.name} {linked.shadowed_by} is pip-installed in that environment and "
-                f"is imported before the dev build: pip uninstall {project.name}"
+                f"is imported before the dev build: {linked.python} -m pip uninstall "
+                f"{project.name}"
             )
     else:
         why = f" ({linked.python}: {linked.skipped})" if linked is not None else ""
@@ -146,7 +147,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         try:
             dev_once(args, ui)
         except KernelwheelError as exc:  # the next save tries again
-            ui.error(str(exc) + (f"\n  fix: {exc.hint}" if exc.hint else ""))
+            ui.error(str(exc))  # its fix included, once
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:

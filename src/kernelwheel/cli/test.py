@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+from collections.abc import Mapping
 from pathlib import Path
 
 from .._util import atomic_write
-from ..builder.dev import pytest_arguments
+from ..builder.dev import DevBuild, pytest_arguments
 from ..builder.load_check import deferred_result, then_pytest_command
 from ..errors import ToolchainError
+from ..model.project import KernelProject
 from ..model.recipes import load_pytest_requirements
 from ..toolchain.pytest_tool import provision_pytest
 from .dev import add_dev_arguments, dev_once, local_kernels
@@ -47,14 +50,9 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             f"{project.root} has no tests/ folder",
             hint="put the kernel's tests in tests/ (kernelwheel init writes one)",
         )
-    # tests that load the kernel through kernels.get_kernel (kernels-community's) get this build
-    env = dict(os.environ)
-    env.setdefault("LOCAL_KERNELS", local_kernels(project, build))
-    if linked is not None and linked.pth is not None:
-        python = linked.python
-    else:  # the build's own interpreter, the dev build on its path
-        python = build.python
-        env["PYTHONPATH"] = _paths(build.site, env.get("PYTHONPATH", ""))
+    env = dev_environment(project, build, os.environ)
+    # the linked interpreter, else the build's own
+    python = linked.python if linked is not None and linked.pth is not None else build.python
     # the interpreter's own pytest, else kernelwheel's pinned one (build environments have none)
     found = args.runner.captured([python, "-c", "import pytest"], timeout=120, env=env)
     if found.returncode:
@@ -76,7 +74,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     deferred = build.deferred
     if deferred is None:
         ui.info("", "$ " + " ".join(cmd))
-        return int(args.runner.attached(cmd, env=env, cwd=project.root))
+        return pytest_exit(args.runner.attached(cmd, env=env, cwd=project.root), ui)
     # the load check in pytest's own process, before it collects: torch imported once
     ui.info(build.variant.name, "load check: in the tests' process, before pytest collects")
     ui.info("", "$ " + " ".join(cmd))
@@ -91,8 +89,35 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             "torch and pytest (or pass --python PY)",
         )
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
+    for warning in report.warnings(deferred.namespace):
+        ui.info(build.variant.name, warning)
     atomic_write(deferred.record, deferred.digest)  # it loaded: dev need not load it again
-    return code
+    return pytest_exit(code, ui)
+
+
+def pytest_exit(code: int, ui: ConsoleUI) -> int:
+    """pytest's exit code; for a process a signal ended, the shell's 128 + N, the signal named
+    (a negative code would leave this process as 256 - N)."""
+    if code >= 0:
+        return code
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    ui.error(f"the tests' process was ended by {name} (its output is above)")
+    return 128 - code
+
+
+def dev_environment(
+    project: KernelProject, build: DevBuild, environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The tests' environment: the dev build on ``PYTHONPATH``, ahead of site-packages, so a
+    pip-installed copy of the package never answers for it; ``LOCAL_KERNELS`` naming it for
+    tests that load the kernel through kernels.get_kernel (kernels-community's)."""
+    env = dict(environ)
+    env.setdefault("LOCAL_KERNELS", local_kernels(project, build))
+    env["PYTHONPATH"] = _paths(build.site, env.get("PYTHONPATH", ""))
+    return env
 
 
 def _paths(first: Path, rest: str) -> str:

@@ -961,6 +961,8 @@ class _Reader:
 
     def kernel(self, kernel_id: str, section: Located) -> KernelSection:
         prefix = section.prefix
+        if "backend" not in section:  # a misspelt backend: the unknown key, with the fix
+            section.check_keys(_ALL_KERNEL_KEYS, homes=_KEY_HOMES)
         backend = section.required_string(
             "backend", f'add backend = "<one of {", ".join(KERNEL_BACKENDS)}>" to [{prefix}]'
         )
@@ -1191,7 +1193,8 @@ def _name_fix(name: str) -> str:
     suggestion = re.sub(r"[^a-z0-9-]", "", name.lower().replace("_", "-")).lstrip("-0123456789")
     suggestion = suggestion.rstrip("-")
     rule = "names match ^[a-z][-a-z0-9]*[a-z0-9]$ (kernel-builder's rule)"
-    if shadowing(suggestion, package_name(suggestion)) is not None:
+    package = package_name(suggestion)
+    if shadowing(suggestion, package) is not None or keyword.iskeyword(package):
         suggestion += "-kernel"  # never suggest a name that is refused in turn
     if _NAME_RE.fullmatch(suggestion) and is_package_name(package_name(suggestion)):
         return (

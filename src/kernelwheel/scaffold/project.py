@@ -7,6 +7,7 @@ name leaves nothing behind."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -60,9 +61,11 @@ def parse_backends(text: str) -> tuple[str, ...]:
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [n for n in names if n not in INIT_BACKENDS]
     if unknown or not names:
+        listed = ", ".join(map(repr, unknown))
+        what = f"{listed} are not backends" if len(unknown) > 1 else f"{listed} is not a backend"
         raise UsageError(
-            f"--backends {text!r}: {', '.join(map(repr, unknown)) or 'nothing'} is not a "
-            "backend kernelwheel init writes",
+            f"--backends {text!r}: {what if unknown else 'names no backend'} kernelwheel init "
+            "writes",
             hint=f"give one or more of {','.join(INIT_BACKENDS)}, comma-separated",
         )
     if len(set(names)) != len(names):
@@ -81,7 +84,9 @@ def init_project(req: InitRequest) -> InitResult:
     # the staged build.toml's syntax error.
     if (problem := kernel_name_problem(req.name)) is not None:
         shown = req.name if len(req.name) <= 60 else req.name[:40] + "…"
-        raise UsageError(f"NAME {shown!r}: {problem[0]}", hint=problem[1])
+        # build.toml's fix (use name = "x" and rename the package folder) said as init's
+        hint = re.sub(r'use name = "(\S+)" and .*?;', r"kernelwheel init \1;", problem[1])
+        raise UsageError(f"NAME {shown!r}: {problem[0]}", hint=hint)
     output_dir(req.parent, "--directory")
     root = req.parent / req.name
     if root.exists() or root.is_symlink():
