@@ -33,6 +33,15 @@ def test_a_schema_its_implementation_does_not_match_fails_the_build(
     binding = project / "torch-ext" / "torch_binding.cpp"
     binding.write_text(BINDING.replace("add_one(Tensor x)", "add_one(Tensor x, Tensor y)"))
     out = tmp_path / "wheelhouse"
+    # first a package file the build environment's Python cannot compile: named, no wheel
+    init = project / "torch-ext" / "tiny_add" / "__init__.py"
+    source = init.read_text()
+    init.write_text(source + "\ndef broken(:\n")
+    assert main(["build", str(project), "-o", str(out), "--variant", CPU_VARIANT]) == 6
+    err = capfd.readouterr().err
+    assert f"torch-ext/tiny_add/__init__.py:{source.count(chr(10)) + 2}: " in err, err
+    assert not out.exists() or not list(out.glob("*.whl"))
+    init.write_text(source)
 
     assert main(["build", str(project), "-o", str(out), "--variant", CPU_VARIANT]) == 6
     err = capfd.readouterr().err

@@ -11,8 +11,9 @@ from types import SimpleNamespace
 import pytest
 from support.tinykernel import BINDING
 
-from kernelwheel.builder._load_check import load_torch
+from kernelwheel.builder._load_check import load_torch, syntax_errors
 from kernelwheel.builder.load_check import LoadReport, explain_failure, skip_reason
+from kernelwheel.errors import BuildError
 from kernelwheel.model.variant import Arch, Variant
 
 NS = "_tiny_add_0123456789"
@@ -132,7 +133,7 @@ def test_another_arch_is_not_loaded_here() -> None:
     here = Arch.host().value
     other = "aarch64" if here == "x86_64" else "x86_64"
     reason = skip_reason(Variant.parse(f"torch213-cxx11-cpu-{other}-linux"))
-    assert reason == f"a {other} extension cannot be loaded on this {here} host"
+    assert reason == f"an {other} extension cannot be loaded on this {here} host"
     assert skip_reason(Variant.parse(f"torch213-cxx11-cpu-{here}-linux")) is None
 
 
@@ -200,3 +201,23 @@ def test_a_schema_torch_cannot_parse_is_named_with_its_line_and_column(tmp_path:
     # the ~~ stays under the column torch stopped at
     assert lines == ("  add_one(Tensor x -> Tensor", "                   ~~ <--- HERE")
     assert fix.startswith("fix that schema in its ops.def(...)")
+
+
+def test_a_package_file_that_does_not_compile_fails_the_check_with_its_project_path(
+    tmp_path: Path,
+) -> None:
+    package = tmp_path / "torch-ext" / "tiny_add"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from ._ops import ops\n\ndef add_one(x)\n    return x\n")
+    (package / "sub" / "nul.py").write_bytes(b"x = 1\x00\n")
+    (package / "fine.py").write_text("match = 1\n")
+    (package / "notes.txt").write_text("def (\n")  # not Python: not compiled
+    found = syntax_errors(str(package))
+    assert len(found) == 2, found
+    assert found[0] == f"{package}/__init__.py:3: expected ':'"
+    assert found[1].startswith(f"{package}/sub/nul.py")
+    with pytest.raises(BuildError) as caught:
+        LoadReport.read({"syntax": found}).refuse_syntax(tmp_path / "log", tmp_path)
+    assert "do not compile with the build environment's Python" in str(caught.value)
+    assert caught.value.diagnostics[0] == "  torch-ext/tiny_add/__init__.py:3: expected ':'"
+    assert LoadReport.read({"ops": ["x"]}).refuse_syntax(tmp_path / "log", tmp_path).ops == ("x",)

@@ -2,15 +2,16 @@
 
 Invoked by file path with that environment's interpreter, so it may import only the standard
 library, torch and tvm_ffi - never kernelwheel itself. Arguments: the build kind (``torch`` or
-``tvm-ffi``), the shared object, its ops namespace. Prints one JSON line: the namespace's ops
-with their schemas. A failure is an exception (exit 1, traceback on stderr) or, for an error
-thrown while the shared object's static registrations run, torch's abort (a signal): the parent
-(builder/load_check.py) reads either from stderr.
+``tvm-ffi``), the shared object, its ops namespace, the package's Python folder. Prints one
+JSON line: the namespace's ops with their schemas, or, before loading, the package's files this
+Python cannot compile (``syntax``). A failure is an exception (exit 1, traceback on stderr) or,
+for an error thrown while the shared object's static registrations run, torch's abort (a
+signal): the parent (builder/load_check.py) reads either from stderr.
 
 Kind ``torch+pytest`` (``kernelwheel test``): the check, its output appended to a log, then
 pytest in the same process, so the tests' run imports torch once. Arguments: the shared object,
-the namespace, the log, pytest's arguments. The log gets a ``MARK`` line once the extension
-loaded (or when pytest is missing); a run without one failed to load.
+the namespace, the Python folder, the log, pytest's arguments. The log gets a ``MARK`` line
+once the extension loaded (or when pytest is missing); a run without one failed to load.
 """
 
 from __future__ import annotations
@@ -51,6 +52,24 @@ def load_torch(path: str, namespace: str) -> dict[str, list[str]]:
     }
 
 
+def syntax_errors(folder: str) -> list[str]:
+    """``FILE:LINE: message`` of each Python file below ``folder`` this interpreter cannot
+    compile (kernelwheel's own Python may read another grammar)."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in sorted(n for n in filenames if n.endswith(".py")):
+            path = os.path.join(dirpath, name)
+            try:
+                with open(path, "rb") as fh:
+                    compile(fh.read(), path, "exec", dont_inherit=True)
+            except SyntaxError as exc:
+                found.append(f"{path}:{exc.lineno}: {exc.msg}")
+            except ValueError as exc:  # a NUL byte, before Python 3.12
+                found.append(f"{path}: {exc}")
+    return found
+
+
 def load_tvm_ffi(path: str) -> list[str]:
     import tvm_ffi
 
@@ -58,9 +77,12 @@ def load_tvm_ffi(path: str) -> list[str]:
     return []
 
 
-def then_pytest(path: str, namespace: str, log: str, args: list[str]) -> int:
+def then_pytest(path: str, namespace: str, python: str, log: str, args: list[str]) -> int:
     """The load check, its output appended to ``log``, then pytest on the restored output."""
     with open(log, "a") as fh:
+        if syntax := syntax_errors(python):  # pytest would fail at each test's import
+            fh.write(MARK + json.dumps({"syntax": syntax}) + "\n")
+            return 1
         try:
             import pytest
         except ImportError:
@@ -82,8 +104,11 @@ def then_pytest(path: str, namespace: str, log: str, args: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     if argv[0] == "torch+pytest":
-        return then_pytest(argv[1], argv[2], argv[3], argv[4:])
-    kind, path, namespace = argv
+        return then_pytest(argv[1], argv[2], argv[3], argv[4], argv[5:])
+    kind, path, namespace, python = argv
+    if syntax := syntax_errors(python):  # first: the cheaper error, and the import's own
+        print(json.dumps({"syntax": syntax}))
+        return 0
     found = {"ops": load_tvm_ffi(path)} if kind == "tvm-ffi" else load_torch(path, namespace)
     print(json.dumps(found))
     return 0

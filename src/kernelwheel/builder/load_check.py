@@ -32,12 +32,27 @@ class LoadReport:
     ops: tuple[str, ...] = ()
     undefined: tuple[str, ...] = ()  # implemented (ops.impl) but defined by no ops.def
     elsewhere: tuple[str, ...] = ()  # defined by the extension outside the build's namespace
+    syntax: tuple[str, ...] = ()  # FILE:LINE: message of package files that do not compile
 
     @classmethod
     def read(cls, found: dict[str, list[str]]) -> LoadReport:
         """The report of the child's JSON line."""
-        keys = ("ops", "undefined", "elsewhere")
+        keys = ("ops", "undefined", "elsewhere", "syntax")
         return cls(*(tuple(map(str, found.get(key, []))) for key in keys))
+
+    def refuse_syntax(self, log: Path, root: Path | None) -> LoadReport:
+        """This report, unless a package file does not compile: then a :class:`BuildError`
+        (the wheel would build, and its import fail)."""
+        if not self.syntax:
+            return self
+        shown = [line.removeprefix(f"{root}/") if root else line for line in self.syntax]
+        raise BuildError(
+            f"{len(shown)} Python file(s) of the package do not compile with the build "
+            "environment's Python: importing the package would fail",
+            log=log,
+            hint="fix the syntax at that line",
+            diagnostics=tuple(f"  {line}" for line in shown),
+        )
 
     def describe(self, namespace: str) -> str:
         names = [op.split("(", 1)[0].removeprefix(namespace + "::") for op in self.ops]
@@ -65,8 +80,9 @@ class LoadReport:
 
 def skip_reason(variant: Variant) -> str | None:
     """Why this host cannot load ``variant``'s extension (another arch), else None."""
-    if variant.arch is not None and variant.arch is not Arch.host():
-        return f"a {variant.arch.value} extension cannot be loaded on this {Arch.host().value} host"
+    here = Arch.host()
+    if variant.arch is not None and variant.arch is not here:
+        return f"an {variant.arch.value} extension cannot be loaded on this {here.value} host"
     return None
 
 
@@ -80,13 +96,15 @@ class DeferredLoad:
     log: Path
     record: Path  # the dev build's record of the last shared object that loaded
     digest: str  # this one's sha256: the record's text once it loaded
+    package: Path  # the package's Python sources, compiled by that interpreter
     root: Path | None = None  # the project, whose sources a failure's lines name
 
 
 def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[str]) -> list[str]:
     """``python`` loading the extension (output to the log), then ``python -m pytest ARGS``."""
-    program = (python, PROGRAM, "torch+pytest", deferred.shared_object, deferred.namespace)
-    return [*map(str, program), str(deferred.log), *pytest_args]
+    shared_object, namespace, package = deferred.shared_object, deferred.namespace, deferred.package
+    program = (python, PROGRAM, "torch+pytest", shared_object, namespace, package, deferred.log)
+    return [*map(str, program), *pytest_args]
 
 
 def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadReport | None:
@@ -98,7 +116,9 @@ def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadRepor
     for line in reversed(output.splitlines()):
         if line.startswith(MARK):
             found = json.loads(line[len(MARK) :])
-            return None if "missing" in found else LoadReport.read(found)
+            if "missing" in found:
+                return None
+            return LoadReport.read(found).refuse_syntax(deferred.log, deferred.root)
     message, details, fix = explain_failure(code, output, deferred.namespace, deferred.root)
     raise BuildError(message, log=deferred.log, hint=fix, diagnostics=details)
 
@@ -108,14 +128,16 @@ def check_load(
     shared_object: Path,
     namespace: str,
     kind: str,
+    package: Path,
     log: Path,
     runner: Runner,
     root: Path | None = None,
 ) -> LoadReport:
-    """Import ``shared_object`` with ``python`` (``kind``: ``torch`` or ``tvm-ffi``); the
-    output goes to ``log``. A failure is a :class:`BuildError` naming the op, its lines in the
-    project at ``root`` and the fix."""
-    cmd: list[str | Path] = [python, PROGRAM, kind, shared_object, namespace]
+    """Import ``shared_object`` with ``python`` (``kind``: ``torch`` or ``tvm-ffi``) and
+    compile the Python files of ``package``; the output goes to ``log``. A failure is a
+    :class:`BuildError` naming the op (or file), its lines in the project at ``root`` and the
+    fix."""
+    cmd: list[str | Path] = [python, PROGRAM, kind, shared_object, namespace, package]
     try:
         proc = runner.captured(cmd, timeout=TIMEOUT_S)
     except CommandTimeout:
@@ -130,7 +152,7 @@ def check_load(
         fh.write(proc.stdout + proc.stderr)
     if proc.returncode == 0:
         lines = proc.stdout.strip().splitlines()
-        return LoadReport.read(json.loads(lines[-1]) if lines else {})
+        return LoadReport.read(json.loads(lines[-1]) if lines else {}).refuse_syntax(log, root)
     message, details, fix = explain_failure(proc.returncode, proc.stderr, namespace, root)
     raise BuildError(message, log=log, hint=fix, diagnostics=details)
 

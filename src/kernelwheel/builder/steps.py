@@ -513,10 +513,18 @@ def load_checked(
     if loaded is not None and loaded[0].is_file() and loaded[0].read_text() == loaded[1]:
         return None
     if defer and loaded is not None:
-        return DeferredLoad(shared_object, namespace, req.log, *loaded, req.project.root)
+        package = req.project.package_dir
+        return DeferredLoad(shared_object, namespace, req.log, *loaded, package, req.project.root)
     with step(reporter, scope, "load check", log=req.log) as detail:
         report = check_load(
-            python, shared_object, namespace, req.kind.value, req.log, runner, req.project.root
+            python,
+            shared_object,
+            namespace,
+            req.kind.value,
+            req.project.package_dir,
+            req.log,
+            runner,
+            req.project.root,
         )
         detail.append(report.describe(namespace))
     for warning in report.warnings(namespace):
