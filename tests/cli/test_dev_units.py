@@ -20,14 +20,14 @@ from kernelwheel.builder.dev import (
     dev_site,
     pytest_arguments,
 )
-from kernelwheel.cli import dev
+from kernelwheel.cli import dev, main
 from kernelwheel.cli.dev import _snapshot
 from kernelwheel.cli.test import dev_environment, pytest_exit
 from kernelwheel.cli.ui import ConsoleUI
 from kernelwheel.compat.guard import BuildStamp
 from kernelwheel.errors import BuildError
 from kernelwheel.model.project import load_project
-from kernelwheel.model.variant import Variant
+from kernelwheel.model.variant import Arch, Variant
 
 CPU = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
 
@@ -200,3 +200,16 @@ def test_a_shadowing_install_is_removed_from_the_linked_interpreter(tmp_path: Pa
     err = io.StringIO()
     dev._report(ConsoleUI(out=io.StringIO(), err=err), project, _build(tmp_path), linked)
     assert f"{python} -m pip uninstall tiny-add" in err.getvalue()
+
+
+def test_a_dev_build_of_another_arch_is_refused_before_anything_is_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_tiny_kernel(tmp_path / "p")
+    other = "aarch64" if Arch.host() is Arch.X86_64 else "x86_64"
+    name = f"torch213-cxx11-cpu-{other}-linux"
+    assert main(["dev", str(root), "--variant", name, "--cache-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert f"--variant {name}: a dev build is imported on this machine, and an {other}" in err
+    assert f"kernelwheel build --variant {name}" in err
+    assert not (tmp_path / "c").exists()  # no environment begun

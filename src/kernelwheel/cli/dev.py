@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..builder.dev import DevBuild, Linked, link_dev_build
+from ..builder.load_check import skip_reason
 from ..builder.preflight import select_buildable
 from ..builder.service import dev_project
 from ..errors import KernelwheelError, UsageError
@@ -80,6 +81,12 @@ def dev_once(args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = 
             hint="a dev build is of one variant: give its full name",
         )
     (recipe,) = selection.recipes
+    if (foreign := skip_reason(recipe.variant)) is not None:  # nothing here could import it
+        raise UsageError(
+            f"--variant {recipe.name}: a dev build is imported on this machine, and {foreign}",
+            hint=f"check that it compiles with kernelwheel build --variant {recipe.name}, or "
+            "give a variant of this machine's arch (kernelwheel matrix lists them)",
+        )
     default = selection.default
     if default is not None:
         ui.info("", f"variant {recipe.name}: {default.reason}")
