@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.kinds import write_noarch_project, write_tvm_ffi_project
 from support.tinykernel import PACKAGE, write_tiny_kernel
 from support.venvs import QuickVenv
 
@@ -235,3 +236,20 @@ def test_a_dev_build_of_another_arch_is_refused_before_anything_is_made(
     assert f"--variant {name}: a dev build is imported on this machine, and an {other}" in err
     assert f"kernelwheel build --variant {name}" in err
     assert not (tmp_path / "c").exists()  # no environment begun
+
+
+@pytest.mark.parametrize("command", ["dev", "test"])
+def test_a_noarch_or_tvm_ffi_project_is_refused_naming_its_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    # a noarch project of two backends was told "--variant matches 2 variants" without a
+    # --variant given, and a tvm-ffi project was refused after its variant was chosen
+    for kind, root in (
+        ("noarch", write_noarch_project(tmp_path / "n")),
+        ("tvm-ffi", write_tvm_ffi_project(tmp_path / "t")),
+    ):
+        assert main([command, str(root), "--cache-dir", str(tmp_path / "c")]) == 3
+        err = capsys.readouterr().err
+        assert f"is a {kind} project: kernelwheel {command} builds torch extensions only" in err
+        assert "kernelwheel build" in err and "matches" not in err
+    assert not (tmp_path / "c").exists()

@@ -26,7 +26,7 @@ from .._util import (
 )
 from ..compat.guard import BuildStamp
 from ..compat.probe_cache import kept_across
-from ..errors import ProjectError, VariantError
+from ..errors import VariantError
 from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.variant import TorchVersion, Variant
@@ -34,7 +34,7 @@ from ..wheels import Member
 from . import codegen
 from .load_check import DeferredLoad
 from .pipeline import compile_extension, prepare_environment
-from .request import BuildKind, BuildRequest
+from .request import BuildRequest
 from .steps import full_version, load_checked, package_files
 
 
@@ -75,13 +75,6 @@ def build_dev(
 ) -> DevBuild:
     """``req``'s variant compiled incrementally, load-checked (``check_in_tests``: by the
     process that runs the tests, ``DevBuild.deferred``) and laid out as an importable package."""
-    if req.kind is not BuildKind.TORCH:
-        raise ProjectError(
-            f"{req.project.name} is a {req.kind.value} project: kernelwheel dev builds torch "
-            "extensions only",
-            file=req.project.build_toml,
-            hint="build its wheels with 'kernelwheel build'",
-        )
     # Its work folder and log in the dev folder; no repair or policy, no Hub layout. The compile
     # flags stay the release's (the ABI remedies' too): a kernel unit compiled by ``dev`` is then
     # a compiler-cache hit for ``build``, and back.
