@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from support.tinykernel import BINDING
 
-from kernelwheel.builder._load_check import load_torch, syntax_errors
+from kernelwheel.builder._load_check import load_torch, load_tvm_ffi, syntax_errors
 from kernelwheel.builder.load_check import LoadReport, explain_failure, skip_reason
 from kernelwheel.errors import BuildError
 from kernelwheel.model.variant import Arch, Variant
@@ -142,6 +142,20 @@ def test_the_report_names_the_ops_without_the_namespace() -> None:
         ops=(f"{NS}::add_one(Tensor x) -> Tensor", f"{NS}::twice(Tensor x) -> Tensor")
     )
     assert report.describe(NS) == "2 op(s) loaded: add_one, twice"
+
+
+def test_a_tvm_ffi_object_is_reported_with_the_functions_it_exports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the build said "0 op(s) loaded" for every tvm-ffi kernel, so a function exported under
+    # a wrong name went unseen; a symbol that only contains the prefix is no function
+    so = tmp_path / "k.so"
+    so.write_bytes(b"\0__tvm_ffi_add_one_cpu\0_ZZ21__tvm_ffi_add_one_cpuE4name\0__tvm_ffi_twice\0")
+    module = SimpleNamespace(implements_function=lambda name: not name.endswith("E4name"))
+    loaded: list[str] = []
+    fake = SimpleNamespace(load_module=lambda path: loaded.append(path) or module)
+    monkeypatch.setitem(sys.modules, "tvm_ffi", fake)
+    assert load_tvm_ffi(str(so)) == ["add_one_cpu", "twice"] and loaded == [str(so)]
 
 
 class _Schema(SimpleNamespace):
