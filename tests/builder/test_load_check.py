@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from support.sofiles import build_extension
 from support.tinykernel import BINDING
 
 from kernelwheel.builder._load_check import load_torch, load_tvm_ffi, syntax_errors
@@ -147,15 +148,19 @@ def test_the_report_names_the_ops_without_the_namespace() -> None:
 def test_a_tvm_ffi_object_is_reported_with_the_functions_it_exports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the build said "0 op(s) loaded" for every tvm-ffi kernel, so a function exported under
-    # a wrong name went unseen; a symbol that only contains the prefix is no function
-    so = tmp_path / "k.so"
-    so.write_bytes(b"\0__tvm_ffi_add_one_cpu\0_ZZ21__tvm_ffi_add_one_cpuE4name\0__tvm_ffi_twice\0")
-    module = SimpleNamespace(implements_function=lambda name: not name.endswith("E4name"))
-    loaded: list[str] = []
-    fake = SimpleNamespace(load_module=lambda path: loaded.append(path) or module)
-    monkeypatch.setitem(sys.modules, "tvm_ffi", fake)
-    assert load_tvm_ffi(str(so)) == ["add_one_cpu", "twice"] and loaded == [str(so)]
+    # the build said "0 op(s) loaded" for every tvm-ffi kernel (a function exported under a
+    # wrong name went unseen), and tvm_ffi.load_module binds lazily, so an object calling a
+    # function no source defines passed, to fail at the user's call
+    funcs = "void __tvm_ffi_add_one_cpu(void) {%s}\nvoid __tvm_ffi_twice(void) {}\n"
+    module = SimpleNamespace(implements_function=lambda name: name != "twic")
+    monkeypatch.setitem(sys.modules, "tvm_ffi", SimpleNamespace(load_module=lambda p: module))
+    good, bad = (tmp_path / "good.so", tmp_path / "bad.so")
+    good.write_bytes(build_extension(tmp_path, "good", code=(funcs % "", "")))
+    assert load_tvm_ffi(str(good)) == ["add_one_cpu", "twice"]
+    missing = ("void missing(void);\n" + funcs % "missing();", "")
+    bad.write_bytes(build_extension(tmp_path, "bad", code=missing))
+    with pytest.raises(OSError, match="undefined symbol: missing"):
+        load_tvm_ffi(str(bad))
 
 
 class _Schema(SimpleNamespace):

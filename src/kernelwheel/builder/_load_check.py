@@ -72,10 +72,13 @@ def syntax_errors(folder: str) -> list[str]:
 
 
 def load_tvm_ffi(path: str) -> list[str]:
-    """Load ``path`` as the package's ``_ops.py`` does; the functions it exports (each
-    ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` is a symbol ``__tvm_ffi_<name>``)."""
+    """Load ``path`` as the package's ``_ops.py`` does, every symbol bound; the functions it
+    exports (each ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` is a symbol ``__tvm_ffi_<name>``)."""
+    import ctypes
+
     import tvm_ffi
 
+    ctypes.CDLL(path, mode=os.RTLD_NOW)  # load_module binds lazily: a missing function passes
     module = tvm_ffi.load_module(path)
     with open(path, "rb") as fh:
         names = {name.decode() for name in re.findall(rb"__tvm_ffi_([A-Za-z_]\w*)\0", fh.read())}
