@@ -152,7 +152,8 @@ def test_a_tvm_ffi_object_is_reported_with_the_functions_it_exports(
     # wrong name went unseen), and tvm_ffi.load_module binds lazily, so an object calling a
     # function no source defines passed, to fail at the user's call
     funcs = "void __tvm_ffi_add_one_cpu(void) {%s}\nvoid __tvm_ffi_twice(void) {}\n"
-    module = SimpleNamespace(implements_function=lambda name: name != "twic")
+    funcs += "void *__tvm_ffi__library_ctx = 0;\n"  # tvm-ffi's own symbol: no function
+    module = SimpleNamespace(implements_function=lambda name: not name.startswith("_"))
     monkeypatch.setitem(sys.modules, "tvm_ffi", SimpleNamespace(load_module=lambda p: module))
     good, bad = (tmp_path / "good.so", tmp_path / "bad.so")
     good.write_bytes(build_extension(tmp_path, "good", code=(funcs % "", "")))
