@@ -9,9 +9,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from support.sofiles import build_extension
 from support.tinykernel import BINDING
 
-from kernelwheel.builder._load_check import load_torch, syntax_errors
+from kernelwheel.builder._load_check import load_torch, load_tvm_ffi, syntax_errors
 from kernelwheel.builder.load_check import LoadReport, explain_failure, skip_reason
 from kernelwheel.errors import BuildError
 from kernelwheel.model.variant import Arch, Variant
@@ -142,6 +143,25 @@ def test_the_report_names_the_ops_without_the_namespace() -> None:
         ops=(f"{NS}::add_one(Tensor x) -> Tensor", f"{NS}::twice(Tensor x) -> Tensor")
     )
     assert report.describe(NS) == "2 op(s) loaded: add_one, twice"
+
+
+def test_a_tvm_ffi_object_is_reported_with_the_functions_it_exports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the build said "0 op(s) loaded" for every tvm-ffi kernel (a function exported under a
+    # wrong name went unseen), and tvm_ffi.load_module binds lazily, so an object calling a
+    # function no source defines passed, to fail at the user's call
+    funcs = "void __tvm_ffi_add_one_cpu(void) {%s}\nvoid __tvm_ffi_twice(void) {}\n"
+    funcs += "void *__tvm_ffi__library_ctx = 0;\n"  # tvm-ffi's own symbol: no function
+    module = SimpleNamespace(implements_function=lambda name: not name.startswith("_"))
+    monkeypatch.setitem(sys.modules, "tvm_ffi", SimpleNamespace(load_module=lambda p: module))
+    good, bad = (tmp_path / "good.so", tmp_path / "bad.so")
+    good.write_bytes(build_extension(tmp_path, "good", code=(funcs % "", "")))
+    assert load_tvm_ffi(str(good)) == ["add_one_cpu", "twice"]
+    missing = ("void missing(void);\n" + funcs % "missing();", "")
+    bad.write_bytes(build_extension(tmp_path, "bad", code=missing))
+    with pytest.raises(OSError, match="undefined symbol: missing"):
+        load_tvm_ffi(str(bad))
 
 
 class _Schema(SimpleNamespace):

@@ -152,6 +152,19 @@ def test_a_local_version_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
 
 
+def test_a_package_file_that_does_not_compile_fails_the_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the wheel of a pure-Python kernel is its Python: it was written, and its import failed
+    root = write_noarch_project(tmp_path / "p")
+    (root / "torch-ext" / "scale_noarch" / "sub" / "__init__.py").write_text("def f(:\n")
+    assert build(root, tmp_path / "o") == 6
+    err = capsys.readouterr().err
+    assert "1 Python file(s) of the package do not compile" in err
+    assert "  torch-ext/scale_noarch/sub/__init__.py:1: " in err
+    assert not list((tmp_path / "o").glob("*.whl"))
+
+
 @pytest.mark.integration
 def test_installed_wheel_runs_its_op_under_cpu_torch(tmp_path: Path) -> None:
     root = write_noarch_project(tmp_path / "p", NOARCH_BUILD_TOML)

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 from support.http import http_server
+from support.requests import build_request
 from support.runners import Reply, ScriptedRunner
+from support.tinykernel import write_tiny_kernel
 
 from kernelwheel.builder import preflight
 from kernelwheel.cli import main
@@ -21,6 +23,7 @@ from kernelwheel.model.sources import PipSources
 from kernelwheel.model.variant import Arch, Variant
 from kernelwheel.plan.defaults import Machine
 from kernelwheel.plan.planning import plan_project
+from kernelwheel.toolchain.cross import TARGET_READY, CrossPlan
 from kernelwheel.toolchain.envs import READY_MARKER, env_root, env_spec_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -192,3 +195,34 @@ def test_the_default_falls_back_to_a_variant_this_machine_can_get(
         args = ["build", str(IMG2GRAY), "--cache-dir", str(cache), "--print-build-identifiers"]
         assert main(args) == 0
         assert capsys.readouterr().out.split() == [cached.name]
+
+
+def test_a_cross_builds_target_torch_needs_its_index_its_archs_wheel_or_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # torch213-cxx11-cpu-aarch64-linux with PyTorch's index out of reach passed the preflight
+    # (the host's x86_64 wheel in PIP_FIND_LINKS counted for it) and failed in pip download
+    monkeypatch.setattr(preflight, "_unreachable", lambda url: "no route to host")
+    variant = Variant.parse("torch213-cxx11-cpu-aarch64-linux")
+    target = env_spec_for(recipe(variant.name), PipSources())
+    cross = CrossPlan(variant, compiler=None, host_env=None, target_env=target)
+    req = build_request(write_tiny_kernel(tmp_path / "p"), variant, cross=cross)
+    cache = tmp_path / "cache"
+    problem = preflight.target_problem(req, cache)
+    assert problem is not None and problem.startswith(
+        "its aarch64 target's torch==2.13.0+cpu comes from PyTorch's index"
+    )
+    links = tmp_path / "links"
+    links.mkdir()
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    (links / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    assert preflight.target_problem(req, cache) == problem
+    (links / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_aarch64.whl").write_bytes(b"")
+    assert preflight.target_problem(req, cache) is None
+    monkeypatch.delenv("PIP_FIND_LINKS")
+    # a target sysroot unpacked by an earlier build needs no index
+    root = cache / "targets" / f"aarch64-py3.11-{cross.target_spec('3.11').digest()}"
+    root.mkdir(parents=True)
+    assert preflight.target_problem(req, cache) == problem  # half-made: no ready marker
+    (root / TARGET_READY).write_text("{}")
+    assert preflight.target_problem(req, cache) is None

@@ -9,15 +9,18 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.kinds import write_noarch_project, write_tvm_ffi_project
 from support.tinykernel import PACKAGE, write_tiny_kernel
 from support.venvs import QuickVenv
 
+from kernelwheel._util import Runner
 from kernelwheel.builder.dev import (
     DevBuild,
     Linked,
     _lay_out_site,
     dev_namespace,
     dev_site,
+    link_dev_build,
     pytest_arguments,
 )
 from kernelwheel.cli import dev, main
@@ -155,6 +158,26 @@ def test_a_dev_build_of_another_variant_leaves_the_linked_one_alone(tmp_path: Pa
     assert dev_namespace(project, CPU) in (package / "_ops.py").read_text()
 
 
+def test_a_stable_abi_dev_build_links_into_any_newer_torch(tmp_path: Path) -> None:
+    # torch-stable-abi210-cpu loads under torch 2.14 (the import guard admits it): `dev --python`
+    # with that torch linked it nowhere, saying the variant is for torch 2.10
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    stable = Variant.parse("torch-stable-abi210-cpu-x86_64-linux")
+    build = DevBuild(stable, tmp_path, tmp_path / "site", tmp_path / "hub", Path("py"))
+    python = tmp_path / "python"
+    for torch, linked in (("2.14.1+cu130", True), ("2.9.1+cpu", False), ("", False)):
+        python.write_text(f'#!/bin/sh\necho \'["{tmp_path}", "{torch}", ""]\'\n')
+        python.chmod(0o755)
+        got = link_dev_build(build, project, python, tmp_path / "cache", Runner())
+        assert (got.pth is not None) is linked, got.skipped
+    assert got.skipped == "it has no torch, the variant is for torch >= 2.10"
+    same = _build(tmp_path)
+    python.write_text(f'#!/bin/sh\necho \'["{tmp_path}", "2.14.1+cu130", ""]\'\n')
+    assert link_dev_build(same, project, python, tmp_path / "cache", Runner()).skipped == (
+        "it has torch 2.14.1+cu130, the variant is for torch 2.13"
+    )
+
+
 def test_watch_shows_a_failed_builds_fix_once_and_keeps_watching(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -213,3 +236,20 @@ def test_a_dev_build_of_another_arch_is_refused_before_anything_is_made(
     assert f"--variant {name}: a dev build is imported on this machine, and an {other}" in err
     assert f"kernelwheel build --variant {name}" in err
     assert not (tmp_path / "c").exists()  # no environment begun
+
+
+@pytest.mark.parametrize("command", ["dev", "test"])
+def test_a_noarch_or_tvm_ffi_project_is_refused_naming_its_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    # a noarch project of two backends was told "--variant matches 2 variants" without a
+    # --variant given, and a tvm-ffi project was refused after its variant was chosen
+    for kind, root in (
+        ("noarch", write_noarch_project(tmp_path / "n")),
+        ("tvm-ffi", write_tvm_ffi_project(tmp_path / "t")),
+    ):
+        assert main([command, str(root), "--cache-dir", str(tmp_path / "c")]) == 3
+        err = capsys.readouterr().err
+        assert f"is a {kind} project: kernelwheel {command} builds torch extensions only" in err
+        assert "kernelwheel build" in err and "matches" not in err
+    assert not (tmp_path / "c").exists()

@@ -18,7 +18,7 @@ from support.variants import TORCH214_CPU as CPU
 
 from kernelwheel.builder.service import Outcome
 from kernelwheel.cli import main
-from kernelwheel.cli.build import _Progress
+from kernelwheel.cli.build import _Progress, summary_table
 from kernelwheel.cli.ui import QUIET, VERBOSE, ConsoleUI, activity_of
 from kernelwheel.errors import ToolchainError
 from kernelwheel.log import step
@@ -255,3 +255,9 @@ def test_a_variant_alone_streams_into_its_group_on_github(
     assert out.getvalue().splitlines()[:2] == ["::group::a", "  > a: environment …"]
     progress.variant_finished(Outcome("a", 2.0, None))
     assert out.getvalue().splitlines()[-2:] == ["ok a: done in 2.0s", "::endgroup::"]
+
+
+def test_the_totals_line_is_the_builds_time_not_the_sum_of_its_variants() -> None:
+    # two variants of 10 s each built side by side (--variant-jobs 2) in 12 s: it said 20 s
+    outcomes = [Outcome("a", 10.0, Path("a.log")), Outcome("b", 10.0, Path("b.log"))]
+    assert summary_table(outcomes, 12.0).splitlines()[-1] == "0 of 2 variant(s) built in 12.0s"

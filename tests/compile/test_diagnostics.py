@@ -5,8 +5,10 @@ relative to the build folder, and the per-unit warning summary."""
 
 from __future__ import annotations
 
+from kernelwheel.builder.steps import compile_hint
 from kernelwheel.compile.diagnostics import MAX_LINES, PathMap, failure, warning_summary
 from kernelwheel.errors import BuildError
+from kernelwheel.model.variant import Variant
 
 STAGE = "/cache/work/tiny_add/torch213-cxx11-cpu-x86_64-linux"
 ROOT = "/home/me/tiny-add"
@@ -241,3 +243,19 @@ Remark: The warnings can be suppressed with "-diag-suppress <warning-number>"
 def test_the_error_shows_its_diagnostics_under_the_message_and_the_fix_last() -> None:
     exc = BuildError("compiling k.cpp failed (exit 1)", hint="see above", diagnostics=("a", "b"))
     assert str(exc) == "compiling k.cpp failed (exit 1)\na\nb\n  fix: see above"
+
+
+def test_a_stable_abi_build_including_a_full_torch_header_is_told_which_headers_it_may_use() -> (
+    None
+):
+    # torch's #error names TORCH_TARGET_VERSION, which the author never set: the fix was only
+    # "the compiler's first error is above"
+    error = (
+        'torch/include/ATen/ATen.h:40:2: error: #error "This file should not be included when '
+        'either TORCH_STABLE_ONLY or TORCH_TARGET_VERSION is defined."'
+    )
+    stable = Variant.parse("torch-stable-abi210-cpu-x86_64-linux")
+    assert "torch/csrc/stable/... and torch/headeronly/..." in compile_hint(stable, error, True)
+    per_torch = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+    assert compile_hint(per_torch, error, True).startswith("the compiler's first error is above")
+    assert compile_hint(stable, "ld: cannot find -lfoo", False).startswith("the compile's last")

@@ -265,6 +265,14 @@ def test_older_forms_keep_their_string_version(tmp_path: Path) -> None:
         (('name = "fused-op"', 'name = "9op"'), ("start with a letter", 'name = "op"')),
         (("[general.tpu]", "[general.metal]"), ("general.metal", "unknown key")),
         (('cuda = "2.10"', 'cuda = "2.1"'), ("not a stable-ABI torch version", '"2.9" or later')),
+        (('cuda = "2.10"', 'cuda = "yes"'), ("'yes' is not a stable-ABI", '"2.9" or later')),
+        (
+            (
+                V5[V5.index("[torch.stable-abi]") : V5.index("\n\n[kernel.op_cuda]")],
+                "stable-abi = true",
+            ),
+            ("expected a torch version string or a table, got a boolean", 'stable-abi = "2.10"'),
+        ),
         (('cuda = "2.10"', 'gpu = "2.10"'), ("unknown backend 'gpu'",)),
         (('hip-flags = ["-O3"]', 'cuda-flags = ["-O3"]'), ("backend = 'cuda' kernels",)),
         (('"gfx90a", "gfx942"', '"gfx90a", "sm_90"'), ("invalid ROCm arch 'sm_90'", "gfx names")),

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.kinds import write_noarch_project
 from support.tomlread import loads
 from support.wheelread import read_wheel
 
@@ -208,7 +209,8 @@ def test_build_step_builds_exactly_the_entry_then_checks(release: dict[str, Any]
     build_step = step(build, "build")
     assert build_step["env"]["VARIANT"] == "${{ matrix.name }}"
     assert re.search(
-        r'kernelwheel build "\$KERNEL_PATH" --only "\$VARIANT" --output-dir "\$WHEELHOUSE"',
+        r'only=\(--only "\$VARIANT"\)\n.*\n *kernelwheel build "\$KERNEL_PATH" "\$\{only\[@\]\}" '
+        r'--output-dir "\$WHEELHOUSE"',
         build_step["run"],
     )
     assert step(build, "check")["run"].strip() == 'kernelwheel check "$WHEELHOUSE"/*.whl'
@@ -220,6 +222,36 @@ def test_build_step_builds_exactly_the_entry_then_checks(release: dict[str, Any]
     assert wheel_upload[0]["with"]["if-no-files-found"] == "error"
     order = [s.get("id") for s in build["steps"]]
     assert order.index("build") < order.index("check") < order.index("wheel")
+
+
+def test_each_job_of_a_noarch_project_builds_its_one_wheel_with_every_extra(
+    release: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # each job built --only its variant, so the cpu and cuda jobs uploaded two different
+    # scale_noarch-1.0.0-py3-none-any.whl, one extra each, and publish kept either
+    project = write_noarch_project(tmp_path / "scale")
+    assert main(["matrix", str(project), "--json"]) == 0
+    include = json.loads(capsys.readouterr().out)["include"]
+    assert [e["name"] for e in include] == ["torch-cpu", "torch-cuda"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kernelwheel").write_text(
+        f'#!/bin/sh\nPYTHONPATH={REPO / "src"} exec {sys.executable} -m kernelwheel "$@"\n'
+    )
+    (bin_dir / "kernelwheel").chmod(0o755)
+    built = []
+    for entry in include:
+        house = tmp_path / entry["name"]
+        env = {**clean_env(), "PATH": f"{bin_dir}:{os.environ['PATH']}", "HF_REPO_ID": ""}
+        env |= {"KERNEL_PATH": str(project), "WHEELHOUSE": str(house), "VARIANT": entry["name"]}
+        env["LOCAL_VERSION"] = entry["local_version"] or ""  # null reaches a step as ""
+        script = step(release["jobs"]["build"], "build")["run"]
+        subprocess.run(["bash", "-e", "-c", script], env=env, check=True, capture_output=True)
+        (wheel,) = house.glob("*.whl")
+        built.append(wheel.read_bytes())
+    assert built[0] == built[1]
+    metadata = read_wheel(wheel).metadata
+    assert metadata.get_all("Provides-Extra") == ["cpu", "cuda"]
 
 
 def test_build_environments_are_cached_on_env_digest(release: dict[str, Any]) -> None:

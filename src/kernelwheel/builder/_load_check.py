@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 
 MARK = "kernelwheel-load-check: "
@@ -71,10 +72,17 @@ def syntax_errors(folder: str) -> list[str]:
 
 
 def load_tvm_ffi(path: str) -> list[str]:
+    """Load ``path`` as the package's ``_ops.py`` does, every symbol bound; the functions it
+    exports (each ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` is a symbol ``__tvm_ffi_<name>``)."""
+    import ctypes
+
     import tvm_ffi
 
-    tvm_ffi.load_module(path)
-    return []
+    ctypes.CDLL(path, mode=os.RTLD_NOW)  # load_module binds lazily: a missing function passes
+    module = tvm_ffi.load_module(path)
+    with open(path, "rb") as fh:
+        names = {name.decode() for name in re.findall(rb"__tvm_ffi_([A-Za-z_]\w*)\0", fh.read())}
+    return sorted(name for name in names if module.implements_function(name))
 
 
 def then_pytest(path: str, namespace: str, python: str, log: str, args: list[str]) -> int:

@@ -26,15 +26,15 @@ from .._util import (
 )
 from ..compat.guard import BuildStamp
 from ..compat.probe_cache import kept_across
-from ..errors import ProjectError
+from ..errors import VariantError
 from ..log import Reporter, step
 from ..model.project import KernelProject
-from ..model.variant import Variant
+from ..model.variant import TorchVersion, Variant
 from ..wheels import Member
 from . import codegen
 from .load_check import DeferredLoad
 from .pipeline import compile_extension, prepare_environment
-from .request import BuildKind, BuildRequest
+from .request import BuildRequest
 from .steps import full_version, load_checked, package_files
 
 
@@ -75,13 +75,6 @@ def build_dev(
 ) -> DevBuild:
     """``req``'s variant compiled incrementally, load-checked (``check_in_tests``: by the
     process that runs the tests, ``DevBuild.deferred``) and laid out as an importable package."""
-    if req.kind is not BuildKind.TORCH:
-        raise ProjectError(
-            f"{req.project.name} is a {req.kind.value} project: kernelwheel dev builds torch "
-            "extensions only",
-            file=req.project.build_toml,
-            hint="build its wheels with 'kernelwheel build'",
-        )
     # Its work folder and log in the dev folder; no repair or policy, no Hub layout. The compile
     # flags stay the release's (the ABI remedies' too): a kernel unit compiled by ``dev`` is then
     # a compiler-cache hit for ``build``, and back.
@@ -264,15 +257,26 @@ def link_dev_build(
     except (OSError, CommandTimeout, ValueError, IndexError):
         return Linked(python, None, skipped=f"{python} did not answer")
     want = build.variant.torch
-    if want is not None and not torch.startswith(f"{want.major}.{want.minor}."):
+    if want is not None and not _admits(want, build.variant.stable_abi, torch):
         have = f"torch {torch}" if torch else "no torch"
-        return Linked(python, None, skipped=f"it has {have}, the variant is for torch {want}")
+        wanted = f">= {want}" if build.variant.stable_abi else want
+        return Linked(python, None, skipped=f"it has {have}, the variant is for torch {wanted}")
     pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
     line = f"{os.fspath(build.site)}\n"
     if not _holds(pth, line):  # unchanged: its folder's probe stays valid
         with kept_across(python, cache_dir):  # and changed: it stays valid too
             atomic_write(pth, line)
     return Linked(python, pth, shadowed_by=installed or None)
+
+
+def _admits(want: TorchVersion, stable_abi: bool, torch: str) -> bool:
+    """Whether a build for torch ``want`` loads under the installed ``torch``: the same minor, or
+    for a stable-ABI build any torch at least its ABI version."""
+    try:
+        have = TorchVersion.parse(torch)
+    except VariantError:
+        return False
+    return have >= want if stable_abi else have == want
 
 
 def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:

@@ -24,6 +24,7 @@ from ..model.variant import OS, Arch
 from ..plan.defaults import Machine, within_reach
 from ..plan.planning import Planned, Selection, select
 from ..plan.toolchains import BUILT_HERE
+from ..toolchain.cross import TARGET_READY
 from ..toolchain.envs import (
     EnvSpec,
     env_ready,
@@ -77,11 +78,13 @@ def toolkit_problem(
     )
 
 
-def _local_wheel(requirement: str, folders: Iterable[str]) -> bool:
-    """A ``torch-<version>+<label>-*.whl`` for ``torch==<version>+<label>`` in a local folder."""
+def _local_wheel(requirement: str, folders: Iterable[str], arch: Arch | None) -> bool:
+    """A ``torch-<version>+<label>-*_<arch>.whl`` for ``torch==<version>+<label>`` in a local
+    folder."""
     version = requirement.partition("==")[2]
+    pattern = f"torch-{version}-*{arch.value if arch else ''}.whl"
     paths = (Path(folder.removeprefix("file://")).expanduser() for folder in folders)
-    return any(path.is_dir() and any(path.glob(f"torch-{version}-*.whl")) for path in paths)
+    return any(path.is_dir() and any(path.glob(pattern)) for path in paths)
 
 
 # Each index is asked once per run, whatever the number of variants that need it.
@@ -100,7 +103,7 @@ def torch_source_problem(
     if any(link.startswith(("http://", "https://")) for link in links):
         return None  # a remote find-links page may serve it: pip will say
     requirement = spec.torch_requirement
-    if _local_wheel(requirement, links):
+    if _local_wheel(requirement, links, recipe.variant.arch):
         return None
     why = _unreachable(recipe.index_url.rstrip("/") + "/torch/")
     if why is None:
@@ -123,6 +126,22 @@ def torch_problem(
     return torch_source_problem(recipe, spec)
 
 
+def target_problem(req: BuildRequest, cache_dir: Path) -> str | None:
+    """Why this machine cannot get a cross build's target torch: None for a native build, a
+    target sysroot already unpacked in ``cache_dir``, or a torch within reach."""
+    cross = req.compile.cross
+    if cross is None or cross.variant.arch is None:
+        return None
+    for root in (cache_dir / "targets").glob(f"{cross.variant.arch.value}-py*"):
+        python = root.name.partition("-py")[2].rpartition("-")[0]
+        if (root / TARGET_READY).is_file() and root.name.endswith(
+            cross.target_spec(python).digest()
+        ):
+            return None
+    why = torch_source_problem(req.recipe, cross.target_env)
+    return None if why is None else f"its {cross.variant.arch.value} target's {why}"
+
+
 def require_buildable(
     requests: Sequence[BuildRequest], cuda_home: Path | None, runner: Runner, cache_dir: Path
 ) -> None:
@@ -134,6 +153,7 @@ def require_buildable(
         for why in (
             toolkit_problem(req.recipe, cuda_home, runner),
             torch_problem(req.recipe, req.env.spec, cache_dir),
+            target_problem(req, cache_dir),
         )
         if why is not None
     ]

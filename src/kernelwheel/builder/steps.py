@@ -439,7 +439,7 @@ def run_worker(
         raise BuildError(
             f"compiling {units} failed (exit {code})",
             log=req.log,
-            hint=_FIRST_ERROR if found.compiler_error else _NO_ERROR,
+            hint=compile_hint(req.variant, output, found.compiler_error),
             diagnostics=found.lines,
         )
     result: dict[str, object] = json.loads(result_path.read_text())
@@ -539,6 +539,19 @@ _FIRST_ERROR = (
     "of its output"
 )
 _NO_ERROR = "the compile's last lines are above; the log has all of its output"
+# What torch's non-stable headers say when a stable-ABI build includes them (ATen/ATen.h, ...)
+_NOT_STABLE = "should not be included when either TORCH_STABLE_ONLY or TORCH_TARGET_VERSION"
+
+
+def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
+    """The fix of a failed compile of ``variant`` whose output is ``output``."""
+    if variant.stable_abi and _NOT_STABLE in output:
+        return (
+            "a stable-ABI build (build.toml torch.stable-abi) may include only torch's stable "
+            "headers, torch/csrc/stable/... and torch/headeronly/... (docs/stable-abi.md): "
+            "replace that include and the libtorch C++ API it brings"
+        )
+    return _FIRST_ERROR if compiler_error else _NO_ERROR
 
 
 def _size(path: Path) -> int:

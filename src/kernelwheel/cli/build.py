@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import os
 import threading
+import time
 
 from .._util import check_output_path
 from ..builder.preflight import select_buildable
@@ -91,8 +92,9 @@ def outcome_json(o: Outcome) -> dict[str, object]:
     }
 
 
-def summary_table(outcomes: list[Outcome]) -> str:
-    """One row per variant: status, time, wheel (or the log to read), size, sha256."""
+def summary_table(outcomes: list[Outcome], seconds: float) -> str:
+    """One row per variant: status, time, wheel (or the log to read), size, sha256; then the
+    build's ``seconds`` (variants built side by side count once)."""
     if not outcomes:
         return "no wheels built"
     header = ("variant", "status", "time", "size", "wheel / log", "sha256")
@@ -107,10 +109,9 @@ def summary_table(outcomes: list[Outcome]) -> str:
         )
         for o in outcomes
     ]
-    total = sum(o.seconds for o in outcomes)
     built = sum(1 for o in outcomes if o.wheel)
     lines = table(header, rows, right={2, 3})  # time and size align right
-    return "\n".join([*lines, f"{built} of {len(outcomes)} variant(s) built in {total:.1f}s"])
+    return "\n".join([*lines, f"{built} of {len(outcomes)} variant(s) built in {seconds:.1f}s"])
 
 
 def write_github_summary(outcomes: list[Outcome]) -> None:
@@ -211,9 +212,11 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         for note in default.notes:
             ui.info("", note)
     gpus = default.gpu_capabilities if default is not None else ()
+    started = time.monotonic()
     result = build_project(
         planned, recipes, _Progress(ui), gpu_capabilities=gpus, runner=args.runner
     )
+    seconds = time.monotonic() - started
     outcomes = list(result.outcomes)
     if args.json:
         ui.print_json(
@@ -226,7 +229,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             }
         )
     else:
-        ui.print(summary_table(outcomes))
+        ui.print(summary_table(outcomes, seconds))
     write_github_summary(outcomes)
     failed = result.failed
     if failed and len(outcomes) > 1:

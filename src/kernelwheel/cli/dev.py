@@ -12,8 +12,9 @@ from pathlib import Path
 from ..builder.dev import DevBuild, Linked, link_dev_build
 from ..builder.load_check import skip_reason
 from ..builder.preflight import select_buildable
+from ..builder.request import BuildKind
 from ..builder.service import dev_project
-from ..errors import KernelwheelError, UsageError
+from ..errors import KernelwheelError, ProjectError, UsageError
 from ..model.project import KernelProject
 from ..plan.defaults import active_venv_python, capabilities_here
 from ..plan.planning import Planned, plan_project
@@ -73,6 +74,13 @@ def dev_once(args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = 
     """One dev build, linked into the user's interpreter; ``check_in_tests``: its load check
     left to the tests' process (``kernelwheel test``)."""
     planned = plan_project(project_path(args), option_values(args))
+    if (kind := BuildKind.of(planned.project)) is not BuildKind.TORCH:
+        raise ProjectError(
+            f"{planned.project.name} is a {kind.value} project: kernelwheel {args.command} "
+            "builds torch extensions only",
+            file=planned.project.build_toml,
+            hint="build its wheels with 'kernelwheel build'",
+        )
     selection = select_buildable(planned, args.variant, runner=args.runner)
     if len(selection.recipes) != 1:
         raise UsageError(

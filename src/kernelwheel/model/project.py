@@ -757,14 +757,15 @@ class _Reader:
         if isinstance(raw, str):
             version = self.stable_abi_version(torch, "stable-abi")
             return tuple((backend, version) for backend in backends)
-        table = torch.table("stable-abi") if self.edition >= 5 else None
-        if table is None:
+        if self.edition < 5 or not isinstance(raw, dict):
+            five = self.edition >= 5
             raise self.error(
-                f"expected a torch version string, got {describe(raw)}",
+                f"expected a torch version string{' or a table' * five}, got {describe(raw)}",
                 "torch.stable-abi",
-                'write stable-abi = "2.10"; a table per backend ({ cuda = "2.10" }) needs '
-                "edition = 5 under [general]",
+                'write stable-abi = "2.10"; a table per backend ({ cuda = "2.10" })'
+                + ("" if five else " needs edition = 5 under [general]"),
             )
+        table = torch.required_table("stable-abi", "")
         found: list[tuple[str, Version]] = []
         for backend in table.keys():
             # A backend the project does not build is allowed (kernel-builder allows it too).
@@ -774,11 +775,14 @@ class _Reader:
         return tuple(found)
 
     def stable_abi_version(self, table: Located, key: str) -> Version:
-        version = table.version(key)
-        assert version is not None
+        raw = table.string(key)
+        try:
+            version = Version(raw or "")
+        except InvalidVersion:
+            version = Version("0")
         if len(version.release) != 2 or version.major != 2 or version.minor < 9:
             raise self.error(
-                f"{version} is not a stable-ABI torch version",
+                f"{raw!r} is not a stable-ABI torch version",
                 table.dotted(key),
                 'give the oldest torch minor the build supports, "2.9" or later, e.g. "2.10"',
             )
