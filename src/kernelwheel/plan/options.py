@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, parse_toml, read_toml
+from .._util import redact
 from ..compat import interpreter
 from ..errors import UsageError, VariantError
 from ..model.capability import CudaCapability, parse_all
@@ -423,7 +424,7 @@ def _show(value: object) -> str:
         return " ".join(_show(v) for v in value) or "(none)"
     if isinstance(value, Enum):
         return str(value.value)
-    return "auto" if value is None else str(value)
+    return "auto" if value is None else redact(str(value))  # a URL's password
 
 
 @dataclass(frozen=True)
