@@ -21,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, parse_toml, read_toml
 from .._util import redact
+from ..abi.policy import normalize_policy
 from ..compat import interpreter
 from ..errors import UsageError, VariantError
 from ..model.capability import CudaCapability, parse_all
@@ -230,7 +231,7 @@ def _positive_or_auto(raw: Any, fail: _Fail, base: Path, *, example: str) -> int
     value: int | None = None
     if isinstance(raw, int) and not isinstance(raw, bool):
         value = raw
-    elif isinstance(raw, str) and raw.strip().isdigit():
+    elif isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit():  # not "²"
         value = int(raw)
     if value is None or value < 1:
         raise fail(f"expected a positive integer or 'auto', got {raw!r}", f"e.g. {example} or auto")
@@ -305,8 +306,12 @@ def _storage_url_problem(url: str) -> str | None:
 
 
 def _plat(raw: Any, fail: _Fail, base: Path) -> str:
-    if not isinstance(raw, str) or not raw.strip().startswith(("manylinux", "musllinux")):
+    if not isinstance(raw, str):
         raise fail(f"expected a manylinux policy, got {raw!r}", "e.g. manylinux_2_28")
+    try:  # now, not when the first variant is repaired
+        normalize_policy(raw)
+    except UsageError as exc:
+        raise fail(exc.message, exc.hint or "") from None
     return raw.strip()
 
 
