@@ -682,3 +682,24 @@ def test_the_test_script_uses_a_cache_of_its_own_sharing_the_environments(tmp_pa
     for shared in ("envs", "toolkits", "tools"):
         assert (tests_cache / shared).resolve() == (user_cache / shared).resolve()
     assert not (tests_cache / "work").is_symlink()
+
+
+@pytest.mark.parametrize(
+    ("ref_type", "tag", "ok"),
+    [("tag", "v0.1.0", True), ("tag", "v0.2.0", False), ("tag", "vnext", False),
+     ("branch", "main", True)],
+)  # fmt: skip
+def test_a_tags_release_refuses_wheels_of_another_version(
+    release: dict[str, Any], tmp_path: Path, ref_type: str, tag: str, ok: bool
+) -> None:
+    """A VERSION file (0.1.0) that the tag (v0.2.0) disagrees with: nothing is published."""
+    entry = {"local_version": "torch2.14.cpu.cxx11", "arch": "x86_64"}
+    (tmp_path / "dist").mkdir()
+    wheel = "img2gray-0.1.0+torch2.14.cpu.cxx11-cp310-abi3-manylinux_2_28_x86_64.whl"
+    (tmp_path / "dist" / wheel).write_bytes(b"")
+    env = {**clean_env(), "MATRIX": json.dumps({"include": [entry]}), "TAG": tag}
+    env["GITHUB_REF_TYPE"] = ref_type
+    script = step(release["jobs"]["publish"], "wheels")["run"]
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True)
+    assert (done.returncode == 0) == ok, done.stdout
+    assert ok or b"do not have the version tag" in done.stdout
