@@ -204,6 +204,15 @@ def _one_word(raw: Any, fail: _Fail, base: Path, *, what: str, example: str) -> 
     return raw.strip()
 
 
+def _url(raw: Any, fail: _Fail, base: Path) -> str:
+    """An index URL: pip ignores one without a scheme (a warning), and installs from the rest."""
+    url = _one_word(raw, fail, base, what="URL", example="https://pypi.org/simple")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https", "file") or not (parts.netloc or parts.path):
+        raise fail(f"{url!r} is no index URL", "e.g. https://pypi.org/simple or file:///srv/simple")
+    return url
+
+
 def _path(raw: Any, fail: _Fail, base: Path) -> Path:
     if isinstance(raw, Path):
         return raw
@@ -461,7 +470,7 @@ _CONVERTERS: dict[str, _Converter] = {
     "path": _path, "bool": _bool, "remote_storage": _remote_storage,
     "jobs": partial(_positive_or_auto, example="4"),
     "mib": partial(_positive_or_auto, example="4096 (MiB)"),
-    "url": partial(_one_word, what="URL", example="https://pypi.org/simple"),
+    "url": _url,
     "interpreter_path": _interpreter_path, "links": _links, "plat": _plat, "style": _style,
     "fatbin_compression": _fatbin_compression, "capabilities": _capabilities,
     "cutlass_paths": _cutlass_paths, "version": _version,
