@@ -703,3 +703,19 @@ def test_a_tags_release_refuses_wheels_of_another_version(
     done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True)
     assert (done.returncode == 0) == ok, done.stdout
     assert ok or b"do not have the version tag" in done.stdout
+
+
+def test_a_hub_push_without_its_token_fails_before_anything_is_published(
+    release: dict[str, Any],
+) -> None:
+    """HF_REPO_ID set and HF_TOKEN missing on a real release: no GitHub release, then no push."""
+    steps = release["jobs"]["publish"]["steps"]
+    guard = step(release["jobs"]["publish"], "hub-token")
+    cond = guard["if"]
+    assert "env.DRY_RUN == 'false'" in cond and "env.HF_REPO_ID != ''" in cond
+    assert "env.HAS_HF_TOKEN != 'true'" in cond
+    first_publish = next(i for i, s in enumerate(steps) if "gh release" in s.get("run", ""))
+    assert steps.index(guard) < first_publish
+    env = {**clean_env(), "HF_REPO_ID": "acme/relu"}
+    done = subprocess.run(["bash", "-c", guard["run"]], env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "HF_TOKEN is not set" in done.stdout
