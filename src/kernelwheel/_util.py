@@ -359,7 +359,7 @@ def run_logged(
     """Run ``cmd`` with its output appended to ``log`` (after a ``$ cmd`` line); the exit code."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as fh:
-        fh.write(f"$ {' '.join(str(c) for c in cmd)}\n")
+        fh.write(redact(f"$ {' '.join(str(c) for c in cmd)}\n"))  # pip's --index-url password
         fh.flush()
         return _run_to(cmd, env, cwd, fh)
 

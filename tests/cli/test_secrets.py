@@ -60,3 +60,11 @@ def test_a_password_in_a_storage_or_index_url_is_never_shown(
     assert main(["matrix", str(Path(__file__).parents[2] / "kernels/img2gray")]) == 2
     assert "redis://<redacted>@host:0" in capsys.readouterr().err
     assert "Secret" not in shown + redact("git+https://github.com/a/b@v1 x://y:pw@z")
+
+
+def test_a_logged_command_shows_no_index_password(tmp_path: Path) -> None:
+    from kernelwheel._util import run_logged
+
+    url = "https://user:pw7Secret@pkgs.example/simple"
+    assert run_logged(["echo", "--index-url", url], tmp_path / "v.log") == 0
+    assert "Secret" not in (tmp_path / "v.log").read_text().splitlines()[0]
