@@ -719,3 +719,15 @@ def test_a_hub_push_without_its_token_fails_before_anything_is_published(
     env = {**clean_env(), "HF_REPO_ID": "acme/relu"}
     done = subprocess.run(["bash", "-c", guard["run"]], env=env, capture_output=True, text=True)
     assert done.returncode == 1 and "HF_TOKEN is not set" in done.stdout
+
+
+@pytest.mark.parametrize(("check", "ok"), [("true", True), ("false", True), ("yes", False)])
+def test_action_refuses_an_on_off_input_that_is_neither(
+    action: dict[str, Any], check: str, ok: bool
+) -> None:
+    """check: yes compared unequal to 'true': the wheels went unchecked in silence."""
+    guard = step({"steps": action["runs"]["steps"]}, "inputs")
+    env = {**clean_env(), "CHECK": check, "CACHE": "true"}
+    done = subprocess.run(["bash", "-c", guard["run"]], env=env, capture_output=True, text=True)
+    assert (done.returncode == 0) == ok
+    assert ok or "input check: expected true or false, got 'yes'" in done.stdout
