@@ -71,6 +71,9 @@ def test_remote_storage_option_accepts_ccache_urls_only(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no ccache remote storage URL"):
         resolve_options(tmp_path, env={"KERNELWHEEL_CCACHE_REMOTE": "https://x.example/c"})
     assert resolve_options(tmp_path, env={"KERNELWHEEL_CCACHE_REMOTE": ""}).ccache_remote is None
+    for relative in ("file:ccache", "redis+unix:redis.sock"):  # would be each compile's folder
+        with pytest.raises(UsageError, match="names no absolute path"):
+            resolve_options(tmp_path, env={"KERNELWHEEL_CCACHE_REMOTE": relative})
 
 
 @pytest.fixture(scope="module")

@@ -299,6 +299,8 @@ def _storage_url_problem(url: str) -> str | None:
     except ValueError as exc:  # "Invalid IPv6 URL": an unclosed [
         return f"is no URL ({exc})"
     if parts.scheme in ("redis+unix", "file"):
+        if not parts.path.startswith("/"):  # ccache: relative to each compile's own folder
+            return "names no absolute path" if parts.path else "names no path"
         return None if parts.path.strip("/") else "names no path"
     if not parts.hostname:
         return "names no host"
