@@ -525,6 +525,9 @@ def test_action_plan_step_selects_what_kernelwheel_build_would(
     assert re.fullmatch(r"[0-9a-f]{32}", selected["cache-key"])
     assert selected["cache-key"] != only["cache-key"]
     assert plan(only="torch213-cxx11-cpu-x86_64-linux")["cache-key"] == only["cache-key"]
+    # only ignores build, skip and arch, as the input says (kernelwheel refused them together)
+    ignored = plan(only="torch213-cxx11-cpu-x86_64-linux", arch="aarch64", build="torch27-*")
+    assert ignored["cache-key"] == only["cache-key"]
 
 
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
