@@ -278,6 +278,7 @@ def test_every_build_setting_has_all_three_layers(tmp_path: Path) -> None:
         ({"KERNELWHEEL_JOBS": "²"}, "expected a positive integer"),  # str.isdigit, int() fails
         ({"KERNELWHEEL_INDEX_URL": "pypi.org/simple"}, "is no index URL"),  # pip: ignored
         ({"KERNELWHEEL_INDEX_URL": "https://"}, "is no index URL"),
+        ({"KERNELWHEEL_CUDA_HOME": "/nonexistent"}, "holds no bin/nvcc"),  # not 'no nvcc found'
     ],
 )
 def test_bad_values_name_their_layer(env: dict[str, str], message: str) -> None:

@@ -222,6 +222,13 @@ def _path(raw: Any, fail: _Fail, base: Path) -> Path:
     return path if path.is_absolute() else base / path
 
 
+def _cuda_home(raw: Any, fail: _Fail, base: Path) -> Path:
+    path = _path(raw, fail, base)
+    if not (path / "bin" / "nvcc").is_file():  # else 'no nvcc found', the value unnamed
+        raise fail(f"{path} holds no bin/nvcc", "give a CUDA toolkit folder, e.g. /usr/local/cuda")
+    return path
+
+
 def _interpreter_path(raw: Any, fail: _Fail, base: Path) -> Path:
     """``python``: a path, or a bare name looked up on PATH (``python3``), as pip and uv do."""
     if isinstance(raw, Path):
@@ -469,7 +476,7 @@ class OptionDef:
 _CONVERTERS: dict[str, _Converter] = {
     "patterns": _patterns, "skip": partial(_patterns, allow_empty=True), "archs": _archs,
     "only": partial(_one_word, what="variant name", example="torch214-cxx11-cu130-x86_64-linux"),
-    "path": _path, "bool": _bool, "remote_storage": _remote_storage,
+    "path": _path, "bool": _bool, "remote_storage": _remote_storage, "cuda_home": _cuda_home,
     "jobs": partial(_positive_or_auto, example="4"),
     "mib": partial(_positive_or_auto, example="4096 (MiB)"),
     "url": _url,
