@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -43,12 +44,22 @@ def secret(value: str) -> str:
     return value
 
 
+# A URL's password (``user:PASSWORD@``; ccache's ``redis://[USER:]PASSWORD@``) and ccache's
+# ``|bearer-token=TOKEN``: an option such as --ccache-remote or --index-url may carry one.
+_CREDENTIALS = (
+    re.compile(r"(redis://|://[^/\s:@]*:)[^/\s@]+@"),
+    re.compile(r"(bearer-token=)[^|\s]+"),
+)
+
+
 def redact(text: str) -> str:
-    """``text`` with every registered secret (and its repr's escapes) replaced by ``<redacted>``."""
+    """``text`` with every registered secret (and its repr's escapes) and every URL's password
+    replaced by ``<redacted>``."""
     for value in sorted(_SECRETS, key=len, reverse=True):
         for form in (value, repr(value)[1:-1]):
             text = text.replace(form, REDACTED)
-    return text
+    url, token = _CREDENTIALS
+    return token.sub(rf"\1{REDACTED}", url.sub(rf"\1{REDACTED}@", text))
 
 
 def sha256_file(path: Path) -> str:
@@ -348,7 +359,7 @@ def run_logged(
     """Run ``cmd`` with its output appended to ``log`` (after a ``$ cmd`` line); the exit code."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as fh:
-        fh.write(f"$ {' '.join(str(c) for c in cmd)}\n")
+        fh.write(redact(f"$ {' '.join(str(c) for c in cmd)}\n"))  # pip's --index-url password
         fh.flush()
         return _run_to(cmd, env, cwd, fh)
 

@@ -71,6 +71,9 @@ def test_remote_storage_option_accepts_ccache_urls_only(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no ccache remote storage URL"):
         resolve_options(tmp_path, env={"KERNELWHEEL_CCACHE_REMOTE": "https://x.example/c"})
     assert resolve_options(tmp_path, env={"KERNELWHEEL_CCACHE_REMOTE": ""}).ccache_remote is None
+    for relative in ("file:ccache", "redis+unix:redis.sock"):  # would be each compile's folder
+        with pytest.raises(UsageError, match="names no absolute path"):
+            resolve_options(tmp_path, env={"KERNELWHEEL_CCACHE_REMOTE": relative})
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +136,16 @@ def test_a_second_machine_with_other_folders_hits_the_remote_storage(
         objects.append((stage / "obj" / "k.o").read_bytes())
     assert (stats.hits, stats.remote_hits, stats.misses) == (1, 1, 0), stats
     assert objects[0] == objects[1]
+
+
+@pytest.mark.integration
+def test_a_remote_storage_that_goes_down_is_counted(tmp_path: Path, pypi_ccache: Ccache) -> None:
+    """redis stopped mid-build: ccache compiles on, and the stats say the storage failed."""
+    with redis_server(tmp_path / "redis") as url:
+        pass  # stopped: the port no longer answers
+    (tmp_path / "k.cpp").write_text("int k(int x) { return x + 1; }\n")
+    env = {**os.environ, **ccache_env(tmp_path, tmp_path / "stats.log", None, dict(os.environ),
+                                      pypi_ccache.path, url)}  # fmt: skip
+    subprocess.run(["g++", "-c", "k.cpp", "-o", "k.o"], cwd=tmp_path, env=env, check=True)
+    stats = read_stats(tmp_path / "stats.log")
+    assert stats is not None and (stats.misses, stats.remote_errors) == (1, 1), stats

@@ -43,3 +43,28 @@ def test_a_token_quoted_in_an_error_is_redacted_everywhere(
         assert TOKEN not in text and "NotToBeSeen" not in text, where
         assert "Bearer <redacted>" in text, where
     assert json.loads(captured.out)["error"]["hint"] == "retry with '<redacted>'"
+
+
+def test_a_password_in_a_storage_or_index_url_is_never_shown(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernelwheel._util import redact
+    from kernelwheel.plan.options import resolve_options
+
+    remote = "redis://:pw1Secret@cache:6379 http://u:pw2Secret@h/c|bearer-token=pw3Secret"
+    cli = {"ccache_remote": remote, "index_url": "https://user:pw4Secret@pkgs.example/simple"}
+    shown = "\n".join(resolve_options(cli=cli, env={}).preamble())  # the terminal and each log
+    assert "redis://<redacted>@cache:6379" in shown and "https://user:<redacted>@pkgs" in shown
+    assert redact("redis://pw5Secret@cache") == "redis://<redacted>@cache"  # ccache's PASSWORD@
+    monkeypatch.setenv("KERNELWHEEL_CCACHE_REMOTE", "redis://:pw6Secret@host:0")
+    assert main(["matrix", str(Path(__file__).parents[2] / "kernels/img2gray")]) == 2
+    assert "redis://<redacted>@host:0" in capsys.readouterr().err
+    assert "Secret" not in shown + redact("git+https://github.com/a/b@v1 x://y:pw@z")
+
+
+def test_a_logged_command_shows_no_index_password(tmp_path: Path) -> None:
+    from kernelwheel._util import run_logged
+
+    url = "https://user:pw7Secret@pkgs.example/simple"
+    assert run_logged(["echo", "--index-url", url], tmp_path / "v.log") == 0
+    assert "Secret" not in (tmp_path / "v.log").read_text().splitlines()[0]

@@ -273,7 +273,12 @@ def test_every_build_setting_has_all_three_layers(tmp_path: Path) -> None:
     [
         ({"KERNELWHEEL_LOCAL_VERSION_STYLE": "short"}, "unknown local version style 'short'"),
         ({"KERNELWHEEL_REPAIR": "maybe"}, "expected true or false, got 'maybe'"),
-        ({"KERNELWHEEL_PLAT": "linux_x86_64"}, "expected a manylinux policy"),
+        ({"KERNELWHEEL_PLAT": "linux_x86_64"}, "unknown manylinux policy"),
+        ({"KERNELWHEEL_PLAT": "manylinux_9_99"}, "unknown manylinux policy"),  # not at repair
+        ({"KERNELWHEEL_JOBS": "²"}, "expected a positive integer"),  # str.isdigit, int() fails
+        ({"KERNELWHEEL_INDEX_URL": "pypi.org/simple"}, "is no index URL"),  # pip: ignored
+        ({"KERNELWHEEL_INDEX_URL": "https://"}, "is no index URL"),
+        ({"KERNELWHEEL_CUDA_HOME": "/nonexistent"}, "holds no bin/nvcc"),  # not 'no nvcc found'
     ],
 )
 def test_bad_values_name_their_layer(env: dict[str, str], message: str) -> None:

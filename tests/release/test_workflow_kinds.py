@@ -99,3 +99,12 @@ def test_the_publish_check_matches_every_kind(tmp_path: Path) -> None:
     (dist / WHEELS["tvm-ffi01-cpu-x86_64-linux"]).unlink()
     with pytest.raises(AssertionError, match="missing \\['tvmffi0.1.cpu/x86_64'\\]"):
         _run_step("publish", None, name, env, tmp_path)
+
+
+def test_the_plan_gives_every_kind_a_build_image(tmp_path: Path) -> None:
+    """noarch variants too (they had none: the plan job failed, 'add its image to recipes/')."""
+    (tmp_path / "matrix.json").write_text(json.dumps({"include": _entries(tmp_path)}))
+    out = tmp_path / "out"
+    _run_step("plan", "images", None, {"RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(out)})
+    images = json.loads(out.read_text().removeprefix("images="))
+    assert images["torch-cpu"] == images["tvm-ffi01-cpu-x86_64-linux"]  # the x86_64 image

@@ -557,6 +557,9 @@ def test_action_plan_step_selects_what_kernelwheel_build_would(
     assert re.fullmatch(r"[0-9a-f]{32}", selected["cache-key"])
     assert selected["cache-key"] != only["cache-key"]
     assert plan(only="torch213-cxx11-cpu-x86_64-linux")["cache-key"] == only["cache-key"]
+    # only ignores build, skip and arch, as the input says (kernelwheel refused them together)
+    ignored = plan(only="torch213-cxx11-cpu-x86_64-linux", arch="aarch64", build="torch27-*")
+    assert ignored["cache-key"] == only["cache-key"]
 
 
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
@@ -714,3 +717,52 @@ def test_the_test_script_uses_a_cache_of_its_own_sharing_the_environments(tmp_pa
     for shared in ("envs", "toolkits", "tools"):
         assert (tests_cache / shared).resolve() == (user_cache / shared).resolve()
     assert not (tests_cache / "work").is_symlink()
+
+
+@pytest.mark.parametrize(
+    ("ref_type", "tag", "ok"),
+    [("tag", "v0.1.0", True), ("tag", "v0.2.0", False), ("tag", "vnext", False),
+     ("branch", "main", True)],
+)  # fmt: skip
+def test_a_tags_release_refuses_wheels_of_another_version(
+    release: dict[str, Any], tmp_path: Path, ref_type: str, tag: str, ok: bool
+) -> None:
+    """A VERSION file (0.1.0) that the tag (v0.2.0) disagrees with: nothing is published."""
+    entry = {"local_version": "torch2.14.cpu.cxx11", "arch": "x86_64"}
+    (tmp_path / "dist").mkdir()
+    wheel = "img2gray-0.1.0+torch2.14.cpu.cxx11-cp310-abi3-manylinux_2_28_x86_64.whl"
+    (tmp_path / "dist" / wheel).write_bytes(b"")
+    env = {**clean_env(), "MATRIX": json.dumps({"include": [entry]}), "TAG": tag}
+    env["GITHUB_REF_TYPE"] = ref_type
+    script = step(release["jobs"]["publish"], "wheels")["run"]
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True)
+    assert (done.returncode == 0) == ok, done.stdout
+    assert ok or b"do not have the version tag" in done.stdout
+
+
+def test_a_hub_push_without_its_token_fails_before_anything_is_published(
+    release: dict[str, Any],
+) -> None:
+    """HF_REPO_ID set and HF_TOKEN missing on a real release: no GitHub release, then no push."""
+    steps = release["jobs"]["publish"]["steps"]
+    guard = step(release["jobs"]["publish"], "hub-token")
+    cond = guard["if"]
+    assert "env.DRY_RUN == 'false'" in cond and "env.HF_REPO_ID != ''" in cond
+    assert "env.HAS_HF_TOKEN != 'true'" in cond
+    first_publish = next(i for i, s in enumerate(steps) if "gh release" in s.get("run", ""))
+    assert steps.index(guard) < first_publish
+    env = {**clean_env(), "HF_REPO_ID": "acme/relu"}
+    done = subprocess.run(["bash", "-c", guard["run"]], env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "HF_TOKEN is not set" in done.stdout
+
+
+@pytest.mark.parametrize(("check", "ok"), [("true", True), ("false", True), ("yes", False)])
+def test_action_refuses_an_on_off_input_that_is_neither(
+    action: dict[str, Any], check: str, ok: bool
+) -> None:
+    """check: yes compared unequal to 'true': the wheels went unchecked in silence."""
+    guard = step({"steps": action["runs"]["steps"]}, "inputs")
+    env = {**clean_env(), "CHECK": check, "CACHE": "true"}
+    done = subprocess.run(["bash", "-c", guard["run"]], env=env, capture_output=True, text=True)
+    assert (done.returncode == 0) == ok
+    assert ok or "input check: expected true or false, got 'yes'" in done.stdout

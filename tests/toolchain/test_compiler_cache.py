@@ -32,6 +32,8 @@ unsupported_compiler_option
 # /obj/a.o
 called_for_link
 """
+# ccache's record of a compile whose redis storage was down (ccache 4.7)
+DOWN = "# /src/e.cpp\ncache_miss\nlocal_storage_write\nremote_storage_error\n"
 
 
 def test_stats_count_each_compile_once(tmp_path: Path) -> None:
@@ -42,6 +44,10 @@ def test_stats_count_each_compile_once(tmp_path: Path) -> None:
     assert (stats.hits, stats.misses, stats.uncacheable) == (2, 1, 1)
     assert stats.describe() == "ccache 2/4 hit, 1 uncacheable"
     assert read_stats(tmp_path / "missing.log") is None
+    log.write_text(LOG + DOWN)
+    down = read_stats(log)
+    assert down is not None and (down.misses, down.remote_errors) == (2, 1)
+    assert down.describe().endswith(", the remote storage failed for 1 (down or timed out)")
 
 
 def _fake_ccache(tmp_path: Path) -> Path:

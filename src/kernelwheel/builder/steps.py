@@ -20,6 +20,7 @@ from .._util import (
     atomic_copy,
     atomic_write,
     output_dir,
+    redact,
     write_if_changed,
 )
 from ..abi._elf import demangle
@@ -239,7 +240,7 @@ def compile_env(
                 fh.write(f"compiler cache: none ({exc}; {exc.hint})\n")
         else:
             with open(req.log, "a") as fh:
-                shared = f", remote storage {remote}" if remote else ""
+                shared = f", remote storage {redact(remote)}" if remote else ""
                 fh.write(f"compiler cache: {ccache.describe()}{shared}\n")
             census = stats_log.with_name("project-census.txt")
             # kernelwheel's output (and build/, the Hub layout's usual place): not the project's

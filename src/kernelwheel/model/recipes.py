@@ -337,8 +337,9 @@ class Recipes:
         flavour and arch (:meth:`stable_build`)."""
         if variant.tvm_ffi is not None:
             return self._tvm_ffi_recipe_for(variant)
-        if variant.torch is None:
-            return VariantRecipe(variant, None, None, None, None, "py3")
+        if variant.torch is None:  # noarch: built on an x86_64 runner, in its image
+            image = dict(self.build_images).get(Arch.X86_64)
+            return VariantRecipe(variant, None, None, None, None, "py3", image=image)
         torch_file = f"{self.origin}/{TORCH_TOML}"
         series = variant.torch
         if variant.stable_abi:

@@ -20,6 +20,8 @@ from typing import Any, NamedTuple
 from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, parse_toml, read_toml
+from .._util import redact
+from ..abi.policy import normalize_policy
 from ..compat import interpreter
 from ..errors import UsageError, VariantError
 from ..model.capability import CudaCapability, parse_all
@@ -202,6 +204,15 @@ def _one_word(raw: Any, fail: _Fail, base: Path, *, what: str, example: str) -> 
     return raw.strip()
 
 
+def _url(raw: Any, fail: _Fail, base: Path) -> str:
+    """An index URL: pip ignores one without a scheme (a warning), and installs from the rest."""
+    url = _one_word(raw, fail, base, what="URL", example="https://pypi.org/simple")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https", "file") or not (parts.netloc or parts.path):
+        raise fail(f"{url!r} is no index URL", "e.g. https://pypi.org/simple or file:///srv/simple")
+    return url
+
+
 def _path(raw: Any, fail: _Fail, base: Path) -> Path:
     if isinstance(raw, Path):
         return raw
@@ -209,6 +220,13 @@ def _path(raw: Any, fail: _Fail, base: Path) -> Path:
         raise fail(f"expected a path, got {raw!r}", "e.g. 'wheelhouse'")
     path = Path(raw).expanduser()
     return path if path.is_absolute() else base / path
+
+
+def _cuda_home(raw: Any, fail: _Fail, base: Path) -> Path:
+    path = _path(raw, fail, base)
+    if not (path / "bin" / "nvcc").is_file():  # else 'no nvcc found', the value unnamed
+        raise fail(f"{path} holds no bin/nvcc", "give a CUDA toolkit folder, e.g. /usr/local/cuda")
+    return path
 
 
 def _interpreter_path(raw: Any, fail: _Fail, base: Path) -> Path:
@@ -229,7 +247,7 @@ def _positive_or_auto(raw: Any, fail: _Fail, base: Path, *, example: str) -> int
     value: int | None = None
     if isinstance(raw, int) and not isinstance(raw, bool):
         value = raw
-    elif isinstance(raw, str) and raw.strip().isdigit():
+    elif isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit():  # not "²"
         value = int(raw)
     if value is None or value < 1:
         raise fail(f"expected a positive integer or 'auto', got {raw!r}", f"e.g. {example} or auto")
@@ -288,6 +306,8 @@ def _storage_url_problem(url: str) -> str | None:
     except ValueError as exc:  # "Invalid IPv6 URL": an unclosed [
         return f"is no URL ({exc})"
     if parts.scheme in ("redis+unix", "file"):
+        if not parts.path.startswith("/"):  # ccache: relative to each compile's own folder
+            return "names no absolute path" if parts.path else "names no path"
         return None if parts.path.strip("/") else "names no path"
     if not parts.hostname:
         return "names no host"
@@ -304,8 +324,12 @@ def _storage_url_problem(url: str) -> str | None:
 
 
 def _plat(raw: Any, fail: _Fail, base: Path) -> str:
-    if not isinstance(raw, str) or not raw.strip().startswith(("manylinux", "musllinux")):
+    if not isinstance(raw, str):
         raise fail(f"expected a manylinux policy, got {raw!r}", "e.g. manylinux_2_28")
+    try:  # now, not when the first variant is repaired
+        normalize_policy(raw)
+    except UsageError as exc:
+        raise fail(exc.message, exc.hint or "") from None
     return raw.strip()
 
 
@@ -423,7 +447,7 @@ def _show(value: object) -> str:
         return " ".join(_show(v) for v in value) or "(none)"
     if isinstance(value, Enum):
         return str(value.value)
-    return "auto" if value is None else str(value)
+    return "auto" if value is None else redact(str(value))  # a URL's password
 
 
 @dataclass(frozen=True)
@@ -452,10 +476,10 @@ class OptionDef:
 _CONVERTERS: dict[str, _Converter] = {
     "patterns": _patterns, "skip": partial(_patterns, allow_empty=True), "archs": _archs,
     "only": partial(_one_word, what="variant name", example="torch214-cxx11-cu130-x86_64-linux"),
-    "path": _path, "bool": _bool, "remote_storage": _remote_storage,
+    "path": _path, "bool": _bool, "remote_storage": _remote_storage, "cuda_home": _cuda_home,
     "jobs": partial(_positive_or_auto, example="4"),
     "mib": partial(_positive_or_auto, example="4096 (MiB)"),
-    "url": partial(_one_word, what="URL", example="https://pypi.org/simple"),
+    "url": _url,
     "interpreter_path": _interpreter_path, "links": _links, "plat": _plat, "style": _style,
     "fatbin_compression": _fatbin_compression, "capabilities": _capabilities,
     "cutlass_paths": _cutlass_paths, "version": _version,

@@ -52,6 +52,7 @@ class CacheStats:
     misses: int
     uncacheable: int
     remote_hits: int = 0  # of the hits, those read from the remote storage
+    remote_errors: int = 0  # compiles whose remote storage failed (down, timed out): silent else
 
     def describe(self) -> str:
         total = self.hits + self.misses + self.uncacheable
@@ -60,6 +61,8 @@ class CacheStats:
             text += f" ({self.remote_hits} remote)"
         if self.uncacheable:
             text += f", {self.uncacheable} uncacheable"
+        if self.remote_errors:
+            text += f", the remote storage failed for {self.remote_errors} (down or timed out)"
         return text
 
 
@@ -232,8 +235,9 @@ def read_stats(stats_log: Path) -> CacheStats | None:
             blocks.append(set())
         elif line and blocks:
             blocks[-1].add(line)
-    hits = misses = uncacheable = remote = 0
+    hits = misses = uncacheable = remote = errors = 0
     for results in blocks:
+        errors += bool(results & {"remote_storage_error", "remote_storage_timeout"})
         if results & {"no_input_file", "called_for_link", "called_for_preprocessing"}:
             continue  # link or preprocessing steps: nothing to cache
         if results & {"direct_cache_hit", "preprocessed_cache_hit"}:
@@ -243,4 +247,4 @@ def read_stats(stats_log: Path) -> CacheStats | None:
             misses += 1
         else:
             uncacheable += 1
-    return CacheStats(hits, misses, uncacheable, remote)
+    return CacheStats(hits, misses, uncacheable, remote, errors)
