@@ -40,6 +40,24 @@ def torches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+def test_quiet_install_shows_the_pick_not_every_build_passed_over(
+    tmp_path: Path,
+    house: Path,
+    torches: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KERNELWHEEL_CUDA_DRIVER", "13.1")  # the cu132 torch, the cu130 build
+    venv = make_venv(tmp_path / "venv", torches["cu132"])
+    args = ["install", "--python", str(venv.python), "img2gray", "-f", str(house), "--dry-run"]
+    assert main(["-q", *args]) == 0
+    out = capsys.readouterr().out
+    assert "img2gray: img2gray-0.1.0+torch2.15.cu130.cxx11-" in out
+    assert "not img2gray-" not in out
+    assert main(args) == 0
+    assert "not img2gray-0.1.0+torch2.15.cu126.cxx11-" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("driver", "torch", "chosen"),
     [("12.6", "cu126", "cu126"), ("13.1", "cu132", "cu130"), ("13.2", "cu132", "cu132")],

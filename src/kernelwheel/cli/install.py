@@ -11,7 +11,7 @@ from ..install.select import Selection, Verdict, why_not_chosen
 from ..install.service import InstallRequest, InstallResult, NoMatch, Pick, install, target_python
 from ..model.sources import PipSources
 from ._args import add_target_python_argument, add_variant_argument, source_arg
-from .ui import ConsoleUI
+from .ui import QUIET, ConsoleUI
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -105,7 +105,7 @@ def _render(result: InstallResult, ui: ConsoleUI) -> None:
         sel = pick.selection
         ui.print(f"{sel.requirement}: {pick.filename}")
         ui.print(f"  from {pick.location}" + (f", sha256 {pick.sha256}" if pick.sha256 else ""))
-        for verdict in sel.passed_over:
+        for verdict in sel.passed_over if ui.verbosity > QUIET else ():
             ui.print(f"  not {verdict.candidate.filename}: {_reason(verdict, sel)}")
         for line in _outcome(pick, result.status == "dry-run"):
             ui.print(f"  {line}")
