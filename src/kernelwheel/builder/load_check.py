@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,18 +42,9 @@ class LoadReport:
         return cls(*(tuple(map(str, found.get(key, []))) for key in keys))
 
     def refuse_syntax(self, log: Path, root: Path | None) -> LoadReport:
-        """This report, unless a package file does not compile: then a :class:`BuildError`
-        (the wheel would build, and its import fail)."""
-        if not self.syntax:
-            return self
-        shown = [line.removeprefix(f"{root}/") if root else line for line in self.syntax]
-        raise BuildError(
-            f"{len(shown)} Python file(s) of the package do not compile with the build "
-            "environment's Python: importing the package would fail",
-            log=log,
-            hint="fix the syntax at that line",
-            diagnostics=tuple(f"  {line}" for line in shown),
-        )
+        """This report, unless a package file does not compile: then a :class:`BuildError`."""
+        refuse_syntax(self.syntax, root, log, by=" with the build environment's Python")
+        return self
 
     def describe(self, namespace: str) -> str:
         names = [op.split("(", 1)[0].removeprefix(namespace + "::") for op in self.ops]
@@ -76,6 +68,24 @@ class LoadReport:
                 "defines: nothing calls it; is the name in ops.impl(...) misspelt?"
             )
         return tuple(found)
+
+
+def refuse_syntax(
+    found: Sequence[str], root: Path | None, log: Path | None = None, *, by: str = ""
+) -> None:
+    """A :class:`BuildError` for the package's files that do not compile (``FILE:LINE:
+    message``, of :func:`_load_check.syntax_errors`; ``by``: with which interpreter), their
+    paths relative to the project at ``root``: the wheel would build, and its import fail."""
+    if not found:
+        return
+    shown = [line.removeprefix(f"{root}/") if root else line for line in found]
+    raise BuildError(
+        f"{len(shown)} Python file(s) of the package do not compile{by}: importing the package "
+        "would fail",
+        log=log,
+        hint="fix the syntax at that line",
+        diagnostics=tuple(f"  {line}" for line in shown),
+    )
 
 
 def skip_reason(variant: Variant) -> str | None:

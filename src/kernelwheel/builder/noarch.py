@@ -11,13 +11,14 @@ from packaging.tags import Tag
 from packaging.version import Version
 
 from .._util import RUNNER, Runner, output_dir
-from ..errors import BuildError, ProjectError
+from ..errors import ProjectError
 from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.variant import Variant
 from ..wheels import WheelSpec, write_wheel
 from . import codegen
 from ._load_check import syntax_errors
+from .load_check import refuse_syntax
 from .request import BuildRequest, BuiltWheel
 from .steps import package_files
 from .wheelmeta import requirements, with_metadata
@@ -103,13 +104,8 @@ def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER)
         namespace = f"_{project.package}_{BACKEND}_{bid}"
         detail.append(namespace)
     with step(reporter, scope, "wheel") as detail:
-        if found := syntax_errors(str(project.package_dir)):  # in kernelwheel's Python's grammar
-            raise BuildError(
-                f"{len(found)} Python file(s) of the package do not compile: importing the "
-                "package would fail",
-                hint="fix the syntax at that line",
-                diagnostics=tuple(f"  {line.removeprefix(f'{project.root}/')}" for line in found),
-            )
+        # no build environment here: in kernelwheel's own Python's grammar
+        refuse_syntax(syntax_errors(str(project.package_dir)), project.root)
         files = package_files(project)
         files[f"{project.package}/_ops.py"] = codegen.noarch_ops_py(project.package, bid).encode()
         requires, extras = noarch_requirements(project, variants)
