@@ -16,7 +16,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse
 from packaging.utils import canonicalize_name
 
 from ..errors import UsageError
-from ..model.sources import PipSources
+from ..model.sources import PipSources, is_index_url
 
 _TIMEOUT = 60
 
@@ -48,8 +48,7 @@ class _Links(HTMLParser):
 
 
 def _check_url(url: str, option: str) -> None:
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https", "file") or not (parsed.netloc or parsed.path):
+    if not is_index_url(url):
         raise UsageError(
             f"{option} {url!r} is not an http(s):// or file:// URL",
             hint=f"e.g. {option} https://example.org/simple/torch2.14/cu130/",

@@ -4,8 +4,16 @@ target, a tvm-ffi environment and ``kernelwheel install``, and the one writer of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlparse
 
 PYPI = "https://pypi.org/simple"
+
+
+def is_index_url(url: str) -> bool:
+    """An http(s):// or file:// URL naming a place: pip ignores any other (a warning) and
+    goes on with its other indexes."""
+    parts = urlparse(url)
+    return parts.scheme in ("http", "https", "file") and bool(parts.netloc or parts.path)
 
 
 @dataclass(frozen=True)

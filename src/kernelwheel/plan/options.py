@@ -25,7 +25,7 @@ from ..abi.policy import normalize_policy
 from ..compat import interpreter
 from ..errors import UsageError, VariantError
 from ..model.capability import CudaCapability, parse_all
-from ..model.sources import PipSources
+from ..model.sources import PipSources, is_index_url
 from ..model.variant import Arch, LocalVersionStyle
 from .selector import Selector, expand_braces, split_patterns
 
@@ -207,8 +207,7 @@ def _one_word(raw: Any, fail: _Fail, base: Path, *, what: str, example: str) -> 
 def _url(raw: Any, fail: _Fail, base: Path) -> str:
     """An index URL: pip ignores one without a scheme (a warning), and installs from the rest."""
     url = _one_word(raw, fail, base, what="URL", example="https://pypi.org/simple")
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https", "file") or not (parts.netloc or parts.path):
+    if not is_index_url(url):
         raise fail(f"{url!r} is no index URL", "e.g. https://pypi.org/simple or file:///srv/simple")
     return url
 
