@@ -9,6 +9,7 @@ to the per-variant log that errors name.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import hashlib
@@ -60,6 +61,15 @@ def redact(text: str) -> str:
             text = text.replace(form, REDACTED)
     url, token = _CREDENTIALS
     return token.sub(rf"\1{REDACTED}", url.sub(rf"\1{REDACTED}@", text))
+
+
+# The fix of a write a full disk (or quota) refused.
+DISK_FULL_HINT = "free space on that disk (df -h), or pass a folder on another one"
+
+
+def disk_full(exc: OSError) -> bool:
+    """Whether ``exc`` is a write refused for want of space (a full disk or a quota)."""
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def sha256_file(path: Path) -> str:

@@ -8,7 +8,6 @@ so each command starts without importing the others' dependencies.
 from __future__ import annotations
 
 import argparse
-import errno
 import importlib
 import os
 import signal
@@ -197,10 +196,11 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         where = f"{exc.filename}: " if exc.filename else ""
         if exc.filename2:  # a copy or rename: the second path is where it was going
             where = f"{exc.filename} -> {exc.filename2}: "
+        from .._util import DISK_FULL_HINT, disk_full
+
         hint = (
-            "free space on that disk (df -h), or pass a folder on another one with the "
-            "command's option"
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            f"{DISK_FULL_HINT} with the command's option"
+            if disk_full(exc)
             else "check that the path exists, is a folder where one is expected, and is "
             "writable (or pass another with the command's option)"
         )

@@ -7,7 +7,6 @@ the output folder only once complete (written beside it, then renamed).
 
 from __future__ import annotations
 
-import errno
 import io
 import os
 import re
@@ -27,7 +26,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .. import __version__
-from .._util import staged_file
+from .._util import DISK_FULL_HINT, disk_full, staged_file
 from ..errors import WheelError
 from .reader import TOP_LEVEL, dist_info_dir, escape_name
 from .record import digest_hash, format_record, hashed_copy, parse_record, record_hash
@@ -290,13 +289,10 @@ def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Pat
                 _zipinfo(record_name, date_time, 0o644, compress and _compressible(record)), record
             )
     except OSError as exc:  # e.g. a name the file system refuses (ENAMETOOLONG), a full disk
+        hint = DISK_FULL_HINT if disk_full(exc) else "check the folder"
         raise WheelError(
             f"cannot write {final.name} into {out_dir}: {exc.strerror or exc}",
-            hint="shorten the name or version"
-            if len(final.name) > 255
-            else "free space on that disk (df -h), or pass a folder on another one"
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT)
-            else "check the folder",
+            hint="shorten the name or version" if len(final.name) > 255 else hint,
         ) from None
     return final
 
