@@ -24,7 +24,6 @@ from ..model.variant import OS, Arch
 from ..plan.defaults import Machine, within_reach
 from ..plan.planning import Planned, Selection, select
 from ..plan.toolchains import BUILT_HERE
-from ..toolchain.cross import TARGET_READY
 from ..toolchain.envs import (
     EnvSpec,
     env_ready,
@@ -130,14 +129,8 @@ def target_problem(req: BuildRequest, cache_dir: Path) -> str | None:
     """Why this machine cannot get a cross build's target torch: None for a native build, a
     target sysroot already unpacked in ``cache_dir``, or a torch within reach."""
     cross = req.compile.cross
-    if cross is None or cross.variant.arch is None:
+    if cross is None or cross.variant.arch is None or cross.target_cached(cache_dir):
         return None
-    for root in (cache_dir / "targets").glob(f"{cross.variant.arch.value}-py*"):
-        python = root.name.partition("-py")[2].rpartition("-")[0]
-        if (root / TARGET_READY).is_file() and root.name.endswith(
-            cross.target_spec(python).digest()
-        ):
-            return None
     why = torch_source_problem(req.recipe, cross.target_env)
     return None if why is None else f"its {cross.variant.arch.value} target's {why}"
 

@@ -167,11 +167,16 @@ def _check_machine(sysroot: Path, arch: Arch) -> None:
         )
 
 
+def target_root(spec: TargetSpec, cache_dir: Path) -> Path:
+    """Where ``spec``'s target sysroot is unpacked (ready once it holds ``TARGET_READY``)."""
+    return cache_dir / "targets" / f"{spec.arch.value}-py{spec.python}-{spec.digest()}"
+
+
 def provision_target(
     spec: TargetSpec, cache_dir: Path, *, log: Path | None = None, runner: Runner = RUNNER
 ) -> TargetSysroot:
     """Download, verify and unpack the target wheels (once; cached by :meth:`TargetSpec.digest`)."""
-    root = cache_dir / "targets" / f"{spec.arch.value}-py{spec.python}-{spec.digest()}"
+    root = target_root(spec, cache_dir)
     manifest = root / TARGET_READY
     with locked(root.parent / f"{root.name}.lock"):
         if manifest.is_file():
@@ -272,6 +277,18 @@ class CrossPlan:
         return TargetSpec(
             self.variant.arch, python, env.torch_requirement, env.packages, env.sources
         )
+
+    def target_cached(self, cache_dir: Path) -> bool:
+        """Whether a target sysroot of this plan is ready in ``cache_dir`` for some Python (the
+        host environment's, unknown until it is made)."""
+        assert self.variant.arch is not None
+        prefix = f"{self.variant.arch.value}-py"
+        for root in (cache_dir / "targets").glob(f"{prefix}*"):
+            python = root.name.removeprefix(prefix).rpartition("-")[0]
+            expected = target_root(self.target_spec(python), cache_dir)
+            if root == expected and (root / TARGET_READY).is_file():
+                return True
+        return False
 
     def prepare(self, env: EnvInfo, cache_dir: Path, log: Path, runner: Runner) -> CrossBuild:
         """The target sysroot for the host environment ``env``, both sides the same torch."""
