@@ -26,6 +26,8 @@ prepare [REQUIREMENT...] here, not on the GPU machine: kernelwheel's wheel and d
                          more: real-kernels kernels (and nvidia-cutlass==3.8.0.0 for projects
                          that depend on cutlass_3_8); portable apache-tvm-ffi==0.1.9; round all
                          of these, nvidia-cutlass==3.6.0.0 and "nvidia-cuda-runtime>=13.0,<14"
+author                   a new author's CUDA loop: init (cpu, cuda), test on the GPU, a wrong
+                         result, an nvcc error, a warning, fixed, unchanged ($OUT/N-*.txt)
 dev-loop [start|run|wait|collect]
                          issue 37's loop: img2gray `kernelwheel test`, edit, test again; then
                          layer-norm (.gpu/corpus) through bench/dev_loop.py --mode dev. The cold
@@ -500,6 +502,30 @@ job_check() {  # ARGS for bench/gpu_check.py (docs/benchmarks.md: How to reprodu
     | tee "$OUT/gpu_check.log"
 }
 
+job_author() {  # a new author's CUDA loop: init, test, a wrong result, an nvcc error, a warning
+  local dir=/tmp/kw-author kx code=csrc/kx_cuda.cu
+  setup pytest || return
+  host > "$OUT/host.txt" 2>&1
+  rm -rf "$dir" && mkdir -p "$dir" && kx=$dir/kx
+  "${KW[@]}" init kx --backends cpu,cuda --directory "$dir" > "$OUT/0-init.txt" 2>&1 || return
+  cp "$kx/$code" "$dir/kx_cuda.cu.orig"
+  # step NAME COMMAND...: COMMAND run in the project, its output and exit code to $OUT/NAME.txt
+  step() {
+    (cd "$kx" && timed "$1" "${@:2}" > "$OUT/$1.txt" 2>&1; echo "exit $?" >> "$OUT/$1.txt")
+    tail -n 4 "$OUT/$1.txt"
+  }
+  step 1-test-cold "${KW[@]}" test --python "$V/bin/python" -- -q -rs
+  sed -i 's/y\[i\] = kx::add_one(x\[i\]);/y[i] = kx::add_one(x[i]) + 1e-3f;/' "$kx/$code"
+  step 2-test-wrong-result "${KW[@]}" test --python "$V/bin/python" -- -q -x
+  cp "$dir/kx_cuda.cu.orig" "$kx/$code" && sed -i '16s/;$//' "$kx/$code"
+  step 3-test-nvcc-error "${KW[@]}" test --python "$V/bin/python"
+  cp "$dir/kx_cuda.cu.orig" "$kx/$code" && sed -i '17s/^/  int unused = 0;\n/' "$kx/$code"
+  step 4-dev-warning "${KW[@]}" dev --python "$V/bin/python"
+  cp "$dir/kx_cuda.cu.orig" "$kx/$code"
+  step 5-test-fixed "${KW[@]}" test --python "$V/bin/python" -- -q -rs
+  step 6-test-unchanged "${KW[@]}" test --python "$V/bin/python" -- -q
+}
+
 job_perf() {  # ARGS for bench/gpu_perf.py; its build dependencies carried as wheels in $WHEELS
   local wheels=${WHEELS:-.whl}
   if ls "$wheels"/*.whl > /dev/null 2>&1; then
@@ -540,7 +566,7 @@ job=${1:-help}
 [ $# -gt 0 ] && shift
 case "$job" in
 help | -h | --help) usage; exit 0 ;;
-prepare | dev-loop | edit-rebuild | first-unchanged | corpus | real-kernels | portable) ;;
+prepare | author | dev-loop | edit-rebuild | first-unchanged | corpus | real-kernels | portable) ;;
 default-variant | round | check | perf | wheel) ;;
 *) echo "bench/gpu.sh: no job $job" >&2; usage >&2; exit 2 ;;
 esac
