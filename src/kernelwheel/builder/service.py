@@ -166,7 +166,7 @@ def _requests(
     )
     # What this machine lacks (a system toolkit, a torch index) stops every variant here too.
     compiled = [r for r in requests if r.kind is not BuildKind.NOARCH]
-    require_buildable(compiled, options.cuda_home, runner, options.cache_dir)
+    require_buildable(compiled, planned, runner)
     return requests, version, at_once
 
 
