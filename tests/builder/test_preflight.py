@@ -254,6 +254,7 @@ def test_a_variant_whose_torch_is_out_of_reach_names_those_this_machine_can_buil
         f"--variant torch214-cxx11-cpu-{host}-linux --python {venv.python} "
         f"(the torch of the active virtual environment {venv.root}: torch 2.14.1"
     ) in err
+    assert "; it needs setuptools and ninja); --variant " in err
     assert f"; --variant {cached.name} (its environment is cached)" in err
     assert "--variant " + wanted not in err  # never the refused one
     assert not (tmp_path / "out").exists()

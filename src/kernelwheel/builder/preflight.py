@@ -183,7 +183,9 @@ def _buildable_instead(planned: Planned, refused: set[str], runner: Runner) -> s
     venv = venv_variant(planned.full, options, runner=runner)
     if venv is not None and venv[0].name not in refused:
         recipe, python, how = venv
-        named.append(f"--variant {recipe.name} --python {python} ({how})")
+        named.append(
+            f"--variant {recipe.name} --python {python} ({how}; it needs setuptools and ninja)"
+        )
         refused = refused | {recipe.name}
 
     def problem(recipe: VariantRecipe) -> str | None:
