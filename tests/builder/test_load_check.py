@@ -3,21 +3,27 @@ Python give for each way a freshly linked extension fails to load."""
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from support.requests import build_request
+from support.runners import Reply, ScriptedRunner
 from support.sofiles import build_extension
-from support.tinykernel import BINDING
+from support.tinykernel import BINDING, write_tiny_kernel
 
 from kernelwheel.builder._load_check import load_torch, load_tvm_ffi, syntax_errors
 from kernelwheel.builder.load_check import LoadReport, explain_failure, skip_reason
+from kernelwheel.builder.steps import load_checked
 from kernelwheel.errors import BuildError
+from kernelwheel.log import SilentReporter
 from kernelwheel.model.variant import Arch, Variant
 
 NS = "_tiny_add_0123456789"
+CPU_VARIANT = "torch213-cxx11-cpu-x86_64-linux"
 
 # What torch 2.13 prints when a kernel's C++ signature does not match its schema, thrown from a
 # static registration while the shared object loads (std::terminate, then SIGABRT).
@@ -241,3 +247,33 @@ def test_a_package_file_that_does_not_compile_fails_the_check_with_its_project_p
     assert "do not compile with the build environment's Python" in str(caught.value)
     assert caught.value.diagnostics[0] == "  torch-ext/tiny_add/__init__.py:3: expected ':'"
     assert LoadReport.read({"ops": ["x"]}).refuse_syntax(tmp_path / "log", tmp_path).ops == ("x",)
+
+
+def test_a_load_check_warning_is_shown_on_every_run_that_reuses_its_build(
+    tmp_path: Path,
+) -> None:
+    # A dev build's load check runs once per shared object: its warning (here a misspelt
+    # ops.impl) showed on that run only, and the next unchanged run said nothing.
+    req = build_request(write_tiny_kernel(tmp_path / "p"), Variant.parse(CPU_VARIANT))
+    req.log.parent.mkdir(parents=True, exist_ok=True)
+    found = {"ops": [f"{NS}::add_one(Tensor x) -> Tensor"], "undefined": [f"{NS}::add_onee"]}
+    runner = ScriptedRunner(lambda cmd, cwd: Reply(stdout=json.dumps(found) + "\n"))
+    record = tmp_path / "dev" / "v.loaded"
+    record.parent.mkdir()
+    shown = []
+    for digest in ("aaa", "aaa", "aaa", "bbb"):
+        reporter = SilentReporter()
+        so = tmp_path / "x.so"
+        load_checked(req, Path("py"), so, NS, reporter, runner, loaded=(record, digest))
+        shown.append([m for _, m in reporter.messages if "add_onee" in m])
+    assert len(runner.commands) == 2  # loaded once per shared object
+    assert all(len(lines) == 1 for lines in shown)
+    assert shown[1] == shown[2] and shown[1][0].startswith(shown[0][0])
+    assert shown[1][0].endswith("(this build's load check; shown until it changes)")
+    assert record.read_text().splitlines()[0] == "bbb"
+    # a build whose check found nothing shows nothing on its next runs
+    found.pop("undefined")
+    load_checked(req, Path("py"), so, NS, SilentReporter(), runner, loaded=(record, "ccc"))
+    reporter = SilentReporter()
+    load_checked(req, Path("py"), so, NS, reporter, runner, loaded=(record, "ccc"))
+    assert reporter.messages == [] and len(runner.commands) == 3

@@ -13,6 +13,7 @@ from support.http import http_server
 from support.requests import build_request
 from support.runners import Reply, ScriptedRunner
 from support.tinykernel import write_tiny_kernel
+from support.venvs import QuickVenv, fake_torch
 
 from kernelwheel.builder import preflight
 from kernelwheel.cli import main
@@ -226,3 +227,41 @@ def test_a_cross_builds_target_torch_needs_its_index_its_archs_wheel_or_the_cach
     assert preflight.target_problem(req, cache) == problem  # half-made: no ready marker
     (root / TARGET_READY).write_text("{}")
     assert preflight.target_problem(req, cache) is None
+
+
+def test_a_variant_whose_torch_is_out_of_reach_names_those_this_machine_can_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `build --variant V` with PyTorch's index out of reach said only that V cannot be built:
+    # not that torch 2.13's CPU environment is cached, nor that the active venv holds a torch.
+    monkeypatch.setattr(preflight, "_unreachable", lambda url: "no route to host")
+    host = Arch.host().value
+    cache = tmp_path / "cache"
+    cached = recipe(f"torch213-cxx11-cpu-{host}-linux")
+    marker = env_root(env_spec_for(cached, PipSources()), cache) / READY_MARKER
+    marker.parent.mkdir(parents=True)
+    marker.write_text("{}")
+    venv = QuickVenv(tmp_path / "venv", [fake_torch(tmp_path, "2.14.1+cpu", None)])
+    monkeypatch.setenv("VIRTUAL_ENV", str(venv.root))
+    wanted = f"torch215-cxx11-cpu-{host}-linux"
+    common = ["--cache-dir", str(cache), "--output-dir", str(tmp_path / "out")]
+    code = main(["build", str(IMG2GRAY), *common, "--variant", wanted])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == ToolchainError.exit_code
+    assert f"{wanted}: cannot be built on this machine: torch==2.15.0+cpu comes from" in err
+    assert (
+        "a variant this machine can build instead: "
+        f"--variant torch214-cxx11-cpu-{host}-linux --python {venv.python} "
+        f"(the torch of the active virtual environment {venv.root}: torch 2.14.1"
+    ) in err
+    assert "; it needs setuptools and ninja); --variant " in err
+    assert f"; --variant {cached.name} (its environment is cached)" in err
+    assert "--variant " + wanted not in err  # never the refused one
+    assert not (tmp_path / "out").exists()
+    # no venv, nothing cached: the variants whose torch PyPI serves, by name
+    monkeypatch.delenv("VIRTUAL_ENV")
+    common = ["--cache-dir", str(tmp_path / "empty"), "--output-dir", str(tmp_path / "out")]
+    assert main(["build", str(IMG2GRAY), *common, "--variant", wanted]) == code
+    err = " ".join(capsys.readouterr().err.split())
+    assert "a variant this machine can build instead: --variant torch215-cxx11-cu132" in err
+    assert "(its torch from PyPI, a CUDA build)" in err

@@ -94,3 +94,113 @@ def test_a_compiled_variant_interrupted_after_its_repair_leaves_only_the_other_w
         with pytest.raises(Terminated):
             entry.build_and_export(replace(req, kind=BuildKind.TORCH), SilentReporter())
     assert not mine.exists() and other.read_bytes() == b"finished earlier"
+
+
+@pytest.mark.parametrize(
+    ("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"]
+)
+def test_an_interrupted_multi_variant_build_says_which_variants_finished_and_where(
+    tmp_path: Path,
+    sig: int,
+    code: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Ctrl-C or SIGTERM during the third of three variants ended with "interrupted" alone: not
+    # that the first two had finished, one with its wheel in -o. The variants' builds are
+    # replaced (no compile); the signal is real, to this process, handled by the CLI's handler.
+    import os
+    import time
+
+    from support.tinykernel import write_tiny_kernel
+
+    from kernelwheel.builder.service import Outcome
+    from kernelwheel.cli import build, main
+    from kernelwheel.errors import BuildError
+    from kernelwheel.model.variant import Arch
+
+    host = Arch.host().value
+    names = [f"torch21{minor}-cxx11-cpu-{host}-linux" for minor in (3, 4, 5)]
+    out = tmp_path / "out"
+    wheel = out / "tiny_add-0.1.0+cpu-cp39-abi3-manylinux_2_28_x86_64.whl"
+
+    def build_project(planned, recipes, progress, **kwargs):  # type: ignore[no-untyped-def]
+        assert [r.name for r in recipes] == names
+        progress.variant_started(names[0])
+        progress.variant_finished(Outcome(names[0], 1.0, out / "logs" / "a.log", wheel))
+        progress.variant_started(names[1])
+        failed = BuildError("compiling failed", log=out / "logs" / "b.log")
+        progress.variant_finished(Outcome(names[1], 1.0, out / "logs" / "b.log", error=failed))
+        progress.variant_started(names[2])
+        os.kill(os.getpid(), sig)
+        time.sleep(30)  # the handler raises here
+        raise AssertionError("not interrupted")
+
+    monkeypatch.setattr(build, "build_project", build_project)
+    root = write_tiny_kernel(tmp_path / "p")
+    argv = ["build", str(root), "-o", str(out), "--cache-dir", str(tmp_path / "cache")]
+    assert main([*argv, "--variant", f"torch21{{3,4,5}}-cxx11-cpu-{host}-linux"]) == code
+    said = capsys.readouterr()
+    lines = (said.out + said.err).splitlines()
+    assert "interrupted: 2 of 3 variant(s) finished" in lines
+    assert f"  built {names[0]}: {wheel}" in lines
+    assert f"  failed {names[1]} (log: {out / 'logs' / 'b.log'})" in lines
+    assert f"  not finished, no wheel: {names[2]}" in lines
+    assert "Traceback" not in said.err
+
+
+def test_a_variant_that_makes_its_wheel_while_an_interrupt_stops_the_others_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Side by side, an interrupt stops the running variants' commands and leaves their outcomes
+    # unreported; one past its last command makes its wheel all the same, and went unreported
+    # too: the interrupted run's summary would not name a wheel that is in -o.
+    import threading
+
+    from support.requests import build_request
+    from support.tinykernel import write_tiny_kernel
+
+    from kernelwheel.builder import service
+    from kernelwheel.builder.request import BuiltWheel
+    from kernelwheel.log import SilentReporter
+    from kernelwheel.model.variant import Arch, Variant
+
+    root = write_tiny_kernel(tmp_path / "p")
+    host = Arch.host().value
+    a, b = (Variant.parse(f"torch21{m}-cxx11-cpu-{host}-linux") for m in (3, 4))
+    wheel = tmp_path / "a.whl"
+    wheel.write_bytes(b"wheel")
+    stopped = threading.Event()  # the run has stopped its commands: the interrupt is seen
+    stop_running = service.stop_running
+
+    running = threading.Event()  # a has started: the interrupt comes while it runs
+
+    def build_and_export(req, progress, runner):  # type: ignore[no-untyped-def]
+        if req.variant == b:
+            assert running.wait(10)
+            raise KeyboardInterrupt
+        running.set()
+        assert stopped.wait(10)
+        return BuiltWheel(a, wheel, "ns", req.log)
+
+    def stop() -> None:
+        stop_running()
+        stopped.set()
+
+    monkeypatch.setattr(service, "build_and_export", build_and_export)
+    monkeypatch.setattr(service, "stop_running", stop)
+
+    class Progress(SilentReporter):
+        finished: list[str] = []
+
+        def variant_started(self, name: str, *, side_by_side: bool = False) -> None:
+            pass
+
+        def variant_finished(self, outcome: service.Outcome) -> None:
+            self.finished.append(f"{outcome.variant} {outcome.wheel}")
+
+    progress = Progress()
+    requests = [build_request(root, v) for v in (b, a)]  # b's interrupt is seen first
+    with pytest.raises(KeyboardInterrupt):
+        service._side_by_side(requests, 2, progress, runner=None)  # type: ignore[arg-type]
+    assert progress.finished == [f"{a.name} {wheel}"]

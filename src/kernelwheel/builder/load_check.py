@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._util import CommandTimeout, Runner
+from .._util import CommandTimeout, Runner, atomic_write
 from ..abi._elf import demangle
 from ..errors import BuildError
 from ..model.variant import Arch, Variant
@@ -108,6 +108,22 @@ class DeferredLoad:
     digest: str  # this one's sha256: the record's text once it loaded
     package: Path  # the package's Python sources, compiled by that interpreter
     root: Path | None = None  # the project, whose sources a failure's lines name
+
+
+def recorded_warnings(record: Path, digest: str) -> tuple[str, ...] | None:
+    """The warnings the load check gave the shared object whose sha256 is ``digest``, kept in
+    a dev build's ``record`` (:func:`record_load`); None when that object has not loaded."""
+    try:
+        first, *warnings = record.read_text().splitlines() or [""]
+    except (OSError, UnicodeDecodeError):
+        return None
+    return tuple(warnings) if first == digest else None
+
+
+def record_load(record: Path, digest: str, warnings: Sequence[str]) -> None:
+    """Keep in ``record`` that the shared object of ``digest`` loaded, with the load check's
+    ``warnings``: every run that reuses it shows them again, until the object changes."""
+    atomic_write(record, "\n".join((digest, *warnings)))
 
 
 def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[str]) -> list[str]:

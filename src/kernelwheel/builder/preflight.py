@@ -21,7 +21,7 @@ from ..errors import ToolchainError
 from ..model.project import Framework
 from ..model.recipes import CudaToolchain, VariantRecipe
 from ..model.variant import OS, Arch
-from ..plan.defaults import Machine, within_reach
+from ..plan.defaults import Machine, venv_variant, within_reach
 from ..plan.planning import Planned, Selection, select
 from ..plan.toolchains import BUILT_HERE
 from ..toolchain.envs import (
@@ -136,36 +136,69 @@ def target_problem(req: BuildRequest, cache_dir: Path) -> str | None:
 
 
 def require_buildable(
-    requests: Sequence[BuildRequest], cuda_home: Path | None, runner: Runner, cache_dir: Path
+    requests: Sequence[BuildRequest], planned: Planned, runner: Runner = RUNNER
 ) -> None:
     """One :class:`ToolchainError` naming every variant of the compiled ``requests`` this
-    machine cannot build, with why."""
+    machine cannot build, with why; where a torch is out of reach, with the variants of
+    ``planned`` it can build."""
+    options = planned.options
     problems = [
-        (req.recipe.name, why)
+        (req.recipe.name, why, kind)
         for req in requests
-        for why in (
-            toolkit_problem(req.recipe, cuda_home, runner),
-            torch_problem(req.recipe, req.env.spec, cache_dir),
-            target_problem(req, cache_dir),
+        for kind, why in (
+            ("toolkit", toolkit_problem(req.recipe, options.cuda_home, runner)),
+            ("torch", torch_problem(req.recipe, req.env.spec, options.cache_dir)),
+            ("torch", target_problem(req, options.cache_dir)),
         )
         if why is not None
     ]
     if not problems:
         return
+    instead = ""
+    if any(kind == "torch" for _, _, kind in problems):
+        instead = _buildable_instead(planned, {name for name, _, _ in problems}, runner)
     if len(problems) == 1:
-        ((name, why),) = problems
+        ((name, why, _),) = problems
         raise ToolchainError(
             f"{name}: cannot be built on this machine: {why}",
-            hint="`kernelwheel matrix --json` gives its build image",
+            hint=instead + "`kernelwheel matrix --json` gives its build image",
         )
-    hint = (
+    hint = instead + (
         "`kernelwheel matrix --json` gives each variant's build image; leave these out of the "
         "selection (--skip NAME with --build, globs allowed; or a narrower --variant)"
     )
-    lines = "\n".join(f"  {name}: {why}" for name, why in problems)
-    count = len({name for name, _ in problems})
+    lines = "\n".join(f"  {name}: {why}" for name, why, _ in problems)
+    count = len({name for name, _, _ in problems})
     raise ToolchainError(
         f"{count} selected variant(s) cannot be built on this machine:\n{lines}", hint=hint
+    )
+
+
+def _buildable_instead(planned: Planned, refused: set[str], runner: Runner) -> str:
+    """The hint's sentence naming variants of ``planned`` this machine can build instead of the
+    ``refused``: the active virtual environment's torch's, those whose environment is cached,
+    those whose torch is within reach; empty when there is none."""
+    options = planned.options
+    named: list[str] = []
+    venv = venv_variant(planned.full, options, runner=runner)
+    if venv is not None and venv[0].name not in refused:
+        recipe, python, how = venv
+        named.append(
+            f"--variant {recipe.name} --python {python} ({how}; it needs setuptools and ninja)"
+        )
+        refused = refused | {recipe.name}
+
+    def problem(recipe: VariantRecipe) -> str | None:
+        spec = env_spec_for(recipe, options.pip_sources)
+        return toolkit_problem(recipe, options.cuda_home, runner) or torch_problem(
+            recipe, spec, options.cache_dir
+        )
+
+    if options.python is None:  # with --python no torch is fetched: none is refused for it
+        others = _others_within_reach(planned, problem, refused)
+        named += [f"--variant {name} ({how})" for name, how in others]
+    return (
+        f"a variant this machine can build instead: {'; '.join(named)}; otherwise " if named else ""
     )
 
 

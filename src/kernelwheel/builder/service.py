@@ -166,7 +166,7 @@ def _requests(
     )
     # What this machine lacks (a system toolkit, a torch index) stops every variant here too.
     compiled = [r for r in requests if r.kind is not BuildKind.NOARCH]
-    require_buildable(compiled, options.cuda_home, runner, options.cache_dir)
+    require_buildable(compiled, planned, runner)
     return requests, version, at_once
 
 
@@ -287,7 +287,7 @@ def _side_by_side(
 ) -> tuple[Outcome, ...]:
     """The variants built ``at_once`` at a time in threads (the compilers do the work); an
     interrupt drops those not started and kills the running ones' commands."""
-    stopping = threading.Event()  # the variants killed by an interrupt go unreported
+    stopping = threading.Event()  # set by an interrupt
     try:
         with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="variant") as pool:
             futures = [pool.submit(_variant, req, progress, runner, stopping) for req in requests]
@@ -330,6 +330,8 @@ def _variant(
             built.compliant,
             warnings=built.warnings,
         )
-    if stopping is None or not stopping.is_set():
+    # a variant the interrupt stopped goes unreported; one that made its wheel all the same is
+    # reported: its wheel is in the output folder
+    if stopping is None or not stopping.is_set() or outcome.wheel is not None:
         progress.variant_finished(outcome)
     return outcome

@@ -48,7 +48,7 @@ from ..toolchain.deps import HeaderPlan, provide_headers
 from ..toolchain.envs import CudaToolkit, EnvInfo, supported_capabilities
 from ..wheels import Member, WheelSpec, write_wheel
 from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
-from .load_check import DeferredLoad, check_load, skip_reason
+from .load_check import DeferredLoad, check_load, record_load, recorded_warnings, skip_reason
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
 from .wheelmeta import refuse_outside, with_metadata
@@ -511,7 +511,9 @@ def load_checked(
     if skipped is not None:
         reporter.info(scope, f"load check skipped: {skipped}")
         return None
-    if loaded is not None and loaded[0].is_file() and loaded[0].read_text() == loaded[1]:
+    if loaded is not None and (kept := recorded_warnings(*loaded)) is not None:
+        for warning in kept:  # the build's own: shown on every run that reuses it
+            reporter.info(scope, f"{warning} (this build's load check; shown until it changes)")
         return None
     if defer and loaded is not None:
         package = req.project.package_dir
@@ -531,7 +533,7 @@ def load_checked(
     for warning in report.warnings(namespace):
         reporter.info(scope, warning)
     if loaded is not None:
-        atomic_write(*loaded)
+        record_load(*loaded, report.warnings(namespace))
     return None
 
 

@@ -162,6 +162,11 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     if default_int:
         signal.signal(signal.SIGINT, _interrupt)
     try:
+        if any(name.startswith("KERNELWHEEL_") for name in os.environ):
+            from ..plan.options import unknown_variables
+
+            for finding in unknown_variables():
+                ui.warn(finding)
         code: int = args.func(args, ui)
         return code
     except KernelwheelError as exc:

@@ -114,6 +114,20 @@ def summary_table(outcomes: list[Outcome], seconds: float) -> str:
     return "\n".join([*lines, f"{built} of {len(outcomes)} variant(s) built in {seconds:.1f}s"])
 
 
+def interrupted_summary(finished: list[Outcome], selected: list[str]) -> list[str]:
+    """What an interrupted run tells: the variants that finished (their wheels' paths, or their
+    logs) and those that did not, which left no wheel."""
+    done = {name for o in finished for name in o.variant.split(",")}  # a noarch wheel's: all
+    left = [name for name in selected if name not in done]
+    lines = [f"interrupted: {len(selected) - len(left)} of {len(selected)} variant(s) finished"]
+    for o in finished:
+        where = f": {o.wheel}" if o.wheel else f" (log: {o.log})" if o.log else ""
+        lines.append(f"  {o.status} {o.variant}{where}")
+    if left:
+        lines.append(f"  not finished, no wheel: {', '.join(left)}")
+    return lines
+
+
 def write_github_summary(outcomes: list[Outcome]) -> None:
     """On GitHub Actions, append a Markdown table to the job's step summary."""
     target = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -141,6 +155,7 @@ class _Progress:
         self._running: list[str] = []
         self._grouped: str | None = None
         self._lock = threading.Lock()
+        self.finished: list[Outcome] = []  # in the order they ended
         self.step_started = ui.step_started
         self.step_finished = ui.step_finished
         self.info = ui.info
@@ -164,6 +179,7 @@ class _Progress:
             if outcome.error is not None:
                 self.ui.error(f"{outcome.variant}: {with_log(str(outcome.error), outcome.log)}")
             self._running.remove(outcome.variant)
+            self.finished.append(outcome)
             if self._grouped == outcome.variant:
                 self._grouped = None
                 self.ui.endgroup()
@@ -213,9 +229,15 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             ui.info("", note)
     gpus = default.gpu_capabilities if default is not None else ()
     started = time.monotonic()
-    result = build_project(
-        planned, recipes, _Progress(ui), gpu_capabilities=gpus, runner=args.runner
-    )
+    progress = _Progress(ui)
+    try:
+        result = build_project(
+            planned, recipes, progress, gpu_capabilities=gpus, runner=args.runner
+        )
+    except KeyboardInterrupt:  # SIGTERM's too: what finished, then main's message and exit code
+        for line in interrupted_summary(progress.finished, [r.name for r in recipes]):
+            ui.info("", line)
+        raise
     seconds = time.monotonic() - started
     outcomes = list(result.outcomes)
     if args.json:

@@ -9,9 +9,8 @@ import signal
 from collections.abc import Mapping
 from pathlib import Path
 
-from .._util import atomic_write
 from ..builder.dev import DevBuild, pytest_arguments
-from ..builder.load_check import deferred_result, then_pytest_command
+from ..builder.load_check import deferred_result, record_load, then_pytest_command
 from ..errors import ToolchainError
 from ..model.project import KernelProject
 from ..model.recipes import load_pytest_requirements
@@ -89,9 +88,10 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             "torch and pytest (or pass --python PY)",
         )
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
-    for warning in report.warnings(deferred.namespace):
+    warnings = report.warnings(deferred.namespace)
+    for warning in warnings:
         ui.info(build.variant.name, warning)
-    atomic_write(deferred.record, deferred.digest)  # it loaded: dev need not load it again
+    record_load(deferred.record, deferred.digest, warnings)  # it loaded: not loaded again
     return pytest_exit(code, ui)
 
 

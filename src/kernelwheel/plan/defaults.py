@@ -438,6 +438,26 @@ def active_venv_python(environ: Mapping[str, str] | None = None) -> Path | None:
     return python if python is not None and python.exists() else None
 
 
+def venv_variant(
+    plan: MatrixPlan,
+    options: Options,
+    environ: Mapping[str, str] | None = None,
+    runner: Runner = RUNNER,
+) -> tuple[VariantRecipe, Path, str] | None:
+    """The plan's variant for the active virtual environment's torch (none with ``--python``),
+    its interpreter and what it holds; None where there is no such venv or nothing fits."""
+    python = None if options.python is not None else active_venv_python(environ)
+    if python is None:
+        return None
+    origin = f"the active virtual environment {python.parents[1]}"
+    try:
+        seen = _probe(python, origin, options.cache_dir, runner, IMPLICIT_PROBE_TIMEOUT)
+    except interpreter.ProbeFailed:
+        return None
+    chosen = _for_torch(plan, seen, Arch.host())
+    return None if chosen is None else (chosen[0], python, chosen[1])
+
+
 # How long the probe of an interpreter found implicitly (the active virtual environment: it
 # only guides the default) may take, in seconds; one torch import takes a few. A --python the
 # user named gets the probe's own bound (compat.interpreter: 300 s, a cold torch on a slow disk).

@@ -523,13 +523,44 @@ def _option(name: str, group: str, row: Located) -> OptionDef:
     return replace(option, default="none" if metavar else f"`{str(option.negated).lower()}`")
 
 
+_DATA = resources.files("kernelwheel") / "data"
 OPTIONS: tuple[OptionDef, ...] = _load_options(
-    (resources.files("kernelwheel") / "data" / "options.toml").read_text("utf-8"),
+    _DATA.joinpath("options.toml").read_text("utf-8"),
     "kernelwheel/data/options.toml",
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
 _BY_TOML = {o.toml: o for o in OPTIONS if o.toml is not None}
 ENV_VARS: tuple[str, ...] = tuple(o.env for o in OPTIONS if o.env)
+
+
+# The other KERNELWHEEL_* variables kernelwheel knows (data/variables.toml)
+OTHER_VARS: tuple[str, ...] = tuple(
+    parse_toml(_DATA.joinpath("variables.toml").read_text("utf-8"), file="variables.toml")[
+        "variables"
+    ]
+)
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """A warning for each ``KERNELWHEEL_*`` variable of ``environ`` (default ``os.environ``)
+    that no option, no other known variable and no test uses (a misspelt name is otherwise
+    ignored without a word), naming the closest known name."""
+    env = os.environ if environ is None else environ
+    known = {*ENV_VARS, *OTHER_VARS}
+    found = []
+    for name in sorted(n for n in env if n.startswith(_PREFIX) and n not in known and env[n]):
+        tails = [k.removeprefix(_PREFIX) for k in sorted(known)]
+        close = difflib.get_close_matches(name.removeprefix(_PREFIX).upper(), tails, n=1)
+        fix = (
+            f"did you mean {_PREFIX}{close[0]}?"
+            if close
+            else "docs/options.md lists the variables of the build options"
+        )
+        found.append(f"{name} is no variable kernelwheel reads, and is ignored: {fix}")
+    return tuple(found)
+
+
+_PREFIX = "KERNELWHEEL_"
 
 
 def resolve_options(
