@@ -323,6 +323,11 @@ def test_a_file_written_atomically_is_named_not_its_temporary(
         ["check", ""],
         ["install", "img2gray", "-f", ""],
         ["variants", ""],
+        ["build", ""],
+        ["dev", ""],
+        ["test", ""],
+        ["matrix", ""],
+        ["init", "--directory", "", "my-kernel"],
     ],
 )
 def test_an_empty_path_is_refused_not_taken_for_this_folder(
@@ -334,3 +339,18 @@ def test_an_empty_path_is_refused_not_taken_for_this_folder(
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2 and not list(tmp_path.iterdir())
+
+
+def test_an_empty_path_reads_the_same_for_an_option_flag_and_an_argument(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--cache-dir ""`` said "expected a path, got ''", ``-o ""`` "an empty path (an unset
+    variable?)": one wording now, for the build options' flags too."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        main(["download", "app", "-o", ""])
+    argument = capsys.readouterr().err
+    assert main(["lock", "--cache-dir", "", str(tmp_path)]) == 2
+    option = capsys.readouterr().err
+    wording = "an empty path (an unset variable?); '.' is this folder"
+    assert wording in argument and f"--cache-dir: {wording}" in option
