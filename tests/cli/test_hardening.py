@@ -102,6 +102,19 @@ def test_a_noarch_kernel_named_like_a_pypi_package_is_warned(
     assert code == 0 and "well-known" not in out + err
 
 
+def test_a_licence_that_is_no_spdx_expression_is_warned_and_still_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``license = "Apache 2.0"`` was written into METADATA as free text, unsaid."""
+    text = NOARCH_BUILD_TOML.replace('license = "MIT"', 'license = "Apache 2.0"')
+    root = write_noarch_project(tmp_path / "p", text)
+    code, out, err = _run(capsys, "build", str(root), "-o", str(tmp_path / "out"))
+    assert code == 0, err
+    assert f"{root / 'build.toml'}: general.license 'Apache 2.0' is no SPDX" in out + err
+    assert "did you mean Apache-2.0" in out + err
+    assert len(list((tmp_path / "out").glob("*.whl"))) == 1
+
+
 # -- files where folders are expected; read-only ---------------------------------------------------
 
 
