@@ -341,6 +341,8 @@ def test_a_file_written_atomically_is_named_not_its_temporary(
         ["test", ""],
         ["matrix", ""],
         ["init", "--directory", "", "my-kernel"],
+        ["install", "img2gray", "-f", "wheelhouse", "--python", ""],
+        ["variants", "wheelhouse", "--python", ""],
     ],
 )
 def test_an_empty_path_is_refused_not_taken_for_this_folder(
@@ -367,3 +369,6 @@ def test_an_empty_path_reads_the_same_for_an_option_flag_and_an_argument(
     option = capsys.readouterr().err
     wording = "an empty path (an unset variable?); '.' is this folder"
     assert wording in argument and f"--cache-dir: {wording}" in option
+    root = write_noarch_project(tmp_path / "p")
+    assert main(["build", str(root), "--python", ""]) == 2  # "expected an interpreter, got ''"
+    assert f"--python: {wording}" in capsys.readouterr().err

@@ -128,6 +128,7 @@ def add_target_python_argument(parser: argparse.ArgumentParser, purpose: str) ->
     """``--python``: the user's interpreter (install, variants)."""
     parser.add_argument(
         "--python",
+        type=source_arg,
         metavar="PY",
         help=f"the interpreter {purpose}: a path, or a name looked up on PATH (python3.12) "
         "(default: $VIRTUAL_ENV's, else python3 on PATH)",

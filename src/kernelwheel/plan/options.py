@@ -234,7 +234,9 @@ def _interpreter_path(raw: Any, fail: _Fail, base: Path) -> Path:
     """``python``: a path, or a bare name looked up on PATH (``python3``), as pip and uv do."""
     if isinstance(raw, Path):
         return raw
-    if not isinstance(raw, str) or not raw.strip():
+    if isinstance(raw, str) and not raw.strip():
+        raise fail(EMPTY_PATH, "e.g. python3 or .venv/bin/python")
+    if not isinstance(raw, str):
         raise fail(f"expected an interpreter, got {raw!r}", "e.g. python3 or .venv/bin/python")
     try:
         return interpreter.locate(raw.strip(), base)
