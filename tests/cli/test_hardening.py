@@ -303,7 +303,7 @@ def test_a_full_disk_names_the_destination_and_says_to_free_space(
     assert code == 1
     assert "-> " in err and f"{tmp_path / 'site'}/" in err and "No space left on device" in err
     assert "free space on that disk" in err
-    assert not list((tmp_path / "site").iterdir())  # nothing half-written
+    assert not (tmp_path / "site").exists()  # nothing half-written, not even the folder
 
 
 def test_a_file_written_atomically_is_named_not_its_temporary(

@@ -404,8 +404,11 @@ def build_index(wheelhouse: Path, output: Path, *, wheel_variants: bool = False)
                 folder.rmdir()
         if not isinstance(exc, OSError):
             raise
+        where = f"{exc.filename} -> {exc.filename2}" if exc.filename2 else exc.filename
         raise KernelwheelError(
-            f"cannot write the index into {output}: {exc.strerror or exc}",
+            f"cannot write the index into {output}: "
+            + (f"{where}: " if where else "")
+            + f"{exc.strerror or exc}",
             hint=DISK_FULL_HINT
             if disk_full(exc)
             else "check that --output is a folder you may write to, or pass another",
