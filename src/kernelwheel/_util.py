@@ -64,6 +64,11 @@ def redact(text: str) -> str:
 
 
 # The fix of a write a full disk (or quota) refused.
+# An empty path (``-o "$OUT"`` with OUT unset) is refused, not taken for the current folder,
+# where it would write or read what was meant for another: one wording for flags, arguments
+# and [tool.kernelwheel] values.
+EMPTY_PATH = "an empty path (an unset variable?); '.' is this folder"
+
 DISK_FULL_HINT = "free space on that disk (df -h), or pass a folder on another one"
 
 

@@ -178,6 +178,31 @@ def test_a_stable_abi_dev_build_links_into_any_newer_torch(tmp_path: Path) -> No
     )
 
 
+def test_dev_links_by_the_import_guards_rule_not_a_restatement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dev decided where to link with its own copy of compat/rules.py's torch-version rule; it
+    asks that rule (the one every wheel's import guard embeds) now: what it says, dev does."""
+    from kernelwheel.compat import rules
+
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho \'["{tmp_path}", "2.14.1+cu130", ""]\'\n')
+    python.chmod(0o755)
+    build = _build(tmp_path)  # torch 2.13: not linked under torch 2.14 by the rule as it is
+    assert link_dev_build(build, project, python, tmp_path / "cache", Runner()).pth is None
+    seen: list[tuple[rules.Build, rules.Torch]] = []
+
+    def admits_all(build: rules.Build, torch: rules.Torch) -> list[str]:
+        seen.append((build, torch))
+        return []
+
+    monkeypatch.setattr(rules, "problems", admits_all)
+    assert link_dev_build(build, project, python, tmp_path / "cache", Runner()).pth is not None
+    ((asked, running),) = seen
+    assert asked.torch == (2, 13) and not asked.stable_abi and running.release == (2, 14)
+
+
 def test_watch_shows_a_failed_builds_fix_once_and_keeps_watching(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -102,6 +102,19 @@ def test_a_noarch_kernel_named_like_a_pypi_package_is_warned(
     assert code == 0 and "well-known" not in out + err
 
 
+def test_a_licence_that_is_no_spdx_expression_is_warned_and_still_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``license = "Apache 2.0"`` was written into METADATA as free text, unsaid."""
+    text = NOARCH_BUILD_TOML.replace('license = "MIT"', 'license = "Apache 2.0"')
+    root = write_noarch_project(tmp_path / "p", text)
+    code, out, err = _run(capsys, "build", str(root), "-o", str(tmp_path / "out"))
+    assert code == 0, err
+    assert f"{root / 'build.toml'}: general.license 'Apache 2.0' is no SPDX" in out + err
+    assert "did you mean Apache-2.0" in out + err
+    assert len(list((tmp_path / "out").glob("*.whl"))) == 1
+
+
 # -- files where folders are expected; read-only ---------------------------------------------------
 
 
@@ -290,7 +303,7 @@ def test_a_full_disk_names_the_destination_and_says_to_free_space(
     assert code == 1
     assert "-> " in err and f"{tmp_path / 'site'}/" in err and "No space left on device" in err
     assert "free space on that disk" in err
-    assert not list((tmp_path / "site").iterdir())  # nothing half-written
+    assert not (tmp_path / "site").exists()  # nothing half-written, not even the folder
 
 
 def test_a_file_written_atomically_is_named_not_its_temporary(
@@ -323,6 +336,13 @@ def test_a_file_written_atomically_is_named_not_its_temporary(
         ["check", ""],
         ["install", "img2gray", "-f", ""],
         ["variants", ""],
+        ["build", ""],
+        ["dev", ""],
+        ["test", ""],
+        ["matrix", ""],
+        ["init", "--directory", "", "my-kernel"],
+        ["install", "img2gray", "-f", "wheelhouse", "--python", ""],
+        ["variants", "wheelhouse", "--python", ""],
     ],
 )
 def test_an_empty_path_is_refused_not_taken_for_this_folder(
@@ -334,3 +354,21 @@ def test_an_empty_path_is_refused_not_taken_for_this_folder(
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2 and not list(tmp_path.iterdir())
+
+
+def test_an_empty_path_reads_the_same_for_an_option_flag_and_an_argument(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--cache-dir ""`` said "expected a path, got ''", ``-o ""`` "an empty path (an unset
+    variable?)": one wording now, for the build options' flags too."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        main(["download", "app", "-o", ""])
+    argument = capsys.readouterr().err
+    assert main(["lock", "--cache-dir", "", str(tmp_path)]) == 2
+    option = capsys.readouterr().err
+    wording = "an empty path (an unset variable?); '.' is this folder"
+    assert wording in argument and f"--cache-dir: {wording}" in option
+    root = write_noarch_project(tmp_path / "p")
+    assert main(["build", str(root), "--python", ""]) == 2  # "expected an interpreter, got ''"
+    assert f"--python: {wording}" in capsys.readouterr().err

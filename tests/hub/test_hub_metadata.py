@@ -144,6 +144,20 @@ def test_a_converted_wheel_carries_kernels_minver(so_cache: Path, tmp_path: Path
     assert _parse(without).kernels_minver is None
 
 
+def test_a_licence_that_is_no_spdx_expression_is_noted_and_kept(
+    so_cache: Path, tmp_path: Path
+) -> None:
+    """metadata.json's ``"license": "Apache 2"`` became free text in the wheel, unsaid."""
+    repo = _repo(tmp_path / "img2gray", so_cache, license="Apache 2")
+    (converted,) = to_wheels(
+        ToWheelRequest(str(repo.root), "1", output_dir=tmp_path / "o")
+    ).converted
+    assert read_wheel(converted.wheel).metadata["License"] == "Apache 2"
+    (note,) = [n for n in converted.notes if "SPDX" in n]
+    assert note.startswith("warning: metadata.json license 'Apache 2' is no SPDX")
+    assert "did you mean Apache-2.0" in note
+
+
 def test_the_digest_is_the_one_kernels_computes() -> None:
     files = {
         "_ext.so": b"hello world",
@@ -164,10 +178,14 @@ def test_the_digest_is_the_one_kernels_computes() -> None:
     assert Digest.of(files, "sha512").problem("_ext.so", b"hello world") is None
 
 
-def _repo(root: Path, so_cache: Path, *, tamper: bool = False) -> HubRepo:
+def _repo(
+    root: Path, so_cache: Path, *, tamper: bool = False, license: str | None = None
+) -> HubRepo:
     """A flat current-form variant with a digest of its real files and a signature."""
     files = variant_files(CU130, layout="flat", so_cache=so_cache).files
     meta = {**CURRENT, "digest": Digest.of(files).to_dict()}
+    if license is not None:
+        meta["license"] = license
     files["metadata.json"] = json.dumps(meta, indent=2).encode()
     files["metadata.json.sigstore"] = b'{"mediaType": "application/vnd.dev.sigstore.bundle"}'
     if tamper:

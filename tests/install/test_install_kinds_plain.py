@@ -134,3 +134,19 @@ def test_a_torch_older_than_the_stable_abi_floor(
     assert main(args) == 10
     assert "mismatch in torch version (built for torch >= 2.10)" in capsys.readouterr().err
     assert installed(kept) == {"torch": "2.9.1+cpu"}
+
+
+def test_kernelwheel_install_takes_the_tvm_ffi_build_where_there_is_no_torch(
+    tmp_path: Path, kinds: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An environment without torch was refused ("has no usable torch"), though the tvm-ffi
+    build needs none: it is installed now, with apache-tvm-ffi and no torch, saying why."""
+    wheels = house(tmp_path / "wh", list(kinds.values()))
+    venv = make_venv(tmp_path / "bare", None)
+    args = ["install", "--python", str(venv.python), "img2gray", "-f", str(wheels), "--no-index"]
+    assert main(args) == 0
+    assert installed(venv) == {"img2gray": f"1.1.2+{LOCAL[TVM_FFI]}", TVM_FFI_DIST: "0.1.9"}
+    out = capsys.readouterr().out
+    assert "environment: no torch, " in out and "only tvm-ffi builds fit" in out
+    assert "it requires torch, and this environment has none" in out  # the stable-ABI one
+    assert "torch==" not in out  # no torch pin: there is none to keep

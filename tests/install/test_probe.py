@@ -3,6 +3,7 @@ build's environment probe (toolchain.envs.probe) and kernelwheel install's (inst
 
 from __future__ import annotations
 
+import dataclasses
 import stat
 import sys
 from pathlib import Path
@@ -91,10 +92,26 @@ def test_install_probe_errors_name_the_interpreter_and_the_fix(
         install_probe.probe(broken)
     assert info.value.message.startswith(f"cannot inspect the interpreter {broken}")
     assert info.value.message.endswith(": the reason")  # the last line, where the error is
-    if not _has_torch():
-        with pytest.raises(InstallError, match="has no usable torch") as info:
-            install_probe.probe(NO_TORCH)
-        assert info.value.hint and "never installs or changes torch" in info.value.hint
+
+
+def test_an_interpreter_without_torch_is_a_target_for_tvm_ffi_builds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It was refused ("has no usable torch"): a tvm-ffi build, which needs no torch, could not
+    be installed there. A torch that is installed but does not import is still refused."""
+    if _has_torch():
+        pytest.skip("this interpreter has torch")
+    monkeypatch.setenv("KERNELWHEEL_CUDA_DRIVER", "12.8")
+    target = install_probe.probe(NO_TORCH)
+    assert target.torch is None and target.torch_dist is None and target.driver == (12, 8)
+    assert target.describe().startswith("no torch, ")
+    assert target.describe().endswith(", CUDA driver: 12.8")
+    found = _interpreter.run(NO_TORCH)
+    broken = dataclasses.replace(found, torch_dist="2.13.0", torch_error="ImportError: libc10")
+    monkeypatch.setattr(_interpreter, "run", lambda *args, **kwargs: broken)
+    with pytest.raises(InstallError, match="has no usable torch .ImportError: libc10") as info:
+        install_probe.probe(NO_TORCH)
+    assert info.value.hint and "never installs or changes torch" in info.value.hint
 
 
 def _has_torch() -> bool:

@@ -3,6 +3,7 @@ release, and the reason it gives for every build it passes over (no interpreter 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -73,3 +74,49 @@ def test_an_older_or_cpu_torch_refuses_what_it_cannot_load() -> None:
     chosen, reasons = _choose([STABLE_210, TVM, NOARCH], cpu)
     assert chosen == NOARCH
     assert reasons[TVM].endswith("backend (a cu130 build; this torch has no CUDA)")
+
+
+TVM_CPU = f"k-1.0.0+tvmffi0.1.cpu-py3-none-{_LINUX}.whl"
+TVM_CU128 = f"k-1.0.0+tvmffi0.1.cu128-py3-none-{_LINUX}.whl"
+TVM_ROCM = f"k-1.0.0+tvmffi0.1.rocm63-py3-none-{_LINUX}.whl"
+
+
+def _choose_without_torch(
+    files: list[str], driver: tuple[int, int] | None
+) -> tuple[str | None, dict[str, str]]:
+    candidates = [Candidate(f, f"/wh/{f}", None, "/wh") for f in files]
+    target = replace(_target(CU13), torch=None, torch_dist=None, no_torch_driver=driver)
+    (sel,) = select([Requirement("k")], candidates, target)
+    chosen = sel.chosen.candidate.filename if sel.chosen else None
+    reasons = {
+        v.candidate.filename: v.reason or (why_not_chosen(v, sel.chosen) if sel.chosen else "")
+        for v in sel.passed_over
+    }
+    return chosen, reasons
+
+
+def test_without_torch_only_tvm_ffi_builds_fit_by_the_machines_driver() -> None:
+    """An interpreter with no torch was refused whole; the tvm-ffi builds (apache-tvm-ffi, no
+    torch) fit it now, the CUDA ones by the driver, and every torch build says why not."""
+    files = [PER_TORCH, STABLE_210, NOARCH, TVM_CPU, TVM, TVM_CU128, TVM_ROCM]
+    chosen, reasons = _choose_without_torch(files, (13, 1))
+    assert chosen == TVM  # the newest CUDA the driver supports, before the CPU build
+    needs = "it requires torch, and this environment has none"
+    assert reasons[PER_TORCH] == f"built for torch 2.14, CUDA 13.0, cxx11 ABI: {needs}"
+    assert reasons[STABLE_210].endswith(needs) and reasons[NOARCH].endswith(needs)
+    assert (
+        reasons[TVM_CU128]
+        == "compatible, but a build with a newer CUDA that the driver supports was chosen"
+    )
+    assert reasons[TVM_CPU] == (
+        "compatible (a CPU build), but a CUDA build the driver supports fits better"
+    )
+    assert "only CPU and CUDA builds" in reasons[TVM_ROCM]
+    chosen, reasons = _choose_without_torch(files, (12, 9))
+    assert chosen == TVM_CU128
+    assert reasons[TVM].endswith(
+        "mismatch in CUDA driver (built with CUDA 13.0; the driver supports CUDA 12.9)"
+    )
+    chosen, reasons = _choose_without_torch(files, None)  # no driver: the CPU build
+    assert chosen == TVM_CPU and "no CUDA driver found" in reasons[TVM]
+    assert _choose_without_torch([PER_TORCH, NOARCH], (13, 1))[0] is None

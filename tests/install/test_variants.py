@@ -195,12 +195,16 @@ def test_a_missing_folder_is_a_usage_error(
     assert "no such folder" in capsys.readouterr().err
 
 
-def test_an_interpreter_without_torch_is_refused(
+def test_an_interpreter_without_torch_gets_each_torch_build_refused_saying_why(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, house: Path
 ) -> None:
+    """It was refused whole ("has no usable torch"); each build is judged now: only tvm-ffi
+    builds fit there, and every torch build says it requires torch."""
     bare = QuickVenv(tmp_path / "bare")
-    assert main(["variants", str(house), "--python", str(bare.python)]) == 10
-    assert "has no usable torch" in capsys.readouterr().err
+    assert main(["variants", str(house), "--python", str(bare.python)]) == 0
+    out = capsys.readouterr().out
+    assert "no torch, " in out and "no build fits this environment" in out
+    assert "it requires torch, and this environment has none" in out
 
 
 # -- Hub kernels ---------------------------------------------------------------------------------

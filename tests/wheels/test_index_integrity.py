@@ -14,7 +14,7 @@ from support.installkit import kernel_wheel
 from support.tamper import add_zero_member, rewrite
 
 from kernelwheel.cli import main
-from kernelwheel.errors import UsageError, WheelError
+from kernelwheel.errors import KernelwheelError, UsageError, WheelError
 from kernelwheel.wheels.index import build_index
 from kernelwheel.wheels.site import LEGACY_MARKER, MANIFEST
 
@@ -145,3 +145,30 @@ def test_a_run_interrupted_between_swaps_is_finished_by_the_next(tmp_path: Path)
     _house(house, "torch2.14.cu130.cxx11")
     result = build_index(house, site)
     assert "cu130" in result.flavours and "cu130" in (site / "cu130" / "index.html").read_text()
+
+
+def test_a_full_disk_leaves_no_output_folder_and_names_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``index`` on a full disk left its empty output folder (and the folders above it it had
+    made) behind; now they go, as the staged index does, and the fix is the full disk's."""
+    import errno
+
+    from kernelwheel.wheels import index
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(index, "_write_tree", full)
+    house = _house(tmp_path / "house")
+    assert main(["index", str(house), "-o", str(tmp_path / "www" / "simple")]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write the index into {tmp_path / 'www' / 'simple'}" in err
+    assert "free space on that disk" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["house"]
+    # an output folder that was there stays, with the user's file in it
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "CNAME").write_text("example.org\n")
+    with pytest.raises(KernelwheelError, match="No space left"):
+        build_index(house, tmp_path / "site")
+    assert _tree(tmp_path / "site") == {"CNAME": b"example.org\n"}

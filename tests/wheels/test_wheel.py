@@ -207,6 +207,27 @@ def test_a_licence_that_is_no_spdx_expression_stays_free_text(tmp_path: Path, te
     assert md["License-Expression"] is None
 
 
+@pytest.mark.parametrize(
+    ("text", "closest"),
+    [("Apache 2.0", "Apache-2.0"), ("MIT License", "MIT"), ("BSD 3-Clause", "BSD-3-Clause")],
+)
+def test_a_licence_that_is_no_spdx_expression_is_warned_with_the_closest_ids(
+    text: str, closest: str
+) -> None:
+    """It was written as free text in silence; now warned of (not refused), naming the value
+    and the closest SPDX ids packaging lists."""
+    from packaging.licenses import canonicalize_license_expression
+
+    from kernelwheel.wheels import license_warning
+
+    warning = license_warning(text)
+    assert warning is not None and repr(text) in warning
+    assert f"did you mean {closest}" in warning
+    assert str(canonicalize_license_expression(closest)) == closest  # an id packaging accepts
+    for fine in (None, "", "apache-2.0", "MIT OR Apache-2.0", "LicenseRef-mine", "other"):
+        assert license_warning(fine) is None, fine
+
+
 def test_no_licence_no_description_no_such_fields(tmp_path: Path) -> None:
     md = read_wheel(write_wheel(_spec(), tmp_path)).metadata
     for field in ("License", "License-Expression", "License-File", "Project-URL"):

@@ -24,12 +24,12 @@ from .._util import (
     sha256_remembered,
     write_if_changed,
 )
+from ..compat.builds import torch_mismatch
 from ..compat.guard import BuildStamp
 from ..compat.probe_cache import kept_across
-from ..errors import VariantError
 from ..log import Reporter, step
 from ..model.project import KernelProject
-from ..model.variant import TorchVersion, Variant
+from ..model.variant import Variant
 from ..wheels import Member
 from . import codegen
 from .load_check import DeferredLoad
@@ -256,27 +256,15 @@ def link_dev_build(
         purelib, torch, installed = json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, CommandTimeout, ValueError, IndexError):
         return Linked(python, None, skipped=f"{python} did not answer")
-    want = build.variant.torch
-    if want is not None and not _admits(want, build.variant.stable_abi, torch):
+    if (wanted := torch_mismatch(build.variant, torch)) is not None:  # the import guard's rule
         have = f"torch {torch}" if torch else "no torch"
-        wanted = f">= {want}" if build.variant.stable_abi else want
-        return Linked(python, None, skipped=f"it has {have}, the variant is for torch {wanted}")
+        return Linked(python, None, skipped=f"it has {have}, the variant is for {wanted}")
     pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
     line = f"{os.fspath(build.site)}\n"
     if not _holds(pth, line):  # unchanged: its folder's probe stays valid
         with kept_across(python, cache_dir):  # and changed: it stays valid too
             atomic_write(pth, line)
     return Linked(python, pth, shadowed_by=installed or None)
-
-
-def _admits(want: TorchVersion, stable_abi: bool, torch: str) -> bool:
-    """Whether a build for torch ``want`` loads under the installed ``torch``: the same minor, or
-    for a stable-ABI build any torch at least its ABI version."""
-    try:
-        have = TorchVersion.parse(torch)
-    except VariantError:
-        return False
-    return have >= want if stable_abi else have == want
 
 
 def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:

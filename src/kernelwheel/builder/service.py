@@ -21,7 +21,7 @@ from ..errors import KernelwheelError, ProjectError
 from ..log import Reporter
 from ..model.capability import CudaCapability
 from ..model.deps import DependencyTable, load_deps
-from ..model.project import KernelProject
+from ..model.project import BUILD_TOML, KernelProject
 from ..model.recipes import Recipes, VariantRecipe
 from ..plan.options import Options, resolve_jobs
 from ..plan.planning import Planned, wheel_version
@@ -30,6 +30,7 @@ from ..plan.versioning import GitState, read_git_state
 from ..toolchain.cross import CrossPlan, plan_for
 from ..toolchain.deps import plan_headers
 from ..toolchain.envs import env_spec_for
+from ..wheels import license_warning
 from .dev import DevBuild, build_dev
 from .entry import build_and_export
 from .preflight import require_buildable, system_toolkit
@@ -146,6 +147,8 @@ def _requests(
     share = replace(budget, at_once=at_once).per_variant()
     if (noted := project.check_own_name()) is not None:
         progress.info("", f"warning: {noted}")
+    if (odd := license_warning(project.license)) is not None:
+        progress.info("", f"warning: {project.root / BUILD_TOML}: general.{odd}")
     # Every request first: nothing is made or compiled before all are, and refused at once.
     requests = plan_requests(
         project,

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._util import EMPTY_PATH
 from ..errors import UsageError
 from ..plan.options import OPTIONS, OptionDef, resolve_command_option, resolve_jobs
 
@@ -22,10 +23,9 @@ PRECEDENCE = (
 
 
 def source_arg(text: str) -> str:
-    """A path or URL argument. An empty one (``-o "$OUT"`` with OUT unset) is refused, not taken
-    for the current folder, where it would write or read what was meant for another."""
+    """A path or URL argument; an empty one is refused (``EMPTY_PATH``)."""
     if not text:
-        raise argparse.ArgumentTypeError("an empty path (an unset variable?); '.' is this folder")
+        raise argparse.ArgumentTypeError(EMPTY_PATH)
     return text
 
 
@@ -48,7 +48,7 @@ def add_variant_argument(parser: argparse.ArgumentParser, what: str, example: st
 def add_project_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "path",
-        type=Path,
+        type=path_arg,
         nargs="?",
         metavar="DIR",
         help="the kernel project folder (holding build.toml, or that file); default: the "
@@ -128,6 +128,7 @@ def add_target_python_argument(parser: argparse.ArgumentParser, purpose: str) ->
     """``--python``: the user's interpreter (install, variants)."""
     parser.add_argument(
         "--python",
+        type=source_arg,
         metavar="PY",
         help=f"the interpreter {purpose}: a path, or a name looked up on PATH (python3.12) "
         "(default: $VIRTUAL_ENV's, else python3 on PATH)",

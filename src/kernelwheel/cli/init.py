@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 
 from ..scaffold.project import INIT_BACKENDS, InitRequest, init_project, parse_backends
+from ._args import path_arg
 from .ui import ConsoleUI
 
 
@@ -42,7 +43,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--directory",
-        type=Path,
+        type=path_arg,
         default=Path("."),
         metavar="DIR",
         help="the folder to create NAME in (default: .)",

@@ -13,6 +13,11 @@ from ..model.sources import PipSources
 from ._args import add_target_python_argument, add_variant_argument, source_arg
 from .ui import QUIET, ConsoleUI
 
+NO_TORCH = (
+    "no torch here: only tvm-ffi builds fit (they require apache-tvm-ffi, which pip installs, "
+    "not torch); torch builds need torch installed first"
+)
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -23,7 +28,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "arch and wheel tags), list the wheels the sources offer for each PKG, choose per "
             "package the one build the import guard's compatibility rules accept "
             "(docs/install.md), and install it with pip, pinned to that file and its sha256, "
-            "with torch pinned to the installed version. If any package has no fitting build, "
+            "with torch pinned to the installed version (into an environment without torch, "
+            "only tvm-ffi builds, which need none). If any package has no fitting build, "
             "nothing is installed and every candidate is listed with the reason it was refused. "
             "A build of the installed version replaces the installed one when their files "
             "differ (RECORD), and is left alone when they are the same; what is reported is "
@@ -39,7 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "\n"
             "exit codes: 0 installed, already installed or dry run; 2 bad arguments or "
             "unreadable source; 7 the chosen wheel is unreadable or fails its RECORD check; "
-            "10 no fitting build, no torch in the target, pip failed, or "
+            "10 no fitting build, a torch that does not import, pip failed, or "
             "the environment does not hold the chosen build after pip ran"
         ),
     )
@@ -101,6 +107,8 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 
 def _render(result: InstallResult, ui: ConsoleUI) -> None:
     ui.print(f"environment: {result.target.describe()}")
+    if result.target.torch is None:
+        ui.print(NO_TORCH)
     for pick in result.picks:
         sel = pick.selection
         ui.print(f"{sel.requirement}: {pick.filename}")

@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "\n"
             "exit codes: 0 listed (whether or not a build fits); 2 bad SOURCE, unreadable "
             "source or a --python that cannot be run; 9 the Hub repo or revision cannot be read; "
-            "10 the target Python has no usable torch"
+            "10 the target Python has a torch that does not import"
         ),
     )
     p.add_argument(
@@ -111,7 +111,7 @@ def report_json(report: VariantsReport) -> dict[str, Any]:
         "source": report.source,
         "environment": {
             **t.to_json(),
-            "cuda_driver": None if t.torch.driver is None else ".".join(map(str, t.torch.driver)),
+            "cuda_driver": None if t.driver is None else ".".join(map(str, t.driver)),
             "gpus": [str(c) for c in report.gpus.capabilities],
             "gpus_source": report.gpus.source,
         },

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from ..errors import VariantError
 from ..model.variant import BackendKind, CxxAbi, Variant, variant_of_wheel
+from . import rules
 from .rules import Build
 
-__all__ = ["build_of", "parse_variant", "variant_of_wheel"]
+__all__ = ["build_of", "parse_variant", "torch_mismatch", "variant_of_wheel"]
 
 
 def build_of(variant: Variant | None) -> Build:
@@ -25,6 +26,17 @@ def build_of(variant: Variant | None) -> Build:
     cxx11 = None if variant.cxxabi is None else variant.cxxabi is CxxAbi.CXX11
     tvm_ffi = None if variant.tvm_ffi is None else (variant.tvm_ffi.major, variant.tvm_ffi.minor)
     return Build(torch, backend.kind.value, version, cxx11, variant.stable_abi, tvm_ffi)
+
+
+def torch_mismatch(variant: Variant, torch: str) -> str | None:
+    """What a build of ``variant`` is for where the torch version ``torch`` ("": none) does not
+    load it by the rules' torch-version rule alone (``torch 2.14``, ``torch >= 2.10``); None
+    where it loads. Its backend and C++ ABI are not compared: only the version is known."""
+    build = build_of(variant)
+    by_version = Build(build.torch, "", stable_abi=build.stable_abi)
+    if not rules.problems(by_version, rules.Torch(torch, rules.CPU, None, cxx11=True)):
+        return None
+    return rules.describe_build(by_version)
 
 
 def parse_variant(name: str) -> Variant | None:

@@ -18,7 +18,7 @@ from ..model.names import name_warning, package_name, shadowing
 from ..model.python_depends import load_python_depends
 from ..model.recipes import TVM_FFI_PACKAGE, load_recipes
 from ..model.variant import LocalVersionStyle, Variant
-from ..wheels import WheelSpec
+from ..wheels import WheelSpec, license_warning
 from .guard import UnreadableInit, guard_files
 from .layout import VariantPlan, plan
 from .metadata import DEV_BUILD_MARK, METADATA_JSON, METADATA_SIGSTORE, KernelMetadata
@@ -227,6 +227,8 @@ def prepare_wheel(
     except UnreadableInit as exc:
         raise Unconvertible(f"{folder}: {exc}") from None
     depends = _pypi_requirements(metadata.python_depends, variant) if metadata else ()
+    if metadata and (odd := license_warning(metadata.license)) is not None:
+        notes.append(f"warning: {METADATA_JSON} {odd}")
     spec = WheelSpec(
         name=dist,
         version=version,

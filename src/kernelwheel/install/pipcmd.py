@@ -40,7 +40,9 @@ def pip_command(
     # the find-links absolute, so the printed command runs from anywhere
     links = tuple(ln if "://" in ln else str(Path(ln).resolve()) for ln in sources.find_links)
     cmd += replace(sources, find_links=links).pip_args()
-    return [*cmd, *pins] if force else [*cmd, *pins, f"torch=={target.torch_dist}"]
+    if force or target.torch_dist is None:  # no torch: none to keep (tvm-ffi builds only)
+        return [*cmd, *pins]
+    return [*cmd, *pins, f"torch=={target.torch_dist}"]
 
 
 def run_pip(cmd: Sequence[str], runner: Runner = RUNNER) -> None:

@@ -1,6 +1,7 @@
 """The interpreter to install into, as ``kernelwheel install`` needs it: its torch (which must
-import and be pip-visible), Python and wheel tags. The run itself is
-:func:`kernelwheel.compat.interpreter.run`, shared with the build's environment probe.
+import and be pip-visible; or none installed at all, where only tvm-ffi builds fit), Python and
+wheel tags. The run itself is :func:`kernelwheel.compat.interpreter.run`, shared with the build's
+environment probe.
 """
 
 from __future__ import annotations
@@ -22,10 +23,16 @@ class Target:
     python_version: tuple[int, int]
     implementation: str
     machine: str
-    torch: compat.Torch
-    torch_dist: str  # the version pip sees installed (what the torch pin names)
+    torch: compat.Torch | None  # None: no torch installed (only tvm-ffi builds fit)
+    torch_dist: str | None  # the version pip sees installed (what the torch pin names)
     tags: tuple[str, ...]  # supported wheel tags, most preferred first
     has_pip: bool
+    # The newest CUDA the machine's driver supports where no torch says it (torch.driver does)
+    no_torch_driver: tuple[int, int] | None = None
+
+    @property
+    def driver(self) -> tuple[int, int] | None:
+        return self.torch.driver if self.torch is not None else self.no_torch_driver
 
     @property
     def python_tag(self) -> str:
@@ -39,15 +46,20 @@ class Target:
             "python_tag": self.python_tag,
             "machine": self.machine,
             "torch": self.torch_dist,
-            "torch_flavour": self.torch.token,
-            "cxx11_abi": self.torch.cxx11,
+            "torch_flavour": self.torch.token if self.torch else None,
+            "cxx11_abi": self.torch.cxx11 if self.torch else None,
             "description": self.describe(),
         }
 
     def describe(self) -> str:
         """``torch 2.13.0+cpu (CPU, cxx11 ABI), x86_64, cp311``; a CUDA torch's ends with
-        ``, CUDA driver: 13.1`` (what the CUDA flavours are chosen by)."""
-        parts = (self.torch.describe(), self.machine, self.python_tag, self.torch.describe_driver())
+        ``, CUDA driver: 13.1`` (what the CUDA flavours are chosen by), as does no torch's."""
+        if self.torch is None:
+            found = compat.dotted(self.driver) if self.driver else "none found"
+            torch, driver = "no torch", f"CUDA driver: {found}"
+        else:
+            torch, driver = self.torch.describe(), self.torch.describe_driver()
+        parts = (torch, self.machine, self.python_tag, driver)
         return ", ".join(part for part in parts if part)
 
 
@@ -65,11 +77,16 @@ def probe(python: Path, runner: Runner = RUNNER) -> Target:
             f"cannot inspect the interpreter {python}: {str(exc).splitlines()[-1]}",
             hint="pass a working Python 3 interpreter with --python",
         ) from None
+    if found.torch is None and not found.torch_dist:  # none installed: tvm-ffi builds fit
+        # this machine's driver, read as the rules read it for a CUDA torch (the probe's run
+        # checked the driver variables)
+        return _target(found, None, compat.cuda_driver())
     if found.torch is None:
         raise InstallError(
             f"{python} has no usable torch ({found.torch_error})",
-            hint="install torch into that environment first: kernelwheel install picks the "
-            "kernel build for the installed torch and never installs or changes torch",
+            hint="repair torch in that environment (pip install --force-reinstall torch==...): "
+            "kernelwheel install picks the kernel build for the installed torch and never "
+            "installs or changes torch",
         )
     if not found.torch_dist:
         raise InstallError(
@@ -77,13 +94,20 @@ def probe(python: Path, runner: Runner = RUNNER) -> Target:
             "it and would install another torch",
             hint="install torch with pip (or uv) into that environment",
         )
+    return _target(found, found.torch_dist, None)
+
+
+def _target(
+    found: _interpreter.Interpreter, torch_dist: str | None, driver: tuple[int, int] | None
+) -> Target:
     return Target(
         python=found.executable,
         python_version=found.python,
         implementation=found.implementation,
         machine=found.machine,
         torch=found.torch,
-        torch_dist=found.torch_dist,
+        torch_dist=torch_dist,
         tags=found.tags,
         has_pip=found.has_pip,
+        no_torch_driver=driver,
     )

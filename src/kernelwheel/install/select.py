@@ -86,13 +86,40 @@ def _verdict(
         shown = variant.name if variant is not None else f"+{label or 'no local version'}"
         return refuse(f"{shown} is not selected by --variant")
     build = build_of(variant)
-    if problems := compat.problems(build, target.torch):
-        return refuse(
-            f"built for {compat.describe_build(build)}: mismatch in {', '.join(problems)}"
-        )
-    return Verdict(
-        candidate, version, label, None, compat.preference(build, target.torch), min(ranks)
-    )
+    if target.torch is None:
+        problem, preference = _without_torch(build, target.driver)
+    else:
+        found = compat.problems(build, target.torch)
+        problem = f"mismatch in {', '.join(found)}" if found else None
+        preference = compat.preference(build, target.torch)
+    if problem is not None:
+        return refuse(f"built for {compat.describe_build(build)}: {problem}")
+    return Verdict(candidate, version, label, None, preference, min(ranks))
+
+
+_REFUSED = (0, 0, 0)
+_CPU_UNDER_DRIVER = (compat.TVM_FFI, 1, 0)  # no torch: a CPU build where a CUDA driver is
+
+
+def _without_torch(
+    build: compat.Build, driver: tuple[int, int] | None
+) -> tuple[str | None, tuple[int, int, int]]:
+    """Where no torch is installed, only a tvm-ffi build loads (it requires apache-tvm-ffi, which
+    pip installs with it; every other build requires torch, which install never installs): a CPU
+    one, or a CUDA one the machine's driver supports; the newest such CUDA first, then CPU."""
+    if build.tvm_ffi is None:
+        return "it requires torch, and this environment has none", _REFUSED
+    if build.kind == compat.CPU:
+        return None, (compat.TVM_FFI, 0, 0) if driver is None else _CPU_UNDER_DRIVER
+    if build.kind != compat.CUDA or build.version is None:
+        return "without torch, only CPU and CUDA builds are matched to the machine", _REFUSED
+    if driver is None:
+        return "no CUDA driver found (KERNELWHEEL_CUDA_DRIVER=X.Y says one)", _REFUSED
+    if not compat.driver_loads(build.version, driver):
+        cuda, supported = compat.dotted(build.version), compat.dotted(driver)
+        why = f"built with CUDA {cuda}; the driver supports CUDA {supported}"
+        return f"mismatch in CUDA driver ({why})", _REFUSED
+    return None, (compat.TVM_FFI, 0, -(build.version[0] * 1000 + build.version[1]))
 
 
 def _best(compatible: list[Verdict]) -> Verdict:
@@ -127,6 +154,8 @@ def why_not_chosen(verdict: Verdict, chosen: Verdict) -> str:
         return f"compatible, but {chosen.version.public} is newer"
     if verdict.preference[0] == compat.CPU_FALLBACK:
         return "compatible (a CPU build), but a build for this torch's backend fits better"
+    if verdict.preference == _CPU_UNDER_DRIVER:
+        return "compatible (a CPU build), but a CUDA build the driver supports fits better"
     mine, theirs = verdict.preference[0], chosen.preference[0]
     if mine != theirs:
         return (

@@ -127,6 +127,12 @@ def _no_match_message(
 
 def _hint(target: Target) -> str:
     t = target.torch
+    if t is None:
+        return (
+            "install torch into that environment first for a torch build (kernelwheel install "
+            "never installs torch), or point --find-links/--index-url at a source with a "
+            "tvm-ffi build (they need no torch)"
+        )
     major, minor = t.release
     abi = "" if t.kind == compat.METAL else f"-cxx{11 if t.cxx11 else 98}"
     name = f"torch{major}{minor}{abi}-{t.token}-{target.machine}-linux"
@@ -187,8 +193,10 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
     after = read_environment(target.python, wanted, runner)
     if after.torch != target.torch_dist:  # the pin makes this impossible; say so loudly if not
         raise InstallError(
-            f"torch changed from {target.torch_dist} to {after.torch} during the install",
-            hint="report this: the torch pin (a forced run: --no-deps) should have prevented it",
+            f"torch changed from {target.torch_dist or 'none'} to {after.torch or 'none'} "
+            "during the install",
+            hint="report this: the torch pin (a forced run: --no-deps) should have prevented it; "
+            "where there was no torch, a build's requirement pulled it in",
         )
     for pick in picks:
         _read_back(pick, after.builds.get(pick.selection.project), target)

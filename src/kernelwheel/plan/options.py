@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from packaging.version import InvalidVersion, Version
 
 from .._toml import Located, parse_toml, read_toml
-from .._util import redact
+from .._util import EMPTY_PATH, redact
 from ..abi.policy import normalize_policy
 from ..compat import interpreter
 from ..errors import UsageError, VariantError
@@ -215,7 +215,9 @@ def _url(raw: Any, fail: _Fail, base: Path) -> str:
 def _path(raw: Any, fail: _Fail, base: Path) -> Path:
     if isinstance(raw, Path):
         return raw
-    if not isinstance(raw, str) or not raw.strip():
+    if isinstance(raw, str) and not raw.strip():
+        raise fail(EMPTY_PATH, "give a path, e.g. 'wheelhouse'")
+    if not isinstance(raw, str):
         raise fail(f"expected a path, got {raw!r}", "e.g. 'wheelhouse'")
     path = Path(raw).expanduser()
     return path if path.is_absolute() else base / path
@@ -232,7 +234,9 @@ def _interpreter_path(raw: Any, fail: _Fail, base: Path) -> Path:
     """``python``: a path, or a bare name looked up on PATH (``python3``), as pip and uv do."""
     if isinstance(raw, Path):
         return raw
-    if not isinstance(raw, str) or not raw.strip():
+    if isinstance(raw, str) and not raw.strip():
+        raise fail(EMPTY_PATH, "e.g. python3 or .venv/bin/python")
+    if not isinstance(raw, str):
         raise fail(f"expected an interpreter, got {raw!r}", "e.g. python3 or .venv/bin/python")
     try:
         return interpreter.locate(raw.strip(), base)

@@ -4,11 +4,19 @@ Repair to manylinux checks the wheel before and after, so it lives in :mod:`kern
 
 from __future__ import annotations
 
-from .writer import Member, WheelSpec, source_date_epoch, wheel_filename, write_wheel
+from .writer import (
+    Member,
+    WheelSpec,
+    license_warning,
+    source_date_epoch,
+    wheel_filename,
+    write_wheel,
+)
 
 __all__ = [
     "Member",
     "WheelSpec",
+    "license_warning",
     "source_date_epoch",
     "wheel_filename",
     "write_wheel",

@@ -10,6 +10,7 @@ entries its manifest lists (:mod:`kernelwheel.wheels.site`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import shutil
@@ -21,8 +22,8 @@ from urllib.parse import quote
 from packaging.utils import InvalidWheelFilename
 from packaging.version import Version
 
-from .._util import sha256_file, staging_dir
-from ..errors import UsageError, VariantError, WheelError
+from .._util import DISK_FULL_HINT, disk_full, sha256_file, staging_dir
+from ..errors import KernelwheelError, UsageError, VariantError, WheelError
 from ..model.variant import Backend, BackendKind, TorchVersion, Variant, variant_of_wheel
 from ..model.wheelname import parse_wheel_name
 from . import site
@@ -388,13 +389,30 @@ def build_index(wheelhouse: Path, output: Path, *, wheel_variants: bool = False)
     wheels = scan(wheelhouse)
     flavours, unflavoured = _assign(wheels)
     groups = _variant_groups(flavours) if wheel_variants else {}
-    old = site.prepare(output)
-    with staging_dir(output, "index") as staging:
-        staging.chmod(0o755)
-        _write_tree(staging, wheels, flavours, groups)
-        _write_variants(staging, groups)
-        site.refuse_conflicts(staging, output, old)
-        site.swap_in(staging, output, old)
+    made = [p for p in (output, *output.parents) if not p.exists()]  # deepest first
+    try:
+        old = site.prepare(output)
+        with staging_dir(output, "index") as staging:
+            staging.chmod(0o755)
+            _write_tree(staging, wheels, flavours, groups)
+            _write_variants(staging, groups)
+            site.refuse_conflicts(staging, output, old)
+            site.swap_in(staging, output, old)
+    except BaseException as exc:
+        for folder in made:  # the folders made for it go, as the staged index did
+            with contextlib.suppress(OSError):  # not empty: something else is there now
+                folder.rmdir()
+        if not isinstance(exc, OSError):
+            raise
+        where = f"{exc.filename} -> {exc.filename2}" if exc.filename2 else exc.filename
+        raise KernelwheelError(
+            f"cannot write the index into {output}: "
+            + (f"{where}: " if where else "")
+            + f"{exc.strerror or exc}",
+            hint=DISK_FULL_HINT
+            if disk_full(exc)
+            else "check that --output is a folder you may write to, or pass another",
+        ) from exc
     listed = {**flavours, **groups}
     return IndexResult(
         output,

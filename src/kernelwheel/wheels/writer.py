@@ -7,6 +7,7 @@ the output folder only once complete (written beside it, then renamed).
 
 from __future__ import annotations
 
+import difflib
 import io
 import os
 import re
@@ -18,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
+from packaging.licenses import InvalidLicenseExpression, _spdx, canonicalize_license_expression
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
@@ -139,6 +140,26 @@ def license_fields(license: str | None) -> tuple[str, str]:
         except InvalidLicenseExpression:
             pass
     return "License", text
+
+
+def license_warning(license: str | None) -> str | None:
+    """Why ``license`` is written as free text (``License``), with the closest SPDX ids; None
+    for no licence, an SPDX expression, or the Hub's own ``other``. Not refused: real projects
+    carry such strings."""
+    field, text = license_fields(license)
+    if field == "License-Expression" or text in ("", "other"):
+        return None
+    words = [w for w in text.lower().split() if w not in ("license", "licence")]
+    current = [key for key, row in _spdx.LICENSES.items() if not row["deprecated"]]
+    close = difflib.get_close_matches("-".join(words), current, n=3, cutoff=0.6)
+    hint = (
+        f"did you mean {', '.join(_spdx.LICENSES[key]['id'] for key in close)}? " if close else ""
+    )
+    return (
+        f"license {text!r} is no SPDX licence expression: the wheels carry it as free text "
+        f"(License:), which installers and indexes do not read as a licence; {hint}use an SPDX "
+        "id (https://spdx.org/licenses/), or LicenseRef-<name> for one of your own"
+    )
 
 
 def metadata_text(spec: WheelSpec) -> str:
