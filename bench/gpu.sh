@@ -504,7 +504,7 @@ job_check() {  # ARGS for bench/gpu_check.py (docs/benchmarks.md: How to reprodu
 
 job_author() {  # a new author's CUDA loop: init, test, a wrong result, an nvcc error, a warning
   local dir=/tmp/kw-author kx code=csrc/kx_cuda.cu
-  setup pytest || return
+  setup kernelwheel pytest || return
   host > "$OUT/host.txt" 2>&1
   rm -rf "$dir" && mkdir -p "$dir" && kx=$dir/kx
   "${KW[@]}" init kx --backends cpu,cuda --directory "$dir" > "$OUT/0-init.txt" 2>&1 || return
