@@ -85,6 +85,29 @@ def test_every_documented_flag_is_a_build_flag() -> None:
         assert flag in known, f"{flag} is documented but 'kernelwheel build' does not take it"
 
 
+def test_every_short_form_of_a_build_flag_is_documented() -> None:
+    """`kernelwheel build --help` shows ``-o`` and ``-j`` (the README uses ``-j auto``): the
+    table's flag cell shows each one as --help does, ``--jobs N, -j N``."""
+    parser = make_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    build = sub.choices["build"]  # type: ignore[index]
+    cells = {}
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        parts = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if len(parts) == 5 and parts[2].startswith("`--"):
+            cells[parts[2].strip("`").split()[0]] = parts[2]
+    shorts = 0
+    for action in build._actions:
+        long = [s for s in action.option_strings if s.startswith("--")]
+        if not long or long[0] not in cells:
+            continue
+        for short in (s for s in action.option_strings if not s.startswith("--")):
+            shorts += 1
+            value = f" {action.metavar}" if action.metavar else ""
+            assert f", {short}{value}`" in cells[long[0]], (short, cells[long[0]])
+    assert shorts >= 2
+
+
 def _script() -> ModuleType:
     spec = importlib.util.spec_from_file_location("options_doc", SCRIPT)
     assert spec is not None and spec.loader is not None
