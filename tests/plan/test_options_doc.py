@@ -175,3 +175,22 @@ def test_a_bad_row_names_its_file_and_key(row: str, expected: str) -> None:
     with pytest.raises(KernelwheelError, match=expected) as info:
         _load_options(f"[selection.recipes]\n{row}\n", "options.toml")
     assert "options.toml" in str(info.value)
+
+
+def test_the_cuda_home_default_names_every_place_a_build_looks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`--cuda-home`'s default (its --help and docs/options.md's row) names each origin of
+    toolchain/envs' one search, in its order, after the environment's toolchain packages."""
+    from kernelwheel.toolchain import envs
+
+    monkeypatch.setenv("CUDA_HOME", "/opt/cuda")
+    monkeypatch.setattr(envs.shutil, "which", lambda name: "/opt/bin/nvcc")
+    named = {"CUDA_HOME": "`CUDA_HOME`", "recipe system-paths": "`system-paths`", "PATH": "`PATH`"}
+    expected = ["the toolchain packages"]
+    for origin, path in envs.installed_toolkits("12.6", [Path("/srv/cuda-12.6")]):
+        expected.append(named.get(origin) or f"`{str(path).replace('12.6', 'X.Y')}`")
+    default = next(o for o in OPTIONS if o.name == "cuda_home").default
+    assert all(text in default for text in expected), (default, expected)
+    found = [default.index(text) for text in expected]
+    assert found == sorted(found), (default, expected)
