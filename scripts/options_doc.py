@@ -19,7 +19,8 @@ def table() -> list[str]:
     """The markdown table: one row per option, in the table's order."""
     lines = ["| TOML key | environment | flag | default | meaning |", "| --- " * 5 + "|"]
     for o in OPTIONS:
-        flag = f"{o.flag} {o.metavar}" if o.metavar else o.flag
+        value = f" {o.metavar}" if o.metavar else ""
+        flag = f"{o.flag}{value}" + (f", {o.short}{value}" if o.short else "")  # as --help
         cells = (f"`{o.toml}`" if o.toml else "—", f"`{o.env}`" if o.env else "—", f"`{flag}`")
         row = (*cells, o.default, o.help)
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")

@@ -74,6 +74,16 @@ def test_a_shell_glob_that_matched_nothing(
     assert f"{house / 'a.whl'}: no such file" in capsys.readouterr().err
 
 
+def test_a_shell_glob_in_a_folder_that_does_not_exist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "wheelhous"  # a typo: no such folder
+    assert main(["check", f"{missing}/*.whl"]) == UsageError.exit_code
+    err = capsys.readouterr().err
+    assert f"no file matched '{missing}/*.whl'" in err
+    assert f"there is no folder {missing}" in err and "holds no such file" not in err
+
+
 def test_matrix_explains_the_torch_column(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["matrix", str(IMG2GRAY), "--build", "torch214-*", "--arch", "x86_64"]) == 0
     out = capsys.readouterr().out

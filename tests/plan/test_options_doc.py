@@ -85,6 +85,29 @@ def test_every_documented_flag_is_a_build_flag() -> None:
         assert flag in known, f"{flag} is documented but 'kernelwheel build' does not take it"
 
 
+def test_every_short_form_of_a_build_flag_is_documented() -> None:
+    """`kernelwheel build --help` shows ``-o`` and ``-j`` (the README uses ``-j auto``): the
+    table's flag cell shows each one as --help does, ``--jobs N, -j N``."""
+    parser = make_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    build = sub.choices["build"]  # type: ignore[index]
+    cells = {}
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        parts = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if len(parts) == 5 and parts[2].startswith("`--"):
+            cells[parts[2].strip("`").split()[0]] = parts[2]
+    shorts = 0
+    for action in build._actions:
+        long = [s for s in action.option_strings if s.startswith("--")]
+        if not long or long[0] not in cells:
+            continue
+        for short in (s for s in action.option_strings if not s.startswith("--")):
+            shorts += 1
+            value = f" {action.metavar}" if action.metavar else ""
+            assert f", {short}{value}`" in cells[long[0]], (short, cells[long[0]])
+    assert shorts >= 2
+
+
 def _script() -> ModuleType:
     spec = importlib.util.spec_from_file_location("options_doc", SCRIPT)
     assert spec is not None and spec.loader is not None
@@ -152,3 +175,22 @@ def test_a_bad_row_names_its_file_and_key(row: str, expected: str) -> None:
     with pytest.raises(KernelwheelError, match=expected) as info:
         _load_options(f"[selection.recipes]\n{row}\n", "options.toml")
     assert "options.toml" in str(info.value)
+
+
+def test_the_cuda_home_default_names_every_place_a_build_looks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`--cuda-home`'s default (its --help and docs/options.md's row) names each origin of
+    toolchain/envs' one search, in its order, after the environment's toolchain packages."""
+    from kernelwheel.toolchain import envs
+
+    monkeypatch.setenv("CUDA_HOME", "/opt/cuda")
+    monkeypatch.setattr(envs.shutil, "which", lambda name: "/opt/bin/nvcc")
+    named = {"CUDA_HOME": "`CUDA_HOME`", "recipe system-paths": "`system-paths`", "PATH": "`PATH`"}
+    expected = ["the toolchain packages"]
+    for origin, path in envs.installed_toolkits("12.6", [Path("/srv/cuda-12.6")]):
+        expected.append(named.get(origin) or f"`{str(path).replace('12.6', 'X.Y')}`")
+    default = next(o for o in OPTIONS if o.name == "cuda_home").default
+    assert all(text in default for text in expected), (default, expected)
+    found = [default.index(text) for text in expected]
+    assert found == sorted(found), (default, expected)

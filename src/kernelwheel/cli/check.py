@@ -127,10 +127,15 @@ def _refuse_unmatched(paths: list[Path]) -> None:
         if path.exists():
             continue
         if any(c in str(path) for c in "*?["):
+            where = (
+                f"{path.parent} holds no such file"
+                if path.parent.is_dir()
+                else f"there is no folder {path.parent}"
+            )
             raise UsageError(
                 f"no file matched {str(path)!r}",
-                hint=f"{path.parent} holds no such file (the shell passes a pattern that matches "
-                "nothing through as it is); build or download the wheels first",
+                hint=f"{where} (the shell passes a pattern that matches nothing through as it "
+                "is); build or download the wheels first",
             )
         raise UsageError(f"{path}: no such file", hint="pass existing wheels or .so files")
 
