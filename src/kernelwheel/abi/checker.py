@@ -173,9 +173,7 @@ class _Rules:
 def _check_elf(
     info: ElfInfo, name: str, rules: _Rules, provided: frozenset[str] = frozenset()
 ) -> SoReport:
-    base = rules.policy
-    arch = rules.arch
-    floor = rules.python_floor
+    base, arch, floor = rules.policy, rules.arch, rules.python_floor
     libs = load_kernel_libraries()
     violations: list[Violation] = []
     checked: list[Rule] = [Rule.ELF]
