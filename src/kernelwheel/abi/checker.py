@@ -23,6 +23,7 @@ from ..model.wheelname import parse_wheel_name
 from ..wheels.reader import (
     IntegrityProblem,
     bomb_cause,
+    dist_info_entries,
     integrity_problems,
     is_symlink_entry,
     parse_metadata,
@@ -173,9 +174,7 @@ class _Rules:
 def _check_elf(
     info: ElfInfo, name: str, rules: _Rules, provided: frozenset[str] = frozenset()
 ) -> SoReport:
-    base = rules.policy
-    arch = rules.arch
-    floor = rules.python_floor
+    base, arch, floor = rules.policy, rules.arch, rules.python_floor
     libs = load_kernel_libraries()
     violations: list[Violation] = []
     checked: list[Rule] = [Rule.ELF]
@@ -589,17 +588,13 @@ _METADATA_CAP = 1 << 20  # a METADATA larger than this is not read for its torch
 def _requires_dist(path: Path, members: Mapping[str, bytes] | None) -> list[str]:
     """METADATA's Requires-Dist lines (none when there is no single readable METADATA: the
     record and wheel rules name that)."""
-
-    def metadata(n: str) -> bool:
-        return n.count("/") == 1 and n.endswith(".dist-info/METADATA")
-
     if members is not None:
-        found = [n for n in members if metadata(n)]
+        found = dist_info_entries(members, "METADATA")
         data = members[found[0]] if len(found) == 1 else b""
     else:
         try:
             with zipfile.ZipFile(path) as zf:
-                infos = [i for i in zf.infolist() if metadata(i.filename)]
+                infos = [zf.getinfo(n) for n in dist_info_entries(zf.namelist(), "METADATA")]
                 if len(infos) != 1 or infos[0].file_size > _METADATA_CAP or bomb_cause(infos[0]):
                     return []
                 data = zf.read(infos[0])

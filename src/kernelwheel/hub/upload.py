@@ -190,11 +190,6 @@ class _Hub:
         )
         return {b.name: b.target_commit for b in refs.branches}
 
-    def default_branch(self, branches: dict[str, str]) -> str:
-        from huggingface_hub.constants import DEFAULT_REVISION
-
-        return DEFAULT_REVISION if DEFAULT_REVISION in branches else sorted(branches)[0]
-
     def tree(self, revision: str) -> dict[str, tuple[str | None, str | None]]:
         """Repo path -> (git blob id, LFS sha256) of every file at ``revision``."""
         from huggingface_hub.hf_api import RepoFile as HfRepoFile
@@ -247,13 +242,16 @@ def upload(req: UploadRequest, reporter: Reporter | None = None) -> UploadResult
     if token is None and not req.dry_run:
         raise UsageError(f"no Hub token to push {req.repo} with", hint=_TOKEN_HINT)
     hub = _Hub(req.repo, settings, token, timeout, tries)
+    from huggingface_hub.constants import DEFAULT_REVISION
+
     scope = req.repo.rsplit("/", 1)[1]
 
     with step(reporter, scope, f"compare with {hub.where}, branch {branch}") as detail:
         exists = hub.exists()
         branches = hub.branches() if exists else {}
         head = branches.get(branch)
-        base = branch if head is not None else (hub.default_branch(branches) if branches else None)
+        default = DEFAULT_REVISION if DEFAULT_REVISION in branches else min(branches, default=None)
+        base = branch if head is not None else default
         remote = hub.tree(base) if base is not None else {}
         detail.append(
             f"branch {branch} at {head[:12]}"

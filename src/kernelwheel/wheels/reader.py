@@ -8,7 +8,7 @@ from __future__ import annotations
 import zipfile
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from email.message import Message
 from email.parser import Parser
@@ -53,12 +53,16 @@ def read_record(path: Path) -> list[Row]:
     return parse_record(_read_dist_info(path, "RECORD"), where=str(path))
 
 
+def dist_info_entries(names: Iterable[str], leaf: str) -> list[str]:
+    """The ``<name>.dist-info/<leaf>`` entries at the top of a wheel's listing ``names``."""
+    return [n for n in names if n.count("/") == 1 and n.endswith(f".dist-info/{leaf}")]
+
+
 def _read_dist_info(path: Path, leaf: str) -> bytes:
     """``leaf`` of the one top-level ``*.dist-info`` folder, the one holding METADATA."""
     try:
         with zipfile.ZipFile(path) as zf:
-            names = zf.namelist()
-            found = [n for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+            found = dist_info_entries(zf.namelist(), "METADATA")
             if len(found) != 1:
                 raise WheelError(f"{path}: expected one *.dist-info/METADATA, found {found}")
             return zf.read(found[0].replace("/METADATA", f"/{leaf}"))
@@ -75,10 +79,7 @@ def extract_package(path: Path, prefix: str, dest: Path) -> dict[str, bytes]:
     raw sha256 digest. Raises WheelError naming the member that does not match."""
     try:
         with zipfile.ZipFile(path) as zf:
-            record_name = next(
-                (n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/RECORD")),
-                None,
-            )
+            record_name = next(iter(dist_info_entries(zf.namelist(), "RECORD")), None)
             if record_name is None:
                 raise WheelError(f"{path}: no .dist-info/RECORD", hint="rebuild the wheel")
             rows = {
@@ -202,7 +203,7 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
         bad("*", f"would unpack to {total} bytes, over the {MAX_TOTAL}-byte cap")
         return out
     out += _dist_info_problems(list(counts), rebuild)
-    records = [n for n in counts if n.count("/") == 1 and n.endswith(".dist-info/RECORD")]
+    records = dist_info_entries(counts, "RECORD")
     if len(records) != 1:
         subject = records[0] if records else "*.dist-info/RECORD"
         dist = [n.split("/")[0] for n in counts if n.count("/") == 1 and ".dist-info/" in n]
