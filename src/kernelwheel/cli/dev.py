@@ -60,7 +60,9 @@ def add_dev_arguments(p: argparse.ArgumentParser) -> None:
         help="build with this interpreter's torch and make the build importable by it "
         "(default: a kernelwheel-made environment; the active virtual environment imports it)",
     )
-    add_option_arguments(p, "cache_dir", "jobs", "find_links", "load_check", grouped=False)
+    add_option_arguments(
+        p, "cache_dir", "jobs", "cuda_capabilities", "find_links", "load_check", grouped=False
+    )
 
 
 @dataclass(frozen=True)
