@@ -259,3 +259,12 @@ def test_a_stable_abi_build_including_a_full_torch_header_is_told_which_headers_
     per_torch = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
     assert compile_hint(per_torch, error, True).startswith("the compiler's first error is above")
     assert compile_hint(stable, "ld: cannot find -lfoo", False).startswith("the compile's last")
+
+
+def test_a_device_function_declared_and_never_defined_is_named_demangled_with_its_fix() -> None:
+    # ptxas named only the mangled symbol ('_Z6helperf') and the fix was "the compiler's first
+    # error is above"; nvcc 13.0's words for a __device__ float helper(float) with no body
+    output = "ptxas fatal   : Unresolved extern function '_Z6helperf'\n"
+    hint = compile_hint(Variant.parse("torch214-cxx11-cu130-x86_64-linux"), output, True)
+    assert hint.startswith("the device code calls helper(float), declared but not defined")
+    assert "__device__ inline" in hint

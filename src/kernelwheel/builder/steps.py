@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -542,6 +543,8 @@ _FIRST_ERROR = (
 _NO_ERROR = "the compile's last lines are above; the log has all of its output"
 # What torch's non-stable headers say when a stable-ABI build includes them (ATen/ATen.h, ...)
 _NOT_STABLE = "should not be included when either TORCH_STABLE_ONLY or TORCH_TARGET_VERSION"
+# ptxas, on device code calling a function the unit declares and never defines (mangled)
+_UNRESOLVED_DEVICE = re.compile(r"ptxas fatal\s*: Unresolved extern function '([^']+)'")
 
 
 def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
@@ -551,6 +554,12 @@ def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
             "a stable-ABI build (build.toml torch.stable-abi) may include only torch's stable "
             "headers, torch/csrc/stable/... and torch/headeronly/... (docs/stable-abi.md): "
             "replace that include and the libtorch C++ API it brings"
+        )
+    if (unresolved := _UNRESOLVED_DEVICE.search(output)) is not None:
+        return (
+            f"the device code calls {demangle(unresolved[1])}, declared but not defined in that "
+            "unit: each .cu's device code is linked alone (no device link across units), so "
+            "define the function there or in a header it includes (as __device__ inline)"
         )
     return _FIRST_ERROR if compiler_error else _NO_ERROR
 
