@@ -5,8 +5,17 @@ relative to the build folder, and the per-unit warning summary."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from kernelwheel.builder.steps import compile_hint
-from kernelwheel.compile.diagnostics import MAX_LINES, PathMap, failure, warning_summary
+from kernelwheel.compile.diagnostics import (
+    MAX_LINES,
+    PathMap,
+    failure,
+    unit_warnings,
+    warning_summary,
+)
 from kernelwheel.errors import BuildError
 from kernelwheel.model.variant import Variant
 
@@ -268,3 +277,32 @@ def test_a_device_function_declared_and_never_defined_is_named_demangled_with_it
     hint = compile_hint(Variant.parse("torch214-cxx11-cu130-x86_64-linux"), output, True)
     assert hint.startswith("the device code calls helper(float), declared but not defined")
     assert "__device__ inline" in hint
+
+
+GCC_WARNED = f"""\
+[1/2] {_compile(ADD_ONE)}
+../project/csrc/add_one.cpp:4:7: warning: unused variable ‘unused’ [-Wunused-variable]
+[2/2] {_compile(BINDING)}
+"""
+
+
+def test_an_incremental_compile_replays_the_warnings_of_the_units_it_did_not_compile(
+    tmp_path: Path,
+) -> None:
+    # kernelwheel dev: a unit that warned, then a run where ninja compiled nothing (or another
+    # unit) said no warning at all, as if the unused variable were gone
+    from kernelwheel.builder.steps import _replayed
+
+    (tmp_path / "compile.json").write_text(json.dumps({"sources": [ADD_ONE, BINDING]}))
+    warned = unit_warnings(GCC_WARNED, PATHS)
+    first = _replayed(tmp_path, warned, PATHS)
+    assert first == list(warning_summary(GCC_WARNED, PATHS)) and first
+    assert _replayed(tmp_path, {}, PATHS) == first  # ninja: no work to do
+    binding_only = {"torch-ext/torch_binding.cpp": ""}
+    assert _replayed(tmp_path, binding_only, PATHS) == first  # another unit recompiled
+    fixed = {unit: "" for unit in warned}
+    assert _replayed(tmp_path, fixed, PATHS) == []  # the unit compiled again, clean
+    # a unit no longer built is forgotten
+    _replayed(tmp_path, warned, PATHS)
+    (tmp_path / "compile.json").write_text(json.dumps({"sources": [BINDING]}))
+    assert _replayed(tmp_path, {}, PATHS) == []

@@ -35,7 +35,14 @@ from ..abi.symver import ForcedHeader, VersionTable, read_version_table
 from ..compile import unit_costs
 from ..compile.compile_rules import NO_GNU_UNIQUE
 from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
-from ..compile.diagnostics import Fault, PathMap, failure, fault, warning_summary
+from ..compile.diagnostics import (
+    Fault,
+    PathMap,
+    failure,
+    fault,
+    unit_warnings,
+    warning_summary,
+)
 from ..compile.memory import load_estimates
 from ..errors import AbiError, BuildError, ToolchainError
 from ..log import Reporter, step
@@ -446,12 +453,31 @@ def run_worker(
         )
     result: dict[str, object] = json.loads(result_path.read_text())
     result["warnings"] = list(warning_summary(output, paths))
+    if direct is not None or json.loads(spec_path.read_text()).get("incremental"):
+        result["warnings"] = _replayed(stage, unit_warnings(output, paths), paths)
     if idle:
         result["cache"] = "unchanged: ninja had nothing to compile"
     return result
 
 
 _NINJA_IDLE = "ninja: no work to do."
+
+
+def _replayed(stage: Path, fresh: Mapping[str, str], paths: PathMap) -> list[str]:
+    """An incremental compile's warnings: those of the units it compiled, and the last ones of
+    the units ninja left alone, as cargo replays them (else an unchanged run says none)."""
+    kept = stage / "unit-warnings.json"
+    try:
+        last = json.loads(kept.read_text())
+        sources = json.loads((stage / "compile.json").read_text())["sources"]
+    except (OSError, ValueError, KeyError, TypeError):
+        last, sources = {}, []
+    if not isinstance(last, dict):
+        last = {}
+    units = {paths.path(str(source)) for source in sources}
+    said = {u: str(w) for u, w in {**last, **fresh}.items() if u in units or u in fresh}
+    atomic_write(kept, json.dumps(said, indent=1))
+    return [line for line in said.values() if line]
 
 
 def machine_fault(

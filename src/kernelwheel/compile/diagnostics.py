@@ -213,8 +213,16 @@ def fault(output: str) -> Fault | None:
 def warning_summary(output: str, paths: PathMap) -> tuple[str, ...]:
     """One line per unit of a successful compile's ``output`` that warned:
     ``csrc/k.cu: 3 warnings (first: csrc/k.cu:12:5: unused variable 'y')``."""
+    return tuple(line for line in unit_warnings(output, paths).values() if line)
+
+
+def unit_warnings(output: str, paths: PathMap) -> dict[str, str]:
+    """Each unit ``output`` compiled, by its path as shown, with its :func:`warning_summary`
+    line ("" where it did not warn): what an incremental compile replaces of the last one's."""
     found: dict[str, list[str]] = {}
     for segment in _segments(output):
+        if segment.unit is not None:
+            found.setdefault(paths.path(segment.unit), [])
         for line in segment.lines:
             match = _SEVERITY.match(line)
             if match is None or match["severity"] != "warning":
@@ -225,7 +233,9 @@ def warning_summary(output: str, paths: PathMap) -> tuple[str, ...]:
             # nvcc's front end says a warning once for the host, once for the device
             if warning not in found.setdefault(unit, []):
                 found[unit].append(warning)
-    return tuple(
-        _clip(f"{unit}: {len(said)} warning{'s' if len(said) > 1 else ''} (first: {said[0]})")
+    return {
+        unit: _clip(f"{unit}: {len(said)} warning{'s' if len(said) > 1 else ''} (first: {said[0]})")
+        if said
+        else ""
         for unit, said in found.items()
-    )
+    }
