@@ -306,3 +306,36 @@ def test_an_incremental_compile_replays_the_warnings_of_the_units_it_did_not_com
     _replayed(tmp_path, warned, PATHS)
     (tmp_path / "compile.json").write_text(json.dumps({"sources": [BINDING]}))
     assert _replayed(tmp_path, {}, PATHS) == []
+
+
+def test_each_other_failed_unit_gets_a_line_with_its_own_first_error() -> None:
+    # two units broken apart (nvcc 13.0's and gcc 12's words): only the first unit's error was
+    # shown, the other's was found one rebuild later; one header both include is said once
+    cuda = f"{STAGE}/project/csrc/k.cu"
+    text = f"""\
+FAILED: obj/k.o
+/usr/local/cuda/bin/nvcc -c {cuda} -o obj/k.o
+../project/csrc/k.cu(12): error: expected a ";"
+  }}
+  ^
+1 error detected in the compilation of "../project/csrc/k.cu".
+FAILED: obj/torch_binding.o
+{_compile(BINDING)}
+../project/torch-ext/torch_binding.cpp:9:57: error: expected ‘;’ before ‘}}’ token
+    9 |   return x
+ninja: build stopped: subcommand failed.
+"""
+    found = failure(text, PATHS)
+    assert found.units == ("csrc/k.cu", "torch-ext/torch_binding.cpp")
+    assert found.lines[0] == 'csrc/k.cu(12): error: expected a ";"'
+    assert found.lines[-1] == (
+        "also torch-ext/torch_binding.cpp: torch-ext/torch_binding.cpp:9:57: error: expected ‘;’ "
+        "before ‘}’ token"
+    )
+    header = (
+        f"In file included from {ROOT}/csrc/k.cpp:1:\n"
+        + HEADER_ERRORS.split("/home/me/tiny-add/csrc/k.cpp: In", 1)[0].split("\n", 1)[1]
+    )
+    twice = "".join(f"FAILED: obj/{u}.o\nc++ -c {ROOT}/csrc/{u}.cpp\n{header}" for u in "kb")
+    assert not any(line.startswith("also") for line in failure(twice, PATHS).lines)
+    assert failure(twice, PATHS).units == ("csrc/k.cpp", "csrc/b.cpp")

@@ -134,11 +134,13 @@ def _severity(line: str) -> str | None:
     return "error" if _LINKER.search(line) else None
 
 
+_MINOR = (None, "warning", "note", "remark")
+
+
 def _first_error(lines: Sequence[str]) -> list[str]:
     """The first error in ``lines``: the context lines before it, then its source and caret
     lines and its notes (with their own context); empty without one."""
-    minor = (None, "warning", "note", "remark")
-    at = next((i for i, line in enumerate(lines) if _severity(line) not in minor), None)
+    at = next((i for i, line in enumerate(lines) if _severity(line) not in _MINOR), None)
     if at is None:
         return []
     start = at
@@ -181,9 +183,23 @@ def failure(output: str, paths: PathMap) -> Diagnostics:
     # the first error of a failed unit, else of any output
     first = next((f for s in [*failed, *segments] if (f := _first_error(s.lines))), [])
     if first:
-        return Diagnostics(units, _screenful(first, paths))
+        return Diagnostics(units, _screenful(first, paths) + _others(failed, first, paths))
     tail = [line for line in output.splitlines() if line.strip()]
     return Diagnostics(units, _screenful(tail[-5:], paths), compiler_error=False)
+
+
+def _others(failed: Sequence[_Segment], first: Sequence[str], paths: PathMap) -> tuple[str, ...]:
+    """One line per other failed unit, its own first error (``also csrc/b.cu: csrc/b.cu(3):
+    error: ...``), where it is not the one shown (a header both include)."""
+    seen = {paths.line(line) for line in first if _severity(line) not in _MINOR}
+    lines = []
+    for segment in failed:
+        error = next((line for line in segment.lines if _severity(line) not in _MINOR), None)
+        if segment.unit is None or error is None or (said := paths.line(error)) in seen:
+            continue
+        seen.add(said)
+        lines.append(_clip(f"also {paths.path(segment.unit)}: {said}"))
+    return tuple(lines)
 
 
 @dataclass(frozen=True)
