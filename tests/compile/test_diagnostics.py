@@ -339,3 +339,35 @@ ninja: build stopped: subcommand failed.
     twice = "".join(f"FAILED: obj/{u}.o\nc++ -c {ROOT}/csrc/{u}.cpp\n{header}" for u in "kb")
     assert not any(line.startswith("also") for line in failure(twice, PATHS).lines)
     assert failure(twice, PATHS).units == ("csrc/k.cpp", "csrc/b.cpp")
+
+
+def test_an_error_in_torchs_headers_names_the_projects_line_that_led_there() -> None:
+    # gcc 12 on a binding whose impl takes a float (torch wants double): ten lines of torch's
+    # paths, the author's line buried among them as "required from here"
+    torch = "/envs/py3.11/lib/python3.11/site-packages/torch/include"
+    text = f"""\
+FAILED: obj/torch_binding.o
+{_compile(BINDING)}
+In file included from {torch}/torch/library.h:62,
+                 from ../project/torch-ext/torch_binding.cpp:1:
+{torch}/ATen/core/op_registration/infer_schema.h: In instantiation of ‘int f()’:
+{torch}/torch/library.h:695:17:   required from ‘torch::Library& torch::Library::impl()’
+../project/torch-ext/torch_binding.cpp:16:70:   required from here
+{torch}/ATen/core/op_registration/infer_schema.h:41:21: error: static assertion failed: INVALID TYPE
+   41 |  static_assert(std::conjunction_v<
+"""
+    assert failure(text, PATHS).lines[-1] == (
+        "from the project: torch-ext/torch_binding.cpp:16 (the error is in a header outside it)"
+    )
+    # nvcc's instantiation trace follows the error and names the line "at line N of path"
+    nvcc = f"""\
+FAILED: obj/k.o
+/usr/local/cuda/bin/nvcc -c {STAGE}/project/csrc/k.cu -o obj/k.o
+{torch}/ATen/Dispatch.h(12): error: no instance of function template "f" matches
+          detected during instantiation of "void g<T>()" at line 24 of ../project/csrc/k.cu
+"""
+    assert failure(nvcc, PATHS).lines[-1].startswith("from the project: csrc/k.cu:24 ")
+    # an error in the project's own file needs no such line; nor does an include chain alone
+    assert not any(line.startswith("from the project") for line in failure(GCC_FAILED, PATHS).lines)
+    chain = text.replace("../project/torch-ext/torch_binding.cpp:16:70:   required from here\n", "")
+    assert not any(line.startswith("from the project") for line in failure(chain, PATHS).lines)

@@ -183,9 +183,33 @@ def failure(output: str, paths: PathMap) -> Diagnostics:
     # the first error of a failed unit, else of any output
     first = next((f for s in [*failed, *segments] if (f := _first_error(s.lines))), [])
     if first:
-        return Diagnostics(units, _screenful(first, paths) + _others(failed, first, paths))
+        own = _own_line(first, paths)
+        return Diagnostics(units, _screenful(first, paths) + own + _others(failed, first, paths))
     tail = [line for line in output.splitlines() if line.strip()]
     return Diagnostics(units, _screenful(tail[-5:], paths), compiler_error=False)
+
+
+# Where a trace names a line: gcc's ``path:line:col:`` (``required from here``), nvcc's ``at line
+# N of path`` (``detected during instantiation``).
+_TRACED = re.compile(
+    r"^(?P<path>[^\s:(]+):(?P<line>\d+)(?::\d+)?:|\bat line (?P<at>\d+) of (?P<of>\S+)"
+)
+
+
+def _own_line(first: Sequence[str], paths: PathMap) -> tuple[str, ...]:
+    """For an error in a header outside the project (torch's, a template's), the project's line
+    that led there, the last its trace names: ``from the project: csrc/k.cpp:16``."""
+    error = next((_SEVERITY.match(line) for line in first if _severity(line) not in _MINOR), None)
+    if error is None or not os.path.isabs(paths.path(error["where"])):
+        return ()
+    own = None
+    for line in first:
+        found = _TRACED.search(line.strip())
+        if found is not None:
+            path, number = found["path"] or found["of"], found["line"] or found["at"]
+            if not os.path.isabs(shown := paths.path(path.strip('"'))):
+                own = f"{shown}:{number}"
+    return (f"from the project: {own} (the error is in a header outside it)",) if own else ()
 
 
 def _others(failed: Sequence[_Segment], first: Sequence[str], paths: PathMap) -> tuple[str, ...]:
