@@ -123,6 +123,27 @@ def test_an_undefined_symbol_says_a_definition_is_missing() -> None:
     assert fix.startswith("add_one_cpu(at::Tensor const&) is declared but not defined")
 
 
+def test_an_undefined_symbol_names_the_unlisted_source_that_defines_it(tmp_path: Path) -> None:
+    # csrc/helper.cpp written, left out of build.toml: the fix said only "add its source to
+    # build.toml's src", not which; a listed file that declares it, a header, are no answer
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "build.toml").write_text('[kernel.k]\nsrc = ["csrc/k.cpp"]\n')
+    (tmp_path / "csrc" / "k.cpp").write_text("at::Tensor add_one_cpu(const at::Tensor& x);\n")
+    (tmp_path / "csrc" / "k.h").write_text("at::Tensor add_one_cpu(const at::Tensor& x);\n")
+    (tmp_path / "csrc" / "other.cpp").write_text("int add_one_cpu_too(int);\n")
+    _, _, fix = explain_failure(1, UNDEFINED, NS, tmp_path)
+    assert fix.endswith("or link the library that has it")  # nothing unlisted names it
+    (tmp_path / "csrc" / "helper.cpp").write_text(
+        "at::Tensor add_one_cpu(const at::Tensor& x) { return x + 1; }\n"
+    )
+    _, _, fix = explain_failure(1, UNDEFINED, NS, tmp_path)
+    assert fix == (
+        "add_one_cpu(at::Tensor const&) is declared but not defined in any compiled source: "
+        "csrc/helper.cpp names it and is in no build.toml src list: add it to the src of the "
+        "kernel that calls it"
+    )
+
+
 def test_any_other_failure_shows_its_last_lines_and_the_way_out() -> None:
     message, lines, fix = explain_failure(-signal.SIGSEGV, "boom\nSegfault in init\n", NS)
     assert message == "the extension crashed (SIGSEGV) when loaded: boom"

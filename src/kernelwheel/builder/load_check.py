@@ -212,13 +212,38 @@ def explain_failure(
         )
     undefined = re.search(r"undefined symbol: (\S+)", reason)
     fix = (
-        f"{demangle(undefined[1])} is declared but not defined in any compiled source: define "
-        "it, add its source to build.toml's src, or link the library that has it"
+        _undefined_fix(demangle(undefined[1]), root)
         if undefined
         else "fix the error above (the log has the full output); pass --no-load-check to skip "
         "the check"
     )
     return f"{how}: {first}", tuple(f"  {line}" for line in rest), fix
+
+
+def _undefined_fix(function: str, root: Path | None) -> str:
+    """The fix for an undefined ``function``: a source of the project that build.toml lists in
+    no ``src`` and that names the function (its definition, left out of the build), else the
+    general one."""
+    said = f"{function} is declared but not defined in any compiled source"
+    name = function.split("(", 1)[0].rsplit("::", 1)[-1]
+    unlisted = []
+    if root is not None and name.isidentifier():
+        try:
+            listed = root.joinpath("build.toml").read_text(errors="replace")
+        except OSError:
+            listed = ""
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if path.suffix not in _SOURCE_SUFFIXES or f'"{rel}"' in listed or rel[0] == ".":
+                continue
+            if path.is_file() and re.search(rf"\b{name}\s*\(", path.read_text(errors="replace")):
+                unlisted.append(rel)
+    if unlisted:
+        return (
+            f"{said}: {', '.join(unlisted)} names it and is in no build.toml src list: add it to "
+            "the src of the kernel that calls it"
+        )
+    return f"{said}: define it, add its source to build.toml's src, or link the library that has it"
 
 
 def _how_it_ended(code: int) -> str:
@@ -294,6 +319,7 @@ def _quoted_in(needle: str, root: Path | None) -> str | None:
 
 
 _CXX_SUFFIXES = frozenset({".cpp", ".cc", ".cxx", ".cu", ".h", ".hpp", ".cuh"})
+_SOURCE_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".cu"})  # compile units
 
 
 def _strip_namespace(text: str, namespace: str) -> str:
