@@ -371,3 +371,20 @@ FAILED: obj/k.o
     assert not any(line.startswith("from the project") for line in failure(GCC_FAILED, PATHS).lines)
     chain = text.replace("../project/torch-ext/torch_binding.cpp:16:70:   required from here\n", "")
     assert not any(line.startswith("from the project") for line in failure(chain, PATHS).lines)
+
+
+def test_a_binding_without_registration_h_is_told_to_include_it() -> None:
+    # gcc 12's words: the fix was "the compiler's first error is above"
+    gcc = (
+        "torch-ext/torch_binding.cpp:12:21: error: expected constructor, destructor, or type "
+        "conversion before ‘(’ token\n"
+        "   12 | TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {\n"
+        "      |                     ^\n"
+    )
+    cpu = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+    assert '#include "registration.h"' in compile_hint(cpu, gcc, True)
+    undeclared = "b.cpp:30:1: error: ‘REGISTER_EXTENSION’ was not declared in this scope\n"
+    assert '#include "registration.h"' in compile_hint(cpu, undeclared, True)
+    # the same gcc error on another line is no such case
+    other = gcc.replace("TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME", "MY_MACRO(x")
+    assert compile_hint(cpu, other, True).startswith("the compiler's first error is above")

@@ -569,6 +569,18 @@ _FIRST_ERROR = (
 _NO_ERROR = "the compile's last lines are above; the log has all of its output"
 # What torch's non-stable headers say when a stable-ABI build includes them (ATen/ATen.h, ...)
 _NOT_STABLE = "should not be included when either TORCH_STABLE_ONLY or TORCH_TARGET_VERSION"
+# A binding using kernel-builder's macros without the generated header that defines them: gcc
+# reads the macro as a declaration (nvcc: "this declaration has no storage class"), or says the
+# name is undeclared
+_MACROS = r"(?:TORCH_LIBRARY(?:_IMPL)?_EXPAND|REGISTER_EXTENSION)"
+_NO_REGISTRATION = re.compile(
+    r"(?:expected constructor, destructor, or type conversion before .\(. token|"
+    r"this declaration has no storage class or type specifier)\n\s*(?:\d+ \|)?\s*"
+    + _MACROS
+    + r"\(|[‘'\"]"
+    + _MACROS
+    + r"[’'\"] (?:was not declared|is undefined)"
+)
 # ptxas, on device code calling a function the unit declares and never defines (mangled)
 _UNRESOLVED_DEVICE = re.compile(r"ptxas fatal\s*: Unresolved extern function '([^']+)'")
 
@@ -580,6 +592,12 @@ def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
             "a stable-ABI build (build.toml torch.stable-abi) may include only torch's stable "
             "headers, torch/csrc/stable/... and torch/headeronly/... (docs/stable-abi.md): "
             "replace that include and the libtorch C++ API it brings"
+        )
+    if _NO_REGISTRATION.search(output):
+        return (
+            "TORCH_LIBRARY_EXPAND, TORCH_LIBRARY_IMPL_EXPAND and REGISTER_EXTENSION come from "
+            '"registration.h", which the build generates: #include "registration.h" in the '
+            "binding, before their first use"
         )
     if (unresolved := _UNRESOLVED_DEVICE.search(output)) is not None:
         return (
