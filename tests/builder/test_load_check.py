@@ -262,3 +262,26 @@ def test_a_package_file_that_does_not_compile_fails_the_check_with_its_project_p
     assert "do not compile with the build environment's Python" in str(caught.value)
     assert caught.value.diagnostics[0] == "  torch-ext/tiny_add/__init__.py:3: expected ':'"
     assert LoadReport.read({"ops": ["x"]}).refuse_syntax(tmp_path / "log", tmp_path).ops == ("x",)
+
+
+def test_an_op_without_a_kernel_for_the_variants_backend_is_warned_of() -> None:
+    # the CPU registration left out of a CPU build (a Meta kernel alone): "1 op(s) loaded", and
+    # every test of the op was skipped or failed with NotImplementedError far from the cause
+    from kernelwheel.builder.load_check import dispatch_key
+
+    found = {
+        "ops": [f"{NS}::add_one(Tensor x) -> Tensor", f"{NS}::mul(Tensor x) -> Tensor"],
+        "lacking": {"CPU": [f"{NS}::add_one"], "CUDA": [f"{NS}::add_one", f"{NS}::mul"]},
+    }
+    report = LoadReport.read(found)
+    cpu = dispatch_key(Variant.parse("torch213-cxx11-cpu-x86_64-linux"))
+    assert cpu == "CPU"
+    assert report.warnings(NS, cpu) == (
+        "warning: add_one has no CPU kernel in this build: every call raises "
+        "NotImplementedError; register one with ops.impl in "
+        "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, ops), under #if defined(CPU_KERNEL)",
+    )
+    cuda = dispatch_key(Variant.parse("torch214-cxx11-cu130-x86_64-linux"))
+    assert "add_one, mul has no CUDA kernel" in report.warnings(NS, cuda)[0]
+    assert report.warnings(NS) == ()  # a backend torch has no key of here: nothing to say
+    assert LoadReport.read({"ops": found["ops"]}).warnings(NS, cpu) == ()  # an older child

@@ -12,11 +12,12 @@ import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .._util import CommandTimeout, Runner
 from ..abi._elf import demangle
 from ..errors import BuildError
-from ..model.variant import Arch, Variant
+from ..model.variant import Arch, BackendKind, Variant
 from ._load_check import MARK
 
 PROGRAM = Path(__file__).with_name("_load_check.py")
@@ -34,12 +35,17 @@ class LoadReport:
     undefined: tuple[str, ...] = ()  # implemented (ops.impl) but defined by no ops.def
     elsewhere: tuple[str, ...] = ()  # defined by the extension outside the build's namespace
     syntax: tuple[str, ...] = ()  # FILE:LINE: message of package files that do not compile
+    lacking: tuple[tuple[str, str], ...] = ()  # (dispatch key, op) without a kernel for it
 
     @classmethod
-    def read(cls, found: dict[str, list[str]]) -> LoadReport:
+    def read(cls, found: dict[str, Any]) -> LoadReport:
         """The report of the child's JSON line."""
         keys = ("ops", "undefined", "elsewhere", "syntax")
-        return cls(*(tuple(map(str, found.get(key, []))) for key in keys))
+        lacking = found.get("lacking")
+        pairs = lacking.items() if isinstance(lacking, dict) else ()
+        ops, undefined, elsewhere, syntax = (tuple(map(str, found.get(k, []))) for k in keys)
+        lacks = tuple((str(key), str(op)) for key, names in pairs for op in names)
+        return cls(ops, undefined, elsewhere, syntax, lacks)
 
     def refuse_syntax(self, log: Path, root: Path | None) -> LoadReport:
         """This report, unless a package file does not compile: then a :class:`BuildError`."""
@@ -50,10 +56,18 @@ class LoadReport:
         names = [op.split("(", 1)[0].removeprefix(namespace + "::") for op in self.ops]
         return f"{len(names)} op(s) loaded" + (f": {', '.join(names)}" if names else "")
 
-    def warnings(self, namespace: str) -> tuple[str, ...]:
-        """What the author should hear of ops defined in another namespace and of
-        implementations no schema defines."""
+    def warnings(self, namespace: str, key: str = "") -> tuple[str, ...]:
+        """What the author should hear of ops defined in another namespace, of
+        implementations no schema defines and of ops without a kernel for ``key``, the
+        variant's dispatch key (:func:`dispatch_key`)."""
         found = []
+        if missing := [op.removeprefix(namespace + "::") for k, op in self.lacking if k == key]:
+            found.append(
+                f"warning: {', '.join(missing)} has no {key} kernel in this build: every call "
+                f"raises NotImplementedError; register one with ops.impl in "
+                f"TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, {key}, ops), under "
+                f"#if defined({key}_KERNEL)"
+            )
         if self.elsewhere:
             names = ", ".join(op.split("(", 1)[0] for op in self.elsewhere)
             found.append(
@@ -86,6 +100,12 @@ def refuse_syntax(
         hint="fix the syntax at that line",
         diagnostics=tuple(f"  {line}" for line in shown),
     )
+
+
+def dispatch_key(variant: Variant) -> str:
+    """The dispatch key whose kernels ``variant`` builds (``CPU``, ``CUDA``); "" for others."""
+    kind = variant.backend.kind if variant.backend is not None else None
+    return {BackendKind.CPU: "CPU", BackendKind.CUDA: "CUDA"}.get(kind, "") if kind else ""
 
 
 def skip_reason(variant: Variant) -> str | None:

@@ -56,7 +56,7 @@ from ..toolchain.deps import HeaderPlan, provide_headers
 from ..toolchain.envs import CudaToolkit, EnvInfo, supported_capabilities
 from ..wheels import Member, WheelSpec, write_wheel
 from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
-from .load_check import DeferredLoad, check_load, skip_reason
+from .load_check import DeferredLoad, check_load, dispatch_key, skip_reason
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
 from .wheelmeta import refuse_outside, with_metadata
@@ -555,7 +555,7 @@ def load_checked(
             req.project.root,
         )
         detail.append(report.describe(namespace))
-    for warning in report.warnings(namespace):
+    for warning in report.warnings(namespace, dispatch_key(req.variant)):
         reporter.info(scope, warning)
     if loaded is not None:
         atomic_write(*loaded)

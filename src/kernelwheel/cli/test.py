@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .._util import atomic_write
 from ..builder.dev import DevBuild, pytest_arguments
-from ..builder.load_check import deferred_result, then_pytest_command
+from ..builder.load_check import deferred_result, dispatch_key, then_pytest_command
 from ..errors import ToolchainError
 from ..model.project import KernelProject
 from ..model.recipes import load_pytest_requirements
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             "torch and pytest (or pass --python PY)",
         )
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
-    for warning in report.warnings(deferred.namespace):
+    for warning in report.warnings(deferred.namespace, dispatch_key(build.variant)):
         ui.info(build.variant.name, warning)
     atomic_write(deferred.record, deferred.digest)  # it loaded: dev need not load it again
     return pytest_exit(code, ui)
