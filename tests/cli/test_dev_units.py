@@ -223,6 +223,14 @@ def test_a_shadowing_install_is_removed_from_the_linked_interpreter(tmp_path: Pa
     err = io.StringIO()
     dev._report(ConsoleUI(out=io.StringIO(), err=err), project, _build(tmp_path), linked)
     assert f"{python} -m pip uninstall tiny-add" in err.getvalue()
+    assert "these tests" not in err.getvalue()
+    # kernelwheel test: the warning read as if the tests ran the stale copy; they never do
+    err = io.StringIO()
+    ui = ConsoleUI(out=io.StringIO(), err=err)
+    dev._report(ui, project, _build(tmp_path), linked, testing=True)
+    assert "imported before the dev build (not by these tests: they get the dev build first)" in (
+        err.getvalue()
+    )
 
 
 def test_a_dev_build_of_another_arch_is_refused_before_anything_is_made(
