@@ -242,9 +242,10 @@ Remark: The warnings can be suppressed with "-diag-suppress <warning-number>"
     assert warning_summary(text, PATHS) == (
         "csrc/add_one.cpp: 2 warnings (first: csrc/add_one.cpp:4:7: unused variable ‘unused’ "
         "[-Wunused-variable])",
-        # nvcc says it once for the host, once for the device: one warning
+        # nvcc says it once for the host, once for the device: one warning; its number kept,
+        # the one -diag-suppress takes (it was dropped)
         'csrc/k.cu: 1 warning (first: csrc/k.cu(1): variable "unused" was declared but never '
-        "referenced)",
+        "referenced [#177-D])",
     )
     assert warning_summary(GCC_FAILED.replace("warning", "note"), PATHS) == ()
 

@@ -24,7 +24,7 @@ _MAX_WIDTH = 300  # a template's type can fill a line with thousands of characte
 _WHERE = r"(?P<where>\S[^:(]*?)(?::\d+(?::\d+)?|\(\d+\))?"
 _SEVERITY = re.compile(
     _WHERE + r"\s*:?\s*(?P<severity>fatal error|catastrophic error|internal compiler error|"
-    r"error|fatal|warning|note|remark)(?: #[\w-]+)?\s*: (?P<text>.*)$"
+    r"error|fatal|warning|note|remark)(?: #(?P<code>[\w-]+))?\s*: (?P<text>.*)$"
 )
 # ld's unresolved symbols (the link of a torch build is setuptools', outside ninja).
 _LINKER = re.compile(
@@ -269,7 +269,9 @@ def unit_warnings(output: str, paths: PathMap) -> dict[str, str]:
                 continue
             unit = paths.path(segment.unit) if segment.unit else "the build"
             where = paths.line(line[: match.start("severity")].rstrip(" :"))
-            warning = f"{where}: {match['text']}"
+            # nvcc's number, which -diag-suppress takes, as gcc's [-Wflag]
+            code = f" [#{match['code']}]" if match["code"] else ""
+            warning = f"{where}: {match['text']}{code}"
             # nvcc's front end says a warning once for the host, once for the device
             if warning not in found.setdefault(unit, []):
                 found[unit].append(warning)
