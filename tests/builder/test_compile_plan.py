@@ -468,3 +468,21 @@ def test_each_cu_is_named_to_nvcc_by_its_place_in_the_project(tmp_path: Path) ->
         Toolchain(cpus=2),
     )
     assert not any(f.startswith(NAME_FLAG) for e in cpu.spec.source_flags for f in e.flags)
+
+
+def test_a_cuda_source_a_cpu_variant_would_compile_is_refused_naming_its_list(
+    tmp_path: Path,
+) -> None:
+    # a .cu listed in the CPU kernel: torch's compile raised "CUDA was not found on the
+    # system" with its traceback, naming neither the file nor build.toml
+    root = project_with(tmp_path)
+    toml = (root / "build.toml").read_text()
+    (root / "build.toml").write_text(
+        toml.replace('"host/host.cpp"]', '"host/host.cpp", "norm/norm.cu"]')
+    )
+    with pytest.raises(ProjectError) as refused:
+        plan(request(root, CPU), Toolchain(cpus=4))
+    assert refused.value.key == "kernel.host.src"
+    assert "norm/norm.cu is a CUDA source" in refused.value.message
+    assert 'backend = "cuda"' in (refused.value.hint or "")
+    plan(request(root, CU130))  # a CUDA variant compiles it

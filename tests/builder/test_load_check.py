@@ -129,6 +129,27 @@ def test_an_undefined_symbol_says_a_definition_is_missing() -> None:
     assert fix.startswith("add_one_cpu(at::Tensor const&) is declared but not defined")
 
 
+def test_an_undefined_symbol_names_the_unlisted_source_that_defines_it(tmp_path: Path) -> None:
+    # csrc/helper.cpp written, left out of build.toml: the fix said only "add its source to
+    # build.toml's src", not which; a listed file that declares it, a header, are no answer
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "build.toml").write_text('[kernel.k]\nsrc = ["csrc/k.cpp"]\n')
+    (tmp_path / "csrc" / "k.cpp").write_text("at::Tensor add_one_cpu(const at::Tensor& x);\n")
+    (tmp_path / "csrc" / "k.h").write_text("at::Tensor add_one_cpu(const at::Tensor& x);\n")
+    (tmp_path / "csrc" / "other.cpp").write_text("int add_one_cpu_too(int);\n")
+    _, _, fix = explain_failure(1, UNDEFINED, NS, tmp_path)
+    assert fix.endswith("or link the library that has it")  # nothing unlisted names it
+    (tmp_path / "csrc" / "helper.cpp").write_text(
+        "at::Tensor add_one_cpu(const at::Tensor& x) { return x + 1; }\n"
+    )
+    _, _, fix = explain_failure(1, UNDEFINED, NS, tmp_path)
+    assert fix == (
+        "add_one_cpu(at::Tensor const&) is declared but not defined in any compiled source: "
+        "csrc/helper.cpp names it and is in no build.toml src list: add it to the src of the "
+        "kernel that calls it"
+    )
+
+
 def test_any_other_failure_shows_its_last_lines_and_the_way_out() -> None:
     message, lines, fix = explain_failure(-signal.SIGSEGV, "boom\nSegfault in init\n", NS)
     assert message == "the extension crashed (SIGSEGV) when loaded: boom"
@@ -277,3 +298,26 @@ def test_a_load_check_warning_is_shown_on_every_run_that_reuses_its_build(
     reporter = SilentReporter()
     load_checked(req, Path("py"), so, NS, reporter, runner, loaded=(record, "ccc"))
     assert reporter.messages == [] and len(runner.commands) == 3
+
+
+def test_an_op_without_a_kernel_for_the_variants_backend_is_warned_of() -> None:
+    # the CPU registration left out of a CPU build (a Meta kernel alone): "1 op(s) loaded", and
+    # every test of the op was skipped or failed with NotImplementedError far from the cause
+    from kernelwheel.builder.load_check import dispatch_key
+
+    found = {
+        "ops": [f"{NS}::add_one(Tensor x) -> Tensor", f"{NS}::mul(Tensor x) -> Tensor"],
+        "lacking": {"CPU": [f"{NS}::add_one"], "CUDA": [f"{NS}::add_one", f"{NS}::mul"]},
+    }
+    report = LoadReport.read(found)
+    cpu = dispatch_key(Variant.parse("torch213-cxx11-cpu-x86_64-linux"))
+    assert cpu == "CPU"
+    assert report.warnings(NS, cpu) == (
+        "warning: add_one has no CPU kernel in this build: every call raises "
+        "NotImplementedError; register one with ops.impl in "
+        "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, ops), under #if defined(CPU_KERNEL)",
+    )
+    cuda = dispatch_key(Variant.parse("torch214-cxx11-cu130-x86_64-linux"))
+    assert "add_one, mul has no CUDA kernel" in report.warnings(NS, cuda)[0]
+    assert report.warnings(NS) == ()  # a backend torch has no key of here: nothing to say
+    assert LoadReport.read({"ops": found["ops"]}).warnings(NS, cpu) == ()  # an older child

@@ -248,6 +248,14 @@ def test_a_shadowing_install_is_removed_from_the_linked_interpreter(tmp_path: Pa
     err = io.StringIO()
     dev._report(ConsoleUI(out=io.StringIO(), err=err), project, _build(tmp_path), linked)
     assert f"{python} -m pip uninstall tiny-add" in err.getvalue()
+    assert "these tests" not in err.getvalue()
+    # kernelwheel test: the warning read as if the tests ran the stale copy; they never do
+    err = io.StringIO()
+    ui = ConsoleUI(out=io.StringIO(), err=err)
+    dev._report(ui, project, _build(tmp_path), linked, testing=True)
+    assert "imported before the dev build (not by these tests: they get the dev build first)" in (
+        err.getvalue()
+    )
 
 
 def test_a_dev_build_of_another_arch_is_refused_before_anything_is_made(
@@ -278,3 +286,44 @@ def test_a_noarch_or_tvm_ffi_project_is_refused_naming_its_kind(
         assert f"is a {kind} project: kernelwheel {command} builds torch extensions only" in err
         assert "kernelwheel build" in err and "matches" not in err
     assert not (tmp_path / "c").exists()
+
+
+def test_a_dev_build_shows_the_compile_plans_notes_as_build_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a source testing KERNELWHEEL_WITH_CUDA (its code silently left out): build printed the
+    # warning, dev wrote it to the log alone
+    from types import SimpleNamespace
+
+    from kernelwheel.builder import dev as dev_builder
+    from kernelwheel.builder.steps import Compiled
+    from kernelwheel.log import SilentReporter
+
+    note = "warning: csrc/k.cpp:3 tests KERNELWHEEL_WITH_CUDA: kernel-builder never defines it"
+    compiled = Compiled(
+        tmp_path / "k.so", (), "ccache 0/1 hit", (note,), ("csrc/k.cpp: 1 warning",)
+    )
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args: object) -> None:
+        raise Stop
+
+    env = SimpleNamespace(env=SimpleNamespace(python=tmp_path / "python"))
+    monkeypatch.setattr(dev_builder, "prepare_environment", lambda *a: env)
+    monkeypatch.setattr(dev_builder, "compile_extension", lambda *a, **k: compiled)
+    monkeypatch.setattr(dev_builder, "sha256_remembered", stop)
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    req = SimpleNamespace(
+        project=project,
+        variant=CPU,
+        log=tmp_path / "logs" / "dev.log",
+        log_header=lambda: "kernelwheel build\n",
+        outputs=SimpleNamespace(work_dir=tmp_path / "dev"),
+    )
+    reporter = SilentReporter()
+    with pytest.raises(Stop):
+        dev_builder._build_dev(req, reporter, Runner(), False)  # type: ignore[arg-type]
+    assert (CPU.name, note) in reporter.messages
+    assert (CPU.name, "warning: csrc/k.cpp: 1 warning") in reporter.messages

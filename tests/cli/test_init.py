@@ -147,3 +147,24 @@ def test_writes_a_card_template_that_renders_with_the_projects_fields(tmp_path: 
     card = project_card(project, card_fields(project))
     assert "# my-op" in card and "my_op.add_one(...)" in card
     assert "- `add_one(Tensor x) -> Tensor`" in card and "{{" not in card
+
+
+def test_the_projects_tests_say_why_a_test_was_skipped(tmp_path: Path) -> None:
+    # a CUDA build tested where there is no GPU printed "ss" and "2 skipped", never the reason
+    # the test gives ("needs a CUDA device"): pytest shows it only with -rs
+    project = init_project(InitRequest("my-op", tmp_path, ("cpu", "cuda"))).root
+    (project / "tests" / "test_my_op.py").write_text(
+        "import pytest\n\n\n@pytest.mark.skipif(True, reason='needs a CUDA device')\n"
+        "def test_on_the_gpu():\n    pass\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SKIPPED [1] tests/test_my_op.py:4: needs a CUDA device" in proc.stdout

@@ -5,8 +5,17 @@ relative to the build folder, and the per-unit warning summary."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from kernelwheel.builder.steps import compile_hint
-from kernelwheel.compile.diagnostics import MAX_LINES, PathMap, failure, warning_summary
+from kernelwheel.compile.diagnostics import (
+    MAX_LINES,
+    PathMap,
+    failure,
+    unit_warnings,
+    warning_summary,
+)
 from kernelwheel.errors import BuildError
 from kernelwheel.model.variant import Variant
 
@@ -233,9 +242,10 @@ Remark: The warnings can be suppressed with "-diag-suppress <warning-number>"
     assert warning_summary(text, PATHS) == (
         "csrc/add_one.cpp: 2 warnings (first: csrc/add_one.cpp:4:7: unused variable ‘unused’ "
         "[-Wunused-variable])",
-        # nvcc says it once for the host, once for the device: one warning
+        # nvcc says it once for the host, once for the device: one warning; its number kept,
+        # the one -diag-suppress takes (it was dropped)
         'csrc/k.cu: 1 warning (first: csrc/k.cu(1): variable "unused" was declared but never '
-        "referenced)",
+        "referenced [#177-D])",
     )
     assert warning_summary(GCC_FAILED.replace("warning", "note"), PATHS) == ()
 
@@ -259,3 +269,123 @@ def test_a_stable_abi_build_including_a_full_torch_header_is_told_which_headers_
     per_torch = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
     assert compile_hint(per_torch, error, True).startswith("the compiler's first error is above")
     assert compile_hint(stable, "ld: cannot find -lfoo", False).startswith("the compile's last")
+
+
+def test_a_device_function_declared_and_never_defined_is_named_demangled_with_its_fix() -> None:
+    # ptxas named only the mangled symbol ('_Z6helperf') and the fix was "the compiler's first
+    # error is above"; nvcc 13.0's words for a __device__ float helper(float) with no body
+    output = "ptxas fatal   : Unresolved extern function '_Z6helperf'\n"
+    hint = compile_hint(Variant.parse("torch214-cxx11-cu130-x86_64-linux"), output, True)
+    assert hint.startswith("the device code calls helper(float), declared but not defined")
+    assert "__device__ inline" in hint
+
+
+GCC_WARNED = f"""\
+[1/2] {_compile(ADD_ONE)}
+../project/csrc/add_one.cpp:4:7: warning: unused variable ‘unused’ [-Wunused-variable]
+[2/2] {_compile(BINDING)}
+"""
+
+
+def test_an_incremental_compile_replays_the_warnings_of_the_units_it_did_not_compile(
+    tmp_path: Path,
+) -> None:
+    # kernelwheel dev: a unit that warned, then a run where ninja compiled nothing (or another
+    # unit) said no warning at all, as if the unused variable were gone
+    from kernelwheel.builder.steps import _replayed
+
+    (tmp_path / "compile.json").write_text(json.dumps({"sources": [ADD_ONE, BINDING]}))
+    warned = unit_warnings(GCC_WARNED, PATHS)
+    first = _replayed(tmp_path, warned, PATHS)
+    assert first == list(warning_summary(GCC_WARNED, PATHS)) and first
+    assert _replayed(tmp_path, {}, PATHS) == first  # ninja: no work to do
+    binding_only = {"torch-ext/torch_binding.cpp": ""}
+    assert _replayed(tmp_path, binding_only, PATHS) == first  # another unit recompiled
+    fixed = {unit: "" for unit in warned}
+    assert _replayed(tmp_path, fixed, PATHS) == []  # the unit compiled again, clean
+    # a unit no longer built is forgotten
+    _replayed(tmp_path, warned, PATHS)
+    (tmp_path / "compile.json").write_text(json.dumps({"sources": [BINDING]}))
+    assert _replayed(tmp_path, {}, PATHS) == []
+
+
+def test_each_other_failed_unit_gets_a_line_with_its_own_first_error() -> None:
+    # two units broken apart (nvcc 13.0's and gcc 12's words): only the first unit's error was
+    # shown, the other's was found one rebuild later; one header both include is said once
+    cuda = f"{STAGE}/project/csrc/k.cu"
+    text = f"""\
+FAILED: obj/k.o
+/usr/local/cuda/bin/nvcc -c {cuda} -o obj/k.o
+../project/csrc/k.cu(12): error: expected a ";"
+  }}
+  ^
+1 error detected in the compilation of "../project/csrc/k.cu".
+FAILED: obj/torch_binding.o
+{_compile(BINDING)}
+../project/torch-ext/torch_binding.cpp:9:57: error: expected ‘;’ before ‘}}’ token
+    9 |   return x
+ninja: build stopped: subcommand failed.
+"""
+    found = failure(text, PATHS)
+    assert found.units == ("csrc/k.cu", "torch-ext/torch_binding.cpp")
+    assert found.lines[0] == 'csrc/k.cu(12): error: expected a ";"'
+    assert found.lines[-1] == (
+        "also torch-ext/torch_binding.cpp: torch-ext/torch_binding.cpp:9:57: error: expected ‘;’ "
+        "before ‘}’ token"
+    )
+    header = (
+        f"In file included from {ROOT}/csrc/k.cpp:1:\n"
+        + HEADER_ERRORS.split("/home/me/tiny-add/csrc/k.cpp: In", 1)[0].split("\n", 1)[1]
+    )
+    twice = "".join(f"FAILED: obj/{u}.o\nc++ -c {ROOT}/csrc/{u}.cpp\n{header}" for u in "kb")
+    assert not any(line.startswith("also") for line in failure(twice, PATHS).lines)
+    assert failure(twice, PATHS).units == ("csrc/k.cpp", "csrc/b.cpp")
+
+
+def test_an_error_in_torchs_headers_names_the_projects_line_that_led_there() -> None:
+    # gcc 12 on a binding whose impl takes a float (torch wants double): ten lines of torch's
+    # paths, the author's line buried among them as "required from here"
+    torch = "/envs/py3.11/lib/python3.11/site-packages/torch/include"
+    text = f"""\
+FAILED: obj/torch_binding.o
+{_compile(BINDING)}
+In file included from {torch}/torch/library.h:62,
+                 from ../project/torch-ext/torch_binding.cpp:1:
+{torch}/ATen/core/op_registration/infer_schema.h: In instantiation of ‘int f()’:
+{torch}/torch/library.h:695:17:   required from ‘torch::Library& torch::Library::impl()’
+../project/torch-ext/torch_binding.cpp:16:70:   required from here
+{torch}/ATen/core/op_registration/infer_schema.h:41:21: error: static assertion failed: INVALID TYPE
+   41 |  static_assert(std::conjunction_v<
+"""
+    assert failure(text, PATHS).lines[-1] == (
+        "from the project: torch-ext/torch_binding.cpp:16 (the error is in a header outside it)"
+    )
+    # nvcc's instantiation trace follows the error and names the line "at line N of path"
+    nvcc = f"""\
+FAILED: obj/k.o
+/usr/local/cuda/bin/nvcc -c {STAGE}/project/csrc/k.cu -o obj/k.o
+{torch}/ATen/Dispatch.h(12): error: no instance of function template "f" matches
+          detected during instantiation of "void g<T>()" at line 24 of ../project/csrc/k.cu
+"""
+    assert failure(nvcc, PATHS).lines[-1].startswith("from the project: csrc/k.cu:24 ")
+    # an error in the project's own file needs no such line; nor does an include chain alone
+    assert not any(line.startswith("from the project") for line in failure(GCC_FAILED, PATHS).lines)
+    chain = text.replace("../project/torch-ext/torch_binding.cpp:16:70:   required from here\n", "")
+    assert not any(line.startswith("from the project") for line in failure(chain, PATHS).lines)
+
+
+def test_a_binding_without_registration_h_is_told_to_include_it() -> None:
+    # gcc 12's words: the fix was "the compiler's first error is above"
+    gcc = (
+        "torch-ext/torch_binding.cpp:12:21: error: expected constructor, destructor, or type "
+        "conversion before ‘(’ token\n"
+        "   12 | TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {\n"
+        "      |                     ^\n"
+    )
+    cpu = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+    assert '#include "registration.h"' in compile_hint(cpu, gcc, True)
+    undeclared = "b.cpp:30:1: error: ‘REGISTER_EXTENSION’ was not declared in this scope\n"
+    assert '#include "registration.h"' in compile_hint(cpu, undeclared, True)
+    # the same gcc error on another line is no such case
+    other = gcc.replace("TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME", "MY_MACRO(x")
+    assert compile_hint(cpu, other, True).startswith("the compiler's first error is above")

@@ -617,7 +617,10 @@ def test_invalid_backends(tmp_path: Path, toml: str, key: str, fragments: tuple[
         ("120", 'write it as "12.0"'),
         ("9", '"X.Y"'),
         ("0.5", '"X.Y"'),
-        ("9.0+ptx", '"X.Y+PTX"'),
+        ("9.0+ptx", 'write it as "9.0+PTX"'),
+        ("9.O", 'write it as "9.0"'),  # a letter O: the hint showed only the form
+        ("9,0", 'write it as "9.0"'),
+        ("O.9", '"X.Y"'),
         ("9.0a+PTX+PTX", '"X.Y"'),
         ("8.0b", '"X.Y"'),
         ("8.", '"X.Y"'),

@@ -425,3 +425,27 @@ def test_the_gpus_are_asked_of_a_cuda_torch_only(
     assert not machine.gpus.present
     if torch is CPU213:
         assert machine.gpus.source.endswith("/v/bin/python: a cpu torch, no GPU")
+
+
+def test_a_dev_build_without_a_gpu_names_the_flag_that_compiles_one_capability(
+    tmp_path: Path,
+) -> None:
+    # a laptop without a GPU compiled every capability of the recipe on every edit, and the
+    # note did not say how to ask for fewer (dev and test had no --cuda-capabilities)
+    from support.runners import Reply, ScriptedRunner
+
+    from kernelwheel.cli import make_parser
+    from kernelwheel.cli._args import option_values
+    from kernelwheel.plan.defaults import capabilities_here
+
+    planned = plan_project(project(tmp_path), {})
+    recipe = select(planned, ["torch211-cxx11-cu130-x86_64-linux"]).recipes[0]
+    none = ScriptedRunner(lambda cmd, cwd: Reply(code=9, stderr="no devices"))
+    _, notes = capabilities_here(recipe, planned.options, environ={}, runner=none)
+    assert any("--cuda-capabilities 9.0" in note for note in notes)
+    for command in ("dev", "test"):
+        args = make_parser().parse_args([command, str(tmp_path), "--cuda-capabilities", "9.0"])
+        chosen = plan_project(project(tmp_path), option_values(args)).options
+        assert chosen.cuda_capabilities == parse_all(["9.0"])
+        _, notes = capabilities_here(recipe, chosen, environ={}, runner=none)
+        assert not any("--cuda-capabilities 9.0" in note for note in notes)  # already given

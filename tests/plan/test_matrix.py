@@ -140,6 +140,21 @@ def test_declared_backend_without_kernels_is_rejected(tmp_path: Path) -> None:
     )
 
 
+def test_a_kernel_of_a_backend_the_project_does_not_build_is_named_where_one_is_missing(
+    tmp_path: Path,
+) -> None:
+    # backend = "rocm" written for the CUDA kernel: its variants were left out as having no
+    # CUDA kernel, the kernel that was meant said nowhere
+    rocm = CUDA.replace('backend = "cuda"', 'backend = "rocm"')
+    plan = plan_matrix(
+        project(tmp_path, TORCH + CPU + rocm, general='backends = ["cpu", "cuda"]'), recipes()
+    )
+    assert reasons(plan)["torch28-cxx11-cu128-x86_64-linux"] == (
+        'no [kernel.*] section has backend = "cuda"; [kernel.k_cuda] has backend = "rocm", '
+        "which general.backends does not list"
+    )
+
+
 def test_torch_bounds_are_inclusive_at_their_precision(tmp_path: Path) -> None:
     body = TORCH + 'minver = "2.9"\n' + CUDA
     plan = plan_matrix(project(tmp_path, body), recipes())

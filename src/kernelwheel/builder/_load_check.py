@@ -25,7 +25,7 @@ import sys
 MARK = "kernelwheel-load-check: "
 
 
-def load_torch(path: str, namespace: str) -> dict[str, list[str]]:
+def load_torch(path: str, namespace: str) -> dict[str, object]:
     """Import ``path`` as the extension module ``namespace`` after torch (what the package's
     ``_ops.py`` does), then the schemas registered under the namespace (``ops``), the ops it
     implements that no schema defines (``undefined``: torch accepts an ``ops.impl`` of a
@@ -46,10 +46,18 @@ def load_torch(path: str, namespace: str) -> dict[str, list[str]]:
     names: list[str] = getattr(torch._C, "_dispatch_get_all_op_names", list)()
     undefined = [n for n in names if n.startswith(prefix) and n not in defined]
     elsewhere = [str(s) for s in every if not s.name.startswith(prefix)]
+    # per backend, the ops without a kernel for it (a composite kernel serves every backend)
+    has = getattr(torch._C, "_dispatch_has_kernel_for_dispatch_key", lambda name, key: True)
+    every_key = ("CompositeImplicitAutograd", "CompositeExplicitAutograd")
+    lacking = {
+        key: sorted(n for n in defined if not any(has(n, k) for k in (key, *every_key)))
+        for key in ("CPU", "CUDA")
+    }
     return {
         "ops": sorted(map(str, schemas)),
         "undefined": sorted(undefined),
         "elsewhere": sorted(elsewhere),
+        "lacking": lacking,
     }
 
 

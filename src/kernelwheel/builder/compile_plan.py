@@ -334,10 +334,30 @@ def _with_namespace(
     return tuple(out)
 
 
+def _refuse_cuda_sources(project: KernelProject, kernels: Sequence[KernelSection]) -> None:
+    """A ``.cu`` listed where a variant without CUDA compiles it (a CPU kernel's ``src``, the
+    binding's), refused before torch's compile gives up with "CUDA was not found"."""
+    assert project.torch is not None
+    listed = [("torch.src", project.torch.src), *((f"kernel.{k.id}.src", k.src) for k in kernels)]
+    for key, sources in listed:
+        for source in sources:
+            if Path(source).suffix == ".cu":
+                raise ProjectError(
+                    f"{Path(source).as_posix()} is a CUDA source, and a variant without CUDA "
+                    "(CPU) compiles C++ only",
+                    file=project.build_toml,
+                    key=key,
+                    hint='list it in the src of a kernel with backend = "cuda" (its variants '
+                    "compile it with nvcc)",
+                )
+
+
 def _all_sources(
     project: KernelProject, kernels: Sequence[KernelSection], tools: Toolchain, remedies: RemedySet
 ) -> list[str]:
     assert project.torch is not None
+    if tools.cuda is None:
+        _refuse_cuda_sources(project, kernels)
     sources = _sources(project.torch.src, project.root)
     if tools.shared_libstdcxx:
         # else: a compiler without a shared libstdc++ links a static copy, which already defines

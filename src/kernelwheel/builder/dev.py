@@ -98,6 +98,8 @@ def _build_dev(
     with step(reporter, scope, "compile", log=log) as detail:
         compiled = compile_extension(req, prepared, namespace, runner, incremental=True)
         detail.append(compiled.cache)
+    for note in compiled.notes:  # as build shows them: code left out, kernels passed over
+        reporter.info(scope, note)
     for warning in compiled.warnings:
         reporter.info(scope, f"warning: {warning}")
     so_path = compiled.shared_object

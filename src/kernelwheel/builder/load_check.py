@@ -12,11 +12,12 @@ import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .._util import CommandTimeout, Runner, atomic_write
 from ..abi._elf import demangle
 from ..errors import BuildError
-from ..model.variant import Arch, Variant
+from ..model.variant import Arch, BackendKind, Variant
 from ._load_check import MARK
 
 PROGRAM = Path(__file__).with_name("_load_check.py")
@@ -34,12 +35,17 @@ class LoadReport:
     undefined: tuple[str, ...] = ()  # implemented (ops.impl) but defined by no ops.def
     elsewhere: tuple[str, ...] = ()  # defined by the extension outside the build's namespace
     syntax: tuple[str, ...] = ()  # FILE:LINE: message of package files that do not compile
+    lacking: tuple[tuple[str, str], ...] = ()  # (dispatch key, op) without a kernel for it
 
     @classmethod
-    def read(cls, found: dict[str, list[str]]) -> LoadReport:
+    def read(cls, found: dict[str, Any]) -> LoadReport:
         """The report of the child's JSON line."""
         keys = ("ops", "undefined", "elsewhere", "syntax")
-        return cls(*(tuple(map(str, found.get(key, []))) for key in keys))
+        lacking = found.get("lacking")
+        pairs = lacking.items() if isinstance(lacking, dict) else ()
+        ops, undefined, elsewhere, syntax = (tuple(map(str, found.get(k, []))) for k in keys)
+        lacks = tuple((str(key), str(op)) for key, names in pairs for op in names)
+        return cls(ops, undefined, elsewhere, syntax, lacks)
 
     def refuse_syntax(self, log: Path, root: Path | None) -> LoadReport:
         """This report, unless a package file does not compile: then a :class:`BuildError`."""
@@ -50,10 +56,18 @@ class LoadReport:
         names = [op.split("(", 1)[0].removeprefix(namespace + "::") for op in self.ops]
         return f"{len(names)} op(s) loaded" + (f": {', '.join(names)}" if names else "")
 
-    def warnings(self, namespace: str) -> tuple[str, ...]:
-        """What the author should hear of ops defined in another namespace and of
-        implementations no schema defines."""
+    def warnings(self, namespace: str, key: str = "") -> tuple[str, ...]:
+        """What the author should hear of ops defined in another namespace, of
+        implementations no schema defines and of ops without a kernel for ``key``, the
+        variant's dispatch key (:func:`dispatch_key`)."""
         found = []
+        if missing := [op.removeprefix(namespace + "::") for k, op in self.lacking if k == key]:
+            found.append(
+                f"warning: {', '.join(missing)} has no {key} kernel in this build: every call "
+                f"raises NotImplementedError; register one with ops.impl in "
+                f"TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, {key}, ops), under "
+                f"#if defined({key}_KERNEL)"
+            )
         if self.elsewhere:
             names = ", ".join(op.split("(", 1)[0] for op in self.elsewhere)
             found.append(
@@ -86,6 +100,12 @@ def refuse_syntax(
         hint="fix the syntax at that line",
         diagnostics=tuple(f"  {line}" for line in shown),
     )
+
+
+def dispatch_key(variant: Variant) -> str:
+    """The dispatch key whose kernels ``variant`` builds (``CPU``, ``CUDA``); "" for others."""
+    kind = variant.backend.kind if variant.backend is not None else None
+    return {BackendKind.CPU: "CPU", BackendKind.CUDA: "CUDA"}.get(kind, "") if kind else ""
 
 
 def skip_reason(variant: Variant) -> str | None:
@@ -228,13 +248,38 @@ def explain_failure(
         )
     undefined = re.search(r"undefined symbol: (\S+)", reason)
     fix = (
-        f"{demangle(undefined[1])} is declared but not defined in any compiled source: define "
-        "it, add its source to build.toml's src, or link the library that has it"
+        _undefined_fix(demangle(undefined[1]), root)
         if undefined
         else "fix the error above (the log has the full output); pass --no-load-check to skip "
         "the check"
     )
     return f"{how}: {first}", tuple(f"  {line}" for line in rest), fix
+
+
+def _undefined_fix(function: str, root: Path | None) -> str:
+    """The fix for an undefined ``function``: a source of the project that build.toml lists in
+    no ``src`` and that names the function (its definition, left out of the build), else the
+    general one."""
+    said = f"{function} is declared but not defined in any compiled source"
+    name = function.split("(", 1)[0].rsplit("::", 1)[-1]
+    unlisted = []
+    if root is not None and name.isidentifier():
+        try:
+            listed = root.joinpath("build.toml").read_text(errors="replace")
+        except OSError:
+            listed = ""
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if path.suffix not in _SOURCE_SUFFIXES or f'"{rel}"' in listed or rel[0] == ".":
+                continue
+            if path.is_file() and re.search(rf"\b{name}\s*\(", path.read_text(errors="replace")):
+                unlisted.append(rel)
+    if unlisted:
+        return (
+            f"{said}: {', '.join(unlisted)} names it and is in no build.toml src list: add it to "
+            "the src of the kernel that calls it"
+        )
+    return f"{said}: define it, add its source to build.toml's src, or link the library that has it"
 
 
 def _how_it_ended(code: int) -> str:
@@ -310,6 +355,7 @@ def _quoted_in(needle: str, root: Path | None) -> str | None:
 
 
 _CXX_SUFFIXES = frozenset({".cpp", ".cc", ".cxx", ".cu", ".h", ".hpp", ".cuh"})
+_SOURCE_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".cu"})  # compile units
 
 
 def _strip_namespace(text: str, namespace: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +35,14 @@ from ..abi.symver import ForcedHeader, VersionTable, read_version_table
 from ..compile import unit_costs
 from ..compile.compile_rules import NO_GNU_UNIQUE
 from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
-from ..compile.diagnostics import Fault, PathMap, failure, fault, warning_summary
+from ..compile.diagnostics import (
+    Fault,
+    PathMap,
+    failure,
+    fault,
+    unit_warnings,
+    warning_summary,
+)
 from ..compile.memory import load_estimates
 from ..errors import AbiError, BuildError, ToolchainError
 from ..log import Reporter, step
@@ -48,7 +56,14 @@ from ..toolchain.deps import HeaderPlan, provide_headers
 from ..toolchain.envs import CudaToolkit, EnvInfo, supported_capabilities
 from ..wheels import Member, WheelSpec, write_wheel
 from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
-from .load_check import DeferredLoad, check_load, record_load, recorded_warnings, skip_reason
+from .load_check import (
+    DeferredLoad,
+    check_load,
+    dispatch_key,
+    record_load,
+    recorded_warnings,
+    skip_reason,
+)
 from .request import BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
 from .wheelmeta import refuse_outside, with_metadata
@@ -445,12 +460,31 @@ def run_worker(
         )
     result: dict[str, object] = json.loads(result_path.read_text())
     result["warnings"] = list(warning_summary(output, paths))
+    if direct is not None or json.loads(spec_path.read_text()).get("incremental"):
+        result["warnings"] = _replayed(stage, unit_warnings(output, paths), paths)
     if idle:
         result["cache"] = "unchanged: ninja had nothing to compile"
     return result
 
 
 _NINJA_IDLE = "ninja: no work to do."
+
+
+def _replayed(stage: Path, fresh: Mapping[str, str], paths: PathMap) -> list[str]:
+    """An incremental compile's warnings: those of the units it compiled, and the last ones of
+    the units ninja left alone, as cargo replays them (else an unchanged run says none)."""
+    kept = stage / "unit-warnings.json"
+    try:
+        last = json.loads(kept.read_text())
+        sources = json.loads((stage / "compile.json").read_text())["sources"]
+    except (OSError, ValueError, KeyError, TypeError):
+        last, sources = {}, []
+    if not isinstance(last, dict):
+        last = {}
+    units = {paths.path(str(source)) for source in sources}
+    said = {u: str(w) for u, w in {**last, **fresh}.items() if u in units or u in fresh}
+    atomic_write(kept, json.dumps(said, indent=1))
+    return [line for line in said.values() if line]
 
 
 def machine_fault(
@@ -530,10 +564,11 @@ def load_checked(
             req.project.root,
         )
         detail.append(report.describe(namespace))
-    for warning in report.warnings(namespace):
+    warnings = report.warnings(namespace, dispatch_key(req.variant))
+    for warning in warnings:
         reporter.info(scope, warning)
     if loaded is not None:
-        record_load(*loaded, report.warnings(namespace))
+        record_load(*loaded, warnings)
     return None
 
 
@@ -544,6 +579,20 @@ _FIRST_ERROR = (
 _NO_ERROR = "the compile's last lines are above; the log has all of its output"
 # What torch's non-stable headers say when a stable-ABI build includes them (ATen/ATen.h, ...)
 _NOT_STABLE = "should not be included when either TORCH_STABLE_ONLY or TORCH_TARGET_VERSION"
+# A binding using kernel-builder's macros without the generated header that defines them: gcc
+# reads the macro as a declaration (nvcc: "this declaration has no storage class"), or says the
+# name is undeclared
+_MACROS = r"(?:TORCH_LIBRARY(?:_IMPL)?_EXPAND|REGISTER_EXTENSION)"
+_NO_REGISTRATION = re.compile(
+    r"(?:expected constructor, destructor, or type conversion before .\(. token|"
+    r"this declaration has no storage class or type specifier)\n\s*(?:\d+ \|)?\s*"
+    + _MACROS
+    + r"\(|[‘'\"]"
+    + _MACROS
+    + r"[’'\"] (?:was not declared|is undefined)"
+)
+# ptxas, on device code calling a function the unit declares and never defines (mangled)
+_UNRESOLVED_DEVICE = re.compile(r"ptxas fatal\s*: Unresolved extern function '([^']+)'")
 
 
 def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
@@ -553,6 +602,18 @@ def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
             "a stable-ABI build (build.toml torch.stable-abi) may include only torch's stable "
             "headers, torch/csrc/stable/... and torch/headeronly/... (docs/stable-abi.md): "
             "replace that include and the libtorch C++ API it brings"
+        )
+    if _NO_REGISTRATION.search(output):
+        return (
+            "TORCH_LIBRARY_EXPAND, TORCH_LIBRARY_IMPL_EXPAND and REGISTER_EXTENSION come from "
+            '"registration.h", which the build generates: #include "registration.h" in the '
+            "binding, before their first use"
+        )
+    if (unresolved := _UNRESOLVED_DEVICE.search(output)) is not None:
+        return (
+            f"the device code calls {demangle(unresolved[1])}, declared but not defined in that "
+            "unit: each .cu's device code is linked alone (no device link across units), so "
+            "define the function there or in a header it includes (as __device__ inline)"
         )
     return _FIRST_ERROR if compiler_error else _NO_ERROR
 

@@ -60,7 +60,9 @@ def add_dev_arguments(p: argparse.ArgumentParser) -> None:
         help="build with this interpreter's torch and make the build importable by it "
         "(default: a kernelwheel-made environment; the active virtual environment imports it)",
     )
-    add_option_arguments(p, "cache_dir", "jobs", "find_links", "load_check", grouped=False)
+    add_option_arguments(
+        p, "cache_dir", "jobs", "cuda_capabilities", "find_links", "load_check", grouped=False
+    )
 
 
 @dataclass(frozen=True)
@@ -119,19 +121,29 @@ def dev_once(args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = 
         if target
         else None
     )
-    _report(ui, planned.project, build, linked)
+    _report(ui, planned.project, build, linked, testing=check_in_tests)
     return DevRun(planned, build, linked)
 
 
-def _report(ui: ConsoleUI, project: KernelProject, build: DevBuild, linked: Linked | None) -> None:
+def _report(
+    ui: ConsoleUI,
+    project: KernelProject,
+    build: DevBuild,
+    linked: Linked | None,
+    *,
+    testing: bool = False,
+) -> None:
+    """What the dev build is and where; ``testing``: ``kernelwheel test``'s, whose tests get
+    the dev build before any pip-installed copy."""
     package = build.site / project.package
     ui.info("", f"dev build of {project.name} ({build.variant.name}): {package}")
     if linked is not None and linked.pth is not None:
         ui.info("", f"importable by {linked.python}: {linked.pth}")
         if linked.shadowed_by is not None:
+            tests = " (not by these tests: they get the dev build first)" if testing else ""
             ui.warn(
                 f"{project.name} {linked.shadowed_by} is pip-installed in that environment and "
-                f"is imported before the dev build: {linked.python} -m pip uninstall "
+                f"is imported before the dev build{tests}: {linked.python} -m pip uninstall "
                 f"{project.name}"
             )
     else:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..builder.dev import DevBuild, pytest_arguments
-from ..builder.load_check import deferred_result, record_load, then_pytest_command
+from ..builder.load_check import deferred_result, dispatch_key, record_load, then_pytest_command
 from ..errors import ToolchainError
 from ..model.project import KernelProject
 from ..model.recipes import load_pytest_requirements
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             "torch and pytest (or pass --python PY)",
         )
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
-    warnings = report.warnings(deferred.namespace)
+    warnings = report.warnings(deferred.namespace, dispatch_key(build.variant))
     for warning in warnings:
         ui.info(build.variant.name, warning)
     record_load(deferred.record, deferred.digest, warnings)  # it loaded: not loaded again

@@ -24,7 +24,7 @@ _MAX_WIDTH = 300  # a template's type can fill a line with thousands of characte
 _WHERE = r"(?P<where>\S[^:(]*?)(?::\d+(?::\d+)?|\(\d+\))?"
 _SEVERITY = re.compile(
     _WHERE + r"\s*:?\s*(?P<severity>fatal error|catastrophic error|internal compiler error|"
-    r"error|fatal|warning|note|remark)(?: #[\w-]+)?\s*: (?P<text>.*)$"
+    r"error|fatal|warning|note|remark)(?: #(?P<code>[\w-]+))?\s*: (?P<text>.*)$"
 )
 # ld's unresolved symbols (the link of a torch build is setuptools', outside ninja).
 _LINKER = re.compile(
@@ -134,11 +134,13 @@ def _severity(line: str) -> str | None:
     return "error" if _LINKER.search(line) else None
 
 
+_MINOR = (None, "warning", "note", "remark")
+
+
 def _first_error(lines: Sequence[str]) -> list[str]:
     """The first error in ``lines``: the context lines before it, then its source and caret
     lines and its notes (with their own context); empty without one."""
-    minor = (None, "warning", "note", "remark")
-    at = next((i for i, line in enumerate(lines) if _severity(line) not in minor), None)
+    at = next((i for i, line in enumerate(lines) if _severity(line) not in _MINOR), None)
     if at is None:
         return []
     start = at
@@ -181,9 +183,47 @@ def failure(output: str, paths: PathMap) -> Diagnostics:
     # the first error of a failed unit, else of any output
     first = next((f for s in [*failed, *segments] if (f := _first_error(s.lines))), [])
     if first:
-        return Diagnostics(units, _screenful(first, paths))
+        own = _own_line(first, paths)
+        return Diagnostics(units, _screenful(first, paths) + own + _others(failed, first, paths))
     tail = [line for line in output.splitlines() if line.strip()]
     return Diagnostics(units, _screenful(tail[-5:], paths), compiler_error=False)
+
+
+# Where a trace names a line: gcc's ``path:line:col:`` (``required from here``), nvcc's ``at line
+# N of path`` (``detected during instantiation``).
+_TRACED = re.compile(
+    r"^(?P<path>[^\s:(]+):(?P<line>\d+)(?::\d+)?:|\bat line (?P<at>\d+) of (?P<of>\S+)"
+)
+
+
+def _own_line(first: Sequence[str], paths: PathMap) -> tuple[str, ...]:
+    """For an error in a header outside the project (torch's, a template's), the project's line
+    that led there, the last its trace names: ``from the project: csrc/k.cpp:16``."""
+    error = next((_SEVERITY.match(line) for line in first if _severity(line) not in _MINOR), None)
+    if error is None or not os.path.isabs(paths.path(error["where"])):
+        return ()
+    own = None
+    for line in first:
+        found = _TRACED.search(line.strip())
+        if found is not None:
+            path, number = found["path"] or found["of"], found["line"] or found["at"]
+            if not os.path.isabs(shown := paths.path(path.strip('"'))):
+                own = f"{shown}:{number}"
+    return (f"from the project: {own} (the error is in a header outside it)",) if own else ()
+
+
+def _others(failed: Sequence[_Segment], first: Sequence[str], paths: PathMap) -> tuple[str, ...]:
+    """One line per other failed unit, its own first error (``also csrc/b.cu: csrc/b.cu(3):
+    error: ...``), where it is not the one shown (a header both include)."""
+    seen = {paths.line(line) for line in first if _severity(line) not in _MINOR}
+    lines = []
+    for segment in failed:
+        error = next((line for line in segment.lines if _severity(line) not in _MINOR), None)
+        if segment.unit is None or error is None or (said := paths.line(error)) in seen:
+            continue
+        seen.add(said)
+        lines.append(_clip(f"also {paths.path(segment.unit)}: {said}"))
+    return tuple(lines)
 
 
 @dataclass(frozen=True)
@@ -213,19 +253,31 @@ def fault(output: str) -> Fault | None:
 def warning_summary(output: str, paths: PathMap) -> tuple[str, ...]:
     """One line per unit of a successful compile's ``output`` that warned:
     ``csrc/k.cu: 3 warnings (first: csrc/k.cu:12:5: unused variable 'y')``."""
+    return tuple(line for line in unit_warnings(output, paths).values() if line)
+
+
+def unit_warnings(output: str, paths: PathMap) -> dict[str, str]:
+    """Each unit ``output`` compiled, by its path as shown, with its :func:`warning_summary`
+    line ("" where it did not warn): what an incremental compile replaces of the last one's."""
     found: dict[str, list[str]] = {}
     for segment in _segments(output):
+        if segment.unit is not None:
+            found.setdefault(paths.path(segment.unit), [])
         for line in segment.lines:
             match = _SEVERITY.match(line)
             if match is None or match["severity"] != "warning":
                 continue
             unit = paths.path(segment.unit) if segment.unit else "the build"
             where = paths.line(line[: match.start("severity")].rstrip(" :"))
-            warning = f"{where}: {match['text']}"
+            # nvcc's number, which -diag-suppress takes, as gcc's [-Wflag]
+            code = f" [#{match['code']}]" if match["code"] else ""
+            warning = f"{where}: {match['text']}{code}"
             # nvcc's front end says a warning once for the host, once for the device
             if warning not in found.setdefault(unit, []):
                 found[unit].append(warning)
-    return tuple(
-        _clip(f"{unit}: {len(said)} warning{'s' if len(said) > 1 else ''} (first: {said[0]})")
+    return {
+        unit: _clip(f"{unit}: {len(said)} warning{'s' if len(said) > 1 else ''} (first: {said[0]})")
+        if said
+        else ""
         for unit, said in found.items()
-    )
+    }

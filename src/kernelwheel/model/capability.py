@@ -21,6 +21,19 @@ _HINT = (
 )
 
 
+def _rewrite(text: object) -> str:
+    """The hint for a capability that is none: its likely meaning where one is plain (``sm_90``,
+    ``90``, ``9.O`` with a letter O, ``9,0``, ``9.0+ptx``), else the form."""
+    if not isinstance(text, str):
+        return _HINT
+    if digits := _DIGITS.fullmatch(text):
+        return f'write it as "{digits[1]}.{digits[2]}{digits[3]}"'
+    guess = text.strip().replace(",", ".").replace("O", "0")
+    if guess.upper().endswith(PTX):
+        guess = guess[: -len(PTX)] + PTX
+    return f'write it as "{guess}"' if guess != text and _FORM.fullmatch(guess) else _HINT
+
+
 @dataclass(frozen=True)
 class CudaCapability:
     major: int
@@ -34,9 +47,7 @@ class CudaCapability:
         rewrites a digits form (``sm_90a`` → ``9.0a``)."""
         match = _FORM.fullmatch(text) if isinstance(text, str) else None
         if match is None:
-            digits = _DIGITS.fullmatch(text) if isinstance(text, str) else None
-            hint = f'write it as "{digits[1]}.{digits[2]}{digits[3]}"' if digits else _HINT
-            raise VariantError(f"invalid CUDA capability {text!r}", hint=hint)
+            raise VariantError(f"invalid CUDA capability {text!r}", hint=_rewrite(text))
         return cls(int(match[1]), int(match[2]), match[3], match[4] is not None)
 
     def __str__(self) -> str:

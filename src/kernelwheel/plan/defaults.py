@@ -387,7 +387,13 @@ def capabilities_here(
         return (), ()
     gpus = visible_gpus(options.python, environ, runner)
     notes: list[str] = []
-    return _gpu_capabilities(recipe, gpus, options, notes), tuple(notes)
+    capabilities = _gpu_capabilities(recipe, gpus, options, notes)
+    if not gpus.present and options.cuda_capabilities is None:  # nothing here runs them
+        notes.append(
+            "a dev build without a GPU only proves the code compiles: --cuda-capabilities 9.0 "
+            "(KERNELWHEEL_CUDA_CAPABILITIES) compiles for that one capability, much faster"
+        )
+    return capabilities, tuple(notes)
 
 
 # -- reading the machine ---------------------------------------------------------------------------

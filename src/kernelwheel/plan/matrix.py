@@ -266,7 +266,13 @@ def _own_kernels(
         reasons.append(f"arch {variant.arch.value} not among the selected arches ({shown})")
     own = [k for k in project.kernels if k.backend == kind]
     if not own:
-        reasons.append(f'no [kernel.*] section has backend = "{kind}"')
+        # a kernel of a backend the project does not build: likely this backend's, misnamed
+        stray = "".join(
+            f'; [kernel.{k.id}] has backend = "{k.backend}", which general.backends does not list'
+            for k in project.kernels
+            if k.backend not in project.backends
+        )
+        reasons.append(f'no [kernel.*] section has backend = "{kind}"{stray}')
     elif variant.backend.kind is BackendKind.CUDA:
         cuda = Version(variant.backend.cuda_version)
         reasons += _bound_reasons(
