@@ -6,6 +6,7 @@ against each fresh build."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -120,9 +121,11 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     assert "a 'kernelwheel dev' build, not a release" in "".join(capfd.readouterr())
     assert not list(wheels.glob("*.whl"))
 
-    # one line of one kernel source: that unit alone recompiles, and the tests see it
+    # one line of one kernel source, its time older than its object: that unit alone
+    # recompiles, and the tests see it
     kernel = project / "csrc" / "tiny_op_cpu.cpp"
     kernel.write_text(kernel.read_text().replace("add_one(src[i]);", "add_one(src[i]) + 1.0f;"))
+    os.utime(kernel, (1e9, 1e9))  # older than its object, as a checkout of an older revision
     assert main(["test", "--", "-x", "-q"]) == 1  # pytest's own exit code: a test failed
     assert "1 failed" in "".join(capfd.readouterr())
     log = dev_folder(cache_dir(), load_project(project)) / "logs" / f"{CPU_VARIANT}.log"

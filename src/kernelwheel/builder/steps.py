@@ -47,6 +47,7 @@ from ..toolchain.cross import CrossBuild
 from ..toolchain.deps import HeaderPlan, provide_headers
 from ..toolchain.envs import CudaToolkit, EnvInfo, supported_capabilities
 from ..wheels import Member, WheelSpec, write_wheel
+from . import stale
 from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
 from .load_check import DeferredLoad, check_load, skip_reason
 from .request import BuildRequest, BuiltWheel
@@ -334,7 +335,14 @@ def compile_step(
     reuse, key, stored = unchanged_compile(req, stage, spec, facts, env_vars)
     if stored is not None:
         return _compiled(stored, spec, "unchanged: compile skipped", planned.notes)
+    objects = Path(spec.build_temp)
+    # dev's objects are kept: one whose sources hold other bytes goes, whatever their times
+    ninja = _last_ninja(stage, env_vars) if incremental else None
+    before = stale.remove_stale(stage, stale.objects_inputs(ninja, objects, runner))
     result = run_worker(req, python, stage, env_vars, planned.keep_dir, runner, direct=direct)
+    if incremental:
+        ninja = str(result.get("ninja") or ninja or "")
+        stale.record_compiled(stage, stale.objects_inputs(ninja, objects, runner), before)
     _record_unit_costs(costs, peaks, spec, stage, req.project.root)
     if reuse is not None and direct is None:  # a direct run's inputs are not read again
         reuse.store(key, result, spec.sources, spec.include_dirs)
@@ -383,6 +391,15 @@ def _record_unit_costs(
                     found[path.relative_to(project).as_posix()] = value
                     break
         unit_costs.record_costs(store, found, decay=decay)
+
+
+def _last_ninja(stage: Path, env_vars: Mapping[str, str]) -> str | None:
+    """The ninja the variant's last compile ran, else the one the compile will find."""
+    try:
+        last = json.loads((stage / "result.json").read_text()).get("ninja")
+    except (OSError, ValueError, AttributeError):
+        last = None
+    return str(last) if last else shutil.which("ninja", path=env_vars.get("PATH"))
 
 
 def _direct_commands(
