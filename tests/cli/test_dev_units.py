@@ -35,10 +35,14 @@ from kernelwheel.model.variant import Arch, Variant
 CPU = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
 
 
-def test_watch_sees_the_projects_files_not_caches_or_hidden_folders(tmp_path: Path) -> None:
+def test_watch_sees_the_projects_files_not_caches_hidden_folders_or_editors_files(
+    tmp_path: Path,
+) -> None:
     root = write_tiny_kernel(tmp_path / "p")
     before = _snapshot(root)
-    for noise in (".git/index", "torch-ext/tiny_add/__pycache__/x.pyc", ".venv/x"):
+    editors = ("csrc/.add_one.cpp.swp", "csrc/4913", "csrc/#add_one.cpp#", "csrc/add_one.cpp~")
+    editors += ("torch-ext/tiny_add/__init__.py___jb_tmp___", "torch-ext/.x.py.kate-swp")
+    for noise in (".git/index", "torch-ext/tiny_add/__pycache__/x.pyc", ".venv/x", *editors):
         (root / noise).parent.mkdir(parents=True, exist_ok=True)
         (root / noise).write_text("noise")
     assert _snapshot(root) == before

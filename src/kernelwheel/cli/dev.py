@@ -15,7 +15,7 @@ from ..builder.preflight import select_buildable
 from ..builder.request import BuildKind
 from ..builder.service import dev_project
 from ..errors import KernelwheelError, ProjectError, UsageError
-from ..model.project import KernelProject
+from ..model.project import KernelProject, editor_file
 from ..plan.defaults import active_venv_python, capabilities_here
 from ..plan.planning import Planned, plan_project
 from ._args import (
@@ -166,11 +166,14 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file of the project but hidden folders and caches: size and mtime."""
+    """Every file of the project but hidden folders, caches and editors' temporary files (a
+    swap file written as you type would start a build): size and mtime."""
     found: dict[str, tuple[int, int]] = {}
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
         for name in files:
+            if editor_file(name):
+                continue
             path = os.path.join(folder, name)
             try:
                 st = os.stat(path)
