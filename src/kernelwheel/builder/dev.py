@@ -82,7 +82,15 @@ def build_dev(
     outputs = replace(req.outputs, work_dir=folder, out_dir=folder, manylinux=None, hub_layout=None)
     req = replace(req, outputs=outputs)
     req.outputs.work_dir.mkdir(parents=True, exist_ok=True)
-    with locked(req.outputs.work_dir / f"{req.variant.name}.lock"):  # one dev build of it at a time
+
+    def waiting(holder: str) -> None:
+        reporter.info(
+            req.variant.name,
+            f"waiting for another kernelwheel dev or test of this project ({holder}) to finish "
+            "its build of this variant",
+        )
+
+    with locked(req.outputs.work_dir / f"{req.variant.name}.lock", waiting):  # one at a time
         return _build_dev(req, reporter, runner, check_in_tests)
 
 

@@ -66,6 +66,7 @@ def remove_stale(stage: Path, deps: Mapping[str, list[str]]) -> dict[str, str | 
         recorded = json.loads((stage / RECORD).read_text())
     except (OSError, ValueError):
         recorded = {}
+    recorded = recorded if isinstance(recorded, dict) else {}
     digest = Digests(stage)
     for target, inputs in deps.items():
         if any(digest(path) != recorded.get(path) for path in digest.mine(inputs)):
