@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,7 @@ def _stage(tmp_path: Path) -> tuple[Path, Path]:
     (stage / "project").symlink_to(project)  # as the compile step links the project in
     for name, text in {"a.c": "a1\n", "b.c": "b1\n", "hdr.h": "h1\n"}.items():
         (project / name).write_text(text)
+    time.sleep(0.15)  # written before the first compile begins (a save during it compiles again)
     return stage, project
 
 
@@ -46,9 +48,10 @@ def _compile(stage: Path) -> tuple[str, ...]:
     obj = stage / "obj"
     assert NINJA is not None
     before = remove_stale(stage, objects_inputs(NINJA, obj, Runner()))
+    started = time.time_ns()
     ran = subprocess.run([NINJA, "-v", "-C", obj], capture_output=True, text=True, check=True)
     out = ran.stdout
-    record_compiled(stage, objects_inputs(NINJA, obj, Runner()), before)
+    record_compiled(stage, objects_inputs(NINJA, obj, Runner()), before, started)
     return tuple(sorted(name for name in ("a.o", "b.o") if f" {name}" in out))
 
 
@@ -81,16 +84,21 @@ def test_a_source_or_header_brought_back_with_an_older_time_is_compiled_again(
     assert _compile(stage) == ()
 
 
-def test_an_edit_made_while_the_compile_runs_is_compiled_by_the_next_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("first", [True, False], ids=["first-compile", "later-compile"])
+def test_an_edit_made_while_the_compile_runs_is_compiled_by_the_next_run(
+    tmp_path: Path, first: bool
+) -> None:
     stage, project = _stage(tmp_path)
-    _compile(stage)
+    if not first:  # the inputs are known before it compiles
+        _compile(stage)
     obj, runner = stage / "obj", Runner()
     assert NINJA is not None
     (project / "a.c").write_text("a2\n")
     before = remove_stale(stage, objects_inputs(NINJA, obj, runner))
+    started = time.time_ns()
     subprocess.run([NINJA, "-C", obj], capture_output=True, check=True)
     _restore_old(project / "a.c", "a3\n")  # saved after the compiler read it
-    record_compiled(stage, objects_inputs(NINJA, obj, runner), before)
+    record_compiled(stage, objects_inputs(NINJA, obj, runner), before, started)
     assert _compile(stage) == ("a.o",)
     assert (obj / "a.o").read_text() == "a3\nh1\n"
 

@@ -16,6 +16,8 @@ from pathlib import Path
 from .._util import CommandTimeout, Runner, atomic_write, sha256_file
 
 RECORD = "inputs.sha256.json"  # in the variant's work folder: {input: its digest when compiled}
+# ctime comes from the kernel's coarse clock, up to a tick (1-10 ms) behind time.time_ns()
+CLOCK_MARGIN_NS = 100_000_000
 
 
 def objects_inputs(ninja: str | None, build_temp: Path, runner: Runner) -> dict[str, list[str]]:
@@ -75,14 +77,22 @@ def remove_stale(stage: Path, deps: Mapping[str, list[str]]) -> dict[str, str | 
 
 
 def record_compiled(
-    stage: Path, deps: Mapping[str, list[str]], before: Mapping[str, str | None]
+    stage: Path, deps: Mapping[str, list[str]], before: Mapping[str, str | None], started_ns: int
 ) -> None:
-    """After a compile that succeeded: each input's digest as it was before the compile
-    (``before``), else as it is now (an input the compile found first)."""
+    """After a compile that succeeded (begun at ``started_ns``): each input's digest as it was
+    before the compile (``before``), else as it is now (an input the compile found first), or
+    ``"edited"`` where it changed since the compile began (its ctime: the bytes compiled are
+    not known, so its objects are compiled again)."""
     digest = Digests(stage)
-    record = {
-        path: before[path] if path in before else digest(path)
-        for inputs in deps.values()
-        for path in digest.mine(inputs)
-    }
+
+    def compiled_from(path: str) -> str | None:
+        if path in before:
+            return before[path]
+        try:
+            edited = os.stat(path).st_ctime_ns >= started_ns - CLOCK_MARGIN_NS
+        except OSError:
+            edited = False
+        return "edited" if edited else digest(path)
+
+    record = {path: compiled_from(path) for inputs in deps.values() for path in digest.mine(inputs)}
     atomic_write(stage / RECORD, json.dumps(record, indent=0, sort_keys=True))

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -339,13 +340,14 @@ def compile_step(
     # dev's objects are kept: one whose sources hold other bytes goes, whatever their times
     ninja = _last_ninja(stage, env_vars) if incremental else None
     before = stale.remove_stale(stage, stale.objects_inputs(ninja, objects, runner))
+    started = time.time_ns()
     result = run_worker(req, python, stage, env_vars, planned.keep_dir, runner, direct=direct)
     if incremental:
         ninja = str(result.get("ninja") or ninja or "")
-        stale.record_compiled(stage, stale.objects_inputs(ninja, objects, runner), before)
+        stale.record_compiled(stage, stale.objects_inputs(ninja, objects, runner), before, started)
     _record_unit_costs(costs, peaks, spec, stage, req.project.root)
     if reuse is not None and direct is None:  # a direct run's inputs are not read again
-        reuse.store(key, result, spec.sources, spec.include_dirs)
+        reuse.store(key, result, spec.sources, spec.include_dirs, started_ns=started)
     if not (cache := str(result.get("cache") or "")):  # what the compiler cache did
         stats = read_stats(stats_log) if cached else None
         why = "no-ccache" if req.compile.no_ccache else "see the log"
@@ -610,7 +612,10 @@ def unchanged_compile(
     """The reuse entry, key and stored result of an unchanged compile (none without ccache)."""
     if req.compile.no_ccache:
         return None, "", None
-    reuse = Reuse(req.outputs.work_dir / "reuse" / req.variant.name, (req.project.root, stage))
+    project = (req.project.root, stage / PROJECT_LINK)  # the compilers name it through the link
+    reuse = Reuse(
+        req.outputs.work_dir / "reuse" / req.variant.name, (req.project.root, stage), project
+    )
     key = build_key(spec, env, env_vars, WORKER)
     stored = reuse.lookup(key)
     if stored is not None:
