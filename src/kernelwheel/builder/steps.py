@@ -452,9 +452,11 @@ def run_worker(
     output = _read_from(req.log, start)
     paths = _project_paths(req, stage, spec_path)
     if code != 0 or not result_path.exists():
-        if (cause := fault(output)) is not None:
-            raise machine_fault(req, cause, stage, env_vars)
         found = failure(output, paths)
+        if (
+            cause := fault(output) or _nearly_full(found.compiler_error, req.log, stage)
+        ) is not None:
+            raise machine_fault(req, cause, stage, env_vars)
         units = ", ".join(found.units) or req.variant.name
         raise BuildError(
             f"compiling {units} failed (exit {code})",
@@ -476,7 +478,8 @@ def machine_fault(
     req: BuildRequest, cause: Fault, stage: Path, env_vars: Mapping[str, str]
 ) -> ToolchainError:
     """A failed compile caused by this machine (a full disk, a broken ccache), not the code."""
-    said = f"the compile output says: {cause.line} (full log: {req.log})"
+    said = f"the compile output says: {cause.line}" if cause.said else cause.line
+    said += f" (full log: {req.log})"
     if cause.kind == "disk-full":
         folders = {
             "the build folder": stage,
@@ -497,6 +500,25 @@ def machine_fault(
         hint=f"check that {ccache_dir} is writable and its disk has room, or remove it (it is "
         "remade); to build without the cache, pass --no-ccache",
     )
+
+
+_NEARLY_FULL = 64 * 2**20  # less free than a compile writes: what cut its output short
+
+
+def _nearly_full(compiler_error: bool, *folders: Path) -> Fault | None:
+    """A full disk told by the free space left, where the output names no compiler error: with
+    the log on that disk, the compiler's "No space left on device" never reached it."""
+    if compiler_error:
+        return None
+    for folder in folders:
+        try:
+            free = shutil.disk_usage(folder if folder.is_dir() else folder.parent).free
+        except OSError:
+            continue
+        if free < _NEARLY_FULL:
+            said = f"its output stops short and names no error; {folder} has {free / 2**20:.1f}"
+            return Fault("disk-full", f"{said} MiB free", said=False)
+    return None
 
 
 def _free(path: Path) -> str:

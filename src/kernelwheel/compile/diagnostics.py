@@ -189,10 +189,12 @@ def failure(output: str, paths: PathMap) -> Diagnostics:
 @dataclass(frozen=True)
 class Fault:
     """A failed compile's cause that is this machine's, not the author's code: ``kind`` is
-    ``"disk-full"`` or ``"ccache"``; ``line`` the output's first line that says so, clipped."""
+    ``"disk-full"`` or ``"ccache"``; ``line`` the output's first line that says so, clipped
+    (``said``), or what else showed it (the free space left, where the output was cut short)."""
 
     kind: str
     line: str
+    said: bool = True
 
 
 def fault(output: str) -> Fault | None:
