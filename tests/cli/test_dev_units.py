@@ -257,3 +257,16 @@ def test_a_noarch_or_tvm_ffi_project_is_refused_naming_its_kind(
         assert f"is a {kind} project: kernelwheel {command} builds torch extensions only" in err
         assert "kernelwheel build" in err and "matches" not in err
     assert not (tmp_path / "c").exists()
+
+
+def test_test_refuses_a_project_without_tests_before_building_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # it built the variant (minutes for a CUDA one) and only then said there was nothing to run
+    root = write_tiny_kernel(tmp_path / "p")
+    assert not (root / "tests").exists()
+    cache = tmp_path / "c"
+    assert main(["test", str(root), "--cache-dir", str(cache)]) == 5
+    err = capsys.readouterr().err
+    assert f"{root} has no tests/ folder" in err and "kernelwheel init writes one" in err
+    assert not cache.exists()  # no environment, no dev folder

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,9 +71,16 @@ class DevRun:
     linked: Linked | None
 
 
-def dev_once(args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = False) -> DevRun:
+def dev_once(
+    args: argparse.Namespace,
+    ui: ConsoleUI,
+    *,
+    check_in_tests: bool = False,
+    before_build: Callable[[KernelProject], None] | None = None,
+) -> DevRun:
     """One dev build, linked into the user's interpreter; ``check_in_tests``: its load check
-    left to the tests' process (``kernelwheel test``)."""
+    left to the tests' process (``kernelwheel test``); ``before_build``: what refuses the
+    project before anything is built."""
     planned = plan_project(project_path(args), option_values(args))
     if (kind := BuildKind.of(planned.project)) is not BuildKind.TORCH:
         raise ProjectError(
@@ -81,6 +89,8 @@ def dev_once(args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = 
             file=planned.project.build_toml,
             hint="build its wheels with 'kernelwheel build'",
         )
+    if before_build is not None:
+        before_build(planned.project)
     selection = select_buildable(planned, args.variant, runner=args.runner)
     if len(selection.recipes) != 1:
         raise UsageError(

@@ -43,13 +43,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    done = dev_once(args, ui, check_in_tests=True)
+    done = dev_once(args, ui, check_in_tests=True, before_build=_has_tests)
     project, build, linked = done.planned.project, done.build, done.linked
-    if not (project.root / "tests").is_dir():
-        raise ToolchainError(
-            f"{project.root} has no tests/ folder",
-            hint="put the kernel's tests in tests/ (kernelwheel init writes one)",
-        )
     env = dev_environment(project, build, os.environ)
     # the linked interpreter, else the build's own
     python = linked.python if linked is not None and linked.pth is not None else build.python
@@ -93,6 +88,15 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         ui.info(build.variant.name, warning)
     atomic_write(deferred.record, deferred.digest)  # it loaded: dev need not load it again
     return pytest_exit(code, ui)
+
+
+def _has_tests(project: KernelProject) -> None:
+    """Refused before the build (minutes for a CUDA variant): a project without tests/."""
+    if not (project.root / "tests").is_dir():
+        raise ToolchainError(
+            f"{project.root} has no tests/ folder",
+            hint="put the kernel's tests in tests/ (kernelwheel init writes one)",
+        )
 
 
 def pytest_exit(code: int, ui: ConsoleUI) -> int:
