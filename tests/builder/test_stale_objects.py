@@ -20,8 +20,9 @@ pytestmark = pytest.mark.skipif(NINJA is None, reason="needs ninja")
 
 # each object: its source then the header it "includes", written with a depfile ninja reads
 BUILD_NINJA = """\
+headers = ../project/hdr.h ../include/gen.h
 rule cc
-  command = cat $in ../project/hdr.h > $out && printf '%s: %s ../project/hdr.h\\n' $out $in > $out.d
+  command = cat $in ../project/hdr.h > $out && printf '%s: %s $headers\\n' $out $in > $out.d
   depfile = $out.d
   deps = gcc
 build a.o: cc ../project/a.c
@@ -40,6 +41,8 @@ def _stage(tmp_path: Path) -> tuple[Path, Path]:
     for name, text in {"a.c": "a1\n", "b.c": "b1\n", "hdr.h": "h1\n"}.items():
         (project / name).write_text(text)
     time.sleep(0.15)  # written before the first compile begins (a save during it compiles again)
+    (stage / "include").mkdir()  # what kernelwheel writes right before it (registration.h)
+    (stage / "include" / "gen.h").write_text("generated\n")
     return stage, project
 
 
@@ -51,7 +54,7 @@ def _compile(stage: Path) -> tuple[str, ...]:
     started = time.time_ns()
     ran = subprocess.run([NINJA, "-v", "-C", obj], capture_output=True, text=True, check=True)
     out = ran.stdout
-    record_compiled(stage, objects_inputs(NINJA, obj, Runner()), before, started)
+    record_compiled(stage, objects_inputs(NINJA, obj, Runner()), before, started, stage / "project")
     return tuple(sorted(name for name in ("a.o", "b.o") if f" {name}" in out))
 
 
@@ -98,7 +101,7 @@ def test_an_edit_made_while_the_compile_runs_is_compiled_by_the_next_run(
     started = time.time_ns()
     subprocess.run([NINJA, "-C", obj], capture_output=True, check=True)
     _restore_old(project / "a.c", "a3\n")  # saved after the compiler read it
-    record_compiled(stage, objects_inputs(NINJA, obj, runner), before, started)
+    record_compiled(stage, objects_inputs(NINJA, obj, runner), before, started, stage / "project")
     assert _compile(stage) == ("a.o",)
     assert (obj / "a.o").read_text() == "a3\nh1\n"
 

@@ -77,19 +77,27 @@ def remove_stale(stage: Path, deps: Mapping[str, list[str]]) -> dict[str, str | 
 
 
 def record_compiled(
-    stage: Path, deps: Mapping[str, list[str]], before: Mapping[str, str | None], started_ns: int
+    stage: Path,
+    deps: Mapping[str, list[str]],
+    before: Mapping[str, str | None],
+    started_ns: int,
+    project: Path,
 ) -> None:
     """After a compile that succeeded (begun at ``started_ns``): each input's digest as it was
     before the compile (``before``), else as it is now (an input the compile found first), or
-    ``"edited"`` where it changed since the compile began (its ctime: the bytes compiled are
-    not known, so its objects are compiled again)."""
+    ``"edited"`` where a file of ``project`` (the author's, not those kernelwheel wrote just
+    before) changed since the compile began (its ctime: the bytes compiled are not known, so
+    its objects are compiled again)."""
     digest = Digests(stage)
+    authors = os.path.normpath(project) + os.sep
 
     def compiled_from(path: str) -> str | None:
         if path in before:
             return before[path]
         try:
-            edited = os.stat(path).st_ctime_ns >= started_ns - CLOCK_MARGIN_NS
+            edited = path.startswith(authors) and (
+                os.stat(path).st_ctime_ns >= started_ns - CLOCK_MARGIN_NS
+            )
         except OSError:
             edited = False
         return "edited" if edited else digest(path)

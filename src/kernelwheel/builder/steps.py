@@ -344,7 +344,8 @@ def compile_step(
     result = run_worker(req, python, stage, env_vars, planned.keep_dir, runner, direct=direct)
     if incremental:
         ninja = str(result.get("ninja") or ninja or "")
-        stale.record_compiled(stage, stale.objects_inputs(ninja, objects, runner), before, started)
+        deps = stale.objects_inputs(ninja, objects, runner)
+        stale.record_compiled(stage, deps, before, started, stage / PROJECT_LINK)
     _record_unit_costs(costs, peaks, spec, stage, req.project.root)
     if reuse is not None and direct is None:  # a direct run's inputs are not read again
         reuse.store(key, result, spec.sources, spec.include_dirs, started_ns=started)
