@@ -89,6 +89,14 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
         f"import os\n\ndef test_it_names_the_dev_build():\n"
         f"    assert os.environ['LOCAL_KERNELS'] == 'local/tiny-op={hub}'\n"
     )
+    # while the tests run, no other dev or test of the project may take the variant's lock
+    # (it would swap the shared object, or the Hub layout LOCAL_KERNELS names, under them)
+    lock = dev_folder(cache_dir(), load_project(project)) / f"{CPU_VARIANT}.lock"
+    (project / "tests" / "test_held.py").write_text(
+        f"import fcntl, pytest\n\ndef test_the_build_is_held():\n"
+        f"    with open({str(lock)!r}) as fh, pytest.raises(BlockingIOError):\n"
+        f"        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+    )
     monkeypatch.chdir(project / "csrc")  # the project is found upward
     capfd.readouterr()
 

@@ -7,6 +7,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,10 +78,11 @@ def dev_once(
     *,
     check_in_tests: bool = False,
     before_build: Callable[[KernelProject], None] | None = None,
+    hold: ExitStack | None = None,
 ) -> DevRun:
     """One dev build, linked into the user's interpreter; ``check_in_tests``: its load check
     left to the tests' process (``kernelwheel test``); ``before_build``: what refuses the
-    project before anything is built."""
+    project before anything is built; ``hold``: the build's lock is left on it."""
     planned = plan_project(project_path(args), option_values(args))
     if (kind := BuildKind.of(planned.project)) is not BuildKind.TORCH:
         raise ProjectError(
@@ -119,6 +121,7 @@ def dev_once(
         ui,
         gpu_capabilities=gpus,
         check_in_tests=check_in_tests,
+        hold=hold,
         runner=args.runner,
     )
     # --python, else the active virtual environment's; neither: the build's own environment

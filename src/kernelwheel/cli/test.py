@@ -7,6 +7,7 @@ import argparse
 import os
 import signal
 from collections.abc import Mapping
+from contextlib import ExitStack
 from pathlib import Path
 
 from .._util import atomic_write
@@ -43,7 +44,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    done = dev_once(args, ui, check_in_tests=True, before_build=_has_tests)
+    # the build's lock held until the tests end: another dev or test of the project waits
+    # rather than swap the shared object under them (they would test its build, not this one)
+    with ExitStack() as hold:
+        return _build_and_test(args, ui, hold)
+
+
+def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) -> int:
+    done = dev_once(args, ui, check_in_tests=True, before_build=_has_tests, hold=hold)
     project, build, linked = done.planned.project, done.build, done.linked
     env = dev_environment(project, build, os.environ)
     # the linked interpreter, else the build's own
