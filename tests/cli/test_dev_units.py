@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import io
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,7 @@ from kernelwheel.builder.dev import (
     pytest_arguments,
 )
 from kernelwheel.cli import dev, main
-from kernelwheel.cli.dev import _snapshot
+from kernelwheel.cli.dev import _snapshot, next_change
 from kernelwheel.cli.test import dev_environment, pytest_exit
 from kernelwheel.cli.ui import ConsoleUI
 from kernelwheel.compat.guard import BuildStamp
@@ -51,6 +53,24 @@ def test_watch_sees_the_projects_files_not_caches_hidden_folders_or_editors_file
     assert after != before and set(after) == set(before)
     (root / "csrc" / "new.cu").write_text("")
     assert set(_snapshot(root)) - set(after) == {str(root / "csrc" / "new.cu")}
+
+
+def test_watch_builds_once_a_checkout_has_written_all_its_files(tmp_path: Path) -> None:
+    """A branch switch writes its files one after another: a build from the first alone would
+    show a compile error the next file fixes."""
+    root = write_tiny_kernel(tmp_path / "p")
+    seen = _snapshot(root)
+
+    def checkout() -> None:  # a slow checkout: the header, then the source that needs it
+        (root / "csrc" / "new.h").write_text("int f();\n")
+        time.sleep(0.25)
+        (root / "csrc" / "add_one.cpp").write_text('#include "new.h"\n')
+
+    writer = threading.Thread(target=checkout)
+    writer.start()
+    changed = next_change(root, seen, poll=0.05)
+    writer.join()
+    assert changed == _snapshot(root)  # both files, not the header alone
 
 
 def _build(folder: Path) -> DevBuild:
@@ -196,7 +216,9 @@ def test_watch_shows_a_failed_builds_fix_once_and_keeps_watching(
 
     saves = iter(range(3))
 
-    def sleep(_: float) -> None:
+    def sleep(seconds: float) -> None:
+        if seconds != 0.5:  # the wait for a save to settle: nothing more is written
+            return
         if next(saves, None) is None:
             raise KeyboardInterrupt  # Ctrl-C
         (root / "csrc" / "add_one.cpp").write_text(f"// save {len(runs)}\n")

@@ -167,15 +167,26 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     seen = _snapshot(project_root)
     ui.info("", f"watching {project_root} (Ctrl-C stops)")
     while True:
-        time.sleep(0.5)
-        now = _snapshot(project_root)
-        if now == seen:
-            continue
-        seen = now
+        seen = next_change(project_root, seen)
         try:
             dev_once(args, ui)
         except KernelwheelError as exc:  # the next save tries again
             ui.error(str(exc))  # its fix included, once
+
+
+def next_change(
+    root: Path, seen: dict[str, tuple[int, int]], poll: float = 0.5, settle: float = 0.3
+) -> dict[str, tuple[int, int]]:
+    """The project's files once they differ from ``seen`` and then stay the same for ``settle``
+    seconds: a ``git checkout`` or ``tar x`` still writing, or an editor's save by rename, is
+    built when done, not half-way (a compile error that the next file would have fixed)."""
+    while (now := _snapshot(root)) == seen:
+        time.sleep(poll)
+    time.sleep(settle)
+    while (later := _snapshot(root)) != now:
+        now = later
+        time.sleep(settle)
+    return now
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
