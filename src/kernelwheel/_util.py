@@ -763,13 +763,20 @@ def _clear_dead_owner(owner: Path) -> DeadOwner | None:
 
 
 @contextmanager
-def locked(path: Path) -> Iterator[DeadOwner | None]:
+def locked(path: Path, waiting: Callable[[str], None] | None = None) -> Iterator[DeadOwner | None]:
     """Hold an exclusive lock on ``path`` (created if missing) for the duration, with its owner
-    file ``<path>.owner``; yields the dead holder whose work was cleared, if any."""
+    file ``<path>.owner``; yields the dead holder whose work was cleared, if any. ``waiting``
+    is told, before the wait, who holds it (``pid N``; a silent wait looks like a hang)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     owner = path.with_name(f"{path.name}.owner")
     with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                holder = _read_owner(owner)
+                waiting(f"pid {holder[0]}" if holder else "a process")
+            fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             dead = _clear_dead_owner(owner)
             _write_owner(owner)

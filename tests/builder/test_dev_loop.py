@@ -6,6 +6,7 @@ against each fresh build."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -88,6 +89,14 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
         f"import os\n\ndef test_it_names_the_dev_build():\n"
         f"    assert os.environ['LOCAL_KERNELS'] == 'local/tiny-op={hub}'\n"
     )
+    # while the tests run, no other dev or test of the project may take the variant's lock
+    # (it would swap the shared object, or the Hub layout LOCAL_KERNELS names, under them)
+    lock = dev_folder(cache_dir(), load_project(project)) / f"{CPU_VARIANT}.lock"
+    (project / "tests" / "test_held.py").write_text(
+        f"import fcntl, pytest\n\ndef test_the_build_is_held():\n"
+        f"    with open({str(lock)!r}) as fh, pytest.raises(BlockingIOError):\n"
+        f"        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+    )
     monkeypatch.chdir(project / "csrc")  # the project is found upward
     capfd.readouterr()
 
@@ -120,9 +129,11 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     assert "a 'kernelwheel dev' build, not a release" in "".join(capfd.readouterr())
     assert not list(wheels.glob("*.whl"))
 
-    # one line of one kernel source: that unit alone recompiles, and the tests see it
+    # one line of one kernel source, its time older than its object: that unit alone
+    # recompiles, and the tests see it
     kernel = project / "csrc" / "tiny_op_cpu.cpp"
     kernel.write_text(kernel.read_text().replace("add_one(src[i]);", "add_one(src[i]) + 1.0f;"))
+    os.utime(kernel, (1e9, 1e9))  # older than its object, as a checkout of an older revision
     assert main(["test", "--", "-x", "-q"]) == 1  # pytest's own exit code: a test failed
     assert "1 failed" in "".join(capfd.readouterr())
     log = dev_folder(cache_dir(), load_project(project)) / "logs" / f"{CPU_VARIANT}.log"

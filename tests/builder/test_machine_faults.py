@@ -100,3 +100,25 @@ def test_fault_reads_the_machines_words_only() -> None:
     both = "ccache: error: Failed to write /c/x: No space left on device\n"
     found = fault(both)
     assert found is not None and found.kind == "disk-full"
+
+
+def test_a_disk_too_full_to_hold_the_compilers_words_is_still_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dev folder's disk full: the log lies on it too, so the compiler's "No space left on
+    device" never reaches it, and the output just stops. The free space tells the cause."""
+    req, stage = _compile(tmp_path, "", compiler=("sh", "-c", "exit 1", "cut-short"))
+    with pytest.raises(BuildError):  # room enough: the compile's own failure
+        _run(req, stage)
+    real = shutil.disk_usage
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: real(path)._replace(free=4096))
+    with pytest.raises(ToolchainError) as caught:
+        _run(req, stage)
+    text = str(caught.value)
+    assert caught.value.exit_code == 5 and "a disk is full" in text, text
+    assert "its output stops short and names no error" in text and "0.0 MiB free" in text
+    assert "says:" not in text and "--cache-dir" in text
+    # an error the compiler did write stays the author's, whatever the space left
+    req, stage = _compile(tmp_path / "again", "int f() { return 1 }\n")
+    with pytest.raises(BuildError):
+        _run(req, stage)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,22 @@ def test_a_removed_input_or_a_damaged_entry_misses(tmp_path: Path) -> None:
     reuse, _, header, _, _ = _compiled(tmp_path / "again")
     header.unlink()
     assert reuse.lookup("K") is None
+
+
+def test_a_project_file_saved_while_the_compile_ran_stores_no_entry(tmp_path: Path) -> None:
+    """The fingerprints are taken after the compile: a file saved meanwhile (even with an old
+    mtime, as `cp -p` leaves it) would label the object compiled from its old content as the
+    new one's, and the next build would reuse it."""
+    reuse, result, header, _, _ = _compiled(tmp_path)
+    started = time.time_ns()
+    header.write_text("int g();\n")  # saved while the compiler ran
+    os.utime(header, (1e9, 1e9))
+    edited = Reuse(reuse.folder, (header.parent,), (header.parent,))
+    assert not edited.store("K", result, [], started_ns=started)
+    assert edited.lookup("K") is None and not edited.folder.exists()
+    # nothing of the project changed since the compile began: stored
+    assert edited.store("K", result, [], started_ns=time.time_ns() + 10**9)
+    assert edited.lookup("K") is not None
 
 
 def test_no_entry_without_a_deps_log(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import io
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,7 @@ from kernelwheel.builder.dev import (
     pytest_arguments,
 )
 from kernelwheel.cli import dev, main
-from kernelwheel.cli.dev import _snapshot
+from kernelwheel.cli.dev import _snapshot, next_change
 from kernelwheel.cli.test import dev_environment, pytest_exit
 from kernelwheel.cli.ui import ConsoleUI
 from kernelwheel.compat.guard import BuildStamp
@@ -35,10 +37,14 @@ from kernelwheel.model.variant import Arch, Variant
 CPU = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
 
 
-def test_watch_sees_the_projects_files_not_caches_or_hidden_folders(tmp_path: Path) -> None:
+def test_watch_sees_the_projects_files_not_caches_hidden_folders_or_editors_files(
+    tmp_path: Path,
+) -> None:
     root = write_tiny_kernel(tmp_path / "p")
     before = _snapshot(root)
-    for noise in (".git/index", "torch-ext/tiny_add/__pycache__/x.pyc", ".venv/x"):
+    editors = ("csrc/.add_one.cpp.swp", "csrc/4913", "csrc/#add_one.cpp#", "csrc/add_one.cpp~")
+    editors += ("torch-ext/tiny_add/__init__.py___jb_tmp___", "torch-ext/.x.py.kate-swp")
+    for noise in (".git/index", "torch-ext/tiny_add/__pycache__/x.pyc", ".venv/x", *editors):
         (root / noise).parent.mkdir(parents=True, exist_ok=True)
         (root / noise).write_text("noise")
     assert _snapshot(root) == before
@@ -47,6 +53,24 @@ def test_watch_sees_the_projects_files_not_caches_or_hidden_folders(tmp_path: Pa
     assert after != before and set(after) == set(before)
     (root / "csrc" / "new.cu").write_text("")
     assert set(_snapshot(root)) - set(after) == {str(root / "csrc" / "new.cu")}
+
+
+def test_watch_builds_once_a_checkout_has_written_all_its_files(tmp_path: Path) -> None:
+    """A branch switch writes its files one after another: a build from the first alone would
+    show a compile error the next file fixes."""
+    root = write_tiny_kernel(tmp_path / "p")
+    seen = _snapshot(root)
+
+    def checkout() -> None:  # a slow checkout: the header, then the source that needs it
+        (root / "csrc" / "new.h").write_text("int f();\n")
+        time.sleep(0.25)
+        (root / "csrc" / "add_one.cpp").write_text('#include "new.h"\n')
+
+    writer = threading.Thread(target=checkout)
+    writer.start()
+    changed = next_change(root, seen, poll=0.05)
+    writer.join()
+    assert changed == _snapshot(root)  # both files, not the header alone
 
 
 def _build(folder: Path) -> DevBuild:
@@ -217,7 +241,9 @@ def test_watch_shows_a_failed_builds_fix_once_and_keeps_watching(
 
     saves = iter(range(3))
 
-    def sleep(_: float) -> None:
+    def sleep(seconds: float) -> None:
+        if seconds != 0.5:  # the wait for a save to settle: nothing more is written
+            return
         if next(saves, None) is None:
             raise KeyboardInterrupt  # Ctrl-C
         (root / "csrc" / "add_one.cpp").write_text(f"// save {len(runs)}\n")
@@ -327,3 +353,16 @@ def test_a_dev_build_shows_the_compile_plans_notes_as_build_does(
         dev_builder._build_dev(req, reporter, Runner(), False)  # type: ignore[arg-type]
     assert (CPU.name, note) in reporter.messages
     assert (CPU.name, "warning: csrc/k.cpp: 1 warning") in reporter.messages
+
+
+def test_test_refuses_a_project_without_tests_before_building_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # it built the variant (minutes for a CUDA one) and only then said there was nothing to run
+    root = write_tiny_kernel(tmp_path / "p")
+    assert not (root / "tests").exists()
+    cache = tmp_path / "c"
+    assert main(["test", str(root), "--cache-dir", str(cache)]) == 5
+    err = capsys.readouterr().err
+    assert f"{root} has no tests/ folder" in err and "kernelwheel init writes one" in err
+    assert not cache.exists()  # no environment, no dev folder

@@ -384,3 +384,38 @@ def test_a_lock_without_owner_file_or_with_a_damaged_one_is_just_taken(tmp_path:
     (tmp_path / "b.lock.owner").write_text("{not json")
     with locked(tmp_path / "b.lock") as dead:
         assert dead is None
+
+
+def test_a_run_that_waits_for_a_lock_says_who_holds_it(tmp_path: Path) -> None:
+    """Two `kernelwheel test` of one project: the second waits for the first's build, and says
+    so (a silent wait of minutes looks like a hang)."""
+    from kernelwheel._util import locked
+
+    lock = tmp_path / "v.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(lock)], stdout=subprocess.PIPE, text=True, env=_env()
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    told: list[str] = []
+    with locked(lock, told.append):  # taken once the holder let go
+        pass
+    assert told == [f"pid {holder.pid}"]
+    holder.communicate()
+    with locked(lock, told.append):  # free: nothing said
+        pass
+    assert len(told) == 1
+
+
+_HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from kernelwheel._util import locked
+with locked(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(1.5)
+"""
+
+
+def _env() -> dict[str, str]:
+    src = str(Path(__import__("kernelwheel").__file__).parents[1])
+    return {**os.environ, "PYTHONPATH": src}

@@ -10,15 +10,18 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from kernelwheel.builder.codegen import build_id
 from kernelwheel.errors import ProjectError, UsageError
 from kernelwheel.model.capability import parse_all
 from kernelwheel.model.project import (
     DEFAULT_PYEXT,
     HubConfig,
     KernelProject,
+    editor_file,
     find_project_root,
     load_project,
 )
+from kernelwheel.model.variant import Variant
 
 GENERAL = '[general]\nname = "img2gray"\n'
 TORCH = '[torch]\nsrc = ["torch-ext/torch_binding.cpp", "torch-ext/torch_binding.h"]\n'
@@ -291,6 +294,29 @@ def test_source_files(tmp_path: Path) -> None:
         )
     )
     assert all(p.is_absolute() for p in files)
+
+
+# what vim, emacs, JetBrains IDEs and kate leave beside a file while it is edited
+EDITOR_FILES = (
+    ".__init__.py.swp", ".__init__.py.swx", "4913", "__init__.py~", "#__init__.py#",
+    "__init__.py___jb_tmp___", "__init__.py___jb_old___", ".__init__.py.kate-swp",
+)  # fmt: skip
+
+
+def test_editors_temporary_files_are_no_part_of_the_build(tmp_path: Path) -> None:
+    """A release built while the package is open in an editor is the build without it: the same
+    build id, so the same ops namespace and shared object's name."""
+    root = make_project(tmp_path / "k", VALID)
+    project = load_project(root)
+    variant = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+    files, build = project.source_files(), build_id(project, variant)
+    pkg = root / "torch-ext" / "img2gray"
+    for name in EDITOR_FILES:
+        (pkg / name).write_text("noise", encoding="utf-8")
+    (pkg / ".#__init__.py").symlink_to("me@host.4242:1700000000")  # emacs's lock: dangling
+    assert project.source_files() == files
+    assert build_id(project, variant) == build
+    assert not any(map(editor_file, ("__init__.py", "a.swp", "x.cu", "49130.cu", "a~b.h", "#a")))
 
 
 # -- locating and parsing ---------------------------------------------------------------------

@@ -153,8 +153,10 @@ def test_the_project_census_names_files_not_their_contents(tmp_path: Path) -> No
         (root / rel).write_text("v1\n")
     (root / "out" / "logs").mkdir(parents=True)
     (root / "out" / "logs" / "v.log").write_text("a build's log\n")
+    for noise in (".k.cpp.swp", "#k.cpp#", "k.cpp~", "k.cpp___jb_tmp___", "4913"):
+        (root / "csrc" / noise).write_text("an editor's\n")  # a build while k.cpp is open: hits
     before = project_census(root, leave_out=(root / "out",))
-    assert before == "csrc/k.cpp\ninc2/cfg.h\n"  # no hidden, cache or output folder
+    assert before == "csrc/k.cpp\ninc2/cfg.h\n"  # no hidden, cache, output or editor's file
     (root / "csrc" / "k.cpp").write_text("v2\n")
     assert project_census(root, leave_out=(root / "out",)) == before
     (root / "inc1").mkdir()

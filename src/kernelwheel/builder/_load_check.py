@@ -63,12 +63,15 @@ def load_torch(path: str, namespace: str) -> dict[str, object]:
 
 def syntax_errors(folder: str) -> list[str]:
     """``FILE:LINE: message`` of each Python file below ``folder`` this interpreter cannot
-    compile (kernelwheel's own Python may read another grammar)."""
+    compile (kernelwheel's own Python may read another grammar). Only files, as the wheel takes
+    them: emacs's lock ``.#name.py`` is a link to nowhere."""
     found = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
         for name in sorted(n for n in filenames if n.endswith(".py")):
             path = os.path.join(dirpath, name)
+            if not os.path.isfile(path):
+                continue
             try:
                 with open(path, "rb") as fh:
                     compile(fh.read(), path, "exec", dont_inherit=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -71,10 +72,17 @@ def dev_namespace(project: KernelProject, variant: Variant) -> str:
 
 
 def build_dev(
-    req: BuildRequest, reporter: Reporter, runner: Runner, *, check_in_tests: bool = False
+    req: BuildRequest,
+    reporter: Reporter,
+    runner: Runner,
+    *,
+    check_in_tests: bool = False,
+    hold: ExitStack | None = None,
 ) -> DevBuild:
     """``req``'s variant compiled incrementally, load-checked (``check_in_tests``: by the
-    process that runs the tests, ``DevBuild.deferred``) and laid out as an importable package."""
+    process that runs the tests, ``DevBuild.deferred``) and laid out as an importable package.
+    ``hold``: the variant's lock is left on it, so no other run replaces the shared object
+    while the caller uses it (``kernelwheel test``'s tests)."""
     # Its work folder and log in the dev folder; no repair or policy, no Hub layout. The compile
     # flags stay the release's (the ABI remedies' too): a kernel unit compiled by ``dev`` is then
     # a compiler-cache hit for ``build``, and back.
@@ -82,7 +90,17 @@ def build_dev(
     outputs = replace(req.outputs, work_dir=folder, out_dir=folder, manylinux=None, hub_layout=None)
     req = replace(req, outputs=outputs)
     req.outputs.work_dir.mkdir(parents=True, exist_ok=True)
-    with locked(req.outputs.work_dir / f"{req.variant.name}.lock"):  # one dev build of it at a time
+    scope = req.variant.name
+
+    def waiting(holder: str) -> None:
+        reporter.info(
+            scope,
+            f"waiting for another kernelwheel dev or test of this project ({holder}) to finish "
+            "its build of this variant, or the tests it runs on that build",
+        )
+
+    with ExitStack() as own:  # one at a time
+        (hold or own).enter_context(locked(req.outputs.work_dir / f"{scope}.lock", waiting))
         return _build_dev(req, reporter, runner, check_in_tests)
 
 

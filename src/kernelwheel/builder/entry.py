@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -27,7 +28,9 @@ def build_and_export(req: BuildRequest, reporter: Reporter, runner: Runner = RUN
     layout; an interrupt takes the wheel it had put in the output folder back out."""
     before = _variant_wheels(req)
     try:
-        with locked(req.outputs.work_dir / f"{req.variant.name}.lock"):
+        with locked(
+            req.outputs.work_dir / f"{req.variant.name}.lock", partial(_waiting, req, reporter)
+        ):
             wheel = _BUILDERS[req.kind](req, reporter, runner)
         _export(req, reporter, wheel)
     except KeyboardInterrupt:  # Terminated (SIGTERM) is one
@@ -37,6 +40,14 @@ def build_and_export(req: BuildRequest, reporter: Reporter, runner: Runner = RUN
             path.unlink(missing_ok=True)
         raise
     return wheel
+
+
+def _waiting(req: BuildRequest, reporter: Reporter, holder: str) -> None:
+    reporter.info(
+        req.variant.name,
+        f"waiting for another kernelwheel build ({holder}) of this variant to finish with its "
+        f"work folder {req.outputs.work_dir}",
+    )
 
 
 def _export(req: BuildRequest, reporter: Reporter, wheel: BuiltWheel) -> None:

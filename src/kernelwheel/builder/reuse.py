@@ -19,6 +19,7 @@ from .. import __version__
 from .._util import replace_dir, sha256_file, sha256_remembered, staging_dir
 from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
 from ..toolchain.envs import EnvInfo
+from .stale import CLOCK_MARGIN_NS
 
 FORMAT = 2  # 2: the absent headers that would shadow an input (include search order)
 MANIFEST = "manifest.json"
@@ -79,11 +80,30 @@ def build_key(
 
 class Reuse:
     """The reuse entry of one variant: ``folder/manifest.json`` and the shared object beside it.
-    ``content_roots``: files under these folders are fingerprinted by content."""
+    ``content_roots``: files under these folders are fingerprinted by content; ``edited``: the
+    folders (the project's) whose files an author may save while a compile reads them."""
 
-    def __init__(self, folder: Path, content_roots: Sequence[Path]) -> None:
+    def __init__(
+        self, folder: Path, content_roots: Sequence[Path], edited: Sequence[Path] = ()
+    ) -> None:
         self.folder = folder
         self.content_roots = tuple(os.path.normpath(p) + os.sep for p in content_roots)
+        self.edited = tuple(os.path.normpath(p) + os.sep for p in edited)
+
+    def _edited_since(self, paths: Sequence[str], started_ns: int) -> bool:
+        """Whether one of ``paths`` under ``edited`` changed after ``started_ns`` (less a margin
+        for the file system's coarse clock): by its ctime, which no tool sets back (``cp -p``,
+        ``touch -d`` and ``git checkout`` set mtime only). Its fingerprint, taken now, may then
+        not be the content the compile read."""
+        since = started_ns - CLOCK_MARGIN_NS
+        for path in paths:
+            if path.startswith(self.edited):
+                try:
+                    if os.stat(path).st_ctime_ns >= since:
+                        return True
+                except OSError:
+                    return True
+        return False
 
     def _fingerprint(self, path: str) -> list[object] | None:
         try:
@@ -120,15 +140,19 @@ class Reuse:
         result: Mapping[str, object],
         sources: Sequence[str],
         include_dirs: Sequence[str] = (),
+        *,
+        started_ns: int | None = None,
     ) -> bool:
         """Keep ``result`` (the worker's, naming the shared object and its inputs) for later
-        builds; False (and any old entry removed) when its inputs are unknown.
+        builds; False (and any old entry removed) when its inputs are unknown, or one of the
+        project's was saved after the compile began (``started_ns``: ``time.time_ns()``).
         ``include_dirs``: the spec's include folders, in search order."""
         inputs = result.get("inputs")
         fingerprints: dict[str, object] = {}
         if isinstance(inputs, list) and inputs:
             paths = sorted({*map(str, inputs), *(os.path.normpath(s) for s in sources)})
-            fingerprints = {path: self._fingerprint(path) for path in paths}
+            if started_ns is None or not self._edited_since(paths, started_ns):
+                fingerprints = {path: self._fingerprint(path) for path in paths}
         if not fingerprints or None in fingerprints.values():
             shutil.rmtree(self.folder, ignore_errors=True)
             return False

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -114,11 +115,13 @@ def dev_project(
     *,
     gpu_capabilities: tuple[CudaCapability, ...] = (),
     check_in_tests: bool = False,
+    hold: ExitStack | None = None,
     runner: Runner = RUNNER,
 ) -> DevBuild:
-    """``kernelwheel dev``: ``recipe``'s variant, planned as a build is, built by builder/dev."""
+    """``kernelwheel dev``: ``recipe``'s variant, planned as a build is, built by builder/dev
+    (``hold``: its lock left on it, builder.dev.build_dev)."""
     (request,), _, _ = _requests(planned, [recipe], progress, gpu_capabilities, runner)
-    return build_dev(request, progress, runner, check_in_tests=check_in_tests)
+    return build_dev(request, progress, runner, check_in_tests=check_in_tests, hold=hold)
 
 
 def _requests(

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,7 @@ from ..toolchain.cross import CrossBuild
 from ..toolchain.deps import HeaderPlan, provide_headers
 from ..toolchain.envs import CudaToolkit, EnvInfo, supported_capabilities
 from ..wheels import Member, WheelSpec, write_wheel
+from . import stale
 from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
 from .load_check import (
     DeferredLoad,
@@ -349,10 +351,19 @@ def compile_step(
     reuse, key, stored = unchanged_compile(req, stage, spec, facts, env_vars)
     if stored is not None:
         return _compiled(stored, spec, "unchanged: compile skipped", planned.notes)
+    objects = Path(spec.build_temp)
+    # dev's objects are kept: one whose sources hold other bytes goes, whatever their times
+    ninja = _last_ninja(stage, env_vars) if incremental else None
+    before = stale.remove_stale(stage, stale.objects_inputs(ninja, objects, runner))
+    started = time.time_ns()
     result = run_worker(req, python, stage, env_vars, planned.keep_dir, runner, direct=direct)
+    if incremental:
+        ninja = str(result.get("ninja") or ninja or "")
+        deps = stale.objects_inputs(ninja, objects, runner)
+        stale.record_compiled(stage, deps, before, started, stage / PROJECT_LINK)
     _record_unit_costs(costs, peaks, spec, stage, req.project.root)
     if reuse is not None and direct is None:  # a direct run's inputs are not read again
-        reuse.store(key, result, spec.sources, spec.include_dirs)
+        reuse.store(key, result, spec.sources, spec.include_dirs, started_ns=started)
     if not (cache := str(result.get("cache") or "")):  # what the compiler cache did
         stats = read_stats(stats_log) if cached else None
         why = "no-ccache" if req.compile.no_ccache else "see the log"
@@ -398,6 +409,15 @@ def _record_unit_costs(
                     found[path.relative_to(project).as_posix()] = value
                     break
         unit_costs.record_costs(store, found, decay=decay)
+
+
+def _last_ninja(stage: Path, env_vars: Mapping[str, str]) -> str | None:
+    """The ninja the variant's last compile ran, else the one the compile will find."""
+    try:
+        last = json.loads((stage / "result.json").read_text()).get("ninja")
+    except (OSError, ValueError, AttributeError):
+        last = None
+    return str(last) if last else shutil.which("ninja", path=env_vars.get("PATH"))
 
 
 def _direct_commands(
@@ -448,9 +468,11 @@ def run_worker(
     output = _read_from(req.log, start)
     paths = _project_paths(req, stage, spec_path)
     if code != 0 or not result_path.exists():
-        if (cause := fault(output)) is not None:
-            raise machine_fault(req, cause, stage, env_vars)
         found = failure(output, paths)
+        if (
+            cause := fault(output) or _nearly_full(found.compiler_error, req.log, stage)
+        ) is not None:
+            raise machine_fault(req, cause, stage, env_vars)
         units = ", ".join(found.units) or req.variant.name
         raise BuildError(
             f"compiling {units} failed (exit {code})",
@@ -491,7 +513,8 @@ def machine_fault(
     req: BuildRequest, cause: Fault, stage: Path, env_vars: Mapping[str, str]
 ) -> ToolchainError:
     """A failed compile caused by this machine (a full disk, a broken ccache), not the code."""
-    said = f"the compile output says: {cause.line} (full log: {req.log})"
+    said = f"the compile output says: {cause.line}" if cause.said else cause.line
+    said += f" (full log: {req.log})"
     if cause.kind == "disk-full":
         folders = {
             "the build folder": stage,
@@ -512,6 +535,25 @@ def machine_fault(
         hint=f"check that {ccache_dir} is writable and its disk has room, or remove it (it is "
         "remade); to build without the cache, pass --no-ccache",
     )
+
+
+_NEARLY_FULL = 64 * 2**20  # less free than a compile writes: what cut its output short
+
+
+def _nearly_full(compiler_error: bool, *folders: Path) -> Fault | None:
+    """A full disk told by the free space left, where the output names no compiler error: with
+    the log on that disk, the compiler's "No space left on device" never reached it."""
+    if compiler_error:
+        return None
+    for folder in folders:
+        try:
+            free = shutil.disk_usage(folder if folder.is_dir() else folder.parent).free
+        except OSError:
+            continue
+        if free < _NEARLY_FULL:
+            said = f"its output stops short and names no error; {folder} has {free / 2**20:.1f}"
+            return Fault("disk-full", f"{said} MiB free", said=False)
+    return None
 
 
 def _free(path: Path) -> str:
@@ -656,7 +698,10 @@ def unchanged_compile(
     """The reuse entry, key and stored result of an unchanged compile (none without ccache)."""
     if req.compile.no_ccache:
         return None, "", None
-    reuse = Reuse(req.outputs.work_dir / "reuse" / req.variant.name, (req.project.root, stage))
+    project = (req.project.root, stage / PROJECT_LINK)  # the compilers name it through the link
+    reuse = Reuse(
+        req.outputs.work_dir / "reuse" / req.variant.name, (req.project.root, stage), project
+    )
     key = build_key(spec, env, env_vars, WORKER)
     stored = reuse.lookup(key)
     if stored is not None:

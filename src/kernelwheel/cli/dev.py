@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from ..builder.preflight import select_buildable
 from ..builder.request import BuildKind
 from ..builder.service import dev_project
 from ..errors import KernelwheelError, ProjectError, UsageError
-from ..model.project import KernelProject
+from ..model.project import KernelProject, editor_file
 from ..plan.defaults import active_venv_python, capabilities_here
 from ..plan.planning import Planned, plan_project
 from ._args import (
@@ -72,9 +74,17 @@ class DevRun:
     linked: Linked | None
 
 
-def dev_once(args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = False) -> DevRun:
+def dev_once(
+    args: argparse.Namespace,
+    ui: ConsoleUI,
+    *,
+    check_in_tests: bool = False,
+    before_build: Callable[[KernelProject], None] | None = None,
+    hold: ExitStack | None = None,
+) -> DevRun:
     """One dev build, linked into the user's interpreter; ``check_in_tests``: its load check
-    left to the tests' process (``kernelwheel test``)."""
+    left to the tests' process (``kernelwheel test``); ``before_build``: what refuses the
+    project before anything is built; ``hold``: the build's lock is left on it."""
     planned = plan_project(project_path(args), option_values(args))
     if (kind := BuildKind.of(planned.project)) is not BuildKind.TORCH:
         raise ProjectError(
@@ -83,6 +93,8 @@ def dev_once(args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = 
             file=planned.project.build_toml,
             hint="build its wheels with 'kernelwheel build'",
         )
+    if before_build is not None:
+        before_build(planned.project)
     selection = select_buildable(planned, args.variant, runner=args.runner)
     if len(selection.recipes) != 1:
         raise UsageError(
@@ -111,6 +123,7 @@ def dev_once(args: argparse.Namespace, ui: ConsoleUI, *, check_in_tests: bool = 
         ui,
         gpu_capabilities=gpus,
         check_in_tests=check_in_tests,
+        hold=hold,
         runner=args.runner,
     )
     # --python, else the active virtual environment's; neither: the build's own environment
@@ -166,23 +179,37 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     seen = _snapshot(project_root)
     ui.info("", f"watching {project_root} (Ctrl-C stops)")
     while True:
-        time.sleep(0.5)
-        now = _snapshot(project_root)
-        if now == seen:
-            continue
-        seen = now
+        seen = next_change(project_root, seen)
         try:
             dev_once(args, ui)
         except KernelwheelError as exc:  # the next save tries again
             ui.error(str(exc))  # its fix included, once
 
 
+def next_change(
+    root: Path, seen: dict[str, tuple[int, int]], poll: float = 0.5, settle: float = 0.3
+) -> dict[str, tuple[int, int]]:
+    """The project's files once they differ from ``seen`` and then stay the same for ``settle``
+    seconds: a ``git checkout`` or ``tar x`` still writing, or an editor's save by rename, is
+    built when done, not half-way (a compile error that the next file would have fixed)."""
+    while (now := _snapshot(root)) == seen:
+        time.sleep(poll)
+    time.sleep(settle)
+    while (later := _snapshot(root)) != now:
+        now = later
+        time.sleep(settle)
+    return now
+
+
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file of the project but hidden folders and caches: size and mtime."""
+    """Every file of the project but hidden folders, caches and editors' temporary files (a
+    swap file written as you type would start a build): size and mtime."""
     found: dict[str, tuple[int, int]] = {}
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
         for name in files:
+            if editor_file(name):
+                continue
             path = os.path.join(folder, name)
             try:
                 st = os.stat(path)

@@ -7,6 +7,7 @@ import argparse
 import os
 import signal
 from collections.abc import Mapping
+from contextlib import ExitStack
 from pathlib import Path
 
 from ..builder.dev import DevBuild, pytest_arguments
@@ -42,13 +43,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    done = dev_once(args, ui, check_in_tests=True)
+    # the build's lock held until the tests end: another dev or test of the project waits
+    # rather than swap the shared object under them (they would test its build, not this one)
+    with ExitStack() as hold:
+        return _build_and_test(args, ui, hold)
+
+
+def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) -> int:
+    done = dev_once(args, ui, check_in_tests=True, before_build=_has_tests, hold=hold)
     project, build, linked = done.planned.project, done.build, done.linked
-    if not (project.root / "tests").is_dir():
-        raise ToolchainError(
-            f"{project.root} has no tests/ folder",
-            hint="put the kernel's tests in tests/ (kernelwheel init writes one)",
-        )
     env = dev_environment(project, build, os.environ)
     # the linked interpreter, else the build's own
     python = linked.python if linked is not None and linked.pth is not None else build.python
@@ -93,6 +96,15 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         ui.info(build.variant.name, warning)
     record_load(deferred.record, deferred.digest, warnings)  # it loaded: not loaded again
     return pytest_exit(code, ui)
+
+
+def _has_tests(project: KernelProject) -> None:
+    """Refused before the build (minutes for a CUDA variant): a project without tests/."""
+    if not (project.root / "tests").is_dir():
+        raise ToolchainError(
+            f"{project.root} has no tests/ folder",
+            hint="put the kernel's tests in tests/ (kernelwheel init writes one)",
+        )
 
 
 def pytest_exit(code: int, ui: ConsoleUI) -> int:

@@ -229,10 +229,12 @@ def _others(failed: Sequence[_Segment], first: Sequence[str], paths: PathMap) ->
 @dataclass(frozen=True)
 class Fault:
     """A failed compile's cause that is this machine's, not the author's code: ``kind`` is
-    ``"disk-full"`` or ``"ccache"``; ``line`` the output's first line that says so, clipped."""
+    ``"disk-full"`` or ``"ccache"``; ``line`` the output's first line that says so, clipped
+    (``said``), or what else showed it (the free space left, where the output was cut short)."""
 
     kind: str
     line: str
+    said: bool = True
 
 
 def fault(output: str) -> Fault | None:

@@ -46,6 +46,7 @@ __all__ = [
     "KernelDependency",
     "KernelProject",
     "KernelSection",
+    "editor_file",
     "find_project_root",
     "load_project",
 ]
@@ -54,6 +55,20 @@ BUILD_TOML = "build.toml"
 # The kernel card, first found: the Hub's CARD.md (a template, model/card renders it), else
 # README.md as it is (the wheels' long description, the Hub repo's README.md).
 CARD_FILES = ("CARD.md", "README.md")
+# What editors write beside a file and remove again, never part of a build: vim's swap files and
+# its 4913 write probe, emacs's lock link and autosave, JetBrains' safe-write copies, kate's
+# swap file and the name~ backups of all of them.
+_EDITOR_FILE = re.compile(
+    r"\.#.*|#.*#|.*~|\..*\.sw[a-z]|\..*\.kate-swp|.*___jb_(?:tmp|old)___|4913", re.DOTALL
+)
+
+
+def editor_file(name: str) -> bool:
+    """Whether the file named ``name`` is an editor's temporary or backup file (``.kx.h.swp``,
+    ``#kx.h#``, ``kx.h~``): it neither goes into a build nor starts one."""
+    return _EDITOR_FILE.fullmatch(name) is not None
+
+
 LEGACY = 2  # the edition number kernelwheel gives the pre-edition-3 forms
 FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
 
@@ -265,7 +280,8 @@ class KernelProject:
     def source_files(self) -> tuple[Path, ...]:
         """Every file that determines the build, absolute and sorted (input to a content hash):
         build.toml, each src/include entry that is a file (include folders are search paths;
-        kernel-builder lists headers in ``src``) and the Python package but bytecode caches."""
+        kernel-builder lists headers in ``src``) and the Python package but bytecode caches and
+        editors' temporary files."""
         sections = (*self.kernels, *(s for s in (self.torch, self.tvm_ffi) if s is not None))
         listed = (self.root / rel for s in sections for rel in (*s.src, *s.include))
         files = {self.build_toml, *(path for path in listed if path.is_file())}
@@ -273,7 +289,11 @@ class KernelProject:
             dirnames[:] = [d for d in dirnames if d != "__pycache__"]
             for filename in filenames:
                 path = Path(dirpath, filename)
-                if path.suffix not in (".pyc", ".pyo") and path.is_file():
+                if (
+                    path.suffix not in (".pyc", ".pyo")
+                    and not editor_file(filename)
+                    and path.is_file()
+                ):
                     files.add(path)
         return tuple(sorted(files))
 

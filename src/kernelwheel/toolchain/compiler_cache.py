@@ -21,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from .._util import RUNNER, Runner
 from ..errors import ToolchainError
+from ..model.project import editor_file
 from ..model.recipes import CcacheRecipe
 from ..model.sources import PipSources
 from .envs import made_once
@@ -154,7 +155,8 @@ def project_census(root: Path, leave_out: Iterable[Path] = ()) -> str:
     ``leave_out`` excepted), which ccache hashes into every key (``extra_files``): its direct and
     depend modes remember the headers an object included, not those it would have found had they
     existed, so a header added in front of another on the include path gave the old object back.
-    A file added, removed or renamed now misses; an edit of one changes nothing here."""
+    A file added, removed or renamed now misses; an edit of one changes nothing here, nor does an
+    editor's swap or backup file (``model.project.editor_file``)."""
     root = root.resolve()
     skipped = {p.resolve() for p in leave_out}
     names: list[str] = []
@@ -165,7 +167,7 @@ def project_census(root: Path, leave_out: Iterable[Path] = ()) -> str:
             for d in dirnames
             if not d.startswith(".") and d != "__pycache__" and (here / d) not in skipped
         )
-        names += [(here / f).relative_to(root).as_posix() for f in filenames]
+        names += [(here / f).relative_to(root).as_posix() for f in filenames if not editor_file(f)]
     return "".join(f"{name}\n" for name in sorted(names))
 
 

@@ -1,0 +1,106 @@
+"""A dev build's objects judged by what their sources hold, not by their times. ninja compiles an
+object again only when an input is newer than it: a source brought back with an older time
+(``git checkout`` or ``git stash pop`` of an older revision, ``cp -p``, ``tar x``, ``touch -d``, a
+file replaced by a link to an older one) would leave the old object linked and tested. The
+digests the project's inputs had when each object was last compiled are kept beside the objects
+(hashed before the compile reads them: an edit made while it runs is seen by the next run); an
+object one of whose inputs now holds something else is removed before ninja runs."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from .._util import CommandTimeout, Runner, atomic_write, sha256_file
+
+RECORD = "inputs.sha256.json"  # in the variant's work folder: {input: its digest when compiled}
+# ctime comes from the kernel's coarse clock, up to a tick (1-10 ms) behind time.time_ns()
+CLOCK_MARGIN_NS = 100_000_000
+
+
+def objects_inputs(ninja: str | None, build_temp: Path, runner: Runner) -> dict[str, list[str]]:
+    """Each object of ``build_temp`` and its inputs, by ninja's deps log (``ninja -t deps``), as
+    normalized absolute paths; empty without ninja or a log."""
+    if not ninja or not (build_temp / ".ninja_deps").is_file():
+        return {}
+    try:
+        proc = runner.captured([ninja, "-C", build_temp, "-t", "deps"], timeout=120)
+    except (OSError, CommandTimeout):
+        return {}
+    found: dict[str, list[str]] = {}
+    inputs: list[str] = []
+    for line in proc.stdout.splitlines() if proc.returncode == 0 else ():
+        if line.strip() and not line[0].isspace():
+            inputs = found.setdefault(
+                os.path.normpath(build_temp / line.partition(": #deps ")[0]), []
+            )
+        elif line.strip():
+            inputs.append(os.path.normpath(build_temp / line.strip()))
+    return found
+
+
+class Digests:
+    """The digests of the inputs under ``root`` (the work folder: the project is linked into it),
+    each file hashed once; None for a file that cannot be read."""
+
+    def __init__(self, root: Path) -> None:
+        self.prefix = os.path.normpath(root) + os.sep
+        self.known: dict[str, str | None] = {}
+
+    def mine(self, inputs: list[str]) -> list[str]:
+        return [path for path in inputs if path.startswith(self.prefix)]
+
+    def __call__(self, path: str) -> str | None:
+        if path not in self.known:
+            try:
+                self.known[path] = sha256_file(Path(path))
+            except OSError:
+                self.known[path] = None
+        return self.known[path]
+
+
+def remove_stale(stage: Path, deps: Mapping[str, list[str]]) -> dict[str, str | None]:
+    """Remove each object of ``deps`` one of whose inputs under ``stage`` holds other bytes than
+    when it was compiled (or was never recorded); the digests of those inputs now."""
+    try:
+        recorded = json.loads((stage / RECORD).read_text())
+    except (OSError, ValueError):
+        recorded = {}
+    recorded = recorded if isinstance(recorded, dict) else {}
+    digest = Digests(stage)
+    for target, inputs in deps.items():
+        if any(digest(path) != recorded.get(path) for path in digest.mine(inputs)):
+            Path(target).unlink(missing_ok=True)
+    return digest.known
+
+
+def record_compiled(
+    stage: Path,
+    deps: Mapping[str, list[str]],
+    before: Mapping[str, str | None],
+    started_ns: int,
+    project: Path,
+) -> None:
+    """After a compile that succeeded (begun at ``started_ns``): each input's digest as it was
+    before the compile (``before``), else as it is now (an input the compile found first), or
+    ``"edited"`` where a file of ``project`` (the author's, not those kernelwheel wrote just
+    before) changed since the compile began (its ctime: the bytes compiled are not known, so
+    its objects are compiled again)."""
+    digest = Digests(stage)
+    authors = os.path.normpath(project) + os.sep
+
+    def compiled_from(path: str) -> str | None:
+        if path in before:
+            return before[path]
+        try:
+            edited = path.startswith(authors) and (
+                os.stat(path).st_ctime_ns >= started_ns - CLOCK_MARGIN_NS
+            )
+        except OSError:
+            edited = False
+        return "edited" if edited else digest(path)
+
+    record = {path: compiled_from(path) for inputs in deps.values() for path in digest.mine(inputs)}
+    atomic_write(stage / RECORD, json.dumps(record, indent=0, sort_keys=True))
