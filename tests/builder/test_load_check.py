@@ -322,3 +322,45 @@ def test_an_op_without_a_kernel_for_the_variants_backend_is_warned_of() -> None:
     assert "add_one, mul has no CUDA kernel" in report.warnings(NS, cuda)[0]
     assert report.warnings(NS) == ()  # a backend torch has no key of here: nothing to say
     assert LoadReport.read({"ops": found["ops"]}).warnings(NS, cpu) == ()  # an older child
+
+
+def test_ops_with_a_kernel_for_every_backend_or_one_from_python_are_not_warned_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # torch 2.13's dispatcher, asked of ops a library registered so (checked on the real one):
+    # a CompositeExplicitAutogradNonFunctional kernel alone runs on CPU and CUDA alike; an op
+    # the binding defines and the package's Python implements (torch.library.impl) gets its
+    # kernel when the package is imported, after the check
+    kernels = {
+        f"{NS}::functional": {"CompositeExplicitAutogradNonFunctional"},
+        f"{NS}::implicit": {"CompositeImplicitAutograd"},
+        f"{NS}::from_python": set(),
+        f"{NS}::meta_only": {"Meta"},
+    }
+    schemas: list[_Schema] = []
+    fake = SimpleNamespace(
+        _jit_get_all_schemas=lambda: list(schemas),
+        _dispatch_get_all_op_names=lambda: list(kernels),
+        _dispatch_has_kernel_for_dispatch_key=lambda name, key: key in kernels[name],
+    )
+    torch = SimpleNamespace(_C=fake, schemas=schemas, Schema=_Schema)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    (tmp_path / "ext.py").write_text(
+        "import torch\n"
+        f"torch.schemas += [torch.Schema(name=n, overload_name='') for n in {list(kernels)}]\n"
+    )
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import torch\nfrom ._ops import add_op_namespace_prefix\n\n"
+        '@torch.library.impl(add_op_namespace_prefix("from_python"), "CPU")\n'
+        "def _(x):\n    return x\n"
+    )
+    found = load_torch(str(tmp_path / "ext.py"), NS, str(package))
+    assert found["lacking"] == {"CPU": [f"{NS}::meta_only"], "CUDA": [f"{NS}::meta_only"]}
+    # without the package's Python (an older caller), the Python-implemented op is warned of
+    schemas.clear()
+    lacking = load_torch(str(tmp_path / "ext.py"), NS)["lacking"]
+    assert lacking == {"CPU": [f"{NS}::from_python", f"{NS}::meta_only"]} | {
+        "CUDA": [f"{NS}::from_python", f"{NS}::meta_only"]
+    }
