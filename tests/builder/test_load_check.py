@@ -150,6 +150,36 @@ def test_an_undefined_symbol_names_the_unlisted_source_that_defines_it(tmp_path:
     )
 
 
+def test_a_source_listed_in_single_quotes_is_not_called_unlisted_nor_an_unreadable_one_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # build.toml's 'csrc/helper.cpp' (a TOML literal string) was read as unlisted, the author
+    # told to add a file already listed; a .cu the author cannot read (root-owned output of a
+    # container) raised PermissionError in place of the load check's own error
+    from support.tinykernel import write_tiny_kernel
+
+    root = write_tiny_kernel(tmp_path / "p")
+    text = (root / "build.toml").read_text()
+    (root / "build.toml").write_text(text.replace('"csrc/add_one.cpp"', "'csrc/add_one.cpp'"))
+    assert "'csrc/add_one.cpp'" in (root / "build.toml").read_text()
+    (root / "csrc" / "add_one.cpp").write_text(
+        "at::Tensor add_one_cpu(const at::Tensor& x) { return x + 1; }\n"
+    )
+    _, _, fix = explain_failure(1, UNDEFINED, NS, root)
+    assert fix.endswith("or link the library that has it")
+    (root / "csrc" / "locked.cu").write_text("at::Tensor add_one_cpu(const at::Tensor& x);\n")
+    read_text = Path.read_text
+
+    def refusing(path: Path, *args: object, **kwargs: object) -> str:
+        if path.name == "locked.cu":
+            raise PermissionError(13, "Permission denied", str(path))
+        return read_text(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", refusing)
+    message, _, fix = explain_failure(1, UNDEFINED, NS, root)
+    assert "undefined symbol" in message and fix.endswith("or link the library that has it")
+
+
 def test_any_other_failure_shows_its_last_lines_and_the_way_out() -> None:
     message, lines, fix = explain_failure(-signal.SIGSEGV, "boom\nSegfault in init\n", NS)
     assert message == "the extension crashed (SIGSEGV) when loaded: boom"
