@@ -11,6 +11,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -467,7 +468,11 @@ def run_worker(
             shutil.rmtree(keep_dir, ignore_errors=True)
     output = _read_from(req.log, start)
     paths = _project_paths(req, stage, spec_path)
+    incremental = direct is not None or _incremental(spec_path)
     if code != 0 or not result_path.exists():
+        if incremental:  # the units that compiled before the failure: their warnings now
+            with suppress(OSError):
+                _replayed(stage, unit_warnings(output, paths), paths)
         found = failure(output, paths)
         if (
             cause := fault(output) or _nearly_full(found.compiler_error, req.log, stage)
@@ -482,7 +487,7 @@ def run_worker(
         )
     result: dict[str, object] = json.loads(result_path.read_text())
     result["warnings"] = list(warning_summary(output, paths))
-    if direct is not None or json.loads(spec_path.read_text()).get("incremental"):
+    if incremental:
         result["warnings"] = _replayed(stage, unit_warnings(output, paths), paths)
     if idle:
         result["cache"] = "unchanged: ninja had nothing to compile"
@@ -490,6 +495,14 @@ def run_worker(
 
 
 _NINJA_IDLE = "ninja: no work to do."
+
+
+def _incremental(spec_path: Path) -> bool:
+    """Whether the compile of the spec at ``spec_path`` was a dev build's (incremental)."""
+    try:
+        return bool(json.loads(spec_path.read_text()).get("incremental"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _replayed(stage: Path, fresh: Mapping[str, str], paths: PathMap) -> list[str]:
@@ -504,7 +517,11 @@ def _replayed(stage: Path, fresh: Mapping[str, str], paths: PathMap) -> list[str
     if not isinstance(last, dict):
         last = {}
     units = {paths.path(str(source)) for source in sources}
-    said = {u: str(w) for u, w in {**last, **fresh}.items() if u in units or u in fresh}
+    said = {  # a value that is no line (the record edited, cut short) says nothing
+        u: w
+        for u, w in {**last, **fresh}.items()
+        if isinstance(w, str) and (u in units or u in fresh)
+    }
     atomic_write(kept, json.dumps(said, indent=1))
     return [line for line in said.values() if line]
 
