@@ -290,6 +290,8 @@ def test_a_package_file_that_does_not_compile_fails_the_check_with_its_project_p
     (package / "fine.py").write_text("match = 1\n")
     (package / "notes.txt").write_text("def (\n")  # not Python: not compiled
     (package / ".#__init__.py").symlink_to("me@host.4242:1700000000")  # emacs's lock: skipped
+    # and its lock where links cannot be made (a Windows drive under WSL): a file of that text
+    (package / "sub" / ".#nul.py").write_text("me@host.4242:1700000000")
     found = syntax_errors(str(package))
     assert len(found) == 2, found
     assert found[0] == f"{package}/__init__.py:3: expected ':'"

@@ -99,11 +99,12 @@ def python_kernels(folder: str) -> set[str]:
 def syntax_errors(folder: str) -> list[str]:
     """``FILE:LINE: message`` of each Python file below ``folder`` this interpreter cannot
     compile (kernelwheel's own Python may read another grammar). Only files, as the wheel takes
-    them: emacs's lock ``.#name.py`` is a link to nowhere."""
+    them: emacs's lock ``.#name.py`` (a link to nowhere, or a file where links cannot be made)
+    is none."""
     found = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
-        for name in sorted(n for n in filenames if n.endswith(".py")):
+        for name in sorted(n for n in filenames if n.endswith(".py") and n[:2] != ".#"):
             path = os.path.join(dirpath, name)
             if not os.path.isfile(path):
                 continue

@@ -49,7 +49,7 @@ from ..compile.memory import load_estimates
 from ..errors import AbiError, BuildError, ToolchainError
 from ..log import Reporter, step
 from ..model.capability import CudaCapability
-from ..model.project import KernelProject
+from ..model.project import KernelProject, editor_file
 from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, LocalVersionStyle, Variant
 from ..toolchain.compiler_cache import ccache_env, project_census, read_stats, select_ccache
@@ -192,11 +192,15 @@ def open_build(req: BuildRequest, runner: Runner) -> None:
 
 
 def package_files(project: KernelProject) -> dict[str, Member]:
-    """The package's ``.py`` and ``pyext`` files as paths: the writer streams them (GBs)."""
+    """The package's ``.py`` and ``pyext`` files as paths: the writer streams them (GBs); not
+    an editor's (emacs's lock ``.#x.py`` is a regular file where links are not to be had), as
+    the build id takes none."""
     files: dict[str, Member] = {}
     suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
     for path in sorted(project.package_dir.rglob("*")):
         if not path.is_file() or "__pycache__" in path.parts or path.suffix not in suffixes:
+            continue
+        if editor_file(path.name):
             continue
         refuse_outside(path, project.root, path)
         rel = path.relative_to(project.package_dir).as_posix()
