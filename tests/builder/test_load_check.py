@@ -150,6 +150,36 @@ def test_an_undefined_symbol_names_the_unlisted_source_that_defines_it(tmp_path:
     )
 
 
+def test_a_source_listed_in_single_quotes_is_not_called_unlisted_nor_an_unreadable_one_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # build.toml's 'csrc/helper.cpp' (a TOML literal string) was read as unlisted, the author
+    # told to add a file already listed; a .cu the author cannot read (root-owned output of a
+    # container) raised PermissionError in place of the load check's own error
+    from support.tinykernel import write_tiny_kernel
+
+    root = write_tiny_kernel(tmp_path / "p")
+    text = (root / "build.toml").read_text()
+    (root / "build.toml").write_text(text.replace('"csrc/add_one.cpp"', "'csrc/add_one.cpp'"))
+    assert "'csrc/add_one.cpp'" in (root / "build.toml").read_text()
+    (root / "csrc" / "add_one.cpp").write_text(
+        "at::Tensor add_one_cpu(const at::Tensor& x) { return x + 1; }\n"
+    )
+    _, _, fix = explain_failure(1, UNDEFINED, NS, root)
+    assert fix.endswith("or link the library that has it")
+    (root / "csrc" / "locked.cu").write_text("at::Tensor add_one_cpu(const at::Tensor& x);\n")
+    read_text = Path.read_text
+
+    def refusing(path: Path, *args: object, **kwargs: object) -> str:
+        if path.name == "locked.cu":
+            raise PermissionError(13, "Permission denied", str(path))
+        return read_text(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", refusing)
+    message, _, fix = explain_failure(1, UNDEFINED, NS, root)
+    assert "undefined symbol" in message and fix.endswith("or link the library that has it")
+
+
 def test_any_other_failure_shows_its_last_lines_and_the_way_out() -> None:
     message, lines, fix = explain_failure(-signal.SIGSEGV, "boom\nSegfault in init\n", NS)
     assert message == "the extension crashed (SIGSEGV) when loaded: boom"
@@ -260,6 +290,8 @@ def test_a_package_file_that_does_not_compile_fails_the_check_with_its_project_p
     (package / "fine.py").write_text("match = 1\n")
     (package / "notes.txt").write_text("def (\n")  # not Python: not compiled
     (package / ".#__init__.py").symlink_to("me@host.4242:1700000000")  # emacs's lock: skipped
+    # and its lock where links cannot be made (a Windows drive under WSL): a file of that text
+    (package / "sub" / ".#nul.py").write_text("me@host.4242:1700000000")
     found = syntax_errors(str(package))
     assert len(found) == 2, found
     assert found[0] == f"{package}/__init__.py:3: expected ':'"
@@ -322,3 +354,45 @@ def test_an_op_without_a_kernel_for_the_variants_backend_is_warned_of() -> None:
     assert "add_one, mul has no CUDA kernel" in report.warnings(NS, cuda)[0]
     assert report.warnings(NS) == ()  # a backend torch has no key of here: nothing to say
     assert LoadReport.read({"ops": found["ops"]}).warnings(NS, cpu) == ()  # an older child
+
+
+def test_ops_with_a_kernel_for_every_backend_or_one_from_python_are_not_warned_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # torch 2.13's dispatcher, asked of ops a library registered so (checked on the real one):
+    # a CompositeExplicitAutogradNonFunctional kernel alone runs on CPU and CUDA alike; an op
+    # the binding defines and the package's Python implements (torch.library.impl) gets its
+    # kernel when the package is imported, after the check
+    kernels = {
+        f"{NS}::functional": {"CompositeExplicitAutogradNonFunctional"},
+        f"{NS}::implicit": {"CompositeImplicitAutograd"},
+        f"{NS}::from_python": set(),
+        f"{NS}::meta_only": {"Meta"},
+    }
+    schemas: list[_Schema] = []
+    fake = SimpleNamespace(
+        _jit_get_all_schemas=lambda: list(schemas),
+        _dispatch_get_all_op_names=lambda: list(kernels),
+        _dispatch_has_kernel_for_dispatch_key=lambda name, key: key in kernels[name],
+    )
+    torch = SimpleNamespace(_C=fake, schemas=schemas, Schema=_Schema)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    (tmp_path / "ext.py").write_text(
+        "import torch\n"
+        f"torch.schemas += [torch.Schema(name=n, overload_name='') for n in {list(kernels)}]\n"
+    )
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import torch\nfrom ._ops import add_op_namespace_prefix\n\n"
+        '@torch.library.impl(add_op_namespace_prefix("from_python"), "CPU")\n'
+        "def _(x):\n    return x\n"
+    )
+    found = load_torch(str(tmp_path / "ext.py"), NS, str(package))
+    assert found["lacking"] == {"CPU": [f"{NS}::meta_only"], "CUDA": [f"{NS}::meta_only"]}
+    # without the package's Python (an older caller), the Python-implemented op is warned of
+    schemas.clear()
+    lacking = load_torch(str(tmp_path / "ext.py"), NS)["lacking"]
+    assert lacking == {"CPU": [f"{NS}::from_python", f"{NS}::meta_only"]} | {
+        "CUDA": [f"{NS}::from_python", f"{NS}::meta_only"]
+    }

@@ -73,6 +73,36 @@ def test_watch_builds_once_a_checkout_has_written_all_its_files(tmp_path: Path) 
     assert changed == _snapshot(root)  # both files, not the header alone
 
 
+def test_watch_builds_a_save_beside_a_file_that_never_stops_changing(tmp_path: Path) -> None:
+    # a log the author's training run appends to in the project: --watch waited for it to
+    # settle, and never built the source saved beside it
+    root = write_tiny_kernel(tmp_path / "p")
+    seen = _snapshot(root)
+    stop = threading.Event()
+
+    def logging() -> None:
+        with (root / "train.log").open("a") as fh:
+            while not stop.is_set():
+                fh.write("step\n")
+                fh.flush()
+                time.sleep(0.01)
+
+    writer = threading.Thread(target=logging)
+    writer.start()
+    (root / "csrc" / "add_one.cpp").write_text("// edited\n")
+    result: list[dict[str, tuple[int, int]]] = []
+    watcher = threading.Thread(
+        target=lambda: result.append(next_change(root, seen, poll=0.01, settle=0.05, patience=1))
+    )
+    watcher.start()
+    watcher.join(timeout=20)
+    stop.set()
+    writer.join()
+    assert result, "next_change still waiting"
+    source = str(root / "csrc" / "add_one.cpp")
+    assert result[0][source] == _snapshot(root)[source] != seen[source]  # the save is in it
+
+
 def _build(folder: Path) -> DevBuild:
     return DevBuild(CPU, folder, folder / "site", folder / "hub", Path("py"))
 

@@ -204,3 +204,43 @@ def test_a_variant_that_makes_its_wheel_while_an_interrupt_stops_the_others_is_r
     with pytest.raises(KeyboardInterrupt):
         service._side_by_side(requests, 2, progress, runner=None)  # type: ignore[arg-type]
     assert progress.finished == [f"{a.name} {wheel}"]
+
+
+def test_an_interrupted_build_with_json_lists_the_finished_wheels_in_its_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --json printed {"error": "Interrupted"} alone: a CI script reading stdout lost the wheel
+    # the first variant had finished (the summary went to stderr only)
+    import json
+    import os
+    import time
+
+    from support.tinykernel import write_tiny_kernel
+
+    from kernelwheel.builder.service import Outcome
+    from kernelwheel.cli import build, main
+    from kernelwheel.model.variant import Arch
+
+    host = Arch.host().value
+    names = [f"torch21{minor}-cxx11-cpu-{host}-linux" for minor in (3, 4)]
+    out = tmp_path / "out"
+    out.mkdir()
+    wheel = out / "tiny_add-0.1.0+cpu-cp39-abi3-manylinux_2_28_x86_64.whl"
+    wheel.write_bytes(b"PK")
+
+    def build_project(planned, recipes, progress, **kwargs):  # type: ignore[no-untyped-def]
+        progress.variant_started(names[0])
+        progress.variant_finished(Outcome(names[0], 1.0, out / "logs" / "a.log", wheel))
+        progress.variant_started(names[1])
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)  # the handler raises here
+        raise AssertionError("not interrupted")
+
+    monkeypatch.setattr(build, "build_project", build_project)
+    root = write_tiny_kernel(tmp_path / "p")
+    argv = ["build", str(root), "-o", str(out), "--cache-dir", str(tmp_path / "cache"), "--json"]
+    assert main([*argv, "--variant", f"torch21{{3,4}}-cxx11-cpu-{host}-linux"]) == 143
+    document = json.loads(capsys.readouterr().out)
+    assert document["error"]["kind"] == "Terminated"
+    assert [(w["variant"], w["path"]) for w in document["wheels"]] == [(names[0], str(wheel))]
+    assert document["not_finished"] == [names[1]]

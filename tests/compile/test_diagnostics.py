@@ -6,6 +6,7 @@ relative to the build folder, and the per-unit warning summary."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from kernelwheel.builder.steps import compile_hint
@@ -389,3 +390,37 @@ def test_a_binding_without_registration_h_is_told_to_include_it() -> None:
     # the same gcc error on another line is no such case
     other = gcc.replace("TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME", "MY_MACRO(x")
     assert compile_hint(cpu, other, True).startswith("the compiler's first error is above")
+
+
+def test_a_coloured_compilers_codes_hide_neither_its_error_nor_its_warnings() -> None:
+    # gcc 12 with -fdiagnostics-color=always (authors add it, ninja's piped output being plain)
+    e = "\x1b"
+    error = (
+        f"{e}[01m{e}[K../project/csrc/add_one.cpp:5:18:{e}[m{e}[K {e}[01;31m{e}[Kerror: "
+        f"{e}[m{e}[Kexpected {e}[01m{e}[K';'{e}[m{e}[K before {e}[01m{e}[K'}}'{e}[m{e}[K token"
+    )
+    text = f"[1/3] {_compile(ADD_ONE)}\nFAILED: k.o\n{_compile(ADD_ONE)}\n{error}\n"
+    found = failure(text, PATHS)
+    assert found.compiler_error
+    assert found.lines == ("csrc/add_one.cpp:5:18: error: expected ';' before '}' token",)
+    warned = error.replace("01;31m", "01;35m").replace("error: ", "warning: ")
+    assert warning_summary(f"[1/3] {_compile(ADD_ONE)}\n{warned}\n", PATHS) == (
+        "csrc/add_one.cpp: 1 warning (first: csrc/add_one.cpp:5:18: expected ';' before '}' token)",
+    )
+
+
+def test_an_error_in_a_folder_named_with_parentheses_is_found() -> None:
+    source = "/home/me/kernels (copy)/csrc/k.cu"
+    error = f'{source}(12): error: identifier "y" is undefined'
+    text = f'FAILED: k.o\nnvcc -c "{source}" -o k.o\n{error}\n'
+    found = failure(text, PATHS)
+    assert found.compiler_error
+    assert found.lines == (error,)
+
+
+def test_a_line_of_thousands_of_blanks_is_read_in_an_instant() -> None:
+    # it took minutes (a regular expression's backtracking, cubic in the blanks)
+    text = f"FAILED: k.o\nc++ -c k.cpp\nk{' ' * 4000}x\nk.cpp:1:1: error: boom\n"
+    started = time.monotonic()
+    assert failure(text, PATHS).lines == ("k.cpp:1:1: error: boom",)
+    assert time.monotonic() - started < 2

@@ -317,6 +317,14 @@ def test_editors_temporary_files_are_no_part_of_the_build(tmp_path: Path) -> Non
     assert project.source_files() == files
     assert build_id(project, variant) == build
     assert not any(map(editor_file, ("__init__.py", "a.swp", "x.cu", "49130.cu", "a~b.h", "#a")))
+    # nor is any of them in the wheel: emacs's lock is a regular .py file where links cannot be
+    # made (a Windows drive under WSL), and went into the wheel a build id had left it out of
+    (pkg / ".#__init__.py").unlink()
+    (pkg / ".#__init__.py").write_text("me@host.4242:1700000000", encoding="utf-8")
+    assert build_id(project, variant) == build
+    from kernelwheel.builder.steps import package_files
+
+    assert sorted(package_files(project)) == ["img2gray/__init__.py"]
 
 
 # -- locating and parsing ---------------------------------------------------------------------

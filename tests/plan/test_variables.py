@@ -87,6 +87,19 @@ def test_a_misspelt_variable_is_warned_of_with_the_closest_name() -> None:
     assert unknown_variables({"KERNELWHEEL_CACHE_DIR": "/c", "KERNELWHEEL_RUN_ID": "1"}) == ()
 
 
+def test_a_name_of_control_codes_is_shown_escaped_and_many_names_are_cut_to_ten() -> None:
+    # the name was written to the terminal as it is: its escape codes cleared the screen; an
+    # environment with hundreds of them printed hundreds of lines before the command's own
+    found = unknown_variables({"KERNELWHEEL_\x1b[2J": "1"})
+    assert found == (
+        "'KERNELWHEEL_\\x1b[2J' is no variable kernelwheel reads, and is ignored: docs/options.md "
+        "lists the variables of the build options",
+    )
+    many = unknown_variables({f"KERNELWHEEL_ZZ{i:03}": "1" for i in range(300)})
+    assert len(many) == 11 and many[0].startswith("KERNELWHEEL_ZZ000 is no variable")
+    assert many[-1] == "and 290 more KERNELWHEEL_* variables kernelwheel does not read, ignored"
+
+
 def test_the_cli_warns_of_it_and_runs_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -25,12 +25,13 @@ import sys
 MARK = "kernelwheel-load-check: "
 
 
-def load_torch(path: str, namespace: str) -> dict[str, object]:
+def load_torch(path: str, namespace: str, python: str | None = None) -> dict[str, object]:
     """Import ``path`` as the extension module ``namespace`` after torch (what the package's
     ``_ops.py`` does), then the schemas registered under the namespace (``ops``), the ops it
     implements that no schema defines (``undefined``: torch accepts an ``ops.impl`` of a
-    misspelt name without a word) and the schemas it defined in other namespaces
-    (``elsewhere``: a fixed ``TORCH_LIBRARY(name, m)``)."""
+    misspelt name without a word), the schemas it defined in other namespaces
+    (``elsewhere``: a fixed ``TORCH_LIBRARY(name, m)``) and per backend the ops without a
+    kernel for it (``lacking``) but those the package's Python in ``python`` may give one."""
     import torch
 
     before = {str(s) for s in torch._C._jit_get_all_schemas()}
@@ -48,9 +49,19 @@ def load_torch(path: str, namespace: str) -> dict[str, object]:
     elsewhere = [str(s) for s in every if not s.name.startswith(prefix)]
     # per backend, the ops without a kernel for it (a composite kernel serves every backend)
     has = getattr(torch._C, "_dispatch_has_kernel_for_dispatch_key", lambda name, key: True)
-    every_key = ("CompositeImplicitAutograd", "CompositeExplicitAutograd")
+    every_key = (
+        "CompositeImplicitAutograd",
+        "CompositeExplicitAutograd",
+        "CompositeExplicitAutogradNonFunctional",
+    )
+    in_python = python_kernels(python) if python is not None else set()
     lacking = {
-        key: sorted(n for n in defined if not any(has(n, k) for k in (key, *every_key)))
+        key: sorted(
+            n
+            for n in defined
+            if not any(has(n, k) for k in (key, *every_key))
+            and n.removeprefix(prefix).split(".")[0] not in in_python
+        )
         for key in ("CPU", "CUDA")
     }
     return {
@@ -61,14 +72,39 @@ def load_torch(path: str, namespace: str) -> dict[str, object]:
     }
 
 
+# A kernel registered from Python: torch.library.impl / register_kernel, Library.impl.
+_PY_KERNEL = re.compile(r"\b(?:register_kernel|impl)\s*\(")
+_QUOTED_NAME = re.compile(r"""["']([A-Za-z_]\w*)["']""")
+
+
+def python_kernels(folder: str) -> set[str]:
+    """The names quoted in the Python files below ``folder`` that register a kernel from Python
+    (``torch.library.impl(add_op_namespace_prefix("op"), "CPU")``, ``register_kernel``): an op
+    the extension defines may get its kernel there, when the package is imported."""
+    found: set[str] = set()
+    for dirpath, _, filenames in os.walk(folder):
+        for name in filenames:
+            if not name.endswith(".py"):
+                continue
+            try:
+                with open(os.path.join(dirpath, name), encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            if _PY_KERNEL.search(text):
+                found.update(_QUOTED_NAME.findall(text))
+    return found
+
+
 def syntax_errors(folder: str) -> list[str]:
     """``FILE:LINE: message`` of each Python file below ``folder`` this interpreter cannot
     compile (kernelwheel's own Python may read another grammar). Only files, as the wheel takes
-    them: emacs's lock ``.#name.py`` is a link to nowhere."""
+    them: emacs's lock ``.#name.py`` (a link to nowhere, or a file where links cannot be made)
+    is none."""
     found = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
-        for name in sorted(n for n in filenames if n.endswith(".py")):
+        for name in sorted(n for n in filenames if n.endswith(".py") and n[:2] != ".#"):
             path = os.path.join(dirpath, name)
             if not os.path.isfile(path):
                 continue
@@ -112,7 +148,7 @@ def then_pytest(path: str, namespace: str, python: str, log: str, args: list[str
         saved = os.dup(1), os.dup(2)
         os.dup2(fh.fileno(), 1)  # an abort's message too, which Python's streams never see
         os.dup2(fh.fileno(), 2)
-        found = load_torch(path, namespace)  # a failure leaves its traceback in the log
+        found = load_torch(path, namespace, python)  # a failure leaves its traceback in the log
         print(MARK + json.dumps(found), flush=True)
         sys.stderr.flush()
         os.dup2(saved[0], 1)
@@ -128,7 +164,9 @@ def main(argv: list[str]) -> int:
     if syntax := syntax_errors(python):  # first: the cheaper error, and the import's own
         print(json.dumps({"syntax": syntax}))
         return 0
-    found = {"ops": load_tvm_ffi(path)} if kind == "tvm-ffi" else load_torch(path, namespace)
+    found = (
+        {"ops": load_tvm_ffi(path)} if kind == "tvm-ffi" else load_torch(path, namespace, python)
+    )
     print(json.dumps(found))
     return 0
 

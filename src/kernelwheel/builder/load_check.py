@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._toml import parse_toml
 from .._util import CommandTimeout, Runner, atomic_write
 from ..abi._elf import demangle
-from ..errors import BuildError
+from ..errors import BuildError, KernelwheelError
 from ..model.variant import Arch, BackendKind, Variant
 from ._load_check import MARK
 
@@ -264,15 +265,12 @@ def _undefined_fix(function: str, root: Path | None) -> str:
     name = function.split("(", 1)[0].rsplit("::", 1)[-1]
     unlisted = []
     if root is not None and name.isidentifier():
-        try:
-            listed = root.joinpath("build.toml").read_text(errors="replace")
-        except OSError:
-            listed = ""
+        listed = _listed(root)
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(root).as_posix()
-            if path.suffix not in _SOURCE_SUFFIXES or f'"{rel}"' in listed or rel[0] == ".":
+            if path.suffix not in _SOURCE_SUFFIXES or rel[0] == "." or path.resolve() in listed:
                 continue
-            if path.is_file() and re.search(rf"\b{name}\s*\(", path.read_text(errors="replace")):
+            if re.search(rf"\b{name}\s*\(", _text(path)):
                 unlisted.append(rel)
     if unlisted:
         return (
@@ -346,12 +344,38 @@ def _quoted_in(needle: str, root: Path | None) -> str | None:
         return None
     # the binding's folder first: a project may vendor thousands of headers
     for path in sorted(root.rglob("*"), key=lambda p: (p.parts[len(root.parts)] != "torch-ext", p)):
-        if path.suffix not in _CXX_SUFFIXES or not path.is_file():
+        if path.suffix not in _CXX_SUFFIXES:
             continue
-        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        for number, line in enumerate(_text(path).splitlines(), 1):
             if needle in line:
                 return f"{path.relative_to(root).as_posix()}:{number}"
     return None
+
+
+def _listed(root: Path) -> set[Path]:
+    """Every file a ``src`` list of ``root``'s build.toml names, resolved, as TOML reads them:
+    ``'csrc/k.cu'`` and ``"./csrc/k.cu"`` are listed too."""
+    try:
+        data = parse_toml(_text(root / "build.toml"), file=root / "build.toml")
+    except KernelwheelError:
+        return set()
+    tables, found = [data], set[Path]()
+    while tables:
+        for key, value in tables.pop().items():
+            if isinstance(value, dict):
+                tables.append(value)
+            elif key == "src" and isinstance(value, list):
+                found.update((root / v).resolve() for v in value if isinstance(v, str))
+    return found
+
+
+def _text(path: Path) -> str:
+    """A file's text; "" for a folder or a file the author cannot read (a container's
+    root-owned output): it answers nothing, and must not hide the load check's own error."""
+    try:
+        return path.read_text(errors="replace") if path.is_file() else ""
+    except OSError:
+        return ""
 
 
 _CXX_SUFFIXES = frozenset({".cpp", ".cc", ".cxx", ".cu", ".h", ".hpp", ".cuh"})

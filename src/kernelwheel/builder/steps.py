@@ -11,6 +11,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -48,7 +49,7 @@ from ..compile.memory import load_estimates
 from ..errors import AbiError, BuildError, ToolchainError
 from ..log import Reporter, step
 from ..model.capability import CudaCapability
-from ..model.project import KernelProject
+from ..model.project import KernelProject, editor_file
 from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, LocalVersionStyle, Variant
 from ..toolchain.compiler_cache import ccache_env, project_census, read_stats, select_ccache
@@ -191,11 +192,15 @@ def open_build(req: BuildRequest, runner: Runner) -> None:
 
 
 def package_files(project: KernelProject) -> dict[str, Member]:
-    """The package's ``.py`` and ``pyext`` files as paths: the writer streams them (GBs)."""
+    """The package's ``.py`` and ``pyext`` files as paths: the writer streams them (GBs); not
+    an editor's (emacs's lock ``.#x.py`` is a regular file where links are not to be had), as
+    the build id takes none."""
     files: dict[str, Member] = {}
     suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
     for path in sorted(project.package_dir.rglob("*")):
         if not path.is_file() or "__pycache__" in path.parts or path.suffix not in suffixes:
+            continue
+        if editor_file(path.name):
             continue
         refuse_outside(path, project.root, path)
         rel = path.relative_to(project.package_dir).as_posix()
@@ -467,7 +472,11 @@ def run_worker(
             shutil.rmtree(keep_dir, ignore_errors=True)
     output = _read_from(req.log, start)
     paths = _project_paths(req, stage, spec_path)
+    incremental = direct is not None or _incremental(spec_path)
     if code != 0 or not result_path.exists():
+        if incremental:  # the units that compiled before the failure: their warnings now
+            with suppress(OSError):
+                _replayed(stage, unit_warnings(output, paths), paths)
         found = failure(output, paths)
         if (
             cause := fault(output) or _nearly_full(found.compiler_error, req.log, stage)
@@ -482,7 +491,7 @@ def run_worker(
         )
     result: dict[str, object] = json.loads(result_path.read_text())
     result["warnings"] = list(warning_summary(output, paths))
-    if direct is not None or json.loads(spec_path.read_text()).get("incremental"):
+    if incremental:
         result["warnings"] = _replayed(stage, unit_warnings(output, paths), paths)
     if idle:
         result["cache"] = "unchanged: ninja had nothing to compile"
@@ -490,6 +499,14 @@ def run_worker(
 
 
 _NINJA_IDLE = "ninja: no work to do."
+
+
+def _incremental(spec_path: Path) -> bool:
+    """Whether the compile of the spec at ``spec_path`` was a dev build's (incremental)."""
+    try:
+        return bool(json.loads(spec_path.read_text()).get("incremental"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _replayed(stage: Path, fresh: Mapping[str, str], paths: PathMap) -> list[str]:
@@ -504,7 +521,11 @@ def _replayed(stage: Path, fresh: Mapping[str, str], paths: PathMap) -> list[str
     if not isinstance(last, dict):
         last = {}
     units = {paths.path(str(source)) for source in sources}
-    said = {u: str(w) for u, w in {**last, **fresh}.items() if u in units or u in fresh}
+    said = {  # a value that is no line (the record edited, cut short) says nothing
+        u: w
+        for u, w in {**last, **fresh}.items()
+        if isinstance(w, str) and (u in units or u in fresh)
+    }
     atomic_write(kept, json.dumps(said, indent=1))
     return [line for line in said.values() if line]
 

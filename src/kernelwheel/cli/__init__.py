@@ -241,6 +241,8 @@ def _json_error(
         "exit_code": code,
         "error": {"kind": kind, "message": message, "hint": hint},
         "log": str(log) if log is not None else None,
+        # what an interrupted build had finished (cli/build.py), its wheels' paths among them
+        **getattr(args, "json_partial", {}),
     }
     from .._util import redact
 

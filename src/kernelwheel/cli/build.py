@@ -117,8 +117,7 @@ def summary_table(outcomes: list[Outcome], seconds: float) -> str:
 def interrupted_summary(finished: list[Outcome], selected: list[str]) -> list[str]:
     """What an interrupted run tells: the variants that finished (their wheels' paths, or their
     logs) and those that did not, which left no wheel."""
-    done = {name for o in finished for name in o.variant.split(",")}  # a noarch wheel's: all
-    left = [name for name in selected if name not in done]
+    left = unfinished(finished, selected)
     lines = [f"interrupted: {len(selected) - len(left)} of {len(selected)} variant(s) finished"]
     for o in finished:
         where = f": {o.wheel}" if o.wheel else f" (log: {o.log})" if o.log else ""
@@ -126,6 +125,12 @@ def interrupted_summary(finished: list[Outcome], selected: list[str]) -> list[st
     if left:
         lines.append(f"  not finished, no wheel: {', '.join(left)}")
     return lines
+
+
+def unfinished(finished: list[Outcome], selected: list[str]) -> list[str]:
+    """The ``selected`` variants no outcome of ``finished`` is for."""
+    done = {name for o in finished for name in o.variant.split(",")}  # a noarch wheel's: all
+    return [name for name in selected if name not in done]
 
 
 def write_github_summary(outcomes: list[Outcome]) -> None:
@@ -235,8 +240,14 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             planned, recipes, progress, gpu_capabilities=gpus, runner=args.runner
         )
     except KeyboardInterrupt:  # SIGTERM's too: what finished, then main's message and exit code
-        for line in interrupted_summary(progress.finished, [r.name for r in recipes]):
+        selected = [r.name for r in recipes]
+        for line in interrupted_summary(progress.finished, selected):
             ui.info("", line)
+        if args.json:  # main's error document carries them: a CI's script reads no stderr
+            args.json_partial = {
+                "wheels": [outcome_json(o) for o in progress.finished],
+                "not_finished": unfinished(progress.finished, selected),
+            }
         raise
     seconds = time.monotonic() - started
     outcomes = list(result.outcomes)

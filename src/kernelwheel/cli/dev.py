@@ -187,18 +187,25 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 
 
 def next_change(
-    root: Path, seen: dict[str, tuple[int, int]], poll: float = 0.5, settle: float = 0.3
+    root: Path,
+    seen: dict[str, tuple[int, int]],
+    poll: float = 0.5,
+    settle: float = 0.3,
+    patience: float = 10.0,
 ) -> dict[str, tuple[int, int]]:
     """The project's files once they differ from ``seen`` and then stay the same for ``settle``
     seconds: a ``git checkout`` or ``tar x`` still writing, or an editor's save by rename, is
-    built when done, not half-way (a compile error that the next file would have fixed)."""
+    built when done, not half-way (a compile error that the next file would have fixed). A
+    file that never stops changing (a log a process of the author's writes in the project)
+    waits ``patience`` seconds at most: the save beside it is built, not waited on forever."""
     while (now := _snapshot(root)) == seen:
         time.sleep(poll)
+    give_up = time.monotonic() + patience
     time.sleep(settle)
-    while (later := _snapshot(root)) != now:
+    while (later := _snapshot(root)) != now and time.monotonic() < give_up:
         now = later
         time.sleep(settle)
-    return now
+    return later
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:

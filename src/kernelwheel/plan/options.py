@@ -551,17 +551,26 @@ def unknown_variables(environ: Mapping[str, str] | None = None) -> tuple[str, ..
     ignored without a word), naming the closest known name."""
     env = os.environ if environ is None else environ
     known = {*ENV_VARS, *OTHER_VARS}
+    tails = [k.removeprefix(_PREFIX) for k in sorted(known)]
     found = []
-    for name in sorted(n for n in env if n.startswith(_PREFIX) and n not in known and env[n]):
-        tails = [k.removeprefix(_PREFIX) for k in sorted(known)]
+    unknown = sorted(n for n in env if n.startswith(_PREFIX) and n not in known and env[n])
+    for name in unknown[:_MAX_UNKNOWN]:
         close = difflib.get_close_matches(name.removeprefix(_PREFIX).upper(), tails, n=1)
         fix = (
             f"did you mean {_PREFIX}{close[0]}?"
             if close
             else "docs/options.md lists the variables of the build options"
         )
-        found.append(f"{name} is no variable kernelwheel reads, and is ignored: {fix}")
+        # a name of terminal control codes is shown escaped, not played on the terminal
+        shown = name if name.isprintable() else ascii(name)
+        found.append(f"{shown} is no variable kernelwheel reads, and is ignored: {fix}")
+    if len(unknown) > _MAX_UNKNOWN:
+        more = len(unknown) - _MAX_UNKNOWN
+        found.append(f"and {more} more {_PREFIX}* variables kernelwheel does not read, ignored")
     return tuple(found)
+
+
+_MAX_UNKNOWN = 10  # an environment exported wholesale by a CI still leaves a readable screen
 
 
 _PREFIX = "KERNELWHEEL_"

@@ -1,0 +1,77 @@
+"""A dev build's per-unit warnings (builder/steps.run_worker, unit-warnings.json) across a
+compile that failed: the units it compiled before failing keep the warnings they gave then."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.requests import build_request
+from support.tinykernel import write_tiny_kernel
+
+from kernelwheel.builder.steps import PROJECT_LINK, run_worker
+from kernelwheel.errors import BuildError
+from kernelwheel.model.variant import Variant
+
+CPU = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+
+
+class _Ninja:
+    """ninja as a dev build runs it: each run's output appended to the log, then the link's
+    (silent) and ninja's exit code."""
+
+    def __init__(self) -> None:
+        self.output: list[str] = []
+        self.code = 0
+
+    def logged(self, cmd: object, log: Path, **kwargs: object) -> int:
+        with log.open("a") as fh:
+            fh.write(self.output.pop(0) if self.output else "")
+        return self.code
+
+
+def test_a_unit_compiled_before_a_failure_replays_its_new_warnings_not_its_old_ones(
+    tmp_path: Path,
+) -> None:
+    # a.cpp warned of x; the author fixed x (a new unused y) and broke b.cpp: that run failed
+    # after compiling a.cpp; once b.cpp was fixed, ninja compiled b.cpp alone and the replay
+    # said a.cpp's x, a variable gone, and never y
+    req = build_request(write_tiny_kernel(tmp_path / "p"), CPU)
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    req.log.parent.mkdir(parents=True)
+    req.log.write_text("")
+    a, b = (f"{stage}/{PROJECT_LINK}/csrc/{name}.cpp" for name in ("a", "b"))
+    spec = {"sources": [a, b], "incremental": True, "build_temp": str(stage)}
+    (stage / "compile.json").write_text(json.dumps(spec))
+    (stage / "result.json").write_text("{}")
+    ninja = _Ninja()
+
+    def run() -> list[str]:
+        result = run_worker(req, Path("py"), stage, {}, None, ninja, direct=(["ninja"], ["ld"]))  # type: ignore[arg-type]
+        return [str(line) for line in result["warnings"]]  # type: ignore[attr-defined]
+
+    ninja.output = [
+        f"[1/2] c++ -c {a} -o a.o\n{a}:3:5: warning: unused variable 'x' [-Wunused-variable]\n"
+        f"[2/2] c++ -c {b} -o b.o\n"
+    ]
+    assert run() == [
+        "csrc/a.cpp: 1 warning (first: csrc/a.cpp:3:5: unused variable 'x' [-Wunused-variable])"
+    ]
+    ninja.output = [
+        f"[1/2] c++ -c {a} -o a.o\n{a}:7:5: warning: unused variable 'y' [-Wunused-variable]\n"
+        f"FAILED: b.o\nc++ -c {b} -o b.o\n{b}:1:1: error: boom\n"
+        "ninja: build stopped: subcommand failed.\n"
+    ]
+    ninja.code = 1
+    with pytest.raises(BuildError, match="compiling csrc/b.cpp failed"):
+        run()
+    ninja.output, ninja.code = [f"[1/1] c++ -c {b} -o b.o\n"], 0
+    assert run() == [
+        "csrc/a.cpp: 1 warning (first: csrc/a.cpp:7:5: unused variable 'y' [-Wunused-variable])"
+    ]
+    # a record whose values are no lines (edited by hand) replays nothing of them
+    (stage / "unit-warnings.json").write_text(json.dumps({"csrc/a.cpp": 3, "csrc/b.cpp": ["x"]}))
+    ninja.output = ["ninja: no work to do.\n"]
+    assert run() == []
