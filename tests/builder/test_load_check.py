@@ -322,3 +322,27 @@ def test_an_op_without_a_kernel_for_the_variants_backend_is_warned_of() -> None:
     assert "add_one, mul has no CUDA kernel" in report.warnings(NS, cuda)[0]
     assert report.warnings(NS) == ()  # a backend torch has no key of here: nothing to say
     assert LoadReport.read({"ops": found["ops"]}).warnings(NS, cpu) == ()  # an older child
+
+
+def test_a_call_of_an_op_the_build_no_longer_defines_is_warned_of_with_its_line(
+    tmp_path: Path,
+) -> None:
+    # split2 renamed to split_pm in the binding, the package's wrapper left calling
+    # ops.split2: the build, `check` and `import` all passed, and every call raised
+    # AttributeError in the user's code
+    package = tmp_path / "torch-ext" / "kx"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "from ._ops import ops\n\n\ndef add_one(x):\n    return ops.add_one.default(x)\n\n\n"
+        "def split2(x):\n    return ops.split2(x)\n"
+    )
+    (package / "helpers.py").write_text("import torch.ops as ops\n\nops.anything\n")  # not ours
+    found = {"ops": [f"{NS}::add_one(Tensor x) -> Tensor", f"{NS}::split_pm.out(Tensor x) -> ()"]}
+    warnings = LoadReport.read(found).warnings(NS, "CPU", package, tmp_path)
+    assert warnings == (
+        "warning: the package calls ops.split2 (torch-ext/kx/__init__.py:9), which no ops.def "
+        "defines (this build's ops: add_one, split_pm): each such call raises AttributeError; "
+        "rename the call or define the op",
+    )
+    (package / "__init__.py").write_text("from ._ops import ops\n\nops.split_pm(1)\n")
+    assert LoadReport.read(found).warnings(NS, "CPU", package, tmp_path) == ()
