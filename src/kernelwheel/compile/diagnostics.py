@@ -20,9 +20,8 @@ MAX_LINES = 25  # a screenful: the rest is in the log
 _MAX_WIDTH = 300  # a template's type can fill a line with thousands of characters
 
 # A diagnostic's location: gcc/clang ``path:line[:col]:``, nvcc's front end ``path(line):``,
-# or a tool's name (``c++:``, ``<command-line>:``, ``nvcc fatal   :``); a path may hold
-# parentheses other than nvcc's ``(line)`` (``/home/me/kernels (copy)/k.cu(12): error: …``).
-_WHERE = r"(?P<where>\S(?:[^:(]|\((?!\d+\)))*?)(?::\d+(?::\d+)?|\(\d+\))?"
+# or a tool's name (``c++:``, ``<command-line>:``, ``nvcc fatal   :``).
+_WHERE = r"(?P<where>\S[^:(]*?)(?::\d+(?::\d+)?|\(\d+\))?"
 _SEVERITY = re.compile(
     _WHERE + r"\s*:?\s*(?P<severity>fatal error|catastrophic error|internal compiler error|"
     r"error|fatal|warning|note|remark)(?: #(?P<code>[\w-]+))?\s*: (?P<text>.*)$"
@@ -53,9 +52,6 @@ _PATH = re.compile(r"(?<![\w/.+-])((?:\.{1,2}/|/)?[\w.+-]+(?:/[\w.+-]+)+)")
 _NO_SPACE = re.compile(r"No space left on device|\[Errno 28\]|\bENOSPC\b|Disk quota exceeded")
 _CCACHE = re.compile(r"^ccache: (?:error|FATAL)\b", re.IGNORECASE)
 _QUOTED_SOURCE = re.compile(r"^\s*\d*\s*\|")
-# The terminal's colour and erase codes a compiler told -fdiagnostics-color=always (or clang's
-# -fcolor-diagnostics) puts around its locations and severities: read as they would print.
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -115,7 +111,7 @@ def _source_of(command: str) -> str | None:
 def _segments(output: str) -> list[_Segment]:
     """The output cut at each unit's ``[i/n]`` or ``FAILED:`` line, each piece with its unit."""
     segments = [_Segment(None, False, [])]
-    lines = iter(_ANSI.sub("", output).splitlines())
+    lines = iter(output.splitlines())
     for raw in lines:
         line = raw.rstrip()
         unit, failed = _UNIT.match(line), _FAILED.match(line)
@@ -189,7 +185,7 @@ def failure(output: str, paths: PathMap) -> Diagnostics:
     if first:
         own = _own_line(first, paths)
         return Diagnostics(units, _screenful(first, paths) + own + _others(failed, first, paths))
-    tail = [line for line in _ANSI.sub("", output).splitlines() if line.strip()]
+    tail = [line for line in output.splitlines() if line.strip()]
     return Diagnostics(units, _screenful(tail[-5:], paths), compiler_error=False)
 
 
