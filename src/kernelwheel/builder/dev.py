@@ -36,7 +36,7 @@ from . import codegen
 from .load_check import DeferredLoad
 from .pipeline import compile_extension, prepare_environment
 from .request import BuildRequest
-from .steps import full_version, load_checked, package_files
+from .steps import full_version, left_out_note, load_checked, package_files
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,8 @@ def _build_dev(
         detail.append(compiled.cache)
     for note in compiled.notes:  # as build shows them: code left out, kernels passed over
         reporter.info(scope, note)
+    if (left_out := left_out_note(project)) is not None:
+        reporter.info(scope, left_out)
     for warning in compiled.warnings:
         reporter.info(scope, f"warning: {warning}")
     so_path = compiled.shared_object

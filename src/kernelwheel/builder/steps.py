@@ -48,7 +48,7 @@ from ..compile.memory import load_estimates
 from ..errors import AbiError, BuildError, ToolchainError
 from ..log import Reporter, step
 from ..model.capability import CudaCapability
-from ..model.project import KernelProject
+from ..model.project import KernelProject, editor_file
 from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, LocalVersionStyle, Variant
 from ..toolchain.compiler_cache import ccache_env, project_census, read_stats, select_ccache
@@ -201,6 +201,32 @@ def package_files(project: KernelProject) -> dict[str, Member]:
         rel = path.relative_to(project.package_dir).as_posix()
         files[f"{project.package}/{rel}"] = path
     return files
+
+
+def left_out_note(project: KernelProject) -> str | None:
+    """A note naming the files of the package folder the wheel leaves out, their suffix in no
+    ``pyext`` (a ``table.json`` the package reads): the dev build and the wheel lack them, and
+    the package's read of one fails far from the cause. Editors' and hidden files are no part
+    of it."""
+    suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
+    left = [
+        path.relative_to(project.root).as_posix()
+        for path in sorted(project.package_dir.rglob("*"))
+        if path.is_file()
+        and path.suffix not in suffixes | {".pyc"}
+        and "__pycache__" not in path.parts
+        and not path.name.startswith(".")
+        and not editor_file(path.name)
+    ]
+    if not left:
+        return None
+    new = ", ".join(sorted({f'"{Path(rel).suffix.lstrip(".") or Path(rel).name}"' for rel in left}))
+    section = "torch" if project.torch else "torch-noarch" if project.torch_noarch else "tvm-ffi"
+    shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+    return (
+        f"note: {shown} left out of the package (its pyext: {', '.join(project.pyext)}); to "
+        f"ship them, add {new} to pyext in build.toml's [{section}]"
+    )
 
 
 def _accepts_flag(runner: Runner, cxx: str, flag: str) -> bool:
