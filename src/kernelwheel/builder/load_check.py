@@ -6,6 +6,7 @@ shared object's registrations run."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import signal
@@ -56,11 +57,21 @@ class LoadReport:
         names = [op.split("(", 1)[0].removeprefix(namespace + "::") for op in self.ops]
         return f"{len(names)} op(s) loaded" + (f": {', '.join(names)}" if names else "")
 
-    def warnings(self, namespace: str, key: str = "") -> tuple[str, ...]:
+    def warnings(
+        self, namespace: str, key: str = "", package: Path | None = None, root: Path | None = None
+    ) -> tuple[str, ...]:
         """What the author should hear of ops defined in another namespace, of
-        implementations no schema defines and of ops without a kernel for ``key``, the
-        variant's dispatch key (:func:`dispatch_key`)."""
+        implementations no schema defines, of ops without a kernel for ``key``, the
+        variant's dispatch key (:func:`dispatch_key`), and of the ``ops.NAME`` the Python
+        files of ``package`` call that the build does not define (a renamed or removed op)."""
         found = []
+        ours = {op.split("(", 1)[0].removeprefix(namespace + "::").split(".")[0] for op in self.ops}
+        if package is not None and (calls := unknown_op_calls(package, ours, root)):
+            found.append(
+                f"warning: the package calls {', '.join(calls)}, which no ops.def defines "
+                f"(this build's ops: {', '.join(sorted(ours)) or 'none'}): each such call "
+                "raises AttributeError; rename the call or define the op"
+            )
         if missing := [op.removeprefix(namespace + "::") for k, op in self.lacking if k == key]:
             found.append(
                 f"warning: {', '.join(missing)} has no {key} kernel in this build: every call "
@@ -82,6 +93,37 @@ class LoadReport:
                 "defines: nothing calls it; is the name in ops.impl(...) misspelt?"
             )
         return tuple(found)
+
+
+def unknown_op_calls(package: Path, names: set[str], root: Path | None) -> list[str]:
+    """``ops.NAME (FILE:LINE)`` of each op of a name not in ``names`` that a Python file of
+    ``package`` calls through the generated ``from ._ops import ops``; paths relative to
+    ``root``."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        if not any(
+            isinstance(node, ast.ImportFrom)
+            and node.level
+            and node.module == "_ops"
+            and any(alias.name == "ops" and alias.asname is None for alias in node.names)
+            for node in ast.walk(tree)
+        ):
+            continue
+        where = path.relative_to(root).as_posix() if root and path.is_relative_to(root) else path
+        found += [
+            f"ops.{node.attr} ({where}:{node.lineno})"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "ops"
+            and node.attr not in names
+            and not node.attr.startswith("_")
+        ]
+    return found
 
 
 def refuse_syntax(

@@ -66,7 +66,7 @@ from .load_check import (
     recorded_warnings,
     skip_reason,
 )
-from .request import BuildRequest, BuiltWheel
+from .request import BuildKind, BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
 from .wheelmeta import refuse_outside, with_metadata
 
@@ -632,7 +632,8 @@ def load_checked(
             req.project.root,
         )
         detail.append(report.describe(namespace))
-    warnings = report.warnings(namespace, dispatch_key(req.variant))
+    python_dir = req.project.package_dir if req.kind is BuildKind.TORCH else None
+    warnings = report.warnings(namespace, dispatch_key(req.variant), python_dir, req.project.root)
     for warning in warnings:
         reporter.info(scope, warning)
     if loaded is not None:

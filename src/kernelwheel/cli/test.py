@@ -91,7 +91,8 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
             "torch and pytest (or pass --python PY)",
         )
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
-    warnings = report.warnings(deferred.namespace, dispatch_key(build.variant))
+    key = dispatch_key(build.variant)
+    warnings = report.warnings(deferred.namespace, key, deferred.package, deferred.root)
     for warning in warnings:
         ui.info(build.variant.name, warning)
     record_load(deferred.record, deferred.digest, warnings)  # it loaded: not loaded again
