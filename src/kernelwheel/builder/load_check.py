@@ -57,21 +57,22 @@ class LoadReport:
         names = [op.split("(", 1)[0].removeprefix(namespace + "::") for op in self.ops]
         return f"{len(names)} op(s) loaded" + (f": {', '.join(names)}" if names else "")
 
-    def warnings(
-        self, namespace: str, key: str = "", package: Path | None = None, root: Path | None = None
-    ) -> tuple[str, ...]:
-        """What the author should hear of ops defined in another namespace, of
-        implementations no schema defines, of ops without a kernel for ``key``, the
-        variant's dispatch key (:func:`dispatch_key`), and of the ``ops.NAME`` the Python
-        files of ``package`` call that the build does not define (a renamed or removed op)."""
-        found = []
-        ours = {op.split("(", 1)[0].removeprefix(namespace + "::").split(".")[0] for op in self.ops}
-        if package is not None and (calls := unknown_op_calls(package, ours, root)):
-            found.append(
-                f"warning: the package calls {', '.join(calls)}, which no ops.def defines "
-                f"(this build's ops: {', '.join(sorted(ours)) or 'none'}): each such call "
-                "raises AttributeError; rename the call or define the op"
+    def names(self, namespace: str) -> tuple[str, ...]:
+        """The ops' names, without the namespace or an overload (``split2``)."""
+        return tuple(
+            sorted(
+                {
+                    op.split("(", 1)[0].removeprefix(namespace + "::").split(".")[0]
+                    for op in self.ops
+                }
             )
+        )
+
+    def warnings(self, namespace: str, key: str = "") -> tuple[str, ...]:
+        """What the author should hear of ops defined in another namespace, of
+        implementations no schema defines and of ops without a kernel for ``key``, the
+        variant's dispatch key (:func:`dispatch_key`)."""
+        found = []
         if missing := [op.removeprefix(namespace + "::") for k, op in self.lacking if k == key]:
             found.append(
                 f"warning: {', '.join(missing)} has no {key} kernel in this build: every call "
@@ -93,6 +94,19 @@ class LoadReport:
                 "defines: nothing calls it; is the name in ops.impl(...) misspelt?"
             )
         return tuple(found)
+
+
+def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tuple[str, ...]:
+    """The warning of the ``ops.NAME`` the Python files of ``package`` call that the build,
+    whose ops are ``ours``, does not define (a renamed or removed op): read afresh on every
+    run, the Python being edited without the shared object changing."""
+    if not (calls := unknown_op_calls(package, set(ours), root)):
+        return ()
+    return (
+        f"warning: the package calls {', '.join(calls)}, which no ops.def defines (this "
+        f"build's ops: {', '.join(ours) or 'none'}): each such call raises AttributeError; "
+        "rename the call or define the op",
+    )
 
 
 def unknown_op_calls(package: Path, names: set[str], root: Path | None) -> list[str]:
@@ -172,20 +186,33 @@ class DeferredLoad:
     root: Path | None = None  # the project, whose sources a failure's lines name
 
 
-def recorded_warnings(record: Path, digest: str) -> tuple[str, ...] | None:
-    """The warnings the load check gave the shared object whose sha256 is ``digest``, kept in
-    a dev build's ``record`` (:func:`record_load`); None when that object has not loaded."""
+_OPS_LINE = "ops: "  # a record's line of the ops that loaded
+
+
+def recorded_warnings(
+    record: Path, digest: str
+) -> tuple[tuple[str, ...], tuple[str, ...] | None] | None:
+    """The warnings the load check gave the shared object whose sha256 is ``digest`` and the
+    names of its ops (None: not kept), kept in a dev build's ``record`` (:func:`record_load`);
+    None when that object has not loaded."""
     try:
-        first, *warnings = record.read_text().splitlines() or [""]
+        first, *lines = record.read_text().splitlines() or [""]
     except (OSError, UnicodeDecodeError):
         return None
-    return tuple(warnings) if first == digest else None
+    if first != digest:
+        return None
+    ops = [line.removeprefix(_OPS_LINE).split() for line in lines if line.startswith(_OPS_LINE)]
+    warnings = tuple(line for line in lines if not line.startswith(_OPS_LINE))
+    return warnings, tuple(ops[0]) if ops else None  # None: a record of an older kernelwheel
 
 
-def record_load(record: Path, digest: str, warnings: Sequence[str]) -> None:
+def record_load(
+    record: Path, digest: str, warnings: Sequence[str], ops: Sequence[str] = ()
+) -> None:
     """Keep in ``record`` that the shared object of ``digest`` loaded, with the load check's
-    ``warnings``: every run that reuses it shows them again, until the object changes."""
-    atomic_write(record, "\n".join((digest, *warnings)))
+    ``warnings`` (every run that reuses it shows them again, until the object changes) and
+    the names of its ``ops``."""
+    atomic_write(record, "\n".join((digest, _OPS_LINE + " ".join(ops), *warnings)))
 
 
 def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[str]) -> list[str]:

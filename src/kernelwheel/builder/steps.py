@@ -60,6 +60,7 @@ from . import stale
 from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
 from .load_check import (
     DeferredLoad,
+    call_warnings,
     check_load,
     dispatch_key,
     record_load,
@@ -613,9 +614,13 @@ def load_checked(
     if skipped is not None:
         reporter.info(scope, f"load check skipped: {skipped}")
         return None
+    python_dir = req.project.package_dir if req.kind is BuildKind.TORCH else None
     if loaded is not None and (kept := recorded_warnings(*loaded)) is not None:
-        for warning in kept:  # the build's own: shown on every run that reuses it
+        for warning in kept[0]:  # the build's own: shown on every run that reuses it
             reporter.info(scope, f"{warning} (this build's load check; shown until it changes)")
+        if python_dir is not None and kept[1] is not None:  # of the Python as it is now
+            for warning in call_warnings(kept[1], python_dir, req.project.root):
+                reporter.info(scope, warning)
         return None
     if defer and loaded is not None:
         package = req.project.package_dir
@@ -632,12 +637,14 @@ def load_checked(
             req.project.root,
         )
         detail.append(report.describe(namespace))
-    python_dir = req.project.package_dir if req.kind is BuildKind.TORCH else None
-    warnings = report.warnings(namespace, dispatch_key(req.variant), python_dir, req.project.root)
-    for warning in warnings:
+    warnings = report.warnings(namespace, dispatch_key(req.variant))
+    calls = (
+        call_warnings(report.names(namespace), python_dir, req.project.root) if python_dir else ()
+    )
+    for warning in (*warnings, *calls):
         reporter.info(scope, warning)
     if loaded is not None:
-        record_load(*loaded, warnings)
+        record_load(*loaded, warnings, report.names(namespace))
     return None
 
 

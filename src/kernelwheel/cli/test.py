@@ -11,7 +11,13 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from ..builder.dev import DevBuild, pytest_arguments
-from ..builder.load_check import deferred_result, dispatch_key, record_load, then_pytest_command
+from ..builder.load_check import (
+    call_warnings,
+    deferred_result,
+    dispatch_key,
+    record_load,
+    then_pytest_command,
+)
 from ..errors import ToolchainError
 from ..model.project import KernelProject
 from ..model.recipes import load_pytest_requirements
@@ -91,11 +97,11 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
             "torch and pytest (or pass --python PY)",
         )
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
-    key = dispatch_key(build.variant)
-    warnings = report.warnings(deferred.namespace, key, deferred.package, deferred.root)
-    for warning in warnings:
+    warnings = report.warnings(deferred.namespace, dispatch_key(build.variant))
+    ops = report.names(deferred.namespace)
+    for warning in (*warnings, *call_warnings(ops, deferred.package, deferred.root)):
         ui.info(build.variant.name, warning)
-    record_load(deferred.record, deferred.digest, warnings)  # it loaded: not loaded again
+    record_load(deferred.record, deferred.digest, warnings, ops)  # it loaded: not loaded again
     return pytest_exit(code, ui)
 
 
