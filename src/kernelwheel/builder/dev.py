@@ -25,7 +25,7 @@ from .._util import (
     sha256_remembered,
     write_if_changed,
 )
-from ..compat.builds import torch_mismatch
+from ..compat.builds import parse_variant, torch_mismatch
 from ..compat.guard import BuildStamp
 from ..compat.probe_cache import kept_across
 from ..log import Reporter, step
@@ -252,6 +252,7 @@ class Linked:
     pth: Path | None
     skipped: str | None = None
     shadowed_by: str | None = None
+    stale: str | None = None  # where not linked: the .pth left linking a build it refuses
 
 
 # Printed by the target interpreter: its site-packages, its torch's version, the version of the
@@ -278,15 +279,30 @@ def link_dev_build(
         purelib, torch, installed = json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, CommandTimeout, ValueError, IndexError):
         return Linked(python, None, skipped=f"{python} did not answer")
+    pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
     if (wanted := torch_mismatch(build.variant, torch)) is not None:  # the import guard's rule
         have = f"torch {torch}" if torch else "no torch"
-        return Linked(python, None, skipped=f"it has {have}, the variant is for {wanted}")
-    pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
+        skipped = f"it has {have}, the variant is for {wanted}"
+        return Linked(python, None, skipped=skipped, stale=_stale_link(pth, torch))
     line = f"{os.fspath(build.site)}\n"
     if not _holds(pth, line):  # unchanged: its folder's probe stays valid
         with kept_across(python, cache_dir):  # and changed: it stays valid too
             atomic_write(pth, line)
     return Linked(python, pth, shadowed_by=installed or None)
+
+
+def _stale_link(pth: Path, torch: str) -> str | None:
+    """What ``pth``, an earlier run's link, names when that dev build is of a variant the
+    torch version ``torch`` refuses at import (the environment's torch changed since): the
+    package's import there fails until it is built again or the link removed."""
+    try:
+        site = Path(pth.read_text().strip())
+    except (OSError, UnicodeDecodeError):
+        return None
+    linked = parse_variant(site.name)
+    if linked is None or (wanted := torch_mismatch(linked, torch)) is None:
+        return None
+    return f"{pth} links the dev build for {wanted} ({linked.name})"
 
 
 def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:
