@@ -142,6 +142,7 @@ def _build_dev(
         dist_name=project.name,
         version=full_version(req.version, variant, req.outputs.local_version_style),
         variant=variant,
+        dev_of=os.fspath(project.root),
     )
     with step(reporter, scope, "package") as detail:
         site = _lay_out_site(dev_site(folder, variant), project, namespace, stamp, so_path, digest)
