@@ -170,6 +170,8 @@ def _requests(
         f"{project.name} {version} (version from {resolved.source}); {len(recipes)} variant(s)"
         + (f", {at_once} at a time" if at_once > 1 and len(requests) > 1 else ""),
     )
+    if resolved.warning is not None:
+        progress.info("", f"warning: {resolved.warning}")
     # What this machine lacks (a system toolkit, a torch index) stops every variant here too.
     compiled = [r for r in requests if r.kind is not BuildKind.NOARCH]
     require_buildable(compiled, planned, runner)
