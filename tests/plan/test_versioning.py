@@ -251,3 +251,22 @@ def test_the_older_string_version_keeps_working(tmp_path: Path) -> None:
     (root / "VERSION").unlink()
     with pytest.raises(ProjectError, match="no version for the wheel"):
         wheel_version(plan_project(root, {}, env={}), None)
+
+
+def test_the_tag_warning_is_a_builds_not_the_dev_loops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the dev loop runs on uncommitted edits by nature: only a build's wheels carry the version
+    from kernelwheel.builder import service
+    from kernelwheel.log import SilentReporter
+
+    planned = plan_project(write_tiny_kernel(tmp_path / "k", version=1), {}, env={})
+    edited = WheelVersion("1.2.1", "git tag v1.2.1", EDITED)
+    monkeypatch.setattr(service, "wheel_version", lambda planned, git: edited)
+    monkeypatch.setattr(service, "plan_requests", lambda *args, **kw: ())
+    monkeypatch.setattr(service, "require_buildable", lambda *args, **kw: None)
+    for release in (True, False):
+        reporter = SilentReporter()
+        service._requests(planned, [], reporter, (), service.RUNNER, release=release)
+        shown = [message for _, message in reporter.messages if "uncommitted" in message]
+        assert shown == ([f"warning: {EDITED}"] if release else [])
