@@ -223,6 +223,25 @@ def test_a_link_the_environments_new_torch_refuses_is_named(tmp_path: Path) -> N
     assert link_dev_build(build, project, python, tmp_path / "cache", Runner()).stale is None
 
 
+def test_a_python_depends_the_linked_interpreter_lacks_is_named(tmp_path: Path) -> None:
+    # python-depends = ["einops"], a venv without it: dev linked the build and said nothing,
+    # and the tests failed at collection with ModuleNotFoundError
+    root = write_tiny_kernel(tmp_path / "p")
+    toml = (root / "build.toml").read_text()
+    general = '[general]\npython-depends = ["einops", "numpy>=1.26"]\n'
+    (root / "build.toml").write_text(toml.replace("[general]\n", general, 1))
+    project = load_project(root)
+    python = tmp_path / "python"
+    for found, missing in (
+        ('["", "1.25.0"]', ("einops", "numpy>=1.26")),
+        ('["0.8.1", "2.1.0"]', ()),
+    ):
+        python.write_text(f'#!/bin/sh\necho \'["{tmp_path}", "2.13.0+cpu", "", {found}]\'\n')
+        python.chmod(0o755)
+        got = link_dev_build(_build(tmp_path), project, python, tmp_path / "cache", Runner())
+        assert got.pth is not None and got.missing == missing
+
+
 def test_dev_links_by_the_import_guards_rule_not_a_restatement(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

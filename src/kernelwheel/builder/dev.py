@@ -13,6 +13,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from packaging.requirements import Requirement
 from packaging.version import Version
 
 from .. import __version__
@@ -37,6 +38,7 @@ from .load_check import DeferredLoad
 from .pipeline import compile_extension, prepare_environment
 from .request import BuildRequest
 from .steps import full_version, left_out_note, load_checked, package_files
+from .wheelmeta import requirements
 
 
 @dataclass(frozen=True)
@@ -254,6 +256,7 @@ class Linked:
     skipped: str | None = None
     shadowed_by: str | None = None
     stale: str | None = None  # where not linked: the .pth left linking a build it refuses
+    missing: tuple[str, ...] = ()  # the wheel's requirements (python-depends) it lacks
 
 
 # Printed by the target interpreter: its site-packages, its torch's version, the version of the
@@ -265,7 +268,8 @@ def version(name):
         return m.version(name)
     except m.PackageNotFoundError:
         return ""
-print(json.dumps([sysconfig.get_path("purelib"), version("torch"), version(sys.argv[1])]))
+print(json.dumps([sysconfig.get_path("purelib"), version("torch"), version(sys.argv[1]),
+                  [version(name) for name in sys.argv[2:]]]))
 """
 
 
@@ -275,21 +279,30 @@ def link_dev_build(
     """Make ``build`` importable by ``python`` without pip: ``kernelwheel-dev-<package>.pth``
     in its site-packages names the dev build's ``site`` folder. Not written where that torch is
     not the variant's (the import guard would refuse the build there)."""
+    needs = [Requirement(r) for r in requirements(project, build.variant)]
+    needs = [r for r in needs if r.marker is None or r.marker.evaluate({"extra": ""})]
+    probe: list[str | Path] = [python, "-c", _TARGET_PROBE, project.name, *(r.name for r in needs)]
     try:
-        proc = runner.captured([python, "-c", _TARGET_PROBE, project.name], timeout=120)
-        purelib, torch, installed = json.loads(proc.stdout.strip().splitlines()[-1])
+        proc = runner.captured(probe, timeout=120)
+        purelib, torch, installed, *found = json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, CommandTimeout, ValueError, IndexError):
         return Linked(python, None, skipped=f"{python} did not answer")
+    versions = dict(zip((r.name for r in needs), found[0] if found else (), strict=False))
+    missing = tuple(
+        str(r)
+        for r in needs
+        if not (got := versions.get(r.name)) or not r.specifier.contains(got, prereleases=True)
+    )
     pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
     if (wanted := torch_mismatch(build.variant, torch)) is not None:  # the import guard's rule
         have = f"torch {torch}" if torch else "no torch"
         skipped = f"it has {have}, the variant is for {wanted}"
-        return Linked(python, None, skipped=skipped, stale=_stale_link(pth, torch))
+        return Linked(python, None, skipped=skipped, stale=_stale_link(pth, torch), missing=missing)
     line = f"{os.fspath(build.site)}\n"
     if not _holds(pth, line):  # unchanged: its folder's probe stays valid
         with kept_across(python, cache_dir):  # and changed: it stays valid too
             atomic_write(pth, line)
-    return Linked(python, pth, shadowed_by=installed or None)
+    return Linked(python, pth, shadowed_by=installed or None, missing=missing)
 
 
 def _stale_link(pth: Path, torch: str) -> str | None:

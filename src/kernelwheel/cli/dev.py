@@ -169,6 +169,13 @@ def _report(
                 "run kernelwheel dev without --variant to build for that torch (it replaces "
                 "the link), or delete that file"
             )
+    if linked is not None and linked.missing:
+        wanted = " ".join(f"'{r}'" for r in linked.missing)
+        ui.warn(
+            f"{linked.python} lacks {', '.join(linked.missing)}, which {project.name}'s wheel "
+            f"requires (build.toml python-depends): the package's import there fails; "
+            f"{linked.python} -m pip install {wanted}"
+        )
     ui.info("", f"kernels users: LOCAL_KERNELS={local_kernels(project, build)}")
 
 
