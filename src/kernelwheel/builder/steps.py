@@ -214,14 +214,14 @@ def left_out_note(project: KernelProject) -> str | None:
         path.relative_to(project.root).as_posix()
         for path in sorted(project.package_dir.rglob("*"))
         if path.is_file()
-        and path.suffix not in suffixes | {".pyc"}
+        and path.suffix not in suffixes | {".pyc", ""}  # no suffix: no pyext can name it
         and "__pycache__" not in path.parts
         and not path.name.startswith(".")
         and not editor_file(path.name)
     ]
     if not left:
         return None
-    new = ", ".join(sorted({f'"{Path(rel).suffix.lstrip(".") or Path(rel).name}"' for rel in left}))
+    new = ", ".join(sorted({f'"{Path(rel).suffix.lstrip(".")}"' for rel in left}))
     section = "torch" if project.torch else "torch-noarch" if project.torch_noarch else "tvm-ffi"
     shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
     return (
