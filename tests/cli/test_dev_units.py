@@ -242,6 +242,24 @@ def test_a_python_depends_the_linked_interpreter_lacks_is_named(tmp_path: Path) 
         assert got.pth is not None and got.missing == missing
 
 
+def test_the_build_environments_lack_of_a_python_depends_is_found(tmp_path: Path) -> None:
+    # no venv: the tests ran in the build environment, which never has python-depends, and
+    # failed with ModuleNotFoundError, nothing saying why or what to do
+    from kernelwheel.builder.dev import lacking
+
+    root = write_tiny_kernel(tmp_path / "p")
+    toml = (root / "build.toml").read_text()
+    (root / "build.toml").write_text(
+        toml.replace("[general]\n", '[general]\npython-depends = ["einops"]\n', 1)
+    )
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho \'["{tmp_path}", "2.13.0+cpu", "", [""]]\'\n')
+    python.chmod(0o755)
+    assert lacking(python, load_project(root), CPU, Runner()) == ("einops",)
+    plain = load_project(write_tiny_kernel(tmp_path / "q"))  # nothing required: not asked
+    assert lacking(tmp_path / "absent", plain, CPU, Runner()) == ()
+
+
 def test_dev_links_by_the_import_guards_rule_not_a_restatement(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

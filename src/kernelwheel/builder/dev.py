@@ -279,20 +279,14 @@ def link_dev_build(
     """Make ``build`` importable by ``python`` without pip: ``kernelwheel-dev-<package>.pth``
     in its site-packages names the dev build's ``site`` folder. Not written where that torch is
     not the variant's (the import guard would refuse the build there)."""
-    needs = [Requirement(r) for r in requirements(project, build.variant)]
-    needs = [r for r in needs if r.marker is None or r.marker.evaluate({"extra": ""})]
+    needs = _needs(project, build.variant)
     probe: list[str | Path] = [python, "-c", _TARGET_PROBE, project.name, *(r.name for r in needs)]
     try:
         proc = runner.captured(probe, timeout=120)
         purelib, torch, installed, *found = json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, CommandTimeout, ValueError, IndexError):
         return Linked(python, None, skipped=f"{python} did not answer")
-    versions = dict(zip((r.name for r in needs), found[0] if found else (), strict=False))
-    missing = tuple(
-        str(r)
-        for r in needs
-        if not (got := versions.get(r.name)) or not r.specifier.contains(got, prereleases=True)
-    )
+    missing = _missing(needs, found[0] if found else [])
     pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
     if (wanted := torch_mismatch(build.variant, torch)) is not None:  # the import guard's rule
         have = f"torch {torch}" if torch else "no torch"
@@ -303,6 +297,38 @@ def link_dev_build(
         with kept_across(python, cache_dir):  # and changed: it stays valid too
             atomic_write(pth, line)
     return Linked(python, pth, shadowed_by=installed or None, missing=missing)
+
+
+def _needs(project: KernelProject, variant: Variant) -> list[Requirement]:
+    """The requirements of ``variant``'s wheel besides torch that apply here (no extra)."""
+    needs = [Requirement(r) for r in requirements(project, variant)]
+    return [r for r in needs if r.marker is None or r.marker.evaluate({"extra": ""})]
+
+
+def _missing(needs: list[Requirement], versions: list[str]) -> tuple[str, ...]:
+    """Of ``needs``, those whose version (``versions``, in order; "": not installed) is
+    missing or excluded."""
+    found = dict(zip((r.name for r in needs), versions, strict=False))
+    return tuple(
+        str(r)
+        for r in needs
+        if not (got := found.get(r.name)) or not r.specifier.contains(got, prereleases=True)
+    )
+
+
+def lacking(
+    python: Path, project: KernelProject, variant: Variant, runner: Runner
+) -> tuple[str, ...]:
+    """The requirements of ``variant``'s wheel (python-depends) that ``python`` lacks."""
+    if not (needs := _needs(project, variant)):
+        return ()
+    probe: list[str | Path] = [python, "-c", _TARGET_PROBE, project.name, *(r.name for r in needs)]
+    try:
+        proc = runner.captured(probe, timeout=120)
+        *_, found = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (OSError, CommandTimeout, ValueError, IndexError):
+        return ()
+    return _missing(needs, found)
 
 
 def _stale_link(pth: Path, torch: str) -> str | None:

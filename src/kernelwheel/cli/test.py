@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 
-from ..builder.dev import DevBuild, pytest_arguments
+from ..builder.dev import DevBuild, lacking, pytest_arguments
 from ..builder.load_check import (
     call_warnings,
     deferred_result,
@@ -61,6 +61,12 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
     env = dev_environment(project, build, os.environ)
     # the linked interpreter, else the build's own
     python = linked.python if linked is not None and linked.pth is not None else build.python
+    if python == build.python and (missing := lacking(python, project, build.variant, args.runner)):
+        ui.warn(
+            f"the build environment the tests run in lacks {', '.join(missing)}, which "
+            f"{project.name}'s wheel requires (build.toml python-depends), and is never "
+            "changed: activate a virtual environment holding torch and them, or pass --python PY"
+        )
     # the interpreter's own pytest, else kernelwheel's pinned one (build environments have none)
     found = args.runner.captured([python, "-c", "import pytest"], timeout=120, env=env)
     if found.returncode:
