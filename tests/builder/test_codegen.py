@@ -136,6 +136,25 @@ def test_guard_names_built_running_the_right_build_and_the_install_command(
     assert "kernelwheel install 'img2gray==0.1.0' --find-links" in msg
 
 
+def test_a_dev_builds_guard_says_to_build_again_not_to_install(tmp_path: Path) -> None:
+    # a venv linked to the dev build by its .pth, its torch then changed: the refusal said
+    # "kernelwheel install 'kx==0.3.0' --find-links <your wheelhouse>", of a wheel never built
+    stamp = BuildStamp("kx", "0.3.0+torch2.13.cpu.cxx11", CPU, dev_of=str(tmp_path / "kx"))
+    with pytest.raises(ImportError) as info:
+        _load_guard(codegen.ops_py("_kx_dev0123", stamp), _fake_torch("2.14.1+cu130", "13.0"))
+    assert str(info.value) == (
+        f"the dev build of kx ({tmp_path}/kx) was built for torch 2.13, CPU, cxx11 ABI, but this "
+        "Python runs torch 2.14.1+cu130 (CUDA 13.0, cxx11 ABI); mismatch in: torch version "
+        f"(built for torch 2.13). Build it for this torch: kernelwheel dev {tmp_path}/kx with "
+        "this Python's environment active (or --python), or delete the kernelwheel-dev-*.pth "
+        "in its site-packages that links this build"
+    )
+    _load_guard(codegen.ops_py("_kx_dev0123", stamp), _fake_torch("2.13.0+cpu", None))
+    # a release's _ops.py is what it was: the same bytes as a stamp without dev_of
+    release = BuildStamp("kx", "0.3.0+torch2.13.cpu.cxx11", CPU)
+    assert "dev build" not in codegen.ops_py("_kx_0123", release)
+
+
 def test_guard_suggests_in_the_spelling_of_its_own_label() -> None:
     """A wheel stamped in the compact style (+torch214cu130cxx11) names the compact build."""
     stamp = BuildStamp("img2gray", "0.1.0+torch214cu130cxx11", CU130)

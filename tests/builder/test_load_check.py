@@ -396,3 +396,45 @@ def test_ops_with_a_kernel_for_every_backend_or_one_from_python_are_not_warned_o
     assert lacking == {"CPU": [f"{NS}::from_python", f"{NS}::meta_only"]} | {
         "CUDA": [f"{NS}::from_python", f"{NS}::meta_only"]
     }
+
+
+def test_a_call_of_an_op_the_build_no_longer_defines_is_warned_of_with_its_line(
+    tmp_path: Path,
+) -> None:
+    # split2 renamed to split_pm in the binding, the package's wrapper left calling
+    # ops.split2: the build, `check` and `import` all passed, and every call raised
+    # AttributeError in the user's code
+    req = build_request(write_tiny_kernel(tmp_path / "p"), Variant.parse(CPU_VARIANT))
+    req.log.parent.mkdir(parents=True, exist_ok=True)
+    package = req.project.package_dir
+    where = package.relative_to(req.project.root).as_posix() + "/__init__.py"
+    (package / "__init__.py").write_text(
+        "from ._ops import ops\n\n\ndef add_one(x):\n    return ops.add_one.default(x)\n\n\n"
+        "def split2(x):\n    return ops.split2(x)\n"
+    )
+    (package / "helpers.py").write_text("import torch.ops as ops\n\nops.anything\n")  # not ours
+    found = {"ops": [f"{NS}::add_one(Tensor x) -> Tensor", f"{NS}::split_pm.out(Tensor x) -> ()"]}
+    runner = ScriptedRunner(lambda cmd, cwd: Reply(stdout=json.dumps(found) + "\n"))
+    record = tmp_path / "dev" / "v.loaded"
+    record.parent.mkdir()
+    warning = (
+        f"warning: the package calls ops.split2 ({where}:9), which no ops.def defines (this "
+        "build's ops: add_one, split_pm): each such call raises AttributeError; rename the "
+        "call or define the op"
+    )
+    shown = []
+    for _ in range(2):  # loaded, then reused (the dev loop): the warning both times
+        reporter = SilentReporter()
+        load_checked(req, Path("py"), tmp_path / "x.so", NS, reporter, runner, loaded=(record, "a"))
+        shown.append([m for _, m in reporter.messages if "warning" in m])
+    assert shown == [[warning], [warning]] and len(runner.commands) == 1
+    # the call mended, the shared object unchanged: no stale warning on the next run
+    (package / "__init__.py").write_text("from ._ops import ops\n\nops.split_pm(1)\n")
+    reporter = SilentReporter()
+    load_checked(req, Path("py"), tmp_path / "x.so", NS, reporter, runner, loaded=(record, "a"))
+    assert reporter.messages == [] and len(runner.commands) == 1
+    # a release build: the check's own run
+    (package / "__init__.py").write_text("from ._ops import ops\n\nops.gone(1)\n")
+    reporter = SilentReporter()
+    load_checked(req, Path("py"), tmp_path / "x.so", NS, reporter, runner)
+    assert [m for _, m in reporter.messages if "ops.gone" in m]

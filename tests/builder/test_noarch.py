@@ -110,6 +110,26 @@ def test_build_writes_one_pure_python_wheel(tmp_path: Path) -> None:
         assert meta["id"].startswith(f"_scale_noarch_{backend}_")
 
 
+def test_a_package_file_left_out_of_the_wheel_is_named_with_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a data file the package reads, its suffix in no pyext: the wheel built without a word,
+    # and the package's read of it failed on the user's machine
+    root = write_noarch_project(tmp_path / "p")
+    (root / "torch-ext" / "scale_noarch" / ".scale.py.swp").write_bytes(b"vim")  # no part
+    (root / "torch-ext" / "scale_noarch" / "Makefile").write_text("")  # no pyext can name it
+    assert build(root, tmp_path / "out") == 0
+    out = capsys.readouterr().out
+    assert (
+        "note: torch-ext/scale_noarch/notes.txt left out of the package (its pyext: py, json); "
+        'to ship them, add "txt" to pyext in build.toml\'s [torch-noarch]'
+    ) in out
+    assert "swp" not in out and "Makefile" not in out
+    (root / "torch-ext" / "scale_noarch" / "notes.txt").unlink()
+    assert build(root, tmp_path / "out") == 0
+    assert "left out of the package" not in capsys.readouterr().out
+
+
 def test_rebuild_is_byte_identical(tmp_path: Path) -> None:
     root = write_noarch_project(tmp_path / "p")
     assert build(root, tmp_path / "a") == 0

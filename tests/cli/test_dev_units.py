@@ -232,6 +232,64 @@ def test_a_stable_abi_dev_build_links_into_any_newer_torch(tmp_path: Path) -> No
     )
 
 
+def test_a_link_the_environments_new_torch_refuses_is_named(tmp_path: Path) -> None:
+    # the venv linked under torch 2.13, its torch then changed to 2.14.1: dev said "not
+    # linked into an interpreter", while the old .pth still made `import` there fail
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    site = tmp_path / "site" / CPU.name  # torch 2.13
+    build = DevBuild(CPU, tmp_path, site, tmp_path / "hub", Path("py"))
+    python = tmp_path / "python"
+    for torch in ("2.13.0+cpu", "2.14.1+cu130"):
+        python.write_text(f'#!/bin/sh\necho \'["{tmp_path}", "{torch}", ""]\'\n')
+        python.chmod(0o755)
+        got = link_dev_build(build, project, python, tmp_path / "cache", Runner())
+    pth = tmp_path / f"kernelwheel-dev-{project.package}.pth"
+    assert got.pth is None and pth.read_text() == f"{build.site}\n"
+    assert got.stale == f"{pth} links the dev build for torch 2.13 ({CPU.name})"
+    # a link the torch still imports (a stable-ABI build), or none: nothing to say
+    pth.write_text(f"{tmp_path}/site/torch-stable-abi210-cpu-x86_64-linux\n")
+    assert link_dev_build(build, project, python, tmp_path / "cache", Runner()).stale is None
+    pth.unlink()
+    assert link_dev_build(build, project, python, tmp_path / "cache", Runner()).stale is None
+
+
+def test_a_python_depends_the_linked_interpreter_lacks_is_named(tmp_path: Path) -> None:
+    # python-depends = ["einops"], a venv without it: dev linked the build and said nothing,
+    # and the tests failed at collection with ModuleNotFoundError
+    root = write_tiny_kernel(tmp_path / "p")
+    toml = (root / "build.toml").read_text()
+    general = '[general]\npython-depends = ["einops", "numpy>=1.26"]\n'
+    (root / "build.toml").write_text(toml.replace("[general]\n", general, 1))
+    project = load_project(root)
+    python = tmp_path / "python"
+    for found, missing in (
+        ('["", "1.25.0"]', ("einops", "numpy>=1.26")),
+        ('["0.8.1", "2.1.0"]', ()),
+    ):
+        python.write_text(f'#!/bin/sh\necho \'["{tmp_path}", "2.13.0+cpu", "", {found}]\'\n')
+        python.chmod(0o755)
+        got = link_dev_build(_build(tmp_path), project, python, tmp_path / "cache", Runner())
+        assert got.pth is not None and got.missing == missing
+
+
+def test_the_build_environments_lack_of_a_python_depends_is_found(tmp_path: Path) -> None:
+    # no venv: the tests ran in the build environment, which never has python-depends, and
+    # failed with ModuleNotFoundError, nothing saying why or what to do
+    from kernelwheel.builder.dev import lacking
+
+    root = write_tiny_kernel(tmp_path / "p")
+    toml = (root / "build.toml").read_text()
+    (root / "build.toml").write_text(
+        toml.replace("[general]\n", '[general]\npython-depends = ["einops"]\n', 1)
+    )
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho \'["{tmp_path}", "2.13.0+cpu", "", [""]]\'\n')
+    python.chmod(0o755)
+    assert lacking(python, load_project(root), CPU, Runner()) == ("einops",)
+    plain = load_project(write_tiny_kernel(tmp_path / "q"))  # nothing required: not asked
+    assert lacking(tmp_path / "absent", plain, CPU, Runner()) == ()
+
+
 def test_dev_links_by_the_import_guards_rule_not_a_restatement(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

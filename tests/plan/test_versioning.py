@@ -193,7 +193,25 @@ def test_git_state_commit_dirty_and_tags_of_the_projects_own_repo(tmp_path: Path
     dirty = read_git_state(root)
     assert dirty is not None and dirty.dirty
     planned = plan_project(root, {}, env={})
-    assert wheel_version(planned, dirty) == WheelVersion("1.2.1", "git tag v1.2.1")
+    # the tag names other code than the wheels': said, with the fix
+    assert wheel_version(planned, state) == WheelVersion("1.2.1", "git tag v1.2.1")
+    assert wheel_version(planned, dirty) == WheelVersion("1.2.1", "git tag v1.2.1", EDITED)
+
+
+EDITED = (
+    "the project's tracked files have uncommitted changes since v1.2.1: these wheels are "
+    "versioned 1.2.1 but are not the tagged code (two builds of 1.2.1 may differ); commit and "
+    "tag a new version, or pass --version"
+)
+
+
+def test_a_tag_on_edited_code_is_warned_of_other_sources_not() -> None:
+    # `git tag v1.2.1`, then an edit: every build said "1.2.1 (version from git tag v1.2.1)",
+    # two wheels of one version with other code, and nothing said so
+    assert resolve_version(_inputs(tags=("v1.2.1",), dirty=True)).warning == EDITED
+    assert resolve_version(_inputs(tags=("v1.2.1",))).warning is None
+    for kw in ({"option": "1.4.2"}, {"version_file": VERSION, "version_text": "1.3.0"}):
+        assert resolve_version(_inputs(tags=("v1.2.1",), dirty=True, **kw)).warning is None
 
 
 def test_in_a_repository_of_many_kernels_tags_are_not_read_nor_other_kernels_edits(
@@ -233,3 +251,22 @@ def test_the_older_string_version_keeps_working(tmp_path: Path) -> None:
     (root / "VERSION").unlink()
     with pytest.raises(ProjectError, match="no version for the wheel"):
         wheel_version(plan_project(root, {}, env={}), None)
+
+
+def test_the_tag_warning_is_a_builds_not_the_dev_loops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the dev loop runs on uncommitted edits by nature: only a build's wheels carry the version
+    from kernelwheel.builder import service
+    from kernelwheel.log import SilentReporter
+
+    planned = plan_project(write_tiny_kernel(tmp_path / "k", version=1), {}, env={})
+    edited = WheelVersion("1.2.1", "git tag v1.2.1", EDITED)
+    monkeypatch.setattr(service, "wheel_version", lambda planned, git: edited)
+    monkeypatch.setattr(service, "plan_requests", lambda *args, **kw: ())
+    monkeypatch.setattr(service, "require_buildable", lambda *args, **kw: None)
+    for release in (True, False):
+        reporter = SilentReporter()
+        service._requests(planned, [], reporter, (), service.RUNNER, release=release)
+        shown = [message for _, message in reporter.messages if "uncommitted" in message]
+        assert shown == ([f"warning: {EDITED}"] if release else [])

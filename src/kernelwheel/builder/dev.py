@@ -13,6 +13,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from packaging.requirements import Requirement
 from packaging.version import Version
 
 from .. import __version__
@@ -25,7 +26,7 @@ from .._util import (
     sha256_remembered,
     write_if_changed,
 )
-from ..compat.builds import torch_mismatch
+from ..compat.builds import parse_variant, torch_mismatch
 from ..compat.guard import BuildStamp
 from ..compat.probe_cache import kept_across
 from ..log import Reporter, step
@@ -36,7 +37,8 @@ from . import codegen
 from .load_check import DeferredLoad
 from .pipeline import compile_extension, prepare_environment
 from .request import BuildRequest
-from .steps import full_version, load_checked, package_files
+from .steps import full_version, left_out_note, load_checked, package_files
+from .wheelmeta import requirements
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,8 @@ def _build_dev(
         detail.append(compiled.cache)
     for note in compiled.notes:  # as build shows them: code left out, kernels passed over
         reporter.info(scope, note)
+    if (left_out := left_out_note(project)) is not None:
+        reporter.info(scope, left_out)
     for warning in compiled.warnings:
         reporter.info(scope, f"warning: {warning}")
     so_path = compiled.shared_object
@@ -140,6 +144,7 @@ def _build_dev(
         dist_name=project.name,
         version=full_version(req.version, variant, req.outputs.local_version_style),
         variant=variant,
+        dev_of=os.fspath(project.root),
     )
     with step(reporter, scope, "package") as detail:
         site = _lay_out_site(dev_site(folder, variant), project, namespace, stamp, so_path, digest)
@@ -250,6 +255,8 @@ class Linked:
     pth: Path | None
     skipped: str | None = None
     shadowed_by: str | None = None
+    stale: str | None = None  # where not linked: the .pth left linking a build it refuses
+    missing: tuple[str, ...] = ()  # the wheel's requirements (python-depends) it lacks
 
 
 # Printed by the target interpreter: its site-packages, its torch's version, the version of the
@@ -261,7 +268,8 @@ def version(name):
         return m.version(name)
     except m.PackageNotFoundError:
         return ""
-print(json.dumps([sysconfig.get_path("purelib"), version("torch"), version(sys.argv[1])]))
+print(json.dumps([sysconfig.get_path("purelib"), version("torch"), version(sys.argv[1]),
+                  [version(name) for name in sys.argv[2:]]]))
 """
 
 
@@ -271,20 +279,70 @@ def link_dev_build(
     """Make ``build`` importable by ``python`` without pip: ``kernelwheel-dev-<package>.pth``
     in its site-packages names the dev build's ``site`` folder. Not written where that torch is
     not the variant's (the import guard would refuse the build there)."""
+    needs = _needs(project, build.variant)
+    probe: list[str | Path] = [python, "-c", _TARGET_PROBE, project.name, *(r.name for r in needs)]
     try:
-        proc = runner.captured([python, "-c", _TARGET_PROBE, project.name], timeout=120)
-        purelib, torch, installed = json.loads(proc.stdout.strip().splitlines()[-1])
+        proc = runner.captured(probe, timeout=120)
+        purelib, torch, installed, *found = json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, CommandTimeout, ValueError, IndexError):
         return Linked(python, None, skipped=f"{python} did not answer")
+    missing = _missing(needs, found[0] if found else [])
+    pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
     if (wanted := torch_mismatch(build.variant, torch)) is not None:  # the import guard's rule
         have = f"torch {torch}" if torch else "no torch"
-        return Linked(python, None, skipped=f"it has {have}, the variant is for {wanted}")
-    pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
+        skipped = f"it has {have}, the variant is for {wanted}"
+        return Linked(python, None, skipped=skipped, stale=_stale_link(pth, torch), missing=missing)
     line = f"{os.fspath(build.site)}\n"
     if not _holds(pth, line):  # unchanged: its folder's probe stays valid
         with kept_across(python, cache_dir):  # and changed: it stays valid too
             atomic_write(pth, line)
-    return Linked(python, pth, shadowed_by=installed or None)
+    return Linked(python, pth, shadowed_by=installed or None, missing=missing)
+
+
+def _needs(project: KernelProject, variant: Variant) -> list[Requirement]:
+    """The requirements of ``variant``'s wheel besides torch that apply here (no extra)."""
+    needs = [Requirement(r) for r in requirements(project, variant)]
+    return [r for r in needs if r.marker is None or r.marker.evaluate({"extra": ""})]
+
+
+def _missing(needs: list[Requirement], versions: list[str]) -> tuple[str, ...]:
+    """Of ``needs``, those whose version (``versions``, in order; "": not installed) is
+    missing or excluded."""
+    found = dict(zip((r.name for r in needs), versions, strict=False))
+    return tuple(
+        str(r)
+        for r in needs
+        if not (got := found.get(r.name)) or not r.specifier.contains(got, prereleases=True)
+    )
+
+
+def lacking(
+    python: Path, project: KernelProject, variant: Variant, runner: Runner
+) -> tuple[str, ...]:
+    """The requirements of ``variant``'s wheel (python-depends) that ``python`` lacks."""
+    if not (needs := _needs(project, variant)):
+        return ()
+    probe: list[str | Path] = [python, "-c", _TARGET_PROBE, project.name, *(r.name for r in needs)]
+    try:
+        proc = runner.captured(probe, timeout=120)
+        *_, found = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (OSError, CommandTimeout, ValueError, IndexError):
+        return ()
+    return _missing(needs, found)
+
+
+def _stale_link(pth: Path, torch: str) -> str | None:
+    """What ``pth``, an earlier run's link, names when that dev build is of a variant the
+    torch version ``torch`` refuses at import (the environment's torch changed since): the
+    package's import there fails until it is built again or the link removed."""
+    try:
+        site = Path(pth.read_text().strip())
+    except (OSError, UnicodeDecodeError):
+        return None
+    linked = parse_variant(site.name)
+    if linked is None or (wanted := torch_mismatch(linked, torch)) is None:
+        return None
+    return f"{pth} links the dev build for {wanted} ({linked.name})"
 
 
 def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:

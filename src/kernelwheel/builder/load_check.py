@@ -6,6 +6,7 @@ shared object's registrations run."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import signal
@@ -57,6 +58,17 @@ class LoadReport:
         names = [op.split("(", 1)[0].removeprefix(namespace + "::") for op in self.ops]
         return f"{len(names)} op(s) loaded" + (f": {', '.join(names)}" if names else "")
 
+    def names(self, namespace: str) -> tuple[str, ...]:
+        """The ops' names, without the namespace or an overload (``split2``)."""
+        return tuple(
+            sorted(
+                {
+                    op.split("(", 1)[0].removeprefix(namespace + "::").split(".")[0]
+                    for op in self.ops
+                }
+            )
+        )
+
     def warnings(self, namespace: str, key: str = "") -> tuple[str, ...]:
         """What the author should hear of ops defined in another namespace, of
         implementations no schema defines and of ops without a kernel for ``key``, the
@@ -83,6 +95,50 @@ class LoadReport:
                 "defines: nothing calls it; is the name in ops.impl(...) misspelt?"
             )
         return tuple(found)
+
+
+def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tuple[str, ...]:
+    """The warning of the ``ops.NAME`` the Python files of ``package`` call that the build,
+    whose ops are ``ours``, does not define (a renamed or removed op): read afresh on every
+    run, the Python being edited without the shared object changing."""
+    if not (calls := unknown_op_calls(package, set(ours), root)):
+        return ()
+    return (
+        f"warning: the package calls {', '.join(calls)}, which no ops.def defines (this "
+        f"build's ops: {', '.join(ours) or 'none'}): each such call raises AttributeError; "
+        "rename the call or define the op",
+    )
+
+
+def unknown_op_calls(package: Path, names: set[str], root: Path | None) -> list[str]:
+    """``ops.NAME (FILE:LINE)`` of each op of a name not in ``names`` that a Python file of
+    ``package`` calls through the generated ``from ._ops import ops``; paths relative to
+    ``root``."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        if not any(
+            isinstance(node, ast.ImportFrom)
+            and node.level
+            and node.module == "_ops"
+            and any(alias.name == "ops" and alias.asname is None for alias in node.names)
+            for node in ast.walk(tree)
+        ):
+            continue
+        where = path.relative_to(root).as_posix() if root and path.is_relative_to(root) else path
+        found += [
+            f"ops.{node.attr} ({where}:{node.lineno})"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "ops"
+            and node.attr not in names
+            and not node.attr.startswith("_")
+        ]
+    return found
 
 
 def refuse_syntax(
@@ -131,20 +187,33 @@ class DeferredLoad:
     root: Path | None = None  # the project, whose sources a failure's lines name
 
 
-def recorded_warnings(record: Path, digest: str) -> tuple[str, ...] | None:
-    """The warnings the load check gave the shared object whose sha256 is ``digest``, kept in
-    a dev build's ``record`` (:func:`record_load`); None when that object has not loaded."""
+_OPS_LINE = "ops: "  # a record's line of the ops that loaded
+
+
+def recorded_warnings(
+    record: Path, digest: str
+) -> tuple[tuple[str, ...], tuple[str, ...] | None] | None:
+    """The warnings the load check gave the shared object whose sha256 is ``digest`` and the
+    names of its ops (None: not kept), kept in a dev build's ``record`` (:func:`record_load`);
+    None when that object has not loaded."""
     try:
-        first, *warnings = record.read_text().splitlines() or [""]
+        first, *lines = record.read_text().splitlines() or [""]
     except (OSError, UnicodeDecodeError):
         return None
-    return tuple(warnings) if first == digest else None
+    if first != digest:
+        return None
+    ops = [line.removeprefix(_OPS_LINE).split() for line in lines if line.startswith(_OPS_LINE)]
+    warnings = tuple(line for line in lines if not line.startswith(_OPS_LINE))
+    return warnings, tuple(ops[0]) if ops else None  # None: a record of an older kernelwheel
 
 
-def record_load(record: Path, digest: str, warnings: Sequence[str]) -> None:
+def record_load(
+    record: Path, digest: str, warnings: Sequence[str], ops: Sequence[str] = ()
+) -> None:
     """Keep in ``record`` that the shared object of ``digest`` loaded, with the load check's
-    ``warnings``: every run that reuses it shows them again, until the object changes."""
-    atomic_write(record, "\n".join((digest, *warnings)))
+    ``warnings`` (every run that reuses it shows them again, until the object changes) and
+    the names of its ``ops``."""
+    atomic_write(record, "\n".join((digest, _OPS_LINE + " ".join(ops), *warnings)))
 
 
 def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[str]) -> list[str]:

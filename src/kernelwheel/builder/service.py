@@ -120,7 +120,9 @@ def dev_project(
 ) -> DevBuild:
     """``kernelwheel dev``: ``recipe``'s variant, planned as a build is, built by builder/dev
     (``hold``: its lock left on it, builder.dev.build_dev)."""
-    (request,), _, _ = _requests(planned, [recipe], progress, gpu_capabilities, runner)
+    (request,), _, _ = _requests(
+        planned, [recipe], progress, gpu_capabilities, runner, release=False
+    )
     return build_dev(request, progress, runner, check_in_tests=check_in_tests, hold=hold)
 
 
@@ -130,8 +132,11 @@ def _requests(
     progress: Reporter,
     gpu_capabilities: tuple[CudaCapability, ...],
     runner: Runner,
+    *,
+    release: bool = True,
 ) -> tuple[tuple[BuildRequest, ...], str, int]:
-    """Every request of a run, the wheel version and the variants at once, before any build."""
+    """Every request of a run, the wheel version and the variants at once, before any build;
+    ``release``: a build's, whose wheels the version's warning is about (not dev's)."""
     project, options = planned.project, planned.options
     for warning in check_registrations(project, allow=options.allow_fixed_op_namespaces):
         progress.info("", f"warning: {warning}")
@@ -170,6 +175,8 @@ def _requests(
         f"{project.name} {version} (version from {resolved.source}); {len(recipes)} variant(s)"
         + (f", {at_once} at a time" if at_once > 1 and len(requests) > 1 else ""),
     )
+    if resolved.warning is not None and release:
+        progress.info("", f"warning: {resolved.warning}")
     # What this machine lacks (a system toolkit, a torch index) stops every variant here too.
     compiled = [r for r in requests if r.kind is not BuildKind.NOARCH]
     require_buildable(compiled, planned, runner)

@@ -61,13 +61,14 @@ from . import stale
 from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
 from .load_check import (
     DeferredLoad,
+    call_warnings,
     check_load,
     dispatch_key,
     record_load,
     recorded_warnings,
     skip_reason,
 )
-from .request import BuildRequest, BuiltWheel
+from .request import BuildKind, BuildRequest, BuiltWheel
 from .reuse import Reuse, build_key, repair_key
 from .wheelmeta import refuse_outside, with_metadata
 
@@ -206,6 +207,32 @@ def package_files(project: KernelProject) -> dict[str, Member]:
         rel = path.relative_to(project.package_dir).as_posix()
         files[f"{project.package}/{rel}"] = path
     return files
+
+
+def left_out_note(project: KernelProject) -> str | None:
+    """A note naming the files of the package folder the wheel leaves out, their suffix in no
+    ``pyext`` (a ``table.json`` the package reads): the dev build and the wheel lack them, and
+    the package's read of one fails far from the cause. Editors' and hidden files are no part
+    of it."""
+    suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
+    left = [
+        path.relative_to(project.root).as_posix()
+        for path in sorted(project.package_dir.rglob("*"))
+        if path.is_file()
+        and path.suffix not in suffixes | {".pyc", ""}  # no suffix: no pyext can name it
+        and "__pycache__" not in path.parts
+        and not path.name.startswith(".")
+        and not editor_file(path.name)
+    ]
+    if not left:
+        return None
+    new = ", ".join(sorted({f'"{Path(rel).suffix.lstrip(".")}"' for rel in left}))
+    section = "torch" if project.torch else "torch-noarch" if project.torch_noarch else "tvm-ffi"
+    shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+    return (
+        f"note: {shown} left out of the package (its pyext: {', '.join(project.pyext)}); to "
+        f"ship them, add {new} to pyext in build.toml's [{section}]"
+    )
 
 
 def _accepts_flag(runner: Runner, cxx: str, flag: str) -> bool:
@@ -608,9 +635,13 @@ def load_checked(
     if skipped is not None:
         reporter.info(scope, f"load check skipped: {skipped}")
         return None
+    python_dir = req.project.package_dir if req.kind is BuildKind.TORCH else None
     if loaded is not None and (kept := recorded_warnings(*loaded)) is not None:
-        for warning in kept:  # the build's own: shown on every run that reuses it
+        for warning in kept[0]:  # the build's own: shown on every run that reuses it
             reporter.info(scope, f"{warning} (this build's load check; shown until it changes)")
+        if python_dir is not None and kept[1] is not None:  # of the Python as it is now
+            for warning in call_warnings(kept[1], python_dir, req.project.root):
+                reporter.info(scope, warning)
         return None
     if defer and loaded is not None:
         package = req.project.package_dir
@@ -628,10 +659,13 @@ def load_checked(
         )
         detail.append(report.describe(namespace))
     warnings = report.warnings(namespace, dispatch_key(req.variant))
-    for warning in warnings:
+    calls = (
+        call_warnings(report.names(namespace), python_dir, req.project.root) if python_dir else ()
+    )
+    for warning in (*warnings, *calls):
         reporter.info(scope, warning)
     if loaded is not None:
-        record_load(*loaded, warnings)
+        record_load(*loaded, warnings, report.names(namespace))
     return None
 
 

@@ -163,6 +163,19 @@ def _report(
         why = f" ({linked.python}: {linked.skipped})" if linked is not None else ""
         ui.info("", f"not linked into an interpreter{why}; import it with")
         ui.info("", f"  PYTHONPATH={build.site} {build.python}")
+        if linked is not None and linked.stale is not None:
+            ui.warn(
+                f"{linked.stale}, whose import fails under this environment's torch: "
+                "run kernelwheel dev without --variant to build for that torch (it replaces "
+                "the link), or delete that file"
+            )
+    if linked is not None and linked.missing:
+        wanted = " ".join(f"'{r}'" for r in linked.missing)
+        ui.warn(
+            f"{linked.python} lacks {', '.join(linked.missing)}, which {project.name}'s wheel "
+            f"requires (build.toml python-depends): the package's import there fails; "
+            f"{linked.python} -m pip install {wanted}"
+        )
     ui.info("", f"kernels users: LOCAL_KERNELS={local_kernels(project, build)}")
 
 

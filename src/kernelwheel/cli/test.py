@@ -10,8 +10,14 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 
-from ..builder.dev import DevBuild, pytest_arguments
-from ..builder.load_check import deferred_result, dispatch_key, record_load, then_pytest_command
+from ..builder.dev import DevBuild, lacking, pytest_arguments
+from ..builder.load_check import (
+    call_warnings,
+    deferred_result,
+    dispatch_key,
+    record_load,
+    then_pytest_command,
+)
 from ..errors import ToolchainError
 from ..model.project import KernelProject
 from ..model.recipes import load_pytest_requirements
@@ -55,6 +61,12 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
     env = dev_environment(project, build, os.environ)
     # the linked interpreter, else the build's own
     python = linked.python if linked is not None and linked.pth is not None else build.python
+    if python == build.python and (missing := lacking(python, project, build.variant, args.runner)):
+        ui.warn(
+            f"the build environment the tests run in lacks {', '.join(missing)}, which "
+            f"{project.name}'s wheel requires (build.toml python-depends), and is never "
+            "changed: activate a virtual environment holding torch and them, or pass --python PY"
+        )
     # the interpreter's own pytest, else kernelwheel's pinned one (build environments have none)
     found = args.runner.captured([python, "-c", "import pytest"], timeout=120, env=env)
     if found.returncode:
@@ -92,9 +104,10 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
         )
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
     warnings = report.warnings(deferred.namespace, dispatch_key(build.variant))
-    for warning in warnings:
+    ops = report.names(deferred.namespace)
+    for warning in (*warnings, *call_warnings(ops, deferred.package, deferred.root)):
         ui.info(build.variant.name, warning)
-    record_load(deferred.record, deferred.digest, warnings)  # it loaded: not loaded again
+    record_load(deferred.record, deferred.digest, warnings, ops)  # it loaded: not loaded again
     return pytest_exit(code, ui)
 
 

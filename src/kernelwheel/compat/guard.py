@@ -25,6 +25,7 @@ class BuildStamp:
     dist_name: str
     version: str  # full version including the local part
     variant: Variant
+    dev_of: str = ""  # a dev build's project folder: its refusal says to build again there
 
 
 def rules_source() -> str:
@@ -40,6 +41,18 @@ def guard_source(stamp: BuildStamp) -> str:
     """The guard: the rules module executed in its own namespace (so its names stay out of
     ``_ops``), then the build's facts checked against the running torch."""
     fields = dataclasses.asdict(build_of(stamp.variant))
+    message = f'rules["refusal"]({stamp.dist_name!r}, {stamp.version!r}, build, running, found)'
+    if stamp.dev_of:  # not pip's to mend: a dev build linked by a .pth (builder/dev)
+        built = f"the dev build of {stamp.dist_name} ({stamp.dev_of}) was built for "
+        fix = (
+            f". Build it for this torch: kernelwheel dev {stamp.dev_of} with this Python's "
+            "environment active (or --python), or delete the kernelwheel-dev-*.pth in its "
+            "site-packages that links this build"
+        )
+        message = (
+            f'{built!r} + rules["describe_build"](build) + ", but this Python runs " '
+            f'+ running.describe() + "; mismatch in: " + ", ".join(found) + {fix!r}'
+        )
     return f"""
 _KW_RULES = r'''{rules_source()}'''
 
@@ -54,7 +67,7 @@ def _kw_check_torch():
     found = rules["problems"](build, running)
     if found:
         raise ImportError(
-            rules["refusal"]({stamp.dist_name!r}, {stamp.version!r}, build, running, found)
+            {message}
         )
 
 

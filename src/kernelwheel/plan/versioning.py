@@ -34,12 +34,14 @@ class VersionInputs:
     version_file: Path | None = None  # the VERSION file, when there is one
     version_text: str = ""  # its contents
     tags: tuple[str, ...] = ()  # v* tags on HEAD of the project's own repository
+    dirty: bool = False  # tracked files of the project differ from HEAD
 
 
 @dataclass(frozen=True)
 class WheelVersion:
     version: str  # normalised, without a local part
     source: str  # where it came from, for messages: '--version', 'git tag v1.2.0', ...
+    warning: str | None = None  # what the author should hear of it (a tag on edited code)
 
 
 def resolve_version(inputs: VersionInputs) -> WheelVersion:
@@ -119,7 +121,12 @@ def _from_tags(tags: tuple[str, ...], major: int, inputs: VersionInputs) -> Whee
     mine = [(v, tag) for v, tag in versions if v.major == major]
     if mine:
         version, tag = max(mine)
-        return WheelVersion(str(version), f"git tag {tag}")
+        edited = (
+            f"the project's tracked files have uncommitted changes since {tag}: these wheels "
+            f"are versioned {version} but are not the tagged code (two builds of {version} "
+            "may differ); commit and tag a new version, or pass --version"
+        )
+        return WheelVersion(str(version), f"git tag {tag}", edited if inputs.dirty else None)
     if versions:
         version, tag = max(versions)
         raise ProjectError(
@@ -154,6 +161,7 @@ def version_inputs(project: KernelProject, options: Options, git: GitState | Non
         version_file=version_file if version_file.is_file() else None,
         version_text=text,
         tags=git.tags if git is not None else (),
+        dirty=git is not None and git.dirty,
     )
 
 
