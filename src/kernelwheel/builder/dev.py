@@ -231,7 +231,10 @@ def _lay_out_hub(
     meta = replace(meta, provenance=Provenance(builder_version=builder))
     # its metadata.json names every file's digest: the same one, the same folder, left alone
     if not _holds(hub / "build" / variant.name / METADATA_JSON, meta.to_json()):
-        write_variant(hub, variant, files, meta)
+        # the shared object the site's package loads, hard-linked: one process importing both
+        # (a test's ``import`` and its ``kernels.get_kernel``) maps it once, so its ops register
+        # once (two copies would register the namespace twice: torch aborts)
+        write_variant(hub, variant, files, meta, linked={f"{namespace}.abi3.so"})
     atomic_write(record, stamp)
     return hub
 
