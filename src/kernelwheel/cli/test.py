@@ -10,8 +10,10 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 
+from .._util import Runner
 from ..builder.dev import DevBuild, pytest_arguments
 from ..builder.load_check import deferred_result, dispatch_key, record_load, then_pytest_command
+from ..builder.test_imports import PROBE, module_imports
 from ..errors import ToolchainError
 from ..model.project import KernelProject
 from ..model.recipes import load_pytest_requirements
@@ -69,6 +71,7 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
         where = "the build environment" if python == build.python else str(python)
         ui.info("", f"pytest for {where}: kernelwheel's, {tools}")
         env["PYTHONPATH"] = _paths(tools, env.get("PYTHONPATH", ""))
+    _warn_missing_imports(project, python, python == build.python, env, ui, args.runner)
     pytest_args = [*pytest_arguments(project, build), *args.pytest_args]
     # pytest runs in the project: its tests import the package from the dev build, not from
     # a torch-ext/ folder next to them (that has no _ops.py).
@@ -96,6 +99,34 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
         ui.info(build.variant.name, warning)
     record_load(deferred.record, deferred.digest, warnings)  # it loaded: not loaded again
     return pytest_exit(code, ui)
+
+
+def _warn_missing_imports(
+    project: KernelProject,
+    python: Path,
+    own: bool,
+    env: Mapping[str, str],
+    ui: ConsoleUI,
+    runner: Runner,
+) -> None:
+    """Before pytest's collection errors: the modules the tests import that ``python`` lacks
+    (``own``: the build environment, which holds torch alone and is never changed)."""
+    imported = module_imports(project.root / "tests")
+    if not imported:
+        return
+    found = runner.captured(
+        [python, "-c", PROBE, *sorted(imported)], timeout=120, env=env, cwd=project.root
+    )
+    missing = found.stdout.split() if found.returncode == 0 else []
+    where = " (the build environment: kernelwheel's, holding torch alone)" if own else ""
+    for name in missing:
+        ui.warn(f"{imported[name]} imports {name}, which {python}{where} cannot import")
+    if missing:
+        ui.info(
+            "",
+            f"fix: activate a virtual environment holding this variant's torch, pytest and "
+            f"{', '.join(missing)}, or pass --python PY",
+        )
 
 
 def _has_tests(project: KernelProject) -> None:
