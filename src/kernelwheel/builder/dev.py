@@ -298,8 +298,8 @@ def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:
     config = next((path for path in found if _configures_pytest(path)), None)
     if config is None:
         config = build.folder / "pytest.ini"
-        if not config.is_file():
-            atomic_write(config, "[pytest]\n")
+        if not config.is_file() or config.read_text() != _PYTEST_INI:  # an older run's too
+            atomic_write(config, _PYTEST_INI)
     return [
         "--rootdir",
         os.fspath(project.root),
@@ -310,6 +310,10 @@ def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:
         os.fspath(project.root / "tests"),
     ]
 
+
+# for a project without one: the marker kernel-builder's generated pyproject.toml registers
+# (its CI runs ``pytest -m kernels_ci``), so kernels-community's tests run without a warning
+_PYTEST_INI = "[pytest]\nmarkers =\n    kernels_ci: mark a test as a kernel CI test\n"
 
 # pytest's configuration files, in its order, and the section one needs ("": none)
 _PYTEST_CONFIGS = {

@@ -29,8 +29,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Build the project as 'kernelwheel dev' does (incremental, load-checked, no wheel), "
             "then run its tests/ folder with pytest, the project as pytest's rootdir and only "
-            "its own pytest configuration (an empty one when it has none), so the settings of "
-            "a checkout the project sits in do not apply. The tests run in the active virtual "
+            "its own pytest configuration (when it has none, one registering kernel-builder's "
+            "kernels_ci marker), so the settings of a checkout the project sits in do not "
+            "apply. The tests run in the active virtual "
             "environment or --python (which needs what the tests import), else in the build "
             "environment; where that interpreter has no pytest, with a pinned pytest kernelwheel "
             "installs into its cache (recipes/pytest.toml), never into the environment; with "
