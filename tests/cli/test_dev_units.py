@@ -336,6 +336,9 @@ def test_a_noarch_or_tvm_ffi_project_is_refused_naming_its_kind(
         err = capsys.readouterr().err
         assert f"is a {kind} project: kernelwheel {command} builds torch extensions only" in err
         assert "kernelwheel build" in err and "matches" not in err
+        # the steps that test it (einops' tests pass so): its Hub layout, named to kernels
+        assert f"'kernelwheel build {root} --hub-layout DIR'" in err
+        assert f"LOCAL_KERNELS=local/{load_project(root).name}=DIR python -m pytest" in err
     assert not (tmp_path / "c").exists()
 
 
