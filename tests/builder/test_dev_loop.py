@@ -172,3 +172,47 @@ def _user_venv(root: Path) -> QuickVenv:
 def _units_compiled(log: str) -> list[str]:
     """The sources ninja compiled, in a dev build's log (its ``[i/n] c++ ... -c SRC`` lines)."""
     return [Path(src).name for src in re.findall(r"^\[\d+/\d+\] .* -c (\S+)", log, re.M)]
+
+
+# kernels.get_kernel's import of a local kernel (kernels 0.19): the variant folder's package
+# imported under metadata.json's id, a module of that name already in sys.modules reused (and
+# refused without its metadata); written here, not imported: the suite does not install kernels
+AS_KERNELS_LOADS_IT = """
+import importlib.util, json, os, sys
+from pathlib import Path
+
+import torch
+import tiny_op
+
+
+def test_the_package_and_its_hub_layout_in_one_process():
+    hub = Path(os.environ["LOCAL_KERNELS"].split("=", 1)[1])
+    [variant] = (hub / "build").iterdir()
+    kernel_id = json.loads((variant / "metadata.json").read_text())["id"]
+    assert kernel_id not in sys.modules
+    spec = importlib.util.spec_from_file_location(kernel_id, variant / "__init__.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[kernel_id] = module
+    spec.loader.exec_module(module)
+    assert module.add_one(torch.ones(2)).tolist() == [2.0, 2.0]
+    assert tiny_op.add_one(torch.ones(2)).tolist() == [2.0, 2.0]
+"""
+
+
+def test_a_fresh_build_is_tested_through_its_hub_layout_and_its_package_at_once(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh build's load check runs in the tests' process: it leaves no module named as the
+    # kernel's id (kernels' get_kernel would refuse it), and the Hub layout's shared object is
+    # the package's own file (two copies in one process register the ops twice: torch aborts).
+    assert main(["init", "tiny-op", "--directory", str(tmp_path)]) == 0
+    project = tmp_path / "tiny-op"
+    (project / "tests" / "test_as_kernels.py").write_text(AS_KERNELS_LOADS_IT)
+    venv = _user_venv(tmp_path / "venv")
+    monkeypatch.setenv("VIRTUAL_ENV", str(venv.root))
+    monkeypatch.delenv("LOCAL_KERNELS", raising=False)
+    capfd.readouterr()
+    assert main(["test", str(project)]) == 0, "".join(capfd.readouterr())
+    out = "".join(capfd.readouterr())
+    assert "load check: in the tests' process" in out, out
+    assert re.search(r"\d+ passed", out), out

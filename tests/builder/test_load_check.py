@@ -351,7 +351,9 @@ def test_an_op_without_a_kernel_for_the_variants_backend_is_warned_of() -> None:
         "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, ops), under #if defined(CPU_KERNEL)",
     )
     cuda = dispatch_key(Variant.parse("torch214-cxx11-cu130-x86_64-linux"))
-    assert "add_one, mul has no CUDA kernel" in report.warnings(NS, cuda)[0]
+    # two ops: "have", each one to register (not "add_one, mul has no CUDA kernel")
+    assert "add_one, mul have no CUDA kernel" in report.warnings(NS, cuda)[0]
+    assert "register each one with ops.impl" in report.warnings(NS, cuda)[0]
     assert report.warnings(NS) == ()  # a backend torch has no key of here: nothing to say
     assert LoadReport.read({"ops": found["ops"]}).warnings(NS, cpu) == ()  # an older child
 

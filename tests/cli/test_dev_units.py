@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -114,7 +115,7 @@ def test_the_tests_run_under_the_projects_own_pytest_configuration(tmp_path: Pat
     cmd = pytest_arguments(project, _build(dev))
     # none of its own: an empty one, so a configuration around the project never applies
     assert cmd[cmd.index("-c") + 1] == str(dev / "pytest.ini")
-    assert (dev / "pytest.ini").read_text() == "[pytest]\n"
+    assert (dev / "pytest.ini").read_text().startswith("[pytest]\n")
     assert cmd[cmd.index("--rootdir") + 1] == str(project.root)
     assert cmd[-1] == str(project.root / "tests")
     # a pyproject.toml that does not configure pytest is not pytest's configuration
@@ -127,6 +128,30 @@ def test_the_tests_run_under_the_projects_own_pytest_configuration(tmp_path: Pat
     (project.root / "pytest.ini").write_text("[pytest]\n")  # pytest's first choice
     cmd = pytest_arguments(project, _build(dev))
     assert cmd[cmd.index("-c") + 1] == str(project.root / "pytest.ini")
+
+
+def test_kernel_builders_kernels_ci_marker_is_known_without_a_configuration(
+    tmp_path: Path,
+) -> None:
+    """kernel-builder's generated pyproject.toml registers ``kernels_ci`` (its CI runs
+    ``pytest -m kernels_ci``): kernels-community's tests, marked so, warned of an unknown mark
+    under kernelwheel test's empty configuration, and failed under ``--strict-markers``."""
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    (project.root / "tests").mkdir(exist_ok=True)
+    (project.root / "tests" / "test_marked.py").write_text(
+        "import pytest\n\n@pytest.mark.kernels_ci\ndef test_marked():\n    pass\n"
+    )
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "pytest.ini").write_text("[pytest]\n")  # an older kernelwheel's, kept in the folder
+    cmd = pytest_arguments(project, _build(dev))
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--strict-markers",
+         "-m", "kernels_ci", *cmd[:-1], str(project.root / "tests" / "test_marked.py")],
+        cwd=project.root, capture_output=True, text=True,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "1 passed" in ran.stdout and "Unknown pytest.mark" not in ran.stdout
 
 
 def test_the_dev_namespace_is_fixed_per_project_and_variant(tmp_path: Path) -> None:
@@ -399,6 +424,9 @@ def test_a_noarch_or_tvm_ffi_project_is_refused_naming_its_kind(
         err = capsys.readouterr().err
         assert f"is a {kind} project: kernelwheel {command} builds torch extensions only" in err
         assert "kernelwheel build" in err and "matches" not in err
+        # the steps that test it (einops' tests pass so): its Hub layout, named to kernels
+        assert f"'kernelwheel build {root} --hub-layout DIR'" in err
+        assert f"LOCAL_KERNELS=local/{load_project(root).name}=DIR python -m pytest" in err
     assert not (tmp_path / "c").exists()
 
 

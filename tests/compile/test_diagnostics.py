@@ -251,6 +251,26 @@ Remark: The warnings can be suppressed with "-diag-suppress <warning-number>"
     assert warning_summary(GCC_FAILED.replace("warning", "note"), PATHS) == ()
 
 
+def test_a_units_own_warning_is_shown_before_those_of_headers_outside_the_project() -> None:
+    # rotary's AVX-512 unit: 44 warnings, the first shown one of torch's vec_base.h (not the
+    # author's to fix), the unit's own unused variable counted but never shown
+    torch_h = "/cache/envs/py3.11/lib/python3.11/site-packages/torch/include/ATen/vec_base.h"
+    pragma = f"{torch_h}:1484: warning: ignoring ‘#pragma unroll ’ [-Wunknown-pragmas]\n"
+    text = f"""\
+[1/2] {_compile(ADD_ONE)}
+In file included from ../project/csrc/add_one.cpp:1:
+{pragma}../project/csrc/add_one.cpp:4:7: warning: unused variable ‘unused’ [-Wunused-variable]
+[2/2] {_compile(BINDING)}
+In file included from ../project/torch-ext/torch_binding.cpp:1:
+{pragma}"""
+    assert warning_summary(text, PATHS) == (
+        "csrc/add_one.cpp: 2 warnings (first: csrc/add_one.cpp:4:7: unused variable ‘unused’ "
+        "[-Wunused-variable])",
+        "torch-ext/torch_binding.cpp: 1 warning, all in headers outside the project (first: "
+        f"{torch_h}:1484: ignoring ‘#pragma unroll ’ [-Wunknown-pragmas])",
+    )
+
+
 def test_the_error_shows_its_diagnostics_under_the_message_and_the_fix_last() -> None:
     exc = BuildError("compiling k.cpp failed (exit 1)", hint="see above", diagnostics=("a", "b"))
     assert str(exc) == "compiling k.cpp failed (exit 1)\na\nb\n  fix: see above"

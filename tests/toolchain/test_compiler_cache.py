@@ -50,6 +50,15 @@ def test_stats_count_each_compile_once(tmp_path: Path) -> None:
     assert down.describe().endswith(", the remote storage failed for 1 (down or timed out)")
 
 
+def test_a_compile_counts_its_own_calls_not_the_last_compiles(tmp_path: Path) -> None:
+    """A dev build's folder is kept between compiles: ccache appends to the stats log it names,
+    so an edit that compiled one unit (a miss) was shown as the last runs' "ccache 3/4 hit"."""
+    log = tmp_path / "stats.log"
+    log.write_text(LOG)  # the last compile's calls
+    ccache_env(tmp_path / "cache", log, None, {}, tmp_path / "ccache")
+    assert read_stats(log) is None
+
+
 def _fake_ccache(tmp_path: Path) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -84,11 +93,17 @@ def test_a_source_without_torch_hits_across_variant_folders_and_include_paths(
     src.write_text('#include "scale.h"\nint scale(int x) { return x * FACTOR; }\n')
     (tmp_path / "scale.h").write_text("#define FACTOR 3\n")
 
+    envs: dict[Path, dict[str, str]] = {}  # one per log: ccache_env begins its log anew
+
     def compile_in(variant: str, stats_log: Path, *extra: str, mode: str = "1") -> None:
         stage = tmp_path / variant / "obj"
         stage.mkdir(parents=True, exist_ok=True)
         (tmp_path / variant / "torch-include").mkdir(exist_ok=True)
-        env = ccache_env(tmp_path / "cache", stats_log, None, dict(os.environ), CCACHE)
+        if stats_log not in envs:
+            envs[stats_log] = ccache_env(
+                tmp_path / "cache", stats_log, None, dict(os.environ), CCACHE
+            )
+        env = envs[stats_log]
         assert env["CCACHE_DEPEND"] == "true"
         cmd = ["g++", "-O2", "-c", str(src), "-o", "kernel.o", f"-I{tmp_path / variant}",
                f"-I{tmp_path / variant / 'torch-include'}", f"-DTORCH_EXTENSION_NAME={variant}",

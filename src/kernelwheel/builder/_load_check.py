@@ -149,6 +149,8 @@ def then_pytest(path: str, namespace: str, python: str, log: str, args: list[str
         os.dup2(fh.fileno(), 1)  # an abort's message too, which Python's streams never see
         os.dup2(fh.fileno(), 2)
         found = load_torch(path, namespace, python)  # a failure leaves its traceback in the log
+        # kernels.get_kernel imports the Hub layout's package under that name: not taken here
+        sys.modules.pop(namespace, None)
         print(MARK + json.dumps(found), flush=True)
         sys.stderr.flush()
         os.dup2(saved[0], 1)

@@ -236,7 +236,10 @@ def _lay_out_hub(
     meta = replace(meta, provenance=Provenance(builder_version=builder))
     # its metadata.json names every file's digest: the same one, the same folder, left alone
     if not _holds(hub / "build" / variant.name / METADATA_JSON, meta.to_json()):
-        write_variant(hub, variant, files, meta)
+        # the shared object the site's package loads, hard-linked: one process importing both
+        # (a test's ``import`` and its ``kernels.get_kernel``) maps it once, so its ops register
+        # once (two copies would register the namespace twice: torch aborts)
+        write_variant(hub, variant, files, meta, linked={f"{namespace}.abi3.so"})
     atomic_write(record, stamp)
     return hub
 
@@ -353,8 +356,8 @@ def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:
     config = next((path for path in found if _configures_pytest(path)), None)
     if config is None:
         config = build.folder / "pytest.ini"
-        if not config.is_file():
-            atomic_write(config, "[pytest]\n")
+        if not config.is_file() or config.read_text() != _PYTEST_INI:  # an older run's too
+            atomic_write(config, _PYTEST_INI)
     return [
         "--rootdir",
         os.fspath(project.root),
@@ -365,6 +368,10 @@ def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:
         os.fspath(project.root / "tests"),
     ]
 
+
+# for a project without one: the marker kernel-builder's generated pyproject.toml registers
+# (its CI runs ``pytest -m kernels_ci``), so kernels-community's tests run without a warning
+_PYTEST_INI = "[pytest]\nmarkers =\n    kernels_ci: mark a test as a kernel CI test\n"
 
 # pytest's configuration files, in its order, and the section one needs ("": none)
 _PYTEST_CONFIGS = {

@@ -75,9 +75,10 @@ class LoadReport:
         variant's dispatch key (:func:`dispatch_key`)."""
         found = []
         if missing := [op.removeprefix(namespace + "::") for k, op in self.lacking if k == key]:
+            has, one = ("has", "one") if len(missing) == 1 else ("have", "each one")
             found.append(
-                f"warning: {', '.join(missing)} has no {key} kernel in this build: every call "
-                f"raises NotImplementedError; register one with ops.impl in "
+                f"warning: {', '.join(missing)} {has} no {key} kernel in this build: every call "
+                f"raises NotImplementedError; register {one} with ops.impl in "
                 f"TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, {key}, ops), under "
                 f"#if defined({key}_KERNEL)"
             )

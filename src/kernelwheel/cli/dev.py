@@ -87,11 +87,16 @@ def dev_once(
     project before anything is built; ``hold``: the build's lock is left on it."""
     planned = plan_project(project_path(args), option_values(args))
     if (kind := BuildKind.of(planned.project)) is not BuildKind.TORCH:
+        project = planned.project
+        repo = (project.hub.repo_id if project.hub else None) or f"local/{project.name}"
         raise ProjectError(
-            f"{planned.project.name} is a {kind.value} project: kernelwheel {args.command} "
+            f"{project.name} is a {kind.value} project: kernelwheel {args.command} "
             "builds torch extensions only",
-            file=planned.project.build_toml,
-            hint="build its wheels with 'kernelwheel build'",
+            file=project.build_toml,
+            # its Hub layout is what kernels.get_kernel (kernels-community's tests) loads
+            hint=f"build it with 'kernelwheel build {project.root} --hub-layout DIR' and run "
+            f"its tests against that build with 'LOCAL_KERNELS={repo}=DIR python -m pytest "
+            f"{project.root / 'tests'}' in an environment holding torch, pytest and kernels",
         )
     if before_build is not None:
         before_build(planned.project)

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 
+from .._util import Runner
 from ..builder.dev import DevBuild, lacking, pytest_arguments
 from ..builder.load_check import (
     call_warnings,
@@ -18,6 +19,7 @@ from ..builder.load_check import (
     record_load,
     then_pytest_command,
 )
+from ..builder.test_imports import PROBE, module_imports
 from ..errors import ToolchainError
 from ..model.project import KernelProject
 from ..model.recipes import load_pytest_requirements
@@ -33,8 +35,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Build the project as 'kernelwheel dev' does (incremental, load-checked, no wheel), "
             "then run its tests/ folder with pytest, the project as pytest's rootdir and only "
-            "its own pytest configuration (an empty one when it has none), so the settings of "
-            "a checkout the project sits in do not apply. The tests run in the active virtual "
+            "its own pytest configuration (when it has none, one registering kernel-builder's "
+            "kernels_ci marker), so the settings of a checkout the project sits in do not "
+            "apply. The tests run in the active virtual "
             "environment or --python (which needs what the tests import), else in the build "
             "environment; where that interpreter has no pytest, with a pinned pytest kernelwheel "
             "installs into its cache (recipes/pytest.toml), never into the environment; with "
@@ -81,6 +84,7 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
         where = "the build environment" if python == build.python else str(python)
         ui.info("", f"pytest for {where}: kernelwheel's, {tools}")
         env["PYTHONPATH"] = _paths(tools, env.get("PYTHONPATH", ""))
+    _warn_missing_imports(project, python, python == build.python, env, ui, args.runner)
     pytest_args = [*pytest_arguments(project, build), *args.pytest_args]
     # pytest runs in the project: its tests import the package from the dev build, not from
     # a torch-ext/ folder next to them (that has no _ops.py).
@@ -109,6 +113,34 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
         ui.info(build.variant.name, warning)
     record_load(deferred.record, deferred.digest, warnings, ops)  # it loaded: not loaded again
     return pytest_exit(code, ui)
+
+
+def _warn_missing_imports(
+    project: KernelProject,
+    python: Path,
+    own: bool,
+    env: Mapping[str, str],
+    ui: ConsoleUI,
+    runner: Runner,
+) -> None:
+    """Before pytest's collection errors: the modules the tests import that ``python`` lacks
+    (``own``: the build environment, which holds torch alone and is never changed)."""
+    imported = module_imports(project.root / "tests")
+    if not imported:
+        return
+    found = runner.captured(
+        [python, "-c", PROBE, *sorted(imported)], timeout=120, env=env, cwd=project.root
+    )
+    missing = found.stdout.split() if found.returncode == 0 else []
+    where = " (the build environment: kernelwheel's, holding torch alone)" if own else ""
+    for name in missing:
+        ui.warn(f"{imported[name]} imports {name}, which {python}{where} cannot import")
+    if missing:
+        ui.info(
+            "",
+            f"fix: activate a virtual environment holding this variant's torch, pytest and "
+            f"{', '.join(missing)}, or pass --python PY",
+        )
 
 
 def _has_tests(project: KernelProject) -> None:

@@ -282,9 +282,16 @@ def unit_warnings(output: str, paths: PathMap) -> dict[str, str]:
             # nvcc's front end says a warning once for the host, once for the device
             if warning not in found.setdefault(unit, []):
                 found[unit].append(warning)
-    return {
-        unit: _clip(f"{unit}: {len(said)} warning{'s' if len(said) > 1 else ''} (first: {said[0]})")
-        if said
-        else ""
-        for unit, said in found.items()
-    }
+    return {unit: _unit_line(unit, said) for unit, said in found.items()}
+
+
+def _unit_line(unit: str, said: Sequence[str]) -> str:
+    """``unit``'s warnings in one line, the first of the project's own shown (one in torch's or
+    the compiler's header, absolute, is not the author's to fix): ``all outside the project``
+    where none is its own."""
+    if not said:
+        return ""
+    own = [warning for warning in said if not os.path.isabs(warning)]
+    where = "" if own else ", all in headers outside the project"
+    plural = "s" if len(said) > 1 else ""
+    return _clip(f"{unit}: {len(said)} warning{plural}{where} (first: {(own or said)[0]})")

@@ -6,8 +6,9 @@ library reads (docs/versions.md, "metadata.json of the Hub export"). The tree is
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from .. import __version__
@@ -117,10 +118,16 @@ def export_variant(
 
 
 def write_variant(
-    root: Path, variant: Variant, files: Mapping[str, Member], meta: KernelMetadata
+    root: Path,
+    variant: Variant,
+    files: Mapping[str, Member],
+    meta: KernelMetadata,
+    *,
+    linked: Collection[str] = (),
 ) -> Path:
-    """``root/build/<variant>/``: ``files`` (bytes, or files copied in chunks) and ``meta`` as
-    metadata.json, replacing an older one atomically."""
+    """``root/build/<variant>/``: ``files`` (bytes, or files copied in chunks; those named in
+    ``linked`` hard-linked where the file system allows) and ``meta`` as metadata.json,
+    replacing an older one atomically."""
     build = root / "build"
     with staging_dir(build, "export") as staging:
         for name, data in files.items():
@@ -128,9 +135,19 @@ def write_variant(
             dest.parent.mkdir(parents=True, exist_ok=True)
             if isinstance(data, bytes):
                 dest.write_bytes(data)
+            elif name in linked and _linked(data, dest):
+                continue
             else:
                 shutil.copyfile(data, dest)
         return _publish(staging, build / variant.name, meta)
+
+
+def _linked(src: Path, dest: Path) -> bool:
+    try:
+        os.link(src, dest)
+    except OSError:  # another file system, or one without hard links: a copy
+        return False
+    return True
 
 
 def _publish(staging: Path, folder: Path, meta: KernelMetadata) -> Path:

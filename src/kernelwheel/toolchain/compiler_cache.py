@@ -181,7 +181,9 @@ def ccache_env(
     extra_files: Sequence[Path] = (),
 ) -> dict[str, str]:
     """Environment variables that route compiles through the ccache at ``ccache_path``;
-    ``extra_files`` are hashed into every key."""
+    ``extra_files`` are hashed into every key. ``stats_log`` is begun anew: it counts this
+    compile's calls alone (a dev build's folder, kept, holds the last one's)."""
+    stats_log.unlink(missing_ok=True)
     links = cache_dir / "ccache-bin"
     links.mkdir(parents=True, exist_ok=True)
     masquerade(links, _HOST_COMPILERS + (("nvcc",) if nvcc is not None else ()), str(ccache_path))
