@@ -9,12 +9,10 @@ import types
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
+from support.installkit import choose
 
 from kernelwheel.compat import rules as compat
 from kernelwheel.install.probe import Target
-from kernelwheel.install.select import select, why_not_chosen
-from kernelwheel.install.sources import Candidate
 
 _LINUX = "manylinux_2_28_x86_64"
 FLAVOURS = ("cu126", "cu130", "cu132")
@@ -40,15 +38,9 @@ def _running(torch: str, driver: str, monkeypatch: pytest.MonkeyPatch) -> compat
 
 def _choose(torch: compat.Torch, files: list[str]) -> tuple[str | None, dict[str, str]]:
     tags = (f"cp311-abi3-{_LINUX}", f"cp310-abi3-{_LINUX}", "py3-none-any")
-    target = Target(Path("/py"), (3, 11), "cpython", "x86_64", torch, "2.15.0", tags, True)
-    candidates = [Candidate(f, f"/wh/{f}", None, "/wh") for f in files]
-    (sel,) = select([Requirement("k")], candidates, target)
-    chosen = sel.chosen.candidate.filename if sel.chosen else None
-    reasons = {
-        v.candidate.filename: v.reason or (why_not_chosen(v, sel.chosen) if sel.chosen else "")
-        for v in sel.passed_over
-    }
-    return chosen, reasons
+    return choose(
+        files, Target(Path("/py"), (3, 11), "cpython", "x86_64", torch, "2.15.0", tags, True)
+    )
 
 
 # (the torch a user with that driver runs, the driver, the flavour chosen): PyPI's torch 2.15 is

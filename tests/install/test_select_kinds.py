@@ -6,12 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from packaging.requirements import Requirement
+from support.installkit import choose
 
 from kernelwheel.compat import rules as compat
 from kernelwheel.install.probe import Target
-from kernelwheel.install.select import select, why_not_chosen
-from kernelwheel.install.sources import Candidate
 
 _LINUX = "manylinux_2_28_x86_64"
 PER_TORCH = f"k-1.0.0+torch2.14.cu130.cxx11-cp39-abi3-{_LINUX}.whl"
@@ -29,14 +27,7 @@ def _target(torch: compat.Torch) -> Target:
 
 
 def _choose(files: list[str], torch: compat.Torch) -> tuple[str | None, dict[str, str]]:
-    candidates = [Candidate(f, f"/wh/{f}", None, "/wh") for f in files]
-    (sel,) = select([Requirement("k")], candidates, _target(torch))
-    chosen = sel.chosen.candidate.filename if sel.chosen else None
-    reasons = {
-        v.candidate.filename: v.reason or (why_not_chosen(v, sel.chosen) if sel.chosen else "")
-        for v in sel.passed_over
-    }
-    return chosen, reasons
+    return choose(files, _target(torch))
 
 
 CU13 = compat.Torch("2.14.1+cu130", compat.CUDA, (13, 0), True)
@@ -84,15 +75,8 @@ TVM_ROCM = f"k-1.0.0+tvmffi0.1.rocm63-py3-none-{_LINUX}.whl"
 def _choose_without_torch(
     files: list[str], driver: tuple[int, int] | None
 ) -> tuple[str | None, dict[str, str]]:
-    candidates = [Candidate(f, f"/wh/{f}", None, "/wh") for f in files]
     target = replace(_target(CU13), torch=None, torch_dist=None, no_torch_driver=driver)
-    (sel,) = select([Requirement("k")], candidates, target)
-    chosen = sel.chosen.candidate.filename if sel.chosen else None
-    reasons = {
-        v.candidate.filename: v.reason or (why_not_chosen(v, sel.chosen) if sel.chosen else "")
-        for v in sel.passed_over
-    }
-    return chosen, reasons
+    return choose(files, target)
 
 
 def test_without_torch_only_tvm_ffi_builds_fit_by_the_machines_driver() -> None:

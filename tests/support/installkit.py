@@ -15,10 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 from packaging.tags import Tag
 
 from kernelwheel.builder import codegen
 from kernelwheel.compat.guard import BuildStamp
+from kernelwheel.install.probe import Target
+from kernelwheel.install.select import select, why_not_chosen
+from kernelwheel.install.sources import Candidate
 from kernelwheel.model.variant import OS, Arch, Variant
 from kernelwheel.wheels import WheelSpec, write_wheel
 from support.sofiles import build_extension
@@ -143,3 +147,16 @@ def plain_install(tool: str, venv: QuickVenv, *args: str) -> subprocess.Complete
     if tool == "uv":
         return uv("pip", "install", "--python", str(venv.python), *offline, *args, check=False)
     return run_pip(pip_command(venv.python, *offline, *args), check=False, env=isolated_env())
+
+
+def choose(files: list[str], target: Target) -> tuple[str | None, dict[str, str]]:
+    """The build ``install`` picks of wheel ``files`` (requirement ``k``) for ``target``, and
+    why it passed over each other one."""
+    candidates = [Candidate(f, f"/wh/{f}", None, "/wh") for f in files]
+    (sel,) = select([Requirement("k")], candidates, target)
+    chosen = sel.chosen.candidate.filename if sel.chosen else None
+    reasons = {
+        v.candidate.filename: v.reason or (why_not_chosen(v, sel.chosen) if sel.chosen else "")
+        for v in sel.passed_over
+    }
+    return chosen, reasons
