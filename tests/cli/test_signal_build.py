@@ -139,7 +139,13 @@ def test_an_interrupted_multi_variant_build_says_which_variants_finished_and_whe
     monkeypatch.setattr(build, "build_project", build_project)
     root = write_tiny_kernel(tmp_path / "p")
     argv = ["build", str(root), "-o", str(out), "--cache-dir", str(tmp_path / "cache")]
-    assert main([*argv, "--variant", f"torch21{{3,4,5}}-cxx11-cpu-{host}-linux"]) == code
+    # SIGINT as a terminal delivers it: a run started in the background (`&`) inherits an
+    # ignored SIGINT, which the CLI leaves ignored, and this test would wait out its sleep
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert main([*argv, "--variant", f"torch21{{3,4,5}}-cxx11-cpu-{host}-linux"]) == code
+    finally:
+        signal.signal(signal.SIGINT, previous)
     said = capsys.readouterr()
     lines = (said.out + said.err).splitlines()
     assert "interrupted: 2 of 3 variant(s) finished" in lines
