@@ -192,16 +192,28 @@ def open_build(req: BuildRequest, runner: Runner) -> None:
     req.log.write_text(req.log_header())
 
 
+def _package_folder_files(project: KernelProject) -> list[Path]:
+    """The files of the package folder, sorted, outside ``__pycache__`` and none an editor's."""
+    return [
+        path
+        for path in sorted(project.package_dir.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts and not editor_file(path.name)
+    ]
+
+
+def _shipped_suffixes(project: KernelProject) -> set[str]:
+    """The suffixes of the package's files a wheel takes: ``.py`` and the ``pyext`` ones."""
+    return {"." + s.lstrip(".") for s in ("py", *project.pyext)}
+
+
 def package_files(project: KernelProject) -> dict[str, Member]:
     """The package's ``.py`` and ``pyext`` files as paths: the writer streams them (GBs); not
     an editor's (emacs's lock ``.#x.py`` is a regular file where links are not to be had), as
     the build id takes none."""
     files: dict[str, Member] = {}
-    suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
-    for path in sorted(project.package_dir.rglob("*")):
-        if not path.is_file() or "__pycache__" in path.parts or path.suffix not in suffixes:
-            continue
-        if editor_file(path.name):
+    shipped = _shipped_suffixes(project)
+    for path in _package_folder_files(project):
+        if path.suffix not in shipped:
             continue
         refuse_outside(path, project.root, path)
         rel = path.relative_to(project.package_dir).as_posix()
@@ -214,15 +226,11 @@ def left_out_note(project: KernelProject) -> str | None:
     ``pyext`` (a ``table.json`` the package reads): the dev build and the wheel lack them, and
     the package's read of one fails far from the cause. Editors' and hidden files are no part
     of it."""
-    suffixes = {"." + s.lstrip(".") for s in ("py", *project.pyext)}
+    shipped = _shipped_suffixes(project) | {".pyc", ""}  # no suffix: no pyext can name it
     left = [
         path.relative_to(project.root).as_posix()
-        for path in sorted(project.package_dir.rglob("*"))
-        if path.is_file()
-        and path.suffix not in suffixes | {".pyc", ""}  # no suffix: no pyext can name it
-        and "__pycache__" not in path.parts
-        and not path.name.startswith(".")
-        and not editor_file(path.name)
+        for path in _package_folder_files(project)
+        if path.suffix not in shipped and not path.name.startswith(".")
     ]
     if not left:
         return None
