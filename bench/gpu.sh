@@ -524,6 +524,7 @@ job_author() {  # a new author's CUDA loop: init, test, a wrong result, an nvcc 
   cp "$dir/kx_cuda.cu.orig" "$kx/$code"
   step 5-test-fixed "${KW[@]}" test --python "$V/bin/python" -- -q -rs
   step 6-test-unchanged "${KW[@]}" test --python "$V/bin/python" -- -q
+  cat "$OUT/times.txt"  # in the call's output too: the file itself may not come back
 }
 
 job_perf() {  # ARGS for bench/gpu_perf.py; its build dependencies carried as wheels in $WHEELS
