@@ -11,7 +11,8 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from .._util import Runner
-from ..builder.dev import DevBuild, lacking, pytest_arguments
+from ..builder.dev import lacking, pytest_arguments
+from ..builder.dev_layout import DevBuild
 from ..builder.load_check import (
     call_warnings,
     deferred_result,
@@ -64,6 +65,14 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
     env = dev_environment(project, build, os.environ)
     # the linked interpreter, else the build's own
     python = linked.python if linked is not None and linked.pth is not None else build.python
+    if python is None:  # a pure-Python build: no environment of its own
+        why = f" ({linked.python}: {linked.skipped})" if linked is not None else ""
+        raise ToolchainError(
+            f"{project.name} is pure Python: its tests need an interpreter holding "
+            f"{build.runtime}, and none is linked{why}",
+            hint="activate a virtual environment holding torch (and pytest, or kernelwheel "
+            "provides one), or pass --python PY",
+        )
     if python == build.python and (missing := lacking(python, project, build.variant, args.runner)):
         ui.warn(
             f"the build environment the tests run in lacks {', '.join(missing)}, which "
