@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -552,3 +553,24 @@ def test_test_refuses_a_project_without_tests_before_building_it(
     err = capsys.readouterr().err
     assert f"{root} has no tests/ folder" in err and "kernelwheel init writes one" in err
     assert not cache.exists()  # no environment, no dev folder
+
+
+def test_a_tvm_ffi_build_environment_is_named_for_what_it_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the tests of a tvm-ffi project, run in its build environment, import a module it lacks:
+    # that environment was said to hold "torch alone", and the fix asked for "this variant's
+    # torch, pytest and torch"
+    from kernelwheel.cli.test import _warn_missing_imports
+
+    root = write_noarch_project(tmp_path / "p")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_x.py").write_text("import no_such_module_here\n")
+    python = Path(sys.executable)
+    build = replace(_build(tmp_path / "dev"), python=python, runtime="apache-tvm-ffi>=0.1.9,<0.2")
+    out, err = io.StringIO(), io.StringIO()
+    ui = ConsoleUI(out=out, err=err)
+    _warn_missing_imports(load_project(root), build, python, dict(os.environ), ui, Runner())
+    said = out.getvalue() + err.getvalue()
+    assert "(the build environment: kernelwheel's, holding apache-tvm-ffi alone)" in said, said
+    assert "holding apache-tvm-ffi>=0.1.9,<0.2, pytest and no_such_module_here" in said, said

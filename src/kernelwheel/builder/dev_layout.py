@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 from .. import __version__
 from .._util import atomic_copy, atomic_write, write_if_changed
 from ..log import Reporter
@@ -41,6 +43,16 @@ class DevBuild:
     @property
     def name(self) -> str:
         return ", ".join(v.name for v in self.serves or (self.variant,))
+
+    @property
+    def runtime_name(self) -> str:
+        """What an interpreter needs to import the build, by name: torch, or apache-tvm-ffi."""
+        return Requirement(self.runtime).name if self.runtime else "torch"
+
+    @property
+    def wanted(self) -> str:
+        """The same, with its version: the variant's torch, or ``apache-tvm-ffi>=0.1.9,<0.2``."""
+        return self.runtime or "this variant's torch"
 
 
 @dataclass(frozen=True)
