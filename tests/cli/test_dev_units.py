@@ -574,3 +574,23 @@ def test_a_tvm_ffi_build_environment_is_named_for_what_it_holds(
     said = out.getvalue() + err.getvalue()
     assert "(the build environment: kernelwheel's, holding apache-tvm-ffi alone)" in said, said
     assert "holding apache-tvm-ffi>=0.1.9,<0.2, pytest and no_such_module_here" in said, said
+
+
+def test_every_selection_of_a_noarch_projects_variants_takes_one_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `dev --variant torch-cuda` beside a `test` of both: each wrote the one site/noarch under
+    # a lock of its own variant's name
+    from contextlib import nullcontext
+
+    from kernelwheel.builder import dev as dev_builder
+
+    taken: list[str] = []
+    monkeypatch.setattr(
+        dev_builder, "locked", lambda path, waiting: taken.append(path.name) or nullcontext()
+    )
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    root = write_noarch_project(tmp_path / "n")
+    for selected in ([], ["--variant", "torch-cuda"], ["--variant", "torch-cpu"]):
+        assert main(["dev", str(root), "--cache-dir", str(tmp_path / "c"), *selected]) == 0
+    assert taken == ["noarch.lock"] * 3

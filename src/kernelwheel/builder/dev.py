@@ -24,7 +24,7 @@ from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.variant import Variant
 from . import codegen
-from .dev_kinds import build_noarch_dev, build_tvm_ffi_dev
+from .dev_kinds import NOARCH_SITE, build_noarch_dev, build_tvm_ffi_dev
 from .dev_layout import (
     DevBuild,
     Shared,
@@ -62,7 +62,8 @@ def build_dev(
     outputs = replace(req.outputs, work_dir=folder, out_dir=folder, manylinux=None, hub_layout=None)
     req = replace(req, outputs=outputs)
     req.outputs.work_dir.mkdir(parents=True, exist_ok=True)
-    scope = req.variant.name
+    # a pure-Python build's one site serves every variant: every selection of them waits
+    scope = NOARCH_SITE if req.kind is BuildKind.NOARCH else req.variant.name
 
     def waiting(holder: str) -> None:
         reporter.info(
