@@ -480,6 +480,13 @@ def test_noarch_tests_with_no_interpreter_are_refused_with_the_fix(
     err = capsys.readouterr().err
     assert "scale-noarch is pure Python: its tests need an interpreter holding torch" in err
     assert "activate a virtual environment holding torch" in err and "--python PY" in err
+    # one given that lacks torch: it is named, with the pip command that fixes it
+    venv = QuickVenv(tmp_path / "venv")
+    args = ["test", str(root), "--cache-dir", str(tmp_path / "c"), "--python", str(venv.python)]
+    assert main(args) == 5
+    err = capsys.readouterr().err
+    assert f"({venv.python}: it has no torch, the build needs torch)" in err
+    assert f"'{venv.python} -m pip install \"torch\"'" in err
 
 
 def test_a_build_is_linked_only_where_its_runtime_is_installed(tmp_path: Path) -> None:

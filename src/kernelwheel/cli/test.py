@@ -67,11 +67,12 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
     python = linked.python if linked is not None and linked.pth is not None else build.python
     if python is None:  # a pure-Python build: no environment of its own
         why = f" ({linked.python}: {linked.skipped})" if linked is not None else ""
+        into = f"'{linked.python} -m pip install \"{build.runtime}\"', or " if linked else ""
         raise ToolchainError(
             f"{project.name} is pure Python: its tests need an interpreter holding "
             f"{build.runtime}, and none is linked{why}",
-            hint="activate a virtual environment holding torch (and pytest, or kernelwheel "
-            "provides one), or pass --python PY",
+            hint=f"{into}activate a virtual environment holding torch (and pytest, or "
+            "kernelwheel provides one), or pass --python PY",
         )
     if python == build.python and (missing := lacking(python, project, build.variant, args.runner)):
         ui.warn(
