@@ -2,7 +2,8 @@
 into ``<cache>/dev/<package>-<digest of the project's path>/`` with a fixed ops namespace (an edit
 of a kernel never recompiles the binding), loaded (the load check), and laid out as an importable
 ``site/<package>/`` and a Hub layout ``hub/build/<variant>/`` marked ``dev`` (``kernelwheel
-upload`` refuses it). No wheel, repair or ABI policy; nothing lies in the project."""
+upload`` refuses it); a pure-Python or tvm-ffi project's build is builder.dev_kinds'. No wheel,
+repair or ABI policy; nothing lies in the project. The ``.pth`` link, the tests' pytest."""
 
 from __future__ import annotations
 

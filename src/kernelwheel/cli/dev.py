@@ -42,7 +42,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "process (the load check); and make it importable by the active virtual "
             "environment or --python through a .pth file (no pip). No wheel, no repair, no ABI "
             "policy: nothing it writes is published ('kernelwheel build' makes wheels). Prints "
-            "the PYTHONPATH and LOCAL_KERNELS lines that load the build elsewhere."
+            "the PYTHONPATH and LOCAL_KERNELS lines that load the build elsewhere. A pure-Python "
+            "project's package is laid out with nothing to compile; a tvm-ffi project's variant "
+            "is compiled in its apache-tvm-ffi environment."
         ),
         formatter_class=argparse.HelpFormatter,  # one paragraph, wrapped
     )
