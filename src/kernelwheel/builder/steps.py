@@ -568,8 +568,10 @@ def _replayed(stage: Path, fresh: Mapping[str, str], paths: PathMap) -> list[str
     kept = stage / "unit-warnings.json"
     try:
         last = json.loads(kept.read_text())
-        sources = json.loads((stage / "compile.json").read_text())["sources"]
-    except (OSError, ValueError, KeyError, TypeError):
+        spec = json.loads((stage / "compile.json").read_text())
+        # a torch build's sources, a tvm-ffi build's units' (a ``commands`` spec)
+        sources = spec.get("sources") or [unit["source"] for unit in spec["units"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         last, sources = {}, []
     if not isinstance(last, dict):
         last = {}
