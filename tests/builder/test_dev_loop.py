@@ -17,7 +17,7 @@ from support.hostile import MARK, hostile_checkout
 from support.tinykernel import BINDING, write_tiny_kernel
 from support.venvs import QuickVenv
 
-from kernelwheel.builder.dev import dev_folder
+from kernelwheel.builder.dev_layout import dev_folder
 from kernelwheel.cli import main
 from kernelwheel.compile.unit_costs import read_costs, store_path
 from kernelwheel.errors import UsageError

@@ -80,6 +80,10 @@ def test_a_cuda_variant_gets_capabilities_keep_names_and_the_thread_split(tmp_pa
     assert "-gencode=arch=compute_90,code=sm_90" in cu.argv
     assert "--keep" in cu.argv and f"--keep-dir={stage / 'nvcc-keep'}" in cu.argv
     assert "--threads=2" in cu.argv  # one per capability, the rest of the CPUs: C++ jobs
+    # its depfile, as for every C++ unit: an unchanged build's inputs are known (reuse), and a
+    # dev build compiles it again only when they change (it was compiled on every dev run)
+    deps = ("--generate-dependencies-with-compile", "--dependency-output", f"{cu.object}.d")
+    assert any(cu.argv[i : i + 3] == deps for i in range(len(cu.argv))), cu.argv
     assert plan.spec.jobs == 7 and plan.keep_dir == stage / "nvcc-keep"
     assert plan.spec.capabilities == parse_all(["8.0", "9.0"])
     assert "-lcudart" in plan.spec.link and "-Wl,-rpath,$ORIGIN/../x/lib" in plan.spec.link

@@ -5,33 +5,38 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
+import os
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from support.kinds import write_noarch_project, write_tvm_ffi_project
+from support.kinds import NOARCH_INIT, write_noarch_project
 from support.tinykernel import PACKAGE, write_tiny_kernel
-from support.venvs import QuickVenv
+from support.venvs import QuickVenv, fake_torch
 
 from kernelwheel._util import Runner
-from kernelwheel.builder.dev import (
+from kernelwheel.builder.codegen import ops_py
+from kernelwheel.builder.dev import Linked, link_dev_build, pytest_arguments
+from kernelwheel.builder.dev_layout import (
     DevBuild,
-    Linked,
-    _lay_out_site,
+    Shared,
+    dev_folder,
     dev_namespace,
     dev_site,
-    link_dev_build,
-    pytest_arguments,
+    lay_out_site,
 )
 from kernelwheel.cli import dev, main
 from kernelwheel.cli.dev import _snapshot, next_change
 from kernelwheel.cli.test import dev_environment, pytest_exit
 from kernelwheel.cli.ui import ConsoleUI
 from kernelwheel.compat.guard import BuildStamp
-from kernelwheel.errors import BuildError
+from kernelwheel.errors import BuildError, UsageError
+from kernelwheel.hub.upload import read_layout
 from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Arch, Variant
 
@@ -173,7 +178,11 @@ def test_the_dev_site_changes_only_what_the_project_changed(
     so.write_bytes(b"\x7fELF one")
     stamp = BuildStamp("tiny-add", "0.0.0", CPU)
     site = tmp_path / "dev" / "site"
-    _lay_out_site(site, project, "_ns", stamp, so, "d1")
+
+    def lay_out() -> Path:
+        return lay_out_site(site, project, ops_py("_ns", stamp), Shared(so, "_ns.abi3.so", "d1"))
+
+    lay_out()
     package = site / project.package
     links = [p for p in package.rglob("*") if p.is_symlink()]
     assert links and all(p.resolve().is_relative_to(project.package_dir) for p in links)
@@ -183,13 +192,13 @@ def test_the_dev_site_changes_only_what_the_project_changed(
     monkeypatch.setattr(
         Path, "symlink_to", lambda self, *a, **k: (made.append(self), real(self, *a, **k))
     )
-    _lay_out_site(site, project, "_ns", stamp, so, "d1")
+    lay_out()
     assert made == []  # the links the project still has are left as they are
     assert all(p.is_symlink() for p in links) and not (package / "stray.txt").exists()
     assert (package / "_ops.py").is_file()
     assert (package / "_ns.abi3.so").read_bytes() == so.read_bytes()
     links[0].resolve().unlink()  # the project drops a file: its link goes
-    _lay_out_site(site, project, "_ns", stamp, so, "d1")
+    lay_out()
     assert not links[0].is_symlink() and made == []
 
 
@@ -228,9 +237,8 @@ def test_a_dev_build_of_another_variant_leaves_the_linked_one_alone(tmp_path: Pa
         so.write_bytes(data)
         stamp = BuildStamp("tiny-add", "0.0.0", variant)
         ns = dev_namespace(project, variant)
-        laid[variant] = _lay_out_site(
-            dev_site(folder, variant), project, ns, stamp, so, variant.name
-        )
+        shared = Shared(so, f"{ns}.abi3.so", variant.name)
+        laid[variant] = lay_out_site(dev_site(folder, variant), project, ops_py(ns, stamp), shared)
     assert laid[CPU] != laid[cuda]
     package = laid[CPU] / project.package
     assert (package / f"{dev_namespace(project, CPU)}.abi3.so").read_bytes() == b"\x7fELF cpu"
@@ -410,24 +418,94 @@ def test_a_dev_build_of_another_arch_is_refused_before_anything_is_made(
     assert not (tmp_path / "c").exists()  # no environment begun
 
 
-@pytest.mark.parametrize("command", ["dev", "test"])
-def test_a_noarch_or_tvm_ffi_project_is_refused_naming_its_kind(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+def test_a_noarch_dev_build_links_the_authors_files_and_lays_out_each_backends_hub_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a noarch project of two backends was told "--variant matches 2 variants" without a
-    # --variant given, and a tvm-ffi project was refused after its variant was chosen
-    for kind, root in (
-        ("noarch", write_noarch_project(tmp_path / "n")),
-        ("tvm-ffi", write_tvm_ffi_project(tmp_path / "t")),
-    ):
-        assert main([command, str(root), "--cache-dir", str(tmp_path / "c")]) == 3
-        err = capsys.readouterr().err
-        assert f"is a {kind} project: kernelwheel {command} builds torch extensions only" in err
-        assert "kernelwheel build" in err and "matches" not in err
-        # the steps that test it (einops' tests pass so): its Hub layout, named to kernels
-        assert f"'kernelwheel build {root} --hub-layout DIR'" in err
-        assert f"LOCAL_KERNELS=local/{load_project(root).name}=DIR python -m pytest" in err
-    assert not (tmp_path / "c").exists()
+    # it was refused ("is a noarch project: kernelwheel dev builds torch extensions only"):
+    # a pure-Python author had no loop at all
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    root = write_noarch_project(tmp_path / "n")
+    project = load_project(root)
+    cache = tmp_path / "c"
+    assert main(["dev", str(root), "--cache-dir", str(cache)]) == 0
+    out = capsys.readouterr().out
+    folder = dev_folder(cache, project)
+    site = folder / "site" / "noarch"
+    package = site / "scale_noarch"
+    assert f"dev build of scale-noarch (torch-cpu, torch-cuda): {package}" in out
+    assert f"PYTHONPATH={site} python  # holding torch" in out
+    assert f"LOCAL_KERNELS=local/scale-noarch={folder / 'hub'}" in out
+    # the author's files linked, not copied: an edit is what the next import reads
+    for rel in ("__init__.py", "factor.json", "sub/__init__.py"):
+        assert (package / rel).resolve() == (project.package_dir / rel).resolve()
+    assert not (package / "notes.txt").exists()  # no pyext suffix: not in the wheel either
+    ops = (package / "_ops.py").read_text()
+    assert "_running_backend()" in ops and "_scale_noarch_" in ops
+    for backend in ("cpu", "cuda"):  # kernels loads the folder of the running torch's backend
+        with pytest.raises(UsageError, match="is a 'kernelwheel dev' build, not a release"):
+            read_layout(folder / "hub")
+        meta = json.loads(
+            (folder / "hub" / "build" / f"torch-{backend}" / "metadata.json").read_text()
+        )
+        assert meta["id"].startswith(f"_scale_noarch_{backend}_dev"), meta
+        copied = folder / "hub" / "build" / f"torch-{backend}" / "__init__.py"
+        assert copied.read_text() == NOARCH_INIT
+    # an edit: the site has it at once, the Hub copy on the next run
+    init = project.package_dir / "__init__.py"
+    init.write_text(NOARCH_INIT + "EDITED = True\n")
+    assert "EDITED" in (package / "__init__.py").read_text()
+    assert main(["dev", str(root), "--cache-dir", str(cache)]) == 0
+    assert "EDITED" in (folder / "hub" / "build" / "torch-cpu" / "__init__.py").read_text()
+    assert not list(root.rglob("__pycache__")) and not (root / "build").exists()
+
+
+def test_a_noarch_build_with_a_syntax_error_is_refused_naming_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_noarch_project(tmp_path / "n")
+    (root / "torch-ext" / "scale_noarch" / "sub" / "__init__.py").write_text("def f(:\n")
+    assert main(["dev", str(root), "--cache-dir", str(tmp_path / "c")]) == 6
+    assert "torch-ext/scale_noarch/sub/__init__.py:1" in capsys.readouterr().err
+
+
+def test_noarch_tests_with_no_interpreter_are_refused_with_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a pure-Python build has no build environment to run its tests in
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    root = write_noarch_project(tmp_path / "n")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    assert main(["test", str(root), "--cache-dir", str(tmp_path / "c")]) == 5
+    err = capsys.readouterr().err
+    assert "scale-noarch is pure Python: its tests need an interpreter holding torch" in err
+    assert "activate a virtual environment holding torch" in err and "--python PY" in err
+    # one given that lacks torch: it is named, with the pip command that fixes it
+    venv = QuickVenv(tmp_path / "venv")
+    args = ["test", str(root), "--cache-dir", str(tmp_path / "c"), "--python", str(venv.python)]
+    assert main(args) == 5
+    err = capsys.readouterr().err
+    assert f"({venv.python}: it has no torch, the build needs torch)" in err
+    assert f"'{venv.python} -m pip install \"torch\"'" in err
+
+
+def test_a_build_is_linked_only_where_its_runtime_is_installed(tmp_path: Path) -> None:
+    # a pure-Python build needs the torch its wheel requires, a tvm-ffi build apache-tvm-ffi of
+    # its series: an interpreter without it is not linked (its import would fail), and says why
+    project = load_project(write_noarch_project(tmp_path / "n"))
+    venv = QuickVenv(tmp_path / "venv", [fake_torch(tmp_path, "2.13.0")])
+    pth = venv.purelib / "kernelwheel-dev-scale_noarch.pth"
+    for runtime, linked in (("torch>=2.14", False), ("torch>=2.8", True)):
+        build = replace(_build(tmp_path / "dev"), runtime=runtime)
+        got = link_dev_build(build, project, venv.python, tmp_path / "cache", Runner())
+        assert (got.pth is not None) is linked and pth.is_file() is linked, got
+        if not linked:
+            assert got.skipped == "it has torch 2.13.0, the build needs torch>=2.14"
+    build = replace(_build(tmp_path / "dev"), runtime="apache-tvm-ffi>=0.1.9,<0.2")
+    pth.unlink()
+    got = link_dev_build(build, project, venv.python, tmp_path / "cache", Runner())
+    assert got.skipped == "it has no apache-tvm-ffi, the build needs apache-tvm-ffi<0.2,>=0.1.9"
+    assert not pth.exists()
 
 
 def test_a_dev_build_shows_the_compile_plans_notes_as_build_does(
@@ -482,3 +560,44 @@ def test_test_refuses_a_project_without_tests_before_building_it(
     err = capsys.readouterr().err
     assert f"{root} has no tests/ folder" in err and "kernelwheel init writes one" in err
     assert not cache.exists()  # no environment, no dev folder
+
+
+def test_a_tvm_ffi_build_environment_is_named_for_what_it_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the tests of a tvm-ffi project, run in its build environment, import a module it lacks:
+    # that environment was said to hold "torch alone", and the fix asked for "this variant's
+    # torch, pytest and torch"
+    from kernelwheel.cli.test import _warn_missing_imports
+
+    root = write_noarch_project(tmp_path / "p")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_x.py").write_text("import no_such_module_here\n")
+    python = Path(sys.executable)
+    build = replace(_build(tmp_path / "dev"), python=python, runtime="apache-tvm-ffi>=0.1.9,<0.2")
+    out, err = io.StringIO(), io.StringIO()
+    ui = ConsoleUI(out=out, err=err)
+    _warn_missing_imports(load_project(root), build, python, dict(os.environ), ui, Runner())
+    said = out.getvalue() + err.getvalue()
+    assert "(the build environment: kernelwheel's, holding apache-tvm-ffi alone)" in said, said
+    assert "holding apache-tvm-ffi>=0.1.9,<0.2, pytest and no_such_module_here" in said, said
+
+
+def test_every_selection_of_a_noarch_projects_variants_takes_one_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `dev --variant torch-cuda` beside a `test` of both: each wrote the one site/noarch under
+    # a lock of its own variant's name
+    from contextlib import nullcontext
+
+    from kernelwheel.builder import dev as dev_builder
+
+    taken: list[str] = []
+    monkeypatch.setattr(
+        dev_builder, "locked", lambda path, waiting: taken.append(path.name) or nullcontext()
+    )
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    root = write_noarch_project(tmp_path / "n")
+    for selected in ([], ["--variant", "torch-cuda"], ["--variant", "torch-cpu"]):
+        assert main(["dev", str(root), "--cache-dir", str(tmp_path / "c"), *selected]) == 0
+    assert taken == ["noarch.lock"] * 3

@@ -330,6 +330,19 @@ def test_an_incremental_compile_replays_the_warnings_of_the_units_it_did_not_com
     assert _replayed(tmp_path, {}, PATHS) == []
 
 
+def test_a_tvm_ffi_dev_build_replays_the_warnings_of_the_units_it_kept(tmp_path: Path) -> None:
+    # a tvm-ffi build's compile.json lists its units, not "sources": every run after the one
+    # that warned said nothing, as if the warning were gone
+    from kernelwheel.builder.steps import _replayed
+
+    units = [{"source": path, "object": f"{path}.o", "argv": []} for path in (ADD_ONE, BINDING)]
+    (tmp_path / "compile.json").write_text(json.dumps({"kind": "commands", "units": units}))
+    first = _replayed(tmp_path, unit_warnings(GCC_WARNED, PATHS), PATHS)
+    assert first == list(warning_summary(GCC_WARNED, PATHS)) and first
+    assert _replayed(tmp_path, {"torch-ext/torch_binding.cpp": ""}, PATHS) == first
+    assert _replayed(tmp_path, {}, PATHS) == first
+
+
 def test_each_other_failed_unit_gets_a_line_with_its_own_first_error() -> None:
     # two units broken apart (nvcc 13.0's and gcc 12's words): only the first unit's error was
     # shown, the other's was found one rebuild later; one header both include is said once

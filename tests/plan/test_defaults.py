@@ -449,3 +449,27 @@ def test_a_dev_build_without_a_gpu_names_the_flag_that_compiles_one_capability(
         assert chosen.cuda_capabilities == parse_all(["9.0"])
         _, notes = capabilities_here(recipe, chosen, environ={}, runner=none)
         assert not any("--cuda-capabilities 9.0" in note for note in notes)  # already given
+
+
+def test_a_tvm_ffi_projects_default_ignores_the_interpreters_torch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `kernelwheel dev --python PY` (or build), PY holding apache-tvm-ffi and no torch, was
+    # refused: "--python PY has no usable torch"; an active venv without torch added a note
+    from support.kinds import write_tvm_ffi_project
+
+    from kernelwheel.plan.defaults import probe_machine
+
+    root = write_tvm_ffi_project(tmp_path / "t")
+    no_torch = tmp_path / "venv" / "bin" / "python"  # never run: nothing is asked of it
+    no_torch.parent.mkdir(parents=True)
+    no_torch.write_text("#!/bin/sh\nexit 1\n")
+    no_torch.chmod(0o755)
+    planned = plan_project(root, {"python": str(no_torch)}, env={})
+    machine = probe_machine(
+        planned.project, planned.options, {"VIRTUAL_ENV": str(no_torch.parents[1])}
+    )
+    assert machine.python is None and machine.venv is None
+    got = default(root, machine)
+    assert got.recipe.name == f"tvm-ffi01-cpu-{Arch.host().value}-linux"
+    assert not any("torch" in note for note in got.notes), got.notes

@@ -2,13 +2,14 @@
 into ``<cache>/dev/<package>-<digest of the project's path>/`` with a fixed ops namespace (an edit
 of a kernel never recompiles the binding), loaded (the load check), and laid out as an importable
 ``site/<package>/`` and a Hub layout ``hub/build/<variant>/`` marked ``dev`` (``kernelwheel
-upload`` refuses it). No wheel, repair or ABI policy; nothing lies in the project."""
+upload`` refuses it); a pure-Python or tvm-ffi project's build is builder.dev_kinds'. No wheel,
+repair or ABI policy; nothing lies in the project. The ``.pth`` link, the tests' pytest."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,61 +17,31 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from .. import __version__
-from .._util import (
-    CommandTimeout,
-    Runner,
-    atomic_copy,
-    atomic_write,
-    locked,
-    sha256_remembered,
-    write_if_changed,
-)
+from .._util import CommandTimeout, Runner, atomic_write, locked, sha256_remembered
 from ..compat.builds import parse_variant, torch_mismatch
 from ..compat.guard import BuildStamp
 from ..compat.probe_cache import kept_across
 from ..log import Reporter, step
 from ..model.project import KernelProject
 from ..model.variant import Variant
-from ..wheels import Member
 from . import codegen
-from .load_check import DeferredLoad
+from .dev_kinds import NOARCH_SITE, build_noarch_dev, build_tvm_ffi_dev
+from .dev_layout import (
+    DevBuild,
+    Shared,
+    dev_folder,
+    dev_namespace,
+    dev_site,
+    holds,
+    lay_out_hub,
+    lay_out_site,
+    open_dev_log,
+    show_compiled,
+)
 from .pipeline import compile_extension, prepare_environment
-from .request import BuildRequest
-from .steps import full_version, left_out_note, load_checked, package_files
+from .request import BuildKind, BuildRequest
+from .steps import full_version, load_checked
 from .wheelmeta import requirements
-
-
-@dataclass(frozen=True)
-class DevBuild:
-    """A finished dev build."""
-
-    variant: Variant
-    folder: Path  # <cache>/dev/<package>-<digest>
-    site: Path  # on sys.path: holds <package>/
-    hub: Path  # LOCAL_KERNELS's path: holds build/<variant>/
-    python: Path  # the build environment's interpreter: it loads the extension
-    # the load check left to the tests' interpreter (build_dev's check_in_tests), when due
-    deferred: DeferredLoad | None = None
-
-
-def dev_folder(cache_dir: Path, project: KernelProject) -> Path:
-    """The project's dev folder in kernelwheel's cache (one per project folder)."""
-    digest = hashlib.sha256(str(project.root.resolve()).encode()).hexdigest()[:12]
-    return cache_dir / "dev" / f"{project.package}-{digest}"
-
-
-def dev_site(folder: Path, variant: Variant) -> Path:
-    """The folder on ``sys.path`` of ``variant``'s dev build: one per variant, so a dev build of
-    another variant never replaces the one an interpreter was linked to."""
-    return folder / "site" / variant.name
-
-
-def dev_namespace(project: KernelProject, variant: Variant) -> str:
-    """The ops namespace of the project's dev builds of ``variant``: fixed, so that an edit
-    recompiles only the edited unit; distinct from every release build's (``dev`` in it)."""
-    digest = hashlib.sha256(f"{project.root.resolve()}\0{variant.name}".encode()).hexdigest()
-    return codegen.ops_namespace(project.package, "dev" + digest[:10])
 
 
 def build_dev(
@@ -92,7 +63,8 @@ def build_dev(
     outputs = replace(req.outputs, work_dir=folder, out_dir=folder, manylinux=None, hub_layout=None)
     req = replace(req, outputs=outputs)
     req.outputs.work_dir.mkdir(parents=True, exist_ok=True)
-    scope = req.variant.name
+    # a pure-Python build's one site serves every variant: every selection of them waits
+    scope = NOARCH_SITE if req.kind is BuildKind.NOARCH else req.variant.name
 
     def waiting(holder: str) -> None:
         reporter.info(
@@ -103,27 +75,21 @@ def build_dev(
 
     with ExitStack() as own:  # one at a time
         (hold or own).enter_context(locked(req.outputs.work_dir / f"{scope}.lock", waiting))
-        return _build_dev(req, reporter, runner, check_in_tests)
+        return _BUILDERS[req.kind](req, reporter, runner, check_in_tests)
 
 
 def _build_dev(
     req: BuildRequest, reporter: Reporter, runner: Runner, check_in_tests: bool
 ) -> DevBuild:
     project, variant, scope, log = req.project, req.variant, req.variant.name, req.log
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(req.log_header().replace("kernelwheel build", "kernelwheel dev", 1))
+    open_dev_log(req)
     prepared = prepare_environment(req, reporter, runner)
     env = prepared.env
     namespace = dev_namespace(project, variant)
     with step(reporter, scope, "compile", log=log) as detail:
         compiled = compile_extension(req, prepared, namespace, runner, incremental=True)
         detail.append(compiled.cache)
-    for note in compiled.notes:  # as build shows them: code left out, kernels passed over
-        reporter.info(scope, note)
-    if (left_out := left_out_note(project)) is not None:
-        reporter.info(scope, left_out)
-    for warning in compiled.warnings:
-        reporter.info(scope, f"warning: {warning}")
+    show_compiled(reporter, scope, compiled, project)
     so_path = compiled.shared_object
     digest = sha256_remembered(so_path, req.outputs.work_dir / f"{variant.name}.so.sha256")
     # A shared object that loaded before is not loaded again: an unchanged project's run costs
@@ -146,107 +112,24 @@ def _build_dev(
         variant=variant,
         dev_of=os.fspath(project.root),
     )
+    shared = Shared(so_path, f"{namespace}.abi3.so", digest)
     with step(reporter, scope, "package") as detail:
-        site = _lay_out_site(dev_site(folder, variant), project, namespace, stamp, so_path, digest)
+        ops_py = codegen.ops_py(namespace, stamp)
+        site = lay_out_site(dev_site(folder, variant), project, ops_py, shared)
         major = Version(req.version).major
-        hub = _lay_out_hub(
-            folder / "hub", project, variant, namespace, site / project.package, major
-        )
-        detail.append(str(site / project.package))
+        package = site / project.package
+        hub = lay_out_hub(folder / "hub", project, variant, namespace, package, major, shared.name)
+        detail.append(str(package))
     if deferred is not None:  # the file the package imports: loaded twice it would register twice
-        copy = site / project.package / f"{namespace}.abi3.so"
-        deferred = replace(deferred, shared_object=copy)
+        deferred = replace(deferred, shared_object=package / shared.name)
     return DevBuild(variant, folder, site, hub, env.python, deferred)
 
 
-def _lay_out_site(
-    site: Path,
-    project: KernelProject,
-    namespace: str,
-    stamp: BuildStamp,
-    so_path: Path,
-    digest: str,
-) -> Path:
-    """``site/<package>/``: links to the package's files, ``_ops.py`` and a copy of the shared
-    object (swapped in by rename: a Python that loaded the last one keeps its file) whose
-    ``digest`` is kept beside ``site``. Only what changed is updated: ``site`` itself stays
-    untouched, so the interpreter whose ``sys.path`` holds it keeps its cached probe
-    (compat/probe_cache watches those folders)."""
-    package = site / project.package
-    package.mkdir(parents=True, exist_ok=True)
-    links = {
-        rel.split("/", 1)[1]: (project.package_dir / rel.split("/", 1)[1]).resolve()
-        for rel in package_files(project)
-    }
-    shared = f"{namespace}.abi3.so"
-    for path in sorted(package.rglob("*"), reverse=True):  # what the project no longer has
-        name = path.relative_to(package).as_posix()
-        if "__pycache__" in path.parts:
-            continue
-        if path.is_symlink():  # kept while the project has it (is_file would follow it)
-            if name not in links:
-                path.unlink()
-        elif path.is_file() and name not in ("_ops.py", shared):
-            path.unlink()
-    for name, target in links.items():
-        dest = package / name
-        if dest.is_symlink() and dest.readlink() == target:
-            continue
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.unlink(missing_ok=True)
-        dest.symlink_to(target)
-    write_if_changed(package / "_ops.py", codegen.ops_py(namespace, stamp))
-    copied = site.with_name(f"{site.name}-so.sha256")
-    if not (package / shared).is_file() or not _holds(copied, digest):
-        atomic_copy(so_path, package / shared)
-        atomic_write(copied, digest)
-    return site
-
-
-def _holds(record: Path, text: str) -> bool:
-    return record.is_file() and record.read_text() == text
-
-
-def _lay_out_hub(
-    hub: Path, project: KernelProject, variant: Variant, namespace: str, package: Path, major: int
-) -> Path:
-    """``hub/build/<variant>/``: the package's files (copies, with their digest) and a
-    metadata.json marked as a dev build, as ``kernels`` loads a local kernel."""
-    # Imported here: the hub package pulls in huggingface_hub, which a dev build needs only now.
-    from ..hub.export import kernel_metadata, write_variant
-    from ..hub.metadata import DEV_BUILD_MARK, METADATA_JSON, Provenance
-
-    paths = [
-        path
-        for path in sorted(package.rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts
-    ]
-    # The files' names and stats (links followed): the same, the layout is left alone without
-    # reading them (the shared object alone may be hundreds of MB).
-    stamp = json.dumps(
-        [[str(p.relative_to(package)), *_stat(p)] for p in paths] + [__version__, namespace]
-    )
-    record = hub.with_name(f"hub-{variant.name}.stamp")  # beside the layout, not in it
-    if _holds(record, stamp) and (hub / "build" / variant.name / METADATA_JSON).is_file():
-        return hub
-    # By path: hashed and copied in chunks, never read whole.
-    files: dict[str, Member] = {str(path.relative_to(package)): path for path in paths}
-    meta = kernel_metadata(project, variant, namespace, (), major=major, files=files)
-    builder = f"kernelwheel {__version__} {DEV_BUILD_MARK}"
-    meta = replace(meta, provenance=Provenance(builder_version=builder))
-    # its metadata.json names every file's digest: the same one, the same folder, left alone
-    if not _holds(hub / "build" / variant.name / METADATA_JSON, meta.to_json()):
-        # the shared object the site's package loads, hard-linked: one process importing both
-        # (a test's ``import`` and its ``kernels.get_kernel``) maps it once, so its ops register
-        # once (two copies would register the namespace twice: torch aborts)
-        write_variant(hub, variant, files, meta, linked={f"{namespace}.abi3.so"})
-    atomic_write(record, stamp)
-    return hub
-
-
-def _stat(path: Path) -> tuple[int, int, int]:
-    st = path.stat()
-    return st.st_size, st.st_mtime_ns, st.st_ino
+_BUILDERS: dict[BuildKind, Callable[[BuildRequest, Reporter, Runner, bool], DevBuild]] = {
+    BuildKind.TORCH: _build_dev,
+    BuildKind.TVM_FFI: build_tvm_ffi_dev,
+    BuildKind.NOARCH: build_noarch_dev,
+}
 
 
 @dataclass(frozen=True)
@@ -281,22 +164,34 @@ def link_dev_build(
 ) -> Linked:
     """Make ``build`` importable by ``python`` without pip: ``kernelwheel-dev-<package>.pth``
     in its site-packages names the dev build's ``site`` folder. Not written where that torch is
-    not the variant's (the import guard would refuse the build there)."""
+    not the variant's (the import guard would refuse the build there), nor where ``python``
+    lacks what a pure-Python or tvm-ffi build imports (``DevBuild.runtime``)."""
     needs = _needs(project, build.variant)
-    probe: list[str | Path] = [python, "-c", _TARGET_PROBE, project.name, *(r.name for r in needs)]
+    runtime = Requirement(build.runtime or "torch")
+    names = [project.name, *(r.name for r in needs), runtime.name]
+    probe: list[str | Path] = [python, "-c", _TARGET_PROBE, *names]
     try:
         proc = runner.captured(probe, timeout=120)
         purelib, torch, installed, *found = json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, CommandTimeout, ValueError, IndexError):
         return Linked(python, None, skipped=f"{python} did not answer")
-    missing = _missing(needs, found[0] if found else [])
+    versions = found[0] if found else []
+    has = versions[len(needs)] if len(versions) > len(needs) else ""
+    missing = _missing(needs, versions)
     pth = Path(purelib) / f"kernelwheel-dev-{project.package}.pth"
-    if (wanted := torch_mismatch(build.variant, torch)) is not None:  # the import guard's rule
+    if build.runtime is None:
+        wanted = torch_mismatch(build.variant, torch)  # the import guard's rule
         have = f"torch {torch}" if torch else "no torch"
-        skipped = f"it has {have}, the variant is for {wanted}"
+    else:
+        fits = has and runtime.specifier.contains(has, prereleases=True)
+        wanted = None if fits else str(runtime)
+        have = f"{runtime.name} {has}" if has else f"no {runtime.name}"
+    if wanted is not None:
+        what = "the variant is for" if build.runtime is None else "the build needs"
+        skipped = f"it has {have}, {what} {wanted}"
         return Linked(python, None, skipped=skipped, stale=_stale_link(pth, torch), missing=missing)
     line = f"{os.fspath(build.site)}\n"
-    if not _holds(pth, line):  # unchanged: its folder's probe stays valid
+    if not holds(pth, line):  # unchanged: its folder's probe stays valid
         with kept_across(python, cache_dir):  # and changed: it stays valid too
             atomic_write(pth, line)
     return Linked(python, pth, shadowed_by=installed or None, missing=missing)

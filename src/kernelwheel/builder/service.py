@@ -32,7 +32,8 @@ from ..toolchain.cross import CrossPlan, plan_for
 from ..toolchain.deps import plan_headers
 from ..toolchain.envs import env_spec_for
 from ..wheels import license_warning
-from .dev import DevBuild, build_dev
+from .dev import build_dev
+from .dev_layout import DevBuild
 from .entry import build_and_export
 from .preflight import require_buildable, system_toolkit
 from .registrations import check_registrations
@@ -110,7 +111,7 @@ def build_project(
 
 def dev_project(
     planned: Planned,
-    recipe: VariantRecipe,
+    recipes: Sequence[VariantRecipe],
     progress: Reporter,
     *,
     gpu_capabilities: tuple[CudaCapability, ...] = (),
@@ -118,10 +119,11 @@ def dev_project(
     hold: ExitStack | None = None,
     runner: Runner = RUNNER,
 ) -> DevBuild:
-    """``kernelwheel dev``: ``recipe``'s variant, planned as a build is, built by builder/dev
-    (``hold``: its lock left on it, builder.dev.build_dev)."""
+    """``kernelwheel dev``: ``recipes``' variant (a pure-Python project's: all it serves),
+    planned as a build is, built by builder/dev (``hold``: its lock left on it,
+    builder.dev.build_dev)."""
     (request,), _, _ = _requests(
-        planned, [recipe], progress, gpu_capabilities, runner, release=False
+        planned, recipes, progress, gpu_capabilities, runner, release=False
     )
     return build_dev(request, progress, runner, check_in_tests=check_in_tests, hold=hold)
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from .._util import CommandTimeout, Runner, atomic_write, sha256_file
+from ..compile.compile_spec import CommandSpec
 
 RECORD = "inputs.sha256.json"  # in the variant's work folder: {input: its digest when compiled}
 # ctime comes from the kernel's coarse clock, up to a tick (1-10 ms) behind time.time_ns()
@@ -42,15 +45,16 @@ def objects_inputs(ninja: str | None, build_temp: Path, runner: Runner) -> dict[
 
 
 class Digests:
-    """The digests of the inputs under ``root`` (the work folder: the project is linked into it),
-    each file hashed once; None for a file that cannot be read."""
+    """The digests of the inputs under ``roots`` (the work folder: the project is linked into
+    it; a tvm-ffi build's project, which its commands name directly), each file hashed once;
+    None for a file that cannot be read."""
 
-    def __init__(self, root: Path) -> None:
-        self.prefix = os.path.normpath(root) + os.sep
+    def __init__(self, *roots: Path) -> None:
+        self.prefixes = tuple(os.path.normpath(root) + os.sep for root in roots)
         self.known: dict[str, str | None] = {}
 
     def mine(self, inputs: list[str]) -> list[str]:
-        return [path for path in inputs if path.startswith(self.prefix)]
+        return [path for path in inputs if path.startswith(self.prefixes)]
 
     def __call__(self, path: str) -> str | None:
         if path not in self.known:
@@ -61,15 +65,15 @@ class Digests:
         return self.known[path]
 
 
-def remove_stale(stage: Path, deps: Mapping[str, list[str]]) -> dict[str, str | None]:
-    """Remove each object of ``deps`` one of whose inputs under ``stage`` holds other bytes than
-    when it was compiled (or was never recorded); the digests of those inputs now."""
+def remove_stale(stage: Path, deps: Mapping[str, list[str]], *more: Path) -> dict[str, str | None]:
+    """Remove each object of ``deps`` one of whose inputs under ``stage`` (or ``more``) holds
+    other bytes than when it was compiled (or was never recorded); those inputs' digests now."""
     try:
         recorded = json.loads((stage / RECORD).read_text())
     except (OSError, ValueError):
         recorded = {}
     recorded = recorded if isinstance(recorded, dict) else {}
-    digest = Digests(stage)
+    digest = Digests(stage, *more)
     for target, inputs in deps.items():
         if any(digest(path) != recorded.get(path) for path in digest.mine(inputs)):
             Path(target).unlink(missing_ok=True)
@@ -82,13 +86,14 @@ def record_compiled(
     before: Mapping[str, str | None],
     started_ns: int,
     project: Path,
+    *more: Path,
 ) -> None:
     """After a compile that succeeded (begun at ``started_ns``): each input's digest as it was
     before the compile (``before``), else as it is now (an input the compile found first), or
     ``"edited"`` where a file of ``project`` (the author's, not those kernelwheel wrote just
     before) changed since the compile began (its ctime: the bytes compiled are not known, so
-    its objects are compiled again)."""
-    digest = Digests(stage)
+    its objects are compiled again); ``more``: folders of inputs besides ``stage``."""
+    digest = Digests(stage, *more)
     authors = os.path.normpath(project) + os.sep
 
     def compiled_from(path: str) -> str | None:
@@ -104,3 +109,64 @@ def record_compiled(
 
     record = {path: compiled_from(path) for inputs in deps.values() for path in digest.mine(inputs)}
     atomic_write(stage / RECORD, json.dumps(record, indent=0, sort_keys=True))
+
+
+# in a tvm-ffi dev build's work folder: {object: the command that last compiled it}
+COMMANDS = "units.commands.json"
+
+
+def depfile_inputs(build_temp: Path, objects: Iterable[str]) -> dict[str, list[str]]:
+    """Each of ``objects`` that exists and the inputs its depfile (``OBJECT.d``, as ``-MMD``
+    writes it) names, as normalized absolute paths (relative ones from ``build_temp``, where the
+    commands run); one without a readable depfile is left out (nvcc's: it writes none)."""
+    found: dict[str, list[str]] = {}
+    for target in objects:
+        try:
+            if not Path(target).is_file():
+                continue
+            text = Path(f"{target}.d").read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        _, colon, deps = text.replace("\\\n", " ").partition(": ")
+        if colon:
+            items = (i.replace("\\ ", " ") for i in re.split(r"(?<!\\)\s+", deps.strip()) if i)
+            found[target] = [os.path.normpath(build_temp / item) for item in items]
+    return found
+
+
+def units_to_compile(
+    stage: Path, spec: CommandSpec, project: Path
+) -> tuple[CommandSpec, dict[str, str | None]]:
+    """A tvm-ffi dev build's ``spec`` cut to the units that need compiling, as ninja would judge
+    them, by bytes: an object missing, of another command than the last, without a depfile, or
+    one of whose inputs (the ``project``'s files, the work folder's) holds other bytes than
+    when it was compiled; and the digests of those inputs now (for :func:`record_compiled`)."""
+    try:
+        last = json.loads((stage / COMMANDS).read_text())
+    except (OSError, ValueError):
+        last = {}
+    last = last if isinstance(last, dict) else {}
+    same = [u.object for u in spec.units if last.get(u.object) == list(u.argv)]
+    deps = depfile_inputs(Path(spec.build_temp), same)
+    before = remove_stale(stage, deps, project)  # what changed goes
+    todo = tuple(u for u in spec.units if u.object not in deps or not Path(u.object).is_file())
+    return replace(spec, units=todo), before
+
+
+def units_compiled(
+    stage: Path,
+    spec: CommandSpec,
+    before: Mapping[str, str | None],
+    started_ns: int,
+    project: Path,
+) -> list[str] | None:
+    """After the units of :func:`units_to_compile` compiled: every object's inputs recorded
+    (each unit's command too); all the units' inputs, for the reuse of an unchanged build, or
+    None where one has no depfile."""
+    objects = [u.object for u in spec.units]
+    deps = depfile_inputs(Path(spec.build_temp), objects)
+    record_compiled(stage, deps, before, started_ns, project, project)
+    atomic_write(stage / COMMANDS, json.dumps({u.object: list(u.argv) for u in spec.units}))
+    if len(deps) != len(objects):
+        return None
+    return sorted({path for inputs in deps.values() for path in inputs})

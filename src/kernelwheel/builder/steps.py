@@ -394,10 +394,22 @@ def compile_step(
     objects = Path(spec.build_temp)
     # dev's objects are kept: one whose sources hold other bytes goes, whatever their times
     ninja = _last_ninja(stage, env_vars) if incremental else None
-    before = stale.remove_stale(stage, stale.objects_inputs(ninja, objects, runner))
+    commands = spec if incremental and isinstance(spec, CommandSpec) else None
+    only = None
+    if commands is not None:  # no ninja: the units judged here
+        only, before = stale.units_to_compile(stage, commands, req.project.root)
+    else:
+        before = stale.remove_stale(stage, stale.objects_inputs(ninja, objects, runner))
     started = time.time_ns()
-    result = run_worker(req, python, stage, env_vars, planned.keep_dir, runner, direct=direct)
-    if incremental:
+    result = run_worker(
+        req, python, stage, env_vars, planned.keep_dir, runner, direct=direct, only=only
+    )
+    if commands is not None and only is not None:
+        root = req.project.root
+        result["inputs"] = stale.units_compiled(stage, commands, before, started, root)
+        if not only.units:
+            result["cache"] = "unchanged: no unit to compile (linked again)"
+    elif incremental:
         ninja = str(result.get("ninja") or ninja or "")
         deps = stale.objects_inputs(ninja, objects, runner)
         stale.record_compiled(stage, deps, before, started, stage / PROJECT_LINK)
@@ -485,16 +497,22 @@ def run_worker(
     runner: Runner,
     *,
     direct: tuple[Sequence[str], Sequence[str]] | None = None,
+    only: CommandSpec | None = None,
 ) -> dict[str, object]:
     """The worker's result on ``<stage>/compile.json``, output into the log (``direct``: these
-    commands instead). nvcc's ``--keep`` files, hundreds of MB, go unless asked for."""
+    commands instead; ``only``: a dev build's units still to compile, then the link, while
+    compile.json keeps them all). nvcc's ``--keep`` files, hundreds of MB, go unless asked for."""
     spec_path, result_path = stage / "compile.json", stage / "result.json"
     start = _size(req.log)
     idle = False
     try:
         if direct is None:
+            run = spec_path
+            if only is not None:
+                run = stage / "compile.units.json"
+                run.write_text(only.to_json())
             code = runner.logged(
-                [python, WORKER, spec_path, result_path], req.log, env=env_vars, cwd=stage
+                [python, WORKER, run, result_path], req.log, env=env_vars, cwd=stage
             )
         else:  # ninja, then the link unless ninja had nothing to do
             ninja, link = direct
@@ -507,7 +525,7 @@ def run_worker(
             shutil.rmtree(keep_dir, ignore_errors=True)
     output = _read_from(req.log, start)
     paths = _project_paths(req, stage, spec_path)
-    incremental = direct is not None or _incremental(spec_path)
+    incremental = direct is not None or only is not None or _incremental(spec_path)
     if code != 0 or not result_path.exists():
         if incremental:  # the units that compiled before the failure: their warnings now
             with suppress(OSError):
@@ -550,8 +568,10 @@ def _replayed(stage: Path, fresh: Mapping[str, str], paths: PathMap) -> list[str
     kept = stage / "unit-warnings.json"
     try:
         last = json.loads(kept.read_text())
-        sources = json.loads((stage / "compile.json").read_text())["sources"]
-    except (OSError, ValueError, KeyError, TypeError):
+        spec = json.loads((stage / "compile.json").read_text())
+        # a torch build's sources, a tvm-ffi build's units' (a ``commands`` spec)
+        sources = spec.get("sources") or [unit["source"] for unit in spec["units"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         last, sources = {}, []
     if not isinstance(last, dict):
         last = {}

@@ -19,6 +19,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from .._util import RUNNER, CommandTimeout, Runner, atomic_write, locked
+from ..abi.symver import ForcedHeader
 from ..compile.compile_spec import CommandSpec
 from ..errors import ToolchainError
 from ..log import Reporter, step
@@ -171,32 +172,7 @@ def build_tvm_ffi_variant(
             hint="build it on a machine of that arch",
         )
     steps.open_build(req, runner)
-
-    with step(reporter, scope, "environment", log=log) as detail:
-        if req.env.python is not None:
-            env = probe_tvm_ffi(req.env.python, runner)
-        else:
-            env = provision_tvm_ffi(recipe, req.env.sources, req.outputs.cache_dir, log, runner)
-            for note in env.notes:
-                reporter.info(scope, note)
-        toolkit = None
-        if variant.backend.kind is BackendKind.CUDA:
-            cuda = variant.backend.cuda_version
-            toolkit = locate_cuda_toolkit(
-                cuda,
-                env.purelib,
-                req.cuda.home,
-                req.cuda.system_paths,
-                needed_by=variant.name,
-                hint=f"install CUDA {cuda} (or pass --cuda-home DIR)",
-                store=req.outputs.cache_dir / "toolkits",  # the torch builds' toolkit store
-                runner=runner,
-            )
-        detail.append(f"{TVM_FFI_PACKAGE} {env.version}" + (" (cached)" if env.reused else ""))
-        _check_series(env, variant.tvm_ffi)
-        if toolkit:
-            detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
-        header = steps.remedy_header(req, runner)
+    env, toolkit, header = prepare_tvm_ffi(req, reporter, runner)
 
     with step(reporter, scope, "codegen") as detail:
         bid = codegen.build_id(project, variant, settings=(steps.remedies_setting(header),))
@@ -206,7 +182,7 @@ def build_tvm_ffi_variant(
     with step(reporter, scope, "compile", log=log) as detail:
         # The inputs of an unchanged variant are the units' depfiles' list (builder.reuse).
         facts = (env.python, env.version, *env.include_dirs, env.lib_dir)
-        plan = partial(_plan, req, namespace, env, toolkit)
+        plan = partial(library_plan, req, namespace, env, toolkit)
         compiled = steps.compile_step(req, env.python, facts, toolkit, header, plan, runner)
         detail.append(f"{compiled.shared_object.name}; {compiled.cache}")
     steps.load_checked(req, env.python, compiled.shared_object, namespace, reporter, runner)
@@ -235,7 +211,42 @@ def build_tvm_ffi_variant(
     return steps.finish_wheel(req, raw, reporter, namespace, compiled, runner)
 
 
-def _plan(
+def prepare_tvm_ffi(
+    req: BuildRequest, reporter: Reporter, runner: Runner
+) -> tuple[TvmFfiEnv, CudaToolkit | None, ForcedHeader | None]:
+    """The environment step of a tvm-ffi variant (``build`` and ``dev`` alike): the interpreter
+    holding apache-tvm-ffi, a CUDA variant's toolkit, the remedies' header."""
+    variant, scope, log = req.variant, req.variant.name, req.log
+    assert variant.tvm_ffi is not None and variant.backend is not None
+    with step(reporter, scope, "environment", log=log) as detail:
+        if req.env.python is not None:
+            env = probe_tvm_ffi(req.env.python, runner)
+        else:
+            env = provision_tvm_ffi(req.recipe, req.env.sources, req.outputs.cache_dir, log, runner)
+            for note in env.notes:
+                reporter.info(scope, note)
+        toolkit = None
+        if variant.backend.kind is BackendKind.CUDA:
+            cuda = variant.backend.cuda_version
+            toolkit = locate_cuda_toolkit(
+                cuda,
+                env.purelib,
+                req.cuda.home,
+                req.cuda.system_paths,
+                needed_by=variant.name,
+                hint=f"install CUDA {cuda} (or pass --cuda-home DIR)",
+                store=req.outputs.cache_dir / "toolkits",  # the torch builds' toolkit store
+                runner=runner,
+            )
+        detail.append(f"{TVM_FFI_PACKAGE} {env.version}" + (" (cached)" if env.reused else ""))
+        _check_series(env, variant.tvm_ffi)
+        if toolkit:
+            detail.append(f"CUDA {toolkit.version} at {toolkit.home}")
+        header = steps.remedy_header(req, runner)
+    return env, toolkit, header
+
+
+def library_plan(
     req: BuildRequest,
     namespace: str,
     env: TvmFfiEnv,

@@ -133,7 +133,10 @@ def plan_tvm_ffi_compile(
         out = obj / f"{index:03d}-{source.stem}.o"
         if source.suffix == ".cu":  # a kernel's, or a binding's (with the binding's flags)
             name = nvcc_source_name(source, root)
-            argv = [*nvcc, name, *flags, "-c", str(source), "-o", str(out)]
+            # its depfile, as torch's ninja asks nvcc for one: what a dev build judges the
+            # unit by, and an unchanged build's inputs (builder.reuse)
+            deps = ["--generate-dependencies-with-compile", "--dependency-output", f"{out}.d"]
+            argv = [*nvcc, name, *flags, *deps, "-c", str(source), "-o", str(out)]
         else:  # -MMD: the compiler cache's depend mode reads the dependencies from it
             argv = [*cxx_cmd, *flags, "-MMD", "-MF", f"{out}.d", "-c", str(source), "-o", str(out)]
         commands.append(CommandUnit(str(source), str(out), tuple(argv)))

@@ -11,12 +11,13 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..builder.dev import DevBuild, Linked, link_dev_build
+from ..builder.dev import Linked, link_dev_build
+from ..builder.dev_layout import DevBuild
 from ..builder.load_check import skip_reason
 from ..builder.preflight import select_buildable
 from ..builder.request import BuildKind
 from ..builder.service import dev_project
-from ..errors import KernelwheelError, ProjectError, UsageError
+from ..errors import KernelwheelError, UsageError
 from ..model.project import KernelProject, editor_file
 from ..plan.defaults import active_venv_python, capabilities_here
 from ..plan.planning import Planned, plan_project
@@ -41,7 +42,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "process (the load check); and make it importable by the active virtual "
             "environment or --python through a .pth file (no pip). No wheel, no repair, no ABI "
             "policy: nothing it writes is published ('kernelwheel build' makes wheels). Prints "
-            "the PYTHONPATH and LOCAL_KERNELS lines that load the build elsewhere."
+            "the PYTHONPATH and LOCAL_KERNELS lines that load the build elsewhere. A pure-Python "
+            "project's package is laid out with nothing to compile; a tvm-ffi project's variant "
+            "is compiled in its apache-tvm-ffi environment."
         ),
         formatter_class=argparse.HelpFormatter,  # one paragraph, wrapped
     )
@@ -86,21 +89,12 @@ def dev_once(
     left to the tests' process (``kernelwheel test``); ``before_build``: what refuses the
     project before anything is built; ``hold``: the build's lock is left on it."""
     planned = plan_project(project_path(args), option_values(args))
-    if (kind := BuildKind.of(planned.project)) is not BuildKind.TORCH:
-        project = planned.project
-        repo = (project.hub.repo_id if project.hub else None) or f"local/{project.name}"
-        raise ProjectError(
-            f"{project.name} is a {kind.value} project: kernelwheel {args.command} "
-            "builds torch extensions only",
-            file=project.build_toml,
-            # its Hub layout is what kernels.get_kernel (kernels-community's tests) loads
-            hint=f"build it with 'kernelwheel build {project.root} --hub-layout DIR' and run "
-            f"its tests against that build with 'LOCAL_KERNELS={repo}=DIR python -m pytest "
-            f"{project.root / 'tests'}' in an environment holding torch, pytest and kernels",
-        )
     if before_build is not None:
         before_build(planned.project)
     selection = select_buildable(planned, args.variant, runner=args.runner)
+    if BuildKind.of(planned.project) is BuildKind.NOARCH:  # one package for all its variants
+        build = dev_project(planned, selection.recipes, ui, hold=hold, runner=args.runner)
+        return _done(args, ui, planned, build, testing=check_in_tests)
     if len(selection.recipes) != 1:
         raise UsageError(
             f"--variant matches {len(selection.recipes)} variants: "
@@ -124,13 +118,25 @@ def dev_once(
         ui.info("", note)
     build = dev_project(
         planned,
-        recipe,
+        [recipe],
         ui,
         gpu_capabilities=gpus,
         check_in_tests=check_in_tests,
         hold=hold,
         runner=args.runner,
     )
+    return _done(args, ui, planned, build, testing=check_in_tests)
+
+
+def _done(
+    args: argparse.Namespace,
+    ui: ConsoleUI,
+    planned: Planned,
+    build: DevBuild,
+    *,
+    testing: bool = False,
+) -> DevRun:
+    """``build`` linked into the user's interpreter and reported."""
     # --python, else the active virtual environment's; neither: the build's own environment
     # is kernelwheel's, never changed
     target = planned.options.python or active_venv_python()
@@ -139,7 +145,7 @@ def dev_once(
         if target
         else None
     )
-    _report(ui, planned.project, build, linked, testing=check_in_tests)
+    _report(ui, planned.project, build, linked, testing=testing)
     return DevRun(planned, build, linked)
 
 
@@ -154,7 +160,7 @@ def _report(
     """What the dev build is and where; ``testing``: ``kernelwheel test``'s, whose tests get
     the dev build before any pip-installed copy."""
     package = build.site / project.package
-    ui.info("", f"dev build of {project.name} ({build.variant.name}): {package}")
+    ui.info("", f"dev build of {project.name} ({build.name}): {package}")
     if linked is not None and linked.pth is not None:
         ui.info("", f"importable by {linked.python}: {linked.pth}")
         if linked.shadowed_by is not None:
@@ -167,7 +173,9 @@ def _report(
     else:
         why = f" ({linked.python}: {linked.skipped})" if linked is not None else ""
         ui.info("", f"not linked into an interpreter{why}; import it with")
-        ui.info("", f"  PYTHONPATH={build.site} {build.python}")
+        # a pure-Python build has no environment: any Python holding the torch it needs
+        python = build.python or f"python  # holding {build.runtime}"
+        ui.info("", f"  PYTHONPATH={build.site} {python}")
         if linked is not None and linked.stale is not None:
             ui.warn(
                 f"{linked.stale}, whose import fails under this environment's torch: "

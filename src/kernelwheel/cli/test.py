@@ -11,7 +11,8 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from .._util import Runner
-from ..builder.dev import DevBuild, lacking, pytest_arguments
+from ..builder.dev import lacking, pytest_arguments
+from ..builder.dev_layout import DevBuild
 from ..builder.load_check import (
     call_warnings,
     deferred_result,
@@ -64,11 +65,21 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
     env = dev_environment(project, build, os.environ)
     # the linked interpreter, else the build's own
     python = linked.python if linked is not None and linked.pth is not None else build.python
+    if python is None:  # a pure-Python build: no environment of its own
+        why = f" ({linked.python}: {linked.skipped})" if linked is not None else ""
+        into = f"'{linked.python} -m pip install \"{build.runtime}\"', or " if linked else ""
+        raise ToolchainError(
+            f"{project.name} is pure Python: its tests need an interpreter holding "
+            f"{build.runtime}, and none is linked{why}",
+            hint=f"{into}activate a virtual environment holding torch (and pytest, or "
+            "kernelwheel provides one), or pass --python PY",
+        )
     if python == build.python and (missing := lacking(python, project, build.variant, args.runner)):
         ui.warn(
             f"the build environment the tests run in lacks {', '.join(missing)}, which "
             f"{project.name}'s wheel requires (build.toml python-depends), and is never "
-            "changed: activate a virtual environment holding torch and them, or pass --python PY"
+            f"changed: activate a virtual environment holding {build.runtime_name} and them, or "
+            "pass --python PY"
         )
     # the interpreter's own pytest, else kernelwheel's pinned one (build environments have none)
     found = args.runner.captured([python, "-c", "import pytest"], timeout=120, env=env)
@@ -84,7 +95,7 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
         where = "the build environment" if python == build.python else str(python)
         ui.info("", f"pytest for {where}: kernelwheel's, {tools}")
         env["PYTHONPATH"] = _paths(tools, env.get("PYTHONPATH", ""))
-    _warn_missing_imports(project, python, python == build.python, env, ui, args.runner)
+    _warn_missing_imports(project, build, python, env, ui, args.runner)
     pytest_args = [*pytest_arguments(project, build), *args.pytest_args]
     # pytest runs in the project: its tests import the package from the dev build, not from
     # a torch-ext/ folder next to them (that has no _ops.py).
@@ -117,14 +128,14 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
 
 def _warn_missing_imports(
     project: KernelProject,
+    build: DevBuild,
     python: Path,
-    own: bool,
     env: Mapping[str, str],
     ui: ConsoleUI,
     runner: Runner,
 ) -> None:
     """Before pytest's collection errors: the modules the tests import that ``python`` lacks
-    (``own``: the build environment, which holds torch alone and is never changed)."""
+    (``build``'s own environment holds torch, or apache-tvm-ffi, alone and is never changed)."""
     imported = module_imports(project.root / "tests")
     if not imported:
         return
@@ -132,13 +143,15 @@ def _warn_missing_imports(
         [python, "-c", PROBE, *sorted(imported)], timeout=120, env=env, cwd=project.root
     )
     missing = found.stdout.split() if found.returncode == 0 else []
-    where = " (the build environment: kernelwheel's, holding torch alone)" if own else ""
+    held = build.runtime_name
+    own = python == build.python
+    where = f" (the build environment: kernelwheel's, holding {held} alone)" if own else ""
     for name in missing:
         ui.warn(f"{imported[name]} imports {name}, which {python}{where} cannot import")
     if missing:
         ui.info(
             "",
-            f"fix: activate a virtual environment holding this variant's torch, pytest and "
+            f"fix: activate a virtual environment holding {build.wanted}, pytest and "
             f"{', '.join(missing)}, or pass --python PY",
         )
 

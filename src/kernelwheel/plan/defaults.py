@@ -19,7 +19,7 @@ from ..compat.builds import build_of, parse_variant
 from ..compat.gpus import Gpus, visible_gpus
 from ..errors import ToolchainError, UsageError
 from ..model.capability import CudaCapability, joined
-from ..model.project import KernelProject
+from ..model.project import Framework, KernelProject
 from ..model.recipes import VariantRecipe
 from ..model.variant import OS, Arch, BackendKind, Variant
 from .matrix import MatrixPlan
@@ -411,7 +411,9 @@ def probe_machine(
     require_a_backend_built_here(project.name, [BackendKind(b) for b in project.backends])
     env = os.environ if environ is None else environ
     python = venv = None
-    if options.python is not None:
+    if project.framework is Framework.TVM_FFI:  # no torch: the interpreters' picks nothing
+        pass
+    elif options.python is not None:
         python = _probe(options.python, f"--python {options.python}", options.cache_dir, runner)
     else:
         candidate = active_venv_python(env)
@@ -430,7 +432,8 @@ def probe_machine(
         # every dev run on a machine without nvidia-smi)
         torch = python.torch if python is not None else None
         other = torch if torch is not None and torch.kind != "cuda" else None
-        gpus = visible_gpus(options.python if other is None else None, env, runner)
+        asked = options.python if other is None and python is not None else None
+        gpus = visible_gpus(asked, env, runner)
         if other is not None and not gpus.present:
             gpus = Gpus((), f"{gpus.source}; {options.python}: a {other.kind} torch, no GPU")
         driver = compat.cuda_driver() if gpus.present else None

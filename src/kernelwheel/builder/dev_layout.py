@@ -1,0 +1,200 @@
+"""What every kind's dev build (docs/dev.md) is and where it lies: the dev folder
+``<cache>/dev/<package>-<digest of the project's path>/``, its importable ``site/<package>/`` and
+its Hub layout ``hub/build/<variant>/`` marked ``dev`` (``kernelwheel upload`` refuses it)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+from .. import __version__
+from .._util import atomic_copy, atomic_write, write_if_changed
+from ..log import Reporter
+from ..model.project import KernelProject
+from ..model.variant import Variant
+from ..wheels import Member
+from . import codegen
+from .load_check import DeferredLoad
+from .request import BuildRequest
+from .steps import Compiled, left_out_note, package_files
+
+
+@dataclass(frozen=True)
+class DevBuild:
+    """A finished dev build."""
+
+    variant: Variant
+    folder: Path  # <cache>/dev/<package>-<digest>
+    site: Path  # on sys.path: holds <package>/
+    hub: Path  # LOCAL_KERNELS's path: holds build/<variant>/
+    # the build environment's interpreter: it loads the extension (None: a pure-Python build,
+    # made with none)
+    python: Path | None
+    # the load check left to the tests' interpreter (build_dev's check_in_tests), when due
+    deferred: DeferredLoad | None = None
+    serves: tuple[Variant, ...] = ()  # a pure-Python build's Hub variants (): ``variant``
+    # what an interpreter needs to import it (None: the variant's torch, the import guard's rule)
+    runtime: str | None = None
+
+    @property
+    def name(self) -> str:
+        return ", ".join(v.name for v in self.serves or (self.variant,))
+
+    @property
+    def runtime_name(self) -> str:
+        """What an interpreter needs to import the build, by name: torch, or apache-tvm-ffi."""
+        return Requirement(self.runtime).name if self.runtime else "torch"
+
+    @property
+    def wanted(self) -> str:
+        """The same, with its version: the variant's torch, or ``apache-tvm-ffi>=0.1.9,<0.2``."""
+        return self.runtime or "this variant's torch"
+
+
+@dataclass(frozen=True)
+class Shared:
+    """The compiled object of a dev build: the file, its name in the package, its sha256."""
+
+    path: Path
+    name: str
+    digest: str
+
+
+def dev_folder(cache_dir: Path, project: KernelProject) -> Path:
+    """The project's dev folder in kernelwheel's cache (one per project folder)."""
+    digest = hashlib.sha256(str(project.root.resolve()).encode()).hexdigest()[:12]
+    return cache_dir / "dev" / f"{project.package}-{digest}"
+
+
+def dev_site(folder: Path, variant: Variant) -> Path:
+    """The folder on ``sys.path`` of ``variant``'s dev build: one per variant, so a dev build of
+    another variant never replaces the one an interpreter was linked to."""
+    return folder / "site" / variant.name
+
+
+def dev_namespace(project: KernelProject, variant: Variant) -> str:
+    """The ops namespace of the project's dev builds of ``variant``: fixed, so that an edit
+    recompiles only the edited unit; distinct from every release build's (``dev`` in it)."""
+    return codegen.ops_namespace(project.package, dev_id(project, variant))
+
+
+def dev_id(project: KernelProject, variant: Variant) -> str:
+    """The build id of the project's dev builds of ``variant`` (``dev`` and a digest)."""
+    digest = hashlib.sha256(f"{project.root.resolve()}\0{variant.name}".encode()).hexdigest()
+    return "dev" + digest[:10]
+
+
+def lay_out_site(site: Path, project: KernelProject, ops_py: str, shared: Shared | None) -> Path:
+    """``site/<package>/``: links to the package's files (an edit of one is live, whatever the
+    editor's way of saving), ``_ops.py`` holding ``ops_py`` and a copy of the ``shared`` object
+    (swapped in by rename: a Python that loaded the last one keeps its file) whose digest is
+    kept beside ``site``. Only what changed is updated: ``site`` itself stays untouched, so the
+    interpreter whose ``sys.path`` holds it keeps its cached probe (compat/probe_cache watches
+    those folders)."""
+    package = site / project.package
+    package.mkdir(parents=True, exist_ok=True)
+    links = {
+        rel.split("/", 1)[1]: (project.package_dir / rel.split("/", 1)[1]).resolve()
+        for rel in package_files(project)
+    }
+    kept = ("_ops.py", *((shared.name,) if shared is not None else ()))
+    for path in sorted(package.rglob("*"), reverse=True):  # what the project no longer has
+        name = path.relative_to(package).as_posix()
+        if "__pycache__" in path.parts:
+            continue
+        if path.is_symlink():  # kept while the project has it (is_file would follow it)
+            if name not in links:
+                path.unlink()
+        elif path.is_file() and name not in kept:
+            path.unlink()
+    for name, target in links.items():
+        dest = package / name
+        if dest.is_symlink() and dest.readlink() == target:
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.unlink(missing_ok=True)
+        dest.symlink_to(target)
+    write_if_changed(package / "_ops.py", ops_py)
+    if shared is not None:
+        copied = site.with_name(f"{site.name}-so.sha256")
+        if not (package / shared.name).is_file() or not holds(copied, shared.digest):
+            atomic_copy(shared.path, package / shared.name)
+            atomic_write(copied, shared.digest)
+    return site
+
+
+def holds(record: Path, text: str) -> bool:
+    return record.is_file() and record.read_text() == text
+
+
+def lay_out_hub(
+    hub: Path,
+    project: KernelProject,
+    variant: Variant,
+    namespace: str,
+    package: Path,
+    major: int,
+    shared: str | None,
+) -> Path:
+    """``hub/build/<variant>/``: the package's files (copies, with their digest; the ``shared``
+    object hard-linked) and a metadata.json marked as a dev build, as ``kernels`` loads a local
+    kernel."""
+    # Imported here: the hub package pulls in huggingface_hub, which a dev build needs only now.
+    from ..hub.export import kernel_metadata, write_variant
+    from ..hub.metadata import DEV_BUILD_MARK, METADATA_JSON, Provenance
+
+    paths = [
+        path
+        for path in sorted(package.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    ]
+    # The files' names and stats (links followed): the same, the layout is left alone without
+    # reading them (the shared object alone may be hundreds of MB).
+    stamp = json.dumps(
+        [[str(p.relative_to(package)), *_stat(p)] for p in paths] + [__version__, namespace]
+    )
+    record = hub.with_name(f"hub-{variant.name}.stamp")  # beside the layout, not in it
+    if holds(record, stamp) and (hub / "build" / variant.name / METADATA_JSON).is_file():
+        return hub
+    # By path: hashed and copied in chunks, never read whole.
+    files: dict[str, Member] = {str(path.relative_to(package)): path for path in paths}
+    meta = kernel_metadata(project, variant, namespace, (), major=major, files=files)
+    builder = f"kernelwheel {__version__} {DEV_BUILD_MARK}"
+    meta = replace(meta, provenance=Provenance(builder_version=builder))
+    # its metadata.json names every file's digest: the same one, the same folder, left alone
+    if not holds(hub / "build" / variant.name / METADATA_JSON, meta.to_json()):
+        # the shared object the site's package loads, hard-linked: one process importing both
+        # (a test's ``import`` and its ``kernels.get_kernel``) maps it once, so its ops register
+        # once (two copies would register the namespace twice: torch aborts)
+        write_variant(hub, variant, files, meta, linked={shared} if shared else set())
+    atomic_write(record, stamp)
+    return hub
+
+
+def _stat(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def open_dev_log(req: BuildRequest) -> Path:
+    """The variant's dev log, begun afresh: ``kernelwheel dev``'s header."""
+    req.log.parent.mkdir(parents=True, exist_ok=True)
+    req.log.write_text(req.log_header().replace("kernelwheel build", "kernelwheel dev", 1))
+    return req.log
+
+
+def show_compiled(
+    reporter: Reporter, scope: str, compiled: Compiled, project: KernelProject
+) -> None:
+    """What ``build`` shows after its compile: the plan's notes (code left out, kernels passed
+    over), the package files left out, each unit's warnings (replayed until they are gone)."""
+    for note in compiled.notes:
+        reporter.info(scope, note)
+    if (left_out := left_out_note(project)) is not None:
+        reporter.info(scope, left_out)
+    for warning in compiled.warnings:
+        reporter.info(scope, f"warning: {warning}")

@@ -1,0 +1,72 @@
+"""A tvm-ffi dev build has no ninja: its units are judged as ninja's are, by their depfiles and
+their inputs' bytes, so an unchanged project compiles nothing and an edit compiles its unit
+alone, whatever the files' times. A shell "compiler" that writes the object and its depfile."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from kernelwheel.builder.stale import units_compiled, units_to_compile
+from kernelwheel.compile.compile_spec import CommandSpec, CommandUnit
+
+OLD = 1_000_000_000  # 2001: older than any object
+
+
+def _spec(stage: Path, project: Path, flag: str = "-O3") -> CommandSpec:
+    obj = stage / "obj"
+
+    def unit(name: str) -> CommandUnit:
+        out = obj / f"{name}.o"
+        # the object from the source and the header; the depfile names both (relative to obj)
+        script = (
+            f"cat {project}/{name}.c {project}/hdr.h > {out} && "
+            f"printf '%s: %s ../../project/hdr.h\\n' {out} {project}/{name}.c > {out}.d"
+        )
+        return CommandUnit(str(project / f"{name}.c"), str(out), ("sh", "-c", script, flag))
+
+    units = (unit("a"), unit("b"))
+    link = ("true",)
+    return CommandSpec(units, link, str(stage / "lib" / "x.so"), str(obj), 1)
+
+
+def _compile(stage: Path, project: Path, spec: CommandSpec) -> list[str]:
+    """One dev compile of ``spec`` as compile_step runs it: the sources compiled."""
+    time.sleep(0.15)  # the edits made before it begins (one during it compiles again)
+    only, before = units_to_compile(stage, spec, project)
+    started = time.time_ns()
+    for unit in only.units:
+        subprocess.run(unit.argv, check=True)
+    units_compiled(stage, spec, before, started, project)
+    return [Path(unit.source).name for unit in only.units]
+
+
+def test_units_are_compiled_again_only_where_their_inputs_or_command_changed(
+    tmp_path: Path,
+) -> None:
+    stage, project = tmp_path / "stage", tmp_path / "project"
+    (stage / "obj").mkdir(parents=True)
+    project.mkdir()
+    for name, text in {"a.c": "a1\n", "b.c": "b1\n", "hdr.h": "h1\n"}.items():
+        (project / name).write_text(text)
+    spec = _spec(stage, project)
+    assert _compile(stage, project, spec) == ["a.c", "b.c"]
+    assert _compile(stage, project, spec) == []  # unchanged: nothing compiles
+    # a source brought back with an older time than its object: its unit alone
+    (project / "a.c").write_text("a2\n")
+    os.utime(project / "a.c", (OLD, OLD))
+    assert _compile(stage, project, spec) == ["a.c"]
+    assert (stage / "obj" / "a.o").read_text() == "a2\nh1\n"
+    # a header both include (named relative to where the commands run): both
+    (project / "hdr.h").write_text("h2\n")
+    os.utime(project / "hdr.h", (OLD, OLD))
+    assert _compile(stage, project, spec) == ["a.c", "b.c"]
+    # a unit's command changed (a flag): every unit whose command it is
+    assert _compile(stage, project, _spec(stage, project, "-O2")) == ["a.c", "b.c"]
+    # an object gone, or its depfile: compiled again
+    (stage / "obj" / "b.o").unlink()
+    (stage / "obj" / "a.o.d").unlink()
+    assert _compile(stage, project, _spec(stage, project, "-O2")) == ["a.c", "b.c"]
+    assert _compile(stage, project, _spec(stage, project, "-O2")) == []
