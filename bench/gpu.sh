@@ -28,6 +28,9 @@ prepare [REQUIREMENT...] here, not on the GPU machine: kernelwheel's wheel and d
                          of these, nvidia-cutlass==3.6.0.0 and "nvidia-cuda-runtime>=13.0,<14"
 author                   a new author's CUDA loop: init (cpu, cuda), test on the GPU, a wrong
                          result, an nvcc error, a warning, fixed, unchanged ($OUT/N-*.txt)
+kinds                    the loop of the other kinds: kernels-community einops (pure Python) and
+                         relu-tvm-ffi (tvm-ffi, cu130) from .gpu/corpus, each `kernelwheel test`
+                         cold, unchanged and after an edit ($OUT/KIND-N-*.txt, times.txt)
 dev-loop [start|run|wait|collect]
                          issue 37's loop: img2gray `kernelwheel test`, edit, test again; then
                          layer-norm (.gpu/corpus) through bench/dev_loop.py --mode dev. The cold
@@ -527,6 +530,31 @@ job_author() {  # a new author's CUDA loop: init, test, a wrong result, an nvcc 
   cat "$OUT/times.txt"  # in the call's output too: the file itself may not come back
 }
 
+job_kinds() {  # `kernelwheel test` of a pure-Python and a tvm-ffi project: cold, unchanged, edited
+  local dir=/tmp/kw-kinds tvm=tvm-ffi01-cu130-x86_64-linux
+  setup kernelwheel pytest kernels apache-tvm-ffi==0.1.9 || return
+  host > "$OUT/host.txt" 2>&1
+  rm -rf "$dir" && mkdir -p "$dir" && cp -r .gpu/corpus/einops .gpu/corpus/relu-tvm-ffi "$dir"
+  step() {  # NAME PROJECT ARGS...: `kernelwheel test PROJECT ARGS...` to $OUT/NAME.txt, timed
+    (cd "$dir" && timed "$1" "${KW[@]}" test "${@:2}" > "$OUT/$1.txt" 2>&1
+      echo "exit $?" >> "$OUT/$1.txt")
+    tail -n 3 "$OUT/$1.txt"
+  }
+  step einops-1-cold einops --python "$V/bin/python" -- -q -x
+  step einops-2-unchanged einops --python "$V/bin/python" -- -q -x
+  # an edit the tests catch: rearrange's pattern parser rejects every pattern
+  sed -i '0,/def rearrange(/s//def rearrange(*a, **k):\n    raise ValueError("edited")\ndef _rearrange(/' \
+    "$dir/einops/torch-ext/einops/einops.py"
+  step einops-3-edited einops --python "$V/bin/python" -- -q -x
+  step tvm-1-cold relu-tvm-ffi --variant $tvm --python "$V/bin/python" -- -q -rs
+  step tvm-2-unchanged relu-tvm-ffi --variant $tvm --python "$V/bin/python" -- -q
+  sed -i 's/;$//' "$dir/relu-tvm-ffi/relu_cuda/relu.cu"  # every `;` at a line's end gone
+  step tvm-3-nvcc-error relu-tvm-ffi --variant $tvm --python "$V/bin/python" -- -q
+  cp .gpu/corpus/relu-tvm-ffi/relu_cuda/relu.cu "$dir/relu-tvm-ffi/relu_cuda/relu.cu"
+  step tvm-4-fixed relu-tvm-ffi --variant $tvm --python "$V/bin/python" -- -q
+  cat "$OUT/times.txt"
+}
+
 job_perf() {  # ARGS for bench/gpu_perf.py; its build dependencies carried as wheels in $WHEELS
   local wheels=${WHEELS:-.whl}
   if ls "$wheels"/*.whl > /dev/null 2>&1; then
@@ -567,7 +595,7 @@ job=${1:-help}
 [ $# -gt 0 ] && shift
 case "$job" in
 help | -h | --help) usage; exit 0 ;;
-prepare | author | dev-loop | edit-rebuild | first-unchanged | corpus | real-kernels | portable) ;;
+prepare | author | kinds | dev-loop | edit-rebuild | first-unchanged | corpus | real-kernels | portable) ;;
 default-variant | round | check | perf | wheel) ;;
 *) echo "bench/gpu.sh: no job $job" >&2; usage >&2; exit 2 ;;
 esac
