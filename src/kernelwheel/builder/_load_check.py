@@ -31,7 +31,8 @@ def load_torch(path: str, namespace: str, python: str | None = None) -> dict[str
     implements that no schema defines (``undefined``: torch accepts an ``ops.impl`` of a
     misspelt name without a word), the schemas it defined in other namespaces
     (``elsewhere``: a fixed ``TORCH_LIBRARY(name, m)``) and per backend the ops without a
-    kernel for it (``lacking``) but those the package's Python in ``python`` may give one."""
+    kernel for it (``lacking``) but those the package's Python in ``python`` may give one, and
+    the ops with no fake (Meta) kernel there either (``no_fake``)."""
     import torch
 
     before = {str(s) for s in torch._C._jit_get_all_schemas()}
@@ -55,6 +56,7 @@ def load_torch(path: str, namespace: str, python: str | None = None) -> dict[str
         "CompositeExplicitAutogradNonFunctional",
     )
     in_python = python_kernels(python) if python is not None else set()
+    fakes = python_kernels(python, _PY_FAKE) if python is not None else set()
     lacking = {
         key: sorted(
             n
@@ -64,23 +66,35 @@ def load_torch(path: str, namespace: str, python: str | None = None) -> dict[str
         )
         for key in ("CPU", "CUDA")
     }
+    # the ops torch.compile's fake tensors cannot run: no Meta kernel (torch.library's
+    # register_fake makes one, from the package's Python, imported after this check)
+    no_fake = sorted(
+        n
+        for n in defined
+        if not any(has(n, k) for k in ("Meta", *every_key))
+        and n.removeprefix(prefix).split(".")[0] not in fakes
+    )
     return {
         "ops": sorted(map(str, schemas)),
         "undefined": sorted(undefined),
         "elsewhere": sorted(elsewhere),
         "lacking": lacking,
+        "no_fake": no_fake,
     }
 
 
 # A kernel registered from Python: torch.library.impl / register_kernel, Library.impl.
 _PY_KERNEL = re.compile(r"\b(?:register_kernel|impl)\s*\(")
+# A fake (Meta) kernel registered from Python: register_fake, its older names, impl(..., "Meta")
+_PY_FAKE = re.compile(r"\b(?:register_fake|impl_abstract|register_meta)\s*\(|[\"']Meta[\"']")
 _QUOTED_NAME = re.compile(r"""["']([A-Za-z_]\w*)["']""")
 
 
-def python_kernels(folder: str) -> set[str]:
+def python_kernels(folder: str, registers: re.Pattern[str] = _PY_KERNEL) -> set[str]:
     """The names quoted in the Python files below ``folder`` that register a kernel from Python
-    (``torch.library.impl(add_op_namespace_prefix("op"), "CPU")``, ``register_kernel``): an op
-    the extension defines may get its kernel there, when the package is imported."""
+    (``torch.library.impl(add_op_namespace_prefix("op"), "CPU")``, ``register_kernel``; a fake
+    one by ``registers=_PY_FAKE``): an op the extension defines may get its kernel there, when
+    the package is imported."""
     found: set[str] = set()
     for dirpath, _, filenames in os.walk(folder):
         for name in filenames:
@@ -91,7 +105,7 @@ def python_kernels(folder: str) -> set[str]:
                     text = fh.read()
             except OSError:
                 continue
-            if _PY_KERNEL.search(text):
+            if registers.search(text):
                 found.update(_QUOTED_NAME.findall(text))
     return found
 

@@ -38,16 +38,19 @@ class LoadReport:
     elsewhere: tuple[str, ...] = ()  # defined by the extension outside the build's namespace
     syntax: tuple[str, ...] = ()  # FILE:LINE: message of package files that do not compile
     lacking: tuple[tuple[str, str], ...] = ()  # (dispatch key, op) without a kernel for it
+    no_fake: tuple[str, ...] = ()  # ops without a Meta (fake) kernel: torch.compile fails
 
     @classmethod
     def read(cls, found: dict[str, Any]) -> LoadReport:
         """The report of the child's JSON line."""
-        keys = ("ops", "undefined", "elsewhere", "syntax")
+        keys = ("ops", "undefined", "elsewhere", "syntax", "no_fake")
         lacking = found.get("lacking")
         pairs = lacking.items() if isinstance(lacking, dict) else ()
-        ops, undefined, elsewhere, syntax = (tuple(map(str, found.get(k, []))) for k in keys)
+        ops, undefined, elsewhere, syntax, no_fake = (
+            tuple(map(str, found.get(k, []))) for k in keys
+        )
         lacks = tuple((str(key), str(op)) for key, names in pairs for op in names)
-        return cls(ops, undefined, elsewhere, syntax, lacks)
+        return cls(ops, undefined, elsewhere, syntax, lacks, no_fake)
 
     def refuse_syntax(self, log: Path, root: Path | None) -> LoadReport:
         """This report, unless a package file does not compile: then a :class:`BuildError`."""
@@ -75,13 +78,7 @@ class LoadReport:
         variant's dispatch key (:func:`dispatch_key`)."""
         found = []
         if missing := [op.removeprefix(namespace + "::") for k, op in self.lacking if k == key]:
-            has, one = ("has", "one") if len(missing) == 1 else ("have", "each one")
-            found.append(
-                f"warning: {', '.join(missing)} {has} no {key} kernel in this build: every call "
-                f"raises NotImplementedError; register {one} with ops.impl in "
-                f"TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, {key}, ops), under "
-                f"#if defined({key}_KERNEL)"
-            )
+            found.append(_lacking_warning(missing, key, self._served(namespace, key, missing)))
         if self.elsewhere:
             names = ", ".join(op.split("(", 1)[0] for op in self.elsewhere)
             found.append(
@@ -96,6 +93,49 @@ class LoadReport:
                 "defines: nothing calls it; is the name in ops.impl(...) misspelt?"
             )
         return tuple(found)
+
+    def _served(self, namespace: str, key: str, missing: Sequence[str]) -> dict[str, str]:
+        """Of the ``missing`` ops (no ``key`` kernel), those with a kernel for the other
+        backend the child asks of, and its key: calls with its tensors work."""
+        lacks = {(k, op.removeprefix(namespace + "::")) for k, op in self.lacking}
+        others = [k for k in ("CPU", "CUDA") if k != key]  # _load_check.load_torch's keys
+        return {op: k for op in missing for k in others if (k, op) not in lacks}
+
+    def notes(self, namespace: str) -> tuple[str, ...]:
+        """One line of the ops torch.compile cannot trace (no fake kernel), with the fix: a
+        note, as many authors never compile their ops."""
+        if not self.no_fake:
+            return ()
+        names = [op.removeprefix(namespace + "::") for op in self.no_fake]
+        first = names[0].split(".")[0]
+        return (
+            f"note: {', '.join(names)} {'has' if len(names) == 1 else 'have'} no fake (Meta) "
+            "kernel: torch.compile and torch.library.opcheck fail on "
+            f"{'it' if len(names) == 1 else 'them'}; register one in the package's Python "
+            f'(@torch.library.register_fake(add_op_namespace_prefix("{first}")), the prefix '
+            f'from ._ops) or in the binding (ops.impl("{first}", torch::kMeta, &fn))',
+        )
+
+
+def _lacking_warning(missing: Sequence[str], key: str, served: dict[str, str]) -> str:
+    """The warning of the ``missing`` ops, which have no ``key`` kernel: calls with tensors on
+    that device raise; ``served``: those of them with a kernel for another backend, its key."""
+    one = len(missing) == 1
+    by_key = {k: [op for op, other in served.items() if other == k] for k in served.values()}
+    works = "; ".join(
+        f"{', '.join(ops)} {'runs' if len(ops) == 1 else 'run'} on {k} tensors"
+        for k, ops in by_key.items()
+    )
+    first = missing[0].split(".")[0]
+    backend = key.lower()
+    return (
+        f"warning: {', '.join(missing)} {'has' if one else 'have'} no {key} kernel in this "
+        f'build: a call with {key} tensors raises NotImplementedError ("Could not run ... '
+        f"from the '{key}' backend\"){f' ({works})' if works else ''}; register "
+        f'{"one" if one else "each"} in the binding: ops.impl("{first}", torch::k{key}, &fn) '
+        f"under #if defined({key}_KERNEL), fn's source in the src of a build.toml kernel with "
+        f'backend = "{backend}"'
+    )
 
 
 def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tuple[str, ...]:

@@ -670,7 +670,7 @@ def load_checked(
     calls = (
         call_warnings(report.names(namespace), python_dir, req.project.root) if python_dir else ()
     )
-    for warning in (*warnings, *calls):
+    for warning in (*warnings, *calls, *report.notes(namespace)):  # the note: not recorded
         reporter.info(scope, warning)
     if loaded is not None:
         record_load(*loaded, warnings, report.names(namespace))

@@ -109,7 +109,8 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
     warnings = report.warnings(deferred.namespace, dispatch_key(build.variant))
     ops = report.names(deferred.namespace)
-    for warning in (*warnings, *call_warnings(ops, deferred.package, deferred.root)):
+    calls = call_warnings(ops, deferred.package, deferred.root)
+    for warning in (*warnings, *calls, *report.notes(deferred.namespace)):
         ui.info(build.variant.name, warning)
     record_load(deferred.record, deferred.digest, warnings, ops)  # it loaded: not loaded again
     return pytest_exit(code, ui)
