@@ -10,7 +10,8 @@ import ast
 import json
 import re
 import signal
-from collections.abc import Sequence
+import zipfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,24 +143,37 @@ def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tupl
     """The warning of the ``ops.NAME`` the Python files of ``package`` call that the build,
     whose ops are ``ours``, does not define (a renamed or removed op): read afresh on every
     run, the Python being edited without the shared object changing."""
-    if not (calls := unknown_op_calls(package, set(ours), root)):
+    files = []
+    for path in sorted(package.rglob("*.py")):
+        where = path.relative_to(root).as_posix() if root and path.is_relative_to(root) else path
+        try:
+            files.append((str(where), path.read_bytes()))
+        except OSError:
+            continue
+    calls = [f"ops.{name} ({where})" for name, where in op_calls(files) if name not in ours]
+    return _call_warning(calls, ours)
+
+
+def _call_warning(
+    calls: Sequence[str], ours: Sequence[str], listed: str = "this build's ops"
+) -> tuple[str, ...]:
+    if not calls:
         return ()
     return (
-        f"warning: the package calls {', '.join(calls)}, which no ops.def defines (this "
-        f"build's ops: {', '.join(ours) or 'none'}): each such call raises AttributeError; "
-        "rename the call or define the op",
+        f"warning: the package calls {', '.join(calls)}, which no ops.def defines ({listed}: "
+        f"{', '.join(ours) or 'none'}): each such call raises AttributeError; rename the call "
+        "or define the op",
     )
 
 
-def unknown_op_calls(package: Path, names: set[str], root: Path | None) -> list[str]:
-    """``ops.NAME (FILE:LINE)`` of each op of a name not in ``names`` that a Python file of
-    ``package`` calls through the generated ``from ._ops import ops``; paths relative to
-    ``root``."""
+def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
+    """``(NAME, FILE:LINE)`` of each ``ops.NAME`` that a Python file (its name and bytes)
+    reaches through the generated ``from ._ops import ops``."""
     found = []
-    for path in sorted(package.rglob("*.py")):
+    for where, source in files:
         try:
-            tree = ast.parse(path.read_bytes())
-        except (OSError, SyntaxError, ValueError):
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
             continue
         if not any(
             isinstance(node, ast.ImportFrom)
@@ -169,17 +183,72 @@ def unknown_op_calls(package: Path, names: set[str], root: Path | None) -> list[
             for node in ast.walk(tree)
         ):
             continue
-        where = path.relative_to(root).as_posix() if root and path.is_relative_to(root) else path
         found += [
-            f"ops.{node.attr} ({where}:{node.lineno})"
+            (node.attr, f"{where}:{node.lineno}")
             for node in ast.walk(tree)
             if isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
             and node.value.id == "ops"
-            and node.attr not in names
             and not node.attr.startswith("_")
         ]
     return found
+
+
+# An op schema as ops.def's string literal leaves it among a shared object's strings, whole:
+# "add_one(Tensor x) -> Tensor\0"; its name (an overload's too) the first group. Found from its
+# arrow back to the string's start: a regex tried at every byte takes seconds a 100 MB object.
+_ARROW = re.compile(rb"\)\s*->")
+_SCHEMA = re.compile(rb"([A-Za-z_]\w*)(?:\.\w+)?\([ -~\t\n]*\)\s*->[ -~\t\n]*\x00")
+_TEXT = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A}
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def schema_names(data: bytes) -> set[str]:
+    """The names of the op schemas among the strings of the shared object ``data``."""
+    found = set()
+    for arrow in _ARROW.finditer(data):
+        start = arrow.start()
+        while start > 0 and data[start - 1] in _TEXT and arrow.start() - start < 4096:
+            start -= 1
+        if (schema := _SCHEMA.match(data, start)) is not None:
+            found.add(schema[1].decode())
+    return found
+
+
+def _named(name: str, data: bytes) -> bool:
+    """Whether ``name`` is a string of the shared object ``data``, or begins one."""
+    return any(
+        at.start() == 0 or data[at.start() - 1] not in _WORD
+        for at in re.finditer(re.escape(name.encode()) + rb"[\x00(.]", data)
+    )
+
+
+def wheel_call_warnings(wheel: Path) -> tuple[str, ...]:
+    """:func:`call_warnings` of a finished wheel, read without importing it: its extension's
+    ops are the schemas among the shared object's strings (``ops.def``'s literals), and a call
+    of a name that is no string of it at all (a literal ``ops.def("op", &fn)`` or
+    ``ops.impl("op", ...)`` names it) is one the binding does not define. A package with no
+    shared object beside a ``torch.ops`` ``_ops.py`` (noarch: its ops are Python's) has none."""
+    found: list[str] = []
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        for ops_py in (n for n in names if n.endswith("/_ops.py")):
+            package = ops_py.removesuffix("_ops.py")
+            mine = [n for n in names if n.startswith(package) and "/" not in n[len(package) :]]
+            objects = [archive.read(n) for n in mine if n.endswith(".so")]
+            if not objects or b"torch.ops" not in archive.read(ops_py):
+                continue
+            ours = sorted(set().union(*map(schema_names, objects)))
+            sources = [
+                (n, archive.read(n)) for n in names if n.startswith(package) and n[-3:] == ".py"
+            ]
+            calls = [
+                f"ops.{name} ({where})"
+                for name, where in op_calls(sources)
+                if name not in ours and not any(_named(name, data) for data in objects)
+            ]
+            found += _call_warning(calls, ours, "the schemas in the wheel's extension")
+    return tuple(found)
 
 
 def refuse_syntax(

@@ -1,0 +1,87 @@
+"""``kernelwheel check WHEEL`` and a call in the package's Python of an op its binding does not
+define (renamed or removed): only ``build``, ``dev`` and ``test``, which hold the build's op list,
+warned of it; ``check`` of the finished wheel passed it, and every call raised AttributeError in
+the user's code. The wheel's own extension is read, never imported: its ``ops.def`` schemas
+and op names are among its strings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from packaging.tags import Tag
+from support.sofiles import build_extension
+
+from kernelwheel.builder.load_check import wheel_call_warnings
+from kernelwheel.cli import main
+from kernelwheel.wheels import WheelSpec, write_wheel
+
+NS = "_demo_0a1b2c3d"
+# The literals a binding's registrations leave in the object: two schemas (an overload's too),
+# and an op defined by name alone, its schema inferred (ops.def("scale", &scale))
+STRINGS = ("add_one(Tensor x) -> Tensor", "split_pm.out(Tensor x, *, Tensor(a!) y) -> ()", "scale")
+CALLS = """\
+from ._ops import ops
+
+
+def add_one(x):
+    return ops.add_one(x)
+
+
+def split(x, y):
+    ops.split_pm.out(x, y=y)
+    return ops.scale(ops.split2(x))
+"""
+
+
+def _wheel(tmp_path: Path, init: str, *, extension: bool = True) -> Path:
+    constants = " ".join(
+        f'PyModule_AddStringConstant(m, "S{i}", "{s}");' for i, s in enumerate(STRINGS)
+    )
+    files = {
+        "demo/__init__.py": init.encode(),
+        "demo/_ops.py": f"import torch\nfrom . import {NS}\nops = torch.ops.{NS}\n".encode(),
+    }
+    if extension:
+        files[f"demo/{NS}.abi3.so"] = build_extension(tmp_path, NS, code=("", constants))
+    spec = WheelSpec(
+        name="demo",
+        version="1.0+torch2.14.cpu.cxx11",
+        tag=Tag("cp39", "abi3", "manylinux_2_28_x86_64"),
+        files=files,
+    )
+    return write_wheel(spec, tmp_path)
+
+
+WARNING = (
+    "warning: the package calls ops.split2 (demo/__init__.py:10), which no ops.def defines "
+    "(the schemas in the wheel's extension: add_one, split_pm): each such call raises "
+    "AttributeError; rename the call or define the op"
+)
+
+
+def test_check_warns_of_a_call_of_an_op_the_wheels_binding_does_not_define(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel = _wheel(tmp_path, CALLS)
+    assert wheel_call_warnings(wheel) == (WARNING,)
+    assert main(["check", str(wheel)]) == 0  # a warning: the wheel complies
+    out = capsys.readouterr().out
+    assert f"  ! {WARNING}" in out.splitlines()
+    assert out.index(WARNING) < out.index("complies")  # inside the wheel's report
+    assert main(["check", "--json", str(wheel)]) == 0
+    (report,) = json.loads(capsys.readouterr().out)["reports"]
+    assert report["warnings"] == [WARNING]
+
+
+def test_a_wheel_whose_calls_are_all_defined_or_whose_ops_are_pythons_gets_no_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fine = CALLS.replace("ops.split2(x)", "x")
+    assert wheel_call_warnings(_wheel(tmp_path / "a", fine)) == ()
+    # no shared object (noarch: ops the package's Python defines): nothing to compare with
+    noarch = _wheel(tmp_path / "b", CALLS, extension=False)
+    assert wheel_call_warnings(noarch) == ()
+    assert main(["check", "--json", str(noarch)]) == 0
+    assert json.loads(capsys.readouterr().out)["reports"][0]["warnings"] == []
