@@ -15,6 +15,7 @@ from support.sofiles import build_extension
 
 from kernelwheel.builder.load_check import wheel_call_warnings
 from kernelwheel.cli import main
+from kernelwheel.errors import AbiError
 from kernelwheel.wheels import WheelSpec, write_wheel
 
 NS = "_demo_0a1b2c3d"
@@ -85,3 +86,20 @@ def test_a_wheel_whose_calls_are_all_defined_or_whose_ops_are_pythons_gets_no_wa
     assert wheel_call_warnings(noarch) == ()
     assert main(["check", "--json", str(noarch)]) == 0
     assert json.loads(capsys.readouterr().out)["reports"][0]["warnings"] == []
+
+
+def test_a_member_that_cannot_be_decompressed_is_the_record_rules_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import zipfile
+
+    wheel = _wheel(tmp_path, CALLS)
+    with zipfile.ZipFile(wheel) as archive:
+        info = archive.getinfo("demo/__init__.py")
+    data = bytearray(wheel.read_bytes())
+    data[info.header_offset + 30 + len(info.filename) + len(info.extra) + 5] ^= 0xFF
+    wheel.write_bytes(bytes(data))
+    assert main(["check", str(wheel)]) == AbiError.exit_code  # a violation, not a crash
+    out = capsys.readouterr().out
+    assert "demo/__init__.py: cannot be decompressed" in out
+    assert wheel_call_warnings(wheel) == ()  # the file it cannot read is not guessed at

@@ -11,6 +11,7 @@ import json
 import re
 import signal
 import zipfile
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -232,16 +233,15 @@ def wheel_call_warnings(wheel: Path) -> tuple[str, ...]:
     found: list[str] = []
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-        for ops_py in (n for n in names if n.endswith("/_ops.py")):
+        read = {n: data for n in names if (data := _member(archive, n)) is not None}
+        for ops_py in (n for n in read if n.endswith("/_ops.py")):
             package = ops_py.removesuffix("_ops.py")
-            mine = [n for n in names if n.startswith(package) and "/" not in n[len(package) :]]
-            objects = [archive.read(n) for n in mine if n.endswith(".so")]
-            if not objects or b"torch.ops" not in archive.read(ops_py):
+            mine = [n for n in read if n.startswith(package) and "/" not in n[len(package) :]]
+            objects = [read[n] for n in mine if n.endswith(".so")]
+            if not objects or b"torch.ops" not in read[ops_py]:
                 continue
             ours = sorted(set().union(*map(schema_names, objects)))
-            sources = [
-                (n, archive.read(n)) for n in names if n.startswith(package) and n[-3:] == ".py"
-            ]
+            sources = [(n, read[n]) for n in read if n.startswith(package) and n[-3:] == ".py"]
             calls = [
                 f"ops.{name} ({where})"
                 for name, where in op_calls(sources)
@@ -249,6 +249,17 @@ def wheel_call_warnings(wheel: Path) -> tuple[str, ...]:
             ]
             found += _call_warning(calls, ours, "the schemas in the wheel's extension")
     return tuple(found)
+
+
+def _member(archive: zipfile.ZipFile, name: str) -> bytes | None:
+    """A Python file's or shared object's bytes; None for another file, or one that cannot be
+    read (``check``'s record rule names it)."""
+    if not name.endswith((".py", ".so")):
+        return None
+    try:
+        return archive.read(name)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError):
+        return None
 
 
 def refuse_syntax(
