@@ -436,16 +436,46 @@ def test_ops_with_a_kernel_for_every_backend_or_one_from_python_are_not_warned_o
         '@torch.library.register_fake(add_op_namespace_prefix("cpu_only"))\n'
         "def _(x):\n    return x\n"
     )
-    found = load_torch(str(tmp_path / "ext.py"), NS, str(package))
-    assert found["lacking"] == {"CPU": [f"{NS}::meta_only"], "CUDA": [f"{NS}::meta_only"]}
-    # no Meta kernel, and none registered from Python (the composites serve Meta too)
-    assert found["no_fake"] == [f"{NS}::from_python", f"{NS}::plain"]
-    # without the package's Python (an older caller), the Python-implemented op is warned of
-    schemas.clear()
-    lacking = load_torch(str(tmp_path / "ext.py"), NS)["lacking"]
-    assert lacking == {"CPU": [f"{NS}::from_python", f"{NS}::meta_only"]} | {
-        "CUDA": [f"{NS}::from_python", f"{NS}::meta_only"]
-    }
+    # what the extension registers, before the package's Python adds its kernels
+    found = load_torch(str(tmp_path / "ext.py"), NS)
+    both = [f"{NS}::from_python", f"{NS}::meta_only"]
+    assert found["lacking"] == {"CPU": both, "CUDA": both}
+    # no Meta kernel (the composites serve Meta too)
+    assert found["no_fake"] == [f"{NS}::cpu_only", f"{NS}::from_python", f"{NS}::plain"]
+    # the package's Python read by the caller: the ops it gives a kernel (a fake one) are not
+    # warned of (noted)
+    report = LoadReport.read(found)
+    assert report.warnings(NS, "CPU", package)[0].startswith("warning: meta_only has no CPU")
+    assert "cpu_only" not in report.notes(NS, package)[0]
+    assert report.notes(NS, package)[0].startswith("note: from_python, plain have no fake")
+    assert "from_python, meta_only have no CPU" in report.warnings(NS, "CPU")[0]  # no package
+
+
+def test_a_reused_builds_warning_follows_the_packages_python_as_it_is_now(
+    tmp_path: Path,
+) -> None:
+    # A dev build whose op had no CPU kernel: the author registers one from the package's
+    # Python (torch.library.impl), no C++ changed, the extension reused; the recorded warning
+    # went on saying "no CPU kernel" on every run, stale, until the extension changed.
+    req = build_request(write_tiny_kernel(tmp_path / "p"), Variant.parse(CPU_VARIANT))
+    req.log.parent.mkdir(parents=True, exist_ok=True)
+    found = {"ops": [f"{NS}::add_one(Tensor x) -> Tensor"], "lacking": {"CPU": [f"{NS}::add_one"]}}
+    runner = ScriptedRunner(lambda cmd, cwd: Reply(stdout=json.dumps(found) + "\n"))
+    record = tmp_path / "dev" / "v.loaded"
+    record.parent.mkdir()
+
+    def shown() -> list[str]:
+        reporter = SilentReporter()
+        load_checked(req, Path("py"), tmp_path / "x.so", NS, reporter, runner, loaded=(record, "a"))
+        return [m for _, m in reporter.messages if "no CPU kernel" in m]
+
+    assert len(shown()) == 1 and len(shown()) == 1  # loaded, then reused: shown both times
+    init = req.project.package_dir / "__init__.py"
+    init.write_text(
+        init.read_text() + "\n\n@torch.library.impl(add_op_namespace_prefix('add_one'), 'CPU')\n"
+        "def _(x):\n    return x + 1\n"
+    )
+    assert shown() == [] and len(runner.commands) == 1  # the same extension, not loaded again
 
 
 def test_a_call_of_an_op_the_build_no_longer_defines_is_warned_of_with_its_line(
@@ -548,9 +578,9 @@ def test_the_ops_noted_for_torch_compile_are_those_fake_tensors_cannot_run(
     found = json.loads(subprocess.run(argv, capture_output=True, check=True).stdout)
     run = [python, "-c", FAKE_RUN.format(ns=NS), str(tmp_path)]
     failed = json.loads(subprocess.run(run, capture_output=True, check=True).stdout)
-    assert found["no_fake"] == failed == [f"{NS}::cpu_only"]
-    report = LoadReport.read(found)
-    assert report.notes(NS)[0].startswith("note: cpu_only has no fake (Meta) kernel")
+    assert failed == [f"{NS}::cpu_only"]
+    report = LoadReport.read(found)  # the package's Python read here: py_fake has its fake
+    assert report.notes(NS, package)[0].startswith("note: cpu_only has no fake (Meta) kernel")
     # the CUDA build's view: no CUDA kernel for three, each of which runs on CPU tensors
     (warning,) = report.warnings(NS, "CUDA")
     assert "cpu_only, py_fake, with_meta have no CUDA kernel" in warning

@@ -54,6 +54,14 @@ class LoadReport:
         lacks = tuple((str(key), str(op)) for key, names in pairs for op in names)
         return cls(ops, undefined, elsewhere, syntax, lacks, no_fake)
 
+    def json(self) -> str:
+        """The report as the child's JSON line (:meth:`read` reads it back)."""
+        lacking: dict[str, list[str]] = {}
+        for key, op in self.lacking:
+            lacking.setdefault(key, []).append(op)
+        keys = ("ops", "undefined", "elsewhere", "no_fake")
+        return json.dumps({k: list(getattr(self, k)) for k in keys} | {"lacking": lacking})
+
     def refuse_syntax(self, log: Path, root: Path | None) -> LoadReport:
         """This report, unless a package file does not compile: then a :class:`BuildError`."""
         refuse_syntax(self.syntax, root, log, by=" with the build environment's Python")
@@ -74,12 +82,20 @@ class LoadReport:
             )
         )
 
-    def warnings(self, namespace: str, key: str = "") -> tuple[str, ...]:
+    def warnings(
+        self, namespace: str, key: str = "", package: Path | None = None
+    ) -> tuple[str, ...]:
         """What the author should hear of ops defined in another namespace, of
         implementations no schema defines and of ops without a kernel for ``key``, the
-        variant's dispatch key (:func:`dispatch_key`)."""
+        variant's dispatch key (:func:`dispatch_key`), but those the Python of ``package``
+        gives one (read afresh: it changes without the extension changing)."""
         found = []
-        if missing := [op.removeprefix(namespace + "::") for k, op in self.lacking if k == key]:
+        given = python_kernels(package, _PY_KERNEL) if package is not None else set()
+        if missing := [
+            op.removeprefix(namespace + "::")
+            for k, op in self.lacking
+            if k == key and _bare(op, namespace) not in given
+        ]:
             found.append(_lacking_warning(missing, key, self._served(namespace, key, missing)))
         if self.elsewhere:
             names = ", ".join(op.split("(", 1)[0] for op in self.elsewhere)
@@ -103,12 +119,18 @@ class LoadReport:
         others = [k for k in ("CPU", "CUDA") if k != key]  # _load_check.load_torch's keys
         return {op: k for op in missing for k in others if (k, op) not in lacks}
 
-    def notes(self, namespace: str) -> tuple[str, ...]:
-        """One line of the ops torch.compile cannot trace (no fake kernel), with the fix: a
-        note, as many authors never compile their ops."""
-        if not self.no_fake:
+    def notes(self, namespace: str, package: Path | None = None) -> tuple[str, ...]:
+        """One line of the ops torch.compile cannot trace (no fake kernel, from the extension
+        or the Python of ``package``), with the fix: a note, as many authors never compile
+        their ops."""
+        given = python_kernels(package, _PY_FAKE) if package is not None else set()
+        names = [
+            op.removeprefix(namespace + "::")
+            for op in self.no_fake
+            if _bare(op, namespace) not in given
+        ]
+        if not names:
             return ()
-        names = [op.removeprefix(namespace + "::") for op in self.no_fake]
         first = names[0].split(".")[0]
         return (
             f"note: {', '.join(names)} {'has' if len(names) == 1 else 'have'} no fake (Meta) "
@@ -117,6 +139,31 @@ class LoadReport:
             f'(@torch.library.register_fake(add_op_namespace_prefix("{first}")), the prefix '
             f'from ._ops) or in the binding (ops.impl("{first}", torch::kMeta, &fn))',
         )
+
+
+def _bare(op: str, namespace: str) -> str:
+    """``ns::split.out`` -> ``split``."""
+    return op.removeprefix(namespace + "::").split(".")[0]
+
+
+# A kernel registered from Python: torch.library.impl / register_kernel, Library.impl; a fake
+# (Meta) one: register_fake, its older names, impl(..., "Meta")
+_PY_KERNEL = re.compile(r"\b(?:register_kernel|impl)\s*\(")
+_PY_FAKE = re.compile(r"\b(?:register_fake|impl_abstract|register_meta)\s*\(|[\"']Meta[\"']")
+_QUOTED_NAME = re.compile(r"""["']([A-Za-z_]\w*)["']""")
+
+
+def python_kernels(folder: Path, registers: re.Pattern[str]) -> set[str]:
+    """The names quoted in the Python files below ``folder`` that register a kernel from Python
+    (``torch.library.impl(add_op_namespace_prefix("op"), "CPU")``, ``register_kernel``; a fake
+    one by ``registers=_PY_FAKE``): an op the extension defines may get its kernel there, when
+    the package is imported."""
+    found: set[str] = set()
+    for path in folder.rglob("*.py"):
+        text = _text(path)
+        if registers.search(text):
+            found.update(_QUOTED_NAME.findall(text))
+    return found
 
 
 def _lacking_warning(missing: Sequence[str], key: str, served: dict[str, str]) -> str:
@@ -308,33 +355,22 @@ class DeferredLoad:
     root: Path | None = None  # the project, whose sources a failure's lines name
 
 
-_OPS_LINE = "ops: "  # a record's line of the ops that loaded
-
-
-def recorded_warnings(
-    record: Path, digest: str
-) -> tuple[tuple[str, ...], tuple[str, ...] | None] | None:
-    """The warnings the load check gave the shared object whose sha256 is ``digest`` and the
-    names of its ops (None: not kept), kept in a dev build's ``record`` (:func:`record_load`);
-    None when that object has not loaded."""
+def recorded_report(record: Path, digest: str) -> LoadReport | None:
+    """What the load check found in the shared object whose sha256 is ``digest``, kept in a dev
+    build's ``record`` (:func:`record_load`); None when that object has not loaded (or the
+    record is an older kernelwheel's: the check runs again)."""
     try:
-        first, *lines = record.read_text().splitlines() or [""]
-    except (OSError, UnicodeDecodeError):
+        first, found, *_ = [*record.read_text().splitlines(), "", ""]
+        return LoadReport.read(json.loads(found)) if first == digest else None
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
         return None
-    if first != digest:
-        return None
-    ops = [line.removeprefix(_OPS_LINE).split() for line in lines if line.startswith(_OPS_LINE)]
-    warnings = tuple(line for line in lines if not line.startswith(_OPS_LINE))
-    return warnings, tuple(ops[0]) if ops else None  # None: a record of an older kernelwheel
 
 
-def record_load(
-    record: Path, digest: str, warnings: Sequence[str], ops: Sequence[str] = ()
-) -> None:
-    """Keep in ``record`` that the shared object of ``digest`` loaded, with the load check's
-    ``warnings`` (every run that reuses it shows them again, until the object changes) and
-    the names of its ``ops``."""
-    atomic_write(record, "\n".join((digest, _OPS_LINE + " ".join(ops), *warnings)))
+def record_load(record: Path, digest: str, report: LoadReport) -> None:
+    """Keep in ``record`` that the shared object of ``digest`` loaded, with what the check found
+    (every run that reuses it warns again from it, with the package's Python as it is then,
+    until the object changes)."""
+    atomic_write(record, f"{digest}\n{report.json()}\n")
 
 
 def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[str]) -> list[str]:
