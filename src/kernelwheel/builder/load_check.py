@@ -244,7 +244,7 @@ def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
 
 # An op schema as ops.def's string literal leaves it among a shared object's strings, whole:
 # "add_one(Tensor x) -> Tensor\0"; its name (an overload's too) the first group. Found from its
-# arrow back to the string's start: a regex tried at every byte takes seconds a 100 MB object.
+# arrow back to the string's start: a regex tried at every byte takes seconds on a 100 MB object.
 _ARROW = re.compile(rb"\)\s*->")
 _SCHEMA = re.compile(rb"([A-Za-z_]\w*)(?:\.\w+)?\([ -~\t\n]*\)\s*->[ -~\t\n]*\x00")
 _TEXT = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A}
