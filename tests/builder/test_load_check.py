@@ -585,3 +585,26 @@ def test_the_ops_noted_for_torch_compile_are_those_fake_tensors_cannot_run(
     (warning,) = report.warnings(NS, "CUDA")
     assert "cpu_only, py_fake, with_meta have no CUDA kernel" in warning
     assert "(cpu_only, py_fake, with_meta run on CPU tensors)" in warning
+
+
+def test_the_ops_the_packages_python_registers_are_those_its_calls_name(tmp_path: Path) -> None:
+    # Every name quoted in a file that registered one kernel counted as registered: an
+    # __all__ beside one register_fake silenced the note (and a warning) for every op it lists.
+    from kernelwheel.builder.load_check import python_kernels
+
+    (tmp_path / "__init__.py").write_text(
+        "import torch\nfrom ._ops import add_op_namespace_prefix, ops\n\n"
+        '__all__ = ["a", "b", "c", "d", "e"]\n\n'
+        '@torch.library.register_fake(add_op_namespace_prefix("a"))\n'
+        "def _(x):\n    return x\n\n"
+        'torch.library.impl(add_op_namespace_prefix("c"), "Meta")(lambda x: x)\n'
+        'torch.library.impl(f"{NS}::d.out", ("CPU", "Meta"))(lambda x: x)\n'
+        "torch.library.register_fake(ops.e.default)(lambda x: x)\n"
+    )
+    assert python_kernels(tmp_path, fake=True) == {"a", "c", "d", "e"}
+    assert python_kernels(tmp_path) == {"d"}  # a Meta kernel alone runs no tensor
+    # an op named by a variable: every name the file quotes, as silence beats a false alarm
+    (tmp_path / "more.py").write_text(
+        'import torch\nNAME = "ns::f"\nOTHER = "g"\ntorch.library.register_fake(NAME)(len)\n'
+    )
+    assert python_kernels(tmp_path, fake=True) == {"a", "c", "d", "e", "f", "g"}

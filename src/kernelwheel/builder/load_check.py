@@ -90,7 +90,7 @@ class LoadReport:
         variant's dispatch key (:func:`dispatch_key`), but those the Python of ``package``
         gives one (read afresh: it changes without the extension changing)."""
         found = []
-        given = python_kernels(package, _PY_KERNEL) if package is not None else set()
+        given = python_kernels(package) if package is not None else set()
         if missing := [
             op.removeprefix(namespace + "::")
             for k, op in self.lacking
@@ -123,7 +123,7 @@ class LoadReport:
         """One line of the ops torch.compile cannot trace (no fake kernel, from the extension
         or the Python of ``package``), with the fix: a note, as many authors never compile
         their ops."""
-        given = python_kernels(package, _PY_FAKE) if package is not None else set()
+        given = python_kernels(package, fake=True) if package is not None else set()
         names = [
             op.removeprefix(namespace + "::")
             for op in self.no_fake
@@ -146,23 +146,56 @@ def _bare(op: str, namespace: str) -> str:
     return op.removeprefix(namespace + "::").split(".")[0]
 
 
-# A kernel registered from Python: torch.library.impl / register_kernel, Library.impl; a fake
-# (Meta) one: register_fake, its older names, impl(..., "Meta")
-_PY_KERNEL = re.compile(r"\b(?:register_kernel|impl)\s*\(")
-_PY_FAKE = re.compile(r"\b(?:register_fake|impl_abstract|register_meta)\s*\(|[\"']Meta[\"']")
-_QUOTED_NAME = re.compile(r"""["']([A-Za-z_]\w*)["']""")
+# Calls that register a kernel from Python (torch.library.impl / register_kernel, Library.impl)
+# and a fake one (register_fake and its older names; impl(..., "Meta"), or a composite kernel)
+_KERNEL_CALLS = frozenset({"impl", "register_kernel"})
+_FAKE_CALLS = frozenset({"register_fake", "impl_abstract", "register_meta"})
+_SERVES_META = frozenset(
+    {
+        "Meta",
+        "CompositeImplicitAutograd",
+        "CompositeExplicitAutograd",
+        "CompositeExplicitAutogradNonFunctional",
+    }
+)
+_BACKENDS = _SERVES_META - {"Meta"} | {"CPU", "CUDA", "cpu", "cuda"}  # beside a "Meta": both
+_QUOTED_NAME = re.compile(r"""["'](?:\w+::)?([A-Za-z_]\w*)(?:\.\w+)?["']""")  # "ns::op.out"
 
 
-def python_kernels(folder: Path, registers: re.Pattern[str]) -> set[str]:
-    """The names quoted in the Python files below ``folder`` that register a kernel from Python
-    (``torch.library.impl(add_op_namespace_prefix("op"), "CPU")``, ``register_kernel``; a fake
-    one by ``registers=_PY_FAKE``): an op the extension defines may get its kernel there, when
-    the package is imported."""
+def python_kernels(folder: Path, *, fake: bool = False) -> set[str]:
+    """The ops the Python files below ``folder`` register a kernel for (``fake``: a fake one)
+    when the package is imported: the op named in each such call's first argument
+    (``add_op_namespace_prefix("op")``, ``"ns::op"``, ``ops.op.default``); a call whose op
+    is a variable counts every name the file quotes (read, not run: silence over a false
+    alarm)."""
     found: set[str] = set()
     for path in folder.rglob("*.py"):
         text = _text(path)
-        if registers.search(text):
-            found.update(_QUOTED_NAME.findall(text))
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
+            callee = call.func
+            name = getattr(callee, "attr", None) or getattr(callee, "id", None)
+            keys = {n.value for n in ast.walk(call) if isinstance(n, ast.Constant)}
+            registers = (
+                name in _FAKE_CALLS or (name in _KERNEL_CALLS and bool(keys & _SERVES_META))
+                if fake
+                else name in _KERNEL_CALLS and ("Meta" not in keys or bool(keys & _BACKENDS))
+            )
+            if not registers or not call.args:
+                continue
+            named = [
+                n.value.rsplit("::", 1)[-1].split(".")[0]
+                for n in ast.walk(call.args[0])
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            ] + [
+                n.attr
+                for n in ast.walk(call.args[0])
+                if isinstance(n, ast.Attribute) and getattr(n.value, "id", None) == "ops"
+            ]
+            found.update(named or _QUOTED_NAME.findall(text))
     return found
 
 
