@@ -231,19 +231,12 @@ def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tupl
             files.append((str(where), path.read_bytes()))
         except OSError:
             continue
-    calls = [f"ops.{name} ({where})" for name, where in op_calls(files) if name not in ours]
-    return _call_warning(calls, ours)
-
-
-def _call_warning(
-    calls: Sequence[str], ours: Sequence[str], listed: str = "this build's ops"
-) -> tuple[str, ...]:
-    if not calls:
+    if not (calls := [f"ops.{n} ({where})" for n, where in op_calls(files) if n not in ours]):
         return ()
     return (
-        f"warning: the package calls {', '.join(calls)}, which no ops.def defines ({listed}: "
-        f"{', '.join(ours) or 'none'}): each such call raises AttributeError; rename the call "
-        "or define the op",
+        f"warning: the package calls {', '.join(calls)}, which no ops.def defines (this "
+        f"build's ops: {', '.join(ours) or 'none'}): each such call raises AttributeError; "
+        "rename the call or define the op",
     )
 
 
@@ -275,59 +268,41 @@ def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
     return found
 
 
-# An op schema as ops.def's string literal leaves it among a shared object's strings, whole:
-# "add_one(Tensor x) -> Tensor\0"; its name (an overload's too) the first group. Found from its
-# arrow back to the string's start: a regex tried at every byte takes seconds on a 100 MB object.
-_ARROW = re.compile(rb"\)\s*->")
-_SCHEMA = re.compile(rb"([A-Za-z_]\w*)(?:\.\w+)?\([ -~\t\n]*\)\s*->[ -~\t\n]*\x00")
-_TEXT = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A}
-_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-
-
-def schema_names(data: bytes) -> set[str]:
-    """The names of the op schemas among the strings of the shared object ``data``."""
-    found = set()
-    for arrow in _ARROW.finditer(data):
-        start = arrow.start()
-        while start > 0 and data[start - 1] in _TEXT and arrow.start() - start < 4096:
-            start -= 1
-        if (schema := _SCHEMA.match(data, start)) is not None:
-            found.add(schema[1].decode())
-    return found
-
-
 def _named(name: str, data: bytes) -> bool:
-    """Whether ``name`` is a string of the shared object ``data``, or begins one."""
-    return any(
-        at.start() == 0 or data[at.start() - 1] not in _WORD
-        for at in re.finditer(re.escape(name.encode()) + rb"[\x00(.]", data)
-    )
+    """Whether the shared object ``data`` holds ``name`` as an op's string: an ``ops.impl`` or
+    name-only ``ops.def`` literal (``name\\0``: torch takes it as a ``const char*``) or a
+    schema's start (``name(`` or ``name.overload(``: its bytes copied into a ``std::string``,
+    with no NUL of its own, maybe packed against another's). Any byte may lead it: a name
+    that merely ends a longer one is missed, never a defined op called undefined."""
+    return re.search(re.escape(name.encode()) + rb"[\x00(.]", data) is not None
 
 
 def wheel_call_warnings(wheel: Path) -> tuple[str, ...]:
-    """:func:`call_warnings` of a finished wheel, read without importing it: its extension's
-    ops are the schemas among the shared object's strings (``ops.def``'s literals), and a call
-    of a name that is no string of it at all (a literal ``ops.def("op", &fn)`` or
-    ``ops.impl("op", ...)`` names it) is one the binding does not define. A package with no
-    shared object beside a ``torch.ops`` ``_ops.py`` (noarch: its ops are Python's) has none."""
+    """:func:`call_warnings` of a finished wheel, read without importing it: a call of a name
+    that the package's shared object holds as no op's string (:func:`_named`) is one its
+    binding does not define. A package with no shared object beside a ``torch.ops``
+    ``_ops.py`` (noarch: its ops are Python's) has none."""
     found: list[str] = []
     with zipfile.ZipFile(wheel) as archive:
-        names = archive.namelist()
-        read = {n: data for n in names if (data := _member(archive, n)) is not None}
-        for ops_py in (n for n in read if n.endswith("/_ops.py")):
-            package = ops_py.removesuffix("_ops.py")
-            mine = [n for n in read if n.startswith(package) and "/" not in n[len(package) :]]
-            objects = [read[n] for n in mine if n.endswith(".so")]
-            if not objects or b"torch.ops" not in read[ops_py]:
-                continue
-            ours = sorted(set().union(*map(schema_names, objects)))
-            sources = [(n, read[n]) for n in read if n.startswith(package) and n[-3:] == ".py"]
-            calls = [
-                f"ops.{name} ({where})"
-                for name, where in op_calls(sources)
-                if name not in ours and not any(_named(name, data) for data in objects)
-            ]
-            found += _call_warning(calls, ours, "the schemas in the wheel's extension")
+        read = {n: data for n in archive.namelist() if (data := _member(archive, n)) is not None}
+    for ops_py in (n for n in read if n.endswith("/_ops.py")):
+        package = ops_py.removesuffix("_ops.py")
+        mine = [n for n in read if n.startswith(package) and "/" not in n[len(package) :]]
+        objects = [read[n] for n in mine if n.endswith(".so")]
+        if not objects or b"torch.ops" not in read[ops_py]:
+            continue
+        sources = [(n, read[n]) for n in read if n.startswith(package) and n.endswith(".py")]
+        calls = [
+            f"ops.{name} ({where})"
+            for name, where in op_calls(sources)
+            if not any(_named(name, data) for data in objects)
+        ]
+        if calls:
+            found.append(
+                f"warning: the package calls {', '.join(calls)}, which no ops.def of the "
+                "wheel's extension defines (no string of it names the op): each such call "
+                "raises AttributeError; rename the call or define the op"
+            )
     return tuple(found)
 
 
