@@ -395,6 +395,11 @@ def test_ops_without_a_fake_kernel_get_one_note_naming_the_fix() -> None:
     )
     assert LoadReport.read(found).warnings(NS, "CPU") == ()  # a note, not a warning
     assert LoadReport.read({"ops": found["ops"]}).notes(NS) == ()
+    # an overload is registered by its full name, in the note and the kernel warning alike
+    overload = LoadReport.read({"no_fake": [f"{NS}::b.out"], "lacking": {"CUDA": [f"{NS}::b.out"]}})
+    assert 'register_fake(add_op_namespace_prefix("b.out"))' in overload.notes(NS)[0]
+    assert 'ops.impl("b.out", torch::kMeta, &fn)' in overload.notes(NS)[0]
+    assert 'ops.impl("b.out", torch::kCUDA, &fn)' in overload.warnings(NS, "CUDA")[0]
 
 
 def test_ops_with_a_kernel_for_every_backend_or_one_from_python_are_not_warned_of(

@@ -131,7 +131,7 @@ class LoadReport:
         ]
         if not names:
             return ()
-        first = names[0].split(".")[0]
+        first = names[0]  # an overload is registered by its full name: "add_one.out"
         return (
             f"note: {', '.join(names)} {'has' if len(names) == 1 else 'have'} no fake (Meta) "
             "kernel: torch.compile and torch.library.opcheck fail on "
@@ -208,7 +208,7 @@ def _lacking_warning(missing: Sequence[str], key: str, served: dict[str, str]) -
         f"{', '.join(ops)} {'runs' if len(ops) == 1 else 'run'} on {k} tensors"
         for k, ops in by_key.items()
     )
-    first = missing[0].split(".")[0]
+    first = missing[0]
     backend = key.lower()
     return (
         f"warning: {', '.join(missing)} {'has' if one else 'have'} no {key} kernel in this "
