@@ -481,6 +481,9 @@ def test_a_reused_builds_warning_follows_the_packages_python_as_it_is_now(
         "def _(x):\n    return x + 1\n"
     )
     assert shown() == [] and len(runner.commands) == 1  # the same extension, not loaded again
+    # a record an older kernelwheel wrote (its warnings as text): the check runs again
+    record.write_text("a\nops: add_one\nwarning: add_one has no CPU kernel\n")
+    assert shown() == [] and len(runner.commands) == 2
 
 
 def test_a_call_of_an_op_the_build_no_longer_defines_is_warned_of_with_its_line(
