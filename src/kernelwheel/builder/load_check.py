@@ -284,37 +284,35 @@ def wheel_call_warnings(wheel: Path) -> tuple[str, ...]:
     ``_ops.py`` (noarch: its ops are Python's) has none."""
     found: list[str] = []
     with zipfile.ZipFile(wheel) as archive:
-        read = {n: data for n in archive.namelist() if (data := _member(archive, n)) is not None}
-    for ops_py in (n for n in read if n.endswith("/_ops.py")):
-        package = ops_py.removesuffix("_ops.py")
-        mine = [n for n in read if n.startswith(package) and "/" not in n[len(package) :]]
-        objects = [read[n] for n in mine if n.endswith(".so")]
-        if not objects or b"torch.ops" not in read[ops_py]:
-            continue
-        sources = [(n, read[n]) for n in read if n.startswith(package) and n.endswith(".py")]
-        calls = [
-            f"ops.{name} ({where})"
-            for name, where in op_calls(sources)
-            if not any(_named(name, data) for data in objects)
-        ]
-        if calls:
-            found.append(
-                f"warning: the package calls {', '.join(calls)}, which no ops.def of the "
-                "wheel's extension defines (no string of it names the op): each such call "
-                "raises AttributeError; rename the call or define the op"
-            )
+        names = archive.namelist()
+        for ops_py in (n for n in names if n.endswith("/_ops.py")):
+            package = ops_py.removesuffix("_ops.py")
+            inside = [n for n in names if n.startswith(package)]
+            own = [n for n in inside if n.endswith(".so") and "/" not in n[len(package) :]]
+            objects = [data for n in own if (data := _member(archive, n))]
+            if not objects or b"torch.ops" not in _member(archive, ops_py):
+                continue
+            sources = [(n, _member(archive, n)) for n in inside if n.endswith(".py")]
+            calls = [
+                f"ops.{name} ({where})"
+                for name, where in op_calls(sources)
+                if not any(_named(name, data) for data in objects)
+            ]
+            if calls:
+                found.append(
+                    f"warning: the package calls {', '.join(calls)}, which no ops.def of the "
+                    "wheel's extension defines (no string of it names the op): each such call "
+                    "raises AttributeError; rename the call or define the op"
+                )
     return tuple(found)
 
 
-def _member(archive: zipfile.ZipFile, name: str) -> bytes | None:
-    """A Python file's or shared object's bytes; None for another file, or one that cannot be
-    read (``check``'s record rule names it)."""
-    if not name.endswith((".py", ".so")):
-        return None
+def _member(archive: zipfile.ZipFile, name: str) -> bytes:
+    """A file's bytes; none of one that cannot be read (``check``'s record rule names it)."""
     try:
         return archive.read(name)
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError):
-        return None
+        return b""
 
 
 def refuse_syntax(
