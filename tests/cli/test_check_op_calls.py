@@ -109,3 +109,10 @@ def test_a_member_that_cannot_be_decompressed_is_the_record_rules_not_a_tracebac
     out = capsys.readouterr().out
     assert "demo/__init__.py: cannot be decompressed" in out
     assert wheel_call_warnings(wheel) == ()  # the file it cannot read is not guessed at
+
+
+def test_checks_help_says_it_warns_of_such_calls(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "of an op its extension does not define (renamed or removed) is warned of" in said
