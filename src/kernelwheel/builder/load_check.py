@@ -90,7 +90,8 @@ class LoadReport:
         variant's dispatch key (:func:`dispatch_key`), but those the Python of ``package``
         gives one (read afresh: it changes without the extension changing)."""
         found = []
-        given = python_kernels(package) if package is not None else set()
+        lacking = any(k == key for k, _ in self.lacking)  # the package read only then
+        given = python_kernels(package) if package is not None and lacking else set()
         if missing := [
             op.removeprefix(namespace + "::")
             for k, op in self.lacking
@@ -123,7 +124,7 @@ class LoadReport:
         """One line of the ops torch.compile cannot trace (no fake kernel, from the extension
         or the Python of ``package``), with the fix: a note, as many authors never compile
         their ops."""
-        given = python_kernels(package, fake=True) if package is not None else set()
+        given = python_kernels(package, fake=True) if package and self.no_fake else set()
         names = [
             op.removeprefix(namespace + "::")
             for op in self.no_fake
