@@ -346,16 +346,60 @@ def test_an_op_without_a_kernel_for_the_variants_backend_is_warned_of() -> None:
     cpu = dispatch_key(Variant.parse("torch213-cxx11-cpu-x86_64-linux"))
     assert cpu == "CPU"
     assert report.warnings(NS, cpu) == (
-        "warning: add_one has no CPU kernel in this build: every call raises "
-        "NotImplementedError; register one with ops.impl in "
-        "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, ops), under #if defined(CPU_KERNEL)",
+        "warning: add_one has no CPU kernel in this build: a call with CPU tensors raises "
+        "NotImplementedError (\"Could not run ... from the 'CPU' backend\"); register one in "
+        'the binding: ops.impl("add_one", torch::kCPU, &fn) under #if defined(CPU_KERNEL), '
+        'fn\'s source in the src of a build.toml kernel with backend = "cpu"',
     )
     cuda = dispatch_key(Variant.parse("torch214-cxx11-cu130-x86_64-linux"))
     # two ops: "have", each one to register (not "add_one, mul has no CUDA kernel")
     assert "add_one, mul have no CUDA kernel" in report.warnings(NS, cuda)[0]
-    assert "register each one with ops.impl" in report.warnings(NS, cuda)[0]
+    assert (
+        'register each in the binding: ops.impl("add_one", torch::kCUDA, &fn)'
+        in (report.warnings(NS, cuda)[0])
+    )
     assert report.warnings(NS) == ()  # a backend torch has no key of here: nothing to say
     assert LoadReport.read({"ops": found["ops"]}).warnings(NS, cpu) == ()  # an older child
+
+
+def test_a_cuda_builds_op_with_a_cpu_kernel_only_is_not_said_to_raise_on_every_call() -> None:
+    # A CUDA variant whose binding registers mul's CPU kernel alone: the warning said "every
+    # call raises", though calls with CPU tensors run; it names the device whose calls raise.
+    found = {
+        "ops": [f"{NS}::add_one(Tensor x) -> Tensor", f"{NS}::mul(Tensor x) -> Tensor"],
+        "lacking": {"CPU": [f"{NS}::add_one"], "CUDA": [f"{NS}::add_one", f"{NS}::mul"]},
+    }
+    (warning,) = LoadReport.read(found).warnings(NS, "CUDA")
+    assert "every call" not in warning
+    assert warning.startswith(
+        "warning: add_one, mul have no CUDA kernel in this build: a call with CUDA tensors "
+        "raises NotImplementedError (\"Could not run ... from the 'CUDA' backend\") (mul runs "
+        "on CPU tensors); register each in the binding"
+    )
+    assert 'backend = "cuda"' in warning and "#if defined(CUDA_KERNEL)" in warning
+    # a CPU build's op with a CUDA kernel only (its CPU one left out) runs on CUDA tensors
+    found["lacking"] = {"CPU": [f"{NS}::mul"], "CUDA": []}
+    (warning,) = LoadReport.read(found).warnings(NS, "CPU")
+    assert "(mul runs on CUDA tensors)" in warning
+
+
+def test_ops_without_a_fake_kernel_get_one_note_naming_the_fix() -> None:
+    # torch.compile (and torch.library.opcheck) fails on an op with no Meta kernel: one note for
+    # them all, not a warning (many authors never compile); none when every op has one
+    found = {"ops": [f"{NS}::a(Tensor x) -> Tensor"], "no_fake": [f"{NS}::a", f"{NS}::b.out"]}
+    assert LoadReport.read(found).notes(NS) == (
+        "note: a, b.out have no fake (Meta) kernel: torch.compile and torch.library.opcheck "
+        "fail on them; register one in the package's Python (@torch.library.register_fake("
+        'add_op_namespace_prefix("a")), the prefix from ._ops) or in the binding (ops.impl("a", '
+        "torch::kMeta, &fn))",
+    )
+    assert LoadReport.read(found).warnings(NS, "CPU") == ()  # a note, not a warning
+    assert LoadReport.read({"ops": found["ops"]}).notes(NS) == ()
+    # an overload is registered by its full name, in the note and the kernel warning alike
+    overload = LoadReport.read({"no_fake": [f"{NS}::b.out"], "lacking": {"CUDA": [f"{NS}::b.out"]}})
+    assert 'register_fake(add_op_namespace_prefix("b.out"))' in overload.notes(NS)[0]
+    assert 'ops.impl("b.out", torch::kMeta, &fn)' in overload.notes(NS)[0]
+    assert 'ops.impl("b.out", torch::kCUDA, &fn)' in overload.warnings(NS, "CUDA")[0]
 
 
 def test_ops_with_a_kernel_for_every_backend_or_one_from_python_are_not_warned_of(
@@ -370,6 +414,8 @@ def test_ops_with_a_kernel_for_every_backend_or_one_from_python_are_not_warned_o
         f"{NS}::implicit": {"CompositeImplicitAutograd"},
         f"{NS}::from_python": set(),
         f"{NS}::meta_only": {"Meta"},
+        f"{NS}::cpu_only": {"CPU", "CUDA"},  # a fake from Python: not noted
+        f"{NS}::plain": {"CPU", "CUDA"},
     }
     schemas: list[_Schema] = []
     fake = SimpleNamespace(
@@ -390,14 +436,54 @@ def test_ops_with_a_kernel_for_every_backend_or_one_from_python_are_not_warned_o
         '@torch.library.impl(add_op_namespace_prefix("from_python"), "CPU")\n'
         "def _(x):\n    return x\n"
     )
-    found = load_torch(str(tmp_path / "ext.py"), NS, str(package))
-    assert found["lacking"] == {"CPU": [f"{NS}::meta_only"], "CUDA": [f"{NS}::meta_only"]}
-    # without the package's Python (an older caller), the Python-implemented op is warned of
-    schemas.clear()
-    lacking = load_torch(str(tmp_path / "ext.py"), NS)["lacking"]
-    assert lacking == {"CPU": [f"{NS}::from_python", f"{NS}::meta_only"]} | {
-        "CUDA": [f"{NS}::from_python", f"{NS}::meta_only"]
-    }
+    (package / "fake.py").write_text(
+        "import torch\nfrom ._ops import add_op_namespace_prefix\n\n"
+        '@torch.library.register_fake(add_op_namespace_prefix("cpu_only"))\n'
+        "def _(x):\n    return x\n"
+    )
+    # what the extension registers, before the package's Python adds its kernels
+    found = load_torch(str(tmp_path / "ext.py"), NS)
+    both = [f"{NS}::from_python", f"{NS}::meta_only"]
+    assert found["lacking"] == {"CPU": both, "CUDA": both}
+    # no Meta kernel (the composites serve Meta too)
+    assert found["no_fake"] == [f"{NS}::cpu_only", f"{NS}::from_python", f"{NS}::plain"]
+    # the package's Python read by the caller: the ops it gives a kernel (a fake one) are not
+    # warned of (noted)
+    report = LoadReport.read(found)
+    assert report.warnings(NS, "CPU", package)[0].startswith("warning: meta_only has no CPU")
+    assert "cpu_only" not in report.notes(NS, package)[0]
+    assert report.notes(NS, package)[0].startswith("note: from_python, plain have no fake")
+    assert "from_python, meta_only have no CPU" in report.warnings(NS, "CPU")[0]  # no package
+
+
+def test_a_reused_builds_warning_follows_the_packages_python_as_it_is_now(
+    tmp_path: Path,
+) -> None:
+    # A dev build whose op had no CPU kernel: the author registers one from the package's
+    # Python (torch.library.impl), no C++ changed, the extension reused; the recorded warning
+    # went on saying "no CPU kernel" on every run, stale, until the extension changed.
+    req = build_request(write_tiny_kernel(tmp_path / "p"), Variant.parse(CPU_VARIANT))
+    req.log.parent.mkdir(parents=True, exist_ok=True)
+    found = {"ops": [f"{NS}::add_one(Tensor x) -> Tensor"], "lacking": {"CPU": [f"{NS}::add_one"]}}
+    runner = ScriptedRunner(lambda cmd, cwd: Reply(stdout=json.dumps(found) + "\n"))
+    record = tmp_path / "dev" / "v.loaded"
+    record.parent.mkdir()
+
+    def shown() -> list[str]:
+        reporter = SilentReporter()
+        load_checked(req, Path("py"), tmp_path / "x.so", NS, reporter, runner, loaded=(record, "a"))
+        return [m for _, m in reporter.messages if "no CPU kernel" in m]
+
+    assert len(shown()) == 1 and len(shown()) == 1  # loaded, then reused: shown both times
+    init = req.project.package_dir / "__init__.py"
+    init.write_text(
+        init.read_text() + "\n\n@torch.library.impl(add_op_namespace_prefix('add_one'), 'CPU')\n"
+        "def _(x):\n    return x + 1\n"
+    )
+    assert shown() == [] and len(runner.commands) == 1  # the same extension, not loaded again
+    # a record an older kernelwheel wrote (its warnings as text): the check runs again
+    record.write_text("a\nops: add_one\nwarning: add_one has no CPU kernel\n")
+    assert shown() == [] and len(runner.commands) == 2
 
 
 def test_a_call_of_an_op_the_build_no_longer_defines_is_warned_of_with_its_line(
@@ -440,3 +526,93 @@ def test_a_call_of_an_op_the_build_no_longer_defines_is_warned_of_with_its_line(
     reporter = SilentReporter()
     load_checked(req, Path("py"), tmp_path / "x.so", NS, reporter, runner)
     assert [m for _, m in reporter.messages if "ops.gone" in m]
+
+
+# Ops a library registers from Python so, each with the kernels its name says; py_fake's fake
+# kernel comes from the package's Python (register_fake), imported after the check.
+REAL_EXTENSION = """\
+import torch
+_lib = torch.library.Library("{ns}", "DEF")
+for name in ("cpu_only", "with_meta", "composite", "py_fake"):
+    _lib.define(name + "(Tensor x) -> Tensor")
+_lib.impl("cpu_only", lambda x: x, "CPU")
+_lib.impl("with_meta", lambda x: x, "CPU")
+_lib.impl("with_meta", lambda x: x, "Meta")
+_lib.impl("composite", lambda x: x, "CompositeExplicitAutograd")
+_lib.impl("py_fake", lambda x: x, "CPU")
+"""
+
+# What torch.compile's fake tensors say of each op, the package's fake kernel registered: the
+# ops they cannot run
+FAKE_RUN = """\
+import json, sys, torch
+sys.path.insert(0, sys.argv[1])
+import ext
+torch.library.register_fake("{ns}::py_fake", lambda x: torch.empty_like(x))
+from torch._subclasses.fake_tensor import FakeTensorMode
+failed = []
+for name in ("cpu_only", "with_meta", "composite", "py_fake"):
+    try:
+        with FakeTensorMode():
+            getattr(torch.ops.{ns}, name)(torch.empty(3))
+    except Exception:
+        failed.append("{ns}::" + name)
+print(json.dumps(failed))
+"""
+
+
+@pytest.mark.integration
+def test_the_ops_noted_for_torch_compile_are_those_fake_tensors_cannot_run(
+    tmp_path: Path,
+) -> None:
+    # the check's child on a real torch (2.13 CPU's build environment, no compile), against
+    # what FakeTensorMode itself does with each op
+    import subprocess
+
+    from support.builds import build_env
+    from support.variants import TORCH213_CPU
+
+    python = str(build_env(TORCH213_CPU).python)
+    (tmp_path / "ext.py").write_text(REAL_EXTENSION.format(ns=NS))
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import torch\nfrom ._ops import add_op_namespace_prefix\n\n"
+        '@torch.library.register_fake(add_op_namespace_prefix("py_fake"))\n'
+        "def _(x):\n    return torch.empty_like(x)\n"
+    )
+    program = str(Path(load_torch.__code__.co_filename))
+    argv = [python, program, "torch", str(tmp_path / "ext.py"), NS, str(package)]
+    found = json.loads(subprocess.run(argv, capture_output=True, check=True).stdout)
+    run = [python, "-c", FAKE_RUN.format(ns=NS), str(tmp_path)]
+    failed = json.loads(subprocess.run(run, capture_output=True, check=True).stdout)
+    assert failed == [f"{NS}::cpu_only"]
+    report = LoadReport.read(found)  # the package's Python read here: py_fake has its fake
+    assert report.notes(NS, package)[0].startswith("note: cpu_only has no fake (Meta) kernel")
+    # the CUDA build's view: no CUDA kernel for three, each of which runs on CPU tensors
+    (warning,) = report.warnings(NS, "CUDA")
+    assert "cpu_only, py_fake, with_meta have no CUDA kernel" in warning
+    assert "(cpu_only, py_fake, with_meta run on CPU tensors)" in warning
+
+
+def test_the_ops_the_packages_python_registers_are_those_its_calls_name(tmp_path: Path) -> None:
+    # Every name quoted in a file that registered one kernel counted as registered: an
+    # __all__ beside one register_fake silenced the note (and a warning) for every op it lists.
+    from kernelwheel.builder.load_check import python_kernels
+
+    (tmp_path / "__init__.py").write_text(
+        "import torch\nfrom ._ops import add_op_namespace_prefix, ops\n\n"
+        '__all__ = ["a", "b", "c", "d", "e"]\n\n'
+        '@torch.library.register_fake(add_op_namespace_prefix("a"))\n'
+        "def _(x):\n    return x\n\n"
+        'torch.library.impl(add_op_namespace_prefix("c"), "Meta")(lambda x: x)\n'
+        'torch.library.impl(f"{NS}::d.out", ("CPU", "Meta"))(lambda x: x)\n'
+        "torch.library.register_fake(ops.e.default)(lambda x: x)\n"
+    )
+    assert python_kernels(tmp_path, fake=True) == {"a", "c", "d", "e"}
+    assert python_kernels(tmp_path) == {"d"}  # a Meta kernel alone runs no tensor
+    # an op named by a variable: every name the file quotes, as silence beats a false alarm
+    (tmp_path / "more.py").write_text(
+        'import torch\nNAME = "ns::f"\nOTHER = "g"\ntorch.library.register_fake(NAME)(len)\n'
+    )
+    assert python_kernels(tmp_path, fake=True) == {"a", "c", "d", "e", "f", "g"}

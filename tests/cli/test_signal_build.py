@@ -250,3 +250,58 @@ def test_an_interrupted_build_with_json_lists_the_finished_wheels_in_its_documen
     assert document["error"]["kind"] == "Terminated"
     assert [(w["variant"], w["path"]) for w in document["wheels"]] == [(names[0], str(wheel))]
     assert document["not_finished"] == [names[1]]
+
+
+def test_a_second_ctrl_c_does_not_cut_the_interrupted_builds_summary_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The user pressed Ctrl-C twice: the second came while the summary of what finished was
+    # printed, raised there, and the list of finished wheels stopped after its first line.
+    import os
+    import time
+
+    from support.tinykernel import write_tiny_kernel
+
+    from kernelwheel.builder.service import Outcome
+    from kernelwheel.cli import build, main
+    from kernelwheel.model.variant import Arch
+
+    host = Arch.host().value
+    names = [f"torch21{minor}-cxx11-cpu-{host}-linux" for minor in (3, 4)]
+    out = tmp_path / "out"
+    wheel = out / "tiny_add-0.1.0+cpu-cp39-abi3-manylinux_2_28_x86_64.whl"
+
+    def build_project(planned, recipes, progress, **kwargs):  # type: ignore[no-untyped-def]
+        progress.variant_started(names[0])
+        progress.variant_finished(Outcome(names[0], 1.0, out / "logs" / "a.log", wheel))
+        progress.variant_started(names[1])
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(30)  # the handler raises here
+        raise AssertionError("not interrupted")
+
+    summary = build.interrupted_summary
+
+    def pressed_again(*args):  # type: ignore[no-untyped-def]
+        for number, line in enumerate(summary(*args)):
+            if number == 1:  # the second Ctrl-C, after the summary's first line
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)  # a handler that raises does so here
+            yield line
+
+    monkeypatch.setattr(build, "build_project", build_project)
+    monkeypatch.setattr(build, "interrupted_summary", pressed_again)
+    root = write_tiny_kernel(tmp_path / "p")
+    argv = ["build", str(root), "-o", str(out), "--cache-dir", str(tmp_path / "cache")]
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's
+    try:
+        assert main([*argv, "--variant", f"torch21{{3,4}}-cxx11-cpu-{host}-linux"]) == 130
+        # the CLI's handler is put back as it returns: a later Ctrl-C is not ignored
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    said = capsys.readouterr()
+    lines = (said.out + said.err).splitlines()
+    assert "interrupted: 1 of 2 variant(s) finished" in lines
+    assert f"  built {names[0]}: {wheel}" in lines
+    assert f"  not finished, no wheel: {names[1]}" in lines
+    assert "Traceback" not in said.err

@@ -25,13 +25,14 @@ import sys
 MARK = "kernelwheel-load-check: "
 
 
-def load_torch(path: str, namespace: str, python: str | None = None) -> dict[str, object]:
+def load_torch(path: str, namespace: str) -> dict[str, object]:
     """Import ``path`` as the extension module ``namespace`` after torch (what the package's
     ``_ops.py`` does), then the schemas registered under the namespace (``ops``), the ops it
     implements that no schema defines (``undefined``: torch accepts an ``ops.impl`` of a
     misspelt name without a word), the schemas it defined in other namespaces
-    (``elsewhere``: a fixed ``TORCH_LIBRARY(name, m)``) and per backend the ops without a
-    kernel for it (``lacking``) but those the package's Python in ``python`` may give one."""
+    (``elsewhere``: a fixed ``TORCH_LIBRARY(name, m)``), per backend the ops without a kernel
+    for it (``lacking``) and the ops with no fake (Meta) kernel (``no_fake``): what the
+    extension registers, before the package's Python (read by the caller) adds any."""
     import torch
 
     before = {str(s) for s in torch._C._jit_get_all_schemas()}
@@ -47,53 +48,25 @@ def load_torch(path: str, namespace: str, python: str | None = None) -> dict[str
     names: list[str] = getattr(torch._C, "_dispatch_get_all_op_names", list)()
     undefined = [n for n in names if n.startswith(prefix) and n not in defined]
     elsewhere = [str(s) for s in every if not s.name.startswith(prefix)]
-    # per backend, the ops without a kernel for it (a composite kernel serves every backend)
+    # per backend (and Meta, which torch.compile's fake tensors run), the ops without a kernel
+    # for it; a composite kernel serves every backend
     has = getattr(torch._C, "_dispatch_has_kernel_for_dispatch_key", lambda name, key: True)
     every_key = (
         "CompositeImplicitAutograd",
         "CompositeExplicitAutograd",
         "CompositeExplicitAutogradNonFunctional",
     )
-    in_python = python_kernels(python) if python is not None else set()
     lacking = {
-        key: sorted(
-            n
-            for n in defined
-            if not any(has(n, k) for k in (key, *every_key))
-            and n.removeprefix(prefix).split(".")[0] not in in_python
-        )
-        for key in ("CPU", "CUDA")
+        key: sorted(n for n in defined if not any(has(n, k) for k in (key, *every_key)))
+        for key in ("CPU", "CUDA", "Meta")
     }
     return {
         "ops": sorted(map(str, schemas)),
         "undefined": sorted(undefined),
         "elsewhere": sorted(elsewhere),
-        "lacking": lacking,
+        "lacking": {key: lacking[key] for key in ("CPU", "CUDA")},
+        "no_fake": lacking["Meta"],
     }
-
-
-# A kernel registered from Python: torch.library.impl / register_kernel, Library.impl.
-_PY_KERNEL = re.compile(r"\b(?:register_kernel|impl)\s*\(")
-_QUOTED_NAME = re.compile(r"""["']([A-Za-z_]\w*)["']""")
-
-
-def python_kernels(folder: str) -> set[str]:
-    """The names quoted in the Python files below ``folder`` that register a kernel from Python
-    (``torch.library.impl(add_op_namespace_prefix("op"), "CPU")``, ``register_kernel``): an op
-    the extension defines may get its kernel there, when the package is imported."""
-    found: set[str] = set()
-    for dirpath, _, filenames in os.walk(folder):
-        for name in filenames:
-            if not name.endswith(".py"):
-                continue
-            try:
-                with open(os.path.join(dirpath, name), encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
-            except OSError:
-                continue
-            if _PY_KERNEL.search(text):
-                found.update(_QUOTED_NAME.findall(text))
-    return found
 
 
 def syntax_errors(folder: str) -> list[str]:
@@ -148,7 +121,7 @@ def then_pytest(path: str, namespace: str, python: str, log: str, args: list[str
         saved = os.dup(1), os.dup(2)
         os.dup2(fh.fileno(), 1)  # an abort's message too, which Python's streams never see
         os.dup2(fh.fileno(), 2)
-        found = load_torch(path, namespace, python)  # a failure leaves its traceback in the log
+        found = load_torch(path, namespace)  # a failure leaves its traceback in the log
         # kernels.get_kernel imports the Hub layout's package under that name: not taken here
         sys.modules.pop(namespace, None)
         print(MARK + json.dumps(found), flush=True)
@@ -166,9 +139,7 @@ def main(argv: list[str]) -> int:
     if syntax := syntax_errors(python):  # first: the cheaper error, and the import's own
         print(json.dumps({"syntax": syntax}))
         return 0
-    found = (
-        {"ops": load_tvm_ffi(path)} if kind == "tvm-ffi" else load_torch(path, namespace, python)
-    )
+    found = {"ops": load_tvm_ffi(path)} if kind == "tvm-ffi" else load_torch(path, namespace)
     print(json.dumps(found))
     return 0
 

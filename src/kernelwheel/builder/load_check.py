@@ -10,7 +10,9 @@ import ast
 import json
 import re
 import signal
-from collections.abc import Sequence
+import zipfile
+import zlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,16 +40,27 @@ class LoadReport:
     elsewhere: tuple[str, ...] = ()  # defined by the extension outside the build's namespace
     syntax: tuple[str, ...] = ()  # FILE:LINE: message of package files that do not compile
     lacking: tuple[tuple[str, str], ...] = ()  # (dispatch key, op) without a kernel for it
+    no_fake: tuple[str, ...] = ()  # ops without a Meta (fake) kernel: torch.compile fails
 
     @classmethod
     def read(cls, found: dict[str, Any]) -> LoadReport:
         """The report of the child's JSON line."""
-        keys = ("ops", "undefined", "elsewhere", "syntax")
+        keys = ("ops", "undefined", "elsewhere", "syntax", "no_fake")
         lacking = found.get("lacking")
         pairs = lacking.items() if isinstance(lacking, dict) else ()
-        ops, undefined, elsewhere, syntax = (tuple(map(str, found.get(k, []))) for k in keys)
+        ops, undefined, elsewhere, syntax, no_fake = (
+            tuple(map(str, found.get(k, []))) for k in keys
+        )
         lacks = tuple((str(key), str(op)) for key, names in pairs for op in names)
-        return cls(ops, undefined, elsewhere, syntax, lacks)
+        return cls(ops, undefined, elsewhere, syntax, lacks, no_fake)
+
+    def json(self) -> str:
+        """The report as the child's JSON line (:meth:`read` reads it back)."""
+        lacking: dict[str, list[str]] = {}
+        for key, op in self.lacking:
+            lacking.setdefault(key, []).append(op)
+        keys = ("ops", "undefined", "elsewhere", "no_fake")
+        return json.dumps({k: list(getattr(self, k)) for k in keys} | {"lacking": lacking})
 
     def refuse_syntax(self, log: Path, root: Path | None) -> LoadReport:
         """This report, unless a package file does not compile: then a :class:`BuildError`."""
@@ -69,19 +82,22 @@ class LoadReport:
             )
         )
 
-    def warnings(self, namespace: str, key: str = "") -> tuple[str, ...]:
+    def warnings(
+        self, namespace: str, key: str = "", package: Path | None = None
+    ) -> tuple[str, ...]:
         """What the author should hear of ops defined in another namespace, of
         implementations no schema defines and of ops without a kernel for ``key``, the
-        variant's dispatch key (:func:`dispatch_key`)."""
+        variant's dispatch key (:func:`dispatch_key`), but those the Python of ``package``
+        gives one (read afresh: it changes without the extension changing)."""
         found = []
-        if missing := [op.removeprefix(namespace + "::") for k, op in self.lacking if k == key]:
-            has, one = ("has", "one") if len(missing) == 1 else ("have", "each one")
-            found.append(
-                f"warning: {', '.join(missing)} {has} no {key} kernel in this build: every call "
-                f"raises NotImplementedError; register {one} with ops.impl in "
-                f"TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, {key}, ops), under "
-                f"#if defined({key}_KERNEL)"
-            )
+        lacking = any(k == key for k, _ in self.lacking)  # the package read only then
+        given = python_kernels(package) if package is not None and lacking else set()
+        if missing := [
+            op.removeprefix(namespace + "::")
+            for k, op in self.lacking
+            if k == key and _bare(op, namespace) not in given
+        ]:
+            found.append(_lacking_warning(missing, key, self._served(namespace, key, missing)))
         if self.elsewhere:
             names = ", ".join(op.split("(", 1)[0] for op in self.elsewhere)
             found.append(
@@ -97,12 +113,126 @@ class LoadReport:
             )
         return tuple(found)
 
+    def _served(self, namespace: str, key: str, missing: Sequence[str]) -> dict[str, str]:
+        """Of the ``missing`` ops (no ``key`` kernel), those with a kernel for the other
+        backend the child asks of, and its key: calls with its tensors work."""
+        lacks = {(k, op.removeprefix(namespace + "::")) for k, op in self.lacking}
+        others = [k for k in ("CPU", "CUDA") if k != key]  # _load_check.load_torch's keys
+        return {op: k for op in missing for k in others if (k, op) not in lacks}
+
+    def notes(self, namespace: str, package: Path | None = None) -> tuple[str, ...]:
+        """One line of the ops torch.compile cannot trace (no fake kernel, from the extension
+        or the Python of ``package``), with the fix: a note, as many authors never compile
+        their ops."""
+        given = python_kernels(package, fake=True) if package and self.no_fake else set()
+        names = [
+            op.removeprefix(namespace + "::")
+            for op in self.no_fake
+            if _bare(op, namespace) not in given
+        ]
+        if not names:
+            return ()
+        first = names[0]  # an overload is registered by its full name: "add_one.out"
+        return (
+            f"note: {', '.join(names)} {'has' if len(names) == 1 else 'have'} no fake (Meta) "
+            "kernel: torch.compile and torch.library.opcheck fail on "
+            f"{'it' if len(names) == 1 else 'them'}; register one in the package's Python "
+            f'(@torch.library.register_fake(add_op_namespace_prefix("{first}")), the prefix '
+            f'from ._ops) or in the binding (ops.impl("{first}", torch::kMeta, &fn))',
+        )
+
+
+def _bare(op: str, namespace: str) -> str:
+    """``ns::split.out`` -> ``split``."""
+    return op.removeprefix(namespace + "::").split(".")[0]
+
+
+# Calls that register a kernel from Python (torch.library.impl / register_kernel, Library.impl)
+# and a fake one (register_fake and its older names; impl(..., "Meta"), or a composite kernel)
+_KERNEL_CALLS = frozenset({"impl", "register_kernel"})
+_FAKE_CALLS = frozenset({"register_fake", "impl_abstract", "register_meta"})
+_SERVES_META = frozenset(
+    {
+        "Meta",
+        "CompositeImplicitAutograd",
+        "CompositeExplicitAutograd",
+        "CompositeExplicitAutogradNonFunctional",
+    }
+)
+_BACKENDS = _SERVES_META - {"Meta"} | {"CPU", "CUDA", "cpu", "cuda"}  # beside a "Meta": both
+_QUOTED_NAME = re.compile(r"""["'](?:\w+::)?([A-Za-z_]\w*)(?:\.\w+)?["']""")  # "ns::op.out"
+
+
+def python_kernels(folder: Path, *, fake: bool = False) -> set[str]:
+    """The ops the Python files below ``folder`` register a kernel for (``fake``: a fake one)
+    when the package is imported: the op named in each such call's first argument
+    (``add_op_namespace_prefix("op")``, ``"ns::op"``, ``ops.op.default``); a call whose op
+    is a variable counts every name the file quotes (read, not run: silence over a false
+    alarm)."""
+    found: set[str] = set()
+    for path in folder.rglob("*.py"):
+        text = _text(path)
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
+            callee = call.func
+            name = getattr(callee, "attr", None) or getattr(callee, "id", None)
+            keys = {n.value for n in ast.walk(call) if isinstance(n, ast.Constant)}
+            registers = (
+                name in _FAKE_CALLS or (name in _KERNEL_CALLS and bool(keys & _SERVES_META))
+                if fake
+                else name in _KERNEL_CALLS and ("Meta" not in keys or bool(keys & _BACKENDS))
+            )
+            if not registers or not call.args:
+                continue
+            named = [
+                n.value.rsplit("::", 1)[-1].split(".")[0]
+                for n in ast.walk(call.args[0])
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            ] + [
+                n.attr
+                for n in ast.walk(call.args[0])
+                if isinstance(n, ast.Attribute) and getattr(n.value, "id", None) == "ops"
+            ]
+            found.update(named or _QUOTED_NAME.findall(text))
+    return found
+
+
+def _lacking_warning(missing: Sequence[str], key: str, served: dict[str, str]) -> str:
+    """The warning of the ``missing`` ops, which have no ``key`` kernel: calls with tensors on
+    that device raise; ``served``: those of them with a kernel for another backend, its key."""
+    one = len(missing) == 1
+    by_key = {k: [op for op, other in served.items() if other == k] for k in served.values()}
+    works = "; ".join(
+        f"{', '.join(ops)} {'runs' if len(ops) == 1 else 'run'} on {k} tensors"
+        for k, ops in by_key.items()
+    )
+    first = missing[0]
+    backend = key.lower()
+    return (
+        f"warning: {', '.join(missing)} {'has' if one else 'have'} no {key} kernel in this "
+        f'build: a call with {key} tensors raises NotImplementedError ("Could not run ... '
+        f"from the '{key}' backend\"){f' ({works})' if works else ''}; register "
+        f'{"one" if one else "each"} in the binding: ops.impl("{first}", torch::k{key}, &fn) '
+        f"under #if defined({key}_KERNEL), fn's source in the src of a build.toml kernel with "
+        f'backend = "{backend}"'
+    )
+
 
 def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tuple[str, ...]:
     """The warning of the ``ops.NAME`` the Python files of ``package`` call that the build,
     whose ops are ``ours``, does not define (a renamed or removed op): read afresh on every
     run, the Python being edited without the shared object changing."""
-    if not (calls := unknown_op_calls(package, set(ours), root)):
+    files = []
+    for path in sorted(package.rglob("*.py")):
+        where = path.relative_to(root).as_posix() if root and path.is_relative_to(root) else path
+        try:
+            files.append((str(where), path.read_bytes()))
+        except OSError:
+            continue
+    if not (calls := [f"ops.{n} ({where})" for n, where in op_calls(files) if n not in ours]):
         return ()
     return (
         f"warning: the package calls {', '.join(calls)}, which no ops.def defines (this "
@@ -111,15 +241,14 @@ def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tupl
     )
 
 
-def unknown_op_calls(package: Path, names: set[str], root: Path | None) -> list[str]:
-    """``ops.NAME (FILE:LINE)`` of each op of a name not in ``names`` that a Python file of
-    ``package`` calls through the generated ``from ._ops import ops``; paths relative to
-    ``root``."""
+def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
+    """``(NAME, FILE:LINE)`` of each ``ops.NAME`` that a Python file (its name and bytes)
+    reaches through the generated ``from ._ops import ops``."""
     found = []
-    for path in sorted(package.rglob("*.py")):
+    for where, source in files:
         try:
-            tree = ast.parse(path.read_bytes())
-        except (OSError, SyntaxError, ValueError):
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
             continue
         if not any(
             isinstance(node, ast.ImportFrom)
@@ -129,17 +258,62 @@ def unknown_op_calls(package: Path, names: set[str], root: Path | None) -> list[
             for node in ast.walk(tree)
         ):
             continue
-        where = path.relative_to(root).as_posix() if root and path.is_relative_to(root) else path
         found += [
-            f"ops.{node.attr} ({where}:{node.lineno})"
+            (node.attr, f"{where}:{node.lineno}")
             for node in ast.walk(tree)
             if isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
             and node.value.id == "ops"
-            and node.attr not in names
             and not node.attr.startswith("_")
         ]
     return found
+
+
+def _named(name: str, data: bytes) -> bool:
+    """Whether the shared object ``data`` holds ``name`` as an op's string: an ``ops.impl`` or
+    name-only ``ops.def`` literal (``name\\0``: torch takes it as a ``const char*``) or a
+    schema's start (``name(`` or ``name.overload(``: its bytes copied into a ``std::string``,
+    with no NUL of its own, maybe packed against another's). Any byte may lead it: a name
+    that merely ends a longer one is missed, never a defined op called undefined."""
+    return re.search(re.escape(name.encode()) + rb"[\x00(.]", data) is not None
+
+
+def wheel_call_warnings(wheel: Path) -> tuple[str, ...]:
+    """:func:`call_warnings` of a finished wheel, read without importing it: a call of a name
+    that the package's shared object holds as no op's string (:func:`_named`) is one its
+    binding does not define. A package with no shared object beside a ``torch.ops``
+    ``_ops.py`` (noarch: its ops are Python's) has none."""
+    found: list[str] = []
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        for ops_py in (n for n in names if n.endswith("/_ops.py")):
+            package = ops_py.removesuffix("_ops.py")
+            inside = [n for n in names if n.startswith(package)]
+            own = [n for n in inside if n.endswith(".so") and "/" not in n[len(package) :]]
+            objects = [data for n in own if (data := _member(archive, n))]
+            if not objects or b"torch.ops" not in _member(archive, ops_py):
+                continue
+            sources = [(n, _member(archive, n)) for n in inside if n.endswith(".py")]
+            calls = [
+                f"ops.{name} ({where})"
+                for name, where in op_calls(sources)
+                if not any(_named(name, data) for data in objects)
+            ]
+            if calls:
+                found.append(
+                    f"warning: the package calls {', '.join(calls)}, which no ops.def of the "
+                    "wheel's extension defines (no string of it names the op): each such call "
+                    "raises AttributeError; rename the call or define the op"
+                )
+    return tuple(found)
+
+
+def _member(archive: zipfile.ZipFile, name: str) -> bytes:
+    """A file's bytes; none of one that cannot be read (``check``'s record rule names it)."""
+    try:
+        return archive.read(name)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError):
+        return b""
 
 
 def refuse_syntax(
@@ -188,33 +362,22 @@ class DeferredLoad:
     root: Path | None = None  # the project, whose sources a failure's lines name
 
 
-_OPS_LINE = "ops: "  # a record's line of the ops that loaded
-
-
-def recorded_warnings(
-    record: Path, digest: str
-) -> tuple[tuple[str, ...], tuple[str, ...] | None] | None:
-    """The warnings the load check gave the shared object whose sha256 is ``digest`` and the
-    names of its ops (None: not kept), kept in a dev build's ``record`` (:func:`record_load`);
-    None when that object has not loaded."""
+def recorded_report(record: Path, digest: str) -> LoadReport | None:
+    """What the load check found in the shared object whose sha256 is ``digest``, kept in a dev
+    build's ``record`` (:func:`record_load`); None when that object has not loaded (or the
+    record is an older kernelwheel's: the check runs again)."""
     try:
-        first, *lines = record.read_text().splitlines() or [""]
-    except (OSError, UnicodeDecodeError):
+        first, found, *_ = [*record.read_text().splitlines(), "", ""]
+        return LoadReport.read(json.loads(found)) if first == digest else None
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
         return None
-    if first != digest:
-        return None
-    ops = [line.removeprefix(_OPS_LINE).split() for line in lines if line.startswith(_OPS_LINE)]
-    warnings = tuple(line for line in lines if not line.startswith(_OPS_LINE))
-    return warnings, tuple(ops[0]) if ops else None  # None: a record of an older kernelwheel
 
 
-def record_load(
-    record: Path, digest: str, warnings: Sequence[str], ops: Sequence[str] = ()
-) -> None:
-    """Keep in ``record`` that the shared object of ``digest`` loaded, with the load check's
-    ``warnings`` (every run that reuses it shows them again, until the object changes) and
-    the names of its ``ops``."""
-    atomic_write(record, "\n".join((digest, _OPS_LINE + " ".join(ops), *warnings)))
+def record_load(record: Path, digest: str, report: LoadReport) -> None:
+    """Keep in ``record`` that the shared object of ``digest`` loaded, with what the check found
+    (every run that reuses it warns again from it, with the package's Python as it is then,
+    until the object changes)."""
+    atomic_write(record, f"{digest}\n{report.json()}\n")
 
 
 def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[str]) -> list[str]:

@@ -65,7 +65,7 @@ from .load_check import (
     check_load,
     dispatch_key,
     record_load,
-    recorded_warnings,
+    recorded_report,
     skip_reason,
 )
 from .request import BuildKind, BuildRequest, BuiltWheel
@@ -664,11 +664,13 @@ def load_checked(
         reporter.info(scope, f"load check skipped: {skipped}")
         return None
     python_dir = req.project.package_dir if req.kind is BuildKind.TORCH else None
-    if loaded is not None and (kept := recorded_warnings(*loaded)) is not None:
-        for warning in kept[0]:  # the build's own: shown on every run that reuses it
+    key = dispatch_key(req.variant)
+    if loaded is not None and (kept := recorded_report(*loaded)) is not None:
+        # the build's own, shown on every run that reuses it, with the Python as it is now
+        for warning in kept.warnings(namespace, key, python_dir):
             reporter.info(scope, f"{warning} (this build's load check; shown until it changes)")
-        if python_dir is not None and kept[1] is not None:  # of the Python as it is now
-            for warning in call_warnings(kept[1], python_dir, req.project.root):
+        if python_dir is not None:
+            for warning in call_warnings(kept.names(namespace), python_dir, req.project.root):
                 reporter.info(scope, warning)
         return None
     if defer and loaded is not None:
@@ -686,14 +688,14 @@ def load_checked(
             req.project.root,
         )
         detail.append(report.describe(namespace))
-    warnings = report.warnings(namespace, dispatch_key(req.variant))
+    warnings = report.warnings(namespace, key, python_dir)
     calls = (
         call_warnings(report.names(namespace), python_dir, req.project.root) if python_dir else ()
     )
-    for warning in (*warnings, *calls):
-        reporter.info(scope, warning)
+    for warning in (*warnings, *calls, *report.notes(namespace, python_dir)):
+        reporter.info(scope, warning)  # the note on this run alone: reused, it is not repeated
     if loaded is not None:
-        record_load(*loaded, warnings, report.names(namespace))
+        record_load(*loaded, report)
     return None
 
 

@@ -103,6 +103,9 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    # Once, as SIGTERM: a second Ctrl-C must not cut short the clean-up, nor the interrupted
+    # build's summary of what finished; main() puts the handler back as it returns (130).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from .._util import raise_when_safe
 
     raise_when_safe(KeyboardInterrupt())

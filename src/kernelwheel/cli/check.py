@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..abi.checker import FROM_TAG, check_shared_object, check_wheel, read_wheel_tags
 from ..abi.policy import DEFAULT_POLICY
 from ..abi.report import Rule, SoReport, Violation, WheelReport
 from ..abi.torch_floor import load_shim_table
+from ..builder.load_check import wheel_call_warnings
 from ..errors import AbiError, UsageError, WheelError
 from ._args import path_arg
 from .ui import ConsoleUI
@@ -30,7 +32,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "against libtorch's stable ABI (+torchX.Y.stable...) must import none of libtorch's "
             "C++ API; files named .so must be ELF. Each wheel's integrity is checked too (the "
             "record rule: RECORD lists every file once with a matching hash, no duplicate, "
-            "'../' or symlink entries). "
+            "'../' or symlink entries). A call in a wheel's package of an op its extension "
+            "does not define (renamed or removed) is warned of, as build warns of it. "
             f"Exits 0 when everything complies, {AbiError.exit_code} on any violation, "
             f"{UsageError.exit_code} for a path that is no wheel or .so, "
             f"{WheelError.exit_code} for a wheel that cannot be read."
@@ -83,6 +86,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     _refuse_unmatched(args.paths)
     policy: str | None = None if args.policy == "tag" else args.policy
     reports: list[WheelReport | SoReport] = []
+    calls: list[tuple[str, ...]] = []  # each wheel's package calls of ops its binding lacks
     for path in args.paths:
         if path.suffix == ".whl":
             stable = FROM_TAG if args.torch_abi is None else args.torch_abi == "stable"
@@ -102,14 +106,19 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
                 torch_stable_abi=args.torch_abi == "stable",
             )
         reports.append(report)
+        calls.append(wheel_call_warnings(path) if path.suffix == ".whl" else ())
     ok = all(r.ok for r in reports)
     if args.json:
         kinds = {WheelReport: "wheel", SoReport: "shared_object"}
-        dicts = [{"kind": kinds[type(r)], **r.to_dict()} for r in reports]
+        dicts = [
+            {"kind": kinds[type(r)], **r.to_dict()}
+            | ({"warnings": list(said)} if isinstance(r, WheelReport) else {})
+            for r, said in zip(reports, calls, strict=True)
+        ]
         ui.print_json({"ok": ok, "reports": dicts})
     else:
-        for report in reports:
-            render(report, ui)
+        for report, said in zip(reports, calls, strict=True):
+            render(report, ui, said)
     if ok:
         return 0
     bad = sum(1 for r in reports if not r.ok)
@@ -165,8 +174,9 @@ def _render_torch_floor(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
 _LINUX = ("manylinux", "musllinux", "linux")
 
 
-def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
-    """A table per wheel: one row per shared object, one mark per rule, then each violation."""
+def render(report: WheelReport | SoReport, ui: ConsoleUI, warnings: Sequence[str] = ()) -> None:
+    """A table per wheel: one row per shared object, one mark per rule, then each violation,
+    then the ``warnings`` of what no rule covers (a call of an op the binding lacks)."""
     objects = report.objects if isinstance(report, WheelReport) else (report,)
     ui.group(report.wheel if isinstance(report, WheelReport) else report.file)
     python = f"abi3 >= {report.python_abi}" if report.python_abi else "not checked"
@@ -223,6 +233,8 @@ def render(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
                 cause = "cause (of the first)" if len({v.cause for v in group}) > 1 else "cause"
                 ui.print(f"      {cause}: {group[0].cause}")
                 ui.print(f"      fix:   {fix}")
+    for warning in warnings:
+        ui.print(f"  ! {warning}")
     verdict = "complies" if report.ok else f"{len(report.violations)} violation(s)"
     ui.print(f"  {ui.ok_mark if report.ok else ui.fail_mark} {verdict}")
     ui.endgroup()

@@ -118,11 +118,12 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
             "torch and pytest (or pass --python PY)",
         )
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
-    warnings = report.warnings(deferred.namespace, dispatch_key(build.variant))
-    ops = report.names(deferred.namespace)
-    for warning in (*warnings, *call_warnings(ops, deferred.package, deferred.root)):
+    package, namespace = deferred.package, deferred.namespace
+    warnings = report.warnings(namespace, dispatch_key(build.variant), package)
+    calls = call_warnings(report.names(namespace), package, deferred.root)
+    for warning in (*warnings, *calls, *report.notes(namespace, package)):
         ui.info(build.variant.name, warning)
-    record_load(deferred.record, deferred.digest, warnings, ops)  # it loaded: not loaded again
+    record_load(deferred.record, deferred.digest, report)  # it loaded: not loaded again
     return pytest_exit(code, ui)
 
 

@@ -1,0 +1,118 @@
+"""``kernelwheel check WHEEL`` and a call in the package's Python of an op its binding does not
+define (renamed or removed): only ``build``, ``dev`` and ``test``, which hold the build's op list,
+warned of it; ``check`` of the finished wheel passed it, and every call raised AttributeError in
+the user's code. The wheel's own extension is read, never imported: its ``ops.def`` schemas
+and op names are among its strings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from packaging.tags import Tag
+from support.sofiles import build_extension
+
+from kernelwheel.builder.load_check import wheel_call_warnings
+from kernelwheel.cli import main
+from kernelwheel.errors import AbiError
+from kernelwheel.wheels import WheelSpec, write_wheel
+
+NS = "_demo_0a1b2c3d"
+# What a binding's registrations leave among the object's bytes: schemas (an overload's too),
+# an op defined by name alone (ops.def("scale", &scale)), and a schema as gcc copies it into a
+# std::string, with no NUL of its own, packed against the tail of another (seen in kx's wheel)
+STRINGS = (
+    "add_one(Tensor x) -> Tensor",
+    "split_pm.out(Tensor x, *, Tensor(a!) y) -> ()",
+    "scale",
+    "out) -> Tensmixed(Tensor x, int[] dims) -> Tensor",
+)
+CALLS = """\
+from ._ops import ops
+
+
+def add_one(x):
+    return ops.add_one(x)
+
+
+def split(x, y):
+    ops.split_pm.out(x, y=y)
+    return ops.scale(ops.split2(ops.mixed(x, [0])))
+"""
+
+
+def _wheel(tmp_path: Path, init: str, *, extension: bool = True) -> Path:
+    constants = " ".join(
+        f'PyModule_AddStringConstant(m, "S{i}", "{s}");' for i, s in enumerate(STRINGS)
+    )
+    files = {
+        "demo/__init__.py": init.encode(),
+        "demo/_ops.py": f"import torch\nfrom . import {NS}\nops = torch.ops.{NS}\n".encode(),
+    }
+    if extension:
+        files[f"demo/{NS}.abi3.so"] = build_extension(tmp_path, NS, code=("", constants))
+    spec = WheelSpec(
+        name="demo",
+        version="1.0+torch2.14.cpu.cxx11",
+        tag=Tag("cp39", "abi3", "manylinux_2_28_x86_64"),
+        files=files,
+    )
+    return write_wheel(spec, tmp_path)
+
+
+WARNING = (
+    "warning: the package calls ops.split2 (demo/__init__.py:10), which no ops.def of the "
+    "wheel's extension defines (no string of it names the op): each such call raises "
+    "AttributeError; rename the call or define the op"
+)
+
+
+def test_check_warns_of_a_call_of_an_op_the_wheels_binding_does_not_define(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel = _wheel(tmp_path, CALLS)
+    assert wheel_call_warnings(wheel) == (WARNING,)
+    assert main(["check", str(wheel)]) == 0  # a warning: the wheel complies
+    out = capsys.readouterr().out
+    assert f"  ! {WARNING}" in out.splitlines()
+    assert out.index(WARNING) < out.index("complies")  # inside the wheel's report
+    assert main(["check", "--json", str(wheel)]) == 0
+    (report,) = json.loads(capsys.readouterr().out)["reports"]
+    assert report["warnings"] == [WARNING]
+
+
+def test_a_wheel_whose_calls_are_all_defined_or_whose_ops_are_pythons_gets_no_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fine = CALLS.replace("ops.split2(", "(")
+    assert wheel_call_warnings(_wheel(tmp_path / "a", fine)) == ()
+    # no shared object (noarch: ops the package's Python defines): nothing to compare with
+    noarch = _wheel(tmp_path / "b", CALLS, extension=False)
+    assert wheel_call_warnings(noarch) == ()
+    assert main(["check", "--json", str(noarch)]) == 0
+    assert json.loads(capsys.readouterr().out)["reports"][0]["warnings"] == []
+
+
+def test_a_member_that_cannot_be_decompressed_is_the_record_rules_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import zipfile
+
+    wheel = _wheel(tmp_path, CALLS)
+    with zipfile.ZipFile(wheel) as archive:
+        info = archive.getinfo("demo/__init__.py")
+    data = bytearray(wheel.read_bytes())
+    data[info.header_offset + 30 + len(info.filename) + len(info.extra) + 5] ^= 0xFF
+    wheel.write_bytes(bytes(data))
+    assert main(["check", str(wheel)]) == AbiError.exit_code  # a violation, not a crash
+    out = capsys.readouterr().out
+    assert "demo/__init__.py: cannot be decompressed" in out
+    assert wheel_call_warnings(wheel) == ()  # the file it cannot read is not guessed at
+
+
+def test_checks_help_says_it_warns_of_such_calls(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "of an op its extension does not define (renamed or removed) is warned of" in said
