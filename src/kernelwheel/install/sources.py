@@ -5,11 +5,13 @@ folders and pages, PEP 503 indexes (docs/install.md, "Selection", step 2). Links
 from __future__ import annotations
 
 import shutil
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
+from http.client import HTTPResponse
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
@@ -18,7 +20,8 @@ from packaging.utils import canonicalize_name
 from ..errors import UsageError
 from ..model.sources import PipSources, is_index_url
 
-_TIMEOUT = 60
+_TIMEOUT = 60  # seconds: a page's whole read, a download's each read
+_PAGE_LIMIT = 64 << 20  # bytes: PyPI's largest simple pages are a few MiB
 
 
 @dataclass(frozen=True)
@@ -55,8 +58,10 @@ def _check_url(url: str, option: str) -> None:
         )
 
 
-def _read_page(url: str, option: str, *, missing_ok: bool) -> str | None:
-    """The page at ``url``; None when it does not exist and ``missing_ok``."""
+def _read_page(url: str, option: str, *, missing_ok: bool) -> tuple[str, str] | None:
+    """The page at ``url`` and the URL it was read from, after redirects (its relative links
+    are resolved against that one, as pip does); None when it does not exist and
+    ``missing_ok``."""
     if url.startswith("file:"):
         path = Path(unquote(urlparse(url).path))
         if path.is_dir():
@@ -65,16 +70,37 @@ def _read_page(url: str, option: str, *, missing_ok: bool) -> str | None:
             if missing_ok:
                 return None
             raise UsageError(f"{option} {url}: no such page ({path})", hint="check the path")
-        return path.read_text("utf-8", "replace")
+        return url, path.read_text("utf-8", "replace")
     request = urllib.request.Request(url, headers={"Accept": "text/html"})
     try:
         with urllib.request.urlopen(request, timeout=_TIMEOUT) as response:
-            data: bytes = response.read()
-            return data.decode("utf-8", "replace")
+            return response.geturl(), _read_body(response, url, option)
     except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
         if missing_ok and isinstance(exc, urllib.error.HTTPError) and exc.code == 404:
             return None
         raise _url_error(exc, f"{option} {url}", "read", "check the URL") from None
+
+
+def _read_body(response: HTTPResponse, url: str, option: str) -> str:
+    """A page's text, read within :data:`_TIMEOUT` seconds in all (the socket's timeout bounds
+    each read alone: a server that trickles its body would hold the command for ever) and at
+    most :data:`_PAGE_LIMIT` bytes."""
+    deadline = time.monotonic() + _TIMEOUT
+    data = bytearray()
+    while chunk := response.read1(1 << 16):
+        data += chunk
+        if len(data) > _PAGE_LIMIT or time.monotonic() > deadline:
+            what = (
+                f"is over {_PAGE_LIMIT >> 20} MiB"
+                if len(data) > _PAGE_LIMIT
+                else f"was not read whole within {_TIMEOUT} s ({len(data)} bytes came)"
+            )
+            raise UsageError(
+                f"{option} {url}: the page {what}",
+                hint="check that the URL is a package index or a find-links page, and that "
+                "the server answers",
+            )
+    return data.decode("utf-8", "replace")
 
 
 def _url_error(exc: OSError | ValueError, subject: str, verb: str, http_hint: str) -> UsageError:
@@ -128,8 +154,8 @@ def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candid
             if link.startswith("file:") and Path(unquote(urlparse(link).path)).is_dir():
                 found += _from_folder(unquote(urlparse(link).path))
             else:
-                page = _read_page(link, "--find-links", missing_ok=False)
-                found += _from_page(link, page or "")
+                base, page = _read_page(link, "--find-links", missing_ok=False) or (link, "")
+                found += _from_page(base, page)
         else:
             found += _from_folder(link)
     for index in sources.indexes:
@@ -137,8 +163,8 @@ def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candid
         _check_url(index, option)
         for project in projects:
             url = f"{index.rstrip('/')}/{project}/"
-            if (page := _read_page(url, option, missing_ok=True)) is not None:
-                found += _from_page(url, page)
+            if (read := _read_page(url, option, missing_ok=True)) is not None:
+                found += _from_page(*read)
     wanted = set(projects)
     return [c for c in _unique(found) if _project(c.filename) in wanted]
 
@@ -159,8 +185,8 @@ def discover(location: str) -> list[Candidate]:
         if not (Path(folder) / "index.html").is_file():
             return _from_folder(folder, option)
     url = location if location.endswith("/") or location.endswith(".html") else location + "/"
-    page = _read_page(url, option, missing_ok=False) or ""
-    return list(_from_page(url, page)) or _unique(_from_root(url, page, option, levels=2))
+    base, page = _read_page(url, option, missing_ok=False) or (url, "")
+    return list(_from_page(base, page)) or _unique(_from_root(base, page, option, levels=2))
 
 
 def _from_root(url: str, page: str, option: str, *, levels: int) -> list[Candidate]:
@@ -171,7 +197,7 @@ def _from_root(url: str, page: str, option: str, *, levels: int) -> list[Candida
     for href in filter(None, (a.get("href") for a in _Links(page).links)):
         sub = urljoin(url, href)
         if urlparse(sub).netloc == urlparse(url).netloc and not sub.endswith(".whl"):
-            text = _read_page(sub, option, missing_ok=True) or ""
+            sub, text = _read_page(sub, option, missing_ok=True) or (sub, "")
             wheels = list(_from_page(sub, text))
             if not wheels and levels > 1 and sub.endswith("/"):
                 wheels = _from_root(sub, text, option, levels=levels - 1)

@@ -1,0 +1,98 @@
+"""Index pages as real servers serve them: a redirect (relative links resolve against the page
+it led to, as pip resolves them) and a body that trickles in (bounded in all, not per read).
+An in-process HTTP server on loopback; no interpreter is probed."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from kernelwheel.errors import UsageError
+from kernelwheel.install import sources
+from kernelwheel.install.sources import discover, list_candidates
+from kernelwheel.model.sources import PipSources
+
+WHEEL = "img2gray-0.1.0+torch2.13.cpu.cxx11-cp310-abi3-linux_x86_64.whl"
+PAGE = f'<html><body><a href="{WHEEL}#sha256=00">{WHEEL}</a></body></html>'.encode()
+
+Handler = Callable[[BaseHTTPRequestHandler], None]
+
+
+@contextmanager
+def serve(handle: Handler) -> Iterator[str]:
+    class _H(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            handle(self)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _redirecting(h: BaseHTTPRequestHandler) -> None:
+    """``/simple/img2gray/`` moved to ``/files/img2gray.html`` (a CDN, a renamed folder); only
+    the new place holds the wheel."""
+    if h.path == "/simple/img2gray/":
+        h.send_response(301)
+        h.send_header("Location", "/files/img2gray.html")
+        h.end_headers()
+    elif h.path == "/files/img2gray.html":
+        h.send_response(200)
+        h.send_header("Content-Type", "text/html")
+        h.end_headers()
+        h.wfile.write(PAGE)
+    else:
+        h.send_response(404)
+        h.end_headers()
+
+
+def test_links_of_a_redirected_index_page_resolve_against_where_it_led() -> None:
+    with serve(_redirecting) as url:
+        found = list_candidates(PipSources(index_url=f"{url}/simple/"), ["img2gray"])
+        (listed,) = discover(f"{url}/simple/img2gray/")
+        (linked,) = list_candidates(
+            PipSources(find_links=(f"{url}/simple/img2gray/",)), ["img2gray"]
+        )
+    assert [c.location for c in found] == [f"{url}/files/{WHEEL}"]  # before: /simple/img2gray/…
+    assert listed.location == linked.location == f"{url}/files/{WHEEL}"
+
+
+def _trickling(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html")
+    h.end_headers()
+    try:
+        for _ in range(60):
+            h.wfile.write(b" ")
+            h.wfile.flush()
+            time.sleep(0.1)
+    except OSError:
+        pass  # the client gave up
+
+
+def test_a_page_that_trickles_in_is_given_up_on_in_bounded_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sources, "_TIMEOUT", 1)  # each byte comes within it: no read times out
+    with serve(_trickling) as url:
+        start = time.monotonic()
+        with pytest.raises(UsageError) as err:
+            list_candidates(PipSources(find_links=(f"{url}/slow/",)), ["img2gray"])
+        took = time.monotonic() - start
+    assert took < 3  # before: the whole 6 s body was waited for (for ever, with no end)
+    assert f"--find-links {url}/slow/: the page was not read whole within 1 s" in err.value.message
+    assert err.value.hint and "server answers" in err.value.hint
