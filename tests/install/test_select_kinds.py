@@ -6,10 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from packaging.requirements import Requirement
 from support.installkit import choose
 
 from kernelwheel.compat import rules as compat
 from kernelwheel.install.probe import Target
+from kernelwheel.install.select import select
+from kernelwheel.install.sources import Candidate
 
 _LINUX = "manylinux_2_28_x86_64"
 PER_TORCH = f"k-1.0.0+torch2.14.cu130.cxx11-cp39-abi3-{_LINUX}.whl"
@@ -104,3 +107,22 @@ def test_without_torch_only_tvm_ffi_builds_fit_by_the_machines_driver() -> None:
     chosen, reasons = _choose_without_torch(files, None)  # no driver: the CPU build
     assert chosen == TVM_CPU and "no CUDA driver found" in reasons[TVM]
     assert _choose_without_torch([PER_TORCH, NOARCH], (13, 1))[0] is None
+
+
+def test_a_pre_release_is_taken_only_when_asked_for_or_when_no_final_release_fits() -> None:
+    """pip's rule (PEP 440): ``k`` is the newest final release, not a newer ``rc``; the
+    pre-release is named with the way to ask for it."""
+    final = f"k-1.0.0+torch2.14.cu130.cxx11-cp39-abi3-{_LINUX}.whl"
+    rc = f"k-1.1.0rc1+torch2.14.cu130.cxx11-cp39-abi3-{_LINUX}.whl"
+    chosen, reasons = _choose([final, rc], CU13)
+    assert chosen == final  # before: the rc ("compatible, but 1.1.0rc1 is newer")
+    assert reasons[rc] == (
+        "compatible, but 1.1.0rc1 is a pre-release, taken only when the requirement names one "
+        "(==1.1.0rc1) or no final release fits"
+    )
+    assert _choose([rc], CU13)[0] == rc  # nothing else fits: taken, as pip takes it
+    target = _target(CU13)
+    candidates = [Candidate(f, f"/wh/{f}", None, "/wh") for f in (final, rc)]
+    for asked in ("k==1.1.0rc1", "k>=1.1.0rc1", "k>1.0"):
+        (sel,) = select([Requirement(asked)], candidates, target)
+        assert sel.chosen is not None and sel.chosen.candidate.filename == rc, asked

@@ -311,3 +311,16 @@ def test_an_index_root_is_followed_only_to_its_own_host(tmp_path: Path) -> None:
     found = discover(site.as_uri() + "/")
     assert [c.filename for c in found] == [wheel.name]
     assert unquote(found[0].location) == f"file://{wheel}"
+
+
+def test_the_table_names_the_release_where_builds_of_several_are_listed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, cpu_213: QuickVenv
+) -> None:
+    """Two releases of one variant read as two rows of one name before: which is which?"""
+    for version in ("0.1.0", "0.2.0"):
+        kernel_wheel(tmp_path, CPU_213, version=version)
+    capsys.readouterr()
+    assert main(["variants", str(tmp_path), "--python", str(cpu_213.python)]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert ["preferred", "torch213-cxx11-cpu-x86_64-linux", "0.2.0"] in rows
+    assert any(r[:3] == ["compatible", "torch213-cxx11-cpu-x86_64-linux", "0.1.0"] for r in rows)

@@ -122,7 +122,10 @@ def _without_torch(
     return None, (compat.TVM_FFI, 0, -(build.version[0] * 1000 + build.version[1]))
 
 
-def _best(compatible: list[Verdict]) -> Verdict:
+def _best(req: Requirement, compatible: list[Verdict]) -> Verdict:
+    # pip's rule (PEP 440): a pre-release only when the requirement names one or none else fits
+    final = set(req.specifier.filter({v.version for v in compatible}))
+    compatible = [v for v in compatible if v.version in final]
     pool = [v for v in compatible if v.preference[0] != compat.CPU_FALLBACK] or compatible
     top = max(Version(v.version.public) for v in pool)
     pool = [v for v in pool if Version(v.version.public) == top]
@@ -143,13 +146,18 @@ def select(
             v for v in (_verdict(c, req, target, only) for c in candidates) if v is not None
         ]
         compatible = [v for v in verdicts if v.reason is None]
-        chosen = _best(compatible) if compatible else None
+        chosen = _best(req, compatible) if compatible else None
         selections.append(Selection(req, str(canonicalize_name(req.name)), chosen, tuple(verdicts)))
     return selections
 
 
 def why_not_chosen(verdict: Verdict, chosen: Verdict) -> str:
     """The reason shown for a compatible build that lost to ``chosen``."""
+    if verdict.version.is_prerelease and not chosen.version.is_prerelease:
+        return (
+            f"compatible, but {verdict.version.public} is a pre-release, taken only when the "
+            f"requirement names one (=={verdict.version.public}) or no final release fits"
+        )
     if verdict.version.public != chosen.version.public:
         return f"compatible, but {chosen.version.public} is newer"
     if verdict.preference[0] == compat.CPU_FALLBACK:
