@@ -324,3 +324,30 @@ def test_the_table_names_the_release_where_builds_of_several_are_listed(
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert ["preferred", "torch213-cxx11-cpu-x86_64-linux", "0.2.0"] in rows
     assert any(r[:3] == ["compatible", "torch213-cxx11-cpu-x86_64-linux", "0.1.0"] for r in rows)
+
+
+def test_a_wheelhouse_of_links_into_a_store_installs_by_the_links_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, cpu_213: QuickVenv
+) -> None:
+    """``img2gray-….whl -> ../store/<sha256>`` (a content-addressed store): install checked and
+    pinned the store's file, whose name is no wheel name ("abc… fails the wheel rule", exit 7);
+    variants showed the store's path."""
+    wheel = kernel_wheel(tmp_path / "built", CPU_213)
+    store = tmp_path / "store" / "0f1e2d3c"
+    store.parent.mkdir()
+    wheel.rename(store)
+    house = tmp_path / "house"
+    house.mkdir()
+    (house / wheel.name).symlink_to(Path("..", "store", store.name))
+    capsys.readouterr()
+    code = main(["install", "img2gray", "-f", str(house), "--python", str(cpu_213.python),
+                 "--dry-run", "--json"])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(capsys.readouterr().out)
+    (pkg,) = report["packages"]
+    assert pkg["location"] == str(house / wheel.name)
+    (command,) = report["commands"]
+    assert any(arg.startswith(f"img2gray @ file://{house}/img2gray-0.1.0") for arg in command)
+    listed = variants_json(capsys, str(house), "--python", str(cpu_213.python))
+    (entry,) = listed["projects"][0]["variants"]  # type: ignore[index]
+    assert entry["location"] == str(house / wheel.name)

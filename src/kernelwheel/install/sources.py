@@ -4,6 +4,7 @@ folders and pages, PEP 503 indexes (docs/install.md, "Selection", step 2). Links
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 import urllib.error
@@ -141,7 +142,13 @@ def _from_folder(text: str, option: str = "--find-links") -> list[Candidate]:
             f"{option} {text}: cannot be read ({exc.strerror or exc})",
             hint="check the folder's permissions",
         ) from None
-    return [Candidate(p.name, str(p.resolve()), None, str(folder)) for p in wheels]
+    return [Candidate(p.name, _absolute(p), None, str(folder)) for p in wheels]
+
+
+def _absolute(path: Path) -> str:
+    """``path`` made absolute, a link not followed: a wheelhouse of links into a store
+    (``img2gray-….whl -> ../blobs/ab12…``) names each wheel by its link, as pip needs."""
+    return os.path.abspath(path)
 
 
 def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candidate]:
@@ -176,7 +183,7 @@ def discover(location: str) -> list[Candidate]:
     pages, each read (a kernelwheel site's root: those of each index it links)."""
     option = "SOURCE"
     if location.endswith(".whl") and Path(location).is_file():
-        return [Candidate(Path(location).name, str(Path(location).resolve()), None, location)]
+        return [Candidate(Path(location).name, _absolute(Path(location)), None, location)]
     if "://" not in location:
         return _from_folder(location, option)
     _check_url(location, option)
