@@ -4,11 +4,14 @@ An in-process HTTP server on loopback; no interpreter is probed."""
 
 from __future__ import annotations
 
+import base64
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -96,3 +99,63 @@ def test_a_page_that_trickles_in_is_given_up_on_in_bounded_time(
     assert took < 3  # before: the whole 6 s body was waited for (for ever, with no end)
     assert f"--find-links {url}/slow/: the page was not read whole within 1 s" in err.value.message
     assert err.value.hint and "server answers" in err.value.hint
+
+
+LOGIN = "Basic " + base64.b64encode(b"ci:t0k3n/x").decode()
+
+
+def test_a_private_index_with_a_login_in_its_url_is_read_and_its_wheel_downloaded(
+    tmp_path: Path,
+) -> None:
+    """``https://user:token@host/simple/`` is how pip reads a private index. Before, the
+    login went into the host name ("Name or service not known"). The login reaches the index's
+    host (its page, a same-host redirect, the wheel) and not another host a redirect names."""
+    seen: list[tuple[str, str | None]] = []
+    wheel = b"PK\x05\x06" + bytes(18)  # an empty zip stands for the wheel's bytes
+
+    def cdn(h: BaseHTTPRequestHandler) -> None:
+        seen.append((f"cdn{h.path}", h.headers.get("Authorization")))
+        h.send_response(200)
+        h.end_headers()
+        h.wfile.write(b'<a href="other-1.0-py3-none-any.whl">other</a>')
+
+    with serve(cdn) as cdn_url:
+
+        def private(h: BaseHTTPRequestHandler) -> None:
+            seen.append((h.path, h.headers.get("Authorization")))
+            if h.headers.get("Authorization") != LOGIN:
+                h.send_response(401)
+                h.end_headers()
+            elif h.path == "/simple/img2gray/":
+                h.send_response(302)  # moved on the same host: the login follows
+                h.send_header("Location", "/pages/img2gray/")
+                h.end_headers()
+            elif h.path == "/simple/other/":
+                h.send_response(302)  # moved to another host: it does not
+                h.send_header("Location", f"{cdn_url}/other/")
+                h.end_headers()
+            elif h.path == "/pages/img2gray/":
+                h.send_response(200)
+                h.end_headers()
+                h.wfile.write(PAGE)
+            elif unquote(h.path) == f"/pages/img2gray/{WHEEL}":
+                h.send_response(200)
+                h.end_headers()
+                h.wfile.write(wheel)
+            else:
+                h.send_response(404)
+                h.end_headers()
+
+        with serve(private) as url:
+            index = url.replace("http://", "http://ci:t0k3n%2Fx@") + "/simple/"
+            found = list_candidates(PipSources(index_url=index), ["img2gray", "other"])
+            got = [sources.fetch(c, tmp_path) for c in found]
+    login_url = index.removesuffix("/simple/")
+    assert [c.location for c in found] == [
+        f"{login_url}/pages/img2gray/{WHEEL}",  # pip gets the wheel's URL with the login
+        f"{cdn_url}/other/other-1.0-py3-none-any.whl",
+    ]
+    assert got[0].read_bytes() == wheel
+    assert ("/pages/img2gray/", LOGIN) in seen
+    assert ("cdn/other/", None) in seen  # before: no request got this far
+    assert all(auth is None for path, auth in seen if path.startswith("cdn"))

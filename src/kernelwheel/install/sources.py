@@ -4,6 +4,7 @@ folders and pages, PEP 503 indexes (docs/install.md, "Selection", step 2). Links
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import time
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from http.client import HTTPResponse
 from pathlib import Path
-from urllib.parse import unquote, urldefrag, urljoin, urlparse
+from urllib.parse import unquote, urldefrag, urljoin, urlparse, urlsplit, urlunsplit
 
 from packaging.utils import canonicalize_name
 
@@ -72,14 +73,53 @@ def _read_page(url: str, option: str, *, missing_ok: bool) -> tuple[str, str] | 
                 return None
             raise UsageError(f"{option} {url}: no such page ({path})", hint="check the path")
         return url, path.read_text("utf-8", "replace")
-    request = urllib.request.Request(url, headers={"Accept": "text/html"})
     try:
-        with urllib.request.urlopen(request, timeout=_TIMEOUT) as response:
-            return response.geturl(), _read_body(response, url, option)
+        with _open(url, "text/html") as response:
+            return _same_login(response.geturl(), url), _read_body(response, url, option)
     except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
         if missing_ok and isinstance(exc, urllib.error.HTTPError) and exc.code == 404:
             return None
         raise _url_error(exc, f"{option} {url}", "read", "check the URL") from None
+
+
+class _LoginStaysOnItsHost(urllib.request.HTTPRedirectHandler):
+    """A redirect keeps the login on the same host only (pip's rule): a page moved to a CDN is
+    not sent the index's password."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and urlsplit(new.full_url).netloc != urlsplit(req.full_url).netloc:
+            new.remove_header("Authorization")
+        return new
+
+
+_OPENER = urllib.request.build_opener(_LoginStaysOnItsHost)
+
+
+def _open(url: str, accept: str | None = None) -> HTTPResponse:
+    """``url`` opened; a login in it (``https://user:token@host/simple/``, as pip reads a
+    private index's URL) goes in an ``Authorization`` header, not in the host name."""
+    parts = urlsplit(url)
+    login, _, host = parts.netloc.rpartition("@")
+    request = urllib.request.Request(urlunsplit(parts._replace(netloc=host)))
+    if accept:
+        request.add_header("Accept", accept)
+    if login:
+        user, _, password = login.partition(":")
+        pair = f"{unquote(user)}:{unquote(password)}".encode()
+        request.add_header("Authorization", "Basic " + base64.b64encode(pair).decode("ascii"))
+    response: HTTPResponse = _OPENER.open(request, timeout=_TIMEOUT)
+    return response
+
+
+def _same_login(final: str, asked: str) -> str:
+    """``final`` (where ``asked`` led) with ``asked``'s login where it is on the same host: the
+    wheels it links are downloaded (by this module, and by pip from the pin) with it."""
+    login, _, host = urlsplit(asked).netloc.rpartition("@")
+    parts = urlsplit(final)
+    if not login or parts.netloc != host:
+        return final
+    return urlunsplit(parts._replace(netloc=f"{login}@{host}"))
 
 
 def _read_body(response: HTTPResponse, url: str, option: str) -> str:
@@ -233,7 +273,7 @@ def fetch(candidate: Candidate, folder: Path) -> Path:
         return Path(unquote(urlparse(candidate.location).path))
     target = folder / candidate.filename
     try:
-        with urllib.request.urlopen(candidate.location, timeout=_TIMEOUT) as response:
+        with _open(candidate.location) as response:
             with target.open("wb") as out:
                 shutil.copyfileobj(response, out, 1 << 20)
     except (OSError, ValueError) as exc:
