@@ -6,13 +6,17 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from support.installkit import choose
 
 from kernelwheel.compat import rules as compat
+from kernelwheel.errors import UsageError
 from kernelwheel.install.probe import Target
-from kernelwheel.install.select import select
+from kernelwheel.install.select import parse_requirement, select
+from kernelwheel.install.service import InstallRequest, install
 from kernelwheel.install.sources import Candidate
+from kernelwheel.model.sources import PipSources
 
 _LINUX = "manylinux_2_28_x86_64"
 PER_TORCH = f"k-1.0.0+torch2.14.cu130.cxx11-cp39-abi3-{_LINUX}.whl"
@@ -126,3 +130,42 @@ def test_a_pre_release_is_taken_only_when_asked_for_or_when_no_final_release_fit
     for asked in ("k==1.1.0rc1", "k>=1.1.0rc1", "k>1.0"):
         (sel,) = select([Requirement(asked)], candidates, target)
         assert sel.chosen is not None and sel.chosen.candidate.filename == rc, asked
+
+
+def test_a_file_of_the_project_whose_name_is_no_wheel_name_is_refused_with_why() -> None:
+    """``k-latest.whl`` (a wheel renamed by hand): before, left out without a word, so a
+    folder holding only it said "no wheel of k"."""
+    renamed = "k-latest.whl"
+    chosen, reasons = _choose([renamed, PER_TORCH, "other-latest.whl"], CU13)
+    assert chosen == PER_TORCH
+    assert set(reasons) == {renamed}  # another project's file is not this one's candidate
+    assert reasons[renamed].startswith("not a wheel file name (Invalid wheel filename")
+    assert reasons[renamed].endswith("pip ignores it too; give it its built name")
+    assert _choose([renamed], CU13) == (None, {renamed: reasons[renamed]})
+
+
+@pytest.mark.parametrize(
+    ("given", "hint"),
+    [
+        (
+            f"dist/{PER_TORCH}",
+            "kernelwheel install k==1.0.0+torch2.14.cu130.cxx11 -f dist (that build; 'k' alone "
+            "takes the build that fits the environment)",
+        ),
+        ("my wheels/k.WHL", "kernelwheel install NAME -f 'my wheels'"),
+    ],
+)
+def test_a_wheels_path_given_as_the_package_is_told_the_command(given: str, hint: str) -> None:
+    """What build printed, pasted: before, "no source of wheels given" (or, with -f, pip's
+    grammar error about a semicolon)."""
+    with pytest.raises(UsageError) as err:
+        parse_requirement(given)
+    assert err.value.message == (
+        f"{given!r} is a wheel file: install takes package names and reads wheels from "
+        "--find-links/--index-url"
+    )
+    assert err.value.hint == hint
+    request = InstallRequest((given,), PipSources(), Path("/no/python"))
+    with pytest.raises(UsageError) as err:
+        install(request)  # before the sources and the interpreter are looked at
+    assert err.value.hint == hint

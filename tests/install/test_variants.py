@@ -351,3 +351,17 @@ def test_a_wheelhouse_of_links_into_a_store_installs_by_the_links_names(
     listed = variants_json(capsys, str(house), "--python", str(cpu_213.python))
     (entry,) = listed["projects"][0]["variants"]  # type: ignore[index]
     assert entry["location"] == str(house / wheel.name)
+
+
+def test_a_renamed_wheel_is_listed_as_rejected_not_left_out(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, cpu_213: QuickVenv
+) -> None:
+    """A folder holding only ``img2gray-latest.whl`` said "no wheels found"."""
+    kernel_wheel(tmp_path, CPU_213).rename(tmp_path / "img2gray-latest.whl")
+    report = variants_json(capsys, str(tmp_path), "--python", str(cpu_213.python))
+    (project,) = report["projects"]  # type: ignore[misc]
+    (entry,) = project["variants"]
+    assert project["project"] == "img2gray" and project["preferred"] is None
+    assert entry["wheel"] == "img2gray-latest.whl" and entry["status"] == "rejected"
+    assert entry["version"] is None
+    assert entry["reason"].startswith("not a wheel file name")

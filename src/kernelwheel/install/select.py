@@ -4,8 +4,10 @@ against each other: their sort order is what makes plain pip pick the wrong buil
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -16,17 +18,23 @@ from ..compat.builds import build_of, variant_of_wheel
 from ..errors import UsageError, VariantError
 from ..plan.selector import Selector
 from .probe import Target
-from .sources import Candidate
+from .sources import Candidate, project_of
 
 
 @dataclass(frozen=True)
 class Verdict:
     candidate: Candidate
-    version: Version
+    version: Version | None  # None: a file whose name is no wheel name (always refused)
     label: str  # the local version ("" when none): the build, as the file name spells it
     reason: str | None  # why it is refused; None: compatible
     preference: tuple[int, int, int] = (0, 0, 0)  # compat.preference: lower fits better
     tag_rank: int = 0  # index of its best tag among the target's (lower: preferred)
+
+    @property
+    def release(self) -> Version:
+        """The version of a build with a wheel name (every compatible one has it)."""
+        assert self.version is not None
+        return self.version
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,8 @@ def parse_requirement(text: str) -> Requirement:
     """``PKG`` or ``PKG<specifier>`` (``img2gray==0.1.0``, ``img2gray==0.1.0+torch2.14.cpu.cxx11``);
     no URLs, extras or markers: the point is to choose the file."""
     hint = "e.g. img2gray, img2gray==0.1.0 or 'img2gray>=0.1,<0.2'"
+    if text.lower().endswith(".whl"):
+        raise _wheel_file(text)
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
@@ -56,13 +66,33 @@ def parse_requirement(text: str) -> Requirement:
     return req
 
 
+def _wheel_file(text: str) -> UsageError:
+    """A wheel's path given as a package (what ``build`` printed): the command that installs it."""
+    path = Path(text)
+    try:
+        name, version, _, _ = parse_wheel_filename(path.name)
+    except InvalidWheelFilename:
+        pin, why = "NAME", ""
+    else:
+        pin = shlex.quote(f"{name}=={version}")
+        why = f" (that build; '{name}' alone takes the build that fits the environment)"
+    return UsageError(
+        f"{text!r} is a wheel file: install takes package names and reads wheels from "
+        "--find-links/--index-url",
+        hint=f"kernelwheel install {pin} -f {shlex.quote(str(path.parent))}{why}",
+    )
+
+
 def _verdict(
     candidate: Candidate, req: Requirement, target: Target, only: Selector | None = None
 ) -> Verdict | None:
     try:
         name, version, _, tags = parse_wheel_filename(candidate.filename)
-    except InvalidWheelFilename:
-        return None
+    except InvalidWheelFilename as exc:  # named, not passed over in silence (pip's way)
+        if project_of(candidate.filename) != canonicalize_name(req.name):
+            return None
+        why = f"not a wheel file name ({exc}): pip ignores it too; give it its built name"
+        return Verdict(candidate, None, "", why)
     if name != canonicalize_name(req.name):
         return None
     label = version.local or ""
@@ -124,11 +154,11 @@ def _without_torch(
 
 def _best(req: Requirement, compatible: list[Verdict]) -> Verdict:
     # pip's rule (PEP 440): a pre-release only when the requirement names one or none else fits
-    final = set(req.specifier.filter({v.version for v in compatible}))
-    compatible = [v for v in compatible if v.version in final]
+    final = set(req.specifier.filter({v.release for v in compatible}))
+    compatible = [v for v in compatible if v.release in final]
     pool = [v for v in compatible if v.preference[0] != compat.CPU_FALLBACK] or compatible
-    top = max(Version(v.version.public) for v in pool)
-    pool = [v for v in pool if Version(v.version.public) == top]
+    top = max(Version(v.release.public) for v in pool)
+    pool = [v for v in pool if Version(v.release.public) == top]
     return min(pool, key=lambda v: (v.preference, v.tag_rank, v.candidate.filename))
 
 
@@ -153,13 +183,14 @@ def select(
 
 def why_not_chosen(verdict: Verdict, chosen: Verdict) -> str:
     """The reason shown for a compatible build that lost to ``chosen``."""
-    if verdict.version.is_prerelease and not chosen.version.is_prerelease:
+    this, best = verdict.release, chosen.release
+    if this.is_prerelease and not best.is_prerelease:
         return (
-            f"compatible, but {verdict.version.public} is a pre-release, taken only when the "
-            f"requirement names one (=={verdict.version.public}) or no final release fits"
+            f"compatible, but {this.public} is a pre-release, taken only when the "
+            f"requirement names one (=={this.public}) or no final release fits"
         )
-    if verdict.version.public != chosen.version.public:
-        return f"compatible, but {chosen.version.public} is newer"
+    if this.public != best.public:
+        return f"compatible, but {best.public} is newer"
     if verdict.preference[0] == compat.CPU_FALLBACK:
         return "compatible (a CPU build), but a build for this torch's backend fits better"
     if verdict.preference == _CPU_UNDER_DRIVER:

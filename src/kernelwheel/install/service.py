@@ -73,7 +73,7 @@ class Pick:
     @property
     def version(self) -> Version:
         assert self.selection.chosen is not None
-        return self.selection.chosen.version
+        return self.selection.chosen.release
 
     @property
     def digest(self) -> str:
@@ -165,13 +165,13 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
     """Install ``request``'s kernels into its interpreter (pip and the probe through ``runner``)."""
     if not request.requirements:
         raise UsageError("no package given", hint="e.g. kernelwheel install img2gray -f wheelhouse")
+    reqs = [parse_requirement(text) for text in request.requirements]  # a wheel's path: named
     if not request.sources.find_links and not request.sources.indexes:
         raise UsageError(
             "no source of wheels given",
             hint="pass --find-links DIR|URL and/or --index-url URL (kernel wheels carry local "
             "versions, so they are never on PyPI)",
         )
-    reqs = [parse_requirement(text) for text in request.requirements]
     target = probe(request.python, runner)
     projects = sorted({str(canonicalize_name(req.name)) for req in reqs})
     only = Selector(build=request.variants, build_label="--variant") if request.variants else None

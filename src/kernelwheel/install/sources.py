@@ -213,7 +213,7 @@ def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candid
             if (read := _read_page(url, option, missing_ok=True)) is not None:
                 found += _from_page(*read)
     wanted = set(projects)
-    return [c for c in _unique(found) if _project(c.filename) in wanted]
+    return [c for c in _unique(found) if project_of(c.filename) in wanted]
 
 
 def discover(location: str) -> list[Candidate]:
@@ -259,7 +259,9 @@ def _unique(found: list[Candidate]) -> list[Candidate]:
     return list(first.values())
 
 
-def _project(filename: str) -> str:
+def project_of(filename: str) -> str:
+    """The project a file in a wheel listing is of, by its name's first part (``img2gray`` of
+    ``img2gray-latest.whl`` too, a name no wheel has)."""
     return str(canonicalize_name(filename.split("-", 1)[0]))
 
 
