@@ -365,3 +365,23 @@ def test_a_renamed_wheel_is_listed_as_rejected_not_left_out(
     assert entry["wheel"] == "img2gray-latest.whl" and entry["status"] == "rejected"
     assert entry["version"] is None
     assert entry["reason"].startswith("not a wheel file name")
+
+
+def test_a_project_named_twice_is_one_requirement_as_pip_reads_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, cpu_213: QuickVenv
+) -> None:
+    """``install img2gray img2gray==0.1.0``: before, two choices (0.2.0 and 0.1.0), two pins of
+    one project for pip, and a read-back that had to fail after pip ran."""
+    for version in ("0.1.0", "0.2.0"):
+        kernel_wheel(tmp_path, CPU_213, version=version)
+    capsys.readouterr()
+    code = main(["install", "img2gray", "Img2Gray==0.1.0", "-f", str(tmp_path),
+                 "--python", str(cpu_213.python), "--dry-run", "--json"])  # fmt: skip
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    (pkg,) = report["packages"]
+    assert pkg["wheel"] == f"img2gray-0.1.0+{CPU_213}-cp310-abi3-linux_x86_64.whl"
+    (command,) = report["commands"]
+    assert [arg for arg in command if arg.startswith("img2gray @")] == [
+        f"img2gray @ {(tmp_path / pkg['wheel']).as_uri()}#sha256={pkg['sha256']}"
+    ]

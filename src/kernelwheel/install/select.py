@@ -66,6 +66,20 @@ def parse_requirement(text: str) -> Requirement:
     return req
 
 
+def merge_requirements(reqs: Sequence[Requirement]) -> list[Requirement]:
+    """One requirement per project, as pip reads ``img2gray 'img2gray==0.1.0'``: the
+    specifiers of every mention together (each would otherwise get a build of its own, and pip
+    one of them)."""
+    merged: dict[str, Requirement] = {}
+    for req in reqs:
+        key = str(canonicalize_name(req.name))
+        if (seen := merged.get(key)) is None:
+            merged[key] = req
+        else:
+            merged[key] = Requirement(f"{seen.name}{seen.specifier & req.specifier}")
+    return list(merged.values())
+
+
 def _wheel_file(text: str) -> UsageError:
     """A wheel's path given as a package (what ``build`` printed): the command that installs it."""
     path = Path(text)

@@ -41,7 +41,7 @@ from .installed import (
 )
 from .pipcmd import pinned_requirement, pip_command, run_pip
 from .probe import Target, probe
-from .select import Selection, parse_requirement, select
+from .select import Selection, merge_requirements, parse_requirement, select
 from .sources import fetch, list_candidates
 
 
@@ -165,7 +165,7 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
     """Install ``request``'s kernels into its interpreter (pip and the probe through ``runner``)."""
     if not request.requirements:
         raise UsageError("no package given", hint="e.g. kernelwheel install img2gray -f wheelhouse")
-    reqs = [parse_requirement(text) for text in request.requirements]  # a wheel's path: named
+    reqs = merge_requirements([parse_requirement(text) for text in request.requirements])
     if not request.sources.find_links and not request.sources.indexes:
         raise UsageError(
             "no source of wheels given",
