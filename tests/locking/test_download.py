@@ -222,8 +222,14 @@ def test_cli(world: LockWorld, app: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "2 wheel(s) verified against kernelwheel.lock and written" in out
     assert f"pylock.toml: {world.house / 'pylock.toml'}" in out
     assert f"--find-links {world.house} -r {world.house / 'requirements.txt'}" in out
+    assert "pip takes the label" not in out  # one build per kernel: pip cannot pick wrong
     assert main(["download", str(app), "--wheelhouse", str(world.house), "-j", "1"]) == 0
-    assert "pylock.toml not written: img2gray has 3 builds" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "pylock.toml not written: img2gray has 3 builds" in out
+    # before: the pip line alone, which takes the label that sorts highest (cu130 on a driver
+    # of 12.6, a CUDA build under a CPU torch of the same series)
+    assert "pip takes the label that sorts highest" in out
+    assert f"kernelwheel install img2gray relu --no-index --find-links {world.house}" in out
 
 
 @pytest.mark.parametrize("name", ["requirements.txt", "pylock.toml"])

@@ -156,3 +156,11 @@ def report(result: DownloadResult, ui: ConsoleUI) -> None:
     req = shlex.quote(str(result.requirements))
     ui.print("install offline with:")
     ui.print(f"  pip install --require-hashes --no-index --find-links {house} -r {req}")
+    if result.pylock is None:  # a kernel has several builds here: pip's pick is by label
+        names = " ".join(sorted({w.project for w in result.wheels}))
+        ui.print(
+            "  (of a kernel's builds, pip takes the label that sorts highest among those the "
+            "installed torch allows, not the closest fit (cu130 over cu126, whatever the "
+            f"driver); to choose by fit: kernelwheel install {names} --no-index "
+            f"--find-links {house}, or download one build with --torch VERSION)"
+        )
