@@ -63,6 +63,11 @@ def redact(text: str) -> str:
     return token.sub(rf"\1{REDACTED}", url.sub(rf"\1{REDACTED}@", text))
 
 
+# The first lines of a script run as ``python -c`` that probes an interpreter: ``-c`` puts the
+# current folder first on sys.path, so a ``torch/`` there (a PyTorch checkout) would be probed
+# instead of the interpreter's torch (``-P`` does this on Python 3.11+ only).
+NO_CWD_ON_PATH = "import sys\nif sys.path[:1] == ['']:\n    del sys.path[0]\n"
+
 # The fix of a write a full disk (or quota) refused.
 # An empty path (``-o "$OUT"`` with OUT unset) is refused, not taken for the current folder,
 # where it would write or read what was meant for another: one wording for flags, arguments

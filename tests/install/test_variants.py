@@ -23,6 +23,7 @@ from kernelwheel.cli import main
 from kernelwheel.compat.gpus import Gpus
 from kernelwheel.errors import HubError
 from kernelwheel.hub.variants import split_source
+from kernelwheel.install.installed import read_environment
 from kernelwheel.install.probe import probe
 from kernelwheel.install.sources import Candidate
 from kernelwheel.install.variants import Status, explain
@@ -385,3 +386,32 @@ def test_a_project_named_twice_is_one_requirement_as_pip_reads_it(
     assert [arg for arg in command if arg.startswith("img2gray @")] == [
         f"img2gray @ {(tmp_path / pkg['wheel']).as_uri()}#sha256={pkg['sha256']}"
     ]
+
+
+def test_the_target_is_probed_as_it_is_not_as_the_current_folder_would_shadow_it(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    cpu_213: QuickVenv,
+    house: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``python -c`` puts the current folder first on sys.path: run from a PyTorch checkout (a
+    ``torch/`` there) install said the venv had "no usable torch" and told the user to reinstall
+    it; a ``*.dist-info`` there was read as the installed build."""
+    here = tmp_path / "pytorch-checkout"
+    (here / "torch").mkdir(parents=True)
+    (here / "torch" / "__init__.py").write_text("raise ImportError('the source tree')\n")
+    (here / "img2gray-9.9.9.dist-info").mkdir()
+    (here / "img2gray-9.9.9.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: img2gray\nVersion: 9.9.9\n"
+    )
+    monkeypatch.chdir(here)
+    assert read_environment(cpu_213.python, ["img2gray"]).builds == {"img2gray": None}
+    capsys.readouterr()
+    code = main(["install", "img2gray", "-f", str(house), "--python", str(cpu_213.python),
+                 "--dry-run", "--json"])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    (pkg,) = json.loads(capsys.readouterr().out)["packages"]
+    assert pkg["action"] == "install" and pkg["previous"] is None  # no 9.9.9 "installed"
+    report = variants_json(capsys, str(house), "--python", str(cpu_213.python))
+    assert report["projects"][0]["preferred"] == "torch213-cxx11-cpu-x86_64-linux"  # type: ignore[index]

@@ -21,7 +21,7 @@ from typing import Any
 
 import packaging
 
-from .._util import RUNNER, CommandTimeout, Runner
+from .._util import NO_CWD_ON_PATH, RUNNER, CommandTimeout, Runner
 from ..errors import UsageError
 from . import rules as compat
 
@@ -115,7 +115,7 @@ def locate(raw: str, base: Path) -> Path:
 
 def _script() -> str:
     # compat's own source first: torch_facts is defined by it, exactly as in the guard.
-    return inspect.getsource(compat) + _MAIN.replace("__MARK__", repr(_MARK))
+    return inspect.getsource(compat) + NO_CWD_ON_PATH + _MAIN.replace("__MARK__", repr(_MARK))
 
 
 def script_digest() -> str:
