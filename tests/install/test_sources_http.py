@@ -159,3 +159,16 @@ def test_a_private_index_with_a_login_in_its_url_is_read_and_its_wheel_downloade
     assert ("/pages/img2gray/", LOGIN) in seen
     assert ("cdn/other/", None) in seen  # before: no request got this far
     assert all(auth is None for path, auth in seen if path.startswith("cdn"))
+
+
+def test_variants_of_one_wheels_url_judges_that_wheel(tmp_path: Path) -> None:
+    """A wheel's link copied from an index page: before, ``…whl/`` was read as a page (HTTP 404),
+    and a ``file://`` wheel was parsed as HTML ("no wheels found")."""
+    url = f"http://127.0.0.1:9/files/{WHEEL.replace('+', '%2B')}#sha256=ab12"
+    (found,) = discover(url)  # nothing is read: the wheel is judged by its name
+    assert (found.filename, found.location, found.sha256) == (WHEEL, url.split("#")[0], "ab12")
+    (tmp_path / WHEEL).write_bytes(b"")
+    (local,) = discover((tmp_path / WHEEL).as_uri())
+    assert (local.filename, local.location) == (WHEEL, str(tmp_path / WHEEL))
+    with pytest.raises(UsageError, match="does not exist"):
+        discover((tmp_path / "gone-1.0-py3-none-any.whl").as_uri())

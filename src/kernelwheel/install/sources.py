@@ -228,6 +228,12 @@ def discover(location: str) -> list[Candidate]:
         return _from_folder(location, option)
     _check_url(location, option)
     folder = unquote(urlparse(location).path)
+    if folder.endswith(".whl"):  # one wheel's URL (a link copied from an index's page)
+        if location.startswith("file:"):
+            return discover(folder)
+        target, fragment = urldefrag(location)
+        sha256 = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
+        return [Candidate(folder.rsplit("/", 1)[-1], target, sha256, location)]
     if location.startswith("file:") and Path(folder).is_dir():
         if not (Path(folder) / "index.html").is_file():
             return _from_folder(folder, option)
