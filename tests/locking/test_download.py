@@ -396,3 +396,19 @@ def test_a_full_disk_while_locking_writes_no_lock(
     with pytest.raises(WheelError, match="No space left on device"):
         lock_project(LockRequest(app))
     assert not (app / LOCK_NAME).exists()
+
+
+def test_a_folder_where_a_wheel_goes_is_refused_before_anything_is_moved_in(
+    world: LockWorld, app: Path, lock: LockFile
+) -> None:
+    """A folder named as a locked wheel: before, the wheels sorted before it were moved in, then
+    the rename failed (exit 1, naming the staging folder), and no requirements.txt was written."""
+    last = max(locked_wheels(lock))
+    (world.house / last).mkdir(parents=True)
+    with pytest.raises(UsageError) as err:
+        download(DownloadRequest(app, world.house))
+    assert f"{world.house / last} is a folder, where download would put that wheel" in str(
+        err.value
+    )
+    assert sorted(p.name for p in world.house.iterdir()) == [last]  # nothing moved in or left
+    assert not any((world.house / last).iterdir())
