@@ -169,3 +169,22 @@ def test_a_wheels_path_given_as_the_package_is_told_the_command(given: str, hint
     with pytest.raises(UsageError) as err:
         install(request)  # before the sources and the interpreter are looked at
     assert err.value.hint == hint
+
+
+def test_a_build_whose_requires_python_excludes_the_target_is_passed_over_as_pip_does() -> None:
+    """pip passes over a release whose Requires-Python excludes the interpreter; install chose
+    it anyway, and pip then failed ("requires a different Python: 3.11.7 not in '>=3.12'")."""
+    old = f"k-1.0.0+torch2.14.cu130.cxx11-cp39-abi3-{_LINUX}.whl"
+    new = f"k-1.1.0+torch2.14.cu130.cxx11-cp39-abi3-{_LINUX}.whl"
+    target = _target(CU13)  # Python 3.11
+    candidates = [
+        Candidate(old, f"/wh/{old}", None, "/wh", requires_python=">=3.9"),
+        Candidate(new, f"/wh/{new}", None, "/wh", requires_python=">=3.12"),
+    ]
+    (sel,) = select([Requirement("k")], candidates, target)
+    assert sel.chosen is not None and sel.chosen.candidate.filename == old
+    (passed,) = sel.passed_over
+    assert passed.reason == "requires Python >=3.12; this is Python 3.11"
+    for fits in (">=3.11.5", "<3.11.5", "~=3.11", "", "not a specifier"):  # judged by the minor
+        (only,) = select([Requirement("k")], [replace(candidates[1], requires_python=fits)], target)
+        assert only.chosen is not None, fits

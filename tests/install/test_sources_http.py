@@ -14,11 +14,13 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from packaging.tags import Tag
 
 from kernelwheel.errors import UsageError
 from kernelwheel.install import sources
 from kernelwheel.install.sources import discover, list_candidates
 from kernelwheel.model.sources import PipSources
+from kernelwheel.wheels import WheelSpec, write_wheel
 
 WHEEL = "img2gray-0.1.0+torch2.13.cpu.cxx11-cp310-abi3-linux_x86_64.whl"
 PAGE = f'<html><body><a href="{WHEEL}#sha256=00">{WHEEL}</a></body></html>'.encode()
@@ -172,3 +174,23 @@ def test_variants_of_one_wheels_url_judges_that_wheel(tmp_path: Path) -> None:
     assert (local.filename, local.location) == (WHEEL, str(tmp_path / WHEEL))
     with pytest.raises(UsageError, match="does not exist"):
         discover((tmp_path / "gone-1.0-py3-none-any.whl").as_uri())
+
+
+def test_requires_python_is_read_from_a_page_and_from_a_local_wheel(tmp_path: Path) -> None:
+    page = f'<a href="{WHEEL}" data-requires-python="&gt;=3.12">w</a>'
+    (tmp_path / "page.html").write_text(page)
+    (linked,) = list_candidates(
+        PipSources(find_links=((tmp_path / "page.html").as_uri(),)), ["img2gray"]
+    )
+    assert linked.requires_python == ">=3.12"
+    house = tmp_path / "house"
+    spec = WheelSpec("img2gray", "0.1.0", Tag("py3", "none", "any"), {"img2gray/__init__.py": b""},
+                     requires_python=">=3.99")  # fmt: skip
+    wheel = write_wheel(spec, house)
+    (local,) = list_candidates(PipSources(find_links=(str(house),)), ["img2gray"])
+    assert local.requires_python == ">=3.99"
+    wheel.write_bytes(wheel.read_bytes()[:100])  # unreadable: left to the integrity check
+    assert (
+        list_candidates(PipSources(find_links=(str(house),)), ["img2gray"])[0].requires_python
+        is None
+    )

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
@@ -118,6 +119,8 @@ def _verdict(
         return refuse(f"yanked{': ' + candidate.yanked if candidate.yanked else ''}")
     if not req.specifier.contains(version, prereleases=True):
         return refuse(f"version {version} is not {req.specifier}")
+    if (problem := _python_refused(candidate.requires_python, target)) is not None:
+        return refuse(problem)
     ranks = [target.tags.index(str(t)) for t in tags if str(t) in target.tags]
     if not ranks:
         shown = "/".join(sorted({f"{t.interpreter}-{t.abi}-{t.platform}" for t in tags}))
@@ -139,6 +142,19 @@ def _verdict(
     if problem is not None:
         return refuse(f"built for {compat.describe_build(build)}: {problem}")
     return Verdict(candidate, version, label, None, preference, min(ranks))
+
+
+def _python_refused(requires: str | None, target: Target) -> str | None:
+    """Why a build's Requires-Python excludes the target's Python (pip passes such a build over),
+    judged by the minor version the probe reads: refused only where no X.Y.* release fits."""
+    try:
+        spec = SpecifierSet(requires or "")
+    except InvalidSpecifier:
+        return None  # pip ignores an unparsable Requires-Python too
+    major, minor = target.python_version
+    if any(spec.contains(f"{major}.{minor}.{micro}", prereleases=True) for micro in (0, 999)):
+        return None
+    return f"requires Python {spec}; this is Python {major}.{minor}"
 
 
 _REFUSED = (0, 0, 0)

@@ -10,6 +10,7 @@ import shutil
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -21,9 +22,11 @@ from packaging.utils import canonicalize_name
 
 from ..errors import UsageError
 from ..model.sources import PipSources, is_index_url
+from ..wheels.reader import dist_info_entries, parse_metadata
 
 _TIMEOUT = 60  # seconds: a page's whole read, a download's each read
 _PAGE_LIMIT = 64 << 20  # bytes: PyPI's largest simple pages are a few MiB
+_METADATA_LIMIT = 1 << 20  # bytes of a local wheel's METADATA read for its Requires-Python
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,8 @@ class Candidate:
     sha256: str | None  # from the link's #sha256= fragment (local files: hashed when chosen)
     source: str  # the folder, page or index it was listed by
     yanked: str | None = None  # PEP 592: the reason, "" when none is given
+    # Requires-Python: a page's data-requires-python (PEP 503), a local wheel's METADATA
+    requires_python: str | None = None
 
     @property
     def is_local(self) -> bool:
@@ -164,7 +169,8 @@ def _from_page(url: str, text: str) -> Iterable[Candidate]:
         if not filename.endswith(".whl"):
             continue
         sha256 = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
-        yield Candidate(filename, target, sha256, url, attrs.get("data-yanked"))
+        yanked, requires = attrs.get("data-yanked"), attrs.get("data-requires-python")
+        yield Candidate(filename, target, sha256, url, yanked, requires)
 
 
 def _from_folder(text: str, option: str = "--find-links") -> list[Candidate]:
@@ -182,7 +188,23 @@ def _from_folder(text: str, option: str = "--find-links") -> list[Candidate]:
             f"{option} {text}: cannot be read ({exc.strerror or exc})",
             hint="check the folder's permissions",
         ) from None
-    return [Candidate(p.name, _absolute(p), None, str(folder)) for p in wheels]
+    return [
+        Candidate(p.name, _absolute(p), None, str(folder), requires_python=_requires_python(p))
+        for p in wheels
+    ]
+
+
+def _requires_python(wheel: Path) -> str | None:
+    """A local wheel's Requires-Python (pip passes over a build it excludes); None where it has
+    none or cannot be read (the chosen build's integrity check names what is wrong)."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            found = dist_info_entries(zf.namelist(), "METADATA")
+            if len(found) != 1 or zf.getinfo(found[0]).file_size > _METADATA_LIMIT:
+                return None  # not read (a zip bomb's METADATA would fill the memory)
+            return parse_metadata(zf.read(found[0])).get("Requires-Python")
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError):
+        return None
 
 
 def _absolute(path: Path) -> str:
@@ -223,7 +245,8 @@ def discover(location: str) -> list[Candidate]:
     pages, each read (a kernelwheel site's root: those of each index it links)."""
     option = "SOURCE"
     if location.endswith(".whl") and Path(location).is_file():
-        return [Candidate(Path(location).name, _absolute(Path(location)), None, location)]
+        path = Path(location)
+        return [Candidate(path.name, _absolute(path), None, location, None, _requires_python(path))]
     if "://" not in location:
         return _from_folder(location, option)
     _check_url(location, option)
