@@ -415,3 +415,26 @@ def test_the_target_is_probed_as_it_is_not_as_the_current_folder_would_shadow_it
     assert pkg["action"] == "install" and pkg["previous"] is None  # no 9.9.9 "installed"
     report = variants_json(capsys, str(house), "--python", str(cpu_213.python))
     assert report["projects"][0]["preferred"] == "torch213-cxx11-cpu-x86_64-linux"  # type: ignore[index]
+
+
+def test_a_variant_filter_that_leaves_out_the_fitting_build_says_so(
+    capsys: pytest.CaptureFixture[str], cpu_213: QuickVenv, house: Path, tmp_path: Path
+) -> None:
+    """Before, the fix said to build or download the variant for this torch, which the source
+    holds: it was the --variant given that left it out."""
+    capsys.readouterr()
+    code = main(["install", "img2gray", "-f", str(house), "--python", str(cpu_213.python),
+                 "--variant", "torch214-*", "--dry-run"])  # fmt: skip
+    assert code == 10
+    err = capsys.readouterr().err
+    assert "is not selected by --variant" in err
+    assert (
+        "fix: --variant 'torch214-*' leaves out what fits this environment "
+        "(torch213-cxx11-cpu-x86_64-linux): pass --variant torch213-cxx11-cpu-x86_64-linux, or "
+        "leave --variant out"
+    ) in err
+    only_214 = tmp_path / "only-214"
+    kernel_wheel(only_214, CPU_214)  # nothing fits, filter or not: the fix is the build
+    code = main(["install", "img2gray", "-f", str(only_214), "--python", str(cpu_213.python),
+                 "--variant", "torch214-*", "--dry-run"])  # fmt: skip
+    assert code == 10 and "fix: build or download the variant" in capsys.readouterr().err

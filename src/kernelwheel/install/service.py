@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ from ..compat import interpreter as _interpreter
 from ..compat import rules as compat
 from ..errors import InstallError, UsageError
 from ..model.sources import PipSources
+from ..model.variant import variant_of_wheel
 from ..plan.selector import Selector
 from ..wheels.reader import read_record, verify_wheel
 from .installed import (
@@ -97,11 +99,17 @@ class InstallResult:
 class NoMatch(InstallError):
     """Some requested package has no build that fits the target; nothing was installed."""
 
-    def __init__(self, target: Target, selections: list[Selection], sources: PipSources) -> None:
+    def __init__(
+        self,
+        target: Target,
+        selections: list[Selection],
+        sources: PipSources,
+        hint: str | None = None,
+    ) -> None:
         self.target = target
         self.selections = tuple(selections)
         message = _no_match_message(target, self.selections, sources)
-        super().__init__(message, hint=_hint(target))
+        super().__init__(message, hint=hint or _hint(target))
 
 
 def _no_match_message(
@@ -122,6 +130,19 @@ def _no_match_message(
         f"no fitting build for this environment: {target.describe()}\n"
         + "\n".join(lines)
         + "\nnothing was installed"
+    )
+
+
+def _left_out_by_variant(request: InstallRequest, unfiltered: list[Selection]) -> str | None:
+    """Where ``--variant`` left out a build that fits, the fix is the option, not a build."""
+    fits = [sel.chosen.candidate.filename for sel in unfiltered if sel.chosen is not None]
+    if not fits:
+        return None
+    names = sorted({v.name if (v := variant_of_wheel(f)) else f for f in fits})
+    given = shlex.quote(" ".join(request.variants))
+    return (
+        f"--variant {given} leaves out what fits this environment ({', '.join(names)}): pass "
+        f"--variant {shlex.quote(' '.join(names))}, or leave --variant out"
     )
 
 
@@ -175,9 +196,11 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
     target = probe(request.python, runner)
     projects = sorted({str(canonicalize_name(req.name)) for req in reqs})
     only = Selector(build=request.variants, build_label="--variant") if request.variants else None
-    selections = select(reqs, list_candidates(request.sources, projects), target, only)
+    candidates = list_candidates(request.sources, projects)
+    selections = select(reqs, candidates, target, only)
     if any(sel.chosen is None for sel in selections):
-        raise NoMatch(target, selections, request.sources)
+        hint = _left_out_by_variant(request, select(reqs, candidates, target)) if only else None
+        raise NoMatch(target, selections, request.sources, hint)
     with tempfile.TemporaryDirectory(prefix="kw-install-") as downloads:
         fetched = [_pick(sel, Path(downloads)) for sel in selections]
     wanted = [p.selection.project for p in fetched]
