@@ -229,7 +229,10 @@ def test_cli(world: LockWorld, app: Path, capsys: pytest.CaptureFixture[str]) ->
     # before: the pip line alone, which takes the label that sorts highest (cu130 on a driver
     # of 12.6, a CUDA build under a CPU torch of the same series)
     assert "pip takes the label that sorts highest" in out
-    assert f"kernelwheel install img2gray relu --no-index --find-links {world.house}" in out
+    install = (
+        f"kernelwheel install img2gray==1.2.0 relu==1.4.0 --no-index --find-links {world.house}"
+    )
+    assert install in out
 
 
 @pytest.mark.parametrize("name", ["requirements.txt", "pylock.toml"])
