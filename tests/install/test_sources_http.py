@@ -14,10 +14,14 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from packaging.requirements import Requirement
 from packaging.tags import Tag
 
 from kernelwheel.errors import UsageError
 from kernelwheel.install import sources
+from kernelwheel.install.probe import Target
+from kernelwheel.install.select import select
+from kernelwheel.install.service import NoMatch
 from kernelwheel.install.sources import discover, list_candidates
 from kernelwheel.model.sources import PipSources
 from kernelwheel.wheels import WheelSpec, write_wheel
@@ -26,6 +30,7 @@ WHEEL = "img2gray-0.1.0+torch2.13.cpu.cxx11-cp310-abi3-linux_x86_64.whl"
 PAGE = f'<html><body><a href="{WHEEL}#sha256=00">{WHEEL}</a></body></html>'.encode()
 
 Handler = Callable[[BaseHTTPRequestHandler], None]
+TARGET = Target(Path("/py"), (3, 11), "cpython", "x86_64", None, None, ("py3-none-any",), True)
 
 
 @contextmanager
@@ -194,3 +199,31 @@ def test_requires_python_is_read_from_a_page_and_from_a_local_wheel(tmp_path: Pa
         list_candidates(PipSources(find_links=(str(house),)), ["img2gray"])[0].requires_python
         is None
     )
+
+
+def _forbidden(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(403)  # a bucket behind a CDN, for a key it does not hold
+    h.end_headers()
+
+
+def test_an_index_answering_403_for_a_project_it_lacks_is_skipped_and_named(
+    tmp_path: Path,
+) -> None:
+    """``--extra-index-url`` of PyTorch's index beside a wheelhouse: the index answers 403 for
+    ``img2gray/``, and install stopped with "HTTP 403 Forbidden" although the wheelhouse held
+    the wheel (pip skips such a page)."""
+    house = tmp_path / "house"
+    spec = WheelSpec("img2gray", "0.1.0", Tag("py3", "none", "any"), {"img2gray/__init__.py": b""})
+    write_wheel(spec, house)
+    with serve(_forbidden) as url:
+        sources_ = PipSources(find_links=(str(house),), extra_index_urls=(f"{url}/whl/",))
+        assert len(list_candidates(sources_, ["img2gray"])) == 1  # before: UsageError, HTTP 403
+        skipped: list[str] = []
+        (found,) = list_candidates(sources_, ["img2gray"], skipped)
+        assert skipped == [f"{url}/whl/img2gray/: HTTP 403 Forbidden"]
+        assert found.filename == "img2gray-0.1.0-py3-none-any.whl"
+        with pytest.raises(UsageError, match="HTTP 403"):  # a page asked for by name is read
+            list_candidates(PipSources(find_links=(f"{url}/page.html",)), ["img2gray"])
+    message = NoMatch(TARGET, select([Requirement("other")], [], TARGET), sources_, None,
+                      tuple(s.replace("img2gray", "other") for s in skipped)).message  # fmt: skip
+    assert f"  {url}/whl/other/: HTTP 403 Forbidden (taken as not holding it" in message

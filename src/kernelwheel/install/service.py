@@ -105,15 +105,19 @@ class NoMatch(InstallError):
         selections: list[Selection],
         sources: PipSources,
         hint: str | None = None,
+        skipped: tuple[str, ...] = (),
     ) -> None:
         self.target = target
         self.selections = tuple(selections)
-        message = _no_match_message(target, self.selections, sources)
+        message = _no_match_message(target, self.selections, sources, skipped)
         super().__init__(message, hint=hint or _hint(target))
 
 
 def _no_match_message(
-    target: Target, selections: tuple[Selection, ...], sources: PipSources
+    target: Target,
+    selections: tuple[Selection, ...],
+    sources: PipSources,
+    skipped: tuple[str, ...] = (),
 ) -> str:
     lines = []
     for sel in selections:
@@ -123,6 +127,12 @@ def _no_match_message(
             pages = (f"{index.rstrip('/')}/{sel.project}/" for index in sources.indexes)
             read = ", ".join([*sources.find_links, *pages])
             lines.append(f"{sel.requirement}: no wheel of {sel.project} in {read}")
+            lines += [
+                f"  {page} (taken as not holding it, as pip does: an index answers so for a "
+                "project it lacks, or for a login it refuses)"
+                for page in skipped
+                if f"/{sel.project}/:" in page
+            ]
         else:
             lines.append(f"{sel.requirement}: no build fits; {len(sel.verdicts)} candidate(s):")
             lines += [f"  {v.candidate.filename}: {v.reason}" for v in sel.verdicts]
@@ -196,11 +206,12 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
     target = probe(request.python, runner)
     projects = sorted({str(canonicalize_name(req.name)) for req in reqs})
     only = Selector(build=request.variants, build_label="--variant") if request.variants else None
-    candidates = list_candidates(request.sources, projects)
+    skipped: list[str] = []  # index pages answered 403/410: taken as not there, as pip does
+    candidates = list_candidates(request.sources, projects, skipped)
     selections = select(reqs, candidates, target, only)
     if any(sel.chosen is None for sel in selections):
         hint = _left_out_by_variant(request, select(reqs, candidates, target)) if only else None
-        raise NoMatch(target, selections, request.sources, hint)
+        raise NoMatch(target, selections, request.sources, hint, tuple(skipped))
     with tempfile.TemporaryDirectory(prefix="kw-install-") as downloads:
         fetched = [_pick(sel, Path(downloads)) for sel in selections]
     wanted = [p.selection.project for p in fetched]

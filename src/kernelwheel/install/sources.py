@@ -26,6 +26,7 @@ from ..wheels.reader import dist_info_entries, parse_metadata
 
 _TIMEOUT = 60  # seconds: a page's whole read, a download's each read
 _PAGE_LIMIT = 64 << 20  # bytes: PyPI's largest simple pages are a few MiB
+_NOT_THERE = (403, 404, 410)  # HTTP codes of a project page an index does not hold
 _METADATA_LIMIT = 1 << 20  # bytes of a local wheel's METADATA read for its Requires-Python
 
 
@@ -65,10 +66,12 @@ def _check_url(url: str, option: str) -> None:
         )
 
 
-def _read_page(url: str, option: str, *, missing_ok: bool) -> tuple[str, str] | None:
+def _read_page(
+    url: str, option: str, *, missing_ok: bool, skipped: list[str] | None = None
+) -> tuple[str, str] | None:
     """The page at ``url`` and the URL it was read from, after redirects (its relative links
     are resolved against that one, as pip does); None when it does not exist and
-    ``missing_ok``."""
+    ``missing_ok`` (an HTTP answer other than 404 noted in ``skipped``)."""
     if url.startswith("file:"):
         path = Path(unquote(urlparse(url).path))
         if path.is_dir():
@@ -82,7 +85,11 @@ def _read_page(url: str, option: str, *, missing_ok: bool) -> tuple[str, str] | 
         with _open(url, "text/html") as response:
             return _same_login(response.geturl(), url), _read_body(response, url, option)
     except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
-        if missing_ok and isinstance(exc, urllib.error.HTTPError) and exc.code == 404:
+        # 403: what a bucket behind a CDN answers for a key it lacks (PyTorch's index does, for
+        # a project it does not hold); 410: gone. pip skips such a page too.
+        if missing_ok and isinstance(exc, urllib.error.HTTPError) and exc.code in _NOT_THERE:
+            if skipped is not None and exc.code != 404:
+                skipped.append(f"{url}: HTTP {exc.code} {exc.reason}")
             return None
         raise _url_error(exc, f"{option} {url}", "read", "check the URL") from None
 
@@ -213,7 +220,9 @@ def _absolute(path: Path) -> str:
     return os.path.abspath(path)
 
 
-def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candidate]:
+def list_candidates(
+    sources: PipSources, projects: Sequence[str], skipped: list[str] | None = None
+) -> list[Candidate]:
     """Every wheel the sources offer for ``projects`` (canonical names), first listing first:
     the index URLs are read with ``--no-index`` too (it keeps them from pip alone)."""
     found: list[Candidate] = []
@@ -232,7 +241,7 @@ def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candid
         _check_url(index, option)
         for project in projects:
             url = f"{index.rstrip('/')}/{project}/"
-            if (read := _read_page(url, option, missing_ok=True)) is not None:
+            if (read := _read_page(url, option, missing_ok=True, skipped=skipped)) is not None:
                 found += _from_page(*read)
     wanted = set(projects)
     return [c for c in _unique(found) if project_of(c.filename) in wanted]
