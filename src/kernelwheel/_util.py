@@ -45,10 +45,13 @@ def secret(value: str) -> str:
     return value
 
 
-# A URL's password (``user:PASSWORD@``; ccache's ``redis://[USER:]PASSWORD@``) and ccache's
-# ``|bearer-token=TOKEN``: an option such as --ccache-remote or --index-url may carry one.
+# A URL's password (``user:PASSWORD@``; ccache's ``redis://[USER:]PASSWORD@``), a URL's login
+# of one part (``https://TOKEN@host/``: a token as the user name, as some private indexes are
+# given; pip hides it too) and ccache's ``|bearer-token=TOKEN``: an option such as
+# --ccache-remote or --index-url may carry one.
 _CREDENTIALS = (
     re.compile(r"(redis://|://[^/\s:@]*:)[^/\s@]+@"),
+    re.compile(r"(://)[^/\s:@]+@"),
     re.compile(r"(bearer-token=)[^|\s]+"),
 )
 
@@ -59,9 +62,15 @@ def redact(text: str) -> str:
     for value in sorted(_SECRETS, key=len, reverse=True):
         for form in (value, repr(value)[1:-1]):
             text = text.replace(form, REDACTED)
-    url, token = _CREDENTIALS
-    return token.sub(rf"\1{REDACTED}", url.sub(rf"\1{REDACTED}@", text))
+    password, login, token = _CREDENTIALS
+    text = login.sub(rf"\1{REDACTED}@", password.sub(rf"\1{REDACTED}@", text))
+    return token.sub(rf"\1{REDACTED}", text)
 
+
+# The first lines of a script run as ``python -c`` that probes an interpreter: ``-c`` puts the
+# current folder first on sys.path, so a ``torch/`` there (a PyTorch checkout) would be probed
+# instead of the interpreter's torch (``-P`` does this on Python 3.11+ only).
+NO_CWD_ON_PATH = "import sys\nif sys.path[:1] == ['']:\n    del sys.path[0]\n"
 
 # The fix of a write a full disk (or quota) refused.
 # An empty path (``-o "$OUT"`` with OUT unset) is refused, not taken for the current folder,

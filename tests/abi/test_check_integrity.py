@@ -294,3 +294,19 @@ def test_members_under_the_cap_are_hashed_streamed(tmp_path: Path) -> None:
     ok, grown_kib = proc.stdout.split()[-2:]
     assert ok == "True", proc.stdout + proc.stderr
     assert int(grown_kib) < 32 * 1024, f"grew {int(grown_kib) // 1024} MiB"
+
+
+def test_the_summary_names_the_integrity_rules_a_wheel_breaks_not_the_abi(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A RECORD that lies is no ABI problem: the last line said "1 ABI violation(s)"."""
+    wheel = _wheel(tmp_path)
+    _rewrite(wheel, add=(("demo/extra.py", b""),))
+    capsys.readouterr()
+    assert main(["check", str(wheel)]) == AbiError.exit_code
+    err = capsys.readouterr().err
+    assert "1 violation(s) of the record rule(s) in 1 of 1 file(s)" in err
+    assert "ABI violation" not in err
+    elf = _wheel(tmp_path / "elf", {"demo/__init__.py": b"", "demo/_d.abi3.so": b"MZ" + bytes(80)})
+    assert main(["check", str(elf)]) == AbiError.exit_code
+    assert "1 ABI violation(s) in 1 of 1 file(s)" in capsys.readouterr().err  # as before

@@ -4,6 +4,7 @@ a log, whatever message quotes it (a library error quoting an HTTP header, as ht
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,19 @@ def test_a_logged_command_shows_no_index_password(tmp_path: Path) -> None:
     url = "https://user:pw7Secret@pkgs.example/simple"
     assert run_logged(["echo", "--index-url", url], tmp_path / "v.log") == 0
     assert "Secret" not in (tmp_path / "v.log").read_text().splitlines()[0]
+
+
+def test_a_token_given_as_an_index_urls_user_name_is_never_shown(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``https://TOKEN@host/simple/`` (a private index's token as the user name): before, only a
+    ``user:password@`` login was hidden, so the token was printed in every line naming the URL."""
+    from kernelwheel._util import redact
+
+    url = "http://tok9Secret@127.0.0.1:9/simple/"  # nothing listens on port 9
+    assert redact(f"--index-url {url}") == "--index-url http://<redacted>@127.0.0.1:9/simple/"
+    assert redact("git+https://github.com/a/b@v1") == "git+https://github.com/a/b@v1"  # no login
+    code = main(["install", "img2gray", "--index-url", url, "--python", sys.executable])
+    err = capsys.readouterr().err
+    assert code == 2 and "http://<redacted>@127.0.0.1:9/simple/img2gray/" in err
+    assert "Secret" not in err

@@ -470,3 +470,23 @@ def test_compact_local_version_style_via_flag_and_environment(
         assert found["1.1.2+torch210cu130cxx11"]["Version"] == "1.1.2+torch210cu130cxx11"
         assert found["1.1.2+torch210cu130cxx11"].get_all("Requires-Dist") == ["torch==2.10.*"]
         assert found["1.1.2+torch27cu128cxx11"].get_all("Requires-Dist") == ["torch==2.7.*"]
+
+
+def test_repo_at_version_as_variants_takes_it_converts_that_version(
+    so_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``variants CLONE@1.1.3`` then ``to-wheel CLONE@1.1.3``: before, argparse's "the following
+    arguments are required: VERSION" (and ``CLONE@1.1.3 1.1.3`` was "neither a local folder nor
+    a Hub repo id")."""
+    repo = make_repo(tmp_path / "img2gray", ["torch27-cxx11-cu128-x86_64-linux"], so_cache=so_cache)
+    repo.tag("v1.1.3")
+    out = tmp_path / "out"
+    assert main(["to-wheel", f"{repo.root}@1.1.3", "-o", str(out)]) == 0
+    assert wheels_in(out) == [
+        "img2gray-1.1.3+torch2.7.cu128.cxx11-cp39-abi3-manylinux_2_28_x86_64.whl"
+    ]
+    capsys.readouterr()
+    assert main(["to-wheel", str(repo.root), "-o", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert "VERSION is missing" in err and f"{repo.root}@VERSION" in err
+    assert not (tmp_path / "none").exists()

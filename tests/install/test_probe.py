@@ -87,11 +87,20 @@ def test_install_probe_errors_name_the_interpreter_and_the_fix(
     with pytest.raises(SystemExit):
         main(["variants", "--help"])
     assert "a --python that cannot be run" in capsys.readouterr().out  # the code is documented
+    # It ran and ended without the probe's facts (a script, a Python 2): a bad --python, exit 2
+    # (before: exit 10, "no fitting build, a torch that does not import, pip failed").
     broken = _fake_python(tmp_path, "echo 'first line' >&2; echo 'the reason' >&2; exit 3")
-    with pytest.raises(InstallError) as info:
+    with pytest.raises(UsageError) as bad:
         install_probe.probe(broken)
-    assert info.value.message.startswith(f"cannot inspect the interpreter {broken}")
-    assert info.value.message.endswith(": the reason")  # the last line, where the error is
+    assert bad.value.message.startswith(f"--python {broken} did not run kernelwheel's probe")
+    assert bad.value.message.endswith(": the reason")  # the last line, where the error is
+    assert bad.value.hint and "--python .venv/bin/python" in bad.value.hint
+    # Killed by a signal while probed (a torch import that crashes): the environment's fault.
+    (tmp_path / "crash").mkdir()
+    crashing = _fake_python(tmp_path / "crash", "echo 'Segmentation fault' >&2; kill -SEGV $$")
+    with pytest.raises(InstallError) as info:
+        install_probe.probe(crashing)
+    assert info.value.message == (f"cannot inspect the interpreter {crashing}: Segmentation fault")
 
 
 def test_an_interpreter_without_torch_is_a_target_for_tvm_ffi_builds(

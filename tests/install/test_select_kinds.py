@@ -6,10 +6,17 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+from packaging.requirements import Requirement
 from support.installkit import choose
 
 from kernelwheel.compat import rules as compat
+from kernelwheel.errors import UsageError
 from kernelwheel.install.probe import Target
+from kernelwheel.install.select import parse_requirement, select
+from kernelwheel.install.service import InstallRequest, install
+from kernelwheel.install.sources import Candidate
+from kernelwheel.model.sources import PipSources
 
 _LINUX = "manylinux_2_28_x86_64"
 PER_TORCH = f"k-1.0.0+torch2.14.cu130.cxx11-cp39-abi3-{_LINUX}.whl"
@@ -104,3 +111,80 @@ def test_without_torch_only_tvm_ffi_builds_fit_by_the_machines_driver() -> None:
     chosen, reasons = _choose_without_torch(files, None)  # no driver: the CPU build
     assert chosen == TVM_CPU and "no CUDA driver found" in reasons[TVM]
     assert _choose_without_torch([PER_TORCH, NOARCH], (13, 1))[0] is None
+
+
+def test_a_pre_release_is_taken_only_when_asked_for_or_when_no_final_release_fits() -> None:
+    """pip's rule (PEP 440): ``k`` is the newest final release, not a newer ``rc``; the
+    pre-release is named with the way to ask for it."""
+    final = f"k-1.0.0+torch2.14.cu130.cxx11-cp39-abi3-{_LINUX}.whl"
+    rc = f"k-1.1.0rc1+torch2.14.cu130.cxx11-cp39-abi3-{_LINUX}.whl"
+    chosen, reasons = _choose([final, rc], CU13)
+    assert chosen == final  # before: the rc ("compatible, but 1.1.0rc1 is newer")
+    assert reasons[rc] == (
+        "compatible, but 1.1.0rc1 is a pre-release, taken only when the requirement names one "
+        "(==1.1.0rc1) or no final release fits"
+    )
+    assert _choose([rc], CU13)[0] == rc  # nothing else fits: taken, as pip takes it
+    target = _target(CU13)
+    candidates = [Candidate(f, f"/wh/{f}", None, "/wh") for f in (final, rc)]
+    for asked in ("k==1.1.0rc1", "k>=1.1.0rc1", "k>1.0"):
+        (sel,) = select([Requirement(asked)], candidates, target)
+        assert sel.chosen is not None and sel.chosen.candidate.filename == rc, asked
+
+
+def test_a_file_of_the_project_whose_name_is_no_wheel_name_is_refused_with_why() -> None:
+    """``k-latest.whl`` (a wheel renamed by hand): before, left out without a word, so a
+    folder holding only it said "no wheel of k"."""
+    renamed = "k-latest.whl"
+    chosen, reasons = _choose([renamed, PER_TORCH, "other-latest.whl"], CU13)
+    assert chosen == PER_TORCH
+    assert set(reasons) == {renamed}  # another project's file is not this one's candidate
+    assert reasons[renamed].startswith("not a wheel file name (Invalid wheel filename")
+    assert reasons[renamed].endswith("pip ignores it too; give it its built name")
+    assert _choose([renamed], CU13) == (None, {renamed: reasons[renamed]})
+
+
+@pytest.mark.parametrize(
+    ("given", "hint"),
+    [
+        (
+            f"dist/{PER_TORCH}",
+            "kernelwheel install k==1.0.0+torch2.14.cu130.cxx11 -f dist (that build; 'k' alone "
+            "takes the build that fits the environment)",
+        ),
+        ("my wheels/k.WHL", "kernelwheel install NAME -f 'my wheels'"),
+    ],
+)
+def test_a_wheels_path_given_as_the_package_is_told_the_command(given: str, hint: str) -> None:
+    """What build printed, pasted: before, "no source of wheels given" (or, with -f, pip's
+    grammar error about a semicolon)."""
+    with pytest.raises(UsageError) as err:
+        parse_requirement(given)
+    assert err.value.message == (
+        f"{given!r} is a wheel file: install takes package names and reads wheels from "
+        "--find-links/--index-url"
+    )
+    assert err.value.hint == hint
+    request = InstallRequest((given,), PipSources(), Path("/no/python"))
+    with pytest.raises(UsageError) as err:
+        install(request)  # before the sources and the interpreter are looked at
+    assert err.value.hint == hint
+
+
+def test_a_build_whose_requires_python_excludes_the_target_is_passed_over_as_pip_does() -> None:
+    """pip passes over a release whose Requires-Python excludes the interpreter; install chose
+    it anyway, and pip then failed ("requires a different Python: 3.11.7 not in '>=3.12'")."""
+    old = f"k-1.0.0+torch2.14.cu130.cxx11-cp39-abi3-{_LINUX}.whl"
+    new = f"k-1.1.0+torch2.14.cu130.cxx11-cp39-abi3-{_LINUX}.whl"
+    target = _target(CU13)  # Python 3.11
+    candidates = [
+        Candidate(old, f"/wh/{old}", None, "/wh", requires_python=">=3.9"),
+        Candidate(new, f"/wh/{new}", None, "/wh", requires_python=">=3.12"),
+    ]
+    (sel,) = select([Requirement("k")], candidates, target)
+    assert sel.chosen is not None and sel.chosen.candidate.filename == old
+    (passed,) = sel.passed_over
+    assert passed.reason == "requires Python >=3.12; this is Python 3.11"
+    for fits in (">=3.11.5", "<3.11.5", "~=3.11", "", "not a specifier"):  # judged by the minor
+        (only,) = select([Requirement("k")], [replace(candidates[1], requires_python=fits)], target)
+        assert only.chosen is not None, fits

@@ -23,6 +23,7 @@ from kernelwheel.cli import main
 from kernelwheel.compat.gpus import Gpus
 from kernelwheel.errors import HubError
 from kernelwheel.hub.variants import split_source
+from kernelwheel.install.installed import read_environment
 from kernelwheel.install.probe import probe
 from kernelwheel.install.sources import Candidate
 from kernelwheel.install.variants import Status, explain
@@ -311,3 +312,129 @@ def test_an_index_root_is_followed_only_to_its_own_host(tmp_path: Path) -> None:
     found = discover(site.as_uri() + "/")
     assert [c.filename for c in found] == [wheel.name]
     assert unquote(found[0].location) == f"file://{wheel}"
+
+
+def test_the_table_names_the_release_where_builds_of_several_are_listed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, cpu_213: QuickVenv
+) -> None:
+    """Two releases of one variant read as two rows of one name before: which is which?"""
+    for version in ("0.1.0", "0.2.0"):
+        kernel_wheel(tmp_path, CPU_213, version=version)
+    capsys.readouterr()
+    assert main(["variants", str(tmp_path), "--python", str(cpu_213.python)]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert ["preferred", "torch213-cxx11-cpu-x86_64-linux", "0.2.0"] in rows
+    assert any(r[:3] == ["compatible", "torch213-cxx11-cpu-x86_64-linux", "0.1.0"] for r in rows)
+
+
+def test_a_wheelhouse_of_links_into_a_store_installs_by_the_links_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, cpu_213: QuickVenv
+) -> None:
+    """``img2gray-….whl -> ../store/<sha256>`` (a content-addressed store): install checked and
+    pinned the store's file, whose name is no wheel name ("abc… fails the wheel rule", exit 7);
+    variants showed the store's path."""
+    wheel = kernel_wheel(tmp_path / "built", CPU_213)
+    store = tmp_path / "store" / "0f1e2d3c"
+    store.parent.mkdir()
+    wheel.rename(store)
+    house = tmp_path / "house"
+    house.mkdir()
+    (house / wheel.name).symlink_to(Path("..", "store", store.name))
+    capsys.readouterr()
+    code = main(["install", "img2gray", "-f", str(house), "--python", str(cpu_213.python),
+                 "--dry-run", "--json"])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(capsys.readouterr().out)
+    (pkg,) = report["packages"]
+    assert pkg["location"] == str(house / wheel.name)
+    (command,) = report["commands"]
+    assert any(arg.startswith(f"img2gray @ file://{house}/img2gray-0.1.0") for arg in command)
+    listed = variants_json(capsys, str(house), "--python", str(cpu_213.python))
+    (entry,) = listed["projects"][0]["variants"]  # type: ignore[index]
+    assert entry["location"] == str(house / wheel.name)
+
+
+def test_a_renamed_wheel_is_listed_as_rejected_not_left_out(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, cpu_213: QuickVenv
+) -> None:
+    """A folder holding only ``img2gray-latest.whl`` said "no wheels found"."""
+    kernel_wheel(tmp_path, CPU_213).rename(tmp_path / "img2gray-latest.whl")
+    report = variants_json(capsys, str(tmp_path), "--python", str(cpu_213.python))
+    (project,) = report["projects"]  # type: ignore[misc]
+    (entry,) = project["variants"]
+    assert project["project"] == "img2gray" and project["preferred"] is None
+    assert entry["wheel"] == "img2gray-latest.whl" and entry["status"] == "rejected"
+    assert entry["version"] is None
+    assert entry["reason"].startswith("not a wheel file name")
+
+
+def test_a_project_named_twice_is_one_requirement_as_pip_reads_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, cpu_213: QuickVenv
+) -> None:
+    """``install img2gray img2gray==0.1.0``: before, two choices (0.2.0 and 0.1.0), two pins of
+    one project for pip, and a read-back that had to fail after pip ran."""
+    for version in ("0.1.0", "0.2.0"):
+        kernel_wheel(tmp_path, CPU_213, version=version)
+    capsys.readouterr()
+    code = main(["install", "img2gray", "Img2Gray==0.1.0", "-f", str(tmp_path),
+                 "--python", str(cpu_213.python), "--dry-run", "--json"])  # fmt: skip
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    (pkg,) = report["packages"]
+    assert pkg["wheel"] == f"img2gray-0.1.0+{CPU_213}-cp310-abi3-linux_x86_64.whl"
+    (command,) = report["commands"]
+    assert [arg for arg in command if arg.startswith("img2gray @")] == [
+        f"img2gray @ {(tmp_path / pkg['wheel']).as_uri()}#sha256={pkg['sha256']}"
+    ]
+
+
+def test_the_target_is_probed_as_it_is_not_as_the_current_folder_would_shadow_it(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    cpu_213: QuickVenv,
+    house: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``python -c`` puts the current folder first on sys.path: run from a PyTorch checkout (a
+    ``torch/`` there) install said the venv had "no usable torch" and told the user to reinstall
+    it; a ``*.dist-info`` there was read as the installed build."""
+    here = tmp_path / "pytorch-checkout"
+    (here / "torch").mkdir(parents=True)
+    (here / "torch" / "__init__.py").write_text("raise ImportError('the source tree')\n")
+    (here / "img2gray-9.9.9.dist-info").mkdir()
+    (here / "img2gray-9.9.9.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: img2gray\nVersion: 9.9.9\n"
+    )
+    monkeypatch.chdir(here)
+    assert read_environment(cpu_213.python, ["img2gray"]).builds == {"img2gray": None}
+    capsys.readouterr()
+    code = main(["install", "img2gray", "-f", str(house), "--python", str(cpu_213.python),
+                 "--dry-run", "--json"])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    (pkg,) = json.loads(capsys.readouterr().out)["packages"]
+    assert pkg["action"] == "install" and pkg["previous"] is None  # no 9.9.9 "installed"
+    report = variants_json(capsys, str(house), "--python", str(cpu_213.python))
+    assert report["projects"][0]["preferred"] == "torch213-cxx11-cpu-x86_64-linux"  # type: ignore[index]
+
+
+def test_a_variant_filter_that_leaves_out_the_fitting_build_says_so(
+    capsys: pytest.CaptureFixture[str], cpu_213: QuickVenv, house: Path, tmp_path: Path
+) -> None:
+    """Before, the fix said to build or download the variant for this torch, which the source
+    holds: it was the --variant given that left it out."""
+    capsys.readouterr()
+    code = main(["install", "img2gray", "-f", str(house), "--python", str(cpu_213.python),
+                 "--variant", "torch214-*", "--dry-run"])  # fmt: skip
+    assert code == 10
+    err = capsys.readouterr().err
+    assert "is not selected by --variant" in err
+    assert (
+        "fix: --variant 'torch214-*' leaves out what fits this environment "
+        "(torch213-cxx11-cpu-x86_64-linux): pass --variant torch213-cxx11-cpu-x86_64-linux, or "
+        "leave --variant out"
+    ) in err
+    only_214 = tmp_path / "only-214"
+    kernel_wheel(only_214, CPU_214)  # nothing fits, filter or not: the fix is the build
+    code = main(["install", "img2gray", "-f", str(only_214), "--python", str(cpu_213.python),
+                 "--variant", "torch214-*", "--dry-run"])  # fmt: skip
+    assert code == 10 and "fix: build or download the variant" in capsys.readouterr().err

@@ -222,8 +222,17 @@ def test_cli(world: LockWorld, app: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "2 wheel(s) verified against kernelwheel.lock and written" in out
     assert f"pylock.toml: {world.house / 'pylock.toml'}" in out
     assert f"--find-links {world.house} -r {world.house / 'requirements.txt'}" in out
+    assert "pip takes the label" not in out  # one build per kernel: pip cannot pick wrong
     assert main(["download", str(app), "--wheelhouse", str(world.house), "-j", "1"]) == 0
-    assert "pylock.toml not written: img2gray has 3 builds" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "pylock.toml not written: img2gray has 3 builds" in out
+    # before: the pip line alone, which takes the label that sorts highest (cu130 on a driver
+    # of 12.6, a CUDA build under a CPU torch of the same series)
+    assert "pip takes the label that sorts highest" in out
+    install = (
+        f"kernelwheel install img2gray==1.2.0 relu==1.4.0 --no-index --find-links {world.house}"
+    )
+    assert install in out
 
 
 @pytest.mark.parametrize("name", ["requirements.txt", "pylock.toml"])
@@ -390,3 +399,19 @@ def test_a_full_disk_while_locking_writes_no_lock(
     with pytest.raises(WheelError, match="No space left on device"):
         lock_project(LockRequest(app))
     assert not (app / LOCK_NAME).exists()
+
+
+def test_a_folder_where_a_wheel_goes_is_refused_before_anything_is_moved_in(
+    world: LockWorld, app: Path, lock: LockFile
+) -> None:
+    """A folder named as a locked wheel: before, the wheels sorted before it were moved in, then
+    the rename failed (exit 1, naming the staging folder), and no requirements.txt was written."""
+    last = max(locked_wheels(lock))
+    (world.house / last).mkdir(parents=True)
+    with pytest.raises(UsageError) as err:
+        download(DownloadRequest(app, world.house))
+    assert f"{world.house / last} is a folder, where download would put that wheel" in str(
+        err.value
+    )
+    assert sorted(p.name for p in world.house.iterdir()) == [last]  # nothing moved in or left
+    assert not any((world.house / last).iterdir())

@@ -4,6 +4,7 @@ http.server`` on loopback picking the wheel built for the installed torch."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import zipfile
 from pathlib import Path
@@ -277,3 +278,35 @@ def test_plain_pip_from_the_per_torch_index_gets_the_right_build(
         )
     assert venv.installed_version("img2gray") == expected
     assert venv.installed_version("torch") == torch
+
+
+def test_a_wheel_rewritten_while_indexed_is_refused_and_json_shows_the_listed_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The wheel was hashed (and checked) when read, then copied: a build still writing into the
+    wheelhouse gave pages listing a sha256 the served file did not have (pip: "THESE PACKAGES
+    DO NOT MATCH THE HASHES"), and --json read the wheelhouse's file once more for its hash."""
+    from kernelwheel.wheels import index as index_module
+
+    house = tmp_path / "house"
+    spec = WheelSpec("demo", "1.0", Tag("py3", "none", "any"), {"demo/__init__.py": b""})
+    wheel = write_wheel(spec, house)
+    listed = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    capsys.readouterr()
+    assert main(["index", str(house), "-o", str(tmp_path / "site"), "--json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)["wheels"]
+    assert entry["sha256"] == listed
+    copy = index_module.shutil.copyfile
+
+    def copy_then_rewrite(src: Path, dst: Path) -> Path:
+        copy(src, dst)
+        with open(dst, "ab") as fh:  # what the copy read: the writer's next bytes
+            fh.write(b"\0")
+        return dst
+
+    monkeypatch.setattr(index_module.shutil, "copyfile", copy_then_rewrite)
+    out = tmp_path / "site2"
+    with pytest.raises(WheelError, match="changed while it was indexed") as err:
+        build_index(house, out)
+    assert listed in err.value.message
+    assert not out.exists()  # nothing half-written

@@ -123,9 +123,16 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         return 0
     bad = sum(1 for r in reports if not r.ok)
     count = sum(len(r.violations) for r in reports)
+    rules = sorted({v.rule for r in reports for v in r.violations}, key=list(Rule).index)
+    # a wheel that lies in its RECORD, or installs another's files, has no ABI problem
+    what = (
+        "ABI violation(s)"
+        if all(rule.per_object for rule in rules)
+        else f"violation(s) of the {', '.join(rule.value for rule in rules)} rule(s)"
+    )
     ui.error(
-        f"{count} ABI violation(s) in {bad} of {len(reports)} file(s); each entry above says "
-        "why and how to fix it"
+        f"{count} {what} in {bad} of {len(reports)} file(s); each entry above says why and how "
+        "to fix it"
     )
     return AbiError.exit_code
 

@@ -156,3 +156,12 @@ def report(result: DownloadResult, ui: ConsoleUI) -> None:
     req = shlex.quote(str(result.requirements))
     ui.print("install offline with:")
     ui.print(f"  pip install --require-hashes --no-index --find-links {house} -r {req}")
+    if result.pylock is None:  # a kernel has several builds here: pip's pick is by label
+        # pinned: the folder may hold other releases (an earlier download's), which are not locked
+        names = " ".join(sorted({f"{w.project}=={w.version.public}" for w in result.wheels}))
+        ui.print(
+            "  (of a kernel's builds, pip takes the label that sorts highest among those the "
+            "installed torch allows, not the closest fit (cu130 over cu126, whatever the "
+            f"driver); to choose by fit: kernelwheel install {names} --no-index "
+            f"--find-links {house}, or download one build with --torch VERSION)"
+        )

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename
 
-from .._util import sha256_file
 from ..errors import KernelwheelError
 from ..model.variant import variant_of_wheel
 from ..wheels.index import ALL, IndexResult, build_index
@@ -78,7 +77,7 @@ def to_json(result: IndexResult, wheelhouse: Path) -> dict[str, object]:
             "variant": variant_of(name),
             "status": "indexed",
             "path": str(wheelhouse / name),
-            "sha256": sha256_file(wheelhouse / name),
+            "sha256": result.sha256[name],  # what the pages list (not the file read again)
             "log": None,  # indexing runs no tool: nothing to log
             "flavours": sorted(f for f, ws in result.flavours.items() if name in ws),
             "note": only_all.get(name),

@@ -61,8 +61,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "With several failed variants, the highest code."
         ),
     )
-    p.add_argument("repo", metavar="REPO", help="Hub repo id (org/name) or a local git clone")
-    p.add_argument("version", metavar="VERSION", help="1.1.2, 1, or a PEP 440 range (see below)")
+    p.add_argument(
+        "repo",
+        metavar="REPO",
+        help="Hub repo id (org/name) or a local git clone; REPO@VERSION (as 'kernelwheel "
+        "variants' takes it) stands for REPO VERSION",
+    )
+    p.add_argument(
+        "version", metavar="VERSION", nargs="?", help="1.1.2, 1, or a PEP 440 range (see below)"
+    )
     p.add_argument("--revision", metavar="REV", help="convert this branch, tag or commit instead")
     p.add_argument(
         "--output-dir",
@@ -103,6 +110,16 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             f"--name {args.name!r} would shadow {shadowed}",
             hint=f"choose a name of the kernel's own, e.g. --name {args.name}-kernel",
         )
+    if args.version is None:  # REPO@VERSION, as variants takes it
+        from ..hub.variants import split_source
+
+        args.repo, args.version = split_source(args.repo)
+        if args.version is None:
+            raise UsageError(
+                "VERSION is missing",
+                hint=f"kernelwheel to-wheel {args.repo} VERSION (or {args.repo}@VERSION), e.g. "
+                "1 (branch v1) or 1.1.2 (tag v1.1.2)",
+            )
     name = args.repo.rstrip("/").rsplit("/", 1)[-1] if Path(args.repo).is_dir() else args.repo
     made = not args.output_dir.exists()
     output_dir(args.output_dir, "--output-dir")  # a file or an unwritable folder: a clear error

@@ -4,8 +4,11 @@ install``'s own selection."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from packaging.version import Version
 
 from ..install.service import target_python
 from ..install.sources import Candidate, discover
@@ -94,14 +97,24 @@ def _render(report: VariantsReport, ui: ConsoleUI) -> None:
         ui.print("")
         if project.project:
             ui.print(f"{project.project}:")
-        width = max(len(e.variant) for e in project.entries)
-        for entry in project.entries:
+        names = [_row_name(e, project.entries) for e in project.entries]
+        width = max(map(len, names))
+        for entry, name in zip(project.entries, names, strict=True):
             reason = f"  {entry.reason}" if entry.reason else ""
-            ui.print(f"  {entry.status.value:<10}  {entry.variant:<{width}}{reason}".rstrip())
+            ui.print(f"  {entry.status.value:<10}  {name:<{width}}{reason}".rstrip())
         if project.preferred is None:
             ui.print("  no build fits this environment")
         else:
             ui.print(f"  install picks {project.preferred.wheel}")
+
+
+def _row_name(entry: Entry, entries: Sequence[Entry]) -> str:
+    """The variant, and the release where the builds are of more than one (else one variant's
+    rows of two releases would read alike)."""
+    releases = {Version(e.version).public for e in entries if e.version}
+    if len(releases) < 2 or not entry.version:
+        return entry.variant
+    return f"{entry.variant} {Version(entry.version).public}"
 
 
 def report_json(report: VariantsReport) -> dict[str, Any]:

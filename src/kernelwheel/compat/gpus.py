@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._util import RUNNER, CommandTimeout, Runner
+from .._util import NO_CWD_ON_PATH, RUNNER, CommandTimeout, Runner
 from ..model.capability import CudaCapability, joined
 
 _CAPABILITY = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
-_TORCH_QUERY = (
+_TORCH_QUERY = NO_CWD_ON_PATH + (
     "import torch\n"
     "n = torch.cuda.device_count() if torch.version.cuda else 0\n"
     "print('\\n'.join('%d.%d' % torch.cuda.get_device_capability(i) for i in range(n)))\n"

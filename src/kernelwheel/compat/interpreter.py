@@ -21,7 +21,7 @@ from typing import Any
 
 import packaging
 
-from .._util import RUNNER, CommandTimeout, Runner
+from .._util import NO_CWD_ON_PATH, RUNNER, CommandTimeout, Runner
 from ..errors import UsageError
 from . import rules as compat
 
@@ -67,11 +67,13 @@ os._exit(0)
 
 class ProbeFailed(Exception):
     """The interpreter could not be started (``started`` False), or printed no facts; ``str()``
-    says why."""
+    says why. ``crashed``: it was killed by a signal or gave no answer in time (a torch import
+    that crashes or hangs), rather than ending without running the probe (not Python 3)."""
 
-    def __init__(self, reason: str, *, started: bool) -> None:
+    def __init__(self, reason: str, *, started: bool, crashed: bool = False) -> None:
         super().__init__(reason)
         self.started = started
+        self.crashed = crashed
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ def locate(raw: str, base: Path) -> Path:
 
 def _script() -> str:
     # compat's own source first: torch_facts is defined by it, exactly as in the guard.
-    return inspect.getsource(compat) + _MAIN.replace("__MARK__", repr(_MARK))
+    return inspect.getsource(compat) + NO_CWD_ON_PATH + _MAIN.replace("__MARK__", repr(_MARK))
 
 
 def script_digest() -> str:
@@ -151,12 +153,13 @@ def report(python: Path, *, timeout: float = 300, runner: Runner = RUNNER) -> di
         proc = runner.captured([python, "-c", _script(), packaging_home], timeout=timeout)
     except CommandTimeout:
         # (TimeoutExpired's own text would quote the whole script.)
-        raise ProbeFailed(f"no answer within {timeout:g} s", started=True) from None
+        raise ProbeFailed(f"no answer within {timeout:g} s", started=True, crashed=True) from None
     except OSError as exc:
         raise ProbeFailed(exc.strerror or str(exc), started=False) from None
     lines = [line for line in proc.stdout.splitlines() if line.startswith(_MARK)]
     if proc.returncode != 0 or not lines:
-        raise ProbeFailed(proc.stderr.strip() or "no output", started=True)
+        crashed = proc.returncode < 0  # killed by a signal (a segfault importing torch)
+        raise ProbeFailed(proc.stderr.strip() or "no output", started=True, crashed=crashed)
     data: dict[str, Any] = json.loads(lines[-1][len(_MARK) :])
     return data
 

@@ -17,7 +17,7 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from .._util import RUNNER, Runner
+from .._util import NO_CWD_ON_PATH, RUNNER, Runner
 from ..errors import InstallError, WheelError
 from ..wheels.reader import SITE_SCHEMES
 from ..wheels.record import Row, parse_record
@@ -116,7 +116,9 @@ class Environment:
 _MARK = "KERNELWHEEL-INSTALLED "
 # Runs in the target interpreter (Python 3.9+, standard library only): each project's version,
 # RECORD and the own-looking entries whose file on disk does not match its RECORD hash.
-_SCRIPT = r"""
+_SCRIPT = (
+    NO_CWD_ON_PATH
+    + r"""
 import base64, csv, hashlib, io, json, sys
 import importlib.metadata as md
 
@@ -152,6 +154,7 @@ for name in names:
                            "record": record, "altered": altered(dist, record)}
 print(__MARK__ + json.dumps(out))
 """.replace("__MARK__", repr(_MARK))
+)
 
 
 def read_environment(python: Path, projects: Sequence[str], runner: Runner = RUNNER) -> Environment:

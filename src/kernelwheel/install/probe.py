@@ -73,6 +73,13 @@ def probe(python: Path, runner: Runner = RUNNER) -> Target:
                 hint="pass the python of the environment to install into "
                 "(--python .venv/bin/python)",
             ) from None
+        if not exc.crashed:  # it ran and ended without the facts: no Python 3 (a script, 2.7)
+            raise UsageError(
+                f"--python {python} did not run kernelwheel's probe, so it is no Python 3 "
+                f"interpreter it can use: {str(exc).splitlines()[-1]}",
+                hint="pass the python of the environment to install into "
+                "(--python .venv/bin/python)",
+            ) from None
         raise InstallError(
             f"cannot inspect the interpreter {python}: {str(exc).splitlines()[-1]}",
             hint="pass a working Python 3 interpreter with --python",

@@ -4,10 +4,13 @@ against each other: their sort order is what makes plain pip pick the wrong buil
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
@@ -16,17 +19,23 @@ from ..compat.builds import build_of, variant_of_wheel
 from ..errors import UsageError, VariantError
 from ..plan.selector import Selector
 from .probe import Target
-from .sources import Candidate
+from .sources import Candidate, project_of
 
 
 @dataclass(frozen=True)
 class Verdict:
     candidate: Candidate
-    version: Version
+    version: Version | None  # None: a file whose name is no wheel name (always refused)
     label: str  # the local version ("" when none): the build, as the file name spells it
     reason: str | None  # why it is refused; None: compatible
     preference: tuple[int, int, int] = (0, 0, 0)  # compat.preference: lower fits better
     tag_rank: int = 0  # index of its best tag among the target's (lower: preferred)
+
+    @property
+    def release(self) -> Version:
+        """The version of a build with a wheel name (every compatible one has it)."""
+        assert self.version is not None
+        return self.version
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,8 @@ def parse_requirement(text: str) -> Requirement:
     """``PKG`` or ``PKG<specifier>`` (``img2gray==0.1.0``, ``img2gray==0.1.0+torch2.14.cpu.cxx11``);
     no URLs, extras or markers: the point is to choose the file."""
     hint = "e.g. img2gray, img2gray==0.1.0 or 'img2gray>=0.1,<0.2'"
+    if text.lower().endswith(".whl"):
+        raise _wheel_file(text)
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
@@ -56,13 +67,47 @@ def parse_requirement(text: str) -> Requirement:
     return req
 
 
+def merge_requirements(reqs: Sequence[Requirement]) -> list[Requirement]:
+    """One requirement per project, as pip reads ``img2gray 'img2gray==0.1.0'``: the
+    specifiers of every mention together (each would otherwise get a build of its own, and pip
+    one of them)."""
+    merged: dict[str, Requirement] = {}
+    for req in reqs:
+        key = str(canonicalize_name(req.name))
+        if (seen := merged.get(key)) is None:
+            merged[key] = req
+        else:
+            merged[key] = Requirement(f"{seen.name}{seen.specifier & req.specifier}")
+    return list(merged.values())
+
+
+def _wheel_file(text: str) -> UsageError:
+    """A wheel's path given as a package (what ``build`` printed): the command that installs it."""
+    path = Path(text)
+    try:
+        name, version, _, _ = parse_wheel_filename(path.name)
+    except InvalidWheelFilename:
+        pin, why = "NAME", ""
+    else:
+        pin = shlex.quote(f"{name}=={version}")
+        why = f" (that build; '{name}' alone takes the build that fits the environment)"
+    return UsageError(
+        f"{text!r} is a wheel file: install takes package names and reads wheels from "
+        "--find-links/--index-url",
+        hint=f"kernelwheel install {pin} -f {shlex.quote(str(path.parent))}{why}",
+    )
+
+
 def _verdict(
     candidate: Candidate, req: Requirement, target: Target, only: Selector | None = None
 ) -> Verdict | None:
     try:
         name, version, _, tags = parse_wheel_filename(candidate.filename)
-    except InvalidWheelFilename:
-        return None
+    except InvalidWheelFilename as exc:  # named, not passed over in silence (pip's way)
+        if project_of(candidate.filename) != canonicalize_name(req.name):
+            return None
+        why = f"not a wheel file name ({exc}): pip ignores it too; give it its built name"
+        return Verdict(candidate, None, "", why)
     if name != canonicalize_name(req.name):
         return None
     label = version.local or ""
@@ -74,6 +119,8 @@ def _verdict(
         return refuse(f"yanked{': ' + candidate.yanked if candidate.yanked else ''}")
     if not req.specifier.contains(version, prereleases=True):
         return refuse(f"version {version} is not {req.specifier}")
+    if (problem := _python_refused(candidate.requires_python, target)) is not None:
+        return refuse(problem)
     ranks = [target.tags.index(str(t)) for t in tags if str(t) in target.tags]
     if not ranks:
         shown = "/".join(sorted({f"{t.interpreter}-{t.abi}-{t.platform}" for t in tags}))
@@ -95,6 +142,19 @@ def _verdict(
     if problem is not None:
         return refuse(f"built for {compat.describe_build(build)}: {problem}")
     return Verdict(candidate, version, label, None, preference, min(ranks))
+
+
+def _python_refused(requires: str | None, target: Target) -> str | None:
+    """Why a build's Requires-Python excludes the target's Python (pip passes such a build over),
+    judged by the minor version the probe reads: refused only where no X.Y.* release fits."""
+    try:
+        spec = SpecifierSet(requires or "")
+    except InvalidSpecifier:
+        return None  # pip ignores an unparsable Requires-Python too
+    major, minor = target.python_version
+    if any(spec.contains(f"{major}.{minor}.{micro}", prereleases=True) for micro in (0, 999)):
+        return None
+    return f"requires Python {spec}; this is Python {major}.{minor}"
 
 
 _REFUSED = (0, 0, 0)
@@ -122,10 +182,13 @@ def _without_torch(
     return None, (compat.TVM_FFI, 0, -(build.version[0] * 1000 + build.version[1]))
 
 
-def _best(compatible: list[Verdict]) -> Verdict:
+def _best(req: Requirement, compatible: list[Verdict]) -> Verdict:
+    # pip's rule (PEP 440): a pre-release only when the requirement names one or none else fits
+    final = set(req.specifier.filter({v.release for v in compatible}))
+    compatible = [v for v in compatible if v.release in final]
     pool = [v for v in compatible if v.preference[0] != compat.CPU_FALLBACK] or compatible
-    top = max(Version(v.version.public) for v in pool)
-    pool = [v for v in pool if Version(v.version.public) == top]
+    top = max(Version(v.release.public) for v in pool)
+    pool = [v for v in pool if Version(v.release.public) == top]
     return min(pool, key=lambda v: (v.preference, v.tag_rank, v.candidate.filename))
 
 
@@ -143,15 +206,21 @@ def select(
             v for v in (_verdict(c, req, target, only) for c in candidates) if v is not None
         ]
         compatible = [v for v in verdicts if v.reason is None]
-        chosen = _best(compatible) if compatible else None
+        chosen = _best(req, compatible) if compatible else None
         selections.append(Selection(req, str(canonicalize_name(req.name)), chosen, tuple(verdicts)))
     return selections
 
 
 def why_not_chosen(verdict: Verdict, chosen: Verdict) -> str:
     """The reason shown for a compatible build that lost to ``chosen``."""
-    if verdict.version.public != chosen.version.public:
-        return f"compatible, but {chosen.version.public} is newer"
+    this, best = verdict.release, chosen.release
+    if this.is_prerelease and not best.is_prerelease:
+        return (
+            f"compatible, but {this.public} is a pre-release, taken only when the "
+            f"requirement names one (=={this.public}) or no final release fits"
+        )
+    if this.public != best.public:
+        return f"compatible, but {best.public} is newer"
     if verdict.preference[0] == compat.CPU_FALLBACK:
         return "compatible (a CPU build), but a build for this torch's backend fits better"
     if verdict.preference == _CPU_UNDER_DRIVER:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ from ..compat import interpreter as _interpreter
 from ..compat import rules as compat
 from ..errors import InstallError, UsageError
 from ..model.sources import PipSources
+from ..model.variant import variant_of_wheel
 from ..plan.selector import Selector
 from ..wheels.reader import read_record, verify_wheel
 from .installed import (
@@ -41,7 +43,7 @@ from .installed import (
 )
 from .pipcmd import pinned_requirement, pip_command, run_pip
 from .probe import Target, probe
-from .select import Selection, parse_requirement, select
+from .select import Selection, merge_requirements, parse_requirement, select
 from .sources import fetch, list_candidates
 
 
@@ -73,7 +75,7 @@ class Pick:
     @property
     def version(self) -> Version:
         assert self.selection.chosen is not None
-        return self.selection.chosen.version
+        return self.selection.chosen.release
 
     @property
     def digest(self) -> str:
@@ -97,15 +99,25 @@ class InstallResult:
 class NoMatch(InstallError):
     """Some requested package has no build that fits the target; nothing was installed."""
 
-    def __init__(self, target: Target, selections: list[Selection], sources: PipSources) -> None:
+    def __init__(
+        self,
+        target: Target,
+        selections: list[Selection],
+        sources: PipSources,
+        hint: str | None = None,
+        skipped: tuple[str, ...] = (),
+    ) -> None:
         self.target = target
         self.selections = tuple(selections)
-        message = _no_match_message(target, self.selections, sources)
-        super().__init__(message, hint=_hint(target))
+        message = _no_match_message(target, self.selections, sources, skipped)
+        super().__init__(message, hint=hint or _hint(target))
 
 
 def _no_match_message(
-    target: Target, selections: tuple[Selection, ...], sources: PipSources
+    target: Target,
+    selections: tuple[Selection, ...],
+    sources: PipSources,
+    skipped: tuple[str, ...] = (),
 ) -> str:
     lines = []
     for sel in selections:
@@ -115,6 +127,12 @@ def _no_match_message(
             pages = (f"{index.rstrip('/')}/{sel.project}/" for index in sources.indexes)
             read = ", ".join([*sources.find_links, *pages])
             lines.append(f"{sel.requirement}: no wheel of {sel.project} in {read}")
+            lines += [
+                f"  {page} (taken as not holding it, as pip does: an index answers so for a "
+                "project it lacks, or for a login it refuses)"
+                for page in skipped
+                if f"/{sel.project}/:" in page
+            ]
         else:
             lines.append(f"{sel.requirement}: no build fits; {len(sel.verdicts)} candidate(s):")
             lines += [f"  {v.candidate.filename}: {v.reason}" for v in sel.verdicts]
@@ -122,6 +140,19 @@ def _no_match_message(
         f"no fitting build for this environment: {target.describe()}\n"
         + "\n".join(lines)
         + "\nnothing was installed"
+    )
+
+
+def _left_out_by_variant(request: InstallRequest, unfiltered: list[Selection]) -> str | None:
+    """Where ``--variant`` left out a build that fits, the fix is the option, not a build."""
+    fits = [sel.chosen.candidate.filename for sel in unfiltered if sel.chosen is not None]
+    if not fits:
+        return None
+    names = sorted({v.name if (v := variant_of_wheel(f)) else f for f in fits})
+    given = shlex.quote(" ".join(request.variants))
+    return (
+        f"--variant {given} leaves out what fits this environment ({', '.join(names)}): pass "
+        f"--variant {shlex.quote(' '.join(names))}, or leave --variant out"
     )
 
 
@@ -165,19 +196,22 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
     """Install ``request``'s kernels into its interpreter (pip and the probe through ``runner``)."""
     if not request.requirements:
         raise UsageError("no package given", hint="e.g. kernelwheel install img2gray -f wheelhouse")
+    reqs = merge_requirements([parse_requirement(text) for text in request.requirements])
     if not request.sources.find_links and not request.sources.indexes:
         raise UsageError(
             "no source of wheels given",
             hint="pass --find-links DIR|URL and/or --index-url URL (kernel wheels carry local "
             "versions, so they are never on PyPI)",
         )
-    reqs = [parse_requirement(text) for text in request.requirements]
     target = probe(request.python, runner)
     projects = sorted({str(canonicalize_name(req.name)) for req in reqs})
     only = Selector(build=request.variants, build_label="--variant") if request.variants else None
-    selections = select(reqs, list_candidates(request.sources, projects), target, only)
+    skipped: list[str] = []  # index pages answered 403/410: taken as not there, as pip does
+    candidates = list_candidates(request.sources, projects, skipped)
+    selections = select(reqs, candidates, target, only)
     if any(sel.chosen is None for sel in selections):
-        raise NoMatch(target, selections, request.sources)
+        hint = _left_out_by_variant(request, select(reqs, candidates, target)) if only else None
+        raise NoMatch(target, selections, request.sources, hint, tuple(skipped))
     with tempfile.TemporaryDirectory(prefix="kw-install-") as downloads:
         fetched = [_pick(sel, Path(downloads)) for sel in selections]
     wanted = [p.selection.project for p in fetched]

@@ -4,21 +4,30 @@ folders and pages, PEP 503 indexes (docs/install.md, "Selection", step 2). Links
 
 from __future__ import annotations
 
+import base64
+import os
 import shutil
+import time
 import urllib.error
 import urllib.request
+import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
+from http.client import HTTPResponse
 from pathlib import Path
-from urllib.parse import unquote, urldefrag, urljoin, urlparse
+from urllib.parse import unquote, urldefrag, urljoin, urlparse, urlsplit, urlunsplit
 
 from packaging.utils import canonicalize_name
 
 from ..errors import UsageError
 from ..model.sources import PipSources, is_index_url
+from ..wheels.reader import dist_info_entries, parse_metadata
 
-_TIMEOUT = 60
+_TIMEOUT = 60  # seconds: a page's whole read, a download's each read
+_PAGE_LIMIT = 64 << 20  # bytes: PyPI's largest simple pages are a few MiB
+_NOT_THERE = (403, 404, 410)  # HTTP codes of a project page an index does not hold
+_METADATA_LIMIT = 1 << 20  # bytes of a local wheel's METADATA read for its Requires-Python
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,8 @@ class Candidate:
     sha256: str | None  # from the link's #sha256= fragment (local files: hashed when chosen)
     source: str  # the folder, page or index it was listed by
     yanked: str | None = None  # PEP 592: the reason, "" when none is given
+    # Requires-Python: a page's data-requires-python (PEP 503), a local wheel's METADATA
+    requires_python: str | None = None
 
     @property
     def is_local(self) -> bool:
@@ -55,8 +66,12 @@ def _check_url(url: str, option: str) -> None:
         )
 
 
-def _read_page(url: str, option: str, *, missing_ok: bool) -> str | None:
-    """The page at ``url``; None when it does not exist and ``missing_ok``."""
+def _read_page(
+    url: str, option: str, *, missing_ok: bool, skipped: list[str] | None = None
+) -> tuple[str, str] | None:
+    """The page at ``url`` and the URL it was read from, after redirects (its relative links
+    are resolved against that one, as pip does); None when it does not exist and
+    ``missing_ok`` (an HTTP answer other than 404 noted in ``skipped``)."""
     if url.startswith("file:"):
         path = Path(unquote(urlparse(url).path))
         if path.is_dir():
@@ -65,16 +80,80 @@ def _read_page(url: str, option: str, *, missing_ok: bool) -> str | None:
             if missing_ok:
                 return None
             raise UsageError(f"{option} {url}: no such page ({path})", hint="check the path")
-        return path.read_text("utf-8", "replace")
-    request = urllib.request.Request(url, headers={"Accept": "text/html"})
+        return url, path.read_text("utf-8", "replace")
     try:
-        with urllib.request.urlopen(request, timeout=_TIMEOUT) as response:
-            data: bytes = response.read()
-            return data.decode("utf-8", "replace")
+        with _open(url, "text/html") as response:
+            return _same_login(response.geturl(), url), _read_body(response, url, option)
     except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
-        if missing_ok and isinstance(exc, urllib.error.HTTPError) and exc.code == 404:
+        # 403: what a bucket behind a CDN answers for a key it lacks (PyTorch's index does, for
+        # a project it does not hold); 410: gone. pip skips such a page too.
+        if missing_ok and isinstance(exc, urllib.error.HTTPError) and exc.code in _NOT_THERE:
+            if skipped is not None and exc.code != 404:
+                skipped.append(f"{url}: HTTP {exc.code} {exc.reason}")
             return None
         raise _url_error(exc, f"{option} {url}", "read", "check the URL") from None
+
+
+class _LoginStaysOnItsHost(urllib.request.HTTPRedirectHandler):
+    """A redirect keeps the login on the same host only (pip's rule): a page moved to a CDN is
+    not sent the index's password."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and urlsplit(new.full_url).netloc != urlsplit(req.full_url).netloc:
+            new.remove_header("Authorization")
+        return new
+
+
+_OPENER = urllib.request.build_opener(_LoginStaysOnItsHost)
+
+
+def _open(url: str, accept: str | None = None) -> HTTPResponse:
+    """``url`` opened; a login in it (``https://user:token@host/simple/``, as pip reads a
+    private index's URL) goes in an ``Authorization`` header, not in the host name."""
+    parts = urlsplit(url)
+    login, _, host = parts.netloc.rpartition("@")
+    request = urllib.request.Request(urlunsplit(parts._replace(netloc=host)))
+    if accept:
+        request.add_header("Accept", accept)
+    if login:
+        user, _, password = login.partition(":")
+        pair = f"{unquote(user)}:{unquote(password)}".encode()
+        request.add_header("Authorization", "Basic " + base64.b64encode(pair).decode("ascii"))
+    response: HTTPResponse = _OPENER.open(request, timeout=_TIMEOUT)
+    return response
+
+
+def _same_login(final: str, asked: str) -> str:
+    """``final`` (where ``asked`` led) with ``asked``'s login where it is on the same host: the
+    wheels it links are downloaded (by this module, and by pip from the pin) with it."""
+    login, _, host = urlsplit(asked).netloc.rpartition("@")
+    parts = urlsplit(final)
+    if not login or parts.netloc != host:
+        return final
+    return urlunsplit(parts._replace(netloc=f"{login}@{host}"))
+
+
+def _read_body(response: HTTPResponse, url: str, option: str) -> str:
+    """A page's text, read within :data:`_TIMEOUT` seconds in all (the socket's timeout bounds
+    each read alone: a server that trickles its body would hold the command for ever) and at
+    most :data:`_PAGE_LIMIT` bytes."""
+    deadline = time.monotonic() + _TIMEOUT
+    data = bytearray()
+    while chunk := response.read1(1 << 16):
+        data += chunk
+        if len(data) > _PAGE_LIMIT or time.monotonic() > deadline:
+            what = (
+                f"is over {_PAGE_LIMIT >> 20} MiB"
+                if len(data) > _PAGE_LIMIT
+                else f"was not read whole within {_TIMEOUT} s ({len(data)} bytes came)"
+            )
+            raise UsageError(
+                f"{option} {url}: the page {what}",
+                hint="check that the URL is a package index or a find-links page, and that "
+                "the server answers",
+            )
+    return data.decode("utf-8", "replace")
 
 
 def _url_error(exc: OSError | ValueError, subject: str, verb: str, http_hint: str) -> UsageError:
@@ -97,7 +176,8 @@ def _from_page(url: str, text: str) -> Iterable[Candidate]:
         if not filename.endswith(".whl"):
             continue
         sha256 = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
-        yield Candidate(filename, target, sha256, url, attrs.get("data-yanked"))
+        yanked, requires = attrs.get("data-yanked"), attrs.get("data-requires-python")
+        yield Candidate(filename, target, sha256, url, yanked, requires)
 
 
 def _from_folder(text: str, option: str = "--find-links") -> list[Candidate]:
@@ -115,10 +195,34 @@ def _from_folder(text: str, option: str = "--find-links") -> list[Candidate]:
             f"{option} {text}: cannot be read ({exc.strerror or exc})",
             hint="check the folder's permissions",
         ) from None
-    return [Candidate(p.name, str(p.resolve()), None, str(folder)) for p in wheels]
+    return [
+        Candidate(p.name, _absolute(p), None, str(folder), requires_python=_requires_python(p))
+        for p in wheels
+    ]
 
 
-def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candidate]:
+def _requires_python(wheel: Path) -> str | None:
+    """A local wheel's Requires-Python (pip passes over a build it excludes); None where it has
+    none or cannot be read (the chosen build's integrity check names what is wrong)."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            found = dist_info_entries(zf.namelist(), "METADATA")
+            if len(found) != 1 or zf.getinfo(found[0]).file_size > _METADATA_LIMIT:
+                return None  # not read (a zip bomb's METADATA would fill the memory)
+            return parse_metadata(zf.read(found[0])).get("Requires-Python")
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError):
+        return None
+
+
+def _absolute(path: Path) -> str:
+    """``path`` made absolute, a link not followed: a wheelhouse of links into a store
+    (``img2gray-….whl -> ../blobs/ab12…``) names each wheel by its link, as pip needs."""
+    return os.path.abspath(path)
+
+
+def list_candidates(
+    sources: PipSources, projects: Sequence[str], skipped: list[str] | None = None
+) -> list[Candidate]:
     """Every wheel the sources offer for ``projects`` (canonical names), first listing first:
     the index URLs are read with ``--no-index`` too (it keeps them from pip alone)."""
     found: list[Candidate] = []
@@ -128,8 +232,8 @@ def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candid
             if link.startswith("file:") and Path(unquote(urlparse(link).path)).is_dir():
                 found += _from_folder(unquote(urlparse(link).path))
             else:
-                page = _read_page(link, "--find-links", missing_ok=False)
-                found += _from_page(link, page or "")
+                base, page = _read_page(link, "--find-links", missing_ok=False) or (link, "")
+                found += _from_page(base, page)
         else:
             found += _from_folder(link)
     for index in sources.indexes:
@@ -137,10 +241,10 @@ def list_candidates(sources: PipSources, projects: Sequence[str]) -> list[Candid
         _check_url(index, option)
         for project in projects:
             url = f"{index.rstrip('/')}/{project}/"
-            if (page := _read_page(url, option, missing_ok=True)) is not None:
-                found += _from_page(url, page)
+            if (read := _read_page(url, option, missing_ok=True, skipped=skipped)) is not None:
+                found += _from_page(*read)
     wanted = set(projects)
-    return [c for c in _unique(found) if _project(c.filename) in wanted]
+    return [c for c in _unique(found) if project_of(c.filename) in wanted]
 
 
 def discover(location: str) -> list[Candidate]:
@@ -150,17 +254,24 @@ def discover(location: str) -> list[Candidate]:
     pages, each read (a kernelwheel site's root: those of each index it links)."""
     option = "SOURCE"
     if location.endswith(".whl") and Path(location).is_file():
-        return [Candidate(Path(location).name, str(Path(location).resolve()), None, location)]
+        path = Path(location)
+        return [Candidate(path.name, _absolute(path), None, location, None, _requires_python(path))]
     if "://" not in location:
         return _from_folder(location, option)
     _check_url(location, option)
     folder = unquote(urlparse(location).path)
+    if folder.endswith(".whl"):  # one wheel's URL (a link copied from an index's page)
+        if location.startswith("file:"):
+            return discover(folder)
+        target, fragment = urldefrag(location)
+        sha256 = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
+        return [Candidate(folder.rsplit("/", 1)[-1], target, sha256, location)]
     if location.startswith("file:") and Path(folder).is_dir():
         if not (Path(folder) / "index.html").is_file():
             return _from_folder(folder, option)
     url = location if location.endswith("/") or location.endswith(".html") else location + "/"
-    page = _read_page(url, option, missing_ok=False) or ""
-    return list(_from_page(url, page)) or _unique(_from_root(url, page, option, levels=2))
+    base, page = _read_page(url, option, missing_ok=False) or (url, "")
+    return list(_from_page(base, page)) or _unique(_from_root(base, page, option, levels=2))
 
 
 def _from_root(url: str, page: str, option: str, *, levels: int) -> list[Candidate]:
@@ -171,7 +282,7 @@ def _from_root(url: str, page: str, option: str, *, levels: int) -> list[Candida
     for href in filter(None, (a.get("href") for a in _Links(page).links)):
         sub = urljoin(url, href)
         if urlparse(sub).netloc == urlparse(url).netloc and not sub.endswith(".whl"):
-            text = _read_page(sub, option, missing_ok=True) or ""
+            sub, text = _read_page(sub, option, missing_ok=True) or (sub, "")
             wheels = list(_from_page(sub, text))
             if not wheels and levels > 1 and sub.endswith("/"):
                 wheels = _from_root(sub, text, option, levels=levels - 1)
@@ -186,7 +297,9 @@ def _unique(found: list[Candidate]) -> list[Candidate]:
     return list(first.values())
 
 
-def _project(filename: str) -> str:
+def project_of(filename: str) -> str:
+    """The project a file in a wheel listing is of, by its name's first part (``img2gray`` of
+    ``img2gray-latest.whl`` too, a name no wheel has)."""
     return str(canonicalize_name(filename.split("-", 1)[0]))
 
 
@@ -200,7 +313,7 @@ def fetch(candidate: Candidate, folder: Path) -> Path:
         return Path(unquote(urlparse(candidate.location).path))
     target = folder / candidate.filename
     try:
-        with urllib.request.urlopen(candidate.location, timeout=_TIMEOUT) as response:
+        with _open(candidate.location) as response:
             with target.open("wb") as out:
                 shutil.copyfileobj(response, out, 1 << 20)
     except (OSError, ValueError) as exc:

@@ -11,7 +11,7 @@ from enum import Enum
 from pathlib import Path
 
 from packaging.requirements import Requirement
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import parse_wheel_filename
 
 from .._util import RUNNER, Runner
 from ..compat.gpus import Gpus, visible_gpus
@@ -19,7 +19,7 @@ from ..errors import VariantError
 from ..model.variant import variant_of_wheel
 from .probe import Target, probe
 from .select import Selection, Verdict, select, why_not_chosen
-from .sources import Candidate
+from .sources import Candidate, project_of
 
 
 class Status(str, Enum):
@@ -73,9 +73,8 @@ def explain(
     folder's own spelling); ``unjudged``: rejected builds added as they are (to the first
     project, or to one of their own when there is none)."""
     by_project: dict[str, list[Candidate]] = {}
-    for candidate in candidates:
-        if (project := _project(candidate.filename)) is not None:
-            by_project.setdefault(project, []).append(candidate)
+    for candidate in candidates:  # a file misnamed is listed too, refused with why
+        by_project.setdefault(project_of(candidate.filename), []).append(candidate)
     found = []
     for project, offered in sorted(by_project.items()):
         (sel,) = select([Requirement(project)], offered, target)
@@ -85,13 +84,6 @@ def explain(
     elif unjudged:
         found.append(ProjectBuilds("", tuple(unjudged)))
     return VariantsReport(source, target, gpus, tuple(found))
-
-
-def _project(filename: str) -> str | None:
-    try:
-        return str(parse_wheel_filename(filename)[0])
-    except InvalidWheelFilename:
-        return None
 
 
 def _entries(sel: Selection, names: dict[str, str]) -> tuple[Entry, ...]:
@@ -109,8 +101,9 @@ def _entry(verdict: Verdict, sel: Selection, names: dict[str, str]) -> Entry:
         status, reason = Status.COMPATIBLE, why_not_chosen(verdict, sel.chosen)
     else:
         status, reason = Status.REJECTED, verdict.reason
-    name = names.get(filename) or _variant_name(filename)
-    return Entry(name, filename, verdict.candidate.location, str(verdict.version), status, reason)
+    version = str(verdict.version) if verdict.version is not None else None
+    name = names.get(filename) or (_variant_name(filename) if version else filename)
+    return Entry(name, filename, verdict.candidate.location, version, status, reason)
 
 
 def _variant_name(filename: str) -> str:

@@ -279,7 +279,7 @@ def download(
         left += [(repo, variant) for repo, variant, _ in passed_over]
 
     output_dir(req.wheelhouse, "--wheelhouse")
-    _check_outputs(req)
+    _check_outputs(req, [v.wheel for variants in chosen.values() for v in variants])
     with staging_dir(req.wheelhouse, "download") as staging:
         wheels: list[HouseWheel] = []
         for i, kernel in enumerate(lock.kernels):
@@ -291,7 +291,7 @@ def download(
         if pylock is not None:
             (staging / PYLOCK).write_text(pylock, encoding="utf-8")
         # Everything is verified: move it in (unless the user put a file of theirs meanwhile).
-        _check_outputs(req)
+        _check_outputs(req, [w.filename for w in wheels])
         placed = [replace(w, path=publish(w.path, req.wheelhouse / w.filename)) for w in wheels]
         publish(staging / REQUIREMENTS, req.wheelhouse / REQUIREMENTS)
         pylock_path = req.wheelhouse / PYLOCK if pylock is not None else None
@@ -348,10 +348,18 @@ def _torch_hint(passed: Sequence[tuple[LockedVariant, str]], torch: compat.Torch
     return "lock a release of the kernel that has a build for this torch, or name another --torch"
 
 
-def _check_outputs(req: DownloadRequest) -> None:
+def _check_outputs(req: DownloadRequest, wheels: Sequence[str] = ()) -> None:
     """The wheelhouse's requirements.txt and pylock.toml are replaced only where kernelwheel
     wrote them (they begin as its own do) or with --force: a file of the user's there is a
-    UsageError naming it, before anything is converted or written."""
+    UsageError naming it, before anything is converted or written. A folder where a wheel
+    goes is one too (the wheels before it would have been moved in, and nothing after)."""
+    for name in wheels:
+        if (path := req.wheelhouse / name).is_dir() and not path.is_symlink():
+            raise UsageError(
+                f"--wheelhouse {req.wheelhouse}: {path} is a folder, where download would put "
+                "that wheel; nothing was written",
+                hint=f"move {path} away, or pass another --wheelhouse DIR",
+            )
     if req.force:
         return
     for name in (REQUIREMENTS, PYLOCK):

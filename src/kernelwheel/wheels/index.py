@@ -57,6 +57,7 @@ class IndexResult:
     output: Path
     flavours: Mapping[str, tuple[str, ...]]  # flavour -> wheel file names (incl. "all")
     unflavoured: tuple[tuple[str, str], ...]  # (wheel, why it is only in all/)
+    sha256: Mapping[str, str]  # wheel file name -> the sha256 the pages list
 
 
 def flavours_of(filename: str) -> tuple[str | None, str | None, str]:
@@ -361,6 +362,12 @@ def _write_tree(
     files.mkdir(parents=True)
     for w in wheels:
         shutil.copyfile(w.path, files / w.filename)
+        if (copied := sha256_file(files / w.filename)) != w.sha256:  # rewritten meanwhile
+            raise WheelError(
+                f"{w.path}: changed while it was indexed (sha256 {w.sha256} when checked, "
+                f"{copied} when copied); the pages would list a hash the file does not have",
+                hint="index again once nothing writes into the wheelhouse",
+            )
         (files / f"{w.filename}.metadata").write_bytes(w.metadata)
     for flavour, members in sorted(flavours.items()):
         projects = _by_project(members)
@@ -418,4 +425,5 @@ def build_index(wheelhouse: Path, output: Path, *, wheel_variants: bool = False)
         output,
         {f: tuple(sorted(w.filename for w in ws)) for f, ws in sorted(listed.items())},
         tuple(unflavoured),
+        {w.filename: w.sha256 for w in wheels},
     )

@@ -1,0 +1,229 @@
+"""Index pages as real servers serve them: a redirect (relative links resolve against the page
+it led to, as pip resolves them) and a body that trickles in (bounded in all, not per read).
+An in-process HTTP server on loopback; no interpreter is probed."""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.tags import Tag
+
+from kernelwheel.errors import UsageError
+from kernelwheel.install import sources
+from kernelwheel.install.probe import Target
+from kernelwheel.install.select import select
+from kernelwheel.install.service import NoMatch
+from kernelwheel.install.sources import discover, list_candidates
+from kernelwheel.model.sources import PipSources
+from kernelwheel.wheels import WheelSpec, write_wheel
+
+WHEEL = "img2gray-0.1.0+torch2.13.cpu.cxx11-cp310-abi3-linux_x86_64.whl"
+PAGE = f'<html><body><a href="{WHEEL}#sha256=00">{WHEEL}</a></body></html>'.encode()
+
+Handler = Callable[[BaseHTTPRequestHandler], None]
+TARGET = Target(Path("/py"), (3, 11), "cpython", "x86_64", None, None, ("py3-none-any",), True)
+
+
+@contextmanager
+def serve(handle: Handler) -> Iterator[str]:
+    class _H(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            handle(self)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _redirecting(h: BaseHTTPRequestHandler) -> None:
+    """``/simple/img2gray/`` moved to ``/files/img2gray.html`` (a CDN, a renamed folder); only
+    the new place holds the wheel."""
+    if h.path == "/simple/img2gray/":
+        h.send_response(301)
+        h.send_header("Location", "/files/img2gray.html")
+        h.end_headers()
+    elif h.path == "/files/img2gray.html":
+        h.send_response(200)
+        h.send_header("Content-Type", "text/html")
+        h.end_headers()
+        h.wfile.write(PAGE)
+    else:
+        h.send_response(404)
+        h.end_headers()
+
+
+def test_links_of_a_redirected_index_page_resolve_against_where_it_led() -> None:
+    with serve(_redirecting) as url:
+        found = list_candidates(PipSources(index_url=f"{url}/simple/"), ["img2gray"])
+        (listed,) = discover(f"{url}/simple/img2gray/")
+        (linked,) = list_candidates(
+            PipSources(find_links=(f"{url}/simple/img2gray/",)), ["img2gray"]
+        )
+    assert [c.location for c in found] == [f"{url}/files/{WHEEL}"]  # before: /simple/img2gray/…
+    assert listed.location == linked.location == f"{url}/files/{WHEEL}"
+
+
+def _trickling(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html")
+    h.end_headers()
+    try:
+        for _ in range(60):
+            h.wfile.write(b" ")
+            h.wfile.flush()
+            time.sleep(0.1)
+    except OSError:
+        pass  # the client gave up
+
+
+def test_a_page_that_trickles_in_is_given_up_on_in_bounded_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sources, "_TIMEOUT", 1)  # each byte comes within it: no read times out
+    with serve(_trickling) as url:
+        start = time.monotonic()
+        with pytest.raises(UsageError) as err:
+            list_candidates(PipSources(find_links=(f"{url}/slow/",)), ["img2gray"])
+        took = time.monotonic() - start
+    assert took < 3  # before: the whole 6 s body was waited for (for ever, with no end)
+    assert f"--find-links {url}/slow/: the page was not read whole within 1 s" in err.value.message
+    assert err.value.hint and "server answers" in err.value.hint
+
+
+LOGIN = "Basic " + base64.b64encode(b"ci:t0k3n/x").decode()
+
+
+def test_a_private_index_with_a_login_in_its_url_is_read_and_its_wheel_downloaded(
+    tmp_path: Path,
+) -> None:
+    """``https://user:token@host/simple/`` is how pip reads a private index. Before, the
+    login went into the host name ("Name or service not known"). The login reaches the index's
+    host (its page, a same-host redirect, the wheel) and not another host a redirect names."""
+    seen: list[tuple[str, str | None]] = []
+    wheel = b"PK\x05\x06" + bytes(18)  # an empty zip stands for the wheel's bytes
+
+    def cdn(h: BaseHTTPRequestHandler) -> None:
+        seen.append((f"cdn{h.path}", h.headers.get("Authorization")))
+        h.send_response(200)
+        h.end_headers()
+        h.wfile.write(b'<a href="other-1.0-py3-none-any.whl">other</a>')
+
+    with serve(cdn) as cdn_url:
+
+        def private(h: BaseHTTPRequestHandler) -> None:
+            seen.append((h.path, h.headers.get("Authorization")))
+            if h.headers.get("Authorization") != LOGIN:
+                h.send_response(401)
+                h.end_headers()
+            elif h.path == "/simple/img2gray/":
+                h.send_response(302)  # moved on the same host: the login follows
+                h.send_header("Location", "/pages/img2gray/")
+                h.end_headers()
+            elif h.path == "/simple/other/":
+                h.send_response(302)  # moved to another host: it does not
+                h.send_header("Location", f"{cdn_url}/other/")
+                h.end_headers()
+            elif h.path == "/pages/img2gray/":
+                h.send_response(200)
+                h.end_headers()
+                h.wfile.write(PAGE)
+            elif unquote(h.path) == f"/pages/img2gray/{WHEEL}":
+                h.send_response(200)
+                h.end_headers()
+                h.wfile.write(wheel)
+            else:
+                h.send_response(404)
+                h.end_headers()
+
+        with serve(private) as url:
+            index = url.replace("http://", "http://ci:t0k3n%2Fx@") + "/simple/"
+            found = list_candidates(PipSources(index_url=index), ["img2gray", "other"])
+            got = [sources.fetch(c, tmp_path) for c in found]
+    login_url = index.removesuffix("/simple/")
+    assert [c.location for c in found] == [
+        f"{login_url}/pages/img2gray/{WHEEL}",  # pip gets the wheel's URL with the login
+        f"{cdn_url}/other/other-1.0-py3-none-any.whl",
+    ]
+    assert got[0].read_bytes() == wheel
+    assert ("/pages/img2gray/", LOGIN) in seen
+    assert ("cdn/other/", None) in seen  # before: no request got this far
+    assert all(auth is None for path, auth in seen if path.startswith("cdn"))
+
+
+def test_variants_of_one_wheels_url_judges_that_wheel(tmp_path: Path) -> None:
+    """A wheel's link copied from an index page: before, ``…whl/`` was read as a page (HTTP 404),
+    and a ``file://`` wheel was parsed as HTML ("no wheels found")."""
+    url = f"http://127.0.0.1:9/files/{WHEEL.replace('+', '%2B')}#sha256=ab12"
+    (found,) = discover(url)  # nothing is read: the wheel is judged by its name
+    assert (found.filename, found.location, found.sha256) == (WHEEL, url.split("#")[0], "ab12")
+    (tmp_path / WHEEL).write_bytes(b"")
+    (local,) = discover((tmp_path / WHEEL).as_uri())
+    assert (local.filename, local.location) == (WHEEL, str(tmp_path / WHEEL))
+    with pytest.raises(UsageError, match="does not exist"):
+        discover((tmp_path / "gone-1.0-py3-none-any.whl").as_uri())
+
+
+def test_requires_python_is_read_from_a_page_and_from_a_local_wheel(tmp_path: Path) -> None:
+    page = f'<a href="{WHEEL}" data-requires-python="&gt;=3.12">w</a>'
+    (tmp_path / "page.html").write_text(page)
+    (linked,) = list_candidates(
+        PipSources(find_links=((tmp_path / "page.html").as_uri(),)), ["img2gray"]
+    )
+    assert linked.requires_python == ">=3.12"
+    house = tmp_path / "house"
+    spec = WheelSpec("img2gray", "0.1.0", Tag("py3", "none", "any"), {"img2gray/__init__.py": b""},
+                     requires_python=">=3.99")  # fmt: skip
+    wheel = write_wheel(spec, house)
+    (local,) = list_candidates(PipSources(find_links=(str(house),)), ["img2gray"])
+    assert local.requires_python == ">=3.99"
+    wheel.write_bytes(wheel.read_bytes()[:100])  # unreadable: left to the integrity check
+    assert (
+        list_candidates(PipSources(find_links=(str(house),)), ["img2gray"])[0].requires_python
+        is None
+    )
+
+
+def _forbidden(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(403)  # a bucket behind a CDN, for a key it does not hold
+    h.end_headers()
+
+
+def test_an_index_answering_403_for_a_project_it_lacks_is_skipped_and_named(
+    tmp_path: Path,
+) -> None:
+    """``--extra-index-url`` of PyTorch's index beside a wheelhouse: the index answers 403 for
+    ``img2gray/``, and install stopped with "HTTP 403 Forbidden" although the wheelhouse held
+    the wheel (pip skips such a page)."""
+    house = tmp_path / "house"
+    spec = WheelSpec("img2gray", "0.1.0", Tag("py3", "none", "any"), {"img2gray/__init__.py": b""})
+    write_wheel(spec, house)
+    with serve(_forbidden) as url:
+        sources_ = PipSources(find_links=(str(house),), extra_index_urls=(f"{url}/whl/",))
+        assert len(list_candidates(sources_, ["img2gray"])) == 1  # before: UsageError, HTTP 403
+        skipped: list[str] = []
+        (found,) = list_candidates(sources_, ["img2gray"], skipped)
+        assert skipped == [f"{url}/whl/img2gray/: HTTP 403 Forbidden"]
+        assert found.filename == "img2gray-0.1.0-py3-none-any.whl"
+        with pytest.raises(UsageError, match="HTTP 403"):  # a page asked for by name is read
+            list_candidates(PipSources(find_links=(f"{url}/page.html",)), ["img2gray"])
+    message = NoMatch(TARGET, select([Requirement("other")], [], TARGET), sources_, None,
+                      tuple(s.replace("img2gray", "other") for s in skipped)).message  # fmt: skip
+    assert f"  {url}/whl/other/: HTTP 403 Forbidden (taken as not holding it" in message
