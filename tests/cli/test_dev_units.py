@@ -9,7 +9,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.kinds import write_noarch_project, write_tvm_ffi_project
@@ -346,8 +348,10 @@ def test_watch_shows_a_failed_builds_fix_once_and_keeps_watching(
     root = write_tiny_kernel(tmp_path / "p")
     runs: list[int] = []
 
-    def dev_once(args: object, ui: object) -> object:
+    def dev_once(args: object, ui: object, before_build: Any = None) -> object:
         runs.append(1)
+        if before_build is not None:
+            before_build(load_project(root))
         if len(runs) == 2:  # the save after the first build does not compile
             raise BuildError("compiling csrc/add_one.cpp failed", hint="read the error above")
         return argparse.Namespace(planned=argparse.Namespace(project=load_project(root)))
@@ -368,6 +372,76 @@ def test_watch_shows_a_failed_builds_fix_once_and_keeps_watching(
         dev.run(argparse.Namespace(watch=True), ConsoleUI(out=io.StringIO(), err=err))
     assert len(runs) == 4  # the failed build did not end the watch
     assert err.getvalue().count("fix: read the error above") == 1
+
+
+def _watch_runs(
+    root: Path, monkeypatch: pytest.MonkeyPatch, build: Callable[[int], None], polls: int = 3
+) -> tuple[int, str]:
+    """``dev --watch`` of ``root`` whose builds run ``build(n)`` (n: 1 for the first) after
+    reading the project, ended (Ctrl-C) at the fourth build or after ``polls`` idle polls: the
+    builds made and the error output."""
+    runs: list[int] = []
+
+    def dev_once(args: object, ui: object, before_build: Any = None) -> object:
+        runs.append(1)
+        if len(runs) == 4:
+            raise KeyboardInterrupt
+        project = load_project(root)
+        if before_build is not None:
+            before_build(project)
+        build(len(runs))
+        return argparse.Namespace(planned=argparse.Namespace(project=project))
+
+    idle = iter(range(polls))
+
+    def sleep(seconds: float) -> None:
+        if seconds == 0.5 and next(idle, None) is None:  # nothing changed: Ctrl-C
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(dev, "dev_once", dev_once)
+    monkeypatch.setattr(dev.time, "sleep", sleep)
+    err = io.StringIO()
+    with pytest.raises(KeyboardInterrupt):
+        dev.run(argparse.Namespace(watch=True), ConsoleUI(out=io.StringIO(), err=err))
+    return len(runs), err.getvalue()
+
+
+def test_watch_builds_a_save_made_while_its_first_build_compiled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the header saved while the first build compiled: that build read the old one, and the
+    # watch, looking only from then on, sat idle on a stale build
+    root = write_tiny_kernel(tmp_path / "p")
+
+    def build(n: int) -> None:
+        if n == 1:
+            (root / "csrc" / "add_one.cpp").write_text("// saved during the first build\n")
+
+    runs, _ = _watch_runs(root, monkeypatch, build)
+    assert runs == 2
+
+
+def test_watch_keeps_watching_when_its_first_build_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # started on a kernel that does not compile yet: the watch ended (exit 6) before watching
+    root = write_tiny_kernel(tmp_path / "p")
+
+    def build(n: int) -> None:
+        if n == 1:
+            (root / "csrc" / "add_one.cpp").write_text("// the fix, saved\n")
+            raise BuildError("compiling csrc/add_one.cpp failed", hint="read the error above")
+
+    runs, err = _watch_runs(root, monkeypatch, build)
+    assert runs == 2
+    assert err.count("fix: read the error above") == 1
+
+
+def test_watch_of_no_project_is_refused_not_watched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["dev", "--watch", str(tmp_path)]) == 3  # no build.toml: nothing to watch
+    assert "watching" not in capsys.readouterr().out
 
 
 def test_tests_a_signal_ended_exit_as_a_shell_says_naming_it() -> None:

@@ -191,10 +191,24 @@ def local_kernels(project: KernelProject, build: DevBuild) -> str:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    project_root = dev_once(args, ui).planned.project.root
     if not args.watch:
+        dev_once(args, ui)
         return 0
-    seen = _snapshot(project_root)
+    # the files as the first build reads them: a save during that build is built next
+    seen: dict[str, tuple[int, int]] = {}
+    roots: list[Path] = []
+
+    def remember(project: KernelProject) -> None:
+        roots.append(project.root)
+        seen.update(_snapshot(project.root))
+
+    try:
+        dev_once(args, ui, before_build=remember)
+    except KernelwheelError as exc:
+        if not roots:  # no project to watch (its build.toml unreadable, a wrong DIR)
+            raise
+        ui.error(str(exc))  # a kernel that does not compile yet: the next save tries again
+    project_root = roots[0]
     ui.info("", f"watching {project_root} (Ctrl-C stops)")
     while True:
         seen = next_change(project_root, seen)
