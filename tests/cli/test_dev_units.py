@@ -132,6 +132,37 @@ def test_the_tests_run_under_the_projects_own_pytest_configuration(tmp_path: Pat
     assert cmd[cmd.index("-c") + 1] == str(project.root / "pytest.ini")
 
 
+def test_a_test_id_after_the_dashes_runs_alone_from_the_project_or_its_tests_folder(
+    tmp_path: Path,
+) -> None:
+    # `kernelwheel test -- tests/test_two.py::test_one` ran every test of tests/ (the folder
+    # was passed too), and `-- test_two.py::test_one` from tests/ was not found
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    tests = project.root / "tests"
+    tests.mkdir(exist_ok=True)
+    (tests / "test_two.py").write_text("def test_one():\n    pass\n\n\ndef test_two():\n    pass\n")
+    (tests / "test_three.py").write_text("def test_three():\n    pass\n")
+    dev = tmp_path / "dev"
+    dev.mkdir()
+
+    def passed(given: list[str], cwd: Path) -> str:
+        cmd = pytest_arguments(project, _build(dev), given, cwd)
+        ran = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *cmd],
+            cwd=project.root, capture_output=True, text=True,
+        )  # fmt: skip
+        return ran.stdout.strip().splitlines()[-1]
+
+    assert " 1 passed" in passed(["tests/test_two.py::test_one"], project.root)
+    assert " 1 passed" in passed(["test_two.py::test_two"], tests)
+    assert " 2 passed" in passed([str(tests / "test_two.py")], tmp_path)
+    # an option's value is no test path, even one naming a folder: all of tests/ still runs
+    assert " 3 passed" in passed(["-x"], project.root)
+    assert " 2 passed" in passed(["-k", "test_three or test_one", "--tb", "short"], tests)
+    assert " 2 passed" in passed(["--ignore", "tests/test_three.py"], project.root)
+    assert " 2 passed" in passed(["--deselect", "tests/test_two.py::test_one"], project.root)
+
+
 def test_kernel_builders_kernels_ci_marker_is_known_without_a_configuration(
     tmp_path: Path,
 ) -> None:

@@ -85,7 +85,7 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
         ui.info("", f"pytest for {where}: kernelwheel's, {tools}")
         env["PYTHONPATH"] = _paths(tools, env.get("PYTHONPATH", ""))
     _warn_missing_imports(project, python, python == build.python, env, ui, args.runner)
-    pytest_args = [*pytest_arguments(project, build), *args.pytest_args]
+    pytest_args = pytest_arguments(project, build, args.pytest_args, Path.cwd())
     # pytest runs in the project: its tests import the package from the dev build, not from
     # a torch-ext/ folder next to them (that has no _ops.py).
     cmd = [os.fspath(python), "-m", "pytest", *pytest_args]
