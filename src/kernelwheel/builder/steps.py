@@ -518,8 +518,11 @@ def run_worker(
         ) is not None:
             raise machine_fault(req, cause, stage, env_vars)
         units = ", ".join(found.units) or req.variant.name
+        doing = (
+            f"linking {req.variant.name}'s shared object" if found.linker else f"compiling {units}"
+        )
         raise BuildError(
-            f"compiling {units} failed (exit {code})",
+            f"{doing} failed (exit {code})",
             log=req.log,
             hint=compile_hint(req.variant, output, found.compiler_error),
             diagnostics=found.lines,
@@ -697,6 +700,8 @@ _NO_REGISTRATION = re.compile(
     + r"[’'\"] (?:was not declared|is undefined)"
 )
 # ptxas, on device code calling a function the unit declares and never defines (mangled)
+# ld, on a symbol two units define (a non-inline function in a header both include)
+_MULTIPLE_DEFINITION = re.compile(r"multiple definition of [`‘'](.+?)['’]")
 _UNRESOLVED_DEVICE = re.compile(r"ptxas fatal\s*: Unresolved extern function '([^']+)'")
 
 
@@ -719,6 +724,12 @@ def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
             f"the device code calls {demangle(unresolved[1])}, declared but not defined in that "
             "unit: each .cu's device code is linked alone (no device link across units), so "
             "define the function there or in a header it includes (as __device__ inline)"
+        )
+    if (defined := _MULTIPLE_DEFINITION.search(output)) is not None:
+        return (
+            f"{defined[1]} is defined in more than one unit: a function or variable defined in a "
+            "header that several sources include must be inline (or defined in one source and "
+            "only declared in the header); the linker's first error is above"
         )
     return _FIRST_ERROR if compiler_error else _NO_ERROR
 
@@ -747,7 +758,23 @@ def _project_paths(req: BuildRequest, stage: Path, spec_path: Path) -> PathMap:
         cwd = str(json.loads(spec_path.read_text()).get("build_temp", stage))
     except (OSError, ValueError):
         cwd = str(stage)
-    folders = (str(stage.absolute() / PROJECT_LINK), str(root.absolute()), str(root.resolve()))
+    return project_path_map(stage, root, cwd)
+
+
+def project_path_map(stage: Path, root: Path, cwd: str) -> PathMap:
+    """The project at ``root`` as a compile in ``stage`` whose compilers ran in ``cwd`` names
+    it: the work folder's link, its own paths, the -ffile-prefix-map names the debug info and
+    so the linker give it (compile_plan.prefix_maps), and the objects' folder (each object
+    lies in ``cwd`` under its source's absolute path)."""
+    link = stage.absolute() / PROJECT_LINK
+    folders = (
+        str(link),
+        str(root.absolute()),
+        str(root.resolve()),
+        f"/kernelwheel/build/{PROJECT_LINK}",
+        "/kernelwheel/src",
+        os.path.join(cwd, str(link).lstrip("/")),
+    )
     return PathMap(tuple(dict.fromkeys(folders)), cwd)
 
 
