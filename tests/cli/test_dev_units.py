@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import shutil
 import subprocess
 import sys
 import threading
@@ -224,6 +225,18 @@ def test_the_dev_site_changes_only_what_the_project_changed(
     links[0].resolve().unlink()  # the project drops a file: its link goes
     _lay_out_site(site, project, "_ns", stamp, so, "d1")
     assert not links[0].is_symlink() and made == []
+    # a subpackage, imported once (its __pycache__), then moved away: its folder goes too, or
+    # `import tiny_add.sub` still worked against the dev build, and failed from the wheel
+    sub = project.package_dir / "sub" / "deep"
+    sub.mkdir(parents=True)
+    (sub / "__init__.py").write_text("")
+    _lay_out_site(site, project, "_ns", stamp, so, "d1")
+    assert (package / "sub" / "deep" / "__init__.py").is_symlink()
+    (package / "sub" / "deep" / "__pycache__").mkdir()
+    (package / "sub" / "deep" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"")
+    shutil.rmtree(project.package_dir / "sub")
+    _lay_out_site(site, project, "_ns", stamp, so, "d1")
+    assert not (package / "sub").exists()
 
 
 def test_the_tests_import_the_dev_build_not_a_pip_installed_copy(tmp_path: Path) -> None:

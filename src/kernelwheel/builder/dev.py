@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -180,6 +181,9 @@ def _lay_out_site(
         for rel in package_files(project)
     }
     shared = f"{namespace}.abi3.so"
+    # the folders the links lie in: a subpackage the project no longer has goes with its
+    # folder (left, even empty, `import <package>.<sub>` finds it there and not in the wheel)
+    folders = {parent.as_posix() for name in links for parent in Path(name).parents}
     for path in sorted(package.rglob("*"), reverse=True):  # what the project no longer has
         name = path.relative_to(package).as_posix()
         if "__pycache__" in path.parts:
@@ -189,6 +193,8 @@ def _lay_out_site(
                 path.unlink()
         elif path.is_file() and name not in ("_ops.py", shared):
             path.unlink()
+        elif path.is_dir() and name not in folders:
+            shutil.rmtree(path)
     for name, target in links.items():
         dest = package / name
         if dest.is_symlink() and dest.readlink() == target:
