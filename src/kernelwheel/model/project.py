@@ -1127,7 +1127,7 @@ class _Reader:
                 raise self.error(
                     f"{entry!r} does not exist (looked for {full})",
                     dotted,
-                    self.missing_path_hint(entry, full),
+                    self.missing_path_hint(entry, full, dotted),
                 )
             if files_only and not full.is_file():
                 raise self.error(
@@ -1138,7 +1138,7 @@ class _Reader:
             paths[Path(normalized)] = None
         return tuple(paths)
 
-    def missing_path_hint(self, entry: str, full: Path) -> str:
+    def missing_path_hint(self, entry: str, full: Path, key: str) -> str:
         if any(c in entry for c in "*?["):
             return "wildcards are not expanded: list each file"
         if full.parent.is_dir():
@@ -1152,7 +1152,11 @@ class _Reader:
             close = difflib.get_close_matches(full.name, names, n=1, cutoff=0.6)
             if close:
                 return f"did you mean {posixpath.join(posixpath.dirname(entry), close[0])!r}?"
-        return "fix the path (relative to the project root) or create the file"
+        # a header deleted in a refactor: its entry is what is left to remove
+        return (
+            f"fix the path (relative to the project root), create the file, or remove {entry!r} "
+            f"from {key}"
+        )
 
 
 def _other_backend_key(key: str, backend: str) -> str | None:
