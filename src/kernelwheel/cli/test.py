@@ -42,10 +42,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "environment; where that interpreter has no pytest, with a pinned pytest kernelwheel "
             "installs into its cache (recipes/pytest.toml), never into the environment; with "
             "LOCAL_KERNELS naming the build for tests that load it "
-            "through kernels.get_kernel. Arguments after -- go to pytest. The exit code is "
-            "pytest's."
+            "through kernels.get_kernel. Arguments after -- go to pytest; a test file or id "
+            "among them (relative to the current folder) runs instead of all of tests/. The "
+            "exit code is pytest's."
         ),
-        epilog="example:\n  kernelwheel test my-kernel -- -x -k smoke",
+        epilog="examples:\n  kernelwheel test my-kernel -- -x -k smoke\n"
+        "  kernelwheel test -- tests/test_my_kernel.py::test_add_one",
     )
     add_dev_arguments(p)
     p.set_defaults(pytest_args=[])  # main() hands it the words after --
