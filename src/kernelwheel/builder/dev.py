@@ -389,7 +389,7 @@ _VALUE_OPTIONS = frozenset(
     "--basetemp --maxfail --tb --durations --durations-min --junitxml --junit-xml "
     "--override-ini --import-mode --capture --color --code-highlight --log-level --log-file "
     "--log-cli-level --log-format --log-date-format --log-file-level --verbosity --dist "
-    "--timeout --cov --cov-report --pyargs".split()
+    "--timeout --cov --cov-report".split()
 )
 
 
