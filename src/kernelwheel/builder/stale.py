@@ -41,6 +41,15 @@ def objects_inputs(ninja: str | None, build_temp: Path, runner: Runner) -> dict[
     return found
 
 
+def all_inputs(deps: Mapping[str, list[str]], build_temp: Path) -> list[str] | None:
+    """Every input of the objects of ``build_temp`` by ``deps`` (:func:`objects_inputs`), as the
+    compile worker gives them; None unless the deps log covers every object."""
+    objects = {os.path.normpath(p) for p in build_temp.rglob("*.o")}
+    if not objects or not objects <= deps.keys():
+        return None
+    return sorted({path for inputs in deps.values() for path in inputs})
+
+
 class Digests:
     """The digests of the inputs under ``root`` (the work folder: the project is linked into it),
     each file hashed once; None for a file that cannot be read."""

@@ -401,8 +401,10 @@ def compile_step(
         ninja = str(result.get("ninja") or ninja or "")
         deps = stale.objects_inputs(ninja, objects, runner)
         stale.record_compiled(stage, deps, before, started, stage / PROJECT_LINK)
+        if direct is not None:  # ninja and the link, no worker: the inputs from the deps read
+            result = {**result, "inputs": stale.all_inputs(deps, objects)}
     _record_unit_costs(costs, peaks, spec, stage, req.project.root)
-    if reuse is not None and direct is None:  # a direct run's inputs are not read again
+    if reuse is not None:  # the next unchanged run reuses this build without starting ninja
         reuse.store(key, result, spec.sources, spec.include_dirs, started_ns=started)
     if not (cache := str(result.get("cache") or "")):  # what the compiler cache did
         stats = read_stats(stats_log) if cached else None
