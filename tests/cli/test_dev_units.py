@@ -48,6 +48,8 @@ def test_watch_sees_the_projects_files_not_caches_hidden_folders_or_editors_file
     before = _snapshot(root)
     editors = ("csrc/.add_one.cpp.swp", "csrc/4913", "csrc/#add_one.cpp#", "csrc/add_one.cpp~")
     editors += ("torch-ext/tiny_add/__init__.py___jb_tmp___", "torch-ext/.x.py.kate-swp")
+    # wheelhouse/: what `kernelwheel build` in another terminal writes (it started a build)
+    editors += ("wheelhouse/logs/torch213-cxx11-cpu-x86_64-linux.log", "wheelhouse/x.whl")
     for noise in (".git/index", "torch-ext/tiny_add/__pycache__/x.pyc", ".venv/x", *editors):
         (root / noise).parent.mkdir(parents=True, exist_ok=True)
         (root / noise).write_text("noise")

@@ -19,6 +19,7 @@ from ..builder.service import dev_project
 from ..errors import KernelwheelError, ProjectError, UsageError
 from ..model.project import KernelProject, editor_file
 from ..plan.defaults import active_venv_python, capabilities_here
+from ..plan.options import Options
 from ..plan.planning import Planned, plan_project
 from ._args import (
     add_option_arguments,
@@ -241,11 +242,18 @@ def next_change(
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file of the project but hidden folders, caches and editors' temporary files (a
-    swap file written as you type would start a build): size and mtime."""
+    """Every file of the project but hidden folders, caches, editors' temporary files (a
+    swap file written as you type would start a build) and the wheels and logs of
+    ``kernelwheel build`` (the project's ``wheelhouse/``: a build in another terminal is no
+    save): size and mtime."""
     found: dict[str, tuple[int, int]] = {}
+    output = os.path.join(root, Options.output_dir)
     for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        dirs[:] = [
+            d
+            for d in dirs
+            if not d.startswith(".") and d != "__pycache__" and os.path.join(folder, d) != output
+        ]
         for name in files:
             if editor_file(name):
                 continue
