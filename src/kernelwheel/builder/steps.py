@@ -397,6 +397,7 @@ def compile_step(
     before = stale.remove_stale(stage, stale.objects_inputs(ninja, objects, runner))
     started = time.time_ns()
     result = run_worker(req, python, stage, env_vars, planned.keep_dir, runner, direct=direct)
+    units = result.pop("units", None)
     if incremental:
         ninja = str(result.get("ninja") or ninja or "")
         deps = stale.objects_inputs(ninja, objects, runner)
@@ -410,7 +411,15 @@ def compile_step(
         stats = read_stats(stats_log) if cached else None
         why = "no-ccache" if req.compile.no_ccache else "see the log"
         cache = stats.describe() if stats is not None else f"no compiler cache ({why})"
+    if isinstance(units, list) and units:  # a dev build: which units an edit recompiled
+        cache = f"compiled {_some(units)}; {cache}"
     return _compiled(result, spec, cache, planned.notes)
+
+
+def _some(units: Sequence[object], shown: int = 4) -> str:
+    """``units`` named, the first ``shown`` of them: ``a.cpp, b.cpp and 3 more``."""
+    names = ", ".join(str(unit) for unit in units[:shown])
+    return names + (f" and {len(units) - shown} more" if len(units) > shown else "")
 
 
 def _compiled(
@@ -532,7 +541,10 @@ def run_worker(
     result: dict[str, object] = json.loads(result_path.read_text())
     result["warnings"] = list(warning_summary(output, paths))
     if incremental:
-        result["warnings"] = _replayed(stage, unit_warnings(output, paths), paths)
+        fresh = unit_warnings(output, paths)
+        result["warnings"] = _replayed(stage, fresh, paths)
+        # the project's units this run compiled (kernelwheel's own, absolute, left out)
+        result["units"] = [unit for unit in fresh if not os.path.isabs(unit)]
     if idle:
         result["cache"] = "unchanged: ninja had nothing to compile"
     return result
