@@ -333,6 +333,12 @@ def find_project_root(start: Path | None = None) -> Path:
     )
 
 
+# a test file, folder or id given as the project (pytest's habit): where `kernelwheel test` takes it
+_TESTS_AFTER_DASHES = (
+    "to run some of the tests, give them after --: kernelwheel test -- tests/test_x.py::test_one"
+)
+
+
 def _locate(path: Path) -> Path:
     path = path.expanduser()
     if path.is_dir():
@@ -348,15 +354,24 @@ def _locate(path: Path) -> Path:
                 f"not found (looked in directory {path.resolve()})",
                 file=candidate,
                 hint="pass the kernel project directory, the one that holds build.toml, "
-                "csrc/ and torch-ext/ (or the path of its build.toml)",
+                "csrc/ and torch-ext/ (or the path of its build.toml)"
+                + (f"; {_TESTS_AFTER_DASHES}" if path.name.startswith("test") else ""),
             )
     elif path.is_file():
+        if path.suffix == ".py":  # `kernelwheel test tests/test_x.py`, pytest's habit
+            raise ProjectError(
+                "is a Python file, not a kernel project's folder or its build.toml",
+                file=path,
+                hint="pass the project's folder (or none: the project the current folder lies "
+                f"in); {_TESTS_AFTER_DASHES}",
+            )
         candidate = path
     else:
         raise ProjectError(
             f"no such directory or file (looked for {path.absolute()})",
             file=path,
-            hint="pass an existing kernel project directory or its build.toml",
+            hint="pass an existing kernel project directory or its build.toml"
+            + (f"; {_TESTS_AFTER_DASHES}" if "::" in str(path) else ""),
         )
     # Resolve once so root and every derived path are absolute and stable.
     return candidate.resolve()
