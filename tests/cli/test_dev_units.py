@@ -483,6 +483,39 @@ def test_watch_keeps_watching_when_its_first_build_fails(
     assert err.count("fix: read the error above") == 1
 
 
+def test_watch_started_on_a_build_toml_that_does_not_parse_yet_keeps_watching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # build.toml half-written when the watch starts: it ended (exit 3) instead of building the
+    # save that completes it
+    root = write_tiny_kernel(tmp_path / "p")
+    toml = root / "build.toml"
+    good = toml.read_text()
+    toml.write_text(good + "[kernel.broken\n")
+    monkeypatch.chdir(root)
+    builds: list[int] = []
+    real = dev.dev_once
+
+    def dev_once(args: argparse.Namespace, ui: ConsoleUI, **kwargs: Any) -> object:
+        builds.append(1)
+        if len(builds) == 1:
+            return real(args, ui, **kwargs)  # refused: build.toml does not parse
+        raise KeyboardInterrupt  # the next save was built: Ctrl-C
+
+    saves = iter([good])
+
+    def sleep(seconds: float) -> None:
+        if seconds == 0.5:
+            toml.write_text(next(saves))
+
+    monkeypatch.setattr(dev, "dev_once", dev_once)
+    monkeypatch.setattr(dev.time, "sleep", sleep)
+    assert main(["dev", "--watch"]) == 130  # Ctrl-C
+    assert len(builds) == 2
+    out, err = capsys.readouterr()
+    assert "invalid TOML" in err and f"watching {root.resolve()}" in out
+
+
 def test_watch_of_no_project_is_refused_not_watched(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

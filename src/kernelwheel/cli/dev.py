@@ -17,7 +17,7 @@ from ..builder.preflight import select_buildable
 from ..builder.request import BuildKind
 from ..builder.service import dev_project
 from ..errors import KernelwheelError, ProjectError, UsageError
-from ..model.project import KernelProject, editor_file
+from ..model.project import BUILD_TOML, KernelProject, editor_file
 from ..plan.defaults import active_venv_python, capabilities_here
 from ..plan.options import Options
 from ..plan.planning import Planned, plan_project
@@ -206,7 +206,13 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     try:
         dev_once(args, ui, before_build=remember)
     except KernelwheelError as exc:
-        if not roots:  # no project to watch (its build.toml unreadable, a wrong DIR)
+        # a build.toml being written (it does not parse yet): its folder is the project
+        toml = exc.file if isinstance(exc, ProjectError) else None
+        if not roots and toml is not None and toml.name == BUILD_TOML and toml.is_file():
+            remember_root = toml.parent.resolve()
+            roots.append(remember_root)
+            seen.update(_snapshot(remember_root))
+        if not roots:  # no project to watch (no build.toml, a wrong DIR)
             raise
         ui.error(str(exc))  # a kernel that does not compile yet: the next save tries again
     project_root = roots[0]
