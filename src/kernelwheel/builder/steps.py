@@ -714,9 +714,9 @@ _NO_REGISTRATION = re.compile(
     + r"[’'\"] (?:was not declared|is undefined)"
 )
 # ptxas, on device code calling a function the unit declares and never defines (mangled)
+_UNRESOLVED_DEVICE = re.compile(r"ptxas fatal\s*: Unresolved extern function '([^']+)'")
 # ld, on a symbol two units define (a non-inline function in a header both include)
 _MULTIPLE_DEFINITION = re.compile(r"multiple definition of [`‘'](.+?)['’]")
-_UNRESOLVED_DEVICE = re.compile(r"ptxas fatal\s*: Unresolved extern function '([^']+)'")
 
 
 def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:

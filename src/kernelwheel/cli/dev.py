@@ -209,9 +209,8 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         # a build.toml being written (it does not parse yet): its folder is the project
         toml = exc.file if isinstance(exc, ProjectError) else None
         if not roots and toml is not None and toml.name == BUILD_TOML and toml.is_file():
-            remember_root = toml.parent.resolve()
-            roots.append(remember_root)
-            seen.update(_snapshot(remember_root))
+            roots.append(toml.parent.resolve())
+            seen.update(_snapshot(roots[0]))
         if not roots:  # no project to watch (no build.toml, a wrong DIR)
             raise
         ui.error(str(exc))  # a kernel that does not compile yet: the next save tries again

@@ -102,7 +102,6 @@ def refuse_given_version(planned: Planned, runner: Runner = RUNNER) -> None:
     inputs = version_inputs(
         planned.project, planned.options, read_git_state(planned.project.root, runner)
     )
-    if inputs.api_version is None and inputs.legacy is None and inputs.option is None:
-        if not inputs.version_text.strip():
-            return
-    resolve_version(inputs)
+    named = (inputs.api_version, inputs.legacy, inputs.option, inputs.version_text.strip())
+    if any(fact not in (None, "") for fact in named):
+        resolve_version(inputs)
