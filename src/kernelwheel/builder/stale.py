@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .._util import CommandTimeout, Runner, atomic_write, sha256_file
@@ -83,6 +83,15 @@ def remove_stale(stage: Path, deps: Mapping[str, list[str]]) -> dict[str, str | 
         if any(digest(path) != recorded.get(path) for path in digest.mine(inputs)):
             Path(target).unlink(missing_ok=True)
     return digest.known
+
+
+def remove_shadowed(deps: Mapping[str, list[str]], appeared: Sequence[str]) -> None:
+    """Remove each object of ``deps`` that read a header named as one of ``appeared`` (a header
+    that now shadows it on the include path): ninja, whose inputs did not change, kept it."""
+    names = {os.path.basename(path) for path in appeared}
+    for target, inputs in deps.items() if names else ():
+        if any(os.path.basename(path) in names for path in inputs):
+            Path(target).unlink(missing_ok=True)
 
 
 def record_compiled(

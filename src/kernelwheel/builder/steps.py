@@ -394,7 +394,10 @@ def compile_step(
     objects = Path(spec.build_temp)
     # dev's objects are kept: one whose sources hold other bytes goes, whatever their times
     ninja = _last_ninja(stage, env_vars) if incremental else None
-    before = stale.remove_stale(stage, stale.objects_inputs(ninja, objects, runner))
+    deps = stale.objects_inputs(ninja, objects, runner)
+    before = stale.remove_stale(stage, deps)
+    if reuse is not None:  # a new header in front of one a dev object read: compiled again
+        stale.remove_shadowed(deps, reuse.appeared())
     started = time.time_ns()
     result = run_worker(req, python, stage, env_vars, planned.keep_dir, runner, direct=direct)
     units = result.pop("units", None)
