@@ -532,6 +532,21 @@ def test_tests_a_signal_ended_exit_as_a_shell_says_naming_it() -> None:
     assert "ended by SIGABRT" in err.getvalue()
 
 
+def test_failed_tests_repeat_the_note_of_files_the_build_leaves_out(tmp_path: Path) -> None:
+    # data/table.json, read by the package, not in pyext: the tests failed with a
+    # FileNotFoundError under the dev build's path, the note that said why far above them
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    (project.package_dir / "data").mkdir()
+    (project.package_dir / "data" / "table.json").write_text("{}")
+    out = io.StringIO()
+    ui = ConsoleUI(out=out, err=io.StringIO())
+    assert pytest_exit(0, ui, project) == 0 and out.getvalue() == ""
+    assert pytest_exit(1, ui, project) == 1
+    said = out.getvalue()
+    assert "tests failed; note: torch-ext/tiny_add/data/table.json left out" in said
+    assert 'add "json" to pyext' in said
+
+
 def test_a_shadowing_install_is_removed_from_the_linked_interpreter(tmp_path: Path) -> None:
     # with --python PY, the pip on PATH may be another environment's
     project = load_project(write_tiny_kernel(tmp_path / "p"))

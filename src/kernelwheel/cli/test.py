@@ -19,6 +19,7 @@ from ..builder.load_check import (
     record_load,
     then_pytest_command,
 )
+from ..builder.steps import left_out_note
 from ..builder.test_imports import PROBE, module_imports
 from ..errors import ToolchainError
 from ..model.project import KernelProject
@@ -94,7 +95,7 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
     deferred = build.deferred
     if deferred is None:
         ui.info("", "$ " + " ".join(cmd))
-        return pytest_exit(args.runner.attached(cmd, env=env, cwd=project.root), ui)
+        return pytest_exit(args.runner.attached(cmd, env=env, cwd=project.root), ui, project)
     # the load check in pytest's own process, before it collects: torch imported once
     ui.info(build.variant.name, "load check: in the tests' process, before pytest collects")
     ui.info("", "$ " + " ".join(cmd))
@@ -114,7 +115,7 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
     for warning in (*warnings, *call_warnings(ops, deferred.package, deferred.root)):
         ui.info(build.variant.name, warning)
     record_load(deferred.record, deferred.digest, warnings, ops)  # it loaded: not loaded again
-    return pytest_exit(code, ui)
+    return pytest_exit(code, ui, project)
 
 
 def _warn_missing_imports(
@@ -154,9 +155,13 @@ def _has_tests(project: KernelProject) -> None:
         )
 
 
-def pytest_exit(code: int, ui: ConsoleUI) -> int:
+def pytest_exit(code: int, ui: ConsoleUI, project: KernelProject | None = None) -> int:
     """pytest's exit code; for a process a signal ended, the shell's 128 + N, the signal named
-    (a negative code would leave this process as 256 - N)."""
+    (a negative code would leave this process as 256 - N). Failed tests of a ``project`` whose
+    package folder holds files the build leaves out hear of them again, under the failures: a
+    test reading one fails there (FileNotFoundError), far below the build's note."""
+    if code == 1 and project is not None and (note := left_out_note(project)) is not None:
+        ui.info("", f"tests failed; {note}")
     if code >= 0:
         return code
     try:
