@@ -139,10 +139,12 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     log = dev_folder(cache_dir(), load_project(project)) / "logs" / f"{CPU_VARIANT}.log"
     assert _units_compiled(log.read_text()) == ["tiny_op_cpu.cpp"]
 
-    # unchanged since the last run: nothing compiles, nothing is loaded again
+    # unchanged since the last run: nothing compiles, nothing is loaded again, and ninja is not
+    # even started (the edit's incremental build, ninja and the link alone, kept no reuse
+    # entry: every unchanged run after an edit ran ninja)
     assert main(["dev"]) == 0
     out = "".join(capfd.readouterr())
-    assert "unchanged: " in out  # ninja had nothing to compile: no link, no load check
+    assert "unchanged: compile skipped" in out, out
     assert "load check" not in out
 
     # no virtual environment, no --python (a fresh machine): the tests run in the build

@@ -10,7 +10,7 @@ import pytest
 from support.requests import build_request
 from support.tinykernel import write_tiny_kernel
 
-from kernelwheel.builder.steps import PROJECT_LINK, run_worker
+from kernelwheel.builder.steps import PROJECT_LINK, _some, run_worker
 from kernelwheel.errors import BuildError
 from kernelwheel.model.variant import Variant
 
@@ -75,3 +75,26 @@ def test_a_unit_compiled_before_a_failure_replays_its_new_warnings_not_its_old_o
     (stage / "unit-warnings.json").write_text(json.dumps({"csrc/a.cpp": 3, "csrc/b.cpp": ["x"]}))
     ninja.output = ["ninja: no work to do.\n"]
     assert run() == []
+
+
+def test_an_incremental_compile_names_the_units_it_compiled(tmp_path: Path) -> None:
+    # a header edited: the author sees which units that recompiled (every one including it, no
+    # other), not only "ccache 0/3 hit"; kernelwheel's own unit is not the author's to name
+    req = build_request(write_tiny_kernel(tmp_path / "p"), CPU)
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    req.log.parent.mkdir(parents=True)
+    req.log.write_text("")
+    a, b = (f"{stage}/{PROJECT_LINK}/csrc/{name}.cpp" for name in ("a", "b"))
+    compat = f"{stage}/kernelwheel-data/kernelwheel_compat.cpp"
+    spec = {"sources": [a, b, compat], "incremental": True, "build_temp": str(stage)}
+    (stage / "compile.json").write_text(json.dumps(spec))
+    (stage / "result.json").write_text("{}")
+    ninja = _Ninja()
+    ninja.output = [
+        f"[1/3] c++ -c {b} -o b.o\n[2/3] c++ -c {compat} -o c.o\n[3/3] c++ -c {a} -o a.o\n"
+    ]
+    result = run_worker(req, Path("py"), stage, {}, None, ninja, direct=(["ninja"], ["ld"]))  # type: ignore[arg-type]
+    assert result["units"] == ["csrc/b.cpp", "csrc/a.cpp"]
+    assert _some(["a", "b", "c", "d", "e", "f"]) == "a, b, c, d and 2 more"
+    assert _some(["a"]) == "a"

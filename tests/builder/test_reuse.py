@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.builder.reuse import Reuse, build_key, repair_key
+from kernelwheel.builder.stale import remove_shadowed
 from kernelwheel.compile.compile_spec import CompileSpec
 from kernelwheel.toolchain.envs import EnvInfo
 
@@ -227,6 +228,24 @@ def test_a_project_header_that_shadows_torchs_misses(tmp_path: Path) -> None:
     shadow.parent.mkdir(parents=True)
     shadow.write_text("// not torch\n")
     assert reuse.lookup("K") is None
+
+
+def test_a_dev_object_that_read_a_now_shadowed_header_is_removed(tmp_path: Path) -> None:
+    # dev, after an edit: the reuse entry missed for the new csrc/cfg.h in front of inc2/cfg.h,
+    # then ninja, whose known inputs had not changed, said "nothing to compile" and kept the
+    # object compiled from inc2/cfg.h
+    reuse, source, inc1, inc2 = _two_include_dirs(tmp_path)
+    assert reuse.appeared() == []
+    (source.parent / "cfg.h").write_text("#define VALUE 3\n")
+    assert reuse.appeared() == [str(source.parent / "cfg.h")]
+    objects = tmp_path / "obj"
+    objects.mkdir()
+    k, other = objects / "k.o", objects / "other.o"
+    for obj in (k, other):
+        obj.write_bytes(b"")
+    deps = {str(k): [str(source), str(inc2 / "cfg.h")], str(other): [str(inc2 / "x.h")]}
+    remove_shadowed(deps, reuse.appeared())
+    assert not k.exists() and other.exists()
 
 
 def test_a_header_after_the_one_found_does_not_shadow(tmp_path: Path) -> None:

@@ -7,12 +7,15 @@ import argparse
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.kinds import NOARCH_INIT, write_noarch_project
@@ -50,6 +53,8 @@ def test_watch_sees_the_projects_files_not_caches_hidden_folders_or_editors_file
     before = _snapshot(root)
     editors = ("csrc/.add_one.cpp.swp", "csrc/4913", "csrc/#add_one.cpp#", "csrc/add_one.cpp~")
     editors += ("torch-ext/tiny_add/__init__.py___jb_tmp___", "torch-ext/.x.py.kate-swp")
+    # wheelhouse/: what `kernelwheel build` in another terminal writes (it started a build)
+    editors += ("wheelhouse/logs/torch213-cxx11-cpu-x86_64-linux.log", "wheelhouse/x.whl")
     for noise in (".git/index", "torch-ext/tiny_add/__pycache__/x.pyc", ".venv/x", *editors):
         (root / noise).parent.mkdir(parents=True, exist_ok=True)
         (root / noise).write_text("noise")
@@ -135,6 +140,37 @@ def test_the_tests_run_under_the_projects_own_pytest_configuration(tmp_path: Pat
     assert cmd[cmd.index("-c") + 1] == str(project.root / "pytest.ini")
 
 
+def test_a_test_id_after_the_dashes_runs_alone_from_the_project_or_its_tests_folder(
+    tmp_path: Path,
+) -> None:
+    # `kernelwheel test -- tests/test_two.py::test_one` ran every test of tests/ (the folder
+    # was passed too), and `-- test_two.py::test_one` from tests/ was not found
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    tests = project.root / "tests"
+    tests.mkdir(exist_ok=True)
+    (tests / "test_two.py").write_text("def test_one():\n    pass\n\n\ndef test_two():\n    pass\n")
+    (tests / "test_three.py").write_text("def test_three():\n    pass\n")
+    dev = tmp_path / "dev"
+    dev.mkdir()
+
+    def passed(given: list[str], cwd: Path) -> str:
+        cmd = pytest_arguments(project, _build(dev), given, cwd)
+        ran = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *cmd],
+            cwd=project.root, capture_output=True, text=True,
+        )  # fmt: skip
+        return ran.stdout.strip().splitlines()[-1]
+
+    assert " 1 passed" in passed(["tests/test_two.py::test_one"], project.root)
+    assert " 1 passed" in passed(["test_two.py::test_two"], tests)
+    assert " 2 passed" in passed([str(tests / "test_two.py")], tmp_path)
+    # an option's value is no test path, even one naming a folder: all of tests/ still runs
+    assert " 3 passed" in passed(["-x"], project.root)
+    assert " 2 passed" in passed(["-k", "test_three or test_one", "--tb", "short"], tests)
+    assert " 2 passed" in passed(["--ignore", "tests/test_three.py"], project.root)
+    assert " 2 passed" in passed(["--deselect", "tests/test_two.py::test_one"], project.root)
+
+
 def test_kernel_builders_kernels_ci_marker_is_known_without_a_configuration(
     tmp_path: Path,
 ) -> None:
@@ -200,6 +236,18 @@ def test_the_dev_site_changes_only_what_the_project_changed(
     links[0].resolve().unlink()  # the project drops a file: its link goes
     lay_out()
     assert not links[0].is_symlink() and made == []
+    # a subpackage, imported once (its __pycache__), then moved away: its folder goes too, or
+    # `import tiny_add.sub` still worked against the dev build, and failed from the wheel
+    sub = project.package_dir / "sub" / "deep"
+    sub.mkdir(parents=True)
+    (sub / "__init__.py").write_text("")
+    lay_out()
+    assert (package / "sub" / "deep" / "__init__.py").is_symlink()
+    (package / "sub" / "deep" / "__pycache__").mkdir()
+    (package / "sub" / "deep" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"")
+    shutil.rmtree(project.package_dir / "sub")
+    lay_out()
+    assert not (package / "sub").exists()
 
 
 def test_the_tests_import_the_dev_build_not_a_pip_installed_copy(tmp_path: Path) -> None:
@@ -354,8 +402,10 @@ def test_watch_shows_a_failed_builds_fix_once_and_keeps_watching(
     root = write_tiny_kernel(tmp_path / "p")
     runs: list[int] = []
 
-    def dev_once(args: object, ui: object) -> object:
+    def dev_once(args: object, ui: object, before_build: Any = None) -> object:
         runs.append(1)
+        if before_build is not None:
+            before_build(load_project(root))
         if len(runs) == 2:  # the save after the first build does not compile
             raise BuildError("compiling csrc/add_one.cpp failed", hint="read the error above")
         return argparse.Namespace(planned=argparse.Namespace(project=load_project(root)))
@@ -378,6 +428,109 @@ def test_watch_shows_a_failed_builds_fix_once_and_keeps_watching(
     assert err.getvalue().count("fix: read the error above") == 1
 
 
+def _watch_runs(
+    root: Path, monkeypatch: pytest.MonkeyPatch, build: Callable[[int], None], polls: int = 3
+) -> tuple[int, str]:
+    """``dev --watch`` of ``root`` whose builds run ``build(n)`` (n: 1 for the first) after
+    reading the project, ended (Ctrl-C) at the fourth build or after ``polls`` idle polls: the
+    builds made and the error output."""
+    runs: list[int] = []
+
+    def dev_once(args: object, ui: object, before_build: Any = None) -> object:
+        runs.append(1)
+        if len(runs) == 4:
+            raise KeyboardInterrupt
+        project = load_project(root)
+        if before_build is not None:
+            before_build(project)
+        build(len(runs))
+        return argparse.Namespace(planned=argparse.Namespace(project=project))
+
+    idle = iter(range(polls))
+
+    def sleep(seconds: float) -> None:
+        if seconds == 0.5 and next(idle, None) is None:  # nothing changed: Ctrl-C
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(dev, "dev_once", dev_once)
+    monkeypatch.setattr(dev.time, "sleep", sleep)
+    err = io.StringIO()
+    with pytest.raises(KeyboardInterrupt):
+        dev.run(argparse.Namespace(watch=True), ConsoleUI(out=io.StringIO(), err=err))
+    return len(runs), err.getvalue()
+
+
+def test_watch_builds_a_save_made_while_its_first_build_compiled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the header saved while the first build compiled: that build read the old one, and the
+    # watch, looking only from then on, sat idle on a stale build
+    root = write_tiny_kernel(tmp_path / "p")
+
+    def build(n: int) -> None:
+        if n == 1:
+            (root / "csrc" / "add_one.cpp").write_text("// saved during the first build\n")
+
+    runs, _ = _watch_runs(root, monkeypatch, build)
+    assert runs == 2
+
+
+def test_watch_keeps_watching_when_its_first_build_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # started on a kernel that does not compile yet: the watch ended (exit 6) before watching
+    root = write_tiny_kernel(tmp_path / "p")
+
+    def build(n: int) -> None:
+        if n == 1:
+            (root / "csrc" / "add_one.cpp").write_text("// the fix, saved\n")
+            raise BuildError("compiling csrc/add_one.cpp failed", hint="read the error above")
+
+    runs, err = _watch_runs(root, monkeypatch, build)
+    assert runs == 2
+    assert err.count("fix: read the error above") == 1
+
+
+def test_watch_started_on_a_build_toml_that_does_not_parse_yet_keeps_watching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # build.toml half-written when the watch starts: it ended (exit 3) instead of building the
+    # save that completes it
+    root = write_tiny_kernel(tmp_path / "p")
+    toml = root / "build.toml"
+    good = toml.read_text()
+    toml.write_text(good + "[kernel.broken\n")
+    monkeypatch.chdir(root)
+    builds: list[int] = []
+    real = dev.dev_once
+
+    def dev_once(args: argparse.Namespace, ui: ConsoleUI, **kwargs: Any) -> object:
+        builds.append(1)
+        if len(builds) == 1:
+            return real(args, ui, **kwargs)  # refused: build.toml does not parse
+        raise KeyboardInterrupt  # the next save was built: Ctrl-C
+
+    saves = iter([good])
+
+    def sleep(seconds: float) -> None:
+        if seconds == 0.5:
+            toml.write_text(next(saves))
+
+    monkeypatch.setattr(dev, "dev_once", dev_once)
+    monkeypatch.setattr(dev.time, "sleep", sleep)
+    assert main(["dev", "--watch"]) == 130  # Ctrl-C
+    assert len(builds) == 2
+    out, err = capsys.readouterr()
+    assert "invalid TOML" in err and f"watching {root.resolve()}" in out
+
+
+def test_watch_of_no_project_is_refused_not_watched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["dev", "--watch", str(tmp_path)]) == 3  # no build.toml: nothing to watch
+    assert "watching" not in capsys.readouterr().out
+
+
 def test_tests_a_signal_ended_exit_as_a_shell_says_naming_it() -> None:
     # `kernelwheel test --no-load-check` of an extension that aborts on import: 134, not 250
     err = io.StringIO()
@@ -385,6 +538,21 @@ def test_tests_a_signal_ended_exit_as_a_shell_says_naming_it() -> None:
     assert pytest_exit(1, ui) == 1 and err.getvalue() == ""
     assert pytest_exit(-6, ui) == 134
     assert "ended by SIGABRT" in err.getvalue()
+
+
+def test_failed_tests_repeat_the_note_of_files_the_build_leaves_out(tmp_path: Path) -> None:
+    # data/table.json, read by the package, not in pyext: the tests failed with a
+    # FileNotFoundError under the dev build's path, the note that said why far above them
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    (project.package_dir / "data").mkdir()
+    (project.package_dir / "data" / "table.json").write_text("{}")
+    out = io.StringIO()
+    ui = ConsoleUI(out=out, err=io.StringIO())
+    assert pytest_exit(0, ui, project) == 0 and out.getvalue() == ""
+    assert pytest_exit(1, ui, project) == 1
+    said = out.getvalue()
+    assert "tests failed; note: torch-ext/tiny_add/data/table.json left out" in said
+    assert 'add "json" to pyext' in said
 
 
 def test_a_shadowing_install_is_removed_from_the_linked_interpreter(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from support.kinds import NOARCH_BUILD_TOML, write_noarch_project
+from support.tinykernel import write_tiny_kernel
 
 from kernelwheel._util import replace_dir
 from kernelwheel.cli import main
@@ -260,6 +261,21 @@ def test_dry_runs_refuse_an_unknown_dependency(
     assert code == 3 and "unknown dependency 'cutlass_9_9'" in err and "cutlass_3_9" in err
     code, _, err = _run(capsys, "build", str(project), "--print-build-identifiers")
     assert code == 3 and "unknown dependency" in err
+
+
+def test_dry_runs_refuse_a_version_the_build_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a VERSION bumped to 1.0.0 while build.toml says API major 0: the build refuses it at
+    # once, the dry runs printed the matrix (exit 0) and every job it fanned out failed
+    project = write_tiny_kernel(tmp_path / "p", version=0)
+    (project / "VERSION").write_text("1.0.0\n")
+    for argv in (["matrix", str(project)], ["build", str(project), "--print-build-identifiers"]):
+        code, out, err = _run(capsys, *argv)
+        assert code == 3 and "has major 1, but the kernel's API major is 0" in err, argv
+        assert out == ""
+    (project / "VERSION").write_text("0.3.0\n")
+    assert _run(capsys, "matrix", str(project))[0] == 0
 
 
 def test_matrix_leaves_out_the_variants_whose_depends_the_build_refuses(

@@ -9,7 +9,7 @@ import json
 import time
 from pathlib import Path
 
-from kernelwheel.builder.steps import compile_hint
+from kernelwheel.builder.steps import compile_hint, project_path_map
 from kernelwheel.compile.diagnostics import (
     MAX_LINES,
     PathMap,
@@ -193,6 +193,35 @@ collect2: error: ld returned 1 exit status
 error: command '/usr/bin/x86_64-linux-gnu-g++' failed with exit code 1
 """
     assert failure(text, PATHS).lines == tuple(text.splitlines()[1:3])
+
+
+def test_a_function_defined_in_a_shared_header_names_the_projects_files_and_the_fix() -> None:
+    # a non-inline function in csrc/common/util.h, included by two units: ld's output (gcc 12,
+    # a dev build's direct link) named the objects by their build paths and the sources by
+    # their -ffile-prefix-map names, was cut before "first defined here", and the fix said
+    # "the compiler's first error ... its paths relative to the project"
+    obj = f"{STAGE}/obj{STAGE}/project"
+    text = f"""\
+$ g++ -shared {obj}/csrc/a.o {obj}/csrc/b.o -o {STAGE}/lib/_k.abi3.so
+/usr/bin/ld: {obj}/csrc/b.o: in function `c10::detail::weakcount(unsigned long)':
+/kernelwheel/build/project/csrc/b.cpp:7: multiple definition of `kx::util::twice(float)'; \
+{obj}/csrc/a.o:/kernelwheel/build/project/csrc/common/util.h:7: first defined here
+collect2: error: ld returned 1 exit status
+"""
+    paths = project_path_map(Path(STAGE), Path(ROOT), f"{STAGE}/obj")
+    found = failure(text, paths)
+    assert found.linker and found.units == ()
+    assert found.lines == (
+        "/usr/bin/ld: csrc/b.o: in function `c10::detail::weakcount(unsigned long)':",
+        "csrc/b.cpp:7: multiple definition of `kx::util::twice(float)'; "
+        "csrc/a.o:csrc/common/util.h:7: first defined here",
+    )
+    hint = compile_hint(Variant.parse("torch213-cxx11-cpu-x86_64-linux"), text, True)
+    assert hint.startswith("kx::util::twice(float) is defined in more than one unit")
+    assert "must be inline" in hint
+    # the source folder's own prefix-map name, as a release build's link gives it
+    assert paths.line("/kernelwheel/src/csrc/b.cpp:7:") == "csrc/b.cpp:7:"
+    assert not failure(GCC_FAILED, PATHS).linker
 
 
 def test_without_a_compiler_error_the_outputs_last_lines_are_shown() -> None:

@@ -518,6 +518,23 @@ def test_missing_kernel_source(tmp_path: Path) -> None:
     )
     err = load_error(root)
     assert_error(err, "kernel.img2gray.src", "'csrc/missing.cu' does not exist")
+    # deleted, as a header split away in a refactor: removing the entry is a fix too
+    assert err.hint is not None and "remove 'csrc/missing.cu' from kernel.img2gray.src" in err.hint
+
+
+def test_a_test_file_or_id_given_as_the_project_says_where_tests_go(tmp_path: Path) -> None:
+    # `kernelwheel test tests/test_k.py` (pytest's habit, no --): the test file was read as the
+    # project's build.toml, "invalid TOML: Expected '=' after a key"
+    root = make_project(tmp_path / "k", GENERAL + TORCH + CUDA_KERNEL)
+    test = root / "tests" / "test_k.py"
+    test.parent.mkdir()
+    test.write_text("import torch\n\ndef test_one():\n    pass\n")
+    for given in (test, Path(f"{test}::test_one"), root / "tests"):
+        with pytest.raises(ProjectError) as caught:
+            load_project(given)
+        assert "TOML" not in str(caught.value), given
+        assert caught.value.hint is not None and "kernelwheel test -- tests/" in caught.value.hint
+    assert load_project(root / "build.toml").root == root.resolve()
 
 
 def test_missing_source_suggests_close_name(tmp_path: Path) -> None:

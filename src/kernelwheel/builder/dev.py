@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -243,10 +243,15 @@ def _stale_link(pth: Path, torch: str) -> str | None:
     return f"{pth} links the dev build for {wanted} ({linked.name})"
 
 
-def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:
+def pytest_arguments(
+    project: KernelProject, build: DevBuild, given: Sequence[str] = (), cwd: Path | None = None
+) -> list[str]:
     """pytest's arguments for the project's ``tests/``, the project its rootdir, with its own
     configuration file or an empty one (none of a folder around it applies); the cache goes to
-    the dev folder, not the project."""
+    the dev folder, not the project. ``given``: the author's own (after ``--``), last; a test
+    file or id among them (``tests/test_kx.py::test_one``, relative to ``cwd``, the folder the
+    author ran kernelwheel in) runs instead of the whole ``tests/``."""
+    own, chose_tests = _given_tests(given, cwd or project.root)
     found = (project.root / name for name in _PYTEST_CONFIGS)
     config = next((path for path in found if _configures_pytest(path)), None)
     if config is None:
@@ -260,8 +265,39 @@ def pytest_arguments(project: KernelProject, build: DevBuild) -> list[str]:
         os.fspath(config),
         "-o",
         f"cache_dir={build.folder / 'pytest-cache'}",
-        os.fspath(project.root / "tests"),
+        *([] if chose_tests else [os.fspath(project.root / "tests")]),
+        *own,
     ]
+
+
+# pytest's options whose value may be the next word (``-k shape``, ``--deselect tests/x.py``):
+# that word is never a test path of the author's
+_VALUE_OPTIONS = frozenset(
+    "-k -m -p -c -o -W -r -n --deselect --ignore --ignore-glob --rootdir --confcutdir "
+    "--basetemp --maxfail --tb --durations --durations-min --junitxml --junit-xml "
+    "--override-ini --import-mode --capture --color --code-highlight --log-level --log-file "
+    "--log-cli-level --log-format --log-date-format --log-file-level --verbosity --dist "
+    "--timeout --cov --cov-report".split()
+)
+
+
+def _given_tests(given: Sequence[str], cwd: Path) -> tuple[list[str], bool]:
+    """The author's pytest words, each test path made absolute from ``cwd`` (pytest runs in
+    the project's root), and whether one names tests: a word that is no option nor an
+    option's value and names a file or folder, or ends in ``.py`` or holds ``::``."""
+    out: list[str] = []
+    chose = False
+    for before, word in zip(["", *given], given, strict=False):
+        if word.startswith("-") or before in _VALUE_OPTIONS:
+            out.append(word)
+            continue
+        path, sep, rest = word.partition("::")
+        found = cwd / path
+        if sep or path.endswith(".py") or found.exists():
+            chose = True
+            word = os.fspath(found) + sep + rest if found.exists() else word
+        out.append(word)
+    return out, chose
 
 
 # for a project without one: the marker kernel-builder's generated pyproject.toml registers

@@ -134,6 +134,17 @@ class Reuse:
             return None
         return {**result, "shared_object": str(so)}
 
+    def appeared(self) -> list[str]:
+        """The headers the last stored build found absent that exist now: each shadows one of
+        its inputs on the include path (:func:`shadow_candidates`), a change ninja, judging
+        the inputs it knows by their times, never sees."""
+        try:
+            manifest = json.loads((self.folder / MANIFEST).read_text())
+        except (OSError, ValueError):
+            return []
+        absent = manifest.get("absent") if isinstance(manifest, dict) else None
+        return sorted(_existing(map(str, absent))) if isinstance(absent, list) else []
+
     def store(
         self,
         key: str,

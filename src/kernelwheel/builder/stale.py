@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -42,6 +42,15 @@ def objects_inputs(ninja: str | None, build_temp: Path, runner: Runner) -> dict[
         elif line.strip():
             inputs.append(os.path.normpath(build_temp / line.strip()))
     return found
+
+
+def all_inputs(deps: Mapping[str, list[str]], build_temp: Path) -> list[str] | None:
+    """Every input of the objects of ``build_temp`` by ``deps`` (:func:`objects_inputs`), as the
+    compile worker gives them; None unless the deps log covers every object."""
+    objects = {os.path.normpath(p) for p in build_temp.rglob("*.o")}
+    if not objects or not objects <= deps.keys():
+        return None
+    return sorted({path for inputs in deps.values() for path in inputs})
 
 
 class Digests:
@@ -78,6 +87,15 @@ def remove_stale(stage: Path, deps: Mapping[str, list[str]], *more: Path) -> dic
         if any(digest(path) != recorded.get(path) for path in digest.mine(inputs)):
             Path(target).unlink(missing_ok=True)
     return digest.known
+
+
+def remove_shadowed(deps: Mapping[str, list[str]], appeared: Sequence[str]) -> None:
+    """Remove each object of ``deps`` that read a header named as one of ``appeared`` (a header
+    that now shadows it on the include path): ninja, whose inputs did not change, kept it."""
+    names = {os.path.basename(path) for path in appeared}
+    for target, inputs in deps.items() if names else ():
+        if any(os.path.basename(path) in names for path in inputs):
+            Path(target).unlink(missing_ok=True)
 
 
 def record_compiled(

@@ -399,11 +399,15 @@ def compile_step(
     if commands is not None:  # no ninja: the units judged here
         only, before = stale.units_to_compile(stage, commands, req.project.root)
     else:
-        before = stale.remove_stale(stage, stale.objects_inputs(ninja, objects, runner))
+        deps = stale.objects_inputs(ninja, objects, runner)
+        before = stale.remove_stale(stage, deps)
+        if reuse is not None:  # a new header in front of one a dev object read: compiled again
+            stale.remove_shadowed(deps, reuse.appeared())
     started = time.time_ns()
     result = run_worker(
         req, python, stage, env_vars, planned.keep_dir, runner, direct=direct, only=only
     )
+    units = result.pop("units", None)
     if commands is not None and only is not None:
         root = req.project.root
         result["inputs"] = stale.units_compiled(stage, commands, before, started, root)
@@ -413,14 +417,24 @@ def compile_step(
         ninja = str(result.get("ninja") or ninja or "")
         deps = stale.objects_inputs(ninja, objects, runner)
         stale.record_compiled(stage, deps, before, started, stage / PROJECT_LINK)
+        if direct is not None:  # ninja and the link, no worker: the inputs from the deps read
+            result = {**result, "inputs": stale.all_inputs(deps, objects)}
     _record_unit_costs(costs, peaks, spec, stage, req.project.root)
-    if reuse is not None and direct is None:  # a direct run's inputs are not read again
+    if reuse is not None:  # the next unchanged run reuses this build without starting ninja
         reuse.store(key, result, spec.sources, spec.include_dirs, started_ns=started)
     if not (cache := str(result.get("cache") or "")):  # what the compiler cache did
         stats = read_stats(stats_log) if cached else None
         why = "no-ccache" if req.compile.no_ccache else "see the log"
         cache = stats.describe() if stats is not None else f"no compiler cache ({why})"
+    if isinstance(units, list) and units:  # a dev build: which units an edit recompiled
+        cache = f"compiled {_some(units)}; {cache}"
     return _compiled(result, spec, cache, planned.notes)
+
+
+def _some(units: Sequence[object], shown: int = 4) -> str:
+    """``units`` named, the first ``shown`` of them: ``a.cpp, b.cpp and 3 more``."""
+    names = ", ".join(str(unit) for unit in units[:shown])
+    return names + (f" and {len(units) - shown} more" if len(units) > shown else "")
 
 
 def _compiled(
@@ -536,8 +550,11 @@ def run_worker(
         ) is not None:
             raise machine_fault(req, cause, stage, env_vars)
         units = ", ".join(found.units) or req.variant.name
+        doing = (
+            f"linking {req.variant.name}'s shared object" if found.linker else f"compiling {units}"
+        )
         raise BuildError(
-            f"compiling {units} failed (exit {code})",
+            f"{doing} failed (exit {code})",
             log=req.log,
             hint=compile_hint(req.variant, output, found.compiler_error),
             diagnostics=found.lines,
@@ -545,7 +562,10 @@ def run_worker(
     result: dict[str, object] = json.loads(result_path.read_text())
     result["warnings"] = list(warning_summary(output, paths))
     if incremental:
-        result["warnings"] = _replayed(stage, unit_warnings(output, paths), paths)
+        fresh = unit_warnings(output, paths)
+        result["warnings"] = _replayed(stage, fresh, paths)
+        # the project's units this run compiled (kernelwheel's own, absolute, left out)
+        result["units"] = [unit for unit in fresh if not os.path.isabs(unit)]
     if idle:
         result["cache"] = "unchanged: ninja had nothing to compile"
     return result
@@ -720,6 +740,8 @@ _NO_REGISTRATION = re.compile(
 )
 # ptxas, on device code calling a function the unit declares and never defines (mangled)
 _UNRESOLVED_DEVICE = re.compile(r"ptxas fatal\s*: Unresolved extern function '([^']+)'")
+# ld, on a symbol two units define (a non-inline function in a header both include)
+_MULTIPLE_DEFINITION = re.compile(r"multiple definition of [`‘'](.+?)['’]")
 
 
 def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
@@ -741,6 +763,12 @@ def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
             f"the device code calls {demangle(unresolved[1])}, declared but not defined in that "
             "unit: each .cu's device code is linked alone (no device link across units), so "
             "define the function there or in a header it includes (as __device__ inline)"
+        )
+    if (defined := _MULTIPLE_DEFINITION.search(output)) is not None:
+        return (
+            f"{defined[1]} is defined in more than one unit: a function or variable defined in a "
+            "header that several sources include must be inline (or defined in one source and "
+            "only declared in the header); the linker's first error is above"
         )
     return _FIRST_ERROR if compiler_error else _NO_ERROR
 
@@ -769,7 +797,23 @@ def _project_paths(req: BuildRequest, stage: Path, spec_path: Path) -> PathMap:
         cwd = str(json.loads(spec_path.read_text()).get("build_temp", stage))
     except (OSError, ValueError):
         cwd = str(stage)
-    folders = (str(stage.absolute() / PROJECT_LINK), str(root.absolute()), str(root.resolve()))
+    return project_path_map(stage, root, cwd)
+
+
+def project_path_map(stage: Path, root: Path, cwd: str) -> PathMap:
+    """The project at ``root`` as a compile in ``stage`` whose compilers ran in ``cwd`` names
+    it: the work folder's link, its own paths, the -ffile-prefix-map names the debug info and
+    so the linker give it (compile_plan.prefix_maps), and the objects' folder (each object
+    lies in ``cwd`` under its source's absolute path)."""
+    link = stage.absolute() / PROJECT_LINK
+    folders = (
+        str(link),
+        str(root.absolute()),
+        str(root.resolve()),
+        f"/kernelwheel/build/{PROJECT_LINK}",
+        "/kernelwheel/src",
+        os.path.join(cwd, str(link).lstrip("/")),
+    )
     return PathMap(tuple(dict.fromkeys(folders)), cwd)
 
 

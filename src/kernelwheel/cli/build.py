@@ -12,7 +12,7 @@ from .._util import check_output_path
 from ..builder.preflight import select_buildable
 from ..builder.service import Outcome, build_project
 from ..errors import BuildError
-from ..plan.planning import plan_project
+from ..plan.planning import plan_project, refuse_given_version
 from ..toolchain.deps import depends_refusals
 from ._args import (
     add_json_argument,
@@ -211,6 +211,9 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             )
             if refused:
                 raise next(iter(refused.values()))
+        # a version the build refuses (VERSION 1.0.0 for an API major 0) is refused here too,
+        # not in each job of the matrix it fans out
+        refuse_given_version(planned, args.runner)
         for recipe in recipes:
             ui.print(recipe.name)
         return 0

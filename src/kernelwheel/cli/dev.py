@@ -17,9 +17,10 @@ from ..builder.load_check import skip_reason
 from ..builder.preflight import select_buildable
 from ..builder.request import BuildKind
 from ..builder.service import dev_project
-from ..errors import KernelwheelError, UsageError
-from ..model.project import KernelProject, editor_file
+from ..errors import KernelwheelError, ProjectError, UsageError
+from ..model.project import BUILD_TOML, KernelProject, editor_file
 from ..plan.defaults import active_venv_python, capabilities_here
+from ..plan.options import Options
 from ..plan.planning import Planned, plan_project
 from ._args import (
     add_option_arguments,
@@ -199,10 +200,29 @@ def local_kernels(project: KernelProject, build: DevBuild) -> str:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    project_root = dev_once(args, ui).planned.project.root
     if not args.watch:
+        dev_once(args, ui)
         return 0
-    seen = _snapshot(project_root)
+    # the files as the first build reads them: a save during that build is built next
+    seen: dict[str, tuple[int, int]] = {}
+    roots: list[Path] = []
+
+    def remember(project: KernelProject) -> None:
+        roots.append(project.root)
+        seen.update(_snapshot(project.root))
+
+    try:
+        dev_once(args, ui, before_build=remember)
+    except KernelwheelError as exc:
+        # a build.toml being written (it does not parse yet): its folder is the project
+        toml = exc.file if isinstance(exc, ProjectError) else None
+        if not roots and toml is not None and toml.name == BUILD_TOML and toml.is_file():
+            roots.append(toml.parent.resolve())
+            seen.update(_snapshot(roots[0]))
+        if not roots:  # no project to watch (no build.toml, a wrong DIR)
+            raise
+        ui.error(str(exc))  # a kernel that does not compile yet: the next save tries again
+    project_root = roots[0]
     ui.info("", f"watching {project_root} (Ctrl-C stops)")
     while True:
         seen = next_change(project_root, seen)
@@ -235,11 +255,18 @@ def next_change(
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file of the project but hidden folders, caches and editors' temporary files (a
-    swap file written as you type would start a build): size and mtime."""
+    """Every file of the project but hidden folders, caches, editors' temporary files (a
+    swap file written as you type would start a build) and the wheels and logs of
+    ``kernelwheel build`` (the project's ``wheelhouse/``: a build in another terminal is no
+    save): size and mtime."""
     found: dict[str, tuple[int, int]] = {}
+    output = os.path.join(root, Options.output_dir)
     for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        dirs[:] = [
+            d
+            for d in dirs
+            if not d.startswith(".") and d != "__pycache__" and os.path.join(folder, d) != output
+        ]
         for name in files:
             if editor_file(name):
                 continue

@@ -10,7 +10,7 @@ from typing import Any
 from ..model.recipes import VariantRecipe
 from ..model.variant import LocalVersionStyle
 from ..plan.matrix import MatrixPlan, Rejection
-from ..plan.planning import Planned, plan_project
+from ..plan.planning import Planned, plan_project, refuse_given_version
 from ..plan.toolchains import missing_toolchain, runner_for
 from ._args import (
     SELECTION,
@@ -65,6 +65,8 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     refuse_conflicting_selectors(args)
     planned = plan_project(project_path(args), option_values(args))
     planned = _without_refused_depends(planned)
+    # a version the build refuses fails every job the matrix fans out: refused now
+    refuse_given_version(planned, args.runner)
     if args.json:
         ui.print_json(to_json(planned.plan, planned.options.local_version_style))
     else:

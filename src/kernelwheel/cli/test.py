@@ -20,6 +20,7 @@ from ..builder.load_check import (
     record_load,
     then_pytest_command,
 )
+from ..builder.steps import left_out_note
 from ..builder.test_imports import PROBE, module_imports
 from ..errors import ToolchainError
 from ..model.project import KernelProject
@@ -43,10 +44,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "environment; where that interpreter has no pytest, with a pinned pytest kernelwheel "
             "installs into its cache (recipes/pytest.toml), never into the environment; with "
             "LOCAL_KERNELS naming the build for tests that load it "
-            "through kernels.get_kernel. Arguments after -- go to pytest. The exit code is "
-            "pytest's."
+            "through kernels.get_kernel. Arguments after -- go to pytest; a test file or id "
+            "among them (relative to the current folder) runs instead of all of tests/. The "
+            "exit code is pytest's."
         ),
-        epilog="example:\n  kernelwheel test my-kernel -- -x -k smoke",
+        epilog="examples:\n  kernelwheel test my-kernel -- -x -k smoke\n"
+        "  kernelwheel test -- tests/test_my_kernel.py::test_add_one",
     )
     add_dev_arguments(p)
     p.set_defaults(pytest_args=[])  # main() hands it the words after --
@@ -96,14 +99,14 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
         ui.info("", f"pytest for {where}: kernelwheel's, {tools}")
         env["PYTHONPATH"] = _paths(tools, env.get("PYTHONPATH", ""))
     _warn_missing_imports(project, build, python, env, ui, args.runner)
-    pytest_args = [*pytest_arguments(project, build), *args.pytest_args]
+    pytest_args = pytest_arguments(project, build, args.pytest_args, Path.cwd())
     # pytest runs in the project: its tests import the package from the dev build, not from
     # a torch-ext/ folder next to them (that has no _ops.py).
     cmd = [os.fspath(python), "-m", "pytest", *pytest_args]
     deferred = build.deferred
     if deferred is None:
         ui.info("", "$ " + " ".join(cmd))
-        return pytest_exit(args.runner.attached(cmd, env=env, cwd=project.root), ui)
+        return pytest_exit(args.runner.attached(cmd, env=env, cwd=project.root), ui, project)
     # the load check in pytest's own process, before it collects: torch imported once
     ui.info(build.variant.name, "load check: in the tests' process, before pytest collects")
     ui.info("", "$ " + " ".join(cmd))
@@ -124,7 +127,7 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
     for warning in (*warnings, *calls, *report.notes(namespace, package)):
         ui.info(build.variant.name, warning)
     record_load(deferred.record, deferred.digest, report)  # it loaded: not loaded again
-    return pytest_exit(code, ui)
+    return pytest_exit(code, ui, project)
 
 
 def _warn_missing_imports(
@@ -166,9 +169,13 @@ def _has_tests(project: KernelProject) -> None:
         )
 
 
-def pytest_exit(code: int, ui: ConsoleUI) -> int:
+def pytest_exit(code: int, ui: ConsoleUI, project: KernelProject | None = None) -> int:
     """pytest's exit code; for a process a signal ended, the shell's 128 + N, the signal named
-    (a negative code would leave this process as 256 - N)."""
+    (a negative code would leave this process as 256 - N). Failed tests of a ``project`` whose
+    package folder holds files the build leaves out hear of them again, under the failures: a
+    test reading one fails there (FileNotFoundError), far below the build's note."""
+    if code == 1 and project is not None and (note := left_out_note(project)) is not None:
+        ui.info("", f"tests failed; {note}")
     if code >= 0:
         return code
     try:

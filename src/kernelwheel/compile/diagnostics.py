@@ -91,6 +91,7 @@ class Diagnostics:
     units: tuple[str, ...]
     lines: tuple[str, ...]
     compiler_error: bool = True
+    linker: bool = False  # the first error is the linker's (the shared object's link failed)
 
 
 @dataclass
@@ -189,7 +190,10 @@ def failure(output: str, paths: PathMap) -> Diagnostics:
     first = next((f for s in [*failed, *segments] if (f := _first_error(s.lines))), [])
     if first:
         own = _own_line(first, paths)
-        return Diagnostics(units, _screenful(first, paths) + own + _others(failed, first, paths))
+        lines = _screenful(first, paths) + own + _others(failed, first, paths)
+        error = next(line for line in first if _severity(line) not in _MINOR)
+        linker = _SEVERITY.match(error) is None and _LINKER.search(error) is not None
+        return Diagnostics(units, lines, linker=linker)
     tail = [line for line in _ANSI.sub("", output).splitlines() if line.strip()]
     return Diagnostics(units, _screenful(tail[-5:], paths), compiler_error=False)
 

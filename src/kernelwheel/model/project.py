@@ -333,6 +333,12 @@ def find_project_root(start: Path | None = None) -> Path:
     )
 
 
+# a test file, folder or id given as the project (pytest's habit): where `kernelwheel test` takes it
+_TESTS_AFTER_DASHES = (
+    "to run some of the tests, give them after --: kernelwheel test -- tests/test_x.py::test_one"
+)
+
+
 def _locate(path: Path) -> Path:
     path = path.expanduser()
     if path.is_dir():
@@ -348,15 +354,24 @@ def _locate(path: Path) -> Path:
                 f"not found (looked in directory {path.resolve()})",
                 file=candidate,
                 hint="pass the kernel project directory, the one that holds build.toml, "
-                "csrc/ and torch-ext/ (or the path of its build.toml)",
+                "csrc/ and torch-ext/ (or the path of its build.toml)"
+                + (f"; {_TESTS_AFTER_DASHES}" if path.name.startswith("test") else ""),
             )
     elif path.is_file():
+        if path.suffix == ".py":  # `kernelwheel test tests/test_x.py`, pytest's habit
+            raise ProjectError(
+                "is a Python file, not a kernel project's folder or its build.toml",
+                file=path,
+                hint="pass the project's folder (or none: the project the current folder lies "
+                f"in); {_TESTS_AFTER_DASHES}",
+            )
         candidate = path
     else:
         raise ProjectError(
             f"no such directory or file (looked for {path.absolute()})",
             file=path,
-            hint="pass an existing kernel project directory or its build.toml",
+            hint="pass an existing kernel project directory or its build.toml"
+            + (f"; {_TESTS_AFTER_DASHES}" if "::" in str(path) else ""),
         )
     # Resolve once so root and every derived path are absolute and stable.
     return candidate.resolve()
@@ -1127,7 +1142,7 @@ class _Reader:
                 raise self.error(
                     f"{entry!r} does not exist (looked for {full})",
                     dotted,
-                    self.missing_path_hint(entry, full),
+                    self.missing_path_hint(entry, full, dotted),
                 )
             if files_only and not full.is_file():
                 raise self.error(
@@ -1138,7 +1153,7 @@ class _Reader:
             paths[Path(normalized)] = None
         return tuple(paths)
 
-    def missing_path_hint(self, entry: str, full: Path) -> str:
+    def missing_path_hint(self, entry: str, full: Path, key: str) -> str:
         if any(c in entry for c in "*?["):
             return "wildcards are not expanded: list each file"
         if full.parent.is_dir():
@@ -1152,7 +1167,11 @@ class _Reader:
             close = difflib.get_close_matches(full.name, names, n=1, cutoff=0.6)
             if close:
                 return f"did you mean {posixpath.join(posixpath.dirname(entry), close[0])!r}?"
-        return "fix the path (relative to the project root) or create the file"
+        # a header deleted in a refactor: its entry is what is left to remove
+        return (
+            f"fix the path (relative to the project root), create the file, or remove {entry!r} "
+            f"from {key}"
+        )
 
 
 def _other_backend_key(key: str, backend: str) -> str | None:

@@ -20,7 +20,13 @@ from .defaults import DefaultBuild, Machine, default_build, probe_machine
 from .matrix import MatrixPlan, plan_matrix
 from .options import Options, resolve_options
 from .selector import Selector
-from .versioning import GitState, WheelVersion, resolve_version, version_inputs
+from .versioning import (
+    GitState,
+    WheelVersion,
+    read_git_state,
+    resolve_version,
+    version_inputs,
+)
 
 
 @dataclass(frozen=True)
@@ -86,3 +92,16 @@ def _canonical(pattern: str) -> str:
 def wheel_version(planned: Planned, git: GitState | None) -> WheelVersion:
     """The wheel version before its local part, and where it came from (plan.versioning)."""
     return resolve_version(version_inputs(planned.project, planned.options, git))
+
+
+def refuse_given_version(planned: Planned, runner: Runner = RUNNER) -> None:
+    """For a dry run (``matrix``, ``--print-build-identifiers``): the error the build gives at
+    once for a version that contradicts the project (a VERSION file's 1.0.0, a tag or the
+    option against general.version = 0). A project naming no version at all is left alone:
+    the build jobs may pass ``--version``."""
+    inputs = version_inputs(
+        planned.project, planned.options, read_git_state(planned.project.root, runner)
+    )
+    named = (inputs.api_version, inputs.legacy, inputs.option, inputs.version_text.strip())
+    if any(fact not in (None, "") for fact in named):
+        resolve_version(inputs)
