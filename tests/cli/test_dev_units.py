@@ -7,6 +7,7 @@ import argparse
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -200,6 +201,28 @@ def test_the_dev_site_changes_only_what_the_project_changed(
     links[0].resolve().unlink()  # the project drops a file: its link goes
     lay_out()
     assert not links[0].is_symlink() and made == []
+
+
+def test_a_subpackage_the_project_drops_leaves_nothing_in_the_dev_site_that_imports(
+    tmp_path: Path,
+) -> None:
+    # left behind, even empty but for its __pycache__, the folder imports as a namespace
+    # package: the author's tests of the removed subpackage would still pass its import
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    sub = project.package_dir / "sub" / "inner"
+    sub.mkdir(parents=True)
+    (sub / "__init__.py").write_text("VALUE = 7\n")
+    site = tmp_path / "dev" / "site"
+    package = lay_out_site(site, project, "ops = None\n", None) / project.package
+    (package / "sub" / "inner" / "__pycache__").mkdir()
+    (package / "sub" / "inner" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"x")
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "_ops.cpython-311.pyc").write_bytes(b"x")
+    shutil.rmtree(project.package_dir / "sub")
+    lay_out_site(site, project, "ops = None\n", None)
+    assert not (package / "sub").exists()
+    assert (package / "__pycache__" / "_ops.cpython-311.pyc").is_file()  # the package's own
+    assert (package / "__init__.py").is_symlink()
 
 
 def test_the_tests_import_the_dev_build_not_a_pip_installed_copy(tmp_path: Path) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from packaging.requirements import Requirement
 
@@ -102,14 +103,20 @@ def lay_out_site(site: Path, project: KernelProject, ops_py: str, shared: Shared
         for rel in package_files(project)
     }
     kept = ("_ops.py", *((shared.name,) if shared is not None else ()))
+    # a folder the project no longer has goes whole, its __pycache__ too: left (even empty) it
+    # would still import, as a namespace package
+    folders = {parent.as_posix() for name in links for parent in PurePosixPath(name).parents}
     for path in sorted(package.rglob("*"), reverse=True):  # what the project no longer has
         name = path.relative_to(package).as_posix()
-        if "__pycache__" in path.parts:
+        if "__pycache__" in path.relative_to(package).parts:
             continue
         if path.is_symlink():  # kept while the project has it (is_file would follow it)
             if name not in links:
                 path.unlink()
-        elif path.is_file() and name not in kept:
+        elif path.is_dir():
+            if name not in folders:
+                shutil.rmtree(path)
+        elif name not in kept:
             path.unlink()
     for name, target in links.items():
         dest = package / name
