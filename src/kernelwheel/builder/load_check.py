@@ -243,13 +243,18 @@ def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tupl
 
 def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
     """``(NAME, FILE:LINE)`` of each ``ops.NAME`` that a Python file (its name and bytes)
-    reaches through the generated ``from ._ops import ops``."""
-    found = []
+    reaches through the generated ``from ._ops import ops``: not in a function that binds a
+    name ``ops`` of its own (``ops = [...]``; ``ops.append``), nor of an op that the package's
+    Python defines itself (``torch.library.custom_op``, ``define``: no ops.def names it)."""
+    found: list[tuple[str, str]] = []
+    trees = []
     for where, source in files:
         try:
-            tree = ast.parse(source)
+            trees.append((where, ast.parse(source)))
         except (SyntaxError, ValueError):
             continue
+    own = {name for _, tree in trees for name in _python_defined(tree)}
+    for where, tree in trees:
         if not any(
             isinstance(node, ast.ImportFrom)
             and node.level
@@ -258,6 +263,13 @@ def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
             for node in ast.walk(tree)
         ):
             continue
+        shadowed = {
+            id(node)
+            for scope in ast.walk(tree)
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            and _binds_ops(scope)
+            for node in ast.walk(scope)
+        }
         found += [
             (node.attr, f"{where}:{node.lineno}")
             for node in ast.walk(tree)
@@ -265,8 +277,38 @@ def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
             and isinstance(node.value, ast.Name)
             and node.value.id == "ops"
             and not node.attr.startswith("_")
+            and node.attr not in own
+            and id(node) not in shadowed
         ]
     return found
+
+
+# the calls that define an op from Python: its name in the first argument
+_DEFINE_CALLS = frozenset({"custom_op", "triton_op", "define"})
+
+
+def _python_defined(tree: ast.AST) -> set[str]:
+    """The ops a Python file defines itself: the name its define calls' first argument
+    quotes (``add_op_namespace_prefix("op")``, ``"ns::op"``, a schema ``"op(Tensor x) -> ..."``)."""
+    return {
+        constant.value.rsplit("::", 1)[-1].split("(")[0].split(".")[0].strip()
+        for call in ast.walk(tree)
+        if isinstance(call, ast.Call)
+        and (getattr(call.func, "attr", None) or getattr(call.func, "id", None)) in _DEFINE_CALLS
+        and call.args
+        for constant in ast.walk(call.args[0])
+        if isinstance(constant, ast.Constant) and isinstance(constant.value, str)
+    }
+
+
+def _binds_ops(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
+    """Whether a function binds a name ``ops`` of its own (an argument, an assignment)."""
+    args = scope.args
+    every = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+    return any(arg is not None and arg.arg == "ops" for arg in every) or any(
+        isinstance(node, ast.Name) and node.id == "ops" and isinstance(node.ctx, ast.Store)
+        for node in ast.walk(scope)
+    )
 
 
 def _named(name: str, data: bytes) -> bool:
