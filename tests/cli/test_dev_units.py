@@ -36,7 +36,7 @@ from kernelwheel.cli.dev import _snapshot, next_change
 from kernelwheel.cli.test import dev_environment, pytest_exit
 from kernelwheel.cli.ui import ConsoleUI
 from kernelwheel.compat.guard import BuildStamp
-from kernelwheel.errors import BuildError, UsageError
+from kernelwheel.errors import BuildError, ProjectError, UsageError
 from kernelwheel.hub.upload import read_layout
 from kernelwheel.model.project import load_project
 from kernelwheel.model.variant import Arch, Variant
@@ -399,6 +399,44 @@ def test_watch_shows_a_failed_builds_fix_once_and_keeps_watching(
         dev.run(argparse.Namespace(watch=True), ConsoleUI(out=io.StringIO(), err=err))
     assert len(runs) == 4  # the failed build did not end the watch
     assert err.getvalue().count("fix: read the error above") == 1
+
+
+def test_watch_started_on_a_project_that_does_not_build_yet_keeps_watching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the author starts `dev --watch` mid-edit, or on a build.toml typo: it used to exit (6)
+    root = write_tiny_kernel(tmp_path / "p")
+    runs: list[int] = []
+
+    def dev_once(args: object, ui: object) -> object:
+        runs.append(1)
+        if len(runs) == 1:
+            raise BuildError("compiling csrc/add_one.cpp failed", hint="read the error above")
+        if len(runs) == 2:
+            raise ProjectError("build.toml: unknown key 'srcs'", hint="did you mean 'src'?")
+        return argparse.Namespace(planned=argparse.Namespace(project=load_project(root)))
+
+    saves = iter(range(2))
+
+    def sleep(seconds: float) -> None:
+        if seconds != 0.5:
+            return
+        if next(saves, None) is None:
+            raise KeyboardInterrupt
+        (root / "csrc" / "add_one.cpp").write_text(f"// save {len(runs)}\n")
+
+    monkeypatch.setattr(dev, "dev_once", dev_once)
+    monkeypatch.setattr(dev.time, "sleep", sleep)
+    err = io.StringIO()
+    with pytest.raises(KeyboardInterrupt):
+        dev.run(argparse.Namespace(watch=True, path=root), ConsoleUI(out=io.StringIO(), err=err))
+    assert len(runs) == 3
+    assert "fix: read the error above" in err.getvalue() and "did you mean" in err.getvalue()
+    # no project at that path: nothing to watch, refused as before
+    runs.clear()
+    gone = argparse.Namespace(watch=True, path=tmp_path / "nowhere")
+    with pytest.raises(BuildError):
+        dev.run(gone, ConsoleUI(out=io.StringIO(), err=io.StringIO()))
 
 
 def test_tests_a_signal_ended_exit_as_a_shell_says_naming_it() -> None:

@@ -17,8 +17,8 @@ from ..builder.load_check import skip_reason
 from ..builder.preflight import select_buildable
 from ..builder.request import BuildKind
 from ..builder.service import dev_project
-from ..errors import KernelwheelError, UsageError
-from ..model.project import KernelProject, editor_file
+from ..errors import BuildError, KernelwheelError, ProjectError, UsageError
+from ..model.project import BUILD_TOML, KernelProject, editor_file
 from ..plan.defaults import active_venv_python, capabilities_here
 from ..plan.planning import Planned, plan_project
 from ._args import (
@@ -199,9 +199,16 @@ def local_kernels(project: KernelProject, build: DevBuild) -> str:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
-    project_root = dev_once(args, ui).planned.project.root
     if not args.watch:
+        dev_once(args, ui)
         return 0
+    try:
+        project_root = dev_once(args, ui).planned.project.root
+    except (BuildError, ProjectError) as exc:  # a project that does not build yet: watched
+        project_root = project_path(args)
+        if not (project_root / BUILD_TOML).is_file():  # no project there to watch
+            raise
+        ui.error(str(exc))
     seen = _snapshot(project_root)
     ui.info("", f"watching {project_root} (Ctrl-C stops)")
     while True:
