@@ -616,3 +616,24 @@ def test_the_ops_the_packages_python_registers_are_those_its_calls_name(tmp_path
         'import torch\nNAME = "ns::f"\nOTHER = "g"\ntorch.library.register_fake(NAME)(len)\n'
     )
     assert python_kernels(tmp_path, fake=True) == {"a", "c", "d", "e", "f", "g"}
+
+
+def test_a_kernel_registered_for_a_device_type_counts_as_torch_maps_it_to_its_key(
+    tmp_path: Path,
+) -> None:
+    # torch.library.impl and register_kernel take device types, which torch maps to keys
+    # (torch 2.13: "meta" -> Meta, "default" -> CompositeExplicitAutograd): a "meta" kernel
+    # was read as a CPU/CUDA one (the missing-kernel warning silenced) and as no fake (the
+    # torch.compile note given for an op that has one)
+    from kernelwheel.builder.load_check import python_kernels
+
+    (tmp_path / "__init__.py").write_text(
+        "import torch\nfrom ._ops import add_op_namespace_prefix\n\n"
+        'torch.library.impl(add_op_namespace_prefix("b"), "meta")(lambda x: x)\n'
+        'torch.library.register_kernel(add_op_namespace_prefix("g"), "meta")(lambda x: x)\n'
+        'torch.library.impl(add_op_namespace_prefix("h"), ["cpu", "meta"])(lambda x: x)\n'
+        'torch.library.impl(add_op_namespace_prefix("k"), "default")(lambda x: x)\n'
+        'torch.library.impl(add_op_namespace_prefix("c"), "cuda")(lambda x: x)\n'
+    )
+    assert python_kernels(tmp_path, fake=True) == {"b", "g", "h", "k"}
+    assert python_kernels(tmp_path) == {"h", "k", "c"}

@@ -159,7 +159,14 @@ _SERVES_META = frozenset(
         "CompositeExplicitAutogradNonFunctional",
     }
 )
-_BACKENDS = _SERVES_META - {"Meta"} | {"CPU", "CUDA", "cpu", "cuda"}  # beside a "Meta": both
+_BACKENDS = _SERVES_META - {"Meta"} | {"CPU", "CUDA"}  # beside a "Meta": both
+# torch.library.impl's and register_kernel's device types, as the dispatch keys torch makes them
+_DEVICE_KEYS = {
+    "meta": "Meta",
+    "cpu": "CPU",
+    "cuda": "CUDA",
+    "default": "CompositeExplicitAutograd",
+}
 _QUOTED_NAME = re.compile(r"""["'](?:\w+::)?([A-Za-z_]\w*)(?:\.\w+)?["']""")  # "ns::op.out"
 
 
@@ -179,7 +186,11 @@ def python_kernels(folder: Path, *, fake: bool = False) -> set[str]:
         for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
             callee = call.func
             name = getattr(callee, "attr", None) or getattr(callee, "id", None)
-            keys = {n.value for n in ast.walk(call) if isinstance(n, ast.Constant)}
+            keys = {
+                _DEVICE_KEYS.get(n.value, n.value) if isinstance(n.value, str) else n.value
+                for n in ast.walk(call)
+                if isinstance(n, ast.Constant)
+            }
             registers = (
                 name in _FAKE_CALLS or (name in _KERNEL_CALLS and bool(keys & _SERVES_META))
                 if fake
