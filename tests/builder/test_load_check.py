@@ -484,6 +484,11 @@ def test_a_reused_builds_warning_follows_the_packages_python_as_it_is_now(
     # a record an older kernelwheel wrote (its warnings as text): the check runs again
     record.write_text("a\nops: add_one\nwarning: add_one has no CPU kernel\n")
     assert shown() == [] and len(runner.commands) == 2
+    # a damaged record, JSON of another shape: the check runs again, no traceback
+    for damaged in ('{"ops": 5}', '{"lacking": {"CPU": 3}}', '{"no_fake": null}'):
+        record.write_text(f"a\n{damaged}\n")
+        before = len(runner.commands)
+        assert shown() == [] and len(runner.commands) == before + 1
 
 
 def test_a_call_of_an_op_the_build_no_longer_defines_is_warned_of_with_its_line(

@@ -422,7 +422,7 @@ def recorded_report(record: Path, digest: str) -> LoadReport | None:
     try:
         first, found, *_ = [*record.read_text().splitlines(), "", ""]
         return LoadReport.read(json.loads(found)) if first == digest else None
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, TypeError):  # damaged: checked again
         return None
 
 
