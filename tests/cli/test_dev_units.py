@@ -225,6 +225,26 @@ def test_a_subpackage_the_project_drops_leaves_nothing_in_the_dev_site_that_impo
     assert (package / "__init__.py").is_symlink()
 
 
+def test_a_projects_own_ops_py_is_never_written_through_its_link(tmp_path: Path) -> None:
+    # kernel-builder writes _ops.py into torch-ext/<package>/: the dev site linked it, then
+    # wrote the generated _ops.py through that link, over the author's file
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    own = project.package_dir / "_ops.py"
+    own.write_text("# the author's\n")
+    so = tmp_path / "x.so"
+    so.write_bytes(b"\x7fELF one")
+    site = tmp_path / "dev" / "site"
+    (site / project.package).mkdir(parents=True)
+    (site / project.package / "_ops.py").symlink_to(own)  # an earlier run's link
+    for _ in range(2):
+        package = (
+            lay_out_site(site, project, "ops = 1\n", Shared(so, "_ns.so", "d")) / project.package
+        )
+        assert own.read_text() == "# the author's\n"
+        assert not (package / "_ops.py").is_symlink()
+        assert (package / "_ops.py").read_text() == "ops = 1\n"
+
+
 def test_the_tests_import_the_dev_build_not_a_pip_installed_copy(tmp_path: Path) -> None:
     # `kernelwheel install` put a release of the package into the venv the dev build is linked
     # into: the tests must still see the author's edit, not that copy

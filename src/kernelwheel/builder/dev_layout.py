@@ -98,11 +98,14 @@ def lay_out_site(site: Path, project: KernelProject, ops_py: str, shared: Shared
     those folders)."""
     package = site / project.package
     package.mkdir(parents=True, exist_ok=True)
-    links = {
-        rel.split("/", 1)[1]: (project.package_dir / rel.split("/", 1)[1]).resolve()
-        for rel in package_files(project)
-    }
+    # what the build writes is no link: an _ops.py of the project's own (kernel-builder writes
+    # one into torch-ext/) is replaced, as in the wheel, never written through
     kept = ("_ops.py", *((shared.name,) if shared is not None else ()))
+    links = {
+        name: (project.package_dir / name).resolve()
+        for rel in package_files(project)
+        if (name := rel.split("/", 1)[1]) not in kept
+    }
     # a folder the project no longer has goes whole, its __pycache__ too: left (even empty) it
     # would still import, as a namespace package
     folders = {parent.as_posix() for name in links for parent in PurePosixPath(name).parents}
