@@ -165,3 +165,17 @@ def test_checks_help_says_it_warns_of_such_calls(capsys: pytest.CaptureFixture[s
         main(["check", "--help"])
     said = " ".join(capsys.readouterr().out.split())
     assert "of an op its extension does not define (renamed or removed) is warned of" in said
+
+
+def test_calls_through_an_alias_or_getattr_are_scanned_too(tmp_path: Path) -> None:
+    # `from ._ops import ops as _kernels` and getattr(ops, "name"): their undefined ops were
+    # passed over (the file was not scanned at all, or the call not seen)
+    aliased = (
+        "from ._ops import ops as kern\nfrom ._ops import ops\n\n"
+        "def f(x):\n    return kern.add_one(kern.gone_alias(x))\n\n"
+        "def g(x):\n    return getattr(ops, 'gone_getattr')(getattr(ops, 'scale')(x))\n\n"
+        "def h(x):\n    return getattr(ops, 'maybe', None) or getattr(kern, 'split_pm')\n"
+    )
+    (warning,) = wheel_call_warnings(_wheel(tmp_path, aliased))
+    assert "ops.gone_alias (demo/__init__.py:5), ops.gone_getattr (demo/__init__.py:8)," in warning
+    assert "maybe" not in warning and "scale" not in warning and "split_pm" not in warning

@@ -254,7 +254,8 @@ def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tupl
 
 def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
     """``(NAME, FILE:LINE)`` of each ``ops.NAME`` that a Python file (its name and bytes)
-    reaches through the generated ``from ._ops import ops``: not in a function that binds a
+    reaches through the generated ``from ._ops import ops`` (``as`` another name too, and
+    ``getattr(ops, "NAME")``): not in a function that binds a
     name ``ops`` of its own (``ops = [...]``; ``ops.append``), nor of an op that the package's
     Python defines itself (``torch.library.custom_op``, ``define``: no ops.def names it)."""
     found: list[tuple[str, str]] = []
@@ -266,32 +267,47 @@ def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
             continue
     own = {name for _, tree in trees for name in _python_defined(tree)}
     for where, tree in trees:
-        if not any(
-            isinstance(node, ast.ImportFrom)
-            and node.level
-            and node.module == "_ops"
-            and any(alias.name == "ops" and alias.asname is None for alias in node.names)
+        names = {  # ops, or the name the file imports it as
+            alias.asname or alias.name
             for node in ast.walk(tree)
-        ):
-            continue
+            if isinstance(node, ast.ImportFrom) and node.level and node.module == "_ops"
+            for alias in node.names
+            if alias.name == "ops"
+        }
         shadowed = {
             id(node)
             for scope in ast.walk(tree)
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            and _binds_ops(scope)
+            and _binds(scope, names)
             for node in ast.walk(scope)
         }
-        found += [
-            (node.attr, f"{where}:{node.lineno}")
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "ops"
-            and not node.attr.startswith("_")
-            and node.attr not in own
-            and id(node) not in shadowed
-        ]
+        calls = []
+        for node in ast.walk(tree):
+            name = _op_named(node, names) if names and id(node) not in shadowed else None
+            if name and not name.startswith("_") and name not in own:
+                calls.append((getattr(node, "lineno", 0), name))
+        found += [(name, f"{where}:{line}") for line, name in sorted(calls)]  # in line order
     return found
+
+
+def _op_named(node: ast.AST, names: set[str]) -> str | None:
+    """The op ``node`` reaches on one of ``names``: ``ops.NAME``, or ``getattr(ops, "NAME")``
+    (with no default: one with a default is a probe that never raises)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr if node.value.id in names else None
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) == 2
+        and not node.keywords
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id in names
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return node.args[1].value
+    return None
 
 
 # the calls that define an op from Python: its name in the first argument
@@ -312,12 +328,12 @@ def _python_defined(tree: ast.AST) -> set[str]:
     }
 
 
-def _binds_ops(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
-    """Whether a function binds a name ``ops`` of its own (an argument, an assignment)."""
+def _binds(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, names: set[str]) -> bool:
+    """Whether a function binds one of ``names`` of its own (an argument, an assignment)."""
     args = scope.args
     every = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
-    return any(arg is not None and arg.arg == "ops" for arg in every) or any(
-        isinstance(node, ast.Name) and node.id == "ops" and isinstance(node.ctx, ast.Store)
+    return any(arg is not None and arg.arg in names for arg in every) or any(
+        isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Store)
         for node in ast.walk(scope)
     )
 
