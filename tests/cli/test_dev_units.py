@@ -329,6 +329,37 @@ def test_a_link_the_environments_new_torch_refuses_is_named(tmp_path: Path) -> N
     assert link_dev_build(build, project, python, tmp_path / "cache", Runner()).stale is None
 
 
+def test_linking_a_second_checkout_of_the_same_package_says_which_link_it_replaced(
+    tmp_path: Path,
+) -> None:
+    # two clones of one kernel (a fork beside upstream), each run through dev in one venv:
+    # the .pth of the package silently switched to the last one run
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho \'["{tmp_path}", "2.13.0+cpu", ""]\'\n')
+    python.chmod(0o755)
+
+    def build(folder: str) -> DevBuild:
+        dev_dir = tmp_path / "cache" / "dev" / folder
+        return DevBuild(CPU, dev_dir, dev_site(dev_dir, CPU), dev_dir / "hub", Path("py"))
+
+    def link(b: DevBuild) -> Linked:
+        return link_dev_build(b, project, python, tmp_path / "cache", Runner())
+
+    first, second = build("tiny_add-aaaa"), build("tiny_add-bbbb")
+    assert link(first).replaced is None
+    assert link(first).replaced is None  # the same build again
+    other = replace(
+        first, site=dev_site(first.folder, Variant.parse("torch214-cxx11-cpu-x86_64-linux"))
+    )
+    assert link(other).replaced is None  # the same folder's build of another variant
+    got = link(second)
+    assert got.replaced == str(other.site)
+    out, err = io.StringIO(), io.StringIO()
+    dev._report(ConsoleUI(out=out, err=err), project, second, got)
+    assert f"another folder's dev build of tiny_add until now ({other.site})" in err.getvalue()
+
+
 def test_a_python_depends_the_linked_interpreter_lacks_is_named(tmp_path: Path) -> None:
     # python-depends = ["einops"], a venv without it: dev linked the build and said nothing,
     # and the tests failed at collection with ModuleNotFoundError
