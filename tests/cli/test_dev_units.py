@@ -569,6 +569,14 @@ def test_a_noarch_dev_build_links_the_authors_files_and_lays_out_each_backends_h
     assert main(["dev", str(root), "--cache-dir", str(cache)]) == 0
     assert "EDITED" in (folder / "hub" / "build" / "torch-cpu" / "__init__.py").read_text()
     assert not list(root.rglob("__pycache__")) and not (root / "build").exists()
+    # a backend dropped from build.toml: its old Hub copy goes (kernels would still load it)
+    toml = (root / "build.toml").read_text()
+    (root / "build.toml").write_text(
+        toml.replace('backends = ["cpu", "cuda"]', 'backends = ["cpu"]')
+    )
+    assert main(["dev", str(root), "--cache-dir", str(cache)]) == 0
+    assert sorted(p.name for p in (folder / "hub" / "build").iterdir()) == ["torch-cpu"]
+    assert not (folder / "hub-torch-cuda.stamp").exists()
 
 
 def test_a_noarch_build_with_a_syntax_error_is_refused_naming_the_line(

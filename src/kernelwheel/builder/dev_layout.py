@@ -185,6 +185,16 @@ def lay_out_hub(
     return hub
 
 
+def drop_other_variants(hub: Path, served: set[str]) -> None:
+    """The Hub folders of ``hub`` (and their stamps) of variants the build no longer serves: a
+    pure-Python build's backend dropped from build.toml, whose old copy ``kernels`` would still
+    load on that backend."""
+    for folder in (hub / "build").iterdir():
+        if folder.name not in served and not folder.name.startswith("."):
+            hub.with_name(f"hub-{folder.name}.stamp").unlink(missing_ok=True)
+            shutil.rmtree(folder)
+
+
 def _stat(path: Path) -> tuple[int, int, int]:
     st = path.stat()
     return st.st_size, st.st_mtime_ns, st.st_ino
