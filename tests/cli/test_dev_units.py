@@ -569,6 +569,12 @@ def test_a_noarch_dev_build_links_the_authors_files_and_lays_out_each_backends_h
     assert main(["dev", str(root), "--cache-dir", str(cache)]) == 0
     assert "EDITED" in (folder / "hub" / "build" / "torch-cpu" / "__init__.py").read_text()
     assert not list(root.rglob("__pycache__")) and not (root / "build").exists()
+    # a build.toml edit that changes no file of the package: the metadata follows it
+    toml = (root / "build.toml").read_text()
+    (root / "build.toml").write_text(toml.replace('license = "MIT"', 'license = "Apache-2.0"'))
+    assert main(["dev", str(root), "--cache-dir", str(cache)]) == 0
+    meta = json.loads((folder / "hub" / "build" / "torch-cpu" / "metadata.json").read_text())
+    assert meta["license"] == "Apache-2.0"
     # a backend dropped from build.toml: its old Hub copy goes (kernels would still load it)
     toml = (root / "build.toml").read_text()
     (root / "build.toml").write_text(

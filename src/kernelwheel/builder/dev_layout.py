@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from .. import __version__
 from .._util import atomic_copy, atomic_write, write_if_changed
 from ..log import Reporter
-from ..model.project import KernelProject
+from ..model.project import BUILD_TOML, KernelProject
 from ..model.variant import Variant
 from ..wheels import Member
 from . import codegen
@@ -163,9 +163,12 @@ def lay_out_hub(
         if path.is_file() and "__pycache__" not in path.parts
     ]
     # The files' names and stats (links followed): the same, the layout is left alone without
-    # reading them (the shared object alone may be hundreds of MB).
+    # reading them (the shared object alone may be hundreds of MB); build.toml's bytes, which
+    # the metadata comes from (a license or python-depends edit changes no file).
+    toml = hashlib.sha256((project.root / BUILD_TOML).read_bytes()).hexdigest()
     stamp = json.dumps(
-        [[str(p.relative_to(package)), *_stat(p)] for p in paths] + [__version__, namespace]
+        [[str(p.relative_to(package)), *_stat(p)] for p in paths]
+        + [__version__, namespace, major, toml]
     )
     record = hub.with_name(f"hub-{variant.name}.stamp")  # beside the layout, not in it
     if holds(record, stamp) and (hub / "build" / variant.name / METADATA_JSON).is_file():
