@@ -642,3 +642,24 @@ def test_a_kernel_registered_for_a_device_type_counts_as_torch_maps_it_to_its_ke
     )
     assert python_kernels(tmp_path, fake=True) == {"b", "g", "h", "k"}
     assert python_kernels(tmp_path) == {"h", "k", "c"}
+
+
+def test_a_python_kernel_for_another_backend_does_not_silence_the_missing_kernel_warning(
+    tmp_path: Path,
+) -> None:
+    # a CPU build whose op has no CPU kernel, the package's Python registering a CUDA one:
+    # the warning that CPU tensors raise was silenced by a kernel they never reach
+    (tmp_path / "__init__.py").write_text(
+        "import torch\nfrom ._ops import add_op_namespace_prefix\n\n"
+        'torch.library.impl(add_op_namespace_prefix("on_cuda"), "cuda")(lambda x: x)\n'
+        'torch.library.impl(add_op_namespace_prefix("on_cpu"), "CPU")(lambda x: x)\n'
+        'torch.library.register_kernel(add_op_namespace_prefix("everywhere"), None)(len)\n'
+        'torch.library.impl(add_op_namespace_prefix("composite"), "default")(lambda x: x)\n'
+    )
+    found = {"lacking": {"CPU": [f"{NS}::{op}" for op in ("on_cuda", "on_cpu", "everywhere")]}}
+    (warning,) = LoadReport.read(found).warnings(NS, "CPU", tmp_path)
+    assert warning.startswith("warning: on_cuda has no CPU kernel in this build")
+    assert (
+        LoadReport.read({"lacking": {"CUDA": [f"{NS}::on_cuda"]}}).warnings(NS, "CUDA", tmp_path)
+        == ()
+    )

@@ -91,7 +91,7 @@ class LoadReport:
         gives one (read afresh: it changes without the extension changing)."""
         found = []
         lacking = any(k == key for k, _ in self.lacking)  # the package read only then
-        given = python_kernels(package) if package is not None and lacking else set()
+        given = python_kernels(package, key=key) if package is not None and lacking else set()
         if missing := [
             op.removeprefix(namespace + "::")
             for k, op in self.lacking
@@ -159,7 +159,7 @@ _SERVES_META = frozenset(
         "CompositeExplicitAutogradNonFunctional",
     }
 )
-_BACKENDS = _SERVES_META - {"Meta"} | {"CPU", "CUDA"}  # beside a "Meta": both
+_KNOWN_KEYS = _SERVES_META | {"CPU", "CUDA"}  # a call naming none of them: every backend
 # torch.library.impl's and register_kernel's device types, as the dispatch keys torch makes them
 _DEVICE_KEYS = {
     "meta": "Meta",
@@ -170,12 +170,14 @@ _DEVICE_KEYS = {
 _QUOTED_NAME = re.compile(r"""["'](?:\w+::)?([A-Za-z_]\w*)(?:\.\w+)?["']""")  # "ns::op.out"
 
 
-def python_kernels(folder: Path, *, fake: bool = False) -> set[str]:
-    """The ops the Python files below ``folder`` register a kernel for (``fake``: a fake one)
+def python_kernels(folder: Path, *, fake: bool = False, key: str = "") -> set[str]:
+    """The ops the Python files below ``folder`` register a kernel for (``fake``: a fake one;
+    ``key``: one for that dispatch key, a composite one, or one for keys not named; "": any)
     when the package is imported: the op named in each such call's first argument
     (``add_op_namespace_prefix("op")``, ``"ns::op"``, ``ops.op.default``); a call whose op
     is a variable counts every name the file quotes (read, not run: silence over a false
     alarm)."""
+    wanted = _SERVES_META - {"Meta"} | ({key} if key else {"CPU", "CUDA"})
     found: set[str] = set()
     for path in folder.rglob("*.py"):
         text = _text(path)
@@ -194,7 +196,7 @@ def python_kernels(folder: Path, *, fake: bool = False) -> set[str]:
             registers = (
                 name in _FAKE_CALLS or (name in _KERNEL_CALLS and bool(keys & _SERVES_META))
                 if fake
-                else name in _KERNEL_CALLS and ("Meta" not in keys or bool(keys & _BACKENDS))
+                else name in _KERNEL_CALLS and (not keys & _KNOWN_KEYS or bool(keys & wanted))
             )
             if not registers or not call.args:
                 continue
