@@ -420,7 +420,24 @@ def _run_to(
         )
 
     with _tracked(start) as proc:
-        return _KILLED if proc is None else proc.wait()
+        if proc is None:
+            return _KILLED
+        try:
+            return proc.wait()
+        except KeyboardInterrupt as exc:
+            if out is None and type(exc) is KeyboardInterrupt:  # Ctrl-C, not SIGTERM
+                _pass_interrupt(proc)
+            raise
+
+
+def _pass_interrupt(proc: subprocess.Popen[bytes]) -> None:
+    """The user's Ctrl-C passed to the command they watch, as if they ran it alone (pytest
+    then shows the test it stopped in and its summary, not nothing), awaited a while: in a
+    group of its own, it never got the terminal's. Then killed as every command is."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGINT)
+    with suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=2 * _GRACE_SECONDS)
 
 
 # What run_captured raises past its timeout (callers need not import subprocess for it).

@@ -484,6 +484,11 @@ def test_a_reused_builds_warning_follows_the_packages_python_as_it_is_now(
     # a record an older kernelwheel wrote (its warnings as text): the check runs again
     record.write_text("a\nops: add_one\nwarning: add_one has no CPU kernel\n")
     assert shown() == [] and len(runner.commands) == 2
+    # a damaged record, JSON of another shape: the check runs again, no traceback
+    for damaged in ('{"ops": 5}', '{"lacking": {"CPU": 3}}', '{"no_fake": null}'):
+        record.write_text(f"a\n{damaged}\n")
+        before = len(runner.commands)
+        assert shown() == [] and len(runner.commands) == before + 1
 
 
 def test_a_call_of_an_op_the_build_no_longer_defines_is_warned_of_with_its_line(
@@ -616,3 +621,45 @@ def test_the_ops_the_packages_python_registers_are_those_its_calls_name(tmp_path
         'import torch\nNAME = "ns::f"\nOTHER = "g"\ntorch.library.register_fake(NAME)(len)\n'
     )
     assert python_kernels(tmp_path, fake=True) == {"a", "c", "d", "e", "f", "g"}
+
+
+def test_a_kernel_registered_for_a_device_type_counts_as_torch_maps_it_to_its_key(
+    tmp_path: Path,
+) -> None:
+    # torch.library.impl and register_kernel take device types, which torch maps to keys
+    # (torch 2.13: "meta" -> Meta, "default" -> CompositeExplicitAutograd): a "meta" kernel
+    # was read as a CPU/CUDA one (the missing-kernel warning silenced) and as no fake (the
+    # torch.compile note given for an op that has one)
+    from kernelwheel.builder.load_check import python_kernels
+
+    (tmp_path / "__init__.py").write_text(
+        "import torch\nfrom ._ops import add_op_namespace_prefix\n\n"
+        'torch.library.impl(add_op_namespace_prefix("b"), "meta")(lambda x: x)\n'
+        'torch.library.register_kernel(add_op_namespace_prefix("g"), "meta")(lambda x: x)\n'
+        'torch.library.impl(add_op_namespace_prefix("h"), ["cpu", "meta"])(lambda x: x)\n'
+        'torch.library.impl(add_op_namespace_prefix("k"), "default")(lambda x: x)\n'
+        'torch.library.impl(add_op_namespace_prefix("c"), "cuda")(lambda x: x)\n'
+    )
+    assert python_kernels(tmp_path, fake=True) == {"b", "g", "h", "k"}
+    assert python_kernels(tmp_path) == {"h", "k", "c"}
+
+
+def test_a_python_kernel_for_another_backend_does_not_silence_the_missing_kernel_warning(
+    tmp_path: Path,
+) -> None:
+    # a CPU build whose op has no CPU kernel, the package's Python registering a CUDA one:
+    # the warning that CPU tensors raise was silenced by a kernel they never reach
+    (tmp_path / "__init__.py").write_text(
+        "import torch\nfrom ._ops import add_op_namespace_prefix\n\n"
+        'torch.library.impl(add_op_namespace_prefix("on_cuda"), "cuda")(lambda x: x)\n'
+        'torch.library.impl(add_op_namespace_prefix("on_cpu"), "CPU")(lambda x: x)\n'
+        'torch.library.register_kernel(add_op_namespace_prefix("everywhere"), None)(len)\n'
+        'torch.library.impl(add_op_namespace_prefix("composite"), "default")(lambda x: x)\n'
+    )
+    found = {"lacking": {"CPU": [f"{NS}::{op}" for op in ("on_cuda", "on_cpu", "everywhere")]}}
+    (warning,) = LoadReport.read(found).warnings(NS, "CPU", tmp_path)
+    assert warning.startswith("warning: on_cuda has no CPU kernel in this build")
+    assert (
+        LoadReport.read({"lacking": {"CUDA": [f"{NS}::on_cuda"]}}).warnings(NS, "CUDA", tmp_path)
+        == ()
+    )

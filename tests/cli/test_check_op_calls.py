@@ -7,6 +7,7 @@ and op names are among its strings."""
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,54 @@ def test_a_wheel_whose_calls_are_all_defined_or_whose_ops_are_pythons_gets_no_wa
     assert json.loads(capsys.readouterr().out)["reports"][0]["warnings"] == []
 
 
+# an op the package's Python defines beside its extension's, and a function's own ``ops``
+HYBRID = """\
+import torch
+
+from ._ops import add_op_namespace_prefix, ops
+from .triton_ops import fused
+
+
+@torch.library.custom_op(add_op_namespace_prefix("py_scale"), mutates_args=())
+def _py_scale(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+def scale(x):
+    return ops.py_scale(ops.fused_rms(x))
+
+
+def pipeline(x, ops=None):
+    return ops.count(x)
+
+
+def chain(x):
+    ops = [torch.relu]
+    ops.append(torch.tanh)
+    return ops.index(torch.relu)
+"""
+TRITON_OPS = """\
+import torch
+
+torch.library.define("_demo_0a1b2c3d::fused_rms", "(Tensor x) -> Tensor")
+"""
+
+
+def test_ops_the_packages_python_defines_and_a_local_named_ops_are_no_undefined_calls(
+    tmp_path: Path,
+) -> None:
+    assert wheel_call_warnings(_hybrid(tmp_path / "h")) == ()
+    warned = wheel_call_warnings(_hybrid(tmp_path / "u", extra="\nops.undefined_op(1)\n"))
+    assert len(warned) == 1 and "ops.undefined_op (demo/__init__.py:" in warned[0]
+
+
+def _hybrid(tmp_path: Path, extra: str = "") -> Path:
+    wheel = _wheel(tmp_path, HYBRID + extra)
+    with zipfile.ZipFile(wheel, "a") as archive:
+        archive.writestr("demo/triton_ops.py", TRITON_OPS)
+    return wheel
+
+
 def test_a_member_that_cannot_be_decompressed_is_the_record_rules_not_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -116,3 +165,17 @@ def test_checks_help_says_it_warns_of_such_calls(capsys: pytest.CaptureFixture[s
         main(["check", "--help"])
     said = " ".join(capsys.readouterr().out.split())
     assert "of an op its extension does not define (renamed or removed) is warned of" in said
+
+
+def test_calls_through_an_alias_or_getattr_are_scanned_too(tmp_path: Path) -> None:
+    # `from ._ops import ops as _kernels` and getattr(ops, "name"): their undefined ops were
+    # passed over (the file was not scanned at all, or the call not seen)
+    aliased = (
+        "from ._ops import ops as kern\nfrom ._ops import ops\n\n"
+        "def f(x):\n    return kern.add_one(kern.gone_alias(x))\n\n"
+        "def g(x):\n    return getattr(ops, 'gone_getattr')(getattr(ops, 'scale')(x))\n\n"
+        "def h(x):\n    return getattr(ops, 'maybe', None) or getattr(kern, 'split_pm')\n"
+    )
+    (warning,) = wheel_call_warnings(_wheel(tmp_path, aliased))
+    assert "ops.gone_alias (demo/__init__.py:5), ops.gone_getattr (demo/__init__.py:8)," in warning
+    assert "maybe" not in warning and "scale" not in warning and "split_pm" not in warning

@@ -250,6 +250,48 @@ def test_the_dev_site_changes_only_what_the_project_changed(
     assert not (package / "sub").exists()
 
 
+def test_a_subpackage_the_project_drops_leaves_nothing_in_the_dev_site_that_imports(
+    tmp_path: Path,
+) -> None:
+    # left behind, even empty but for its __pycache__, the folder imports as a namespace
+    # package: the author's tests of the removed subpackage would still pass its import
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    sub = project.package_dir / "sub" / "inner"
+    sub.mkdir(parents=True)
+    (sub / "__init__.py").write_text("VALUE = 7\n")
+    site = tmp_path / "dev" / "site"
+    package = lay_out_site(site, project, "ops = None\n", None) / project.package
+    (package / "sub" / "inner" / "__pycache__").mkdir()
+    (package / "sub" / "inner" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"x")
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "_ops.cpython-311.pyc").write_bytes(b"x")
+    shutil.rmtree(project.package_dir / "sub")
+    lay_out_site(site, project, "ops = None\n", None)
+    assert not (package / "sub").exists()
+    assert (package / "__pycache__" / "_ops.cpython-311.pyc").is_file()  # the package's own
+    assert (package / "__init__.py").is_symlink()
+
+
+def test_a_projects_own_ops_py_is_never_written_through_its_link(tmp_path: Path) -> None:
+    # kernel-builder writes _ops.py into torch-ext/<package>/: the dev site linked it, then
+    # wrote the generated _ops.py through that link, over the author's file
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    own = project.package_dir / "_ops.py"
+    own.write_text("# the author's\n")
+    so = tmp_path / "x.so"
+    so.write_bytes(b"\x7fELF one")
+    site = tmp_path / "dev" / "site"
+    (site / project.package).mkdir(parents=True)
+    (site / project.package / "_ops.py").symlink_to(own)  # an earlier run's link
+    for _ in range(2):
+        package = (
+            lay_out_site(site, project, "ops = 1\n", Shared(so, "_ns.so", "d")) / project.package
+        )
+        assert own.read_text() == "# the author's\n"
+        assert not (package / "_ops.py").is_symlink()
+        assert (package / "_ops.py").read_text() == "ops = 1\n"
+
+
 def test_the_tests_import_the_dev_build_not_a_pip_installed_copy(tmp_path: Path) -> None:
     # `kernelwheel install` put a release of the package into the venv the dev build is linked
     # into: the tests must still see the author's edit, not that copy
@@ -332,6 +374,37 @@ def test_a_link_the_environments_new_torch_refuses_is_named(tmp_path: Path) -> N
     assert link_dev_build(build, project, python, tmp_path / "cache", Runner()).stale is None
     pth.unlink()
     assert link_dev_build(build, project, python, tmp_path / "cache", Runner()).stale is None
+
+
+def test_linking_a_second_checkout_of_the_same_package_says_which_link_it_replaced(
+    tmp_path: Path,
+) -> None:
+    # two clones of one kernel (a fork beside upstream), each run through dev in one venv:
+    # the .pth of the package silently switched to the last one run
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho \'["{tmp_path}", "2.13.0+cpu", ""]\'\n')
+    python.chmod(0o755)
+
+    def build(folder: str) -> DevBuild:
+        dev_dir = tmp_path / "cache" / "dev" / folder
+        return DevBuild(CPU, dev_dir, dev_site(dev_dir, CPU), dev_dir / "hub", Path("py"))
+
+    def link(b: DevBuild) -> Linked:
+        return link_dev_build(b, project, python, tmp_path / "cache", Runner())
+
+    first, second = build("tiny_add-aaaa"), build("tiny_add-bbbb")
+    assert link(first).replaced is None
+    assert link(first).replaced is None  # the same build again
+    other = replace(
+        first, site=dev_site(first.folder, Variant.parse("torch214-cxx11-cpu-x86_64-linux"))
+    )
+    assert link(other).replaced is None  # the same folder's build of another variant
+    got = link(second)
+    assert got.replaced == str(other.site)
+    out, err = io.StringIO(), io.StringIO()
+    dev._report(ConsoleUI(out=out, err=err), project, second, got)
+    assert f"another folder's dev build of tiny_add until now ({other.site})" in err.getvalue()
 
 
 def test_a_python_depends_the_linked_interpreter_lacks_is_named(tmp_path: Path) -> None:
@@ -625,6 +698,20 @@ def test_a_noarch_dev_build_links_the_authors_files_and_lays_out_each_backends_h
     assert main(["dev", str(root), "--cache-dir", str(cache)]) == 0
     assert "EDITED" in (folder / "hub" / "build" / "torch-cpu" / "__init__.py").read_text()
     assert not list(root.rglob("__pycache__")) and not (root / "build").exists()
+    # a build.toml edit that changes no file of the package: the metadata follows it
+    toml = (root / "build.toml").read_text()
+    (root / "build.toml").write_text(toml.replace('license = "MIT"', 'license = "Apache-2.0"'))
+    assert main(["dev", str(root), "--cache-dir", str(cache)]) == 0
+    meta = json.loads((folder / "hub" / "build" / "torch-cpu" / "metadata.json").read_text())
+    assert meta["license"] == "Apache-2.0"
+    # a backend dropped from build.toml: its old Hub copy goes (kernels would still load it)
+    toml = (root / "build.toml").read_text()
+    (root / "build.toml").write_text(
+        toml.replace('backends = ["cpu", "cuda"]', 'backends = ["cpu"]')
+    )
+    assert main(["dev", str(root), "--cache-dir", str(cache)]) == 0
+    assert sorted(p.name for p in (folder / "hub" / "build").iterdir()) == ["torch-cpu"]
+    assert not (folder / "hub-torch-cuda.stamp").exists()
 
 
 def test_a_noarch_build_with_a_syntax_error_is_refused_naming_the_line(

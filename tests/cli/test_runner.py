@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,11 +16,12 @@ from kernelwheel._util import (
     CommandTimeout,
     release,
     resume_running,
+    run_attached,
     run_captured,
     spawn_piped,
     stop_running,
 )
-from kernelwheel.errors import ToolchainError
+from kernelwheel.errors import Terminated, ToolchainError
 
 PY = sys.executable
 
@@ -139,3 +141,47 @@ def test_a_signal_while_a_start_fails_is_raised_not_kept_for_a_later_command() -
     proc = run_captured([PY, "-c", _SIGNAL_THEN_A_FAILED_START], timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["terminated", "0"]
+
+
+def _interrupted_attached(tmp_path: Path, error: type[BaseException]) -> str:
+    """What an attached command (``kernelwheel test``'s pytest) wrote when ``error`` stopped
+    the wait for it, as the signal handlers raise it in the main thread."""
+    tmp_path.mkdir()
+    seen = tmp_path / "seen"
+    child = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+        f"open({str(tmp_path / 'ready')!r}, 'w').close()\n"
+        "try:\n    time.sleep(30)\n"
+        f"except KeyboardInterrupt:\n    open({str(seen)!r}, 'w').write('interrupted')\n"
+    )
+
+    def stop(signum: int, frame: object) -> None:
+        raise error()
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    started = threading.Thread(target=_alarm_when, args=(tmp_path / "ready",))
+    started.start()
+    try:
+        with pytest.raises(error):
+            run_attached([PY, "-c", child])
+    finally:
+        started.join()
+        signal.signal(signal.SIGALRM, previous)
+    return seen.read_text() if seen.exists() else ""
+
+
+def _alarm_when(ready: Path) -> None:
+    deadline = time.monotonic() + 20
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    signal.setitimer(signal.ITIMER_REAL, 0.2)
+
+
+def test_a_ctrl_c_reaches_the_attached_command_before_it_is_stopped(tmp_path: Path) -> None:
+    # kernelwheel test's pytest runs in a group of its own: the terminal's Ctrl-C reached
+    # kernelwheel alone, which SIGTERMed pytest, and the author saw neither the test it hung
+    # in nor the summary; it now gets the Ctrl-C first, as if run alone
+    assert _interrupted_attached(tmp_path / "int", KeyboardInterrupt) == "interrupted"
+    # SIGTERM (kernelwheel's Terminated) stops it as before
+    assert _interrupted_attached(tmp_path / "term", Terminated) == ""

@@ -143,6 +143,9 @@ class Linked:
     shadowed_by: str | None = None
     stale: str | None = None  # where not linked: the .pth left linking a build it refuses
     missing: tuple[str, ...] = ()  # the wheel's requirements (python-depends) it lacks
+    # where linked: the dev site of another project folder the .pth linked until now (two
+    # checkouts of one package: the interpreter imports this one from now on)
+    replaced: str | None = None
 
 
 # Printed by the target interpreter: its site-packages, its torch's version, the version of the
@@ -191,10 +194,23 @@ def link_dev_build(
         skipped = f"it has {have}, {what} {wanted}"
         return Linked(python, None, skipped=skipped, stale=_stale_link(pth, torch), missing=missing)
     line = f"{os.fspath(build.site)}\n"
+    replaced = None
     if not holds(pth, line):  # unchanged: its folder's probe stays valid
+        replaced = _other_project(pth, build.folder)
         with kept_across(python, cache_dir):  # and changed: it stays valid too
             atomic_write(pth, line)
-    return Linked(python, pth, shadowed_by=installed or None, missing=missing)
+    return Linked(python, pth, shadowed_by=installed or None, missing=missing, replaced=replaced)
+
+
+def _other_project(pth: Path, folder: Path) -> str | None:
+    """The dev site ``pth`` links where it is of another dev folder than ``folder`` (another
+    project folder's build of the same package), else None."""
+    try:
+        linked = Path(pth.read_text().strip())
+    except (OSError, UnicodeDecodeError):
+        return None
+    folders = (linked.parent.parent, folder)
+    return str(linked) if linked.parent.name == "site" and len(set(folders)) == 2 else None
 
 
 def _needs(project: KernelProject, variant: Variant) -> list[Requirement]:

@@ -19,6 +19,7 @@ from .dev_layout import (
     dev_id,
     dev_namespace,
     dev_site,
+    drop_other_variants,
     lay_out_hub,
     lay_out_site,
     open_dev_log,
@@ -54,6 +55,7 @@ def build_noarch_dev(
         for variant in variants:
             namespace = backend_namespace(pattern, variant)
             hub = lay_out_hub(folder / "hub", project, variant, namespace, package, major, None)
+        drop_other_variants(hub, {v.name for v in variants})
         detail.append(str(package))
     if (left_out := steps.left_out_note(project)) is not None:
         reporter.info(scope, left_out)

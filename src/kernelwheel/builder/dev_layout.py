@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from packaging.requirements import Requirement
 
 from .. import __version__
 from .._util import atomic_copy, atomic_write, write_if_changed
 from ..log import Reporter
-from ..model.project import KernelProject
+from ..model.project import BUILD_TOML, KernelProject
 from ..model.variant import Variant
 from ..wheels import Member
 from . import codegen
@@ -97,19 +98,28 @@ def lay_out_site(site: Path, project: KernelProject, ops_py: str, shared: Shared
     those folders)."""
     package = site / project.package
     package.mkdir(parents=True, exist_ok=True)
-    links = {
-        rel.split("/", 1)[1]: (project.package_dir / rel.split("/", 1)[1]).resolve()
-        for rel in package_files(project)
-    }
+    # what the build writes is no link: an _ops.py of the project's own (kernel-builder writes
+    # one into torch-ext/) is replaced, as in the wheel, never written through
     kept = ("_ops.py", *((shared.name,) if shared is not None else ()))
+    links = {
+        name: (project.package_dir / name).resolve()
+        for rel in package_files(project)
+        if (name := rel.split("/", 1)[1]) not in kept
+    }
+    # a folder the project no longer has goes whole, its __pycache__ too: left (even empty) it
+    # would still import, as a namespace package
+    folders = {parent.as_posix() for name in links for parent in PurePosixPath(name).parents}
     for path in sorted(package.rglob("*"), reverse=True):  # what the project no longer has
         name = path.relative_to(package).as_posix()
-        if "__pycache__" in path.parts:
+        if "__pycache__" in path.relative_to(package).parts:
             continue
         if path.is_symlink():  # kept while the project has it (is_file would follow it)
             if name not in links:
                 path.unlink()
-        elif path.is_file() and name not in kept:
+        elif path.is_dir():
+            if name not in folders:
+                shutil.rmtree(path)
+        elif name not in kept:
             path.unlink()
     for name, target in links.items():
         dest = package / name
@@ -153,9 +163,12 @@ def lay_out_hub(
         if path.is_file() and "__pycache__" not in path.parts
     ]
     # The files' names and stats (links followed): the same, the layout is left alone without
-    # reading them (the shared object alone may be hundreds of MB).
+    # reading them (the shared object alone may be hundreds of MB); build.toml's bytes, which
+    # the metadata comes from (a license or python-depends edit changes no file).
+    toml = hashlib.sha256((project.root / BUILD_TOML).read_bytes()).hexdigest()
     stamp = json.dumps(
-        [[str(p.relative_to(package)), *_stat(p)] for p in paths] + [__version__, namespace]
+        [[str(p.relative_to(package)), *_stat(p)] for p in paths]
+        + [__version__, namespace, major, toml]
     )
     record = hub.with_name(f"hub-{variant.name}.stamp")  # beside the layout, not in it
     if holds(record, stamp) and (hub / "build" / variant.name / METADATA_JSON).is_file():
@@ -173,6 +186,16 @@ def lay_out_hub(
         write_variant(hub, variant, files, meta, linked={shared} if shared else set())
     atomic_write(record, stamp)
     return hub
+
+
+def drop_other_variants(hub: Path, served: set[str]) -> None:
+    """The Hub folders of ``hub`` (and their stamps) of variants the build no longer serves: a
+    pure-Python build's backend dropped from build.toml, whose old copy ``kernels`` would still
+    load on that backend."""
+    for folder in (hub / "build").iterdir():
+        if folder.name not in served and not folder.name.startswith("."):
+            hub.with_name(f"hub-{folder.name}.stamp").unlink(missing_ok=True)
+            shutil.rmtree(folder)
 
 
 def _stat(path: Path) -> tuple[int, int, int]:

@@ -91,7 +91,7 @@ class LoadReport:
         gives one (read afresh: it changes without the extension changing)."""
         found = []
         lacking = any(k == key for k, _ in self.lacking)  # the package read only then
-        given = python_kernels(package) if package is not None and lacking else set()
+        given = python_kernels(package, key=key) if package is not None and lacking else set()
         if missing := [
             op.removeprefix(namespace + "::")
             for k, op in self.lacking
@@ -159,16 +159,25 @@ _SERVES_META = frozenset(
         "CompositeExplicitAutogradNonFunctional",
     }
 )
-_BACKENDS = _SERVES_META - {"Meta"} | {"CPU", "CUDA", "cpu", "cuda"}  # beside a "Meta": both
+_KNOWN_KEYS = _SERVES_META | {"CPU", "CUDA"}  # a call naming none of them: every backend
+# torch.library.impl's and register_kernel's device types, as the dispatch keys torch makes them
+_DEVICE_KEYS = {
+    "meta": "Meta",
+    "cpu": "CPU",
+    "cuda": "CUDA",
+    "default": "CompositeExplicitAutograd",
+}
 _QUOTED_NAME = re.compile(r"""["'](?:\w+::)?([A-Za-z_]\w*)(?:\.\w+)?["']""")  # "ns::op.out"
 
 
-def python_kernels(folder: Path, *, fake: bool = False) -> set[str]:
-    """The ops the Python files below ``folder`` register a kernel for (``fake``: a fake one)
+def python_kernels(folder: Path, *, fake: bool = False, key: str = "") -> set[str]:
+    """The ops the Python files below ``folder`` register a kernel for (``fake``: a fake one;
+    ``key``: one for that dispatch key, a composite one, or one for keys not named; "": any)
     when the package is imported: the op named in each such call's first argument
     (``add_op_namespace_prefix("op")``, ``"ns::op"``, ``ops.op.default``); a call whose op
     is a variable counts every name the file quotes (read, not run: silence over a false
     alarm)."""
+    wanted = _SERVES_META - {"Meta"} | ({key} if key else {"CPU", "CUDA"})
     found: set[str] = set()
     for path in folder.rglob("*.py"):
         text = _text(path)
@@ -179,11 +188,15 @@ def python_kernels(folder: Path, *, fake: bool = False) -> set[str]:
         for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
             callee = call.func
             name = getattr(callee, "attr", None) or getattr(callee, "id", None)
-            keys = {n.value for n in ast.walk(call) if isinstance(n, ast.Constant)}
+            keys = {
+                _DEVICE_KEYS.get(n.value, n.value) if isinstance(n.value, str) else n.value
+                for n in ast.walk(call)
+                if isinstance(n, ast.Constant)
+            }
             registers = (
                 name in _FAKE_CALLS or (name in _KERNEL_CALLS and bool(keys & _SERVES_META))
                 if fake
-                else name in _KERNEL_CALLS and ("Meta" not in keys or bool(keys & _BACKENDS))
+                else name in _KERNEL_CALLS and (not keys & _KNOWN_KEYS or bool(keys & wanted))
             )
             if not registers or not call.args:
                 continue
@@ -243,30 +256,88 @@ def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tupl
 
 def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
     """``(NAME, FILE:LINE)`` of each ``ops.NAME`` that a Python file (its name and bytes)
-    reaches through the generated ``from ._ops import ops``."""
-    found = []
+    reaches through the generated ``from ._ops import ops`` (``as`` another name too, and
+    ``getattr(ops, "NAME")``): not in a function that binds a
+    name ``ops`` of its own (``ops = [...]``; ``ops.append``), nor of an op that the package's
+    Python defines itself (``torch.library.custom_op``, ``define``: no ops.def names it)."""
+    found: list[tuple[str, str]] = []
+    trees = []
     for where, source in files:
         try:
-            tree = ast.parse(source)
+            trees.append((where, ast.parse(source)))
         except (SyntaxError, ValueError):
             continue
-        if not any(
-            isinstance(node, ast.ImportFrom)
-            and node.level
-            and node.module == "_ops"
-            and any(alias.name == "ops" and alias.asname is None for alias in node.names)
+    own = {name for _, tree in trees for name in _python_defined(tree)}
+    for where, tree in trees:
+        names = {  # ops, or the name the file imports it as
+            alias.asname or alias.name
             for node in ast.walk(tree)
-        ):
-            continue
-        found += [
-            (node.attr, f"{where}:{node.lineno}")
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "ops"
-            and not node.attr.startswith("_")
-        ]
+            if isinstance(node, ast.ImportFrom) and node.level and node.module == "_ops"
+            for alias in node.names
+            if alias.name == "ops"
+        }
+        shadowed = {
+            id(node)
+            for scope in ast.walk(tree)
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            and _binds(scope, names)
+            for node in ast.walk(scope)
+        }
+        calls = []
+        for node in ast.walk(tree):
+            name = _op_named(node, names) if names and id(node) not in shadowed else None
+            if name and not name.startswith("_") and name not in own:
+                calls.append((getattr(node, "lineno", 0), name))
+        found += [(name, f"{where}:{line}") for line, name in sorted(calls)]  # in line order
     return found
+
+
+def _op_named(node: ast.AST, names: set[str]) -> str | None:
+    """The op ``node`` reaches on one of ``names``: ``ops.NAME``, or ``getattr(ops, "NAME")``
+    (with no default: one with a default is a probe that never raises)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr if node.value.id in names else None
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) == 2
+        and not node.keywords
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id in names
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return node.args[1].value
+    return None
+
+
+# the calls that define an op from Python: its name in the first argument
+_DEFINE_CALLS = frozenset({"custom_op", "triton_op", "define"})
+
+
+def _python_defined(tree: ast.AST) -> set[str]:
+    """The ops a Python file defines itself: the name its define calls' first argument
+    quotes (``add_op_namespace_prefix("op")``, ``"ns::op"``, a schema ``"op(Tensor x) -> ..."``)."""
+    return {
+        constant.value.rsplit("::", 1)[-1].split("(")[0].split(".")[0].strip()
+        for call in ast.walk(tree)
+        if isinstance(call, ast.Call)
+        and (getattr(call.func, "attr", None) or getattr(call.func, "id", None)) in _DEFINE_CALLS
+        and call.args
+        for constant in ast.walk(call.args[0])
+        if isinstance(constant, ast.Constant) and isinstance(constant.value, str)
+    }
+
+
+def _binds(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, names: set[str]) -> bool:
+    """Whether a function binds one of ``names`` of its own (an argument, an assignment)."""
+    args = scope.args
+    every = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+    return any(arg is not None and arg.arg in names for arg in every) or any(
+        isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Store)
+        for node in ast.walk(scope)
+    )
 
 
 def _named(name: str, data: bytes) -> bool:
@@ -369,7 +440,7 @@ def recorded_report(record: Path, digest: str) -> LoadReport | None:
     try:
         first, found, *_ = [*record.read_text().splitlines(), "", ""]
         return LoadReport.read(json.loads(found)) if first == digest else None
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, TypeError):  # damaged: checked again
         return None
 
 

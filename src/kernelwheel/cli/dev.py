@@ -164,6 +164,12 @@ def _report(
     ui.info("", f"dev build of {project.name} ({build.name}): {package}")
     if linked is not None and linked.pth is not None:
         ui.info("", f"importable by {linked.python}: {linked.pth}")
+        if linked.replaced is not None:
+            ui.warn(
+                f"that file linked another folder's dev build of {project.package} until now "
+                f"({linked.replaced}): {linked.python} imports this project's from now on (a "
+                "kernelwheel dev in that folder links it back)"
+            )
         if linked.shadowed_by is not None:
             tests = " (not by these tests: they get the dev build first)" if testing else ""
             ui.warn(
