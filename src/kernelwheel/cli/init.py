@@ -65,8 +65,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
 
 
-# What the tests of a kind without a build environment of its own need in the active venv.
-_TEST_NEEDS = {"noarch": "torch", "tvm-ffi": "apache-tvm-ffi and torch"}
+# What `kernelwheel test` does for each kind, and where its tests run.
+_TEST_DOES = {
+    "torch": "compile what changed, load it, run tests/",
+    "noarch": "run tests/ against your files, in the active venv: it must hold torch",
+    "tvm-ffi": "compile what changed, load it, run tests/ in the active venv: it must hold "
+    "apache-tvm-ffi and torch",
+}
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
@@ -81,8 +86,6 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
         ui.print(f"  {path.as_posix()}")
     # the author's loop first; the release build once the tests pass
     root = shlex.quote(str(result.root))
-    ui.print(f"next: cd {root} && kernelwheel test  (compile what changed, load it, run tests/)")
-    if (needs := _TEST_NEEDS.get(args.kind)) is not None:
-        ui.print(f"      in a virtual environment holding {needs}: its tests run there")
+    ui.print(f"next: cd {root} && kernelwheel test  ({_TEST_DOES[args.kind]})")
     ui.print("then: kernelwheel build -o wheelhouse  (the wheels, from the same folder)")
     return 0
