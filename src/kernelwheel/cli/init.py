@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "  kernelwheel init my-kernel --kind tvm-ffi    # against apache-tvm-ffi\n"
             "  kernelwheel build my-kernel -o wheelhouse\n"
             "\n"
-            "exit codes: 0 written; 2 bad NAME or --backends, or NAME exists"
+            "exit codes: 0 written; 2 bad NAME, --kind or --backends, or NAME exists"
         ),
     )
     p.add_argument("name", metavar="NAME", help="the kernel's name, and the folder to write")
