@@ -13,7 +13,9 @@ from support.hostile import MARK, hostile_checkout
 
 from kernelwheel.cli import main
 from kernelwheel.errors import UsageError
+from kernelwheel.model.card import card_fields, project_card
 from kernelwheel.model.project import load_project
+from kernelwheel.model.sections import Framework
 from kernelwheel.scaffold.project import InitRequest, init_project, parse_backends
 
 
@@ -168,3 +170,77 @@ def test_the_projects_tests_say_why_a_test_was_skipped(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "SKIPPED [1] tests/test_my_op.py:4: needs a CUDA device" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("kind", "framework", "files"),
+    [
+        ("noarch", Framework.TORCH_NOARCH, {"torch-ext/my_op/__init__.py"}),
+        (
+            "tvm-ffi",
+            Framework.TVM_FFI,
+            {
+                "csrc/my_op.h",
+                "csrc/my_op_cpu.cpp",
+                "csrc/my_op_cuda.cu",
+                "tvm-ffi-ext/tvm_ffi_binding.cpp",
+                "tvm-ffi-ext/my_op/__init__.py",
+            },
+        ),
+    ],
+)
+def test_other_kinds_write_projects_of_their_kind(
+    tmp_path: Path, kind: str, framework: Framework, files: set[str]
+) -> None:
+    result = init_project(InitRequest("my-op", tmp_path, ("cpu", "cuda"), kind))
+    project = load_project(result.root)
+    assert (project.framework, project.package, project.edition) == (framework, "my_op", 5)
+    assert project.backends == ("cpu", "cuda")
+    # noarch: nothing compiled; tvm-ffi: a kernel per backend, with no torch dependency
+    assert {(k.backend, k.depends) for k in project.kernels} == (
+        {("cpu", ()), ("cuda", ())} if kind == "tvm-ffi" else set()
+    )
+    common = {"build.toml", "tests/test_my_op.py", "pytest.ini", "README.md", "CARD.md"}
+    assert {p.as_posix() for p in result.files} == files | common
+    readme = (result.root / "README.md").read_text()
+    assert f"--kind {kind}" in readme and "kernelwheel test" in readme
+    # the card names the package's function, as the torch kind's does
+    card = project_card(project, card_fields(project))
+    assert "my_op.add_one(...)" in card and "{{" not in card
+
+
+def test_a_tvm_ffi_project_of_one_backend_has_its_kernel_alone(tmp_path: Path) -> None:
+    result = init_project(InitRequest("solo", tmp_path, ("cpu",), "tvm-ffi"))
+    assert not (result.root / "csrc/solo_cuda.cu").exists()
+    assert [k.backend for k in load_project(result.root).kernels] == ["cpu"]
+    assert 'BACKENDS = ("cpu",)' in (result.root / "tests/test_solo.py").read_text()
+
+
+def test_backends_are_those_of_the_kind() -> None:
+    # noarch lists any backend kernel-builder knows (one wheel extra each); tvm-ffi compiles
+    # the backends its recipe has a flavour for, as torch does
+    assert parse_backends("xpu,cpu,rocm", "noarch") == ("cpu", "rocm", "xpu")
+    with pytest.raises(UsageError, match="'rocm' is not a backend .* --kind tvm-ffi") as refused:
+        parse_backends("rocm", "tvm-ffi")
+    assert refused.value.hint == "give one or more of cpu,cuda, comma-separated"
+    with pytest.raises(UsageError, match="kind 'jax'"):
+        init_project(InitRequest("my-op", Path("."), ("cpu",), "jax"))
+
+
+def test_cli_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as shown:
+        main(["init", "--help"])
+    assert shown.value.code == 0
+    assert "--kind {torch,noarch,tvm-ffi}" in capsys.readouterr().out
+    args = ["init", "tiny-py", "--kind", "noarch", "--backends", "cpu,xpu"]
+    assert main([*args, "--directory", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "(noarch project, package tiny_py, backends cpu, xpu)" in out
+    assert (
+        "kernelwheel test  (run tests/ against your files, in the active venv: it must hold torch)"
+        in out
+    )
+    assert load_project(tmp_path / "tiny-py").backends == ("cpu", "xpu")
+    assert main(["init", "other", "--kind", "tvm-ffi", "--backends", "xpu"]) == 2
+    assert "--kind tvm-ffi" in capsys.readouterr().err
+    assert not (Path.cwd() / "other").exists()

@@ -8,7 +8,7 @@ name leaves nothing behind."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -18,35 +18,76 @@ from .._util import output_dir, publish, staging_dir
 from ..errors import ProjectError, UsageError
 from ..model.card import CARD_TEMPLATE, default_template
 from ..model.project import kernel_name_problem, load_project
+from ..model.sections import BACKENDS
 
-# The backends kernelwheel compiles (docs/backends.md), in build.toml's order.
+# The backends kernelwheel compiles (docs/backends.md), in build.toml's order: every kind's
+# default.
 INIT_BACKENDS = ("cpu", "cuda")
 
-# backend -> (template, path in the project) of its kernel source; {pkg} is the package name.
-_KERNEL_SOURCES = {
-    "cpu": ("kernel_cpu.cpp.tmpl", "csrc/{pkg}_cpu.cpp"),
-    "cuda": ("kernel_cuda.cu.tmpl", "csrc/{pkg}_cuda.cu"),
+
+@dataclass(frozen=True)
+class _Kind:
+    """One kind of project: its templates' prefix, the backends ``--backends`` may name, each
+    backend's kernel source (template, path; ``{pkg}`` is the package name) and the files every
+    project of the kind gets."""
+
+    prefix: str
+    backends: tuple[str, ...]
+    kernels: Mapping[str, tuple[str, str]]
+    files: tuple[tuple[str, str], ...]
+
+
+KINDS: dict[str, _Kind] = {
+    # a torch extension: one wheel per torch, or per stable ABI
+    "torch": _Kind(
+        "",
+        INIT_BACKENDS,
+        {
+            "cpu": ("kernel_cpu.cpp.tmpl", "csrc/{pkg}_cpu.cpp"),
+            "cuda": ("kernel_cuda.cu.tmpl", "csrc/{pkg}_cuda.cu"),
+        },
+        (
+            ("header.h.tmpl", "csrc/{pkg}.h"),
+            ("torch_binding.h.tmpl", "torch-ext/torch_binding.h"),
+            ("torch_binding.cpp.tmpl", "torch-ext/torch_binding.cpp"),
+            ("__init__.py.tmpl", "torch-ext/{pkg}/__init__.py"),
+            ("test.py.tmpl", "tests/test_{pkg}.py"),
+        ),
+    ),
+    # pure Python ([torch-noarch]): nothing compiled, one wheel serving every backend listed
+    "noarch": _Kind(
+        "noarch_",
+        BACKENDS,
+        {},
+        (("init.py.tmpl", "torch-ext/{pkg}/__init__.py"), ("test.py.tmpl", "tests/test_{pkg}.py")),
+    ),
+    # compiled against apache-tvm-ffi, no torch: the backends its recipe has a flavour for
+    "tvm-ffi": _Kind(
+        "tvm_ffi_",
+        INIT_BACKENDS,
+        {
+            "cpu": ("kernel_cpu.cpp.tmpl", "csrc/{pkg}_cpu.cpp"),
+            "cuda": ("kernel_cuda.cu.tmpl", "csrc/{pkg}_cuda.cu"),
+        },
+        (
+            ("header.h.tmpl", "csrc/{pkg}.h"),
+            ("binding.cpp.tmpl", "tvm-ffi-ext/tvm_ffi_binding.cpp"),
+            ("init.py.tmpl", "tvm-ffi-ext/{pkg}/__init__.py"),
+            ("test.py.tmpl", "tests/test_{pkg}.py"),
+        ),
+    ),
 }
-# Written for every project: (template, path in the project).
-_COMMON_FILES = (
-    ("header.h.tmpl", "csrc/{pkg}.h"),
-    ("torch_binding.h.tmpl", "torch-ext/torch_binding.h"),
-    ("torch_binding.cpp.tmpl", "torch-ext/torch_binding.cpp"),
-    ("__init__.py.tmpl", "torch-ext/{pkg}/__init__.py"),
-    ("test.py.tmpl", "tests/test_{pkg}.py"),
-    # the project's own pytest configuration: its tests do not run under an outer checkout's
-    ("pytest.ini.tmpl", "pytest.ini"),
-    ("README.md.tmpl", "README.md"),
-)
 
 
 @dataclass(frozen=True)
 class InitRequest:
-    """``kernelwheel init NAME``: the project folder ``parent / name`` for ``backends``."""
+    """``kernelwheel init NAME``: the project folder ``parent / name``, a project of ``kind``
+    (a key of ``KINDS``) for ``backends``."""
 
     name: str
     parent: Path
     backends: tuple[str, ...] = INIT_BACKENDS
+    kind: str = "torch"
 
 
 @dataclass(frozen=True)
@@ -56,21 +97,23 @@ class InitResult:
     files: tuple[Path, ...]  # relative to root, in the order written
 
 
-def parse_backends(text: str) -> tuple[str, ...]:
-    """``"cuda,cpu"`` -> ``("cpu", "cuda")``: known, once each, in build.toml's order."""
+def parse_backends(text: str, kind: str = "torch") -> tuple[str, ...]:
+    """``"cuda,cpu"`` -> ``("cpu", "cuda")``: backends of ``kind``, once each, in build.toml's
+    order."""
+    allowed = KINDS[kind].backends
     names = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [n for n in names if n not in INIT_BACKENDS]
+    unknown = [n for n in names if n not in allowed]
     if unknown or not names:
         listed = ", ".join(map(repr, unknown))
         what = f"{listed} are not backends" if len(unknown) > 1 else f"{listed} is not a backend"
         raise UsageError(
             f"--backends {text!r}: {what if unknown else 'names no backend'} kernelwheel init "
-            "writes",
-            hint=f"give one or more of {','.join(INIT_BACKENDS)}, comma-separated",
+            f"writes for --kind {kind}",
+            hint=f"give one or more of {','.join(allowed)}, comma-separated",
         )
     if len(set(names)) != len(names):
         raise UsageError(f"--backends {text!r}: a backend is named twice", hint="name each once")
-    return tuple(b for b in INIT_BACKENDS if b in names)
+    return tuple(b for b in allowed if b in names)
 
 
 def init_project(req: InitRequest) -> InitResult:
@@ -94,11 +137,14 @@ def init_project(req: InitRequest) -> InitResult:
             f"{root} already exists; kernelwheel init never writes into an existing folder",
             hint="choose another NAME, or run it in another folder (--directory)",
         )
-    if not req.backends or any(b not in INIT_BACKENDS for b in req.backends):
-        raise UsageError(f"backends {req.backends}: give one or more of {INIT_BACKENDS}")
+    if req.kind not in KINDS:
+        raise UsageError(f"kind {req.kind!r}: give one of {', '.join(KINDS)}")
+    allowed = KINDS[req.kind].backends
+    if not req.backends or any(b not in allowed for b in req.backends):
+        raise UsageError(f"backends {req.backends}: give one or more of {allowed}")
     with staging_dir(req.parent, "init") as stage:
         project = stage / "project"
-        files = _write(project, render_files(req.name, req.backends))
+        files = _write(project, render_files(req.name, req.backends, req.kind))
         try:
             package = load_project(project).package
         except ProjectError as exc:
@@ -107,24 +153,33 @@ def init_project(req: InitRequest) -> InitResult:
     return InitResult(root, package, files)
 
 
-def render_files(name: str, backends: Sequence[str]) -> dict[str, str]:
-    """Every file of the project, path (relative, '/'-separated) -> text."""
+def render_files(name: str, backends: Sequence[str], kind: str = "torch") -> dict[str, str]:
+    """Every file of a ``kind`` project, path (relative, '/'-separated) -> text."""
+    spec = KINDS[kind]
     pkg = name.replace("-", "_")
     values = {
         "name": name,
         "pkg": pkg,
+        "PKG": pkg.upper(),
         "backends": ", ".join(f'"{b}"' for b in backends),
         "backends_text": ", ".join(backends),
         "sources_text": "\n".join(
-            f"- `{_KERNEL_SOURCES[b][1].format(pkg=pkg)}`: the {b.upper()} kernel" for b in backends
+            f"- `{spec.kernels[b][1].format(pkg=pkg)}`: the {b.upper()} kernel"
+            for b in backends
+            if b in spec.kernels
         ),
     }
-    build_toml = _render("build.toml.tmpl", values) + "".join(
-        _render(f"kernel_{b}.toml.tmpl", values) for b in backends
+    kernels = [b for b in backends if b in spec.kernels]
+    build_toml = _render(f"{spec.prefix}build.toml.tmpl", values) + "".join(
+        _render(f"{spec.prefix}kernel_{b}.toml.tmpl", values) for b in kernels
     )
     files = {"build.toml": build_toml}
-    for template, path in (*(_KERNEL_SOURCES[b] for b in backends), *_COMMON_FILES):
-        files[path.format(pkg=pkg)] = _render(template, values)
+    for template, path in (*(spec.kernels[b] for b in kernels), *spec.files):
+        files[path.format(pkg=pkg)] = _render(spec.prefix + template, values)
+    # every kind's: the project's own pytest configuration (its tests do not run under an outer
+    # checkout's), and the kind's README
+    files["pytest.ini"] = _render("pytest.ini.tmpl", values)
+    files["README.md"] = _render(f"{spec.prefix}README.md.tmpl", values)
     # The card template kernelwheel renders for a project without one: the author edits it.
     files[CARD_TEMPLATE] = default_template()
     return files
