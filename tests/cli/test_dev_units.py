@@ -33,6 +33,7 @@ from kernelwheel.builder.dev_layout import (
     dev_site,
     lay_out_site,
 )
+from kernelwheel.builder.steps import left_out_note
 from kernelwheel.cli import dev, main
 from kernelwheel.cli.dev import _snapshot, next_change
 from kernelwheel.cli.test import dev_environment, pytest_exit
@@ -626,6 +627,12 @@ def test_failed_tests_repeat_the_note_of_files_the_build_leaves_out(tmp_path: Pa
     said = out.getvalue()
     assert "tests failed; note: torch-ext/tiny_add/data/table.json left out" in said
     assert 'add "json" to pyext' in said
+    # a py.typed left out (kernels-community einops): no test fails for it, no note under them
+    (project.package_dir / "data" / "table.json").unlink()
+    (project.package_dir / "py.typed").write_text("")
+    out.truncate(0)
+    assert pytest_exit(1, ui, project) == 1 and out.getvalue() == ""
+    assert "py.typed left out" in (left_out_note(project) or "")  # the build's note stays
 
 
 def test_a_shadowing_install_is_removed_from_the_linked_interpreter(tmp_path: Path) -> None:

@@ -221,16 +221,18 @@ def package_files(project: KernelProject) -> dict[str, Member]:
     return files
 
 
-def left_out_note(project: KernelProject) -> str | None:
+def left_out_note(project: KernelProject, *, markers: bool = True) -> str | None:
     """A note naming the files of the package folder the wheel leaves out, their suffix in no
     ``pyext`` (a ``table.json`` the package reads): the dev build and the wheel lack them, and
     the package's read of one fails far from the cause. Editors' and hidden files are no part
-    of it."""
+    of it; ``markers``: nor, when False, ``py.typed`` (read by type checkers, never by code)."""
     shipped = _shipped_suffixes(project) | {".pyc", ""}  # no suffix: no pyext can name it
     left = [
         path.relative_to(project.root).as_posix()
         for path in _package_folder_files(project)
-        if path.suffix not in shipped and not path.name.startswith(".")
+        if path.suffix not in shipped
+        and not path.name.startswith(".")
+        and (markers or path.name != "py.typed")
     ]
     if not left:
         return None

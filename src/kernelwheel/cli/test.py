@@ -173,8 +173,13 @@ def pytest_exit(code: int, ui: ConsoleUI, project: KernelProject | None = None) 
     """pytest's exit code; for a process a signal ended, the shell's 128 + N, the signal named
     (a negative code would leave this process as 256 - N). Failed tests of a ``project`` whose
     package folder holds files the build leaves out hear of them again, under the failures: a
-    test reading one fails there (FileNotFoundError), far below the build's note."""
-    if code == 1 and project is not None and (note := left_out_note(project)) is not None:
+    test reading one fails there (FileNotFoundError), far below the build's note (not of a
+    ``py.typed``: no test fails for its lack)."""
+    if (
+        code == 1
+        and project is not None
+        and (note := left_out_note(project, markers=False)) is not None
+    ):
         ui.info("", f"tests failed; {note}")
     if code >= 0:
         return code
