@@ -530,29 +530,10 @@ job_author() {  # a new author's CUDA loop: init, test, a wrong result, an nvcc 
   cat "$OUT/times.txt"  # in the call's output too: the file itself may not come back
 }
 
-job_kinds() {  # `kernelwheel test` of a pure-Python and a tvm-ffi project: cold, unchanged, edited
-  local dir=/tmp/kw-kinds tvm=tvm-ffi01-cu130-x86_64-linux
+job_kinds() {  # bench/kinds_loop.sh on the GPU: einops and relu-tvm-ffi's cu130 variant
   setup kernelwheel pytest kernels apache-tvm-ffi==0.1.9 || return
   host > "$OUT/host.txt" 2>&1
-  rm -rf "$dir" && mkdir -p "$dir" && cp -r .gpu/corpus/einops .gpu/corpus/relu-tvm-ffi "$dir"
-  step() {  # NAME PROJECT ARGS...: `kernelwheel test PROJECT ARGS...` to $OUT/NAME.txt, timed
-    (cd "$dir" && timed "$1" "${KW[@]}" test "${@:2}" > "$OUT/$1.txt" 2>&1
-      echo "exit $?" >> "$OUT/$1.txt")
-    tail -n 3 "$OUT/$1.txt"
-  }
-  step einops-1-cold einops --python "$V/bin/python" -- -q -x
-  step einops-2-unchanged einops --python "$V/bin/python" -- -q -x
-  # an edit the tests catch: rearrange's pattern parser rejects every pattern
-  sed -i '0,/def rearrange(/s//def rearrange(*a, **k):\n    raise ValueError("edited")\ndef _rearrange(/' \
-    "$dir/einops/torch-ext/einops/einops.py"
-  step einops-3-edited einops --python "$V/bin/python" -- -q -x
-  step tvm-1-cold relu-tvm-ffi --variant $tvm --python "$V/bin/python" -- -q -rs
-  step tvm-2-unchanged relu-tvm-ffi --variant $tvm --python "$V/bin/python" -- -q
-  sed -i 's/;$//' "$dir/relu-tvm-ffi/relu_cuda/relu.cu"  # every `;` at a line's end gone
-  step tvm-3-nvcc-error relu-tvm-ffi --variant $tvm --python "$V/bin/python" -- -q
-  cp .gpu/corpus/relu-tvm-ffi/relu_cuda/relu.cu "$dir/relu-tvm-ffi/relu_cuda/relu.cu"
-  step tvm-4-fixed relu-tvm-ffi --variant $tvm --python "$V/bin/python" -- -q
-  cat "$OUT/times.txt"
+  bash bench/kinds_loop.sh .gpu/corpus "$V/bin/python" tvm-ffi01-cu130-x86_64-linux "$OUT" "${KW[@]}"
 }
 
 job_perf() {  # ARGS for bench/gpu_perf.py; its build dependencies carried as wheels in $WHEELS
