@@ -30,7 +30,8 @@ author                   a new author's CUDA loop: init (cpu, cuda), test on the
                          result, an nvcc error, a warning, fixed, unchanged ($OUT/N-*.txt)
 kinds                    the loop of the other kinds: kernels-community einops (pure Python) and
                          relu-tvm-ffi (tvm-ffi, cu130) from .gpu/corpus, each `kernelwheel test`
-                         cold, unchanged and after an edit ($OUT/KIND-N-*.txt, times.txt)
+                         cold, unchanged and after an edit ($OUT/KIND-N-*.txt, times.txt); then
+                         init's noarch and tvm-ffi projects tested ($OUT/init-KIND.txt)
 dev-loop [start|run|wait|collect]
                          issue 37's loop: img2gray `kernelwheel test`, edit, test again; then
                          layer-norm (.gpu/corpus) through bench/dev_loop.py --mode dev. The cold
@@ -534,6 +535,15 @@ job_kinds() {  # bench/kinds_loop.sh on the GPU: einops and relu-tvm-ffi's cu130
   setup kernelwheel pytest kernels apache-tvm-ffi==0.1.9 || return
   host > "$OUT/host.txt" 2>&1
   bash bench/kinds_loop.sh .gpu/corpus "$V/bin/python" tvm-ffi01-cu130-x86_64-linux "$OUT" "${KW[@]}"
+  local kind dir=/tmp/kw-init-kinds
+  rm -rf "$dir" && mkdir -p "$dir"
+  for kind in noarch tvm-ffi; do  # init's projects of these kinds, their CUDA tests on the GPU
+    (cd "$dir" && "${KW[@]}" init "k-$kind" --kind "$kind" && cd "k-$kind" &&
+      timed "init-$kind-test" "${KW[@]}" test --python "$V/bin/python" -- -q -rs) \
+      > "$OUT/init-$kind.txt" 2>&1
+    echo "exit $?" >> "$OUT/init-$kind.txt"
+    tail -n 3 "$OUT/init-$kind.txt"
+  done
 }
 
 job_perf() {  # ARGS for bench/gpu_perf.py; its build dependencies carried as wheels in $WHEELS
