@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.interrupt import interrupt_at
@@ -25,6 +26,31 @@ def _interrupted(tmp_path: Path, point: tuple[str, str, str], sig: int, argv: li
     assert code == (143 if sig == signal.SIGTERM else 130), out + err
     assert "Traceback" not in err
     return out + err
+
+
+def _first_of_two_then(sig: int, out: Path) -> tuple[list[str], str, Path, Any]:
+    """Two CPU variants of the tiny kernel (their names and ``--variant`` selector), the wheel
+    the first makes in ``out``, and a ``build_project`` that finishes the first, starts the
+    second and gets ``sig``, real, to this process (the CLI's handler raises in its sleep)."""
+    import os
+    import time
+
+    from kernelwheel.builder.service import Outcome
+    from kernelwheel.model.variant import Arch
+
+    host = Arch.host().value
+    names = [f"torch21{minor}-cxx11-cpu-{host}-linux" for minor in (3, 4)]
+    wheel = out / "tiny_add-0.1.0+cpu-cp39-abi3-manylinux_2_28_x86_64.whl"
+
+    def build_project(planned, recipes, progress, **kwargs):  # type: ignore[no-untyped-def]
+        progress.variant_started(names[0])
+        progress.variant_finished(Outcome(names[0], 1.0, out / "logs" / "a.log", wheel))
+        progress.variant_started(names[1])
+        os.kill(os.getpid(), sig)
+        time.sleep(30)  # the handler raises here
+        raise AssertionError("not interrupted")
+
+    return names, f"torch21{{3,4}}-cxx11-cpu-{host}-linux", wheel, build_project
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -218,34 +244,20 @@ def test_an_interrupted_build_with_json_lists_the_finished_wheels_in_its_documen
     # --json printed {"error": "Interrupted"} alone: a CI script reading stdout lost the wheel
     # the first variant had finished (the summary went to stderr only)
     import json
-    import os
-    import time
 
     from support.tinykernel import write_tiny_kernel
 
-    from kernelwheel.builder.service import Outcome
     from kernelwheel.cli import build, main
-    from kernelwheel.model.variant import Arch
 
-    host = Arch.host().value
-    names = [f"torch21{minor}-cxx11-cpu-{host}-linux" for minor in (3, 4)]
     out = tmp_path / "out"
     out.mkdir()
-    wheel = out / "tiny_add-0.1.0+cpu-cp39-abi3-manylinux_2_28_x86_64.whl"
+    names, selector, wheel, build_project = _first_of_two_then(signal.SIGTERM, out)
     wheel.write_bytes(b"PK")
-
-    def build_project(planned, recipes, progress, **kwargs):  # type: ignore[no-untyped-def]
-        progress.variant_started(names[0])
-        progress.variant_finished(Outcome(names[0], 1.0, out / "logs" / "a.log", wheel))
-        progress.variant_started(names[1])
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(30)  # the handler raises here
-        raise AssertionError("not interrupted")
 
     monkeypatch.setattr(build, "build_project", build_project)
     root = write_tiny_kernel(tmp_path / "p")
     argv = ["build", str(root), "-o", str(out), "--cache-dir", str(tmp_path / "cache"), "--json"]
-    assert main([*argv, "--variant", f"torch21{{3,4}}-cxx11-cpu-{host}-linux"]) == 143
+    assert main([*argv, "--variant", selector]) == 143
     document = json.loads(capsys.readouterr().out)
     assert document["error"]["kind"] == "Terminated"
     assert [(w["variant"], w["path"]) for w in document["wheels"]] == [(names[0], str(wheel))]
@@ -262,23 +274,10 @@ def test_a_second_ctrl_c_does_not_cut_the_interrupted_builds_summary_short(
 
     from support.tinykernel import write_tiny_kernel
 
-    from kernelwheel.builder.service import Outcome
     from kernelwheel.cli import build, main
-    from kernelwheel.model.variant import Arch
 
-    host = Arch.host().value
-    names = [f"torch21{minor}-cxx11-cpu-{host}-linux" for minor in (3, 4)]
     out = tmp_path / "out"
-    wheel = out / "tiny_add-0.1.0+cpu-cp39-abi3-manylinux_2_28_x86_64.whl"
-
-    def build_project(planned, recipes, progress, **kwargs):  # type: ignore[no-untyped-def]
-        progress.variant_started(names[0])
-        progress.variant_finished(Outcome(names[0], 1.0, out / "logs" / "a.log", wheel))
-        progress.variant_started(names[1])
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(30)  # the handler raises here
-        raise AssertionError("not interrupted")
-
+    names, selector, wheel, build_project = _first_of_two_then(signal.SIGINT, out)
     summary = build.interrupted_summary
 
     def pressed_again(*args):  # type: ignore[no-untyped-def]
@@ -294,7 +293,7 @@ def test_a_second_ctrl_c_does_not_cut_the_interrupted_builds_summary_short(
     argv = ["build", str(root), "-o", str(out), "--cache-dir", str(tmp_path / "cache")]
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's
     try:
-        assert main([*argv, "--variant", f"torch21{{3,4}}-cxx11-cpu-{host}-linux"]) == 130
+        assert main([*argv, "--variant", selector]) == 130
         # the CLI's handler is put back as it returns: a later Ctrl-C is not ignored
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
