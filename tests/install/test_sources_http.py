@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -227,3 +228,28 @@ def test_an_index_answering_403_for_a_project_it_lacks_is_skipped_and_named(
     message = NoMatch(TARGET, select([Requirement("other")], [], TARGET), sources_, None,
                       tuple(s.replace("img2gray", "other") for s in skipped)).message  # fmt: skip
     assert f"  {url}/whl/other/: HTTP 403 Forbidden (taken as not holding it" in message
+
+
+def test_a_redirect_from_https_to_http_drops_the_login() -> None:
+    """An index on https that redirects to the same host on plain http: before, the login went
+    along (the Authorization header in clear over the network, and into the wheels' URLs pip is
+    given); pip drops it there, and keeps it on a step up to https or another page of the host."""
+    handler = sources._LoginStaysOnItsHost()
+    asked = urllib.request.Request("https://pkgs.example/simple/img2gray/")
+    asked.add_header("Authorization", LOGIN)
+
+    def led(url: str) -> str | None:
+        new = handler.redirect_request(asked, None, 302, "Found", {}, url)
+        assert new is not None
+        return new.get_header("Authorization")
+
+    assert led("http://pkgs.example/pages/img2gray/") is None  # before: LOGIN
+    assert led("https://pkgs.example:8443/pages/img2gray/") is None  # another port
+    assert led("https://pkgs.example/pages/img2gray/") == LOGIN
+    login = "https://ci:t0k3n@pkgs.example/simple/img2gray/"
+    assert sources._same_login("http://pkgs.example/p/", login) == "http://pkgs.example/p/"
+    assert (
+        sources._same_login("https://pkgs.example/p/", login) == "https://ci:t0k3n@pkgs.example/p/"
+    )
+    upgraded = sources._same_login("https://pkgs.example/p/", login.replace("https", "http"))
+    assert upgraded == "https://ci:t0k3n@pkgs.example/p/"

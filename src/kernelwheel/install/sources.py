@@ -94,13 +94,19 @@ def _read_page(
         raise _url_error(exc, f"{option} {url}", "read", "check the URL") from None
 
 
-class _LoginStaysOnItsHost(urllib.request.HTTPRedirectHandler):
-    """A redirect keeps the login on the same host only (pip's rule): a page moved to a CDN is
-    not sent the index's password."""
+def _keeps_login(old: str, new: str) -> bool:
+    """Whether a redirect from ``old`` to ``new`` keeps the login (pip's rule): the same host
+    and port, and no step down from https to http (the password would cross the network in
+    clear); a page moved to a CDN is not sent the index's password."""
+    before, after = urlsplit(old), urlsplit(new)
+    same_host = before.netloc.rpartition("@")[2] == after.netloc.rpartition("@")[2]
+    return same_host and after.scheme in (before.scheme, "https")
 
+
+class _LoginStaysOnItsHost(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
         new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if new is not None and urlsplit(new.full_url).netloc != urlsplit(req.full_url).netloc:
+        if new is not None and not _keeps_login(req.full_url, new.full_url):
             new.remove_header("Authorization")
         return new
 
@@ -129,7 +135,7 @@ def _same_login(final: str, asked: str) -> str:
     wheels it links are downloaded (by this module, and by pip from the pin) with it."""
     login, _, host = urlsplit(asked).netloc.rpartition("@")
     parts = urlsplit(final)
-    if not login or parts.netloc != host:
+    if not login or not _keeps_login(asked, final):
         return final
     return urlunsplit(parts._replace(netloc=f"{login}@{host}"))
 
