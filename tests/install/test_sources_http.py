@@ -253,3 +253,24 @@ def test_a_redirect_from_https_to_http_drops_the_login() -> None:
     )
     upgraded = sources._same_login("https://pkgs.example/p/", login.replace("https", "http"))
     assert upgraded == "https://ci:t0k3n@pkgs.example/p/"
+
+
+def _looping(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(302)
+    if h.path != "/nowhere/img2gray/":  # a redirect with no Location to follow
+        h.send_header("Location", "/a/" if h.path.startswith("/b/") else "/b/")
+    h.end_headers()
+
+
+def test_a_redirect_loop_is_named_as_one_with_where_it_went() -> None:
+    """Before: "HTTP 302 The HTTP server returned a redirect error that would lead to an infinite
+    loop.\\nThe last 30x error message was:\\nFound" (urllib's three lines), fix "check the URL"."""
+    with serve(_looping) as url:
+        with pytest.raises(UsageError) as loop:
+            list_candidates(PipSources(index_url=f"{url}/simple/"), ["img2gray"])
+        with pytest.raises(UsageError) as nowhere:
+            list_candidates(PipSources(index_url=f"{url}/nowhere/"), ["img2gray"])
+    assert loop.value.message.startswith(f"--index-url {url}/simple/img2gray/: redirects in a loop")
+    assert loop.value.message.endswith(f"(the last, HTTP 302, to {url}/b/)")
+    assert "\n" not in loop.value.message and "curl -sIL" in (loop.value.hint or "")
+    assert nowhere.value.message.endswith(": HTTP 302, a redirect with no Location")

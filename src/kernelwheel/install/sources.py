@@ -88,6 +88,7 @@ def _read_page(
         # 403: what a bucket behind a CDN answers for a key it lacks (PyTorch's index does, for
         # a project it does not hold); 410: gone. pip skips such a page too.
         if missing_ok and isinstance(exc, urllib.error.HTTPError) and exc.code in _NOT_THERE:
+            exc.close()
             if skipped is not None and exc.code != 404:
                 skipped.append(f"{url}: HTTP {exc.code} {exc.reason}")
             return None
@@ -163,12 +164,26 @@ def _read_body(response: HTTPResponse, url: str, option: str) -> str:
 
 
 def _url_error(exc: OSError | ValueError, subject: str, verb: str, http_hint: str) -> UsageError:
-    if isinstance(exc, urllib.error.HTTPError):
+    """The refusal of ``subject``; an HTTP answer's connection is closed."""
+    if not isinstance(exc, urllib.error.HTTPError):
+        reason = getattr(exc, "reason", exc)
+        return UsageError(
+            f"{subject}: cannot be {verb} ({reason})",
+            hint="check the URL and that the server is reachable",
+        )
+    exc.close()
+    if not 300 <= exc.code < 400:
         return UsageError(f"{subject}: HTTP {exc.code} {exc.reason}", hint=http_hint)
-    reason = getattr(exc, "reason", exc)
+    # urllib's refusal of a redirect loop is three lines quoting its own limit
+    if (led := exc.headers.get("Location")) is None:
+        return UsageError(
+            f"{subject}: HTTP {exc.code}, a redirect with no Location", hint=http_hint
+        )
     return UsageError(
-        f"{subject}: cannot be {verb} ({reason})",
-        hint="check the URL and that the server is reachable",
+        f"{subject}: redirects in a loop, or more than "
+        f"{urllib.request.HTTPRedirectHandler.max_redirections} times (the last, HTTP "
+        f"{exc.code}, to {urljoin(exc.url, led)})",
+        hint="give the URL the redirects should end at (curl -sIL URL shows where they go)",
     )
 
 
