@@ -274,3 +274,22 @@ def test_a_redirect_loop_is_named_as_one_with_where_it_went() -> None:
     assert loop.value.message.endswith(f"(the last, HTTP 302, to {url}/b/)")
     assert "\n" not in loop.value.message and "curl -sIL" in (loop.value.hint or "")
     assert nowhere.value.message.endswith(": HTTP 302, a redirect with no Location")
+
+
+def test_a_wheelhouse_link_to_nowhere_is_passed_over_with_its_fix(tmp_path: Path) -> None:
+    """A wheelhouse of links into a store whose blob is gone (or a link to itself): before, it
+    was the build chosen (the newest), ``variants`` said install picks it, and install failed on
+    it ("cannot be read (Too many levels of symbolic links)") though an older build was there."""
+    house = tmp_path / "house"
+    spec = WheelSpec("img2gray", "0.1.0", Tag("py3", "none", "any"), {"img2gray/__init__.py": b""})
+    write_wheel(spec, house)
+    (house / "img2gray-0.2.0-py3-none-any.whl").symlink_to("../blobs/ab12")
+    (house / "img2gray-0.3.0-py3-none-any.whl").symlink_to("img2gray-0.3.0-py3-none-any.whl")
+    found = list_candidates(PipSources(find_links=(str(house),)), ["img2gray"])
+    (selection,) = select([Requirement("img2gray")], found, TARGET)
+    reasons = {v.candidate.filename.split("-")[1]: v.reason for v in selection.verdicts}
+    assert reasons["0.2.0"] == (
+        "a link to nowhere (-> ../blobs/ab12): restore its target or remove it"
+    )
+    assert reasons["0.3.0"] is not None and reasons["0.3.0"].startswith("a link to nowhere")
+    assert reasons["0.1.0"] is not None and "requires torch" in reasons["0.1.0"]  # judged on
