@@ -293,3 +293,22 @@ def test_a_wheelhouse_link_to_nowhere_is_passed_over_with_its_fix(tmp_path: Path
     )
     assert reasons["0.3.0"] is not None and reasons["0.3.0"].startswith("a link to nowhere")
     assert reasons["0.1.0"] is not None and "requires torch" in reasons["0.1.0"]  # judged on
+
+
+def test_a_wheel_given_as_a_link_to_nowhere_is_named_so(tmp_path: Path) -> None:
+    """``index`` (and install's check) of a wheelhouse link whose store file is gone: before,
+    "no such wheel, check the path" of a path that is there; a link to itself was "not a readable
+    zip archive (Too many levels of symbolic links)", fix "rebuild or download it again"."""
+    from kernelwheel.errors import WheelError
+    from kernelwheel.wheels.reader import verify_wheel
+
+    gone, loop = tmp_path / "a-1.0-py3-none-any.whl", tmp_path / "b-1.0-py3-none-any.whl"
+    gone.symlink_to("../blobs/ab12")
+    loop.symlink_to(loop.name)
+    for link, pointed in ((gone, "../blobs/ab12"), (loop, loop.name)):
+        with pytest.raises(WheelError) as refused:
+            verify_wheel(link)
+        assert refused.value.message == f"{link}: a link to nowhere (-> {pointed})"
+        assert refused.value.hint == "restore its target, or remove the link"
+    with pytest.raises(WheelError, match="no such wheel"):
+        verify_wheel(tmp_path / "c-1.0-py3-none-any.whl")
