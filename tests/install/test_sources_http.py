@@ -312,3 +312,25 @@ def test_a_wheel_given_as_a_link_to_nowhere_is_named_so(tmp_path: Path) -> None:
         assert refused.value.hint == "restore its target, or remove the link"
     with pytest.raises(WheelError, match="no such wheel"):
         verify_wheel(tmp_path / "c-1.0-py3-none-any.whl")
+
+
+def test_where_only_the_version_asked_for_fits_nothing_the_fix_names_the_versions_held(
+    tmp_path: Path,
+) -> None:
+    """``install 'img2gray<0.1'`` beside a wheelhouse of 0.1.0 and 0.2.0: before, the fix was to
+    build or download the variant for this torch (or install torch), which would not help."""
+    house = tmp_path / "house"
+    for version in ("0.2.0", "0.1.0"):
+        files = {"img2gray/__init__.py": b""}
+        write_wheel(WheelSpec("img2gray", version, Tag("py3", "none", "any"), files), house)
+    found = list_candidates(PipSources(find_links=(str(house),)), ["img2gray"])
+
+    def hint(requirement: str) -> str | None:
+        selections = select([Requirement(requirement)], found, TARGET)
+        return NoMatch(TARGET, selections, PipSources(find_links=(str(house),))).hint
+
+    assert hint("img2gray<0.1") == (
+        "ask for a version the sources hold (img2gray<0.1: the sources hold 0.1.0, 0.2.0), or "
+        "point --find-links/--index-url at a source that has the one asked for"
+    )
+    assert (hint("img2gray>=0.2") or "").startswith("install torch into that environment")
