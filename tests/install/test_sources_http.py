@@ -334,3 +334,36 @@ def test_where_only_the_version_asked_for_fits_nothing_the_fix_names_the_version
         "point --find-links/--index-url at a source that has the one asked for"
     )
     assert (hint("img2gray>=0.2") or "").startswith("install torch into that environment")
+
+
+def test_a_private_index_page_linking_its_files_by_absolute_url_lends_them_its_login(
+    tmp_path: Path,
+) -> None:
+    """GitLab's and Artifactory's pages link each file by its absolute URL on the same host:
+    before, the wheel's download went without the index's login (HTTP 401), where pip reuses a
+    host's login for its files."""
+    wheel = b"PK\x05\x06" + bytes(18)
+
+    def private(h: BaseHTTPRequestHandler) -> None:
+        if h.headers.get("Authorization") != LOGIN:
+            h.send_response(401)
+            h.end_headers()
+        elif h.path == "/simple/img2gray/":
+            h.send_response(200)
+            h.end_headers()
+            host = h.headers["Host"]
+            other = "http://someone:else@elsewhere.example/x/other-1.0-py3-none-any.whl"
+            h.wfile.write(
+                f'<a href="http://{host}/files/{WHEEL}">w</a><a href="{other}">o</a>'.encode()
+            )
+        else:
+            h.send_response(200)
+            h.end_headers()
+            h.wfile.write(wheel)
+
+    with serve(private) as url:
+        index = url.replace("http://", "http://ci:t0k3n%2Fx@") + "/simple/"
+        found = list_candidates(PipSources(index_url=index), ["img2gray", "other"])
+        assert sources.fetch(found[0], tmp_path).read_bytes() == wheel  # before: HTTP 401
+    assert found[0].location == f"{index.removesuffix('/simple/')}/files/{WHEEL}"
+    assert found[1].location == "http://someone:else@elsewhere.example/x/other-1.0-py3-none-any.whl"

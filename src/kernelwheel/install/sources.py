@@ -132,11 +132,12 @@ def _open(url: str, accept: str | None = None) -> HTTPResponse:
 
 
 def _same_login(final: str, asked: str) -> str:
-    """``final`` (where ``asked`` led) with ``asked``'s login where it is on the same host: the
-    wheels it links are downloaded (by this module, and by pip from the pin) with it."""
+    """``final`` (where ``asked`` led, or a link of its page) with ``asked``'s login where it is
+    on the same host and has none of its own: the wheels it links are downloaded (by this
+    module, and by pip from the pin) with it."""
     login, _, host = urlsplit(asked).netloc.rpartition("@")
     parts = urlsplit(final)
-    if not login or not _keeps_login(asked, final):
+    if not login or "@" in parts.netloc or not _keeps_login(asked, final):
         return final
     return urlunsplit(parts._replace(netloc=f"{login}@{host}"))
 
@@ -192,7 +193,9 @@ def _from_page(url: str, text: str) -> Iterable[Candidate]:
         href = attrs.get("href")
         if not href:
             continue
-        target, fragment = urldefrag(urljoin(url, href))
+        # an absolute link to the page's own host gets its login, as pip reuses it per host
+        # (GitLab's and Artifactory's pages link their files so)
+        target, fragment = urldefrag(_same_login(urljoin(url, href), url))
         filename = unquote(urlparse(target).path.rsplit("/", 1)[-1])
         if not filename.endswith(".whl"):
             continue
