@@ -367,3 +367,22 @@ def test_a_private_index_page_linking_its_files_by_absolute_url_lends_them_its_l
         assert sources.fetch(found[0], tmp_path).read_bytes() == wheel  # before: HTTP 401
     assert found[0].location == f"{index.removesuffix('/simple/')}/files/{WHEEL}"
     assert found[1].location == "http://someone:else@elsewhere.example/x/other-1.0-py3-none-any.whl"
+
+
+def test_variants_of_a_private_index_root_follows_its_absolute_project_links() -> None:
+    """A root page (``/simple/``) linking each project by its absolute URL: before, the login
+    made the index's host look like another (``ci:…@host`` against ``host``), so no project page
+    was read."""
+
+    def private(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200 if h.headers.get("Authorization") == LOGIN else 401)
+        h.end_headers()
+        if h.path == "/simple/":
+            h.wfile.write(f'<a href="http://{h.headers["Host"]}/simple/img2gray/">i</a>'.encode())
+        elif h.path == "/simple/img2gray/":
+            h.wfile.write(PAGE)
+
+    with serve(private) as url:
+        index = url.replace("http://", "http://ci:t0k3n%2Fx@") + "/simple/"
+        (found,) = discover(index)
+    assert found.location == f"{index}img2gray/{WHEEL}"

@@ -304,7 +304,7 @@ def _from_root(url: str, page: str, option: str, *, levels: int) -> list[Candida
     links its indexes, ``all/``, ``cu130/``, …; only folder links are followed so)."""
     found: list[Candidate] = []
     for href in filter(None, (a.get("href") for a in _Links(page).links)):
-        sub = urljoin(url, href)
+        sub = _same_login(urljoin(url, href), url)
         if urlparse(sub).netloc == urlparse(url).netloc and not sub.endswith(".whl"):
             sub, text = _read_page(sub, option, missing_ok=True) or (sub, "")
             wheels = list(_from_page(sub, text))
