@@ -386,3 +386,30 @@ def test_variants_of_a_private_index_root_follows_its_absolute_project_links() -
         index = url.replace("http://", "http://ci:t0k3n%2Fx@") + "/simple/"
         (found,) = discover(index)
     assert found.location == f"{index}img2gray/{WHEEL}"
+
+
+def test_an_index_refusing_the_login_says_the_login_is_the_fix() -> None:
+    """HTTP 401 from a private index: before, the fix was "check the URL" whether a login was
+    given or not."""
+
+    def private(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(401)
+        h.send_header("WWW-Authenticate", 'Basic realm="pkgs"')
+        h.end_headers()
+
+    with serve(private) as url:
+        given: dict[str, str | None] = {}
+        for login in ("", "ci:wrong@"):
+            index = url.replace("http://", f"http://{login}") + "/simple/"
+            with pytest.raises(UsageError) as refused:
+                list_candidates(PipSources(index_url=index), ["img2gray"])
+            assert refused.value.message.endswith("HTTP 401 Unauthorized")
+            given[login] = refused.value.hint
+    assert given[""] == (
+        "the index wants a login: give it in the URL, as pip takes it "
+        "(https://USER:TOKEN@host/simple/)"
+    )
+    assert (
+        given["ci:wrong@"]
+        == "the index refused the login in the URL: check its user name and token"
+    )

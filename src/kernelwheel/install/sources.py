@@ -173,6 +173,14 @@ def _url_error(exc: OSError | ValueError, subject: str, verb: str, http_hint: st
             hint="check the URL and that the server is reachable",
         )
     exc.close()
+    if exc.code == 401:  # the login is the fix, not the URL
+        had = "@" in urlsplit(subject.rpartition(" ")[2]).netloc
+        http_hint = (
+            "the index refused the login in the URL: check its user name and token"
+            if had
+            else "the index wants a login: give it in the URL, as pip takes it "
+            "(https://USER:TOKEN@host/simple/)"
+        )
     if not 300 <= exc.code < 400:
         return UsageError(f"{subject}: HTTP {exc.code} {exc.reason}", hint=http_hint)
     # urllib's refusal of a redirect loop is three lines quoting its own limit
