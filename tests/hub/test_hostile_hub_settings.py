@@ -155,3 +155,12 @@ def test_a_repo_to_wheel_refuses_at_once_leaves_no_output_folder(
         err = capsys.readouterr().err
         assert hint in err and "log:" not in err, err
         assert not out.exists()
+
+
+def test_to_wheel_names_its_own_argument_in_repo_at_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``to-wheel org/x@``: before, "SOURCE 'org/x@'" (variants' argument; to-wheel's is REPO)."""
+    assert main(["to-wheel", "org/x@", "-o", str(tmp_path / "out")]) == 9
+    assert "error: REPO 'org/x@': nothing after '@'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -118,7 +118,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     if args.version is None:  # REPO@VERSION, as variants takes it
         from ..hub.variants import split_source
 
-        args.repo, args.version = split_source(args.repo)
+        args.repo, args.version = split_source(args.repo, "REPO")
         if args.version is None:
             raise UsageError(
                 "VERSION is missing",
