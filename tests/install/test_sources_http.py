@@ -413,3 +413,13 @@ def test_an_index_refusing_the_login_says_the_login_is_the_fix() -> None:
         given["ci:wrong@"]
         == "the index refused the login in the URL: check its user name and token"
     )
+
+
+def test_a_pages_base_href_is_what_its_links_resolve_against(tmp_path: Path) -> None:
+    """A page with ``<base href="../../files/">`` (a generated index whose files lie apart): pip
+    resolves its links against it; before, they were resolved against the page's own URL."""
+    (tmp_path / "simple" / "img2gray").mkdir(parents=True)
+    page = tmp_path / "simple" / "img2gray" / "index.html"
+    page.write_text(f'<html><head><base href="../../files/"></head><a href="{WHEEL}">w</a>')
+    (found,) = list_candidates(PipSources(find_links=(page.as_uri(),)), ["img2gray"])
+    assert found.location == f"file://{tmp_path}/files/{WHEEL}"

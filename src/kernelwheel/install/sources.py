@@ -46,16 +46,20 @@ class Candidate:
 
 
 class _Links(HTMLParser):
-    """The attributes of every ``<a>`` of the page ``text``: ``_Links(text).links``."""
+    """The attributes of every ``<a>`` of the page ``text``: ``_Links(text).links``; its first
+    ``<base href>``, which its relative links resolve against (as pip resolves them)."""
 
     def __init__(self, text: str) -> None:
         super().__init__()
         self.links: list[dict[str, str | None]] = []
+        self.base: str | None = None
         self.feed(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
             self.links.append(dict(attrs))
+        elif tag == "base" and self.base is None:
+            self.base = dict(attrs).get("href")
 
 
 def _check_url(url: str, option: str) -> None:
@@ -197,13 +201,15 @@ def _url_error(exc: OSError | ValueError, subject: str, verb: str, http_hint: st
 
 
 def _from_page(url: str, text: str) -> Iterable[Candidate]:
-    for attrs in _Links(text).links:
+    page = _Links(text)
+    base = urljoin(url, page.base) if page.base else url
+    for attrs in page.links:
         href = attrs.get("href")
         if not href:
             continue
         # an absolute link to the page's own host gets its login, as pip reuses it per host
         # (GitLab's and Artifactory's pages link their files so)
-        target, fragment = urldefrag(_same_login(urljoin(url, href), url))
+        target, fragment = urldefrag(_same_login(urljoin(base, href), url))
         filename = unquote(urlparse(target).path.rsplit("/", 1)[-1])
         if not filename.endswith(".whl"):
             continue
@@ -311,8 +317,10 @@ def _from_root(url: str, page: str, option: str, *, levels: int) -> list[Candida
     page with no wheel is read as a root in turn, ``levels`` deep (a kernelwheel site's root
     links its indexes, ``all/``, ``cu130/``, …; only folder links are followed so)."""
     found: list[Candidate] = []
-    for href in filter(None, (a.get("href") for a in _Links(page).links)):
-        sub = _same_login(urljoin(url, href), url)
+    links = _Links(page)
+    base = urljoin(url, links.base) if links.base else url
+    for href in filter(None, (a.get("href") for a in links.links)):
+        sub = _same_login(urljoin(base, href), url)
         if urlparse(sub).netloc == urlparse(url).netloc and not sub.endswith(".whl"):
             sub, text = _read_page(sub, option, missing_ok=True) or (sub, "")
             wheels = list(_from_page(sub, text))
