@@ -423,3 +423,14 @@ def test_a_pages_base_href_is_what_its_links_resolve_against(tmp_path: Path) -> 
     page.write_text(f'<html><head><base href="../../files/"></head><a href="{WHEEL}">w</a>')
     (found,) = list_candidates(PipSources(find_links=(page.as_uri(),)), ["img2gray"])
     assert found.location == f"file://{tmp_path}/files/{WHEEL}"
+
+
+def test_a_link_whose_decoded_name_holds_a_slash_is_no_wheel(tmp_path: Path) -> None:
+    """``img2gray-1.0-1%2F..%2F..%2Fx-py3-none-any.whl`` parses as a wheel name (build tag
+    ``1/../../x``): before, it was a candidate, downloaded to ``<folder>/img2gray-1.0-1/../../x…``,
+    outside the download folder."""
+    name = "img2gray-1.0-1%2F..%2F..%2Fx-py3-none-any.whl"
+    page = tmp_path / "page.html"
+    page.write_text(f'<a href="{name}">x</a><a href="{WHEEL}">w</a>')
+    found = list_candidates(PipSources(find_links=(page.as_uri(),)), ["img2gray"])
+    assert [c.filename for c in found] == [WHEEL]

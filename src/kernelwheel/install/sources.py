@@ -211,7 +211,9 @@ def _from_page(url: str, text: str) -> Iterable[Candidate]:
         # (GitLab's and Artifactory's pages link their files so)
         target, fragment = urldefrag(_same_login(urljoin(base, href), url))
         filename = unquote(urlparse(target).path.rsplit("/", 1)[-1])
-        if not filename.endswith(".whl"):
+        # %2F decoded is no file name (a page's img2gray-1.0-1%2F..%2F..-py3-none-any.whl
+        # would be downloaded outside the download folder)
+        if not filename.endswith(".whl") or any(c in filename for c in "/\\\0"):
             continue
         sha256 = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
         yanked, requires = attrs.get("data-yanked"), attrs.get("data-requires-python")
