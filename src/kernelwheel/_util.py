@@ -50,7 +50,7 @@ def secret(value: str) -> str:
 # ``redis://[USER:]PASSWORD@`` whole; up to the authority's last ``@``, as pip and urllib split
 # it (a raw ``@`` in a password: ``https://ci:p@ss@host/``), and ccache's ``|bearer-token=TOKEN``:
 # an option such as --ccache-remote or --index-url may carry one.
-_LOGIN = re.compile(r"(redis://|://)([^/\s?#]*)@")
+_LOGIN = re.compile(r"(redis://|://)([^/\s?#\"'<>`]*)@")  # quotes end it: JSON, shell
 _TOKEN = re.compile(r"(bearer-token=)[^|\s]+")
 
 

@@ -101,3 +101,4 @@ def test_a_login_holding_a_raw_at_sign_is_hidden_whole() -> None:
         "https://me@corp.example:<redacted>@host/"
     )
     assert redact("http://host/a@b?q=c@d") == "http://host/a@b?q=c@d"  # no login: left as it is
+    assert redact('{"url":"https://host","mail":"a@b"}') == '{"url":"https://host","mail":"a@b"}'
