@@ -45,15 +45,19 @@ def secret(value: str) -> str:
     return value
 
 
-# A URL's password (``user:PASSWORD@``; ccache's ``redis://[USER:]PASSWORD@``), a URL's login
-# of one part (``https://TOKEN@host/``: a token as the user name, as some private indexes are
-# given; pip hides it too) and ccache's ``|bearer-token=TOKEN``: an option such as
-# --ccache-remote or --index-url may carry one.
-_CREDENTIALS = (
-    re.compile(r"(redis://|://[^/\s:@]*:)[^/\s@]+@"),
-    re.compile(r"(://)[^/\s:@]+@"),
-    re.compile(r"(bearer-token=)[^|\s]+"),
-)
+# A URL's login: its password (``user:PASSWORD@``), a login of one part (``https://TOKEN@host/``:
+# a token as the user name, as some private indexes are given; pip hides it too), ccache's
+# ``redis://[USER:]PASSWORD@`` whole; up to the authority's last ``@``, as pip and urllib split
+# it (a raw ``@`` in a password: ``https://ci:p@ss@host/``), and ccache's ``|bearer-token=TOKEN``:
+# an option such as --ccache-remote or --index-url may carry one.
+_LOGIN = re.compile(r"(redis://|://)([^/\s?#\"'<>`]*)@")  # quotes end it: JSON, shell
+_TOKEN = re.compile(r"(bearer-token=)[^|\s]+")
+
+
+def _hide_login(match: re.Match[str]) -> str:
+    user, colon, _ = match[2].partition(":")
+    shown = user if colon and match[1] == "://" else ""  # the user name of user:password
+    return f"{match[1]}{shown}{colon if shown else ''}{REDACTED}@"
 
 
 def redact(text: str) -> str:
@@ -62,9 +66,7 @@ def redact(text: str) -> str:
     for value in sorted(_SECRETS, key=len, reverse=True):
         for form in (value, repr(value)[1:-1]):
             text = text.replace(form, REDACTED)
-    password, login, token = _CREDENTIALS
-    text = login.sub(rf"\1{REDACTED}@", password.sub(rf"\1{REDACTED}@", text))
-    return token.sub(rf"\1{REDACTED}", text)
+    return _TOKEN.sub(rf"\1{REDACTED}", _LOGIN.sub(_hide_login, text))
 
 
 # The first lines of a script run as ``python -c`` that probes an interpreter: ``-c`` puts the

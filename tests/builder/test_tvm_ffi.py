@@ -290,3 +290,29 @@ def test_rebuilds_skip_the_compile_or_take_it_from_the_compiler_cache_into_the_s
     record = unit_costs.store_path(cache, root)
     assert set(unit_costs.read_costs(record)) == units
     assert set(unit_costs.read_costs(record.with_suffix(".peaks.json"))) == units
+
+
+def test_a_tvm_ffi_folder_in_the_current_folder_is_not_probed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -c`` puts the current folder first on sys.path: a ``tvm_ffi/`` there (a
+    checkout's) was probed as the interpreter's apache-tvm-ffi, its paths taken for the build."""
+    import sys
+
+    from kernelwheel.builder.tvm_ffi import probe_tvm_ffi
+    from kernelwheel.errors import ToolchainError
+
+    fake = tmp_path / "tvm_ffi"
+    fake.mkdir()
+    (fake / "__init__.py").write_text('__version__ = "0.0.fake"\n')
+    (fake / "libinfo.py").write_text(
+        "def include_paths():\n    return ['/fake']\n"
+        "def find_libtvm_ffi():\n    return '/fake/libtvm_ffi.so'\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    try:
+        found = probe_tvm_ffi(Path(sys.executable))
+    except ToolchainError as exc:  # this interpreter has none: refused, not the fake taken
+        assert "cannot import tvm_ffi" in exc.message
+    else:
+        assert found.version != "0.0.fake"  # before: the fake's paths went into the build

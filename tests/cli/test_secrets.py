@@ -85,3 +85,20 @@ def test_a_token_given_as_an_index_urls_user_name_is_never_shown(
     err = capsys.readouterr().err
     assert code == 2 and "http://<redacted>@127.0.0.1:9/simple/img2gray/" in err
     assert "Secret" not in err
+
+
+def test_a_login_holding_a_raw_at_sign_is_hidden_whole() -> None:
+    """pip and urllib split a URL's login at the authority's last ``@``, so ``ci:p@ss`` is read
+    as a password and ``tok@en`` as a token; before, what followed the first ``@`` was shown
+    (``https://ci:<redacted>@ss@host/``), and an e-mail as the user name showed the password."""
+    from kernelwheel._util import redact
+
+    text = "https://ci:pw@Secret@host/simple/ --index-url https://tok@Secret@host/x"
+    assert (
+        redact(text) == "https://ci:<redacted>@host/simple/ --index-url https://<redacted>@host/x"
+    )
+    assert redact("https://me@corp.example:pwSecret@host/") == (
+        "https://me@corp.example:<redacted>@host/"
+    )
+    assert redact("http://host/a@b?q=c@d") == "http://host/a@b?q=c@d"  # no login: left as it is
+    assert redact('{"url":"https://host","mail":"a@b"}') == '{"url":"https://host","mail":"a@b"}'

@@ -138,3 +138,29 @@ def test_a_malformed_endpoint_in_a_fresh_process_is_not_a_traceback(
         )
         assert proc.returncode == 2, proc.stderr
         assert f"HF_ENDPOINT={endpoint!r}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_repo_to_wheel_refuses_at_once_leaves_no_output_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, ``-o out`` was made with a log of the header alone (and the error named that log);
+    ``REPO@1 2`` (the version twice) was told to pass org/name."""
+    out = tmp_path / "out"
+    for args, hint in (
+        (["org/x@1", "2"], "fix: give the version once: kernelwheel to-wheel org/x@1 (or org/x 2)"),
+        (["o@rg/x@1"], "fix: pass org/name (e.g. drbh/img2gray) or the path of a git clone"),
+        ([str(tmp_path / "gone"), "1"], "fix: pass a git clone or a Hub id (org/name)"),
+    ):
+        assert main(["to-wheel", *args, "-o", str(out)]) == 9
+        err = capsys.readouterr().err
+        assert hint in err and "log:" not in err, err
+        assert not out.exists()
+
+
+def test_to_wheel_names_its_own_argument_in_repo_at_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``to-wheel org/x@``: before, "SOURCE 'org/x@'" (variants' argument; to-wheel's is REPO)."""
+    assert main(["to-wheel", "org/x@", "-o", str(tmp_path / "out")]) == 9
+    assert "error: REPO 'org/x@': nothing after '@'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

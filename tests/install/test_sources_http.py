@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -227,3 +228,209 @@ def test_an_index_answering_403_for_a_project_it_lacks_is_skipped_and_named(
     message = NoMatch(TARGET, select([Requirement("other")], [], TARGET), sources_, None,
                       tuple(s.replace("img2gray", "other") for s in skipped)).message  # fmt: skip
     assert f"  {url}/whl/other/: HTTP 403 Forbidden (taken as not holding it" in message
+
+
+def test_a_redirect_from_https_to_http_drops_the_login() -> None:
+    """An index on https that redirects to the same host on plain http: before, the login went
+    along (the Authorization header in clear over the network, and into the wheels' URLs pip is
+    given); pip drops it there, and keeps it on a step up to https or another page of the host."""
+    handler = sources._LoginStaysOnItsHost()
+    asked = urllib.request.Request("https://pkgs.example/simple/img2gray/")
+    asked.add_header("Authorization", LOGIN)
+
+    def led(url: str) -> str | None:
+        new = handler.redirect_request(asked, None, 302, "Found", {}, url)
+        assert new is not None
+        return new.get_header("Authorization")
+
+    assert led("http://pkgs.example/pages/img2gray/") is None  # before: LOGIN
+    assert led("https://pkgs.example:8443/pages/img2gray/") is None  # another port
+    assert led("https://pkgs.example/pages/img2gray/") == LOGIN
+    login = "https://ci:t0k3n@pkgs.example/simple/img2gray/"
+    assert sources._same_login("http://pkgs.example/p/", login) == "http://pkgs.example/p/"
+    assert (
+        sources._same_login("https://pkgs.example/p/", login) == "https://ci:t0k3n@pkgs.example/p/"
+    )
+    upgraded = sources._same_login("https://pkgs.example/p/", login.replace("https", "http"))
+    assert upgraded == "https://ci:t0k3n@pkgs.example/p/"
+
+
+def _looping(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(302)
+    if h.path != "/nowhere/img2gray/":  # a redirect with no Location to follow
+        h.send_header("Location", "/a/" if h.path.startswith("/b/") else "/b/")
+    h.end_headers()
+
+
+def test_a_redirect_loop_is_named_as_one_with_where_it_went() -> None:
+    """Before: "HTTP 302 The HTTP server returned a redirect error that would lead to an infinite
+    loop.\\nThe last 30x error message was:\\nFound" (urllib's three lines), fix "check the URL"."""
+    with serve(_looping) as url:
+        with pytest.raises(UsageError) as loop:
+            list_candidates(PipSources(index_url=f"{url}/simple/"), ["img2gray"])
+        with pytest.raises(UsageError) as nowhere:
+            list_candidates(PipSources(index_url=f"{url}/nowhere/"), ["img2gray"])
+    assert loop.value.message.startswith(f"--index-url {url}/simple/img2gray/: redirects in a loop")
+    assert loop.value.message.endswith(f"(the last, HTTP 302, to {url}/b/)")
+    assert "\n" not in loop.value.message and "curl -sIL" in (loop.value.hint or "")
+    assert nowhere.value.message.endswith(": HTTP 302, a redirect with no Location")
+
+
+def test_a_wheelhouse_link_to_nowhere_is_passed_over_with_its_fix(tmp_path: Path) -> None:
+    """A wheelhouse of links into a store whose blob is gone (or a link to itself): before, it
+    was the build chosen (the newest), ``variants`` said install picks it, and install failed on
+    it ("cannot be read (Too many levels of symbolic links)") though an older build was there."""
+    house = tmp_path / "house"
+    spec = WheelSpec("img2gray", "0.1.0", Tag("py3", "none", "any"), {"img2gray/__init__.py": b""})
+    write_wheel(spec, house)
+    (house / "img2gray-0.2.0-py3-none-any.whl").symlink_to("../blobs/ab12")
+    (house / "img2gray-0.3.0-py3-none-any.whl").symlink_to("img2gray-0.3.0-py3-none-any.whl")
+    found = list_candidates(PipSources(find_links=(str(house),)), ["img2gray"])
+    (selection,) = select([Requirement("img2gray")], found, TARGET)
+    reasons = {v.candidate.filename.split("-")[1]: v.reason for v in selection.verdicts}
+    assert reasons["0.2.0"] == (
+        "a link to nowhere (-> ../blobs/ab12): restore its target or remove it"
+    )
+    assert reasons["0.3.0"] is not None and reasons["0.3.0"].startswith("a link to nowhere")
+    assert reasons["0.1.0"] is not None and "requires torch" in reasons["0.1.0"]  # judged on
+
+
+def test_a_wheel_given_as_a_link_to_nowhere_is_named_so(tmp_path: Path) -> None:
+    """``index`` (and install's check) of a wheelhouse link whose store file is gone: before,
+    "no such wheel, check the path" of a path that is there; a link to itself was "not a readable
+    zip archive (Too many levels of symbolic links)", fix "rebuild or download it again"."""
+    from kernelwheel.errors import WheelError
+    from kernelwheel.wheels.reader import verify_wheel
+
+    gone, loop = tmp_path / "a-1.0-py3-none-any.whl", tmp_path / "b-1.0-py3-none-any.whl"
+    gone.symlink_to("../blobs/ab12")
+    loop.symlink_to(loop.name)
+    for link, pointed in ((gone, "../blobs/ab12"), (loop, loop.name)):
+        with pytest.raises(WheelError) as refused:
+            verify_wheel(link)
+        assert refused.value.message == f"{link}: a link to nowhere (-> {pointed})"
+        assert refused.value.hint == "restore its target, or remove the link"
+    with pytest.raises(WheelError, match="no such wheel"):
+        verify_wheel(tmp_path / "c-1.0-py3-none-any.whl")
+
+
+def test_where_only_the_version_asked_for_fits_nothing_the_fix_names_the_versions_held(
+    tmp_path: Path,
+) -> None:
+    """``install 'img2gray<0.1'`` beside a wheelhouse of 0.1.0 and 0.2.0: before, the fix was to
+    build or download the variant for this torch (or install torch), which would not help."""
+    house = tmp_path / "house"
+    for version in ("0.2.0", "0.1.0"):
+        files = {"img2gray/__init__.py": b""}
+        write_wheel(WheelSpec("img2gray", version, Tag("py3", "none", "any"), files), house)
+    found = list_candidates(PipSources(find_links=(str(house),)), ["img2gray"])
+
+    def hint(requirement: str) -> str | None:
+        selections = select([Requirement(requirement)], found, TARGET)
+        return NoMatch(TARGET, selections, PipSources(find_links=(str(house),))).hint
+
+    assert hint("img2gray<0.1") == (
+        "ask for a version the sources hold (img2gray<0.1: the sources hold 0.1.0, 0.2.0), or "
+        "point --find-links/--index-url at a source that has the one asked for"
+    )
+    assert (hint("img2gray>=0.2") or "").startswith("install torch into that environment")
+
+
+def test_a_private_index_page_linking_its_files_by_absolute_url_lends_them_its_login(
+    tmp_path: Path,
+) -> None:
+    """GitLab's and Artifactory's pages link each file by its absolute URL on the same host:
+    before, the wheel's download went without the index's login (HTTP 401), where pip reuses a
+    host's login for its files."""
+    wheel = b"PK\x05\x06" + bytes(18)
+
+    def private(h: BaseHTTPRequestHandler) -> None:
+        if h.headers.get("Authorization") != LOGIN:
+            h.send_response(401)
+            h.end_headers()
+        elif h.path == "/simple/img2gray/":
+            h.send_response(200)
+            h.end_headers()
+            host = h.headers["Host"]
+            other = "http://someone:else@elsewhere.example/x/other-1.0-py3-none-any.whl"
+            h.wfile.write(
+                f'<a href="http://{host}/files/{WHEEL}">w</a><a href="{other}">o</a>'.encode()
+            )
+        else:
+            h.send_response(200)
+            h.end_headers()
+            h.wfile.write(wheel)
+
+    with serve(private) as url:
+        index = url.replace("http://", "http://ci:t0k3n%2Fx@") + "/simple/"
+        found = list_candidates(PipSources(index_url=index), ["img2gray", "other"])
+        assert sources.fetch(found[0], tmp_path).read_bytes() == wheel  # before: HTTP 401
+    assert found[0].location == f"{index.removesuffix('/simple/')}/files/{WHEEL}"
+    assert found[1].location == "http://someone:else@elsewhere.example/x/other-1.0-py3-none-any.whl"
+
+
+def test_variants_of_a_private_index_root_follows_its_absolute_project_links() -> None:
+    """A root page (``/simple/``) linking each project by its absolute URL: before, the login
+    made the index's host look like another (``ci:…@host`` against ``host``), so no project page
+    was read."""
+
+    def private(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200 if h.headers.get("Authorization") == LOGIN else 401)
+        h.end_headers()
+        if h.path == "/simple/":
+            h.wfile.write(f'<a href="http://{h.headers["Host"]}/simple/img2gray/">i</a>'.encode())
+        elif h.path == "/simple/img2gray/":
+            h.wfile.write(PAGE)
+
+    with serve(private) as url:
+        index = url.replace("http://", "http://ci:t0k3n%2Fx@") + "/simple/"
+        (found,) = discover(index)
+    assert found.location == f"{index}img2gray/{WHEEL}"
+
+
+def test_an_index_refusing_the_login_says_the_login_is_the_fix() -> None:
+    """HTTP 401 from a private index: before, the fix was "check the URL" whether a login was
+    given or not."""
+
+    def private(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(401)
+        h.send_header("WWW-Authenticate", 'Basic realm="pkgs"')
+        h.end_headers()
+
+    with serve(private) as url:
+        given: dict[str, str | None] = {}
+        for login in ("", "ci:wrong@"):
+            index = url.replace("http://", f"http://{login}") + "/simple/"
+            with pytest.raises(UsageError) as refused:
+                list_candidates(PipSources(index_url=index), ["img2gray"])
+            assert refused.value.message.endswith("HTTP 401 Unauthorized")
+            given[login] = refused.value.hint
+    assert given[""] == (
+        "the index wants a login: give it in the URL, as pip takes it "
+        "(https://USER:TOKEN@host/simple/)"
+    )
+    assert (
+        given["ci:wrong@"]
+        == "the index refused the login in the URL: check its user name and token"
+    )
+
+
+def test_a_pages_base_href_is_what_its_links_resolve_against(tmp_path: Path) -> None:
+    """A page with ``<base href="../../files/">`` (a generated index whose files lie apart): pip
+    resolves its links against it; before, they were resolved against the page's own URL."""
+    (tmp_path / "simple" / "img2gray").mkdir(parents=True)
+    page = tmp_path / "simple" / "img2gray" / "index.html"
+    page.write_text(f'<html><head><base href="../../files/"></head><a href="{WHEEL}">w</a>')
+    (found,) = list_candidates(PipSources(find_links=(page.as_uri(),)), ["img2gray"])
+    assert found.location == f"file://{tmp_path}/files/{WHEEL}"
+
+
+def test_a_link_whose_decoded_name_holds_a_slash_is_no_wheel(tmp_path: Path) -> None:
+    """``img2gray-1.0-1%2F..%2F..%2Fx-py3-none-any.whl`` parses as a wheel name (build tag
+    ``1/../../x``): before, it was a candidate, downloaded to ``<folder>/img2gray-1.0-1/../../x…``,
+    outside the download folder."""
+    name = "img2gray-1.0-1%2F..%2F..%2Fx-py3-none-any.whl"
+    page = tmp_path / "page.html"
+    page.write_text(f'<a href="{name}">x</a><a href="{WHEEL}">w</a>')
+    found = list_candidates(PipSources(find_links=(page.as_uri(),)), ["img2gray"])
+    assert [c.filename for c in found] == [WHEEL]

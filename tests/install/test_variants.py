@@ -438,3 +438,13 @@ def test_a_variant_filter_that_leaves_out_the_fitting_build_says_so(
     code = main(["install", "img2gray", "-f", str(only_214), "--python", str(cpu_213.python),
                  "--variant", "torch214-*", "--dry-run"])  # fmt: skip
     assert code == 10 and "fix: build or download the variant" in capsys.readouterr().err
+
+
+def test_a_source_that_is_nothing_names_every_kind_variants_takes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped wheelhouse: before, the fix named only a Hub id or a git clone (to-wheel's)."""
+    for source in ("wheelhose", str(tmp_path / "wheelhose")):
+        assert main(["variants", source]) == 9
+        err = capsys.readouterr().err
+        assert "fix: give a wheelhouse folder, a wheel, an index or page URL" in err, err

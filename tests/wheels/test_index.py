@@ -310,3 +310,18 @@ def test_a_wheel_rewritten_while_indexed_is_refused_and_json_shows_the_listed_ha
         build_index(house, out)
     assert listed in err.value.message
     assert not out.exists()  # nothing half-written
+
+
+def test_two_files_that_are_one_wheel_to_pip_are_refused(tmp_path: Path) -> None:
+    """``img2gray-0.1.0-…`` beside ``IMG2GRAY-0.1-…`` (another tool's spelling): before, both
+    were listed on one page, and pip took either."""
+    house = tmp_path / "house"
+    spec = WheelSpec("img2gray", "0.1.0", Tag("py3", "none", "any"), {"img2gray/__init__.py": b""})
+    wheel = write_wheel(spec, house)
+    (house / "IMG2GRAY-0.1-py3-none-any.whl").write_bytes(wheel.read_bytes())
+    with pytest.raises(WheelError) as refused:
+        build_index(house, tmp_path / "site")
+    assert refused.value.message.startswith(
+        "IMG2GRAY-0.1-py3-none-any.whl and img2gray-0.1.0-py3-none-any.whl are one wheel to pip"
+    )
+    assert not (tmp_path / "site").exists()

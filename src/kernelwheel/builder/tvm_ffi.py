@@ -18,7 +18,7 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .._util import RUNNER, CommandTimeout, Runner, atomic_write, locked
+from .._util import NO_CWD_ON_PATH, RUNNER, CommandTimeout, Runner, atomic_write, locked
 from ..abi.symver import ForcedHeader
 from ..compile.compile_spec import CommandSpec
 from ..errors import ToolchainError
@@ -46,7 +46,10 @@ from .wheelmeta import requirements
 # Besides the pinned apache-tvm-ffi (installed --no-deps): its one dependency.
 TOOLS = ("typing-extensions>=4.5,<5",)
 REQUIRES_PYTHON = ">=3.9"  # apache-tvm-ffi 0.1's oldest Python
-_PROBE = """
+# the current folder off sys.path first: a tvm_ffi/ there would be probed instead
+_PROBE = (
+    NO_CWD_ON_PATH
+    + """
 import json, os, sys, sysconfig
 import tvm_ffi
 from tvm_ffi import libinfo
@@ -58,6 +61,7 @@ print(json.dumps({
     "lib_dir": os.path.dirname(libinfo.find_libtvm_ffi()),
 }))
 """
+)
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     from ..errors import UsageError, VariantError
-    from ..hub.towheel import ToWheelRequest, to_wheels  # imported when used: starts faster
+    from ..hub.towheel import (
+        ToWheelRequest,
+        refused_source,
+        to_wheels,
+    )  # imported when used: starts faster
     from ..model.names import is_package_name, package_name, shadowing
 
     if args.name is not None and not is_package_name(package_name(args.name)):
@@ -110,16 +114,24 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             f"--name {args.name!r} would shadow {shadowed}",
             hint=f"choose a name of the kernel's own, e.g. --name {args.name}-kernel",
         )
+    version_given = args.version is not None
     if args.version is None:  # REPO@VERSION, as variants takes it
         from ..hub.variants import split_source
 
-        args.repo, args.version = split_source(args.repo)
+        args.repo, args.version = split_source(args.repo, "REPO")
         if args.version is None:
             raise UsageError(
                 "VERSION is missing",
                 hint=f"kernelwheel to-wheel {args.repo} VERSION (or {args.repo}@VERSION), e.g. "
                 "1 (branch v1) or 1.1.2 (tag v1.1.2)",
             )
+    if (refused := refused_source(args.repo)) is not None:  # before the output folder is made
+        if version_given and "@" in args.repo:
+            refused.hint = (
+                f"give the version once: kernelwheel to-wheel {args.repo} (or "
+                f"{args.repo.rpartition('@')[0]} {args.version})"
+            )
+        raise refused
     name = args.repo.rstrip("/").rsplit("/", 1)[-1] if Path(args.repo).is_dir() else args.repo
     made = not args.output_dir.exists()
     output_dir(args.output_dir, "--output-dir")  # a file or an unwritable folder: a clear error

@@ -75,8 +75,15 @@ def _builds(
         or (Path(text).is_dir() and not (Path(text) / ".git").exists())
     ):
         return text, discover(text), {}, ()
-    from ..hub.variants import hub_builds  # the Hub client only for a Hub source
+    from ..hub.towheel import refused_source
+    from ..hub.variants import hub_builds, split_source  # the Hub client only for a Hub source
 
+    if (refused := refused_source(split_source(text)[0])) is not None:  # a mistyped wheelhouse?
+        refused.hint = (
+            "give a wheelhouse folder, a wheel, an index or page URL (http(s):// or file://), "
+            "a Hub repo id (org/name[@VERSION]) or a git clone"
+        )
+        raise refused
     found = hub_builds(text, runner=runner)
     unjudged = tuple(
         Entry(folder, None, f"{found.where}: build/{folder}", None, Status.REJECTED, why)

@@ -27,7 +27,7 @@ from ..wheels import wheel_filename, write_wheel
 from ..wheels.reader import verify_contents
 from .convert import PreparedWheel, Unconvertible, prepare_wheel
 from .gitsource import GitSource
-from .hubsource import HubSource
+from .hubsource import HubSource, repo_id_problem
 from .layout import Layout
 from .revision import RequestKind, Resolution, VersionRequest, choose_ref, revision_resolution
 from .source import FileReader, RepoFile, RepoSource, group_by_variant
@@ -104,9 +104,24 @@ def open_source(repo: str, reporter: Reporter | None = None, runner: Runner = RU
     path = Path(repo).expanduser()
     if path.is_dir():
         return GitSource(path, runner)  # git runs through ``runner``
-    if repo.startswith((".", "/", "~")) or os.sep in repo.strip("/").replace("/", "", 1):
-        raise HubError(f"{repo}: no such folder", hint="pass a git clone or a Hub id (org/name)")
+    if (refused := refused_source(repo)) is not None:
+        raise refused
     return HubSource(repo, reporter)
+
+
+def refused_source(repo: str) -> HubError | None:
+    """Why :func:`open_source` refuses ``repo`` before reading anything: a path to no folder,
+    or no Hub repo id (to-wheel says so before it makes its output folder)."""
+    if Path(repo).expanduser().is_dir():
+        return None
+    if repo.startswith((".", "/", "~")) or os.sep in repo.strip("/").replace("/", "", 1):
+        return HubError(f"{repo}: no such folder", hint="pass a git clone or a Hub id (org/name)")
+    if (problem := repo_id_problem(repo)) is not None:
+        return HubError(
+            f"{repo!r} is neither a local folder nor a Hub repo id: it {problem}",
+            hint="pass org/name (e.g. drbh/img2gray) or the path of a git clone",
+        )
+    return None
 
 
 def resolve(source: RepoSource, request: VersionRequest) -> Resolution:

@@ -32,15 +32,15 @@ class HubBuilds:
     unmappable: tuple[tuple[str, str], ...]  # (folder, why it names no variant)
 
 
-def split_source(text: str) -> tuple[str, str | None]:
+def split_source(text: str, what: str = "SOURCE") -> tuple[str, str | None]:
     """``org/name@1`` -> (``org/name``, ``1``); no ``@``, or a folder of that name (a clone in
-    ``kernel@2``): (text, None)."""
+    ``kernel@2``): (text, None). ``what``: the argument's name in the refusal."""
     repo, at, version = text.rpartition("@")
     if not at or Path(text).is_dir():
         return text, None
     if not repo or not version.strip():
         raise HubError(
-            f"SOURCE {text!r}: nothing {'before' if not repo else 'after'} '@'",
+            f"{what} {text!r}: nothing {'before' if not repo else 'after'} '@'",
             hint="e.g. kernels-community/relu@1 (branch v1) or kernels-community/relu@1.1.2",
         )
     return repo, version

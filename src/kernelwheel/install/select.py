@@ -4,6 +4,7 @@ against each other: their sort order is what makes plain pip pick the wrong buil
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -117,6 +118,10 @@ def _verdict(
 
     if candidate.yanked is not None:
         return refuse(f"yanked{': ' + candidate.yanked if candidate.yanked else ''}")
+    if candidate.is_local and not os.path.isfile(candidate.location):
+        if os.path.islink(candidate.location):  # a wheelhouse's link into a store it lost
+            pointed = os.readlink(candidate.location)
+            return refuse(f"a link to nowhere (-> {pointed}): restore its target or remove it")
     if not req.specifier.contains(version, prereleases=True):
         return refuse(f"version {version} is not {req.specifier}")
     if (problem := _python_refused(candidate.requires_python, target)) is not None:

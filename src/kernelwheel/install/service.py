@@ -110,7 +110,28 @@ class NoMatch(InstallError):
         self.target = target
         self.selections = tuple(selections)
         message = _no_match_message(target, self.selections, sources, skipped)
-        super().__init__(message, hint=hint or _hint(target))
+        super().__init__(message, hint=hint or _versions_hint(self.selections) or _hint(target))
+
+
+def _versions_hint(selections: tuple[Selection, ...]) -> str | None:
+    """Where only the version asked for left every build out, the fix is the version, not a
+    build for this torch."""
+    held: dict[str, str] = {}
+    for sel in (sel for sel in selections if sel.chosen is None):
+        versions = {v.version.public for v in sel.verdicts if v.version is not None}
+        if not versions or any(
+            v.version is None or sel.requirement.specifier.contains(v.version, prereleases=True)
+            for v in sel.verdicts
+        ):
+            return None
+        held[str(sel.requirement)] = ", ".join(sorted(versions, key=Version))
+    if not held:
+        return None
+    shown = "; ".join(f"{req}: the sources hold {versions}" for req, versions in held.items())
+    return (
+        f"ask for a version the sources hold ({shown}), or point --find-links/--index-url at a "
+        "source that has the one asked for"
+    )
 
 
 def _no_match_message(

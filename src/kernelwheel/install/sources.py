@@ -46,16 +46,20 @@ class Candidate:
 
 
 class _Links(HTMLParser):
-    """The attributes of every ``<a>`` of the page ``text``: ``_Links(text).links``."""
+    """The attributes of every ``<a>`` of the page ``text``: ``_Links(text).links``; its first
+    ``<base href>``, which its relative links resolve against (as pip resolves them)."""
 
     def __init__(self, text: str) -> None:
         super().__init__()
         self.links: list[dict[str, str | None]] = []
+        self.base: str | None = None
         self.feed(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
             self.links.append(dict(attrs))
+        elif tag == "base" and self.base is None:
+            self.base = dict(attrs).get("href")
 
 
 def _check_url(url: str, option: str) -> None:
@@ -88,19 +92,26 @@ def _read_page(
         # 403: what a bucket behind a CDN answers for a key it lacks (PyTorch's index does, for
         # a project it does not hold); 410: gone. pip skips such a page too.
         if missing_ok and isinstance(exc, urllib.error.HTTPError) and exc.code in _NOT_THERE:
+            exc.close()
             if skipped is not None and exc.code != 404:
                 skipped.append(f"{url}: HTTP {exc.code} {exc.reason}")
             return None
         raise _url_error(exc, f"{option} {url}", "read", "check the URL") from None
 
 
-class _LoginStaysOnItsHost(urllib.request.HTTPRedirectHandler):
-    """A redirect keeps the login on the same host only (pip's rule): a page moved to a CDN is
-    not sent the index's password."""
+def _keeps_login(old: str, new: str) -> bool:
+    """Whether a redirect from ``old`` to ``new`` keeps the login (pip's rule): the same host
+    and port, and no step down from https to http (the password would cross the network in
+    clear); a page moved to a CDN is not sent the index's password."""
+    before, after = urlsplit(old), urlsplit(new)
+    same_host = before.netloc.rpartition("@")[2] == after.netloc.rpartition("@")[2]
+    return same_host and after.scheme in (before.scheme, "https")
 
+
+class _LoginStaysOnItsHost(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
         new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if new is not None and urlsplit(new.full_url).netloc != urlsplit(req.full_url).netloc:
+        if new is not None and not _keeps_login(req.full_url, new.full_url):
             new.remove_header("Authorization")
         return new
 
@@ -125,11 +136,12 @@ def _open(url: str, accept: str | None = None) -> HTTPResponse:
 
 
 def _same_login(final: str, asked: str) -> str:
-    """``final`` (where ``asked`` led) with ``asked``'s login where it is on the same host: the
-    wheels it links are downloaded (by this module, and by pip from the pin) with it."""
+    """``final`` (where ``asked`` led, or a link of its page) with ``asked``'s login where it is
+    on the same host and has none of its own: the wheels it links are downloaded (by this
+    module, and by pip from the pin) with it."""
     login, _, host = urlsplit(asked).netloc.rpartition("@")
     parts = urlsplit(final)
-    if not login or parts.netloc != host:
+    if not login or "@" in parts.netloc or not _keeps_login(asked, final):
         return final
     return urlunsplit(parts._replace(netloc=f"{login}@{host}"))
 
@@ -157,23 +169,51 @@ def _read_body(response: HTTPResponse, url: str, option: str) -> str:
 
 
 def _url_error(exc: OSError | ValueError, subject: str, verb: str, http_hint: str) -> UsageError:
-    if isinstance(exc, urllib.error.HTTPError):
+    """The refusal of ``subject``; an HTTP answer's connection is closed."""
+    if not isinstance(exc, urllib.error.HTTPError):
+        reason = getattr(exc, "reason", exc)
+        return UsageError(
+            f"{subject}: cannot be {verb} ({reason})",
+            hint="check the URL and that the server is reachable",
+        )
+    exc.close()
+    if exc.code == 401:  # the login is the fix, not the URL
+        had = "@" in urlsplit(subject.rpartition(" ")[2]).netloc
+        http_hint = (
+            "the index refused the login in the URL: check its user name and token"
+            if had
+            else "the index wants a login: give it in the URL, as pip takes it "
+            "(https://USER:TOKEN@host/simple/)"
+        )
+    if not 300 <= exc.code < 400:
         return UsageError(f"{subject}: HTTP {exc.code} {exc.reason}", hint=http_hint)
-    reason = getattr(exc, "reason", exc)
+    # urllib's refusal of a redirect loop is three lines quoting its own limit
+    if (led := exc.headers.get("Location")) is None:
+        return UsageError(
+            f"{subject}: HTTP {exc.code}, a redirect with no Location", hint=http_hint
+        )
     return UsageError(
-        f"{subject}: cannot be {verb} ({reason})",
-        hint="check the URL and that the server is reachable",
+        f"{subject}: redirects in a loop, or more than "
+        f"{urllib.request.HTTPRedirectHandler.max_redirections} times (the last, HTTP "
+        f"{exc.code}, to {urljoin(exc.url, led)})",
+        hint="give the URL the redirects should end at (curl -sIL URL shows where they go)",
     )
 
 
 def _from_page(url: str, text: str) -> Iterable[Candidate]:
-    for attrs in _Links(text).links:
+    page = _Links(text)
+    base = urljoin(url, page.base) if page.base else url
+    for attrs in page.links:
         href = attrs.get("href")
         if not href:
             continue
-        target, fragment = urldefrag(urljoin(url, href))
+        # an absolute link to the page's own host gets its login, as pip reuses it per host
+        # (GitLab's and Artifactory's pages link their files so)
+        target, fragment = urldefrag(_same_login(urljoin(base, href), url))
         filename = unquote(urlparse(target).path.rsplit("/", 1)[-1])
-        if not filename.endswith(".whl"):
+        # %2F decoded is no file name (a page's img2gray-1.0-1%2F..%2F..-py3-none-any.whl
+        # would be downloaded outside the download folder)
+        if not filename.endswith(".whl") or any(c in filename for c in "/\\\0"):
             continue
         sha256 = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
         yanked, requires = attrs.get("data-yanked"), attrs.get("data-requires-python")
@@ -279,8 +319,10 @@ def _from_root(url: str, page: str, option: str, *, levels: int) -> list[Candida
     page with no wheel is read as a root in turn, ``levels`` deep (a kernelwheel site's root
     links its indexes, ``all/``, ``cu130/``, …; only folder links are followed so)."""
     found: list[Candidate] = []
-    for href in filter(None, (a.get("href") for a in _Links(page).links)):
-        sub = urljoin(url, href)
+    links = _Links(page)
+    base = urljoin(url, links.base) if links.base else url
+    for href in filter(None, (a.get("href") for a in links.links)):
+        sub = _same_login(urljoin(base, href), url)
         if urlparse(sub).netloc == urlparse(url).netloc and not sub.endswith(".whl"):
             sub, text = _read_page(sub, option, missing_ok=True) or (sub, "")
             wheels = list(_from_page(sub, text))

@@ -25,7 +25,7 @@ from packaging.version import Version
 from .._util import DISK_FULL_HINT, disk_full, sha256_file, staging_dir
 from ..errors import KernelwheelError, UsageError, VariantError, WheelError
 from ..model.variant import Backend, BackendKind, TorchVersion, Variant, variant_of_wheel
-from ..model.wheelname import parse_wheel_name
+from ..model.wheelname import WheelName, parse_wheel_name
 from . import site
 from .reader import escape_name, parse_metadata, read_metadata, verify_wheel
 from .variants import VariantBuild, variants_json, write_variant_wheel
@@ -114,6 +114,15 @@ def scan(wheelhouse: Path) -> list[IndexedWheel]:
     wheels = [_read(p) for p in sorted(wheelhouse.glob("*.whl"))]
     if not wheels:
         raise UsageError(f"{wheelhouse}: holds no *.whl files", hint="run to-wheel or build first")
+    first: dict[WheelName, str] = {}
+    for w in wheels:  # img2gray-0.1-… and Img2Gray-0.1.0-…: one wheel to pip, listed twice
+        name = parse_wheel_name(w.filename)
+        if (other := first.setdefault(name, w.filename)) != w.filename:
+            raise WheelError(
+                f"{other} and {w.filename} are one wheel to pip (the same project, version and "
+                "tags, spelled apart): installers would take either",
+                hint=f"keep one of them in {wheelhouse}",
+            )
     return wheels
 
 

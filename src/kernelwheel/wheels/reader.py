@@ -269,9 +269,14 @@ def _verify(path: Path, judge: Callable[[zipfile.ZipFile], list[IntegrityProblem
     try:
         with zipfile.ZipFile(path) as zf:
             problems = judge(zf)
-    except FileNotFoundError:
-        raise WheelError(f"{path}: no such wheel", hint="check the path") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as exc:
+        if path.is_symlink() and not path.exists():  # a wheelhouse's link into a store, lost
+            raise WheelError(
+                f"{path}: a link to nowhere (-> {path.readlink()})",
+                hint="restore its target, or remove the link",
+            ) from None
+        if isinstance(exc, FileNotFoundError):
+            raise WheelError(f"{path}: no such wheel", hint="check the path") from None
         raise WheelError(
             f"{path}: not a readable zip archive ({exc})", hint="rebuild or download it again"
         ) from None
