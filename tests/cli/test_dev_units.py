@@ -612,6 +612,8 @@ def test_tests_a_signal_ended_exit_as_a_shell_says_naming_it() -> None:
     assert pytest_exit(1, ui) == 1 and err.getvalue() == ""
     assert pytest_exit(-6, ui) == 134
     assert "ended by SIGABRT" in err.getvalue()
+    # a kernel writing past its output: pytest's dots do not say which test crashed
+    assert "fix: to see the test that ended it, run 'kernelwheel test -- -v -x'" in err.getvalue()
 
 
 def test_failed_tests_repeat_the_note_of_files_the_build_leaves_out(tmp_path: Path) -> None:
@@ -627,6 +629,13 @@ def test_failed_tests_repeat_the_note_of_files_the_build_leaves_out(tmp_path: Pa
     said = out.getvalue()
     assert "tests failed; note: torch-ext/tiny_add/data/table.json left out" in said
     assert 'add "json" to pyext' in said
+    # the package reads it on import (a module-level json.load): pytest's collection fails, 2
+    out.truncate(0)
+    out.seek(0)
+    assert pytest_exit(2, ui, project) == 2
+    assert "collecting the tests failed; note: torch-ext/tiny_add/data/table.json left out" in (
+        out.getvalue()
+    )
     # a py.typed left out (kernels-community einops): no test fails for it, no note under them
     (project.package_dir / "data" / "table.json").unlink()
     (project.package_dir / "py.typed").write_text("")

@@ -171,23 +171,28 @@ def _has_tests(project: KernelProject) -> None:
 
 def pytest_exit(code: int, ui: ConsoleUI, project: KernelProject | None = None) -> int:
     """pytest's exit code; for a process a signal ended, the shell's 128 + N, the signal named
-    (a negative code would leave this process as 256 - N). Failed tests of a ``project`` whose
-    package folder holds files the build leaves out hear of them again, under the failures: a
-    test reading one fails there (FileNotFoundError), far below the build's note (not of a
-    ``py.typed``: no test fails for its lack)."""
+    with the way to the test that ended it (a negative code would leave this process as
+    256 - N). Failed tests of a ``project`` whose package folder holds files the build leaves
+    out hear of them again, under the failures: a test reading one fails there
+    (FileNotFoundError), far below the build's note, and a package reading one on import fails
+    the collection (pytest's 2); not of a ``py.typed``: no test fails for its lack."""
     if (
-        code == 1
+        code in (1, 2)
         and project is not None
         and (note := left_out_note(project, markers=False)) is not None
     ):
-        ui.info("", f"tests failed; {note}")
+        ui.info("", f"{'tests failed' if code == 1 else 'collecting the tests failed'}; {note}")
     if code >= 0:
         return code
     try:
         name = signal.Signals(-code).name
     except ValueError:
         name = f"signal {-code}"
-    ui.error(f"the tests' process was ended by {name} (its output is above)")
+    ui.error(
+        f"the tests' process was ended by {name} (its output is above)\n  fix: to see the "
+        "test that ended it, run 'kernelwheel test -- -v -x': the last test it names (a "
+        "kernel's SIGSEGV or SIGABRT: most often a read or write past the end of a tensor)"
+    )
     return 128 - code
 
 
