@@ -848,10 +848,20 @@ def test_a_tvm_ffi_build_environment_is_named_for_what_it_holds(
     build = replace(_build(tmp_path / "dev"), python=python, runtime="apache-tvm-ffi>=0.1.9,<0.2")
     out, err = io.StringIO(), io.StringIO()
     ui = ConsoleUI(out=out, err=err)
-    _warn_missing_imports(load_project(root), build, python, dict(os.environ), ui, Runner())
+    project = load_project(root)
+    again = _warn_missing_imports(project, build, python, dict(os.environ), ui, Runner())
     said = out.getvalue() + err.getvalue()
     assert "(the build environment: kernelwheel's, holding apache-tvm-ffi alone)" in said, said
     assert "holding apache-tvm-ffi>=0.1.9,<0.2, pytest and no_such_module_here" in said, said
+    # pytest's collection error (2) is what the author sees last: the fix said again under it
+    out.truncate(0)
+    out.seek(0)
+    assert pytest_exit(2, ui, project, again) == 2
+    under = out.getvalue()
+    assert under.startswith(f"collecting the tests failed; {python} cannot import "), under
+    assert "no_such_module_here; fix: activate a virtual environment holding apache-tvm-ffi" in (
+        under
+    )
 
 
 def test_every_selection_of_a_noarch_projects_variants_takes_one_lock(
