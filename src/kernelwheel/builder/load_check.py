@@ -508,6 +508,17 @@ def check_load(
     raise BuildError(message, log=log, hint=fix, diagnostics=details)
 
 
+def check_syntax(python: Path, package: Path, runner: Runner, root: Path) -> None:
+    """Refuse the files of ``package`` that ``python`` (the build environment's, whose grammar
+    the package's users have) cannot compile: what the load check also does, for a dev build
+    whose shared object loaded before and is not loaded again."""
+    proc = runner.captured([python, PROGRAM, "syntax", package], timeout=TIMEOUT_S)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode == 0 and lines:
+        found = json.loads(lines[-1]).get("syntax", [])
+        refuse_syntax(found, root, by=" with the build environment's Python")
+
+
 def explain_failure(
     code: int, stderr: str, namespace: str, root: Path | None = None
 ) -> tuple[str, tuple[str, ...], str]:
