@@ -739,6 +739,24 @@ def test_a_noarch_build_with_a_syntax_error_is_refused_naming_the_line(
     assert "torch-ext/scale_noarch/sub/__init__.py:1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "code",
+    ["x = " + "-" * 100_000 + "1\n", "x = " + " + ".join(["'a'"] * 200_000) + "\n"],
+    ids=["unary-minus", "long-sum"],
+)
+def test_a_noarch_file_too_deep_for_the_parser_is_refused_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], code: str
+) -> None:
+    # a generated table nested past the parser's depth: compile() raised MemoryError or
+    # RecursionError out of dev and build (a traceback, exit 1); its import fails the same way
+    root = write_noarch_project(tmp_path / "n")
+    (root / "torch-ext" / "scale_noarch" / "table.py").write_text(code)
+    assert main(["dev", str(root), "--cache-dir", str(tmp_path / "c")]) == 6
+    err = capsys.readouterr().err
+    assert "torch-ext/scale_noarch/table.py: nested too deeply for this Python's parser" in err
+    assert "Traceback" not in err
+
+
 def test_noarch_tests_with_no_interpreter_are_refused_with_the_fix(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -90,6 +90,8 @@ def syntax_errors(folder: str) -> list[str]:
                 found.append(f"{path}:{exc.lineno}: {exc.msg}")
             except ValueError as exc:  # a NUL byte, before Python 3.12
                 found.append(f"{path}: {exc}")
+            except (RecursionError, MemoryError):  # its parser's or compiler's depth: no import
+                found.append(f"{path}: nested too deeply for this Python's parser")
     return found
 
 
