@@ -151,6 +151,31 @@ def test_an_undefined_symbol_names_the_unlisted_source_that_defines_it(tmp_path:
     )
 
 
+def test_an_undefined_symbol_names_the_listed_definition_whose_parameters_differ(
+    tmp_path: Path,
+) -> None:
+    # the binding declared scale_cpu(..., float), the kernel defined it with double: "declared
+    # but not defined in any compiled source", though a listed source defines it two lines in
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "build.toml").write_text('[kernel.k]\nsrc = ["csrc/k.cpp", "csrc/b.cpp"]\n')
+    (tmp_path / "csrc" / "b.cpp").write_text(
+        "at::Tensor add_one_cpu(const at::Tensor& x, double y);\n"
+        "at::Tensor twice(const at::Tensor& x) { return add_one_cpu(x, 1.0) * 2; }\n"
+    )
+    _, _, fix = explain_failure(1, UNDEFINED, NS, tmp_path)
+    assert fix.endswith("or link the library that has it")  # a declaration, a call: no answer
+    (tmp_path / "csrc" / "k.cpp").write_text(
+        "#include <torch/all.h>\n\nat::Tensor add_one_cpu(const at::Tensor& x,\n"
+        "                       double y) {\n  return x + y;\n}\n"
+    )
+    _, _, fix = explain_failure(1, UNDEFINED, NS, tmp_path)
+    assert fix == (
+        "add_one_cpu(at::Tensor const&) is declared but not defined in any compiled source: "
+        "csrc/k.cpp:3 defines a add_one_cpu: make its parameters and namespace the "
+        "declaration's, and check that its kernel is compiled for this variant"
+    )
+
+
 def test_a_source_listed_in_single_quotes_is_not_called_unlisted_nor_an_unreadable_one_fatal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -167,7 +192,7 @@ def test_a_source_listed_in_single_quotes_is_not_called_unlisted_nor_an_unreadab
         "at::Tensor add_one_cpu(const at::Tensor& x) { return x + 1; }\n"
     )
     _, _, fix = explain_failure(1, UNDEFINED, NS, root)
-    assert fix.endswith("or link the library that has it")
+    assert "in no build.toml src list" not in fix and "csrc/add_one.cpp:1 defines" in fix
     (root / "csrc" / "locked.cu").write_text("at::Tensor add_one_cpu(const at::Tensor& x);\n")
     read_text = Path.read_text
 
@@ -178,7 +203,7 @@ def test_a_source_listed_in_single_quotes_is_not_called_unlisted_nor_an_unreadab
 
     monkeypatch.setattr(Path, "read_text", refusing)
     message, _, fix = explain_failure(1, UNDEFINED, NS, root)
-    assert "undefined symbol" in message and fix.endswith("or link the library that has it")
+    assert "undefined symbol" in message and "in no build.toml src list" not in fix
 
 
 def test_any_other_failure_shows_its_last_lines_and_the_way_out() -> None:
