@@ -377,6 +377,35 @@ def test_a_link_the_environments_new_torch_refuses_is_named(tmp_path: Path) -> N
     assert link_dev_build(build, project, python, tmp_path / "cache", Runner()).stale is None
 
 
+def test_a_renamed_projects_old_link_is_removed_and_said(tmp_path: Path) -> None:
+    # `name = "ren-a"` renamed "ren-b" (its package folder moved): kernelwheel-dev-ren_a.pth
+    # stayed, and `import ren_a` still succeeded, an empty namespace package of broken links
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho \'["{tmp_path}", "2.13.0+cpu", ""]\'\n')
+    python.chmod(0o755)
+    dev_dir = tmp_path / "cache" / "dev"
+    old = tmp_path / "kernelwheel-dev-ren_a.pth"
+    old.write_text(f"{dev_site(dev_dir / 'ren_a-aaaa', CPU)}\n")
+    kept = {  # another folder's build of that package, another project, a file of the user's
+        tmp_path / "kernelwheel-dev-ren_c.pth": f"{dev_site(dev_dir / 'ren_a-bbbb', CPU)}\n",
+        tmp_path / "kernelwheel-dev-other.pth": f"{dev_site(dev_dir / 'other-cccc', CPU)}\n",
+        tmp_path / "kernelwheel-dev-mine.pth": "/somewhere/of/mine\n",
+    }
+    for path, text in kept.items():
+        path.write_text(text)
+    folder = dev_dir / "tiny_add-aaaa"
+    build = DevBuild(CPU, folder, dev_site(folder, CPU), folder / "hub", Path("py"))
+    got = link_dev_build(build, project, python, tmp_path / "cache", Runner())
+    assert got.renamed == ("kernelwheel-dev-ren_a.pth",) and not old.exists()
+    assert all(path.read_text() == text for path, text in kept.items())
+    assert link_dev_build(build, project, python, tmp_path / "cache", Runner()).renamed == ()
+    out = io.StringIO()
+    dev._report(ConsoleUI(out=out, err=io.StringIO()), project, build, got)
+    assert "removed kernelwheel-dev-ren_a.pth from that environment" in out.getvalue()
+    assert "its old package name (now tiny_add)" in out.getvalue()
+
+
 def test_linking_a_second_checkout_of_the_same_package_says_which_link_it_replaced(
     tmp_path: Path,
 ) -> None:
