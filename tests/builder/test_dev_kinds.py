@@ -95,6 +95,16 @@ def test_a_tvm_ffi_project_is_compiled_once_then_by_the_unit_edited(
     assert main(["dev", str(root), "--variant", TVM_CPU]) == 0
     assert "unchanged: no unit to compile" in "".join(capfd.readouterr())
     assert _units_compiled(dev_log) == []
+    # a syntax error in the package's Python alone: the object, unchanged, is not loaded again,
+    # and dev said ✓ (exit 0) where build refuses it
+    init = root / "tvm-ffi-ext" / "add_one" / "__init__.py"
+    good = init.read_text()
+    init.write_text(good + "def broken(:\n")
+    assert main(["dev", str(root), "--variant", TVM_CPU]) == 6
+    err = capfd.readouterr().err
+    assert "do not compile with the build environment's Python" in err, err
+    assert f"tvm-ffi-ext/add_one/__init__.py:{good.count(chr(10)) + 1}: invalid syntax" in err
+    init.write_text(good)
     kernel = root / "csrc" / "add_one_cpu.cpp"
     kernel.write_text(kernel.read_text().replace("src[i] + 1.0f", "src[i] + 2.0f"))
     assert main(["test", str(root), "--variant", TVM_CPU, "--", "-q"]) == 1

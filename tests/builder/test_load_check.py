@@ -15,6 +15,7 @@ from support.runners import Reply, ScriptedRunner
 from support.sofiles import build_extension
 from support.tinykernel import BINDING, write_tiny_kernel
 
+from kernelwheel._util import Runner
 from kernelwheel.builder._load_check import load_torch, load_tvm_ffi, syntax_errors
 from kernelwheel.builder.load_check import LoadReport, explain_failure, skip_reason
 from kernelwheel.builder.steps import load_checked
@@ -150,6 +151,31 @@ def test_an_undefined_symbol_names_the_unlisted_source_that_defines_it(tmp_path:
     )
 
 
+def test_an_undefined_symbol_names_the_listed_definition_whose_parameters_differ(
+    tmp_path: Path,
+) -> None:
+    # the binding declared scale_cpu(..., float), the kernel defined it with double: "declared
+    # but not defined in any compiled source", though a listed source defines it two lines in
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "build.toml").write_text('[kernel.k]\nsrc = ["csrc/k.cpp", "csrc/b.cpp"]\n')
+    (tmp_path / "csrc" / "b.cpp").write_text(
+        "at::Tensor add_one_cpu(const at::Tensor& x, double y);\n"
+        "at::Tensor twice(const at::Tensor& x) { return add_one_cpu(x, 1.0) * 2; }\n"
+    )
+    _, _, fix = explain_failure(1, UNDEFINED, NS, tmp_path)
+    assert fix.endswith("or link the library that has it")  # a declaration, a call: no answer
+    (tmp_path / "csrc" / "k.cpp").write_text(
+        "#include <torch/all.h>\n\nat::Tensor add_one_cpu(const at::Tensor& x,\n"
+        "                       double y) {\n  return x + y;\n}\n"
+    )
+    _, _, fix = explain_failure(1, UNDEFINED, NS, tmp_path)
+    assert fix == (
+        "add_one_cpu(at::Tensor const&) is declared but not defined in any compiled source: "
+        "csrc/k.cpp:3 defines a add_one_cpu: make its parameters and namespace the "
+        "declaration's, and check that its kernel is compiled for this variant"
+    )
+
+
 def test_a_source_listed_in_single_quotes_is_not_called_unlisted_nor_an_unreadable_one_fatal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -166,7 +192,7 @@ def test_a_source_listed_in_single_quotes_is_not_called_unlisted_nor_an_unreadab
         "at::Tensor add_one_cpu(const at::Tensor& x) { return x + 1; }\n"
     )
     _, _, fix = explain_failure(1, UNDEFINED, NS, root)
-    assert fix.endswith("or link the library that has it")
+    assert "in no build.toml src list" not in fix and "csrc/add_one.cpp:1 defines" in fix
     (root / "csrc" / "locked.cu").write_text("at::Tensor add_one_cpu(const at::Tensor& x);\n")
     read_text = Path.read_text
 
@@ -177,7 +203,7 @@ def test_a_source_listed_in_single_quotes_is_not_called_unlisted_nor_an_unreadab
 
     monkeypatch.setattr(Path, "read_text", refusing)
     message, _, fix = explain_failure(1, UNDEFINED, NS, root)
-    assert "undefined symbol" in message and fix.endswith("or link the library that has it")
+    assert "undefined symbol" in message and "in no build.toml src list" not in fix
 
 
 def test_any_other_failure_shows_its_last_lines_and_the_way_out() -> None:
@@ -320,7 +346,7 @@ def test_a_load_check_warning_is_shown_on_every_run_that_reuses_its_build(
         so = tmp_path / "x.so"
         load_checked(req, Path("py"), so, NS, reporter, runner, loaded=(record, digest))
         shown.append([m for _, m in reporter.messages if "add_onee" in m])
-    assert len(runner.commands) == 2  # loaded once per shared object
+    assert _loads(runner) == 2  # loaded once per shared object
     assert all(len(lines) == 1 for lines in shown)
     assert shown[1] == shown[2] and shown[1][0].startswith(shown[0][0])
     assert shown[1][0].endswith("(this build's load check; shown until it changes)")
@@ -330,7 +356,7 @@ def test_a_load_check_warning_is_shown_on_every_run_that_reuses_its_build(
     load_checked(req, Path("py"), so, NS, SilentReporter(), runner, loaded=(record, "ccc"))
     reporter = SilentReporter()
     load_checked(req, Path("py"), so, NS, reporter, runner, loaded=(record, "ccc"))
-    assert reporter.messages == [] and len(runner.commands) == 3
+    assert reporter.messages == [] and _loads(runner) == 3
 
 
 def test_an_op_without_a_kernel_for_the_variants_backend_is_warned_of() -> None:
@@ -480,15 +506,15 @@ def test_a_reused_builds_warning_follows_the_packages_python_as_it_is_now(
         init.read_text() + "\n\n@torch.library.impl(add_op_namespace_prefix('add_one'), 'CPU')\n"
         "def _(x):\n    return x + 1\n"
     )
-    assert shown() == [] and len(runner.commands) == 1  # the same extension, not loaded again
+    assert shown() == [] and _loads(runner) == 1  # the same extension, not loaded again
     # a record an older kernelwheel wrote (its warnings as text): the check runs again
     record.write_text("a\nops: add_one\nwarning: add_one has no CPU kernel\n")
-    assert shown() == [] and len(runner.commands) == 2
+    assert shown() == [] and _loads(runner) == 2
     # a damaged record, JSON of another shape: the check runs again, no traceback
     for damaged in ('{"ops": 5}', '{"lacking": {"CPU": 3}}', '{"no_fake": null}'):
         record.write_text(f"a\n{damaged}\n")
-        before = len(runner.commands)
-        assert shown() == [] and len(runner.commands) == before + 1
+        before = _loads(runner)
+        assert shown() == [] and _loads(runner) == before + 1
 
 
 def test_a_call_of_an_op_the_build_no_longer_defines_is_warned_of_with_its_line(
@@ -520,12 +546,12 @@ def test_a_call_of_an_op_the_build_no_longer_defines_is_warned_of_with_its_line(
         reporter = SilentReporter()
         load_checked(req, Path("py"), tmp_path / "x.so", NS, reporter, runner, loaded=(record, "a"))
         shown.append([m for _, m in reporter.messages if "warning" in m])
-    assert shown == [[warning], [warning]] and len(runner.commands) == 1
+    assert shown == [[warning], [warning]] and _loads(runner) == 1
     # the call mended, the shared object unchanged: no stale warning on the next run
     (package / "__init__.py").write_text("from ._ops import ops\n\nops.split_pm(1)\n")
     reporter = SilentReporter()
     load_checked(req, Path("py"), tmp_path / "x.so", NS, reporter, runner, loaded=(record, "a"))
-    assert reporter.messages == [] and len(runner.commands) == 1
+    assert reporter.messages == [] and _loads(runner) == 1
     # a release build: the check's own run
     (package / "__init__.py").write_text("from ._ops import ops\n\nops.gone(1)\n")
     reporter = SilentReporter()
@@ -663,3 +689,31 @@ def test_a_python_kernel_for_another_backend_does_not_silence_the_missing_kernel
         LoadReport.read({"lacking": {"CUDA": [f"{NS}::on_cuda"]}}).warnings(NS, "CUDA", tmp_path)
         == ()
     )
+
+
+def _loads(runner: ScriptedRunner) -> int:
+    """The load checks ``runner`` ran (a reused build's run checks its Python's syntax alone)."""
+    return sum(1 for cmd in runner.commands if str(cmd[2]) != "syntax")
+
+
+def test_a_reused_builds_python_is_still_refused_where_it_does_not_compile(
+    tmp_path: Path,
+) -> None:
+    # an edit of the package's Python alone: the shared object, unchanged, is not loaded again,
+    # and `dev` said ✓ (exit 0) where `build` refuses the same files
+    req = build_request(write_tiny_kernel(tmp_path / "p"), Variant.parse(CPU_VARIANT))
+    req.log.parent.mkdir(parents=True, exist_ok=True)
+    runner = Runner()  # the syntax check's child for real: this Python, _load_check.py
+    record = tmp_path / "dev" / "v.loaded"
+    record.parent.mkdir()
+    record.write_text("a\n" + json.dumps({"ops": [f"{NS}::add_one(Tensor x) -> Tensor"]}) + "\n")
+    so, python = tmp_path / "x.so", Path(sys.executable)
+    load_checked(req, python, so, NS, SilentReporter(), runner, loaded=(record, "a"))
+    init = req.project.package_dir / "__init__.py"
+    init.write_text(init.read_text() + "def broken(:\n")
+    with pytest.raises(BuildError) as caught:
+        load_checked(req, python, so, NS, SilentReporter(), runner, loaded=(record, "a"))
+    assert "do not compile with the build environment's Python" in str(caught.value)
+    line = init.read_text().count("\n")
+    assert caught.value.diagnostics == (f"  torch-ext/tiny_add/__init__.py:{line}: invalid syntax",)
+    # x.so does not exist: a load of it would have failed with another message

@@ -552,13 +552,19 @@ def test_a_fifo_named_like_a_sibling_is_not_opened(tmp_path: Path) -> None:
 def test_the_build_reports_hostile_files_and_refuses_the_evasion(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Through the CLI: exit 3 for the alias, the deep file a warning, no traceback."""
+    """Through the CLI: the deep file, which this Python cannot compile (so neither import),
+    refused first (exit 6), then, without it, exit 3 for the alias; no traceback."""
     from kernelwheel.cli import main
 
     root = _project(tmp_path / "proj", EVASIONS["from-import alias"][0], deep=DEEP["a long sum"])
-    code = main(["build", str(root), "--output-dir", str(tmp_path / "wh"), "--no-index"])
+    args = ["build", str(root), "--output-dir", str(tmp_path / "wh"), "--no-index"]
+    assert main(args) == 6
     out = capsys.readouterr()
-    assert code == 3
+    assert f"torch-ext/{PKG}/deep.py: nested too deeply for this Python's parser" in out.err
+    assert "Traceback" not in out.out + out.err
+    (root / "torch-ext" / PKG / "deep.py").unlink()
+    assert main(args) == 3
+    out = capsys.readouterr()
     text = out.out + out.err
     assert "op.py:2: custom_op(...) registers in namespace 'myns'" in text
     assert "Traceback" not in text

@@ -36,7 +36,7 @@ from kernelwheel.builder.dev_layout import (
 from kernelwheel.builder.steps import left_out_note
 from kernelwheel.cli import dev, main
 from kernelwheel.cli.dev import _snapshot, next_change
-from kernelwheel.cli.test import dev_environment, pytest_exit
+from kernelwheel.cli.test import dev_environment, has_pytest, pytest_exit
 from kernelwheel.cli.ui import ConsoleUI
 from kernelwheel.compat.guard import BuildStamp
 from kernelwheel.errors import BuildError, UsageError
@@ -377,6 +377,35 @@ def test_a_link_the_environments_new_torch_refuses_is_named(tmp_path: Path) -> N
     assert link_dev_build(build, project, python, tmp_path / "cache", Runner()).stale is None
 
 
+def test_a_renamed_projects_old_link_is_removed_and_said(tmp_path: Path) -> None:
+    # `name = "ren-a"` renamed "ren-b" (its package folder moved): kernelwheel-dev-ren_a.pth
+    # stayed, and `import ren_a` still succeeded, an empty namespace package of broken links
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho \'["{tmp_path}", "2.13.0+cpu", ""]\'\n')
+    python.chmod(0o755)
+    dev_dir = tmp_path / "cache" / "dev"
+    old = tmp_path / "kernelwheel-dev-ren_a.pth"
+    old.write_text(f"{dev_site(dev_dir / 'ren_a-aaaa', CPU)}\n")
+    kept = {  # another folder's build of that package, another project, a file of the user's
+        tmp_path / "kernelwheel-dev-ren_c.pth": f"{dev_site(dev_dir / 'ren_a-bbbb', CPU)}\n",
+        tmp_path / "kernelwheel-dev-other.pth": f"{dev_site(dev_dir / 'other-cccc', CPU)}\n",
+        tmp_path / "kernelwheel-dev-mine.pth": "/somewhere/of/mine\n",
+    }
+    for path, text in kept.items():
+        path.write_text(text)
+    folder = dev_dir / "tiny_add-aaaa"
+    build = DevBuild(CPU, folder, dev_site(folder, CPU), folder / "hub", Path("py"))
+    got = link_dev_build(build, project, python, tmp_path / "cache", Runner())
+    assert got.renamed == ("kernelwheel-dev-ren_a.pth",) and not old.exists()
+    assert all(path.read_text() == text for path, text in kept.items())
+    assert link_dev_build(build, project, python, tmp_path / "cache", Runner()).renamed == ()
+    out = io.StringIO()
+    dev._report(ConsoleUI(out=out, err=io.StringIO()), project, build, got)
+    assert "removed kernelwheel-dev-ren_a.pth from that environment" in out.getvalue()
+    assert "its old package name (now tiny_add)" in out.getvalue()
+
+
 def test_linking_a_second_checkout_of_the_same_package_says_which_link_it_replaced(
     tmp_path: Path,
 ) -> None:
@@ -612,6 +641,8 @@ def test_tests_a_signal_ended_exit_as_a_shell_says_naming_it() -> None:
     assert pytest_exit(1, ui) == 1 and err.getvalue() == ""
     assert pytest_exit(-6, ui) == 134
     assert "ended by SIGABRT" in err.getvalue()
+    # a kernel writing past its output: pytest's dots do not say which test crashed
+    assert "fix: to see the test that ended it, run 'kernelwheel test -- -v -x'" in err.getvalue()
 
 
 def test_failed_tests_repeat_the_note_of_files_the_build_leaves_out(tmp_path: Path) -> None:
@@ -627,6 +658,13 @@ def test_failed_tests_repeat_the_note_of_files_the_build_leaves_out(tmp_path: Pa
     said = out.getvalue()
     assert "tests failed; note: torch-ext/tiny_add/data/table.json left out" in said
     assert 'add "json" to pyext' in said
+    # the package reads it on import (a module-level json.load): pytest's collection fails, 2
+    out.truncate(0)
+    out.seek(0)
+    assert pytest_exit(2, ui, project) == 2
+    assert "collecting the tests failed; note: torch-ext/tiny_add/data/table.json left out" in (
+        out.getvalue()
+    )
     # a py.typed left out (kernels-community einops): no test fails for it, no note under them
     (project.package_dir / "data" / "table.json").unlink()
     (project.package_dir / "py.typed").write_text("")
@@ -727,7 +765,28 @@ def test_a_noarch_build_with_a_syntax_error_is_refused_naming_the_line(
     root = write_noarch_project(tmp_path / "n")
     (root / "torch-ext" / "scale_noarch" / "sub" / "__init__.py").write_text("def f(:\n")
     assert main(["dev", str(root), "--cache-dir", str(tmp_path / "c")]) == 6
-    assert "torch-ext/scale_noarch/sub/__init__.py:1" in capsys.readouterr().err
+    said = capsys.readouterr()
+    assert "torch-ext/scale_noarch/sub/__init__.py:1" in said.err
+    # said once: not first as a file "not checked for op registrations" (a warning), then refused
+    assert "not checked for op registrations" not in said.out + said.err
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["x = " + "-" * 100_000 + "1\n", "x = " + " + ".join(["'a'"] * 200_000) + "\n"],
+    ids=["unary-minus", "long-sum"],
+)
+def test_a_noarch_file_too_deep_for_the_parser_is_refused_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], code: str
+) -> None:
+    # a generated table nested past the parser's depth: compile() raised MemoryError or
+    # RecursionError out of dev and build (a traceback, exit 1); its import fails the same way
+    root = write_noarch_project(tmp_path / "n")
+    (root / "torch-ext" / "scale_noarch" / "table.py").write_text(code)
+    assert main(["dev", str(root), "--cache-dir", str(tmp_path / "c")]) == 6
+    err = capsys.readouterr().err
+    assert "torch-ext/scale_noarch/table.py: nested too deeply for this Python's parser" in err
+    assert "Traceback" not in err
 
 
 def test_noarch_tests_with_no_interpreter_are_refused_with_the_fix(
@@ -839,10 +898,20 @@ def test_a_tvm_ffi_build_environment_is_named_for_what_it_holds(
     build = replace(_build(tmp_path / "dev"), python=python, runtime="apache-tvm-ffi>=0.1.9,<0.2")
     out, err = io.StringIO(), io.StringIO()
     ui = ConsoleUI(out=out, err=err)
-    _warn_missing_imports(load_project(root), build, python, dict(os.environ), ui, Runner())
+    project = load_project(root)
+    again = _warn_missing_imports(project, build, python, dict(os.environ), ui, Runner())
     said = out.getvalue() + err.getvalue()
     assert "(the build environment: kernelwheel's, holding apache-tvm-ffi alone)" in said, said
     assert "holding apache-tvm-ffi>=0.1.9,<0.2, pytest and no_such_module_here" in said, said
+    # pytest's collection error (2) is what the author sees last: the fix said again under it
+    out.truncate(0)
+    out.seek(0)
+    assert pytest_exit(2, ui, project, again) == 2
+    under = out.getvalue()
+    assert under.startswith(f"collecting the tests failed; {python} cannot import "), under
+    assert "no_such_module_here; fix: activate a virtual environment holding apache-tvm-ffi" in (
+        under
+    )
 
 
 def test_every_selection_of_a_noarch_projects_variants_takes_one_lock(
@@ -863,3 +932,17 @@ def test_every_selection_of_a_noarch_projects_variants_takes_one_lock(
     for selected in ([], ["--variant", "torch-cuda"], ["--variant", "torch-cpu"]):
         assert main(["dev", str(root), "--cache-dir", str(tmp_path / "c"), *selected]) == 0
     assert taken == ["noarch.lock"] * 3
+
+
+def test_the_tests_interpreter_is_asked_for_pytest_without_importing_it(tmp_path: Path) -> None:
+    # `python -c "import pytest"` before every run: 0.75 s of a pure-Python project's 7 s
+    # `kernelwheel test` on this machine, pytest then imported again by its own run
+    site = tmp_path / "site"
+    (site / "pytest").mkdir(parents=True)
+    imported = tmp_path / "imported"
+    (site / "pytest" / "__init__.py").write_text(f"open({str(imported)!r}, 'w').close()\n")
+    env = dict(os.environ, PYTHONPATH=str(site))
+    assert has_pytest(Path(sys.executable), env, Runner())
+    assert not imported.exists()
+    bare = QuickVenv(tmp_path / "venv")  # no pytest: kernelwheel's own is provided
+    assert not has_pytest(bare.python, dict(os.environ, PYTHONPATH=""), Runner())

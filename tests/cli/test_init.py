@@ -16,7 +16,7 @@ from kernelwheel.errors import UsageError
 from kernelwheel.model.card import card_fields, project_card
 from kernelwheel.model.project import load_project
 from kernelwheel.model.sections import Framework
-from kernelwheel.scaffold.project import InitRequest, init_project, parse_backends
+from kernelwheel.scaffold.project import InitRequest, init_project, parse_backends, render_files
 
 
 def test_writes_an_edition_5_project_the_reader_accepts(tmp_path: Path) -> None:
@@ -244,3 +244,24 @@ def test_cli_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["init", "other", "--kind", "tvm-ffi", "--backends", "xpu"]) == 2
     assert "--kind tvm-ffi" in capsys.readouterr().err
     assert not (Path.cwd() / "other").exists()
+
+
+@pytest.mark.parametrize("kind", ["torch", "noarch", "tvm-ffi"])
+@pytest.mark.parametrize("backends", [("cpu", "cuda"), ("cpu",)], ids=",".join)
+def test_the_python_written_is_as_ruff_formats_it(
+    tmp_path: Path, kind: str, backends: tuple[str, ...]
+) -> None:
+    # `BACKENDS = ("cpu", "cuda",)`: the author's formatter (ruff, black) rewrote the line the
+    # day they copied it, its trailing comma splitting the tuple over four lines
+    files = render_files("my-kernel", backends, kind)
+    for rel, text in files.items():
+        if rel.endswith(".py"):
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text(text)
+    ruff = [sys.executable, "-m", "ruff", "format", "--isolated", "--line-length", "100"]
+    checked = subprocess.run([*ruff, "--diff", "."], cwd=tmp_path, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    test_py = next(text for rel, text in files.items() if rel.startswith("tests/"))
+    if kind != "noarch":  # the backends a compiled project's tests look for, a valid tuple
+        line = next(line for line in test_py.splitlines() if line.startswith("BACKENDS = "))
+        assert eval(line.removeprefix("BACKENDS = ")) == backends

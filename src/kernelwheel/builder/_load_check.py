@@ -12,6 +12,8 @@ Kind ``torch+pytest`` (``kernelwheel test``): the check, its output appended to 
 pytest in the same process, so the tests' run imports torch once. Arguments: the shared object,
 the namespace, the Python folder, the log, pytest's arguments. The log gets a ``MARK`` line
 once the extension loaded (or when pytest is missing); a run without one failed to load.
+
+Kind ``syntax``: only the package's files this Python cannot compile. Argument: the folder.
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ def syntax_errors(folder: str) -> list[str]:
                 found.append(f"{path}:{exc.lineno}: {exc.msg}")
             except ValueError as exc:  # a NUL byte, before Python 3.12
                 found.append(f"{path}: {exc}")
+            except (RecursionError, MemoryError):  # its parser's or compiler's depth: no import
+                found.append(f"{path}: nested too deeply for this Python's parser")
     return found
 
 
@@ -135,6 +139,9 @@ def then_pytest(path: str, namespace: str, python: str, log: str, args: list[str
 def main(argv: list[str]) -> int:
     if argv[0] == "torch+pytest":
         return then_pytest(argv[1], argv[2], argv[3], argv[4], argv[5:])
+    if argv[0] == "syntax":  # a dev build whose shared object loaded before: its Python alone
+        print(json.dumps({"syntax": syntax_errors(argv[1])}))
+        return 0
     kind, path, namespace, python = argv
     if syntax := syntax_errors(python):  # first: the cheaper error, and the import's own
         print(json.dumps({"syntax": syntax}))

@@ -146,6 +146,9 @@ class Linked:
     # where linked: the dev site of another project folder the .pth linked until now (two
     # checkouts of one package: the interpreter imports this one from now on)
     replaced: str | None = None
+    # where linked: the .pth files of this project folder under a package name it no longer
+    # has (renamed in build.toml), removed: the old name imported a folder of broken links
+    renamed: tuple[str, ...] = ()
 
 
 # Printed by the target interpreter: its site-packages, its torch's version, the version of the
@@ -199,7 +202,40 @@ def link_dev_build(
         replaced = _other_project(pth, build.folder)
         with kept_across(python, cache_dir):  # and changed: it stays valid too
             atomic_write(pth, line)
-    return Linked(python, pth, shadowed_by=installed or None, missing=missing, replaced=replaced)
+    renamed = _drop_renamed(pth, build.folder)
+    return Linked(
+        python,
+        pth,
+        shadowed_by=installed or None,
+        missing=missing,
+        replaced=replaced,
+        renamed=renamed,
+    )
+
+
+def _drop_renamed(pth: Path, folder: Path) -> tuple[str, ...]:
+    """Remove the other ``kernelwheel-dev-*.pth`` beside ``pth`` that link a dev site of the
+    same project folder as ``folder`` (``<package>-<digest of the folder>``) under another
+    package name: the project was renamed, and its old name imported as an empty namespace
+    package of links to files moved away. Their names."""
+    digest = folder.name.rpartition("-")[2]
+    dropped = []
+    for other in sorted(pth.parent.glob("kernelwheel-dev-*.pth")):
+        try:
+            linked = Path(other.read_text().strip())
+        except (OSError, UnicodeDecodeError):
+            continue
+        old = linked.parent.parent  # <cache>/dev/<package>-<digest>/site/<variant>
+        if (
+            other != pth
+            and linked.parent.name == "site"
+            and old.parent == folder.parent
+            and old != folder
+            and old.name.rpartition("-")[2] == digest
+        ):
+            other.unlink(missing_ok=True)
+            dropped.append(other.name)
+    return tuple(dropped)
 
 
 def _other_project(pth: Path, folder: Path) -> str | None:

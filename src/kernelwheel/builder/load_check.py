@@ -508,6 +508,17 @@ def check_load(
     raise BuildError(message, log=log, hint=fix, diagnostics=details)
 
 
+def check_syntax(python: Path, package: Path, runner: Runner, root: Path) -> None:
+    """Refuse the files of ``package`` that ``python`` (the build environment's, whose grammar
+    the package's users have) cannot compile: what the load check also does, for a dev build
+    whose shared object loaded before and is not loaded again."""
+    proc = runner.captured([python, PROGRAM, "syntax", package], timeout=TIMEOUT_S)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode == 0 and lines:
+        found = json.loads(lines[-1]).get("syntax", [])
+        refuse_syntax(found, root, by=" with the build environment's Python")
+
+
 def explain_failure(
     code: int, stderr: str, namespace: str, root: Path | None = None
 ) -> tuple[str, tuple[str, ...], str]:
@@ -563,23 +574,35 @@ def explain_failure(
 
 def _undefined_fix(function: str, root: Path | None) -> str:
     """The fix for an undefined ``function``: a source of the project that build.toml lists in
-    no ``src`` and that names the function (its definition, left out of the build), else the
-    general one."""
+    no ``src`` and that names the function (its definition, left out of the build); else a
+    listed one that defines a function of that name (its parameters or namespace are not the
+    declaration's, ``float`` declared and ``double`` defined, or its kernel is another
+    backend's); else the general one."""
     said = f"{function} is declared but not defined in any compiled source"
     name = function.split("(", 1)[0].rsplit("::", 1)[-1]
-    unlisted = []
+    unlisted, defined = [], []
     if root is not None and name.isidentifier():
         listed = _listed(root)
+        body = re.compile(rf"\b{name}\s*\([^;{{}}]*\)[^;{{}}()]*\{{")  # name(...) ... {
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(root).as_posix()
-            if path.suffix not in _SOURCE_SUFFIXES or rel[0] == "." or path.resolve() in listed:
+            if path.suffix not in _SOURCE_SUFFIXES or rel[0] == ".":
                 continue
-            if re.search(rf"\b{name}\s*\(", _text(path)):
-                unlisted.append(rel)
+            text = _text(path)
+            if path.resolve() not in listed:
+                if re.search(rf"\b{name}\s*\(", text):
+                    unlisted.append(rel)
+            elif found := body.search(text):
+                defined.append(f"{rel}:{text.count(chr(10), 0, found.start()) + 1}")
     if unlisted:
         return (
             f"{said}: {', '.join(unlisted)} names it and is in no build.toml src list: add it to "
             "the src of the kernel that calls it"
+        )
+    if defined:
+        return (
+            f"{said}: {', '.join(defined)} defines a {name}: make its parameters and "
+            "namespace the declaration's, and check that its kernel is compiled for this variant"
         )
     return f"{said}: define it, add its source to build.toml's src, or link the library that has it"
 

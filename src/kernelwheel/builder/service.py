@@ -32,9 +32,11 @@ from ..toolchain.cross import CrossPlan, plan_for
 from ..toolchain.deps import plan_headers
 from ..toolchain.envs import env_spec_for
 from ..wheels import license_warning
+from ._load_check import syntax_errors
 from .dev import build_dev
 from .dev_layout import DevBuild
 from .entry import build_and_export
+from .load_check import refuse_syntax
 from .preflight import require_buildable, system_toolkit
 from .registrations import check_registrations
 from .request import (
@@ -140,6 +142,8 @@ def _requests(
     """Every request of a run, the wheel version and the variants at once, before any build;
     ``release``: a build's, whose wheels the version's warning is about (not dev's)."""
     project, options = planned.project, planned.options
+    if project.noarch:  # its build refuses these by this Python's grammar: no warning first
+        refuse_syntax(syntax_errors(str(project.package_dir)), project.root)
     for warning in check_registrations(project, allow=options.allow_fixed_op_namespaces):
         progress.info("", f"warning: {warning}")
     git = read_git_state(project.root, runner)

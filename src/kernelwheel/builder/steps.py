@@ -63,6 +63,7 @@ from .load_check import (
     DeferredLoad,
     call_warnings,
     check_load,
+    check_syntax,
     dispatch_key,
     record_load,
     recorded_report,
@@ -688,6 +689,9 @@ def load_checked(
     python_dir = req.project.package_dir if req.kind is BuildKind.TORCH else None
     key = dispatch_key(req.variant)
     if loaded is not None and (kept := recorded_report(*loaded)) is not None:
+        # not loaded again, but the package's Python is checked as the load check does: an
+        # edit to it alone must not pass where the build is refused
+        check_syntax(python, req.project.package_dir, runner, req.project.root)
         # the build's own, shown on every run that reuses it, with the Python as it is now
         for warning in kept.warnings(namespace, key, python_dir):
             reporter.info(scope, f"{warning} (this build's load check; shown until it changes)")

@@ -170,6 +170,12 @@ def _report(
                 f"({linked.replaced}): {linked.python} imports this project's from now on (a "
                 "kernelwheel dev in that folder links it back)"
             )
+        for name in linked.renamed:
+            ui.info(
+                "",
+                f"removed {name} from that environment: it linked this folder's build under "
+                f"its old package name (now {project.package})",
+            )
         if linked.shadowed_by is not None:
             tests = " (not by these tests: they get the dev build first)" if testing else ""
             ui.warn(

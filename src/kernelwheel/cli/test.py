@@ -85,8 +85,7 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
             "pass --python PY"
         )
     # the interpreter's own pytest, else kernelwheel's pinned one (build environments have none)
-    found = args.runner.captured([python, "-c", "import pytest"], timeout=120, env=env)
-    if found.returncode:
+    if not has_pytest(python, env, args.runner):
         options = done.planned.options
         tools = provision_pytest(
             python,
@@ -98,7 +97,7 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
         where = "the build environment" if python == build.python else str(python)
         ui.info("", f"pytest for {where}: kernelwheel's, {tools}")
         env["PYTHONPATH"] = _paths(tools, env.get("PYTHONPATH", ""))
-    _warn_missing_imports(project, build, python, env, ui, args.runner)
+    unimportable = _warn_missing_imports(project, build, python, env, ui, args.runner)
     pytest_args = pytest_arguments(project, build, args.pytest_args, Path.cwd())
     # pytest runs in the project: its tests import the package from the dev build, not from
     # a torch-ext/ folder next to them (that has no _ops.py).
@@ -106,7 +105,8 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
     deferred = build.deferred
     if deferred is None:
         ui.info("", "$ " + " ".join(cmd))
-        return pytest_exit(args.runner.attached(cmd, env=env, cwd=project.root), ui, project)
+        code = args.runner.attached(cmd, env=env, cwd=project.root)
+        return pytest_exit(code, ui, project, unimportable)
     # the load check in pytest's own process, before it collects: torch imported once
     ui.info(build.variant.name, "load check: in the tests' process, before pytest collects")
     ui.info("", "$ " + " ".join(cmd))
@@ -127,7 +127,7 @@ def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) ->
     for warning in (*warnings, *calls, *report.notes(namespace, package)):
         ui.info(build.variant.name, warning)
     record_load(deferred.record, deferred.digest, report)  # it loaded: not loaded again
-    return pytest_exit(code, ui, project)
+    return pytest_exit(code, ui, project, unimportable)
 
 
 def _warn_missing_imports(
@@ -137,12 +137,13 @@ def _warn_missing_imports(
     env: Mapping[str, str],
     ui: ConsoleUI,
     runner: Runner,
-) -> None:
+) -> str | None:
     """Before pytest's collection errors: the modules the tests import that ``python`` lacks
-    (``build``'s own environment holds torch, or apache-tvm-ffi, alone and is never changed)."""
+    (``build``'s own environment holds torch, or apache-tvm-ffi, alone and is never changed);
+    what to say again under those errors, if any."""
     imported = module_imports(project.root / "tests")
     if not imported:
-        return
+        return None
     found = runner.captured(
         [python, "-c", PROBE, *sorted(imported)], timeout=120, env=env, cwd=project.root
     )
@@ -152,12 +153,21 @@ def _warn_missing_imports(
     where = f" (the build environment: kernelwheel's, holding {held} alone)" if own else ""
     for name in missing:
         ui.warn(f"{imported[name]} imports {name}, which {python}{where} cannot import")
-    if missing:
-        ui.info(
-            "",
-            f"fix: activate a virtual environment holding {build.wanted}, pytest and "
-            f"{', '.join(missing)}, or pass --python PY",
-        )
+    if not missing:
+        return None
+    fix = (
+        f"fix: activate a virtual environment holding {build.wanted}, pytest and "
+        f"{', '.join(missing)}, or pass --python PY"
+    )
+    ui.info("", fix)
+    return f"{python} cannot import {', '.join(missing)}; {fix}"
+
+
+def has_pytest(python: Path, env: Mapping[str, str], runner: Runner) -> bool:
+    """Whether ``python`` finds pytest: found, not imported (an import of pytest costs most of
+    a second of every ``kernelwheel test``, before pytest's own run imports it again)."""
+    found = runner.captured([python, "-c", PROBE, "pytest"], timeout=120, env=env)
+    return found.returncode == 0 and "pytest" not in found.stdout.split()
 
 
 def _has_tests(project: KernelProject) -> None:
@@ -169,25 +179,36 @@ def _has_tests(project: KernelProject) -> None:
         )
 
 
-def pytest_exit(code: int, ui: ConsoleUI, project: KernelProject | None = None) -> int:
+def pytest_exit(
+    code: int, ui: ConsoleUI, project: KernelProject | None = None, missing: str | None = None
+) -> int:
     """pytest's exit code; for a process a signal ended, the shell's 128 + N, the signal named
-    (a negative code would leave this process as 256 - N). Failed tests of a ``project`` whose
-    package folder holds files the build leaves out hear of them again, under the failures: a
-    test reading one fails there (FileNotFoundError), far below the build's note (not of a
-    ``py.typed``: no test fails for its lack)."""
+    with the way to the test that ended it (a negative code would leave this process as
+    256 - N). Failed tests of a ``project`` whose package folder holds files the build leaves
+    out hear of them again, under the failures: a test reading one fails there
+    (FileNotFoundError), far below the build's note, and a package reading one on import fails
+    the collection (pytest's 2); not of a ``py.typed``: no test fails for its lack. So do the
+    modules the tests import and the interpreter lacks (``missing``, with the fix)."""
+    said = "tests failed" if code == 1 else "collecting the tests failed"
+    if code in (1, 2) and missing is not None:
+        ui.info("", f"{said}; {missing}")
     if (
-        code == 1
+        code in (1, 2)
         and project is not None
         and (note := left_out_note(project, markers=False)) is not None
     ):
-        ui.info("", f"tests failed; {note}")
+        ui.info("", f"{said}; {note}")
     if code >= 0:
         return code
     try:
         name = signal.Signals(-code).name
     except ValueError:
         name = f"signal {-code}"
-    ui.error(f"the tests' process was ended by {name} (its output is above)")
+    ui.error(
+        f"the tests' process was ended by {name} (its output is above)\n  fix: to see the "
+        "test that ended it, run 'kernelwheel test -- -v -x': the last test it names (a "
+        "kernel's SIGSEGV or SIGABRT: most often a read or write past the end of a tensor)"
+    )
     return 128 - code
 
 

@@ -157,11 +157,14 @@ def render_files(name: str, backends: Sequence[str], kind: str = "torch") -> dic
     """Every file of a ``kind`` project, path (relative, '/'-separated) -> text."""
     spec = KINDS[kind]
     pkg = name.replace("-", "_")
+    quoted = ", ".join(f'"{b}"' for b in backends)
     values = {
         "name": name,
         "pkg": pkg,
         "PKG": pkg.upper(),
-        "backends": ", ".join(f'"{b}"' for b in backends),
+        "backends": quoted,
+        # a Python tuple as formatters write it: a trailing comma only for one element
+        "backends_tuple": f"({quoted}{',' * (len(backends) == 1)})",
         "backends_text": ", ".join(backends),
         "sources_text": "\n".join(
             f"- `{spec.kernels[b][1].format(pkg=pkg)}`: the {b.upper()} kernel"
