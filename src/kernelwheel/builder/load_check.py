@@ -23,6 +23,7 @@ from ..abi._elf import demangle
 from ..errors import BuildError, KernelwheelError
 from ..model.variant import Arch, BackendKind, Variant
 from ._load_check import MARK
+from .pyfold import is_getattr
 
 PROGRAM = Path(__file__).with_name("_load_check.py")
 TIMEOUT_S = 300  # importing torch on a cold disk takes seconds; a hang is a failure
@@ -73,14 +74,7 @@ class LoadReport:
 
     def names(self, namespace: str) -> tuple[str, ...]:
         """The ops' names, without the namespace or an overload (``split2``)."""
-        return tuple(
-            sorted(
-                {
-                    op.split("(", 1)[0].removeprefix(namespace + "::").split(".")[0]
-                    for op in self.ops
-                }
-            )
-        )
+        return tuple(sorted({_bare(op.split("(", 1)[0], namespace) for op in self.ops}))
 
     def warnings(
         self, namespace: str, key: str = "", package: Path | None = None
@@ -248,9 +242,16 @@ def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tupl
     if not (calls := [f"ops.{n} ({where})" for n, where in op_calls(files) if n not in ours]):
         return ()
     return (
-        f"warning: the package calls {', '.join(calls)}, which no ops.def defines (this "
-        f"build's ops: {', '.join(ours) or 'none'}): each such call raises AttributeError; "
-        "rename the call or define the op",
+        _call_warning(calls, f"ops.def defines (this build's ops: {', '.join(ours) or 'none'})"),
+    )
+
+
+def _call_warning(calls: Sequence[str], undefined_by: str) -> str:
+    """The warning of the package's ``calls`` (``ops.NAME (FILE:LINE)``) of ops that nothing
+    defines; ``undefined_by``: what, read after "which no" (``ops.def defines ...``)."""
+    return (
+        f"warning: the package calls {', '.join(calls)}, which no {undefined_by}: each such "
+        "call raises AttributeError; rename the call or define the op"
     )
 
 
@@ -298,11 +299,7 @@ def _op_named(node: ast.AST, names: set[str]) -> str | None:
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         return node.attr if node.value.id in names else None
     if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "getattr"
-        and len(node.args) == 2
-        and not node.keywords
+        is_getattr(node)
         and isinstance(node.args[0], ast.Name)
         and node.args[0].id in names
         and isinstance(node.args[1], ast.Constant)
@@ -372,9 +369,10 @@ def wheel_call_warnings(wheel: Path) -> tuple[str, ...]:
             ]
             if calls:
                 found.append(
-                    f"warning: the package calls {', '.join(calls)}, which no ops.def of the "
-                    "wheel's extension defines (no string of it names the op): each such call "
-                    "raises AttributeError; rename the call or define the op"
+                    _call_warning(
+                        calls,
+                        "ops.def of the wheel's extension defines (no string of it names the op)",
+                    )
                 )
     return tuple(found)
 

@@ -272,7 +272,7 @@ class Package:
         attr: str | None
         if isinstance(node, ast.Attribute):
             base, attr = node.value, node.attr
-        elif _is_getattr(node):
+        elif is_getattr(node):
             base, attr = node.args[0], self.fold(node.args[1], module, scope, depth + 1).text
             if attr is None:
                 return Unknown("a getattr whose name cannot be read")
@@ -323,7 +323,7 @@ class Package:
     def _binding(self, binding: Binding, name: str, module: ParsedModule, depth: int) -> Ref:
         if isinstance(binding, Assigned):
             value = binding.value
-            if isinstance(value, (ast.Name, ast.Attribute)) or _is_getattr(value):
+            if isinstance(value, (ast.Name, ast.Attribute)) or is_getattr(value):
                 return self.resolve(value, module, binding.scope, depth + 1)
             return ValueRef(value, module, binding.scope)
         if isinstance(binding, Imported):
@@ -360,7 +360,7 @@ class Package:
             return left + self.fold(node.right, module, scope, depth + 1)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             return self._percent(node, module, scope, depth)
-        if isinstance(node, (ast.Name, ast.Attribute)) or _is_getattr(node):
+        if isinstance(node, (ast.Name, ast.Attribute)) or is_getattr(node):
             return self.fold_ref(self.resolve(node, module, scope, depth + 1), depth + 1)
         if isinstance(node, ast.Call):
             return self._call(node, module, scope, depth)
@@ -487,7 +487,8 @@ def display_path(path: Path, root: Path) -> str:
     return str(path.relative_to(root) if path.is_relative_to(root) else path)
 
 
-def _is_getattr(node: ast.expr) -> TypeGuard[ast.Call]:
+def is_getattr(node: ast.AST) -> TypeGuard[ast.Call]:
+    """Whether ``node`` is ``getattr(OBJ, NAME)``, no default: one that raises."""
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
