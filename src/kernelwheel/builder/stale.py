@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from .._util import CommandTimeout, Runner, atomic_write, sha256_file
+from ..compile._compile_worker import depfile_paths
 from ..compile.compile_spec import CommandSpec
 
 RECORD = "inputs.sha256.json"  # in the variant's work folder: {input: its digest when compiled}
@@ -145,10 +145,8 @@ def depfile_inputs(build_temp: Path, objects: Iterable[str]) -> dict[str, list[s
             text = Path(f"{target}.d").read_text()
         except (OSError, UnicodeDecodeError):
             continue
-        _, colon, deps = text.replace("\\\n", " ").partition(": ")
-        if colon:
-            items = (i.replace("\\ ", " ") for i in re.split(r"(?<!\\)\s+", deps.strip()) if i)
-            found[target] = [os.path.normpath(build_temp / item) for item in items]
+        if (paths := depfile_paths(text, os.fspath(build_temp))) is not None:
+            found[target] = paths
     return found
 
 

@@ -428,14 +428,21 @@ def _depfile_inputs(units: list[dict[str, Any]], cwd: str) -> list[str] | None:
             text = Path(f"{unit['object']}.d").read_text()
         except OSError:
             return None
-        _, colon, deps = text.replace("\\\n", " ").partition(": ")
-        if not colon:
+        if (paths := depfile_paths(text, cwd)) is None:
             return None
-        for item in re.split(r"(?<!\\)\s+", deps.strip()):
-            if item:
-                path = os.path.join(cwd, item.replace("\\ ", " "))
-                inputs.add(os.path.normpath(path))
+        inputs.update(paths)
     return sorted(inputs)
+
+
+def depfile_paths(text: str, cwd: str) -> list[str] | None:
+    """The inputs a depfile (``-MMD``'s ``OBJECT: INPUT...``, lines continued by ``\\``,
+    spaces in names escaped) names, normalized, relative ones from ``cwd``; None without the
+    ``: ``."""
+    _, colon, deps = text.replace("\\\n", " ").partition(": ")
+    if not colon:
+        return None
+    items = (item for item in re.split(r"(?<!\\)\s+", deps.strip()) if item)
+    return [os.path.normpath(os.path.join(cwd, item.replace("\\ ", " "))) for item in items]
 
 
 def main() -> int:
