@@ -10,6 +10,7 @@ import pytest
 from support.requests import build_request
 from support.tinykernel import write_tiny_kernel
 
+from kernelwheel.builder.request import BuildRequest
 from kernelwheel.builder.steps import PROJECT_LINK, _some, run_worker
 from kernelwheel.errors import BuildError
 from kernelwheel.model.variant import Variant
@@ -31,18 +32,24 @@ class _Ninja:
         return self.code
 
 
-def test_a_unit_compiled_before_a_failure_replays_its_new_warnings_not_its_old_ones(
-    tmp_path: Path,
-) -> None:
-    # a.cpp warned of x; the author fixed x (a new unused y) and broke b.cpp: that run failed
-    # after compiling a.cpp; once b.cpp was fixed, ninja compiled b.cpp alone and the replay
-    # said a.cpp's x, a variable gone, and never y
+def _stage(tmp_path: Path) -> tuple[BuildRequest, Path, str, str]:
+    """The tiny kernel's CPU request, its empty work folder and the paths of two units in it."""
     req = build_request(write_tiny_kernel(tmp_path / "p"), CPU)
     stage = tmp_path / "stage"
     stage.mkdir()
     req.log.parent.mkdir(parents=True)
     req.log.write_text("")
     a, b = (f"{stage}/{PROJECT_LINK}/csrc/{name}.cpp" for name in ("a", "b"))
+    return req, stage, a, b
+
+
+def test_a_unit_compiled_before_a_failure_replays_its_new_warnings_not_its_old_ones(
+    tmp_path: Path,
+) -> None:
+    # a.cpp warned of x; the author fixed x (a new unused y) and broke b.cpp: that run failed
+    # after compiling a.cpp; once b.cpp was fixed, ninja compiled b.cpp alone and the replay
+    # said a.cpp's x, a variable gone, and never y
+    req, stage, a, b = _stage(tmp_path)
     spec = {"sources": [a, b], "incremental": True, "build_temp": str(stage)}
     (stage / "compile.json").write_text(json.dumps(spec))
     (stage / "result.json").write_text("{}")
@@ -80,12 +87,7 @@ def test_a_unit_compiled_before_a_failure_replays_its_new_warnings_not_its_old_o
 def test_an_incremental_compile_names_the_units_it_compiled(tmp_path: Path) -> None:
     # a header edited: the author sees which units that recompiled (every one including it, no
     # other), not only "ccache 0/3 hit"; kernelwheel's own unit is not the author's to name
-    req = build_request(write_tiny_kernel(tmp_path / "p"), CPU)
-    stage = tmp_path / "stage"
-    stage.mkdir()
-    req.log.parent.mkdir(parents=True)
-    req.log.write_text("")
-    a, b = (f"{stage}/{PROJECT_LINK}/csrc/{name}.cpp" for name in ("a", "b"))
+    req, stage, a, b = _stage(tmp_path)
     compat = f"{stage}/kernelwheel-data/kernelwheel_compat.cpp"
     spec = {"sources": [a, b, compat], "incremental": True, "build_temp": str(stage)}
     (stage / "compile.json").write_text(json.dumps(spec))
