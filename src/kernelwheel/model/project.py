@@ -1,9 +1,5 @@
-"""Read a kernel project (``build.toml`` and its sources) into a frozen, validated model.
-
-Every edition kernel-builder has written is read (5, 4, 3 and the older forms, here edition 2;
-docs/build-toml.md is the reference). Everything is checked up front, so later stages can trust
-the model; each problem is a :class:`~kernelwheel.errors.ProjectError` naming file, key and fix.
-"""
+"""Read a kernel project (``build.toml`` of any edition, docs/build-toml.md) into a frozen model,
+checked up front so later stages can trust it; each problem is a ProjectError with the fix."""
 
 from __future__ import annotations
 
@@ -64,8 +60,7 @@ _EDITOR_FILE = re.compile(
 
 
 def editor_file(name: str) -> bool:
-    """Whether the file named ``name`` is an editor's temporary or backup file (``.kx.h.swp``,
-    ``#kx.h#``, ``kx.h~``): it neither goes into a build nor starts one."""
+    """Whether ``name`` is an editor's temporary or backup file: never part of a build."""
     return _EDITOR_FILE.fullmatch(name) is not None
 
 
@@ -74,29 +69,12 @@ FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
 
 # Keys per table and edition. A key some other edition allows gets "declare edition N".
 _GENERAL_COMMON = ("name", "version", "backends", "cuda", "hub", "python-depends")
+_GENERAL_4 = ("license", "upstream", "source", "neuron", "xpu")
 _GENERAL_KEYS: dict[int, tuple[str, ...]] = {
-    LEGACY: (
-        *_GENERAL_COMMON,
-        "universal",
-        "cuda-minver",
-        "cuda-maxver",
-        "license",
-        "upstream",
-        "source",
-    ),
+    LEGACY: (*_GENERAL_COMMON, "universal", "cuda-minver", "cuda-maxver", *_GENERAL_4[:3]),
     3: (*_GENERAL_COMMON, "license", "upstream", "neuron", "xpu"),
-    4: (*_GENERAL_COMMON, "license", "upstream", "source", "neuron", "xpu"),
-    5: (
-        *_GENERAL_COMMON,
-        "edition",
-        "license",
-        "upstream",
-        "source",
-        "neuron",
-        "xpu",
-        "tpu",
-        "kernel-depends",
-    ),
+    4: (*_GENERAL_COMMON, *_GENERAL_4),
+    5: (*_GENERAL_COMMON, "edition", *_GENERAL_4, "tpu", "kernel-depends"),
 }
 _BACKEND_GENERAL_3: dict[str, tuple[str, ...]] = {
     "cuda": ("minver", "maxver", "python-depends"),
