@@ -1,10 +1,5 @@
-"""Names a kernel's wheel may not take (they would replace or shadow a core package) and names
-it is warned about (a well-known PyPI distribution), from the shipped ``data/names.toml``.
-
-Every place a name enters (build.toml's ``general.name``, ``init NAME``, ``to-wheel --name``,
-a Hub repo's metadata.json or package folder) asks :func:`shadowing` (refused) and
-:func:`name_warning` (warned, for every build kind); no network lookup is made while building,
-so the PyPI list is a shipped one."""
+"""Names a kernel's wheel may not take (they would shadow a core package) and names it is warned
+about (well-known PyPI distributions), from the shipped ``data/names.toml``: no network lookup."""
 
 from __future__ import annotations
 
@@ -24,13 +19,11 @@ from ..errors import ProjectError
 
 
 def package_name(name: str) -> str:
-    """The import name of a kernel named ``name``, as kernel-builder derives it: '-' and '.'
-    become '_' (build.toml allows only '-'; Hub metadata names may hold '.')."""
+    """The import name of a kernel named ``name``, as kernel-builder derives it."""
     return re.sub(r"[-.]", "_", name)
 
 
 def is_package_name(name: str) -> bool:
-    """Whether ``name`` can be imported: an identifier that is not a keyword."""
     return name.isidentifier() and not keyword.iskeyword(name)
 
 
@@ -84,8 +77,7 @@ def load_name_lists() -> NameLists:
 
 
 def shadowing(distribution: str | None, package: str) -> str | None:
-    """What a wheel named ``distribution`` with the top-level package ``package`` would replace
-    or shadow, in words (``"the distribution 'torch'"``); None when neither is reserved."""
+    """What a wheel ``distribution`` with the package ``package`` would shadow, in words."""
     lists = load_name_lists()
     if distribution is not None:
         canonical = canonicalize_name(distribution)
@@ -115,9 +107,7 @@ def shadowing(distribution: str | None, package: str) -> str | None:
 
 
 def name_warning(distribution: str, package: str) -> str | None:
-    """Why a kernel's wheel named ``distribution`` (package folder ``package``) deserves a
-    warning, in words, or None: it is named like a well-known PyPI distribution, which
-    installing it replaces, or its package folder is one's import name (``google``)."""
+    """Why a kernel's wheel deserves a warning: named like a well-known PyPI distribution."""
     lists = load_name_lists()
     canonical = canonicalize_name(distribution)
     if canonical in lists.well_known:
@@ -134,8 +124,7 @@ def name_warning(distribution: str, package: str) -> str | None:
 
 
 def self_requirement(distribution: str, requirements: Iterable[str]) -> str | None:
-    """The first of ``requirements`` (PEP 508) that names ``distribution`` itself: a wheel that
-    requires its own name replaces the package it needs (``einops`` requiring ``einops``)."""
+    """The first of ``requirements`` that names ``distribution`` itself."""
     canonical = canonicalize_name(distribution)
     for line in requirements:
         try:

@@ -194,7 +194,6 @@ class KernelProject:
 
     @property
     def ext_dir(self) -> Path:
-        """The folder holding the binding and the Python package."""
         if self.torch is not None and self.torch.pyroot is not None:
             return self.root / self.torch.pyroot
         return self.root / ("tvm-ffi-ext" if self.framework is Framework.TVM_FFI else "torch-ext")
@@ -205,7 +204,6 @@ class KernelProject:
 
     @property
     def pyext(self) -> tuple[str, ...]:
-        """The suffixes of the files the Python package ships."""
         section = self.torch or self.torch_noarch or self.tvm_ffi
         return section.pyext if section is not None else DEFAULT_PYEXT
 
@@ -222,8 +220,7 @@ class KernelProject:
         return tuple(dict.fromkeys((*self.python_depends, *extra)))
 
     def check_own_name(self) -> str | None:
-        """Refuse a name the wheel would require itself by; the warning a well-known PyPI name
-        deserves, or None."""
+        """Refuse a name the wheel requires itself by; the warning a well-known name deserves."""
         requires = [r for b in self.backends for r in self.python_depends_for(b)]
         if (own := self_requirement(self.name, [*self.python_depends, *requires])) is not None:
             raise ProjectError(
@@ -244,7 +241,6 @@ class KernelProject:
         return tuple(dict.fromkeys((*self.kernel_depends, *extra)))
 
     def kernels_for(self, backends: Iterable[str]) -> tuple[KernelSection, ...]:
-        """The kernel sections built for any of ``backends``, in file order."""
         # A bare string is one backend, not an iterable of letters.
         wanted = {backends} if isinstance(backends, str) else set(backends)
         unknown = sorted(wanted.difference(BACKENDS))
@@ -256,10 +252,8 @@ class KernelProject:
         return tuple(k for k in self.kernels if k.backend in wanted)
 
     def source_files(self) -> tuple[Path, ...]:
-        """Every file that determines the build, absolute and sorted (input to a content hash):
-        build.toml, each src/include entry that is a file (include folders are search paths;
-        kernel-builder lists headers in ``src``) and the Python package but bytecode caches and
-        editors' temporary files."""
+        """Every file that determines the build, sorted (input to a content hash): include
+        folders are search paths (kernel-builder lists headers in ``src``)."""
         sections = (*self.kernels, *(s for s in (self.torch, self.tvm_ffi) if s is not None))
         listed = (self.root / rel for s in sections for rel in (*s.src, *s.include))
         files = {self.build_toml, *(path for path in listed if path.is_file())}
@@ -277,7 +271,6 @@ class KernelProject:
 
 
 def load_project(path: Path | str) -> KernelProject:
-    """Load and validate the project at ``path`` (its directory, or its build.toml)."""
     build_toml = _locate(Path(path))
     data = read_toml(
         build_toml,
@@ -288,9 +281,8 @@ def load_project(path: Path | str) -> KernelProject:
 
 
 def find_project_root(start: Path | None = None) -> Path:
-    """The nearest folder at or above ``start`` (default: the current folder) that holds
-    build.toml, as git and cargo find theirs; the search stops at the git repository's root (a
-    checkout never builds a project around it), else at the filesystem root."""
+    """The nearest folder at or above ``start`` (default: the current one) holding build.toml;
+    the search stops at the git repository's root (never build a project around a checkout)."""
     first = (Path.cwd() if start is None else start.expanduser()).resolve()
     folder = first
     while True:
@@ -446,9 +438,8 @@ class _Reader:
         return project
 
     def detect_edition(self, doc: Located, general: Located) -> int:
-        """kernel-builder's rule: ``edition = 5`` is edition 5; without it, a file with an
-        integer version, a licence and a framework section is edition 4, one with ``backends``
-        edition 3. No ``backends``, a string version or ``universal`` mark the older forms."""
+        """kernel-builder's rule (docs/build-toml.md): ``edition = 5``, else 4 with an integer
+        version, a licence and a framework section, 3 with ``backends``, else the older forms."""
         if "edition" in general:
             edition = general.integer("edition", hint="set edition = 5")
             if edition != 5:
@@ -745,8 +736,7 @@ class _Reader:
         )
 
     def pyroot(self, torch: Located) -> Path | None:
-        """The earliest form's ``pyroot``: the folder of the Python package (and, by custom,
-        of the binding), instead of torch-ext/."""
+        """The earliest form's ``pyroot``: the Python package's folder instead of torch-ext/."""
         raw = torch.string("pyroot", nonempty=True)
         if raw is None:
             return None
@@ -904,9 +894,8 @@ class _Reader:
     def first_form_kernels(
         self, kernel_id: str, section: Located, table: Located
     ) -> list[KernelSection]:
-        """A kernel of kernel-builder's first format: no ``backend`` (CUDA), its capabilities
-        as ``capabilities``; ``language = "cuda-hipify"`` builds the same sources for ROCm as
-        ``<id>_rocm`` too, as kernel-builder did."""
+        """A kernel of the first format: CUDA; ``language = "cuda-hipify"`` builds the same
+        sources for ROCm as ``<id>_rocm`` too, as kernel-builder did."""
         prefix = section.prefix
         section.check_keys(
             _FIRST_KERNEL_KEYS,
@@ -994,8 +983,6 @@ class _Reader:
     def kernel_section(
         self, kernel_id: str, backend: str, section: Located, capabilities: str
     ) -> KernelSection:
-        """Either form's kernel (its keys checked); a cuda-hipify kernel's rocm-archs are its
-        ROCm copy's."""
         prefix = section.prefix
         src = self.kernel_sources(section)
         if self.edition >= 4 and "depends" not in section:
@@ -1164,8 +1151,8 @@ def _other_backend_key(key: str, backend: str) -> str | None:
 
 
 def kernel_name_problem(name: str, *, legacy: bool = False) -> tuple[str, str] | None:
-    """Why ``name`` cannot be a kernel's ``general.name`` (and ``init``'s NAME), with the fix;
-    None when it can. ``legacy``: the pre-edition-3 forms' looser spelling rule."""
+    """Why ``name`` cannot be a kernel's name, with the fix, or None; ``legacy``: the older
+    forms' looser spelling rule."""
     if not name.strip():
         return "must not be empty", 'set the kernel\'s name, e.g. name = "relu"'
     if len(name) > MAX_NAME:

@@ -110,8 +110,7 @@ _ARCH_SYNONYMS = {"amd64": "x86_64", "arm64": "aarch64"}
 
 
 def machine_arch() -> str:
-    """This machine's arch as wheel platform tags spell it, whether or not kernelwheel builds
-    for it."""
+    """This machine's arch as wheel platform tags spell it."""
     machine = platform.machine().lower()
     return _ARCH_SYNONYMS.get(machine, machine)
 
@@ -132,8 +131,7 @@ _TAG_OS = (
 
 @dataclass(frozen=True)
 class WheelPlatform:
-    """The arch and OS a wheel's platform tag names (both None for ``any``): the one parser of
-    platform tags."""
+    """The arch and OS a wheel's platform tag names (both None for ``any``)."""
 
     arch: Arch | None
     os: OS | None
@@ -314,8 +312,7 @@ def _noarch_choices() -> str:
 @total_ordering
 @dataclass(frozen=True)
 class Backend:
-    """A compute backend and, for CUDA/ROCm/XPU/CANN binaries, its toolkit version (None sorts
-    first)."""
+    """A compute backend and, for CUDA/ROCm/XPU/CANN binaries, its toolkit version."""
 
     kind: BackendKind
     version: tuple[int, ...] | None = None
@@ -433,8 +430,7 @@ _LINUX_POLICY = re.compile(r"(?:many|musl)linux(?:_[0-9]+_[0-9]+|1|2010|2014)")
 
 @dataclass(frozen=True)
 class Variant:
-    """One build target. ``torch is None`` marks a noarch (pure Python) variant, unless
-    ``tvm_ffi`` is set: a compiled kernel built against apache-tvm-ffi instead of torch."""
+    """One build target: ``torch is None`` is noarch, unless built against ``tvm_ffi``."""
 
     torch: TorchVersion | None
     backend: Backend | None
@@ -527,7 +523,6 @@ class Variant:
 
     @property
     def noarch(self) -> bool:
-        """True for ``torch-universal`` and ``torch-{cpu,cuda,rocm,metal,xpu,neuron,tpu,npu}``."""
         return self.torch is None and self.tvm_ffi is None
 
     def torch_requirement(self) -> str:
@@ -558,7 +553,6 @@ class Variant:
 
     @property
     def name(self) -> str:
-        """The Hub name, e.g. ``torch210-cxx11-cu130-x86_64-linux``; inverse of :meth:`parse`."""
         if self.noarch:
             return "torch-universal" if self.backend is None else f"torch-{self.backend.token}"
         assert self.backend is not None and self.arch is not None and self.os is not None
@@ -637,7 +631,6 @@ class Variant:
 
     @classmethod
     def _parse_tvm_ffi(cls, name: str) -> Variant:
-        """``tvm-ffi{MAJ}{MIN}-{backend}-{arch}-{os}``."""
         bad = functools.partial(
             _invalid, "variant name", name, example="tvm-ffi01-cu130-x86_64-linux"
         )
@@ -667,7 +660,6 @@ class Variant:
 
     @staticmethod
     def _describe_tail(tail: list[str]) -> str:
-        """Say which of backend, arch, OS is missing or extra after the torch/ABI parts."""
         expected = "{backend}-{arch}-{os}"
         if len(tail) > 3:
             return f"unexpected extra part(s) {'-'.join(tail[3:])!r} after {expected}"
@@ -683,13 +675,11 @@ class Variant:
 
     @property
     def local_version(self) -> str:
-        """The PEP 440 local label, e.g. ``torch2.10.cu130.cxx11``; inverse of
-        :meth:`from_local_version`."""
+        """The PEP 440 local label, e.g. ``torch2.10.cu130.cxx11``."""
         return self.local_version_in(LocalVersionStyle.DOTTED)
 
     def local_version_in(self, style: LocalVersionStyle) -> str:
-        """The local label in ``style``: :attr:`local_version` (dotted) or the compact
-        ``torch210cu130cxx11``; noarch labels are the same in both."""
+        """The local label in ``style`` (noarch labels are the same in both)."""
         if self.noarch:
             return _UNIVERSAL if self.backend is None else self.backend.token
         version = self.torch if self.tvm_ffi is None else self.tvm_ffi
@@ -702,9 +692,8 @@ class Variant:
 
     @classmethod
     def from_local_version(cls, local: str, *, arch: Arch | None, os: OS | None) -> Variant:
-        """Parse a local label (``torch2.10.cu130.cxx11``, ``cuda``, ``universal``, the legacy
-        ``torch210cu130cxx11``; any PEP 440 spelling). Labels carry no platform, so ``arch`` and
-        ``os`` come from the caller (None for noarch labels)."""
+        """Parse a local label in any style and PEP 440 spelling; labels carry no platform, so
+        ``arch`` and ``os`` come from the caller (None for noarch labels)."""
         if not isinstance(local, str):
             raise VariantError(
                 f"local version must be a str, got {local!r}", hint=f"e.g. {EXAMPLE_LOCAL!r}"
@@ -787,8 +776,7 @@ class Variant:
 
 
 def variant_of_wheel(filename: str) -> Variant | None:
-    """The variant a wheel file name's local version names, on the platform of its tags (None:
-    no local version); VariantError for a label or platform that is no kernel variant's."""
+    """The variant a wheel file name names (None: no local version), else VariantError."""
     _, version, _, tags, _ = parse_wheel_name(filename)
     local = version.local
     if local is None:
