@@ -948,7 +948,9 @@ class _Reader:
         )
         return [cuda, rocm]
 
-    def kernel_sources(self, section: Located) -> tuple[Path, ...]:
+    def kernel_section(
+        self, kernel_id: str, backend: str, section: Located, capabilities: str
+    ) -> KernelSection:
         prefix = section.prefix
         if "src" not in section:
             raise self.error(
@@ -963,28 +965,6 @@ class _Reader:
                 f"{prefix}.src",
                 f"list the kernel's source files, or remove the [{prefix}] section",
             )
-        return src
-
-    def kernel(self, kernel_id: str, section: Located) -> KernelSection:
-        prefix = section.prefix
-        if "backend" not in section:  # a misspelt backend: the unknown key, with the fix
-            section.check_keys(_ALL_KERNEL_KEYS, homes=_KEY_HOMES)
-        backend = section.required_string(
-            "backend", f'add backend = "<one of {", ".join(KERNEL_BACKENDS)}>" to [{prefix}]'
-        )
-        self.check_backend(backend, f"{prefix}.backend", KERNEL_BACKENDS)
-        section.check_keys(
-            _KERNEL_KEYS[backend],
-            homes=_KEY_HOMES,
-            explain=lambda key: _other_backend_key(key, backend),
-        )
-        return self.kernel_section(kernel_id, backend, section, "cuda-capabilities")
-
-    def kernel_section(
-        self, kernel_id: str, backend: str, section: Located, capabilities: str
-    ) -> KernelSection:
-        prefix = section.prefix
-        src = self.kernel_sources(section)
         if self.edition >= 4 and "depends" not in section:
             raise self.error(
                 "missing required key",
@@ -1005,6 +985,21 @@ class _Reader:
             hip_flags=section.string_list("hip-flags") or (),
             sycl_flags=section.string_list("sycl-flags") or (),
         )
+
+    def kernel(self, kernel_id: str, section: Located) -> KernelSection:
+        prefix = section.prefix
+        if "backend" not in section:  # a misspelt backend: the unknown key, with the fix
+            section.check_keys(_ALL_KERNEL_KEYS, homes=_KEY_HOMES)
+        backend = section.required_string(
+            "backend", f'add backend = "<one of {", ".join(KERNEL_BACKENDS)}>" to [{prefix}]'
+        )
+        self.check_backend(backend, f"{prefix}.backend", KERNEL_BACKENDS)
+        section.check_keys(
+            _KERNEL_KEYS[backend],
+            homes=_KEY_HOMES,
+            explain=lambda key: _other_backend_key(key, backend),
+        )
+        return self.kernel_section(kernel_id, backend, section, "cuda-capabilities")
 
     def capabilities(self, section: Located, key: str) -> tuple[CudaCapability, ...]:
         raw = section.string_list(key)
