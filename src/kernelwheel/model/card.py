@@ -21,7 +21,6 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from ..errors import ProjectError
 from .project import CARD_FILES, KernelProject
 
-# The project's card template, at its root, and the card without one: its README, as it is.
 CARD_TEMPLATE, README = CARD_FILES
 BENCHMARK = Path("benchmarks") / "benchmark.py"  # kernel-builder's benchmark pointer
 MAX_CARD_CHARS = 1_000_000  # a rendered card longer than this is refused

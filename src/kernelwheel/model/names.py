@@ -7,7 +7,7 @@ import functools
 import keyword
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,8 +46,7 @@ class NameLists:
 def load_name_lists() -> NameLists:
     doc = Located(read_toml(_DATA, error=ProjectError), file=_DATA, error=ProjectError)
     doc.check_keys(("reserved", "pypi"))
-    reserved = doc.table("reserved")
-    pypi = doc.table("pypi")
+    reserved, pypi = doc.table("reserved"), doc.table("pypi")
     if reserved is None or pypi is None:
         raise ProjectError(f"{_DATA}: needs [reserved] and [pypi] tables")
     reserved.check_keys(
@@ -61,18 +60,20 @@ def load_name_lists() -> NameLists:
         )
     )
     pypi.check_keys(("well-known", "modules"))
-    stdlib = {m for m in sys.stdlib_module_names if not m.startswith("_")}
+
+    def names(table: Located, key: str, spell: Callable[[str], str] = str) -> frozenset[str]:
+        return frozenset(spell(name) for name in table.string_list(key) or ())
+
+    stdlib = frozenset(m for m in sys.stdlib_module_names if not m.startswith("_"))
     return NameLists(
-        distributions=frozenset(
-            canonicalize_name(n) for n in reserved.string_list("distributions") or ()
-        ),
+        distributions=names(reserved, "distributions", canonicalize_name),
         prefixes=tuple(reserved.string_list("distribution-prefixes") or ()),
-        modules=frozenset(reserved.string_list("modules") or ()),
-        stdlib=frozenset(stdlib | set(reserved.string_list("stdlib-removed") or ())),
-        well_known=frozenset(canonicalize_name(n) for n in pypi.string_list("well-known") or ()),
-        well_known_modules=frozenset(pypi.string_list("modules") or ()),
-        test_packages=frozenset(reserved.string_list("test-packages") or ()),
-        windows_devices=frozenset(n.lower() for n in reserved.string_list("windows-devices") or ()),
+        modules=names(reserved, "modules"),
+        stdlib=stdlib | names(reserved, "stdlib-removed"),
+        well_known=names(pypi, "well-known", canonicalize_name),
+        well_known_modules=names(pypi, "modules"),
+        test_packages=names(reserved, "test-packages"),
+        windows_devices=names(reserved, "windows-devices", str.lower),
     )
 
 

@@ -48,8 +48,7 @@ __all__ = [
 ]
 
 BUILD_TOML = "build.toml"
-# The kernel card, first found: the Hub's CARD.md (a template, model/card renders it), else
-# README.md as it is (the wheels' long description, the Hub repo's README.md).
+# The kernel card, first found: CARD.md (a template, model/card renders it), else README.md.
 CARD_FILES = ("CARD.md", "README.md")
 # What editors write beside a file and remove again, never part of a build: vim's swap files and
 # its 4913 write probe, emacs's lock link and autosave, JetBrains' safe-write copies, kate's
