@@ -704,14 +704,26 @@ class Variant:
         )
 
         bad = functools.partial(_invalid, "local version", local, example=EXAMPLE_LOCAL)
+        invalid = f"invalid local version {local!r} for arch={_show(arch)}, os={_show(os)}"
 
+        if (tvm := _TVM_LOCAL.fullmatch(text)) is not None:
+            try:
+                if tvm["compact"] is not None:
+                    version = TvmFfiVersion.from_compact(tvm["compact"])
+                else:
+                    version = TvmFfiVersion(int(tvm["major"]), int(tvm["minor"]))
+                return cls(
+                    None, Backend.parse_token(tvm["backend"]), None, arch, os, tvm_ffi=version
+                )
+            except VariantError as exc:
+                raise VariantError(
+                    f"{invalid}: {exc.message}",
+                    hint="e.g. 'tvmffi0.1.cu130' with arch= and os= from the wheel's platform tag",
+                ) from None
         torch: TorchVersion | None = None
         backend: Backend | None = None
         cxxabi: CxxAbi | None = None
         stable = False
-        tvm = _TVM_LOCAL.fullmatch(text)
-        if tvm is not None:
-            return cls._from_tvm_local(local, tvm, arch, os)
         if text in _NOARCH_KINDS:
             backend = Backend(_NOARCH_KINDS[text])
         elif text != _UNIVERSAL:
@@ -751,28 +763,7 @@ class Variant:
         try:
             return cls(torch, backend, cxxabi, arch, os, stable)
         except VariantError as exc:
-            raise VariantError(
-                f"invalid local version {local!r} for arch={_show(arch)}, os={_show(os)}: "
-                f"{exc.message}",
-                hint=exc.hint,
-            ) from None
-
-    @classmethod
-    def _from_tvm_local(
-        cls, local: str, match: re.Match[str], arch: Arch | None, os: OS | None
-    ) -> Variant:
-        try:
-            if match["compact"] is not None:
-                version = TvmFfiVersion.from_compact(match["compact"])
-            else:
-                version = TvmFfiVersion(int(match["major"]), int(match["minor"]))
-            return cls(None, Backend.parse_token(match["backend"]), None, arch, os, tvm_ffi=version)
-        except VariantError as exc:
-            raise VariantError(
-                f"invalid local version {local!r} for arch={_show(arch)}, os={_show(os)}: "
-                f"{exc.message}",
-                hint="e.g. 'tvmffi0.1.cu130' with arch= and os= from the wheel's platform tag",
-            ) from None
+            raise VariantError(f"{invalid}: {exc.message}", hint=exc.hint) from None
 
 
 def variant_of_wheel(filename: str) -> Variant | None:
