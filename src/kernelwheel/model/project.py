@@ -258,14 +258,8 @@ class KernelProject:
         files = {self.build_toml, *(path for path in listed if path.is_file())}
         for dirpath, dirnames, filenames in os.walk(self.package_dir):
             dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-            for filename in filenames:
-                path = Path(dirpath, filename)
-                if (
-                    path.suffix not in (".pyc", ".pyo")
-                    and not editor_file(filename)
-                    and path.is_file()
-                ):
-                    files.add(path)
+            paths = (Path(dirpath, name) for name in filenames if not editor_file(name))
+            files.update(p for p in paths if p.suffix not in (".pyc", ".pyo") and p.is_file())
         return tuple(sorted(files))
 
 
