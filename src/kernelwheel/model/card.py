@@ -101,7 +101,6 @@ def project_card(project: KernelProject, fields: CardFields) -> str:
 
 
 def default_template() -> str:
-    """kernelwheel's card template, ``data/card.md``."""
     return resources.files("kernelwheel").joinpath("data").joinpath(_DEFAULT).read_text("utf-8")
 
 

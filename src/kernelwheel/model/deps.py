@@ -79,8 +79,6 @@ class Dependency:
 
 @dataclass(frozen=True)
 class DependencyTable:
-    """The validated deps.toml; ``origin`` is the file it was read from."""
-
     deps: tuple[Dependency, ...]
     origin: str = "<memory>"
 

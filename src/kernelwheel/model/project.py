@@ -1128,7 +1128,6 @@ class _Reader:
 
 
 def _other_backend_key(key: str, backend: str) -> str | None:
-    """For a key of another backend's kernels: which backend has it."""
     owners = [b for b, keys in _KERNEL_KEYS.items() if key in keys]
     if not owners:
         return None

@@ -72,8 +72,6 @@ class RecipeError(LocatedError, UsageError):
 
 @dataclass(frozen=True)
 class PinnedPackage:
-    """One toolchain wheel pinned for one arch."""
-
     name: str
     version: str
     sha256: str | None
@@ -251,8 +249,6 @@ class VariantRecipe:
 
 @dataclass(frozen=True)
 class Recipes:
-    """The validated recipe data. ``origin`` says where it was read from."""
-
     torch: tuple[TorchRecipe, ...]
     cuda: tuple[CudaToolchain, ...]  # cuda.toml: one per CUDA version and arch
     origin: str = "<memory>"
@@ -409,7 +405,6 @@ class Recipes:
 
 
 def load_recipes(path: Path | str | None = None) -> Recipes:
-    """Load and validate the recipes folder ``path`` (default: the bundled one)."""
     if path is None:
         folder = bundled_recipes()
     else:
@@ -506,7 +501,6 @@ def _document(data: Mapping[str, Any], file: str) -> Located:
 
 
 def check_schema(doc: Located, keys: tuple[str, ...]) -> None:
-    """Check ``doc``'s top-level ``keys`` and its ``schema = 1``."""
     doc.check_keys(keys)
     value = doc.data.get("schema")
     if isinstance(value, bool) or value != SCHEMA:

@@ -31,11 +31,9 @@ class PipSources:
 
     @property
     def asked(self) -> tuple[str, ...]:
-        """The indexes pip asks."""
         return () if self.no_index else (self.index_url or PYPI, *self.extra_index_urls)
 
     def pip_args(self) -> list[str]:
-        """pip's flags for install and download alike."""
         if self.no_index:
             args = ["--no-index"]
         else:

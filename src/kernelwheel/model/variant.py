@@ -110,7 +110,6 @@ _ARCH_SYNONYMS = {"amd64": "x86_64", "arm64": "aarch64"}
 
 
 def machine_arch() -> str:
-    """This machine's arch as wheel platform tags spell it."""
     machine = platform.machine().lower()
     return _ARCH_SYNONYMS.get(machine, machine)
 
@@ -232,7 +231,6 @@ class TorchVersion:
 
     @classmethod
     def from_compact(cls: type[_T], text: str) -> _T:
-        """Parse the compact Hub form (``"27"``, ``"210"``)."""
         match = _COMPACT_TORCH.fullmatch(text) if isinstance(text, str) else None
         if match is None:
             raise VariantError(
@@ -679,7 +677,6 @@ class Variant:
         return self.local_version_in(LocalVersionStyle.DOTTED)
 
     def local_version_in(self, style: LocalVersionStyle) -> str:
-        """The local label in ``style`` (noarch labels are the same in both)."""
         if self.noarch:
             return _UNIVERSAL if self.backend is None else self.backend.token
         version = self.torch if self.tvm_ffi is None else self.tvm_ffi
