@@ -1169,19 +1169,16 @@ def kernel_name_problem(name: str, *, legacy: bool = False) -> tuple[str, str] |
 
 
 def _name_problem(name: str) -> str:
-    if any(c.isupper() for c in name):
-        return "it has uppercase letters"
-    if "_" in name:
-        return "it has '_' (kernel names use '-'; the package gets '_')"
-    if not name[0].isalpha():
-        return "it must start with a letter"
-    if not name[-1].isalnum():
-        return "it must end with a letter or digit"
-    if len(name) < 2:
-        return "it needs at least two characters"
-    if keyword.iskeyword(package_name(name)):
-        return "its package name is a Python keyword"
-    return "only lowercase letters, digits and '-' are allowed"
+    problems = (
+        (any(c.isupper() for c in name), "it has uppercase letters"),
+        ("_" in name, "it has '_' (kernel names use '-'; the package gets '_')"),
+        (not name[0].isalpha(), "it must start with a letter"),
+        (not name[-1].isalnum(), "it must end with a letter or digit"),
+        (len(name) < 2, "it needs at least two characters"),
+        (keyword.iskeyword(package_name(name)), "its package name is a Python keyword"),
+    )
+    default = "only lowercase letters, digits and '-' are allowed"
+    return next((problem for found, problem in problems if found), default)
 
 
 def _name_fix(name: str) -> str:
