@@ -459,10 +459,11 @@ def parse_recipes(
     cuda = _cuda_toolchains(_document(cuda_data, cuda_file))
     torch_doc = _document(torch_data, torch_file)
     torch = _torch_recipes(torch_doc)
+    images = _build_images(torch_doc)
     tvm_ffi = (
         None if tvm_ffi_data is None else _tvm_ffi_recipe(_document(tvm_ffi_data, tvm_ffi_file))
     )
-    recipes = Recipes(torch, cuda, origin, tvm_ffi, _build_images(torch_doc))
+    recipes = Recipes(torch, cuda, origin, tvm_ffi, images)
     # Every CUDA flavour needs a cuda.toml entry covering its arches.
     flavours = [
         (torch_file, f'torch."{recipe.series}".flavours.{f.backend.token}', f.backend, f.arches)
