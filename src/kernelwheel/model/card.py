@@ -272,13 +272,10 @@ def _read_all(init: Path) -> tuple[str, ...]:
             targets, value = stmt.targets, stmt.value
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             targets, value = [stmt.target], stmt.value
-        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-            if isinstance(value, (ast.List, ast.Tuple)):
-                return tuple(
-                    e.value
-                    for e in value.elts
-                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
-                )
+        named = any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets)
+        if named and isinstance(value, (ast.List, ast.Tuple)):
+            literals = (e.value for e in value.elts if isinstance(e, ast.Constant))
+            return tuple(literal for literal in literals if isinstance(literal, str))
     return ()
 
 
