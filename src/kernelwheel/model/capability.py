@@ -1,6 +1,5 @@
-"""A CUDA compute capability as build.toml, the recipes and ``--cuda-capabilities`` write it:
-``major.minor``, optionally ``a`` (arch-specific) or ``f`` (family), optionally ``+PTX`` (embed
-PTX for later GPUs). One parser and one formatter for every place that reads one."""
+"""A CUDA compute capability, ``major.minor[a|f][+PTX]``: the one parser and formatter for
+build.toml, the recipes and ``--cuda-capabilities``."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ _HINT = (
 
 
 def _rewrite(text: object) -> str:
-    """The hint for a capability that is none: its likely meaning where one is plain (``sm_90``,
-    ``90``, ``9.O`` with a letter O, ``9,0``, ``9.0+ptx``), else the form."""
+    """The hint for a capability that is none: its likely meaning where plain (``sm_90``)."""
     if not isinstance(text, str):
         return _HINT
     if digits := _DIGITS.fullmatch(text):
@@ -43,8 +41,7 @@ class CudaCapability:
 
     @classmethod
     def parse(cls, text: str) -> CudaCapability:
-        """``"9.0a+PTX"`` → (9, 0, "a", PTX). A VariantError for anything else, whose hint
-        rewrites a digits form (``sm_90a`` → ``9.0a``)."""
+        """``"9.0a+PTX"`` → (9, 0, "a", PTX); else a VariantError."""
         match = _FORM.fullmatch(text) if isinstance(text, str) else None
         if match is None:
             raise VariantError(f"invalid CUDA capability {text!r}", hint=_rewrite(text))
@@ -65,7 +62,6 @@ class CudaCapability:
 
     @property
     def digits(self) -> str:
-        """nvcc's spelling, as in ``compute_90a`` / ``sm_90a``."""
         return f"{self.major}{self.minor}{self.suffix}"
 
     @property
@@ -75,7 +71,6 @@ class CudaCapability:
 
 
 def parse_all(texts: Iterable[str]) -> tuple[CudaCapability, ...]:
-    """Each of ``texts`` parsed, in order (a VariantError at the first that is none)."""
     return tuple(CudaCapability.parse(text) for text in texts)
 
 

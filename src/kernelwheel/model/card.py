@@ -1,10 +1,6 @@
-"""The kernel card: a project's ``CARD.md`` rendered as a Jinja template, never copied.
-
-A card is untrusted input, so it renders in Jinja's immutable sandbox and may read the fields of
-:class:`CardFields` and nothing else; without CARD.md the README is the card as it is, else
-kernelwheel's ``data/card.md``. The package is read with ``ast``, never imported. The fields and
-rules: docs/versions.md#kernel-cards.
-"""
+"""The kernel card: ``CARD.md`` rendered in Jinja's immutable sandbox (a card is untrusted) with
+the fields of :class:`CardFields` only, else README.md as it is, else ``data/card.md``. The
+package is read with ``ast``, never imported (docs/versions.md#kernel-cards)."""
 
 from __future__ import annotations
 
@@ -25,7 +21,6 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from ..errors import ProjectError
 from .project import CARD_FILES, KernelProject
 
-# The project's card template, at its root, and the card without one: its README, as it is.
 CARD_TEMPLATE, README = CARD_FILES
 BENCHMARK = Path("benchmarks") / "benchmark.py"  # kernel-builder's benchmark pointer
 MAX_CARD_CHARS = 1_000_000  # a rendered card longer than this is refused
@@ -35,8 +30,7 @@ _DEFAULT = "card.md"  # kernelwheel's own template, in kernelwheel/data
 
 @dataclass(frozen=True)
 class CardFields:
-    """What a card template may read (docs/versions.md#kernel-cards): kernel-builder's fields
-    and kernelwheel's ``name``, ``package``, ``ops`` and ``dirty``."""
+    """What a card template may read: kernel-builder's fields and kernelwheel's own."""
 
     name: str
     package: str
@@ -52,8 +46,7 @@ class CardFields:
     dirty: bool = False
 
     def context(self) -> dict[str, Any]:
-        """The template's variables; a field without a value is left out, so printing it is an
-        error naming it, while ``{% if field %}`` reads it as false."""
+        """The template's variables; a field without a value is left out, so printing it fails."""
         return {
             f.name: list(value) if isinstance(value, tuple) else value
             for f in dataclasses.fields(self)
@@ -108,8 +101,6 @@ def project_card(project: KernelProject, fields: CardFields) -> str:
 
 
 def default_template() -> str:
-    """kernelwheel's card template (``data/card.md``): a project without a card gets it
-    rendered, and ``kernelwheel init`` writes it as the new project's CARD.md."""
     return resources.files("kernelwheel").joinpath("data").joinpath(_DEFAULT).read_text("utf-8")
 
 
@@ -139,15 +130,13 @@ def render_card(template: str, fields: CardFields, file: Path | None) -> str:
 
 
 def strip_front_matter(text: str) -> str:
-    """``text`` without a leading YAML front matter block (``---`` ... ``---``): the Hub reads
-    it as the card's metadata, a wheel's Markdown description would show it as text."""
+    """``text`` without its YAML front matter: the Hub's metadata, text in a wheel's description."""
     match = re.match(r"\A---[ \t]*\r?\n.*?^---[ \t]*(\r?\n|\Z)", text, re.S | re.M)
     return text[match.end() :].lstrip("\r\n") if match else text
 
 
 class _Undefined(jinja2.StrictUndefined):
-    """Printing, iterating or reading an attribute of a missing value fails, naming it; only a
-    test (``{% if upstream %}``) reads it, as false."""
+    """Using a missing value fails, naming it; only a test (``{% if upstream %}``) reads it."""
 
     __slots__ = ()
 
@@ -156,8 +145,7 @@ class _Undefined(jinja2.StrictUndefined):
 
 
 class _Sandbox(ImmutableSandboxedEnvironment):
-    """The immutable sandbox, with ``*`` and ``**`` bounded: ``'x' * 10**9`` is refused
-    instead of filling the memory."""
+    """The immutable sandbox, with ``*`` and ``**`` bounded: ``'x' * 10**9`` fills no memory."""
 
     intercepted_binops = frozenset({"*", "**"})
 
@@ -209,8 +197,6 @@ def _check_names(env: _Sandbox, template: str, where: Path) -> None:
 
 
 def _render_error(where: Path, exc: Exception) -> ProjectError:
-    """A failure while rendering, at the template's line: the sandbox's refusal, a field
-    without a value, or anything else."""
     line = _line(exc.__traceback__, where)
     if isinstance(exc, jinja2.exceptions.SecurityError):
         hint = "a card may print its fields (docs/versions.md#kernel-cards), nothing else"
@@ -268,8 +254,7 @@ def _read_text(path: Path, root: Path) -> str:
 
 
 def _parse(path: Path) -> ast.Module | None:
-    """A Python file of the package, parsed (never imported); None when it is missing or does
-    not parse (the import reports that, not the card)."""
+    """A Python file, parsed; None when missing or broken (the import reports that)."""
     try:
         return ast.parse(path.read_bytes(), filename=str(path))
     except (OSError, SyntaxError, ValueError):
@@ -287,13 +272,10 @@ def _read_all(init: Path) -> tuple[str, ...]:
             targets, value = stmt.targets, stmt.value
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             targets, value = [stmt.target], stmt.value
-        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-            if isinstance(value, (ast.List, ast.Tuple)):
-                return tuple(
-                    e.value
-                    for e in value.elts
-                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
-                )
+        named = any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets)
+        if named and isinstance(value, (ast.List, ast.Tuple)):
+            literals = (e.value for e in value.elts if isinstance(e, ast.Constant))
+            return tuple(literal for literal in literals if isinstance(literal, str))
     return ()
 
 

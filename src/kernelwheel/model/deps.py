@@ -1,9 +1,5 @@
-"""What a kernel's ``depends = [...]`` names provide, as data (``recipes/deps.toml``).
-
-Per kernel-builder name (``torch``, ``cutlass_3_8``...), who provides it (:class:`Provider`):
-the build environment, a header-only library (a pinned PyPI wheel or a local checkout), or
-nobody. Validated on load like torch.toml; each problem is a RecipeError.
-"""
+"""Who provides each name a kernel's ``depends`` lists (``recipes/deps.toml``): the build
+environment, a header-only library (a pinned PyPI wheel or a local checkout), or nobody."""
 
 from __future__ import annotations
 
@@ -57,7 +53,6 @@ class HeaderWheel:
 
     @property
     def requirement_line(self) -> str:
-        """A requirements-file line for ``pip download --require-hashes``."""
         return f"{self.name}=={self.version} --hash=sha256:{self.sha256}"
 
     def describe(self) -> str:
@@ -66,9 +61,7 @@ class HeaderWheel:
 
 @dataclass(frozen=True)
 class Dependency:
-    """One ``[deps.<name>]`` table. ``library``, ``version`` and ``wheel`` belong to header
-    dependencies (``wheel`` None: no PyPI wheel carries that release); ``reason`` to
-    unsupported ones."""
+    """One ``[deps.<name>]`` table (``wheel`` None: no PyPI wheel carries that release)."""
 
     name: str
     provider: Provider
@@ -86,8 +79,6 @@ class Dependency:
 
 @dataclass(frozen=True)
 class DependencyTable:
-    """The validated deps.toml; ``origin`` is the file it was read from."""
-
     deps: tuple[Dependency, ...]
     origin: str = "<memory>"
 
@@ -99,15 +90,13 @@ class DependencyTable:
         return next((d for d in self.deps if d.name == name), None)
 
     def suggest(self, name: str) -> str:
-        """A fix hint for an unknown name: the closest known one and the full list."""
         close = difflib.get_close_matches(name.replace("-", "_"), self.names, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]!r}? " if close else ""
         return hint + f"known dependencies: {', '.join(self.names)}"
 
 
 def load_deps(folder: Path | str | None = None) -> DependencyTable:
-    """Load and validate ``deps.toml`` from the recipes folder ``folder``; a folder without one
-    (or None) uses the bundled file, so a custom recipes folder need not copy it."""
+    """``deps.toml`` of the recipes folder ``folder``, else the bundled one."""
     path = Path(str(bundled_recipes() / DEPS_TOML))
     if folder is not None and (Path(folder).expanduser() / DEPS_TOML).is_file():
         path = Path(folder).expanduser() / DEPS_TOML

@@ -1,7 +1,5 @@
-"""A git repository's state at one moment (:class:`GitState`): HEAD's commit, whether tracked
-files had changes, and the ``v*`` tags on HEAD. One type for what a build reads of its project
-(the version, the Hub export's provenance) and for the provenance records of a Hub variant's
-metadata.json (``{commit, dirty}``), with its one parser and formatter."""
+"""A git repository's state: what a build reads of its project and the provenance record of a
+Hub variant's metadata.json (``{commit, dirty}``), with its one parser and formatter."""
 
 from __future__ import annotations
 
@@ -16,9 +14,8 @@ OBJECT_ID = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})")
 
 @dataclass(frozen=True)
 class GitState:
-    """HEAD's ``commit`` (a full lowercase id), whether tracked files had changes (untracked
-    files do not count, as in kernel-builder's provenance), and the ``v*`` tags on HEAD when
-    the repository is the project's own (its top folder is the project root)."""
+    """HEAD's full commit id, whether tracked files had changes (untracked ones do not count, as
+    in kernel-builder), and the ``v*`` tags on HEAD when the repository is the project's own."""
 
     commit: str
     dirty: bool
@@ -30,8 +27,7 @@ class GitState:
 
     @classmethod
     def parse(cls, value: Mapping[str, Any]) -> GitState:
-        """A provenance record ``{commit, dirty}`` (``sha`` is the older spelling of
-        ``commit``; upper-case hex is accepted); ValueError saying what is wrong."""
+        """A provenance record (``sha``: the older spelling of ``commit``); else ValueError."""
         commit = value.get("commit", value.get("sha"))
         dirty = value.get("dirty")
         if isinstance(commit, str) and isinstance(dirty, bool):
@@ -43,5 +39,4 @@ class GitState:
         )
 
     def to_dict(self) -> dict[str, object]:
-        """The provenance record: ``{commit, dirty}`` (the tags are the build's own)."""
         return {"commit": self.commit, "dirty": self.dirty}

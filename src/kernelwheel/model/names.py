@@ -1,10 +1,5 @@
-"""Names a kernel's wheel may not take (they would replace or shadow a core package) and names
-it is warned about (a well-known PyPI distribution), from the shipped ``data/names.toml``.
-
-Every place a name enters (build.toml's ``general.name``, ``init NAME``, ``to-wheel --name``,
-a Hub repo's metadata.json or package folder) asks :func:`shadowing` (refused) and
-:func:`name_warning` (warned, for every build kind); no network lookup is made while building,
-so the PyPI list is a shipped one."""
+"""Names a kernel's wheel may not take (they would shadow a core package) and names it is warned
+about (well-known PyPI distributions), from the shipped ``data/names.toml``: no network lookup."""
 
 from __future__ import annotations
 
@@ -12,7 +7,7 @@ import functools
 import keyword
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,13 +19,11 @@ from ..errors import ProjectError
 
 
 def package_name(name: str) -> str:
-    """The import name of a kernel named ``name``, as kernel-builder derives it: '-' and '.'
-    become '_' (build.toml allows only '-'; Hub metadata names may hold '.')."""
+    """The import name of a kernel named ``name``, as kernel-builder derives it."""
     return re.sub(r"[-.]", "_", name)
 
 
 def is_package_name(name: str) -> bool:
-    """Whether ``name`` can be imported: an identifier that is not a keyword."""
     return name.isidentifier() and not keyword.iskeyword(name)
 
 
@@ -53,8 +46,7 @@ class NameLists:
 def load_name_lists() -> NameLists:
     doc = Located(read_toml(_DATA, error=ProjectError), file=_DATA, error=ProjectError)
     doc.check_keys(("reserved", "pypi"))
-    reserved = doc.table("reserved")
-    pypi = doc.table("pypi")
+    reserved, pypi = doc.table("reserved"), doc.table("pypi")
     if reserved is None or pypi is None:
         raise ProjectError(f"{_DATA}: needs [reserved] and [pypi] tables")
     reserved.check_keys(
@@ -68,24 +60,25 @@ def load_name_lists() -> NameLists:
         )
     )
     pypi.check_keys(("well-known", "modules"))
-    stdlib = {m for m in sys.stdlib_module_names if not m.startswith("_")}
+
+    def names(table: Located, key: str, spell: Callable[[str], str] = str) -> frozenset[str]:
+        return frozenset(spell(name) for name in table.string_list(key) or ())
+
+    stdlib = frozenset(m for m in sys.stdlib_module_names if not m.startswith("_"))
     return NameLists(
-        distributions=frozenset(
-            canonicalize_name(n) for n in reserved.string_list("distributions") or ()
-        ),
+        distributions=names(reserved, "distributions", canonicalize_name),
         prefixes=tuple(reserved.string_list("distribution-prefixes") or ()),
-        modules=frozenset(reserved.string_list("modules") or ()),
-        stdlib=frozenset(stdlib | set(reserved.string_list("stdlib-removed") or ())),
-        well_known=frozenset(canonicalize_name(n) for n in pypi.string_list("well-known") or ()),
-        well_known_modules=frozenset(pypi.string_list("modules") or ()),
-        test_packages=frozenset(reserved.string_list("test-packages") or ()),
-        windows_devices=frozenset(n.lower() for n in reserved.string_list("windows-devices") or ()),
+        modules=names(reserved, "modules"),
+        stdlib=stdlib | names(reserved, "stdlib-removed"),
+        well_known=names(pypi, "well-known", canonicalize_name),
+        well_known_modules=names(pypi, "modules"),
+        test_packages=names(reserved, "test-packages"),
+        windows_devices=names(reserved, "windows-devices", str.lower),
     )
 
 
 def shadowing(distribution: str | None, package: str) -> str | None:
-    """What a wheel named ``distribution`` with the top-level package ``package`` would replace
-    or shadow, in words (``"the distribution 'torch'"``); None when neither is reserved."""
+    """What a wheel ``distribution`` with the package ``package`` would shadow, in words."""
     lists = load_name_lists()
     if distribution is not None:
         canonical = canonicalize_name(distribution)
@@ -115,9 +108,7 @@ def shadowing(distribution: str | None, package: str) -> str | None:
 
 
 def name_warning(distribution: str, package: str) -> str | None:
-    """Why a kernel's wheel named ``distribution`` (package folder ``package``) deserves a
-    warning, in words, or None: it is named like a well-known PyPI distribution, which
-    installing it replaces, or its package folder is one's import name (``google``)."""
+    """Why a kernel's wheel deserves a warning: named like a well-known PyPI distribution."""
     lists = load_name_lists()
     canonical = canonicalize_name(distribution)
     if canonical in lists.well_known:
@@ -134,8 +125,7 @@ def name_warning(distribution: str, package: str) -> str | None:
 
 
 def self_requirement(distribution: str, requirements: Iterable[str]) -> str | None:
-    """The first of ``requirements`` (PEP 508) that names ``distribution`` itself: a wheel that
-    requires its own name replaces the package it needs (``einops`` requiring ``einops``)."""
+    """The first of ``requirements`` that names ``distribution`` itself."""
     canonical = canonicalize_name(distribution)
     for line in requirements:
         try:

@@ -1,9 +1,5 @@
-"""Read a kernel project (``build.toml`` and its sources) into a frozen, validated model.
-
-Every edition kernel-builder has written is read (5, 4, 3 and the older forms, here edition 2;
-docs/build-toml.md is the reference). Everything is checked up front, so later stages can trust
-the model; each problem is a :class:`~kernelwheel.errors.ProjectError` naming file, key and fix.
-"""
+"""Read a kernel project (``build.toml`` of any edition, docs/build-toml.md) into a frozen model,
+checked up front so later stages can trust it; each problem is a ProjectError with the fix."""
 
 from __future__ import annotations
 
@@ -52,8 +48,7 @@ __all__ = [
 ]
 
 BUILD_TOML = "build.toml"
-# The kernel card, first found: the Hub's CARD.md (a template, model/card renders it), else
-# README.md as it is (the wheels' long description, the Hub repo's README.md).
+# The kernel card, first found: CARD.md (a template, model/card renders it), else README.md.
 CARD_FILES = ("CARD.md", "README.md")
 # What editors write beside a file and remove again, never part of a build: vim's swap files and
 # its 4913 write probe, emacs's lock link and autosave, JetBrains' safe-write copies, kate's
@@ -64,8 +59,7 @@ _EDITOR_FILE = re.compile(
 
 
 def editor_file(name: str) -> bool:
-    """Whether the file named ``name`` is an editor's temporary or backup file (``.kx.h.swp``,
-    ``#kx.h#``, ``kx.h~``): it neither goes into a build nor starts one."""
+    """Whether ``name`` is an editor's temporary or backup file: never part of a build."""
     return _EDITOR_FILE.fullmatch(name) is not None
 
 
@@ -74,29 +68,12 @@ FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
 
 # Keys per table and edition. A key some other edition allows gets "declare edition N".
 _GENERAL_COMMON = ("name", "version", "backends", "cuda", "hub", "python-depends")
+_GENERAL_4 = ("license", "upstream", "source", "neuron", "xpu")
 _GENERAL_KEYS: dict[int, tuple[str, ...]] = {
-    LEGACY: (
-        *_GENERAL_COMMON,
-        "universal",
-        "cuda-minver",
-        "cuda-maxver",
-        "license",
-        "upstream",
-        "source",
-    ),
+    LEGACY: (*_GENERAL_COMMON, "universal", "cuda-minver", "cuda-maxver", *_GENERAL_4[:3]),
     3: (*_GENERAL_COMMON, "license", "upstream", "neuron", "xpu"),
-    4: (*_GENERAL_COMMON, "license", "upstream", "source", "neuron", "xpu"),
-    5: (
-        *_GENERAL_COMMON,
-        "edition",
-        "license",
-        "upstream",
-        "source",
-        "neuron",
-        "xpu",
-        "tpu",
-        "kernel-depends",
-    ),
+    4: (*_GENERAL_COMMON, *_GENERAL_4),
+    5: (*_GENERAL_COMMON, "edition", *_GENERAL_4, "tpu", "kernel-depends"),
 }
 _BACKEND_GENERAL_3: dict[str, tuple[str, ...]] = {
     "cuda": ("minver", "maxver", "python-depends"),
@@ -216,7 +193,6 @@ class KernelProject:
 
     @property
     def ext_dir(self) -> Path:
-        """The folder holding the binding and the Python package."""
         if self.torch is not None and self.torch.pyroot is not None:
             return self.root / self.torch.pyroot
         return self.root / ("tvm-ffi-ext" if self.framework is Framework.TVM_FFI else "torch-ext")
@@ -227,7 +203,6 @@ class KernelProject:
 
     @property
     def pyext(self) -> tuple[str, ...]:
-        """The suffixes of the files the Python package ships."""
         section = self.torch or self.torch_noarch or self.tvm_ffi
         return section.pyext if section is not None else DEFAULT_PYEXT
 
@@ -244,8 +219,7 @@ class KernelProject:
         return tuple(dict.fromkeys((*self.python_depends, *extra)))
 
     def check_own_name(self) -> str | None:
-        """Refuse a name the wheel would require itself by; the warning a well-known PyPI name
-        deserves, or None."""
+        """Refuse a name the wheel requires itself by; the warning a well-known name deserves."""
         requires = [r for b in self.backends for r in self.python_depends_for(b)]
         if (own := self_requirement(self.name, [*self.python_depends, *requires])) is not None:
             raise ProjectError(
@@ -266,7 +240,6 @@ class KernelProject:
         return tuple(dict.fromkeys((*self.kernel_depends, *extra)))
 
     def kernels_for(self, backends: Iterable[str]) -> tuple[KernelSection, ...]:
-        """The kernel sections built for any of ``backends``, in file order."""
         # A bare string is one backend, not an iterable of letters.
         wanted = {backends} if isinstance(backends, str) else set(backends)
         unknown = sorted(wanted.difference(BACKENDS))
@@ -278,28 +251,19 @@ class KernelProject:
         return tuple(k for k in self.kernels if k.backend in wanted)
 
     def source_files(self) -> tuple[Path, ...]:
-        """Every file that determines the build, absolute and sorted (input to a content hash):
-        build.toml, each src/include entry that is a file (include folders are search paths;
-        kernel-builder lists headers in ``src``) and the Python package but bytecode caches and
-        editors' temporary files."""
+        """Every file that determines the build, sorted (input to a content hash): include
+        folders are search paths (kernel-builder lists headers in ``src``)."""
         sections = (*self.kernels, *(s for s in (self.torch, self.tvm_ffi) if s is not None))
         listed = (self.root / rel for s in sections for rel in (*s.src, *s.include))
         files = {self.build_toml, *(path for path in listed if path.is_file())}
         for dirpath, dirnames, filenames in os.walk(self.package_dir):
             dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-            for filename in filenames:
-                path = Path(dirpath, filename)
-                if (
-                    path.suffix not in (".pyc", ".pyo")
-                    and not editor_file(filename)
-                    and path.is_file()
-                ):
-                    files.add(path)
+            paths = (Path(dirpath, name) for name in filenames if not editor_file(name))
+            files.update(p for p in paths if p.suffix not in (".pyc", ".pyo") and p.is_file())
         return tuple(sorted(files))
 
 
 def load_project(path: Path | str) -> KernelProject:
-    """Load and validate the project at ``path`` (its directory, or its build.toml)."""
     build_toml = _locate(Path(path))
     data = read_toml(
         build_toml,
@@ -310,9 +274,8 @@ def load_project(path: Path | str) -> KernelProject:
 
 
 def find_project_root(start: Path | None = None) -> Path:
-    """The nearest folder at or above ``start`` (default: the current folder) that holds
-    build.toml, as git and cargo find theirs; the search stops at the git repository's root (a
-    checkout never builds a project around it), else at the filesystem root."""
+    """The nearest folder at or above ``start`` (default: the current one) holding build.toml;
+    the search stops at the git repository's root (never build a project around a checkout)."""
     first = (Path.cwd() if start is None else start.expanduser()).resolve()
     folder = first
     while True:
@@ -468,9 +431,8 @@ class _Reader:
         return project
 
     def detect_edition(self, doc: Located, general: Located) -> int:
-        """kernel-builder's rule: ``edition = 5`` is edition 5; without it, a file with an
-        integer version, a licence and a framework section is edition 4, one with ``backends``
-        edition 3. No ``backends``, a string version or ``universal`` mark the older forms."""
+        """kernel-builder's rule (docs/build-toml.md): ``edition = 5``, else 4 with an integer
+        version, a licence and a framework section, 3 with ``backends``, else the older forms."""
         if "edition" in general:
             edition = general.integer("edition", hint="set edition = 5")
             if edition != 5:
@@ -767,8 +729,7 @@ class _Reader:
         )
 
     def pyroot(self, torch: Located) -> Path | None:
-        """The earliest form's ``pyroot``: the folder of the Python package (and, by custom,
-        of the binding), instead of torch-ext/."""
+        """The earliest form's ``pyroot``: the Python package's folder instead of torch-ext/."""
         raw = torch.string("pyroot", nonempty=True)
         if raw is None:
             return None
@@ -926,9 +887,8 @@ class _Reader:
     def first_form_kernels(
         self, kernel_id: str, section: Located, table: Located
     ) -> list[KernelSection]:
-        """A kernel of kernel-builder's first format: no ``backend`` (CUDA), its capabilities
-        as ``capabilities``; ``language = "cuda-hipify"`` builds the same sources for ROCm as
-        ``<id>_rocm`` too, as kernel-builder did."""
+        """A kernel of the first format: CUDA; ``language = "cuda-hipify"`` builds the same
+        sources for ROCm as ``<id>_rocm`` too, as kernel-builder did."""
         prefix = section.prefix
         section.check_keys(
             _FIRST_KERNEL_KEYS,
@@ -981,7 +941,9 @@ class _Reader:
         )
         return [cuda, rocm]
 
-    def kernel_sources(self, section: Located) -> tuple[Path, ...]:
+    def kernel_section(
+        self, kernel_id: str, backend: str, section: Located, capabilities: str
+    ) -> KernelSection:
         prefix = section.prefix
         if "src" not in section:
             raise self.error(
@@ -996,30 +958,6 @@ class _Reader:
                 f"{prefix}.src",
                 f"list the kernel's source files, or remove the [{prefix}] section",
             )
-        return src
-
-    def kernel(self, kernel_id: str, section: Located) -> KernelSection:
-        prefix = section.prefix
-        if "backend" not in section:  # a misspelt backend: the unknown key, with the fix
-            section.check_keys(_ALL_KERNEL_KEYS, homes=_KEY_HOMES)
-        backend = section.required_string(
-            "backend", f'add backend = "<one of {", ".join(KERNEL_BACKENDS)}>" to [{prefix}]'
-        )
-        self.check_backend(backend, f"{prefix}.backend", KERNEL_BACKENDS)
-        section.check_keys(
-            _KERNEL_KEYS[backend],
-            homes=_KEY_HOMES,
-            explain=lambda key: _other_backend_key(key, backend),
-        )
-        return self.kernel_section(kernel_id, backend, section, "cuda-capabilities")
-
-    def kernel_section(
-        self, kernel_id: str, backend: str, section: Located, capabilities: str
-    ) -> KernelSection:
-        """Either form's kernel (its keys checked); a cuda-hipify kernel's rocm-archs are its
-        ROCm copy's."""
-        prefix = section.prefix
-        src = self.kernel_sources(section)
         if self.edition >= 4 and "depends" not in section:
             raise self.error(
                 "missing required key",
@@ -1040,6 +978,21 @@ class _Reader:
             hip_flags=section.string_list("hip-flags") or (),
             sycl_flags=section.string_list("sycl-flags") or (),
         )
+
+    def kernel(self, kernel_id: str, section: Located) -> KernelSection:
+        prefix = section.prefix
+        if "backend" not in section:  # a misspelt backend: the unknown key, with the fix
+            section.check_keys(_ALL_KERNEL_KEYS, homes=_KEY_HOMES)
+        backend = section.required_string(
+            "backend", f'add backend = "<one of {", ".join(KERNEL_BACKENDS)}>" to [{prefix}]'
+        )
+        self.check_backend(backend, f"{prefix}.backend", KERNEL_BACKENDS)
+        section.check_keys(
+            _KERNEL_KEYS[backend],
+            homes=_KEY_HOMES,
+            explain=lambda key: _other_backend_key(key, backend),
+        )
+        return self.kernel_section(kernel_id, backend, section, "cuda-capabilities")
 
     def capabilities(self, section: Located, key: str) -> tuple[CudaCapability, ...]:
         raw = section.string_list(key)
@@ -1175,7 +1128,6 @@ class _Reader:
 
 
 def _other_backend_key(key: str, backend: str) -> str | None:
-    """For a key of another backend's kernels: which backend has it."""
     owners = [b for b, keys in _KERNEL_KEYS.items() if key in keys]
     if not owners:
         return None
@@ -1186,8 +1138,8 @@ def _other_backend_key(key: str, backend: str) -> str | None:
 
 
 def kernel_name_problem(name: str, *, legacy: bool = False) -> tuple[str, str] | None:
-    """Why ``name`` cannot be a kernel's ``general.name`` (and ``init``'s NAME), with the fix;
-    None when it can. ``legacy``: the pre-edition-3 forms' looser spelling rule."""
+    """Why ``name`` cannot be a kernel's name, with the fix, or None; ``legacy``: the older
+    forms' looser spelling rule."""
     if not name.strip():
         return "must not be empty", 'set the kernel\'s name, e.g. name = "relu"'
     if len(name) > MAX_NAME:
@@ -1217,19 +1169,16 @@ def kernel_name_problem(name: str, *, legacy: bool = False) -> tuple[str, str] |
 
 
 def _name_problem(name: str) -> str:
-    if any(c.isupper() for c in name):
-        return "it has uppercase letters"
-    if "_" in name:
-        return "it has '_' (kernel names use '-'; the package gets '_')"
-    if not name[0].isalpha():
-        return "it must start with a letter"
-    if not name[-1].isalnum():
-        return "it must end with a letter or digit"
-    if len(name) < 2:
-        return "it needs at least two characters"
-    if keyword.iskeyword(package_name(name)):
-        return "its package name is a Python keyword"
-    return "only lowercase letters, digits and '-' are allowed"
+    problems = (
+        (any(c.isupper() for c in name), "it has uppercase letters"),
+        ("_" in name, "it has '_' (kernel names use '-'; the package gets '_')"),
+        (not name[0].isalpha(), "it must start with a letter"),
+        (not name[-1].isalnum(), "it must end with a letter or digit"),
+        (len(name) < 2, "it needs at least two characters"),
+        (keyword.iskeyword(package_name(name)), "its package name is a Python keyword"),
+    )
+    default = "only lowercase letters, digits and '-' are allowed"
+    return next((problem for found, problem in problems if found), default)
 
 
 def _name_fix(name: str) -> str:

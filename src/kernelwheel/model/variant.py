@@ -1,10 +1,6 @@
-"""Build variants: what one compiled kernel targets, and the names it goes by.
-
-A variant composes small value types (torch version, backend, C++ ABI, arch, OS). Its two
-spellings, the Hub name (``torch210-cxx11-cu130-x86_64-linux``) and the wheels' PEP 440 local
-label (``torch2.10.cu130.cxx11``, dotted so 2.10 sorts above 2.9; no arch or OS: the platform
-tag has them), each have one parser and one formatter here, so no other module slices them.
-"""
+"""Build variants and their two spellings, each with its one parser and formatter here: the Hub
+name (``torch210-cxx11-cu130-x86_64-linux``) and the wheels' PEP 440 local label
+(``torch2.10.cu130.cxx11``, dotted so 2.10 sorts above 2.9; the platform tag has arch and OS)."""
 
 from __future__ import annotations
 
@@ -55,9 +51,7 @@ _DISPLAY_NAMES = {
 
 
 class LocalVersionStyle(str, Enum):
-    """How a binary variant's local label is spelled: ``dotted`` (default,
-    ``torch2.10.cu130.cxx11``, ordered right by PEP 440) or ``compact`` (``torch210cu130cxx11``,
-    kernel-builder's form, compared as one string). Both are read everywhere."""
+    """A local label's spelling: dotted (ordered right by PEP 440) or kernel-builder's compact."""
 
     DOTTED = "dotted"
     COMPACT = "compact"
@@ -69,9 +63,8 @@ class CxxAbi(str, Enum):
 
     @classmethod
     def in_local_version(cls, local: str | None) -> CxxAbi | None:
-        """The C++ ABI a wheel's local version names, or None: a kernel variant label in either
-        style (parsed by :meth:`Variant.from_local_version`), else a foreign build's spelling:
-        flash-attention's ``…cxx11abiTRUE``/``FALSE`` or a last segment ending in the ABI."""
+        """The C++ ABI a wheel's local version names: a variant label's, else a foreign build's
+        (flash-attention's ``…cxx11abiTRUE``/``FALSE``, or a segment ending in the ABI)."""
         if not local:
             return None
         try:
@@ -107,8 +100,7 @@ class Arch(str, Enum):
 
     @classmethod
     def from_synonym(cls, name: str) -> Arch | None:
-        """The arch ``name`` spells (``amd64`` and ``arm64`` too, any case); None for one
-        kernelwheel has no variants for (``i686``, ``ppc64le``…)."""
+        """The arch ``name`` spells (``amd64``, ``arm64`` too, any case), or None (``i686``)."""
         canonical = _ARCH_SYNONYMS.get(name.lower(), name.lower())
         return cls(canonical) if canonical in cls._value2member_map_ else None
 
@@ -118,8 +110,6 @@ _ARCH_SYNONYMS = {"amd64": "x86_64", "arm64": "aarch64"}
 
 
 def machine_arch() -> str:
-    """This machine's arch in the spelling of wheel platform tags (``x86_64``, ``aarch64``,
-    ``ppc64le``...), whether or not kernelwheel builds for it."""
     machine = platform.machine().lower()
     return _ARCH_SYNONYMS.get(machine, machine)
 
@@ -140,17 +130,14 @@ _TAG_OS = (
 
 @dataclass(frozen=True)
 class WheelPlatform:
-    """The arch and OS a wheel's platform tag names, in kernel variants' terms; both None for
-    ``any`` (a noarch wheel). The one parser of platform tags: wheel file name → variant."""
+    """The arch and OS a wheel's platform tag names (both None for ``any``)."""
 
     arch: Arch | None
     os: OS | None
 
     @classmethod
     def parse(cls, tag: str) -> WheelPlatform | None:
-        """``manylinux_2_28_x86_64`` → x86_64 Linux, ``macosx_11_0_arm64`` → aarch64 macOS,
-        ``win_amd64`` → x86_64 Windows, ``any`` → neither; None for a platform kernelwheel has
-        no variants for (``linux_i686``, ``manylinux2014_ppc64le``, ``win32``)."""
+        """``macosx_11_0_arm64`` → aarch64 macOS; None for a platform without variants (win32)."""
         if tag == "any":
             return cls(None, None)
         system = next((os_ for prefixes, os_ in _TAG_OS if tag.startswith(prefixes)), None)
@@ -161,8 +148,7 @@ class WheelPlatform:
 
     @classmethod
     def of_tags(cls, platforms: Iterable[str]) -> WheelPlatform | None:
-        """The one platform a wheel's tags name (``manylinux_2_17_x86_64.manylinux2014_x86_64``
-        name one); None when they name none or several."""
+        """The one platform a wheel's tags name; None when they name none or several."""
         parsed = {cls.parse(tag) for tag in platforms}
         return None if len(parsed) != 1 or None in parsed else next(iter(parsed))
 
@@ -212,8 +198,7 @@ _COMPACT_TORCH = re.compile(r"([0-9])(0|[1-9][0-9]*)")
 
 @dataclass(frozen=True, order=True)
 class TorchVersion:
-    """A torch release series, ``major.minor``. The major is one digit so compact forms are
-    unambiguous: ``210`` is 2.10, never 21.0."""
+    """A torch release series; the major is one digit so ``210`` is 2.10, never 21.0."""
 
     major: int
     minor: int
@@ -225,8 +210,7 @@ class TorchVersion:
 
     @classmethod
     def parse(cls, text: str) -> TorchVersion:
-        """Parse a dotted version: ``"2.10"``, ``"2.10.1"``, or ``torch.__version__`` such as
-        ``"2.10.0+cu130"``. Only major and minor are kept."""
+        """Parse a dotted version (``"2.10"``, ``"2.10.0+cu130"``), keeping major and minor."""
         if not isinstance(text, str):
             raise VariantError(f"torch version must be a str, got {text!r}", hint="e.g. '2.10'")
         try:
@@ -247,7 +231,6 @@ class TorchVersion:
 
     @classmethod
     def from_compact(cls: type[_T], text: str) -> _T:
-        """Parse the compact Hub form: one major digit, then the minor (``"27"``, ``"210"``)."""
         match = _COMPACT_TORCH.fullmatch(text) if isinstance(text, str) else None
         if match is None:
             raise VariantError(
@@ -259,13 +242,11 @@ class TorchVersion:
 
     @property
     def compact(self) -> str:
-        """The compact Hub form, ``"210"`` for 2.10."""
         return f"{self.major}{self.minor}"
 
     @property
     def target_version(self) -> str:
-        """torch's ``TORCH_TARGET_VERSION`` for a stable-ABI build against this release,
-        ``(major << 56) | (minor << 48)`` in hex: ``"0x020a000000000000"`` for 2.10."""
+        """torch's ``TORCH_TARGET_VERSION`` for a stable-ABI build against this release."""
         return f"0x{(self.major << 56) | (self.minor << 48):016x}"
 
     def __str__(self) -> str:
@@ -274,8 +255,7 @@ class TorchVersion:
 
 @dataclass(frozen=True, order=True)
 class TvmFfiVersion(TorchVersion):
-    """An apache-tvm-ffi release series, ``major.minor``, compact ``01`` for 0.1 (the ABI a
-    tvm-ffi kernel is built for; kernel-builder names its variants by it)."""
+    """An apache-tvm-ffi release series (the ABI a tvm-ffi kernel is built for), ``01`` for 0.1."""
 
 
 # -- Backend ----------------------------------------------------------------------------------
@@ -330,8 +310,7 @@ def _noarch_choices() -> str:
 @total_ordering
 @dataclass(frozen=True)
 class Backend:
-    """A compute backend and, for CUDA/ROCm/XPU/CANN binaries, its toolkit version (None for
-    the others and for noarch variants' backends, which sort first)."""
+    """A compute backend and, for CUDA/ROCm/XPU/CANN binaries, its toolkit version."""
 
     kind: BackendKind
     version: tuple[int, ...] | None = None
@@ -365,8 +344,7 @@ class Backend:
 
     @classmethod
     def parse_token(cls, token: str) -> Backend:
-        """Parse a Hub backend token (``cu128``, ``rocm63`` or ``rocm6.3``, ``xpu20251``, ``tpu``…);
-        a bare kind (``cuda``, or ``npu`` for CANN) gives the versionless noarch backend."""
+        """Parse a Hub backend token (``cu128``, ``rocm6.3``); a bare kind is versionless."""
         if not isinstance(token, str):
             raise VariantError(f"backend token must be a str, got {token!r}", hint=_TOKEN_HINT)
         if token in _NOARCH_KINDS:
@@ -385,8 +363,7 @@ class Backend:
 
     @property
     def token(self) -> str:
-        """The Hub spelling: ``cu128``, ``rocm63``, ``xpu20251``, ``cann83``, ``cpu``, ``metal``,
-        ``neuron``, ``tpu``; a versionless backend is its kind (``cuda``), CANN's ``npu``."""
+        """The Hub spelling (``cu128``); a versionless backend is its kind (CANN's ``npu``)."""
         if self.version is None:
             return _NOARCH_TOKEN.get(self.kind, self.kind.value)
         major, minor = self.version
@@ -394,16 +371,14 @@ class Backend:
 
     @property
     def pytorch_label(self) -> str:
-        """PyTorch's own name for its torch build of this backend: the local version of those wheels
-        and the folder of its index (``cu130``, ``cpu``, ``rocm7.1``, ``xpu``). Only ROCm (dotted)
-        and XPU (one index per torch release, whatever its oneAPI) differ from :attr:`token`."""
+        """PyTorch's name for its torch build of this backend (local version, index folder): ROCm
+        is dotted, XPU has one index per torch release whatever its oneAPI."""
         if self.kind is BackendKind.ROCM and self.version is not None:
             return f"rocm{self.version[0]}.{self.version[1]}"
         return "xpu" if self.kind is BackendKind.XPU else self.token
 
     @property
     def cuda_version(self) -> str:
-        """The CUDA version as ``"12.8"``."""
         if self.kind is not BackendKind.CUDA or self.version is None:
             raise VariantError(
                 f"backend {self.token!r} has no CUDA version",
@@ -453,8 +428,7 @@ _LINUX_POLICY = re.compile(r"(?:many|musl)linux(?:_[0-9]+_[0-9]+|1|2010|2014)")
 
 @dataclass(frozen=True)
 class Variant:
-    """One build target. ``torch is None`` marks a noarch (pure Python) variant, unless
-    ``tvm_ffi`` is set: a compiled kernel built against apache-tvm-ffi instead of torch."""
+    """One build target: ``torch is None`` is noarch, unless built against ``tvm_ffi``."""
 
     torch: TorchVersion | None
     backend: Backend | None
@@ -484,30 +458,24 @@ class Variant:
     def _check_tvm_ffi(self) -> None:
         hint = "e.g. TvmFfiVersion(0, 1)"
         _check_type(self.tvm_ffi, TvmFfiVersion, "tvm_ffi", optional=True, hint=hint)
-        extras = {"torch": self.torch, "cxxabi": self.cxxabi, "stable_abi": self.stable_abi or None}
-        for field, value in extras.items():
-            if value is not None:
-                shown = value.value if isinstance(value, Enum) else str(value)
-                raise VariantError(
-                    f"a tvm-ffi variant has no {field}, got {shown!r}",
-                    hint="e.g. 'tvm-ffi01-cu130-x86_64-linux'",
-                )
+        _refuse_fields(
+            "a tvm-ffi variant",
+            "e.g. 'tvm-ffi01-cu130-x86_64-linux'",
+            torch=None if self.torch is None else str(self.torch),
+            cxxabi=self.cxxabi,
+            stable_abi="True" if self.stable_abi else None,
+        )
         self._check_binary()
 
     def _check_noarch(self) -> None:
-        hint = f"noarch variants are 'torch-universal' or 'torch-{{{_noarch_choices()}}}'"
-        extras = {
-            "cxxabi": self.cxxabi,
-            "arch": self.arch,
-            "os": self.os,
-            "stable_abi": self.stable_abi or None,
-        }
-        for field, value in extras.items():
-            if value is not None:
-                shown = value.value if isinstance(value, Enum) else value
-                raise VariantError(
-                    f"a noarch variant (torch=None) has no {field}, got {shown!r}", hint=hint
-                )
+        _refuse_fields(
+            "a noarch variant (torch=None)",
+            f"noarch variants are 'torch-universal' or 'torch-{{{_noarch_choices()}}}'",
+            cxxabi=self.cxxabi,
+            arch=self.arch,
+            os=self.os,
+            stable_abi=self.stable_abi or None,
+        )
         if self.backend is not None and self.backend.version is not None:
             raise VariantError(
                 f"a noarch variant's backend has no version, got {self.backend.token!r}",
@@ -525,34 +493,23 @@ class Variant:
             raise VariantError(
                 f"a binary variant needs an {missing}", hint=f"e.g. {EXAMPLE_NAME!r}"
             )
-        backend, os_ = self.backend, self.os
-        # (broken, message, the backend kind whose example name fixes it)
-        rules = (
-            (
-                backend.kind in _VERSIONED and backend.version is None,
-                f"a binary variant needs a versioned {backend.kind.value} backend such as "
-                f"{_TOKEN_EXAMPLE[backend.kind]!r}, got the versionless {backend.kind.value!r}",
-                backend.kind,
-            ),
-            (
-                backend.kind is BackendKind.METAL and os_ is not OS.DARWIN,
-                f"the metal backend exists only on darwin, got {os_.value!r}",
-                BackendKind.METAL,
-            ),
-            (
-                os_ is OS.DARWIN and backend.kind not in (BackendKind.METAL, BackendKind.CPU),
-                f"darwin variants use the metal or cpu backend, got {backend.token!r}",
-                BackendKind.METAL,
-            ),
-            (
-                backend.kind in _LINUX_ONLY and os_ is not OS.LINUX,
-                f"the {backend.kind.value} backend is built only for linux, got {os_.value!r}",
-                backend.kind,
-            ),
-        )
-        for broken, message, example in rules:
-            if broken:
-                raise VariantError(message, hint=f"e.g. {_KIND_EXAMPLE_NAME[example]!r}")
+        kind, os_ = self.backend.kind, self.os
+        example = kind  # the backend kind whose example name fixes the problem
+        problem = None
+        if kind in _VERSIONED and self.backend.version is None:
+            problem = (
+                f"a binary variant needs a versioned {kind.value} backend such as "
+                f"{_TOKEN_EXAMPLE[kind]!r}, got the versionless {kind.value!r}"
+            )
+        elif kind is BackendKind.METAL and os_ is not OS.DARWIN:
+            problem = f"the metal backend exists only on darwin, got {os_.value!r}"
+        elif os_ is OS.DARWIN and kind not in (BackendKind.METAL, BackendKind.CPU):
+            problem = f"darwin variants use the metal or cpu backend, got {self.backend.token!r}"
+            example = BackendKind.METAL
+        elif kind in _LINUX_ONLY and os_ is not OS.LINUX:
+            problem = f"the {kind.value} backend is built only for linux, got {os_.value!r}"
+        if problem is not None:
+            raise VariantError(problem, hint=f"e.g. {_KIND_EXAMPLE_NAME[example]!r}")
         # The cxx11/cxx98 split is libstdc++'s; MSVC and libc++ builds name no ABI.
         if self.cxxabi is not None and os_ is not OS.LINUX:
             raise VariantError(
@@ -564,7 +521,6 @@ class Variant:
 
     @property
     def noarch(self) -> bool:
-        """True for ``torch-universal`` and ``torch-{cpu,cuda,rocm,metal,xpu,neuron,tpu,npu}``."""
         return self.torch is None and self.tvm_ffi is None
 
     def torch_requirement(self) -> str:
@@ -595,7 +551,6 @@ class Variant:
 
     @property
     def name(self) -> str:
-        """The Hub name, e.g. ``torch210-cxx11-cu130-x86_64-linux``; inverse of :meth:`parse`."""
         if self.noarch:
             return "torch-universal" if self.backend is None else f"torch-{self.backend.token}"
         assert self.backend is not None and self.arch is not None and self.os is not None
@@ -674,7 +629,6 @@ class Variant:
 
     @classmethod
     def _parse_tvm_ffi(cls, name: str) -> Variant:
-        """``tvm-ffi{MAJ}{MIN}-{backend}-{arch}-{os}``."""
         bad = functools.partial(
             _invalid, "variant name", name, example="tvm-ffi01-cu130-x86_64-linux"
         )
@@ -704,7 +658,6 @@ class Variant:
 
     @staticmethod
     def _describe_tail(tail: list[str]) -> str:
-        """Say which of backend, arch, OS is missing or extra after the torch/ABI parts."""
         expected = "{backend}-{arch}-{os}"
         if len(tail) > 3:
             return f"unexpected extra part(s) {'-'.join(tail[3:])!r} after {expected}"
@@ -720,13 +673,10 @@ class Variant:
 
     @property
     def local_version(self) -> str:
-        """The PEP 440 local label, e.g. ``torch2.10.cu130.cxx11``; inverse of
-        :meth:`from_local_version`."""
+        """The PEP 440 local label, e.g. ``torch2.10.cu130.cxx11``."""
         return self.local_version_in(LocalVersionStyle.DOTTED)
 
     def local_version_in(self, style: LocalVersionStyle) -> str:
-        """The local label in ``style``: :attr:`local_version` (dotted) or the compact
-        ``torch210cu130cxx11``; noarch labels are the same in both."""
         if self.noarch:
             return _UNIVERSAL if self.backend is None else self.backend.token
         version = self.torch if self.tvm_ffi is None else self.tvm_ffi
@@ -739,9 +689,8 @@ class Variant:
 
     @classmethod
     def from_local_version(cls, local: str, *, arch: Arch | None, os: OS | None) -> Variant:
-        """Parse a local label (``torch2.10.cu130.cxx11``, ``cuda``, ``universal``, the legacy
-        ``torch210cu130cxx11``; any PEP 440 spelling). Labels carry no platform, so ``arch`` and
-        ``os`` come from the caller (None for noarch labels)."""
+        """Parse a local label in any style and PEP 440 spelling; labels carry no platform, so
+        ``arch`` and ``os`` come from the caller (None for noarch labels)."""
         if not isinstance(local, str):
             raise VariantError(
                 f"local version must be a str, got {local!r}", hint=f"e.g. {EXAMPLE_LOCAL!r}"
@@ -752,14 +701,26 @@ class Variant:
         )
 
         bad = functools.partial(_invalid, "local version", local, example=EXAMPLE_LOCAL)
+        invalid = f"invalid local version {local!r} for arch={_show(arch)}, os={_show(os)}"
 
+        if (tvm := _TVM_LOCAL.fullmatch(text)) is not None:
+            try:
+                if tvm["compact"] is not None:
+                    version = TvmFfiVersion.from_compact(tvm["compact"])
+                else:
+                    version = TvmFfiVersion(int(tvm["major"]), int(tvm["minor"]))
+                return cls(
+                    None, Backend.parse_token(tvm["backend"]), None, arch, os, tvm_ffi=version
+                )
+            except VariantError as exc:
+                raise VariantError(
+                    f"{invalid}: {exc.message}",
+                    hint="e.g. 'tvmffi0.1.cu130' with arch= and os= from the wheel's platform tag",
+                ) from None
         torch: TorchVersion | None = None
         backend: Backend | None = None
         cxxabi: CxxAbi | None = None
         stable = False
-        tvm = _TVM_LOCAL.fullmatch(text)
-        if tvm is not None:
-            return cls._from_tvm_local(local, tvm, arch, os)
         if text in _NOARCH_KINDS:
             backend = Backend(_NOARCH_KINDS[text])
         elif text != _UNIVERSAL:
@@ -799,33 +760,11 @@ class Variant:
         try:
             return cls(torch, backend, cxxabi, arch, os, stable)
         except VariantError as exc:
-            raise VariantError(
-                f"invalid local version {local!r} for arch={_show(arch)}, os={_show(os)}: "
-                f"{exc.message}",
-                hint=exc.hint,
-            ) from None
-
-    @classmethod
-    def _from_tvm_local(
-        cls, local: str, match: re.Match[str], arch: Arch | None, os: OS | None
-    ) -> Variant:
-        try:
-            if match["compact"] is not None:
-                version = TvmFfiVersion.from_compact(match["compact"])
-            else:
-                version = TvmFfiVersion(int(match["major"]), int(match["minor"]))
-            return cls(None, Backend.parse_token(match["backend"]), None, arch, os, tvm_ffi=version)
-        except VariantError as exc:
-            raise VariantError(
-                f"invalid local version {local!r} for arch={_show(arch)}, os={_show(os)}: "
-                f"{exc.message}",
-                hint="e.g. 'tvmffi0.1.cu130' with arch= and os= from the wheel's platform tag",
-            ) from None
+            raise VariantError(f"{invalid}: {exc.message}", hint=exc.hint) from None
 
 
 def variant_of_wheel(filename: str) -> Variant | None:
-    """The variant a wheel file name's local version names, on the platform of its tags (None:
-    no local version); VariantError for a label or platform that is no kernel variant's."""
+    """The variant a wheel file name names (None: no local version), else VariantError."""
     _, version, _, tags, _ = parse_wheel_name(filename)
     local = version.local
     if local is None:
@@ -835,6 +774,14 @@ def variant_of_wheel(filename: str) -> Variant | None:
         shown = ".".join(sorted(t.platform for t in tags))
         raise VariantError(f"{filename}: platform tag {shown} names no kernel variant's platform")
     return Variant.from_local_version(local, arch=platform.arch, os=platform.os)
+
+
+def _refuse_fields(variant: str, hint: str, **fields: object) -> None:
+    """Refuse the first of ``fields`` that is set: ``variant`` has no such field."""
+    for field, value in fields.items():
+        if value is not None:
+            shown = value.value if isinstance(value, Enum) else value
+            raise VariantError(f"{variant} has no {field}, got {shown!r}", hint=hint)
 
 
 def _invalid(what: str, text: str, detail: str, *, example: str) -> VariantError:

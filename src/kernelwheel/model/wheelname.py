@@ -1,8 +1,5 @@
-"""A wheel's file name, the one parser: PEP 427's ``name-version[-build]-python-abi-platform``
-and PEP 825's variant wheels, whose name adds a variant label after the platform
-(``img2gray-0.1.0-cp310-abi3-manylinux_2_28_x86_64-cu126.whl``, as ``index --wheel-variants``
-writes them). ``check``, ``index`` and the wheel rule read names through it, so a wheel
-kernelwheel wrote is never refused for its name."""
+"""The one parser of wheel file names: PEP 427's, and PEP 825's variant wheels, whose name adds
+a variant label after the platform (as ``index --wheel-variants`` writes them)."""
 
 from __future__ import annotations
 
@@ -26,9 +23,7 @@ class WheelName(NamedTuple):
 
 
 def parse_wheel_name(filename: str) -> WheelName:
-    """``filename`` parsed; a name with one more part than PEP 427 allows (after a build tag or
-    not) whose last part is a variant label is a variant wheel's. Raises packaging's
-    InvalidWheelFilename for any other name."""
+    """``filename`` parsed (packaging's InvalidWheelFilename for a name that is none)."""
     try:
         return WheelName(*parse_wheel_filename(filename), None)
     except InvalidWheelFilename:
