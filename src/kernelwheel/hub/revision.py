@@ -84,13 +84,12 @@ class VersionRequest:
         return cls(text, RequestKind.RANGE, None, spec)
 
     def describe(self) -> str:
-        if self.kind is RequestKind.EXACT:
-            return f"version {self.text} (tag {self.ref})"
-        if self.kind is RequestKind.MAJOR:
-            return f"major version {self.text} (branch {self.ref})"
-        if self.kind is RequestKind.RANGE:
-            return f"the highest vX.Y.Z tag in {self.text!r}"
-        return f"revision {self.ref}"
+        return {
+            RequestKind.EXACT: f"version {self.text} (tag {self.ref})",
+            RequestKind.MAJOR: f"major version {self.text} (branch {self.ref})",
+            RequestKind.RANGE: f"the highest vX.Y.Z tag in {self.text!r}",
+            RequestKind.REVISION: f"revision {self.ref}",
+        }[self.kind]
 
 
 _VERSION_HINT = (
@@ -196,6 +195,12 @@ def choose_ref(request: VersionRequest, refs: Sequence[Ref], *, where: str) -> R
             if versions.get(ref.name) == best:
                 return Resolution(request, ref.name, ref.kind, ref.commit, str(best))
     raise AssertionError(f"choose_ref cannot resolve a {request.kind.value} request")
+
+
+def find_ref(refs: Sequence[Ref], name: str, *more: RefKind) -> Ref | None:
+    """The tag named ``name``, else the branch, else one of ``more`` kinds (--revision)."""
+    kinds = (RefKind.TAG, RefKind.BRANCH, *more)
+    return next((r for k in kinds for r in refs if r.kind is k and r.name == name), None)
 
 
 def is_commit(text: str) -> bool:

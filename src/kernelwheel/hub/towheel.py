@@ -15,11 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from .._util import RUNNER, Runner, output_dir, publish, staging_dir
 from ..errors import AbiError, HubError, KernelwheelError, VariantError, WheelError
-from ..log import Reporter, SilentReporter, StepResult, step
+from ..log import Reporter, SilentReporter, step
 from ..model.variant import OS, LocalVersionStyle, Variant
 from ..plan.options import resolve_jobs
 from ..plan.selector import Selector
@@ -32,19 +32,14 @@ from .layout import Layout
 from .revision import RequestKind, Resolution, VersionRequest, choose_ref, revision_resolution
 from .source import FileReader, RepoFile, RepoSource, group_by_variant
 
-
-class AbiVerdict(Protocol):
-    @property
-    def ok(self) -> bool: ...
-
-    def summary(self) -> str: ...
-
+if TYPE_CHECKING:
+    from ..abi.report import WheelReport
 
 # (the wheel written, its files as written: archive path -> bytes) -> verdict
-AbiCheck = Callable[[Path, Mapping[str, bytes]], AbiVerdict]
+AbiCheck = Callable[[Path, Mapping[str, bytes]], "WheelReport"]
 
 
-def default_abi_check(wheel: Path, files: Mapping[str, bytes]) -> AbiVerdict:
+def default_abi_check(wheel: Path, files: Mapping[str, bytes]) -> WheelReport:
     """``kernelwheel check``'s check, on the bytes just written rather than read back."""
     from ..abi.checker import check_wheel
 
@@ -136,24 +131,19 @@ def resolve(source: RepoSource, request: VersionRequest) -> Resolution:
     return resolution
 
 
+@dataclass(frozen=True)
 class _Serialized:
     """Reports from worker threads, one at a time (lines never interleave)."""
 
-    def __init__(self, inner: Reporter) -> None:
-        self.inner = inner
-        self.lock = threading.Lock()
+    inner: Reporter
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
-    def step_started(self, scope: str, name: str, log: Path | None = None) -> None:
-        with self.lock:
-            self.inner.step_started(scope, name, log)
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        def locked(*args: object) -> None:
+            with self.lock:
+                getattr(self.inner, name)(*args)
 
-    def step_finished(self, result: StepResult) -> None:
-        with self.lock:
-            self.inner.step_finished(result)
-
-    def info(self, scope: str, message: str) -> None:
-        with self.lock:
-            self.inner.info(scope, message)
+        return locked
 
 
 def to_wheels(
@@ -367,9 +357,8 @@ class _Conversion:
             return failed.rejected
 
 
+@dataclass(eq=False)
 class _StepFailed(Exception):
     """Carries a rejection out of a reported step, so the step is marked failed, not done."""
 
-    def __init__(self, rejected: Rejected) -> None:
-        super().__init__(rejected.reason)
-        self.rejected = rejected
+    rejected: Rejected
