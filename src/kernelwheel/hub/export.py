@@ -1,7 +1,6 @@
-"""Export built variants as a Hub kernel repository tree (``build/<variant>/...``): the flat
-layout of current kernel-builder output, beside a ``metadata.json`` in the form the ``kernels``
-library reads (docs/versions.md, "metadata.json of the Hub export"). The tree is what
-``kernelwheel to-wheel`` converts back into wheels, and what ``kernels`` loads."""
+"""Built variants exported as a Hub kernel repo tree (``build/<variant>/``, kernel-builder's flat
+layout) with the ``metadata.json`` ``kernels`` reads (docs/versions.md, "metadata.json of the Hub
+export"): what ``kernels`` loads and ``kernelwheel to-wheel`` converts back into wheels."""
 
 from __future__ import annotations
 

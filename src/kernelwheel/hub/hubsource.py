@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from .._util import secret
 from ..errors import HubError, HubUnavailable, UsageError
 from ..log import Reporter
-from .revision import Ref, RefKind, find_ref, is_commit
+from .revision import Ref, RefKind, find_ref
 from .safety import Announced, check_repo_path
 from .source import BUILD_DIR, FileReader, RepoFile
 
@@ -373,7 +373,7 @@ class HubSource:
     def rev_parse(self, revision: str) -> tuple[RefKind, str]:
         if (ref := find_ref(self.refs(), revision, RefKind.CACHED)) is not None:
             return ref.kind, self.pin(revision, ref.commit)
-        if is_commit(revision):
+        if re.fullmatch(r"[0-9a-f]{40}", revision):
             if not self.settings.offline:
                 self._typed(
                     f"looking up commit {revision}",

@@ -1,7 +1,6 @@
-"""``metadata.json`` of a Hub kernel variant folder: one type, read by to-wheel (into the wheel's
-METADATA) and written by the Hub-layout export (for the ``kernels`` library). Its fields, current
-and older: docs/versions.md; every field is optional when reading, and unknown keys are ignored,
-as ``kernels`` ignores them."""
+"""``metadata.json`` of a Hub variant folder: one type, read by to-wheel and written by the Hub
+layout export. Its fields, current and older: docs/versions.md; every field is optional when
+reading, and unknown keys are ignored, as ``kernels`` ignores them."""
 
 from __future__ import annotations
 

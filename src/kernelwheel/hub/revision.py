@@ -13,7 +13,6 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import HubError, UsageError
 
-_COMMIT = re.compile(r"[0-9a-f]{40}")
 _SHOWN = 8
 
 
@@ -201,10 +200,6 @@ def find_ref(refs: Sequence[Ref], name: str, *more: RefKind) -> Ref | None:
     """The tag named ``name``, else the branch, else one of ``more`` kinds (--revision)."""
     kinds = (RefKind.TAG, RefKind.BRANCH, *more)
     return next((r for k in kinds for r in refs if r.kind is k and r.name == name), None)
-
-
-def is_commit(text: str) -> bool:
-    return _COMMIT.fullmatch(text) is not None
 
 
 def revision_resolution(request: VersionRequest, kind: RefKind, commit: str) -> Resolution:

@@ -1,8 +1,6 @@
-"""``to-wheel``: resolve a revision, list and select variants, download, convert, check, commit.
-
-Wheels are moved into the output folder only after every selected file has been verified
-(docs/to-wheel.md, "Safety"); variants that cannot be converted or fail the ABI check are
-reported with their reasons while the others are written."""
+"""``to-wheel``: resolve a revision, select variants, download, convert, check, publish. Wheels are
+published only once every selected file is verified (docs/to-wheel.md, "Safety"); a variant that
+cannot be converted or fails the ABI check is reported with its reason, the others written."""
 
 from __future__ import annotations
 
