@@ -126,12 +126,11 @@ class Digest:
 
 
 def _hash(algorithm: str, data: bytes | Path) -> str:
-    if isinstance(data, bytes):
-        return base64.b64encode(hashlib.new(algorithm, data).digest()).decode()
-    digest = hashlib.new(algorithm)
-    with data.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
+    digest = hashlib.new(algorithm, data if isinstance(data, bytes) else b"")
+    if isinstance(data, Path):
+        with data.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
     return base64.b64encode(digest.digest()).decode()
 
 
