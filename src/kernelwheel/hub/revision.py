@@ -181,19 +181,16 @@ def choose_ref(request: VersionRequest, refs: Sequence[Ref], *, where: str) -> R
             hint=f"version branches there: {_listing(majors)}; version tags: "
             f"{_listing(list(versions))} (pass X.Y.Z for a tag){offline}",
         )
-    if request.kind is RequestKind.RANGE:
-        assert request.specifier is not None
-        matching = list(request.specifier.filter(versions.values()))
-        if not matching:
-            raise HubError(
-                f"no vX.Y.Z tag of {where} satisfies {request.text!r}",
-                hint=f"version tags there: {_listing(list(versions))}{offline}",
-            )
-        best = max(matching)
-        for ref in tags:
-            if versions.get(ref.name) == best:
-                return Resolution(request, ref.name, ref.kind, ref.commit, str(best))
-    raise AssertionError(f"choose_ref cannot resolve a {request.kind.value} request")
+    assert request.kind is RequestKind.RANGE and request.specifier is not None
+    matching = list(request.specifier.filter(versions.values()))
+    if not matching:
+        raise HubError(
+            f"no vX.Y.Z tag of {where} satisfies {request.text!r}",
+            hint=f"version tags there: {_listing(list(versions))}{offline}",
+        )
+    best = max(matching)
+    ref = next(r for r in tags if versions.get(r.name) == best)
+    return Resolution(request, ref.name, ref.kind, ref.commit, str(best))
 
 
 def find_ref(refs: Sequence[Ref], name: str, *more: RefKind) -> Ref | None:

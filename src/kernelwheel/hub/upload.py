@@ -166,10 +166,8 @@ class _Hub:
             try:
                 # timeout given: repo_info's default (None) would turn the bound off
                 self.api.repo_info(self.repo, repo_type=KERNEL_REPO, timeout=self.timeout)
-            except hf.GatedRepoError:
-                return True
-            except hf.RepositoryNotFoundError:
-                return False
+            except hf.RepositoryNotFoundError as exc:
+                return isinstance(exc, hf.GatedRepoError)  # a gated repo exists
             return True
 
         return self.call("looking the repo up", info)
