@@ -30,9 +30,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, order=True)
 class KernelsVersion:
-    """A release of the ``kernels`` library as metadata.json's ``kernels-minver`` spells it:
-    dotted integers, compared numerically, trailing zeros insignificant (``0.17`` ==
-    ``0.17.0``), as kernels-data's ``Version`` compares them."""
+    """A ``kernels`` release as ``kernels-minver`` spells it: dotted integers, compared as
+    kernels-data's ``Version`` compares them (trailing zeros insignificant: ``0.17 == 0.17.0``)."""
 
     release: tuple[int, ...]  # at least major.minor.patch, no further trailing zeros
 

@@ -242,9 +242,8 @@ def _convert_all(
     lock = threading.Lock()
 
     def folder_for(name: str, wheel: str) -> Path:
-        """The staging folder itself for the first variant to claim a wheel name; a folder of
-        its own for a later one, so equal wheel names never clash (an empty folder per variant
-        costs milliseconds to remove)."""
+        """The staging folder for the first variant to claim a wheel name, one of its own for a
+        later one (not one per variant: an empty folder costs milliseconds to remove)."""
         with lock:
             if wheel not in claimed:
                 claimed.add(wheel)
