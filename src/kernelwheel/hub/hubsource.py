@@ -136,7 +136,8 @@ def checked_token(value: str | None, where: str) -> str | None:
     if bad is not None:
         char = token[bad]
         kind = "whitespace" if char.isspace() else "a control character"
-        kind = "a non-ASCII character" if ord(char) > 127 else kind
+        if ord(char) > 127:
+            kind = "a non-ASCII character"
         raise UsageError(
             f"{where}: the Hub token holds {kind} (character {bad + 1} of {len(token)}), which "
             "no Hub token has; it was not sent",

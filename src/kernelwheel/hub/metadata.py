@@ -180,9 +180,8 @@ class KernelMetadata:
     def parse(cls, data: bytes, *, where: str) -> KernelMetadata:
         raw = _load(data, where)
         read = _Fields(raw, where)
-        backend = raw.get("backend")
-        kind = backend.get("type") if isinstance(backend, dict) else None
-        archs = backend.get("archs") if isinstance(backend, dict) else None
+        backend = raw["backend"] if isinstance(raw.get("backend"), dict) else {}
+        kind, archs = backend.get("type"), backend.get("archs")
         return cls(
             name=read.get("name", read.text),
             version=read.get("version", read.text),
