@@ -42,8 +42,7 @@ class PreparedWheel:
 
     @property
     def members(self) -> dict[str, bytes]:
-        """The wheel's files as bytes: a converted wheel's are all read from the source (the
-        spec may name files on disk only for a built wheel, never here)."""
+        """The wheel's files: all bytes read from the source (only a built wheel's are on disk)."""
         return {name: d for name, d in self.spec.files.items() if isinstance(d, bytes)}
 
 
@@ -105,8 +104,8 @@ def _base_version(resolution: Resolution, metadata: KernelMetadata | None, notes
 
 
 def _project_urls(metadata: KernelMetadata | None, notes: list[str]) -> tuple[tuple[str, str], ...]:
-    """metadata.json's upstream and source as Project-URLs: http(s) URLs only (an installer or
-    an index page shows them as links), each other one left out with a note."""
+    """metadata.json's upstream and source as Project-URLs, http(s) only (installers show them as
+    links); any other one is left out with a note."""
     if metadata is None:
         return ()
     kept = []

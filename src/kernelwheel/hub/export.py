@@ -1,7 +1,6 @@
-"""Export built variants as a Hub kernel repository tree (``build/<variant>/...``): the flat
-layout of current kernel-builder output, beside a ``metadata.json`` in the form the ``kernels``
-library reads (docs/versions.md, "metadata.json of the Hub export"). The tree is what
-``kernelwheel to-wheel`` converts back into wheels, and what ``kernels`` loads."""
+"""Built variants exported as a Hub kernel repo tree (``build/<variant>/``, kernel-builder's flat
+layout) with the ``metadata.json`` ``kernels`` reads (docs/versions.md, "metadata.json of the Hub
+export"): what ``kernels`` loads and ``kernelwheel to-wheel`` converts back into wheels."""
 
 from __future__ import annotations
 
@@ -33,9 +32,8 @@ NO_LICENSE = "NOASSERTION"
 
 
 def kernel_builder_names(requirements: tuple[str, ...], backend: str) -> tuple[str, ...]:
-    """kernel-builder's ``python-depends`` names for the requirements of a build (the reverse of
-    model.python_depends). ``kernels`` checks only names it knows: a requirement no name stands
-    for (kernelwheel's PEP 508 extension) stays in the wheel's Requires-Dist, not here."""
+    """kernel-builder's ``python-depends`` names for a build's requirements (model.python_depends
+    reversed); one no name stands for stays in Requires-Dist only: ``kernels`` knows no other."""
     table = load_python_depends()
     names: list[str] = []
     for scope in (None, backend):
@@ -93,9 +91,8 @@ def export_variant(
     capabilities: tuple[CudaCapability, ...] = (),
     git: GitState | None = None,
 ) -> Path:
-    """``root/build/<variant>/`` (returned) from ``wheel``'s package, replacing an older export
-    atomically, and the kernel card. Each file is streamed out, checked against RECORD and
-    hashed for the digest in one pass, never read whole."""
+    """``root/build/<variant>/`` (returned) from ``wheel``'s package, each file streamed out,
+    checked against RECORD and hashed in one pass, and the kernel card."""
     try:
         major = parse_wheel_name(wheel.name)[1].major
     except ValueError as exc:  # InvalidWheelFilename, InvalidVersion
@@ -125,9 +122,8 @@ def write_variant(
     *,
     linked: Collection[str] = (),
 ) -> Path:
-    """``root/build/<variant>/``: ``files`` (bytes, or files copied in chunks; those named in
-    ``linked`` hard-linked where the file system allows) and ``meta`` as metadata.json,
-    replacing an older one atomically."""
+    """``root/build/<variant>/``: ``files`` (bytes, or files copied; those in ``linked``
+    hard-linked where the file system allows) and ``meta`` as metadata.json."""
     build = root / "build"
     with staging_dir(build, "export") as staging:
         for name, data in files.items():

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from .._util import RUNNER, Runner, release
 from ..errors import HubError
-from .revision import Ref, RefKind
+from .revision import Ref, RefKind, find_ref
 from .safety import Announced, LfsPointer, check_repo_path, verify
 from .source import BUILD_DIR, FileReader, RepoFile
 
@@ -128,11 +128,8 @@ class GitSource:
         return [*tags, *branches.values()]
 
     def rev_parse(self, revision: str) -> tuple[RefKind, str]:
-        refs = self.refs()
-        for kind in (RefKind.TAG, RefKind.BRANCH):
-            for ref in refs:
-                if ref.kind is kind and ref.name == revision:
-                    return kind, ref.commit
+        if (ref := find_ref(self.refs(), revision)) is not None:
+            return ref.kind, ref.commit
         try:
             commit = self._git("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
         except HubError:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from .._util import secret
 from ..errors import HubError, HubUnavailable, UsageError
 from ..log import Reporter
-from .revision import Ref, RefKind, is_commit
+from .revision import Ref, RefKind, find_ref
 from .safety import Announced, check_repo_path
 from .source import BUILD_DIR, FileReader, RepoFile
 
@@ -124,9 +124,8 @@ class HubSettings:
 
 
 def checked_token(value: str | None, where: str) -> str | None:
-    """``where``'s Hub token, registered as a secret, stripped (``HF_TOKEN=$(cat FILE)`` keeps
-    a newline no HTTP header may hold); None when blank. A character no token has is a
-    UsageError naming its position, never the token."""
+    """``where``'s token, registered as a secret, stripped (``$(cat FILE)`` keeps a newline no
+    HTTP header may hold); None when blank; an odd character is named by position, never shown."""
     if value is None:
         return None
     secret(value)
@@ -335,17 +334,16 @@ class HubSource:
         from huggingface_hub import scan_cache_dir
 
         info = self._call("reading the cache", lambda: scan_cache_dir(self._cache))
-        found: dict[str, list[Ref]] = {}  # repo type -> its cached refs
-        for repo in info.repos:
-            if repo.repo_id != self.repo_id:
-                continue
-            for revision in repo.revisions:
-                found.setdefault(repo.repo_type, []).extend(
-                    Ref(name, RefKind.CACHED, revision.commit_hash) for name in revision.refs
-                )
         kinds = [self.repo_type] if self._type_settled else [KERNEL_REPO, MODEL_REPO]
         for kind in kinds:
-            if found.get(kind):
+            found = [
+                Ref(name, RefKind.CACHED, revision.commit_hash)
+                for repo in info.repos
+                if (repo.repo_id, repo.repo_type) == (self.repo_id, kind)
+                for revision in repo.revisions
+                for name in revision.refs
+            ]
+            if found:
                 if kind == MODEL_REPO and not self._type_settled:
                     self._settle_on_model(
                         f"{self.repo_id}: the cache holds no kernel-type repo of this id "
@@ -353,7 +351,7 @@ class HubSource:
                         "one (models--…), cached before kernel repos"
                     )
                 self._type_settled = True
-                return sorted(found[kind], key=lambda r: r.name)
+                return sorted(found, key=lambda r: r.name)
         raise HubError(
             f"{self.where}: no refs of this repo are in the local cache "
             f"({self.settings.cache_dir or 'the default HF_HUB_CACHE'}; looked for "
@@ -374,12 +372,9 @@ class HubSource:
         return str(resolved.resolved)
 
     def rev_parse(self, revision: str) -> tuple[RefKind, str]:
-        refs = self.refs()
-        for kind in (RefKind.TAG, RefKind.BRANCH, RefKind.CACHED):
-            for ref in refs:
-                if ref.kind is kind and ref.name == revision:
-                    return kind, self.pin(revision, ref.commit)
-        if is_commit(revision):
+        if (ref := find_ref(self.refs(), revision, RefKind.CACHED)) is not None:
+            return ref.kind, self.pin(revision, ref.commit)
+        if re.fullmatch(r"[0-9a-f]{40}", revision):
             if not self.settings.offline:
                 self._typed(
                     f"looking up commit {revision}",
@@ -458,9 +453,8 @@ class HubSource:
 
     @contextmanager
     def fetch(self, commit: str, files: Sequence[RepoFile]) -> Iterator[FileReader]:
-        """Download each variant folder in the background; reading a file waits for its
-        variant only, so converting one variant overlaps downloading the next. The first
-        download lists the repo and caches the listing; the others reuse that cache."""
+        """Each variant folder downloaded in the background, so converting one overlaps
+        downloading the next; the later downloads reuse the listing the first one caches."""
         variants = sorted({f.variant for f in files})
         pool = ThreadPoolExecutor(
             max_workers=max(1, min(_VARIANT_DOWNLOADS, len(variants))),
@@ -500,10 +494,10 @@ class HubSource:
         return Path(snapshot)
 
 
+@dataclass(frozen=True)
 class _StreamingReader:
-    def __init__(self, snapshots: dict[str, Future[Path]], where: str) -> None:
-        self.snapshots = snapshots
-        self.where = where
+    snapshots: dict[str, Future[Path]]
+    where: str
 
     def read(self, file: RepoFile) -> tuple[bytes, Announced]:
         root = self.snapshots[file.variant].result()

@@ -104,7 +104,15 @@ def _walk(root: Path, layout: Path) -> list[Path]:
         entries = sorted(found, key=lambda e: e.name)
     for entry in entries:
         path = Path(entry.path)
-        _check_name(entry.name, root)
+        try:
+            entry.name.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(entry.name).decode("ascii", "backslashreplace")
+            raise UsageError(
+                f"{_shown(root)}: the file name '{shown}' is not UTF-8",
+                hint="rename or remove it: Hub paths are UTF-8, and a build writes none such; "
+                + _REBUILD,
+            ) from None
         mode = entry.stat(follow_symlinks=False).st_mode
         if stat.S_ISDIR(mode):
             if entry.name != "__pycache__":
@@ -115,18 +123,6 @@ def _walk(root: Path, layout: Path) -> list[Path]:
         else:
             raise _not_a_file(path, mode, layout)
     return out
-
-
-def _check_name(name: str, parent: Path) -> None:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        shown = os.fsencode(name).decode("ascii", "backslashreplace")
-        raise UsageError(
-            f"{_shown(parent)}: the file name '{shown}' is not UTF-8",
-            hint="rename or remove it: Hub paths are UTF-8, and a build writes none such; "
-            + _REBUILD,
-        ) from None
 
 
 def _shown(path: Path) -> str:

@@ -1,7 +1,6 @@
-"""``metadata.json`` of a Hub kernel variant folder: one type, read by to-wheel (into the wheel's
-METADATA) and written by the Hub-layout export (for the ``kernels`` library). Its fields, current
-and older: docs/versions.md; every field is optional when reading, and unknown keys are ignored,
-as ``kernels`` ignores them."""
+"""``metadata.json`` of a Hub variant folder: one type, read by to-wheel and written by the Hub
+layout export. Its fields, current and older: docs/versions.md; every field is optional when
+reading, and unknown keys are ignored, as ``kernels`` ignores them."""
 
 from __future__ import annotations
 
@@ -31,9 +30,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, order=True)
 class KernelsVersion:
-    """A release of the ``kernels`` library as metadata.json's ``kernels-minver`` spells it:
-    dotted integers, compared numerically, trailing zeros insignificant (``0.17`` ==
-    ``0.17.0``), as kernels-data's ``Version`` compares them."""
+    """A ``kernels`` release as ``kernels-minver`` spells it: dotted integers, compared as
+    kernels-data's ``Version`` compares them (trailing zeros insignificant: ``0.17 == 0.17.0``)."""
 
     release: tuple[int, ...]  # at least major.minor.patch, no further trailing zeros
 
@@ -127,12 +125,11 @@ class Digest:
 
 
 def _hash(algorithm: str, data: bytes | Path) -> str:
-    if isinstance(data, bytes):
-        return base64.b64encode(hashlib.new(algorithm, data).digest()).decode()
-    digest = hashlib.new(algorithm)
-    with data.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
+    digest = hashlib.new(algorithm, data if isinstance(data, bytes) else b"")
+    if isinstance(data, Path):
+        with data.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
     return base64.b64encode(digest.digest()).decode()
 
 
@@ -183,9 +180,8 @@ class KernelMetadata:
     def parse(cls, data: bytes, *, where: str) -> KernelMetadata:
         raw = _load(data, where)
         read = _Fields(raw, where)
-        backend = raw.get("backend")
-        kind = backend.get("type") if isinstance(backend, dict) else None
-        archs = backend.get("archs") if isinstance(backend, dict) else None
+        backend = raw["backend"] if isinstance(raw.get("backend"), dict) else {}
+        kind, archs = backend.get("type"), backend.get("archs")
         return cls(
             name=read.get("name", read.text),
             version=read.get("version", read.text),

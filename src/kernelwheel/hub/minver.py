@@ -65,9 +65,8 @@ def load_rule() -> MinverRule:
 def kernels_minver(
     variant: Variant, metadata: KernelMetadata, rule: MinverRule | None = None
 ) -> tuple[KernelsVersion, tuple[str, ...]]:
-    """The ``kernels-minver`` of ``metadata`` (written for ``variant``, flat layout) and what
-    set it: the features that need exactly that release, above the floor (else the floor's
-    reason, the kernel-type repo)."""
+    """The ``kernels-minver`` of ``metadata`` (for ``variant``, flat layout) and the features that
+    need exactly that release, above the floor (else the floor's reason, the kernel-type repo)."""
     rule = rule or load_rule()
     if variant.tvm_ffi is not None:
         form = "tvm-ffi"

@@ -13,7 +13,6 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import HubError, UsageError
 
-_COMMIT = re.compile(r"[0-9a-f]{40}")
 _SHOWN = 8
 
 
@@ -84,13 +83,12 @@ class VersionRequest:
         return cls(text, RequestKind.RANGE, None, spec)
 
     def describe(self) -> str:
-        if self.kind is RequestKind.EXACT:
-            return f"version {self.text} (tag {self.ref})"
-        if self.kind is RequestKind.MAJOR:
-            return f"major version {self.text} (branch {self.ref})"
-        if self.kind is RequestKind.RANGE:
-            return f"the highest vX.Y.Z tag in {self.text!r}"
-        return f"revision {self.ref}"
+        return {
+            RequestKind.EXACT: f"version {self.text} (tag {self.ref})",
+            RequestKind.MAJOR: f"major version {self.text} (branch {self.ref})",
+            RequestKind.RANGE: f"the highest vX.Y.Z tag in {self.text!r}",
+            RequestKind.REVISION: f"revision {self.ref}",
+        }[self.kind]
 
 
 _VERSION_HINT = (
@@ -183,23 +181,22 @@ def choose_ref(request: VersionRequest, refs: Sequence[Ref], *, where: str) -> R
             hint=f"version branches there: {_listing(majors)}; version tags: "
             f"{_listing(list(versions))} (pass X.Y.Z for a tag){offline}",
         )
-    if request.kind is RequestKind.RANGE:
-        assert request.specifier is not None
-        matching = list(request.specifier.filter(versions.values()))
-        if not matching:
-            raise HubError(
-                f"no vX.Y.Z tag of {where} satisfies {request.text!r}",
-                hint=f"version tags there: {_listing(list(versions))}{offline}",
-            )
-        best = max(matching)
-        for ref in tags:
-            if versions.get(ref.name) == best:
-                return Resolution(request, ref.name, ref.kind, ref.commit, str(best))
-    raise AssertionError(f"choose_ref cannot resolve a {request.kind.value} request")
+    assert request.kind is RequestKind.RANGE and request.specifier is not None
+    matching = list(request.specifier.filter(versions.values()))
+    if not matching:
+        raise HubError(
+            f"no vX.Y.Z tag of {where} satisfies {request.text!r}",
+            hint=f"version tags there: {_listing(list(versions))}{offline}",
+        )
+    best = max(matching)
+    ref = next(r for r in tags if versions.get(r.name) == best)
+    return Resolution(request, ref.name, ref.kind, ref.commit, str(best))
 
 
-def is_commit(text: str) -> bool:
-    return _COMMIT.fullmatch(text) is not None
+def find_ref(refs: Sequence[Ref], name: str, *more: RefKind) -> Ref | None:
+    """The tag named ``name``, else the branch, else one of ``more`` kinds (--revision)."""
+    kinds = (RefKind.TAG, RefKind.BRANCH, *more)
+    return next((r for k in kinds for r in refs if r.kind is k and r.name == name), None)
 
 
 def revision_resolution(request: VersionRequest, kind: RefKind, commit: str) -> Resolution:

@@ -1,7 +1,6 @@
-"""Safety checks on what a repo hands us: file names, symlinks, and content hashes
-(docs/to-wheel.md, "Safety"). A Git LFS pointer is itself a git blob, so a file whose listing
-gives only a blob id can still be checked after an LFS download: the pointer is rebuilt from the
-content's SHA-256 and size and hashed like git does."""
+"""Safety checks on what a repo hands us: file names and content hashes (docs/to-wheel.md,
+"Safety"). An LFS file listed with only its blob id is still checked: a pointer is a git blob,
+rebuilt from the content's SHA-256 and size and hashed like git does."""
 
 from __future__ import annotations
 

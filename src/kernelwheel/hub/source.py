@@ -33,9 +33,8 @@ class RepoFile:
 
 
 class FileReader(Protocol):
-    """Bytes of fetched files. Returns the content and what the source announced for it (for a
-    git clone's LFS file: the pointer's oid and size, known only once the pointer is read); the
-    caller verifies one against the other."""
+    """Bytes of fetched files, with what the source announced for each (a clone's LFS file: the
+    pointer's oid and size, known once it is read); the caller verifies one against the other."""
 
     def read(self, file: RepoFile) -> tuple[bytes, Announced]: ...
 

@@ -1,8 +1,6 @@
-"""``to-wheel``: resolve a revision, list and select variants, download, convert, check, commit.
-
-Wheels are moved into the output folder only after every selected file has been verified
-(docs/to-wheel.md, "Safety"); variants that cannot be converted or fail the ABI check are
-reported with their reasons while the others are written."""
+"""``to-wheel``: resolve a revision, select variants, download, convert, check, publish. Wheels are
+published only once every selected file is verified (docs/to-wheel.md, "Safety"); a variant that
+cannot be converted or fails the ABI check is reported with its reason, the others written."""
 
 from __future__ import annotations
 
@@ -15,11 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from .._util import RUNNER, Runner, output_dir, publish, staging_dir
 from ..errors import AbiError, HubError, KernelwheelError, VariantError, WheelError
-from ..log import Reporter, SilentReporter, StepResult, step
+from ..log import Reporter, SilentReporter, step
 from ..model.variant import OS, LocalVersionStyle, Variant
 from ..plan.options import resolve_jobs
 from ..plan.selector import Selector
@@ -32,19 +30,14 @@ from .layout import Layout
 from .revision import RequestKind, Resolution, VersionRequest, choose_ref, revision_resolution
 from .source import FileReader, RepoFile, RepoSource, group_by_variant
 
-
-class AbiVerdict(Protocol):
-    @property
-    def ok(self) -> bool: ...
-
-    def summary(self) -> str: ...
-
+if TYPE_CHECKING:
+    from ..abi.report import WheelReport
 
 # (the wheel written, its files as written: archive path -> bytes) -> verdict
-AbiCheck = Callable[[Path, Mapping[str, bytes]], AbiVerdict]
+AbiCheck = Callable[[Path, Mapping[str, bytes]], "WheelReport"]
 
 
-def default_abi_check(wheel: Path, files: Mapping[str, bytes]) -> AbiVerdict:
+def default_abi_check(wheel: Path, files: Mapping[str, bytes]) -> WheelReport:
     """``kernelwheel check``'s check, on the bytes just written rather than read back."""
     from ..abi.checker import check_wheel
 
@@ -136,24 +129,19 @@ def resolve(source: RepoSource, request: VersionRequest) -> Resolution:
     return resolution
 
 
+@dataclass(frozen=True)
 class _Serialized:
     """Reports from worker threads, one at a time (lines never interleave)."""
 
-    def __init__(self, inner: Reporter) -> None:
-        self.inner = inner
-        self.lock = threading.Lock()
+    inner: Reporter
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
-    def step_started(self, scope: str, name: str, log: Path | None = None) -> None:
-        with self.lock:
-            self.inner.step_started(scope, name, log)
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        def locked(*args: object) -> None:
+            with self.lock:
+                getattr(self.inner, name)(*args)
 
-    def step_finished(self, result: StepResult) -> None:
-        with self.lock:
-            self.inner.step_finished(result)
-
-    def info(self, scope: str, message: str) -> None:
-        with self.lock:
-            self.inner.info(scope, message)
+        return locked
 
 
 def to_wheels(
@@ -254,9 +242,8 @@ def _convert_all(
     lock = threading.Lock()
 
     def folder_for(name: str, wheel: str) -> Path:
-        """The staging folder itself for the first variant to claim a wheel name; a folder of
-        its own for a later one, so equal wheel names never clash (an empty folder per variant
-        costs milliseconds to remove)."""
+        """The staging folder for the first variant to claim a wheel name, one of its own for a
+        later one (not one per variant: an empty folder costs milliseconds to remove)."""
         with lock:
             if wheel not in claimed:
                 claimed.add(wheel)
@@ -367,9 +354,8 @@ class _Conversion:
             return failed.rejected
 
 
+@dataclass(eq=False)
 class _StepFailed(Exception):
     """Carries a rejection out of a reported step, so the step is marked failed, not done."""
 
-    def __init__(self, rejected: Rejected) -> None:
-        super().__init__(rejected.reason)
-        self.rejected = rejected
+    rejected: Rejected

@@ -33,7 +33,7 @@ from .layoutcheck import LayoutFile, read_layout
 from .source import BUILD_DIR
 
 T = TypeVar("T")
-# By default (upload_bounds: the flags and variables that set them), how often each call is
+# By default (--tries/--timeout, else their variables: docs/options.md), how often each call is
 # tried, the commit included, and the HTTP client's bound on each connect, read and write (not
 # on the whole call: a commit's answer can take the Hub many seconds).
 _TRIES = 3
@@ -71,16 +71,6 @@ class UploadRequest:
     # --timeout and --tries as given (None: the variables, else the defaults: upload_bounds)
     timeout: str | None = None
     tries: str | None = None
-
-
-def upload_bounds(timeout: str | None = None, tries: str | None = None) -> tuple[float, int]:
-    """The seconds each connect, read and write waits, and how often each call is tried: each
-    flag, else its variable, else the default (docs/options.md)."""
-    wait = _first_set(timeout, "--timeout", TIMEOUT_VARIABLE, seconds) or hub_timeout(os.environ)
-    times = _first_set(
-        tries, "--tries", TRIES_VARIABLE, lambda text, where: count(text, where, _MOST_TRIES)
-    )
-    return wait or _UPLOAD_TIMEOUT, times or _TRIES
 
 
 def _first_set(
@@ -176,10 +166,8 @@ class _Hub:
             try:
                 # timeout given: repo_info's default (None) would turn the bound off
                 self.api.repo_info(self.repo, repo_type=KERNEL_REPO, timeout=self.timeout)
-            except hf.GatedRepoError:
-                return True
-            except hf.RepositoryNotFoundError:
-                return False
+            except hf.RepositoryNotFoundError as exc:
+                return isinstance(exc, hf.GatedRepoError)  # a gated repo exists
             return True
 
         return self.call("looking the repo up", info)
@@ -230,7 +218,15 @@ def upload(req: UploadRequest, reporter: Reporter | None = None) -> UploadResult
             hint="pass org/name, e.g. my-org/img2gray",
         )
     settings = HubSettings.from_env()
-    timeout, tries = upload_bounds(req.timeout, req.tries)
+    timeout = (
+        _first_set(req.timeout, "--timeout", TIMEOUT_VARIABLE, seconds)
+        or hub_timeout(os.environ)
+        or _UPLOAD_TIMEOUT
+    )
+    tries = (
+        _first_set(req.tries, "--tries", TRIES_VARIABLE, lambda t, w: count(t, w, _MOST_TRIES))
+        or _TRIES
+    )
     if settings.offline:
         raise UsageError(
             "HF_HUB_OFFLINE is set: upload (even --dry-run) needs the Hub",

@@ -1,7 +1,6 @@
-"""A Hub kernel's builds as the wheels ``to-wheel`` would make of them (``kernelwheel variants``,
-docs/variants.md): only ``build/`` is listed, nothing is downloaded, and each variant folder
-becomes the :class:`~kernelwheel.install.sources.Candidate` to-wheel would write, so install's
-own selection judges it."""
+"""A Hub kernel's builds as the wheels ``to-wheel`` would make (``kernelwheel variants``,
+docs/variants.md): ``build/`` listed, nothing downloaded, each folder the install ``Candidate``
+to-wheel would write, so install's own selection judges it."""
 
 from __future__ import annotations
 
