@@ -15,7 +15,7 @@ from enum import Enum
 from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
@@ -23,7 +23,7 @@ from .._toml import Located, parse_toml, read_toml
 from .._util import EMPTY_PATH, redact
 from ..abi.policy import normalize_policy
 from ..compat import interpreter
-from ..errors import UsageError, VariantError
+from ..errors import KernelwheelError, UsageError, VariantError
 from ..model.capability import CudaCapability, parse_all
 from ..model.sources import PipSources, is_index_url
 from ..model.variant import Arch, LocalVersionStyle
@@ -37,6 +37,7 @@ DEFAULT_CACHE_DIR = Path("~/.cache/kernelwheel").expanduser()
 
 _Fail = Callable[[str, str], Exception]
 _Converter = Callable[[Any, _Fail, Path], Any]
+_T = TypeVar("_T")
 
 
 class LocalHeaders(NamedTuple):
@@ -154,14 +155,20 @@ def resolve_command_option(name: str, flag_value: Any) -> Any:
     option = _BY_NAME[name]
     if flag_value is not None:
         return _convert(option, flag_value, option.flag, Path.cwd())
-    raw = os.environ.get(option.env or "", "")
-    if raw.strip():
-        assert option.env is not None
-        return _convert(option, raw, option.env, Path.cwd())
+    if option.env and os.environ.get(option.env, "").strip():
+        return _convert(option, os.environ[option.env], option.env, Path.cwd())
     return getattr(DEFAULT_OPTIONS, name)
 
 
 # --- value converters: (raw TOML/env/CLI value, fail, base folder) -> value -----------------
+
+
+def _relayed(fail: _Fail, error: type[KernelwheelError], call: Callable[..., _T], *args: Any) -> _T:
+    """``call(*args)``, an ``error`` it raises said as the option's."""
+    try:
+        return call(*args)
+    except error as exc:
+        raise fail(exc.message, exc.hint or "") from None
 
 
 def _strings(raw: Any, fail: _Fail, example: str) -> list[str]:
@@ -177,10 +184,7 @@ def _patterns(raw: Any, fail: _Fail, base: Path, *, allow_empty: bool = False) -
     if not items and not allow_empty:
         raise fail("lists no pattern", "give at least one glob, e.g. 'torch214-*' (or '*')")
     for pattern in items:
-        try:
-            expand_braces(pattern)
-        except UsageError as exc:
-            raise fail(exc.message, exc.hint or "") from None
+        _relayed(fail, UsageError, expand_braces, pattern)
     return tuple(items)
 
 
@@ -238,10 +242,7 @@ def _interpreter_path(raw: Any, fail: _Fail, base: Path) -> Path:
         raise fail(EMPTY_PATH, "e.g. python3 or .venv/bin/python")
     if not isinstance(raw, str):
         raise fail(f"expected an interpreter, got {raw!r}", "e.g. python3 or .venv/bin/python")
-    try:
-        return interpreter.locate(raw.strip(), base)
-    except UsageError as exc:
-        raise fail(exc.message, exc.hint or "") from None
+    return _relayed(fail, UsageError, interpreter.locate, raw.strip(), base)
 
 
 def _positive_or_auto(raw: Any, fail: _Fail, base: Path, *, example: str) -> int | None:
@@ -329,10 +330,7 @@ def _storage_url_problem(url: str) -> str | None:
 def _plat(raw: Any, fail: _Fail, base: Path) -> str:
     if not isinstance(raw, str):
         raise fail(f"expected a manylinux policy, got {raw!r}", "e.g. manylinux_2_28")
-    try:  # now, not when the first variant is repaired
-        normalize_policy(raw)
-    except UsageError as exc:
-        raise fail(exc.message, exc.hint or "") from None
+    _relayed(fail, UsageError, normalize_policy, raw)  # now, not when the first is repaired
     return raw.strip()
 
 
@@ -370,10 +368,7 @@ def _capabilities(raw: Any, fail: _Fail, base: Path) -> tuple[CudaCapability, ..
                 "give all alone (every capability of the list) or only capabilities",
             )
         return ()
-    try:
-        return tuple(dict.fromkeys(parse_all(items)))
-    except VariantError as exc:
-        raise fail(exc.message, exc.hint or "") from None
+    return tuple(dict.fromkeys(_relayed(fail, VariantError, parse_all, items)))
 
 
 _DEP_NAME = re.compile(r"[a-z][a-z0-9_-]*")
@@ -537,12 +532,11 @@ _BY_TOML = {o.toml: o for o in OPTIONS if o.toml is not None}
 ENV_VARS: tuple[str, ...] = tuple(o.env for o in OPTIONS if o.env)
 
 
-# The other KERNELWHEEL_* variables kernelwheel knows (data/variables.toml)
-OTHER_VARS: tuple[str, ...] = tuple(
-    parse_toml(_DATA.joinpath("variables.toml").read_text("utf-8"), file="variables.toml")[
-        "variables"
-    ]
-)
+# The other KERNELWHEEL_* variables kernelwheel knows
+_VARIABLES = parse_toml(_DATA.joinpath("variables.toml").read_text("utf-8"), file="variables.toml")
+OTHER_VARS: tuple[str, ...] = tuple(_VARIABLES["variables"])
+_PREFIX = "KERNELWHEEL_"
+_MAX_UNKNOWN = 10  # an environment exported wholesale by a CI still leaves a readable screen
 
 
 def unknown_variables(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
@@ -570,12 +564,6 @@ def unknown_variables(environ: Mapping[str, str] | None = None) -> tuple[str, ..
     return tuple(found)
 
 
-_MAX_UNKNOWN = 10  # an environment exported wholesale by a CI still leaves a readable screen
-
-
-_PREFIX = "KERNELWHEEL_"
-
-
 def resolve_options(
     project_dir: Path | str | None = None,
     *,
@@ -595,10 +583,8 @@ def resolve_options(
 
     environ = os.environ if env is None else env
     for option in OPTIONS:
-        raw = environ.get(option.env, "") if option.env else ""
-        if raw.strip():
-            assert option.env is not None
-            values[option.name] = _convert(option, raw, option.env, Path.cwd())
+        if option.env and environ.get(option.env, "").strip():
+            values[option.name] = _convert(option, environ[option.env], option.env, Path.cwd())
             sources[option.name] = option.env
 
     for name, raw in (cli or {}).items():
