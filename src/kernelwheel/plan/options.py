@@ -34,6 +34,14 @@ TOOL_TABLE = "tool.kernelwheel"
 ARCH_KEYWORDS = ("all", "auto", "native")
 ALL_CAPABILITIES = "all"  # cuda-capabilities: the full list, even for a default build
 DEFAULT_CACHE_DIR = Path("~/.cache/kernelwheel").expanduser()
+FATBIN_COMPRESSION_MODES = ("default", "size", "speed", "balance", "none")  # nvcc --compress-mode
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+# ccache's remote storage back ends (docs/compiler-cache.md)
+_REMOTE_SCHEMES = ("redis://", "redis+unix:", "http://", "file:")
+_DEP_NAME = re.compile(r"[a-z][a-z0-9_-]*")
+# Sub-tables of [tool.kernelwheel] that belong to other commands, not to build options.
+_OTHER_COMMANDS_KEYS = ("dependencies",)
 
 _Fail = Callable[[str, str], Exception]
 _Converter = Callable[[Any, _Fail, Path], Any]
@@ -154,9 +162,9 @@ def resolve_command_option(name: str, flag_value: Any) -> Any:
     else its variable, else the default."""
     option = _BY_NAME[name]
     if flag_value is not None:
-        return _convert(option, flag_value, option.flag, Path.cwd())
+        return _convert(option, flag_value, option.flag)
     if option.env and os.environ.get(option.env, "").strip():
-        return _convert(option, os.environ[option.env], option.env, Path.cwd())
+        return _convert(option, os.environ[option.env], option.env)
     return getattr(DEFAULT_OPTIONS, name)
 
 
@@ -258,10 +266,6 @@ def _positive_or_auto(raw: Any, fail: _Fail, base: Path, *, example: str) -> int
     return value
 
 
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
-
-
 def _bool(raw: Any, fail: _Fail, base: Path) -> bool:
     if isinstance(raw, bool):
         return raw
@@ -274,10 +278,6 @@ def _links(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
     """Folders or URLs; a relative folder is relative to the layer's base folder."""
     items = [t for text in _strings(raw, fail, "'./wheels'") for t in text.split()]
     return tuple(i if "://" in i else str(_path(i, fail, base)) for i in items)
-
-
-# ccache's remote storage back ends (docs/compiler-cache.md)
-_REMOTE_SCHEMES = ("redis://", "redis+unix:", "http://", "file:")
 
 
 def _remote_storage(raw: Any, fail: _Fail, base: Path) -> str | None:
@@ -342,9 +342,6 @@ def _style(raw: Any, fail: _Fail, base: Path) -> LocalVersionStyle:
         raise fail(f"unknown local version style {raw!r}", f"use one of: {choices}") from None
 
 
-FATBIN_COMPRESSION_MODES = ("default", "size", "speed", "balance", "none")  # nvcc --compress-mode
-
-
 def _fatbin_compression(raw: Any, fail: _Fail, base: Path) -> str:
     value = raw.strip().lower() if isinstance(raw, str) else raw
     if value not in FATBIN_COMPRESSION_MODES:
@@ -369,9 +366,6 @@ def _capabilities(raw: Any, fail: _Fail, base: Path) -> tuple[CudaCapability, ..
             )
         return ()
     return tuple(dict.fromkeys(_relayed(fail, VariantError, parse_all, items)))
-
-
-_DEP_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 
 def _cutlass_paths(raw: Any, fail: _Fail, base: Path) -> tuple[LocalHeaders, ...]:
@@ -584,7 +578,7 @@ def resolve_options(
     environ = os.environ if env is None else env
     for option in OPTIONS:
         if option.env and environ.get(option.env, "").strip():
-            values[option.name] = _convert(option, environ[option.env], option.env, Path.cwd())
+            values[option.name] = _convert(option, environ[option.env], option.env)
             sources[option.name] = option.env
 
     for name, raw in (cli or {}).items():
@@ -593,7 +587,7 @@ def resolve_options(
             raise UsageError(f"unknown option {name!r}", hint=f"known: {', '.join(_BY_NAME)}")
         if raw is None or (isinstance(raw, (list, tuple)) and not raw):
             continue
-        values[name] = _convert(flag, raw, flag.flag, Path.cwd())
+        values[name] = _convert(flag, raw, flag.flag)
         sources[name] = flag.flag
 
     if values.get("only") is not None:
@@ -601,10 +595,6 @@ def resolve_options(
             values.pop(ignored, None)
             sources.pop(ignored, None)
     return Options(**values, sources=tuple(sorted(sources.items())))
-
-
-# Sub-tables of [tool.kernelwheel] that belong to other commands, not to build options.
-_OTHER_COMMANDS_KEYS = ("dependencies",)
 
 
 def _from_pyproject(pyproject: Path) -> dict[str, tuple[Any, str]]:
@@ -630,10 +620,10 @@ def _located_error(table: Located, key: str, message: str, hint: str) -> Excepti
     return table.error(message, key, hint)
 
 
-def _convert(option: OptionDef, raw: Any, label: str, base: Path) -> Any:
+def _usage_error(label: str, message: str, hint: str) -> Exception:
+    return UsageError(f"{label}: {message}", hint=hint)
+
+
+def _convert(option: OptionDef, raw: Any, label: str) -> Any:
     """Check and convert one value from the environment or the command line."""
-
-    def fail(message: str, hint: str) -> Exception:
-        return UsageError(f"{label}: {message}", hint=hint)
-
-    return option.convert(raw, fail, base)
+    return option.convert(raw, partial(_usage_error, label), Path.cwd())
