@@ -57,6 +57,12 @@ _QUOTED_SOURCE = re.compile(r"^\s*\d*\s*\|")
 # The terminal's colour and erase codes a compiler told -fdiagnostics-color=always (or clang's
 # -fcolor-diagnostics) puts around its locations and severities: read as they would print.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_MINOR = (None, "warning", "note", "remark")
+# Where a trace names a line: gcc's ``path:line:col:`` (``required from here``), nvcc's ``at line
+# N of path`` (``detected during instantiation``).
+_TRACED = re.compile(
+    r"^(?P<path>[^\s:(]+):(?P<line>\d+)(?::\d+)?:|\bat line (?P<at>\d+) of (?P<of>\S+)"
+)
 
 
 @dataclass(frozen=True)
@@ -140,9 +146,6 @@ def _severity(line: str) -> str | None:
     return "error" if _LINKER.search(line) else None
 
 
-_MINOR = (None, "warning", "note", "remark")
-
-
 def _first_error(lines: Sequence[str]) -> list[str]:
     """The first error in ``lines``: the context lines before it, then its source and caret
     lines and its notes (with their own context); empty without one."""
@@ -196,13 +199,6 @@ def failure(output: str, paths: PathMap) -> Diagnostics:
         return Diagnostics(units, lines, linker=linker)
     tail = [line for line in _ANSI.sub("", output).splitlines() if line.strip()]
     return Diagnostics(units, _screenful(tail[-5:], paths), compiler_error=False)
-
-
-# Where a trace names a line: gcc's ``path:line:col:`` (``required from here``), nvcc's ``at line
-# N of path`` (``detected during instantiation``).
-_TRACED = re.compile(
-    r"^(?P<path>[^\s:(]+):(?P<line>\d+)(?::\d+)?:|\bat line (?P<at>\d+) of (?P<of>\S+)"
-)
 
 
 def _own_line(first: Sequence[str], paths: PathMap) -> tuple[str, ...]:

@@ -24,6 +24,10 @@ _MIB = 1 << 20
 # cgroup v1 writes "no limit" as the largest page-aligned long (2**63 - 4096); anything this
 # large is no limit of a real machine.
 _NO_LIMIT = 1 << 62
+_FILES = {
+    "v1": ("memory.limit_in_bytes", "memory.usage_in_bytes"),
+    "v2": ("memory.max", "memory.current"),
+}
 
 
 @dataclass(frozen=True)
@@ -93,12 +97,6 @@ def _cgroups(root: Path) -> list[MemoryLimit]:
                 break
             folder = folder.parent
     return out
-
-
-_FILES = {
-    "v1": ("memory.limit_in_bytes", "memory.usage_in_bytes"),
-    "v2": ("memory.max", "memory.current"),
-}
 
 
 def _room(folder: Path, limit_file: str, usage_file: str) -> int | None:

@@ -19,6 +19,10 @@ _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MUL
 # Headers of torch (and of what only torch builds use), by how an include names them; the
 # generated registration.h includes torch's library header.
 _TORCH = ("torch/", "ATen/", "c10/", "caffe2/", "pybind11/", "Python.h", "registration.h")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+# What one scan has read: a file's text and includes (what they resolve to), so the units of a
+# project that include the same headers read and resolve them once.
+_Read = dict[Path, tuple[str, list[str], list[Path]]]
 
 
 def torch_free_sources(
@@ -31,9 +35,6 @@ def torch_free_sources(
     )
 
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-
-
 def sources_naming(
     word: str, sources: Sequence[str], include_dirs: Sequence[str], root: Path
 ) -> tuple[str, ...]:
@@ -44,11 +45,6 @@ def sources_naming(
     token = re.compile(rf"\b{re.escape(word)}\b")
     walk = _walker(include_dirs, root)
     return tuple(s for s in sources if any(token.search(_COMMENT.sub(" ", t)) for t, _ in walk(s)))
-
-
-# What one scan has read: a file's text and includes (what they resolve to), so the units of a
-# project that include the same headers read and resolve them once.
-_Read = dict[Path, tuple[str, list[str], list[Path]]]
 
 
 def _walker(
