@@ -39,6 +39,9 @@ class MatrixPlan:
     def names(self) -> tuple[str, ...]:
         return tuple(r.name for r in self.selected)
 
+    def get(self, name: str) -> VariantRecipe | None:
+        return next((r for r in self.selected if r.name == name), None)
+
     def kernels_for(self, name: str) -> tuple[str, ...]:
         """The ids of the ``[kernel.*]`` sections the variant ``name`` compiles."""
         return dict(self.kernels)[name]
