@@ -1,7 +1,6 @@
-"""Compile one extension with torch.utils.cpp_extension, INSIDE the build environment: run by
-file path with its interpreter, it imports only the standard library, setuptools and torch, never
-kernelwheel. JSON spec in, JSON result out; a ``commands`` spec (tvm-ffi: no torch, no
-setuptools) runs its compiler commands with the standard library alone (:func:`run_commands`)."""
+"""Compile one extension with torch.utils.cpp_extension INSIDE the build environment: run by
+path, it imports the standard library, setuptools and torch, never kernelwheel. JSON spec in, JSON
+result out; a ``commands`` spec (tvm-ffi) runs on the standard library alone (run_commands)."""
 
 from __future__ import annotations
 

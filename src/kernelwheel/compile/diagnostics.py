@@ -1,12 +1,6 @@
-"""What a compile said, read back from its output for the author: the units that failed and
-the compiler's first error (its context, source and caret lines, its notes), or per unit the
-warnings of a compile that succeeded; every path into the project shown relative to it.
-
-Pure: it reads the text the compile worker wrote (ninja's, or the worker's own in ninja's
-form: a ``[i/n] command`` line when a unit ends, ``FAILED: object`` and the command when it
-failed, then the unit's output) and returns lines. gcc, clang and nvcc (its front end's
-``file(line): error:`` and its host compiler's messages) alike.
-"""
+"""What a compile said, for the author: the units that failed and the compiler's first error with
+its context and notes, or each unit's warnings; every path into the project shown relative to it.
+Pure: it reads the worker's output, in ninja's form, of gcc, clang or nvcc and returns lines."""
 
 from __future__ import annotations
 

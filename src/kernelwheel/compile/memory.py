@@ -1,9 +1,6 @@
-"""The memory a compile may use, and how many of its units fit in it at once (issue 39;
-docs/compile.md): the limit is the least of MemAvailable and the room each memory cgroup above
-this process leaves (every path read under ``root``, so tests give a folder of fake files); a
-unit's peak is its measured one (compile/unit_costs), else ``data/compile_memory.toml``'s
-estimate; the CPU split is cut, jobs first, then nvcc threads, until the largest units that can
-run at once fit, never below a serial build."""
+"""The memory a compile may use (issue 39, docs/compile.md): the least of MemAvailable and each
+memory cgroup's room, read under ``root`` (tests give fake files); the CPU split is cut, jobs first,
+then nvcc threads, until the largest units at once fit, never below a serial build."""
 
 from __future__ import annotations
 

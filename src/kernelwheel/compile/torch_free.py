@@ -1,13 +1,6 @@
-"""Which sources reach no torch header, found by following their ``#include`` lines.
-
-The compiler cache keys such a source on its preprocessed text, which is the same for every
-torch version of one toolkit, so their objects are shared across the torch variants
-(docs/build-corpus.md); every other source keeps the cheaper depend mode, whose key holds the
-command line (a preprocessor pass over torch's headers would cost more than it could save).
-The scan only picks the cache mode: both modes are exact, so a wrong guess costs time, never a
-wrong object. It follows the project's own files; a header found outside the project (CUDA,
-CUTLASS) is taken as torch-free, and an include inside ``#if`` counts as included.
-"""
+"""Which sources reach no torch header: ccache keys those on their preprocessed text, the same
+for every torch of one toolkit, so the torch variants share their objects (docs/build-corpus.md);
+the rest keep the cheaper depend mode (preprocessing torch's headers costs more than it saves)."""
 
 from __future__ import annotations
 
@@ -28,7 +21,9 @@ _Read = dict[Path, tuple[str, list[str], list[Path]]]
 def torch_free_sources(
     sources: Sequence[str], include_dirs: Sequence[str], root: Path
 ) -> tuple[str, ...]:
-    """The ``sources`` whose includes, followed through the files under ``root``, reach no torch."""
+    """The ``sources`` whose includes, followed through the files under ``root``, reach no torch.
+    It only picks the cache mode: both are exact, so a wrong guess costs time, never a wrong
+    object. A header outside the project (CUDA, CUTLASS) is torch-free; one in ``#if`` counts."""
     walk = _walker(include_dirs, root)
     return tuple(
         s for s in sources if not any(n.startswith(_TORCH) for _, names in walk(s) for n in names)

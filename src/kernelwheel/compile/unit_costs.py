@@ -1,11 +1,6 @@
-"""The expected cost of each compile unit of a project, for a longest-first schedule (issue 39):
-ninja starts the units in build.ninja's order, so a long unit started last runs alone at the end
-while the other cores idle. Costs are the seconds earlier builds of the project took per unit
-(any variant), read from ninja's own log; a unit never timed is estimated from its size (a
-``.cu`` unit times its capabilities, before every host unit), scaled to seconds by the units
-that were timed. Beside the seconds, each unit's peak memory (MiB of its largest compiler
-process, measured by compile/_peak_rss during the compile) is kept for compile/memory.
-"""
+"""Each compile unit's expected seconds, for a longest-first schedule (issue 39): ninja starts
+the units in build.ninja's order, and a long one started last runs alone while the other cores
+idle. Kept with each unit's peak memory (compile/_peak_rss) for compile/memory."""
 
 from __future__ import annotations
 
@@ -74,7 +69,8 @@ def longest_first(
     """``sources`` in the order to start them: the longest expected first. ``recorded``: seconds
     per project-relative path. ``first`` (the binding: torch's headers make it the longest host
     unit) leads while it has no record; ``last`` (the remedies' compat source, the cheapest)
-    always ends the list. Ties keep the sources' order."""
+    always ends the list. Ties keep the sources' order. A unit never timed is estimated from its
+    size, scaled to seconds by the units that were."""
     resolved_root = root.resolve()
     rel = {src: relative(src, resolved_root) for src in sources}
     estimate = {src: _estimate(src, capabilities) for src in sources}

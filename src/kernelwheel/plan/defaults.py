@@ -1,7 +1,6 @@
-"""The one variant ``kernelwheel build`` makes when nothing is selected, and what it compiles for:
-``--python``'s torch, the active virtual environment's, then the newest variant this machine can
-run (docs/building.md, "The default variant"). :func:`default_build` is pure: the facts about this
-machine come in a :class:`Machine`, which :func:`probe_machine` reads and a test writes."""
+"""The one variant ``kernelwheel build`` makes when nothing is selected, and its capabilities
+(docs/building.md, "The default variant"). :func:`default_build` is pure: this machine's facts
+come in a :class:`Machine`, which :func:`probe_machine` reads and a test writes."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Build options, one row each of ``data/options.toml``, and where they come from (docs/options.md):
-defaults, ``[tool.kernelwheel]``, ``KERNELWHEEL_*`` variables, flags, lowest first; a layer
-replaces, never merges. :func:`resolve_options` gives a frozen :class:`Options` that remembers the
-layer that set each value."""
+"""Build options, one row each of ``data/options.toml``, from defaults, ``[tool.kernelwheel]``,
+``KERNELWHEEL_*`` variables and flags, lowest first (docs/options.md); a layer replaces, never
+merges. :func:`resolve_options` gives a frozen :class:`Options` remembering each value's layer."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """Choose variants by Hub name, the way cibuildwheel chooses build identifiers (docs/building.md).
-
 A selector that matches nothing is a UsageError listing the names that exist, so a typo never
-silently builds nothing.
-"""
+silently builds nothing."""
 
 from __future__ import annotations
 

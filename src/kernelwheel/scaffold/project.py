@@ -1,9 +1,6 @@
 """Write a minimal edition-5 kernel project (``kernelwheel init``) from the templates beside this
-module and the kernel card template ``data/card.md`` as its CARD.md.
-
-The project is staged next to the target, read back with the build.toml reader (so every rule
-applies) and moved into place in one rename: an existing folder is never touched, and a refused
-name leaves nothing behind."""
+module, and ``data/card.md`` as its CARD.md: staged beside the target, read back by the build.toml
+reader (every rule applies), moved into place in one rename (a refused name leaves nothing)."""
 
 from __future__ import annotations
 
