@@ -1,7 +1,6 @@
-"""Compile one extension with torch.utils.cpp_extension, INSIDE the build environment: run by
-file path with its interpreter, it imports only the standard library, setuptools and torch, never
-kernelwheel. JSON spec in, JSON result out; a ``commands`` spec (tvm-ffi: no torch, no
-setuptools) runs its compiler commands with the standard library alone (:func:`run_commands`)."""
+"""Compile one extension with torch.utils.cpp_extension INSIDE the build environment: run by
+path, it imports the standard library, setuptools and torch, never kernelwheel. JSON spec in, JSON
+result out; a ``commands`` spec (tvm-ffi) runs on the standard library alone (run_commands)."""
 
 from __future__ import annotations
 
@@ -23,6 +22,18 @@ DROPPED_FLAGS = ("-DTORCH_API_INCLUDE_EXTENSION_H",)
 # torch also defines TORCH_EXTENSION_NAME (the build id) for every unit; the plan defines it
 # only for the units that name it (builder.compile_plan), so an edit recompiles those alone.
 DROPPED_PREFIXES = ("-DTORCH_EXTENSION_NAME=",)
+# ccache runs in depend mode (toolchain.compiler_cache); a source that reaches no torch header is
+# cached on its preprocessed text instead, which every torch variant of one toolkit shares.
+_PREPROCESSED = "CCACHE_NODEPEND=1"
+_LIMITED_API = re.compile(r" -DPy_LIMITED_API=\S*")
+# Tokens that name the build's real folders on purpose (prefix maps, nvcc's --keep-dir).
+_REAL_PATH_FLAGS = ("-ffile-prefix-map=", "-Xcompiler=-ffile-prefix-map=", "--keep-dir")
+_COMMAND_LINES = (*_FLAG_LINES, "cxx", "nvcc")
+# A build line's paths (a space escaped as "$ ") and a flag line's shell words (quoted parts kept
+# whole), for view_paths.
+_NINJA_PATHS = re.compile(r"(?:\$.|[^ $])+")
+_SHELL_WORDS = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+""")
+_MAP = "-ffile-prefix-map="
 
 
 def without_dropped(args: Any) -> Any:
@@ -69,11 +80,6 @@ def _build_line_source(line: str) -> tuple[str, str] | None:
     if rule not in ("compile", "cuda_compile"):
         return None
     return rule, os.path.abspath(source.replace("$ ", " "))
-
-
-# ccache runs in depend mode (toolchain.compiler_cache); a source that reaches no torch header is
-# cached on its preprocessed text instead, which every torch variant of one toolkit shares.
-_PREPROCESSED = "CCACHE_NODEPEND=1"
 
 
 def source_bindings(
@@ -130,9 +136,6 @@ def in_source_order(text: str, sources: list[str]) -> str:
     return "\n".join([*head, *ordered, *tail]) + "\n"
 
 
-_LIMITED_API = re.compile(r" -DPy_LIMITED_API=\S*")
-
-
 def one_limited_api(text: str) -> str:
     """build.ninja with one Py_LIMITED_API per compiler: torch appends its own after the plan's
     and two warn "redefined" in every unit; the later, torch's, counted (and tags the wheel)."""
@@ -144,11 +147,6 @@ def one_limited_api(text: str) -> str:
                 for line in lines
             ]
     return "\n".join(lines) + "\n"
-
-
-# Tokens that name the build's real folders on purpose (prefix maps, nvcc's --keep-dir).
-_REAL_PATH_FLAGS = ("-ffile-prefix-map=", "-Xcompiler=-ffile-prefix-map=", "--keep-dir")
-_COMMAND_LINES = (*_FLAG_LINES, "cxx", "nvcc")
 
 
 def view_paths(text: str, views: list[list[str]]) -> str:
@@ -203,22 +201,10 @@ def view_paths(text: str, views: list[list[str]]) -> str:
     return "\n".join(out) + "\n"
 
 
-# A build line's paths (a space escaped as "$ ") and a flag line's shell words (quoted parts kept
-# whole), for view_paths.
-_NINJA_PATHS = re.compile(r"(?:\$.|[^ $])+")
-_SHELL_WORDS = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+""")
-
-
 def measured(text: str, wrapper: list[str]) -> str:
     """build.ninja's ``cxx`` and ``nvcc`` run through ``wrapper`` (compile/_peak_rss)."""
     prefix = " ".join(_ninja_quote(arg) for arg in wrapper)
-    lines = [
-        f"{line.partition(' = ')[0]} = {prefix} {line.partition(' = ')[2]}"
-        if line.startswith(("cxx = ", "nvcc = "))
-        else line
-        for line in text.splitlines()
-    ]
-    return "\n".join(lines) + "\n"
+    return re.sub(r"^(?:cxx|nvcc) = ", lambda m: f"{m[0]}{prefix} ", text, flags=re.MULTILINE)
 
 
 def install_ninja_edits(
@@ -255,9 +241,6 @@ def install_ninja_edits(
         return written
 
     cpp_extension._write_ninja_file = write
-
-
-_MAP = "-ffile-prefix-map="
 
 
 def prefix_mapped(flags: list[str], extra: list[tuple[str, str]], cwd: str, wrap: str) -> list[str]:

@@ -1,13 +1,6 @@
-"""Run one compiler command and record its peak memory. Runs INSIDE the build environment.
-
-``python -S _peak_rss.py LOG COMMAND...``: the compile worker puts it before the compilers of
-build.ninja (compile/_compile_worker), so each unit's largest process is measured for the next
-build's memory plan (compile/memory). Standard library only, and no more of it than ``os`` and
-``sys``: it starts once per unit. The command runs as a child; when it ends, ``os.wait4`` gives
-its peak resident set (Linux: the largest of the child and every descendant it waited for, in
-KiB), appended to LOG as ``OBJECT<TAB>KiB`` (OBJECT: the command's ``-o`` argument) in one
-write. The command's exit status is this program's (a signal: 128 + its number).
-"""
+"""Run one compiler command INSIDE the build environment and append its peak memory to LOG for the
+next build's memory plan (compile/memory): ``python -S _peak_rss.py LOG COMMAND...``. No more of
+the standard library than ``os`` and ``sys``: it starts once per unit."""
 
 from __future__ import annotations
 
@@ -18,6 +11,7 @@ import sys
 def main(argv: list[str]) -> int:
     log, command = argv[0], argv[1:]
     pid = os.posix_spawnp(command[0], command, os.environ)
+    # its peak resident set, in KiB (Linux: of the child and every descendant it waited for)
     _, status, usage = os.wait4(pid, 0)
     outputs = [command[i + 1] for i, arg in enumerate(command[:-1]) if arg == "-o"]
     if outputs:  # the object: the argument after the last -o

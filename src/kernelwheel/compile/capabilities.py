@@ -1,8 +1,6 @@
-"""CUDA capabilities per kernel, chosen the way kernel-builder chooses them: the *loose
-intersection* of a kernel's ``cuda-capabilities`` with the recipe's defaults (docs/compile.md).
-SASS runs only within one major, so each default takes the highest listed capability at or below
-it with the same major (a ``+PTX`` entry may serve a later major). A capability that serves no
-target is *dropped*; kernelwheel reports each one (kernel-builder drops them silently). Pure."""
+"""CUDA capabilities per kernel, as kernel-builder chooses them (docs/compile.md): the *loose
+intersection* of a kernel's ``cuda-capabilities`` with the recipe's defaults. A capability that
+serves no target is *dropped*, and reported (kernel-builder drops them silently). Pure."""
 
 from __future__ import annotations
 
@@ -35,7 +33,8 @@ def targets_of(defaults: Iterable[CudaCapability]) -> tuple[CudaCapability, ...]
 def _best_for(
     target: CudaCapability, plain: Sequence[CudaCapability], ptx: set[CudaCapability]
 ) -> CudaCapability | None:
-    """The highest of ``plain`` (sorted) at or below ``target`` that runs on it."""
+    """The highest of ``plain`` (sorted) at or below ``target`` that runs on it: SASS runs only
+    within one major, a ``+PTX`` entry on later ones too."""
     best = None
     for cap in plain:
         if (cap.major, cap.minor) > (target.major, target.minor):

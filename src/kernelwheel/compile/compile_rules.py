@@ -33,6 +33,25 @@ TORCH_NVCC_MACROS_UNDONE = (
 )
 NO_GNU_UNIQUE = "-fno-gnu-unique"
 _TEMPLATE_STUB = "-static-global-template-stub="  # an nvcc flag from CUDA 12.8 on
+# kernelwheel's own backend macros, from before it followed kernel-builder's one backend per
+# variant; kernel-builder never defines them. Only a preprocessor line tests one (a comment that
+# names one is no use of it).
+_LEGACY_MACRO = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*?\b(KERNELWHEEL_WITH_[A-Z]+)\b")
+
+# The memory bound's estimate per compiler thread: the largest compiler process of a relu-sized
+# build (cicc over a .cu that includes torch, 16-core GPU machine) measured 2446 MiB
+# (docs/build-corpus.md).
+DEFAULT_MIB_PER_THREAD = 2560
+# CPUs per variant when variants build side by side. A relu-sized variant (one .cu that
+# includes torch, 10 capabilities) keeps about 4 of 16 CPUs busy alone, bound by nvcc's serial
+# chain (preprocessing, the host front end, one capability, the host compile); on the 16-core
+# GPU machine 4 such builds at once kept 67 % of the CPUs busy, 8 at once 85 %, 16 at once (one
+# CPU each) 91 % but with no more variants per hour than 8 and twice the memory
+# (docs/build-corpus.md).
+CPUS_PER_VARIANT = 2
+# Variants at once on a machine of 2-3 CPUs: two torch versions of a relu-sized build on 2 CPUs
+# took 237.9 s side by side, 277.8 s one after the other (docs/build-corpus.md).
+SMALL_MACHINE_VARIANTS = 2
 
 
 def kernel_backends(backend: str, with_cpu_kernels: bool = False) -> tuple[str, ...]:
@@ -51,12 +70,6 @@ def backend_macros(backend: str, with_cpu_kernels: bool = False) -> tuple[Macro,
     if backend != "cpu":
         own.append((f"KERNELWHEEL_WITH_{backend.upper()}", "1"))
     return (*macros, *own)
-
-
-# kernelwheel's own backend macros, from before it followed kernel-builder's one backend per
-# variant; kernel-builder never defines them. Only a preprocessor line tests one (a comment that
-# names one is no use of it).
-_LEGACY_MACRO = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*?\b(KERNELWHEEL_WITH_[A-Z]+)\b")
 
 
 def legacy_macro_warnings(
@@ -127,23 +140,6 @@ def kernel_cuda_flags(flags: Sequence[str], cuda_version: str) -> tuple[str, ...
     if Version(cuda_version) >= Version("12.8"):
         return tuple(flags)
     return tuple(f for f in flags if not f.startswith(_TEMPLATE_STUB))
-
-
-# The memory bound's estimate per compiler thread: the largest compiler process of a relu-sized
-# build (cicc over a .cu that includes torch, 16-core GPU machine) measured 2446 MiB
-# (docs/build-corpus.md).
-DEFAULT_MIB_PER_THREAD = 2560
-
-# CPUs per variant when variants build side by side. A relu-sized variant (one .cu that
-# includes torch, 10 capabilities) keeps about 4 of 16 CPUs busy alone, bound by nvcc's serial
-# chain (preprocessing, the host front end, one capability, the host compile); on the 16-core
-# GPU machine 4 such builds at once kept 67 % of the CPUs busy, 8 at once 85 %, 16 at once (one
-# CPU each) 91 % but with no more variants per hour than 8 and twice the memory
-# (docs/build-corpus.md).
-CPUS_PER_VARIANT = 2
-# Variants at once on a machine of 2-3 CPUs: two torch versions of a relu-sized build on 2 CPUs
-# took 237.9 s side by side, 277.8 s one after the other (docs/build-corpus.md).
-SMALL_MACHINE_VARIANTS = 2
 
 
 def variants_at_once(

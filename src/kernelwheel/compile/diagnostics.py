@@ -1,12 +1,6 @@
-"""What a compile said, read back from its output for the author: the units that failed and
-the compiler's first error (its context, source and caret lines, its notes), or per unit the
-warnings of a compile that succeeded; every path into the project shown relative to it.
-
-Pure: it reads the text the compile worker wrote (ninja's, or the worker's own in ninja's
-form: a ``[i/n] command`` line when a unit ends, ``FAILED: object`` and the command when it
-failed, then the unit's output) and returns lines. gcc, clang and nvcc (its front end's
-``file(line): error:`` and its host compiler's messages) alike.
-"""
+"""What a compile said, for the author: the units that failed and the compiler's first error with
+its context and notes, or each unit's warnings; every path into the project shown relative to it.
+Pure: it reads the worker's output, in ninja's form, of gcc, clang or nvcc and returns lines."""
 
 from __future__ import annotations
 
@@ -57,6 +51,12 @@ _QUOTED_SOURCE = re.compile(r"^\s*\d*\s*\|")
 # The terminal's colour and erase codes a compiler told -fdiagnostics-color=always (or clang's
 # -fcolor-diagnostics) puts around its locations and severities: read as they would print.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_MINOR = (None, "warning", "note", "remark")
+# Where a trace names a line: gcc's ``path:line:col:`` (``required from here``), nvcc's ``at line
+# N of path`` (``detected during instantiation``).
+_TRACED = re.compile(
+    r"^(?P<path>[^\s:(]+):(?P<line>\d+)(?::\d+)?:|\bat line (?P<at>\d+) of (?P<of>\S+)"
+)
 
 
 @dataclass(frozen=True)
@@ -140,9 +140,6 @@ def _severity(line: str) -> str | None:
     return "error" if _LINKER.search(line) else None
 
 
-_MINOR = (None, "warning", "note", "remark")
-
-
 def _first_error(lines: Sequence[str]) -> list[str]:
     """The first error in ``lines``: the context lines before it, then its source and caret
     lines and its notes (with their own context); empty without one."""
@@ -196,13 +193,6 @@ def failure(output: str, paths: PathMap) -> Diagnostics:
         return Diagnostics(units, lines, linker=linker)
     tail = [line for line in _ANSI.sub("", output).splitlines() if line.strip()]
     return Diagnostics(units, _screenful(tail[-5:], paths), compiler_error=False)
-
-
-# Where a trace names a line: gcc's ``path:line:col:`` (``required from here``), nvcc's ``at line
-# N of path`` (``detected during instantiation``).
-_TRACED = re.compile(
-    r"^(?P<path>[^\s:(]+):(?P<line>\d+)(?::\d+)?:|\bat line (?P<at>\d+) of (?P<of>\S+)"
-)
 
 
 def _own_line(first: Sequence[str], paths: PathMap) -> tuple[str, ...]:

@@ -1,9 +1,6 @@
-"""The memory a compile may use, and how many of its units fit in it at once (issue 39;
-docs/compile.md): the limit is the least of MemAvailable and the room each memory cgroup above
-this process leaves (every path read under ``root``, so tests give a folder of fake files); a
-unit's peak is its measured one (compile/unit_costs), else ``data/compile_memory.toml``'s
-estimate; the CPU split is cut, jobs first, then nvcc threads, until the largest units that can
-run at once fit, never below a serial build."""
+"""The memory a compile may use (issue 39, docs/compile.md): the least of MemAvailable and each
+memory cgroup's room, read under ``root`` (tests give fake files); the CPU split is cut, jobs first,
+then nvcc threads, until the largest units at once fit, never below a serial build."""
 
 from __future__ import annotations
 
@@ -24,6 +21,10 @@ _MIB = 1 << 20
 # cgroup v1 writes "no limit" as the largest page-aligned long (2**63 - 4096); anything this
 # large is no limit of a real machine.
 _NO_LIMIT = 1 << 62
+_FILES = {
+    "v1": ("memory.limit_in_bytes", "memory.usage_in_bytes"),
+    "v2": ("memory.max", "memory.current"),
+}
 
 
 @dataclass(frozen=True)
@@ -93,12 +94,6 @@ def _cgroups(root: Path) -> list[MemoryLimit]:
                 break
             folder = folder.parent
     return out
-
-
-_FILES = {
-    "v1": ("memory.limit_in_bytes", "memory.usage_in_bytes"),
-    "v2": ("memory.max", "memory.current"),
-}
 
 
 def _room(folder: Path, limit_file: str, usage_file: str) -> int | None:

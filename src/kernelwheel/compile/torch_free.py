@@ -1,13 +1,6 @@
-"""Which sources reach no torch header, found by following their ``#include`` lines.
-
-The compiler cache keys such a source on its preprocessed text, which is the same for every
-torch version of one toolkit, so their objects are shared across the torch variants
-(docs/build-corpus.md); every other source keeps the cheaper depend mode, whose key holds the
-command line (a preprocessor pass over torch's headers would cost more than it could save).
-The scan only picks the cache mode: both modes are exact, so a wrong guess costs time, never a
-wrong object. It follows the project's own files; a header found outside the project (CUDA,
-CUTLASS) is taken as torch-free, and an include inside ``#if`` counts as included.
-"""
+"""Which sources reach no torch header: ccache keys those on their preprocessed text, the same
+for every torch of one toolkit, so the torch variants share their objects (docs/build-corpus.md);
+the rest keep the cheaper depend mode (preprocessing torch's headers costs more than it saves)."""
 
 from __future__ import annotations
 
@@ -19,19 +12,22 @@ _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MUL
 # Headers of torch (and of what only torch builds use), by how an include names them; the
 # generated registration.h includes torch's library header.
 _TORCH = ("torch/", "ATen/", "c10/", "caffe2/", "pybind11/", "Python.h", "registration.h")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+# What one scan has read: a file's text and includes (what they resolve to), so the units of a
+# project that include the same headers read and resolve them once.
+_Read = dict[Path, tuple[str, list[str], list[Path]]]
 
 
 def torch_free_sources(
     sources: Sequence[str], include_dirs: Sequence[str], root: Path
 ) -> tuple[str, ...]:
-    """The ``sources`` whose includes, followed through the files under ``root``, reach no torch."""
+    """The ``sources`` whose includes, followed through the files under ``root``, reach no torch.
+    It only picks the cache mode: both are exact, so a wrong guess costs time, never a wrong
+    object. A header outside the project (CUDA, CUTLASS) is torch-free; one in ``#if`` counts."""
     walk = _walker(include_dirs, root)
     return tuple(
         s for s in sources if not any(n.startswith(_TORCH) for _, names in walk(s) for n in names)
     )
-
-
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
 def sources_naming(
@@ -44,11 +40,6 @@ def sources_naming(
     token = re.compile(rf"\b{re.escape(word)}\b")
     walk = _walker(include_dirs, root)
     return tuple(s for s in sources if any(token.search(_COMMENT.sub(" ", t)) for t, _ in walk(s)))
-
-
-# What one scan has read: a file's text and includes (what they resolve to), so the units of a
-# project that include the same headers read and resolve them once.
-_Read = dict[Path, tuple[str, list[str], list[Path]]]
 
 
 def _walker(

@@ -1,11 +1,6 @@
-"""The expected cost of each compile unit of a project, for a longest-first schedule (issue 39):
-ninja starts the units in build.ninja's order, so a long unit started last runs alone at the end
-while the other cores idle. Costs are the seconds earlier builds of the project took per unit
-(any variant), read from ninja's own log; a unit never timed is estimated from its size (a
-``.cu`` unit times its capabilities, before every host unit), scaled to seconds by the units
-that were timed. Beside the seconds, each unit's peak memory (MiB of its largest compiler
-process, measured by compile/_peak_rss during the compile) is kept for compile/memory.
-"""
+"""Each compile unit's expected seconds, for a longest-first schedule (issue 39): ninja starts
+the units in build.ninja's order, and a long one started last runs alone while the other cores
+idle. Kept with each unit's peak memory (compile/_peak_rss) for compile/memory."""
 
 from __future__ import annotations
 
@@ -23,8 +18,6 @@ FOLDER = "unit-costs"  # in kernelwheel's cache: one JSON file per project folde
 # A compiler-cache hit takes a fraction of a compile: a unit's record is its last time, or half
 # its earlier one where that is more, so one hit does not make a long unit look short.
 DECAY = 0.5
-
-
 # The file in a compile's build folder where compile/_peak_rss appends ``OBJECT<TAB>KiB`` rows.
 PEAK_LOG = ".peak_rss"
 
@@ -76,7 +69,8 @@ def longest_first(
     """``sources`` in the order to start them: the longest expected first. ``recorded``: seconds
     per project-relative path. ``first`` (the binding: torch's headers make it the longest host
     unit) leads while it has no record; ``last`` (the remedies' compat source, the cheapest)
-    always ends the list. Ties keep the sources' order."""
+    always ends the list. Ties keep the sources' order. A unit never timed is estimated from its
+    size, scaled to seconds by the units that were."""
     resolved_root = root.resolve()
     rel = {src: relative(src, resolved_root) for src in sources}
     estimate = {src: _estimate(src, capabilities) for src in sources}
@@ -119,13 +113,9 @@ def unit_seconds(build_temp: Path, source_of: Mapping[str, str] | None = None) -
     """Seconds per source of the last ninja run in ``build_temp``: build.ninja's compile lines
     (else ``source_of``: object -> source) joined with ``.ninja_log``'s ``start end mtime OBJ
     hash`` rows (milliseconds; an output's last row is its latest compile)."""
-    try:
-        log = (build_temp / ".ninja_log").read_text()
-    except (OSError, UnicodeDecodeError):
-        return {}
     source_of = source_of or _sources_of(build_temp)
     took: dict[str, float] = {}
-    for row in log.splitlines():
+    for row in _lines(build_temp / ".ninja_log"):
         fields = row.split("\t")
         if row.startswith("#") or len(fields) < 5 or not fields[0].isdigit():
             continue
@@ -140,13 +130,9 @@ def unit_peaks(
 ) -> dict[str, float]:
     """MiB per source, as :func:`unit_seconds` from :data:`PEAK_LOG`'s rows (KiB); rows under
     ``floor`` MiB are left out (a compiler-cache hit, not a compile)."""
-    try:
-        log = (build_temp / PEAK_LOG).read_text()
-    except (OSError, UnicodeDecodeError):
-        return {}
     source_of = source_of or _sources_of(build_temp)
     peaks: dict[str, float] = {}
-    for row in log.splitlines():
+    for row in _lines(build_temp / PEAK_LOG):
         obj, _, kib = row.rpartition("\t")
         found = source_of.get(obj) or source_of.get(os.path.join(build_temp, obj))
         if found is not None and kib.isdigit() and int(kib) / 1024 >= floor:
@@ -154,14 +140,18 @@ def unit_peaks(
     return peaks
 
 
+def _lines(path: Path) -> list[str]:
+    """The lines of ``path``; none where it cannot be read."""
+    try:
+        return path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
 def _sources_of(build_temp: Path) -> dict[str, str]:
     """Object -> source of build.ninja's compile statements; empty when it cannot be read."""
-    try:
-        ninja = (build_temp / "build.ninja").read_text()
-    except (OSError, UnicodeDecodeError):
-        return {}
     source_of: dict[str, str] = {}
-    for line in ninja.splitlines():
+    for line in _lines(build_temp / "build.ninja"):
         if not line.startswith("build ") or ": " not in line:
             continue
         head, _, rest = line[len("build ") :].partition(": ")

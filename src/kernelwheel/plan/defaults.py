@@ -1,7 +1,6 @@
-"""The one variant ``kernelwheel build`` makes when nothing is selected, and what it compiles for:
-``--python``'s torch, the active virtual environment's, then the newest variant this machine can
-run (docs/building.md, "The default variant"). :func:`default_build` is pure: the facts about this
-machine come in a :class:`Machine`, which :func:`probe_machine` reads and a test writes."""
+"""The one variant ``kernelwheel build`` makes when nothing is selected, and its capabilities
+(docs/building.md, "The default variant"). :func:`default_build` is pure: this machine's facts
+come in a :class:`Machine`, which :func:`probe_machine` reads and a test writes."""
 
 from __future__ import annotations
 
@@ -25,6 +24,11 @@ from ..model.variant import OS, Arch, BackendKind, Variant
 from .matrix import MatrixPlan
 from .options import Options
 from .toolchains import BUILT_HERE, require_a_backend_built_here
+
+# How long the probe of an interpreter found implicitly (the active virtual environment: it
+# only guides the default) may take, in seconds; one torch import takes a few. A --python the
+# user named gets the probe's own bound (compat.interpreter: 300 s, a cold torch on a slow disk).
+IMPLICIT_PROBE_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -415,15 +419,8 @@ def probe_machine(
         pass
     elif options.python is not None:
         python = _probe(options.python, f"--python {options.python}", options.cache_dir, runner)
-    else:
-        candidate = active_venv_python(env)
-        if candidate is not None:
-            origin = f"the active virtual environment {candidate.parents[1]}"
-            try:
-                venv = _probe(candidate, origin, options.cache_dir, runner, IMPLICIT_PROBE_TIMEOUT)
-            except interpreter.ProbeFailed as exc:
-                # a broken venv only guides the choice: rule 3 decides, and a note says why
-                venv = TorchAt(origin, None, unusable=f"its python {candidate} {_failure(exc)}")
+    elif (candidate := active_venv_python(env)) is not None:
+        venv = _probe_venv(candidate, options.cache_dir, runner)
     gpus = Gpus((), "not asked: the project has no cuda backend")
     driver = None
     if BackendKind.CUDA.value in project.backends:
@@ -458,19 +455,18 @@ def venv_variant(
     python = None if options.python is not None else active_venv_python(environ)
     if python is None:
         return None
-    origin = f"the active virtual environment {python.parents[1]}"
-    try:
-        seen = _probe(python, origin, options.cache_dir, runner, IMPLICIT_PROBE_TIMEOUT)
-    except interpreter.ProbeFailed:
-        return None
-    chosen = _for_torch(plan, seen, Arch.host())
+    chosen = _for_torch(plan, _probe_venv(python, options.cache_dir, runner), Arch.host())
     return None if chosen is None else (chosen[0], python, chosen[1])
 
 
-# How long the probe of an interpreter found implicitly (the active virtual environment: it
-# only guides the default) may take, in seconds; one torch import takes a few. A --python the
-# user named gets the probe's own bound (compat.interpreter: 300 s, a cold torch on a slow disk).
-IMPLICIT_PROBE_TIMEOUT = 30.0
+def _probe_venv(python: Path, cache_dir: Path, runner: Runner) -> TorchAt:
+    """The active virtual environment's torch; a broken venv only guides the choice: rule 3
+    decides, and a note says why."""
+    origin = f"the active virtual environment {python.parents[1]}"
+    try:
+        return _probe(python, origin, cache_dir, runner, IMPLICIT_PROBE_TIMEOUT)
+    except interpreter.ProbeFailed as exc:
+        return TorchAt(origin, None, unusable=f"its python {python} {_failure(exc)}")
 
 
 def _failure(exc: interpreter.ProbeFailed) -> str:

@@ -91,7 +91,10 @@ def plan_matrix(
             continue
         recipe = recipes.recipe_for(variant)
         own, reasons = _own_kernels(project, variant, arch_filter)
-        reasons = _torch_reasons(project, recipe) + reasons
+        if project.torch is not None and recipe.torch_version is not None:
+            torch = Version(recipe.torch_version)
+            bounds, where = (project.torch.minver, project.torch.maxver), project.build_toml.name
+            reasons = _bound_reasons("torch", torch, *bounds, "torch.", where) + reasons
         compiled = list(own)
         if with_cpu_kernels and not tvm and kind != BackendKind.CPU.value:  # docs/compile.md
             compiled += [k for k in project.kernels if k.backend == BackendKind.CPU.value]
@@ -275,14 +278,8 @@ def _own_kernels(
         reasons.append(f'no [kernel.*] section has backend = "{kind}"{stray}')
     elif variant.backend.kind is BackendKind.CUDA:
         cuda = Version(variant.backend.cuda_version)
-        reasons += _bound_reasons(
-            "CUDA",
-            cuda,
-            project.cuda_minver,
-            project.cuda_maxver,
-            "general cuda ",
-            project.build_toml.name,
-        )
+        bounds = (project.cuda_minver, project.cuda_maxver)
+        reasons += _bound_reasons("CUDA", cuda, *bounds, "general cuda ", project.build_toml.name)
         against = {
             k.id: _bound_reasons(
                 "CUDA", cuda, k.cuda_minver, None, f"kernel.{k.id}.cuda-", "build.toml"
@@ -310,16 +307,3 @@ def _bound_reasons(
             shown = ".".join(map(str, mine))
             reasons.append(f"{what} {shown} {sign} {key}{end} {bound} ({where})")
     return reasons
-
-
-def _torch_reasons(project: KernelProject, recipe: VariantRecipe) -> list[str]:
-    if project.torch is None or recipe.torch_version is None:
-        return []
-    return _bound_reasons(
-        "torch",
-        Version(recipe.torch_version),
-        project.torch.minver,
-        project.torch.maxver,
-        "torch.",
-        project.build_toml.name,
-    )

@@ -1,7 +1,6 @@
-"""Build options, one row each of ``data/options.toml``, and where they come from (docs/options.md):
-defaults, ``[tool.kernelwheel]``, ``KERNELWHEEL_*`` variables, flags, lowest first; a layer
-replaces, never merges. :func:`resolve_options` gives a frozen :class:`Options` that remembers the
-layer that set each value."""
+"""Build options, one row each of ``data/options.toml``, from defaults, ``[tool.kernelwheel]``,
+``KERNELWHEEL_*`` variables and flags, lowest first (docs/options.md); a layer replaces, never
+merges. :func:`resolve_options` gives a frozen :class:`Options` remembering each value's layer."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from enum import Enum
 from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
@@ -23,7 +22,7 @@ from .._toml import Located, parse_toml, read_toml
 from .._util import EMPTY_PATH, redact
 from ..abi.policy import normalize_policy
 from ..compat import interpreter
-from ..errors import UsageError, VariantError
+from ..errors import KernelwheelError, UsageError, VariantError
 from ..model.capability import CudaCapability, parse_all
 from ..model.sources import PipSources, is_index_url
 from ..model.variant import Arch, LocalVersionStyle
@@ -34,9 +33,18 @@ TOOL_TABLE = "tool.kernelwheel"
 ARCH_KEYWORDS = ("all", "auto", "native")
 ALL_CAPABILITIES = "all"  # cuda-capabilities: the full list, even for a default build
 DEFAULT_CACHE_DIR = Path("~/.cache/kernelwheel").expanduser()
+FATBIN_COMPRESSION_MODES = ("default", "size", "speed", "balance", "none")  # nvcc --compress-mode
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+# ccache's remote storage back ends (docs/compiler-cache.md)
+_REMOTE_SCHEMES = ("redis://", "redis+unix:", "http://", "file:")
+_DEP_NAME = re.compile(r"[a-z][a-z0-9_-]*")
+# Sub-tables of [tool.kernelwheel] that belong to other commands, not to build options.
+_OTHER_COMMANDS_KEYS = ("dependencies",)
 
 _Fail = Callable[[str, str], Exception]
 _Converter = Callable[[Any, _Fail, Path], Any]
+_T = TypeVar("_T")
 
 
 class LocalHeaders(NamedTuple):
@@ -153,15 +161,21 @@ def resolve_command_option(name: str, flag_value: Any) -> Any:
     else its variable, else the default."""
     option = _BY_NAME[name]
     if flag_value is not None:
-        return _convert(option, flag_value, option.flag, Path.cwd())
-    raw = os.environ.get(option.env or "", "")
-    if raw.strip():
-        assert option.env is not None
-        return _convert(option, raw, option.env, Path.cwd())
+        return _convert(option, flag_value, option.flag)
+    if option.env and os.environ.get(option.env, "").strip():
+        return _convert(option, os.environ[option.env], option.env)
     return getattr(DEFAULT_OPTIONS, name)
 
 
 # --- value converters: (raw TOML/env/CLI value, fail, base folder) -> value -----------------
+
+
+def _relayed(fail: _Fail, error: type[KernelwheelError], call: Callable[..., _T], *args: Any) -> _T:
+    """``call(*args)``, an ``error`` it raises said as the option's."""
+    try:
+        return call(*args)
+    except error as exc:
+        raise fail(exc.message, exc.hint or "") from None
 
 
 def _strings(raw: Any, fail: _Fail, example: str) -> list[str]:
@@ -177,10 +191,7 @@ def _patterns(raw: Any, fail: _Fail, base: Path, *, allow_empty: bool = False) -
     if not items and not allow_empty:
         raise fail("lists no pattern", "give at least one glob, e.g. 'torch214-*' (or '*')")
     for pattern in items:
-        try:
-            expand_braces(pattern)
-        except UsageError as exc:
-            raise fail(exc.message, exc.hint or "") from None
+        _relayed(fail, UsageError, expand_braces, pattern)
     return tuple(items)
 
 
@@ -238,10 +249,7 @@ def _interpreter_path(raw: Any, fail: _Fail, base: Path) -> Path:
         raise fail(EMPTY_PATH, "e.g. python3 or .venv/bin/python")
     if not isinstance(raw, str):
         raise fail(f"expected an interpreter, got {raw!r}", "e.g. python3 or .venv/bin/python")
-    try:
-        return interpreter.locate(raw.strip(), base)
-    except UsageError as exc:
-        raise fail(exc.message, exc.hint or "") from None
+    return _relayed(fail, UsageError, interpreter.locate, raw.strip(), base)
 
 
 def _positive_or_auto(raw: Any, fail: _Fail, base: Path, *, example: str) -> int | None:
@@ -257,10 +265,6 @@ def _positive_or_auto(raw: Any, fail: _Fail, base: Path, *, example: str) -> int
     return value
 
 
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
-
-
 def _bool(raw: Any, fail: _Fail, base: Path) -> bool:
     if isinstance(raw, bool):
         return raw
@@ -273,10 +277,6 @@ def _links(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
     """Folders or URLs; a relative folder is relative to the layer's base folder."""
     items = [t for text in _strings(raw, fail, "'./wheels'") for t in text.split()]
     return tuple(i if "://" in i else str(_path(i, fail, base)) for i in items)
-
-
-# ccache's remote storage back ends (docs/compiler-cache.md)
-_REMOTE_SCHEMES = ("redis://", "redis+unix:", "http://", "file:")
 
 
 def _remote_storage(raw: Any, fail: _Fail, base: Path) -> str | None:
@@ -329,10 +329,7 @@ def _storage_url_problem(url: str) -> str | None:
 def _plat(raw: Any, fail: _Fail, base: Path) -> str:
     if not isinstance(raw, str):
         raise fail(f"expected a manylinux policy, got {raw!r}", "e.g. manylinux_2_28")
-    try:  # now, not when the first variant is repaired
-        normalize_policy(raw)
-    except UsageError as exc:
-        raise fail(exc.message, exc.hint or "") from None
+    _relayed(fail, UsageError, normalize_policy, raw)  # now, not when the first is repaired
     return raw.strip()
 
 
@@ -342,9 +339,6 @@ def _style(raw: Any, fail: _Fail, base: Path) -> LocalVersionStyle:
     except ValueError:
         choices = ", ".join(s.value for s in LocalVersionStyle)
         raise fail(f"unknown local version style {raw!r}", f"use one of: {choices}") from None
-
-
-FATBIN_COMPRESSION_MODES = ("default", "size", "speed", "balance", "none")  # nvcc --compress-mode
 
 
 def _fatbin_compression(raw: Any, fail: _Fail, base: Path) -> str:
@@ -370,13 +364,7 @@ def _capabilities(raw: Any, fail: _Fail, base: Path) -> tuple[CudaCapability, ..
                 "give all alone (every capability of the list) or only capabilities",
             )
         return ()
-    try:
-        return tuple(dict.fromkeys(parse_all(items)))
-    except VariantError as exc:
-        raise fail(exc.message, exc.hint or "") from None
-
-
-_DEP_NAME = re.compile(r"[a-z][a-z0-9_-]*")
+    return tuple(dict.fromkeys(_relayed(fail, VariantError, parse_all, items)))
 
 
 def _cutlass_paths(raw: Any, fail: _Fail, base: Path) -> tuple[LocalHeaders, ...]:
@@ -537,12 +525,11 @@ _BY_TOML = {o.toml: o for o in OPTIONS if o.toml is not None}
 ENV_VARS: tuple[str, ...] = tuple(o.env for o in OPTIONS if o.env)
 
 
-# The other KERNELWHEEL_* variables kernelwheel knows (data/variables.toml)
-OTHER_VARS: tuple[str, ...] = tuple(
-    parse_toml(_DATA.joinpath("variables.toml").read_text("utf-8"), file="variables.toml")[
-        "variables"
-    ]
-)
+# The other KERNELWHEEL_* variables kernelwheel knows
+_VARIABLES = parse_toml(_DATA.joinpath("variables.toml").read_text("utf-8"), file="variables.toml")
+OTHER_VARS: tuple[str, ...] = tuple(_VARIABLES["variables"])
+_PREFIX = "KERNELWHEEL_"
+_MAX_UNKNOWN = 10  # an environment exported wholesale by a CI still leaves a readable screen
 
 
 def unknown_variables(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
@@ -570,12 +557,6 @@ def unknown_variables(environ: Mapping[str, str] | None = None) -> tuple[str, ..
     return tuple(found)
 
 
-_MAX_UNKNOWN = 10  # an environment exported wholesale by a CI still leaves a readable screen
-
-
-_PREFIX = "KERNELWHEEL_"
-
-
 def resolve_options(
     project_dir: Path | str | None = None,
     *,
@@ -595,10 +576,8 @@ def resolve_options(
 
     environ = os.environ if env is None else env
     for option in OPTIONS:
-        raw = environ.get(option.env, "") if option.env else ""
-        if raw.strip():
-            assert option.env is not None
-            values[option.name] = _convert(option, raw, option.env, Path.cwd())
+        if option.env and environ.get(option.env, "").strip():
+            values[option.name] = _convert(option, environ[option.env], option.env)
             sources[option.name] = option.env
 
     for name, raw in (cli or {}).items():
@@ -607,7 +586,7 @@ def resolve_options(
             raise UsageError(f"unknown option {name!r}", hint=f"known: {', '.join(_BY_NAME)}")
         if raw is None or (isinstance(raw, (list, tuple)) and not raw):
             continue
-        values[name] = _convert(flag, raw, flag.flag, Path.cwd())
+        values[name] = _convert(flag, raw, flag.flag)
         sources[name] = flag.flag
 
     if values.get("only") is not None:
@@ -615,10 +594,6 @@ def resolve_options(
             values.pop(ignored, None)
             sources.pop(ignored, None)
     return Options(**values, sources=tuple(sorted(sources.items())))
-
-
-# Sub-tables of [tool.kernelwheel] that belong to other commands, not to build options.
-_OTHER_COMMANDS_KEYS = ("dependencies",)
 
 
 def _from_pyproject(pyproject: Path) -> dict[str, tuple[Any, str]]:
@@ -644,10 +619,10 @@ def _located_error(table: Located, key: str, message: str, hint: str) -> Excepti
     return table.error(message, key, hint)
 
 
-def _convert(option: OptionDef, raw: Any, label: str, base: Path) -> Any:
+def _usage_error(label: str, message: str, hint: str) -> Exception:
+    return UsageError(f"{label}: {message}", hint=hint)
+
+
+def _convert(option: OptionDef, raw: Any, label: str) -> Any:
     """Check and convert one value from the environment or the command line."""
-
-    def fail(message: str, hint: str) -> Exception:
-        return UsageError(f"{label}: {message}", hint=hint)
-
-    return option.convert(raw, fail, base)
+    return option.convert(raw, partial(_usage_error, label), Path.cwd())

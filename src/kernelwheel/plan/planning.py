@@ -1,8 +1,6 @@
 """The planning service: a kernel project plus resolved options -> the variants to build.
-
 ``kernelwheel matrix`` and ``kernelwheel build`` both call :func:`plan_project`, so both see the
-same plan; neither the options nor the recipes are read again after it.
-"""
+same plan; neither the options nor the recipes are read again after it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """Choose variants by Hub name, the way cibuildwheel chooses build identifiers (docs/building.md).
-
 A selector that matches nothing is a UsageError listing the names that exist, so a typo never
-silently builds nothing.
-"""
+silently builds nothing."""
 
 from __future__ import annotations
 
@@ -17,14 +15,15 @@ import bracex
 from ..errors import UsageError
 
 _SHOWN = 8  # left-out names listed in a message before "and N more"
+MAX_EXPANSION = 1000  # patterns one selector may expand to
+# Reasons every plan has (a recipe of a backend the project does not build): true, but never
+# why a plan is empty; shown after the others.
+_EXPECTED = "not in the project's backends"
 
 
 def split_patterns(text: str) -> tuple[str, ...]:
     """Split a selector string on whitespace (as env vars and TOML strings write them)."""
     return tuple(text.split())
-
-
-MAX_EXPANSION = 1000  # patterns one selector may expand to
 
 
 @functools.lru_cache(maxsize=256)
@@ -143,11 +142,6 @@ class Selector:
                 hint=f"narrow {self.skip_label}; available: {', '.join(names)}",
             )
         return chosen
-
-
-# Reasons every plan has (a recipe of a backend the project does not build): true, but never
-# why a plan is empty; shown after the others.
-_EXPECTED = "not in the project's backends"
 
 
 def _why_empty(left_out: Mapping[str, str]) -> str:

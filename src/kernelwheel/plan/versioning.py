@@ -1,7 +1,6 @@
-"""The wheel's version: kernel-builder's API major plus a minor and patch, and where it came from:
-the option, the VERSION file, the project's own git tag, ``<major>.0.0`` (docs/versions.md).
-:func:`resolve_version` is pure (its inputs come from :func:`version_inputs` and
-:func:`read_git_state`), so every source and every refusal has a unit test."""
+"""The wheel's version: kernel-builder's API major plus a minor and patch, from the option, the
+VERSION file, the project's own git tag or ``<major>.0.0`` (docs/versions.md). It is pure, its
+inputs read by :func:`version_inputs` and :func:`read_git_state`, so every case has a unit test."""
 
 from __future__ import annotations
 

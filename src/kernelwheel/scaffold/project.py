@@ -1,9 +1,6 @@
 """Write a minimal edition-5 kernel project (``kernelwheel init``) from the templates beside this
-module and the kernel card template ``data/card.md`` as its CARD.md.
-
-The project is staged next to the target, read back with the build.toml reader (so every rule
-applies) and moved into place in one rename: an existing folder is never touched, and a refused
-name leaves nothing behind."""
+module, and ``data/card.md`` as its CARD.md: staged beside the target, read back by the build.toml
+reader (every rule applies), moved into place in one rename (a refused name leaves nothing)."""
 
 from __future__ import annotations
 
@@ -23,6 +20,10 @@ from ..model.sections import BACKENDS
 # The backends kernelwheel compiles (docs/backends.md), in build.toml's order: every kind's
 # default.
 INIT_BACKENDS = ("cpu", "cuda")
+_COMPILED = {
+    "cpu": ("kernel_cpu.cpp.tmpl", "csrc/{pkg}_cpu.cpp"),
+    "cuda": ("kernel_cuda.cu.tmpl", "csrc/{pkg}_cuda.cu"),
+}
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,7 @@ KINDS: dict[str, _Kind] = {
     "torch": _Kind(
         "",
         INIT_BACKENDS,
-        {
-            "cpu": ("kernel_cpu.cpp.tmpl", "csrc/{pkg}_cpu.cpp"),
-            "cuda": ("kernel_cuda.cu.tmpl", "csrc/{pkg}_cuda.cu"),
-        },
+        _COMPILED,
         (
             ("header.h.tmpl", "csrc/{pkg}.h"),
             ("torch_binding.h.tmpl", "torch-ext/torch_binding.h"),
@@ -65,10 +63,7 @@ KINDS: dict[str, _Kind] = {
     "tvm-ffi": _Kind(
         "tvm_ffi_",
         INIT_BACKENDS,
-        {
-            "cpu": ("kernel_cpu.cpp.tmpl", "csrc/{pkg}_cpu.cpp"),
-            "cuda": ("kernel_cuda.cu.tmpl", "csrc/{pkg}_cuda.cu"),
-        },
+        _COMPILED,
         (
             ("header.h.tmpl", "csrc/{pkg}.h"),
             ("binding.cpp.tmpl", "tvm-ffi-ext/tvm_ffi_binding.cpp"),
@@ -158,6 +153,7 @@ def render_files(name: str, backends: Sequence[str], kind: str = "torch") -> dic
     spec = KINDS[kind]
     pkg = name.replace("-", "_")
     quoted = ", ".join(f'"{b}"' for b in backends)
+    kernels = [b for b in backends if b in spec.kernels]
     values = {
         "name": name,
         "pkg": pkg,
@@ -167,12 +163,9 @@ def render_files(name: str, backends: Sequence[str], kind: str = "torch") -> dic
         "backends_tuple": f"({quoted}{',' * (len(backends) == 1)})",
         "backends_text": ", ".join(backends),
         "sources_text": "\n".join(
-            f"- `{spec.kernels[b][1].format(pkg=pkg)}`: the {b.upper()} kernel"
-            for b in backends
-            if b in spec.kernels
+            f"- `{spec.kernels[b][1].format(pkg=pkg)}`: the {b.upper()} kernel" for b in kernels
         ),
     }
-    kernels = [b for b in backends if b in spec.kernels]
     build_toml = _render(f"{spec.prefix}build.toml.tmpl", values) + "".join(
         _render(f"{spec.prefix}kernel_{b}.toml.tmpl", values) for b in kernels
     )
