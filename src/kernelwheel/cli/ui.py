@@ -1,10 +1,6 @@
-"""Console output for the CLI: the Reporter that shows each step as it starts and ends, what a
-long step is doing (its log's last progress line: redrawn on a terminal, a heartbeat line every
-``heartbeat`` seconds elsewhere), ``--verbose``/``--quiet``, and progress on stderr with ``--json``
-(docs/building.md). Every line, shown or not, also goes to the command's log file, made only once
-work starts. On GitHub Actions each variant is a group and errors are annotations; variants built
-side by side have their lines held and shown as one group each when they end.
-"""
+"""Console output for the CLI (docs/building.md): the Reporter that shows each step as it starts
+and ends and what a long one is doing; every line, shown or not, also goes to the command's log
+file, made only once work starts; on GitHub Actions each variant is a group."""
 
 from __future__ import annotations
 
@@ -110,14 +106,14 @@ class ConsoleUI:
         verbosity: int = NORMAL,
         progress_to_stderr: bool = False,
         tty: bool | None = None,
-        heartbeat: float | None = None,
+        heartbeat: float = 30.0,
     ) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.progress = self.err if progress_to_stderr else self.out
         self.verbosity = verbosity
         self.tty = _isatty(self.progress) if tty is None else tty
-        self.heartbeat = heartbeat if heartbeat is not None else 30.0
+        self.heartbeat = heartbeat
         self.github = os.environ.get("GITHUB_ACTIONS") == "true"
         utf = "utf" in (getattr(self.progress, "encoding", None) or "").lower()
         marks = ("✓", "✕", "▸") if utf else ("ok", "FAIL", ">")
@@ -177,8 +173,8 @@ class ConsoleUI:
             self._log, self._pending = fh, None
 
     def keep_log(self) -> None:
-        """Make the log's file now (the error names it); where it cannot be made, it is dropped,
-        so no message names a file that is not there."""
+        """Make the log's file now (the error names it), else drop it: no message names a file
+        that is not there."""
         with self._lock:
             try:
                 self._open_log()
@@ -202,10 +198,7 @@ class ConsoleUI:
 
     def close(self) -> None:
         with self._lock:
-            try:
-                self._open_log()
-            except OSError:
-                self._pending = None  # an unwritable log folder: the error shown is all there is
+            self.keep_log()  # an unwritable log folder: the error shown is all there is
             if self._log is not None:
                 self._log.close()
                 self._log = None
@@ -291,14 +284,11 @@ class ConsoleUI:
                 data = fh.read()
         except OSError:
             return
-        if not data:
-            return
         running.offset += len(data)
         data = running.partial + data
         *lines, running.partial = data.split(b"\n")
         for raw in lines:
-            line = raw.decode("utf-8", "replace").rstrip()
-            line = line.rsplit("\r", 1)[-1]  # a progress bar's last state
+            line = raw.decode("utf-8", "replace").rstrip().rsplit("\r", 1)[-1]  # a bar's last state
             if not line.strip():
                 continue
             found = activity_of(line)
