@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import KernelwheelError, Terminated, UsageError, VariantError
-from ._common import add_common_arguments
 
 if TYPE_CHECKING:
     from .._util import Runner
@@ -43,6 +42,29 @@ def _traceback_setting() -> tuple[bool, str | None]:
         f"KERNELWHEEL_TRACEBACK={raw!r} is neither true nor false: set it to 1 (or true, yes, "
         "on) to show tracebacks, 0 (or false, no, off) or nothing not to"
     )
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, traceback: bool | None = None) -> None:
+    """--traceback, --verbose and --quiet, on the main parser (``traceback``: its default) and
+    on every command, so they work before or after the command name; kept apart from the
+    command flags so that parsing them imports nothing heavy (``--version`` starts fast)."""
+    main = traceback is not None
+    # On a command, an absent flag must not overwrite what the main parser set.
+    unset: Any = argparse.SUPPRESS
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        default=traceback if main else unset,
+        help="show the Python traceback on errors (or set KERNELWHEEL_TRACEBACK=1)",
+    )
+    loud = parser.add_mutually_exclusive_group()
+    for flags, help_text in (
+        (("--verbose", "-v"), "also stream the tools' output (compiler, pip) as it is written"),
+        (("--quiet", "-q"), "show only errors, warnings and the final summary"),
+    ):
+        loud.add_argument(
+            *flags, action="store_true", default=False if main else unset, help=help_text
+        )
 
 
 class _CommandParser(argparse.ArgumentParser):

@@ -18,6 +18,7 @@ from ..builder.preflight import select_buildable
 from ..builder.request import BuildKind
 from ..builder.service import dev_project
 from ..errors import KernelwheelError, ProjectError, UsageError
+from ..model.capability import CudaCapability
 from ..model.project import BUILD_TOML, KernelProject, editor_file
 from ..plan.defaults import active_venv_python, capabilities_here
 from ..plan.options import Options
@@ -93,51 +94,40 @@ def dev_once(
     if before_build is not None:
         before_build(planned.project)
     selection = select_buildable(planned, args.variant, runner=args.runner)
-    if BuildKind.of(planned.project) is BuildKind.NOARCH:  # one package for all its variants
-        build = dev_project(planned, selection.recipes, ui, hold=hold, runner=args.runner)
-        return _done(args, ui, planned, build, testing=check_in_tests)
-    if len(selection.recipes) != 1:
+    recipes = selection.recipes
+    gpus: tuple[CudaCapability, ...] = ()
+    # a pure-Python project: one package for all its variants
+    compiled = BuildKind.of(planned.project) is not BuildKind.NOARCH
+    if compiled and len(recipes) != 1:
         raise UsageError(
-            f"--variant matches {len(selection.recipes)} variants: "
-            + ", ".join(r.name for r in selection.recipes),
+            f"--variant matches {len(recipes)} variants: " + ", ".join(r.name for r in recipes),
             hint="a dev build is of one variant: give its full name",
         )
-    (recipe,) = selection.recipes
-    if (foreign := skip_reason(recipe.variant)) is not None:  # nothing here could import it
-        raise UsageError(
-            f"--variant {recipe.name}: a dev build is imported on this machine, and {foreign}",
-            hint=f"check that it compiles with kernelwheel build --variant {recipe.name}, or "
-            "give a variant of this machine's arch (kernelwheel matrix lists them)",
-        )
-    default = selection.default
-    if default is not None:
-        ui.info("", f"variant {recipe.name}: {default.reason}")
-        notes, gpus = default.notes, default.gpu_capabilities
-    else:  # a dev build only loads here: for this machine's GPUs, as the default's
-        gpus, notes = capabilities_here(recipe, planned.options, runner=args.runner)
-    for note in notes:
-        ui.info("", note)
+    if compiled:
+        (recipe,) = recipes
+        if (foreign := skip_reason(recipe.variant)) is not None:  # nothing here could import it
+            raise UsageError(
+                f"--variant {recipe.name}: a dev build is imported on this machine, and {foreign}",
+                hint=f"check that it compiles with kernelwheel build --variant {recipe.name}, or "
+                "give a variant of this machine's arch (kernelwheel matrix lists them)",
+            )
+        default = selection.default
+        if default is not None:
+            ui.info("", f"variant {recipe.name}: {default.reason}")
+            notes, gpus = default.notes, default.gpu_capabilities
+        else:  # a dev build only loads here: for this machine's GPUs, as the default's
+            gpus, notes = capabilities_here(recipe, planned.options, runner=args.runner)
+        for note in notes:
+            ui.info("", note)
     build = dev_project(
         planned,
-        [recipe],
+        recipes,
         ui,
         gpu_capabilities=gpus,
-        check_in_tests=check_in_tests,
+        check_in_tests=check_in_tests and compiled,
         hold=hold,
         runner=args.runner,
     )
-    return _done(args, ui, planned, build, testing=check_in_tests)
-
-
-def _done(
-    args: argparse.Namespace,
-    ui: ConsoleUI,
-    planned: Planned,
-    build: DevBuild,
-    *,
-    testing: bool = False,
-) -> DevRun:
-    """``build`` linked into the user's interpreter and reported."""
     # --python, else the active virtual environment's; neither: the build's own environment
     # is kernelwheel's, never changed
     target = planned.options.python or active_venv_python()
@@ -146,7 +136,7 @@ def _done(
         if target
         else None
     )
-    _report(ui, planned.project, build, linked, testing=testing)
+    _report(ui, planned.project, build, linked, testing=check_in_tests)
     return DevRun(planned, build, linked)
 
 

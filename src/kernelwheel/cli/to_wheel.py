@@ -16,8 +16,7 @@ from ._args import (
     jobs_value,
     path_arg,
 )
-from ._runlog import header, slug
-from .ui import ConsoleUI
+from .ui import ConsoleUI, header, slug
 
 if TYPE_CHECKING:
     from ..hub.towheel import ToWheelResult

@@ -5,6 +5,7 @@ file, made only once work starts; on GitHub Actions each variant is a group."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -17,8 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from .. import __version__
 from .._util import redact
 from ..log import StepResult
+from ..plan.options import resolve_command_option
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 _TICK = 0.2  # seconds between looks at the running steps' logs
@@ -348,3 +351,25 @@ class ConsoleUI:
 
     def warn(self, message: str) -> None:
         self._emit(f"warning: {message}", self.err)
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a repo id or folder name (``drbh/img2gray`` -> drbh--img2gray)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text.replace("/", "--")).strip("-.") or "run"
+
+
+def open_cache_log(ui: ConsoleUI, command: str, folder: Path, cache_dir: str | None = None) -> Path:
+    """Start ``<cache-dir>/logs/<command>-<folder>-<hash of its absolute path>.log``, the log of
+    a command without a per-variant one: lock and download leave the project and the wheelhouse
+    untouched on failure, so theirs is not there."""
+    folder = folder.resolve()
+    digest = hashlib.sha256(str(folder).encode()).hexdigest()[:8]
+    cache: Path = resolve_command_option("cache_dir", cache_dir)
+    log = cache / "logs" / f"{command}-{slug(folder.name)}-{digest}.log"
+    return ui.log_to(log, header(command))
+
+
+def header(command: str) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S %z")
+    argv = " ".join(sys.argv[1:]) or command
+    return f"kernelwheel {__version__} {command} at {when}\n$ kernelwheel {argv}"
