@@ -242,10 +242,8 @@ def next_change(
     patience: float = 10.0,
 ) -> dict[str, tuple[int, int]]:
     """The project's files once they differ from ``seen`` and then stay the same for ``settle``
-    seconds: a ``git checkout`` or ``tar x`` still writing, or an editor's save by rename, is
-    built when done, not half-way (a compile error that the next file would have fixed). A
-    file that never stops changing (a log a process of the author's writes in the project)
-    waits ``patience`` seconds at most: the save beside it is built, not waited on forever."""
+    seconds: a ``git checkout`` still writing, or a save by rename, is built when done, not
+    half-way; a file that never stops changing (a log) waits ``patience`` seconds at most."""
     while (now := _snapshot(root)) == seen:
         time.sleep(poll)
     give_up = time.monotonic() + patience
@@ -257,10 +255,8 @@ def next_change(
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file of the project but hidden folders, caches, editors' temporary files (a
-    swap file written as you type would start a build) and the wheels and logs of
-    ``kernelwheel build`` (the project's ``wheelhouse/``: a build in another terminal is no
-    save): size and mtime."""
+    """Size and mtime of every file of the project but hidden folders, caches, editors' swap
+    files and ``kernelwheel build``'s ``wheelhouse/`` (a build in another terminal is no save)."""
     found: dict[str, tuple[int, int]] = {}
     output = os.path.join(root, Options.output_dir)
     for folder, dirs, files in os.walk(root):
