@@ -167,7 +167,7 @@ class ConsoleUI:
         with self._lock:
             if self._pending is None or self.log_path is None:
                 return
-            made = [p for p in (self.log_path.parent, *self.log_path.parents) if not p.exists()]
+            made = [p for p in self.log_path.parents if not p.exists()]
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._made = made  # the folders made for the log, deepest first
             fh = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
