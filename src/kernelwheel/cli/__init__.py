@@ -138,8 +138,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     if extra:  # `kernelwheel test -x`: pytest's words before the --
         also = " (pytest's go after --: kernelwheel test [DIR] -- -x -k NAME)"
         parser.error(f"unrecognized arguments: {' '.join(extra)}" + also * ("pytest_args" in args))
-    problem = _traceback_setting()[1]
-    if problem is not None:
+    if (problem := _traceback_setting()[1]) is not None:
         parser.error(problem)  # exit 2, as a bad flag
     if passthrough:
         args.pytest_args = passthrough
