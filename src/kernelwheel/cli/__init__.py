@@ -1,9 +1,7 @@
 """Command-line entry point. Owns all output and exit codes; library code only raises.
 
-Each command's module ``kernelwheel.cli.<name>`` has ``register(subparsers)``, which adds its
-parser, and ``run(args, ui) -> int``. :func:`main` imports only the module of the command it runs,
-so each command starts without importing the others' dependencies.
-"""
+Each command's module has ``register(subparsers)`` and ``run(args, ui) -> int``; :func:`main`
+imports only the module of the command it runs, so none loads the others' dependencies."""
 
 from __future__ import annotations
 
@@ -20,27 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import KernelwheelError, Terminated, UsageError, VariantError
-from ._common import add_common_arguments
 
 if TYPE_CHECKING:
     from .._util import Runner
     from .ui import ConsoleUI
 
 # Order is the order shown in --help.
-COMMANDS = (
-    "init",
-    "dev",
-    "test",
-    "build",
-    "matrix",
-    "check",
-    "to_wheel",
-    "upload",
-    "index",
-    "install",
-    "variants",
-    "lock",
-    "download",
+COMMANDS = tuple(
+    "init dev test build matrix check to_wheel upload index install variants lock download".split()
 )
 
 
@@ -59,9 +44,32 @@ def _traceback_setting() -> tuple[bool, str | None]:
     )
 
 
+def add_common_arguments(parser: argparse.ArgumentParser, *, traceback: bool | None = None) -> None:
+    """--traceback, --verbose and --quiet, on the main parser (``traceback``: its default) and
+    on every command, so they work before or after the command name; kept apart from the
+    command flags so that parsing them imports nothing heavy (``--version`` starts fast)."""
+    main = traceback is not None
+    # On a command, an absent flag must not overwrite what the main parser set.
+    unset: Any = argparse.SUPPRESS
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        default=traceback if main else unset,
+        help="show the Python traceback on errors (or set KERNELWHEEL_TRACEBACK=1)",
+    )
+    loud = parser.add_mutually_exclusive_group()
+    for flags, help_text in (
+        (("--verbose", "-v"), "also stream the tools' output (compiler, pip) as it is written"),
+        (("--quiet", "-q"), "show only errors, warnings and the final summary"),
+    ):
+        loud.add_argument(
+            *flags, action="store_true", default=False if main else unset, help=help_text
+        )
+
+
 class _CommandParser(argparse.ArgumentParser):
-    """A command's parser: its description and epilog as written (their examples keep their
-    lines), unless the command picks another formatter."""
+    """Its description and epilog as written (examples keep their lines), unless it picks another
+    formatter."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
@@ -94,21 +102,13 @@ def make_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     return parser
 
 
-def _terminate(signum: int, frame: object) -> None:
-    # Once: a second SIGTERM while cleaning up must not cut the clean-up short.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+def _raise_once(signum: int, frame: object) -> None:
+    # Once: a second SIGTERM or Ctrl-C must not cut short the clean-up, nor the interrupted
+    # build's summary of what finished; main() puts the handlers back as it returns.
+    signal.signal(signum, signal.SIG_IGN)
     from .._util import raise_when_safe  # imported by main() before the handler is set
 
-    raise_when_safe(Terminated())
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    # Once, as SIGTERM: a second Ctrl-C must not cut short the clean-up, nor the interrupted
-    # build's summary of what finished; main() puts the handler back as it returns (130).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from .._util import raise_when_safe
-
-    raise_when_safe(KeyboardInterrupt())
+    raise_when_safe(Terminated() if signum == signal.SIGTERM else KeyboardInterrupt())
 
 
 def _commands_needed(argv: Sequence[str]) -> Sequence[str]:
@@ -138,8 +138,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     if extra:  # `kernelwheel test -x`: pytest's words before the --
         also = " (pytest's go after --: kernelwheel test [DIR] -- -x -k NAME)"
         parser.error(f"unrecognized arguments: {' '.join(extra)}" + also * ("pytest_args" in args))
-    problem = _traceback_setting()[1]
-    if problem is not None:
+    if (problem := _traceback_setting()[1]) is not None:
         parser.error(problem)  # exit 2, as a bad flag
     if passthrough:
         args.pytest_args = passthrough
@@ -160,18 +159,17 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     # folders and half-written files are removed on the way out. Only the main thread may set it.
     # Both raise only where the command being started can still be stopped (raise_when_safe).
     in_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminate) if in_main else None
+    previous = signal.signal(signal.SIGTERM, _raise_once) if in_main else None
     default_int = in_main and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     if default_int:
-        signal.signal(signal.SIGINT, _interrupt)
+        signal.signal(signal.SIGINT, _raise_once)
     try:
         if any(name.startswith("KERNELWHEEL_") for name in os.environ):
             from ..plan.options import unknown_variables
 
             for finding in unknown_variables():
                 ui.warn(finding)
-        code: int = args.func(args, ui)
-        return code
+        return int(args.func(args, ui))
     except KernelwheelError as exc:
         if args.traceback:
             _print_traceback()
@@ -204,6 +202,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         where = f"{exc.filename}: " if exc.filename else ""
         if exc.filename2:  # a copy or rename: the second path is where it was going
             where = f"{exc.filename} -> {exc.filename2}: "
+        message = f"{where}{exc.strerror or exc}"
         from .._util import DISK_FULL_HINT, disk_full
 
         hint = (
@@ -212,8 +211,8 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
             else "check that the path exists, is a folder where one is expected, and is "
             "writable (or pass another with the command's option)"
         )
-        ui.error(f"{where}{exc.strerror or exc}\n  fix: {hint}")
-        _json_error(args, ui, type(exc).__name__, f"{where}{exc.strerror or exc}", hint, 1)
+        ui.error(f"{message}\n  fix: {hint}")
+        _json_error(args, ui, type(exc).__name__, message, hint, 1)
         return 1
     finally:
         # Whatever way the command ended, no command it started outlives it (a thread that had
@@ -237,13 +236,12 @@ def _json_error(
         return
     import json
 
-    log = ui.log_path
     document = {
         "ok": False,
         "command": args.command,
         "exit_code": code,
         "error": {"kind": kind, "message": message, "hint": hint},
-        "log": str(log) if log is not None else None,
+        "log": str(ui.log_path) if ui.log_path is not None else None,
         # what an interrupted build had finished (cli/build.py), its wheels' paths among them
         **getattr(args, "json_partial", {}),
     }

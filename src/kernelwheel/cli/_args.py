@@ -1,9 +1,7 @@
 """Arguments shared by several commands, defined once so a flag means the same everywhere.
 
-The build options' flags are made from ``data/options.toml``; each defaults to None ("not
-given"), so the lower layers of the precedence (defaults < [tool.kernelwheel] < KERNELWHEEL_*)
-show through.
-"""
+The build options' flags, made from ``data/options.toml``, default to None ("not given"), so the
+lower layers of the precedence (defaults < [tool.kernelwheel] < KERNELWHEEL_*) show through."""
 
 from __future__ import annotations
 
@@ -14,7 +12,7 @@ from typing import Any
 
 from .._util import EMPTY_PATH
 from ..errors import UsageError
-from ..plan.options import OPTIONS, OptionDef, resolve_command_option, resolve_jobs
+from ..plan.options import OPTIONS, resolve_command_option, resolve_jobs
 
 PRECEDENCE = (
     "Precedence, lowest first: defaults < [tool.kernelwheel] in the kernel's pyproject.toml "
@@ -154,21 +152,16 @@ def add_option_arguments(
                 about = None if sections else PRECEDENCE
                 sections[option.group] = parser.add_argument_group(option.group, about)
             where = sections[option.group]
-        _add_flag(where, option, (defaults or {}).get(option.name, option.default))
-
-
-def _add_flag(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup, option: OptionDef, default: str
-) -> None:
-    names = (option.flag, option.short) if option.short else (option.flag,)
-    text = option.help + ("; repeatable" if option.repeat else "")
-    if option.metavar is None:  # on/off: the flag sets what its name says
-        env = f"{option.env}={int(not option.negated)}" if option.env else None
-        shape: dict[str, Any] = {"action": "store_false" if option.negated else "store_true"}
-    else:
-        text += f" (default: {default})" if default != "none" else ""
-        env = option.env
-        shape = {"action": "append" if option.repeat else "store", "metavar": option.metavar}
-    # docs/options.md's help as --help shows it: no backticks, the variable after it
-    text = text.replace("`", "").replace("%", "%%") + (f" [env: {env}]" if env else "")
-    parser.add_argument(*names, dest=option.name, default=None, help=text, **shape)
+        flags = (option.flag, option.short) if option.short else (option.flag,)
+        text = option.help + ("; repeatable" if option.repeat else "")
+        if option.metavar is None:  # on/off: the flag sets what its name says
+            env = f"{option.env}={int(not option.negated)}" if option.env else None
+            shape: dict[str, Any] = {"action": "store_false" if option.negated else "store_true"}
+        else:
+            default = (defaults or {}).get(option.name, option.default)
+            text += f" (default: {default})" if default != "none" else ""
+            env = option.env
+            shape = {"action": "append" if option.repeat else "store", "metavar": option.metavar}
+        # docs/options.md's help as --help shows it: no backticks, the variable after it
+        text = text.replace("`", "").replace("%", "%%") + (f" [env: {env}]" if env else "")
+        where.add_argument(*flags, dest=option.name, default=None, help=text, **shape)

@@ -93,8 +93,7 @@ def outcome_json(o: Outcome) -> dict[str, object]:
 
 
 def summary_table(outcomes: list[Outcome], seconds: float) -> str:
-    """One row per variant: status, time, wheel (or the log to read), size, sha256; then the
-    build's ``seconds`` (variants built side by side count once)."""
+    """One row per variant, then the build's ``seconds`` (side by side variants count once)."""
     if not outcomes:
         return "no wheels built"
     header = ("variant", "status", "time", "size", "wheel / log", "sha256")
@@ -115,8 +114,7 @@ def summary_table(outcomes: list[Outcome], seconds: float) -> str:
 
 
 def interrupted_summary(finished: list[Outcome], selected: list[str]) -> list[str]:
-    """What an interrupted run tells: the variants that finished (their wheels' paths, or their
-    logs) and those that did not, which left no wheel."""
+    """The variants an interrupted run finished (their wheels, or logs), and those it did not."""
     left = unfinished(finished, selected)
     lines = [f"interrupted: {len(selected) - len(left)} of {len(selected)} variant(s) finished"]
     for o in finished:
@@ -192,8 +190,7 @@ class _Progress:
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     refuse_conflicting_selectors(args)
-    path, values = project_path(args), option_values(args)
-    planned = plan_project(path, values)
+    planned = plan_project(project_path(args), option_values(args))
     if args.path is None and planned.options.source("output_dir") == "default":
         # A project found from one of its subfolders: its wheels go to its own wheelhouse/, not
         # into the subfolder (inside torch-ext/<package>/ they would be packaged next time).
@@ -204,13 +201,13 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     selection = select_buildable(planned, args.variant, runner=args.runner)
     recipes = list(selection.recipes)
     if args.print_build_identifiers:
-        if not planned.project.noarch:
-            # The dry run refuses what the build refuses at once: every variant's depends.
-            refused = depends_refusals(
+        # The dry run refuses what the build refuses at once: every variant's depends.
+        if not planned.project.noarch and (
+            refused := depends_refusals(
                 planned.project, [r.variant for r in recipes], planned.deps, planned.options
             )
-            if refused:
-                raise next(iter(refused.values()))
+        ):
+            raise next(iter(refused.values()))
         # a version the build refuses (VERSION 1.0.0 for an API major 0) is refused here too,
         # not in each job of the matrix it fans out
         refuse_given_version(planned, args.runner)
@@ -267,8 +264,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     else:
         ui.print(summary_table(outcomes, seconds))
     write_github_summary(outcomes)
-    failed = result.failed
-    if failed and len(outcomes) > 1:
+    if (failed := result.failed) and len(outcomes) > 1:
         ui.error(
             f"{len(failed)} of {len(outcomes)} variant(s) failed: "
             + ", ".join(f"{o.variant} (log: {o.log})" if o.log else o.variant for o in failed)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..abi.checker import FROM_TAG, check_shared_object, check_wheel, read_wheel_tags
 from ..abi.policy import DEFAULT_POLICY
-from ..abi.report import Rule, SoReport, Violation, WheelReport
+from ..abi.report import Rule, SoReport, WheelReport
 from ..abi.torch_floor import load_shim_table
 from ..builder.load_check import wheel_call_warnings
 from ..errors import AbiError, UsageError, WheelError
@@ -157,9 +157,7 @@ def _refuse_unmatched(paths: list[Path]) -> None:
 
 
 def _mark(ui: ConsoleUI, state: bool | None) -> str:
-    if state is None:
-        return "-"
-    return ui.ok_mark if state else ui.fail_mark
+    return "-" if state is None else ui.ok_mark if state else ui.fail_mark
 
 
 def _render_torch_floor(report: WheelReport | SoReport, ui: ConsoleUI) -> None:
@@ -224,11 +222,9 @@ def render(report: WheelReport | SoReport, ui: ConsoleUI, warnings: Sequence[str
     for o in objects:
         for rule in columns:
             # Violations with the same fix are listed together, then explained once.
-            groups: dict[str, list[Violation]] = {}
-            for v in o.violations:
-                if v.rule is rule:
-                    groups.setdefault(v.fix, []).append(v)
-            for fix, group in groups.items():
+            violated = [v for v in o.violations if v.rule is rule]
+            for fix in dict.fromkeys(v.fix for v in violated):
+                group = [v for v in violated if v.fix == fix]
                 for v in group[:_SHOWN_PER_GROUP]:
                     version = f" ({v.version})" if v.version else ""
                     ui.print(f"  {ui.fail_mark} {rule.value}  {o.file}: {v.subject}{version}")

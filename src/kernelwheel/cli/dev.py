@@ -18,6 +18,7 @@ from ..builder.preflight import select_buildable
 from ..builder.request import BuildKind
 from ..builder.service import dev_project
 from ..errors import KernelwheelError, ProjectError, UsageError
+from ..model.capability import CudaCapability
 from ..model.project import BUILD_TOML, KernelProject, editor_file
 from ..plan.defaults import active_venv_python, capabilities_here
 from ..plan.options import Options
@@ -93,51 +94,40 @@ def dev_once(
     if before_build is not None:
         before_build(planned.project)
     selection = select_buildable(planned, args.variant, runner=args.runner)
-    if BuildKind.of(planned.project) is BuildKind.NOARCH:  # one package for all its variants
-        build = dev_project(planned, selection.recipes, ui, hold=hold, runner=args.runner)
-        return _done(args, ui, planned, build, testing=check_in_tests)
-    if len(selection.recipes) != 1:
+    recipes = selection.recipes
+    gpus: tuple[CudaCapability, ...] = ()
+    # a pure-Python project: one package for all its variants
+    compiled = BuildKind.of(planned.project) is not BuildKind.NOARCH
+    if compiled and len(recipes) != 1:
         raise UsageError(
-            f"--variant matches {len(selection.recipes)} variants: "
-            + ", ".join(r.name for r in selection.recipes),
+            f"--variant matches {len(recipes)} variants: " + ", ".join(r.name for r in recipes),
             hint="a dev build is of one variant: give its full name",
         )
-    (recipe,) = selection.recipes
-    if (foreign := skip_reason(recipe.variant)) is not None:  # nothing here could import it
-        raise UsageError(
-            f"--variant {recipe.name}: a dev build is imported on this machine, and {foreign}",
-            hint=f"check that it compiles with kernelwheel build --variant {recipe.name}, or "
-            "give a variant of this machine's arch (kernelwheel matrix lists them)",
-        )
-    default = selection.default
-    if default is not None:
-        ui.info("", f"variant {recipe.name}: {default.reason}")
-        notes, gpus = default.notes, default.gpu_capabilities
-    else:  # a dev build only loads here: for this machine's GPUs, as the default's
-        gpus, notes = capabilities_here(recipe, planned.options, runner=args.runner)
-    for note in notes:
-        ui.info("", note)
+    if compiled:
+        (recipe,) = recipes
+        if (foreign := skip_reason(recipe.variant)) is not None:  # nothing here could import it
+            raise UsageError(
+                f"--variant {recipe.name}: a dev build is imported on this machine, and {foreign}",
+                hint=f"check that it compiles with kernelwheel build --variant {recipe.name}, or "
+                "give a variant of this machine's arch (kernelwheel matrix lists them)",
+            )
+        default = selection.default
+        if default is not None:
+            ui.info("", f"variant {recipe.name}: {default.reason}")
+            notes, gpus = default.notes, default.gpu_capabilities
+        else:  # a dev build only loads here: for this machine's GPUs, as the default's
+            gpus, notes = capabilities_here(recipe, planned.options, runner=args.runner)
+        for note in notes:
+            ui.info("", note)
     build = dev_project(
         planned,
-        [recipe],
+        recipes,
         ui,
         gpu_capabilities=gpus,
-        check_in_tests=check_in_tests,
+        check_in_tests=check_in_tests and compiled,
         hold=hold,
         runner=args.runner,
     )
-    return _done(args, ui, planned, build, testing=check_in_tests)
-
-
-def _done(
-    args: argparse.Namespace,
-    ui: ConsoleUI,
-    planned: Planned,
-    build: DevBuild,
-    *,
-    testing: bool = False,
-) -> DevRun:
-    """``build`` linked into the user's interpreter and reported."""
     # --python, else the active virtual environment's; neither: the build's own environment
     # is kernelwheel's, never changed
     target = planned.options.python or active_venv_python()
@@ -146,7 +136,7 @@ def _done(
         if target
         else None
     )
-    _report(ui, planned.project, build, linked, testing=testing)
+    _report(ui, planned.project, build, linked, testing=check_in_tests)
     return DevRun(planned, build, linked)
 
 
@@ -252,10 +242,8 @@ def next_change(
     patience: float = 10.0,
 ) -> dict[str, tuple[int, int]]:
     """The project's files once they differ from ``seen`` and then stay the same for ``settle``
-    seconds: a ``git checkout`` or ``tar x`` still writing, or an editor's save by rename, is
-    built when done, not half-way (a compile error that the next file would have fixed). A
-    file that never stops changing (a log a process of the author's writes in the project)
-    waits ``patience`` seconds at most: the save beside it is built, not waited on forever."""
+    seconds: a ``git checkout`` still writing, or a save by rename, is built when done, not
+    half-way; a file that never stops changing (a log) waits ``patience`` seconds at most."""
     while (now := _snapshot(root)) == seen:
         time.sleep(poll)
     give_up = time.monotonic() + patience
@@ -267,10 +255,8 @@ def next_change(
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file of the project but hidden folders, caches, editors' temporary files (a
-    swap file written as you type would start a build) and the wheels and logs of
-    ``kernelwheel build`` (the project's ``wheelhouse/``: a build in another terminal is no
-    save): size and mtime."""
+    """Size and mtime of every file of the project but hidden folders, caches, editors' swap
+    files and ``kernelwheel build``'s ``wheelhouse/`` (a build in another terminal is no save)."""
     found: dict[str, tuple[int, int]] = {}
     output = os.path.join(root, Options.output_dir)
     for folder, dirs, files in os.walk(root):

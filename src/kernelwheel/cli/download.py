@@ -9,8 +9,7 @@ from pathlib import Path
 from ..locking.download import DownloadRequest, DownloadResult, download
 from ..locking.lockfile import LOCK_NAME
 from ._args import add_locking_arguments, add_variant_argument, jobs_value, path_arg
-from ._runlog import open_cache_log
-from .ui import ConsoleUI
+from .ui import ConsoleUI, open_cache_log
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

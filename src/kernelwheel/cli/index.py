@@ -70,7 +70,6 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 
 
 def to_json(result: IndexResult, wheelhouse: Path) -> dict[str, object]:
-    names = result.flavours.get(ALL, ())
     only_all = dict(result.unflavoured)
     wheels = [
         {
@@ -82,7 +81,7 @@ def to_json(result: IndexResult, wheelhouse: Path) -> dict[str, object]:
             "flavours": sorted(f for f, ws in result.flavours.items() if name in ws),
             "note": only_all.get(name),
         }
-        for name in names
+        for name in result.flavours.get(ALL, ())
     ]
     return {
         "command": "index",

@@ -13,11 +13,6 @@ from ..model.sources import PipSources
 from ._args import add_target_python_argument, add_variant_argument, source_arg
 from .ui import QUIET, ConsoleUI
 
-NO_TORCH = (
-    "no torch here: only tvm-ffi builds fit (they require apache-tvm-ffi, which pip installs, "
-    "not torch); torch builds need torch installed first"
-)
-
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -108,7 +103,10 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 def _render(result: InstallResult, ui: ConsoleUI) -> None:
     ui.print(f"environment: {result.target.describe()}")
     if result.target.torch is None:
-        ui.print(NO_TORCH)
+        ui.print(
+            "no torch here: only tvm-ffi builds fit (they require apache-tvm-ffi, which pip "
+            "installs, not torch); torch builds need torch installed first"
+        )
     for pick in result.picks:
         sel = pick.selection
         ui.print(f"{sel.requirement}: {pick.filename}")

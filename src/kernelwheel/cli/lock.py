@@ -8,8 +8,7 @@ from pathlib import Path
 from ..locking.lockfile import LOCK_NAME
 from ..locking.resolve import LockRequest, LockResult, lock_project
 from ._args import add_locking_arguments, jobs_value
-from ._runlog import open_cache_log
-from .ui import ConsoleUI
+from .ui import ConsoleUI, open_cache_log
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

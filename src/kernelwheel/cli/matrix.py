@@ -63,8 +63,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     refuse_conflicting_selectors(args)
-    planned = plan_project(project_path(args), option_values(args))
-    planned = _without_refused_depends(planned)
+    planned = _without_refused_depends(plan_project(project_path(args), option_values(args)))
     # a version the build refuses fails every job the matrix fans out: refused now
     refuse_given_version(planned, args.runner)
     if args.json:
@@ -121,8 +120,7 @@ def to_json(plan: MatrixPlan, style: LocalVersionStyle) -> dict[str, Any]:
 
 def wheel_label(recipe: VariantRecipe, style: LocalVersionStyle) -> str | None:
     """The local version the variant's wheel carries; None for a noarch one."""
-    variant = recipe.variant
-    return None if variant.noarch else variant.local_version_in(style)
+    return None if recipe.variant.noarch else recipe.variant.local_version_in(style)
 
 
 def toolchain(recipe: VariantRecipe) -> str:

@@ -26,7 +26,7 @@ from ..errors import ToolchainError
 from ..model.project import KernelProject
 from ..model.recipes import load_pytest_requirements
 from ..toolchain.pytest_tool import provision_pytest
-from .dev import add_dev_arguments, dev_once, local_kernels
+from .dev import DevRun, add_dev_arguments, dev_once, local_kernels
 from .ui import ConsoleUI
 
 
@@ -59,11 +59,11 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     # the build's lock held until the tests end: another dev or test of the project waits
     # rather than swap the shared object under them (they would test its build, not this one)
     with ExitStack() as hold:
-        return _build_and_test(args, ui, hold)
+        done = dev_once(args, ui, check_in_tests=True, before_build=_has_tests, hold=hold)
+        return _test(args, ui, done)
 
 
-def _build_and_test(args: argparse.Namespace, ui: ConsoleUI, hold: ExitStack) -> int:
-    done = dev_once(args, ui, check_in_tests=True, before_build=_has_tests, hold=hold)
+def _test(args: argparse.Namespace, ui: ConsoleUI, done: DevRun) -> int:
     project, build, linked = done.planned.project, done.build, done.linked
     env = dev_environment(project, build, os.environ)
     # the linked interpreter, else the build's own
@@ -182,22 +182,17 @@ def _has_tests(project: KernelProject) -> None:
 def pytest_exit(
     code: int, ui: ConsoleUI, project: KernelProject | None = None, missing: str | None = None
 ) -> int:
-    """pytest's exit code; for a process a signal ended, the shell's 128 + N, the signal named
-    with the way to the test that ended it (a negative code would leave this process as
-    256 - N). Failed tests of a ``project`` whose package folder holds files the build leaves
-    out hear of them again, under the failures: a test reading one fails there
-    (FileNotFoundError), far below the build's note, and a package reading one on import fails
-    the collection (pytest's 2); not of a ``py.typed``: no test fails for its lack. So do the
-    modules the tests import and the interpreter lacks (``missing``, with the fix)."""
-    said = "tests failed" if code == 1 else "collecting the tests failed"
-    if code in (1, 2) and missing is not None:
-        ui.info("", f"{said}; {missing}")
-    if (
-        code in (1, 2)
-        and project is not None
-        and (note := left_out_note(project, markers=False)) is not None
-    ):
-        ui.info("", f"{said}; {note}")
+    """pytest's exit code; for a process a signal ended, the shell's 128 + N (a negative code
+    would leave this process as 256 - N), the signal named. Failed tests hear again, under the
+    failures, of the modules the interpreter lacks (``missing``) and of the files the build
+    leaves out of ``project``'s package (a test or an import reading one fails far below the
+    build's note; not of a ``py.typed``: no test fails for its lack)."""
+    if code in (1, 2):
+        said = "tests failed" if code == 1 else "collecting the tests failed"
+        note = left_out_note(project, markers=False) if project is not None else None
+        for line in (missing, note):
+            if line is not None:
+                ui.info("", f"{said}; {line}")
     if code >= 0:
         return code
     try:

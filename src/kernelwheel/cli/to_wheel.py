@@ -16,8 +16,7 @@ from ._args import (
     jobs_value,
     path_arg,
 )
-from ._runlog import header, slug
-from .ui import ConsoleUI
+from .ui import ConsoleUI, header, slug
 
 if TYPE_CHECKING:
     from ..hub.towheel import ToWheelResult
@@ -96,12 +95,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
+    # imported when used: starts faster
     from ..errors import UsageError, VariantError
-    from ..hub.towheel import (
-        ToWheelRequest,
-        refused_source,
-        to_wheels,
-    )  # imported when used: starts faster
+    from ..hub.towheel import ToWheelRequest, refused_source, to_wheels
     from ..model.names import is_package_name, package_name, shadowing
 
     if args.name is not None and not is_package_name(package_name(args.name)):
@@ -115,7 +111,7 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
             hint=f"choose a name of the kernel's own, e.g. --name {args.name}-kernel",
         )
     version_given = args.version is not None
-    if args.version is None:  # REPO@VERSION, as variants takes it
+    if not version_given:  # REPO@VERSION, as variants takes it
         from ..hub.variants import split_source
 
         args.repo, args.version = split_source(args.repo, "REPO")

@@ -1,14 +1,11 @@
-"""Console output for the CLI: the Reporter that shows each step as it starts and ends, what a
-long step is doing (its log's last progress line: redrawn on a terminal, a heartbeat line every
-``heartbeat`` seconds elsewhere), ``--verbose``/``--quiet``, and progress on stderr with ``--json``
-(docs/building.md). Every line, shown or not, also goes to the command's log file, made only once
-work starts. On GitHub Actions each variant is a group and errors are annotations; variants built
-side by side have their lines held and shown as one group each when they end.
-"""
+"""Console output for the CLI (docs/building.md): the Reporter that shows each step as it starts
+and ends and what a long one is doing; every line, shown or not, also goes to the command's log
+file, made only once work starts; on GitHub Actions each variant is a group."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -21,8 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from .. import __version__
 from .._util import redact
 from ..log import StepResult
+from ..plan.options import resolve_command_option
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 _TICK = 0.2  # seconds between looks at the running steps' logs
@@ -110,14 +109,14 @@ class ConsoleUI:
         verbosity: int = NORMAL,
         progress_to_stderr: bool = False,
         tty: bool | None = None,
-        heartbeat: float | None = None,
+        heartbeat: float = 30.0,
     ) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.progress = self.err if progress_to_stderr else self.out
         self.verbosity = verbosity
         self.tty = _isatty(self.progress) if tty is None else tty
-        self.heartbeat = heartbeat if heartbeat is not None else 30.0
+        self.heartbeat = heartbeat
         self.github = os.environ.get("GITHUB_ACTIONS") == "true"
         utf = "utf" in (getattr(self.progress, "encoding", None) or "").lower()
         marks = ("✓", "✕", "▸") if utf else ("ok", "FAIL", ">")
@@ -168,7 +167,7 @@ class ConsoleUI:
         with self._lock:
             if self._pending is None or self.log_path is None:
                 return
-            made = [p for p in (self.log_path.parent, *self.log_path.parents) if not p.exists()]
+            made = [p for p in self.log_path.parents if not p.exists()]
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._made = made  # the folders made for the log, deepest first
             fh = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
@@ -177,8 +176,8 @@ class ConsoleUI:
             self._log, self._pending = fh, None
 
     def keep_log(self) -> None:
-        """Make the log's file now (the error names it); where it cannot be made, it is dropped,
-        so no message names a file that is not there."""
+        """Make the log's file now (the error names it), else drop it: no message names a file
+        that is not there."""
         with self._lock:
             try:
                 self._open_log()
@@ -202,10 +201,7 @@ class ConsoleUI:
 
     def close(self) -> None:
         with self._lock:
-            try:
-                self._open_log()
-            except OSError:
-                self._pending = None  # an unwritable log folder: the error shown is all there is
+            self.keep_log()  # an unwritable log folder: the error shown is all there is
             if self._log is not None:
                 self._log.close()
                 self._log = None
@@ -291,14 +287,11 @@ class ConsoleUI:
                 data = fh.read()
         except OSError:
             return
-        if not data:
-            return
         running.offset += len(data)
         data = running.partial + data
         *lines, running.partial = data.split(b"\n")
         for raw in lines:
-            line = raw.decode("utf-8", "replace").rstrip()
-            line = line.rsplit("\r", 1)[-1]  # a progress bar's last state
+            line = raw.decode("utf-8", "replace").rstrip().rsplit("\r", 1)[-1]  # a bar's last state
             if not line.strip():
                 continue
             found = activity_of(line)
@@ -358,3 +351,25 @@ class ConsoleUI:
 
     def warn(self, message: str) -> None:
         self._emit(f"warning: {message}", self.err)
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a repo id or folder name (``drbh/img2gray`` -> drbh--img2gray)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text.replace("/", "--")).strip("-.") or "run"
+
+
+def open_cache_log(ui: ConsoleUI, command: str, folder: Path, cache_dir: str | None = None) -> Path:
+    """Start ``<cache-dir>/logs/<command>-<folder>-<hash of its absolute path>.log``, the log of
+    a command without a per-variant one: lock and download leave the project and the wheelhouse
+    untouched on failure, so theirs is not there."""
+    folder = folder.resolve()
+    digest = hashlib.sha256(str(folder).encode()).hexdigest()[:8]
+    cache: Path = resolve_command_option("cache_dir", cache_dir)
+    log = cache / "logs" / f"{command}-{slug(folder.name)}-{digest}.log"
+    return ui.log_to(log, header(command))
+
+
+def header(command: str) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S %z")
+    argv = " ".join(sys.argv[1:]) or command
+    return f"kernelwheel {__version__} {command} at {when}\n$ kernelwheel {argv}"

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._args import add_json_argument, path_arg
-from ._runlog import open_cache_log
-from .ui import ConsoleUI
+from .ui import ConsoleUI, open_cache_log
 
 if TYPE_CHECKING:
     from ..hub.upload import UploadResult
