@@ -316,3 +316,48 @@ def test_a_tvm_ffi_folder_in_the_current_folder_is_not_probed(
         assert "cannot import tvm_ffi" in exc.message
     else:
         assert found.version != "0.0.fake"  # before: the fake's paths went into the build
+
+
+def _fake_tvm_ffi(site: Path, *, version_file: bool) -> None:
+    """A tvm_ffi whose package import fails loudly (the real one imports torch: seconds)."""
+    package = site / "tvm_ffi"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("raise RuntimeError('the package was imported')\n")
+    (package / "libinfo.py").write_text(
+        "import os\n"
+        "HERE = os.path.dirname(__file__)\n"
+        "def include_paths():\n    return [os.path.join(HERE, 'include')]\n"
+        "def find_libtvm_ffi():\n    return os.path.join(HERE, 'lib', 'x.so')\n"
+    )
+    if version_file:
+        (package / "_version.py").write_text("__version__ = '0.1.42'\n")
+
+
+def test_the_tvm_ffi_probe_reads_libinfo_without_importing_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from kernelwheel.builder.tvm_ffi import probe_tvm_ffi
+
+    _fake_tvm_ffi(tmp_path / "site", version_file=True)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    found = probe_tvm_ffi(Path(sys.executable))
+    assert found.version == "0.1.42"
+    assert found.include_dirs == (tmp_path / "site" / "tvm_ffi" / "include",)
+    assert found.lib_dir == tmp_path / "site" / "tvm_ffi" / "lib"
+
+
+def test_the_tvm_ffi_probe_imports_the_package_where_its_files_are_not_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from kernelwheel.builder.tvm_ffi import probe_tvm_ffi
+    from kernelwheel.errors import ToolchainError
+
+    _fake_tvm_ffi(tmp_path / "site", version_file=False)  # an apache-tvm-ffi without _version
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    with pytest.raises(ToolchainError) as caught:
+        probe_tvm_ffi(Path(sys.executable))
+    assert "cannot import tvm_ffi: RuntimeError: the package was imported" in caught.value.message

@@ -46,17 +46,30 @@ from .wheelmeta import requirements
 # Besides the pinned apache-tvm-ffi (installed --no-deps): its one dependency.
 TOOLS = ("typing-extensions>=4.5,<5",)
 REQUIRES_PYTHON = ">=3.9"  # apache-tvm-ffi 0.1's oldest Python
-# the current folder off sys.path first: a tvm_ffi/ there would be probed instead
+# The current folder off sys.path first: a tvm_ffi/ there would be probed instead. The package
+# imports torch (seconds, paid by every dev run); its libinfo and _version files need only the
+# stdlib, so they are run alone, and the package imported only where they are not found.
 _PROBE = (
     NO_CWD_ON_PATH
     + """
-import json, os, sys, sysconfig
-import tvm_ffi
-from tvm_ffi import libinfo
+import importlib.util, json, os, sys, sysconfig
+def _alone(name):
+    folder = importlib.util.find_spec("tvm_ffi").submodule_search_locations[0]
+    spec = importlib.util.spec_from_file_location(
+        "_kw_tvm_ffi_" + name, os.path.join(folder, name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+try:
+    libinfo, version = _alone("libinfo"), _alone("_version").__version__
+except Exception:
+    import tvm_ffi
+    from tvm_ffi import libinfo
+    version = tvm_ffi.__version__
 print(json.dumps({
     "python": sys.executable,
     "purelib": sysconfig.get_paths()["purelib"],
-    "version": tvm_ffi.__version__,
+    "version": version,
     "include_dirs": libinfo.include_paths(),
     "lib_dir": os.path.dirname(libinfo.find_libtvm_ffi()),
 }))
