@@ -1,19 +1,11 @@
-"""Load a freshly linked extension the way its package will. Runs INSIDE the build environment.
+"""Load a freshly linked extension the way its package will. Runs INSIDE the build environment,
+by path: the standard library, torch and tvm_ffi only, never kernelwheel.
 
-Invoked by file path with that environment's interpreter, so it may import only the standard
-library, torch and tvm_ffi - never kernelwheel itself. Arguments: the build kind (``torch`` or
-``tvm-ffi``), the shared object, its ops namespace, the package's Python folder. Prints one
-JSON line: the namespace's ops with their schemas, or, before loading, the package's files this
-Python cannot compile (``syntax``). A failure is an exception (exit 1, traceback on stderr) or,
-for an error thrown while the shared object's static registrations run, torch's abort (a
-signal): the parent (builder/load_check.py) reads either from stderr.
-
-Kind ``torch+pytest`` (``kernelwheel test``): the check, its output appended to a log, then
-pytest in the same process, so the tests' run imports torch once. Arguments: the shared object,
-the namespace, the Python folder, the log, pytest's arguments. The log gets a ``MARK`` line
-once the extension loaded (or when pytest is missing); a run without one failed to load.
-
-Kind ``syntax``: only the package's files this Python cannot compile. Argument: the folder.
+Arguments: the kind (``torch``, ``tvm-ffi``), the shared object, its namespace, the package's
+Python folder. Prints one JSON line: the ops, or first the files this Python cannot compile
+(``syntax``). A failure is an exception (exit 1) or torch's abort (a signal), read from stderr.
+Kind ``torch+pytest``: the check into a log (args: also the log, then pytest's), a ``MARK`` line
+once loaded (or pytest missing), then pytest in this process. Kind ``syntax``: the folder only.
 """
 
 from __future__ import annotations
@@ -28,13 +20,10 @@ MARK = "kernelwheel-load-check: "
 
 
 def load_torch(path: str, namespace: str) -> dict[str, object]:
-    """Import ``path`` as the extension module ``namespace`` after torch (what the package's
-    ``_ops.py`` does), then the schemas registered under the namespace (``ops``), the ops it
-    implements that no schema defines (``undefined``: torch accepts an ``ops.impl`` of a
-    misspelt name without a word), the schemas it defined in other namespaces
-    (``elsewhere``: a fixed ``TORCH_LIBRARY(name, m)``), per backend the ops without a kernel
-    for it (``lacking``) and the ops with no fake (Meta) kernel (``no_fake``): what the
-    extension registers, before the package's Python (read by the caller) adds any."""
+    """Import ``path`` as the module ``namespace`` after torch (as ``_ops.py`` does); its
+    schemas (``ops``), impls no schema defines (``undefined``: torch takes a misspelt
+    ``ops.impl`` silently), schemas in other namespaces (``elsewhere``), per backend the ops
+    without a kernel (``lacking``) and those without a fake one (``no_fake``)."""
     import torch
 
     before = {str(s) for s in torch._C._jit_get_all_schemas()}
@@ -73,9 +62,7 @@ def load_torch(path: str, namespace: str) -> dict[str, object]:
 
 def syntax_errors(folder: str) -> list[str]:
     """``FILE:LINE: message`` of each Python file below ``folder`` this interpreter cannot
-    compile (kernelwheel's own Python may read another grammar). Only files, as the wheel takes
-    them: emacs's lock ``.#name.py`` (a link to nowhere, or a file where links cannot be made)
-    is none."""
+    compile (kernelwheel's may read another grammar); emacs's lock ``.#name.py`` is none."""
     found = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
@@ -96,8 +83,9 @@ def syntax_errors(folder: str) -> list[str]:
 
 
 def load_tvm_ffi(path: str) -> list[str]:
-    """Load ``path`` as the package's ``_ops.py`` does, every symbol bound; the functions it
-    exports (each ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` is a symbol ``__tvm_ffi_<name>``)."""
+    """Load ``path`` as ``_ops.py`` does, every symbol bound; the functions it exports (each a
+    symbol ``__tvm_ffi_<name>``)."""
+
     import ctypes
 
     import tvm_ffi
