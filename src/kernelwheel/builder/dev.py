@@ -1,9 +1,6 @@
-"""``kernelwheel dev``: the author's loop (docs/dev.md). One torch variant compiled incrementally
-into ``<cache>/dev/<package>-<digest of the project's path>/`` with a fixed ops namespace (an edit
-of a kernel never recompiles the binding), loaded (the load check), and laid out as an importable
-``site/<package>/`` and a Hub layout ``hub/build/<variant>/`` marked ``dev`` (``kernelwheel
-upload`` refuses it); a pure-Python or tvm-ffi project's build is builder.dev_kinds'. No wheel,
-repair or ABI policy; nothing lies in the project. The ``.pth`` link, the tests' pytest."""
+"""``kernelwheel dev`` (docs/dev.md): one torch variant compiled incrementally into the cache's dev
+folder under a fixed ops namespace (an edit never recompiles the binding), load-checked and laid
+out (``dev_layout``; other kinds: ``dev_kinds``); the ``.pth`` link and the tests' pytest."""
 
 from __future__ import annotations
 
@@ -13,34 +10,30 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import Requirement
-from packaging.version import Version
 
-from .._util import CommandTimeout, Runner, atomic_write, locked, sha256_remembered
+from .._util import CommandTimeout, Runner, atomic_write, locked
 from ..compat.builds import parse_variant, torch_mismatch
 from ..compat.guard import BuildStamp
 from ..compat.probe_cache import kept_across
-from ..log import Reporter, step
+from ..log import Reporter
 from ..model.project import KernelProject
 from ..model.variant import Variant
 from . import codegen
 from .dev_kinds import NOARCH_SITE, build_noarch_dev, build_tvm_ffi_dev
 from .dev_layout import (
     DevBuild,
-    Shared,
+    compile_and_lay_out,
     dev_folder,
     dev_namespace,
-    dev_site,
     holds,
-    lay_out_hub,
-    lay_out_site,
     open_dev_log,
-    show_compiled,
 )
 from .pipeline import compile_extension, prepare_environment
 from .request import BuildKind, BuildRequest
-from .steps import full_version, load_checked
+from .steps import full_version
 from .wheelmeta import requirements
 
 
@@ -52,10 +45,9 @@ def build_dev(
     check_in_tests: bool = False,
     hold: ExitStack | None = None,
 ) -> DevBuild:
-    """``req``'s variant compiled incrementally, load-checked (``check_in_tests``: by the
-    process that runs the tests, ``DevBuild.deferred``) and laid out as an importable package.
-    ``hold``: the variant's lock is left on it, so no other run replaces the shared object
-    while the caller uses it (``kernelwheel test``'s tests)."""
+    """``req``'s variant built, load-checked (``check_in_tests``: by the tests' process,
+    ``DevBuild.deferred``) and laid out; ``hold`` keeps the variant's lock, so no other run
+    replaces the shared object while the caller's tests use it."""
     # Its work folder and log in the dev folder; no repair or policy, no Hub layout. The compile
     # flags stay the release's (the ABI remedies' too): a kernel unit compiled by ``dev`` is then
     # a compiler-cache hit for ``build``, and back.
@@ -81,48 +73,32 @@ def build_dev(
 def _build_dev(
     req: BuildRequest, reporter: Reporter, runner: Runner, check_in_tests: bool
 ) -> DevBuild:
-    project, variant, scope, log = req.project, req.variant, req.variant.name, req.log
+    project, variant = req.project, req.variant
     open_dev_log(req)
     prepared = prepare_environment(req, reporter, runner)
-    env = prepared.env
     namespace = dev_namespace(project, variant)
-    with step(reporter, scope, "compile", log=log) as detail:
-        compiled = compile_extension(req, prepared, namespace, runner, incremental=True)
-        detail.append(compiled.cache)
-    show_compiled(reporter, scope, compiled, project)
-    so_path = compiled.shared_object
-    digest = sha256_remembered(so_path, req.outputs.work_dir / f"{variant.name}.so.sha256")
-    # A shared object that loaded before is not loaded again: an unchanged project's run costs
-    # no torch import. One that failed is checked on every run until it loads.
-    loaded = (req.outputs.work_dir / f"{variant.name}.loaded", digest)
-    deferred = load_checked(
+
+    def ops_py() -> str:
+        stamp = BuildStamp(
+            dist_name=project.name,
+            version=full_version(req.version, variant, req.outputs.local_version_style),
+            variant=variant,
+            dev_of=os.fspath(project.root),
+        )
+        return codegen.ops_py(namespace, stamp)
+
+    site, hub, deferred = compile_and_lay_out(
         req,
-        env.python,
-        so_path,
-        namespace,
         reporter,
         runner,
-        loaded=loaded,
+        prepared.env.python,
+        lambda: compile_extension(req, prepared, namespace, runner, incremental=True),
+        namespace,
+        ops_py,
+        ".abi3.so",
         defer=check_in_tests,
     )
-    folder = req.outputs.work_dir
-    stamp = BuildStamp(
-        dist_name=project.name,
-        version=full_version(req.version, variant, req.outputs.local_version_style),
-        variant=variant,
-        dev_of=os.fspath(project.root),
-    )
-    shared = Shared(so_path, f"{namespace}.abi3.so", digest)
-    with step(reporter, scope, "package") as detail:
-        ops_py = codegen.ops_py(namespace, stamp)
-        site = lay_out_site(dev_site(folder, variant), project, ops_py, shared)
-        major = Version(req.version).major
-        package = site / project.package
-        hub = lay_out_hub(folder / "hub", project, variant, namespace, package, major, shared.name)
-        detail.append(str(package))
-    if deferred is not None:  # the file the package imports: loaded twice it would register twice
-        deferred = replace(deferred, shared_object=package / shared.name)
-    return DevBuild(variant, folder, site, hub, env.python, deferred)
+    return DevBuild(variant, req.outputs.work_dir, site, hub, prepared.env.python, deferred)
 
 
 _BUILDERS: dict[BuildKind, Callable[[BuildRequest, Reporter, Runner, bool], DevBuild]] = {
@@ -168,19 +144,15 @@ print(json.dumps([sysconfig.get_path("purelib"), version("torch"), version(sys.a
 def link_dev_build(
     build: DevBuild, project: KernelProject, python: Path, cache_dir: Path, runner: Runner
 ) -> Linked:
-    """Make ``build`` importable by ``python`` without pip: ``kernelwheel-dev-<package>.pth``
-    in its site-packages names the dev build's ``site`` folder. Not written where that torch is
-    not the variant's (the import guard would refuse the build there), nor where ``python``
-    lacks what a pure-Python or tvm-ffi build imports (``DevBuild.runtime``)."""
+    """Make ``build`` importable by ``python`` without pip: ``kernelwheel-dev-<package>.pth`` in
+    its site-packages names the build's ``site``; not where that torch is not the variant's (the
+    import guard would refuse it), nor where ``python`` lacks ``DevBuild.runtime``."""
     needs = _needs(project, build.variant)
     runtime = Requirement(build.runtime or "torch")
-    names = [project.name, *(r.name for r in needs), runtime.name]
-    probe: list[str | Path] = [python, "-c", _TARGET_PROBE, *names]
-    try:
-        proc = runner.captured(probe, timeout=120)
-        purelib, torch, installed, *found = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (OSError, CommandTimeout, ValueError, IndexError):
+    answer = _probe(python, [project.name, *(r.name for r in needs), runtime.name], runner)
+    if answer is None:
         return Linked(python, None, skipped=f"{python} did not answer")
+    purelib, torch, installed, *found = answer
     versions = found[0] if found else []
     has = versions[len(needs)] if len(versions) > len(needs) else ""
     missing = _missing(needs, versions)
@@ -214,16 +186,13 @@ def link_dev_build(
 
 
 def _drop_renamed(pth: Path, folder: Path) -> tuple[str, ...]:
-    """Remove the other ``kernelwheel-dev-*.pth`` beside ``pth`` that link a dev site of the
-    same project folder as ``folder`` (``<package>-<digest of the folder>``) under another
-    package name: the project was renamed, and its old name imported as an empty namespace
-    package of links to files moved away. Their names."""
+    """Remove (and name) the other ``kernelwheel-dev-*.pth`` beside ``pth`` linking a dev site
+    of the project folder of ``folder`` under another package name: the project was renamed,
+    and its old name would import an empty namespace package of broken links."""
     digest = folder.name.rpartition("-")[2]
     dropped = []
     for other in sorted(pth.parent.glob("kernelwheel-dev-*.pth")):
-        try:
-            linked = Path(other.read_text().strip())
-        except (OSError, UnicodeDecodeError):
+        if (linked := _linked(other)) is None:
             continue
         old = linked.parent.parent  # <cache>/dev/<package>-<digest>/site/<variant>
         if (
@@ -239,14 +208,29 @@ def _drop_renamed(pth: Path, folder: Path) -> tuple[str, ...]:
 
 
 def _other_project(pth: Path, folder: Path) -> str | None:
-    """The dev site ``pth`` links where it is of another dev folder than ``folder`` (another
-    project folder's build of the same package), else None."""
-    try:
-        linked = Path(pth.read_text().strip())
-    except (OSError, UnicodeDecodeError):
+    """The dev site ``pth`` links where it is another project folder's, else None."""
+    if (linked := _linked(pth)) is None:
         return None
     folders = (linked.parent.parent, folder)
     return str(linked) if linked.parent.name == "site" and len(set(folders)) == 2 else None
+
+
+def _linked(pth: Path) -> Path | None:
+    """The folder a ``.pth`` names; None where it cannot be read."""
+    try:
+        return Path(pth.read_text().strip())
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _probe(python: Path, names: list[str], runner: Runner) -> list[Any] | None:
+    """:data:`_TARGET_PROBE`'s answer from ``python``; None where it gives none."""
+    try:
+        proc = runner.captured([python, "-c", _TARGET_PROBE, *names], timeout=120)
+        answer: list[Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (OSError, CommandTimeout, ValueError, IndexError):
+        return None
+    return answer
 
 
 def _needs(project: KernelProject, variant: Variant) -> list[Requirement]:
@@ -256,8 +240,7 @@ def _needs(project: KernelProject, variant: Variant) -> list[Requirement]:
 
 
 def _missing(needs: list[Requirement], versions: list[str]) -> tuple[str, ...]:
-    """Of ``needs``, those whose version (``versions``, in order; "": not installed) is
-    missing or excluded."""
+    """Of ``needs``, those whose version (``versions``, in order; "": none) does not fit."""
     found = dict(zip((r.name for r in needs), versions, strict=False))
     return tuple(
         str(r)
@@ -272,22 +255,15 @@ def lacking(
     """The requirements of ``variant``'s wheel (python-depends) that ``python`` lacks."""
     if not (needs := _needs(project, variant)):
         return ()
-    probe: list[str | Path] = [python, "-c", _TARGET_PROBE, project.name, *(r.name for r in needs)]
-    try:
-        proc = runner.captured(probe, timeout=120)
-        *_, found = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (OSError, CommandTimeout, ValueError, IndexError):
+    if not (answer := _probe(python, [project.name, *(r.name for r in needs)], runner)):
         return ()
-    return _missing(needs, found)
+    return _missing(needs, answer[-1])
 
 
 def _stale_link(pth: Path, torch: str) -> str | None:
-    """What ``pth``, an earlier run's link, names when that dev build is of a variant the
-    torch version ``torch`` refuses at import (the environment's torch changed since): the
-    package's import there fails until it is built again or the link removed."""
-    try:
-        site = Path(pth.read_text().strip())
-    except (OSError, UnicodeDecodeError):
+    """What ``pth``, an earlier run's link, names when its variant is one ``torch`` refuses at
+    import (the torch changed since): the import there fails until rebuilt or unlinked."""
+    if (site := _linked(pth)) is None:
         return None
     linked = parse_variant(site.name)
     if linked is None or (wanted := torch_mismatch(linked, torch)) is None:
@@ -298,11 +274,9 @@ def _stale_link(pth: Path, torch: str) -> str | None:
 def pytest_arguments(
     project: KernelProject, build: DevBuild, given: Sequence[str] = (), cwd: Path | None = None
 ) -> list[str]:
-    """pytest's arguments for the project's ``tests/``, the project its rootdir, with its own
-    configuration file or an empty one (none of a folder around it applies); the cache goes to
-    the dev folder, not the project. ``given``: the author's own (after ``--``), last; a test
-    file or id among them (``tests/test_kx.py::test_one``, relative to ``cwd``, the folder the
-    author ran kernelwheel in) runs instead of the whole ``tests/``."""
+    """pytest's arguments for the project's ``tests/``, the project its rootdir, its own config
+    or an empty one (none of a folder around applies), the cache in the dev folder; ``given``
+    (after ``--``) last, a test path among them (from ``cwd``) run instead of ``tests/``."""
     own, chose_tests = _given_tests(given, cwd or project.root)
     found = (project.root / name for name in _PYTEST_CONFIGS)
     config = next((path for path in found if _configures_pytest(path)), None)
@@ -334,9 +308,8 @@ _VALUE_OPTIONS = frozenset(
 
 
 def _given_tests(given: Sequence[str], cwd: Path) -> tuple[list[str], bool]:
-    """The author's pytest words, each test path made absolute from ``cwd`` (pytest runs in
-    the project's root), and whether one names tests: a word that is no option nor an
-    option's value and names a file or folder, or ends in ``.py`` or holds ``::``."""
+    """The author's pytest words, test paths made absolute from ``cwd`` (pytest runs in the
+    project's root), and whether one names tests (a path, ``.py`` or ``::``, not an option's)."""
     out: list[str] = []
     chose = False
     for before, word in zip(["", *given], given, strict=False):
@@ -367,7 +340,7 @@ _PYTEST_CONFIGS = {
 
 
 def _configures_pytest(path: Path) -> bool:
-    """Whether ``path`` is a pytest configuration file, by pytest's own rules for each name."""
+
     if not path.is_file():
         return False
     section = _PYTEST_CONFIGS[path.name]
