@@ -99,7 +99,7 @@ class _Walker:
             ast.ClassDef: self._class,
             **dict.fromkeys(comprehensions, self._comprehension),
             ast.Call: self._call,
-            **dict.fromkeys(_STATEMENTS, self._statement),
+            **dict.fromkeys((*_STATEMENTS, *_OPAQUE), self._statement),
         }
 
     def walk(self, tree: ast.Module) -> None:
@@ -183,25 +183,31 @@ class _Walker:
             self._push(inner, (node.elt,))
 
 
-# The nodes that bind a name (or record a return or a global declaration) in their scope.
-_STATEMENTS: tuple[type, ...] = (
+_LOOP = "`{name}` is a loop variable"
+_BOUND_BY = "`{name}` is bound by with, except, := or del"
+_MATCHED = "`{name}` is bound by a match pattern"
+# The other statements that bind names whose value cannot be read: why, and those names.
+_OPAQUE: dict[type, tuple[str, Callable[[Any], list[str]]]] = {
+    ast.AugAssign: ("`{name}` is changed in place", lambda node: _names(node.target)),
+    ast.For: (_LOOP, lambda node: _names(node.target)),
+    ast.AsyncFor: (_LOOP, lambda node: _names(node.target)),
+    ast.NamedExpr: (_BOUND_BY, lambda node: _names(node.target)),
+    ast.withitem: (_BOUND_BY, lambda node: _names(node.optional_vars)),
+    ast.Delete: (_BOUND_BY, lambda node: [n for t in node.targets for n in _names(t)]),
+    ast.ExceptHandler: (_BOUND_BY, lambda node: [node.name] if node.name else []),
+    ast.MatchAs: (_MATCHED, lambda node: [node.name] if node.name else []),
+    ast.MatchStar: (_MATCHED, lambda node: [node.name] if node.name else []),
+    ast.MatchMapping: (_MATCHED, lambda node: [node.rest] if node.rest else []),
+}
+# The others that bind a name (or record a return or a global declaration) in their scope.
+_STATEMENTS = (
     ast.Assign,
     ast.AnnAssign,
-    ast.AugAssign,
     ast.Import,
     ast.ImportFrom,
     ast.Return,
     ast.Global,
     ast.Nonlocal,
-    ast.For,
-    ast.AsyncFor,
-    ast.withitem,
-    ast.ExceptHandler,
-    ast.NamedExpr,
-    ast.Delete,
-    ast.MatchAs,
-    ast.MatchStar,
-    ast.MatchMapping,
 )
 
 
@@ -217,9 +223,9 @@ def _bind_statement(node: ast.AST, scope: Scope) -> None:
         scope.returns.append(node.value)
     elif isinstance(node, (ast.Global, ast.Nonlocal)):
         scope.declared_global.update(node.names)
-    else:
-        reason, names = _opaque(node)
-        for name in names:
+    elif (opaque := _OPAQUE.get(type(node))) is not None:
+        reason, names = opaque
+        for name in names(node):
             scope.bind(name, Opaque(reason.format(name=name)))
 
 
@@ -241,28 +247,6 @@ def _bind_import(node: ast.Import | ast.ImportFrom, scope: Scope) -> None:
         else:
             binding = Imported(node.module or "", alias.name, node.level)
             scope.bind(alias.asname or alias.name, binding)
-
-
-def _opaque(node: ast.AST) -> tuple[str, list[str]]:
-    """Why any other binding statement's names cannot be read, and those names."""
-    if isinstance(node, ast.AugAssign):
-        return "`{name}` is changed in place", _names(node.target)
-    if isinstance(node, (ast.For, ast.AsyncFor)):
-        return "`{name}` is a loop variable", _names(node.target)
-    bound_by = "`{name}` is bound by with, except, := or del"
-    if isinstance(node, ast.NamedExpr):
-        return bound_by, _names(node.target)
-    if isinstance(node, ast.withitem):
-        return bound_by, _names(node.optional_vars)
-    if isinstance(node, ast.Delete):
-        return bound_by, [n for t in node.targets for n in _names(t)]
-    if isinstance(node, ast.ExceptHandler):
-        return bound_by, [node.name] if node.name else []
-    if isinstance(node, (ast.MatchAs, ast.MatchStar)):
-        return "`{name}` is bound by a match pattern", [node.name] if node.name else []
-    if isinstance(node, ast.MatchMapping):
-        return "`{name}` is bound by a match pattern", [node.rest] if node.rest else []
-    return "", []
 
 
 def _names(target: ast.expr | None) -> list[str]:
