@@ -26,10 +26,11 @@ from typing import IO, Any
 from .errors import ToolchainError, UsageError
 
 _CHUNK = 1 << 20
+Command = Sequence[str | Path]  # a command and its arguments, as every runner takes them
+Env = Mapping[str, str]
 
 # The secrets this process was given (a Hub token): whatever the CLI writes (terminal, logs,
-# --json, tracebacks) passes through redact, so no message, URL or header quoted in an error
-# carries one.
+# --json, tracebacks) passes through redact.
 _SECRETS: set[str] = set()
 REDACTED = "<redacted>"
 
@@ -40,11 +41,9 @@ def secret(value: str) -> str:
     return value
 
 
-# A URL's login: its password (``user:PASSWORD@``), a login of one part (``https://TOKEN@host/``:
-# a token as the user name, as some private indexes are given; pip hides it too), ccache's
-# ``redis://[USER:]PASSWORD@`` whole; up to the authority's last ``@``, as pip and urllib split
-# it (a raw ``@`` in a password: ``https://ci:p@ss@host/``), and ccache's ``|bearer-token=TOKEN``:
-# an option such as --ccache-remote or --index-url may carry one.
+# A URL's login: its password (``user:PASSWORD@``), a one-part login (``https://TOKEN@host/``,
+# as pip hides it), ccache's ``redis://[USER:]PASSWORD@`` whole, up to the authority's last
+# ``@`` as pip and urllib split it; and ccache's ``|bearer-token=TOKEN``.
 _LOGIN = re.compile(r"(redis://|://)([^/\s?#\"'<>`]*)@")  # quotes end it: JSON, shell
 _TOKEN = re.compile(r"(bearer-token=)[^|\s]+")
 
@@ -260,8 +259,8 @@ def replace_dir(staging: Path, final: Path) -> Path:
     return final
 
 
-# The commands run_logged and run_captured are running, in every thread, so that an interrupt
-# can kill them all (stop_running); once stopped, no new one starts until resume_running.
+# The commands running, in every thread, so that an interrupt can kill them all (stop_running).
+
 _RUNNING: set[subprocess.Popen[Any]] = set()
 _RUNNING_LOCK = threading.Lock()
 _STOPPED = threading.Event()
@@ -314,9 +313,7 @@ def _raise_deferred() -> None:
 
 
 @contextmanager
-def _tracked(
-    start: Callable[[], subprocess.Popen[Any]],
-) -> Iterator[subprocess.Popen[Any] | None]:
+def _tracked(start: Callable[[], subprocess.Popen[Any]]) -> Iterator[subprocess.Popen[Any] | None]:
     """``start()`` registered for :func:`stop_running` (the check and the start share the lock);
     None once stopped. Its group is killed on every way out, a normal one too (what it left)."""
     global _STARTING_IN_MAIN
@@ -355,13 +352,7 @@ def _tracked(
                 _RUNNING.discard(proc)
 
 
-def run_logged(
-    cmd: Sequence[str | Path],
-    log: Path,
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-) -> int:
+def run_logged(cmd: Command, log: Path, *, env: Env | None = None, cwd: Path | None = None) -> int:
     """Run ``cmd`` with its output appended to ``log`` (after a ``$ cmd`` line); the exit code."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as fh:
@@ -370,23 +361,13 @@ def run_logged(
         return _run_to(cmd, env, cwd, fh)
 
 
-def run_attached(
-    cmd: Sequence[str | Path],
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-) -> int:
+def run_attached(cmd: Command, *, env: Env | None = None, cwd: Path | None = None) -> int:
     """Run ``cmd`` on this process's own stdout and stderr (what the user runs through
     kernelwheel, e.g. the project's tests); the exit code."""
     return _run_to(cmd, env, cwd, None)
 
 
-def _run_to(
-    cmd: Sequence[str | Path],
-    env: Mapping[str, str] | None,
-    cwd: Path | None,
-    out: IO[str] | None,
-) -> int:
+def _run_to(cmd: Command, env: Env | None, cwd: Path | None, out: IO[str] | None) -> int:
     """``cmd`` run to its end, its output (stderr too) into ``out``, or this process's."""
 
     def start() -> subprocess.Popen[bytes]:
@@ -425,10 +406,10 @@ CommandTimeout = subprocess.TimeoutExpired
 
 
 def run_captured(
-    cmd: Sequence[str | Path],
+    cmd: Command,
     *,
     timeout: float | None = None,
-    env: Mapping[str, str] | None = None,
+    env: Env | None = None,
     cwd: Path | None = None,
     input: str | bytes | None = None,
     text: bool = True,
@@ -464,7 +445,7 @@ def run_captured(
         return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
-def spawn_piped(cmd: Sequence[str | Path]) -> subprocess.Popen[bytes]:
+def spawn_piped(cmd: Command) -> subprocess.Popen[bytes]:
     """A long-lived command behind pipes (``git cat-file --batch``), stderr discarded, that
     :func:`stop_running` kills too; :func:`release` it. Once stopped: a ToolchainError."""
     with _RUNNING_LOCK:
@@ -523,20 +504,20 @@ class Runner:
 
     def logged(
         self,
-        cmd: Sequence[str | Path],
+        cmd: Command,
         log: Path,
         *,
-        env: Mapping[str, str] | None = None,
+        env: Env | None = None,
         cwd: Path | None = None,
     ) -> int:
         return run_logged(cmd, log, env=env, cwd=cwd)
 
     def captured(
         self,
-        cmd: Sequence[str | Path],
+        cmd: Command,
         *,
         timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
+        env: Env | None = None,
         cwd: Path | None = None,
         input: str | None = None,
         merge_stderr: bool = False,
@@ -545,26 +526,18 @@ class Runner:
             cmd, timeout=timeout, env=env, cwd=cwd, input=input, merge_stderr=merge_stderr
         )
 
-    def attached(
-        self,
-        cmd: Sequence[str | Path],
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: Path | None = None,
-    ) -> int:
+    def attached(self, cmd: Command, *, env: Env | None = None, cwd: Path | None = None) -> int:
         return run_attached(cmd, env=env, cwd=cwd)
 
     def captured_bytes(
-        self, cmd: Sequence[str | Path], *, input: bytes | None = None
+        self, cmd: Command, *, input: bytes | None = None
     ) -> subprocess.CompletedProcess[bytes]:
         return run_captured(cmd, input=input, text=False)
 
-    def spawn(self, cmd: Sequence[str | Path]) -> subprocess.Popen[bytes]:
+    def spawn(self, cmd: Command) -> subprocess.Popen[bytes]:
         return spawn_piped(cmd)
 
-    def checked(
-        self, cmd: Sequence[str | Path], log: Path | None, what: str, hint: str | None = None
-    ) -> None:
+    def checked(self, cmd: Command, log: Path | None, what: str, hint: str | None = None) -> None:
         """A toolchain command (pip, venv); failed, a ToolchainError naming the log, or quoting
         the output's last lines without one."""
         env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
@@ -579,9 +552,7 @@ class Runner:
             where = f" (log: {log})" if log else ""
             raise ToolchainError(f"failed to {what}: exit {code}{where}{tail}", hint=hint)
 
-    def output(
-        self, cmd: Sequence[str | Path], *, cwd: Path | None = None, timeout: float = 60
-    ) -> str | None:
+    def output(self, cmd: Command, *, cwd: Path | None = None, timeout: float = 60) -> str | None:
         """The stripped stdout of a command that reports (``git rev-parse``); None when it
         cannot start, fails or times out: the fact is unknown."""
         try:
@@ -595,14 +566,12 @@ class Runner:
 RUNNER = Runner()
 
 
-# --- locks with an owner file ----------------------------------------------------------------
-#
-# flock is released when its holder dies, but what the holder started is not: an orphaned pip
-# may go on writing into the environment the next run recreates. So each lock has an owner file
-# (``<lock>.owner``: pid and start time), removed on release, and every command carries the run's
-# identity in its environment (RUN_ID_VARIABLE), which its children inherit whatever group they
-# join (unlike a record written once started). A run that finds an owner file kills the dead
-# run's processes, waits for them, and says so (DeadOwner) before touching the locked work.
+# Locks with an owner file: flock is released when its holder dies, but what it started is not
+# (an orphaned pip may go on writing into the environment the next run recreates). So each lock
+# has an owner file (``<lock>.owner``: pid and start time) while held, and every command carries
+# the run's identity in its environment (RUN_ID_VARIABLE), which its children inherit whatever
+# group they join. A run that finds an owner file kills the dead run's processes, waits for them
+# and says so (DeadOwner) before it touches the locked work.
 
 RUN_ID_VARIABLE = "KERNELWHEEL_RUN_ID"
 _WAIT_FOR_ORPHANS = 30.0  # seconds a killed process may take to go
@@ -659,7 +628,7 @@ def _this_run(pid: int) -> str:
     return _run_id(pid, _start_time(pid))  # a process's start time never changes
 
 
-def _with_run_id(env: Mapping[str, str] | None) -> dict[str, str]:
+def _with_run_id(env: Env | None) -> dict[str, str]:
     """``env`` (else this process's) marked with this run's identity (by pid: a forked worker
     is a run of its own)."""
     return {**(os.environ if env is None else env), RUN_ID_VARIABLE: _this_run(os.getpid())}
