@@ -503,12 +503,7 @@ class Runner:
     :meth:`logged` and :meth:`captured`, so overriding those two sees them."""
 
     def logged(
-        self,
-        cmd: Command,
-        log: Path,
-        *,
-        env: Env | None = None,
-        cwd: Path | None = None,
+        self, cmd: Command, log: Path, *, env: Env | None = None, cwd: Path | None = None
     ) -> int:
         return run_logged(cmd, log, env=env, cwd=cwd)
 

@@ -17,6 +17,12 @@ import re
 import sys
 
 MARK = "kernelwheel-load-check: "
+# the dispatch keys of a composite kernel, which serves every backend
+COMPOSITE_KEYS = (
+    "CompositeImplicitAutograd",
+    "CompositeExplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional",
+)
 
 
 def load_torch(path: str, namespace: str) -> dict[str, object]:
@@ -42,13 +48,8 @@ def load_torch(path: str, namespace: str) -> dict[str, object]:
     # per backend (and Meta, which torch.compile's fake tensors run), the ops without a kernel
     # for it; a composite kernel serves every backend
     has = getattr(torch._C, "_dispatch_has_kernel_for_dispatch_key", lambda name, key: True)
-    every_key = (
-        "CompositeImplicitAutograd",
-        "CompositeExplicitAutograd",
-        "CompositeExplicitAutogradNonFunctional",
-    )
     lacking = {
-        key: sorted(n for n in defined if not any(has(n, k) for k in (key, *every_key)))
+        key: sorted(n for n in defined if not any(has(n, k) for k in (key, *COMPOSITE_KEYS)))
         for key in ("CPU", "CUDA", "Meta")
     }
     return {

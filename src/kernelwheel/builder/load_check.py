@@ -20,7 +20,7 @@ from .._util import CommandTimeout, Runner, atomic_write
 from ..abi._elf import demangle
 from ..errors import BuildError, KernelwheelError
 from ..model.variant import Arch, BackendKind, Variant
-from ._load_check import MARK
+from ._load_check import COMPOSITE_KEYS, MARK
 from .pyfold import is_getattr
 
 PROGRAM = Path(__file__).with_name("_load_check.py")
@@ -136,14 +136,7 @@ def _bare(op: str, namespace: str) -> str:
 # and a fake one (register_fake and its older names; impl(..., "Meta"), or a composite kernel)
 _KERNEL_CALLS = frozenset({"impl", "register_kernel"})
 _FAKE_CALLS = frozenset({"register_fake", "impl_abstract", "register_meta"})
-_SERVES_META = frozenset(
-    {
-        "Meta",
-        "CompositeImplicitAutograd",
-        "CompositeExplicitAutograd",
-        "CompositeExplicitAutogradNonFunctional",
-    }
-)
+_SERVES_META = frozenset({"Meta", *COMPOSITE_KEYS})
 _KNOWN_KEYS = _SERVES_META | {"CPU", "CUDA"}  # a call naming none of them: every backend
 # torch.library.impl's and register_kernel's device types, as the dispatch keys torch makes them
 _DEVICE_KEYS = {
@@ -160,7 +153,7 @@ def python_kernels(folder: Path, *, fake: bool = False, key: str = "") -> set[st
     ``key``: for that dispatch key, a composite one or one naming no key; "": any), by each
     call's first argument; one whose op is a variable counts every name the file quotes
     (read, not run: silence over a false alarm)."""
-    wanted = _SERVES_META - {"Meta"} | ({key} if key else {"CPU", "CUDA"})
+    wanted = {*COMPOSITE_KEYS, *([key] if key else ["CPU", "CUDA"])}
     found: set[str] = set()
     for path in folder.rglob("*.py"):
         text = _text(path)

@@ -168,11 +168,7 @@ def units_to_compile(
 
 
 def units_compiled(
-    stage: Path,
-    spec: CommandSpec,
-    before: Mapping[str, str | None],
-    started_ns: int,
-    project: Path,
+    stage: Path, spec: CommandSpec, before: Mapping[str, str | None], started_ns: int, project: Path
 ) -> list[str] | None:
     """After :func:`units_to_compile`'s units compiled: inputs and commands recorded; all the
     units' inputs (for the reuse of an unchanged build), or None where one has no depfile."""
