@@ -111,16 +111,16 @@ def then_pytest(path: str, namespace: str, python: str, log: str, args: list[str
             return 1
         sys.stdout.flush()
         sys.stderr.flush()
-        saved = os.dup(1), os.dup(2)
-        os.dup2(fh.fileno(), 1)  # an abort's message too, which Python's streams never see
-        os.dup2(fh.fileno(), 2)
+        saved = [os.dup(fd) for fd in (1, 2)]
+        for fd in (1, 2):  # an abort's message too, which Python's streams never see
+            os.dup2(fh.fileno(), fd)
         found = load_torch(path, namespace)  # a failure leaves its traceback in the log
         # kernels.get_kernel imports the Hub layout's package under that name: not taken here
         sys.modules.pop(namespace, None)
         print(MARK + json.dumps(found), flush=True)
         sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
     sys.path.insert(0, os.getcwd())  # as python -m pytest
     return int(pytest.main(args))
 
@@ -129,13 +129,12 @@ def main(argv: list[str]) -> int:
     if argv[0] == "torch+pytest":
         return then_pytest(argv[1], argv[2], argv[3], argv[4], argv[5:])
     if argv[0] == "syntax":  # a dev build whose shared object loaded before: its Python alone
-        print(json.dumps({"syntax": syntax_errors(argv[1])}))
-        return 0
-    kind, path, namespace, python = argv
-    if syntax := syntax_errors(python):  # first: the cheaper error, and the import's own
-        print(json.dumps({"syntax": syntax}))
-        return 0
-    found = {"ops": load_tvm_ffi(path)} if kind == "tvm-ffi" else load_torch(path, namespace)
+        found: dict[str, object] = {"syntax": syntax_errors(argv[1])}
+    elif syntax := syntax_errors(argv[3]):  # first: the cheaper error, and the import's own
+        found = {"syntax": syntax}
+    else:
+        kind, path, namespace, _ = argv
+        found = {"ops": load_tvm_ffi(path)} if kind == "tvm-ffi" else load_torch(path, namespace)
     print(json.dumps(found))
     return 0
 

@@ -48,9 +48,9 @@ def build_dev(
     """``req``'s variant built, load-checked (``check_in_tests``: by the tests' process,
     ``DevBuild.deferred``) and laid out; ``hold`` keeps the variant's lock, so no other run
     replaces the shared object while the caller's tests use it."""
-    # Its work folder and log in the dev folder; no repair or policy, no Hub layout. The compile
-    # flags stay the release's (the ABI remedies' too): a kernel unit compiled by ``dev`` is then
-    # a compiler-cache hit for ``build``, and back.
+    # No repair, policy or Hub layout; the compile flags stay the release's (the ABI remedies'
+    # too): a unit compiled by ``dev`` is a compiler-cache hit for ``build``, and back.
+
     folder = dev_folder(req.outputs.cache_dir, req.project)
     outputs = replace(req.outputs, work_dir=folder, out_dir=folder, manylinux=None, hub_layout=None)
     req = replace(req, outputs=outputs)
@@ -119,12 +119,8 @@ class Linked:
     shadowed_by: str | None = None
     stale: str | None = None  # where not linked: the .pth left linking a build it refuses
     missing: tuple[str, ...] = ()  # the wheel's requirements (python-depends) it lacks
-    # where linked: the dev site of another project folder the .pth linked until now (two
-    # checkouts of one package: the interpreter imports this one from now on)
-    replaced: str | None = None
-    # where linked: the .pth files of this project folder under a package name it no longer
-    # has (renamed in build.toml), removed: the old name imported a folder of broken links
-    renamed: tuple[str, ...] = ()
+    replaced: str | None = None  # where linked: another checkout's dev site it linked until now
+    renamed: tuple[str, ...] = ()  # where linked: this folder's .pth under an old name, removed
 
 
 # Printed by the target interpreter: its site-packages, its torch's version, the version of the

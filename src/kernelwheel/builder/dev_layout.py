@@ -34,14 +34,10 @@ class DevBuild:
     folder: Path  # <cache>/dev/<package>-<digest>
     site: Path  # on sys.path: holds <package>/
     hub: Path  # LOCAL_KERNELS's path: holds build/<variant>/
-    # the build environment's interpreter: it loads the extension (None: a pure-Python build,
-    # made with none)
-    python: Path | None
-    # the load check left to the tests' interpreter (build_dev's check_in_tests), when due
-    deferred: DeferredLoad | None = None
+    python: Path | None  # the build environment's, which loads it (None: a pure-Python build)
+    deferred: DeferredLoad | None = None  # the load check left to the tests, when due
     serves: tuple[Variant, ...] = ()  # a pure-Python build's Hub variants (): ``variant``
-    # what an interpreter needs to import it (None: the variant's torch, the import guard's rule)
-    runtime: str | None = None
+    runtime: str | None = None  # what importing it needs (None: the variant's torch)
 
     @property
     def name(self) -> str:
@@ -160,9 +156,8 @@ def lay_out_hub(
         for path in sorted(package.rglob("*"))
         if path.is_file() and "__pycache__" not in path.parts
     ]
-    # The files' names and stats (links followed): the same, the layout is left alone without
-    # reading them (the shared object alone may be hundreds of MB); build.toml's bytes, which
-    # the metadata comes from (a license or python-depends edit changes no file).
+    # The files' names and stats: the same, the layout is left alone unread (the shared object
+    # may be hundreds of MB); and build.toml's digest (a license edit changes no file).
     toml = hashlib.sha256((project.root / BUILD_TOML).read_bytes()).hexdigest()
     stamp = json.dumps(
         [[str(p.relative_to(package)), *_stat(p)] for p in paths]
@@ -178,9 +173,9 @@ def lay_out_hub(
     meta = replace(meta, provenance=Provenance(builder_version=builder))
     # its metadata.json names every file's digest: the same one, the same folder, left alone
     if not holds(hub / "build" / variant.name / METADATA_JSON, meta.to_json()):
-        # the shared object the site's package loads, hard-linked: one process importing both
-        # (a test's ``import`` and its ``kernels.get_kernel``) maps it once, so its ops register
-        # once (two copies would register the namespace twice: torch aborts)
+        # the site's shared object hard-linked: a process importing both (``import`` and
+        # ``kernels.get_kernel``) maps it once (two copies register twice: torch aborts)
+
         write_variant(hub, variant, files, meta, linked={shared} if shared else set())
     atomic_write(record, stamp)
     return hub
