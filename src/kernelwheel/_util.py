@@ -260,7 +260,6 @@ def replace_dir(staging: Path, final: Path) -> Path:
 
 
 # The commands running, in every thread, so that an interrupt can kill them all (stop_running).
-
 _RUNNING: set[subprocess.Popen[Any]] = set()
 _RUNNING_LOCK = threading.Lock()
 _STOPPED = threading.Event()
@@ -689,7 +688,6 @@ def _clear_dead_owner(owner: Path) -> DeadOwner | None:
 def locked(path: Path, waiting: Callable[[str], None] | None = None) -> Iterator[DeadOwner | None]:
     """Hold an exclusive lock on ``path``; yields the dead holder whose work was cleared, if
     any. ``waiting`` is told who holds it before the wait (a silent wait looks like a hang)."""
-
     path.parent.mkdir(parents=True, exist_ok=True)
     owner = path.with_name(f"{path.name}.owner")
     with open(path, "a") as fh:

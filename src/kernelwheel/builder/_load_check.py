@@ -86,7 +86,6 @@ def syntax_errors(folder: str) -> list[str]:
 def load_tvm_ffi(path: str) -> list[str]:
     """Load ``path`` as ``_ops.py`` does, every symbol bound; the functions it exports (each a
     symbol ``__tvm_ffi_<name>``)."""
-
     import ctypes
 
     import tvm_ffi

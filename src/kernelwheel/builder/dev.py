@@ -50,7 +50,6 @@ def build_dev(
     replaces the shared object while the caller's tests use it."""
     # No repair, policy or Hub layout; the compile flags stay the release's (the ABI remedies'
     # too): a unit compiled by ``dev`` is a compiler-cache hit for ``build``, and back.
-
     folder = dev_folder(req.outputs.cache_dir, req.project)
     outputs = replace(req.outputs, work_dir=folder, out_dir=folder, manylinux=None, hub_layout=None)
     req = replace(req, outputs=outputs)
@@ -336,7 +335,6 @@ _PYTEST_CONFIGS = {
 
 
 def _configures_pytest(path: Path) -> bool:
-
     if not path.is_file():
         return False
     section = _PYTEST_CONFIGS[path.name]

@@ -65,7 +65,6 @@ def build_tvm_ffi_dev(
 ) -> DevBuild:
     """A tvm-ffi variant's dev build, its load check never left to the tests (no torch there to
     import twice)."""
-
     del check_in_tests
     open_dev_log(req)
     env, toolkit, header = prepare_tvm_ffi(req, reporter, runner)

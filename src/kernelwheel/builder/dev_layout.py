@@ -175,7 +175,6 @@ def lay_out_hub(
     if not holds(hub / "build" / variant.name / METADATA_JSON, meta.to_json()):
         # the site's shared object hard-linked: a process importing both (``import`` and
         # ``kernels.get_kernel``) maps it once (two copies register twice: torch aborts)
-
         write_variant(hub, variant, files, meta, linked={shared} if shared else set())
     atomic_write(record, stamp)
     return hub
@@ -196,7 +195,6 @@ def _stat(path: Path) -> tuple[int, int, int]:
 
 
 def open_dev_log(req: BuildRequest) -> Path:
-
     req.log.parent.mkdir(parents=True, exist_ok=True)
     req.log.write_text(req.log_header().replace("kernelwheel build", "kernelwheel dev", 1))
     return req.log

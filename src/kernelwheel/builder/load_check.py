@@ -132,8 +132,7 @@ def _bare(op: str, namespace: str) -> str:
     return op.removeprefix(namespace + "::").split(".")[0]
 
 
-# Calls that register a kernel from Python (torch.library.impl / register_kernel, Library.impl)
-# and a fake one (register_fake and its older names; impl(..., "Meta"), or a composite kernel)
+# Calls that register a kernel from Python, and a fake one (or impl(..., "Meta"), a composite)
 _KERNEL_CALLS = frozenset({"impl", "register_kernel"})
 _FAKE_CALLS = frozenset({"register_fake", "impl_abstract", "register_meta"})
 _SERVES_META = frozenset({"Meta", *COMPOSITE_KEYS})
@@ -316,11 +315,9 @@ def _binds(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, names: se
 
 
 def _named(name: str, data: bytes) -> bool:
-    """Whether the shared object ``data`` holds ``name`` as an op's string: an ``ops.impl`` or
-    name-only ``ops.def`` literal (``name\\0``: torch takes it as a ``const char*``) or a
-    schema's start (``name(`` or ``name.overload(``: its bytes copied into a ``std::string``,
-    with no NUL of its own, maybe packed against another's). Any byte may lead it: a name
-    that merely ends a longer one is missed, never a defined op called undefined."""
+    """Whether the shared object ``data`` holds ``name`` as an op's string: a literal
+    (``name\\0``) or a schema's start (``name(``, ``name.overload(``: no NUL of its own). Any
+    byte may lead it: a name ending a longer one is missed, never a defined op called undefined."""
     return re.search(re.escape(name.encode()) + rb"[\x00(.]", data) is not None
 
 
@@ -608,7 +605,6 @@ _PROJECT_PREFIXES = ("/kernelwheel/build/project/", "/kernelwheel/src/")
 
 
 def _registered_at(reason: str, label: str) -> str | None:
-
     match = re.search(rf"^\s*{re.escape(label)}:.*\n\s*registered at (\S+)", reason, re.MULTILINE)
     return match.group(1) if match else None
 
@@ -674,7 +670,6 @@ _SOURCE_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".cu"})  # compile un
 
 def _strip_namespace(text: str, namespace: str) -> str:
     """Op names without the generated namespace, and the project's mapped paths relative."""
-
     for prefix in _PROJECT_PREFIXES:
         text = text.replace(prefix, "")
     return text.replace(namespace + "::", "")

@@ -437,7 +437,6 @@ class Package:
 
     def _returned(self, callee: DefRef, depth: int) -> Folded:
         """What every ``return`` of a package function gives (its parameters unknown)."""
-
         function_scope = callee.defined.scope
         assert function_scope is not None
         name = callee.defined.name

@@ -298,7 +298,6 @@ def _add_children(node: ast.AST, pending: list[ast.AST]) -> None:
 def release_locals(functions: tuple[Scope, ...]) -> None:
     """Forget the locals of ``functions`` that no ``return`` reaches, once the module's calls
     are read: a package's trees are not all held at once, yet functions fold through returns."""
-
     needed: dict[int, set[str]] = {}
     for function in reversed(functions):  # nested functions first: they pass free names up
         wanted = needed.pop(id(function), set())

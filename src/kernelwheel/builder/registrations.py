@@ -184,7 +184,6 @@ def _op_verdict(ref: Ref, package: Package) -> _Verdict:
 
 
 def _namespace_of(folded: Folded) -> _Verdict:
-
     head: list[str | Own | Unknown] = []
     for part in folded.parts:
         if isinstance(part, str) and "::" in part:
@@ -239,7 +238,6 @@ def _library_namespace(folded: Folded) -> _Verdict:
 def check_registrations(project: KernelProject, *, allow: bool) -> tuple[str, ...]:
     """Refuse ``project``'s fixed-namespace registrations, or with ``allow`` warn of each; the
     unreadable are warnings too."""
-
     files = [
         p for p in project.package_dir.rglob("*.py") if p.is_file() and "__pycache__" not in p.parts
     ]
