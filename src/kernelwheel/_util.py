@@ -222,8 +222,8 @@ def output_dir(path: Path, flag: str) -> Path:
 
 
 def check_output_path(path: Path, flag: str) -> Path:
-    """:func:`output_dir`'s refusals, without creating anything: the first existing folder of
-    ``path`` is judged."""
+    """Refuse, without creating anything, a folder ``path`` that cannot be made or written (its
+    first existing folder judged): a UsageError naming it."""
     hint = f"pass a folder you may write to {flag}"
     existing = path
     while not existing.exists() and not existing.is_symlink() and existing.parent != existing:
