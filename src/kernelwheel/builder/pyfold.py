@@ -427,7 +427,7 @@ class Package:
         if isinstance(callee, Dotted) and callee.name.rpartition(".")[2] in OWN_FUNCTIONS:
             return Folded((OWN,))  # the generated prefix function, imported from elsewhere
         if isinstance(callee, DefRef) and callee.defined.scope is not None:
-            return self._returned(callee, depth)
+            return self._returned(callee.defined.name, callee.defined.scope, callee.module, depth)
         if isinstance(callee, Unknown):
             return Folded((callee,))
         if isinstance(callee, Choice):
@@ -435,20 +435,17 @@ class Package:
             return _same(results, f"`{callee.name}` is bound more than once")
         return _unknown(f"the result of calling `{_unparse(func)}`")
 
-    def _returned(self, callee: DefRef, depth: int) -> Folded:
+    def _returned(self, name: str, function: Scope, module: ParsedModule, depth: int) -> Folded:
         """What every ``return`` of a package function gives (its parameters unknown)."""
-        function_scope = callee.defined.scope
-        assert function_scope is not None
-        name = callee.defined.name
-        if not function_scope.returns:
+        if not function.returns:
             return _unknown(f"`{name}` returns nothing")
-        if len(function_scope.returns) > _MAX_CHOICES:
+        if len(function.returns) > _MAX_CHOICES:
             return _unknown(f"`{name}` has more than {_MAX_CHOICES} returns")
         results = {
-            self._fold_once(ValueRef(value, callee.module, function_scope), depth + 1)
+            self._fold_once(ValueRef(value, module, function), depth + 1)
             if value is not None
             else _unknown(f"`{name}` returns None")
-            for value in function_scope.returns
+            for value in function.returns
         }
         return _same(results, f"`{name}` returns different strings")
 
