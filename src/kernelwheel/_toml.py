@@ -221,7 +221,6 @@ class Located:
         return value
 
     def table(self, key: str, *, hint: str | None = None) -> Located | None:
-        """The sub-table ``key``, or None when absent."""
         dotted = self.dotted(key)
         value = self._typed(key, dict, "a table", hint or f"write it as a [{dotted}] table")
         if value is None:
@@ -310,7 +309,6 @@ class Located:
         return tuple(value)
 
     def string_table(self, key: str) -> dict[str, str] | None:
-        """The table ``key`` of strings, or None when absent."""
         table = self.table(key)
         if table is None:
             return None

@@ -140,7 +140,6 @@ def write_if_changed(path: Path, text: str) -> Path:
 
 
 def atomic_write(final: Path, data: bytes | str) -> Path:
-    """Write ``data`` to ``final`` atomically."""
     with staged_file(final) as tmp:
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)
     return final

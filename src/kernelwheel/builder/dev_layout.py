@@ -28,8 +28,6 @@ from .steps import Compiled, left_out_note, load_checked, package_files
 
 @dataclass(frozen=True)
 class DevBuild:
-    """A finished dev build."""
-
     variant: Variant
     folder: Path  # <cache>/dev/<package>-<digest>
     site: Path  # on sys.path: holds <package>/

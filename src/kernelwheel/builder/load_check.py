@@ -43,7 +43,6 @@ class LoadReport:
 
     @classmethod
     def read(cls, found: dict[str, Any]) -> LoadReport:
-        """The report of the child's JSON line."""
         keys = ("ops", "undefined", "elsewhere", "syntax", "no_fake")
         lacking = found.get("lacking")
         pairs = lacking.items() if isinstance(lacking, dict) else ()
@@ -51,7 +50,6 @@ class LoadReport:
         return cls(**{k: tuple(map(str, found.get(k, []))) for k in keys}, lacking=lacks)
 
     def json(self) -> str:
-        """The report as the child's JSON line."""
         lacking: dict[str, list[str]] = {}
         for key, op in self.lacking:
             lacking.setdefault(key, []).append(op)
