@@ -235,7 +235,9 @@ def link_dev_build(
     line = f"{os.fspath(build.site)}\n"
     replaced = None
     if not holds(pth, line):  # unchanged: its folder's probe stays valid
-        replaced = _other_project(pth, build.folder)
+        old = _linked(pth)  # another project folder's dev site, linked until now?
+        if old is not None and old.parent.name == "site" and old.parent.parent != build.folder:
+            replaced = str(old)
         with kept_across(python, cache_dir):  # and changed: it stays valid too
             atomic_write(pth, line)
     renamed = _drop_renamed(pth, build.folder)
@@ -269,14 +271,6 @@ def _drop_renamed(pth: Path, folder: Path) -> tuple[str, ...]:
             other.unlink(missing_ok=True)
             dropped.append(other.name)
     return tuple(dropped)
-
-
-def _other_project(pth: Path, folder: Path) -> str | None:
-    """The dev site ``pth`` links where it is another project folder's, else None."""
-    if (linked := _linked(pth)) is None:
-        return None
-    folders = (linked.parent.parent, folder)
-    return str(linked) if linked.parent.name == "site" and len(set(folders)) == 2 else None
 
 
 def _linked(pth: Path) -> Path | None:
