@@ -340,7 +340,7 @@ def pytest_arguments(
     config = next((path for path in found if _configures_pytest(path)), None)
     if config is None:
         config = build.folder / "pytest.ini"
-        if not config.is_file() or config.read_text() != _PYTEST_INI:  # an older run's too
+        if not holds(config, _PYTEST_INI):  # an older run's too
             atomic_write(config, _PYTEST_INI)
     return [
         "--rootdir",
