@@ -1,7 +1,5 @@
-"""TOML in one place: reading (tomllib, or tomli before 3.11) with errors that name the file
-and the fix, and the little TOML the lock files need, written by hand so the layout is ours:
-keys in the order given, one value a line, strings always quoted the same way. Same data, same
-bytes."""
+"""TOML in one place: reading (tomllib, or tomli before 3.11) with errors that name the file and
+the fix, and the lock files' TOML written by hand so the layout is ours: same data, same bytes."""
 
 from __future__ import annotations
 
@@ -24,8 +22,7 @@ else:  # pragma: no cover - Python 3.10
 
 SYNTAX_HINT = "fix the syntax at that line and column"
 
-# How a module reports a problem in one of its files: ProjectError, or a subclass's twin such as
-# RecipeError, called as error(message, file=..., hint=...).
+# How a module reports a problem in one of its files: called as error(message, file=, hint=).
 ErrorFactory = Callable[..., KernelwheelError]
 _V = TypeVar("_V")
 
@@ -33,8 +30,7 @@ _V = TypeVar("_V")
 def parse_toml(
     text: str, *, file: Path | str, hint: str = SYNTAX_HINT, error: ErrorFactory = ProjectError
 ) -> dict[str, Any]:
-    """Parse ``text`` read from ``file``; invalid TOML raises ``error`` naming the file, with
-    the line and column (tomllib's message carries them) and ``hint``."""
+    """Parse ``text`` read from ``file``; invalid TOML raises ``error`` naming the file."""
     if text.startswith("\ufeff"):
         raise error(
             "starts with a UTF-8 byte order mark, which TOML does not allow",
@@ -61,8 +57,7 @@ def read_toml(
     missing_hint: str | None = None,
     error: ErrorFactory = ProjectError,
 ) -> dict[str, Any]:
-    """Read and parse the TOML file ``path``. Every failure is ``error`` naming the file: not
-    found (with ``missing_hint``), a folder, not UTF-8, unreadable, or invalid TOML."""
+    """Read and parse the TOML file ``path``; every failure is ``error`` naming the file."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -104,7 +99,7 @@ def key(name: str) -> str:
 
 
 def value(item: Any) -> str:
-    """A scalar, an array of scalars, or an inline table (mappings keep their order)."""
+    """A scalar, an array of scalars, or an inline table."""
     if isinstance(item, bool):
         return "true" if item else "false"
     if isinstance(item, int):
@@ -128,9 +123,6 @@ def array(items: Sequence[Any]) -> str:
     if not items:
         return "[]"
     return "[\n" + "".join(f"    {value(v)},\n" for v in items) + "]"
-
-
-# -- the located reader ---------------------------------------------------------------------------
 
 
 _TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
@@ -161,8 +153,7 @@ def describe(value: object) -> str:
 def unknown_key_hint(
     key: str, known: Sequence[str], where: str, homes: Mapping[str, Sequence[str]] | None = None
 ) -> str:
-    """How to fix an unknown ``key`` in a table allowing ``known``: the kebab spelling, a close
-    match, the table it belongs in (``homes``: key -> tables), or the keys allowed ``where``."""
+    """How to fix an unknown ``key`` in a table allowing ``known`` (``homes``: key -> tables)."""
     kebab = key.replace("_", "-").lower()
     if kebab in known:
         return f"did you mean {kebab!r}? keys are kebab-case"
@@ -177,8 +168,7 @@ def unknown_key_hint(
 
 class Located:
     """A TOML table read from ``file`` at the dotted ``prefix`` ("" for the document), with typed
-    getters: every wrong type, missing key or unknown key raises ``error`` naming the file and
-    the dotted key, with the fix. build.toml, the recipes and ``[tool.*]`` tables share it."""
+    getters: every wrong type, missing or unknown key raises ``error`` naming the file and key."""
 
     def __init__(
         self,
@@ -194,8 +184,7 @@ class Located:
         self.error_factory = error
 
     def dotted(self, name: str) -> str:
-        """The dotted key of ``name`` in this table, quoted where TOML needs it:
-        ``tool.kernels.dependencies."drbh/img2gray"``."""
+        """The dotted key of ``name`` in this table, quoted where TOML needs it."""
         quoted = key(name)
         return f"{self.prefix}.{quoted}" if self.prefix else quoted
 
@@ -217,15 +206,13 @@ class Located:
         homes: Mapping[str, Sequence[str]] | None = None,
         explain: Callable[[str], str | None] | None = None,
     ) -> None:
-        """Refuse keys outside ``known``; ``explain(key)`` may give a better hint first (such as
-        "needs edition 5")."""
+        """Refuse keys outside ``known``; ``explain(key)`` may give a better hint first."""
         where = f"[{self.prefix}]" if self.prefix else "the top level"
         for key in (name for name in self.data if name not in known):
             hint = (explain(key) if explain else None) or unknown_key_hint(key, known, where, homes)
             raise self.error(f"unknown key {key!r}", key, hint)
 
     def _typed(self, key: str, kind: type[_V], what: str, hint: str) -> _V | None:
-        """The value of ``key`` (None when absent), refused with ``hint`` unless a ``kind``."""
         if key not in self.data:
             return None
         value = self.data[key]
@@ -234,8 +221,6 @@ class Located:
         return value
 
     def table(self, key: str, *, hint: str | None = None) -> Located | None:
-        """The sub-table ``key``, or None when absent; ``hint`` replaces the default fix for a
-        value that is no table."""
         dotted = self.dotted(key)
         value = self._typed(key, dict, "a table", hint or f"write it as a [{dotted}] table")
         if value is None:
@@ -243,15 +228,13 @@ class Located:
         return Located(value, file=self.file, prefix=dotted, error=self.error_factory)
 
     def required_table(self, key: str, hint: str) -> Located:
-        """The sub-table ``key``; absent, an error with ``hint``."""
         table = self.table(key)
         if table is None:
             raise self.error("missing required key", key, hint)
         return table
 
     def table_array(self, key: str) -> tuple[Located, ...] | None:
-        """The array of tables ``key`` (``[[key]]`` headers or inline tables), each item located
-        as ``key[index]``; None when absent."""
+        """The array of tables ``key``, each item located as ``key[index]``; None when absent."""
         dotted = self.dotted(key)
         hint = f"write each item as a [[{dotted}]] table"
         value = self._typed(key, list, "an array of tables", hint)
@@ -266,8 +249,7 @@ class Located:
         return tuple(items)
 
     def string(self, key: str, *, nonempty: bool = False, hint: str | None = None) -> str | None:
-        """The string ``key``, or None when absent. ``nonempty`` refuses a blank string;
-        ``hint`` replaces the default fix of every refusal."""
+        """The string ``key``, or None when absent; ``hint`` replaces every refusal's fix."""
         raw = self.data.get(key)
         quote = isinstance(raw, (int, float)) and not isinstance(raw, bool)
         fix = f'quote it: {key} = "{raw}"' if quote else f'write it as a string: {key} = "..."'
@@ -277,8 +259,7 @@ class Located:
         return value
 
     def required_string(self, key: str, hint: str, *, nonempty: bool = False) -> str:
-        """The string ``key``; ``hint`` is the fix when it is absent (or blank, with
-        ``nonempty``)."""
+        """The string ``key``; ``hint`` is the fix when it is absent (or blank)."""
         value = self.string(key)
         if value is None:
             raise self.error("missing required key", key, hint)
@@ -304,8 +285,7 @@ class Located:
         return self._typed(key, list, "an array", f"write it as {key} = [...]")
 
     def string_list(self, key: str, *, unique: bool = False) -> tuple[str, ...] | None:
-        """The array of non-blank strings ``key``, or None when absent; ``unique`` refuses an
-        item listed twice."""
+        """The array of non-blank strings ``key``, or None when absent."""
         raw = self.data.get(key)
         hint = (
             f'wrap it in brackets: {key} = ["{raw}"]'
@@ -329,11 +309,10 @@ class Located:
         return tuple(value)
 
     def string_table(self, key: str) -> dict[str, str] | None:
-        """The table ``key`` whose every value is a string (name -> text), or None when absent."""
         table = self.table(key)
         if table is None:
             return None
-        # every name is present: table.string gives its string or raises
+        # table.string gives each name's string or raises
         return {name: text for name in table.keys() if (text := table.string(name)) is not None}
 
     def version(self, key: str) -> Version | None:

@@ -1,11 +1,6 @@
-"""Shared file and process helpers: hashing, atomic publishing, subprocesses into a log. The one
-process runner: every command kernelwheel starts goes through here, so an interrupt stops them
-all (:func:`stop_running`).
-
-One home for what every stage needs, so there is one behaviour to reason about: outputs appear
-whole or not at all (written beside their final place, then renamed), and a tool's output goes
-to the per-variant log that errors name.
-"""
+"""Shared file and process helpers: hashing, atomic publishing (outputs appear whole or not at
+all), locks, and the one process runner: every command kernelwheel starts goes through here, so
+an interrupt stops them all (:func:`stop_running`)."""
 
 from __future__ import annotations
 
@@ -26,15 +21,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal, overload
+from typing import IO, Any
 
 from .errors import ToolchainError, UsageError
 
 _CHUNK = 1 << 20
+Command = Sequence[str | Path]  # a command and its arguments, as every runner takes them
+Env = Mapping[str, str]
 
 # The secrets this process was given (a Hub token): whatever the CLI writes (terminal, logs,
-# --json, tracebacks) passes through redact, so no message, URL or header quoted in an error
-# carries one.
+# --json, tracebacks) passes through redact.
 _SECRETS: set[str] = set()
 REDACTED = "<redacted>"
 
@@ -45,11 +41,9 @@ def secret(value: str) -> str:
     return value
 
 
-# A URL's login: its password (``user:PASSWORD@``), a login of one part (``https://TOKEN@host/``:
-# a token as the user name, as some private indexes are given; pip hides it too), ccache's
-# ``redis://[USER:]PASSWORD@`` whole; up to the authority's last ``@``, as pip and urllib split
-# it (a raw ``@`` in a password: ``https://ci:p@ss@host/``), and ccache's ``|bearer-token=TOKEN``:
-# an option such as --ccache-remote or --index-url may carry one.
+# A URL's login: its password (``user:PASSWORD@``), a one-part login (``https://TOKEN@host/``,
+# as pip hides it), ccache's ``redis://[USER:]PASSWORD@`` whole, up to the authority's last
+# ``@`` as pip and urllib split it; and ccache's ``|bearer-token=TOKEN``.
 _LOGIN = re.compile(r"(redis://|://)([^/\s?#\"'<>`]*)@")  # quotes end it: JSON, shell
 _TOKEN = re.compile(r"(bearer-token=)[^|\s]+")
 
@@ -61,8 +55,7 @@ def _hide_login(match: re.Match[str]) -> str:
 
 
 def redact(text: str) -> str:
-    """``text`` with every registered secret (and its repr's escapes) and every URL's password
-    replaced by ``<redacted>``."""
+    """``text`` with every secret (and its repr's escapes) and URL password as ``<redacted>``."""
     for value in sorted(_SECRETS, key=len, reverse=True):
         for form in (value, repr(value)[1:-1]):
             text = text.replace(form, REDACTED)
@@ -74,12 +67,11 @@ def redact(text: str) -> str:
 # instead of the interpreter's torch (``-P`` does this on Python 3.11+ only).
 NO_CWD_ON_PATH = "import sys\nif sys.path[:1] == ['']:\n    del sys.path[0]\n"
 
-# The fix of a write a full disk (or quota) refused.
 # An empty path (``-o "$OUT"`` with OUT unset) is refused, not taken for the current folder,
-# where it would write or read what was meant for another: one wording for flags, arguments
-# and [tool.kernelwheel] values.
+# where it would write or read what was meant for another: one wording for every source.
 EMPTY_PATH = "an empty path (an unset variable?); '.' is this folder"
 
+# The fix of a write a full disk (or quota) refused.
 DISK_FULL_HINT = "free space on that disk (df -h), or pass a folder on another one"
 
 
@@ -98,9 +90,8 @@ def sha256_file(path: Path) -> str:
 
 
 def sha256_remembered(path: Path, memo: Path) -> str:
-    """:func:`sha256_file` of a file kernelwheel wrote into its own cache, hashed again only when
-    its size, mtime or inode differ from those ``memo`` records (a dev build's shared object is
-    hundreds of MB: hashing it on every unchanged run cost seconds)."""
+    """:func:`sha256_file`, hashed again only when the size, mtime or inode ``memo`` records
+    differ (a dev build's shared object is hundreds of MB: hashing it every run cost seconds)."""
     st = path.stat()
     stamp = f"{st.st_size} {st.st_mtime_ns} {st.st_ino} {st.st_dev}"
     try:
@@ -116,8 +107,7 @@ def sha256_remembered(path: Path, memo: Path) -> str:
 
 @contextmanager
 def staged_file(final: Path, *, mode: int = 0o644) -> Iterator[Path]:
-    """Yield a temporary path beside ``final``; on success it is renamed onto ``final``, on any
-    error (or interrupt) it is removed. Readers never see a half-written file."""
+    """A temporary path beside ``final``, renamed onto it on success, removed on any error."""
     final.parent.mkdir(parents=True, exist_ok=True)
     prefix = f"{_STAGING}tmp-{os.getpid()}-"  # a dead run's leftover is removed by the next
     try:
@@ -136,8 +126,7 @@ def staged_file(final: Path, *, mode: int = 0o644) -> Iterator[Path]:
 
 
 def publish(done: Path, final: Path) -> Path:
-    """Move a finished file or folder from a staging folder onto ``final`` (same file system:
-    one rename, so readers see the old or the new, never a part)."""
+    """Move a finished file or folder onto ``final`` by one rename: old or new, never a part."""
     os.replace(done, final)
     return final
 
@@ -151,7 +140,6 @@ def write_if_changed(path: Path, text: str) -> Path:
 
 
 def atomic_write(final: Path, data: bytes | str) -> Path:
-    """Write ``data`` to ``final`` atomically."""
     with staged_file(final) as tmp:
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)
     return final
@@ -175,14 +163,13 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process: alive
-        return True
+        pass
     return True
 
 
 def remove_stale_staging(parent: Path) -> list[Path]:
-    """Remove the staging folders (and :func:`staged_file`'s temporary files) that runs which
-    have died (SIGKILL, power loss) left in ``parent``; a live run's are kept. Returns what was
-    removed. SIGINT and SIGTERM need none of this: the CLI unwinds and removes its own."""
+    """Remove what dead runs (SIGKILL, power loss) staged in ``parent``, and return it; an
+    interrupted run needs none of this: the CLI unwinds and removes its own."""
     removed: list[Path] = []
     for path in parent.glob(f"{_STAGING}*"):  # none where parent is no folder
         pid = path.name[len(_STAGING) :].split("-")[-2:-1]
@@ -199,9 +186,8 @@ def remove_stale_staging(parent: Path) -> list[Path]:
 
 @contextmanager
 def staging_dir(parent: Path, purpose: str) -> Iterator[Path]:
-    """A private folder in ``parent`` (same file system, so results move out by rename),
-    named ``.kernelwheel-<purpose>-<pid>-<random>``, removed on exit whatever happens. Folders
-    that dead runs left behind are removed first."""
+    """A private folder in ``parent`` (same file system: results move out by rename), removed
+    on exit whatever happens; dead runs' folders are removed first."""
     parent.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(parent)
     path = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{purpose}-{os.getpid()}-", dir=parent))
@@ -212,9 +198,8 @@ def staging_dir(parent: Path, purpose: str) -> Iterator[Path]:
 
 
 def output_dir(path: Path, flag: str) -> Path:
-    """Make the output folder ``path`` (given with ``flag``, e.g. ``--output-dir``) and check
-    that files can be written into it: a path that is a file, lies under a file, or is not
-    writable is a UsageError naming it, before any work is done."""
+    """Make the output folder ``path`` (given with ``flag``); one that cannot be made or
+    written is a UsageError naming it, before any work is done."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as exc:
@@ -236,9 +221,8 @@ def output_dir(path: Path, flag: str) -> Path:
 
 
 def check_output_path(path: Path, flag: str) -> Path:
-    """Refuse, before any work and without creating anything, a folder ``path`` (given with
-    ``flag``) that cannot be made or written: it is a file, lies under a file, or its first
-    existing folder is not writable. A UsageError naming it."""
+    """Refuse, without creating anything, a folder ``path`` that cannot be made or written (its
+    first existing folder judged): a UsageError naming it."""
     hint = f"pass a folder you may write to {flag}"
     existing = path
     while not existing.exists() and not existing.is_symlink() and existing.parent != existing:
@@ -252,9 +236,8 @@ def check_output_path(path: Path, flag: str) -> Path:
 
 
 def replace_dir(staging: Path, final: Path) -> Path:
-    """Move the finished folder ``staging`` to ``final``, replacing an older one: the old folder
-    is renamed aside first, so ``final`` is always either the old or the new tree. A symlink
-    at ``final`` is the user's: refused (a UsageError), never replaced or followed."""
+    """Move ``staging`` onto ``final``, the old folder renamed aside first, so ``final`` is
+    always the old or the new tree; a symlink there is the user's: a UsageError."""
     if final.is_symlink():
         raise UsageError(
             f"{final} is a symlink (to {os.readlink(final)}); kernelwheel writes a folder there "
@@ -275,8 +258,7 @@ def replace_dir(staging: Path, final: Path) -> Path:
     return final
 
 
-# The commands run_logged and run_captured are running, in every thread, so that an interrupt
-# can kill them all (stop_running); once stopped, no new one starts until resume_running.
+# The commands running, in every thread, so that an interrupt can kill them all (stop_running).
 _RUNNING: set[subprocess.Popen[Any]] = set()
 _RUNNING_LOCK = threading.Lock()
 _STOPPED = threading.Event()
@@ -304,10 +286,7 @@ _GRACE_SECONDS = 5.0
 
 
 def _kill_group(proc: subprocess.Popen[Any]) -> None:
-    """Stop ``proc``'s process group: the command and everything it started (ninja's compilers,
-    pip's helpers). Every command runs as the leader of a group of its own (start_new_session),
-    so a signal sent to kernelwheel's pid alone still reaches all of them this way: SIGTERM
-    first (ninja then stops the compilers in its own groups), SIGKILL for what is left."""
+    """Stop ``proc``'s group (each command leads its own): SIGTERM, then SIGKILL what is left."""
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGTERM)
     deadline = time.monotonic() + _GRACE_SECONDS
@@ -332,13 +311,9 @@ def _raise_deferred() -> None:
 
 
 @contextmanager
-def _tracked(
-    start: Callable[[], subprocess.Popen[Any]],
-) -> Iterator[subprocess.Popen[Any] | None]:
-    """``start()`` registered for :func:`stop_running`; None (not started) once stopped. The
-    check and the start share the lock, so a stop cannot fall between them. The command's
-    process group is killed on every way out: an interrupt, an error, and also a normal exit
-    (what it left running in its group, e.g. a compiler ninja did not wait for)."""
+def _tracked(start: Callable[[], subprocess.Popen[Any]]) -> Iterator[subprocess.Popen[Any] | None]:
+    """``start()`` registered for :func:`stop_running` (the check and the start share the lock);
+    None once stopped. Its group is killed on every way out, a normal one too (what it left)."""
     global _STARTING_IN_MAIN
     in_main = threading.current_thread() is threading.main_thread()
     with _RUNNING_LOCK:
@@ -375,13 +350,7 @@ def _tracked(
                 _RUNNING.discard(proc)
 
 
-def run_logged(
-    cmd: Sequence[str | Path],
-    log: Path,
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-) -> int:
+def run_logged(cmd: Command, log: Path, *, env: Env | None = None, cwd: Path | None = None) -> int:
     """Run ``cmd`` with its output appended to ``log`` (after a ``$ cmd`` line); the exit code."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as fh:
@@ -390,25 +359,14 @@ def run_logged(
         return _run_to(cmd, env, cwd, fh)
 
 
-def run_attached(
-    cmd: Sequence[str | Path],
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-) -> int:
+def run_attached(cmd: Command, *, env: Env | None = None, cwd: Path | None = None) -> int:
     """Run ``cmd`` on this process's own stdout and stderr (what the user runs through
     kernelwheel, e.g. the project's tests); the exit code."""
     return _run_to(cmd, env, cwd, None)
 
 
-def _run_to(
-    cmd: Sequence[str | Path],
-    env: Mapping[str, str] | None,
-    cwd: Path | None,
-    out: IO[str] | None,
-) -> int:
-    """``cmd`` run to its end with its output (stderr too) into ``out``, or this process's
-    streams when None; killed with the others by :func:`stop_running`."""
+def _run_to(cmd: Command, env: Env | None, cwd: Path | None, out: IO[str] | None) -> int:
+    """``cmd`` run to its end, its output (stderr too) into ``out``, or this process's."""
 
     def start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(
@@ -433,9 +391,8 @@ def _run_to(
 
 
 def _pass_interrupt(proc: subprocess.Popen[bytes]) -> None:
-    """The user's Ctrl-C passed to the command they watch, as if they ran it alone (pytest
-    then shows the test it stopped in and its summary, not nothing), awaited a while: in a
-    group of its own, it never got the terminal's. Then killed as every command is."""
+    """The user's Ctrl-C passed to the command they watch (in a group of its own, it never got
+    the terminal's), awaited a while: pytest then shows where it stopped and its summary."""
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGINT)
     with suppress(subprocess.TimeoutExpired):
@@ -446,47 +403,19 @@ def _pass_interrupt(proc: subprocess.Popen[bytes]) -> None:
 CommandTimeout = subprocess.TimeoutExpired
 
 
-@overload
 def run_captured(
-    cmd: Sequence[str | Path],
+    cmd: Command,
     *,
     timeout: float | None = None,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-    input: str | None = None,
-    text: Literal[True] = True,
-    merge_stderr: bool = False,
-) -> subprocess.CompletedProcess[str]: ...
-
-
-@overload
-def run_captured(
-    cmd: Sequence[str | Path],
-    *,
-    timeout: float | None = None,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-    input: bytes | None = None,
-    text: Literal[False],
-    merge_stderr: bool = False,
-) -> subprocess.CompletedProcess[bytes]: ...
-
-
-def run_captured(
-    cmd: Sequence[str | Path],
-    *,
-    timeout: float | None = None,
-    env: Mapping[str, str] | None = None,
+    env: Env | None = None,
     cwd: Path | None = None,
     input: str | bytes | None = None,
     text: bool = True,
     merge_stderr: bool = False,
 ) -> subprocess.CompletedProcess[Any]:
-    """``subprocess.run(cmd, capture_output=True, text=text)`` that :func:`stop_running` kills
-    (the probes that import torch take seconds); :data:`CommandTimeout` after ``timeout``
-    seconds, the command killed. ``input`` goes to its stdin (else none); ``merge_stderr``
-    puts stderr into stdout, in order. Every command kernelwheel runs goes through here or
-    :func:`run_logged` (tests/release/test_architecture.py checks it)."""
+    """``subprocess.run(cmd, capture_output=True, text=text)`` that :func:`stop_running` kills;
+    :data:`CommandTimeout` after ``timeout`` seconds, the command killed. ``merge_stderr`` puts
+    stderr into stdout, in order."""
     args = [str(c) for c in cmd]
 
     def start() -> subprocess.Popen[Any]:
@@ -514,10 +443,9 @@ def run_captured(
         return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
-def spawn_piped(cmd: Sequence[str | Path]) -> subprocess.Popen[bytes]:
-    """A long-lived command read and written through pipes (``git cat-file --batch``), stderr
-    discarded, that :func:`stop_running` kills like the others; :func:`release` it when done.
-    Once stopped, none starts: a ToolchainError."""
+def spawn_piped(cmd: Command) -> subprocess.Popen[bytes]:
+    """A long-lived command behind pipes (``git cat-file --batch``), stderr discarded, that
+    :func:`stop_running` kills too; :func:`release` it. Once stopped: a ToolchainError."""
     with _RUNNING_LOCK:
         if _STOPPED.is_set():
             raise ToolchainError(f"not started, the run is stopping: {cmd[0]}")
@@ -534,8 +462,7 @@ def spawn_piped(cmd: Sequence[str | Path]) -> subprocess.Popen[bytes]:
 
 
 def release(proc: subprocess.Popen[bytes], *, timeout: float = 10) -> None:
-    """Close a :func:`spawn_piped` command's stdin, wait for it (killed after ``timeout``
-    seconds) and forget it."""
+    """Close a :func:`spawn_piped` command's stdin, wait for it (killed after ``timeout``)."""
     try:
         if proc.stdin is not None:
             proc.stdin.close()
@@ -555,9 +482,7 @@ def release(proc: subprocess.Popen[bytes], *, timeout: float = 10) -> None:
 
 
 def stop_running() -> None:
-    """Kill every command :func:`run_logged` and :func:`run_captured` are running (in any
-    thread): each returns the command's non-zero exit code; until :func:`resume_running`,
-    none starts another."""
+    """Kill every command running (in any thread); none starts until :func:`resume_running`."""
     with _RUNNING_LOCK:
         _STOPPED.set()
         running = list(_RUNNING)
@@ -571,64 +496,43 @@ def resume_running() -> None:
 
 
 class Runner:
-    """The process runner kernelwheel's code is given: every command it starts goes through
-    one, so an interrupt stops all of them (:func:`stop_running`). The build, the probes, the
-    Hub and install commands take one as an argument (:data:`RUNNER` at the entry points); a
-    test passes a subclass that records or fakes commands instead of monkeypatching modules.
-    :meth:`logged` and :meth:`captured` are the primitives; the others are built on them, so a
-    subclass that overrides those two sees every command."""
+    """The process runner code is given (:data:`RUNNER` at the entry points), so a test passes
+    a subclass that records or fakes commands; :meth:`checked` and :meth:`output` are built on
+    :meth:`logged` and :meth:`captured`, so overriding those two sees them."""
 
     def logged(
-        self,
-        cmd: Sequence[str | Path],
-        log: Path,
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: Path | None = None,
+        self, cmd: Command, log: Path, *, env: Env | None = None, cwd: Path | None = None
     ) -> int:
-        """``cmd`` with its output appended to ``log``: :func:`run_logged`."""
         return run_logged(cmd, log, env=env, cwd=cwd)
 
     def captured(
         self,
-        cmd: Sequence[str | Path],
+        cmd: Command,
         *,
         timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
+        env: Env | None = None,
         cwd: Path | None = None,
         input: str | None = None,
         merge_stderr: bool = False,
     ) -> subprocess.CompletedProcess[str]:
-        """``cmd``'s output as text: :func:`run_captured`."""
         return run_captured(
             cmd, timeout=timeout, env=env, cwd=cwd, input=input, merge_stderr=merge_stderr
         )
 
-    def attached(
-        self,
-        cmd: Sequence[str | Path],
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: Path | None = None,
-    ) -> int:
-        """``cmd`` on this process's stdout and stderr: :func:`run_attached`."""
+    def attached(self, cmd: Command, *, env: Env | None = None, cwd: Path | None = None) -> int:
         return run_attached(cmd, env=env, cwd=cwd)
 
     def captured_bytes(
-        self, cmd: Sequence[str | Path], *, input: bytes | None = None
+        self, cmd: Command, *, input: bytes | None = None
     ) -> subprocess.CompletedProcess[bytes]:
-        """``cmd``'s output as bytes (git objects)."""
         return run_captured(cmd, input=input, text=False)
 
-    def spawn(self, cmd: Sequence[str | Path]) -> subprocess.Popen[bytes]:
-        """A long-lived command behind pipes: :func:`spawn_piped` (:func:`release` it)."""
+    def spawn(self, cmd: Command) -> subprocess.Popen[bytes]:
         return spawn_piped(cmd)
 
-    def checked(
-        self, cmd: Sequence[str | Path], log: Path | None, what: str, hint: str | None = None
-    ) -> None:
-        """Run a toolchain command (pip, venv); a non-zero exit is a ToolchainError that names
-        the log, or quotes the output's last lines when there is no log."""
+    def checked(self, cmd: Command, log: Path | None, what: str, hint: str | None = None) -> None:
+        """A toolchain command (pip, venv); failed, a ToolchainError naming the log, or quoting
+        the output's last lines without one."""
         env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
         tail = ""
         if log is not None:
@@ -641,11 +545,9 @@ class Runner:
             where = f" (log: {log})" if log else ""
             raise ToolchainError(f"failed to {what}: exit {code}{where}{tail}", hint=hint)
 
-    def output(
-        self, cmd: Sequence[str | Path], *, cwd: Path | None = None, timeout: float = 60
-    ) -> str | None:
-        """The standard output of a command that only reports (``git rev-parse``), stripped;
-        None when it cannot start, fails or times out: the caller treats the fact as unknown."""
+    def output(self, cmd: Command, *, cwd: Path | None = None, timeout: float = 60) -> str | None:
+        """The stripped stdout of a command that reports (``git rev-parse``); None when it
+        cannot start, fails or times out: the fact is unknown."""
         try:
             proc = self.captured(cmd, cwd=cwd, timeout=timeout)
         except (OSError, subprocess.TimeoutExpired, UnicodeDecodeError):
@@ -657,17 +559,12 @@ class Runner:
 RUNNER = Runner()
 
 
-# --- locks with an owner file ----------------------------------------------------------------
-#
-# flock is released when its holder dies, even by SIGKILL, but what the holder started is not:
-# an orphaned pip may go on writing into the environment the next run is about to recreate.
-# So each lock has an owner file beside it (``<lock>.owner``: the holder's pid and start time),
-# removed on release, and every command a run starts carries the run's identity in its
-# environment (RUN_ID_VARIABLE), which its own children inherit whatever group or session they
-# join. A run that takes the lock and finds an owner file knows its holder died: it kills the
-# processes that carry the dead run's identity, waits for them to end, and says so (DeadOwner),
-# before it touches the locked work. The environment, unlike a record written once a command
-# has started, also holds a command killed with its run between its start and any record.
+# Locks with an owner file: flock is released when its holder dies, but what it started is not
+# (an orphaned pip may go on writing into the environment the next run recreates). So each lock
+# has an owner file (``<lock>.owner``: pid and start time) while held, and every command carries
+# the run's identity in its environment (RUN_ID_VARIABLE), which its children inherit whatever
+# group they join. A run that finds an owner file kills the dead run's processes, waits for them
+# and says so (DeadOwner) before it touches the locked work.
 
 RUN_ID_VARIABLE = "KERNELWHEEL_RUN_ID"
 _WAIT_FOR_ORPHANS = 30.0  # seconds a killed process may take to go
@@ -687,8 +584,7 @@ class DeadOwner:
 
 
 def _stat(pid: int | str) -> list[str]:
-    """The fields of ``/proc/<pid>/stat`` after the command name (its state first); [] where
-    unknown (no /proc, or no such process)."""
+    """The fields of ``/proc/<pid>/stat`` after the command name (its state first), or []."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     except OSError:
@@ -696,15 +592,13 @@ def _stat(pid: int | str) -> list[str]:
 
 
 def _start_time(pid: int) -> str | None:
-    """The start time of ``pid`` (Linux /proc), which tells a process from a later one that got
-    its pid; None where unknown."""
+    """The start time of ``pid``: it tells a process from a later one with its pid."""
     fields = _stat(pid)
     return fields[19] if len(fields) > 19 else None  # field 22 of proc(5)
 
 
 def _group_alive(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` still runs (a zombie, killed and waiting to be
-    reaped, does not count)."""
+    """Whether a process of group ``pgid`` still runs (a zombie does not count)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -727,14 +621,14 @@ def _this_run(pid: int) -> str:
     return _run_id(pid, _start_time(pid))  # a process's start time never changes
 
 
-def _with_run_id(env: Mapping[str, str] | None) -> dict[str, str]:
-    """``env`` (this process's environment when None) marked with this run's identity."""
-    # by pid, not once at import: a forked worker is a run of its own
+def _with_run_id(env: Env | None) -> dict[str, str]:
+    """``env`` (else this process's) marked with this run's identity (by pid: a forked worker
+    is a run of its own)."""
     return {**(os.environ if env is None else env), RUN_ID_VARIABLE: _this_run(os.getpid())}
 
 
 def _running(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, killed and waiting to be reaped, does not count)."""
+    """Whether ``pid`` runs (a zombie does not count)."""
     fields = _stat(pid)
     return bool(fields) and fields[0] != "Z"
 
@@ -772,8 +666,7 @@ def _read_owner(owner: Path) -> tuple[int, str | None] | None:
 
 
 def _clear_dead_owner(owner: Path) -> DeadOwner | None:
-    """Called with the lock held: an owner file left there is a dead holder's. Kill what it
-    started that still runs, wait for it to end."""
+    """With the lock held, an owner file is a dead holder's: kill what it started, and wait."""
     data = _read_owner(owner)
     if data is None:
         owner.unlink(missing_ok=True)  # none, or unreadable: nothing to stop
@@ -792,9 +685,8 @@ def _clear_dead_owner(owner: Path) -> DeadOwner | None:
 
 @contextmanager
 def locked(path: Path, waiting: Callable[[str], None] | None = None) -> Iterator[DeadOwner | None]:
-    """Hold an exclusive lock on ``path`` (created if missing) for the duration, with its owner
-    file ``<path>.owner``; yields the dead holder whose work was cleared, if any. ``waiting``
-    is told, before the wait, who holds it (``pid N``; a silent wait looks like a hang)."""
+    """Hold an exclusive lock on ``path``; yields the dead holder whose work was cleared, if
+    any. ``waiting`` is told who holds it before the wait (a silent wait looks like a hang)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     owner = path.with_name(f"{path.name}.owner")
     with open(path, "a") as fh:

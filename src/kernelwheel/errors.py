@@ -1,7 +1,5 @@
-"""The error hierarchy. Each class owns an exit code; messages say what is wrong and how to fix it.
-
-The library raises these and never prints or exits; the CLI maps them to output and exit codes.
-"""
+"""The error hierarchy: each class owns an exit code, each message says what is wrong and the fix;
+the library raises them, the CLI prints them and exits."""
 
 from __future__ import annotations
 
@@ -73,9 +71,8 @@ class ToolchainError(KernelwheelError):
 
 
 class BuildError(KernelwheelError):
-    """Compilation failed. ``log`` names the full log to read; ``diagnostics`` are the
-    compiler's lines the author needs first (shown under the message, as the compiler wrote
-    them but with the project's paths: editors and CI match them)."""
+    """Compilation failed. ``log`` names the full log; ``diagnostics``: the compiler's lines the
+    author needs first, under the message, with the project's paths (editors and CI match them)."""
 
     exit_code = 6
 
@@ -113,20 +110,18 @@ class HubError(KernelwheelError):
 
 
 class HubUnavailable(HubError):
-    """A Hub call got no answer, or a server error (5xx, 429), on every try: the request may
-    be fine and the Hub or the network not; worth another try later."""
+    """A Hub call got no answer or a server error (5xx, 429) on every try: try again later."""
 
 
 class InstallError(KernelwheelError):
     """``kernelwheel install`` found no fitting build, or could not inspect or install into the
-    target environment. Nothing was installed."""
+    target (nothing was installed)."""
 
     exit_code = 10
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread by the CLI's handler. A KeyboardInterrupt, so it
-    unwinds through the same ``finally`` blocks and context managers as Ctrl-C (staging folders
-    removed, half-written files deleted); the CLI exits 143 (128 + SIGTERM)."""
+    """SIGTERM, raised by the CLI's handler: a KeyboardInterrupt, so it unwinds as Ctrl-C does
+    (staging removed, half-written files deleted); the CLI exits 143 (128 + SIGTERM)."""
 
     exit_code = 143

@@ -1,9 +1,5 @@
-"""Progress reporting. The library reports through a Reporter; the CLI installs one that prints.
-
-Library code calls ``step(...)`` as a context manager so each step is timed and marked done or
-failed; the default reporter records nothing, keeping the library silent. A step that runs tools
-names the log their output goes to (``step(..., log=path)``), so a reporter can show what is
-happening while the step runs (the CLI tails it: pip's downloads, the compiler's progress).
+"""Progress reporting: the library times each ``step(...)`` through a Reporter (the CLI's prints,
+and tails the log a step names: pip's downloads, the compiler's progress); the default is silent.
 """
 
 from __future__ import annotations
@@ -55,13 +51,9 @@ class SilentReporter:
 def step(
     reporter: Reporter, scope: str, name: str, *, log: Path | None = None
 ) -> Iterator[list[str]]:
-    """Time one step. The yielded list collects a short detail shown beside the step's mark;
-    ``log`` is the file the step's tools write to (the reporter may follow it)."""
+    """Time one step; the yielded list collects a short detail shown beside its mark."""
     detail: list[str] = []
-    if log is None:
-        reporter.step_started(scope, name)
-    else:
-        reporter.step_started(scope, name, log)
+    reporter.step_started(scope, name, log)
     start = time.monotonic()
     ok = False
     try:

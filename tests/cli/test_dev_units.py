@@ -837,6 +837,7 @@ def test_a_dev_build_shows_the_compile_plans_notes_as_build_does(
     from types import SimpleNamespace
 
     from kernelwheel.builder import dev as dev_builder
+    from kernelwheel.builder import dev_layout
     from kernelwheel.builder.steps import Compiled
     from kernelwheel.log import SilentReporter
 
@@ -854,7 +855,7 @@ def test_a_dev_build_shows_the_compile_plans_notes_as_build_does(
     env = SimpleNamespace(env=SimpleNamespace(python=tmp_path / "python"))
     monkeypatch.setattr(dev_builder, "prepare_environment", lambda *a: env)
     monkeypatch.setattr(dev_builder, "compile_extension", lambda *a, **k: compiled)
-    monkeypatch.setattr(dev_builder, "sha256_remembered", stop)
+    monkeypatch.setattr(dev_layout, "sha256_remembered", stop)
     project = load_project(write_tiny_kernel(tmp_path / "p"))
     req = SimpleNamespace(
         project=project,

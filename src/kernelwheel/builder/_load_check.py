@@ -1,19 +1,11 @@
-"""Load a freshly linked extension the way its package will. Runs INSIDE the build environment.
+"""Load a freshly linked extension the way its package will. Runs INSIDE the build environment,
+by path: the standard library, torch and tvm_ffi only, never kernelwheel.
 
-Invoked by file path with that environment's interpreter, so it may import only the standard
-library, torch and tvm_ffi - never kernelwheel itself. Arguments: the build kind (``torch`` or
-``tvm-ffi``), the shared object, its ops namespace, the package's Python folder. Prints one
-JSON line: the namespace's ops with their schemas, or, before loading, the package's files this
-Python cannot compile (``syntax``). A failure is an exception (exit 1, traceback on stderr) or,
-for an error thrown while the shared object's static registrations run, torch's abort (a
-signal): the parent (builder/load_check.py) reads either from stderr.
-
-Kind ``torch+pytest`` (``kernelwheel test``): the check, its output appended to a log, then
-pytest in the same process, so the tests' run imports torch once. Arguments: the shared object,
-the namespace, the Python folder, the log, pytest's arguments. The log gets a ``MARK`` line
-once the extension loaded (or when pytest is missing); a run without one failed to load.
-
-Kind ``syntax``: only the package's files this Python cannot compile. Argument: the folder.
+Arguments: the kind (``torch``, ``tvm-ffi``), the shared object, its namespace, the package's
+Python folder. Prints one JSON line: the ops, or first the files this Python cannot compile
+(``syntax``). A failure is an exception (exit 1) or torch's abort (a signal), read from stderr.
+Kind ``torch+pytest``: the check into a log (args: also the log, then pytest's), a ``MARK`` line
+once loaded (or pytest missing), then pytest in this process. Kind ``syntax``: the folder only.
 """
 
 from __future__ import annotations
@@ -25,16 +17,19 @@ import re
 import sys
 
 MARK = "kernelwheel-load-check: "
+# the dispatch keys of a composite kernel, which serves every backend
+COMPOSITE_KEYS = (
+    "CompositeImplicitAutograd",
+    "CompositeExplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional",
+)
 
 
 def load_torch(path: str, namespace: str) -> dict[str, object]:
-    """Import ``path`` as the extension module ``namespace`` after torch (what the package's
-    ``_ops.py`` does), then the schemas registered under the namespace (``ops``), the ops it
-    implements that no schema defines (``undefined``: torch accepts an ``ops.impl`` of a
-    misspelt name without a word), the schemas it defined in other namespaces
-    (``elsewhere``: a fixed ``TORCH_LIBRARY(name, m)``), per backend the ops without a kernel
-    for it (``lacking``) and the ops with no fake (Meta) kernel (``no_fake``): what the
-    extension registers, before the package's Python (read by the caller) adds any."""
+    """Import ``path`` as the module ``namespace`` after torch (as ``_ops.py`` does); its
+    schemas (``ops``), impls no schema defines (``undefined``: torch takes a misspelt
+    ``ops.impl`` silently), schemas in other namespaces (``elsewhere``), per backend the ops
+    without a kernel (``lacking``) and those without a fake one (``no_fake``)."""
     import torch
 
     before = {str(s) for s in torch._C._jit_get_all_schemas()}
@@ -53,13 +48,8 @@ def load_torch(path: str, namespace: str) -> dict[str, object]:
     # per backend (and Meta, which torch.compile's fake tensors run), the ops without a kernel
     # for it; a composite kernel serves every backend
     has = getattr(torch._C, "_dispatch_has_kernel_for_dispatch_key", lambda name, key: True)
-    every_key = (
-        "CompositeImplicitAutograd",
-        "CompositeExplicitAutograd",
-        "CompositeExplicitAutogradNonFunctional",
-    )
     lacking = {
-        key: sorted(n for n in defined if not any(has(n, k) for k in (key, *every_key)))
+        key: sorted(n for n in defined if not any(has(n, k) for k in (key, *COMPOSITE_KEYS)))
         for key in ("CPU", "CUDA", "Meta")
     }
     return {
@@ -73,9 +63,7 @@ def load_torch(path: str, namespace: str) -> dict[str, object]:
 
 def syntax_errors(folder: str) -> list[str]:
     """``FILE:LINE: message`` of each Python file below ``folder`` this interpreter cannot
-    compile (kernelwheel's own Python may read another grammar). Only files, as the wheel takes
-    them: emacs's lock ``.#name.py`` (a link to nowhere, or a file where links cannot be made)
-    is none."""
+    compile (kernelwheel's may read another grammar); emacs's lock ``.#name.py`` is none."""
     found = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
@@ -96,8 +84,8 @@ def syntax_errors(folder: str) -> list[str]:
 
 
 def load_tvm_ffi(path: str) -> list[str]:
-    """Load ``path`` as the package's ``_ops.py`` does, every symbol bound; the functions it
-    exports (each ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` is a symbol ``__tvm_ffi_<name>``)."""
+    """Load ``path`` as ``_ops.py`` does, every symbol bound; the functions it exports (each a
+    symbol ``__tvm_ffi_<name>``)."""
     import ctypes
 
     import tvm_ffi
@@ -122,16 +110,16 @@ def then_pytest(path: str, namespace: str, python: str, log: str, args: list[str
             return 1
         sys.stdout.flush()
         sys.stderr.flush()
-        saved = os.dup(1), os.dup(2)
-        os.dup2(fh.fileno(), 1)  # an abort's message too, which Python's streams never see
-        os.dup2(fh.fileno(), 2)
+        saved = [os.dup(fd) for fd in (1, 2)]
+        for fd in (1, 2):  # an abort's message too, which Python's streams never see
+            os.dup2(fh.fileno(), fd)
         found = load_torch(path, namespace)  # a failure leaves its traceback in the log
         # kernels.get_kernel imports the Hub layout's package under that name: not taken here
         sys.modules.pop(namespace, None)
         print(MARK + json.dumps(found), flush=True)
         sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
     sys.path.insert(0, os.getcwd())  # as python -m pytest
     return int(pytest.main(args))
 
@@ -140,13 +128,12 @@ def main(argv: list[str]) -> int:
     if argv[0] == "torch+pytest":
         return then_pytest(argv[1], argv[2], argv[3], argv[4], argv[5:])
     if argv[0] == "syntax":  # a dev build whose shared object loaded before: its Python alone
-        print(json.dumps({"syntax": syntax_errors(argv[1])}))
-        return 0
-    kind, path, namespace, python = argv
-    if syntax := syntax_errors(python):  # first: the cheaper error, and the import's own
-        print(json.dumps({"syntax": syntax}))
-        return 0
-    found = {"ops": load_tvm_ffi(path)} if kind == "tvm-ffi" else load_torch(path, namespace)
+        found: dict[str, object] = {"syntax": syntax_errors(argv[1])}
+    elif syntax := syntax_errors(argv[3]):  # first: the cheaper error, and the import's own
+        found = {"syntax": syntax}
+    else:
+        kind, path, namespace, _ = argv
+        found = {"ops": load_tvm_ffi(path)} if kind == "tvm-ffi" else load_torch(path, namespace)
     print(json.dumps(found))
     return 0
 

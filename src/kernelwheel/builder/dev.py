@@ -1,9 +1,6 @@
-"""``kernelwheel dev``: the author's loop (docs/dev.md). One torch variant compiled incrementally
-into ``<cache>/dev/<package>-<digest of the project's path>/`` with a fixed ops namespace (an edit
-of a kernel never recompiles the binding), loaded (the load check), and laid out as an importable
-``site/<package>/`` and a Hub layout ``hub/build/<variant>/`` marked ``dev`` (``kernelwheel
-upload`` refuses it); a pure-Python or tvm-ffi project's build is builder.dev_kinds'. No wheel,
-repair or ABI policy; nothing lies in the project. The ``.pth`` link, the tests' pytest."""
+"""``kernelwheel dev`` (docs/dev.md): one variant compiled incrementally into the cache's dev folder
+under a fixed ops namespace (an edit never recompiles the binding), load-checked and laid out
+(``dev_layout``), or a pure-Python project's laid out; the ``.pth`` link and the tests' pytest."""
 
 from __future__ import annotations
 
@@ -12,36 +9,45 @@ import os
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from .._util import CommandTimeout, Runner, atomic_write, locked, sha256_remembered
+from .._util import CommandTimeout, Runner, atomic_write, locked
 from ..compat.builds import parse_variant, torch_mismatch
 from ..compat.guard import BuildStamp
 from ..compat.probe_cache import kept_across
 from ..log import Reporter, step
 from ..model.project import KernelProject
+from ..model.recipes import tvm_ffi_requirement
 from ..model.variant import Variant
 from . import codegen
-from .dev_kinds import NOARCH_SITE, build_noarch_dev, build_tvm_ffi_dev
+from ._load_check import syntax_errors
 from .dev_layout import (
     DevBuild,
-    Shared,
+    compile_and_lay_out,
     dev_folder,
+    dev_id,
     dev_namespace,
-    dev_site,
+    drop_other_variants,
     holds,
     lay_out_hub,
     lay_out_site,
     open_dev_log,
-    show_compiled,
 )
+from .load_check import refuse_syntax
+from .noarch import BACKEND, backend_namespace, torch_requirement
 from .pipeline import compile_extension, prepare_environment
 from .request import BuildKind, BuildRequest
-from .steps import full_version, load_checked
+from .steps import compile_step, full_version, left_out_note
+from .tvm_ffi import library_plan, prepare_tvm_ffi
 from .wheelmeta import requirements
+
+# the site folder of a pure-Python dev build: one for every backend it serves
+NOARCH_SITE = "noarch"
 
 
 def build_dev(
@@ -52,13 +58,11 @@ def build_dev(
     check_in_tests: bool = False,
     hold: ExitStack | None = None,
 ) -> DevBuild:
-    """``req``'s variant compiled incrementally, load-checked (``check_in_tests``: by the
-    process that runs the tests, ``DevBuild.deferred``) and laid out as an importable package.
-    ``hold``: the variant's lock is left on it, so no other run replaces the shared object
-    while the caller uses it (``kernelwheel test``'s tests)."""
-    # Its work folder and log in the dev folder; no repair or policy, no Hub layout. The compile
-    # flags stay the release's (the ABI remedies' too): a kernel unit compiled by ``dev`` is then
-    # a compiler-cache hit for ``build``, and back.
+    """``req``'s variant built, load-checked (``check_in_tests``: by the tests' process,
+    ``DevBuild.deferred``) and laid out; ``hold`` keeps the variant's lock, so no other run
+    replaces the shared object while the caller's tests use it."""
+    # No repair, policy or Hub layout; the compile flags stay the release's (the ABI remedies'
+    # too): a unit compiled by ``dev`` is a compiler-cache hit for ``build``, and back.
     folder = dev_folder(req.outputs.cache_dir, req.project)
     outputs = replace(req.outputs, work_dir=folder, out_dir=folder, manylinux=None, hub_layout=None)
     req = replace(req, outputs=outputs)
@@ -81,48 +85,88 @@ def build_dev(
 def _build_dev(
     req: BuildRequest, reporter: Reporter, runner: Runner, check_in_tests: bool
 ) -> DevBuild:
-    project, variant, scope, log = req.project, req.variant, req.variant.name, req.log
+    project, variant = req.project, req.variant
     open_dev_log(req)
     prepared = prepare_environment(req, reporter, runner)
-    env = prepared.env
     namespace = dev_namespace(project, variant)
-    with step(reporter, scope, "compile", log=log) as detail:
-        compiled = compile_extension(req, prepared, namespace, runner, incremental=True)
-        detail.append(compiled.cache)
-    show_compiled(reporter, scope, compiled, project)
-    so_path = compiled.shared_object
-    digest = sha256_remembered(so_path, req.outputs.work_dir / f"{variant.name}.so.sha256")
-    # A shared object that loaded before is not loaded again: an unchanged project's run costs
-    # no torch import. One that failed is checked on every run until it loads.
-    loaded = (req.outputs.work_dir / f"{variant.name}.loaded", digest)
-    deferred = load_checked(
+
+    def ops_py() -> str:
+        stamp = BuildStamp(
+            dist_name=project.name,
+            version=full_version(req.version, variant, req.outputs.local_version_style),
+            variant=variant,
+            dev_of=os.fspath(project.root),
+        )
+        return codegen.ops_py(namespace, stamp)
+
+    site, hub, deferred = compile_and_lay_out(
         req,
-        env.python,
-        so_path,
-        namespace,
         reporter,
         runner,
-        loaded=loaded,
+        prepared.env.python,
+        lambda: compile_extension(req, prepared, namespace, runner, incremental=True),
+        namespace,
+        ops_py,
+        ".abi3.so",
         defer=check_in_tests,
     )
-    folder = req.outputs.work_dir
-    stamp = BuildStamp(
-        dist_name=project.name,
-        version=full_version(req.version, variant, req.outputs.local_version_style),
-        variant=variant,
-        dev_of=os.fspath(project.root),
-    )
-    shared = Shared(so_path, f"{namespace}.abi3.so", digest)
+    return DevBuild(variant, req.outputs.work_dir, site, hub, prepared.env.python, deferred)
+
+
+def build_noarch_dev(
+    req: BuildRequest, reporter: Reporter, runner: Runner, check_in_tests: bool
+) -> DevBuild:
+    """A pure-Python project's dev build: ``site/noarch/<package>/`` and a Hub folder for each
+    variant it serves, as ``build`` makes one wheel for all; no environment: the interpreter
+    linked imports it (``DevBuild.runtime``)."""
+    del runner, check_in_tests  # nothing to compile or load
+    project, variants, folder = req.project, req.serves or (req.variant,), req.outputs.work_dir
+    scope = ",".join(v.name for v in variants)
+    bid = dev_id(project, variants[0])
     with step(reporter, scope, "package") as detail:
-        ops_py = codegen.ops_py(namespace, stamp)
-        site = lay_out_site(dev_site(folder, variant), project, ops_py, shared)
-        major = Version(req.version).major
-        package = site / project.package
-        hub = lay_out_hub(folder / "hub", project, variant, namespace, package, major, shared.name)
+        # in kernelwheel's own Python's grammar, as ``build`` checks it (no environment here)
+        refuse_syntax(syntax_errors(str(project.package_dir)), project.root)
+        ops_py = codegen.noarch_ops_py(project.package, bid)
+        site = lay_out_site(folder / "site" / NOARCH_SITE, project, ops_py, None)
+        package, major = site / project.package, Version(req.version).major
+        pattern = f"_{project.package}_{BACKEND}_{bid}"
+        for variant in variants:
+            namespace = backend_namespace(pattern, variant)
+            hub = lay_out_hub(folder / "hub", project, variant, namespace, package, major, None)
+        drop_other_variants(hub, {v.name for v in variants})
         detail.append(str(package))
-    if deferred is not None:  # the file the package imports: loaded twice it would register twice
-        deferred = replace(deferred, shared_object=package / shared.name)
-    return DevBuild(variant, folder, site, hub, env.python, deferred)
+    if (left_out := left_out_note(project)) is not None:
+        reporter.info(scope, left_out)
+    return DevBuild(
+        variants[0], folder, site, hub, None, serves=variants, runtime=torch_requirement(project)
+    )
+
+
+def build_tvm_ffi_dev(
+    req: BuildRequest, reporter: Reporter, runner: Runner, check_in_tests: bool
+) -> DevBuild:
+    """A tvm-ffi variant's dev build, its load check never left to the tests (no torch there to
+    import twice)."""
+    del check_in_tests
+    open_dev_log(req)
+    env, toolkit, header = prepare_tvm_ffi(req, reporter, runner)
+    namespace = dev_namespace(req.project, req.variant)
+    facts = (env.python, env.version, *env.include_dirs, env.lib_dir)
+    plan = partial(library_plan, req, namespace, env, toolkit)
+    site, hub, _ = compile_and_lay_out(
+        req,
+        reporter,
+        runner,
+        env.python,
+        lambda: compile_step(
+            req, env.python, facts, toolkit, header, plan, runner, incremental=True
+        ),
+        namespace,
+        partial(codegen.tvm_ffi_ops_py, namespace),
+        ".so",
+    )
+    runtime = tvm_ffi_requirement(env.version)
+    return DevBuild(req.variant, req.outputs.work_dir, site, hub, env.python, runtime=runtime)
 
 
 _BUILDERS: dict[BuildKind, Callable[[BuildRequest, Reporter, Runner, bool], DevBuild]] = {
@@ -143,12 +187,8 @@ class Linked:
     shadowed_by: str | None = None
     stale: str | None = None  # where not linked: the .pth left linking a build it refuses
     missing: tuple[str, ...] = ()  # the wheel's requirements (python-depends) it lacks
-    # where linked: the dev site of another project folder the .pth linked until now (two
-    # checkouts of one package: the interpreter imports this one from now on)
-    replaced: str | None = None
-    # where linked: the .pth files of this project folder under a package name it no longer
-    # has (renamed in build.toml), removed: the old name imported a folder of broken links
-    renamed: tuple[str, ...] = ()
+    replaced: str | None = None  # where linked: another checkout's dev site it linked until now
+    renamed: tuple[str, ...] = ()  # where linked: this folder's .pth under an old name, removed
 
 
 # Printed by the target interpreter: its site-packages, its torch's version, the version of the
@@ -168,19 +208,15 @@ print(json.dumps([sysconfig.get_path("purelib"), version("torch"), version(sys.a
 def link_dev_build(
     build: DevBuild, project: KernelProject, python: Path, cache_dir: Path, runner: Runner
 ) -> Linked:
-    """Make ``build`` importable by ``python`` without pip: ``kernelwheel-dev-<package>.pth``
-    in its site-packages names the dev build's ``site`` folder. Not written where that torch is
-    not the variant's (the import guard would refuse the build there), nor where ``python``
-    lacks what a pure-Python or tvm-ffi build imports (``DevBuild.runtime``)."""
+    """Make ``build`` importable by ``python`` without pip: ``kernelwheel-dev-<package>.pth`` in
+    its site-packages names the build's ``site``; not where that torch is not the variant's (the
+    import guard would refuse it), nor where ``python`` lacks ``DevBuild.runtime``."""
     needs = _needs(project, build.variant)
     runtime = Requirement(build.runtime or "torch")
-    names = [project.name, *(r.name for r in needs), runtime.name]
-    probe: list[str | Path] = [python, "-c", _TARGET_PROBE, *names]
-    try:
-        proc = runner.captured(probe, timeout=120)
-        purelib, torch, installed, *found = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (OSError, CommandTimeout, ValueError, IndexError):
+    answer = _probe(python, [project.name, *(r.name for r in needs), runtime.name], runner)
+    if answer is None:
         return Linked(python, None, skipped=f"{python} did not answer")
+    purelib, torch, installed, *found = answer
     versions = found[0] if found else []
     has = versions[len(needs)] if len(versions) > len(needs) else ""
     missing = _missing(needs, versions)
@@ -199,7 +235,9 @@ def link_dev_build(
     line = f"{os.fspath(build.site)}\n"
     replaced = None
     if not holds(pth, line):  # unchanged: its folder's probe stays valid
-        replaced = _other_project(pth, build.folder)
+        old = _linked(pth)  # another project folder's dev site, linked until now?
+        if old is not None and old.parent.name == "site" and old.parent.parent != build.folder:
+            replaced = str(old)
         with kept_across(python, cache_dir):  # and changed: it stays valid too
             atomic_write(pth, line)
     renamed = _drop_renamed(pth, build.folder)
@@ -214,16 +252,13 @@ def link_dev_build(
 
 
 def _drop_renamed(pth: Path, folder: Path) -> tuple[str, ...]:
-    """Remove the other ``kernelwheel-dev-*.pth`` beside ``pth`` that link a dev site of the
-    same project folder as ``folder`` (``<package>-<digest of the folder>``) under another
-    package name: the project was renamed, and its old name imported as an empty namespace
-    package of links to files moved away. Their names."""
+    """Remove (and name) the other ``kernelwheel-dev-*.pth`` beside ``pth`` linking a dev site
+    of the project folder of ``folder`` under another package name: the project was renamed,
+    and its old name would import an empty namespace package of broken links."""
     digest = folder.name.rpartition("-")[2]
     dropped = []
     for other in sorted(pth.parent.glob("kernelwheel-dev-*.pth")):
-        try:
-            linked = Path(other.read_text().strip())
-        except (OSError, UnicodeDecodeError):
+        if (linked := _linked(other)) is None:
             continue
         old = linked.parent.parent  # <cache>/dev/<package>-<digest>/site/<variant>
         if (
@@ -238,15 +273,22 @@ def _drop_renamed(pth: Path, folder: Path) -> tuple[str, ...]:
     return tuple(dropped)
 
 
-def _other_project(pth: Path, folder: Path) -> str | None:
-    """The dev site ``pth`` links where it is of another dev folder than ``folder`` (another
-    project folder's build of the same package), else None."""
+def _linked(pth: Path) -> Path | None:
+    """The folder a ``.pth`` names; None where it cannot be read."""
     try:
-        linked = Path(pth.read_text().strip())
+        return Path(pth.read_text().strip())
     except (OSError, UnicodeDecodeError):
         return None
-    folders = (linked.parent.parent, folder)
-    return str(linked) if linked.parent.name == "site" and len(set(folders)) == 2 else None
+
+
+def _probe(python: Path, names: list[str], runner: Runner) -> list[Any] | None:
+    """:data:`_TARGET_PROBE`'s answer from ``python``; None where it gives none."""
+    try:
+        proc = runner.captured([python, "-c", _TARGET_PROBE, *names], timeout=120)
+        answer: list[Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (OSError, CommandTimeout, ValueError, IndexError):
+        return None
+    return answer
 
 
 def _needs(project: KernelProject, variant: Variant) -> list[Requirement]:
@@ -256,8 +298,7 @@ def _needs(project: KernelProject, variant: Variant) -> list[Requirement]:
 
 
 def _missing(needs: list[Requirement], versions: list[str]) -> tuple[str, ...]:
-    """Of ``needs``, those whose version (``versions``, in order; "": not installed) is
-    missing or excluded."""
+    """Of ``needs``, those whose version (``versions``, in order; "": none) does not fit."""
     found = dict(zip((r.name for r in needs), versions, strict=False))
     return tuple(
         str(r)
@@ -272,22 +313,15 @@ def lacking(
     """The requirements of ``variant``'s wheel (python-depends) that ``python`` lacks."""
     if not (needs := _needs(project, variant)):
         return ()
-    probe: list[str | Path] = [python, "-c", _TARGET_PROBE, project.name, *(r.name for r in needs)]
-    try:
-        proc = runner.captured(probe, timeout=120)
-        *_, found = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (OSError, CommandTimeout, ValueError, IndexError):
+    if not (answer := _probe(python, [project.name, *(r.name for r in needs)], runner)):
         return ()
-    return _missing(needs, found)
+    return _missing(needs, answer[-1])
 
 
 def _stale_link(pth: Path, torch: str) -> str | None:
-    """What ``pth``, an earlier run's link, names when that dev build is of a variant the
-    torch version ``torch`` refuses at import (the environment's torch changed since): the
-    package's import there fails until it is built again or the link removed."""
-    try:
-        site = Path(pth.read_text().strip())
-    except (OSError, UnicodeDecodeError):
+    """What ``pth``, an earlier run's link, names when its variant is one ``torch`` refuses at
+    import (the torch changed since): the import there fails until rebuilt or unlinked."""
+    if (site := _linked(pth)) is None:
         return None
     linked = parse_variant(site.name)
     if linked is None or (wanted := torch_mismatch(linked, torch)) is None:
@@ -298,17 +332,15 @@ def _stale_link(pth: Path, torch: str) -> str | None:
 def pytest_arguments(
     project: KernelProject, build: DevBuild, given: Sequence[str] = (), cwd: Path | None = None
 ) -> list[str]:
-    """pytest's arguments for the project's ``tests/``, the project its rootdir, with its own
-    configuration file or an empty one (none of a folder around it applies); the cache goes to
-    the dev folder, not the project. ``given``: the author's own (after ``--``), last; a test
-    file or id among them (``tests/test_kx.py::test_one``, relative to ``cwd``, the folder the
-    author ran kernelwheel in) runs instead of the whole ``tests/``."""
+    """pytest's arguments for the project's ``tests/``, the project its rootdir, its own config
+    or an empty one (none of a folder around applies), the cache in the dev folder; ``given``
+    (after ``--``) last, a test path among them (from ``cwd``) run instead of ``tests/``."""
     own, chose_tests = _given_tests(given, cwd or project.root)
     found = (project.root / name for name in _PYTEST_CONFIGS)
     config = next((path for path in found if _configures_pytest(path)), None)
     if config is None:
         config = build.folder / "pytest.ini"
-        if not config.is_file() or config.read_text() != _PYTEST_INI:  # an older run's too
+        if not holds(config, _PYTEST_INI):  # an older run's too
             atomic_write(config, _PYTEST_INI)
     return [
         "--rootdir",
@@ -334,9 +366,8 @@ _VALUE_OPTIONS = frozenset(
 
 
 def _given_tests(given: Sequence[str], cwd: Path) -> tuple[list[str], bool]:
-    """The author's pytest words, each test path made absolute from ``cwd`` (pytest runs in
-    the project's root), and whether one names tests: a word that is no option nor an
-    option's value and names a file or folder, or ends in ``.py`` or holds ``::``."""
+    """The author's pytest words, test paths made absolute from ``cwd`` (pytest runs in the
+    project's root), and whether one names tests (a path, ``.py`` or ``::``, not an option's)."""
     out: list[str] = []
     chose = False
     for before, word in zip(["", *given], given, strict=False):
@@ -367,7 +398,6 @@ _PYTEST_CONFIGS = {
 
 
 def _configures_pytest(path: Path) -> bool:
-    """Whether ``path`` is a pytest configuration file, by pytest's own rules for each name."""
     if not path.is_file():
         return False
     section = _PYTEST_CONFIGS[path.name]

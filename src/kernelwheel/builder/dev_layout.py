@@ -7,39 +7,35 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from packaging.requirements import Requirement
+from packaging.version import Version
 
 from .. import __version__
-from .._util import atomic_copy, atomic_write, write_if_changed
-from ..log import Reporter
+from .._util import Runner, atomic_copy, atomic_write, sha256_remembered, write_if_changed
+from ..log import Reporter, step
 from ..model.project import BUILD_TOML, KernelProject
 from ..model.variant import Variant
 from ..wheels import Member
 from . import codegen
 from .load_check import DeferredLoad
 from .request import BuildRequest
-from .steps import Compiled, left_out_note, package_files
+from .steps import Compiled, left_out_note, load_checked, package_files
 
 
 @dataclass(frozen=True)
 class DevBuild:
-    """A finished dev build."""
-
     variant: Variant
     folder: Path  # <cache>/dev/<package>-<digest>
     site: Path  # on sys.path: holds <package>/
     hub: Path  # LOCAL_KERNELS's path: holds build/<variant>/
-    # the build environment's interpreter: it loads the extension (None: a pure-Python build,
-    # made with none)
-    python: Path | None
-    # the load check left to the tests' interpreter (build_dev's check_in_tests), when due
-    deferred: DeferredLoad | None = None
+    python: Path | None  # the build environment's, which loads it (None: a pure-Python build)
+    deferred: DeferredLoad | None = None  # the load check left to the tests, when due
     serves: tuple[Variant, ...] = ()  # a pure-Python build's Hub variants (): ``variant``
-    # what an interpreter needs to import it (None: the variant's torch, the import guard's rule)
-    runtime: str | None = None
+    runtime: str | None = None  # what importing it needs (None: the variant's torch)
 
     @property
     def name(self) -> str:
@@ -47,12 +43,12 @@ class DevBuild:
 
     @property
     def runtime_name(self) -> str:
-        """What an interpreter needs to import the build, by name: torch, or apache-tvm-ffi."""
+        """What an interpreter needs to import the build, by name."""
         return Requirement(self.runtime).name if self.runtime else "torch"
 
     @property
     def wanted(self) -> str:
-        """The same, with its version: the variant's torch, or ``apache-tvm-ffi>=0.1.9,<0.2``."""
+        """The same, with its version."""
         return self.runtime or "this variant's torch"
 
 
@@ -72,14 +68,13 @@ def dev_folder(cache_dir: Path, project: KernelProject) -> Path:
 
 
 def dev_site(folder: Path, variant: Variant) -> Path:
-    """The folder on ``sys.path`` of ``variant``'s dev build: one per variant, so a dev build of
-    another variant never replaces the one an interpreter was linked to."""
+    """``variant``'s folder on ``sys.path``: one per variant, so another variant's dev build
+    never replaces the one an interpreter was linked to."""
     return folder / "site" / variant.name
 
 
 def dev_namespace(project: KernelProject, variant: Variant) -> str:
-    """The ops namespace of the project's dev builds of ``variant``: fixed, so that an edit
-    recompiles only the edited unit; distinct from every release build's (``dev`` in it)."""
+    """The fixed ops namespace of ``variant``'s dev builds: an edit recompiles only its unit."""
     return codegen.ops_namespace(project.package, dev_id(project, variant))
 
 
@@ -90,12 +85,10 @@ def dev_id(project: KernelProject, variant: Variant) -> str:
 
 
 def lay_out_site(site: Path, project: KernelProject, ops_py: str, shared: Shared | None) -> Path:
-    """``site/<package>/``: links to the package's files (an edit of one is live, whatever the
-    editor's way of saving), ``_ops.py`` holding ``ops_py`` and a copy of the ``shared`` object
-    (swapped in by rename: a Python that loaded the last one keeps its file) whose digest is
-    kept beside ``site``. Only what changed is updated: ``site`` itself stays untouched, so the
-    interpreter whose ``sys.path`` holds it keeps its cached probe (compat/probe_cache watches
-    those folders)."""
+    """``site/<package>/``: links to the package's files (an edit is live), ``_ops.py`` and a
+    copy of the ``shared`` object (swapped by rename: a Python that loaded the last keeps it).
+    Only what changed is updated, ``site`` itself untouched: an interpreter's cached probe
+    (compat/probe_cache watches its ``sys.path``) stays valid."""
     package = site / project.package
     package.mkdir(parents=True, exist_ok=True)
     # what the build writes is no link: an _ops.py of the project's own (kernel-builder writes
@@ -150,9 +143,8 @@ def lay_out_hub(
     major: int,
     shared: str | None,
 ) -> Path:
-    """``hub/build/<variant>/``: the package's files (copies, with their digest; the ``shared``
-    object hard-linked) and a metadata.json marked as a dev build, as ``kernels`` loads a local
-    kernel."""
+    """``hub/build/<variant>/``: the package's files (the ``shared`` object hard-linked) and a
+    metadata.json marked as a dev build, as ``kernels`` loads a local kernel."""
     # Imported here: the hub package pulls in huggingface_hub, which a dev build needs only now.
     from ..hub.export import kernel_metadata, write_variant
     from ..hub.metadata import DEV_BUILD_MARK, METADATA_JSON, Provenance
@@ -162,9 +154,8 @@ def lay_out_hub(
         for path in sorted(package.rglob("*"))
         if path.is_file() and "__pycache__" not in path.parts
     ]
-    # The files' names and stats (links followed): the same, the layout is left alone without
-    # reading them (the shared object alone may be hundreds of MB); build.toml's bytes, which
-    # the metadata comes from (a license or python-depends edit changes no file).
+    # The files' names and stats: the same, the layout is left alone unread (the shared object
+    # may be hundreds of MB); and build.toml's digest (a license edit changes no file).
     toml = hashlib.sha256((project.root / BUILD_TOML).read_bytes()).hexdigest()
     stamp = json.dumps(
         [[str(p.relative_to(package)), *_stat(p)] for p in paths]
@@ -180,18 +171,16 @@ def lay_out_hub(
     meta = replace(meta, provenance=Provenance(builder_version=builder))
     # its metadata.json names every file's digest: the same one, the same folder, left alone
     if not holds(hub / "build" / variant.name / METADATA_JSON, meta.to_json()):
-        # the shared object the site's package loads, hard-linked: one process importing both
-        # (a test's ``import`` and its ``kernels.get_kernel``) maps it once, so its ops register
-        # once (two copies would register the namespace twice: torch aborts)
+        # the site's shared object hard-linked: a process importing both (``import`` and
+        # ``kernels.get_kernel``) maps it once (two copies register twice: torch aborts)
         write_variant(hub, variant, files, meta, linked={shared} if shared else set())
     atomic_write(record, stamp)
     return hub
 
 
 def drop_other_variants(hub: Path, served: set[str]) -> None:
-    """The Hub folders of ``hub`` (and their stamps) of variants the build no longer serves: a
-    pure-Python build's backend dropped from build.toml, whose old copy ``kernels`` would still
-    load on that backend."""
+    """Remove the Hub folders of variants no longer served (a backend dropped from build.toml),
+    which ``kernels`` would still load."""
     for folder in (hub / "build").iterdir():
         if folder.name not in served and not folder.name.startswith("."):
             hub.with_name(f"hub-{folder.name}.stamp").unlink(missing_ok=True)
@@ -204,20 +193,51 @@ def _stat(path: Path) -> tuple[int, int, int]:
 
 
 def open_dev_log(req: BuildRequest) -> Path:
-    """The variant's dev log, begun afresh: ``kernelwheel dev``'s header."""
     req.log.parent.mkdir(parents=True, exist_ok=True)
     req.log.write_text(req.log_header().replace("kernelwheel build", "kernelwheel dev", 1))
     return req.log
 
 
-def show_compiled(
-    reporter: Reporter, scope: str, compiled: Compiled, project: KernelProject
-) -> None:
-    """What ``build`` shows after its compile: the plan's notes (code left out, kernels passed
-    over), the package files left out, each unit's warnings (replayed until they are gone)."""
+def compile_and_lay_out(
+    req: BuildRequest,
+    reporter: Reporter,
+    runner: Runner,
+    python: Path,
+    compile: Callable[[], Compiled],
+    namespace: str,
+    ops_py: Callable[[], str],
+    so_suffix: str,
+    *,
+    defer: bool = False,
+) -> tuple[Path, Path, DeferredLoad | None]:
+    """A compiled kind's dev build: compiled, load-checked, laid out (``ops_py``: its
+    ``_ops.py``); the site, the Hub layout and the check left to the tests."""
+    project, variant, scope = req.project, req.variant, req.variant.name
+    folder = req.outputs.work_dir
+    with step(reporter, scope, "compile", log=req.log) as detail:
+        compiled = compile()
+        detail.append(compiled.cache)
+    # what ``build`` shows after its compile; each unit's warnings replayed until they are gone
     for note in compiled.notes:
         reporter.info(scope, note)
     if (left_out := left_out_note(project)) is not None:
         reporter.info(scope, left_out)
     for warning in compiled.warnings:
         reporter.info(scope, f"warning: {warning}")
+    so_path = compiled.shared_object
+    digest = sha256_remembered(so_path, folder / f"{variant.name}.so.sha256")
+    # A shared object that loaded before is not loaded again: an unchanged project's run costs
+    # no torch import. One that failed is checked on every run until it loads.
+    loaded = (folder / f"{variant.name}.loaded", digest)
+    deferred = load_checked(
+        req, python, so_path, namespace, reporter, runner, loaded=loaded, defer=defer
+    )
+    shared = Shared(so_path, f"{namespace}{so_suffix}", digest)
+    with step(reporter, scope, "package") as detail:
+        site = lay_out_site(dev_site(folder, variant), project, ops_py(), shared)
+        package, major = site / project.package, Version(req.version).major
+        hub = lay_out_hub(folder / "hub", project, variant, namespace, package, major, shared.name)
+        detail.append(str(package))
+    if deferred is not None:  # the file the package imports: loaded twice it would register twice
+        deferred = replace(deferred, shared_object=package / shared.name)
+    return site, hub, deferred

@@ -1,8 +1,6 @@
 """The load check: a freshly linked extension imported in a child of the build environment's
-interpreter, before any wheel is written. A wrong op schema, an undefined symbol or an error in
-a static registration then fails the build naming the op, instead of aborting the user's Python
-at import. A child process, because torch aborts the whole process on an error thrown while a
-shared object's registrations run."""
+Python before any wheel, so a wrong schema, undefined symbol or registration error fails the
+build naming the op (a child: torch aborts the process on an error in static registrations)."""
 
 from __future__ import annotations
 
@@ -22,7 +20,7 @@ from .._util import CommandTimeout, Runner, atomic_write
 from ..abi._elf import demangle
 from ..errors import BuildError, KernelwheelError
 from ..model.variant import Arch, BackendKind, Variant
-from ._load_check import MARK
+from ._load_check import COMPOSITE_KEYS, MARK
 from .pyfold import is_getattr
 
 PROGRAM = Path(__file__).with_name("_load_check.py")
@@ -45,18 +43,13 @@ class LoadReport:
 
     @classmethod
     def read(cls, found: dict[str, Any]) -> LoadReport:
-        """The report of the child's JSON line."""
         keys = ("ops", "undefined", "elsewhere", "syntax", "no_fake")
         lacking = found.get("lacking")
         pairs = lacking.items() if isinstance(lacking, dict) else ()
-        ops, undefined, elsewhere, syntax, no_fake = (
-            tuple(map(str, found.get(k, []))) for k in keys
-        )
         lacks = tuple((str(key), str(op)) for key, names in pairs for op in names)
-        return cls(ops, undefined, elsewhere, syntax, lacks, no_fake)
+        return cls(**{k: tuple(map(str, found.get(k, []))) for k in keys}, lacking=lacks)
 
     def json(self) -> str:
-        """The report as the child's JSON line (:meth:`read` reads it back)."""
         lacking: dict[str, list[str]] = {}
         for key, op in self.lacking:
             lacking.setdefault(key, []).append(op)
@@ -64,7 +57,6 @@ class LoadReport:
         return json.dumps({k: list(getattr(self, k)) for k in keys} | {"lacking": lacking})
 
     def refuse_syntax(self, log: Path, root: Path | None) -> LoadReport:
-        """This report, unless a package file does not compile: then a :class:`BuildError`."""
         refuse_syntax(self.syntax, root, log, by=" with the build environment's Python")
         return self
 
@@ -79,9 +71,8 @@ class LoadReport:
     def warnings(
         self, namespace: str, key: str = "", package: Path | None = None
     ) -> tuple[str, ...]:
-        """What the author should hear of ops defined in another namespace, of
-        implementations no schema defines and of ops without a kernel for ``key``, the
-        variant's dispatch key (:func:`dispatch_key`), but those the Python of ``package``
+        """Of ops defined in another namespace, implementations no schema defines and ops
+        without a kernel for ``key`` (:func:`dispatch_key`) but those the Python of ``package``
         gives one (read afresh: it changes without the extension changing)."""
         found = []
         lacking = any(k == key for k, _ in self.lacking)  # the package read only then
@@ -108,16 +99,14 @@ class LoadReport:
         return tuple(found)
 
     def _served(self, namespace: str, key: str, missing: Sequence[str]) -> dict[str, str]:
-        """Of the ``missing`` ops (no ``key`` kernel), those with a kernel for the other
-        backend the child asks of, and its key: calls with its tensors work."""
+        """Of the ``missing`` ops, those with a kernel for the other backend, and its key."""
         lacks = {(k, op.removeprefix(namespace + "::")) for k, op in self.lacking}
         others = [k for k in ("CPU", "CUDA") if k != key]  # _load_check.load_torch's keys
         return {op: k for op in missing for k in others if (k, op) not in lacks}
 
     def notes(self, namespace: str, package: Path | None = None) -> tuple[str, ...]:
-        """One line of the ops torch.compile cannot trace (no fake kernel, from the extension
-        or the Python of ``package``), with the fix: a note, as many authors never compile
-        their ops."""
+        """The ops torch.compile cannot trace (no fake kernel, from the extension or the Python
+        of ``package``): a note, as many authors never compile their ops."""
         given = python_kernels(package, fake=True) if package and self.no_fake else set()
         names = [
             op.removeprefix(namespace + "::")
@@ -141,18 +130,10 @@ def _bare(op: str, namespace: str) -> str:
     return op.removeprefix(namespace + "::").split(".")[0]
 
 
-# Calls that register a kernel from Python (torch.library.impl / register_kernel, Library.impl)
-# and a fake one (register_fake and its older names; impl(..., "Meta"), or a composite kernel)
+# Calls that register a kernel from Python, and a fake one (or impl(..., "Meta"), a composite)
 _KERNEL_CALLS = frozenset({"impl", "register_kernel"})
 _FAKE_CALLS = frozenset({"register_fake", "impl_abstract", "register_meta"})
-_SERVES_META = frozenset(
-    {
-        "Meta",
-        "CompositeImplicitAutograd",
-        "CompositeExplicitAutograd",
-        "CompositeExplicitAutogradNonFunctional",
-    }
-)
+_SERVES_META = frozenset({"Meta", *COMPOSITE_KEYS})
 _KNOWN_KEYS = _SERVES_META | {"CPU", "CUDA"}  # a call naming none of them: every backend
 # torch.library.impl's and register_kernel's device types, as the dispatch keys torch makes them
 _DEVICE_KEYS = {
@@ -165,13 +146,11 @@ _QUOTED_NAME = re.compile(r"""["'](?:\w+::)?([A-Za-z_]\w*)(?:\.\w+)?["']""")  # 
 
 
 def python_kernels(folder: Path, *, fake: bool = False, key: str = "") -> set[str]:
-    """The ops the Python files below ``folder`` register a kernel for (``fake``: a fake one;
-    ``key``: one for that dispatch key, a composite one, or one for keys not named; "": any)
-    when the package is imported: the op named in each such call's first argument
-    (``add_op_namespace_prefix("op")``, ``"ns::op"``, ``ops.op.default``); a call whose op
-    is a variable counts every name the file quotes (read, not run: silence over a false
-    alarm)."""
-    wanted = _SERVES_META - {"Meta"} | ({key} if key else {"CPU", "CUDA"})
+    """The ops the Python below ``folder`` registers a kernel for (``fake``: a fake one;
+    ``key``: for that dispatch key, a composite one or one naming no key; "": any), by each
+    call's first argument; one whose op is a variable counts every name the file quotes
+    (read, not run: silence over a false alarm)."""
+    wanted = {*COMPOSITE_KEYS, *([key] if key else ["CPU", "CUDA"])}
     found: set[str] = set()
     for path in folder.rglob("*.py"):
         text = _text(path)
@@ -208,8 +187,8 @@ def python_kernels(folder: Path, *, fake: bool = False, key: str = "") -> set[st
 
 
 def _lacking_warning(missing: Sequence[str], key: str, served: dict[str, str]) -> str:
-    """The warning of the ``missing`` ops, which have no ``key`` kernel: calls with tensors on
-    that device raise; ``served``: those of them with a kernel for another backend, its key."""
+    """The warning of the ``missing`` ops, which have no ``key`` kernel; ``served``: those with
+    a kernel for another backend, and its key."""
     one = len(missing) == 1
     by_key = {k: [op for op, other in served.items() if other == k] for k in served.values()}
     works = "; ".join(
@@ -229,9 +208,8 @@ def _lacking_warning(missing: Sequence[str], key: str, served: dict[str, str]) -
 
 
 def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tuple[str, ...]:
-    """The warning of the ``ops.NAME`` the Python files of ``package`` call that the build,
-    whose ops are ``ours``, does not define (a renamed or removed op): read afresh on every
-    run, the Python being edited without the shared object changing."""
+    """The warning of the ``ops.NAME`` the Python of ``package`` calls that the build (its ops
+    ``ours``) does not define: read afresh every run, as the Python is edited."""
     files = []
     for path in sorted(package.rglob("*.py")):
         where = path.relative_to(root).as_posix() if root and path.is_relative_to(root) else path
@@ -247,8 +225,8 @@ def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tupl
 
 
 def _call_warning(calls: Sequence[str], undefined_by: str) -> str:
-    """The warning of the package's ``calls`` (``ops.NAME (FILE:LINE)``) of ops that nothing
-    defines; ``undefined_by``: what, read after "which no" (``ops.def defines ...``)."""
+    """The warning of ``calls`` (``ops.NAME (FILE:LINE)``) that ``undefined_by`` does not
+    define, read after "which no"."""
     return (
         f"warning: the package calls {', '.join(calls)}, which no {undefined_by}: each such "
         "call raises AttributeError; rename the call or define the op"
@@ -256,11 +234,9 @@ def _call_warning(calls: Sequence[str], undefined_by: str) -> str:
 
 
 def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
-    """``(NAME, FILE:LINE)`` of each ``ops.NAME`` that a Python file (its name and bytes)
-    reaches through the generated ``from ._ops import ops`` (``as`` another name too, and
-    ``getattr(ops, "NAME")``): not in a function that binds a
-    name ``ops`` of its own (``ops = [...]``; ``ops.append``), nor of an op that the package's
-    Python defines itself (``torch.library.custom_op``, ``define``: no ops.def names it)."""
+    """``(NAME, FILE:LINE)`` of each ``ops.NAME`` (or ``getattr(ops, "NAME")``) a file (name,
+    bytes) reaches through ``from ._ops import ops``: not in a function binding an ``ops`` of
+    its own, nor of an op the package's Python defines itself (``custom_op``, ``define``)."""
     found: list[tuple[str, str]] = []
     trees = []
     for where, source in files:
@@ -294,7 +270,7 @@ def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
 
 
 def _op_named(node: ast.AST, names: set[str]) -> str | None:
-    """The op ``node`` reaches on one of ``names``: ``ops.NAME``, or ``getattr(ops, "NAME")``
+    """The op ``node`` reaches on one of ``names``: ``ops.NAME``, ``getattr(ops, "NAME")``
     (with no default: one with a default is a probe that never raises)."""
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         return node.attr if node.value.id in names else None
@@ -314,8 +290,7 @@ _DEFINE_CALLS = frozenset({"custom_op", "triton_op", "define"})
 
 
 def _python_defined(tree: ast.AST) -> set[str]:
-    """The ops a Python file defines itself: the name its define calls' first argument
-    quotes (``add_op_namespace_prefix("op")``, ``"ns::op"``, a schema ``"op(Tensor x) -> ..."``)."""
+    """The ops a Python file defines itself: the names its define calls' first argument quotes."""
     return {
         constant.value.rsplit("::", 1)[-1].split("(")[0].split(".")[0].strip()
         for call in ast.walk(tree)
@@ -328,7 +303,7 @@ def _python_defined(tree: ast.AST) -> set[str]:
 
 
 def _binds(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, names: set[str]) -> bool:
-    """Whether a function binds one of ``names`` of its own (an argument, an assignment)."""
+    """Whether a function binds one of ``names`` itself (an argument, an assignment)."""
     args = scope.args
     every = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
     return any(arg is not None and arg.arg in names for arg in every) or any(
@@ -338,19 +313,16 @@ def _binds(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, names: se
 
 
 def _named(name: str, data: bytes) -> bool:
-    """Whether the shared object ``data`` holds ``name`` as an op's string: an ``ops.impl`` or
-    name-only ``ops.def`` literal (``name\\0``: torch takes it as a ``const char*``) or a
-    schema's start (``name(`` or ``name.overload(``: its bytes copied into a ``std::string``,
-    with no NUL of its own, maybe packed against another's). Any byte may lead it: a name
-    that merely ends a longer one is missed, never a defined op called undefined."""
+    """Whether the shared object ``data`` holds ``name`` as an op's string: a literal
+    (``name\\0``) or a schema's start (``name(``, ``name.overload(``: no NUL of its own). Any
+    byte may lead it: a name ending a longer one is missed, never a defined op called undefined."""
     return re.search(re.escape(name.encode()) + rb"[\x00(.]", data) is not None
 
 
 def wheel_call_warnings(wheel: Path) -> tuple[str, ...]:
-    """:func:`call_warnings` of a finished wheel, read without importing it: a call of a name
-    that the package's shared object holds as no op's string (:func:`_named`) is one its
-    binding does not define. A package with no shared object beside a ``torch.ops``
-    ``_ops.py`` (noarch: its ops are Python's) has none."""
+    """:func:`call_warnings` of a finished wheel, unimported: a name its shared object holds as
+    no op's string (:func:`_named`) is undefined. A package with no shared object beside a
+    ``torch.ops`` ``_ops.py`` (noarch: its ops are Python's) has none."""
     found: list[str] = []
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
@@ -389,8 +361,7 @@ def refuse_syntax(
     found: Sequence[str], root: Path | None, log: Path | None = None, *, by: str = ""
 ) -> None:
     """A :class:`BuildError` for the package's files that do not compile (``FILE:LINE:
-    message``, of :func:`_load_check.syntax_errors`; ``by``: with which interpreter), their
-    paths relative to the project at ``root``: the wheel would build, and its import fail."""
+    message``; ``by``: with which interpreter): the wheel would build, and its import fail."""
     if not found:
         return
     shown = [line.removeprefix(f"{root}/") if root else line for line in found]
@@ -419,8 +390,8 @@ def skip_reason(variant: Variant) -> str | None:
 
 @dataclass(frozen=True)
 class DeferredLoad:
-    """A dev build's load check left to the interpreter that runs its tests (``kernelwheel
-    test``), before pytest in the same process: torch imported once, not twice."""
+    """A dev build's load check left to the tests' interpreter, before pytest in the same
+    process: torch imported once, not twice."""
 
     shared_object: Path
     namespace: str
@@ -432,9 +403,8 @@ class DeferredLoad:
 
 
 def recorded_report(record: Path, digest: str) -> LoadReport | None:
-    """What the load check found in the shared object whose sha256 is ``digest``, kept in a dev
-    build's ``record`` (:func:`record_load`); None when that object has not loaded (or the
-    record is an older kernelwheel's: the check runs again)."""
+    """What the load check found in the shared object of ``digest`` (:func:`record_load`);
+    None when it has not loaded (or the record is damaged or an older kernelwheel's)."""
     try:
         first, found, *_ = [*record.read_text().splitlines(), "", ""]
         return LoadReport.read(json.loads(found)) if first == digest else None
@@ -443,9 +413,8 @@ def recorded_report(record: Path, digest: str) -> LoadReport | None:
 
 
 def record_load(record: Path, digest: str, report: LoadReport) -> None:
-    """Keep in ``record`` that the shared object of ``digest`` loaded, with what the check found
-    (every run that reuses it warns again from it, with the package's Python as it is then,
-    until the object changes)."""
+    """Keep that the shared object of ``digest`` loaded, and what the check found: every run
+    reusing it warns again from it until the object changes."""
     atomic_write(record, f"{digest}\n{report.json()}\n")
 
 
@@ -457,8 +426,8 @@ def then_pytest_command(python: Path, deferred: DeferredLoad, pytest_args: list[
 
 
 def deferred_result(deferred: DeferredLoad, code: int, offset: int) -> LoadReport | None:
-    """What :func:`then_pytest_command`'s run loaded, read from the log past ``offset``; None
-    when that interpreter has no pytest; a failed load a :class:`BuildError`."""
+    """What :func:`then_pytest_command`'s run loaded, from the log past ``offset``; None
+    without pytest there; a failed load a :class:`BuildError`."""
     with open(deferred.log, errors="replace") as fh:
         fh.seek(offset)
         output = fh.read()
@@ -483,9 +452,7 @@ def check_load(
     root: Path | None = None,
 ) -> LoadReport:
     """Import ``shared_object`` with ``python`` (``kind``: ``torch`` or ``tvm-ffi``) and
-    compile the Python files of ``package``; the output goes to ``log``. A failure is a
-    :class:`BuildError` naming the op (or file), its lines in the project at ``root`` and the
-    fix."""
+    compile the Python of ``package``, output to ``log``; a failure a :class:`BuildError`."""
     cmd: list[str | Path] = [python, PROGRAM, kind, shared_object, namespace, package]
     try:
         proc = runner.captured(cmd, timeout=TIMEOUT_S)
@@ -507,9 +474,8 @@ def check_load(
 
 
 def check_syntax(python: Path, package: Path, runner: Runner, root: Path) -> None:
-    """Refuse the files of ``package`` that ``python`` (the build environment's, whose grammar
-    the package's users have) cannot compile: what the load check also does, for a dev build
-    whose shared object loaded before and is not loaded again."""
+    """Refuse the files of ``package`` that ``python`` cannot compile: the load check's step
+    for a dev build whose shared object loaded before and is not loaded again."""
     proc = runner.captured([python, PROGRAM, "syntax", package], timeout=TIMEOUT_S)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode == 0 and lines:
@@ -521,8 +487,7 @@ def explain_failure(
     code: int, stderr: str, namespace: str, root: Path | None = None
 ) -> tuple[str, tuple[str, ...], str]:
     """What a load check that exited ``code`` with ``stderr`` tells the author: the error line,
-    the lines under it (the project's at ``root`` that define and implement the op, where
-    found) and the fix."""
+    the lines under it (the project's at ``root``, where found) and the fix."""
     how = f"the extension {_how_it_ended(code)} when loaded"
     reason = _reason(stderr)
     if _MISMATCH in reason:
@@ -571,11 +536,9 @@ def explain_failure(
 
 
 def _undefined_fix(function: str, root: Path | None) -> str:
-    """The fix for an undefined ``function``: a source of the project that build.toml lists in
-    no ``src`` and that names the function (its definition, left out of the build); else a
-    listed one that defines a function of that name (its parameters or namespace are not the
-    declaration's, ``float`` declared and ``double`` defined, or its kernel is another
-    backend's); else the general one."""
+    """The fix for an undefined ``function``: an unlisted source of the project that names it
+    (its definition left out); else a listed one defining that name (another signature,
+    namespace or backend); else the general one."""
     said = f"{function} is declared but not defined in any compiled source"
     name = function.split("(", 1)[0].rsplit("::", 1)[-1]
     unlisted, defined = [], []
@@ -615,8 +578,8 @@ def _how_it_ended(code: int) -> str:
 
 
 def _reason(stderr: str) -> str:
-    """The heart of the child's stderr: a C++ exception's ``what():`` (up to torch's "Exception
-    raised from" trailer), else the last line of a Python traceback, else the last lines."""
+    """The heart of the child's stderr: a C++ exception's ``what():``, else the last line of a
+    Python traceback, else the last lines."""
     what = stderr.find("what():")
     if what >= 0:
         body = stderr[what + len("what():") :]
@@ -640,14 +603,13 @@ _PROJECT_PREFIXES = ("/kernelwheel/build/project/", "/kernelwheel/src/")
 
 
 def _registered_at(reason: str, label: str) -> str | None:
-    """The ``registered at FILE:LINE`` line torch prints under ``label``'s line."""
     match = re.search(rf"^\s*{re.escape(label)}:.*\n\s*registered at (\S+)", reason, re.MULTILINE)
     return match.group(1) if match else None
 
 
 def _own_line(where: str, pattern: str, root: Path | None) -> str:
-    """``where`` (FILE:LINE, relative to the project at ``root``) moved to the first line at or
-    after it, else before it, that matches ``pattern``; as it is when nothing matches."""
+    """``where`` (FILE:LINE in the project) moved to the first line at or after it, else before
+    it, that matches ``pattern``."""
     file, _, line = where.rpartition(":")
     if root is None or not line.isdigit() or Path(file).is_absolute():
         return where
@@ -663,8 +625,7 @@ def _own_line(where: str, pattern: str, root: Path | None) -> str:
 
 
 def _quoted_in(needle: str, root: Path | None) -> str | None:
-    """FILE:LINE (relative to the project at ``root``) of the first C++ source line holding
-    ``needle``; None when none does."""
+    """FILE:LINE of the project's first C++ source line holding ``needle``, or None."""
     if root is None:
         return None
     # the binding's folder first: a project may vendor thousands of headers
@@ -678,8 +639,7 @@ def _quoted_in(needle: str, root: Path | None) -> str | None:
 
 
 def _listed(root: Path) -> set[Path]:
-    """Every file a ``src`` list of ``root``'s build.toml names, resolved, as TOML reads them:
-    ``'csrc/k.cu'`` and ``"./csrc/k.cu"`` are listed too."""
+    """Every file a ``src`` list of ``root``'s build.toml names, resolved."""
     try:
         data = parse_toml(_text(root / "build.toml"), file=root / "build.toml")
     except KernelwheelError:
@@ -695,8 +655,7 @@ def _listed(root: Path) -> set[Path]:
 
 
 def _text(path: Path) -> str:
-    """A file's text; "" for a folder or a file the author cannot read (a container's
-    root-owned output): it answers nothing, and must not hide the load check's own error."""
+    """A file's text; "" for one that cannot be read: it must not hide the check's own error."""
     try:
         return path.read_text(errors="replace") if path.is_file() else ""
     except OSError:
@@ -708,8 +667,7 @@ _SOURCE_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".cu"})  # compile un
 
 
 def _strip_namespace(text: str, namespace: str) -> str:
-    """The build's generated namespace taken out of op names (the author wrote ``add_one``),
-    and the project's mapped paths made relative to it."""
+    """Op names without the generated namespace, and the project's mapped paths relative."""
     for prefix in _PROJECT_PREFIXES:
         text = text.replace(prefix, "")
     return text.replace(namespace + "::", "")

@@ -1,12 +1,7 @@
-"""Names followed to where they come from and constant strings folded, across the modules of
-one Python package, read with :mod:`ast` only (nothing is imported or run).
-
-A name is followed through imports (``import torch.library as tl``, ``from . import consts``)
-and simple assignments (``op = custom_op``) in the scope it is used in (one pass, no data flow).
-A string is folded from literals, names, f-strings, ``+``, ``%``, ``str.format``, ``"sep".join``
-of a literal list or tuple, and a package function's ``return``. What the generated ``_ops``
-gives is the build's own (:data:`OWN`); what cannot be read, a cycle, or anything nested deeper
-than :data:`MAX_DEPTH` (never a RecursionError) is an :class:`Unknown` saying why.
+"""Names followed through imports and simple assignments, and constant strings folded (f-strings,
+``+``, ``%``, ``.format``, ``join``, a package function's ``return``), across one package's
+modules with :mod:`ast` only. What the generated ``_ops`` gives is the build's own (:data:`OWN`);
+what cannot be read, a cycle or a depth past :data:`MAX_DEPTH` is an :class:`Unknown` saying why.
 """
 
 from __future__ import annotations
@@ -58,7 +53,6 @@ class Folded:
 
     @property
     def text(self) -> str | None:
-        """The whole string, when every part of it is known."""
         if all(isinstance(p, str) for p in self.parts):
             return "".join(p for p in self.parts if isinstance(p, str))
         return None
@@ -79,8 +73,7 @@ _TOO_LONG = Unknown("a string too long to read")
 
 
 def _bounded(parts: list[Part]) -> Folded:
-    """``parts`` cut to their start (where the namespace is), so a name doubled at every step
-    stays small."""
+    """``parts`` cut to their start (the namespace's): a name doubled at every step stays small."""
     total = 0
     for index, part in enumerate(parts):
         if index >= _MAX_PARTS:
@@ -118,14 +111,14 @@ class Dotted:
 class ModuleRef:
     """A module or folder of the package (``module`` None: a folder without ``__init__.py``)."""
 
-    path: Path  # the module's file (a package's ``__init__.py``)
+    path: Path  # a package's is its ``__init__.py``
     module: ParsedModule | None
     is_package: bool
 
 
 @dataclass(frozen=True)
 class ValueRef:
-    """An expression of the package, to be read in ``scope`` of ``module``."""
+    """An expression of the package, read in ``scope``."""
 
     node: ast.expr
     module: ParsedModule
@@ -134,8 +127,6 @@ class ValueRef:
 
 @dataclass(frozen=True)
 class DefRef:
-    """A ``def`` or ``class`` of the package."""
-
     defined: Defined
     module: ParsedModule
 
@@ -153,8 +144,8 @@ Ref = Dotted | ModuleRef | ValueRef | DefRef | Choice | Own | Unknown
 
 @dataclass(eq=False)
 class ParsedModule:
-    """One parsed file of the package: its module scope (the calls are handed out once, by
-    :meth:`Package.calls`, so a package's syntax trees are not all kept at once)."""
+    """A parsed file's module scope (its calls are handed out once, by :meth:`Package.calls`,
+    so a package's syntax trees are not all kept at once)."""
 
     path: Path
     scope: Scope
@@ -178,15 +169,12 @@ class Package:
         self._modules: dict[tuple[Path, tuple[str, ...]], Ref] = {}
         self._real_root = root.resolve()
 
-    # --- modules ---------------------------------------------------------------------------
-
     def module(self, path: Path) -> ParsedModule | Unknown:
         if path not in self._parsed:
             self._parsed[path] = self._parse(path)
         return self._parsed[path]
 
     def calls(self, path: Path) -> tuple[tuple[ast.Call, Scope], ...]:
-        """The calls of ``path`` with their scopes, handed out once."""
         self.module(path)
         return self._calls.pop(path, ())
 
@@ -260,8 +248,6 @@ class Package:
         if ref.is_package:
             return self._module_at(ref.path.parent, [name])
         return Unknown(f"`{name}` is not found in {display_path(ref.path, self.root)}")
-
-    # --- names -----------------------------------------------------------------------------
 
     def resolve(self, node: ast.expr, module: ParsedModule, scope: Scope, depth: int = 0) -> Ref:
         """What ``node`` refers to: a name its binding, an attribute its base's, else itself."""
@@ -343,8 +329,6 @@ class Package:
                 return OWN
             return self._module_attribute(source, binding.name, depth + 1)
         return source
-
-    # --- strings ---------------------------------------------------------------------------
 
     def fold(self, node: ast.expr, module: ParsedModule, scope: Scope, depth: int = 0) -> Folded:
         if depth > MAX_DEPTH:
@@ -443,7 +427,7 @@ class Package:
         if isinstance(callee, Dotted) and callee.name.rpartition(".")[2] in OWN_FUNCTIONS:
             return Folded((OWN,))  # the generated prefix function, imported from elsewhere
         if isinstance(callee, DefRef) and callee.defined.scope is not None:
-            return self._returned(callee, depth)
+            return self._returned(callee.defined.name, callee.defined.scope, callee.module, depth)
         if isinstance(callee, Unknown):
             return Folded((callee,))
         if isinstance(callee, Choice):
@@ -451,20 +435,17 @@ class Package:
             return _same(results, f"`{callee.name}` is bound more than once")
         return _unknown(f"the result of calling `{_unparse(func)}`")
 
-    def _returned(self, callee: DefRef, depth: int) -> Folded:
-        """What every ``return`` of a function of the package gives (its parameters unknown)."""
-        function_scope = callee.defined.scope
-        assert function_scope is not None
-        name = callee.defined.name
-        if not function_scope.returns:
+    def _returned(self, name: str, function: Scope, module: ParsedModule, depth: int) -> Folded:
+        """What every ``return`` of a package function gives (its parameters unknown)."""
+        if not function.returns:
             return _unknown(f"`{name}` returns nothing")
-        if len(function_scope.returns) > _MAX_CHOICES:
+        if len(function.returns) > _MAX_CHOICES:
             return _unknown(f"`{name}` has more than {_MAX_CHOICES} returns")
         results = {
-            self._fold_once(ValueRef(value, callee.module, function_scope), depth + 1)
+            self._fold_once(ValueRef(value, module, function), depth + 1)
             if value is not None
             else _unknown(f"`{name}` returns None")
-            for value in function_scope.returns
+            for value in function.returns
         }
         return _same(results, f"`{name}` returns different strings")
 

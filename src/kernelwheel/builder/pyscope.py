@@ -1,12 +1,6 @@
-"""The names one Python module binds, scope by scope, read in one pass over its syntax tree.
-
-What the registration check needs to follow a name to where it came from, without running
-anything: for each scope (the module, a function, a lambda, a comprehension, a class body) every
-binding of every name in it: an import, a simple assignment ``NAME = expr``, a ``def`` or
-``class``, or something whose value cannot be read (a parameter, a loop variable, ``+=``, a tuple
-unpacked...). Every call is listed with the scope it is made in. The walk keeps its own stack,
-so an expression nested deeper than Python's recursion limit is read like any other.
-"""
+"""The names one Python module binds, scope by scope (imports, ``NAME = expr``, defs, and the
+bindings whose value cannot be read), and its calls with their scopes: one pass over the tree
+with its own stack, so nesting deeper than Python's recursion limit is read like any other."""
 
 from __future__ import annotations
 
@@ -35,8 +29,7 @@ class Imported:
 
 @dataclass(frozen=True)
 class Defined:
-    """A ``def`` or ``class`` (only its name and, for a function, its scope with its
-    ``return`` values: the rest of its tree is not kept)."""
+    """A ``def`` or ``class``: its name and a function's scope (the rest of its tree not kept)."""
 
     name: str
     scope: Scope | None
@@ -44,7 +37,7 @@ class Defined:
 
 @dataclass(frozen=True)
 class Opaque:
-    """A binding whose value cannot be read without running the code: ``reason`` says which."""
+    """A binding whose value cannot be read without running the code."""
 
     reason: str
 
@@ -54,8 +47,6 @@ Binding = Assigned | Imported | Defined | Opaque
 
 @dataclass(eq=False)
 class Scope:
-    """One scope's bindings, its enclosing scope, its star imports and (a function's) returns."""
-
     parent: Scope | None
     is_class: bool = False
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
@@ -67,8 +58,8 @@ class Scope:
         self.bindings.setdefault(name, []).append(binding)
 
     def lookup(self, name: str) -> list[Binding] | None:
-        """The bindings ``name`` refers to from this scope, by Python's rules (a class body's
-        names are not seen from the functions inside it), or None when nothing binds it."""
+        """The bindings ``name`` refers to from here (a class body's names are not seen from
+        its functions), or None."""
         if name in self.bindings:
             return self.bindings[name]
         scope = self.parent
@@ -79,8 +70,8 @@ class Scope:
 
 @dataclass(frozen=True)
 class ModuleScopes:
-    """A module's scope, and every call in it with the scope it is made in, in source order.
-    The scopes keep only the expressions assigned and returned, not the module's whole tree."""
+    """A module's scope and its calls in source order; the scopes keep only the expressions
+    assigned and returned, not the whole tree."""
 
     module: Scope
     calls: tuple[tuple[ast.Call, Scope], ...]
@@ -88,16 +79,14 @@ class ModuleScopes:
 
 
 def read_scopes(tree: ast.Module) -> ModuleScopes:
-    """Every scope of ``tree`` with its bindings, and its calls (one pass, no recursion)."""
     walker = _Walker(Scope(parent=None))
     walker.walk(tree)
     return walker.result()
 
 
 class _Walker:
-    """The pass: a stack of segments, each a scope and the nodes still to read in it; what each
-    node binds recorded in its scope. Nodes that bind nothing and open no scope (most of them)
-    only add their children to their segment (no object made per node)."""
+    """A stack of segments, each a scope and the nodes still to read in it; a node that binds
+    nothing and opens no scope (most) only adds its children (no object made per node)."""
 
     def __init__(self, module: Scope) -> None:
         self.module = module
@@ -110,7 +99,7 @@ class _Walker:
             ast.ClassDef: self._class,
             **dict.fromkeys(comprehensions, self._comprehension),
             ast.Call: self._call,
-            **dict.fromkeys(_STATEMENTS, self._statement),
+            **dict.fromkeys((*_STATEMENTS, *_OPAQUE), self._statement),
         }
 
     def walk(self, tree: ast.Module) -> None:
@@ -194,30 +183,35 @@ class _Walker:
             self._push(inner, (node.elt,))
 
 
-# The nodes that bind a name (or record a return or a global declaration) in their scope.
-_STATEMENTS: tuple[type, ...] = (
+_LOOP = "`{name}` is a loop variable"
+_BOUND_BY = "`{name}` is bound by with, except, := or del"
+_MATCHED = "`{name}` is bound by a match pattern"
+# The other statements that bind names whose value cannot be read: why, and those names.
+_OPAQUE: dict[type, tuple[str, Callable[[Any], list[str]]]] = {
+    ast.AugAssign: ("`{name}` is changed in place", lambda node: _names(node.target)),
+    ast.For: (_LOOP, lambda node: _names(node.target)),
+    ast.AsyncFor: (_LOOP, lambda node: _names(node.target)),
+    ast.NamedExpr: (_BOUND_BY, lambda node: _names(node.target)),
+    ast.withitem: (_BOUND_BY, lambda node: _names(node.optional_vars)),
+    ast.Delete: (_BOUND_BY, lambda node: [n for t in node.targets for n in _names(t)]),
+    ast.ExceptHandler: (_BOUND_BY, lambda node: [node.name] if node.name else []),
+    ast.MatchAs: (_MATCHED, lambda node: [node.name] if node.name else []),
+    ast.MatchStar: (_MATCHED, lambda node: [node.name] if node.name else []),
+    ast.MatchMapping: (_MATCHED, lambda node: [node.rest] if node.rest else []),
+}
+# The others that bind a name (or record a return or a global declaration) in their scope.
+_STATEMENTS = (
     ast.Assign,
     ast.AnnAssign,
-    ast.AugAssign,
     ast.Import,
     ast.ImportFrom,
     ast.Return,
     ast.Global,
     ast.Nonlocal,
-    ast.For,
-    ast.AsyncFor,
-    ast.withitem,
-    ast.ExceptHandler,
-    ast.NamedExpr,
-    ast.Delete,
-    ast.MatchAs,
-    ast.MatchStar,
-    ast.MatchMapping,
 )
 
 
 def _bind_statement(node: ast.AST, scope: Scope) -> None:
-    """The bindings a statement (or a walrus, an ``except ... as``, a match capture) makes."""
     if isinstance(node, ast.Assign):
         for target in node.targets:
             _bind_target(target, node.value, scope)
@@ -229,9 +223,9 @@ def _bind_statement(node: ast.AST, scope: Scope) -> None:
         scope.returns.append(node.value)
     elif isinstance(node, (ast.Global, ast.Nonlocal)):
         scope.declared_global.update(node.names)
-    else:
-        reason, names = _opaque(node)
-        for name in names:
+    elif (opaque := _OPAQUE.get(type(node))) is not None:
+        reason, names = opaque
+        for name in names(node):
             scope.bind(name, Opaque(reason.format(name=name)))
 
 
@@ -255,31 +249,8 @@ def _bind_import(node: ast.Import | ast.ImportFrom, scope: Scope) -> None:
             scope.bind(alias.asname or alias.name, binding)
 
 
-def _opaque(node: ast.AST) -> tuple[str, list[str]]:
-    """Why the names any other binding statement binds cannot be read, and those names."""
-    if isinstance(node, ast.AugAssign):
-        return "`{name}` is changed in place", _names(node.target)
-    if isinstance(node, (ast.For, ast.AsyncFor)):
-        return "`{name}` is a loop variable", _names(node.target)
-    bound_by = "`{name}` is bound by with, except, := or del"
-    if isinstance(node, ast.NamedExpr):
-        return bound_by, _names(node.target)
-    if isinstance(node, ast.withitem):
-        return bound_by, _names(node.optional_vars)
-    if isinstance(node, ast.Delete):
-        return bound_by, [n for t in node.targets for n in _names(t)]
-    if isinstance(node, ast.ExceptHandler):
-        return bound_by, [node.name] if node.name else []
-    if isinstance(node, (ast.MatchAs, ast.MatchStar)):
-        return "`{name}` is bound by a match pattern", [node.name] if node.name else []
-    if isinstance(node, ast.MatchMapping):
-        return "`{name}` is bound by a match pattern", [node.rest] if node.rest else []
-    return "", []
-
-
 def _names(target: ast.expr | None) -> list[str]:
-    """The plain names a target binds (``a``, ``a, (b, *c)``; none for None); attributes and
-    subscripts bind none of the scope's names."""
+    """The plain names a target binds (``a, (b, *c)``); attributes and subscripts bind none."""
     out: list[str] = []
     stack = [target]
     while stack:
@@ -294,8 +265,8 @@ def _names(target: ast.expr | None) -> list[str]:
 
 
 def _hoist_globals(function: Scope, module: Scope) -> None:
-    """A name a function declares ``global`` or ``nonlocal`` and binds there is bound in the
-    scope it names: a constant changed so is not read as bound once."""
+    """A name a function declares ``global`` or ``nonlocal`` is bound (opaque) in the scope it
+    names: a constant changed so is not read as bound once."""
     for name in function.declared_global:
         moved = function.bindings.pop(name, [])
         target = _declaring_scope(function, name) or module
@@ -313,8 +284,7 @@ def _declaring_scope(function: Scope, name: str) -> Scope | None:
 
 
 def _add_children(node: ast.AST, pending: list[ast.AST]) -> None:
-    """``node``'s child nodes (not its ``ctx``), appended to ``pending`` last first, so they
-    are read (popped) in source order and each name's bindings listed in that order."""
+    """``node``'s children (not ``ctx``) pushed last first: popped in source order."""
     for name in reversed(node._fields):
         if name == "ctx":
             continue
@@ -326,9 +296,8 @@ def _add_children(node: ast.AST, pending: list[ast.AST]) -> None:
 
 
 def release_locals(functions: tuple[Scope, ...]) -> None:
-    """Forget the locals of a module's ``functions`` that no ``return`` reaches (a nested
-    function's included), once its calls are read: a package's trees are not all held at once
-    (nor walked by the garbage collector), yet its functions still fold through their returns."""
+    """Forget the locals of ``functions`` that no ``return`` reaches, once the module's calls
+    are read: a package's trees are not all held at once, yet functions fold through returns."""
     needed: dict[int, set[str]] = {}
     for function in reversed(functions):  # nested functions first: they pass free names up
         wanted = needed.pop(id(function), set())

@@ -1,12 +1,7 @@
-"""Python code that registers torch ops in a namespace of its own choosing, found before a build
-(docs/compile.md says what counts). Each build gets an ops namespace of its own (``_<pkg>_<id>``),
-so two builds of a kernel load into one process; an op registered under a fixed name instead
-(``@torch.library.custom_op("myns::silu", ...)``, ``Library("myns", "DEF")``) makes the second
-build to load clash with the first. kernel-builder refuses such packages; so does kernelwheel,
-naming the file, the line and the fix, unless ``allow-fixed-op-namespaces`` accepts them. Read
-with :mod:`ast` through :mod:`.pyfold`: nothing is imported or run; a namespace that cannot be
-read without running the code is a warning, call by call. A function named like a torch.library
-one that cannot be traced to torch (``lib.define(...)``) is judged only when its name is a fixed
+"""Python code registering torch ops under a fixed namespace (``custom_op("myns::silu")``,
+``Library("myns", "DEF")``), refused before a build: a second build loaded would clash with the
+first (docs/compile.md). Read through :mod:`.pyfold`; a namespace that cannot be read is a
+warning, and a call named like torch.library's but not traced to it is judged only on a fixed
 ``ns::``."""
 
 from __future__ import annotations
@@ -49,8 +44,6 @@ _TORCH_NAMESPACES = frozenset({"aten", "prims"})
 
 @dataclass(frozen=True)
 class FixedRegistration:
-    """One registration under a fixed namespace: where, what and under which namespace."""
-
     path: Path
     line: int
     call: str  # the function called: custom_op, define, Library...
@@ -63,8 +56,8 @@ class FixedRegistration:
 
 @dataclass(frozen=True)
 class Unreadable:
-    """A Python file the check could not parse (left to the import to report), or, with
-    ``line`` and ``call``, a registration whose namespace it could not read."""
+    """A file that does not parse (its import tells), or with ``line`` and ``call`` a
+    registration whose namespace could not be read."""
 
     path: Path
     reason: str
@@ -85,8 +78,8 @@ class Unreadable:
 def find_fixed_registrations(
     files: Iterable[Path], package_dir: Path
 ) -> tuple[tuple[FixedRegistration, ...], tuple[Unreadable, ...]]:
-    """Every fixed-namespace registration in ``files`` (of the package in ``package_dir``) in
-    file and line order, and what could not be read."""
+    """Every fixed-namespace registration in ``files`` in file and line order, and what could
+    not be read."""
     package = Package(package_dir)
     found: list[FixedRegistration] = []
     unreadable: list[Unreadable] = []
@@ -117,8 +110,7 @@ _Verdict = str | Unknown | None  # a fixed namespace, unreadable, or fine
 def _judge_call(
     package: Package, module: ParsedModule, call: ast.Call, scope: Scope
 ) -> tuple[str, bool, _Verdict] | None:
-    """The registration ``call`` makes, if it is one: the function's name, whether it was
-    traced to torch, and its verdict."""
+    """The registration ``call`` makes, if any: the function, whether traced, its verdict."""
     callee = _registration_callee(package, module, call, scope)
     if callee is None:
         return None
@@ -134,8 +126,7 @@ def _judge_call(
 def _registration_callee(
     package: Package, module: ParsedModule, call: ast.Call, scope: Scope
 ) -> tuple[str, bool] | None:
-    """The torch.library function ``call`` calls, traced through aliases and assignments
-    (True), or named so without a trace (False: a method, a name the check cannot follow)."""
+    """The torch.library function ``call`` calls, traced (True) or only so named (False)."""
     for ref in _options(package.resolve(call.func, module, scope)):
         if isinstance(ref, Dotted) and ref.name.startswith(_TORCH_PREFIXES):
             last = ref.name.rpartition(".")[2]
@@ -172,8 +163,8 @@ def _op_argument(call: ast.Call) -> ast.expr | None:
 
 
 def _op_verdict(ref: Ref, package: Package) -> _Verdict:
-    """The fixed namespace an op argument names, None when it is the build's own (or not a
-    qualified name at all), or why it cannot be read."""
+    """The fixed namespace an op argument names, None for the build's own (or none), or why
+    it cannot be read."""
     if isinstance(ref, Choice):
         return _worst(_op_verdict(option, package) for option in ref.options)
     if isinstance(ref, (Own, DefRef)):
@@ -193,7 +184,6 @@ def _op_verdict(ref: Ref, package: Package) -> _Verdict:
 
 
 def _namespace_of(folded: Folded) -> _Verdict:
-    """The namespace of ``ns::op`` as folded: the text before the first ``::``."""
     head: list[str | Own | Unknown] = []
     for part in folded.parts:
         if isinstance(part, str) and "::" in part:
@@ -246,9 +236,8 @@ def _library_namespace(folded: Folded) -> _Verdict:
 
 
 def check_registrations(project: KernelProject, *, allow: bool) -> tuple[str, ...]:
-    """Refuse ``project``'s fixed-namespace registrations, or with ``allow``
-    (``allow-fixed-op-namespaces``) warn of each; a file that does not parse (its import will
-    tell) and a call whose namespace cannot be read are warnings too."""
+    """Refuse ``project``'s fixed-namespace registrations, or with ``allow`` warn of each; the
+    unreadable are warnings too."""
     files = [
         p for p in project.package_dir.rglob("*.py") if p.is_file() and "__pycache__" not in p.parts
     ]

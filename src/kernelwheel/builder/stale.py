@@ -1,10 +1,7 @@
-"""A dev build's objects judged by what their sources hold, not by their times. ninja compiles an
-object again only when an input is newer than it: a source brought back with an older time
-(``git checkout`` or ``git stash pop`` of an older revision, ``cp -p``, ``tar x``, ``touch -d``, a
-file replaced by a link to an older one) would leave the old object linked and tested. The
-digests the project's inputs had when each object was last compiled are kept beside the objects
-(hashed before the compile reads them: an edit made while it runs is seen by the next run); an
-object one of whose inputs now holds something else is removed before ninja runs."""
+"""A dev build's objects judged by their inputs' bytes, not times: ninja would keep an object whose
+source came back with an older time (``git checkout``, ``cp -p``, ``tar x``). The digests each
+object's project inputs had when compiled (hashed before the compile reads them) are kept; an
+object whose inputs now hold something else is removed before ninja runs."""
 
 from __future__ import annotations
 
@@ -13,6 +10,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from .._util import CommandTimeout, Runner, atomic_write, sha256_file
 from ..compile._compile_worker import depfile_paths
@@ -24,8 +22,8 @@ CLOCK_MARGIN_NS = 100_000_000
 
 
 def objects_inputs(ninja: str | None, build_temp: Path, runner: Runner) -> dict[str, list[str]]:
-    """Each object of ``build_temp`` and its inputs, by ninja's deps log (``ninja -t deps``), as
-    normalized absolute paths; empty without ninja or a log."""
+    """Each object of ``build_temp`` and its inputs (normalized absolute paths) by ninja's deps
+    log; empty without ninja or a log."""
     if not ninja or not (build_temp / ".ninja_deps").is_file():
         return {}
     try:
@@ -45,18 +43,30 @@ def objects_inputs(ninja: str | None, build_temp: Path, runner: Runner) -> dict[
 
 
 def all_inputs(deps: Mapping[str, list[str]], build_temp: Path) -> list[str] | None:
-    """Every input of the objects of ``build_temp`` by ``deps`` (:func:`objects_inputs`), as the
-    compile worker gives them; None unless the deps log covers every object."""
+    """Every input of the objects of ``build_temp`` by ``deps``, as the compile worker gives
+    them; None unless the deps log covers every object."""
     objects = {os.path.normpath(p) for p in build_temp.rglob("*.o")}
     if not objects or not objects <= deps.keys():
         return None
+    return _every_input(deps)
+
+
+def _every_input(deps: Mapping[str, list[str]]) -> list[str]:
     return sorted({path for inputs in deps.values() for path in inputs})
 
 
+def _read_dict(path: Path) -> dict[str, Any]:
+    """The JSON object kept in ``path``; empty where there is none."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 class Digests:
-    """The digests of the inputs under ``roots`` (the work folder: the project is linked into
-    it; a tvm-ffi build's project, which its commands name directly), each file hashed once;
-    None for a file that cannot be read."""
+    """The digests of the inputs under ``roots``, each file hashed once; None for an unreadable
+    one."""
 
     def __init__(self, *roots: Path) -> None:
         self.prefixes = tuple(os.path.normpath(root) + os.sep for root in roots)
@@ -77,11 +87,7 @@ class Digests:
 def remove_stale(stage: Path, deps: Mapping[str, list[str]], *more: Path) -> dict[str, str | None]:
     """Remove each object of ``deps`` one of whose inputs under ``stage`` (or ``more``) holds
     other bytes than when it was compiled (or was never recorded); those inputs' digests now."""
-    try:
-        recorded = json.loads((stage / RECORD).read_text())
-    except (OSError, ValueError):
-        recorded = {}
-    recorded = recorded if isinstance(recorded, dict) else {}
+    recorded = _read_dict(stage / RECORD)
     digest = Digests(stage, *more)
     for target, inputs in deps.items():
         if any(digest(path) != recorded.get(path) for path in digest.mine(inputs)):
@@ -90,8 +96,8 @@ def remove_stale(stage: Path, deps: Mapping[str, list[str]], *more: Path) -> dic
 
 
 def remove_shadowed(deps: Mapping[str, list[str]], appeared: Sequence[str]) -> None:
-    """Remove each object of ``deps`` that read a header named as one of ``appeared`` (a header
-    that now shadows it on the include path): ninja, whose inputs did not change, kept it."""
+    """Remove each object of ``deps`` that read a header named as one of ``appeared`` (now
+    shadowing it on the include path): ninja, its inputs unchanged, kept it."""
     names = {os.path.basename(path) for path in appeared}
     for target, inputs in deps.items() if names else ():
         if any(os.path.basename(path) in names for path in inputs):
@@ -106,11 +112,9 @@ def record_compiled(
     project: Path,
     *more: Path,
 ) -> None:
-    """After a compile that succeeded (begun at ``started_ns``): each input's digest as it was
-    before the compile (``before``), else as it is now (an input the compile found first), or
-    ``"edited"`` where a file of ``project`` (the author's, not those kernelwheel wrote just
-    before) changed since the compile began (its ctime: the bytes compiled are not known, so
-    its objects are compiled again); ``more``: folders of inputs besides ``stage``."""
+    """After a compile that succeeded (begun at ``started_ns``): each input's digest from
+    ``before``, else now, or ``"edited"`` where a file of ``project`` changed since the compile
+    began (by ctime: the bytes compiled are unknown, so its objects compile again)."""
     digest = Digests(stage, *more)
     authors = os.path.normpath(project) + os.sep
 
@@ -134,9 +138,8 @@ COMMANDS = "units.commands.json"
 
 
 def depfile_inputs(build_temp: Path, objects: Iterable[str]) -> dict[str, list[str]]:
-    """Each of ``objects`` that exists and the inputs its depfile (``OBJECT.d``, as ``-MMD``
-    writes it) names, as normalized absolute paths (relative ones from ``build_temp``, where the
-    commands run); one without a readable depfile is left out (nvcc's: it writes none)."""
+    """Each of ``objects`` that exists and the inputs its depfile (``OBJECT.d``) names, absolute
+    (from ``build_temp``); one without a readable depfile (nvcc writes none) left out."""
     found: dict[str, list[str]] = {}
     for target in objects:
         try:
@@ -153,15 +156,10 @@ def depfile_inputs(build_temp: Path, objects: Iterable[str]) -> dict[str, list[s
 def units_to_compile(
     stage: Path, spec: CommandSpec, project: Path
 ) -> tuple[CommandSpec, dict[str, str | None]]:
-    """A tvm-ffi dev build's ``spec`` cut to the units that need compiling, as ninja would judge
-    them, by bytes: an object missing, of another command than the last, without a depfile, or
-    one of whose inputs (the ``project``'s files, the work folder's) holds other bytes than
-    when it was compiled; and the digests of those inputs now (for :func:`record_compiled`)."""
-    try:
-        last = json.loads((stage / COMMANDS).read_text())
-    except (OSError, ValueError):
-        last = {}
-    last = last if isinstance(last, dict) else {}
+    """A tvm-ffi dev build's ``spec`` cut to the units to compile, by bytes: an object missing,
+    of another command, without a depfile, or whose inputs changed; and those inputs' digests
+    now (for :func:`record_compiled`)."""
+    last = _read_dict(stage / COMMANDS)
     same = [u.object for u in spec.units if last.get(u.object) == list(u.argv)]
     deps = depfile_inputs(Path(spec.build_temp), same)
     before = remove_stale(stage, deps, project)  # what changed goes
@@ -170,19 +168,12 @@ def units_to_compile(
 
 
 def units_compiled(
-    stage: Path,
-    spec: CommandSpec,
-    before: Mapping[str, str | None],
-    started_ns: int,
-    project: Path,
+    stage: Path, spec: CommandSpec, before: Mapping[str, str | None], started_ns: int, project: Path
 ) -> list[str] | None:
-    """After the units of :func:`units_to_compile` compiled: every object's inputs recorded
-    (each unit's command too); all the units' inputs, for the reuse of an unchanged build, or
-    None where one has no depfile."""
+    """After :func:`units_to_compile`'s units compiled: inputs and commands recorded; all the
+    units' inputs (for the reuse of an unchanged build), or None where one has no depfile."""
     objects = [u.object for u in spec.units]
     deps = depfile_inputs(Path(spec.build_temp), objects)
     record_compiled(stage, deps, before, started_ns, project, project)
     atomic_write(stage / COMMANDS, json.dumps({u.object: list(u.argv) for u in spec.units}))
-    if len(deps) != len(objects):
-        return None
-    return sorted({path for inputs in deps.values() for path in inputs})
+    return _every_input(deps) if len(deps) == len(objects) else None
