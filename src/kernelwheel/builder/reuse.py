@@ -14,6 +14,7 @@ import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
 from .._util import replace_dir, sha256_file, sha256_remembered, staging_dir
@@ -138,11 +139,7 @@ class Reuse:
         """The headers the last stored build found absent that exist now: each shadows one of
         its inputs on the include path (:func:`shadow_candidates`), a change ninja, judging
         the inputs it knows by their times, never sees."""
-        try:
-            manifest = json.loads((self.folder / MANIFEST).read_text())
-        except (OSError, ValueError):
-            return []
-        absent = manifest.get("absent") if isinstance(manifest, dict) else None
+        absent = read_json(self.folder / MANIFEST).get("absent")
         return sorted(_existing(map(str, absent))) if isinstance(absent, list) else []
 
     def store(
@@ -221,13 +218,19 @@ class Reuse:
             replace_dir(tmp, self.folder / "repair")
 
 
-def _keyed(path: Path, key: str) -> dict[str, object] | None:
-    """The JSON object stored at ``path`` under ``key``; None when absent, unreadable or another."""
+def read_json(path: Path) -> dict[str, Any]:
+    """The JSON object stored at ``path``; empty when absent, unreadable or no object."""
     try:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) and record.get("key") == key else None
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _keyed(path: Path, key: str) -> dict[str, object] | None:
+    """The JSON object stored at ``path`` under ``key``; None when absent, unreadable or another."""
+    record = read_json(path)
+    return record if record.get("key") == key else None
 
 
 _SUFFIXES = 3  # <ATen/core/Tensor.h>: the deepest include paths torch's headers use

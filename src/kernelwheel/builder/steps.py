@@ -70,7 +70,7 @@ from .load_check import (
     skip_reason,
 )
 from .request import BuildKind, BuildRequest, BuiltWheel
-from .reuse import Reuse, build_key, repair_key
+from .reuse import Reuse, build_key, read_json, repair_key
 from .wheelmeta import refuse_outside, with_metadata
 
 # The compile worker, run by file path inside each build's environment (every build kind's).
@@ -86,9 +86,7 @@ def full_version(
 
 
 def _print_file_name(runner: Runner, cxx: str, name: str) -> str:
-    """The path of the library ``name`` the compiler ``cxx`` links, "" without one
-    (``-print-file-name`` echoes the bare name, as on toolchains that only ship the static
-    archive); OSError or CommandTimeout without such a compiler."""
+    """The library ``name`` ``cxx`` links, "" without one (the bare name echoed back)."""
     path = runner.captured([*cxx.split(), f"-print-file-name={name}"], timeout=60).stdout.strip()
     return path if os.path.isabs(path) else ""
 
@@ -103,7 +101,6 @@ def _links_shared_libstdcxx(runner: Runner, cxx: str) -> bool:
 def _target_libraries(
     runner: Runner, cxx: str, names: tuple[str, ...], cache_dir: Path
 ) -> dict[str, VersionTable]:
-    """The version tables of the target's ``names``, where found and glibc's."""
     out: dict[str, VersionTable] = {}
     for name in names:
         try:
@@ -115,8 +112,7 @@ def _target_libraries(
 
 
 def _version_table(path: str, cache_dir: Path) -> VersionTable:
-    """:func:`read_version_table`, kept in ``<cache>/abi-tables/`` per file (its real path,
-    size and time): reading libc's takes most of a second, on every build and dev run."""
+    """Cached per file (real path, size, time): reading libc's takes most of a second."""
     st = os.stat(path)
     key = f"{os.path.realpath(path)}\0{st.st_size}\0{st.st_mtime_ns}"
     record = cache_dir / "abi-tables" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
@@ -131,7 +127,7 @@ def _version_table(path: str, cache_dir: Path) -> VersionTable:
 
 
 def remedy_header(req: BuildRequest, runner: Runner = RUNNER) -> ForcedHeader | None:
-    """The forced-include header (abi/symver) from the libc/libm of the request's compiler."""
+    """The forced-include header from the libc/libm of the request's compiler."""
     if not req.compile.abi_remedies:
         return None
     arch = (req.variant.arch or Arch.host()).value
@@ -194,7 +190,8 @@ def open_build(req: BuildRequest, runner: Runner) -> None:
 
 
 def _package_folder_files(project: KernelProject) -> list[Path]:
-    """The files of the package folder, sorted, outside ``__pycache__`` and none an editor's."""
+    """Sorted, outside ``__pycache__``; none an editor's (emacs's ``.#x.py`` lock is a regular
+    file where links are not to be had): the build id takes none."""
     return [
         path
         for path in sorted(project.package_dir.rglob("*"))
@@ -203,22 +200,17 @@ def _package_folder_files(project: KernelProject) -> list[Path]:
 
 
 def _shipped_suffixes(project: KernelProject) -> set[str]:
-    """The suffixes of the package's files a wheel takes: ``.py`` and the ``pyext`` ones."""
     return {"." + s.lstrip(".") for s in ("py", *project.pyext)}
 
 
 def package_files(project: KernelProject) -> dict[str, Member]:
-    """The package's ``.py`` and ``pyext`` files as paths: the writer streams them (GBs); not
-    an editor's (emacs's lock ``.#x.py`` is a regular file where links are not to be had), as
-    the build id takes none."""
+    """The package's ``.py`` and ``pyext`` files as paths: the writer streams them (GBs)."""
     files: dict[str, Member] = {}
     shipped = _shipped_suffixes(project)
     for path in _package_folder_files(project):
-        if path.suffix not in shipped:
-            continue
-        refuse_outside(path, project.root, path)
-        rel = path.relative_to(project.package_dir).as_posix()
-        files[f"{project.package}/{rel}"] = path
+        if path.suffix in shipped:
+            refuse_outside(path, project.root, path)
+            files[f"{project.package}/{path.relative_to(project.package_dir).as_posix()}"] = path
     return files
 
 
@@ -239,15 +231,14 @@ def left_out_note(project: KernelProject, *, markers: bool = True) -> str | None
         return None
     new = ", ".join(sorted({f'"{Path(rel).suffix.lstrip(".")}"' for rel in left}))
     section = "torch" if project.torch else "torch-noarch" if project.torch_noarch else "tvm-ffi"
-    shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
     return (
-        f"note: {shown} left out of the package (its pyext: {', '.join(project.pyext)}); to "
-        f"ship them, add {new} to pyext in build.toml's [{section}]"
+        f"note: {_some(left, 5)} left out of the package (its pyext: "
+        f"{', '.join(project.pyext)}); to ship them, add {new} to pyext in build.toml's [{section}]"
     )
 
 
 def _accepts_flag(runner: Runner, cxx: str, flag: str) -> bool:
-    """Whether the C++ compiler ``cxx`` takes ``flag`` (as CMake's check_cxx_compiler_flag)."""
+    """As CMake's check_cxx_compiler_flag."""
     try:
         check = [*cxx.split(), flag, "-x", "c++", "-fsyntax-only", os.devnull]
         proc = runner.captured(check, timeout=60)
@@ -257,7 +248,6 @@ def _accepts_flag(runner: Runner, cxx: str, flag: str) -> bool:
 
 
 def probe_toolchain(toolkit: CudaToolkit | None, req: BuildRequest, runner: Runner) -> Toolchain:
-    """The compile plan's facts, probed from the compilers that will compile."""
     return Toolchain(
         cuda=toolkit,
         nvcc_supports=supported_capabilities(toolkit.home, runner) if toolkit else None,
@@ -482,10 +472,7 @@ def _record_unit_costs(
 
 def _last_ninja(stage: Path, env_vars: Mapping[str, str]) -> str | None:
     """The ninja the variant's last compile ran, else the one the compile will find."""
-    try:
-        last = json.loads((stage / "result.json").read_text()).get("ninja")
-    except (OSError, ValueError, AttributeError):
-        last = None
+    last = read_json(stage / "result.json").get("ninja")
     return str(last) if last else shutil.which("ninja", path=env_vars.get("PATH"))
 
 
@@ -541,8 +528,10 @@ def run_worker(
         if keep_dir is not None and not req.compile.keep_intermediates:
             shutil.rmtree(keep_dir, ignore_errors=True)
     output = _read_from(req.log, start)
-    paths = _project_paths(req, stage, spec_path)
-    incremental = direct is not None or only is not None or _incremental(spec_path)
+    written = read_json(spec_path)
+    # the project as the compilers name it (link or own path), from their folder
+    paths = project_path_map(stage, req.project.root, str(written.get("build_temp", stage)))
+    incremental = direct is not None or only is not None or bool(written.get("incremental"))
     if code != 0 or not result_path.exists():
         if incremental:  # the units that compiled before the failure: their warnings now
             with suppress(OSError):
@@ -577,27 +566,15 @@ def run_worker(
 _NINJA_IDLE = "ninja: no work to do."
 
 
-def _incremental(spec_path: Path) -> bool:
-    """Whether the compile of the spec at ``spec_path`` was a dev build's (incremental)."""
-    try:
-        return bool(json.loads(spec_path.read_text()).get("incremental"))
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
 def _replayed(stage: Path, fresh: Mapping[str, str], paths: PathMap) -> list[str]:
     """An incremental compile's warnings: those of the units it compiled, and the last ones of
     the units ninja left alone, as cargo replays them (else an unchanged run says none)."""
     kept = stage / "unit-warnings.json"
-    try:
-        last = json.loads(kept.read_text())
-        spec = json.loads((stage / "compile.json").read_text())
-        # a torch build's sources, a tvm-ffi build's units' (a ``commands`` spec)
+    last, spec = read_json(kept), read_json(stage / "compile.json")
+    try:  # a torch build's sources, a tvm-ffi build's units' (a ``commands`` spec)
         sources = spec.get("sources") or [unit["source"] for unit in spec["units"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        last, sources = {}, []
-    if not isinstance(last, dict):
-        last = {}
+    except (KeyError, TypeError):
+        sources = []
     units = {paths.path(str(source)) for source in sources}
     said = {  # a value that is no line (the record edited, cut short) says nothing
         u: w
@@ -794,16 +771,6 @@ def _read_from(path: Path, offset: int) -> str:
             return fh.read().decode("utf-8", "replace")
     except OSError:
         return ""
-
-
-def _project_paths(req: BuildRequest, stage: Path, spec_path: Path) -> PathMap:
-    """The project as the compilers name it (link or own path) and their folder."""
-    root = req.project.root
-    try:
-        cwd = str(json.loads(spec_path.read_text()).get("build_temp", stage))
-    except (OSError, ValueError):
-        cwd = str(stage)
-    return project_path_map(stage, root, cwd)
 
 
 def project_path_map(stage: Path, root: Path, cwd: str) -> PathMap:
