@@ -507,7 +507,10 @@ def run_worker(
     commands instead; ``only``: a dev build's units still to compile, then the link, while
     compile.json keeps them all). nvcc's ``--keep`` files, hundreds of MB, go unless asked for."""
     spec_path, result_path = stage / "compile.json", stage / "result.json"
-    start = _size(req.log)
+    try:
+        start = req.log.stat().st_size
+    except OSError:
+        start = 0
     idle = False
     try:
         if direct is None:
@@ -537,9 +540,8 @@ def run_worker(
             with suppress(OSError):
                 _replayed(stage, unit_warnings(output, paths), paths)
         found = failure(output, paths)
-        if (
-            cause := fault(output) or _nearly_full(found.compiler_error, req.log, stage)
-        ) is not None:
+        cause = fault(output) or _nearly_full(found.compiler_error, req.log, stage)
+        if cause is not None:
             raise machine_fault(req, cause, stage, env_vars)
         units = ", ".join(found.units) or req.variant.name
         doing = (
@@ -754,13 +756,6 @@ def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
             "only declared in the header); the linker's first error is above"
         )
     return _FIRST_ERROR if compiler_error else _NO_ERROR
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _read_from(path: Path, offset: int) -> str:
