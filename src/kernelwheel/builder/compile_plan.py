@@ -206,19 +206,12 @@ def _all_capabilities(
 
 
 def parallelism(
-    req: BuildRequest,
-    tools: Toolchain,
-    capabilities: int,
-    cuda_files: int,
+    req: BuildRequest, tools: Toolchain, capabilities: int, cuda_files: int
 ) -> Parallelism:
     """The split of the variant's CPUs (CUDA: ``capabilities`` > 0), before the memory's cut."""
-    return nvcc_parallelism(
-        req.budget.jobs,
-        tools.cpus,
-        req.budget.nvcc_threads if capabilities else None,
-        capabilities,
-        cuda_files=cuda_files,
-    )
+    threads = req.budget.nvcc_threads if capabilities else None
+    jobs = req.budget.jobs
+    return nvcc_parallelism(jobs, tools.cpus, threads, capabilities, cuda_files=cuda_files)
 
 
 @dataclass(frozen=True)
@@ -254,10 +247,7 @@ def fit_to_memory(
 
 
 def cuda_targets(
-    req: BuildRequest,
-    kernels: Sequence[KernelSection],
-    tools: Toolchain,
-    cuda_files: int,
+    req: BuildRequest, kernels: Sequence[KernelSection], tools: Toolchain, cuda_files: int
 ) -> CudaTargets:
     """The :class:`CudaTargets` of ``req``'s CUDA variant."""
     toolkit = tools.cuda
@@ -382,7 +372,6 @@ def plan_compile(
     peaks: Mapping[str, float] | None = None,
 ) -> CompilePlan[CompileSpec]:
     """The compile of ``req``'s variant as kernel-builder would do it (docs/compile.md)."""
-    recorded = recorded or {}
     project = req.project
     assert project.torch is not None
     backend = req.variant.backend.kind.value if req.variant.backend is not None else "cpu"
@@ -413,20 +402,15 @@ def plan_compile(
     if tools.cuda is not None and cuda is not None:
         host = [*(f"-Xcompiler={flag}" for flag in unique), *remedies.nvcc_flags]
         host += [f"-Xcompiler={flag}" for flag in maps]
-        nvcc_flags = (
-            "-O3",
-            f"--threads={budget.nvcc_threads}",
-            *nvcc_torch_flags(tools.cuda.version),
-            *host,
-            *caps.gencode_flags(cuda.every),
-            *cuda.compression,
-        )
+        nvcc_flags = ("-O3", f"--threads={budget.nvcc_threads}")
+        nvcc_flags += (*nvcc_torch_flags(tools.cuda.version), *host)
+        nvcc_flags += (*caps.gencode_flags(cuda.every), *cuda.compression)
     keep = nvcc_keep_flags(sources, stage) if cuda else []
     # Longest first (compile/unit_costs): the remedies' compat source, the cheapest unit, last;
     # the binding (torch's headers) first until a build has timed it.
     schedule = longest_first(
         sources,
-        recorded,
+        recorded or {},
         root=project.root,
         capabilities=len(every),
         first=_sources(project.torch.src, project.root),
@@ -495,10 +479,8 @@ def plan_tvm_ffi_compile(
     macros = [("TVM_FFI_EXTENSION_NAME", namespace), *backend_macros(backend)]
     defines = [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in macros]
     listed = (*project.tvm_ffi.include, *(i for k in kernels for i in k.include))
-    includes = [root / p for p in listed]
-    searched = [
-        str(p) for p in dict.fromkeys((*includes, *library.include_dirs, *dependency_includes))
-    ]
+    includes = (*(root / p for p in listed), *library.include_dirs, *dependency_includes)
+    searched = [str(p) for p in dict.fromkeys(includes)]
     search = [f"-I{p}" for p in searched]
     unique = [NO_GNU_UNIQUE] if tools.no_gnu_unique else []
     host = ["-fPIC", "-fvisibility=hidden", *maps, *unique]
@@ -541,19 +523,10 @@ def plan_tvm_ffi_compile(
     keep = nvcc_keep_flags(cu_sources, stage) if toolkit else []
     nvcc: list[str] = []
     if toolkit is not None:
-        nvcc = [
-            "nvcc",
-            "-std=c++17",
-            "-O3",
-            f"--threads={budget.nvcc_threads}",
-            *(f"-Xcompiler={flag}" for flag in host),
-            *remedies.nvcc_flags,
-            *targets.compression,
-            *keep,
-            *defines,
-            *search,
-            *(f"-I{p}" for p in toolkit.extra_includes),
-        ]
+        nvcc = ["nvcc", "-std=c++17", "-O3", f"--threads={budget.nvcc_threads}"]
+        nvcc += [f"-Xcompiler={flag}" for flag in host]
+        nvcc += [*remedies.nvcc_flags, *targets.compression, *keep, *defines, *search]
+        nvcc += [f"-I{p}" for p in toolkit.extra_includes]
         link_libs += [f"-L{toolkit.home / d}" for d in ("lib", "lib64")] + ["-lcudart"]
         link_libs += [f"-Wl,-rpath,$ORIGIN/{rel}" for rel in library.runtime_rpaths]
     commands: list[CommandUnit] = []

@@ -299,10 +299,7 @@ def _cuda_setup(
 
 
 def _side_by_side(
-    requests: Sequence[BuildRequest],
-    at_once: int,
-    progress: BuildProgress,
-    runner: Runner,
+    requests: Sequence[BuildRequest], at_once: int, progress: BuildProgress, runner: Runner
 ) -> tuple[Outcome, ...]:
     """The variants built ``at_once`` at a time in threads (the compilers do the work); an
     interrupt drops those not started and kills the running ones' commands."""

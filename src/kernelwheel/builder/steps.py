@@ -37,14 +37,7 @@ from ..abi.symver import ForcedHeader, VersionTable, read_version_table
 from ..compile import unit_costs
 from ..compile.compile_rules import NO_GNU_UNIQUE
 from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
-from ..compile.diagnostics import (
-    Fault,
-    PathMap,
-    failure,
-    fault,
-    unit_warnings,
-    warning_summary,
-)
+from ..compile.diagnostics import Fault, PathMap, failure, fault, unit_warnings, warning_summary
 from ..compile.memory import load_estimates
 from ..errors import AbiError, BuildError, ToolchainError
 from ..log import Reporter, step
@@ -259,10 +252,7 @@ def probe_toolchain(toolkit: CudaToolkit | None, req: BuildRequest, runner: Runn
 
 
 def compile_env(
-    req: BuildRequest,
-    toolkit: CudaToolkit | None,
-    stats_log: Path,
-    runner: Runner,
+    req: BuildRequest, toolkit: CudaToolkit | None, stats_log: Path, runner: Runner
 ) -> tuple[dict[str, str], bool]:
     """The worker's environment and whether the compiler cache (keyed by the census) is on."""
     env_vars = dict(os.environ)
@@ -298,13 +288,7 @@ def compile_env(
             own = (out.cache_dir, out.work_dir, out.out_dir, req.project.root / "build", *layout)
             census.write_text(project_census(req.project.root, leave_out=own))
             cached = ccache_env(
-                out.cache_dir,
-                stats_log,
-                nvcc,
-                env_vars,
-                ccache.path,
-                remote,
-                extra_files=(census,),
+                out.cache_dir, stats_log, nvcc, env_vars, ccache.path, remote, extra_files=(census,)
             )
     if cached is not None:
         env_vars.update(cached)
