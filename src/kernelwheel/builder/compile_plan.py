@@ -249,7 +249,6 @@ def fit_to_memory(
 def cuda_targets(
     req: BuildRequest, kernels: Sequence[KernelSection], tools: Toolchain, cuda_files: int
 ) -> CudaTargets:
-    """The :class:`CudaTargets` of ``req``'s CUDA variant."""
     toolkit = tools.cuda
     assert toolkit is not None
     per_kernel = per_kernel_capabilities(req, [k for k in kernels if k.backend == "cuda"], toolkit)

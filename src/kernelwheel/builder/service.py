@@ -122,8 +122,7 @@ def dev_project(
     runner: Runner = RUNNER,
 ) -> DevBuild:
     """``kernelwheel dev``: ``recipes``' variant (a pure-Python project's: all it serves),
-    planned as a build is, built by builder/dev (``hold``: its lock left on it,
-    builder.dev.build_dev)."""
+    planned as a build is, built by builder.dev.build_dev (``hold``: its lock left on it)."""
     (request,), _, _ = _requests(
         planned, recipes, progress, gpu_capabilities, runner, release=False
     )

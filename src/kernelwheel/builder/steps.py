@@ -322,16 +322,13 @@ class PlanInputs(NamedTuple):
     peaks: Mapping[str, float]  # and their peak MiB per unit (compile.memory)
 
 
-Planner = Callable[[PlanInputs], CompilePlan[CompileSpec] | CompilePlan[CommandSpec]]
-
-
 def compile_step(
     req: BuildRequest,
     python: Path,
     facts: EnvInfo | tuple[object, ...],
     toolkit: CudaToolkit | None,
     header: ForcedHeader | None,
-    plan: Planner,
+    plan: Callable[[PlanInputs], CompilePlan[CompileSpec] | CompilePlan[CommandSpec]],
     runner: Runner,
     *,
     cross_build: CrossBuild | None = None,

@@ -256,7 +256,6 @@ def library_plan(
     toolkit: CudaToolkit | None,
     given: steps.PlanInputs,
 ) -> CompilePlan[CommandSpec]:
-    """The library's compile as commands (builder.compile_plan)."""
     rpaths = _runtime_rpaths(env, toolkit, req.outputs.cache_dir / "toolkits")
     library = TvmFfiLibrary(env.include_dirs, env.lib_dir, rpaths)
     return plan_tvm_ffi_compile(req, namespace, library, *given)
