@@ -1,10 +1,7 @@
 """Skip a variant's compile when nothing it is built from changed since its last build
-(docs/build-bench.md): the shared object is kept with a manifest of the build key and each
-input's fingerprint (its content's SHA-256 for the project's and the build's own files, size and
-mtime for the rest, as make and ninja judge them), and of the headers that are absent but would
-be found first if they appeared: a header that newly shadows another (``inc1/cfg.h`` added in
-front of ``inc2/cfg.h``) changes no input's fingerprint, yet changes the output. No entry is
-written when the deps log does not cover every object, so such builds always compile."""
+(docs/build-bench.md): the shared object is kept with a manifest of the build key, each input's
+fingerprint (content SHA-256 for the project's and the build's own files, size and mtime for the
+rest, as make and ninja judge them) and the absent headers that would shadow an input."""
 
 from __future__ import annotations
 
@@ -240,7 +237,8 @@ def shadow_candidates(
     inputs: Sequence[str] | Mapping[str, object], include_dirs: Sequence[str]
 ) -> list[str]:
     """The paths that do not exist now and, if they appeared, would be found before one of
-    ``inputs`` on the include path ``include_dirs`` (in search order)."""
+    ``inputs`` on the include path ``include_dirs`` (in search order): ``inc1/cfg.h`` added in
+    front of ``inc2/cfg.h`` changes no input's fingerprint, yet changes the output."""
     dirs = [os.path.normpath(d) for d in include_dirs]
     found = set(inputs)
     candidates: set[str] = set()

@@ -96,11 +96,9 @@ def _target_libraries(
 ) -> dict[str, VersionTable]:
     out: dict[str, VersionTable] = {}
     for name in names:
-        try:
+        with suppress(OSError, ValueError, CommandTimeout):
             if path := _print_file_name(runner, cxx, name):
                 out[path] = _version_table(path, cache_dir)
-        except (OSError, ValueError, CommandTimeout):
-            continue
     return out
 
 
@@ -109,10 +107,8 @@ def _version_table(path: str, cache_dir: Path) -> VersionTable:
     st = os.stat(path)
     key = f"{os.path.realpath(path)}\0{st.st_size}\0{st.st_mtime_ns}"
     record = cache_dir / "abi-tables" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
-    try:
+    with suppress(OSError, ValueError, KeyError, TypeError):
         return VersionTable.from_json(record.read_text())
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
     table = read_version_table(path)
     record.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(record, table.to_json())
@@ -618,11 +614,8 @@ def _nearly_full(compiler_error: bool, *folders: Path) -> Fault | None:
 def _free(path: Path) -> str:
     """``path``'s disk's free space (of its nearest existing folder)."""
     for folder in (path, *path.parents):
-        try:
-            free = shutil.disk_usage(folder).free
-        except OSError:
-            continue
-        return f"{free / 2**30:.1f} GiB free"
+        with suppress(OSError):
+            return f"{shutil.disk_usage(folder).free / 2**30:.1f} GiB free"
     return "free space unknown"
 
 
