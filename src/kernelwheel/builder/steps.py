@@ -691,11 +691,8 @@ _NOT_STABLE = "should not be included when either TORCH_STABLE_ONLY or TORCH_TAR
 _MACROS = r"(?:TORCH_LIBRARY(?:_IMPL)?_EXPAND|REGISTER_EXTENSION)"
 _NO_REGISTRATION = re.compile(
     r"(?:expected constructor, destructor, or type conversion before .\(. token|"
-    r"this declaration has no storage class or type specifier)\n\s*(?:\d+ \|)?\s*"
-    + _MACROS
-    + r"\(|[‘'\"]"
-    + _MACROS
-    + r"[’'\"] (?:was not declared|is undefined)"
+    rf"this declaration has no storage class or type specifier)\n\s*(?:\d+ \|)?\s*{_MACROS}\(|"
+    rf"[‘'\"]{_MACROS}[’'\"] (?:was not declared|is undefined)"
 )
 # ptxas, on device code calling a function the unit declares and never defines (mangled)
 _UNRESOLVED_DEVICE = re.compile(r"ptxas fatal\s*: Unresolved extern function '([^']+)'")
@@ -869,12 +866,11 @@ def pulled_in_by(req: BuildRequest, report: WheelReport) -> str:
     if not symbols or not stage.is_dir():
         return ""
     found = objects_referencing(sorted(stage.rglob("*.o")), symbols)
-    lines = [
+    return "".join(
         f"\n  {demangle(name)} is pulled in by "
         + ", ".join(dict.fromkeys(_object_source(obj, stage, req.project) for obj in objects))
         for name, objects in sorted(found.items())
-    ]
-    return "".join(lines)
+    )
 
 
 def _object_source(obj: Path, stage: Path, project: KernelProject) -> str:
