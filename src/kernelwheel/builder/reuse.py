@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +41,11 @@ def _tools(env_vars: Mapping[str, str]) -> list[tuple[str, str, int, int]]:
     for folder in env_vars.get("PATH", "").split(os.pathsep):
         for name in dict.fromkeys(names):
             path = Path(folder or ".", name) if not os.path.isabs(name) else Path(name)
-            try:
+            with suppress(OSError, RuntimeError):
                 real = path.resolve(strict=True)
                 st = real.stat()
-            except (OSError, RuntimeError):
-                continue
-            if real.name != "ccache" and os.access(real, os.X_OK):
-                out.append((name, str(real), st.st_size, st.st_mtime_ns))
+                if real.name != "ccache" and os.access(real, os.X_OK):
+                    out.append((name, str(real), st.st_size, st.st_mtime_ns))
     return sorted(set(out))
 
 
