@@ -162,12 +162,11 @@ def per_kernel_capabilities(
     req: BuildRequest, kernels: Sequence[KernelSection], toolkit: CudaToolkit
 ) -> tuple[caps.KernelCapabilities, ...]:
     """Each CUDA kernel's capabilities; none built by this toolkit is an error (kernel-builder)."""
+    if req.cuda.capabilities:
+        return tuple(caps.KernelCapabilities(k.id, req.cuda.capabilities) for k in kernels)
     out: list[caps.KernelCapabilities] = []
     for kernel in kernels:
         wanted = kernel.cuda_capabilities
-        if req.cuda.capabilities:
-            out.append(caps.KernelCapabilities(kernel.id, req.cuda.capabilities))
-            continue
         chosen = caps.for_kernel(kernel.id, wanted, req.cuda.default_capabilities)
         if not chosen.capabilities and req.cuda.for_gpus_here:
             raise ProjectError(

@@ -440,10 +440,8 @@ def _record_unit_costs(
         found: dict[str, float] = {}
         for source, value in took.items():
             path = Path(os.path.abspath(source))
-            for project in projects:
-                if path.is_relative_to(project):
-                    found[path.relative_to(project).as_posix()] = value
-                    break
+            if (project := next((p for p in projects if path.is_relative_to(p)), None)) is not None:
+                found[path.relative_to(project).as_posix()] = value
         unit_costs.record_costs(store, found, decay=decay)
 
 
