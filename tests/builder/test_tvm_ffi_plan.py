@@ -1,4 +1,4 @@
-"""The tvm-ffi compile as a plan of commands (builder.tvm_ffi_plan), with the torch builds' rules,
+"""The tvm-ffi compile as a plan of commands (builder.compile_plan), with the torch builds' rules,
 and the compile worker running such a plan for real with the host's C++ compiler."""
 
 from __future__ import annotations
@@ -17,10 +17,14 @@ from support.kinds import write_tvm_ffi_project
 from support.requests import build_request
 
 from kernelwheel.abi.remedies import NO_REMEDIES
-from kernelwheel.builder.compile_plan import CompilePlan, Toolchain
+from kernelwheel.builder.compile_plan import (
+    CompilePlan,
+    Toolchain,
+    TvmFfiLibrary,
+    plan_tvm_ffi_compile,
+)
 from kernelwheel.builder.request import BuildRequest
 from kernelwheel.builder.steps import WORKER
-from kernelwheel.builder.tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
 from kernelwheel.compile.compile_spec import CommandSpec, CommandUnit
 from kernelwheel.compile.memory import MemoryLimit
 from kernelwheel.compile.unit_costs import PEAK_LOG, unit_peaks, unit_seconds

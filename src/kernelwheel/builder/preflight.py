@@ -1,17 +1,12 @@
-"""What this machine lacks to build a planned variant, found before any environment is made
-(recipes/README.md): a ``system`` CUDA toolchain (no PyPI wheel ships CUDA 11.8/12.x's nvcc) must
-be a toolkit of exactly that CUDA X.Y (a cu126 build compiled by nvcc 12.8 would need a 12.8
-driver, breaking what its name promises); a torch that only PyTorch's per-flavour index serves
-needs that index reachable, unless a local find-links folder holds the wheel or the variant's
-environment is cached. :func:`require_buildable` refuses every selected variant that misses one
-at once; :func:`select_buildable` settles the default variant on the newest one this machine can
-build."""
+"""What this machine lacks to build a planned variant (a ``system`` CUDA toolkit, a torch index it
+cannot reach), found before any environment is made (recipes/README.md): refused for every
+selected variant at once, or the default variant settled on one this machine can build."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 
 from packaging.version import Version
@@ -22,6 +17,7 @@ from ..model.project import Framework
 from ..model.recipes import CudaToolchain, VariantRecipe
 from ..model.variant import OS, Arch
 from ..plan.defaults import Machine, venv_variant, within_reach
+from ..plan.options import Options
 from ..plan.planning import Planned, Selection, select
 from ..plan.toolchains import BUILT_HERE
 from ..toolchain.envs import (
@@ -38,7 +34,9 @@ from .request import BuildRequest
 def system_toolkit(
     cuda: CudaToolchain, explicit: Path | None = None, runner: Runner = RUNNER
 ) -> tuple[Path | None, str]:
-    """This machine's toolkit of exactly CUDA ``cuda.version``, or None and what was found."""
+    """This machine's toolkit of exactly CUDA ``cuda.version`` (no PyPI wheel ships CUDA
+    11.8/12.x's nvcc; a cu126 build compiled by nvcc 12.8 would need a 12.8 driver), or None and
+    what was found."""
     seen: list[str] = []
     if explicit is not None:
         candidates = [("--cuda-home", explicit)]
@@ -188,14 +186,8 @@ def _buildable_instead(planned: Planned, refused: set[str], runner: Runner) -> s
         )
         refused = refused | {recipe.name}
 
-    def problem(recipe: VariantRecipe) -> str | None:
-        spec = env_spec_for(recipe, options.pip_sources)
-        return toolkit_problem(recipe, options.cuda_home, runner) or torch_problem(
-            recipe, spec, options.cache_dir
-        )
-
     if options.python is None:  # with --python no torch is fetched: none is refused for it
-        others = _others_within_reach(planned, problem, refused)
+        others = _others_within_reach(planned, partial(_problem, options, runner), refused)
         named += [f"--variant {name} ({how})" for name, how in others]
     return (
         f"a variant this machine can build instead: {'; '.join(named)}; otherwise " if named else ""
@@ -218,16 +210,7 @@ def select_buildable(
     default = selection.default
     if default is None or planned.project.framework is Framework.TVM_FFI:
         return selection  # a selection, or a tvm-ffi default (its environment holds no torch)
-    options = planned.options
-
-    def problem(recipe: VariantRecipe) -> str | None:
-        spec = None
-        if options.python is None and recipe.torch_requirement is not None:
-            spec = env_spec_for(recipe, options.pip_sources)
-        return toolkit_problem(recipe, options.cuda_home, runner) or torch_problem(
-            recipe, spec, options.cache_dir
-        )
-
+    problem = partial(_problem, planned.options, runner)
     cannot_get: dict[str, str] = {}
     others: list[tuple[str, str]] = []
     for recipe in (default.recipe, *default.fallbacks):
@@ -239,6 +222,16 @@ def select_buildable(
         others = _others_within_reach(planned, problem, set(cannot_get))
     settled = within_reach(default, cannot_get, others)
     return Selection((settled.recipe,), settled)
+
+
+def _problem(options: Options, runner: Runner, recipe: VariantRecipe) -> str | None:
+    """Why this machine cannot build ``recipe``'s variant (its toolkit, its torch); None: it can."""
+    spec = None
+    if options.python is None and recipe.torch_requirement is not None:
+        spec = env_spec_for(recipe, options.pip_sources)
+    return toolkit_problem(recipe, options.cuda_home, runner) or torch_problem(
+        recipe, spec, options.cache_dir
+    )
 
 
 def _others_within_reach(

@@ -1,10 +1,7 @@
 """Skip a variant's compile when nothing it is built from changed since its last build
-(docs/build-bench.md): the shared object is kept with a manifest of the build key and each
-input's fingerprint (its content's SHA-256 for the project's and the build's own files, size and
-mtime for the rest, as make and ninja judge them), and of the headers that are absent but would
-be found first if they appeared: a header that newly shadows another (``inc1/cfg.h`` added in
-front of ``inc2/cfg.h``) changes no input's fingerprint, yet changes the output. No entry is
-written when the deps log does not cover every object, so such builds always compile."""
+(docs/build-bench.md): the shared object is kept with a manifest of the build key, each input's
+fingerprint (content SHA-256 for the project's and the build's own files, size and mtime for the
+rest, as make and ninja judge them) and the absent headers that would shadow an input."""
 
 from __future__ import annotations
 
@@ -13,7 +10,9 @@ import json
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
 from .._util import replace_dir, sha256_file, sha256_remembered, staging_dir
@@ -42,13 +41,11 @@ def _tools(env_vars: Mapping[str, str]) -> list[tuple[str, str, int, int]]:
     for folder in env_vars.get("PATH", "").split(os.pathsep):
         for name in dict.fromkeys(names):
             path = Path(folder or ".", name) if not os.path.isabs(name) else Path(name)
-            try:
+            with suppress(OSError, RuntimeError):
                 real = path.resolve(strict=True)
                 st = real.stat()
-            except (OSError, RuntimeError):
-                continue
-            if real.name != "ccache" and os.access(real, os.X_OK):
-                out.append((name, str(real), st.st_size, st.st_mtime_ns))
+                if real.name != "ccache" and os.access(real, os.X_OK):
+                    out.append((name, str(real), st.st_size, st.st_mtime_ns))
     return sorted(set(out))
 
 
@@ -138,11 +135,7 @@ class Reuse:
         """The headers the last stored build found absent that exist now: each shadows one of
         its inputs on the include path (:func:`shadow_candidates`), a change ninja, judging
         the inputs it knows by their times, never sees."""
-        try:
-            manifest = json.loads((self.folder / MANIFEST).read_text())
-        except (OSError, ValueError):
-            return []
-        absent = manifest.get("absent") if isinstance(manifest, dict) else None
+        absent = read_json(self.folder / MANIFEST).get("absent")
         return sorted(_existing(map(str, absent))) if isinstance(absent, list) else []
 
     def store(
@@ -221,13 +214,19 @@ class Reuse:
             replace_dir(tmp, self.folder / "repair")
 
 
-def _keyed(path: Path, key: str) -> dict[str, object] | None:
-    """The JSON object stored at ``path`` under ``key``; None when absent, unreadable or another."""
+def read_json(path: Path) -> dict[str, Any]:
+    """The JSON object stored at ``path``; empty when absent, unreadable or no object."""
     try:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) and record.get("key") == key else None
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _keyed(path: Path, key: str) -> dict[str, object] | None:
+    """The JSON object stored at ``path`` under ``key``; None when absent, unreadable or another."""
+    record = read_json(path)
+    return record if record.get("key") == key else None
 
 
 _SUFFIXES = 3  # <ATen/core/Tensor.h>: the deepest include paths torch's headers use
@@ -237,7 +236,8 @@ def shadow_candidates(
     inputs: Sequence[str] | Mapping[str, object], include_dirs: Sequence[str]
 ) -> list[str]:
     """The paths that do not exist now and, if they appeared, would be found before one of
-    ``inputs`` on the include path ``include_dirs`` (in search order)."""
+    ``inputs`` on the include path ``include_dirs`` (in search order): ``inc1/cfg.h`` added in
+    front of ``inc2/cfg.h`` changes no input's fingerprint, yet changes the output."""
     dirs = [os.path.normpath(d) for d in include_dirs]
     found = set(inputs)
     candidates: set[str] = set()

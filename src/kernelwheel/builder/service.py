@@ -122,8 +122,7 @@ def dev_project(
     runner: Runner = RUNNER,
 ) -> DevBuild:
     """``kernelwheel dev``: ``recipes``' variant (a pure-Python project's: all it serves),
-    planned as a build is, built by builder/dev (``hold``: its lock left on it,
-    builder.dev.build_dev)."""
+    planned as a build is, built by builder.dev.build_dev (``hold``: its lock left on it)."""
     (request,), _, _ = _requests(
         planned, recipes, progress, gpu_capabilities, runner, release=False
     )
@@ -299,10 +298,7 @@ def _cuda_setup(
 
 
 def _side_by_side(
-    requests: Sequence[BuildRequest],
-    at_once: int,
-    progress: BuildProgress,
-    runner: Runner,
+    requests: Sequence[BuildRequest], at_once: int, progress: BuildProgress, runner: Runner
 ) -> tuple[Outcome, ...]:
     """The variants built ``at_once`` at a time in threads (the compilers do the work); an
     interrupt drops those not started and kills the running ones' commands."""

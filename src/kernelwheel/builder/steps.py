@@ -37,14 +37,7 @@ from ..abi.symver import ForcedHeader, VersionTable, read_version_table
 from ..compile import unit_costs
 from ..compile.compile_rules import NO_GNU_UNIQUE
 from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
-from ..compile.diagnostics import (
-    Fault,
-    PathMap,
-    failure,
-    fault,
-    unit_warnings,
-    warning_summary,
-)
+from ..compile.diagnostics import Fault, PathMap, failure, fault, unit_warnings, warning_summary
 from ..compile.memory import load_estimates
 from ..errors import AbiError, BuildError, ToolchainError
 from ..log import Reporter, step
@@ -70,7 +63,7 @@ from .load_check import (
     skip_reason,
 )
 from .request import BuildKind, BuildRequest, BuiltWheel
-from .reuse import Reuse, build_key, repair_key
+from .reuse import Reuse, build_key, read_json, repair_key
 from .wheelmeta import refuse_outside, with_metadata
 
 # The compile worker, run by file path inside each build's environment (every build kind's).
@@ -86,9 +79,7 @@ def full_version(
 
 
 def _print_file_name(runner: Runner, cxx: str, name: str) -> str:
-    """The path of the library ``name`` the compiler ``cxx`` links, "" without one
-    (``-print-file-name`` echoes the bare name, as on toolchains that only ship the static
-    archive); OSError or CommandTimeout without such a compiler."""
+    """The library ``name`` ``cxx`` links, "" without one (the bare name echoed back)."""
     path = runner.captured([*cxx.split(), f"-print-file-name={name}"], timeout=60).stdout.strip()
     return path if os.path.isabs(path) else ""
 
@@ -103,27 +94,21 @@ def _links_shared_libstdcxx(runner: Runner, cxx: str) -> bool:
 def _target_libraries(
     runner: Runner, cxx: str, names: tuple[str, ...], cache_dir: Path
 ) -> dict[str, VersionTable]:
-    """The version tables of the target's ``names``, where found and glibc's."""
     out: dict[str, VersionTable] = {}
     for name in names:
-        try:
+        with suppress(OSError, ValueError, CommandTimeout):
             if path := _print_file_name(runner, cxx, name):
                 out[path] = _version_table(path, cache_dir)
-        except (OSError, ValueError, CommandTimeout):
-            continue
     return out
 
 
 def _version_table(path: str, cache_dir: Path) -> VersionTable:
-    """:func:`read_version_table`, kept in ``<cache>/abi-tables/`` per file (its real path,
-    size and time): reading libc's takes most of a second, on every build and dev run."""
+    """Cached per file (real path, size, time): reading libc's takes most of a second."""
     st = os.stat(path)
     key = f"{os.path.realpath(path)}\0{st.st_size}\0{st.st_mtime_ns}"
     record = cache_dir / "abi-tables" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
-    try:
+    with suppress(OSError, ValueError, KeyError, TypeError):
         return VersionTable.from_json(record.read_text())
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
     table = read_version_table(path)
     record.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(record, table.to_json())
@@ -131,7 +116,7 @@ def _version_table(path: str, cache_dir: Path) -> VersionTable:
 
 
 def remedy_header(req: BuildRequest, runner: Runner = RUNNER) -> ForcedHeader | None:
-    """The forced-include header (abi/symver) from the libc/libm of the request's compiler."""
+    """The forced-include header from the libc/libm of the request's compiler."""
     if not req.compile.abi_remedies:
         return None
     arch = (req.variant.arch or Arch.host()).value
@@ -194,7 +179,8 @@ def open_build(req: BuildRequest, runner: Runner) -> None:
 
 
 def _package_folder_files(project: KernelProject) -> list[Path]:
-    """The files of the package folder, sorted, outside ``__pycache__`` and none an editor's."""
+    """Sorted, outside ``__pycache__``; none an editor's (emacs's ``.#x.py`` lock is a regular
+    file where links are not to be had): the build id takes none."""
     return [
         path
         for path in sorted(project.package_dir.rglob("*"))
@@ -203,22 +189,17 @@ def _package_folder_files(project: KernelProject) -> list[Path]:
 
 
 def _shipped_suffixes(project: KernelProject) -> set[str]:
-    """The suffixes of the package's files a wheel takes: ``.py`` and the ``pyext`` ones."""
     return {"." + s.lstrip(".") for s in ("py", *project.pyext)}
 
 
 def package_files(project: KernelProject) -> dict[str, Member]:
-    """The package's ``.py`` and ``pyext`` files as paths: the writer streams them (GBs); not
-    an editor's (emacs's lock ``.#x.py`` is a regular file where links are not to be had), as
-    the build id takes none."""
+    """The package's ``.py`` and ``pyext`` files as paths: the writer streams them (GBs)."""
     files: dict[str, Member] = {}
     shipped = _shipped_suffixes(project)
     for path in _package_folder_files(project):
-        if path.suffix not in shipped:
-            continue
-        refuse_outside(path, project.root, path)
-        rel = path.relative_to(project.package_dir).as_posix()
-        files[f"{project.package}/{rel}"] = path
+        if path.suffix in shipped:
+            refuse_outside(path, project.root, path)
+            files[f"{project.package}/{path.relative_to(project.package_dir).as_posix()}"] = path
     return files
 
 
@@ -239,15 +220,14 @@ def left_out_note(project: KernelProject, *, markers: bool = True) -> str | None
         return None
     new = ", ".join(sorted({f'"{Path(rel).suffix.lstrip(".")}"' for rel in left}))
     section = "torch" if project.torch else "torch-noarch" if project.torch_noarch else "tvm-ffi"
-    shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
     return (
-        f"note: {shown} left out of the package (its pyext: {', '.join(project.pyext)}); to "
-        f"ship them, add {new} to pyext in build.toml's [{section}]"
+        f"note: {_some(left, 5)} left out of the package (its pyext: "
+        f"{', '.join(project.pyext)}); to ship them, add {new} to pyext in build.toml's [{section}]"
     )
 
 
 def _accepts_flag(runner: Runner, cxx: str, flag: str) -> bool:
-    """Whether the C++ compiler ``cxx`` takes ``flag`` (as CMake's check_cxx_compiler_flag)."""
+    """As CMake's check_cxx_compiler_flag."""
     try:
         check = [*cxx.split(), flag, "-x", "c++", "-fsyntax-only", os.devnull]
         proc = runner.captured(check, timeout=60)
@@ -257,7 +237,6 @@ def _accepts_flag(runner: Runner, cxx: str, flag: str) -> bool:
 
 
 def probe_toolchain(toolkit: CudaToolkit | None, req: BuildRequest, runner: Runner) -> Toolchain:
-    """The compile plan's facts, probed from the compilers that will compile."""
     return Toolchain(
         cuda=toolkit,
         nvcc_supports=supported_capabilities(toolkit.home, runner) if toolkit else None,
@@ -269,10 +248,7 @@ def probe_toolchain(toolkit: CudaToolkit | None, req: BuildRequest, runner: Runn
 
 
 def compile_env(
-    req: BuildRequest,
-    toolkit: CudaToolkit | None,
-    stats_log: Path,
-    runner: Runner,
+    req: BuildRequest, toolkit: CudaToolkit | None, stats_log: Path, runner: Runner
 ) -> tuple[dict[str, str], bool]:
     """The worker's environment and whether the compiler cache (keyed by the census) is on."""
     env_vars = dict(os.environ)
@@ -308,13 +284,7 @@ def compile_env(
             own = (out.cache_dir, out.work_dir, out.out_dir, req.project.root / "build", *layout)
             census.write_text(project_census(req.project.root, leave_out=own))
             cached = ccache_env(
-                out.cache_dir,
-                stats_log,
-                nvcc,
-                env_vars,
-                ccache.path,
-                remote,
-                extra_files=(census,),
+                out.cache_dir, stats_log, nvcc, env_vars, ccache.path, remote, extra_files=(census,)
             )
     if cached is not None:
         env_vars.update(cached)
@@ -348,16 +318,13 @@ class PlanInputs(NamedTuple):
     peaks: Mapping[str, float]  # and their peak MiB per unit (compile.memory)
 
 
-Planner = Callable[[PlanInputs], CompilePlan[CompileSpec] | CompilePlan[CommandSpec]]
-
-
 def compile_step(
     req: BuildRequest,
     python: Path,
     facts: EnvInfo | tuple[object, ...],
     toolkit: CudaToolkit | None,
     header: ForcedHeader | None,
-    plan: Planner,
+    plan: Callable[[PlanInputs], CompilePlan[CompileSpec] | CompilePlan[CommandSpec]],
     runner: Runner,
     *,
     cross_build: CrossBuild | None = None,
@@ -473,19 +440,14 @@ def _record_unit_costs(
         found: dict[str, float] = {}
         for source, value in took.items():
             path = Path(os.path.abspath(source))
-            for project in projects:
-                if path.is_relative_to(project):
-                    found[path.relative_to(project).as_posix()] = value
-                    break
+            if (project := next((p for p in projects if path.is_relative_to(p)), None)) is not None:
+                found[path.relative_to(project).as_posix()] = value
         unit_costs.record_costs(store, found, decay=decay)
 
 
 def _last_ninja(stage: Path, env_vars: Mapping[str, str]) -> str | None:
     """The ninja the variant's last compile ran, else the one the compile will find."""
-    try:
-        last = json.loads((stage / "result.json").read_text()).get("ninja")
-    except (OSError, ValueError, AttributeError):
-        last = None
+    last = read_json(stage / "result.json").get("ninja")
     return str(last) if last else shutil.which("ninja", path=env_vars.get("PATH"))
 
 
@@ -520,7 +482,10 @@ def run_worker(
     commands instead; ``only``: a dev build's units still to compile, then the link, while
     compile.json keeps them all). nvcc's ``--keep`` files, hundreds of MB, go unless asked for."""
     spec_path, result_path = stage / "compile.json", stage / "result.json"
-    start = _size(req.log)
+    try:
+        start = req.log.stat().st_size
+    except OSError:
+        start = 0
     idle = False
     try:
         if direct is None:
@@ -541,16 +506,17 @@ def run_worker(
         if keep_dir is not None and not req.compile.keep_intermediates:
             shutil.rmtree(keep_dir, ignore_errors=True)
     output = _read_from(req.log, start)
-    paths = _project_paths(req, stage, spec_path)
-    incremental = direct is not None or only is not None or _incremental(spec_path)
+    written = read_json(spec_path)
+    # the project as the compilers name it (link or own path), from their folder
+    paths = project_path_map(stage, req.project.root, str(written.get("build_temp", stage)))
+    incremental = direct is not None or only is not None or bool(written.get("incremental"))
     if code != 0 or not result_path.exists():
         if incremental:  # the units that compiled before the failure: their warnings now
             with suppress(OSError):
                 _replayed(stage, unit_warnings(output, paths), paths)
         found = failure(output, paths)
-        if (
-            cause := fault(output) or _nearly_full(found.compiler_error, req.log, stage)
-        ) is not None:
+        cause = fault(output) or _nearly_full(found.compiler_error, req.log, stage)
+        if cause is not None:
             raise machine_fault(req, cause, stage, env_vars)
         units = ", ".join(found.units) or req.variant.name
         doing = (
@@ -577,27 +543,15 @@ def run_worker(
 _NINJA_IDLE = "ninja: no work to do."
 
 
-def _incremental(spec_path: Path) -> bool:
-    """Whether the compile of the spec at ``spec_path`` was a dev build's (incremental)."""
-    try:
-        return bool(json.loads(spec_path.read_text()).get("incremental"))
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
 def _replayed(stage: Path, fresh: Mapping[str, str], paths: PathMap) -> list[str]:
     """An incremental compile's warnings: those of the units it compiled, and the last ones of
     the units ninja left alone, as cargo replays them (else an unchanged run says none)."""
     kept = stage / "unit-warnings.json"
-    try:
-        last = json.loads(kept.read_text())
-        spec = json.loads((stage / "compile.json").read_text())
-        # a torch build's sources, a tvm-ffi build's units' (a ``commands`` spec)
+    last, spec = read_json(kept), read_json(stage / "compile.json")
+    try:  # a torch build's sources, a tvm-ffi build's units' (a ``commands`` spec)
         sources = spec.get("sources") or [unit["source"] for unit in spec["units"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        last, sources = {}, []
-    if not isinstance(last, dict):
-        last = {}
+    except (KeyError, TypeError):
+        sources = []
     units = {paths.path(str(source)) for source in sources}
     said = {  # a value that is no line (the record edited, cut short) says nothing
         u: w
@@ -658,11 +612,8 @@ def _nearly_full(compiler_error: bool, *folders: Path) -> Fault | None:
 def _free(path: Path) -> str:
     """``path``'s disk's free space (of its nearest existing folder)."""
     for folder in (path, *path.parents):
-        try:
-            free = shutil.disk_usage(folder).free
-        except OSError:
-            continue
-        return f"{free / 2**30:.1f} GiB free"
+        with suppress(OSError):
+            return f"{shutil.disk_usage(folder).free / 2**30:.1f} GiB free"
     return "free space unknown"
 
 
@@ -738,11 +689,8 @@ _NOT_STABLE = "should not be included when either TORCH_STABLE_ONLY or TORCH_TAR
 _MACROS = r"(?:TORCH_LIBRARY(?:_IMPL)?_EXPAND|REGISTER_EXTENSION)"
 _NO_REGISTRATION = re.compile(
     r"(?:expected constructor, destructor, or type conversion before .\(. token|"
-    r"this declaration has no storage class or type specifier)\n\s*(?:\d+ \|)?\s*"
-    + _MACROS
-    + r"\(|[‘'\"]"
-    + _MACROS
-    + r"[’'\"] (?:was not declared|is undefined)"
+    rf"this declaration has no storage class or type specifier)\n\s*(?:\d+ \|)?\s*{_MACROS}\(|"
+    rf"[‘'\"]{_MACROS}[’'\"] (?:was not declared|is undefined)"
 )
 # ptxas, on device code calling a function the unit declares and never defines (mangled)
 _UNRESOLVED_DEVICE = re.compile(r"ptxas fatal\s*: Unresolved extern function '([^']+)'")
@@ -779,13 +727,6 @@ def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
     return _FIRST_ERROR if compiler_error else _NO_ERROR
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
 def _read_from(path: Path, offset: int) -> str:
     """What ``path`` gained from ``offset`` on (a compile's output in the variant's log)."""
     try:
@@ -794,16 +735,6 @@ def _read_from(path: Path, offset: int) -> str:
             return fh.read().decode("utf-8", "replace")
     except OSError:
         return ""
-
-
-def _project_paths(req: BuildRequest, stage: Path, spec_path: Path) -> PathMap:
-    """The project as the compilers name it (link or own path) and their folder."""
-    root = req.project.root
-    try:
-        cwd = str(json.loads(spec_path.read_text()).get("build_temp", stage))
-    except (OSError, ValueError):
-        cwd = str(stage)
-    return project_path_map(stage, root, cwd)
 
 
 def project_path_map(stage: Path, root: Path, cwd: str) -> PathMap:
@@ -933,12 +864,11 @@ def pulled_in_by(req: BuildRequest, report: WheelReport) -> str:
     if not symbols or not stage.is_dir():
         return ""
     found = objects_referencing(sorted(stage.rglob("*.o")), symbols)
-    lines = [
+    return "".join(
         f"\n  {demangle(name)} is pulled in by "
         + ", ".join(dict.fromkeys(_object_source(obj, stage, req.project) for obj in objects))
         for name, objects in sorted(found.items())
-    ]
-    return "".join(lines)
+    )
 
 
 def _object_source(obj: Path, stage: Path, project: KernelProject) -> str:

@@ -38,9 +38,8 @@ from ..toolchain.envs import (
 )
 from ..wheels import WheelSpec
 from . import codegen, steps
-from .compile_plan import CompilePlan
+from .compile_plan import CompilePlan, TvmFfiLibrary, plan_tvm_ffi_compile
 from .request import BuildRequest, BuiltWheel
-from .tvm_ffi_plan import TvmFfiLibrary, plan_tvm_ffi_compile
 from .wheelmeta import requirements
 
 # Besides the pinned apache-tvm-ffi (installed --no-deps): its one dependency.
@@ -270,7 +269,6 @@ def library_plan(
     toolkit: CudaToolkit | None,
     given: steps.PlanInputs,
 ) -> CompilePlan[CommandSpec]:
-    """The library's compile as commands (builder.tvm_ffi_plan)."""
     rpaths = _runtime_rpaths(env, toolkit, req.outputs.cache_dir / "toolkits")
     library = TvmFfiLibrary(env.include_dirs, env.lib_dir, rpaths)
     return plan_tvm_ffi_compile(req, namespace, library, *given)
