@@ -55,6 +55,7 @@ class ElfInfo:
     arch: str | None  # wheel platform arch name, None if unknown
     soname: str | None
     needed: tuple[str, ...]
+    sections: tuple[str, ...]  # every section's name, in file order
     symbols: tuple[ElfSymbol, ...]
     # Every (library, version) pair in .gnu.version_r, the same set auditwheel judges.
     version_needs: tuple[tuple[str, str], ...]
@@ -90,7 +91,9 @@ def _read(elf: ELFFile) -> ElfInfo:
     dynsym: SymbolTableSection | None = None
     versym: GNUVerSymSection | None = None
     verneed: GNUVerNeedSection | None = None
+    sections: list[str] = []
     for section in elf.iter_sections():
+        sections.append(section.name)
         if isinstance(section, DynamicSection):
             for tag in section.iter_tags():
                 if tag.entry.d_tag == "DT_NEEDED":
@@ -134,6 +137,7 @@ def _read(elf: ELFFile) -> ElfInfo:
         arch=_ARCHES.get((machine, bits, None)) or _ARCHES.get((machine, bits, elf.little_endian)),
         soname=soname,
         needed=tuple(needed),
+        sections=tuple(sections),
         symbols=tuple(symbols),
         version_needs=tuple((library, version) for _, library, version in needs),
         exec_stack=exec_stack,
