@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 ELF_MAGIC = b"\x7fELF"
 
 # (e_machine, ELF class, little endian or None for either) -> wheel platform arch name.
-_ARCHES: dict[tuple[str, int, bool | None], str] = {
+ARCHES: dict[tuple[str, int, bool | None], str] = {
     ("EM_X86_64", 64, None): "x86_64",
     ("EM_386", 32, None): "i686",
     ("EM_AARCH64", 64, None): "aarch64",
@@ -134,7 +134,7 @@ def _read(elf: ELFFile) -> ElfInfo:
     machine, bits = str(elf["e_machine"]), elf.elfclass
     return ElfInfo(
         machine=machine,
-        arch=_ARCHES.get((machine, bits, None)) or _ARCHES.get((machine, bits, elf.little_endian)),
+        arch=ARCHES.get((machine, bits, None)) or ARCHES.get((machine, bits, elf.little_endian)),
         soname=soname,
         needed=tuple(needed),
         sections=tuple(sections),
