@@ -320,8 +320,9 @@ def _needed_libs(
             continue
         if forbidden is None and (libs.provided_by(lib) is not None or lib in provided):
             continue
-        message, fix = f"{lib} must not be needed by a kernel wheel", forbidden
-        if forbidden is None:
+        if forbidden is not None:
+            message, fix = f"{lib} must not be needed by a kernel wheel", forbidden
+        else:
             message = (
                 f"{lib} is not a {base} system library, not a torch/CUDA library, "
                 f"and the wheel does not ship it"
