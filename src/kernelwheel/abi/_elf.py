@@ -1,9 +1,6 @@
-"""Thin ELF helpers: what the ABI rules need from one shared object, read with pyelftools.
-
-The dynamic section (DT_NEEDED, DT_SONAME), the dynamic symbol table with each symbol's GNU
-version (``.gnu.version`` indexes into ``.gnu.version_r``), and the PT_GNU_STACK segment.
-pyelftools is imported on the first read. Policy logic lives elsewhere.
-"""
+"""Thin ELF helpers, read with pyelftools (imported on the first read): DT_NEEDED, DT_SONAME,
+the dynamic symbols with their GNU versions (``.gnu.version`` into ``.gnu.version_r``) and
+PT_GNU_STACK; the C++ demangler. Policy logic lives elsewhere."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Which GPU runtime a shared object was built for, read from its ELF headers alone.
-
-A CUDA build carries device code (``.nv_fatbin``) or needs a CUDA library (libcudart,
-libc10_cuda...), a ROCm build its HIP counterparts; a CPU build neither. The libraries and
-sections that tell them apart are data (``data/abi_policy.toml``, ``[gpu-runtime.*]``).
-"""
+"""Which GPU runtime a shared object was built for, from its ELF headers alone: device code
+(``.nv_fatbin``) or a CUDA/ROCm library needed; the libraries and sections that tell the
+runtimes apart are data (``data/abi_policy.toml``, ``[gpu-runtime.*]``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Remedies that keep a .so built with a new toolchain within its manylinux policy.
-
-A new distribution's headers make a kernel import symbols only new glibc/libstdc++ export
-(docs/portability.md). The data is ``data/abi_remedies.toml``: a forced-include header
-(:mod:`kernelwheel.abi.symver`) and hidden local definitions in ``data/kernelwheel_compat.cpp``
-(:data:`REMEDIES`); :func:`remedy_flags` gives the flags and source every extension gets.
-"""
+"""Remedies that keep a .so built with a new toolchain within its manylinux policy, where a new
+distribution's headers import symbols only new glibc/libstdc++ export (docs/portability.md):
+``data/abi_remedies.toml``, a forced-include header and the compat source's hidden definitions."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Repair a ``linux_<arch>`` kernel wheel to manylinux with auditwheel, never grafting torch or
-CUDA libraries, and prove the result with kernelwheel's own checker.
-
-Check; refuse early what no repair can fix; ``python -m auditwheel repair`` (its CLI is the
-stable interface) with ``--exclude`` for every torch/CUDA soname of ``data/abi_policy.toml``;
-check again; move into place with one atomic rename. A wheel of another arch than the host's
-needs ``--plat auto`` and is retagged to the requested policy (docs/aarch64.md).
-"""
+"""Repair a ``linux_<arch>`` kernel wheel to manylinux with ``python -m auditwheel repair`` (its
+CLI is the stable interface), never grafting torch or CUDA libraries (``--exclude``), checked by
+kernelwheel's own checker before and after; another arch's wheel is retagged (docs/aarch64.md)."""
 
 from __future__ import annotations
 

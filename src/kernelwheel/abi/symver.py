@@ -1,10 +1,6 @@
-"""The forced-include header that keeps a build's libc/libm imports within a manylinux policy.
-
-glibc keeps old versions of a function it re-versions (``log2@GLIBC_2.2.5`` beside
-``log2@@GLIBC_2.29``); the header binds each to the newest version the policy allows with
-``.symver``, read from the target libraries' own version tables, and undoes glibc >= 2.38's C23
-redirections (docs/portability.md). Pure apart from :func:`read_version_table`.
-"""
+"""The forced-include header that keeps a build's libc/libm imports within a manylinux policy:
+each re-versioned function bound with ``.symver`` to the newest version the policy allows, read
+from the target libraries' own version tables; glibc >= 2.38's C23 redirections undone."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Reading wheels back: the dist-info folder, METADATA, and the whole wheel with RECORD verified.
-
-One reader for every stage that looks inside a wheel (Hub export, index, lock files, repair).
-"""
+"""Reading wheels back: the dist-info folder, METADATA, and the whole wheel with RECORD verified;
+one reader for every stage that looks inside a wheel (Hub export, index, lock files, repair)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Reproducible wheel writing (PEP 427 / PEP 491 layout, core metadata 2.4).
-
-Entries are sorted, timestamps come from SOURCE_DATE_EPOCH (or a fixed 1980 default) and
-permissions are normalised, so the same inputs give byte-identical wheels. The file appears in
-the output folder only once complete (written beside it, then renamed).
-"""
+"""Reproducible, atomic wheel writing (PEP 427 / PEP 491, core metadata 2.4): sorted entries,
+SOURCE_DATE_EPOCH times (else 1980) and normalised modes give byte-identical wheels; the file
+appears in the output folder only once complete."""
 
 from __future__ import annotations
 
