@@ -39,20 +39,15 @@ def read_linkage(path: Path) -> GpuLinkage:
         info = read_elf(path)
     except (struct.error, ValueError, OSError) as exc:  # NotElfError is a ValueError
         raise NotElfError(f"{path}: not a readable ELF object ({exc})") from None
-    return linkage_of(info.needed, info.sections)
-
-
-def linkage_of(needed: tuple[str, ...], sections: tuple[str, ...]) -> GpuLinkage:
-    """The linkage shown by DT_NEEDED libraries ``needed`` and section names ``sections``."""
     evidence: list[tuple[str, str]] = []
     major: int | None = None
     for runtime, rule in load_kernel_libraries().gpu_runtimes.items():
-        for soname in needed:
+        for soname in info.needed:
             if not rule.needs(soname):
                 continue
             evidence.append((runtime, f"needs {soname}"))
             if rule.cuda_runtime is not None and fnmatch.fnmatchcase(soname, rule.cuda_runtime):
                 first = soname.removeprefix(rule.cuda_runtime.rstrip("*")).split(".")[0]
                 major = int(first) if first.isdigit() else major
-        evidence += [(runtime, f"has section {s}") for s in sections if s in rule.sections]
+        evidence += [(runtime, f"has section {s}") for s in info.sections if s in rule.sections]
     return GpuLinkage(tuple(evidence), major)
