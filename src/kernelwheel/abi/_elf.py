@@ -1,16 +1,27 @@
-"""Thin ELF helpers, read with pyelftools (imported on the first read): DT_NEEDED, DT_SONAME,
-the dynamic symbols with their GNU versions (``.gnu.version`` into ``.gnu.version_r``) and
-PT_GNU_STACK; the C++ demangler. Policy logic lives elsewhere."""
+"""Thin ELF helpers: what the ABI rules need from one shared object.
+
+Reads the dynamic section (DT_NEEDED, DT_SONAME), the dynamic symbol table with each symbol's
+GNU version (``.gnu.version`` indexes into ``.gnu.version_r``), and the PT_GNU_STACK segment.
+Policy logic lives elsewhere.
+
+The common case (a well-formed ELF32/ELF64 object of a known machine) is read directly with
+:mod:`struct`; anything else (extended section numbering, unknown machines, Solaris objects,
+truncated or odd tables) goes to pyelftools, which is then imported, and whose reading is the
+reference the fast path is tested against. The fast path is ~20x quicker and spares the ~40 ms
+import of pyelftools, per process.
+"""
 
 from __future__ import annotations
 
 import ctypes
 import functools
 import io
+import mmap
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 if TYPE_CHECKING:
     from elftools.elf.elffile import ELFFile
@@ -52,7 +63,6 @@ class ElfInfo:
     arch: str | None  # wheel platform arch name, None if unknown
     soname: str | None
     needed: tuple[str, ...]
-    sections: tuple[str, ...]  # every section's name, in file order
     symbols: tuple[ElfSymbol, ...]
     # Every (library, version) pair in .gnu.version_r, the same set auditwheel judges.
     version_needs: tuple[tuple[str, str], ...]
@@ -66,15 +76,158 @@ def is_elf(head: bytes) -> bool:
 def read_elf(path: str | os.PathLike[str], data: bytes | None = None) -> ElfInfo:
     """Read what the ABI rules need, from ``data`` when given (``path`` then only names it).
     Raises NotElfError for a file that is not ELF."""
+    p = Path(path)
+    if data is not None:
+        try:
+            return _read_fast(data)
+        except _Unusual:
+            return _read_reference(p, io.BytesIO(data))
+    with p.open("rb") as f:
+        try:
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                return _read_fast(mapped)
+        except (_Unusual, ValueError, OSError):  # ValueError: an empty file cannot be mapped
+            f.seek(0)
+            return _read_reference(p, f)
+
+
+def _read_reference(p: Path, stream: BinaryIO) -> ElfInfo:
+    """pyelftools' reading: the fallback for what the fast path does not handle."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
 
-    p = Path(path)
-    with io.BytesIO(data) if data is not None else p.open("rb") as stream:
-        try:
-            return _read(ELFFile(stream))
-        except ELFError as exc:
-            raise NotElfError(f"{p}: not a readable ELF file ({exc})") from exc
+    try:
+        return _read(ELFFile(stream))
+    except ELFError as exc:
+        raise NotElfError(f"{p}: not a readable ELF file ({exc})") from exc
+
+
+class _Unusual(Exception):
+    """Something the fast reader leaves to pyelftools (which reads it or says why not)."""
+
+
+_MACHINES = {
+    62: "EM_X86_64",
+    3: "EM_386",
+    183: "EM_AARCH64",
+    21: "EM_PPC64",
+    22: "EM_S390",
+    40: "EM_ARM",
+    243: "EM_RISCV",
+    258: "EM_LOONGARCH",
+}
+_ELFOSABI_SOLARIS = 6
+_SHT_STRTAB, _SHT_DYNAMIC, _SHT_DYNSYM = 3, 6, 11
+_SHT_GNU_VERNEED, _SHT_GNU_VERSYM = 0x6FFFFFFE, 0x6FFFFFFF
+_PT_GNU_STACK = 0x6474E551
+_PF_X = 1
+_DT_NULL, _DT_NEEDED, _DT_SONAME = 0, 1, 14
+_STB_LOCAL = 0
+_VERSYM_RESERVED = (0, 1, 0xFF00, 0xFF01)  # VER_NDX_LOCAL/GLOBAL/LORESERVE/ELIMINATE: no version
+
+
+def _read_fast(data: bytes | mmap.mmap) -> ElfInfo:
+    """The same reading as :func:`_read` on pyelftools, for well-formed objects; raises
+    _Unusual for anything else."""
+    try:
+        return _parse(data)
+    except (struct.error, IndexError, ValueError, ZeroDivisionError):
+        raise _Unusual from None
+
+
+def _parse(data: bytes | mmap.mmap) -> ElfInfo:
+    if len(data) < 52 or data[:4] != ELF_MAGIC or data[4] not in (1, 2) or data[5] not in (1, 2):
+        raise _Unusual
+    if data[7] == _ELFOSABI_SOLARIS:
+        raise _Unusual
+    is64, e = data[4] == 2, "<" if data[5] == 1 else ">"
+    header = e + ("HHIQQQIHHHHHH" if is64 else "HHIIIIIHHHHHH")
+    (_, e_machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = (
+        struct.unpack_from(header, data, 16)
+    )
+    machine = _MACHINES.get(e_machine)
+    if machine is None or shoff == 0 or shnum == 0 or phnum >= 0xFFFF:
+        raise _Unusual
+    # (sh_type, sh_offset, sh_size, sh_link, sh_info, sh_entsize) of each section
+    sh = struct.Struct(e + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII"))
+    sections = [
+        (t, off, size, link, info, ent)
+        for _, t, _, _, off, size, link, info, _, ent in (
+            sh.unpack_from(data, shoff + i * shentsize) for i in range(shnum)
+        )
+    ]
+
+    def string(table: int, offset: int) -> str:
+        t, base, size, *_ = sections[table]
+        if t != _SHT_STRTAB or offset >= size or base + size > len(data):
+            raise _Unusual
+        start = base + offset
+        end = data.find(b"\0", start)
+        raw = data[start : end if end >= 0 else len(data)]
+        return raw.decode("utf-8", errors="replace") if raw else ""
+
+    needed: list[str] = []
+    soname: str | None = None
+    dyn = struct.Struct(e + ("qQ" if is64 else "iI"))
+    for _, pos, _, link, _, _ in (s for s in sections if s[0] == _SHT_DYNAMIC):
+        while True:
+            tag, value = dyn.unpack_from(data, pos)
+            pos += dyn.size
+            if tag == _DT_NEEDED:
+                needed.append(string(link, value))
+            elif tag == _DT_SONAME:
+                soname = string(link, value)
+            elif tag == _DT_NULL:
+                break
+    last = {section[0]: section for section in sections}  # the last of each type, as _read keeps
+    dynsym, versym, verneed = (
+        last.get(t) for t in (_SHT_DYNSYM, _SHT_GNU_VERSYM, _SHT_GNU_VERNEED)
+    )
+
+    needs: list[tuple[int, str, str]] = []
+    if verneed is not None:
+        _, offset, _, link, count, _ = verneed
+        for _ in range(count):
+            _, cnt, file_, aux, next_ = struct.unpack_from(e + "HHIII", data, offset)
+            if cnt <= 0:
+                raise _Unusual
+            need_file = string(link, file_)
+            aux_offset = offset + aux
+            for _ in range(cnt):
+                _, _, other, name, aux_next = struct.unpack_from(e + "IHHII", data, aux_offset)
+                needs.append((other, need_file, string(link, name)))
+                aux_offset += aux_next
+            offset += next_
+
+    symbols: list[tuple[str, bool, int | None]] = []
+    if dynsym is not None:
+        _, offset, size, link, _, entsize = dynsym
+        sym = struct.Struct(e + ("IBBHQQ" if is64 else "IIIBBH"))
+        for index in range(1, size // entsize):
+            fields = sym.unpack_from(data, offset + index * entsize)
+            if is64:
+                name_off, st_info, _, shndx, _, _ = fields
+            else:
+                name_off, _, _, st_info, _, shndx = fields
+            name = string(link, name_off)
+            if not name or st_info >> 4 == _STB_LOCAL:
+                continue
+            defined = shndx != 0
+            ndx = None
+            if versym is not None and not defined:
+                (ndx,) = struct.unpack_from(e + "H", data, versym[1] + index * versym[5])
+            symbols.append((name, defined, None if ndx in _VERSYM_RESERVED else ndx))
+
+    exec_stack = True  # without PT_GNU_STACK the loader assumes an executable stack
+    for i in range(phnum):
+        at = phoff + i * phentsize
+        p_type, p_flags = struct.unpack_from(e + ("II" if is64 else "I20xI"), data, at)
+        if p_type == _PT_GNU_STACK:
+            exec_stack = bool(p_flags & _PF_X)
+            break
+
+    bits, little = 64 if is64 else 32, data[5] == 1
+    return _info(machine, bits, little, soname, needed, needs, symbols, exec_stack)
 
 
 def _read(elf: ELFFile) -> ElfInfo:
@@ -88,9 +241,7 @@ def _read(elf: ELFFile) -> ElfInfo:
     dynsym: SymbolTableSection | None = None
     versym: GNUVerSymSection | None = None
     verneed: GNUVerNeedSection | None = None
-    sections: list[str] = []
     for section in elf.iter_sections():
-        sections.append(section.name)
         if isinstance(section, DynamicSection):
             for tag in section.iter_tags():
                 if tag.entry.d_tag == "DT_NEEDED":
@@ -104,23 +255,19 @@ def _read(elf: ELFFile) -> ElfInfo:
         elif isinstance(section, GNUVerNeedSection):
             verneed = section
 
-    # .gnu.version_r as (vna_other, library, version name)
     needs: list[tuple[int, str, str]] = []
     if verneed is not None:
         for need, auxes in verneed.iter_versions():
             needs += [(int(aux["vna_other"]), str(need.name), str(aux.name)) for aux in auxes]
-    versions = {other: (version, library) for other, library, version in needs}
 
-    symbols: list[ElfSymbol] = []
+    symbols: list[tuple[str, bool, int | None]] = []
     if dynsym is not None:
         for index, sym in enumerate(dynsym.iter_symbols()):
             if index == 0 or not sym.name or sym["st_info"]["bind"] == "STB_LOCAL":
                 continue
             defined = sym["st_shndx"] != "SHN_UNDEF"
             ndx = versym.get_symbol(index)["ndx"] if versym is not None and not defined else None
-            # a reserved index (VER_NDX_LOCAL/GLOBAL) reads as a name: no version
-            found = versions.get(ndx & 0x7FFF) if isinstance(ndx, int) else None
-            symbols.append(ElfSymbol(str(sym.name), defined, *(found or (None, None))))
+            symbols.append((str(sym.name), defined, ndx if isinstance(ndx, int) else None))
 
     exec_stack = True  # without PT_GNU_STACK the loader assumes an executable stack
     for segment in elf.iter_segments():
@@ -128,14 +275,34 @@ def _read(elf: ELFFile) -> ElfInfo:
             exec_stack = bool(segment["p_flags"] & P_FLAGS.PF_X)
             break
 
-    machine, bits = str(elf["e_machine"]), elf.elfclass
+    machine, bits, little = str(elf["e_machine"]), elf.elfclass, elf.little_endian
+    return _info(machine, bits, little, soname, needed, needs, symbols, exec_stack)
+
+
+def _info(
+    machine: str,
+    bits: int,
+    little_endian: bool,
+    soname: str | None,
+    needed: list[str],
+    needs: list[tuple[int, str, str]],
+    symbols: list[tuple[str, bool, int | None]],
+    exec_stack: bool,
+) -> ElfInfo:
+    """What both readers found, as an ElfInfo: ``needs`` is .gnu.version_r as (vna_other,
+    library, version name), ``symbols`` each (name, defined, .gnu.version index or None)."""
+    versions = {other: (version, library) for other, library, version in needs}
     return ElfInfo(
         machine=machine,
-        arch=ARCHES.get((machine, bits, None)) or ARCHES.get((machine, bits, elf.little_endian)),
+        arch=ARCHES.get((machine, bits, None)) or ARCHES.get((machine, bits, little_endian)),
         soname=soname,
         needed=tuple(needed),
-        sections=tuple(sections),
-        symbols=tuple(symbols),
+        symbols=tuple(
+            ElfSymbol(name, defined, *versions.get(ndx & 0x7FFF, (None, None)))
+            if ndx is not None
+            else ElfSymbol(name, defined, None, None)
+            for name, defined, ndx in symbols
+        ),
         version_needs=tuple((library, version) for _, library, version in needs),
         exec_stack=exec_stack,
     )

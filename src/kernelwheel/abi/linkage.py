@@ -1,6 +1,11 @@
-"""Which GPU runtime a shared object was built for, from its ELF headers alone: device code
-(``.nv_fatbin``) or a CUDA/ROCm library needed; the libraries and sections that tell the
-runtimes apart are data (``data/abi_policy.toml``, ``[gpu-runtime.*]``)."""
+"""Which GPU runtime a shared object was built for, read from its ELF headers alone.
+
+A CUDA build carries device code (``.nv_fatbin``) or needs a CUDA library (libcudart,
+libc10_cuda...), a ROCm build its HIP counterparts; a CPU build neither. The libraries and
+sections that tell them apart are data (``data/abi_policy.toml``, ``[gpu-runtime.*]``). Only the
+section and dynamic tables are read, through a file opened here: memory stays small whatever
+the size of the object.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._elf import NotElfError, read_elf
+from ._elf import ELF_MAGIC, NotElfError
 from .policy import load_kernel_libraries
 
 __all__ = ["GpuLinkage", "NotElfError", "read_linkage"]
@@ -35,19 +40,42 @@ class GpuLinkage:
 def read_linkage(path: Path) -> GpuLinkage:
     """The GPU linkage of the ELF object at ``path`` (a regular file the caller checked).
     Raises NotElfError for anything that is not a readable ELF object."""
-    try:
-        info = read_elf(path)
-    except (struct.error, ValueError, OSError) as exc:  # NotElfError is a ValueError
-        raise NotElfError(f"{path}: not a readable ELF object ({exc})") from None
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+
+    with path.open("rb") as f:
+        if f.read(4) != ELF_MAGIC:
+            raise NotElfError(f"{path}: not an ELF object")
+        f.seek(0)
+        try:
+            elf = ELFFile(f)
+            sections: list[str] = []
+            needed: list[str] = []
+            for section in elf.iter_sections():
+                sections.append(section.name)
+                if isinstance(section, DynamicSection):
+                    needed += [
+                        str(getattr(tag, "needed"))  # noqa: B009 - set dynamically
+                        for tag in section.iter_tags()
+                        if tag.entry.d_tag == "DT_NEEDED"
+                    ]
+        except (ELFError, struct.error, ValueError, OSError) as exc:
+            raise NotElfError(f"{path}: not a readable ELF object ({exc})") from None
+    return linkage_of(tuple(needed), tuple(sections))
+
+
+def linkage_of(needed: tuple[str, ...], sections: tuple[str, ...]) -> GpuLinkage:
+    """The linkage shown by DT_NEEDED libraries ``needed`` and section names ``sections``."""
     evidence: list[tuple[str, str]] = []
     major: int | None = None
     for runtime, rule in load_kernel_libraries().gpu_runtimes.items():
-        for soname in info.needed:
+        for soname in needed:
             if not rule.needs(soname):
                 continue
             evidence.append((runtime, f"needs {soname}"))
             if rule.cuda_runtime is not None and fnmatch.fnmatchcase(soname, rule.cuda_runtime):
                 first = soname.removeprefix(rule.cuda_runtime.rstrip("*")).split(".")[0]
                 major = int(first) if first.isdigit() else major
-        evidence += [(runtime, f"has section {s}") for s in info.sections if s in rule.sections]
+        evidence += [(runtime, f"has section {s}") for s in sections if s in rule.sections]
     return GpuLinkage(tuple(evidence), major)
