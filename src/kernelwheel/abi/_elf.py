@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 ELF_MAGIC = b"\x7fELF"
 
 # (e_machine, ELF class, little endian or None for either) -> wheel platform arch name.
-_ARCHES: dict[tuple[str, int, bool | None], str] = {
+ARCHES: dict[tuple[str, int, bool | None], str] = {
     ("EM_X86_64", 64, None): "x86_64",
     ("EM_386", 32, None): "i686",
     ("EM_AARCH64", 64, None): "aarch64",
@@ -294,7 +294,7 @@ def _info(
     versions = {other: (version, library) for other, library, version in needs}
     return ElfInfo(
         machine=machine,
-        arch=_ARCHES.get((machine, bits, None)) or _ARCHES.get((machine, bits, little_endian)),
+        arch=ARCHES.get((machine, bits, None)) or ARCHES.get((machine, bits, little_endian)),
         soname=soname,
         needed=tuple(needed),
         symbols=tuple(

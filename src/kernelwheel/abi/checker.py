@@ -320,17 +320,18 @@ def _needed_libs(
             continue
         if forbidden is None and (libs.provided_by(lib) is not None or lib in provided):
             continue
-        message, fix = (
-            (f"{lib} must not be needed by a kernel wheel", forbidden)
-            if forbidden is not None
-            else (
+        if forbidden is not None:
+            message, fix = f"{lib} must not be needed by a kernel wheel", forbidden
+        else:
+            message = (
                 f"{lib} is not a {base} system library, not a torch/CUDA library, "
-                f"and the wheel does not ship it",
+                f"and the wheel does not ship it"
+            )
+            fix = (
                 "repair the wheel (auditwheel grafts it into <pkg>.libs/), link it statically, "
                 "or drop the dependency; if torch or CUDA provides it, add its soname pattern "
-                "to [provided] in kernelwheel's data/abi_policy.toml",
+                "to [provided] in kernelwheel's data/abi_policy.toml"
             )
-        )
         out.append(Violation(Rule.NEEDED_LIBS, name, lib, None, message, fix))
     return out
 

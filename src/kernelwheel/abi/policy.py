@@ -18,21 +18,12 @@ from typing import Any
 
 from .._toml import Located, read_toml
 from ..errors import LocatedError, UsageError
+from ._elf import ARCHES
 
 DEFAULT_POLICY = "manylinux_2_28"
 
 # Longest first, so "ppc64le" is not read as "ppc64" + "le".
-KNOWN_ARCHES = (
-    "loongarch64",
-    "x86_64",
-    "aarch64",
-    "ppc64le",
-    "riscv64",
-    "armv7l",
-    "s390x",
-    "ppc64",
-    "i686",
-)
+KNOWN_ARCHES = tuple(sorted(set(ARCHES.values()), key=len, reverse=True))
 
 
 class AbiDataError(LocatedError, UsageError):
@@ -142,23 +133,20 @@ def load_policy(name: str = DEFAULT_POLICY, arch: str = "x86_64") -> ManylinuxPo
             f"policy {name!r} is for {name_arch}, but the object is {arch}",
             hint=f"pass the policy without an arch suffix, e.g. {base!r}",
         )
-    for p in _manylinux_json():
-        if p["name"] != base:
-            continue
-        versions = p["symbol_versions"].get(arch)
-        if versions is None:
-            raise UsageError(
-                f"auditwheel's policy {base} has no symbol-version caps for {arch}",
-                hint=f"{base} covers {', '.join(sorted(p['symbol_versions']))}",
-            )
-        return ManylinuxPolicy(
-            name=base,
-            arch=arch,
-            priority=int(p["priority"]),
-            symbol_versions={str(k): frozenset(str(x) for x in v) for k, v in versions.items()},
-            whitelist=frozenset(str(x) for x in p["lib_whitelist"]),
+    p = next(p for p in _manylinux_json() if p["name"] == base)  # normalize_policy found it
+    versions = p["symbol_versions"].get(arch)
+    if versions is None:
+        raise UsageError(
+            f"auditwheel's policy {base} has no symbol-version caps for {arch}",
+            hint=f"{base} covers {', '.join(sorted(p['symbol_versions']))}",
         )
-    raise AssertionError(base)  # pragma: no cover - normalize_policy found it
+    return ManylinuxPolicy(
+        name=base,
+        arch=arch,
+        priority=int(p["priority"]),
+        symbol_versions={str(k): frozenset(str(x) for x in v) for k, v in versions.items()},
+        whitelist=frozenset(str(x) for x in p["lib_whitelist"]),
+    )
 
 
 def parse_platform_tag(tag: str) -> tuple[str | None, str | None]:

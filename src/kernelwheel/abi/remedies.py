@@ -1,10 +1,6 @@
-"""Remedies that keep a .so built with a new toolchain within its manylinux policy.
-
-A new distribution's headers make a kernel import symbols only new glibc/libstdc++ export
-(docs/portability.md). The data is ``data/abi_remedies.toml``: a forced-include header
-(:mod:`kernelwheel.abi.symver`) and hidden local definitions in ``data/kernelwheel_compat.cpp``
-(:data:`REMEDIES`); :func:`remedy_flags` gives the flags and source every extension gets.
-"""
+"""Remedies that keep a .so built with a new toolchain within its manylinux policy, where a new
+distribution's headers import symbols only new glibc/libstdc++ export (docs/portability.md):
+``data/abi_remedies.toml``, a forced-include header and the compat source's hidden definitions."""
 
 from __future__ import annotations
 
@@ -22,7 +18,6 @@ from .symver import ForcedHeader, SymverRules, VersionTable, forced_header
 SINGLE_THREADED_VARIABLE = "kernelwheel_libc_single_threaded"
 
 COMPAT_SOURCE = "kernelwheel_compat.cpp"
-REMEDY_DATA = "abi_remedies.toml"
 
 # dlsym renamed to the hidden wrapper in data/kernelwheel_compat.cpp (remedy dlsym-glibc-2-34).
 DLSYM_DEFINE = "dlsym=kernelwheel_dlsym"
@@ -50,8 +45,6 @@ class RemedyData:
     remedies: tuple[Remedy, ...]
     rules: SymverRules
     libraries: tuple[str, ...]  # the target libraries the header is made from
-    c23_origin: str
-    c23_why_safe: str
 
 
 def _data_path(name: str) -> Path:
@@ -87,7 +80,7 @@ def _remedy(entry: Located) -> Remedy:
 @functools.cache
 def load_remedy_data() -> RemedyData:
     """Read and validate ``data/abi_remedies.toml``."""
-    source = _data_path(REMEDY_DATA)
+    source = _data_path("abi_remedies.toml")
     doc = Located(read_toml(source, error=AbiDataError), file=source, error=AbiDataError)
     doc.check_keys(("symver", "c23-strtol", "remedy"))
     symver = doc.required_table("symver", "add the [symver] table")
@@ -100,13 +93,11 @@ def load_remedy_data() -> RemedyData:
         c23_macros=c23.string_list("macros") or (),
         c23_markers=c23.string_list("markers") or (),
     )
-    return RemedyData(
-        remedies=tuple(_remedy(e) for e in doc.table_array("remedy") or ()),
-        rules=rules,
-        libraries=symver.string_list("libraries") or (),
-        c23_origin=c23.required_string("origin", "say what redirects"),
-        c23_why_safe=c23.required_string("why-safe", "say why undoing it is safe"),
-    )
+    remedies = tuple(_remedy(e) for e in doc.table_array("remedy") or ())
+    libraries = symver.string_list("libraries") or ()
+    c23.required_string("origin", "say what redirects")  # read by people, checked here
+    c23.required_string("why-safe", "say why undoing it is safe")
+    return RemedyData(remedies, rules, libraries)
 
 
 REMEDIES: tuple[Remedy, ...] = load_remedy_data().remedies

@@ -1,11 +1,6 @@
-"""Repair a ``linux_<arch>`` kernel wheel to manylinux with auditwheel, never grafting torch or
-CUDA libraries, and prove the result with kernelwheel's own checker.
-
-Check; refuse early what no repair can fix; ``python -m auditwheel repair`` (its CLI is the
-stable interface) with ``--exclude`` for every torch/CUDA soname of ``data/abi_policy.toml``;
-check again; move into place with one atomic rename. A wheel of another arch than the host's
-needs ``--plat auto`` and is retagged to the requested policy (docs/aarch64.md).
-"""
+"""Repair a ``linux_<arch>`` kernel wheel to manylinux with ``python -m auditwheel repair`` (its
+CLI is the stable interface), never grafting torch or CUDA libraries (``--exclude``), checked by
+kernelwheel's own checker before and after; another arch's wheel is retagged (docs/aarch64.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +8,6 @@ import os
 import re
 import sys
 import sysconfig
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +15,6 @@ from .._util import RUNNER, Runner, atomic_copy, publish, staging_dir
 from ..errors import AbiError, UsageError, WheelError
 from ..model.variant import machine_arch
 from ..wheels.writer import retag_wheel, source_date_epoch
-from ._elf import is_elf
 from .checker import check_wheel, read_wheel_tags
 from .policy import DEFAULT_POLICY, load_kernel_libraries, load_policy, normalize_policy
 from .report import Rule, WheelReport
@@ -75,18 +68,6 @@ def _run_auditwheel(
 
 def _tail(log: str, lines: int = 6) -> str:
     return "\n".join("    " + line for line in log.strip().splitlines()[-lines:])
-
-
-def _elf_members(path: Path) -> set[str]:
-    with zipfile.ZipFile(path) as zf:
-        out = set()
-        for info in zf.infolist():
-            if info.is_dir() or info.file_size < 4:
-                continue
-            with zf.open(info) as f:
-                if is_elf(f.read(4)):
-                    out.add(info.filename)
-        return out
 
 
 def _keep_as_is(
@@ -176,7 +157,8 @@ def repair_wheel(
             repaired = retag_wheel(repaired, target.tag, work)
 
         after = check_wheel(repaired, policy=base)
-        grafted = tuple(sorted(_elf_members(repaired) - _elf_members(wheel)))
+        # The ELF files auditwheel added: the checker reports on every ELF file of a wheel.
+        grafted = tuple(sorted({o.file for o in after.objects} - {o.file for o in before.objects}))
         for member in grafted:
             name = Path(member).name
             match = _GRAFTED_NAME.match(name)

@@ -98,7 +98,7 @@ class SoReport:
             "ok": self.ok,
             "rules": {r.value: self.status(r) for r in Rule if r.per_object},
             "needed": list(self.needed),
-            "requires": {prefix: version for prefix, version in self.requires},
+            "requires": dict(self.requires),
             "violations": [v.to_dict() for v in self.violations],
             "torch_floor": self.torch_floor.to_dict() if self.torch_floor else None,
         }

@@ -1,7 +1,6 @@
 """The torch floor a stable-ABI shared object really needs: the newest first release, in
 ``data/torch_shim_versions.tsv``, of the libtorch shim functions it imports (docs/stable-abi.md,
-"The torch floor, measured"). Pure: the table is package data, objects are read with ``abi/_elf``.
-"""
+"The torch floor, measured")."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The GPU architectures a shared object carries code for: its CUDA fatbins' entry headers.
-
-nvcc embeds device code in the ELF section ``.nv_fatbin``: one or more fatbin containers
-(magic ``0xBA55ED50``, a 16-byte header whose last field is the size of the entries), each entry
-a header (kind: 1 = PTX, 2 = cubin; the SM number at byte 28) followed by its payload, which
-may be compressed; the headers never are. Only headers are read, so this is cheap for any size.
-"""
+"""The GPU architectures a shared object carries code for, from the entry headers of the fatbin
+containers in its ``.nv_fatbin`` section (payloads may be compressed, headers never are): only
+headers are read, so this is cheap for any size."""
 
 from __future__ import annotations
 

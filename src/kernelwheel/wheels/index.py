@@ -1,12 +1,6 @@
-"""A static PEP 503 "simple" index of a wheelhouse, one per backend flavour plus one of all.
-
-PyPI refuses local versions (``+torch2.14.cu130.cxx11``), so, like PyTorch's per-CUDA index URLs,
-each flavour gets its own index (``<flavour>/``), and each torch series and flavour one that holds
-only the closest kind of each release (``torch<X.Y>/<flavour>/``); every wheel is stored once under
-``files/`` with its PEP 658 metadata. docs/install.md describes the layout and the choices. Every
-wheel passes the record rule first; the index is built in a staging folder and owns only the
-entries its manifest lists (:mod:`kernelwheel.wheels.site`).
-"""
+"""A static PEP 503 index of a wheelhouse (docs/install.md): PyPI refuses local versions, so each
+flavour gets its own index, as PyTorch's per-CUDA URLs, and each torch series and flavour one of
+the closest kind of each release; every wheel passes the record rule first."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Reading wheels back: the dist-info folder, METADATA, and the whole wheel with RECORD verified.
-
-One reader for every stage that looks inside a wheel (Hub export, index, lock files, repair).
-"""
+"""Reading wheels back: the dist-info folder, METADATA, and the whole wheel with RECORD verified;
+one reader for every stage that looks inside a wheel (Hub export, index, lock files, repair)."""
 
 from __future__ import annotations
 
@@ -14,7 +12,6 @@ from email.message import Message
 from email.parser import Parser
 from email.policy import compat32
 from pathlib import Path
-from typing import Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -299,12 +296,7 @@ _STARTUP_MODULES = ("sitecustomize", "usercustomize")  # run by `site` at every 
 _LIBS = ".libs"  # auditwheel's folder of grafted libraries, <package>.libs/
 
 
-class _Members(Protocol):
-    def namelist(self) -> list[str]: ...
-    def read(self, name: str) -> bytes: ...
-
-
-def wheel_rule_problems(filename: str, wheel: _Members) -> list[IntegrityProblem]:
+def wheel_rule_problems(filename: str, wheel: zipfile.ZipFile) -> list[IntegrityProblem]:
     """The wheel rule: a kernel wheel installs its own package and nothing else, and its
     METADATA and torch requirement agree with its file name (docs/hardening.md, issue 38,
     family 1). Empty when it holds."""
@@ -333,7 +325,7 @@ def _wheel_problem(subject: str, cause: str, fix: str) -> IntegrityProblem:
 
 
 def _own_names(
-    dist: str, info: str, wheel: _Members
+    dist: str, info: str, wheel: zipfile.ZipFile
 ) -> tuple[frozenset[str], list[IntegrityProblem]]:
     """The wheel's own top-level names, normalised: its distribution's, and top_level.txt's
     where that file declares others (to-wheel --name: dist ``relu-kernel``, package ``relu``)

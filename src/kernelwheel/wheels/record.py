@@ -1,8 +1,5 @@
-"""RECORD, the wheel's manifest (PEP 376/427): one CSV row per file, ``path,sha256=…,size``.
-
-Written and read with :mod:`csv`, as pip does, so a file name holding a comma or a quote is one
-field and cannot spoof another entry.
-"""
+"""RECORD, the wheel's manifest (PEP 376/427), written and read with :mod:`csv` as pip does, so
+a file name holding a comma or a quote is one field and cannot spoof another entry."""
 
 from __future__ import annotations
 

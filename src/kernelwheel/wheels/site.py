@@ -1,7 +1,6 @@
 """An output folder shared with its owner: ``kernelwheel index`` owns only the top-level entries
 its manifest lists, each replaced by rename, so a reader never sees a half-written one and an
-interrupted run leaves nothing unowned (docs/hardening.md, "kernelwheel index and the user's
-files")."""
+interrupted run leaves nothing unowned (docs/hardening.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Wheel variants (PEP 825): the CUDA builds of a kernel as variant wheels an installer picks,
-each with its ``*.dist-info/variant.json``, and the index's ``<name>-<version>-variants.json``
-(docs/install.md, "Wheel variants", explains each property); variantlib writes both JSON files.
-pip sees no wheel at all, never a wrong one."""
+"""Wheel variants (PEP 825): a kernel's CUDA builds as variant wheels with their
+``variant.json`` and the index's ``<name>-<version>-variants.json``, both written by variantlib
+(docs/install.md, "Wheel variants"); pip sees no wheel at all, never a wrong one."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Reproducible wheel writing (PEP 427 / PEP 491 layout, core metadata 2.4).
-
-Entries are sorted, timestamps come from SOURCE_DATE_EPOCH (or a fixed 1980 default) and
-permissions are normalised, so the same inputs give byte-identical wheels. The file appears in
-the output folder only once complete (written beside it, then renamed).
-"""
+"""Reproducible, atomic wheel writing (PEP 427 / PEP 491, core metadata 2.4): sorted entries,
+SOURCE_DATE_EPOCH times (else 1980) and normalised modes give byte-identical wheels; the file
+appears in the output folder only once complete."""
 
 from __future__ import annotations
 
@@ -223,31 +220,22 @@ _WINDOW = 4096  # bytes per sampled window
 _WINDOWS = 16  # windows spread evenly over a member: 64 KiB sampled at most
 
 
-def _windows(size: int) -> list[tuple[int, int]]:
-    """The (offset, length) windows sampled of a member of ``size`` bytes."""
-    if size <= _WINDOW * _WINDOWS:
-        return [(0, size)]
-    step = (size - _WINDOW) // (_WINDOWS - 1)
-    return [(i * step, _WINDOW) for i in range(_WINDOWS)]
-
-
-def _sample(data: Member) -> tuple[int, bytes]:
-    """A member's size and its sampled windows (a file's read at their offsets, not whole)."""
-    with io.BytesIO(data) if isinstance(data, bytes) else data.open("rb") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        parts = []
-        for at, n in _windows(size):
-            fh.seek(at)
-            parts.append(fh.read(n))
-    return size, b"".join(parts)
-
-
 def _compressible(data: Member) -> bool:
     """Whether deflate pays: compressed CUDA fatbins barely shrink and cost seconds to deflate.
     Decided on a sample of evenly spread windows (so a fatbin section in the middle of an object
     counts in proportion to its size), deterministically, so the same bytes are always stored the
     same way. The sample costs about a millisecond whatever the member's size."""
-    size, sample = _sample(data)
+    with io.BytesIO(data) if isinstance(data, bytes) else data.open("rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        windows = [(0, size)]
+        if size > _WINDOW * _WINDOWS:
+            step = (size - _WINDOW) // (_WINDOWS - 1)
+            windows = [(i * step, _WINDOW) for i in range(_WINDOWS)]
+        parts = []
+        for at, n in windows:
+            fh.seek(at)
+            parts.append(fh.read(n))
+    sample = b"".join(parts)
     return size < _WINDOW or len(zlib.compress(sample, 1)) < 0.9 * len(sample)
 
 
@@ -329,6 +317,13 @@ def _copied_info(info: zipfile.ZipInfo, arcname: str) -> zipfile.ZipInfo:
     return out
 
 
+def _dist_info_member(zin: zipfile.ZipFile, leaf: str, wheel: Path) -> str:
+    found = next((n for n in zin.namelist() if re.fullmatch(rf"[^/]+\.dist-info/{leaf}", n)), None)
+    if found is None:
+        raise WheelError(f"{wheel.name}: no .dist-info/{leaf}", hint="rebuild the wheel")
+    return found
+
+
 def rewrite_wheel(
     source: Path,
     target: Path,
@@ -343,18 +338,14 @@ def rewrite_wheel(
     one way a finished wheel is changed; :func:`write_wheel` is the one way one is made."""
     replace, add = dict(replace or {}), dict(add or {})
     with zipfile.ZipFile(source) as zin:
-        names = zin.namelist()
-        record_file = next((n for n in names if re.fullmatch(r"[^/]+\.dist-info/RECORD", n)), None)
-        if record_file is None:
-            raise WheelError(f"{source.name}: no .dist-info/RECORD", hint="rebuild the wheel")
+        record_file = _dist_info_member(zin, "RECORD", source)
         old_dist = record_file.split("/")[0]
         new_dist = dist_info or old_dist
 
         def renamed(name: str) -> str:
             return new_dist + name[len(old_dist) :] if name.startswith(old_dist + "/") else name
 
-        listed = parse_record(zin.read(record_file), where=source.name)
-        kept = {path: (digest, size) for path, digest, size in listed}
+        kept = {row[0]: row[1:] for row in parse_record(zin.read(record_file), where=source.name)}
         rows: list[tuple[str, str, str]] = []
         new_record = renamed(record_file)
         with staged_file(target) as tmp, zipfile.ZipFile(tmp, "w") as zout:
@@ -391,14 +382,10 @@ def retag_wheel(wheel: Path, platform_tag: str, dest_dir: Path) -> Path:
     ``Tag:`` lines of ``*.dist-info/WHEEL``) is exactly ``platform_tag``; every other member
     kept as it is (auditwheel names a repaired wheel by every policy it meets; abi/repair
     keeps the one asked for)."""
-    stem = wheel.name[: -len(".whl")]
-    prefix, py, abi, _ = stem.rsplit("-", 3)
+    prefix, py, abi, _ = wheel.name[: -len(".whl")].rsplit("-", 3)
     target = dest_dir / f"{prefix}-{py}-{abi}-{platform_tag}.whl"
     with zipfile.ZipFile(wheel) as zin:
-        names = zin.namelist()
-        wheel_file = next((n for n in names if re.fullmatch(r"[^/]+\.dist-info/WHEEL", n)), None)
-        if wheel_file is None:
-            raise WheelError(f"{wheel.name}: no .dist-info/WHEEL", hint="rebuild the wheel")
+        wheel_file = _dist_info_member(zin, "WHEEL", wheel)
         text = zin.read(wheel_file).decode("utf-8")
     lines: list[str] = []
     seen: set[str] = set()
