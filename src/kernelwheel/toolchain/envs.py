@@ -34,9 +34,8 @@ READY_MARKER = ".kernelwheel-ready"
 
 @contextmanager
 def _whole_or_nothing(root: Path) -> Iterator[None]:
-    """``root`` made from nothing in the block: one there before (half-made by a killed run, or
-    damaged) is removed first, and however the block fails (an error, an interrupt), nothing of
-    it is left."""
+    """``root`` made from nothing in the block (one there before, half-made or damaged, removed);
+    however the block fails (an error, an interrupt), nothing of it is left."""
     if root.exists():
         shutil.rmtree(root)
     try:
@@ -99,9 +98,8 @@ def env_spec_for(recipe: VariantRecipe, sources: PipSources) -> EnvSpec:
     """The environment of ``recipe``, fetched from ``sources``; the recipe's own index (e.g.
     PyTorch's CPU wheels) is its one extra index unless the options name an index or forbid one."""
     assert recipe.torch_requirement is not None
-    packages: tuple[str, ...] = ()
-    if recipe.cuda is not None and recipe.cuda.source == "pypi":
-        packages = recipe.cuda.requirements()
+    cuda = recipe.cuda
+    packages = cuda.requirements() if cuda is not None and cuda.source == "pypi" else ()
     own_index = recipe.index_url and not sources.index_url and not sources.no_index
     extra = (recipe.index_url,) if own_index and recipe.index_url else ()
     return EnvSpec(recipe.torch_requirement, packages, replace(sources, extra_index_urls=extra))
@@ -179,7 +177,8 @@ class PipStep:
 
 
 def toolchain_step(packages: Sequence[str]) -> PipStep:
-    """The pinned CUDA toolchain packages of a recipe (recipes/cuda.toml), installed alone."""
+    """The pinned CUDA toolchain packages of a recipe (recipes/cuda.toml), installed alone: the
+    set is closed under its dependencies and pinned with hashes (hash-checking mode if any)."""
     return PipStep(
         what="install the pinned CUDA toolchain",
         hint="the recipe's pins or hashes do not match what the index serves: check "
@@ -199,7 +198,7 @@ def make_env(
 ) -> Path:
     """The one way a build environment is made, for every build kind: ``base``'s venv at
     ``root``, then ``steps`` from ``sources``; its python. The caller holds the lock and writes
-    the ready marker; however it fails (a pip step, an interrupt), nothing is left in the cache."""
+    the ready marker."""
     with _whole_or_nothing(root):
         runner.checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
         py = root / "bin" / "python"
@@ -222,14 +221,12 @@ def make_env(
 
 
 def env_root(spec: EnvSpec, cache_dir: Path) -> Path:
-    """Where the environment of ``spec`` for this Python's X.Y lives in ``cache_dir``."""
-    py_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    py_version = "{}.{}".format(*sys.version_info)
     return cache_dir / "envs" / f"py{py_version}-{spec.digest(py_version)}"
 
 
 def env_ready(spec: EnvSpec, cache_dir: Path) -> bool:
-    """Whether the environment of ``spec`` is made and cached: a build takes it as it is,
-    fetching nothing (:func:`provision` checks it is whole when it takes it)."""
+    """Whether the environment of ``spec`` is made (:func:`provision` checks it is whole)."""
     return (env_root(spec, cache_dir) / READY_MARKER).is_file()
 
 
@@ -266,10 +263,7 @@ def provision(
 
         torch = spec.torch_requirement
         steps = [PipStep((torch, *BUILD_TOOLS), f"install {torch}", explain=explain)]
-        if spec.packages:
-            # The toolchain set is closed under its dependencies and pinned with hashes, so it
-            # installs on its own, in hash-checking mode when the recipe has hashes.
-            steps.append(toolchain_step(spec.packages))
+        steps += [toolchain_step(spec.packages)] if spec.packages else []
         py = make_env(root, Path(sys.executable), spec.sources, steps, log, runner)
         info = probe(py, runner=runner)
         _write_marker(root / READY_MARKER, info)
@@ -354,11 +348,12 @@ _MANIFEST_DIRS = ("torch/include/", "torch/lib/", "torch/share/cmake/", "nvidia/
 
 def _recorded(record: Path) -> list[tuple[str, int | None]]:
     """The rows of a RECORD under the manifest's folders: path and size (None: unrecorded)."""
-    rows: list[tuple[str, int | None]] = []
-    for row in csv.reader(record.read_text(errors="replace").splitlines()):
-        if len(row) >= 3 and row[0].startswith(_MANIFEST_DIRS):
-            rows.append((row[0], int(row[2]) if row[2].isdigit() else None))
-    return rows
+    rows = csv.reader(record.read_text(errors="replace").splitlines())
+    return [
+        (row[0], int(row[2]) if row[2].isdigit() else None)
+        for row in rows
+        if len(row) >= 3 and row[0].startswith(_MANIFEST_DIRS)
+    ]
 
 
 def _manifest(purelib: Path) -> dict[str, int]:
@@ -373,12 +368,11 @@ def _manifest(purelib: Path) -> dict[str, int]:
 
 
 def _counts(purelib: Path) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for rel in _MANIFEST_DIRS:
-        folder = purelib / rel
-        if folder.is_dir():
-            counts[rel.rstrip("/")] = sum(len(files) for _, _, files in os.walk(folder))
-    return counts
+    return {
+        rel.rstrip("/"): sum(len(files) for _, _, files in os.walk(purelib / rel))
+        for rel in _MANIFEST_DIRS
+        if (purelib / rel).is_dir()
+    }
 
 
 def _damage(marker: Path, info: EnvInfo) -> str | None:
@@ -415,10 +409,10 @@ def _write_marker(path: Path, info: EnvInfo) -> None:
         for k, v in asdict(info).items()
         if k not in ("notes", "reused")
     }
-    data["installed"] = _manifest(info.purelib)
-    # The file counts an older kernelwheel checks instead: one sharing this cache finds its
-    # promise there, and neither rewrites the marker nor (a build adding nothing) remakes it.
-    data["manifest"] = _counts(info.purelib)
+    # "manifest": the file counts an older kernelwheel checks instead: one sharing this cache
+    # finds its promise there, and neither rewrites the marker nor (a build adding nothing)
+    # remakes it.
+    data.update(installed=_manifest(info.purelib), manifest=_counts(info.purelib))
     # Written last, atomically: the environment is complete.
     atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
@@ -490,8 +484,7 @@ def refuse_unsupported(
 ) -> None:
     """Refuse, before compiling, capabilities not among the nvcc's ``supported`` ones (``9.9``,
     ``99.9f``); ``where`` names the list's file, ``hint_key`` the key to edit."""
-    unknown = unsupported(capabilities, supported)
-    if unknown:
+    if unknown := unsupported(capabilities, supported):
         raise ToolchainError(
             f"{where}: CUDA {toolkit.version}'s nvcc ({toolkit.home / 'bin' / 'nvcc'}) cannot "
             f"compile for {', '.join(repr(str(c)) for c in unknown)}; it supports "
@@ -538,12 +531,11 @@ def installed_toolkits(cuda: str, system_paths: Sequence[Path] = ()) -> list[tup
     """Where a CUDA ``cuda`` toolkit may be installed here, in the order tried, each with its
     origin (the one search of builds and of preflight)."""
     found: list[tuple[str, Path]] = []
-    if os.environ.get("CUDA_HOME"):
-        found.append(("CUDA_HOME", Path(os.environ["CUDA_HOME"])))
+    if home := os.environ.get("CUDA_HOME"):
+        found.append(("CUDA_HOME", Path(home)))
     found += [("recipe system-paths", Path(p)) for p in system_paths]
     found += [("system", Path(f"/usr/local/cuda-{cuda}")), ("system", Path("/usr/local/cuda"))]
-    nvcc = shutil.which("nvcc")
-    if nvcc:
+    if nvcc := shutil.which("nvcc"):
         found.append(("PATH", Path(nvcc).resolve().parent.parent))
     return found
 
