@@ -1,7 +1,5 @@
-"""From a :class:`~kernelwheel.model.variant.Variant` (and a wheel name's, ``variant_of_wheel``)
-to the facts the compatibility rules compare: :mod:`.rules` is embedded into generated guards,
-so it is standard-library only and the bridge lives here.
-"""
+"""From a :class:`~kernelwheel.model.variant.Variant` to the facts the rules compare: :mod:`.rules`
+is embedded into generated guards, so it is standard-library only and the bridge lives here."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The NVIDIA GPUs of this machine: their compute capabilities, read once.
-
-A default CUDA build compiles for the GPUs present, as ``torch.utils.cpp_extension`` does: from
-``nvidia-smi`` (no torch import), else the ``--python`` interpreter's torch; :class:`Gpus` says
-why none was found. ``CUDA_VISIBLE_DEVICES`` is read as CUDA reads it (docs/building.md); where
-nvidia-smi's PCI order and CUDA's may disagree, torch is asked, else every GPU's capability is
-kept (compiling for more GPUs is slower, never wrong).
-"""
+"""The compute capabilities of this machine's NVIDIA GPUs, that a default CUDA build targets as
+torch's cpp_extension does: nvidia-smi, else the ``--python`` torch; ``CUDA_VISIBLE_DEVICES`` read
+as CUDA reads it (docs/building.md), every GPU kept where orders may disagree (never wrong)."""
 
 from __future__ import annotations
 

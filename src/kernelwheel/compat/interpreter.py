@@ -1,12 +1,6 @@
-"""Facts about a Python interpreter, read by running it once.
-
-One script serves both callers: the build (``toolchain.envs.probe``: a build environment or
-``--python``) and ``kernelwheel install`` (``install.probe``: the interpreter to install into).
-The torch facts come from :func:`kernelwheel.compat.rules.torch_facts`, the very function every
-wheel's import guard runs, so the build, the installer and the guard read torch the same way. The
-wheel tags come from ``packaging.tags.sys_tags()`` run by the interpreter itself (its own
-``packaging`` if it has one, else kernelwheel's), which is how pip computes them.
-"""
+"""Facts about a Python interpreter, read by running it once, for the build (``toolchain.envs``) and
+``kernelwheel install``: torch read by ``compat.rules.torch_facts``, the very function every wheel's
+guard runs, and wheel tags by ``packaging.tags.sys_tags()`` in it, as pip computes them."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""An interpreter's probe report, kept between runs while nothing it depends on has changed.
-
-Probing imports torch: 1.5-2 CPU-seconds, paid by every build with ``--python`` (a build
-environment keeps its report in its ready-marker instead). The record is reused only if the
-files the report came from are as they were: the interpreter, every folder on its ``sys.path``
-(installing, removing or upgrading a package changes its folder), its ``pyvenv.cfg``, and
-torch's own folder, ``version.py`` and ``_C`` extension. "As they were" is the same device,
-inode, size, mtime and ctime. The key holds what else shapes the report: the interpreter path
-as given, the working folder (``sys.path[0]`` of ``python -c``), the ``PYTHON*`` variables
-that move ``sys.path``, the driver variables the torch facts read (``KERNELWHEEL_CUDA_DRIVER``:
-compat.rules.DRIVER_VARIABLES) and the probe script itself.
-"""
+"""An interpreter's probe report (1.5-2 CPU-seconds importing torch), kept while the files it came
+from keep their device, inode, size, mtime and ctime; keyed by what else shapes it: the path, the
+working folder, the ``PYTHON*`` and driver variables and the probe script."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""What the target environment holds of a distribution, and whether it is a given wheel's build.
-
-pip decides by version alone, so ``kernelwheel install`` compares files: the installed RECORD
-(checked against the bytes on disk) with the wheel's, over the build's own files; what differs
-by installer and not by build is left out (docs/install.md, "A rebuild of the installed
-version").
-"""
+"""What the target holds of a distribution, and whether it is a given wheel's build: pip decides by
+version alone, so install compares the build's own files, the installed RECORD checked against the
+disk (docs/install.md, "A rebuild of the installed version")."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The pip command that installs the chosen builds, pinned, without touching torch
-(docs/install.md, "Selection", step 6, and "A rebuild of the installed version").
-
-Each build is a direct reference with its hash, so pip can neither choose another build nor
-accept other bytes; ``torch==<installed>`` is already satisfied, so a dependency that needs
-another torch fails instead of replacing it. A forced run (a build of the installed version)
-gets ``--no-deps`` and no torch pin: it reinstalls every requirement it names.
-"""
+"""The pip command that installs the chosen builds as direct references with their hashes, with
+``torch==<installed>`` so a dependency needing another torch fails instead of replacing it; a forced
+run gets ``--no-deps`` and no torch pin (docs/install.md, "Selection", step 6)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The interpreter to install into, as ``kernelwheel install`` needs it: its torch (which must
-import and be pip-visible; or none installed at all, where only tvm-ffi builds fit), Python and
-wheel tags. The run itself is :func:`kernelwheel.compat.interpreter.run`, shared with the build's
-environment probe.
-"""
+"""The interpreter to install into, as ``kernelwheel install`` needs it: its torch (importable and
+pip-visible, or none at all: then only tvm-ffi builds fit), Python and wheel tags."""
 
 from __future__ import annotations
 

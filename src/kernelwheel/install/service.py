@@ -1,11 +1,6 @@
-"""``kernelwheel install`` as a service: probe, list, select, compare, then pinned pip runs
-(docs/install.md, "Selection").
-
-Nothing is installed unless every requested package has a fitting build, and every build is
-read back from the target afterwards: one that is not there is an error, never reported as
-installed. The library returns an :class:`InstallResult` (or raises :class:`NoMatch`, which
-carries the same facts) and never prints: the CLI renders both.
-"""
+"""``kernelwheel install``: probe, list, select, compare, then pinned pip runs, and every build read
+back from the target (docs/install.md, "Selection"). Nothing is installed unless every package has a
+fitting build; returns an :class:`InstallResult` or raises :class:`NoMatch`, never prints."""
 
 from __future__ import annotations
 

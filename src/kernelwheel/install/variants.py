@@ -1,7 +1,5 @@
-"""``kernelwheel variants``: every build a source offers, as ``kernelwheel install`` judges it
-(docs/variants.md). The verdicts are :func:`.select.select`'s, the very call ``install`` makes:
-nothing is decided here. Builds with no wheel name to judge (a Hub folder whose name is no
-variant) come in as ``unjudged`` rejections with their own reason."""
+"""``kernelwheel variants``: every build a source offers, judged by :func:`.select.select`, the very
+call ``install`` makes (docs/variants.md); builds with no wheel name come as ``unjudged``."""
 
 from __future__ import annotations
 

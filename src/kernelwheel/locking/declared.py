@@ -1,7 +1,6 @@
-"""The kernels a project declares in its ``pyproject.toml``: ``[tool.kernels.dependencies]``
-(the table Hugging Face's ``kernels`` reads) and ``[tool.kernelwheel.dependencies]`` (the same
-values, or a table naming a local git clone); a repo in both must say the same in both
-(docs/lockfile.md, "Declaring kernels")."""
+"""The kernels a ``pyproject.toml`` declares in ``[tool.kernels.dependencies]`` (Hugging Face's
+``kernels`` reads it) and ``[tool.kernelwheel.dependencies]`` (or a local clone); a repo in both
+must say the same (docs/lockfile.md, "Declaring kernels")."""
 
 from __future__ import annotations
 

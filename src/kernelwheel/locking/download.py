@@ -1,10 +1,6 @@
-"""``kernelwheel download``: the locked kernels as wheels in a wheelhouse, verified by hash
-(docs/lockfile.md, "kernelwheel download").
-
-Every file is checked against the lock as it is read, before it is used, then every wheel's
-name and sha256. All is made in a staging folder inside the wheelhouse and moved in only when
-every wheel of every kernel is verified: on any mismatch the wheelhouse gets nothing.
-"""
+"""``kernelwheel download``: the locked kernels as wheels in a wheelhouse (docs/lockfile.md). Every
+file is checked against the lock as it is read, then every wheel; all is made in a staging folder
+and moved in only when every wheel is verified."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""``kernelwheel.lock``: the model, its TOML form and its reader (docs/lockfile.md).
-
-The writer is the only way the file is made: kernels sorted by repo id, variants by name, files
-by path, keys in a fixed order, one value a line. The same lock gives the same bytes, so a
-re-run with nothing new leaves the file untouched and a real change shows as a small diff.
-"""
+"""``kernelwheel.lock``: the model, its TOML form and its reader (docs/lockfile.md). The writer
+sorts everything and writes one value a line: the same lock gives the same bytes, so a re-run leaves
+the file untouched and a real change is a small diff."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""A hashed ``requirements.txt`` (pip's ``--require-hashes``) and a PEP 751 ``pylock.toml``:
-what lets an installer trust a wheelhouse by hash alone (docs/lockfile.md).
-
-``==1.1.2`` matches every local version, so pip still picks the variant whose torch requirement
-the installed torch satisfies. pylock.toml holds one version per package (markers cannot tell
-torch builds apart): :func:`pylock_toml` writes it for one build per distribution, else says why.
-"""
+"""A hashed ``requirements.txt`` and a PEP 751 ``pylock.toml`` of a wheelhouse (docs/lockfile.md):
+``==1.1.2`` matches every local version, so pip still picks the build for the installed torch;
+pylock.toml holds one version per package, so it is written only for one build per package."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""``kernelwheel lock``: resolve each declared kernel to a commit and record what it becomes
-(docs/lockfile.md, "kernelwheel lock").
-
-Every variant at that commit is converted with :func:`kernelwheel.hub.towheel.to_wheels`,
-recording the sha256 of each file as it is read and of the wheel: wheels are reproducible, so
-``download`` can demand the same bytes later. An unchanged kernel is carried over without
-downloading anything.
-"""
+"""``kernelwheel lock``: each declared kernel resolved to a commit and converted, recording the
+sha256 of every file read and of the wheel (wheels are reproducible, so ``download`` can demand the
+same bytes); an unchanged kernel is carried over (docs/lockfile.md)."""
 
 from __future__ import annotations
 

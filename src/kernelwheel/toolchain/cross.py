@@ -1,8 +1,6 @@
-"""Cross builds for another CPU arch (aarch64 on x86_64, docs/aarch64.md): torch's build logic
-runs in a host-arch environment against the target's torch (and CUDA) wheels unpacked into a
-sysroot, with the ``<triple>-g++`` cross compiler. :func:`plan_for` refuses what is missing before
-any variant builds; :meth:`CrossPlan.prepare` gives the :class:`CrossBuild` that extends the
-compile spec and environment."""
+"""Cross builds for another CPU arch (docs/aarch64.md): torch's build logic runs in a host-arch
+environment against the target's torch (and CUDA) wheels unpacked into a sysroot, compiled with
+``<triple>-g++``; :func:`plan_for` refuses what is missing before any variant builds."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Header dependencies: the C++ headers a kernel's ``depends = [...]`` asks for, on the include
-path of the variants that compile it (docs/dependencies.md). :func:`plan_headers` decides where
-each comes from, refusing what cannot be provided, when the request is made;
-:func:`provide_headers` gives a local checkout as it is, or a PyPI wheel's header folders."""
+"""The C++ headers a kernel's ``depends`` asks for (docs/dependencies.md): :func:`plan_headers`
+decides where each comes from when the request is made, :func:`provide_headers` gives a local
+checkout or a PyPI wheel's header folders."""
 
 from __future__ import annotations
 

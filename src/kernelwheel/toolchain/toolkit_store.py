@@ -1,8 +1,6 @@
-"""One CUDA toolkit folder per set of toolchain packages, shared by the environments that
-install it: each environment's toolkit lies at its own path, and those paths reach the
-preprocessed text (line markers), so the compiler cache could never give one torch's variant the
-object another compiled from a source that includes no torch header. The toolkit is hard-linked
-once into ``<store>/<name>-<key>``, the key naming the distributions that installed it."""
+"""One CUDA toolkit folder per set of toolchain packages, hard-linked once into
+``<store>/<name>-<key>``: the toolkit's path reaches the preprocessed text, so one path per
+environment would keep the compiler cache from sharing torch-free objects between torch variants."""
 
 from __future__ import annotations
 
