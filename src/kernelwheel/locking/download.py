@@ -39,6 +39,11 @@ _RELOCK = "run 'kernelwheel lock' and review the diff of kernelwheel.lock"
 _REFRESH = "run 'kernelwheel lock --refresh' and review the diff of kernelwheel.lock"
 
 
+def _unwritten(message: str) -> HubError:
+    """An integrity failure, before anything reached the wheelhouse."""
+    return HubError(message, hint=f"nothing was written; {_REFRESH}")
+
+
 @dataclass(frozen=True)
 class DownloadRequest:
     project_dir: Path
@@ -153,10 +158,9 @@ class _Verifier:
     def __call__(self, file: RepoFile, sha256: str) -> None:
         expected = self.expected.get(file.variant, {}).get(file.inner)
         if expected is None:
-            raise HubError(
+            raise _unwritten(
                 f"{self.kernel.repo} at commit {self.kernel.commit}: {file.path} would be "
-                f"packaged, but {self.lock_path} records no hash for it (actual sha256 {sha256})",
-                hint=f"nothing was written; {_REFRESH}",
+                f"packaged, but {self.lock_path} records no hash for it (actual sha256 {sha256})"
             )
         if sha256 != expected:
             raise HubError(
@@ -172,10 +176,9 @@ class _Verifier:
 
     def check_complete(self, variant: str) -> None:
         if missing := sorted(set(self.expected[variant]) - self.seen[variant]):
-            raise HubError(
+            raise _unwritten(
                 f"{self.kernel.repo} {variant}: {self.lock_path} records "
-                f"{', '.join(missing)}, but the conversion did not package it",
-                hint=f"nothing was written; {_REFRESH}",
+                f"{', '.join(missing)}, but the conversion did not package it"
             )
 
 
@@ -227,18 +230,15 @@ def _materialise(
     made = {c.variant: c.wheel for c in result.converted}
     wheels = []
     for variant in variants:
-        wheel = made.get(variant.name)
-        if wheel is None:
-            raise HubError(
-                f"{kernel.repo} {variant.name}: no wheel was made for this locked variant",
-                hint=f"nothing was written; {_REFRESH}",
+        if (wheel := made.get(variant.name)) is None:
+            raise _unwritten(
+                f"{kernel.repo} {variant.name}: no wheel was made for this locked variant"
             )
         verifier.check_complete(variant.name)
         if wheel.name != variant.wheel:
-            raise HubError(
+            raise _unwritten(
                 f"{kernel.repo} {variant.name}: the wheel is {wheel.name}, but {lock_path} "
-                f"records {variant.wheel}",
-                hint=f"nothing was written; {_REFRESH}",
+                f"records {variant.wheel}"
             )
         actual = sha256_file(wheel)
         if actual != variant.wheel_sha256:
@@ -259,8 +259,7 @@ def download(
     runner: Runner = RUNNER,
     abi_check: AbiCheck | None = default_abi_check,
 ) -> DownloadResult:
-    """Materialise the selected locked variants as verified wheels in ``req.wheelhouse`` (a
-    local clone's git run through ``runner``)."""
+    """The selected locked variants as verified wheels in ``req.wheelhouse``."""
     reporter = reporter or SilentReporter()
     lock_path = req.project_dir / LOCK_NAME
     lock = LockFile.load(lock_path)
@@ -345,10 +344,8 @@ def _torch_hint(passed: Sequence[tuple[LockedVariant, str]], torch: compat.Torch
 
 
 def _check_outputs(req: DownloadRequest, wheels: Sequence[str] = ()) -> None:
-    """The wheelhouse's requirements.txt and pylock.toml are replaced only where kernelwheel
-    wrote them (they begin as its own do) or with --force: a file of the user's there is a
-    UsageError naming it, before anything is converted or written. A folder where a wheel
-    goes is one too (the wheels before it would have been moved in, and nothing after)."""
+    """Refuse, before anything is written, a user's requirements.txt or pylock.toml (without
+    --force) or a folder where a wheel goes (the wheels before it would be moved in, none after)."""
     for name in wheels:
         if (path := req.wheelhouse / name).is_dir() and not path.is_symlink():
             raise UsageError(
