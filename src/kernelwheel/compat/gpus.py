@@ -57,9 +57,8 @@ def query_gpus(
     visible: str | None = None,
     order: str | None = None,
 ) -> Gpus:
-    """This machine's GPUs that ``visible`` (``CUDA_VISIBLE_DEVICES``; None: unset) leaves
-    visible under ``order`` (``CUDA_DEVICE_ORDER``): nvidia-smi, else (given) ``python``'s CUDA
-    torch, which reads both variables itself."""
+    """The GPUs ``visible`` (``CUDA_VISIBLE_DEVICES``; None: unset) leaves under ``order``:
+    nvidia-smi's, else ``python``'s CUDA torch's (it reads both variables itself)."""
     try:
         smi = ["nvidia-smi", "--query-gpu=uuid,compute_cap", "--format=csv,noheader"]
         rows = _rows(_ask(runner, smi, timeout))

@@ -60,9 +60,8 @@ os._exit(0)
 
 
 class ProbeFailed(Exception):
-    """The interpreter could not be started (``started`` False), or printed no facts; ``str()``
-    says why. ``crashed``: it was killed by a signal or gave no answer in time (a torch import
-    that crashes or hangs), rather than ending without running the probe (not Python 3)."""
+    """The interpreter did not start (``started`` False) or printed no facts; ``crashed``: killed by
+    a signal or no answer in time (a torch import that crashes or hangs), not "no Python 3"."""
 
     def __init__(self, reason: str, *, started: bool, crashed: bool = False) -> None:
         super().__init__(reason)
@@ -93,10 +92,9 @@ class Interpreter:
 
 
 def locate(raw: str, base: Path) -> Path:
-    """The interpreter a ``--python`` value names, as pip and uv read it: a bare name
-    (``python3``, ``python3.12``) is looked up on PATH; anything with a path separator (or a
-    leading ``~``) is a path, relative to ``base``. :class:`UsageError` when a name is not on
-    PATH."""
+    """The interpreter a ``--python`` value names, as pip and uv read it: a bare name is looked up
+    on PATH (:class:`UsageError` if absent); one with a path separator or ``~`` is a path from
+    ``base``."""
     if raw.startswith("~") or any(sep and sep in raw for sep in (os.sep, os.altsep)):
         path = Path(raw).expanduser()
         return path if path.is_absolute() else base / path
@@ -125,9 +123,8 @@ def run(python: Path, *, timeout: float = 300, runner: Runner = RUNNER) -> Inter
 
 
 def checked_driver_setting() -> tuple[int, int] | None:
-    """The CUDA driver version a driver variable (``compat.rules.DRIVER_VARIABLES``) states, None
-    when unset or ``none``; a value that is no version is a :class:`UsageError` naming the
-    variable, the value and the accepted form, before any interpreter reads it."""
+    """The CUDA driver version a driver variable states (None: unset or ``none``); a value that is
+    no version is a :class:`UsageError`, before any interpreter reads it."""
     try:
         setting = compat.driver_setting()
     except compat.DriverSettingError as exc:
@@ -138,8 +135,7 @@ def checked_driver_setting() -> tuple[int, int] | None:
 
 
 def report(python: Path, *, timeout: float = 300, runner: Runner = RUNNER) -> dict[str, Any]:
-    """The probe's raw report (what :func:`parse` reads; kept by ``probe_cache``). A driver
-    variable that is no version is a :class:`UsageError` before the interpreter runs."""
+    """The probe's raw report, what :func:`parse` reads and ``probe_cache`` keeps."""
     checked_driver_setting()
     packaging_home = str(Path(packaging.__file__).resolve().parents[1])
     try:

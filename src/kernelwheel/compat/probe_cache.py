@@ -30,9 +30,8 @@ _PATH_VARIABLES = (
 def run_cached(
     python: Path, cache_dir: Path, runner: Runner = RUNNER, *, timeout: float | None = None
 ) -> tuple[interpreter.Interpreter, bool]:
-    """:func:`interpreter.run`, answered from ``cache_dir`` when the record there still holds
-    (True: it was). Only a report with a working torch is kept (a failure is reported fresh
-    each time). ``timeout``: the probe's bound in seconds (None: the probe's default)."""
+    """:func:`interpreter.run`, answered from ``cache_dir`` while the record holds (True: it was);
+    only a report with a working torch is kept, so a failure is reported fresh each time."""
     interpreter.checked_driver_setting()  # a value that is no version: refused, cached or not
     record = _record(python, cache_dir)
     data = _valid(record, python)
@@ -49,9 +48,8 @@ def run_cached(
 
 @contextmanager
 def kept_across(python: Path, cache_dir: Path) -> Iterator[None]:
-    """A change kernelwheel makes in ``python``'s folders that leaves its report as it was (a
-    dev build's ``.pth``, which adds only the dev build's own folder to ``sys.path``): a record
-    valid before it is stamped again after it, so the next run does not import torch again."""
+    """Around a change kernelwheel makes that leaves the report as it was (a dev build's ``.pth``):
+    a record valid before is stamped again after, so the next run does not import torch."""
     record = _record(python, cache_dir)
     data = _valid(record, python)
     yield
@@ -80,9 +78,8 @@ def _key(python: Path) -> str:
 
 
 def _valid(record: Path, python: Path) -> dict[str, Any] | None:
-    """The record's report when it is whole, well-typed, its own (its digest matches: a report
-    edited after it was written is a lie) and its files are as they were; None otherwise,
-    whatever the file holds (the caller probes again)."""
+    """The record's report when whole, well-typed, its own (a report edited after it was written is
+    a lie) and its files are as they were; else None (the caller probes again)."""
     try:
         saved = json.loads(record.read_text())
     except (OSError, ValueError):
@@ -142,9 +139,8 @@ def _well_typed(data: dict[str, Any]) -> bool:
 
 
 def _torch_version_holds(data: dict[str, Any]) -> bool:
-    """The report's torch version against torch's ``version.py`` (one of the watched files):
-    an independent read, so a record that names another torch than the one installed is not
-    believed even when its stamps still match."""
+    """The report's torch version against torch's ``version.py``: an independent read, so a record
+    naming another torch is not believed even when its stamps still match."""
     for path in data["torch_files"]:
         if os.path.basename(path) != "version.py":
             continue

@@ -191,8 +191,7 @@ def _hint(target: Target) -> str:
 
 
 def target_python(given: str | None = None) -> Path:
-    """The interpreter to install into: ``--python`` as given (a path, or a name looked up on
-    PATH, as pip and uv read it), else the active virtual environment's python, else
+    """``--python`` as pip and uv read it, else the active virtual environment's python, else
     ``python3`` on PATH."""
     if given:
         try:
@@ -294,9 +293,8 @@ def _read_back(pick: Pick, found: Installed | None, target: Target) -> None:
 
 
 def _pick(sel: Selection, downloads: Path) -> Pick:
-    """The chosen build, checked before pip sees it: its bytes against the link's hash, and the
-    record rule (pip installs files that do not match RECORD without a word). The pin carries
-    the sha256 of the bytes checked, so pip can install no other file."""
+    """The chosen build, checked before pip sees it (pip installs files that do not match RECORD
+    without a word); the pin carries the sha256 of the bytes checked."""
     assert sel.chosen is not None
     candidate = sel.chosen.candidate
     path = fetch(candidate, downloads)

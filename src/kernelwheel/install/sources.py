@@ -73,9 +73,8 @@ def _check_url(url: str, option: str) -> None:
 def _read_page(
     url: str, option: str, *, missing_ok: bool, skipped: list[str] | None = None
 ) -> tuple[str, str] | None:
-    """The URL the page at ``url`` was read from after redirects (its relative links resolve
-    against it, as pip's do) and its text; None when missing and ``missing_ok`` (an HTTP answer
-    other than 404 noted in ``skipped``)."""
+    """The page's URL after redirects (its relative links resolve against it, as pip's do) and its
+    text; None when missing and ``missing_ok`` (HTTP answers but 404 noted in ``skipped``)."""
     if url.startswith("file:"):
         path = Path(unquote(urlparse(url).path))
         if path.is_dir():
@@ -100,9 +99,8 @@ def _read_page(
 
 
 def _keeps_login(old: str, new: str) -> bool:
-    """Whether a redirect from ``old`` to ``new`` keeps the login (pip's rule): the same host
-    and port, and no step down from https to http (the password would cross the network in
-    clear); a page moved to a CDN is not sent the index's password."""
+    """Whether a redirect from ``old`` to ``new`` keeps the login (pip's rule): the same host and
+    port, no step down to http; a page moved to a CDN is not sent the index's password."""
     before, after = urlsplit(old), urlsplit(new)
     same_host = before.netloc.rpartition("@")[2] == after.netloc.rpartition("@")[2]
     return same_host and after.scheme in (before.scheme, "https")
@@ -136,9 +134,8 @@ def _open(url: str, accept: str | None = None) -> HTTPResponse:
 
 
 def _same_login(final: str, asked: str) -> str:
-    """``final`` (where ``asked`` led, or a link of its page) with ``asked``'s login where it is
-    on the same host and has none of its own: the wheels it links are downloaded (by this
-    module, and by pip from the pin) with it."""
+    """``final`` (where ``asked`` led, or a link of its page) with ``asked``'s login where on the
+    same host and without its own: the wheels it links are downloaded with it."""
     login, _, host = urlsplit(asked).netloc.rpartition("@")
     parts = urlsplit(final)
     if not login or "@" in parts.netloc or not _keeps_login(asked, final):
@@ -200,9 +197,8 @@ def _url_error(exc: OSError | ValueError, subject: str, verb: str, http_hint: st
 
 
 def _links(url: str, text: str) -> Iterator[tuple[str, dict[str, str | None]]]:
-    """Every link of the page ``text`` read from ``url``, absolute, with its attributes; an
-    absolute link to the page's own host gets its login, as pip reuses it per host (GitLab's and
-    Artifactory's pages link their files so)."""
+    """Every link of the page ``text`` read from ``url``, absolute, with its attributes; one to the
+    page's own host gets its login, as pip reuses it per host (GitLab's, Artifactory's)."""
     page = _Links(text)
     base = urljoin(url, page.base) if page.base else url
     for attrs in page.links:
@@ -294,10 +290,8 @@ def list_candidates(
 
 
 def discover(location: str) -> list[Candidate]:
-    """Every wheel ``location`` offers, whatever its project (``kernelwheel variants``): a
-    wheel file; a folder's wheels; a page that links wheels (a find-links page, or one
-    project's page of a PEP 503 index); else a PEP 503 index's root, whose links name project
-    pages, each read (a kernelwheel site's root: those of each index it links)."""
+    """Every wheel ``location`` offers, whatever its project (``kernelwheel variants``): a wheel; a
+    folder's; a page's that links wheels; else a PEP 503 root's, each project page read."""
     option = "SOURCE"
     if location.endswith(".whl") and Path(location).is_file():
         path = Path(location)
@@ -320,9 +314,8 @@ def discover(location: str) -> list[Candidate]:
 
 
 def _from_root(url: str, page: str, option: str, *, levels: int) -> list[Candidate]:
-    """The wheels of the pages a root index links on its own host (one per project); a linked
-    page with no wheel is read as a root in turn, ``levels`` deep (a kernelwheel site's root
-    links its indexes, ``all/``, ``cu130/``, …; only folder links are followed so)."""
+    """The wheels of the pages a root index links on its own host; a folder link with no wheel is
+    read as a root in turn, ``levels`` deep (a kernelwheel site's root links its indexes)."""
     found: list[Candidate] = []
     for sub, _ in _links(url, page):
         if urlparse(sub).netloc == urlparse(url).netloc and not sub.endswith(".whl"):
@@ -348,8 +341,7 @@ def project_of(filename: str) -> str:
 
 
 def fetch(candidate: Candidate, folder: Path) -> Path:
-    """The candidate's file on this machine: a local wheel as it is, a URL downloaded into
-    ``folder`` (streamed, with the same timeout as the pages), so its integrity can be checked
+    """The candidate's file here, a URL downloaded into ``folder``, so its integrity can be checked
     before pip is asked to install it."""
     if candidate.is_local:
         return Path(candidate.location)

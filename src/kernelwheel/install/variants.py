@@ -66,10 +66,8 @@ def explain(
     names: dict[str, str] | None = None,
     unjudged: Sequence[Entry] = (),
 ) -> VariantsReport:
-    """Every candidate of every project in ``candidates``, judged for ``target`` by
-    :func:`.select.select`. ``names``: wheel file name → the variant name to show (a Hub
-    folder's own spelling); ``unjudged``: rejected builds added as they are (to the first
-    project, or to one of their own when there is none)."""
+    """Every candidate judged for ``target`` by :func:`.select.select`; ``names``: wheel file name →
+    the variant name shown; ``unjudged``: rejected builds added to the first project."""
     by_project: dict[str, list[Candidate]] = {}
     for candidate in candidates:  # a file misnamed is listed too, refused with why
         by_project.setdefault(project_of(candidate.filename), []).append(candidate)

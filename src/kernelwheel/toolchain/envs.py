@@ -196,9 +196,8 @@ def make_env(
     log: Path | None,
     runner: Runner,
 ) -> Path:
-    """The one way a build environment is made, for every build kind: ``base``'s venv at
-    ``root``, then ``steps`` from ``sources``; its python. The caller holds the lock and writes
-    the ready marker."""
+    """The one way a build environment is made: ``base``'s venv at ``root``, then ``steps`` from
+    ``sources``; its python. The caller holds the lock and writes the ready marker."""
     with _whole_or_nothing(root):
         runner.checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
         py = root / "bin" / "python"
@@ -299,9 +298,8 @@ def unreachable(url: str, timeout: float = 10) -> str | None:
 def torch_install_error(
     spec: EnvSpec, failed: str, log_tail: str, down: Mapping[str, str]
 ) -> ToolchainError:
-    """The error of a failed ``pip install <torch>``: every place pip looked, those ``down``
-    (URL -> why), pip's reason from the log, how to provide the wheel (for ``torch==X+cpu``,
-    which PyPI does not serve, from PyTorch's index)."""
+    """A failed ``pip install <torch>``: where pip looked, those ``down`` (URL -> why), pip's
+    reason, how to provide the wheel (``torch==X+cpu`` only from PyTorch's index)."""
     sources = spec.sources
     places = list(sources.asked)
     places += [f"--find-links {link}" for link in sources.find_links]
