@@ -74,18 +74,15 @@ def explain(
     found = []
     for project, offered in sorted(by_project.items()):
         (sel,) = select([Requirement(project)], offered, target)
-        found.append(ProjectBuilds(project, _entries(sel, names or {})))
+        entries = [_entry(v, sel, names or {}) for v in sel.verdicts]
+        # Status lists them preferred first; the sort is stable: listing order kept
+        entries.sort(key=lambda e: list(Status).index(e.status))
+        found.append(ProjectBuilds(project, tuple(entries)))
     if unjudged and found:
         found[0] = replace(found[0], entries=found[0].entries + tuple(unjudged))
     elif unjudged:
         found.append(ProjectBuilds("", tuple(unjudged)))
     return VariantsReport(source, target, gpus, tuple(found))
-
-
-def _entries(sel: Selection, names: dict[str, str]) -> tuple[Entry, ...]:
-    entries = [_entry(v, sel, names) for v in sel.verdicts]
-    # Status lists them preferred first; the sort is stable: listing order kept
-    return tuple(sorted(entries, key=lambda e: list(Status).index(e.status)))
 
 
 def _entry(verdict: Verdict, sel: Selection, names: dict[str, str]) -> Entry:

@@ -46,11 +46,8 @@ def read_dependencies(project_dir: Path) -> Declarations:
     field, the value and the fix."""
     pyproject = project_dir / PYPROJECT
     if not project_dir.is_dir():
-        raise ProjectError(
-            "no such project folder",
-            file=project_dir,
-            hint="pass the folder holding pyproject.toml",
-        )
+        hint = "pass the folder holding pyproject.toml"
+        raise ProjectError("no such project folder", file=project_dir, hint=hint)
     data = toml.read_toml(
         pyproject,
         missing_hint=f"declare kernels in {project_dir}/pyproject.toml under [{KERNELS_TABLE}], "
@@ -110,11 +107,8 @@ def _dependency(table: toml.Located, repo: str) -> Dependency:
             None,
             f'e.g. {{ version = ">=1.1,<2", path = "../{repo.split("/")[1]}" }}',
         )
-    path = entry.string(
-        "path",
-        nonempty=True,
-        hint="the folder of a git clone of the repo, relative to the project folder",
-    )
+    hint = "the folder of a git clone of the repo, relative to the project folder"
+    path = entry.string("path", nonempty=True, hint=hint)
     text, request = _request(entry, "version")
     return Dependency(repo, text, request, path, where, str(table.file))
 
@@ -122,15 +116,12 @@ def _dependency(table: toml.Located, repo: str) -> Dependency:
 def _tables(doc: toml.Located) -> list[toml.Located]:
     """[tool.kernels.dependencies] and [tool.kernelwheel.dependencies], those present."""
     tool = doc.table("tool")
+    sections = (tool.table(name) for name in ("kernels", "kernelwheel")) if tool is not None else ()
     tables: list[toml.Located] = []
-    for name in ("kernels", "kernelwheel"):
-        section = tool.table(name) if tool is not None else None
-        if section is None:
-            continue
+    for section in filter(None, sections):
         dotted = section.dotted("dependencies")
         hint = f'write [{dotted}] with lines such as "drbh/img2gray" = ">=1.1.2,<2"'
-        table = section.table("dependencies", hint=hint)
-        if table is not None:
+        if (table := section.table("dependencies", hint=hint)) is not None:
             tables.append(table)
     return tables
 

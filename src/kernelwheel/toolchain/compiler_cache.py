@@ -32,15 +32,8 @@ _IGNORED_OPTIONS = (
     "--keep-dir=*",
     "--threads=*",
 )
-
-
-# The remote storage schemes kernelwheel accepts, and the feature ccache --version lists for each
-REMOTE_SCHEMES = {
-    "redis": "redis-storage",
-    "redis+unix": "redis+unix-storage",
-    "http": "http-storage",
-    "file": "file-storage",
-}
+# The remote storage schemes kernelwheel accepts; ccache --version lists "<scheme>-storage" for each
+REMOTE_SCHEMES = ("redis", "redis+unix", "http", "file")
 
 
 @dataclass(frozen=True)
@@ -95,7 +88,7 @@ def usable(found: Ccache, minimum: str, remote: str | None) -> bool:
     except InvalidVersion:
         return False
     schemes = {url.split(":", 1)[0] for url in (remote or "").split()}
-    return all(REMOTE_SCHEMES.get(scheme, "?") in found.features for scheme in schemes)
+    return all(s in REMOTE_SCHEMES and f"{s}-storage" in found.features for s in schemes)
 
 
 def select_ccache(
