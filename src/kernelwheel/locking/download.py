@@ -23,7 +23,6 @@ from ..wheels import source_date_epoch
 from .declared import PYPROJECT, Dependency, read_dependencies
 from .fortorch import choose_for_torch, parse_torch
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
-from .pinned import PinnedSource
 from .pylock import (
     PYLOCK,
     REQUIREMENTS,
@@ -32,7 +31,7 @@ from .pylock import (
     requirements_txt,
     written_by_kernelwheel,
 )
-from .resolve import open_dependency
+from .resolve import PinnedSource, open_dependency
 
 _RELOCK = "run 'kernelwheel lock' and review the diff of kernelwheel.lock"
 # After an integrity failure the lock itself may be wrong: convert everything again.

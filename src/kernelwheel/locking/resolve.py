@@ -4,9 +4,11 @@ same bytes); an unchanged kernel is carried over (docs/lockfile.md)."""
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -19,23 +21,67 @@ from .._util import RUNNER, Runner, atomic_write, sha256_file
 from ..errors import HubError, ProjectError, WheelError
 from ..hub.gitsource import GitSource
 from ..hub.hubsource import HubSource
-from ..hub.revision import Resolution
-from ..hub.source import RepoFile, RepoSource
-from ..hub.towheel import (
-    AbiCheck,
-    Rejected,
-    ToWheelRequest,
-    default_abi_check,
-    resolve,
-    to_wheels,
-)
+from ..hub.revision import Ref, RefKind, RequestKind, Resolution, VersionRequest
+from ..hub.safety import Announced
+from ..hub.source import FileReader, RepoFile, RepoSource
+from ..hub.towheel import AbiCheck, Rejected, ToWheelRequest, default_abi_check, resolve, to_wheels
 from ..log import Reporter, SilentReporter
 from ..wheels import source_date_epoch
 from .declared import Dependency, read_dependencies
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
-from .pinned import PinnedSource
 
 _T = TypeVar("_T")
+# Called with (file, sha256 of its content) before the conversion uses the file; raises to stop.
+FileHook = Callable[[RepoFile, str], None]
+
+
+@dataclass(frozen=True)
+class PinnedSource:
+    """A kernel repo seen at one commit, for the to-wheel machinery: its only ref is the locked tag
+    or branch at the locked commit (wherever the real ref has moved since), and every file the
+    conversion reads passes ``hook``, which records its sha256 (``lock``) or checks it
+    (``download``)."""
+
+    inner: RepoSource
+    repo: str  # the Hub repo id: the wheels' name is derived from its second part
+    ref: str
+    request: VersionRequest  # ref's origin: a major version is a branch, any other a tag
+    commit: str
+    hook: FileHook
+
+    @property
+    def name(self) -> str:
+        return self.repo.split("/", 1)[1]
+
+    @property
+    def where(self) -> str:
+        return self.inner.where
+
+    def refs(self) -> Sequence[Ref]:
+        kind = RefKind.BRANCH if self.request.kind is RequestKind.MAJOR else RefKind.TAG
+        return [Ref(self.ref, kind, self.commit)]
+
+    def rev_parse(self, revision: str) -> tuple[RefKind, str]:
+        return self.inner.rev_parse(revision)
+
+    def list_build(self, commit: str) -> Sequence[RepoFile]:
+        return self.inner.list_build(commit)
+
+    @contextmanager
+    def fetch(self, commit: str, files: Sequence[RepoFile]) -> Iterator[FileReader]:
+        with self.inner.fetch(commit, files) as reader:
+            yield _HookedReader(reader, self.hook)
+
+
+@dataclass(frozen=True)
+class _HookedReader:
+    inner: FileReader
+    hook: FileHook
+
+    def read(self, file: RepoFile) -> tuple[bytes, Announced]:
+        data, announced = self.inner.read(file)
+        self.hook(file, hashlib.sha256(data).hexdigest())
+        return data, announced
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._util import RUNNER, Runner, atomic_write, locked
+from .._util import RUNNER, Runner, atomic_write, locked, staging_dir
 from ..compat import interpreter, probe_cache
 from ..compile.capabilities import unsupported
 from ..errors import ToolchainError
 from ..model.capability import CudaCapability
 from ..model.recipes import VariantRecipe
 from ..model.sources import PipSources
-from .toolkit_store import shared_toolkit
 
 READY_MARKER = ".kernelwheel-ready"
 
@@ -505,7 +504,7 @@ def find_cuda_toolkit(
     env: EnvInfo, explicit: Path | None, system_paths: Sequence[Path], store: Path, runner: Runner
 ) -> CudaToolkit:
     """Find a toolkit whose major version matches the environment's torch; toolchain packages
-    of the environment are used from their shared copy in ``store`` (toolchain.toolkit_store)."""
+    of the environment are used from their shared copy in ``store`` (:func:`shared_toolkit`)."""
     if env.cuda is None:
         raise ToolchainError(
             f"torch {env.torch} in {env.python} is a CPU-only build: it cannot compile "
@@ -523,6 +522,46 @@ def find_cuda_toolkit(
         store=store,
         runner=runner,
     )
+
+
+def shared_toolkit(home: Path, purelib: Path, store: Path) -> Path:
+    """The toolkit at ``home`` hard-linked once into ``<store>/<name>-<key>``, the key naming the
+    distributions that installed it: its path reaches the preprocessed text, so one path per
+    environment would keep the compiler cache from sharing torch-free objects between torch
+    variants. ``home`` itself when no distribution owns it or it cannot be hard-linked (a copy
+    would cost gigabytes)."""
+    key = _toolkit_key(home, purelib)
+    if key is None:
+        return home
+    final = store / f"{home.name}-{key}"
+    if (final / "bin" / "nvcc").exists():
+        return final
+    with staging_dir(store, "toolkit") as tmp:
+        try:
+            shutil.copytree(home, tmp / "toolkit", symlinks=True, copy_function=os.link)
+        except (OSError, shutil.Error):
+            return home
+        try:
+            os.rename(tmp / "toolkit", final)
+        except OSError:
+            if not (final / "bin" / "nvcc").exists():  # not a concurrent build that won
+                raise
+    return final
+
+
+def _toolkit_key(home: Path, purelib: Path) -> str | None:
+    """The distributions (name-version) whose RECORD lists files of ``home``: the same ones
+    install the same files."""
+    try:
+        prefix = home.relative_to(purelib).as_posix() + "/"
+    except ValueError:
+        return None
+    owners = sorted(
+        record.parent.name
+        for record in purelib.glob("*.dist-info/RECORD")
+        if prefix in record.read_text(errors="replace")
+    )
+    return hashlib.sha256("\n".join(owners).encode()).hexdigest()[:16] if owners else None
 
 
 def installed_toolkits(cuda: str, system_paths: Sequence[Path] = ()) -> list[tuple[str, Path]]:
