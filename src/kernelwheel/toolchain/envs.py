@@ -233,21 +233,21 @@ def provision(
 ) -> EnvInfo:
     """Create (or reuse) the environment for spec and return its probe."""
     root = env_root(spec, cache_dir)
+    marker = root / READY_MARKER
     notes: list[str] = []
     with locked(root.parent / f"{root.name}.lock") as dead:
-        if dead is not None and not (root / READY_MARKER).exists():
+        if dead is not None and not marker.exists():
             notes.append(f"build environment {root}: {dead.describe()}; it is made again")
-        if (root / READY_MARKER).exists():
+        if marker.exists():
             # The environment is immutable once marked ready, so its probe is too; a marker
             # from an older kernelwheel, without the probe, is upgraded once, and so is one of
             # a cache copied or moved here, whose probe names where it was made.
-            cached = _read_marker(root / READY_MARKER)
+            cached = _read_marker(marker)
             if cached is None:
-                _write_marker(root / READY_MARKER, probe(root / "bin" / "python", runner=runner))
-                cached = _read_marker(root / READY_MARKER)
+                _write_marker(marker, probe(root / "bin" / "python", runner=runner))
+                cached = _read_marker(marker)
             assert cached is not None
-            damage = _damage(root / READY_MARKER, cached)
-            if damage is None:
+            if (damage := _damage(marker, cached)) is None:
                 return cached
             # Files the marker promised are gone (a cleaner, a disk error, a hand): trusting
             # it would report the missing headers as the user's compile error.
@@ -264,7 +264,7 @@ def provision(
         steps += [toolchain_step(spec.packages)] if spec.packages else []
         py = make_env(root, Path(sys.executable), spec.sources, steps, log, runner)
         info = probe(py, runner=runner)
-        _write_marker(root / READY_MARKER, info)
+        _write_marker(marker, info)
         return dataclasses.replace(info, notes=tuple(notes))
 
 
@@ -383,9 +383,8 @@ def _damage(marker: Path, info: EnvInfo) -> str | None:
         _write_marker(marker, info)
         return None
     for dist, count in sorted(promised.items()):
-        record = info.purelib / dist / "RECORD"
         try:
-            rows = _recorded(record)
+            rows = _recorded(info.purelib / dist / "RECORD")
         except OSError:
             return f"{dist}/RECORD is gone"
         if len(rows) != count:
@@ -452,10 +451,10 @@ def nvcc_version(home: Path, runner: Runner = RUNNER) -> str:
     if not nvcc.exists():
         raise ToolchainError(f"no nvcc at {nvcc}", hint="point --cuda-home at a CUDA toolkit")
     proc = runner.captured([nvcc, "--version"])
-    m = re.search(r"release (\d+)\.(\d+)", proc.stdout)
+    m = re.search(r"release (\d+\.\d+)", proc.stdout)
     if proc.returncode != 0 or m is None:
         raise ToolchainError(f"{nvcc} --version failed: {proc.stderr.strip() or proc.stdout}")
-    return f"{m.group(1)}.{m.group(2)}"
+    return m.group(1)
 
 
 def supported_capabilities(home: Path, runner: Runner = RUNNER) -> tuple[str, ...] | None:
