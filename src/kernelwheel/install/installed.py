@@ -172,9 +172,8 @@ def _installed(found: dict[str, object] | None) -> Installed | None:
     if found is None:
         return None
     location = str(found["location"])
-    record = str(found["record"])
     try:
-        rows = parse_record(record.encode(), where=f"{location} (installed)")
+        rows = parse_record(str(found["record"]).encode(), where=f"{location} (installed)")
     except WheelError as exc:  # a broken RECORD: its files cannot be trusted to be any build's
         rows = []
         altered: tuple[str, ...] = (f"RECORD ({exc.message})",)

@@ -198,11 +198,9 @@ def target_python(given: str | None = None) -> Path:
             return _interpreter.locate(given, Path.cwd())
         except UsageError as exc:
             raise UsageError(f"--python: {exc.message}", hint=exc.hint) from None
-    venv = os.environ.get("VIRTUAL_ENV")
-    if venv:
+    if venv := os.environ.get("VIRTUAL_ENV"):
         return Path(venv) / "bin" / "python"
-    found = shutil.which("python3") or shutil.which("python")
-    if found is None:
+    if (found := shutil.which("python3") or shutil.which("python")) is None:
         raise UsageError("no python3 on PATH", hint="pass --python PATH")
     return Path(found)
 

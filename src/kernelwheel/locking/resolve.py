@@ -244,8 +244,7 @@ def lock_project(
     for dep in declarations.dependencies:
         source = open_dependency(dep, req.project_dir, reporter, runner)
         resolution = _in_context(dep, partial(resolve, source, dep.request))
-        kept = _reusable(old, dep, resolution, req.allow_abi_violations)
-        if kept is not None:
+        if (kept := _reusable(old, dep, resolution, req.allow_abi_violations)) is not None:
             reporter.info(
                 source.name,
                 f"{resolution.describe()}: unchanged since the lock, "
@@ -256,11 +255,7 @@ def lock_project(
         locked, rejected = lock_kernel(dep, source, resolution, req, reporter, abi_check)
         outcomes.append(KernelOutcome(dep, locked, reused=False, rejected=rejected))
     _check_distributions(outcomes, declarations.pyproject)
-    lock = LockFile(
-        kernelwheel=__version__,
-        source_date_epoch=source_date_epoch(),
-        kernels=tuple(o.locked for o in outcomes),
-    )
+    lock = LockFile(__version__, source_date_epoch(), tuple(o.locked for o in outcomes))
     text = lock.dumps()
     try:
         changed = path.read_text(encoding="utf-8") != text
