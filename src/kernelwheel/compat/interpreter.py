@@ -71,8 +71,6 @@ class ProbeFailed(Exception):
 
 @dataclass(frozen=True)
 class Interpreter:
-    """What one run of an interpreter reported."""
-
     executable: Path  # sys.executable: the venv's python, not what a symlink points to
     python: tuple[int, int]
     implementation: str  # sys.implementation.name: cpython, pypy

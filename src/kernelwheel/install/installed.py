@@ -70,8 +70,6 @@ def listing(paths: Sequence[str], most: int = 5) -> str:
 
 @dataclass(frozen=True)
 class Installed:
-    """A distribution found in the target environment."""
-
     version: str
     location: str  # the folder its RECORD's paths are relative to
     files: Files

@@ -14,8 +14,6 @@ from ..errors import InstallError, UsageError
 
 @dataclass(frozen=True)
 class Target:
-    """A probed interpreter."""
-
     python: Path
     python_version: tuple[int, int]
     implementation: str

@@ -25,8 +25,6 @@ _VALUE_HINT = (
 
 @dataclass(frozen=True)
 class Dependency:
-    """One declared kernel repo."""
-
     repo: str  # Hub repo id, org/name
     requested: str  # the version request as text: ">=1.1,<2", "1.1.2", "1"
     request: VersionRequest

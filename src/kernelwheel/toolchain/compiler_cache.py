@@ -58,8 +58,6 @@ class CacheStats:
 
 @dataclass(frozen=True)
 class Ccache:
-    """The ccache a build uses: where, which version, what storage it has, where it came from."""
-
     path: Path
     version: str
     features: frozenset[str]

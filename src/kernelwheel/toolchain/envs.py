@@ -63,8 +63,6 @@ BUILD_TOOLS = ("setuptools>=69,<81", "ninja>=1.11,<1.14", "wheel>=0.43,<0.47", "
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """What a build environment must contain."""
-
     torch_requirement: str
     packages: tuple[str, ...] = ()  # toolchain pins, e.g. nvidia-cuda-nvcc==13.0.88
     sources: PipSources = PipSources()  # the options' and the recipe's own index
@@ -106,8 +104,6 @@ def env_spec_for(recipe: VariantRecipe, sources: PipSources) -> EnvSpec:
 
 @dataclass(frozen=True)
 class EnvInfo:
-    """A probed interpreter and its torch."""
-
     python: Path
     python_version: str
     machine: str
