@@ -69,8 +69,7 @@ def query_gpus(
         if visible is None:
             return Gpus(_capabilities(rows), "nvidia-smi")
         shown = f"nvidia-smi, CUDA_VISIBLE_DEVICES={visible}"
-        chosen = _visible(rows, visible, order)
-        if chosen is not None:
+        if (chosen := _visible(rows, visible, order)) is not None:
             return Gpus(_capabilities(chosen), shown if chosen else f"{shown}: no GPU visible")
         why = f"{shown}: not mapped to nvidia-smi's GPUs (CUDA's order, or a MIG instance)"
         if python is None:

@@ -96,8 +96,7 @@ def locate(raw: str, base: Path) -> Path:
     if raw.startswith("~") or any(sep and sep in raw for sep in (os.sep, os.altsep)):
         path = Path(raw).expanduser()
         return path if path.is_absolute() else base / path
-    found = shutil.which(raw)
-    if found is None:
+    if (found := shutil.which(raw)) is None:
         raise UsageError(
             f"no {raw!r} on PATH",
             hint=f"put it on PATH, or give its path (./{raw} for one in this folder)",

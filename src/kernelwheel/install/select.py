@@ -125,8 +125,7 @@ def _verdict(
         return refuse(f"version {version} is not {req.specifier}")
     if (problem := _python_refused(candidate.requires_python, target)) is not None:
         return refuse(problem)
-    ranks = [target.tags.index(str(t)) for t in tags if str(t) in target.tags]
-    if not ranks:
+    if not (ranks := [target.tags.index(str(t)) for t in tags if str(t) in target.tags]):
         shown = "/".join(sorted({f"{t.interpreter}-{t.abi}-{t.platform}" for t in tags}))
         return refuse(f"wheel tag {shown} does not fit this Python ({target.tags[0]})")
     try:

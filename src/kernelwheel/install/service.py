@@ -301,8 +301,7 @@ def _commands(
     """The forced run (builds of an installed version) first, then the pinned one."""
     commands = []
     for force, actions in ((True, ("reinstall",)), (False, ("install", "replace"))):
-        pins = [p.pin for p in picks if p.action in actions]
-        if pins:
+        if pins := [p.pin for p in picks if p.action in actions]:
             commands.append(tuple(pip_command(target, pins, request.sources, force=force)))
     return tuple(commands)
 

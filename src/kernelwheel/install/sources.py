@@ -292,9 +292,8 @@ def list_candidates(
 def discover(location: str) -> list[Candidate]:
     """Every wheel ``location`` offers, whatever its project (``kernelwheel variants``): a wheel; a
     folder's; a page's that links wheels; else a PEP 503 root's, each project page read."""
-    option = "SOURCE"
-    if location.endswith(".whl") and Path(location).is_file():
-        path = Path(location)
+    option, path = "SOURCE", Path(location)
+    if location.endswith(".whl") and path.is_file():
         return [Candidate(path.name, _absolute(path), None, location, None, _requires_python(path))]
     if "://" not in location:
         return _from_folder(location, option)

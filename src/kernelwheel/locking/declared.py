@@ -138,8 +138,7 @@ def _request(table: toml.Located, key: str) -> tuple[str, VersionRequest]:
             raise table.error(f"major version {version} is negative", key, _VALUE_HINT)
         text = str(version)
     else:
-        text = version.strip()
-        if not text:
+        if not (text := version.strip()):
             raise table.error("the version is empty", key, _VALUE_HINT)
     try:
         request = VersionRequest.parse(text)

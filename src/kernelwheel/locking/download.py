@@ -131,8 +131,7 @@ def _select(
     chosen: dict[str, list[LockedVariant]] = {}
     left: list[tuple[str, str]] = []
     for kernel in lock.kernels:
-        picked = [v for v in kernel.variants if selector.matches(v.name)]
-        if not picked:
+        if not (picked := [v for v in kernel.variants if selector.matches(v.name)]):
             raise UsageError(
                 f"--variant {' '.join(selector.build)!r} selects no variant of {kernel.repo}, so "
                 "the wheelhouse would lack it",
@@ -155,8 +154,7 @@ class _Verifier:
         self.lock = threading.Lock()
 
     def __call__(self, file: RepoFile, sha256: str) -> None:
-        expected = self.expected.get(file.variant, {}).get(file.inner)
-        if expected is None:
+        if (expected := self.expected.get(file.variant, {}).get(file.inner)) is None:
             raise _unwritten(
                 f"{self.kernel.repo} at commit {self.kernel.commit}: {file.path} would be "
                 f"packaged, but {self.lock_path} records no hash for it (actual sha256 {sha256})"

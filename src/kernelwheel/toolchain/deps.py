@@ -254,8 +254,7 @@ def _extract(path: Path, wheel: HeaderWheel, tree: Path) -> None:
     except (zipfile.BadZipFile, OSError) as exc:
         raise ToolchainError(f"cannot unpack {path}: {exc}") from None
     found = {next(p for p in prefixes if name.startswith(p)) for name in names}
-    empty = [p.rstrip("/") for p in prefixes if p not in found]
-    if empty:
+    if empty := [p.rstrip("/") for p in prefixes if p not in found]:
         raise ToolchainError(
             f"{path.name} has no files under {', '.join(empty)}",
             hint=f"fix the include folders of {wheel.name} {wheel.version} in recipes/deps.toml",

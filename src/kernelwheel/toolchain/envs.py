@@ -525,8 +525,7 @@ def shared_toolkit(home: Path, purelib: Path, store: Path) -> Path:
     environment would keep the compiler cache from sharing torch-free objects between torch
     variants. ``home`` itself when no distribution owns it or it cannot be hard-linked (a copy
     would cost gigabytes)."""
-    key = _toolkit_key(home, purelib)
-    if key is None:
+    if (key := _toolkit_key(home, purelib)) is None:
         return home
     final = store / f"{home.name}-{key}"
     if (final / "bin" / "nvcc").exists():
