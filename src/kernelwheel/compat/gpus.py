@@ -23,8 +23,7 @@ _TORCH_QUERY = NO_CWD_ON_PATH + (
 
 @dataclass(frozen=True)
 class Gpus:
-    """The distinct compute capabilities of the GPUs found (ascending, ``"9.0"``), who found
-    them, or (none found) why not."""
+    """The distinct capabilities of the GPUs found, ascending (``"9.0"``), and who found them."""
 
     capabilities: tuple[CudaCapability, ...]
     source: str  # "nvidia-smi", "torch.cuda of /usr/bin/python3", or why none were found

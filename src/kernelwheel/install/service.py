@@ -109,8 +109,7 @@ class NoMatch(InstallError):
 
 
 def _versions_hint(selections: tuple[Selection, ...]) -> str | None:
-    """Where only the version asked for left every build out, the fix is the version, not a
-    build for this torch."""
+    """Where only the version asked for left every build out, the fix is the version."""
     held: dict[str, str] = {}
     for sel in (sel for sel in selections if sel.chosen is None):
         versions = {v.version.public for v in sel.verdicts if v.version is not None}

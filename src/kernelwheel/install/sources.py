@@ -118,8 +118,7 @@ _OPENER = urllib.request.build_opener(_LoginStaysOnItsHost)
 
 
 def _open(url: str, accept: str | None = None) -> HTTPResponse:
-    """``url`` opened; a login in it (``https://user:token@host/simple/``, as pip reads it) goes
-    in an ``Authorization`` header."""
+    """``url`` opened, a login in it (``https://user:token@host/``) sent as ``Authorization``."""
     parts = urlsplit(url)
     login, _, host = parts.netloc.rpartition("@")
     request = urllib.request.Request(urlunsplit(parts._replace(netloc=host)))

@@ -110,7 +110,6 @@ def _variant_name(filename: str) -> str:
 
 
 def machine(python: Path, runner: Runner = RUNNER) -> tuple[Target, Gpus]:
-    """The target interpreter as install probes it, and this machine's GPUs (nvidia-smi, else
-    that interpreter's torch.cuda; ``CUDA_VISIBLE_DEVICES`` honoured as CUDA reads it)."""
+    """The target interpreter as install probes it, and this machine's GPUs (compat.gpus)."""
     target = probe(python, runner)
     return target, visible_gpus(target.python, runner=runner)

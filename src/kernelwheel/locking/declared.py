@@ -40,8 +40,7 @@ class Declarations:
 
 
 def read_dependencies(project_dir: Path) -> Declarations:
-    """Read and check the declared kernels. Raises :class:`ProjectError` naming the file, the
-    field, the value and the fix."""
+    """The declared kernels, checked: a ProjectError names the file, field, value and fix."""
     pyproject = project_dir / PYPROJECT
     if not project_dir.is_dir():
         hint = "pass the folder holding pyproject.toml"

@@ -350,8 +350,7 @@ def _recorded(record: Path) -> list[tuple[str, int | None]]:
 
 
 def _manifest(purelib: Path) -> dict[str, int]:
-    """The distributions (their .dist-info) that installed files under the manifest's
-    folders, each with the number of those files its RECORD lists."""
+    """Each distribution with files under the manifest's folders: how many its RECORD lists."""
     counts: dict[str, int] = {}
     for record in sorted(purelib.glob("*.dist-info/RECORD")):
         with suppress(OSError):  # an unreadable RECORD promises nothing
