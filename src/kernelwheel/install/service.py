@@ -172,8 +172,7 @@ def _left_out_by_variant(request: InstallRequest, unfiltered: list[Selection]) -
 
 
 def _hint(target: Target) -> str:
-    t = target.torch
-    if t is None:
+    if (t := target.torch) is None:
         return (
             "install torch into that environment first for a torch build (kernelwheel install "
             "never installs torch), or point --find-links/--index-url at a source with a "

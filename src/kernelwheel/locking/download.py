@@ -74,8 +74,7 @@ def _check_lock(lock: LockFile, path: Path) -> None:
             key="kernelwheel",
             hint=f"install kernelwheel=={lock.kernelwheel}, or {_RELOCK}",
         )
-    epoch = source_date_epoch()
-    if lock.source_date_epoch != epoch:
+    if lock.source_date_epoch != (epoch := source_date_epoch()):
         raise ProjectError(
             f"records wheels made with SOURCE_DATE_EPOCH={lock.source_date_epoch}, but it is "
             f"{epoch} now: their timestamps, hence their hashes, would differ",

@@ -97,8 +97,7 @@ class LockFile:
     @classmethod
     def loads(cls, text: str, path: Path) -> LockFile:
         doc = toml.Located(toml.parse_toml(text, file=path, hint=_RELOCK), file=path, error=_relock)
-        version = _integer(doc, "lock-version")
-        if version != LOCK_VERSION:
+        if (version := _integer(doc, "lock-version")) != LOCK_VERSION:
             raise ProjectError(
                 f"lock-version {version} is not {LOCK_VERSION}, the one this kernelwheel reads",
                 file=path,

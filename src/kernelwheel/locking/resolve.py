@@ -154,8 +154,7 @@ def _reusable(
         return None
     if old.source_date_epoch != source_date_epoch():
         return None
-    kernel = old.kernel(dep.repo)
-    if kernel is None or not kernel.variants:
+    if (kernel := old.kernel(dep.repo)) is None or not kernel.variants:
         return None
     same = (kernel.requested, kernel.path, kernel.allow_abi_violations, kernel.ref, kernel.commit)
     now = (dep.requested, dep.path, allow_abi, resolution.ref, resolution.commit)
@@ -273,8 +272,7 @@ def _check_distributions(outcomes: list[KernelOutcome], pyproject: Path) -> None
         kernel = outcome.locked
         for variant in kernel.variants:
             name = canonicalize_name(parse_wheel_filename(variant.wheel)[0])
-            first = owner.setdefault(name, kernel.repo)
-            if first != kernel.repo:
+            if (first := owner.setdefault(name, kernel.repo)) != kernel.repo:
                 raise ProjectError(
                     f"{first} and {kernel.repo} both make wheels of the distribution {name}",
                     file=pyproject,

@@ -108,8 +108,7 @@ def _check_named_checkouts(table: DependencyTable, options: Options) -> None:
     for entry in options.cutlass_path:
         if entry.dependency is None:
             continue
-        dep = table.get(entry.dependency)
-        if dep is None or dep.library != "cutlass":
+        if (dep := table.get(entry.dependency)) is None or dep.library != "cutlass":
             cutlass = [d.name for d in table.deps if d.library == "cutlass"]
             raise UsageError(
                 f"{options.source('cutlass_path')} {entry.describe()}: "
