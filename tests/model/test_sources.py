@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.compat.rules import Torch
-from kernelwheel.install.pipcmd import pip_command
 from kernelwheel.install.probe import Target
+from kernelwheel.install.service import pip_command
 from kernelwheel.model.sources import PYPI, PipSources
 from kernelwheel.model.variant import Arch
 from kernelwheel.plan.options import Options

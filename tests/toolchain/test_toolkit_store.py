@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from support.runners import Reply, ScriptedRunner
 
-from kernelwheel.toolchain.envs import locate_cuda_toolkit
-from kernelwheel.toolchain.toolkit_store import shared_toolkit
+from kernelwheel.toolchain.envs import locate_cuda_toolkit, shared_toolkit
 
 
 def env_with_toolkit(root: Path, nvcc_version: str) -> tuple[Path, Path]:

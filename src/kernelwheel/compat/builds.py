@@ -1,7 +1,5 @@
-"""From a :class:`~kernelwheel.model.variant.Variant` (and a wheel name's, ``variant_of_wheel``)
-to the facts the compatibility rules compare: :mod:`.rules` is embedded into generated guards,
-so it is standard-library only and the bridge lives here.
-"""
+"""From a :class:`~kernelwheel.model.variant.Variant` to the facts the rules compare: :mod:`.rules`
+is embedded into generated guards, so it is standard-library only and the bridge lives here."""
 
 from __future__ import annotations
 
@@ -29,9 +27,8 @@ def build_of(variant: Variant | None) -> Build:
 
 
 def torch_mismatch(variant: Variant, torch: str) -> str | None:
-    """What a build of ``variant`` is for where the torch version ``torch`` ("": none) does not
-    load it by the rules' torch-version rule alone (``torch 2.14``, ``torch >= 2.10``); None
-    where it loads. Its backend and C++ ABI are not compared: only the version is known."""
+    """What a build of ``variant`` is for where torch ``torch`` ("": none) does not load it by the
+    rules' version rule alone (backend and ABI unknown); None where it loads."""
     build = build_of(variant)
     by_version = Build(build.torch, "", stable_abi=build.stable_abi)
     if not rules.problems(by_version, rules.Torch(torch, rules.CPU, None, cxx11=True)):

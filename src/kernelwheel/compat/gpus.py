@@ -1,11 +1,6 @@
-"""The NVIDIA GPUs of this machine: their compute capabilities, read once.
-
-A default CUDA build compiles for the GPUs present, as ``torch.utils.cpp_extension`` does: from
-``nvidia-smi`` (no torch import), else the ``--python`` interpreter's torch; :class:`Gpus` says
-why none was found. ``CUDA_VISIBLE_DEVICES`` is read as CUDA reads it (docs/building.md); where
-nvidia-smi's PCI order and CUDA's may disagree, torch is asked, else every GPU's capability is
-kept (compiling for more GPUs is slower, never wrong).
-"""
+"""The compute capabilities of this machine's NVIDIA GPUs, that a default CUDA build targets as
+torch's cpp_extension does: nvidia-smi, else the ``--python`` torch; ``CUDA_VISIBLE_DEVICES`` read
+as CUDA reads it (docs/building.md), every GPU kept where orders may disagree (never wrong)."""
 
 from __future__ import annotations
 
@@ -28,8 +23,7 @@ _TORCH_QUERY = NO_CWD_ON_PATH + (
 
 @dataclass(frozen=True)
 class Gpus:
-    """The distinct compute capabilities of the GPUs found (ascending, ``"9.0"``), who found
-    them, or (none found) why not."""
+    """The distinct capabilities of the GPUs found, ascending (``"9.0"``), and who found them."""
 
     capabilities: tuple[CudaCapability, ...]
     source: str  # "nvidia-smi", "torch.cuda of /usr/bin/python3", or why none were found
@@ -62,9 +56,8 @@ def query_gpus(
     visible: str | None = None,
     order: str | None = None,
 ) -> Gpus:
-    """This machine's GPUs that ``visible`` (``CUDA_VISIBLE_DEVICES``; None: unset) leaves
-    visible under ``order`` (``CUDA_DEVICE_ORDER``): nvidia-smi, else (given) ``python``'s CUDA
-    torch, which reads both variables itself."""
+    """The GPUs ``visible`` (``CUDA_VISIBLE_DEVICES``; None: unset) leaves under ``order``:
+    nvidia-smi's, else ``python``'s CUDA torch's (it reads both variables itself)."""
     try:
         smi = ["nvidia-smi", "--query-gpu=uuid,compute_cap", "--format=csv,noheader"]
         rows = _rows(_ask(runner, smi, timeout))
@@ -75,8 +68,7 @@ def query_gpus(
         if visible is None:
             return Gpus(_capabilities(rows), "nvidia-smi")
         shown = f"nvidia-smi, CUDA_VISIBLE_DEVICES={visible}"
-        chosen = _visible(rows, visible, order)
-        if chosen is not None:
+        if (chosen := _visible(rows, visible, order)) is not None:
             return Gpus(_capabilities(chosen), shown if chosen else f"{shown}: no GPU visible")
         why = f"{shown}: not mapped to nvidia-smi's GPUs (CUDA's order, or a MIG instance)"
         if python is None:

@@ -1,12 +1,6 @@
-"""Facts about a Python interpreter, read by running it once.
-
-One script serves both callers: the build (``toolchain.envs.probe``: a build environment or
-``--python``) and ``kernelwheel install`` (``install.probe``: the interpreter to install into).
-The torch facts come from :func:`kernelwheel.compat.rules.torch_facts`, the very function every
-wheel's import guard runs, so the build, the installer and the guard read torch the same way. The
-wheel tags come from ``packaging.tags.sys_tags()`` run by the interpreter itself (its own
-``packaging`` if it has one, else kernelwheel's), which is how pip computes them.
-"""
+"""Facts about a Python interpreter, read by running it once, for the build (``toolchain.envs``) and
+``kernelwheel install``: torch read by ``compat.rules.torch_facts``, the very function every wheel's
+guard runs, and wheel tags by ``packaging.tags.sys_tags()`` in it, as pip computes them."""
 
 from __future__ import annotations
 
@@ -66,9 +60,8 @@ os._exit(0)
 
 
 class ProbeFailed(Exception):
-    """The interpreter could not be started (``started`` False), or printed no facts; ``str()``
-    says why. ``crashed``: it was killed by a signal or gave no answer in time (a torch import
-    that crashes or hangs), rather than ending without running the probe (not Python 3)."""
+    """The interpreter did not start (``started`` False) or printed no facts; ``crashed``: killed by
+    a signal or no answer in time (a torch import that crashes or hangs), not "no Python 3"."""
 
     def __init__(self, reason: str, *, started: bool, crashed: bool = False) -> None:
         super().__init__(reason)
@@ -78,8 +71,6 @@ class ProbeFailed(Exception):
 
 @dataclass(frozen=True)
 class Interpreter:
-    """What one run of an interpreter reported."""
-
     executable: Path  # sys.executable: the venv's python, not what a symlink points to
     python: tuple[int, int]
     implementation: str  # sys.implementation.name: cpython, pypy
@@ -99,15 +90,13 @@ class Interpreter:
 
 
 def locate(raw: str, base: Path) -> Path:
-    """The interpreter a ``--python`` value names, as pip and uv read it: a bare name
-    (``python3``, ``python3.12``) is looked up on PATH; anything with a path separator (or a
-    leading ``~``) is a path, relative to ``base``. :class:`UsageError` when a name is not on
-    PATH."""
+    """The interpreter a ``--python`` value names, as pip and uv read it: a bare name is looked up
+    on PATH (:class:`UsageError` if absent); one with a path separator or ``~`` is a path from
+    ``base``."""
     if raw.startswith("~") or any(sep and sep in raw for sep in (os.sep, os.altsep)):
         path = Path(raw).expanduser()
         return path if path.is_absolute() else base / path
-    found = shutil.which(raw)
-    if found is None:
+    if (found := shutil.which(raw)) is None:
         raise UsageError(
             f"no {raw!r} on PATH",
             hint=f"put it on PATH, or give its path (./{raw} for one in this folder)",
@@ -131,9 +120,8 @@ def run(python: Path, *, timeout: float = 300, runner: Runner = RUNNER) -> Inter
 
 
 def checked_driver_setting() -> tuple[int, int] | None:
-    """The CUDA driver version a driver variable (``compat.rules.DRIVER_VARIABLES``) states, None
-    when unset or ``none``; a value that is no version is a :class:`UsageError` naming the
-    variable, the value and the accepted form, before any interpreter reads it."""
+    """The CUDA driver version a driver variable states (None: unset or ``none``); a value that is
+    no version is a :class:`UsageError`, before any interpreter reads it."""
     try:
         setting = compat.driver_setting()
     except compat.DriverSettingError as exc:
@@ -144,8 +132,7 @@ def checked_driver_setting() -> tuple[int, int] | None:
 
 
 def report(python: Path, *, timeout: float = 300, runner: Runner = RUNNER) -> dict[str, Any]:
-    """The probe's raw report (what :func:`parse` reads; kept by ``probe_cache``). A driver
-    variable that is no version is a :class:`UsageError` before the interpreter runs."""
+    """The probe's raw report, what :func:`parse` reads and ``probe_cache`` keeps."""
     checked_driver_setting()
     packaging_home = str(Path(packaging.__file__).resolve().parents[1])
     try:

@@ -1,15 +1,6 @@
-"""An interpreter's probe report, kept between runs while nothing it depends on has changed.
-
-Probing imports torch: 1.5-2 CPU-seconds, paid by every build with ``--python`` (a build
-environment keeps its report in its ready-marker instead). The record is reused only if the
-files the report came from are as they were: the interpreter, every folder on its ``sys.path``
-(installing, removing or upgrading a package changes its folder), its ``pyvenv.cfg``, and
-torch's own folder, ``version.py`` and ``_C`` extension. "As they were" is the same device,
-inode, size, mtime and ctime. The key holds what else shapes the report: the interpreter path
-as given, the working folder (``sys.path[0]`` of ``python -c``), the ``PYTHON*`` variables
-that move ``sys.path``, the driver variables the torch facts read (``KERNELWHEEL_CUDA_DRIVER``:
-compat.rules.DRIVER_VARIABLES) and the probe script itself.
-"""
+"""An interpreter's probe report (1.5-2 CPU-seconds importing torch), kept while the files it came
+from keep their device, inode, size, mtime and ctime; keyed by what else shapes it: the path, the
+working folder, the ``PYTHON*`` and driver variables and the probe script."""
 
 from __future__ import annotations
 
@@ -39,9 +30,8 @@ _PATH_VARIABLES = (
 def run_cached(
     python: Path, cache_dir: Path, runner: Runner = RUNNER, *, timeout: float | None = None
 ) -> tuple[interpreter.Interpreter, bool]:
-    """:func:`interpreter.run`, answered from ``cache_dir`` when the record there still holds
-    (True: it was). Only a report with a working torch is kept (a failure is reported fresh
-    each time). ``timeout``: the probe's bound in seconds (None: the probe's default)."""
+    """:func:`interpreter.run`, answered from ``cache_dir`` while the record holds (True: it was);
+    only a report with a working torch is kept, so a failure is reported fresh each time."""
     interpreter.checked_driver_setting()  # a value that is no version: refused, cached or not
     record = _record(python, cache_dir)
     data = _valid(record, python)
@@ -58,9 +48,8 @@ def run_cached(
 
 @contextmanager
 def kept_across(python: Path, cache_dir: Path) -> Iterator[None]:
-    """A change kernelwheel makes in ``python``'s folders that leaves its report as it was (a
-    dev build's ``.pth``, which adds only the dev build's own folder to ``sys.path``): a record
-    valid before it is stamped again after it, so the next run does not import torch again."""
+    """Around a change kernelwheel makes that leaves the report as it was (a dev build's ``.pth``):
+    a record valid before is stamped again after, so the next run does not import torch."""
     record = _record(python, cache_dir)
     data = _valid(record, python)
     yield
@@ -89,9 +78,8 @@ def _key(python: Path) -> str:
 
 
 def _valid(record: Path, python: Path) -> dict[str, Any] | None:
-    """The record's report when it is whole, well-typed, its own (its digest matches: a report
-    edited after it was written is a lie) and its files are as they were; None otherwise,
-    whatever the file holds (the caller probes again)."""
+    """The record's report when whole, well-typed, its own (a report edited after it was written is
+    a lie) and its files are as they were; else None (the caller probes again)."""
     try:
         saved = json.loads(record.read_text())
     except (OSError, ValueError):
@@ -151,9 +139,8 @@ def _well_typed(data: dict[str, Any]) -> bool:
 
 
 def _torch_version_holds(data: dict[str, Any]) -> bool:
-    """The report's torch version against torch's ``version.py`` (one of the watched files):
-    an independent read, so a record that names another torch than the one installed is not
-    believed even when its stamps still match."""
+    """The report's torch version against torch's ``version.py``: an independent read, so a record
+    naming another torch is not believed even when its stamps still match."""
     for path in data["torch_files"]:
         if os.path.basename(path) != "version.py":
             continue

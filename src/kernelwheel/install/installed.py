@@ -1,10 +1,6 @@
-"""What the target environment holds of a distribution, and whether it is a given wheel's build.
-
-pip decides by version alone, so ``kernelwheel install`` compares files: the installed RECORD
-(checked against the bytes on disk) with the wheel's, over the build's own files; what differs
-by installer and not by build is left out (docs/install.md, "A rebuild of the installed
-version").
-"""
+"""What the target holds of a distribution, and whether it is a given wheel's build: pip decides by
+version alone, so install compares the build's own files, the installed RECORD checked against the
+disk (docs/install.md, "A rebuild of the installed version")."""
 
 from __future__ import annotations
 
@@ -74,8 +70,6 @@ def listing(paths: Sequence[str], most: int = 5) -> str:
 
 @dataclass(frozen=True)
 class Installed:
-    """A distribution found in the target environment."""
-
     version: str
     location: str  # the folder its RECORD's paths are relative to
     files: Files
@@ -176,9 +170,8 @@ def _installed(found: dict[str, object] | None) -> Installed | None:
     if found is None:
         return None
     location = str(found["location"])
-    record = str(found["record"])
     try:
-        rows = parse_record(record.encode(), where=f"{location} (installed)")
+        rows = parse_record(str(found["record"]).encode(), where=f"{location} (installed)")
     except WheelError as exc:  # a broken RECORD: its files cannot be trusted to be any build's
         rows = []
         altered: tuple[str, ...] = (f"RECORD ({exc.message})",)

@@ -1,8 +1,5 @@
-"""The interpreter to install into, as ``kernelwheel install`` needs it: its torch (which must
-import and be pip-visible; or none installed at all, where only tvm-ffi builds fit), Python and
-wheel tags. The run itself is :func:`kernelwheel.compat.interpreter.run`, shared with the build's
-environment probe.
-"""
+"""The interpreter to install into, as ``kernelwheel install`` needs it: its torch (importable and
+pip-visible, or none at all: then only tvm-ffi builds fit), Python and wheel tags."""
 
 from __future__ import annotations
 
@@ -17,8 +14,6 @@ from ..errors import InstallError, UsageError
 
 @dataclass(frozen=True)
 class Target:
-    """A probed interpreter."""
-
     python: Path
     python_version: tuple[int, int]
     implementation: str
@@ -67,53 +62,44 @@ def probe(python: Path, runner: Runner = RUNNER) -> Target:
     try:
         found = _interpreter.run(python, runner=runner)
     except _interpreter.ProbeFailed as exc:
+        hint = "pass the python of the environment to install into (--python .venv/bin/python)"
         if not exc.started:  # a bad --python (not found, not executable): exit 2, as a name
-            raise UsageError(
-                f"cannot run --python {python}: {exc}",
-                hint="pass the python of the environment to install into "
-                "(--python .venv/bin/python)",
-            ) from None
+            raise UsageError(f"cannot run --python {python}: {exc}", hint=hint) from None
         if not exc.crashed:  # it ran and ended without the facts: no Python 3 (a script, 2.7)
             raise UsageError(
                 f"--python {python} did not run kernelwheel's probe, so it is no Python 3 "
                 f"interpreter it can use: {str(exc).splitlines()[-1]}",
-                hint="pass the python of the environment to install into "
-                "(--python .venv/bin/python)",
+                hint=hint,
             ) from None
         raise InstallError(
             f"cannot inspect the interpreter {python}: {str(exc).splitlines()[-1]}",
             hint="pass a working Python 3 interpreter with --python",
         ) from None
+    driver = None
     if found.torch is None and not found.torch_dist:  # none installed: tvm-ffi builds fit
         # this machine's driver, read as the rules read it for a CUDA torch (the probe's run
         # checked the driver variables)
-        return _target(found, None, compat.cuda_driver())
-    if found.torch is None:
+        driver = compat.cuda_driver()
+    elif found.torch is None:
         raise InstallError(
             f"{python} has no usable torch ({found.torch_error})",
             hint="repair torch in that environment (pip install --force-reinstall torch==...): "
             "kernelwheel install picks the kernel build for the installed torch and never "
             "installs or changes torch",
         )
-    if not found.torch_dist:
+    elif not found.torch_dist:
         raise InstallError(
             f"{python} imports torch but has no torch distribution metadata, so pip cannot see "
             "it and would install another torch",
             hint="install torch with pip (or uv) into that environment",
         )
-    return _target(found, found.torch_dist, None)
-
-
-def _target(
-    found: _interpreter.Interpreter, torch_dist: str | None, driver: tuple[int, int] | None
-) -> Target:
     return Target(
         python=found.executable,
         python_version=found.python,
         implementation=found.implementation,
         machine=found.machine,
         torch=found.torch,
-        torch_dist=torch_dist,
+        torch_dist=found.torch_dist or None,
         tags=found.tags,
         has_pip=found.has_pip,
         no_torch_driver=driver,

@@ -69,9 +69,8 @@ def parse_requirement(text: str) -> Requirement:
 
 
 def merge_requirements(reqs: Sequence[Requirement]) -> list[Requirement]:
-    """One requirement per project, as pip reads ``img2gray 'img2gray==0.1.0'``: the
-    specifiers of every mention together (each would otherwise get a build of its own, and pip
-    one of them)."""
+    """One requirement per project, every mention's specifiers together, as pip reads ``img2gray
+    'img2gray==0.1.0'`` (else each would get a build of its own, and pip one of them)."""
     merged: dict[str, Requirement] = {}
     for req in reqs:
         key = str(canonicalize_name(req.name))
@@ -126,8 +125,7 @@ def _verdict(
         return refuse(f"version {version} is not {req.specifier}")
     if (problem := _python_refused(candidate.requires_python, target)) is not None:
         return refuse(problem)
-    ranks = [target.tags.index(str(t)) for t in tags if str(t) in target.tags]
-    if not ranks:
+    if not (ranks := [target.tags.index(str(t)) for t in tags if str(t) in target.tags]):
         shown = "/".join(sorted({f"{t.interpreter}-{t.abi}-{t.platform}" for t in tags}))
         return refuse(f"wheel tag {shown} does not fit this Python ({target.tags[0]})")
     try:
@@ -169,9 +167,8 @@ _CPU_UNDER_DRIVER = (compat.TVM_FFI, 1, 0)  # no torch: a CPU build where a CUDA
 def _without_torch(
     build: compat.Build, driver: tuple[int, int] | None
 ) -> tuple[str | None, tuple[int, int, int]]:
-    """Where no torch is installed, only a tvm-ffi build loads (it requires apache-tvm-ffi, which
-    pip installs with it; every other build requires torch, which install never installs): a CPU
-    one, or a CUDA one the machine's driver supports; the newest such CUDA first, then CPU."""
+    """With no torch only a tvm-ffi build loads (pip installs apache-tvm-ffi with it; install never
+    installs torch): a CPU one, or a CUDA one the driver supports, the newest CUDA first."""
     if build.tvm_ffi is None:
         return "it requires torch, and this environment has none", _REFUSED
     if build.kind == compat.CPU:

@@ -1,11 +1,6 @@
-"""``kernelwheel install`` as a service: probe, list, select, compare, then pinned pip runs
-(docs/install.md, "Selection").
-
-Nothing is installed unless every requested package has a fitting build, and every build is
-read back from the target afterwards: one that is not there is an error, never reported as
-installed. The library returns an :class:`InstallResult` (or raises :class:`NoMatch`, which
-carries the same facts) and never prints: the CLI renders both.
-"""
+"""``kernelwheel install``: probe, list, select, compare, then pinned pip runs, and every build read
+back from the target (docs/install.md, "Selection"). Nothing is installed unless every package has a
+fitting build; returns an :class:`InstallResult` or raises :class:`NoMatch`, never prints."""
 
 from __future__ import annotations
 
@@ -13,6 +8,7 @@ import dataclasses
 import os
 import shlex
 import shutil
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,10 +37,9 @@ from .installed import (
     own_files,
     read_environment,
 )
-from .pipcmd import pinned_requirement, pip_command, run_pip
 from .probe import Target, probe
 from .select import Selection, merge_requirements, parse_requirement, select
-from .sources import fetch, list_candidates
+from .sources import Candidate, fetch, list_candidates
 
 
 @dataclass(frozen=True)
@@ -114,8 +109,7 @@ class NoMatch(InstallError):
 
 
 def _versions_hint(selections: tuple[Selection, ...]) -> str | None:
-    """Where only the version asked for left every build out, the fix is the version, not a
-    build for this torch."""
+    """Where only the version asked for left every build out, the fix is the version."""
     held: dict[str, str] = {}
     for sel in (sel for sel in selections if sel.chosen is None):
         versions = {v.version.public for v in sel.verdicts if v.version is not None}
@@ -178,8 +172,7 @@ def _left_out_by_variant(request: InstallRequest, unfiltered: list[Selection]) -
 
 
 def _hint(target: Target) -> str:
-    t = target.torch
-    if t is None:
+    if (t := target.torch) is None:
         return (
             "install torch into that environment first for a torch build (kernelwheel install "
             "never installs torch), or point --find-links/--index-url at a source with a "
@@ -196,21 +189,57 @@ def _hint(target: Target) -> str:
 
 
 def target_python(given: str | None = None) -> Path:
-    """The interpreter to install into: ``--python`` as given (a path, or a name looked up on
-    PATH, as pip and uv read it), else the active virtual environment's python, else
+    """``--python`` as pip and uv read it, else the active virtual environment's python, else
     ``python3`` on PATH."""
     if given:
         try:
             return _interpreter.locate(given, Path.cwd())
         except UsageError as exc:
             raise UsageError(f"--python: {exc.message}", hint=exc.hint) from None
-    venv = os.environ.get("VIRTUAL_ENV")
-    if venv:
+    if venv := os.environ.get("VIRTUAL_ENV"):
         return Path(venv) / "bin" / "python"
-    found = shutil.which("python3") or shutil.which("python")
-    if found is None:
+    if (found := shutil.which("python3") or shutil.which("python")) is None:
         raise UsageError("no python3 on PATH", hint="pass --python PATH")
     return Path(found)
+
+
+def pinned_requirement(project: str, candidate: Candidate, sha256: str | None) -> str:
+    url = Path(candidate.location).as_uri() if candidate.is_local else candidate.location
+    return f"{project} @ {url}" + (f"#sha256={sha256}" if sha256 else "")
+
+
+def pip_command(
+    target: Target, pins: Sequence[str], sources: PipSources, *, force: bool = False
+) -> list[str]:
+    """The pip run installing ``pins`` (direct references with their hashes, so pip can neither
+    choose another build nor accept other bytes) with ``torch==<installed>``, so a dependency that
+    needs another torch fails instead of replacing it; a forced run (a build of the installed
+    version) gets ``--no-deps`` and no torch pin (docs/install.md, "Selection", step 6)."""
+    # The target's own pip if it has one; else this pip, pointed at the target (pip >= 22.3).
+    if target.has_pip:
+        cmd = [str(target.python), "-m", "pip", "install"]
+    else:
+        cmd = [sys.executable, "-m", "pip", "--python", str(target.python), "install"]
+    cmd.append("--disable-pip-version-check")
+    if force:
+        cmd += ["--force-reinstall", "--no-deps"]
+    # the find-links absolute, so the printed command runs from anywhere
+    links = tuple(ln if "://" in ln else str(Path(ln).resolve()) for ln in sources.find_links)
+    cmd += dataclasses.replace(sources, find_links=links).pip_args()
+    if force or target.torch_dist is None:  # no torch: none to keep (tvm-ffi builds only)
+        return [*cmd, *pins]
+    return [*cmd, *pins, f"torch=={target.torch_dist}"]
+
+
+def run_pip(cmd: Sequence[str], runner: Runner = RUNNER) -> None:
+    proc = runner.captured(cmd)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise InstallError(
+            f"pip failed (exit {proc.returncode}); torch and the environment are as pip left "
+            f"them:\n{tail}",
+            hint="read pip's message above; --dry-run prints the command to run it yourself",
+        )
 
 
 def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
@@ -270,8 +299,7 @@ def _commands(
     """The forced run (builds of an installed version) first, then the pinned one."""
     commands = []
     for force, actions in ((True, ("reinstall",)), (False, ("install", "replace"))):
-        pins = [p.pin for p in picks if p.action in actions]
-        if pins:
+        if pins := [p.pin for p in picks if p.action in actions]:
             commands.append(tuple(pip_command(target, pins, request.sources, force=force)))
     return tuple(commands)
 
@@ -299,9 +327,8 @@ def _read_back(pick: Pick, found: Installed | None, target: Target) -> None:
 
 
 def _pick(sel: Selection, downloads: Path) -> Pick:
-    """The chosen build, checked before pip sees it: its bytes against the link's hash, and the
-    record rule (pip installs files that do not match RECORD without a word). The pin carries
-    the sha256 of the bytes checked, so pip can install no other file."""
+    """The chosen build, checked before pip sees it (pip installs files that do not match RECORD
+    without a word); the pin carries the sha256 of the bytes checked."""
     assert sel.chosen is not None
     candidate = sel.chosen.candidate
     path = fetch(candidate, downloads)

@@ -11,7 +11,7 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from http.client import HTTPResponse
@@ -73,9 +73,8 @@ def _check_url(url: str, option: str) -> None:
 def _read_page(
     url: str, option: str, *, missing_ok: bool, skipped: list[str] | None = None
 ) -> tuple[str, str] | None:
-    """The page at ``url`` and the URL it was read from, after redirects (its relative links
-    are resolved against that one, as pip does); None when it does not exist and
-    ``missing_ok`` (an HTTP answer other than 404 noted in ``skipped``)."""
+    """The page's URL after redirects (its relative links resolve against it, as pip's do) and its
+    text; None when missing and ``missing_ok`` (HTTP answers but 404 noted in ``skipped``)."""
     if url.startswith("file:"):
         path = Path(unquote(urlparse(url).path))
         if path.is_dir():
@@ -100,9 +99,8 @@ def _read_page(
 
 
 def _keeps_login(old: str, new: str) -> bool:
-    """Whether a redirect from ``old`` to ``new`` keeps the login (pip's rule): the same host
-    and port, and no step down from https to http (the password would cross the network in
-    clear); a page moved to a CDN is not sent the index's password."""
+    """Whether a redirect from ``old`` to ``new`` keeps the login (pip's rule): the same host and
+    port, no step down to http; a page moved to a CDN is not sent the index's password."""
     before, after = urlsplit(old), urlsplit(new)
     same_host = before.netloc.rpartition("@")[2] == after.netloc.rpartition("@")[2]
     return same_host and after.scheme in (before.scheme, "https")
@@ -120,8 +118,7 @@ _OPENER = urllib.request.build_opener(_LoginStaysOnItsHost)
 
 
 def _open(url: str, accept: str | None = None) -> HTTPResponse:
-    """``url`` opened; a login in it (``https://user:token@host/simple/``, as pip reads a
-    private index's URL) goes in an ``Authorization`` header, not in the host name."""
+    """``url`` opened, a login in it (``https://user:token@host/``) sent as ``Authorization``."""
     parts = urlsplit(url)
     login, _, host = parts.netloc.rpartition("@")
     request = urllib.request.Request(urlunsplit(parts._replace(netloc=host)))
@@ -136,9 +133,8 @@ def _open(url: str, accept: str | None = None) -> HTTPResponse:
 
 
 def _same_login(final: str, asked: str) -> str:
-    """``final`` (where ``asked`` led, or a link of its page) with ``asked``'s login where it is
-    on the same host and has none of its own: the wheels it links are downloaded (by this
-    module, and by pip from the pin) with it."""
+    """``final`` (where ``asked`` led, or a link of its page) with ``asked``'s login where on the
+    same host and without its own: the wheels it links are downloaded with it."""
     login, _, host = urlsplit(asked).netloc.rpartition("@")
     parts = urlsplit(final)
     if not login or "@" in parts.netloc or not _keeps_login(asked, final):
@@ -148,8 +144,7 @@ def _same_login(final: str, asked: str) -> str:
 
 def _read_body(response: HTTPResponse, url: str, option: str) -> str:
     """A page's text, read within :data:`_TIMEOUT` seconds in all (the socket's timeout bounds
-    each read alone: a server that trickles its body would hold the command for ever) and at
-    most :data:`_PAGE_LIMIT` bytes."""
+    each read alone: a trickled body would hold the command for ever), at most _PAGE_LIMIT."""
     deadline = time.monotonic() + _TIMEOUT
     data = bytearray()
     while chunk := response.read1(1 << 16):
@@ -200,24 +195,30 @@ def _url_error(exc: OSError | ValueError, subject: str, verb: str, http_hint: st
     )
 
 
-def _from_page(url: str, text: str) -> Iterable[Candidate]:
+def _links(url: str, text: str) -> Iterator[tuple[str, dict[str, str | None]]]:
+    """Every link of the page ``text`` read from ``url``, absolute, with its attributes; one to the
+    page's own host gets its login, as pip reuses it per host (GitLab's, Artifactory's)."""
     page = _Links(text)
     base = urljoin(url, page.base) if page.base else url
     for attrs in page.links:
-        href = attrs.get("href")
-        if not href:
-            continue
-        # an absolute link to the page's own host gets its login, as pip reuses it per host
-        # (GitLab's and Artifactory's pages link their files so)
-        target, fragment = urldefrag(_same_login(urljoin(base, href), url))
+        if href := attrs.get("href"):
+            yield _same_login(urljoin(base, href), url), attrs
+
+
+def _sha256(fragment: str) -> str | None:
+    return fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
+
+
+def _from_page(url: str, text: str) -> Iterable[Candidate]:
+    for link, attrs in _links(url, text):
+        target, fragment = urldefrag(link)
         filename = unquote(urlparse(target).path.rsplit("/", 1)[-1])
         # %2F decoded is no file name (a page's img2gray-1.0-1%2F..%2F..-py3-none-any.whl
         # would be downloaded outside the download folder)
         if not filename.endswith(".whl") or any(c in filename for c in "/\\\0"):
             continue
-        sha256 = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
         yanked, requires = attrs.get("data-yanked"), attrs.get("data-requires-python")
-        yield Candidate(filename, target, sha256, url, yanked, requires)
+        yield Candidate(filename, target, _sha256(fragment), url, yanked, requires)
 
 
 def _from_folder(text: str, option: str = "--find-links") -> list[Candidate]:
@@ -255,8 +256,8 @@ def _requires_python(wheel: Path) -> str | None:
 
 
 def _absolute(path: Path) -> str:
-    """``path`` made absolute, a link not followed: a wheelhouse of links into a store
-    (``img2gray-….whl -> ../blobs/ab12…``) names each wheel by its link, as pip needs."""
+    """``path`` made absolute, a link not followed: a wheelhouse of links into a store names each
+    wheel by its link, as pip needs."""
     return os.path.abspath(path)
 
 
@@ -288,13 +289,10 @@ def list_candidates(
 
 
 def discover(location: str) -> list[Candidate]:
-    """Every wheel ``location`` offers, whatever its project (``kernelwheel variants``): a
-    wheel file; a folder's wheels; a page that links wheels (a find-links page, or one
-    project's page of a PEP 503 index); else a PEP 503 index's root, whose links name project
-    pages, each read (a kernelwheel site's root: those of each index it links)."""
-    option = "SOURCE"
-    if location.endswith(".whl") and Path(location).is_file():
-        path = Path(location)
+    """Every wheel ``location`` offers, whatever its project (``kernelwheel variants``): a wheel; a
+    folder's; a page's that links wheels; else a PEP 503 root's, each project page read."""
+    option, path = "SOURCE", Path(location)
+    if location.endswith(".whl") and path.is_file():
         return [Candidate(path.name, _absolute(path), None, location, None, _requires_python(path))]
     if "://" not in location:
         return _from_folder(location, option)
@@ -304,8 +302,7 @@ def discover(location: str) -> list[Candidate]:
         if location.startswith("file:"):
             return discover(folder)
         target, fragment = urldefrag(location)
-        sha256 = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
-        return [Candidate(folder.rsplit("/", 1)[-1], target, sha256, location)]
+        return [Candidate(folder.rsplit("/", 1)[-1], target, _sha256(fragment), location)]
     if location.startswith("file:") and Path(folder).is_dir():
         if not (Path(folder) / "index.html").is_file():
             return _from_folder(folder, option)
@@ -315,14 +312,10 @@ def discover(location: str) -> list[Candidate]:
 
 
 def _from_root(url: str, page: str, option: str, *, levels: int) -> list[Candidate]:
-    """The wheels of the pages a root index links on its own host (one per project); a linked
-    page with no wheel is read as a root in turn, ``levels`` deep (a kernelwheel site's root
-    links its indexes, ``all/``, ``cu130/``, …; only folder links are followed so)."""
+    """The wheels of the pages a root index links on its own host; a folder link with no wheel is
+    read as a root in turn, ``levels`` deep (a kernelwheel site's root links its indexes)."""
     found: list[Candidate] = []
-    links = _Links(page)
-    base = urljoin(url, links.base) if links.base else url
-    for href in filter(None, (a.get("href") for a in links.links)):
-        sub = _same_login(urljoin(base, href), url)
+    for sub, _ in _links(url, page):
         if urlparse(sub).netloc == urlparse(url).netloc and not sub.endswith(".whl"):
             sub, text = _read_page(sub, option, missing_ok=True) or (sub, "")
             wheels = list(_from_page(sub, text))
@@ -346,8 +339,7 @@ def project_of(filename: str) -> str:
 
 
 def fetch(candidate: Candidate, folder: Path) -> Path:
-    """The candidate's file on this machine: a local wheel as it is, a URL downloaded into
-    ``folder`` (streamed, with the same timeout as the pages), so its integrity can be checked
+    """The candidate's file here, a URL downloaded into ``folder``, so its integrity can be checked
     before pip is asked to install it."""
     if candidate.is_local:
         return Path(candidate.location)

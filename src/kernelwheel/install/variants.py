@@ -1,7 +1,5 @@
-"""``kernelwheel variants``: every build a source offers, as ``kernelwheel install`` judges it
-(docs/variants.md). The verdicts are :func:`.select.select`'s, the very call ``install`` makes:
-nothing is decided here. Builds with no wheel name to judge (a Hub folder whose name is no
-variant) come in as ``unjudged`` rejections with their own reason."""
+"""``kernelwheel variants``: every build a source offers, judged by :func:`.select.select`, the very
+call ``install`` makes (docs/variants.md); builds with no wheel name come as ``unjudged``."""
 
 from __future__ import annotations
 
@@ -68,28 +66,23 @@ def explain(
     names: dict[str, str] | None = None,
     unjudged: Sequence[Entry] = (),
 ) -> VariantsReport:
-    """Every candidate of every project in ``candidates``, judged for ``target`` by
-    :func:`.select.select`. ``names``: wheel file name → the variant name to show (a Hub
-    folder's own spelling); ``unjudged``: rejected builds added as they are (to the first
-    project, or to one of their own when there is none)."""
+    """Every candidate judged for ``target`` by :func:`.select.select`; ``names``: wheel file name →
+    the variant name shown; ``unjudged``: rejected builds added to the first project."""
     by_project: dict[str, list[Candidate]] = {}
     for candidate in candidates:  # a file misnamed is listed too, refused with why
         by_project.setdefault(project_of(candidate.filename), []).append(candidate)
     found = []
     for project, offered in sorted(by_project.items()):
         (sel,) = select([Requirement(project)], offered, target)
-        found.append(ProjectBuilds(project, _entries(sel, names or {})))
+        entries = [_entry(v, sel, names or {}) for v in sel.verdicts]
+        # Status lists them preferred first; the sort is stable: listing order kept
+        entries.sort(key=lambda e: list(Status).index(e.status))
+        found.append(ProjectBuilds(project, tuple(entries)))
     if unjudged and found:
         found[0] = replace(found[0], entries=found[0].entries + tuple(unjudged))
     elif unjudged:
         found.append(ProjectBuilds("", tuple(unjudged)))
     return VariantsReport(source, target, gpus, tuple(found))
-
-
-def _entries(sel: Selection, names: dict[str, str]) -> tuple[Entry, ...]:
-    entries = [_entry(v, sel, names) for v in sel.verdicts]
-    # Status lists them preferred first; the sort is stable: listing order kept
-    return tuple(sorted(entries, key=lambda e: list(Status).index(e.status)))
 
 
 def _entry(verdict: Verdict, sel: Selection, names: dict[str, str]) -> Entry:
@@ -117,7 +110,6 @@ def _variant_name(filename: str) -> str:
 
 
 def machine(python: Path, runner: Runner = RUNNER) -> tuple[Target, Gpus]:
-    """The target interpreter as install probes it, and this machine's GPUs (nvidia-smi, else
-    that interpreter's torch.cuda; ``CUDA_VISIBLE_DEVICES`` honoured as CUDA reads it)."""
+    """The target interpreter as install probes it, and this machine's GPUs (compat.gpus)."""
     target = probe(python, runner)
     return target, visible_gpus(target.python, runner=runner)

@@ -1,7 +1,6 @@
-"""The kernels a project declares in its ``pyproject.toml``: ``[tool.kernels.dependencies]``
-(the table Hugging Face's ``kernels`` reads) and ``[tool.kernelwheel.dependencies]`` (the same
-values, or a table naming a local git clone); a repo in both must say the same in both
-(docs/lockfile.md, "Declaring kernels")."""
+"""The kernels a ``pyproject.toml`` declares in ``[tool.kernels.dependencies]`` (Hugging Face's
+``kernels`` reads it) and ``[tool.kernelwheel.dependencies]`` (or a local clone); a repo in both
+must say the same (docs/lockfile.md, "Declaring kernels")."""
 
 from __future__ import annotations
 
@@ -26,8 +25,6 @@ _VALUE_HINT = (
 
 @dataclass(frozen=True)
 class Dependency:
-    """One declared kernel repo."""
-
     repo: str  # Hub repo id, org/name
     requested: str  # the version request as text: ">=1.1,<2", "1.1.2", "1"
     request: VersionRequest
@@ -43,15 +40,11 @@ class Declarations:
 
 
 def read_dependencies(project_dir: Path) -> Declarations:
-    """Read and check the declared kernels. Raises :class:`ProjectError` naming the file, the
-    field, the value and the fix."""
+    """The declared kernels, checked: a ProjectError names the file, field, value and fix."""
     pyproject = project_dir / PYPROJECT
     if not project_dir.is_dir():
-        raise ProjectError(
-            "no such project folder",
-            file=project_dir,
-            hint="pass the folder holding pyproject.toml",
-        )
+        hint = "pass the folder holding pyproject.toml"
+        raise ProjectError("no such project folder", file=project_dir, hint=hint)
     data = toml.read_toml(
         pyproject,
         missing_hint=f"declare kernels in {project_dir}/pyproject.toml under [{KERNELS_TABLE}], "
@@ -111,11 +104,8 @@ def _dependency(table: toml.Located, repo: str) -> Dependency:
             None,
             f'e.g. {{ version = ">=1.1,<2", path = "../{repo.split("/")[1]}" }}',
         )
-    path = entry.string(
-        "path",
-        nonempty=True,
-        hint="the folder of a git clone of the repo, relative to the project folder",
-    )
+    hint = "the folder of a git clone of the repo, relative to the project folder"
+    path = entry.string("path", nonempty=True, hint=hint)
     text, request = _request(entry, "version")
     return Dependency(repo, text, request, path, where, str(table.file))
 
@@ -123,15 +113,12 @@ def _dependency(table: toml.Located, repo: str) -> Dependency:
 def _tables(doc: toml.Located) -> list[toml.Located]:
     """[tool.kernels.dependencies] and [tool.kernelwheel.dependencies], those present."""
     tool = doc.table("tool")
+    sections = (tool.table(name) for name in ("kernels", "kernelwheel")) if tool is not None else ()
     tables: list[toml.Located] = []
-    for name in ("kernels", "kernelwheel"):
-        section = tool.table(name) if tool is not None else None
-        if section is None:
-            continue
+    for section in filter(None, sections):
         dotted = section.dotted("dependencies")
         hint = f'write [{dotted}] with lines such as "drbh/img2gray" = ">=1.1.2,<2"'
-        table = section.table("dependencies", hint=hint)
-        if table is not None:
+        if (table := section.table("dependencies", hint=hint)) is not None:
             tables.append(table)
     return tables
 
@@ -150,8 +137,7 @@ def _request(table: toml.Located, key: str) -> tuple[str, VersionRequest]:
             raise table.error(f"major version {version} is negative", key, _VALUE_HINT)
         text = str(version)
     else:
-        text = version.strip()
-        if not text:
+        if not (text := version.strip()):
             raise table.error("the version is empty", key, _VALUE_HINT)
     try:
         request = VersionRequest.parse(text)

@@ -1,10 +1,6 @@
-"""``kernelwheel download``: the locked kernels as wheels in a wheelhouse, verified by hash
-(docs/lockfile.md, "kernelwheel download").
-
-Every file is checked against the lock as it is read, before it is used, then every wheel's
-name and sha256. All is made in a staging folder inside the wheelhouse and moved in only when
-every wheel of every kernel is verified: on any mismatch the wheelhouse gets nothing.
-"""
+"""``kernelwheel download``: the locked kernels as wheels in a wheelhouse (docs/lockfile.md). Every
+file is checked against the lock as it is read, then every wheel; all is made in a staging folder
+and moved in only when every wheel is verified."""
 
 from __future__ import annotations
 
@@ -27,7 +23,6 @@ from ..wheels import source_date_epoch
 from .declared import PYPROJECT, Dependency, read_dependencies
 from .fortorch import choose_for_torch, parse_torch
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
-from .pinned import PinnedSource
 from .pylock import (
     PYLOCK,
     REQUIREMENTS,
@@ -36,11 +31,16 @@ from .pylock import (
     requirements_txt,
     written_by_kernelwheel,
 )
-from .resolve import open_dependency
+from .resolve import PinnedSource, open_dependency
 
 _RELOCK = "run 'kernelwheel lock' and review the diff of kernelwheel.lock"
 # After an integrity failure the lock itself may be wrong: convert everything again.
 _REFRESH = "run 'kernelwheel lock --refresh' and review the diff of kernelwheel.lock"
+
+
+def _unwritten(message: str) -> HubError:
+    """An integrity failure, before anything reached the wheelhouse."""
+    return HubError(message, hint=f"nothing was written; {_REFRESH}")
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,7 @@ def _check_lock(lock: LockFile, path: Path) -> None:
             key="kernelwheel",
             hint=f"install kernelwheel=={lock.kernelwheel}, or {_RELOCK}",
         )
-    epoch = source_date_epoch()
-    if lock.source_date_epoch != epoch:
+    if lock.source_date_epoch != (epoch := source_date_epoch()):
         raise ProjectError(
             f"records wheels made with SOURCE_DATE_EPOCH={lock.source_date_epoch}, but it is "
             f"{epoch} now: their timestamps, hence their hashes, would differ",
@@ -131,8 +130,7 @@ def _select(
     chosen: dict[str, list[LockedVariant]] = {}
     left: list[tuple[str, str]] = []
     for kernel in lock.kernels:
-        picked = [v for v in kernel.variants if selector.matches(v.name)]
-        if not picked:
+        if not (picked := [v for v in kernel.variants if selector.matches(v.name)]):
             raise UsageError(
                 f"--variant {' '.join(selector.build)!r} selects no variant of {kernel.repo}, so "
                 "the wheelhouse would lack it",
@@ -155,12 +153,10 @@ class _Verifier:
         self.lock = threading.Lock()
 
     def __call__(self, file: RepoFile, sha256: str) -> None:
-        expected = self.expected.get(file.variant, {}).get(file.inner)
-        if expected is None:
-            raise HubError(
+        if (expected := self.expected.get(file.variant, {}).get(file.inner)) is None:
+            raise _unwritten(
                 f"{self.kernel.repo} at commit {self.kernel.commit}: {file.path} would be "
-                f"packaged, but {self.lock_path} records no hash for it (actual sha256 {sha256})",
-                hint=f"nothing was written; {_REFRESH}",
+                f"packaged, but {self.lock_path} records no hash for it (actual sha256 {sha256})"
             )
         if sha256 != expected:
             raise HubError(
@@ -176,10 +172,9 @@ class _Verifier:
 
     def check_complete(self, variant: str) -> None:
         if missing := sorted(set(self.expected[variant]) - self.seen[variant]):
-            raise HubError(
+            raise _unwritten(
                 f"{self.kernel.repo} {variant}: {self.lock_path} records "
-                f"{', '.join(missing)}, but the conversion did not package it",
-                hint=f"nothing was written; {_REFRESH}",
+                f"{', '.join(missing)}, but the conversion did not package it"
             )
 
 
@@ -231,18 +226,15 @@ def _materialise(
     made = {c.variant: c.wheel for c in result.converted}
     wheels = []
     for variant in variants:
-        wheel = made.get(variant.name)
-        if wheel is None:
-            raise HubError(
-                f"{kernel.repo} {variant.name}: no wheel was made for this locked variant",
-                hint=f"nothing was written; {_REFRESH}",
+        if (wheel := made.get(variant.name)) is None:
+            raise _unwritten(
+                f"{kernel.repo} {variant.name}: no wheel was made for this locked variant"
             )
         verifier.check_complete(variant.name)
         if wheel.name != variant.wheel:
-            raise HubError(
+            raise _unwritten(
                 f"{kernel.repo} {variant.name}: the wheel is {wheel.name}, but {lock_path} "
-                f"records {variant.wheel}",
-                hint=f"nothing was written; {_REFRESH}",
+                f"records {variant.wheel}"
             )
         actual = sha256_file(wheel)
         if actual != variant.wheel_sha256:
@@ -263,8 +255,7 @@ def download(
     runner: Runner = RUNNER,
     abi_check: AbiCheck | None = default_abi_check,
 ) -> DownloadResult:
-    """Materialise the selected locked variants as verified wheels in ``req.wheelhouse`` (a
-    local clone's git run through ``runner``)."""
+    """The selected locked variants as verified wheels in ``req.wheelhouse``."""
     reporter = reporter or SilentReporter()
     lock_path = req.project_dir / LOCK_NAME
     lock = LockFile.load(lock_path)
@@ -349,10 +340,8 @@ def _torch_hint(passed: Sequence[tuple[LockedVariant, str]], torch: compat.Torch
 
 
 def _check_outputs(req: DownloadRequest, wheels: Sequence[str] = ()) -> None:
-    """The wheelhouse's requirements.txt and pylock.toml are replaced only where kernelwheel
-    wrote them (they begin as its own do) or with --force: a file of the user's there is a
-    UsageError naming it, before anything is converted or written. A folder where a wheel
-    goes is one too (the wheels before it would have been moved in, and nothing after)."""
+    """Refuse, before anything is written, a user's requirements.txt or pylock.toml (without
+    --force) or a folder where a wheel goes (the wheels before it would be moved in, none after)."""
     for name in wheels:
         if (path := req.wheelhouse / name).is_dir() and not path.is_symlink():
             raise UsageError(

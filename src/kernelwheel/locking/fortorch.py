@@ -71,8 +71,7 @@ def _runs_on(torch: compat.Torch, os: str) -> bool:
 
 def _judge(locked: LockedVariant, torch: compat.Torch) -> _Judged | str:
     """The variant judged for ``torch``, or why it cannot run under it."""
-    variant = parse_variant(locked.name)
-    if variant is None:
+    if (variant := parse_variant(locked.name)) is None:
         return "its name is no kernel variant"
     build = build_of(variant)
     if found := compat.problems(build, torch):
@@ -116,8 +115,7 @@ def choose_for_torch(variants: Sequence[LockedVariant], torch: compat.Torch) -> 
     platforms: list[tuple[str, str] | None] = [*sorted(named)] or [None]
     winners: dict[tuple[str, str] | None, _Judged] = {}
     for platform in platforms:
-        pool = [j for j in judged if j.platform in (platform, None)]
-        if pool:
+        if pool := [j for j in judged if j.platform in (platform, None)]:
             winners[platform] = _best(pool)
     chosen = {w.variant.name: w for w in winners.values()}
     first = next(iter(winners.values()))

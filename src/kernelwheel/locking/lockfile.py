@@ -1,9 +1,6 @@
-"""``kernelwheel.lock``: the model, its TOML form and its reader (docs/lockfile.md).
-
-The writer is the only way the file is made: kernels sorted by repo id, variants by name, files
-by path, keys in a fixed order, one value a line. The same lock gives the same bytes, so a
-re-run with nothing new leaves the file untouched and a real change shows as a small diff.
-"""
+"""``kernelwheel.lock``: the model, its TOML form and its reader (docs/lockfile.md). The writer
+sorts everything and writes one value a line: the same lock gives the same bytes, so a re-run leaves
+the file untouched and a real change is a small diff."""
 
 from __future__ import annotations
 
@@ -100,8 +97,7 @@ class LockFile:
     @classmethod
     def loads(cls, text: str, path: Path) -> LockFile:
         doc = toml.Located(toml.parse_toml(text, file=path, hint=_RELOCK), file=path, error=_relock)
-        version = _integer(doc, "lock-version")
-        if version != LOCK_VERSION:
+        if (version := _integer(doc, "lock-version")) != LOCK_VERSION:
             raise ProjectError(
                 f"lock-version {version} is not {LOCK_VERSION}, the one this kernelwheel reads",
                 file=path,
@@ -128,8 +124,7 @@ def _relock(
 
 
 def _integer(table: toml.Located, key: str) -> int:
-    value = table.integer(key, hint=_RELOCK)
-    if value is None:
+    if (value := table.integer(key, hint=_RELOCK)) is None:
         raise table.error("missing required key", key, _RELOCK)
     return value
 
@@ -172,8 +167,7 @@ def _kernel(table: toml.Located) -> LockedKernel:
 
 def _variant(table: toml.Located) -> LockedVariant:
     files = table.required_table("files", _RELOCK)
-    pairs = [(name, _match(files, name, _SHA256)) for name in files.keys()]
-    if not pairs:
+    if not (pairs := [(name, _match(files, name, _SHA256)) for name in files.keys()]):
         raise table.error("lists no file", "files", _RELOCK)
     return LockedVariant(
         name=table.required_string("name", _RELOCK),

@@ -1,10 +1,6 @@
-"""A hashed ``requirements.txt`` (pip's ``--require-hashes``) and a PEP 751 ``pylock.toml``:
-what lets an installer trust a wheelhouse by hash alone (docs/lockfile.md).
-
-``==1.1.2`` matches every local version, so pip still picks the variant whose torch requirement
-the installed torch satisfies. pylock.toml holds one version per package (markers cannot tell
-torch builds apart): :func:`pylock_toml` writes it for one build per distribution, else says why.
-"""
+"""A hashed ``requirements.txt`` and a PEP 751 ``pylock.toml`` of a wheelhouse (docs/lockfile.md):
+``==1.1.2`` matches every local version, so pip still picks the build for the installed torch;
+pylock.toml holds one version per package, so it is written only for one build per package."""
 
 from __future__ import annotations
 
@@ -86,8 +82,7 @@ def requirements_txt(wheels: Sequence[HouseWheel]) -> str:
 def pylock_toml(wheels: Sequence[HouseWheel]) -> tuple[str | None, str]:
     """The PEP 751 lock of the wheelhouse, or None and the reason it cannot be written."""
     groups = _by_project(wheels)
-    ambiguous = {p: g for p, g in groups.items() if len({w.version for w in g}) > 1}
-    if ambiguous:
+    if ambiguous := {p: g for p, g in groups.items() if len({w.version for w in g}) > 1}:
         project, group = next(iter(ambiguous.items()))
         versions = sorted({str(w.version) for w in group})
         return None, (
@@ -117,9 +112,8 @@ def pylock_toml(wheels: Sequence[HouseWheel]) -> tuple[str | None, str]:
 
 
 def written_by_kernelwheel(path: Path) -> bool:
-    """Whether ``path`` (a requirements.txt or pylock.toml) is a plain file kernelwheel wrote: it
-    begins as kernelwheel's own do. Only its head is read (a user's file may be anything: a
-    link, a FIFO, gigabytes), and anything else is the user's."""
+    """Whether ``path`` is a plain file that begins as kernelwheel's own do; only its head is read
+    (a user's file may be a link, a FIFO, gigabytes)."""
     if path.is_symlink() or not path.is_file():
         return False
     try:

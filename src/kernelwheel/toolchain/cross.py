@@ -1,8 +1,6 @@
-"""Cross builds for another CPU arch (aarch64 on x86_64, docs/aarch64.md): torch's build logic
-runs in a host-arch environment against the target's torch (and CUDA) wheels unpacked into a
-sysroot, with the ``<triple>-g++`` cross compiler. :func:`plan_for` refuses what is missing before
-any variant builds; :meth:`CrossPlan.prepare` gives the :class:`CrossBuild` that extends the
-compile spec and environment."""
+"""Cross builds for another CPU arch (docs/aarch64.md): torch's build logic runs in a host-arch
+environment against the target's torch (and CUDA) wheels unpacked into a sysroot, compiled with
+``<triple>-g++``; :func:`plan_for` refuses what is missing before any variant builds."""
 
 from __future__ import annotations
 
@@ -73,8 +71,7 @@ def find_cross_compiler(
 ) -> CrossCompiler:
     """The ``<triple>-gcc``/``<triple>-g++`` pair for ``arch`` on PATH."""
     triple, package, _ = _TARGETS[arch]
-    cc = shutil.which(f"{triple}-gcc", path=path)
-    cxx = shutil.which(f"{triple}-g++", path=path)
+    cc, cxx = (shutil.which(f"{triple}-{name}", path=path) for name in ("gcc", "g++"))
     if cc is None or cxx is None:
         missing = [n for n, p in ((f"{triple}-gcc", cc), (f"{triple}-g++", cxx)) if not p]
         verb = "is" if len(missing) == 1 else "are"
@@ -149,8 +146,7 @@ def _check_machine(sysroot: Path, arch: Arch) -> None:
     """The unpacked libc10 must really be for the target arch (a wrong wheel fails here)."""
     from ..abi._elf import NotElfError, read_elf
 
-    lib = sysroot / "torch" / "lib" / "libc10.so"
-    elf = _TARGETS[arch].machine
+    lib, elf = sysroot / "torch" / "lib" / "libc10.so", _TARGETS[arch].machine
     if not lib.is_file():
         raise ToolchainError(
             f"the target torch has no torch/lib/libc10.so (looked in {sysroot})",
@@ -194,13 +190,12 @@ def provision_target(
         pip += ["--dest", str(downloads)]
         pip += [arg for platform in spec.platforms for arg in ("--platform", platform)]
         pip += spec.sources.pip_args()
-        platforms = ", ".join(spec.platforms)
         runner.checked(
             [*pip, spec.torch_requirement],
             log,
             f"download {spec.torch_requirement} for {spec.arch.value}",
             hint=f"the index must serve {spec.torch_requirement} as a CPython {spec.python} wheel "
-            f"for one of {platforms}; offline: put it in a --find-links folder",
+            f"for one of {', '.join(spec.platforms)}; offline: put it in a --find-links folder",
         )
         if spec.packages:
             reqs = root / "target-requirements.txt"
@@ -219,8 +214,7 @@ def provision_target(
         for wheel in sorted(downloads.glob("*.whl")):
             name, version, _, tags = parse_wheel_filename(wheel.name)
             digest = sha256_file(wheel)
-            want = expected.get(name)  # the name is canonical
-            if want is not None and want != digest:
+            if (want := expected.get(name)) is not None and want != digest:  # name: canonical
                 raise ToolchainError(
                     f"{wheel.name}: sha256 {digest} does not match the recipe's {want}",
                     hint="the index served another file than the recipe pins: check "
@@ -321,9 +315,8 @@ def plan_for(
     host: Arch | None = None,
     runner: Runner = RUNNER,
 ) -> CrossPlan | None:
-    """The cross plan for ``variant``, None for this machine's arch. ``env_spec``: the target's
-    environment (None with ``--python``); the host's is the same variant's recipe for the host
-    arch, with the same index options."""
+    """The cross plan for ``variant``, None for this arch. ``env_spec``: the target's environment
+    (None with ``--python``); the host's is the variant's recipe for the host arch."""
     try:
         host = host or Arch.host()
     except VariantError:  # a machine kernelwheel has no variants for: nothing to cross from

@@ -1,7 +1,6 @@
-"""Header dependencies: the C++ headers a kernel's ``depends = [...]`` asks for, on the include
-path of the variants that compile it (docs/dependencies.md). :func:`plan_headers` decides where
-each comes from, refusing what cannot be provided, when the request is made;
-:func:`provide_headers` gives a local checkout as it is, or a PyPI wheel's header folders."""
+"""The C++ headers a kernel's ``depends`` asks for (docs/dependencies.md): :func:`plan_headers`
+decides where each comes from when the request is made, :func:`provide_headers` gives a local
+checkout or a PyPI wheel's header folders."""
 
 from __future__ import annotations
 
@@ -109,8 +108,7 @@ def _check_named_checkouts(table: DependencyTable, options: Options) -> None:
     for entry in options.cutlass_path:
         if entry.dependency is None:
             continue
-        dep = table.get(entry.dependency)
-        if dep is None or dep.library != "cutlass":
+        if (dep := table.get(entry.dependency)) is None or dep.library != "cutlass":
             cutlass = [d.name for d in table.deps if d.library == "cutlass"]
             raise UsageError(
                 f"{options.source('cutlass_path')} {entry.describe()}: "
@@ -255,8 +253,7 @@ def _extract(path: Path, wheel: HeaderWheel, tree: Path) -> None:
     except (zipfile.BadZipFile, OSError) as exc:
         raise ToolchainError(f"cannot unpack {path}: {exc}") from None
     found = {next(p for p in prefixes if name.startswith(p)) for name in names}
-    empty = [p.rstrip("/") for p in prefixes if p not in found]
-    if empty:
+    if empty := [p.rstrip("/") for p in prefixes if p not in found]:
         raise ToolchainError(
             f"{path.name} has no files under {', '.join(empty)}",
             hint=f"fix the include folders of {wheel.name} {wheel.version} in recipes/deps.toml",

@@ -20,23 +20,21 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._util import RUNNER, Runner, atomic_write, locked
+from .._util import RUNNER, Runner, atomic_write, locked, staging_dir
 from ..compat import interpreter, probe_cache
 from ..compile.capabilities import unsupported
 from ..errors import ToolchainError
 from ..model.capability import CudaCapability
 from ..model.recipes import VariantRecipe
 from ..model.sources import PipSources
-from .toolkit_store import shared_toolkit
 
 READY_MARKER = ".kernelwheel-ready"
 
 
 @contextmanager
 def _whole_or_nothing(root: Path) -> Iterator[None]:
-    """``root`` made from nothing in the block: one there before (half-made by a killed run, or
-    damaged) is removed first, and however the block fails (an error, an interrupt), nothing of
-    it is left."""
+    """``root`` made from nothing in the block (one there before, half-made or damaged, removed);
+    however the block fails (an error, an interrupt), nothing of it is left."""
     if root.exists():
         shutil.rmtree(root)
     try:
@@ -65,8 +63,6 @@ BUILD_TOOLS = ("setuptools>=69,<81", "ninja>=1.11,<1.14", "wheel>=0.43,<0.47", "
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """What a build environment must contain."""
-
     torch_requirement: str
     packages: tuple[str, ...] = ()  # toolchain pins, e.g. nvidia-cuda-nvcc==13.0.88
     sources: PipSources = PipSources()  # the options' and the recipe's own index
@@ -99,9 +95,8 @@ def env_spec_for(recipe: VariantRecipe, sources: PipSources) -> EnvSpec:
     """The environment of ``recipe``, fetched from ``sources``; the recipe's own index (e.g.
     PyTorch's CPU wheels) is its one extra index unless the options name an index or forbid one."""
     assert recipe.torch_requirement is not None
-    packages: tuple[str, ...] = ()
-    if recipe.cuda is not None and recipe.cuda.source == "pypi":
-        packages = recipe.cuda.requirements()
+    cuda = recipe.cuda
+    packages = cuda.requirements() if cuda is not None and cuda.source == "pypi" else ()
     own_index = recipe.index_url and not sources.index_url and not sources.no_index
     extra = (recipe.index_url,) if own_index and recipe.index_url else ()
     return EnvSpec(recipe.torch_requirement, packages, replace(sources, extra_index_urls=extra))
@@ -109,8 +104,6 @@ def env_spec_for(recipe: VariantRecipe, sources: PipSources) -> EnvSpec:
 
 @dataclass(frozen=True)
 class EnvInfo:
-    """A probed interpreter and its torch."""
-
     python: Path
     python_version: str
     machine: str
@@ -179,7 +172,8 @@ class PipStep:
 
 
 def toolchain_step(packages: Sequence[str]) -> PipStep:
-    """The pinned CUDA toolchain packages of a recipe (recipes/cuda.toml), installed alone."""
+    """The pinned CUDA toolchain packages of a recipe (recipes/cuda.toml), installed alone: the
+    set is closed under its dependencies and pinned with hashes (hash-checking mode if any)."""
     return PipStep(
         what="install the pinned CUDA toolchain",
         hint="the recipe's pins or hashes do not match what the index serves: check "
@@ -197,9 +191,8 @@ def make_env(
     log: Path | None,
     runner: Runner,
 ) -> Path:
-    """The one way a build environment is made, for every build kind: ``base``'s venv at
-    ``root``, then ``steps`` from ``sources``; its python. The caller holds the lock and writes
-    the ready marker; however it fails (a pip step, an interrupt), nothing is left in the cache."""
+    """The one way a build environment is made: ``base``'s venv at ``root``, then ``steps`` from
+    ``sources``; its python. The caller holds the lock and writes the ready marker."""
     with _whole_or_nothing(root):
         runner.checked([str(base), "-m", "venv", str(root)], log, "create the build venv")
         py = root / "bin" / "python"
@@ -222,14 +215,12 @@ def make_env(
 
 
 def env_root(spec: EnvSpec, cache_dir: Path) -> Path:
-    """Where the environment of ``spec`` for this Python's X.Y lives in ``cache_dir``."""
-    py_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    py_version = "{}.{}".format(*sys.version_info)
     return cache_dir / "envs" / f"py{py_version}-{spec.digest(py_version)}"
 
 
 def env_ready(spec: EnvSpec, cache_dir: Path) -> bool:
-    """Whether the environment of ``spec`` is made and cached: a build takes it as it is,
-    fetching nothing (:func:`provision` checks it is whole when it takes it)."""
+    """Whether the environment of ``spec`` is made (:func:`provision` checks it is whole)."""
     return (env_root(spec, cache_dir) / READY_MARKER).is_file()
 
 
@@ -238,21 +229,21 @@ def provision(
 ) -> EnvInfo:
     """Create (or reuse) the environment for spec and return its probe."""
     root = env_root(spec, cache_dir)
+    marker = root / READY_MARKER
     notes: list[str] = []
     with locked(root.parent / f"{root.name}.lock") as dead:
-        if dead is not None and not (root / READY_MARKER).exists():
+        if dead is not None and not marker.exists():
             notes.append(f"build environment {root}: {dead.describe()}; it is made again")
-        if (root / READY_MARKER).exists():
+        if marker.exists():
             # The environment is immutable once marked ready, so its probe is too; a marker
             # from an older kernelwheel, without the probe, is upgraded once, and so is one of
             # a cache copied or moved here, whose probe names where it was made.
-            cached = _read_marker(root / READY_MARKER)
+            cached = _read_marker(marker)
             if cached is None:
-                _write_marker(root / READY_MARKER, probe(root / "bin" / "python", runner=runner))
-                cached = _read_marker(root / READY_MARKER)
+                _write_marker(marker, probe(root / "bin" / "python", runner=runner))
+                cached = _read_marker(marker)
             assert cached is not None
-            damage = _damage(root / READY_MARKER, cached)
-            if damage is None:
+            if (damage := _damage(marker, cached)) is None:
                 return cached
             # Files the marker promised are gone (a cleaner, a disk error, a hand): trusting
             # it would report the missing headers as the user's compile error.
@@ -266,13 +257,10 @@ def provision(
 
         torch = spec.torch_requirement
         steps = [PipStep((torch, *BUILD_TOOLS), f"install {torch}", explain=explain)]
-        if spec.packages:
-            # The toolchain set is closed under its dependencies and pinned with hashes, so it
-            # installs on its own, in hash-checking mode when the recipe has hashes.
-            steps.append(toolchain_step(spec.packages))
+        steps += [toolchain_step(spec.packages)] if spec.packages else []
         py = make_env(root, Path(sys.executable), spec.sources, steps, log, runner)
         info = probe(py, runner=runner)
-        _write_marker(root / READY_MARKER, info)
+        _write_marker(marker, info)
         return dataclasses.replace(info, notes=tuple(notes))
 
 
@@ -305,9 +293,8 @@ def unreachable(url: str, timeout: float = 10) -> str | None:
 def torch_install_error(
     spec: EnvSpec, failed: str, log_tail: str, down: Mapping[str, str]
 ) -> ToolchainError:
-    """The error of a failed ``pip install <torch>``: every place pip looked, those ``down``
-    (URL -> why), pip's reason from the log, how to provide the wheel (for ``torch==X+cpu``,
-    which PyPI does not serve, from PyTorch's index)."""
+    """A failed ``pip install <torch>``: where pip looked, those ``down`` (URL -> why), pip's
+    reason, how to provide the wheel (``torch==X+cpu`` only from PyTorch's index)."""
     sources = spec.sources
     places = list(sources.asked)
     places += [f"--find-links {link}" for link in sources.find_links]
@@ -354,16 +341,16 @@ _MANIFEST_DIRS = ("torch/include/", "torch/lib/", "torch/share/cmake/", "nvidia/
 
 def _recorded(record: Path) -> list[tuple[str, int | None]]:
     """The rows of a RECORD under the manifest's folders: path and size (None: unrecorded)."""
-    rows: list[tuple[str, int | None]] = []
-    for row in csv.reader(record.read_text(errors="replace").splitlines()):
-        if len(row) >= 3 and row[0].startswith(_MANIFEST_DIRS):
-            rows.append((row[0], int(row[2]) if row[2].isdigit() else None))
-    return rows
+    rows = csv.reader(record.read_text(errors="replace").splitlines())
+    return [
+        (row[0], int(row[2]) if row[2].isdigit() else None)
+        for row in rows
+        if len(row) >= 3 and row[0].startswith(_MANIFEST_DIRS)
+    ]
 
 
 def _manifest(purelib: Path) -> dict[str, int]:
-    """The distributions (their .dist-info) that installed files under the manifest's
-    folders, each with the number of those files its RECORD lists."""
+    """Each distribution with files under the manifest's folders: how many its RECORD lists."""
     counts: dict[str, int] = {}
     for record in sorted(purelib.glob("*.dist-info/RECORD")):
         with suppress(OSError):  # an unreadable RECORD promises nothing
@@ -373,12 +360,11 @@ def _manifest(purelib: Path) -> dict[str, int]:
 
 
 def _counts(purelib: Path) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for rel in _MANIFEST_DIRS:
-        folder = purelib / rel
-        if folder.is_dir():
-            counts[rel.rstrip("/")] = sum(len(files) for _, _, files in os.walk(folder))
-    return counts
+    return {
+        rel.rstrip("/"): sum(len(files) for _, _, files in os.walk(purelib / rel))
+        for rel in _MANIFEST_DIRS
+        if (purelib / rel).is_dir()
+    }
 
 
 def _damage(marker: Path, info: EnvInfo) -> str | None:
@@ -392,9 +378,8 @@ def _damage(marker: Path, info: EnvInfo) -> str | None:
         _write_marker(marker, info)
         return None
     for dist, count in sorted(promised.items()):
-        record = info.purelib / dist / "RECORD"
         try:
-            rows = _recorded(record)
+            rows = _recorded(info.purelib / dist / "RECORD")
         except OSError:
             return f"{dist}/RECORD is gone"
         if len(rows) != count:
@@ -415,10 +400,10 @@ def _write_marker(path: Path, info: EnvInfo) -> None:
         for k, v in asdict(info).items()
         if k not in ("notes", "reused")
     }
-    data["installed"] = _manifest(info.purelib)
-    # The file counts an older kernelwheel checks instead: one sharing this cache finds its
-    # promise there, and neither rewrites the marker nor (a build adding nothing) remakes it.
-    data["manifest"] = _counts(info.purelib)
+    # "manifest": the file counts an older kernelwheel checks instead: one sharing this cache
+    # finds its promise there, and neither rewrites the marker nor (a build adding nothing)
+    # remakes it.
+    data.update(installed=_manifest(info.purelib), manifest=_counts(info.purelib))
     # Written last, atomically: the environment is complete.
     atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
@@ -461,10 +446,10 @@ def nvcc_version(home: Path, runner: Runner = RUNNER) -> str:
     if not nvcc.exists():
         raise ToolchainError(f"no nvcc at {nvcc}", hint="point --cuda-home at a CUDA toolkit")
     proc = runner.captured([nvcc, "--version"])
-    m = re.search(r"release (\d+)\.(\d+)", proc.stdout)
+    m = re.search(r"release (\d+\.\d+)", proc.stdout)
     if proc.returncode != 0 or m is None:
         raise ToolchainError(f"{nvcc} --version failed: {proc.stderr.strip() or proc.stdout}")
-    return f"{m.group(1)}.{m.group(2)}"
+    return m.group(1)
 
 
 def supported_capabilities(home: Path, runner: Runner = RUNNER) -> tuple[str, ...] | None:
@@ -490,8 +475,7 @@ def refuse_unsupported(
 ) -> None:
     """Refuse, before compiling, capabilities not among the nvcc's ``supported`` ones (``9.9``,
     ``99.9f``); ``where`` names the list's file, ``hint_key`` the key to edit."""
-    unknown = unsupported(capabilities, supported)
-    if unknown:
+    if unknown := unsupported(capabilities, supported):
         raise ToolchainError(
             f"{where}: CUDA {toolkit.version}'s nvcc ({toolkit.home / 'bin' / 'nvcc'}) cannot "
             f"compile for {', '.join(repr(str(c)) for c in unknown)}; it supports "
@@ -514,7 +498,7 @@ def find_cuda_toolkit(
     env: EnvInfo, explicit: Path | None, system_paths: Sequence[Path], store: Path, runner: Runner
 ) -> CudaToolkit:
     """Find a toolkit whose major version matches the environment's torch; toolchain packages
-    of the environment are used from their shared copy in ``store`` (toolchain.toolkit_store)."""
+    of the environment are used from their shared copy in ``store`` (:func:`shared_toolkit`)."""
     if env.cuda is None:
         raise ToolchainError(
             f"torch {env.torch} in {env.python} is a CPU-only build: it cannot compile "
@@ -534,16 +518,54 @@ def find_cuda_toolkit(
     )
 
 
+def shared_toolkit(home: Path, purelib: Path, store: Path) -> Path:
+    """The toolkit at ``home`` hard-linked once into ``<store>/<name>-<key>``, the key naming the
+    distributions that installed it: its path reaches the preprocessed text, so one path per
+    environment would keep the compiler cache from sharing torch-free objects between torch
+    variants. ``home`` itself when no distribution owns it or it cannot be hard-linked (a copy
+    would cost gigabytes)."""
+    if (key := _toolkit_key(home, purelib)) is None:
+        return home
+    final = store / f"{home.name}-{key}"
+    if (final / "bin" / "nvcc").exists():
+        return final
+    with staging_dir(store, "toolkit") as tmp:
+        try:
+            shutil.copytree(home, tmp / "toolkit", symlinks=True, copy_function=os.link)
+        except (OSError, shutil.Error):
+            return home
+        try:
+            os.rename(tmp / "toolkit", final)
+        except OSError:
+            if not (final / "bin" / "nvcc").exists():  # not a concurrent build that won
+                raise
+    return final
+
+
+def _toolkit_key(home: Path, purelib: Path) -> str | None:
+    """The distributions (name-version) whose RECORD lists files of ``home``: the same ones
+    install the same files."""
+    try:
+        prefix = home.relative_to(purelib).as_posix() + "/"
+    except ValueError:
+        return None
+    owners = sorted(
+        record.parent.name
+        for record in purelib.glob("*.dist-info/RECORD")
+        if prefix in record.read_text(errors="replace")
+    )
+    return hashlib.sha256("\n".join(owners).encode()).hexdigest()[:16] if owners else None
+
+
 def installed_toolkits(cuda: str, system_paths: Sequence[Path] = ()) -> list[tuple[str, Path]]:
     """Where a CUDA ``cuda`` toolkit may be installed here, in the order tried, each with its
     origin (the one search of builds and of preflight)."""
     found: list[tuple[str, Path]] = []
-    if os.environ.get("CUDA_HOME"):
-        found.append(("CUDA_HOME", Path(os.environ["CUDA_HOME"])))
+    if home := os.environ.get("CUDA_HOME"):
+        found.append(("CUDA_HOME", Path(home)))
     found += [("recipe system-paths", Path(p)) for p in system_paths]
     found += [("system", Path(f"/usr/local/cuda-{cuda}")), ("system", Path("/usr/local/cuda"))]
-    nvcc = shutil.which("nvcc")
-    if nvcc:
+    if nvcc := shutil.which("nvcc"):
         found.append(("PATH", Path(nvcc).resolve().parent.parent))
     return found
 

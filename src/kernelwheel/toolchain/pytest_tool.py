@@ -1,8 +1,6 @@
-"""The pytest ``kernelwheel test`` brings where the tests' interpreter has none (the build
-environment, or a virtual environment without pytest): recipes/pytest.toml's pinned, hashed
-wheels, installed once by that interpreter's own pip (a venv made without pip, as ``uv venv``
-makes them: kernelwheel's pip run for it, ``pip --python``) into ``<cache>/tools/pytest-<digest>/``,
-never into the environment (shared and immutable once made), and put on the tests' PYTHONPATH."""
+"""The pytest ``kernelwheel test`` brings where the tests' interpreter has none:
+recipes/pytest.toml's hashed wheels, installed once by that interpreter's pip (or ``pip --python``)
+into ``<cache>/tools/pytest-<digest>/``, never into the environment, and put on PYTHONPATH."""
 
 from __future__ import annotations
 
