@@ -1,6 +1,6 @@
 """The README walk-through: every `kernelwheel` command in the bash blocks of the README, of
 the docs pages that took over its longer sections and of the author's pages it sends a new
-kernel author to (init.md, dev.md) parses with the real argument parser (no stale
+kernel author to (init.md, dev.md, options.md) parses with the real argument parser (no stale
 flag survives a change), and the cheap ones run as written from the repository root: the matrix,
 the build identifiers, the --help pages, and `check` on a folder without wheels. The README stays
 a short front door: at most 150 lines, every docs page it links exists."""
@@ -22,12 +22,16 @@ README = REPO / "README.md"
 # is the index of all pages).
 MOVED = tuple(
     REPO / "docs" / name
-    for name in ("building.md", "pinning.md", "release.md", "init.md", "dev.md")
+    for name in ("building.md", "pinning.md", "release.md", "init.md", "dev.md", "options.md")
 )
 
 
 def bash_blocks(text: str) -> list[str]:
-    return re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M)
+    """The ```bash blocks, and the `$ ` lines of the ```console ones (prompt removed)."""
+    console = re.findall(r"^```console\n(.*?)^```", text, flags=re.S | re.M)
+    # each `$ ` line with its `\` continuations; the output lines between them left out
+    prompted = ["".join(re.findall(r"^\$ ((?:.*\\\n)*.*\n)", b, flags=re.M)) for b in console]
+    return re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M) + prompted
 
 
 def commands(page: Path = README) -> list[list[str]]:
@@ -37,6 +41,8 @@ def commands(page: Path = README) -> list[list[str]]:
     for block in bash_blocks(page.read_text(encoding="utf-8")):
         for line in block.replace("\\\n", " ").splitlines():
             words = shlex.split(line, comments=True)
+            while words and re.match(r"[A-Z_][A-Z0-9_]*=", words[0]):  # VAR=value kernelwheel …
+                words = words[1:]
             if not words or words[0] != "kernelwheel":
                 continue
             for stop in (">", "&&", "|"):
