@@ -1,5 +1,6 @@
-"""The README walk-through: every `kernelwheel` command in the bash blocks of the README and of
-the docs pages that took over its longer sections parses with the real argument parser (no stale
+"""The README walk-through: every `kernelwheel` command in the bash blocks of the README, of
+the docs pages that took over its longer sections and of the author's pages it sends a new
+kernel author to (init.md, dev.md, options.md) parses with the real argument parser (no stale
 flag survives a change), and the cheap ones run as written from the repository root: the matrix,
 the build identifiers, the --help pages, and `check` on a folder without wheels. The README stays
 a short front door: at most 150 lines, every docs page it links exists."""
@@ -17,25 +18,36 @@ from kernelwheel.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
-# The pages the README's long sections moved to (docs/README.md is the index of all pages).
-MOVED = tuple(REPO / "docs" / name for name in ("building.md", "pinning.md", "release.md"))
+# The pages the README's long sections moved to and the author's pages it links (docs/README.md
+# is the index of all pages).
+MOVED = tuple(
+    REPO / "docs" / name
+    for name in ("building.md", "pinning.md", "release.md", "init.md", "dev.md", "options.md")
+)
 
 
 def bash_blocks(text: str) -> list[str]:
-    return re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M)
+    """The ```bash blocks, and the `$ ` lines of the ```console ones (prompt removed)."""
+    console = re.findall(r"^```console\n(.*?)^```", text, flags=re.S | re.M)
+    # each `$ ` line with its `\` continuations; the output lines between them left out
+    prompted = ["".join(re.findall(r"^\$ ((?:.*\\\n)*.*\n)", b, flags=re.M)) for b in console]
+    return re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M) + prompted
 
 
 def commands(page: Path = README) -> list[list[str]]:
     """Each `kernelwheel ...` line of ``page`` (continuations joined), as argv without the
-    program name; comments and output redirections dropped."""
+    program name; comments, output redirections and what follows `&&` or `|` dropped."""
     out = []
     for block in bash_blocks(page.read_text(encoding="utf-8")):
         for line in block.replace("\\\n", " ").splitlines():
             words = shlex.split(line, comments=True)
+            while words and re.match(r"[A-Z_][A-Z0-9_]*=", words[0]):  # VAR=value kernelwheel …
+                words = words[1:]
             if not words or words[0] != "kernelwheel":
                 continue
-            if ">" in words:
-                words = words[: words.index(">")]
+            for stop in (">", "&&", "|"):
+                if stop in words:
+                    words = words[: words.index(stop)]
             out.append(words[1:])
     return out
 
@@ -71,6 +83,8 @@ def test_every_readme_command_parses(argv: list[str], capsys: pytest.CaptureFixt
             make_parser().parse_args(argv)
         assert info.value.code == 0
         return
+    if "--" in argv:  # `kernelwheel test -- ARGS`: main hands the words after "--" to pytest
+        argv = argv[: argv.index("--")]
     args = make_parser().parse_args(argv)  # exits (status 2) on an unknown flag or value
     assert args.func is not None
 
