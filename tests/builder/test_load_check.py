@@ -717,3 +717,20 @@ def test_a_reused_builds_python_is_still_refused_where_it_does_not_compile(
     line = init.read_text().count("\n")
     assert caught.value.diagnostics == (f"  torch-ext/tiny_add/__init__.py:{line}: invalid syntax",)
     # x.so does not exist: a load of it would have failed with another message
+
+
+def test_a_mismatchs_fix_gives_the_cxx_signature_the_schema_asks_for() -> None:
+    # torch 2.13's own message for lin(Tensor x, Tensor? bias=None) implemented with a Tensor
+    stderr = (
+        MISMATCH.replace("add_one(Tensor x, Tensor y)", "lin(Tensor x, Tensor? bias=None)")
+        .replace("add_one", "lin")
+        .replace("(Tensor _0) -> Tensor _0", "(Tensor _0, Tensor _1) -> Tensor _0")
+        .replace(
+            "The number of arguments is different. 2 vs 1.",
+            "Type mismatch in argument 2: Tensor? vs Tensor.",
+        )
+    )
+    _, lines, fix = explain_failure(-signal.SIGABRT, stderr, NS)
+    assert lines[2].strip() == "Type mismatch in argument 2: Tensor? vs Tensor."
+    assert "at::Tensor lin(const at::Tensor& x, const std::optional<at::Tensor>& bias)" in fix
+    assert 'ops.def("lin(...)")' in fix and NS not in fix

@@ -21,6 +21,7 @@ from ..abi._elf import demangle
 from ..errors import BuildError, KernelwheelError
 from ..model.variant import Arch, BackendKind, Variant
 from ._load_check import COMPOSITE_KEYS, MARK
+from .cxx_signature import cxx_signature
 from .pyfold import is_getattr
 
 PROGRAM = Path(__file__).with_name("_load_check.py")
@@ -506,12 +507,17 @@ def explain_failure(
             at = f"  ({_own_line(_strip_namespace(where, namespace), own, root)})" if where else ""
             lines.append(f"  {label:<14} {_strip_namespace(value, namespace)}{at}")
         why = _field(reason, "reason")
+        schema = _field(reason, "expected schema")
+        wanted = cxx_signature(_strip_namespace(schema, namespace)) if schema else None
         return (
             f"{how}: op {name}: its C++ implementation does not match the schema it was "
             "defined with",
             (*lines, *([f"  {why}"] if why else [])),
-            f'make the schema in ops.def("{name}(...)") match the implementation\'s parameters '
-            "and return type, or fix the function",
+            f"give the function the C++ types the schema asks for, {wanted}, or make the "
+            f'schema in ops.def("{name}(...)") match the function'
+            if wanted
+            else f'make the schema in ops.def("{name}(...)") match the implementation\'s '
+            "parameters and return type, or fix the function",
         )
     text = _strip_namespace(reason, namespace) or "(no message)"
     first, *rest = text.splitlines()
