@@ -640,13 +640,13 @@ def test_the_ops_the_packages_python_registers_are_those_its_calls_name(tmp_path
         'torch.library.impl(f"{NS}::d.out", ("CPU", "Meta"))(lambda x: x)\n'
         "torch.library.register_fake(ops.e.default)(lambda x: x)\n"
     )
-    assert python_kernels(tmp_path, fake=True) == {"a", "c", "d", "e"}
-    assert python_kernels(tmp_path) == {"d"}  # a Meta kernel alone runs no tensor
+    assert python_kernels(tmp_path, fake=True) == {"a", "c", "d.out", "e"}
+    assert python_kernels(tmp_path) == {"d.out"}  # a Meta kernel alone runs no tensor
     # an op named by a variable: every name the file quotes, as silence beats a false alarm
     (tmp_path / "more.py").write_text(
         'import torch\nNAME = "ns::f"\nOTHER = "g"\ntorch.library.register_fake(NAME)(len)\n'
     )
-    assert python_kernels(tmp_path, fake=True) == {"a", "c", "d", "e", "f", "g"}
+    assert python_kernels(tmp_path, fake=True) == {"a", "c", "d.out", "e", "f", "g"}
 
 
 def test_a_kernel_registered_for_a_device_type_counts_as_torch_maps_it_to_its_key(
@@ -734,3 +734,28 @@ def test_a_mismatchs_fix_gives_the_cxx_signature_the_schema_asks_for() -> None:
     assert lines[2].strip() == "Type mismatch in argument 2: Tensor? vs Tensor."
     assert "at::Tensor lin(const at::Tensor& x, const std::optional<at::Tensor>& bias)" in fix
     assert 'ops.def("lin(...)")' in fix and NS not in fix
+
+
+def test_an_overload_is_its_own_op_for_the_kernels_python_registers(tmp_path: Path) -> None:
+    # torch 2.13: register_fake("ns::f") gives f a Meta kernel and f.out none (and the other
+    # way round): a fake for one silenced the note (and a kernel the warning) of the other
+    (tmp_path / "__init__.py").write_text(
+        "import torch\nfrom ._ops import add_op_namespace_prefix, ops\n\n"
+        'torch.library.register_fake(add_op_namespace_prefix("add_one"))(len)\n'
+        "torch.library.register_fake(ops.split.out)(len)\n"
+        "torch.library.register_fake(ops.mul.default)(len)\n"
+        'torch.library.impl(add_op_namespace_prefix("scale.out"), "CPU")(len)\n'
+    )
+    ops = ("add_one", "add_one.out", "split", "split.out", "mul", "scale", "scale.out")
+    report = LoadReport.read(
+        {
+            "no_fake": [f"{NS}::{op}" for op in ops],
+            "lacking": {"CPU": [f"{NS}::{op}" for op in ops]},
+        }
+    )
+    (note,) = report.notes(NS, tmp_path)
+    assert note.startswith("note: add_one.out, split, scale, scale.out have no fake"), note
+    (warning,) = report.warnings(NS, "CPU", tmp_path)
+    assert warning.startswith(
+        "warning: add_one, add_one.out, split, split.out, mul, scale have no CPU kernel"
+    ), warning

@@ -12,6 +12,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ class LoadReport:
         if missing := [
             op.removeprefix(namespace + "::")
             for k, op in self.lacking
-            if k == key and _bare(op, namespace) not in given
+            if k == key and op.removeprefix(namespace + "::") not in given
         ]:
             found.append(_lacking_warning(missing, key, self._served(namespace, key, missing)))
         if self.elsewhere:
@@ -112,7 +113,7 @@ class LoadReport:
         names = [
             op.removeprefix(namespace + "::")
             for op in self.no_fake
-            if _bare(op, namespace) not in given
+            if op.removeprefix(namespace + "::") not in given
         ]
         if not names:
             return ()
@@ -143,7 +144,7 @@ _DEVICE_KEYS = {
     "cuda": "CUDA",
     "default": "CompositeExplicitAutograd",
 }
-_QUOTED_NAME = re.compile(r"""["'](?:\w+::)?([A-Za-z_]\w*)(?:\.\w+)?["']""")  # "ns::op.out"
+_QUOTED_NAME = re.compile(r"""["'](?:\w+::)?([A-Za-z_]\w*(?:\.\w+)?)["']""")  # "ns::op.out"
 
 
 def python_kernels(folder: Path, *, fake: bool = False, key: str = "") -> set[str]:
@@ -175,15 +176,26 @@ def python_kernels(folder: Path, *, fake: bool = False, key: str = "") -> set[st
             if not registers or not call.args:
                 continue
             named = [
-                n.value.rsplit("::", 1)[-1].split(".")[0]
+                n.value.rsplit("::", 1)[-1]
                 for n in ast.walk(call.args[0])
                 if isinstance(n, ast.Constant) and isinstance(n.value, str)
-            ] + [
-                n.attr
-                for n in ast.walk(call.args[0])
-                if isinstance(n, ast.Attribute) and getattr(n.value, "id", None) == "ops"
-            ]
-            found.update(named or _QUOTED_NAME.findall(text))
+            ] + _ops_attributes(call.args[0])
+            quoted = [(q, q.split(".")[0]) for q in _QUOTED_NAME.findall(text)]  # either
+            found.update(n.removesuffix(".default") for n in named or chain(*quoted))
+    return found
+
+
+def _ops_attributes(node: ast.AST) -> list[str]:
+    """The ops ``node`` names as ``ops.NAME`` or ``ops.NAME.OVERLOAD`` (``NAME.OVERLOAD``)."""
+    found, inner = [], set()
+    for n in ast.walk(node):  # outer first: ops.a.out before its ops.a
+        if not isinstance(n, ast.Attribute) or id(n) in inner:
+            continue
+        if isinstance(n.value, ast.Attribute) and getattr(n.value.value, "id", None) == "ops":
+            found.append(f"{n.value.attr}.{n.attr}")
+            inner.add(id(n.value))
+        elif getattr(n.value, "id", None) == "ops":
+            found.append(n.attr)
     return found
 
 
