@@ -52,7 +52,7 @@ def test_init_then_default_build_runs_the_op_without_a_gpu(
             "-m", "pytest", "-rs", "-p", "no:cacheprovider", tests, cwd=cwd, check=False
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "8 passed" in proc.stdout and "skipped" not in proc.stdout, proc.stdout
+        assert "9 passed" in proc.stdout and "skipped" not in proc.stdout, proc.stdout
         assert f"rootdir: {project}" in proc.stdout, proc.stdout
     assert not (outer / MARK).exists()
 
