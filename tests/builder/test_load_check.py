@@ -759,3 +759,21 @@ def test_an_overload_is_its_own_op_for_the_kernels_python_registers(tmp_path: Pa
     assert warning.startswith(
         "warning: add_one, add_one.out, split, split.out, mul, scale have no CPU kernel"
     ), warning
+
+
+def test_an_op_the_packages_python_defines_under_a_computed_name_is_not_called_undefined() -> None:
+    # ops defined in a loop (define(name + "(Tensor x) -> Tensor"), as REAL_EXTENSION does)
+    # were no op of the package's own: each call of one warned that it raises AttributeError
+    from kernelwheel.builder.load_check import op_calls
+
+    source = (
+        b"import torch\nfrom ._ops import ops, add_op_namespace_prefix\n\n"
+        b'_lib = torch.library.Library("ns", "FRAGMENT")\n'
+        b'for name in ("scale", "shift"):\n'
+        b'    _lib.define(name + "(Tensor x) -> Tensor")\n'
+        b'SCHEMA = "ns::norm.out(Tensor x) -> Tensor"\n'
+        b"_lib.define(SCHEMA)\n"
+        b'torch.library.define(add_op_namespace_prefix("clip"), "(Tensor x) -> Tensor")\n\n'
+        b"ops.scale(1)\nops.shift(1)\nops.norm(1)\nops.clip(1)\nops.gone(1)\n"
+    )
+    assert op_calls([("p/__init__.py", source)]) == [("gone", "p/__init__.py:15")]
