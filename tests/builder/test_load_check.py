@@ -304,6 +304,13 @@ def test_a_schema_torch_cannot_parse_is_named_with_its_line_and_column(tmp_path:
     # the ~~ stays under the column torch stopped at
     assert lines == ("  add_one(Tensor x -> Tensor", "                   ~~ <--- HERE")
     assert fix.startswith("fix that schema in its ops.def(...)")
+    # a schema of several literals, one a line (kernels-community's apply_rotary): its first
+    (tmp_path / "csrc" / "a.h").unlink()
+    binding.write_text(
+        'TORCH_LIBRARY(x, ops) {\n  ops.def(\n      "add_one(Tensor x "\n      "-> Tensor");\n}\n'
+    )
+    message, _, _ = explain_failure(-signal.SIGABRT, UNPARSED, NS, tmp_path)
+    assert "(torch-ext/torch_binding.cpp:3) does not parse" in message, message
 
 
 def test_a_package_file_that_does_not_compile_fails_the_check_with_its_project_path(

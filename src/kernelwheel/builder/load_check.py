@@ -549,7 +549,9 @@ def explain_failure(
     first, *rest = text.splitlines()
     if (bad := re.search(r"^(.+)\n *~+ <--- HERE$", text, re.MULTILINE)) is not None:
         schema = bad[1].strip()
-        place = _quoted_in(f'"{schema}"', root)
+        # else its start: a schema written as several literals, one per line, is one string
+        start = f'"{schema.split("(", 1)[0]}(' if "(" in schema else None
+        place = _quoted_in(f'"{schema}"', root) or (start and _quoted_in(start, root))
         where = f" ({place})" if place else ""
         return (
             f"{how}: the op schema {schema!r}{where} does not parse: {first}",
