@@ -784,3 +784,22 @@ def test_an_op_the_packages_python_defines_under_a_computed_name_is_not_called_u
         b"ops.scale(1)\nops.shift(1)\nops.norm(1)\nops.clip(1)\nops.gone(1)\n"
     )
     assert op_calls([("p/__init__.py", source)]) == [("gone", "p/__init__.py:15")]
+
+
+def test_a_mismatch_of_an_op_defined_with_its_function_names_that_line(tmp_path: Path) -> None:
+    # ops.def("deffn(Tensor x, Tensor y) -> Tensor", &twice): torch 2.13 names the block's
+    # line for the implementation; the line to edit is that ops.def, not the block's first
+    (tmp_path / "b.cpp").write_text(
+        "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {\n"
+        '  ops.def("twice(Tensor x) -> Tensor");\n'
+        '  ops.def("deffn(Tensor x, Tensor y) -> Tensor", &twice);\n'
+        '  ops.impl("twice", torch::kCPU, &twice);\n'
+        "}\n"
+    )
+    stderr = (
+        MISMATCH.replace("add_one", "deffn")
+        .replace("torch-ext/torch_binding.cpp:7", "b.cpp:3")
+        .replace("torch-ext/torch_binding.cpp:10", "b.cpp:1")
+    )
+    _, lines, _ = explain_failure(-signal.SIGABRT, stderr, NS, tmp_path)
+    assert lines[0].endswith("(b.cpp:3)") and lines[1].endswith("(b.cpp:3)"), lines

@@ -521,11 +521,16 @@ def explain_failure(
         op = _field(reason, "operator")
         name = _strip_namespace(op, namespace) if op else "an op"
         # torch names each registration block's first line; the line to edit is the op's own
-        # ops.def("name(...)") or ops.impl("name", ...), found in the project's file.
-        lines = []
+        # ops.def("name(...)") or ops.impl("name", ...) (or ops.def("name(...)", &fn)), found
+        # in the project's file.
+        lines, defining = [], rf'"\s*{re.escape(name)}\s*\('
         for label, key, own in (
-            ("schema", "expected schema", rf'"\s*{re.escape(name)}\s*\('),
-            ("implementation", "inferred schema", rf'"{re.escape(name)}"'),
+            ("schema", "expected schema", defining),
+            (
+                "implementation",
+                "inferred schema",
+                rf'"{re.escape(name)}"|{defining}.*"\s*,\s*[&\w]',
+            ),
         ):
             if (value := _field(reason, key)) is None:
                 continue
