@@ -803,3 +803,26 @@ def test_a_mismatch_of_an_op_defined_with_its_function_names_that_line(tmp_path:
     )
     _, lines, _ = explain_failure(-signal.SIGABRT, stderr, NS, tmp_path)
     assert lines[0].endswith("(b.cpp:3)") and lines[1].endswith("(b.cpp:3)"), lines
+
+
+def test_a_call_of_an_op_the_package_probes_for_is_not_called_undefined() -> None:
+    # an op a variant may lack (defined under CUDA_KERNEL alone), its call guarded by
+    # hasattr(ops, ...) or a try catching AttributeError: every such call was warned to raise
+    from kernelwheel.builder.load_check import op_calls
+
+    source = (
+        b"from ._ops import ops\n\n"
+        b'HAS = hasattr(ops, "third") and hasattr(torch, "gone")\n'
+        b"def f(x):\n"
+        b'    if hasattr(ops, "fast"):\n'
+        b"        return ops.fast(x)\n"
+        b"    try:\n"
+        b"        return ops.other(x)\n"
+        b"    except (KeyError, AttributeError):\n"
+        b"        return ops.third(x) if HAS else x\n"
+        b"    try:\n"
+        b"        return ops.unguarded(x)\n"
+        b"    except KeyError:\n"
+        b"        return ops.gone(x)\n"
+    )
+    assert op_calls([("p.py", source)]) == [("unguarded", "p.py:12"), ("gone", "p.py:14")]

@@ -273,13 +273,41 @@ def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
             and _binds(scope, names)
             for node in ast.walk(scope)
         }
+        # probed: hasattr(ops, "NAME") anywhere in the file, or in a try that catches
+        # AttributeError (an op a variant may lack: megablocks' `if hasattr(ops, "sort")`)
+        probed = {
+            n.args[1].value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call)
+            and getattr(n.func, "id", None) == "hasattr"
+            and len(n.args) == 2
+            and getattr(n.args[0], "id", None) in names
+            and isinstance(n.args[1], ast.Constant)
+        }
+        shadowed |= {
+            id(node)
+            for attempt in ast.walk(tree)
+            if isinstance(attempt, ast.Try) and any(map(_catches_attribute_error, attempt.handlers))
+            for statement in attempt.body
+            for node in ast.walk(statement)
+        }
         calls = []
         for node in ast.walk(tree):
             name = _op_named(node, names) if names and id(node) not in shadowed else None
-            if name and not name.startswith("_") and name not in own:
+            if name and not name.startswith("_") and name not in own | probed:
                 calls.append((getattr(node, "lineno", 0), name))
         found += [(name, f"{where}:{line}") for line, name in sorted(calls)]  # in line order
     return found
+
+
+def _catches_attribute_error(handler: ast.ExceptHandler) -> bool:
+    """Whether ``handler`` catches AttributeError (bare, by name or a base of it)."""
+    caught = handler.type
+    kinds = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    return caught is None or any(
+        getattr(kind, "id", None) in {"AttributeError", "Exception", "BaseException"}
+        for kind in kinds
+    )
 
 
 def _op_named(node: ast.AST, names: set[str]) -> str | None:
