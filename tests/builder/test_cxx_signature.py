@@ -58,6 +58,16 @@ def test_lists_of_a_size_optionals_and_named_returns() -> None:
     )
 
 
+def test_a_return_owns_its_value() -> None:
+    # a parameter borrows (const at::Tensor&, c10::string_view, at::IntArrayRef); a return
+    # cannot: it would dangle
+    assert cxx_signature("f(Tensor x) -> (Tensor?, str, int[], int?)") == (
+        "std::tuple<std::optional<at::Tensor>, std::string, std::vector<int64_t>, "
+        "std::optional<int64_t>> f(const at::Tensor& x)"
+    )
+    assert cxx_signature("f(Tensor x) -> SymInt[]") is None  # rather than a borrowed type
+
+
 @pytest.mark.parametrize("schema", ["f(Quantizer q) -> Tensor", "not a schema"])
 def test_a_type_it_does_not_know_gives_nothing_rather_than_a_guess(schema: str) -> None:
     assert cxx_signature(schema) is None

@@ -26,7 +26,16 @@ _PARAMETERS = {
     "Layout": "at::Layout",
     "MemoryFormat": "at::MemoryFormat",
 }
-_RETURNS = {"Tensor": "at::Tensor", "Tensor[]": "std::vector<at::Tensor>", "Scalar": "at::Scalar"}
+# a return owns its value: no reference, view or ArrayRef (those of _PARAMETERS are refused)
+_RETURNS = {
+    "Tensor": "at::Tensor",
+    "Tensor?": "std::optional<at::Tensor>",
+    "Tensor[]": "std::vector<at::Tensor>",
+    "int[]": "std::vector<int64_t>",
+    "float[]": "std::vector<double>",
+    "str": "std::string",
+    "Scalar": "at::Scalar",
+}
 
 
 def _split(text: str) -> list[str]:
@@ -52,7 +61,8 @@ def _type(arg: str, table: dict[str, str]) -> str | None:
     if mutable and kind == "Tensor":
         return "at::Tensor&"
     if found := table.get(kind) or _PARAMETERS.get(kind):
-        return found
+        borrowed = table is _RETURNS and re.search(r"&|Ref|List|view", found)
+        return None if borrowed else found
     if kind.endswith("?") and (inner := table.get(kind[:-1]) or _PARAMETERS.get(kind[:-1])):
         return f"std::optional<{inner.removeprefix('const ').removesuffix('&')}>"
     return None
