@@ -52,7 +52,7 @@ def test_init_then_default_build_runs_the_op_without_a_gpu(
             "-m", "pytest", "-rs", "-p", "no:cacheprovider", tests, cwd=cwd, check=False
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "8 passed" in proc.stdout and "skipped" not in proc.stdout, proc.stdout
+        assert "9 passed" in proc.stdout and "skipped" not in proc.stdout, proc.stdout
         assert f"rootdir: {project}" in proc.stdout, proc.stdout
     assert not (outer / MARK).exists()
 
@@ -72,10 +72,10 @@ def test_init_noarch_tests_builds_and_checks_as_written(
     assert main(["init", "plus-py", "--kind", "noarch", "--directory", str(tmp_path)]) == 0
     root = tmp_path / "plus-py"
     # cpu tests run, cuda ones skip saying why (no GPU here)
-    _passes(["test", str(root)], capfd, "7 passed, 5 skipped")
+    _passes(["test", str(root)], capfd, "8 passed, 6 skipped")
     assert main(["dev", str(root)]) == 0
     capfd.readouterr()
-    _build_check_install(root, venv, "plus_py-0.0.0-py3-none-any.whl", capfd)
+    _build_check_install(root, venv, "plus_py-0.0.0-py3-none-any.whl", capfd, "8 passed")
 
 
 def test_init_tvm_ffi_tests_builds_and_checks_as_written(
@@ -98,7 +98,7 @@ def test_init_tvm_ffi_tests_builds_and_checks_as_written(
     dev = "".join(capfd.readouterr())
     assert re.search(r"compile \(.*\)  unchanged: ", dev), dev  # nothing compiled
     wheel = "plus_ffi-0.0.0+tvmffi0.1.cpu-py3-none-manylinux_2_28_*.whl"
-    _build_check_install(root, venv, wheel, capfd)
+    _build_check_install(root, venv, wheel, capfd, "7 passed")
 
 
 def _passes(argv: list[str], capfd: pytest.CaptureFixture[str], summary: str) -> None:
@@ -110,7 +110,7 @@ def _passes(argv: list[str], capfd: pytest.CaptureFixture[str], summary: str) ->
 
 
 def _build_check_install(
-    root: Path, venv: QuickVenv, pattern: str, capfd: pytest.CaptureFixture[str]
+    root: Path, venv: QuickVenv, pattern: str, capfd: pytest.CaptureFixture[str], passed: str
 ) -> None:
     out = root.parent / "wheelhouse"
     assert main(["build", str(root), "-o", str(out)]) == 0
@@ -123,6 +123,6 @@ def _build_check_install(
             pth.unlink()
     venv.pip_install("--no-deps", str(wheel))
     proc = venv.run("-m", "pytest", "-p", "no:cacheprovider", "tests", cwd=root, check=False)
-    assert proc.returncode == 0 and "7 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0 and passed in proc.stdout, proc.stdout + proc.stderr
     where = f"import {root.name.replace('-', '_')} as m; print(m.__file__)"
     assert venv.run("-c", where).stdout.startswith(str(venv.purelib))

@@ -304,6 +304,13 @@ def test_a_schema_torch_cannot_parse_is_named_with_its_line_and_column(tmp_path:
     # the ~~ stays under the column torch stopped at
     assert lines == ("  add_one(Tensor x -> Tensor", "                   ~~ <--- HERE")
     assert fix.startswith("fix that schema in its ops.def(...)")
+    # a schema of several literals, one a line (kernels-community's apply_rotary): its first
+    (tmp_path / "csrc" / "a.h").unlink()
+    binding.write_text(
+        'TORCH_LIBRARY(x, ops) {\n  ops.def(\n      "add_one(Tensor x "\n      "-> Tensor");\n}\n'
+    )
+    message, _, _ = explain_failure(-signal.SIGABRT, UNPARSED, NS, tmp_path)
+    assert "(torch-ext/torch_binding.cpp:3) does not parse" in message, message
 
 
 def test_a_package_file_that_does_not_compile_fails_the_check_with_its_project_path(
@@ -640,13 +647,13 @@ def test_the_ops_the_packages_python_registers_are_those_its_calls_name(tmp_path
         'torch.library.impl(f"{NS}::d.out", ("CPU", "Meta"))(lambda x: x)\n'
         "torch.library.register_fake(ops.e.default)(lambda x: x)\n"
     )
-    assert python_kernels(tmp_path, fake=True) == {"a", "c", "d", "e"}
-    assert python_kernels(tmp_path) == {"d"}  # a Meta kernel alone runs no tensor
+    assert python_kernels(tmp_path, fake=True) == {"a", "c", "d.out", "e"}
+    assert python_kernels(tmp_path) == {"d.out"}  # a Meta kernel alone runs no tensor
     # an op named by a variable: every name the file quotes, as silence beats a false alarm
     (tmp_path / "more.py").write_text(
         'import torch\nNAME = "ns::f"\nOTHER = "g"\ntorch.library.register_fake(NAME)(len)\n'
     )
-    assert python_kernels(tmp_path, fake=True) == {"a", "c", "d", "e", "f", "g"}
+    assert python_kernels(tmp_path, fake=True) == {"a", "c", "d.out", "e", "f", "g"}
 
 
 def test_a_kernel_registered_for_a_device_type_counts_as_torch_maps_it_to_its_key(
@@ -717,3 +724,105 @@ def test_a_reused_builds_python_is_still_refused_where_it_does_not_compile(
     line = init.read_text().count("\n")
     assert caught.value.diagnostics == (f"  torch-ext/tiny_add/__init__.py:{line}: invalid syntax",)
     # x.so does not exist: a load of it would have failed with another message
+
+
+def test_a_mismatchs_fix_gives_the_cxx_signature_the_schema_asks_for() -> None:
+    # torch 2.13's own message for lin(Tensor x, Tensor? bias=None) implemented with a Tensor
+    stderr = (
+        MISMATCH.replace("add_one(Tensor x, Tensor y)", "lin(Tensor x, Tensor? bias=None)")
+        .replace("add_one", "lin")
+        .replace("(Tensor _0) -> Tensor _0", "(Tensor _0, Tensor _1) -> Tensor _0")
+        .replace(
+            "The number of arguments is different. 2 vs 1.",
+            "Type mismatch in argument 2: Tensor? vs Tensor.",
+        )
+    )
+    _, lines, fix = explain_failure(-signal.SIGABRT, stderr, NS)
+    assert lines[2].strip() == "Type mismatch in argument 2: Tensor? vs Tensor."
+    assert "at::Tensor lin(const at::Tensor& x, const std::optional<at::Tensor>& bias)" in fix
+    assert 'ops.def("lin(...)")' in fix and NS not in fix
+
+
+def test_an_overload_is_its_own_op_for_the_kernels_python_registers(tmp_path: Path) -> None:
+    # torch 2.13: register_fake("ns::f") gives f a Meta kernel and f.out none (and the other
+    # way round): a fake for one silenced the note (and a kernel the warning) of the other
+    (tmp_path / "__init__.py").write_text(
+        "import torch\nfrom ._ops import add_op_namespace_prefix, ops\n\n"
+        'torch.library.register_fake(add_op_namespace_prefix("add_one"))(len)\n'
+        "torch.library.register_fake(ops.split.out)(len)\n"
+        "torch.library.register_fake(ops.mul.default)(len)\n"
+        'torch.library.impl(add_op_namespace_prefix("scale.out"), "CPU")(len)\n'
+    )
+    ops = ("add_one", "add_one.out", "split", "split.out", "mul", "scale", "scale.out")
+    report = LoadReport.read(
+        {
+            "no_fake": [f"{NS}::{op}" for op in ops],
+            "lacking": {"CPU": [f"{NS}::{op}" for op in ops]},
+        }
+    )
+    (note,) = report.notes(NS, tmp_path)
+    assert note.startswith("note: add_one.out, split, scale, scale.out have no fake"), note
+    (warning,) = report.warnings(NS, "CPU", tmp_path)
+    assert warning.startswith(
+        "warning: add_one, add_one.out, split, split.out, mul, scale have no CPU kernel"
+    ), warning
+
+
+def test_an_op_the_packages_python_defines_under_a_computed_name_is_not_called_undefined() -> None:
+    # ops defined in a loop (define(name + "(Tensor x) -> Tensor"), as REAL_EXTENSION does)
+    # were no op of the package's own: each call of one warned that it raises AttributeError
+    from kernelwheel.builder.load_check import op_calls
+
+    source = (
+        b"import torch\nfrom ._ops import ops, add_op_namespace_prefix\n\n"
+        b'_lib = torch.library.Library("ns", "FRAGMENT")\n'
+        b'for name in ("scale", "shift"):\n'
+        b'    _lib.define(name + "(Tensor x) -> Tensor")\n'
+        b'SCHEMA = "ns::norm.out(Tensor x) -> Tensor"\n'
+        b"_lib.define(SCHEMA)\n"
+        b'torch.library.define(add_op_namespace_prefix("clip"), "(Tensor x) -> Tensor")\n\n'
+        b"ops.scale(1)\nops.shift(1)\nops.norm(1)\nops.clip(1)\nops.gone(1)\n"
+    )
+    assert op_calls([("p/__init__.py", source)]) == [("gone", "p/__init__.py:15")]
+
+
+def test_a_mismatch_of_an_op_defined_with_its_function_names_that_line(tmp_path: Path) -> None:
+    # ops.def("deffn(Tensor x, Tensor y) -> Tensor", &twice): torch 2.13 names the block's
+    # line for the implementation; the line to edit is that ops.def, not the block's first
+    (tmp_path / "b.cpp").write_text(
+        "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {\n"
+        '  ops.def("twice(Tensor x) -> Tensor");\n'
+        '  ops.def("deffn(Tensor x, Tensor y) -> Tensor", &twice);\n'
+        '  ops.impl("twice", torch::kCPU, &twice);\n'
+        "}\n"
+    )
+    stderr = (
+        MISMATCH.replace("add_one", "deffn")
+        .replace("torch-ext/torch_binding.cpp:7", "b.cpp:3")
+        .replace("torch-ext/torch_binding.cpp:10", "b.cpp:1")
+    )
+    _, lines, _ = explain_failure(-signal.SIGABRT, stderr, NS, tmp_path)
+    assert lines[0].endswith("(b.cpp:3)") and lines[1].endswith("(b.cpp:3)"), lines
+
+
+def test_a_call_of_an_op_the_package_probes_for_is_not_called_undefined() -> None:
+    # an op a variant may lack (defined under CUDA_KERNEL alone), its call guarded by
+    # hasattr(ops, ...) or a try catching AttributeError: every such call was warned to raise
+    from kernelwheel.builder.load_check import op_calls
+
+    source = (
+        b"from ._ops import ops\n\n"
+        b'HAS = hasattr(ops, "third") and hasattr(torch, "gone")\n'
+        b"def f(x):\n"
+        b'    if hasattr(ops, "fast"):\n'
+        b"        return ops.fast(x)\n"
+        b"    try:\n"
+        b"        return ops.other(x)\n"
+        b"    except (KeyError, AttributeError):\n"
+        b"        return ops.third(x) if HAS else x\n"
+        b"    try:\n"
+        b"        return ops.unguarded(x)\n"
+        b"    except KeyError:\n"
+        b"        return ops.gone(x)\n"
+    )
+    assert op_calls([("p.py", source)]) == [("unguarded", "p.py:12"), ("gone", "p.py:14")]

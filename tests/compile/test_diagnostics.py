@@ -486,3 +486,18 @@ def test_a_line_of_thousands_of_blanks_is_read_in_an_instant() -> None:
     started = time.monotonic()
     assert failure(text, PATHS).lines == ("k.cpp:1:1: error: boom",)
     assert time.monotonic() - started < 2
+
+
+def test_a_kernel_signature_torch_cannot_register_says_which_type_and_its_fix() -> None:
+    # a CPU kernel taking float (the schema's float is double in C++): torch 2.13's
+    # static_assert, under ten lines of template instantiation
+    text = (
+        "torch/include/ATen/core/op_registration/infer_schema.h:41:21: error: static assertion "
+        "failed: INVALID TYPE: float is not supported as an argument type, use double instead\n"
+        "   41 |  static_assert(std::conjunction_v<\n"
+    )
+    hint = compile_hint(Variant.parse("torch213-cxx11-cpu-x86_64-linux"), text, True)
+    assert hint.startswith(
+        "torch cannot register that kernel's C++ signature: INVALID TYPE: float is not "
+        "supported as an argument type, use double instead (the ops.impl"
+    ), hint

@@ -12,6 +12,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from ..abi._elf import demangle
 from ..errors import BuildError, KernelwheelError
 from ..model.variant import Arch, BackendKind, Variant
 from ._load_check import COMPOSITE_KEYS, MARK
+from .cxx_signature import cxx_signature
 from .pyfold import is_getattr
 
 PROGRAM = Path(__file__).with_name("_load_check.py")
@@ -80,7 +82,7 @@ class LoadReport:
         if missing := [
             op.removeprefix(namespace + "::")
             for k, op in self.lacking
-            if k == key and _bare(op, namespace) not in given
+            if k == key and op.removeprefix(namespace + "::") not in given
         ]:
             found.append(_lacking_warning(missing, key, self._served(namespace, key, missing)))
         if self.elsewhere:
@@ -111,7 +113,7 @@ class LoadReport:
         names = [
             op.removeprefix(namespace + "::")
             for op in self.no_fake
-            if _bare(op, namespace) not in given
+            if op.removeprefix(namespace + "::") not in given
         ]
         if not names:
             return ()
@@ -142,7 +144,7 @@ _DEVICE_KEYS = {
     "cuda": "CUDA",
     "default": "CompositeExplicitAutograd",
 }
-_QUOTED_NAME = re.compile(r"""["'](?:\w+::)?([A-Za-z_]\w*)(?:\.\w+)?["']""")  # "ns::op.out"
+_QUOTED_NAME = re.compile(r"""["'](?:\w+::)?([A-Za-z_]\w*(?:\.\w+)?)["']""")  # "ns::op.out"
 
 
 def python_kernels(folder: Path, *, fake: bool = False, key: str = "") -> set[str]:
@@ -174,15 +176,26 @@ def python_kernels(folder: Path, *, fake: bool = False, key: str = "") -> set[st
             if not registers or not call.args:
                 continue
             named = [
-                n.value.rsplit("::", 1)[-1].split(".")[0]
+                n.value.rsplit("::", 1)[-1]
                 for n in ast.walk(call.args[0])
                 if isinstance(n, ast.Constant) and isinstance(n.value, str)
-            ] + [
-                n.attr
-                for n in ast.walk(call.args[0])
-                if isinstance(n, ast.Attribute) and getattr(n.value, "id", None) == "ops"
-            ]
-            found.update(named or _QUOTED_NAME.findall(text))
+            ] + _ops_attributes(call.args[0])
+            quoted = [(q, q.split(".")[0]) for q in _QUOTED_NAME.findall(text)]  # either
+            found.update(n.removesuffix(".default") for n in named or chain(*quoted))
+    return found
+
+
+def _ops_attributes(node: ast.AST) -> list[str]:
+    """The ops ``node`` names as ``ops.NAME`` or ``ops.NAME.OVERLOAD`` (``NAME.OVERLOAD``)."""
+    found, inner = [], set()
+    for n in ast.walk(node):  # outer first: ops.a.out before its ops.a
+        if not isinstance(n, ast.Attribute) or id(n) in inner:
+            continue
+        if isinstance(n.value, ast.Attribute) and getattr(n.value.value, "id", None) == "ops":
+            found.append(f"{n.value.attr}.{n.attr}")
+            inner.add(id(n.value))
+        elif getattr(n.value, "id", None) == "ops":
+            found.append(n.attr)
     return found
 
 
@@ -260,13 +273,41 @@ def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
             and _binds(scope, names)
             for node in ast.walk(scope)
         }
+        # probed: hasattr(ops, "NAME") anywhere in the file, or in a try that catches
+        # AttributeError (an op a variant may lack: megablocks' `if hasattr(ops, "sort")`)
+        probed = {
+            n.args[1].value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call)
+            and getattr(n.func, "id", None) == "hasattr"
+            and len(n.args) == 2
+            and getattr(n.args[0], "id", None) in names
+            and isinstance(n.args[1], ast.Constant)
+        }
+        shadowed |= {
+            id(node)
+            for attempt in ast.walk(tree)
+            if isinstance(attempt, ast.Try) and any(map(_catches_attribute_error, attempt.handlers))
+            for statement in attempt.body
+            for node in ast.walk(statement)
+        }
         calls = []
         for node in ast.walk(tree):
             name = _op_named(node, names) if names and id(node) not in shadowed else None
-            if name and not name.startswith("_") and name not in own:
+            if name and not name.startswith("_") and name not in own | probed:
                 calls.append((getattr(node, "lineno", 0), name))
         found += [(name, f"{where}:{line}") for line, name in sorted(calls)]  # in line order
     return found
+
+
+def _catches_attribute_error(handler: ast.ExceptHandler) -> bool:
+    """Whether ``handler`` catches AttributeError (bare, by name or a base of it)."""
+    caught = handler.type
+    kinds = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    return caught is None or any(
+        getattr(kind, "id", None) in {"AttributeError", "Exception", "BaseException"}
+        for kind in kinds
+    )
 
 
 def _op_named(node: ast.AST, names: set[str]) -> str | None:
@@ -290,16 +331,30 @@ _DEFINE_CALLS = frozenset({"custom_op", "triton_op", "define"})
 
 
 def _python_defined(tree: ast.AST) -> set[str]:
-    """The ops a Python file defines itself: the names its define calls' first argument quotes."""
-    return {
+    """The ops a Python file defines itself: the names its define calls' first argument quotes;
+    one whose name is not quoted there (``define(name + "(Tensor x) -> Tensor")``) counts
+    every name the file quotes (read, not run: silence over a false alarm)."""
+    found: set[str] = set()
+    for call in ast.walk(tree):
+        if (
+            isinstance(call, ast.Call)
+            and (getattr(call.func, "attr", None) or getattr(call.func, "id", None))
+            in _DEFINE_CALLS
+            and call.args
+        ):
+            named = _quoted_ops(call.args[0])
+            found |= named or _quoted_ops(tree)
+    return found
+
+
+def _quoted_ops(node: ast.AST) -> set[str]:
+    """The op names the strings below ``node`` start with (``ns::name.overload(...) -> ...``)."""
+    names = (
         constant.value.rsplit("::", 1)[-1].split("(")[0].split(".")[0].strip()
-        for call in ast.walk(tree)
-        if isinstance(call, ast.Call)
-        and (getattr(call.func, "attr", None) or getattr(call.func, "id", None)) in _DEFINE_CALLS
-        and call.args
-        for constant in ast.walk(call.args[0])
+        for constant in ast.walk(node)
         if isinstance(constant, ast.Constant) and isinstance(constant.value, str)
-    }
+    )
+    return {name for name in names if name.isidentifier()}
 
 
 def _binds(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, names: set[str]) -> bool:
@@ -494,11 +549,16 @@ def explain_failure(
         op = _field(reason, "operator")
         name = _strip_namespace(op, namespace) if op else "an op"
         # torch names each registration block's first line; the line to edit is the op's own
-        # ops.def("name(...)") or ops.impl("name", ...), found in the project's file.
-        lines = []
+        # ops.def("name(...)") or ops.impl("name", ...) (or ops.def("name(...)", &fn)), found
+        # in the project's file.
+        lines, defining = [], rf'"\s*{re.escape(name)}\s*\('
         for label, key, own in (
-            ("schema", "expected schema", rf'"\s*{re.escape(name)}\s*\('),
-            ("implementation", "inferred schema", rf'"{re.escape(name)}"'),
+            ("schema", "expected schema", defining),
+            (
+                "implementation",
+                "inferred schema",
+                rf'"{re.escape(name)}"|{defining}.*"\s*,\s*[&\w]',
+            ),
         ):
             if (value := _field(reason, key)) is None:
                 continue
@@ -506,18 +566,25 @@ def explain_failure(
             at = f"  ({_own_line(_strip_namespace(where, namespace), own, root)})" if where else ""
             lines.append(f"  {label:<14} {_strip_namespace(value, namespace)}{at}")
         why = _field(reason, "reason")
+        schema = _field(reason, "expected schema")
+        wanted = cxx_signature(_strip_namespace(schema, namespace)) if schema else None
         return (
             f"{how}: op {name}: its C++ implementation does not match the schema it was "
             "defined with",
             (*lines, *([f"  {why}"] if why else [])),
-            f'make the schema in ops.def("{name}(...)") match the implementation\'s parameters '
-            "and return type, or fix the function",
+            f"give the function the C++ types the schema asks for, {wanted}, or make the "
+            f'schema in ops.def("{name}(...)") match the function'
+            if wanted
+            else f'make the schema in ops.def("{name}(...)") match the implementation\'s '
+            "parameters and return type, or fix the function",
         )
     text = _strip_namespace(reason, namespace) or "(no message)"
     first, *rest = text.splitlines()
     if (bad := re.search(r"^(.+)\n *~+ <--- HERE$", text, re.MULTILINE)) is not None:
         schema = bad[1].strip()
-        place = _quoted_in(f'"{schema}"', root)
+        # else its start: a schema written as several literals, one per line, is one string
+        start = f'"{schema.split("(", 1)[0]}(' if "(" in schema else None
+        place = _quoted_in(f'"{schema}"', root) or (start and _quoted_in(start, root))
         where = f" ({place})" if place else ""
         return (
             f"{how}: the op schema {schema!r}{where} does not parse: {first}",

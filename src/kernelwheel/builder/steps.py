@@ -696,6 +696,12 @@ _NO_REGISTRATION = re.compile(
 _UNRESOLVED_DEVICE = re.compile(r"ptxas fatal\s*: Unresolved extern function '([^']+)'")
 # ld, on a symbol two units define (a non-inline function in a header both include)
 _MULTIPLE_DEFINITION = re.compile(r"multiple definition of [`‘'](.+?)['’]")
+# torch's schema inference (infer_schema.h, op_registration), on a kernel's C++ parameter or
+# return type it cannot register: float, int, const char*, ...
+_UNREGISTRABLE = re.compile(
+    r"static assertion failed: ((?:INVALID TYPE|You tried to register a kernel with an "
+    r"unsupported)[^\n]*)"
+)
 
 
 def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
@@ -717,6 +723,12 @@ def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
             f"the device code calls {demangle(unresolved[1])}, declared but not defined in that "
             "unit: each .cu's device code is linked alone (no device link across units), so "
             "define the function there or in a header it includes (as __device__ inline)"
+        )
+    if (unregistrable := _UNREGISTRABLE.search(output)) is not None:
+        return (
+            f"torch cannot register that kernel's C++ signature: {unregistrable[1]} (the "
+            "ops.impl is the project's line above; the C++ type of each schema type: "
+            "docs/dev.md#the-load-check)"
         )
     if (defined := _MULTIPLE_DEFINITION.search(output)) is not None:
         return (
