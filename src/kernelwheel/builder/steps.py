@@ -35,7 +35,7 @@ from ..abi.repair import RepairResult, repair_wheel
 from ..abi.report import Rule, WheelReport
 from ..abi.symver import ForcedHeader, VersionTable, read_version_table
 from ..compile import unit_costs
-from ..compile.compile_rules import NO_GNU_UNIQUE
+from ..compile.compile_rules import NO_GNU_UNIQUE, SOURCE_SUFFIXES
 from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
 from ..compile.diagnostics import Fault, PathMap, failure, fault, unit_warnings, warning_summary
 from ..compile.memory import load_estimates
@@ -51,7 +51,7 @@ from ..toolchain.deps import HeaderPlan, provide_headers
 from ..toolchain.envs import CudaToolkit, EnvInfo, supported_capabilities
 from ..wheels import Member, WheelSpec, write_wheel
 from . import stale
-from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
+from .compile_plan import CompilePlan, Toolchain
 from .load_check import (
     DeferredLoad,
     call_warnings,
