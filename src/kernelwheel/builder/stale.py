@@ -23,10 +23,12 @@ CLOCK_MARGIN_NS = 100_000_000
 
 def objects_inputs(ninja: str | None, build_temp: Path, runner: Runner) -> dict[str, list[str]]:
     """Each object of ``build_temp`` and its inputs (normalized absolute paths) by ninja's deps
-    log; empty without ninja or a log."""
+    log; empty without ninja or a log. The object of a source the build no longer has (removed
+    from build.toml, renamed) is removed: left, no deps would cover it (:func:`all_inputs`)."""
     if not ninja or not (build_temp / ".ninja_deps").is_file():
         return {}
     try:
+        runner.captured([ninja, "-C", build_temp, "-t", "cleandead"], timeout=120)
         proc = runner.captured([ninja, "-C", build_temp, "-t", "deps"], timeout=120)
     except (OSError, CommandTimeout):
         return {}
