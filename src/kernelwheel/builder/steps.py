@@ -63,13 +63,14 @@ from .load_check import (
     skip_reason,
 )
 from .request import BuildKind, BuildRequest, BuiltWheel
-from .reuse import Reuse, build_key, read_json, repair_key
+from .reuse import Reuse, absent_headers, appeared, build_key, read_json, repair_key
 from .wheelmeta import refuse_outside, with_metadata
 
 # The compile worker, run by file path inside each build's environment (every build kind's).
 WORKER = Path(__file__).parents[1] / "compile" / "_compile_worker.py"
 # The project's link in a variant's work folder: the compilers name its files through it.
 PROJECT_LINK = "project"
+ABSENT = "absent.json"  # a dev stage's shadowing headers, where no reuse entry keeps them
 
 
 def full_version(
@@ -371,8 +372,9 @@ def compile_step(
     else:
         deps = stale.objects_inputs(ninja, objects, runner)
         before = stale.remove_stale(stage, deps)
-        if reuse is not None:  # a new header in front of one a dev object read: compiled again
-            stale.remove_shadowed(deps, reuse.appeared())
+        # a new header in front of one a dev object read: compiled again
+        shadowing = reuse.appeared() if reuse is not None else appeared(stage / ABSENT)
+        stale.remove_shadowed(deps, shadowing)
     started = time.time_ns()
     result = run_worker(
         req, python, stage, env_vars, planned.keep_dir, runner, direct=direct, only=only
@@ -387,6 +389,10 @@ def compile_step(
         ninja = str(result.get("ninja") or ninja or "")
         deps = stale.objects_inputs(ninja, objects, runner)
         stale.record_compiled(stage, deps, before, started, stage / PROJECT_LINK)
+        if reuse is None:  # without the reuse entry, which keeps them: the shadowing headers
+            found = stale.all_inputs(deps, objects) or []
+            absent = absent_headers(found, spec.sources, spec.include_dirs)
+            atomic_write(stage / ABSENT, json.dumps({"absent": absent}))
         if direct is not None:  # ninja and the link, no worker: the inputs from the deps read
             result = {**result, "inputs": stale.all_inputs(deps, objects)}
     _record_unit_costs(costs, peaks, spec, stage, req.project.root)
