@@ -367,13 +367,13 @@ def compile_step(
     ninja = _last_ninja(stage, env_vars) if incremental else None
     commands = spec if incremental and isinstance(spec, CommandSpec) else None
     only = None
+    # a new header in front of one a dev object read: compiled again
+    shadowing = reuse.appeared() if reuse is not None else appeared(stage / ABSENT)
     if commands is not None:  # no ninja: the units judged here
-        only, before = stale.units_to_compile(stage, commands, req.project.root)
+        only, before = stale.units_to_compile(stage, commands, req.project.root, shadowing)
     else:
         deps = stale.objects_inputs(ninja, objects, runner)
         before = stale.remove_stale(stage, deps)
-        # a new header in front of one a dev object read: compiled again
-        shadowing = reuse.appeared() if reuse is not None else appeared(stage / ABSENT)
         stale.remove_shadowed(deps, shadowing)
     started = time.time_ns()
     result = run_worker(
@@ -389,12 +389,13 @@ def compile_step(
         ninja = str(result.get("ninja") or ninja or "")
         deps = stale.objects_inputs(ninja, objects, runner)
         stale.record_compiled(stage, deps, before, started, stage / PROJECT_LINK)
-        if reuse is None:  # without the reuse entry, which keeps them: the shadowing headers
-            found = stale.all_inputs(deps, objects) or []
-            absent = absent_headers(found, spec.sources, spec.include_dirs)
-            atomic_write(stage / ABSENT, json.dumps({"absent": absent}))
         if direct is not None:  # ninja and the link, no worker: the inputs from the deps read
             result = {**result, "inputs": stale.all_inputs(deps, objects)}
+    if incremental and reuse is None:  # the shadowing headers, which no reuse entry keeps
+        found = result.get("inputs")
+        inputs = [str(p) for p in found] if isinstance(found, list) else []
+        absent = absent_headers(inputs, spec.sources, spec.include_dirs)
+        atomic_write(stage / ABSENT, json.dumps({"absent": absent}))
     _record_unit_costs(costs, peaks, spec, stage, req.project.root)
     if reuse is not None:  # the next unchanged run reuses this build without starting ninja
         reuse.store(key, result, spec.sources, spec.include_dirs, started_ns=started)
