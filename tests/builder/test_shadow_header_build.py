@@ -60,3 +60,20 @@ def test_a_header_that_newly_shadows_another_is_compiled_in(tmp_path: Path) -> N
     log = (second / "logs" / f"{VARIANT}.log").read_text()
     assert "compile skipped" not in log
     assert _markers(second) == {"kw-cfg-from-inc1"}
+
+
+def test_a_dev_build_without_the_compiler_cache_compiles_a_newly_shadowing_header_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # without the compiler cache no reuse entry kept the headers that would shadow an input:
+    # `dev` said "unchanged: ninja had nothing to compile" and kept inc2's value
+    monkeypatch.setenv("KERNELWHEEL_NO_CCACHE", "1")
+    root = _project(tmp_path / "shadow")
+    args = ["dev", str(root), "--variant", VARIANT, "--no-load-check"]
+    assert main(args) == 0
+    (root / "inc1" / "cfg.h").write_text('#pragma once\n#define KW_CFG_MARKER "kw-cfg-from-inc1"\n')
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    package = Path(out.split(f"dev build of shadow ({VARIANT}): ")[-1].splitlines()[0])
+    (so,) = package.glob("*.so")
+    assert b"kw-cfg-from-inc1" in so.read_bytes() and b"kw-cfg-from-inc2" not in so.read_bytes()

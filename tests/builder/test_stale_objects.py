@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel._util import Runner
-from kernelwheel.builder.stale import objects_inputs, record_compiled, remove_stale
+from kernelwheel.builder.stale import all_inputs, objects_inputs, record_compiled, remove_stale
 
 NINJA = shutil.which("ninja")
 pytestmark = pytest.mark.skipif(NINJA is None, reason="needs ninja")
@@ -110,3 +110,20 @@ def test_no_ninja_or_no_deps_log_means_nothing_is_known(tmp_path: Path) -> None:
     stage, _ = _stage(tmp_path)
     assert objects_inputs(None, stage / "obj", Runner()) == {}
     assert objects_inputs(NINJA, stage / "obj", Runner()) == {}  # never built
+
+
+def test_the_object_of_a_source_the_build_no_longer_has_leaves_the_inputs_known(
+    tmp_path: Path,
+) -> None:
+    # b.c removed from build.toml (or renamed): its b.o stayed in the object folder, every
+    # later run found an object the deps log does not cover, the build's inputs unknown: no
+    # reuse of the unchanged build, and a header added in front of one it read went unseen
+    stage, _ = _stage(tmp_path)
+    _compile(stage)
+    obj = stage / "obj"
+    (obj / "build.ninja").write_text(BUILD_NINJA.replace("build b.o: cc ../project/b.c\n", ""))
+    _compile(stage)
+    assert NINJA is not None
+    inputs = all_inputs(objects_inputs(NINJA, obj, Runner()), obj)
+    assert inputs is not None and os.path.normpath(obj / "../project/a.c") in inputs
+    assert not (obj / "b.o").exists()

@@ -70,3 +70,19 @@ def test_units_are_compiled_again_only_where_their_inputs_or_command_changed(
     (stage / "obj" / "a.o.d").unlink()
     assert _compile(stage, project, _spec(stage, project, "-O2")) == ["a.c", "b.c"]
     assert _compile(stage, project, _spec(stage, project, "-O2")) == []
+
+
+def test_a_unit_that_read_a_header_now_shadowed_is_compiled_again(tmp_path: Path) -> None:
+    # a header added in front of hdr.h on the include path changes no input's bytes: the unit
+    # that read hdr.h was kept ("no unit to compile"), its object from the header now hidden
+    stage, project = tmp_path / "stage", tmp_path / "project"
+    (stage / "obj").mkdir(parents=True)
+    project.mkdir()
+    for name, text in {"a.c": "a1\n", "b.c": "b1\n", "hdr.h": "h1\n"}.items():
+        (project / name).write_text(text)
+    spec = _spec(stage, project)
+    assert _compile(stage, project, spec) == ["a.c", "b.c"]
+    only, _ = units_to_compile(stage, spec, project, [str(tmp_path / "first" / "other.h")])
+    assert only.units == ()  # a header no unit read: nothing
+    only, _ = units_to_compile(stage, spec, project, [str(tmp_path / "first" / "hdr.h")])
+    assert [Path(unit.source).name for unit in only.units] == ["a.c", "b.c"]

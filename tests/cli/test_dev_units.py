@@ -273,6 +273,35 @@ def test_a_subpackage_the_project_drops_leaves_nothing_in_the_dev_site_that_impo
     assert (package / "__init__.py").is_symlink()
 
 
+def test_a_python_file_saved_again_in_the_second_its_bytecode_was_written_imports_anew(
+    tmp_path: Path,
+) -> None:
+    # a .pyc records its source's mtime in seconds and its size: SCALE = 4 imported, then
+    # SCALE = 5 saved in that second, imported SCALE = 4 again from the dev site's __pycache__
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    helper = project.package_dir / "helper.py"
+    site = tmp_path / "dev" / "site"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def scale() -> str:
+        package = lay_out_site(site, project, "ops = None\n", None) / project.package
+        run = [sys.executable, "-c", "import helper; print(helper.SCALE)"]  # torch-free
+        return subprocess.run(run, cwd=package, env=env, capture_output=True, text=True).stdout
+
+    second = int(time.time()) + 5  # the save and the import within one second
+    helper.write_text("SCALE = 4\n")
+    os.utime(helper, ns=(second * 10**9, second * 10**9))
+    assert scale() == "4\n"
+    pyc = next((site / project.package / "__pycache__").glob("helper.*.pyc"))
+    os.utime(pyc, ns=(second * 10**9 + 5, second * 10**9 + 5))
+    helper.write_text("SCALE = 5\n")
+    os.utime(helper, ns=(second * 10**9 + 9, second * 10**9 + 9))
+    assert scale() == "5\n"
+    # written a second later: its source's save is told from it by time, the .pyc is kept
+    os.utime(pyc, ns=((second + 1) * 10**9, (second + 1) * 10**9))
+    assert scale() == "5\n" and pyc.is_file()
+
+
 def test_a_projects_own_ops_py_is_never_written_through_its_link(tmp_path: Path) -> None:
     # kernel-builder writes _ops.py into torch-ext/<package>/: the dev site linked it, then
     # wrote the generated _ops.py through that link, over the author's file

@@ -16,6 +16,7 @@ from kernelwheel.compile.compile_rules import (
     kernels_to_compile,
     nvcc_parallelism,
     nvcc_torch_flags,
+    shared_source_notes,
 )
 from kernelwheel.model.project import load_project
 
@@ -161,3 +162,24 @@ def _peak_threads(split: Parallelism, cuda_files: int) -> int:
     """Compiler threads with every job running, nvcc jobs first."""
     nvcc_jobs = min(cuda_files, split.jobs)
     return nvcc_jobs * split.nvcc_threads + (split.jobs - nvcc_jobs)
+
+
+def test_a_header_two_kernels_of_different_flags_list_is_warned_of_only_as_a_source(
+    tmp_path: Path,
+) -> None:
+    # a header compiles with no flags of its own (each unit including it has its kernel's):
+    # the warning to give each kernel its own copy was shown for csrc/common.h too
+    for rel in ("a.cpp", "b.cpp", "shared.cpp", "common.h", "torch-ext/binding.cpp"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("// x\n")
+    (tmp_path / "torch-ext" / "two").mkdir()
+    (tmp_path / "torch-ext" / "two" / "__init__.py").write_text("")
+    (tmp_path / "build.toml").write_text(
+        '[general]\nname = "two"\nbackends = ["cpu"]\n[torch]\nsrc = ["torch-ext/binding.cpp"]\n'
+        '[kernel.a]\nbackend = "cpu"\nsrc = ["a.cpp", "common.h", "shared.cpp"]\n'
+        'cxx-flags = ["-DX=1"]\n'
+        '[kernel.b]\nbackend = "cpu"\nsrc = ["b.cpp", "common.h", "shared.cpp"]\n'
+    )
+    kernels, _ = kernels_to_compile(load_project(tmp_path), ("cpu",), None)
+    notes = shared_source_notes(kernels)
+    assert len(notes) == 1 and notes[0].startswith("warning: shared.cpp is listed by kernels")

@@ -15,6 +15,7 @@ from ..compile import capabilities as caps
 from ..compile import memory
 from ..compile.compile_rules import (
     NO_GNU_UNIQUE,
+    SOURCE_SUFFIXES,
     Macro,
     Parallelism,
     backend_macros,
@@ -38,7 +39,6 @@ from ..toolchain.envs import CudaToolkit, refuse_unsupported
 from .request import BuildRequest
 
 REQUESTED_LIMITED_API = "0x03090000"  # CPython 3.9: the oldest stable ABI we target
-SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -122,12 +123,31 @@ def lay_out_site(site: Path, project: KernelProject, ops_py: str, shared: Shared
         dest.unlink(missing_ok=True)
         dest.symlink_to(target)
     write_if_changed(package / "_ops.py", ops_py)
+    drop_racy_bytecode(package)
     if shared is not None:
         copied = site.with_name(f"{site.name}-so.sha256")
         if not (package / shared.name).is_file() or not holds(copied, shared.digest):
             atomic_copy(shared.path, package / shared.name)
             atomic_write(copied, shared.digest)
     return site
+
+
+def drop_racy_bytecode(package: Path) -> None:
+    """Remove each ``.pyc`` under ``package`` that may hold code of other bytes than its source:
+    a timestamp ``.pyc`` records the source's mtime in whole seconds and its size, so a save of
+    the same size in the second it was written in (a constant changed, a ``git checkout``)
+    would import the old code. Python writes it again on the next import."""
+    for pyc in package.rglob("__pycache__/*.pyc"):
+        try:
+            with open(pyc, "rb") as fh:
+                flags, mtime, size = struct.unpack("<4xIII", fh.read(16))
+            written = pyc.stat().st_mtime_ns
+            st = (pyc.parent.parent / f"{pyc.name.split('.', 1)[0]}.py").stat()
+        except (OSError, struct.error):
+            continue
+        same = (mtime, size) == (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
+        if flags == 0 and same and written < (mtime + 1) * 1_000_000_000:
+            pyc.unlink(missing_ok=True)
 
 
 def holds(record: Path, text: str) -> bool:

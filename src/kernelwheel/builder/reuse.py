@@ -135,8 +135,7 @@ class Reuse:
         """The headers the last stored build found absent that exist now: each shadows one of
         its inputs on the include path (:func:`shadow_candidates`), a change ninja, judging
         the inputs it knows by their times, never sees."""
-        absent = read_json(self.folder / MANIFEST).get("absent")
-        return sorted(_existing(map(str, absent))) if isinstance(absent, list) else []
+        return appeared(self.folder / MANIFEST)
 
     def store(
         self,
@@ -163,14 +162,12 @@ class Reuse:
         so = Path(str(result["shared_object"]))
         kept = {k: v for k, v in result.items() if k not in ("shared_object", "inputs")}
         self.folder.parent.mkdir(parents=True, exist_ok=True)
-        # A quoted include looks beside the including source first.
-        beside = dict.fromkeys(os.path.dirname(os.path.normpath(s)) for s in sources)
         with staging_dir(self.folder.parent, "reuse") as tmp:
             shutil.copy2(so, tmp / so.name)
             manifest = {
                 "key": key,
                 "inputs": fingerprints,
-                "absent": shadow_candidates(fingerprints, [*beside, *include_dirs]),
+                "absent": absent_headers(fingerprints, sources, include_dirs),
                 "result": kept,
                 "shared_object": so.name,
                 "shared_object_sha256": sha256_remembered(tmp / so.name, tmp / SO_DIGEST),
@@ -253,6 +250,23 @@ def shadow_candidates(
                 rel = os.path.join(*parts[-depth:])
                 candidates.update(os.path.join(d, rel) for d in dirs)
     return sorted(candidates - found - _existing(candidates - found))
+
+
+def absent_headers(
+    inputs: Sequence[str] | Mapping[str, object],
+    sources: Sequence[str],
+    include_dirs: Sequence[str],
+) -> list[str]:
+    """:func:`shadow_candidates` of a compile of ``sources``: a quoted include looks beside
+    the including source first, then in ``include_dirs``."""
+    beside = dict.fromkeys(os.path.dirname(os.path.normpath(s)) for s in sources)
+    return shadow_candidates(inputs, [*beside, *include_dirs])
+
+
+def appeared(record: Path) -> list[str]:
+    """The headers the ``absent`` list of the JSON object at ``record`` names that exist now."""
+    absent = read_json(record).get("absent")
+    return sorted(_existing(map(str, absent))) if isinstance(absent, list) else []
 
 
 def _existing(paths: Iterable[str]) -> set[str]:

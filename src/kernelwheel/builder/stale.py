@@ -23,10 +23,12 @@ CLOCK_MARGIN_NS = 100_000_000
 
 def objects_inputs(ninja: str | None, build_temp: Path, runner: Runner) -> dict[str, list[str]]:
     """Each object of ``build_temp`` and its inputs (normalized absolute paths) by ninja's deps
-    log; empty without ninja or a log."""
+    log; empty without ninja or a log. The object of a source the build no longer has (removed
+    from build.toml, renamed) is removed: left, no deps would cover it (:func:`all_inputs`)."""
     if not ninja or not (build_temp / ".ninja_deps").is_file():
         return {}
     try:
+        runner.captured([ninja, "-C", build_temp, "-t", "cleandead"], timeout=120)
         proc = runner.captured([ninja, "-C", build_temp, "-t", "deps"], timeout=120)
     except (OSError, CommandTimeout):
         return {}
@@ -154,15 +156,17 @@ def depfile_inputs(build_temp: Path, objects: Iterable[str]) -> dict[str, list[s
 
 
 def units_to_compile(
-    stage: Path, spec: CommandSpec, project: Path
+    stage: Path, spec: CommandSpec, project: Path, shadowing: Sequence[str] = ()
 ) -> tuple[CommandSpec, dict[str, str | None]]:
     """A tvm-ffi dev build's ``spec`` cut to the units to compile, by bytes: an object missing,
-    of another command, without a depfile, or whose inputs changed; and those inputs' digests
-    now (for :func:`record_compiled`)."""
+    of another command, without a depfile, whose inputs changed or that read a header named as
+    one of ``shadowing`` (:func:`remove_shadowed`); and those inputs' digests now (for
+    :func:`record_compiled`)."""
     last = _read_dict(stage / COMMANDS)
     same = [u.object for u in spec.units if last.get(u.object) == list(u.argv)]
     deps = depfile_inputs(Path(spec.build_temp), same)
     before = remove_stale(stage, deps, project)  # what changed goes
+    remove_shadowed(deps, shadowing)
     todo = tuple(u for u in spec.units if u.object not in deps or not Path(u.object).is_file())
     return replace(spec, units=todo), before
 

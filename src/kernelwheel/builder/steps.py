@@ -35,7 +35,7 @@ from ..abi.repair import RepairResult, repair_wheel
 from ..abi.report import Rule, WheelReport
 from ..abi.symver import ForcedHeader, VersionTable, read_version_table
 from ..compile import unit_costs
-from ..compile.compile_rules import NO_GNU_UNIQUE
+from ..compile.compile_rules import NO_GNU_UNIQUE, SOURCE_SUFFIXES
 from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
 from ..compile.diagnostics import Fault, PathMap, failure, fault, unit_warnings, warning_summary
 from ..compile.memory import load_estimates
@@ -51,7 +51,7 @@ from ..toolchain.deps import HeaderPlan, provide_headers
 from ..toolchain.envs import CudaToolkit, EnvInfo, supported_capabilities
 from ..wheels import Member, WheelSpec, write_wheel
 from . import stale
-from .compile_plan import SOURCE_SUFFIXES, CompilePlan, Toolchain
+from .compile_plan import CompilePlan, Toolchain
 from .load_check import (
     DeferredLoad,
     call_warnings,
@@ -63,13 +63,14 @@ from .load_check import (
     skip_reason,
 )
 from .request import BuildKind, BuildRequest, BuiltWheel
-from .reuse import Reuse, build_key, read_json, repair_key
+from .reuse import Reuse, absent_headers, appeared, build_key, read_json, repair_key
 from .wheelmeta import refuse_outside, with_metadata
 
 # The compile worker, run by file path inside each build's environment (every build kind's).
 WORKER = Path(__file__).parents[1] / "compile" / "_compile_worker.py"
 # The project's link in a variant's work folder: the compilers name its files through it.
 PROJECT_LINK = "project"
+ABSENT = "absent.json"  # a dev stage's shadowing headers, where no reuse entry keeps them
 
 
 def full_version(
@@ -366,13 +367,14 @@ def compile_step(
     ninja = _last_ninja(stage, env_vars) if incremental else None
     commands = spec if incremental and isinstance(spec, CommandSpec) else None
     only = None
+    # a new header in front of one a dev object read: compiled again
+    shadowing = reuse.appeared() if reuse is not None else appeared(stage / ABSENT)
     if commands is not None:  # no ninja: the units judged here
-        only, before = stale.units_to_compile(stage, commands, req.project.root)
+        only, before = stale.units_to_compile(stage, commands, req.project.root, shadowing)
     else:
         deps = stale.objects_inputs(ninja, objects, runner)
         before = stale.remove_stale(stage, deps)
-        if reuse is not None:  # a new header in front of one a dev object read: compiled again
-            stale.remove_shadowed(deps, reuse.appeared())
+        stale.remove_shadowed(deps, shadowing)
     started = time.time_ns()
     result = run_worker(
         req, python, stage, env_vars, planned.keep_dir, runner, direct=direct, only=only
@@ -389,6 +391,11 @@ def compile_step(
         stale.record_compiled(stage, deps, before, started, stage / PROJECT_LINK)
         if direct is not None:  # ninja and the link, no worker: the inputs from the deps read
             result = {**result, "inputs": stale.all_inputs(deps, objects)}
+    if incremental and reuse is None:  # the shadowing headers, which no reuse entry keeps
+        found = result.get("inputs")
+        inputs = [str(p) for p in found] if isinstance(found, list) else []
+        absent = absent_headers(inputs, spec.sources, spec.include_dirs)
+        atomic_write(stage / ABSENT, json.dumps({"absent": absent}))
     _record_unit_costs(costs, peaks, spec, stage, req.project.root)
     if reuse is not None:  # the next unchanged run reuses this build without starting ninja
         reuse.store(key, result, spec.sources, spec.include_dirs, started_ns=started)

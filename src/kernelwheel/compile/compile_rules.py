@@ -193,12 +193,16 @@ def nvcc_parallelism(
     return Parallelism(jobs=max(1, jobs), nvcc_threads=threads)
 
 
+SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")  # what compiles; the rest are headers
+
+
 def shared_source_notes(kernels: Sequence[KernelSection]) -> tuple[str, ...]:
     """A warning for each source kernels with different flags list: it compiles once, with all
-    of their flags (kernel-builder's rule), which neither author may expect."""
+    of their flags (kernel-builder's rule), which neither author may expect. A header is
+    compiled by no flags of its own: each unit including it has its kernel's."""
     listed: dict[Path, list[KernelSection]] = {}
     for kernel in kernels:
-        for src in dict.fromkeys(kernel.src):
+        for src in dict.fromkeys(s for s in kernel.src if s.suffix in SOURCE_SUFFIXES):
             listed.setdefault(src, []).append(kernel)
     notes = []
     for src, owners in listed.items():
