@@ -947,3 +947,29 @@ def test_the_tests_interpreter_is_asked_for_pytest_without_importing_it(tmp_path
     assert not imported.exists()
     bare = QuickVenv(tmp_path / "venv")  # no pytest: kernelwheel's own is provided
     assert not has_pytest(bare.python, dict(os.environ, PYTHONPATH=""), Runner())
+
+
+def test_a_killed_runs_orphans_are_stopped_and_named_by_the_next_dev(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a `test` killed with -9 left its pytest running on the dev build; the next run stopped it
+    # without a word, and the author's terminal lost its tests' output unexplained
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    root = write_noarch_project(tmp_path / "n")
+    cache = tmp_path / "c"
+    folder = dev_folder(cache, load_project(root))
+    folder.mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    run_id = f"{dead.pid}:12345"
+    (folder / "noarch.lock.owner").write_text(json.dumps({"pid": dead.pid, "start": "12345"}))
+    orphan = subprocess.Popen(["sleep", "60"], env={**os.environ, "KERNELWHEEL_RUN_ID": run_id})
+    try:
+        assert main(["dev", str(root), "--cache-dir", str(cache)]) == 0
+        assert orphan.wait(timeout=10) == -9
+    finally:
+        orphan.kill()
+    out = capsys.readouterr().out
+    assert f"a run that died (pid {dead.pid}) held this lock" in out, out
+    assert f"(pids {orphan.pid}) were stopped" in out
+    assert not (folder / "noarch.lock.owner").exists()

@@ -78,7 +78,9 @@ def build_dev(
         )
 
     with ExitStack() as own:  # one at a time
-        (hold or own).enter_context(locked(req.outputs.work_dir / f"{scope}.lock", waiting))
+        lock = locked(req.outputs.work_dir / f"{scope}.lock", waiting)
+        if (dead := (hold or own).enter_context(lock)) is not None:  # killed: -9, a crash
+            reporter.info(scope, f"{dead.describe()}; what it left is checked again")
         return _BUILDERS[req.kind](req, reporter, runner, check_in_tests)
 
 
