@@ -120,8 +120,10 @@ def staged_file(final: Path, *, mode: int = 0o644) -> Iterator[Path]:
         yield tmp
         os.chmod(tmp, mode)
         os.replace(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename in (None, tmp_name) and not exc.filename2:
+            exc.filename = str(final)  # a write's ENOSPC names no file; the temporary, no help
         raise
 
 

@@ -340,6 +340,25 @@ def test_a_file_written_atomically_is_named_not_its_temporary(
     assert info.value.filename == str(tmp_path / "kernelwheel.lock")
 
 
+def test_a_full_disk_while_a_file_is_written_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full cache disk under ``kernelwheel test``: the write of the dev lock's owner file
+    failed with "error: No space left on device" alone (a write names no file)."""
+
+    def full(self: Path, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    root = write_noarch_project(tmp_path / "n")
+    code, _, err = _run(capsys, "dev", str(root), "--cache-dir", str(tmp_path / "c"))
+    assert code == 1 and "No space left on device" in err
+    assert "noarch.lock.owner: No space left on device" in err, err
+    assert "free space on that disk" in err
+    assert not [p for p in (tmp_path / "c").rglob("*") if ".kernelwheel-tmp" in p.name]
+
+
 @pytest.mark.parametrize(
     "argv",
     [
