@@ -359,6 +359,30 @@ def test_a_full_disk_while_a_file_is_written_names_the_file(
     assert not [p for p in (tmp_path / "c").rglob("*") if ".kernelwheel-tmp" in p.name]
 
 
+def test_a_full_disk_while_the_hub_metadata_is_written_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dev Hub layout's metadata.json on a full disk: "error: No space left on device"."""
+    real_text, real_bytes = Path.write_text, Path.write_bytes
+
+    def full(real: Callable[..., int]) -> Callable[..., int]:
+        def write(self: Path, data: Any, *args: Any, **kwargs: Any) -> int:
+            if "build" in self.parts and self.suffix == ".json":  # hub/build/<staging>/
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real(self, data, *args, **kwargs)
+
+        return write
+
+    monkeypatch.setattr(Path, "write_text", full(real_text))
+    monkeypatch.setattr(Path, "write_bytes", full(real_bytes))
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    root = write_noarch_project(tmp_path / "n")
+    code, _, err = _run(capsys, "dev", str(root), "--cache-dir", str(tmp_path / "c"))
+    assert code == 1 and "No space left on device" in err
+    assert f"{tmp_path / 'c'}/" in err and "metadata.json: No space" in err, err
+    assert not list((tmp_path / "c").rglob(".kernelwheel-*"))  # no staging folder left
+
+
 @pytest.mark.parametrize(
     "argv",
     [
