@@ -383,6 +383,32 @@ def test_a_full_disk_while_the_hub_metadata_is_written_names_it(
     assert not list((tmp_path / "c").rglob(".kernelwheel-*"))  # no staging folder left
 
 
+def test_a_build_killed_outright_is_named_by_the_next_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``build`` killed with -9 left its owner file and its commands (a compiler, pip); the
+    next build stopped them in silence."""
+    import subprocess
+
+    root = write_noarch_project(tmp_path / "n")
+    argv = ["build", str(root), "-o", str(tmp_path / "wh"), "--cache-dir", str(tmp_path / "c")]
+    assert _run(capsys, *argv)[0] == 0
+    (lock,) = (tmp_path / "c" / "work").rglob("*.lock")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    owner = lock.with_name(f"{lock.name}.owner")
+    owner.write_text(json.dumps({"pid": dead.pid, "start": "12345"}))
+    env = {**os.environ, "KERNELWHEEL_RUN_ID": f"{dead.pid}:12345"}
+    orphan = subprocess.Popen(["sleep", "60"], env=env)
+    try:
+        code, out, err = _run(capsys, *argv)
+        assert code == 0 and orphan.wait(timeout=10) == -9
+    finally:
+        orphan.kill()
+    assert f"a run that died (pid {dead.pid}) held this lock" in out + err, out + err
+    assert f"(pids {orphan.pid}) were stopped" in out + err and not owner.exists()
+
+
 @pytest.mark.parametrize(
     "argv",
     [
