@@ -137,7 +137,7 @@ def write_if_changed(path: Path, text: str) -> Path:
     """``path`` holding ``text``, left alone (its time too) when it already does: a generated
     header rewritten unchanged would make ninja recompile every unit that includes it."""
     if not path.is_file() or path.read_text() != text:
-        path.write_text(text)
+        atomic_write(path, text)  # never half-written (a full disk, a kill), and named if not
     return path
 
 

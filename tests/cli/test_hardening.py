@@ -359,6 +359,28 @@ def test_a_full_disk_while_a_file_is_written_names_the_file(
     assert not [p for p in (tmp_path / "c").rglob("*") if ".kernelwheel-tmp" in p.name]
 
 
+def test_a_generated_file_on_a_full_disk_is_named_and_left_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_ops.py`` and the generated headers on a full disk: "No space left on device" with no
+    file named, and the file left cut short."""
+    from kernelwheel._util import write_if_changed
+
+    ops = tmp_path / "_ops.py"
+    ops.write_text("old\n")
+
+    def full(self: Path, data: Any, *args: Any, **kwargs: Any) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr(Path, "write_bytes", full)
+    with pytest.raises(OSError, match="No space left") as info:
+        write_if_changed(ops, "new\n")
+    assert info.value.filename == str(ops)
+    monkeypatch.undo()
+    assert ops.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["_ops.py"]
+
+
 def test_a_full_disk_while_the_hub_metadata_is_written_names_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
