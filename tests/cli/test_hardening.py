@@ -355,7 +355,7 @@ def test_a_full_disk_while_a_file_is_written_names_the_file(
     code, _, err = _run(capsys, "dev", str(root), "--cache-dir", str(tmp_path / "c"))
     assert code == 1 and "No space left on device" in err
     assert "noarch.lock.owner: No space left on device" in err, err
-    assert "free space on that disk" in err
+    assert "free space on that disk" in err and "--cache-dir (KERNELWHEEL_CACHE_DIR)" in err
     assert not [p for p in (tmp_path / "c").rglob("*") if ".kernelwheel-tmp" in p.name]
 
 

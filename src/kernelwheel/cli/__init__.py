@@ -215,11 +215,15 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         message = f"{where}{exc.strerror or exc}"
         from .._util import DISK_FULL_HINT, disk_full
 
+        named = {"cache_dir": "--cache-dir (KERNELWHEEL_CACHE_DIR)", "output_dir": "--output-dir"}
+        option = (
+            " or ".join(v for k, v in named.items() if hasattr(args, k)) or "the command's option"
+        )
         hint = (
-            f"{DISK_FULL_HINT} with the command's option"
+            f"{DISK_FULL_HINT} with {option}"
             if disk_full(exc)
             else "check that the path exists, is a folder where one is expected, and is "
-            "writable (or pass another with the command's option)"
+            f"writable (or pass another with {option})"
         )
         ui.error(f"{message}\n  fix: {hint}")
         _json_error(args, ui, type(exc).__name__, message, hint, 1)
