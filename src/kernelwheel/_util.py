@@ -120,8 +120,10 @@ def staged_file(final: Path, *, mode: int = 0o644) -> Iterator[Path]:
         yield tmp
         os.chmod(tmp, mode)
         os.replace(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename in (None, tmp_name) and not exc.filename2:
+            exc.filename = str(final)  # a write's ENOSPC names no file; the temporary, no help
         raise
 
 
@@ -135,7 +137,7 @@ def write_if_changed(path: Path, text: str) -> Path:
     """``path`` holding ``text``, left alone (its time too) when it already does: a generated
     header rewritten unchanged would make ninja recompile every unit that includes it."""
     if not path.is_file() or path.read_text() != text:
-        path.write_text(text)
+        atomic_write(path, text)  # never half-written (a full disk, a kill), and named if not
     return path
 
 

@@ -125,3 +125,9 @@ class Terminated(KeyboardInterrupt):
     (staging removed, half-written files deleted); the CLI exits 143 (128 + SIGTERM)."""
 
     exit_code = 143
+
+
+class HungUp(Terminated):
+    """SIGHUP (the terminal closed, an ssh session dropped): SIGTERM's path; the CLI exits 129."""
+
+    exit_code = 129

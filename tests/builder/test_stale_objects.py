@@ -106,6 +106,26 @@ def test_an_edit_made_while_the_compile_runs_is_compiled_by_the_next_run(
     assert (obj / "a.o").read_text() == "a3\nh1\n"
 
 
+def test_a_compile_cut_short_before_its_record_compiles_again_what_it_compiled(
+    tmp_path: Path,
+) -> None:
+    # a.c edited, ninja compiled a.o, and the run ended before the record (Ctrl-C during the
+    # link, another unit's compile error); a.c brought back as it was with its older time
+    # (`cp -p` of a backup): the record still named those bytes, ninja kept the edited a.o
+    stage, project = _stage(tmp_path)
+    _compile(stage)
+    obj, runner = stage / "obj", Runner()
+    assert NINJA is not None
+    time.sleep(0.15)
+    (project / "a.c").write_text("a2\n")
+    remove_stale(stage, objects_inputs(NINJA, obj, runner))
+    subprocess.run([NINJA, "-C", obj], capture_output=True, check=True)  # and no record
+    assert (obj / "a.o").read_text() == "a2\nh1\n"
+    _restore_old(project / "a.c", "a1\n")
+    assert _compile(stage) == ("a.o",)
+    assert (obj / "a.o").read_text() == "a1\nh1\n"
+
+
 def test_no_ninja_or_no_deps_log_means_nothing_is_known(tmp_path: Path) -> None:
     stage, _ = _stage(tmp_path)
     assert objects_inputs(None, stage / "obj", Runner()) == {}

@@ -466,6 +466,31 @@ def test_linking_a_second_checkout_of_the_same_package_says_which_link_it_replac
     assert f"another folder's dev build of tiny_add until now ({other.site})" in err.getvalue()
 
 
+def test_the_replaced_link_names_the_other_checkouts_project_folder(tmp_path: Path) -> None:
+    # the warning named the other checkout's dev folder in the cache and told to run
+    # "kernelwheel dev in that folder" (the cache's), not the project folder to run it in
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    fork = write_tiny_kernel(tmp_path / "my fork é")
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho \'["{tmp_path}", "2.13.0+cpu", ""]\'\n')
+    python.chmod(0o755)
+    builds = []
+    for name in ("tiny_add-aaaa", "tiny_add-bbbb"):
+        dev_dir = tmp_path / "cache" / "dev" / name
+        builds.append(DevBuild(CPU, dev_dir, dev_site(dev_dir, CPU), dev_dir / "hub", Path("py")))
+    package = builds[0].site / "tiny_add"
+    package.mkdir(parents=True)
+    (package / "__init__.py").symlink_to(fork / "torch-ext" / "tiny_add" / "__init__.py")
+    link_dev_build(builds[0], project, python, tmp_path / "cache", Runner())
+    got = link_dev_build(builds[1], project, python, tmp_path / "cache", Runner())
+    assert got.replaced_project == fork
+    out, err = io.StringIO(), io.StringIO()
+    dev._report(ConsoleUI(out=out, err=err), project, builds[1], got)
+    said = " ".join(err.getvalue().split())
+    assert f"until now ({fork}, built in {builds[0].site})" in said, said
+    assert f"a kernelwheel dev in {fork} links it back" in said
+
+
 def test_a_python_depends_the_linked_interpreter_lacks_is_named(tmp_path: Path) -> None:
     # python-depends = ["einops"], a venv without it: dev linked the build and said nothing,
     # and the tests failed at collection with ModuleNotFoundError
@@ -976,3 +1001,29 @@ def test_the_tests_interpreter_is_asked_for_pytest_without_importing_it(tmp_path
     assert not imported.exists()
     bare = QuickVenv(tmp_path / "venv")  # no pytest: kernelwheel's own is provided
     assert not has_pytest(bare.python, dict(os.environ, PYTHONPATH=""), Runner())
+
+
+def test_a_killed_runs_orphans_are_stopped_and_named_by_the_next_dev(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a `test` killed with -9 left its pytest running on the dev build; the next run stopped it
+    # without a word, and the author's terminal lost its tests' output unexplained
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    root = write_noarch_project(tmp_path / "n")
+    cache = tmp_path / "c"
+    folder = dev_folder(cache, load_project(root))
+    folder.mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    run_id = f"{dead.pid}:12345"
+    (folder / "noarch.lock.owner").write_text(json.dumps({"pid": dead.pid, "start": "12345"}))
+    orphan = subprocess.Popen(["sleep", "60"], env={**os.environ, "KERNELWHEEL_RUN_ID": run_id})
+    try:
+        assert main(["dev", str(root), "--cache-dir", str(cache)]) == 0
+        assert orphan.wait(timeout=10) == -9
+    finally:
+        orphan.kill()
+    out = capsys.readouterr().out
+    assert f"a run that died (pid {dead.pid}) held this lock" in out, out
+    assert f"(pids {orphan.pid}) were stopped" in out
+    assert not (folder / "noarch.lock.owner").exists()

@@ -340,6 +340,97 @@ def test_a_file_written_atomically_is_named_not_its_temporary(
     assert info.value.filename == str(tmp_path / "kernelwheel.lock")
 
 
+def test_a_full_disk_while_a_file_is_written_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full cache disk under ``kernelwheel test``: the write of the dev lock's owner file
+    failed with "error: No space left on device" alone (a write names no file)."""
+
+    def full(self: Path, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    root = write_noarch_project(tmp_path / "n")
+    code, _, err = _run(capsys, "dev", str(root), "--cache-dir", str(tmp_path / "c"))
+    assert code == 1 and "No space left on device" in err
+    assert "noarch.lock.owner: No space left on device" in err, err
+    assert "free space on that disk" in err and "--cache-dir (KERNELWHEEL_CACHE_DIR)" in err
+    assert not [p for p in (tmp_path / "c").rglob("*") if ".kernelwheel-tmp" in p.name]
+
+
+def test_a_generated_file_on_a_full_disk_is_named_and_left_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_ops.py`` and the generated headers on a full disk: "No space left on device" with no
+    file named, and the file left cut short."""
+    from kernelwheel._util import write_if_changed
+
+    ops = tmp_path / "_ops.py"
+    ops.write_text("old\n")
+
+    def full(self: Path, data: Any, *args: Any, **kwargs: Any) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr(Path, "write_bytes", full)
+    with pytest.raises(OSError, match="No space left") as info:
+        write_if_changed(ops, "new\n")
+    assert info.value.filename == str(ops)
+    monkeypatch.undo()
+    assert ops.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["_ops.py"]
+
+
+def test_a_full_disk_while_the_hub_metadata_is_written_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dev Hub layout's metadata.json on a full disk: "error: No space left on device"."""
+    real_text, real_bytes = Path.write_text, Path.write_bytes
+
+    def full(real: Callable[..., int]) -> Callable[..., int]:
+        def write(self: Path, data: Any, *args: Any, **kwargs: Any) -> int:
+            if "build" in self.parts and self.suffix == ".json":  # hub/build/<staging>/
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real(self, data, *args, **kwargs)
+
+        return write
+
+    monkeypatch.setattr(Path, "write_text", full(real_text))
+    monkeypatch.setattr(Path, "write_bytes", full(real_bytes))
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    root = write_noarch_project(tmp_path / "n")
+    code, _, err = _run(capsys, "dev", str(root), "--cache-dir", str(tmp_path / "c"))
+    assert code == 1 and "No space left on device" in err
+    assert f"{tmp_path / 'c'}/" in err and "metadata.json: No space" in err, err
+    assert not list((tmp_path / "c").rglob(".kernelwheel-*"))  # no staging folder left
+
+
+def test_a_build_killed_outright_is_named_by_the_next_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``build`` killed with -9 left its owner file and its commands (a compiler, pip); the
+    next build stopped them in silence."""
+    import subprocess
+
+    root = write_noarch_project(tmp_path / "n")
+    argv = ["build", str(root), "-o", str(tmp_path / "wh"), "--cache-dir", str(tmp_path / "c")]
+    assert _run(capsys, *argv)[0] == 0
+    (lock,) = (tmp_path / "c" / "work").rglob("*.lock")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    owner = lock.with_name(f"{lock.name}.owner")
+    owner.write_text(json.dumps({"pid": dead.pid, "start": "12345"}))
+    env = {**os.environ, "KERNELWHEEL_RUN_ID": f"{dead.pid}:12345"}
+    orphan = subprocess.Popen(["sleep", "60"], env=env)
+    try:
+        code, out, err = _run(capsys, *argv)
+        assert code == 0 and orphan.wait(timeout=10) == -9
+    finally:
+        orphan.kill()
+    assert f"a run that died (pid {dead.pid}) held this lock" in out + err, out + err
+    assert f"(pids {orphan.pid}) were stopped" in out + err and not owner.exists()
+
+
 @pytest.mark.parametrize(
     "argv",
     [

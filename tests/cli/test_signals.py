@@ -419,3 +419,18 @@ with locked(Path(sys.argv[1])):
 def _env() -> dict[str, str]:
     src = str(Path(__import__("kernelwheel").__file__).parents[1])
     return {**os.environ, "PYTHONPATH": src}
+
+
+def test_a_closed_terminal_unwinds_as_sigterm_does(tmp_path: Path) -> None:
+    """SIGHUP (the terminal closed, an ssh session dropped) killed the run outright: its
+    compilers or tests ran on, its lock's owner file stayed, staging folders were left."""
+    from support.kinds import write_noarch_project
+
+    root = write_noarch_project(tmp_path / "n")
+    cache = tmp_path / "c"
+    point = ("kernelwheel.builder.dev", "lay_out_hub", "before")
+    args = ["dev", str(root), "--cache-dir", str(cache)]
+    code, _, err = interrupt_at(tmp_path, point, signal.SIGHUP, args)
+    assert code == 129, err
+    assert "terminated (SIGHUP)" in err and "Traceback" not in err
+    assert not list(cache.rglob("*.owner")) and not list(cache.rglob(".kernelwheel-*"))

@@ -78,7 +78,9 @@ def build_dev(
         )
 
     with ExitStack() as own:  # one at a time
-        (hold or own).enter_context(locked(req.outputs.work_dir / f"{scope}.lock", waiting))
+        lock = locked(req.outputs.work_dir / f"{scope}.lock", waiting)
+        if (dead := (hold or own).enter_context(lock)) is not None:  # killed: -9, a crash
+            reporter.info(scope, f"{dead.describe()}; what it left is checked again")
         return _BUILDERS[req.kind](req, reporter, runner, check_in_tests)
 
 
@@ -188,6 +190,7 @@ class Linked:
     stale: str | None = None  # where not linked: the .pth left linking a build it refuses
     missing: tuple[str, ...] = ()  # the wheel's requirements (python-depends) it lacks
     replaced: str | None = None  # where linked: another checkout's dev site it linked until now
+    replaced_project: Path | None = None  # that checkout's folder, where its links still tell
     renamed: tuple[str, ...] = ()  # where linked: this folder's .pth under an old name, removed
 
 
@@ -233,11 +236,11 @@ def link_dev_build(
         skipped = f"it has {have}, {what} {wanted}"
         return Linked(python, None, skipped=skipped, stale=_stale_link(pth, torch), missing=missing)
     line = f"{os.fspath(build.site)}\n"
-    replaced = None
+    replaced, origin = None, None
     if not holds(pth, line):  # unchanged: its folder's probe stays valid
         old = _linked(pth)  # another project folder's dev site, linked until now?
         if old is not None and old.parent.name == "site" and old.parent.parent != build.folder:
-            replaced = str(old)
+            replaced, origin = str(old), _project_of(old / project.package / "__init__.py")
         with kept_across(python, cache_dir):  # and changed: it stays valid too
             atomic_write(pth, line)
     renamed = _drop_renamed(pth, build.folder)
@@ -247,8 +250,18 @@ def link_dev_build(
         shadowed_by=installed or None,
         missing=missing,
         replaced=replaced,
+        replaced_project=origin,
         renamed=renamed,
     )
+
+
+def _project_of(link: Path) -> Path | None:
+    """The project folder a dev site's link into its package leads to (its build.toml's)."""
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    return next((p for p in target.parents if (p / "build.toml").is_file()), None)
 
 
 def _drop_renamed(pth: Path, folder: Path) -> tuple[str, ...]:

@@ -28,9 +28,10 @@ def build_and_export(req: BuildRequest, reporter: Reporter, runner: Runner = RUN
     layout; an interrupt takes the wheel it had put in the output folder back out."""
     before = _variant_wheels(req)
     try:
-        with locked(
-            req.outputs.work_dir / f"{req.variant.name}.lock", partial(_waiting, req, reporter)
-        ):
+        lock = req.outputs.work_dir / f"{req.variant.name}.lock"
+        with locked(lock, partial(_waiting, req, reporter)) as dead:
+            if dead is not None:  # killed outright: what it started was stopped
+                reporter.info(req.variant.name, f"{dead.describe()}; the build starts afresh")
             wheel = _BUILDERS[req.kind](req, reporter, runner)
         _export(req, reporter, wheel)
     except KeyboardInterrupt:  # Terminated (SIGTERM) is one

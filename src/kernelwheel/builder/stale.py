@@ -94,6 +94,10 @@ def remove_stale(stage: Path, deps: Mapping[str, list[str]], *more: Path) -> dic
     for target, inputs in deps.items():
         if any(digest(path) != recorded.get(path) for path in digest.mine(inputs)):
             Path(target).unlink(missing_ok=True)
+    # a compile cut short before record_compiled (an interrupt, another unit's error) must not
+    # leave the old bytes recorded: brought back with an older time, they would keep its object
+    if (kept := {p: d for p, d in recorded.items() if digest.known.get(p, d) == d}) != recorded:
+        atomic_write(stage / RECORD, json.dumps(kept, indent=0, sort_keys=True))
     return digest.known
 
 

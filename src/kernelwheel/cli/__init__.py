@@ -17,7 +17,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..errors import KernelwheelError, Terminated, UsageError, VariantError
+from ..errors import HungUp, KernelwheelError, Terminated, UsageError, VariantError
 
 if TYPE_CHECKING:
     from .._util import Runner
@@ -108,7 +108,11 @@ def _raise_once(signum: int, frame: object) -> None:
     signal.signal(signum, signal.SIG_IGN)
     from .._util import raise_when_safe  # imported by main() before the handler is set
 
-    raise_when_safe(Terminated() if signum == signal.SIGTERM else KeyboardInterrupt())
+    signalled: dict[int, type[KeyboardInterrupt]] = {
+        signal.SIGTERM: Terminated,
+        signal.SIGHUP: HungUp,
+    }
+    raise_when_safe(signalled.get(signum, KeyboardInterrupt)())
 
 
 def _commands_needed(argv: Sequence[str]) -> Sequence[str]:
@@ -163,6 +167,11 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     default_int = in_main and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     if default_int:
         signal.signal(signal.SIGINT, _raise_once)
+    # a closed terminal (SIGHUP) killed the run outright, its compilers and tests left running;
+    # not where it is ignored (nohup)
+    hangup = in_main and signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
+    if hangup:
+        signal.signal(signal.SIGHUP, _raise_once)
     try:
         if any(name.startswith("KERNELWHEEL_") for name in os.environ):
             from ..plan.options import unknown_variables
@@ -181,10 +190,11 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         ui.error(with_log(str(exc), ui.log_path))
         _json_error(args, ui, type(exc).__name__, exc.message, exc.hint, exc.exit_code)
         return exc.exit_code
-    except Terminated:
-        ui.error("terminated (SIGTERM); nothing partial was left behind")
-        _json_error(args, ui, "Terminated", "terminated (SIGTERM)", None, Terminated.exit_code)
-        return Terminated.exit_code
+    except Terminated as exc:
+        name = "SIGHUP" if isinstance(exc, HungUp) else "SIGTERM"
+        ui.error(f"terminated ({name}); nothing partial was left behind")
+        _json_error(args, ui, type(exc).__name__, f"terminated ({name})", None, exc.exit_code)
+        return exc.exit_code
     except KeyboardInterrupt:
         ui.error("interrupted")
         _json_error(args, ui, "Interrupted", "interrupted (SIGINT)", None, 130)
@@ -205,11 +215,15 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
         message = f"{where}{exc.strerror or exc}"
         from .._util import DISK_FULL_HINT, disk_full
 
+        named = {"cache_dir": "--cache-dir (KERNELWHEEL_CACHE_DIR)", "output_dir": "--output-dir"}
+        option = (
+            " or ".join(v for k, v in named.items() if hasattr(args, k)) or "the command's option"
+        )
         hint = (
-            f"{DISK_FULL_HINT} with the command's option"
+            f"{DISK_FULL_HINT} with {option}"
             if disk_full(exc)
             else "check that the path exists, is a folder where one is expected, and is "
-            "writable (or pass another with the command's option)"
+            f"writable (or pass another with {option})"
         )
         ui.error(f"{message}\n  fix: {hint}")
         _json_error(args, ui, type(exc).__name__, message, hint, 1)
@@ -226,6 +240,8 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
             signal.signal(signal.SIGTERM, previous)
         if default_int:
             signal.signal(signal.SIGINT, signal.default_int_handler)
+        if hangup:
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _json_error(

@@ -155,10 +155,12 @@ def _report(
     if linked is not None and linked.pth is not None:
         ui.info("", f"importable by {linked.python}: {linked.pth}")
         if linked.replaced is not None:
+            origin = linked.replaced_project
             ui.warn(
                 f"that file linked another folder's dev build of {project.package} until now "
-                f"({linked.replaced}): {linked.python} imports this project's from now on (a "
-                "kernelwheel dev in that folder links it back)"
+                f"({f'{origin}, built in ' if origin else ''}{linked.replaced}): {linked.python} "
+                f"imports this project's from now on (a kernelwheel dev in "
+                f"{origin or 'that project folder'} links it back)"
             )
         for name in linked.renamed:
             ui.info(

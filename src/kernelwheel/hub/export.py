@@ -150,7 +150,7 @@ def _publish(staging: Path, folder: Path, meta: KernelMetadata) -> Path:
     """The filled ``staging`` folder, with ``meta`` as metadata.json, made ``folder``."""
     for so in staging.rglob("*.so"):
         so.chmod(0o755)
-    (staging / METADATA_JSON).write_text(meta.to_json())
+    atomic_write(staging / METADATA_JSON, meta.to_json())  # a full disk's error names it
     staging.chmod(0o755)  # a staging folder is private; the variant folder is not
     return replace_dir(staging, folder)
 
