@@ -235,6 +235,26 @@ def test_the_default_back_off_is_1_s_then_2_s(monkeypatch: pytest.MonkeyPatch) -
     assert [settings.pause(n) for n in (1, 2, 3)] == [1.0, 2.0, 3.0]
 
 
+def test_a_host_that_cannot_be_reached_is_not_reported_as_a_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A name that does not resolve fails at once, three times: the error says there was no
+    connection, not that the Hub kept silent for 10 s."""
+    import httpx2
+
+    monkeypatch.setattr(hubsource, "time", SimpleNamespace(sleep=lambda _: None))
+
+    def unknown_host() -> None:
+        raise httpx2.ConnectError("[Errno -2] Name or service not known")
+
+    with pytest.raises(HubUnavailable) as info:
+        call_hub("hub", "looking the repo up", unknown_host, pause=lambda _: 0.0, timeout=10)
+    assert "looking the repo up: no connection, 3 tries (ConnectError: [Errno -2]" in str(
+        info.value
+    )
+    assert "no answer within" not in str(info.value)
+
+
 @pytest.mark.parametrize(("value", "first"), [("0", 0.0), ("0.25", 0.25), ("300", 300.0)])
 def test_the_back_off_is_a_setting(value: str, first: float) -> None:
     settings = HubSettings.from_env({BACKOFF_VARIABLE: value})
@@ -248,4 +268,3 @@ def test_a_back_off_that_is_not_seconds_is_refused(value: str) -> None:
     assert f"{BACKOFF_VARIABLE}={value!r}" in info.value.message
     assert f"give {BACKOFF_VARIABLE} a number of seconds" in (info.value.hint or "")
     assert (info.value.hint or "").endswith("or unset it")
-
