@@ -265,3 +265,18 @@ def test_the_python_written_is_as_ruff_formats_it(
     if kind != "noarch":  # the backends a compiled project's tests look for, a valid tuple
         line = next(line for line in test_py.splitlines() if line.startswith("BACKENDS = "))
         assert eval(line.removeprefix("BACKENDS = ")) == backends
+
+
+def test_the_hub_repo_line_build_toml_offers_puts_get_kernel_on_the_card(tmp_path: Path) -> None:
+    """The commented `[general.hub]` lines, uncommented as they stand, give the card the
+    `get_kernel` lines of the repo an author uploads to (without them the card has none)."""
+    result = init_project(InitRequest("my-op", tmp_path, ("cpu",)))
+    project = load_project(result.root)
+    assert "get_kernel" not in project_card(project, card_fields(project))
+    build_toml = result.root / "build.toml"
+    text = build_toml.read_text()
+    assert '# [general.hub]\n# repo-id = "my-org/my-op"\n' in text
+    build_toml.write_text(text.replace("# [general.hub]\n# repo-id", "[general.hub]\nrepo-id"))
+    project = load_project(result.root)
+    card = project_card(project, card_fields(project))
+    assert 'my_op = get_kernel("my-org/my-op", version=0)' in card
