@@ -44,7 +44,7 @@ from .installed import (
 from .pipcmd import pinned_requirement, pip_command, run_pip
 from .probe import Target, probe
 from .select import Selection, merge_requirements, parse_requirement, select
-from .sources import fetch, list_candidates
+from .sources import fetch, list_candidates, site_root_hint
 
 
 @dataclass(frozen=True)
@@ -232,6 +232,8 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
     selections = select(reqs, candidates, target, only)
     if any(sel.chosen is None for sel in selections):
         hint = _left_out_by_variant(request, select(reqs, candidates, target)) if only else None
+        if hint is None and not candidates:
+            hint = site_root_hint(request.sources.indexes)
         raise NoMatch(target, selections, request.sources, hint, tuple(skipped))
     with tempfile.TemporaryDirectory(prefix="kw-install-") as downloads:
         fetched = [_pick(sel, Path(downloads)) for sel in selections]
