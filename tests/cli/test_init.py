@@ -267,10 +267,13 @@ def test_the_python_written_is_as_ruff_formats_it(
         assert eval(line.removeprefix("BACKENDS = ")) == backends
 
 
-def test_the_hub_repo_line_build_toml_offers_puts_get_kernel_on_the_card(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["torch", "noarch", "tvm-ffi"])
+def test_the_hub_repo_line_build_toml_offers_puts_get_kernel_on_the_card(
+    tmp_path: Path, kind: str
+) -> None:
     """The commented `[general.hub]` lines, uncommented as they stand, give the card the
     `get_kernel` lines of the repo an author uploads to (without them the card has none)."""
-    result = init_project(InitRequest("my-op", tmp_path, ("cpu",)))
+    result = init_project(InitRequest("my-op", tmp_path, ("cpu",), kind))
     project = load_project(result.root)
     assert "get_kernel" not in project_card(project, card_fields(project))
     build_toml = result.root / "build.toml"
