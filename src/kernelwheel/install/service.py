@@ -181,8 +181,10 @@ def _hint(target: Target) -> str:
     t = target.torch
     if t is None:
         return (
-            "install torch into that environment first for a torch build (kernelwheel install "
-            "never installs torch), or point --find-links/--index-url at a source with a "
+            f"install torch into the environment of {target.python} first for a torch build "
+            "(kernelwheel install never installs torch), or pass --python PY of one that holds "
+            "torch (without --python it installs into the active virtual environment, else "
+            "into python3 on PATH), or point --find-links/--index-url at a source with a "
             "tvm-ffi build (they need no torch)"
         )
     major, minor = t.release
