@@ -304,6 +304,7 @@ def test_the_builds_outputs_stay_out_of_git_and_never_make_the_next_build_dirty(
     root = init_project(InitRequest("my-op", tmp_path, ("cpu",))).root
     outputs = ["wheelhouse/my_op-0.1.0-cp310-abi3-linux_x86_64.whl", "wheelhouse/logs/v.log"]
     outputs += ["hub/README.md", "hub/build/v/metadata.json", "tests/__pycache__/t.pyc"]
+    outputs += [".pytest_cache/v/cache/lastfailed"]
     for rel in outputs:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("built\n")
