@@ -111,9 +111,12 @@ def test_an_endpoint_that_never_answers_stops_upload_with_a_message(
     started = time.monotonic()
     code = main(["upload", str(tmp_path / "layout"), "--repo", "org/kernel", "--dry-run"])
     took = time.monotonic() - started
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert code == 9, err
     assert "no answer within 1 s, 3 tries" in err and "looking the repo up" in err
+    # what could be checked without the Hub was, and passed: said before the Hub is asked
+    assert f"check the layout in {tmp_path / 'layout'} (" in out
+    assert "1 variant(s), 1 file(s): ok" in out
     assert "HF_HUB_OFFLINE" not in err  # upload needs the Hub: no advice to go offline
     assert "Traceback" not in err
     assert took < 30 and pauses == [0.01, 0.02]

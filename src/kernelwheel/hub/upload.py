@@ -255,16 +255,17 @@ def upload(req: UploadRequest, reporter: Reporter | None = None) -> UploadResult
             "HF_HUB_OFFLINE is set: upload (even --dry-run) needs the Hub",
             hint="unset HF_HUB_OFFLINE",
         )
-    layout = read_layout(req.folder, req.version)
-    _check_card_repo(layout, req.repo)
+    scope = req.repo.rsplit("/", 1)[1]
+    with step(reporter, scope, f"check the layout in {req.folder}") as detail:
+        layout = read_layout(req.folder, req.version)
+        _check_card_repo(layout, req.repo)
+        detail.append(f"{len(layout.variants)} variant(s), {len(layout.files)} file(s): ok")
     branch = f"v{layout.major}"
     token = hub_token(settings)
     if token is None and not req.dry_run:
         raise UsageError(f"no Hub token to push {req.repo} with", hint=_TOKEN_HINT)
     hub = _Hub(req.repo, settings, token, timeout, tries)
     from huggingface_hub.constants import DEFAULT_REVISION
-
-    scope = req.repo.rsplit("/", 1)[1]
 
     with step(reporter, scope, f"compare with {hub.where}, branch {branch}") as detail:
         exists = hub.exists()
