@@ -40,6 +40,7 @@ def test_writes_an_edition_5_project_the_reader_accepts(tmp_path: Path) -> None:
         "torch-ext/my_op/__init__.py",
         "tests/test_my_op.py",
         "pytest.ini",
+        ".gitignore",
         "README.md",
         "CARD.md",
     }
@@ -200,7 +201,14 @@ def test_other_kinds_write_projects_of_their_kind(
     assert {(k.backend, k.depends) for k in project.kernels} == (
         {("cpu", ()), ("cuda", ())} if kind == "tvm-ffi" else set()
     )
-    common = {"build.toml", "tests/test_my_op.py", "pytest.ini", "README.md", "CARD.md"}
+    common = {
+        "build.toml",
+        "tests/test_my_op.py",
+        "pytest.ini",
+        ".gitignore",
+        "README.md",
+        "CARD.md",
+    }
     assert {p.as_posix() for p in result.files} == files | common
     readme = (result.root / "README.md").read_text()
     assert f"--kind {kind}" in readme and "kernelwheel test" in readme
@@ -265,3 +273,55 @@ def test_the_python_written_is_as_ruff_formats_it(
     if kind != "noarch":  # the backends a compiled project's tests look for, a valid tuple
         line = next(line for line in test_py.splitlines() if line.startswith("BACKENDS = "))
         assert eval(line.removeprefix("BACKENDS = ")) == backends
+
+
+@pytest.mark.parametrize("kind", ["torch", "noarch", "tvm-ffi"])
+def test_the_hub_repo_line_build_toml_offers_puts_get_kernel_on_the_card(
+    tmp_path: Path, kind: str
+) -> None:
+    """The commented `[general.hub]` lines, uncommented as they stand, give the card the
+    `get_kernel` lines of the repo an author uploads to (without them the card has none)."""
+    result = init_project(InitRequest("my-op", tmp_path, ("cpu",), kind))
+    project = load_project(result.root)
+    assert "get_kernel" not in project_card(project, card_fields(project))
+    build_toml = result.root / "build.toml"
+    text = build_toml.read_text()
+    assert '# [general.hub]\n# repo-id = "my-org/my-op"\n' in text
+    build_toml.write_text(text.replace("# [general.hub]\n# repo-id", "[general.hub]\nrepo-id"))
+    project = load_project(result.root)
+    card = project_card(project, card_fields(project))
+    assert 'my_op = get_kernel("my-org/my-op", version=0)' in card
+
+
+def test_the_builds_outputs_stay_out_of_git_and_never_make_the_next_build_dirty(
+    tmp_path: Path,
+) -> None:
+    """The project committed as `git add -A` commits it, after a build: the wheels, their logs
+    and the Hub layout were committed too, and the next build's new logs made the one after it
+    "built from a working tree with uncommitted changes" (the card's banner)."""
+    from kernelwheel.plan.versioning import read_git_state
+
+    root = init_project(InitRequest("my-op", tmp_path, ("cpu",))).root
+    outputs = ["wheelhouse/my_op-0.1.0-cp310-abi3-linux_x86_64.whl", "wheelhouse/logs/v.log"]
+    outputs += ["hub/README.md", "hub/build/v/metadata.json", "tests/__pycache__/t.pyc"]
+    outputs += [".pytest_cache/v/cache/lastfailed"]
+    for rel in outputs:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("built\n")
+
+    def git(*args: str) -> str:
+        env = {**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b"}
+        env |= {"GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"}
+        return subprocess.run(
+            ["git", *args], cwd=root, env=env, capture_output=True, text=True, check=True
+        ).stdout
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "first")
+    tracked = set(git("ls-files").split())
+    assert tracked >= {"build.toml", "CARD.md", ".gitignore", "csrc/my_op_cpu.cpp"}
+    assert not tracked & set(outputs)
+    (root / "wheelhouse/logs/v.log").write_text("built again\n")
+    state = read_git_state(root)
+    assert state is not None and not state.dirty

@@ -111,9 +111,12 @@ def test_an_endpoint_that_never_answers_stops_upload_with_a_message(
     started = time.monotonic()
     code = main(["upload", str(tmp_path / "layout"), "--repo", "org/kernel", "--dry-run"])
     took = time.monotonic() - started
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert code == 9, err
     assert "no answer within 1 s, 3 tries" in err and "looking the repo up" in err
+    # what could be checked without the Hub was, and passed: said before the Hub is asked
+    assert f"check the layout in {tmp_path / 'layout'} (" in out
+    assert "1 variant(s), 1 file(s): ok" in out
     assert "HF_HUB_OFFLINE" not in err  # upload needs the Hub: no advice to go offline
     assert "Traceback" not in err
     assert took < 30 and pauses == [0.01, 0.02]
@@ -235,6 +238,26 @@ def test_the_default_back_off_is_1_s_then_2_s(monkeypatch: pytest.MonkeyPatch) -
     assert [settings.pause(n) for n in (1, 2, 3)] == [1.0, 2.0, 3.0]
 
 
+def test_a_host_that_cannot_be_reached_is_not_reported_as_a_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A name that does not resolve fails at once, three times: the error says there was no
+    connection, not that the Hub kept silent for 10 s."""
+    import httpx2
+
+    monkeypatch.setattr(hubsource, "time", SimpleNamespace(sleep=lambda _: None))
+
+    def unknown_host() -> None:
+        raise httpx2.ConnectError("[Errno -2] Name or service not known")
+
+    with pytest.raises(HubUnavailable) as info:
+        call_hub("hub", "looking the repo up", unknown_host, pause=lambda _: 0.0, timeout=10)
+    assert "looking the repo up: no connection, 3 tries (ConnectError: [Errno -2]" in str(
+        info.value
+    )
+    assert "no answer within" not in str(info.value)
+
+
 @pytest.mark.parametrize(("value", "first"), [("0", 0.0), ("0.25", 0.25), ("300", 300.0)])
 def test_the_back_off_is_a_setting(value: str, first: float) -> None:
     settings = HubSettings.from_env({BACKOFF_VARIABLE: value})
@@ -248,4 +271,3 @@ def test_a_back_off_that_is_not_seconds_is_refused(value: str) -> None:
     assert f"{BACKOFF_VARIABLE}={value!r}" in info.value.message
     assert f"give {BACKOFF_VARIABLE} a number of seconds" in (info.value.hint or "")
     assert (info.value.hint or "").endswith("or unset it")
-

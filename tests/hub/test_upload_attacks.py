@@ -298,3 +298,22 @@ def test_a_file_changed_after_the_check_is_not_pushed(
     with pytest.raises(UsageError, match="_ops.py: changed since the layout was checked"):
         upload(UploadRequest(layout, REPO))
     assert hub.commits == [] and REPO not in hub.repos  # refused before the repo was made
+
+
+def test_a_card_that_names_another_repo_is_refused(
+    hub: HubState, tmp_path: Path, so_cache: Path
+) -> None:
+    """The card rendered with build.toml's repo-id `me/img2gray` would tell the readers of
+    acme/img2gray to load me/img2gray: refused before the Hub is asked; the card of the repo
+    uploaded to, or one with no get_kernel line, goes."""
+    layout = tmp_path / "layout"
+    _write(layout, CPU, so_cache, backend="cpu")
+    card = layout / "README.md"
+    card.write_text('```python\nimg2gray = get_kernel("me/img2gray", version=1)\n```\n')
+    err = _refused(layout, hub, "the kernel card tells readers get_kernel\\('me/img2gray'\\)")
+    assert f"but --repo is {REPO}" in err.message
+    assert f'set repo-id = "{REPO}" under [general.hub]' in (err.hint or "")
+    assert "--repo me/img2gray" in (err.hint or "")
+    for text in (f'get_kernel("{REPO}", version=1)', "# img2gray\n"):
+        card.write_text(text)
+        assert upload(UploadRequest(layout, REPO, dry_run=True)).files

@@ -333,7 +333,9 @@ def test_where_only_the_version_asked_for_fits_nothing_the_fix_names_the_version
         "ask for a version the sources hold (img2gray<0.1: the sources hold 0.1.0, 0.2.0), or "
         "point --find-links/--index-url at a source that has the one asked for"
     )
-    assert (hint("img2gray>=0.2") or "").startswith("install torch into that environment")
+    # The interpreter installed into is named: without --python or a venv, python3 on PATH.
+    assert (hint("img2gray>=0.2") or "").startswith("install torch into the environment of /py ")
+    assert "or pass --python PY of one that holds torch" in (hint("img2gray>=0.2") or "")
 
 
 def test_a_private_index_page_linking_its_files_by_absolute_url_lends_them_its_login(

@@ -176,6 +176,25 @@ def test_pep503_index_over_http(
             assert build["location"].startswith(url)
 
 
+def test_install_pointed_at_the_site_root_is_told_which_index_to_use(
+    capsys: pytest.CaptureFixture[str], cpu_213: QuickVenv, house: Path, tmp_path: Path
+) -> None:
+    """`variants` reads a site's root; `install --index-url` with it finds no project page
+    there, and says which of the site's indexes to give instead."""
+    build_index(house, tmp_path / "site")
+    with http_server(tmp_path / "site") as url:
+        capsys.readouterr()
+        args = ["install", "img2gray", "--python", str(cpu_213.python), "--dry-run"]
+        assert main([*args, "--index-url", f"{url}/"]) == 10
+        err = capsys.readouterr().err
+        assert f"no wheel of img2gray in {url}/img2gray/" in err
+        assert f"fix: {url}/ is the root of a `kernelwheel index` site" in err
+        assert f"pass --index-url {url}/all/" in err and f"{url}/torch2.13/cpu/" in err
+        assert main([*args, "--index-url", f"{url}/all/"]) == 0
+        assert main([*args, "--index-url", f"{url}/nothing/"]) == 10
+        assert "kernelwheel index` site" not in capsys.readouterr().err
+
+
 def test_one_wheel_file(
     capsys: pytest.CaptureFixture[str], cpu_213: QuickVenv, house: Path
 ) -> None:

@@ -415,3 +415,25 @@ def test_a_folder_where_a_wheel_goes_is_refused_before_anything_is_moved_in(
     )
     assert sorted(p.name for p in world.house.iterdir()) == [last]  # nothing moved in or left
     assert not any((world.house / last).iterdir())
+
+
+def test_a_narrower_download_removes_the_earlier_downloads_other_builds(
+    world: LockWorld, app: Path, lock: LockFile
+) -> None:
+    """Everything, then one torch's builds into the same folder: the other builds the first run
+    wrote are removed (requirements.txt no longer lists them, and pip would take one whose label
+    sorts higher, then fail its hash check); a wheel of the user's, or one altered, stays."""
+    download(DownloadRequest(app, world.house))
+    mine = world.house / "mine-1.0-py3-none-any.whl"
+    mine.write_bytes(b"mine")
+    narrowed = download(DownloadRequest(app, world.house, variants=("torch214-*",)))
+    kept = sorted(w.filename for w in narrowed.wheels)
+    assert wheels_in(world.house) == sorted([*kept, mine.name])
+    assert sorted(p.name for p in narrowed.removed) == sorted(set(locked_wheels(lock)) - set(kept))
+    text = narrowed.requirements.read_text()
+    assert all(f"--hash=sha256:{sha256(world.house / name)}" in text for name in kept)
+    # A locked wheel's name on other bytes is not download's own: left where it is.
+    other = next(name for name in locked_wheels(lock) if name not in kept)
+    (world.house / other).write_bytes(b"changed")
+    assert download(DownloadRequest(app, world.house, variants=("torch214-*",))).removed == ()
+    assert (world.house / other).read_bytes() == b"changed"

@@ -422,3 +422,21 @@ def test_the_clones_git_runs_through_the_runner_main_is_given(
     runner = RecordingRunner()
     assert main(["download", str(project), "--wheelhouse", str(house)], runner) == 0
     assert any(c[0] == "git" and str(current.root.resolve()) in c for c in runner.commands)
+
+
+def test_a_clone_named_otherwise_is_reported_by_its_repos_name_when_reused(
+    tmp_path: Path, so_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A relock that carries a kernel over named it by its clone's folder (`relu-clone: 1 ->
+    branch v1 …`), where the run that converted it said `relu`."""
+    current_repo(tmp_path, so_cache).root.rename(tmp_path / "relu-clone")
+    project = write_project(
+        tmp_path,
+        '[tool.kernelwheel.dependencies]\n"acme/relu" = { version = 1, path = "../relu-clone" }\n',
+    )
+    assert main(["lock", str(project)]) == 0
+    capsys.readouterr()
+    assert main(["lock", str(project), "--check"]) == 0
+    shown = capsys.readouterr()
+    assert "relu: 1 -> branch v1" in shown.out + shown.err
+    assert "relu-clone:" not in shown.out + shown.err

@@ -173,3 +173,28 @@ def test_brace_expansion_is_bounded(pattern: str) -> None:
     with pytest.raises(UsageError, match="expands to more than 1000 patterns"):
         Selector(build=(pattern,))
     assert time.monotonic() - start < 1.0
+
+
+@pytest.mark.parametrize(
+    ("label", "several"),
+    [
+        ("--variant", "--variant torch213-cxx11-cpu-x86_64-linux --variant torch214-cxx11-cu130"),
+        ("--build", "--build 'torch213-cxx11-cpu-x86_64-linux torch214-cxx11-cu130"),
+    ],
+)
+def test_a_comma_separated_list_is_told_how_to_give_several_patterns(
+    label: str, several: str
+) -> None:
+    pattern = "torch213-cxx11-cpu-x86_64-linux,torch214-cxx11-cu130-x86_64-linux"
+    with pytest.raises(UsageError) as info:
+        Selector(build=(pattern,), build_label=label).select(NAMES)
+    assert f"{label} pattern {pattern!r} matches no variant" in str(info.value)
+    assert several in info.value.hint
+    assert "'{A,B}'" in info.value.hint
+
+
+@pytest.mark.parametrize("pattern", ["torch2{13,14}-nope", "torch2{1{3,4},9}-nope", "nope"])
+def test_commas_inside_braces_get_no_list_hint(pattern: str) -> None:
+    with pytest.raises(UsageError) as info:
+        Selector(build=(pattern,), build_label="--variant").select(NAMES)
+    assert "outside braces" not in info.value.hint

@@ -766,3 +766,21 @@ def test_action_refuses_an_on_off_input_that_is_neither(
     done = subprocess.run(["bash", "-c", guard["run"]], env=env, capture_output=True, text=True)
     assert (done.returncode == 0) == ok
     assert ok or "input check: expected true or false, got 'yes'" in done.stdout
+
+
+def test_the_copy_instructions_name_every_step_that_installs_this_repository() -> None:
+    """docs/release.md tells an author copying release.yml how many `Install kernelwheel` steps
+    to change: every step that installs this checkout (`pip install .`) is one of them."""
+    doc = " ".join((REPO / "docs" / "release.md").read_text().split())
+    said = re.search(r"in its (\d+) `Install kernelwheel` steps", doc)
+    assert said is not None
+    release = yaml.safe_load(RELEASE.read_text())
+    installs = [
+        step
+        for job in release["jobs"].values()
+        for step in job["steps"]
+        if re.search(r"pip install [^\n]*\s\.$", step.get("run", "").strip())
+    ]
+    assert {step["name"] for step in installs} == {"Install kernelwheel"}
+    assert len(installs) == int(said.group(1))
+    assert "KERNEL_PATH" in release["env"]

@@ -7,6 +7,7 @@ import dataclasses
 import os
 import threading
 import time
+from pathlib import Path
 
 from .._util import check_output_path
 from ..builder.preflight import select_buildable
@@ -264,9 +265,27 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
     else:
         ui.print(summary_table(outcomes, seconds))
     write_github_summary(outcomes)
+    if planned.options.hub_layout is not None and not planned.project.noarch:
+        written = {o.variant for o in outcomes if o.wheel is not None}
+        if others := _other_hub_variants(planned.options.hub_layout, written):
+            ui.warn(
+                f"{planned.options.hub_layout / 'build'} also holds {', '.join(others)}, not "
+                "written by this build (an earlier one's, made from the sources of then): "
+                "kernelwheel upload would push it as it is; build it again with --hub-layout, "
+                "or delete its folder"
+            )
     if (failed := result.failed) and len(outcomes) > 1:
         ui.error(
             f"{len(failed)} of {len(outcomes)} variant(s) failed: "
             + ", ".join(f"{o.variant} (log: {o.log})" if o.log else o.variant for o in failed)
         )
     return result.exit_code
+
+
+def _other_hub_variants(layout: Path, written: set[str]) -> list[str]:
+    """The variant folders of the Hub layout's build/ that this run did not write."""
+    try:
+        folders = sorted(p.name for p in (layout / "build").iterdir() if p.is_dir())
+    except OSError:
+        return []
+    return [name for name in folders if name not in written]

@@ -109,6 +109,7 @@ def to_json(result: DownloadResult, log: Path) -> dict[str, object]:
         "requirements": str(result.requirements),
         "pylock": str(result.pylock) if result.pylock else None,
         "pylock_note": result.pylock_note,
+        "removed": [str(path) for path in result.removed],
         "log": str(log),
         "wheels": [
             {
@@ -146,6 +147,8 @@ def report(result: DownloadResult, ui: ConsoleUI) -> None:
         ui.print(f"  not {repo} {variant}: {why}")
     if result.not_selected:
         ui.print(f"{len(result.not_selected)} locked variant(s) not selected (--variant, --torch)")
+    for path in result.removed:
+        ui.print(f"  removed {path}: an earlier download's, not selected now")
     ui.print(f"hashed requirements: {result.requirements}")
     if result.pylock is not None:
         ui.print(f"pylock.toml: {result.pylock}")

@@ -539,9 +539,9 @@ def call_hub(
                     hint="the Hub is busy or down (status.huggingface.co): retry later",
                 ) from None
             plural = "try" if attempt == 1 else "tries"
+            failed = f"no answer within {timeout:g} s" if exc.timed_out else "no connection"
             raise HubUnavailable(
-                f"{where}: {what}: no answer within {timeout:g} s, {attempt} {plural} ({exc})",
-                hint=unanswered_hint,
+                f"{where}: {what}: {failed}, {attempt} {plural} ({exc})", hint=unanswered_hint
             ) from None
     raise AssertionError("unreachable")
 
@@ -580,8 +580,9 @@ def _call_hub_once(where: str, what: str, fn: Callable[[], T], retry_status: fro
             hint="check HF_ENDPOINT and HF_TOKEN, or retry later",
         ) from exc
     except Exception as exc:
-        if _is_timeout(exc):
-            raise _Unanswered(f"{type(exc).__name__}: {exc}") from exc
+        if (cause := _unanswered(exc)) is not None:
+            timed_out = isinstance(cause, TimeoutError) or "Timeout" in type(cause).__name__
+            raise _Unanswered(f"{type(exc).__name__}: {exc}", timed_out=timed_out) from exc
         if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "requests"):
             raise HubError(
                 f"{where}: {what}: cannot reach the Hub ({type(exc).__name__}: {exc})",
@@ -593,29 +594,31 @@ def _call_hub_once(where: str, what: str, fn: Callable[[], T], retry_status: fro
 
 class _Unanswered(Exception):
     """A Hub call that timed out, could not connect (``status`` None) or got a server error
-    worth another try (``status``)."""
+    worth another try (``status``); ``timed_out``: no answer in time, rather than none at all
+    (the host not found, the connection refused or dropped)."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, *, timed_out: bool = True) -> None:
         super().__init__(message)
         self.status = status
+        self.timed_out = timed_out
 
 
-def _is_timeout(exc: BaseException) -> bool:
-    """A timeout or a refused connection, from whichever HTTP library, or wrapped by
-    huggingface_hub (its errors keep the cause)."""
+def _unanswered(exc: BaseException) -> BaseException | None:
+    """The timeout or refused connection in ``exc``'s chain, from whichever HTTP library, or
+    wrapped by huggingface_hub (its errors keep the cause); None when it is neither."""
     seen: BaseException | None = exc
     for _ in range(5):
         if seen is None:
-            return False
+            return None
         name = type(seen).__name__
         module = type(seen).__module__.split(".")[0]
         if isinstance(seen, TimeoutError) or (
             module in ("httpx", "httpx2", "httpcore", "requests", "urllib3")
             and ("Timeout" in name or name in ("ConnectError", "ReadError", "RemoteProtocolError"))
         ):
-            return True
+            return seen
         seen = seen.__cause__ or seen.__context__
-    return False
+    return None
 
 
 def _first_line(exc: BaseException) -> str:

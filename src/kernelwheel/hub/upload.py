@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any, TypeVar
 
 from ..errors import HubError, HubUnavailable, UsageError
 from ..log import Reporter, SilentReporter, step
+from .export import CARD
 from .hubsource import (
     KERNEL_REPO,
     RETRY_STATUS,
@@ -29,7 +31,7 @@ from .hubsource import (
     repo_id_problem,
     seconds,
 )
-from .layoutcheck import LayoutFile, read_layout
+from .layoutcheck import Layout, LayoutFile, read_layout
 from .source import BUILD_DIR
 
 T = TypeVar("T")
@@ -209,6 +211,27 @@ def _change(file: LayoutFile, remote: tuple[str | None, str | None] | None) -> C
     return Change.UNCHANGED if same else Change.UPDATE
 
 
+_GET_KERNEL = re.compile(r"""get_kernel\(\s*["']([^"']+)["']""")
+
+
+def _check_card_repo(layout: Layout, repo: str) -> None:
+    """A card whose ``get_kernel(...)`` lines all name another repo (build.toml's
+    ``[general.hub] repo-id`` not the ``--repo``) would send the readers of ``repo`` there."""
+    card = layout.files.get(CARD)
+    if card is None:
+        return
+    with card.path.open("rb") as f:
+        named = dict.fromkeys(_GET_KERNEL.findall(f.read(1 << 20).decode("utf-8", "replace")))
+    if named and repo.lower() not in {n.lower() for n in named}:
+        other = next(iter(named))
+        raise UsageError(
+            f"{card.path}: the kernel card tells readers get_kernel({other!r}), but --repo is "
+            f"{repo}",
+            hint=f'set repo-id = "{repo}" under [general.hub] in build.toml and build with '
+            f"--hub-layout again, or pass --repo {other}",
+        )
+
+
 def upload(req: UploadRequest, reporter: Reporter | None = None) -> UploadResult:
     """Plan, and unless ``req.dry_run`` make, the commit of the variants to branch ``v<major>``."""
     reporter = reporter or SilentReporter()
@@ -232,15 +255,17 @@ def upload(req: UploadRequest, reporter: Reporter | None = None) -> UploadResult
             "HF_HUB_OFFLINE is set: upload (even --dry-run) needs the Hub",
             hint="unset HF_HUB_OFFLINE",
         )
-    layout = read_layout(req.folder, req.version)
+    scope = req.repo.rsplit("/", 1)[1]
+    with step(reporter, scope, f"check the layout in {req.folder}") as detail:
+        layout = read_layout(req.folder, req.version)
+        _check_card_repo(layout, req.repo)
+        detail.append(f"{len(layout.variants)} variant(s), {len(layout.files)} file(s): ok")
     branch = f"v{layout.major}"
     token = hub_token(settings)
     if token is None and not req.dry_run:
         raise UsageError(f"no Hub token to push {req.repo} with", hint=_TOKEN_HINT)
     hub = _Hub(req.repo, settings, token, timeout, tries)
     from huggingface_hub.constants import DEFAULT_REVISION
-
-    scope = req.repo.rsplit("/", 1)[1]
 
     with step(reporter, scope, f"compare with {hub.where}, branch {branch}") as detail:
         exists = hub.exists()

@@ -39,7 +39,7 @@ from .installed import (
 )
 from .probe import Target, probe
 from .select import Selection, merge_requirements, parse_requirement, select
-from .sources import Candidate, fetch, list_candidates
+from .sources import Candidate, fetch, list_candidates, site_root_hint
 
 
 @dataclass(frozen=True)
@@ -174,8 +174,10 @@ def _left_out_by_variant(request: InstallRequest, unfiltered: list[Selection]) -
 def _hint(target: Target) -> str:
     if (t := target.torch) is None:
         return (
-            "install torch into that environment first for a torch build (kernelwheel install "
-            "never installs torch), or point --find-links/--index-url at a source with a "
+            f"install torch into the environment of {target.python} first for a torch build "
+            "(kernelwheel install never installs torch), or pass --python PY of one that holds "
+            "torch (without --python it installs into the active virtual environment, else "
+            "into python3 on PATH), or point --find-links/--index-url at a source with a "
             "tvm-ffi build (they need no torch)"
         )
     major, minor = t.release
@@ -261,6 +263,8 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
     selections = select(reqs, candidates, target, only)
     if any(sel.chosen is None for sel in selections):
         hint = _left_out_by_variant(request, select(reqs, candidates, target)) if only else None
+        if hint is None and not candidates:
+            hint = site_root_hint(request.sources.indexes)
         raise NoMatch(target, selections, request.sources, hint, tuple(skipped))
     with tempfile.TemporaryDirectory(prefix="kw-install-") as downloads:
         fetched = [_pick(sel, Path(downloads)) for sel in selections]

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse, urlsplit, urluns
 
 from packaging.utils import canonicalize_name
 
-from ..errors import UsageError
+from ..errors import KernelwheelError, UsageError
 from ..model.sources import PipSources, is_index_url
 from ..wheels.reader import dist_info_entries, parse_metadata
 
@@ -309,6 +309,26 @@ def discover(location: str) -> list[Candidate]:
     url = location if location.endswith("/") or location.endswith(".html") else location + "/"
     base, page = _read_page(url, option, missing_ok=False) or (url, "")
     return list(_from_page(base, page)) or _unique(_from_root(base, page, option, levels=2))
+
+
+def site_root_hint(indexes: Sequence[str]) -> str | None:
+    """Where an ``--index-url`` is the root of a site ``kernelwheel index`` wrote (it links the
+    indexes ``all/``, ``cpu/``, ``torch2.13/cpu/``, … rather than projects), the fix naming them."""
+    for index in indexes:
+        try:
+            read = _read_page(index.rstrip("/") + "/", "--index-url", missing_ok=True)
+        except KernelwheelError:
+            continue
+        hrefs = [a.get("href") for a in _Links(read[1]).links] if read else []
+        if "all/" in hrefs:
+            root = index.rstrip("/")
+            others = ", ".join(f"{root}/{h}" for h in hrefs if h and h.startswith("torch"))
+            return (
+                f"{root}/ is the root of a `kernelwheel index` site: it lists indexes, not "
+                f"projects; pass --index-url {root}/all/ (every build: install chooses the one "
+                f"that fits)" + (f", or the index of one torch ({others})" if others else "")
+            )
+    return None
 
 
 def _from_root(url: str, page: str, option: str, *, levels: int) -> list[Candidate]:

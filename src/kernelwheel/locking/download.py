@@ -63,6 +63,8 @@ class DownloadResult:
     not_selected: tuple[tuple[str, str], ...] = ()  # (repo, variant)
     # --torch: (repo, variant, why another build was chosen or why it cannot run)
     passed_over: tuple[tuple[str, str, str], ...] = ()
+    # an earlier download's wheels of locked variants not selected now (pip would take them)
+    removed: tuple[Path, ...] = ()
 
 
 def _check_lock(lock: LockFile, path: Path) -> None:
@@ -290,6 +292,9 @@ def download(
             publish(staging / PYLOCK, req.wheelhouse / PYLOCK)
         elif written_by_kernelwheel(req.wheelhouse / PYLOCK):
             (req.wheelhouse / PYLOCK).unlink()  # an earlier download's: it names other wheels
+        removed = _stale_wheels(lock, req.wheelhouse, {w.filename for w in wheels})
+        for path in removed:
+            path.unlink()
     return DownloadResult(
         req.wheelhouse,
         tuple(placed),
@@ -298,6 +303,23 @@ def download(
         note,
         tuple(left),
         tuple(passed_over),
+        removed,
+    )
+
+
+def _stale_wheels(lock: LockFile, house: Path, kept: set[str]) -> tuple[Path, ...]:
+    """The wheels of locked variants an earlier download left in ``house`` that this one did
+    not select, each byte for byte the lock's (so download can make it again): the new
+    requirements.txt does not list them, and pip would take one whose label sorts higher and
+    fail its hash check."""
+    return tuple(
+        path
+        for kernel in lock.kernels
+        for variant in kernel.variants
+        if variant.wheel not in kept
+        and (path := house / variant.wheel).is_file()
+        and not path.is_symlink()
+        and sha256_file(path) == variant.wheel_sha256
     )
 
 

@@ -245,7 +245,7 @@ def lock_project(
         resolution = _in_context(dep, partial(resolve, source, dep.request))
         if (kept := _reusable(old, dep, resolution, req.allow_abi_violations)) is not None:
             reporter.info(
-                source.name,
+                dep.repo.split("/", 1)[1],  # as the converting run names it, not the clone's folder
                 f"{resolution.describe()}: unchanged since the lock, "
                 f"{len(kept.variants)} variant(s) carried over",
             )

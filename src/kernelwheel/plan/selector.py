@@ -132,7 +132,7 @@ class Selector:
                 )
             raise UsageError(
                 f"{self.build_label} pattern {pattern!r} matches no variant",
-                hint=f"available: {', '.join(names)}",
+                hint=_comma_hint(self.build_label, pattern) + f"available: {', '.join(names)}",
             )
         chosen = tuple(n for n in names if self.matches(n))
         if not chosen:
@@ -142,6 +142,25 @@ class Selector:
                 hint=f"narrow {self.skip_label}; available: {', '.join(names)}",
             )
         return chosen
+
+
+def _comma_hint(label: str, pattern: str) -> str:
+    """A ``,`` outside braces is read as part of one name: say how to give several."""
+    bare = pattern
+    while bare != (bare := re.sub(r"\{[^{}]*\}", "", bare)):
+        pass
+    if "," not in bare:
+        return ""
+    first, second = pattern.split(",")[:2]
+    several = (
+        f"{label} {first} {label} {second}"
+        if label == "--variant"
+        else f"{label} '{first} {second}'"
+    )
+    return (
+        f"a ',' outside braces is part of the one pattern: give each pattern on its own "
+        f"({several}) or join alternatives in braces, '{{A,B}}'; "
+    )
 
 
 def _why_empty(left_out: Mapping[str, str]) -> str:

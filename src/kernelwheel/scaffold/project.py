@@ -175,6 +175,7 @@ def render_files(name: str, backends: Sequence[str], kind: str = "torch") -> dic
     # every kind's: the project's own pytest configuration (its tests do not run under an outer
     # checkout's), and the kind's README
     files["pytest.ini"] = _render("pytest.ini.tmpl", values)
+    files[".gitignore"] = _render("gitignore.tmpl", values)  # the build's outputs kept out of git
     files["README.md"] = _render(f"{spec.prefix}README.md.tmpl", values)
     # The card template kernelwheel renders for a project without one: the author edits it.
     files[CARD_TEMPLATE] = default_template()
