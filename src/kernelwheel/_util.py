@@ -141,6 +141,16 @@ def write_if_changed(path: Path, text: str) -> Path:
     return path
 
 
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object kept at ``path``; empty when absent, unreadable or not an object (a
+    record kernelwheel keeps for itself: a damaged one is read as none, never an error)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def atomic_write(final: Path, data: bytes | str) -> Path:
     with staged_file(final) as tmp:
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)
@@ -657,11 +667,8 @@ def _write_owner(owner: Path) -> None:
 
 
 def _read_owner(owner: Path) -> tuple[int, str | None] | None:
-    try:
-        data = json.loads(owner.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+    data = read_json_object(owner)
+    if not isinstance(data.get("pid"), int):
         return None
     start = data.get("start")
     return data["pid"], start if isinstance(start, str) else None

@@ -12,10 +12,9 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
 from .. import __version__
-from .._util import replace_dir, sha256_file, sha256_remembered, staging_dir
+from .._util import read_json_object, replace_dir, sha256_file, sha256_remembered, staging_dir
 from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
 from ..toolchain.envs import EnvInfo
 from .stale import CLOCK_MARGIN_NS
@@ -211,18 +210,9 @@ class Reuse:
             replace_dir(tmp, self.folder / "repair")
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    """The JSON object stored at ``path``; empty when absent, unreadable or no object."""
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
-
-
 def _keyed(path: Path, key: str) -> dict[str, object] | None:
     """The JSON object stored at ``path`` under ``key``; None when absent, unreadable or another."""
-    record = read_json(path)
+    record = read_json_object(path)
     return record if record.get("key") == key else None
 
 
@@ -265,7 +255,7 @@ def absent_headers(
 
 def appeared(record: Path) -> list[str]:
     """The headers the ``absent`` list of the JSON object at ``record`` names that exist now."""
-    absent = read_json(record).get("absent")
+    absent = read_json_object(record).get("absent")
     return sorted(_existing(map(str, absent))) if isinstance(absent, list) else []
 
 

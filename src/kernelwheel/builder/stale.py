@@ -10,9 +10,8 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from .._util import CommandTimeout, Runner, atomic_write, sha256_file
+from .._util import CommandTimeout, Runner, atomic_write, read_json_object, sha256_file
 from ..compile._compile_worker import depfile_paths
 from ..compile.compile_spec import CommandSpec
 
@@ -57,15 +56,6 @@ def _every_input(deps: Mapping[str, list[str]]) -> list[str]:
     return sorted({path for inputs in deps.values() for path in inputs})
 
 
-def _read_dict(path: Path) -> dict[str, Any]:
-    """The JSON object kept in ``path``; empty where there is none."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 class Digests:
     """The digests of the inputs under ``roots``, each file hashed once; None for an unreadable
     one."""
@@ -89,7 +79,7 @@ class Digests:
 def remove_stale(stage: Path, deps: Mapping[str, list[str]], *more: Path) -> dict[str, str | None]:
     """Remove each object of ``deps`` one of whose inputs under ``stage`` (or ``more``) holds
     other bytes than when it was compiled (or was never recorded); those inputs' digests now."""
-    recorded = _read_dict(stage / RECORD)
+    recorded = read_json_object(stage / RECORD)
     digest = Digests(stage, *more)
     for target, inputs in deps.items():
         if any(digest(path) != recorded.get(path) for path in digest.mine(inputs)):
@@ -166,7 +156,7 @@ def units_to_compile(
     of another command, without a depfile, whose inputs changed or that read a header named as
     one of ``shadowing`` (:func:`remove_shadowed`); and those inputs' digests now (for
     :func:`record_compiled`)."""
-    last = _read_dict(stage / COMMANDS)
+    last = read_json_object(stage / COMMANDS)
     same = [u.object for u in spec.units if last.get(u.object) == list(u.argv)]
     deps = depfile_inputs(Path(spec.build_temp), same)
     before = remove_stale(stage, deps, project)  # what changed goes

@@ -23,6 +23,7 @@ from .._util import (
     atomic_copy,
     atomic_write,
     output_dir,
+    read_json_object,
     redact,
     write_if_changed,
 )
@@ -63,7 +64,7 @@ from .load_check import (
     skip_reason,
 )
 from .request import BuildKind, BuildRequest, BuiltWheel
-from .reuse import Reuse, absent_headers, appeared, build_key, read_json, repair_key
+from .reuse import Reuse, absent_headers, appeared, build_key, repair_key
 from .wheelmeta import refuse_outside, with_metadata
 
 # The compile worker, run by file path inside each build's environment (every build kind's).
@@ -454,7 +455,7 @@ def _record_unit_costs(
 
 def _last_ninja(stage: Path, env_vars: Mapping[str, str]) -> str | None:
     """The ninja the variant's last compile ran, else the one the compile will find."""
-    last = read_json(stage / "result.json").get("ninja")
+    last = read_json_object(stage / "result.json").get("ninja")
     return str(last) if last else shutil.which("ninja", path=env_vars.get("PATH"))
 
 
@@ -464,10 +465,10 @@ def _direct_commands(
     """ninja and the recorded link, where a dev build's spec is unchanged; else None."""
     try:
         last_spec = output_identity((stage / "compile.json").read_text())
-        same = last_spec == output_identity(spec.to_json())
-        last = json.loads((stage / "result.json").read_text())
     except (OSError, ValueError):
         return None
+    same = last_spec == output_identity(spec.to_json())
+    last = read_json_object(stage / "result.json")
     ninja, link = last.get("ninja"), last.get("link")
     if not (same and ninja and link and Path(str(last.get("shared_object"))).is_file()):
         return None
@@ -513,7 +514,7 @@ def run_worker(
         if keep_dir is not None and not req.compile.keep_intermediates:
             shutil.rmtree(keep_dir, ignore_errors=True)
     output = _read_from(req.log, start)
-    written = read_json(spec_path)
+    written = read_json_object(spec_path)
     # the project as the compilers name it (link or own path), from their folder
     paths = project_path_map(stage, req.project.root, str(written.get("build_temp", stage)))
     incremental = direct is not None or only is not None or bool(written.get("incremental"))
@@ -554,7 +555,7 @@ def _replayed(stage: Path, fresh: Mapping[str, str], paths: PathMap) -> list[str
     """An incremental compile's warnings: those of the units it compiled, and the last ones of
     the units ninja left alone, as cargo replays them (else an unchanged run says none)."""
     kept = stage / "unit-warnings.json"
-    last, spec = read_json(kept), read_json(stage / "compile.json")
+    last, spec = read_json_object(kept), read_json_object(stage / "compile.json")
     try:  # a torch build's sources, a tvm-ffi build's units' (a ``commands`` spec)
         sources = spec.get("sources") or [unit["source"] for unit in spec["units"]]
     except (KeyError, TypeError):

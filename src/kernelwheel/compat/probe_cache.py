@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._util import RUNNER, Runner, atomic_write
+from .._util import RUNNER, Runner, atomic_write, read_json_object
 from . import interpreter
 from .rules import DRIVER_VARIABLES
 
@@ -80,12 +80,7 @@ def _key(python: Path) -> str:
 def _valid(record: Path, python: Path) -> dict[str, Any] | None:
     """The record's report when whole, well-typed, its own (a report edited after it was written is
     a lie) and its files are as they were; else None (the caller probes again)."""
-    try:
-        saved = json.loads(record.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(saved, dict):
-        return None
+    saved = read_json_object(record)
     data, stamps = saved.get("report"), saved.get("stamps")
     if not isinstance(data, dict) or not isinstance(stamps, dict) or not _well_typed(data):
         return None

@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .._util import atomic_write
+from .._util import atomic_write, read_json_object
 
 FOLDER = "unit-costs"  # in kernelwheel's cache: one JSON file per project folder
 
@@ -31,15 +31,9 @@ def store_path(cache_dir: Path, project_root: Path) -> Path:
 def read_costs(path: Path) -> dict[str, float]:
     """The recorded seconds per unit (project-relative path); empty when absent or unreadable
     (a record only orders the compile: a damaged one is ignored, never an error)."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
     return {
         str(k): float(v)
-        for k, v in data.items()
+        for k, v in read_json_object(path).items()
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
     }
 
