@@ -32,6 +32,16 @@ def _spec(stage: Path, project: Path, flag: str = "-O3") -> CommandSpec:
     return CommandSpec(units, link, str(stage / "lib" / "x.so"), str(obj), 1)
 
 
+def _project(tmp_path: Path) -> tuple[Path, Path]:
+    """The stage (its obj/ made) and a project of two sources and the header both read."""
+    stage, project = tmp_path / "stage", tmp_path / "project"
+    (stage / "obj").mkdir(parents=True)
+    project.mkdir()
+    for name, text in {"a.c": "a1\n", "b.c": "b1\n", "hdr.h": "h1\n"}.items():
+        (project / name).write_text(text)
+    return stage, project
+
+
 def _compile(stage: Path, project: Path, spec: CommandSpec) -> list[str]:
     """One dev compile of ``spec`` as compile_step runs it: the sources compiled."""
     time.sleep(0.15)  # the edits made before it begins (one during it compiles again)
@@ -46,11 +56,7 @@ def _compile(stage: Path, project: Path, spec: CommandSpec) -> list[str]:
 def test_units_are_compiled_again_only_where_their_inputs_or_command_changed(
     tmp_path: Path,
 ) -> None:
-    stage, project = tmp_path / "stage", tmp_path / "project"
-    (stage / "obj").mkdir(parents=True)
-    project.mkdir()
-    for name, text in {"a.c": "a1\n", "b.c": "b1\n", "hdr.h": "h1\n"}.items():
-        (project / name).write_text(text)
+    stage, project = _project(tmp_path)
     spec = _spec(stage, project)
     assert _compile(stage, project, spec) == ["a.c", "b.c"]
     assert _compile(stage, project, spec) == []  # unchanged: nothing compiles
@@ -75,11 +81,7 @@ def test_units_are_compiled_again_only_where_their_inputs_or_command_changed(
 def test_a_unit_that_read_a_header_now_shadowed_is_compiled_again(tmp_path: Path) -> None:
     # a header added in front of hdr.h on the include path changes no input's bytes: the unit
     # that read hdr.h was kept ("no unit to compile"), its object from the header now hidden
-    stage, project = tmp_path / "stage", tmp_path / "project"
-    (stage / "obj").mkdir(parents=True)
-    project.mkdir()
-    for name, text in {"a.c": "a1\n", "b.c": "b1\n", "hdr.h": "h1\n"}.items():
-        (project / name).write_text(text)
+    stage, project = _project(tmp_path)
     spec = _spec(stage, project)
     assert _compile(stage, project, spec) == ["a.c", "b.c"]
     only, _ = units_to_compile(stage, spec, project, [str(tmp_path / "first" / "other.h")])
