@@ -277,17 +277,14 @@ def find_project_root(start: Path | None = None) -> Path:
     """The nearest folder at or above ``start`` (default: the current one) holding build.toml;
     the search stops at the git repository's root (never build a project around a checkout)."""
     first = (Path.cwd() if start is None else start.expanduser()).resolve()
-    folder = first
-    while True:
+    for folder in (first, *first.parents):
         if (folder / BUILD_TOML).is_file():
             return folder
         if (folder / ".git").exists():
             end = f"{folder}, the root of its git repository"
             break
-        if folder.parent == folder:
-            end = f"{folder}, the filesystem root"
-            break
-        folder = folder.parent
+    else:
+        end = f"{folder}, the filesystem root"
     looked = f"in {end}" if folder == first else f"in {first} or a folder above it, up to {end}"
     raise ProjectError(
         f"no {BUILD_TOML} found {looked}",
