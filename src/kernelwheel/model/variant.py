@@ -40,14 +40,9 @@ class BackendKind(str, Enum):
     @property
     def display_name(self) -> str:
         """The backend as prose names it: ``ROCm``, ``Metal``, ``CANN``."""
-        return _DISPLAY_NAMES[self]
-
-
-_DISPLAY_NAMES = {
-    **{kind: kind.value.upper() for kind in BackendKind},
-    **{kind: kind.value.capitalize() for kind in (BackendKind.METAL, BackendKind.NEURON)},
-    BackendKind.ROCM: "ROCm",
-}
+        return {"rocm": "ROCm", "metal": "Metal", "neuron": "Neuron"}.get(
+            self.value, self.value.upper()
+        )
 
 
 class LocalVersionStyle(str, Enum):
