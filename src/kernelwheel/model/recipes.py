@@ -166,8 +166,7 @@ class TvmFfiRecipe:
 
     @property
     def series(self) -> TvmFfiVersion:
-        release = Version(self.version).release
-        return TvmFfiVersion(release[0], release[1])
+        return TvmFfiVersion(*Version(self.version).release[:2])
 
     @property
     def requirement_line(self) -> str:
