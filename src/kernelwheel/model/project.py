@@ -33,19 +33,8 @@ from .sections import (
     TvmFfiSection,
 )
 
-__all__ = [
-    "BUILD_TOML",
-    "CARD_FILES",
-    "DEFAULT_PYEXT",
-    "Framework",
-    "HubConfig",
-    "KernelDependency",
-    "KernelProject",
-    "KernelSection",
-    "editor_file",
-    "find_project_root",
-    "load_project",
-]
+# Re-exported: other modules import these from here, though model/sections defines them.
+__all__ = ["DEFAULT_PYEXT", "Framework", "HubConfig", "KernelDependency", "KernelSection"]
 
 BUILD_TOML = "build.toml"
 # The kernel card, first found: CARD.md (a template, model/card renders it), else README.md.
