@@ -86,13 +86,9 @@ def shadowing(distribution: str | None, package: str) -> str | None:
             return f"the distribution {canonical!r}, which `pip install` would replace"
     # Case-folded: on case-insensitive file systems `Torch/` shadows `torch`.
     for module in (package, package.lower()):
-        if module in lists.stdlib:
-            return (
-                f"the standard-library module {module!r}, which `import {module}` would "
-                "no longer find"
-            )
-        if module in lists.modules:
-            return f"the module {module!r}, which `import {module}` would no longer find"
+        if module in lists.stdlib or module in lists.modules:
+            kind = "standard-library module" if module in lists.stdlib else "module"
+            return f"the {kind} {module!r}, which `import {module}` would no longer find"
         if module in lists.test_packages:
             return (
                 f"the test package {module!r} (the standard library's `test`, the `tests` "

@@ -33,19 +33,8 @@ from .sections import (
     TvmFfiSection,
 )
 
-__all__ = [
-    "BUILD_TOML",
-    "CARD_FILES",
-    "DEFAULT_PYEXT",
-    "Framework",
-    "HubConfig",
-    "KernelDependency",
-    "KernelProject",
-    "KernelSection",
-    "editor_file",
-    "find_project_root",
-    "load_project",
-]
+# Re-exported: other modules import these from here, though model/sections defines them.
+__all__ = ["DEFAULT_PYEXT", "Framework", "HubConfig", "KernelDependency", "KernelSection"]
 
 BUILD_TOML = "build.toml"
 # The kernel card, first found: CARD.md (a template, model/card renders it), else README.md.
@@ -277,17 +266,14 @@ def find_project_root(start: Path | None = None) -> Path:
     """The nearest folder at or above ``start`` (default: the current one) holding build.toml;
     the search stops at the git repository's root (never build a project around a checkout)."""
     first = (Path.cwd() if start is None else start.expanduser()).resolve()
-    folder = first
-    while True:
+    for folder in (first, *first.parents):
         if (folder / BUILD_TOML).is_file():
             return folder
         if (folder / ".git").exists():
             end = f"{folder}, the root of its git repository"
             break
-        if folder.parent == folder:
-            end = f"{folder}, the filesystem root"
-            break
-        folder = folder.parent
+    else:
+        end = f"{folder}, the filesystem root"
     looked = f"in {end}" if folder == first else f"in {first} or a folder above it, up to {end}"
     raise ProjectError(
         f"no {BUILD_TOML} found {looked}",

@@ -49,14 +49,10 @@ def load_python_depends() -> PythonDepends:
     doc = Located(data, file=file, error=RecipeError)
     doc.check_keys(("schema", "general", "backends"))
     general = doc.table("general")
-    backends = doc.table("backends")
+    backends = doc.table("backends") or Located({}, file=file)
     return PythonDepends(
         general=_names(general) if general else {},
-        backends={
-            b: _names(t)
-            for b in (backends.keys() if backends else [])
-            if backends and (t := backends.table(b)) is not None
-        },
+        backends={b: _names(t) for b in backends.keys() if (t := backends.table(b)) is not None},
     )
 
 

@@ -8,11 +8,11 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -37,6 +37,7 @@ TVM_FFI_PACKAGE = "apache-tvm-ffi"
 RECIPES_PACKAGE = "kernelwheel.recipe_data"
 DEFAULT_PYTORCH_INDEX = "https://download.pytorch.org/whl/{flavour}"
 
+_T = TypeVar("_T")
 ToolchainSource = Literal["pypi", "system"]
 _SOURCES: tuple[ToolchainSource, ...] = ("pypi", "system")
 
@@ -165,8 +166,7 @@ class TvmFfiRecipe:
 
     @property
     def series(self) -> TvmFfiVersion:
-        release = Version(self.version).release
-        return TvmFfiVersion(release[0], release[1])
+        return TvmFfiVersion(*Version(self.version).release[:2])
 
     @property
     def requirement_line(self) -> str:
@@ -522,13 +522,22 @@ def entry_table(
     return table
 
 
-def _check_version_name(parent: Located, name: str, hint: str) -> None:
+def _series(
+    parent: Located, name: str, parse: Callable[[str], _T], like: str, note: str = ""
+) -> _T:
+    """A ``[<table>."X.Y"]`` header's version, parsed by ``parse``; ``like``: an example."""
+    example = f'[{parent.prefix}."{like}"]'
     if not _SERIES_RE.fullmatch(name):
         # Quoted even where TOML would take it bare: the fix is to quote the header.
         where = f"{parent.prefix}.{toml.string(name)}"
+        hint = f"quote the version in the header, e.g. {example}{note}"
         raise RecipeError(
             f"table name {name!r} is not MAJOR.MINOR", file=parent.file, key=where, hint=hint
         )
+    try:
+        return parse(name)
+    except VariantError as exc:
+        raise parent.error(exc.message, name, f"e.g. {example}") from None
 
 
 def release_version(table: Located, key: str, hint: str) -> tuple[str, Version | None]:
@@ -637,15 +646,7 @@ def _check_image(table: Located, key: str, image: str) -> None:
 
 
 def _torch_release(releases: Located, key: str, index: str) -> TorchRecipe:
-    _check_version_name(
-        releases,
-        key,
-        'quote the version in the header, e.g. [torch."2.14"] (a bare 2.14 is two keys)',
-    )
-    try:
-        series = TorchVersion.parse(key)
-    except VariantError as exc:
-        raise releases.error(exc.message, key, 'e.g. [torch."2.14"]') from None
+    series = _series(releases, key, TorchVersion.parse, "2.14", " (a bare 2.14 is two keys)")
     value = entry_table(releases, key, _TORCH_KEYS)
     version, parsed = release_version(value, "version", f'e.g. version = "{key}.0"')
     wanted = (series.major, series.minor)
@@ -731,11 +732,7 @@ def _cuda_toolchains(doc: Located) -> tuple[CudaToolchain, ...]:
 
 def _cuda_toolkit(toolkits: Located, key: str) -> tuple[CudaToolchain, ...]:
     """One ``[cuda."X.Y"]`` table: its toolchain per arch (a system one: every arch)."""
-    _check_version_name(toolkits, key, 'quote the version in the header, e.g. [cuda."13.0"]')
-    try:
-        Backend.parse_token(f"cu{key}")
-    except VariantError as exc:
-        raise toolkits.error(exc.message, key, 'e.g. [cuda."13.0"]') from None
+    _series(toolkits, key, lambda name: Backend.parse_token(f"cu{name}"), "13.0")
     value = entry_table(toolkits, key, _CUDA_KEYS)
     source = value.required_string("source", 'e.g. source = "pypi"', nonempty=True)
     if source not in _SOURCES:
@@ -922,7 +919,7 @@ def load_ccache_recipe(path: Path | str | None = None) -> CcacheRecipe:
     wheels: list[tuple[str, str]] = []
     for name in wheels_table.keys():
         sha = wheels_table.required_string(name, "the wheel's sha256 (sha256sum)")
-        if not re.fullmatch(r"[0-9a-f]{64}", sha):
+        if not _SHA256_RE.fullmatch(sha):
             raise wheels_table.error("expected a sha256 (64 hex digits)", name, "run sha256sum")
         wheels.append((name, sha))
     return CcacheRecipe(package, version, minimum, tuple(wheels))

@@ -40,14 +40,9 @@ class BackendKind(str, Enum):
     @property
     def display_name(self) -> str:
         """The backend as prose names it: ``ROCm``, ``Metal``, ``CANN``."""
-        return _DISPLAY_NAMES[self]
-
-
-_DISPLAY_NAMES = {
-    **{kind: kind.value.upper() for kind in BackendKind},
-    **{kind: kind.value.capitalize() for kind in (BackendKind.METAL, BackendKind.NEURON)},
-    BackendKind.ROCM: "ROCm",
-}
+        return {"rocm": "ROCm", "metal": "Metal", "neuron": "Neuron"}.get(
+            self.value, self.value.upper()
+        )
 
 
 class LocalVersionStyle(str, Enum):
@@ -211,8 +206,6 @@ class TorchVersion:
     @classmethod
     def parse(cls, text: str) -> TorchVersion:
         """Parse a dotted version (``"2.10"``, ``"2.10.0+cu130"``), keeping major and minor."""
-        if not isinstance(text, str):
-            raise VariantError(f"torch version must be a str, got {text!r}", hint="e.g. '2.10'")
         try:
             release = Version(text).release
         except InvalidVersion:
@@ -231,7 +224,7 @@ class TorchVersion:
 
     @classmethod
     def from_compact(cls: type[_T], text: str) -> _T:
-        match = _COMPACT_TORCH.fullmatch(text) if isinstance(text, str) else None
+        match = _COMPACT_TORCH.fullmatch(text)
         if match is None:
             raise VariantError(
                 f"invalid compact torch version {text!r}: expected one major digit followed by "
@@ -345,8 +338,6 @@ class Backend:
     @classmethod
     def parse_token(cls, token: str) -> Backend:
         """Parse a Hub backend token (``cu128``, ``rocm6.3``); a bare kind is versionless."""
-        if not isinstance(token, str):
-            raise VariantError(f"backend token must be a str, got {token!r}", hint=_TOKEN_HINT)
         if token in _NOARCH_KINDS:
             return cls(_NOARCH_KINDS[token])
         for kind, patterns in _TOKEN_PATTERNS.items():
@@ -691,10 +682,6 @@ class Variant:
     def from_local_version(cls, local: str, *, arch: Arch | None, os: OS | None) -> Variant:
         """Parse a local label in any style and PEP 440 spelling; labels carry no platform, so
         ``arch`` and ``os`` come from the caller (None for noarch labels)."""
-        if not isinstance(local, str):
-            raise VariantError(
-                f"local version must be a str, got {local!r}", hint=f"e.g. {EXAMPLE_LOCAL!r}"
-            )
         # PEP 440 local normalisation: any case, -/_ as dots, numeric segments without zeros.
         text = ".".join(
             str(int(seg)) if seg.isdigit() else seg for seg in re.split(r"[-_.]", local.lower())
