@@ -515,8 +515,7 @@ def _option(name: str, group: str, row: Located) -> OptionDef:
 
 _DATA = resources.files("kernelwheel") / "data"
 OPTIONS: tuple[OptionDef, ...] = _load_options(
-    _DATA.joinpath("options.toml").read_text("utf-8"),
-    "kernelwheel/data/options.toml",
+    _DATA.joinpath("options.toml").read_text("utf-8"), "kernelwheel/data/options.toml"
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
 _BY_TOML = {o.toml: o for o in OPTIONS if o.toml is not None}
