@@ -564,12 +564,8 @@ def resolve_options(
     and the parsed flags ``cli`` (None or an empty list: not given)."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-
-    if project_dir is not None:
-        pyproject = Path(project_dir) / PYPROJECT
-        if pyproject.is_file():
-            for name, (value, label) in _from_pyproject(pyproject).items():
-                values[name], sources[name] = value, label
+    if project_dir is not None and (pyproject := Path(project_dir) / PYPROJECT).is_file():
+        _from_pyproject(pyproject, values, sources)
 
     environ = os.environ if env is None else env
     for option in OPTIONS:
@@ -593,23 +589,22 @@ def resolve_options(
     return Options(**values, sources=tuple(sorted(sources.items())))
 
 
-def _from_pyproject(pyproject: Path) -> dict[str, tuple[Any, str]]:
+def _from_pyproject(pyproject: Path, values: dict[str, Any], sources: dict[str, str]) -> None:
+    """Each ``[tool.kernelwheel]`` option's value into ``values``, its key into ``sources``."""
     tool = Located(read_toml(pyproject), file=pyproject).table("tool")
     table = tool.table("kernelwheel") if tool is not None else None
     if table is None:
-        return {}
+        return
     only = "--only is a command-line flag only; remove it and pass --only to the command"
     table.check_keys(
         (*_BY_TOML, *_OTHER_COMMANDS_KEYS), explain=lambda key: only if key == "only" else None
     )
-    out: dict[str, tuple[Any, str]] = {}
     for key in table.keys():
         option = _BY_TOML.get(key)
         if option is not None:  # else read by another command (kernelwheel lock / download)
             fail = partial(_located_error, table, key)  # errors name the file and key
-            value = option.convert(table.data[key], fail, pyproject.parent)
-            out[option.name] = (value, f"[{TOOL_TABLE}] {key}")
-    return out
+            values[option.name] = option.convert(table.data[key], fail, pyproject.parent)
+            sources[option.name] = f"[{TOOL_TABLE}] {key}"
 
 
 def _located_error(table: Located, key: str, message: str, hint: str) -> Exception:
