@@ -430,13 +430,16 @@ def depfile_paths(text: str, cwd: str) -> list[str] | None:
 
 def main() -> int:
     spec = json.loads(Path(sys.argv[1]).read_text())
-    result_path = Path(sys.argv[2])
-    if spec.get("kind") == "commands":
-        result = run_commands(spec)
-        if result is None:
-            return 1
-        result_path.write_text(json.dumps(result))
-        return 0
+    result = run_commands(spec) if spec.get("kind") == "commands" else build_with_torch(spec)
+    if result is None:
+        return 1
+    Path(sys.argv[2]).write_text(json.dumps(result))
+    return 0
+
+
+def build_with_torch(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The extension built by torch's cpp_extension through setuptools; None if it made no one
+    shared object."""
     os.environ["MAX_JOBS"] = str(spec["jobs"])
     if spec.get("cuda_home"):
         os.environ["CUDA_HOME"] = spec["cuda_home"]
@@ -502,8 +505,8 @@ def main() -> int:
     built = sorted(build_lib.glob(f"{spec['name']}*.so"))
     if len(built) != 1:
         print(f"expected one shared object in {build_lib}, found {built}", file=sys.stderr)
-        return 1
-    result = {
+        return None
+    return {
         "shared_object": str(built[0]),
         "py_limited_api": _effective_limited_api(build_temp, spec["requested_limited_api"]),
         "torch": torch.__version__,
@@ -514,8 +517,6 @@ def main() -> int:
         "ninja": shutil.which("ninja"),
         "link": builder.link_command,
     }
-    result_path.write_text(json.dumps(result))
-    return 0
 
 
 if __name__ == "__main__":

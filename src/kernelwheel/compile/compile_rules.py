@@ -170,12 +170,7 @@ class Parallelism:
 
 
 def nvcc_parallelism(
-    jobs: int,
-    cpus: int,
-    requested: int | None,
-    capability_count: int,
-    *,
-    cuda_files: int = 1,
+    jobs: int, cpus: int, requested: int | None, capability_count: int, *, cuda_files: int = 1
 ) -> Parallelism:
     """The CPU budget (``jobs``, at most ``cpus``) split between jobs and nvcc threads: each
     ``.cu`` an equal share as threads, at most one per capability (nvcc's ``--threads`` splits

@@ -157,13 +157,9 @@ def _cgroup_mounts(lines: Iterable[str]) -> list[tuple[str, str, str]]:
         if not sep or len(fields) < 5 or len(after) < 3:
             continue
         kind, options = after[0], after[2].split(",")
-        if kind == "cgroup2":
-            version = "v2"
-        elif kind == "cgroup" and "memory" in options:
-            version = "v1"
-        else:
-            continue
-        out.append((version, _unescape(fields[3]), _unescape(fields[4])))
+        if kind == "cgroup2" or (kind == "cgroup" and "memory" in options):
+            version = "v2" if kind == "cgroup2" else "v1"
+            out.append((version, _unescape(fields[3]), _unescape(fields[4])))
     return out
 
 

@@ -194,6 +194,7 @@ def _newest(
     where = machine.arch.value
     if BackendKind.CUDA.value in project.backends:  # else the GPUs were not asked about
         where += f", {machine.gpus.describe()}"
+    candidates, what = cuda, "variant"
     if cuda and (machine.gpus.present or not cpu):
         if not machine.gpus.present:
             notes.append(
@@ -202,15 +203,14 @@ def _newest(
             )
         elif machine.driver is not None:
             where += f", a driver for CUDA {compat.dotted(machine.driver)}"
-            cuda = _for_driver(cuda, machine.driver, notes)
-        newest, *older = _newest_first(cuda)
-        return newest, f"the newest variant the plan allows for this machine ({where})", (*older,)
-    if cpu:
+            candidates = _for_driver(cuda, machine.driver, notes)
+    elif cpu:
+        candidates, what = cpu, "CPU variant"
         if machine.gpus.present and BackendKind.CUDA.value in project.backends:
             notes.append("the plan has no CUDA variant for this machine (`kernelwheel matrix`)")
-        newest, *older = _newest_first(cpu)
-        why = f"the newest CPU variant the plan allows for this machine ({where})"
-        return newest, why, (*older,)
+    if candidates:
+        newest, *older = _newest_first(candidates)
+        return newest, f"the newest {what} the plan allows for this machine ({where})", (*older,)
     left_out = [
         f"{r.variant_name}: {r.reason}"
         for r in plan.rejected

@@ -80,7 +80,7 @@ def plan_matrix(
     selected: list[VariantRecipe] = []
     rejected: list[Rejection] = []
     kernels: list[tuple[str, tuple[str, ...]]] = []
-    stable = _StableGroups(project, recipes)
+    stable: _Groups = {}
 
     for variant in recipes.tvm_ffi_variants() if tvm else recipes.variants():
         assert variant.backend is not None and variant.arch is not None
@@ -98,15 +98,17 @@ def plan_matrix(
         compiled = list(own)
         if with_cpu_kernels and not tvm and kind != BackendKind.CPU.value:  # docs/compile.md
             compiled += [k for k in project.kernels if k.backend == BackendKind.CPU.value]
-        if stable.covers(kind):
-            stable.add(variant, reasons, tuple(k.id for k in compiled))
+        if project.stable_abi_for(kind) is not None:
+            assert variant.os is not None
+            group = stable.setdefault((variant.backend, variant.arch, variant.os), [])
+            group.append((variant, reasons, tuple(k.id for k in compiled)))
         elif reasons:
             rejected.append(Rejection(variant.name, "; ".join(reasons)))
         else:
             selected.append(recipe)
             kernels.append((variant.name, tuple(k.id for k in compiled)))
 
-    chosen, left_out = stable.resolve()
+    chosen, left_out = _stable_abi_variants(project, recipes, stable)
     for recipe, ids in chosen:
         selected.append(recipe)
         kernels.append((recipe.name, ids))
@@ -180,65 +182,50 @@ def _backend_notes(
     return notes
 
 
-@dataclass
-class _StableGroups:
-    """The per-torch variants of the backends in ``torch.stable-abi``, grouped by flavour and
-    arch: each group becomes one stable-ABI variant, built with the newest torch that may."""
+# The per-torch variants of the backends in ``torch.stable-abi``, by flavour and arch, in recipe
+# order: each variant with the reasons against it and its kernel ids. Each group becomes one
+# stable-ABI variant, built with the newest torch that may.
+_Groups = dict[tuple[Backend, Arch, OS], list[tuple[Variant, list[str], tuple[str, ...]]]]
 
-    project: KernelProject
-    recipes: Recipes
-    # (backend, arch, os) -> [(per-torch variant, reasons against it, kernel ids)], in recipe order
-    groups: dict[tuple[Backend, Arch, OS], list[tuple[Variant, list[str], tuple[str, ...]]]] = (
-        field(default_factory=dict)
-    )
 
-    def covers(self, kind: str) -> bool:
-        return self.project.stable_abi_for(kind) is not None
-
-    def add(self, variant: Variant, reasons: list[str], ids: tuple[str, ...]) -> None:
-        assert variant.backend is not None and variant.arch is not None
-        assert variant.os is not None
-        self.groups.setdefault((variant.backend, variant.arch, variant.os), []).append(
-            (variant, reasons, ids)
+def _stable_abi_variants(
+    project: KernelProject, recipes: Recipes, groups: _Groups
+) -> tuple[list[tuple[VariantRecipe, tuple[str, ...]]], list[Rejection]]:
+    """Each group's stable-ABI variant with its kernel ids, and the rejections."""
+    chosen: list[tuple[VariantRecipe, tuple[str, ...]]] = []
+    out: list[Rejection] = []
+    for (backend, arch, os), members in groups.items():
+        version = project.stable_abi_for(backend.kind.value)
+        assert version is not None
+        abi = TorchVersion(version.major, version.minor)
+        stable = Variant(abi, backend, None, arch, os, stable_abi=True)
+        fit = [(v, ids) for v, reasons, ids in members if not reasons and _at_least(v, abi)]
+        picked = fit[-1] if fit else None
+        if picked is not None:
+            chosen.append((recipes.recipe_for(stable, build=picked[0].torch), picked[1]))
+        head = (
+            f"backend {backend.kind.value} builds the stable ABI of torch {abi} "
+            f"({project.build_toml.name} torch.stable-abi) once, as {stable.name}"
         )
-
-    def resolve(self) -> tuple[list[tuple[VariantRecipe, tuple[str, ...]]], list[Rejection]]:
-        """Each group's stable-ABI variant with its kernel ids, and the rejections."""
-        chosen: list[tuple[VariantRecipe, tuple[str, ...]]] = []
-        out: list[Rejection] = []
-        for (backend, arch, os), members in self.groups.items():
-            version = self.project.stable_abi_for(backend.kind.value)
-            assert version is not None
-            abi = TorchVersion(version.major, version.minor)
-            stable = Variant(abi, backend, None, arch, os, stable_abi=True)
-            fit = [(v, ids) for v, reasons, ids in members if not reasons and _at_least(v, abi)]
-            picked = fit[-1] if fit else None
-            if picked is not None:
-                recipe = self.recipes.recipe_for(stable, build=picked[0].torch)
-                chosen.append((recipe, picked[1]))
-            head = (
-                f"backend {backend.kind.value} builds the stable ABI of torch {abi} "
-                f"({self.project.build_toml.name} torch.stable-abi) once, as {stable.name}"
+        for variant, _, _ in members:
+            if picked is not None and variant == picked[0]:
+                why = "that build uses this torch"
+            elif not _at_least(variant, abi):
+                why = f"torch {variant.torch} is older than that ABI"
+            elif picked is not None:
+                why = f"that build uses torch {picked[0].torch}"
+            else:
+                why = "no torch of the recipes can build it"
+            out.append(Rejection(variant.name, f"{head}; {why}"))
+        if picked is None:
+            newer = [(v, r) for v, r, _ in members if _at_least(v, abi)]
+            why = (
+                "; ".join(newer[-1][1])
+                if newer
+                else f"the recipes have no torch >= {abi} with {backend.token} for {arch.value}"
             )
-            for variant, _, _ in members:
-                if picked is not None and variant == picked[0]:
-                    why = "that build uses this torch"
-                elif not _at_least(variant, abi):
-                    why = f"torch {variant.torch} is older than that ABI"
-                elif picked is not None:
-                    why = f"that build uses torch {picked[0].torch}"
-                else:
-                    why = "no torch of the recipes can build it"
-                out.append(Rejection(variant.name, f"{head}; {why}"))
-            if picked is None:
-                newer = [(v, r) for v, r, _ in members if _at_least(v, abi)]
-                why = (
-                    "; ".join(newer[-1][1])
-                    if newer
-                    else f"the recipes have no torch >= {abi} with {backend.token} for {arch.value}"
-                )
-                out.append(Rejection(stable.name, f"no torch >= {abi} can build it: {why}"))
-        return chosen, out
+            out.append(Rejection(stable.name, f"no torch >= {abi} can build it: {why}"))
+    return chosen, out
 
 
 def _at_least(variant: Variant, abi: TorchVersion) -> bool:

@@ -26,7 +26,7 @@ from ..errors import KernelwheelError, UsageError, VariantError
 from ..model.capability import CudaCapability, parse_all
 from ..model.sources import PipSources, is_index_url
 from ..model.variant import Arch, LocalVersionStyle
-from .selector import Selector, expand_braces, split_patterns
+from .selector import Selector, expand_braces
 
 PYPROJECT = "pyproject.toml"
 TOOL_TABLE = "tool.kernelwheel"
@@ -178,16 +178,18 @@ def _relayed(fail: _Fail, error: type[KernelwheelError], call: Callable[..., _T]
         raise fail(exc.message, exc.hint or "") from None
 
 
-def _strings(raw: Any, fail: _Fail, example: str) -> list[str]:
+def _words(raw: Any, fail: _Fail, example: str, separators: str = "") -> list[str]:
+    """The words of a string or a list of strings, split at blanks and ``separators``."""
     if isinstance(raw, str):
-        return [raw]
-    if isinstance(raw, Sequence) and all(isinstance(item, str) for item in raw):
-        return list(raw)
-    raise fail(f"expected a string or a list of strings, got {raw!r}", f"e.g. {example}")
+        raw = [raw]
+    elif not isinstance(raw, Sequence) or not all(isinstance(item, str) for item in raw):
+        raise fail(f"expected a string or a list of strings, got {raw!r}", f"e.g. {example}")
+    blanks = {ord(c): " " for c in separators}
+    return [word for text in raw for word in text.translate(blanks).split()]
 
 
 def _patterns(raw: Any, fail: _Fail, base: Path, *, allow_empty: bool = False) -> tuple[str, ...]:
-    items = [p for text in _strings(raw, fail, "'torch2{13,14}-*'") for p in split_patterns(text)]
+    items = _words(raw, fail, "'torch2{13,14}-*'")
     if not items and not allow_empty:
         raise fail("lists no pattern", "give at least one glob, e.g. 'torch214-*' (or '*')")
     for pattern in items:
@@ -196,8 +198,7 @@ def _patterns(raw: Any, fail: _Fail, base: Path, *, allow_empty: bool = False) -
 
 
 def _archs(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
-    texts = _strings(raw, fail, "'x86_64 aarch64'")
-    items = [t for text in texts for t in text.replace(",", " ").split()]
+    items = _words(raw, fail, "'x86_64 aarch64'", ",")
     if not items:
         raise fail("lists no arch", "use all, auto, or x86_64/aarch64")
     valid = (*ARCH_KEYWORDS, *(a.value for a in Arch))
@@ -275,7 +276,7 @@ def _bool(raw: Any, fail: _Fail, base: Path) -> bool:
 
 def _links(raw: Any, fail: _Fail, base: Path) -> tuple[str, ...]:
     """Folders or URLs; a relative folder is relative to the layer's base folder."""
-    items = [t for text in _strings(raw, fail, "'./wheels'") for t in text.split()]
+    items = _words(raw, fail, "'./wheels'")
     return tuple(i if "://" in i else str(_path(i, fail, base)) for i in items)
 
 
@@ -333,28 +334,23 @@ def _plat(raw: Any, fail: _Fail, base: Path) -> str:
     return raw.strip()
 
 
-def _style(raw: Any, fail: _Fail, base: Path) -> LocalVersionStyle:
-    try:
-        return LocalVersionStyle(raw.strip().lower() if isinstance(raw, str) else raw)
-    except ValueError:
-        choices = ", ".join(s.value for s in LocalVersionStyle)
-        raise fail(f"unknown local version style {raw!r}", f"use one of: {choices}") from None
-
-
-def _fatbin_compression(raw: Any, fail: _Fail, base: Path) -> str:
+def _choice(
+    raw: Any, fail: _Fail, base: Path, *, what: str, choices: Sequence[str], note: str = ""
+) -> str:
     value = raw.strip().lower() if isinstance(raw, str) else raw
-    if value not in FATBIN_COMPRESSION_MODES:
-        raise fail(
-            f"unknown fatbin compression {raw!r}",
-            f"use one of: {', '.join(FATBIN_COMPRESSION_MODES)} (nvcc --compress-mode)",
-        )
+    if value not in choices:
+        raise fail(f"unknown {what} {raw!r}", f"use one of: {', '.join(choices)}{note}")
     return str(value)
+
+
+def _style(raw: Any, fail: _Fail, base: Path) -> LocalVersionStyle:
+    styles = [s.value for s in LocalVersionStyle]
+    return LocalVersionStyle(_choice(raw, fail, base, what="local version style", choices=styles))
 
 
 def _capabilities(raw: Any, fail: _Fail, base: Path) -> tuple[CudaCapability, ...]:
     """A list of capabilities, or ``all``: () (the full list, also for a default build)."""
-    texts = _strings(raw, fail, "'9.0 10.0+PTX'")
-    items = [t for text in texts for t in text.replace(",", " ").replace(";", " ").split()]
+    items = _words(raw, fail, "'9.0 10.0+PTX'", ",;")
     if not items:
         raise fail("lists no capability", "e.g. 9.0 or '8.0 9.0 10.0+PTX', or all")
     if ALL_CAPABILITIES in (item.lower() for item in items):
@@ -369,9 +365,8 @@ def _capabilities(raw: Any, fail: _Fail, base: Path) -> tuple[CudaCapability, ..
 
 def _cutlass_paths(raw: Any, fail: _Fail, base: Path) -> tuple[LocalHeaders, ...]:
     """``[NAME=]DIR`` items: a CUTLASS checkout for dependency NAME, or (no NAME) for all."""
-    texts = _strings(raw, fail, "'/src/cutlass' or 'cutlass_3_9=/src/cutlass-3.9.2'")
     out: list[LocalHeaders] = []
-    for item in (t for text in texts for t in text.split()):
+    for item in _words(raw, fail, "'/src/cutlass' or 'cutlass_3_9=/src/cutlass-3.9.2'"):
         name, sep, rest = item.partition("=")
         named = bool(sep) and _DEP_NAME.fullmatch(name) is not None
         entry = LocalHeaders(name if named else None, _path(rest if named else item, fail, base))
@@ -472,8 +467,11 @@ _CONVERTERS: dict[str, _Converter] = {
     "mib": partial(_positive_or_auto, example="4096 (MiB)"),
     "url": _url,
     "interpreter_path": _interpreter_path, "links": _links, "plat": _plat, "style": _style,
-    "fatbin_compression": _fatbin_compression, "capabilities": _capabilities,
-    "cutlass_paths": _cutlass_paths, "version": _version,
+    "fatbin_compression": partial(
+        _choice, what="fatbin compression", choices=FATBIN_COMPRESSION_MODES,
+        note=" (nvcc --compress-mode)",
+    ),
+    "capabilities": _capabilities, "cutlass_paths": _cutlass_paths, "version": _version,
 }  # fmt: skip
 _ROW_KEYS = tuple(f.name for f in fields(OptionDef) if f.name not in ("name", "group"))
 
@@ -517,8 +515,7 @@ def _option(name: str, group: str, row: Located) -> OptionDef:
 
 _DATA = resources.files("kernelwheel") / "data"
 OPTIONS: tuple[OptionDef, ...] = _load_options(
-    _DATA.joinpath("options.toml").read_text("utf-8"),
-    "kernelwheel/data/options.toml",
+    _DATA.joinpath("options.toml").read_text("utf-8"), "kernelwheel/data/options.toml"
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
 _BY_TOML = {o.toml: o for o in OPTIONS if o.toml is not None}
@@ -567,12 +564,8 @@ def resolve_options(
     and the parsed flags ``cli`` (None or an empty list: not given)."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-
-    if project_dir is not None:
-        pyproject = Path(project_dir) / PYPROJECT
-        if pyproject.is_file():
-            for name, (value, label) in _from_pyproject(pyproject).items():
-                values[name], sources[name] = value, label
+    if project_dir is not None and (pyproject := Path(project_dir) / PYPROJECT).is_file():
+        _from_pyproject(pyproject, values, sources)
 
     environ = os.environ if env is None else env
     for option in OPTIONS:
@@ -596,23 +589,22 @@ def resolve_options(
     return Options(**values, sources=tuple(sorted(sources.items())))
 
 
-def _from_pyproject(pyproject: Path) -> dict[str, tuple[Any, str]]:
+def _from_pyproject(pyproject: Path, values: dict[str, Any], sources: dict[str, str]) -> None:
+    """Each ``[tool.kernelwheel]`` option's value into ``values``, its key into ``sources``."""
     tool = Located(read_toml(pyproject), file=pyproject).table("tool")
     table = tool.table("kernelwheel") if tool is not None else None
     if table is None:
-        return {}
+        return
     only = "--only is a command-line flag only; remove it and pass --only to the command"
     table.check_keys(
         (*_BY_TOML, *_OTHER_COMMANDS_KEYS), explain=lambda key: only if key == "only" else None
     )
-    out: dict[str, tuple[Any, str]] = {}
     for key in table.keys():
         option = _BY_TOML.get(key)
         if option is not None:  # else read by another command (kernelwheel lock / download)
             fail = partial(_located_error, table, key)  # errors name the file and key
-            value = option.convert(table.data[key], fail, pyproject.parent)
-            out[option.name] = (value, f"[{TOOL_TABLE}] {key}")
-    return out
+            values[option.name] = option.convert(table.data[key], fail, pyproject.parent)
+            sources[option.name] = f"[{TOOL_TABLE}] {key}"
 
 
 def _located_error(table: Located, key: str, message: str, hint: str) -> Exception:

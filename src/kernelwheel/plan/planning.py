@@ -18,13 +18,7 @@ from .defaults import DefaultBuild, Machine, default_build, probe_machine
 from .matrix import MatrixPlan, plan_matrix
 from .options import Options, resolve_options
 from .selector import Selector
-from .versioning import (
-    GitState,
-    WheelVersion,
-    read_git_state,
-    resolve_version,
-    version_inputs,
-)
+from .versioning import GitState, WheelVersion, read_git_state, resolve_version, version_inputs
 
 
 @dataclass(frozen=True)

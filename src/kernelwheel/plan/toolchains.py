@@ -11,6 +11,7 @@ from ..model.variant import Arch, BackendKind, Variant
 
 # The backends kernelwheel compiles, on the GitHub-hosted runner of the variant's arch.
 BUILT_HERE = frozenset({BackendKind.CPU, BackendKind.CUDA})
+_BUILT_HERE_NAMES = " and ".join(sorted(kind.display_name for kind in BUILT_HERE))
 HOSTED_RUNNERS = {Arch.X86_64: "ubuntu-24.04", Arch.AARCH64: "ubuntu-24.04-arm"}
 # The runner, in prose, where "a <backend> runner" would not do.
 _RUNNER_WORDS = {BackendKind.METAL: "a macOS (Metal) runner", BackendKind.XPU: "an XPU runner"}
@@ -56,7 +57,7 @@ def require_toolchains(variants: Iterable[Variant]) -> None:
         return
     skips = " ".join(f"--skip '{_SKIP.get(kind, f'*-{kind.value}-*')}'" for kind in by_kind)
     hint = (
-        f"kernelwheel compiles {_built_here()} variants only; leave these out with {skips} "
+        f"kernelwheel compiles {_BUILT_HERE_NAMES} variants only; leave these out with {skips} "
         "(`kernelwheel matrix` lists every variant with the runner it needs)"
     )
     count = sum(len(group) for group in by_kind.values())
@@ -83,13 +84,9 @@ def require_a_backend_built_here(project: str, backends: Iterable[BackendKind]) 
     raise ToolchainError(
         f"{project}: none of its backends ({', '.join(k.value for k in kinds)}) can be built "
         "here:\n  " + "\n  ".join(reasons),
-        hint=f"kernelwheel compiles {_built_here()} variants only; `kernelwheel matrix` lists "
+        hint=f"kernelwheel compiles {_BUILT_HERE_NAMES} variants only; `kernelwheel matrix` lists "
         "this kernel's variants with the runner each needs",
     )
-
-
-def _built_here() -> str:
-    return " and ".join(sorted(kind.display_name for kind in BUILT_HERE))
 
 
 def _runner_label(kind: BackendKind) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -47,15 +46,16 @@ def resolve_version(inputs: VersionInputs) -> WheelVersion:
     """The wheel version from ``inputs``; the error of the source that is wrong names it."""
     major = inputs.api_version
     if inputs.option is not None:
-        return _checked(inputs.option, _option_source(inputs), major, inputs)
+        return _checked(inputs.option, *_option_source(inputs), major, inputs)
     if major is None and inputs.legacy:
         return WheelVersion(inputs.legacy, f"{inputs.build_toml.name} general.version")
     if inputs.version_file is not None and inputs.version_text.strip():
         path = inputs.version_file
-        source = _Source(
-            str(path), lambda message, hint: ProjectError(message, file=path, hint=hint)
-        )
-        return _checked(inputs.version_text.strip(), source, major, inputs)
+
+        def error(message: str, hint: str) -> KernelwheelError:
+            return ProjectError(message, file=path, hint=hint)
+
+        return _checked(inputs.version_text.strip(), str(path), error, major, inputs)
     if major is None:
         raise ProjectError(
             "no version for the wheel",
@@ -72,34 +72,31 @@ def resolve_version(inputs: VersionInputs) -> WheelVersion:
     )
 
 
-class _Source(NamedTuple):
-    """Where a full version came from: its label and the error that points there."""
-
-    label: str
-    error: Callable[[str, str], KernelwheelError]  # (message, hint) -> the error
+# (message, hint) -> the error that points where a full version came from
+_Error = Callable[[str, str], KernelwheelError]
 
 
-def _option_source(inputs: VersionInputs) -> _Source:
+def _option_source(inputs: VersionInputs) -> tuple[str, _Error]:
     label, pyproject = inputs.option_source, inputs.build_toml.parent / PYPROJECT
     if label == "--version":
-        return _Source(label, lambda message, hint: UsageError(f"--version: {message}", hint=hint))
+        return label, lambda message, hint: UsageError(f"--version: {message}", hint=hint)
     key = f"{TOOL_TABLE}.version"
-    return _Source(
-        label, lambda message, hint: ProjectError(message, file=pyproject, key=key, hint=hint)
-    )
+    return label, lambda message, hint: ProjectError(message, file=pyproject, key=key, hint=hint)
 
 
-def _checked(text: str, source: _Source, major: int | None, inputs: VersionInputs) -> WheelVersion:
-    version = checked_version(text, source.error, "write a version such as 1.2.0 or 1.2.0rc1")
+def _checked(
+    text: str, label: str, error: _Error, major: int | None, inputs: VersionInputs
+) -> WheelVersion:
+    version = checked_version(text, error, "write a version such as 1.2.0 or 1.2.0rc1")
     if major is not None and version.major != major:
-        raise source.error(
+        raise error(
             f"version {version} has major {version.major}, but the kernel's API major is "
             f"{major} ({inputs.build_toml.name} general.version = {major})",
             f"use a {major}.x.y version (e.g. {major}.{version.minor}.{version.micro}), or set "
             f"general.version = {version.major} in {inputs.build_toml.name} if the API changed "
             f"(the Hub publishes each major as branch v<major>)",
         )
-    return WheelVersion(str(version), source.label)
+    return WheelVersion(str(version), label)
 
 
 def _tag_version(tag: str) -> Version | None:

@@ -167,8 +167,10 @@ def ccache_env(
     links = cache_dir / "ccache-bin"
     links.mkdir(parents=True, exist_ok=True)
     masquerade(links, _HOST_COMPILERS + (("nvcc",) if nvcc is not None else ()), str(ccache_path))
+    # nvcc is found through PATH behind the link
+    path = [str(links), *([str(nvcc.parent)] if nvcc is not None else []), base_env.get("PATH", "")]
     env = {
-        "PATH": f"{links}{os.pathsep}{base_env.get('PATH', '')}",
+        "PATH": os.pathsep.join(path),
         "CCACHE_DIR": str(cache_dir / "ccache"),
         "CCACHE_STATSLOG": str(stats_log),
         # Compare compilers by content: a reinstalled but identical toolchain still hits.
@@ -191,10 +193,7 @@ def ccache_env(
         env["CCACHE_REMOTE_STORAGE"] = remote
     if extra_files:
         env["CCACHE_EXTRAFILES"] = os.pathsep.join(str(p) for p in extra_files)
-    if nvcc is not None:
-        # nvcc is found through PATH behind the link; torch calls PYTORCH_NVCC instead of
-        # CUDA_HOME/bin/nvcc when it is set.
-        env["PATH"] = f"{links}{os.pathsep}{nvcc.parent}{os.pathsep}{base_env.get('PATH', '')}"
+    if nvcc is not None:  # torch calls PYTORCH_NVCC instead of CUDA_HOME/bin/nvcc when it is set
         env["PYTORCH_NVCC"] = str(links / "nvcc")
     return env
 

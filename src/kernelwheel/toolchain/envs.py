@@ -310,12 +310,10 @@ def torch_install_error(
     )
     own = sources.extra_index_urls[0] if sources.extra_index_urls else None
     if own is not None and "+" in spec.torch_requirement:
-        reach = (
-            f"this machine cannot reach {own}" if own in down else f"let this machine reach {own}"
-        )
+        reach = "this machine cannot reach" if own in down else "let this machine reach"
         hint = (
             f"{spec.torch_requirement} is published on PyTorch's index {own}, not on PyPI: "
-            f"{reach}; or download the wheel where it can (pip download "
+            f"{reach} {own}; or download the wheel where it can (pip download "
             f"'{spec.torch_requirement}' --index-url {own} --no-deps) and pass --find-links DIR"
         )
     elif down or fetch:
