@@ -124,6 +124,7 @@ FINE = [
     "ops.add_one(*t)",  # *args, **kwargs: not judged
     "ops.lin(**t)",
     "ops.undefined(t)",  # no schema: the undefined-op warning's, not this one's
+    'getattr(ops, "undefined(")(t)',  # any name getattr quotes
     "ops.add_one.overloads()",
     "ops.add_one",
 ]

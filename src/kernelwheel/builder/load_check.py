@@ -249,10 +249,14 @@ def _argument_warnings(uses: Sequence[_OpUse], schemas: Sequence[str]) -> list[s
     for use in uses:
         if use.call is None:
             continue
-        # the packet: torch takes the first overload that matches; ops.NAME.default: NAME's
-        overload = {None: "[.(]", "default": r"\("}.get(use.overload)
-        overload = overload or re.escape(f".{use.overload}(")
-        named = [s for s in schemas if re.match(rf"(\w+::)?{use.name}{overload}", s)]
+        # the packet's every overload (torch takes the first that matches), or the one named
+        full = {None: None, "default": use.name}.get(use.overload, f"{use.name}.{use.overload}")
+        named = [
+            s
+            for s in schemas
+            if (op := s.split("(", 1)[0].rpartition("::")[2]) == full
+            or (full is None and op.partition(".")[0] == use.name)
+        ]
         if named and (fault := call_fault(use.call, named)):
             shown = f"ops.{use.name}" + (f".{use.overload}" if use.overload else "")
             found.append(

@@ -197,8 +197,8 @@ def failure(output: str, paths: PathMap) -> Diagnostics:
 def _excerpt(first: Sequence[str], error: str, paths: PathMap) -> tuple[str, ...]:
     """The lines shown of the ``first`` error: all (a screenful), then the project's line that
     led into a header outside it; of a static assertion in such a header (torch refusing a
-    kernel's C++ signature) only its own line and the project's: the templates' trace, a
-    dozen lines above it, is the log's."""
+    kernel's C++ signature) only its own line and the project's: the templates' trace
+    around it is the log's."""
     own = _own_line(first, paths)
     found = _SEVERITY.match(error)
     if own and found is not None and found["text"].startswith("static assertion failed"):
