@@ -23,6 +23,7 @@ from kernelwheel.model.variant import Variant
 STAGE = "/cache/work/tiny_add/torch213-cxx11-cpu-x86_64-linux"
 ROOT = "/home/me/tiny-add"
 PATHS = PathMap((f"{STAGE}/project", ROOT), f"{STAGE}/obj")
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "compile_output"
 FLAGS = "-Wsign-compare -DNDEBUG -g -fwrapv -O3 -Wall -fPIC -c"  # torch's own -c among them
 
 
@@ -501,3 +502,33 @@ def test_a_kernel_signature_torch_cannot_register_says_which_type_and_its_fix() 
         "torch cannot register that kernel's C++ signature: INVALID TYPE: float is not "
         "supported as an argument type, use double instead (the ops.impl"
     ), hint
+
+
+def test_a_signature_torch_cannot_register_shows_its_error_and_fix_before_the_templates() -> None:
+    # g++ 12.2 on a CPU kernel taking float, torch 2.13 (a real run's output, its venv and
+    # project renamed): 17 lines of include and instantiation trace stood above the error, and
+    # kernelwheel's fix came after them and the notes
+    text = (FIXTURES / "float_parameter.gcc.txt").read_text()
+    stage = "/root/.cache/kernelwheel/dev/argk-663d0de9c7e7/torch213-cxx11-cpu-x86_64-linux"
+    paths = PathMap((f"{stage}/project", "/home/me/argk"), f"{stage}/obj")
+    found = failure(text, paths)
+    header = (
+        "/root/.cache/kernelwheel/envs/py3.11-3dcaaec7a742cdd0/lib/python3.11/site-packages/"
+        "torch/include/ATen/core/op_registration/infer_schema.h"
+    )
+    assert found.units == ("torch-ext/torch_binding.cpp",)
+    assert found.lines == (
+        f"{header}:41:21: error: static assertion failed: INVALID TYPE: float is not supported "
+        "as an argument type, use double instead",
+        "… (18 more lines of this error in the log: the templates' trace)",
+        "from the project: torch-ext/torch_binding.cpp:36 (the error is in a header outside it)",
+    )
+    hint = compile_hint(Variant.parse("torch213-cxx11-cpu-x86_64-linux"), text, True)
+    shown = str(
+        BuildError(
+            "compiling torch-ext/torch_binding.cpp failed", hint=hint, diagnostics=found.lines
+        )
+    ).splitlines()
+    assert shown[4].startswith(
+        "  fix: torch cannot register that kernel's C++ signature: INVALID TYPE: float"
+    ), shown

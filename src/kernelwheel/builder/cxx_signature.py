@@ -38,7 +38,7 @@ _RETURNS = {
 }
 
 
-def _split(text: str) -> list[str]:
+def split_arguments(text: str) -> list[str]:
     """``text`` split at its top-level commas (``Tensor(a!) x, int[2] s=[1, 2]``)."""
     parts, depth, start = [], 0, 0
     for i, char in enumerate(text):
@@ -74,14 +74,14 @@ def cxx_signature(schema: str) -> str | None:
     match = re.fullmatch(r"\s*([\w.]+)\s*\((.*)\)\s*->\s*(.+?)\s*", schema)
     if match is None:
         return None
-    name, args, returns = match[1].replace(".", "_"), _split(match[2]), match[3]
+    name, args, returns = match[1].replace(".", "_"), split_arguments(match[2]), match[3]
     params = []
     for arg in (a for a in args if a != "*"):  # * starts the keyword-only arguments
         kind, words = _type(arg, _PARAMETERS), arg.split("=", 1)[0].split()
         if kind is None:
             return None
         params.append(f"{kind} {words[1]}" if len(words) > 1 else kind)
-    outs = _split(returns[1:-1]) if returns.startswith("(") else [returns]
+    outs = split_arguments(returns[1:-1]) if returns.startswith("(") else [returns]
     kinds = [_type(out, _RETURNS) for out in outs]
     if None in kinds:
         return None

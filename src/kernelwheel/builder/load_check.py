@@ -22,6 +22,7 @@ from ..abi._elf import demangle
 from ..errors import BuildError, KernelwheelError
 from ..model.variant import Arch, BackendKind, Variant
 from ._load_check import COMPOSITE_KEYS, MARK
+from .call_schema import call_fault
 from .cxx_signature import cxx_signature
 from .pyfold import is_getattr
 
@@ -220,9 +221,13 @@ def _lacking_warning(missing: Sequence[str], key: str, served: dict[str, str]) -
     )
 
 
-def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tuple[str, ...]:
-    """The warning of the ``ops.NAME`` the Python of ``package`` calls that the build (its ops
-    ``ours``) does not define: read afresh every run, as the Python is edited."""
+def call_warnings(
+    report: LoadReport, namespace: str, package: Path, root: Path | None
+) -> tuple[str, ...]:
+    """The warning of the ``ops.NAME`` the Python of ``package`` calls that the build (its
+    ``report``) does not define, and of each call its schemas refuse (an argument left out, too
+    many, a keyword none has): read afresh every run, as the Python is edited."""
+    ours = report.names(namespace)
     files = []
     for path in sorted(package.rglob("*.py")):
         where = path.relative_to(root).as_posix() if root and path.is_relative_to(root) else path
@@ -230,11 +235,35 @@ def call_warnings(ours: Sequence[str], package: Path, root: Path | None) -> tupl
             files.append((str(where), path.read_bytes()))
         except OSError:
             continue
-    if not (calls := [f"ops.{n} ({where})" for n, where in op_calls(files) if n not in ours]):
-        return ()
-    return (
-        _call_warning(calls, f"ops.def defines (this build's ops: {', '.join(ours) or 'none'})"),
-    )
+    uses = _op_uses(files)
+    found = _argument_warnings(uses, report.ops)
+    if calls := [f"ops.{use.name} ({use.where})" for use in uses if use.name not in ours]:
+        defined = f"ops.def defines (this build's ops: {', '.join(ours) or 'none'})"
+        found.insert(0, _call_warning(calls, defined))
+    return tuple(found)
+
+
+def _argument_warnings(uses: Sequence[_OpUse], schemas: Sequence[str]) -> list[str]:
+    """A warning for each call in ``uses`` that none of its op's ``schemas`` accepts."""
+    found = []
+    for use in uses:
+        if use.call is None:
+            continue
+        # the packet's every overload (torch takes the first that matches), or the one named
+        full = {None: None, "default": use.name}.get(use.overload, f"{use.name}.{use.overload}")
+        named = [
+            s
+            for s in schemas
+            if (op := s.split("(", 1)[0].rpartition("::")[2]) == full
+            or (full is None and op.partition(".")[0] == use.name)
+        ]
+        if named and (fault := call_fault(use.call, named)):
+            shown = f"ops.{use.name}" + (f".{use.overload}" if use.overload else "")
+            found.append(
+                f"warning: {use.where}: {shown}(...) raises RuntimeError, as no schema of the "
+                f"op accepts it: {fault}"
+            )
+    return found
 
 
 def _call_warning(calls: Sequence[str], undefined_by: str) -> str:
@@ -250,7 +279,20 @@ def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
     """``(NAME, FILE:LINE)`` of each ``ops.NAME`` (or ``getattr(ops, "NAME")``) a file (name,
     bytes) reaches through ``from ._ops import ops``: not in a function binding an ``ops`` of
     its own, nor of an op the package's Python defines itself (``custom_op``, ``define``)."""
-    found: list[tuple[str, str]] = []
+    return [(use.name, use.where) for use in _op_uses(files)]
+
+
+@dataclass(frozen=True)
+class _OpUse:
+    name: str
+    where: str  # FILE:LINE
+    call: ast.Call | None  # the call of it: ops.NAME(...), ops.NAME.overload(...)
+    overload: str | None  # "out" of ops.NAME.out(...), "default"; None: the packet's
+
+
+def _op_uses(files: Iterable[tuple[str, bytes]]) -> list[_OpUse]:
+    """:func:`op_calls`, each with the call that calls it, if one does."""
+    found: list[_OpUse] = []
     trees = []
     for where, source in files:
         try:
@@ -291,12 +333,20 @@ def op_calls(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, str]]:
             for statement in attempt.body
             for node in ast.walk(statement)
         }
+        called = {id(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        overloads = {  # ops.NAME.out(...): the call of NAME's attribute
+            id(n.value): (n.attr, called[id(n)])
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and id(n) in called
+        }
         calls = []
         for node in ast.walk(tree):
             name = _op_named(node, names) if names and id(node) not in shadowed else None
             if name and not name.startswith("_") and name not in own | probed:
-                calls.append((getattr(node, "lineno", 0), name))
-        found += [(name, f"{where}:{line}") for line, name in sorted(calls)]  # in line order
+                overload, call = overloads.get(id(node), (None, called.get(id(node))))
+                line = getattr(node, "lineno", 0)
+                calls.append((line, name, _OpUse(name, f"{where}:{line}", call, overload)))
+        found += [use for _, _, use in sorted(calls, key=lambda c: c[:2])]  # in line order
     return found
 
 

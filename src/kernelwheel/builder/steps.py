@@ -655,7 +655,7 @@ def load_checked(
         for warning in kept.warnings(namespace, key, python_dir):
             reporter.info(scope, f"{warning} (this build's load check; shown until it changes)")
         if python_dir is not None:
-            for warning in call_warnings(kept.names(namespace), python_dir, req.project.root):
+            for warning in call_warnings(kept, namespace, python_dir, req.project.root):
                 reporter.info(scope, warning)
         return None
     if defer and loaded is not None:
@@ -674,9 +674,7 @@ def load_checked(
         )
         detail.append(report.describe(namespace))
     warnings = report.warnings(namespace, key, python_dir)
-    calls = (
-        call_warnings(report.names(namespace), python_dir, req.project.root) if python_dir else ()
-    )
+    calls = call_warnings(report, namespace, python_dir, req.project.root) if python_dir else ()
     for warning in (*warnings, *calls, *report.notes(namespace, python_dir)):
         reporter.info(scope, warning)  # the note on this run alone: reused, it is not repeated
     if loaded is not None:

@@ -123,7 +123,7 @@ def _test(args: argparse.Namespace, ui: ConsoleUI, done: DevRun) -> int:
     ui.info(build.variant.name, "load check: " + report.describe(deferred.namespace))
     package, namespace = deferred.package, deferred.namespace
     warnings = report.warnings(namespace, dispatch_key(build.variant), package)
-    calls = call_warnings(report.names(namespace), package, deferred.root)
+    calls = call_warnings(report, namespace, package, deferred.root)
     for warning in (*warnings, *calls, *report.notes(namespace, package)):
         ui.info(build.variant.name, warning)
     record_load(deferred.record, deferred.digest, report)  # it loaded: not loaded again

@@ -186,13 +186,25 @@ def failure(output: str, paths: PathMap) -> Diagnostics:
     # the first error of a failed unit, else of any output
     first = next((f for s in [*failed, *segments] if (f := _first_error(s.lines))), [])
     if first:
-        own = _own_line(first, paths)
-        lines = _screenful(first, paths) + own + _others(failed, first, paths)
         error = next(line for line in first if _severity(line) not in _MINOR)
+        lines = _excerpt(first, error, paths) + _others(failed, first, paths)
         linker = _SEVERITY.match(error) is None and _LINKER.search(error) is not None
         return Diagnostics(units, lines, linker=linker)
     tail = [line for line in _ANSI.sub("", output).splitlines() if line.strip()]
     return Diagnostics(units, _screenful(tail[-5:], paths), compiler_error=False)
+
+
+def _excerpt(first: Sequence[str], error: str, paths: PathMap) -> tuple[str, ...]:
+    """The lines shown of the ``first`` error: all (a screenful), then the project's line that
+    led into a header outside it; of a static assertion in such a header (torch refusing a
+    kernel's C++ signature) only its own line and the project's: the templates' trace
+    around it is the log's."""
+    own = _own_line(first, paths)
+    found = _SEVERITY.match(error)
+    if own and found is not None and found["text"].startswith("static assertion failed"):
+        more = f"… ({len(first) - 1} more lines of this error in the log: the templates' trace)"
+        return (_clip(paths.line(error)), more, *own)
+    return _screenful(first, paths) + own
 
 
 def _own_line(first: Sequence[str], paths: PathMap) -> tuple[str, ...]:
