@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from .. import __version__
-from .._util import atomic_write, replace_dir, staging_dir
+from .._util import DISK_FULL_HINT, atomic_write, disk_full, replace_dir, staging_dir
 from ..errors import HubError
 from ..model.capability import CudaCapability
 from ..model.card import card_fields, project_card
@@ -98,19 +98,32 @@ def export_variant(
     except ValueError as exc:  # InvalidWheelFilename, InvalidVersion
         raise HubError(f"{wheel}: {exc}", hint="export a wheel kernelwheel built") from None
     build = root / "build"
-    with staging_dir(build, "export") as staging:
-        digests = extract_package(wheel, f"{project.package}/", staging)  # not the dist-info
-        meta = kernel_metadata(
-            project,
-            variant,
-            namespace,
-            capabilities,
-            major=major,
-            git=git,
-            digest=Digest.of_sha256(digests),
-        )
-        folder = _publish(staging, build / variant.name, meta)
-    export_card(project, root, version=major, dirty=bool(git and git.dirty))
+    folder = build / variant.name
+    try:
+        with staging_dir(build, "export") as staging:
+            digests = extract_package(wheel, f"{project.package}/", staging)  # not the dist-info
+            meta = kernel_metadata(
+                project,
+                variant,
+                namespace,
+                capabilities,
+                major=major,
+                git=git,
+                digest=Digest.of_sha256(digests),
+            )
+            _publish(staging, folder, meta)
+        export_card(project, root, version=major, dirty=bool(git and git.dirty))
+    except OSError as exc:
+        if not disk_full(exc):
+            raise
+        # Named where it was going (build/<variant>/…), not by the private staging folder.
+        shown = Path(exc.filename or folder)
+        parts = shown.relative_to(build).parts if shown.is_relative_to(build) else ()
+        if parts and parts[0].startswith(".kernelwheel-"):
+            shown = folder.joinpath(*parts[1:])
+        raise HubError(
+            f"{shown}: {exc.strerror or exc}", hint=f"{DISK_FULL_HINT} with --hub-layout"
+        ) from None
     return folder
 
 
