@@ -436,3 +436,49 @@ def test_a_link_whose_decoded_name_holds_a_slash_is_no_wheel(tmp_path: Path) -> 
     page.write_text(f'<a href="{name}">x</a><a href="{WHEEL}">w</a>')
     found = list_candidates(PipSources(find_links=(page.as_uri(),)), ["img2gray"])
     assert [c.filename for c in found] == [WHEEL]
+
+
+def test_variants_of_a_whole_index_root_is_refused_before_its_pages_are_read() -> None:
+    """A root linking 600 projects (PyPI's links 600,000): every project page was read, one by
+    one, with no end in sight; it is refused at once, with the project page as the fix."""
+    asked: list[str] = []
+
+    def root(h: BaseHTTPRequestHandler) -> None:
+        asked.append(h.path)
+        h.send_response(200)
+        h.end_headers()
+        if h.path == "/simple/":
+            h.wfile.write("".join(f'<a href="p{i}/">p{i}</a>' for i in range(600)).encode())
+
+    with serve(root) as url, pytest.raises(UsageError) as err:
+        discover(f"{url}/simple/")
+    assert asked == ["/simple/"]
+    assert err.value.message == (
+        f"SOURCE {url}/simple/: the index root links more than 500 pages (a whole index, as "
+        "PyPI's?)"
+    )
+    assert err.value.hint and f"{url}/simple/<project>/" in err.value.hint
+
+
+def test_variants_of_an_index_root_is_read_within_a_deadline_in_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each project page answered within the per-page limit, slowly: the walk had no end."""
+    monkeypatch.setattr(sources, "_ROOT_TIMEOUT", 1, raising=False)
+    asked: list[str] = []
+
+    def slow(h: BaseHTTPRequestHandler) -> None:
+        asked.append(h.path)
+        if h.path != "/simple/":
+            time.sleep(0.3)
+        h.send_response(200)
+        h.end_headers()
+        if h.path == "/simple/":
+            h.wfile.write("".join(f'<a href="p{i}/">p{i}</a>' for i in range(40)).encode())
+
+    with serve(slow) as url, pytest.raises(UsageError) as err:
+        start = time.monotonic()
+        discover(f"{url}/simple/")
+    assert time.monotonic() - start < 3  # before: 40 pages, 12 s
+    assert "the index root was not read whole within 1 s" in err.value.message
+    assert len(asked) < 10
