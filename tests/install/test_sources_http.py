@@ -109,6 +109,35 @@ def test_a_page_that_trickles_in_is_given_up_on_in_bounded_time(
     assert err.value.hint and "server answers" in err.value.hint
 
 
+def test_a_wheel_that_trickles_in_is_given_up_on_at_the_download_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server sending a byte every 0.1 s (every read well within the socket's timeout): the
+    download had no end; KERNELWHEEL_DOWNLOAD_TIMEOUT bounds it in all."""
+    monkeypatch.setenv("KERNELWHEEL_DOWNLOAD_TIMEOUT", "1")
+    with serve(_trickling) as url:
+        start = time.monotonic()
+        with pytest.raises(UsageError) as err:
+            sources.fetch(sources.Candidate(WHEEL, f"{url}/{WHEEL}", None, url), tmp_path)
+        took = time.monotonic() - start
+    assert took < 3  # before: the whole 6 s body was waited for (for ever, with no end)
+    assert err.value.message.startswith(f"{url}/{WHEEL}: not downloaded within 1 s (")
+    assert err.value.hint and "KERNELWHEEL_DOWNLOAD_TIMEOUT" in err.value.hint
+
+
+@pytest.mark.parametrize("value", ["0", "soon", "1e9"])
+def test_an_unusable_download_deadline_is_refused_naming_the_variable(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KERNELWHEEL_DOWNLOAD_TIMEOUT", value)
+    with serve(_trickling) as url, pytest.raises(UsageError) as err:
+        sources.fetch(sources.Candidate(WHEEL, f"{url}/{WHEEL}", None, url), tmp_path)
+    assert err.value.message == (
+        f"KERNELWHEEL_DOWNLOAD_TIMEOUT={value!r} is not a number of seconds (more than 0, at "
+        "most 86400)"
+    )
+
+
 LOGIN = "Basic " + base64.b64encode(b"ci:t0k3n/x").decode()
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
 import time
 import urllib.error
 import urllib.request
@@ -26,6 +25,10 @@ from ..model.sources import PipSources, is_index_url
 from ..wheels.reader import dist_info_entries, parse_metadata
 
 _TIMEOUT = 60  # seconds: a page's whole read, a download's each read
+# A wheel's whole download (the socket's timeout bounds each read alone: a server trickling a
+# byte a minute would hold install for ever); 30 min: 2 GiB at 1.2 MB/s.
+DOWNLOAD_TIMEOUT_VARIABLE = "KERNELWHEEL_DOWNLOAD_TIMEOUT"
+_DOWNLOAD_TIMEOUT = 1800.0
 _PAGE_LIMIT = 64 << 20  # bytes: PyPI's largest simple pages are a few MiB
 _NOT_THERE = (403, 404, 410)  # HTTP codes of a project page an index does not hold
 _METADATA_LIMIT = 1 << 20  # bytes of a local wheel's METADATA read for its Requires-Python
@@ -394,11 +397,39 @@ def fetch(candidate: Candidate, folder: Path) -> Path:
     if candidate.location.startswith("file:"):
         return Path(unquote(urlparse(candidate.location).path))
     target = folder / candidate.filename
+    limit = _download_timeout()
+    deadline = time.monotonic() + limit
     try:
-        with _open(candidate.location) as response:
-            with target.open("wb") as out:
-                shutil.copyfileobj(response, out, 1 << 20)
+        with _open(candidate.location) as response, target.open("wb") as out:
+            while chunk := response.read1(1 << 20):
+                out.write(chunk)
+                if time.monotonic() > deadline:
+                    raise UsageError(
+                        f"{candidate.location}: not downloaded within {limit:g} s "
+                        f"({out.tell()} bytes came)",
+                        hint="check that the server answers; on a slow link, give "
+                        f"{DOWNLOAD_TIMEOUT_VARIABLE} more seconds",
+                    )
     except (OSError, ValueError) as exc:
         hint = f"check the index that listed it ({candidate.source})"
         raise _url_error(exc, candidate.location, "downloaded", hint) from None
     return target
+
+
+def _download_timeout() -> float:
+    """:envvar:`KERNELWHEEL_DOWNLOAD_TIMEOUT` checked (seconds, more than 0, at most a day),
+    else the default."""
+    text = os.environ.get(DOWNLOAD_TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return _DOWNLOAD_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 86400:  # nan fails too
+        raise UsageError(
+            f"{DOWNLOAD_TIMEOUT_VARIABLE}={text!r} is not a number of seconds (more than 0, at "
+            "most 86400)",
+            hint=f"give {DOWNLOAD_TIMEOUT_VARIABLE} a number of seconds such as 600, or unset it",
+        )
+    return value
