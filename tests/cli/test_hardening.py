@@ -402,6 +402,7 @@ def test_a_full_disk_while_the_hub_metadata_is_written_names_it(
     code, _, err = _run(capsys, "dev", str(root), "--cache-dir", str(tmp_path / "c"))
     assert code == 1 and "No space left on device" in err
     assert f"{tmp_path / 'c'}/" in err and "metadata.json: No space" in err, err
+    assert "/hub/build/torch-cpu/metadata.json" in err, err  # not the staging folder's name
     assert not list((tmp_path / "c").rglob(".kernelwheel-*"))  # no staging folder left
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from .. import __version__
@@ -97,10 +98,9 @@ def export_variant(
         major = parse_wheel_name(wheel.name)[1].major
     except ValueError as exc:  # InvalidWheelFilename, InvalidVersion
         raise HubError(f"{wheel}: {exc}", hint="export a wheel kernelwheel built") from None
-    build = root / "build"
-    folder = build / variant.name
+    folder = root / "build" / variant.name
     try:
-        with staging_dir(build, "export") as staging:
+        with _staging(folder) as staging:
             digests = extract_package(wheel, f"{project.package}/", staging)  # not the dist-info
             meta = kernel_metadata(
                 project,
@@ -116,15 +116,28 @@ def export_variant(
     except OSError as exc:
         if not disk_full(exc):
             raise
-        # Named where it was going (build/<variant>/…), not by the private staging folder.
-        shown = Path(exc.filename or folder)
-        parts = shown.relative_to(build).parts if shown.is_relative_to(build) else ()
-        if parts and parts[0].startswith(".kernelwheel-"):
-            shown = folder.joinpath(*parts[1:])
         raise HubError(
-            f"{shown}: {exc.strerror or exc}", hint=f"{DISK_FULL_HINT} with --hub-layout"
+            f"{exc.filename or folder}: {exc.strerror or exc}",
+            hint=f"{DISK_FULL_HINT} with --hub-layout",
         ) from None
     return folder
+
+
+@contextmanager
+def _staging(folder: Path) -> Iterator[Path]:
+    """A staging folder beside ``folder``; an OSError naming a file in it names that file in
+    ``folder``, where it was going (a full disk's error, not the private folder's name)."""
+    made: list[Path] = []
+    try:
+        with staging_dir(folder.parent, "export") as staging:
+            made.append(staging)
+            yield staging
+    except OSError as exc:
+        for staging in made:
+            for attr in ("filename", "filename2"):
+                if (path := Path(getattr(exc, attr) or "")).is_relative_to(staging):
+                    setattr(exc, attr, str(folder / path.relative_to(staging)))
+        raise
 
 
 def write_variant(
@@ -137,8 +150,8 @@ def write_variant(
 ) -> Path:
     """``root/build/<variant>/``: ``files`` (bytes, or files copied; those in ``linked``
     hard-linked where the file system allows) and ``meta`` as metadata.json."""
-    build = root / "build"
-    with staging_dir(build, "export") as staging:
+    folder = root / "build" / variant.name
+    with _staging(folder) as staging:
         for name, data in files.items():
             dest = staging / name
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -148,7 +161,7 @@ def write_variant(
                 continue
             else:
                 shutil.copyfile(data, dest)
-        return _publish(staging, build / variant.name, meta)
+        return _publish(staging, folder, meta)
 
 
 def _linked(src: Path, dest: Path) -> bool:
