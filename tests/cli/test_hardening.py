@@ -402,7 +402,29 @@ def test_a_full_disk_while_the_hub_metadata_is_written_names_it(
     code, _, err = _run(capsys, "dev", str(root), "--cache-dir", str(tmp_path / "c"))
     assert code == 1 and "No space left on device" in err
     assert f"{tmp_path / 'c'}/" in err and "metadata.json: No space" in err, err
+    assert "/hub/build/torch-cpu/metadata.json" in err, err  # not the staging folder's name
     assert not list((tmp_path / "c").rglob(".kernelwheel-*"))  # no staging folder left
+
+
+def test_a_full_disk_in_the_hub_layout_names_the_file_and_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``build --hub-layout`` on a full disk: "<wheel>: cannot read wheel … fix: rebuild the
+    wheel" (a write was taken for a read); it names the layout's file and --hub-layout."""
+    from kernelwheel.wheels import reader
+
+    def full(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(reader, "hashed_copy", full)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    root = write_noarch_project(tmp_path / "n")
+    argv = ["build", str(root), "-o", str(tmp_path / "wh"), "--cache-dir", str(tmp_path / "c")]
+    code, _, err = _run(capsys, *argv, "--hub-layout", str(tmp_path / "hub"))
+    assert code == 9 and "cannot read wheel" not in err, err
+    assert f"{tmp_path / 'hub' / 'build' / 'torch-cpu'}/__init__.py: No space left" in err, err
+    assert "or pass a folder on another one with --hub-layout" in err
+    assert not list((tmp_path / "hub").rglob(".kernelwheel-*"))  # no staging folder left
 
 
 def test_a_build_killed_outright_is_named_by_the_next_build(

@@ -74,6 +74,25 @@ def test_a_shell_glob_that_matched_nothing(
     assert f"{house / 'a.whl'}: no such file" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name", ["k.whl", "k.abi3.so"])
+def test_a_link_that_loops_or_leads_nowhere_is_named_as_such(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``check`` of a link to itself (or of two links to each other) said "no such file" of a
+    file ``ls`` lists."""
+    loop, a, b, dangling = (tmp_path / f"{p}{name}" for p in ("", "a", "b", "d"))
+    loop.symlink_to(loop)
+    a.symlink_to(b)
+    b.symlink_to(a)
+    dangling.symlink_to(tmp_path / "gone.whl")
+    fix = "fix: point it at a wheel or .so file (ls -l shows where it points)"
+    for path, what in ((loop, "loops"), (a, "loops"), (dangling, "points to no file")):
+        assert main(["check", str(path)]) == UsageError.exit_code
+        err = capsys.readouterr().err
+        assert f"{path}: a symbolic link that {what} (-> {path.readlink()})" in err, err
+        assert fix in err and "no such file" not in err
+
+
 def test_a_shell_glob_in_a_folder_that_does_not_exist(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -77,3 +77,34 @@ def test_deeply_nested_metadata_json_rejects_that_variant_only(
     assert "Traceback" not in err
     assert f"{CU128}: not converted" in err and "metadata.json" in err and "nested" in err
     assert len(wheels_in(out)) == 1 and leftovers(out) == []
+
+
+def test_a_full_disk_names_the_wheel_and_the_option_not_the_staging_folder(
+    so_cache: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A full disk while a converted wheel was written said "cannot write <wheel> into
+    <out>/.kernelwheel-to-wheel-…" (a folder the user never made) and no option."""
+    import errno
+    import os
+
+    from kernelwheel.wheels import writer
+
+    def full(*args: object, **kwargs: object) -> object:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(writer, "_write_member", full)
+    repo = HubRepo(tmp_path / "img2gray")
+    repo.set_variants([variant_files(CPU, so_cache=so_cache)])
+    repo.commit("build")
+    out = tmp_path / "out"
+    code = main(["to-wheel", str(repo.root), "1.0", "--revision", "main", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == WheelError.exit_code, err
+    assert "Traceback" not in err and ".kernelwheel-" not in err, err
+    wheel = "img2gray-1.0+torch2.7.cpu.cxx11-cp39-abi3-manylinux_2_28_x86_64.whl"
+    assert f"cannot write {wheel} into {out}: No space left on device" in err, err
+    assert "free space on that disk" in err and "--output-dir" in err, err
+    assert wheels_in(out) == [] and leftovers(out) == []

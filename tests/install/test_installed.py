@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+from packaging.tags import Tag
 from packaging.version import Version
 from support.installkit import NAMESPACE, isolate, kernel_wheel
 from support.runners import Reply, ScriptedRunner, is_torch_probe, torch_probe_reply
@@ -23,6 +24,7 @@ from kernelwheel.install.installed import (
     own_files,
     read_environment,
 )
+from kernelwheel.wheels import WheelSpec, write_wheel
 from kernelwheel.wheels.reader import read_record
 from kernelwheel.wheels.record import Row, format_record, record_hash
 
@@ -241,6 +243,28 @@ def test_dry_run_shows_the_forced_command_first_then_the_pinned_one(
     assert "would be replaced " + VERSION in out and "  before: files sha256 " in out
     (command,) = [line for line in out.splitlines() if "pip" in line and "install" in line]
     assert "--force-reinstall" in shlex.split(command) and target.pip_runs == []
+
+
+def test_a_tvm_ffi_build_alone_is_installed_without_pinning_torch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tvm-ffi build into a venv holding torch: pip's line carried ``torch==2.14.1+cpu``, a
+    requirement on torch the kernel does not have; beside a torch build, torch stays pinned."""
+    isolate(monkeypatch)
+    house = tmp_path / "wh"
+    files = {"img2gray/__init__.py": b""}
+    tag = Tag("cp310", "abi3", "linux_x86_64")
+    deps = ("apache-tvm-ffi<0.2,>=0.1",)
+    write_wheel(WheelSpec("img2gray", "0.1.0+tvmffi0.1.cpu", tag, files, requires_dist=deps), house)
+    kernel_wheel(house, LABEL, name="relu")
+    target = Target(tmp_path, {})
+    assert target.install("img2gray", "-f", str(house), "--dry-run", "--json") == 0
+    (command,) = json.loads(capsys.readouterr().out)["commands"]
+    assert command[-1].startswith("img2gray @ file://") and "tvmffi0.1.cpu-" in command[-1]
+    assert not any(a.startswith("torch") for a in command), command
+    assert target.install("img2gray", "relu", "-f", str(house), "--dry-run", "--json") == 0
+    (command,) = json.loads(capsys.readouterr().out)["commands"]
+    assert command[-1] == "torch==2.14.1+cpu"
 
 
 def test_a_build_pip_did_not_install_is_an_error_not_a_success(

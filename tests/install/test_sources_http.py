@@ -109,6 +109,35 @@ def test_a_page_that_trickles_in_is_given_up_on_in_bounded_time(
     assert err.value.hint and "server answers" in err.value.hint
 
 
+def test_a_wheel_that_trickles_in_is_given_up_on_at_the_download_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server sending a byte every 0.1 s (every read well within the socket's timeout): the
+    download had no end; KERNELWHEEL_DOWNLOAD_TIMEOUT bounds it in all."""
+    monkeypatch.setenv("KERNELWHEEL_DOWNLOAD_TIMEOUT", "1")
+    with serve(_trickling) as url:
+        start = time.monotonic()
+        with pytest.raises(UsageError) as err:
+            sources.fetch(sources.Candidate(WHEEL, f"{url}/{WHEEL}", None, url), tmp_path)
+        took = time.monotonic() - start
+    assert took < 3  # before: the whole 6 s body was waited for (for ever, with no end)
+    assert err.value.message.startswith(f"{url}/{WHEEL}: not downloaded within 1 s (")
+    assert err.value.hint and "KERNELWHEEL_DOWNLOAD_TIMEOUT" in err.value.hint
+
+
+@pytest.mark.parametrize("value", ["0", "soon", "1e9"])
+def test_an_unusable_download_deadline_is_refused_naming_the_variable(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KERNELWHEEL_DOWNLOAD_TIMEOUT", value)
+    with serve(_trickling) as url, pytest.raises(UsageError) as err:
+        sources.fetch(sources.Candidate(WHEEL, f"{url}/{WHEEL}", None, url), tmp_path)
+    assert err.value.message == (
+        f"KERNELWHEEL_DOWNLOAD_TIMEOUT={value!r} is not a number of seconds (more than 0, at "
+        "most 86400)"
+    )
+
+
 LOGIN = "Basic " + base64.b64encode(b"ci:t0k3n/x").decode()
 
 
@@ -436,3 +465,49 @@ def test_a_link_whose_decoded_name_holds_a_slash_is_no_wheel(tmp_path: Path) -> 
     page.write_text(f'<a href="{name}">x</a><a href="{WHEEL}">w</a>')
     found = list_candidates(PipSources(find_links=(page.as_uri(),)), ["img2gray"])
     assert [c.filename for c in found] == [WHEEL]
+
+
+def test_variants_of_a_whole_index_root_is_refused_before_its_pages_are_read() -> None:
+    """A root linking 600 projects (PyPI's links 600,000): every project page was read, one by
+    one, with no end in sight; it is refused at once, with the project page as the fix."""
+    asked: list[str] = []
+
+    def root(h: BaseHTTPRequestHandler) -> None:
+        asked.append(h.path)
+        h.send_response(200)
+        h.end_headers()
+        if h.path == "/simple/":
+            h.wfile.write("".join(f'<a href="p{i}/">p{i}</a>' for i in range(600)).encode())
+
+    with serve(root) as url, pytest.raises(UsageError) as err:
+        discover(f"{url}/simple/")
+    assert asked == ["/simple/"]
+    assert err.value.message == (
+        f"SOURCE {url}/simple/: the index root links more than 500 pages (a whole index, as "
+        "PyPI's?)"
+    )
+    assert err.value.hint and f"{url}/simple/<project>/" in err.value.hint
+
+
+def test_variants_of_an_index_root_is_read_within_a_deadline_in_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each project page answered within the per-page limit, slowly: the walk had no end."""
+    monkeypatch.setattr(sources, "_ROOT_TIMEOUT", 1, raising=False)
+    asked: list[str] = []
+
+    def slow(h: BaseHTTPRequestHandler) -> None:
+        asked.append(h.path)
+        if h.path != "/simple/":
+            time.sleep(0.3)
+        h.send_response(200)
+        h.end_headers()
+        if h.path == "/simple/":
+            h.wfile.write("".join(f'<a href="p{i}/">p{i}</a>' for i in range(40)).encode())
+
+    with serve(slow) as url, pytest.raises(UsageError) as err:
+        start = time.monotonic()
+        discover(f"{url}/simple/")
+    assert time.monotonic() - start < 3  # before: 40 pages, 12 s
+    assert "the index root was not read whole within 1 s" in err.value.message
+    assert len(asked) < 10

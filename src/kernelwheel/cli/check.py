@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -152,6 +154,18 @@ def _refuse_unmatched(paths: list[Path]) -> None:
                 f"no file matched {str(path)!r}",
                 hint=f"{where} (the shell passes a pattern that matches nothing through as it "
                 "is); build or download the wheels first",
+            )
+        if path.is_symlink():  # exists() follows it: a loop, or a link to nowhere
+            try:
+                os.stat(path)
+            except OSError as exc:
+                what = "loops" if exc.errno == errno.ELOOP else "points to no file"
+            else:
+                continue  # its target appeared since
+            raise UsageError(
+                f"{path}: a symbolic link that {what} (-> {os.readlink(path)})",
+                hint="point it at a wheel or .so file (ls -l shows where it points), or pass the "
+                "file itself",
             )
         raise UsageError(f"{path}: no such file", hint="pass existing wheels or .so files")
 

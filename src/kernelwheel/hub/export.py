@@ -7,11 +7,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from .. import __version__
-from .._util import atomic_write, replace_dir, staging_dir
+from .._util import DISK_FULL_HINT, atomic_write, disk_full, replace_dir, staging_dir
 from ..errors import HubError
 from ..model.capability import CudaCapability
 from ..model.card import card_fields, project_card
@@ -97,21 +98,46 @@ def export_variant(
         major = parse_wheel_name(wheel.name)[1].major
     except ValueError as exc:  # InvalidWheelFilename, InvalidVersion
         raise HubError(f"{wheel}: {exc}", hint="export a wheel kernelwheel built") from None
-    build = root / "build"
-    with staging_dir(build, "export") as staging:
-        digests = extract_package(wheel, f"{project.package}/", staging)  # not the dist-info
-        meta = kernel_metadata(
-            project,
-            variant,
-            namespace,
-            capabilities,
-            major=major,
-            git=git,
-            digest=Digest.of_sha256(digests),
-        )
-        folder = _publish(staging, build / variant.name, meta)
-    export_card(project, root, version=major, dirty=bool(git and git.dirty))
+    folder = root / "build" / variant.name
+    try:
+        with _staging(folder) as staging:
+            digests = extract_package(wheel, f"{project.package}/", staging)  # not the dist-info
+            meta = kernel_metadata(
+                project,
+                variant,
+                namespace,
+                capabilities,
+                major=major,
+                git=git,
+                digest=Digest.of_sha256(digests),
+            )
+            _publish(staging, folder, meta)
+        export_card(project, root, version=major, dirty=bool(git and git.dirty))
+    except OSError as exc:
+        if not disk_full(exc):
+            raise
+        raise HubError(
+            f"{exc.filename or folder}: {exc.strerror or exc}",
+            hint=f"{DISK_FULL_HINT} with --hub-layout",
+        ) from None
     return folder
+
+
+@contextmanager
+def _staging(folder: Path) -> Iterator[Path]:
+    """A staging folder beside ``folder``; an OSError naming a file in it names that file in
+    ``folder``, where it was going (a full disk's error, not the private folder's name)."""
+    made: list[Path] = []
+    try:
+        with staging_dir(folder.parent, "export") as staging:
+            made.append(staging)
+            yield staging
+    except OSError as exc:
+        for staging in made:
+            for attr in ("filename", "filename2"):
+                if (path := Path(getattr(exc, attr) or "")).is_relative_to(staging):
+                    setattr(exc, attr, str(folder / path.relative_to(staging)))
+        raise
 
 
 def write_variant(
@@ -124,8 +150,8 @@ def write_variant(
 ) -> Path:
     """``root/build/<variant>/``: ``files`` (bytes, or files copied; those in ``linked``
     hard-linked where the file system allows) and ``meta`` as metadata.json."""
-    build = root / "build"
-    with staging_dir(build, "export") as staging:
+    folder = root / "build" / variant.name
+    with _staging(folder) as staging:
         for name, data in files.items():
             dest = staging / name
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +161,7 @@ def write_variant(
                 continue
             else:
                 shutil.copyfile(data, dest)
-        return _publish(staging, build / variant.name, meta)
+        return _publish(staging, folder, meta)
 
 
 def _linked(src: Path, dest: Path) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._util import RUNNER, Runner, output_dir, publish, staging_dir
+from .._util import DISK_FULL_HINT, RUNNER, Runner, output_dir, publish, staging_dir
 from ..errors import AbiError, HubError, KernelwheelError, VariantError, WheelError
 from ..log import Reporter, SilentReporter, step
 from ..model.variant import OS, LocalVersionStyle, Variant
@@ -297,7 +297,9 @@ class _Conversion:
                 )
                 spec = prepared.spec
                 wheel = write_wheel(
-                    spec, staging(wheel_filename(spec.name, spec.version, spec.tag))
+                    spec,
+                    staging(wheel_filename(spec.name, spec.version, spec.tag)),
+                    shown=req.output_dir,
                 )
                 detail.append(wheel.name)
                 try:
@@ -308,6 +310,8 @@ class _Conversion:
         except Unconvertible as exc:
             return Rejected(folder, str(exc), HubError.exit_code)
         except WheelError as exc:
+            if exc.hint == DISK_FULL_HINT:
+                exc.hint += " with --output-dir"
             return Rejected(folder, f"cannot write the wheel: {exc}", exc.exit_code)
         if variant.noarch:
             abi = "not checked (noarch)"

@@ -211,12 +211,18 @@ def pinned_requirement(project: str, candidate: Candidate, sha256: str | None) -
 
 
 def pip_command(
-    target: Target, pins: Sequence[str], sources: PipSources, *, force: bool = False
+    target: Target,
+    pins: Sequence[str],
+    sources: PipSources,
+    *,
+    force: bool = False,
+    torch: bool = True,
 ) -> list[str]:
     """The pip run installing ``pins`` (direct references with their hashes, so pip can neither
     choose another build nor accept other bytes) with ``torch==<installed>``, so a dependency that
     needs another torch fails instead of replacing it; a forced run (a build of the installed
-    version) gets ``--no-deps`` and no torch pin (docs/install.md, "Selection", step 6)."""
+    version) gets ``--no-deps`` and no torch pin, nor does one of builds that need no torch
+    (``torch``: False, tvm-ffi builds only) (docs/install.md, "Selection", step 6)."""
     # The target's own pip if it has one; else this pip, pointed at the target (pip >= 22.3).
     if target.has_pip:
         cmd = [str(target.python), "-m", "pip", "install"]
@@ -228,7 +234,7 @@ def pip_command(
     # the find-links absolute, so the printed command runs from anywhere
     links = tuple(ln if "://" in ln else str(Path(ln).resolve()) for ln in sources.find_links)
     cmd += dataclasses.replace(sources, find_links=links).pip_args()
-    if force or target.torch_dist is None:  # no torch: none to keep (tvm-ffi builds only)
+    if force or not torch or target.torch_dist is None:  # no torch: none to keep
         return [*cmd, *pins]
     return [*cmd, *pins, f"torch=={target.torch_dist}"]
 
@@ -284,7 +290,8 @@ def install(request: InstallRequest, runner: Runner = RUNNER) -> InstallResult:
             f"torch changed from {target.torch_dist or 'none'} to {after.torch or 'none'} "
             "during the install",
             hint="report this: the torch pin (a forced run: --no-deps) should have prevented it; "
-            "where there was no torch, a build's requirement pulled it in",
+            "where there was none (no torch, or tvm-ffi builds only), a build's requirement "
+            "changed it",
         )
     for pick in picks:
         _read_back(pick, after.builds.get(pick.selection.project), target)
@@ -303,9 +310,21 @@ def _commands(
     """The forced run (builds of an installed version) first, then the pinned one."""
     commands = []
     for force, actions in ((True, ("reinstall",)), (False, ("install", "replace"))):
-        if pins := [p.pin for p in picks if p.action in actions]:
-            commands.append(tuple(pip_command(target, pins, request.sources, force=force)))
+        if run := [p for p in picks if p.action in actions]:
+            # a tvm-ffi build needs no torch: pinning the installed one would make it a
+            # requirement of the run (pip resolves torch and its index) for nothing
+            torch = any(_needs_torch(p.filename) for p in run)
+            pins = [p.pin for p in run]
+            commands.append(
+                tuple(pip_command(target, pins, request.sources, force=force, torch=torch))
+            )
     return tuple(commands)
+
+
+def _needs_torch(filename: str) -> bool:
+    """Whether the build loads torch: any but a tvm-ffi build (kept as before where unlabelled)."""
+    variant = variant_of_wheel(filename)
+    return variant is None or variant.tvm_ffi is None
 
 
 def _read_back(pick: Pick, found: Installed | None, target: Target) -> None:

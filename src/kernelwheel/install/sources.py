@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
 import time
 import urllib.error
 import urllib.request
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from http.client import HTTPResponse
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import unquote, urldefrag, urljoin, urlparse, urlsplit, urlunsplit
 
 from packaging.utils import canonicalize_name
@@ -25,9 +25,17 @@ from ..model.sources import PipSources, is_index_url
 from ..wheels.reader import dist_info_entries, parse_metadata
 
 _TIMEOUT = 60  # seconds: a page's whole read, a download's each read
+# A wheel's whole download (the socket's timeout bounds each read alone: a server trickling a
+# byte a minute would hold install for ever); 30 min: 2 GiB at 1.2 MB/s.
+DOWNLOAD_TIMEOUT_VARIABLE = "KERNELWHEEL_DOWNLOAD_TIMEOUT"
+_DOWNLOAD_TIMEOUT = 1800.0
 _PAGE_LIMIT = 64 << 20  # bytes: PyPI's largest simple pages are a few MiB
 _NOT_THERE = (403, 404, 410)  # HTTP codes of a project page an index does not hold
 _METADATA_LIMIT = 1 << 20  # bytes of a local wheel's METADATA read for its Requires-Python
+# An index root's walk (``variants``): pages read at most, and seconds in all. A kernelwheel
+# site's root links a few dozen; PyPI's links 600,000 projects, PyTorch's /whl/ thousands.
+_ROOT_PAGES = 500
+_ROOT_TIMEOUT = 300
 
 
 @dataclass(frozen=True)
@@ -308,7 +316,8 @@ def discover(location: str) -> list[Candidate]:
             return _from_folder(folder, option)
     url = location if location.endswith("/") or location.endswith(".html") else location + "/"
     base, page = _read_page(url, option, missing_ok=False) or (url, "")
-    return list(_from_page(base, page)) or _unique(_from_root(base, page, option, levels=2))
+    walk = _Walk(base, _ROOT_PAGES, time.monotonic() + _ROOT_TIMEOUT)
+    return list(_from_page(base, page)) or _unique(walk.read(base, page, levels=2))
 
 
 def site_root_hint(indexes: Sequence[str]) -> str | None:
@@ -331,18 +340,40 @@ def site_root_hint(indexes: Sequence[str]) -> str | None:
     return None
 
 
-def _from_root(url: str, page: str, option: str, *, levels: int) -> list[Candidate]:
-    """The wheels of the pages a root index links on its own host; a folder link with no wheel is
-    read as a root in turn, ``levels`` deep (a kernelwheel site's root links its indexes)."""
-    found: list[Candidate] = []
-    for sub, _ in _links(url, page):
-        if urlparse(sub).netloc == urlparse(url).netloc and not sub.endswith(".whl"):
-            sub, text = _read_page(sub, option, missing_ok=True) or (sub, "")
+@dataclass
+class _Walk:
+    """The pages of an index root (``root``), read ``left`` at most, before ``deadline``."""
+
+    root: str
+    left: int
+    deadline: float
+
+    def read(self, url: str, page: str, *, levels: int) -> list[Candidate]:
+        """The wheels of the pages ``page`` links on its own host; a folder link with no wheel is
+        read as a root in turn, ``levels`` deep (a kernelwheel site's root links its indexes)."""
+        host = urlparse(url).netloc
+        subs = [s for s, _ in _links(url, page) if urlparse(s).netloc == host]
+        subs = [s for s in subs if not s.endswith(".whl")]
+        self.left -= len(subs)  # refused before any is read: PyPI's would take hours
+        if self.left < 0:
+            self._refuse(f"links more than {_ROOT_PAGES} pages")
+        found: list[Candidate] = []
+        for sub in subs:
+            if time.monotonic() > self.deadline:
+                self._refuse(f"was not read whole within {_ROOT_TIMEOUT} s")
+            sub, text = _read_page(sub, "SOURCE", missing_ok=True) or (sub, "")
             wheels = list(_from_page(sub, text))
             if not wheels and levels > 1 and sub.endswith("/"):
-                wheels = _from_root(sub, text, option, levels=levels - 1)
+                wheels = self.read(sub, text, levels=levels - 1)
             found += wheels
-    return found
+        return found
+
+    def _refuse(self, what: str) -> NoReturn:
+        raise UsageError(
+            f"SOURCE {self.root}: the index root {what} (a whole index, as PyPI's?)",
+            hint="pass the page of the project whose builds you want "
+            f"({self.root.rstrip('/')}/<project>/)",
+        )
 
 
 def _unique(found: list[Candidate]) -> list[Candidate]:
@@ -366,11 +397,39 @@ def fetch(candidate: Candidate, folder: Path) -> Path:
     if candidate.location.startswith("file:"):
         return Path(unquote(urlparse(candidate.location).path))
     target = folder / candidate.filename
+    limit = _download_timeout()
+    deadline = time.monotonic() + limit
     try:
-        with _open(candidate.location) as response:
-            with target.open("wb") as out:
-                shutil.copyfileobj(response, out, 1 << 20)
+        with _open(candidate.location) as response, target.open("wb") as out:
+            while chunk := response.read1(1 << 20):
+                out.write(chunk)
+                if time.monotonic() > deadline:
+                    raise UsageError(
+                        f"{candidate.location}: not downloaded within {limit:g} s "
+                        f"({out.tell()} bytes came)",
+                        hint="check that the server answers; on a slow link, give "
+                        f"{DOWNLOAD_TIMEOUT_VARIABLE} more seconds",
+                    )
     except (OSError, ValueError) as exc:
         hint = f"check the index that listed it ({candidate.source})"
         raise _url_error(exc, candidate.location, "downloaded", hint) from None
     return target
+
+
+def _download_timeout() -> float:
+    """:envvar:`KERNELWHEEL_DOWNLOAD_TIMEOUT` checked (seconds, more than 0, at most a day),
+    else the default."""
+    text = os.environ.get(DOWNLOAD_TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return _DOWNLOAD_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 86400:  # nan fails too
+        raise UsageError(
+            f"{DOWNLOAD_TIMEOUT_VARIABLE}={text!r} is not a number of seconds (more than 0, at "
+            "most 86400)",
+            hint=f"give {DOWNLOAD_TIMEOUT_VARIABLE} a number of seconds such as 600, or unset it",
+        )
+    return value

@@ -18,6 +18,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from .._util import disk_full
 from ..errors import VariantError, WheelError
 from ..model.names import name_warning, shadowing
 from ..model.variant import variant_of_wheel
@@ -73,7 +74,9 @@ def extract_package(path: Path, prefix: str, dest: Path) -> dict[str, bytes]:
     """Unpack the members of the wheel ``path`` under ``prefix`` (``<package>/``) into ``dest``,
     each streamed in 1 MiB chunks and hashed in the same pass, never whole in memory; every one
     must match its RECORD row (hash and size). Returns each file's path below ``prefix`` -> its
-    raw sha256 digest. Raises WheelError naming the member that does not match."""
+    raw sha256 digest. Raises WheelError naming the member that does not match; a full disk, the
+    OSError naming the file of ``dest`` being written."""
+    target = dest
     try:
         with zipfile.ZipFile(path) as zf:
             record_name = next(iter(dist_info_entries(zf.namelist(), "RECORD")), None)
@@ -105,6 +108,8 @@ def extract_package(path: Path, prefix: str, dest: Path) -> dict[str, bytes]:
                 digests[name[len(prefix) :]] = digest
             return digests
     except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        if isinstance(exc, OSError) and disk_full(exc):  # a write's: no fault of the wheel
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
         raise WheelError(f"{path}: cannot read wheel: {exc}", hint="rebuild the wheel") from None
 
 

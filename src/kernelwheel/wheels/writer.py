@@ -264,8 +264,11 @@ def _zipinfo(
     return info
 
 
-def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Path:
-    """Write the wheel into out_dir atomically and return its path.
+def write_wheel(
+    spec: WheelSpec, out_dir: Path, *, compress: bool = True, shown: Path | None = None
+) -> Path:
+    """Write the wheel into out_dir atomically and return its path; ``shown``: the folder an
+    error names instead (where a wheel written into a staging folder will be published).
 
     ``compress=False`` stores every member: for an intermediate wheel that auditwheel unpacks and
     zips again anyway (deflating a multi-megabyte object twice costs a tenth of a second or more
@@ -300,7 +303,7 @@ def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Pat
     except OSError as exc:  # e.g. a name the file system refuses (ENAMETOOLONG), a full disk
         hint = DISK_FULL_HINT if disk_full(exc) else "check the folder"
         raise WheelError(
-            f"cannot write {final.name} into {out_dir}: {exc.strerror or exc}",
+            f"cannot write {final.name} into {shown or out_dir}: {exc.strerror or exc}",
             hint="shorten the name or version" if len(final.name) > 255 else hint,
         ) from None
     return final
