@@ -1,15 +1,7 @@
-"""Thin ELF helpers: what the ABI rules need from one shared object.
-
-Reads the dynamic section (DT_NEEDED, DT_SONAME), the dynamic symbol table with each symbol's
-GNU version (``.gnu.version`` indexes into ``.gnu.version_r``), and the PT_GNU_STACK segment.
-Policy logic lives elsewhere.
-
-The common case (a well-formed ELF32/ELF64 object of a known machine) is read directly with
-:mod:`struct`; anything else (extended section numbering, unknown machines, Solaris objects,
-truncated or odd tables) goes to pyelftools, which is then imported, and whose reading is the
-reference the fast path is tested against. The fast path is ~20x quicker and spares the ~40 ms
-import of pyelftools, per process.
-"""
+"""Thin ELF helpers: DT_NEEDED, DT_SONAME, the dynamic symbols with their GNU versions and
+PT_GNU_STACK of one shared object. A well-formed object of a known machine is read with
+:mod:`struct` (~20x quicker, and spares the ~40 ms import of pyelftools); anything else goes to
+pyelftools, the reference the fast path is tested against."""
 
 from __future__ import annotations
 
@@ -44,7 +36,7 @@ ARCHES: dict[tuple[str, int, bool | None], str] = {
 
 
 class NotElfError(ValueError):
-    """The file is not an ELF object pyelftools can read."""
+    pass
 
 
 @dataclass(frozen=True)
@@ -74,8 +66,7 @@ def is_elf(head: bytes) -> bool:
 
 
 def read_elf(path: str | os.PathLike[str], data: bytes | None = None) -> ElfInfo:
-    """Read what the ABI rules need, from ``data`` when given (``path`` then only names it).
-    Raises NotElfError for a file that is not ELF."""
+    """Read ``path``, or ``data`` when given (``path`` then only names it). Raises NotElfError."""
     p = Path(path)
     if data is not None:
         try:
@@ -92,7 +83,6 @@ def read_elf(path: str | os.PathLike[str], data: bytes | None = None) -> ElfInfo
 
 
 def _read_reference(p: Path, stream: BinaryIO) -> ElfInfo:
-    """pyelftools' reading: the fallback for what the fast path does not handle."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
 
@@ -127,8 +117,6 @@ _VERSYM_RESERVED = (0, 1, 0xFF00, 0xFF01)  # VER_NDX_LOCAL/GLOBAL/LORESERVE/ELIM
 
 
 def _read_fast(data: bytes | mmap.mmap) -> ElfInfo:
-    """The same reading as :func:`_read` on pyelftools, for well-formed objects; raises
-    _Unusual for anything else."""
     try:
         return _parse(data)
     except (struct.error, IndexError, ValueError, ZeroDivisionError):
@@ -203,16 +191,13 @@ def _parse(data: bytes | mmap.mmap) -> ElfInfo:
     if dynsym is not None:
         _, offset, size, link, _, entsize = dynsym
         sym = struct.Struct(e + ("IBBHQQ" if is64 else "IIIBBH"))
+        info_at, shndx_at = (1, 3) if is64 else (3, 5)  # st_name is first in both layouts
         for index in range(1, size // entsize):
             fields = sym.unpack_from(data, offset + index * entsize)
-            if is64:
-                name_off, st_info, _, shndx, _, _ = fields
-            else:
-                name_off, _, _, st_info, _, shndx = fields
-            name = string(link, name_off)
-            if not name or st_info >> 4 == _STB_LOCAL:
+            name = string(link, fields[0])
+            if not name or fields[info_at] >> 4 == _STB_LOCAL:
                 continue
-            defined = shndx != 0
+            defined = fields[shndx_at] != 0
             ndx = None
             if versym is not None and not defined:
                 (ndx,) = struct.unpack_from(e + "H", data, versym[1] + index * versym[5])

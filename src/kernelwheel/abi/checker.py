@@ -39,6 +39,7 @@ from .policy import (
     newest,
     normalize_policy,
     parse_platform_tag,
+    policy_for,
     split_version,
 )
 from .report import Rule, SoReport, Violation, WheelReport
@@ -161,8 +162,7 @@ def check_shared_object(
 
 @dataclass(frozen=True)
 class _Rules:
-    """What every shared object of one check is judged against (check_shared_object's
-    arguments, or what check_wheel read from the wheel's name)."""
+    """What every shared object of one check is judged against."""
 
     policy: str  # its name without an arch (normalize_policy)
     python_floor: tuple[int, int] | None
@@ -316,12 +316,12 @@ def _needed_libs(
         if lib.startswith("ld-linux") or lib in ("ld64.so.1", "ld64.so.2"):
             continue  # the dynamic loader itself
         forbidden = libs.forbidden_reason(lib)
-        if forbidden is None and policy is not None and lib in policy.whitelist:
-            continue
-        if forbidden is None and (libs.provided_by(lib) is not None or lib in provided):
-            continue
         if forbidden is not None:
             message, fix = f"{lib} must not be needed by a kernel wheel", forbidden
+        elif policy is not None and lib in policy.whitelist:
+            continue
+        elif libs.provided_by(lib) is not None or lib in provided:
+            continue
         else:
             message = (
                 f"{lib} is not a {base} system library, not a torch/CUDA library, "
@@ -527,12 +527,7 @@ def check_wheel(
     path = Path(wheel_path)
     tags = read_wheel_tags(path.name)
     target = policy if policy is not None else (tags.claimed_policy or DEFAULT_POLICY)
-    base, policy_arch = normalize_policy(target)
-    if policy_arch is not None and tags.arch is not None and policy_arch != tags.arch:
-        raise UsageError(
-            f"policy {target!r} is for {policy_arch}, but {path.name} is {tags.arch}",
-            hint=f"pass the policy without an arch suffix, e.g. {base!r}",
-        )
+    base, policy_arch = policy_for(target, tags.arch, path.name)
     arch = tags.arch or policy_arch
     py = tags.python_abi if python_abi == FROM_TAG else python_abi
     abi = tags.cxxabi if cxxabi == FROM_TAG else cxxabi

@@ -62,17 +62,10 @@ def read_linkage(path: Path) -> GpuLinkage:
                     ]
         except (ELFError, struct.error, ValueError, OSError) as exc:
             raise NotElfError(f"{path}: not a readable ELF object ({exc})") from None
-    return linkage_of(tuple(needed), tuple(sections))
-
-
-def linkage_of(needed: tuple[str, ...], sections: tuple[str, ...]) -> GpuLinkage:
-    """The linkage shown by DT_NEEDED libraries ``needed`` and section names ``sections``."""
     evidence: list[tuple[str, str]] = []
     major: int | None = None
     for runtime, rule in load_kernel_libraries().gpu_runtimes.items():
-        for soname in needed:
-            if not rule.needs(soname):
-                continue
+        for soname in filter(rule.needs, needed):
             evidence.append((runtime, f"needs {soname}"))
             if rule.cuda_runtime is not None and fnmatch.fnmatchcase(soname, rule.cuda_runtime):
                 first = soname.removeprefix(rule.cuda_runtime.rstrip("*")).split(".")[0]
