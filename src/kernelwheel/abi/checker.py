@@ -515,15 +515,12 @@ def check_wheel(
     members: Mapping[str, bytes] | None = None,
     torch_stable_abi: bool | str = FROM_TAG,
 ) -> WheelReport:
-    """Check every ELF file in a wheel, and (``integrity``) the wheel's RECORD and entries.
-
-    ``policy``: None means the strictest one the platform tags claim (manylinux_2_28 for
-    linux_*). ``python_abi``/``cxxabi``/``torch_stable_abi``: by default from the file name
-    (cp3X-abi3; cxx11/cxx98 or ``.stable`` in the local version; a rule the name is silent on is
-    skipped); a value overrides, None skips. On a Linux-tagged wheel a ``*.so`` entry that is
-    not ELF, or is a symlink entry, violates the ELF rule. ``members`` (archive name -> bytes):
-    the files the caller just wrote (to-wheel), not read back, and no RECORD rule.
-    """
+    """Check every ELF file in a wheel, and (``integrity``) its RECORD and entries. ``policy``:
+    None means the strictest the platform tags claim (manylinux_2_28 for linux_*).
+    ``python_abi``/``cxxabi``/``torch_stable_abi``: by default from the file name (a rule it is
+    silent on is skipped); a value overrides, None skips. On a Linux-tagged wheel a ``*.so``
+    entry that is not ELF, or is a symlink entry, violates the ELF rule. ``members`` (archive
+    name -> bytes): the files to-wheel just wrote, not read back, and no RECORD rule."""
     path = Path(wheel_path)
     tags = read_wheel_tags(path.name)
     target = policy if policy is not None else (tags.claimed_policy or DEFAULT_POLICY)

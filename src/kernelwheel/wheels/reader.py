@@ -327,11 +327,9 @@ def _own_names(
     own = {canonicalize_name(dist)}
     out: list[IntegrityProblem] = []
     member = f"{info}/{TOP_LEVEL}"
-    if member not in wheel.namelist():
-        return frozenset(own), out
     try:
         declared = wheel.read(member).decode("utf-8").split()
-    except (UnicodeDecodeError, *_UNREADABLE):
+    except (KeyError, UnicodeDecodeError, *_UNREADABLE):  # KeyError: no top_level.txt
         declared = []
     rebuild = "a kernel wheel installs only its own package: rebuild it from its project"
     for top in declared:

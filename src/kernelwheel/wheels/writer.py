@@ -262,11 +262,8 @@ def _zipinfo(
 
 
 def write_wheel(spec: WheelSpec, out_dir: Path, *, compress: bool = True) -> Path:
-    """Write the wheel into out_dir atomically and return its path.
-
-    ``compress=False`` stores every member: for an intermediate wheel that auditwheel unpacks and
-    zips again anyway (deflating a multi-megabyte object twice costs a tenth of a second or more
-    per build)."""
+    """Write the wheel into out_dir atomically and return its path. ``compress=False`` stores
+    every member: for an intermediate wheel that auditwheel unpacks and zips again anyway."""
     _validate(spec)
     dist_info = dist_info_dir(spec.name, spec.version)
     entries: list[tuple[str, Member]] = sorted(spec.files.items())
