@@ -49,17 +49,14 @@ def read_linkage(path: Path) -> GpuLinkage:
             raise NotElfError(f"{path}: not an ELF object")
         f.seek(0)
         try:
-            elf = ELFFile(f)
-            sections: list[str] = []
-            needed: list[str] = []
-            for section in elf.iter_sections():
-                sections.append(section.name)
-                if isinstance(section, DynamicSection):
-                    needed += [
-                        str(getattr(tag, "needed"))  # noqa: B009 - set dynamically
-                        for tag in section.iter_tags()
-                        if tag.entry.d_tag == "DT_NEEDED"
-                    ]
+            sections = list(ELFFile(f).iter_sections())
+            needed = [
+                str(getattr(tag, "needed"))  # noqa: B009 - set dynamically
+                for section in sections
+                if isinstance(section, DynamicSection)
+                for tag in section.iter_tags()
+                if tag.entry.d_tag == "DT_NEEDED"
+            ]
         except (ELFError, struct.error, ValueError, OSError) as exc:
             raise NotElfError(f"{path}: not a readable ELF object ({exc})") from None
     evidence: list[tuple[str, str]] = []
@@ -70,5 +67,7 @@ def read_linkage(path: Path) -> GpuLinkage:
             if rule.cuda_runtime is not None and fnmatch.fnmatchcase(soname, rule.cuda_runtime):
                 first = soname.removeprefix(rule.cuda_runtime.rstrip("*")).split(".")[0]
                 major = int(first) if first.isdigit() else major
-        evidence += [(runtime, f"has section {s}") for s in sections if s in rule.sections]
+        evidence += [
+            (runtime, f"has section {s.name}") for s in sections if s.name in rule.sections
+        ]
     return GpuLinkage(tuple(evidence), major)
