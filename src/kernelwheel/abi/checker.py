@@ -338,7 +338,6 @@ def _needed_libs(
 
 def _python_abi(info: ElfInfo, name: str, floor: tuple[int, int]) -> list[Violation]:
     stable = load_stable_abi()
-    floor_str = f"{floor[0]}.{floor[1]}"
     out: list[Violation] = []
     for sym in info.symbols:
         if sym.defined or not is_python_symbol(sym.name):
@@ -364,7 +363,7 @@ def _python_abi(info: ElfInfo, name: str, floor: tuple[int, int]) -> list[Violat
             since, message, fix = (
                 item.added_str,
                 f"{sym.name} joined the stable ABI in Python {item.added_str}, but the "
-                f"wheel's abi3 tag promises Python {floor_str}",
+                f"wheel's abi3 tag promises Python {floor[0]}.{floor[1]}",
                 f"tag the wheel cp{item.added[0]}{item.added[1]}-abi3 (build with "
                 f"Py_LIMITED_API=0x{item.added[0]:02X}{item.added[1]:02X}0000), or avoid "
                 f"{sym.name}",

@@ -65,9 +65,8 @@ class ManylinuxPolicy:
         return f"{self.name}_{self.arch}"
 
     def allows(self, version_name: str) -> bool:
-        """Whether an undefined symbol bound to ``version_name`` (e.g. "GLIBC_2.32") complies.
-        Versions of libraries the policy does not cap (e.g. a torch library's own) always do, as in
-        auditwheel."""
+        """Whether an import bound to ``version_name`` ("GLIBC_2.32") complies; versions of a
+        library the policy does not cap (a torch library's own) always do, as in auditwheel."""
         prefix, version = split_version(version_name)
         allowed = self.symbol_versions.get(prefix)
         return allowed is None or version in allowed
