@@ -21,22 +21,25 @@ if TYPE_CHECKING:
 
 ELF_MAGIC = b"\x7fELF"
 
-# (e_machine, ELF class, little endian or None for either) -> wheel platform arch name.
-ARCHES: dict[tuple[str, int, bool | None], str] = {
-    ("EM_X86_64", 64, None): "x86_64",
-    ("EM_386", 32, None): "i686",
-    ("EM_AARCH64", 64, None): "aarch64",
-    ("EM_PPC64", 64, True): "ppc64le",
-    ("EM_PPC64", 64, False): "ppc64",
-    ("EM_S390", 64, None): "s390x",
-    ("EM_ARM", 32, None): "armv7l",
-    ("EM_RISCV", 64, None): "riscv64",
-    ("EM_LOONGARCH", 64, None): "loongarch64",
-}
+# e_machine (its number and pyelftools' name), ELF class, little endian (None: either) -> the
+# wheel platform arch name.
+_MACHINE_TABLE: tuple[tuple[int, str, int, bool | None, str], ...] = (
+    (62, "EM_X86_64", 64, None, "x86_64"),
+    (3, "EM_386", 32, None, "i686"),
+    (183, "EM_AARCH64", 64, None, "aarch64"),
+    (21, "EM_PPC64", 64, True, "ppc64le"),
+    (21, "EM_PPC64", 64, False, "ppc64"),
+    (22, "EM_S390", 64, None, "s390x"),
+    (40, "EM_ARM", 32, None, "armv7l"),
+    (243, "EM_RISCV", 64, None, "riscv64"),
+    (258, "EM_LOONGARCH", 64, None, "loongarch64"),
+)
+ARCHES = {(name, bits, little): arch for _, name, bits, little, arch in _MACHINE_TABLE}
+_MACHINES = {number: name for number, name, *_ in _MACHINE_TABLE}
 
 
 class NotElfError(ValueError):
-    pass
+    """The file is not an ELF object pyelftools can read."""
 
 
 @dataclass(frozen=True)
@@ -96,16 +99,6 @@ class _Unusual(Exception):
     """Something the fast reader leaves to pyelftools (which reads it or says why not)."""
 
 
-_MACHINES = {
-    62: "EM_X86_64",
-    3: "EM_386",
-    183: "EM_AARCH64",
-    21: "EM_PPC64",
-    22: "EM_S390",
-    40: "EM_ARM",
-    243: "EM_RISCV",
-    258: "EM_LOONGARCH",
-}
 _ELFOSABI_SOLARIS = 6
 _SHT_STRTAB, _SHT_DYNAMIC, _SHT_DYNSYM = 3, 6, 11
 _SHT_GNU_VERNEED, _SHT_GNU_VERSYM = 0x6FFFFFFE, 0x6FFFFFFF
