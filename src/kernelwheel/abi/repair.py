@@ -155,9 +155,7 @@ def repair_wheel(
         # The ELF files auditwheel added: the checker reports on every ELF file of a wheel.
         grafted = tuple(sorted({o.file for o in after.objects} - {o.file for o in before.objects}))
         for member in grafted:
-            name = Path(member).name
-            match = _GRAFTED_NAME.match(name)
-            original = f"{match['stem']}{match['ext']}" if match else name
+            original = _GRAFTED_NAME.sub(r"\g<stem>\g<ext>", Path(member).name)
             if libs.provided_by(original) is not None:
                 raise AbiError(
                     f"auditwheel grafted {original} ({member}) into {repaired.name} although "
