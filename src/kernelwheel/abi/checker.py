@@ -543,19 +543,17 @@ def check_wheel(
         n for member_name, info in elves for n in (info.soname, Path(member_name).name) if n
     )
     rules = _Rules(base, floor, abi, arch, stable)
-    reports: list[SoReport] = []
-    for member_name, info in elves:
-        report = _check_elf(info, member_name, rules, shipped)
-        if tags.arch is None and tags.platforms:
-            platform = ".".join(tags.platforms)
-            cause = (
-                f"the wheel's platform tag ({platform}) says it has no native code, but it ships "
-                "this ELF file"
-            )
-            fix = "tag the wheel linux_<arch> (then repair it to manylinux)"
-            extra = Violation(Rule.ELF, member_name, platform, None, cause, fix)
-            report = dataclasses.replace(report, violations=(extra, *report.violations))
-        reports.append(report)
+    reports = [_check_elf(info, member_name, rules, shipped) for member_name, info in elves]
+    if tags.arch is None and tags.platforms:
+        platform = ".".join(tags.platforms)
+        cause = (
+            f"the wheel's platform tag ({platform}) says it has no native code, but it ships "
+            "this ELF file"
+        )
+        fix = "tag the wheel linux_<arch> (then repair it to manylinux)"
+        for i, report in enumerate(reports):
+            extra = Violation(Rule.ELF, report.file, platform, None, cause, fix)
+            reports[i] = dataclasses.replace(report, violations=(extra, *report.violations))
     reports += bad_objects
     declared, declared_at = declared_floor(_requires_dist(path, members))
     return WheelReport(
