@@ -196,13 +196,10 @@ def _parse(data: bytes | mmap.mmap) -> ElfInfo:
                 (ndx,) = struct.unpack_from(e + "H", data, versym[1] + index * versym[5])
             symbols.append((name, defined, None if ndx in _VERSYM_RESERVED else ndx))
 
-    exec_stack = True  # without PT_GNU_STACK the loader assumes an executable stack
-    for i in range(phnum):
-        at = phoff + i * phentsize
-        p_type, p_flags = struct.unpack_from(e + ("II" if is64 else "I20xI"), data, at)
-        if p_type == _PT_GNU_STACK:
-            exec_stack = bool(p_flags & _PF_X)
-            break
+    ph = struct.Struct(e + ("II" if is64 else "I20xI"))  # (p_type, p_flags)
+    segments = (ph.unpack_from(data, phoff + i * phentsize) for i in range(phnum))
+    # Without PT_GNU_STACK the loader assumes an executable stack.
+    exec_stack = bool(next((f for t, f in segments if t == _PT_GNU_STACK), _PF_X) & _PF_X)
 
     bits, little = 64 if is64 else 32, data[5] == 1
     return _info(machine, bits, little, soname, needed, needs, symbols, exec_stack)
@@ -247,11 +244,8 @@ def _read(elf: ELFFile) -> ElfInfo:
             ndx = versym.get_symbol(index)["ndx"] if versym is not None and not defined else None
             symbols.append((str(sym.name), defined, ndx if isinstance(ndx, int) else None))
 
-    exec_stack = True  # without PT_GNU_STACK the loader assumes an executable stack
-    for segment in elf.iter_segments():
-        if segment["p_type"] == "PT_GNU_STACK":
-            exec_stack = bool(segment["p_flags"] & P_FLAGS.PF_X)
-            break
+    stack = (s["p_flags"] for s in elf.iter_segments() if s["p_type"] == "PT_GNU_STACK")
+    exec_stack = bool(next(stack, P_FLAGS.PF_X) & P_FLAGS.PF_X)  # none: the loader's default
 
     machine, bits, little = str(elf["e_machine"]), elf.elfclass, elf.little_endian
     return _info(machine, bits, little, soname, needed, needs, symbols, exec_stack)
