@@ -39,6 +39,7 @@ from .policy import (
     newest,
     normalize_policy,
     parse_platform_tag,
+    policy_for,
     split_version,
 )
 from .report import Rule, SoReport, Violation, WheelReport
@@ -161,8 +162,7 @@ def check_shared_object(
 
 @dataclass(frozen=True)
 class _Rules:
-    """What every shared object of one check is judged against (check_shared_object's
-    arguments, or what check_wheel read from the wheel's name)."""
+    """What every shared object of one check is judged against."""
 
     policy: str  # its name without an arch (normalize_policy)
     python_floor: tuple[int, int] | None
@@ -316,12 +316,12 @@ def _needed_libs(
         if lib.startswith("ld-linux") or lib in ("ld64.so.1", "ld64.so.2"):
             continue  # the dynamic loader itself
         forbidden = libs.forbidden_reason(lib)
-        if forbidden is None and policy is not None and lib in policy.whitelist:
-            continue
-        if forbidden is None and (libs.provided_by(lib) is not None or lib in provided):
-            continue
         if forbidden is not None:
             message, fix = f"{lib} must not be needed by a kernel wheel", forbidden
+        elif policy is not None and lib in policy.whitelist:
+            continue
+        elif libs.provided_by(lib) is not None or lib in provided:
+            continue
         else:
             message = (
                 f"{lib} is not a {base} system library, not a torch/CUDA library, "
@@ -338,7 +338,6 @@ def _needed_libs(
 
 def _python_abi(info: ElfInfo, name: str, floor: tuple[int, int]) -> list[Violation]:
     stable = load_stable_abi()
-    floor_str = f"{floor[0]}.{floor[1]}"
     out: list[Violation] = []
     for sym in info.symbols:
         if sym.defined or not is_python_symbol(sym.name):
@@ -364,7 +363,7 @@ def _python_abi(info: ElfInfo, name: str, floor: tuple[int, int]) -> list[Violat
             since, message, fix = (
                 item.added_str,
                 f"{sym.name} joined the stable ABI in Python {item.added_str}, but the "
-                f"wheel's abi3 tag promises Python {floor_str}",
+                f"wheel's abi3 tag promises Python {floor[0]}.{floor[1]}",
                 f"tag the wheel cp{item.added[0]}{item.added[1]}-abi3 (build with "
                 f"Py_LIMITED_API=0x{item.added[0]:02X}{item.added[1]:02X}0000), or avoid "
                 f"{sym.name}",
@@ -515,24 +514,16 @@ def check_wheel(
     members: Mapping[str, bytes] | None = None,
     torch_stable_abi: bool | str = FROM_TAG,
 ) -> WheelReport:
-    """Check every ELF file in a wheel, and (``integrity``) the wheel's RECORD and entries.
-
-    ``policy``: None means the strictest one the platform tags claim (manylinux_2_28 for
-    linux_*). ``python_abi``/``cxxabi``/``torch_stable_abi``: by default from the file name
-    (cp3X-abi3; cxx11/cxx98 or ``.stable`` in the local version; a rule the name is silent on is
-    skipped); a value overrides, None skips. On a Linux-tagged wheel a ``*.so`` entry that is
-    not ELF, or is a symlink entry, violates the ELF rule. ``members`` (archive name -> bytes):
-    the files the caller just wrote (to-wheel), not read back, and no RECORD rule.
-    """
+    """Check every ELF file in a wheel, and (``integrity``) its RECORD and entries. ``policy``:
+    None means the strictest the platform tags claim (manylinux_2_28 for linux_*).
+    ``python_abi``/``cxxabi``/``torch_stable_abi``: by default from the file name (a rule it is
+    silent on is skipped); a value overrides, None skips. On a Linux-tagged wheel a ``*.so``
+    entry that is not ELF, or is a symlink entry, violates the ELF rule. ``members`` (archive
+    name -> bytes): the files to-wheel just wrote, not read back, and no RECORD rule."""
     path = Path(wheel_path)
     tags = read_wheel_tags(path.name)
     target = policy if policy is not None else (tags.claimed_policy or DEFAULT_POLICY)
-    base, policy_arch = normalize_policy(target)
-    if policy_arch is not None and tags.arch is not None and policy_arch != tags.arch:
-        raise UsageError(
-            f"policy {target!r} is for {policy_arch}, but {path.name} is {tags.arch}",
-            hint=f"pass the policy without an arch suffix, e.g. {base!r}",
-        )
+    base, policy_arch = policy_for(target, tags.arch, path.name)
     arch = tags.arch or policy_arch
     py = tags.python_abi if python_abi == FROM_TAG else python_abi
     abi = tags.cxxabi if cxxabi == FROM_TAG else cxxabi
@@ -552,19 +543,17 @@ def check_wheel(
         n for member_name, info in elves for n in (info.soname, Path(member_name).name) if n
     )
     rules = _Rules(base, floor, abi, arch, stable)
-    reports: list[SoReport] = []
-    for member_name, info in elves:
-        report = _check_elf(info, member_name, rules, shipped)
-        if tags.arch is None and tags.platforms:
-            platform = ".".join(tags.platforms)
-            cause = (
-                f"the wheel's platform tag ({platform}) says it has no native code, but it ships "
-                "this ELF file"
-            )
-            fix = "tag the wheel linux_<arch> (then repair it to manylinux)"
-            extra = Violation(Rule.ELF, member_name, platform, None, cause, fix)
-            report = dataclasses.replace(report, violations=(extra, *report.violations))
-        reports.append(report)
+    reports = [_check_elf(info, member_name, rules, shipped) for member_name, info in elves]
+    if tags.arch is None and tags.platforms:
+        platform = ".".join(tags.platforms)
+        cause = (
+            f"the wheel's platform tag ({platform}) says it has no native code, but it ships "
+            "this ELF file"
+        )
+        fix = "tag the wheel linux_<arch> (then repair it to manylinux)"
+        for i, report in enumerate(reports):
+            extra = Violation(Rule.ELF, report.file, platform, None, cause, fix)
+            reports[i] = dataclasses.replace(report, violations=(extra, *report.violations))
     reports += bad_objects
     declared, declared_at = declared_floor(_requires_dist(path, members))
     return WheelReport(

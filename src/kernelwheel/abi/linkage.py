@@ -49,33 +49,25 @@ def read_linkage(path: Path) -> GpuLinkage:
             raise NotElfError(f"{path}: not an ELF object")
         f.seek(0)
         try:
-            elf = ELFFile(f)
-            sections: list[str] = []
-            needed: list[str] = []
-            for section in elf.iter_sections():
-                sections.append(section.name)
-                if isinstance(section, DynamicSection):
-                    needed += [
-                        str(getattr(tag, "needed"))  # noqa: B009 - set dynamically
-                        for tag in section.iter_tags()
-                        if tag.entry.d_tag == "DT_NEEDED"
-                    ]
+            sections = list(ELFFile(f).iter_sections())
+            needed = [
+                str(getattr(tag, "needed"))  # noqa: B009 - set dynamically
+                for section in sections
+                if isinstance(section, DynamicSection)
+                for tag in section.iter_tags()
+                if tag.entry.d_tag == "DT_NEEDED"
+            ]
         except (ELFError, struct.error, ValueError, OSError) as exc:
             raise NotElfError(f"{path}: not a readable ELF object ({exc})") from None
-    return linkage_of(tuple(needed), tuple(sections))
-
-
-def linkage_of(needed: tuple[str, ...], sections: tuple[str, ...]) -> GpuLinkage:
-    """The linkage shown by DT_NEEDED libraries ``needed`` and section names ``sections``."""
     evidence: list[tuple[str, str]] = []
     major: int | None = None
     for runtime, rule in load_kernel_libraries().gpu_runtimes.items():
-        for soname in needed:
-            if not rule.needs(soname):
-                continue
+        for soname in filter(rule.needs, needed):
             evidence.append((runtime, f"needs {soname}"))
             if rule.cuda_runtime is not None and fnmatch.fnmatchcase(soname, rule.cuda_runtime):
                 first = soname.removeprefix(rule.cuda_runtime.rstrip("*")).split(".")[0]
                 major = int(first) if first.isdigit() else major
-        evidence += [(runtime, f"has section {s}") for s in sections if s in rule.sections]
+        evidence += [
+            (runtime, f"has section {s.name}") for s in sections if s.name in rule.sections
+        ]
     return GpuLinkage(tuple(evidence), major)

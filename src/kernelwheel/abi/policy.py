@@ -27,8 +27,7 @@ KNOWN_ARCHES = tuple(sorted(set(ARCHES.values()), key=len, reverse=True))
 
 
 class AbiDataError(LocatedError, UsageError):
-    """The ABI data kernelwheel reads (``data/abi_policy.toml``, CPython's
-    ``Misc/stable_abi.toml``) is invalid. The message names the file and the key."""
+    """The ABI data kernelwheel reads is invalid; the message names the file and the key."""
 
 
 _VERSION_NUM = re.compile(r"^\d+(?:\.\d+)*$")
@@ -66,9 +65,8 @@ class ManylinuxPolicy:
         return f"{self.name}_{self.arch}"
 
     def allows(self, version_name: str) -> bool:
-        """Whether an undefined symbol bound to ``version_name`` (e.g. "GLIBC_2.32") complies.
-        Versions of libraries the policy does not cap (e.g. a torch library's own) always do, as in
-        auditwheel."""
+        """Whether an import bound to ``version_name`` ("GLIBC_2.32") complies; versions of a
+        library the policy does not cap (a torch library's own) always do, as in auditwheel."""
         prefix, version = split_version(version_name)
         allowed = self.symbol_versions.get(prefix)
         return allowed is None or version in allowed
@@ -99,13 +97,6 @@ def _manylinux_json() -> tuple[dict[str, Any], ...]:
     return tuple(data)
 
 
-def policy_names() -> tuple[str, ...]:
-    """Known manylinux policy names (without arch), loosest first."""
-    return tuple(
-        p["name"] for p in sorted(_manylinux_json(), key=lambda p: p["priority"]) if p["priority"]
-    )
-
-
 def normalize_policy(name: str) -> tuple[str, str | None]:
     """Policy name and arch of "manylinux_2_28", "manylinux_2_28_x86_64", "manylinux2014"... Raises
     UsageError naming the known policies."""
@@ -113,26 +104,33 @@ def normalize_policy(name: str) -> tuple[str, str | None]:
     arch = next((a for a in KNOWN_ARCHES if text.endswith("_" + a)), None)
     if arch is not None:
         text = text[: -len(arch) - 1]
-    for p in _manylinux_json():
-        if not p["priority"]:
-            continue  # the plain "linux" policy is not a target
+    # Loosest first; the plain "linux" policy (priority 0) is not a target.
+    targets = sorted((p for p in _manylinux_json() if p["priority"]), key=lambda p: p["priority"])
+    for p in targets:
         if text == p["name"] or text in p.get("aliases", ()):
             return str(p["name"]), arch
     raise UsageError(
         f"unknown manylinux policy {name!r}",
-        hint=f"use one of: {', '.join(policy_names())} (auditwheel's policy names)",
+        hint=f"use one of: {', '.join(p['name'] for p in targets)} (auditwheel's policy names)",
     )
+
+
+def policy_for(
+    name: str, arch: str | None, what: str, hint: str = "the policy without an arch suffix, e.g. "
+) -> tuple[str, str | None]:
+    """:func:`normalize_policy`, refusing an arch suffix other than ``arch`` (that of ``what``)."""
+    base, name_arch = normalize_policy(name)
+    if name_arch is not None and arch is not None and name_arch != arch:
+        raise UsageError(
+            f"policy {name!r} is for {name_arch}, but {what} is {arch}", hint=f"pass {hint}{base!r}"
+        )
+    return base, name_arch
 
 
 @functools.cache
 def load_policy(name: str = DEFAULT_POLICY, arch: str = "x86_64") -> ManylinuxPolicy:
     """The auditwheel policy ``name`` (any spelling normalize_policy accepts) for ``arch``."""
-    base, name_arch = normalize_policy(name)
-    if name_arch is not None and name_arch != arch:
-        raise UsageError(
-            f"policy {name!r} is for {name_arch}, but the object is {arch}",
-            hint=f"pass the policy without an arch suffix, e.g. {base!r}",
-        )
+    base, _ = policy_for(name, arch, "the object")
     p = next(p for p in _manylinux_json() if p["name"] == base)  # normalize_policy found it
     versions = p["symbol_versions"].get(arch)
     if versions is None:

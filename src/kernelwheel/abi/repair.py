@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._util import RUNNER, Runner, atomic_copy, publish, staging_dir
-from ..errors import AbiError, UsageError, WheelError
+from ..errors import AbiError, WheelError
 from ..model.variant import machine_arch
 from ..wheels.writer import retag_wheel, source_date_epoch
 from .checker import check_wheel, read_wheel_tags
-from .policy import DEFAULT_POLICY, load_kernel_libraries, load_policy, normalize_policy
+from .policy import DEFAULT_POLICY, load_kernel_libraries, load_policy, policy_for
 from .report import Rule, WheelReport
 
 # auditwheel renames a grafted library libfoo.so.1 to libfoo-<8 hex digits>.so.1.
@@ -106,12 +106,7 @@ def repair_wheel(
             "wheel needs no repair",
             hint="repair only linux_<arch> wheels",
         )
-    base, name_arch = normalize_policy(policy)
-    if name_arch is not None and name_arch != tags.arch:
-        raise UsageError(
-            f"policy {policy!r} is for {name_arch}, but {wheel.name} is {tags.arch}",
-            hint=f"pass {base!r}",
-        )
+    base, _ = policy_for(policy, tags.arch, wheel.name, hint="")
     target = load_policy(base, tags.arch)
     out_dir.mkdir(parents=True, exist_ok=True)
     libs = load_kernel_libraries()
@@ -160,9 +155,7 @@ def repair_wheel(
         # The ELF files auditwheel added: the checker reports on every ELF file of a wheel.
         grafted = tuple(sorted({o.file for o in after.objects} - {o.file for o in before.objects}))
         for member in grafted:
-            name = Path(member).name
-            match = _GRAFTED_NAME.match(name)
-            original = f"{match['stem']}{match['ext']}" if match else name
+            original = _GRAFTED_NAME.sub(r"\g<stem>\g<ext>", Path(member).name)
             if libs.provided_by(original) is not None:
                 raise AbiError(
                     f"auditwheel grafted {original} ({member}) into {repaired.name} although "

@@ -18,9 +18,7 @@ LINUX_FEATURE_MACROS = frozenset({"HAVE_FORK", "PY_HAVE_THREAD_NATIVE_ID"})
 
 def parse_python_version(text: str) -> tuple[int, int]:
     """Parse "3.9" / "cp39" / "39" -> (3, 9). Raises ValueError."""
-    t = text.strip().lower()
-    if t.startswith("cp"):
-        t = t[2:]
+    t = text.strip().lower().removeprefix("cp")
     major, _, minor = t.partition(".") if "." in t else (t[:1], "", t[1:])
     if not (major.isdigit() and minor.isdigit()):
         raise ValueError(f"not a Python version: {text!r} (expected e.g. '3.9' or 'cp39')")

@@ -81,8 +81,7 @@ def parse_table(text: str, *, source: str = "torch_shim_versions.tsv") -> ShimTa
     hint = "regenerate it with scripts/regen_torch_shim_versions.py"
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.startswith("#"):
-            match = _SEEN.search(line)
-            if match and not seen:
+            if not seen and (match := _SEEN.search(line)):
                 seen = tuple(v.strip() for v in match.group(1).split(","))
             continue
         if not line.strip():

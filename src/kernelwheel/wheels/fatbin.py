@@ -49,9 +49,8 @@ def _walk(read: Callable[[int, int], bytes], size: int) -> tuple[frozenset[int],
 
 
 def sm_archs(stream: IO[bytes]) -> tuple[frozenset[int], frozenset[int]]:
-    """(cubin, PTX) SM numbers of the ELF object in ``stream``; empty for a non-ELF file or one
-    without device code. The object is spooled to a temporary file (ELF is read by seeking) and
-    only the fatbin headers are read, whatever the size of the device code."""
+    """(cubin, PTX) SM numbers of the ELF object in ``stream``, empty for a non-ELF file or one
+    without device code; spooled to a temporary file, as ELF is read by seeking."""
     with tempfile.TemporaryFile() as tmp:
         shutil.copyfileobj(stream, tmp, 1 << 20)
         tmp.seek(0)

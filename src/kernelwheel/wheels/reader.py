@@ -71,10 +71,9 @@ def _read_dist_info(path: Path, leaf: str) -> bytes:
 
 
 def extract_package(path: Path, prefix: str, dest: Path) -> dict[str, bytes]:
-    """Unpack the members of the wheel ``path`` under ``prefix`` (``<package>/``) into ``dest``,
-    each streamed in 1 MiB chunks and hashed in the same pass, never whole in memory; every one
-    must match its RECORD row (hash and size). Returns each file's path below ``prefix`` -> its
-    raw sha256 digest. Raises WheelError naming the member that does not match; a full disk, the
+    """Unpack the members under ``prefix`` (``<package>/``) into ``dest``, streamed and hashed in
+    one pass, each checked against its RECORD row: each file's path below ``prefix`` -> its raw
+    sha256 digest. Raises WheelError naming the member that does not match; a full disk, the
     OSError naming the file of ``dest`` being written."""
     target = dest
     try:
@@ -207,10 +206,8 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
     out += _dist_info_problems(list(counts), rebuild)
     records = dist_info_entries(counts, "RECORD")
     if len(records) != 1:
-        subject = records[0] if records else "*.dist-info/RECORD"
-        dist = [n.split("/")[0] for n in counts if n.count("/") == 1 and ".dist-info/" in n]
-        if not records and dist:
-            subject = f"{sorted(dist)[0]}/RECORD"
+        dist = sorted(n.split("/")[0] for n in counts if n.count("/") == 1 and ".dist-info/" in n)
+        subject = records[0] if records else f"{dist[0] if dist else '*.dist-info'}/RECORD"
         bad(subject, "missing" if not records else f"{len(records)} RECORD files: {records}")
         return out
     record = records[0]
@@ -255,15 +252,13 @@ def integrity_problems(zf: zipfile.ZipFile) -> list[IntegrityProblem]:
 
 
 def verify_wheel(path: Path) -> None:
-    """Raise WheelError naming every problem the record rule (streamed and ratio-capped) and
-    the wheel rule (:func:`wheel_rule_problems`) find in the wheel at ``path``; what
-    ``install`` and ``index`` run before trusting it."""
+    """Raise WheelError naming every problem of the record and wheel rules: what ``install`` and
+    ``index`` run before trusting a wheel."""
     _verify(path, lambda zf: integrity_problems(zf) + wheel_rule_problems(path.name, zf))
 
 
 def verify_contents(path: Path) -> None:
-    """Raise WheelError naming what the wheel rule alone finds (for a wheel just written, whose
-    RECORD needs no second look): what ``to-wheel`` runs before it keeps a wheel."""
+    """:func:`verify_wheel` without the record rule, for a wheel just written (``to-wheel``)."""
     _verify(path, lambda zf: wheel_rule_problems(path.name, zf))
 
 
@@ -302,9 +297,8 @@ _LIBS = ".libs"  # auditwheel's folder of grafted libraries, <package>.libs/
 
 
 def wheel_rule_problems(filename: str, wheel: zipfile.ZipFile) -> list[IntegrityProblem]:
-    """The wheel rule: a kernel wheel installs its own package and nothing else, and its
-    METADATA and torch requirement agree with its file name (docs/hardening.md, issue 38,
-    family 1). Empty when it holds."""
+    """The wheel rule: a kernel wheel installs its own package only, and its METADATA and torch
+    requirement agree with its file name (docs/hardening.md)."""
     try:
         dist, version, _build, _tags, _label = parse_wheel_name(filename)
     except InvalidWheelFilename as exc:
@@ -338,11 +332,9 @@ def _own_names(
     own = {canonicalize_name(dist)}
     out: list[IntegrityProblem] = []
     member = f"{info}/{TOP_LEVEL}"
-    if member not in wheel.namelist():
-        return frozenset(own), out
     try:
         declared = wheel.read(member).decode("utf-8").split()
-    except (UnicodeDecodeError, *_UNREADABLE):
+    except (KeyError, UnicodeDecodeError, *_UNREADABLE):  # KeyError: no top_level.txt
         declared = []
     rebuild = "a kernel wheel installs only its own package: rebuild it from its project"
     for top in declared:
@@ -425,17 +417,14 @@ def _metadata_problems(
 
 
 def _torch_problem(filename: str, headers: Message) -> str | None:
-    """How the torch requirement disagrees with a kernel local label's torch and flavour, or
-    None (also for a wheel without a kernel label or without a torch requirement: nothing to
-    compare)."""
+    """How the torch requirement disagrees with a kernel local label's torch and flavour."""
     try:
         variant = variant_of_wheel(filename)
     except VariantError:
         return None  # no kernel label: another project's wheel says nothing of torch
     if variant is None or variant.torch is None:
         return None
-    series = variant.torch
-    wanted = variant.torch_requirement()
+    series, wanted = variant.torch, variant.torch_requirement()
     pins = []
     for text in headers.get_all("Requires-Dist") or ():
         try:
@@ -457,7 +446,7 @@ def _torch_problem(filename: str, headers: Message) -> str | None:
             )
     # Which releases it admits, its local parts aside (torch==2.14.1+cu130 pins 2.14.1).
     spec = SpecifierSet(",".join(str(s).partition("+")[0] for r in pins for s in r.specifier))
-    major, minor = series.major, series.minor
+    major, minor = variant.torch.major, variant.torch.minor
     # A stable-ABI build may state a higher floor than its label's ABI version: the one its
     # shim imports need (abi/torch_floor); it must admit some release from its label's on.
     newer = range(minor, minor + 40) if variant.stable_abi else (minor,)

@@ -93,10 +93,9 @@ def write_variant_wheel(
     copied as it is. ``torch``: a torch-dimension variant, where a CPU build is one too."""
     # ``torch214_cu130``: the label of a torch-dimension variant
     label = backend.token if torch is None else f"torch{torch.major}{torch.minor}_{backend.token}"
-    name_part, version_text = source.name.split("-")[:2]
+    name_part, version_text, *tags = source.name[: -len(".whl")].split("-")
     new_version = Version(version_text).public
     new_dist = f"{escape_name(name_part)}-{new_version}.dist-info"
-    tags = source.name[: -len(".whl")].split("-")[2:]
     target = out_dir / f"{escape_name(name_part)}-{new_version}-{'-'.join(tags)}-{label}.whl"
     with zipfile.ZipFile(source) as zin:
         # The one .dist-info folder (the record rule has checked there is exactly one).

@@ -40,8 +40,7 @@ Member = bytes | Path
 
 @dataclass(frozen=True)
 class WheelSpec:
-    """Everything a wheel contains. ``files`` maps archive paths to their bytes or to the file
-    that holds them (read in chunks while the wheel is written, hashed in the same pass)."""
+    """Everything a wheel contains; ``files``: archive path -> its bytes or its file."""
 
     name: str
     version: str
@@ -178,10 +177,8 @@ def metadata_text(spec: WheelSpec) -> str:
     fields += [("Requires-Dist", str(Requirement(req))) for req in spec.requires_dist]
     if spec.description is not None:
         fields.append(("Description-Content-Type", "text/markdown"))
-    head = "".join(f"{key}: {value}\n" for key, value in fields)
-    if spec.description is None:
-        return head + "\n"
-    return head + "\n" + spec.description.rstrip("\n") + "\n"
+    body = "" if spec.description is None else spec.description.rstrip("\n") + "\n"
+    return "".join(f"{key}: {value}\n" for key, value in fields) + "\n" + body
 
 
 def top_level_text(spec: WheelSpec) -> str | None:
@@ -269,10 +266,8 @@ def write_wheel(
 ) -> Path:
     """Write the wheel into out_dir atomically and return its path; ``shown``: the folder an
     error names instead (where a wheel written into a staging folder will be published).
-
     ``compress=False`` stores every member: for an intermediate wheel that auditwheel unpacks and
-    zips again anyway (deflating a multi-megabyte object twice costs a tenth of a second or more
-    per build)."""
+    zips again anyway."""
     _validate(spec)
     dist_info = dist_info_dir(spec.name, spec.version)
     entries: list[tuple[str, Member]] = sorted(spec.files.items())
