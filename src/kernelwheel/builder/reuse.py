@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
@@ -229,12 +230,12 @@ def shadow_candidates(
     found = set(inputs)
     candidates: set[str] = set()
     for path in found:
-        for index, folder in enumerate(dirs):
-            if path.startswith(folder + os.sep):
-                rel = path[len(folder) + 1 :]
-                candidates.update(os.path.join(d, rel) for d in dirs[:index])
-                break
-        else:  # found beyond the listed folders: each of them is searched first
+        # under each listed folder holding it (torch/include holds torch/csrc/api/include)
+        homes = [index for index, folder in enumerate(dirs) if path.startswith(folder + os.sep)]
+        for index in homes:
+            rel = path[len(dirs[index]) + 1 :]
+            candidates.update(os.path.join(d, rel) for d in dirs[:index])
+        if not homes:  # found beyond the listed folders: each of them is searched first
             parts = path.split(os.sep)
             for depth in range(1, min(_SUFFIXES, len(parts) - 1) + 1):
                 rel = os.path.join(*parts[-depth:])
@@ -251,6 +252,44 @@ def absent_headers(
     the including source first, then in ``include_dirs``."""
     beside = dict.fromkeys(os.path.dirname(os.path.normpath(s)) for s in sources)
     return shadow_candidates(inputs, [*beside, *include_dirs])
+
+
+def include_search(spec: CompileSpec | CommandSpec) -> list[str]:
+    """The folders the compile's commands search for a header, in order: a torch build's from
+    the build.ninja torch wrote (torch's and Python's folders after the spec's), a commands
+    spec's from its units (nvcc's toolkit folder last); the spec's own where none is read."""
+    if isinstance(spec, CommandSpec):
+        commands = [list(unit.argv) for unit in spec.units]
+        home = [f"-I{spec.cuda_home}/include"] if spec.cuda_home else []
+        commands = [[*argv, *home] if argv[:1] == ["nvcc"] else argv for argv in commands]
+    else:
+        try:
+            lines = (Path(spec.build_temp) / "build.ninja").read_text().splitlines()
+            commands = [
+                shlex.split(line.partition(" = ")[2])
+                for line in lines
+                if line.startswith(_NINJA_FLAGS)
+            ]
+        except (OSError, UnicodeDecodeError, ValueError):
+            commands = []
+    found = [os.path.join(spec.build_temp, f) for argv in commands for f in searched_folders(argv)]
+    return list(dict.fromkeys(os.path.normpath(f) for f in found or spec.include_dirs))
+
+
+_NINJA_FLAGS = ("cflags = ", "cuda_cflags = ")  # build.ninja's compile flags (torch's)
+
+
+def searched_folders(argv: Sequence[str]) -> list[str]:
+    """The include folders of one compiler command, as gcc and nvcc search them: the -I ones,
+    then the -isystem ones, each in the command's order."""
+    included: list[str] = []
+    system: list[str] = []
+    words = iter(argv)
+    for word in words:
+        for flag, folders in (("-I", included), ("-isystem", system)):
+            if word.startswith(flag):
+                folders.append(word[len(flag) :] or next(words, ""))
+    return [folder for folder in (*included, *system) if folder]
 
 
 def appeared(record: Path) -> list[str]:
