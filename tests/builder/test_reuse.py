@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel._util import sha256_file
 from kernelwheel.builder.reuse import Reuse, build_key, include_search, repair_key
 from kernelwheel.builder.stale import remove_shadowed
 from kernelwheel.compile.compile_spec import CommandSpec, CommandUnit, CompileSpec
@@ -160,6 +161,24 @@ def test_a_project_file_saved_while_the_compile_ran_stores_no_entry(tmp_path: Pa
     # nothing of the project changed since the compile began: stored
     assert edited.store("K", result, [], started_ns=time.time_ns() + 10**9)
     assert edited.lookup("K") is not None
+
+
+def test_a_project_file_saved_right_before_the_compile_is_judged_by_its_bytes(
+    tmp_path: Path,
+) -> None:
+    """Saved within the clock margin before the compile began, its ctime cannot tell that save
+    from one during the compile: no entry was stored, so the next unchanged run linked again.
+    Its digest taken before the compile decides."""
+    reuse, result, header, _, _ = _compiled(tmp_path)
+    edited = Reuse(reuse.folder, (header.parent,), (header.parent,))
+    header.write_text("int h();\n")
+    before = {str(p): sha256_file(p) for p in header.parent.iterdir()}
+    started = time.time_ns()
+    assert not edited.store("K", result, [], started_ns=started)  # unknown bytes: none
+    assert edited.store("K", result, [], started_ns=started, before=before)
+    assert edited.lookup("K") is not None
+    other = {**before, str(header): "0" * 64}  # not the bytes it held before the compile
+    assert not edited.store("K", result, [], started_ns=started, before=other)
 
 
 def test_no_entry_without_a_deps_log(tmp_path: Path) -> None:

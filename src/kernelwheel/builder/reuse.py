@@ -87,16 +87,22 @@ class Reuse:
         self.content_roots = tuple(os.path.normpath(p) + os.sep for p in content_roots)
         self.edited = tuple(os.path.normpath(p) + os.sep for p in edited)
 
-    def _edited_since(self, paths: Sequence[str], started_ns: int) -> bool:
+    def _edited_since(
+        self, paths: Sequence[str], started_ns: int, before: Mapping[str, str | None]
+    ) -> bool:
         """Whether one of ``paths`` under ``edited`` changed after ``started_ns`` (less a margin
         for the file system's coarse clock): by its ctime, which no tool sets back (``cp -p``,
-        ``touch -d`` and ``git checkout`` set mtime only). Its fingerprint, taken now, may then
+        ``touch -d`` and ``git checkout`` set mtime only); within the margin, by its bytes
+        against ``before`` (its digest before the compile). Its fingerprint, taken now, may then
         not be the content the compile read."""
         since = started_ns - CLOCK_MARGIN_NS
         for path in paths:
             if path.startswith(self.edited):
                 try:
-                    if os.stat(path).st_ctime_ns >= since:
+                    ctime = os.stat(path).st_ctime_ns
+                    if ctime >= started_ns or (
+                        ctime >= since and before.get(path, "") != sha256_file(Path(path))
+                    ):
                         return True
                 except OSError:
                     return True
@@ -145,16 +151,18 @@ class Reuse:
         include_dirs: Sequence[str] = (),
         *,
         started_ns: int | None = None,
+        before: Mapping[str, str | None] | None = None,
     ) -> bool:
         """Keep ``result`` (the worker's, naming the shared object and its inputs) for later
         builds; False (and any old entry removed) when its inputs are unknown, or one of the
-        project's was saved after the compile began (``started_ns``: ``time.time_ns()``).
+        project's was saved after the compile began (``started_ns``: ``time.time_ns()``;
+        ``before``: digests taken before it, which decide a save around its start).
         ``include_dirs``: the spec's include folders, in search order."""
         inputs = result.get("inputs")
         fingerprints: dict[str, object] = {}
         if isinstance(inputs, list) and inputs:
             paths = sorted({*map(str, inputs), *(os.path.normpath(s) for s in sources)})
-            if started_ns is None or not self._edited_since(paths, started_ns):
+            if started_ns is None or not self._edited_since(paths, started_ns, before or {}):
                 fingerprints = {path: self._fingerprint(path) for path in paths}
         if not fingerprints or None in fingerprints.values():
             shutil.rmtree(self.folder, ignore_errors=True)

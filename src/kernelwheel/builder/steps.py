@@ -376,6 +376,8 @@ def compile_step(
         deps = stale.objects_inputs(ninja, objects, runner)
         before = stale.remove_stale(stage, deps)
         stale.remove_shadowed(deps, shadowing)
+        if incremental:  # a file saved just before: told from a save during it by its bytes
+            before = {**stale.recently_changed(stage / PROJECT_LINK), **before}
     started = time.time_ns()
     result = run_worker(
         req, python, stage, env_vars, planned.keep_dir, runner, direct=direct, only=only
@@ -400,7 +402,7 @@ def compile_step(
         atomic_write(stage / ABSENT, json.dumps({"absent": absent}))
     _record_unit_costs(costs, peaks, spec, stage, req.project.root)
     if reuse is not None:  # the next unchanged run reuses this build without starting ninja
-        reuse.store(key, result, spec.sources, searched, started_ns=started)
+        reuse.store(key, result, spec.sources, searched, started_ns=started, before=before)
     if not (cache := str(result.get("cache") or "")):  # what the compiler cache did
         stats = read_stats(stats_log) if cached else None
         why = "no-ccache" if req.compile.no_ccache else "see the log"
