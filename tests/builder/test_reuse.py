@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.builder.reuse import Reuse, build_key, repair_key
+from kernelwheel._util import sha256_file
+from kernelwheel.builder.reuse import Reuse, build_key, include_search, repair_key
 from kernelwheel.builder.stale import remove_shadowed
-from kernelwheel.compile.compile_spec import CompileSpec
+from kernelwheel.compile.compile_spec import CommandSpec, CommandUnit, CompileSpec
 from kernelwheel.toolchain.envs import EnvInfo
 
 ENV = EnvInfo(
@@ -162,6 +163,24 @@ def test_a_project_file_saved_while_the_compile_ran_stores_no_entry(tmp_path: Pa
     assert edited.lookup("K") is not None
 
 
+def test_a_project_file_saved_right_before_the_compile_is_judged_by_its_bytes(
+    tmp_path: Path,
+) -> None:
+    """Saved within the clock margin before the compile began, its ctime cannot tell that save
+    from one during the compile: no entry was stored, so the next unchanged run linked again.
+    Its digest taken before the compile decides."""
+    reuse, result, header, _, _ = _compiled(tmp_path)
+    edited = Reuse(reuse.folder, (header.parent,), (header.parent,))
+    header.write_text("int h();\n")
+    before = {str(p): sha256_file(p) for p in header.parent.iterdir()}
+    started = time.time_ns()
+    assert not edited.store("K", result, [], started_ns=started)  # unknown bytes: none
+    assert edited.store("K", result, [], started_ns=started, before=before)
+    assert edited.lookup("K") is not None
+    other = {**before, str(header): "0" * 64}  # not the bytes it held before the compile
+    assert not edited.store("K", result, [], started_ns=started, before=other)
+
+
 def test_no_entry_without_a_deps_log(tmp_path: Path) -> None:
     reuse, result, _, _, _ = _compiled(tmp_path)
     assert not reuse.store("K", {**result, "inputs": None}, [])
@@ -269,6 +288,52 @@ def test_a_dangling_link_or_a_linked_folder_shadows_too(tmp_path: Path) -> None:
     (elsewhere / "core" / "Tensor.h").write_text("// not torch\n")
     (inc1 / "ATen").symlink_to(elsewhere)  # a linked folder holding a shadowing header
     assert reuse.lookup("K") is None
+
+
+def test_a_header_named_as_torchs_that_no_include_finds_first_does_not_miss(
+    tmp_path: Path,
+) -> None:
+    """csrc/Exception.h, new, included by nothing, missed every unit that read torch's
+    c10/util/Exception.h: torch's include folders were unknown (not in the spec), so 1-3 path
+    suffixes were guessed in every listed folder. They are read from torch's build.ninja."""
+    project, torch_include = tmp_path / "p", tmp_path / "torch" / "include"
+    api = torch_include / "torch" / "csrc" / "api" / "include"
+    source = project / "csrc" / "k.cpp"
+    headers = [torch_include / "c10" / "util" / "Exception.h", api / "torch" / "all.h"]
+    for path in (source, *headers):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("// x\n")
+    obj = tmp_path / "stage" / "obj"
+    obj.mkdir(parents=True)
+    flags = f"-O3 -I{project / 'inc'} '-I{torch_include}' -I {api} -isystem {tmp_path / 'sys'}"
+    (obj / "build.ninja").write_text(f"cflags = {flags} -c\npost_cflags = -I/not/searched\n")
+    spec = _spec(sources=(str(source),), include_dirs=(str(project / "inc"),), build_temp=str(obj))
+    searched = include_search(spec)
+    assert searched == [str(project / "inc"), str(torch_include), str(api), str(tmp_path / "sys")]
+    so = tmp_path / "stage" / "k.so"
+    so.write_bytes(b"\x7fELF")
+    reuse = Reuse(tmp_path / "reuse", (project,))
+    result = {"shared_object": str(so), "inputs": [str(source), *map(str, headers)]}
+    assert reuse.store("K", result, [str(source)], searched)
+    for rel in ("csrc/Exception.h", "inc/Exception.h", "inc/util/Exception.h", "csrc/all.h"):
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text("// the author's\n")
+        assert reuse.lookup("K") is not None, rel
+    # found first, they shadow torch's: <c10/util/Exception.h>, <torch/all.h>
+    for rel in ("inc/c10/util/Exception.h", "inc/torch/all.h"):
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text("// the author's\n")
+        assert reuse.lookup("K") is None, rel
+        (project / rel).unlink()
+
+
+def test_a_commands_spec_searches_its_units_folders_then_nvccs_toolkit() -> None:
+    units = (
+        CommandUnit("/p/a.cpp", "/o/a.o", ("c++", "-I/p/inc", "-isystem", "/s", "-I", "/t")),
+        CommandUnit("/p/k.cu", "/o/k.o", ("nvcc", "-I/p/inc", "-Xcompiler=-fPIC", "-I/x")),
+    )
+    spec = CommandSpec(units, ("c++",), "/o/k.so", "/o", 1, cuda_home="/cuda")
+    assert include_search(spec) == ["/p/inc", "/t", "/s", "/x", "/cuda/include"]
 
 
 def test_a_remembered_digest_is_hashed_again_only_when_the_file_changed(

@@ -77,3 +77,23 @@ def test_a_dev_build_without_the_compiler_cache_compiles_a_newly_shadowing_heade
     package = Path(out.split(f"dev build of shadow ({VARIANT}): ")[-1].splitlines()[0])
     (so,) = package.glob("*.so")
     assert b"kw-cfg-from-inc1" in so.read_bytes() and b"kw-cfg-from-inc2" not in so.read_bytes()
+
+
+@pytest.mark.parametrize("no_ccache", ["", "1"])
+def test_a_header_named_as_torchs_that_nothing_includes_recompiles_nothing(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    no_ccache: str,
+) -> None:
+    # csrc/Exception.h, included by nothing: the next dev compiled every unit that read torch's
+    # c10/util/Exception.h, whose include folder the shadowing check did not know
+    monkeypatch.setenv("KERNELWHEEL_NO_CCACHE", no_ccache)
+    root = _project(tmp_path / "shadow")
+    args = ["dev", str(root), "--variant", VARIANT, "--no-load-check"]
+    assert main(args) == 0
+    (root / "csrc" / "Exception.h").write_text("#pragma once\n")
+    capsys.readouterr()
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "unchanged" in out and "compiled " not in out, out

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from kernelwheel._util import Runner
-from kernelwheel.builder.stale import all_inputs, objects_inputs, record_compiled, remove_stale
+from kernelwheel.builder.stale import (
+    all_inputs,
+    objects_inputs,
+    recently_changed,
+    record_compiled,
+    remove_stale,
+)
 
 NINJA = shutil.which("ninja")
 pytestmark = pytest.mark.skipif(NINJA is None, reason="needs ninja")
@@ -40,7 +46,6 @@ def _stage(tmp_path: Path) -> tuple[Path, Path]:
     (stage / "project").symlink_to(project)  # as the compile step links the project in
     for name, text in {"a.c": "a1\n", "b.c": "b1\n", "hdr.h": "h1\n"}.items():
         (project / name).write_text(text)
-    time.sleep(0.15)  # written before the first compile begins (a save during it compiles again)
     (stage / "include").mkdir()  # what kernelwheel writes right before it (registration.h)
     (stage / "include" / "gen.h").write_text("generated\n")
     return stage, project
@@ -51,6 +56,7 @@ def _compile(stage: Path) -> tuple[str, ...]:
     obj = stage / "obj"
     assert NINJA is not None
     before = remove_stale(stage, objects_inputs(NINJA, obj, Runner()))
+    before = {**recently_changed(stage / "project"), **before}  # saved right before: by bytes
     started = time.time_ns()
     ran = subprocess.run([NINJA, "-v", "-C", obj], capture_output=True, text=True, check=True)
     out = ran.stdout
@@ -98,6 +104,7 @@ def test_an_edit_made_while_the_compile_runs_is_compiled_by_the_next_run(
     assert NINJA is not None
     (project / "a.c").write_text("a2\n")
     before = remove_stale(stage, objects_inputs(NINJA, obj, runner))
+    before = {**recently_changed(stage / "project"), **before}
     started = time.time_ns()
     subprocess.run([NINJA, "-C", obj], capture_output=True, check=True)
     _restore_old(project / "a.c", "a3\n")  # saved after the compiler read it

@@ -44,7 +44,6 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
 
 def _compile(stage: Path, project: Path, spec: CommandSpec) -> list[str]:
     """One dev compile of ``spec`` as compile_step runs it: the sources compiled."""
-    time.sleep(0.15)  # the edits made before it begins (one during it compiles again)
     only, before = units_to_compile(stage, spec, project)
     started = time.time_ns()
     for unit in only.units:
@@ -88,3 +87,26 @@ def test_a_unit_that_read_a_header_now_shadowed_is_compiled_again(tmp_path: Path
     assert only.units == ()  # a header no unit read: nothing
     only, _ = units_to_compile(stage, spec, project, [str(tmp_path / "first" / "hdr.h")])
     assert [Path(unit.source).name for unit in only.units] == ["a.c", "b.c"]
+
+
+def test_files_saved_right_before_the_compile_are_judged_by_their_bytes(tmp_path: Path) -> None:
+    # saved within the clock margin (100 ms) before the compile began: their ctime could not
+    # tell that save from one during the compile, so every run after compiled them again
+    stage, project = _project(tmp_path)
+    spec = _spec(stage, project)
+    only, before = units_to_compile(stage, spec, project)  # the files were written just now
+    started = time.time_ns()
+    for unit in only.units:
+        subprocess.run(unit.argv, check=True)
+    units_compiled(stage, spec, before, started, project)
+    assert units_to_compile(stage, spec, project)[0].units == ()
+    # one saved after the compiler read it still compiles again, whatever its time
+    (project / "hdr.h").write_text("h2\n")
+    only, before = units_to_compile(stage, spec, project)
+    started = time.time_ns()
+    for unit in only.units:
+        subprocess.run(unit.argv, check=True)
+    (project / "b.c").write_text("b2\n")
+    os.utime(project / "b.c", (OLD, OLD))
+    units_compiled(stage, spec, before, started, project)
+    assert [Path(u.source).name for u in units_to_compile(stage, spec, project)[0].units] == ["b.c"]

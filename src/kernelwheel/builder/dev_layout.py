@@ -7,8 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
@@ -87,7 +86,8 @@ def dev_id(project: KernelProject, variant: Variant) -> str:
 
 def lay_out_site(site: Path, project: KernelProject, ops_py: str, shared: Shared | None) -> Path:
     """``site/<package>/``: links to the package's files (an edit is live), ``_ops.py`` and a
-    copy of the ``shared`` object (swapped by rename: a Python that loaded the last keeps it).
+    copy of the ``shared`` object (swapped by rename: a Python that loaded the last keeps it);
+    no bytecode (:func:`block_bytecode`).
     Only what changed is updated, ``site`` itself untouched: an interpreter's cached probe
     (compat/probe_cache watches its ``sys.path``) stays valid."""
     package = site / project.package
@@ -123,7 +123,7 @@ def lay_out_site(site: Path, project: KernelProject, ops_py: str, shared: Shared
         dest.unlink(missing_ok=True)
         dest.symlink_to(target)
     write_if_changed(package / "_ops.py", ops_py)
-    drop_racy_bytecode(package)
+    block_bytecode(package / folder for folder in {".", *folders})
     if shared is not None:
         copied = site.with_name(f"{site.name}-so.sha256")
         if not (package / shared.name).is_file() or not holds(copied, shared.digest):
@@ -132,22 +132,20 @@ def lay_out_site(site: Path, project: KernelProject, ops_py: str, shared: Shared
     return site
 
 
-def drop_racy_bytecode(package: Path) -> None:
-    """Remove each ``.pyc`` under ``package`` that may hold code of other bytes than its source:
-    a timestamp ``.pyc`` records the source's mtime in whole seconds and its size, so a save of
-    the same size in the second it was written in (a constant changed, a ``git checkout``)
-    would import the old code. Python writes it again on the next import."""
-    for pyc in package.rglob("__pycache__/*.pyc"):
-        try:
-            with open(pyc, "rb") as fh:
-                flags, mtime, size = struct.unpack("<4xIII", fh.read(16))
-            written = pyc.stat().st_mtime_ns
-            st = (pyc.parent.parent / f"{pyc.name.split('.', 1)[0]}.py").stat()
-        except (OSError, struct.error):
-            continue
-        same = (mtime, size) == (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
-        if flags == 0 and same and written < (mtime + 1) * 1_000_000_000:
-            pyc.unlink(missing_ok=True)
+# in each folder of the site, a file where Python would make its bytecode folder: a .pyc it
+# wrote would record the source's mtime in whole seconds, so a save of the same size in that
+# second (a constant changed, a ``git checkout``) imported the old code; the files compile anew
+NO_BYTECODE = b"kernelwheel dev: no bytecode here, so a save is never imported stale\n"
+
+
+def block_bytecode(folders: Iterable[Path]) -> None:
+    """Make each of ``folders`` hold a ``__pycache__`` file (an older run's folder goes)."""
+    for folder in folders:
+        cache = folder / "__pycache__"
+        if cache.is_dir() and not cache.is_symlink():
+            shutil.rmtree(cache)
+        if not cache.is_file():
+            cache.write_bytes(NO_BYTECODE)
 
 
 def holds(record: Path, text: str) -> bool:

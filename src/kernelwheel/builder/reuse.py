@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
@@ -86,16 +87,22 @@ class Reuse:
         self.content_roots = tuple(os.path.normpath(p) + os.sep for p in content_roots)
         self.edited = tuple(os.path.normpath(p) + os.sep for p in edited)
 
-    def _edited_since(self, paths: Sequence[str], started_ns: int) -> bool:
+    def _edited_since(
+        self, paths: Sequence[str], started_ns: int, before: Mapping[str, str | None]
+    ) -> bool:
         """Whether one of ``paths`` under ``edited`` changed after ``started_ns`` (less a margin
         for the file system's coarse clock): by its ctime, which no tool sets back (``cp -p``,
-        ``touch -d`` and ``git checkout`` set mtime only). Its fingerprint, taken now, may then
+        ``touch -d`` and ``git checkout`` set mtime only); within the margin, by its bytes
+        against ``before`` (its digest before the compile). Its fingerprint, taken now, may then
         not be the content the compile read."""
         since = started_ns - CLOCK_MARGIN_NS
         for path in paths:
             if path.startswith(self.edited):
                 try:
-                    if os.stat(path).st_ctime_ns >= since:
+                    ctime = os.stat(path).st_ctime_ns
+                    if ctime >= started_ns or (
+                        ctime >= since and before.get(path, "") != sha256_file(Path(path))
+                    ):
                         return True
                 except OSError:
                     return True
@@ -144,16 +151,18 @@ class Reuse:
         include_dirs: Sequence[str] = (),
         *,
         started_ns: int | None = None,
+        before: Mapping[str, str | None] | None = None,
     ) -> bool:
         """Keep ``result`` (the worker's, naming the shared object and its inputs) for later
         builds; False (and any old entry removed) when its inputs are unknown, or one of the
-        project's was saved after the compile began (``started_ns``: ``time.time_ns()``).
+        project's was saved after the compile began (``started_ns``: ``time.time_ns()``;
+        ``before``: digests taken before it, which decide a save around its start).
         ``include_dirs``: the spec's include folders, in search order."""
         inputs = result.get("inputs")
         fingerprints: dict[str, object] = {}
         if isinstance(inputs, list) and inputs:
             paths = sorted({*map(str, inputs), *(os.path.normpath(s) for s in sources)})
-            if started_ns is None or not self._edited_since(paths, started_ns):
+            if started_ns is None or not self._edited_since(paths, started_ns, before or {}):
                 fingerprints = {path: self._fingerprint(path) for path in paths}
         if not fingerprints or None in fingerprints.values():
             shutil.rmtree(self.folder, ignore_errors=True)
@@ -229,12 +238,12 @@ def shadow_candidates(
     found = set(inputs)
     candidates: set[str] = set()
     for path in found:
-        for index, folder in enumerate(dirs):
-            if path.startswith(folder + os.sep):
-                rel = path[len(folder) + 1 :]
-                candidates.update(os.path.join(d, rel) for d in dirs[:index])
-                break
-        else:  # found beyond the listed folders: each of them is searched first
+        # under each listed folder holding it (torch/include holds torch/csrc/api/include)
+        homes = [index for index, folder in enumerate(dirs) if path.startswith(folder + os.sep)]
+        for index in homes:
+            rel = path[len(dirs[index]) + 1 :]
+            candidates.update(os.path.join(d, rel) for d in dirs[:index])
+        if not homes:  # found beyond the listed folders: each of them is searched first
             parts = path.split(os.sep)
             for depth in range(1, min(_SUFFIXES, len(parts) - 1) + 1):
                 rel = os.path.join(*parts[-depth:])
@@ -251,6 +260,44 @@ def absent_headers(
     the including source first, then in ``include_dirs``."""
     beside = dict.fromkeys(os.path.dirname(os.path.normpath(s)) for s in sources)
     return shadow_candidates(inputs, [*beside, *include_dirs])
+
+
+def include_search(spec: CompileSpec | CommandSpec) -> list[str]:
+    """The folders the compile's commands search for a header, in order: a torch build's from
+    the build.ninja torch wrote (torch's and Python's folders after the spec's), a commands
+    spec's from its units (nvcc's toolkit folder last); the spec's own where none is read."""
+    if isinstance(spec, CommandSpec):
+        commands = [list(unit.argv) for unit in spec.units]
+        home = [f"-I{spec.cuda_home}/include"] if spec.cuda_home else []
+        commands = [[*argv, *home] if argv[:1] == ["nvcc"] else argv for argv in commands]
+    else:
+        try:
+            lines = (Path(spec.build_temp) / "build.ninja").read_text().splitlines()
+            commands = [
+                shlex.split(line.partition(" = ")[2])
+                for line in lines
+                if line.startswith(_NINJA_FLAGS)
+            ]
+        except (OSError, UnicodeDecodeError, ValueError):
+            commands = []
+    found = [os.path.join(spec.build_temp, f) for argv in commands for f in searched_folders(argv)]
+    return list(dict.fromkeys(os.path.normpath(f) for f in found or spec.include_dirs))
+
+
+_NINJA_FLAGS = ("cflags = ", "cuda_cflags = ")  # build.ninja's compile flags (torch's)
+
+
+def searched_folders(argv: Sequence[str]) -> list[str]:
+    """The include folders of one compiler command, as gcc and nvcc search them: the -I ones,
+    then the -isystem ones, each in the command's order."""
+    included: list[str] = []
+    system: list[str] = []
+    words = iter(argv)
+    for word in words:
+        for flag, folders in (("-I", included), ("-isystem", system)):
+            if word.startswith(flag):
+                folders.append(word[len(flag) :] or next(words, ""))
+    return [folder for folder in (*included, *system) if folder]
 
 
 def appeared(record: Path) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -100,6 +101,23 @@ def remove_shadowed(deps: Mapping[str, list[str]], appeared: Sequence[str]) -> N
             Path(target).unlink(missing_ok=True)
 
 
+def recently_changed(project: Path) -> dict[str, str | None]:
+    """The digests now of the files of ``project`` (hidden folders aside) changed within the
+    clock margin, before a compile begins: their ctime cannot tell a save before it from one
+    during it, their bytes can (:func:`record_compiled` records these)."""
+    since, found = time.time_ns() - CLOCK_MARGIN_NS, {}
+    digest = Digests(project)
+    for folder, dirs, files in os.walk(os.path.normpath(project)):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        for path in (os.path.join(folder, name) for name in files):
+            try:
+                if os.stat(path).st_ctime_ns >= since:
+                    found[path] = digest(path)
+            except OSError:
+                continue
+    return found
+
+
 def record_compiled(
     stage: Path,
     deps: Mapping[str, list[str]],
@@ -160,6 +178,7 @@ def units_to_compile(
     same = [u.object for u in spec.units if last.get(u.object) == list(u.argv)]
     deps = depfile_inputs(Path(spec.build_temp), same)
     before = remove_stale(stage, deps, project)  # what changed goes
+    before = {**recently_changed(project), **before}
     remove_shadowed(deps, shadowing)
     todo = tuple(u for u in spec.units if u.object not in deps or not Path(u.object).is_file())
     return replace(spec, units=todo), before

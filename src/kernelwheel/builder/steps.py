@@ -64,7 +64,7 @@ from .load_check import (
     skip_reason,
 )
 from .request import BuildKind, BuildRequest, BuiltWheel
-from .reuse import Reuse, absent_headers, appeared, build_key, repair_key
+from .reuse import Reuse, absent_headers, appeared, build_key, include_search, repair_key
 from .wheelmeta import refuse_outside, with_metadata
 
 # The compile worker, run by file path inside each build's environment (every build kind's).
@@ -376,6 +376,8 @@ def compile_step(
         deps = stale.objects_inputs(ninja, objects, runner)
         before = stale.remove_stale(stage, deps)
         stale.remove_shadowed(deps, shadowing)
+        if incremental:  # a file saved just before: told from a save during it by its bytes
+            before = {**stale.recently_changed(stage / PROJECT_LINK), **before}
     started = time.time_ns()
     result = run_worker(
         req, python, stage, env_vars, planned.keep_dir, runner, direct=direct, only=only
@@ -392,14 +394,15 @@ def compile_step(
         stale.record_compiled(stage, deps, before, started, stage / PROJECT_LINK)
         if direct is not None:  # ninja and the link, no worker: the inputs from the deps read
             result = {**result, "inputs": stale.all_inputs(deps, objects)}
+    searched = include_search(spec)  # the compile's own, torch's and the toolkit's too
     if incremental and reuse is None:  # the shadowing headers, which no reuse entry keeps
         found = result.get("inputs")
         inputs = [str(p) for p in found] if isinstance(found, list) else []
-        absent = absent_headers(inputs, spec.sources, spec.include_dirs)
+        absent = absent_headers(inputs, spec.sources, searched)
         atomic_write(stage / ABSENT, json.dumps({"absent": absent}))
     _record_unit_costs(costs, peaks, spec, stage, req.project.root)
     if reuse is not None:  # the next unchanged run reuses this build without starting ninja
-        reuse.store(key, result, spec.sources, spec.include_dirs, started_ns=started)
+        reuse.store(key, result, spec.sources, searched, started_ns=started, before=before)
     if not (cache := str(result.get("cache") or "")):  # what the compiler cache did
         stats = read_stats(stats_log) if cached else None
         why = "no-ccache" if req.compile.no_ccache else "see the log"
