@@ -183,3 +183,16 @@ def test_a_header_two_kernels_of_different_flags_list_is_warned_of_only_as_a_sou
     kernels, _ = kernels_to_compile(load_project(tmp_path), ("cpu",), None)
     notes = shared_source_notes(kernels)
     assert len(notes) == 1 and notes[0].startswith("warning: shared.cpp is listed by kernels")
+
+
+def test_a_kernel_of_a_backend_the_project_does_not_list_is_warned_of(mixed: Path) -> None:
+    # [kernel.amd] added, "rocm" not added to general.backends: it was silently never compiled
+    toml = mixed / "build.toml"
+    toml.write_text(toml.read_text().replace('"cpu", "cuda", "rocm"', '"cpu", "cuda"'))
+    kernels, notes = kernels_to_compile(load_project(mixed), ("cpu",), None)
+    assert _ids(kernels) == ["host"]
+    assert notes == (
+        'warning: kernel.amd has backend = "rocm", which general.backends (cpu, cuda) does not '
+        'list: no variant compiles it; add "rocm" to general.backends in build.toml, or remove '
+        "[kernel.amd]",
+    )

@@ -99,9 +99,18 @@ def legacy_macro_warnings(
 def kernels_to_compile(
     project: KernelProject, backends: Sequence[str], cuda_version: str | None
 ) -> tuple[tuple[KernelSection, ...], tuple[str, ...]]:
-    """The kernels of ``backends`` to compile, and a note for each left out by ``cuda-minver``."""
+    """The kernels of ``backends`` to compile, and a note for each left out by ``cuda-minver``
+    or by a backend ``general.backends`` lacks (a kernel added without its backend: no variant
+    would ever compile it, and no build said so)."""
     chosen: list[KernelSection] = []
-    notes: list[str] = []
+    listed = ", ".join(project.backends)
+    notes = [
+        f'warning: kernel.{k.id} has backend = "{k.backend}", which general.backends '
+        f'({listed}) does not list: no variant compiles it; add "{k.backend}" to '
+        f"general.backends in {project.build_toml.name}, or remove [kernel.{k.id}]"
+        for k in project.kernels
+        if k.backend not in project.backends
+    ]
     toolkit = Version(cuda_version) if cuda_version is not None else None
     for kernel in project.kernels_for(backends):
         minver = kernel.cuda_minver if kernel.backend == "cuda" else None
