@@ -205,6 +205,20 @@ def nvcc_parallelism(
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")  # what compiles; the rest are headers
 
 
+def include_file_notes(project: KernelProject, kernels: Sequence[KernelSection]) -> tuple[str, ...]:
+    """A warning for each ``include`` entry of the binding or of ``kernels`` that is a file: the
+    compiler searches folders, so nothing is found through it (and says nothing)."""
+    binding = project.torch.include if project.torch is not None else ()
+    tables = [("torch", binding), *((f"kernel.{k.id}", k.include) for k in kernels)]
+    return tuple(
+        f"warning: {table}.include: {path.as_posix()!r} is a file, not a folder: the compiler "
+        f"finds no header through it; name the folder that holds it, {path.parent.as_posix()!r}"
+        for table, paths in tables
+        for path in paths
+        if (project.root / path).is_file()
+    )
+
+
 def shared_source_notes(kernels: Sequence[KernelSection]) -> tuple[str, ...]:
     """A warning for each source kernels with different flags list: it compiles once, with all
     of their flags (kernel-builder's rule), which neither author may expect. A header is
