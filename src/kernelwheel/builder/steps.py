@@ -281,9 +281,9 @@ def compile_env(
                 shared = f", remote storage {redact(remote)}" if remote else ""
                 fh.write(f"compiler cache: {ccache.describe()}{shared}\n")
             census = stats_log.with_name("project-census.txt")
-            # kernelwheel's output (and build/, the Hub layout's usual place): not the project's
+            # kernelwheel's output (and the usual folders of it, project_census): not the project's
             layout = (out.hub_layout,) if out.hub_layout is not None else ()
-            own = (out.cache_dir, out.work_dir, out.out_dir, req.project.root / "build", *layout)
+            own = (out.cache_dir, out.work_dir, out.out_dir, *layout)
             census.write_text(project_census(req.project.root, leave_out=own))
             cached = ccache_env(
                 out.cache_dir, stats_log, nvcc, env_vars, ccache.path, remote, extra_files=(census,)
