@@ -207,7 +207,8 @@ SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")  # what compiles; the res
 
 def include_file_notes(project: KernelProject, kernels: Sequence[KernelSection]) -> tuple[str, ...]:
     """A warning for each ``include`` entry of the binding or of ``kernels`` that is a file: the
-    compiler searches folders, so nothing is found through it (and says nothing)."""
+    compiler searches folders, so nothing is found through it (gcc's "not a directory", once
+    per unit, names neither the key nor the fix)."""
     binding = project.torch.include if project.torch is not None else ()
     tables = [("torch", binding), *((f"kernel.{k.id}", k.include) for k in kernels)]
     return tuple(
