@@ -100,3 +100,20 @@ def test_an_incremental_compile_names_the_units_it_compiled(tmp_path: Path) -> N
     assert result["units"] == ["csrc/b.cpp", "csrc/a.cpp"]
     assert _some(["a", "b", "c", "d", "e", "f"]) == "a, b, c, d and 2 more"
     assert _some(["a"]) == "a"
+
+
+def test_a_dev_compile_of_no_unit_says_so_not_ccache_0_of_0() -> None:
+    # a source dropped from build.toml: the worker relinked, no unit compiled, and the ✓ line
+    # said "ccache 0/0 hit"
+    from kernelwheel.builder.steps import dev_summary
+    from kernelwheel.toolchain.compiler_cache import CacheStats
+
+    none, own = CacheStats(0, 0, 0), CacheStats(0, 1, 0)
+    assert dev_summary([], none.describe(), none) == "no unit to compile (linked again)"
+    assert dev_summary([], own.describe(), own) == (
+        "no unit of the project to compile (linked again); ccache 0/1 hit"
+    )
+    assert dev_summary(["csrc/a.cpp"], own.describe(), own) == "compiled csrc/a.cpp; ccache 0/1 hit"
+    unchanged = "unchanged: ninja had nothing to compile"
+    assert dev_summary([], unchanged, None) == unchanged
+    assert dev_summary(None, none.describe(), none) == "ccache 0/0 hit"  # a release build

@@ -545,7 +545,8 @@ def test_a_call_of_an_op_the_build_no_longer_defines_is_warned_of_with_its_line(
     record.parent.mkdir()
     warning = (
         f"warning: the package calls ops.split2 ({where}:9), which no ops.def defines (this "
-        "build's ops: add_one, split_pm): each such call raises AttributeError; rename the "
+        "build's ops: add_one, split_pm): each such call raises AttributeError (a registration "
+        "naming it with add_op_namespace_prefix fails the package's import); rename the "
         "call or define the op"
     )
     shown = []
@@ -826,3 +827,22 @@ def test_a_call_of_an_op_the_package_probes_for_is_not_called_undefined() -> Non
         b"        return ops.gone(x)\n"
     )
     assert op_calls([("p.py", source)]) == [("unguarded", "p.py:12"), ("gone", "p.py:14")]
+
+
+def test_a_registration_naming_an_op_the_binding_no_longer_defines_is_warned_of() -> None:
+    # split2 renamed to halves in the binding alone: register_fake / register_autograd of
+    # add_op_namespace_prefix("split2") fail the package's import (torch: "operator ... does
+    # not exist"), and only the wrapper's ops.split2 call was warned of
+    from kernelwheel.builder.load_check import op_calls
+
+    source = (
+        b"import torch\nfrom ._ops import add_op_namespace_prefix as prefix, ops\n\n"
+        b'@torch.library.register_fake(prefix("split2"))\n'
+        b"def _fake(x):\n    return x\n\n"
+        b'torch.library.register_autograd(prefix("split2.out"), len)\n'
+        b'torch.library.define(prefix("mine"), "(Tensor x) -> Tensor")\n'
+        b'torch.library.register_fake(prefix("mine"))(len)\n'
+        b"torch.library.register_fake(prefix(NAME))(len)\n"
+        b'add_op_namespace_prefix("unrelated")\n'
+    )
+    assert op_calls([("p.py", source)]) == [("split2", "p.py:4"), ("split2", "p.py:8")]

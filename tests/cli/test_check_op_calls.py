@@ -65,7 +65,8 @@ def _wheel(tmp_path: Path, init: str, *, extension: bool = True) -> Path:
 WARNING = (
     "warning: the package calls ops.split2 (demo/__init__.py:10), which no ops.def of the "
     "wheel's extension defines (no string of it names the op): each such call raises "
-    "AttributeError; rename the call or define the op"
+    "AttributeError (a registration naming it with add_op_namespace_prefix fails the "
+    "package's import); rename the call or define the op"
 )
 
 

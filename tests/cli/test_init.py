@@ -325,3 +325,18 @@ def test_the_builds_outputs_stay_out_of_git_and_never_make_the_next_build_dirty(
     (root / "wheelhouse/logs/v.log").write_text("built again\n")
     state = read_git_state(root)
     assert state is not None and not state.dirty
+
+
+def test_the_counts_init_md_gives_are_those_the_build_tests_see() -> None:
+    # docs/init.md said "8 passed" for the torch project (its test has 9 since test_opcheck)
+    # and "7 passed, the 5 CUDA ones skipped" for noarch: the integration tests assert 9 and
+    # "8 passed, 6 skipped", from real runs
+    import re
+
+    repo = Path(__file__).parents[2]
+    doc = (repo / "docs" / "init.md").read_text()
+    built = (repo / "tests" / "builder" / "test_init_build.py").read_text()
+    (torch_count,) = set(re.findall(r'"(\d+) passed" in proc.stdout and "skipped" not in', built))
+    assert set(re.findall(r"(\d+) passed, none skipped", doc)) == {torch_count}
+    (noarch,) = re.findall(r'"(\d+) passed, (\d+) skipped"', built)
+    assert "noarch: {} passed, the {} CUDA ones skipped".format(*noarch) in doc

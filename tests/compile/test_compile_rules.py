@@ -11,6 +11,7 @@ import pytest
 from kernelwheel.compile.compile_rules import (
     Parallelism,
     backend_macros,
+    include_file_notes,
     kernel_backends,
     kernel_cuda_flags,
     kernels_to_compile,
@@ -183,3 +184,43 @@ def test_a_header_two_kernels_of_different_flags_list_is_warned_of_only_as_a_sou
     kernels, _ = kernels_to_compile(load_project(tmp_path), ("cpu",), None)
     notes = shared_source_notes(kernels)
     assert len(notes) == 1 and notes[0].startswith("warning: shared.cpp is listed by kernels")
+
+
+def test_a_kernel_of_a_backend_the_project_does_not_list_is_warned_of(mixed: Path) -> None:
+    # [kernel.amd] added, "rocm" not added to general.backends: it was silently never compiled
+    toml = mixed / "build.toml"
+    toml.write_text(toml.read_text().replace('"cpu", "cuda", "rocm"', '"cpu", "cuda"'))
+    kernels, notes = kernels_to_compile(load_project(mixed), ("cpu",), None)
+    assert _ids(kernels) == ["host"]
+    assert notes == (
+        'warning: kernel.amd has backend = "rocm", which general.backends (cpu, cuda) does not '
+        'list: no variant compiles it; add "rocm" to general.backends in build.toml, or remove '
+        "[kernel.amd]",
+    )
+
+
+def test_an_include_entry_that_is_a_file_is_warned_of(mixed: Path) -> None:
+    # include = ["csrc/w7k.h"] (the header, not its folder): g++ was given -I of a file, found
+    # nothing through it, and no one said so
+    (mixed / "inc").mkdir()
+    toml = mixed / "build.toml"
+    text = toml.read_text().replace('src = ["host.cpp"]', 'src = ["host.cpp"]\ninclude = ["inc"]')
+    toml.write_text(
+        text.replace('src = ["old.cu"]', 'src = ["old.cu"]\ninclude = ["inc", "old.cu"]')
+    )
+    text = toml.read_text().replace(
+        'src = ["torch-ext/binding.cpp"]',
+        'src = ["torch-ext/binding.cpp"]\ninclude = ["torch-ext/binding.cpp"]',
+    )
+    toml.write_text(text)
+    project = load_project(mixed)
+    kernels, _ = kernels_to_compile(project, ("cuda",), "13.0")
+    assert include_file_notes(project, kernels) == (
+        "warning: torch.include: 'torch-ext/binding.cpp' is a file, not a folder: the compiler "
+        "finds no header through it; name the folder that holds it, 'torch-ext'",
+        "warning: kernel.old.include: 'old.cu' is a file, not a folder: the compiler finds no "
+        "header through it; name the folder that holds it, '.'",
+    )
+    assert include_file_notes(project, kernels_to_compile(project, ("cpu",), None)[0]) == (
+        include_file_notes(project, kernels)[0],
+    )

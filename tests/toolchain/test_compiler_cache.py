@@ -180,3 +180,24 @@ def test_the_project_census_names_files_not_their_contents(tmp_path: Path) -> No
     elsewhere = tmp_path / "copy"
     shutil.copytree(root, elsewhere)
     assert project_census(elsewhere, (elsewhere / "out",)) == project_census(root, (root / "out",))
+
+
+def test_the_census_of_a_dev_build_leaves_out_the_wheels_a_release_build_wrote(
+    tmp_path: Path,
+) -> None:
+    # `kernelwheel build -o wheelhouse` (init's README), then `kernelwheel test`: dev's output
+    # is in the cache, so wheelhouse/ was counted, and every unit of the next dev compile missed
+    from kernelwheel.toolchain.compiler_cache import project_census
+
+    root = tmp_path / "p"
+    (root / "csrc").mkdir(parents=True)
+    (root / "csrc" / "k.cpp").write_text("v1\n")
+    before = project_census(root)
+    for rel in ("wheelhouse/logs/v.log", "wheelhouse/k-0.0.0-cp310-abi3.whl", "hub/build/x.so"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("output\n")
+    (root / "build" / "x.o").parent.mkdir()
+    (root / "build" / "x.o").write_text("output\n")
+    (root / "csrc" / "wheelhouse").mkdir()  # only the project's own top-level folders
+    (root / "csrc" / "wheelhouse" / "w.h").write_text("a header\n")
+    assert project_census(root) == before + "csrc/wheelhouse/w.h\n"

@@ -19,6 +19,7 @@ from ..compile.compile_rules import (
     Macro,
     Parallelism,
     backend_macros,
+    include_file_notes,
     kernel_backends,
     kernel_cuda_flags,
     kernels_to_compile,
@@ -437,7 +438,8 @@ def plan_compile(
         torch_free=torch_free,
         peak_log=str(stage / "obj" / PEAK_LOG),
     )
-    all_notes = (*notes, *shared_source_notes(kernels), *(cuda.notes if cuda else ()))
+    all_notes = (*notes, *include_file_notes(project, kernels), *shared_source_notes(kernels))
+    all_notes += cuda.notes if cuda else ()
     all_notes += (budget.line,) if budget.by_memory else ()
     log_lines = () if budget.by_memory else (budget.line,)
     return CompilePlan(spec, all_notes, stage / "nvcc-keep" if keep else None, log_lines)

@@ -271,7 +271,8 @@ def _call_warning(calls: Sequence[str], undefined_by: str) -> str:
     define, read after "which no"."""
     return (
         f"warning: the package calls {', '.join(calls)}, which no {undefined_by}: each such "
-        "call raises AttributeError; rename the call or define the op"
+        "call raises AttributeError (a registration naming it with add_op_namespace_prefix "
+        "fails the package's import); rename the call or define the op"
     )
 
 
@@ -301,13 +302,14 @@ def _op_uses(files: Iterable[tuple[str, bytes]]) -> list[_OpUse]:
             continue
     own = {name for _, tree in trees for name in _python_defined(tree)}
     for where, tree in trees:
-        names = {  # ops, or the name the file imports it as
-            alias.asname or alias.name
+        imported = [  # (name, as) of what the file imports from ._ops
+            (alias.name, alias.asname or alias.name)
             for node in ast.walk(tree)
             if isinstance(node, ast.ImportFrom) and node.level and node.module == "_ops"
             for alias in node.names
-            if alias.name == "ops"
-        }
+        ]
+        names = {own_name for name, own_name in imported if name == "ops"}
+        prefixes = {own_name for name, own_name in imported if name == "add_op_namespace_prefix"}
         shadowed = {
             id(node)
             for scope in ast.walk(tree)
@@ -341,7 +343,7 @@ def _op_uses(files: Iterable[tuple[str, bytes]]) -> list[_OpUse]:
         }
         calls = []
         for node in ast.walk(tree):
-            name = _op_named(node, names) if names and id(node) not in shadowed else None
+            name = _op_named(node, names, prefixes) if id(node) not in shadowed else None
             if name and not name.startswith("_") and name not in own | probed:
                 overload, call = overloads.get(id(node), (None, called.get(id(node))))
                 line = getattr(node, "lineno", 0)
@@ -360,11 +362,20 @@ def _catches_attribute_error(handler: ast.ExceptHandler) -> bool:
     )
 
 
-def _op_named(node: ast.AST, names: set[str]) -> str | None:
+def _op_named(node: ast.AST, names: set[str], prefixes: set[str]) -> str | None:
     """The op ``node`` reaches on one of ``names``: ``ops.NAME``, ``getattr(ops, "NAME")``
-    (with no default: one with a default is a probe that never raises)."""
+    (with no default: one with a default is a probe that never raises), or names through one
+    of ``prefixes``: ``add_op_namespace_prefix("NAME.overload")`` (register_fake's op)."""
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         return node.attr if node.value.id in names else None
+    if (
+        isinstance(node, ast.Call)
+        and getattr(node.func, "id", None) in prefixes
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
+        return node.args[0].value.split(".")[0]
     if (
         is_getattr(node)
         and isinstance(node.args[0], ast.Name)

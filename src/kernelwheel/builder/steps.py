@@ -46,7 +46,13 @@ from ..model.capability import CudaCapability
 from ..model.project import KernelProject, editor_file
 from ..model.recipes import load_ccache_recipe
 from ..model.variant import Arch, LocalVersionStyle, Variant
-from ..toolchain.compiler_cache import ccache_env, project_census, read_stats, select_ccache
+from ..toolchain.compiler_cache import (
+    CacheStats,
+    ccache_env,
+    project_census,
+    read_stats,
+    select_ccache,
+)
 from ..toolchain.cross import CrossBuild
 from ..toolchain.deps import HeaderPlan, provide_headers
 from ..toolchain.envs import CudaToolkit, EnvInfo, supported_capabilities
@@ -281,9 +287,9 @@ def compile_env(
                 shared = f", remote storage {redact(remote)}" if remote else ""
                 fh.write(f"compiler cache: {ccache.describe()}{shared}\n")
             census = stats_log.with_name("project-census.txt")
-            # kernelwheel's output (and build/, the Hub layout's usual place): not the project's
+            # kernelwheel's output (and the usual folders of it, project_census): not the project's
             layout = (out.hub_layout,) if out.hub_layout is not None else ()
-            own = (out.cache_dir, out.work_dir, out.out_dir, req.project.root / "build", *layout)
+            own = (out.cache_dir, out.work_dir, out.out_dir, *layout)
             census.write_text(project_census(req.project.root, leave_out=own))
             cached = ccache_env(
                 out.cache_dir, stats_log, nvcc, env_vars, ccache.path, remote, extra_files=(census,)
@@ -403,13 +409,27 @@ def compile_step(
     _record_unit_costs(costs, peaks, spec, stage, req.project.root)
     if reuse is not None:  # the next unchanged run reuses this build without starting ninja
         reuse.store(key, result, spec.sources, searched, started_ns=started, before=before)
+    stats = None
     if not (cache := str(result.get("cache") or "")):  # what the compiler cache did
         stats = read_stats(stats_log) if cached else None
         why = "no-ccache" if req.compile.no_ccache else "see the log"
         cache = stats.describe() if stats is not None else f"no compiler cache ({why})"
-    if isinstance(units, list) and units:  # a dev build: which units an edit recompiled
-        cache = f"compiled {_some(units)}; {cache}"
-    return _compiled(result, spec, cache, planned.notes)
+    return _compiled(result, spec, dev_summary(units, cache, stats), planned.notes)
+
+
+def dev_summary(units: object, cache: str, stats: CacheStats | None) -> str:
+    """A dev build's compile line: which units an edit recompiled, or, the compiler cache's
+    ``stats`` read, that none of the project's was (a source dropped from build.toml: linked
+    again, where "ccache 0/0 hit" told nothing)."""
+    if not isinstance(units, list):
+        return cache
+    if units:
+        return f"compiled {_some(units)}; {cache}"
+    if stats is None:
+        return cache
+    if not stats.hits + stats.misses + stats.uncacheable:
+        return "no unit to compile (linked again)"
+    return f"no unit of the project to compile (linked again); {cache}"
 
 
 def _some(units: Sequence[object], shown: int = 4) -> str:

@@ -99,9 +99,18 @@ def legacy_macro_warnings(
 def kernels_to_compile(
     project: KernelProject, backends: Sequence[str], cuda_version: str | None
 ) -> tuple[tuple[KernelSection, ...], tuple[str, ...]]:
-    """The kernels of ``backends`` to compile, and a note for each left out by ``cuda-minver``."""
+    """The kernels of ``backends`` to compile, and a note for each left out by ``cuda-minver``
+    or by a backend ``general.backends`` lacks (a kernel added without its backend: no variant
+    would ever compile it, and no build said so)."""
     chosen: list[KernelSection] = []
-    notes: list[str] = []
+    listed = ", ".join(project.backends)
+    notes = [
+        f'warning: kernel.{k.id} has backend = "{k.backend}", which general.backends '
+        f'({listed}) does not list: no variant compiles it; add "{k.backend}" to '
+        f"general.backends in {project.build_toml.name}, or remove [kernel.{k.id}]"
+        for k in project.kernels
+        if k.backend not in project.backends
+    ]
     toolkit = Version(cuda_version) if cuda_version is not None else None
     for kernel in project.kernels_for(backends):
         minver = kernel.cuda_minver if kernel.backend == "cuda" else None
@@ -189,6 +198,21 @@ def nvcc_parallelism(
 
 
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")  # what compiles; the rest are headers
+
+
+def include_file_notes(project: KernelProject, kernels: Sequence[KernelSection]) -> tuple[str, ...]:
+    """A warning for each ``include`` entry of the binding or of ``kernels`` that is a file: the
+    compiler searches folders, so nothing is found through it (gcc's "not a directory", once
+    per unit, names neither the key nor the fix)."""
+    binding = project.torch.include if project.torch is not None else ()
+    tables = [("torch", binding), *((f"kernel.{k.id}", k.include) for k in kernels)]
+    return tuple(
+        f"warning: {table}.include: {path.as_posix()!r} is a file, not a folder: the compiler "
+        f"finds no header through it; name the folder that holds it, {path.parent.as_posix()!r}"
+        for table, paths in tables
+        for path in paths
+        if (project.root / path).is_file()
+    )
 
 
 def shared_source_notes(kernels: Sequence[KernelSection]) -> tuple[str, ...]:

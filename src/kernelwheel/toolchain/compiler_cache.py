@@ -133,13 +133,19 @@ def select_ccache(
     return found
 
 
+# What kernelwheel writes into a project by default (docs/init.md's .gitignore): the wheels and
+# their logs, a --hub-layout, build/: a `dev` after a `build -o wheelhouse` missed every unit
+OUTPUT_FOLDERS = ("wheelhouse", "hub", "build")
+
+
 def project_census(root: Path, leave_out: Iterable[Path] = ()) -> str:
-    """Every file of the project by its path, sorted (hidden folders, ``__pycache__``, ``leave_out``
-    and editors' files excepted), hashed into every key: ccache remembers the headers an object
-    included, not those it would have found, so a header added ahead on the include path gave the
-    old object back; now a file added, removed or renamed misses."""
+    """Every file of the project by its path, sorted (hidden folders, ``__pycache__``,
+    ``leave_out``, the :data:`OUTPUT_FOLDERS` and editors' files excepted), hashed into every
+    key: ccache remembers the headers an object included, not those it would have found, so a
+    header added ahead on the include path gave the old object back; now a file added, removed
+    or renamed misses."""
     root = root.resolve()
-    skipped = {p.resolve() for p in leave_out}
+    skipped = {p.resolve() for p in (*leave_out, *(root / name for name in OUTPUT_FOLDERS))}
     names: list[str] = []
     for folder, dirnames, filenames in os.walk(root):
         here = Path(folder)
