@@ -727,6 +727,45 @@ def test_failed_tests_repeat_the_note_of_files_the_build_leaves_out(tmp_path: Pa
     assert "py.typed left out" in (left_out_note(project) or "")  # the build's note stays
 
 
+def test_an_import_of_a_module_the_package_no_longer_holds_is_named_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # kernels-community einops with packing.py deleted: `dev` said nothing, and the tests'
+    # collection failed with "No module named '_einops_cpu_dev….packing'" in the Hub copy
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    root = write_noarch_project(tmp_path / "n")
+    project = load_project(root)
+    init = project.package_dir / "__init__.py"
+    sub = project.package_dir / "sub" / "__init__.py"
+    init.write_text(NOARCH_INIT + "from .packing import pack\nfrom .sub import VALUE\n")
+    sub.write_text(
+        "from .. import factor\nfrom ..gone.deeper import x\nfrom . import anything\n"
+        "try:\n    from .optional import y\nexcept ImportError:\n    y = None\n"
+        "def later():\n    from .lazy import z\n"
+    )
+    assert main(["dev", str(root), "--cache-dir", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    line = len(NOARCH_INIT.splitlines()) + 1
+    assert (
+        f"warning: torch-ext/scale_noarch/__init__.py:{line} imports .packing, which "
+        "torch-ext/scale_noarch/ does not hold" in out
+    )
+    assert "torch-ext/scale_noarch/sub/__init__.py:2 imports ..gone.deeper" in out
+    # the held module, the package's names, guarded and deferred imports: no word
+    for fine in (".sub ", "..factor", ". import", ".optional", ".lazy", "._ops"):
+        assert f"imports {fine}" not in out
+    # said again under the collection error the import gives
+    ui = ConsoleUI(out=(said := io.StringIO()), err=io.StringIO())
+    assert pytest_exit(2, ui, project) == 2
+    assert f"collecting the tests failed; warning: torch-ext/scale_noarch/__init__.py:{line}" in (
+        said.getvalue()
+    )
+    init.write_text(NOARCH_INIT)  # mended: no word, from the same build
+    sub.write_text("")
+    assert main(["dev", str(root), "--cache-dir", str(tmp_path / "c")]) == 0
+    assert "does not hold" not in capsys.readouterr().out
+
+
 def test_a_shadowing_install_is_removed_from_the_linked_interpreter(tmp_path: Path) -> None:
     # with --python PY, the pip on PATH may be another environment's
     project = load_project(write_tiny_kernel(tmp_path / "p"))

@@ -42,7 +42,7 @@ from .load_check import refuse_syntax
 from .noarch import BACKEND, backend_namespace, torch_requirement
 from .pipeline import compile_extension, prepare_environment
 from .request import BuildKind, BuildRequest
-from .steps import compile_step, full_version, left_out_note
+from .steps import compile_step, full_version, package_notes
 from .tvm_ffi import library_plan, prepare_tvm_ffi
 from .wheelmeta import requirements
 
@@ -137,8 +137,8 @@ def build_noarch_dev(
             hub = lay_out_hub(folder / "hub", project, variant, namespace, package, major, None)
         drop_other_variants(hub, {v.name for v in variants})
         detail.append(str(package))
-    if (left_out := left_out_note(project)) is not None:
-        reporter.info(scope, left_out)
+    for note in package_notes(project):
+        reporter.info(scope, note)
     return DevBuild(
         variants[0], folder, site, hub, None, serves=variants, runtime=torch_requirement(project)
     )

@@ -63,6 +63,7 @@ from .load_check import (
     recorded_report,
     skip_reason,
 )
+from .package_imports import missing_module_warnings
 from .request import BuildKind, BuildRequest, BuiltWheel
 from .reuse import Reuse, absent_headers, appeared, build_key, repair_key
 from .wheelmeta import refuse_outside, with_metadata
@@ -226,6 +227,14 @@ def left_out_note(project: KernelProject, *, markers: bool = True) -> str | None
         f"note: {_some(left, 5)} left out of the package (its pyext: "
         f"{', '.join(project.pyext)}); to ship them, add {new} to pyext in build.toml's [{section}]"
     )
+
+
+def package_notes(project: KernelProject, *, markers: bool = True) -> list[str]:
+    """What a build says of the package folder: the files it leaves out (:func:`left_out_note`)
+    and each import of a module the package does not hold."""
+    left_out = left_out_note(project, markers=markers)
+    missing = missing_module_warnings(project.package_dir, project.root)
+    return [*([left_out] if left_out is not None else []), *missing]
 
 
 def _accepts_flag(runner: Runner, cxx: str, flag: str) -> bool:
