@@ -141,6 +141,28 @@ def test_the_tests_run_under_the_projects_own_pytest_configuration(tmp_path: Pat
     assert cmd[cmd.index("-c") + 1] == str(project.root / "pytest.ini")
 
 
+def test_a_conftest_of_the_checkout_around_the_project_never_applies(tmp_path: Path) -> None:
+    # a kernel in a monorepo's kernels/ folder: the checkout's conftest.py (its fixtures,
+    # hooks, an import of what the tests' venv lacks) was loaded by `kernelwheel test`
+    (tmp_path / "conftest.py").write_text("raise RuntimeError('the monorepo conftest')\n")
+    project = load_project(write_tiny_kernel(tmp_path / "kernels" / "p"))
+    (tmp_path / "kernels" / "conftest.py").write_text("raise RuntimeError('kernels/ conftest')\n")
+    tests = project.root / "tests"
+    tests.mkdir(exist_ok=True)
+    (tests / "test_one.py").write_text("def test_one(own):\n    assert own == 1\n")
+    (project.root / "conftest.py").write_text(  # the project's own still applies
+        "import pytest\n\n@pytest.fixture\ndef own():\n    return 1\n"
+    )
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    cmd = pytest_arguments(project, _build(dev), ["-q"], project.root)
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *cmd],
+        cwd=project.root, capture_output=True, text=True,
+    )  # fmt: skip
+    assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout + ran.stderr
+
+
 def test_a_test_id_after_the_dashes_runs_alone_from_the_project_or_its_tests_folder(
     tmp_path: Path,
 ) -> None:

@@ -346,8 +346,9 @@ def pytest_arguments(
     project: KernelProject, build: DevBuild, given: Sequence[str] = (), cwd: Path | None = None
 ) -> list[str]:
     """pytest's arguments for the project's ``tests/``, the project its rootdir, its own config
-    or an empty one (none of a folder around applies), the cache in the dev folder; ``given``
-    (after ``--``) last, a test path among them (from ``cwd``) run instead of ``tests/``."""
+    or an empty one (none of a folder around applies, nor a conftest.py above it), the cache in
+    the dev folder; ``given`` (after ``--``) last, a test path among them (from ``cwd``) run
+    instead of ``tests/``."""
     own, chose_tests = _given_tests(given, cwd or project.root)
     found = (project.root / name for name in _PYTEST_CONFIGS)
     config = next((path for path in found if _configures_pytest(path)), None)
@@ -360,6 +361,8 @@ def pytest_arguments(
         os.fspath(project.root),
         "-c",
         os.fspath(config),
+        "--confcutdir",  # nor a conftest.py of a checkout around the project
+        os.fspath(project.root),
         "-o",
         f"cache_dir={build.folder / 'pytest-cache'}",
         *([] if chose_tests else [os.fspath(project.root / "tests")]),
