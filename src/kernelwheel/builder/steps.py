@@ -221,11 +221,21 @@ def left_out_note(project: KernelProject, *, markers: bool = True) -> str | None
     ]
     if not left:
         return None
-    new = ", ".join(sorted({f'"{Path(rel).suffix.lstrip(".")}"' for rel in left}))
-    section = "torch" if project.torch else "torch-noarch" if project.torch_noarch else "tvm-ffi"
+    added = sorted({f'"{Path(rel).suffix.lstrip(".")}"' for rel in left})
+    new = ", ".join(added)
+    if project.torch_noarch is not None and project.torch is None and project.edition < 5:
+        # edition 3's pure-Python form, no section: [torch-noarch] needs edition 5, [torch]
+        # without src keeps it pure Python
+        pyext = ", ".join([*(f'"{suffix}"' for suffix in project.pyext), *added])
+        fix = f"add [torch] with pyext = [{pyext}] to build.toml"
+    else:
+        section = (
+            "torch" if project.torch else "torch-noarch" if project.torch_noarch else "tvm-ffi"
+        )
+        fix = f"add {new} to pyext in build.toml's [{section}]"
     return (
         f"note: {_some(left, 5)} left out of the package (its pyext: "
-        f"{', '.join(project.pyext)}); to ship them, add {new} to pyext in build.toml's [{section}]"
+        f"{', '.join(project.pyext)}); to ship them, {fix}"
     )
 
 
