@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import NamedTuple
 
@@ -552,7 +553,7 @@ def run_worker(
         raise BuildError(
             f"{doing} failed (exit {code})",
             log=req.log,
-            hint=compile_hint(req.variant, output, found.compiler_error),
+            hint=compile_hint(req.variant, output, found.compiler_error, req.project),
             diagnostics=found.lines,
         )
     result: dict[str, object] = json.loads(result_path.read_text())
@@ -731,8 +732,12 @@ _UNREGISTRABLE = re.compile(
 )
 
 
-def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
+def compile_hint(
+    variant: Variant, output: str, compiler_error: bool, project: KernelProject | None = None
+) -> str:
     """The fix of a failed compile of ``variant`` whose output is ``output``."""
+    if project is not None and (where := _misplaced_header(output, project)) is not None:
+        return where
     if variant.stable_abi and _NOT_STABLE in output:
         return (
             "a stable-ABI build (build.toml torch.stable-abi) may include only torch's stable "
@@ -764,6 +769,41 @@ def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
             "only declared in the header); the linker's first error is above"
         )
     return _FIRST_ERROR if compiler_error else _NO_ERROR
+
+
+# gcc's and nvcc's header not found, in the unit (or header) that includes it
+_NO_HEADER = re.compile(
+    r"^(?P<unit>[^\s:(]+)(?::\d+:\d+:|\(\d+\):) (?:fatal error: (?P<gcc>\S+): No such file "
+    r'or directory|catastrophic error: cannot open source file "(?P<nvcc>[^"]+)")',
+    re.M,
+)
+_SEARCHED = 20_000  # files of the project looked through for a header, at most
+
+
+def _misplaced_header(output: str, project: KernelProject) -> str | None:
+    """The fix where the header a unit could not find is a file of the project outside that
+    unit's include folders (moved to a subfolder, or the folder left out of ``include``)."""
+    if (missing := _NO_HEADER.search(output)) is None:
+        return None
+    name, unit = missing["gcc"] or missing["nvcc"], missing["unit"]
+    files = (p.relative_to(project.root).as_posix() for p in project.root.rglob("*"))
+    found = next((f for f in islice(files, _SEARCHED) if f.endswith(f"/{name}")), None)
+    if found is None:
+        return None
+    # the unit as the compiler named it (relative, or a stage's absolute path): the source
+    # of the project whose path it ends with
+    sections = [(f"[kernel.{k.id}]", k.src) for k in project.kernels]
+    sections += [("[torch]", project.torch.src)] if project.torch is not None else []
+    source = next(
+        ((key, src) for key, srcs in sections for src in srcs if unit.endswith(src.as_posix())),
+        None,
+    )
+    section, shown = (source[0], source[1].as_posix()) if source else ("its section", unit)
+    folder = found[: -len(name) - 1]
+    return (
+        f'the project holds {found}, in no include folder of {shown}: add "{folder}" to '
+        f"include of {section} in build.toml, or include it by its path from there"
+    )
 
 
 def _read_from(path: Path, offset: int) -> str:
