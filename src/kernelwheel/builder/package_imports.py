@@ -6,10 +6,16 @@ wheel pass, and the import of that module (of the package, from its ``__init__.p
 
 from __future__ import annotations
 
-import ast
+import re
 from pathlib import Path
 
 GENERATED = frozenset({"_ops"})  # what the build writes into the package folder
+
+
+# a relative import of a named module in a module's body: at the line's start (one under
+# ``try``/``if`` or in a function is indented); read as text, not parsed (a package of
+# hundreds of files is read on every ``dev`` run)
+_RELATIVE = re.compile(rb"^from[ \t]+(\.+)[ \t]*([A-Za-z_][\w.]*)[ \t]+import\b", re.M)
 
 
 def missing_module_warnings(package_dir: Path, root: Path) -> list[str]:
@@ -19,22 +25,22 @@ def missing_module_warnings(package_dir: Path, root: Path) -> list[str]:
     warnings = []
     for path in sorted(package_dir.rglob("*.py")):
         try:
-            tree = ast.parse(path.read_bytes(), str(path))
-        except (SyntaxError, ValueError, OSError):
-            continue  # the syntax check names it
-        for node in tree.body:
-            if not isinstance(node, ast.ImportFrom) or not node.level or not node.module:
-                continue
+            text = path.read_bytes()
+        except OSError:
+            continue
+        for found in _RELATIVE.finditer(text):
+            dots, module = found[1].decode(), found[2].decode()
             folder = path.parent
-            for _ in range(node.level - 1):
+            for _ in range(len(dots) - 1):
                 folder = folder.parent
-            if not folder.is_relative_to(package_dir) or _holds(folder, node.module):
+            if not folder.is_relative_to(package_dir) or _holds(folder, module):
                 continue
-            if folder == package_dir and node.module in GENERATED:
+            if folder == package_dir and module in GENERATED:
                 continue
             rel = path.relative_to(root).as_posix()
+            line = text.count(b"\n", 0, found.start()) + 1
             warnings.append(
-                f"warning: {rel}:{node.lineno} imports {'.' * node.level}{node.module}, which "
+                f"warning: {rel}:{line} imports {dots}{module}, which "
                 f"{folder.relative_to(root).as_posix()}/ does not hold (deleted or renamed?): "
                 f"importing {rel} fails with ModuleNotFoundError, from the wheel too; mend the "
                 "import or bring the module back"
