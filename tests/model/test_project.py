@@ -841,6 +841,23 @@ def test_the_search_stops_at_the_git_repository_root(tmp_path: Path) -> None:
     assert find_project_root(inner / "csrc" / "x") == inner
 
 
+def test_from_a_monorepos_root_the_projects_below_are_named(tmp_path: Path) -> None:
+    # `kernelwheel test` at the root of a checkout holding kernels/einops and kernels/relu:
+    # "no build.toml found", and which folders hold one was left to the author
+    repo = tmp_path / "mono"
+    (repo / ".git").mkdir(parents=True)
+    for name in ("relu", "einops"):
+        make_project(repo / "kernels" / name, VALID)
+    make_project(repo / ".cache" / "old", VALID)  # a hidden folder's copy is none
+    with pytest.raises(ProjectError) as info:
+        find_project_root(repo)
+    hint = info.value.hint or ""
+    assert hint.endswith("or pass the project's folder: kernels/einops, kernels/relu"), hint
+    with pytest.raises(ProjectError) as info:
+        find_project_root(repo / "kernels")
+    assert (info.value.hint or "").endswith("project's folder: einops, relu")
+
+
 def test_outside_any_project_and_repository_the_search_ends_at_the_filesystem_root(
     tmp_path: Path,
 ) -> None:

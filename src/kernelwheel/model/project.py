@@ -289,10 +289,19 @@ def find_project_root(start: Path | None = None) -> Path:
             break
         folder = folder.parent
     looked = f"in {end}" if folder == first else f"in {first} or a folder above it, up to {end}"
+    # in a checkout (a monorepo), the projects below (its kernels/<name>/), three folders deep
+    # at most; not from a folder outside any (a home folder, /: a slow walk)
+    below = sorted(
+        path.parent.relative_to(first).as_posix()
+        for depth in range(1, 4)
+        for path in (first.glob("*/" * depth + BUILD_TOML) if (folder / ".git").exists() else ())
+        if not any(part.startswith(".") for part in path.relative_to(first).parts)
+    )
+    named = f": {', '.join(below[:5])}" + (", …" if len(below) > 5 else "") if below else ""
     raise ProjectError(
         f"no {BUILD_TOML} found {looked}",
         hint="run this in a kernel project (the folder holding build.toml, csrc/ and "
-        "torch-ext/) or one of its subfolders, or pass the project's folder",
+        f"torch-ext/) or one of its subfolders, or pass the project's folder{named}",
     )
 
 
