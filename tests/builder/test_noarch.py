@@ -18,6 +18,7 @@ from support.wheelread import read_wheel
 
 from kernelwheel.builder import codegen
 from kernelwheel.builder.noarch import build_noarch, noarch_requirements, torch_requirement
+from kernelwheel.builder.steps import left_out_note
 from kernelwheel.cli import main
 from kernelwheel.errors import ProjectError
 from kernelwheel.log import SilentReporter
@@ -256,3 +257,24 @@ def test_ops_namespace_names_the_running_backend(
     exec(codegen.noarch_ops_py("scale_noarch", "0123456789"), scope)
     assert scope["ops"] == "the namespace"
     assert scope["add_op_namespace_prefix"]("scale") == f"{namespace}::scale"  # type: ignore[operator]
+
+
+def test_the_left_out_note_of_an_edition_3_pure_python_project_gives_a_fix_it_accepts(
+    tmp_path: Path,
+) -> None:
+    # kernels-community einops's build.toml without edition and [torch-noarch] (edition 3: no
+    # section means pure Python): the note said to add "typed" to pyext in [torch-noarch],
+    # which that edition refuses ("'torch-noarch' needs edition 5 or later")
+    edition_3 = '[general]\nname = "scale-noarch"\nversion = 1\nbackends = ["cpu"]\n'
+    root = write_noarch_project(tmp_path / "n", edition_3)
+    project = load_project(root)
+    assert project.edition == 3 and project.torch_noarch is not None
+    note = left_out_note(project) or ""
+    assert "[torch-noarch]" not in note
+    assert 'add [torch] with pyext = ["py", "pyi", "json", "txt"] to build.toml' in note
+    fix = note.split("add ", 1)[1].split(" to build.toml")[0]  # [torch] with pyext = [...]
+    section, pyext = fix.split(" with ")
+    (root / "build.toml").write_text(f"{edition_3}{section}\n{pyext}\n")
+    mended = load_project(root)
+    assert mended.edition == 3 and mended.torch_noarch is not None  # still pure Python
+    assert left_out_note(mended) is None

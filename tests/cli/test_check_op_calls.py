@@ -180,3 +180,28 @@ def test_calls_through_an_alias_or_getattr_are_scanned_too(tmp_path: Path) -> No
     (warning,) = wheel_call_warnings(_wheel(tmp_path, aliased))
     assert "ops.gone_alias (demo/__init__.py:5), ops.gone_getattr (demo/__init__.py:8)," in warning
     assert "maybe" not in warning and "scale" not in warning and "split_pm" not in warning
+
+
+def test_a_kernel_project_folder_given_to_check_is_told_where_its_wheels_come_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `kernelwheel check .` in kernels-community relu after `kernelwheel test`: "is a folder,
+    # not a wheel or shared object", fix "pass the files in it, e.g. 'kernelwheel check
+    # wheelhouse/*.whl'", and the project has no wheelhouse/ (dev and test write no wheel)
+    project = tmp_path / "relu"
+    project.mkdir()
+    (project / "build.toml").write_text('[general]\nname = "relu"\n')
+    assert main(["check", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert f"{project}: is a kernel project (build.toml), not a wheel or shared object" in err
+    assert (
+        f"'kernelwheel build' run in {project} writes its wheel to {project / 'wheelhouse'}" in err
+    )
+    (project / "wheelhouse").mkdir()
+    (project / "wheelhouse" / "relu-1.0.0-py3-none-any.whl").write_bytes(b"")
+    assert main(["check", str(project)]) == 2
+    assert f"'kernelwheel check {project / 'wheelhouse'}/*.whl'" in capsys.readouterr().err
+    plain = tmp_path / "plain"
+    plain.mkdir()  # any other folder: as before
+    assert main(["check", str(plain)]) == 2
+    assert "is a folder, not a wheel or shared object" in capsys.readouterr().err

@@ -141,6 +141,28 @@ def test_the_tests_run_under_the_projects_own_pytest_configuration(tmp_path: Pat
     assert cmd[cmd.index("-c") + 1] == str(project.root / "pytest.ini")
 
 
+def test_a_conftest_of_the_checkout_around_the_project_never_applies(tmp_path: Path) -> None:
+    # a kernel in a monorepo's kernels/ folder: the checkout's conftest.py (its fixtures,
+    # hooks, an import of what the tests' venv lacks) was loaded by `kernelwheel test`
+    (tmp_path / "conftest.py").write_text("raise RuntimeError('the monorepo conftest')\n")
+    project = load_project(write_tiny_kernel(tmp_path / "kernels" / "p"))
+    (tmp_path / "kernels" / "conftest.py").write_text("raise RuntimeError('kernels/ conftest')\n")
+    tests = project.root / "tests"
+    tests.mkdir(exist_ok=True)
+    (tests / "test_one.py").write_text("def test_one(own):\n    assert own == 1\n")
+    (project.root / "conftest.py").write_text(  # the project's own still applies
+        "import pytest\n\n@pytest.fixture\ndef own():\n    return 1\n"
+    )
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    cmd = pytest_arguments(project, _build(dev), ["-q"], project.root)
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *cmd],
+        cwd=project.root, capture_output=True, text=True,
+    )  # fmt: skip
+    assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout + ran.stderr
+
+
 def test_a_test_id_after_the_dashes_runs_alone_from_the_project_or_its_tests_folder(
     tmp_path: Path,
 ) -> None:
@@ -714,6 +736,45 @@ def test_failed_tests_repeat_the_note_of_files_the_build_leaves_out(tmp_path: Pa
     out.truncate(0)
     assert pytest_exit(1, ui, project) == 1 and out.getvalue() == ""
     assert "py.typed left out" in (left_out_note(project) or "")  # the build's note stays
+
+
+def test_an_import_of_a_module_the_package_no_longer_holds_is_named_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # kernels-community einops with packing.py deleted: `dev` said nothing, and the tests'
+    # collection failed with "No module named '_einops_cpu_dev….packing'" in the Hub copy
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    root = write_noarch_project(tmp_path / "n")
+    project = load_project(root)
+    init = project.package_dir / "__init__.py"
+    sub = project.package_dir / "sub" / "__init__.py"
+    init.write_text(NOARCH_INIT + "from .packing import pack\nfrom .sub import VALUE\n")
+    sub.write_text(
+        "from .. import factor\nfrom ..gone.deeper import x\nfrom . import anything\n"
+        "try:\n    from .optional import y\nexcept ImportError:\n    y = None\n"
+        "def later():\n    from .lazy import z\n"
+    )
+    assert main(["dev", str(root), "--cache-dir", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    line = len(NOARCH_INIT.splitlines()) + 1
+    assert (
+        f"warning: torch-ext/scale_noarch/__init__.py:{line} imports .packing, which "
+        "torch-ext/scale_noarch/ does not hold" in out
+    )
+    assert "torch-ext/scale_noarch/sub/__init__.py:2 imports ..gone.deeper" in out
+    # the held module, the package's names, guarded and deferred imports: no word
+    for fine in (".sub ", "..factor", ". import", ".optional", ".lazy", "._ops"):
+        assert f"imports {fine}" not in out
+    # said again under the collection error the import gives
+    ui = ConsoleUI(out=(said := io.StringIO()), err=io.StringIO())
+    assert pytest_exit(2, ui, project) == 2
+    assert f"collecting the tests failed; warning: torch-ext/scale_noarch/__init__.py:{line}" in (
+        said.getvalue()
+    )
+    init.write_text(NOARCH_INIT)  # mended: no word, from the same build
+    sub.write_text("")
+    assert main(["dev", str(root), "--cache-dir", str(tmp_path / "c")]) == 0
+    assert "does not hold" not in capsys.readouterr().out
 
 
 def test_a_shadowing_install_is_removed_from_the_linked_interpreter(tmp_path: Path) -> None:

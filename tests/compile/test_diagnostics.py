@@ -532,3 +532,29 @@ def test_a_signature_torch_cannot_register_shows_its_error_and_fix_before_the_te
     assert shown[4].startswith(
         "  fix: torch cannot register that kernel's C++ signature: INVALID TYPE: float"
     ), shown
+
+
+def test_a_header_the_project_holds_outside_the_units_include_folders_is_named_with_the_key(
+    tmp_path: Path,
+) -> None:
+    # kernels-community relu with its kernel's header moved to relu_cpu/inc/: gcc's
+    # "fatal error: zero.h: No such file or directory" came with the fix any error gets
+    from support.tinykernel import write_tiny_kernel
+
+    from kernelwheel.model.project import load_project
+
+    project = load_project(write_tiny_kernel(tmp_path / "p"))
+    (project.root / "csrc" / "inc").mkdir()
+    (project.root / "csrc" / "inc" / "zero.h").write_text("#pragma once\n")
+    cpu = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+    gcc = "csrc/add_one.cpp:2:10: fatal error: zero.h: No such file or directory\n"
+    hint = compile_hint(cpu, gcc, True, project)
+    assert hint.startswith("the project holds csrc/inc/zero.h, in no include folder")
+    assert 'add "csrc/inc" to include of [kernel.add_one] in build.toml' in hint
+    nvcc = 'csrc/add_one.cpp(2): catastrophic error: cannot open source file "inc/zero.h"\n'
+    assert 'add "csrc" to include of' in compile_hint(cpu, nvcc, True, project)
+    binding = "torch-ext/torch_binding.cpp:3:10: fatal error: zero.h: No such file or directory"
+    assert "to include of [torch] in build.toml" in compile_hint(cpu, binding, True, project)
+    # a header the project does not hold (a library's): the compiler's error is the fix
+    absent = "csrc/add_one.cpp:2:10: fatal error: cutlass/cutlass.h: No such file or directory"
+    assert compile_hint(cpu, absent, True, project).startswith("the compiler's first error")

@@ -555,6 +555,27 @@ def test_missing_source_suggests_other_extension_only_for_same_stem(tmp_path: Pa
     assert_error(load_error(root), "kernel.img2gray.src", "did you mean 'csrc/img2gray.cpp'?")
 
 
+def test_a_renamed_source_is_suggested_not_the_header_listed_beside_it(tmp_path: Path) -> None:
+    # kernels-community rotary's rotary-cpu/rotary_cpu.cpp renamed to rotary_cpu_impl.cpp: the
+    # fix offered was 'rotary-cpu/rotary_cpu.hpp', the header the same src already lists
+    kernel = '[kernel.img2gray]\nbackend = "cpu"\nsrc = ["csrc/k.cpp", "csrc/k.hpp"]\n'
+    files = (
+        "csrc/k_impl.cpp",
+        "csrc/k.hpp",
+        "torch-ext/torch_binding.cpp",
+        "torch-ext/torch_binding.h",
+    )
+    root = make_project(tmp_path / "k", GENERAL + TORCH + kernel, files=files)
+    assert_error(load_error(root), "kernel.img2gray.src", "did you mean 'csrc/k_impl.cpp'?")
+    (root / "csrc" / "k_impl.cpp").unlink()  # deleted, not renamed: the listed header is no fix
+    err = load_error(root)
+    assert (
+        "did you mean" not in str(err)
+        and err.hint is not None
+        and "remove 'csrc/k.cpp'" in err.hint
+    )
+
+
 def test_missing_torch_source(tmp_path: Path) -> None:
     root = make_project(tmp_path / "k", GENERAL + TORCH + CUDA_KERNEL, files=("csrc/img2gray.cu",))
     assert_error(load_error(root), "torch.src", "'torch-ext/torch_binding.cpp' does not exist")
@@ -818,6 +839,23 @@ def test_the_search_stops_at_the_git_repository_root(tmp_path: Path) -> None:
     inner = make_project(repo / "kernels" / "img2gray", VALID)
     (inner / "csrc" / "x").mkdir()
     assert find_project_root(inner / "csrc" / "x") == inner
+
+
+def test_from_a_monorepos_root_the_projects_below_are_named(tmp_path: Path) -> None:
+    # `kernelwheel test` at the root of a checkout holding kernels/einops and kernels/relu:
+    # "no build.toml found", and which folders hold one was left to the author
+    repo = tmp_path / "mono"
+    (repo / ".git").mkdir(parents=True)
+    for name in ("relu", "einops"):
+        make_project(repo / "kernels" / name, VALID)
+    make_project(repo / ".cache" / "old", VALID)  # a hidden folder's copy is none
+    with pytest.raises(ProjectError) as info:
+        find_project_root(repo)
+    hint = info.value.hint or ""
+    assert hint.endswith("or pass the project's folder: kernels/einops, kernels/relu"), hint
+    with pytest.raises(ProjectError) as info:
+        find_project_root(repo / "kernels")
+    assert (info.value.hint or "").endswith("project's folder: einops, relu")
 
 
 def test_outside_any_project_and_repository_the_search_ends_at_the_filesystem_root(

@@ -42,7 +42,7 @@ from .load_check import refuse_syntax
 from .noarch import BACKEND, backend_namespace, torch_requirement
 from .pipeline import compile_extension, prepare_environment
 from .request import BuildKind, BuildRequest
-from .steps import compile_step, full_version, left_out_note
+from .steps import compile_step, full_version, package_notes
 from .tvm_ffi import library_plan, prepare_tvm_ffi
 from .wheelmeta import requirements
 
@@ -137,8 +137,8 @@ def build_noarch_dev(
             hub = lay_out_hub(folder / "hub", project, variant, namespace, package, major, None)
         drop_other_variants(hub, {v.name for v in variants})
         detail.append(str(package))
-    if (left_out := left_out_note(project)) is not None:
-        reporter.info(scope, left_out)
+    for note in package_notes(project):
+        reporter.info(scope, note)
     return DevBuild(
         variants[0], folder, site, hub, None, serves=variants, runtime=torch_requirement(project)
     )
@@ -346,8 +346,9 @@ def pytest_arguments(
     project: KernelProject, build: DevBuild, given: Sequence[str] = (), cwd: Path | None = None
 ) -> list[str]:
     """pytest's arguments for the project's ``tests/``, the project its rootdir, its own config
-    or an empty one (none of a folder around applies), the cache in the dev folder; ``given``
-    (after ``--``) last, a test path among them (from ``cwd``) run instead of ``tests/``."""
+    or an empty one (none of a folder around applies, nor a conftest.py above it), the cache in
+    the dev folder; ``given`` (after ``--``) last, a test path among them (from ``cwd``) run
+    instead of ``tests/``."""
     own, chose_tests = _given_tests(given, cwd or project.root)
     found = (project.root / name for name in _PYTEST_CONFIGS)
     config = next((path for path in found if _configures_pytest(path)), None)
@@ -360,6 +361,8 @@ def pytest_arguments(
         os.fspath(project.root),
         "-c",
         os.fspath(config),
+        "--confcutdir",  # nor a conftest.py of a checkout around the project
+        os.fspath(project.root),
         "-o",
         f"cache_dir={build.folder / 'pytest-cache'}",
         *([] if chose_tests else [os.fspath(project.root / "tests")]),

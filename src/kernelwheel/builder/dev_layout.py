@@ -23,7 +23,7 @@ from ..wheels import Member
 from . import codegen
 from .load_check import DeferredLoad
 from .request import BuildRequest
-from .steps import Compiled, left_out_note, load_checked, package_files
+from .steps import Compiled, load_checked, package_files, package_notes
 
 
 @dataclass(frozen=True)
@@ -238,8 +238,8 @@ def compile_and_lay_out(
     # what ``build`` shows after its compile; each unit's warnings replayed until they are gone
     for note in compiled.notes:
         reporter.info(scope, note)
-    if (left_out := left_out_note(project)) is not None:
-        reporter.info(scope, left_out)
+    for note in package_notes(project):
+        reporter.info(scope, note)
     for warning in compiled.warnings:
         reporter.info(scope, f"warning: {warning}")
     so_path = compiled.shared_object

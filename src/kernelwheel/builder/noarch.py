@@ -20,7 +20,7 @@ from . import codegen
 from ._load_check import syntax_errors
 from .load_check import refuse_syntax
 from .request import BuildRequest, BuiltWheel
-from .steps import left_out_note, package_files
+from .steps import package_files, package_notes
 from .wheelmeta import requirements, with_metadata
 
 NOARCH_TAG = Tag("py3", "none", "any")
@@ -103,8 +103,8 @@ def build_noarch(req: BuildRequest, reporter: Reporter, runner: Runner = RUNNER)
         # made per backend at import (_ops.py): named here as a pattern
         namespace = f"_{project.package}_{BACKEND}_{bid}"
         detail.append(namespace)
-    if (left_out := left_out_note(project)) is not None:
-        reporter.info(scope, left_out)
+    for note in package_notes(project):
+        reporter.info(scope, note)
     with step(reporter, scope, "wheel") as detail:
         # no build environment here: in kernelwheel's own Python's grammar
         refuse_syntax(syntax_errors(str(project.package_dir)), project.root)

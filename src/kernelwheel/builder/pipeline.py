@@ -181,8 +181,8 @@ def build_variant(req: BuildRequest, reporter: Reporter, runner: Runner) -> Buil
         detail.append(compiled.cache)
     for note in compiled.notes:
         reporter.info(scope, note)
-    if (left_out := steps.left_out_note(project)) is not None:
-        reporter.info(scope, left_out)
+    for note in steps.package_notes(project):
+        reporter.info(scope, note)
     so_path = compiled.shared_object
     steps.load_checked(req, prepared.env.python, so_path, namespace, reporter, runner)
 

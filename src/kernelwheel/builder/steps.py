@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import NamedTuple
 
@@ -69,6 +70,7 @@ from .load_check import (
     recorded_report,
     skip_reason,
 )
+from .package_imports import missing_module_warnings
 from .request import BuildKind, BuildRequest, BuiltWheel
 from .reuse import Reuse, absent_headers, appeared, build_key, include_search, repair_key
 from .wheelmeta import refuse_outside, with_metadata
@@ -226,12 +228,30 @@ def left_out_note(project: KernelProject, *, markers: bool = True) -> str | None
     ]
     if not left:
         return None
-    new = ", ".join(sorted({f'"{Path(rel).suffix.lstrip(".")}"' for rel in left}))
-    section = "torch" if project.torch else "torch-noarch" if project.torch_noarch else "tvm-ffi"
+    added = sorted({f'"{Path(rel).suffix.lstrip(".")}"' for rel in left})
+    new = ", ".join(added)
+    if project.torch_noarch is not None and project.torch is None and project.edition < 5:
+        # edition 3's pure-Python form, no section: [torch-noarch] needs edition 5, [torch]
+        # without src keeps it pure Python
+        pyext = ", ".join([*(f'"{suffix}"' for suffix in project.pyext), *added])
+        fix = f"add [torch] with pyext = [{pyext}] to build.toml"
+    else:
+        section = (
+            "torch" if project.torch else "torch-noarch" if project.torch_noarch else "tvm-ffi"
+        )
+        fix = f"add {new} to pyext in build.toml's [{section}]"
     return (
         f"note: {_some(left, 5)} left out of the package (its pyext: "
-        f"{', '.join(project.pyext)}); to ship them, add {new} to pyext in build.toml's [{section}]"
+        f"{', '.join(project.pyext)}); to ship them, {fix}"
     )
+
+
+def package_notes(project: KernelProject, *, markers: bool = True) -> list[str]:
+    """What a build says of the package folder: the files it leaves out (:func:`left_out_note`)
+    and each import of a module the package does not hold."""
+    left_out = left_out_note(project, markers=markers)
+    missing = missing_module_warnings(project.package_dir, project.root)
+    return [*([left_out] if left_out is not None else []), *missing]
 
 
 def _accepts_flag(runner: Runner, cxx: str, flag: str) -> bool:
@@ -556,7 +576,7 @@ def run_worker(
         raise BuildError(
             f"{doing} failed (exit {code})",
             log=req.log,
-            hint=compile_hint(req.variant, output, found.compiler_error),
+            hint=compile_hint(req.variant, output, found.compiler_error, req.project),
             diagnostics=found.lines,
         )
     result: dict[str, object] = json.loads(result_path.read_text())
@@ -733,8 +753,12 @@ _UNREGISTRABLE = re.compile(
 )
 
 
-def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
+def compile_hint(
+    variant: Variant, output: str, compiler_error: bool, project: KernelProject | None = None
+) -> str:
     """The fix of a failed compile of ``variant`` whose output is ``output``."""
+    if project is not None and (where := _misplaced_header(output, project)) is not None:
+        return where
     if variant.stable_abi and _NOT_STABLE in output:
         return (
             "a stable-ABI build (build.toml torch.stable-abi) may include only torch's stable "
@@ -766,6 +790,41 @@ def compile_hint(variant: Variant, output: str, compiler_error: bool) -> str:
             "only declared in the header); the linker's first error is above"
         )
     return _FIRST_ERROR if compiler_error else _NO_ERROR
+
+
+# gcc's and nvcc's header not found, in the unit (or header) that includes it
+_NO_HEADER = re.compile(
+    r"^(?P<unit>[^\s:(]+)(?::\d+:\d+:|\(\d+\):) (?:fatal error: (?P<gcc>\S+): No such file "
+    r'or directory|catastrophic error: cannot open source file "(?P<nvcc>[^"]+)")',
+    re.M,
+)
+_SEARCHED = 20_000  # files of the project looked through for a header, at most
+
+
+def _misplaced_header(output: str, project: KernelProject) -> str | None:
+    """The fix where the header a unit could not find is a file of the project outside that
+    unit's include folders (moved to a subfolder, or the folder left out of ``include``)."""
+    if (missing := _NO_HEADER.search(output)) is None:
+        return None
+    name, unit = missing["gcc"] or missing["nvcc"], missing["unit"]
+    files = (p.relative_to(project.root).as_posix() for p in project.root.rglob("*"))
+    found = next((f for f in islice(files, _SEARCHED) if f.endswith(f"/{name}")), None)
+    if found is None:
+        return None
+    # the unit as the compiler named it (relative, or a stage's absolute path): the source
+    # of the project whose path it ends with
+    sections = [(f"[kernel.{k.id}]", k.src) for k in project.kernels]
+    sections += [("[torch]", project.torch.src)] if project.torch is not None else []
+    source = next(
+        ((key, src) for key, srcs in sections for src in srcs if unit.endswith(src.as_posix())),
+        None,
+    )
+    section, shown = (source[0], source[1].as_posix()) if source else ("its section", unit)
+    folder = found[: -len(name) - 1]
+    return (
+        f'the project holds {found}, in no include folder of {shown}: add "{folder}" to '
+        f"include of {section} in build.toml, or include it by its path from there"
+    )
 
 
 def _read_from(path: Path, offset: int) -> str:

@@ -202,8 +202,8 @@ def build_tvm_ffi_variant(
         compiled = steps.compile_step(req, env.python, facts, toolkit, header, plan, runner)
         detail.append(f"{compiled.shared_object.name}; {compiled.cache}")
     steps.load_checked(req, env.python, compiled.shared_object, namespace, reporter, runner)
-    if (left_out := steps.left_out_note(project)) is not None:
-        reporter.info(scope, left_out)
+    for note in steps.package_notes(project):
+        reporter.info(scope, note)
 
     with step(reporter, scope, "wheel") as detail:
         files = steps.package_files(project)

@@ -140,8 +140,18 @@ def run(args: argparse.Namespace, ui: ConsoleUI) -> int:
 
 
 def _refuse_unmatched(paths: list[Path]) -> None:
-    """A shell glob that matched nothing reaches us as the pattern itself: say so."""
+    """A shell glob that matched nothing reaches us as the pattern itself: say so. A kernel
+    project's folder (``kernelwheel check .`` after ``dev``): where its wheels come from."""
     for path in paths:
+        if (path / "build.toml").is_file():
+            wheels = path / "wheelhouse"
+            raise UsageError(
+                f"{path}: is a kernel project (build.toml), not a wheel or shared object",
+                hint=f"'kernelwheel check {wheels}/*.whl'"
+                if any(wheels.glob("*.whl"))
+                else f"'kernelwheel build' run in {path} writes its wheel to {wheels}, then "
+                f"'kernelwheel check {wheels}/*.whl' (kernelwheel dev and test write no wheel)",
+            )
         if path.exists():
             continue
         if any(c in str(path) for c in "*?["):

@@ -20,7 +20,7 @@ from ..builder.load_check import (
     record_load,
     then_pytest_command,
 )
-from ..builder.steps import left_out_note
+from ..builder.steps import package_notes
 from ..builder.test_imports import PROBE, module_imports
 from ..errors import ToolchainError
 from ..model.project import KernelProject
@@ -189,10 +189,9 @@ def pytest_exit(
     build's note; not of a ``py.typed``: no test fails for its lack)."""
     if code in (1, 2):
         said = "tests failed" if code == 1 else "collecting the tests failed"
-        note = left_out_note(project, markers=False) if project is not None else None
-        for line in (missing, note):
-            if line is not None:
-                ui.info("", f"{said}; {line}")
+        notes = package_notes(project, markers=False) if project is not None else []
+        for line in (*([missing] if missing is not None else []), *notes):
+            ui.info("", f"{said}; {line}")
     if code >= 0:
         return code
     try:

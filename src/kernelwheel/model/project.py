@@ -8,7 +8,7 @@ import keyword
 import os
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -275,10 +275,19 @@ def find_project_root(start: Path | None = None) -> Path:
     else:
         end = f"{folder}, the filesystem root"
     looked = f"in {end}" if folder == first else f"in {first} or a folder above it, up to {end}"
+    # in a checkout (a monorepo), the projects below (its kernels/<name>/), three folders deep
+    # at most; not from a folder outside any (a home folder, /: a slow walk)
+    below = sorted(
+        path.parent.relative_to(first).as_posix()
+        for depth in range(1, 4)
+        for path in (first.glob("*/" * depth + BUILD_TOML) if (folder / ".git").exists() else ())
+        if not any(part.startswith(".") for part in path.relative_to(first).parts)
+    )
+    named = f": {', '.join(below[:5])}" + (", …" if len(below) > 5 else "") if below else ""
     raise ProjectError(
         f"no {BUILD_TOML} found {looked}",
         hint="run this in a kernel project (the folder holding build.toml, csrc/ and "
-        "torch-ext/) or one of its subfolders, or pass the project's folder",
+        f"torch-ext/) or one of its subfolders, or pass the project's folder{named}",
     )
 
 
@@ -1029,7 +1038,8 @@ class _Reader:
         """Relative, normalized paths that must exist inside the project root."""
         dotted = table.dotted(key)
         paths: dict[Path, None] = {}  # in order, each once
-        for entry in table.string_list(key) or ():
+        entries = table.string_list(key) or ()
+        for entry in entries:
             # build.toml paths are '/'-separated; '../other' and '/abs' are refused lexically,
             # symlinks (even in a parent folder) by where they resolve: inside the root only.
             if entry.startswith("/") or Path(entry).is_absolute():
@@ -1081,7 +1091,7 @@ class _Reader:
                 raise self.error(
                     f"{entry!r} does not exist (looked for {full})",
                     dotted,
-                    self.missing_path_hint(entry, full, dotted),
+                    self.missing_path_hint(entry, full, dotted, entries),
                 )
             if files_only and not full.is_file():
                 raise self.error(
@@ -1092,16 +1102,18 @@ class _Reader:
             paths[Path(normalized)] = None
         return tuple(paths)
 
-    def missing_path_hint(self, entry: str, full: Path, key: str) -> str:
+    def missing_path_hint(self, entry: str, full: Path, key: str, listed: Sequence[str]) -> str:
         if any(c in entry for c in "*?["):
             return "wildcards are not expanded: list each file"
         if full.parent.is_dir():
             # Same suffix (a typo in the stem) or same stem (wrong extension) only, so a
-            # not-yet-written foo.cu is not "corrected" to an unrelated foo_cpu.cpp.
+            # not-yet-written foo.cu is not "corrected" to an unrelated foo_cpu.cpp; never a
+            # file the key lists already (foo.hpp beside a renamed foo.cpp).
+            taken = {self.root / posixpath.normpath(e) for e in listed}
             names = [
                 p.name
                 for p in full.parent.iterdir()
-                if p.suffix == full.suffix or p.stem == full.stem
+                if (p.suffix == full.suffix or p.stem == full.stem) and p not in taken
             ]
             close = difflib.get_close_matches(full.name, names, n=1, cutoff=0.6)
             if close:
