@@ -19,6 +19,7 @@ from kernelwheel.builder import preflight
 from kernelwheel.cli import main
 from kernelwheel.compat.gpus import Gpus, query_gpus
 from kernelwheel.errors import ToolchainError
+from kernelwheel.model.capability import parse_all
 from kernelwheel.model.recipes import VariantRecipe, load_recipes
 from kernelwheel.model.sources import PipSources
 from kernelwheel.model.variant import Arch, Variant
@@ -227,6 +228,58 @@ def test_a_cross_builds_target_torch_needs_its_index_its_archs_wheel_or_the_cach
     assert preflight.target_problem(req, cache) == problem  # half-made: no ready marker
     (root / TARGET_READY).write_text("{}")
     assert preflight.target_problem(req, cache) is None
+
+
+def cuda_only(root: Path) -> Path:
+    """A project whose one kernel is CUDA (kernels-community's yoso): nothing runs without a GPU."""
+    for rel in ("csrc/k.cu", "torch-ext/binding.cpp", "torch-ext/konly/__init__.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("// made up\n")
+    (root / "build.toml").write_text(
+        '[general]\nname = "konly"\nversion = 0\nlicense = "MIT"\nbackends = ["cuda"]\n\n'
+        '[torch]\nsrc = ["torch-ext/binding.cpp"]\n\n'
+        '[kernel.k]\nbackend = "cuda"\ndepends = ["torch"]\nsrc = ["csrc/k.cu"]\n'
+    )
+    return root
+
+
+def test_a_cuda_only_default_without_gpu_takes_a_torch_already_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # yoso on a machine with no GPU: the default was torch 2.15 cu132, newest, whose torch pip
+    # could not find here (after 24 s), while torch 2.14 cu130's environment was cached; no
+    # CUDA variant runs here, so the one already here is taken, the newer ones named.
+    host = Arch.host().value
+    no_gpu = Machine(Arch.host(), Gpus((), "nvidia-smi: not found"))
+    project = cuda_only(tmp_path / "konly")
+    cache = tmp_path / "cache"
+    cached = recipe(f"torch214-cxx11-cu130-{host}-linux")
+    marker = env_root(env_spec_for(cached, PipSources()), cache) / READY_MARKER
+    marker.parent.mkdir(parents=True)
+    marker.write_text("{}")
+    planned = plan_project(project, {"cache_dir": str(cache)}, env={})
+    selection = preflight.select_buildable(planned, machine=no_gpu)
+    assert selection.default is not None and selection.recipes == (cached,)
+    assert "the newest whose torch is already here (no GPU" in selection.default.reason
+    newest = f"torch215-cxx11-cu132-{host}-linux"
+    assert any(
+        n.startswith(f"not {newest} nor the 3 other(s) newer than {cached.name}: ")
+        and f"--variant {newest} fetches it" in n
+        for n in selection.default.notes
+    )
+    # a GPU here: the newest, as before (the cache decides nothing)
+    gpu = Machine(Arch.host(), Gpus(parse_all(["9.0"]), "nvidia-smi"))
+    assert preflight.select_buildable(planned, machine=gpu).recipes[0].name == newest
+    # nothing cached: the newest, PyPI's torch taken as within reach (pip says if it is not)
+    empty = plan_project(project, {"cache_dir": str(tmp_path / "empty")}, env={})
+    assert preflight.select_buildable(empty, machine=no_gpu).recipes[0].name == newest
+    # a torch wheel in a --find-links folder counts as here, as a cached environment does
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / f"torch-2.14.1-cp311-cp311-manylinux_2_28_{host}.whl").write_bytes(b"")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    chosen = preflight.select_buildable(empty, machine=no_gpu)
+    assert chosen.recipes == (cached,)
 
 
 def test_a_variant_whose_torch_is_out_of_reach_names_those_this_machine_can_build(

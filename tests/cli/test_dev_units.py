@@ -35,6 +35,7 @@ from kernelwheel.builder.dev_layout import (
 )
 from kernelwheel.builder.steps import left_out_note
 from kernelwheel.cli import dev, main
+from kernelwheel.cli import test as test_cli
 from kernelwheel.cli.dev import _snapshot, next_change
 from kernelwheel.cli.test import dev_environment, has_pytest, pytest_exit
 from kernelwheel.cli.ui import ConsoleUI
@@ -708,6 +709,63 @@ def test_tests_a_signal_ended_exit_as_a_shell_says_naming_it() -> None:
     assert "ended by SIGABRT" in err.getvalue()
     # a kernel writing past its output: pytest's dots do not say which test crashed
     assert "fix: to see the test that ended it, run 'kernelwheel test -- -v -x'" in err.getvalue()
+
+
+SKIPPING_TESTS = """\
+import pytest
+
+needs_gpu = pytest.mark.skipif(True, reason="CUDA is not available")
+
+
+@needs_gpu
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_rotary(n):
+    pass
+
+
+def test_triton():
+    pytest.skip("triton is not installed")
+"""
+
+
+def test_a_run_that_skipped_every_test_says_so_with_the_reasons(tmp_path: Path) -> None:
+    # kernels-community rotary on a machine without a GPU: 192 skipped, exit 0, and nothing
+    # but pytest's last line to tell that nothing was tested. A real pytest run, loading the
+    # report plugin as `kernelwheel test` does, the project's own -r option left alone.
+    root = tmp_path / "p"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_k.py").write_text(SKIPPING_TESTS)
+    (root / "pytest.ini").write_text("[pytest]\naddopts = -rN\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "dev-site")}
+    outcome = test_cli._counting(tmp_path / "dev", env)
+    assert env["PYTHONPATH"].startswith(str(tmp_path / "dev-site") + os.pathsep)  # it leads
+
+    def run(*args: str) -> tuple[int, str, str]:
+        cmd = [sys.executable, "-m", "pytest", "-p", test_cli._pytest_report.PLUGIN, *args]
+        ran = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+        err = io.StringIO()
+        code = pytest_exit(
+            ran.returncode, ConsoleUI(out=io.StringIO(), err=err), None, None, outcome
+        )
+        return code, err.getvalue(), ran.stdout
+
+    code, said, out = run("-p", "no:cacheprovider", "tests")
+    assert code == 0 and "4 skipped" in out and "SKIPPED [" not in out, out  # -rN kept
+    assert said == (
+        "warning: no test ran: 4 skipped, none passed (3 'CUDA is not available', 1 'triton is "
+        "not installed'), so nothing was tested here; kernelwheel test -- -rs lists each\n"
+    )
+    # a test that passed beside the skipped ones: nothing to say
+    (root / "tests" / "test_cpu.py").write_text("def test_cpu():\n    pass\n")
+    code, said, out = run("-p", "no:cacheprovider", "tests")
+    assert code == 0 and "1 passed, 4 skipped" in out and said == ""
+    # a failure among skips: pytest's exit code and failure say it all
+    (root / "tests" / "test_cpu.py").write_text("def test_cpu():\n    assert False\n")
+    code, said, _ = run("-p", "no:cacheprovider", "tests")
+    assert code == 1 and said == ""
+    # no report (a run that died before its summary): nothing said, nothing stale read
+    outcome.unlink(missing_ok=True)
+    assert pytest_exit(0, ConsoleUI(out=io.StringIO(), err=io.StringIO()), None, None, outcome) == 0
 
 
 def test_failed_tests_repeat_the_note_of_files_the_build_leaves_out(tmp_path: Path) -> None:

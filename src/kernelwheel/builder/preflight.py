@@ -16,7 +16,7 @@ from ..errors import ToolchainError
 from ..model.project import Framework
 from ..model.recipes import CudaToolchain, VariantRecipe
 from ..model.variant import OS, Arch
-from ..plan.defaults import Machine, venv_variant, within_reach
+from ..plan.defaults import Machine, prefer_available, venv_variant, within_reach
 from ..plan.options import Options
 from ..plan.planning import Planned, Selection, select
 from ..plan.toolchains import BUILT_HERE
@@ -76,9 +76,9 @@ def toolkit_problem(
 
 
 def _local_wheel(requirement: str, folders: Iterable[str], arch: Arch | None) -> bool:
-    """A ``torch-<version>+<label>-*_<arch>.whl`` for ``torch==<version>+<label>`` in a local
-    folder."""
-    version = requirement.partition("==")[2]
+    """A ``torch-<version>+<label>-*_<arch>.whl`` for ``torch==<version>+<label>`` (or ``===``,
+    PyPI's torch) in a local folder."""
+    version = requirement.partition("==")[2].lstrip("=")
     pattern = f"torch-{version}-*{arch.value if arch else ''}.whl"
     paths = (Path(folder.removeprefix("file://")).expanduser() for folder in folders)
     return any(path.is_dir() and any(path.glob(pattern)) for path in paths)
@@ -211,6 +211,7 @@ def select_buildable(
     if default is None or planned.project.framework is Framework.TVM_FFI:
         return selection  # a selection, or a tvm-ffi default (its environment holds no torch)
     problem = partial(_problem, planned.options, runner)
+    default = prefer_available(default, partial(_already_here, planned.options, runner))
     cannot_get: dict[str, str] = {}
     others: list[tuple[str, str]] = []
     for recipe in (default.recipe, *default.fallbacks):
@@ -232,6 +233,19 @@ def _problem(options: Options, runner: Runner, recipe: VariantRecipe) -> str | N
     return toolkit_problem(recipe, options.cuda_home, runner) or torch_problem(
         recipe, spec, options.cache_dir
     )
+
+
+def _already_here(options: Options, runner: Runner, recipe: VariantRecipe) -> bool:
+    """Whether ``recipe``'s torch is on this machine (its environment cached, or its wheel in a
+    local --find-links folder) and its toolkit too: nothing to fetch."""
+    if recipe.torch_requirement is None:
+        return False
+    spec = env_spec_for(recipe, options.pip_sources)
+    links = [*spec.sources.find_links, *os.environ.get("PIP_FIND_LINKS", "").split()]
+    here = env_ready(spec, options.cache_dir) or _local_wheel(
+        spec.torch_requirement, links, recipe.variant.arch
+    )
+    return here and toolkit_problem(recipe, options.cuda_home, runner) is None
 
 
 def _others_within_reach(

@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 
-from .._util import Runner
+from .._util import Runner, atomic_write
+from ..builder import _pytest_report
 from ..builder.dev import lacking, pytest_arguments
-from ..builder.dev_layout import DevBuild
+from ..builder.dev_layout import DevBuild, holds
 from ..builder.load_check import (
     call_warnings,
     deferred_result,
@@ -98,7 +99,9 @@ def _test(args: argparse.Namespace, ui: ConsoleUI, done: DevRun) -> int:
         ui.info("", f"pytest for {where}: kernelwheel's, {tools}")
         env["PYTHONPATH"] = _paths(tools, env.get("PYTHONPATH", ""))
     unimportable = _warn_missing_imports(project, build, python, env, ui, args.runner)
-    pytest_args = pytest_arguments(project, build, args.pytest_args, Path.cwd())
+    outcome = _counting(build.folder, env)
+    pytest_args = ["-p", _pytest_report.PLUGIN]
+    pytest_args += pytest_arguments(project, build, args.pytest_args, Path.cwd())
     # pytest runs in the project: its tests import the package from the dev build, not from
     # a torch-ext/ folder next to them (that has no _ops.py).
     cmd = [os.fspath(python), "-m", "pytest", *pytest_args]
@@ -106,7 +109,7 @@ def _test(args: argparse.Namespace, ui: ConsoleUI, done: DevRun) -> int:
     if deferred is None:
         ui.info("", "$ " + " ".join(cmd))
         code = args.runner.attached(cmd, env=env, cwd=project.root)
-        return pytest_exit(code, ui, project, unimportable)
+        return pytest_exit(code, ui, project, unimportable, outcome)
     # the load check in pytest's own process, before it collects: torch imported once
     ui.info(build.variant.name, "load check: in the tests' process, before pytest collects")
     ui.info("", "$ " + " ".join(cmd))
@@ -127,7 +130,7 @@ def _test(args: argparse.Namespace, ui: ConsoleUI, done: DevRun) -> int:
     for warning in (*warnings, *calls, *report.notes(namespace, package)):
         ui.info(build.variant.name, warning)
     record_load(deferred.record, deferred.digest, report)  # it loaded: not loaded again
-    return pytest_exit(code, ui, project, unimportable)
+    return pytest_exit(code, ui, project, unimportable, outcome)
 
 
 def _warn_missing_imports(
@@ -179,14 +182,37 @@ def _has_tests(project: KernelProject) -> None:
         )
 
 
+def _counting(folder: Path, env: dict[str, str]) -> Path:
+    """The report the tests' run writes (``_pytest_report``, loaded from a folder of its own at
+    the end of ``env``'s ``PYTHONPATH``: the dev build still leads), an older run's removed."""
+    plugins = folder / "pytest-plugin"
+    copy = plugins / f"{_pytest_report.PLUGIN}.py"
+    text = Path(_pytest_report.__file__).read_text(encoding="utf-8")
+    if not holds(copy, text):
+        atomic_write(copy, text)
+    env["PYTHONPATH"] = os.pathsep.join((env["PYTHONPATH"], str(plugins)))
+    report = folder / "pytest-report.json"
+    report.unlink(missing_ok=True)
+    env[_pytest_report.ENV] = str(report)
+    return report
+
+
 def pytest_exit(
-    code: int, ui: ConsoleUI, project: KernelProject | None = None, missing: str | None = None
+    code: int,
+    ui: ConsoleUI,
+    project: KernelProject | None = None,
+    missing: str | None = None,
+    outcome: Path | None = None,
 ) -> int:
     """pytest's exit code; for a process a signal ended, the shell's 128 + N (a negative code
     would leave this process as 256 - N), the signal named. Failed tests hear again, under the
     failures, of the modules the interpreter lacks (``missing``) and of the files the build
     leaves out of ``project``'s package (a test or an import reading one fails far below the
-    build's note; not of a ``py.typed``: no test fails for its lack)."""
+    build's note; not of a ``py.typed``: no test fails for its lack). A run that skipped every
+    test (``outcome``, its report) says so, its exit code still 0: pytest's last line alone
+    does not tell a run that tested nothing here."""
+    if code == 0 and outcome is not None and (skipped := _pytest_report.all_skipped(outcome)):
+        ui.warn(skipped)
     if code in (1, 2):
         said = "tests failed" if code == 1 else "collecting the tests failed"
         notes = package_notes(project, markers=False) if project is not None else []

@@ -5,7 +5,7 @@ come in a :class:`Machine`, which :func:`probe_machine` reads and a test writes.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -70,6 +70,9 @@ class DefaultBuild:
     # Rule 3's other candidates, newest first: what :func:`within_reach` falls back to when
     # this machine cannot get the recipe's torch (rules 1 and 2 name a torch: none).
     fallbacks: tuple[VariantRecipe, ...] = ()
+    # False where no candidate runs here (a CUDA-only kernel, no GPU): any of them only compiles
+    # and loads here, so :func:`prefer_available` may take an older one already on this machine
+    runs_here: bool = True
 
 
 def default_build(
@@ -105,7 +108,14 @@ def default_build(
     else:
         recipe, reason = chosen
     gpu_capabilities = _gpu_capabilities(recipe, machine.gpus, options, notes)
-    return DefaultBuild(recipe, reason, gpu_capabilities, tuple(notes), fallbacks)
+    backend = recipe.variant.backend
+    runs_here = not (
+        chosen is None
+        and backend is not None
+        and backend.kind is BackendKind.CUDA
+        and not machine.gpus.present
+    )
+    return DefaultBuild(recipe, reason, gpu_capabilities, tuple(notes), fallbacks, runs_here)
 
 
 # -- the interpreter's torch ------------------------------------------------------------------
@@ -277,6 +287,35 @@ def _newest_first(items: Sequence[tuple[int, VariantRecipe]]) -> list[VariantRec
 
 
 # -- a torch this machine can get ------------------------------------------------------------------
+
+
+def prefer_available(
+    default: DefaultBuild, available: Callable[[VariantRecipe], bool]
+) -> DefaultBuild:
+    """Where no candidate runs here (``default.runs_here`` false), the newest of them whose
+    torch is already on this machine (``available``: its environment cached, its wheel in a
+    local folder), not a newer one pip may not find after minutes; ``default`` otherwise."""
+    candidates = (default.recipe, *default.fallbacks)
+    if default.runs_here or available(default.recipe):
+        return default
+    chosen = next((r for r in default.fallbacks if available(r)), None)
+    if chosen is None:
+        return default
+    newer = candidates[: candidates.index(chosen)]
+    return replace(
+        default,
+        recipe=chosen,
+        reason=f"{default.reason}, the newest whose torch is already here (no GPU: any CUDA "
+        "variant only compiles and loads here)",
+        notes=(
+            *default.notes,
+            f"not {default.recipe.name}"
+            + (f" nor the {len(newer) - 1} other(s) newer than {chosen.name}" * (len(newer) > 1))
+            + ": no cached environment or --find-links folder holds its torch (--variant "
+            f"{default.recipe.name} fetches it and builds that)",
+        ),
+        fallbacks=tuple(r for r in candidates if r is not chosen),
+    )
 
 
 def within_reach(
