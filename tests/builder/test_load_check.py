@@ -184,6 +184,10 @@ def test_kernels_whose_signatures_differ_name_the_op_each_kernel_its_line_and_th
     )
     shown = "\n".join((message, *lines, fix))
     assert NS not in shown and "/kernelwheel/" not in shown and "--no-load-check" not in shown
+    # a kernel registered with no dispatch key (ops.impl("add_one", &f) in TORCH_LIBRARY)
+    catch_all = KERNELS_DIFFER.replace("dispatch key: CUDA", "dispatch key: (none)")
+    _, lines, fix = explain_failure(-signal.SIGABRT, catch_all, NS, tmp_path)
+    assert lines[2].split()[:2] == ["catch-all", "kernel"] and "(Meta, catch-all)" in fix
 
 
 def test_an_undefined_symbol_says_a_definition_is_missing() -> None:

@@ -689,8 +689,8 @@ def _kernels_differ(
         reason,
         re.MULTILINE,
     ):
-        keys.append(key.strip())
-        label = f"{key.strip()} kernel"
+        keys.append("catch-all" if key.strip() == "(none)" else key.strip())  # no key named
+        label = f"{keys[-1]} kernel"
         lines.append(f"  {label:<14} {sig.strip()}{at(where, implementing)}")
     wanted = cxx_signature(schema) if "(" in schema else None
     them = f"each kernel of {name} ({', '.join(keys)})"
