@@ -121,6 +121,75 @@ def test_an_overloads_lines_are_its_own_not_its_namesakes(
     assert f'ops.def("{op}(...)")' in fix
 
 
+# What torch 2.14 printed when the schema and its Meta kernel gained an argument and the CUDA
+# kernel did not: the two kernels' signatures compared before either is checked against the schema.
+KERNELS_DIFFER = f"""\
+terminate called after throwing an instance of 'c10::Error'
+  what():
+Mismatch in kernel C++ signatures
+  operator: {NS}::add_one(Tensor x, float alpha=1.) -> Tensor
+    registered at /kernelwheel/build/project/torch-ext/torch_binding.cpp:3
+  kernel 1: at::Tensor (at::Tensor const&, double)
+    dispatch key: Meta
+    registered at /kernelwheel/build/project/torch-ext/torch_binding.cpp:6
+  kernel 2: at::Tensor (at::Tensor const&)
+    dispatch key: CUDA
+    registered at /kernelwheel/build/project/torch-ext/torch_binding.cpp:9
+
+Exception raised from registerKernel at /__w/pytorch/aten/src/ATen/core/dispatch/OperatorEntry.cpp:174 (most recent call first):
+frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x9d (0x7f in libc10.so)
+"""  # noqa: E501
+
+
+def test_kernels_whose_signatures_differ_name_the_op_each_kernel_its_line_and_the_types(
+    tmp_path: Path,
+) -> None:
+    binding = tmp_path / "torch-ext" / "torch_binding.cpp"
+    binding.parent.mkdir()
+    binding.write_text(
+        "// add_one\n"
+        "#include <torch/library.h>\n"
+        "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {\n"
+        '  ops.def("add_one(Tensor x, float alpha=1.0) -> Tensor");\n'
+        "}\n"
+        "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, Meta, ops) {\n"
+        '  ops.impl("add_one", &add_one_meta);\n'
+        "}\n"
+        "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CUDA, ops) {\n"
+        '  ops.impl("add_one", &add_one_cuda);\n'
+        "}\n"
+    )
+    message, lines, fix = explain_failure(-signal.SIGABRT, KERNELS_DIFFER, NS, tmp_path)
+    assert message == (
+        "the extension crashed (SIGABRT) when loaded: op add_one: its kernels' C++ signatures "
+        "differ"
+    )
+    assert [line.split("  (")[-1] for line in lines] == [
+        "torch-ext/torch_binding.cpp:4)",
+        "torch-ext/torch_binding.cpp:7)",
+        "torch-ext/torch_binding.cpp:10)",
+    ]
+    assert lines[1].split() == [
+        "Meta",
+        "kernel",
+        "at::Tensor",
+        "(at::Tensor",
+        "const&,",
+        "double)",
+    ] + ["(torch-ext/torch_binding.cpp:7)"]
+    assert lines[2].split()[:2] == ["CUDA", "kernel"]
+    assert fix == (
+        "give each kernel of add_one (Meta, CUDA) the C++ types the schema asks for, "
+        "at::Tensor add_one(const at::Tensor& x, double alpha)"
+    )
+    shown = "\n".join((message, *lines, fix))
+    assert NS not in shown and "/kernelwheel/" not in shown and "--no-load-check" not in shown
+    # a kernel registered with no dispatch key (ops.impl("add_one", &f) in TORCH_LIBRARY)
+    catch_all = KERNELS_DIFFER.replace("dispatch key: CUDA", "dispatch key: (none)")
+    _, lines, fix = explain_failure(-signal.SIGABRT, catch_all, NS, tmp_path)
+    assert lines[2].split()[:2] == ["catch-all", "kernel"] and "(Meta, catch-all)" in fix
+
+
 def test_an_undefined_symbol_says_a_definition_is_missing() -> None:
     message, lines, fix = explain_failure(1, UNDEFINED, NS)
     assert lines == ()

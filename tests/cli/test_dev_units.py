@@ -37,7 +37,7 @@ from kernelwheel.builder.steps import left_out_note
 from kernelwheel.cli import dev, main
 from kernelwheel.cli import test as test_cli
 from kernelwheel.cli.dev import _snapshot, next_change
-from kernelwheel.cli.test import dev_environment, has_pytest, pytest_exit
+from kernelwheel.cli.test import dev_environment, gpu_note, has_pytest, pytest_exit
 from kernelwheel.cli.ui import ConsoleUI
 from kernelwheel.compat.guard import BuildStamp
 from kernelwheel.errors import BuildError, UsageError
@@ -766,6 +766,32 @@ def test_a_run_that_skipped_every_test_says_so_with_the_reasons(tmp_path: Path) 
     # no report (a run that died before its summary): nothing said, nothing stale read
     outcome.unlink(missing_ok=True)
     assert pytest_exit(0, ConsoleUI(out=io.StringIO(), err=io.StringIO()), None, None, outcome) == 0
+
+
+def test_failed_tests_of_a_cuda_build_on_a_machine_without_a_gpu_say_so_with_the_fix() -> None:
+    # a test calling torch.randn(4, device="cuda") failed on the laptop with torch's "Found no
+    # NVIDIA driver" and kernelwheel said nothing of the GPU the machine lacks
+    from support.runners import Reply, ScriptedRunner
+
+    def answer(cmd: list[str], cwd: Path | None) -> Reply:
+        assert cmd[0] == "nvidia-smi"
+        return Reply(code=9, stderr="NVIDIA-SMI has failed: no NVIDIA driver")
+
+    cuda = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
+    build = DevBuild(cuda, Path("dev"), Path("site"), Path("hub"), Path("py"))
+    out = io.StringIO()
+    ui = ConsoleUI(out=out, err=io.StringIO())
+    runner = ScriptedRunner(answer)
+    assert pytest_exit(1, ui, None, None, None, gpu_note(build, 1, runner)) == 1
+    said = out.getvalue()
+    assert said.startswith("tests failed; this machine has no NVIDIA GPU (nvidia-smi: exit 9")
+    assert "skip it where torch.cuda.is_available() is False" in said
+    # passed tests, a CPU build, a machine with a GPU: nothing said, nvidia-smi not asked
+    assert gpu_note(build, 0, runner) is None
+    assert gpu_note(DevBuild(CPU, Path("d"), Path("s"), Path("h"), Path("p")), 1, runner) is None
+    assert len(runner.commands) == 1
+    with_gpu = ScriptedRunner(lambda cmd, cwd: Reply(stdout="GPU-1, 9.0\n"))
+    assert gpu_note(build, 1, with_gpu) is None
 
 
 def test_failed_tests_repeat_the_note_of_files_the_build_leaves_out(tmp_path: Path) -> None:

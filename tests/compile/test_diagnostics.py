@@ -331,6 +331,21 @@ def test_a_device_function_declared_and_never_defined_is_named_demangled_with_it
     assert "__device__ inline" in hint
 
 
+def test_a_host_function_called_from_a_kernel_is_named_with_the_qualifier_to_add() -> None:
+    # the fix was only "the compiler's first error is above"; nvcc 13.0's words for a kernel
+    # calling float host_twice(float) of an unnamed namespace
+    output = (
+        '../project/csrc/kc_cuda.cu(20): error: calling a __host__ function("_NV_ANON_NAMESPACE'
+        '::host_twice(float)") from a __global__ function("_NV_ANON_NAMESPACE::add_one_kernel") '
+        "is not allowed\n"
+    )
+    hint = compile_hint(Variant.parse("torch214-cxx11-cu130-x86_64-linux"), output, True)
+    assert hint.startswith(
+        "host_twice(float) is compiled for the host only and called from a __global__ function: "
+        "declare it __device__ (__host__ __device__ to call it from both)"
+    )
+
+
 GCC_WARNED = f"""\
 [1/2] {_compile(ADD_ONE)}
 ../project/csrc/add_one.cpp:4:7: warning: unused variable ‘unused’ [-Wunused-variable]

@@ -182,6 +182,26 @@ def test_the_project_census_names_files_not_their_contents(tmp_path: Path) -> No
     assert project_census(elsewhere, (elsewhere / "out",)) == project_census(root, (root / "out",))
 
 
+def test_the_census_leaves_out_files_no_compile_includes(tmp_path: Path) -> None:
+    # a test added to a CUDA project (tests/test_gpu.py) changed the census: every unit of the
+    # next dev and build missed the compiler cache, minutes of nvcc for a file no unit reads
+    from kernelwheel.toolchain.compiler_cache import project_census
+
+    root = tmp_path / "p"
+    (root / "csrc").mkdir(parents=True)
+    (root / "csrc" / "k.cu").write_text("v1\n")
+    before = project_census(root)
+    for rel in ("tests/test_gpu.py", "torch-ext/p/extra.py", "NOTES.md", "pyproject.toml"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("not a header\n")
+    assert project_census(root) == before
+    for rel in ("csrc/k.cuh", "inc/table.inc", "csrc/cfg.h"):  # what an #include may name
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("a header\n")
+    assert before == "csrc/k.cu\n"
+    assert project_census(root) == "csrc/cfg.h\ncsrc/k.cu\ncsrc/k.cuh\ninc/table.inc\n"
+
+
 def test_the_census_of_a_dev_build_leaves_out_the_wheels_a_release_build_wrote(
     tmp_path: Path,
 ) -> None:

@@ -31,6 +31,8 @@ TIMEOUT_S = 300  # importing torch on a cold disk takes seconds; a hang is a fai
 
 # torch's message for an implementation whose C++ signature differs from the op's schema
 _MISMATCH = "doesn't match the expected function schema"
+# one kernel's C++ signature not that of the op's kernel registered before it
+_KERNELS = "Mismatch in kernel C++ signatures"
 
 
 @dataclass(frozen=True)
@@ -639,6 +641,8 @@ def explain_failure(
             else f'make the schema in ops.def("{name}(...)") match the implementation\'s '
             "parameters and return type, or fix the function",
         )
+    if _KERNELS in reason:
+        return _kernels_differ(how, reason, namespace, root)
     text = _strip_namespace(reason, namespace) or "(no message)"
     first, *rest = text.splitlines()
     if (bad := re.search(r"^(.+)\n *~+ <--- HERE$", text, re.MULTILINE)) is not None:
@@ -661,6 +665,42 @@ def explain_failure(
         "the check"
     )
     return f"{how}: {first}", tuple(f"  {line}" for line in rest), fix
+
+
+def _kernels_differ(
+    how: str, reason: str, namespace: str, root: Path | None
+) -> tuple[str, tuple[str, ...], str]:
+    """torch's refusal of an op's kernel whose C++ signature is not that of the op's kernel
+    registered before it (the schema and the Meta kernel changed, the CUDA one not): the schema
+    and each kernel with its own ``ops.def``/``ops.impl`` line."""
+    schema = _strip_namespace(_field(reason, "operator") or "", namespace)
+    name = schema.split("(", 1)[0] or "an op"
+
+    def at(where: str | None, pattern: str) -> str:
+        own = where and _own_line(_strip_namespace(where, namespace), pattern, root)
+        return f"  ({own})" if own else ""
+
+    defining, implementing = rf'"\s*{re.escape(name)}\s*\(', rf'"{re.escape(name)}"'
+    operator = re.search(r"^\s*operator:.*\n\s*registered at (\S+)", reason, re.MULTILINE)
+    lines = [f"  {'schema':<14} {schema}{at(operator and operator[1], defining)}"]
+    keys = []
+    for sig, key, where in re.findall(
+        r"^\s*kernel \d+: (.+)\n\s*dispatch key: (.+)\n\s*(?:registered at (\S+))?",
+        reason,
+        re.MULTILINE,
+    ):
+        keys.append("catch-all" if key.strip() == "(none)" else key.strip())  # no key named
+        label = f"{keys[-1]} kernel"
+        lines.append(f"  {label:<14} {sig.strip()}{at(where, implementing)}")
+    wanted = cxx_signature(schema) if "(" in schema else None
+    them = f"each kernel of {name} ({', '.join(keys)})"
+    return (
+        f"{how}: op {name}: its kernels' C++ signatures differ",
+        tuple(lines),
+        f"give {them} the C++ types the schema asks for, {wanted}"
+        if wanted
+        else f"give {them} the same C++ parameters and return type",
+    )
 
 
 def _undefined_fix(function: str, root: Path | None) -> str:

@@ -743,6 +743,11 @@ _NO_REGISTRATION = re.compile(
 )
 # ptxas, on device code calling a function the unit declares and never defines (mangled)
 _UNRESOLVED_DEVICE = re.compile(r"ptxas fatal\s*: Unresolved extern function '([^']+)'")
+# nvcc, on device code calling a function compiled for the host only
+_HOST_CALLED = re.compile(
+    r'calling a __host__ function\("([^"]+)"\) from a '
+    r"(__global__|__device__|__host__ __device__) function"
+)
 # ld, on a symbol two units define (a non-inline function in a header both include)
 _MULTIPLE_DEFINITION = re.compile(r"multiple definition of [`‘'](.+?)['’]")
 # torch's schema inference (infer_schema.h, op_registration), on a kernel's C++ parameter or
@@ -776,6 +781,14 @@ def compile_hint(
             f"the device code calls {demangle(unresolved[1])}, declared but not defined in that "
             "unit: each .cu's device code is linked alone (no device link across units), so "
             "define the function there or in a header it includes (as __device__ inline)"
+        )
+    if (host := _HOST_CALLED.search(output)) is not None:
+        name = host[1].replace("_NV_ANON_NAMESPACE::", "")  # nvcc's unnamed namespace
+        return (
+            f"{name} is compiled for the host only and called from a {host[2]} function: "
+            "declare it __device__ (__host__ __device__ to call it from both), or call a "
+            "device function instead (torch's and the standard library's host functions have "
+            "no device version)"
         )
     if (unregistrable := _UNREGISTRABLE.search(output)) is not None:
         return (

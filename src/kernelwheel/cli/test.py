@@ -23,9 +23,11 @@ from ..builder.load_check import (
 )
 from ..builder.steps import package_notes
 from ..builder.test_imports import PROBE, module_imports
+from ..compat.gpus import visible_gpus
 from ..errors import ToolchainError
 from ..model.project import KernelProject
 from ..model.recipes import load_pytest_requirements
+from ..model.variant import BackendKind
 from ..toolchain.pytest_tool import provision_pytest
 from .dev import DevRun, add_dev_arguments, dev_once, local_kernels
 from .ui import ConsoleUI
@@ -109,7 +111,9 @@ def _test(args: argparse.Namespace, ui: ConsoleUI, done: DevRun) -> int:
     if deferred is None:
         ui.info("", "$ " + " ".join(cmd))
         code = args.runner.attached(cmd, env=env, cwd=project.root)
-        return pytest_exit(code, ui, project, unimportable, outcome)
+        return pytest_exit(
+            code, ui, project, unimportable, outcome, gpu_note(build, code, args.runner)
+        )
     # the load check in pytest's own process, before it collects: torch imported once
     ui.info(build.variant.name, "load check: in the tests' process, before pytest collects")
     ui.info("", "$ " + " ".join(cmd))
@@ -130,7 +134,23 @@ def _test(args: argparse.Namespace, ui: ConsoleUI, done: DevRun) -> int:
     for warning in (*warnings, *calls, *report.notes(namespace, package)):
         ui.info(build.variant.name, warning)
     record_load(deferred.record, deferred.digest, report)  # it loaded: not loaded again
-    return pytest_exit(code, ui, project, unimportable, outcome)
+    return pytest_exit(code, ui, project, unimportable, outcome, gpu_note(build, code, args.runner))
+
+
+def gpu_note(build: DevBuild, code: int, runner: Runner) -> str | None:
+    """Why tests of a CUDA build that failed (``code``) may have: no GPU here (nvidia-smi asked
+    only then)."""
+    backend = build.variant.backend
+    if code not in (1, 2) or backend is None or backend.kind is not BackendKind.CUDA:
+        return None
+    if (gpus := visible_gpus(None, runner=runner)).present:
+        return None
+    return (
+        f"this machine has {gpus.describe()}: a test that puts a tensor on a CUDA device fails "
+        "here (torch: 'Found no NVIDIA driver', 'No CUDA GPUs are available'): skip it where "
+        "torch.cuda.is_available() is False, as kernelwheel init's tests do "
+        "(pytest.mark.skipif), and run it on a GPU machine"
+    )
 
 
 def _warn_missing_imports(
@@ -203,10 +223,12 @@ def pytest_exit(
     project: KernelProject | None = None,
     missing: str | None = None,
     outcome: Path | None = None,
+    no_gpu: str | None = None,
 ) -> int:
     """pytest's exit code; for a process a signal ended, the shell's 128 + N (a negative code
     would leave this process as 256 - N), the signal named. Failed tests hear again, under the
-    failures, of the modules the interpreter lacks (``missing``) and of the files the build
+    failures, of the modules the interpreter lacks (``missing``), of a GPU this machine lacks
+    (``no_gpu``, :func:`gpu_note`) and of the files the build
     leaves out of ``project``'s package (a test or an import reading one fails far below the
     build's note; not of a ``py.typed``: no test fails for its lack). A run that skipped every
     test (``outcome``, its report) says so, its exit code still 0: pytest's last line alone
@@ -216,7 +238,7 @@ def pytest_exit(
     if code in (1, 2):
         said = "tests failed" if code == 1 else "collecting the tests failed"
         notes = package_notes(project, markers=False) if project is not None else []
-        for line in (*([missing] if missing is not None else []), *notes):
+        for line in (*(said for said in (missing, no_gpu) if said is not None), *notes):
             ui.info("", f"{said}; {line}")
     if code >= 0:
         return code

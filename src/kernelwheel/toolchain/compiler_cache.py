@@ -136,11 +136,15 @@ def select_ccache(
 # What kernelwheel writes into a project by default (docs/init.md's .gitignore): the wheels and
 # their logs, a --hub-layout, build/: a `dev` after a `build -o wheelhouse` missed every unit
 OUTPUT_FOLDERS = ("wheelhouse", "hub", "build")
+# Files no compile includes (the tests, the package's Python, the docs, the project's settings):
+# a test added to a CUDA project missed every unit, minutes of nvcc
+NEVER_INCLUDED = (".py", ".pyi", ".ipynb", ".md", ".rst", ".toml", ".ini", ".cfg", ".yml", ".yaml")
 
 
 def project_census(root: Path, leave_out: Iterable[Path] = ()) -> str:
     """Every file of the project by its path, sorted (hidden folders, ``__pycache__``,
-    ``leave_out``, the :data:`OUTPUT_FOLDERS` and editors' files excepted), hashed into every
+    ``leave_out``, the :data:`OUTPUT_FOLDERS`, editors' files and those with a suffix of
+    :data:`NEVER_INCLUDED` excepted), hashed into every
     key: ccache remembers the headers an object included, not those it would have found, so a
     header added ahead on the include path gave the old object back; now a file added, removed
     or renamed misses."""
@@ -154,7 +158,11 @@ def project_census(root: Path, leave_out: Iterable[Path] = ()) -> str:
             for d in dirnames
             if not d.startswith(".") and d != "__pycache__" and (here / d) not in skipped
         )
-        names += [(here / f).relative_to(root).as_posix() for f in filenames if not editor_file(f)]
+        names += [
+            (here / f).relative_to(root).as_posix()
+            for f in filenames
+            if not editor_file(f) and not f.endswith(NEVER_INCLUDED)
+        ]
     return "".join(f"{name}\n" for name in sorted(names))
 
 
