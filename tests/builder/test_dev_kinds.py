@@ -6,6 +6,7 @@ and an edit of one kernel source compiling that unit alone."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import _pytest
@@ -113,6 +114,38 @@ def test_a_tvm_ffi_project_is_compiled_once_then_by_the_unit_edited(
     # the venv imports the dev build by itself (the .pth): the edited kernel
     call = "import torch, add_one; x = torch.zeros(2); print(add_one.add_one(x, x + 9).tolist())"
     assert venv.run("-c", call).stdout.strip() == "[2.0, 2.0]"
+
+
+NAMING_BINDING = """
+#define KX_STR2(x) #x
+#define KX_STR(x) KX_STR2(x)
+const char* kx_namespace() { return KX_STR(TVM_FFI_EXTENSION_NAME); }
+"""
+
+
+def test_a_tvm_ffi_projects_copy_takes_its_kernels_from_the_compiler_cache(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second checkout's first dev hits the compiler cache for every unit but the binding that
+    names the namespace (the dev namespace is per checkout); it missed them all, its commands
+    naming the project by its own path and the namespace in every unit."""
+    first = write_tvm_ffi_project(tmp_path / "a" / "add-one")
+    binding = first / "tvm-ffi-ext" / "binding.cpp"
+    binding.write_text(binding.read_text() + NAMING_BINDING)
+    recipe = load_recipes().recipe_for(Variant.parse(TVM_CPU))
+    tvm = provision_tvm_ffi(recipe, PipSources(), cache_dir(), tmp_path / "env.log", Runner())
+    monkeypatch.setenv("VIRTUAL_ENV", str(QuickVenv(tmp_path / "venv", [tvm.purelib]).root))
+    monkeypatch.delenv("KERNELWHEEL_NO_CCACHE", raising=False)
+    dev = ["dev", "--variant", TVM_CPU, "--no-load-check"]
+    assert main([*dev, str(first)]) == 0
+    capfd.readouterr()
+    copy = shutil.copytree(first, tmp_path / "b" / "add-one")
+    assert main([*dev, str(copy)]) == 0
+    out = "".join(capfd.readouterr())
+    found = re.search(r"ccache (\d+)/(\d+) hit", out)
+    assert found is not None, out
+    hits, units = int(found[1]), int(found[2])
+    assert units >= 2 and hits == units - 1, out  # the binding alone compiled again
 
 
 def _units_compiled(log: Path) -> list[str]:

@@ -61,7 +61,8 @@ def test_a_cpu_variant_compiles_the_binding_and_its_backends_kernels(tmp_path: P
     assert [Path(u.source).name for u in spec.units] == ["binding.cpp", "add_one_cpu.cpp"]
     for unit in spec.units:
         argv = unit.argv
-        assert argv[0] == "c++" and "-DTVM_FFI_EXTENSION_NAME=_add_one_0123456789" in argv
+        # neither names the namespace's macro: the define reaches none (see below)
+        assert argv[0] == "c++" and not any("TVM_FFI_EXTENSION_NAME" in a for a in argv)
         assert "-DCPU_KERNEL" in argv and "-DCUDA_KERNEL" not in argv
         # the torch builds' prefix maps, the cache folder's included
         assert f"-ffile-prefix-map={req.outputs.cache_dir}=/kernelwheel/cache" in argv
@@ -71,6 +72,45 @@ def test_a_cpu_variant_compiles_the_binding_and_its_backends_kernels(tmp_path: P
     assert spec.link[:4] == ("c++", "-shared", "-o", str(stage / "lib" / "_add_one_0123456789.so"))
     assert "-ltvm_ffi" in spec.link and "-lcudart" not in spec.link
     assert spec.jobs == 4 and spec.capabilities == () and plan.keep_dir is None
+
+
+def test_through_the_projects_link_only_the_units_naming_the_namespace_get_it(
+    tmp_path: Path,
+) -> None:
+    """Another checkout's compile hits the compiler cache for the kernels: their commands name
+    the project through the work folder's link (under the cache's base folder) and not the
+    build's namespace, which a binding gets where it or a project header names the macro."""
+    root = write_tvm_ffi_project(tmp_path / "p")
+    (root / "tvm-ffi-ext" / "name.h").write_text(
+        "// TVM_FFI_EXTENSION_NAME in a comment does not count\n"
+        "#define KX_STR(x) #x\n#define KX_NAME KX_STR(TVM_FFI_EXTENSION_NAME)\n"
+    )
+    binding = root / "tvm-ffi-ext" / "binding.cpp"
+    binding.write_text('#include "name.h"\n' + binding.read_text())
+    (root / "csrc" / "add_one_cpu.cpp").write_text(
+        "// TVM_FFI_EXTENSION_NAME\n" + (root / "csrc" / "add_one_cpu.cpp").read_text()
+    )
+    req = build_request(root, CPU)
+    stage = tmp_path / "stage"
+    link = stage / "project"  # as the compile step links it
+    stage.mkdir()
+    link.symlink_to(root, target_is_directory=True)
+    plan = plan_tvm_ffi_compile(
+        req, "_add_one_dev1", LIBRARY, stage, Toolchain(), NO_REMEDIES, root=link
+    )
+    define = "-DTVM_FFI_EXTENSION_NAME=_add_one_dev1"
+    by_name = {Path(u.source).name: u for u in plan.spec.units}
+    assert define in by_name["binding.cpp"].argv
+    assert not any("TVM_FFI_EXTENSION_NAME" in a for a in by_name["add_one_cpu.cpp"].argv)
+    for unit in plan.spec.units:
+        maps = [a for a in unit.argv if a.startswith("-ffile-prefix-map=")]
+        named = [a for a in unit.argv if a not in maps]
+        assert unit.source.startswith(f"{link}/") and f"{root}/" not in " ".join(named)
+        # the link's own map, tried before the work folder's: the objects' bytes as before
+        assert maps.index(f"-ffile-prefix-map={link}=/kernelwheel/src") > maps.index(
+            f"-ffile-prefix-map={stage}=/kernelwheel/build"
+        )
+        assert "-ffile-prefix-map=../project=/kernelwheel/src" in maps
 
 
 def test_a_cuda_variant_gets_capabilities_keep_names_and_the_thread_split(tmp_path: Path) -> None:

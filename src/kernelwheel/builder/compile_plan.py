@@ -114,6 +114,7 @@ def _check_object_names(sources: Sequence[str], project: KernelProject) -> None:
 
 # The macro that carries the build id: only the units that name it get it (_with_namespace).
 NAMESPACE_MACRO = "TORCH_EXTENSION_NAME"
+TVM_FFI_NAMESPACE_MACRO = "TVM_FFI_EXTENSION_NAME"  # a tvm-ffi build's
 
 
 def _defines(req: BuildRequest, backend: str) -> tuple[Macro, ...]:
@@ -464,19 +465,24 @@ def plan_tvm_ffi_compile(
     dependency_includes: Sequence[Path] = (),
     recorded: Mapping[str, float] | None = None,
     peaks: Mapping[str, float] | None = None,
+    *,
+    root: Path | None = None,
 ) -> CompilePlan[CommandSpec]:
     """The commands compiling ``req``'s variant into ``<stage>/lib/<namespace>.so``, then the
     link. nvcc is named bare: the worker's PATH finds the toolkit's, or the compiler cache's
-    link to it. Schedule and jobs from ``recorded`` and ``peaks`` as in a torch build."""
+    link to it. Schedule and jobs from ``recorded`` and ``peaks`` as in a torch build.
+    ``root``: the project as the commands name it (its link in ``stage``, so that another
+    checkout's compile hits the compiler cache), else its own folder. The namespace is
+    defined only for the units that name its macro, as a torch build's (:func:`_with_namespace`)."""
     project, variant, cxx = req.project, req.variant, req.compile.cxx
     assert project.tvm_ffi is not None and variant.backend is not None
     backend = variant.backend.kind.value
     toolkit = tools.cuda
     kernels, notes = kernels_to_compile(project, (backend,), toolkit.version if toolkit else None)
-    root = project.root
+    root = root or project.root
     obj = stage / "obj"  # where the commands run (build_temp)
     maps = prefix_maps(stage, root, remedies, req.outputs.cache_dir, cwd=obj)
-    macros = [("TVM_FFI_EXTENSION_NAME", namespace), *backend_macros(backend)]
+    macros = backend_macros(backend)
     defines = [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in macros]
     listed = (*project.tvm_ffi.include, *(i for k in kernels for i in k.include))
     includes = (*(root / p for p in listed), *library.include_dirs, *dependency_includes)
@@ -521,6 +527,7 @@ def plan_tvm_ffi_compile(
     # no torch here: every unit is torch-free
     budget = fit_to_memory(req, tools, split, sources, len(capabilities), sources, peaks or {})
     keep = nvcc_keep_flags(cu_sources, stage) if toolkit else []
+    users = sources_naming(TVM_FFI_NAMESPACE_MACRO, sources, searched, root)
     nvcc: list[str] = []
     if toolkit is not None:
         nvcc = ["nvcc", "-std=c++17", "-O3", f"--threads={budget.nvcc_threads}"]
@@ -530,8 +537,10 @@ def plan_tvm_ffi_compile(
         link_libs += [f"-L{toolkit.home / d}" for d in ("lib", "lib64")] + ["-lcudart"]
         link_libs += [f"-Wl,-rpath,$ORIGIN/{rel}" for rel in library.runtime_rpaths]
     commands: list[CommandUnit] = []
-    for index, (source, flags) in enumerate([*units, *cuda_units]):  # ``sources``' order
+    for index, (source, own) in enumerate([*units, *cuda_units]):  # ``sources``' order
         out = obj / f"{index:03d}-{source.stem}.o"
+        named = str(source) in users
+        flags = (f"-D{TVM_FFI_NAMESPACE_MACRO}={namespace}", *own) if named else own
         if source.suffix == ".cu":  # a kernel's, or a binding's (with the binding's flags)
             name = nvcc_source_name(source, root)
             # its depfile, as torch's ninja asks nvcc for one: what a dev build judges the

@@ -105,9 +105,7 @@ def _plan(
     codegen.write_registration_header(stage / "include")
     views = ((req.project.root, steps.PROJECT_LINK), (given.remedies.data_dir, DATA_LINK))
     for folder, link in views:
-        if (stage / link).is_symlink():  # an incremental build's, from its last run
-            (stage / link).unlink()
-        (stage / link).symlink_to(folder.resolve(), target_is_directory=True)
+        steps.link_folder(stage, folder, link)
     plan = plan_compile(req, namespace, *given)
     spec = plan.spec.through_views(tuple((str(f), str(stage / link)) for f, link in views))
     spec = replace(spec, incremental=incremental)

@@ -82,6 +82,17 @@ PROJECT_LINK = "project"
 ABSENT = "absent.json"  # a dev stage's shadowing headers, where no reuse entry keeps them
 
 
+def link_folder(stage: Path, folder: Path, name: str) -> Path:
+    """``<stage>/<name>``, a link to ``folder`` (an incremental build's, from its last run,
+    replaced): the compilers name ``folder``'s files through it, the same path on every checkout
+    and machine for the compiler cache's keys (docs/compiler-cache.md)."""
+    link = stage / name
+    if link.is_symlink():
+        link.unlink()
+    link.symlink_to(folder.resolve(), target_is_directory=True)
+    return link
+
+
 def full_version(
     base: str, variant: Variant, style: LocalVersionStyle = LocalVersionStyle.DOTTED
 ) -> str:
@@ -396,28 +407,28 @@ def compile_step(
     only = None
     # a new header in front of one a dev object read: compiled again
     shadowing = reuse.appeared() if reuse is not None else appeared(stage / ABSENT)
+    linked = stage / PROJECT_LINK  # the compilers name the project through it (every kind)
     if commands is not None:  # no ninja: the units judged here
-        only, before = stale.units_to_compile(stage, commands, req.project.root, shadowing)
+        only, before = stale.units_to_compile(stage, commands, linked, shadowing)
     else:
         deps = stale.objects_inputs(ninja, objects, runner)
         before = stale.remove_stale(stage, deps)
         stale.remove_shadowed(deps, shadowing)
         if incremental:  # a file saved just before: told from a save during it by its bytes
-            before = {**stale.recently_changed(stage / PROJECT_LINK), **before}
+            before = {**stale.recently_changed(linked), **before}
     started = time.time_ns()
     result = run_worker(
         req, python, stage, env_vars, planned.keep_dir, runner, direct=direct, only=only
     )
     units = result.pop("units", None)
     if commands is not None and only is not None:
-        root = req.project.root
-        result["inputs"] = stale.units_compiled(stage, commands, before, started, root)
+        result["inputs"] = stale.units_compiled(stage, commands, before, started, linked)
         if not only.units:
             result["cache"] = "unchanged: no unit to compile (linked again)"
     elif incremental:
         ninja = str(result.get("ninja") or ninja or "")
         deps = stale.objects_inputs(ninja, objects, runner)
-        stale.record_compiled(stage, deps, before, started, stage / PROJECT_LINK)
+        stale.record_compiled(stage, deps, before, started, linked)
         if direct is not None:  # ninja and the link, no worker: the inputs from the deps read
             result = {**result, "inputs": stale.all_inputs(deps, objects)}
     searched = include_search(spec)  # the compile's own, torch's and the toolkit's too

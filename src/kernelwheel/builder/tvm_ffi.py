@@ -271,7 +271,9 @@ def library_plan(
 ) -> CompilePlan[CommandSpec]:
     rpaths = _runtime_rpaths(env, toolkit, req.outputs.cache_dir / "toolkits")
     library = TvmFfiLibrary(env.include_dirs, env.lib_dir, rpaths)
-    return plan_tvm_ffi_compile(req, namespace, library, *given)
+    # the project named through its link in the work folder, as a torch build names it
+    linked = steps.link_folder(given.stage, req.project.root, steps.PROJECT_LINK)
+    return plan_tvm_ffi_compile(req, namespace, library, *given, root=linked)
 
 
 def _ready(marker: Path, runner: Runner) -> TvmFfiEnv | None:
