@@ -42,7 +42,7 @@ from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
 from ..compile.diagnostics import Fault, PathMap, failure, fault, unit_warnings, warning_summary
 from ..compile.memory import load_estimates
 from ..errors import AbiError, BuildError, ToolchainError
-from ..log import Reporter, step
+from ..log import UNITS_LINE, Reporter, step
 from ..model.capability import CudaCapability
 from ..model.project import KernelProject, editor_file
 from ..model.recipes import load_ccache_recipe
@@ -404,6 +404,11 @@ def compile_step(
         stale.remove_shadowed(deps, shadowing)
         if incremental:  # a file saved just before: told from a save during it by its bytes
             before = {**stale.recently_changed(stage / PROJECT_LINK), **before}
+    if isinstance(spec, CommandSpec):
+        todo = [unit.source for unit in (only or spec).units]
+    else:
+        todo = stale.pending(spec.sources, objects, deps)
+    _announce(req, stage, spec.build_temp, todo)
     started = time.time_ns()
     result = run_worker(
         req, python, stage, env_vars, planned.keep_dir, runner, direct=direct, only=only
@@ -435,6 +440,17 @@ def compile_step(
         why = "no-ccache" if req.compile.no_ccache else "see the log"
         cache = stats.describe() if stats is not None else f"no compiler cache ({why})"
     return _compiled(result, spec, dev_summary(units, cache, stats), planned.notes)
+
+
+def _announce(req: BuildRequest, stage: Path, build_temp: str, sources: Sequence[str]) -> None:
+    """The units about to compile named in the log (the progress shows them), in the author's
+    paths; kernelwheel's own by its name, never its cache path."""
+    paths = project_path_map(stage, req.project.root, build_temp)
+    names = [paths.path(source) for source in sources]
+    names = [os.path.basename(name) if os.path.isabs(name) else name for name in names]
+    if names:
+        with open(req.log, "a") as fh:
+            fh.write(UNITS_LINE + ", ".join(names) + "\n")
 
 
 def dev_summary(units: object, cache: str, stats: CacheStats | None) -> str:
