@@ -117,3 +117,28 @@ def test_a_dev_compile_of_no_unit_says_so_not_ccache_0_of_0() -> None:
     unchanged = "unchanged: ninja had nothing to compile"
     assert dev_summary([], unchanged, None) == unchanged
     assert dev_summary(None, none.describe(), none) == "ccache 0/0 hit"  # a release build
+
+
+def test_a_warning_of_kernelwheels_own_source_names_it_never_by_its_cache_path(
+    tmp_path: Path,
+) -> None:
+    # the compat source kernelwheel adds to every unit list and the header it forces in lie in
+    # the cache: a warning in them names the file, not the author's fault nor a path to open
+    req, stage, a, _ = _stage(tmp_path)
+    compat = f"{stage}/kernelwheel-data/kernelwheel_compat.cpp"
+    spec = {"sources": [a, compat], "incremental": True, "build_temp": str(stage / "obj")}
+    (stage / "compile.json").write_text(json.dumps(spec))
+    (stage / "result.json").write_text("{}")
+    ninja = _Ninja()
+    ninja.output = [
+        f"[1/2] c++ -c {a} -o a.o\n"
+        f"[2/2] c++ -c {compat} -o c.o\n"
+        f"In file included from {compat}:3:\n"
+        f"{stage}/include/kernelwheel_abi.h:9:1: warning: odd [-Wodd]\n"
+    ]
+    result = run_worker(req, Path("py"), stage, {}, None, ninja, direct=(["ninja"], ["ld"]))  # type: ignore[arg-type]
+    assert result["warnings"] == [
+        "kernelwheel_compat.cpp (kernelwheel's own source): 1 warning "
+        "(first: kernelwheel_abi.h:9:1: odd [-Wodd])"
+    ]
+    assert result["units"] == ["csrc/a.cpp"]  # the project's units this run compiled

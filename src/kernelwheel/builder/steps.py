@@ -79,6 +79,7 @@ from .wheelmeta import refuse_outside, with_metadata
 WORKER = Path(__file__).parents[1] / "compile" / "_compile_worker.py"
 # The project's link in a variant's work folder: the compilers name its files through it.
 PROJECT_LINK = "project"
+DATA_LINK = "kernelwheel-data"  # kernelwheel's data folder (its compat source), linked
 ABSENT = "absent.json"  # a dev stage's shadowing headers, where no reuse entry keeps them
 
 
@@ -867,7 +868,8 @@ def project_path_map(stage: Path, root: Path, cwd: str) -> PathMap:
         "/kernelwheel/src",
         os.path.join(cwd, str(link).lstrip("/")),
     )
-    return PathMap(tuple(dict.fromkeys(folders)), cwd)
+    own = (str(stage.absolute() / "include"), str(stage.absolute() / DATA_LINK))
+    return PathMap(tuple(dict.fromkeys(folders)), cwd, own)
 
 
 def unchanged_compile(
