@@ -10,8 +10,9 @@ import pytest
 from support.requests import build_request
 from support.tinykernel import write_tiny_kernel
 
+from kernelwheel.abi.policy import data_file
 from kernelwheel.builder.request import BuildRequest
-from kernelwheel.builder.steps import PROJECT_LINK, _some, run_worker
+from kernelwheel.builder.steps import PROJECT_LINK, _announce, _some, run_worker
 from kernelwheel.errors import BuildError
 from kernelwheel.model.variant import Variant
 
@@ -142,3 +143,16 @@ def test_a_warning_of_kernelwheels_own_source_names_it_never_by_its_cache_path(
         "(first: kernelwheel_abi.h:9:1: odd [-Wodd])"
     ]
     assert result["units"] == ["csrc/a.cpp"]  # the project's units this run compiled
+
+
+def test_the_units_to_compile_are_named_in_the_log_in_the_authors_paths(tmp_path: Path) -> None:
+    req, stage, a, b = _stage(tmp_path)
+    compat = f"{stage}/kernelwheel-data/kernelwheel_compat.cpp"
+    _announce(req, stage, str(stage / "obj"), [b, compat, a])
+    assert req.log.read_text() == (
+        "units to compile: csrc/b.cpp, kernelwheel_compat.cpp, csrc/a.cpp\n"
+    )
+    # the compat source where no link names it: kernelwheel's package data folder
+    req.log.write_text("")
+    _announce(req, stage, str(stage / "obj"), [str(data_file("kernelwheel_compat.cpp"))])
+    assert req.log.read_text() == "units to compile: kernelwheel_compat.cpp\n"

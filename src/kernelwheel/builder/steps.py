@@ -31,8 +31,15 @@ from .._util import (
 from ..abi._elf import demangle
 from ..abi.checker import check_wheel
 from ..abi.origins import objects_referencing
-from ..abi.policy import DEFAULT_POLICY, load_policy
-from ..abi.remedies import NO_REMEDIES, RemedySet, abi_header, remedy_flags, symver_libraries
+from ..abi.policy import DEFAULT_POLICY, data_file, load_policy
+from ..abi.remedies import (
+    COMPAT_SOURCE,
+    NO_REMEDIES,
+    RemedySet,
+    abi_header,
+    remedy_flags,
+    symver_libraries,
+)
 from ..abi.repair import RepairResult, repair_wheel
 from ..abi.report import Rule, WheelReport
 from ..abi.symver import ForcedHeader, VersionTable, read_version_table
@@ -447,8 +454,7 @@ def _announce(req: BuildRequest, stage: Path, build_temp: str, sources: Sequence
     """The units about to compile named in the log (the progress shows them), in the author's
     paths; kernelwheel's own by its name, never its cache path."""
     paths = project_path_map(stage, req.project.root, build_temp)
-    names = [paths.path(source) for source in sources]
-    names = [os.path.basename(name) if os.path.isabs(name) else name for name in names]
+    names = [paths.ours(source) or paths.path(source) for source in sources]
     if names:
         with open(req.log, "a") as fh:
             fh.write(UNITS_LINE + ", ".join(names) + "\n")
@@ -868,7 +874,8 @@ def project_path_map(stage: Path, root: Path, cwd: str) -> PathMap:
         "/kernelwheel/src",
         os.path.join(cwd, str(link).lstrip("/")),
     )
-    own = (str(stage.absolute() / "include"), str(stage.absolute() / DATA_LINK))
+    data = str(data_file(COMPAT_SOURCE).parent)  # the compat source, where not through its link
+    own = (str(stage.absolute() / "include"), str(stage.absolute() / DATA_LINK), data)
     return PathMap(tuple(dict.fromkeys(folders)), cwd, own)
 
 
