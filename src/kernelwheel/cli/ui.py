@@ -40,9 +40,9 @@ def activity_of(line: str, units: list[str] | None = None) -> str | None:
     those still compiling (in the author's paths: the finished one, as named there, leaves
     them), and no other line replaces that."""
     line = line.strip()
-    if units is not None or not _PROGRESS.match(line):
-        return _unit_done(line, units) if units is not None else None
-    return _unit_done(line, None) or line[:160]
+    if units is not None:
+        return _unit_done(line, units)
+    return (_unit_done(line, None) or line[:160]) if _PROGRESS.match(line) else None
 
 
 def _unit_done(line: str, units: list[str] | None) -> str | None:
