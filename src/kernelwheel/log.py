@@ -11,6 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+# A compile's log line naming the units it is about to compile, in the author's paths (the
+# CLI's progress names them from it, then each as the build tool finishes it).
+UNITS_LINE = "units to compile: "
+
 
 @dataclass(frozen=True)
 class StepResult:

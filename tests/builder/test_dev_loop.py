@@ -105,6 +105,9 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     assert f"variant {CPU_VARIANT}" in out
     assert re.search(r"load check.*add_one", out), out
     assert re.search(r"\d+ passed", out), out
+    # kernelwheel's own files (its compat source, the headers it writes) warn nowhere
+    ours = re.compile(r"kernelwheel_compat|kernelwheel_abi|registration\.h|/\.cache/")
+    assert not [line for line in out.splitlines() if "warning" in line and ours.search(line)]
     # each unit's seconds, from ninja's log, kept for the next build's longest-first schedule
     timed = read_costs(store_path(cache_dir(), project))
     assert {"csrc/tiny_op_cpu.cpp", "torch-ext/torch_binding.cpp"} <= set(timed), timed
@@ -138,6 +141,8 @@ def test_init_then_test_from_a_subfolder_then_an_edit_recompiles_its_unit_alone(
     assert "1 failed" in "".join(capfd.readouterr())
     log = dev_folder(cache_dir(), load_project(project)) / "logs" / f"{CPU_VARIANT}.log"
     assert _units_compiled(log.read_text()) == ["tiny_op_cpu.cpp"]
+    # named before ninja started (the progress shows it), in the project's path
+    assert "\nunits to compile: csrc/tiny_op_cpu.cpp\n" in log.read_text()
 
     # unchanged since the last run: nothing compiles, nothing is loaded again, and ninja is not
     # even started (the edit's incremental build, ninja and the link alone, kept no reuse

@@ -10,8 +10,9 @@ import pytest
 from support.requests import build_request
 from support.tinykernel import write_tiny_kernel
 
+from kernelwheel.abi.policy import data_file
 from kernelwheel.builder.request import BuildRequest
-from kernelwheel.builder.steps import PROJECT_LINK, _some, run_worker
+from kernelwheel.builder.steps import PROJECT_LINK, _announce, _some, run_worker
 from kernelwheel.errors import BuildError
 from kernelwheel.model.variant import Variant
 
@@ -117,3 +118,41 @@ def test_a_dev_compile_of_no_unit_says_so_not_ccache_0_of_0() -> None:
     unchanged = "unchanged: ninja had nothing to compile"
     assert dev_summary([], unchanged, None) == unchanged
     assert dev_summary(None, none.describe(), none) == "ccache 0/0 hit"  # a release build
+
+
+def test_a_warning_of_kernelwheels_own_source_names_it_never_by_its_cache_path(
+    tmp_path: Path,
+) -> None:
+    # the compat source kernelwheel adds to every unit list and the header it forces in lie in
+    # the cache: a warning in them names the file, not the author's fault nor a path to open
+    req, stage, a, _ = _stage(tmp_path)
+    compat = f"{stage}/kernelwheel-data/kernelwheel_compat.cpp"
+    spec = {"sources": [a, compat], "incremental": True, "build_temp": str(stage / "obj")}
+    (stage / "compile.json").write_text(json.dumps(spec))
+    (stage / "result.json").write_text("{}")
+    ninja = _Ninja()
+    ninja.output = [
+        f"[1/2] c++ -c {a} -o a.o\n"
+        f"[2/2] c++ -c {compat} -o c.o\n"
+        f"In file included from {compat}:3:\n"
+        f"{stage}/include/kernelwheel_abi.h:9:1: warning: odd [-Wodd]\n"
+    ]
+    result = run_worker(req, Path("py"), stage, {}, None, ninja, direct=(["ninja"], ["ld"]))  # type: ignore[arg-type]
+    assert result["warnings"] == [
+        "kernelwheel_compat.cpp (kernelwheel's own source): 1 warning "
+        "(first: kernelwheel_abi.h:9:1: odd [-Wodd])"
+    ]
+    assert result["units"] == ["csrc/a.cpp"]  # the project's units this run compiled
+
+
+def test_the_units_to_compile_are_named_in_the_log_in_the_authors_paths(tmp_path: Path) -> None:
+    req, stage, a, b = _stage(tmp_path)
+    compat = f"{stage}/kernelwheel-data/kernelwheel_compat.cpp"
+    _announce(req, stage, str(stage / "obj"), [b, compat, a])
+    assert req.log.read_text() == (
+        "units to compile: csrc/b.cpp, kernelwheel_compat.cpp, csrc/a.cpp\n"
+    )
+    # the compat source where no link names it: kernelwheel's package data folder
+    req.log.write_text("")
+    _announce(req, stage, str(stage / "obj"), [str(data_file("kernelwheel_compat.cpp"))])
+    assert req.log.read_text() == "units to compile: kernelwheel_compat.cpp\n"

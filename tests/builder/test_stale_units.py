@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from kernelwheel.builder.stale import units_compiled, units_to_compile
+from kernelwheel.builder.stale import pending, units_compiled, units_to_compile
 from kernelwheel.compile.compile_spec import CommandSpec, CommandUnit
 
 OLD = 1_000_000_000  # 2001: older than any object
@@ -110,3 +110,26 @@ def test_files_saved_right_before_the_compile_are_judged_by_their_bytes(tmp_path
     os.utime(project / "b.c", (OLD, OLD))
     units_compiled(stage, spec, before, started, project)
     assert [Path(u.source).name for u in units_to_compile(stage, spec, project)[0].units] == ["b.c"]
+
+
+def test_the_units_ninja_is_to_compile_are_known_before_it_starts(tmp_path: Path) -> None:
+    """A torch build's units to compile, named in the progress before ninja runs: those whose
+    object is missing, older than an input (a header, by the deps log), or not in build.ninja."""
+    temp, project = tmp_path / "obj", tmp_path / "project"
+    temp.mkdir()
+    project.mkdir()
+    sources = [str(project / f"{name}.cpp") for name in ("a", "b", "c", "d")]
+    header = project / "hdr.h"
+    for path in (*sources, header):
+        Path(path).write_text("x\n")
+        os.utime(path, (OLD, OLD))
+    rules = [f"build {temp}/{n}.o: compile {project}/{n}.cpp" for n in ("a", "b", "d")]
+    (temp / "build.ninja").write_text("\n".join(["rule compile", *rules, ""]))
+    for name in ("a", "b"):
+        (temp / f"{name}.o").write_text("o\n")
+        os.utime(temp / f"{name}.o", (OLD + 10, OLD + 10))
+    os.utime(header, (OLD + 20, OLD + 20))  # saved after b.o was made; d.o was never made
+    deps = {str(temp / f"{n}.o"): [sources[i], str(header)] for i, n in enumerate("ab")}
+    deps[str(temp / "a.o")] = [sources[0]]
+    assert pending(sources, temp, deps) == sources[1:]
+    assert pending(sources[:1], temp, {}) == []  # no deps log: the source's own time

@@ -189,8 +189,11 @@ def test_quiet_build_prints_no_steps(tmp_path: Path, capsys: pytest.CaptureFixtu
         ("Collecting torch==2.14.1", "Collecting torch==2.14.1"),
         ("  Downloading torch-2.14.1-cp311-linux.whl (190 MB)",
          "Downloading torch-2.14.1-cp311-linux.whl (190 MB)"),
-        ("[2/5] /usr/bin/c++ -MMD -c /src/csrc/img2gray_cpu.cpp -o x.o", "[2/5] img2gray_cpu.cpp"),
-        ("[3/5] nvcc --threads=4 -c /src/csrc/img2gray.cu -o img2gray.cuda.o", "[3/5] img2gray.cu"),
+        # ninja writing to a file prints a unit's line when the unit has finished
+        ("[2/5] /usr/bin/c++ -MMD -c /src/csrc/img2gray_cpu.cpp -o x.o",
+         "2/5 done: img2gray_cpu.cpp"),
+        ("[3/5] nvcc --threads=4 -c /src/csrc/img2gray.cu -o img2gray.cuda.o",
+         "3/5 done: img2gray.cu"),
         ("<command-line>: note: this is the location of the previous definition", None),
     ],
 )  # fmt: skip
@@ -204,7 +207,39 @@ def test_a_warning_does_not_hide_the_compile_progress(tmp_path: Path) -> None:
     lines = ["[1/2] c++ -c /p/csrc/img2gray_cpu.cpp -o a.o", "x.cpp:1: warning: unused", "note: x"]
     _slow_step(ui, tmp_path / "v.log", lines, 0.8)
     beats = [line for line in out.getvalue().splitlines() if line.startswith("  … v:")]
-    assert beats and all(line.endswith("[1/2] img2gray_cpu.cpp") for line in beats)
+    assert beats and all(line.endswith("1/2 done: img2gray_cpu.cpp") for line in beats)
+
+
+def test_the_compile_progress_names_the_units_compiling_then_each_finished(
+    tmp_path: Path,
+) -> None:
+    """The units the log names before ninja starts show while they compile (not ninja's command
+    line, nor a cache path); each unit ninja finishes is shown done, in the author's path."""
+    out = io.StringIO()
+    ui = ConsoleUI(out=out, err=out, heartbeat=0.2)
+    log = tmp_path / "v.log"
+    cache = "/root/.cache/kernelwheel/dev/p1-0123/torch213-cxx11-cpu-x86_64-linux"
+    with step(ui, "v", "compile", log=log):
+        with open(log, "a") as fh:
+            fh.write(
+                "units to compile: csrc/p1_cpu.cpp, csrc/p1_extra.cpp, kernelwheel_compat.cpp\n"
+            )
+            fh.write(f"$ /usr/bin/ninja -v -C {cache}/build -j 2\n")
+        time.sleep(0.6)
+        with open(log, "a") as fh:
+            fh.write(f"[1/3] c++ -MMD -c {cache}/project/csrc/p1_extra.cpp -o {cache}/b.o\n")
+        time.sleep(0.6)
+        with open(log, "a") as fh:
+            fh.write("[2/3] c++ -c /root/.cache/kernelwheel/data/kernelwheel_compat.cpp -o c.o\n")
+        time.sleep(0.6)
+    beats = [line for line in out.getvalue().splitlines() if line.startswith("  … v: compile")]
+    shown = [line.partition("  ")[2].partition("  ")[2] for line in beats]
+    assert shown[0] == ("compiling csrc/p1_cpu.cpp, csrc/p1_extra.cpp, kernelwheel_compat.cpp"), (
+        beats
+    )
+    assert "1/3 done: csrc/p1_extra.cpp; compiling csrc/p1_cpu.cpp, kernelwheel_compat.cpp" in shown
+    assert shown[-1] == "2/3 done: kernelwheel_compat.cpp; compiling csrc/p1_cpu.cpp", beats
+    assert not any("ninja" in line or ".cache" in line for line in beats)
 
 
 def test_side_by_side_variants_each_get_a_whole_group_on_github(

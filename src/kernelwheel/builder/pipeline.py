@@ -23,8 +23,6 @@ from .compile_plan import CompilePlan, plan_compile
 from .request import BuildRequest, BuiltWheel
 from .wheelmeta import requirements, torch_requirement
 
-DATA_LINK = "kernelwheel-data"
-
 
 def _check_env_matches(env: EnvInfo, variant: Variant) -> None:
     assert variant.torch is not None
@@ -103,7 +101,7 @@ def _plan(
     for the compilers and the compiler cache's keys."""
     stage = given.stage
     codegen.write_registration_header(stage / "include")
-    views = ((req.project.root, steps.PROJECT_LINK), (given.remedies.data_dir, DATA_LINK))
+    views = ((req.project.root, steps.PROJECT_LINK), (given.remedies.data_dir, steps.DATA_LINK))
     for folder, link in views:
         steps.link_folder(stage, folder, link)
     plan = plan_compile(req, namespace, *given)

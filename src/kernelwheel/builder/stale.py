@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .._util import CommandTimeout, Runner, atomic_write, read_json_object, sha256_file
+from ..compile import unit_costs
 from ..compile._compile_worker import depfile_paths
 from ..compile.compile_spec import CommandSpec
 
@@ -42,6 +43,24 @@ def objects_inputs(ninja: str | None, build_temp: Path, runner: Runner) -> dict[
         elif line.strip():
             inputs.append(os.path.normpath(build_temp / line.strip()))
     return found
+
+
+def pending(sources: Sequence[str], build_temp: Path, deps: Mapping[str, list[str]]) -> list[str]:
+    """The ``sources`` ninja is to compile in ``build_temp``, as it judges them: the last
+    build.ninja made no object of one, the object is gone, or one of its inputs (by ``deps``,
+    else the source) is newer."""
+    made = {os.path.normpath(s): o for o, s in unit_costs.sources_of(build_temp).items()}
+
+    def fresh(source: str) -> bool:
+        target = made.get(os.path.normpath(source))
+        try:
+            built = os.stat(target).st_mtime_ns if target else -1
+            inputs = deps.get(os.path.normpath(target or ""), [source])
+            return all(os.stat(path).st_mtime_ns <= built for path in inputs)
+        except OSError:
+            return False
+
+    return [source for source in sources if not fresh(source)]
 
 
 def all_inputs(deps: Mapping[str, list[str]], build_temp: Path) -> list[str] | None:

@@ -31,8 +31,15 @@ from .._util import (
 from ..abi._elf import demangle
 from ..abi.checker import check_wheel
 from ..abi.origins import objects_referencing
-from ..abi.policy import DEFAULT_POLICY, load_policy
-from ..abi.remedies import NO_REMEDIES, RemedySet, abi_header, remedy_flags, symver_libraries
+from ..abi.policy import DEFAULT_POLICY, data_file, load_policy
+from ..abi.remedies import (
+    COMPAT_SOURCE,
+    NO_REMEDIES,
+    RemedySet,
+    abi_header,
+    remedy_flags,
+    symver_libraries,
+)
 from ..abi.repair import RepairResult, repair_wheel
 from ..abi.report import Rule, WheelReport
 from ..abi.symver import ForcedHeader, VersionTable, read_version_table
@@ -42,7 +49,7 @@ from ..compile.compile_spec import CommandSpec, CompileSpec, output_identity
 from ..compile.diagnostics import Fault, PathMap, failure, fault, unit_warnings, warning_summary
 from ..compile.memory import load_estimates
 from ..errors import AbiError, BuildError, ToolchainError
-from ..log import Reporter, step
+from ..log import UNITS_LINE, Reporter, step
 from ..model.capability import CudaCapability
 from ..model.project import KernelProject, editor_file
 from ..model.recipes import load_ccache_recipe
@@ -79,6 +86,7 @@ from .wheelmeta import refuse_outside, with_metadata
 WORKER = Path(__file__).parents[1] / "compile" / "_compile_worker.py"
 # The project's link in a variant's work folder: the compilers name its files through it.
 PROJECT_LINK = "project"
+DATA_LINK = "kernelwheel-data"  # kernelwheel's data folder (its compat source), linked
 ABSENT = "absent.json"  # a dev stage's shadowing headers, where no reuse entry keeps them
 
 
@@ -416,6 +424,11 @@ def compile_step(
         stale.remove_shadowed(deps, shadowing)
         if incremental:  # a file saved just before: told from a save during it by its bytes
             before = {**stale.recently_changed(linked), **before}
+    if isinstance(spec, CommandSpec):
+        todo = [unit.source for unit in (only or spec).units]
+    else:
+        todo = stale.pending(spec.sources, objects, deps)
+    _announce(req, stage, spec.build_temp, todo)
     started = time.time_ns()
     result = run_worker(
         req, python, stage, env_vars, planned.keep_dir, runner, direct=direct, only=only
@@ -446,6 +459,16 @@ def compile_step(
         why = "no-ccache" if req.compile.no_ccache else "see the log"
         cache = stats.describe() if stats is not None else f"no compiler cache ({why})"
     return _compiled(result, spec, dev_summary(units, cache, stats), planned.notes)
+
+
+def _announce(req: BuildRequest, stage: Path, build_temp: str, sources: Sequence[str]) -> None:
+    """The units about to compile named in the log (the progress shows them), in the author's
+    paths; kernelwheel's own by its name, never its cache path."""
+    paths = project_path_map(stage, req.project.root, build_temp)
+    names = [paths.ours(source) or paths.path(source) for source in sources]
+    if names:
+        with open(req.log, "a") as fh:
+            fh.write(UNITS_LINE + ", ".join(names) + "\n")
 
 
 def dev_summary(units: object, cache: str, stats: CacheStats | None) -> str:
@@ -875,7 +898,9 @@ def project_path_map(stage: Path, root: Path, cwd: str) -> PathMap:
         "/kernelwheel/src",
         os.path.join(cwd, str(link).lstrip("/")),
     )
-    return PathMap(tuple(dict.fromkeys(folders)), cwd)
+    data = str(data_file(COMPAT_SOURCE).parent)  # the compat source, where not through its link
+    own = (str(stage.absolute() / "include"), str(stage.absolute() / DATA_LINK), data)
+    return PathMap(tuple(dict.fromkeys(folders)), cwd, own)
 
 
 def unchanged_compile(

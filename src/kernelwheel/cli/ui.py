@@ -20,7 +20,7 @@ from typing import TextIO
 
 from .. import __version__
 from .._util import redact
-from ..log import StepResult
+from ..log import UNITS_LINE, StepResult
 from ..plan.options import resolve_command_option
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
@@ -31,20 +31,38 @@ _PROGRESS = re.compile(
     r"^(\[\d+/\d+\]|\$ |Collecting |Downloading |Using cached |Installing |Building |"
     r"Successfully |Processing |Preparing |Looking in )"
 )
-_SOURCE = re.compile(r"(?:^|[\s/])([\w.+-]+\.(?:cu|cpp|cc|cxx|c))(?=\s|$)")
+_SOURCE = re.compile(r"(?:^|\s)(\S*?([\w.+-]+\.(?:cu|cpp|cc|cxx|c)))(?=\s|$)")
 
 
-def activity_of(line: str) -> str | None:
-    """A progress line shortened (``[2/5] c++ ... x.cpp ...`` -> ``[2/5] x.cpp``), else None."""
+def activity_of(line: str, units: list[str] | None = None) -> str | None:
+    """A progress line shortened, else None. ninja writing to a file prints ``[k/N] command``
+    as a unit ends: ``[2/5] c++ ... /abs/x.cpp ...`` -> ``2/5 done: x.cpp``; with ``units``,
+    those still compiling (in the author's paths: the finished one, as named there, leaves
+    them), and no other line replaces that."""
     line = line.strip()
-    if not _PROGRESS.match(line):
+    if units is not None:
+        return _unit_done(line, units)
+    return (_unit_done(line, None) or line[:160]) if _PROGRESS.match(line) else None
+
+
+def _unit_done(line: str, units: list[str] | None) -> str | None:
+    count = re.match(r"\[(\d+/\d+)\] ", line)
+    sources = _SOURCE.findall(line) if count else []
+    if not (count and sources):
         return None
-    if line.startswith("["):
-        count, _, rest = line.partition(" ")
-        sources = _SOURCE.findall(rest)
-        if sources:
-            return f"{count} {sources[-1]}"
-    return line[:160]
+    path, name = sources[-1]
+    if units is None:
+        return f"{count[1]} done: {name}"
+    name = next((u for u in units if path == u or path.endswith("/" + u)), name)
+    if name in units:
+        units.remove(name)
+    return f"{count[1]} done: {name}" + (f"; {compiling(units)}" if units else "")
+
+
+def compiling(units: Sequence[str], shown: int = 3) -> str:
+    """``compiling a.cpp, b.cpp and 2 more``."""
+    more = f" and {len(units) - shown} more" if len(units) > shown else ""
+    return "compiling " + ", ".join(units[:shown]) + more
 
 
 @dataclass
@@ -58,6 +76,7 @@ class _Running:
     beat: float = 0.0  # when the last heartbeat line was printed
     partial: bytes = b""
     progressed: bool = False  # a progress line was seen: plain lines no longer replace it
+    units: list[str] | None = None  # the units still compiling, once the log named them
 
 
 def with_log(message: str, log: Path | None) -> str:
@@ -294,7 +313,11 @@ class ConsoleUI:
             line = raw.decode("utf-8", "replace").rstrip().rsplit("\r", 1)[-1]  # a bar's last state
             if not line.strip():
                 continue
-            found = activity_of(line)
+            if line.startswith(UNITS_LINE):
+                running.units = [u for u in line[len(UNITS_LINE) :].split(", ") if u]
+                found: str | None = compiling(running.units)
+            else:
+                found = activity_of(line, running.units)
             if found is not None:
                 running.activity, running.progressed = found, True
             elif not running.progressed:

@@ -68,10 +68,21 @@ class PathMap:
 
     folders: tuple[str, ...]
     cwd: str
+    # kernelwheel's own files' folders (its compat source, the headers it writes): in a line,
+    # a file of them is named, never by its path in the cache
+    own: tuple[str, ...] = ()
+
+    def _full(self, path: str) -> str:
+        return os.path.normpath(path if os.path.isabs(path) else os.path.join(self.cwd, path))
+
+    def ours(self, path: str) -> str | None:
+        """The name of kernelwheel's own file at ``path``; None for any other."""
+        full = self._full(path)
+        return next((full[len(f) + 1 :] for f in self.own if full.startswith(f + "/")), None)
 
     def path(self, path: str) -> str:
         """``path`` relative to the project when it is in it, else as given."""
-        full = os.path.normpath(path if os.path.isabs(path) else os.path.join(self.cwd, path))
+        full = self._full(path)
         for folder in self.folders:
             if full.startswith(folder.rstrip("/") + "/"):
                 return full[len(folder.rstrip("/")) + 1 :]
@@ -80,7 +91,7 @@ class PathMap:
 
     def line(self, text: str) -> str:
         """``text`` with every path into the project shown relative to it."""
-        return _PATH.sub(lambda m: self.path(m.group(1)), text)
+        return _PATH.sub(lambda m: self.ours(m.group(1)) or self.path(m.group(1)), text)
 
 
 @dataclass(frozen=True)
@@ -288,7 +299,12 @@ def unit_warnings(output: str, paths: PathMap) -> dict[str, str]:
             # nvcc's front end says a warning once for the host, once for the device
             if warning not in found.setdefault(unit, []):
                 found[unit].append(warning)
-    return {unit: _unit_line(unit, said) for unit, said in found.items()}
+    return {unit: _unit_line(_own_unit(unit, paths), said) for unit, said in found.items()}
+
+
+def _own_unit(unit: str, paths: PathMap) -> str:
+    name = paths.ours(unit)
+    return unit if name is None else f"{name} (kernelwheel's own source)"
 
 
 def _unit_line(unit: str, said: Sequence[str]) -> str:

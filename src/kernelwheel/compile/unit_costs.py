@@ -107,7 +107,7 @@ def unit_seconds(build_temp: Path, source_of: Mapping[str, str] | None = None) -
     """Seconds per source of the last ninja run in ``build_temp``: build.ninja's compile lines
     (else ``source_of``: object -> source) joined with ``.ninja_log``'s ``start end mtime OBJ
     hash`` rows (milliseconds; an output's last row is its latest compile)."""
-    source_of = source_of or _sources_of(build_temp)
+    source_of = source_of or sources_of(build_temp)
     took: dict[str, float] = {}
     for row in _lines(build_temp / ".ninja_log"):
         fields = row.split("\t")
@@ -124,7 +124,7 @@ def unit_peaks(
 ) -> dict[str, float]:
     """MiB per source, as :func:`unit_seconds` from :data:`PEAK_LOG`'s rows (KiB); rows under
     ``floor`` MiB are left out (a compiler-cache hit, not a compile)."""
-    source_of = source_of or _sources_of(build_temp)
+    source_of = source_of or sources_of(build_temp)
     peaks: dict[str, float] = {}
     for row in _lines(build_temp / PEAK_LOG):
         obj, _, kib = row.rpartition("\t")
@@ -142,7 +142,7 @@ def _lines(path: Path) -> list[str]:
         return []
 
 
-def _sources_of(build_temp: Path) -> dict[str, str]:
+def sources_of(build_temp: Path) -> dict[str, str]:
     """Object -> source of build.ninja's compile statements; empty when it cannot be read."""
     source_of: dict[str, str] = {}
     for line in _lines(build_temp / "build.ninja"):
