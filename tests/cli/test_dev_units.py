@@ -766,6 +766,12 @@ def test_a_run_that_skipped_every_test_says_so_with_the_reasons(tmp_path: Path) 
     # no report (a run that died before its summary): nothing said, nothing stale read
     outcome.unlink(missing_ok=True)
     assert pytest_exit(0, ConsoleUI(out=io.StringIO(), err=io.StringIO()), None, None, outcome) == 0
+    # a damaged report is read as none, never a traceback
+    for damaged in ("[]", '{"counts": {"skipped": 2}, "reasons": "x"}', '{"counts": 3}'):
+        outcome.write_text(damaged)
+        err = io.StringIO()
+        assert pytest_exit(0, ConsoleUI(out=io.StringIO(), err=err), None, None, outcome) == 0
+        assert err.getvalue() == ""
 
 
 def test_failed_tests_of_a_cuda_build_on_a_machine_without_a_gpu_say_so_with_the_fix() -> None:

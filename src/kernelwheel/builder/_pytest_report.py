@@ -1,14 +1,15 @@
 """A pytest plugin ``kernelwheel test`` loads (``-p kernelwheel_test_report``: a copy of this
 file in the dev folder, the standard library alone): when pytest's run ends, each outcome's count
 and the skip reasons, as JSON, into the file ``KERNELWHEEL_TEST_REPORT`` names. It only counts:
-nothing pytest shows, runs or decides changes. :func:`all_skipped` reads that file back."""
+nothing pytest shows, runs or decides changes. :func:`all_skipped` judges what it wrote (read
+back by kernelwheel's one reader of its records, which this copy cannot import)."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections import Counter
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 PLUGIN = "kernelwheel_test_report"
@@ -36,20 +37,19 @@ def _reason(report: Any) -> str:
     return str(text).removeprefix("Skipped: ")
 
 
-def all_skipped(path: Path) -> str | None:
-    """Where the run that wrote ``path`` skipped tests and ran none (nothing passed, failed or
-    xfailed): the count and its most common reasons, in one line; None otherwise."""
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None  # no report (pytest's terminal off, a run that died): nothing to say
-    counts: dict[str, int] = found["counts"]
+def all_skipped(found: Mapping[str, Any]) -> str | None:
+    """Where the run whose report is ``found`` skipped tests and ran none (nothing passed,
+    failed or xfailed): the count and its most common reasons, in one line; None otherwise, or
+    where the report is not one this plugin writes (a run that died, a damaged file)."""
+    counts, reasons = found.get("counts"), found.get("reasons")
+    if not isinstance(counts, dict) or not isinstance(reasons, list):
+        return None
     skipped = counts.get("skipped", 0)
     ran = ("passed", "failed", "error", "xfailed", "xpassed")
     if not skipped or any(counts.get(outcome, 0) for outcome in ran):
         return None
-    reasons = [(str(reason), int(n)) for reason, n in found["reasons"]]
-    named = ", ".join(f"{n} {_cut(reason)!r}" for reason, n in reasons[:SHOWN])
+    reasons = [pair for pair in reasons if isinstance(pair, list) and len(pair) == 2]
+    named = ", ".join(f"{n} {_cut(str(reason))!r}" for reason, n in reasons[:SHOWN])
     more = f", and {len(reasons) - SHOWN} other reason(s)" if len(reasons) > SHOWN else ""
     return (
         f"no test ran: {skipped} skipped, none passed ({named}{more}), so nothing was tested "

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 
-from .._util import Runner, atomic_write
+from .._util import Runner, atomic_write, read_json_object
 from ..builder import _pytest_report
 from ..builder.dev import lacking, pytest_arguments
 from ..builder.dev_layout import DevBuild, holds
@@ -233,7 +233,11 @@ def pytest_exit(
     build's note; not of a ``py.typed``: no test fails for its lack). A run that skipped every
     test (``outcome``, its report) says so, its exit code still 0: pytest's last line alone
     does not tell a run that tested nothing here."""
-    if code == 0 and outcome is not None and (skipped := _pytest_report.all_skipped(outcome)):
+    if (
+        code == 0
+        and outcome is not None
+        and (skipped := _pytest_report.all_skipped(read_json_object(outcome)))
+    ):
         ui.warn(skipped)
     if code in (1, 2):
         said = "tests failed" if code == 1 else "collecting the tests failed"
